@@ -1,0 +1,270 @@
+package checkpoint
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+
+	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/internal/dialect"
+	"github.com/idemport/idemport/internal/migrate"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// ErrNotHeld means the caller does not hold the partition's claim: its lease
+// expired and another attempt took the partition, or it was never claimed.
+var ErrNotHeld = errors.New("partition claim not held")
+
+// Store reads and writes plans and partition marks. It is safe for
+// concurrent use.
+type Store struct {
+	db     *sql.DB
+	d      dialect.Dialect
+	prefix string
+}
+
+// New returns a Store whose tables are named with prefix.
+func New(db *sql.DB, d dialect.Dialect, prefix string) *Store {
+	return &Store{db: db, d: d, prefix: prefix}
+}
+
+// Migrate creates or upgrades the checkpoint tables.
+func (s *Store) Migrate(ctx context.Context) error {
+	return migrate.Apply(ctx, s.db, s.d, s.prefix, "checkpoint", migrations, "migrations/"+s.d.String())
+}
+
+func (s *Store) q(x string) string { return s.d.Rebind(x) }
+
+// Op names the operation a plan belongs to: target table and file ID.
+type Op struct {
+	Table  string
+	FileID string
+}
+
+// Partition is a stored partition: its boundaries, as the plan pass found
+// them, and its state.
+type Partition struct {
+	Index    int
+	First    int64 // ordinal of the first row
+	Rows     int64
+	Rejected int64
+	Offset   int64
+	Length   int64
+	CRC      uint32
+
+	Done         bool
+	DoneBy       string
+	LeaseAttempt string
+	LeaseExpires int64
+	Counts       counter.Rows // of a done partition: its committed effects
+}
+
+// Save stores the plan body (opaque JSON) and its partitions for op.
+func (s *Store) Save(ctx context.Context, tx *sql.Tx, op Op, attempt string, body []byte, rows int64, parts []Partition) error {
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO `+s.prefix+`plans (table_name, file_id, body, row_count, partitions, attempt_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, `+s.d.Now()+`)`), op.Table, op.FileID, string(body), rows, len(parts), attempt); err != nil {
+		return fmt.Errorf("store plan: %w", err)
+	}
+	stmt, err := tx.PrepareContext(ctx, s.q(`INSERT INTO `+s.prefix+`partitions
+		(table_name, file_id, idx, first_row, row_count, rejected, byte_offset, byte_length, crc)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`))
+	if err != nil {
+		return fmt.Errorf("store partitions: %w", err)
+	}
+	defer stmt.Close()
+	for _, p := range parts {
+		if _, err := stmt.ExecContext(ctx, op.Table, op.FileID, p.Index, p.First, p.Rows, p.Rejected, p.Offset, p.Length, int64(p.CRC)); err != nil {
+			return fmt.Errorf("store partition %d: %w", p.Index, err)
+		}
+	}
+	return nil
+}
+
+// Load returns op's stored plan body and partitions, or a nil body when no
+// plan is stored.
+func (s *Store) Load(ctx context.Context, q dialect.Querier, op Op) ([]byte, []Partition, error) {
+	var body string
+	err := q.QueryRowContext(ctx, s.q(`SELECT body FROM `+s.prefix+`plans WHERE table_name = ? AND file_id = ?`), op.Table, op.FileID).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("load plan: %w", err)
+	}
+	parts, err := s.Partitions(ctx, q, op)
+	return []byte(body), parts, err
+}
+
+// Partitions returns op's partitions in index order.
+func (s *Store) Partitions(ctx context.Context, q dialect.Querier, op Op) ([]Partition, error) {
+	rows, err := q.QueryContext(ctx, s.q(`SELECT idx, first_row, row_count, rejected, byte_offset, byte_length, crc, done,
+		coalesce(done_by, ''), coalesce(lease_attempt, ''), coalesce(lease_expires, 0),
+		rows_inserted, rows_updated, rows_unchanged, rows_stale
+		FROM `+s.prefix+`partitions WHERE table_name = ? AND file_id = ? ORDER BY idx`), op.Table, op.FileID)
+	if err != nil {
+		return nil, fmt.Errorf("load partitions: %w", err)
+	}
+	defer rows.Close()
+	var out []Partition
+	for rows.Next() {
+		var p Partition
+		var crc, done int64
+		if err := rows.Scan(&p.Index, &p.First, &p.Rows, &p.Rejected, &p.Offset, &p.Length, &crc, &done,
+			&p.DoneBy, &p.LeaseAttempt, &p.LeaseExpires,
+			&p.Counts.Inserted, &p.Counts.Updated, &p.Counts.Unchanged, &p.Counts.Stale); err != nil {
+			return nil, fmt.Errorf("load partitions: %w", err)
+		}
+		p.CRC = uint32(crc)
+		p.Done = done != 0
+		if p.Done {
+			p.Counts.Read, p.Counts.Rejected = p.Rows, p.Rejected
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// Claim is a partition claimed by an attempt.
+type Claim struct {
+	Partition
+	// RecoveredFrom is the attempt whose expired lease on the partition this
+	// claim took over, or empty.
+	RecoveredFrom string
+}
+
+// Claim takes the lowest-numbered partition of op that is not done and not
+// held by a live lease (its own in-flight claims included), leasing it to
+// attempt for leaseMs. It returns nil when there is none. Run it in its own short
+// transaction: the SELECT and UPDATE are one step because the transaction
+// holds the write lock (SQLite) or the row lock (PostgreSQL, SKIP LOCKED).
+func (s *Store) Claim(ctx context.Context, tx *sql.Tx, op Op, attempt string, leaseMs int64) (*Claim, error) {
+	lock := ``
+	if s.d == dialect.Postgres {
+		lock = ` FOR UPDATE SKIP LOCKED`
+	}
+	row := tx.QueryRowContext(ctx, s.q(`SELECT idx, coalesce(lease_attempt, '') FROM `+s.prefix+`partitions
+		WHERE table_name = ? AND file_id = ? AND done = 0
+		AND (lease_attempt IS NULL OR lease_expires <= `+s.d.Now()+`)
+		ORDER BY idx LIMIT 1`+lock), op.Table, op.FileID)
+	var idx int
+	var holder string
+	if err := row.Scan(&idx, &holder); errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("claim partition: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET lease_attempt = ?, lease_expires = `+s.d.Now()+` + ?
+		WHERE table_name = ? AND file_id = ? AND idx = ?`), attempt, leaseMs, op.Table, op.FileID, idx); err != nil {
+		return nil, fmt.Errorf("claim partition %d: %w", idx, err)
+	}
+	var p Partition
+	var crc int64
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT idx, first_row, row_count, rejected, byte_offset, byte_length, crc
+		FROM `+s.prefix+`partitions WHERE table_name = ? AND file_id = ? AND idx = ?`), op.Table, op.FileID, idx).
+		Scan(&p.Index, &p.First, &p.Rows, &p.Rejected, &p.Offset, &p.Length, &crc); err != nil {
+		return nil, fmt.Errorf("read partition %d: %w", idx, err)
+	}
+	p.CRC = uint32(crc)
+	p.LeaseAttempt = attempt
+	c := &Claim{Partition: p}
+	if holder != "" && holder != attempt {
+		c.RecoveredFrom = holder
+	}
+	return c, nil
+}
+
+// Fence locks partition idx for the caller's transaction and renews its
+// lease, failing with ErrNotHeld unless attempt holds it and it is not done.
+// Call it first in the partition's transaction.
+func (s *Store) Fence(ctx context.Context, tx *sql.Tx, op Op, idx int, attempt string, leaseMs int64) error {
+	res, err := tx.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET lease_expires = `+s.d.Now()+` + ?
+		WHERE table_name = ? AND file_id = ? AND idx = ? AND lease_attempt = ? AND done = 0`), leaseMs, op.Table, op.FileID, idx, attempt)
+	return held(res, err, idx)
+}
+
+// Complete marks partition idx done by attempt with its counters, failing
+// with ErrNotHeld unless attempt holds it. Call it in the transaction that
+// committed the partition's effects.
+func (s *Store) Complete(ctx context.Context, tx *sql.Tx, op Op, idx int, attempt string, c counter.Rows) error {
+	res, err := tx.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET done = 1, done_by = ?, done_at = `+s.d.Now()+`,
+		lease_attempt = NULL, lease_expires = NULL,
+		rows_inserted = ?, rows_updated = ?, rows_unchanged = ?, rows_stale = ?
+		WHERE table_name = ? AND file_id = ? AND idx = ? AND lease_attempt = ? AND done = 0`),
+		attempt, c.Inserted, c.Updated, c.Unchanged, c.Stale, op.Table, op.FileID, idx, attempt)
+	return held(res, err, idx)
+}
+
+func held(res sql.Result, err error, idx int) error {
+	if err != nil {
+		return fmt.Errorf("partition %d: %w", idx, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("partition %d: %w", idx, err)
+	}
+	if n != 1 {
+		return fmt.Errorf("partition %d: %w", idx, ErrNotHeld)
+	}
+	return nil
+}
+
+// Release gives up attempt's claims on op's unfinished partitions.
+func (s *Store) Release(ctx context.Context, q dialect.Querier, op Op, attempt string) error {
+	if _, err := q.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET lease_attempt = NULL, lease_expires = NULL
+		WHERE table_name = ? AND file_id = ? AND lease_attempt = ? AND done = 0`), op.Table, op.FileID, attempt); err != nil {
+		return fmt.Errorf("release partitions: %w", err)
+	}
+	return nil
+}
+
+// Renew extends attempt's leases on op's unfinished partitions by leaseMs
+// from now. It returns how many leases it renewed.
+func (s *Store) Renew(ctx context.Context, q dialect.Querier, op Op, attempt string, leaseMs int64) (int64, error) {
+	res, err := q.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET lease_expires = `+s.d.Now()+` + ?
+		WHERE table_name = ? AND file_id = ? AND lease_attempt = ? AND done = 0`), leaseMs, op.Table, op.FileID, attempt)
+	if err != nil {
+		return 0, fmt.Errorf("renew partition leases: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// Progress summarises op's partitions at the database's current time.
+type Progress struct {
+	Total     int64
+	Done      int64
+	Claimable int64 // not done and not held by a live lease
+	Held      int64 // not done and held by a live lease of another attempt than the caller's
+}
+
+// Progress counts op's partitions; attempt is the caller, whose own leases
+// count as claimable.
+func (s *Store) Progress(ctx context.Context, q dialect.Querier, op Op, attempt string) (Progress, error) {
+	var p Progress
+	err := q.QueryRowContext(ctx, s.q(`SELECT count(*),
+		coalesce(sum(done), 0),
+		coalesce(sum(CASE WHEN done = 0 AND (lease_attempt IS NULL OR lease_attempt = ? OR lease_expires <= `+s.d.Now()+`) THEN 1 ELSE 0 END), 0),
+		coalesce(sum(CASE WHEN done = 0 AND lease_attempt IS NOT NULL AND lease_attempt <> ? AND lease_expires > `+s.d.Now()+` THEN 1 ELSE 0 END), 0)
+		FROM `+s.prefix+`partitions WHERE table_name = ? AND file_id = ?`), attempt, attempt, op.Table, op.FileID).
+		Scan(&p.Total, &p.Done, &p.Claimable, &p.Held)
+	if err != nil {
+		return p, fmt.Errorf("read progress: %w", err)
+	}
+	return p, nil
+}
+
+// Totals sums the counters of op's done partitions.
+func (s *Store) Totals(ctx context.Context, q dialect.Querier, op Op) (counter.Rows, error) {
+	var c counter.Rows
+	err := q.QueryRowContext(ctx, s.q(`SELECT coalesce(sum(row_count), 0), coalesce(sum(rows_inserted), 0), coalesce(sum(rows_updated), 0),
+		coalesce(sum(rows_unchanged), 0), coalesce(sum(rows_stale), 0), coalesce(sum(rejected), 0)
+		FROM `+s.prefix+`partitions WHERE table_name = ? AND file_id = ? AND done = 1`), op.Table, op.FileID).
+		Scan(&c.Read, &c.Inserted, &c.Updated, &c.Unchanged, &c.Stale, &c.Rejected)
+	if err != nil {
+		return c, fmt.Errorf("sum partitions: %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemport/idemport/pipeline"
+	"github.com/idemport/idemport/reader"
+)
+
+type importOptions struct {
+	into          string
+	table         string
+	key           []string
+	versionCol    string
+	fileID        string
+	columns       []string
+	format        string
+	delimiter     string
+	quotes        bool
+	partitionRows int64
+	maxRejects    int64
+	lease         time.Duration
+	trigger       string
+	wait          string
+	workers       int
+	output        string
+	logs          logFlags
+}
+
+func newImportCmd(e *env) *cobra.Command {
+	o := &importOptions{}
+	c := &cobra.Command{
+		Use:   "import [flags] FILE...",
+		Short: "Import files, each exactly once in effect",
+		Long: `Import each FILE into the target table. A file already imported with the same content and
+mapping is a duplicate: nothing is written and the stored outcome is reported. A file whose
+import was interrupted resumes from its last committed partition.
+
+Exit codes: 0 imported, resumed or duplicate; 1 failed (rerun to resume); 2 usage;
+3 conflict with an earlier import of the same file ID; 4 busy (another run holds it);
+5 refused (too many bad rows; nothing written); 130 interrupted. With several files the
+most severe wins: 1 > 5 > 3 > 4 > 0.`,
+		Example: `  # import into ./idemport.db, table "orders"; again: "duplicate", nothing written
+  idemport import orders.csv
+
+  # upsert by order_id across daily files, never rolling a row back to an older version
+  idemport import --into sqlite:///data/wh.db --table orders --key order_id --version-col updated_at day1.csv day2.jsonl
+
+  # name the import; the same name with other content later is a conflict (exit 3)
+  idemport import --file-id orders/2026-11-28 orders.csv
+
+  # from cron: wait for an overlapping run instead of exiting 4, results as JSON lines
+  idemport import --trigger cron --wait=10m --output json /srv/drop/*.csv`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runImport(c, e, o, args)
+		},
+	}
+	f := c.Flags()
+	intoFlag(c, &o.into)
+	f.StringVar(&o.table, "table", "", "target table (default: the file's name without extensions)")
+	f.StringSliceVar(&o.key, "key", nil, "natural key columns, comma-separated (default: rows are keyed by their place in the file)")
+	f.StringVar(&o.versionCol, "version-col", "", "with --key: apply a row only if this column is not older than the stored one")
+	f.StringVar(&o.fileID, "file-id", "", "the file's identity (default: its content digest)")
+	f.StringArrayVar(&o.columns, "column", nil, "fix a column's type, as name:type (bool, int64, float64, timestamp, string, json); repeatable")
+	f.StringVar(&o.format, "format", "", "file format: csv, tsv or jsonl (default: by extension)")
+	f.StringVar(&o.delimiter, "delimiter", "", "CSV/TSV field delimiter, one character (default , for CSV, tab for TSV)")
+	f.BoolVar(&o.quotes, "quotes", false, "process double quotes in TSV files (CSV always does)")
+	f.Int64Var(&o.partitionRows, "partition-rows", reader.DefaultPartitionRows, "rows per partition, the unit of commit and resume")
+	f.Int64Var(&o.maxRejects, "max-rejects", 0, "bad rows allowed before the file is refused; allowed ones go to the rejects quarantine")
+	f.DurationVar(&o.lease, "lease", pipeline.DefaultLease, "how long a claim survives without a heartbeat before another run may take it over")
+	f.StringVar(&o.trigger, "trigger", pipeline.DefaultTrigger, "who runs this: manual, cron, ci or replay (recorded with the attempt)")
+	f.StringVar(&o.wait, "wait", "0", "when another run holds the file, wait for it (up to DURATION; --wait alone waits as long as it takes)")
+	f.Lookup("wait").NoOptDefVal = "forever"
+	f.IntVar(&o.workers, "workers", 1, "partitions applied at once")
+	outputFlag(c, &o.output)
+	o.logs.register(c)
+	return c
+}
+
+func (o *importOptions) request(path string) (pipeline.Request, error) {
+	cols, err := pipeline.ParseColumns(o.columns)
+	if err != nil {
+		return pipeline.Request{}, usageError{err}
+	}
+	m := pipeline.Mapping{Table: o.table, Key: o.key, Version: o.versionCol, Columns: cols, Quotes: o.quotes}
+	if o.format != "" {
+		if m.Format, err = reader.ParseFormat(o.format); err != nil {
+			return pipeline.Request{}, usageError{err}
+		}
+	}
+	if o.delimiter != "" {
+		d := o.delimiter
+		if d == `\t` || d == "tab" {
+			d = "\t"
+		}
+		if len(d) != 1 || d == `"` || d == "\n" || d == "\r" {
+			return pipeline.Request{}, usageError{fmt.Errorf("--delimiter %q: want one ASCII character other than a quote or line end", o.delimiter)}
+		}
+		m.Delimiter = d[0]
+	}
+	var wait time.Duration
+	switch o.wait {
+	case "forever":
+		wait = 100 * 365 * 24 * time.Hour
+	case "", "0":
+	default:
+		if wait, err = time.ParseDuration(o.wait); err != nil {
+			return pipeline.Request{}, usageError{fmt.Errorf("--wait %q: %v", o.wait, err)}
+		}
+	}
+	switch o.trigger {
+	case "manual", "cron", "ci", "replay":
+	default:
+		return pipeline.Request{}, usageError{fmt.Errorf("--trigger %q: want manual, cron, ci or replay", o.trigger)}
+	}
+	if o.partitionRows <= 0 || o.maxRejects < 0 || o.workers <= 0 || o.lease <= 0 {
+		return pipeline.Request{}, usageError{fmt.Errorf("--partition-rows, --workers and --lease must be positive, --max-rejects not negative")}
+	}
+	return pipeline.Request{
+		Path: path, FileID: o.fileID, Mapping: m, PartitionRows: o.partitionRows, MaxRejects: o.maxRejects,
+		Lease: o.lease, Trigger: o.trigger, Wait: wait, Workers: o.workers,
+	}, nil
+}
+
+func runImport(c *cobra.Command, e *env, o *importOptions, files []string) error {
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	if o.fileID != "" && len(files) > 1 {
+		return usageError{fmt.Errorf("--file-id names one file, but %d were given", len(files))}
+	}
+	reqs := make([]pipeline.Request, len(files))
+	for i, f := range files {
+		r, err := o.request(f)
+		if err != nil {
+			return err
+		}
+		reqs[i] = r
+	}
+	log, err := o.logs.logger(e.stderr)
+	if err != nil {
+		return err
+	}
+	ctx := c.Context()
+	eng, err := pipeline.Open(ctx, o.into, pipeline.Options{Logger: log, Failpoints: e.failpoints})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	var bad []*pipeline.Result
+	for _, req := range reqs {
+		if ctx.Err() != nil {
+			break
+		}
+		res := eng.Import(ctx, req)
+		if err := printResult(e.stdout, o.output, res, ctx.Err() != nil); err != nil {
+			return err
+		}
+		if resultCode(res) != exitOK {
+			bad = append(bad, res)
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if len(bad) > 0 {
+		return outcomeError{results: bad}
+	}
+	return nil
+}
+
+// resultJSON is one line of --output json.
+type resultJSON struct {
+	*pipeline.Result
+	ExitCode   int    `json:"exit_code"`
+	DurationMs int64  `json:"duration_ms"`
+	Error      string `json:"error,omitempty"`
+}
+
+func printResult(w io.Writer, output string, r *pipeline.Result, interrupted bool) error {
+	code := resultCode(r)
+	if interrupted && r.Outcome == pipeline.Failed {
+		code = exitInterrupted
+	}
+	if output == "json" {
+		line := resultJSON{Result: r, ExitCode: code, DurationMs: r.Duration.Milliseconds()}
+		if r.Err != nil {
+			line.Error = r.Err.Error()
+		}
+		b, err := json.Marshal(line)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	_, err := fmt.Fprintln(w, resultText(r))
+	return err
+}
+
+// resultText says in one line what happened to a file.
+func resultText(r *pipeline.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: ", r.File)
+	rows := r.Rows
+	switch r.Outcome {
+	case pipeline.Imported, pipeline.Resumed:
+		written := rows.Inserted + rows.Updated
+		if r.Outcome == pipeline.Imported {
+			fmt.Fprintf(&b, "imported %d rows into %s", written, r.Table)
+		} else {
+			fmt.Fprintf(&b, "resumed: %d of %d partitions were already done; imported %d more rows into %s",
+				r.Partitions.Skipped, r.Partitions.Total, written, r.Table)
+		}
+		var extra []string
+		if rows.Inserted > 0 && rows.Updated > 0 {
+			extra = append(extra, fmt.Sprintf("%d new, %d updated", rows.Inserted, rows.Updated))
+		}
+		if rows.Unchanged > 0 {
+			extra = append(extra, fmt.Sprintf("%d unchanged", rows.Unchanged))
+		}
+		if rows.Stale > 0 {
+			extra = append(extra, fmt.Sprintf("%d stale (older than the stored row)", rows.Stale))
+		}
+		if rows.Rejected > 0 {
+			extra = append(extra, fmt.Sprintf("%d bad rows quarantined", rows.Rejected))
+		}
+		if r.RecoveredLease {
+			extra = append(extra, "took over the lease of "+strings.Join(r.RecoveredFrom, ", "))
+		}
+		extra = append(extra, fmt.Sprintf("%s", r.Duration.Round(time.Millisecond)))
+		fmt.Fprintf(&b, " (%s)", strings.Join(extra, "; "))
+	case pipeline.Duplicate:
+		when := ""
+		if r.Stored != nil {
+			when = " on " + time.UnixMilli(r.Stored.CompletedAt).UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(&b, "already imported into %s by attempt %s%s (%d rows); nothing to do", r.Table, r.AttemptID, when, rows.Read)
+	default:
+		if r.Outcome == pipeline.Failed && resultCode(r) != exitUsage {
+			b.WriteString("failed: ")
+		}
+		if r.Err != nil {
+			b.WriteString(r.Err.Error())
+		} else {
+			b.WriteString(string(r.Outcome))
+		}
+	}
+	return b.String()
+}

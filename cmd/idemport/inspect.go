@@ -1,0 +1,264 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/pipeline"
+)
+
+// openReadOnly opens the target for a command that only reads. A missing
+// SQLite file is an empty ledger, reported as nil.
+func openReadOnly(c *cobra.Command, into string) (*pipeline.Engine, error) {
+	eng, err := pipeline.Open(c.Context(), into, pipeline.Options{ReadOnly: true})
+	if errors.Is(err, pipeline.ErrNoDatabase) {
+		return nil, nil
+	}
+	return eng, err
+}
+
+func msTime(ms int64) string {
+	if ms == 0 {
+		return "-"
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05Z")
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newStatusCmd(e *env) *cobra.Command {
+	var into, output, table, state string
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "List operations: state, rows, partitions done, attempts, leases",
+		Example: `  idemport status
+  idemport status --state failed --table orders
+  idemport status --output json | jq '.[] | select(.state != "completed")'`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			switch ledger.State(state) {
+			case "", ledger.Processing, ledger.Failed, ledger.Completed, ledger.Refused:
+			default:
+				return usageError{fmt.Errorf("--state %q: want processing, failed, completed or refused", state)}
+			}
+			eng, err := openReadOnly(c, into)
+			if err != nil {
+				return err
+			}
+			var ops []pipeline.OperationStatus
+			if eng != nil {
+				defer eng.Close()
+				if ops, err = eng.Status(c.Context(), ledger.Filter{Table: table, State: ledger.State(state)}); err != nil {
+					return err
+				}
+			}
+			if output == "json" {
+				return writeJSON(e.stdout, statusJSON(ops))
+			}
+			return statusText(e.stdout, ops)
+		},
+	}
+	intoFlag(c, &into)
+	outputFlag(c, &output)
+	c.Flags().StringVar(&table, "table", "", "only operations on this table")
+	c.Flags().StringVar(&state, "state", "", "only operations in this state: processing, failed, completed or refused")
+	return c
+}
+
+type operationJSON struct {
+	Table         string       `json:"table"`
+	FileID        string       `json:"file_id"`
+	State         string       `json:"state"`
+	ContentDigest string       `json:"content_digest"`
+	MappingDigest string       `json:"mapping_digest"`
+	File          string       `json:"file"`
+	Rows          counter.Rows `json:"rows"`
+	Partitions    struct {
+		Total int64 `json:"total"`
+		Done  int64 `json:"done"`
+	} `json:"partitions"`
+	Attempts    int64    `json:"attempts"`
+	LeasedBy    []string `json:"leased_by,omitempty"`
+	CreatedAt   string   `json:"created_at"`
+	UpdatedAt   string   `json:"updated_at"`
+	CompletedAt string   `json:"completed_at,omitempty"`
+	CompletedBy string   `json:"completed_by,omitempty"`
+}
+
+func statusJSON(ops []pipeline.OperationStatus) []operationJSON {
+	out := make([]operationJSON, 0, len(ops))
+	for _, o := range ops {
+		j := operationJSON{Table: o.Table, FileID: o.FileID, State: string(o.State), ContentDigest: o.ContentDigest,
+			MappingDigest: o.MappingDigest, File: o.Path, Rows: o.Rows, Attempts: o.Attempts, LeasedBy: o.Holders,
+			CreatedAt: msTime(o.CreatedAt), UpdatedAt: msTime(o.UpdatedAt), CompletedBy: o.CompletedBy}
+		if o.CompletedAt != 0 {
+			j.CompletedAt = msTime(o.CompletedAt)
+		}
+		if !o.Planned && o.LeaseAttempt != "" {
+			j.LeasedBy = append(j.LeasedBy, o.LeaseAttempt)
+		}
+		j.Partitions.Total, j.Partitions.Done = o.Partitions.Total, o.Partitions.Done
+		out = append(out, j)
+	}
+	return out
+}
+
+func statusText(w io.Writer, ops []pipeline.OperationStatus) error {
+	if len(ops) == 0 {
+		_, err := fmt.Fprintln(w, "no operations")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TABLE\tFILE ID\tSTATE\tROWS\tPARTITIONS\tATTEMPTS\tLEASE\tUPDATED")
+	for _, o := range ops {
+		lease := "-"
+		if len(o.Holders) > 0 {
+			lease = strings.Join(o.Holders, ",")
+		} else if !o.Planned && o.LeaseAttempt != "" {
+			lease = o.LeaseAttempt + " (planning)"
+		}
+		rows := fmt.Sprintf("%d", o.Rows.Inserted+o.Rows.Updated+o.Rows.Unchanged+o.Rows.Stale)
+		if o.Rows.Rejected > 0 {
+			rows += fmt.Sprintf(" (+%d bad)", o.Rows.Rejected)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\n", o.Table, shortID(o.FileID), o.State, rows,
+			o.Partitions.Done, o.Partitions.Total, o.Attempts, lease, msTime(o.UpdatedAt))
+	}
+	return tw.Flush()
+}
+
+// shortID shortens content digests used as file IDs for tables.
+func shortID(id string) string {
+	if strings.HasPrefix(id, "sha256:") && len(id) > 19 {
+		return id[:19] + "…"
+	}
+	return id
+}
+
+func newHistoryCmd(e *env) *cobra.Command {
+	var into, output, table string
+	c := &cobra.Command{
+		Use:   "history FILE|FILE-ID",
+		Short: "Show the attempts of a file's operations",
+		Long:  "Show every attempt on the operations of a file, given as a path (matched by its content digest) or as a file ID.",
+		Example: `  idemport history orders.csv
+  idemport history orders/2026-11-28 --table orders --output json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			eng, err := openReadOnly(c, into)
+			if err != nil {
+				return err
+			}
+			if eng == nil {
+				return fmt.Errorf("no operation for %s: %s has no ledger", args[0], into)
+			}
+			defer eng.Close()
+			ops, attempts, err := eng.History(c.Context(), args[0], table)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				return writeJSON(e.stdout, historyJSON(ops, attempts))
+			}
+			return historyText(e.stdout, ops, attempts)
+		},
+	}
+	intoFlag(c, &into)
+	outputFlag(c, &output)
+	c.Flags().StringVar(&table, "table", "", "only the operation on this table")
+	return c
+}
+
+type attemptJSON struct {
+	AttemptID     string       `json:"attempt_id"`
+	Trigger       string       `json:"trigger"`
+	Host          string       `json:"host"`
+	PID           int          `json:"pid"`
+	File          string       `json:"file"`
+	StartedAt     string       `json:"started_at"`
+	EndedAt       string       `json:"ended_at,omitempty"`
+	Outcome       string       `json:"outcome"`
+	RecoveredFrom string       `json:"recovered_from,omitempty"`
+	Rows          counter.Rows `json:"rows"`
+	Partitions    struct {
+		Skipped   int64 `json:"skipped"`
+		Committed int64 `json:"committed"`
+	} `json:"partitions"`
+	RecoveredLeases int64  `json:"recovered_leases"`
+	Error           string `json:"error,omitempty"`
+}
+
+type historyEntry struct {
+	operationJSON
+	History []attemptJSON `json:"attempts_detail"`
+}
+
+func attemptOutcome(a ledger.AttemptRecord) string {
+	if a.Outcome == "" {
+		return "running or died"
+	}
+	return a.Outcome
+}
+
+func historyJSON(ops []ledger.Operation, attempts [][]ledger.AttemptRecord) []historyEntry {
+	out := make([]historyEntry, len(ops))
+	for i, op := range ops {
+		out[i].operationJSON = statusJSON([]pipeline.OperationStatus{{Operation: op}})[0]
+		for _, a := range attempts[i] {
+			j := attemptJSON{AttemptID: a.ID, Trigger: a.Trigger, Host: a.Host, PID: a.PID, File: a.Path,
+				StartedAt: msTime(a.StartedAt), Outcome: attemptOutcome(a), RecoveredFrom: a.RecoveredFrom,
+				Rows: a.Rows, RecoveredLeases: a.Recovered, Error: a.Error}
+			if a.EndedAt != 0 {
+				j.EndedAt = msTime(a.EndedAt)
+			}
+			j.Partitions.Skipped, j.Partitions.Committed = a.Partitions.Skipped, a.Partitions.Committed
+			out[i].History = append(out[i].History, j)
+		}
+	}
+	return out
+}
+
+func historyText(w io.Writer, ops []ledger.Operation, attempts [][]ledger.AttemptRecord) error {
+	for i, op := range ops {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s ← %s: %s, %d attempt(s), content %s\n", op.Table, op.FileID, op.State, len(attempts[i]), op.ContentDigest)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ATTEMPT\tTRIGGER\tHOST:PID\tSTARTED\tOUTCOME\tINSERTED\tUPDATED\tUNCHANGED\tSTALE\tREJECTED\tPARTITIONS\tNOTE")
+		for _, a := range attempts[i] {
+			note := a.Error
+			if a.RecoveredFrom != "" {
+				note = strings.TrimSpace("recovered lease of " + a.RecoveredFrom + "; " + note)
+				note = strings.TrimSuffix(note, ";")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s:%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d committed, %d skipped\t%s\n",
+				a.ID, a.Trigger, a.Host, a.PID, msTime(a.StartedAt), attemptOutcome(a),
+				a.Rows.Inserted, a.Rows.Updated, a.Rows.Unchanged, a.Rows.Stale, a.Rows.Rejected,
+				a.Partitions.Committed, a.Partitions.Skipped, note)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,207 @@
+// Command idemport imports data files into a database exactly once in
+// effect, however often it is run, killed, rerun or run in parallel.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemport/idemport/internal/failpoint"
+	"github.com/idemport/idemport/pipeline"
+)
+
+// Exit codes. With several files, the most severe seen wins:
+// failed > refused > conflict > busy > ok.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitConflict    = 3
+	exitBusy        = 4
+	exitRefused     = 5
+	exitInterrupted = 130
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+// env is what the command reads from its environment: the failpoint switch
+// for crash tests, read here and nowhere else.
+type env struct {
+	stdout, stderr io.Writer
+	failpoints     *failpoint.Set
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	fp, err := failpoint.Parse(getenv("IDEMPORT_FAILPOINT"))
+	if err != nil {
+		fmt.Fprintln(stderr, "idemport:", err)
+		return exitUsage
+	}
+	e := &env{stdout: stdout, stderr: stderr, failpoints: fp}
+	root := newRootCmd(e)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err = root.ExecuteContext(ctx)
+	code := exitCode(ctx, err)
+	if err != nil && !errors.As(err, new(outcomeError)) {
+		fmt.Fprintln(stderr, "idemport:", err)
+		if code == exitUsage && !errors.As(err, new(*pipeline.UsageError)) {
+			fmt.Fprintln(stderr, "Run 'idemport --help' for usage.")
+		}
+	}
+	return code
+}
+
+// outcomeError carries the results of an import to exitCode. Their text was
+// already printed.
+type outcomeError struct {
+	results []*pipeline.Result
+}
+
+func (e outcomeError) Error() string { return fmt.Sprintf("%d file(s) did not import cleanly", len(e.results)) }
+
+// usageError marks bad flags or arguments.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// exitCode is the one place where errors become exit codes.
+func exitCode(ctx context.Context, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	if ctx.Err() != nil {
+		return exitInterrupted
+	}
+	var oe outcomeError
+	if errors.As(err, &oe) {
+		code := exitOK
+		for _, r := range oe.results {
+			code = mostSevere(code, resultCode(r))
+		}
+		return code
+	}
+	if errors.As(err, new(*pipeline.UsageError)) || errors.As(err, new(usageError)) {
+		return exitUsage
+	}
+	return exitFailed
+}
+
+// resultCode is the exit code of one file's result.
+func resultCode(r *pipeline.Result) int {
+	if r.Outcome == pipeline.Failed && errors.As(r.Err, new(*pipeline.UsageError)) {
+		return exitUsage
+	}
+	switch r.Outcome {
+	case pipeline.Imported, pipeline.Resumed, pipeline.Duplicate:
+		return exitOK
+	case pipeline.Conflict:
+		return exitConflict
+	case pipeline.Busy:
+		return exitBusy
+	case pipeline.Refused:
+		return exitRefused
+	}
+	return exitFailed
+}
+
+// severity orders exit codes: 1 > 5 > 3 > 4 > 0 (and 2 above all).
+func severity(code int) int {
+	switch code {
+	case exitUsage:
+		return 6
+	case exitFailed:
+		return 5
+	case exitRefused:
+		return 4
+	case exitConflict:
+		return 3
+	case exitBusy:
+		return 2
+	}
+	return 0
+}
+
+func mostSevere(a, b int) int {
+	if severity(b) > severity(a) {
+		return b
+	}
+	return a
+}
+
+func newRootCmd(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "idemport",
+		Short: "Import data files into a database exactly once in effect",
+		Long: `idemport imports CSV, TSV and JSONL files into SQLite (the default, ./idemport.db)
+exactly once in effect: rerun it, kill it, run it twice at once — the target ends up as one
+clean run would leave it, and a rerun of a finished file does nothing and says so.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(
+		newImportCmd(e),
+		newStatusCmd(e),
+		newHistoryCmd(e),
+		newPlanCmd(e),
+		newVersionCmd(e),
+	)
+	return root
+}
+
+// logFlags are the flags shared by commands that log.
+type logFlags struct {
+	format string
+	level  string
+}
+
+func (l *logFlags) register(c *cobra.Command) {
+	c.Flags().StringVar(&l.format, "log-format", "text", "log format on stderr: text or json")
+	c.Flags().StringVar(&l.level, "log-level", "warn", "least severe level logged: debug, info, warn or error")
+}
+
+func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(l.level)); err != nil {
+		return nil, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", l.level)}
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch strings.ToLower(l.format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageError{fmt.Errorf("--log-format %q: want text or json", l.format)}
+}
+
+func intoFlag(c *cobra.Command, into *string) {
+	c.Flags().StringVar(into, "into", pipeline.DefaultDSN, "target database: sqlite://PATH, a path, or postgres://…")
+}
+
+func outputFlag(c *cobra.Command, output *string) {
+	c.Flags().StringVarP(output, "output", "o", "text", "output format: text or json")
+}
+
+func checkOutput(output string) error {
+	if output != "text" && output != "json" {
+		return usageError{fmt.Errorf("--output %q: want text or json", output)}
+	}
+	return nil
+}

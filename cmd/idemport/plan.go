@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemport/idemport/pipeline"
+)
+
+func newPlanCmd(e *env) *cobra.Command {
+	o := &importOptions{}
+	c := &cobra.Command{
+		Use:   "plan [flags] FILE",
+		Short: "Show a file's identity, fingerprint, schema and partition plan; writes nothing",
+		Long: `Plan identifies and validates FILE as import would, and shows what an import would decide
+now — without writing anything anywhere. It takes the same flags as import.`,
+		Example: `  idemport plan orders.csv
+  idemport plan --key order_id --partition-rows 50000 --output json orders.csv`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkOutput(o.output); err != nil {
+				return err
+			}
+			req, err := o.request(args[0])
+			if err != nil {
+				return err
+			}
+			eng, err := openReadOnly(c, o.into)
+			if err != nil {
+				return err
+			}
+			if eng != nil {
+				defer eng.Close()
+			}
+			rep, err := pipeline.PlanFile(c.Context(), eng, req)
+			if err != nil {
+				return err
+			}
+			if o.output == "json" {
+				return writeJSON(e.stdout, rep)
+			}
+			return planText(e.stdout, rep)
+		},
+	}
+	f := c.Flags()
+	intoFlag(c, &o.into)
+	f.StringVar(&o.table, "table", "", "target table (default: the file's name without extensions)")
+	f.StringSliceVar(&o.key, "key", nil, "natural key columns, comma-separated")
+	f.StringVar(&o.versionCol, "version-col", "", "version column (with --key)")
+	f.StringVar(&o.fileID, "file-id", "", "the file's identity (default: its content digest)")
+	f.StringArrayVar(&o.columns, "column", nil, "fix a column's type, as name:type; repeatable")
+	f.StringVar(&o.format, "format", "", "file format: csv, tsv or jsonl (default: by extension)")
+	f.StringVar(&o.delimiter, "delimiter", "", "CSV/TSV field delimiter")
+	f.BoolVar(&o.quotes, "quotes", false, "process double quotes in TSV files")
+	f.Int64Var(&o.partitionRows, "partition-rows", 100000, "rows per partition")
+	f.Int64Var(&o.maxRejects, "max-rejects", 0, "bad rows allowed before the file is refused")
+	o.lease, o.trigger, o.workers, o.wait = pipeline.DefaultLease, pipeline.DefaultTrigger, 1, "0"
+	outputFlag(c, &o.output)
+	return c
+}
+
+func planText(w io.Writer, p *pipeline.PlanReport) error {
+	fmt.Fprintf(w, "file:        %s (%s%s)\n", p.File, p.Format, map[bool]string{true: ", " + string(p.Compression), false: ""}[p.Compression != ""])
+	fmt.Fprintf(w, "file ID:     %s (key %d)\n", p.FileID, p.FileKey)
+	fmt.Fprintf(w, "content:     %s\n", p.ContentDigest)
+	fmt.Fprintf(w, "mapping:     %s %s\n", p.MappingDigest, p.Mapping)
+	fmt.Fprintf(w, "table:       %s\n", p.Table)
+	decision := p.Decision
+	if p.Detail != "" {
+		decision += ": " + p.Detail
+	}
+	fmt.Fprintf(w, "an import would: %s\n", decision)
+	if p.Error != "" {
+		fmt.Fprintf(w, "refused: %s\n", p.Error)
+		return nil
+	}
+	fmt.Fprintf(w, "rows:        %d (%d bad, at most %d allowed)\n", p.Rows, p.Rejected, p.MaxRejects)
+	fmt.Fprintln(w, "schema:")
+	for _, c := range p.Schema {
+		fmt.Fprintf(w, "  %-24s %s\n", c.Name, c.Type)
+	}
+	for _, b := range p.Rejects {
+		fmt.Fprintf(w, "bad row %d (byte %d) column %q value %q: %s\n", b.Ordinal, b.Offset, b.Column, b.Value, b.Message)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "PARTITION\tFIRST ROW\tROWS\tBAD\tBYTE OFFSET\tBYTES\t")
+	for _, pt := range p.Partitions {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t\n", pt.Index, pt.First, pt.Rows, pt.Rejected, pt.Offset, pt.Length)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,38 @@
+// Package counter holds the row counters that reader, sink, checkpoint and
+// ledger all speak of, so that each keeps them without importing the others.
+package counter
+
+// Rows counts what happened to rows. Read is every row of the partitions
+// processed, bad rows included; each read row is exactly one of inserted,
+// updated, unchanged, stale or rejected.
+type Rows struct {
+	Read      int64 `json:"read"`
+	Inserted  int64 `json:"inserted"`
+	Updated   int64 `json:"updated"`
+	Unchanged int64 `json:"unchanged"`
+	Stale     int64 `json:"stale"`
+	Rejected  int64 `json:"rejected"`
+}
+
+// Add adds o to r.
+func (r *Rows) Add(o Rows) {
+	r.Read += o.Read
+	r.Inserted += o.Inserted
+	r.Updated += o.Updated
+	r.Unchanged += o.Unchanged
+	r.Stale += o.Stale
+	r.Rejected += o.Rejected
+}
+
+// Balanced reports whether every read row is accounted for exactly once.
+func (r Rows) Balanced() bool {
+	return r.Read == r.Inserted+r.Updated+r.Unchanged+r.Stale+r.Rejected
+}
+
+// Partitions counts partitions: all of a plan, those this attempt found
+// done by others (skipped) and those it committed itself.
+type Partitions struct {
+	Total     int64 `json:"total"`
+	Skipped   int64 `json:"skipped"`
+	Committed int64 `json:"committed"`
+}

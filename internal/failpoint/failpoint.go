@@ -1,0 +1,116 @@
+// Package failpoint makes a process fail on purpose at a named point of the
+// pipeline, so that tests can prove what a crash there leaves behind.
+//
+// A Set is parsed from one specification, which the command reads from the
+// IDEMPORT_FAILPOINT environment variable in one place. A nil *Set is off
+// and Hit costs one nil check.
+//
+// The specification is NAME[:N][:ACTION], comma-separated for several:
+// the N-th time (1-based, default 1) the pipeline passes point NAME, ACTION
+// happens. ACTION is kill (the default: SIGKILL to the process itself, so no
+// deferred cleanup runs), stop (SIGSTOP to itself, to simulate a stall until
+// someone sends SIGCONT), or error (Hit returns an error, for a clean
+// failure).
+package failpoint
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrInjected is returned by Hit for the error action.
+var ErrInjected = errors.New("injected failure")
+
+// Names lists the points the pipeline passes, in order. Partition points
+// are counted per partition.
+var Names = []string{
+	"after-identify",          // the file is hashed, nothing is claimed
+	"after-claim",             // the attempt is recorded, nothing is planned
+	"after-plan",              // the plan is stored, no partition is applied
+	"after-partition-claim",   // a partition is leased, its transaction not begun
+	"inside-partition",        // a partition's rows are written but not committed
+	"after-partition-commit",  // a partition committed
+	"before-finalize",         // every partition committed, the operation not completed
+	"after-finalize",          // the operation is completed, the attempt not ended
+}
+
+type point struct {
+	n      int
+	action string
+	seen   int
+}
+
+// Set is a parsed specification. It is safe for concurrent use.
+type Set struct {
+	mu     sync.Mutex
+	points map[string]*point
+}
+
+// Parse parses a specification; an empty one returns nil (off).
+func Parse(spec string) (*Set, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return nil, nil
+	}
+	s := &Set{points: map[string]*point{}}
+	for _, item := range strings.Split(spec, ",") {
+		parts := strings.Split(strings.TrimSpace(item), ":")
+		name := parts[0]
+		known := false
+		for _, n := range Names {
+			known = known || n == name
+		}
+		if !known {
+			return nil, fmt.Errorf("failpoint %q: unknown point (known: %s)", name, strings.Join(Names, ", "))
+		}
+		p := &point{n: 1, action: "kill"}
+		for _, arg := range parts[1:] {
+			if n, err := strconv.Atoi(arg); err == nil && n > 0 {
+				p.n = n
+				continue
+			}
+			switch arg {
+			case "kill", "stop", "error":
+				p.action = arg
+			default:
+				return nil, fmt.Errorf("failpoint %q: bad argument %q", item, arg)
+			}
+		}
+		s.points[name] = p
+	}
+	return s, nil
+}
+
+// Hit marks that the pipeline reached point name and acts if it is armed.
+func (s *Set) Hit(name string) error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	p := s.points[name]
+	fire := false
+	if p != nil {
+		p.seen++
+		fire = p.seen == p.n
+	}
+	s.mu.Unlock()
+	if !fire {
+		return nil
+	}
+	switch p.action {
+	case "stop":
+		return syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+	case "error":
+		return fmt.Errorf("%w at %s", ErrInjected, name)
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	for { // the signal is delivered asynchronously; never return
+		time.Sleep(time.Second)
+	}
+}

@@ -1,0 +1,141 @@
+// Package migrate applies embedded, numbered SQL migrations. Each migration
+// runs in its own transaction together with the row that records it, so a
+// crash never leaves a version half applied.
+package migrate
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/idemport/idemport/internal/dialect"
+)
+
+// Apply runs, in order, the migrations of component found in dir of fsys
+// that are not yet recorded. Files are named NNNN_description.up.sql; every
+// "{{prefix}}" in them becomes prefix, which places idemport's tables (as
+// "idemport_" on SQLite, or a quoted schema and a dot on PostgreSQL).
+// Applied versions are recorded in the table prefix+"migrations".
+// Concurrent callers are safe: a version recorded by another process between
+// the check and the insert makes this caller's transaction fail on the
+// primary key, and Apply then re-reads and continues.
+func Apply(ctx context.Context, db *sql.DB, d dialect.Dialect, prefix, component string, fsys fs.FS, dir string) error {
+	table := prefix + "migrations"
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return fmt.Errorf("read %s migrations: %w", component, err)
+	}
+	type migration struct {
+		version int
+		name    string
+	}
+	var ms []migration
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".up.sql") {
+			continue
+		}
+		v, err := strconv.Atoi(strings.SplitN(e.Name(), "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migration %s: name must start with a number", e.Name())
+		}
+		ms = append(ms, migration{v, e.Name()})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+
+	applied, err := appliedVersions(ctx, db, d, table, component)
+	if err != nil {
+		return err
+	}
+	if len(applied) >= len(ms) && (len(ms) == 0 || applied[ms[len(ms)-1].version]) {
+		return nil // the common case reads and writes nothing more
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
+		component  TEXT NOT NULL,
+		version    INTEGER NOT NULL,
+		applied_at TEXT NOT NULL,
+		PRIMARY KEY (component, version))`); err != nil {
+		return fmt.Errorf("create %s: %w", table, err)
+	}
+	for _, m := range ms {
+		if applied[m.version] {
+			continue
+		}
+		body, err := fs.ReadFile(fsys, path.Join(dir, m.name))
+		if err != nil {
+			return err
+		}
+		sqlText := strings.ReplaceAll(string(body), "{{prefix}}", prefix)
+		if err := applyOne(ctx, db, d, table, component, m.version, sqlText); err != nil {
+			// Another process may have applied it first.
+			again, rerr := appliedVersions(ctx, db, d, table, component)
+			if rerr == nil && again[m.version] {
+				continue
+			}
+			return fmt.Errorf("apply %s migration %s: %w", component, m.name, err)
+		}
+	}
+	return nil
+}
+
+func applyOne(ctx context.Context, db *sql.DB, d dialect.Dialect, table, component string, version int, body string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, d.Rebind(`SELECT count(*) FROM `+table+` WHERE component = ? AND version = ?`), component, version).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, body); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, d.Rebind(`INSERT INTO `+table+` (component, version, applied_at) VALUES (?, ?, `+nowText(d)+`)`), component, version); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func nowText(d dialect.Dialect) string {
+	if d == dialect.Postgres {
+		return "to_char(now() at time zone 'utc', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+	}
+	return "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')"
+}
+
+// appliedVersions returns the versions of component already applied. A
+// missing table means none.
+func appliedVersions(ctx context.Context, db *sql.DB, d dialect.Dialect, table, component string) (map[int]bool, error) {
+	exists, err := d.TableExists(ctx, db, table)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", table, err)
+	}
+	if !exists {
+		return map[int]bool{}, nil
+	}
+	rows, err := db.QueryContext(ctx, `SELECT component, version FROM `+table)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", table, err)
+	}
+	defer rows.Close()
+	out := map[int]bool{}
+	for rows.Next() {
+		var c string
+		var v int
+		if err := rows.Scan(&c, &v); err != nil {
+			return nil, err
+		}
+		if c == component {
+			out[v] = true
+		}
+	}
+	return out, rows.Err()
+}

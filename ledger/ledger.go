@@ -1,0 +1,337 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+
+	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/internal/dialect"
+	"github.com/idemport/idemport/internal/migrate"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// State is the state of an operation.
+type State string
+
+// The states of an operation.
+const (
+	Processing State = "processing" // an attempt is working on it, or died doing so
+	Failed     State = "failed"     // the last attempt stopped cleanly with an error
+	Completed  State = "completed"  // every partition committed and the outcome is stored
+	Refused    State = "refused"    // the plan pass found too many bad rows; nothing was written
+)
+
+// Errors callers branch on.
+var (
+	// ErrLeaseLost means another attempt took over the lease this attempt held.
+	ErrLeaseLost = errors.New("lease lost to another attempt")
+	// ErrFileKeyCollision means two file IDs hash to the same file key.
+	ErrFileKeyCollision = errors.New("file key collision")
+)
+
+// Ledger reads and writes idemport's operation records. It is safe for
+// concurrent use; its methods take the Querier or transaction to run in.
+type Ledger struct {
+	db     *sql.DB
+	d      dialect.Dialect
+	prefix string
+}
+
+// New returns a Ledger whose tables are named with prefix ("idemport_" on
+// SQLite; a quoted schema and a dot on PostgreSQL).
+func New(db *sql.DB, d dialect.Dialect, prefix string) *Ledger {
+	return &Ledger{db: db, d: d, prefix: prefix}
+}
+
+// Migrate creates or upgrades the ledger's tables.
+func (l *Ledger) Migrate(ctx context.Context) error {
+	return migrate.Apply(ctx, l.db, l.d, l.prefix, "ledger", migrations, "migrations/"+l.d.String())
+}
+
+func (l *Ledger) q(s string) string { return l.d.Rebind(s) }
+
+// Key identifies an operation.
+type Key struct {
+	Table  string
+	FileID string
+}
+
+func (k Key) String() string { return k.Table + " ← " + k.FileID }
+
+// Identity is what a run knows about the operation it is asked to perform.
+type Identity struct {
+	Key
+	FileKey       int64  // compact hash of FileID, used in target keys and lineage
+	ContentDigest string // sha256:…
+	MappingDigest string // sha256:… of Mapping
+	Mapping       string // canonical JSON of the mapping
+	Path          string
+	Size          int64
+}
+
+// Operation is the stored record of an operation.
+type Operation struct {
+	Key
+	FileKey       int64
+	State         State
+	ContentDigest string
+	MappingDigest string
+	Mapping       string
+	Path          string
+	Size          int64
+	Planned       bool
+	LeaseAttempt  string // attempt holding the planning lease, if any
+	LeaseExpires  int64
+	CreatedAt     int64
+	UpdatedAt     int64
+	CompletedAt   int64
+	CompletedBy   string
+	Outcome       string // JSON: the stored outcome or refusal report
+	Attempts      int64
+	Rows          counter.Rows
+}
+
+const opColumns = `table_name, file_id, file_key, state, content_digest, mapping_digest, mapping,
+	file_path, file_size, planned, coalesce(lease_attempt, ''), coalesce(lease_expires, 0),
+	created_at, updated_at, coalesce(completed_at, 0), coalesce(completed_by, ''), coalesce(outcome, ''),
+	attempts, rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_rejected`
+
+func scanOp(sc interface{ Scan(...any) error }) (*Operation, error) {
+	var o Operation
+	var planned int64
+	err := sc.Scan(&o.Table, &o.FileID, &o.FileKey, &o.State, &o.ContentDigest, &o.MappingDigest, &o.Mapping,
+		&o.Path, &o.Size, &planned, &o.LeaseAttempt, &o.LeaseExpires,
+		&o.CreatedAt, &o.UpdatedAt, &o.CompletedAt, &o.CompletedBy, &o.Outcome,
+		&o.Attempts, &o.Rows.Read, &o.Rows.Inserted, &o.Rows.Updated, &o.Rows.Unchanged, &o.Rows.Stale, &o.Rows.Rejected)
+	o.Planned = planned != 0
+	return &o, err
+}
+
+// Get returns the operation for k, or nil when there is none, and the
+// database's current time in Unix milliseconds. A ledger whose tables do
+// not exist yet has no operations.
+func (l *Ledger) Get(ctx context.Context, q dialect.Querier, k Key) (*Operation, int64, error) {
+	var now int64
+	if err := q.QueryRowContext(ctx, `SELECT `+l.d.Now()).Scan(&now); err != nil {
+		return nil, 0, fmt.Errorf("read clock: %w", err)
+	}
+	row := q.QueryRowContext(ctx, l.q(`SELECT `+opColumns+` FROM `+l.prefix+`operations WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID)
+	op, err := scanOp(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, now, nil
+	}
+	if err != nil {
+		if ok, terr := l.d.TableExists(ctx, q, l.prefix+"operations"); terr == nil && !ok {
+			return nil, now, nil // a database idemport has not written to yet
+		}
+		return nil, 0, fmt.Errorf("read operation %s: %w", k, err)
+	}
+	return op, now, nil
+}
+
+// Attempt describes an invocation as it starts.
+type Attempt struct {
+	ID            string
+	Trigger       string
+	Host          string
+	PID           int
+	Path          string
+	RecoveredFrom string // the attempt whose lease this one took over, if any
+}
+
+// Create records a new operation in state processing, with a holding the
+// planning lease for leaseMs, and records a as its first attempt.
+func (l *Ledger) Create(ctx context.Context, tx *sql.Tx, id Identity, a Attempt, leaseMs int64) error {
+	var other string
+	err := tx.QueryRowContext(ctx, l.q(`SELECT file_id FROM `+l.prefix+`files WHERE file_key = ?`), id.FileKey).Scan(&other)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`files (file_key, file_id) VALUES (?, ?)`), id.FileKey, id.FileID); err != nil {
+			return fmt.Errorf("record file key: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("read file key: %w", err)
+	case other != id.FileID:
+		return fmt.Errorf("%w: file IDs %q and %q share key %d; give one of them another --file-id", ErrFileKeyCollision, other, id.FileID, id.FileKey)
+	}
+	now := l.d.Now()
+	_, err = tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`operations
+		(table_name, file_id, file_key, state, content_digest, mapping_digest, mapping, file_path, file_size,
+		 lease_attempt, lease_expires, created_at, updated_at, attempts)
+		VALUES (?, ?, ?, 'processing', ?, ?, ?, ?, ?, ?, `+now+` + ?, `+now+`, `+now+`, 1)`),
+		id.Table, id.FileID, id.FileKey, id.ContentDigest, id.MappingDigest, id.Mapping, id.Path, id.Size, a.ID, leaseMs)
+	if err != nil {
+		return fmt.Errorf("create operation %s: %w", id.Key, err)
+	}
+	return l.insertAttempt(ctx, tx, id.Key, a)
+}
+
+func (l *Ledger) insertAttempt(ctx context.Context, tx *sql.Tx, k Key, a Attempt) error {
+	now := l.d.Now()
+	var rec any
+	if a.RecoveredFrom != "" {
+		rec = a.RecoveredFrom
+	}
+	_, err := tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`attempts
+		(attempt_id, table_name, file_id, trigger, host, pid, file_path, started_at, heartbeat_at, recovered_from)
+		VALUES (?, ?, ?, ?, ?, ?, ?, `+now+`, `+now+`, ?)`),
+		a.ID, k.Table, k.FileID, a.Trigger, a.Host, a.PID, a.Path, rec)
+	if err != nil {
+		return fmt.Errorf("record attempt %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+// Start records a as a new attempt on an existing operation and sets the
+// operation processing. With plan true, a also takes the planning lease.
+func (l *Ledger) Start(ctx context.Context, tx *sql.Tx, k Key, a Attempt, plan bool, leaseMs int64) error {
+	if err := l.insertAttempt(ctx, tx, k, a); err != nil {
+		return err
+	}
+	lease := ``
+	args := []any{}
+	if plan {
+		// Nothing was applied before a plan exists: counters left by a
+		// refusal start again from zero.
+		lease = `, lease_attempt = ?, lease_expires = ` + l.d.Now() + ` + ?, outcome = NULL,
+			rows_read = 0, rows_inserted = 0, rows_updated = 0, rows_unchanged = 0, rows_stale = 0, rows_rejected = 0`
+		args = append(args, a.ID, leaseMs)
+	}
+	args = append(args, k.Table, k.FileID)
+	_, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = 'processing', attempts = attempts + 1,
+		updated_at = `+l.d.Now()+lease+` WHERE table_name = ? AND file_id = ?`), args...)
+	if err != nil {
+		return fmt.Errorf("start attempt on %s: %w", k, err)
+	}
+	return nil
+}
+
+// Planned marks the operation's plan as stored and releases the planning
+// lease. It fails with ErrLeaseLost when attempt no longer holds that lease.
+func (l *Ledger) Planned(ctx context.Context, tx *sql.Tx, k Key, attempt string) error {
+	res, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET planned = 1, lease_attempt = NULL, lease_expires = NULL,
+		updated_at = `+l.d.Now()+` WHERE table_name = ? AND file_id = ? AND lease_attempt = ?`), k.Table, k.FileID, attempt)
+	return l.fenced(res, err, "mark planned")
+}
+
+// Refuse records that the plan pass refused the file, with report (JSON)
+// as the stored outcome. It fails with ErrLeaseLost when attempt no longer
+// holds the planning lease.
+func (l *Ledger) Refuse(ctx context.Context, tx *sql.Tx, k Key, attempt, report string, rows counter.Rows) error {
+	res, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = 'refused', outcome = ?,
+		lease_attempt = NULL, lease_expires = NULL, rows_read = ?, rows_rejected = ?, updated_at = `+l.d.Now()+`
+		WHERE table_name = ? AND file_id = ? AND lease_attempt = ?`), report, rows.Read, rows.Rejected, k.Table, k.FileID, attempt)
+	return l.fenced(res, err, "record refusal")
+}
+
+func (l *Ledger) fenced(res sql.Result, err error, what string) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if n != 1 {
+		return fmt.Errorf("%s: %w", what, ErrLeaseLost)
+	}
+	return nil
+}
+
+// Count adds a committed partition's counters to the attempt and the
+// operation. Call it in the partition's transaction.
+func (l *Ledger) Count(ctx context.Context, tx *sql.Tx, k Key, attempt string, r counter.Rows) error {
+	set := `rows_read = rows_read + ?, rows_inserted = rows_inserted + ?, rows_updated = rows_updated + ?,
+		rows_unchanged = rows_unchanged + ?, rows_stale = rows_stale + ?, rows_rejected = rows_rejected + ?`
+	args := []any{r.Read, r.Inserted, r.Updated, r.Unchanged, r.Stale, r.Rejected}
+	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`attempts SET `+set+`, partitions_committed = partitions_committed + 1,
+		heartbeat_at = `+l.d.Now()+` WHERE attempt_id = ?`), append(args, attempt)...); err != nil {
+		return fmt.Errorf("count attempt: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET `+set+`, updated_at = `+l.d.Now()+`
+		WHERE table_name = ? AND file_id = ?`), append(args, k.Table, k.FileID)...); err != nil {
+		return fmt.Errorf("count operation: %w", err)
+	}
+	return nil
+}
+
+// Complete marks the operation completed by attempt with outcome (JSON)
+// stored for replay. It reports false when another attempt completed it
+// first, in which case nothing changes.
+func (l *Ledger) Complete(ctx context.Context, tx *sql.Tx, k Key, attempt, outcome string) (bool, error) {
+	res, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = 'completed', outcome = ?, completed_by = ?,
+		completed_at = `+l.d.Now()+`, updated_at = `+l.d.Now()+`, lease_attempt = NULL, lease_expires = NULL
+		WHERE table_name = ? AND file_id = ? AND state <> 'completed'`), outcome, attempt, k.Table, k.FileID)
+	if err != nil {
+		return false, fmt.Errorf("complete operation: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// Fail records that attempt stopped with an error: it releases the planning
+// lease if attempt holds it and, when othersLive is false, sets a processing
+// operation failed so the next run resumes it at once.
+func (l *Ledger) Fail(ctx context.Context, q dialect.Querier, k Key, attempt string, othersLive bool) error {
+	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET lease_attempt = NULL, lease_expires = NULL,
+		updated_at = `+l.d.Now()+` WHERE table_name = ? AND file_id = ? AND lease_attempt = ?`), k.Table, k.FileID, attempt); err != nil {
+		return fmt.Errorf("release planning lease: %w", err)
+	}
+	if othersLive {
+		return nil
+	}
+	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = 'failed', updated_at = `+l.d.Now()+`
+		WHERE table_name = ? AND file_id = ? AND state = 'processing' AND (lease_attempt IS NULL OR lease_expires < `+l.d.Now()+`)`),
+		k.Table, k.FileID); err != nil {
+		return fmt.Errorf("mark failed: %w", err)
+	}
+	return nil
+}
+
+// End records how attempt ended: its outcome word, its error message (empty
+// for none), partitions it found done by others, and leases it recovered.
+func (l *Ledger) End(ctx context.Context, q dialect.Querier, attempt, outcome, errMsg string, skipped, recovered int64) error {
+	var e any
+	if errMsg != "" {
+		e = errMsg
+	}
+	_, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`attempts SET ended_at = `+l.d.Now()+`, outcome = ?, error = ?,
+		partitions_skipped = ?, recovered_leases = ? WHERE attempt_id = ?`), outcome, e, skipped, recovered, attempt)
+	if err != nil {
+		return fmt.Errorf("end attempt: %w", err)
+	}
+	return nil
+}
+
+// Heartbeat renews attempt's planning lease, if it holds it, and records
+// that the attempt is alive.
+func (l *Ledger) Heartbeat(ctx context.Context, q dialect.Querier, k Key, attempt string, leaseMs int64) error {
+	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET lease_expires = `+l.d.Now()+` + ?
+		WHERE table_name = ? AND file_id = ? AND lease_attempt = ?`), leaseMs, k.Table, k.FileID, attempt); err != nil {
+		return fmt.Errorf("renew planning lease: %w", err)
+	}
+	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`attempts SET heartbeat_at = `+l.d.Now()+` WHERE attempt_id = ?`), attempt); err != nil {
+		return fmt.Errorf("record heartbeat: %w", err)
+	}
+	return nil
+}
+
+// Retract deletes operation k and its attempts when it has no plan yet and
+// attempt holds its planning lease: the run found the command itself wrong
+// before anything was planned, so nothing of it should be remembered.
+func (l *Ledger) Retract(ctx context.Context, tx *sql.Tx, k Key, attempt string) error {
+	res, err := tx.ExecContext(ctx, l.q(`DELETE FROM `+l.prefix+`operations
+		WHERE table_name = ? AND file_id = ? AND planned = 0 AND lease_attempt = ?`), k.Table, k.FileID, attempt)
+	if err := l.fenced(res, err, "retract operation"); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, l.q(`DELETE FROM `+l.prefix+`attempts WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID); err != nil {
+		return fmt.Errorf("retract attempts: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/internal/dialect"
+)
+
+// Filter selects operations for List. Empty fields select everything.
+type Filter struct {
+	Table  string
+	FileID string
+	State  State
+	Digest string // content digest
+}
+
+// List returns the operations matching f, newest first. A ledger whose
+// tables do not exist has none.
+func (l *Ledger) List(ctx context.Context, f Filter) ([]Operation, error) {
+	if ok, err := l.d.TableExists(ctx, l.db, l.prefix+"operations"); err != nil || !ok {
+		return nil, err
+	}
+	var where []string
+	var args []any
+	add := func(col, v string) {
+		if v != "" {
+			where = append(where, col+" = ?")
+			args = append(args, v)
+		}
+	}
+	add("table_name", f.Table)
+	add("file_id", f.FileID)
+	add("state", string(f.State))
+	add("content_digest", f.Digest)
+	q := `SELECT ` + opColumns + ` FROM ` + l.prefix + `operations`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY created_at DESC, table_name, file_id`
+	rows, err := l.db.QueryContext(ctx, l.q(q), args...)
+	if err != nil {
+		return nil, fmt.Errorf("list operations: %w", err)
+	}
+	defer rows.Close()
+	var out []Operation
+	for rows.Next() {
+		op, err := scanOp(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list operations: %w", err)
+		}
+		out = append(out, *op)
+	}
+	return out, rows.Err()
+}
+
+// AttemptRecord is a stored attempt.
+type AttemptRecord struct {
+	Attempt
+	Key
+	StartedAt   int64
+	HeartbeatAt int64
+	EndedAt     int64
+	Outcome     string // empty while running (or when the process died)
+	Error       string
+	Rows        counter.Rows
+	Partitions  counter.Partitions // Total is not stored; Skipped and Committed are
+	Recovered   int64              // leases recovered
+}
+
+// Attempts returns the attempts on operation k, oldest first.
+func (l *Ledger) Attempts(ctx context.Context, k Key) ([]AttemptRecord, error) {
+	if ok, err := l.d.TableExists(ctx, l.db, l.prefix+"attempts"); err != nil || !ok {
+		return nil, err
+	}
+	rows, err := l.db.QueryContext(ctx, l.q(`SELECT attempt_id, trigger, host, pid, file_path, coalesce(recovered_from, ''),
+		table_name, file_id, started_at, heartbeat_at, coalesce(ended_at, 0), coalesce(outcome, ''), coalesce(error, ''),
+		rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_rejected,
+		partitions_skipped, partitions_committed, recovered_leases
+		FROM `+l.prefix+`attempts WHERE table_name = ? AND file_id = ? ORDER BY started_at, attempt_id`), k.Table, k.FileID)
+	if err != nil {
+		return nil, fmt.Errorf("list attempts: %w", err)
+	}
+	defer rows.Close()
+	var out []AttemptRecord
+	for rows.Next() {
+		var a AttemptRecord
+		if err := rows.Scan(&a.ID, &a.Trigger, &a.Host, &a.PID, &a.Path, &a.RecoveredFrom,
+			&a.Table, &a.FileID, &a.StartedAt, &a.HeartbeatAt, &a.EndedAt, &a.Outcome, &a.Error,
+			&a.Rows.Read, &a.Rows.Inserted, &a.Rows.Updated, &a.Rows.Unchanged, &a.Rows.Stale, &a.Rows.Rejected,
+			&a.Partitions.Skipped, &a.Partitions.Committed, &a.Recovered); err != nil {
+			return nil, fmt.Errorf("list attempts: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// Reject is a bad row kept in the quarantine under its original identity.
+type Reject struct {
+	Ordinal int64
+	Offset  int64
+	Column  string
+	Value   string
+	Code    string
+	Message string
+	Attempt string
+}
+
+// AddRejects stores rejects of operation k found by attempt. Storing a
+// reject twice keeps the first.
+func (l *Ledger) AddRejects(ctx context.Context, tx *sql.Tx, k Key, attempt string, rs []Reject) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	conflict := ` ON CONFLICT DO NOTHING`
+	stmt, err := tx.PrepareContext(ctx, l.q(`INSERT INTO `+l.prefix+`rejects
+		(table_name, file_id, ordinal, byte_offset, column_name, raw_value, code, message, attempt_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, `+l.d.Now()+`)`+conflict))
+	if err != nil {
+		return fmt.Errorf("store rejects: %w", err)
+	}
+	defer stmt.Close()
+	for _, r := range rs {
+		if _, err := stmt.ExecContext(ctx, k.Table, k.FileID, r.Ordinal, r.Offset, r.Column, r.Value, r.Code, r.Message, attempt); err != nil {
+			return fmt.Errorf("store reject of row %d: %w", r.Ordinal, err)
+		}
+	}
+	return nil
+}
+
+// Rejects returns the stored rejects of operation k in ordinal order.
+func (l *Ledger) Rejects(ctx context.Context, q dialect.Querier, k Key) ([]Reject, error) {
+	if ok, err := l.d.TableExists(ctx, l.db, l.prefix+"rejects"); err != nil || !ok {
+		return nil, err
+	}
+	rows, err := q.QueryContext(ctx, l.q(`SELECT ordinal, byte_offset, coalesce(column_name, ''), coalesce(raw_value, ''),
+		code, message, attempt_id FROM `+l.prefix+`rejects WHERE table_name = ? AND file_id = ? ORDER BY ordinal`), k.Table, k.FileID)
+	if err != nil {
+		return nil, fmt.Errorf("list rejects: %w", err)
+	}
+	defer rows.Close()
+	var out []Reject
+	for rows.Next() {
+		var r Reject
+		if err := rows.Scan(&r.Ordinal, &r.Offset, &r.Column, &r.Value, &r.Code, &r.Message, &r.Attempt); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,315 @@
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/reader"
+	"github.com/idemport/idemport/sink"
+)
+
+// apply claims and commits partitions until every partition of the plan is
+// done. When the only unfinished partitions are held by other live attempts,
+// it waits for them, and takes over any whose lease expires.
+func (r *run) apply(ctx context.Context) error {
+	start, err := r.e.cp.Progress(ctx, r.e.db, r.op, r.attempt.ID)
+	if err != nil {
+		return err
+	}
+	r.res.Partitions.Total = start.Total
+	r.res.Partitions.Skipped = start.Done
+	r.doneRows = r.rowsDone(ctx)
+	r.progress(Progress{Phase: "apply", Rows: r.doneRows, TotalRows: r.plan.Rows, Partitions: start.Done, TotalParts: start.Total, Skipped: start.Done})
+	var mu sync.Mutex
+	for {
+		if err := r.applyRound(ctx, &mu); err != nil {
+			return err
+		}
+		p, err := r.e.cp.Progress(ctx, r.e.db, r.op, r.attempt.ID)
+		if err != nil {
+			return err
+		}
+		if p.Done == p.Total {
+			return nil
+		}
+		if p.Claimable > 0 {
+			continue
+		}
+		if err := sleep(ctx, min(time.Second, r.req.Lease/4)); err != nil {
+			return err
+		}
+	}
+}
+
+// rowsDone sums the rows of partitions already done, for progress reports.
+func (r *run) rowsDone(ctx context.Context) int64 {
+	parts, err := r.e.cp.Partitions(ctx, r.e.db, r.op)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, p := range parts {
+		if p.Done {
+			n += p.Rows
+		}
+	}
+	return n
+}
+
+// applyRound runs the workers until none can claim another partition.
+func (r *run) applyRound(ctx context.Context, mu *sync.Mutex) error {
+	g, ctx := errgroup.WithContext(ctx)
+	for range r.req.Workers {
+		g.Go(func() error { return r.worker(ctx, mu) })
+	}
+	return g.Wait()
+}
+
+// item is what a worker's reader hands its writer: the start of a claimed
+// partition, one of its batches, or its end.
+type item struct {
+	claim *checkpoint.Claim
+	batch reader.Batch
+	end   bool
+}
+
+// worker claims partitions one after another. Its reader goroutine decodes
+// the next partition while its writer commits the current one, so parsing
+// and writing overlap.
+func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
+	conn, err := r.e.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	w, err := r.e.sink.Writer(ctx, conn, r.target, r.plan.Schema.Arrow())
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+
+	items := make(chan item, 8)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(items)
+		return r.read(gctx, items)
+	})
+	g.Go(func() error { return r.write(gctx, conn, w, items, mu) })
+	err = g.Wait()
+	for it := range items { // release what the writer did not take
+		it.batch.Release()
+	}
+	return err
+}
+
+// read claims partitions and decodes them into items.
+func (r *run) read(ctx context.Context, items chan<- item) error {
+	send := func(it item) error {
+		select {
+		case items <- it:
+			return nil
+		case <-ctx.Done():
+			it.batch.Release()
+			return ctx.Err()
+		}
+	}
+	for {
+		c, err := r.claimPartition(ctx)
+		if err != nil || c == nil {
+			return err
+		}
+		if err := r.e.fp.Hit("after-partition-claim"); err != nil {
+			return err
+		}
+		pr, err := r.file.Partition(r.plan, r.readerPartition(c.Partition), r.req.BatchRows)
+		if err != nil {
+			return err
+		}
+		if err := send(item{claim: c}); err != nil {
+			pr.Close()
+			return err
+		}
+		for {
+			b, err := pr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				pr.Close()
+				return err
+			}
+			if err := send(item{batch: b}); err != nil {
+				pr.Close()
+				return err
+			}
+		}
+		if err := pr.Close(); err != nil {
+			return err
+		}
+		if err := send(item{end: true}); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *run) readerPartition(p checkpoint.Partition) reader.Partition {
+	return reader.Partition{Index: p.Index, First: p.First, Rows: p.Rows, Rejected: p.Rejected, Offset: p.Offset, Length: p.Length, CRC: p.CRC}
+}
+
+// claimPartition leases the next free partition in its own transaction.
+func (r *run) claimPartition(ctx context.Context) (*checkpoint.Claim, error) {
+	var c *checkpoint.Claim
+	err := r.withTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		c, err = r.e.cp.Claim(ctx, tx, r.op, r.attempt.ID, r.leaseMs)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if c != nil && c.RecoveredFrom != "" {
+		r.log.Warn("recovered the lease of a dead or stalled attempt", "partition", c.Index, "from", c.RecoveredFrom)
+		r.recovered = append(r.recovered, c.RecoveredFrom)
+	}
+	return c, nil
+}
+
+// write commits each partition's batches in one transaction that first
+// fences the claim, and last marks the partition done and counts it.
+func (r *run) write(ctx context.Context, conn *sql.Conn, w sink.Writer, items <-chan item, mu *sync.Mutex) error {
+	var (
+		tx     *sql.Tx
+		claim  *checkpoint.Claim
+		counts counter.Rows
+	)
+	rollback := func() {
+		if tx != nil {
+			tx.Rollback()
+			tx = nil
+		}
+	}
+	defer rollback()
+	for it := range items {
+		switch {
+		case it.claim != nil:
+			claim, counts = it.claim, counter.Rows{}
+			var err error
+			if tx, err = conn.BeginTx(ctx, nil); err != nil {
+				return fmt.Errorf("begin partition %d: %w", claim.Index, err)
+			}
+			if err := r.e.cp.Fence(ctx, tx, r.op, claim.Index, r.attempt.ID, r.leaseMs); err != nil {
+				return r.lost(err)
+			}
+		case it.end:
+			if err := r.commit(ctx, tx, claim, counts, mu); err != nil {
+				return err
+			}
+			tx = nil
+		default:
+			c, err := w.Write(ctx, tx, r.id.FileKey, it.batch.Record, it.batch.Ordinals)
+			it.batch.Release()
+			if err != nil {
+				return fmt.Errorf("partition %d: %w", claim.Index, err)
+			}
+			counts.Add(c)
+		}
+	}
+	return ctx.Err()
+}
+
+// lost explains a failed fence: this attempt stalled past its lease and
+// another took its partition over.
+func (r *run) lost(err error) error {
+	if errors.Is(err, checkpoint.ErrNotHeld) {
+		return fmt.Errorf("%w: %w (this process stalled past its lease; the other attempt finishes the work)", ledger.ErrLeaseLost, err)
+	}
+	return err
+}
+
+// commit completes a partition: marks it done and counts it in the same
+// transaction as its effects.
+func (r *run) commit(ctx context.Context, tx *sql.Tx, c *checkpoint.Claim, counts counter.Rows, mu *sync.Mutex) error {
+	counts.Read += c.Rejected
+	counts.Rejected = c.Rejected
+	if counts.Read != c.Rows || !counts.Balanced() {
+		return fmt.Errorf("partition %d: counted %+v for %d rows", c.Index, counts, c.Rows)
+	}
+	if err := r.e.fp.Hit("inside-partition"); err != nil {
+		return err
+	}
+	if err := r.e.cp.Complete(ctx, tx, r.op, c.Index, r.attempt.ID, counts); err != nil {
+		return r.lost(err)
+	}
+	if err := r.e.ledger.Count(ctx, tx, r.id.Key, r.attempt.ID, counts); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit partition %d: %w", c.Index, err)
+	}
+	mu.Lock()
+	r.committed++
+	r.rows.Add(counts)
+	r.doneRows += c.Rows
+	p := Progress{Phase: "apply", Rows: r.doneRows, TotalRows: r.plan.Rows, Partitions: r.res.Partitions.Skipped + r.committed,
+		TotalParts: r.res.Partitions.Total, Skipped: r.res.Partitions.Skipped}
+	mu.Unlock()
+	r.progress(p)
+	r.log.Debug("partition committed", "partition", c.Index, "inserted", counts.Inserted, "updated", counts.Updated,
+		"unchanged", counts.Unchanged, "stale", counts.Stale, "rejected", counts.Rejected)
+	return r.e.fp.Hit("after-partition-commit")
+}
+
+// finalize completes the operation and ends the attempt.
+func (r *run) finalize(ctx context.Context) error {
+	if err := r.e.fp.Hit("before-finalize"); err != nil {
+		return err
+	}
+	err := r.withTx(ctx, func(tx *sql.Tx) error {
+		op, now, err := r.e.ledger.Get(ctx, tx, r.id.Key)
+		if err != nil {
+			return err
+		}
+		totals, err := r.e.cp.Totals(ctx, tx, r.op)
+		if err != nil {
+			return err
+		}
+		body, err := json.Marshal(storedOutcome{Rows: totals, Partitions: r.res.Partitions.Total, ContentDigest: r.id.ContentDigest,
+			CompletedBy: r.attempt.ID, Attempts: op.Attempts, DurationMs: now - op.CreatedAt})
+		if err != nil {
+			return err
+		}
+		if _, err := r.e.ledger.Complete(ctx, tx, r.id.Key, r.attempt.ID, string(body)); err != nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("finalize: %w", err)
+	}
+	if err := r.e.fp.Hit("after-finalize"); err != nil {
+		return err
+	}
+	r.res.Outcome = Resumed
+	if r.created {
+		r.res.Outcome = Imported
+	}
+	r.res.Partitions.Committed = r.committed
+	r.res.Partitions.Skipped = r.res.Partitions.Total - r.committed
+	if err := r.e.ledger.End(context.WithoutCancel(ctx), r.e.db, r.attempt.ID, string(r.res.Outcome), "", r.res.Partitions.Skipped, int64(len(r.recovered))); err != nil {
+		r.log.Warn("could not record the end of the attempt", "err", err)
+	}
+	r.log.Info("completed", "outcome", r.res.Outcome, "inserted", r.rows.Inserted, "updated", r.rows.Updated,
+		"unchanged", r.rows.Unchanged, "stale", r.rows.Stale, "rejected", r.rows.Rejected)
+	return nil
+}

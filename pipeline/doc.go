@@ -1,0 +1,21 @@
+// Package pipeline imports files exactly once in effect. It composes the
+// leaf packages: reader (file bytes), ledger (operations and attempts),
+// checkpoint (plans and partition marks) and sink (target tables), and owns
+// the transaction in which a partition's effects and its marks commit.
+//
+// An import goes identify → claim → plan → apply → finalize:
+//
+//   - identify hashes the file and computes the fingerprint (content digest
+//     and mapping digest) of the operation (target table, file ID);
+//   - claim decides, in one transaction, what this run does (the decision
+//     table of the README) and records the attempt;
+//   - plan validates every row and cuts the file into partitions, refusing
+//     the file before any effect when it has too many bad rows; the plan is
+//     stored and reused by every later attempt;
+//   - apply claims partitions with leases and upserts each in one
+//     transaction that also marks it done, so a crash anywhere leaves either
+//     all or nothing of a partition;
+//   - finalize stores the outcome, which reruns return.
+//
+// The command-line tool is a thin shell over [Engine].
+package pipeline

@@ -1,0 +1,175 @@
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // the embedded default target
+
+	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/internal/dialect"
+	"github.com/idemport/idemport/internal/failpoint"
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/sink/sqlite"
+)
+
+// DefaultDSN is the target used when none is given.
+const DefaultDSN = "idemport.db"
+
+// Errors callers branch on.
+var (
+	// ErrNoDatabase means a read-only command found no database at the DSN.
+	ErrNoDatabase = errors.New("no database")
+)
+
+// Options configure an Engine.
+type Options struct {
+	// ReadOnly opens the target without creating or migrating anything.
+	ReadOnly bool
+	// Logger receives the engine's logs; nil discards them.
+	Logger *slog.Logger
+	// Failpoints, when not nil, arms failure injection (tests only).
+	Failpoints *failpoint.Set
+	// BusyTimeout is how long SQLite waits for another writer; 0 means 30s.
+	BusyTimeout time.Duration
+}
+
+// Engine is an open target database with its ledger and checkpoints. It is
+// safe for concurrent use by several imports.
+type Engine struct {
+	db     *sql.DB
+	d      dialect.Dialect
+	prefix string
+	name   string // the target as shown to users
+	ledger *ledger.Ledger
+	cp     *checkpoint.Store
+	sink   sink.Dialect
+	log    *slog.Logger
+	fp     *failpoint.Set
+}
+
+// Target is a parsed DSN.
+type Target struct {
+	Dialect dialect.Dialect
+	Path    string // SQLite file
+	URL     string // PostgreSQL connection string
+}
+
+// ParseDSN reads a target: sqlite://PATH, a bare path, or postgres://….
+// sqlite:///abs/path is an absolute path; sqlite://rel/path is relative.
+func ParseDSN(dsn string) (Target, error) {
+	if dsn == "" {
+		dsn = DefaultDSN
+	}
+	switch {
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return Target{Dialect: dialect.Postgres, URL: dsn}, nil
+	case strings.HasPrefix(dsn, "sqlite://"):
+		p := strings.TrimPrefix(dsn, "sqlite://")
+		if p == "" {
+			return Target{}, usagef("%q names no file", dsn)
+		}
+		return Target{Dialect: dialect.SQLite, Path: p}, nil
+	case strings.Contains(dsn, "://"):
+		return Target{}, usagef("unsupported target %q (want sqlite://PATH, a path, or postgres://…)", dsn)
+	}
+	return Target{Dialect: dialect.SQLite, Path: dsn}, nil
+}
+
+// Open opens the target named by dsn and, unless o.ReadOnly, creates or
+// upgrades idemport's tables there.
+func Open(ctx context.Context, dsn string, o Options) (*Engine, error) {
+	t, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if o.Logger == nil {
+		o.Logger = discardLogger()
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 30 * time.Second
+	}
+	e := &Engine{d: t.Dialect, log: o.Logger, fp: o.Failpoints}
+	switch t.Dialect {
+	case dialect.SQLite:
+		if o.ReadOnly {
+			if _, err := os.Stat(t.Path); errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("%w at %s", ErrNoDatabase, t.Path)
+			}
+		}
+		e.db, err = sql.Open("sqlite3", sqliteDSN(t.Path, o))
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", t.Path, err)
+		}
+		e.prefix, e.name, e.sink = "idemport_", t.Path, sqlite.Dialect{}
+	default:
+		return nil, usagef("PostgreSQL targets are not supported yet")
+	}
+	e.ledger = ledger.New(e.db, e.d, e.prefix)
+	e.cp = checkpoint.New(e.db, e.d, e.prefix)
+	if err := e.db.PingContext(ctx); err != nil {
+		e.db.Close()
+		return nil, fmt.Errorf("open %s: %w", e.name, err)
+	}
+	if !o.ReadOnly {
+		if err := e.ledger.Migrate(ctx); err != nil {
+			e.db.Close()
+			return nil, err
+		}
+		if err := e.cp.Migrate(ctx); err != nil {
+			e.db.Close()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// sqliteDSN builds the driver DSN: WAL so readers never block the writer,
+// synchronous=NORMAL (durable at each checkpoint of the WAL, and safe
+// against corruption), BEGIN IMMEDIATE so a transaction that will write
+// takes the write lock first, and a busy timeout for other writers.
+func sqliteDSN(path string, o Options) string {
+	v := url.Values{}
+	v.Set("_busy_timeout", fmt.Sprint(o.BusyTimeout.Milliseconds()))
+	if o.ReadOnly {
+		v.Set("mode", "ro")
+	} else {
+		v.Set("_journal_mode", "WAL")
+		v.Set("_synchronous", "NORMAL")
+		v.Set("_txlock", "immediate")
+		v.Set("_cache_size", "-65536")
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + v.Encode()
+}
+
+// Close closes the database.
+func (e *Engine) Close() error { return e.db.Close() }
+
+// DB returns the engine's database handle, for callers that query the
+// target tables themselves.
+func (e *Engine) DB() *sql.DB { return e.db }
+
+// Name returns the target as shown to users.
+func (e *Engine) Name() string { return e.name }
+
+// UsageError is a request that is wrong whatever the file holds: a flag
+// that names a column the file does not have, an unusable target.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usagef(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -1,0 +1,176 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/reader"
+)
+
+// PlanReport is what an import of a file would do, computed without writing
+// anything.
+type PlanReport struct {
+	File          string             `json:"file"`
+	FileID        string             `json:"file_id"`
+	FileKey       int64              `json:"file_key"`
+	ContentDigest string             `json:"content_digest"`
+	MappingDigest string             `json:"mapping_digest"`
+	Mapping       string             `json:"mapping"`
+	Table         string             `json:"table"`
+	Format        reader.Format      `json:"format"`
+	Compression   reader.Compression `json:"compression,omitempty"`
+	// Decision is what an import would decide now: create, plan, resume,
+	// duplicate, refuse, conflict or busy.
+	Decision   string             `json:"decision"`
+	Detail     string             `json:"detail,omitempty"`
+	Schema     reader.Schema      `json:"schema"`
+	Rows       int64              `json:"rows"`
+	Rejected   int64              `json:"rejected"`
+	MaxRejects int64              `json:"max_rejects"`
+	Partitions []reader.Partition `json:"partitions"`
+	Rejects    []reader.Reject    `json:"first_bad_rows,omitempty"`
+	Error      string             `json:"error,omitempty"` // a defect that stops the plan pass
+}
+
+// PlanFile identifies and plans the file of req without writing anything.
+// e may be nil when the target database does not exist yet.
+func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) {
+	if e == nil {
+		e = &Engine{}
+	}
+	r := &run{e: e, req: req}
+	r.defaults()
+	r.res = &Result{}
+	if e.log == nil {
+		e.log = discardLogger()
+	}
+	if err := r.identify(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.preflight(); err != nil {
+		return nil, err
+	}
+	rep := &PlanReport{File: req.Path, FileID: r.id.FileID, FileKey: r.id.FileKey, ContentDigest: r.id.ContentDigest,
+		MappingDigest: r.id.MappingDigest, Mapping: r.id.Mapping, Table: r.target.Table, Decision: ledger.Create.String(),
+		MaxRejects: r.req.MaxRejects}
+	types := map[string]reader.Type{}
+	for n, t := range req.Mapping.Columns {
+		types[n] = t
+	}
+	if e.db != nil {
+		op, now, err := e.ledger.Get(ctx, e.db, r.id.Key)
+		if err != nil {
+			return nil, err
+		}
+		if op != nil {
+			d, _ := ledger.Decide(op, r.id, now)
+			rep.Decision = d.String()
+			if d == ledger.Conflict {
+				what, how := ledger.Difference(op, r.id)
+				rep.Detail = what + " differs: " + how
+			}
+		}
+		t, err := e.sink.Describe(ctx, e.db, r.target.Table)
+		if err != nil {
+			return nil, err
+		}
+		if t != nil {
+			for _, c := range t.Columns {
+				if pt, err := reader.ParseType(c.Kind); err == nil {
+					if _, forced := types[c.Name]; !forced {
+						types[c.Name] = pt
+					}
+				}
+			}
+		}
+	}
+	f, err := reader.Open(req.Path, r.readerOptions(types))
+	if err == nil {
+		rep.Format, rep.Compression = f.Format(), f.Compression()
+		var plan *reader.Plan
+		plan, err = f.Scan(ctx, reader.ScanOptions{PartitionRows: r.req.PartitionRows, KeepRejects: maxReported})
+		if err == nil {
+			rep.Schema, rep.Rows, rep.Rejected, rep.Partitions, rep.Rejects = plan.Schema, plan.Rows, plan.Rejected, plan.Partitions, plan.Rejects
+		}
+	}
+	var pe *reader.ParseError
+	if errors.As(err, &pe) {
+		rep.Error = pe.Error()
+	} else if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// OperationStatus is an operation with the state of its partitions.
+type OperationStatus struct {
+	ledger.Operation
+	Partitions checkpoint.Progress
+	// Holders lists attempts holding live leases on its partitions.
+	Holders []string
+}
+
+// Status lists operations matching f, newest first.
+func (e *Engine) Status(ctx context.Context, f ledger.Filter) ([]OperationStatus, error) {
+	ops, err := e.ledger.List(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]OperationStatus, len(ops))
+	for i, op := range ops {
+		out[i].Operation = op
+		k := checkpoint.Op{Table: op.Table, FileID: op.FileID}
+		p, err := e.cp.Progress(ctx, e.db, k, "")
+		if err != nil {
+			return nil, err
+		}
+		out[i].Partitions = p
+		if p.Held > 0 {
+			parts, err := e.cp.Partitions(ctx, e.db, k)
+			if err != nil {
+				return nil, err
+			}
+			seen := map[string]bool{}
+			for _, pt := range parts {
+				if !pt.Done && pt.LeaseAttempt != "" && !seen[pt.LeaseAttempt] {
+					seen[pt.LeaseAttempt] = true
+					out[i].Holders = append(out[i].Holders, pt.LeaseAttempt)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// History returns the operations of a file (given as a path, which is
+// hashed, or as a file ID) and their attempts, oldest attempt first.
+func (e *Engine) History(ctx context.Context, fileOrID string, table string) ([]ledger.Operation, [][]ledger.AttemptRecord, error) {
+	filter := ledger.Filter{Table: table, FileID: fileOrID}
+	if st, err := os.Stat(fileOrID); err == nil && !st.IsDir() {
+		digest, err := reader.Digest(ctx, fileOrID, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		filter = ledger.Filter{Table: table, Digest: digest}
+	}
+	ops, err := e.ledger.List(ctx, filter)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ops) == 0 {
+		return nil, nil, fmt.Errorf("no operation for %s", fileOrID)
+	}
+	var attempts [][]ledger.AttemptRecord
+	for _, op := range ops {
+		as, err := e.ledger.Attempts(ctx, op.Key)
+		if err != nil {
+			return nil, nil, err
+		}
+		attempts = append(attempts, as)
+	}
+	return ops, attempts, nil
+}

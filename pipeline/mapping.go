@@ -1,0 +1,141 @@
+package pipeline
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/idemport/idemport/reader"
+)
+
+// Mapping is what the user intends for a file: where its rows go and how to
+// read them. Its digest is part of an operation's fingerprint. Partition
+// size, workers, limits and output settings are not part of it.
+type Mapping struct {
+	// Table is the target table; empty means one named after the file.
+	Table string
+	// Key lists natural key columns; empty means rows are keyed by their
+	// ordinal in the file.
+	Key []string
+	// Version is the column that orders versions of a natural-key row.
+	Version string
+	// Columns fixes the types of the named columns.
+	Columns map[string]reader.Type
+	// Format overrides detection by extension.
+	Format reader.Format
+	// Delimiter separates CSV/TSV fields; 0 means the format's default.
+	Delimiter byte
+	// Quotes turns on quote processing for TSV.
+	Quotes bool
+}
+
+// canonicalMapping is the versioned, stable form of a Mapping that is hashed.
+// Field order is fixed by the struct; map keys are sorted by encoding/json.
+type canonicalMapping struct {
+	Version   int               `json:"mapping_version"`
+	Table     string            `json:"table"`
+	Key       []string          `json:"key"`
+	VersionBy string            `json:"version_column"`
+	Columns   map[string]string `json:"columns"`
+	Format    string            `json:"format"`
+	Delimiter string            `json:"delimiter"`
+	Quotes    bool              `json:"quotes"`
+}
+
+// canonical returns the canonical JSON of m for a file of format f, and its
+// digest.
+func (m Mapping) canonical(f reader.Format, delimiter byte, quotes bool) (string, string) {
+	c := canonicalMapping{
+		Version:   1,
+		Table:     m.Table,
+		Key:       append([]string{}, m.Key...),
+		VersionBy: m.Version,
+		Columns:   map[string]string{},
+		Format:    string(f),
+		Quotes:    quotes,
+	}
+	if c.Key == nil {
+		c.Key = []string{}
+	}
+	if f == reader.CSV || f == reader.TSV {
+		c.Delimiter = string(rune(delimiter))
+	}
+	for name, t := range m.Columns {
+		c.Columns[name] = t.String()
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic(err) // cannot happen: the struct has only marshalable fields
+	}
+	sum := sha256.Sum256(b)
+	return string(b), "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// FileKey is the compact key of a file ID that target rows carry: the first
+// 8 bytes of a SHA-256 of the ID. It depends on nothing but the file ID, so
+// a rerun after the ledger is lost writes the same keys.
+func FileKey(fileID string) int64 {
+	sum := sha256.Sum256([]byte("idemport/file-key/v1\x00" + fileID))
+	return int64(binary.BigEndian.Uint64(sum[:8]))
+}
+
+// DefaultTable names the table a file goes to when none is given: the file
+// name without its format and compression extensions, with every character
+// other than a letter, digit or underscore replaced by an underscore.
+func DefaultTable(path string) string {
+	name := filepath.Base(path)
+	lower := strings.ToLower(name)
+	for _, ext := range []string{".gz", ".zst"} {
+		if strings.HasSuffix(lower, ext) {
+			name, lower = name[:len(name)-len(ext)], lower[:len(lower)-len(ext)]
+		}
+	}
+	if ext := filepath.Ext(name); ext != "" {
+		name = name[:len(name)-len(ext)]
+	}
+	var b strings.Builder
+	for _, r := range name {
+		if r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	s := b.String()
+	if s == "" || (s[0] >= '0' && s[0] <= '9') {
+		s = "t_" + s
+	}
+	return s
+}
+
+// ParseColumns parses --column name:type flags.
+func ParseColumns(specs []string) (map[string]reader.Type, error) {
+	out := map[string]reader.Type{}
+	for _, s := range specs {
+		i := strings.LastIndexByte(s, ':')
+		if i <= 0 {
+			return nil, fmt.Errorf("column %q: want name:type", s)
+		}
+		t, err := reader.ParseType(s[i+1:])
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", s, err)
+		}
+		out[s[:i]] = t
+	}
+	return out, nil
+}
+
+// sortedNames returns the keys of m in order.
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

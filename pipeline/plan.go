@@ -1,0 +1,251 @@
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/reader"
+	"github.com/idemport/idemport/sink"
+)
+
+// storedPlan is the body of a stored plan: what a later attempt needs,
+// beside the partitions, to read the file exactly as the planner did.
+type storedPlan struct {
+	Version       int           `json:"plan_version"`
+	Schema        reader.Schema `json:"schema"`
+	Rows          int64         `json:"rows"`
+	Rejected      int64         `json:"rejected"`
+	PartitionRows int64         `json:"partition_rows"`
+}
+
+// maxReported is how many bad rows a refusal report lists.
+const maxReported = 20
+
+// readerOptions are the reader options of the mapping, with types fixed for
+// the given columns.
+func (r *run) readerOptions(types map[string]reader.Type) reader.Options {
+	m := r.req.Mapping
+	return reader.Options{Format: m.Format, Delimiter: m.Delimiter, Quotes: m.Quotes, Types: types, NotNull: m.Key}
+}
+
+// checkColumns reports mapping columns that the file does not have. It is a
+// usage error: the command, not the file, is wrong.
+func (r *run) checkColumns(names []string) error {
+	have := map[string]bool{}
+	for _, n := range names {
+		have[n] = true
+	}
+	m := r.req.Mapping
+	var missing []string
+	for _, n := range sortedNames(m.Columns) {
+		if !have[n] {
+			missing = append(missing, fmt.Sprintf("--column %s", n))
+		}
+	}
+	for _, k := range m.Key {
+		if !have[k] {
+			missing = append(missing, fmt.Sprintf("--key %s", k))
+		}
+	}
+	if m.Version != "" && !have[m.Version] {
+		missing = append(missing, fmt.Sprintf("--version-col %s", m.Version))
+	}
+	if len(missing) > 0 {
+		return usagef("%s: not a column of %s (it has %s)", strings.Join(missing, ", "), r.req.Path, strings.Join(names, ", "))
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, sink.Reserved) {
+			return usagef("column %q of %s uses the prefix %s, which idemport keeps for its lineage columns", n, r.req.Path, sink.Reserved)
+		}
+	}
+	return nil
+}
+
+// preflight checks, before anything is claimed, what can be checked from the
+// file's header: the mapping's columns must exist.
+func (r *run) preflight() error {
+	f, err := reader.Open(r.req.Path, r.readerOptions(nil))
+	if err != nil {
+		return nil // a bad header is the file's defect: the plan pass refuses it
+	}
+	if h := f.Header(); h != nil {
+		return r.checkColumns(h)
+	}
+	return nil
+}
+
+// planFile runs the plan pass and stores the plan, or refuses the file. It
+// reports whether the file was refused.
+func (r *run) planFile(ctx context.Context) (bool, error) {
+	types := map[string]reader.Type{}
+	for n, t := range r.req.Mapping.Columns {
+		types[n] = t
+	}
+	existing, err := r.e.sink.Describe(ctx, r.e.db, r.target.Table)
+	if err != nil {
+		return false, err
+	}
+	if existing != nil {
+		// Values are validated against the table they are going into.
+		for _, c := range existing.Columns {
+			if _, forced := types[c.Name]; !forced && c.Kind != "" {
+				if t, err := reader.ParseType(c.Kind); err == nil {
+					types[c.Name] = t
+				}
+			}
+		}
+	}
+	f, err := reader.Open(r.req.Path, r.readerOptions(types))
+	if err != nil {
+		return r.refuseDefect(ctx, err)
+	}
+	r.file = f
+	plan, err := f.Scan(ctx, reader.ScanOptions{
+		PartitionRows: r.req.PartitionRows,
+		KeepRejects:   int(min(max(r.req.MaxRejects+1, maxReported), 1<<20)),
+		Progress: func(b, rows int64) {
+			r.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: r.id.Size, Rows: rows})
+		},
+	})
+	if err != nil {
+		return r.refuseDefect(ctx, err)
+	}
+	names := make([]string, len(plan.Schema))
+	for i, c := range plan.Schema {
+		names[i] = c.Name
+	}
+	if err := r.checkColumns(names); err != nil {
+		return false, r.retract(ctx, err)
+	}
+	r.plan = plan
+	r.rows.Read, r.rows.Rejected = plan.Rows, plan.Rejected // reported if refused
+	if plan.Rejected > r.req.MaxRejects {
+		return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects,
+			Rejects: plan.Rejects[:min(len(plan.Rejects), maxReported)]})
+	}
+	r.rows = counter.Rows{}
+	schema := plan.Schema.Arrow()
+	if existing != nil {
+		if err := sink.Check(existing, r.target, schema); err != nil {
+			return false, err
+		}
+	}
+	body, err := json.Marshal(storedPlan{Version: 1, Schema: plan.Schema, Rows: plan.Rows, Rejected: plan.Rejected, PartitionRows: r.req.PartitionRows})
+	if err != nil {
+		return false, err
+	}
+	parts := make([]checkpoint.Partition, len(plan.Partitions))
+	for i, p := range plan.Partitions {
+		parts[i] = checkpoint.Partition{Index: p.Index, First: p.First, Rows: p.Rows, Rejected: p.Rejected, Offset: p.Offset, Length: p.Length, CRC: p.CRC}
+	}
+	rejects := make([]ledger.Reject, len(plan.Rejects))
+	for i, b := range plan.Rejects {
+		rejects[i] = ledger.Reject{Ordinal: b.Ordinal, Offset: b.Offset, Column: b.Column, Value: b.Value, Code: b.Code, Message: b.Message}
+	}
+	err = r.withTx(ctx, func(tx *sql.Tx) error {
+		if err := r.e.sink.Ensure(ctx, tx, r.target, schema); err != nil {
+			return err
+		}
+		if err := r.e.cp.Save(ctx, tx, r.op, r.attempt.ID, body, plan.Rows, parts); err != nil {
+			return err
+		}
+		if err := r.e.ledger.AddRejects(ctx, tx, r.id.Key, r.attempt.ID, rejects); err != nil {
+			return err
+		}
+		return r.e.ledger.Planned(ctx, tx, r.id.Key, r.attempt.ID)
+	})
+	if err != nil {
+		return false, fmt.Errorf("store plan: %w", err)
+	}
+	r.log.Info("planned", "rows", plan.Rows, "rejected", plan.Rejected, "partitions", len(plan.Partitions))
+	return false, nil
+}
+
+// refuseDefect refuses the file for a defect that stopped the plan pass, or
+// returns err when it is not a defect of the file.
+func (r *run) refuseDefect(ctx context.Context, err error) (bool, error) {
+	var pe *reader.ParseError
+	if !errors.As(err, &pe) || ctx.Err() != nil {
+		return false, err
+	}
+	return true, r.refuse(ctx, &Refusal{Rows: r.rows.Read, Rejected: r.rows.Rejected, MaxRejects: r.req.MaxRejects, Error: pe.Error()})
+}
+
+// refuse records the refusal and ends the attempt: nothing reaches the target.
+func (r *run) refuse(ctx context.Context, ref *Refusal) error {
+	body, err := json.Marshal(ref)
+	if err != nil {
+		return err
+	}
+	err = r.withTx(ctx, func(tx *sql.Tx) error {
+		if err := r.e.ledger.Refuse(ctx, tx, r.id.Key, r.attempt.ID, string(body), r.rows); err != nil {
+			return err
+		}
+		return r.e.ledger.End(ctx, tx, r.attempt.ID, string(Refused), refusalText(ref), 0, int64(len(r.recovered)))
+	})
+	if err != nil {
+		return fmt.Errorf("record refusal: %w", err)
+	}
+	r.res.Outcome, r.res.Refusal = Refused, ref
+	r.res.Err = fmt.Errorf("refused: %s", refusalText(ref))
+	r.log.Warn("refused", "rows", ref.Rows, "rejected", ref.Rejected, "error", ref.Error)
+	return r.res.Err
+}
+
+// retract removes the operation this run claimed when the command turned out
+// to be wrong for the file before anything was planned: a usage error leaves
+// no record, so the corrected command is not a conflict.
+func (r *run) retract(ctx context.Context, usage error) error {
+	err := r.withTx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
+		return r.e.ledger.Retract(ctx, tx, r.id.Key, r.attempt.ID)
+	})
+	if err != nil {
+		return errors.Join(usage, err)
+	}
+	r.claimed = false
+	r.res.AttemptID = ""
+	return errRetracted{usage}
+}
+
+// errRetracted carries a usage error past abandon, which must not record a
+// failure for an operation that no longer exists.
+type errRetracted struct{ error }
+
+func (e errRetracted) Unwrap() error { return e.error }
+
+// loadPlan reads the stored plan for a resumed operation.
+func (r *run) loadPlan(ctx context.Context) error {
+	body, parts, err := r.e.cp.Load(ctx, r.e.db, r.op)
+	if err != nil {
+		return err
+	}
+	if body == nil {
+		return fmt.Errorf("operation %s is planned but its plan is missing", r.id.Key)
+	}
+	var sp storedPlan
+	if err := json.Unmarshal(body, &sp); err != nil {
+		return fmt.Errorf("read stored plan: %w", err)
+	}
+	types := map[string]reader.Type{}
+	for _, c := range sp.Schema {
+		types[c.Name] = c.Type
+	}
+	f, err := reader.Open(r.req.Path, r.readerOptions(types))
+	if err != nil {
+		return fmt.Errorf("reopen %s: %w", r.req.Path, err)
+	}
+	r.file = f
+	r.plan = &reader.Plan{Schema: sp.Schema, Rows: sp.Rows, Rejected: sp.Rejected}
+	for _, p := range parts {
+		r.plan.Partitions = append(r.plan.Partitions, reader.Partition{Index: p.Index, First: p.First, Rows: p.Rows,
+			Rejected: p.Rejected, Offset: p.Offset, Length: p.Length, CRC: p.CRC})
+	}
+	return nil
+}

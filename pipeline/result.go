@@ -1,0 +1,68 @@
+package pipeline
+
+import (
+	"time"
+
+	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/reader"
+)
+
+// Outcome is what an import run did with one file.
+type Outcome string
+
+// The outcomes, from the claim decision table.
+const (
+	Imported  Outcome = "imported"  // a new operation, completed by this run
+	Resumed   Outcome = "resumed"   // an existing operation, continued to completion
+	Duplicate Outcome = "duplicate" // already completed with the same fingerprint: no effect
+	Conflict  Outcome = "conflict"  // the fingerprint differs from the stored one: no effect
+	Busy      Outcome = "busy"      // another live attempt holds the work
+	Refused   Outcome = "refused"   // too many bad rows: nothing written to the target
+	Failed    Outcome = "failed"    // a runtime failure; a rerun resumes
+)
+
+// Result reports one file's import. Err is set for Failed, Conflict, Busy
+// and Refused, and says why in words.
+type Result struct {
+	File          string             `json:"file"`
+	FileID        string             `json:"file_id"`
+	ContentDigest string             `json:"content_digest"`
+	MappingDigest string             `json:"mapping_digest,omitempty"`
+	Table         string             `json:"table"`
+	AttemptID     string             `json:"attempt_id"`
+	Outcome       Outcome            `json:"outcome"`
+	Rows          counter.Rows       `json:"rows"`
+	Partitions    counter.Partitions `json:"partitions"`
+	// RecoveredLease is true when this run took over the expired lease of a
+	// dead or stalled attempt; RecoveredFrom names those attempts.
+	RecoveredLease bool     `json:"recovered_lease"`
+	RecoveredFrom  []string `json:"recovered_from,omitempty"`
+	Duration       time.Duration `json:"-"`
+	Err            error         `json:"-"`
+
+	// Stored is the stored operation, for duplicate, conflict and refused
+	// outcomes: when and by which attempt it was completed or refused.
+	Stored *ledger.Operation `json:"-"`
+	// Refusal lists the first bad rows of a refused file.
+	Refusal *Refusal `json:"refusal,omitempty"`
+}
+
+// Refusal is the stored report of a refused file.
+type Refusal struct {
+	Rows       int64           `json:"rows"`
+	Rejected   int64           `json:"rejected"`
+	MaxRejects int64           `json:"max_rejects"`
+	Error      string          `json:"error,omitempty"` // a defect that stopped the plan pass
+	Rejects    []reader.Reject `json:"first_bad_rows,omitempty"`
+}
+
+// storedOutcome is what finalize stores and a duplicate run returns.
+type storedOutcome struct {
+	Rows          counter.Rows `json:"rows"`
+	Partitions    int64        `json:"partitions"`
+	ContentDigest string       `json:"content_digest"`
+	CompletedBy   string       `json:"completed_by"`
+	Attempts      int64        `json:"attempts"`
+	DurationMs    int64        `json:"duration_ms"` // from the operation's creation to its completion
+}

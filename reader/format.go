@@ -1,0 +1,297 @@
+package reader
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Format names a source file format.
+type Format string
+
+// The supported formats.
+const (
+	CSV   Format = "csv"
+	TSV   Format = "tsv"
+	JSONL Format = "jsonl"
+)
+
+// Compression names a stream compression wrapped around a format.
+type Compression string
+
+// The supported compressions.
+const (
+	None Compression = ""
+	Gzip Compression = "gzip"
+	Zstd Compression = "zstd"
+)
+
+// DefaultMaxRowBytes is the default bound on one row's size in bytes. It is
+// what bounds the reader's memory on hostile input.
+const DefaultMaxRowBytes = 64 << 20
+
+// Options say how to read a file. The zero value reads by extension with
+// default settings.
+type Options struct {
+	// Format overrides detection by extension.
+	Format Format
+	// Delimiter separates CSV fields; 0 means ',' for CSV and '\t' for TSV.
+	Delimiter byte
+	// Quotes turns quote processing on for TSV (always on for CSV).
+	Quotes bool
+	// Types fixes the type of the named columns instead of inferring it;
+	// values that do not parse are bad rows.
+	Types map[string]Type
+	// NotNull names columns that must have a value in every row (natural
+	// key columns); a row with a null there is bad.
+	NotNull []string
+	// MaxRowBytes bounds a row's size; 0 means DefaultMaxRowBytes.
+	MaxRowBytes int
+	// Allocator allocates Arrow memory; nil means memory.DefaultAllocator.
+	Allocator memory.Allocator
+}
+
+// Detect returns the format and compression a path's extension implies.
+func Detect(path string) (Format, Compression, error) {
+	name := strings.ToLower(filepath.Base(path))
+	comp := None
+	switch {
+	case strings.HasSuffix(name, ".gz"):
+		comp, name = Gzip, strings.TrimSuffix(name, ".gz")
+	case strings.HasSuffix(name, ".zst"):
+		comp, name = Zstd, strings.TrimSuffix(name, ".zst")
+	}
+	switch filepath.Ext(name) {
+	case ".csv":
+		return CSV, comp, nil
+	case ".tsv", ".tab":
+		return TSV, comp, nil
+	case ".jsonl", ".ndjson":
+		return JSONL, comp, nil
+	}
+	return "", comp, fmt.Errorf("%w: cannot tell the format of %s from its name; use --format", ErrFormat, filepath.Base(path))
+}
+
+// ParseFormat checks a format name given by a user.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(strings.ToLower(s)); f {
+	case CSV, TSV, JSONL:
+		return f, nil
+	case "ndjson":
+		return JSONL, nil
+	}
+	return "", fmt.Errorf("%w: %q (want csv, tsv or jsonl)", ErrFormat, s)
+}
+
+// File is a source file opened for reading. It is not safe for concurrent
+// use, but each Partition reader it returns is independent.
+type File struct {
+	path   string
+	format Format
+	comp   Compression
+	opts   Options
+	header []string // CSV/TSV column names, in file order
+	data   int64    // offset where data rows start, after the header
+}
+
+// Open opens path and reads what it needs to know before a plan: its format
+// and, for CSV and TSV, its header. A file whose header cannot be read
+// returns a *ParseError.
+func Open(path string, opts Options) (*File, error) {
+	format, comp, err := Detect(path)
+	if opts.Format != "" {
+		format, err = opts.Format, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if opts.MaxRowBytes <= 0 {
+		opts.MaxRowBytes = DefaultMaxRowBytes
+	}
+	if opts.Allocator == nil {
+		opts.Allocator = memory.DefaultAllocator
+	}
+	if opts.Delimiter == 0 {
+		opts.Delimiter = ','
+		if format == TSV {
+			opts.Delimiter = '\t'
+		}
+	}
+	f := &File{path: path, format: format, comp: comp, opts: opts}
+	if format == CSV || format == TSV {
+		if err := f.readHeader(); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// Format returns the file's format.
+func (f *File) Format() Format { return f.format }
+
+// Compression returns the file's compression.
+func (f *File) Compression() Compression { return f.comp }
+
+// Path returns the path the file was opened with.
+func (f *File) Path() string { return f.path }
+
+// Header returns the column names of a CSV or TSV file, or nil for formats
+// whose columns are only known after a scan.
+func (f *File) Header() []string { return f.header }
+
+func (f *File) quoting() bool { return f.format == CSV || f.opts.Quotes }
+
+// stream is an open decompressed view of the file.
+type stream struct {
+	io.Reader
+	closers []io.Closer
+}
+
+func (s *stream) Close() error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i].Close())
+	}
+	return errors.Join(errs...)
+}
+
+type closerFunc func() error
+
+func (c closerFunc) Close() error { return c() }
+
+// open returns the decompressed stream positioned at offset. Uncompressed
+// files seek; compressed ones decompress and discard up to offset.
+func (f *File) open(offset int64) (*stream, error) {
+	osf, err := os.Open(f.path)
+	if err != nil {
+		return nil, err
+	}
+	s := &stream{closers: []io.Closer{osf}}
+	switch f.comp {
+	case None:
+		if _, err := osf.Seek(offset, io.SeekStart); err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.Reader = osf
+		return s, nil
+	case Gzip:
+		zr, err := gzip.NewReader(bufio.NewReaderSize(osf, 1<<20))
+		if err != nil {
+			s.Close()
+			return nil, f.corrupt(err)
+		}
+		s.closers = append(s.closers, zr)
+		s.Reader = zr
+	case Zstd:
+		zr, err := zstd.NewReader(bufio.NewReaderSize(osf, 1<<20), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
+		if err != nil {
+			s.Close()
+			return nil, f.corrupt(err)
+		}
+		s.closers = append(s.closers, closerFunc(func() error { zr.Close(); return nil }))
+		s.Reader = zr
+	}
+	s.Reader = &decompressed{r: s.Reader, f: f}
+	if offset > 0 {
+		if _, err := io.CopyN(io.Discard, s.Reader, offset); err != nil {
+			s.Close()
+			if err == io.EOF {
+				return nil, &ParseError{Path: f.path, Offset: offset, Err: ErrSourceChanged}
+			}
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// decompressed turns decompressor failures into ParseErrors naming the file.
+type decompressed struct {
+	r   io.Reader
+	f   *File
+	off int64
+}
+
+func (d *decompressed) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	d.off += int64(n)
+	if err != nil && err != io.EOF {
+		return n, &ParseError{Path: d.f.path, Offset: d.off, Err: fmt.Errorf("corrupt %s stream: %w", d.f.comp, err)}
+	}
+	return n, err
+}
+
+func (f *File) corrupt(err error) error {
+	return &ParseError{Path: f.path, Offset: 0, Err: fmt.Errorf("corrupt %s stream: %w", f.comp, err)}
+}
+
+// readHeader reads the CSV/TSV header row and checks its names.
+func (f *File) readHeader() error {
+	s, err := f.open(0)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	sc := newCSVScanner(s, f.opts.Delimiter, f.quoting(), f.opts.MaxRowBytes, 0)
+	if err := sc.skipBOM(); err != nil {
+		return f.wrap(err, 0, 0, "")
+	}
+	cells, prob, err := sc.next()
+	if err == io.EOF {
+		return &ParseError{Path: f.path, Offset: 0, Err: ErrEmpty}
+	}
+	if err != nil {
+		return f.wrap(err, 0, 0, "")
+	}
+	if prob != nil {
+		return &ParseError{Path: f.path, Offset: 0, Err: fmt.Errorf("%w: %s", ErrHeader, prob.msg)}
+	}
+	seen := map[string]int{}
+	for i, c := range cells {
+		name := strings.TrimSpace(string(c.b))
+		if name == "" {
+			return &ParseError{Path: f.path, Offset: 0, Err: fmt.Errorf("%w: column %d has an empty name", ErrHeader, i+1)}
+		}
+		if code, msg := checkText(c.b); code != "" {
+			return &ParseError{Path: f.path, Offset: 0, Err: fmt.Errorf("%w: column %d: %s", ErrHeader, i+1, msg)}
+		}
+		if j, dup := seen[name]; dup {
+			return &ParseError{Path: f.path, Offset: 0, Err: fmt.Errorf("%w: columns %d and %d are both named %q", ErrHeader, j+1, i+1, name)}
+		}
+		seen[name] = i
+		f.header = append(f.header, name)
+	}
+	f.data = sc.offset()
+	return nil
+}
+
+// wrap gives an error from a scan its location, unless it already has one.
+func (f *File) wrap(err error, row, offset int64, column string) error {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		if pe.Row == 0 && row > 0 {
+			pe.Row = row
+		}
+		return pe
+	}
+	if errors.Is(err, errRowTooLarge) {
+		err = fmt.Errorf("%w of %d bytes", ErrTooLarge, f.opts.MaxRowBytes)
+	}
+	return &ParseError{Path: f.path, Row: row, Offset: offset, Column: column, Err: err}
+}
+
+// scanner returns a row scanner over s, which starts at offset.
+func (f *File) scanner(s io.Reader, offset int64, columns []string, grow bool) rowScanner {
+	if f.format == JSONL {
+		return newJSONLScanner(s, f.opts.MaxRowBytes, offset, columns, grow)
+	}
+	return newCSVScanner(s, f.opts.Delimiter, f.quoting(), f.opts.MaxRowBytes, offset)
+}

@@ -1,0 +1,365 @@
+package reader
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// DefaultPartitionRows is the default number of rows per partition.
+const DefaultPartitionRows = 100_000
+
+// maxRejectValue bounds the raw value kept with a reject.
+const maxRejectValue = 1024
+
+// Plan is what the plan pass learns about a file: its schema, its row count,
+// its bad rows and where each partition starts. For a given file, options and
+// partition size it is always the same.
+type Plan struct {
+	Schema     Schema      `json:"schema"`
+	Rows       int64       `json:"rows"`     // data rows, bad ones included
+	Rejected   int64       `json:"rejected"` // bad rows
+	Partitions []Partition `json:"partitions"`
+	// Rejects lists the first bad rows, up to ScanOptions.KeepRejects.
+	Rejects []Reject `json:"-"`
+}
+
+// Partition is a contiguous run of rows: ordinals First..First+Rows-1. Offset
+// and Length locate its bytes in the decompressed stream and CRC is their
+// CRC-32C, so a reader can seek to it and prove the bytes are unchanged.
+type Partition struct {
+	Index    int    `json:"index"`
+	First    int64  `json:"first"`
+	Rows     int64  `json:"rows"`
+	Rejected int64  `json:"rejected"`
+	Offset   int64  `json:"offset"`
+	Length   int64  `json:"length"`
+	CRC      uint32 `json:"crc"`
+}
+
+// Reject is one bad row found by the plan pass.
+type Reject struct {
+	Ordinal int64  `json:"ordinal"`
+	Offset  int64  `json:"offset"`
+	Column  string `json:"column,omitempty"`
+	Value   string `json:"value,omitempty"` // at most 1 KiB of the raw value
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// ScanOptions control the plan pass.
+type ScanOptions struct {
+	// PartitionRows is the number of rows per partition; 0 means
+	// DefaultPartitionRows.
+	PartitionRows int64
+	// KeepRejects is how many bad rows to list in Plan.Rejects; the rest are
+	// only counted.
+	KeepRejects int
+	// Progress, if set, is called now and then with the bytes (of the
+	// decompressed stream) and rows scanned so far.
+	Progress func(bytes, rows int64)
+}
+
+// Scan runs the plan pass: one streaming read of the whole file that infers
+// the types of columns not fixed by Options.Types, validates every row,
+// counts rows and bad rows, and cuts the rows into partitions.
+//
+// A defect that stops the scan (a row over the size limit, a corrupt
+// compressed stream, an I/O error) returns a *ParseError. Bad rows do not
+// stop it: they are counted in the plan.
+func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
+	if o.PartitionRows <= 0 {
+		o.PartitionRows = DefaultPartitionRows
+	}
+	s, err := f.open(0)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	sc, names, err := f.startScan(s)
+	if err != nil {
+		return nil, err
+	}
+
+	var (
+		plan     = &Plan{}
+		fixed    []Type // Unknown where inferred
+		infer    []inference
+		part     *Partition
+		rowEnd   int64
+		rowCRC   uint32
+		ordinal  int64
+		rejected bool
+	)
+	var required []bool
+	grow := func(n int) {
+		for len(fixed) < n {
+			name := (*names)[len(fixed)]
+			fixed = append(fixed, f.opts.Types[name])
+			infer = append(infer, inference{})
+			required = append(required, slices.Contains(f.opts.NotNull, name))
+		}
+	}
+	closePart := func() {
+		part.Length = rowEnd - part.Offset
+		part.CRC = rowCRC
+		plan.Partitions = append(plan.Partitions, *part)
+		part = nil
+		sc.resetCRC()
+	}
+	reject := func(off int64, col int, c cell, code, msg string) {
+		rejected = true
+		plan.Rejected++
+		part.Rejected++
+		if len(plan.Rejects) >= o.KeepRejects {
+			return
+		}
+		r := Reject{Ordinal: ordinal, Offset: off, Code: code, Message: msg}
+		if col >= 0 && col < len(*names) {
+			r.Column = (*names)[col]
+			v := c.b
+			if len(v) > maxRejectValue {
+				v = v[:maxRejectValue]
+			}
+			r.Value = string(v)
+		}
+		plan.Rejects = append(plan.Rejects, r)
+	}
+	for {
+		if ordinal%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if o.Progress != nil && ordinal%65536 == 0 {
+				o.Progress(sc.offset(), ordinal)
+			}
+		}
+		start := sc.offset()
+		cells, prob, err := sc.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, f.wrap(err, ordinal+1, start, "")
+		}
+		ordinal++
+		if part == nil {
+			part = &Partition{Index: len(plan.Partitions), First: ordinal, Offset: start}
+		}
+		part.Rows++
+		rejected = false
+		off := sc.rowStart()
+		grow(len(*names))
+		switch {
+		case prob != nil:
+			var c cell
+			if prob.column >= 0 && prob.column < len(cells) {
+				c = cells[prob.column]
+			}
+			reject(off, prob.column, c, prob.code, prob.msg)
+		case f.format != JSONL && len(cells) != len(*names):
+			reject(off, -1, cell{}, CodeFieldCount, fmt.Sprintf("expected %d fields, got %d", len(*names), len(cells)))
+		default:
+			for i := range required {
+				if required[i] && (i >= len(cells) || cells[i].kind == cellNull) {
+					reject(off, i, cell{}, CodeNull, "a key column must have a value")
+					break
+				}
+			}
+			if rejected {
+				break
+			}
+			for i, c := range cells {
+				if fixed[i] != Unknown {
+					if _, code, msg := convert(c, fixed[i]); code != "" {
+						reject(off, i, c, code, msg)
+						break
+					}
+				} else if c.kind != cellNull {
+					if code, msg := checkText(c.b); code != "" {
+						reject(off, i, c, code, msg)
+						break
+					}
+				}
+			}
+		}
+		if !rejected {
+			for i, c := range cells {
+				if fixed[i] == Unknown {
+					infer[i].observe(c)
+				}
+			}
+		}
+		rowEnd, rowCRC = sc.offset(), sc.crcNow()
+		if part.Rows == o.PartitionRows {
+			closePart()
+		}
+	}
+	if part != nil {
+		closePart()
+	}
+	grow(len(*names))
+	plan.Rows = ordinal
+	for i, name := range *names {
+		t := fixed[i]
+		if t == Unknown {
+			t = infer[i].result()
+		}
+		plan.Schema = append(plan.Schema, Column{Name: name, Type: t})
+	}
+	if o.Progress != nil {
+		o.Progress(sc.offset(), ordinal)
+	}
+	return plan, nil
+}
+
+// startScan opens a scanner positioned at the first data row. names points
+// at the scanner's growing column list.
+func (f *File) startScan(s io.Reader) (rowScanner, *[]string, error) {
+	if f.format == JSONL {
+		sc := newJSONLScanner(s, f.opts.MaxRowBytes, 0, nil, true)
+		if err := sc.skipBOM(); err != nil {
+			return nil, nil, f.wrap(err, 0, 0, "")
+		}
+		sc.resetCRC()
+		return sc, &sc.names, nil
+	}
+	if _, err := io.CopyN(io.Discard, s, f.data); err != nil {
+		return nil, nil, f.wrap(fmt.Errorf("re-read header: %w", err), 0, 0, "")
+	}
+	names := f.header
+	return f.scanner(s, f.data, nil, false), &names, nil
+}
+
+// PartitionReader reads the rows of one partition of a plan as batches.
+type PartitionReader struct {
+	f        *File
+	s        *stream
+	sc       rowScanner
+	p        Partition
+	schema   Schema
+	required []bool
+	bb       *batchBuilder
+	vals     []value
+	read     int64 // rows read, bad ones included
+	rejected int64
+	size     int
+	done     bool
+}
+
+// Partition opens a reader over partition p of plan, positioned at its first
+// byte: uncompressed files seek there, compressed ones decompress and discard
+// the bytes before it. Each Batch holds at most batchRows rows.
+//
+// The reader checks that the partition's bytes still match the plan; when
+// they do not, Next returns an error wrapping ErrSourceChanged.
+func (f *File) Partition(plan *Plan, p Partition, batchRows int) (*PartitionReader, error) {
+	if batchRows <= 0 {
+		batchRows = 1024
+	}
+	s, err := f.open(p.Offset)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(plan.Schema))
+	for i, c := range plan.Schema {
+		names[i] = c.Name
+	}
+	r := &PartitionReader{
+		f: f, s: s, p: p, schema: plan.Schema, size: batchRows,
+		sc:   f.scanner(s, p.Offset, names, false),
+		bb:   newBatchBuilder(f.opts.Allocator, plan.Schema),
+		vals: make([]value, len(plan.Schema)),
+	}
+	for _, c := range plan.Schema {
+		r.required = append(r.required, slices.Contains(f.opts.NotNull, c.Name))
+	}
+	return r, nil
+}
+
+// Next returns the next batch of good rows. It returns io.EOF after the
+// partition's last row, once its bytes have been checked against the plan.
+func (r *PartitionReader) Next() (Batch, error) {
+	if r.done {
+		return Batch{}, io.EOF
+	}
+	for r.read < r.p.Rows && r.bb.len() < r.size {
+		start := r.sc.offset()
+		cells, prob, err := r.sc.next()
+		ordinal := r.p.First + r.read
+		if err == io.EOF {
+			return Batch{}, &ParseError{Path: r.f.path, Row: ordinal, Offset: start,
+				Err: fmt.Errorf("%w: the file ends before partition %d's row %d", ErrSourceChanged, r.p.Index, ordinal)}
+		}
+		if err != nil {
+			return Batch{}, r.f.wrap(err, ordinal, start, "")
+		}
+		r.read++
+		if prob != nil || (r.f.format != JSONL && len(cells) != len(r.schema)) {
+			r.rejected++
+			continue
+		}
+		ok := true
+		for i := range r.vals {
+			c := cell{kind: cellNull}
+			if i < len(cells) {
+				c = cells[i]
+			}
+			v, code, _ := convert(c, r.schema[i].Type)
+			if code != "" || (v.null && r.required[i]) {
+				ok = false
+				break
+			}
+			r.vals[i] = v
+		}
+		if !ok {
+			r.rejected++
+			continue
+		}
+		r.bb.add(ordinal, r.vals)
+	}
+	if r.read == r.p.Rows && !r.done {
+		r.done = true
+		if err := r.verify(); err != nil {
+			return Batch{}, err
+		}
+	}
+	if r.bb.len() == 0 {
+		return Batch{}, io.EOF
+	}
+	return r.bb.flush(), nil
+}
+
+func (r *PartitionReader) verify() error {
+	end := r.sc.offset()
+	switch {
+	case end-r.p.Offset != r.p.Length:
+		return &ParseError{Path: r.f.path, Row: r.p.First + r.p.Rows - 1, Offset: end,
+			Err: fmt.Errorf("%w: partition %d ends at byte %d, the plan says %d", ErrSourceChanged, r.p.Index, end, r.p.Offset+r.p.Length)}
+	case r.sc.crcNow() != r.p.CRC:
+		return &ParseError{Path: r.f.path, Row: r.p.First, Offset: r.p.Offset,
+			Err: fmt.Errorf("%w: partition %d's bytes differ from the plan", ErrSourceChanged, r.p.Index)}
+	case r.rejected != r.p.Rejected:
+		return &ParseError{Path: r.f.path, Row: r.p.First, Offset: r.p.Offset,
+			Err: fmt.Errorf("%w: partition %d has %d bad rows, the plan says %d", ErrSourceChanged, r.p.Index, r.rejected, r.p.Rejected)}
+	}
+	return nil
+}
+
+// Rejected returns how many bad rows the reader has skipped so far.
+func (r *PartitionReader) Rejected() int64 { return r.rejected }
+
+// Close releases the reader's file and memory. It is safe to call twice.
+func (r *PartitionReader) Close() error {
+	if r.bb != nil {
+		r.bb.release()
+		r.bb = nil
+	}
+	if r.s == nil {
+		return nil
+	}
+	err := r.s.Close()
+	r.s = nil
+	return err
+}

@@ -1,0 +1,150 @@
+package reader
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Type is the logical type of a column. The zero value, Unknown, is only used
+// while inferring a column that has held nothing but nulls so far.
+type Type uint8
+
+// The column types. Their names are what --column name:type accepts.
+const (
+	Unknown Type = iota
+	Bool
+	Int64
+	Float64
+	Timestamp // UTC, microsecond precision
+	String
+	JSON // a JSON document kept as text
+)
+
+var typeNames = [...]string{
+	Unknown:   "unknown",
+	Bool:      "bool",
+	Int64:     "int64",
+	Float64:   "float64",
+	Timestamp: "timestamp",
+	String:    "string",
+	JSON:      "json",
+}
+
+// String returns the canonical name of t.
+func (t Type) String() string {
+	if int(t) < len(typeNames) {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("Type(%d)", t)
+}
+
+// ParseType parses a type name as written by users. It accepts the canonical
+// names and the common SQL spellings (int, integer, bigint, float, double,
+// real, boolean, text, varchar, datetime).
+func ParseType(s string) (Type, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "bool", "boolean":
+		return Bool, nil
+	case "int", "int64", "integer", "bigint":
+		return Int64, nil
+	case "float", "float64", "double", "real":
+		return Float64, nil
+	case "timestamp", "datetime", "timestamptz":
+		return Timestamp, nil
+	case "string", "text", "varchar":
+		return String, nil
+	case "json", "jsonb":
+		return JSON, nil
+	}
+	return Unknown, fmt.Errorf("unknown column type %q (want bool, int64, float64, timestamp, string or json)", s)
+}
+
+// MetadataType is the Arrow field metadata key that records a column's
+// logical type where the Arrow type alone does not (json is stored as utf8).
+const MetadataType = "idemport.type"
+
+// ArrowType returns the Arrow data type used for values of t.
+func (t Type) ArrowType() arrow.DataType {
+	switch t {
+	case Bool:
+		return arrow.FixedWidthTypes.Boolean
+	case Int64:
+		return arrow.PrimitiveTypes.Int64
+	case Float64:
+		return arrow.PrimitiveTypes.Float64
+	case Timestamp:
+		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+	default:
+		return arrow.BinaryTypes.String
+	}
+}
+
+// TypeOf returns the logical type of an Arrow field built by this package or
+// read from a self-describing format. Types this package cannot map return an
+// error naming them.
+func TypeOf(f arrow.Field) (Type, error) {
+	if v, ok := f.Metadata.GetValue(MetadataType); ok {
+		return ParseType(v)
+	}
+	switch f.Type.ID() {
+	case arrow.BOOL:
+		return Bool, nil
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64,
+		arrow.UINT8, arrow.UINT16, arrow.UINT32:
+		return Int64, nil
+	case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
+		return Float64, nil
+	case arrow.TIMESTAMP:
+		return Timestamp, nil
+	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
+		return String, nil
+	}
+	return Unknown, fmt.Errorf("column %q: unsupported Arrow type %s", f.Name, f.Type)
+}
+
+// Column is one column of a file's schema.
+type Column struct {
+	Name string `json:"name"`
+	Type Type   `json:"type"`
+}
+
+// MarshalText encodes t by name, so stored plans and JSON output read well.
+func (t Type) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalText decodes a name written by MarshalText.
+func (t *Type) UnmarshalText(b []byte) error {
+	if string(b) == "unknown" {
+		*t = Unknown
+		return nil
+	}
+	v, err := ParseType(string(b))
+	*t = v
+	return err
+}
+
+// Schema is the ordered list of a file's columns.
+type Schema []Column
+
+// Arrow returns the Arrow schema of s. Every field is nullable.
+func (s Schema) Arrow() *arrow.Schema {
+	fields := make([]arrow.Field, len(s))
+	for i, c := range s {
+		fields[i] = arrow.Field{Name: c.Name, Type: c.Type.ArrowType(), Nullable: true}
+		if c.Type == JSON {
+			fields[i].Metadata = arrow.NewMetadata([]string{MetadataType}, []string{"json"})
+		}
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// Index returns the position of the column named name, or -1.
+func (s Schema) Index(name string) int {
+	for i, c := range s {
+		if c.Name == name {
+			return i
+		}
+	}
+	return -1
+}

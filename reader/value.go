@@ -1,0 +1,403 @@
+package reader
+
+import (
+	"bytes"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// cellKind says what a scanner knows about a cell before conversion.
+type cellKind uint8
+
+const (
+	cellNull   cellKind = iota // unquoted empty CSV field, JSON null, missing JSON key
+	cellText                   // CSV text: any type may be read from it
+	cellString                 // JSON string: a string or a timestamp
+	cellNumber                 // JSON number
+	cellBool                   // JSON true or false
+	cellJSON                   // JSON object or array, kept as its text
+)
+
+// cell is one field of a row as a scanner produced it. b aliases the
+// scanner's buffer and is valid until the scanner's next call.
+type cell struct {
+	b    []byte
+	kind cellKind
+}
+
+// value is a converted cell, typed by its column.
+type value struct {
+	null bool
+	i    int64 // Int64, Timestamp (µs since epoch), Bool (0 or 1)
+	f    float64
+	b    []byte // String, JSON; aliases the cell
+}
+
+// Reason codes of row-level errors. They are stable: rejects store them.
+const (
+	CodeType       = "type"        // the value does not parse as the column's type
+	CodeFieldCount = "field_count" // the row has more or fewer fields than the header
+	CodeQuote      = "quote"       // a quoted field is malformed
+	CodeUTF8       = "utf8"        // text is not valid UTF-8
+	CodeNUL        = "nul"         // text contains a NUL byte
+	CodeTooLarge   = "too_large"   // a row exceeds the size limit
+	CodeJSON       = "json"        // a JSONL line is not a JSON object
+	CodeNull       = "null"        // a column that must have a value is null
+)
+
+func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// convert turns c into a value of type t, or returns a reason code and a
+// message saying why it cannot.
+func convert(c cell, t Type) (value, string, string) {
+	if c.kind == cellNull {
+		return value{null: true}, "", ""
+	}
+	switch t {
+	case String:
+		if c.kind == cellText && len(c.b) == 0 {
+			return value{b: c.b}, "", ""
+		}
+		if code, msg := checkText(c.b); code != "" {
+			return value{}, code, msg
+		}
+		return value{b: c.b}, "", ""
+	case JSON:
+		if code, msg := checkText(c.b); code != "" {
+			return value{}, code, msg
+		}
+		if c.kind == cellText || c.kind == cellString {
+			// CSV text or a JSON string in a json column: store it as a JSON string.
+			return value{b: strconv.AppendQuote(nil, string(c.b))}, "", ""
+		}
+		return value{b: c.b}, "", ""
+	}
+	if len(c.b) == 0 { // an empty quoted CSV field is null for every non-text type
+		return value{null: true}, "", ""
+	}
+	switch t {
+	case Int64:
+		if c.kind != cellText && c.kind != cellNumber && c.kind != cellString {
+			break
+		}
+		n, err := strconv.ParseInt(str(c.b), 10, 64)
+		if err != nil {
+			if c.kind == cellNumber { // 3.0 is a JSON number that is an integer
+				if f, ferr := strconv.ParseFloat(str(c.b), 64); ferr == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+					return value{i: int64(f)}, "", ""
+				}
+			}
+			break
+		}
+		return value{i: n}, "", ""
+	case Float64:
+		if c.kind != cellText && c.kind != cellNumber && c.kind != cellString {
+			break
+		}
+		if !isDecimal(c.b, true) {
+			break
+		}
+		f, err := strconv.ParseFloat(str(c.b), 64)
+		if err != nil || math.IsInf(f, 0) {
+			break
+		}
+		return value{f: f}, "", ""
+	case Bool:
+		if v, ok := parseBool(c.b, c.kind != cellBool); ok {
+			return value{i: v}, "", ""
+		}
+	case Timestamp:
+		if c.kind != cellText && c.kind != cellString {
+			break
+		}
+		if us, ok := parseTimestamp(c.b, true); ok {
+			return value{i: us}, "", ""
+		}
+	}
+	return value{}, CodeType, "not a valid " + t.String()
+}
+
+// checkText rejects text no target can store faithfully.
+func checkText(b []byte) (string, string) {
+	if !utf8.Valid(b) {
+		return CodeUTF8, "text is not valid UTF-8"
+	}
+	if bytes.IndexByte(b, 0) >= 0 {
+		return CodeNUL, "text contains a NUL byte"
+	}
+	return "", ""
+}
+
+func parseBool(b []byte, lenient bool) (int64, bool) {
+	switch len(b) {
+	case 4:
+		if (b[0]|0x20) == 't' && (b[1]|0x20) == 'r' && (b[2]|0x20) == 'u' && (b[3]|0x20) == 'e' {
+			return 1, true
+		}
+	case 5:
+		if (b[0]|0x20) == 'f' && (b[1]|0x20) == 'a' && (b[2]|0x20) == 'l' && (b[3]|0x20) == 's' && (b[4]|0x20) == 'e' {
+			return 0, true
+		}
+	}
+	if !lenient {
+		return 0, false
+	}
+	switch string(b) {
+	case "1", "t", "T", "y", "Y", "yes", "YES", "Yes":
+		return 1, true
+	case "0", "f", "F", "n", "N", "no", "NO", "No":
+		return 0, true
+	}
+	return 0, false
+}
+
+// isDecimal reports whether b is a plain decimal number: an optional sign,
+// digits with an optional fraction, an optional exponent. With lenient false,
+// as used by inference, the sign must be '-' and the integer part must not
+// have leading zeros, so that codes like 08123 stay text.
+func isDecimal(b []byte, lenient bool) bool {
+	i := 0
+	if i < len(b) && (b[i] == '-' || (lenient && b[i] == '+')) {
+		i++
+	}
+	start := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	intDigits := i - start
+	if !lenient && intDigits > 1 && b[start] == '0' {
+		return false
+	}
+	frac := 0
+	if i < len(b) && b[i] == '.' {
+		i++
+		fs := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		frac = i - fs
+	}
+	if intDigits == 0 && frac == 0 {
+		return false
+	}
+	if !lenient && intDigits == 0 {
+		return false // .5 stays text under inference
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		es := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == es {
+			return false
+		}
+	}
+	return i == len(b)
+}
+
+// isInteger reports whether b is an integer as inference accepts it:
+// -?(0|[1-9][0-9]*), within int64.
+func isInteger(b []byte) bool {
+	i := 0
+	if len(b) > 0 && b[0] == '-' {
+		i++
+	}
+	if i == len(b) || len(b)-i > 19 {
+		return false
+	}
+	if b[i] == '0' && len(b)-i > 1 {
+		return false
+	}
+	for _, c := range b[i:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	if len(b)-i == 19 {
+		_, err := strconv.ParseInt(str(b), 10, 64)
+		return err == nil
+	}
+	return true
+}
+
+func digits(b []byte) (int, bool) {
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// parseTimestamp reads YYYY-MM-DD[(T| )HH:MM:SS[.fraction]][Z|±HH:MM|±HHMM]
+// into microseconds since the Unix epoch, UTC. A value without a zone is
+// UTC. A date alone is accepted only when dateOnly is true (midnight UTC).
+// A fraction finer than a microsecond must be zeros.
+func parseTimestamp(b []byte, dateOnly bool) (int64, bool) {
+	if len(b) < 10 || b[4] != '-' || b[7] != '-' {
+		return 0, false
+	}
+	year, ok1 := digits(b[0:4])
+	month, ok2 := digits(b[5:7])
+	day, ok3 := digits(b[8:10])
+	if !ok1 || !ok2 || !ok3 || month < 1 || month > 12 || day < 1 || day > 31 {
+		return 0, false
+	}
+	var hour, minute, sec, micro int
+	offset := 0
+	rest := b[10:]
+	if len(rest) == 0 {
+		if !dateOnly {
+			return 0, false
+		}
+	} else {
+		if len(rest) < 9 || (rest[0] != 'T' && rest[0] != ' ' && rest[0] != 't') || rest[3] != ':' || rest[6] != ':' {
+			return 0, false
+		}
+		var ok4, ok5, ok6 bool
+		hour, ok4 = digits(rest[1:3])
+		minute, ok5 = digits(rest[4:6])
+		sec, ok6 = digits(rest[7:9])
+		if !ok4 || !ok5 || !ok6 || hour > 23 || minute > 59 || sec > 59 {
+			return 0, false
+		}
+		rest = rest[9:]
+		if len(rest) > 0 && rest[0] == '.' {
+			i := 1
+			for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+				if i <= 6 {
+					micro = micro*10 + int(rest[i]-'0')
+				} else if rest[i] != '0' {
+					return 0, false
+				}
+				i++
+			}
+			if i == 1 {
+				return 0, false
+			}
+			for n := i; n <= 6; n++ {
+				micro *= 10
+			}
+			rest = rest[i:]
+		}
+		switch {
+		case len(rest) == 0:
+		case len(rest) == 1 && (rest[0] == 'Z' || rest[0] == 'z'):
+		case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':',
+			len(rest) == 5 && (rest[0] == '+' || rest[0] == '-'):
+			hh, okh := digits(rest[1:3])
+			mm, okm := digits(rest[len(rest)-2:])
+			if !okh || !okm || hh > 23 || mm > 59 {
+				return 0, false
+			}
+			offset = hh*3600 + mm*60
+			if rest[0] == '-' {
+				offset = -offset
+			}
+		default:
+			return 0, false
+		}
+	}
+	t := time.Date(year, time.Month(month), day, hour, minute, sec, 0, time.UTC)
+	if t.Day() != day { // 2025-02-30
+		return 0, false
+	}
+	return (t.Unix()-int64(offset))*1e6 + int64(micro), true
+}
+
+// inference tracks the narrowest type that every non-null value of a column
+// seen so far can be read as.
+type inference struct {
+	seen     bool // a non-null value was seen
+	possible uint8
+	json     bool // a JSON object or array was seen
+	text     bool // a JSON string that is not a timestamp was seen
+}
+
+const (
+	canBool uint8 = 1 << iota
+	canInt
+	canFloat
+	canTimestamp
+)
+
+func (in *inference) observe(c cell) {
+	if c.kind == cellNull {
+		return
+	}
+	if !in.seen {
+		in.seen = true
+		in.possible = canBool | canInt | canFloat | canTimestamp
+	}
+	switch c.kind {
+	case cellText:
+		if len(c.b) == 0 {
+			in.possible = 0 // a quoted empty string is text
+			return
+		}
+		if in.possible&canInt != 0 && !isInteger(c.b) {
+			in.possible &^= canInt
+		}
+		if in.possible&canFloat != 0 && !isDecimal(c.b, false) {
+			in.possible &^= canFloat
+		}
+		if in.possible&canBool != 0 {
+			if _, ok := parseBool(c.b, false); !ok {
+				in.possible &^= canBool
+			}
+		}
+		if in.possible&canTimestamp != 0 {
+			if _, ok := parseTimestamp(c.b, false); !ok {
+				in.possible &^= canTimestamp
+			}
+		}
+	case cellString:
+		in.possible &= canTimestamp
+		if in.possible != 0 {
+			if _, ok := parseTimestamp(c.b, false); !ok {
+				in.possible = 0
+			}
+		}
+		if in.possible == 0 {
+			in.text = true
+		}
+	case cellNumber:
+		in.possible &= canInt | canFloat
+		if in.possible&canInt != 0 && !isInteger(c.b) {
+			in.possible &^= canInt
+		}
+	case cellBool:
+		in.possible &= canBool
+	case cellJSON:
+		in.json = true
+		in.possible = 0
+	}
+}
+
+// result returns the inferred type. A column of nulls only is a string.
+func (in *inference) result() Type {
+	switch {
+	case in.json:
+		return JSON
+	case !in.seen || in.possible == 0:
+		return String
+	case in.possible&canInt != 0:
+		return Int64
+	case in.possible&canFloat != 0:
+		return Float64
+	case in.possible&canBool != 0:
+		return Bool
+	case in.possible&canTimestamp != 0:
+		return Timestamp
+	}
+	return String
+}

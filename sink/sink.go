@@ -1,0 +1,219 @@
+// Package sink creates target tables and writes record batches into them
+// idempotently, inside a transaction the caller owns.
+//
+// Rows are keyed either by their row identity in the file (ordinal mode: the
+// primary key is the file key and the row ordinal, which are also the row's
+// lineage) or by natural key columns (the key columns are the primary key or
+// a unique index, and the lineage columns record which file and row last
+// wrote the row). A write that would change nothing leaves the row as it is
+// and is counted unchanged; in natural-key mode a row older than the stored
+// one, by the version column or by its position in the same file, is counted
+// stale and not applied.
+//
+// Dialects live in sink/sqlite and sink/postgres.
+package sink
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/internal/dialect"
+)
+
+// The lineage columns every target table has. In ordinal mode they are the
+// primary key.
+const (
+	FileColumn = "_idemport_file" // file key: a 64-bit hash of the file ID
+	RowColumn  = "_idemport_row"  // the row's 1-based ordinal in that file
+)
+
+// Reserved is the prefix of column names idemport keeps for itself.
+const Reserved = "_idemport_"
+
+// Target says where rows go and how they are keyed.
+type Target struct {
+	Table   string
+	Key     []string // natural key columns; empty means ordinal mode
+	Version string   // version column (natural-key mode only); empty means none
+}
+
+// Ordinal reports whether rows are keyed by their row identity in the file.
+func (t Target) Ordinal() bool { return len(t.Key) == 0 }
+
+// Kinds of column values, named as the reader names its types. metadataType
+// is the Arrow field metadata key the reader sets for json columns.
+const (
+	KindBool      = "bool"
+	KindInt64     = "int64"
+	KindFloat64   = "float64"
+	KindTimestamp = "timestamp"
+	KindString    = "string"
+	KindJSON      = "json"
+
+	metadataType = "idemport.type"
+)
+
+// KindOf returns the kind of values in an Arrow field.
+func KindOf(f arrow.Field) string {
+	if v, ok := f.Metadata.GetValue(metadataType); ok {
+		return v
+	}
+	switch f.Type.ID() {
+	case arrow.BOOL:
+		return KindBool
+	case arrow.INT64:
+		return KindInt64
+	case arrow.FLOAT64:
+		return KindFloat64
+	case arrow.TIMESTAMP:
+		return KindTimestamp
+	}
+	return KindString
+}
+
+// Column is a column of an existing table.
+type Column struct {
+	Name    string
+	SQLType string
+	Kind    string // the kind its SQL type holds, or "" when none maps
+	NotNull bool
+	Default bool // has a default value
+}
+
+// Table describes an existing table.
+type Table struct {
+	Name    string
+	Columns []Column
+	// Keys lists the primary key and every unique index, each as its
+	// column names.
+	Keys [][]string
+}
+
+// Column returns the column named name, or nil.
+func (t *Table) Column(name string) *Column {
+	for i := range t.Columns {
+		if t.Columns[i].Name == name {
+			return &t.Columns[i]
+		}
+	}
+	return nil
+}
+
+// HasKey reports whether cols (in any order) are the primary key or a
+// unique index of t.
+func (t *Table) HasKey(cols []string) bool {
+	want := slices.Sorted(slices.Values(cols))
+	for _, k := range t.Keys {
+		if slices.Equal(slices.Sorted(slices.Values(k)), want) {
+			return true
+		}
+	}
+	return false
+}
+
+// Dialect is one database's way of describing, creating and writing target
+// tables.
+type Dialect interface {
+	// Describe returns the table named name, or nil when it does not exist.
+	Describe(ctx context.Context, q dialect.Querier, name string) (*Table, error)
+	// Ensure creates the target table for schema inside tx when it does not
+	// exist, and otherwise checks it with Check and adds missing lineage
+	// columns.
+	Ensure(ctx context.Context, tx *sql.Tx, t Target, schema *arrow.Schema) error
+	// Writer returns a Writer bound to conn for batches of schema. The
+	// Writer is not safe for concurrent use.
+	Writer(ctx context.Context, conn *sql.Conn, t Target, schema *arrow.Schema) (Writer, error)
+}
+
+// Writer upserts batches into a target table.
+type Writer interface {
+	// Write upserts the rows of rec, whose ordinals in the file with key
+	// fileKey are ordinals, inside tx, and counts what happened to them.
+	// Rows of one Write are applied in order.
+	Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (counter.Rows, error)
+	// Close releases the Writer's prepared statements.
+	Close() error
+}
+
+// Check reports, in one error naming every problem, why table t cannot
+// receive rows of schema for target tg. A nil error means it can.
+func Check(t *Table, tg Target, schema *arrow.Schema) error {
+	var probs []string
+	inFile := map[string]bool{}
+	for _, f := range schema.Fields() {
+		inFile[f.Name] = true
+		c := t.Column(f.Name)
+		if c == nil {
+			probs = append(probs, fmt.Sprintf("it has no column %q", f.Name))
+			continue
+		}
+		if k := KindOf(f); !compatible(c.Kind, k) {
+			probs = append(probs, fmt.Sprintf("column %q is %s, the file's is %s", f.Name, c.SQLType, k))
+		}
+	}
+	if tg.Ordinal() {
+		if !t.HasKey([]string{FileColumn, RowColumn}) {
+			probs = append(probs, fmt.Sprintf("its primary key is not (%s, %s), so rows cannot be keyed by their place in the file; give --key, or import into a new table", FileColumn, RowColumn))
+		}
+	} else if !t.HasKey(tg.Key) {
+		probs = append(probs, fmt.Sprintf("(%s) is not its primary key or a unique index", strings.Join(tg.Key, ", ")))
+	}
+	for _, c := range t.Columns {
+		if !inFile[c.Name] && c.NotNull && !c.Default && !strings.HasPrefix(c.Name, Reserved) {
+			probs = append(probs, fmt.Sprintf("column %q is NOT NULL without a default and the file does not have it", c.Name))
+		}
+	}
+	if len(probs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("table %s does not fit the file: %s", t.Name, strings.Join(probs, "; "))
+}
+
+// compatible reports whether a column holding kind table can store values
+// of kind file without loss.
+func compatible(table, file string) bool {
+	switch {
+	case table == "" || table == file:
+		return true
+	case table == KindString:
+		return true // text holds any value's text
+	case table == KindFloat64 && file == KindInt64:
+		return true
+	case table == KindJSON && file == KindString:
+		return false
+	}
+	return false
+}
+
+// Validate checks a target against the file's schema before anything is
+// planned: the key and version columns must be columns of the file.
+func Validate(tg Target, schema *arrow.Schema) error {
+	has := func(n string) bool { return len(schema.FieldIndices(n)) > 0 }
+	for _, k := range tg.Key {
+		if !has(k) {
+			return fmt.Errorf("key column %q is not in the file", k)
+		}
+	}
+	if tg.Version != "" && !has(tg.Version) {
+		return fmt.Errorf("version column %q is not in the file", tg.Version)
+	}
+	for _, f := range schema.Fields() {
+		if strings.HasPrefix(f.Name, Reserved) {
+			return fmt.Errorf("column %q uses the reserved prefix %s", f.Name, Reserved)
+		}
+	}
+	return nil
+}
+
+// FormatTimestamp renders microseconds since the Unix epoch as targets store
+// timestamps in text: fixed width and UTC, so that text order is time order.
+func FormatTimestamp(us int64) string {
+	return time.UnixMicro(us).UTC().Format("2006-01-02T15:04:05.000000Z")
+}
