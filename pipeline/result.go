@@ -36,8 +36,8 @@ type Result struct {
 	Partitions    counter.Partitions `json:"partitions"`
 	// RecoveredLease is true when this run took over the expired lease of a
 	// dead or stalled attempt; RecoveredFrom names those attempts.
-	RecoveredLease bool     `json:"recovered_lease"`
-	RecoveredFrom  []string `json:"recovered_from,omitempty"`
+	RecoveredLease bool          `json:"recovered_lease"`
+	RecoveredFrom  []string      `json:"recovered_from,omitempty"`
 	Duration       time.Duration `json:"-"`
 	Err            error         `json:"-"`
 

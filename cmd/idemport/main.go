@@ -73,7 +73,9 @@ type outcomeError struct {
 	results []*pipeline.Result
 }
 
-func (e outcomeError) Error() string { return fmt.Sprintf("%d file(s) did not import cleanly", len(e.results)) }
+func (e outcomeError) Error() string {
+	return fmt.Sprintf("%d file(s) did not import cleanly", len(e.results))
+}
 
 // usageError marks bad flags or arguments.
 type usageError struct{ error }

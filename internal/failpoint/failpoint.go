@@ -30,14 +30,14 @@ var ErrInjected = errors.New("injected failure")
 // Names lists the points the pipeline passes, in order. Partition points
 // are counted per partition.
 var Names = []string{
-	"after-identify",          // the file is hashed, nothing is claimed
-	"after-claim",             // the attempt is recorded, nothing is planned
-	"after-plan",              // the plan is stored, no partition is applied
-	"after-partition-claim",   // a partition is leased, its transaction not begun
-	"inside-partition",        // a partition's rows are written but not committed
-	"after-partition-commit",  // a partition committed
-	"before-finalize",         // every partition committed, the operation not completed
-	"after-finalize",          // the operation is completed, the attempt not ended
+	"after-identify",         // the file is hashed, nothing is claimed
+	"after-claim",            // the attempt is recorded, nothing is planned
+	"after-plan",             // the plan is stored, no partition is applied
+	"after-partition-claim",  // a partition is leased, its transaction not begun
+	"inside-partition",       // a partition's rows are written but not committed
+	"after-partition-commit", // a partition committed
+	"before-finalize",        // every partition committed, the operation not completed
+	"after-finalize",         // the operation is completed, the attempt not ended
 }
 
 type point struct {
