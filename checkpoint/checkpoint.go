@@ -268,3 +268,34 @@ func (s *Store) Totals(ctx context.Context, q dialect.Querier, op Op) (counter.R
 	}
 	return c, nil
 }
+
+// Holders returns the attempts holding live leases on op's unfinished
+// partitions.
+func (s *Store) Holders(ctx context.Context, q dialect.Querier, op Op) ([]string, error) {
+	rows, err := q.QueryContext(ctx, s.q(`SELECT DISTINCT lease_attempt FROM `+s.prefix+`partitions
+		WHERE table_name = ? AND file_id = ? AND done = 0 AND lease_attempt IS NOT NULL AND lease_expires > `+s.d.Now()+`
+		ORDER BY lease_attempt`), op.Table, op.FileID)
+	if err != nil {
+		return nil, fmt.Errorf("read lease holders: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// Expire ends attempt's leases on op's unfinished partitions now, so another
+// attempt may take them over. Use it only for an attempt known to be dead.
+func (s *Store) Expire(ctx context.Context, q dialect.Querier, op Op, attempt string) error {
+	if _, err := q.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET lease_expires = 0
+		WHERE table_name = ? AND file_id = ? AND lease_attempt = ? AND done = 0`), op.Table, op.FileID, attempt); err != nil {
+		return fmt.Errorf("expire leases: %w", err)
+	}
+	return nil
+}

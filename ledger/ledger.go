@@ -140,6 +140,7 @@ type Attempt struct {
 	Trigger       string
 	Host          string
 	PID           int
+	ProcStart     uint64 // identity of the process's start, to tell a reused pid apart
 	Path          string
 	RecoveredFrom string // the attempt whose lease this one took over, if any
 }
@@ -178,9 +179,9 @@ func (l *Ledger) insertAttempt(ctx context.Context, tx *sql.Tx, k Key, a Attempt
 		rec = a.RecoveredFrom
 	}
 	_, err := tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`attempts
-		(attempt_id, table_name, file_id, trigger, host, pid, file_path, started_at, heartbeat_at, recovered_from)
-		VALUES (?, ?, ?, ?, ?, ?, ?, `+now+`, `+now+`, ?)`),
-		a.ID, k.Table, k.FileID, a.Trigger, a.Host, a.PID, a.Path, rec)
+		(attempt_id, table_name, file_id, trigger, host, pid, proc_start, file_path, started_at, heartbeat_at, recovered_from)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, `+now+`, `+now+`, ?)`),
+		a.ID, k.Table, k.FileID, a.Trigger, a.Host, a.PID, int64(a.ProcStart), a.Path, rec)
 	if err != nil {
 		return fmt.Errorf("record attempt %s: %w", a.ID, err)
 	}
@@ -332,6 +333,30 @@ func (l *Ledger) Retract(ctx context.Context, tx *sql.Tx, k Key, attempt string)
 	}
 	if _, err := tx.ExecContext(ctx, l.q(`DELETE FROM `+l.prefix+`attempts WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID); err != nil {
 		return fmt.Errorf("retract attempts: %w", err)
+	}
+	return nil
+}
+
+// Process returns where attempt ran: its host, pid and process start
+// identity. ok is false when the attempt is unknown.
+func (l *Ledger) Process(ctx context.Context, q dialect.Querier, attempt string) (host string, pid int, start uint64, ok bool, err error) {
+	var st int64
+	err = q.QueryRowContext(ctx, l.q(`SELECT host, pid, proc_start FROM `+l.prefix+`attempts WHERE attempt_id = ?`), attempt).Scan(&host, &pid, &st)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, 0, false, nil
+	}
+	if err != nil {
+		return "", 0, 0, false, fmt.Errorf("read attempt %s: %w", attempt, err)
+	}
+	return host, pid, uint64(st), true, nil
+}
+
+// Expire ends the planning lease of attempt on k now, so another attempt
+// may take it over. Use it only for an attempt known to be dead.
+func (l *Ledger) Expire(ctx context.Context, q dialect.Querier, k Key, attempt string) error {
+	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET lease_expires = 0
+		WHERE table_name = ? AND file_id = ? AND lease_attempt = ?`), k.Table, k.FileID, attempt); err != nil {
+		return fmt.Errorf("expire planning lease: %w", err)
 	}
 	return nil
 }

@@ -46,7 +46,19 @@ func (r *run) apply(ctx context.Context) error {
 		if p.Claimable > 0 {
 			continue
 		}
+		// Other attempts hold the rest: wait for them, and take over the
+		// partitions of any that dies.
 		if err := sleep(ctx, min(time.Second, r.req.Lease/4)); err != nil {
+			return err
+		}
+		err = r.withTx(ctx, func(tx *sql.Tx) error {
+			op, _, err := r.e.ledger.Get(ctx, tx, r.id.Key)
+			if err != nil || op == nil {
+				return err
+			}
+			return r.reapDead(ctx, tx, op)
+		})
+		if err != nil {
 			return err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/sink"
@@ -218,7 +219,8 @@ func (r *run) identify(ctx context.Context) error {
 	}
 	r.op = checkpoint.Op{Table: m.Table, FileID: fileID}
 	r.res.FileID, r.res.ContentDigest, r.res.MappingDigest = fileID, digest, mdigest
-	r.attempt = ledger.Attempt{ID: uuid.Must(uuid.NewV7()).String(), Trigger: r.req.Trigger, PID: os.Getpid(), Path: r.req.Path}
+	r.attempt = ledger.Attempt{ID: uuid.Must(uuid.NewV7()).String(), Trigger: r.req.Trigger, PID: os.Getpid(),
+		ProcStart: proc.Start(os.Getpid()), Path: r.req.Path}
 	r.attempt.Host, _ = os.Hostname()
 	r.log = r.e.log.With("operation", r.id.Key.String(), "file_id", fileID, "attempt_id", r.attempt.ID)
 	return nil
@@ -250,16 +252,17 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// claim makes the decision of the claim table and records it. Outcomes that
-// write nothing (duplicate, conflict, refused, busy) are decided without
-// taking the write lock when the stored operation already settles them.
+// claim makes the decision of the claim table and records it. Terminal
+// outcomes that write nothing (duplicate, conflict, refused) are decided
+// without taking the write lock: completed and refused operations never
+// change their fingerprint or state.
 func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 	op, now, err := r.e.ledger.Get(ctx, r.e.db, r.id.Key)
 	if err != nil {
 		return 0, err
 	}
 	if op != nil {
-		if d, _ := ledger.Decide(op, r.id, now); r.settles(d, op) {
+		if d, _ := ledger.Decide(op, r.id, now); d != ledger.Busy && r.settles(d, op) {
 			return d, r.settle(d, op)
 		}
 	}
@@ -268,6 +271,11 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 		return 0, fmt.Errorf("begin claim: %w", err)
 	}
 	defer tx.Rollback()
+	if op != nil && op.State == ledger.Processing {
+		if err := r.reapDead(ctx, tx, op); err != nil {
+			return 0, err
+		}
+	}
 	op, now, err = r.e.ledger.Get(ctx, tx, r.id.Key)
 	if err != nil {
 		return 0, err
@@ -313,6 +321,37 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 		return d, nil
 	}
 	return d, r.settle(d, op)
+}
+
+// reapDead ends at once the leases of attempts that ran on this host in
+// processes that have since died, so a rerun after a crash need not wait
+// for them to expire. Leases of live processes, and of other hosts, are
+// left to expire on their own.
+func (r *run) reapDead(ctx context.Context, tx *sql.Tx, op *ledger.Operation) error {
+	holders, err := r.e.cp.Holders(ctx, tx, r.op)
+	if err != nil {
+		return err
+	}
+	if op.LeaseAttempt != "" {
+		holders = append(holders, op.LeaseAttempt)
+	}
+	for _, a := range holders {
+		host, pid, start, ok, err := r.e.ledger.Process(ctx, tx, a)
+		if err != nil {
+			return err
+		}
+		if !ok || host != r.attempt.Host || !proc.Gone(pid, start) {
+			continue
+		}
+		r.log.Info("the process holding a lease is gone", "holder", a, "pid", pid)
+		if err := r.e.cp.Expire(ctx, tx, r.op, a); err != nil {
+			return err
+		}
+		if err := r.e.ledger.Expire(ctx, tx, r.id.Key, a); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // settles reports whether decision d ends the run without an attempt.

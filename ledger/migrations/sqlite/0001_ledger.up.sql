@@ -36,6 +36,7 @@ CREATE TABLE {{prefix}}attempts (
     trigger         TEXT    NOT NULL,
     host            TEXT    NOT NULL,
     pid             INTEGER NOT NULL,
+    proc_start      INTEGER NOT NULL DEFAULT 0,
     file_path       TEXT    NOT NULL,
     started_at      INTEGER NOT NULL,
     heartbeat_at    INTEGER NOT NULL,

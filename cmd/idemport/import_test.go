@@ -1,0 +1,373 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/idemport/idemport/internal/testkit"
+)
+
+// result is one line of `import --output json`.
+type result struct {
+	File          string `json:"file"`
+	FileID        string `json:"file_id"`
+	ContentDigest string `json:"content_digest"`
+	Table         string `json:"table"`
+	AttemptID     string `json:"attempt_id"`
+	Outcome       string `json:"outcome"`
+	ExitCode      int    `json:"exit_code"`
+	Rows          struct {
+		Read, Inserted, Updated, Unchanged, Stale, Rejected int64
+	} `json:"rows"`
+	Partitions struct {
+		Total, Skipped, Committed int64
+	} `json:"partitions"`
+	RecoveredLease bool   `json:"recovered_lease"`
+	DurationMs     *int64 `json:"duration_ms"`
+	Error          string `json:"error"`
+}
+
+func parseResults(t *testing.T, out string) []result {
+	t.Helper()
+	var rs []result
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var r result
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("not a JSON result line: %q: %v", line, err)
+		}
+		if r.DurationMs == nil {
+			t.Fatalf("result lacks duration_ms: %s", line)
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// importJSON runs `idemport import --output json` with args and returns its
+// one result, checking the exit code.
+func importJSON(t *testing.T, dir string, env []string, wantCode int, args ...string) result {
+	t.Helper()
+	run := testkit.Exec(t, dir, env, append([]string{"import", "--output", "json"}, args...)...)
+	if run.Code != wantCode {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", run.Code, wantCode, run.Stdout, run.Stderr)
+	}
+	rs := parseResults(t, run.Stdout)
+	if len(rs) != 1 {
+		t.Fatalf("want 1 result, got %d: %s", len(rs), run.Stdout)
+	}
+	if rs[0].ExitCode != wantCode {
+		t.Fatalf("result exit_code %d, want %d", rs[0].ExitCode, wantCode)
+	}
+	return rs[0]
+}
+
+// checkOrders asserts that table holds exactly the rows of an orders file,
+// each once, keyed by its ordinal.
+func checkOrders(t *testing.T, db *sql.DB, table string, want [][]string) {
+	t.Helper()
+	got := testkit.Query(t, db, fmt.Sprintf(`SELECT _idemport_row, order_id, customer_id, sku, quantity, unit_price, status, CAST(created_at AS TEXT), note
+		FROM %q ORDER BY _idemport_row`, table))
+	if len(got) != len(want) {
+		t.Fatalf("%s has %d rows, want %d", table, len(got), len(want))
+	}
+	if n := testkit.Int(t, db, fmt.Sprintf(`SELECT count(DISTINCT _idemport_file || ':' || _idemport_row) FROM %q`, table)); n != int64(len(want)) {
+		t.Fatalf("%d distinct keys for %d rows", n, len(want))
+	}
+	for i, g := range got {
+		w := want[i]
+		price, _ := strconv.ParseFloat(w[4], 64)
+		created, _ := time.Parse(time.RFC3339, w[6])
+		var note any = w[7]
+		if w[7] == "" {
+			note = nil // an unquoted empty field is NULL
+		}
+		exp := []any{int64(i + 1), mustInt(w[0]), mustInt(w[1]), w[2], mustInt(w[3]), price, w[5],
+			created.UTC().Format("2006-01-02T15:04:05.000000Z"), note}
+		if !reflect.DeepEqual(g, exp) {
+			t.Fatalf("row %d:\n got  %#v\n want %#v", i+1, g, exp)
+		}
+	}
+}
+
+func mustInt(s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+func fileSum(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(b))
+}
+
+func TestImportThenRerunIsDuplicateWithZeroWrites(t *testing.T) {
+	dir := t.TempDir()
+	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 250, 1)
+
+	first := importJSON(t, dir, nil, 0, "--partition-rows", "100", "orders.csv")
+	if first.Outcome != "imported" || first.Table != "orders" || first.Rows.Inserted != 250 || first.Rows.Read != 250 ||
+		first.Partitions.Total != 3 || first.Partitions.Committed != 3 || first.Partitions.Skipped != 0 {
+		t.Fatalf("first import: %+v", first)
+	}
+	if !strings.HasPrefix(first.ContentDigest, "sha256:") || first.FileID != first.ContentDigest {
+		t.Fatalf("identity: file_id %q, digest %q", first.FileID, first.ContentDigest)
+	}
+	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
+	checkOrders(t, db, "orders", rows)
+	db.Close()
+
+	before := fileSum(t, filepath.Join(dir, "idemport.db"))
+	again := importJSON(t, dir, nil, 0, "--partition-rows", "100", "orders.csv")
+	if again.Outcome != "duplicate" || again.AttemptID != first.AttemptID || again.Rows.Inserted != 250 ||
+		again.Partitions.Committed != 0 || again.Partitions.Skipped != 3 {
+		t.Fatalf("rerun: %+v", again)
+	}
+	if after := fileSum(t, filepath.Join(dir, "idemport.db")); after != before {
+		t.Fatal("a duplicate run changed the database file")
+	}
+	if wal, err := os.Stat(filepath.Join(dir, "idemport.db-wal")); err == nil && wal.Size() > 0 {
+		t.Fatalf("a duplicate run left %d bytes of WAL", wal.Size())
+	}
+
+	text := testkit.Exec(t, dir, nil, "import", "orders.csv")
+	if text.Code != 0 || !strings.Contains(text.Stdout, "already imported into orders by attempt "+first.AttemptID) {
+		t.Fatalf("text rerun: %d %q", text.Code, text.Stdout)
+	}
+}
+
+func TestFileIDReuseConflicts(t *testing.T) {
+	dir := t.TempDir()
+	testkit.Orders(t, filepath.Join(dir, "a.csv"), 20, 1)
+	testkit.Orders(t, filepath.Join(dir, "b.csv"), 20, 2)
+	importJSON(t, dir, nil, 0, "--file-id", "orders/2026-11-28", "--table", "orders", "a.csv")
+	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
+	before := testkit.Query(t, db, `SELECT * FROM orders ORDER BY _idemport_row`)
+
+	content := importJSON(t, dir, nil, 3, "--file-id", "orders/2026-11-28", "--table", "orders", "b.csv")
+	if content.Outcome != "conflict" || !strings.Contains(content.Error, "content differs from the file imported as orders/2026-11-28") {
+		t.Fatalf("changed content: %+v", content)
+	}
+	mapping := importJSON(t, dir, nil, 3, "--file-id", "orders/2026-11-28", "--table", "orders", "--column", "sku:string", "a.csv")
+	if mapping.Outcome != "conflict" || !strings.Contains(mapping.Error, "mapping differs") ||
+		!strings.Contains(mapping.Error, `columns was {}, now {"sku":"string"}`) {
+		t.Fatalf("changed mapping: %+v", mapping)
+	}
+	if after := testkit.Query(t, db, `SELECT * FROM orders ORDER BY _idemport_row`); !reflect.DeepEqual(before, after) {
+		t.Fatal("a conflict changed the target")
+	}
+	if n := testkit.Int(t, db, `SELECT count(*) FROM idemport_attempts`); n != 1 {
+		t.Fatalf("conflicts recorded attempts: %d", n)
+	}
+}
+
+// TestKillInsidePartitionThenResume kills the process while partition 4 is
+// written but not committed, and reruns.
+func TestKillInsidePartitionThenResume(t *testing.T) {
+	for _, mode := range []string{"ordinal", "natural"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 1000, 3)
+			args := []string{"--partition-rows", "100", "orders.csv"}
+			if mode == "natural" {
+				args = append([]string{"--key", "order_id"}, args...)
+			}
+			killed := testkit.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:4"}, append([]string{"import"}, args...)...)
+			if killed.Signal != syscall.SIGKILL {
+				t.Fatalf("want the run killed, got exit %d: %s %s", killed.Code, killed.Stdout, killed.Stderr)
+			}
+			db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
+			if n := testkit.Int(t, db, `SELECT count(*) FROM orders`); n != 300 {
+				t.Fatalf("after the kill the target has %d rows, want the 3 committed partitions' 300", n)
+			}
+			res := importJSON(t, dir, nil, 0, args...)
+			// The dead process held partition 4's lease; being on this host and
+			// gone, its lease is taken over at once, without waiting for expiry.
+			if res.Outcome != "resumed" || res.Partitions.Skipped != 3 || res.Partitions.Committed != 7 || res.Rows.Inserted != 700 || !res.RecoveredLease {
+				t.Fatalf("rerun: %+v", res)
+			}
+			if mode == "ordinal" {
+				checkOrders(t, db, "orders", rows)
+			}
+			if n := testkit.Int(t, db, `SELECT count(*) FROM orders`); n != 1000 {
+				t.Fatalf("%d rows, want 1000", n)
+			}
+			if n := testkit.Int(t, db, `SELECT count(DISTINCT order_id) FROM orders`); n != 1000 {
+				t.Fatalf("%d distinct order_id, want 1000", n)
+			}
+			if got := testkit.Query(t, db, `SELECT state, rows_read, rows_inserted FROM idemport_operations`); !reflect.DeepEqual(got, [][]any{{"completed", int64(1000), int64(1000)}}) {
+				t.Fatalf("operation: %v", got)
+			}
+			if n := testkit.Int(t, db, `SELECT sum(rows_inserted) FROM idemport_attempts`); n != 1000 {
+				t.Fatalf("attempts inserted %d in all, want 1000", n)
+			}
+			if n := testkit.Int(t, db, `SELECT count(*) FROM idemport_partitions WHERE done = 1`); n != 10 {
+				t.Fatalf("%d partitions done", n)
+			}
+		})
+	}
+}
+
+// TestHeldLeaseIsBusyAndExpiredLeaseIsRecovered stalls a run that holds the
+// only partition, checks a second run is busy, lets the lease expire, checks
+// a third run takes it over and finishes, then wakes the first: it must fail
+// without committing.
+func TestHeldLeaseIsBusyAndExpiredLeaseIsRecovered(t *testing.T) {
+	dir := t.TempDir()
+	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 4)
+	holder := testkit.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "--lease", "2s", "--output", "json", "orders.csv")
+	var hout, herr bytes.Buffer
+	holder.Stdout, holder.Stderr = &hout, &herr
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Process.Kill() })
+	testkit.WaitStopped(t, holder.Process.Pid)
+
+	busy := importJSON(t, dir, nil, 4, "--lease", "2s", "orders.csv")
+	if busy.Outcome != "busy" || !strings.Contains(busy.Error, "busy") {
+		t.Fatalf("second run: %+v", busy)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	took := importJSON(t, dir, nil, 0, "--lease", "2s", "orders.csv")
+	if took.Outcome != "resumed" || !took.RecoveredLease || took.Rows.Inserted != 50 || took.Partitions.Committed != 1 {
+		t.Fatalf("takeover: %+v", took)
+	}
+	holder.Process.Signal(syscall.SIGCONT)
+	h := testkit.Wait(t, holder)
+	if h.Code != 1 || !strings.Contains(h.Stdout, "lease lost") {
+		t.Fatalf("stalled holder: exit %d\n%s\n%s", h.Code, h.Stdout, h.Stderr)
+	}
+	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
+	checkOrders(t, db, "orders", rows)
+	if got := testkit.Query(t, db, `SELECT state, rows_inserted FROM idemport_operations`); !reflect.DeepEqual(got, [][]any{{"completed", int64(50)}}) {
+		t.Fatalf("operation: %v", got)
+	}
+	if got := testkit.Query(t, db, `SELECT outcome, rows_inserted, recovered_leases FROM idemport_attempts ORDER BY started_at`); !reflect.DeepEqual(got,
+		[][]any{{"failed", int64(0), int64(0)}, {"resumed", int64(50), int64(1)}}) {
+		t.Fatalf("attempts: %v", got)
+	}
+}
+
+func TestRefusedFileWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	data := "id,qty\n1,5\n2,five\n3,7\n4,\"x\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "items.csv"), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := testkit.Exec(t, dir, nil, "import", "--column", "qty:int64", "items.csv")
+	if run.Code != 5 || !strings.Contains(run.Stdout, `refused: 2 of 4 rows are bad (at most 0 allowed); row 2 column "qty" value "five": not a valid int64; row 4 column "qty" value "x"`) {
+		t.Fatalf("exit %d: %s", run.Code, run.Stdout)
+	}
+	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
+	if n := testkit.Int(t, db, `SELECT count(*) FROM sqlite_master WHERE name = 'items'`); n != 0 {
+		t.Fatal("a refused file created its target table")
+	}
+	if n := testkit.Int(t, db, `SELECT count(*) FROM idemport_rejects`); n != 0 {
+		t.Fatal("a refused file stored rejects")
+	}
+	again := importJSON(t, dir, nil, 5, "--column", "qty:int64", "items.csv")
+	if again.Outcome != "refused" || !strings.Contains(again.Error, "refused earlier") {
+		t.Fatalf("rerun: %+v", again)
+	}
+	if n := testkit.Int(t, db, `SELECT count(*) FROM idemport_attempts`); n != 1 {
+		t.Fatalf("the repeated refusal recorded an attempt: %d", n)
+	}
+
+	// A limit that admits the stored count of bad rows plans the file again.
+	ok := importJSON(t, dir, nil, 0, "--column", "qty:int64", "--max-rejects", "2", "items.csv")
+	if ok.Outcome != "imported" && ok.Outcome != "resumed" || ok.Rows.Inserted != 2 || ok.Rows.Rejected != 2 || ok.Rows.Read != 4 {
+		t.Fatalf("within the limit: %+v", ok)
+	}
+	if got := testkit.Query(t, db, `SELECT id, qty FROM items ORDER BY id`); !reflect.DeepEqual(got, [][]any{{int64(1), int64(5)}, {int64(3), int64(7)}}) {
+		t.Fatalf("target: %v", got)
+	}
+	if got := testkit.Query(t, db, `SELECT ordinal, column_name, raw_value, code FROM idemport_rejects ORDER BY ordinal`); !reflect.DeepEqual(got,
+		[][]any{{int64(2), "qty", "five", "type"}, {int64(4), "qty", "x", "type"}}) {
+		t.Fatalf("rejects: %v", got)
+	}
+}
+
+func TestLedgerWipedRerunMakesNoDuplicates(t *testing.T) {
+	dir := t.TempDir()
+	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 300, 5)
+	importJSON(t, dir, nil, 0, "--partition-rows", "100", "orders.csv")
+	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
+	for _, table := range []string{"operations", "attempts", "rejects", "files", "plans", "partitions", "migrations"} {
+		if _, err := db.Exec(`DROP TABLE idemport_` + table); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := importJSON(t, dir, nil, 0, "--partition-rows", "100", "orders.csv")
+	if res.Outcome != "imported" || res.Rows.Inserted != 0 || res.Rows.Unchanged != 300 {
+		t.Fatalf("rerun after the ledger was wiped: %+v", res)
+	}
+	checkOrders(t, db, "orders", rows)
+}
+
+func TestCSVSpectrumImportsExactly(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/csv-spectrum/csvs/*.csv")
+	if err != nil || len(files) != 12 {
+		t.Fatalf("csv-spectrum files: %d %v", len(files), err)
+	}
+	dir := t.TempDir()
+	for _, path := range files {
+		name := strings.TrimSuffix(filepath.Base(path), ".csv")
+		t.Run(name, func(t *testing.T) {
+			abs, _ := filepath.Abs(path)
+			importJSON(t, dir, nil, 0, "--table", name, abs)
+			raw, err := os.ReadFile(filepath.Join("../../testdata/csv-spectrum/json", name+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []map[string]any
+			if json.Unmarshal(raw, &want) != nil {
+				var one map[string]any
+				if err := json.Unmarshal(raw, &one); err != nil {
+					t.Fatal(err)
+				}
+				want = []map[string]any{one}
+			}
+			if name == "location_coordinates" { // upstream erratum, see testdata/csv-spectrum/README.md
+				want[0]["Contact Phone Number"] = "2095257564"
+			}
+			db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
+			cols := testkit.Query(t, db, `SELECT name FROM pragma_table_info(?) WHERE name NOT LIKE '\_idemport\_%' ESCAPE '\'`, name)
+			var sel []string
+			for _, c := range cols {
+				sel = append(sel, fmt.Sprintf("CAST(%q AS TEXT)", c[0]))
+			}
+			got := testkit.Query(t, db, fmt.Sprintf(`SELECT %s FROM %q ORDER BY _idemport_row`, strings.Join(sel, ", "), name))
+			var gotMaps []map[string]any
+			for _, row := range got {
+				m := map[string]any{}
+				for i, c := range cols {
+					m[c[0].(string)] = row[i]
+				}
+				gotMaps = append(gotMaps, m)
+			}
+			if !reflect.DeepEqual(gotMaps, want) {
+				t.Fatalf("got  %q\nwant %q", gotMaps, want)
+			}
+		})
+	}
+}

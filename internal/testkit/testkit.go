@@ -1,0 +1,233 @@
+// Package testkit helps tests run the real idemport binary against real
+// SQLite files: it builds the binary once, runs it as a subprocess, queries
+// the target, and writes deterministic data files.
+package testkit
+
+import (
+	"bytes"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // tests query the target directly
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds cmd/idemport once per test process and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		dir, err := os.MkdirTemp("", "idemport-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "idemport")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/idemport")
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// Run is a finished run of the binary.
+type Run struct {
+	Stdout, Stderr string
+	Code           int // exit code; -1 when killed by a signal
+	Signal         syscall.Signal
+}
+
+// Cmd prepares the binary with args, run in dir, with extra environment
+// entries (KEY=VALUE).
+func Cmd(t testing.TB, dir string, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(Binary(t), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
+}
+
+// Exec runs the binary to completion.
+func Exec(t testing.TB, dir string, env []string, args ...string) Run {
+	t.Helper()
+	cmd := Cmd(t, dir, env, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return finish(t, err, out.String(), errb.String())
+}
+
+// Wait waits for a started command and reports how it ended.
+func Wait(t testing.TB, cmd *exec.Cmd) Run {
+	t.Helper()
+	err := cmd.Wait()
+	var out, errb string
+	if b, ok := cmd.Stdout.(*bytes.Buffer); ok {
+		out = b.String()
+	}
+	if b, ok := cmd.Stderr.(*bytes.Buffer); ok {
+		errb = b.String()
+	}
+	return finish(t, err, out, errb)
+}
+
+func finish(t testing.TB, err error, out, errb string) Run {
+	t.Helper()
+	r := Run{Stdout: out, Stderr: errb}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.Code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			r.Signal = ws.Signal()
+		}
+	default:
+		t.Fatalf("run idemport: %v", err)
+	}
+	return r
+}
+
+// WaitStopped waits until process pid is stopped (state T), as after it
+// sent itself SIGSTOP.
+func WaitStopped(t testing.TB, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err == nil {
+			// The state follows the command name in parentheses.
+			s := string(b)
+			if i := strings.LastIndexByte(s, ')'); i > 0 && i+2 < len(s) && s[i+2] == 'T' {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("process %d did not stop", pid)
+}
+
+// Open opens a SQLite file for the test to query; it is closed at cleanup.
+func Open(t testing.TB, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// Query returns every row of q as text (NULL as nil).
+func Query(t testing.TB, db *sql.DB, q string, args ...any) [][]any {
+	t.Helper()
+	rows, err := db.Query(q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out [][]any
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range vals {
+			if b, ok := v.([]byte); ok {
+				vals[i] = string(b)
+			}
+		}
+		out = append(out, vals)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Int returns the single integer q selects.
+func Int(t testing.TB, db *sql.DB, q string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := db.QueryRow(q, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+// Orders writes a deterministic orders CSV of n rows to path, with quoted
+// notes (commas, quotes, newlines), and returns the rows as written
+// (without the header), each as its fields.
+func Orders(t testing.TB, path string, n int, seed int) [][]string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("order_id,customer_id,sku,quantity,unit_price,status,created_at,note\n")
+	statuses := []string{"pending", "paid", "shipped", "delivered", "cancelled"}
+	var rows [][]string
+	for i := 1; i <= n; i++ {
+		x := (i*7919 + seed*104729) % 1000003
+		note := fmt.Sprintf("note %d", x%97)
+		switch x % 10 {
+		case 0:
+			note = ""
+		case 1:
+			note = fmt.Sprintf("with, comma %d", x)
+		case 2:
+			note = fmt.Sprintf("say \"hi\" %d", x)
+		case 3:
+			note = fmt.Sprintf("two\nlines %d", x)
+		}
+		row := []string{
+			fmt.Sprint(1000000000 + i*2),
+			fmt.Sprint(100000 + x%900000),
+			fmt.Sprintf("SKU-%06d", x%1000000),
+			fmt.Sprint(1 + x%20),
+			fmt.Sprintf("%d.%02d", x%1000, x%100),
+			statuses[x%5],
+			time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(x) * time.Minute).Format(time.RFC3339),
+			note,
+		}
+		rows = append(rows, row)
+		for j, f := range row {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			if strings.ContainsAny(f, ",\"\n") {
+				f = `"` + strings.ReplaceAll(f, `"`, `""`) + `"`
+			}
+			b.WriteString(f)
+		}
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
