@@ -96,9 +96,12 @@ type item struct {
 	end   bool
 }
 
-// worker claims partitions one after another. Its reader goroutine decodes
-// the next partition while its writer commits the current one, so parsing
-// and writing overlap.
+// worker applies partitions one after another. Its writer goroutine does
+// every database write: each partition's transaction fences the partition's
+// claim, claims the next partition, writes the rows, and marks the partition
+// done. Its reader goroutine decodes the next partition while the writer
+// commits the current one, so parsing and writing overlap, and a worker
+// never holds more than two claims.
 func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
 	conn, err := r.e.db.Conn(ctx)
 	if err != nil {
@@ -110,14 +113,20 @@ func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
 		return err
 	}
 	defer w.Close()
+	first, err := r.claimAlone(ctx, conn)
+	if err != nil || first == nil {
+		return err
+	}
 
-	items := make(chan item, 8)
+	claims := make(chan *checkpoint.Claim, 1) // writer → reader
+	items := make(chan item, 8)               // reader → writer
+	claims <- first
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		defer close(items)
-		return r.read(gctx, items)
+		return r.read(gctx, claims, items)
 	})
-	g.Go(func() error { return r.write(gctx, conn, w, items, mu) })
+	g.Go(func() error { return r.write(gctx, conn, w, claims, items, mu) })
 	err = g.Wait()
 	for it := range items { // release what the writer did not take
 		it.batch.Release()
@@ -125,8 +134,9 @@ func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
 	return err
 }
 
-// read claims partitions and decodes them into items.
-func (r *run) read(ctx context.Context, items chan<- item) error {
+// read decodes each partition the writer claimed into items. It stops when
+// the writer closes claims.
+func (r *run) read(ctx context.Context, claims <-chan *checkpoint.Claim, items chan<- item) error {
 	send := func(it item) error {
 		select {
 		case items <- it:
@@ -137,9 +147,14 @@ func (r *run) read(ctx context.Context, items chan<- item) error {
 		}
 	}
 	for {
-		c, err := r.claimPartition(ctx)
-		if err != nil || c == nil {
-			return err
+		var c *checkpoint.Claim
+		select {
+		case c = <-claims:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if c == nil {
+			return nil
 		}
 		if err := r.e.fp.Hit("after-partition-claim"); err != nil {
 			return err
@@ -179,14 +194,23 @@ func (r *run) readerPartition(p checkpoint.Partition) reader.Partition {
 	return reader.Partition{Index: p.Index, First: p.First, Rows: p.Rows, Rejected: p.Rejected, Offset: p.Offset, Length: p.Length, CRC: p.CRC}
 }
 
-// claimPartition leases the next free partition in its own transaction.
-func (r *run) claimPartition(ctx context.Context) (*checkpoint.Claim, error) {
-	var c *checkpoint.Claim
-	err := r.withTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		c, err = r.e.cp.Claim(ctx, tx, r.op, r.attempt.ID, r.leaseMs)
-		return err
-	})
+// claimAlone leases the first partition of a worker in its own transaction.
+func (r *run) claimAlone(ctx context.Context, conn *sql.Conn) (*checkpoint.Claim, error) {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin claim: %w", err)
+	}
+	defer tx.Rollback()
+	c, err := r.claimNext(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	return c, tx.Commit()
+}
+
+// claimNext leases the next free partition inside tx.
+func (r *run) claimNext(ctx context.Context, tx *sql.Tx) (*checkpoint.Claim, error) {
+	c, err := r.e.cp.Claim(ctx, tx, r.op, r.attempt.ID, r.leaseMs)
 	if err != nil {
 		return nil, err
 	}
@@ -197,21 +221,28 @@ func (r *run) claimPartition(ctx context.Context) (*checkpoint.Claim, error) {
 	return c, nil
 }
 
-// write commits each partition's batches in one transaction that first
-// fences the claim, and last marks the partition done and counts it.
-func (r *run) write(ctx context.Context, conn *sql.Conn, w sink.Writer, items <-chan item, mu *sync.Mutex) error {
+// write commits each partition in one transaction: it fences the claim,
+// claims the next partition for the reader, writes the batches, and marks
+// the partition done and counts it.
+func (r *run) write(ctx context.Context, conn *sql.Conn, w sink.Writer, claims chan<- *checkpoint.Claim, items <-chan item, mu *sync.Mutex) error {
 	var (
-		tx     *sql.Tx
-		claim  *checkpoint.Claim
-		counts counter.Rows
+		tx      *sql.Tx
+		claim   *checkpoint.Claim
+		counts  counter.Rows
+		handoff = true // claims is open
 	)
-	rollback := func() {
-		if tx != nil {
-			tx.Rollback()
-			tx = nil
+	stopClaims := func() {
+		if handoff {
+			close(claims)
+			handoff = false
 		}
 	}
-	defer rollback()
+	defer stopClaims()
+	defer func() {
+		if tx != nil {
+			tx.Rollback()
+		}
+	}()
 	for it := range items {
 		switch {
 		case it.claim != nil:
@@ -222,6 +253,15 @@ func (r *run) write(ctx context.Context, conn *sql.Conn, w sink.Writer, items <-
 			}
 			if err := r.e.cp.Fence(ctx, tx, r.op, claim.Index, r.attempt.ID, r.leaseMs); err != nil {
 				return r.lost(err)
+			}
+			next, err := r.claimNext(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if next == nil {
+				stopClaims()
+			} else {
+				claims <- next // the reader took the previous claim: room for one
 			}
 		case it.end:
 			if err := r.commit(ctx, tx, claim, counts, mu); err != nil {

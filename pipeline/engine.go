@@ -29,6 +29,9 @@ const DefaultDSN = "idemport.db"
 var (
 	// ErrNoDatabase means a read-only command found no database at the DSN.
 	ErrNoDatabase = errors.New("no database")
+	// ErrInterrupted means the run was cancelled (SIGINT, SIGTERM): the open
+	// partition was rolled back and the claims released.
+	ErrInterrupted = errors.New("interrupted; rerun to resume")
 )
 
 // Options configure an Engine.
@@ -39,7 +42,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Failpoints, when not nil, arms failure injection (tests only).
 	Failpoints *failpoint.Set
-	// BusyTimeout is how long SQLite waits for another writer; 0 means 30s.
+	// BusyTimeout is how long SQLite waits for another writer's lock before
+	// failing; 0 means 30s.
 	BusyTimeout time.Duration
 }
 

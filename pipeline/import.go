@@ -493,7 +493,7 @@ func (r *run) abandon(ctx context.Context, err error) error {
 	outcome := "failed"
 	if ctx.Err() != nil {
 		outcome = "interrupted"
-		err = fmt.Errorf("interrupted; rerun to resume: %w", err)
+		err = fmt.Errorf("%w (this run committed %d partitions)", ErrInterrupted, r.committed)
 	}
 	r.log.Error("attempt stopped", "outcome", outcome, "err", err)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -29,6 +30,7 @@ type importOptions struct {
 	trigger       string
 	wait          string
 	workers       int
+	busyTimeout   time.Duration
 	output        string
 	logs          logFlags
 }
@@ -79,6 +81,7 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 	f.StringVar(&o.wait, "wait", "0", "when another run holds the file, wait for it (up to DURATION; --wait alone waits as long as it takes)")
 	f.Lookup("wait").NoOptDefVal = "forever"
 	f.IntVar(&o.workers, "workers", 1, "partitions applied at once")
+	f.DurationVar(&o.busyTimeout, "busy-timeout", 30*time.Second, "how long to wait for another writer's lock on a SQLite target before failing")
 	outputFlag(c, &o.output)
 	o.logs.register(c)
 	return c
@@ -149,7 +152,7 @@ func runImport(c *cobra.Command, e *env, o *importOptions, files []string) error
 		return err
 	}
 	ctx := c.Context()
-	eng, err := pipeline.Open(ctx, o.into, pipeline.Options{Logger: log, Failpoints: e.failpoints})
+	eng, err := pipeline.Open(ctx, o.into, pipeline.Options{Logger: log, Failpoints: e.failpoints, BusyTimeout: o.busyTimeout})
 	if err != nil {
 		return err
 	}
@@ -244,7 +247,7 @@ func resultText(r *pipeline.Result) string {
 		}
 		fmt.Fprintf(&b, "already imported into %s by attempt %s%s (%d rows); nothing to do", r.Table, r.AttemptID, when, rows.Read)
 	default:
-		if r.Outcome == pipeline.Failed && resultCode(r) != exitUsage {
+		if r.Outcome == pipeline.Failed && resultCode(r) != exitUsage && !errors.Is(r.Err, pipeline.ErrInterrupted) {
 			b.WriteString("failed: ")
 		}
 		if r.Err != nil {

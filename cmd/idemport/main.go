@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	root.SetErr(stderr)
 	err = root.ExecuteContext(ctx)
 	code := exitCode(ctx, err)
-	if err != nil && !errors.As(err, new(outcomeError)) {
+	if err != nil && !errors.As(err, new(outcomeError)) && code != exitInterrupted {
 		fmt.Fprintln(stderr, "idemport:", err)
 		if code == exitUsage && !errors.As(err, new(*pipeline.UsageError)) {
 			fmt.Fprintln(stderr, "Run 'idemport --help' for usage.")

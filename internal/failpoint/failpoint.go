@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,12 +106,22 @@ func (s *Set) Hit(name string) error {
 	}
 	switch p.action {
 	case "stop":
-		return syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		return signalSelf(syscall.SIGSTOP)
 	case "error":
 		return fmt.Errorf("%w at %s", ErrInjected, name)
 	}
-	syscall.Kill(os.Getpid(), syscall.SIGKILL)
-	for { // the signal is delivered asynchronously; never return
+	signalSelf(syscall.SIGKILL)
+	for { // never return, should the signal be late
 		time.Sleep(time.Second)
 	}
+}
+
+// signalSelf sends sig to the calling thread, which then takes part in the
+// stop or exit before it runs another instruction of the program: a signal
+// sent to the process could be taken by another thread while this one runs
+// on into the next transaction.
+func signalSelf(sig syscall.Signal) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return syscall.Tgkill(os.Getpid(), syscall.Gettid(), sig)
 }
