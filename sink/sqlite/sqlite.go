@@ -94,9 +94,6 @@ func (Dialect) Describe(ctx context.Context, qr dialect.Querier, name string) (*
 		c.Kind = kindOf(c.SQLType)
 		if pos > 0 {
 			pkPos[pos] = c.Name
-			if strings.EqualFold(c.SQLType, "INTEGER") {
-				c.NotNull = true // an INTEGER PRIMARY KEY is the rowid
-			}
 		}
 		t.Columns = append(t.Columns, c)
 	}
@@ -113,20 +110,30 @@ func (Dialect) Describe(ctx context.Context, qr dialect.Querier, name string) (*
 	if len(pk) > 0 {
 		t.Keys = append(t.Keys, pk)
 	}
-	idx, err := qr.QueryContext(ctx, `SELECT name FROM pragma_index_list(?) WHERE "unique" = 1 AND partial = 0`, name)
+	idx, err := qr.QueryContext(ctx, `SELECT name, origin = 'pk' FROM pragma_index_list(?) WHERE "unique" = 1 AND partial = 0`, name)
 	if err != nil {
 		return nil, fmt.Errorf("describe indexes of %s: %w", name, err)
 	}
 	var names []string
+	pkIndex := false
 	for idx.Next() {
 		var n string
-		if err := idx.Scan(&n); err != nil {
+		var isPK bool
+		if err := idx.Scan(&n, &isPK); err != nil {
 			idx.Close()
 			return nil, err
 		}
 		names = append(names, n)
+		pkIndex = pkIndex || isPK
 	}
 	idx.Close()
+	// A primary key that is one INTEGER column and has no index of its own
+	// is the rowid, which SQLite assigns when a row gives none.
+	if len(pk) == 1 && !pkIndex {
+		if c := t.Column(pk[0]); strings.EqualFold(c.SQLType, "INTEGER") {
+			c.Default = true
+		}
+	}
 	for _, n := range names {
 		cols, err := qr.QueryContext(ctx, `SELECT coalesce(name, '') FROM pragma_index_info(?) ORDER BY seqno`, n)
 		if err != nil {
@@ -299,8 +306,9 @@ func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schem
 }
 
 // staleSQL is the condition under which row src (excluded, or the probe's
-// b) is older than the stored row: a later row of the same file was already
-// applied, or the stored version is newer.
+// b) is older than the stored row: the stored version is newer, or (with
+// equal versions, or no version column) a later row of the same file was
+// already applied.
 func staleSQL(table, src, version string) string {
 	row := "b.r"
 	if src == "excluded" {
@@ -310,14 +318,19 @@ func staleSQL(table, src, version string) string {
 	if src == "excluded" {
 		file = "excluded." + q(sink.FileColumn)
 	}
-	cond := "(" + table + "." + q(sink.FileColumn) + " = " + file + " AND " + table + "." + q(sink.RowColumn) + " > " + row + ")"
+	// Never NULL: the probe and the upsert's guard must agree, and rows
+	// already in an existing table have NULL lineage.
+	cond := "coalesce(" + table + "." + q(sink.FileColumn) + " = " + file + " AND " + table + "." + q(sink.RowColumn) + " > " + row + ", 0)"
 	if version != "" {
 		v := "b.v"
 		if src == "excluded" {
 			v = "excluded." + q(version)
 		}
 		stored := table + "." + q(version)
-		cond = "(" + cond + " OR (" + stored + " IS NOT NULL AND (" + v + " IS NULL OR " + v + " < " + stored + ")))"
+		// The version decides; the position in the file only between equal
+		// versions (NULL is older than any), so that the outcome does not
+		// depend on the order in which a file's partitions commit.
+		cond = "((" + stored + " IS NOT NULL AND (" + v + " IS NULL OR " + v + " < " + stored + ")) OR (" + v + " IS " + stored + " AND " + cond + "))"
 	}
 	return cond
 }
