@@ -48,7 +48,8 @@ type buffer struct {
 const initialBuffer = 1 << 20
 
 func newBuffer(r io.Reader, maxRow int, offset int64) buffer {
-	return buffer{r: r, buf: make([]byte, initialBuffer), maxRow: maxRow, base: offset}
+	// The buffer never exceeds maxRow, so that fill can tell a row too large.
+	return buffer{r: r, buf: make([]byte, min(initialBuffer, maxRow)), maxRow: maxRow, base: offset}
 }
 
 var errRowTooLarge = errors.New("row too large")

@@ -172,7 +172,12 @@ func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 			}
 			for i, c := range cells {
 				if fixed[i] != Unknown {
-					if _, code, msg := convert(c, fixed[i]); code != "" {
+					v, code, msg := convert(c, fixed[i])
+					if code == "" && v.null && required[i] {
+						// A quoted empty field is null for a non-text type.
+						c, code, msg = cell{}, CodeNull, "a key column must have a value"
+					}
+					if code != "" {
 						reject(off, i, c, code, msg)
 						break
 					}

@@ -202,6 +202,16 @@ func isDecimal(b []byte, lenient bool) bool {
 	return i == len(b)
 }
 
+// fitsFloat reports whether the decimal number b is within float64 range, as
+// convert requires: 1e999 is not a float64 but text.
+func fitsFloat(b []byte) bool {
+	if len(b) < 300 && bytes.IndexAny(b, "eE") < 0 {
+		return true // too few digits to overflow
+	}
+	f, err := strconv.ParseFloat(str(b), 64)
+	return err == nil && !math.IsInf(f, 0)
+}
+
 // isInteger reports whether b is an integer as inference accepts it:
 // -?(0|[1-9][0-9]*), within int64.
 func isInteger(b []byte) bool {
@@ -347,7 +357,7 @@ func (in *inference) observe(c cell) {
 		if in.possible&canInt != 0 && !isInteger(c.b) {
 			in.possible &^= canInt
 		}
-		if in.possible&canFloat != 0 && !isDecimal(c.b, false) {
+		if in.possible&canFloat != 0 && (!isDecimal(c.b, false) || !fitsFloat(c.b)) {
 			in.possible &^= canFloat
 		}
 		if in.possible&canBool != 0 {
@@ -374,6 +384,9 @@ func (in *inference) observe(c cell) {
 		in.possible &= canInt | canFloat
 		if in.possible&canInt != 0 && !isInteger(c.b) {
 			in.possible &^= canInt
+		}
+		if in.possible&canFloat != 0 && !fitsFloat(c.b) {
+			in.possible &^= canFloat
 		}
 	case cellBool:
 		in.possible &= canBool

@@ -1,0 +1,330 @@
+package reader
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// csvColumn lays out fields (raw CSV text, quotes included) as column v of a
+// file whose column k numbers the rows, so no row is blank.
+func csvColumn(fields []string) []byte {
+	var b strings.Builder
+	b.WriteString("k,v\n")
+	for i, f := range fields {
+		fmt.Fprintf(&b, "%d,%s\n", i+1, f)
+	}
+	return []byte(b.String())
+}
+
+func TestInferCSV(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		fields []string
+		typ    Type
+		want   []any // column v read back; nil is null
+	}{
+		{"int64", []string{"1", "-2", "0", "42"}, Int64, []any{"1", "-2", "0", "42"}},
+		{"int64_limits", []string{"9223372036854775807", "-9223372036854775808"}, Int64, []any{"9223372036854775807", "-9223372036854775808"}},
+		{"int64_overflow_is_float", []string{"1", "9223372036854775808"}, Float64, []any{"1", "9.223372036854776e+18"}},
+		{"int64_quoted", []string{`"42"`, `"7"`}, Int64, []any{"42", "7"}},
+		{"int64_with_nulls", []string{"", "5", ""}, Int64, []any{nil, "5", nil}},
+		{"minus_zero", []string{"-0"}, Int64, []any{"0"}},
+		{"float64", []string{"1.5", "-0.25", "0.0"}, Float64, []any{"1.5", "-0.25", "0"}},
+		{"int_and_float_widen", []string{"1", "2.5", "3"}, Float64, []any{"1", "2.5", "3"}},
+		{"float_then_int_widen", []string{"2.5", "1"}, Float64, []any{"2.5", "1"}},
+		{"exponent", []string{"1e5"}, Float64, []any{"100000"}},
+		{"exponents", []string{"1E-3", "2.5e+2", "-3e0"}, Float64, []any{"0.001", "250", "-3"}},
+		{"exponent_and_int", []string{"7", "1e5"}, Float64, []any{"7", "100000"}},
+		{"float_overflow_is_string", []string{"1.5", "1e999"}, String, []any{"1.5", "1e999"}},
+		{"float_overflow_negative_is_string", []string{"-1e400"}, String, []any{"-1e400"}},
+		{"nan_is_string", []string{"1.5", "NaN"}, String, []any{"1.5", "NaN"}},
+		{"inf_is_string", []string{"inf"}, String, []any{"inf"}},
+		{"infinity_is_string", []string{"1", "-Infinity", "+Inf"}, String, []any{"1", "-Infinity", "+Inf"}},
+		{"leading_zeros_stay_string", []string{"08123", "123"}, String, []any{"08123", "123"}},
+		{"leading_zero_alone", []string{"0123"}, String, []any{"0123"}},
+		{"leading_zeros_in_float", []string{"00.5"}, String, []any{"00.5"}},
+		{"zero_point_five", []string{"0.5"}, Float64, []any{"0.5"}},
+		{"bare_fraction_is_string", []string{".5"}, String, []any{".5"}},
+		{"plus_sign_is_string", []string{"+5"}, String, []any{"+5"}},
+		{"hex_is_string", []string{"0x1F"}, String, []any{"0x1F"}},
+		{"thousands_separator_is_string", []string{`"1,000"`}, String, []any{"1,000"}},
+		{"spaces_are_string", []string{" 1"}, String, []any{" 1"}},
+		{"bool", []string{"true", "false"}, Bool, []any{"true", "false"}},
+		{"bool_any_case", []string{"TRUE", "False", "tRuE", "fAlSe"}, Bool, []any{"true", "false", "true", "false"}},
+		{"bool_with_nulls", []string{"", "true"}, Bool, []any{nil, "true"}},
+		{"yes_no_is_string", []string{"yes", "no"}, String, []any{"yes", "no"}},
+		{"t_f_is_string", []string{"t", "f"}, String, []any{"t", "f"}},
+		{"one_zero_is_int", []string{"1", "0"}, Int64, []any{"1", "0"}},
+		{"bool_and_int_is_string", []string{"true", "1"}, String, []any{"true", "1"}},
+		{"timestamp_z", []string{"2024-01-02T03:04:05Z"}, Timestamp, []any{"2024-01-02T03:04:05.000000Z"}},
+		{"timestamp_space", []string{"2024-01-02 03:04:05Z"}, Timestamp, []any{"2024-01-02T03:04:05.000000Z"}},
+		{"timestamp_no_zone_is_utc", []string{"2024-01-02T03:04:05"}, Timestamp, []any{"2024-01-02T03:04:05.000000Z"}},
+		{"timestamp_space_no_zone_is_utc", []string{"2024-01-02 03:04:05"}, Timestamp, []any{"2024-01-02T03:04:05.000000Z"}},
+		{"timestamp_offset", []string{"2024-01-02T03:04:05+02:00", "2024-01-02T03:04:05-0130"}, Timestamp, []any{"2024-01-02T01:04:05.000000Z", "2024-01-02T04:34:05.000000Z"}},
+		{"timestamp_fraction", []string{"2024-01-02T03:04:05.5Z", "2024-01-02 03:04:05.123456", "2024-01-02T03:04:05.123456000+00:00"}, Timestamp, []any{"2024-01-02T03:04:05.500000Z", "2024-01-02T03:04:05.123456Z", "2024-01-02T03:04:05.123456Z"}},
+		{"timestamp_lower_case", []string{"2024-01-02t03:04:05z"}, Timestamp, []any{"2024-01-02T03:04:05.000000Z"}},
+		{"timestamp_offset_crosses_day", []string{"2024-01-01T23:30:00-01:00"}, Timestamp, []any{"2024-01-02T00:30:00.000000Z"}},
+		{"timestamp_leap_day", []string{"2024-02-29T00:00:00Z"}, Timestamp, []any{"2024-02-29T00:00:00.000000Z"}},
+		{"timestamp_with_nulls", []string{"", "2024-01-02T03:04:05Z"}, Timestamp, []any{nil, "2024-01-02T03:04:05.000000Z"}},
+		{"date_only_is_string", []string{"2024-01-02"}, String, []any{"2024-01-02"}},
+		{"date_and_timestamp_is_string", []string{"2024-01-02T03:04:05Z", "2024-01-02"}, String, []any{"2024-01-02T03:04:05Z", "2024-01-02"}},
+		{"impossible_date_is_string", []string{"2025-02-29T00:00:00Z"}, String, []any{"2025-02-29T00:00:00Z"}},
+		{"bad_hour_is_string", []string{"2024-01-02T24:00:00Z"}, String, []any{"2024-01-02T24:00:00Z"}},
+		{"sub_microsecond_is_string", []string{"2024-01-02T03:04:05.1234567Z"}, String, []any{"2024-01-02T03:04:05.1234567Z"}},
+		{"no_seconds_is_string", []string{"2024-01-02T03:04Z"}, String, []any{"2024-01-02T03:04Z"}},
+		{"bad_zone_is_string", []string{"2024-01-02T03:04:05 UTC"}, String, []any{"2024-01-02T03:04:05 UTC"}},
+		{"timestamp_and_int_is_string", []string{"2024-01-02T03:04:05Z", "5"}, String, []any{"2024-01-02T03:04:05Z", "5"}},
+		{"string", []string{"hello", "world"}, String, []any{"hello", "world"}},
+		{"int_then_text", []string{"1", "2", "x"}, String, []any{"1", "2", "x"}},
+		{"all_empty", []string{"", ""}, String, []any{nil, nil}},
+		{"quoted_empty_is_string", []string{`""`, "1"}, String, []any{"", "1"}},
+		{"quoted_empty_after_ints", []string{"1", "2", `""`}, String, []any{"1", "2", ""}},
+		{"quoted_empty_and_null", []string{`""`, ""}, String, []any{"", nil}},
+		{"unquoted_empty_is_null", []string{"", "1", ""}, Int64, []any{nil, "1", nil}},
+		{"escaped_quotes", []string{`"a ""b"""`}, String, []any{`a "b"`}},
+		{"quote_inside_unquoted_field", []string{`ab"c`, `5"`, ` "x"`}, String, []any{`ab"c`, `5"`, ` "x"`}},
+		{"utf8_text", []string{"café", "日本"}, String, []any{"café", "日本"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, "v.csv", csvColumn(tc.fields))
+			f, plan := scanChecked(t, path, Options{}, ScanOptions{PartitionRows: 2})
+			if plan.Rejected != 0 {
+				t.Fatalf("rejects %+v", plan.Rejects)
+			}
+			if len(plan.Schema) != 2 || plan.Schema[1].Name != "v" {
+				t.Fatalf("schema %+v", plan.Schema)
+			}
+			if got := plan.Schema[1].Type; got != tc.typ {
+				t.Fatalf("type %s, want %s", got, tc.typ)
+			}
+			rows, _ := readPlan(t, f, plan, 3)
+			var got []any
+			for _, r := range rows {
+				got = append(got, r[1])
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestForcedTypes(t *testing.T) {
+	type want struct {
+		value any    // read back when code is ""
+		code  string // reject code
+	}
+	ok := func(v any) want { return want{value: v} }
+	bad := func(code string) want { return want{code: code} }
+	for _, tc := range []struct {
+		name   string
+		typ    Type
+		fields []string
+		want   []want
+	}{
+		{"int64", Int64,
+			[]string{"5", "+5", "-0", "007", `""`, "", "1.5", "abc", "1e3", "99999999999999999999", " 1", "0x10"},
+			[]want{ok("5"), ok("5"), ok("0"), ok("7"), ok(nil), ok(nil), bad(CodeType), bad(CodeType), bad(CodeType), bad(CodeType), bad(CodeType), bad(CodeType)}},
+		{"float64", Float64,
+			[]string{"1.5", ".5", "+2", "1e3", "08.5", "5", `""`, "NaN", "inf", "1e999", "1_000", "1.2.3", "e5"},
+			[]want{ok("1.5"), ok("0.5"), ok("2"), ok("1000"), ok("8.5"), ok("5"), ok(nil), bad(CodeType), bad(CodeType), bad(CodeType), bad(CodeType), bad(CodeType), bad(CodeType)}},
+		{"bool", Bool,
+			[]string{"true", "FALSE", "yes", "No", "1", "0", "T", "f", "Y", "n", "", "maybe", "2", "truee"},
+			[]want{ok("true"), ok("false"), ok("true"), ok("false"), ok("true"), ok("false"), ok("true"), ok("false"), ok("true"), ok("false"), ok(nil), bad(CodeType), bad(CodeType), bad(CodeType)}},
+		{"timestamp", Timestamp,
+			[]string{"2024-01-02", "2024-01-02T03:04:05+01:00", "2024-01-02 03:04:05.25", "", "yesterday", "2024-13-01", "2024-01-02T03:04:05.0000001Z", "1704164645"},
+			[]want{ok("2024-01-02T00:00:00.000000Z"), ok("2024-01-02T02:04:05.000000Z"), ok("2024-01-02T03:04:05.250000Z"), ok(nil), bad(CodeType), bad(CodeType), bad(CodeType), bad(CodeType)}},
+		{"string", String,
+			[]string{"08123", "1", `""`, "", "true", "\xff", "a\x00b"},
+			[]want{ok("08123"), ok("1"), ok(""), ok(nil), ok("true"), bad(CodeUTF8), bad(CodeNUL)}},
+		{"json", JSON,
+			[]string{"abc", `"say ""hi"""`, "", "\xff"},
+			[]want{ok(`"abc"`), ok(`"say \"hi\""`), ok(nil), bad(CodeUTF8)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if len(tc.fields) != len(tc.want) {
+				t.Fatal("bad test: fields and want differ in length")
+			}
+			path := writeFile(t, "f.csv", csvColumn(tc.fields))
+			f, plan := scanChecked(t, path, Options{Types: map[string]Type{"v": tc.typ}}, ScanOptions{PartitionRows: 3, KeepRejects: 100})
+			if got := schemaString(plan.Schema); got != "k:int64,v:"+tc.typ.String() {
+				t.Fatalf("schema %s", got)
+			}
+			var wantVals []any
+			var wantOrds []int64
+			var wantRejects []Reject
+			data := string(csvColumn(tc.fields))
+			for i, w := range tc.want {
+				ord := int64(i + 1)
+				if w.code == "" {
+					wantVals = append(wantVals, w.value)
+					wantOrds = append(wantOrds, ord)
+					continue
+				}
+				line := fmt.Sprintf("%d,%s\n", ord, tc.fields[i])
+				wantRejects = append(wantRejects, Reject{Ordinal: ord, Offset: int64(strings.Index(data, "\n"+line) + 1), Column: "v", Value: tc.fields[i], Code: w.code})
+			}
+			if plan.Rows != int64(len(tc.fields)) || plan.Rejected != int64(len(wantRejects)) || len(plan.Rejects) != len(wantRejects) {
+				t.Fatalf("rows %d rejected %d: %+v", plan.Rows, plan.Rejected, plan.Rejects)
+			}
+			for i, w := range wantRejects {
+				g := plan.Rejects[i]
+				g.Message = ""
+				if g != w {
+					t.Fatalf("reject %d: %+v, want %+v", i, g, w)
+				}
+			}
+			rows, ords := readPlan(t, f, plan, 2)
+			var got []any
+			for _, r := range rows {
+				got = append(got, r[1])
+			}
+			if !reflect.DeepEqual(got, wantVals) || !reflect.DeepEqual(ords, wantOrds) {
+				t.Fatalf("got  %q %v\nwant %q %v", got, ords, wantVals, wantOrds)
+			}
+		})
+	}
+}
+
+// TestTypesUnknownColumn checks that a forced type for a column the file
+// does not have changes nothing.
+func TestTypesUnknownColumn(t *testing.T) {
+	path := writeFile(t, "u.csv", []byte("a\n1\n"))
+	_, plan := scanChecked(t, path, Options{Types: map[string]Type{"zzz": Bool}}, ScanOptions{})
+	if got := schemaString(plan.Schema); got != "a:int64" {
+		t.Fatalf("schema %s", got)
+	}
+}
+
+func TestParseTimestamp(t *testing.T) {
+	utc := func(s string) int64 {
+		tm, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			panic(err)
+		}
+		return tm.UnixMicro()
+	}
+	for _, tc := range []struct {
+		in       string
+		dateOnly bool
+		want     int64
+		ok       bool
+	}{
+		{"2024-01-02T03:04:05Z", false, utc("2024-01-02T03:04:05Z"), true},
+		{"2024-01-02 03:04:05", false, utc("2024-01-02T03:04:05Z"), true},
+		{"2024-01-02T03:04:05.000001Z", false, utc("2024-01-02T03:04:05.000001Z"), true},
+		{"2024-01-02T03:04:05.1+05:30", false, utc("2024-01-02T03:04:05.1+05:30"), true},
+		{"2024-01-02T03:04:05+0530", false, utc("2024-01-02T03:04:05+05:30"), true},
+		{"1969-12-31T23:59:59.5Z", false, -500000, true},
+		{"1970-01-01T00:00:00Z", false, 0, true},
+		{"2024-01-02", true, utc("2024-01-02T00:00:00Z"), true},
+		{"2024-01-02", false, 0, false},
+		{"2024-01-02T", false, 0, false},
+		{"2024-01-02T03:04:05.", false, 0, false},
+		{"2024-01-02T03:04:05+24:00", false, 0, false},
+		{"2024-01-02T03:04:05+05", false, 0, false},
+		{"2024-01-02T03:04:60Z", false, 0, false},
+		{"2024-00-02T03:04:05Z", false, 0, false},
+		{"2024-01-32T03:04:05Z", false, 0, false},
+		{"2023-02-29", true, 0, false},
+		{"2024/01/02 03:04:05", false, 0, false},
+		{"24-01-02T03:04:05Z", false, 0, false},
+		{"", true, 0, false},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, ok := parseTimestamp([]byte(tc.in), tc.dateOnly)
+			if ok != tc.ok || (ok && got != tc.want) {
+				t.Fatalf("got %d %v, want %d %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestIsDecimalAndInteger(t *testing.T) {
+	for _, tc := range []struct {
+		in               string
+		strict, lenient  bool // isDecimal(false), isDecimal(true)
+		integer, fitting bool // isInteger, fitsFloat
+	}{
+		{"0", true, true, true, true},
+		{"-12", true, true, true, true},
+		{"012", false, true, false, true},
+		{"+12", false, true, false, true},
+		{"1.5", true, true, false, true},
+		{".5", false, true, false, true},
+		{"1e5", true, true, false, true},
+		{"1e", false, false, false, true},
+		{"1e+", false, false, false, true},
+		{"-", false, false, false, true},
+		{"", false, false, false, true},
+		{"1.5.5", false, false, false, true},
+		{"1e308", true, true, false, true},
+		{"1e309", true, true, false, false},
+		{"-1e309", true, true, false, false},
+		{"1e-400", true, true, false, true},
+		{"9223372036854775807", true, true, true, true},
+		{"9223372036854775808", true, true, false, true},
+		{"-9223372036854775808", true, true, true, true},
+		{"-9223372036854775809", true, true, false, true},
+		{strings.Repeat("9", 400), true, true, false, false},
+		{strings.Repeat("9", 308), true, true, false, true},
+	} {
+		name := tc.in
+		if len(name) > 20 {
+			name = fmt.Sprintf("%d_digits", len(name))
+		}
+		t.Run(name, func(t *testing.T) {
+			b := []byte(tc.in)
+			if got := isDecimal(b, false); got != tc.strict {
+				t.Fatalf("isDecimal(strict) = %v", got)
+			}
+			if got := isDecimal(b, true); got != tc.lenient {
+				t.Fatalf("isDecimal(lenient) = %v", got)
+			}
+			if got := isInteger(b); got != tc.integer {
+				t.Fatalf("isInteger = %v", got)
+			}
+			if tc.lenient {
+				if got := fitsFloat(b); got != tc.fitting {
+					t.Fatalf("fitsFloat = %v", got)
+				}
+			}
+		})
+	}
+}
+
+// TestInferenceMatchesConvert checks the promise the partition reader relies
+// on: every value inference accepts for a type converts to that type, so the
+// reader rejects exactly the rows the plan rejected.
+func TestInferenceMatchesConvert(t *testing.T) {
+	texts := []string{
+		"0", "-0", "1", "-1", "42", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
+		"1.5", "0.5", "-0.0", "1e5", "1E-3", "1e308", "1e309", "1e-400", "-1e999", "NaN", "inf",
+		"true", "FALSE", "tRuE", "yes", "1.", "00", "08123",
+		"2024-01-02T03:04:05Z", "2024-01-02 03:04:05", "2024-01-02T03:04:05.123456+01:00", "2024-01-02",
+		"2024-02-30T00:00:00Z", "9999-12-31T23:59:59.999999Z", "0000-01-01T00:00:00Z",
+		strings.Repeat("9", 400), "abc", "",
+	}
+	var cells []cell
+	for _, s := range texts {
+		cells = append(cells, cell{b: []byte(s), kind: cellText})
+	}
+	for _, s := range []string{"0", "3", "3.5", "-2e3", "1e999", "-1e999", "12345678901234567890", "1.0"} {
+		cells = append(cells, cell{b: []byte(s), kind: cellNumber})
+	}
+	for _, s := range []string{"2024-01-02T03:04:05Z", "2024-01-02", "x", ""} {
+		cells = append(cells, cell{b: []byte(s), kind: cellString})
+	}
+	cells = append(cells, cell{b: []byte("true"), kind: cellBool}, cell{b: []byte("false"), kind: cellBool}, cell{b: []byte(`{"a":1}`), kind: cellJSON})
+	for _, c := range cells {
+		var in inference
+		in.observe(c)
+		typ := in.result()
+		if _, code, msg := convert(c, typ); code != "" {
+			t.Errorf("%q (kind %d) infers %s but does not convert to it: %s", c.b, c.kind, typ, msg)
+		}
+	}
+}
