@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline"
 	"github.com/idemport/idemport/reader"
 )
@@ -32,6 +34,8 @@ type importOptions struct {
 	workers       int
 	busyTimeout   time.Duration
 	output        string
+	progress      string
+	metricsFile   string
 	logs          logFlags
 }
 
@@ -83,6 +87,8 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 	f.IntVar(&o.workers, "workers", 1, "partitions applied at once")
 	f.DurationVar(&o.busyTimeout, "busy-timeout", 30*time.Second, "how long to wait for another writer's lock on a SQLite target before failing")
 	outputFlag(c, &o.output)
+	f.StringVar(&o.progress, "progress", "auto", "progress bars on stderr: auto (only on a terminal), always or never")
+	f.StringVar(&o.metricsFile, "metrics-file", "", "write Prometheus metrics of this run to this file (for node_exporter's textfile collector)")
 	o.logs.register(c)
 	return c
 }
@@ -132,9 +138,17 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 	}, nil
 }
 
-func runImport(c *cobra.Command, e *env, o *importOptions, files []string) error {
+func runImport(c *cobra.Command, e *env, o *importOptions, args []string) error {
+	started := time.Now()
 	if err := checkOutput(o.output); err != nil {
 		return err
+	}
+	files, err := expandArgs(args, o.format)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return usageError{fmt.Errorf("no files to import in %s", strings.Join(args, " "))}
 	}
 	if o.fileID != "" && len(files) > 1 {
 		return usageError{fmt.Errorf("--file-id names one file, but %d were given", len(files))}
@@ -151,32 +165,73 @@ func runImport(c *cobra.Command, e *env, o *importOptions, files []string) error
 	if err != nil {
 		return err
 	}
+	ui, err := newProgressUI(e.stderr, o.progress)
+	if err != nil {
+		return err
+	}
 	ctx := c.Context()
 	eng, err := pipeline.Open(ctx, o.into, pipeline.Options{Logger: log, Failpoints: e.failpoints, BusyTimeout: o.busyTimeout})
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
-	var bad []*pipeline.Result
-	for _, req := range reqs {
+	var all, bad []*pipeline.Result
+	for i, req := range reqs {
 		if ctx.Err() != nil {
 			break
 		}
+		ui.startFile(i+1, len(reqs), req.Path)
+		req.Progress = ui.update
 		res := eng.Import(ctx, req)
+		ui.clear()
 		if err := printResult(e.stdout, o.output, res, ctx.Err() != nil); err != nil {
 			return err
 		}
+		all = append(all, res)
 		if resultCode(res) != exitOK {
 			bad = append(bad, res)
 		}
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	var runErr error
+	switch {
+	case ctx.Err() != nil:
+		runErr = ctx.Err()
+	case len(bad) > 0:
+		runErr = outcomeError{results: bad}
 	}
-	if len(bad) > 0 {
-		return outcomeError{results: bad}
+	if o.output == "text" && len(all) > 1 {
+		fmt.Fprintln(e.stdout, summary(all))
 	}
-	return nil
+	if o.metricsFile != "" {
+		ops, err := eng.Status(context.WithoutCancel(ctx), ledger.Filter{})
+		if err != nil {
+			return errors.Join(runErr, err)
+		}
+		list := make([]ledger.Operation, len(ops))
+		for i, op := range ops {
+			list[i] = op.Operation
+		}
+		if err := writeMetrics(o.metricsFile, all, exitCode(ctx, runErr), time.Since(started), list); err != nil {
+			return errors.Join(runErr, err)
+		}
+	}
+	return runErr
+}
+
+// summary counts the outcomes of several files in one line.
+func summary(rs []*pipeline.Result) string {
+	counts := map[pipeline.Outcome]int{}
+	for _, r := range rs {
+		counts[r.Outcome]++
+	}
+	var parts []string
+	for _, o := range []pipeline.Outcome{pipeline.Imported, pipeline.Resumed, pipeline.Duplicate, pipeline.Conflict,
+		pipeline.Busy, pipeline.Refused, pipeline.Failed} {
+		if counts[o] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
+		}
+	}
+	return fmt.Sprintf("%d files: %s", len(rs), strings.Join(parts, ", "))
 }
 
 // resultJSON is one line of --output json.
