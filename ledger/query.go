@@ -101,13 +101,16 @@ func (l *Ledger) Attempts(ctx context.Context, k Key) ([]AttemptRecord, error) {
 
 // Reject is a bad row kept in the quarantine under its original identity.
 type Reject struct {
-	Ordinal int64
-	Offset  int64
-	Column  string
-	Value   string
-	Code    string
-	Message string
-	Attempt string
+	Ordinal    int64
+	Offset     int64
+	Column     string
+	Value      string // the offending value, at most 1 KiB
+	Row        string // the whole row as read, at most 64 KiB; empty when longer
+	Code       string
+	Message    string
+	Attempt    string // the attempt that found it
+	ReplayedBy string // the replay attempt that applied a corrected row, if any
+	ReplayedAt int64
 }
 
 // AddRejects stores rejects of operation k found by attempt. Storing a
@@ -118,14 +121,14 @@ func (l *Ledger) AddRejects(ctx context.Context, tx *sql.Tx, k Key, attempt stri
 	}
 	conflict := ` ON CONFLICT DO NOTHING`
 	stmt, err := tx.PrepareContext(ctx, l.q(`INSERT INTO `+l.prefix+`rejects
-		(table_name, file_id, ordinal, byte_offset, column_name, raw_value, code, message, attempt_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, `+l.d.Now()+`)`+conflict))
+		(table_name, file_id, ordinal, byte_offset, column_name, raw_value, raw_row, code, message, attempt_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+l.d.Now()+`)`+conflict))
 	if err != nil {
 		return fmt.Errorf("store rejects: %w", err)
 	}
 	defer stmt.Close()
 	for _, r := range rs {
-		if _, err := stmt.ExecContext(ctx, k.Table, k.FileID, r.Ordinal, r.Offset, r.Column, r.Value, r.Code, r.Message, attempt); err != nil {
+		if _, err := stmt.ExecContext(ctx, k.Table, k.FileID, r.Ordinal, r.Offset, r.Column, r.Value, r.Row, r.Code, r.Message, attempt); err != nil {
 			return fmt.Errorf("store reject of row %d: %w", r.Ordinal, err)
 		}
 	}
@@ -138,7 +141,8 @@ func (l *Ledger) Rejects(ctx context.Context, q dialect.Querier, k Key) ([]Rejec
 		return nil, err
 	}
 	rows, err := q.QueryContext(ctx, l.q(`SELECT ordinal, byte_offset, coalesce(column_name, ''), coalesce(raw_value, ''),
-		code, message, attempt_id FROM `+l.prefix+`rejects WHERE table_name = ? AND file_id = ? ORDER BY ordinal`), k.Table, k.FileID)
+		coalesce(raw_row, ''), code, message, attempt_id, coalesce(replayed_by, ''), coalesce(replayed_at, 0)
+		FROM `+l.prefix+`rejects WHERE table_name = ? AND file_id = ? ORDER BY ordinal`), k.Table, k.FileID)
 	if err != nil {
 		return nil, fmt.Errorf("list rejects: %w", err)
 	}
@@ -146,7 +150,7 @@ func (l *Ledger) Rejects(ctx context.Context, q dialect.Querier, k Key) ([]Rejec
 	var out []Reject
 	for rows.Next() {
 		var r Reject
-		if err := rows.Scan(&r.Ordinal, &r.Offset, &r.Column, &r.Value, &r.Code, &r.Message, &r.Attempt); err != nil {
+		if err := rows.Scan(&r.Ordinal, &r.Offset, &r.Column, &r.Value, &r.Row, &r.Code, &r.Message, &r.Attempt, &r.ReplayedBy, &r.ReplayedAt); err != nil {
 			return nil, err
 		}
 		out = append(out, r)

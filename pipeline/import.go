@@ -44,6 +44,9 @@ type Request struct {
 	Workers int
 	// BatchRows is the rows per batch handed to the sink (default 1024).
 	BatchRows int
+	// Rehash makes the run hash the file even when the quick check (path,
+	// size, times, inode) says it is unchanged since it was last hashed.
+	Rehash bool
 	// Progress, if set, receives progress reports. It is called from the
 	// import's goroutines and must be quick.
 	Progress func(Progress)
@@ -80,6 +83,8 @@ type run struct {
 	leaseMs int64
 	started time.Time
 
+	stat      ledger.FileStat
+	quick     bool // the digest came from the quick check, not from hashing
 	created   bool // this run created the operation
 	claimed   bool // an attempt row exists for this run
 	file      *reader.File
@@ -101,6 +106,7 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 		r.res.Err = err
 	}
 	r.res.Rows = r.rows
+	r.res.QuickCheck = r.quick
 	r.res.Duration = time.Since(r.started)
 	if len(r.recovered) > 0 {
 		r.res.RecoveredLease, r.res.RecoveredFrom = true, r.recovered
@@ -189,11 +195,22 @@ func (r *run) identify(ctx context.Context) error {
 	if st.IsDir() {
 		return usagef("%s is a directory", r.req.Path)
 	}
-	digest, err := reader.Digest(ctx, r.req.Path, func(n int64) {
-		r.progress(Progress{Phase: "hash", Bytes: n, TotalBytes: st.Size()})
-	})
-	if err != nil {
-		return err
+	host, _ := os.Hostname()
+	r.stat = fileStat(host, r.req.Path, st)
+	digest := ""
+	if !r.req.Rehash && r.e.db != nil {
+		if digest, err = r.e.ledger.KnownDigest(ctx, r.e.db, r.stat); err != nil {
+			return err
+		}
+		r.quick = digest != ""
+	}
+	if digest == "" {
+		digest, err = reader.Digest(ctx, r.req.Path, func(n int64) {
+			r.progress(Progress{Phase: "hash", Bytes: n, TotalBytes: st.Size()})
+		})
+		if err != nil {
+			return err
+		}
 	}
 	fileID := r.req.FileID
 	if fileID == "" {
@@ -219,9 +236,8 @@ func (r *run) identify(ctx context.Context) error {
 	}
 	r.op = checkpoint.Op{Table: m.Table, FileID: fileID}
 	r.res.FileID, r.res.ContentDigest, r.res.MappingDigest = fileID, digest, mdigest
-	r.attempt = ledger.Attempt{ID: uuid.Must(uuid.NewV7()).String(), Trigger: r.req.Trigger, PID: os.Getpid(),
+	r.attempt = ledger.Attempt{ID: uuid.Must(uuid.NewV7()).String(), Trigger: r.req.Trigger, Host: host, PID: os.Getpid(),
 		ProcStart: proc.Start(os.Getpid()), Path: r.req.Path}
-	r.attempt.Host, _ = os.Hostname()
 	r.log = r.e.log.With("operation", r.id.Key.String(), "file_id", fileID, "attempt_id", r.attempt.ID)
 	return nil
 }
@@ -263,6 +279,12 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 	}
 	if op != nil {
 		if d, _ := ledger.Decide(op, r.id, now); d != ledger.Busy && r.settles(d, op) {
+			if !r.quick {
+				// The file was hashed: remember it, so the next run need not.
+				if err := r.e.ledger.RememberDigest(ctx, r.e.db, r.stat, r.id.ContentDigest); err != nil {
+					return 0, err
+				}
+			}
 			return d, r.settle(d, op)
 		}
 	}
@@ -313,6 +335,11 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 		}
 	}
 	if !r.settles(d, op) {
+		if !r.quick && r.stat.Path != "" {
+			if err := r.e.ledger.RememberDigest(ctx, tx, r.stat, r.id.ContentDigest); err != nil {
+				return 0, err
+			}
+		}
 		if err := tx.Commit(); err != nil {
 			return 0, fmt.Errorf("commit claim: %w", err)
 		}

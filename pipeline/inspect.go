@@ -174,3 +174,8 @@ func (e *Engine) History(ctx context.Context, fileOrID string, table string) ([]
 	}
 	return ops, attempts, nil
 }
+
+// Rejects returns the stored rejects of operation k, in ordinal order.
+func (e *Engine) Rejects(ctx context.Context, k ledger.Key) ([]ledger.Reject, error) {
+	return e.ledger.Rejects(ctx, e.db, k)
+}

@@ -36,10 +36,13 @@ type Result struct {
 	Partitions    counter.Partitions `json:"partitions"`
 	// RecoveredLease is true when this run took over the expired lease of a
 	// dead or stalled attempt; RecoveredFrom names those attempts.
-	RecoveredLease bool          `json:"recovered_lease"`
-	RecoveredFrom  []string      `json:"recovered_from,omitempty"`
-	Duration       time.Duration `json:"-"`
-	Err            error         `json:"-"`
+	RecoveredLease bool `json:"recovered_lease"`
+	// QuickCheck is true when the content digest came from the quick check
+	// (the file was unchanged since it was last hashed) instead of hashing.
+	QuickCheck    bool          `json:"quick_check"`
+	RecoveredFrom []string      `json:"recovered_from,omitempty"`
+	Duration      time.Duration `json:"-"`
+	Err           error         `json:"-"`
 
 	// Stored is the stored operation, for duplicate, conflict and refused
 	// outcomes: when and by which attempt it was completed or refused.

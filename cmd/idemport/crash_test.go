@@ -274,11 +274,7 @@ func TestLedgerWipedAfterPartialRun(t *testing.T) {
 		t.Fatalf("not killed: %d", killed.Code)
 	}
 	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
-	for _, table := range []string{"operations", "attempts", "rejects", "files", "plans", "partitions", "migrations"} {
-		if _, err := db.Exec(`DROP TABLE idemport_` + table); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dropLedger(t, db)
 	res := importJSON(t, dir, nil, 0, "--partition-rows", "100", "orders.csv")
 	if res.Outcome != "imported" || res.Rows.Inserted != 600 || res.Rows.Unchanged != 400 {
 		t.Fatalf("rerun: %+v", res)

@@ -36,6 +36,7 @@ type importOptions struct {
 	output        string
 	progress      string
 	metricsFile   string
+	rehash        bool
 	logs          logFlags
 }
 
@@ -87,6 +88,7 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 	f.IntVar(&o.workers, "workers", 1, "partitions applied at once")
 	f.DurationVar(&o.busyTimeout, "busy-timeout", 30*time.Second, "how long to wait for another writer's lock on a SQLite target before failing")
 	outputFlag(c, &o.output)
+	f.BoolVar(&o.rehash, "rehash", false, "hash every file even when the quick check (path, size, times, inode) says it is unchanged")
 	f.StringVar(&o.progress, "progress", "auto", "progress bars on stderr: auto (only on a terminal), always or never")
 	f.StringVar(&o.metricsFile, "metrics-file", "", "write Prometheus metrics of this run to this file (for node_exporter's textfile collector)")
 	o.logs.register(c)
@@ -134,7 +136,7 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 	}
 	return pipeline.Request{
 		Path: path, FileID: o.fileID, Mapping: m, PartitionRows: o.partitionRows, MaxRejects: o.maxRejects,
-		Lease: o.lease, Trigger: o.trigger, Wait: wait, Workers: o.workers,
+		Lease: o.lease, Trigger: o.trigger, Wait: wait, Workers: o.workers, Rehash: o.rehash,
 	}, nil
 }
 

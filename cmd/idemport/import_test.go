@@ -34,6 +34,7 @@ type result struct {
 		Total, Skipped, Committed int64
 	} `json:"partitions"`
 	RecoveredLease bool   `json:"recovered_lease"`
+	QuickCheck     bool   `json:"quick_check"`
 	DurationMs     *int64 `json:"duration_ms"`
 	Error          string `json:"error"`
 }
@@ -312,11 +313,7 @@ func TestLedgerWipedRerunMakesNoDuplicates(t *testing.T) {
 	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 300, 5)
 	importJSON(t, dir, nil, 0, "--partition-rows", "100", "orders.csv")
 	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
-	for _, table := range []string{"operations", "attempts", "rejects", "files", "plans", "partitions", "migrations"} {
-		if _, err := db.Exec(`DROP TABLE idemport_` + table); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dropLedger(t, db)
 	res := importJSON(t, dir, nil, 0, "--partition-rows", "100", "orders.csv")
 	if res.Outcome != "imported" || res.Rows.Inserted != 0 || res.Rows.Unchanged != 300 {
 		t.Fatalf("rerun after the ledger was wiped: %+v", res)
@@ -369,5 +366,60 @@ func TestCSVSpectrumImportsExactly(t *testing.T) {
 				t.Fatalf("got  %q\nwant %q", gotMaps, want)
 			}
 		})
+	}
+}
+
+// dropLedger drops every table idemport keeps for itself, as a user wiping
+// the ledger would.
+func dropLedger(t *testing.T, db *sql.DB) {
+	t.Helper()
+	tables := testkit.Query(t, db, `SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'idemport\_%' ESCAPE '\'`)
+	if len(tables) < 7 {
+		t.Fatalf("only %d ledger tables to drop: %v", len(tables), tables)
+	}
+	for _, row := range tables {
+		if _, err := db.Exec(`DROP TABLE ` + row[0].(string)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestQuickCheckSkipsHashingUnchangedFiles reruns a completed file: the
+// digest comes from the quick check while path, size, times and inode are
+// unchanged, and the file is hashed again when any of them changes — even a
+// rewrite that restores the modification time.
+func TestQuickCheckSkipsHashingUnchangedFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "orders.csv")
+	testkit.Orders(t, path, 100, 21)
+	first := importJSON(t, dir, nil, 0, "orders.csv")
+	if first.QuickCheck {
+		t.Fatal("a new file came from the quick check")
+	}
+	again := importJSON(t, dir, nil, 0, "orders.csv")
+	if !again.QuickCheck || again.Outcome != "duplicate" || again.ContentDigest != first.ContentDigest {
+		t.Fatalf("unchanged rerun: %+v", again)
+	}
+	if forced := importJSON(t, dir, nil, 0, "--rehash", "orders.csv"); forced.QuickCheck || forced.Outcome != "duplicate" {
+		t.Fatalf("--rehash: %+v", forced)
+	}
+	// Same size, same modification time, other bytes: the change time moves.
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	i := bytes.Index(b, []byte("SKU-"))
+	b[i+4] = 'X'
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	changed := importJSON(t, dir, nil, 0, "orders.csv")
+	if changed.QuickCheck || changed.ContentDigest == first.ContentDigest || changed.Outcome != "imported" {
+		t.Fatalf("rewritten file: %+v", changed)
 	}
 }

@@ -101,6 +101,9 @@ func exitCode(ctx context.Context, err error) int {
 	if errors.As(err, new(*pipeline.UsageError)) || errors.As(err, new(usageError)) {
 		return exitUsage
 	}
+	if errors.As(err, new(refusedError)) {
+		return exitRefused
+	}
 	return exitFailed
 }
 
@@ -162,6 +165,7 @@ clean run would leave it, and a rerun of a finished file does nothing and says s
 		newStatusCmd(e),
 		newHistoryCmd(e),
 		newPlanCmd(e),
+		newRejectsCmd(e),
 		newVersionCmd(e),
 	)
 	return root

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/pipeline"
+)
+
+func newRejectsCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "rejects",
+		Short: "List, export and replay the bad rows quarantined by imports",
+		Long: `Bad rows within --max-rejects are kept in the rejects quarantine with their original identity
+(file ID and row ordinal), byte offset, column, value and reason. Export them as CSV, fix the
+values, and replay the fixed file: each row is applied under its original identity, as a new
+attempt with trigger "replay". Replaying the same file again changes nothing.`,
+		Example: `  idemport rejects list orders.csv
+  idemport rejects export orders.csv > fix.csv    # edit fix.csv
+  idemport rejects replay fix.csv`,
+	}
+	c.AddCommand(newRejectsListCmd(e), newRejectsExportCmd(e), newRejectsReplayCmd(e))
+	return c
+}
+
+// rejectsOf finds the operations of a file (path or file ID) and their rejects.
+func rejectsOf(c *cobra.Command, into, fileOrID, table string) (*pipeline.Engine, []ledger.Operation, [][]ledger.Reject, error) {
+	eng, err := openReadOnly(c, into)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if eng == nil {
+		return nil, nil, nil, fmt.Errorf("no operation for %s: %s has no ledger", fileOrID, into)
+	}
+	ops, _, err := eng.History(c.Context(), fileOrID, table)
+	if err != nil {
+		eng.Close()
+		return nil, nil, nil, err
+	}
+	var all [][]ledger.Reject
+	for _, op := range ops {
+		rs, err := eng.Rejects(c.Context(), op.Key)
+		if err != nil {
+			eng.Close()
+			return nil, nil, nil, err
+		}
+		all = append(all, rs)
+	}
+	return eng, ops, all, nil
+}
+
+func newRejectsListCmd(e *env) *cobra.Command {
+	var into, output, table string
+	c := &cobra.Command{
+		Use:     "list FILE|FILE-ID",
+		Short:   "List the quarantined rows of a file's imports",
+		Example: "  idemport rejects list orders.csv\n  idemport rejects list orders/2026-11-28 --table orders --output json",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			eng, ops, all, err := rejectsOf(c, into, args[0], table)
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
+			if output == "json" {
+				type rejectJSON struct {
+					Table      string `json:"table"`
+					FileID     string `json:"file_id"`
+					Ordinal    int64  `json:"ordinal"`
+					Offset     int64  `json:"byte_offset"`
+					Column     string `json:"column,omitempty"`
+					Value      string `json:"value"`
+					Code       string `json:"code"`
+					Message    string `json:"message"`
+					AttemptID  string `json:"attempt_id"`
+					ReplayedBy string `json:"replayed_by,omitempty"`
+				}
+				out := []rejectJSON{}
+				for i, op := range ops {
+					for _, r := range all[i] {
+						out = append(out, rejectJSON{op.Table, op.FileID, r.Ordinal, r.Offset, r.Column, r.Value, r.Code, r.Message, r.Attempt, r.ReplayedBy})
+					}
+				}
+				return writeJSON(e.stdout, out)
+			}
+			return rejectsText(e.stdout, ops, all)
+		},
+	}
+	intoFlag(c, &into)
+	outputFlag(c, &output)
+	c.Flags().StringVar(&table, "table", "", "only the operation on this table")
+	return c
+}
+
+func rejectsText(w io.Writer, ops []ledger.Operation, all [][]ledger.Reject) error {
+	for i, op := range ops {
+		fmt.Fprintf(w, "%s ← %s: %d rejected rows\n", op.Table, op.FileID, len(all[i]))
+		if len(all[i]) == 0 {
+			continue
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ROW\tBYTE\tCOLUMN\tVALUE\tCODE\tREASON\tREPLAYED BY")
+		for _, r := range all[i] {
+			replayed := "-"
+			if r.ReplayedBy != "" {
+				replayed = r.ReplayedBy
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%q\t%s\t%s\t%s\n", r.Ordinal, r.Offset, r.Column, clip(r.Value, 40), r.Code, r.Message, replayed)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+func newRejectsExportCmd(e *env) *cobra.Command {
+	var into, table string
+	var all bool
+	c := &cobra.Command{
+		Use:   "export FILE|FILE-ID",
+		Short: "Write a file's quarantined rows as CSV, ready to fix and replay",
+		Long: `Export writes the quarantined rows of one operation as CSV on stdout: the identity columns
+_idemport_table, _idemport_file_id and _idemport_row (the row's ordinal in its source file),
+then the source file's columns with the values as they were read. Fix the values and give the
+file to 'idemport rejects replay'. Rows already replayed are left out unless --all.`,
+		Example: "  idemport rejects export orders.csv > fix.csv",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			eng, err := openReadOnly(c, into)
+			if err != nil {
+				return err
+			}
+			if eng == nil {
+				return fmt.Errorf("no operation for %s: %s has no ledger", args[0], into)
+			}
+			defer eng.Close()
+			return eng.ExportRejects(c.Context(), e.stdout, args[0], table, all)
+		},
+	}
+	intoFlag(c, &into)
+	c.Flags().StringVar(&table, "table", "", "the operation on this table (needed when the file went to several)")
+	c.Flags().BoolVar(&all, "all", false, "include rows already replayed")
+	return c
+}
+
+func newRejectsReplayCmd(e *env) *cobra.Command {
+	var into, output string
+	c := &cobra.Command{
+		Use:   "replay FIXED.csv",
+		Short: "Apply corrected rejects under their original identity",
+		Long: `Replay applies the rows of a corrected export to the target of the import they came from,
+each under its original identity (file ID and row ordinal), as a new attempt with trigger
+"replay". Every row must be one of the operation's quarantined rows and must now be valid;
+otherwise nothing is applied (exit 5). Replaying the same file again changes nothing.`,
+		Example: "  idemport rejects replay fix.csv",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			eng, err := pipeline.Open(c.Context(), into, pipeline.Options{})
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
+			res, err := eng.Replay(c.Context(), args[0])
+			if err != nil {
+				if errors.Is(err, pipeline.ErrReplay) {
+					return refusedError{err}
+				}
+				return err
+			}
+			if output == "json" {
+				return writeJSON(e.stdout, res)
+			}
+			_, err = fmt.Fprintf(e.stdout, "%s: replayed %d rows into %s under their identity in %s (%d inserted, %d updated, %d unchanged, %d stale)\n",
+				res.File, res.Rows.Read, res.Table, res.FileID, res.Rows.Inserted, res.Rows.Updated, res.Rows.Unchanged, res.Rows.Stale)
+			return err
+		},
+	}
+	intoFlag(c, &into)
+	outputFlag(c, &output)
+	return c
+}
+
+// refusedError is a command refused for its input, with nothing applied
+// (exit 5).
+type refusedError struct{ error }
+
+func (e refusedError) Unwrap() error { return e.error }

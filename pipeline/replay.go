@@ -1,0 +1,317 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/google/uuid"
+
+	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/internal/proc"
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/reader"
+	"github.com/idemport/idemport/sink"
+)
+
+// The identity columns of an exported rejects file: each corrected row is
+// applied under the identity it had in its source file.
+const (
+	ReplayTable  = "_idemport_table"
+	ReplayFileID = "_idemport_file_id"
+	ReplayRow    = "_idemport_row"
+)
+
+// ReplayResult reports a replay of corrected rejects.
+type ReplayResult struct {
+	File      string       `json:"file"`
+	Table     string       `json:"table"`
+	FileID    string       `json:"file_id"`
+	AttemptID string       `json:"attempt_id"`
+	Rows      counter.Rows `json:"rows"`
+	Duration  time.Duration `json:"-"`
+}
+
+// ErrReplay marks a replay file that cannot be applied as it is; nothing of
+// it was applied.
+var ErrReplay = errors.New("replay refused")
+
+// Replay applies the corrected rows of path, a CSV file as written by a
+// rejects export (the identity columns, then the columns of the source
+// file's plan), to the target of the completed operation they came from,
+// each row under its original identity (file ID and ordinal), as a new
+// attempt with trigger "replay". Every row must be one of the operation's
+// stored rejects and must now be valid; otherwise nothing is applied.
+// Replaying the same rows again changes nothing.
+func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error) {
+	started := time.Now()
+	key, err := replayKey(path)
+	if err != nil {
+		return nil, err
+	}
+	res := &ReplayResult{File: path, Table: key.Table, FileID: key.FileID}
+	op, _, err := e.ledger.Get(ctx, e.db, key)
+	if err != nil {
+		return res, err
+	}
+	if op == nil {
+		return res, fmt.Errorf("%w: %s names no operation (%s)", ErrReplay, path, key)
+	}
+	if op.State != ledger.Completed {
+		return res, fmt.Errorf("%w: operation %s is %s, not completed; finish its import first", ErrReplay, key, op.State)
+	}
+	body, _, err := e.cp.Load(ctx, e.db, checkpoint.Op{Table: key.Table, FileID: key.FileID})
+	if err != nil {
+		return res, err
+	}
+	if body == nil {
+		return res, fmt.Errorf("%w: the plan of %s was removed (gc); its rejects cannot be replayed", ErrReplay, key)
+	}
+	var sp storedPlan
+	if err := json.Unmarshal(body, &sp); err != nil {
+		return res, fmt.Errorf("read stored plan: %w", err)
+	}
+	var mapping canonicalMapping
+	if err := json.Unmarshal([]byte(op.Mapping), &mapping); err != nil {
+		return res, fmt.Errorf("read stored mapping: %w", err)
+	}
+	target := sink.Target{Table: key.Table, Key: mapping.Key, Version: mapping.VersionBy}
+
+	batches, ordinals, err := readReplay(ctx, path, sp.Schema, target.Key)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}()
+	missing, err := e.ledger.NotRejected(ctx, e.db, key, ordinals)
+	if err != nil {
+		return res, err
+	}
+	if len(missing) > 0 {
+		return res, fmt.Errorf("%w: rows %s of %s were not rejected; replay applies only quarantined rows", ErrReplay, ints(missing, 10), key)
+	}
+
+	host, _ := os.Hostname()
+	a := ledger.Attempt{ID: uuid.Must(uuid.NewV7()).String(), Trigger: "replay", Host: host, PID: os.Getpid(),
+		ProcStart: proc.Start(os.Getpid()), Path: path}
+	res.AttemptID = a.ID
+	conn, err := e.db.Conn(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer conn.Close()
+	w, err := e.sink.Writer(ctx, conn, target, sp.Schema.Arrow())
+	if err != nil {
+		return res, err
+	}
+	defer w.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return res, err
+	}
+	defer tx.Rollback()
+	if err := e.ledger.StartReplay(ctx, tx, key, a); err != nil {
+		return res, err
+	}
+	fileKey := FileKey(key.FileID)
+	for _, b := range batches {
+		c, err := w.Write(ctx, tx, fileKey, b.Record, b.Ordinals)
+		if err != nil {
+			return res, err
+		}
+		res.Rows.Add(c)
+	}
+	if err := e.ledger.Replayed(ctx, tx, key, a.ID, ordinals, res.Rows); err != nil {
+		return res, err
+	}
+	if err := e.ledger.End(ctx, tx, a.ID, "replayed", "", 0, 0); err != nil {
+		return res, err
+	}
+	if err := tx.Commit(); err != nil {
+		return res, fmt.Errorf("commit replay: %w", err)
+	}
+	res.Duration = time.Since(started)
+	return res, nil
+}
+
+// replayKey reads the operation a replay file names; every row must name
+// the same one.
+func replayKey(path string) (ledger.Key, error) {
+	f, err := reader.Open(path, reader.Options{Format: reader.CSV, Types: map[string]reader.Type{
+		ReplayTable: reader.String, ReplayFileID: reader.String, ReplayRow: reader.Int64}})
+	if err != nil {
+		return ledger.Key{}, fmt.Errorf("%w: %w", ErrReplay, err)
+	}
+	h := f.Header()
+	for _, c := range []string{ReplayTable, ReplayFileID, ReplayRow} {
+		if !contains(h, c) {
+			return ledger.Key{}, fmt.Errorf("%w: %s has no %s column; replay takes a file written by 'idemport rejects export'", ErrReplay, path, c)
+		}
+	}
+	plan, err := f.Scan(context.Background(), reader.ScanOptions{KeepRejects: 1})
+	if err != nil {
+		return ledger.Key{}, fmt.Errorf("%w: %w", ErrReplay, err)
+	}
+	keys := map[ledger.Key]bool{}
+	for _, p := range plan.Partitions {
+		pr, err := f.Partition(plan, p, 4096)
+		if err != nil {
+			return ledger.Key{}, err
+		}
+		for {
+			b, err := pr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				pr.Close()
+				return ledger.Key{}, err
+			}
+			t := b.Record.Column(plan.Schema.Index(ReplayTable)).(*array.String)
+			id := b.Record.Column(plan.Schema.Index(ReplayFileID)).(*array.String)
+			for i := 0; i < int(b.Record.NumRows()); i++ {
+				keys[ledger.Key{Table: t.Value(i), FileID: id.Value(i)}] = true
+			}
+			b.Release()
+		}
+		pr.Close()
+	}
+	if len(keys) != 1 {
+		return ledger.Key{}, fmt.Errorf("%w: %s must hold rows of exactly one operation (one table and file ID), it has %d", ErrReplay, path, len(keys))
+	}
+	for k := range keys {
+		return k, nil
+	}
+	panic("unreachable")
+}
+
+// readReplay reads the corrected rows, validated against the plan's schema,
+// as batches in that schema with the rows' original ordinals. A row that is
+// still bad refuses the whole replay.
+func readReplay(ctx context.Context, path string, schema reader.Schema, key []string) ([]reader.Batch, []int64, error) {
+	types := map[string]reader.Type{ReplayTable: reader.String, ReplayFileID: reader.String, ReplayRow: reader.Int64}
+	for _, c := range schema {
+		types[c.Name] = c.Type
+	}
+	f, err := reader.Open(path, reader.Options{Format: reader.CSV, Types: types, NotNull: append([]string{ReplayRow}, key...)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrReplay, err)
+	}
+	want := []string{ReplayTable, ReplayFileID, ReplayRow}
+	for _, c := range schema {
+		want = append(want, c.Name)
+	}
+	if got := f.Header(); !sameSet(got, want) {
+		return nil, nil, fmt.Errorf("%w: %s has columns %s; the plan needs %s", ErrReplay, path, strings.Join(got, ", "), strings.Join(want, ", "))
+	}
+	plan, err := f.Scan(ctx, reader.ScanOptions{KeepRejects: 5})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrReplay, err)
+	}
+	if plan.Rejected > 0 {
+		var bad []string
+		for _, r := range plan.Rejects {
+			bad = append(bad, fmt.Sprintf("row %d column %q value %q: %s", r.Ordinal, r.Column, r.Value, r.Message))
+		}
+		return nil, nil, fmt.Errorf("%w: %d rows of %s are still bad: %s", ErrReplay, plan.Rejected, path, strings.Join(bad, "; "))
+	}
+	out := schema.Arrow()
+	idx := make([]int, len(schema))
+	for i, c := range schema {
+		idx[i] = plan.Schema.Index(c.Name)
+	}
+	rowCol := plan.Schema.Index(ReplayRow)
+	var batches []reader.Batch
+	var ordinals []int64
+	seen := map[int64]bool{}
+	release := func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}
+	for _, p := range plan.Partitions {
+		pr, err := f.Partition(plan, p, 4096)
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		for {
+			b, err := pr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				pr.Close()
+				release()
+				return nil, nil, err
+			}
+			cols := make([]arrow.Array, len(idx))
+			for i, j := range idx {
+				cols[i] = b.Record.Column(j)
+			}
+			rows := b.Record.Column(rowCol).(*array.Int64)
+			ords := make([]int64, rows.Len())
+			for i := range ords {
+				ords[i] = rows.Value(i)
+				if seen[ords[i]] {
+					pr.Close()
+					release()
+					b.Release()
+					return nil, nil, fmt.Errorf("%w: row %d appears twice in %s", ErrReplay, ords[i], path)
+				}
+				seen[ords[i]] = true
+			}
+			batches = append(batches, reader.Batch{Record: array.NewRecordBatch(out, cols, b.Record.NumRows()), Ordinals: ords})
+			ordinals = append(ordinals, ords...)
+			b.Release()
+		}
+		pr.Close()
+	}
+	sort.Slice(ordinals, func(i, j int) bool { return ordinals[i] < ordinals[j] })
+	return batches, ordinals, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range b {
+		if !contains(a, x) {
+			return false
+		}
+	}
+	return true
+}
+
+func ints(xs []int64, max int) string {
+	var parts []string
+	for i, x := range xs {
+		if i == max {
+			parts = append(parts, fmt.Sprintf("… (%d in all)", len(xs)))
+			break
+		}
+		parts = append(parts, fmt.Sprint(x))
+	}
+	return strings.Join(parts, ", ")
+}
