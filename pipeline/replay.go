@@ -33,11 +33,11 @@ const (
 
 // ReplayResult reports a replay of corrected rejects.
 type ReplayResult struct {
-	File      string       `json:"file"`
-	Table     string       `json:"table"`
-	FileID    string       `json:"file_id"`
-	AttemptID string       `json:"attempt_id"`
-	Rows      counter.Rows `json:"rows"`
+	File      string        `json:"file"`
+	Table     string        `json:"table"`
+	FileID    string        `json:"file_id"`
+	AttemptID string        `json:"attempt_id"`
+	Rows      counter.Rows  `json:"rows"`
 	Duration  time.Duration `json:"-"`
 }
 
