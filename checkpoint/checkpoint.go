@@ -299,3 +299,19 @@ func (s *Store) Expire(ctx context.Context, q dialect.Querier, op Op, attempt st
 	}
 	return nil
 }
+
+// Drop deletes op's stored plan and partition rows, returning how many of
+// each it deleted. Use it only for completed operations.
+func (s *Store) Drop(ctx context.Context, tx *sql.Tx, op Op) (plans, parts int64, err error) {
+	res, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+s.prefix+`partitions WHERE table_name = ? AND file_id = ?`), op.Table, op.FileID)
+	if err != nil {
+		return 0, 0, fmt.Errorf("drop partitions: %w", err)
+	}
+	parts, _ = res.RowsAffected()
+	res, err = tx.ExecContext(ctx, s.q(`DELETE FROM `+s.prefix+`plans WHERE table_name = ? AND file_id = ?`), op.Table, op.FileID)
+	if err != nil {
+		return 0, 0, fmt.Errorf("drop plan: %w", err)
+	}
+	plans, _ = res.RowsAffected()
+	return plans, parts, nil
+}

@@ -37,6 +37,7 @@ type importOptions struct {
 	progress      string
 	metricsFile   string
 	rehash        bool
+	dryRun        bool
 	logs          logFlags
 }
 
@@ -70,15 +71,7 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 		},
 	}
 	f := c.Flags()
-	intoFlag(c, &o.into)
-	f.StringVar(&o.table, "table", "", "target table (default: the file's name without extensions)")
-	f.StringSliceVar(&o.key, "key", nil, "natural key columns, comma-separated (default: rows are keyed by their place in the file)")
-	f.StringVar(&o.versionCol, "version-col", "", "with --key: apply a row only if this column is not older than the stored one")
-	f.StringVar(&o.fileID, "file-id", "", "the file's identity (default: its content digest)")
-	f.StringArrayVar(&o.columns, "column", nil, "fix a column's type, as name:type (bool, int64, float64, timestamp, string, json); repeatable")
-	f.StringVar(&o.format, "format", "", "file format: csv, tsv or jsonl (default: by extension)")
-	f.StringVar(&o.delimiter, "delimiter", "", "CSV/TSV field delimiter, one character (default , for CSV, tab for TSV)")
-	f.BoolVar(&o.quotes, "quotes", false, "process double quotes in TSV files (CSV always does)")
+	mappingFlags(c, o)
 	f.Int64Var(&o.partitionRows, "partition-rows", reader.DefaultPartitionRows, "rows per partition, the unit of commit and resume")
 	f.Int64Var(&o.maxRejects, "max-rejects", 0, "bad rows allowed before the file is refused; allowed ones go to the rejects quarantine")
 	f.DurationVar(&o.lease, "lease", pipeline.DefaultLease, "how long a claim survives without a heartbeat before another run may take it over")
@@ -88,6 +81,7 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 	f.IntVar(&o.workers, "workers", 1, "partitions applied at once")
 	f.DurationVar(&o.busyTimeout, "busy-timeout", 30*time.Second, "how long to wait for another writer's lock on a SQLite target before failing")
 	outputFlag(c, &o.output)
+	f.BoolVar(&o.dryRun, "dry-run", false, "identify, decide and plan each file and print the plan; write nothing")
 	f.BoolVar(&o.rehash, "rehash", false, "hash every file even when the quick check (path, size, times, inode) says it is unchanged")
 	f.StringVar(&o.progress, "progress", "auto", "progress bars on stderr: auto (only on a terminal), always or never")
 	f.StringVar(&o.metricsFile, "metrics-file", "", "write Prometheus metrics of this run to this file (for node_exporter's textfile collector)")
@@ -162,6 +156,9 @@ func runImport(c *cobra.Command, e *env, o *importOptions, args []string) error 
 			return err
 		}
 		reqs[i] = r
+	}
+	if o.dryRun {
+		return dryRun(c, e, o, reqs)
 	}
 	log, err := o.logs.logger(e.stderr)
 	if err != nil {
@@ -314,4 +311,34 @@ func resultText(r *pipeline.Result) string {
 		}
 	}
 	return b.String()
+}
+
+// dryRun identifies, decides and plans each file and prints what an import
+// would do, writing nothing anywhere.
+func dryRun(c *cobra.Command, e *env, o *importOptions, reqs []pipeline.Request) error {
+	eng, err := openReadOnly(c, o.into)
+	if err != nil {
+		return err
+	}
+	if eng != nil {
+		defer eng.Close()
+	}
+	for _, req := range reqs {
+		rep, err := pipeline.PlanFile(c.Context(), eng, req)
+		if err != nil {
+			return err
+		}
+		if o.output == "json" {
+			b, err := json.Marshal(rep)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "%s\n", b)
+			continue
+		}
+		if err := planText(e.stdout, rep); err != nil {
+			return err
+		}
+	}
+	return nil
 }

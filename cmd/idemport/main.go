@@ -166,6 +166,8 @@ clean run would leave it, and a rerun of a finished file does nothing and says s
 		newHistoryCmd(e),
 		newPlanCmd(e),
 		newRejectsCmd(e),
+		newVerifyCmd(e),
+		newGCCmd(e),
 		newVersionCmd(e),
 	)
 	return root

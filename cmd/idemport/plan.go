@@ -45,19 +45,9 @@ now — without writing anything anywhere. It takes the same flags as import.`,
 			return planText(e.stdout, rep)
 		},
 	}
-	f := c.Flags()
-	intoFlag(c, &o.into)
-	f.StringVar(&o.table, "table", "", "target table (default: the file's name without extensions)")
-	f.StringSliceVar(&o.key, "key", nil, "natural key columns, comma-separated")
-	f.StringVar(&o.versionCol, "version-col", "", "version column (with --key)")
-	f.StringVar(&o.fileID, "file-id", "", "the file's identity (default: its content digest)")
-	f.StringArrayVar(&o.columns, "column", nil, "fix a column's type, as name:type; repeatable")
-	f.StringVar(&o.format, "format", "", "file format: csv, tsv or jsonl (default: by extension)")
-	f.StringVar(&o.delimiter, "delimiter", "", "CSV/TSV field delimiter")
-	f.BoolVar(&o.quotes, "quotes", false, "process double quotes in TSV files")
-	f.Int64Var(&o.partitionRows, "partition-rows", 100000, "rows per partition")
-	f.Int64Var(&o.maxRejects, "max-rejects", 0, "bad rows allowed before the file is refused")
-	o.lease, o.trigger, o.workers, o.wait = pipeline.DefaultLease, pipeline.DefaultTrigger, 1, "0"
+	mappingFlags(c, o)
+	c.Flags().Int64Var(&o.partitionRows, "partition-rows", 100000, "rows per partition")
+	c.Flags().Int64Var(&o.maxRejects, "max-rejects", 0, "bad rows allowed before the file is refused")
 	outputFlag(c, &o.output)
 	return c
 }

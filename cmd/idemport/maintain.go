@@ -1,0 +1,168 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemport/idemport/pipeline"
+)
+
+// mappingFlags registers the flags that say which operation a file is and
+// how it is read, shared by import, plan and verify.
+func mappingFlags(c *cobra.Command, o *importOptions) {
+	f := c.Flags()
+	intoFlag(c, &o.into)
+	f.StringVar(&o.table, "table", "", "target table (default: the file's name without extensions)")
+	f.StringSliceVar(&o.key, "key", nil, "natural key columns, comma-separated (default: rows are keyed by their place in the file)")
+	f.StringVar(&o.versionCol, "version-col", "", "with --key: apply a row only if this column is not older than the stored one")
+	f.StringVar(&o.fileID, "file-id", "", "the file's identity (default: its content digest)")
+	f.StringArrayVar(&o.columns, "column", nil, "fix a column's type, as name:type (bool, int64, float64, timestamp, string, json); repeatable")
+	f.StringVar(&o.format, "format", "", "file format: csv, tsv or jsonl (default: by extension)")
+	f.StringVar(&o.delimiter, "delimiter", "", "CSV/TSV field delimiter, one character (default , for CSV, tab for TSV)")
+	f.BoolVar(&o.quotes, "quotes", false, "process double quotes in TSV files (CSV always does)")
+	o.partitionRows, o.lease, o.trigger, o.workers, o.wait = 100000, pipeline.DefaultLease, pipeline.DefaultTrigger, 1, "0"
+}
+
+// verifyError is a difference verify found (exit 1).
+type verifyError struct{ n int }
+
+func (e verifyError) Error() string { return fmt.Sprintf("%d file(s) do not match the ledger", e.n) }
+
+func newVerifyCmd(e *env) *cobra.Command {
+	o := &importOptions{}
+	c := &cobra.Command{
+		Use:   "verify [flags] FILE...",
+		Short: "Check a file against the ledger and the target",
+		Long: `Verify re-hashes each FILE, compares its content and mapping with the ledger, and recounts
+its rows in the target: in ordinal mode the rows whose lineage is the file, with --key the
+file's keys present in the table. It takes the same --table, --key and --file-id as import.
+It exits 1 on any difference, 0 when everything matches, and writes nothing.`,
+		Example: `  idemport verify orders.csv
+  idemport verify --table orders --key order_id day1.csv day2.csv`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkOutput(o.output); err != nil {
+				return err
+			}
+			eng, err := openReadOnly(c, o.into)
+			if err != nil {
+				return err
+			}
+			if eng == nil {
+				return fmt.Errorf("%s has no ledger: nothing was imported there", o.into)
+			}
+			defer eng.Close()
+			bad := 0
+			for _, path := range args {
+				req, err := o.request(path)
+				if err != nil {
+					return err
+				}
+				rep, err := eng.Verify(c.Context(), req)
+				if err != nil {
+					return err
+				}
+				if len(rep.Differences) > 0 {
+					bad++
+				}
+				if o.output == "json" {
+					if err := writeJSON(e.stdout, rep); err != nil {
+						return err
+					}
+					continue
+				}
+				if len(rep.Differences) == 0 {
+					fmt.Fprintf(e.stdout, "%s: ok: %s holds all %d rows, content %s\n", path, rep.Table, rep.Found, rep.ContentDigest)
+				} else {
+					fmt.Fprintf(e.stdout, "%s: DIFFERS: %s\n", path, strings.Join(rep.Differences, "; "))
+				}
+			}
+			if bad > 0 {
+				return verifyError{bad}
+			}
+			return nil
+		},
+	}
+	mappingFlags(c, o)
+	outputFlag(c, &o.output)
+	return c
+}
+
+// parseAge reads a duration that may be given in days: 90d, 12h, 1d12h.
+func parseAge(s string) (time.Duration, error) {
+	var total time.Duration
+	rest := s
+	if i := strings.IndexByte(rest, 'd'); i > 0 {
+		days, err := strconv.Atoi(rest[:i])
+		if err != nil {
+			return 0, fmt.Errorf("%q: want a duration such as 90d or 36h", s)
+		}
+		total = time.Duration(days) * 24 * time.Hour
+		rest = rest[i+1:]
+	}
+	if rest != "" {
+		d, err := time.ParseDuration(rest)
+		if err != nil {
+			return 0, fmt.Errorf("%q: want a duration such as 90d or 36h", s)
+		}
+		total += d
+	}
+	if total <= 0 {
+		return 0, fmt.Errorf("%q: want a positive duration", s)
+	}
+	return total, nil
+}
+
+func newGCCmd(e *env) *cobra.Command {
+	var into, output, older string
+	var dryRun bool
+	c := &cobra.Command{
+		Use:   "gc --older-than AGE",
+		Short: "Drop bulky detail of old completed imports, keeping their identity",
+		Long: `GC drops, for imports completed longer than AGE ago, their stored plans, per-partition rows
+and the raw values and rows of their rejects. It keeps what proves a file was imported —
+operation, fingerprint, state, counts, stored outcome, attempts, rejects' ordinals and
+reasons — so rerunning an old file is still a duplicate. Imports that are not completed are
+never touched. After gc, rejects of those imports can no longer be exported or replayed.`,
+		Example: `  idemport gc --older-than 90d
+  idemport gc --older-than 30d --dry-run`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			age, err := parseAge(older)
+			if err != nil {
+				return usageError{fmt.Errorf("--older-than %v", err)}
+			}
+			eng, err := pipeline.Open(c.Context(), into, pipeline.Options{})
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
+			rep, err := eng.GC(c.Context(), age, dryRun)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				return writeJSON(e.stdout, rep)
+			}
+			verb := "removed"
+			if dryRun {
+				verb = "would remove"
+			}
+			_, err = fmt.Fprintf(e.stdout, "gc %s the detail of %d operations completed before %s: %d plans, %d partition rows, %d reject payloads; their identity is kept\n",
+				verb, rep.Operations, rep.Cutoff.Format(time.RFC3339), rep.Plans, rep.Partitions, rep.RejectPayloads)
+			return err
+		},
+	}
+	intoFlag(c, &into)
+	outputFlag(c, &output)
+	c.Flags().StringVar(&older, "older-than", "90d", "age of completed imports to trim, e.g. 90d or 36h")
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be removed, remove nothing")
+	return c
+}

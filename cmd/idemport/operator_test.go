@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/idemport/idemport/internal/testkit"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// normalize replaces what changes from run to run (attempt IDs, times,
+// durations, hosts and pids) with placeholders.
+func normalize(s string) string {
+	for _, r := range []struct{ re, with string }{
+		{`[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}`, "<attempt>"},
+		{`\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?Z`, "<time>"},
+		{`"duration_ms":\d+`, `"duration_ms":0`},
+		{`\(\d+(\.\d+)?(µs|ms|s)\)`, "(<duration>)"},
+		{`; \d+(\.\d+)?(µs|ms|s)\)`, "; <duration>)"},
+		{`"host": "[^"]*"`, `"host": "<host>"`},
+		{`"pid": \d+`, `"pid": 0`},
+		{`\S+:\d+(\s+<time>)`, "<host>:<pid>$1"},
+	} {
+		s = regexp.MustCompile(r.re).ReplaceAllString(s, r.with)
+	}
+	return s
+}
+
+// golden compares got with testdata/golden/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("..", "..", "testdata", "golden", name)
+	got = normalize(got)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Fatalf("%s differs from its golden file (run with -update after checking):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// TestGoldenOutputs runs a fixed scenario and compares the text and JSON of
+// import, status and history with golden files.
+func TestGoldenOutputs(t *testing.T) {
+	dir := t.TempDir()
+	orders, err := os.ReadFile("../../testdata/orders.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "orders.csv"), orders, 0o644)
+	os.WriteFile(filepath.Join(dir, "items.csv"), []byte("id,qty\n1,5\n2,five\n3,7\n"), 0o644)
+
+	var imports bytes.Buffer
+	for _, args := range [][]string{
+		{"import", "--output", "json", "--partition-rows", "50", "orders.csv"},
+		{"import", "--output", "json", "orders.csv"},
+		{"import", "--output", "json", "--column", "qty:int64", "items.csv"},
+		{"import", "--output", "json", "--column", "qty:int64", "--max-rejects", "1", "--table", "items2", "items.csv"},
+		{"import", "--output", "json", "--key", "order_id", "orders.csv"},
+	} {
+		imports.WriteString(testkit.Exec(t, dir, nil, args...).Stdout)
+	}
+	golden(t, "import.jsonl", imports.String())
+
+	text := testkit.Exec(t, dir, nil, "import", "orders.csv", "items.csv")
+	golden(t, "import.txt", text.Stdout)
+	golden(t, "status.txt", testkit.Exec(t, dir, nil, "status").Stdout)
+	golden(t, "status.json", testkit.Exec(t, dir, nil, "status", "--output", "json").Stdout)
+	golden(t, "history.txt", testkit.Exec(t, dir, nil, "history", "orders.csv").Stdout)
+	golden(t, "history.json", testkit.Exec(t, dir, nil, "history", "--output", "json", "items.csv").Stdout)
+	golden(t, "rejects.txt", testkit.Exec(t, dir, nil, "rejects", "list", "--table", "items2", "items.csv").Stdout)
+}
+
+// TestProgressOnlyOnATerminal runs an import with stderr on a pseudo
+// terminal, where the bar must appear, and on a pipe, where stderr must
+// hold no bar and no carriage return.
+func TestProgressOnlyOnATerminal(t *testing.T) {
+	dir := t.TempDir()
+	testkit.Orders(t, filepath.Join(dir, "big.csv"), 200000, 22)
+
+	cmd := testkit.Cmd(t, dir, nil, "import", "--partition-rows", "10000", "big.csv")
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	cmd.Stderr = tty
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	var term bytes.Buffer
+	done := make(chan struct{})
+	go func() { io.Copy(&term, ptmx); close(done) }()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("import under a terminal: %v\n%s", err, term.String())
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
+	if s := term.String(); !strings.Contains(s, "big.csv: apply") || !strings.Contains(s, "\r") || !strings.Contains(s, "rows/s") {
+		t.Fatalf("no progress bar on the terminal: %q", s)
+	}
+
+	piped := testkit.Exec(t, dir, nil, "import", "--table", "again", "--partition-rows", "10000", "big.csv")
+	if piped.Code != 0 || piped.Stderr != "" {
+		t.Fatalf("stderr on a pipe must stay empty: exit %d %q", piped.Code, piped.Stderr)
+	}
+	always := exec.Command(testkit.Binary(t), "import", "--progress", "never", "--table", "third", "big.csv")
+	always.Dir = dir
+	if b, err := always.CombinedOutput(); err != nil || bytes.Contains(b, []byte("\r")) {
+		t.Fatalf("--progress never: %v %q", err, b)
+	}
+}
+
+// TestMetricsFileParses writes the metrics file and reads it back with the
+// Prometheus text parser.
+func TestMetricsFileParses(t *testing.T) {
+	dir := t.TempDir()
+	testkit.Orders(t, filepath.Join(dir, "a.csv"), 120, 23)
+	os.WriteFile(filepath.Join(dir, "b.csv"), []byte("order_id,quantity\n1,x\n"), 0o644)
+	run := testkit.Exec(t, dir, nil, "import", "--metrics-file", "m.prom", "--column", "quantity:int64", "a.csv", "b.csv")
+	if run.Code != 5 {
+		t.Fatalf("exit %d: %s %s", run.Code, run.Stdout, run.Stderr)
+	}
+	f, err := os.Open(filepath.Join(dir, "m.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatalf("the metrics file does not parse: %v", err)
+	}
+	value := func(name string, labels map[string]string) float64 {
+		t.Helper()
+		fam, ok := fams[name]
+		if !ok {
+			t.Fatalf("no metric %s", name)
+		}
+	next:
+		for _, m := range fam.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
+					continue next
+				}
+			}
+			return m.GetGauge().GetValue()
+		}
+		t.Fatalf("no %s with %v", name, labels)
+		return 0
+	}
+	for name := range fams {
+		if !strings.HasPrefix(name, "idemport_") {
+			t.Fatalf("metric %s lacks the idemport_ prefix", name)
+		}
+	}
+	if v := value("idemport_last_run_files", map[string]string{"table": "a", "outcome": "imported"}); v != 1 {
+		t.Fatalf("imported files %v", v)
+	}
+	if v := value("idemport_last_run_files", map[string]string{"table": "b", "outcome": "refused"}); v != 1 {
+		t.Fatalf("refused files %v", v)
+	}
+	if v := value("idemport_last_run_rows", map[string]string{"table": "a", "kind": "inserted"}); v != 120 {
+		t.Fatalf("inserted rows %v", v)
+	}
+	if v := value("idemport_last_run_exit_code", nil); v != 5 {
+		t.Fatalf("exit code %v", v)
+	}
+	if v := value("idemport_last_success_timestamp_seconds", map[string]string{"table": "a"}); time.Since(time.Unix(int64(v), 0)) > time.Minute {
+		t.Fatalf("last success %v", v)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 4 {
+		t.Fatalf("a temporary file was left behind: %v", entries)
+	}
+}
+
+// TestVerifyCatchesARowDeletedByHand deletes a target row behind idemport's
+// back: verify must say so and exit 1.
+func TestVerifyCatchesARowDeletedByHand(t *testing.T) {
+	for _, mode := range []string{"ordinal", "natural"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			testkit.Orders(t, filepath.Join(dir, "orders.csv"), 300, 24)
+			args := []string{"orders.csv"}
+			if mode == "natural" {
+				args = append([]string{"--key", "order_id"}, args...)
+			}
+			importJSON(t, dir, nil, 0, args...)
+			if ok := testkit.Exec(t, dir, nil, append([]string{"verify"}, args...)...); ok.Code != 0 || !strings.Contains(ok.Stdout, "ok: orders holds all 300 rows") {
+				t.Fatalf("verify of an intact import: %d %s %s", ok.Code, ok.Stdout, ok.Stderr)
+			}
+			db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
+			if _, err := db.Exec(`DELETE FROM orders WHERE order_id = (SELECT min(order_id) FROM orders)`); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			bad := testkit.Exec(t, dir, nil, append([]string{"verify"}, args...)...)
+			if bad.Code != 1 || !strings.Contains(bad.Stdout, "orders holds 299 of the file's rows, the ledger says 300") {
+				t.Fatalf("verify after a deletion: %d %s %s", bad.Code, bad.Stdout, bad.Stderr)
+			}
+		})
+	}
+}
+
+// TestGCKeepsDuplicateDetection trims an old import and reruns its file:
+// still a duplicate, nothing written; the trimmed detail is gone.
+func TestGCKeepsDuplicateDetection(t *testing.T) {
+	dir := t.TempDir()
+	testkit.Orders(t, filepath.Join(dir, "orders.csv"), 250, 25)
+	os.WriteFile(filepath.Join(dir, "items.csv"), []byte("id,qty\n1,5\n2,five\n"), 0o644)
+	importJSON(t, dir, nil, 0, "--partition-rows", "100", "orders.csv")
+	importJSON(t, dir, nil, 0, "--column", "qty:int64", "--max-rejects", "1", "items.csv")
+	time.Sleep(20 * time.Millisecond)
+	gc := testkit.Exec(t, dir, nil, "gc", "--older-than", "10ms")
+	if gc.Code != 0 || !strings.Contains(gc.Stdout, "2 operations") || !strings.Contains(gc.Stdout, "4 partition rows, 1 reject payloads") {
+		t.Fatalf("gc: %d %s %s", gc.Code, gc.Stdout, gc.Stderr)
+	}
+	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
+	if n := testkit.Int(t, db, `SELECT (SELECT count(*) FROM idemport_partitions) + (SELECT count(*) FROM idemport_plans)`); n != 0 {
+		t.Fatalf("%d plan or partition rows left", n)
+	}
+	if n := testkit.Int(t, db, `SELECT count(*) FROM idemport_operations WHERE state = 'completed'`); n != 2 {
+		t.Fatalf("gc removed identity: %d completed operations left", n)
+	}
+	again := importJSON(t, dir, nil, 0, "--rehash", "--partition-rows", "100", "orders.csv")
+	if again.Outcome != "duplicate" || again.Rows.Inserted != 250 {
+		t.Fatalf("rerun after gc: %+v", again)
+	}
+	if r := testkit.Exec(t, dir, nil, "rejects", "export", "items.csv"); r.Code == 0 || !strings.Contains(r.Stderr, "removed (gc)") {
+		t.Fatalf("export after gc: %d %s %s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// TestDryRunWritesNothing plans a file with import --dry-run: the output is
+// the plan, and no database is created.
+func TestDryRunWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	testkit.Orders(t, filepath.Join(dir, "orders.csv"), 250, 26)
+	r := testkit.Exec(t, dir, nil, "import", "--dry-run", "--partition-rows", "100", "orders.csv")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "an import would: create") || strings.Count(r.Stdout, "\n") < 15 {
+		t.Fatalf("dry run: %d %s %s", r.Code, r.Stdout, r.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "idemport.db")); !os.IsNotExist(err) {
+		t.Fatalf("a dry run created the database: %v", err)
+	}
+	importJSON(t, dir, nil, 0, "orders.csv")
+	if r := testkit.Exec(t, dir, nil, "import", "--dry-run", "orders.csv"); !strings.Contains(r.Stdout, "an import would: duplicate") {
+		t.Fatalf("dry run after import: %s", r.Stdout)
+	}
+}

@@ -1,0 +1,248 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/internal/dialect"
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/reader"
+	"github.com/idemport/idemport/sink"
+)
+
+// VerifyReport is what Verify found. The file checks out when Differences
+// is empty.
+type VerifyReport struct {
+	File          string   `json:"file"`
+	Table         string   `json:"table"`
+	FileID        string   `json:"file_id"`
+	ContentDigest string   `json:"content_digest"`
+	State         string   `json:"state"`
+	Expected      int64    `json:"expected_rows"` // rows the target should hold for the file
+	Found         int64    `json:"found_rows"`    // rows it holds
+	Differences   []string `json:"differences"`
+}
+
+// Verify re-hashes the file of req (never from the quick check), compares
+// its content and mapping with the ledger, and recounts the file's rows in
+// the target: in ordinal mode the rows whose lineage is the file, in
+// natural-key mode the file's keys that are present.
+func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error) {
+	req.Rehash = true
+	r := &run{e: e, req: req}
+	r.defaults()
+	r.res = &Result{}
+	if err := r.identify(ctx); err != nil {
+		return nil, err
+	}
+	rep := &VerifyReport{File: req.Path, Table: r.target.Table, FileID: r.id.FileID, ContentDigest: r.id.ContentDigest}
+	op, _, err := e.ledger.Get(ctx, e.db, r.id.Key)
+	if err != nil {
+		return nil, err
+	}
+	if op == nil {
+		rep.State = "unknown"
+		rep.Differences = append(rep.Differences, fmt.Sprintf("the ledger has no import of %s into %s", r.id.FileID, r.target.Table))
+		return rep, nil
+	}
+	rep.State = string(op.State)
+	if what, how := ledger.Difference(op, r.id); what != "" {
+		rep.Differences = append(rep.Differences, fmt.Sprintf("%s differs from the ledger's (%s)", what, how))
+		return rep, nil
+	}
+	if op.State != ledger.Completed {
+		rep.Differences = append(rep.Differences, fmt.Sprintf("the import is %s, not completed", op.State))
+		return rep, nil
+	}
+	replayed, err := e.replayedCount(ctx, op.Key)
+	if err != nil {
+		return nil, err
+	}
+	rep.Expected = op.Rows.Read - op.Rows.Rejected + replayed
+	if r.target.Ordinal() {
+		err = e.db.QueryRowContext(ctx, e.d.Rebind(`SELECT count(*) FROM `+e.quoteTable(r.target.Table)+
+			` WHERE `+dialect.QuoteOne(sink.FileColumn)+` = ?`), r.id.FileKey).Scan(&rep.Found)
+		if err != nil {
+			return nil, fmt.Errorf("count rows of %s: %w", r.target.Table, err)
+		}
+	} else if rep.Found, err = e.countKeys(ctx, r); err != nil {
+		return nil, err
+	}
+	if rep.Found != rep.Expected {
+		rep.Differences = append(rep.Differences, fmt.Sprintf("%s holds %d of the file's rows, the ledger says %d", r.target.Table, rep.Found, rep.Expected))
+	}
+	return rep, nil
+}
+
+func (e *Engine) quoteTable(name string) string {
+	if e.d == dialect.Postgres {
+		return dialect.Quote(name)
+	}
+	return dialect.QuoteOne(name)
+}
+
+// replayedCount counts the rejects of k that a replay applied.
+func (e *Engine) replayedCount(ctx context.Context, k ledger.Key) (int64, error) {
+	rs, err := e.ledger.Rejects(ctx, e.db, k)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, r := range rs {
+		if r.ReplayedBy != "" {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// countKeys reads the whole file and counts its good rows whose natural key
+// is present in the target.
+func (e *Engine) countKeys(ctx context.Context, r *run) (int64, error) {
+	f, err := reader.Open(r.req.Path, r.readerOptions(nil))
+	if err != nil {
+		return 0, err
+	}
+	plan, err := f.Scan(ctx, reader.ScanOptions{PartitionRows: r.req.PartitionRows})
+	if err != nil {
+		return 0, err
+	}
+	cols := make([]string, len(r.target.Key))
+	for i, k := range r.target.Key {
+		cols[i] = dialect.QuoteOne(k)
+	}
+	var found int64
+	for _, p := range plan.Partitions {
+		pr, err := f.Partition(plan, p, 500)
+		if err != nil {
+			return 0, err
+		}
+		for {
+			b, err := pr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				pr.Close()
+				return 0, err
+			}
+			n, err := e.presentKeys(ctx, r.target, cols, b.Record, plan.Schema)
+			b.Release()
+			if err != nil {
+				pr.Close()
+				return 0, err
+			}
+			found += n
+		}
+		pr.Close()
+	}
+	return found, nil
+}
+
+// presentKeys counts the rows of rec whose key is present in the target
+// (a key that appears twice in rec counts twice).
+func (e *Engine) presentKeys(ctx context.Context, tg sink.Target, cols []string, rec arrow.RecordBatch, schema reader.Schema) (int64, error) {
+	n := int(rec.NumRows())
+	if n == 0 {
+		return 0, nil
+	}
+	names := make([]string, len(cols))
+	on := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = fmt.Sprintf("k%d", i)
+		on[i] = fmt.Sprintf("t.%s = b.k%d", c, i)
+	}
+	tuple := "(" + strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",") + ")"
+	args := make([]any, 0, n*len(cols))
+	for i := 0; i < n; i++ {
+		for _, k := range tg.Key {
+			args = append(args, keyValue(rec.Column(schema.Index(k)), i))
+		}
+	}
+	q := `WITH b(` + strings.Join(names, ", ") + `) AS (VALUES ` + strings.TrimSuffix(strings.Repeat(tuple+",", n), ",") +
+		`) SELECT count(*) FROM b JOIN ` + e.quoteTable(tg.Table) + ` t ON ` + strings.Join(on, " AND ")
+	var c int64
+	if err := e.db.QueryRowContext(ctx, e.d.Rebind(q), args...).Scan(&c); err != nil {
+		return 0, fmt.Errorf("look up keys in %s: %w", tg.Table, err)
+	}
+	return c, nil
+}
+
+func keyValue(a arrow.Array, i int) any {
+	switch a := a.(type) {
+	case *array.Int64:
+		return a.Value(i)
+	case *array.Float64:
+		return a.Value(i)
+	case *array.Boolean:
+		return a.Value(i)
+	case *array.String:
+		return a.Value(i)
+	case *array.Timestamp:
+		return sink.FormatTimestamp(int64(a.Value(i)))
+	}
+	return a.ValueStr(i)
+}
+
+// GCReport says what GC removed, or would remove with DryRun.
+type GCReport struct {
+	Cutoff         time.Time `json:"cutoff"`
+	Operations     int       `json:"operations"`      // completed operations whose detail was dropped
+	Partitions     int64     `json:"partitions"`      // per-partition rows deleted
+	Plans          int64     `json:"plans"`           // stored plans deleted
+	RejectPayloads int64     `json:"reject_payloads"` // rejects whose raw value and row were cleared
+	DryRun         bool      `json:"dry_run"`
+}
+
+// GC drops the bulky data of operations completed before now - olderThan:
+// their stored plans, per-partition rows, and the raw values and rows of
+// their rejects. It keeps the identity evidence: operations (key,
+// fingerprint, state, counts, stored outcome), attempts, and the rejects'
+// ordinals and reasons, so duplicate detection and history keep working.
+// Operations that are not completed are never touched.
+func (e *Engine) GC(ctx context.Context, olderThan time.Duration, dryRun bool) (*GCReport, error) {
+	rep := &GCReport{Cutoff: time.Now().Add(-olderThan).UTC(), DryRun: dryRun}
+	ops, err := e.ledger.List(ctx, ledger.Filter{State: ledger.Completed})
+	if err != nil {
+		return nil, err
+	}
+	tx, err := e.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	for _, op := range ops {
+		if op.CompletedAt >= rep.Cutoff.UnixMilli() {
+			continue
+		}
+		k := checkpoint.Op{Table: op.Table, FileID: op.FileID}
+		plans, parts, err := e.cp.Drop(ctx, tx, k)
+		if err != nil {
+			return nil, err
+		}
+		payloads, err := e.ledger.DropRejectPayloads(ctx, tx, op.Key)
+		if err != nil {
+			return nil, err
+		}
+		if plans+parts+payloads > 0 {
+			rep.Operations++
+		}
+		rep.Plans += plans
+		rep.Partitions += parts
+		rep.RejectPayloads += payloads
+	}
+	if dryRun {
+		return rep, nil // the deferred rollback undoes it all
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("commit gc: %w", err)
+	}
+	return rep, nil
+}
