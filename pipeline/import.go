@@ -522,7 +522,11 @@ func (r *run) abandon(ctx context.Context, err error) error {
 		outcome = "interrupted"
 		err = fmt.Errorf("%w (this run committed %d partitions)", ErrInterrupted, r.committed)
 	}
-	r.log.Error("attempt stopped", "outcome", outcome, "err", err)
+	level := slog.LevelError
+	if outcome == "interrupted" {
+		level = slog.LevelWarn
+	}
+	r.log.Log(context.WithoutCancel(ctx), level, "attempt stopped", "outcome", outcome, "err", err)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if cerr := r.record(cctx, outcome, err); cerr != nil {
