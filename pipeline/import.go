@@ -32,7 +32,7 @@ type Request struct {
 	PartitionRows int64
 	// MaxRejects is how many bad rows a file may have and still be imported;
 	// the bad rows then go to the rejects quarantine.
-	MaxRejects int64
+	MaxRejects RejectLimit
 	// Lease is how long a claim stays valid without a heartbeat (default 60s).
 	Lease time.Duration
 	// Trigger says who started the run: manual (default), cron, ci or replay.
@@ -395,7 +395,7 @@ func (r *run) settles(d ledger.Decision, op *ledger.Operation) bool {
 // admits reports whether this run's reject limit lets a refused operation be
 // planned again: the stored report counted fewer bad rows than it allows.
 func (r *run) admits(op *ledger.Operation) bool {
-	return op != nil && op.State == ledger.Refused && op.Rows.Rejected <= r.req.MaxRejects && !r.refusedByDefect(op)
+	return op != nil && op.State == ledger.Refused && r.req.MaxRejects.Allows(op.Rows.Rejected, op.Rows.Read) && !r.refusedByDefect(op)
 }
 
 // refusedByDefect reports whether the stored refusal was for a defect that
@@ -453,7 +453,7 @@ func refusalText(ref *Refusal) string {
 	if ref.Error != "" {
 		return ref.Error
 	}
-	s := fmt.Sprintf("%d of %d rows are bad (at most %d allowed)", ref.Rejected, ref.Rows, ref.MaxRejects)
+	s := fmt.Sprintf("%d of %d rows are bad (at most %s allowed)", ref.Rejected, ref.Rows, ref.MaxRejects)
 	for i, b := range ref.Rejects {
 		if i == 5 {
 			s += fmt.Sprintf("; … %d more", ref.Rejected-5)

@@ -30,7 +30,7 @@ type PlanReport struct {
 	Schema     reader.Schema      `json:"schema"`
 	Rows       int64              `json:"rows"`
 	Rejected   int64              `json:"rejected"`
-	MaxRejects int64              `json:"max_rejects"`
+	MaxRejects RejectLimit        `json:"max_rejects"`
 	Partitions []reader.Partition `json:"partitions"`
 	Rejects    []reader.Reject    `json:"first_bad_rows,omitempty"`
 	Error      string             `json:"error,omitempty"` // a defect that stops the plan pass

@@ -109,7 +109,7 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 	r.file = f
 	plan, err := f.Scan(ctx, reader.ScanOptions{
 		PartitionRows: r.req.PartitionRows,
-		KeepRejects:   int(min(max(r.req.MaxRejects+1, maxReported), 1<<20)),
+		KeepRejects:   r.req.MaxRejects.keep(),
 		Progress: func(b, rows int64) {
 			r.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: r.id.Size, Rows: rows})
 		},
@@ -126,7 +126,7 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 	}
 	r.plan = plan
 	r.rows.Read, r.rows.Rejected = plan.Rows, plan.Rejected // reported if refused
-	if plan.Rejected > r.req.MaxRejects {
+	if !r.req.MaxRejects.Allows(plan.Rejected, plan.Rows) {
 		return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects,
 			Rejects: plan.Rejects[:min(len(plan.Rejects), maxReported)]})
 	}

@@ -55,7 +55,7 @@ type Result struct {
 type Refusal struct {
 	Rows       int64           `json:"rows"`
 	Rejected   int64           `json:"rejected"`
-	MaxRejects int64           `json:"max_rejects"`
+	MaxRejects RejectLimit     `json:"max_rejects"`
 	Error      string          `json:"error,omitempty"` // a defect that stopped the plan pass
 	Rejects    []reader.Reject `json:"first_bad_rows,omitempty"`
 }

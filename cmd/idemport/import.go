@@ -27,7 +27,7 @@ type importOptions struct {
 	delimiter     string
 	quotes        bool
 	partitionRows int64
-	maxRejects    int64
+	maxRejects    string
 	lease         time.Duration
 	trigger       string
 	wait          string
@@ -73,7 +73,7 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 	f := c.Flags()
 	mappingFlags(c, o)
 	f.Int64Var(&o.partitionRows, "partition-rows", reader.DefaultPartitionRows, "rows per partition, the unit of commit and resume")
-	f.Int64Var(&o.maxRejects, "max-rejects", 0, "bad rows allowed before the file is refused; allowed ones go to the rejects quarantine")
+	f.StringVar(&o.maxRejects, "max-rejects", "0", "bad rows allowed before the file is refused, a count or a percentage such as 0.5%; allowed ones go to the rejects quarantine")
 	f.DurationVar(&o.lease, "lease", pipeline.DefaultLease, "how long a claim survives without a heartbeat before another run may take it over")
 	f.StringVar(&o.trigger, "trigger", pipeline.DefaultTrigger, "who runs this: manual, cron, ci or replay (recorded with the attempt)")
 	f.StringVar(&o.wait, "wait", "0", "when another run holds the file, wait for it (up to DURATION; --wait alone waits as long as it takes)")
@@ -125,11 +125,15 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 	default:
 		return pipeline.Request{}, usageError{fmt.Errorf("--trigger %q: want manual, cron, ci or replay", o.trigger)}
 	}
-	if o.partitionRows <= 0 || o.maxRejects < 0 || o.workers <= 0 || o.lease <= 0 {
-		return pipeline.Request{}, usageError{fmt.Errorf("--partition-rows, --workers and --lease must be positive, --max-rejects not negative")}
+	if o.partitionRows <= 0 || o.workers <= 0 || o.lease <= 0 {
+		return pipeline.Request{}, usageError{fmt.Errorf("--partition-rows, --workers and --lease must be positive")}
+	}
+	limit, err := pipeline.ParseRejectLimit(o.maxRejects)
+	if err != nil {
+		return pipeline.Request{}, usageError{fmt.Errorf("--max-rejects %v", err)}
 	}
 	return pipeline.Request{
-		Path: path, FileID: o.fileID, Mapping: m, PartitionRows: o.partitionRows, MaxRejects: o.maxRejects,
+		Path: path, FileID: o.fileID, Mapping: m, PartitionRows: o.partitionRows, MaxRejects: limit,
 		Lease: o.lease, Trigger: o.trigger, Wait: wait, Workers: o.workers, Rehash: o.rehash,
 	}, nil
 }

@@ -423,3 +423,30 @@ func TestQuickCheckSkipsHashingUnchangedFiles(t *testing.T) {
 		t.Fatalf("rewritten file: %+v", changed)
 	}
 }
+
+// TestMaxRejectsPercentage refuses a file with more bad rows than a
+// percentage allows, and imports it when a rerun allows more.
+func TestMaxRejectsPercentage(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("id,qty\n")
+	for i := 1; i <= 40; i++ {
+		if i%20 == 0 {
+			fmt.Fprintf(&b, "%d,bad%d\n", i, i)
+		} else {
+			fmt.Fprintf(&b, "%d,%d\n", i, i*2)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "items.csv"), []byte(b.String()), 0o644)
+	refused := importJSON(t, dir, nil, 5, "--column", "qty:int64", "--max-rejects", "2.5%", "items.csv")
+	if refused.Outcome != "refused" || !strings.Contains(refused.Error, "2 of 40 rows are bad (at most 2.5% allowed)") {
+		t.Fatalf("2 bad rows of 40 over 2.5%%: %+v", refused)
+	}
+	ok := importJSON(t, dir, nil, 0, "--column", "qty:int64", "--max-rejects", "5%", "items.csv")
+	if ok.Rows.Inserted != 38 || ok.Rows.Rejected != 2 {
+		t.Fatalf("2 bad rows of 40 within 5%%: %+v", ok)
+	}
+	if r := testkit.Exec(t, dir, nil, "import", "--max-rejects", "150%", "items.csv"); r.Code != 2 {
+		t.Fatalf("--max-rejects 150%%: exit %d", r.Code)
+	}
+}

@@ -24,7 +24,7 @@ func mappingFlags(c *cobra.Command, o *importOptions) {
 	f.StringVar(&o.format, "format", "", "file format: csv, tsv or jsonl (default: by extension)")
 	f.StringVar(&o.delimiter, "delimiter", "", "CSV/TSV field delimiter, one character (default , for CSV, tab for TSV)")
 	f.BoolVar(&o.quotes, "quotes", false, "process double quotes in TSV files (CSV always does)")
-	o.partitionRows, o.lease, o.trigger, o.workers, o.wait = 100000, pipeline.DefaultLease, pipeline.DefaultTrigger, 1, "0"
+	o.partitionRows, o.lease, o.trigger, o.workers, o.wait, o.maxRejects = 100000, pipeline.DefaultLease, pipeline.DefaultTrigger, 1, "0", "0"
 }
 
 // verifyError is a difference verify found (exit 1).

@@ -47,7 +47,7 @@ now — without writing anything anywhere. It takes the same flags as import.`,
 	}
 	mappingFlags(c, o)
 	c.Flags().Int64Var(&o.partitionRows, "partition-rows", 100000, "rows per partition")
-	c.Flags().Int64Var(&o.maxRejects, "max-rejects", 0, "bad rows allowed before the file is refused")
+	c.Flags().StringVar(&o.maxRejects, "max-rejects", "0", "bad rows allowed before the file is refused: a count, or a percentage such as 0.5%")
 	outputFlag(c, &o.output)
 	return c
 }
@@ -67,7 +67,7 @@ func planText(w io.Writer, p *pipeline.PlanReport) error {
 		fmt.Fprintf(w, "refused: %s\n", p.Error)
 		return nil
 	}
-	fmt.Fprintf(w, "rows:        %d (%d bad, at most %d allowed)\n", p.Rows, p.Rejected, p.MaxRejects)
+	fmt.Fprintf(w, "rows:        %d (%d bad, at most %s allowed)\n", p.Rows, p.Rejected, p.MaxRejects)
 	fmt.Fprintln(w, "schema:")
 	for _, c := range p.Schema {
 		fmt.Fprintf(w, "  %-24s %s\n", c.Name, c.Type)
