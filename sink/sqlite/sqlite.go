@@ -7,16 +7,15 @@
 // whose WHERE leaves unchanged and stale rows untouched.
 package sqlite
 
+import "C"
+
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/idemport/idemport/internal/counter"
 	"github.com/idemport/idemport/internal/dialect"
@@ -225,107 +224,93 @@ func quoteList(names []string, prefix string) string {
 	return strings.Join(out, ", ")
 }
 
-// writer upserts batches through statements prepared on one connection.
+// writer upserts batches through statements it prepares once on the
+// connection's SQLite handle and steps from C, one row at a time, reading
+// the Arrow buffers directly: no per-value allocation or cgo call, and no
+// statement re-prepared per transaction.
 type writer struct {
-	conn    *sql.Conn
 	tg      sink.Target
 	kinds   []string
-	keyIdx  []int // schema positions of the key columns
-	verIdx  int   // schema position of the version column, or -1
-	perStmt int
-	upsert  string // INSERT prefix up to VALUES
-	suffix  string // ON CONFLICT … clause
-	tuple   string // one row's placeholders
-	stmts   map[int]*sql.Stmt
-	probe   string // natural-key mode: pre-count statement prefix
-	args    []any
-	keys    map[string]struct{}
-	keyBuf  []byte
+	keyCols []C.int // schema positions of the key columns
+	verCol  int     // schema position of the version column, or -1
+	upsert  *stmt
+	probe   *stmt // natural-key mode: is the key stored, and is the stored row newer?
+	cols    *colBuffers
 }
 
-// Writer implements sink.Dialect.
+// Writer implements sink.Dialect. The returned Writer must be used only on
+// conn, inside transactions begun on conn.
 func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema) (sink.Writer, error) {
-	w := &writer{conn: conn, tg: tg, verIdx: -1, stmts: map[int]*sql.Stmt{}, keys: map[string]struct{}{}}
+	db, err := handle(conn)
+	if err != nil {
+		return nil, fmt.Errorf("writer for %s: %w", tg.Table, err)
+	}
+	w := &writer{tg: tg, verCol: -1}
 	var cols, data []string
 	cols = append(cols, q(sink.FileColumn), q(sink.RowColumn))
 	for i, f := range schema.Fields() {
 		w.kinds = append(w.kinds, sink.KindOf(f))
 		cols = append(cols, q(f.Name))
-		if contains(tg.Key, f.Name) {
-			continue
-		}
-		data = append(data, f.Name)
 		if f.Name == tg.Version {
-			w.verIdx = i
+			w.verCol = i
+		}
+		if !contains(tg.Key, f.Name) {
+			data = append(data, f.Name)
 		}
 	}
 	for _, k := range tg.Key {
-		w.keyIdx = append(w.keyIdx, schema.FieldIndices(k)[0])
+		w.keyCols = append(w.keyCols, C.int(schema.FieldIndices(k)[0]))
 	}
-	w.perStmt = min(rowsPerStatement, maxVariables/len(cols))
-	w.tuple = "(" + strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",") + ")"
 	table := q(tg.Table)
-	w.upsert = "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES "
-
 	conflict := []string{sink.FileColumn, sink.RowColumn}
 	if !tg.Ordinal() {
 		conflict = tg.Key
 	}
-	var set []string
+	var set, guard []string
 	for _, c := range data {
 		set = append(set, q(c)+" = excluded."+q(c))
 	}
-	var guard []string
 	if !tg.Ordinal() {
 		set = append(set, q(sink.FileColumn)+" = excluded."+q(sink.FileColumn), q(sink.RowColumn)+" = excluded."+q(sink.RowColumn))
-		guard = append(guard, "NOT "+staleSQL(table, "excluded", tg.Version))
+		guard = append(guard, "NOT "+staleSQL(table, "excluded."+q(sink.FileColumn), "excluded."+q(sink.RowColumn), "excluded."+q(tg.Version), tg.Version))
 	}
+	query := "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES (" + strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",") + ")"
 	if len(data) > 0 {
 		guard = append(guard, "("+quoteList(data, table+".")+") IS NOT ("+quoteList(data, "excluded.")+")")
-		w.suffix = " ON CONFLICT (" + quoteList(conflict, "") + ") DO UPDATE SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(guard, " AND ")
+		query += " ON CONFLICT (" + quoteList(conflict, "") + ") DO UPDATE SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(guard, " AND ")
 	} else {
-		w.suffix = " ON CONFLICT (" + quoteList(conflict, "") + ") DO NOTHING"
+		query += " ON CONFLICT (" + quoteList(conflict, "") + ") DO NOTHING"
 	}
-
+	if w.upsert, err = prepare(db, query); err != nil {
+		return nil, err
+	}
 	if !tg.Ordinal() {
-		// b holds, per row of a statement, its key, its version and its ordinal.
-		names := make([]string, 0, len(tg.Key)+2)
-		for i := range tg.Key {
-			names = append(names, fmt.Sprintf("k%d", i))
-		}
-		names = append(names, "v", "r")
-		var on []string
+		// Parameters: the key columns, then the file key, ordinal and version
+		// of the incoming row.
+		n := len(tg.Key)
+		var where []string
 		for i, k := range tg.Key {
-			on = append(on, fmt.Sprintf("%s.%s = b.k%d", table, q(k), i))
+			where = append(where, fmt.Sprintf("%s.%s = ?%d", table, q(k), i+1))
 		}
-		stale := staleSQL(table, "b", tg.Version)
-		w.probe = "WITH b(" + strings.Join(names, ", ") + ") AS (VALUES {{values}}) SELECT count(*), coalesce(sum(CASE WHEN " + stale +
-			" THEN 1 ELSE 0 END), 0) FROM b JOIN " + table + " ON " + strings.Join(on, " AND ")
+		stale := staleSQL(table, fmt.Sprintf("?%d", n+1), fmt.Sprintf("?%d", n+2), fmt.Sprintf("?%d", n+3), tg.Version)
+		if w.probe, err = prepare(db, "SELECT "+stale+" FROM "+table+" WHERE "+strings.Join(where, " AND ")); err != nil {
+			w.upsert.close()
+			return nil, err
+		}
 	}
+	w.cols = newColBuffers(len(schema.Fields()))
 	return w, nil
 }
 
-// staleSQL is the condition under which row src (excluded, or the probe's
-// b) is older than the stored row: the stored version is newer, or (with
-// equal versions, or no version column) a later row of the same file was
-// already applied.
-func staleSQL(table, src, version string) string {
-	row := "b.r"
-	if src == "excluded" {
-		row = "excluded." + q(sink.RowColumn)
-	}
-	file := "{{file}}"
-	if src == "excluded" {
-		file = "excluded." + q(sink.FileColumn)
-	}
+// staleSQL is the condition under which the incoming row (its file key,
+// ordinal and version given as SQL expressions) is older than the stored
+// row: the stored version is newer, or (with equal versions, or no version
+// column) a later row of the same file was already applied.
+func staleSQL(table, file, row, v, version string) string {
 	// Never NULL: the probe and the upsert's guard must agree, and rows
 	// already in an existing table have NULL lineage.
 	cond := "coalesce(" + table + "." + q(sink.FileColumn) + " = " + file + " AND " + table + "." + q(sink.RowColumn) + " > " + row + ", 0)"
 	if version != "" {
-		v := "b.v"
-		if src == "excluded" {
-			v = "excluded." + q(version)
-		}
 		stored := table + "." + q(version)
 		// The version decides; the position in the file only between equal
 		// versions (NULL is older than any), so that the outcome does not
@@ -333,19 +318,6 @@ func staleSQL(table, src, version string) string {
 		cond = "((" + stored + " IS NOT NULL AND (" + v + " IS NULL OR " + v + " < " + stored + ")) OR (" + v + " IS " + stored + " AND " + cond + "))"
 	}
 	return cond
-}
-
-func (w *writer) stmt(ctx context.Context, tx *sql.Tx, n int) (*sql.Stmt, error) {
-	s, ok := w.stmts[n]
-	if !ok {
-		var err error
-		s, err = w.conn.PrepareContext(ctx, w.upsert+strings.TrimSuffix(strings.Repeat(w.tuple+",", n), ",")+w.suffix)
-		if err != nil {
-			return nil, fmt.Errorf("prepare upsert into %s: %w", w.tg.Table, err)
-		}
-		w.stmts[n] = s
-	}
-	return tx.StmtContext(ctx, s), nil
 }
 
 // Write implements sink.Writer.
@@ -356,99 +328,34 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		return total, nil
 	}
 	total.Read = int64(n)
+	if err := w.cols.set(rec); err != nil {
+		w.cols.release()
+		return total, err
+	}
+	defer w.cols.release()
 	if w.tg.Ordinal() {
 		existing, err := w.existing(ctx, tx, fileKey, ordinals)
 		if err != nil {
 			return total, err
 		}
-		var affected int64
-		for start := 0; start < n; start += w.perStmt {
-			end := min(start+w.perStmt, n)
-			a, err := w.exec(ctx, tx, fileKey, rec, ordinals, start, end)
-			if err != nil {
-				return total, err
-			}
-			affected += a
+		changed, failed, err := w.upsert.upsert(w.cols, fileKey, ordinals)
+		if err != nil {
+			return total, fmt.Errorf("upsert row %d into %s: %w", ordinals[failed], w.tg.Table, err)
 		}
 		total.Inserted = int64(n) - existing
-		total.Updated = affected - total.Inserted
+		total.Updated = changed - total.Inserted
 		total.Unchanged = existing - total.Updated
+		if total.Updated < 0 || total.Unchanged < 0 {
+			return total, fmt.Errorf("write %s: counts do not add up (existing %d, changed %d)", w.tg.Table, existing, changed)
+		}
 		return total, nil
 	}
-	// Natural keys: statements never hold the same key twice, so that the
-	// probe before each statement sees exactly the rows it will conflict with.
-	start := 0
-	clear(w.keys)
-	for i := 0; i <= n; i++ {
-		if i < n {
-			k := w.key(rec, i)
-			_, dup := w.keys[k]
-			if !dup && i-start < w.perStmt {
-				w.keys[k] = struct{}{}
-				continue
-			}
-		}
-		if i > start {
-			c, err := w.natural(ctx, tx, fileKey, rec, ordinals, start, i)
-			if err != nil {
-				return total, err
-			}
-			total.Inserted += c.Inserted
-			total.Updated += c.Updated
-			total.Unchanged += c.Unchanged
-			total.Stale += c.Stale
-		}
-		if i < n {
-			clear(w.keys)
-			w.keys[w.key(rec, i)] = struct{}{}
-			start = i
-		}
-	}
-	return total, nil
-}
-
-// natural writes rows [start, end) with distinct keys and counts them.
-func (w *writer) natural(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64, start, end int) (counter.Rows, error) {
-	var c counter.Rows
-	w.args = w.args[:0]
-	for i := start; i < end; i++ {
-		for _, k := range w.keyIdx {
-			w.args = append(w.args, value(rec.Column(k), w.kinds[k], i))
-		}
-		if w.verIdx >= 0 {
-			w.args = append(w.args, value(rec.Column(w.verIdx), w.kinds[w.verIdx], i))
-		} else {
-			w.args = append(w.args, nil)
-		}
-		w.args = append(w.args, ordinals[i])
-	}
-	tuple := "(" + strings.TrimSuffix(strings.Repeat("?,", len(w.keyIdx)+2), ",") + ")"
-	probe := strings.Replace(w.probe, "{{values}}", strings.TrimSuffix(strings.Repeat(tuple+",", end-start), ","), 1)
-	probe = strings.ReplaceAll(probe, "{{file}}", strconv.FormatInt(fileKey, 10))
-	var existing, stale int64
-	if err := tx.QueryRowContext(ctx, probe, w.args...).Scan(&existing, &stale); err != nil {
-		return c, fmt.Errorf("probe %s: %w", w.tg.Table, err)
-	}
-	affected, err := w.exec(ctx, tx, fileKey, rec, ordinals, start, end)
+	c, failed, err := w.upsert.natural(w.probe, w.keyCols, w.verCol, w.cols, fileKey, ordinals)
 	if err != nil {
-		return c, err
+		return total, fmt.Errorf("upsert row %d into %s: %w", ordinals[failed], w.tg.Table, err)
 	}
-	c.Inserted = int64(end-start) - existing
-	c.Updated = affected - c.Inserted
-	c.Stale = stale
-	c.Unchanged = existing - stale - c.Updated
-	if c.Updated < 0 || c.Unchanged < 0 {
-		return c, fmt.Errorf("write %s: counts do not add up (existing %d, stale %d, changed %d)", w.tg.Table, existing, stale, affected)
-	}
-	return c, nil
-}
-
-func (w *writer) key(rec arrow.RecordBatch, i int) string {
-	w.keyBuf = w.keyBuf[:0]
-	for _, k := range w.keyIdx {
-		w.keyBuf = fmt.Append(w.keyBuf, value(rec.Column(k), w.kinds[k], i), "\x00")
-	}
-	return string(w.keyBuf)
+	total.Inserted, total.Updated, total.Unchanged, total.Stale = c[0], c[1], c[2], c[3]
+	return total, nil
 }
 
 // existing counts the target rows already present for these ordinals.
@@ -479,55 +386,12 @@ func (w *writer) existing(ctx context.Context, tx *sql.Tx, fileKey int64, ordina
 	return n, nil
 }
 
-// exec runs one upsert of rows [start, end) and returns the rows it changed.
-func (w *writer) exec(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64, start, end int) (int64, error) {
-	st, err := w.stmt(ctx, tx, end-start)
-	if err != nil {
-		return 0, err
-	}
-	w.args = w.args[:0]
-	cols := rec.Columns()
-	for i := start; i < end; i++ {
-		w.args = append(w.args, fileKey, ordinals[i])
-		for c, col := range cols {
-			w.args = append(w.args, value(col, w.kinds[c], i))
-		}
-	}
-	res, err := st.ExecContext(ctx, w.args...)
-	if err != nil {
-		return 0, fmt.Errorf("upsert into %s (rows %d-%d): %w", w.tg.Table, ordinals[start], ordinals[end-1], err)
-	}
-	return res.RowsAffected()
-}
-
-// value returns the SQLite value of row i of a.
-func value(a arrow.Array, kind string, i int) any {
-	if a.IsNull(i) {
-		return nil
-	}
-	switch a := a.(type) {
-	case *array.Int64:
-		return a.Value(i)
-	case *array.Float64:
-		return a.Value(i)
-	case *array.Boolean:
-		if a.Value(i) {
-			return int64(1)
-		}
-		return int64(0)
-	case *array.Timestamp:
-		return sink.FormatTimestamp(int64(a.Value(i)))
-	case *array.String:
-		return a.Value(i)
-	}
-	return fmt.Sprint(a.GetOneForMarshal(i))
-}
-
 // Close implements sink.Writer.
 func (w *writer) Close() error {
-	var errs []error
-	for _, s := range w.stmts {
-		errs = append(errs, s.Close())
+	w.upsert.close()
+	w.probe.close()
+	if w.cols != nil {
+		w.cols.free()
 	}
-	return errors.Join(errs...)
+	return nil
 }
