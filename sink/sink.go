@@ -128,7 +128,9 @@ type Dialect interface {
 	// columns.
 	Ensure(ctx context.Context, tx *sql.Tx, t Target, schema *arrow.Schema) error
 	// Writer returns a Writer bound to conn for batches of schema. The
-	// Writer is not safe for concurrent use.
+	// table must exist (Ensure it first), conn must not be in a
+	// transaction, and Write must be given transactions begun on conn.
+	// The Writer is not safe for concurrent use.
 	Writer(ctx context.Context, conn *sql.Conn, t Target, schema *arrow.Schema) (Writer, error)
 }
 

@@ -6,6 +6,7 @@ package dialect
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -104,4 +105,32 @@ func (d Dialect) TableExists(ctx context.Context, q Querier, name string) (bool,
 		err = q.QueryRowContext(ctx, `SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?`, strings.Trim(name, `"`)).Scan(&ok)
 	}
 	return ok, err
+}
+
+// SchemaPrefix returns the table prefix that places idemport's tables in the
+// PostgreSQL schema named schema: the quoted schema and a dot, as in
+// `"idemport".`.
+func SchemaPrefix(schema string) string { return QuoteOne(schema) + "." }
+
+// CreateSchema creates the schema named schema when it does not exist, so
+// that migrations can place tables in it. It does nothing on SQLite, whose
+// tables are placed by a name prefix instead. Concurrent callers are safe: a
+// caller that loses the race to create the schema finds it created. Run it
+// outside a transaction (q a *sql.DB or *sql.Conn): a lost race would abort
+// the transaction.
+func (d Dialect) CreateSchema(ctx context.Context, q Querier, schema string) error {
+	if d != Postgres {
+		return nil
+	}
+	_, err := q.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+QuoteOne(schema))
+	if err == nil {
+		return nil
+	}
+	// Two sessions that both found the schema missing both try to create
+	// it, and the loser fails on the catalog's unique index.
+	var ok bool
+	if qerr := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&ok); qerr == nil && ok {
+		return nil
+	}
+	return fmt.Errorf("create schema %s: %w", schema, err)
 }

@@ -59,7 +59,12 @@ func Apply(ctx context.Context, db *sql.DB, d dialect.Dialect, prefix, component
 		version    INTEGER NOT NULL,
 		applied_at TEXT NOT NULL,
 		PRIMARY KEY (component, version))`); err != nil {
-		return fmt.Errorf("create %s: %w", table, err)
+		// On PostgreSQL, two sessions that both found the table missing
+		// both create it, and the loser fails on the catalog's unique
+		// index once the winner commits.
+		if ok, terr := d.TableExists(ctx, db, table); terr != nil || !ok {
+			return fmt.Errorf("create %s: %w", table, err)
+		}
 	}
 	for _, m := range ms {
 		if applied[m.version] {

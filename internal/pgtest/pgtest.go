@@ -1,0 +1,92 @@
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/idemport/idemport/internal/dialect"
+)
+
+// Env is the environment variable that names the test server.
+const Env = "IDEMPORT_TEST_POSTGRES"
+
+// DSN returns the test server's connection string, or skips t when
+// IDEMPORT_TEST_POSTGRES is not set.
+func DSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv(Env)
+	if dsn == "" {
+		t.Skip(Env + " is not set: skipping PostgreSQL tests")
+	}
+	return dsn
+}
+
+// Open creates a fresh schema with a random name and returns a pool whose
+// connections resolve unqualified names in it (it is first on their
+// search_path), and the schema's name. The pool is closed and the schema
+// dropped, with everything in it, when t ends. Open skips t when
+// IDEMPORT_TEST_POSTGRES is not set.
+func Open(t testing.TB) (*sql.DB, string) {
+	t.Helper()
+	dsn := DSN(t)
+	admin := connect(t, dsn, "")
+	schema := Schema(t, admin)
+	db := connect(t, dsn, schema)
+	// Cleanups run last first: the test's pool closes before its schema is
+	// dropped through the admin pool, which closes last.
+	t.Cleanup(func() { db.Close() })
+	return db, schema
+}
+
+// Schema creates another fresh schema through db, dropped with everything
+// in it when t ends, and returns its name.
+func Schema(t testing.TB, db *sql.DB) string {
+	t.Helper()
+	name := Name()
+	if _, err := db.ExecContext(context.Background(), `CREATE SCHEMA `+dialect.QuoteOne(name)); err != nil {
+		t.Fatalf("create schema %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if _, err := db.ExecContext(context.Background(), `DROP SCHEMA `+dialect.QuoteOne(name)+` CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// Name returns a random name for a schema, unlikely to be in use:
+// idemport_test_ and 12 hex digits.
+func Name() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return "idemport_test_" + hex.EncodeToString(b)
+}
+
+// connect opens a pool through the pgx database/sql driver, with schema
+// first on the search path when it is not empty.
+func connect(t testing.TB, dsn, schema string) *sql.DB {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatalf("%s: %v", Env, err)
+	}
+	if schema != "" {
+		cfg.RuntimeParams["search_path"] = dialect.QuoteOne(schema)
+	}
+	db := stdlib.OpenDB(*cfg)
+	if err := db.PingContext(context.Background()); err != nil {
+		db.Close()
+		t.Fatalf("connect to %s: %v", Env, err)
+	}
+	if schema == "" {
+		t.Cleanup(func() { db.Close() })
+	}
+	return db
+}

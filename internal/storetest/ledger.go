@@ -1,0 +1,606 @@
+package storetest
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/ledger"
+)
+
+const leaseMs = 60_000
+
+// ledgerFx is a migrated ledger on a fresh store.
+type ledgerFx struct {
+	t   *testing.T
+	ctx context.Context
+	st  Store
+	l   *ledger.Ledger
+}
+
+func newLedger(t *testing.T, open func(t *testing.T) Store) *ledgerFx {
+	t.Helper()
+	st := open(t)
+	createSchema(t, st)
+	l := ledger.New(st.DB, st.Dialect, st.Prefix)
+	if err := l.Migrate(context.Background()); err != nil {
+		t.Fatalf("migrate ledger: %v", err)
+	}
+	return &ledgerFx{t: t, ctx: context.Background(), st: st, l: l}
+}
+
+func (f *ledgerFx) tx(fn func(tx *sql.Tx) error) error {
+	f.t.Helper()
+	return inTx(f.t, f.st.DB, fn)
+}
+
+func (f *ledgerFx) create(id ledger.Identity, a ledger.Attempt) {
+	f.t.Helper()
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.Create(f.ctx, tx, id, a, leaseMs) }); err != nil {
+		f.t.Fatalf("create %s: %v", id.Key, err)
+	}
+}
+
+func (f *ledgerFx) get(k ledger.Key) (*ledger.Operation, int64) {
+	f.t.Helper()
+	op, now, err := f.l.Get(f.ctx, f.st.DB, k)
+	if err != nil {
+		f.t.Fatalf("get %s: %v", k, err)
+	}
+	return op, now
+}
+
+func (f *ledgerFx) attempts(k ledger.Key) []ledger.AttemptRecord {
+	f.t.Helper()
+	as, err := f.l.Attempts(f.ctx, k)
+	if err != nil {
+		f.t.Fatalf("attempts of %s: %v", k, err)
+	}
+	return as
+}
+
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+const mapping = `{"mapping_version":1,"table":"orders","key":["id"],"version_column":"","columns":{},"format":"csv","delimiter":",","quotes":false}`
+
+func identity() ledger.Identity {
+	return ledger.Identity{
+		Key:           ledger.Key{Table: "orders", FileID: "file-1"},
+		FileKey:       -8_070_450_532_247_928_832, // a 64-bit hash: negative and wider than 32 bits
+		ContentDigest: digest("content"),
+		MappingDigest: digest(mapping),
+		Mapping:       mapping,
+		Path:          "/data/orders.csv",
+		Size:          5_000_000_000,
+	}
+}
+
+func attempt(id string) ledger.Attempt {
+	return ledger.Attempt{ID: id, Trigger: "cron", Host: "host-1", PID: 4242, ProcStart: 1<<63 + 99, Path: "/data/orders.csv"}
+}
+
+// RunLedger runs the ledger's conformance cases, each on a fresh store from
+// open, in parallel.
+func RunLedger(t *testing.T, open func(t *testing.T) Store) {
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, open func(t *testing.T) Store)
+	}{
+		{"MigrateIsIdempotent", ledgerMigrateIsIdempotent},
+		{"ConcurrentMigrate", concurrentMigrate},
+		{"GetBeforeMigrate", ledgerGetBeforeMigrate},
+		{"CreateGetRoundTrip", ledgerCreateGetRoundTrip},
+		{"FileKeyCollision", ledgerFileKeyCollision},
+		{"PlannedAndRefuseAreFenced", ledgerPlannedAndRefuseAreFenced},
+		{"RefuseStoresTheReport", ledgerRefuseStoresTheReport},
+		{"CountAddsToAttemptAndOperation", ledgerCount},
+		{"CompleteOnce", ledgerCompleteOnce},
+		{"FailHeartbeatEnd", ledgerFailHeartbeatEnd},
+		{"Retract", ledgerRetract},
+		{"Rejects", ledgerRejects},
+		{"List", ledgerList},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.fn(t, open)
+		})
+	}
+}
+
+func ledgerMigrateIsIdempotent(t *testing.T, open func(t *testing.T) Store) {
+	f := newLedger(t, open)
+	before := snapshot(t, f.st)
+	for _, table := range []string{"operations", "attempts", "rejects", "files", "migrations"} {
+		if ok, err := f.st.Dialect.TableExists(f.ctx, f.st.DB, f.st.Prefix+table); err != nil || !ok {
+			t.Errorf("migrate did not create %s%s (%v)", f.st.Prefix, table, err)
+		}
+	}
+	if n := len(column(t, f.st.DB, `SELECT component FROM `+f.st.Prefix+`migrations WHERE component = 'ledger'`)); n == 0 {
+		t.Errorf("no ledger migration recorded")
+	}
+	f.create(identity(), attempt("a1"))
+	if err := f.l.Migrate(f.ctx); err != nil {
+		t.Fatalf("second migrate: %v", err)
+	}
+	// A second Ledger on the same database also finds nothing to do.
+	if err := ledger.New(f.st.DB, f.st.Dialect, f.st.Prefix).Migrate(f.ctx); err != nil {
+		t.Fatalf("migrate from another ledger: %v", err)
+	}
+	if after := snapshot(t, f.st); !slices.Equal(before, after) {
+		t.Errorf("migrating again changed the schema:\n%v\n---\n%v", before, after)
+	}
+	if op, _ := f.get(identity().Key); op == nil {
+		t.Error("migrate lost the operation")
+	}
+}
+
+// concurrentMigrate starts 4 processes' worth of stores on an empty
+// database at once, as concurrent first runs do: each creates the schema
+// and migrates the ledger and the checkpoints. All must succeed, and each
+// migration must be recorded once.
+func concurrentMigrate(t *testing.T, open func(t *testing.T) Store) {
+	st := open(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() {
+			if err := st.Dialect.CreateSchema(ctx, st.DB, st.Schema); err != nil {
+				errs[i] = err
+				return
+			}
+			if err := ledger.New(st.DB, st.Dialect, st.Prefix).Migrate(ctx); err != nil {
+				errs[i] = err
+				return
+			}
+			errs[i] = checkpoint.New(st.DB, st.Dialect, st.Prefix).Migrate(ctx)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("migration %d: %v", i, err)
+		}
+	}
+	recorded := column(t, st.DB, `SELECT component || ' ' || version FROM `+st.Prefix+`migrations ORDER BY 1`)
+	if len(recorded) == 0 || len(slices.Compact(slices.Clone(recorded))) != len(recorded) {
+		t.Errorf("migrations recorded: %v", recorded)
+	}
+}
+
+func ledgerGetBeforeMigrate(t *testing.T, open func(t *testing.T) Store) {
+	st := open(t)
+	l := ledger.New(st.DB, st.Dialect, st.Prefix)
+	op, now, err := l.Get(context.Background(), st.DB, identity().Key)
+	if err != nil || op != nil || now <= 0 {
+		t.Fatalf("get on a fresh database: %+v, %d, %v", op, now, err)
+	}
+	ops, err := l.List(context.Background(), ledger.Filter{})
+	if err != nil || len(ops) != 0 {
+		t.Fatalf("list on a fresh database: %+v, %v", ops, err)
+	}
+}
+
+func ledgerCreateGetRoundTrip(t *testing.T, open func(t *testing.T) Store) {
+	f := newLedger(t, open)
+	id := identity()
+	f.create(id, attempt("a1"))
+
+	op, now := f.get(id.Key)
+	if op == nil {
+		t.Fatal("created operation not found")
+	}
+	if op.Key != id.Key || op.FileKey != id.FileKey || op.ContentDigest != id.ContentDigest ||
+		op.MappingDigest != id.MappingDigest || op.Mapping != id.Mapping || op.Path != id.Path || op.Size != id.Size {
+		t.Errorf("identity did not round-trip:\nstored %+v\nwant   %+v", op, id)
+	}
+	if op.State != ledger.Processing || op.Planned || op.Attempts != 1 || op.Rows != (counter.Rows{}) ||
+		op.Outcome != "" || op.CompletedAt != 0 || op.CompletedBy != "" {
+		t.Errorf("new operation: %+v", op)
+	}
+	if op.LeaseAttempt != "a1" || op.LeaseExpires <= now || op.LeaseExpires > now+leaseMs {
+		t.Errorf("lease %q until %d; now %d", op.LeaseAttempt, op.LeaseExpires, now)
+	}
+	if op.CreatedAt <= 0 || op.CreatedAt > now || op.UpdatedAt != op.CreatedAt {
+		t.Errorf("created %d, updated %d, now %d", op.CreatedAt, op.UpdatedAt, now)
+	}
+	if d, _ := ledger.Decide(op, id, now); d != ledger.Busy {
+		t.Errorf("another run decides %s while a1 holds the lease", d)
+	}
+	if other, _ := f.get(ledger.Key{Table: "orders", FileID: "file-2"}); other != nil {
+		t.Errorf("operation for an unknown key: %+v", other)
+	}
+
+	as := f.attempts(id.Key)
+	if len(as) != 1 || as[0].ID != "a1" || as[0].Host != "host-1" || as[0].PID != 4242 || as[0].Trigger != "cron" ||
+		as[0].Path != "/data/orders.csv" || as[0].Table != "orders" || as[0].FileID != "file-1" || as[0].EndedAt != 0 ||
+		as[0].StartedAt <= 0 || as[0].HeartbeatAt != as[0].StartedAt {
+		t.Errorf("attempts: %+v", as)
+	}
+	host, pid, start, ok, err := f.l.Process(f.ctx, f.st.DB, "a1")
+	if err != nil || !ok || host != "host-1" || pid != 4242 || start != 1<<63+99 {
+		t.Errorf("process of a1: %s %d %d %v %v", host, pid, start, ok, err)
+	}
+	if _, _, _, ok, err := f.l.Process(f.ctx, f.st.DB, "nobody"); ok || err != nil {
+		t.Errorf("process of an unknown attempt: %v %v", ok, err)
+	}
+	var fileID string
+	if err := f.st.DB.QueryRow(f.st.Dialect.Rebind(`SELECT file_id FROM `+f.st.Prefix+`files WHERE file_key = ?`), id.FileKey).Scan(&fileID); err != nil || fileID != id.FileID {
+		t.Errorf("file key %d maps to %q (%v)", id.FileKey, fileID, err)
+	}
+}
+
+func ledgerFileKeyCollision(t *testing.T, open func(t *testing.T) Store) {
+	f := newLedger(t, open)
+	first := identity()
+	f.create(first, attempt("a1"))
+
+	// The same file ID into another table shares its file key.
+	again := first
+	again.Table = "orders_copy"
+	f.create(again, attempt("a2"))
+
+	// Another file ID with the same key is refused, and nothing is recorded.
+	other := first
+	other.Table = "other"
+	other.FileID = "file-2"
+	err := f.tx(func(tx *sql.Tx) error { return f.l.Create(f.ctx, tx, other, attempt("a3"), leaseMs) })
+	if !errors.Is(err, ledger.ErrFileKeyCollision) {
+		t.Fatalf("create with a used file key: %v", err)
+	}
+	if op, _ := f.get(other.Key); op != nil {
+		t.Errorf("colliding operation was recorded: %+v", op)
+	}
+	if _, _, _, ok, _ := f.l.Process(f.ctx, f.st.DB, "a3"); ok {
+		t.Error("colliding attempt was recorded")
+	}
+
+	// Creating the same operation twice fails on its key.
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.Create(f.ctx, tx, first, attempt("a4"), leaseMs) }); err == nil {
+		t.Error("the same operation was created twice")
+	}
+}
+
+func ledgerPlannedAndRefuseAreFenced(t *testing.T, open func(t *testing.T) Store) {
+	f := newLedger(t, open)
+	id := identity()
+	f.create(id, attempt("a1"))
+
+	planned := func(who string) error {
+		return f.tx(func(tx *sql.Tx) error { return f.l.Planned(f.ctx, tx, id.Key, who) })
+	}
+	if err := planned("a2"); !errors.Is(err, ledger.ErrLeaseLost) {
+		t.Fatalf("planned by a non-holder: %v", err)
+	}
+	if op, _ := f.get(id.Key); op.Planned || op.LeaseAttempt != "a1" {
+		t.Fatalf("a refused Planned changed the operation: %+v", op)
+	}
+	if err := f.tx(func(tx *sql.Tx) error {
+		return f.l.Refuse(f.ctx, tx, id.Key, "a2", `{}`, counter.Rows{Read: 1, Rejected: 1})
+	}); !errors.Is(err, ledger.ErrLeaseLost) {
+		t.Fatalf("refuse by a non-holder: %v", err)
+	}
+
+	// a1 dies; a2 takes the expired lease over and plans.
+	if err := f.l.Expire(f.ctx, f.st.DB, id.Key, "a1"); err != nil {
+		t.Fatal(err)
+	}
+	op, now := f.get(id.Key)
+	d, from := ledger.Decide(op, id, now)
+	if d != ledger.Plan || from != "a1" {
+		t.Fatalf("after expiry: %s from %q", d, from)
+	}
+	a2 := attempt("a2")
+	a2.RecoveredFrom = from
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.Start(f.ctx, tx, id.Key, a2, true, leaseMs) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := planned("a1"); !errors.Is(err, ledger.ErrLeaseLost) {
+		t.Fatalf("planned by the attempt whose lease was taken over: %v", err)
+	}
+	if err := f.tx(func(tx *sql.Tx) error {
+		return f.l.Refuse(f.ctx, tx, id.Key, "a1", `{}`, counter.Rows{Read: 1, Rejected: 1})
+	}); !errors.Is(err, ledger.ErrLeaseLost) {
+		t.Fatalf("refuse by the attempt whose lease was taken over: %v", err)
+	}
+	if err := planned("a2"); err != nil {
+		t.Fatalf("planned by the holder: %v", err)
+	}
+	op, now = f.get(id.Key)
+	if !op.Planned || op.LeaseAttempt != "" || op.LeaseExpires != 0 || op.Attempts != 2 || op.State != ledger.Processing {
+		t.Errorf("after planning: %+v", op)
+	}
+	if d, _ := ledger.Decide(op, id, now); d != ledger.Resume {
+		t.Errorf("planned operation decides %s", d)
+	}
+	if err := planned("a2"); !errors.Is(err, ledger.ErrLeaseLost) {
+		t.Errorf("planned twice: %v", err)
+	}
+	as := f.attempts(id.Key)
+	if len(as) != 2 || as[1].ID != "a2" || as[1].RecoveredFrom != "a1" || as[0].RecoveredFrom != "" {
+		t.Errorf("attempts: %+v", as)
+	}
+
+	// A third attempt joins without the planning lease.
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.Start(f.ctx, tx, id.Key, attempt("a3"), false, leaseMs) }); err != nil {
+		t.Fatal(err)
+	}
+	if op, _ := f.get(id.Key); op.Attempts != 3 || op.LeaseAttempt != "" || !op.Planned {
+		t.Errorf("after a joining attempt: %+v", op)
+	}
+}
+
+func ledgerRefuseStoresTheReport(t *testing.T, open func(t *testing.T) Store) {
+	f := newLedger(t, open)
+	id := identity()
+	f.create(id, attempt("a1"))
+	report := `{"rows":10,"rejected":3}`
+	if err := f.tx(func(tx *sql.Tx) error {
+		return f.l.Refuse(f.ctx, tx, id.Key, "a1", report, counter.Rows{Read: 10, Rejected: 3})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	op, now := f.get(id.Key)
+	if op.State != ledger.Refused || op.Outcome != report || op.Rows != (counter.Rows{Read: 10, Rejected: 3}) || op.LeaseAttempt != "" {
+		t.Errorf("refused operation: %+v", op)
+	}
+	if d, _ := ledger.Decide(op, id, now); d != ledger.Refuse {
+		t.Errorf("refused operation decides %s", d)
+	}
+	// Planning again (a rerun with a higher --max-rejects) starts the
+	// counters from zero.
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.Start(f.ctx, tx, id.Key, attempt("a2"), true, leaseMs) }); err != nil {
+		t.Fatal(err)
+	}
+	if op, _ := f.get(id.Key); op.State != ledger.Processing || op.Outcome != "" || op.Rows != (counter.Rows{}) || op.LeaseAttempt != "a2" {
+		t.Errorf("replanned operation: %+v", op)
+	}
+}
+
+func ledgerCount(t *testing.T, open func(t *testing.T) Store) {
+	f := newLedger(t, open)
+	id := identity()
+	f.create(id, attempt("a1"))
+
+	parts := []counter.Rows{
+		{Read: 10, Inserted: 6, Updated: 2, Unchanged: 1, Stale: 0, Rejected: 1},
+		{Read: 7, Inserted: 1, Updated: 1, Unchanged: 2, Stale: 3, Rejected: 0},
+		{Read: 3_000_000_000, Inserted: 3_000_000_000},
+	}
+	var want counter.Rows
+	for _, p := range parts {
+		if err := f.tx(func(tx *sql.Tx) error { return f.l.Count(f.ctx, tx, id.Key, "a1", p) }); err != nil {
+			t.Fatal(err)
+		}
+		want.Add(p)
+	}
+	// A partition whose transaction rolls back counts nothing.
+	rollback := errors.New("rolled back")
+	if err := f.tx(func(tx *sql.Tx) error {
+		if err := f.l.Count(f.ctx, tx, id.Key, "a1", counter.Rows{Read: 100, Inserted: 100}); err != nil {
+			return err
+		}
+		return rollback
+	}); !errors.Is(err, rollback) {
+		t.Fatal(err)
+	}
+
+	op, _ := f.get(id.Key)
+	if op.Rows != want {
+		t.Errorf("operation counted %+v, want %+v", op.Rows, want)
+	}
+	as := f.attempts(id.Key)
+	if len(as) != 1 || as[0].Rows != want || as[0].Partitions.Committed != int64(len(parts)) {
+		t.Errorf("attempt counted %+v, want rows %+v in %d partitions", as, want, len(parts))
+	}
+}
+
+func ledgerCompleteOnce(t *testing.T, open func(t *testing.T) Store) {
+	f := newLedger(t, open)
+	id := identity()
+	f.create(id, attempt("a1"))
+
+	complete := func(who, outcome string) bool {
+		var ok bool
+		if err := f.tx(func(tx *sql.Tx) (err error) {
+			ok, err = f.l.Complete(f.ctx, tx, id.Key, who, outcome)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !complete("a1", `{"n":1}`) {
+		t.Fatal("first Complete reported false")
+	}
+	if complete("a2", `{"n":2}`) {
+		t.Fatal("second Complete reported true")
+	}
+	op, now := f.get(id.Key)
+	if op.State != ledger.Completed || op.Outcome != `{"n":1}` || op.CompletedBy != "a1" || op.CompletedAt <= 0 ||
+		op.CompletedAt > now || op.LeaseAttempt != "" || op.LeaseExpires != 0 {
+		t.Errorf("completed operation: %+v", op)
+	}
+	if d, _ := ledger.Decide(op, id, now); d != ledger.Duplicate {
+		t.Errorf("completed operation decides %s", d)
+	}
+}
+
+func ledgerFailHeartbeatEnd(t *testing.T, open func(t *testing.T) Store) {
+	f := newLedger(t, open)
+	id := identity()
+	f.create(id, attempt("a1"))
+
+	// A heartbeat renews the holder's lease and no other's.
+	if err := f.l.Expire(f.ctx, f.st.DB, id.Key, "a1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.l.Heartbeat(f.ctx, f.st.DB, id.Key, "a2", leaseMs); err != nil {
+		t.Fatal(err)
+	}
+	if op, now := f.get(id.Key); op.LeaseExpires > now {
+		t.Errorf("another attempt's heartbeat renewed a1's lease: %+v", op)
+	}
+	if err := f.l.Heartbeat(f.ctx, f.st.DB, id.Key, "a1", leaseMs); err != nil {
+		t.Fatal(err)
+	}
+	if op, now := f.get(id.Key); op.LeaseAttempt != "a1" || op.LeaseExpires <= now {
+		t.Errorf("heartbeat did not renew the lease: %+v (now %d)", op, now)
+	}
+
+	// Failing with others live releases the lease and keeps processing.
+	if err := f.l.Fail(f.ctx, f.st.DB, id.Key, "a1", true); err != nil {
+		t.Fatal(err)
+	}
+	if op, _ := f.get(id.Key); op.State != ledger.Processing || op.LeaseAttempt != "" {
+		t.Errorf("after failing with others live: %+v", op)
+	}
+	// Failing alone sets the operation failed, and it then resumes or
+	// plans again.
+	if err := f.l.Fail(f.ctx, f.st.DB, id.Key, "a1", false); err != nil {
+		t.Fatal(err)
+	}
+	op, now := f.get(id.Key)
+	if op.State != ledger.Failed {
+		t.Errorf("after failing alone: %+v", op)
+	}
+	if d, _ := ledger.Decide(op, id, now); d != ledger.Plan {
+		t.Errorf("failed operation without a plan decides %s", d)
+	}
+
+	if err := f.l.End(f.ctx, f.st.DB, "a1", "failed", "disk full", 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	as := f.attempts(id.Key)
+	if len(as) != 1 || as[0].Outcome != "failed" || as[0].Error != "disk full" || as[0].EndedAt < as[0].StartedAt ||
+		as[0].Partitions.Skipped != 2 || as[0].Recovered != 1 {
+		t.Errorf("ended attempt: %+v", as)
+	}
+	if err := f.l.End(f.ctx, f.st.DB, "a1", "imported", "", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if as := f.attempts(id.Key); as[0].Error != "" || as[0].Outcome != "imported" {
+		t.Errorf("an attempt ended without error kept one: %+v", as[0])
+	}
+}
+
+func ledgerRetract(t *testing.T, open func(t *testing.T) Store) {
+	f := newLedger(t, open)
+	id := identity()
+	f.create(id, attempt("a1"))
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.Retract(f.ctx, tx, id.Key, "a2") }); !errors.Is(err, ledger.ErrLeaseLost) {
+		t.Fatalf("retract by a non-holder: %v", err)
+	}
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.Retract(f.ctx, tx, id.Key, "a1") }); err != nil {
+		t.Fatalf("retract: %v", err)
+	}
+	if op, _ := f.get(id.Key); op != nil {
+		t.Errorf("retracted operation remains: %+v", op)
+	}
+	if as := f.attempts(id.Key); len(as) != 0 {
+		t.Errorf("retracted attempts remain: %+v", as)
+	}
+	// A planned operation is never retracted.
+	f.create(id, attempt("a3"))
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.Planned(f.ctx, tx, id.Key, "a3") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.Retract(f.ctx, tx, id.Key, "a3") }); !errors.Is(err, ledger.ErrLeaseLost) {
+		t.Fatalf("retract of a planned operation: %v", err)
+	}
+}
+
+func ledgerRejects(t *testing.T, open func(t *testing.T) Store) {
+	f := newLedger(t, open)
+	id := identity()
+	f.create(id, attempt("a1"))
+	first := []ledger.Reject{
+		{Ordinal: 7, Offset: 5_000_000_001, Column: "qty", Value: "x", Code: "type", Message: "not an integer"},
+		{Ordinal: 3, Offset: 40, Code: "columns", Message: "3 fields, want 4"},
+	}
+	again := []ledger.Reject{
+		{Ordinal: 7, Offset: 5_000_000_001, Column: "qty", Value: "y", Code: "type", Message: "changed"},
+		{Ordinal: 9, Offset: 90, Column: "at", Value: "soon", Code: "type", Message: "not a timestamp"},
+	}
+	for i, rs := range [][]ledger.Reject{first, again} {
+		if err := f.tx(func(tx *sql.Tx) error { return f.l.AddRejects(f.ctx, tx, id.Key, fmt.Sprintf("a%d", i+1), rs) }); err != nil {
+			t.Fatalf("add rejects %d: %v", i, err)
+		}
+	}
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.AddRejects(f.ctx, tx, id.Key, "a1", nil) }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.l.Rejects(f.ctx, f.st.DB, id.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rendered []string
+	for _, r := range got {
+		rendered = append(rendered, fmt.Sprintf("%d@%d %s=%q %s: %s by %s", r.Ordinal, r.Offset, r.Column, r.Value, r.Code, r.Message, r.Attempt))
+	}
+	want := []string{
+		`3@40 ="" columns: 3 fields, want 4 by a1`,
+		`7@5000000001 qty="x" type: not an integer by a1`, // the first stored is kept
+		`9@90 at="soon" type: not a timestamp by a2`,
+	}
+	if !slices.Equal(rendered, want) {
+		t.Errorf("rejects:\n%v\nwant\n%v", rendered, want)
+	}
+	if other, err := f.l.Rejects(f.ctx, f.st.DB, ledger.Key{Table: "orders", FileID: "file-2"}); err != nil || len(other) != 0 {
+		t.Errorf("rejects of another operation: %v %v", other, err)
+	}
+}
+
+func ledgerList(t *testing.T, open func(t *testing.T) Store) {
+	f := newLedger(t, open)
+	a := identity()
+	b := identity()
+	b.Table = "customers"
+	b.ContentDigest = digest("other")
+	f.create(a, attempt("a1"))
+	f.create(b, attempt("a2"))
+	if _, err := func() (bool, error) {
+		var ok bool
+		err := f.tx(func(tx *sql.Tx) (err error) { ok, err = f.l.Complete(f.ctx, tx, b.Key, "a2", `{}`); return err })
+		return ok, err
+	}(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		filter ledger.Filter
+		want   []string
+	}{
+		{"all", ledger.Filter{}, []string{"customers", "orders"}},
+		{"table", ledger.Filter{Table: "orders"}, []string{"orders"}},
+		{"file ID", ledger.Filter{FileID: "file-1"}, []string{"customers", "orders"}},
+		{"state", ledger.Filter{State: ledger.Completed}, []string{"customers"}},
+		{"digest", ledger.Filter{Digest: digest("other")}, []string{"customers"}},
+		{"nothing", ledger.Filter{Table: "orders", State: ledger.Completed}, nil},
+	} {
+		ops, err := f.l.List(f.ctx, c.filter)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var got []string
+		for _, op := range ops {
+			got = append(got, op.Table)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: listed %v, want %v", c.name, got, c.want)
+		}
+	}
+}

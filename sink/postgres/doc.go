@@ -1,0 +1,25 @@
+// Package postgres is the PostgreSQL dialect of package sink.
+//
+// A table name with a dot is schema-qualified: "sales.orders" is table
+// orders in schema sales; an unqualified name is found through the search
+// path. Created tables store the kinds as boolean, bigint, double
+// precision, timestamptz, text and jsonb. Ordinal-mode tables have the
+// primary key (_idemport_file, _idemport_row); natural-key tables have the
+// key as their primary key, or use an existing table's primary key or
+// unique index, and get nullable bigint lineage columns when they lack them.
+//
+// Batches are written set-wise. A Writer owns a temporary staging table on
+// its connection, with the target's column types. Each batch is copied
+// into it (COPY, binary, through the pgx connection under database/sql, so
+// inside the caller's transaction), and one INSERT … SELECT … ON CONFLICT
+// DO UPDATE … WHERE statement merges it into the target, leaving unchanged
+// and stale rows untouched and telling inserted rows from updated ones by
+// their xmax. In natural-key mode the same statement counts the stale rows
+// with a join of the staging table and the target, which sees the target
+// as it was before the statement; and a batch that holds a key more than
+// once is merged in rounds, the n-th occurrence of each key in the n-th
+// round, because one statement cannot touch a row twice.
+//
+// Its Writer needs connections of the pgx database/sql driver
+// (github.com/jackc/pgx/v5/stdlib, driver name "pgx").
+package postgres

@@ -1,0 +1,610 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/internal/dialect"
+	"github.com/idemport/idemport/sink"
+)
+
+// Dialect implements sink.Dialect for PostgreSQL. Its Writer needs
+// connections of the pgx database/sql driver (github.com/jackc/pgx/v5/stdlib,
+// driver name "pgx").
+type Dialect struct{}
+
+var _ sink.Dialect = Dialect{}
+
+func q(name string) string { return dialect.QuoteOne(name) }
+
+// sqlType is the column type for a kind.
+func sqlType(kind string) string {
+	switch kind {
+	case sink.KindBool:
+		return "boolean"
+	case sink.KindInt64:
+		return "bigint"
+	case sink.KindFloat64:
+		return "double precision"
+	case sink.KindTimestamp:
+		return "timestamptz"
+	case sink.KindJSON:
+		return "jsonb"
+	}
+	return "text"
+}
+
+// kindOf maps a built-in type, by its name in pg_catalog, to a kind. Other
+// types, domains included, map to none.
+func kindOf(typname string) string {
+	switch typname {
+	case "int2", "int4", "int8":
+		return sink.KindInt64
+	case "float4", "float8", "numeric":
+		return sink.KindFloat64
+	case "bool":
+		return sink.KindBool
+	case "timestamp", "timestamptz":
+		return sink.KindTimestamp
+	case "text", "varchar", "bpchar":
+		return sink.KindString
+	case "json", "jsonb":
+		return sink.KindJSON
+	}
+	return ""
+}
+
+// column is a column as Describe read it, with its built-in type's name.
+type column struct {
+	sink.Column
+	typname string // name in pg_catalog, or "" for another type
+}
+
+// describe reads the columns and keys of the table named name (resolved
+// through the search path when unqualified), or returns nil when there is
+// no such table.
+func describe(ctx context.Context, qr dialect.Querier, name string) (*sink.Table, []column, error) {
+	rel := dialect.Quote(name)
+	rows, err := qr.QueryContext(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod),
+		CASE WHEN t.typnamespace = 'pg_catalog'::regnamespace THEN t.typname::text ELSE '' END,
+		a.attnotnull, a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> ''
+		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
+		ORDER BY a.attnum`, rel)
+	if err != nil {
+		return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
+	}
+	t := &sink.Table{Name: name}
+	var cols []column
+	for rows.Next() {
+		var c column
+		if err := rows.Scan(&c.Name, &c.SQLType, &c.typname, &c.NotNull, &c.Default); err != nil {
+			rows.Close()
+			return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
+		}
+		c.Kind = kindOf(c.typname)
+		cols = append(cols, c)
+		t.Columns = append(t.Columns, c.Column)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
+	}
+	if len(cols) == 0 {
+		return nil, nil, nil
+	}
+	// Keys are the indexes ON CONFLICT can use as arbiters: unique, valid,
+	// not deferrable, not partial, and on plain columns (INCLUDE columns
+	// are not part of the key).
+	idx, err := qr.QueryContext(ctx, `SELECT i.indexrelid::bigint, a.attname
+		FROM pg_index i
+		CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
+		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+		WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indisvalid AND i.indimmediate
+		AND i.indpred IS NULL AND i.indexprs IS NULL AND k.ord <= i.indnkeyatts
+		ORDER BY i.indisprimary DESC, i.indexrelid, k.ord`, rel)
+	if err != nil {
+		return nil, nil, fmt.Errorf("describe keys of %s: %w", name, err)
+	}
+	defer idx.Close()
+	last := int64(-1)
+	for idx.Next() {
+		var id int64
+		var col string
+		if err := idx.Scan(&id, &col); err != nil {
+			return nil, nil, fmt.Errorf("describe keys of %s: %w", name, err)
+		}
+		if id != last {
+			t.Keys = append(t.Keys, nil)
+			last = id
+		}
+		t.Keys[len(t.Keys)-1] = append(t.Keys[len(t.Keys)-1], col)
+	}
+	if err := idx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("describe keys of %s: %w", name, err)
+	}
+	return t, cols, nil
+}
+
+// Describe implements sink.Dialect. An unqualified name is resolved through
+// the search path.
+func (Dialect) Describe(ctx context.Context, qr dialect.Querier, name string) (*sink.Table, error) {
+	t, _, err := describe(ctx, qr, name)
+	return t, err
+}
+
+// Ensure implements sink.Dialect. It holds a transaction-scoped advisory
+// lock on the table's name, so that concurrent imports into a new table do
+// not both try to create it: the second waits and then finds it.
+func (d Dialect) Ensure(ctx context.Context, tx *sql.Tx, tg sink.Target, schema *arrow.Schema) error {
+	table := dialect.Quote(tg.Table)
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "idemport ensure "+table); err != nil {
+		return fmt.Errorf("lock table %s: %w", tg.Table, err)
+	}
+	t, err := d.Describe(ctx, tx, tg.Table)
+	if err != nil {
+		return err
+	}
+	if t == nil {
+		if _, err := tx.ExecContext(ctx, createSQL(tg, schema)); err != nil {
+			return fmt.Errorf("create table %s: %w", tg.Table, err)
+		}
+		return nil
+	}
+	if err := sink.Check(t, tg, schema); err != nil {
+		return err
+	}
+	for _, name := range []string{sink.FileColumn, sink.RowColumn} {
+		if t.Column(name) == nil {
+			if _, err := tx.ExecContext(ctx, `ALTER TABLE `+table+` ADD COLUMN IF NOT EXISTS `+q(name)+` bigint`); err != nil {
+				return fmt.Errorf("add lineage column %s to %s: %w", name, tg.Table, err)
+			}
+		}
+	}
+	return nil
+}
+
+func createSQL(tg sink.Target, schema *arrow.Schema) string {
+	var b strings.Builder
+	b.WriteString("CREATE TABLE " + dialect.Quote(tg.Table) + " (\n")
+	if tg.Ordinal() {
+		fmt.Fprintf(&b, "  %s bigint NOT NULL,\n  %s bigint NOT NULL,\n", q(sink.FileColumn), q(sink.RowColumn))
+	}
+	for _, f := range schema.Fields() {
+		fmt.Fprintf(&b, "  %s %s", q(f.Name), sqlType(sink.KindOf(f)))
+		if contains(tg.Key, f.Name) {
+			b.WriteString(" NOT NULL")
+		}
+		b.WriteString(",\n")
+	}
+	if tg.Ordinal() {
+		fmt.Fprintf(&b, "  PRIMARY KEY (%s, %s)\n)", q(sink.FileColumn), q(sink.RowColumn))
+		return b.String()
+	}
+	fmt.Fprintf(&b, "  %s bigint,\n  %s bigint,\n  PRIMARY KEY (%s)\n)", q(sink.FileColumn), q(sink.RowColumn), quoteList(tg.Key, ""))
+	return b.String()
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func quoteList(names []string, prefix string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + q(n)
+	}
+	return strings.Join(out, ", ")
+}
+
+// field is a column of the file and how its values reach the target
+// column of the same name.
+type field struct {
+	name   string
+	file   string // the file's kind
+	target column
+	// text: the value is staged as text and cast to the target's type,
+	// for types idemport does not know (domains, enums, dates, …) and for
+	// text columns receiving other kinds.
+	text bool
+	// exact: an int64 value goes to a numeric column as is, not through
+	// float64.
+	exact bool
+}
+
+// expr is the staged value of f in the target column's type.
+func (f *field) expr(alias string) string {
+	e := alias + "." + q(f.name)
+	if f.text && f.target.Kind != sink.KindString {
+		e += "::" + f.target.SQLType
+	}
+	return e
+}
+
+// comparable is how the stored value of f (in t) is compared with a new
+// one: json has no equality operator, and a type idemport does not know is
+// compared by its text.
+func (f *field) comparable(alias string) string {
+	if f.target.typname == "json" || f.target.Kind == "" {
+		return alias + "." + q(f.name) + "::text"
+	}
+	return alias + "." + q(f.name)
+}
+
+// value returns row i of a as the Go value the staging column takes.
+func (f *field) value(a arrow.Array, i int) any {
+	if a.IsNull(i) {
+		return nil
+	}
+	if f.text {
+		return text(a, i)
+	}
+	switch a := a.(type) {
+	case *array.Int64:
+		if f.target.Kind == sink.KindFloat64 && !f.exact {
+			return float64(a.Value(i))
+		}
+		return a.Value(i)
+	case *array.Float64:
+		return a.Value(i)
+	case *array.Boolean:
+		return a.Value(i)
+	case *array.Timestamp:
+		return a.Value(i).ToTime(a.DataType().(*arrow.TimestampType).Unit).UTC()
+	case *array.String:
+		return a.Value(i)
+	}
+	return fmt.Sprint(a.GetOneForMarshal(i))
+}
+
+// text renders row i of a as text: as PostgreSQL renders the same value,
+// and timestamps as sink.FormatTimestamp does.
+func text(a arrow.Array, i int) string {
+	switch a := a.(type) {
+	case *array.Int64:
+		return strconv.FormatInt(a.Value(i), 10)
+	case *array.Float64:
+		return strconv.FormatFloat(a.Value(i), 'g', -1, 64)
+	case *array.Boolean:
+		return strconv.FormatBool(a.Value(i))
+	case *array.Timestamp:
+		return sink.FormatTimestamp(a.Value(i).ToTime(a.DataType().(*arrow.TimestampType).Unit).UnixMicro())
+	case *array.String:
+		return a.Value(i)
+	}
+	return fmt.Sprint(a.GetOneForMarshal(i))
+}
+
+// Columns of the staging table besides the file's.
+const (
+	roundColumn = "_idemport_round" // natural-key mode: the occurrence of the row's key in the batch, from 0
+)
+
+// writer merges batches into a target table through a staging table.
+type writer struct {
+	conn     *sql.Conn
+	tg       sink.Target
+	stage    string // staging table name, in pg_temp
+	fields   []field
+	keyIdx   []int    // schema positions of the key columns
+	copyCols []string // staging columns in COPY order
+	truncate string
+	merge    string // $1 file key, $2 round (natural-key mode)
+	row      []any
+	rounds   []int32
+	seen     map[string]int32
+	keyBuf   []byte
+}
+
+// Writer implements sink.Dialect. The table must exist (Ensure creates it),
+// and conn must be a connection of the pgx driver, outside a transaction:
+// Writer creates a temporary staging table on it, which Close drops. Write
+// must then be given transactions begun on conn.
+func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema) (sink.Writer, error) {
+	t, cols, err := describe(ctx, conn, tg.Table)
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, fmt.Errorf("write %s: no such table", tg.Table)
+	}
+	byName := map[string]column{}
+	for _, c := range cols {
+		byName[c.Name] = c
+	}
+	b := make([]byte, 8)
+	rand.Read(b)
+	w := &writer{conn: conn, tg: tg, stage: "idemport_stage_" + hex.EncodeToString(b), seen: map[string]int32{}}
+	for _, f := range schema.Fields() {
+		c, ok := byName[f.Name]
+		if !ok {
+			return nil, fmt.Errorf("write %s: it has no column %q", tg.Table, f.Name)
+		}
+		fd := field{name: f.Name, file: sink.KindOf(f), target: c}
+		switch {
+		case c.Kind == "":
+			fd.text = true
+		case c.Kind == sink.KindString && fd.file != sink.KindString && fd.file != sink.KindJSON:
+			fd.text = true
+		case c.Kind == sink.KindFloat64 && c.typname == "numeric":
+			fd.exact = true
+		}
+		w.fields = append(w.fields, fd)
+	}
+	for _, k := range tg.Key {
+		w.keyIdx = append(w.keyIdx, schema.FieldIndices(k)[0])
+	}
+
+	// The staging table: the round (natural keys), the row ordinal, and the
+	// file's columns in the target's types (typmods and collations too), or
+	// as text when they are staged as text.
+	table := dialect.Quote(tg.Table)
+	stage := "pg_temp." + q(w.stage)
+	var sel []string
+	if !tg.Ordinal() {
+		sel = append(sel, "NULL::integer AS "+q(roundColumn))
+		w.copyCols = append(w.copyCols, roundColumn)
+	}
+	sel = append(sel, "NULL::bigint AS "+q(sink.RowColumn))
+	w.copyCols = append(w.copyCols, sink.RowColumn)
+	for _, f := range w.fields {
+		if f.text {
+			sel = append(sel, "NULL::text AS "+q(f.name))
+		} else {
+			sel = append(sel, "t."+q(f.name))
+		}
+		w.copyCols = append(w.copyCols, f.name)
+	}
+	ddl := "CREATE TEMP TABLE " + q(w.stage) + " ON COMMIT DELETE ROWS AS SELECT " + strings.Join(sel, ", ") + " FROM " + table + " t WITH NO DATA"
+	w.truncate = "TRUNCATE " + stage
+	if _, err := conn.ExecContext(ctx, ddl); err != nil {
+		return nil, fmt.Errorf("create staging table for %s: %w", tg.Table, err)
+	}
+
+	var names, values, data, stored, incoming, set []string
+	for _, f := range w.fields {
+		names = append(names, q(f.name))
+		values = append(values, f.expr("s"))
+		if contains(tg.Key, f.name) {
+			continue
+		}
+		data = append(data, f.name)
+		stored = append(stored, f.comparable("t"))
+		incoming = append(incoming, f.comparable("excluded"))
+		set = append(set, q(f.name)+" = excluded."+q(f.name))
+	}
+	conflict := quoteList([]string{sink.FileColumn, sink.RowColumn}, "")
+	from := " FROM " + stage + " s"
+	order := ""
+	probe, staleCount := "", "0"
+	var guard []string
+	if !tg.Ordinal() {
+		conflict = quoteList(tg.Key, "")
+		from += " WHERE s." + q(roundColumn) + " = $2"
+		var keys, on []string
+		for _, k := range w.keyIdx {
+			keys = append(keys, w.fields[k].expr("s"))
+			on = append(on, "t."+q(w.fields[k].name)+" = "+w.fields[k].expr("s"))
+		}
+		order = " ORDER BY " + strings.Join(keys, ", ")
+		set = append(set, q(sink.FileColumn)+" = excluded."+q(sink.FileColumn), q(sink.RowColumn)+" = excluded."+q(sink.RowColumn))
+		guard = append(guard, "NOT "+w.stale("excluded."+q(tg.Version), "excluded."+q(sink.FileColumn), "excluded."+q(sink.RowColumn)))
+		ver := "NULL"
+		if tg.Version != "" {
+			ver = w.fields[schema.FieldIndices(tg.Version)[0]].expr("s")
+		}
+		// The stale rows, counted in the same statement as the merge, and
+		// so on the same snapshot: one statement does not see its own
+		// writes.
+		probe = "p AS (SELECT count(*) AS stale FROM " + stage + " s JOIN " + table + " t ON " + strings.Join(on, " AND ") +
+			" WHERE s." + q(roundColumn) + " = $2 AND " + w.stale(ver, "$1::bigint", "s."+q(sink.RowColumn)) + "), "
+		staleCount = "(SELECT stale FROM p)"
+	}
+	action := "DO NOTHING"
+	if len(data) > 0 {
+		guard = append(guard, "("+strings.Join(stored, ", ")+") IS DISTINCT FROM ("+strings.Join(incoming, ", ")+")")
+		action = "DO UPDATE SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(guard, " AND ")
+	}
+	w.merge = "WITH " + probe + "m AS (INSERT INTO " + table + " AS t (" + q(sink.FileColumn) + ", " + q(sink.RowColumn) + ", " + strings.Join(names, ", ") + ")" +
+		" SELECT $1::bigint, s." + q(sink.RowColumn) + ", " + strings.Join(values, ", ") + from + order +
+		" ON CONFLICT (" + conflict + ") " + action + " RETURNING t.xmax = 0 AS inserted)" +
+		" SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted), " + staleCount + " FROM m"
+	return w, nil
+}
+
+// stale is the condition under which an incoming row (version v, file key
+// file, ordinal row) is older than the stored row t: the stored version is
+// newer, or (with equal versions, or no version column) a later row of the
+// same file was already applied. NULL is older than any version, and
+// stored rows with NULL lineage (written by others) are never newer by
+// position. It is never NULL, so that the count and the merge agree.
+func (w *writer) stale(v, file, row string) string {
+	cond := "coalesce(t." + q(sink.FileColumn) + " = " + file + " AND t." + q(sink.RowColumn) + " > " + row + ", false)"
+	if w.tg.Version == "" {
+		return cond
+	}
+	stored := "t." + q(w.tg.Version)
+	return "((" + stored + " IS NOT NULL AND (" + v + " IS NULL OR " + v + " < " + stored + ")) OR (" + v + " IS NOT DISTINCT FROM " + stored + " AND " + cond + "))"
+}
+
+// Write implements sink.Writer. tx must have been begun on the Writer's
+// connection: the batch is copied into the staging table through that
+// connection, inside tx.
+func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (counter.Rows, error) {
+	var total counter.Rows
+	n := int(rec.NumRows())
+	if n == 0 {
+		return total, nil
+	}
+	total.Read = int64(n)
+	rounds := int32(1)
+	if !w.tg.Ordinal() {
+		rounds = w.number(rec)
+	}
+	if err := w.copy(ctx, rec, ordinals); err != nil {
+		return total, err
+	}
+	if w.tg.Ordinal() {
+		var ins, upd, stale int64
+		if err := tx.QueryRowContext(ctx, w.merge, fileKey).Scan(&ins, &upd, &stale); err != nil {
+			return total, fmt.Errorf("upsert into %s (rows %d-%d): %w", w.tg.Table, ordinals[0], ordinals[n-1], err)
+		}
+		total.Inserted, total.Updated, total.Unchanged = ins, upd, int64(n)-ins-upd
+		return total, nil
+	}
+	per := make([]int64, rounds)
+	for _, r := range w.rounds {
+		per[r]++
+	}
+	for r := range rounds {
+		var ins, upd, stale int64
+		if err := tx.QueryRowContext(ctx, w.merge, fileKey, r).Scan(&ins, &upd, &stale); err != nil {
+			return total, fmt.Errorf("upsert into %s (rows %d-%d): %w", w.tg.Table, ordinals[0], ordinals[n-1], err)
+		}
+		// The rows neither inserted nor updated are stale or unchanged.
+		// Without concurrent writers to the same keys, the stale count of
+		// the statement's snapshot is exact; a row that another
+		// transaction wrote since then and that this one did not update
+		// counts as stale if it was stale before, and else as unchanged.
+		rest := per[r] - ins - upd
+		stale = min(stale, rest)
+		total.Inserted += ins
+		total.Updated += upd
+		total.Stale += stale
+		total.Unchanged += rest - stale
+	}
+	return total, nil
+}
+
+// key appends row i of a to a batch key, so that values the key column
+// holds as equal append the same bytes: -0 is 0, and char(n) ignores
+// trailing spaces. Values equal only under rules idemport does not know (a
+// case-insensitive type or collation) are not found equal: such a batch
+// fails to merge with PostgreSQL's "cannot affect row a second time".
+func (f *field) key(buf []byte, a arrow.Array, i int) []byte {
+	if a.IsNull(i) {
+		return append(buf, 0, 0xff)
+	}
+	buf = append(buf, 1)
+	switch v := a.(type) {
+	case *array.Float64:
+		if v.Value(i) == 0 {
+			buf = append(buf, '0')
+			break
+		}
+		buf = append(buf, text(a, i)...)
+	default:
+		t := text(a, i)
+		if f.target.typname == "bpchar" {
+			t = strings.TrimRight(t, " ")
+		}
+		buf = append(buf, t...)
+	}
+	return append(buf, 0xff)
+}
+
+// number sets w.rounds[i] to the number of earlier rows of rec with row
+// i's key, and returns the number of rounds.
+func (w *writer) number(rec arrow.RecordBatch) int32 {
+	n := int(rec.NumRows())
+	w.rounds = w.rounds[:0]
+	clear(w.seen)
+	rounds := int32(1)
+	for i := range n {
+		w.keyBuf = w.keyBuf[:0]
+		for _, k := range w.keyIdx {
+			w.keyBuf = w.fields[k].key(w.keyBuf, rec.Column(k), i)
+		}
+		r := w.seen[string(w.keyBuf)]
+		w.seen[string(w.keyBuf)] = r + 1
+		w.rounds = append(w.rounds, r)
+		rounds = max(rounds, r+1)
+	}
+	return rounds
+}
+
+// copy copies the rows of rec into the staging table with COPY, through
+// the pgx connection under the Writer's database/sql connection, and so
+// inside the transaction open on it.
+func (w *writer) copy(ctx context.Context, rec arrow.RecordBatch, ordinals []int64) error {
+	src := &source{w: w, rec: rec, ordinals: ordinals, i: -1}
+	var copied int64
+	err := w.conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("connection is a %T, not of the pgx driver", dc)
+		}
+		// The previous batch of this transaction is still staged. DELETE
+		// would leave its rows dead, to be scanned by every later batch
+		// of the transaction, whereas TRUNCATE starts an empty file.
+		if _, err := c.Conn().Exec(ctx, w.truncate); err != nil {
+			return err
+		}
+		var err error
+		copied, err = c.Conn().CopyFrom(ctx, pgx.Identifier{"pg_temp", w.stage}, w.copyCols, src)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("copy rows %d-%d for %s: %w", ordinals[0], ordinals[len(ordinals)-1], w.tg.Table, err)
+	}
+	if copied != rec.NumRows() {
+		return fmt.Errorf("copy rows for %s: copied %d of %d", w.tg.Table, copied, rec.NumRows())
+	}
+	return nil
+}
+
+// source feeds a batch to CopyFrom row by row.
+type source struct {
+	w        *writer
+	rec      arrow.RecordBatch
+	ordinals []int64
+	i        int
+}
+
+func (s *source) Next() bool {
+	s.i++
+	return s.i < int(s.rec.NumRows())
+}
+
+// Values reuses one slice: CopyFrom encodes a row before asking for the next.
+func (s *source) Values() ([]any, error) {
+	row := s.w.row[:0]
+	if !s.w.tg.Ordinal() {
+		row = append(row, s.w.rounds[s.i])
+	}
+	row = append(row, s.ordinals[s.i])
+	for c := range s.w.fields {
+		row = append(row, s.w.fields[c].value(s.rec.Column(c), s.i))
+	}
+	s.w.row = row
+	return row, nil
+}
+
+func (s *source) Err() error { return nil }
+
+// Close implements sink.Writer: it drops the staging table.
+func (w *writer) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := w.conn.ExecContext(ctx, "DROP TABLE IF EXISTS pg_temp."+q(w.stage)); err != nil {
+		return fmt.Errorf("drop staging table of %s: %w", w.tg.Table, err)
+	}
+	return nil
+}
