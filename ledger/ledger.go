@@ -148,20 +148,21 @@ type Attempt struct {
 // Create records a new operation in state processing, with a holding the
 // planning lease for leaseMs, and records a as its first attempt.
 func (l *Ledger) Create(ctx context.Context, tx *sql.Tx, id Identity, a Attempt, leaseMs int64) error {
+	// Insert-or-keep, then read: two operations of one file (into two
+	// tables) may record its key at once.
+	if _, err := tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`files (file_key, file_id) VALUES (?, ?) ON CONFLICT (file_key) DO NOTHING`),
+		id.FileKey, id.FileID); err != nil {
+		return fmt.Errorf("record file key: %w", err)
+	}
 	var other string
-	err := tx.QueryRowContext(ctx, l.q(`SELECT file_id FROM `+l.prefix+`files WHERE file_key = ?`), id.FileKey).Scan(&other)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		if _, err := tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`files (file_key, file_id) VALUES (?, ?)`), id.FileKey, id.FileID); err != nil {
-			return fmt.Errorf("record file key: %w", err)
-		}
-	case err != nil:
+	if err := tx.QueryRowContext(ctx, l.q(`SELECT file_id FROM `+l.prefix+`files WHERE file_key = ?`), id.FileKey).Scan(&other); err != nil {
 		return fmt.Errorf("read file key: %w", err)
-	case other != id.FileID:
+	}
+	if other != id.FileID {
 		return fmt.Errorf("%w: file IDs %q and %q share key %d; give one of them another --file-id", ErrFileKeyCollision, other, id.FileID, id.FileKey)
 	}
 	now := l.d.Now()
-	_, err = tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`operations
+	_, err := tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`operations
 		(table_name, file_id, file_key, state, content_digest, mapping_digest, mapping, file_path, file_size,
 		 lease_attempt, lease_expires, created_at, updated_at, attempts)
 		VALUES (?, ?, ?, 'processing', ?, ?, ?, ?, ?, ?, `+now+` + ?, `+now+`, `+now+`, 1)`),
@@ -357,6 +358,21 @@ func (l *Ledger) Expire(ctx context.Context, q dialect.Querier, k Key, attempt s
 	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET lease_expires = 0
 		WHERE table_name = ? AND file_id = ? AND lease_attempt = ?`), k.Table, k.FileID, attempt); err != nil {
 		return fmt.Errorf("expire planning lease: %w", err)
+	}
+	return nil
+}
+
+// Lock makes the caller's transaction the only one deciding for operation k
+// until it ends. On SQLite the transaction already holds the database's
+// write lock (BEGIN IMMEDIATE); on PostgreSQL it takes a transaction-level
+// advisory lock on the operation's key, so two runs cannot both see no
+// operation and both create it.
+func (l *Ledger) Lock(ctx context.Context, tx *sql.Tx, k Key) error {
+	if l.d != dialect.Postgres {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, l.prefix+k.Table+"\n"+k.FileID); err != nil {
+		return fmt.Errorf("lock operation %s: %w", k, err)
 	}
 	return nil
 }

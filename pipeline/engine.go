@@ -12,13 +12,15 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // the embedded default target
+	_ "github.com/jackc/pgx/v5/stdlib" // the PostgreSQL target, as database/sql driver "pgx"
+	_ "github.com/mattn/go-sqlite3"    // the embedded default target
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/internal/failpoint"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/sink/postgres"
 	"github.com/idemport/idemport/sink/sqlite"
 )
 
@@ -45,7 +47,14 @@ type Options struct {
 	// BusyTimeout is how long SQLite waits for another writer's lock before
 	// failing; 0 means 30s.
 	BusyTimeout time.Duration
+	// StateSchema is the PostgreSQL schema of idemport's own tables; empty
+	// means DefaultStateSchema. SQLite keeps them beside the target tables.
+	StateSchema string
 }
+
+// DefaultStateSchema is the PostgreSQL schema idemport keeps its ledger and
+// checkpoints in, unless told otherwise.
+const DefaultStateSchema = "idemport"
 
 // Engine is an open target database with its ledger and checkpoints. It is
 // safe for concurrent use by several imports.
@@ -59,6 +68,7 @@ type Engine struct {
 	sink   sink.Dialect
 	log    *slog.Logger
 	fp     *failpoint.Set
+	batch  int // rows per batch handed to the sink
 }
 
 // Target is a parsed DSN.
@@ -114,9 +124,25 @@ func Open(ctx context.Context, dsn string, o Options) (*Engine, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", t.Path, err)
 		}
-		e.prefix, e.name, e.sink = "idemport_", t.Path, sqlite.Dialect{}
-	default:
-		return nil, usagef("PostgreSQL targets are not supported yet")
+		e.prefix, e.name, e.sink, e.batch = "idemport_", t.Path, sqlite.Dialect{}, 1024
+	case dialect.Postgres:
+		e.db, err = sql.Open("pgx", t.URL)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", redact(t.URL), err)
+		}
+		schema := o.StateSchema
+		if schema == "" {
+			schema = DefaultStateSchema
+		}
+		// A batch is one COPY and one merge: larger batches amortise the
+		// per-statement round trips that dominate small ones.
+		e.prefix, e.name, e.sink, e.batch = dialect.SchemaPrefix(schema), redact(t.URL), postgres.Dialect{}, 16384
+		if !o.ReadOnly {
+			if err := e.d.CreateSchema(ctx, e.db, schema); err != nil {
+				e.db.Close()
+				return nil, fmt.Errorf("create schema %s: %w", schema, err)
+			}
+		}
 	}
 	e.ledger = ledger.New(e.db, e.d, e.prefix)
 	e.cp = checkpoint.New(e.db, e.d, e.prefix)
@@ -174,6 +200,15 @@ func (e *UsageError) Unwrap() error { return e.Err }
 
 func usagef(format string, args ...any) error {
 	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// redact hides the password of a connection URL shown to users.
+func redact(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "postgres://…"
+	}
+	return p.Redacted()
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

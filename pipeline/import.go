@@ -129,7 +129,7 @@ func (r *run) defaults() {
 		q.Workers = 1
 	}
 	if q.BatchRows <= 0 {
-		q.BatchRows = 1024
+		q.BatchRows = max(r.e.batch, 1024)
 	}
 	if q.PartitionRows <= 0 {
 		q.PartitionRows = reader.DefaultPartitionRows
@@ -293,6 +293,9 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 		return 0, fmt.Errorf("begin claim: %w", err)
 	}
 	defer tx.Rollback()
+	if err := r.e.ledger.Lock(ctx, tx, r.id.Key); err != nil {
+		return 0, err
+	}
 	if op != nil && op.State == ledger.Processing {
 		if err := r.reapDead(ctx, tx, op); err != nil {
 			return 0, err

@@ -17,7 +17,7 @@ import (
 )
 
 type importOptions struct {
-	into          string
+	into          target
 	table         string
 	key           []string
 	versionCol    string
@@ -173,7 +173,7 @@ func runImport(c *cobra.Command, e *env, o *importOptions, args []string) error 
 		return err
 	}
 	ctx := c.Context()
-	eng, err := pipeline.Open(ctx, o.into, pipeline.Options{Logger: log, Failpoints: e.failpoints, BusyTimeout: o.busyTimeout})
+	eng, err := o.into.open(ctx, pipeline.Options{Logger: log, Failpoints: e.failpoints, BusyTimeout: o.busyTimeout})
 	if err != nil {
 		return err
 	}

@@ -18,8 +18,8 @@ import (
 
 // openReadOnly opens the target for a command that only reads. A missing
 // SQLite file is an empty ledger, reported as nil.
-func openReadOnly(c *cobra.Command, into string) (*pipeline.Engine, error) {
-	eng, err := pipeline.Open(c.Context(), into, pipeline.Options{ReadOnly: true})
+func openReadOnly(c *cobra.Command, into target) (*pipeline.Engine, error) {
+	eng, err := into.open(c.Context(), pipeline.Options{ReadOnly: true})
 	if errors.Is(err, pipeline.ErrNoDatabase) {
 		return nil, nil
 	}
@@ -40,7 +40,8 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func newStatusCmd(e *env) *cobra.Command {
-	var into, output, table, state string
+	var into target
+	var output, table, state string
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "List operations: state, rows, partitions done, attempts, leases",
@@ -152,7 +153,8 @@ func shortID(id string) string {
 }
 
 func newHistoryCmd(e *env) *cobra.Command {
-	var into, output, table string
+	var into target
+	var output, table string
 	c := &cobra.Command{
 		Use:   "history FILE|FILE-ID",
 		Short: "Show the attempts of a file's operations",

@@ -199,8 +199,22 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	return nil, usageError{fmt.Errorf("--log-format %q: want text or json", l.format)}
 }
 
-func intoFlag(c *cobra.Command, into *string) {
-	c.Flags().StringVar(into, "into", pipeline.DefaultDSN, "target database: sqlite://PATH, a path, or postgres://…")
+// target is the database a command works on: --into and --state-schema.
+type target struct {
+	dsn         string
+	stateSchema string
+}
+
+func (t target) String() string { return t.dsn }
+
+func (t target) open(ctx context.Context, o pipeline.Options) (*pipeline.Engine, error) {
+	o.StateSchema = t.stateSchema
+	return pipeline.Open(ctx, t.dsn, o)
+}
+
+func intoFlag(c *cobra.Command, into *target) {
+	c.Flags().StringVar(&into.dsn, "into", pipeline.DefaultDSN, "target database: sqlite://PATH, a path, or postgres://…")
+	c.Flags().StringVar(&into.stateSchema, "state-schema", pipeline.DefaultStateSchema, "PostgreSQL schema of idemport's ledger and checkpoints")
 }
 
 func outputFlag(c *cobra.Command, output *string) {

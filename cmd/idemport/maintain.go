@@ -118,7 +118,8 @@ func parseAge(s string) (time.Duration, error) {
 }
 
 func newGCCmd(e *env) *cobra.Command {
-	var into, output, older string
+	var into target
+	var output, older string
 	var dryRun bool
 	c := &cobra.Command{
 		Use:   "gc --older-than AGE",
@@ -139,7 +140,7 @@ never touched. After gc, rejects of those imports can no longer be exported or r
 			if err != nil {
 				return usageError{fmt.Errorf("--older-than %v", err)}
 			}
-			eng, err := pipeline.Open(c.Context(), into, pipeline.Options{})
+			eng, err := into.open(c.Context(), pipeline.Options{})
 			if err != nil {
 				return err
 			}

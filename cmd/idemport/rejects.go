@@ -29,7 +29,7 @@ attempt with trigger "replay". Replaying the same file again changes nothing.`,
 }
 
 // rejectsOf finds the operations of a file (path or file ID) and their rejects.
-func rejectsOf(c *cobra.Command, into, fileOrID, table string) (*pipeline.Engine, []ledger.Operation, [][]ledger.Reject, error) {
+func rejectsOf(c *cobra.Command, into target, fileOrID, table string) (*pipeline.Engine, []ledger.Operation, [][]ledger.Reject, error) {
 	eng, err := openReadOnly(c, into)
 	if err != nil {
 		return nil, nil, nil, err
@@ -55,7 +55,8 @@ func rejectsOf(c *cobra.Command, into, fileOrID, table string) (*pipeline.Engine
 }
 
 func newRejectsListCmd(e *env) *cobra.Command {
-	var into, output, table string
+	var into target
+	var output, table string
 	c := &cobra.Command{
 		Use:     "list FILE|FILE-ID",
 		Short:   "List the quarantined rows of a file's imports",
@@ -130,7 +131,8 @@ func clip(s string, n int) string {
 }
 
 func newRejectsExportCmd(e *env) *cobra.Command {
-	var into, table string
+	var into target
+	var table string
 	var all bool
 	c := &cobra.Command{
 		Use:   "export FILE|FILE-ID",
@@ -160,7 +162,8 @@ file to 'idemport rejects replay'. Rows already replayed are left out unless --a
 }
 
 func newRejectsReplayCmd(e *env) *cobra.Command {
-	var into, output string
+	var into target
+	var output string
 	c := &cobra.Command{
 		Use:   "replay FIXED.csv",
 		Short: "Apply corrected rejects under their original identity",
@@ -174,7 +177,7 @@ otherwise nothing is applied (exit 5). Replaying the same file again changes not
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			eng, err := pipeline.Open(c.Context(), into, pipeline.Options{})
+			eng, err := into.open(c.Context(), pipeline.Options{})
 			if err != nil {
 				return err
 			}
