@@ -307,6 +307,12 @@ type writer struct {
 	copyCols []string // staging columns in COPY order
 	truncate string
 	merge    string // $1 file key, $2 round (natural-key mode)
+	// Ordinal mode, when every column is copied in its target type: a
+	// batch whose rows' keys are all absent is copied straight into the
+	// target, the cost of a plain COPY.
+	direct     bool
+	directCols []string
+	present    string // $1 file key, $2 first ordinal, $3 last ordinal
 	row      []any
 	rounds   []int32
 	seen     map[string]int32
@@ -422,6 +428,14 @@ func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schem
 		guard = append(guard, "("+strings.Join(stored, ", ")+") IS DISTINCT FROM ("+strings.Join(incoming, ", ")+")")
 		action = "DO UPDATE SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(guard, " AND ")
 	}
+	if tg.Ordinal() {
+		w.direct = true
+		for _, f := range w.fields {
+			w.direct = w.direct && !f.text && !f.exact
+		}
+		w.directCols = append([]string{sink.FileColumn, sink.RowColumn}, w.copyCols[1:]...)
+		w.present = "SELECT EXISTS (SELECT 1 FROM " + table + " WHERE " + q(sink.FileColumn) + " = $1 AND " + q(sink.RowColumn) + " BETWEEN $2 AND $3)"
+	}
 	w.merge = "WITH " + probe + "m AS (INSERT INTO " + table + " AS t (" + q(sink.FileColumn) + ", " + q(sink.RowColumn) + ", " + strings.Join(names, ", ") + ")" +
 		" SELECT $1::bigint, s." + q(sink.RowColumn) + ", " + strings.Join(values, ", ") + from + order +
 		" ON CONFLICT (" + conflict + ") " + action + " RETURNING t.xmax = 0 AS inserted)" +
@@ -457,6 +471,22 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	rounds := int32(1)
 	if !w.tg.Ordinal() {
 		rounds = w.number(rec)
+	}
+	if w.direct {
+		// The first load of a partition: no row of the batch's key range is
+		// stored (the claim keeps other attempts out of the range), so the
+		// rows are copied into the target as they are, all inserted.
+		var present bool
+		if err := tx.QueryRowContext(ctx, w.present, fileKey, ordinals[0], ordinals[n-1]).Scan(&present); err != nil {
+			return total, fmt.Errorf("look for rows %d-%d in %s: %w", ordinals[0], ordinals[n-1], w.tg.Table, err)
+		}
+		if !present {
+			if err := w.copyInto(ctx, rec, fileKey, ordinals); err != nil {
+				return total, err
+			}
+			total.Inserted = int64(n)
+			return total, nil
+		}
 	}
 	if err := w.copy(ctx, rec, ordinals); err != nil {
 		return total, err
@@ -570,12 +600,42 @@ func (w *writer) copy(ctx context.Context, rec arrow.RecordBatch, ordinals []int
 	return nil
 }
 
+// copyInto copies the rows of rec straight into the target table, with
+// their file key and ordinals, inside the transaction open on the Writer's
+// connection.
+func (w *writer) copyInto(ctx context.Context, rec arrow.RecordBatch, fileKey int64, ordinals []int64) error {
+	src := &source{w: w, rec: rec, ordinals: ordinals, i: -1, fileKey: &fileKey}
+	var copied int64
+	err := w.conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("connection is a %T, not of the pgx driver", dc)
+		}
+		var err error
+		copied, err = c.Conn().CopyFrom(ctx, identifier(w.tg.Table), w.directCols, src)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("copy rows %d-%d into %s: %w", ordinals[0], ordinals[len(ordinals)-1], w.tg.Table, err)
+	}
+	if copied != rec.NumRows() {
+		return fmt.Errorf("copy rows into %s: copied %d of %d", w.tg.Table, copied, rec.NumRows())
+	}
+	return nil
+}
+
+// identifier splits a possibly schema-qualified table name for pgx.
+func identifier(table string) pgx.Identifier {
+	return pgx.Identifier(strings.Split(table, "."))
+}
+
 // source feeds a batch to CopyFrom row by row.
 type source struct {
 	w        *writer
 	rec      arrow.RecordBatch
 	ordinals []int64
 	i        int
+	fileKey  *int64 // set when copying straight into the target
 }
 
 func (s *source) Next() bool {
@@ -586,7 +646,9 @@ func (s *source) Next() bool {
 // Values reuses one slice: CopyFrom encodes a row before asking for the next.
 func (s *source) Values() ([]any, error) {
 	row := s.w.row[:0]
-	if !s.w.tg.Ordinal() {
+	if s.fileKey != nil {
+		row = append(row, *s.fileKey)
+	} else if !s.w.tg.Ordinal() {
 		row = append(row, s.w.rounds[s.i])
 	}
 	row = append(row, s.ordinals[s.i])
