@@ -313,10 +313,10 @@ type writer struct {
 	direct     bool
 	directCols []string
 	present    string // $1 file key, $2 first ordinal, $3 last ordinal
-	row      []any
-	rounds   []int32
-	seen     map[string]int32
-	keyBuf   []byte
+	row        []any
+	rounds     []int32
+	seen       map[string]int32
+	keyBuf     []byte
 }
 
 // Writer implements sink.Dialect. The table must exist (Ensure creates it),
