@@ -248,9 +248,10 @@ func (r *run) claimWaiting(ctx context.Context) (ledger.Decision, error) {
 	deadline := time.Now().Add(r.req.Wait)
 	for {
 		d, err := r.claim(ctx)
-		if err != nil || d != ledger.Busy || time.Now().After(deadline) {
+		if d != ledger.Busy || time.Now().After(deadline) {
 			return d, err
 		}
+		r.log.Debug("busy; waiting", "err", err)
 		if err := sleep(ctx, min(time.Second, r.req.Lease/4)); err != nil {
 			return d, err
 		}

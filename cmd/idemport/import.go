@@ -277,8 +277,8 @@ func resultText(r *pipeline.Result) string {
 		if r.Outcome == pipeline.Imported {
 			fmt.Fprintf(&b, "imported %d rows into %s", written, r.Table)
 		} else {
-			fmt.Fprintf(&b, "resumed: %d of %d partitions were already done; imported %d more rows into %s",
-				r.Partitions.Skipped, r.Partitions.Total, written, r.Table)
+			fmt.Fprintf(&b, "resumed: imported %d more rows into %s in %d of %d partitions (the other %d were done by other attempts)",
+				written, r.Table, r.Partitions.Committed, r.Partitions.Total, r.Partitions.Skipped)
 		}
 		var extra []string
 		if rows.Inserted > 0 && rows.Updated > 0 {
