@@ -450,3 +450,27 @@ func TestMaxRejectsPercentage(t *testing.T) {
 		t.Fatalf("--max-rejects 150%%: exit %d", r.Code)
 	}
 }
+
+// TestWaitInsteadOfBusy starts a run while another holds the only
+// partition: with --wait it waits instead of exiting 4, and finishes the
+// import once the holder's lease expires.
+func TestWaitInsteadOfBusy(t *testing.T) {
+	dir := t.TempDir()
+	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 40, 27)
+	holder := testkit.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "--lease", "2s", "orders.csv")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+	testkit.WaitStopped(t, holder.Process.Pid)
+	start := time.Now()
+	res := importJSON(t, dir, nil, 0, "--lease", "2s", "--wait=30s", "orders.csv")
+	if res.Outcome != "resumed" || !res.RecoveredLease || time.Since(start) < time.Second {
+		t.Fatalf("waiting run after %v: %+v", time.Since(start), res)
+	}
+	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
+	checkOrders(t, db, "orders", rows)
+	if short := importJSON(t, dir, nil, 0, "--wait=1s", "orders.csv"); short.Outcome != "duplicate" {
+		t.Fatalf("after completion: %+v", short)
+	}
+}
