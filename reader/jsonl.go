@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"unicode/utf16"
 
 	"github.com/valyala/fastjson"
 )
@@ -78,6 +79,9 @@ func (s *jsonlScanner) parse(line []byte) (*problem, error) {
 	if err != nil {
 		return &problem{code: CodeJSON, msg: "invalid JSON: " + err.Error(), column: -1}, nil
 	}
+	if unpairedSurrogate(line) {
+		return &problem{code: CodeUTF8, msg: "a \\u escape is half of a UTF-16 surrogate pair", column: -1}, nil
+	}
 	obj, err := v.Object()
 	if err != nil {
 		return &problem{code: CodeJSON, msg: "line is a JSON " + v.Type().String() + ", not an object", column: -1}, nil
@@ -100,6 +104,10 @@ func (s *jsonlScanner) parse(line []byte) (*problem, error) {
 		if !ok {
 			if len(key) == 0 {
 				prob = &problem{code: CodeJSON, msg: "object has an empty key", column: -1}
+				return
+			}
+			if code, msg := checkText(key); code != "" {
+				prob = &problem{code: code, msg: "key: " + msg, column: -1}
 				return
 			}
 			if !s.grow {
@@ -128,12 +136,28 @@ func (s *jsonlScanner) parse(line []byte) (*problem, error) {
 		case fastjson.TypeNumber:
 			kind = cellNumber
 			s.scratch = v.MarshalTo(s.scratch)
+			// fastjson's parser takes NaN, 1.2.3 and +5 for numbers, which
+			// would pass inference and fail conversion.
+			if !jsonNumber(s.scratch[start:]) {
+				prob = &problem{code: CodeJSON, msg: "invalid JSON: not a number", column: col}
+				return
+			}
 		case fastjson.TypeTrue, fastjson.TypeFalse:
 			kind = cellBool
 			s.scratch = v.MarshalTo(s.scratch)
 		default:
 			kind = cellJSON
 			s.scratch = v.MarshalTo(s.scratch)
+		}
+		if kind == cellJSON {
+			// The parser copies nested text as it is: bad numbers, \q
+			// escapes and raw control characters would make a json value
+			// that is not JSON. The validator is strict, and recurses safely
+			// now that the parser has bounded the nesting depth.
+			if err := fastjson.ValidateBytes(s.scratch[start:]); err != nil {
+				prob = &problem{code: CodeJSON, msg: "invalid JSON: " + err.Error(), column: col}
+				return
+			}
 		}
 		pend = append(pend, pending{col: col, start: start, end: len(s.scratch), kind: kind})
 	})
@@ -144,4 +168,98 @@ func (s *jsonlScanner) parse(line []byte) (*problem, error) {
 		s.cells[p.col] = cell{b: s.scratch[p.start:p.end:p.end], kind: p.kind}
 	}
 	return prob, nil
+}
+
+// unpairedSurrogate reports whether the JSON text b has a \u escape
+// that is half of a UTF-16 surrogate pair without its other half. fastjson
+// would keep such an escape as its six characters, or decode it with the
+// escape after it into U+FFFD, losing that one.
+func unpairedSurrogate(b []byte) bool {
+	for {
+		i := bytes.IndexByte(b, '\\')
+		if i < 0 || i+1 >= len(b) {
+			return false
+		}
+		if b = b[i+1:]; b[0] != 'u' || len(b) < 5 || !isHex4(b[1:5]) {
+			// The escaped character, which may be a backslash, or the u of
+			// a \u escape without four hex digits, which fastjson keeps as
+			// it is (in a top-level string, where it is not validated).
+			b = b[1:]
+			continue
+		}
+		r := hex4(b[1:5])
+		b = b[5:]
+		if !utf16.IsSurrogate(r) {
+			continue
+		}
+		if r >= 0xdc00 || len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
+			return true
+		}
+		if r2 := hex4(b[2:6]); !isHex4(b[2:6]) || r2 < 0xdc00 || r2 > 0xdfff {
+			return true
+		}
+		b = b[6:]
+	}
+}
+
+func isHex4(b []byte) bool {
+	for _, c := range b[:4] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// hex4 decodes four hexadecimal digits.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+// jsonNumber reports whether b is a number as JSON writes them:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func jsonNumber(b []byte) bool {
+	digits := func(i int) int {
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	j := digits(i)
+	if j == i || (b[i] == '0' && j > i+1) {
+		return false
+	}
+	if i = j; i < len(b) && b[i] == '.' {
+		if j = digits(i + 1); j == i+1 {
+			return false
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if j = digits(i); j == i {
+			return false
+		}
+		i = j
+	}
+	return i == len(b)
 }

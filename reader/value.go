@@ -71,7 +71,7 @@ func convert(c cell, t Type) (value, string, string) {
 		}
 		if c.kind == cellText || c.kind == cellString {
 			// CSV text or a JSON string in a json column: store it as a JSON string.
-			return value{b: strconv.AppendQuote(nil, string(c.b))}, "", ""
+			return value{b: appendJSONString(nil, c.b)}, "", ""
 		}
 		return value{b: c.b}, "", ""
 	}
@@ -118,6 +118,30 @@ func convert(c cell, t Type) (value, string, string) {
 		}
 	}
 	return value{}, CodeType, "not a valid " + t.String()
+}
+
+// appendJSONString appends the UTF-8 text s to dst as a JSON string literal.
+// (strconv.AppendQuote is Go syntax: \a, \x7f and \U0001xxxx are not JSON.)
+func appendJSONString(dst, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for _, c := range s {
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c == '\n':
+			dst = append(dst, '\\', 'n')
+		case c == '\r':
+			dst = append(dst, '\\', 'r')
+		case c == '\t':
+			dst = append(dst, '\\', 't')
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
 }
 
 // checkText rejects text no target can store faithfully.
