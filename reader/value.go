@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"math"
 	"strconv"
-	"time"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -229,8 +228,14 @@ func isDecimal(b []byte, lenient bool) bool {
 // fitsFloat reports whether the decimal number b is within float64 range, as
 // convert requires: 1e999 is not a float64 but text.
 func fitsFloat(b []byte) bool {
-	if len(b) < 300 && bytes.IndexAny(b, "eE") < 0 {
-		return true // too few digits to overflow
+	if len(b) < 300 {
+		exp := false
+		for _, c := range b {
+			exp = exp || c|0x20 == 'e'
+		}
+		if !exp {
+			return true // too few digits to overflow
+		}
 	}
 	f, err := strconv.ParseFloat(str(b), 64)
 	return err == nil && !math.IsInf(f, 0)
@@ -341,11 +346,42 @@ func parseTimestamp(b []byte, dateOnly bool) (int64, bool) {
 			return 0, false
 		}
 	}
-	t := time.Date(year, time.Month(month), day, hour, minute, sec, 0, time.UTC)
-	if t.Day() != day { // 2025-02-30
+	if day > daysIn(year, month) { // 2025-02-30
 		return 0, false
 	}
-	return (t.Unix()-int64(offset))*1e6 + int64(micro), true
+	secs := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec)
+	return (secs-int64(offset))*1e6 + int64(micro), true
+}
+
+func daysIn(year, month int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil returns the days since 1970-01-01 of a proleptic Gregorian
+// date (Howard Hinnant's algorithm), without time.Date's normalisation,
+// which the plan pass would pay for every timestamp it reads.
+func daysFromCivil(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
 }
 
 // inference tracks the narrowest type that every non-null value of a column
@@ -378,10 +414,12 @@ func (in *inference) observe(c cell) {
 			in.possible = 0 // a quoted empty string is text
 			return
 		}
-		if in.possible&canInt != 0 && !isInteger(c.b) {
+		integer := in.possible&canInt != 0 && isInteger(c.b)
+		if !integer {
 			in.possible &^= canInt
 		}
-		if in.possible&canFloat != 0 && (!isDecimal(c.b, false) || !fitsFloat(c.b)) {
+		// An integer inference accepts is a float too.
+		if in.possible&canFloat != 0 && !integer && (!isDecimal(c.b, false) || !fitsFloat(c.b)) {
 			in.possible &^= canFloat
 		}
 		if in.possible&canBool != 0 {
