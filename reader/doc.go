@@ -11,4 +11,25 @@
 // converted into Arrow batches directly; Arrow's own CSV reader is too slow for
 // the hot path. A corrupt input is reported as a [*ParseError] naming the file,
 // row, byte offset and column, never as a panic.
+//
+// Parquet and Arrow IPC files (file and stream format) are decoded by
+// arrow-go, one row group or record batch at a time, and their values are
+// converted to the reader's types: the batches of every format have the
+// Arrow schema [Schema.Arrow] gives. Each row group or record batch is a
+// partition, read alone and checked against the plan before it is decoded.
+// Decoder panics on hostile bytes are recovered and reported as a
+// [*ParseError] naming the file and the row group or record batch; metadata
+// that would make a decoder allocate without bound is refused before it
+// reaches the decoder.
+//
+// How Arrow types become reader types: bool is [Bool]; integers up to 64
+// bits are [Int64] (a uint64 above the int64 maximum is a bad row, code
+// [CodeRange]); floats are [Float64]; timestamps of any unit and zone are
+// [Timestamp], in microseconds UTC (a non-zero part finer than a
+// microsecond is a bad row, code [CodePrecision]); strings are [String];
+// decimals, dates, times, durations, intervals and binary values are
+// [String] holding their exact text (binary as \x and lowercase hex);
+// dictionaries are their values' type; lists, structs and maps are [JSON]; a
+// column of the null type is an all-null [String]. Any other type refuses
+// the file, naming the column.
 package reader

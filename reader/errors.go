@@ -50,4 +50,8 @@ var (
 	ErrFormat = errors.New("unsupported or unrecognised format")
 	// ErrTooLarge means a row is larger than the configured limit.
 	ErrTooLarge = errors.New("row exceeds the size limit")
+	// ErrType means a column of a Parquet or Arrow file has a type the
+	// reader cannot map, or Options.Types asks for a conversion it does not
+	// make.
+	ErrType = errors.New("unsupported column type")
 )

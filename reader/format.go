@@ -19,10 +19,16 @@ type Format string
 
 // The supported formats.
 const (
-	CSV   Format = "csv"
-	TSV   Format = "tsv"
-	JSONL Format = "jsonl"
+	CSV     Format = "csv"
+	TSV     Format = "tsv"
+	JSONL   Format = "jsonl"
+	Parquet Format = "parquet"
+	Arrow   Format = "arrow"  // Arrow IPC file format (Feather version 2)
+	Arrows  Format = "arrows" // Arrow IPC stream format
 )
+
+// typed reports whether the format carries its own column types.
+func (f Format) typed() bool { return f == Parquet || f == Arrow || f == Arrows }
 
 // Compression names a stream compression wrapped around a format.
 type Compression string
@@ -48,14 +54,20 @@ type Options struct {
 	// Quotes turns quote processing on for TSV (always on for CSV).
 	Quotes bool
 	// Types fixes the type of the named columns instead of inferring it;
-	// values that do not parse are bad rows.
+	// values that do not parse are bad rows. A Parquet or Arrow column,
+	// whose type the file gives, may be fixed to that type, to string (the
+	// text of its values) or to json (their JSON); any other type is an
+	// error wrapping ErrType.
 	Types map[string]Type
 	// NotNull names columns that must have a value in every row (natural
 	// key columns); a row with a null there is bad.
 	NotNull []string
-	// MaxRowBytes bounds a row's size; 0 means DefaultMaxRowBytes.
+	// MaxRowBytes bounds a row's size in text formats; 0 means
+	// DefaultMaxRowBytes.
 	MaxRowBytes int
-	// Allocator allocates Arrow memory; nil means memory.DefaultAllocator.
+	// Allocator allocates the Arrow memory of the batches the reader
+	// returns and of the Arrow decoders; nil means memory.DefaultAllocator.
+	// (Parquet's page buffers come from memory.DefaultAllocator.)
 	Allocator memory.Allocator
 }
 
@@ -76,6 +88,12 @@ func Detect(path string) (Format, Compression, error) {
 		return TSV, comp, nil
 	case ".jsonl", ".ndjson":
 		return JSONL, comp, nil
+	case ".parquet":
+		return Parquet, comp, nil
+	case ".arrow", ".feather", ".ipc":
+		return Arrow, comp, nil
+	case ".arrows":
+		return Arrows, comp, nil
 	}
 	return "", comp, fmt.Errorf("%w: cannot tell the format of %s from its name; use --format", ErrFormat, filepath.Base(path))
 }
@@ -83,28 +101,43 @@ func Detect(path string) (Format, Compression, error) {
 // ParseFormat checks a format name given by a user.
 func ParseFormat(s string) (Format, error) {
 	switch f := Format(strings.ToLower(s)); f {
-	case CSV, TSV, JSONL:
+	case CSV, TSV, JSONL, Parquet, Arrow, Arrows:
 		return f, nil
 	case "ndjson":
 		return JSONL, nil
+	case "feather", "ipc":
+		return Arrow, nil
 	}
-	return "", fmt.Errorf("%w: %q (want csv, tsv or jsonl)", ErrFormat, s)
+	return "", fmt.Errorf("%w: %q (want csv, tsv, jsonl, parquet, arrow or arrows)", ErrFormat, s)
 }
 
-// File is a source file opened for reading. It is not safe for concurrent
-// use, but each Partition reader it returns is independent.
+// File is a source file opened for reading. Scan must not run concurrently
+// with other calls; Partition and Stats may be called concurrently, and each
+// Partition reader is independent.
 type File struct {
 	path   string
 	format Format
 	comp   Compression
 	opts   Options
-	header []string // CSV/TSV column names, in file order
+	header []string // column names, in file order
 	data   int64    // offset where data rows start, after the header
+	stats  fileStats
+
+	// Parquet and Arrow files: the schema, decided at Open.
+	cols   []arrowColumn
+	schema Schema
+	src    source
 }
 
 // Open opens path and reads what it needs to know before a plan: its format
-// and, for CSV and TSV, its header. A file whose header cannot be read
-// returns a *ParseError.
+// and, for CSV and TSV, its header; for Parquet and Arrow files, their
+// footer or schema, from which the columns and their types follow. A file
+// whose header or schema cannot be read, or whose column types cannot be
+// mapped, returns a *ParseError.
+//
+// Parquet and Arrow IPC files need random access: wrapped in gzip or zstd
+// they are refused, with a *ParseError saying to decompress them first. An
+// Arrow IPC stream (.arrows) may be compressed.
 func Open(path string, opts Options) (*File, error) {
 	format, comp, err := Detect(path)
 	if opts.Format != "" {
@@ -126,9 +159,31 @@ func Open(path string, opts Options) (*File, error) {
 		}
 	}
 	f := &File{path: path, format: format, comp: comp, opts: opts}
-	if format == CSV || format == TSV {
-		if err := f.readHeader(); err != nil {
-			return nil, err
+	switch format {
+	case CSV, TSV:
+		err = f.readHeader()
+	case JSONL:
+	case Parquet, Arrow:
+		if comp != None {
+			return nil, &ParseError{Path: path, Offset: -1, Err: fmt.Errorf("%w: a %s file needs random access and cannot be read through %s; decompress it first",
+				ErrFormat, format, comp)}
+		}
+		if format == Parquet {
+			err = f.openParquet()
+		} else {
+			err = f.openIPCFile()
+		}
+	case Arrows:
+		err = f.openIPCStream()
+	default:
+		err = fmt.Errorf("%w: %q", ErrFormat, format)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if format.typed() {
+		for _, c := range f.schema {
+			f.header = append(f.header, c.Name)
 		}
 	}
 	return f, nil
@@ -143,8 +198,8 @@ func (f *File) Compression() Compression { return f.comp }
 // Path returns the path the file was opened with.
 func (f *File) Path() string { return f.path }
 
-// Header returns the column names of a CSV or TSV file, or nil for formats
-// whose columns are only known after a scan.
+// Header returns the column names of a CSV, TSV, Parquet or Arrow file, or
+// nil for JSONL, whose columns are only known after a scan.
 func (f *File) Header() []string { return f.header }
 
 func (f *File) quoting() bool { return f.format == CSV || f.opts.Quotes }
@@ -175,16 +230,17 @@ func (f *File) open(offset int64) (*stream, error) {
 		return nil, err
 	}
 	s := &stream{closers: []io.Closer{osf}}
+	counted := countingReader{r: osf, n: &f.stats.bytes}
 	switch f.comp {
 	case None:
 		if _, err := osf.Seek(offset, io.SeekStart); err != nil {
 			s.Close()
 			return nil, err
 		}
-		s.Reader = osf
+		s.Reader = counted
 		return s, nil
 	case Gzip:
-		zr, err := gzip.NewReader(bufio.NewReaderSize(osf, 1<<20))
+		zr, err := gzip.NewReader(bufio.NewReaderSize(counted, 1<<20))
 		if err != nil {
 			s.Close()
 			return nil, f.corrupt(err)
@@ -192,7 +248,7 @@ func (f *File) open(offset int64) (*stream, error) {
 		s.closers = append(s.closers, zr)
 		s.Reader = zr
 	case Zstd:
-		zr, err := zstd.NewReader(bufio.NewReaderSize(osf, 1<<20), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
+		zr, err := zstd.NewReader(bufio.NewReaderSize(counted, 1<<20), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
 		if err != nil {
 			s.Close()
 			return nil, f.corrupt(err)

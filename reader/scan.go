@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 )
 
 // DefaultPartitionRows is the default number of rows per partition.
@@ -28,6 +29,12 @@ type Plan struct {
 // Partition is a contiguous run of rows: ordinals First..First+Rows-1. Offset
 // and Length locate its bytes in the decompressed stream and CRC is their
 // CRC-32C, so a reader can seek to it and prove the bytes are unchanged.
+//
+// For Parquet and Arrow files a partition is one row group or record batch:
+// Offset is its index in the file and Length is 1, and CRC is the CRC-32C
+// of the bytes it is decoded from (the row group's column chunks; the
+// record batch's message, after the file's dictionaries or the stream's
+// messages since the previous record batch).
 type Partition struct {
 	Index    int    `json:"index"`
 	First    int64  `json:"first"`
@@ -41,9 +48,9 @@ type Partition struct {
 // Reject is one bad row found by the plan pass.
 type Reject struct {
 	Ordinal int64  `json:"ordinal"`
-	Offset  int64  `json:"offset"`
+	Offset  int64  `json:"offset"` // -1 in Parquet and Arrow files, whose rows have no byte offset
 	Column  string `json:"column,omitempty"`
-	Value   string `json:"value,omitempty"` // at most 1 KiB of the raw value
+	Value   string `json:"value,omitempty"` // at most 1 KiB of the raw value (its text, for typed formats)
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
@@ -51,13 +58,16 @@ type Reject struct {
 // ScanOptions control the plan pass.
 type ScanOptions struct {
 	// PartitionRows is the number of rows per partition; 0 means
-	// DefaultPartitionRows.
+	// DefaultPartitionRows. Parquet and Arrow files are not cut by rows:
+	// each row group or record batch is one partition, since it is the
+	// unit their decoders can read alone.
 	PartitionRows int64
 	// KeepRejects is how many bad rows to list in Plan.Rejects; the rest are
 	// only counted.
 	KeepRejects int
 	// Progress, if set, is called now and then with the bytes (of the
-	// decompressed stream) and rows scanned so far.
+	// decompressed stream; for Parquet and Arrow files, read from disk) and
+	// rows scanned so far.
 	Progress func(bytes, rows int64)
 }
 
@@ -69,6 +79,9 @@ type ScanOptions struct {
 // compressed stream, an I/O error) returns a *ParseError. Bad rows do not
 // stop it: they are counted in the plan.
 func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
+	if f.src != nil {
+		return f.scanArrow(ctx, o)
+	}
 	if o.PartitionRows <= 0 {
 		o.PartitionRows = DefaultPartitionRows
 	}
@@ -251,17 +264,31 @@ type PartitionReader struct {
 	rejected int64
 	size     int
 	done     bool
+	ar       *arrowPartition // Parquet and Arrow files
 }
 
 // Partition opens a reader over partition p of plan, positioned at its first
 // byte: uncompressed files seek there, compressed ones decompress and discard
 // the bytes before it. Each Batch holds at most batchRows rows.
 //
+// A Parquet partition reads only its row group, and an Arrow IPC file
+// partition only its record batch (and the file's dictionaries); an Arrow
+// IPC stream partition re-reads the stream up to its record batch. Their
+// bytes are read and checked against the plan before they are decoded.
+//
 // The reader checks that the partition's bytes still match the plan; when
 // they do not, Next returns an error wrapping ErrSourceChanged.
 func (f *File) Partition(plan *Plan, p Partition, batchRows int) (*PartitionReader, error) {
 	if batchRows <= 0 {
 		batchRows = 1024
+	}
+	if f.src != nil {
+		if !slices.Equal(plan.Schema, f.schema) {
+			return nil, &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: the file's columns (%s) differ from the plan's (%s)",
+				ErrSourceChanged, schemaText(f.schema), schemaText(plan.Schema))}
+		}
+		return &PartitionReader{f: f, p: p, ar: &arrowPartition{f: f, p: p, size: batchRows,
+			cv: newConverter(f.cols, plan.Schema, f.opts.Allocator)}}, nil
 	}
 	s, err := f.open(p.Offset)
 	if err != nil {
@@ -286,6 +313,9 @@ func (f *File) Partition(plan *Plan, p Partition, batchRows int) (*PartitionRead
 // Next returns the next batch of good rows. It returns io.EOF after the
 // partition's last row, once its bytes have been checked against the plan.
 func (r *PartitionReader) Next() (Batch, error) {
+	if r.ar != nil {
+		return r.ar.next()
+	}
 	if r.done {
 		return Batch{}, io.EOF
 	}
@@ -353,10 +383,19 @@ func (r *PartitionReader) verify() error {
 }
 
 // Rejected returns how many bad rows the reader has skipped so far.
-func (r *PartitionReader) Rejected() int64 { return r.rejected }
+func (r *PartitionReader) Rejected() int64 {
+	if r.ar != nil {
+		return r.ar.rejected
+	}
+	return r.rejected
+}
 
 // Close releases the reader's file and memory. It is safe to call twice.
 func (r *PartitionReader) Close() error {
+	if r.ar != nil {
+		r.ar.close()
+		return nil
+	}
 	if r.bb != nil {
 		r.bb.release()
 		r.bb = nil
@@ -367,4 +406,13 @@ func (r *PartitionReader) Close() error {
 	err := r.s.Close()
 	r.s = nil
 	return err
+}
+
+// schemaText lists columns as name:type for messages.
+func schemaText(s Schema) string {
+	parts := make([]string, len(s))
+	for i, c := range s {
+		parts[i] = c.Name + ":" + c.Type.String()
+	}
+	return strings.Join(parts, ", ")
 }

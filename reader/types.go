@@ -82,26 +82,18 @@ func (t Type) ArrowType() arrow.DataType {
 }
 
 // TypeOf returns the logical type of an Arrow field built by this package or
-// read from a self-describing format. Types this package cannot map return an
-// error naming them.
+// read from a self-describing format, as the reader maps Parquet and Arrow
+// columns (see the package documentation). Types this package cannot map
+// return an error naming them.
 func TypeOf(f arrow.Field) (Type, error) {
 	if v, ok := f.Metadata.GetValue(MetadataType); ok {
 		return ParseType(v)
 	}
-	switch f.Type.ID() {
-	case arrow.BOOL:
-		return Bool, nil
-	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64,
-		arrow.UINT8, arrow.UINT16, arrow.UINT32:
-		return Int64, nil
-	case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
-		return Float64, nil
-	case arrow.TIMESTAMP:
-		return Timestamp, nil
-	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
-		return String, nil
+	t, _, err := naturalType(f.Type)
+	if err != nil {
+		return Unknown, fmt.Errorf("column %q: unsupported Arrow type %s (%v)", f.Name, f.Type, err)
 	}
-	return Unknown, fmt.Errorf("column %q: unsupported Arrow type %s", f.Name, f.Type)
+	return t, nil
 }
 
 // Column is one column of a file's schema.

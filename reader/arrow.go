@@ -1,0 +1,265 @@
+package reader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Parquet and Arrow IPC files are read through their own decoders
+// (parquet/pqarrow, arrow/ipc), and their record batches are converted to
+// the reader's types by a converter. Their partitions are their units, one
+// per Parquet row group or Arrow record batch: Partition.Offset is the
+// unit's index and Length is 1. ScanOptions.PartitionRows does not split
+// units, because a unit is what the decoders can read alone.
+
+// source is a Parquet or Arrow IPC file seen as a sequence of units.
+type source interface {
+	// unitName names a unit in messages: "row group" or "record batch".
+	unitName() string
+	// scan reads every unit in order for the plan pass. It calls fn with a
+	// partition whose Rows, Offset, Length and CRC describe the unit, and
+	// the unit's record batches; it closes the unit after fn returns.
+	scan(ctx context.Context, fn func(p Partition, u unit) error) error
+	// open returns the record batches of the unit of partition p, each at
+	// most batchRows long where the decoder can split, after checking the
+	// unit's row count and bytes against p. A difference is a *ParseError
+	// wrapping ErrSourceChanged.
+	open(p Partition, batchRows int) (unit, error)
+}
+
+// unit yields the record batches of one row group or record batch.
+type unit interface {
+	// next returns the next record batch, which the caller must release,
+	// or io.EOF after the last.
+	next() (arrow.RecordBatch, error)
+	close()
+}
+
+// planBatchRows is how many rows the plan pass decodes at a time.
+const planBatchRows = 64 * 1024
+
+// recovered turns a panic of a third-party decoder into a *ParseError naming
+// the file and where it was: hostile bytes can make Parquet and Arrow
+// decoders panic, and a corrupt file must be a data error, not a crash.
+func (f *File) recovered(v any, where string) error {
+	if where != "" {
+		where += ": "
+	}
+	return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: %scorrupt data (decoder failed: %v)", ErrFormat, where, v)}
+}
+
+// unitError gives an error met while decoding a unit its place.
+func (f *File) unitError(err error, where string) error {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		return err
+	}
+	return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: %s: %w", ErrFormat, where, err)}
+}
+
+func (f *File) where(u string, p Partition) string {
+	if p.Rows > 0 {
+		return fmt.Sprintf("%s %d (rows %d-%d)", u, p.Offset, p.First, p.First+p.Rows-1)
+	}
+	return fmt.Sprintf("%s %d", u, p.Offset)
+}
+
+// scanArrow is the plan pass of a Parquet or Arrow file: it decodes every
+// unit, checks every value, and makes one partition per non-empty unit.
+func (f *File) scanArrow(ctx context.Context, o ScanOptions) (plan *Plan, err error) {
+	plan = &Plan{Schema: append(Schema(nil), f.schema...)}
+	cv := newConverter(f.cols, f.schema, f.opts.Allocator)
+	start := f.stats.bytes.Load()
+	var ordinal int64
+	where := ""
+	defer func() {
+		if v := recover(); v != nil {
+			plan, err = nil, f.recovered(v, where)
+		}
+	}()
+	err = f.src.scan(ctx, func(p Partition, u unit) error {
+		p.Index, p.First = len(plan.Partitions), ordinal+1
+		where = f.where(f.src.unitName(), p)
+		var read int64
+		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			rec, err := u.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return f.unitError(err, where)
+			}
+			n := rec.NumRows()
+			if read+n > p.Rows {
+				rec.Release()
+				return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: %s holds more rows than its metadata says", ErrFormat, where)}
+			}
+			bad := cv.check(rec)
+			for _, pr := range cv.probs {
+				plan.Rejected++
+				if len(plan.Rejects) < o.KeepRejects {
+					r := Reject{Ordinal: p.First + read + int64(pr.row), Offset: -1, Column: f.cols[pr.col].name,
+						Code: pr.code, Message: pr.msg}
+					if pr.code != CodeNull {
+						r.Value = cv.valueText(rec, pr.col, pr.row)
+					}
+					plan.Rejects = append(plan.Rejects, r)
+				}
+			}
+			p.Rejected += int64(bad)
+			read += n
+			rec.Release()
+		}
+		if read != p.Rows {
+			return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: %s holds %d rows, its metadata says %d", ErrFormat, where, read, p.Rows)}
+		}
+		if p.Rows > 0 {
+			ordinal += p.Rows
+			plan.Partitions = append(plan.Partitions, p)
+		}
+		if o.Progress != nil {
+			o.Progress(f.stats.bytes.Load()-start, ordinal)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	plan.Rows = ordinal
+	return plan, nil
+}
+
+// arrowPartition reads one partition, a unit, of a Parquet or Arrow file.
+type arrowPartition struct {
+	f        *File
+	p        Partition
+	size     int
+	cv       *converter
+	u        unit
+	cur      arrow.RecordBatch // the decoded batch being cut into batches of size
+	pos      int64             // rows of cur already returned
+	read     int64
+	rejected int64
+	err      error // sticky: a failed reader stays failed
+	done     bool
+}
+
+func (r *arrowPartition) next() (b Batch, err error) {
+	if r.err != nil {
+		return Batch{}, r.err
+	}
+	if r.done {
+		return Batch{}, io.EOF
+	}
+	where := r.f.where(r.f.src.unitName(), r.p)
+	defer func() {
+		if v := recover(); v != nil {
+			b, err = Batch{}, r.f.recovered(v, where)
+		}
+		if err != nil && err != io.EOF {
+			r.err = err
+		}
+	}()
+	if r.u == nil {
+		if r.u, err = r.f.src.open(r.p, r.size); err != nil {
+			return Batch{}, err
+		}
+	}
+	for {
+		if r.cur == nil {
+			rec, err := r.u.next()
+			if err == io.EOF {
+				return Batch{}, r.finish(where)
+			}
+			if err != nil {
+				return Batch{}, r.f.unitError(err, where)
+			}
+			r.cur, r.pos = rec, 0
+		}
+		rows := r.cur.NumRows()
+		n := min(int64(r.size), rows-r.pos)
+		if r.read+n > r.p.Rows {
+			return Batch{}, &ParseError{Path: r.f.path, Offset: -1,
+				Err: fmt.Errorf("%w: %s holds more rows than the plan says", ErrSourceChanged, where)}
+		}
+		part := r.cur
+		if n != rows {
+			part = r.cur.NewSlice(r.pos, r.pos+n)
+		}
+		bad := r.cv.check(part)
+		out := r.cv.build(part, r.p.First+r.read)
+		if part != r.cur {
+			part.Release()
+		}
+		r.read += n
+		r.rejected += int64(bad)
+		r.pos += n
+		if r.pos == rows {
+			r.cur.Release()
+			r.cur = nil
+		}
+		if r.read == r.p.Rows {
+			if err := r.finish(where); err != nil {
+				out.Release()
+				return Batch{}, err
+			}
+		}
+		if out.Record != nil {
+			return out, nil
+		}
+		if r.done {
+			return Batch{}, io.EOF
+		}
+	}
+}
+
+// finish checks the counts of a partition read to its end.
+func (r *arrowPartition) finish(where string) error {
+	r.done = true
+	switch {
+	case r.read != r.p.Rows:
+		return &ParseError{Path: r.f.path, Offset: -1,
+			Err: fmt.Errorf("%w: %s ends after %d rows, the plan says %d", ErrSourceChanged, where, r.read, r.p.Rows)}
+	case r.rejected != r.p.Rejected:
+		return &ParseError{Path: r.f.path, Offset: -1,
+			Err: fmt.Errorf("%w: %s has %d bad rows, the plan says %d", ErrSourceChanged, where, r.rejected, r.p.Rejected)}
+	}
+	return nil
+}
+
+func (r *arrowPartition) close() {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	if r.u != nil {
+		r.u.close()
+		r.u = nil
+	}
+}
+
+// oneBatch is a unit of one decoded record batch.
+type oneBatch struct{ rec arrow.RecordBatch }
+
+func (u *oneBatch) next() (arrow.RecordBatch, error) {
+	if u.rec == nil {
+		return nil, io.EOF
+	}
+	rec := u.rec
+	u.rec = nil
+	return rec, nil
+}
+
+func (u *oneBatch) close() {
+	if u.rec != nil {
+		u.rec.Release()
+		u.rec = nil
+	}
+}

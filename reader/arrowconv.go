@@ -1,0 +1,438 @@
+package reader
+
+import (
+	"math"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/valyala/fastjson"
+)
+
+// converter turns the record batches of a Parquet or Arrow file into
+// batches of the reader's own types, and finds the bad rows. The plan pass
+// and the partition reader use the same converter, so they agree on which
+// rows are bad.
+type converter struct {
+	cols   []arrowColumn
+	schema *arrow.Schema // the reader's Arrow schema
+	mem    memory.Allocator
+
+	// Scratch reused from batch to batch.
+	bad   []bool
+	nbad  int
+	probs []rowProblem // bad rows in row order, with their first problem
+	slabs []slab       // rendered values of columns that render
+	r     renderer
+}
+
+// rowProblem is the first defect found in a row of a batch.
+type rowProblem struct {
+	row       int
+	col       int
+	code, msg string
+}
+
+// slab holds a column's values rendered as text: value i is
+// buf[offs[i]:offs[i+1]], or null when null[i].
+type slab struct {
+	buf  []byte
+	offs []int
+	null []bool
+}
+
+func newConverter(cols []arrowColumn, s Schema, mem memory.Allocator) *converter {
+	return &converter{cols: cols, schema: s.Arrow(), mem: mem, slabs: make([]slab, len(cols))}
+}
+
+// view resolves the dictionary and extension wrapping of a column.
+type view struct {
+	a    arrow.Array       // as in the batch
+	vals arrow.Array       // the array holding the values
+	dict *array.Dictionary // non-nil when a is dictionary encoded
+}
+
+func newView(a arrow.Array) view {
+	v := view{a: a, vals: a}
+	if e, ok := v.vals.(array.ExtensionArray); ok {
+		v.vals = e.Storage()
+	}
+	if d, ok := v.vals.(*array.Dictionary); ok {
+		v.dict, v.vals = d, d.Dictionary()
+		if e, ok := v.vals.(array.ExtensionArray); ok {
+			v.vals = e.Storage()
+		}
+	}
+	return v
+}
+
+// at returns where row i's value is in v.vals, or false when it is null.
+func (v *view) at(i int) (int, bool) {
+	if v.a.IsNull(i) {
+		return 0, false
+	}
+	if v.dict == nil {
+		return i, true
+	}
+	j := v.dict.GetValueIndex(i)
+	return j, !v.vals.IsNull(j)
+}
+
+// plain reports whether v's values can be read at the row index directly
+// and none is null, so loops can skip at.
+func (v *view) plain() bool { return v.dict == nil && v.a.NullN() == 0 }
+
+// check finds the bad rows of rec: a null in a NotNull column, then, column
+// by column, a value the column's type cannot hold. It fills c.bad and
+// c.probs and returns the number of bad rows.
+func (c *converter) check(rec arrow.RecordBatch) int {
+	n := int(rec.NumRows())
+	c.bad = falses(c.bad, n)
+	c.probs = c.probs[:0]
+	c.nbad = 0
+	mark := func(i, col int, code, msg string) {
+		if !c.bad[i] {
+			c.bad[i] = true
+			c.nbad++
+			c.probs = append(c.probs, rowProblem{row: i, col: col, code: code, msg: msg})
+		}
+	}
+	for k, col := range c.cols {
+		if !col.required {
+			continue
+		}
+		v := newView(rec.Column(k))
+		if col.mode != modeNull && v.plain() {
+			continue
+		}
+		for i := 0; i < n; i++ {
+			if _, ok := v.at(i); !ok {
+				mark(i, k, CodeNull, "a key column must have a value")
+			}
+		}
+	}
+	for k, col := range c.cols {
+		v := newView(rec.Column(k))
+		switch col.mode {
+		case modeUint64:
+			vals := v.vals.(*array.Uint64).Values()
+			for i := 0; i < n; i++ {
+				if j, ok := v.at(i); ok && !c.bad[i] && vals[j] > math.MaxInt64 {
+					mark(i, k, CodeRange, "value is larger than the int64 maximum")
+				}
+			}
+		case modeTimestamp:
+			ts := v.vals.(*array.Timestamp)
+			unit := ts.DataType().(*arrow.TimestampType).Unit
+			if unit == arrow.Microsecond && v.plain() {
+				// The common case: only the range can be wrong.
+				for i, t := range ts.Values() {
+					if (int64(t) < minMicros || int64(t) > maxMicros) && !c.bad[i] {
+						mark(i, k, CodeRange, "timestamp is outside the years 0000-9999")
+					}
+				}
+				continue
+			}
+			vals := ts.Values()
+			for i := 0; i < n; i++ {
+				if j, ok := v.at(i); ok && !c.bad[i] {
+					if _, code, msg := toMicros(int64(vals[j]), unit); code != "" {
+						mark(i, k, code, msg)
+					}
+				}
+			}
+		case modeString, modeJSONText:
+			for i := 0; i < n; i++ {
+				j, ok := v.at(i)
+				if !ok || c.bad[i] {
+					continue
+				}
+				b := bytesOf(v.vals, j)
+				if code, msg := checkText(b); code != "" {
+					mark(i, k, code, msg)
+				} else if col.mode == modeJSONText {
+					if err := fastjson.ValidateBytes(b); err != nil {
+						mark(i, k, CodeJSON, "invalid JSON: "+err.Error())
+					}
+				}
+			}
+		case modeQuote, modeText, modeJSON:
+			c.render(k, col.mode, v, n, mark)
+		}
+	}
+	if c.nbad > 0 {
+		sort.Slice(c.probs, func(a, b int) bool { return c.probs[a].row < c.probs[b].row })
+	}
+	return c.nbad
+}
+
+// render renders column k's values into its slab, marking the rows whose
+// value cannot be rendered faithfully.
+func (c *converter) render(k int, mode arrowMode, v view, n int, mark func(i, col int, code, msg string)) {
+	s := &c.slabs[k]
+	s.buf = s.buf[:0]
+	s.offs = append(s.offs[:0], 0)
+	s.null = falses(s.null, n)
+	for i := 0; i < n; i++ {
+		j, ok := v.at(i)
+		if !ok || c.bad[i] {
+			s.null[i] = !ok
+			s.offs = append(s.offs, len(s.buf))
+			continue
+		}
+		start := len(s.buf)
+		c.r = renderer{}
+		switch mode {
+		case modeQuote:
+			raw := bytesOf(v.vals, j)
+			if code, msg := checkText(raw); code != "" {
+				c.r.fail(code, msg)
+			}
+			s.buf = c.r.quote(s.buf, raw)
+		case modeText:
+			s.buf = c.r.text(s.buf, v.a, i)
+			if c.r.code == "" {
+				if code, msg := checkText(s.buf[start:]); code != "" {
+					c.r.fail(code, msg)
+				}
+			}
+		default:
+			s.buf = c.r.json(s.buf, v.a, i)
+		}
+		if c.r.code != "" {
+			s.buf = s.buf[:start]
+			mark(i, k, c.r.code, c.r.msg)
+		}
+		s.offs = append(s.offs, len(s.buf))
+	}
+}
+
+// valueText returns the text of row i of column k for a reject report, at
+// most maxRejectValue bytes of it.
+func (c *converter) valueText(rec arrow.RecordBatch, k, i int) string {
+	a := rec.Column(k)
+	if a.IsNull(i) {
+		return ""
+	}
+	var r renderer
+	b := r.text(nil, a, i)
+	if len(b) > maxRejectValue {
+		b = b[:maxRejectValue]
+	}
+	return string(b)
+}
+
+// build returns the good rows of rec, as check left them, as a Batch whose
+// first row has ordinal first. It returns a Batch with a nil Record when
+// every row is bad.
+func (c *converter) build(rec arrow.RecordBatch, first int64) Batch {
+	n := int(rec.NumRows())
+	good := n - c.nbad
+	if good == 0 {
+		return Batch{}
+	}
+	cols := make([]arrow.Array, len(c.cols))
+	for k := range c.cols {
+		cols[k] = c.column(k, newView(rec.Column(k)), n, good)
+	}
+	out := array.NewRecordBatch(c.schema, cols, int64(good))
+	for _, a := range cols {
+		a.Release()
+	}
+	ords := make([]int64, 0, good)
+	for i := 0; i < n; i++ {
+		if !c.bad[i] {
+			ords = append(ords, first+int64(i))
+		}
+	}
+	return Batch{Record: out, Ordinals: ords}
+}
+
+// retype shares a's buffers in an array of type dt, which must have the same
+// layout.
+func retype(a arrow.Array, dt arrow.DataType) arrow.Array {
+	d := a.Data()
+	nd := array.NewData(dt, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
+	defer nd.Release()
+	return array.MakeFromData(nd)
+}
+
+// column builds the output array of column k from the good rows.
+func (c *converter) column(k int, v view, n, good int) arrow.Array {
+	col := c.cols[k]
+	dt := c.schema.Field(k).Type
+	whole := c.nbad == 0 && v.dict == nil
+	switch col.mode {
+	case modeNull:
+		b := array.NewStringBuilder(c.mem)
+		defer b.Release()
+		b.AppendNulls(good)
+		return b.NewArray()
+	case modeBool:
+		if whole && v.vals.DataType().ID() == arrow.BOOL {
+			return retype(v.vals, dt)
+		}
+		b := array.NewBooleanBuilder(c.mem)
+		defer b.Release()
+		b.Reserve(good)
+		for i := 0; i < n; i++ {
+			if c.bad[i] {
+				continue
+			}
+			j, ok := v.at(i)
+			switch {
+			case !ok:
+				b.AppendNull()
+			case v.vals.DataType().ID() == arrow.BOOL:
+				b.UnsafeAppend(v.vals.(*array.Boolean).Value(j))
+			default:
+				b.UnsafeAppend(bytesOf(v.vals, j)[0] != 0)
+			}
+		}
+		return b.NewArray()
+	case modeInt, modeUint64:
+		id := v.vals.DataType().ID()
+		if whole && (id == arrow.INT64 || id == arrow.UINT64) {
+			return retype(v.vals, dt) // uint64 values were checked to fit
+		}
+		b := array.NewInt64Builder(c.mem)
+		defer b.Release()
+		b.Reserve(good)
+		switch a := v.vals.(type) {
+		case *array.Int8:
+			appendInts(b, a.Values(), &v, c.bad)
+		case *array.Int16:
+			appendInts(b, a.Values(), &v, c.bad)
+		case *array.Int32:
+			appendInts(b, a.Values(), &v, c.bad)
+		case *array.Int64:
+			appendInts(b, a.Values(), &v, c.bad)
+		case *array.Uint8:
+			appendInts(b, a.Values(), &v, c.bad)
+		case *array.Uint16:
+			appendInts(b, a.Values(), &v, c.bad)
+		case *array.Uint32:
+			appendInts(b, a.Values(), &v, c.bad)
+		case *array.Uint64:
+			appendInts(b, a.Values(), &v, c.bad)
+		}
+		return b.NewArray()
+	case modeFloat:
+		if whole && v.vals.DataType().ID() == arrow.FLOAT64 {
+			return retype(v.vals, dt)
+		}
+		b := array.NewFloat64Builder(c.mem)
+		defer b.Release()
+		b.Reserve(good)
+		for i := 0; i < n; i++ {
+			if c.bad[i] {
+				continue
+			}
+			j, ok := v.at(i)
+			if !ok {
+				b.AppendNull()
+				continue
+			}
+			switch a := v.vals.(type) {
+			case *array.Float16:
+				b.UnsafeAppend(float64(a.Value(j).Float32()))
+			case *array.Float32:
+				b.UnsafeAppend(float64(a.Value(j)))
+			case *array.Float64:
+				b.UnsafeAppend(a.Value(j))
+			}
+		}
+		return b.NewArray()
+	case modeTimestamp:
+		ts := v.vals.(*array.Timestamp)
+		unit := ts.DataType().(*arrow.TimestampType).Unit
+		if whole && unit == arrow.Microsecond {
+			return retype(v.vals, dt)
+		}
+		b := array.NewTimestampBuilder(c.mem, dt.(*arrow.TimestampType))
+		defer b.Release()
+		b.Reserve(good)
+		vals := ts.Values()
+		for i := 0; i < n; i++ {
+			if c.bad[i] {
+				continue
+			}
+			j, ok := v.at(i)
+			if !ok {
+				b.AppendNull()
+				continue
+			}
+			us, _, _ := toMicros(int64(vals[j]), unit)
+			b.UnsafeAppend(arrow.Timestamp(us))
+		}
+		return b.NewArray()
+	case modeString, modeJSONText:
+		if whole && v.vals.DataType().ID() == arrow.STRING {
+			return retype(v.vals, dt)
+		}
+		b := array.NewStringBuilder(c.mem)
+		defer b.Release()
+		b.Reserve(good)
+		for i := 0; i < n; i++ {
+			if c.bad[i] {
+				continue
+			}
+			if j, ok := v.at(i); ok {
+				b.BinaryBuilder.Append(bytesOf(v.vals, j))
+			} else {
+				b.AppendNull()
+			}
+		}
+		return b.NewArray()
+	}
+	// Rendered columns: the slab check filled.
+	s := &c.slabs[k]
+	b := array.NewStringBuilder(c.mem)
+	defer b.Release()
+	b.Reserve(good)
+	b.ReserveData(len(s.buf))
+	for i := 0; i < n; i++ {
+		if c.bad[i] {
+			continue
+		}
+		if s.null[i] {
+			b.AppendNull()
+		} else {
+			b.BinaryBuilder.Append(s.buf[s.offs[i]:s.offs[i+1]])
+		}
+	}
+	return b.NewArray()
+}
+
+// appendInts appends the good rows of an integer column to b.
+func appendInts[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](b *array.Int64Builder, vals []T, v *view, bad []bool) {
+	if v.plain() {
+		for i, x := range vals {
+			if !bad[i] {
+				b.UnsafeAppend(int64(x))
+			}
+		}
+		return
+	}
+	for i := range bad {
+		if bad[i] {
+			continue
+		}
+		if j, ok := v.at(i); ok {
+			b.UnsafeAppend(int64(vals[j]))
+		} else {
+			b.AppendNull()
+		}
+	}
+}
+
+// falses returns b resized to n, all false, reusing its memory.
+func falses(b []bool, n int) []bool {
+	if cap(b) < n {
+		return make([]bool, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
+}

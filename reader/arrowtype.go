@@ -1,0 +1,217 @@
+package reader
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Reason codes of row-level errors found only in Parquet and Arrow files.
+// Like the others, they are stable: rejects store them.
+const (
+	CodeRange     = "range"     // the value is outside what the column's type holds (uint64 above int64, a year outside 0000-9999)
+	CodePrecision = "precision" // a timestamp has a non-zero part finer than a microsecond
+)
+
+// arrowMode says how the values of an Arrow column become reader values.
+type arrowMode uint8
+
+const (
+	modeNull      arrowMode = iota // the null type: every value is null (String)
+	modeBool                       // bool, bool8 → Bool
+	modeInt                        // int8..int64, uint8..uint32 → Int64
+	modeUint64                     // uint64 → Int64; above MaxInt64 is CodeRange
+	modeFloat                      // float16/32/64 → Float64
+	modeTimestamp                  // timestamp, any unit and zone → Timestamp (µs, UTC)
+	modeString                     // text bytes → String; invalid UTF-8 or NUL is a bad row
+	modeJSONText                   // text bytes holding a JSON document → JSON; invalid JSON is a bad row
+	modeQuote                      // text bytes → JSON, as a JSON string
+	modeText                       // any value rendered as text → String
+	modeJSON                       // any value rendered as JSON → JSON
+)
+
+// arrowColumn is one column of a Parquet or Arrow file and how its values
+// become the reader's.
+type arrowColumn struct {
+	name     string
+	src      arrow.DataType // the type in the file
+	typ      Type
+	mode     arrowMode
+	required bool // Options.NotNull names it
+}
+
+// Names of the canonical Arrow extension types the reader understands.
+const (
+	extJSON  = "arrow.json"
+	extUUID  = "arrow.uuid"
+	extBool8 = "arrow.bool8"
+)
+
+// naturalType returns the reader type of values of Arrow type dt, and how to
+// convert them. Types it cannot map, at any depth, return an error naming
+// them.
+func naturalType(dt arrow.DataType) (Type, arrowMode, error) {
+	switch t := dt.(type) {
+	case arrow.ExtensionType:
+		switch t.ExtensionName() {
+		case extJSON:
+			return JSON, modeJSONText, nil
+		case extUUID:
+			return String, modeText, nil
+		case extBool8:
+			return Bool, modeBool, nil
+		}
+		return Unknown, 0, fmt.Errorf("extension type %s", t.ExtensionName())
+	case *arrow.DictionaryType:
+		return naturalType(t.ValueType)
+	}
+	switch dt.ID() {
+	case arrow.NULL:
+		return String, modeNull, nil
+	case arrow.BOOL:
+		return Bool, modeBool, nil
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32:
+		return Int64, modeInt, nil
+	case arrow.UINT64:
+		return Int64, modeUint64, nil
+	case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
+		return Float64, modeFloat, nil
+	case arrow.TIMESTAMP:
+		return Timestamp, modeTimestamp, nil
+	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
+		return String, modeString, nil
+	case arrow.BINARY, arrow.LARGE_BINARY, arrow.BINARY_VIEW, arrow.FIXED_SIZE_BINARY,
+		arrow.DECIMAL32, arrow.DECIMAL64, arrow.DECIMAL128, arrow.DECIMAL256,
+		arrow.DATE32, arrow.DATE64, arrow.TIME32, arrow.TIME64, arrow.DURATION,
+		arrow.INTERVAL_MONTHS, arrow.INTERVAL_DAY_TIME, arrow.INTERVAL_MONTH_DAY_NANO:
+		return String, modeText, nil
+	case arrow.LIST, arrow.LARGE_LIST, arrow.FIXED_SIZE_LIST, arrow.LIST_VIEW, arrow.LARGE_LIST_VIEW,
+		arrow.STRUCT, arrow.MAP:
+		if err := renderable(dt); err != nil {
+			return Unknown, 0, err
+		}
+		return JSON, modeJSON, nil
+	}
+	return Unknown, 0, fmt.Errorf("type %s", dt)
+}
+
+// renderable checks that every type nested in dt can be rendered as JSON.
+func renderable(dt arrow.DataType) error {
+	switch t := dt.(type) {
+	case arrow.ExtensionType:
+		switch t.ExtensionName() {
+		case extJSON, extUUID, extBool8:
+			return nil
+		}
+		return fmt.Errorf("extension type %s", t.ExtensionName())
+	case *arrow.DictionaryType:
+		return renderable(t.ValueType)
+	case *arrow.MapType:
+		if err := renderable(t.KeyType()); err != nil {
+			return err
+		}
+		return renderable(t.ItemType())
+	case arrow.ListLikeType:
+		return renderable(t.Elem())
+	case *arrow.StructType:
+		for _, f := range t.Fields() {
+			if err := renderable(f.Type); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	_, _, err := naturalType(dt)
+	return err
+}
+
+// arrowColumnOf decides how the values of field f become reader values,
+// honouring a type forced by Options.Types: a column may be forced to its
+// own type, to string (its values' text) or to json (their JSON).
+func arrowColumnOf(f arrow.Field, natural Type, mode arrowMode, want Type) (arrowColumn, error) {
+	c := arrowColumn{name: f.Name, src: f.Type, typ: natural, mode: mode}
+	switch {
+	case want == Unknown || want == natural:
+	case want == String:
+		c.typ, c.mode = String, modeText
+		if mode == modeJSONText {
+			c.mode = modeString // the document's own text
+		}
+	case want == JSON:
+		c.typ, c.mode = JSON, modeJSON
+		if mode == modeString {
+			c.mode = modeQuote
+		}
+	default:
+		only := "string or json"
+		switch natural {
+		case String:
+			only = "string or json"
+		case JSON:
+			only = "json or string"
+		default:
+			only = natural.String() + ", string or json"
+		}
+		return c, fmt.Errorf("%w: the file's %s values cannot be read as %s (only as %s)", ErrType, f.Type, want, only)
+	}
+	return c, nil
+}
+
+// arrowColumns maps a file's Arrow schema to reader columns. hints gives,
+// per field, a type the file's own metadata implies for byte columns
+// (Parquet's JSON and ENUM annotations), or Unknown.
+func (f *File) arrowColumns(s *arrow.Schema, hints []Type) ([]arrowColumn, Schema, error) {
+	if s.NumFields() == 0 {
+		return nil, nil, &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: the file has no columns", ErrHeader)}
+	}
+	seen := map[string]int{}
+	var cols []arrowColumn
+	var schema Schema
+	for i, fld := range s.Fields() {
+		if fld.Name == "" || strings.TrimSpace(fld.Name) != fld.Name {
+			return nil, nil, &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: column %d is named %q", ErrHeader, i+1, fld.Name)}
+		}
+		if code, msg := checkText([]byte(fld.Name)); code != "" {
+			return nil, nil, &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: column %d: %s", ErrHeader, i+1, msg)}
+		}
+		if j, dup := seen[fld.Name]; dup {
+			return nil, nil, &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: columns %d and %d are both named %q", ErrHeader, j+1, i+1, fld.Name)}
+		}
+		seen[fld.Name] = i
+		natural, mode, err := naturalType(fld.Type)
+		if i < len(hints) && hints[i] != Unknown && err == nil && mode == modeText && isBinaryType(fld.Type) {
+			natural, mode = hints[i], modeString
+			if natural == JSON {
+				mode = modeJSONText
+			}
+		}
+		if err != nil {
+			return nil, nil, &ParseError{Path: f.path, Offset: -1, Column: fld.Name,
+				Err: fmt.Errorf("%w: %s cannot be imported (%v)", ErrType, fld.Type, err)}
+		}
+		c, err := arrowColumnOf(fld, natural, mode, f.opts.Types[fld.Name])
+		if err != nil {
+			return nil, nil, &ParseError{Path: f.path, Offset: -1, Column: fld.Name, Err: err}
+		}
+		for _, n := range f.opts.NotNull {
+			if n == fld.Name {
+				c.required = true
+			}
+		}
+		cols = append(cols, c)
+		schema = append(schema, Column{Name: fld.Name, Type: c.typ})
+	}
+	return cols, schema, nil
+}
+
+func isBinaryType(dt arrow.DataType) bool {
+	if d, ok := dt.(*arrow.DictionaryType); ok {
+		dt = d.ValueType
+	}
+	switch dt.ID() {
+	case arrow.BINARY, arrow.LARGE_BINARY, arrow.BINARY_VIEW:
+		return true
+	}
+	return false
+}

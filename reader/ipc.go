@@ -1,0 +1,563 @@
+package reader
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// An Arrow IPC file (Feather v2) is read one record batch at a time, by
+// random access. Its footer lists the file blocks of its dictionaries and
+// record batches; a partition's CRC is the CRC-32C of the bytes of every
+// dictionary block followed by those of its record batch block: the exact
+// bytes its values are decoded from, checked cheaply (CRC-32C runs at
+// memory speed). As for Parquet, the blocks are read into memory and
+// checked before the decoder reads them from there.
+//
+// An Arrow IPC stream can only be read from its start. A partition reader
+// re-reads the stream up to its record batch, passing over the batches
+// before it without decoding them; its CRC covers the messages from the end
+// of the previous record batch to the end of its own (its dictionaries or
+// their replacements and deltas, and itself). The reader reads the
+// messages itself (messages), so that each is checked before arrow-go
+// decodes it.
+
+var ipcMagic = []byte("ARROW1")
+
+// ipcFileSource is an opened Arrow IPC file.
+type ipcFileSource struct {
+	f      *File
+	size   int64
+	tail   loadedRange // the footer, its length and the closing magic
+	dicts  []ipcBlock
+	blocks []ipcBlock
+	schema *arrow.Schema
+}
+
+// ipcBlock is a file block of an IPC file: an encapsulated message, meta
+// bytes of metadata then body bytes.
+type ipcBlock struct{ off, meta, body int64 }
+
+func (b ipcBlock) span() span64 { return span64{off: b.off, len: b.meta + b.body} }
+
+func spans(blocks []ipcBlock) []span64 {
+	out := make([]span64, len(blocks))
+	for i, b := range blocks {
+		out[i] = b.span()
+	}
+	return out
+}
+
+// checkBlocks checks the messages of loaded blocks before the decoder
+// reads them.
+func (s *ipcFileSource) checkBlocks(ld *loaded, what string, blocks []ipcBlock) error {
+	for i, b := range blocks {
+		raw := ld.bytes(b.off, b.meta+b.body)
+		meta, err := messageMeta(raw[:b.meta])
+		if err == nil {
+			err = checkMessage(meta)
+		}
+		if err == nil {
+			err = checkBody(meta, raw[b.meta:])
+		}
+		if err != nil {
+			name := what
+			if len(blocks) > 1 {
+				name = fmt.Sprintf("%s %d", what, i)
+			}
+			return &ParseError{Path: s.f.path, Offset: b.off, Err: fmt.Errorf("%w: %s: %w", ErrFormat, name, err)}
+		}
+	}
+	return nil
+}
+
+func (s *ipcFileSource) unitName() string { return "record batch" }
+
+// openIPCFile reads an Arrow IPC file's footer and schema.
+func (f *File) openIPCFile() (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = f.recovered(v, "footer")
+		}
+	}()
+	osf, err := os.Open(f.path)
+	if err != nil {
+		return err
+	}
+	defer osf.Close()
+	st, err := osf.Stat()
+	if err != nil {
+		return err
+	}
+	size := st.Size()
+	notArrow := func(why string) error {
+		return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: not an Arrow IPC file: %s", ErrFormat, why)}
+	}
+	if size == 0 {
+		return &ParseError{Path: f.path, Offset: 0, Err: ErrEmpty}
+	}
+	if size < 8+10 {
+		return notArrow(fmt.Sprintf("%d bytes is too short", size))
+	}
+	var head [6]byte
+	var end [10]byte
+	if err := f.readAt(osf, head[:], 0); err != nil {
+		return err
+	}
+	if err := f.readAt(osf, end[:], size-10); err != nil {
+		return err
+	}
+	if !bytes.Equal(head[:], ipcMagic) {
+		if bytes.Equal(head[:4], []byte("FEA1")) {
+			return notArrow("it is a Feather version 1 file; convert it to Feather version 2 (Arrow IPC)")
+		}
+		return notArrow("it does not start with ARROW1 (an Arrow IPC stream needs the .arrows extension)")
+	}
+	if !bytes.Equal(end[4:], ipcMagic) {
+		return notArrow("it does not end with ARROW1 (truncated?)")
+	}
+	n := int64(int32(binary.LittleEndian.Uint32(end[:4])))
+	if n <= 0 || n > size-8-10 {
+		return &ParseError{Path: f.path, Offset: size - 10, Err: fmt.Errorf("%w: corrupt footer: length %d in a file of %d bytes", ErrFormat, n, size)}
+	}
+	tail := make([]byte, n+10)
+	if err := f.readAt(osf, tail, size-10-n); err != nil {
+		return err
+	}
+	s := &ipcFileSource{f: f, size: size, tail: loadedRange{off: size - 10 - n, data: tail}}
+	if s.dicts, s.blocks, err = ipcBlocks(tail[:n], size-10-n); err == nil {
+		err = checkFooterSchema(tail[:n])
+	}
+	if err != nil {
+		return &ParseError{Path: f.path, Offset: size - 10 - n, Err: fmt.Errorf("%w: corrupt footer: %w", ErrFormat, err)}
+	}
+	ld, _, err := s.loadDicts(osf)
+	if err != nil {
+		return err
+	}
+	fr, err := ipc.NewFileReader(ld, ipc.WithAllocator(f.opts.Allocator))
+	if err != nil {
+		return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: %w", ErrFormat, err)}
+	}
+	s.schema = fr.Schema()
+	fr.Close()
+	if f.cols, f.schema, err = f.arrowColumns(s.schema, nil); err != nil {
+		return err
+	}
+	f.src = s
+	return nil
+}
+
+// ipcBlocks reads the dictionary and record batch blocks of an Arrow IPC
+// file's footer, a flatbuffer table Footer{version, schema, dictionaries:
+// [Block], recordBatches: [Block]} with Block{offset: long,
+// metaDataLength: int, bodyLength: long}. Blocks must lie before the
+// footer, which starts at limit.
+func ipcBlocks(buf []byte, limit int64) (dicts, batches []ipcBlock, err error) {
+	u32 := func(at int64) (int64, error) {
+		if at < 0 || at+4 > int64(len(buf)) {
+			return 0, fmt.Errorf("offset %d is outside the footer", at)
+		}
+		return int64(binary.LittleEndian.Uint32(buf[at:])), nil
+	}
+	table, err := u32(0)
+	if err != nil {
+		return nil, nil, err
+	}
+	soff, err := u32(table)
+	if err != nil {
+		return nil, nil, err
+	}
+	vtable := table - int64(int32(soff))
+	if vtable < 0 || vtable+4 > int64(len(buf)) {
+		return nil, nil, fmt.Errorf("vtable at %d is outside the footer", vtable)
+	}
+	vsize := int64(binary.LittleEndian.Uint16(buf[vtable:]))
+	vector := func(field int64) ([]ipcBlock, error) {
+		at := 4 + 2*field
+		if at+2 > vsize || vtable+at+2 > int64(len(buf)) {
+			return nil, nil // absent
+		}
+		o := int64(binary.LittleEndian.Uint16(buf[vtable+at:]))
+		if o == 0 {
+			return nil, nil
+		}
+		rel, err := u32(table + o)
+		if err != nil {
+			return nil, err
+		}
+		vec := table + o + rel
+		n, err := u32(vec)
+		if err != nil {
+			return nil, err
+		}
+		if n > (int64(len(buf))-vec-4)/24 {
+			return nil, fmt.Errorf("%d blocks do not fit in the footer", n)
+		}
+		out := make([]ipcBlock, n)
+		for i := range out {
+			b := buf[vec+4+24*int64(i):]
+			off := int64(binary.LittleEndian.Uint64(b))
+			meta := int64(int32(binary.LittleEndian.Uint32(b[8:])))
+			body := int64(binary.LittleEndian.Uint64(b[16:]))
+			if off < 8 || meta < 8 || body < 0 || off > limit || meta > limit-off || body > limit-off-meta {
+				return nil, fmt.Errorf("block %d at byte %d (%d+%d bytes) is outside the data", i, off, meta, body)
+			}
+			out[i] = ipcBlock{off: off, meta: meta, body: body}
+		}
+		return out, nil
+	}
+	if dicts, err = vector(2); err != nil {
+		return nil, nil, err
+	}
+	if batches, err = vector(3); err != nil {
+		return nil, nil, err
+	}
+	return dicts, batches, nil
+}
+
+// loadDicts returns a loaded holding the footer and every dictionary, and
+// the CRC-32C of the dictionaries.
+func (s *ipcFileSource) loadDicts(osf *os.File) (*loaded, uint32, error) {
+	ld := &loaded{size: s.size, ranges: []loadedRange{s.tail}}
+	crc, err := ld.load(osf, s.f, "dictionaries", spans(s.dicts), 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	return ld, crc, s.checkBlocks(ld, "dictionary", s.dicts)
+}
+
+func (s *ipcFileSource) scan(ctx context.Context, fn func(p Partition, u unit) error) error {
+	osf, err := os.Open(s.f.path)
+	if err != nil {
+		return err
+	}
+	defer osf.Close()
+	ld, dictCRC, err := s.loadDicts(osf)
+	if err != nil {
+		return err
+	}
+	base := append([]loadedRange(nil), ld.ranges...)
+	fr, err := ipc.NewFileReader(ld, ipc.WithAllocator(s.f.opts.Allocator))
+	if err != nil {
+		return s.f.unitError(err, "footer")
+	}
+	defer fr.Close()
+	for k, b := range s.blocks {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ld.reset(base)
+		where := fmt.Sprintf("record batch %d", k)
+		crc, err := ld.load(osf, s.f, where, []span64{b.span()}, dictCRC)
+		if err != nil {
+			return err
+		}
+		if err := s.checkBlocks(ld, where, s.blocks[k:k+1]); err != nil {
+			return err
+		}
+		s.f.stats.groups.Add(1)
+		rec, err := fr.RecordBatchAt(k)
+		if err != nil {
+			return s.f.unitError(err, fmt.Sprintf("record batch %d", k))
+		}
+		u := &oneBatch{rec: rec}
+		err = func() error {
+			defer u.close()
+			return fn(Partition{Rows: rec.NumRows(), Offset: int64(k), Length: 1, CRC: crc}, u)
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *ipcFileSource) open(p Partition, _ int) (unit, error) {
+	where := s.f.where("record batch", p)
+	if p.Offset < 0 || p.Offset >= int64(len(s.blocks)) || p.Length != 1 {
+		return nil, &ParseError{Path: s.f.path, Offset: -1,
+			Err: fmt.Errorf("%w: the plan's partition %d is record batch %d (+%d), the file has %d", ErrSourceChanged, p.Index, p.Offset, p.Length, len(s.blocks))}
+	}
+	k := int(p.Offset)
+	osf, err := os.Open(s.f.path)
+	if err != nil {
+		return nil, err
+	}
+	defer osf.Close()
+	ld, crc, err := s.loadDicts(osf)
+	if err != nil {
+		return nil, err
+	}
+	if crc, err = ld.load(osf, s.f, where, spans(s.blocks[k:k+1]), crc); err != nil {
+		return nil, err
+	}
+	if crc != p.CRC {
+		return nil, &ParseError{Path: s.f.path, Offset: s.blocks[k].off,
+			Err: fmt.Errorf("%w: %s's bytes differ from the plan", ErrSourceChanged, where)}
+	}
+	if err := s.checkBlocks(ld, where, s.blocks[k:k+1]); err != nil {
+		return nil, err
+	}
+	fr, err := ipc.NewFileReader(ld, ipc.WithAllocator(s.f.opts.Allocator))
+	if err != nil {
+		return nil, s.f.unitError(err, where)
+	}
+	defer fr.Close()
+	s.f.stats.groups.Add(1)
+	rec, err := fr.RecordBatchAt(k)
+	if err != nil {
+		return nil, s.f.unitError(err, where)
+	}
+	if rec.NumRows() != p.Rows {
+		rec.Release()
+		return nil, &ParseError{Path: s.f.path, Offset: s.blocks[k].off,
+			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", ErrSourceChanged, where, rec.NumRows(), p.Rows)}
+	}
+	return &oneBatch{rec: rec}, nil
+}
+
+// ipcStreamSource is an opened Arrow IPC stream.
+type ipcStreamSource struct {
+	f      *File
+	schema *arrow.Schema
+}
+
+func (s *ipcStreamSource) unitName() string { return "record batch" }
+
+// messages reads the messages of an IPC stream, checking each before the
+// decoder sees it, and passes over the first skip record batches without
+// decoding them. It notes the CRC-32C of the bytes from the end of the
+// previous record batch message to the end of the last one it returned.
+type messages struct {
+	r    io.Reader
+	mem  memory.Allocator
+	crc  uint32 // of the bytes read since the last record batch
+	last uint32 // CRC of the last record batch returned, and what preceded it
+	skip int64
+	seen int64
+	msg  *ipc.Message
+	refs atomic.Int64
+	hdr  [8]byte
+}
+
+var _ ipc.MessageReader = (*messages)(nil)
+
+// Bounds on one message, as arrow-go's own message reader has them.
+const (
+	maxMessageMeta = 64 << 20
+	maxMessageBody = 1 << 30
+)
+
+func (m *messages) read(p []byte) error {
+	n, err := io.ReadFull(m.r, p)
+	m.crc = crc32.Update(m.crc, castagnoli, p[:n])
+	return err
+}
+
+func (m *messages) Message() (*ipc.Message, error) {
+	for {
+		msg, kind, err := m.next()
+		if err != nil {
+			return nil, err
+		}
+		if kind != fbHeaderRecords {
+			return msg, nil
+		}
+		m.last, m.crc = m.crc, 0
+		m.seen++
+		if m.seen > m.skip {
+			return msg, nil
+		}
+	}
+}
+
+func (m *messages) next() (*ipc.Message, byte, error) {
+	if m.msg != nil {
+		m.msg.Release()
+		m.msg = nil
+	}
+	if err := m.read(m.hdr[:4]); err != nil {
+		if err == io.EOF {
+			return nil, 0, io.EOF // a stream may end without its end marker
+		}
+		return nil, 0, fmt.Errorf("read message: %w", err)
+	}
+	n := binary.LittleEndian.Uint32(m.hdr[:4])
+	if n == ipcContinuation {
+		if err := m.read(m.hdr[4:8]); err != nil {
+			return nil, 0, fmt.Errorf("read message length: %w", unexpected(err))
+		}
+		n = binary.LittleEndian.Uint32(m.hdr[4:8])
+	}
+	if n == 0 {
+		return nil, 0, io.EOF // the end-of-stream marker
+	}
+	if n < 8 || n > maxMessageMeta {
+		return nil, 0, fmt.Errorf("%w: message metadata of %d bytes", errFlatbuffer, int32(n))
+	}
+	meta := make([]byte, n)
+	if err := m.read(meta); err != nil {
+		return nil, 0, fmt.Errorf("read message metadata: %w", unexpected(err))
+	}
+	if err := checkMessage(meta); err != nil {
+		return nil, 0, err
+	}
+	size, err := bodyLength(meta)
+	if err != nil {
+		return nil, 0, err
+	}
+	if size < 0 || size > maxMessageBody {
+		return nil, 0, fmt.Errorf("%w: message body of %d bytes", errFlatbuffer, size)
+	}
+	body := memory.NewResizableBuffer(m.mem)
+	defer body.Release()
+	body.Resize(int(size))
+	if err := m.read(body.Bytes()); err != nil {
+		return nil, 0, fmt.Errorf("read message body: %w", unexpected(err))
+	}
+	if err := checkBody(meta, body.Bytes()); err != nil {
+		return nil, 0, err
+	}
+	kind, _ := (&fbCheck{buf: meta}).kind()
+	m.msg = ipc.NewMessage(memory.NewBufferBytes(meta), body)
+	return m.msg, kind, nil
+}
+
+func unexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func (m *messages) Retain() { m.refs.Add(1) }
+
+func (m *messages) Release() {
+	if m.refs.Add(-1) == 0 && m.msg != nil {
+		m.msg.Release()
+		m.msg = nil
+	}
+}
+
+// stream opens the decompressed stream and an ipc.Reader over it that
+// passes over the first skip record batches.
+func (s *ipcStreamSource) stream(skip int64) (*ipc.Reader, *messages, io.Closer, error) {
+	st, err := s.f.open(0)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m := &messages{r: st, mem: s.f.opts.Allocator, skip: skip}
+	m.refs.Add(1)
+	rdr, err := ipc.NewReaderFromMessageReader(m, ipc.WithAllocator(s.f.opts.Allocator))
+	if err != nil {
+		st.Close()
+		return nil, nil, nil, s.f.unitError(err, "schema")
+	}
+	if s.schema != nil && !rdr.Schema().Equal(s.schema) {
+		rdr.Release()
+		st.Close()
+		return nil, nil, nil, &ParseError{Path: s.f.path, Offset: 0, Err: fmt.Errorf("%w: the stream's schema differs", ErrSourceChanged)}
+	}
+	return rdr, m, st, nil
+}
+
+// openIPCStream reads an Arrow IPC stream's schema.
+func (f *File) openIPCStream() (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = f.recovered(v, "schema")
+		}
+	}()
+	if st, err := os.Stat(f.path); err != nil {
+		return err
+	} else if st.Size() == 0 {
+		return &ParseError{Path: f.path, Offset: 0, Err: ErrEmpty}
+	}
+	s := &ipcStreamSource{f: f}
+	rdr, _, c, err := s.stream(0)
+	if err != nil {
+		return err
+	}
+	s.schema = rdr.Schema()
+	rdr.Release()
+	c.Close()
+	if f.cols, f.schema, err = f.arrowColumns(s.schema, nil); err != nil {
+		return err
+	}
+	f.src = s
+	return nil
+}
+
+func (s *ipcStreamSource) scan(ctx context.Context, fn func(p Partition, u unit) error) error {
+	rdr, msgs, c, err := s.stream(0)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	defer rdr.Release()
+	var k int64
+	for ; ; k++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !rdr.Next() {
+			break
+		}
+		s.f.stats.groups.Add(1)
+		rec := rdr.RecordBatch()
+		rec.Retain()
+		u := &oneBatch{rec: rec}
+		err := func() error {
+			defer u.close()
+			return fn(Partition{Rows: rec.NumRows(), Offset: k, Length: 1, CRC: msgs.last}, u)
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	if err := rdr.Err(); err != nil {
+		return s.f.unitError(err, fmt.Sprintf("record batch %d", k))
+	}
+	return nil
+}
+
+func (s *ipcStreamSource) open(p Partition, _ int) (unit, error) {
+	where := s.f.where("record batch", p)
+	if p.Offset < 0 || p.Length != 1 {
+		return nil, &ParseError{Path: s.f.path, Offset: -1,
+			Err: fmt.Errorf("%w: the plan's partition %d is record batch %d (+%d)", ErrSourceChanged, p.Index, p.Offset, p.Length)}
+	}
+	rdr, msgs, c, err := s.stream(p.Offset)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	defer rdr.Release()
+	s.f.stats.groups.Add(1)
+	if !rdr.Next() {
+		if err := rdr.Err(); err != nil {
+			return nil, s.f.unitError(err, where)
+		}
+		return nil, &ParseError{Path: s.f.path, Offset: -1, Err: fmt.Errorf("%w: the stream ends before %s", ErrSourceChanged, where)}
+	}
+	rec := rdr.RecordBatch()
+	switch {
+	case msgs.last != p.CRC:
+		return nil, &ParseError{Path: s.f.path, Offset: -1, Err: fmt.Errorf("%w: %s's bytes differ from the plan", ErrSourceChanged, where)}
+	case rec.NumRows() != p.Rows:
+		return nil, &ParseError{Path: s.f.path, Offset: -1,
+			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", ErrSourceChanged, where, rec.NumRows(), p.Rows)}
+	}
+	rec.Retain()
+	return &oneBatch{rec: rec}, nil
+}

@@ -1,0 +1,344 @@
+package reader
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+)
+
+// A Parquet file is read one row group at a time. Its partitions are its
+// row groups, and a partition's CRC is the CRC-32C of the row group's
+// column chunks, in column order, exactly the byte ranges the decoder reads.
+// Those bytes are read into memory and checked before the decoder sees
+// them, and the decoder reads them from memory (see loaded): what is
+// decoded is what was verified, and a partition reader reads no byte of
+// another row group. The footer is read and parsed once, by Open; its
+// parsed form is only read afterwards, so partition readers share it.
+
+var parquetMagic = []byte("PAR1")
+
+// parquetSource is an opened Parquet file.
+type parquetSource struct {
+	f      *File
+	size   int64 // file size at Open
+	md     *metadata.FileMetaData
+	groups int
+}
+
+func (s *parquetSource) unitName() string { return "row group" }
+
+// openParquet reads a Parquet file's footer and maps its schema.
+func (f *File) openParquet() (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = f.recovered(v, "footer")
+		}
+	}()
+	osf, err := os.Open(f.path)
+	if err != nil {
+		return err
+	}
+	defer osf.Close()
+	st, err := osf.Stat()
+	if err != nil {
+		return err
+	}
+	size := st.Size()
+	notParquet := func(why string) error {
+		return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: not a Parquet file: %s", ErrFormat, why)}
+	}
+	if size == 0 {
+		return &ParseError{Path: f.path, Offset: 0, Err: ErrEmpty}
+	}
+	if size < 12 {
+		return notParquet(fmt.Sprintf("%d bytes is too short", size))
+	}
+	var head, tail [8]byte
+	if err := f.readAt(osf, head[:4], 0); err != nil {
+		return err
+	}
+	if err := f.readAt(osf, tail[:], size-8); err != nil {
+		return err
+	}
+	if !bytes.Equal(head[:4], parquetMagic) {
+		return notParquet("it does not start with PAR1")
+	}
+	switch {
+	case bytes.Equal(tail[4:], []byte("PARE")):
+		return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: encrypted Parquet files are not supported", ErrFormat)}
+	case !bytes.Equal(tail[4:], parquetMagic):
+		return notParquet("it does not end with PAR1 (truncated?)")
+	}
+	n := int64(binary.LittleEndian.Uint32(tail[:4]))
+	if n == 0 || n > size-12 {
+		return &ParseError{Path: f.path, Offset: size - 8, Err: fmt.Errorf("%w: corrupt footer: length %d in a file of %d bytes", ErrFormat, n, size)}
+	}
+	footer := make([]byte, n)
+	if err := f.readAt(osf, footer, size-8-n); err != nil {
+		return err
+	}
+	md, err := f.parseFooter(footer, size)
+	if err != nil {
+		return err
+	}
+	src := &parquetSource{f: f, size: size, md: md, groups: md.NumRowGroups()}
+	if err := checkStoredSchema(md.KeyValueMetadata()); err != nil {
+		return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: corrupt footer: stored Arrow schema: %w", ErrFormat, err)}
+	}
+	props := pqarrow.ArrowReadProperties{}
+	as, err := pqarrow.FromParquet(md.Schema, &props, md.KeyValueMetadata())
+	if err != nil {
+		return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: cannot map the Parquet schema: %w", ErrType, err)}
+	}
+	for k := 0; k < src.groups; k++ {
+		if _, err := src.spans(md, k); err != nil {
+			return err
+		}
+	}
+	hints := make([]Type, as.NumFields())
+	root := md.Schema.Root()
+	for i := range hints {
+		if i >= root.NumFields() {
+			break
+		}
+		if p, ok := root.Field(i).(*schema.PrimitiveNode); ok {
+			switch p.LogicalType().(type) {
+			case schema.JSONLogicalType:
+				hints[i] = JSON
+			case schema.EnumLogicalType:
+				hints[i] = String
+			}
+		}
+	}
+	if f.cols, f.schema, err = f.arrowColumns(as, hints); err != nil {
+		return err
+	}
+	f.src = src
+	return nil
+}
+
+// readAt reads exactly len(p) bytes at off, counting them.
+func (f *File) readAt(osf *os.File, p []byte, off int64) error {
+	n, err := osf.ReadAt(p, off)
+	f.stats.bytes.Add(int64(n))
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return &ParseError{Path: f.path, Offset: off + int64(n), Err: fmt.Errorf("read: %w", err)}
+}
+
+// parseFooter parses a Parquet footer.
+func (f *File) parseFooter(footer []byte, size int64) (*metadata.FileMetaData, error) {
+	md, err := metadata.NewFileMetaData(footer, nil)
+	if err != nil {
+		return nil, &ParseError{Path: f.path, Offset: size - 8 - int64(len(footer)), Err: fmt.Errorf("%w: corrupt footer: %w", ErrFormat, err)}
+	}
+	if md.IsSetEncryptionAlgorithm() {
+		return nil, &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: encrypted Parquet files are not supported", ErrFormat)}
+	}
+	md.SetSourceFileSize(size)
+	return md, nil
+}
+
+// spans returns the byte ranges of row group k's column chunks, computed as
+// the decoder computes them (file.RowGroupReader.GetColumnPageReader).
+func (s *parquetSource) spans(md *metadata.FileMetaData, k int) ([]span64, error) {
+	where := fmt.Sprintf("row group %d", k)
+	bad := func(format string, args ...any) error {
+		return &ParseError{Path: s.f.path, Offset: -1, Err: fmt.Errorf("%w: corrupt footer: %s: %s", ErrFormat, where, fmt.Sprintf(format, args...))}
+	}
+	rg := md.RowGroup(k)
+	if rg.NumRows() < 0 {
+		return nil, bad("%d rows", rg.NumRows())
+	}
+	if rg.NumRows() == 0 {
+		return nil, nil // never read: writers leave odd offsets in empty row groups
+	}
+	if rg.NumColumns() != md.Schema.NumColumns() {
+		return nil, bad("%d column chunks for %d columns", rg.NumColumns(), md.Schema.NumColumns())
+	}
+	old := md.WriterVersion().LessThan(metadata.Parquet816FixedVersion)
+	out := make([]span64, 0, rg.NumColumns())
+	for i := 0; i < rg.NumColumns(); i++ {
+		col, err := rg.ColumnChunk(i)
+		if err != nil {
+			return nil, bad("column %d: %v", i, err)
+		}
+		if col.FilePath() != "" {
+			return nil, &ParseError{Path: s.f.path, Offset: -1, Err: fmt.Errorf("%w: %s: column chunks in other files are not supported", ErrFormat, where)}
+		}
+		if col.CryptoMetadata() != nil {
+			return nil, &ParseError{Path: s.f.path, Offset: -1, Err: fmt.Errorf("%w: %s: encrypted columns are not supported", ErrFormat, where)}
+		}
+		start := col.DataPageOffset()
+		if col.HasDictionaryPage() && col.DictionaryPageOffset() > 0 && start > col.DictionaryPageOffset() {
+			start = col.DictionaryPageOffset()
+		}
+		n := col.TotalCompressedSize()
+		if start < 0 || n < 0 || start > s.size || n > s.size-start || (n > 0 && start < 4) {
+			return nil, bad("column %d's chunk at byte %d, %d bytes long, is outside the file", i, start, n)
+		}
+		if old {
+			n += min(100, s.size-(start+n)) // PARQUET-816, as the decoder pads
+		}
+		out = append(out, span64{off: start, len: n})
+	}
+	return out, nil
+}
+
+// reader returns a decoder that reads the bytes in ld.
+func (s *parquetSource) reader(md *metadata.FileMetaData, ld *loaded, batchRows int) (*pqarrow.FileReader, error) {
+	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	// The chunks are in memory already: stream them rather than copy them.
+	props.BufferedStreamEnabled = true
+	rdr, err := file.NewParquetReader(ld, file.WithMetadata(md), file.WithReadProps(props))
+	if err != nil {
+		return nil, err
+	}
+	return pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: int64(batchRows)}, s.f.opts.Allocator)
+}
+
+// load reads row group k's chunks into ld and returns their CRC-32C.
+func (s *parquetSource) load(osf *os.File, md *metadata.FileMetaData, ld *loaded, k int) (uint32, error) {
+	spans, err := s.spans(md, k)
+	if err != nil {
+		return 0, err
+	}
+	ld.reset(nil)
+	return ld.load(osf, s.f, fmt.Sprintf("row group %d", k), spans, 0)
+}
+
+// records opens a record reader over row group k, whose bytes are loaded.
+func (s *parquetSource) records(fr *pqarrow.FileReader, k int) (*pqUnit, error) {
+	s.f.stats.groups.Add(1)
+	rr, err := fr.GetRecordReader(context.Background(), nil, []int{k})
+	if err != nil {
+		return nil, s.f.unitError(err, fmt.Sprintf("row group %d", k))
+	}
+	return &pqUnit{rr: rr}, nil
+}
+
+func (s *parquetSource) scan(ctx context.Context, fn func(p Partition, u unit) error) error {
+	md := s.md
+	osf, err := os.Open(s.f.path)
+	if err != nil {
+		return err
+	}
+	defer osf.Close()
+	ld := &loaded{size: s.size}
+	fr, err := s.reader(md, ld, planBatchRows)
+	if err != nil {
+		return s.f.unitError(err, "footer")
+	}
+	for k := 0; k < s.groups; k++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if md.RowGroup(k).NumRows() == 0 {
+			continue // no partition: nothing to read
+		}
+		crc, err := s.load(osf, md, ld, k)
+		if err != nil {
+			return err
+		}
+		u, err := s.records(fr, k)
+		if err != nil {
+			return err
+		}
+		err = func() error {
+			defer u.close()
+			return fn(Partition{Rows: md.RowGroup(k).NumRows(), Offset: int64(k), Length: 1, CRC: crc}, u)
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *parquetSource) open(p Partition, batchRows int) (unit, error) {
+	where := s.f.where("row group", p)
+	if p.Offset < 0 || p.Offset >= int64(s.groups) || p.Length != 1 {
+		return nil, &ParseError{Path: s.f.path, Offset: -1,
+			Err: fmt.Errorf("%w: the plan's partition %d is row group %d (+%d), the file has %d row groups", ErrSourceChanged, p.Index, p.Offset, p.Length, s.groups)}
+	}
+	k := int(p.Offset)
+	md := s.md
+	if n := md.RowGroup(k).NumRows(); n != p.Rows {
+		return nil, &ParseError{Path: s.f.path, Offset: -1,
+			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", ErrSourceChanged, where, n, p.Rows)}
+	}
+	osf, err := os.Open(s.f.path)
+	if err != nil {
+		return nil, err
+	}
+	defer osf.Close()
+	ld := &loaded{size: s.size}
+	crc, err := s.load(osf, md, ld, k)
+	if err != nil {
+		return nil, err
+	}
+	if crc != p.CRC {
+		return nil, &ParseError{Path: s.f.path, Offset: -1,
+			Err: fmt.Errorf("%w: %s's bytes differ from the plan", ErrSourceChanged, where)}
+	}
+	fr, err := s.reader(md, ld, batchRows)
+	if err != nil {
+		return nil, s.f.unitError(err, where)
+	}
+	return s.records(fr, k)
+}
+
+// pqUnit yields the record batches of one row group.
+type pqUnit struct {
+	rr pqarrow.RecordReader
+}
+
+func (u *pqUnit) next() (arrow.RecordBatch, error) {
+	if !u.rr.Next() {
+		if err := u.rr.Err(); err != nil {
+			return nil, err
+		}
+		return nil, io.EOF
+	}
+	rec := u.rr.RecordBatch()
+	rec.Retain()
+	return rec, nil
+}
+
+func (u *pqUnit) close() { u.rr.Release() }
+
+// checkStoredSchema checks the Arrow schema a Parquet writer may store in
+// the footer (as pqarrow finds it) before pqarrow decodes it.
+func checkStoredSchema(kv metadata.KeyValueMetadata) error {
+	v := kv.FindValue("ARROW:schema")
+	if v == nil {
+		return nil
+	}
+	var b []byte
+	var err error
+	if len(*v)%4 == 0 {
+		b, err = base64.StdEncoding.DecodeString(*v)
+	}
+	if len(b) == 0 || err != nil {
+		if b, err = base64.RawStdEncoding.DecodeString(*v); err != nil {
+			return nil // pqarrow reports it
+		}
+	}
+	return checkEncapsulated(b)
+}
