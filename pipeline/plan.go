@@ -68,6 +68,16 @@ func (r *run) checkColumns(names []string) error {
 	return nil
 }
 
+// textFormat reports whether the file's format is text (CSV, TSV, JSONL),
+// whose values take the types they are read as.
+func (r *run) textFormat() bool {
+	f := r.req.Mapping.Format
+	if f == "" {
+		f, _, _ = reader.Detect(r.req.Path)
+	}
+	return f == reader.CSV || f == reader.TSV || f == reader.JSONL
+}
+
 // preflight checks, before anything is claimed, what can be checked from the
 // file's header: the mapping's columns must exist.
 func (r *run) preflight() error {
@@ -92,8 +102,10 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if existing != nil {
-		// Values are validated against the table they are going into.
+	if existing != nil && r.textFormat() {
+		// Text is validated against the types of the table it goes into;
+		// typed formats (Parquet, Arrow) carry their own types, which the
+		// table check below compares with the table's.
 		for _, c := range existing.Columns {
 			if _, forced := types[c.Name]; !forced && c.Kind != "" {
 				if t, err := reader.ParseType(c.Kind); err == nil {
@@ -147,7 +159,7 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 	}
 	rejects := make([]ledger.Reject, len(plan.Rejects))
 	for i, b := range plan.Rejects {
-		rejects[i] = ledger.Reject{Ordinal: b.Ordinal, Offset: b.Offset, Column: b.Column, Value: b.Value, Code: b.Code, Message: b.Message}
+		rejects[i] = ledger.Reject{Ordinal: b.Ordinal, Offset: b.Offset, Column: b.Column, Value: b.Value, Row: b.Row, Code: b.Code, Message: b.Message}
 	}
 	err = r.withTx(ctx, func(tx *sql.Tx) error {
 		if err := r.e.sink.Ensure(ctx, tx, r.target, schema); err != nil {

@@ -26,6 +26,8 @@ type rowScanner interface {
 	offset() int64
 	// rowStart is the byte offset where the row last returned by next starts.
 	rowStart() int64
+	// raw returns the bytes of the row last returned by next.
+	raw() []byte
 	// crcNow returns the CRC-32C of the bytes consumed since resetCRC.
 	crcNow() uint32
 	resetCRC()
@@ -114,7 +116,11 @@ func (b *buffer) consume(n int) {
 	b.pos += n
 }
 
-func (b *buffer) offset() int64   { return b.base + int64(b.pos) }
+func (b *buffer) offset() int64 { return b.base + int64(b.pos) }
+
+// raw returns the bytes of the row next returned last, from its first byte
+// to its line end; they alias the buffer until the next call to next.
+func (b *buffer) raw() []byte     { return b.buf[b.start-b.base : b.pos] }
 func (b *buffer) rowStart() int64 { return b.start }
 func (b *buffer) crcNow() uint32  { return b.crc }
 func (b *buffer) resetCRC()       { b.crc = 0 }

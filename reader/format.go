@@ -2,6 +2,7 @@ package reader
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -318,6 +319,12 @@ func (f *File) readHeader() error {
 		}
 		if code, msg := checkText(c.b); code != "" {
 			return &ParseError{Path: f.path, Offset: 0, Err: fmt.Errorf("%w: column %d: %s", ErrHeader, i+1, msg)}
+		}
+		if bytes.ContainsAny(c.b, "\r\n") {
+			// Most likely lines that end in CR alone (old Mac files), which
+			// make the whole file one header row; a quoted name spanning
+			// lines is no usable column name either.
+			return &ParseError{Path: f.path, Offset: 0, Err: fmt.Errorf("%w: column %d's name holds a line break (lines ending in CR alone are not supported: convert them to LF or CRLF)", ErrHeader, i+1)}
 		}
 		if j, dup := seen[name]; dup {
 			return &ParseError{Path: f.path, Offset: 0, Err: fmt.Errorf("%w: columns %d and %d are both named %q", ErrHeader, j+1, i+1, name)}

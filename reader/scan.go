@@ -11,8 +11,27 @@ import (
 // DefaultPartitionRows is the default number of rows per partition.
 const DefaultPartitionRows = 100_000
 
-// maxRejectValue bounds the raw value kept with a reject.
-const maxRejectValue = 1024
+// maxRejectValue bounds the raw value kept with a reject, and maxRejectRow
+// the raw row: longer rows are not kept (the reject keeps its identity).
+const (
+	maxRejectValue = 1024
+	maxRejectRow   = 64 << 10
+)
+
+// missingKey returns a required column that a JSONL scanner has not seen
+// in any row yet, or "".
+func missingKey(required []string, sc rowScanner) string {
+	js, ok := sc.(*jsonlScanner)
+	if !ok {
+		return ""
+	}
+	for _, n := range required {
+		if _, seen := js.index[n]; !seen {
+			return n
+		}
+	}
+	return ""
+}
 
 // Plan is what the plan pass learns about a file: its schema, its row count,
 // its bad rows and where each partition starts. For a given file, options and
@@ -51,6 +70,7 @@ type Reject struct {
 	Offset  int64  `json:"offset"` // -1 in Parquet and Arrow files, whose rows have no byte offset
 	Column  string `json:"column,omitempty"`
 	Value   string `json:"value,omitempty"` // at most 1 KiB of the raw value (its text, for typed formats)
+	Row     string `json:"-"`               // the whole row as read (text formats), when at most 64 KiB
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
@@ -121,7 +141,9 @@ func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 		part = nil
 		sc.resetCRC()
 	}
-	reject := func(off int64, col int, c cell, code, msg string) {
+	// reject counts a bad row and keeps its detail; col is the index of the
+	// offending column or -1, name its name when it has no index yet.
+	reject := func(off int64, col int, name string, c cell, code, msg string) {
 		rejected = true
 		plan.Rejected++
 		part.Rejected++
@@ -129,6 +151,10 @@ func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 			return
 		}
 		r := Reject{Ordinal: ordinal, Offset: off, Code: code, Message: msg}
+		if raw := sc.raw(); len(raw) <= maxRejectRow {
+			r.Row = string(raw)
+		}
+		r.Column = name
 		if col >= 0 && col < len(*names) {
 			r.Column = (*names)[col]
 			v := c.b
@@ -170,13 +196,16 @@ func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 			if prob.column >= 0 && prob.column < len(cells) {
 				c = cells[prob.column]
 			}
-			reject(off, prob.column, c, prob.code, prob.msg)
+			reject(off, prob.column, "", c, prob.code, prob.msg)
 		case f.format != JSONL && len(cells) != len(*names):
-			reject(off, -1, cell{}, CodeFieldCount, fmt.Sprintf("expected %d fields, got %d", len(*names), len(cells)))
+			reject(off, -1, "", cell{}, CodeFieldCount, fmt.Sprintf("expected %d fields, got %d", len(*names), len(cells)))
+		case f.format == JSONL && missingKey(f.opts.NotNull, sc) != "":
+			// A key column first seen in a later row: this row has no value for it.
+			reject(off, -1, missingKey(f.opts.NotNull, sc), cell{}, CodeNull, "a key column must have a value")
 		default:
 			for i := range required {
 				if required[i] && (i >= len(cells) || cells[i].kind == cellNull) {
-					reject(off, i, cell{}, CodeNull, "a key column must have a value")
+					reject(off, i, "", cell{}, CodeNull, "a key column must have a value")
 					break
 				}
 			}
@@ -191,12 +220,12 @@ func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 						c, code, msg = cell{}, CodeNull, "a key column must have a value"
 					}
 					if code != "" {
-						reject(off, i, c, code, msg)
+						reject(off, i, "", c, code, msg)
 						break
 					}
 				} else if c.kind != cellNull {
 					if code, msg := checkText(c.b); code != "" {
-						reject(off, i, c, code, msg)
+						reject(off, i, "", c, code, msg)
 						break
 					}
 				}

@@ -21,7 +21,7 @@ func mappingFlags(c *cobra.Command, o *importOptions) {
 	f.StringVar(&o.versionCol, "version-col", "", "with --key: apply a row only if this column is not older than the stored one")
 	f.StringVar(&o.fileID, "file-id", "", "the file's identity (default: its content digest)")
 	f.StringArrayVar(&o.columns, "column", nil, "fix a column's type, as name:type (bool, int64, float64, timestamp, string, json); repeatable")
-	f.StringVar(&o.format, "format", "", "file format: csv, tsv or jsonl (default: by extension)")
+	f.StringVar(&o.format, "format", "", "file format: csv, tsv, jsonl, parquet, arrow (IPC file) or arrows (IPC stream); default: by extension")
 	f.StringVar(&o.delimiter, "delimiter", "", "CSV/TSV field delimiter, one character (default , for CSV, tab for TSV)")
 	f.BoolVar(&o.quotes, "quotes", false, "process double quotes in TSV files (CSV always does)")
 	o.partitionRows, o.lease, o.trigger, o.workers, o.wait, o.maxRejects = 100000, pipeline.DefaultLease, pipeline.DefaultTrigger, 1, "0", "0"

@@ -73,7 +73,11 @@ func planText(w io.Writer, p *pipeline.PlanReport) error {
 		fmt.Fprintf(w, "  %-24s %s\n", c.Name, c.Type)
 	}
 	for _, b := range p.Rejects {
-		fmt.Fprintf(w, "bad row %d (byte %d) column %q value %q: %s\n", b.Ordinal, b.Offset, b.Column, b.Value, b.Message)
+		where := ""
+		if b.Offset >= 0 {
+			where = fmt.Sprintf(" (byte %d)", b.Offset)
+		}
+		fmt.Fprintf(w, "bad row %d%s column %q value %q: %s\n", b.Ordinal, where, b.Column, b.Value, b.Message)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "PARTITION\tFIRST ROW\tROWS\tBAD\tBYTE OFFSET\tBYTES\t")

@@ -114,7 +114,11 @@ func rejectsText(w io.Writer, ops []ledger.Operation, all [][]ledger.Reject) err
 			if r.ReplayedBy != "" {
 				replayed = r.ReplayedBy
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%q\t%s\t%s\t%s\n", r.Ordinal, r.Offset, r.Column, clip(r.Value, 40), r.Code, r.Message, replayed)
+			offset := "-"
+			if r.Offset >= 0 {
+				offset = fmt.Sprint(r.Offset)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%q\t%s\t%s\t%s\n", r.Ordinal, offset, r.Column, clip(r.Value, 40), r.Code, r.Message, replayed)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
