@@ -107,6 +107,9 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 	}
 	r.res.Rows = r.rows
 	r.res.QuickCheck = r.quick
+	if r.file != nil {
+		r.res.Read = r.file.Stats()
+	}
 	r.res.Duration = time.Since(r.started)
 	if len(r.recovered) > 0 {
 		r.res.RecoveredLease, r.res.RecoveredFrom = true, r.recovered

@@ -39,7 +39,11 @@ type Result struct {
 	RecoveredLease bool `json:"recovered_lease"`
 	// QuickCheck is true when the content digest came from the quick check
 	// (the file was unchanged since it was last hashed) instead of hashing.
-	QuickCheck    bool          `json:"quick_check"`
+	QuickCheck bool `json:"quick_check"`
+	// Read is what the run read of the file to plan and apply it, besides
+	// hashing it: a resumed run reads only its unfinished partitions where
+	// the format can seek.
+	Read          reader.Stats  `json:"read"`
 	RecoveredFrom []string      `json:"recovered_from,omitempty"`
 	Duration      time.Duration `json:"-"`
 	Err           error         `json:"-"`

@@ -47,7 +47,10 @@ type buffer struct {
 	start  int64 // offset of the current row
 }
 
-const initialBuffer = 1 << 20
+const (
+	initialBuffer = 1 << 20
+	headerBuffer  = 64 << 10
+)
 
 func newBuffer(r io.Reader, maxRow int, offset int64) buffer {
 	// The buffer never exceeds maxRow, so that fill can tell a row too large.

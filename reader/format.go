@@ -298,6 +298,9 @@ func (f *File) readHeader() error {
 	}
 	defer s.Close()
 	sc := newCSVScanner(s, f.opts.Delimiter, f.quoting(), f.opts.MaxRowBytes, 0)
+	// A header is short: read it in small pieces, not a whole buffer of
+	// the file (a resumed import reads little else).
+	sc.buf = sc.buf[:min(len(sc.buf), headerBuffer)]
 	if err := sc.skipBOM(); err != nil {
 		return f.wrap(err, 0, 0, "")
 	}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/idemport/idemport/internal/testkit"
+)
+
+// readStats is the "read" object of a result line.
+type readStats struct {
+	BytesRead     int64 `json:"bytes_read"`
+	RowGroupsRead int64 `json:"row_groups_read"`
+}
+
+func importRead(t *testing.T, dir string, code int, args ...string) (result, readStats) {
+	t.Helper()
+	run := testkit.Exec(t, dir, nil, append([]string{"import", "--output", "json"}, args...)...)
+	if run.Code != code {
+		t.Fatalf("exit %d, want %d: %s %s", run.Code, code, run.Stdout, run.Stderr)
+	}
+	var r struct {
+		result
+		Read readStats `json:"read"`
+	}
+	if err := json.Unmarshal([]byte(run.Stdout), &r); err != nil {
+		t.Fatalf("%q: %v", run.Stdout, err)
+	}
+	return r.result, r.Read
+}
+
+// TestResumeReadsOnlyUnfinishedPartitions kills an import after 9 of its 10
+// partitions committed; the rerun must read only the last partition's
+// bytes (it seeks there) and no row group but the last.
+func TestResumeReadsOnlyUnfinishedPartitions(t *testing.T) {
+	t.Run("csv", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "orders.csv")
+		testkit.Orders(t, path, 10000, 31)
+		st, _ := os.Stat(path)
+		args := []string{"--partition-rows", "1000", "orders.csv"}
+		_, full := importRead(t, dir, 0, append([]string{"--into", filepath.Join(dir, "full.db")}, args...)...)
+		if full.BytesRead < 2*st.Size() {
+			t.Fatalf("a full import read %d bytes of a %d-byte file; it plans and applies, so at least twice", full.BytesRead, st.Size())
+		}
+		killed := testkit.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:9"}, append([]string{"import"}, args...)...)
+		if killed.Signal != syscall.SIGKILL {
+			t.Fatalf("not killed: %d %s", killed.Code, killed.Stderr)
+		}
+		res, read := importRead(t, dir, 0, args...)
+		if res.Outcome != "resumed" || res.Partitions.Skipped != 9 || !res.QuickCheck {
+			t.Fatalf("rerun: %+v", res)
+		}
+		db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
+		last := testkit.Int(t, db, `SELECT byte_length FROM idemport_partitions WHERE idx = 9`)
+		header := testkit.Int(t, db, `SELECT byte_offset FROM idemport_partitions WHERE idx = 0`)
+		// The header is read to open the file (in pieces of 64 KiB); then
+		// only the last partition.
+		if read.BytesRead < last || read.BytesRead > last+header+64<<10 || read.BytesRead > st.Size()/5 {
+			t.Fatalf("the resumed run read %d bytes; the last partition has %d of the file's %d", read.BytesRead, last, st.Size())
+		}
+	})
+	t.Run("parquet", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "orders.parquet")
+		writeRowGroups(t, path, 10, 100)
+		args := []string{"orders.parquet"}
+		killed := testkit.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:9"}, append([]string{"import"}, args...)...)
+		if killed.Signal != syscall.SIGKILL {
+			t.Fatalf("not killed: %d %s", killed.Code, killed.Stderr)
+		}
+		res, read := importRead(t, dir, 0, args...)
+		if res.Outcome != "resumed" || res.Partitions.Skipped != 9 || res.Partitions.Total != 10 {
+			t.Fatalf("rerun: %+v", res)
+		}
+		if read.RowGroupsRead != 1 {
+			t.Fatalf("the resumed run decoded %d row groups, want only the unfinished one", read.RowGroupsRead)
+		}
+		db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
+		if n := testkit.Int(t, db, `SELECT count(DISTINCT id) FROM orders`); n != 1000 {
+			t.Fatalf("%d distinct ids, want 1000", n)
+		}
+	})
+}
+
+// writeRowGroups writes a Parquet file of groups row groups of n rows:
+// id (1..), label.
+func writeRowGroups(t *testing.T, path string, groups, n int) {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "label", Type: arrow.BinaryTypes.String}}, nil)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := int64(0)
+	for g := 0; g < groups; g++ {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+		for i := 0; i < n; i++ {
+			id++
+			b.Field(0).(*array.Int64Builder).Append(id)
+			b.Field(1).(*array.StringBuilder).Append("row")
+		}
+		rec := b.NewRecordBatch()
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		b.Release()
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
