@@ -300,6 +300,9 @@ func (r *run) commit(ctx context.Context, tx *sql.Tx, c *checkpoint.Claim, count
 	if err := r.e.fp.Hit("inside-partition"); err != nil {
 		return err
 	}
+	if err := r.checkSource(); err != nil {
+		return err
+	}
 	if err := r.e.cp.Complete(ctx, tx, r.op, c.Index, r.attempt.ID, counts); err != nil {
 		return r.lost(err)
 	}

@@ -129,6 +129,9 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 	if err != nil {
 		return r.refuseDefect(ctx, err)
 	}
+	if err := r.checkSource(); err != nil {
+		return false, err
+	}
 	names := make([]string, len(plan.Schema))
 	for i, c := range plan.Schema {
 		names[i] = c.Name

@@ -1,11 +1,15 @@
 package pipeline
 
 import (
+	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/reader"
 )
 
 // fileStat describes a file for the quick check. Where the platform gives
@@ -21,4 +25,23 @@ func fileStat(host, path string, st fs.FileInfo) ledger.FileStat {
 		fs.CtimeNs = sys.Ctim.Sec*1e9 + sys.Ctim.Nsec
 	}
 	return fs
+}
+
+// checkSource fails with an error wrapping reader.ErrSourceChanged when the
+// file is no longer as it was identified: another size, modification or
+// change time, or another inode (appended, truncated or replaced). It is
+// called after the plan pass and before each partition commits; each
+// partition's bytes are also checked against the plan as they are read.
+func (r *run) checkSource() error {
+	st, err := os.Stat(r.req.Path)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", reader.ErrSourceChanged, r.req.Path, err)
+	}
+	now := fileStat(r.stat.Host, r.req.Path, st)
+	if now != r.stat {
+		return fmt.Errorf("%w: %s is no longer as it was when this run began (size %d, now %d; modified %s, now %s)",
+			reader.ErrSourceChanged, r.req.Path, r.stat.Size, now.Size,
+			time.Unix(0, r.stat.MtimeNs).UTC().Format(time.RFC3339Nano), time.Unix(0, now.MtimeNs).UTC().Format(time.RFC3339Nano))
+	}
+	return nil
 }

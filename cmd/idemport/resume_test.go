@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -122,5 +124,44 @@ func writeRowGroups(t *testing.T, path string, groups, n int) {
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSourceChangedStopsTheAttempt appends to a file while its import is
+// frozen between partitions: the attempt stops with "source changed"
+// instead of committing rows of another version of the file.
+func TestSourceChangedStopsTheAttempt(t *testing.T) {
+	for _, change := range []string{"append", "rewrite"} {
+		t.Run(change, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "orders.csv")
+			testkit.Orders(t, path, 1000, 32)
+			cmd := testkit.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:3:stop"}, "import", "--partition-rows", "100", "orders.csv")
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill() })
+			testkit.WaitStopped(t, cmd.Process.Pid)
+			if change == "append" {
+				f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+				f.WriteString("1999999998,1,SKU-X,1,1.00,paid,2024-01-01T00:00:00Z,late\n")
+				f.Close()
+			} else {
+				b, _ := os.ReadFile(path)
+				b[len(b)-5] = 'Z' // inside the last partition, same size
+				os.WriteFile(path, b, 0o644)
+			}
+			cmd.Process.Signal(syscall.SIGCONT)
+			r := testkit.Wait(t, cmd)
+			if r.Code != 1 || !strings.Contains(r.Stdout, "source changed") {
+				t.Fatalf("exit %d: %s", r.Code, r.Stdout)
+			}
+			db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
+			if n := testkit.Int(t, db, `SELECT count(*) FROM orders`); n != 300 {
+				t.Fatalf("%d rows; the 3 partitions committed before the change hold 300", n)
+			}
+		})
 	}
 }
