@@ -36,33 +36,33 @@ const (
 // checkExact asserts the whole outcome of an import of an orders file:
 // exact content, one row per key, operation completed, counters consistent
 // across every attempt.
-func checkExact(t *testing.T, db *sql.DB, mode string, rows [][]string) {
+func checkExact(t *testing.T, tg *testkit.Target, mode string, rows [][]string) {
 	t.Helper()
 	if mode == "ordinal" {
-		checkOrders(t, db, "orders", rows)
+		checkOrders(t, tg, "orders", rows)
 	} else {
-		checkByKey(t, db, rows)
+		checkByKey(t, tg, rows)
 	}
-	op := testkit.Query(t, db, `SELECT state, rows_read, rows_inserted + rows_updated + rows_unchanged + rows_stale, rows_rejected FROM idemport_operations`)
+	op := testkit.Query(t, tg.DB, `SELECT state, rows_read, rows_inserted + rows_updated + rows_unchanged + rows_stale, rows_rejected FROM `+tg.Ledger("operations"))
 	if want := [][]any{{"completed", int64(len(rows)), int64(len(rows)), int64(0)}}; !reflect.DeepEqual(op, want) {
 		t.Fatalf("operation %v, want %v", op, want)
 	}
 	// Each partition committed once, and the attempts' counters add up to
 	// the partitions' and to the file.
-	if got := testkit.Query(t, db, `SELECT count(*), sum(row_count), sum(rows_inserted) FROM idemport_partitions WHERE done = 1`); got[0][1] != int64(len(rows)) {
+	if got := testkit.Query(t, tg.DB, `SELECT count(*), CAST(sum(row_count) AS BIGINT) FROM `+tg.Ledger("partitions")+` WHERE done = 1`); got[0][1] != int64(len(rows)) {
 		t.Fatalf("done partitions cover %v rows, want %d", got[0][1], len(rows))
 	}
-	att := testkit.Query(t, db, `SELECT sum(rows_read), sum(partitions_committed) FROM idemport_attempts`)
-	part := testkit.Query(t, db, `SELECT sum(row_count), count(*) FROM idemport_partitions`)
+	att := testkit.Query(t, tg.DB, `SELECT CAST(sum(rows_read) AS BIGINT), CAST(sum(partitions_committed) AS BIGINT) FROM `+tg.Ledger("attempts"))
+	part := testkit.Query(t, tg.DB, `SELECT CAST(sum(row_count) AS BIGINT), count(*) FROM `+tg.Ledger("partitions"))
 	if !reflect.DeepEqual(att, part) {
 		t.Fatalf("attempts counted %v (rows, partitions), partitions hold %v", att, part)
 	}
 }
 
 // checkByKey asserts a natural-key table holds exactly the file's rows.
-func checkByKey(t *testing.T, db *sql.DB, rows [][]string) {
+func checkByKey(t *testing.T, tg *testkit.Target, rows [][]string) {
 	t.Helper()
-	got := testkit.Query(t, db, `SELECT order_id, sku, note FROM orders ORDER BY order_id`)
+	got := testkit.Query(t, tg.DB, `SELECT order_id, sku, note FROM orders ORDER BY order_id`)
 	if len(got) != len(rows) {
 		t.Fatalf("%d rows, want %d", len(got), len(rows))
 	}
@@ -96,190 +96,213 @@ func TestCrashAtEveryBoundary(t *testing.T) {
 			tc{"after-partition-commit", k, int64(k), "resumed"})
 	}
 	cases = append(cases, tc{"before-finalize", 1, crashPartitions, "resumed"}, tc{"after-finalize", 1, crashPartitions, "duplicate"})
-	for _, mode := range []string{"ordinal", "natural"} {
-		for _, c := range cases {
-			t.Run(fmt.Sprintf("%s/%s:%d", mode, c.point, c.n), func(t *testing.T) {
-				t.Parallel()
-				dir := t.TempDir()
-				rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 11)
-				args := []string{"--partition-rows", fmt.Sprint(crashRows / crashPartitions), "orders.csv"}
-				if mode == "natural" {
-					args = append([]string{"--key", "order_id"}, args...)
-				}
-				env := []string{fmt.Sprintf("IDEMPORT_FAILPOINT=%s:%d", c.point, c.n)}
-				killed := testkit.Exec(t, dir, env, append([]string{"import"}, args...)...)
-				if killed.Signal != syscall.SIGKILL {
-					t.Fatalf("not killed at %s:%d: exit %d\n%s%s", c.point, c.n, killed.Code, killed.Stdout, killed.Stderr)
-				}
-				db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
-				if c.point == "after-partition-claim" {
-					// The reader claims partition k while the writer works on
-					// k-1, so k-2 or k-1 partitions are done when it dies.
-					done := testkit.Int(t, db, `SELECT count(*) FROM idemport_partitions WHERE done = 1`)
-					if done != c.skipped && done != c.skipped-1 {
-						t.Fatalf("%d partitions done when killed after claiming partition %d", done, c.n)
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, mode := range []string{"ordinal", "natural"} {
+			for _, c := range cases {
+				t.Run(fmt.Sprintf("%s/%s:%d", mode, c.point, c.n), func(t *testing.T) {
+					t.Parallel()
+					dir := t.TempDir()
+					tg := testkit.NewTarget(t, name, dir)
+					rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 11)
+					args := []string{"--partition-rows", fmt.Sprint(crashRows / crashPartitions), "orders.csv"}
+					if mode == "natural" {
+						args = append([]string{"--key", "order_id"}, args...)
 					}
-					c.skipped = done
-				}
-				res := importJSON(t, dir, nil, 0, args...)
-				if res.Outcome != c.outcome || res.Partitions.Skipped != c.skipped || res.Partitions.Total != crashPartitions {
-					t.Fatalf("rerun: outcome %s skipped %d of %d, want %s skipped %d", res.Outcome, res.Partitions.Skipped, res.Partitions.Total, c.outcome, c.skipped)
-				}
-				if c.outcome != "duplicate" && res.Partitions.Committed != crashPartitions-c.skipped {
-					t.Fatalf("rerun committed %d partitions, want %d", res.Partitions.Committed, crashPartitions-c.skipped)
-				}
-				checkExact(t, db, mode, rows)
-				if n := testkit.Int(t, db, `SELECT sum(rows_inserted) FROM idemport_attempts`); n != crashRows {
-					t.Fatalf("attempts inserted %d rows in all, want %d", n, crashRows)
-				}
-			})
+					env := []string{fmt.Sprintf("IDEMPORT_FAILPOINT=%s:%d", c.point, c.n)}
+					killed := tg.Exec(t, dir, env, append([]string{"import"}, args...)...)
+					if killed.Signal != syscall.SIGKILL {
+						t.Fatalf("not killed at %s:%d: exit %d\n%s%s", c.point, c.n, killed.Code, killed.Stdout, killed.Stderr)
+					}
+					if c.point == "after-partition-claim" {
+						// The reader claims partition k while the writer works on
+						// k-1, so k-2 or k-1 partitions are done when it dies.
+						done := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("partitions")+` WHERE done = 1`)
+						if done != c.skipped && done != c.skipped-1 {
+							t.Fatalf("%d partitions done when killed after claiming partition %d", done, c.n)
+						}
+						c.skipped = done
+					}
+					res := importTo(t, tg, dir, nil, 0, args...)
+					if res.Outcome != c.outcome || res.Partitions.Skipped != c.skipped || res.Partitions.Total != crashPartitions {
+						t.Fatalf("rerun: outcome %s skipped %d of %d, want %s skipped %d", res.Outcome, res.Partitions.Skipped, res.Partitions.Total, c.outcome, c.skipped)
+					}
+					if c.outcome != "duplicate" && res.Partitions.Committed != crashPartitions-c.skipped {
+						t.Fatalf("rerun committed %d partitions, want %d", res.Partitions.Committed, crashPartitions-c.skipped)
+					}
+					checkExact(t, tg, mode, rows)
+					if n := testkit.Int(t, tg.DB, `SELECT sum(rows_inserted) FROM `+tg.Ledger("attempts")); n != crashRows {
+						t.Fatalf("attempts inserted %d rows in all, want %d", n, crashRows)
+					}
+				})
+			}
 		}
+	})
+}
+
+// soakIterations is how many iterations the soak runs on target name:
+// -soak when given, else its default on SQLite and 15 on PostgreSQL, where
+// each iteration costs more.
+func soakIterations(name string) int {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "soak" })
+	if name == testkit.Postgres && !given {
+		return 15
 	}
+	return *soak
 }
 
 // TestRandomKillSoak kills the binary at random moments, reruns it (killing
 // again at random, up to three times) until it completes, and checks every
-// iteration ends exact. -soak=N sets the number of iterations.
+// iteration ends exact. -soak=N sets the number of iterations (default 50
+// on SQLite, 15 on PostgreSQL).
 func TestRandomKillSoak(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 1))
-	dir := t.TempDir()
-	const n = 4000
-	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), n, 12)
-	// How long a full run takes here, to aim the kills inside it.
-	full := time.Now()
-	importJSON(t, t.TempDir(), nil, 0, "--partition-rows", "200", filepath.Join(dir, "orders.csv"))
-	span := time.Since(full)
-	kills := 0
-	for i := 0; i < *soak; i++ {
-		idir := t.TempDir()
-		mode := []string{"ordinal", "natural"}[i%2]
-		args := []string{"import", "--output", "json", "--partition-rows", "200", filepath.Join(dir, "orders.csv")}
-		if mode == "natural" {
-			args = append(args, "--key", "order_id")
+	testkit.Each(t, func(t *testing.T, name string) {
+		seed := uint64(time.Now().UnixNano())
+		t.Logf("seed %d", seed)
+		rng := rand.New(rand.NewPCG(seed, 1))
+		dir := t.TempDir()
+		const n = 4000
+		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), n, 12)
+		// How long a full run takes here, to aim the kills inside it.
+		full := time.Now()
+		importTo(t, testkit.NewTarget(t, name, t.TempDir()), dir, nil, 0, "--partition-rows", "200", "orders.csv")
+		span := time.Since(full)
+		kills := 0
+		iterations := soakIterations(name)
+		for i := 0; i < iterations; i++ {
+			tg := testkit.NewTarget(t, name, t.TempDir())
+			mode := []string{"ordinal", "natural"}[i%2]
+			args := []string{"import", "--output", "json", "--partition-rows", "200", "orders.csv"}
+			if mode == "natural" {
+				args = append(args, "--key", "order_id")
+			}
+			for attempt := 0; ; attempt++ {
+				cmd := tg.Cmd(t, dir, nil, args...)
+				var out, errb bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errb
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				if attempt < 3 {
+					time.AfterFunc(time.Duration(rng.Int64N(int64(span)*5/4)), func() { cmd.Process.Signal(syscall.SIGKILL) })
+				}
+				r := testkit.Wait(t, cmd)
+				if r.Signal == syscall.SIGKILL {
+					kills++
+					continue
+				}
+				if r.Code != 0 {
+					t.Fatalf("iteration %d attempt %d: exit %d\n%s%s", i, attempt, r.Code, r.Stdout, r.Stderr)
+				}
+				break
+			}
+			checkExact(t, tg, mode, rows)
 		}
-		for attempt := 0; ; attempt++ {
-			cmd := testkit.Cmd(t, idir, nil, args...)
-			var out, errb bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			if attempt < 3 {
-				time.AfterFunc(time.Duration(rng.Int64N(int64(span)*5/4)), func() { cmd.Process.Signal(syscall.SIGKILL) })
-			}
-			r := testkit.Wait(t, cmd)
-			if r.Signal == syscall.SIGKILL {
-				kills++
-				continue
-			}
-			if r.Code != 0 {
-				t.Fatalf("iteration %d attempt %d: exit %d\n%s%s", i, attempt, r.Code, r.Stdout, r.Stderr)
-			}
-			break
+		t.Logf("%d iterations, %d kills", iterations, kills)
+		if kills == 0 {
+			t.Fatal("no run was killed: the soak proved nothing")
 		}
-		db := testkit.Open(t, filepath.Join(idir, "idemport.db"))
-		checkExact(t, db, mode, rows)
-		db.Close()
-	}
-	t.Logf("%d iterations, %d kills", *soak, kills)
-	if kills == 0 {
-		t.Fatal("no run was killed: the soak proved nothing")
-	}
+	})
 }
 
 // TestConcurrentRuns starts 8 runs of the same import at once: exactly one
 // effect, every partition committed once, documented exit codes.
 func TestConcurrentRuns(t *testing.T) {
-	dir := t.TempDir()
-	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 3000, 13)
-	var wg sync.WaitGroup
-	results := make([]testkit.Run, 8)
-	start := make(chan struct{})
-	for i := range results {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			results[i] = testkit.Exec(t, dir, nil, "import", "--output", "json", "--partition-rows", "200", "orders.csv")
-		}()
-	}
-	close(start)
-	wg.Wait()
-	outcomes := map[string]int{}
-	for i, r := range results {
-		if r.Code != 0 && r.Code != 4 {
-			t.Fatalf("run %d: exit %d\n%s%s", i, r.Code, r.Stdout, r.Stderr)
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 3000, 13)
+		var wg sync.WaitGroup
+		results := make([]testkit.Run, 8)
+		start := make(chan struct{})
+		for i := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				results[i] = tg.Exec(t, dir, nil, "import", "--output", "json", "--partition-rows", "200", "orders.csv")
+			}()
 		}
-		res := parseResults(t, r.Stdout)[0]
-		outcomes[res.Outcome]++
-		want := map[string]int{"imported": 0, "resumed": 0, "duplicate": 0, "busy": 4}[res.Outcome]
-		if _, known := map[string]bool{"imported": true, "resumed": true, "duplicate": true, "busy": true}[res.Outcome]; !known || res.ExitCode != want || r.Code != want {
-			t.Fatalf("run %d: outcome %s exit %d", i, res.Outcome, r.Code)
+		close(start)
+		wg.Wait()
+		outcomes := map[string]int{}
+		for i, r := range results {
+			if r.Code != 0 && r.Code != 4 {
+				t.Fatalf("run %d: exit %d\n%s%s", i, r.Code, r.Stdout, r.Stderr)
+			}
+			res := parseResults(t, r.Stdout)[0]
+			outcomes[res.Outcome]++
+			want := map[string]int{"imported": 0, "resumed": 0, "duplicate": 0, "busy": 4}[res.Outcome]
+			if _, known := map[string]bool{"imported": true, "resumed": true, "duplicate": true, "busy": true}[res.Outcome]; !known || res.ExitCode != want || r.Code != want {
+				t.Fatalf("run %d: outcome %s exit %d", i, res.Outcome, r.Code)
+			}
 		}
-	}
-	if outcomes["imported"] != 1 {
-		t.Fatalf("outcomes %v: want exactly one run to create the operation", outcomes)
-	}
-	t.Logf("outcomes: %v", outcomes)
-	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
-	checkExact(t, db, "ordinal", rows)
-	if n := testkit.Int(t, db, `SELECT sum(rows_inserted) FROM idemport_attempts`); n != 3000 {
-		t.Fatalf("attempts inserted %d in all", n)
-	}
+		if outcomes["imported"] != 1 {
+			t.Fatalf("outcomes %v: want exactly one run to create the operation", outcomes)
+		}
+		t.Logf("outcomes: %v", outcomes)
+		checkExact(t, tg, "ordinal", rows)
+		if n := testkit.Int(t, tg.DB, `SELECT sum(rows_inserted) FROM `+tg.Ledger("attempts")); n != 3000 {
+			t.Fatalf("attempts inserted %d in all", n)
+		}
+	})
 }
 
 // TestStalledHolderCommitsNothingAfterTakeover freezes a run (SIGSTOP)
 // after it committed three partitions, lets a second run take over its
 // lease and finish, then thaws the first: it must stop without writing.
 func TestStalledHolderCommitsNothingAfterTakeover(t *testing.T) {
-	dir := t.TempDir()
-	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 14)
-	args := []string{"import", "--output", "json", "--lease", "2s", "--partition-rows", "100", "orders.csv"}
-	holder := testkit.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:3:stop"}, args...)
-	var hout, herr bytes.Buffer
-	holder.Stdout, holder.Stderr = &hout, &herr
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { holder.Process.Kill() })
-	testkit.WaitStopped(t, holder.Process.Pid)
+	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 14)
+		args := []string{"import", "--output", "json", "--lease", "2s", "--partition-rows", "100", "orders.csv"}
+		holder := tg.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:3:stop"}, args...)
+		var hout, herr bytes.Buffer
+		holder.Stdout, holder.Stderr = &hout, &herr
+		if err := holder.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { holder.Process.Kill() })
+		testkit.WaitStopped(t, holder.Process.Pid)
 
-	time.Sleep(2500 * time.Millisecond) // past the lease
-	took := importJSON(t, dir, nil, 0, args[3:]...)
-	if !took.RecoveredLease || took.Outcome != "resumed" || took.Partitions.Skipped != 3 || took.Partitions.Committed != 7 {
-		t.Fatalf("takeover: %+v", took)
-	}
-	holder.Process.Signal(syscall.SIGCONT)
-	h := testkit.Wait(t, holder)
-	if h.Code != 1 || !strings.Contains(h.Stdout, "lease lost") {
-		t.Fatalf("thawed holder: exit %d\n%s%s", h.Code, h.Stdout, h.Stderr)
-	}
-	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
-	checkExact(t, db, "ordinal", rows)
-	first := testkit.Query(t, db, `SELECT partitions_committed, rows_inserted, outcome FROM idemport_attempts ORDER BY started_at LIMIT 1`)
-	if want := [][]any{{int64(3), int64(300), "failed"}}; !reflect.DeepEqual(first, want) {
-		t.Fatalf("stalled attempt: %v, want %v", first, want)
-	}
+		time.Sleep(2500 * time.Millisecond) // past the lease
+		took := importTo(t, tg, dir, nil, 0, args[3:]...)
+		if !took.RecoveredLease || took.Outcome != "resumed" || took.Partitions.Skipped != 3 || took.Partitions.Committed != 7 {
+			t.Fatalf("takeover: %+v", took)
+		}
+		holder.Process.Signal(syscall.SIGCONT)
+		h := testkit.Wait(t, holder)
+		if h.Code != 1 || !strings.Contains(h.Stdout, "lease lost") {
+			t.Fatalf("thawed holder: exit %d\n%s%s", h.Code, h.Stdout, h.Stderr)
+		}
+		checkExact(t, tg, "ordinal", rows)
+		first := testkit.Query(t, tg.DB, `SELECT partitions_committed, rows_inserted, outcome FROM `+tg.Ledger("attempts")+` ORDER BY started_at LIMIT 1`)
+		if want := [][]any{{int64(3), int64(300), "failed"}}; !reflect.DeepEqual(first, want) {
+			t.Fatalf("stalled attempt: %v, want %v", first, want)
+		}
+	})
 }
 
 // TestLedgerWipedAfterPartialRun drops idemport's tables after a run was
 // killed halfway, and reruns: no row is duplicated.
 func TestLedgerWipedAfterPartialRun(t *testing.T) {
-	dir := t.TempDir()
-	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 15)
-	killed := testkit.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:5"}, "import", "--partition-rows", "100", "orders.csv")
-	if killed.Signal != syscall.SIGKILL {
-		t.Fatalf("not killed: %d", killed.Code)
-	}
-	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
-	dropLedger(t, db)
-	res := importJSON(t, dir, nil, 0, "--partition-rows", "100", "orders.csv")
-	if res.Outcome != "imported" || res.Rows.Inserted != 600 || res.Rows.Unchanged != 400 {
-		t.Fatalf("rerun: %+v", res)
-	}
-	checkOrders(t, db, "orders", rows)
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 15)
+		killed := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:5"}, "import", "--partition-rows", "100", "orders.csv")
+		if killed.Signal != syscall.SIGKILL {
+			t.Fatalf("not killed: %d", killed.Code)
+		}
+		dropLedger(t, tg)
+		res := importTo(t, tg, dir, nil, 0, "--partition-rows", "100", "orders.csv")
+		if res.Outcome != "imported" || res.Rows.Inserted != 600 || res.Rows.Unchanged != 400 {
+			t.Fatalf("rerun: %+v", res)
+		}
+		checkOrders(t, tg, "orders", rows)
+	})
 }
 
 // TestInterruptRollsBackAndReleases sends SIGINT or SIGTERM while a
@@ -287,46 +310,48 @@ func TestLedgerWipedAfterPartialRun(t *testing.T) {
 // that partition, exits 130 saying how many partitions it committed,
 // releases its claims, and a rerun is exact.
 func TestInterruptRollsBackAndReleases(t *testing.T) {
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		t.Run(sig.String(), func(t *testing.T) {
-			dir := t.TempDir()
-			rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 16)
-			cmd := testkit.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:4:stop"}, "import", "--partition-rows", "100", "orders.csv")
-			var out, errb bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cmd.Process.Kill() })
-			testkit.WaitStopped(t, cmd.Process.Pid)
-			cmd.Process.Signal(sig)
-			cmd.Process.Signal(syscall.SIGCONT)
-			r := testkit.Wait(t, cmd)
-			var committed int64
-			if _, err := fmt.Sscanf(r.Stdout, "orders.csv: interrupted; rerun to resume (this run committed %d partitions)", &committed); err != nil || r.Code != 130 {
-				t.Fatalf("exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
-			}
-			if committed < 3 || strings.Contains(r.Stderr, "context canceled") {
-				t.Fatalf("committed %d partitions; stderr %s", committed, r.Stderr)
-			}
-			db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
-			if n := testkit.Int(t, db, `SELECT count(*) FROM orders`); n != committed*100 {
-				t.Fatalf("%d rows after the interrupt, want the %d committed partitions' rows", n, committed)
-			}
-			if n := testkit.Int(t, db, `SELECT count(*) FROM idemport_partitions WHERE done = 1`); n != committed {
-				t.Fatalf("%d partitions marked done, the run said %d", n, committed)
-			}
-			if got := testkit.Query(t, db, `SELECT o.state, (SELECT count(*) FROM idemport_partitions WHERE lease_attempt IS NOT NULL),
-				(SELECT outcome FROM idemport_attempts) FROM idemport_operations o`); !reflect.DeepEqual(got, [][]any{{"failed", int64(0), "interrupted"}}) {
-				t.Fatalf("ledger after the interrupt: %v", got)
-			}
-			res := importJSON(t, dir, nil, 0, "--partition-rows", "100", "orders.csv")
-			if res.Outcome != "resumed" || res.RecoveredLease || res.Partitions.Skipped != committed {
-				t.Fatalf("rerun: %+v", res)
-			}
-			checkExact(t, db, "ordinal", rows)
-		})
-	}
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+			t.Run(sig.String(), func(t *testing.T) {
+				dir := t.TempDir()
+				tg := testkit.NewTarget(t, name, dir)
+				rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 16)
+				cmd := tg.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:4:stop"}, "import", "--partition-rows", "100", "orders.csv")
+				var out, errb bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errb
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { cmd.Process.Kill() })
+				testkit.WaitStopped(t, cmd.Process.Pid)
+				cmd.Process.Signal(sig)
+				cmd.Process.Signal(syscall.SIGCONT)
+				r := testkit.Wait(t, cmd)
+				var committed int64
+				if _, err := fmt.Sscanf(r.Stdout, "orders.csv: interrupted; rerun to resume (this run committed %d partitions)", &committed); err != nil || r.Code != 130 {
+					t.Fatalf("exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+				}
+				if committed < 3 || strings.Contains(r.Stderr, "context canceled") {
+					t.Fatalf("committed %d partitions; stderr %s", committed, r.Stderr)
+				}
+				if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM orders`); n != committed*100 {
+					t.Fatalf("%d rows after the interrupt, want the %d committed partitions' rows", n, committed)
+				}
+				if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("partitions")+` WHERE done = 1`); n != committed {
+					t.Fatalf("%d partitions marked done, the run said %d", n, committed)
+				}
+				if got := testkit.Query(t, tg.DB, `SELECT o.state, (SELECT count(*) FROM `+tg.Ledger("partitions")+` WHERE lease_attempt IS NOT NULL),
+					(SELECT outcome FROM `+tg.Ledger("attempts")+`) FROM `+tg.Ledger("operations")+` o`); !reflect.DeepEqual(got, [][]any{{"failed", int64(0), "interrupted"}}) {
+					t.Fatalf("ledger after the interrupt: %v", got)
+				}
+				res := importTo(t, tg, dir, nil, 0, "--partition-rows", "100", "orders.csv")
+				if res.Outcome != "resumed" || res.RecoveredLease || res.Partitions.Skipped != committed {
+					t.Fatalf("rerun: %+v", res)
+				}
+				checkExact(t, tg, "ordinal", rows)
+			})
+		}
+	})
 }
 
 // TestLockedDatabaseFailsCleanly holds SQLite's write lock while a run needs
@@ -343,8 +368,8 @@ func TestLockedDatabaseFailsCleanly(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill() })
 	testkit.WaitStopped(t, cmd.Process.Pid)
-	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
-	conn, err := db.Conn(t.Context())
+	tg := testkit.NewTarget(t, testkit.SQLite, dir)
+	conn, err := tg.DB.Conn(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +389,7 @@ func TestLockedDatabaseFailsCleanly(t *testing.T) {
 	if res.Outcome != "resumed" || res.Partitions.Skipped < 2 {
 		t.Fatalf("rerun: %+v", res)
 	}
-	checkExact(t, db, "ordinal", rows)
+	checkExact(t, tg, "ordinal", rows)
 }
 
 // TestDiskFullFailsCleanly runs the import with a file size limit, as on a
@@ -386,8 +411,7 @@ func TestDiskFullFailsCleanly(t *testing.T) {
 	if res.Outcome != "resumed" {
 		t.Fatalf("rerun: %+v", res)
 	}
-	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
-	checkExact(t, db, "ordinal", rows)
+	checkExact(t, testkit.NewTarget(t, testkit.SQLite, dir), "ordinal", rows)
 }
 
 func startCmd(t *testing.T, cmd *exec.Cmd) *exec.Cmd {
@@ -419,8 +443,7 @@ func TestReadOnlyDatabaseFailsCleanly(t *testing.T) {
 	if res.Outcome != "resumed" || res.Partitions.Skipped != 2 {
 		t.Fatalf("rerun: %+v", res)
 	}
-	db := testkit.Open(t, path)
-	checkExact(t, db, "ordinal", rows)
+	checkExact(t, testkit.NewTarget(t, testkit.SQLite, dir), "ordinal", rows)
 }
 
 // makeReadOnly makes path unwritable even for root (chattr +i), or by mode

@@ -3,18 +3,19 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/internal/testkit"
 )
 
@@ -33,10 +34,11 @@ type result struct {
 	Partitions struct {
 		Total, Skipped, Committed int64
 	} `json:"partitions"`
-	RecoveredLease bool   `json:"recovered_lease"`
-	QuickCheck     bool   `json:"quick_check"`
-	DurationMs     *int64 `json:"duration_ms"`
-	Error          string `json:"error"`
+	RecoveredLease bool     `json:"recovered_lease"`
+	RecoveredFrom  []string `json:"recovered_from"`
+	QuickCheck     bool     `json:"quick_check"`
+	DurationMs     *int64   `json:"duration_ms"`
+	Error          string   `json:"error"`
 }
 
 func parseResults(t *testing.T, out string) []result {
@@ -76,16 +78,23 @@ func importJSON(t *testing.T, dir string, env []string, wantCode int, args ...st
 	return rs[0]
 }
 
-// checkOrders asserts that table holds exactly the rows of an orders file,
-// each once, keyed by its ordinal.
-func checkOrders(t *testing.T, db *sql.DB, table string, want [][]string) {
+// importTo is importJSON against the target tg.
+func importTo(t *testing.T, tg *testkit.Target, dir string, env []string, wantCode int, args ...string) result {
 	t.Helper()
-	got := testkit.Query(t, db, fmt.Sprintf(`SELECT _idemport_row, order_id, customer_id, sku, quantity, unit_price, status, CAST(created_at AS TEXT), note
-		FROM %q ORDER BY _idemport_row`, table))
+	return importJSON(t, dir, env, wantCode, append(slices.Clone(tg.Args), args...)...)
+}
+
+// checkOrders asserts that table holds exactly the rows of an orders file,
+// each once, keyed by its ordinal. The timestamp is compared as UTC text
+// and the price as a float64 on both targets.
+func checkOrders(t *testing.T, tg *testkit.Target, table string, want [][]string) {
+	t.Helper()
+	got := testkit.Query(t, tg.DB, fmt.Sprintf(`SELECT _idemport_row, order_id, customer_id, sku, quantity, unit_price, status, %s, note
+		FROM %s ORDER BY _idemport_row`, tg.TimeText("created_at"), dialect.Quote(table)))
 	if len(got) != len(want) {
 		t.Fatalf("%s has %d rows, want %d", table, len(got), len(want))
 	}
-	if n := testkit.Int(t, db, fmt.Sprintf(`SELECT count(DISTINCT _idemport_file || ':' || _idemport_row) FROM %q`, table)); n != int64(len(want)) {
+	if n := testkit.Int(t, tg.DB, fmt.Sprintf(`SELECT count(*) FROM (SELECT DISTINCT _idemport_file, _idemport_row FROM %s) k`, dialect.Quote(table))); n != int64(len(want)) {
 		t.Fatalf("%d distinct keys for %d rows", n, len(want))
 	}
 	for i, g := range got {
@@ -122,110 +131,130 @@ func fileSum(t *testing.T, path string) string {
 }
 
 func TestImportThenRerunIsDuplicateWithZeroWrites(t *testing.T) {
-	dir := t.TempDir()
-	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 250, 1)
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 250, 1)
 
-	first := importJSON(t, dir, nil, 0, "--partition-rows", "100", "orders.csv")
-	if first.Outcome != "imported" || first.Table != "orders" || first.Rows.Inserted != 250 || first.Rows.Read != 250 ||
-		first.Partitions.Total != 3 || first.Partitions.Committed != 3 || first.Partitions.Skipped != 0 {
-		t.Fatalf("first import: %+v", first)
-	}
-	if !strings.HasPrefix(first.ContentDigest, "sha256:") || first.FileID != first.ContentDigest {
-		t.Fatalf("identity: file_id %q, digest %q", first.FileID, first.ContentDigest)
-	}
-	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
-	checkOrders(t, db, "orders", rows)
-	db.Close()
+		first := importTo(t, tg, dir, nil, 0, "--partition-rows", "100", "orders.csv")
+		if first.Outcome != "imported" || first.Table != "orders" || first.Rows.Inserted != 250 || first.Rows.Read != 250 ||
+			first.Partitions.Total != 3 || first.Partitions.Committed != 3 || first.Partitions.Skipped != 0 {
+			t.Fatalf("first import: %+v", first)
+		}
+		if !strings.HasPrefix(first.ContentDigest, "sha256:") || first.FileID != first.ContentDigest {
+			t.Fatalf("identity: file_id %q, digest %q", first.FileID, first.ContentDigest)
+		}
+		checkOrders(t, tg, "orders", rows)
 
-	before := fileSum(t, filepath.Join(dir, "idemport.db"))
-	again := importJSON(t, dir, nil, 0, "--partition-rows", "100", "orders.csv")
-	if again.Outcome != "duplicate" || again.AttemptID != first.AttemptID || again.Rows.Inserted != 250 ||
-		again.Partitions.Committed != 0 || again.Partitions.Skipped != 3 {
-		t.Fatalf("rerun: %+v", again)
-	}
-	if after := fileSum(t, filepath.Join(dir, "idemport.db")); after != before {
-		t.Fatal("a duplicate run changed the database file")
-	}
-	if wal, err := os.Stat(filepath.Join(dir, "idemport.db-wal")); err == nil && wal.Size() > 0 {
-		t.Fatalf("a duplicate run left %d bytes of WAL", wal.Size())
-	}
+		// SQLite: the database file must stay byte-identical. PostgreSQL:
+		// every row of the target and the ledger must keep its content and
+		// its xmin (an UPDATE, even to the same values, writes a new version
+		// with a new xmin).
+		var before string
+		if !tg.IsPostgres() {
+			before = fileSum(t, tg.Path)
+		}
+		snap := tg.Snapshot(t)
+		again := importTo(t, tg, dir, nil, 0, "--partition-rows", "100", "orders.csv")
+		if again.Outcome != "duplicate" || again.AttemptID != first.AttemptID || again.Rows.Inserted != 250 ||
+			again.Partitions.Committed != 0 || again.Partitions.Skipped != 3 {
+			t.Fatalf("rerun: %+v", again)
+		}
+		if !tg.IsPostgres() {
+			if after := fileSum(t, tg.Path); after != before {
+				t.Fatal("a duplicate run changed the database file")
+			}
+			if wal, err := os.Stat(tg.Path + "-wal"); err == nil && wal.Size() > 0 {
+				t.Fatalf("a duplicate run left %d bytes of WAL", wal.Size())
+			}
+		}
+		if d := snap.Diff(tg.Snapshot(t)); d != "" {
+			t.Fatalf("a duplicate run wrote to %s", d)
+		}
 
-	text := testkit.Exec(t, dir, nil, "import", "orders.csv")
-	if text.Code != 0 || !strings.Contains(text.Stdout, "already imported into orders by attempt "+first.AttemptID) {
-		t.Fatalf("text rerun: %d %q", text.Code, text.Stdout)
-	}
+		text := tg.Exec(t, dir, nil, "import", "orders.csv")
+		if text.Code != 0 || !strings.Contains(text.Stdout, "already imported into orders by attempt "+first.AttemptID) {
+			t.Fatalf("text rerun: %d %q", text.Code, text.Stdout)
+		}
+	})
 }
 
 func TestFileIDReuseConflicts(t *testing.T) {
-	dir := t.TempDir()
-	testkit.Orders(t, filepath.Join(dir, "a.csv"), 20, 1)
-	testkit.Orders(t, filepath.Join(dir, "b.csv"), 20, 2)
-	importJSON(t, dir, nil, 0, "--file-id", "orders/2026-11-28", "--table", "orders", "a.csv")
-	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
-	before := testkit.Query(t, db, `SELECT * FROM orders ORDER BY _idemport_row`)
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		testkit.Orders(t, filepath.Join(dir, "a.csv"), 20, 1)
+		testkit.Orders(t, filepath.Join(dir, "b.csv"), 20, 2)
+		importTo(t, tg, dir, nil, 0, "--file-id", "orders/2026-11-28", "--table", "orders", "a.csv")
+		// b.csv is new to the quick check, which may remember its digest:
+		// the one write a conflict may make.
+		before := tg.Snapshot(t, "quickcheck")
 
-	content := importJSON(t, dir, nil, 3, "--file-id", "orders/2026-11-28", "--table", "orders", "b.csv")
-	if content.Outcome != "conflict" || !strings.Contains(content.Error, "content differs from the file imported as orders/2026-11-28") {
-		t.Fatalf("changed content: %+v", content)
-	}
-	mapping := importJSON(t, dir, nil, 3, "--file-id", "orders/2026-11-28", "--table", "orders", "--column", "sku:string", "a.csv")
-	if mapping.Outcome != "conflict" || !strings.Contains(mapping.Error, "mapping differs") ||
-		!strings.Contains(mapping.Error, `columns was {}, now {"sku":"string"}`) {
-		t.Fatalf("changed mapping: %+v", mapping)
-	}
-	if after := testkit.Query(t, db, `SELECT * FROM orders ORDER BY _idemport_row`); !reflect.DeepEqual(before, after) {
-		t.Fatal("a conflict changed the target")
-	}
-	if n := testkit.Int(t, db, `SELECT count(*) FROM idemport_attempts`); n != 1 {
-		t.Fatalf("conflicts recorded attempts: %d", n)
-	}
+		content := importTo(t, tg, dir, nil, 3, "--file-id", "orders/2026-11-28", "--table", "orders", "b.csv")
+		if content.Outcome != "conflict" || !strings.Contains(content.Error, "content differs from the file imported as orders/2026-11-28") {
+			t.Fatalf("changed content: %+v", content)
+		}
+		mapping := importTo(t, tg, dir, nil, 3, "--file-id", "orders/2026-11-28", "--table", "orders", "--column", "sku:string", "a.csv")
+		if mapping.Outcome != "conflict" || !strings.Contains(mapping.Error, "mapping differs") ||
+			!strings.Contains(mapping.Error, `columns was {}, now {"sku":"string"}`) {
+			t.Fatalf("changed mapping: %+v", mapping)
+		}
+		if d := before.Diff(tg.Snapshot(t, "quickcheck")); d != "" {
+			t.Fatalf("a conflict wrote to %s", d)
+		}
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("attempts")); n != 1 {
+			t.Fatalf("conflicts recorded attempts: %d", n)
+		}
+	})
 }
 
 // TestKillInsidePartitionThenResume kills the process while partition 4 is
 // written but not committed, and reruns.
 func TestKillInsidePartitionThenResume(t *testing.T) {
-	for _, mode := range []string{"ordinal", "natural"} {
-		t.Run(mode, func(t *testing.T) {
-			dir := t.TempDir()
-			rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 1000, 3)
-			args := []string{"--partition-rows", "100", "orders.csv"}
-			if mode == "natural" {
-				args = append([]string{"--key", "order_id"}, args...)
-			}
-			killed := testkit.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:4"}, append([]string{"import"}, args...)...)
-			if killed.Signal != syscall.SIGKILL {
-				t.Fatalf("want the run killed, got exit %d: %s %s", killed.Code, killed.Stdout, killed.Stderr)
-			}
-			db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
-			if n := testkit.Int(t, db, `SELECT count(*) FROM orders`); n != 300 {
-				t.Fatalf("after the kill the target has %d rows, want the 3 committed partitions' 300", n)
-			}
-			res := importJSON(t, dir, nil, 0, args...)
-			// The dead process held partition 4's lease; being on this host and
-			// gone, its lease is taken over at once, without waiting for expiry.
-			if res.Outcome != "resumed" || res.Partitions.Skipped != 3 || res.Partitions.Committed != 7 || res.Rows.Inserted != 700 || !res.RecoveredLease {
-				t.Fatalf("rerun: %+v", res)
-			}
-			if mode == "ordinal" {
-				checkOrders(t, db, "orders", rows)
-			}
-			if n := testkit.Int(t, db, `SELECT count(*) FROM orders`); n != 1000 {
-				t.Fatalf("%d rows, want 1000", n)
-			}
-			if n := testkit.Int(t, db, `SELECT count(DISTINCT order_id) FROM orders`); n != 1000 {
-				t.Fatalf("%d distinct order_id, want 1000", n)
-			}
-			if got := testkit.Query(t, db, `SELECT state, rows_read, rows_inserted FROM idemport_operations`); !reflect.DeepEqual(got, [][]any{{"completed", int64(1000), int64(1000)}}) {
-				t.Fatalf("operation: %v", got)
-			}
-			if n := testkit.Int(t, db, `SELECT sum(rows_inserted) FROM idemport_attempts`); n != 1000 {
-				t.Fatalf("attempts inserted %d in all, want 1000", n)
-			}
-			if n := testkit.Int(t, db, `SELECT count(*) FROM idemport_partitions WHERE done = 1`); n != 10 {
-				t.Fatalf("%d partitions done", n)
-			}
-		})
-	}
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, mode := range []string{"ordinal", "natural"} {
+			t.Run(mode, func(t *testing.T) {
+				dir := t.TempDir()
+				tg := testkit.NewTarget(t, name, dir)
+				rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 1000, 3)
+				args := []string{"--partition-rows", "100", "orders.csv"}
+				if mode == "natural" {
+					args = append([]string{"--key", "order_id"}, args...)
+				}
+				killed := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:4"}, append([]string{"import"}, args...)...)
+				if killed.Signal != syscall.SIGKILL {
+					t.Fatalf("want the run killed, got exit %d: %s %s", killed.Code, killed.Stdout, killed.Stderr)
+				}
+				if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM orders`); n != 300 {
+					t.Fatalf("after the kill the target has %d rows, want the 3 committed partitions' 300", n)
+				}
+				res := importTo(t, tg, dir, nil, 0, args...)
+				// The dead process held partition 4's lease; being on this host and
+				// gone, its lease is taken over at once, without waiting for expiry.
+				if res.Outcome != "resumed" || res.Partitions.Skipped != 3 || res.Partitions.Committed != 7 || res.Rows.Inserted != 700 || !res.RecoveredLease {
+					t.Fatalf("rerun: %+v", res)
+				}
+				if mode == "ordinal" {
+					checkOrders(t, tg, "orders", rows)
+				}
+				if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM orders`); n != 1000 {
+					t.Fatalf("%d rows, want 1000", n)
+				}
+				if n := testkit.Int(t, tg.DB, `SELECT count(DISTINCT order_id) FROM orders`); n != 1000 {
+					t.Fatalf("%d distinct order_id, want 1000", n)
+				}
+				if got := testkit.Query(t, tg.DB, `SELECT state, rows_read, rows_inserted FROM `+tg.Ledger("operations")); !reflect.DeepEqual(got, [][]any{{"completed", int64(1000), int64(1000)}}) {
+					t.Fatalf("operation: %v", got)
+				}
+				if n := testkit.Int(t, tg.DB, `SELECT sum(rows_inserted) FROM `+tg.Ledger("attempts")); n != 1000 {
+					t.Fatalf("attempts inserted %d in all, want 1000", n)
+				}
+				if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("partitions")+` WHERE done = 1`); n != 10 {
+					t.Fatalf("%d partitions done", n)
+				}
+			})
+		}
+	})
 }
 
 // TestHeldLeaseIsBusyAndExpiredLeaseIsRecovered stalls a run that holds the
@@ -233,92 +262,103 @@ func TestKillInsidePartitionThenResume(t *testing.T) {
 // a third run takes it over and finishes, then wakes the first: it must fail
 // without committing.
 func TestHeldLeaseIsBusyAndExpiredLeaseIsRecovered(t *testing.T) {
-	dir := t.TempDir()
-	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 4)
-	holder := testkit.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "--lease", "2s", "--output", "json", "orders.csv")
-	var hout, herr bytes.Buffer
-	holder.Stdout, holder.Stderr = &hout, &herr
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { holder.Process.Kill() })
-	testkit.WaitStopped(t, holder.Process.Pid)
+	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 4)
+		holder := tg.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "--lease", "2s", "--output", "json", "orders.csv")
+		var hout, herr bytes.Buffer
+		holder.Stdout, holder.Stderr = &hout, &herr
+		if err := holder.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { holder.Process.Kill() })
+		testkit.WaitStopped(t, holder.Process.Pid)
 
-	busy := importJSON(t, dir, nil, 4, "--lease", "2s", "orders.csv")
-	if busy.Outcome != "busy" || !strings.Contains(busy.Error, "busy") {
-		t.Fatalf("second run: %+v", busy)
-	}
-	time.Sleep(2500 * time.Millisecond)
-	took := importJSON(t, dir, nil, 0, "--lease", "2s", "orders.csv")
-	if took.Outcome != "resumed" || !took.RecoveredLease || took.Rows.Inserted != 50 || took.Partitions.Committed != 1 {
-		t.Fatalf("takeover: %+v", took)
-	}
-	holder.Process.Signal(syscall.SIGCONT)
-	h := testkit.Wait(t, holder)
-	if h.Code != 1 || !strings.Contains(h.Stdout, "lease lost") {
-		t.Fatalf("stalled holder: exit %d\n%s\n%s", h.Code, h.Stdout, h.Stderr)
-	}
-	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
-	checkOrders(t, db, "orders", rows)
-	if got := testkit.Query(t, db, `SELECT state, rows_inserted FROM idemport_operations`); !reflect.DeepEqual(got, [][]any{{"completed", int64(50)}}) {
-		t.Fatalf("operation: %v", got)
-	}
-	if got := testkit.Query(t, db, `SELECT outcome, rows_inserted, recovered_leases FROM idemport_attempts ORDER BY started_at`); !reflect.DeepEqual(got,
-		[][]any{{"failed", int64(0), int64(0)}, {"resumed", int64(50), int64(1)}}) {
-		t.Fatalf("attempts: %v", got)
-	}
+		busy := importTo(t, tg, dir, nil, 4, "--lease", "2s", "orders.csv")
+		if busy.Outcome != "busy" || !strings.Contains(busy.Error, "busy") {
+			t.Fatalf("second run: %+v", busy)
+		}
+		time.Sleep(2500 * time.Millisecond)
+		took := importTo(t, tg, dir, nil, 0, "--lease", "2s", "orders.csv")
+		if took.Outcome != "resumed" || !took.RecoveredLease || took.Rows.Inserted != 50 || took.Partitions.Committed != 1 {
+			t.Fatalf("takeover: %+v", took)
+		}
+		holder.Process.Signal(syscall.SIGCONT)
+		h := testkit.Wait(t, holder)
+		if h.Code != 1 || !strings.Contains(h.Stdout, "lease lost") {
+			t.Fatalf("stalled holder: exit %d\n%s\n%s", h.Code, h.Stdout, h.Stderr)
+		}
+		checkOrders(t, tg, "orders", rows)
+		if got := testkit.Query(t, tg.DB, `SELECT state, rows_inserted FROM `+tg.Ledger("operations")); !reflect.DeepEqual(got, [][]any{{"completed", int64(50)}}) {
+			t.Fatalf("operation: %v", got)
+		}
+		if got := testkit.Query(t, tg.DB, `SELECT outcome, rows_inserted, recovered_leases FROM `+tg.Ledger("attempts")+` ORDER BY started_at`); !reflect.DeepEqual(got,
+			[][]any{{"failed", int64(0), int64(0)}, {"resumed", int64(50), int64(1)}}) {
+			t.Fatalf("attempts: %v", got)
+		}
+	})
 }
 
 func TestRefusedFileWritesNothing(t *testing.T) {
-	dir := t.TempDir()
-	data := "id,qty\n1,5\n2,five\n3,7\n4,\"x\"\n"
-	if err := os.WriteFile(filepath.Join(dir, "items.csv"), []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run := testkit.Exec(t, dir, nil, "import", "--column", "qty:int64", "items.csv")
-	if run.Code != 5 || !strings.Contains(run.Stdout, `refused: 2 of 4 rows are bad (at most 0 allowed); row 2 column "qty" value "five": not a valid int64; row 4 column "qty" value "x"`) {
-		t.Fatalf("exit %d: %s", run.Code, run.Stdout)
-	}
-	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
-	if n := testkit.Int(t, db, `SELECT count(*) FROM sqlite_master WHERE name = 'items'`); n != 0 {
-		t.Fatal("a refused file created its target table")
-	}
-	if n := testkit.Int(t, db, `SELECT count(*) FROM idemport_rejects`); n != 0 {
-		t.Fatal("a refused file stored rejects")
-	}
-	again := importJSON(t, dir, nil, 5, "--column", "qty:int64", "items.csv")
-	if again.Outcome != "refused" || !strings.Contains(again.Error, "refused earlier") {
-		t.Fatalf("rerun: %+v", again)
-	}
-	if n := testkit.Int(t, db, `SELECT count(*) FROM idemport_attempts`); n != 1 {
-		t.Fatalf("the repeated refusal recorded an attempt: %d", n)
-	}
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		data := "id,qty\n1,5\n2,five\n3,7\n4,\"x\"\n"
+		if err := os.WriteFile(filepath.Join(dir, "items.csv"), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run := tg.Exec(t, dir, nil, "import", "--column", "qty:int64", "items.csv")
+		if run.Code != 5 || !strings.Contains(run.Stdout, `refused: 2 of 4 rows are bad (at most 0 allowed); row 2 column "qty" value "five": not a valid int64; row 4 column "qty" value "x"`) {
+			t.Fatalf("exit %d: %s", run.Code, run.Stdout)
+		}
+		if tg.TableExists(t, "items") {
+			t.Fatal("a refused file created its target table")
+		}
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("rejects")); n != 0 {
+			t.Fatal("a refused file stored rejects")
+		}
+		before := tg.Snapshot(t)
+		again := importTo(t, tg, dir, nil, 5, "--column", "qty:int64", "items.csv")
+		if again.Outcome != "refused" || !strings.Contains(again.Error, "refused earlier") {
+			t.Fatalf("rerun: %+v", again)
+		}
+		if d := before.Diff(tg.Snapshot(t)); d != "" {
+			t.Fatalf("the repeated refusal wrote to %s", d)
+		}
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("attempts")); n != 1 {
+			t.Fatalf("the repeated refusal recorded an attempt: %d", n)
+		}
 
-	// A limit that admits the stored count of bad rows plans the file again.
-	ok := importJSON(t, dir, nil, 0, "--column", "qty:int64", "--max-rejects", "2", "items.csv")
-	if ok.Outcome != "imported" && ok.Outcome != "resumed" || ok.Rows.Inserted != 2 || ok.Rows.Rejected != 2 || ok.Rows.Read != 4 {
-		t.Fatalf("within the limit: %+v", ok)
-	}
-	if got := testkit.Query(t, db, `SELECT id, qty FROM items ORDER BY id`); !reflect.DeepEqual(got, [][]any{{int64(1), int64(5)}, {int64(3), int64(7)}}) {
-		t.Fatalf("target: %v", got)
-	}
-	if got := testkit.Query(t, db, `SELECT ordinal, column_name, raw_value, code FROM idemport_rejects ORDER BY ordinal`); !reflect.DeepEqual(got,
-		[][]any{{int64(2), "qty", "five", "type"}, {int64(4), "qty", "x", "type"}}) {
-		t.Fatalf("rejects: %v", got)
-	}
+		// A limit that admits the stored count of bad rows plans the file again.
+		ok := importTo(t, tg, dir, nil, 0, "--column", "qty:int64", "--max-rejects", "2", "items.csv")
+		if ok.Outcome != "imported" && ok.Outcome != "resumed" || ok.Rows.Inserted != 2 || ok.Rows.Rejected != 2 || ok.Rows.Read != 4 {
+			t.Fatalf("within the limit: %+v", ok)
+		}
+		if got := testkit.Query(t, tg.DB, `SELECT id, qty FROM items ORDER BY id`); !reflect.DeepEqual(got, [][]any{{int64(1), int64(5)}, {int64(3), int64(7)}}) {
+			t.Fatalf("target: %v", got)
+		}
+		if got := testkit.Query(t, tg.DB, `SELECT ordinal, column_name, raw_value, code FROM `+tg.Ledger("rejects")+` ORDER BY ordinal`); !reflect.DeepEqual(got,
+			[][]any{{int64(2), "qty", "five", "type"}, {int64(4), "qty", "x", "type"}}) {
+			t.Fatalf("rejects: %v", got)
+		}
+	})
 }
 
 func TestLedgerWipedRerunMakesNoDuplicates(t *testing.T) {
-	dir := t.TempDir()
-	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 300, 5)
-	importJSON(t, dir, nil, 0, "--partition-rows", "100", "orders.csv")
-	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
-	dropLedger(t, db)
-	res := importJSON(t, dir, nil, 0, "--partition-rows", "100", "orders.csv")
-	if res.Outcome != "imported" || res.Rows.Inserted != 0 || res.Rows.Unchanged != 300 {
-		t.Fatalf("rerun after the ledger was wiped: %+v", res)
-	}
-	checkOrders(t, db, "orders", rows)
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 300, 5)
+		importTo(t, tg, dir, nil, 0, "--partition-rows", "100", "orders.csv")
+		dropLedger(t, tg)
+		res := importTo(t, tg, dir, nil, 0, "--partition-rows", "100", "orders.csv")
+		if res.Outcome != "imported" || res.Rows.Inserted != 0 || res.Rows.Unchanged != 300 {
+			t.Fatalf("rerun after the ledger was wiped: %+v", res)
+		}
+		checkOrders(t, tg, "orders", rows)
+	})
 }
 
 func TestCSVSpectrumImportsExactly(t *testing.T) {
@@ -370,17 +410,16 @@ func TestCSVSpectrumImportsExactly(t *testing.T) {
 }
 
 // dropLedger drops every table idemport keeps for itself, as a user wiping
-// the ledger would.
-func dropLedger(t *testing.T, db *sql.DB) {
+// the ledger would, keeping the target table orders.
+func dropLedger(t *testing.T, tg *testkit.Target) {
 	t.Helper()
-	tables := testkit.Query(t, db, `SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'idemport\_%' ESCAPE '\'`)
-	if len(tables) < 7 {
-		t.Fatalf("only %d ledger tables to drop: %v", len(tables), tables)
+	// operations, attempts, rejects, files, quickcheck, plans, partitions,
+	// migrations.
+	if n := tg.DropLedger(t, "orders"); n < 8 {
+		t.Fatalf("only %d ledger tables dropped", n)
 	}
-	for _, row := range tables {
-		if _, err := db.Exec(`DROP TABLE ` + row[0].(string)); err != nil {
-			t.Fatal(err)
-		}
+	if !tg.TableExists(t, "orders") {
+		t.Fatal("the target table went with the ledger")
 	}
 }
 
@@ -455,22 +494,25 @@ func TestMaxRejectsPercentage(t *testing.T) {
 // partition: with --wait it waits instead of exiting 4, and finishes the
 // import once the holder's lease expires.
 func TestWaitInsteadOfBusy(t *testing.T) {
-	dir := t.TempDir()
-	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 40, 27)
-	holder := testkit.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "--lease", "2s", "orders.csv")
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
-	testkit.WaitStopped(t, holder.Process.Pid)
-	start := time.Now()
-	res := importJSON(t, dir, nil, 0, "--lease", "2s", "--wait=30s", "orders.csv")
-	if res.Outcome != "resumed" || !res.RecoveredLease || time.Since(start) < time.Second {
-		t.Fatalf("waiting run after %v: %+v", time.Since(start), res)
-	}
-	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
-	checkOrders(t, db, "orders", rows)
-	if short := importJSON(t, dir, nil, 0, "--wait=1s", "orders.csv"); short.Outcome != "duplicate" {
-		t.Fatalf("after completion: %+v", short)
-	}
+	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 40, 27)
+		holder := tg.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "--lease", "2s", "orders.csv")
+		if err := holder.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+		testkit.WaitStopped(t, holder.Process.Pid)
+		start := time.Now()
+		res := importTo(t, tg, dir, nil, 0, "--lease", "2s", "--wait=30s", "orders.csv")
+		if res.Outcome != "resumed" || !res.RecoveredLease || time.Since(start) < time.Second {
+			t.Fatalf("waiting run after %v: %+v", time.Since(start), res)
+		}
+		checkOrders(t, tg, "orders", rows)
+		if short := importTo(t, tg, dir, nil, 0, "--wait=1s", "orders.csv"); short.Outcome != "duplicate" {
+			t.Fatalf("after completion: %+v", short)
+		}
+	})
 }

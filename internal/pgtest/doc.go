@@ -3,8 +3,11 @@
 // IDEMPORT_TEST_POSTGRES, dropped when the test ends, so that tests run in
 // parallel never see each other's tables.
 //
-// The variable holds a connection string such as
+// The variable holds a connection string in URL form such as
 // postgres://postgres@127.0.0.1:5432/test?sslmode=disable. When it is unset,
-// every PostgreSQL test skips with a message saying so. This package is the
-// only place that reads it.
+// every PostgreSQL test skips with a message saying so — unless the
+// environment variable IDEMPORT_REQUIRE_POSTGRES is set to 1, as CI sets it:
+// then a missing IDEMPORT_TEST_POSTGRES fails each PostgreSQL test instead,
+// so that a CI job cannot pass by silently skipping them. This package is
+// the only place that reads either variable.
 package pgtest

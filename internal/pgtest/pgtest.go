@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"net/url"
 	"os"
 	"testing"
 
@@ -17,15 +18,41 @@ import (
 // Env is the environment variable that names the test server.
 const Env = "IDEMPORT_TEST_POSTGRES"
 
-// DSN returns the test server's connection string, or skips t when
-// IDEMPORT_TEST_POSTGRES is not set.
+// RequireEnv is the environment variable that, set to 1, makes a missing
+// IDEMPORT_TEST_POSTGRES a test failure instead of a skip.
+const RequireEnv = "IDEMPORT_REQUIRE_POSTGRES"
+
+// DSN returns the test server's connection string. When
+// IDEMPORT_TEST_POSTGRES is not set it skips t, or fails it when
+// IDEMPORT_REQUIRE_POSTGRES=1.
 func DSN(t testing.TB) string {
 	t.Helper()
 	dsn := os.Getenv(Env)
 	if dsn == "" {
+		if os.Getenv(RequireEnv) == "1" {
+			t.Fatal(Env + " is not set, and " + RequireEnv + "=1 requires the PostgreSQL tests to run")
+		}
 		t.Skip(Env + " is not set: skipping PostgreSQL tests")
 	}
 	return dsn
+}
+
+// URL returns the test server's connection string as a postgres:// URL
+// whose connections put schema first on their search path, for programs
+// (the idemport binary) that take a URL: unqualified table names then
+// resolve in schema. It skips or fails t as DSN does, and fails t when
+// IDEMPORT_TEST_POSTGRES is not in URL form.
+func URL(t testing.TB, schema string) string {
+	t.Helper()
+	dsn := DSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Fatalf("%s must be a postgres:// URL, got %q", Env, dsn)
+	}
+	q := u.Query()
+	q.Set("search_path", dialect.QuoteOne(schema))
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // Open creates a fresh schema with a random name and returns a pool whose

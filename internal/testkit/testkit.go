@@ -1,6 +1,7 @@
 // Package testkit helps tests run the real idemport binary against real
-// SQLite files: it builds the binary once, runs it as a subprocess, queries
-// the target, and writes deterministic data files.
+// databases: it builds the binary once, runs it as a subprocess, gives each
+// test a fresh target (a SQLite file, or a PostgreSQL schema through
+// internal/pgtest), queries it, and writes deterministic data files.
 package testkit
 
 import (
