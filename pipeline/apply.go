@@ -33,6 +33,7 @@ func (r *run) apply(ctx context.Context) error {
 	r.progress(Progress{Phase: "apply", Rows: r.doneRows, TotalRows: r.plan.Rows, Partitions: start.Done, TotalParts: start.Total, Skipped: start.Done})
 	var mu sync.Mutex
 	for {
+		before := r.committed
 		if err := r.applyRound(ctx, &mu); err != nil {
 			return err
 		}
@@ -43,7 +44,11 @@ func (r *run) apply(ctx context.Context) error {
 		if p.Done == p.Total {
 			return nil
 		}
-		if p.Claimable > 0 {
+		// A partition whose lease expired while its holder's transaction
+		// still locks it (a stalled holder on PostgreSQL) counts as
+		// claimable, but SKIP LOCKED passes it over: if this round made no
+		// progress, wait before trying again rather than spin.
+		if p.Claimable > 0 && r.committed > before {
 			continue
 		}
 		// Other attempts hold the rest: wait for them, and take over the

@@ -32,7 +32,7 @@ func (e *Engine) ExportRejects(ctx context.Context, w io.Writer, fileOrID, table
 		}
 		return usagef("%s was imported into %d tables (%s); choose one with --table", fileOrID, len(ops), strings.Join(tables, ", "))
 	}
-	op := ops[0]
+	op := ops[0].Operation
 	body, _, err := e.cp.Load(ctx, e.db, checkpoint.Op{Table: op.Table, FileID: op.FileID})
 	if err != nil {
 		return err

@@ -558,17 +558,14 @@ func (r *run) record(ctx context.Context, outcome string, failure error) error {
 	if err := r.e.ledger.Fail(ctx, tx, r.id.Key, r.attempt.ID, p.Held > 0); err != nil {
 		return err
 	}
-	if err := r.e.ledger.End(ctx, tx, r.attempt.ID, outcome, failure.Error(), r.skipped(p.Total), int64(len(r.recovered))); err != nil {
+	// Skipped: partitions done, but not by this attempt (before it, or by
+	// others meanwhile); those nobody finished are neither.
+	skipped := p.Done - r.committed
+	r.res.Partitions = counter.Partitions{Total: p.Total, Skipped: skipped, Committed: r.committed}
+	if err := r.e.ledger.End(ctx, tx, r.attempt.ID, outcome, failure.Error(), skipped, int64(len(r.recovered))); err != nil {
 		return err
 	}
 	return tx.Commit()
-}
-
-func (r *run) skipped(total int64) int64 {
-	if total == 0 && r.plan != nil {
-		total = int64(len(r.plan.Partitions))
-	}
-	return total - r.committed
 }
 
 // withTx runs f in a transaction and commits it.

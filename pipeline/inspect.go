@@ -120,6 +120,11 @@ func (e *Engine) Status(ctx context.Context, f ledger.Filter) ([]OperationStatus
 	if err != nil {
 		return nil, err
 	}
+	return e.withProgress(ctx, ops)
+}
+
+// withProgress adds the state of their partitions to operations.
+func (e *Engine) withProgress(ctx context.Context, ops []ledger.Operation) ([]OperationStatus, error) {
 	out := make([]OperationStatus, len(ops))
 	for i, op := range ops {
 		out[i].Operation = op
@@ -148,7 +153,7 @@ func (e *Engine) Status(ctx context.Context, f ledger.Filter) ([]OperationStatus
 
 // History returns the operations of a file (given as a path, which is
 // hashed, or as a file ID) and their attempts, oldest attempt first.
-func (e *Engine) History(ctx context.Context, fileOrID string, table string) ([]ledger.Operation, [][]ledger.AttemptRecord, error) {
+func (e *Engine) History(ctx context.Context, fileOrID string, table string) ([]OperationStatus, [][]ledger.AttemptRecord, error) {
 	filter := ledger.Filter{Table: table, FileID: fileOrID}
 	if st, err := os.Stat(fileOrID); err == nil && !st.IsDir() {
 		digest, err := reader.Digest(ctx, fileOrID, nil)
@@ -172,7 +177,8 @@ func (e *Engine) History(ctx context.Context, fileOrID string, table string) ([]
 		}
 		attempts = append(attempts, as)
 	}
-	return ops, attempts, nil
+	st, err := e.withProgress(ctx, ops)
+	return st, attempts, err
 }
 
 // Rejects returns the stored rejects of operation k, in ordinal order.

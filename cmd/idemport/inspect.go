@@ -221,10 +221,10 @@ func attemptOutcome(a ledger.AttemptRecord) string {
 	return a.Outcome
 }
 
-func historyJSON(ops []ledger.Operation, attempts [][]ledger.AttemptRecord) []historyEntry {
+func historyJSON(ops []pipeline.OperationStatus, attempts [][]ledger.AttemptRecord) []historyEntry {
 	out := make([]historyEntry, len(ops))
 	for i, op := range ops {
-		out[i].operationJSON = statusJSON([]pipeline.OperationStatus{{Operation: op}})[0]
+		out[i].operationJSON = statusJSON([]pipeline.OperationStatus{op})[0]
 		for _, a := range attempts[i] {
 			j := attemptJSON{AttemptID: a.ID, Trigger: a.Trigger, Host: a.Host, PID: a.PID, File: a.Path,
 				StartedAt: msTime(a.StartedAt), Outcome: attemptOutcome(a), RecoveredFrom: a.RecoveredFrom,
@@ -239,7 +239,7 @@ func historyJSON(ops []ledger.Operation, attempts [][]ledger.AttemptRecord) []hi
 	return out
 }
 
-func historyText(w io.Writer, ops []ledger.Operation, attempts [][]ledger.AttemptRecord) error {
+func historyText(w io.Writer, ops []pipeline.OperationStatus, attempts [][]ledger.AttemptRecord) error {
 	for i, op := range ops {
 		if i > 0 {
 			fmt.Fprintln(w)

@@ -37,6 +37,17 @@ func Start(pid int) uint64 {
 	return n
 }
 
+// zombie reports whether process pid has exited but not been reaped.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
+}
+
 // Gone reports whether the process recorded as pid with start identity
 // start (from Start; 0 if unknown) has certainly ended. It errs on the side
 // of "not gone": when it cannot tell, the caller waits for the lease.
@@ -47,6 +58,9 @@ func Gone(pid int, start uint64) bool {
 	err := syscall.Kill(pid, 0)
 	if errors.Is(err, syscall.ESRCH) {
 		return true
+	}
+	if zombie(pid) {
+		return true // exited; its parent has not reaped it yet
 	}
 	if start != 0 {
 		if now := Start(pid); now != 0 && now != start {
