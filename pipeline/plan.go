@@ -145,6 +145,13 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 		return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects,
 			Rejects: plan.Rejects[:min(len(plan.Rejects), maxReported)]})
 	}
+	if plan.Rejected > int64(len(plan.Rejects)) {
+		// Within the limit, yet more bad rows than the quarantine keeps in
+		// one plan: refuse rather than import with some bad rows unrecorded.
+		return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects,
+			Rejects: plan.Rejects[:min(len(plan.Rejects), maxReported)],
+			Error:   fmt.Sprintf("%d bad rows are more than the %d one import can quarantine; fix the file, or split it", plan.Rejected, len(plan.Rejects))})
+	}
 	r.rows = counter.Rows{}
 	schema := plan.Schema.Arrow()
 	if existing != nil {

@@ -15,7 +15,9 @@ func newVersionCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, commit and Go version",
-		Args:  cobra.NoArgs,
+		Example: `  idemport version
+  go build -ldflags "-X main.commit=$(git rev-parse HEAD)" ./cmd/idemport   # to stamp the commit`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			version, rev := "(devel)", commit
 			if info, ok := debug.ReadBuildInfo(); ok {
