@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -313,6 +314,11 @@ type writer struct {
 	direct     bool
 	directCols []string
 	present    string // $1 file key, $2 first ordinal, $3 last ordinal
+	// enc writes COPY data straight from the Arrow buffers, when every
+	// column's type allows; copyStage and copyDirect are its statements.
+	enc        *encoder
+	copyStage  string
+	copyDirect string
 	row        []any
 	rounds     []int32
 	seen       map[string]int32
@@ -435,6 +441,12 @@ func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schem
 		}
 		w.directCols = append([]string{sink.FileColumn, sink.RowColumn}, w.copyCols[1:]...)
 		w.present = "SELECT EXISTS (SELECT 1 FROM " + table + " WHERE " + q(sink.FileColumn) + " = $1 AND " + q(sink.RowColumn) + " BETWEEN $2 AND $3)"
+	}
+	if w.enc = newEncoder(w.fields); w.enc != nil {
+		w.copyStage = copySQL(stage, w.copyCols)
+		if w.direct {
+			w.copyDirect = copySQL(table, w.directCols)
+		}
 	}
 	w.merge = "WITH " + probe + "m AS (INSERT INTO " + table + " AS t (" + q(sink.FileColumn) + ", " + q(sink.RowColumn) + ", " + strings.Join(names, ", ") + ")" +
 		" SELECT $1::bigint, s." + q(sink.RowColumn) + ", " + strings.Join(values, ", ") + from + order +
@@ -587,6 +599,21 @@ func (w *writer) copy(ctx context.Context, rec arrow.RecordBatch, ordinals []int
 		if _, err := c.Conn().Exec(ctx, w.truncate); err != nil {
 			return err
 		}
+		if w.enc != nil {
+			nlead := 1
+			if !w.tg.Ordinal() {
+				nlead = 2
+			}
+			data := w.enc.encode(rec, nlead, func(b []byte, i int) []byte {
+				if nlead == 2 {
+					b = appendInt4(b, w.rounds[i])
+				}
+				return appendInt8(b, ordinals[i])
+			})
+			tag, err := c.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(data), w.copyStage)
+			copied = tag.RowsAffected()
+			return err
+		}
 		var err error
 		copied, err = c.Conn().CopyFrom(ctx, pgx.Identifier{"pg_temp", w.stage}, w.copyCols, src)
 		return err
@@ -610,6 +637,14 @@ func (w *writer) copyInto(ctx context.Context, rec arrow.RecordBatch, fileKey in
 		c, ok := dc.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("connection is a %T, not of the pgx driver", dc)
+		}
+		if w.enc != nil {
+			data := w.enc.encode(rec, 2, func(b []byte, i int) []byte {
+				return appendInt8(appendInt8(b, fileKey), ordinals[i])
+			})
+			tag, err := c.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(data), w.copyDirect)
+			copied = tag.RowsAffected()
+			return err
 		}
 		var err error
 		copied, err = c.Conn().CopyFrom(ctx, identifier(w.tg.Table), w.directCols, src)

@@ -1,0 +1,150 @@
+package postgres
+
+import (
+	"encoding/binary"
+	"math"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/idemport/idemport/sink"
+)
+
+// How a column's values are written in PostgreSQL's binary COPY format.
+type wire uint8
+
+const (
+	wireInt4 wire = iota + 1 // the staging round
+	wireInt8
+	wireInt8AsFloat8 // an int64 into a double precision column
+	wireFloat8
+	wireBool
+	wireTimestamp // timestamp or timestamptz: µs since 2000-01-01
+	wireText      // text, varchar, json: the bytes
+	wireJSONB     // version 1, then the text
+	wireAsText    // a value staged as text: its text rendering
+)
+
+// encoder writes batches in the binary COPY format straight from the Arrow
+// buffers: no value is boxed, and pgx's per-value encoding plans are not
+// consulted. It covers the types idemport creates; a table with other
+// column types is copied through pgx instead.
+type encoder struct {
+	fields []wire // one per field of the file, in COPY order after the lead columns
+	buf    []byte
+}
+
+// newEncoder returns an encoder for fields, or nil when a field's target
+// type is one it does not write.
+func newEncoder(fields []field) *encoder {
+	e := &encoder{}
+	for _, f := range fields {
+		w := wireFor(f)
+		if w == 0 {
+			return nil
+		}
+		e.fields = append(e.fields, w)
+	}
+	return e
+}
+
+func wireFor(f field) wire {
+	if f.text {
+		return wireAsText
+	}
+	switch t := f.target.typname; {
+	case f.file == sink.KindInt64 && t == "int8":
+		return wireInt8
+	case f.file == sink.KindInt64 && t == "float8" && !f.exact:
+		return wireInt8AsFloat8
+	case f.file == sink.KindFloat64 && t == "float8":
+		return wireFloat8
+	case f.file == sink.KindBool && t == "bool":
+		return wireBool
+	case f.file == sink.KindTimestamp && (t == "timestamptz" || t == "timestamp"):
+		return wireTimestamp
+	case (f.file == sink.KindString || f.file == sink.KindJSON) && (t == "text" || t == "varchar" || t == "json"):
+		return wireText
+	case f.file == sink.KindJSON && t == "jsonb":
+		return wireJSONB
+	}
+	return 0
+}
+
+// pgEpochMicros is 2000-01-01T00:00:00Z, PostgreSQL's timestamp epoch, in
+// microseconds since the Unix epoch.
+const pgEpochMicros = 946684800 * 1_000_000
+
+// encode writes rec as a whole binary COPY stream. lead writes the leading
+// columns of row i (file key, round, ordinal) and returns how many.
+func (e *encoder) encode(rec arrow.RecordBatch, nlead int, lead func(b []byte, i int) []byte) []byte {
+	b := append(e.buf[:0], "PGCOPY\n\xff\r\n\x00"...)
+	b = binary.BigEndian.AppendUint32(b, 0) // flags
+	b = binary.BigEndian.AppendUint32(b, 0) // header extension
+	cols := rec.Columns()
+	n := int(rec.NumRows())
+	for i := 0; i < n; i++ {
+		b = binary.BigEndian.AppendUint16(b, uint16(nlead+len(cols)))
+		b = lead(b, i)
+		for c, col := range cols {
+			if col.IsNull(i) {
+				b = binary.BigEndian.AppendUint32(b, math.MaxUint32) // -1: NULL
+				continue
+			}
+			b = appendValue(b, e.fields[c], col, i)
+		}
+	}
+	b = binary.BigEndian.AppendUint16(b, math.MaxUint16) // -1: end of data
+	e.buf = b
+	return b
+}
+
+func appendInt8(b []byte, v int64) []byte {
+	b = binary.BigEndian.AppendUint32(b, 8)
+	return binary.BigEndian.AppendUint64(b, uint64(v))
+}
+
+func appendInt4(b []byte, v int32) []byte {
+	b = binary.BigEndian.AppendUint32(b, 4)
+	return binary.BigEndian.AppendUint32(b, uint32(v))
+}
+
+func appendValue(b []byte, w wire, col arrow.Array, i int) []byte {
+	switch w {
+	case wireInt8:
+		return appendInt8(b, col.(*array.Int64).Value(i))
+	case wireInt8AsFloat8:
+		return appendInt8(b, int64(math.Float64bits(float64(col.(*array.Int64).Value(i)))))
+	case wireFloat8:
+		return appendInt8(b, int64(math.Float64bits(col.(*array.Float64).Value(i))))
+	case wireBool:
+		v := byte(0)
+		if col.(*array.Boolean).Value(i) {
+			v = 1
+		}
+		return append(binary.BigEndian.AppendUint32(b, 1), v)
+	case wireTimestamp:
+		a := col.(*array.Timestamp)
+		us := a.Value(i).ToTime(a.DataType().(*arrow.TimestampType).Unit).UnixMicro()
+		return appendInt8(b, us-pgEpochMicros)
+	case wireText:
+		s := col.(*array.String).Value(i)
+		return append(binary.BigEndian.AppendUint32(b, uint32(len(s))), s...)
+	case wireJSONB:
+		s := col.(*array.String).Value(i)
+		return append(append(binary.BigEndian.AppendUint32(b, uint32(len(s)+1)), 1), s...)
+	default:
+		s := text(col, i)
+		return append(binary.BigEndian.AppendUint32(b, uint32(len(s))), s...)
+	}
+}
+
+// copySQL is the COPY statement for table and columns, binary format.
+func copySQL(table string, cols []string) string {
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = q(c)
+	}
+	return "COPY " + table + " (" + strings.Join(names, ", ") + ") FROM STDIN (FORMAT binary)"
+}
