@@ -17,6 +17,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,6 +119,7 @@ func main() {
 	runs := flag.Int("runs", 3, "timed runs of each command (after one warm-up of the data in the page cache)")
 	data := flag.String("data", "bench/data", "where the data sets are (generated if missing)")
 	pg := flag.String("postgres", os.Getenv("IDEMPORT_TEST_POSTGRES"), "PostgreSQL DSN for the PostgreSQL comparisons (empty: skip them)")
+	only := flag.String("only", "", "run only this section: sqlite or postgres")
 	flag.Parse()
 
 	rows, name := parseRows(*rowsFlag)
@@ -168,9 +170,20 @@ CREATE TABLE orders(order_id INTEGER PRIMARY KEY, customer_id INTEGER, sku TEXT,
 
 	add := report
 	fmt.Printf("\n%-58s %9s %11s %9s   %s\n", "command", "median s", "rows/s", "RSS MiB", "ratio (paired, median)")
+	if *only != "postgres" {
+		sqliteSection(*runs, rows, idemport, hash, csv, jsonl, parquet, work, db, sdb, sqlImport, fresh, importArgs, add)
+	}
+	if *pg != "" && *only != "sqlite" {
+		postgres(*runs, rows, idemport, csv, *pg, add)
+	}
+	fmt.Println()
+}
+
+func sqliteSection(runs int, rows int64, idemport, hash, csv, jsonl, parquet, work, db, sdb, sqlImport string,
+	fresh func(...string) func() error, importArgs func(...string) []string, add func(row)) {
 
 	// SQLite first import against sqlite3 .import, same journal mode (WAL).
-	a, b, ratio, err := pair(*runs,
+	a, b, ratio, err := pair(runs,
 		cmd{name: "idemport", setup: fresh(db), argv: importArgs(csv)},
 		cmd{name: "sqlite3", setup: fresh(sdb), argv: []string{"sh", "-c", "sqlite3 " + sdb + " < " + sqlImport}})
 	check(err)
@@ -178,13 +191,13 @@ CREATE TABLE orders(order_id INTEGER PRIMARY KEY, customer_id INTEGER, sku TEXT,
 	add(summary("sqlite3 .import → INTEGER PRIMARY KEY table (WAL)", b, rows))
 
 	// Rerun of the completed file: rehashed, and through the quick check.
-	a, b, ratio, err = pair(*runs,
+	a, b, ratio, err = pair(runs,
 		cmd{name: "rerun", argv: importArgs("--rehash", csv)},
 		cmd{name: "sha256", argv: []string{hash, csv}})
 	check(err)
 	add(withRatio(summary("idemport rerun of the completed file (--rehash)", a, rows), "SHA-256 of the file", ratio))
 	add(summary("SHA-256 of the file (Go)", b, rows))
-	ms := timeN(*runs, cmd{name: "quick", argv: importArgs(csv)})
+	ms := timeN(runs, cmd{name: "quick", argv: importArgs(csv)})
 	add(summary("idemport rerun, quick check hit", ms, rows))
 
 	// Resume after a kill at 90 %: 10 partitions, killed after the 9th commit.
@@ -196,7 +209,7 @@ CREATE TABLE orders(order_id INTEGER PRIMARY KEY, customer_id INTEGER, sku TEXT,
 		x.Run() // killed on purpose
 		return nil
 	}
-	a, b, ratio, err = pair(*runs,
+	a, b, ratio, err = pair(runs,
 		cmd{name: "resume", setup: kill, argv: importArgs("--partition-rows", part, csv)},
 		cmd{name: "full", setup: fresh(db), argv: importArgs("--partition-rows", part, csv)})
 	check(err)
@@ -204,16 +217,11 @@ CREATE TABLE orders(order_id INTEGER PRIMARY KEY, customer_id INTEGER, sku TEXT,
 
 	// Other formats.
 	for _, f := range []string{jsonl, parquet} {
-		ms := timeN(*runs, cmd{name: f, setup: fresh(db), argv: importArgs(f)})
+		ms := timeN(runs, cmd{name: f, setup: fresh(db), argv: importArgs(f)})
 		add(summary("idemport import "+strings.ToUpper(strings.TrimPrefix(filepath.Ext(f), "."))+" → SQLite", ms, rows))
 	}
-	ms = timeN(*runs, cmd{name: "plan", argv: []string{idemport, "plan", "--into", filepath.Join(work, "none.db"), jsonl}})
+	ms = timeN(runs, cmd{name: "plan", argv: []string{idemport, "plan", "--into", filepath.Join(work, "none.db"), jsonl}})
 	add(summary("idemport plan JSONL (parse + validate only)", ms, rows))
-
-	if *pg != "" {
-		postgres(*runs, rows, idemport, csv, *pg, add)
-	}
-	fmt.Println()
 }
 
 func postgres(runs int, rows int64, idemport, csv, dsn string, add func(row)) {
@@ -240,9 +248,12 @@ func postgres(runs int, rows int64, idemport, csv, dsn string, add func(row)) {
 	add(withRatio(summary("idemport import CSV → PostgreSQL", a, rows), `psql \copy`, ratio))
 	add(summary(`psql \copy → PRIMARY KEY table`, b, rows))
 	if _, err := exec.LookPath("pgloader"); err == nil {
+		u, err := url.Parse(dsn)
+		check(err)
+		u.RawQuery = "" // pgloader reads ?name as the table
 		load := fmt.Sprintf(`LOAD CSV FROM '%s' (order_id, customer_id, sku, quantity, unit_price, status, created_at, note)
 INTO %s?bench_copy (order_id, customer_id, sku, quantity, unit_price, status, created_at, note)
-WITH truncate, skip header = 1, fields optionally enclosed by '"', fields escaped by double-quote, fields terminated by ',';`, csv, dsn)
+WITH truncate, skip header = 1, fields optionally enclosed by '"', fields escaped by double-quote, fields terminated by ',';`, csv, u.String())
 		script := filepath.Join(os.TempDir(), "idemport-bench.load")
 		check(os.WriteFile(script, []byte(load), 0o644))
 		a, b, ratio, err := pair(1, cmd{name: "pgloader", setup: resetCopy, argv: []string{"pgloader", script}},
