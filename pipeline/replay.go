@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -156,7 +157,7 @@ func replayKey(path string) (ledger.Key, error) {
 	}
 	h := f.Header()
 	for _, c := range []string{ReplayTable, ReplayFileID, ReplayRow} {
-		if !contains(h, c) {
+		if !slices.Contains(h, c) {
 			return ledger.Key{}, fmt.Errorf("%w: %s has no %s column; replay takes a file written by 'idemport rejects export'", ErrReplay, path, c)
 		}
 	}
@@ -283,21 +284,12 @@ func readReplay(ctx context.Context, path string, schema reader.Schema, key []st
 	return batches, ordinals, nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func sameSet(a, b []string) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for _, x := range b {
-		if !contains(a, x) {
+		if !slices.Contains(a, x) {
 			return false
 		}
 	}

@@ -81,6 +81,16 @@ func QuoteOne(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
+// QuoteList quotes each name with QuoteOne, prefixed (e.g. "excluded."),
+// and joins them with commas.
+func QuoteList(names []string, prefix string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + QuoteOne(n)
+	}
+	return strings.Join(out, ", ")
+}
+
 // Querier is what *sql.DB, *sql.Conn and *sql.Tx have in common.
 type Querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -185,7 +186,7 @@ func createSQL(tg sink.Target, schema *arrow.Schema) string {
 	}
 	for _, f := range schema.Fields() {
 		fmt.Fprintf(&b, "  %s %s", q(f.Name), sqlType(sink.KindOf(f)))
-		if contains(tg.Key, f.Name) {
+		if slices.Contains(tg.Key, f.Name) {
 			b.WriteString(" NOT NULL")
 		}
 		b.WriteString(",\n")
@@ -194,25 +195,8 @@ func createSQL(tg sink.Target, schema *arrow.Schema) string {
 		fmt.Fprintf(&b, "  PRIMARY KEY (%s, %s)\n)", q(sink.FileColumn), q(sink.RowColumn))
 		return b.String()
 	}
-	fmt.Fprintf(&b, "  %s bigint,\n  %s bigint,\n  PRIMARY KEY (%s)\n)", q(sink.FileColumn), q(sink.RowColumn), quoteList(tg.Key, ""))
+	fmt.Fprintf(&b, "  %s bigint,\n  %s bigint,\n  PRIMARY KEY (%s)\n)", q(sink.FileColumn), q(sink.RowColumn), dialect.QuoteList(tg.Key, ""))
 	return b.String()
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func quoteList(names []string, prefix string) string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = prefix + q(n)
-	}
-	return strings.Join(out, ", ")
 }
 
 // field is a column of the file and how its values reach the target
@@ -394,7 +378,7 @@ func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schem
 	for _, f := range w.fields {
 		names = append(names, q(f.name))
 		values = append(values, f.expr("s"))
-		if contains(tg.Key, f.name) {
+		if slices.Contains(tg.Key, f.name) {
 			continue
 		}
 		data = append(data, f.name)
@@ -402,13 +386,13 @@ func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schem
 		incoming = append(incoming, f.comparable("excluded"))
 		set = append(set, q(f.name)+" = excluded."+q(f.name))
 	}
-	conflict := quoteList([]string{sink.FileColumn, sink.RowColumn}, "")
+	conflict := dialect.QuoteList([]string{sink.FileColumn, sink.RowColumn}, "")
 	from := " FROM " + stage + " s"
 	order := ""
 	probe, staleCount := "", "0"
 	var guard []string
 	if !tg.Ordinal() {
-		conflict = quoteList(tg.Key, "")
+		conflict = dialect.QuoteList(tg.Key, "")
 		from += " WHERE s." + q(roundColumn) + " = $2"
 		var keys, on []string
 		for _, k := range w.keyIdx {

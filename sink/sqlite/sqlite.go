@@ -13,6 +13,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -189,7 +190,7 @@ func createSQL(tg sink.Target, schema *arrow.Schema) string {
 		fmt.Fprintf(&b, "  %s %s", q(f.Name), sqlType(sink.KindOf(f)))
 		if intKey && f.Name == tg.Key[0] {
 			b.WriteString(" PRIMARY KEY")
-		} else if !tg.Ordinal() && contains(tg.Key, f.Name) {
+		} else if !tg.Ordinal() && slices.Contains(tg.Key, f.Name) {
 			b.WriteString(" NOT NULL")
 		}
 		b.WriteString(",\n")
@@ -203,25 +204,8 @@ func createSQL(tg sink.Target, schema *arrow.Schema) string {
 		b.WriteString("\n)")
 		return b.String()
 	}
-	fmt.Fprintf(&b, ",\n  PRIMARY KEY (%s)\n) WITHOUT ROWID", quoteList(tg.Key, ""))
+	fmt.Fprintf(&b, ",\n  PRIMARY KEY (%s)\n) WITHOUT ROWID", dialect.QuoteList(tg.Key, ""))
 	return b.String()
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func quoteList(names []string, prefix string) string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = prefix + q(n)
-	}
-	return strings.Join(out, ", ")
 }
 
 // writer upserts batches through statements it prepares once on the
@@ -254,7 +238,7 @@ func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schem
 		if f.Name == tg.Version {
 			w.verCol = i
 		}
-		if !contains(tg.Key, f.Name) {
+		if !slices.Contains(tg.Key, f.Name) {
 			data = append(data, f.Name)
 		}
 	}
@@ -276,10 +260,10 @@ func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schem
 	}
 	query := "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES (" + strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",") + ")"
 	if len(data) > 0 {
-		guard = append(guard, "("+quoteList(data, table+".")+") IS NOT ("+quoteList(data, "excluded.")+")")
-		query += " ON CONFLICT (" + quoteList(conflict, "") + ") DO UPDATE SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(guard, " AND ")
+		guard = append(guard, "("+dialect.QuoteList(data, table+".")+") IS NOT ("+dialect.QuoteList(data, "excluded.")+")")
+		query += " ON CONFLICT (" + dialect.QuoteList(conflict, "") + ") DO UPDATE SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(guard, " AND ")
 	} else {
-		query += " ON CONFLICT (" + quoteList(conflict, "") + ") DO NOTHING"
+		query += " ON CONFLICT (" + dialect.QuoteList(conflict, "") + ") DO NOTHING"
 	}
 	if w.upsert, err = prepare(db, query); err != nil {
 		return nil, err
