@@ -83,22 +83,24 @@ type run struct {
 	leaseMs int64
 	started time.Time
 
-	stat      ledger.FileStat
-	quick     bool // the digest came from the quick check, not from hashing
-	created   bool // this run created the operation
-	claimed   bool // an attempt row exists for this run
-	file      *reader.File
-	plan      *reader.Plan
-	recovered []string
-	committed int64
-	rows      counter.Rows
-	doneRows  int64 // rows of partitions done, by anyone, for progress
+	stat       ledger.FileStat
+	quick      bool // the digest came from the quick check, not from hashing
+	sharesRead bool // plan while hashing (imports do; dry runs and verify do not)
+	spec       *speculation
+	created    bool // this run created the operation
+	claimed    bool // an attempt row exists for this run
+	file       *reader.File
+	plan       *reader.Plan
+	recovered  []string
+	committed  int64
+	rows       counter.Rows
+	doneRows   int64 // rows of partitions done, by anyone, for progress
 }
 
 // Import imports one file and reports what happened. It never panics on bad
 // input; every failure is in the Result.
 func (e *Engine) Import(ctx context.Context, req Request) *Result {
-	r := &run{e: e, req: req, started: time.Now()}
+	r := &run{e: e, req: req, started: time.Now(), sharesRead: true}
 	r.defaults()
 	r.res = &Result{File: req.Path, Table: r.target.Table, Outcome: Failed}
 	err := r.run(ctx)
@@ -148,6 +150,7 @@ func (r *run) progress(p Progress) {
 }
 
 func (r *run) run(ctx context.Context) error {
+	defer func() { r.spec.stop() }()
 	if err := r.identify(ctx); err != nil {
 		return err
 	}
@@ -207,11 +210,23 @@ func (r *run) identify(ctx context.Context) error {
 		}
 		r.quick = digest != ""
 	}
-	if digest == "" {
-		digest, err = reader.Digest(ctx, r.req.Path, func(n int64) {
-			r.progress(Progress{Phase: "hash", Bytes: n, TotalBytes: st.Size()})
-		})
+	hashProgress := func(n int64) {
+		r.progress(Progress{Phase: "hash", Bytes: n, TotalBytes: st.Size()})
+	}
+	switch {
+	case digest != "":
+	case r.sharesRead && r.textFormat():
+		// Hash and plan on one read: the plan pass follows the hash.
+		sr, err := startSharedRead(ctx, r.req.Path, hashProgress)
 		if err != nil {
+			return err
+		}
+		r.speculate(ctx, sr)
+		if digest, err = sr.Digest(); err != nil {
+			return err
+		}
+	default:
+		if digest, err = reader.Digest(ctx, r.req.Path, hashProgress); err != nil {
 			return err
 		}
 	}
@@ -511,8 +526,12 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 		if err := r.e.fp.Hit("after-plan"); err != nil {
 			return err
 		}
-	} else if err := r.loadPlan(ctx); err != nil {
-		return err
+	} else {
+		r.spec.stop() // a stored plan is used instead
+		r.spec = nil
+		if err := r.loadPlan(ctx); err != nil {
+			return err
+		}
 	}
 	if err := r.apply(ctx); err != nil {
 		return err

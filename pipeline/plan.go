@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/idemport/idemport/checkpoint"
@@ -93,19 +94,22 @@ func (r *run) preflight() error {
 
 // planFile runs the plan pass and stores the plan, or refuses the file. It
 // reports whether the file was refused.
-func (r *run) planFile(ctx context.Context) (bool, error) {
+// planTypes returns the types the plan pass fixes: those forced with
+// --column and, for text, those of the table the rows go into, which it
+// also returns (nil when it does not exist yet).
+func (r *run) planTypes(ctx context.Context) (map[string]reader.Type, *sink.Table, error) {
 	types := map[string]reader.Type{}
 	for n, t := range r.req.Mapping.Columns {
 		types[n] = t
 	}
 	existing, err := r.e.sink.Describe(ctx, r.e.db, r.target.Table)
 	if err != nil {
-		return false, err
+		return nil, nil, err
 	}
 	if existing != nil && r.textFormat() {
 		// Text is validated against the types of the table it goes into;
 		// typed formats (Parquet, Arrow) carry their own types, which the
-		// table check below compares with the table's.
+		// table check compares with the table's.
 		for _, c := range existing.Columns {
 			if _, forced := types[c.Name]; !forced && c.Kind != "" {
 				if t, err := reader.ParseType(c.Kind); err == nil {
@@ -114,21 +118,44 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 			}
 		}
 	}
+	return types, existing, nil
+}
+
+// scan runs the plan pass over the file read with types fixed, reading its
+// bytes from raw when that is not nil.
+func (r *run) scan(ctx context.Context, types map[string]reader.Type, raw io.Reader, progress func(b, rows int64)) (*reader.File, *reader.Plan, error) {
 	f, err := reader.Open(r.req.Path, r.readerOptions(types))
+	if err != nil {
+		return nil, nil, err
+	}
+	if !f.SharesRead() {
+		raw = nil
+	}
+	plan, err := f.Scan(ctx, reader.ScanOptions{
+		PartitionRows: r.req.PartitionRows,
+		KeepRejects:   r.req.MaxRejects.keep(),
+		Progress:      progress,
+		Raw:           raw,
+	})
+	return f, plan, err
+}
+
+func (r *run) planFile(ctx context.Context) (bool, error) {
+	types, existing, err := r.planTypes(ctx)
+	if err != nil {
+		return false, err
+	}
+	progress := func(b, rows int64) {
+		r.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: r.id.Size, Rows: rows})
+	}
+	f, plan, err := r.spec.result(types, progress)
+	if f == nil && err == nil { // no speculative plan to use: plan now
+		f, plan, err = r.scan(ctx, types, nil, progress)
+	}
 	if err != nil {
 		return r.refuseDefect(ctx, err)
 	}
 	r.file = f
-	plan, err := f.Scan(ctx, reader.ScanOptions{
-		PartitionRows: r.req.PartitionRows,
-		KeepRejects:   r.req.MaxRejects.keep(),
-		Progress: func(b, rows int64) {
-			r.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: r.id.Size, Rows: rows})
-		},
-	})
-	if err != nil {
-		return r.refuseDefect(ctx, err)
-	}
 	if err := r.checkSource(); err != nil {
 		return false, err
 	}

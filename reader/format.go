@@ -230,14 +230,37 @@ func (f *File) open(offset int64) (*stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &stream{closers: []io.Closer{osf}}
-	counted := countingReader{r: osf, n: &f.stats.bytes}
-	switch f.comp {
-	case None:
+	if f.comp == None {
 		if _, err := osf.Seek(offset, io.SeekStart); err != nil {
-			s.Close()
+			osf.Close()
 			return nil, err
 		}
+	}
+	s, err := f.decompress(osf)
+	if err != nil {
+		osf.Close()
+		return nil, err
+	}
+	s.closers = append([]io.Closer{osf}, s.closers...)
+	if offset > 0 && f.comp != None {
+		if _, err := io.CopyN(io.Discard, s.Reader, offset); err != nil {
+			s.Close()
+			if err == io.EOF {
+				return nil, &ParseError{Path: f.path, Offset: offset, Err: ErrSourceChanged}
+			}
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// decompress returns the decompressed view of raw, counting the bytes read
+// from raw into the file's stats.
+func (f *File) decompress(raw io.Reader) (*stream, error) {
+	s := &stream{}
+	counted := countingReader{r: raw, n: &f.stats.bytes}
+	switch f.comp {
+	case None:
 		s.Reader = counted
 		return s, nil
 	case Gzip:
@@ -258,15 +281,6 @@ func (f *File) open(offset int64) (*stream, error) {
 		s.Reader = zr
 	}
 	s.Reader = &decompressed{r: s.Reader, f: f}
-	if offset > 0 {
-		if _, err := io.CopyN(io.Discard, s.Reader, offset); err != nil {
-			s.Close()
-			if err == io.EOF {
-				return nil, &ParseError{Path: f.path, Offset: offset, Err: ErrSourceChanged}
-			}
-			return nil, err
-		}
-	}
 	return s, nil
 }
 

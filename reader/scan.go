@@ -89,7 +89,16 @@ type ScanOptions struct {
 	// decompressed stream; for Parquet and Arrow files, read from disk) and
 	// rows scanned so far.
 	Progress func(bytes, rows int64)
+	// Raw, if set, supplies the file's bytes as stored, from its first, for
+	// Scan to read instead of opening the file: a caller that reads the file
+	// anyway (to hash it) can share that read. It is used by the text
+	// formats (CSV, TSV, JSONL, compressed or not); the others open the file.
+	Raw io.Reader
 }
+
+// SharesRead reports whether Scan of this file can read its bytes from
+// ScanOptions.Raw.
+func (f *File) SharesRead() bool { return f.src == nil }
 
 // Scan runs the plan pass: one streaming read of the whole file that infers
 // the types of columns not fixed by Options.Types, validates every row,
@@ -105,7 +114,13 @@ func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 	if o.PartitionRows <= 0 {
 		o.PartitionRows = DefaultPartitionRows
 	}
-	s, err := f.open(0)
+	var s *stream
+	var err error
+	if o.Raw != nil {
+		s, err = f.decompress(o.Raw)
+	} else {
+		s, err = f.open(0)
+	}
 	if err != nil {
 		return nil, err
 	}

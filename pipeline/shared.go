@@ -1,0 +1,162 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+)
+
+// sharedRead reads a file once to hash it and lets the plan pass read the
+// same bytes. The hasher never waits for the plan pass: each chunk it reads
+// is handed to the plan pass if the plan pass has room for it, and dropped
+// otherwise; the plan pass reads what it missed itself, from the page
+// cache, once it catches up. So a rerun that turns out to be a duplicate
+// costs one hash of the file, and a first import does not pay for hashing
+// and planning one after the other.
+type sharedRead struct {
+	chunks chan chunk
+	digest chan digestResult
+	path   string
+}
+
+type chunk struct {
+	off int64
+	b   []byte
+}
+
+type digestResult struct {
+	digest string
+	err    error
+}
+
+const (
+	sharedChunk = 1 << 20
+	sharedAhead = 8 // chunks the plan pass may lag behind before the hasher stops handing them over
+)
+
+// startSharedRead starts hashing path in a goroutine; progress, if set, is
+// called with the bytes hashed so far.
+func startSharedRead(ctx context.Context, path string, progress func(int64)) (*sharedRead, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	s := &sharedRead{chunks: make(chan chunk, sharedAhead), digest: make(chan digestResult, 1), path: path}
+	go func() {
+		defer f.Close()
+		defer close(s.chunks)
+		h := sha256.New()
+		var off int64
+		buf := make([]byte, sharedChunk)
+		for {
+			if err := ctx.Err(); err != nil {
+				s.digest <- digestResult{err: err}
+				return
+			}
+			n, err := io.ReadFull(f, buf)
+			if n > 0 {
+				h.Write(buf[:n])
+				select {
+				case s.chunks <- chunk{off: off, b: buf[:n]}:
+					buf = make([]byte, sharedChunk) // the plan pass owns the one it took
+				default: // the plan pass is behind: it reads this range itself
+				}
+				off += int64(n)
+				if progress != nil {
+					progress(off)
+				}
+			}
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				s.digest <- digestResult{digest: "sha256:" + hex.EncodeToString(h.Sum(nil))}
+				return
+			}
+			if err != nil {
+				s.digest <- digestResult{err: fmt.Errorf("hash %s: %w", path, err)}
+				return
+			}
+		}
+	}()
+	return s, nil
+}
+
+// Digest waits for the content digest.
+func (s *sharedRead) Digest() (string, error) {
+	r := <-s.digest
+	s.digest <- r // later callers get it too
+	return r.digest, r.err
+}
+
+// reader returns the file's bytes, from its first, for the plan pass: the
+// chunks the hasher handed over, and the ranges it did not, read from the
+// file. The caller must Close it.
+func (s *sharedRead) reader() (*followReader, error) {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return nil, err
+	}
+	return &followReader{f: f, chunks: s.chunks}, nil
+}
+
+// followReader yields a file's bytes in order from chunks read by another
+// goroutine, filling the gaps between them from its own handle.
+type followReader struct {
+	f       *os.File
+	chunks  <-chan chunk
+	off     int64  // next byte to yield
+	cur     []byte // rest of the chunk being yielded
+	pending *chunk // a chunk ahead of off, kept while the gap before it is read
+	closed  bool   // the hasher is done: read the rest from the file
+}
+
+func (r *followReader) Read(p []byte) (int, error) {
+	for len(r.cur) == 0 {
+		next := r.pending
+		r.pending = nil
+		if next == nil && !r.closed {
+			c, ok := <-r.chunks
+			if !ok {
+				r.closed = true
+			} else {
+				next = &c
+			}
+		}
+		if next == nil { // no chunk will come for this range
+			n, err := r.f.ReadAt(p, r.off)
+			r.off += int64(n)
+			if err == io.EOF && n > 0 {
+				err = nil
+			}
+			return n, err
+		}
+		end := next.off + int64(len(next.b))
+		switch {
+		case end <= r.off: // already yielded from the file
+		case next.off > r.off: // a gap before it
+			r.pending = next
+			n, err := r.f.ReadAt(p[:min(int64(len(p)), next.off-r.off)], r.off)
+			r.off += int64(n)
+			if err == io.EOF && n > 0 {
+				err = nil
+			}
+			return n, err
+		default:
+			r.cur = next.b[r.off-next.off:]
+		}
+	}
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	r.off += int64(n)
+	return n, nil
+}
+
+// Close releases the reader's file and lets the hasher run on unhindered.
+func (r *followReader) Close() error {
+	go func() { // drain, so the hasher never blocks on a full channel
+		for range r.chunks {
+		}
+	}()
+	return r.f.Close()
+}

@@ -1,0 +1,77 @@
+package pipeline
+
+import (
+	"context"
+	"maps"
+	"sync/atomic"
+
+	"github.com/idemport/idemport/reader"
+)
+
+// speculation is a plan pass started while the file is being hashed, on
+// the bytes the hash reads, before the claim says whether a plan is
+// needed: for a new file it is, and planning then costs no second read and
+// no wait for the hash. When the claim finds a duplicate (or anything but
+// a plan to make) the speculation is cancelled, and the run cost one hash.
+type speculation struct {
+	cancel   context.CancelFunc
+	done     chan struct{}
+	types    map[string]reader.Type // the types the pass fixed
+	file     *reader.File
+	plan     *reader.Plan
+	err      error
+	progress atomic.Pointer[func(b, rows int64)] // reported once someone waits for the result
+}
+
+// speculate starts the plan pass on the bytes of sr.
+func (r *run) speculate(ctx context.Context, sr *sharedRead) {
+	ctx, cancel := context.WithCancel(ctx)
+	sp := &speculation{cancel: cancel, done: make(chan struct{})}
+	r.spec = sp
+	go func() {
+		defer close(sp.done)
+		types, _, err := r.planTypes(ctx)
+		if err != nil {
+			sp.err = err
+			return
+		}
+		sp.types = types
+		raw, err := sr.reader()
+		if err != nil {
+			sp.err = err
+			return
+		}
+		defer raw.Close()
+		sp.file, sp.plan, sp.err = r.scan(ctx, types, raw, func(b, rows int64) {
+			if p := sp.progress.Load(); p != nil {
+				(*p)(b, rows)
+			}
+		})
+	}()
+}
+
+// result waits for the speculative plan pass and returns it, when it ran
+// with the types the plan needs now (the target table may have been created
+// or changed since it started). It returns a nil file and error when there
+// is nothing to use: no speculation, or one with other types.
+func (sp *speculation) result(types map[string]reader.Type, progress func(b, rows int64)) (*reader.File, *reader.Plan, error) {
+	if sp == nil {
+		return nil, nil, nil
+	}
+	if progress != nil {
+		sp.progress.Store(&progress)
+	}
+	<-sp.done
+	if sp.types == nil || !maps.Equal(sp.types, types) {
+		return nil, nil, nil
+	}
+	return sp.file, sp.plan, sp.err
+}
+
+// stop cancels the speculation, if any, and waits for it to end.
+func (sp *speculation) stop() {
+	if sp != nil {
+		sp.cancel()
+		<-sp.done
+	}
+}
