@@ -1,0 +1,243 @@
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/internal/proc"
+	"github.com/idemport/idemport/ledger"
+)
+
+// claimWaiting claims, and when busy and asked to wait, polls until the
+// other attempt is done or the wait is over.
+func (r *run) claimWaiting(ctx context.Context) (ledger.Decision, error) {
+	deadline := time.Now().Add(r.req.Wait)
+	for {
+		d, err := r.claim(ctx)
+		if d != ledger.Busy || time.Now().After(deadline) {
+			return d, err
+		}
+		r.log.Debug("busy; waiting", "err", err)
+		if err := sleep(ctx, min(time.Second, r.req.Lease/4)); err != nil {
+			return d, err
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// claim makes the decision of the claim table and records it. Terminal
+// outcomes that write nothing (duplicate, conflict, refused) are decided
+// without taking the write lock: completed and refused operations never
+// change their fingerprint or state.
+func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
+	op, now, err := r.e.ledger.Get(ctx, r.e.db, r.id.Key)
+	if err != nil {
+		return 0, err
+	}
+	if op != nil {
+		if d, _ := ledger.Decide(op, r.id, now); d != ledger.Busy && r.settles(d, op) {
+			if !r.quick {
+				// The file was hashed: remember it, so the next run need not.
+				if err := r.e.ledger.RememberDigest(ctx, r.e.db, r.stat, r.id.ContentDigest); err != nil {
+					return 0, err
+				}
+			}
+			return d, r.settle(d, op)
+		}
+	}
+	tx, err := r.e.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("begin claim: %w", err)
+	}
+	defer tx.Rollback()
+	if err := r.e.ledger.Lock(ctx, tx, r.id.Key); err != nil {
+		return 0, err
+	}
+	if op != nil && op.State == ledger.Processing {
+		if err := r.reapDead(ctx, tx, op); err != nil {
+			return 0, err
+		}
+	}
+	op, now, err = r.e.ledger.Get(ctx, tx, r.id.Key)
+	if err != nil {
+		return 0, err
+	}
+	d, from := ledger.Decide(op, r.id, now)
+	if d == ledger.Refuse && r.admits(op) {
+		d = ledger.Plan
+	}
+	switch d {
+	case ledger.Create:
+		if err := r.e.ledger.Create(ctx, tx, r.id, r.attempt, r.leaseMs); err != nil {
+			return 0, err
+		}
+		r.created = true
+	case ledger.Plan:
+		if from != "" {
+			r.attempt.RecoveredFrom = from
+			r.recovered = append(r.recovered, from)
+			r.log.Warn("recovered the planning lease of a dead attempt", "from", from)
+		}
+		if err := r.e.ledger.Start(ctx, tx, r.id.Key, r.attempt, true, r.leaseMs); err != nil {
+			return 0, err
+		}
+	case ledger.Resume:
+		p, err := r.e.cp.Progress(ctx, tx, r.op, r.attempt.ID)
+		if err != nil {
+			return 0, err
+		}
+		if p.Claimable == 0 && p.Held > 0 {
+			d = ledger.Busy
+			break
+		}
+		if err := r.e.ledger.Start(ctx, tx, r.id.Key, r.attempt, false, r.leaseMs); err != nil {
+			return 0, err
+		}
+	}
+	if !r.settles(d, op) {
+		if !r.quick && r.stat.Path != "" {
+			if err := r.e.ledger.RememberDigest(ctx, tx, r.stat, r.id.ContentDigest); err != nil {
+				return 0, err
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return 0, fmt.Errorf("commit claim: %w", err)
+		}
+		r.claimed = true
+		r.res.AttemptID = r.attempt.ID
+		return d, nil
+	}
+	return d, r.settle(d, op)
+}
+
+// reapDead ends at once the leases of attempts that ran on this host in
+// processes that have since died, so a rerun after a crash need not wait
+// for them to expire. Leases of live processes, and of other hosts, are
+// left to expire on their own.
+func (r *run) reapDead(ctx context.Context, tx *sql.Tx, op *ledger.Operation) error {
+	holders, err := r.e.cp.Holders(ctx, tx, r.op)
+	if err != nil {
+		return err
+	}
+	if op.LeaseAttempt != "" {
+		holders = append(holders, op.LeaseAttempt)
+	}
+	for _, a := range holders {
+		host, pid, start, ok, err := r.e.ledger.Process(ctx, tx, a)
+		if err != nil {
+			return err
+		}
+		if !ok || host != r.attempt.Host || !proc.Gone(pid, start) {
+			continue
+		}
+		r.log.Info("the process holding a lease is gone", "holder", a, "pid", pid)
+		if err := r.e.cp.Expire(ctx, tx, r.op, a); err != nil {
+			return err
+		}
+		if err := r.e.ledger.Expire(ctx, tx, r.id.Key, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settles reports whether decision d ends the run without an attempt.
+func (r *run) settles(d ledger.Decision, op *ledger.Operation) bool {
+	switch d {
+	case ledger.Duplicate, ledger.Conflict, ledger.Busy:
+		return true
+	case ledger.Refuse:
+		return !r.admits(op)
+	}
+	return false
+}
+
+// admits reports whether this run's reject limit lets a refused operation be
+// planned again: the stored report counted fewer bad rows than it allows.
+func (r *run) admits(op *ledger.Operation) bool {
+	return op != nil && op.State == ledger.Refused && r.req.MaxRejects.Allows(op.Rows.Rejected, op.Rows.Read) && !r.refusedByDefect(op)
+}
+
+// refusedByDefect reports whether the stored refusal was for a defect that
+// stopped the plan pass (no limit admits those).
+func (r *run) refusedByDefect(op *ledger.Operation) bool {
+	var ref Refusal
+	return json.Unmarshal([]byte(op.Outcome), &ref) == nil && ref.Error != ""
+}
+
+// settle fills the result of a decision that ends the run without effect.
+func (r *run) settle(d ledger.Decision, op *ledger.Operation) error {
+	r.res.Stored = op
+	switch d {
+	case ledger.Duplicate:
+		r.res.Outcome = Duplicate
+		var so storedOutcome
+		if err := json.Unmarshal([]byte(op.Outcome), &so); err == nil {
+			r.rows = so.Rows
+			r.res.Partitions = counter.Partitions{Total: so.Partitions, Skipped: so.Partitions}
+		}
+		r.res.AttemptID = op.CompletedBy
+		r.log.Info("duplicate", "completed_by", op.CompletedBy)
+		return nil
+	case ledger.Conflict:
+		r.res.Outcome = Conflict
+		what, how := ledger.Difference(op, r.id)
+		return fmt.Errorf("conflict: %s differs from the file %s as %s into %s on %s (%s)",
+			what, map[bool]string{true: "refused", false: "imported"}[op.State == ledger.Refused], op.FileID, op.Table, formatMs(op.CreatedAt), how)
+	case ledger.Refuse:
+		r.res.Outcome = Refused
+		var ref Refusal
+		if err := json.Unmarshal([]byte(op.Outcome), &ref); err == nil {
+			r.res.Refusal = &ref
+		}
+		r.rows = op.Rows
+		return fmt.Errorf("refused earlier on %s: %s", formatMs(op.UpdatedAt), refusalText(r.res.Refusal))
+	case ledger.Busy:
+		r.res.Outcome = Busy
+		if op.LeaseAttempt != "" && !op.Planned {
+			return fmt.Errorf("busy: attempt %s is planning this file (lease until %s)", op.LeaseAttempt, formatMs(op.LeaseExpires))
+		}
+		return fmt.Errorf("busy: other attempts hold every unfinished partition")
+	}
+	return nil
+}
+
+func formatMs(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format(time.RFC3339)
+}
+
+func refusalText(ref *Refusal) string {
+	if ref == nil {
+		return "no stored report"
+	}
+	if ref.Error != "" {
+		return ref.Error
+	}
+	s := fmt.Sprintf("%d of %d rows are bad (at most %s allowed)", ref.Rejected, ref.Rows, ref.MaxRejects)
+	for i, b := range ref.Rejects {
+		if i == 5 {
+			s += fmt.Sprintf("; … %d more", ref.Rejected-5)
+			break
+		}
+		s += fmt.Sprintf("; row %d", b.Ordinal)
+		if b.Column != "" {
+			s += fmt.Sprintf(" column %q value %q", b.Column, b.Value)
+		}
+		s += ": " + b.Message
+	}
+	return s
+}
