@@ -68,7 +68,7 @@ type Engine struct {
 	sink   sink.Dialect
 	log    *slog.Logger
 	fp     *failpoint.Set
-	batch  int // rows per batch handed to the sink
+	batch  int // rows per batch handed to the sink; 0 means a partition's
 }
 
 // Target is a parsed DSN.
@@ -134,9 +134,9 @@ func Open(ctx context.Context, dsn string, o Options) (*Engine, error) {
 		if schema == "" {
 			schema = DefaultStateSchema
 		}
-		// A batch is one COPY and one merge: larger batches amortise the
-		// per-statement round trips that dominate small ones.
-		e.prefix, e.name, e.sink, e.batch = dialect.SchemaPrefix(schema), redact(t.URL), postgres.Dialect{}, 16384
+		// A batch is one COPY and one merge: a batch per partition (batch
+		// 0) makes one of each per partition.
+		e.prefix, e.name, e.sink, e.batch = dialect.SchemaPrefix(schema), redact(t.URL), postgres.Dialect{}, 0
 		if !o.ReadOnly {
 			if err := e.d.CreateSchema(ctx, e.db, schema); err != nil {
 				e.db.Close()

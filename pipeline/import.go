@@ -41,7 +41,9 @@ type Request struct {
 	Wait time.Duration
 	// Workers is how many partitions are applied at once (default 1).
 	Workers int
-	// BatchRows is the rows per batch handed to the sink (default 1024).
+	// BatchRows is the rows per batch handed to the sink: by default 1024
+	// on SQLite, and on PostgreSQL a whole partition (at most 1M rows), so
+	// that each partition is one COPY and one set-based merge.
 	BatchRows int
 	// Rehash makes the run hash the file even when the quick check (path,
 	// size, times, inode) says it is unchanged since it was last hashed.
@@ -65,6 +67,8 @@ type Progress struct {
 
 // Defaults.
 const (
+	maxBatchRows = 1 << 20 // the largest batch a partition is read in
+
 	DefaultLease   = 60 * time.Second
 	DefaultTrigger = "manual"
 )
@@ -132,11 +136,14 @@ func (r *run) defaults() {
 	if q.Workers <= 0 {
 		q.Workers = 1
 	}
-	if q.BatchRows <= 0 {
-		q.BatchRows = max(r.e.batch, 1024)
-	}
 	if q.PartitionRows <= 0 {
 		q.PartitionRows = reader.DefaultPartitionRows
+	}
+	if q.BatchRows <= 0 {
+		q.BatchRows = r.e.batch
+		if q.BatchRows <= 0 { // the whole partition: one COPY and one merge
+			q.BatchRows = int(min(q.PartitionRows, maxBatchRows))
+		}
 	}
 	r.leaseMs = q.Lease.Milliseconds()
 	r.target = sink.Target{Table: q.Mapping.Table, Key: q.Mapping.Key, Version: q.Mapping.Version}
