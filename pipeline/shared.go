@@ -18,6 +18,7 @@ import (
 // and planning one after the other.
 type sharedRead struct {
 	chunks chan chunk
+	free   chan []byte // buffers the plan pass is done with, for the hasher to reuse
 	digest chan digestResult
 	path   string
 }
@@ -44,7 +45,8 @@ func startSharedRead(ctx context.Context, path string, progress func(int64)) (*s
 	if err != nil {
 		return nil, err
 	}
-	s := &sharedRead{chunks: make(chan chunk, sharedAhead), digest: make(chan digestResult, 1), path: path}
+	s := &sharedRead{chunks: make(chan chunk, sharedAhead), free: make(chan []byte, sharedAhead+2),
+		digest: make(chan digestResult, 1), path: path}
 	go func() {
 		defer f.Close()
 		defer close(s.chunks)
@@ -61,7 +63,13 @@ func startSharedRead(ctx context.Context, path string, progress func(int64)) (*s
 				h.Write(buf[:n])
 				select {
 				case s.chunks <- chunk{off: off, b: buf[:n]}:
-					buf = make([]byte, sharedChunk) // the plan pass owns the one it took
+					// The plan pass owns the buffer it took; take one it
+					// gave back, or a new one.
+					select {
+					case buf = <-s.free:
+					default:
+						buf = make([]byte, sharedChunk)
+					}
 				default: // the plan pass is behind: it reads this range itself
 				}
 				off += int64(n)
@@ -97,7 +105,7 @@ func (s *sharedRead) reader() (*followReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &followReader{f: f, chunks: s.chunks}, nil
+	return &followReader{f: f, chunks: s.chunks, free: s.free}, nil
 }
 
 // followReader yields a file's bytes in order from chunks read by another
@@ -105,6 +113,8 @@ func (s *sharedRead) reader() (*followReader, error) {
 type followReader struct {
 	f       *os.File
 	chunks  <-chan chunk
+	free    chan<- []byte
+	held    []byte // the buffer cur is in, given back when yielded
 	off     int64  // next byte to yield
 	cur     []byte // rest of the chunk being yielded
 	pending *chunk // a chunk ahead of off, kept while the gap before it is read
@@ -144,12 +154,34 @@ func (r *followReader) Read(p []byte) (int, error) {
 			return n, err
 		default:
 			r.cur = next.b[r.off-next.off:]
+			r.held = next.b
+		}
+		if r.cur == nil || len(r.cur) == 0 {
+			r.release(next)
 		}
 	}
 	n := copy(p, r.cur)
 	r.cur = r.cur[n:]
 	r.off += int64(n)
+	if len(r.cur) == 0 && r.held != nil {
+		r.give(r.held)
+		r.held = nil
+	}
 	return n, nil
+}
+
+// release gives back a chunk's buffer that will not be yielded from.
+func (r *followReader) release(c *chunk) {
+	if c != nil && r.pending != c {
+		r.give(c.b)
+	}
+}
+
+func (r *followReader) give(b []byte) {
+	select {
+	case r.free <- b[:cap(b)]:
+	default:
+	}
 }
 
 // Close releases the reader's file and lets the hasher run on unhindered.
