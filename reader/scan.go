@@ -227,9 +227,13 @@ func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 			if rejected {
 				break
 			}
+			// A CSV or TSV row that is valid UTF-8 without NUL bytes as a
+			// whole needs no check per field (JSONL strings unescape, so
+			// their fields are checked one by one).
+			clean := f.format != JSONL && textClean(sc.raw())
 			for i, c := range cells {
 				if fixed[i] != Unknown {
-					v, code, msg := convert(c, fixed[i])
+					v, code, msg := convertText(c, fixed[i], clean)
 					if code == "" && v.null && required[i] {
 						// A quoted empty field is null for a non-text type.
 						c, code, msg = cell{}, CodeNull, "a key column must have a value"
@@ -238,7 +242,7 @@ func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 						reject(off, i, "", c, code, msg)
 						break
 					}
-				} else if c.kind != cellNull {
+				} else if c.kind != cellNull && !clean {
 					if code, msg := checkText(c.b); code != "" {
 						reject(off, i, "", c, code, msg)
 						break

@@ -51,7 +51,11 @@ func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // convert turns c into a value of type t, or returns a reason code and a
 // message saying why it cannot.
-func convert(c cell, t Type) (value, string, string) {
+func convert(c cell, t Type) (value, string, string) { return convertText(c, t, false) }
+
+// convertText is convert for a cell whose text is known to be valid UTF-8
+// without NUL bytes when clean is true (its whole row was checked at once).
+func convertText(c cell, t Type, clean bool) (value, string, string) {
 	if c.kind == cellNull {
 		return value{null: true}, "", ""
 	}
@@ -60,13 +64,17 @@ func convert(c cell, t Type) (value, string, string) {
 		if c.kind == cellText && len(c.b) == 0 {
 			return value{b: c.b}, "", ""
 		}
-		if code, msg := checkText(c.b); code != "" {
-			return value{}, code, msg
+		if !clean {
+			if code, msg := checkText(c.b); code != "" {
+				return value{}, code, msg
+			}
 		}
 		return value{b: c.b}, "", ""
 	case JSON:
-		if code, msg := checkText(c.b); code != "" {
-			return value{}, code, msg
+		if !clean {
+			if code, msg := checkText(c.b); code != "" {
+				return value{}, code, msg
+			}
 		}
 		if c.kind == cellText || c.kind == cellString {
 			// CSV text or a JSON string in a json column: store it as a JSON string.
@@ -141,6 +149,11 @@ func appendJSONString(dst, s []byte) []byte {
 		}
 	}
 	return append(dst, '"')
+}
+
+// textClean reports whether b is valid UTF-8 without NUL bytes.
+func textClean(b []byte) bool {
+	return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
 }
 
 // checkText rejects text no target can store faithfully.
