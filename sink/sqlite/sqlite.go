@@ -3,8 +3,9 @@
 // Ordinal-mode tables are WITHOUT ROWID tables clustered on (file key, row
 // ordinal), so a file's rows are written in key order; natural-key tables
 // use the key as INTEGER PRIMARY KEY when it is one integer column. Rows are
-// upserted with multi-row INSERT … ON CONFLICT DO UPDATE … WHERE statements,
-// whose WHERE leaves unchanged and stale rows untouched.
+// upserted with INSERT … ON CONFLICT DO UPDATE … WHERE statements, whose
+// WHERE leaves unchanged and stale rows untouched; a batch none of whose
+// keys is stored is written with a plain INSERT.
 package sqlite
 
 import "C"
@@ -27,13 +28,6 @@ import (
 type Dialect struct{}
 
 var _ sink.Dialect = Dialect{}
-
-// maxVariables is SQLite's default bound on bound parameters per statement.
-const maxVariables = 32766
-
-// rowsPerStatement is how many rows one INSERT carries at most: enough to
-// amortise the per-statement cost, which dominates SQLite writes.
-const rowsPerStatement = 100
 
 func q(name string) string { return dialect.QuoteOne(name) }
 
@@ -209,17 +203,21 @@ func createSQL(tg sink.Target, schema *arrow.Schema) string {
 }
 
 // writer upserts batches through statements it prepares once on the
-// connection's SQLite handle and steps from C, one row at a time, reading
-// the Arrow buffers directly: no per-value allocation or cgo call, and no
-// statement re-prepared per transaction.
+// connection's SQLite handle and steps from C, reading the Arrow buffers
+// directly: no per-value allocation or cgo call, and no statement
+// re-prepared per transaction. In ordinal mode one step of
+// INSERT … SELECT … FROM the batch table writes a whole batch; natural keys
+// go one row per step, after a probe that classifies the row.
 type writer struct {
 	tg      sink.Target
 	kinds   []string
 	keyCols []C.int // schema positions of the key columns
 	verCol  int     // schema position of the version column, or -1
 	upsert  *stmt
+	insert  *stmt // ordinal mode: a plain INSERT, for batches none of whose keys is stored
 	probe   *stmt // natural-key mode: is the key stored, and is the stored row newer?
 	cols    *colBuffers
+	batch   batch // ordinal mode: what the batch table reads
 }
 
 // Writer implements sink.Dialect. The returned Writer must be used only on
@@ -258,29 +256,51 @@ func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schem
 		set = append(set, q(sink.FileColumn)+" = excluded."+q(sink.FileColumn), q(sink.RowColumn)+" = excluded."+q(sink.RowColumn))
 		guard = append(guard, "NOT "+staleSQL(table, "excluded."+q(sink.FileColumn), "excluded."+q(sink.RowColumn), "excluded."+q(tg.Version), tg.Version))
 	}
-	query := "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES (" + strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",") + ")"
+	var onConflict string
 	if len(data) > 0 {
 		guard = append(guard, "("+dialect.QuoteList(data, table+".")+") IS NOT ("+dialect.QuoteList(data, "excluded.")+")")
-		query += " ON CONFLICT (" + dialect.QuoteList(conflict, "") + ") DO UPDATE SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(guard, " AND ")
+		onConflict = " ON CONFLICT (" + dialect.QuoteList(conflict, "") + ") DO UPDATE SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(guard, " AND ")
 	} else {
-		query += " ON CONFLICT (" + dialect.QuoteList(conflict, "") + ") DO NOTHING"
+		onConflict = " ON CONFLICT (" + dialect.QuoteList(conflict, "") + ") DO NOTHING"
 	}
-	if w.upsert, err = prepare(db, query); err != nil {
-		return nil, err
-	}
-	if !tg.Ordinal() {
-		// Parameters: the key columns, then the file key, ordinal and version
-		// of the incoming row.
-		n := len(tg.Key)
-		var where []string
-		for i, k := range tg.Key {
-			where = append(where, fmt.Sprintf("%s.%s = ?%d", table, q(k), i+1))
-		}
-		stale := staleSQL(table, fmt.Sprintf("?%d", n+1), fmt.Sprintf("?%d", n+2), fmt.Sprintf("?%d", n+3), tg.Version)
-		if w.probe, err = prepare(db, "SELECT "+stale+" FROM "+table+" WHERE "+strings.Join(where, " AND ")); err != nil {
-			w.upsert.close()
+	insert := "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") "
+	if tg.Ordinal() {
+		// One statement step writes a whole batch, read from the batch table.
+		n := len(schema.Fields())
+		if err := register(ctx, conn, db, n); err != nil {
 			return nil, err
 		}
+		sel := []string{"f", "r"}
+		for i := range n {
+			sel = append(sel, fmt.Sprintf("c%d", i))
+		}
+		insert += "SELECT " + strings.Join(sel, ", ") + " FROM " + batchTable(n) + " WHERE batch = ?1"
+		if w.insert, err = prepare(db, insert); err != nil {
+			return nil, err
+		}
+		if w.upsert, err = prepare(db, insert+onConflict); err != nil {
+			w.insert.close()
+			return nil, err
+		}
+		w.cols, w.batch = newColBuffers(n), newBatch()
+		return w, nil
+	}
+	// Natural keys: one row per step, each counted exactly after a probe.
+	insert += "VALUES (" + strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",") + ")"
+	if w.upsert, err = prepare(db, insert+onConflict); err != nil {
+		return nil, err
+	}
+	// The probe's parameters: the key columns, then the file key, ordinal
+	// and version of the incoming row.
+	n := len(tg.Key)
+	var where []string
+	for i, k := range tg.Key {
+		where = append(where, fmt.Sprintf("%s.%s = ?%d", table, q(k), i+1))
+	}
+	stale := staleSQL(table, fmt.Sprintf("?%d", n+1), fmt.Sprintf("?%d", n+2), fmt.Sprintf("?%d", n+3), tg.Version)
+	if w.probe, err = prepare(db, "SELECT "+stale+" FROM "+table+" WHERE "+strings.Join(where, " AND ")); err != nil {
+		w.upsert.close()
+		return nil, err
 	}
 	w.cols = newColBuffers(len(schema.Fields()))
 	return w, nil
@@ -322,9 +342,13 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		if err != nil {
 			return total, err
 		}
-		changed, failed, err := w.upsert.upsert(w.cols, fileKey, ordinals)
+		st := w.upsert
+		if existing == 0 {
+			st = w.insert
+		}
+		changed, failed, err := st.run(w.batch, w.cols, fileKey, ordinals)
 		if err != nil {
-			return total, fmt.Errorf("upsert row %d into %s: %w", ordinals[failed], w.tg.Table, err)
+			return total, fmt.Errorf("write row %d into %s: %w", ordinals[failed], w.tg.Table, err)
 		}
 		total.Inserted = int64(n) - existing
 		total.Updated = changed - total.Inserted
@@ -336,7 +360,7 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	}
 	c, failed, err := w.upsert.natural(w.probe, w.keyCols, w.verCol, w.cols, fileKey, ordinals)
 	if err != nil {
-		return total, fmt.Errorf("upsert row %d into %s: %w", ordinals[failed], w.tg.Table, err)
+		return total, fmt.Errorf("write row %d into %s: %w", ordinals[failed], w.tg.Table, err)
 	}
 	total.Inserted, total.Updated, total.Unchanged, total.Stale = c[0], c[1], c[2], c[3]
 	return total, nil
@@ -373,9 +397,11 @@ func (w *writer) existing(ctx context.Context, tx *sql.Tx, fileKey int64, ordina
 // Close implements sink.Writer.
 func (w *writer) Close() error {
 	w.upsert.close()
+	w.insert.close()
 	w.probe.close()
 	if w.cols != nil {
 		w.cols.free()
 	}
+	w.batch.free()
 	return nil
 }

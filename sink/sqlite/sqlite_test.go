@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/idemport/idemport/internal/counter"
@@ -193,4 +194,70 @@ func TestStorageClasses(t *testing.T) {
 	decl := strs(t, f, `SELECT name || ' ' || type FROM pragma_table_info('ord') ORDER BY cid`)
 	sinktest.WantTable(t, "declared types", decl,
 		"_idemport_file INTEGER", "_idemport_row INTEGER", "id INTEGER", "ok BOOLEAN", "at TIMESTAMP", "doc TEXT", "x REAL", "s TEXT")
+}
+
+// writeErr runs one Write in its own transaction, rolled back, and returns
+// its error.
+func writeErr(t *testing.T, f *sinktest.Fx, w sink.Writer, fileKey int64, rec arrow.RecordBatch, ordinals []int64) error {
+	t.Helper()
+	tx, err := f.Conn.BeginTx(f.Ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	_, err = w.Write(f.Ctx, tx, fileKey, rec, ordinals)
+	return err
+}
+
+// TestBatchErrorNamesRow: a batch written in one statement step still names
+// the row it failed on, whether the batch is inserted or upserted, and a
+// timestamp SQLite's text form cannot hold fails the batch.
+func TestBatchErrorNamesRow(t *testing.T) {
+	f := sinktest.Open(t, open(t))
+	s := sinktest.Schema(sinktest.I64("id"), sinktest.Str("s"), sinktest.TS("at"))
+	tg := sink.Target{Table: "chk"}
+	f.Exec(`CREATE TABLE chk (_idemport_file INTEGER NOT NULL, _idemport_row INTEGER NOT NULL, id INTEGER, s TEXT CHECK (s <> 'bad'), at TIMESTAMP,
+		PRIMARY KEY (_idemport_file, _idemport_row)) WITHOUT ROWID`)
+	w := f.Writer(tg, s)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	bad := sinktest.Batch(t, s, []any{1, "a", at}, []any{2, "b", at}, []any{3, "bad", at}, []any{4, "d", at})
+	err := writeErr(t, f, w, 7, bad, sinktest.Seq(11, 14))
+	if err == nil || !strings.Contains(err.Error(), "row 13 ") || !strings.Contains(err.Error(), "CHECK") {
+		t.Errorf("insert: %v, want an error naming row 13 and the CHECK constraint", err)
+	}
+	// With rows 11 and 12 stored, the batch goes through the upsert.
+	f.Write(w, 7, sinktest.Batch(t, s, []any{1, "a", at}, []any{2, "b", at}), sinktest.Seq(11, 12))
+	if err := writeErr(t, f, w, 7, bad, sinktest.Seq(11, 14)); err == nil || !strings.Contains(err.Error(), "row 13 ") {
+		t.Errorf("upsert: %v, want an error naming row 13", err)
+	}
+	far := sinktest.Batch(t, s, []any{5, "e", at}, []any{6, "f", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
+	if err := writeErr(t, f, w, 7, far, sinktest.Seq(15, 16)); err == nil || !strings.Contains(err.Error(), "row 16 ") || !strings.Contains(err.Error(), "outside the years 0000-9999") {
+		t.Errorf("year 10000: %v, want an error naming row 16 and the range", err)
+	}
+	sinktest.WantTable(t, "chk", f.Table("chk", "id", "id", "s"), "1|'a'", "2|'b'")
+}
+
+// TestWritersShareConnection: writers of the same and of different widths
+// on one connection each keep working, whichever was made last.
+func TestWritersShareConnection(t *testing.T) {
+	f := sinktest.Open(t, open(t))
+	narrow := sinktest.Schema(sinktest.I64("id"), sinktest.Str("s"))
+	wide := sinktest.Schema(sinktest.I64("id"), sinktest.Str("s"), sinktest.F64("x"))
+	var ws []sink.Writer
+	for i, s := range []*arrow.Schema{narrow, wide, narrow} {
+		tg := sink.Target{Table: fmt.Sprintf("t%d", i)}
+		f.MustEnsure(tg, s)
+		ws = append(ws, f.Writer(tg, s))
+	}
+	for round := range 2 {
+		for i, s := range []*arrow.Schema{narrow, wide, narrow} {
+			row := []any{round, fmt.Sprint("r", round)}
+			if s == wide {
+				row = append(row, 1.5)
+			}
+			got := f.Write(ws[i], 1, sinktest.Batch(t, s, row), sinktest.Seq(int64(round), int64(round)))
+			sinktest.WantRows(t, fmt.Sprintf("t%d round %d", i, round), got, counter.Rows{Read: 1, Inserted: 1})
+		}
+	}
+	sinktest.WantTable(t, "t1", f.Table("t1", "id", "id", "s", "x"), "0|'r0'|1.5", "1|'r1'|1.5")
 }
