@@ -850,7 +850,44 @@ func FuzzJSONL(f *testing.F) {
 		for i, l := range lines {
 			checkJSONLine(t, int64(i+1), l.text, text.plan.Schema, text.rows)
 		}
+		checkFlatAgrees(t, lines)
 	})
+}
+
+// checkFlatAgrees checks that every line the flat parser takes gets the
+// same cells from the general parser, with no problem.
+func checkFlatAgrees(t *testing.T, lines []jsonlLine) {
+	s := newJSONLScanner(bytes.NewReader(nil), 1<<20, 0, nil, true)
+	nulls := func() {
+		s.cells = s.cells[:0]
+		for range s.names {
+			s.cells = append(s.cells, cell{kind: cellNull})
+		}
+	}
+	for i, l := range lines {
+		// The general parser first, so that the line's keys are known.
+		nulls()
+		prob, err := s.parseAny(l.text)
+		if err != nil {
+			return
+		}
+		var want []cell
+		for _, c := range s.cells {
+			want = append(want, cell{b: bytes.Clone(c.b), kind: c.kind})
+		}
+		nulls()
+		if !s.parseFlat(l.text) {
+			continue
+		}
+		if prob != nil {
+			t.Fatalf("line %d %q: the flat parser takes it, the general one says %s", i+1, l.text, prob.msg)
+		}
+		for k := range want {
+			if s.cells[k].kind != want[k].kind || !bytes.Equal(s.cells[k].b, want[k].b) {
+				t.Fatalf("line %d %q, column %d: flat %d %q, general %d %q", i+1, l.text, k, s.cells[k].kind, s.cells[k].b, want[k].kind, want[k].b)
+			}
+		}
+	}
 }
 
 type jsonlLine struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 )
@@ -75,6 +76,18 @@ func (s *jsonlScanner) parse(line []byte) (*problem, error) {
 	for range s.names {
 		s.cells = append(s.cells, cell{kind: cellNull})
 	}
+	if s.parseFlat(line) {
+		return nil, nil
+	}
+	for i := range s.cells {
+		s.cells[i] = cell{kind: cellNull}
+	}
+	return s.parseAny(line)
+}
+
+// parseAny fills s.cells, all null on entry, from any line, and says what is
+// wrong with a line that is not a JSON object of scalar and nested values.
+func (s *jsonlScanner) parseAny(line []byte) (*problem, error) {
 	v, err := s.parser.ParseBytes(line)
 	if err != nil {
 		return &problem{code: CodeJSON, msg: "invalid JSON: " + err.Error(), column: -1}, nil
@@ -168,6 +181,207 @@ func (s *jsonlScanner) parse(line []byte) (*problem, error) {
 		s.cells[p.col] = cell{b: s.scratch[p.start:p.end:p.end], kind: p.kind}
 	}
 	return prob, nil
+}
+
+// parseFlat fills s.cells from line when line is the common case: one
+// object whose keys are known columns written without escapes, and whose
+// values are strings, numbers, true, false or null, all well formed. It
+// reports false for anything else, having changed nothing but s.cells and
+// s.scratch, and parse then reads the line with the general parser, which
+// gives the same cells for every line parseFlat takes, and the problems of
+// the lines it does not.
+func (s *jsonlScanner) parseFlat(line []byte) bool {
+	s.scratch = s.scratch[:0]
+	i := skipSpace(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return false
+	}
+	i = skipSpace(line, i+1)
+	if i < len(line) && line[i] == '}' {
+		return skipSpace(line, i+1) == len(line)
+	}
+	next := 0 // the column the next key usually is
+	for {
+		// "key"
+		if i >= len(line) || line[i] != '"' {
+			return false
+		}
+		end := i + 1
+		for end < len(line) && line[end] != '"' && line[end] != '\\' && line[end] >= 0x20 {
+			end++
+		}
+		if end >= len(line) || line[end] != '"' || end == i+1 {
+			return false
+		}
+		key := line[i+1 : end]
+		col := -1
+		if next < len(s.names) && s.names[next] == str(key) {
+			col = next
+		} else if c, ok := s.index[str(key)]; ok {
+			col = c
+		} else {
+			return false // a new key: the general parser adds it
+		}
+		next = col + 1
+		i = skipSpace(line, end+1)
+		if i >= len(line) || line[i] != ':' {
+			return false
+		}
+		i = skipSpace(line, i+1)
+		if i >= len(line) {
+			return false
+		}
+		// value
+		var c cell
+		switch b := line[i]; {
+		case b == '"':
+			var ok bool
+			if c.b, i, ok = s.flatString(line, i); !ok {
+				return false
+			}
+			c.kind = cellString
+		case b == '-' || b >= '0' && b <= '9':
+			end := i + 1
+			for end < len(line) && isNumberByte(line[end]) {
+				end++
+			}
+			if !jsonNumber(line[i:end]) {
+				return false
+			}
+			c = cell{b: line[i:end:end], kind: cellNumber}
+			i = end
+		case b == 't' && hasWord(line[i:], "true"), b == 'f' && hasWord(line[i:], "false"):
+			n := 4
+			if b == 'f' {
+				n = 5
+			}
+			c = cell{b: line[i : i+n : i+n], kind: cellBool}
+			i += n
+		case b == 'n' && hasWord(line[i:], "null"):
+			c = cell{kind: cellNull}
+			i += 4
+		default:
+			return false // an object, an array, or not JSON
+		}
+		s.cells[col] = c
+		i = skipSpace(line, i)
+		if i >= len(line) {
+			return false
+		}
+		if line[i] == '}' {
+			return skipSpace(line, i+1) == len(line)
+		}
+		if line[i] != ',' {
+			return false
+		}
+		i = skipSpace(line, i+1)
+	}
+}
+
+// flatString reads the JSON string starting at line[i] (a quote) and
+// returns its text, the position after it, and whether it is one parseFlat
+// takes: no raw control characters, and escapes that are valid and, for
+// \u escapes, not half of a surrogate pair. Text without escapes is a slice
+// of line; unescaped text is in s.scratch.
+func (s *jsonlScanner) flatString(line []byte, i int) ([]byte, int, bool) {
+	start := i + 1
+	end := start
+	for end < len(line) && line[end] != '"' && line[end] != '\\' && line[end] >= 0x20 {
+		end++
+	}
+	if end < len(line) && line[end] == '"' {
+		return line[start:end:end], end + 1, true
+	}
+	if end >= len(line) || line[end] != '\\' {
+		return nil, 0, false
+	}
+	// Escapes: unescape into scratch. Appending may move scratch, so cells
+	// that point into it are taken only after the line is done: the text
+	// is returned as a slice of the current scratch, and a later append
+	// that moves it leaves this slice on the old array, which stays valid.
+	at := len(s.scratch)
+	s.scratch = append(s.scratch, line[start:end]...)
+	j := end
+	for {
+		if j >= len(line) {
+			return nil, 0, false
+		}
+		switch b := line[j]; {
+		case b == '"':
+			out := s.scratch[at:len(s.scratch):len(s.scratch)]
+			return out, j + 1, true
+		case b < 0x20:
+			return nil, 0, false
+		case b != '\\':
+			k := j + 1
+			for k < len(line) && line[k] != '"' && line[k] != '\\' && line[k] >= 0x20 {
+				k++
+			}
+			s.scratch = append(s.scratch, line[j:k]...)
+			j = k
+			continue
+		}
+		if j+1 >= len(line) {
+			return nil, 0, false
+		}
+		switch e := line[j+1]; e {
+		case '"', '\\', '/':
+			s.scratch = append(s.scratch, e)
+		case 'b':
+			s.scratch = append(s.scratch, '\b')
+		case 'f':
+			s.scratch = append(s.scratch, '\f')
+		case 'n':
+			s.scratch = append(s.scratch, '\n')
+		case 'r':
+			s.scratch = append(s.scratch, '\r')
+		case 't':
+			s.scratch = append(s.scratch, '\t')
+		case 'u':
+			if j+6 > len(line) || !isHex4(line[j+2:j+6]) {
+				return nil, 0, false
+			}
+			r := hex4(line[j+2 : j+6])
+			if utf16.IsSurrogate(r) {
+				if r >= 0xdc00 || j+12 > len(line) || line[j+6] != '\\' || line[j+7] != 'u' || !isHex4(line[j+8:j+12]) {
+					return nil, 0, false
+				}
+				r2 := hex4(line[j+8 : j+12])
+				if r2 < 0xdc00 || r2 > 0xdfff {
+					return nil, 0, false
+				}
+				r = utf16.DecodeRune(r, r2)
+				j += 6
+			}
+			s.scratch = utf8.AppendRune(s.scratch, r)
+			j += 4
+		default:
+			return nil, 0, false
+		}
+		j += 2
+	}
+}
+
+// skipSpace returns the position of the first byte at or after i that is
+// not JSON whitespace.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
+}
+
+// hasWord reports whether b starts with w not followed by more of a word.
+func hasWord(b []byte, w string) bool {
+	return len(b) >= len(w) && string(b[:len(w)]) == w && (len(b) == len(w) || !isWordByte(b[len(w)]))
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }
 
 // unpairedSurrogate reports whether the JSON text b has a \u escape

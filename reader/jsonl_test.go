@@ -1,6 +1,7 @@
 package reader
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -383,5 +384,62 @@ func TestJSONLTooManyKeys(t *testing.T) {
 	var pe *ParseError
 	if !errors.As(err, &pe) || pe.Row != 1 {
 		t.Fatalf("got %v, want a *ParseError at row 1", err)
+	}
+}
+
+// TestFlatParser: the flat parser takes the common lines and gives them the
+// cells the general parser gives; it leaves every other line to the general
+// parser.
+func TestFlatParser(t *testing.T) {
+	known := `{"a": 1, "b": "x", "c": true, "d": null}`
+	for _, c := range []struct {
+		line string
+		flat bool
+	}{
+		{`{"a": 1, "b": "x", "c": true, "d": null}`, true},
+		{` { "d" : false ,"c":null,  "b":"" , "a":-0.5e+10 } `, true},
+		{"{\t\"a\":0,\r\"b\":\"tab\"}", true},
+		{`{}`, true},
+		{`{"b": "a\"q\\b\/c\n\r\t\b\f", "a": 2}`, true},
+		{`{"b": "caf\u00e9 \ud83d\ude00 ok"}`, true},
+		{`{"b": "nul \u0000 inside"}`, true},
+		{`{"b": "é ü 中"}`, true},
+		{`{"a": 1, "a": 2}`, true},
+		{`{"a": 1, "e": 2}`, false},      // a new key
+		{`{"a": {"x": 1}}`, false},       // nested
+		{`{"a": [1, 2]}`, false},         // nested
+		{`{"b": "\ud83d alone"}`, false}, // half a surrogate pair
+		{`{"b": "\q"}`, false},           // not an escape
+		{"{\"b\": \"raw\ttab\"}", false}, // a control character
+		{`{"a": 01}`, false},
+		{`{"a": 1.}`, false},
+		{`{"a": NaN}`, false},
+		{`{"a": tru}`, false},
+		{`{"a": truex}`, false},
+		{`{"a": 1} x`, false},
+		{`{"a": 1,}`, false},
+		{`{"a" 1}`, false},
+		{`{"\u0061": 1}`, false}, // an escaped key
+		{`[1]`, false},
+		{`{"a": 1`, false},
+		{`{"b": "open`, false},
+	} {
+		s := newJSONLScanner(bytes.NewReader(nil), 1<<20, 0, nil, true)
+		for _, l := range []string{known, c.line} {
+			s.cells = s.cells[:0]
+			for range s.names {
+				s.cells = append(s.cells, cell{kind: cellNull})
+			}
+			if l == known {
+				if _, err := s.parseAny([]byte(l)); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			if got := s.parseFlat([]byte(l)); got != c.flat {
+				t.Errorf("%s: flat parser takes it: %v, want %v", l, got, c.flat)
+			}
+		}
+		checkFlatAgrees(t, []jsonlLine{{text: []byte(known)}, {text: []byte(c.line)}})
 	}
 }
