@@ -384,12 +384,15 @@ func (r *PartitionReader) Next() (Batch, error) {
 			continue
 		}
 		ok := true
+		// The same whole-row check as the plan pass, so that both make
+		// the same decisions.
+		clean := r.f.format != JSONL && textClean(r.sc.raw())
 		for i := range r.vals {
 			c := cell{kind: cellNull}
 			if i < len(cells) {
 				c = cells[i]
 			}
-			v, code, _ := convert(c, r.schema[i].Type)
+			v, code, _ := convertText(c, r.schema[i].Type, clean)
 			if code != "" || (v.null && r.required[i]) {
 				ok = false
 				break
