@@ -126,105 +126,150 @@ func main() {
 	bin, err := os.MkdirTemp("", "idemport-bench-")
 	check(err)
 	defer os.RemoveAll(bin)
-	idemport := filepath.Join(bin, "idemport")
-	hash := filepath.Join(bin, "sha256")
-	check(goBuild(idemport, "./cmd/idemport"))
-	check(goBuild(hash, "./bench/sha256"))
-	csv := filepath.Join(*data, "orders_"+name+".csv")
-	jsonl := filepath.Join(*data, "orders_"+name+".jsonl")
-	parquet := filepath.Join(*data, "orders_"+name+".parquet")
-	if _, err := os.Stat(parquet); err != nil {
+	e := &env{runs: *runs, rows: rows, idemport: filepath.Join(bin, "idemport"), anchor: filepath.Join(bin, "anchor"), add: report}
+	check(goBuild(e.idemport, "./cmd/idemport"))
+	check(goBuild(e.anchor, "./bench/anchor"))
+	e.csv = filepath.Join(*data, "orders_"+name+".csv")
+	e.jsonl = filepath.Join(*data, "orders_"+name+".jsonl")
+	e.parquet = filepath.Join(*data, "orders_"+name+".parquet")
+	if _, err := os.Stat(e.parquet); err != nil {
 		fmt.Printf("generating %d rows into %s …\n", rows, *data)
 		x := exec.Command("go", "run", "./bench/gen", "-rows", fmt.Sprint(rows), "-out", *data)
 		x.Stdout, x.Stderr = os.Stdout, os.Stderr
 		check(x.Run())
 	}
-	for _, f := range []string{csv, jsonl, parquet} { // warm the page cache
+	for _, f := range []string{e.csv, e.jsonl, e.parquet} { // warm the page cache
 		exec.Command("cat", f).Run()
 	}
-	work, err := os.MkdirTemp("", "idemport-bench-db-")
+	e.work, err = os.MkdirTemp("", "idemport-bench-db-")
 	check(err)
-	defer os.RemoveAll(work)
-	db := filepath.Join(work, "i.db")
-	sdb := filepath.Join(work, "s.db")
-	fresh := func(paths ...string) func() error {
-		return func() error {
-			for _, p := range paths {
-				for _, s := range []string{"", "-wal", "-shm", "-journal"} {
-					os.Remove(p + s)
-				}
-			}
-			return nil
-		}
-	}
-	importArgs := func(extra ...string) []string {
-		return append([]string{idemport, "import", "--progress", "never", "--into", db}, extra...)
-	}
-	sqlImport := filepath.Join(work, "import.sql")
-	check(os.WriteFile(sqlImport, []byte(`PRAGMA journal_mode=WAL;
-PRAGMA synchronous=NORMAL;
-CREATE TABLE orders(order_id INTEGER PRIMARY KEY, customer_id INTEGER, sku TEXT, quantity INTEGER, unit_price REAL, status TEXT, created_at TEXT, note TEXT);
-.mode csv
-.import --skip 1 `+csv+` orders
-`), 0o644))
+	defer os.RemoveAll(e.work)
+	e.db = filepath.Join(e.work, "i.db")
 
-	add := report
-	fmt.Printf("\n%-58s %9s %11s %9s   %s\n", "command", "median s", "rows/s", "RSS MiB", "ratio (paired, median)")
+	fmt.Printf("\n%-58s %9s %11s %9s   %s\n", "command", "median s", "rows/s", "RSS MiB", "ratio (paired, median, unless marked)")
 	if *only != "postgres" {
-		sqliteSection(*runs, rows, idemport, hash, csv, jsonl, parquet, work, db, sdb, sqlImport, fresh, importArgs, add)
+		e.sqlite()
+		e.parse()
 	}
 	if *pg != "" && *only != "sqlite" {
-		postgres(*runs, rows, idemport, csv, *pg, add)
+		e.postgres(*pg)
 	}
 	fmt.Println()
 }
 
-func sqliteSection(runs int, rows int64, idemport, hash, csv, jsonl, parquet, work, db, sdb, sqlImport string,
-	fresh func(...string) func() error, importArgs func(...string) []string, add func(row)) {
+// env is one run of the benchmark: the binaries, the data set, a scratch
+// directory, and where the rows of the report go.
+type env struct {
+	runs                int
+	rows                int64
+	idemport, anchor    string
+	csv, jsonl, parquet string
+	work, db            string
+	add                 func(row)
+}
+
+// fresh returns a setup that deletes the SQLite databases at paths.
+func fresh(paths ...string) func() error {
+	return func() error {
+		for _, p := range paths {
+			for _, s := range []string{"", "-wal", "-shm", "-journal"} {
+				os.Remove(p + s)
+			}
+		}
+		return nil
+	}
+}
+
+func (e *env) importArgs(extra ...string) []string {
+	return append([]string{e.idemport, "import", "--progress", "never", "--into", e.db}, extra...)
+}
+
+// vsMedians adds the row of anchor's times, with the ratio of mine's
+// median to anchor's (not paired: for anchors timed apart from idemport).
+func (e *env) vsMedians(name string, ms []measure, mineName string, mine []measure) {
+	r := summary(name, ms, e.rows)
+	e.add(r)
+	e.add(withRatio(summary(mineName, mine, e.rows), name+" (medians)", summary("", mine, 0).wall/r.wall))
+}
+
+func (e *env) sqlite() {
+	runs, rows, add := e.runs, e.rows, e.add
+	sdb := filepath.Join(e.work, "s.db")
+	sqlImport := filepath.Join(e.work, "import.sql")
+	check(os.WriteFile(sqlImport, []byte(`PRAGMA journal_mode=WAL;
+PRAGMA synchronous=NORMAL;
+CREATE TABLE orders(order_id INTEGER PRIMARY KEY, customer_id INTEGER, sku TEXT, quantity INTEGER, unit_price REAL, status TEXT, created_at TEXT, note TEXT);
+.mode csv
+.import --skip 1 `+e.csv+` orders
+`), 0o644))
 
 	// SQLite first import against sqlite3 .import, same journal mode (WAL).
-	a, b, ratio, err := pair(runs,
-		cmd{name: "idemport", setup: fresh(db), argv: importArgs(csv)},
+	first, b, ratio, err := pair(runs,
+		cmd{name: "idemport", setup: fresh(e.db), argv: e.importArgs(e.csv)},
 		cmd{name: "sqlite3", setup: fresh(sdb), argv: []string{"sh", "-c", "sqlite3 " + sdb + " < " + sqlImport}})
 	check(err)
-	add(withRatio(summary("idemport import CSV → SQLite (WAL)", a, rows), "sqlite3 .import", ratio))
+	add(withRatio(summary("idemport import CSV → SQLite (WAL)", first, rows), "sqlite3 .import", ratio))
 	add(summary("sqlite3 .import → INTEGER PRIMARY KEY table (WAL)", b, rows))
+	// The same load written in Go with go-sqlite3, as a user would.
+	for _, per := range []string{"1", "100"} {
+		ms := timeN(runs, cmd{name: "upsert " + per, setup: fresh(sdb), argv: []string{e.anchor, "sqlite-upsert", per, sdb, e.csv}})
+		e.vsMedians("Go + go-sqlite3 upsert, "+per+" row(s) per statement", ms, "  idemport import CSV → SQLite", first)
+	}
 
-	// Rerun of the completed file: rehashed, and through the quick check.
-	a, b, ratio, err = pair(runs,
-		cmd{name: "rerun", argv: importArgs("--rehash", csv)},
-		cmd{name: "sha256", argv: []string{hash, csv}})
+	// Rerun of the completed file (e.db holds the last first import):
+	// rehashed, and through the quick check.
+	a, b, ratio, err := pair(runs,
+		cmd{name: "rerun", argv: e.importArgs("--rehash", e.csv)},
+		cmd{name: "sha256", argv: []string{e.anchor, "sha256", e.csv}})
 	check(err)
 	add(withRatio(summary("idemport rerun of the completed file (--rehash)", a, rows), "SHA-256 of the file", ratio))
 	add(summary("SHA-256 of the file (Go)", b, rows))
-	ms := timeN(runs, cmd{name: "quick", argv: importArgs(csv)})
+	ms := timeN(runs, cmd{name: "quick", argv: e.importArgs(e.csv)})
 	add(summary("idemport rerun, quick check hit", ms, rows))
 
 	// Resume after a kill at 90 %: 10 partitions, killed after the 9th commit.
 	part := fmt.Sprint(rows / 10)
 	kill := func() error {
-		fresh(db)()
-		x := exec.Command(idemport, "import", "--progress", "never", "--into", db, "--partition-rows", part, csv)
+		fresh(e.db)()
+		x := exec.Command(e.idemport, "import", "--progress", "never", "--into", e.db, "--partition-rows", part, e.csv)
 		x.Env = append(os.Environ(), "IDEMPORT_FAILPOINT=after-partition-commit:9")
 		x.Run() // killed on purpose
 		return nil
 	}
-	a, b, ratio, err = pair(runs,
-		cmd{name: "resume", setup: kill, argv: importArgs("--partition-rows", part, csv)},
-		cmd{name: "full", setup: fresh(db), argv: importArgs("--partition-rows", part, csv)})
+	a, _, ratio, err = pair(runs,
+		cmd{name: "resume", setup: kill, argv: e.importArgs("--partition-rows", part, e.csv)},
+		cmd{name: "full", setup: fresh(e.db), argv: e.importArgs("--partition-rows", part, e.csv)})
 	check(err)
 	add(withRatio(summary("idemport resume after a kill at 90 %", a, rows/10), "full import", ratio))
 
-	// Other formats.
-	for _, f := range []string{jsonl, parquet} {
-		ms := timeN(runs, cmd{name: f, setup: fresh(db), argv: importArgs(f)})
-		add(summary("idemport import "+strings.ToUpper(strings.TrimPrefix(filepath.Ext(f), "."))+" → SQLite", ms, rows))
+	// Other formats, per row against the CSV import above.
+	for _, f := range []string{e.jsonl, e.parquet} {
+		ms := timeN(runs, cmd{name: f, setup: fresh(e.db), argv: e.importArgs(f)})
+		add(withRatio(summary("idemport import "+strings.ToUpper(strings.TrimPrefix(filepath.Ext(f), "."))+" → SQLite", ms, rows),
+			"CSV import (medians)", summary("", ms, 0).wall/summary("", first, 0).wall))
 	}
-	ms = timeN(runs, cmd{name: "plan", argv: []string{idemport, "plan", "--into", filepath.Join(work, "none.db"), jsonl}})
-	add(summary("idemport plan JSONL (parse + validate only)", ms, rows))
 }
 
-func postgres(runs int, rows int64, idemport, csv, dsn string, add func(row)) {
+// parse times the plan pass (parse, infer, validate; no database) against
+// the parsers a user could write the import with.
+func (e *env) parse() {
+	plan := func(f string) cmd {
+		return cmd{name: "plan", argv: []string{e.idemport, "plan", "--into", filepath.Join(e.work, "none.db"), f}}
+	}
+	csvPlan := timeN(e.runs, plan(e.csv))
+	e.add(summary("idemport plan CSV (parse + validate only)", csvPlan, e.rows))
+	for _, a := range []struct{ name, anchor string }{{"encoding/csv, typed", "csv"}, {"Arrow csv.Reader, typed", "arrowcsv"}} {
+		ms := timeN(e.runs, cmd{name: a.anchor, argv: []string{e.anchor, a.anchor, e.csv}})
+		e.vsMedians(a.name, ms, "  idemport plan CSV", csvPlan)
+	}
+	jsonPlan := timeN(e.runs, plan(e.jsonl))
+	e.add(summary("idemport plan JSONL (parse + validate only)", jsonPlan, e.rows))
+	ms := timeN(e.runs, cmd{name: "json", argv: []string{e.anchor, "json", e.jsonl}})
+	e.vsMedians("encoding/json into a struct", ms, "  idemport plan JSONL", jsonPlan)
+}
+
+func (e *env) postgres(dsn string) {
+	runs, rows, add := e.runs, e.rows, e.add
 	psql := func(sql string) error {
 		x := exec.Command("psql", dsn, "-qAtc", sql)
 		out, err := x.CombinedOutput()
@@ -240,27 +285,31 @@ func postgres(runs int, rows int64, idemport, csv, dsn string, add func(row)) {
 		return psql(`DROP TABLE IF EXISTS bench_copy; CREATE TABLE bench_copy(order_id bigint PRIMARY KEY, customer_id bigint, sku text,
 			quantity bigint, unit_price double precision, status text, created_at timestamptz, note text)`)
 	}
-	imp := []string{idemport, "import", "--progress", "never", "--into", dsn, "--state-schema", "idemport_bench_state", "--table", "idemport_bench.orders", csv}
-	a, b, ratio, err := pair(runs,
+	imp := []string{e.idemport, "import", "--progress", "never", "--into", dsn, "--state-schema", "idemport_bench_state", "--table", "idemport_bench.orders", e.csv}
+	mine, b, ratio, err := pair(runs,
 		cmd{name: "idemport pg", setup: reset, argv: imp},
-		cmd{name: "psql copy", setup: resetCopy, argv: []string{"psql", dsn, "-qc", `\copy bench_copy FROM '` + csv + `' CSV HEADER`}})
+		cmd{name: "psql copy", setup: resetCopy, argv: []string{"psql", dsn, "-qc", `\copy bench_copy FROM '` + e.csv + `' CSV HEADER`}})
 	check(err)
-	add(withRatio(summary("idemport import CSV → PostgreSQL", a, rows), `psql \copy`, ratio))
+	add(withRatio(summary("idemport import CSV → PostgreSQL", mine, rows), `psql \copy`, ratio))
 	add(summary(`psql \copy → PRIMARY KEY table`, b, rows))
+	for _, a := range []struct{ name, anchor string }{{"pgx CopyFrom → PRIMARY KEY table", "pgx-copy"}, {"pgx staging + ON CONFLICT merge", "pgx-merge"}} {
+		ms := timeN(runs, cmd{name: a.anchor, argv: []string{e.anchor, a.anchor, dsn, e.csv}})
+		e.vsMedians(a.name, ms, "  idemport import CSV → PostgreSQL", mine)
+	}
+	psql(`DROP TABLE IF EXISTS bench_anchor`)
 	if _, err := exec.LookPath("pgloader"); err == nil {
 		u, err := url.Parse(dsn)
 		check(err)
 		u.RawQuery = "" // pgloader reads ?name as the table
 		load := fmt.Sprintf(`LOAD CSV FROM '%s' (order_id, customer_id, sku, quantity, unit_price, status, created_at, note)
 INTO %s?bench_copy (order_id, customer_id, sku, quantity, unit_price, status, created_at, note)
-WITH truncate, skip header = 1, fields optionally enclosed by '"', fields escaped by double-quote, fields terminated by ',';`, csv, u.String())
-		script := filepath.Join(os.TempDir(), "idemport-bench.load")
+WITH truncate, skip header = 1, fields optionally enclosed by '"', fields escaped by double-quote, fields terminated by ',';`, e.csv, u.String())
+		script := filepath.Join(e.work, "idemport-bench.load")
 		check(os.WriteFile(script, []byte(load), 0o644))
-		a, b, ratio, err := pair(1, cmd{name: "pgloader", setup: resetCopy, argv: []string{"pgloader", script}},
+		a, _, ratio, err := pair(1, cmd{name: "pgloader", setup: resetCopy, argv: []string{"pgloader", script}},
 			cmd{name: "idemport pg", setup: reset, argv: imp})
 		check(err)
 		add(withRatio(summary("pgloader LOAD CSV → PRIMARY KEY table", a, rows), "idemport", ratio))
-		_ = b
 	} else {
 		fmt.Println("(pgloader is not installed: apt-get install pgloader to compare with it)")
 	}
