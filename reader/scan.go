@@ -130,152 +130,44 @@ func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 		return nil, err
 	}
 
-	var (
-		plan     = &Plan{}
-		fixed    []Type // Unknown where inferred
-		infer    []inference
-		part     *Partition
-		rowEnd   int64
-		rowCRC   uint32
-		ordinal  int64
-		rejected bool
-	)
-	var required []bool
-	grow := func(n int) {
-		for len(fixed) < n {
-			name := (*names)[len(fixed)]
-			fixed = append(fixed, f.opts.Types[name])
-			infer = append(infer, inference{})
-			required = append(required, slices.Contains(f.opts.NotNull, name))
+	// Two stages on two cores: this goroutine's tokenizer finds the rows,
+	// cuts partitions and checksums them; the validator checks and infers
+	// the rows it hands over, a chunk at a time.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	chunks, free := make(chan *rowChunk, 2), make(chan *rowChunk, 4)
+	for range cap(free) {
+		free <- &rowChunk{}
+	}
+	v := newValidator(f, o)
+	validated := make(chan struct{})
+	go func() {
+		defer close(validated)
+		for c := range chunks {
+			v.chunk(c)
+			free <- c
+		}
+	}()
+	plan, err := f.tokenize(ctx, sc, names, o, free, chunks)
+	close(chunks)
+	<-validated
+	if err != nil {
+		return nil, err
+	}
+	plan.Rejected, plan.Rejects = v.rejected, v.rejects
+	for i := range plan.Partitions {
+		if i < len(v.partRejected) {
+			plan.Partitions[i].Rejected = v.partRejected[i]
 		}
 	}
-	closePart := func() {
-		part.Length = rowEnd - part.Offset
-		part.CRC = rowCRC
-		plan.Partitions = append(plan.Partitions, *part)
-		part = nil
-		sc.resetCRC()
-	}
-	// reject counts a bad row and keeps its detail; col is the index of the
-	// offending column or -1, name its name when it has no index yet.
-	reject := func(off int64, col int, name string, c cell, code, msg string) {
-		rejected = true
-		plan.Rejected++
-		part.Rejected++
-		if len(plan.Rejects) >= o.KeepRejects {
-			return
-		}
-		r := Reject{Ordinal: ordinal, Offset: off, Code: code, Message: msg}
-		if raw := sc.raw(); len(raw) <= maxRejectRow {
-			r.Row = string(raw)
-		}
-		r.Column = name
-		if col >= 0 && col < len(*names) {
-			r.Column = (*names)[col]
-			v := c.b
-			if len(v) > maxRejectValue {
-				v = v[:maxRejectValue]
-			}
-			r.Value = string(v)
-		}
-		plan.Rejects = append(plan.Rejects, r)
-	}
-	for {
-		if ordinal%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			if o.Progress != nil && ordinal%65536 == 0 {
-				o.Progress(sc.offset(), ordinal)
-			}
-		}
-		start := sc.offset()
-		cells, prob, err := sc.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, f.wrap(err, ordinal+1, start, "")
-		}
-		ordinal++
-		if part == nil {
-			part = &Partition{Index: len(plan.Partitions), First: ordinal, Offset: start}
-		}
-		part.Rows++
-		rejected = false
-		off := sc.rowStart()
-		grow(len(*names))
-		switch {
-		case prob != nil:
-			var c cell
-			if prob.column >= 0 && prob.column < len(cells) {
-				c = cells[prob.column]
-			}
-			reject(off, prob.column, "", c, prob.code, prob.msg)
-		case f.format != JSONL && len(cells) != len(*names):
-			reject(off, -1, "", cell{}, CodeFieldCount, fmt.Sprintf("expected %d fields, got %d", len(*names), len(cells)))
-		case f.format == JSONL && missingKey(f.opts.NotNull, sc) != "":
-			// A key column first seen in a later row: this row has no value for it.
-			reject(off, -1, missingKey(f.opts.NotNull, sc), cell{}, CodeNull, "a key column must have a value")
-		default:
-			for i := range required {
-				if required[i] && (i >= len(cells) || cells[i].kind == cellNull) {
-					reject(off, i, "", cell{}, CodeNull, "a key column must have a value")
-					break
-				}
-			}
-			if rejected {
-				break
-			}
-			// A CSV or TSV row that is valid UTF-8 without NUL bytes as a
-			// whole needs no check per field (JSONL strings unescape, so
-			// their fields are checked one by one).
-			clean := f.format != JSONL && textClean(sc.raw())
-			for i, c := range cells {
-				if fixed[i] != Unknown {
-					v, code, msg := convertText(c, fixed[i], clean)
-					if code == "" && v.null && required[i] {
-						// A quoted empty field is null for a non-text type.
-						c, code, msg = cell{}, CodeNull, "a key column must have a value"
-					}
-					if code != "" {
-						reject(off, i, "", c, code, msg)
-						break
-					}
-				} else if c.kind != cellNull && !clean {
-					if code, msg := checkText(c.b); code != "" {
-						reject(off, i, "", c, code, msg)
-						break
-					}
-				}
-			}
-		}
-		if !rejected {
-			for i, c := range cells {
-				if fixed[i] == Unknown {
-					infer[i].observe(c)
-				}
-			}
-		}
-		rowEnd, rowCRC = sc.offset(), sc.crcNow()
-		if part.Rows == o.PartitionRows {
-			closePart()
-		}
-	}
-	if part != nil {
-		closePart()
-	}
-	grow(len(*names))
-	plan.Rows = ordinal
-	for i, name := range *names {
-		t := fixed[i]
+	v.names = *names
+	v.grow(len(v.names))
+	for i, name := range v.names {
+		t := v.fixed[i]
 		if t == Unknown {
-			t = infer[i].result()
+			t = v.infer[i].result()
 		}
 		plan.Schema = append(plan.Schema, Column{Name: name, Type: t})
-	}
-	if o.Progress != nil {
-		o.Progress(sc.offset(), ordinal)
 	}
 	return plan, nil
 }

@@ -1,0 +1,294 @@
+package reader
+
+// The plan pass of the text formats runs in two stages on two cores: the
+// tokenizer reads the rows, cuts the partitions and checksums their bytes;
+// the validator checks each row, keeps the bad ones and infers the column
+// types. Rows go from one to the other in chunks, as copies, so that the
+// scanner's buffer can move on.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"unsafe"
+)
+
+// rowChunk is a run of rows the tokenizer hands the validator, with copies
+// of their bytes, so the scanner can move on.
+type rowChunk struct {
+	rows  []tokenRow
+	cells []cell // the rows' cells, back to back
+	arena []byte // the rows' bytes and unescaped cells
+	names []string
+}
+
+// tokenRow is one row as the tokenizer found it. Its slices index the
+// chunk's cells and arena.
+type tokenRow struct {
+	ordinal      int64
+	off          int64 // where the row starts
+	cells        [2]int
+	raw          [2]int
+	prob         *problem
+	missing      string // JSONL: a key column no row so far has had
+	fields, cols int    // the row's fields, and the file's columns after it
+}
+
+// A chunk is handed over when it holds chunkRows rows or chunkBytes bytes.
+const (
+	chunkRows  = 512
+	chunkBytes = 1 << 20
+)
+
+func (c *rowChunk) reset() {
+	c.rows, c.cells, c.arena = c.rows[:0], c.cells[:0], c.arena[:0]
+	if cap(c.arena) > 4*chunkBytes {
+		c.arena = nil // it held a huge row: do not keep that much
+	}
+}
+
+// add copies the row sc returned last into c.
+func (c *rowChunk) add(r tokenRow, sc rowScanner, cells []cell) {
+	raw := sc.raw()
+	base := len(c.arena)
+	c.arena = append(c.arena, raw...)
+	r.raw = [2]int{base, len(c.arena)}
+	r.cells[0] = len(c.cells)
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
+	for _, x := range cells {
+		p := uintptr(unsafe.Pointer(unsafe.SliceData(x.b)))
+		var b []byte
+		if len(x.b) > 0 && p >= lo && p+uintptr(len(x.b)) <= lo+uintptr(len(raw)) {
+			// Most cells are slices of the row: point into its copy.
+			at := base + int(p-lo)
+			b = c.arena[at : at+len(x.b) : at+len(x.b)]
+		} else if len(x.b) > 0 {
+			at := len(c.arena)
+			c.arena = append(c.arena, x.b...)
+			b = c.arena[at:len(c.arena):len(c.arena)]
+		} else {
+			b = x.b
+		}
+		c.cells = append(c.cells, cell{b: b, kind: x.kind})
+	}
+	r.cells[1] = len(c.cells)
+	c.rows = append(c.rows, r)
+}
+
+// tokenize reads every row of sc, cuts the partitions, and sends the rows to
+// the validator in chunks taken from free. It returns the plan without its
+// schema and rejects.
+func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o ScanOptions, free <-chan *rowChunk, chunks chan<- *rowChunk) (*Plan, error) {
+	var (
+		plan    = &Plan{}
+		part    *Partition
+		rowEnd  int64
+		rowCRC  uint32
+		ordinal int64
+		c       *rowChunk
+		sent    int // names the validator has
+	)
+	send := func() error {
+		if len(*names) > sent {
+			c.names = slices.Clone(*names)
+			sent = len(*names)
+		}
+		select {
+		case chunks <- c:
+			c = nil
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for {
+		if ordinal%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if o.Progress != nil && ordinal%65536 == 0 {
+				o.Progress(sc.offset(), ordinal)
+			}
+		}
+		start := sc.offset()
+		cells, prob, err := sc.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, f.wrap(err, ordinal+1, start, "")
+		}
+		ordinal++
+		if part == nil {
+			part = &Partition{Index: len(plan.Partitions), First: ordinal, Offset: start}
+		}
+		part.Rows++
+		if c == nil {
+			select {
+			case c = <-free:
+				c.reset()
+				c.names = nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		r := tokenRow{ordinal: ordinal, off: sc.rowStart(), fields: len(cells), cols: len(*names)}
+		if prob != nil {
+			p := *prob
+			r.prob = &p
+		}
+		if f.format == JSONL && prob == nil {
+			r.missing = missingKey(f.opts.NotNull, sc)
+		}
+		c.add(r, sc, cells)
+		rowEnd, rowCRC = sc.offset(), sc.crcNow()
+		if part.Rows == o.PartitionRows {
+			part.Length, part.CRC = rowEnd-part.Offset, rowCRC
+			plan.Partitions = append(plan.Partitions, *part)
+			part = nil
+			sc.resetCRC()
+		}
+		if len(c.rows) == chunkRows || len(c.arena) >= chunkBytes {
+			if err := send(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if part != nil {
+		part.Length, part.CRC = rowEnd-part.Offset, rowCRC
+		plan.Partitions = append(plan.Partitions, *part)
+	}
+	if c != nil {
+		if err := send(); err != nil {
+			return nil, err
+		}
+	}
+	plan.Rows = ordinal
+	if o.Progress != nil {
+		o.Progress(sc.offset(), ordinal)
+	}
+	return plan, nil
+}
+
+// validator checks the rows of a plan pass and infers the types of the
+// columns whose type is not fixed, counting and keeping bad rows.
+type validator struct {
+	f            *File
+	o            ScanOptions
+	names        []string
+	fixed        []Type // Unknown where inferred
+	infer        []inference
+	required     []bool
+	rejected     int64
+	partRejected []int64
+	rejects      []Reject
+}
+
+func newValidator(f *File, o ScanOptions) *validator { return &validator{f: f, o: o} }
+
+// grow extends the per-column state to the first n names.
+func (v *validator) grow(n int) {
+	for len(v.fixed) < n {
+		name := v.names[len(v.fixed)]
+		v.fixed = append(v.fixed, v.f.opts.Types[name])
+		v.infer = append(v.infer, inference{})
+		v.required = append(v.required, slices.Contains(v.f.opts.NotNull, name))
+	}
+}
+
+func (v *validator) chunk(c *rowChunk) {
+	if c.names != nil {
+		v.names = c.names
+	}
+	for _, r := range c.rows {
+		v.row(r, c.cells[r.cells[0]:r.cells[1]], c.arena[r.raw[0]:r.raw[1]])
+	}
+}
+
+// row checks one row; on its first problem it records a reject and stops.
+func (v *validator) row(r tokenRow, cells []cell, raw []byte) {
+	v.grow(r.cols)
+	rejected := false
+	// reject counts a bad row and keeps its detail; col is the index of the
+	// offending column or -1, name its name when it has no index yet.
+	reject := func(col int, name string, c cell, code, msg string) {
+		rejected = true
+		v.rejected++
+		k := int((r.ordinal - 1) / v.o.PartitionRows)
+		for len(v.partRejected) <= k {
+			v.partRejected = append(v.partRejected, 0)
+		}
+		v.partRejected[k]++
+		if len(v.rejects) >= v.o.KeepRejects {
+			return
+		}
+		rj := Reject{Ordinal: r.ordinal, Offset: r.off, Code: code, Message: msg}
+		if len(raw) <= maxRejectRow {
+			rj.Row = string(raw)
+		}
+		rj.Column = name
+		if col >= 0 && col < r.cols {
+			rj.Column = v.names[col]
+			b := c.b
+			if len(b) > maxRejectValue {
+				b = b[:maxRejectValue]
+			}
+			rj.Value = string(b)
+		}
+		v.rejects = append(v.rejects, rj)
+	}
+	fixed, required := v.fixed, v.required
+	switch {
+	case r.prob != nil:
+		var c cell
+		if r.prob.column >= 0 && r.prob.column < len(cells) {
+			c = cells[r.prob.column]
+		}
+		reject(r.prob.column, "", c, r.prob.code, r.prob.msg)
+	case v.f.format != JSONL && r.fields != r.cols:
+		reject(-1, "", cell{}, CodeFieldCount, fmt.Sprintf("expected %d fields, got %d", r.cols, r.fields))
+	case r.missing != "":
+		// A key column first seen in a later row: this row has no value for it.
+		reject(-1, r.missing, cell{}, CodeNull, "a key column must have a value")
+	default:
+		for i := range required {
+			if required[i] && (i >= len(cells) || cells[i].kind == cellNull) {
+				reject(i, "", cell{}, CodeNull, "a key column must have a value")
+				break
+			}
+		}
+		if rejected {
+			break
+		}
+		// A CSV or TSV row that is valid UTF-8 without NUL bytes as a
+		// whole needs no check per field (JSONL strings unescape, so
+		// their fields are checked one by one).
+		clean := v.f.format != JSONL && textClean(raw)
+		for i, c := range cells {
+			if fixed[i] != Unknown {
+				x, code, msg := convertText(c, fixed[i], clean)
+				if code == "" && x.null && required[i] {
+					// A quoted empty field is null for a non-text type.
+					c, code, msg = cell{}, CodeNull, "a key column must have a value"
+				}
+				if code != "" {
+					reject(i, "", c, code, msg)
+					break
+				}
+			} else if c.kind != cellNull && !clean {
+				if code, msg := checkText(c.b); code != "" {
+					reject(i, "", c, code, msg)
+					break
+				}
+			}
+		}
+	}
+	if !rejected {
+		for i, c := range cells {
+			if fixed[i] == Unknown {
+				v.infer[i].observe(c)
+			}
+		}
+	}
+}
