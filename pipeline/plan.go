@@ -122,8 +122,9 @@ func (r *run) planTypes(ctx context.Context) (map[string]reader.Type, *sink.Tabl
 }
 
 // scan runs the plan pass over the file read with types fixed, reading its
-// bytes from raw when that is not nil.
-func (r *run) scan(ctx context.Context, types map[string]reader.Type, raw io.Reader, progress func(b, rows int64)) (*reader.File, *reader.Plan, error) {
+// bytes from raw when that is not nil. Until secondCore, if set, is closed,
+// the pass keeps to one core.
+func (r *run) scan(ctx context.Context, types map[string]reader.Type, raw io.Reader, secondCore <-chan struct{}, progress func(b, rows int64)) (*reader.File, *reader.Plan, error) {
 	f, err := reader.Open(r.req.Path, r.readerOptions(types))
 	if err != nil {
 		return nil, nil, err
@@ -136,6 +137,7 @@ func (r *run) scan(ctx context.Context, types map[string]reader.Type, raw io.Rea
 		KeepRejects:   r.req.MaxRejects.keep(),
 		Progress:      progress,
 		Raw:           raw,
+		SecondCore:    secondCore,
 	})
 	return f, plan, err
 }
@@ -150,7 +152,7 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 	}
 	f, plan, err := r.spec.result(types, progress)
 	if f == nil && err == nil { // no speculative plan to use: plan now
-		f, plan, err = r.scan(ctx, types, nil, progress)
+		f, plan, err = r.scan(ctx, types, nil, nil, progress)
 	}
 	if err != nil {
 		return r.refuseDefect(ctx, err)

@@ -20,6 +20,7 @@ type sharedRead struct {
 	chunks chan chunk
 	free   chan []byte // buffers the plan pass is done with, for the hasher to reuse
 	digest chan digestResult
+	hashed chan struct{} // closed when the hasher is done
 	path   string
 }
 
@@ -46,8 +47,9 @@ func startSharedRead(ctx context.Context, path string, progress func(int64)) (*s
 		return nil, err
 	}
 	s := &sharedRead{chunks: make(chan chunk, sharedAhead), free: make(chan []byte, sharedAhead+2),
-		digest: make(chan digestResult, 1), path: path}
+		digest: make(chan digestResult, 1), hashed: make(chan struct{}), path: path}
 	go func() {
+		defer close(s.hashed)
 		defer f.Close()
 		defer close(s.chunks)
 		h := sha256.New()

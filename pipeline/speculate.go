@@ -42,7 +42,9 @@ func (r *run) speculate(ctx context.Context, sr *sharedRead) {
 			return
 		}
 		defer raw.Close()
-		sp.file, sp.plan, sp.err = r.scan(ctx, types, raw, func(b, rows int64) {
+		// The hash decides whether this pass is needed: until it is done,
+		// the pass leaves it a core.
+		sp.file, sp.plan, sp.err = r.scan(ctx, types, raw, sr.hashed, func(b, rows int64) {
 			if p := sp.progress.Load(); p != nil {
 				(*p)(b, rows)
 			}

@@ -77,9 +77,10 @@ func (c *rowChunk) add(r tokenRow, sc rowScanner, cells []cell) {
 }
 
 // tokenize reads every row of sc, cuts the partitions, and sends the rows to
-// the validator in chunks taken from free. It returns the plan without its
-// schema and rejects.
-func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o ScanOptions, free <-chan *rowChunk, chunks chan<- *rowChunk) (*Plan, error) {
+// the validator in chunks taken from free. Until o.SecondCore is closed it
+// validates each chunk itself with v instead. It returns the plan without
+// its schema and rejects.
+func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o ScanOptions, v *validator, free <-chan *rowChunk, chunks chan<- *rowChunk) (*Plan, error) {
 	var (
 		plan    = &Plan{}
 		part    *Partition
@@ -88,11 +89,25 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o S
 		ordinal int64
 		c       *rowChunk
 		sent    int // names the validator has
+		wide    = o.SecondCore == nil
 	)
 	send := func() error {
 		if len(*names) > sent {
 			c.names = slices.Clone(*names)
 			sent = len(*names)
+		}
+		if !wide {
+			select {
+			case <-o.SecondCore:
+				wide = true
+			default:
+				// Validate here; the validator goroutine gets the chunks
+				// after this one, if any, so rows stay in order.
+				v.chunk(c)
+				c.reset()
+				c.names = nil
+				return nil
+			}
 		}
 		select {
 		case chunks <- c:

@@ -89,6 +89,11 @@ type ScanOptions struct {
 	// decompressed stream; for Parquet and Arrow files, read from disk) and
 	// rows scanned so far.
 	Progress func(bytes, rows int64)
+	// SecondCore, if set, keeps the pass on one goroutine until it is
+	// closed: a caller hashing the file alongside keeps a core for the hash.
+	// Nil lets the pass of a text format validate rows on a second
+	// goroutine from the start.
+	SecondCore <-chan struct{}
 	// Raw, if set, supplies the file's bytes as stored, from its first, for
 	// Scan to read instead of opening the file: a caller that reads the file
 	// anyway (to hash it) can share that read. It is used by the text
@@ -148,7 +153,7 @@ func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 			free <- c
 		}
 	}()
-	plan, err := f.tokenize(ctx, sc, names, o, free, chunks)
+	plan, err := f.tokenize(ctx, sc, names, o, v, free, chunks)
 	close(chunks)
 	<-validated
 	if err != nil {

@@ -1314,3 +1314,86 @@ func TestScanContextAndProgress(t *testing.T) {
 		}
 	})
 }
+
+// closeAfter is a reader that closes ch once n bytes have been read.
+type closeAfter struct {
+	r  io.Reader
+	n  int
+	ch chan struct{}
+}
+
+func (c *closeAfter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if c.n -= n; c.n <= 0 && c.ch != nil {
+		close(c.ch)
+		c.ch = nil
+	}
+	return n, err
+}
+
+// TestSecondCore: the plan is the same whether the rows are validated on
+// the reading goroutine, on a second one, or first on one and then on the
+// other, for CSV and for JSONL whose columns appear along the way.
+func TestSecondCore(t *testing.T) {
+	dir := t.TempDir()
+	var csvData, jsonData strings.Builder
+	csvData.WriteString("id,n,s\n")
+	for i := 1; i <= 5000; i++ {
+		switch {
+		case i%997 == 0:
+			fmt.Fprintf(&csvData, "%d,x%d,bad type\n", i, i)
+		case i%1499 == 0:
+			fmt.Fprintf(&csvData, "%d,too,many,fields\n", i)
+		case i%701 == 0:
+			fmt.Fprintf(&csvData, "%d,%d,\"bad\xffutf8\"\n", i, i)
+		default:
+			fmt.Fprintf(&csvData, "%d,%d,\"row, %d\"\n", i, i*3, i)
+		}
+		switch {
+		case i%1201 == 0:
+			fmt.Fprintf(&jsonData, "{\"id\": %d, \"new%d\": true}\n", i, i)
+		case i%887 == 0:
+			fmt.Fprintf(&jsonData, "{\"id\": %d, \"n\": [1,\n", i)
+		default:
+			fmt.Fprintf(&jsonData, "{\"id\": %d, \"n\": %d, \"s\": \"r\\u00e9 %d\"}\n", i, i*3, i)
+		}
+	}
+	for _, c := range []struct {
+		name, data string
+		opts       Options
+	}{
+		{"t.csv", csvData.String(), Options{Types: map[string]Type{"n": Int64}, NotNull: []string{"id"}}},
+		{"t.jsonl", jsonData.String(), Options{NotNull: []string{"id"}}},
+	} {
+		path := filepath.Join(dir, c.name)
+		if err := os.WriteFile(path, []byte(c.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		scan := func(second chan struct{}, after int) *Plan {
+			t.Helper()
+			f, err := Open(path, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := ScanOptions{PartitionRows: 100, KeepRejects: 100}
+			if second != nil {
+				o.SecondCore = second
+				o.Raw = &closeAfter{r: strings.NewReader(c.data), n: after, ch: second}
+			}
+			plan, err := f.Scan(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return plan
+		}
+		want := scan(nil, 0)
+		if want.Rejected < 5 || len(want.Partitions) != 50 {
+			t.Fatalf("%s: %d rejects, %d partitions", c.name, want.Rejected, len(want.Partitions))
+		}
+		for _, after := range []int{0, len(c.data) / 3, len(c.data) * 2} {
+			if got := scan(make(chan struct{}), after); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s, second core after %d bytes: the plan differs:\n%+v\nwant\n%+v", c.name, after, got, want)
+			}
+		}
+	}
+}
