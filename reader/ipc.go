@@ -236,7 +236,7 @@ func (s *ipcFileSource) loadDicts(osf *os.File) (*loaded, uint32, error) {
 	return ld, crc, s.checkBlocks(ld, "dictionary", s.dicts)
 }
 
-func (s *ipcFileSource) scan(ctx context.Context, fn func(p Partition, u unit) error) error {
+func (s *ipcFileSource) scan(ctx context.Context, _ <-chan struct{}, fn func(p Partition, u unit) error) error {
 	osf, err := os.Open(s.f.path)
 	if err != nil {
 		return err
@@ -498,7 +498,7 @@ func (f *File) openIPCStream() (err error) {
 	return nil
 }
 
-func (s *ipcStreamSource) scan(ctx context.Context, fn func(p Partition, u unit) error) error {
+func (s *ipcStreamSource) scan(ctx context.Context, _ <-chan struct{}, fn func(p Partition, u unit) error) error {
 	rdr, msgs, c, err := s.stream(0)
 	if err != nil {
 		return err

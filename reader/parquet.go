@@ -233,7 +233,7 @@ func (s *parquetSource) records(fr *pqarrow.FileReader, k int) (*pqUnit, error) 
 	return &pqUnit{rr: rr}, nil
 }
 
-func (s *parquetSource) scan(ctx context.Context, fn func(p Partition, u unit) error) error {
+func (s *parquetSource) scan(ctx context.Context, secondCore <-chan struct{}, fn func(p Partition, u unit) error) error {
 	md := s.md
 	osf, err := os.Open(s.f.path)
 	if err != nil {
@@ -242,6 +242,12 @@ func (s *parquetSource) scan(ctx context.Context, fn func(p Partition, u unit) e
 	defer osf.Close()
 	ld := &loaded{size: s.size}
 	fr, err := s.reader(md, ld, planBatchRows)
+	if err != nil {
+		return s.f.unitError(err, "footer")
+	}
+	// A second decoder, for half the columns, over the same loaded bytes.
+	view := &loaded{size: s.size}
+	frB, err := s.reader(md, view, planBatchRows)
 	if err != nil {
 		return s.f.unitError(err, "footer")
 	}
@@ -256,7 +262,8 @@ func (s *parquetSource) scan(ctx context.Context, fn func(p Partition, u unit) e
 		if err != nil {
 			return err
 		}
-		u, err := s.records(fr, k)
+		view.ranges = ld.ranges
+		u, err := s.planUnit(fr, frB, k, secondCore)
 		if err != nil {
 			return err
 		}

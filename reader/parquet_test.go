@@ -1284,3 +1284,78 @@ func writeBenchCSV(b *testing.B, path string, rec arrow.RecordBatch) {
 		b.Fatal(err)
 	}
 }
+
+// TestParquetSplitDecode: the plan pass decodes a flat row group as two
+// halves of its columns, on one goroutine or two, with the same plan; a
+// panic of either half's decoder is raised on the pass's goroutine, and
+// halves that disagree on their rows are an error.
+func TestParquetSplitDecode(t *testing.T) {
+	rec := rejectRecord(memory.NewGoAllocator())
+	defer rec.Release()
+	path := writeParquetRecord(t, "r.parquet", rec, 3, true)
+	scan := func(second chan struct{}) *Plan {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		defer mem.AssertSize(t, 0)
+		f, err := Open(path, Options{NotNull: []string{"id"}, Allocator: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := ScanOptions{KeepRejects: 100}
+		if second != nil {
+			o.SecondCore = second
+		}
+		plan, err := f.Scan(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	two, one := scan(nil), scan(make(chan struct{}))
+	if !reflect.DeepEqual(two, one) || two.Rejected != 7 || len(two.Partitions) != 4 {
+		t.Fatalf("two goroutines %+v\none %+v", two, one)
+	}
+
+	b := array.NewInt64Builder(memory.NewGoAllocator())
+	b.AppendValues([]int64{1, 2}, nil)
+	col := b.NewArray()
+	defer col.Release()
+	batch := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{col}, 2)
+	defer batch.Release()
+	good := func() *fakeRR { return &fakeRR{next: func() bool { return true }, rec: batch} }
+	ended := &fakeRR{next: func() bool { return false }}
+	boom := &fakeRR{next: func() bool { panic("boom") }}
+	closedCh := make(chan struct{})
+	close(closedCh)
+	for _, second := range []chan struct{}{closedCh, make(chan struct{})} {
+		for _, h := range []int{0, 1} {
+			u := &splitUnit{where: [][2]int{{0, 0}, {1, 0}}, second: second, schema: arrow.NewSchema(
+				[]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}, {Name: "b", Type: arrow.PrimitiveTypes.Int64}}, nil)}
+			u.rr[0], u.rr[1] = good(), good()
+			u.rr[h] = boom
+			v := func() (v any) {
+				defer func() { v = recover() }()
+				u.next()
+				return nil
+			}()
+			if v != "boom" {
+				t.Errorf("half %d panics: got %v", h, v)
+			}
+			u.rr[h] = ended
+			if _, err := u.next(); !errors.Is(err, errSplitRows) {
+				t.Errorf("half %d ends early: %v", h, err)
+			}
+		}
+	}
+}
+
+// fakeRR is a record reader whose Next is given.
+type fakeRR struct {
+	pqarrow.RecordReader
+	next func() bool
+	rec  arrow.RecordBatch
+}
+
+func (f *fakeRR) Next() bool                     { return f.next() }
+func (f *fakeRR) RecordBatch() arrow.RecordBatch { return f.rec }
+func (f *fakeRR) Err() error                     { return nil }
+func (f *fakeRR) Release()                       {}

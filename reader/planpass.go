@@ -89,25 +89,20 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o S
 		ordinal int64
 		c       *rowChunk
 		sent    int // names the validator has
-		wide    = o.SecondCore == nil
+		wide    = closed(o.SecondCore)
 	)
 	send := func() error {
 		if len(*names) > sent {
 			c.names = slices.Clone(*names)
 			sent = len(*names)
 		}
-		if !wide {
-			select {
-			case <-o.SecondCore:
-				wide = true
-			default:
-				// Validate here; the validator goroutine gets the chunks
-				// after this one, if any, so rows stay in order.
-				v.chunk(c)
-				c.reset()
-				c.names = nil
-				return nil
-			}
+		if wide = wide || closed(o.SecondCore); !wide {
+			// Validate here; the validator goroutine gets the chunks after
+			// this one, if any, so rows stay in order.
+			v.chunk(c)
+			c.reset()
+			c.names = nil
+			return nil
 		}
 		select {
 		case chunks <- c:

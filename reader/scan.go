@@ -91,8 +91,8 @@ type ScanOptions struct {
 	Progress func(bytes, rows int64)
 	// SecondCore, if set, keeps the pass on one goroutine until it is
 	// closed: a caller hashing the file alongside keeps a core for the hash.
-	// Nil lets the pass of a text format validate rows on a second
-	// goroutine from the start.
+	// Nil lets the pass use a second goroutine from the start: text formats
+	// validate rows on it, Parquet files decode half the columns on it.
 	SecondCore <-chan struct{}
 	// Raw, if set, supplies the file's bytes as stored, from its first, for
 	// Scan to read instead of opening the file: a caller that reads the file
@@ -175,6 +175,19 @@ func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 		plan.Schema = append(plan.Schema, Column{Name: name, Type: t})
 	}
 	return plan, nil
+}
+
+// closed reports whether ch is nil or closed.
+func closed(ch <-chan struct{}) bool {
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // startScan opens a scanner positioned at the first data row. names points
