@@ -258,14 +258,7 @@ func TestStalledHolderCommitsNothingAfterTakeover(t *testing.T) {
 		tg := testkit.NewTarget(t, name, dir)
 		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 14)
 		args := []string{"import", "--output", "json", "--lease", "2s", "--partition-rows", "100", "orders.csv"}
-		holder := tg.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:3:stop"}, args...)
-		var hout, herr bytes.Buffer
-		holder.Stdout, holder.Stderr = &hout, &herr
-		if err := holder.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { holder.Process.Kill() })
-		testkit.WaitStopped(t, holder.Process.Pid)
+		holder := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:3:stop"}, args...)).cmd
 
 		time.Sleep(2500 * time.Millisecond) // past the lease
 		took := importTo(t, tg, dir, nil, 0, args[3:]...)
@@ -316,14 +309,7 @@ func TestInterruptRollsBackAndReleases(t *testing.T) {
 				dir := t.TempDir()
 				tg := testkit.NewTarget(t, name, dir)
 				rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 16)
-				cmd := tg.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:4:stop"}, "import", "--partition-rows", "100", "orders.csv")
-				var out, errb bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &out, &errb
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { cmd.Process.Kill() })
-				testkit.WaitStopped(t, cmd.Process.Pid)
+				cmd := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:4:stop"}, "import", "--partition-rows", "100", "orders.csv")).cmd
 				cmd.Process.Signal(sig)
 				cmd.Process.Signal(syscall.SIGCONT)
 				r := testkit.Wait(t, cmd)
@@ -359,15 +345,8 @@ func TestInterruptRollsBackAndReleases(t *testing.T) {
 func TestLockedDatabaseFailsCleanly(t *testing.T) {
 	dir := t.TempDir()
 	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 17)
-	cmd := testkit.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:2:stop"},
-		"import", "--partition-rows", "100", "--busy-timeout", "300ms", "orders.csv")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill() })
-	testkit.WaitStopped(t, cmd.Process.Pid)
+	cmd := stopped(t, launch(t, testkit.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:2:stop"},
+		"import", "--partition-rows", "100", "--busy-timeout", "300ms", "orders.csv"))).cmd
 	tg := testkit.NewTarget(t, testkit.SQLite, dir)
 	conn, err := tg.DB.Conn(t.Context())
 	if err != nil {
@@ -401,9 +380,7 @@ func TestDiskFullFailsCleanly(t *testing.T) {
 	// RLIMIT_FSIZE in 1 KiB blocks: the database cannot grow past 256 KiB.
 	cmd := exec.Command("bash", "-c", `ulimit -f 256 && exec "$0" "$@"`, testkit.Binary(t), "import", "--partition-rows", "100", "orders.csv")
 	cmd.Dir = dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	r := testkit.Wait(t, startCmd(t, cmd))
+	r := testkit.Wait(t, launch(t, cmd).cmd)
 	if r.Code != 1 || !(strings.Contains(r.Stdout, "database or disk is full") || strings.Contains(r.Stdout, "disk I/O error") || strings.Contains(r.Stdout, "file too large")) {
 		t.Fatalf("exit %d (signal %v)\n%s%s", r.Code, r.Signal, r.Stdout, r.Stderr)
 	}
@@ -412,14 +389,6 @@ func TestDiskFullFailsCleanly(t *testing.T) {
 		t.Fatalf("rerun: %+v", res)
 	}
 	checkExact(t, testkit.NewTarget(t, testkit.SQLite, dir), "ordinal", rows)
-}
-
-func startCmd(t *testing.T, cmd *exec.Cmd) *exec.Cmd {
-	t.Helper()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return cmd
 }
 
 // TestReadOnlyDatabaseFailsCleanly makes the target file immutable (as root)

@@ -267,14 +267,7 @@ func TestHeldLeaseIsBusyAndExpiredLeaseIsRecovered(t *testing.T) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 4)
-		holder := tg.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "--lease", "2s", "--output", "json", "orders.csv")
-		var hout, herr bytes.Buffer
-		holder.Stdout, holder.Stderr = &hout, &herr
-		if err := holder.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { holder.Process.Kill() })
-		testkit.WaitStopped(t, holder.Process.Pid)
+		holder := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "--lease", "2s", "--output", "json", "orders.csv")).cmd
 
 		busy := importTo(t, tg, dir, nil, 4, "--lease", "2s", "orders.csv")
 		if busy.Outcome != "busy" || !strings.Contains(busy.Error, "busy") {
@@ -499,12 +492,7 @@ func TestWaitInsteadOfBusy(t *testing.T) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 40, 27)
-		holder := tg.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "--lease", "2s", "orders.csv")
-		if err := holder.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
-		testkit.WaitStopped(t, holder.Process.Pid)
+		stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "--lease", "2s", "orders.csv"))
 		start := time.Now()
 		res := importTo(t, tg, dir, nil, 0, "--lease", "2s", "--wait=30s", "orders.csv")
 		if res.Outcome != "resumed" || !res.RecoveredLease || time.Since(start) < time.Second {

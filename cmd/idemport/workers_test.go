@@ -34,7 +34,14 @@ type started struct {
 // running.
 func start(t *testing.T, tg *testkit.Target, dir string, env []string, args ...string) *started {
 	t.Helper()
-	s := &started{cmd: tg.Cmd(t, dir, env, args...)}
+	return launch(t, tg.Cmd(t, dir, env, args...))
+}
+
+// launch starts cmd with its output captured; it is killed at cleanup if
+// still running.
+func launch(t *testing.T, cmd *exec.Cmd) *started {
+	t.Helper()
+	s := &started{cmd: cmd}
 	s.cmd.Stdout, s.cmd.Stderr = &s.stdout, &s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -43,6 +50,14 @@ func start(t *testing.T, tg *testkit.Target, dir string, env []string, args ...s
 		s.cmd.Process.Kill()
 		s.cmd.Wait() // reap it; an error only says it was reaped before
 	})
+	return s
+}
+
+// stopped waits until s, started with a failpoint that stops it, has
+// stopped, and returns it.
+func stopped(t *testing.T, s *started) *started {
+	t.Helper()
+	testkit.WaitStopped(t, s.cmd.Process.Pid)
 	return s
 }
 
@@ -126,8 +141,7 @@ func TestClaimDecisionTable(t *testing.T) {
 			testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 32)
 			// The holder claims the only partition and freezes; its lease
 			// (60s) stays valid.
-			holder := start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "orders.csv")
-			testkit.WaitStopped(t, holder.cmd.Process.Pid)
+			stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "orders.csv"))
 			before := tg.Snapshot(t)
 			busy := importTo(t, tg, dir, nil, 4, "orders.csv")
 			if busy.Outcome != "busy" || !strings.Contains(busy.Error, "busy: other attempts hold every unfinished partition") {
@@ -143,8 +157,7 @@ func TestClaimDecisionTable(t *testing.T) {
 		}},
 		{"processing/expired/recovered", func(t *testing.T, tg *testkit.Target, dir string) {
 			want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 33)
-			holder := start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "--lease", "1s", "--output", "json", "orders.csv")
-			testkit.WaitStopped(t, holder.cmd.Process.Pid)
+			holder := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "--lease", "1s", "--output", "json", "orders.csv"))
 			stalled := attemptOf(t, tg, holder.cmd.Process.Pid)
 			time.Sleep(1500 * time.Millisecond) // the frozen holder renews nothing
 			took := importTo(t, tg, dir, nil, 0, "--lease", "1s", "orders.csv")
@@ -404,8 +417,7 @@ func TestFrozenWorkerCommitsNothingAfterTakeover(t *testing.T) {
 		want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), partitions*per, 43)
 		args := []string{"import", "--output", "json", "--lease", "2s", "--partition-rows", fmt.Sprint(per), "orders.csv"}
 
-		frozen := start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:2:stop"}, args...)
-		testkit.WaitStopped(t, frozen.cmd.Process.Pid)
+		frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:2:stop"}, args...))
 		stalled := attemptOf(t, tg, frozen.cmd.Process.Pid)
 		if n := testkit.Int(t, tg.DB, tg.Rebind(`SELECT count(*) FROM `+tg.Ledger("partitions")+` WHERE done = 0 AND lease_attempt = ?`), stalled); n != 1 {
 			t.Fatalf("the frozen run holds %d leases, want the one on its next partition", n)
@@ -605,8 +617,7 @@ func TestWaitForPartitionLockedByFrozenHolder(t *testing.T) {
 		tg := testkit.NewTarget(t, name, dir)
 		want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 1000, 47)
 		args := []string{"import", "--output", "json", "--lease", "1s", "--partition-rows", "100", "orders.csv"}
-		frozen := start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:2:stop"}, args...)
-		testkit.WaitStopped(t, frozen.cmd.Process.Pid)
+		frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:2:stop"}, args...))
 		time.Sleep(1500 * time.Millisecond) // past its lease
 		other := start(t, tg, dir, nil, args...)
 		time.Sleep(time.Second) // it does what it can, then waits
