@@ -1180,19 +1180,7 @@ func BenchmarkParquetVsCSV(b *testing.B) {
 	for _, path := range []string{pq, csvPath} {
 		st, _ := os.Stat(path)
 		b.Logf("%s: %d bytes", filepath.Base(path), st.Size())
-		b.Run(filepath.Ext(path)[1:]+"/plan", func(b *testing.B) {
-			for range b.N {
-				f, err := Open(path, Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				plan, err := f.Scan(context.Background(), ScanOptions{})
-				if err != nil || plan.Rows != n || plan.Rejected != 0 {
-					b.Fatalf("%v %+v", err, plan)
-				}
-			}
-			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
-		})
+		b.Run(filepath.Ext(path)[1:]+"/plan", func(b *testing.B) { benchPlan(b, path, n) })
 		f, err := Open(path, Options{})
 		if err != nil {
 			b.Fatal(err)
