@@ -34,6 +34,8 @@ import (
 	arrowcsv "github.com/apache/arrow-go/v18/arrow/csv"
 	"github.com/jackc/pgx/v5"
 	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/idemport/idemport/bench/orders"
 )
 
 // batchRows is how many rows a loader commits at once.
@@ -59,7 +61,7 @@ func (o *order) values() []any {
 	return []any{o.OrderID, o.CustomerID, o.SKU, o.Quantity, o.UnitPrice, o.Status, o.CreatedAt, note}
 }
 
-const columns = "order_id, customer_id, sku, quantity, unit_price, status, created_at, note"
+var columns = strings.Join(orders.Columns, ", ")
 
 func main() {
 	if len(os.Args) < 3 {
@@ -174,16 +176,7 @@ func readArrowCSV(path string) (int64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "order_id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "customer_id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "sku", Type: arrow.BinaryTypes.String},
-		{Name: "quantity", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "unit_price", Type: arrow.PrimitiveTypes.Float64},
-		{Name: "status", Type: arrow.BinaryTypes.String},
-		{Name: "created_at", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
-		{Name: "note", Type: arrow.BinaryTypes.String, Nullable: true},
-	}, nil)
+	schema := orders.Schema(arrow.Microsecond)
 	r := arrowcsv.NewReader(bufio.NewReaderSize(f, 1<<20), schema, arrowcsv.WithHeader(true), arrowcsv.WithChunk(16384),
 		arrowcsv.WithNullReader(true, ""))
 	defer r.Release()

@@ -32,6 +32,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/idemport/idemport/bench/orders"
 )
 
 type order struct {
@@ -143,7 +145,7 @@ func write(path, format string, rows int64, seed uint64) error {
 	var buf []byte
 	switch format {
 	case "csv":
-		w.WriteString("order_id,customer_id,sku,quantity,unit_price,status,created_at,note\n")
+		w.WriteString(strings.Join(orders.Columns, ",") + "\n")
 		err = each(rows, seed, func(o order) error {
 			buf = buf[:0]
 			buf = strconv.AppendInt(buf, o.id, 10)
@@ -190,16 +192,7 @@ func write(path, format string, rows int64, seed uint64) error {
 }
 
 func writeParquet(f *os.File, rows int64, seed uint64) error {
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "order_id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "customer_id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "sku", Type: arrow.BinaryTypes.String},
-		{Name: "quantity", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "unit_price", Type: arrow.PrimitiveTypes.Float64},
-		{Name: "status", Type: arrow.BinaryTypes.String},
-		{Name: "created_at", Type: &arrow.TimestampType{Unit: arrow.Second, TimeZone: "UTC"}},
-		{Name: "note", Type: arrow.BinaryTypes.String, Nullable: true},
-	}, nil)
+	schema := orders.Schema(arrow.Second)
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithDictionaryDefault(true))
 	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
 	if err != nil {
