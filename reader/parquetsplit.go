@@ -1,6 +1,7 @@
 package reader
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,7 +41,7 @@ func (s *parquetSource) planUnit(fr, frB *pqarrow.FileReader, k int, secondCore 
 			cols[i].size = cc.TotalUncompressedSize()
 		}
 	}
-	slices.SortStableFunc(cols, func(a, b col) int { return int(min(max(b.size-a.size, -1), 1)) })
+	slices.SortStableFunc(cols, func(a, b col) int { return cmp.Compare(b.size, a.size) }) // largest first
 	var half [2][]int
 	var load [2]int64
 	for _, c := range cols {

@@ -210,7 +210,6 @@ func createSQL(tg sink.Target, schema *arrow.Schema) string {
 // go one row per step, after a probe that classifies the row.
 type writer struct {
 	tg      sink.Target
-	kinds   []string
 	keyCols []C.int // schema positions of the key columns
 	verCol  int     // schema position of the version column, or -1
 	upsert  *stmt
@@ -231,7 +230,6 @@ func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schem
 	var cols, data []string
 	cols = append(cols, q(sink.FileColumn), q(sink.RowColumn))
 	for i, f := range schema.Fields() {
-		w.kinds = append(w.kinds, sink.KindOf(f))
 		cols = append(cols, q(f.Name))
 		if f.Name == tg.Version {
 			w.verCol = i
