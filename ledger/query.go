@@ -106,6 +106,7 @@ type Reject struct {
 	Column     string
 	Value      string // the offending value, at most 1 KiB
 	Row        string // the whole row as read, at most 64 KiB; empty when longer
+	Fields     string // every field of the row (reader.RejectFields); empty when longer, or stored by an older version
 	Code       string
 	Message    string
 	Attempt    string // the attempt that found it
@@ -121,14 +122,14 @@ func (l *Ledger) AddRejects(ctx context.Context, tx *sql.Tx, k Key, attempt stri
 	}
 	conflict := ` ON CONFLICT DO NOTHING`
 	stmt, err := tx.PrepareContext(ctx, l.q(`INSERT INTO `+l.prefix+`rejects
-		(table_name, file_id, ordinal, byte_offset, column_name, raw_value, raw_row, code, message, attempt_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+l.d.Now()+`)`+conflict))
+		(table_name, file_id, ordinal, byte_offset, column_name, raw_value, raw_row, raw_fields, code, message, attempt_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+l.d.Now()+`)`+conflict))
 	if err != nil {
 		return fmt.Errorf("store rejects: %w", err)
 	}
 	defer stmt.Close()
 	for _, r := range rs {
-		if _, err := stmt.ExecContext(ctx, k.Table, k.FileID, r.Ordinal, r.Offset, r.Column, r.Value, r.Row, r.Code, r.Message, attempt); err != nil {
+		if _, err := stmt.ExecContext(ctx, k.Table, k.FileID, r.Ordinal, r.Offset, r.Column, r.Value, r.Row, nullable(r.Fields), r.Code, r.Message, attempt); err != nil {
 			return fmt.Errorf("store reject of row %d: %w", r.Ordinal, err)
 		}
 	}
@@ -141,7 +142,7 @@ func (l *Ledger) Rejects(ctx context.Context, q dialect.Querier, k Key) ([]Rejec
 		return nil, err
 	}
 	rows, err := q.QueryContext(ctx, l.q(`SELECT ordinal, byte_offset, coalesce(column_name, ''), coalesce(raw_value, ''),
-		coalesce(raw_row, ''), code, message, attempt_id, coalesce(replayed_by, ''), coalesce(replayed_at, 0)
+		coalesce(raw_row, ''), coalesce(raw_fields, ''), code, message, attempt_id, coalesce(replayed_by, ''), coalesce(replayed_at, 0)
 		FROM `+l.prefix+`rejects WHERE table_name = ? AND file_id = ? ORDER BY ordinal`), k.Table, k.FileID)
 	if err != nil {
 		return nil, fmt.Errorf("list rejects: %w", err)
@@ -150,10 +151,18 @@ func (l *Ledger) Rejects(ctx context.Context, q dialect.Querier, k Key) ([]Rejec
 	var out []Reject
 	for rows.Next() {
 		var r Reject
-		if err := rows.Scan(&r.Ordinal, &r.Offset, &r.Column, &r.Value, &r.Row, &r.Code, &r.Message, &r.Attempt, &r.ReplayedBy, &r.ReplayedAt); err != nil {
+		if err := rows.Scan(&r.Ordinal, &r.Offset, &r.Column, &r.Value, &r.Row, &r.Fields, &r.Code, &r.Message, &r.Attempt, &r.ReplayedBy, &r.ReplayedAt); err != nil {
 			return nil, err
 		}
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// nullable stores "" as NULL.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

@@ -79,8 +79,8 @@ func (l *Ledger) Replayed(ctx context.Context, tx *sql.Tx, k Key, attempt string
 // DropRejectPayloads clears the raw values and rows of k's rejects, keeping
 // their ordinals, codes and reasons. It returns how many it cleared.
 func (l *Ledger) DropRejectPayloads(ctx context.Context, tx *sql.Tx, k Key) (int64, error) {
-	res, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`rejects SET raw_value = NULL, raw_row = NULL
-		WHERE table_name = ? AND file_id = ? AND (raw_value IS NOT NULL OR raw_row IS NOT NULL)`), k.Table, k.FileID)
+	res, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`rejects SET raw_value = NULL, raw_row = NULL, raw_fields = NULL
+		WHERE table_name = ? AND file_id = ? AND (raw_value IS NOT NULL OR raw_row IS NOT NULL OR raw_fields IS NOT NULL)`), k.Table, k.FileID)
 	if err != nil {
 		return 0, fmt.Errorf("drop reject payloads: %w", err)
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/csv"
@@ -52,44 +53,99 @@ func (e *Engine) ExportRejects(ctx context.Context, w io.Writer, fileOrID, table
 	if err != nil {
 		return err
 	}
-	cw := csv.NewWriter(w)
-	header := []string{ReplayTable, ReplayFileID, ReplayRow}
-	for _, c := range sp.Schema {
-		header = append(header, c.Name)
+	type row struct {
+		ordinal     int64
+		cols, extra []reader.Field
 	}
-	if err := cw.Write(header); err != nil {
-		return err
-	}
+	var rows []row
+	extras := 0
 	for _, r := range rejects {
 		if r.ReplayedBy != "" && !all {
 			continue
 		}
-		fields, err := splitRow(r, m, sp.Schema)
-		if err != nil {
-			return fmt.Errorf("row %d: %w", r.Ordinal, err)
+		var cols, extra []reader.Field
+		if r.Fields != "" {
+			cols, extra, err = reader.RejectFields(r.Fields, reader.Format(m.Format), sp.Schema)
+			if err != nil {
+				return fmt.Errorf("row %d: %w", r.Ordinal, err)
+			}
+		} else {
+			cols = legacyFields(r, m, sp.Schema)
 		}
-		rec := append([]string{op.Table, op.FileID, strconv.FormatInt(r.Ordinal, 10)}, fields...)
-		if err := cw.Write(rec); err != nil {
-			return err
-		}
+		extras = max(extras, len(extra))
+		rows = append(rows, row{r.Ordinal, cols, extra})
 	}
-	cw.Flush()
-	return cw.Error()
+	bw := bufio.NewWriter(w)
+	header := []string{ReplayTable, ReplayFileID, ReplayRow}
+	for _, c := range sp.Schema {
+		header = append(header, c.Name)
+	}
+	for i := range extras {
+		header = append(header, ReplayExtra+strconv.Itoa(i+1))
+	}
+	rec := make([]reader.Field, len(header))
+	for i, h := range header {
+		rec[i] = reader.Field{Text: h}
+	}
+	writeCSV(bw, rec)
+	for _, r := range rows {
+		rec = append(rec[:0], reader.Field{Text: op.Table}, reader.Field{Text: op.FileID}, reader.Field{Text: strconv.FormatInt(r.ordinal, 10)})
+		rec = append(rec, r.cols...)
+		rec = append(rec, r.extra...)
+		for len(rec) < len(header) {
+			rec = append(rec, reader.Field{Null: true})
+		}
+		writeCSV(bw, rec)
+	}
+	return bw.Flush()
+}
+
+// writeCSV writes one CSV record the way the reader reads it back: a null
+// field is empty and unquoted, an empty string is "", and a field holding a
+// delimiter, quote, line break or leading or trailing space is quoted.
+func writeCSV(w *bufio.Writer, rec []reader.Field) {
+	for i, f := range rec {
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		if f.Null {
+			continue
+		}
+		if f.Text != "" && !strings.ContainsAny(f.Text, ",\"\r\n") && strings.TrimSpace(f.Text) == f.Text {
+			w.WriteString(f.Text)
+			continue
+		}
+		w.WriteByte('"')
+		w.WriteString(strings.ReplaceAll(f.Text, `"`, `""`))
+		w.WriteByte('"')
+	}
+	w.WriteByte('\n')
+}
+
+// legacyFields splits the raw row of a reject stored by an older version,
+// which kept no fields: empty values come back as nulls, extra fields are
+// dropped, and Parquet and Arrow rows have no values.
+func legacyFields(r ledger.Reject, m canonicalMapping, schema reader.Schema) []reader.Field {
+	out := make([]reader.Field, len(schema))
+	for i, v := range splitRow(r, m, schema) {
+		out[i] = reader.Field{Text: v, Null: v == ""}
+	}
+	return out
 }
 
 // splitRow turns a reject's raw row back into one value per column, as
 // text, so it can be edited. A row that had too few fields is padded with
 // empty values; fields beyond the columns are dropped.
-func splitRow(r ledger.Reject, m canonicalMapping, schema reader.Schema) ([]string, error) {
+func splitRow(r ledger.Reject, m canonicalMapping, schema reader.Schema) []string {
 	out := make([]string, len(schema))
 	if r.Row == "" {
-		return out, nil
+		return out
 	}
 	switch reader.Format(m.Format) {
 	case reader.JSONL:
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(r.Row), &obj); err != nil {
-			return out, nil // not an object: leave the values for the user to fill in
+			return out // not an object: leave the values for the user to fill in
 		}
 		for i, c := range schema {
 			v, ok := obj[c.Name]
@@ -103,7 +159,7 @@ func splitRow(r ledger.Reject, m canonicalMapping, schema reader.Schema) ([]stri
 				out[i] = string(v)
 			}
 		}
-		return out, nil
+		return out
 	}
 	row := strings.TrimRight(r.Row, "\r\n")
 	var fields []string
@@ -116,12 +172,12 @@ func splitRow(r ledger.Reject, m canonicalMapping, schema reader.Schema) ([]stri
 		}
 		rec, err := cr.Read()
 		if err != nil && err != io.EOF {
-			return out, nil
+			return out
 		}
 		fields = rec
 	} else {
 		fields = strings.Split(row, m.Delimiter)
 	}
 	copy(out, fields)
-	return out, nil
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/internal/counter"
@@ -198,7 +199,8 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 	}
 	rejects := make([]ledger.Reject, len(plan.Rejects))
 	for i, b := range plan.Rejects {
-		rejects[i] = ledger.Reject{Ordinal: b.Ordinal, Offset: b.Offset, Column: b.Column, Value: b.Value, Row: b.Row, Code: b.Code, Message: b.Message}
+		rejects[i] = ledger.Reject{Ordinal: b.Ordinal, Offset: b.Offset, Column: b.Column, Value: shown(b.Value), Row: storable(b.Row),
+			Fields: b.Fields, Code: b.Code, Message: b.Message}
 	}
 	err = r.withTx(ctx, func(tx *sql.Tx) error {
 		if err := r.e.sink.Ensure(ctx, tx, r.target, schema); err != nil {
@@ -299,4 +301,20 @@ func (r *run) loadPlan(ctx context.Context) error {
 			Rejected: p.Rejected, Offset: p.Offset, Length: p.Length, CRC: p.CRC})
 	}
 	return nil
+}
+
+// storable returns s, or "" when no database can store it as text (it is
+// not UTF-8, or holds a NUL byte): the reject's fields keep it exactly.
+func storable(s string) string {
+	if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+		return ""
+	}
+	return s
+}
+
+// shown returns s with what no database can store as text (bytes that are
+// not UTF-8, NUL) replaced by U+FFFD: a reject's value is for people to
+// read; its fields keep the bytes.
+func shown(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
 }

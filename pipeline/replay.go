@@ -30,6 +30,9 @@ const (
 	ReplayTable  = "_idemport_table"
 	ReplayFileID = "_idemport_file_id"
 	ReplayRow    = "_idemport_row"
+	// ReplayExtra, numbered from 1, heads the fields a row had beyond the
+	// file's columns (or the whole row, when it could not be split).
+	ReplayExtra = "_idemport_extra_"
 )
 
 // ReplayResult reports a replay of corrected rejects.
@@ -205,6 +208,11 @@ func readReplay(ctx context.Context, path string, schema reader.Schema, key []st
 	types := map[string]reader.Type{ReplayTable: reader.String, ReplayFileID: reader.String, ReplayRow: reader.Int64}
 	for _, c := range schema {
 		types[c.Name] = c.Type
+		if c.Type == reader.JSON {
+			// An export holds a json column's documents as their JSON
+			// text: read the text, check it, and store it as it is.
+			types[c.Name] = reader.String
+		}
 	}
 	f, err := reader.Open(path, reader.Options{Format: reader.CSV, Types: types, NotNull: append([]string{ReplayRow}, key...)})
 	if err != nil {
@@ -214,7 +222,15 @@ func readReplay(ctx context.Context, path string, schema reader.Schema, key []st
 	for _, c := range schema {
 		want = append(want, c.Name)
 	}
-	if got := f.Header(); !sameSet(got, want) {
+	var extras []string
+	got := f.Header()
+	for _, h := range got {
+		if strings.HasPrefix(h, ReplayExtra) && !slices.Contains(want, h) {
+			extras = append(extras, h)
+			types[h] = reader.String
+		}
+	}
+	if !sameSet(got, append(slices.Clone(want), extras...)) {
 		return nil, nil, fmt.Errorf("%w: %s has columns %s; the plan needs %s", ErrReplay, path, strings.Join(got, ", "), strings.Join(want, ", "))
 	}
 	plan, err := f.Scan(ctx, reader.ScanOptions{KeepRejects: 5})
@@ -263,6 +279,12 @@ func readReplay(ctx context.Context, path string, schema reader.Schema, key []st
 				cols[i] = b.Record.Column(j)
 			}
 			rows := b.Record.Column(rowCol).(*array.Int64)
+			if err := checkReplayBatch(b.Record, plan.Schema, schema, extras, rows); err != nil {
+				pr.Close()
+				release()
+				b.Release()
+				return nil, nil, fmt.Errorf("%w: %s: %w", ErrReplay, path, err)
+			}
 			ords := make([]int64, rows.Len())
 			for i := range ords {
 				ords[i] = rows.Value(i)
@@ -282,6 +304,35 @@ func readReplay(ctx context.Context, path string, schema reader.Schema, key []st
 	}
 	sort.Slice(ordinals, func(i, j int) bool { return ordinals[i] < ordinals[j] })
 	return batches, ordinals, nil
+}
+
+// checkReplayBatch checks what the reader cannot: a row's fields beyond
+// the file's columns must have been emptied (their values moved into the
+// columns), and a json column's values must be JSON documents.
+func checkReplayBatch(rec arrow.RecordBatch, read, schema reader.Schema, extras []string, rows *array.Int64) error {
+	for _, name := range extras {
+		col := rec.Column(read.Index(name))
+		for i := 0; i < col.Len(); i++ {
+			if col.IsValid(i) {
+				return fmt.Errorf("row %d has a value in %s, a field beyond the columns of its file: move it into a column and leave %s empty (unquoted)",
+					rows.Value(i), name, name)
+			}
+		}
+	}
+	for _, c := range schema {
+		if c.Type != reader.JSON {
+			continue
+		}
+		col := rec.Column(read.Index(c.Name)).(*array.String)
+		for i := 0; i < col.Len(); i++ {
+			if col.IsValid(i) {
+				if _, msg := reader.CheckJSON([]byte(col.Value(i))); msg != "" {
+					return fmt.Errorf("row %d column %q value %q: %s", rows.Value(i), c.Name, col.Value(i), msg)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func sameSet(a, b []string) bool {

@@ -112,6 +112,9 @@ func (f *File) scanArrow(ctx context.Context, o ScanOptions) (plan *Plan, err er
 					if pr.code != CodeNull {
 						r.Value = cv.valueText(rec, pr.col, pr.row)
 					}
+					if fields := cv.arrowFields(rec, f.schema, pr.row); len(fields) <= maxRejectRow {
+						r.Fields = fields
+					}
 					plan.Rejects = append(plan.Rejects, r)
 				}
 			}

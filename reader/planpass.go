@@ -236,6 +236,11 @@ func (v *validator) row(r tokenRow, cells []cell, raw []byte) {
 		rj := Reject{Ordinal: r.ordinal, Offset: r.off, Code: code, Message: msg}
 		if len(raw) <= maxRejectRow {
 			rj.Row = string(raw)
+			if r.prob != nil {
+				rj.Fields = rawFields(raw)
+			} else {
+				rj.Fields = string(appendFields(nil, cells))
+			}
 		}
 		rj.Column = name
 		if col >= 0 && col < r.cols {

@@ -71,6 +71,9 @@ type Reject struct {
 	Column  string `json:"column,omitempty"`
 	Value   string `json:"value,omitempty"` // at most 1 KiB of the raw value (its text, for typed formats)
 	Row     string `json:"-"`               // the whole row as read (text formats), when at most 64 KiB
+	// Fields are every field of the row (extra ones too), kinds and nulls
+	// kept, for RejectFields to decode; empty when the row is over 64 KiB.
+	Fields  string `json:"-"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }

@@ -122,7 +122,11 @@ func rejectsText(w io.Writer, ops []ledger.Operation, all [][]ledger.Reject) err
 			if r.Offset >= 0 {
 				offset = fmt.Sprint(r.Offset)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%q\t%s\t%s\t%s\n", r.Ordinal, offset, r.Column, clip(r.Value, 40), r.Code, r.Message, replayed)
+			column, value := "-", "-" // a row-wide defect (a field count, a line that is not JSON) has no value
+			if r.Column != "" {
+				column, value = r.Column, fmt.Sprintf("%q", clip(r.Value, 40))
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Ordinal, offset, column, value, r.Code, r.Message, replayed)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

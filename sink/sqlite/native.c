@@ -252,7 +252,9 @@ static int batch_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int k) {
 	}
 	default: {
 		const int32_t *o = (const int32_t*)col->values;
-		sqlite3_result_text(ctx, col->data + o[j], o[j+1] - o[j], (void(*)(void*))0);
+		// A batch whose strings are all empty has no data buffer; a NULL
+		// pointer would make the empty string a NULL.
+		sqlite3_result_text(ctx, col->data ? col->data + o[j] : "", o[j+1] - o[j], (void(*)(void*))0);
 	}
 	}
 	return 0;
