@@ -23,32 +23,35 @@ type FileStat struct {
 	Device  uint64
 }
 
-// KnownDigest returns the content digest recorded for st, or "" when the
-// file is unknown or has changed in any way since.
-func (l *Ledger) KnownDigest(ctx context.Context, q dialect.Querier, st FileStat) (string, error) {
+// KnownDigest returns the digests recorded for st: of the file's bytes as
+// stored, and of its decoded data (content, "" when an older version
+// recorded the row); both are "" when the file is unknown or has changed in
+// any way since.
+func (l *Ledger) KnownDigest(ctx context.Context, q dialect.Querier, st FileStat) (stored, content string, err error) {
 	if ok, err := l.d.TableExists(ctx, q, l.prefix+"quickcheck"); err != nil || !ok {
-		return "", err
+		return "", "", err
 	}
-	var digest string
-	err := q.QueryRowContext(ctx, l.q(`SELECT digest FROM `+l.prefix+`quickcheck WHERE host = ? AND path = ?
+	err = q.QueryRowContext(ctx, l.q(`SELECT digest, coalesce(content_digest, '') FROM `+l.prefix+`quickcheck WHERE host = ? AND path = ?
 		AND size = ? AND mtime_ns = ? AND ctime_ns = ? AND inode = ? AND device = ?`),
-		st.Host, st.Path, st.Size, st.MtimeNs, st.CtimeNs, int64(st.Inode), int64(st.Device)).Scan(&digest)
+		st.Host, st.Path, st.Size, st.MtimeNs, st.CtimeNs, int64(st.Inode), int64(st.Device)).Scan(&stored, &content)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
+		return "", "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("read quick check: %w", err)
+		return "", "", fmt.Errorf("read quick check: %w", err)
 	}
-	return digest, nil
+	return stored, content, nil
 }
 
-// RememberDigest records that the file described by st hashed to digest.
-func (l *Ledger) RememberDigest(ctx context.Context, q dialect.Querier, st FileStat, digest string) error {
+// RememberDigest records that the file described by st hashed to stored
+// (its bytes as stored) and content (its decoded data).
+func (l *Ledger) RememberDigest(ctx context.Context, q dialect.Querier, st FileStat, stored, content string) error {
 	_, err := q.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`quickcheck
-		(host, path, size, mtime_ns, ctime_ns, inode, device, digest, checked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, `+l.d.Now()+`)
+		(host, path, size, mtime_ns, ctime_ns, inode, device, digest, content_digest, checked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, `+l.d.Now()+`)
 		ON CONFLICT (host, path) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, ctime_ns = excluded.ctime_ns,
-		inode = excluded.inode, device = excluded.device, digest = excluded.digest, checked_at = excluded.checked_at`),
-		st.Host, st.Path, st.Size, st.MtimeNs, st.CtimeNs, int64(st.Inode), int64(st.Device), digest)
+		inode = excluded.inode, device = excluded.device, digest = excluded.digest, content_digest = excluded.content_digest,
+		checked_at = excluded.checked_at`),
+		st.Host, st.Path, st.Size, st.MtimeNs, st.CtimeNs, int64(st.Inode), int64(st.Device), stored, content)
 	if err != nil {
 		return fmt.Errorf("record quick check: %w", err)
 	}

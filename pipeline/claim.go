@@ -52,7 +52,7 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 		if d, _ := ledger.Decide(op, r.id, now); d != ledger.Busy && r.settles(d, op) {
 			if !r.quick {
 				// The file was hashed: remember it, so the next run need not.
-				if err := r.e.ledger.RememberDigest(ctx, r.e.db, r.stat, r.id.ContentDigest); err != nil {
+				if err := r.e.ledger.RememberDigest(ctx, r.e.db, r.stat, r.digests.Stored, r.digests.Content); err != nil {
 					return 0, err
 				}
 			}
@@ -110,7 +110,7 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 	}
 	if !r.settles(d, op) {
 		if !r.quick && r.stat.Path != "" {
-			if err := r.e.ledger.RememberDigest(ctx, tx, r.stat, r.id.ContentDigest); err != nil {
+			if err := r.e.ledger.RememberDigest(ctx, tx, r.stat, r.digests.Stored, r.digests.Content); err != nil {
 				return 0, err
 			}
 		}

@@ -87,8 +87,9 @@ type run struct {
 	started time.Time
 
 	stat       ledger.FileStat
-	quick      bool // the digest came from the quick check, not from hashing
-	sharesRead bool // plan while hashing (imports do; dry runs and verify do not)
+	digests    reader.Digests // the file's, whatever identity it is imported under
+	quick      bool           // the digests came from the quick check, not from hashing
+	sharesRead bool           // plan while hashing (imports do; dry runs and verify do not)
 	spec       *speculation
 	created    bool // this run created the operation
 	claimed    bool // an attempt row exists for this run
@@ -209,36 +210,60 @@ func (r *run) identify(ctx context.Context) error {
 	}
 	host, _ := os.Hostname()
 	r.stat = fileStat(host, r.req.Path, st)
-	digest := ""
+	_, comp, _ := reader.Detect(r.req.Path)
 	if !r.req.Rehash && r.e.db != nil {
-		if digest, err = r.e.ledger.KnownDigest(ctx, r.e.db, r.stat); err != nil {
+		if r.digests.Stored, r.digests.Content, err = r.e.ledger.KnownDigest(ctx, r.e.db, r.stat); err != nil {
 			return err
 		}
-		r.quick = digest != ""
+		if r.digests.Content == "" && comp == reader.None {
+			r.digests.Content = r.digests.Stored // recorded by an older version: the same for uncompressed files
+		}
+		r.quick = r.digests.Content != ""
 	}
 	hashProgress := func(n int64) {
 		r.progress(Progress{Phase: "hash", Bytes: n, TotalBytes: st.Size()})
 	}
 	switch {
-	case digest != "":
+	case r.quick:
 	case r.sharesRead && r.textFormat():
-		// Hash and plan on one read: the plan pass follows the hash.
+		// Hash and plan on one read: the plan pass follows the hash, and
+		// for a compressed file hashes the data it decodes.
 		sr, err := startSharedRead(ctx, r.req.Path, hashProgress)
 		if err != nil {
 			return err
 		}
-		r.speculate(ctx, sr)
-		if digest, err = sr.Digest(); err != nil {
+		r.speculate(ctx, sr, comp != reader.None)
+		if r.digests.Stored, err = sr.Digest(); err != nil {
 			return err
 		}
+		r.digests.Content = r.digests.Stored
+		if comp != reader.None {
+			content, ok, err := r.spec.content()
+			switch {
+			case err != nil:
+				return err
+			case !ok: // the plan pass did not run: hash on its own
+				if r.digests, err = reader.Digest(ctx, r.req.Path, nil); err != nil {
+					return err
+				}
+			case content != "":
+				r.digests.Content = content
+			}
+		}
 	default:
-		if digest, err = reader.Digest(ctx, r.req.Path, hashProgress); err != nil {
+		if r.digests, err = reader.Digest(ctx, r.req.Path, hashProgress); err != nil {
 			return err
 		}
 	}
+	digest := r.digests.Content
 	fileID := r.req.FileID
 	if fileID == "" {
 		fileID = digest
+	}
+	if digest != r.digests.Stored && r.e.db != nil {
+		if fileID, digest, err = r.legacyIdentity(ctx, m.Table, fileID); err != nil {
+			return err
+		}
 	}
 	delim := m.Delimiter
 	if delim == 0 {
@@ -263,7 +288,38 @@ func (r *run) identify(ctx context.Context) error {
 	r.attempt = ledger.Attempt{ID: uuid.Must(uuid.NewV7()).String(), Trigger: r.req.Trigger, Host: host, PID: os.Getpid(),
 		ProcStart: proc.Start(os.Getpid()), Path: r.req.Path}
 	r.log = r.e.log.With("operation", r.id.Key.String(), "file_id", fileID, "attempt_id", r.attempt.ID)
+	if digest != r.digests.Content {
+		r.log.Info("identified by the digest of its stored bytes, as an older version recorded it", "content_digest", r.digests.Content)
+	}
 	return nil
+}
+
+// legacyIdentity returns the file ID and content digest a compressed file
+// is imported under. Older versions identified a compressed file by the
+// digest of its bytes as stored: when the ledger holds an operation of this
+// table that recorded this file's stored digest (under the default file
+// ID, that digest; or under the file ID given), the run takes that
+// operation's identity, so the same file is a duplicate (or resumes) instead
+// of being imported again.
+func (r *run) legacyIdentity(ctx context.Context, table, fileID string) (string, string, error) {
+	content, stored := r.digests.Content, r.digests.Stored
+	op, _, err := r.e.ledger.Get(ctx, r.e.db, ledger.Key{Table: table, FileID: fileID})
+	if err != nil {
+		return "", "", err
+	}
+	if op == nil && r.req.FileID == "" {
+		if op, _, err = r.e.ledger.Get(ctx, r.e.db, ledger.Key{Table: table, FileID: stored}); err != nil {
+			return "", "", err
+		}
+		if op != nil && op.ContentDigest == stored {
+			return stored, stored, nil
+		}
+		return fileID, content, nil
+	}
+	if op != nil && op.ContentDigest == stored {
+		return fileID, stored, nil
+	}
+	return fileID, content, nil
 }
 
 // heartbeat renews this attempt's leases until the returned stop is called.

@@ -155,17 +155,25 @@ func (e *Engine) withProgress(ctx context.Context, ops []ledger.Operation) ([]Op
 // hashed, or as a file ID) and their attempts, oldest attempt first.
 func (e *Engine) History(ctx context.Context, fileOrID string, table string) ([]OperationStatus, [][]ledger.AttemptRecord, error) {
 	filter := ledger.Filter{Table: table, FileID: fileOrID}
+	var legacy []ledger.Operation
 	if st, err := os.Stat(fileOrID); err == nil && !st.IsDir() {
-		digest, err := reader.Digest(ctx, fileOrID, nil)
+		digests, err := reader.Digest(ctx, fileOrID, nil)
 		if err != nil {
 			return nil, nil, err
 		}
-		filter = ledger.Filter{Table: table, Digest: digest}
+		filter = ledger.Filter{Table: table, Digest: digests.Content}
+		if digests.Stored != digests.Content {
+			// Older versions recorded a compressed file by its stored bytes.
+			if legacy, err = e.ledger.List(ctx, ledger.Filter{Table: table, Digest: digests.Stored}); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	ops, err := e.ledger.List(ctx, filter)
 	if err != nil {
 		return nil, nil, err
 	}
+	ops = append(ops, legacy...)
 	if len(ops) == 0 {
 		return nil, nil, fmt.Errorf("no operation for %s", fileOrID)
 	}

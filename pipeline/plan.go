@@ -124,8 +124,9 @@ func (r *run) planTypes(ctx context.Context) (map[string]reader.Type, *sink.Tabl
 
 // scan runs the plan pass over the file read with types fixed, reading its
 // bytes from raw when that is not nil. Until secondCore, if set, is closed,
-// the pass keeps to one core.
-func (r *run) scan(ctx context.Context, types map[string]reader.Type, raw io.Reader, secondCore <-chan struct{}, progress func(b, rows int64)) (*reader.File, *reader.Plan, error) {
+// the pass keeps to one core. digest, if set, receives the digest of the
+// data the pass decoded (reader.ScanOptions.ContentDigest).
+func (r *run) scan(ctx context.Context, types map[string]reader.Type, raw io.Reader, secondCore <-chan struct{}, digest func(string), progress func(b, rows int64)) (*reader.File, *reader.Plan, error) {
 	f, err := reader.Open(r.req.Path, r.readerOptions(types))
 	if err != nil {
 		return nil, nil, err
@@ -139,6 +140,7 @@ func (r *run) scan(ctx context.Context, types map[string]reader.Type, raw io.Rea
 		Progress:      progress,
 		Raw:           raw,
 		SecondCore:    secondCore,
+		ContentDigest: digest,
 	})
 	return f, plan, err
 }
@@ -153,7 +155,7 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 	}
 	f, plan, err := r.spec.result(types, progress)
 	if f == nil && err == nil { // no speculative plan to use: plan now
-		f, plan, err = r.scan(ctx, types, nil, nil, progress)
+		f, plan, err = r.scan(ctx, types, nil, nil, nil, progress)
 	}
 	if err != nil {
 		return r.refuseDefect(ctx, err)

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"sync/atomic"
 
@@ -21,10 +22,16 @@ type speculation struct {
 	plan     *reader.Plan
 	err      error
 	progress atomic.Pointer[func(b, rows int64)] // reported once someone waits for the result
+
+	digest  string // the decoded data's digest, when asked for
+	scanned bool   // the pass ran, so digest is its answer
 }
 
-// speculate starts the plan pass on the bytes of sr.
-func (r *run) speculate(ctx context.Context, sr *sharedRead) {
+// speculate starts the plan pass on the bytes of sr. With content set (a
+// compressed file) the pass also hashes the data it decodes, which makes
+// it the source of the content digest: it then runs on both cores from the
+// start, since the claim waits for it anyway.
+func (r *run) speculate(ctx context.Context, sr *sharedRead, content bool) {
 	ctx, cancel := context.WithCancel(ctx)
 	sp := &speculation{cancel: cancel, done: make(chan struct{})}
 	r.spec = sp
@@ -44,7 +51,13 @@ func (r *run) speculate(ctx context.Context, sr *sharedRead) {
 		defer raw.Close()
 		// The hash decides whether this pass is needed: until it is done,
 		// the pass leaves it a core.
-		sp.file, sp.plan, sp.err = r.scan(ctx, types, raw, sr.hashed, func(b, rows int64) {
+		secondCore := sr.hashed
+		var digest func(string)
+		if content {
+			secondCore = nil
+			digest = func(d string) { sp.digest, sp.scanned = d, true }
+		}
+		sp.file, sp.plan, sp.err = r.scan(ctx, types, raw, secondCore, digest, func(b, rows int64) {
 			if p := sp.progress.Load(); p != nil {
 				(*p)(b, rows)
 			}
@@ -68,6 +81,23 @@ func (sp *speculation) result(types map[string]reader.Type, progress func(b, row
 		return nil, nil, nil
 	}
 	return sp.file, sp.plan, sp.err
+}
+
+// content waits for the speculative plan pass and returns the digest of
+// the data it decoded ("" when the stream could not be decoded to its end),
+// with ok false when the pass did not run; err is set when it was cancelled.
+func (sp *speculation) content() (digest string, ok bool, err error) {
+	if sp == nil {
+		return "", false, nil
+	}
+	<-sp.done
+	if sp.scanned && sp.digest == "" {
+		var pe *reader.ParseError
+		if sp.err != nil && !errors.As(sp.err, &pe) {
+			return "", false, sp.err // cancelled, or the file could not be read
+		}
+	}
+	return sp.digest, sp.scanned, nil
 }
 
 // stop cancels the speculation, if any, and waits for it to end.

@@ -2,6 +2,7 @@ package reader
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"slices"
@@ -102,6 +103,14 @@ type ScanOptions struct {
 	// anyway (to hash it) can share that read. It is used by the text
 	// formats (CSV, TSV, JSONL, compressed or not); the others open the file.
 	Raw io.Reader
+	// ContentDigest, if set, is called as Scan returns with the digest
+	// (as in Digests.Content) of the file's whole decoded stream, which
+	// Scan then reads to its end even when a defect stopped the pass early,
+	// or with "" when the stream cannot be decoded to its end (or the pass
+	// was cancelled). A caller that hashed only the stored bytes (Raw) gets
+	// the decoded data's digest without decompressing the file twice. Text
+	// formats only; the others never call it.
+	ContentDigest func(string)
 }
 
 // SharesRead reports whether Scan of this file can read its bytes from
@@ -133,6 +142,18 @@ func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 		return nil, err
 	}
 	defer s.Close()
+	if o.ContentDigest != nil {
+		h := &hashingReader{ctx: ctx, r: s.Reader, h: sha256.New()}
+		s.Reader = h
+		defer func() {
+			// The rest of the stream, after a defect that stopped the pass.
+			if _, err := io.Copy(io.Discard, h); err != nil {
+				o.ContentDigest("")
+				return
+			}
+			o.ContentDigest(HashText(h.h))
+		}()
+	}
 	sc, names, err := f.startScan(s)
 	if err != nil {
 		return nil, err
