@@ -57,3 +57,22 @@ func (l *Ledger) RememberDigest(ctx context.Context, q dialect.Querier, st FileS
 	}
 	return nil
 }
+
+// ContentOf returns the decoded data's digest recorded with a file whose
+// stored bytes hashed to stored (on any host, at any path: the same bytes
+// decode to the same data), or "" when none was recorded.
+func (l *Ledger) ContentOf(ctx context.Context, q dialect.Querier, stored string) (string, error) {
+	if ok, err := l.d.TableExists(ctx, q, l.prefix+"quickcheck"); err != nil || !ok {
+		return "", err
+	}
+	var content string
+	err := q.QueryRowContext(ctx, l.q(`SELECT content_digest FROM `+l.prefix+`quickcheck
+		WHERE digest = ? AND content_digest IS NOT NULL LIMIT 1`), stored).Scan(&content)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read quick check: %w", err)
+	}
+	return content, nil
+}

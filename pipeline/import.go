@@ -237,7 +237,15 @@ func (r *run) identify(ctx context.Context) error {
 			return err
 		}
 		r.digests.Content = r.digests.Stored
-		if comp != reader.None {
+		if comp != reader.None && r.e.db != nil {
+			// Bytes hashed before (another path, or --rehash) need not
+			// wait for the plan pass to be decoded.
+			if r.digests.Content, err = r.e.ledger.ContentOf(ctx, r.e.db, r.digests.Stored); err != nil {
+				return err
+			}
+		}
+		if comp != reader.None && r.digests.Content == "" {
+			r.digests.Content = r.digests.Stored
 			content, ok, err := r.spec.content()
 			switch {
 			case err != nil:

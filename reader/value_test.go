@@ -177,6 +177,11 @@ func TestForcedTypes(t *testing.T) {
 					t.Fatalf("reject %d keeps the row %q, want %q", i, g.Row, want)
 				}
 				g.Row = ""
+				cols, extra, err := RejectFields(g.Fields, CSV, plan.Schema)
+				if err != nil || len(extra) != 0 || cols[0] != (Field{Text: fmt.Sprint(w.Ordinal)}) || cols[1] != (Field{Text: w.Value}) {
+					t.Fatalf("reject %d keeps the fields %q (%v, %v, %v), want %d and %q", i, g.Fields, cols, extra, err, w.Ordinal, w.Value)
+				}
+				g.Fields = ""
 				if g != w {
 					t.Fatalf("reject %d: %+v, want %+v", i, g, w)
 				}

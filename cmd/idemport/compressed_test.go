@@ -91,6 +91,10 @@ func TestCompressedCopyIsTheSameFile(t *testing.T) {
 		if !again.QuickCheck || again.Outcome != "duplicate" || again.ContentDigest != want {
 			t.Fatalf("unchanged compressed file: %+v; want a duplicate from the quick check", again)
 		}
+		rehashed := importTo(t, tg, dir, nil, 0, "--table", "orders", "--rehash", "best.csv.gz")
+		if rehashed.QuickCheck || rehashed.Outcome != "duplicate" || rehashed.ContentDigest != want {
+			t.Fatalf("--rehash of a compressed file: %+v; want a duplicate", rehashed)
+		}
 		plan := tg.Exec(t, dir, nil, "plan", "--table", "orders", "best.csv.gz")
 		if plan.Code != 0 || !strings.Contains(plan.Stdout, "content:     "+want) || !strings.Contains(plan.Stdout, "duplicate") {
 			t.Fatalf("plan: %d %s %s", plan.Code, plan.Stdout, plan.Stderr)
