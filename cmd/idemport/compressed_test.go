@@ -101,3 +101,43 @@ func TestCompressedCopyIsTheSameFile(t *testing.T) {
 		}
 	})
 }
+
+// TestCompressedFileOfAnOlderLedgerIsStillADuplicate sets the ledger up as
+// earlier versions left it after importing a gzip file (the operation's
+// file ID and content digest are the digest of the stored bytes, the quick
+// check knows no decoded digest): importing the same file again is a
+// duplicate of that operation, not a second import. (It is a compatibility
+// check: earlier versions pass it by construction.)
+func TestCompressedFileOfAnOlderLedgerIsStillADuplicate(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		plain := filepath.Join(dir, "orders.csv")
+		rows := testkit.Orders(t, plain, 500, 8)
+		data, _ := os.ReadFile(plain)
+		writeCompressed(t, filepath.Join(dir, "orders.csv.gz"), data, func(b *bytes.Buffer) interface {
+			Write([]byte) (int, error)
+			Close() error
+		} {
+			return gzip.NewWriter(b)
+		})
+		stored := "sha256:" + fileSum(t, filepath.Join(dir, "orders.csv.gz"))
+		first := importTo(t, tg, dir, nil, 0, "--file-id", stored, "orders.csv.gz")
+		if first.Outcome != "imported" || first.ContentDigest == stored {
+			t.Fatalf("first import: %+v", first)
+		}
+		for _, q := range []string{`UPDATE ` + tg.Ledger("operations") + ` SET content_digest = '` + stored + `'`,
+			`UPDATE ` + tg.Ledger("quickcheck") + ` SET content_digest = NULL`} {
+			if _, err := tg.DB.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, args := range [][]string{{"orders.csv.gz"}, {"--rehash", "orders.csv.gz"}} {
+			res := importTo(t, tg, dir, nil, 0, args...)
+			if res.Outcome != "duplicate" || res.FileID != stored || res.ContentDigest != stored {
+				t.Fatalf("%v: %+v; want a duplicate of the operation recorded under the stored digest", args, res)
+			}
+		}
+		checkOrders(t, tg, "orders", rows)
+	})
+}
