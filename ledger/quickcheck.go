@@ -76,3 +76,26 @@ func (l *Ledger) ContentOf(ctx context.Context, q dialect.Querier, stored string
 	}
 	return content, nil
 }
+
+// StoredOf returns the distinct stored digests of the files recorded as
+// decoding to content (on any host, at any path), at most 16 of them.
+func (l *Ledger) StoredOf(ctx context.Context, q dialect.Querier, content string) ([]string, error) {
+	if ok, err := l.d.TableExists(ctx, q, l.prefix+"quickcheck"); err != nil || !ok {
+		return nil, err
+	}
+	rows, err := q.QueryContext(ctx, l.q(`SELECT DISTINCT digest FROM `+l.prefix+`quickcheck
+		WHERE content_digest = ? AND digest <> content_digest LIMIT 16`), content)
+	if err != nil {
+		return nil, fmt.Errorf("read quick check: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}

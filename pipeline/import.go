@@ -268,7 +268,7 @@ func (r *run) identify(ctx context.Context) error {
 	if fileID == "" {
 		fileID = digest
 	}
-	if digest != r.digests.Stored && r.e.db != nil {
+	if r.e.db != nil {
 		if fileID, digest, err = r.legacyIdentity(ctx, m.Table, fileID); err != nil {
 			return err
 		}
@@ -302,30 +302,41 @@ func (r *run) identify(ctx context.Context) error {
 	return nil
 }
 
-// legacyIdentity returns the file ID and content digest a compressed file
-// is imported under. Older versions identified a compressed file by the
-// digest of its bytes as stored: when the ledger holds an operation of this
-// table that recorded this file's stored digest (under the default file
-// ID, that digest; or under the file ID given), the run takes that
-// operation's identity, so the same file is a duplicate (or resumes) instead
-// of being imported again.
+// legacyIdentity returns the file ID and content digest the file is
+// imported under. Older versions identified a compressed file by the digest
+// of its bytes as stored. When the ledger holds an operation of this table
+// that recorded such a digest — this file's stored digest (under the file
+// ID given, or as the file ID), or under the default file ID, the stored
+// digest of any file the quick check saw decode to this file's data — the
+// run takes that operation's identity, so the same data is a duplicate (or
+// resumes) instead of being imported again.
 func (r *run) legacyIdentity(ctx context.Context, table, fileID string) (string, string, error) {
 	content, stored := r.digests.Content, r.digests.Stored
 	op, _, err := r.e.ledger.Get(ctx, r.e.db, ledger.Key{Table: table, FileID: fileID})
 	if err != nil {
 		return "", "", err
 	}
-	if op == nil && r.req.FileID == "" {
-		if op, _, err = r.e.ledger.Get(ctx, r.e.db, ledger.Key{Table: table, FileID: stored}); err != nil {
-			return "", "", err
-		}
-		if op != nil && op.ContentDigest == stored {
-			return stored, stored, nil
+	if op != nil || r.req.FileID != "" {
+		if op != nil && stored != content && op.ContentDigest == stored {
+			return fileID, stored, nil
 		}
 		return fileID, content, nil
 	}
-	if op != nil && op.ContentDigest == stored {
-		return fileID, stored, nil
+	candidates, err := r.e.ledger.StoredOf(ctx, r.e.db, content)
+	if err != nil {
+		return "", "", err
+	}
+	if stored != content {
+		candidates = append([]string{stored}, candidates...)
+	}
+	for _, s := range candidates {
+		op, _, err := r.e.ledger.Get(ctx, r.e.db, ledger.Key{Table: table, FileID: s})
+		if err != nil {
+			return "", "", err
+		}
+		if op != nil && op.ContentDigest == s {
+			return s, s, nil
+		}
 	}
 	return fileID, content, nil
 }

@@ -5,3 +5,4 @@ ALTER TABLE {{prefix}}quickcheck ADD COLUMN content_digest TEXT;
 -- The same stored bytes always decode to the same data: a file whose stored
 -- digest is known need not be decompressed to learn its content digest.
 CREATE INDEX quickcheck_digest ON {{prefix}}quickcheck (digest);
+CREATE INDEX quickcheck_content ON {{prefix}}quickcheck (content_digest);
