@@ -20,7 +20,11 @@ import (
 // operation of fileOrID (a path, matched by content digest, or a file ID;
 // table narrows it when the file went to several tables): the replay
 // identity columns, then the source file's columns holding the values as
-// they were read. Rows already replayed are skipped unless all is set.
+// they were read (a null as an empty unquoted field, an empty string as
+// "", a json column's JSON document as the import stores it), then the
+// fields rows had beyond those columns, in ReplayExtra columns. Replay reads
+// it back to the same values. Rows already replayed are skipped unless all
+// is set.
 func (e *Engine) ExportRejects(ctx context.Context, w io.Writer, fileOrID, table string, all bool) error {
 	ops, _, err := e.History(ctx, fileOrID, table)
 	if err != nil {

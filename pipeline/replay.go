@@ -51,7 +51,7 @@ var ErrReplay = errors.New("replay refused")
 
 // Replay applies the corrected rows of path, a CSV file as written by a
 // rejects export (the identity columns, then the columns of the source
-// file's plan), to the target of the completed operation they came from,
+// file's plan, then ReplayExtra columns, which must be empty), to the target of the completed operation they came from,
 // each row under its original identity (file ID and ordinal), as a new
 // attempt with trigger "replay". Every row must be one of the operation's
 // stored rejects and must now be valid; otherwise nothing is applied.

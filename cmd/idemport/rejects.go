@@ -151,8 +151,11 @@ func newRejectsExportCmd(e *env) *cobra.Command {
 		Short: "Write a file's quarantined rows as CSV, ready to fix and replay",
 		Long: `Export writes the quarantined rows of one operation as CSV on stdout: the identity columns
 _idemport_table, _idemport_file_id and _idemport_row (the row's ordinal in its source file),
-then the source file's columns with the values as they were read. Fix the values and give the
-file to 'idemport rejects replay'. Rows already replayed are left out unless --all.`,
+then the source file's columns with the values as they were read: a null is an empty unquoted
+field, an empty string is "", a json column holds its JSON document. Fields a row had beyond
+its file's columns follow in _idemport_extra_1, _idemport_extra_2, ...: move their values into
+the columns and leave them empty. Fix the values and give the file to 'idemport rejects
+replay'. Rows already replayed are left out unless --all.`,
 		Example: "  idemport rejects export orders.csv > fix.csv",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
