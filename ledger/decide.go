@@ -13,58 +13,116 @@ type Decision int
 
 // The decisions.
 const (
-	// Create: no operation exists; create it and plan.
+	// Create: no live operation exists (none, or only one that was undone,
+	// abandoned or superseded, which is moved to the past); create one and
+	// plan.
 	Create Decision = iota
 	// Plan: the operation exists without a stored plan and nobody live holds
-	// the planning lease; take the lease and plan.
+	// the planning lease, or it was refused and this run's reject limit
+	// admits its bad rows; take the planning lease and plan.
 	Plan
-	// Resume: the plan is stored; claim unfinished partitions.
+	// Resume: the plan is stored and a partition is free; claim unfinished
+	// partitions.
 	Resume
 	// Duplicate: already completed with the same fingerprint; no effect.
 	Duplicate
 	// Refuse: already refused with the same fingerprint; refuse again from
 	// the stored report.
 	Refuse
-	// Conflict: the fingerprint differs from the stored one; no effect.
+	// Conflict: the fingerprint differs from the stored one, which has
+	// effects; no effect.
 	Conflict
-	// Busy: another live attempt holds the planning lease.
+	// Busy: another live attempt holds the planning lease, or every
+	// unfinished partition.
 	Busy
+	// Supersede: the stored operation, refused or failed before any
+	// partition committed, has another fingerprint; it becomes superseded
+	// and a new operation starts, as with Create.
+	Supersede
+	// Reapply: the stored operation completed with the same fingerprint, but
+	// its table no longer exists or the run asks to apply it again; a new
+	// attempt applies every partition of the stored plan again.
+	Reapply
 )
 
-var decisionNames = [...]string{"create", "plan", "resume", "duplicate", "refuse", "conflict", "busy"}
+var decisionNames = [...]string{"create", "plan", "resume", "duplicate", "refuse", "conflict", "busy", "supersede", "reapply"}
 
 func (d Decision) String() string { return decisionNames[d] }
 
-// Decide applies the claim decision table to the stored operation op (nil
-// when none) for a run with identity id at time now (Unix ms, database
-// clock). It also returns the attempt whose expired planning lease the run
-// takes over, if any. It does not look at partition leases: for Resume the
-// caller claims partitions and is busy if none is free.
-func Decide(op *Operation, id Identity, now int64) (Decision, string) {
+// Situation is everything the claim decision depends on. The caller reads it
+// from the ledger, the checkpoints and the target in one transaction.
+type Situation struct {
+	Op  *Operation // the stored operation, nil when none
+	ID  Identity   // the run's identity of the file
+	Now int64      // database clock, Unix ms
+
+	// Effect reports that some partition of Op has committed.
+	Effect bool
+	// TableMissing reports that Op's target table does not exist.
+	TableMissing bool
+	// Admits reports that the run's reject limit admits the bad rows Op's
+	// stored refusal counted (and the refusal was for bad rows, not for a
+	// defect no limit admits).
+	Admits bool
+	// Reapply asks for a completed operation to be applied again.
+	Reapply bool
+	// Claimable and Held count Op's unfinished partitions that this run may
+	// claim, and that other live attempts hold.
+	Claimable, Held int64
+}
+
+// Decide applies the claim decision table to s. It is the one place the
+// table is written: import, plan, import --dry-run and verify all decide
+// through it. It also returns the attempt whose expired planning lease the
+// run takes over, if any.
+func Decide(s Situation) (Decision, string) {
+	op, id := s.Op, s.ID
 	if op == nil {
 		return Create, ""
 	}
-	if op.ContentDigest != id.ContentDigest || op.MappingDigest != id.MappingDigest {
+	switch op.State {
+	case Undone, Abandoned:
+		return Create, ""
+	}
+	if op.ContentDigest != id.ContentDigest || !id.SameMapping(op) {
+		if op.State == Refused || (op.State == Failed && !s.Effect) {
+			return Supersede, ""
+		}
 		return Conflict, ""
 	}
 	switch op.State {
 	case Completed:
+		if s.TableMissing || s.Reapply {
+			return Reapply, ""
+		}
 		return Duplicate, ""
 	case Refused:
+		if s.Admits {
+			return Plan, ""
+		}
 		return Refuse, ""
 	case Failed:
 		if op.Planned {
-			return Resume, ""
+			return resume(s), ""
 		}
 		return Plan, ""
 	}
 	if op.Planned {
-		return Resume, ""
+		return resume(s), ""
 	}
-	if op.LeaseAttempt != "" && op.LeaseExpires > now {
+	if op.LeaseAttempt != "" && op.LeaseExpires > s.Now {
 		return Busy, ""
 	}
 	return Plan, op.LeaseAttempt
+}
+
+// resume is Resume unless other live attempts hold every unfinished
+// partition.
+func resume(s Situation) Decision {
+	if s.Claimable == 0 && s.Held > 0 {
+		return Busy
+	}
+	return Resume
 }
 
 // Difference says in words how id differs from the stored operation op:
@@ -75,7 +133,7 @@ func Difference(op *Operation, id Identity) (what, how string) {
 		parts = append(parts, "content")
 		details = append(details, fmt.Sprintf("stored %s, this file %s", short(op.ContentDigest), short(id.ContentDigest)))
 	}
-	if op.MappingDigest != id.MappingDigest {
+	if !id.SameMapping(op) {
 		parts = append(parts, "mapping")
 		details = append(details, mappingDiff(op.Mapping, id.Mapping))
 	}

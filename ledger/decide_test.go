@@ -60,45 +60,67 @@ func TestDecide(t *testing.T) {
 
 	type row struct {
 		name string
-		op   *Operation
-		id   Identity
+		s    Situation
 		want Decision
 		from string
 	}
+	at := func(op *Operation, id Identity) Situation { return Situation{Op: op, ID: id, Now: now} }
+	with := func(s Situation, f func(*Situation)) Situation { f(&s); return s }
 	rows := []row{
-		{"no operation", nil, id, Create, ""},
+		{"no operation", at(nil, id), Create, ""},
 
-		{"processing, planned", stored(Processing, true, "", 0), id, Resume, ""},
-		{"processing, planned, stray lease", stored(Processing, true, "a1", now+60_000), id, Resume, ""},
+		{"processing, planned, a partition free", with(at(stored(Processing, true, "", 0), id), func(s *Situation) { s.Claimable, s.Held = 1, 2 }), Resume, ""},
+		{"processing, planned, nothing held", at(stored(Processing, true, "", 0), id), Resume, ""},
+		{"processing, planned, stray lease", at(stored(Processing, true, "a1", now+60_000), id), Resume, ""},
+		{"processing, planned, every unfinished partition held", with(at(stored(Processing, true, "", 0), id), func(s *Situation) { s.Held = 2 }), Busy, ""},
 
-		{"processing, not planned, lease live", stored(Processing, false, "a1", now+60_000), id, Busy, ""},
-		{"processing, not planned, lease live for 1ms", stored(Processing, false, "a1", now+1), id, Busy, ""},
-		{"processing, not planned, lease expires now", stored(Processing, false, "a1", now), id, Plan, "a1"},
-		{"processing, not planned, lease expired", stored(Processing, false, "a1", now-1), id, Plan, "a1"},
-		{"processing, not planned, lease expired at once", stored(Processing, false, "a1", 0), id, Plan, "a1"},
-		{"processing, not planned, no lease", stored(Processing, false, "", 0), id, Plan, ""},
+		{"processing, not planned, lease live", at(stored(Processing, false, "a1", now+60_000), id), Busy, ""},
+		{"processing, not planned, lease live for 1ms", at(stored(Processing, false, "a1", now+1), id), Busy, ""},
+		{"processing, not planned, lease expires now", at(stored(Processing, false, "a1", now), id), Plan, "a1"},
+		{"processing, not planned, lease expired", at(stored(Processing, false, "a1", now-1), id), Plan, "a1"},
+		{"processing, not planned, lease expired at once", at(stored(Processing, false, "a1", 0), id), Plan, "a1"},
+		{"processing, not planned, no lease", at(stored(Processing, false, "", 0), id), Plan, ""},
 
-		{"failed, planned", stored(Failed, true, "", 0), id, Resume, ""},
-		{"failed, not planned", stored(Failed, false, "", 0), id, Plan, ""},
+		{"failed, planned", at(stored(Failed, true, "", 0), id), Resume, ""},
+		{"failed, planned, every unfinished partition held", with(at(stored(Failed, true, "", 0), id), func(s *Situation) { s.Held = 1 }), Busy, ""},
+		{"failed, not planned", at(stored(Failed, false, "", 0), id), Plan, ""},
 
-		{"completed", stored(Completed, true, "", 0), id, Duplicate, ""},
-		{"refused", stored(Refused, false, "", 0), id, Refuse, ""},
+		{"completed", at(stored(Completed, true, "", 0), id), Duplicate, ""},
+		{"completed, table missing", with(at(stored(Completed, true, "", 0), id), func(s *Situation) { s.TableMissing = true }), Reapply, ""},
+		{"completed, --reapply", with(at(stored(Completed, true, "", 0), id), func(s *Situation) { s.Reapply = true }), Reapply, ""},
+		{"refused", at(stored(Refused, false, "", 0), id), Refuse, ""},
+		{"refused, limit now admits", with(at(stored(Refused, false, "", 0), id), func(s *Situation) { s.Admits = true }), Plan, ""},
+
+		// A different fingerprint: an operation without effect is
+		// superseded, one with effects is a conflict.
+		{"refused, other content", at(stored(Refused, false, "", 0), otherContent), Supersede, ""},
+		{"refused, other mapping", at(stored(Refused, false, "", 0), otherMapping), Supersede, ""},
+		{"failed before any commit, other mapping", at(stored(Failed, true, "", 0), otherMapping), Supersede, ""},
+		{"failed before planning, other content", at(stored(Failed, false, "", 0), otherContent), Supersede, ""},
+		{"failed after a commit, other mapping", with(at(stored(Failed, true, "", 0), otherMapping), func(s *Situation) { s.Effect = true }), Conflict, ""},
+		{"completed, table missing, other content", with(at(stored(Completed, true, "", 0), otherContent), func(s *Situation) { s.TableMissing = true }), Conflict, ""},
 	}
-	// A different fingerprint is a conflict whatever the stored state.
-	for _, state := range []State{Processing, Failed, Completed, Refused} {
+	// Undone and abandoned operations are as if never imported.
+	for _, state := range []State{Undone, Abandoned} {
+		for name, other := range map[string]Identity{"same": id, "other content": otherContent, "other mapping": otherMapping} {
+			rows = append(rows, row{fmt.Sprintf("%s, %s fingerprint", state, name), at(stored(state, true, "", 0), other), Create, ""})
+		}
+	}
+	// Otherwise a different fingerprint is a conflict.
+	for _, state := range []State{Processing, Completed} {
 		for _, planned := range []bool{false, true} {
 			for _, lease := range []int64{0, now + 60_000} {
 				for name, other := range map[string]Identity{"content": otherContent, "mapping": otherMapping, "both": otherBoth} {
 					rows = append(rows, row{
 						fmt.Sprintf("%s, planned %v, lease %d, different %s", state, planned, lease, name),
-						stored(state, planned, "a1", lease), other, Conflict, ""})
+						at(stored(state, planned, "a1", lease), other), Conflict, ""})
 				}
 			}
 		}
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
-			d, from := Decide(r.op, r.id, now)
+			d, from := Decide(r.s)
 			if d != r.want || from != r.from {
 				t.Errorf("Decide = %s, %q; want %s, %q", d, from, r.want, r.from)
 			}
@@ -108,7 +130,7 @@ func TestDecide(t *testing.T) {
 
 func TestDecisionNames(t *testing.T) {
 	want := map[Decision]string{Create: "create", Plan: "plan", Resume: "resume", Duplicate: "duplicate",
-		Refuse: "refuse", Conflict: "conflict", Busy: "busy"}
+		Refuse: "refuse", Conflict: "conflict", Busy: "busy", Supersede: "supersede", Reapply: "reapply"}
 	for d, w := range want {
 		if d.String() != w {
 			t.Errorf("%d is %q, want %q", int(d), d.String(), w)

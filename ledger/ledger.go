@@ -6,6 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/idemport/idemport/internal/counter"
 	"github.com/idemport/idemport/internal/dialect"
@@ -24,6 +25,12 @@ const (
 	Failed     State = "failed"     // the last attempt stopped cleanly with an error
 	Completed  State = "completed"  // every partition committed and the outcome is stored
 	Refused    State = "refused"    // the plan pass found too many bad rows; nothing was written
+	Undone     State = "undone"     // `idemport undo` removed its effects (ordinal mode) or forgot it
+	Abandoned  State = "abandoned"  // its source changed under an attempt; rows it committed were removed (ordinal mode)
+	// Superseded is the final state of a refused, or failed without
+	// effect, operation that a run with another fingerprint replaced. It
+	// is only ever found among past operations.
+	Superseded State = "superseded"
 )
 
 // Errors callers branch on.
@@ -70,8 +77,19 @@ type Identity struct {
 	ContentDigest string // sha256:…
 	MappingDigest string // sha256:… of Mapping
 	Mapping       string // canonical JSON of the mapping
-	Path          string
-	Size          int64
+	// Equivalent lists other mapping digests that mean the same as
+	// MappingDigest for this file (the mapping less --column types equal to
+	// the existing table's): an operation stored with one of them has the
+	// same mapping.
+	Equivalent []string
+	Path       string
+	Size       int64
+}
+
+// SameMapping reports whether the stored operation op was made with a
+// mapping that means the same as id's.
+func (id Identity) SameMapping(op *Operation) bool {
+	return op.MappingDigest == id.MappingDigest || slices.Contains(id.Equivalent, op.MappingDigest)
 }
 
 // Operation is the stored record of an operation.

@@ -109,7 +109,7 @@ func TestCreateGetRoundTrip(t *testing.T) {
 		t.Errorf("created %d, updated %d, now %d", op.CreatedAt, op.UpdatedAt, now)
 	}
 	// The stored operation decides as the decision table says.
-	if d, _ := Decide(op, id, now); d != Busy {
+	if d, _ := Decide(Situation{Op: op, ID: id, Now: now}); d != Busy {
 		t.Errorf("another run decides %s while a1 holds the lease", d)
 	}
 
@@ -162,7 +162,7 @@ func TestPlannedNeedsThePlanningLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	op, now := get(t, l, db, id.Key)
-	d, from := Decide(op, id, now)
+	d, from := Decide(Situation{Op: op, ID: id, Now: now})
 	if d != Plan || from != "a1" {
 		t.Fatalf("after expiry: %s from %q", d, from)
 	}
@@ -181,7 +181,7 @@ func TestPlannedNeedsThePlanningLease(t *testing.T) {
 	if !op.Planned || op.LeaseAttempt != "" || op.LeaseExpires != 0 || op.Attempts != 2 {
 		t.Errorf("after planning: %+v", op)
 	}
-	if d, _ := Decide(op, id, now); d != Resume {
+	if d, _ := Decide(Situation{Op: op, ID: id, Now: now}); d != Resume {
 		t.Errorf("planned operation decides %s", d)
 	}
 	if err := planned("a2"); !errors.Is(err, ErrLeaseLost) {
@@ -264,7 +264,7 @@ func TestCompleteOnce(t *testing.T) {
 		op.LeaseAttempt != "" || op.LeaseExpires != 0 {
 		t.Errorf("completed operation: %+v", op)
 	}
-	if d, _ := Decide(op, id, now); d != Duplicate {
+	if d, _ := Decide(Situation{Op: op, ID: id, Now: now}); d != Duplicate {
 		t.Errorf("completed operation decides %s", d)
 	}
 }

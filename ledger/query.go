@@ -24,24 +24,9 @@ func (l *Ledger) List(ctx context.Context, f Filter) ([]Operation, error) {
 	if ok, err := l.d.TableExists(ctx, l.db, l.prefix+"operations"); err != nil || !ok {
 		return nil, err
 	}
-	var where []string
-	var args []any
-	add := func(col, v string) {
-		if v != "" {
-			where = append(where, col+" = ?")
-			args = append(args, v)
-		}
-	}
-	add("table_name", f.Table)
-	add("file_id", f.FileID)
-	add("state", string(f.State))
-	add("content_digest", f.Digest)
-	q := `SELECT ` + opColumns + ` FROM ` + l.prefix + `operations`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	q += ` ORDER BY created_at DESC, table_name, file_id`
-	rows, err := l.db.QueryContext(ctx, l.q(q), args...)
+	where, args := f.where()
+	rows, err := l.db.QueryContext(ctx, l.q(`SELECT `+opColumns+` FROM `+l.prefix+`operations`+where+
+		` ORDER BY created_at DESC, table_name, file_id`), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list operations: %w", err)
 	}
@@ -55,6 +40,27 @@ func (l *Ledger) List(ctx context.Context, f Filter) ([]Operation, error) {
 		out = append(out, *op)
 	}
 	return out, rows.Err()
+}
+
+// where renders f as a WHERE clause (empty when f selects everything) and
+// its arguments.
+func (f Filter) where() (string, []any) {
+	var where []string
+	var args []any
+	add := func(col, v string) {
+		if v != "" {
+			where = append(where, col+" = ?")
+			args = append(args, v)
+		}
+	}
+	add("table_name", f.Table)
+	add("file_id", f.FileID)
+	add("state", string(f.State))
+	add("content_digest", f.Digest)
+	if len(where) == 0 {
+		return "", nil
+	}
+	return ` WHERE ` + strings.Join(where, " AND "), args
 }
 
 // AttemptRecord is a stored attempt.

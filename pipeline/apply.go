@@ -222,6 +222,11 @@ func (r *run) claimNext(ctx context.Context, tx *sql.Tx) (*checkpoint.Claim, err
 	if c != nil && c.RecoveredFrom != "" {
 		r.log.Warn("recovered the lease of a dead or stalled attempt", "partition", c.Index, "from", c.RecoveredFrom)
 		r.recovered = append(r.recovered, c.RecoveredFrom)
+		// Taken over, it is dead to the operation: a stalled process that
+		// wakes can no longer commit (fencing), and records its own end.
+		if err := r.e.ledger.Died(ctx, tx, c.RecoveredFrom); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
 )
@@ -49,14 +50,18 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 		return 0, err
 	}
 	if op != nil {
-		if d, _ := ledger.Decide(op, r.id, now); d != ledger.Busy && r.settles(d, op) {
+		s, err := r.situation(ctx, r.e.db, op, now)
+		if err != nil {
+			return 0, err
+		}
+		if d, _ := ledger.Decide(s); settles(d) && d != ledger.Busy {
 			if !r.quick {
 				// The file was hashed: remember it, so the next run need not.
 				if err := r.e.ledger.RememberDigest(ctx, r.e.db, r.stat, r.digests.Stored, r.digests.Content); err != nil {
 					return 0, err
 				}
 			}
-			return d, r.settle(d, op)
+			return d, r.settle(ctx, d, op)
 		}
 	}
 	tx, err := r.e.db.BeginTx(ctx, nil)
@@ -76,13 +81,48 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 	if err != nil {
 		return 0, err
 	}
-	d, from := ledger.Decide(op, r.id, now)
-	if d == ledger.Refuse && r.admits(op) {
-		d = ledger.Plan
+	s, err := r.situation(ctx, tx, op, now)
+	if err != nil {
+		return 0, err
 	}
+	d, from := ledger.Decide(s)
 	switch d {
-	case ledger.Create:
+	case ledger.Create, ledger.Supersede:
+		if op != nil {
+			if d == ledger.Supersede {
+				r.note("supersedes the %s operation of %s (%s differs; it had no effect)", op.State, op.Key, differs(op, r.id))
+			}
+			if _, _, err := r.e.cp.Drop(ctx, tx, r.op); err != nil {
+				return 0, err
+			}
+			if err := r.e.ledger.Replace(ctx, tx, r.id.Key); err != nil {
+				return 0, err
+			}
+		}
 		if err := r.e.ledger.Create(ctx, tx, r.id, r.attempt, r.leaseMs); err != nil {
+			return 0, err
+		}
+		r.created = true
+	case ledger.Reapply:
+		if s.TableMissing {
+			r.note("imported again: %s was completed on %s, but its table %s no longer exists", op.Key, formatMs(op.CompletedAt), op.Table)
+		} else {
+			r.note("applied again (--reapply): %s was completed on %s", op.Key, formatMs(op.CompletedAt))
+		}
+		if !r.target.Ordinal() && r.target.Version == "" {
+			r.note("rows are upserted by key without --version-col: this file's values overwrite any newer ones written since")
+		}
+		// The file is planned again (its stored plan may have been
+		// collected by gc) and every partition applied again: the target
+		// keys are deterministic, so rows that are still there are
+		// unchanged.
+		if _, _, err := r.e.cp.Drop(ctx, tx, r.op); err != nil {
+			return 0, err
+		}
+		if err := r.e.ledger.Reset(ctx, tx, r.id.Key); err != nil {
+			return 0, err
+		}
+		if err := r.e.ledger.Start(ctx, tx, r.id.Key, r.attempt, true, r.leaseMs); err != nil {
 			return 0, err
 		}
 		r.created = true
@@ -91,24 +131,19 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 			r.attempt.RecoveredFrom = from
 			r.recovered = append(r.recovered, from)
 			r.log.Warn("recovered the planning lease of a dead attempt", "from", from)
+			if err := r.e.ledger.Died(ctx, tx, from); err != nil {
+				return 0, err
+			}
 		}
 		if err := r.e.ledger.Start(ctx, tx, r.id.Key, r.attempt, true, r.leaseMs); err != nil {
 			return 0, err
 		}
 	case ledger.Resume:
-		p, err := r.e.cp.Progress(ctx, tx, r.op, r.attempt.ID)
-		if err != nil {
-			return 0, err
-		}
-		if p.Claimable == 0 && p.Held > 0 {
-			d = ledger.Busy
-			break
-		}
 		if err := r.e.ledger.Start(ctx, tx, r.id.Key, r.attempt, false, r.leaseMs); err != nil {
 			return 0, err
 		}
 	}
-	if !r.settles(d, op) {
+	if !settles(d) {
 		if !r.quick && r.stat.Path != "" {
 			if err := r.e.ledger.RememberDigest(ctx, tx, r.stat, r.digests.Stored, r.digests.Content); err != nil {
 				return 0, err
@@ -121,7 +156,48 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 		r.res.AttemptID = r.attempt.ID
 		return d, nil
 	}
-	return d, r.settle(d, op)
+	return d, r.settle(ctx, d, op)
+}
+
+// situation gathers, through q, what the claim decision depends on for the
+// stored operation op (nil when none) at database time now.
+func (r *run) situation(ctx context.Context, q dialect.Querier, op *ledger.Operation, now int64) (ledger.Situation, error) {
+	s := ledger.Situation{Op: op, ID: r.id, Now: now, Reapply: r.req.Reapply}
+	if op == nil {
+		return s, nil
+	}
+	s.Admits = r.admits(op)
+	if op.Planned {
+		p, err := r.e.cp.Progress(ctx, q, r.op, r.attempt.ID)
+		if err != nil {
+			return s, err
+		}
+		s.Effect = p.Done > 0
+		s.Claimable, s.Held = p.Claimable, p.Held
+	}
+	if op.State == ledger.Completed {
+		t, err := r.e.sink.Describe(ctx, q, op.Table)
+		if err != nil {
+			return s, err
+		}
+		s.TableMissing = t == nil
+	}
+	return s, nil
+}
+
+// note records a sentence for the result and the log.
+func (r *run) note(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.res.Notes = append(r.res.Notes, msg)
+	if r.log != nil {
+		r.log.Info(msg)
+	}
+}
+
+// differs names what differs between op and id: content, mapping or both.
+func differs(op *ledger.Operation, id ledger.Identity) string {
+	what, _ := ledger.Difference(op, id)
+	return what
 }
 
 // reapDead ends at once the leases of attempts that ran on this host in
@@ -151,17 +227,18 @@ func (r *run) reapDead(ctx context.Context, tx *sql.Tx, op *ledger.Operation) er
 		if err := r.e.ledger.Expire(ctx, tx, r.id.Key, a); err != nil {
 			return err
 		}
+		if err := r.e.ledger.Died(ctx, tx, a); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
 // settles reports whether decision d ends the run without an attempt.
-func (r *run) settles(d ledger.Decision, op *ledger.Operation) bool {
+func settles(d ledger.Decision) bool {
 	switch d {
-	case ledger.Duplicate, ledger.Conflict, ledger.Busy:
+	case ledger.Duplicate, ledger.Conflict, ledger.Busy, ledger.Refuse:
 		return true
-	case ledger.Refuse:
-		return !r.admits(op)
 	}
 	return false
 }
@@ -169,7 +246,7 @@ func (r *run) settles(d ledger.Decision, op *ledger.Operation) bool {
 // admits reports whether this run's reject limit lets a refused operation be
 // planned again: the stored report counted fewer bad rows than it allows.
 func (r *run) admits(op *ledger.Operation) bool {
-	return op != nil && op.State == ledger.Refused && r.req.MaxRejects.Allows(op.Rows.Rejected, op.Rows.Read) && !r.refusedByDefect(op)
+	return op.State == ledger.Refused && r.req.MaxRejects.Allows(op.Rows.Rejected, op.Rows.Read) && !r.refusedByDefect(op)
 }
 
 // refusedByDefect reports whether the stored refusal was for a defect that
@@ -179,8 +256,37 @@ func (r *run) refusedByDefect(op *ledger.Operation) bool {
 	return json.Unmarshal([]byte(op.Outcome), &ref) == nil && ref.Error != ""
 }
 
+// noteNewerWrites says so when a natural-key duplicate's table was written
+// by other operations after op completed: the table may no longer hold the
+// file's values, and a delivery that repeats old bytes needs its own
+// --file-id to be applied again.
+func (r *run) noteNewerWrites(ctx context.Context, op *ledger.Operation) error {
+	ops, err := r.e.ledger.List(ctx, ledger.Filter{Table: op.Table, State: ledger.Completed})
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, o := range ops {
+		if o.FileID != op.FileID && o.CompletedAt > op.CompletedAt {
+			n++
+		}
+	}
+	if n > 0 {
+		r.note("%s was written by %s since this file was imported, so it may no longer hold this file's values; if this is a new delivery of the same data, give it its own --file-id (e.g. --file-id '%s/{name}')",
+			op.Table, pluralWord(n, "other import"), op.Table)
+	}
+	return nil
+}
+
+func pluralWord(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
 // settle fills the result of a decision that ends the run without effect.
-func (r *run) settle(d ledger.Decision, op *ledger.Operation) error {
+func (r *run) settle(ctx context.Context, d ledger.Decision, op *ledger.Operation) error {
 	r.res.Stored = op
 	switch d {
 	case ledger.Duplicate:
@@ -192,6 +298,9 @@ func (r *run) settle(d ledger.Decision, op *ledger.Operation) error {
 		}
 		r.res.AttemptID = op.CompletedBy
 		r.log.Info("duplicate", "completed_by", op.CompletedBy)
+		if !r.target.Ordinal() {
+			return r.noteNewerWrites(ctx, op)
+		}
 		return nil
 	case ledger.Conflict:
 		r.res.Outcome = Conflict

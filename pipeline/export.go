@@ -26,7 +26,7 @@ import (
 // it back to the same values. Rows already replayed are skipped unless all
 // is set.
 func (e *Engine) ExportRejects(ctx context.Context, w io.Writer, fileOrID, table string, all bool) error {
-	ops, _, err := e.History(ctx, fileOrID, table)
+	ops, err := e.Operations(ctx, fileOrID, table)
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (e *Engine) ExportRejects(ctx context.Context, w io.Writer, fileOrID, table
 		}
 		return usagef("%s was imported into %d tables (%s); choose one with --table", fileOrID, len(ops), strings.Join(tables, ", "))
 	}
-	op := ops[0].Operation
+	op := ops[0]
 	body, _, err := e.cp.Load(ctx, e.db, checkpoint.Op{Table: op.Table, FileID: op.FileID})
 	if err != nil {
 		return err

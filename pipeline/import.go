@@ -23,7 +23,8 @@ import (
 // fields mean their defaults.
 type Request struct {
 	Path string
-	// FileID is the file's business identity; empty means its content digest.
+	// FileID is the file's business identity, or a template of it (see
+	// [FileID]); empty means its content digest.
 	FileID  string
 	Mapping Mapping
 	// PartitionRows is the rows per partition of a new plan (default
@@ -48,6 +49,14 @@ type Request struct {
 	// Rehash makes the run hash the file even when the quick check (path,
 	// size, times, inode) says it is unchanged since it was last hashed.
 	Rehash bool
+	// MinAge, when positive, skips a file modified more recently than
+	// that: it may still be being written. The outcome is Skipped.
+	MinAge time.Duration
+	// Reapply makes a completed operation be applied again by a new
+	// attempt, as if its table had been dropped. Ordinal-mode rows are
+	// keyed by file and row, so this writes no duplicate; in natural-key
+	// mode without a version column, the file's values overwrite newer ones.
+	Reapply bool
 	// Progress, if set, receives progress reports. It is called from the
 	// import's goroutines and must be quick.
 	Progress func(Progress)
@@ -158,7 +167,9 @@ func (r *run) progress(p Progress) {
 
 func (r *run) run(ctx context.Context) error {
 	defer func() { r.spec.stop() }()
-	if err := r.identify(ctx); err != nil {
+	if err := r.identify(ctx); errors.Is(err, errSkipped) {
+		return nil
+	} else if err != nil {
 		return err
 	}
 	if err := r.preflight(); err != nil {
@@ -184,9 +195,14 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	case errors.As(err, &retracted):
 		return retracted.error
+	case errors.Is(err, reader.ErrSourceChanged) && ctx.Err() == nil:
+		return r.abandonChanged(ctx, err)
 	}
 	return r.abandon(ctx, err)
 }
+
+// errSkipped stops a run whose file is too recently modified (--min-age).
+var errSkipped = errors.New("skipped")
 
 // identify hashes the file and computes the operation's fingerprint.
 func (r *run) identify(ctx context.Context) error {
@@ -207,6 +223,12 @@ func (r *run) identify(ctx context.Context) error {
 	}
 	if st.IsDir() {
 		return usagef("%s is a directory", r.req.Path)
+	}
+	if age := time.Since(st.ModTime()); r.req.MinAge > 0 && age < r.req.MinAge {
+		r.res.Outcome = Skipped
+		r.note("modified %s ago, less than --min-age %s: it may still be being written; a later run imports it",
+			age.Round(time.Second), r.req.MinAge)
+		return errSkipped
 	}
 	host, _ := os.Hostname()
 	r.stat = fileStat(host, r.req.Path, st)
@@ -264,7 +286,7 @@ func (r *run) identify(ctx context.Context) error {
 		}
 	}
 	digest := r.digests.Content
-	fileID := r.req.FileID
+	fileID := FileID(r.req.FileID, r.req.Path, digest)
 	if fileID == "" {
 		fileID = digest
 	}
@@ -282,12 +304,23 @@ func (r *run) identify(ctx context.Context) error {
 	}
 	quotes := format == reader.CSV || m.Quotes
 	mapping, mdigest := m.canonical(format, delim, quotes)
+	// The same mapping less the --column types that change nothing means
+	// the same: a stored operation with either digest is this one.
+	var equivalent []string
+	if cols, err := r.meaningfulColumns(ctx, format); err != nil {
+		return err
+	} else if len(cols) != len(m.Columns) {
+		m.Columns = cols
+		_, d := m.canonical(format, delim, quotes)
+		equivalent = append(equivalent, d)
+	}
 	r.id = ledger.Identity{
 		Key:           ledger.Key{Table: m.Table, FileID: fileID},
 		FileKey:       FileKey(fileID),
 		ContentDigest: digest,
 		MappingDigest: mdigest,
 		Mapping:       mapping,
+		Equivalent:    equivalent,
 		Path:          r.req.Path,
 		Size:          st.Size(),
 	}
@@ -341,6 +374,28 @@ func (r *run) legacyIdentity(ctx context.Context, table, fileID string) (string,
 	return fileID, content, nil
 }
 
+// meaningfulColumns returns the mapping's forced column types less those
+// that change nothing: for a text file going into an existing table, a
+// --column naming the type the table's column already has is how the plan
+// reads that column anyway, so it must not change the fingerprint.
+func (r *run) meaningfulColumns(ctx context.Context, format reader.Format) (map[string]reader.Type, error) {
+	cols := r.req.Mapping.Columns
+	if len(cols) == 0 || r.e.db == nil || (format != reader.CSV && format != reader.TSV && format != reader.JSONL) {
+		return cols, nil
+	}
+	t, err := r.e.sink.Describe(ctx, r.e.db, r.req.Mapping.Table)
+	if err != nil || t == nil {
+		return cols, err
+	}
+	out := make(map[string]reader.Type, len(cols))
+	for name, typ := range cols {
+		if c := t.Column(name); c == nil || c.Kind != typ.String() {
+			out[name] = typ
+		}
+	}
+	return out, nil
+}
+
 // heartbeat renews this attempt's leases until the returned stop is called.
 func (r *run) heartbeat(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -369,7 +424,8 @@ func (r *run) heartbeat(ctx context.Context) (stop func()) {
 // work plans if the claim made this run the planner, then applies and
 // finalizes.
 func (r *run) work(ctx context.Context, d ledger.Decision) error {
-	if d == ledger.Create || d == ledger.Plan {
+	switch d {
+	case ledger.Create, ledger.Supersede, ledger.Plan, ledger.Reapply:
 		refused, err := r.planFile(ctx)
 		if err != nil || refused {
 			return err
@@ -377,7 +433,7 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 		if err := r.e.fp.Hit("after-plan"); err != nil {
 			return err
 		}
-	} else {
+	default:
 		r.spec.stop() // a stored plan is used instead
 		r.spec = nil
 		if err := r.loadPlan(ctx); err != nil {

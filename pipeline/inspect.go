@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/ledger"
@@ -48,7 +49,9 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 	if e.log == nil {
 		e.log = discardLogger()
 	}
-	if err := r.identify(ctx); err != nil {
+	if err := r.identify(ctx); errors.Is(err, errSkipped) {
+		return &PlanReport{File: req.Path, Table: r.target.Table, Decision: string(Skipped), Detail: r.res.Notes[0]}, nil
+	} else if err != nil {
 		return nil, err
 	}
 	if err := r.preflight(); err != nil {
@@ -66,12 +69,22 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		if err != nil {
 			return nil, err
 		}
-		if op != nil {
-			d, _ := ledger.Decide(op, r.id, now)
-			rep.Decision = d.String()
-			if d == ledger.Conflict {
-				what, how := ledger.Difference(op, r.id)
-				rep.Detail = what + " differs: " + how
+		s, err := r.situation(ctx, e.db, op, now)
+		if err != nil {
+			return nil, err
+		}
+		d, _ := ledger.Decide(s)
+		rep.Decision = d.String()
+		switch d {
+		case ledger.Conflict:
+			what, how := ledger.Difference(op, r.id)
+			rep.Detail = what + " differs: " + how
+		case ledger.Supersede:
+			rep.Detail = fmt.Sprintf("supersedes the %s operation (%s differs; it had no effect)", op.State, differs(op, r.id))
+		case ledger.Reapply:
+			rep.Detail = "applies the completed file again"
+			if s.TableMissing {
+				rep.Detail = "imports the completed file again: its table no longer exists"
 			}
 		}
 		t, err := e.sink.Describe(ctx, e.db, r.target.Table)
@@ -114,11 +127,15 @@ type OperationStatus struct {
 	Holders []string
 }
 
-// Status lists operations matching f, newest first.
+// Status lists operations matching f, newest first. Without a state in f,
+// undone operations are left out: they are resolved, and shown by History.
 func (e *Engine) Status(ctx context.Context, f ledger.Filter) ([]OperationStatus, error) {
 	ops, err := e.ledger.List(ctx, f)
 	if err != nil {
 		return nil, err
+	}
+	if f.State == "" {
+		ops = slices.DeleteFunc(ops, func(op ledger.Operation) bool { return op.State == ledger.Undone })
 	}
 	return e.withProgress(ctx, ops)
 }
@@ -152,42 +169,99 @@ func (e *Engine) withProgress(ctx context.Context, ops []ledger.Operation) ([]Op
 }
 
 // History returns the operations of a file (given as a path, which is
-// hashed, or as a file ID) and their attempts, oldest attempt first.
+// hashed, or as a file ID), current ones first and then past ones
+// (superseded, undone or abandoned, replaced by a newer operation), each
+// with its attempts, oldest attempt first.
 func (e *Engine) History(ctx context.Context, fileOrID string, table string) ([]OperationStatus, [][]ledger.AttemptRecord, error) {
-	filter := ledger.Filter{Table: table, FileID: fileOrID}
-	var legacy []ledger.Operation
-	if st, err := os.Stat(fileOrID); err == nil && !st.IsDir() {
-		digests, err := reader.Digest(ctx, fileOrID, nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		filter = ledger.Filter{Table: table, Digest: digests.Content}
-		if digests.Stored != digests.Content {
-			// Older versions recorded a compressed file by its stored bytes.
-			if legacy, err = e.ledger.List(ctx, ledger.Filter{Table: table, Digest: digests.Stored}); err != nil {
-				return nil, nil, err
-			}
-		}
-	}
-	ops, err := e.ledger.List(ctx, filter)
+	filters, err := fileFilters(ctx, fileOrID, table)
 	if err != nil {
 		return nil, nil, err
 	}
-	ops = append(ops, legacy...)
-	if len(ops) == 0 {
+	ops, err := e.listAll(ctx, filters, e.ledger.List)
+	if err != nil {
+		return nil, nil, err
+	}
+	past, err := e.listAll(ctx, filters, e.ledger.Past)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ops)+len(past) == 0 {
 		return nil, nil, fmt.Errorf("no operation for %s", fileOrID)
 	}
 	var attempts [][]ledger.AttemptRecord
-	for _, op := range ops {
+	for i, op := range append(ops, past...) {
 		as, err := e.ledger.Attempts(ctx, op.Key)
 		if err != nil {
 			return nil, nil, err
 		}
-		attempts = append(attempts, as)
+		// Attempts are kept per (table, file ID): give each operation
+		// those of its own lifetime.
+		var own []ledger.AttemptRecord
+		for _, a := range as {
+			if a.StartedAt >= op.CreatedAt && (i < len(ops) || a.StartedAt < op.UpdatedAt) {
+				own = append(own, a)
+			}
+		}
+		attempts = append(attempts, own)
 	}
 	st, err := e.withProgress(ctx, ops)
-	return st, attempts, err
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, op := range past {
+		st = append(st, OperationStatus{Operation: op})
+	}
+	return st, attempts, nil
 }
+
+// Operations returns the current operations of a file (given as a path,
+// which is hashed, or as a file ID), or an error when there are none.
+func (e *Engine) Operations(ctx context.Context, fileOrID string, table string) ([]ledger.Operation, error) {
+	filters, err := fileFilters(ctx, fileOrID, table)
+	if err != nil {
+		return nil, err
+	}
+	ops, err := e.listAll(ctx, filters, e.ledger.List)
+	if err != nil {
+		return nil, err
+	}
+	if len(ops) == 0 {
+		return nil, fmt.Errorf("no operation for %s", fileOrID)
+	}
+	return ops, nil
+}
+
+// listAll lists, with list, the operations matching any of filters.
+func (e *Engine) listAll(ctx context.Context, filters []ledger.Filter, list func(context.Context, ledger.Filter) ([]ledger.Operation, error)) ([]ledger.Operation, error) {
+	var out []ledger.Operation
+	for _, f := range filters {
+		ops, err := list(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ops...)
+	}
+	return out, nil
+}
+
+// fileFilters select the operations of a file given as a path (by its
+// content digest and, for a compressed file, also by the digest of its
+// stored bytes, as older versions recorded it) or as a file ID.
+func fileFilters(ctx context.Context, fileOrID string, table string) ([]ledger.Filter, error) {
+	if st, err := os.Stat(fileOrID); err == nil && !st.IsDir() {
+		digests, err := reader.Digest(ctx, fileOrID, nil)
+		if err != nil {
+			return nil, err
+		}
+		filters := []ledger.Filter{{Table: table, Digest: digests.Content}}
+		if digests.Stored != digests.Content {
+			filters = append(filters, ledger.Filter{Table: table, Digest: digests.Stored})
+		}
+		return filters, nil
+	}
+	return []ledger.Filter{{Table: table, FileID: fileOrID}}, nil
+}
+
 
 // Rejects returns the stored rejects of operation k, in ordinal order.
 func (e *Engine) Rejects(ctx context.Context, k ledger.Key) ([]ledger.Reject, error) {

@@ -198,6 +198,7 @@ type GCReport struct {
 	Partitions     int64     `json:"partitions"`      // per-partition rows deleted
 	Plans          int64     `json:"plans"`           // stored plans deleted
 	RejectPayloads int64     `json:"reject_payloads"` // rejects whose raw value and row were cleared
+	Retired        int64     `json:"retired"`         // undone and abandoned operations moved to history
 	DryRun         bool      `json:"dry_run"`
 }
 
@@ -206,7 +207,9 @@ type GCReport struct {
 // their rejects. It keeps the identity evidence: operations (key,
 // fingerprint, state, counts, stored outcome), attempts, and the rejects'
 // ordinals and reasons, so duplicate detection and history keep working.
-// Operations that are not completed are never touched.
+// Undone and abandoned operations older than the window move to the past
+// operations, out of status and into history. Other operations that are
+// not completed are never touched.
 func (e *Engine) GC(ctx context.Context, olderThan time.Duration, dryRun bool) (*GCReport, error) {
 	rep := &GCReport{Cutoff: time.Now().Add(-olderThan).UTC(), DryRun: dryRun}
 	ops, err := e.ledger.List(ctx, ledger.Filter{State: ledger.Completed})
@@ -237,6 +240,23 @@ func (e *Engine) GC(ctx context.Context, olderThan time.Duration, dryRun bool) (
 		rep.Plans += plans
 		rep.Partitions += parts
 		rep.RejectPayloads += payloads
+	}
+	// Undone and abandoned operations are resolved: past the window they
+	// leave status for history (their detail went when they ended).
+	for _, state := range []ledger.State{ledger.Undone, ledger.Abandoned} {
+		ended, err := e.ledger.List(ctx, ledger.Filter{State: state})
+		if err != nil {
+			return nil, err
+		}
+		for _, op := range ended {
+			if op.UpdatedAt >= rep.Cutoff.UnixMilli() {
+				continue
+			}
+			if err := e.ledger.Replace(ctx, tx, op.Key); err != nil {
+				return nil, err
+			}
+			rep.Retired++
+		}
 	}
 	if dryRun {
 		return rep, nil // the deferred rollback undoes it all

@@ -84,10 +84,33 @@ func FileKey(fileID string) int64 {
 	return int64(binary.BigEndian.Uint64(sum[:8]))
 }
 
-// DefaultTable names the table a file goes to when none is given: the file
-// name without its format and compression extensions, with every character
-// other than a letter, digit or underscore replaced by an underscore.
-func DefaultTable(path string) string {
+// FileID expands a --file-id template for the file at path with content
+// digest digest: {name} is the file's base name, {stem} that name without
+// its format and compression extensions, {path} the path as given (with
+// forward slashes), {digest} the content digest. Text outside braces is
+// kept; a template without placeholders is the ID itself.
+func FileID(template, path, digest string) string {
+	return strings.NewReplacer(
+		"{name}", filepath.Base(path),
+		"{stem}", stem(path),
+		"{path}", filepath.ToSlash(path),
+		"{digest}", digest,
+	).Replace(template)
+}
+
+// FileIDVaries reports whether template names each file differently, so it
+// may be given with several files.
+func FileIDVaries(template string) bool {
+	for _, p := range []string{"{name}", "{stem}", "{path}", "{digest}"} {
+		if strings.Contains(template, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// stem is a file's base name without its compression and format extensions.
+func stem(path string) string {
 	name := filepath.Base(path)
 	lower := strings.ToLower(name)
 	for _, ext := range []string{".gz", ".zst"} {
@@ -98,6 +121,14 @@ func DefaultTable(path string) string {
 	if ext := filepath.Ext(name); ext != "" {
 		name = name[:len(name)-len(ext)]
 	}
+	return name
+}
+
+// DefaultTable names the table a file goes to when none is given: the file
+// name without its format and compression extensions, with every character
+// other than a letter, digit or underscore replaced by an underscore.
+func DefaultTable(path string) string {
+	name := stem(path)
 	var b strings.Builder
 	for _, r := range name {
 		if r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {

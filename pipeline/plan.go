@@ -227,8 +227,8 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 // returns err when it is not a defect of the file.
 func (r *run) refuseDefect(ctx context.Context, err error) (bool, error) {
 	var pe *reader.ParseError
-	if !errors.As(err, &pe) || ctx.Err() != nil {
-		return false, err
+	if !errors.As(err, &pe) || ctx.Err() != nil || errors.Is(err, reader.ErrSourceChanged) {
+		return false, err // a file that changed is abandoned, not refused
 	}
 	return true, r.refuse(ctx, &Refusal{Rows: r.rows.Read, Rejected: r.rows.Rejected, MaxRejects: r.req.MaxRejects, Error: pe.Error()})
 }

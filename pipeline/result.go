@@ -20,6 +20,7 @@ const (
 	Busy      Outcome = "busy"      // another live attempt holds the work
 	Refused   Outcome = "refused"   // too many bad rows: nothing written to the target
 	Failed    Outcome = "failed"    // a runtime failure; a rerun resumes
+	Skipped   Outcome = "skipped"   // modified too recently (--min-age): not read, nothing written
 )
 
 // Result reports one file's import. Err is set for Failed, Conflict, Busy
@@ -53,6 +54,11 @@ type Result struct {
 	Stored *ledger.Operation `json:"-"`
 	// Refusal lists the first bad rows of a refused file.
 	Refusal *Refusal `json:"refusal,omitempty"`
+	// Notes says in words what the run decided that a user would not
+	// expect from the outcome alone: that it superseded a refused
+	// operation, or imported a completed file again because its table was
+	// missing.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Refusal is the stored report of a refused file.

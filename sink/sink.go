@@ -127,6 +127,10 @@ type Dialect interface {
 	// exist, and otherwise checks it with Check and adds missing lineage
 	// columns.
 	Ensure(ctx context.Context, tx *sql.Tx, t Target, schema *arrow.Schema) error
+	// DeleteFile deletes, inside tx, the rows of table that the file with
+	// key fileKey last wrote (by the lineage column), and returns how many
+	// it deleted. A table that does not exist has none.
+	DeleteFile(ctx context.Context, tx *sql.Tx, table string, fileKey int64) (int64, error)
 	// Writer returns a Writer bound to conn for batches of schema. The
 	// table must exist (Ensure it first), conn must not be in a
 	// transaction, and Write must be given transactions begun on conn.

@@ -37,6 +37,8 @@ type importOptions struct {
 	progress      string
 	metricsFile   string
 	rehash        bool
+	reapply       bool
+	minAge        string
 	dryRun        bool
 	logs          logFlags
 }
@@ -63,6 +65,12 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
   # name the import; the same name with other content later is a conflict (exit 3)
   idemport import --file-id orders/2026-11-28 orders.csv
 
+  # each delivery of a named feed is its own import, even when its bytes repeat an earlier one
+  idemport import --table orders --key order_id --file-id 'orders/{name}' /srv/drop/orders-*.csv
+
+  # from cron: leave files younger than 5 minutes (still uploading) for the next run
+  idemport import --trigger cron --min-age 5m /srv/drop/*.csv
+
   # from cron: wait for an overlapping run instead of exiting 4, results as JSON lines
   idemport import --trigger cron --wait=10m --output json /srv/drop/*.csv`,
 		Args: cobra.MinimumNArgs(1),
@@ -82,6 +90,8 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 	f.DurationVar(&o.busyTimeout, "busy-timeout", 30*time.Second, "how long to wait for another writer's lock on a SQLite target before failing")
 	outputFlag(c, &o.output)
 	f.BoolVar(&o.dryRun, "dry-run", false, "identify, decide and plan each file and print the plan; write nothing")
+	f.StringVar(&o.minAge, "min-age", "", "skip files modified more recently than this (e.g. 5m, 2h, 1d): they may still be being written")
+	f.BoolVar(&o.reapply, "reapply", false, "apply a completed file again as a new attempt (safe in ordinal mode; with --key and no --version-col, its values overwrite newer ones)")
 	f.BoolVar(&o.rehash, "rehash", false, "hash every file even when the quick check (path, size, times, inode) says it is unchanged")
 	f.StringVar(&o.progress, "progress", "auto", "progress bars on stderr: auto (only on a terminal), always or never")
 	f.StringVar(&o.metricsFile, "metrics-file", "", "write Prometheus metrics of this run to this file (for node_exporter's textfile collector)")
@@ -128,13 +138,19 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 	if o.partitionRows <= 0 || o.workers <= 0 || o.lease <= 0 {
 		return pipeline.Request{}, usageError{fmt.Errorf("--partition-rows, --workers and --lease must be positive")}
 	}
+	var minAge time.Duration
+	if o.minAge != "" {
+		if minAge, err = parseAge(o.minAge); err != nil {
+			return pipeline.Request{}, usageError{fmt.Errorf("--min-age %v", err)}
+		}
+	}
 	limit, err := pipeline.ParseRejectLimit(o.maxRejects)
 	if err != nil {
 		return pipeline.Request{}, usageError{fmt.Errorf("--max-rejects %v", err)}
 	}
 	return pipeline.Request{
 		Path: path, FileID: o.fileID, Mapping: m, PartitionRows: o.partitionRows, MaxRejects: limit,
-		Lease: o.lease, Trigger: o.trigger, Wait: wait, Workers: o.workers, Rehash: o.rehash,
+		Lease: o.lease, Trigger: o.trigger, Wait: wait, Workers: o.workers, Rehash: o.rehash, Reapply: o.reapply, MinAge: minAge,
 	}, nil
 }
 
@@ -150,8 +166,8 @@ func runImport(c *cobra.Command, e *env, o *importOptions, args []string) error 
 	if len(files) == 0 {
 		return usageError{fmt.Errorf("no files to import in %s", strings.Join(args, " "))}
 	}
-	if o.fileID != "" && len(files) > 1 {
-		return usageError{fmt.Errorf("--file-id names one file, but %d were given", len(files))}
+	if o.fileID != "" && len(files) > 1 && !pipeline.FileIDVaries(o.fileID) {
+		return usageError{fmt.Errorf("--file-id names one file, but %d were given (a template such as 'orders/{name}' names each)", len(files))}
 	}
 	reqs := make([]pipeline.Request, len(files))
 	for i, f := range files {
@@ -228,7 +244,7 @@ func summary(rs []*pipeline.Result) string {
 		counts[r.Outcome]++
 	}
 	var parts []string
-	for _, o := range []pipeline.Outcome{pipeline.Imported, pipeline.Resumed, pipeline.Duplicate, pipeline.Conflict,
+	for _, o := range []pipeline.Outcome{pipeline.Imported, pipeline.Resumed, pipeline.Duplicate, pipeline.Skipped, pipeline.Conflict,
 		pipeline.Busy, pipeline.Refused, pipeline.Failed} {
 		if counts[o] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
@@ -262,8 +278,15 @@ func printResult(w io.Writer, output string, r *pipeline.Result, interrupted boo
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
-	_, err := fmt.Fprintln(w, resultText(r))
-	return err
+	if _, err := fmt.Fprintln(w, resultText(r)); err != nil {
+		return err
+	}
+	for _, n := range r.Notes {
+		if _, err := fmt.Fprintf(w, "  note: %s\n", n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // resultText says in one line what happened to a file.
@@ -298,6 +321,9 @@ func resultText(r *pipeline.Result) string {
 		}
 		extra = append(extra, fmt.Sprintf("%s", r.Duration.Round(time.Millisecond)))
 		fmt.Fprintf(&b, " (%s)", strings.Join(extra, "; "))
+	case pipeline.Skipped:
+		fmt.Fprintf(&b, "skipped: %s", strings.Join(r.Notes, "; "))
+		return b.String()
 	case pipeline.Duplicate:
 		when := ""
 		if r.Stored != nil {

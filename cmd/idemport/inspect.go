@@ -54,9 +54,9 @@ func newStatusCmd(e *env) *cobra.Command {
 				return err
 			}
 			switch ledger.State(state) {
-			case "", ledger.Processing, ledger.Failed, ledger.Completed, ledger.Refused:
+			case "", ledger.Processing, ledger.Failed, ledger.Completed, ledger.Refused, ledger.Undone, ledger.Abandoned:
 			default:
-				return usageError{fmt.Errorf("--state %q: want processing, failed, completed or refused", state)}
+				return usageError{fmt.Errorf("--state %q: want processing, failed, completed, refused, undone or abandoned", state)}
 			}
 			eng, err := openReadOnly(c, into)
 			if err != nil {
@@ -78,7 +78,7 @@ func newStatusCmd(e *env) *cobra.Command {
 	intoFlag(c, &into)
 	outputFlag(c, &output)
 	c.Flags().StringVar(&table, "table", "", "only operations on this table")
-	c.Flags().StringVar(&state, "state", "", "only operations in this state: processing, failed, completed or refused")
+	c.Flags().StringVar(&state, "state", "", "only operations in this state: processing, failed, completed, refused, undone or abandoned (default: all but undone)")
 	return c
 }
 

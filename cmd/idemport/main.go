@@ -113,7 +113,7 @@ func resultCode(r *pipeline.Result) int {
 		return exitUsage
 	}
 	switch r.Outcome {
-	case pipeline.Imported, pipeline.Resumed, pipeline.Duplicate:
+	case pipeline.Imported, pipeline.Resumed, pipeline.Duplicate, pipeline.Skipped:
 		return exitOK
 	case pipeline.Conflict:
 		return exitConflict
@@ -168,6 +168,7 @@ clean run would leave it, and a rerun of a finished file does nothing and says s
 		newRejectsCmd(e),
 		newVerifyCmd(e),
 		newGCCmd(e),
+		newUndoCmd(e),
 		newVersionCmd(e),
 	)
 	return root

@@ -30,7 +30,6 @@ attempt with trigger "replay". Replaying the same file again changes nothing.`,
 
 // rejectsOf finds the operations of a file (path or file ID) and their rejects.
 func rejectsOf(c *cobra.Command, into target, fileOrID, table string) (*pipeline.Engine, []ledger.Operation, [][]ledger.Reject, error) {
-	var ops []ledger.Operation
 	eng, err := openReadOnly(c, into)
 	if err != nil {
 		return nil, nil, nil, err
@@ -38,13 +37,10 @@ func rejectsOf(c *cobra.Command, into target, fileOrID, table string) (*pipeline
 	if eng == nil {
 		return nil, nil, nil, fmt.Errorf("no operation for %s: %s has no ledger", fileOrID, into)
 	}
-	st, _, err := eng.History(c.Context(), fileOrID, table)
+	ops, err := eng.Operations(c.Context(), fileOrID, table)
 	if err != nil {
 		eng.Close()
 		return nil, nil, nil, err
-	}
-	for _, s := range st {
-		ops = append(ops, s.Operation)
 	}
 	var all [][]ledger.Reject
 	for _, op := range ops {

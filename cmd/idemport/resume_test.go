@@ -155,12 +155,21 @@ func TestSourceChangedStopsTheAttempt(t *testing.T) {
 			}
 			cmd.Process.Signal(syscall.SIGCONT)
 			r := testkit.Wait(t, cmd)
-			if r.Code != 1 || !strings.Contains(r.Stdout, "source changed") {
+			if r.Code != 1 || !strings.Contains(r.Stdout, "source changed") || !strings.Contains(r.Stdout, "abandoned") {
 				t.Fatalf("exit %d: %s", r.Code, r.Stdout)
 			}
+			// The operation is abandoned and the 300 rows its 3 partitions
+			// committed are gone with it: the complete file, imported
+			// later, must not duplicate them.
 			db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
-			if n := testkit.Int(t, db, `SELECT count(*) FROM orders`); n != 300 {
-				t.Fatalf("%d rows; the 3 partitions committed before the change hold 300", n)
+			if n := testkit.Int(t, db, `SELECT count(*) FROM orders`); n != 0 {
+				t.Fatalf("%d rows left by the abandoned import", n)
+			}
+			if st := testkit.Query(t, db, `SELECT state FROM idemport_operations`); len(st) != 1 || st[0][0] != "abandoned" {
+				t.Fatalf("operation states %v, want abandoned", st)
+			}
+			if n := testkit.Int(t, db, `SELECT count(*) FROM idemport_partitions`); n != 0 {
+				t.Fatalf("%d partition rows left", n)
 			}
 		})
 	}

@@ -216,7 +216,7 @@ func ledgerCreateGetRoundTrip(t *testing.T, open func(t *testing.T) Store) {
 	if op.CreatedAt <= 0 || op.CreatedAt > now || op.UpdatedAt != op.CreatedAt {
 		t.Errorf("created %d, updated %d, now %d", op.CreatedAt, op.UpdatedAt, now)
 	}
-	if d, _ := ledger.Decide(op, id, now); d != ledger.Busy {
+	if d, _ := ledger.Decide(ledger.Situation{Op: op, ID: id, Now: now}); d != ledger.Busy {
 		t.Errorf("another run decides %s while a1 holds the lease", d)
 	}
 	if other, _ := f.get(ledger.Key{Table: "orders", FileID: "file-2"}); other != nil {
@@ -298,7 +298,7 @@ func ledgerPlannedAndRefuseAreFenced(t *testing.T, open func(t *testing.T) Store
 		t.Fatal(err)
 	}
 	op, now := f.get(id.Key)
-	d, from := ledger.Decide(op, id, now)
+	d, from := ledger.Decide(ledger.Situation{Op: op, ID: id, Now: now})
 	if d != ledger.Plan || from != "a1" {
 		t.Fatalf("after expiry: %s from %q", d, from)
 	}
@@ -322,7 +322,7 @@ func ledgerPlannedAndRefuseAreFenced(t *testing.T, open func(t *testing.T) Store
 	if !op.Planned || op.LeaseAttempt != "" || op.LeaseExpires != 0 || op.Attempts != 2 || op.State != ledger.Processing {
 		t.Errorf("after planning: %+v", op)
 	}
-	if d, _ := ledger.Decide(op, id, now); d != ledger.Resume {
+	if d, _ := ledger.Decide(ledger.Situation{Op: op, ID: id, Now: now}); d != ledger.Resume {
 		t.Errorf("planned operation decides %s", d)
 	}
 	if err := planned("a2"); !errors.Is(err, ledger.ErrLeaseLost) {
@@ -356,7 +356,7 @@ func ledgerRefuseStoresTheReport(t *testing.T, open func(t *testing.T) Store) {
 	if op.State != ledger.Refused || op.Outcome != report || op.Rows != (counter.Rows{Read: 10, Rejected: 3}) || op.LeaseAttempt != "" {
 		t.Errorf("refused operation: %+v", op)
 	}
-	if d, _ := ledger.Decide(op, id, now); d != ledger.Refuse {
+	if d, _ := ledger.Decide(ledger.Situation{Op: op, ID: id, Now: now}); d != ledger.Refuse {
 		t.Errorf("refused operation decides %s", d)
 	}
 	// Planning again (a rerun with a higher --max-rejects) starts the
@@ -433,7 +433,7 @@ func ledgerCompleteOnce(t *testing.T, open func(t *testing.T) Store) {
 		op.CompletedAt > now || op.LeaseAttempt != "" || op.LeaseExpires != 0 {
 		t.Errorf("completed operation: %+v", op)
 	}
-	if d, _ := ledger.Decide(op, id, now); d != ledger.Duplicate {
+	if d, _ := ledger.Decide(ledger.Situation{Op: op, ID: id, Now: now}); d != ledger.Duplicate {
 		t.Errorf("completed operation decides %s", d)
 	}
 }
@@ -476,7 +476,7 @@ func ledgerFailHeartbeatEnd(t *testing.T, open func(t *testing.T) Store) {
 	if op.State != ledger.Failed {
 		t.Errorf("after failing alone: %+v", op)
 	}
-	if d, _ := ledger.Decide(op, id, now); d != ledger.Plan {
+	if d, _ := ledger.Decide(ledger.Situation{Op: op, ID: id, Now: now}); d != ledger.Plan {
 		t.Errorf("failed operation without a plan decides %s", d)
 	}
 

@@ -689,3 +689,16 @@ func (w *writer) Close() error {
 	}
 	return nil
 }
+
+// DeleteFile implements sink.Dialect.
+func (d Dialect) DeleteFile(ctx context.Context, tx *sql.Tx, table string, fileKey int64) (int64, error) {
+	t, err := d.Describe(ctx, tx, table)
+	if err != nil || t == nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM `+dialect.Quote(table)+` WHERE `+q(sink.FileColumn)+` = $1`, fileKey)
+	if err != nil {
+		return 0, fmt.Errorf("delete rows of file %d from %s: %w", fileKey, table, err)
+	}
+	return res.RowsAffected()
+}

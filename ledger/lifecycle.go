@@ -1,0 +1,112 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/idemport/idemport/internal/dialect"
+)
+
+// pastColumns are the columns an operation keeps among past operations.
+const pastColumns = `table_name, file_id, file_key, state, content_digest, mapping_digest, mapping, file_path, file_size,
+	created_at, updated_at, completed_at, completed_by, outcome, attempts,
+	rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_rejected`
+
+// Replace moves operation k, if there is one, to the past operations, so a
+// new operation for k can be created in the same transaction. The past
+// record keeps k's state when it is undone or abandoned, and is superseded
+// otherwise. Its quarantined rows go with it: they belonged to a file that
+// is no longer k's.
+func (l *Ledger) Replace(ctx context.Context, tx *sql.Tx, k Key) error {
+	sel := `SELECT table_name, file_id, file_key,
+		CASE WHEN state IN ('undone', 'abandoned') THEN state ELSE 'superseded' END,
+		content_digest, mapping_digest, mapping, file_path, file_size,
+		created_at, updated_at, completed_at, completed_by, outcome, attempts,
+		rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_rejected, ` + l.d.Now() + `
+		FROM ` + l.prefix + `operations WHERE table_name = ? AND file_id = ?`
+	if _, err := tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`operations_past (`+pastColumns+`, replaced_at) `+sel), k.Table, k.FileID); err != nil {
+		return fmt.Errorf("keep operation %s among past operations: %w", k, err)
+	}
+	if _, err := tx.ExecContext(ctx, l.q(`DELETE FROM `+l.prefix+`rejects WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID); err != nil {
+		return fmt.Errorf("drop rejects of %s: %w", k, err)
+	}
+	if _, err := tx.ExecContext(ctx, l.q(`DELETE FROM `+l.prefix+`operations WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID); err != nil {
+		return fmt.Errorf("replace operation %s: %w", k, err)
+	}
+	return nil
+}
+
+// Close sets operation k to state (Undone or Abandoned), ends any planning
+// lease and drops its quarantined rows. Its identity and counters stay.
+func (l *Ledger) Close(ctx context.Context, tx *sql.Tx, k Key, state State) error {
+	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = ?, lease_attempt = NULL, lease_expires = NULL,
+		updated_at = `+l.d.Now()+` WHERE table_name = ? AND file_id = ?`), string(state), k.Table, k.FileID); err != nil {
+		return fmt.Errorf("mark %s %s: %w", k, state, err)
+	}
+	if _, err := tx.ExecContext(ctx, l.q(`DELETE FROM `+l.prefix+`rejects WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID); err != nil {
+		return fmt.Errorf("drop rejects of %s: %w", k, err)
+	}
+	return nil
+}
+
+// Record records a, an attempt that did its work within the caller's
+// transaction (an undo), as started and ended with outcome.
+func (l *Ledger) Record(ctx context.Context, tx *sql.Tx, k Key, a Attempt, outcome string) error {
+	if err := l.insertAttempt(ctx, tx, k, a); err != nil {
+		return err
+	}
+	return l.End(ctx, tx, a.ID, outcome, "", 0, 0)
+}
+
+// Reset prepares completed operation k to be applied again by a new
+// attempt: it becomes processing with its counters at zero, keeping its
+// stored plan.
+func (l *Ledger) Reset(ctx context.Context, tx *sql.Tx, k Key) error {
+	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = 'processing', outcome = NULL,
+		completed_at = NULL, completed_by = NULL, updated_at = `+l.d.Now()+`,
+		rows_read = 0, rows_inserted = 0, rows_updated = 0, rows_unchanged = 0, rows_stale = 0, rows_rejected = 0
+		WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID); err != nil {
+		return fmt.Errorf("reset operation %s: %w", k, err)
+	}
+	return nil
+}
+
+// Died records that attempt was found dead (its process gone, or its lease
+// taken over), unless it already recorded how it ended.
+func (l *Ledger) Died(ctx context.Context, q dialect.Querier, attempt string) error {
+	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`attempts SET ended_at = `+l.d.Now()+`, outcome = 'died'
+		WHERE attempt_id = ? AND ended_at IS NULL`), attempt); err != nil {
+		return fmt.Errorf("record attempt %s died: %w", attempt, err)
+	}
+	return nil
+}
+
+// Past returns the past operations matching f (superseded, undone or
+// abandoned operations that a newer one, or gc, replaced), newest first.
+// Their UpdatedAt is when they were replaced.
+func (l *Ledger) Past(ctx context.Context, f Filter) ([]Operation, error) {
+	if ok, err := l.d.TableExists(ctx, l.db, l.prefix+"operations_past"); err != nil || !ok {
+		return nil, err
+	}
+	where, args := f.where()
+	rows, err := l.db.QueryContext(ctx, l.q(`SELECT table_name, file_id, file_key, state, content_digest, mapping_digest, mapping,
+		file_path, file_size, created_at, replaced_at, coalesce(completed_at, 0), coalesce(completed_by, ''), coalesce(outcome, ''),
+		attempts, rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_rejected
+		FROM `+l.prefix+`operations_past`+where+` ORDER BY created_at DESC, table_name, file_id`), args...)
+	if err != nil {
+		return nil, fmt.Errorf("list past operations: %w", err)
+	}
+	defer rows.Close()
+	var out []Operation
+	for rows.Next() {
+		var o Operation
+		if err := rows.Scan(&o.Table, &o.FileID, &o.FileKey, &o.State, &o.ContentDigest, &o.MappingDigest, &o.Mapping,
+			&o.Path, &o.Size, &o.CreatedAt, &o.UpdatedAt, &o.CompletedAt, &o.CompletedBy, &o.Outcome,
+			&o.Attempts, &o.Rows.Read, &o.Rows.Inserted, &o.Rows.Updated, &o.Rows.Unchanged, &o.Rows.Stale, &o.Rows.Rejected); err != nil {
+			return nil, fmt.Errorf("list past operations: %w", err)
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,155 @@
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/internal/proc"
+	"github.com/idemport/idemport/ledger"
+)
+
+// UndoRequest asks for an import to be retracted.
+type UndoRequest struct {
+	// FileOrID is a path (matched by content digest) or a file ID.
+	FileOrID string
+	// Table narrows the operation when the file went to several tables.
+	Table string
+	// Forget keeps the rows and only forgets the operation, so the file can
+	// be imported again. It is required in natural-key mode, where rows may
+	// since have been written by other files and cannot be told apart.
+	Forget bool
+}
+
+// UndoResult reports what an undo did.
+type UndoResult struct {
+	Table     string       `json:"table"`
+	FileID    string       `json:"file_id"`
+	AttemptID string       `json:"attempt_id"`
+	Previous  ledger.State `json:"previous_state"` // the operation's state before the undo
+	Deleted   int64        `json:"deleted"`        // target rows removed
+	Forgot    bool         `json:"forgot"`         // rows were kept (--forget)
+	// Already is true when the operation was undone before: nothing changed.
+	Already bool `json:"already_undone"`
+}
+
+// Undo retracts the operation of req.FileOrID. In ordinal mode it deletes
+// the rows the file wrote and its quarantined rows, releases any claims on
+// its partitions and marks it undone, all in one transaction, so the next
+// import of the file starts over. In natural-key mode it refuses (a usage
+// error) unless req.Forget. The undo is recorded as an attempt with trigger
+// "undo". Undoing an undone operation changes nothing.
+func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error) {
+	ops, err := e.Operations(ctx, req.FileOrID, req.Table)
+	if err != nil {
+		return nil, err
+	}
+	if len(ops) != 1 {
+		var tables []string
+		for _, op := range ops {
+			tables = append(tables, op.Table)
+		}
+		return nil, usagef("%s was imported into %d tables (%s); choose one with --table", req.FileOrID, len(ops), strings.Join(tables, ", "))
+	}
+	k := ops[0].Key
+	var m canonicalMapping
+	if err := json.Unmarshal([]byte(ops[0].Mapping), &m); err != nil {
+		return nil, fmt.Errorf("read stored mapping: %w", err)
+	}
+	natural := len(m.Key) > 0
+	if natural && !req.Forget {
+		return nil, usagef("%s was imported into %s by key (%s): its rows may since have been written by other files, so undo cannot remove them; give --forget to keep the rows and forget the import",
+			req.FileOrID, k.Table, strings.Join(m.Key, ", "))
+	}
+	host, _ := os.Hostname()
+	a := ledger.Attempt{ID: uuid.Must(uuid.NewV7()).String(), Trigger: "undo", Host: host, PID: os.Getpid(),
+		ProcStart: proc.Start(os.Getpid()), Path: req.FileOrID}
+	res := &UndoResult{Table: k.Table, FileID: k.FileID, AttemptID: a.ID, Forgot: req.Forget}
+	tx, err := e.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin undo: %w", err)
+	}
+	defer tx.Rollback()
+	if err := e.ledger.Lock(ctx, tx, k); err != nil {
+		return nil, err
+	}
+	op, _, err := e.ledger.Get(ctx, tx, k)
+	if err != nil {
+		return nil, err
+	}
+	if op == nil {
+		return nil, fmt.Errorf("no operation for %s", req.FileOrID)
+	}
+	res.Previous = op.State
+	if op.State == ledger.Undone {
+		res.Already = true
+		return res, nil
+	}
+	// Partitions first: on PostgreSQL this waits for a holder inside its
+	// partition transaction, whose rows the delete below then sees; and a
+	// holder that had not begun it can no longer commit (fencing).
+	if _, _, err := e.cp.Drop(ctx, tx, checkpoint.Op{Table: k.Table, FileID: k.FileID}); err != nil {
+		return nil, err
+	}
+	if !req.Forget {
+		if res.Deleted, err = e.sink.DeleteFile(ctx, tx, k.Table, op.FileKey); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.ledger.Close(ctx, tx, k, ledger.Undone); err != nil {
+		return nil, err
+	}
+	if err := e.ledger.Record(ctx, tx, k, a, string(ledger.Undone)); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("commit undo: %w", err)
+	}
+	e.log.Info("undone", "operation", k.String(), "attempt_id", a.ID, "deleted", res.Deleted, "forgot", req.Forget)
+	return res, nil
+}
+
+// abandonChanged records that the source of r's operation changed under this
+// attempt: in one transaction, the operation's partitions are dropped, in
+// ordinal mode the rows it committed are deleted (the changed file is
+// another file, which then imports cleanly), and it becomes abandoned.
+func (r *run) abandonChanged(ctx context.Context, cause error) error {
+	r.res.Outcome = Failed
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var deleted int64
+	err := r.withTx(ctx, func(tx *sql.Tx) error {
+		if err := r.e.ledger.Lock(ctx, tx, r.id.Key); err != nil {
+			return err
+		}
+		if _, _, err := r.e.cp.Drop(ctx, tx, r.op); err != nil {
+			return err
+		}
+		if r.target.Ordinal() {
+			var err error
+			if deleted, err = r.e.sink.DeleteFile(ctx, tx, r.target.Table, r.id.FileKey); err != nil {
+				return err
+			}
+		}
+		if err := r.e.ledger.Close(ctx, tx, r.id.Key, ledger.Abandoned); err != nil {
+			return err
+		}
+		return r.e.ledger.End(ctx, tx, r.attempt.ID, string(ledger.Abandoned), cause.Error(), 0, int64(len(r.recovered)))
+	})
+	if err != nil {
+		r.log.Error("could not abandon the operation; the lease will expire instead", "err", err)
+		return cause
+	}
+	r.log.Warn("source changed: operation abandoned", "deleted", deleted, "err", cause)
+	if r.target.Ordinal() {
+		return fmt.Errorf("%w; the import was abandoned and the %d rows it had committed were removed: import the file again once it is complete (--min-age helps)", cause, deleted)
+	}
+	return fmt.Errorf("%w; the import was abandoned (rows it committed by key stay): import the file again once it is complete (--min-age helps)", cause)
+}
