@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/idemport/idemport/internal/dialect"
 )
@@ -48,6 +49,13 @@ func Apply(ctx context.Context, db *sql.DB, d dialect.Dialect, prefix, component
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 
 	applied, err := appliedVersions(ctx, db, d, table, component)
+	for try := 0; err != nil && try < 20 && ctx.Err() == nil; try++ {
+		// A fresh SQLite file that another connection is switching to WAL
+		// answers reads with "database is locked" at once, without its
+		// busy timeout: try again shortly.
+		time.Sleep(time.Duration(try+1) * 5 * time.Millisecond)
+		applied, err = appliedVersions(ctx, db, d, table, component)
+	}
 	if err != nil {
 		return err
 	}
