@@ -262,7 +262,6 @@ func fileFilters(ctx context.Context, fileOrID string, table string) ([]ledger.F
 	return []ledger.Filter{{Table: table, FileID: fileOrID}}, nil
 }
 
-
 // Rejects returns the stored rejects of operation k, in ordinal order.
 func (e *Engine) Rejects(ctx context.Context, k ledger.Key) ([]ledger.Reject, error) {
 	return e.ledger.Rejects(ctx, e.db, k)
