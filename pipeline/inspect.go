@@ -101,7 +101,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 			}
 		}
 	}
-	f, err := reader.Open(req.Path, r.readerOptions(types))
+	f, err := reader.Open(req.Path, r.readerOptions(planInput{types: types}))
 	if err == nil {
 		rep.Format, rep.Compression = f.Format(), f.Compression()
 		var plan *reader.Plan

@@ -106,7 +106,7 @@ func (e *Engine) replayedCount(ctx context.Context, k ledger.Key) (int64, error)
 // countKeys reads the whole file and counts its good rows whose natural key
 // is present in the target.
 func (e *Engine) countKeys(ctx context.Context, r *run) (int64, error) {
-	f, err := reader.Open(r.req.Path, r.readerOptions(nil))
+	f, err := reader.Open(r.req.Path, r.readerOptions(planInput{}))
 	if err != nil {
 		return 0, err
 	}

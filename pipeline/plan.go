@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"unicode/utf8"
 
@@ -25,16 +26,34 @@ type storedPlan struct {
 	Rows          int64         `json:"rows"`
 	Rejected      int64         `json:"rejected"`
 	PartitionRows int64         `json:"partition_rows"`
+	// Limits and JSONB are what the plan pass checked values against, so
+	// that every attempt decides the same rows are bad.
+	Limits map[string]reader.Limit `json:"limits,omitempty"`
+	JSONB  bool                    `json:"jsonb,omitempty"`
+}
+
+// planInput is what the plan pass is told about the target: the types it
+// fixes, and what the target's columns can hold.
+type planInput struct {
+	types  map[string]reader.Type
+	limits map[string]reader.Limit
+	jsonb  bool
+}
+
+// equal reports whether a plan pass given p decides as one given o.
+func (p planInput) equal(o planInput) bool {
+	return p.types != nil && o.types != nil && maps.Equal(p.types, o.types) && maps.Equal(p.limits, o.limits) && p.jsonb == o.jsonb
 }
 
 // maxReported is how many bad rows a refusal report lists.
 const maxReported = 20
 
-// readerOptions are the reader options of the mapping, with types fixed for
-// the given columns.
-func (r *run) readerOptions(types map[string]reader.Type) reader.Options {
+// readerOptions are the reader options of the mapping, with types fixed and
+// values checked as in.
+func (r *run) readerOptions(in planInput) reader.Options {
 	m := r.req.Mapping
-	return reader.Options{Format: m.Format, Delimiter: m.Delimiter, Quotes: m.Quotes, Types: types, NotNull: m.Key}
+	return reader.Options{Format: m.Format, Delimiter: m.Delimiter, Quotes: m.Quotes, Types: in.types, NotNull: m.Key,
+		Limits: in.limits, JSONB: in.jsonb}
 }
 
 // checkColumns reports mapping columns that the file does not have. It is a
@@ -83,7 +102,7 @@ func (r *run) textFormat() bool {
 // preflight checks, before anything is claimed, what can be checked from the
 // file's header: the mapping's columns must exist.
 func (r *run) preflight() error {
-	f, err := reader.Open(r.req.Path, r.readerOptions(nil))
+	f, err := reader.Open(r.req.Path, r.readerOptions(planInput{}))
 	if err != nil {
 		return nil // a bad header is the file's defect: the plan pass refuses it
 	}
@@ -93,19 +112,28 @@ func (r *run) preflight() error {
 	return nil
 }
 
-// planFile runs the plan pass and stores the plan, or refuses the file. It
-// reports whether the file was refused.
-// planTypes returns the types the plan pass fixes: those forced with
+// planInputs returns what the plan pass is told: the types forced with
 // --column and, for text, those of the table the rows go into, which it
-// also returns (nil when it does not exist yet).
-func (r *run) planTypes(ctx context.Context) (map[string]reader.Type, *sink.Table, error) {
+// also returns (nil when it does not exist yet), and what that table's
+// columns can hold (or, for a new table, what the database's json holds).
+func (r *run) planInputs(ctx context.Context) (planInput, *sink.Table, error) {
 	types := map[string]reader.Type{}
 	for n, t := range r.req.Mapping.Columns {
 		types[n] = t
 	}
+	in := planInput{types: types}
+	if err := r.e.sink.Limits().CheckTable(r.target.Table); err != nil {
+		// The name would be cut short: describe nothing under it.
+		return in, nil, nil
+	}
 	existing, err := r.e.sink.Describe(ctx, r.e.db, r.target.Table)
 	if err != nil {
-		return nil, nil, err
+		return in, nil, err
+	}
+	if existing == nil {
+		in.jsonb = r.e.sink.Limits().JSONB
+	} else {
+		in.limits = columnLimits(existing)
 	}
 	if existing != nil && r.textFormat() {
 		// Text is validated against the types of the table it goes into;
@@ -119,15 +147,35 @@ func (r *run) planTypes(ctx context.Context) (map[string]reader.Type, *sink.Tabl
 			}
 		}
 	}
-	return types, existing, nil
+	return in, existing, nil
+}
+
+// columnLimits returns the limits of t's columns that have any.
+func columnLimits(t *sink.Table) map[string]reader.Limit {
+	out := map[string]reader.Limit{}
+	for _, c := range t.Columns {
+		if strings.HasPrefix(c.Name, sink.Reserved) {
+			continue
+		}
+		l := reader.Limit{MaxChars: c.MaxChars, Numeric: c.Numeric, Precision: c.Precision, Scale: c.Scale, NotNull: c.NotNull}
+		if c.IntBits > 0 && c.IntBits < 64 {
+			l.MinInt, l.MaxInt = -1<<(c.IntBits-1), 1<<(c.IntBits-1)-1
+		}
+		if l == (reader.Limit{}) && !c.JSONB {
+			continue
+		}
+		l.JSONB, l.Table = c.JSONB, t.Name
+		out[c.Name] = l
+	}
+	return out
 }
 
 // scan runs the plan pass over the file read with types fixed, reading its
 // bytes from raw when that is not nil. Until secondCore, if set, is closed,
 // the pass keeps to one core. digest, if set, receives the digest of the
 // data the pass decoded (reader.ScanOptions.ContentDigest).
-func (r *run) scan(ctx context.Context, types map[string]reader.Type, raw io.Reader, secondCore <-chan struct{}, digest func(string), progress func(b, rows int64)) (*reader.File, *reader.Plan, error) {
-	f, err := reader.Open(r.req.Path, r.readerOptions(types))
+func (r *run) scan(ctx context.Context, in planInput, raw io.Reader, secondCore <-chan struct{}, digest func(string), progress func(b, rows int64)) (*reader.File, *reader.Plan, error) {
+	f, err := reader.Open(r.req.Path, r.readerOptions(in))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -145,17 +193,23 @@ func (r *run) scan(ctx context.Context, types map[string]reader.Type, raw io.Rea
 	return f, plan, err
 }
 
+// planFile runs the plan pass and stores the plan, or refuses the file. It
+// reports whether the file was refused.
 func (r *run) planFile(ctx context.Context) (bool, error) {
-	types, existing, err := r.planTypes(ctx)
+	limits := r.e.sink.Limits()
+	if err := limits.CheckTable(r.target.Table); err != nil {
+		return true, r.refuse(ctx, &Refusal{Error: err.Error()})
+	}
+	in, existing, err := r.planInputs(ctx)
 	if err != nil {
 		return false, err
 	}
 	progress := func(b, rows int64) {
 		r.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: r.id.Size, Rows: rows})
 	}
-	f, plan, err := r.spec.result(types, progress)
+	f, plan, err := r.spec.result(in, progress)
 	if f == nil && err == nil { // no speculative plan to use: plan now
-		f, plan, err = r.scan(ctx, types, nil, nil, nil, progress)
+		f, plan, err = r.scan(ctx, in, nil, nil, nil, progress)
 	}
 	if err != nil {
 		return r.refuseDefect(ctx, err)
@@ -172,6 +226,9 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 		return false, r.retract(ctx, err)
 	}
 	r.plan = plan
+	if err := limits.CheckColumns(r.target, plan.Schema.Arrow()); err != nil {
+		return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Error: err.Error()})
+	}
 	r.rows.Read, r.rows.Rejected = plan.Rows, plan.Rejected // reported if refused
 	if !r.req.MaxRejects.Allows(plan.Rejected, plan.Rows) {
 		return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects,
@@ -191,7 +248,8 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 			return false, err
 		}
 	}
-	body, err := json.Marshal(storedPlan{Version: 1, Schema: plan.Schema, Rows: plan.Rows, Rejected: plan.Rejected, PartitionRows: r.req.PartitionRows})
+	body, err := json.Marshal(storedPlan{Version: 1, Schema: plan.Schema, Rows: plan.Rows, Rejected: plan.Rejected, PartitionRows: r.req.PartitionRows,
+		Limits: in.limits, JSONB: in.jsonb})
 	if err != nil {
 		return false, err
 	}
@@ -292,7 +350,7 @@ func (r *run) loadPlan(ctx context.Context) error {
 	for _, c := range sp.Schema {
 		types[c.Name] = c.Type
 	}
-	f, err := reader.Open(r.req.Path, r.readerOptions(types))
+	f, err := reader.Open(r.req.Path, r.readerOptions(planInput{types: types, limits: sp.Limits, jsonb: sp.JSONB}))
 	if err != nil {
 		return fmt.Errorf("reopen %s: %w", r.req.Path, err)
 	}

@@ -83,11 +83,11 @@ func TestImportPlansWhileHashing(t *testing.T) {
 	if err := r.identify(ctx); err != nil {
 		t.Fatal(err)
 	}
-	types, _, err := r.planTypes(ctx)
+	in, _, err := r.planInputs(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, plan, err := r.spec.result(types, nil)
+	f, plan, err := r.spec.result(in, nil)
 	if err != nil || f == nil || plan.Rows != 5000 || len(plan.Partitions) != 5 {
 		t.Fatalf("speculative plan: %v %v", plan, err)
 	}

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"maps"
 	"sync/atomic"
 
 	"github.com/idemport/idemport/reader"
@@ -17,7 +16,7 @@ import (
 type speculation struct {
 	cancel   context.CancelFunc
 	done     chan struct{}
-	types    map[string]reader.Type // the types the pass fixed
+	in       planInput // what the pass was told
 	file     *reader.File
 	plan     *reader.Plan
 	err      error
@@ -37,12 +36,12 @@ func (r *run) speculate(ctx context.Context, sr *sharedRead, content bool) {
 	r.spec = sp
 	go func() {
 		defer close(sp.done)
-		types, _, err := r.planTypes(ctx)
+		in, _, err := r.planInputs(ctx)
 		if err != nil {
 			sp.err = err
 			return
 		}
-		sp.types = types
+		sp.in = in
 		raw, err := sr.reader()
 		if err != nil {
 			sp.err = err
@@ -57,7 +56,7 @@ func (r *run) speculate(ctx context.Context, sr *sharedRead, content bool) {
 			secondCore = nil
 			digest = func(d string) { sp.digest, sp.scanned = d, true }
 		}
-		sp.file, sp.plan, sp.err = r.scan(ctx, types, raw, secondCore, digest, func(b, rows int64) {
+		sp.file, sp.plan, sp.err = r.scan(ctx, in, raw, secondCore, digest, func(b, rows int64) {
 			if p := sp.progress.Load(); p != nil {
 				(*p)(b, rows)
 			}
@@ -69,7 +68,7 @@ func (r *run) speculate(ctx context.Context, sr *sharedRead, content bool) {
 // with the types the plan needs now (the target table may have been created
 // or changed since it started). It returns a nil file and error when there
 // is nothing to use: no speculation, or one with other types.
-func (sp *speculation) result(types map[string]reader.Type, progress func(b, rows int64)) (*reader.File, *reader.Plan, error) {
+func (sp *speculation) result(in planInput, progress func(b, rows int64)) (*reader.File, *reader.Plan, error) {
 	if sp == nil {
 		return nil, nil, nil
 	}
@@ -77,7 +76,7 @@ func (sp *speculation) result(types map[string]reader.Type, progress func(b, row
 		sp.progress.Store(&progress)
 	}
 	<-sp.done
-	if sp.types == nil || !maps.Equal(sp.types, types) {
+	if !sp.in.equal(in) {
 		return nil, nil, nil
 	}
 	return sp.file, sp.plan, sp.err

@@ -63,6 +63,12 @@ type Options struct {
 	// NotNull names columns that must have a value in every row (natural
 	// key columns); a row with a null there is bad.
 	NotNull []string
+	// Limits are what the target's columns hold, by column name: a value
+	// outside its column's Limit is a bad row.
+	Limits map[string]Limit
+	// JSONB says JSON goes to PostgreSQL's jsonb: a nested JSON value, or
+	// a json column's value, that jsonb refuses is a bad row.
+	JSONB bool
 	// MaxRowBytes bounds a row's size in text formats; 0 means
 	// DefaultMaxRowBytes.
 	MaxRowBytes int

@@ -190,6 +190,7 @@ type validator struct {
 	fixed        []Type // Unknown where inferred
 	infer        []inference
 	required     []bool
+	limits       []*Limit // nil where the target column has none
 	rejected     int64
 	partRejected []int64
 	rejects      []Reject
@@ -204,6 +205,11 @@ func (v *validator) grow(n int) {
 		v.fixed = append(v.fixed, v.f.opts.Types[name])
 		v.infer = append(v.infer, inference{})
 		v.required = append(v.required, slices.Contains(v.f.opts.NotNull, name))
+		var lim *Limit
+		if l, ok := v.f.opts.Limits[name]; ok {
+			lim = &l
+		}
+		v.limits = append(v.limits, lim)
 	}
 }
 
@@ -287,12 +293,23 @@ func (v *validator) row(r tokenRow, cells []cell, raw []byte) {
 					// A quoted empty field is null for a non-text type.
 					c, code, msg = cell{}, CodeNull, "a key column must have a value"
 				}
+				if code == "" && (v.limits[i] != nil || v.f.opts.JSONB) {
+					code, msg = checkLimits(v.limits[i], v.f.opts.JSONB, c, x, fixed[i])
+				}
 				if code != "" {
 					reject(i, "", c, code, msg)
 					break
 				}
-			} else if c.kind != cellNull && !clean {
+				continue
+			}
+			if c.kind != cellNull && !clean {
 				if code, msg := checkText(c.b); code != "" {
+					reject(i, "", c, code, msg)
+					break
+				}
+			}
+			if v.limits[i] != nil || v.f.opts.JSONB {
+				if code, msg := checkLimits(v.limits[i], v.f.opts.JSONB, c, value{null: c.kind == cellNull}, Unknown); code != "" {
 					reject(i, "", c, code, msg)
 					break
 				}

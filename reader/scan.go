@@ -240,6 +240,7 @@ type PartitionReader struct {
 	p        Partition
 	schema   Schema
 	required []bool
+	limits   []*Limit
 	bb       *batchBuilder
 	vals     []value
 	read     int64 // rows read, bad ones included
@@ -289,6 +290,7 @@ func (f *File) Partition(plan *Plan, p Partition, batchRows int) (*PartitionRead
 	for _, c := range plan.Schema {
 		r.required = append(r.required, slices.Contains(f.opts.NotNull, c.Name))
 	}
+	r.limits = limitsOf(f.opts.Limits, names)
 	return r, nil
 }
 
@@ -327,6 +329,9 @@ func (r *PartitionReader) Next() (Batch, error) {
 				c = cells[i]
 			}
 			v, code, _ := convertText(c, r.schema[i].Type, clean)
+			if code == "" && (r.limits[i] != nil || r.f.opts.JSONB) {
+				code, _ = checkLimits(r.limits[i], r.f.opts.JSONB, c, v, r.schema[i].Type)
+			}
 			if code != "" || (v.null && r.required[i]) {
 				ok = false
 				break

@@ -85,6 +85,14 @@ type Column struct {
 	Kind    string // the kind its SQL type holds, or "" when none maps
 	NotNull bool
 	Default bool // has a default value
+	// What the column holds beyond its kind, so that values it cannot
+	// hold are found before any write. Zero means no such limit.
+	IntBits   int  // 16 or 32: an integer narrower than int64 (smallint, integer)
+	MaxChars  int  // varchar(n) or char(n): at most n characters
+	Numeric   bool // an exact decimal (PostgreSQL numeric), of Precision and Scale when Precision > 0
+	Precision int
+	Scale     int
+	JSONB     bool // PostgreSQL jsonb, which refuses \u0000 and numbers beyond numeric
 }
 
 // Table describes an existing table.
@@ -136,6 +144,8 @@ type Dialect interface {
 	// transaction, and Write must be given transactions begun on conn.
 	// The Writer is not safe for concurrent use.
 	Writer(ctx context.Context, conn *sql.Conn, t Target, schema *arrow.Schema) (Writer, error)
+	// Limits returns the database's limits on tables.
+	Limits() Limits
 }
 
 // Writer upserts batches into a target table.
@@ -222,4 +232,80 @@ func Validate(tg Target, schema *arrow.Schema) error {
 // timestamps in text: fixed width and UTC, so that text order is time order.
 func FormatTimestamp(us int64) string {
 	return time.UnixMicro(us).UTC().Format("2006-01-02T15:04:05.000000Z")
+}
+
+// Limits are a database's limits on the tables idemport creates and
+// writes: a file that exceeds them is refused before anything is written,
+// rather than failing the same way at every rerun.
+type Limits struct {
+	// MaxColumns bounds the columns of a table, lineage columns included.
+	MaxColumns int
+	// MaxNameBytes bounds an identifier's length in bytes (each part of a
+	// qualified table name); 0 means no limit.
+	MaxNameBytes int
+	// QualifiedNames says a dotted table name is schema.table.
+	QualifiedNames bool
+	// FoldsCase says names that differ only in ASCII case are one name.
+	FoldsCase bool
+	// JSONB says json columns are created as PostgreSQL jsonb.
+	JSONB bool
+}
+
+// CheckTable reports a table name the database cannot hold as it is
+// written (it would be cut short, and names alike at their start would
+// share one table).
+func (l Limits) CheckTable(table string) error {
+	if l.MaxNameBytes == 0 {
+		return nil
+	}
+	parts := []string{table}
+	if l.QualifiedNames {
+		parts = strings.Split(table, ".")
+	}
+	for _, p := range parts {
+		if len(p) > l.MaxNameBytes {
+			return fmt.Errorf("table name %q is %d bytes, over the database's limit of %d bytes for a name; give a shorter one with --table", p, len(p), l.MaxNameBytes)
+		}
+	}
+	return nil
+}
+
+// CheckColumns reports the first limit the file's columns exceed in a
+// table of target tg: too many columns, a name too long, or two names that
+// the database takes for one.
+func (l Limits) CheckColumns(tg Target, schema *arrow.Schema) error {
+	fields := schema.Fields()
+	if n := len(fields) + 2; l.MaxColumns > 0 && n > l.MaxColumns {
+		return fmt.Errorf("the file has %d columns; with idemport's 2 lineage columns (%s, %s) the table would have %d, over the database's limit of %d columns per table",
+			len(fields), FileColumn, RowColumn, n, l.MaxColumns)
+	}
+	seen := map[string]string{}
+	if l.FoldsCase {
+		seen[foldASCII(FileColumn)], seen[foldASCII(RowColumn)] = FileColumn, RowColumn
+	}
+	for _, f := range fields {
+		if l.MaxNameBytes > 0 && len(f.Name) > l.MaxNameBytes {
+			return fmt.Errorf("column %q: its name is %d bytes, over the database's limit of %d bytes for a name; rename it in the file", f.Name, len(f.Name), l.MaxNameBytes)
+		}
+		if !l.FoldsCase {
+			continue
+		}
+		k := foldASCII(f.Name)
+		if prev, ok := seen[k]; ok {
+			return fmt.Errorf("column %q: the database does not tell names apart by case, so it is the same column as %q; rename one of them in the file", f.Name, prev)
+		}
+		seen[k] = f.Name
+	}
+	return nil
+}
+
+// foldASCII lowercases the ASCII letters of s, as SQLite compares names.
+func foldASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }

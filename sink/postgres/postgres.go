@@ -68,6 +68,31 @@ func kindOf(typname string) string {
 	return ""
 }
 
+// limits sets what column c, of built-in type typname with modifier
+// typmod (-1: none), holds beyond its kind.
+func limits(c *sink.Column, typname string, typmod int) {
+	const varhdrsz = 4 // typmods of varchar, bpchar and numeric count it
+	switch typname {
+	case "int2":
+		c.IntBits = 16
+	case "int4":
+		c.IntBits = 32
+	case "varchar", "bpchar":
+		if typmod > varhdrsz {
+			c.MaxChars = typmod - varhdrsz
+		}
+	case "numeric":
+		c.Numeric = true
+		if typmod > varhdrsz {
+			m := typmod - varhdrsz
+			c.Precision = (m >> 16) & 0xffff
+			c.Scale = ((m & 0x7ff) ^ 1024) - 1024 // an 11-bit signed scale
+		}
+	case "jsonb":
+		c.JSONB = true
+	}
+}
+
 // column is a column as Describe read it, with its built-in type's name.
 type column struct {
 	sink.Column
@@ -81,7 +106,7 @@ func describe(ctx context.Context, qr dialect.Querier, name string) (*sink.Table
 	rel := dialect.Quote(name)
 	rows, err := qr.QueryContext(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod),
 		CASE WHEN t.typnamespace = 'pg_catalog'::regnamespace THEN t.typname::text ELSE '' END,
-		a.attnotnull, a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> ''
+		a.attnotnull, a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '', a.atttypmod
 		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
 		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
 		ORDER BY a.attnum`, rel)
@@ -92,11 +117,13 @@ func describe(ctx context.Context, qr dialect.Querier, name string) (*sink.Table
 	var cols []column
 	for rows.Next() {
 		var c column
-		if err := rows.Scan(&c.Name, &c.SQLType, &c.typname, &c.NotNull, &c.Default); err != nil {
+		var typmod int
+		if err := rows.Scan(&c.Name, &c.SQLType, &c.typname, &c.NotNull, &c.Default, &typmod); err != nil {
 			rows.Close()
 			return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
 		}
 		c.Kind = kindOf(c.typname)
+		limits(&c.Column, c.typname, typmod)
 		cols = append(cols, c)
 		t.Columns = append(t.Columns, c.Column)
 	}
@@ -138,6 +165,13 @@ func describe(ctx context.Context, qr dialect.Querier, name string) (*sink.Table
 		return nil, nil, fmt.Errorf("describe keys of %s: %w", name, err)
 	}
 	return t, cols, nil
+}
+
+// Limits implements sink.Dialect: 1600 columns per table, names of at
+// most 63 bytes (NAMEDATALEN - 1), quoted names that keep their case, and
+// json as jsonb.
+func (Dialect) Limits() sink.Limits {
+	return sink.Limits{MaxColumns: 1600, MaxNameBytes: 63, QualifiedNames: true, JSONB: true}
 }
 
 // Describe implements sink.Dialect. An unqualified name is resolved through

@@ -69,6 +69,13 @@ func kindOf(decl string) string {
 	return ""
 }
 
+// Limits implements sink.Dialect: SQLITE_MAX_COLUMN (2000, as compiled)
+// columns per table, names of any length, compared without regard to ASCII
+// case.
+func (Dialect) Limits() sink.Limits {
+	return sink.Limits{MaxColumns: 2000, FoldsCase: true}
+}
+
 // Describe implements sink.Dialect.
 func (Dialect) Describe(ctx context.Context, qr dialect.Querier, name string) (*sink.Table, error) {
 	rows, err := qr.QueryContext(ctx, `SELECT name, type, "notnull", dflt_value IS NOT NULL, pk FROM pragma_table_info(?) ORDER BY cid`, name)

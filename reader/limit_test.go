@@ -1,0 +1,79 @@
+package reader
+
+import (
+	"database/sql"
+	"strings"
+	"testing"
+
+	"github.com/idemport/idemport/internal/pgtest"
+)
+
+// TestLimitsAgreeWithPostgres asks the real server, for each value, whether
+// its column type takes it, and compares with the plan pass's verdict, so
+// that a value the checks pass never fails the write and a value they
+// refuse is one the server refuses (or would silently change).
+func TestLimitsAgreeWithPostgres(t *testing.T) {
+	db, _ := pgtest.Open(t)
+	cases := []struct {
+		typ  string
+		lim  Limit
+		t    Type
+		vals []string
+	}{
+		{"smallint", Limit{MinInt: -32768, MaxInt: 32767}, Int64, []string{"32767", "32768", "-32768", "-32769", "0"}},
+		{"integer", Limit{MinInt: -1 << 31, MaxInt: 1<<31 - 1}, Int64, []string{"2147483647", "2147483648", "-2147483648", "-2147483649"}},
+		{"varchar(3)", Limit{MaxChars: 3}, String, []string{"abc", "abcd", "äöü", "äöüx", "", "ab "}},
+		{"char(2)", Limit{MaxChars: 2}, String, []string{"ab", "abc", "é"}},
+		{"numeric(5,2)", Limit{Numeric: true, Precision: 5, Scale: 2}, String, []string{
+			"123.45", "1234.5", "123.456", "123.450", "-999.99", "999.995", "0.001", "0.0", "1e2", "1e3", "12345e-2", "12345e-3",
+			"0.000000", "00123.45", "+1.5", "1.5e-2"}},
+		{"numeric(3,0)", Limit{Numeric: true, Precision: 3}, String, []string{"999", "1000", "999.4", "1e2", "0.5"}},
+		{"numeric", Limit{Numeric: true}, String, []string{"1e131071", "1e131072", "1e-16383", "1e-16384", "0e99999999",
+			"0.5e-16383", "12e-16384", "123456789012345678901234567890.123456789", "1e1000000", "-1e-400", "0.000e-16384"}},
+	}
+	for _, c := range cases {
+		for _, v := range c.vals {
+			c.lim.Table = "t"
+			cl := cell{b: []byte(v), kind: cellText}
+			x, code, msg := convert(cl, c.t)
+			if code == "" {
+				code, msg = c.lim.check(cl, x, c.t)
+			}
+			refused := code != ""
+			want := pgRefuses(t, db, v, c.typ)
+			if refused != want {
+				t.Errorf("%s into %s: checks refuse=%v (%s), PostgreSQL refuses or changes it=%v", v, c.typ, refused, msg, want)
+			}
+		}
+	}
+	for _, j := range []string{`{"a":"\u0000"}`, `{"a\u0000":1}`, `["\\u0000"]`, `[1e1000000]`, `{"n":-1e131072}`, `{"n":1e131071}`,
+		`[0.5e-16383]`, `[1e-16383]`, `{"s":"x\"\\u0000"}`, `{"s":"x\\\u0000"}`, `[true,null,"\u00e9"]`, `[-0.0e5]`} {
+		refused := jsonbRefuses([]byte(j)) != ""
+		var ok bool
+		err := db.QueryRow(`SELECT $1::jsonb IS NOT NULL`, j).Scan(&ok)
+		if refused != (err != nil) {
+			t.Errorf("jsonb %s: checks refuse=%v, PostgreSQL says %v", j, refused, err)
+		}
+	}
+}
+
+// pgRefuses reports whether PostgreSQL refuses text v as type typ, or
+// stores a value whose text differs in meaning (numeric rounding, char
+// padding aside).
+func pgRefuses(t *testing.T, db *sql.DB, v, typ string) bool {
+	t.Helper()
+	var same bool
+	q := `SELECT $1::` + typ + `::text = $1`
+	switch {
+	case strings.HasPrefix(typ, "numeric"):
+		q = `SELECT $1::` + typ + ` = $1::numeric`
+	case strings.HasPrefix(typ, "char"):
+		q = `SELECT rtrim($1::` + typ + `::text) = rtrim($1)`
+	case strings.Contains(typ, "int"):
+		q = `SELECT $1::` + typ + ` = $1::numeric`
+	}
+	if err := db.QueryRow(q, v).Scan(&same); err != nil {
+		return true
+	}
+	return !same
+}
