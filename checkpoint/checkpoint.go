@@ -188,14 +188,28 @@ func (s *Store) Fence(ctx context.Context, tx *sql.Tx, op Op, idx int, attempt s
 
 // Complete marks partition idx done by attempt with its counters, failing
 // with ErrNotHeld unless attempt holds it. Call it in the transaction that
-// committed the partition's effects.
+// committed the partition's effects. A done partition's rejected count is
+// c.Rejected: its rows not written, the plan's bad rows and those the
+// database refused.
 func (s *Store) Complete(ctx context.Context, tx *sql.Tx, op Op, idx int, attempt string, c counter.Rows) error {
 	res, err := tx.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET done = 1, done_by = ?, done_at = `+s.d.Now()+`,
 		lease_attempt = NULL, lease_expires = NULL,
-		rows_inserted = ?, rows_updated = ?, rows_unchanged = ?, rows_stale = ?
+		rows_inserted = ?, rows_updated = ?, rows_unchanged = ?, rows_stale = ?, rejected = ?
 		WHERE table_name = ? AND file_id = ? AND idx = ? AND lease_attempt = ? AND done = 0`),
-		attempt, c.Inserted, c.Updated, c.Unchanged, c.Stale, op.Table, op.FileID, idx, attempt)
+		attempt, c.Inserted, c.Updated, c.Unchanged, c.Stale, c.Rejected, op.Table, op.FileID, idx, attempt)
 	return held(res, err, idx)
+}
+
+// Rejected counts op's bad rows as seen by q: the rows not written by done
+// partitions, and the plan's bad rows of the others.
+func (s *Store) Rejected(ctx context.Context, q dialect.Querier, op Op) (int64, error) {
+	var n int64
+	err := q.QueryRowContext(ctx, s.q(`SELECT coalesce(sum(rejected), 0) FROM `+s.prefix+`partitions
+		WHERE table_name = ? AND file_id = ?`), op.Table, op.FileID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count rejected rows: %w", err)
+	}
+	return n, nil
 }
 
 func held(res sql.Result, err error, idx int) error {

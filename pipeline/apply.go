@@ -239,7 +239,8 @@ func (r *run) write(ctx context.Context, conn *sql.Conn, w sink.Writer, claims c
 		tx      *sql.Tx
 		claim   *checkpoint.Claim
 		counts  counter.Rows
-		handoff = true // claims is open
+		refused []refusedRow // rows the database refused in this partition
+		handoff = true       // claims is open
 	)
 	stopClaims := func() {
 		if handoff {
@@ -256,7 +257,7 @@ func (r *run) write(ctx context.Context, conn *sql.Conn, w sink.Writer, claims c
 	for it := range items {
 		switch {
 		case it.claim != nil:
-			claim, counts = it.claim, counter.Rows{}
+			claim, counts, refused = it.claim, counter.Rows{}, nil
 			var err error
 			if tx, err = conn.BeginTx(ctx, nil); err != nil {
 				return fmt.Errorf("begin partition %d: %w", claim.Index, err)
@@ -274,13 +275,17 @@ func (r *run) write(ctx context.Context, conn *sql.Conn, w sink.Writer, claims c
 				claims <- next // the reader took the previous claim: room for one
 			}
 		case it.end:
-			if err := r.commit(ctx, tx, claim, counts, mu); err != nil {
+			if err := r.commit(ctx, tx, claim, counts, refused, mu); err != nil {
 				return err
 			}
 			tx = nil
 		default:
-			c, err := w.Write(ctx, tx, r.id.FileKey, it.batch.Record, it.batch.Ordinals)
+			c, bad, err := r.writeBatch(ctx, tx, w, it.batch.Record, it.batch.Ordinals, r.room()-int64(len(refused)))
 			it.batch.Release()
+			refused = append(refused, bad...)
+			if errors.Is(err, errTooManyRefused) {
+				return r.overLimit(claim, refused, -1)
+			}
 			if err != nil {
 				return fmt.Errorf("partition %d: %w", claim.Index, err)
 			}
@@ -301,9 +306,9 @@ func (r *run) lost(err error) error {
 
 // commit completes a partition: marks it done and counts it in the same
 // transaction as its effects.
-func (r *run) commit(ctx context.Context, tx *sql.Tx, c *checkpoint.Claim, counts counter.Rows, mu *sync.Mutex) error {
+func (r *run) commit(ctx context.Context, tx *sql.Tx, c *checkpoint.Claim, counts counter.Rows, refused []refusedRow, mu *sync.Mutex) error {
 	counts.Read += c.Rejected
-	counts.Rejected = c.Rejected
+	counts.Rejected += c.Rejected
 	if counts.Read != c.Rows || !counts.Balanced() {
 		return fmt.Errorf("partition %d: counted %+v for %d rows", c.Index, counts, c.Rows)
 	}
@@ -317,6 +322,9 @@ func (r *run) commit(ctx context.Context, tx *sql.Tx, c *checkpoint.Claim, count
 		return r.lost(err)
 	}
 	if err := r.e.ledger.Count(ctx, tx, r.id.Key, r.attempt.ID, counts); err != nil {
+		return err
+	}
+	if err := r.quarantine(ctx, tx, c, refused); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {

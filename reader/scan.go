@@ -406,3 +406,46 @@ func schemaText(s Schema) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// RawRow is a row's text as the file holds it and where it starts.
+type RawRow struct {
+	Offset int64
+	Text   string // empty when longer than a reject keeps
+}
+
+// RawRows re-reads partition p of plan and returns the text of its rows
+// with the given ordinals, for rejects found after the plan pass (a row the
+// database refused). Parquet and Arrow rows have no text: it returns none.
+func (f *File) RawRows(plan *Plan, p Partition, ordinals []int64) (map[int64]RawRow, error) {
+	out := map[int64]RawRow{}
+	if f.src != nil || len(ordinals) == 0 {
+		return out, nil
+	}
+	want := map[int64]bool{}
+	for _, o := range ordinals {
+		want[o] = true
+	}
+	s, err := f.open(p.Offset)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	names := make([]string, len(plan.Schema))
+	for i, c := range plan.Schema {
+		names[i] = c.Name
+	}
+	sc := f.scanner(s, p.Offset, names, false)
+	for i := int64(0); i < p.Rows && len(out) < len(want); i++ {
+		if _, _, err := sc.next(); err != nil {
+			return nil, f.wrap(err, p.First+i, sc.offset(), "")
+		}
+		if o := p.First + i; want[o] {
+			r := RawRow{Offset: sc.rowStart()}
+			if raw := sc.raw(); len(raw) <= maxRejectRow {
+				r.Text = string(raw)
+			}
+			out[o] = r
+		}
+	}
+	return out, nil
+}

@@ -309,3 +309,23 @@ func foldASCII(s string) string {
 	}
 	return string(b)
 }
+
+// Reason codes of rows a write refused, as stored with their rejects.
+const (
+	CodeConstraint = "constraint" // a constraint, a trigger or a foreign key refused the row
+	CodeRefused    = "refused"    // the database refused the row's values
+)
+
+// RowError is a write that failed because of the values of its rows (a
+// unique or CHECK constraint, a foreign key, a trigger, a value the column
+// cannot hold), not because of the database or the connection. Writing
+// fewer of the rows may succeed: the caller can isolate the rows at fault.
+type RowError struct {
+	Code   string // CodeConstraint or CodeRefused
+	Column string // the column at fault, when the database says
+	Reason string // the database's reason, for the reject
+	Err    error
+}
+
+func (e *RowError) Error() string { return e.Err.Error() }
+func (e *RowError) Unwrap() error { return e.Err }

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/idemport/idemport/internal/counter"
@@ -490,8 +492,41 @@ func (w *writer) stale(v, file, row string) string {
 
 // Write implements sink.Writer. tx must have been begun on the Writer's
 // connection: the batch is copied into the staging table through that
-// connection, inside tx.
+// connection, inside tx. A failure caused by the rows' values is a
+// *sink.RowError; it aborts tx, as every failed statement does.
 func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (counter.Rows, error) {
+	c, err := w.write(ctx, tx, fileKey, rec, ordinals)
+	return c, rowError(err)
+}
+
+// rowError returns err as a *sink.RowError when the server refused the
+// rows' values: an integrity constraint (SQLSTATE class 23), a data
+// exception (class 22: out of range, too long, invalid input), an
+// exception raised by a trigger (P0001), or a row too big (54000).
+func rowError(err error) error {
+	var pe *pgconn.PgError
+	if err == nil || !errors.As(err, &pe) {
+		return err
+	}
+	code := sink.CodeRefused
+	switch {
+	case strings.HasPrefix(pe.Code, "23"), pe.Code == "P0001":
+		code = sink.CodeConstraint
+	case strings.HasPrefix(pe.Code, "22"), pe.Code == "54000":
+	default:
+		return err
+	}
+	msg := pe.Message
+	if pe.Detail != "" {
+		msg += ": " + pe.Detail
+	}
+	if pe.Where != "" && pe.Code == "22P02" {
+		msg += " (" + pe.Where + ")"
+	}
+	return &sink.RowError{Code: code, Column: pe.ColumnName, Reason: fmt.Sprintf("%s (SQLSTATE %s)", msg, pe.Code), Err: err}
+}
+
+func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (counter.Rows, error) {
 	var total counter.Rows
 	n := int(rec.NumRows())
 	if n == 0 {

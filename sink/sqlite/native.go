@@ -15,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/idemport/idemport/sink"
 )
 
 // handle returns the sqlite3* of a database/sql connection of the mattn
@@ -190,9 +192,21 @@ func (s *stmt) natural(probe *stmt, keyCols []C.int, verCol int, cs *colBuffers,
 	return [4]int64{int64(counts[0]), int64(counts[1]), int64(counts[2]), int64(counts[3])}, 0, nil
 }
 
+// err describes a failed step. A failure caused by the row's values (a
+// constraint or trigger, a datatype mismatch, a value too big, a timestamp
+// out of range) is a *sink.RowError.
 func (s *stmt) err(rc C.int) error {
 	if rc == C.IDP_TS_RANGE {
-		return errors.New("a timestamp outside the years 0000-9999")
+		msg := "a timestamp outside the years 0000-9999"
+		return &sink.RowError{Code: sink.CodeRefused, Reason: msg, Err: errors.New(msg)}
 	}
-	return fmt.Errorf("%s (SQLite code %d)", C.GoString(C.sqlite3_errmsg(s.db)), int(rc))
+	msg := C.GoString(C.sqlite3_errmsg(s.db))
+	err := fmt.Errorf("%s (SQLite code %d)", msg, int(rc))
+	switch rc & 0xff {
+	case 19: // SQLITE_CONSTRAINT: UNIQUE, CHECK, NOT NULL, FOREIGN KEY, RAISE in a trigger
+		return &sink.RowError{Code: sink.CodeConstraint, Reason: msg, Err: err}
+	case 18, 20: // SQLITE_TOOBIG, SQLITE_MISMATCH
+		return &sink.RowError{Code: sink.CodeRefused, Reason: msg, Err: err}
+	}
+	return err
 }

@@ -1,0 +1,165 @@
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/sink"
+)
+
+// What no plan can check (a unique constraint on other columns, a CHECK
+// constraint, a foreign key, a trigger) fails a write at apply time. Each
+// batch is written under a savepoint; when the database refuses it for the
+// values of some of its rows (a sink.RowError), the batch is rolled back to
+// the savepoint and written again in halves, each under its own savepoint,
+// down to the single rows it refuses. Those rows are quarantined as rejects
+// in the partition's transaction, within the same --max-rejects as the
+// plan's bad rows, so a partition rolled back contributes none of them.
+
+// savepoint names the savepoint a batch is written under.
+const savepoint = "idemport_batch"
+
+// refusedRow is a row the database refused at apply time.
+type refusedRow struct {
+	ordinal int64
+	column  string
+	value   string
+	code    string
+	reason  string
+}
+
+// errTooManyRefused stops isolating a partition whose refused rows alone are
+// more than --max-rejects allows.
+var errTooManyRefused = errors.New("too many rows refused")
+
+// writeBatch writes rec, whose rows have these ordinals, inside tx, and
+// returns the rows the database refused instead of failing on them. room
+// is how many more refused rows the partition may have before the file is
+// over its limit whatever the other partitions hold; past it, writeBatch
+// stops with errTooManyRefused.
+func (r *run) writeBatch(ctx context.Context, tx *sql.Tx, w sink.Writer, rec arrow.RecordBatch, ordinals []int64, room int64) (counter.Rows, []refusedRow, error) {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+savepoint); err != nil {
+		return counter.Rows{}, nil, fmt.Errorf("savepoint: %w", err)
+	}
+	c, err := w.Write(ctx, tx, r.id.FileKey, rec, ordinals)
+	var re *sink.RowError
+	if err == nil || !errors.As(err, &re) {
+		if err == nil {
+			if _, err = tx.ExecContext(ctx, "RELEASE SAVEPOINT "+savepoint); err != nil {
+				err = fmt.Errorf("release savepoint: %w", err)
+			}
+		}
+		return c, nil, err
+	}
+	if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+savepoint); err != nil {
+		return counter.Rows{}, nil, fmt.Errorf("roll back to savepoint: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+savepoint); err != nil {
+		return counter.Rows{}, nil, fmt.Errorf("release savepoint: %w", err)
+	}
+	if err := r.e.fp.Hit("inside-isolation"); err != nil {
+		return counter.Rows{}, nil, err
+	}
+	n := rec.NumRows()
+	if n == 1 {
+		bad := []refusedRow{{ordinal: ordinals[0], column: re.Column, code: re.Code, reason: re.Reason}}
+		if idx := rec.Schema().FieldIndices(re.Column); re.Column != "" && len(idx) > 0 && rec.Column(idx[0]).IsValid(0) {
+			bad[0].value = rec.Column(idx[0]).ValueStr(0)
+		}
+		if room < 1 {
+			return counter.Rows{}, bad, errTooManyRefused
+		}
+		return counter.Rows{Read: 1, Rejected: 1}, bad, nil
+	}
+	var total counter.Rows
+	var bad []refusedRow
+	for _, half := range [][2]int64{{0, n / 2}, {n / 2, n}} {
+		sub := rec.NewSlice(half[0], half[1])
+		c, b, err := r.writeBatch(ctx, tx, w, sub, ordinals[half[0]:half[1]], room-int64(len(bad)))
+		sub.Release()
+		bad = append(bad, b...)
+		if err != nil {
+			return total, bad, err
+		}
+		total.Add(c)
+	}
+	return total, bad, nil
+}
+
+// room is how many rows the database may refuse in one partition before
+// the file is over --max-rejects, counting only the plan's bad rows
+// besides: the exact count, with the other partitions' refused rows, is
+// checked when the partition commits.
+func (r *run) room() int64 {
+	l := r.req.MaxRejects
+	allowed := l.Count
+	if l.Percent > 0 {
+		allowed = int64(l.Percent / 100 * float64(r.plan.Rows))
+	}
+	return allowed - r.plan.Rejected
+}
+
+// quarantine stores the rows of partition c the database refused as
+// rejects inside tx, and fails when the file's bad rows, with them, are
+// more than --max-rejects allows. Call it after the partition's counts are
+// added to the operation, whose row the update locks: concurrent
+// partitions then check the limit one after another.
+func (r *run) quarantine(ctx context.Context, tx *sql.Tx, c *checkpoint.Claim, refused []refusedRow) error {
+	if len(refused) == 0 {
+		return nil
+	}
+	ordinals := make([]int64, len(refused))
+	for i, b := range refused {
+		ordinals[i] = b.ordinal
+	}
+	raw, err := r.file.RawRows(r.plan, r.readerPartition(c.Partition), ordinals)
+	if err != nil {
+		return fmt.Errorf("partition %d: re-read refused rows: %w", c.Index, err)
+	}
+	rejects := make([]ledger.Reject, len(refused))
+	for i, b := range refused {
+		rj := ledger.Reject{Ordinal: b.ordinal, Offset: -1, Column: b.column, Value: b.value, Code: b.code, Message: b.reason}
+		if x, ok := raw[b.ordinal]; ok {
+			rj.Offset, rj.Row = x.Offset, x.Text
+		}
+		rejects[i] = rj
+	}
+	if err := r.e.ledger.AddRejects(ctx, tx, r.id.Key, r.attempt.ID, rejects); err != nil {
+		return err
+	}
+	total, err := r.e.cp.Rejected(ctx, tx, r.op)
+	if err != nil {
+		return err
+	}
+	if !r.req.MaxRejects.Allows(total, r.plan.Rows) {
+		return r.overLimit(c, refused, total)
+	}
+	return nil
+}
+
+// overLimit is the failure of a partition whose refused rows put the file
+// over --max-rejects: it names the first of them, and the partition stays
+// uncommitted.
+func (r *run) overLimit(c *checkpoint.Claim, refused []refusedRow, total int64) error {
+	b := refused[0]
+	where := fmt.Sprintf("row %d", b.ordinal)
+	if b.column != "" {
+		where += fmt.Sprintf(" column %q", b.column)
+		if b.value != "" {
+			where += fmt.Sprintf(" value %q", b.value)
+		}
+	}
+	count := fmt.Sprintf("%d bad rows", total)
+	if total < 0 {
+		count = "more bad rows"
+	}
+	return fmt.Errorf("%s %s: the database refused it: %s; with it the file has %s than --max-rejects %s allows, so partition %d is not committed; fix the row, or rerun with a higher --max-rejects to quarantine it",
+		r.req.Path, where, b.reason, count, r.req.MaxRejects, c.Index)
+}
