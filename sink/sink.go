@@ -238,8 +238,11 @@ func FormatTimestamp(us int64) string {
 // writes: a file that exceeds them is refused before anything is written,
 // rather than failing the same way at every rerun.
 type Limits struct {
-	// MaxColumns bounds the columns of a table, lineage columns included.
+	// MaxColumns bounds the columns of a table, and Reserved is how many
+	// of them idemport needs besides the file's: its lineage columns, and
+	// any its writer adds (SQLite's batch table has one more).
 	MaxColumns int
+	Reserved   int
 	// MaxNameBytes bounds an identifier's length in bytes (each part of a
 	// qualified table name); 0 means no limit.
 	MaxNameBytes int
@@ -275,9 +278,9 @@ func (l Limits) CheckTable(table string) error {
 // the database takes for one.
 func (l Limits) CheckColumns(tg Target, schema *arrow.Schema) error {
 	fields := schema.Fields()
-	if n := len(fields) + 2; l.MaxColumns > 0 && n > l.MaxColumns {
-		return fmt.Errorf("the file has %d columns; with idemport's 2 lineage columns (%s, %s) the table would have %d, over the database's limit of %d columns per table",
-			len(fields), FileColumn, RowColumn, n, l.MaxColumns)
+	if most := l.MaxColumns - l.Reserved; l.MaxColumns > 0 && len(fields) > most {
+		return fmt.Errorf("the file has %d columns, more than the %d it may have (column %q and those after it are too many): the database allows %d columns per table, of which idemport needs %d (its lineage columns %s and %s, and its writer's own); split the file's columns over two tables",
+			len(fields), most, fields[most].Name, l.MaxColumns, l.Reserved, FileColumn, RowColumn)
 	}
 	seen := map[string]string{}
 	if l.FoldsCase {

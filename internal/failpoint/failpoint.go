@@ -35,6 +35,7 @@ var Names = []string{
 	"after-claim",            // the attempt is recorded, nothing is planned
 	"after-plan",             // the plan is stored, no partition is applied
 	"after-partition-claim",  // a partition is leased, its transaction not begun
+	"inside-isolation",       // a batch the database refused is rolled back to its savepoint, to be written in halves
 	"inside-partition",       // a partition's rows are written but not committed
 	"after-partition-commit", // a partition committed
 	"before-finalize",        // every partition committed, the operation not completed

@@ -169,11 +169,12 @@ func describe(ctx context.Context, qr dialect.Querier, name string) (*sink.Table
 	return t, cols, nil
 }
 
-// Limits implements sink.Dialect: 1600 columns per table, names of at
-// most 63 bytes (NAMEDATALEN - 1), quoted names that keep their case, and
-// json as jsonb.
+// Limits implements sink.Dialect: 1600 columns per table, of which the
+// lineage columns take 2 (and the staging table's round and ordinal as
+// many), names of at most 63 bytes (NAMEDATALEN - 1), quoted names that
+// keep their case, and json as jsonb.
 func (Dialect) Limits() sink.Limits {
-	return sink.Limits{MaxColumns: 1600, MaxNameBytes: 63, QualifiedNames: true, JSONB: true}
+	return sink.Limits{MaxColumns: 1600, Reserved: 2, MaxNameBytes: 63, QualifiedNames: true, JSONB: true}
 }
 
 // Describe implements sink.Dialect. An unqualified name is resolved through

@@ -70,10 +70,11 @@ func kindOf(decl string) string {
 }
 
 // Limits implements sink.Dialect: SQLITE_MAX_COLUMN (2000, as compiled)
-// columns per table, names of any length, compared without regard to ASCII
-// case.
+// columns per table, of which idemport needs 3 (the lineage columns, and
+// the batch table's batch column beside its copies of them), names of any
+// length, compared without regard to ASCII case.
 func (Dialect) Limits() sink.Limits {
-	return sink.Limits{MaxColumns: 2000, FoldsCase: true}
+	return sink.Limits{MaxColumns: 2000, Reserved: 3, FoldsCase: true}
 }
 
 // Describe implements sink.Dialect.

@@ -1,0 +1,425 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/idemport/idemport/internal/testkit"
+)
+
+// ddl runs DDL on the target.
+func ddl(t *testing.T, tg *testkit.Target, stmts ...string) {
+	t.Helper()
+	for _, s := range stmts {
+		if _, err := tg.DB.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// textRows returns cols of table as text, in file order, NULL as nil.
+func textRows(t *testing.T, tg *testkit.Target, table string, cols ...string) [][]any {
+	t.Helper()
+	sel := make([]string, len(cols))
+	for i, c := range cols {
+		sel[i] = fmt.Sprintf("CAST(%s AS TEXT)", c)
+	}
+	return testkit.Query(t, tg.DB, fmt.Sprintf(`SELECT %s FROM %s ORDER BY _idemport_row`, strings.Join(sel, ", "), table))
+}
+
+// rejectsOf returns the stored rejects: ordinal, column, code, and whether
+// the message holds want[ordinal].
+func checkRejects(t *testing.T, tg *testkit.Target, want map[int64][2]string) {
+	t.Helper()
+	got := testkit.Query(t, tg.DB, `SELECT ordinal, coalesce(column_name, ''), code, message, raw_row FROM `+tg.Ledger("rejects")+` ORDER BY ordinal`)
+	if len(got) != len(want) {
+		t.Fatalf("rejects: %v, want rows %v", got, want)
+	}
+	for _, r := range got {
+		w, ok := want[r[0].(int64)]
+		if !ok || r[2] != w[0] || !strings.Contains(strings.ToLower(r[3].(string)), strings.ToLower(w[1])) {
+			t.Fatalf("reject %v, want code %q and a message with %q", r, w[0], w[1])
+		}
+		if r[4] == "" {
+			t.Fatalf("reject of row %v keeps no row text", r[0])
+		}
+	}
+}
+
+func opState(t *testing.T, tg *testkit.Target) string {
+	t.Helper()
+	got := testkit.Query(t, tg.DB, `SELECT state FROM `+tg.Ledger("operations"))
+	if len(got) != 1 {
+		t.Fatalf("operations: %v", got)
+	}
+	return got[0][0].(string)
+}
+
+func write(t *testing.T, dir, name, data string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestValuesTheTableCannotHoldAreBadRows imports into an existing table
+// values its columns cannot hold: integers past smallint and integer,
+// text past varchar(n) and char(n), numbers numeric(p,s) would round or
+// cannot hold, NULL into NOT NULL (SQLite has only the last). They are bad
+// rows found by the plan: over --max-rejects the file is refused before
+// any effect; within it they are quarantined with their reason and every
+// other row lands exactly, in partitions after them too.
+func TestValuesTheTableCannotHoldAreBadRows(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		var data string
+		var want [][]any
+		var bad map[int64][2]string
+		cols := []string{"id", "s", "i", "v", "c", "n", "name"}
+		if tg.IsPostgres() {
+			ddl(t, tg, `CREATE TABLE people (_idemport_file bigint NOT NULL, _idemport_row bigint NOT NULL,
+				id bigint, s smallint, i integer, v varchar(5), c char(3), n numeric(6,2), name text NOT NULL,
+				PRIMARY KEY (_idemport_file, _idemport_row))`)
+			data = "id,s,i,v,c,n,name\n" +
+				"1,32767,2147483647,héllo,abc,9999.99,a\n" +
+				"2,-32768,-2147483648,,ab,1.230,b\n" +
+				"3,32768,1,x,x,1,c\n" + // smallint
+				"4,1,2147483648,x,x,1,d\n" + // integer
+				"5,1,1,abcdef,x,1,e\n" + // varchar(5)
+				"6,1,1,x,abcd,1,f\n" + // char(3)
+				"7,1,1,x,x,10000,g\n" + // numeric(6,2): too large
+				"8,1,1,x,x,1.234,h\n" + // numeric(6,2): would round
+				"9,1,1,x,x,1,\n" + // NOT NULL
+				"10,,,,,-0.5,j\n"
+			want = [][]any{
+				{"1", "32767", "2147483647", "héllo", "abc", "9999.99", "a"},
+				{"2", "-32768", "-2147483648", nil, "ab", "1.23", "b"}, // char(n) as text drops its padding
+				{"10", nil, nil, nil, nil, "-0.50", "j"},
+			}
+			bad = map[int64][2]string{3: {"range", "-32768..32767"}, 4: {"range", "-2147483648..2147483647"}, 5: {"length", "more than the column's 5"},
+				6: {"length", "more than the column's 3"}, 7: {"numeric", "too large for numeric(6,2)"}, 8: {"numeric", "would round"}, 9: {"null", "NOT NULL"}}
+		} else {
+			ddl(t, tg, `CREATE TABLE people (_idemport_file INTEGER NOT NULL, _idemport_row INTEGER NOT NULL,
+				id INTEGER, name TEXT NOT NULL, PRIMARY KEY (_idemport_file, _idemport_row)) WITHOUT ROWID`)
+			cols = []string{"id", "name"}
+			data = "id,name\n1,a\n2,\n3,\"\"\n4,d\n5,\n6,f\n"
+			want = [][]any{{"1", "a"}, {"3", ""}, {"4", "d"}, {"6", "f"}}
+			bad = map[int64][2]string{2: {"null", "NOT NULL"}, 5: {"null", "NOT NULL"}}
+		}
+		write(t, dir, "people.csv", data)
+		args := []string{"--partition-rows", "2", "people.csv"}
+
+		// Over the limit: refused before any effect.
+		run := tg.Exec(t, dir, nil, append([]string{"import"}, args...)...)
+		if run.Code != 5 || !strings.Contains(run.Stdout, fmt.Sprintf("%d of", len(bad))) {
+			t.Fatalf("exit %d: %s %s", run.Code, run.Stdout, run.Stderr)
+		}
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM people`); n != 0 {
+			t.Fatalf("a refused file wrote %d rows", n)
+		}
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("rejects")); n != 0 {
+			t.Fatalf("a refused file stored %d rejects", n)
+		}
+		if s := opState(t, tg); s != "refused" {
+			t.Fatalf("operation %s", s)
+		}
+
+		// Within it: the bad rows quarantined, the others exact.
+		res := importTo(t, tg, dir, nil, 0, append([]string{"--max-rejects", fmt.Sprint(len(bad))}, args...)...)
+		if res.Rows.Rejected != int64(len(bad)) || res.Rows.Inserted != int64(len(want)) {
+			t.Fatalf("within the limit: %+v", res)
+		}
+		if got := textRows(t, tg, "people", cols...); !reflect.DeepEqual(got, want) {
+			t.Fatalf("people:\n got  %q\n want %q", got, want)
+		}
+		checkRejects(t, tg, bad)
+		list := tg.Exec(t, dir, nil, "rejects", "list", "people.csv")
+		if list.Code != 0 || !strings.Contains(list.Stdout, "column is NOT NULL in table people") {
+			t.Fatalf("rejects list: %d %s", list.Code, list.Stdout)
+		}
+	})
+}
+
+// TestJSONThatJSONBRefusesIsABadRow imports nested JSON values holding
+// \u0000 or a number beyond numeric, which PostgreSQL's jsonb refuses: on
+// PostgreSQL they are bad rows found by the plan; SQLite stores their text.
+func TestJSONThatJSONBRefusesIsABadRow(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		write(t, dir, "docs.jsonl", `{"id":1,"doc":{"a":1}}
+{"id":2,"doc":{"a":"\u0000"}}
+{"id":3,"doc":[1e1000000]}
+{"id":4,"doc":{"b":"\\u0000","n":1e-400}}
+{"id":5,"doc":{"k\u0000":[true]}}
+{"id":6,"doc":[1e131071]}
+`)
+		want := [][]any{{"1", `{"a":1}`}, {"2", `{"a":"\u0000"}`}, {"3", `[1e1000000]`}, {"4", `{"b":"\\u0000","n":1e-400}`},
+			{"5", `{"k\u0000":[true]}`}, {"6", `[1e131071]`}}
+		if !tg.IsPostgres() {
+			importTo(t, tg, dir, nil, 0, "--partition-rows", "2", "docs.jsonl")
+			if got := textRows(t, tg, "docs", "id", "doc"); !reflect.DeepEqual(got, want) {
+				t.Fatalf("docs:\n got  %q\n want %q", got, want)
+			}
+			return
+		}
+		run := tg.Exec(t, dir, nil, "import", "--partition-rows", "2", "docs.jsonl")
+		if run.Code != 5 || !strings.Contains(run.Stdout, "3 of 6 rows are bad") {
+			t.Fatalf("exit %d: %s %s", run.Code, run.Stdout, run.Stderr)
+		}
+		if tg.TableExists(t, "docs") {
+			t.Fatal("a refused file created its table")
+		}
+		res := importTo(t, tg, dir, nil, 0, "--partition-rows", "2", "--max-rejects", "3", "docs.jsonl")
+		if res.Rows.Inserted != 3 || res.Rows.Rejected != 3 {
+			t.Fatalf("within the limit: %+v", res)
+		}
+		got := testkit.Query(t, tg.DB, `SELECT id, doc = CAST(v AS jsonb) FROM docs JOIN (VALUES (1, '{"a":1}'), (4, '{"b":"\\u0000","n":1e-400}'), (6, '[1e131071]')) m(k, v) ON k = id ORDER BY id`)
+		if !reflect.DeepEqual(got, [][]any{{int64(1), true}, {int64(4), true}, {int64(6), true}}) {
+			t.Fatalf("docs: %v", got)
+		}
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM docs`); n != 3 {
+			t.Fatalf("docs has %d rows", n)
+		}
+		checkRejects(t, tg, map[int64][2]string{2: {"jsonb", `\u0000`}, 3: {"jsonb", "beyond numeric"}, 5: {"jsonb", `\u0000`}})
+	})
+}
+
+// accountsTable creates a table whose UNIQUE and CHECK constraints and
+// trigger no plan can check: rows 6 (a second a@x), 10 (age -1) and 12
+// (id 13, which the trigger refuses) of accountsCSV fail them.
+func accountsTable(t *testing.T, tg *testkit.Target) {
+	t.Helper()
+	if tg.IsPostgres() {
+		ddl(t, tg, `CREATE TABLE accounts (_idemport_file bigint NOT NULL, _idemport_row bigint NOT NULL,
+			id bigint, email text UNIQUE, age bigint CHECK (age >= 0), PRIMARY KEY (_idemport_file, _idemport_row))`,
+			`CREATE FUNCTION no13() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+				IF NEW.id = 13 THEN RAISE EXCEPTION 'id 13 is not allowed'; END IF; RETURN NEW; END $$`,
+			`CREATE TRIGGER no13 BEFORE INSERT OR UPDATE ON accounts FOR EACH ROW EXECUTE FUNCTION no13()`)
+		return
+	}
+	ddl(t, tg, `CREATE TABLE accounts (_idemport_file INTEGER NOT NULL, _idemport_row INTEGER NOT NULL,
+		id INTEGER, email TEXT UNIQUE, age INTEGER CHECK (age >= 0), PRIMARY KEY (_idemport_file, _idemport_row)) WITHOUT ROWID`,
+		`CREATE TRIGGER no13 BEFORE INSERT ON accounts WHEN NEW.id = 13 BEGIN SELECT RAISE(ABORT, 'id 13 is not allowed'); END`)
+}
+
+const accountsCSV = "id,email,age\n" +
+	"1,a@x,1\n2,b@x,2\n3,c@x,3\n4,d@x,4\n" + // partition 0
+	"5,e@x,5\n6,a@x,6\n7,g@x,7\n8,h@x,8\n" + // partition 1: row 6 repeats a@x
+	"9,i@x,9\n10,j@x,-1\n11,k@x,11\n13,m@x,12\n" // partition 2: row 10 fails the CHECK, row 12 the trigger
+
+// accountsWant is the table once the three refused rows are quarantined.
+var accountsWant = [][]any{{"1", "a@x", "1"}, {"2", "b@x", "2"}, {"3", "c@x", "3"}, {"4", "d@x", "4"}, {"5", "e@x", "5"},
+	{"7", "g@x", "7"}, {"8", "h@x", "8"}, {"9", "i@x", "9"}, {"11", "k@x", "11"}}
+
+var accountsRejects = map[int64][2]string{6: {"constraint", "unique constraint"}, 10: {"constraint", "check constraint"}, 12: {"constraint", "id 13 is not allowed"}}
+
+// TestRowsRefusedAtApplyTimeAreQuarantined writes rows that a UNIQUE
+// constraint on another column, a CHECK constraint and a trigger refuse.
+// The failing rows are isolated and quarantined within --max-rejects; past
+// it the attempt fails naming the row, the partition holding it stays
+// uncommitted (its rows and rejects too), and a rerun with a higher limit
+// completes exactly.
+func TestRowsRefusedAtApplyTimeAreQuarantined(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		accountsTable(t, tg)
+		write(t, dir, "accounts.csv", accountsCSV)
+		args := []string{"--partition-rows", "4", "accounts.csv"}
+
+		// --max-rejects 1 admits row 6, not rows 10 and 12.
+		failed := importTo(t, tg, dir, nil, 1, append([]string{"--max-rejects", "1"}, args...)...)
+		if !strings.Contains(failed.Error, "row 10") || !strings.Contains(strings.ToLower(failed.Error), "check constraint") || !strings.Contains(failed.Error, "partition 2 is not committed") {
+			t.Fatalf("over the limit: %+v", failed)
+		}
+		if failed.Rows.Inserted != 7 || failed.Rows.Rejected != 1 || failed.Partitions.Committed != 2 {
+			t.Fatalf("over the limit, counted %+v", failed)
+		}
+		if got := textRows(t, tg, "accounts", "id", "email", "age"); !reflect.DeepEqual(got, accountsWant[:7]) {
+			t.Fatalf("accounts after the failure:\n got  %q\n want %q", got, accountsWant[:7])
+		}
+		checkRejects(t, tg, map[int64][2]string{6: accountsRejects[6]})
+		if s := opState(t, tg); s != "failed" {
+			t.Fatalf("operation %s", s)
+		}
+		// The same limit fails the same way; a higher one completes.
+		importTo(t, tg, dir, nil, 1, append([]string{"--max-rejects", "2"}, args...)...)
+		ok := importTo(t, tg, dir, nil, 0, append([]string{"--max-rejects", "3"}, args...)...)
+		if ok.Outcome != "resumed" || ok.Rows.Inserted != 2 || ok.Rows.Rejected != 2 || ok.Partitions.Committed != 1 {
+			t.Fatalf("rerun: %+v", ok)
+		}
+		if got := textRows(t, tg, "accounts", "id", "email", "age"); !reflect.DeepEqual(got, accountsWant) {
+			t.Fatalf("accounts:\n got  %q\n want %q", got, accountsWant)
+		}
+		checkRejects(t, tg, accountsRejects)
+		// The operation's counters add up to the file.
+		got := testkit.Query(t, tg.DB, `SELECT state, rows_read, rows_inserted, rows_rejected FROM `+tg.Ledger("operations"))
+		if !reflect.DeepEqual(got, [][]any{{"completed", int64(12), int64(9), int64(3)}}) {
+			t.Fatalf("operation: %v", got)
+		}
+		list := tg.Exec(t, dir, nil, "rejects", "list", "accounts.csv")
+		if list.Code != 0 || !strings.Contains(list.Stdout, "id 13 is not allowed") {
+			t.Fatalf("rejects list: %d %s", list.Code, list.Stdout)
+		}
+	})
+}
+
+// TestKillDuringIsolationThenRerun kills the import while it isolates the
+// refused rows of a partition; the rerun ends exact, each refused row
+// quarantined once.
+func TestKillDuringIsolationThenRerun(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, n := range []int{1, 3, 6} {
+			t.Run(fmt.Sprint(n), func(t *testing.T) {
+				dir := t.TempDir()
+				tg := testkit.NewTarget(t, name, dir)
+				accountsTable(t, tg)
+				write(t, dir, "accounts.csv", accountsCSV)
+				args := []string{"import", "--max-rejects", "3", "--partition-rows", "4", "accounts.csv"}
+				killed := tg.Exec(t, dir, []string{fmt.Sprintf("IDEMPORT_FAILPOINT=inside-isolation:%d", n)}, args...)
+				if killed.Code != -1 {
+					t.Fatalf("not killed: exit %d %s %s", killed.Code, killed.Stdout, killed.Stderr)
+				}
+				importTo(t, tg, dir, nil, 0, args[1:]...)
+				if got := textRows(t, tg, "accounts", "id", "email", "age"); !reflect.DeepEqual(got, accountsWant) {
+					t.Fatalf("accounts:\n got  %q\n want %q", got, accountsWant)
+				}
+				checkRejects(t, tg, accountsRejects)
+				got := testkit.Query(t, tg.DB, `SELECT state, rows_read, rows_inserted, rows_rejected FROM `+tg.Ledger("operations"))
+				if !reflect.DeepEqual(got, [][]any{{"completed", int64(12), int64(9), int64(3)}}) {
+					t.Fatalf("operation: %v", got)
+				}
+			})
+		}
+	})
+}
+
+// wideCSV writes a CSV file of n columns c0..c(n-1) and two rows, the first
+// v0, y, …, y, v(n-1), the second all x.
+func wideCSV(t *testing.T, dir, name string, n int) {
+	t.Helper()
+	var b strings.Builder
+	for r := range 3 {
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			switch r {
+			case 0:
+				fmt.Fprintf(&b, "c%d", i)
+			case 1:
+				if i == 0 || i == n-1 {
+					fmt.Fprintf(&b, "v%d", i)
+				} else {
+					b.WriteString("y") // small: a PostgreSQL row must fit a page
+				}
+			default:
+				b.WriteString("x")
+			}
+		}
+		b.WriteByte('\n')
+	}
+	write(t, dir, name, b.String())
+}
+
+// refusedUpFront checks a limit refusal: exit 5, the message names the
+// limit and the column, no table, nothing but the refused operation and
+// its attempt in the ledger.
+func refusedUpFront(t *testing.T, tg *testkit.Target, dir, table string, want []string, args ...string) {
+	t.Helper()
+	run := tg.Exec(t, dir, nil, append([]string{"import"}, args...)...)
+	if run.Code != 5 {
+		t.Fatalf("exit %d, want 5: %.500s %.500s", run.Code, run.Stdout, run.Stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(run.Stdout, w) {
+			t.Fatalf("the refusal does not say %q: %.1000s", w, run.Stdout)
+		}
+	}
+	if tg.TableExists(t, table) {
+		t.Fatalf("a refused file created table %s", table)
+	}
+	got := testkit.Query(t, tg.DB, `SELECT state, rows_inserted FROM `+tg.Ledger("operations")+` ORDER BY created_at DESC LIMIT 1`)
+	if !reflect.DeepEqual(got, [][]any{{"refused", int64(0)}}) {
+		t.Fatalf("operation: %v", got)
+	}
+	// A rerun is refused again from the stored report, writing nothing.
+	before := tg.Snapshot(t)
+	if again := tg.Exec(t, dir, nil, append([]string{"import"}, args...)...); again.Code != 5 || !strings.Contains(again.Stdout, "refused earlier") {
+		t.Fatalf("rerun: exit %d %.500s", again.Code, again.Stdout)
+	}
+	if d := before.Diff(tg.Snapshot(t)); d != "" {
+		t.Fatalf("the repeated refusal wrote to %s", d)
+	}
+}
+
+// TestLimitsAreRefusedUpFront: more columns than the database allows
+// (lineage columns counted), names that collide where the database folds
+// case, and names over PostgreSQL's 63 bytes (a column, a table, and the
+// table name taken from a long file name) refuse the file before any
+// effect, exit 5, naming the limit and the column; just within each limit
+// the file imports exactly.
+func TestLimitsAreRefusedUpFront(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		most := 1997 // SQLite: 2000 columns, 2 lineage, 1 of the batch table
+		if tg.IsPostgres() {
+			most = 1598 // 1600 columns, 2 lineage
+		}
+		wideCSV(t, dir, "over.csv", most+1)
+		refusedUpFront(t, tg, dir, "over", []string{fmt.Sprintf("the file has %d columns, more than the %d", most+1, most), fmt.Sprintf(`column "c%d"`, most)}, "over.csv")
+		wideCSV(t, dir, "within.csv", most)
+		importTo(t, tg, dir, nil, 0, "within.csv")
+		got := testkit.Query(t, tg.DB, fmt.Sprintf(`SELECT c0, c%d FROM within ORDER BY _idemport_row`, most-1))
+		if !reflect.DeepEqual(got, [][]any{{"v0", fmt.Sprintf("v%d", most-1)}, {"x", "x"}}) {
+			t.Fatalf("within: %v", got)
+		}
+
+		write(t, dir, "cased.csv", "id,ID\n1,2\n")
+		long := strings.Repeat("a", 64)
+		if !tg.IsPostgres() {
+			refusedUpFront(t, tg, dir, "cased", []string{`column "ID"`, `same column as "id"`}, "cased.csv")
+			write(t, dir, "lineage.csv", "id,_IDEMPORT_ROW\n1,2\n")
+			refusedUpFront(t, tg, dir, "lineage", []string{`column "_IDEMPORT_ROW"`, `same column as "_idemport_row"`}, "lineage.csv")
+			// SQLite has no length limit on names.
+			write(t, dir, long+".csv", long+"\n1\n")
+			importTo(t, tg, dir, nil, 0, long+".csv")
+			if got := testkit.Query(t, tg.DB, `SELECT `+long+` FROM `+long); !reflect.DeepEqual(got, [][]any{{int64(1)}}) {
+				t.Fatalf("%s: %v", long, got)
+			}
+			return
+		}
+		// PostgreSQL's quoted names keep their case: id and ID are two columns.
+		importTo(t, tg, dir, nil, 0, "cased.csv")
+		if got := testkit.Query(t, tg.DB, `SELECT "id", "ID" FROM cased`); !reflect.DeepEqual(got, [][]any{{int64(1), int64(2)}}) {
+			t.Fatalf("cased: %v", got)
+		}
+
+		// A column name of 64 bytes; 63 fit.
+		write(t, dir, "longcol.csv", "id,"+long+"\n1,2\n")
+		refusedUpFront(t, tg, dir, "longcol", []string{fmt.Sprintf("column %q", long), "64 bytes", "63 bytes"}, "longcol.csv")
+		write(t, dir, "fitcol.csv", "id,"+long[:63]+"\n1,2\n")
+		importTo(t, tg, dir, nil, 0, "fitcol.csv")
+		if got := testkit.Query(t, tg.DB, `SELECT `+long[:63]+` FROM fitcol`); !reflect.DeepEqual(got, [][]any{{int64(2)}}) {
+			t.Fatalf("fitcol: %v", got)
+		}
+		// Two long file names alike in their first 63 bytes, whose default
+		// table names would be cut to one; a long --table.
+		for _, f := range []string{long + "_x.csv", long + "_y.csv"} {
+			write(t, dir, f, "id\n1\n")
+			refusedUpFront(t, tg, dir, long[:63], []string{fmt.Sprintf("table name %q", strings.TrimSuffix(f, ".csv")), "63 bytes", "--table"}, f)
+		}
+		refusedUpFront(t, tg, dir, long[:63], []string{fmt.Sprintf("table name %q", long)}, "--table", long, "cased.csv")
+		if tables := tg.Tables(t); slices.ContainsFunc(tables, func(s string) bool { return strings.HasPrefix(s, "aaa") }) {
+			t.Fatalf("tables: %v", tables)
+		}
+	})
+}
