@@ -503,7 +503,8 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 // rowError returns err as a *sink.RowError when the server refused the
 // rows' values: an integrity constraint (SQLSTATE class 23), a data
 // exception (class 22: out of range, too long, invalid input), an
-// exception raised by a trigger (P0001), or a row too big (54000).
+// exception raised by a trigger (P0001), a row too big (54000), or a value
+// pgx could not encode for COPY.
 func rowError(err error) error {
 	var pe *pgconn.PgError
 	if err == nil || !errors.As(err, &pe) {
@@ -514,6 +515,10 @@ func rowError(err error) error {
 	case strings.HasPrefix(pe.Code, "23"), pe.Code == "P0001":
 		code = sink.CodeConstraint
 	case strings.HasPrefix(pe.Code, "22"), pe.Code == "54000":
+	case pe.Code == "57014" && strings.HasPrefix(pe.Message, "COPY from stdin failed"):
+		// pgx could not encode a value for the column (an int64 past
+		// int2, say) and ended the COPY: the server reports it as a
+		// cancelled statement, with pgx's reason as the message.
 	default:
 		return err
 	}
