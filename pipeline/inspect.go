@@ -64,6 +64,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 	for n, t := range req.Mapping.Columns {
 		types[n] = t
 	}
+	in := planInput{types: types}
 	if e.db != nil {
 		op, now, err := e.ledger.Get(ctx, e.db, r.id.Key)
 		if err != nil {
@@ -99,9 +100,12 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 					}
 				}
 			}
+			in.limits = columnLimits(t)
+		} else {
+			in.jsonb = e.sink.Limits().JSONB
 		}
 	}
-	f, err := reader.Open(req.Path, r.readerOptions(planInput{types: types}))
+	f, err := reader.Open(req.Path, r.readerOptions(in))
 	if err == nil {
 		rep.Format, rep.Compression = f.Format(), f.Compression()
 		var plan *reader.Plan
