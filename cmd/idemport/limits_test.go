@@ -423,3 +423,41 @@ func TestLimitsAreRefusedUpFront(t *testing.T) {
 		}
 	})
 }
+
+// TestRefusedRowsWithWorkers applies the partitions of accountsCSV on three
+// workers: however their commits interleave, no more refused rows are
+// committed than --max-rejects allows, and a rerun with a higher limit
+// completes exactly.
+func TestRefusedRowsWithWorkers(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		for range 3 {
+			dir := t.TempDir()
+			tg := testkit.NewTarget(t, name, dir)
+			accountsTable(t, tg)
+			write(t, dir, "accounts.csv", accountsCSV)
+			args := []string{"--workers", "3", "--partition-rows", "4", "accounts.csv"}
+			failed := importTo(t, tg, dir, nil, 1, append([]string{"--max-rejects", "2"}, args...)...)
+			if !strings.Contains(failed.Error, "is not committed") {
+				t.Fatalf("over the limit: %+v", failed)
+			}
+			if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("rejects")); n > 2 {
+				t.Fatalf("%d refused rows committed, more than --max-rejects 2", n)
+			}
+			if n := testkit.Int(t, tg.DB, `SELECT coalesce(sum(rows_rejected), 0) FROM `+tg.Ledger("operations")); n > 2 {
+				t.Fatalf("the operation counts %d rejected rows, more than --max-rejects 2", n)
+			}
+			importTo(t, tg, dir, nil, 0, append([]string{"--max-rejects", "3"}, args...)...)
+			// Rows 1 and 6 clash on the UNIQUE email: the one whose
+			// partition commits second is refused.
+			want, rejects := accountsWant, accountsRejects
+			if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("rejects")+` WHERE ordinal = 1`); n == 1 {
+				want = append([][]any{{"2", "b@x", "2"}, {"3", "c@x", "3"}, {"4", "d@x", "4"}, {"5", "e@x", "5"}, {"6", "a@x", "6"}}, accountsWant[5:]...)
+				rejects = map[int64][2]string{1: accountsRejects[6], 10: accountsRejects[10], 12: accountsRejects[12]}
+			}
+			if got := textRows(t, tg, "accounts", "id", "email", "age"); !reflect.DeepEqual(got, want) {
+				t.Fatalf("accounts:\n got  %q\n want %q", got, want)
+			}
+			checkRejects(t, tg, rejects)
+		}
+	})
+}
