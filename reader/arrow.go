@@ -74,7 +74,7 @@ func (f *File) where(u string, p Partition) string {
 // unit, checks every value, and makes one partition per non-empty unit.
 func (f *File) scanArrow(ctx context.Context, o ScanOptions) (plan *Plan, err error) {
 	plan = &Plan{Schema: append(Schema(nil), f.schema...)}
-	cv := newConverter(f.cols, f.schema, f.opts.Allocator)
+	cv := f.converter(f.schema)
 	start := f.stats.bytes.Load()
 	var ordinal int64
 	where := ""

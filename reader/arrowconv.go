@@ -25,6 +25,12 @@ type converter struct {
 	probs []rowProblem // bad rows in row order, with their first problem
 	slabs []slab       // rendered values of columns that render
 	r     renderer
+
+	// What the target's columns hold (nil where nothing is checked), and
+	// whether json goes to jsonb; limited says some column has a limit.
+	limits  []*Limit
+	jsonb   bool
+	limited bool
 }
 
 // rowProblem is the first defect found in a row of a batch.
@@ -160,6 +166,9 @@ func (c *converter) check(rec arrow.RecordBatch) int {
 		case modeQuote, modeText, modeJSON:
 			c.render(k, col.mode, v, n, mark)
 		}
+	}
+	if c.limited || c.jsonb {
+		c.checkLimits(rec, mark)
 	}
 	if c.nbad > 0 {
 		sort.Slice(c.probs, func(a, b int) bool { return c.probs[a].row < c.probs[b].row })

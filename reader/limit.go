@@ -3,6 +3,9 @@ package reader
 import (
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
 // Reason codes of values the target column cannot hold. Like the others,
@@ -236,4 +239,92 @@ func jsonbRefuses(b []byte) string {
 		}
 	}
 	return ""
+}
+
+// converter returns the converter of this Parquet or Arrow file's record
+// batches into schema, checking values against the target's limits.
+func (f *File) converter(schema Schema) *converter {
+	cv := newConverter(f.cols, schema, f.opts.Allocator)
+	names := make([]string, len(f.cols))
+	for i, c := range f.cols {
+		names[i] = c.name
+	}
+	cv.limits, cv.jsonb = limitsOf(f.opts.Limits, names), f.opts.JSONB
+	for _, l := range cv.limits {
+		cv.limited = cv.limited || l != nil
+	}
+	return cv
+}
+
+// checkLimits marks the rows of rec, not bad yet, whose value of a column
+// does not fit its limit: a null in a NOT NULL column, an integer out of
+// range, text too long, JSON jsonb refuses. (Floats into numeric columns
+// are not checked.) Call it at the end of check, after render.
+func (c *converter) checkLimits(rec arrow.RecordBatch, mark func(i, col int, code, msg string)) {
+	n := int(rec.NumRows())
+	for k, col := range c.cols {
+		l := c.limits[k]
+		jsonb := (c.jsonb || (l != nil && l.JSONB)) && col.typ == JSON
+		if l == nil && !jsonb {
+			continue
+		}
+		v := newView(rec.Column(k))
+		for i := 0; i < n; i++ {
+			if c.bad[i] {
+				continue
+			}
+			j, ok := v.at(i)
+			var cl cell
+			var x value
+			switch {
+			case !ok:
+				cl, x = cell{kind: cellNull}, value{null: true}
+			case col.mode == modeInt || col.mode == modeUint64:
+				x.i, ok = intAt(v.vals, j)
+				cl.kind = cellNumber
+			case col.mode == modeString || col.mode == modeJSONText:
+				x.b = bytesOf(v.vals, j)
+				cl = cell{b: x.b, kind: cellText}
+			case col.mode == modeQuote || col.mode == modeText || col.mode == modeJSON:
+				s := &c.slabs[k]
+				x.b = s.buf[s.offs[i]:s.offs[i+1]]
+				cl = cell{b: x.b, kind: cellText}
+			default:
+				cl.kind = cellBool // only NOT NULL applies
+			}
+			if !ok && cl.kind != cellNull {
+				continue
+			}
+			t := col.typ
+			if cl.kind == cellBool {
+				t = Unknown
+			}
+			if code, msg := checkLimits(l, jsonb, cl, x, t); code != "" {
+				mark(i, k, code, msg)
+			}
+		}
+	}
+}
+
+// intAt returns the integer at j of an integer array.
+func intAt(a arrow.Array, j int) (int64, bool) {
+	switch a := a.(type) {
+	case *array.Int8:
+		return int64(a.Value(j)), true
+	case *array.Int16:
+		return int64(a.Value(j)), true
+	case *array.Int32:
+		return int64(a.Value(j)), true
+	case *array.Int64:
+		return a.Value(j), true
+	case *array.Uint8:
+		return int64(a.Value(j)), true
+	case *array.Uint16:
+		return int64(a.Value(j)), true
+	case *array.Uint32:
+		return int64(a.Value(j)), true
+	case *array.Uint64:
+		return int64(a.Value(j)), true // values above int64 are bad rows already
+	}
+	return 0, false
 }

@@ -2,8 +2,13 @@ package reader
 
 import (
 	"database/sql"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/idemport/idemport/internal/pgtest"
 )
@@ -77,3 +82,64 @@ func pgRefuses(t *testing.T, db *sql.DB, v, typ string) bool {
 	}
 	return !same
 }
+
+// TestLimitsInTypedFiles checks Parquet values against the target's
+// limits: the plan pass and the partition reader find the same bad rows.
+func TestLimitsInTypedFiles(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "s", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "v", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "nn", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "doc", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(mem, sc)
+	defer b.Release()
+	rows := []struct {
+		s   int32
+		v   string
+		nn  *int64
+		doc string
+	}{
+		{32767, "abc", ptr(1), `{"a":1}`},
+		{32768, "abc", ptr(2), `{}`},           // 2: smallint
+		{1, "abcd", ptr(3), `{}`},              // 3: varchar(3)
+		{1, "äöü", nil, `{}`},                  // 4: NOT NULL
+		{-32768, "", ptr(5), `{"a":"\u0000"}`}, // a string forced to json is a JSON string, which jsonb takes
+		{1, "x", ptr(6), `[1e1000000]`},
+		{2, "y", ptr(7), `[1e-400]`},
+	}
+	for _, r := range rows {
+		b.Field(0).(*array.Int32Builder).Append(r.s)
+		b.Field(1).(*array.StringBuilder).Append(r.v)
+		if r.nn == nil {
+			b.Field(2).AppendNull()
+		} else {
+			b.Field(2).(*array.Int64Builder).Append(*r.nn)
+		}
+		b.Field(3).(*array.StringBuilder).Append(r.doc)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	path := writeParquetRecord(t, "l.parquet", rec, 3, true)
+	opts := Options{
+		Types: map[string]Type{"doc": JSON},
+		Limits: map[string]Limit{"s": {MinInt: -32768, MaxInt: 32767, Table: "t"}, "v": {MaxChars: 3, Table: "t"},
+			"nn": {NotNull: true, Table: "t"}, "doc": {JSONB: true, Table: "t"}},
+	}
+	f, plan := scanChecked(t, path, opts, ScanOptions{KeepRejects: 100})
+	var got [][2]any
+	for _, r := range plan.Rejects {
+		got = append(got, [2]any{r.Ordinal, r.Code})
+	}
+	want := [][2]any{{int64(2), CodeRange}, {int64(3), CodeLength}, {int64(4), CodeNull}}
+	if !reflect.DeepEqual(got, want) || plan.Rejected != 3 {
+		t.Fatalf("rejects %v (%d), want %v", got, plan.Rejected, want)
+	}
+	_, ords := readPlan(t, f, plan, 2)
+	if !reflect.DeepEqual(ords, []int64{1, 5, 6, 7}) {
+		t.Fatalf("good ordinals %v", ords)
+	}
+}
+
+func ptr(v int64) *int64 { return &v }

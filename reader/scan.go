@@ -271,7 +271,7 @@ func (f *File) Partition(plan *Plan, p Partition, batchRows int) (*PartitionRead
 				ErrSourceChanged, schemaText(f.schema), schemaText(plan.Schema))}
 		}
 		return &PartitionReader{f: f, p: p, ar: &arrowPartition{f: f, p: p, size: batchRows,
-			cv: newConverter(f.cols, plan.Schema, f.opts.Allocator)}}, nil
+			cv: f.converter(plan.Schema)}}, nil
 	}
 	s, err := f.open(p.Offset)
 	if err != nil {

@@ -461,3 +461,32 @@ func TestRefusedRowsWithWorkers(t *testing.T) {
 		}
 	})
 }
+
+// TestParquetValuesTheTableCannotHold imports a Parquet file whose ids pass
+// an existing smallint column from its second row group on: the plan finds
+// them, so over --max-rejects nothing is written (no row group commits
+// before the failure), and within it every other row lands exactly.
+// PostgreSQL only: SQLite has no integer widths.
+func TestParquetValuesTheTableCannotHold(t *testing.T) {
+	testkit.Available(t, testkit.Postgres)
+	dir := t.TempDir()
+	tg := testkit.NewTarget(t, testkit.Postgres, dir)
+	ddl(t, tg, `CREATE TABLE groups (_idemport_file bigint NOT NULL, _idemport_row bigint NOT NULL, id smallint, label varchar(3),
+		PRIMARY KEY (_idemport_file, _idemport_row))`)
+	writeRowGroups(t, filepath.Join(dir, "groups.parquet"), 3, 20000) // ids 1..60000
+	run := tg.Exec(t, dir, nil, "import", "groups.parquet")
+	if run.Code != 5 || !strings.Contains(run.Stdout, "27233 of 60000 rows are bad") || !strings.Contains(run.Stdout, `row 32768 column "id" value "32768"`) {
+		t.Fatalf("exit %d: %.600s %.600s", run.Code, run.Stdout, run.Stderr)
+	}
+	if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM groups`); n != 0 {
+		t.Fatalf("a refused file wrote %d rows", n)
+	}
+	res := importTo(t, tg, dir, nil, 0, "--max-rejects", "27233", "groups.parquet")
+	if res.Rows.Inserted != 32767 || res.Rows.Rejected != 27233 {
+		t.Fatalf("within the limit: %+v", res)
+	}
+	got := testkit.Query(t, tg.DB, `SELECT count(*), count(DISTINCT id), min(id), max(id), sum(id), bool_and(id = _idemport_row AND label = 'row') FROM groups`)
+	if !reflect.DeepEqual(got, [][]any{{int64(32767), int64(32767), int64(1), int64(32767), int64(32767 * 32768 / 2), true}}) {
+		t.Fatalf("groups: %v", got)
+	}
+}
