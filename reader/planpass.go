@@ -293,7 +293,7 @@ func (v *validator) row(r tokenRow, cells []cell, raw []byte) {
 					// A quoted empty field is null for a non-text type.
 					c, code, msg = cell{}, CodeNull, "a key column must have a value"
 				}
-				if code == "" && (v.limits[i] != nil || v.f.opts.JSONB) {
+				if code == "" && (v.limits[i] != nil || (v.f.opts.JSONB && (fixed[i] == JSON || c.kind == cellJSON))) {
 					code, msg = checkLimits(v.limits[i], v.f.opts.JSONB, c, x, fixed[i])
 				}
 				if code != "" {
@@ -308,7 +308,7 @@ func (v *validator) row(r tokenRow, cells []cell, raw []byte) {
 					break
 				}
 			}
-			if v.limits[i] != nil || v.f.opts.JSONB {
+			if v.limits[i] != nil || (v.f.opts.JSONB && c.kind == cellJSON) {
 				if code, msg := checkLimits(v.limits[i], v.f.opts.JSONB, c, value{null: c.kind == cellNull}, Unknown); code != "" {
 					reject(i, "", c, code, msg)
 					break

@@ -329,7 +329,7 @@ func (r *PartitionReader) Next() (Batch, error) {
 				c = cells[i]
 			}
 			v, code, _ := convertText(c, r.schema[i].Type, clean)
-			if code == "" && (r.limits[i] != nil || r.f.opts.JSONB) {
+			if code == "" && (r.limits[i] != nil || (r.f.opts.JSONB && (r.schema[i].Type == JSON || c.kind == cellJSON))) {
 				code, _ = checkLimits(r.limits[i], r.f.opts.JSONB, c, v, r.schema[i].Type)
 			}
 			if code != "" || (v.null && r.required[i]) {
