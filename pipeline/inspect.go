@@ -120,6 +120,13 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 	} else if err != nil {
 		return nil, err
 	}
+	if e.sink != nil && rep.Error == "" {
+		// The limits import refuses the file for.
+		l := e.sink.Limits()
+		if lerr := errors.Join(l.CheckTable(r.target.Table), l.CheckColumns(r.target, rep.Schema.Arrow())); lerr != nil {
+			rep.Error = lerr.Error()
+		}
+	}
 	return rep, nil
 }
 
