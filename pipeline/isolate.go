@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -145,21 +146,28 @@ func (r *run) quarantine(ctx context.Context, tx *sql.Tx, c *checkpoint.Claim, r
 }
 
 // overLimit is the failure of a partition whose refused rows put the file
-// over --max-rejects: it names the first of them, and the partition stays
-// uncommitted.
+// over --max-rejects (total bad rows in all, or -1 when not counted): it
+// names the rows, and the partition stays uncommitted.
 func (r *run) overLimit(c *checkpoint.Claim, refused []refusedRow, total int64) error {
-	b := refused[0]
-	where := fmt.Sprintf("row %d", b.ordinal)
-	if b.column != "" {
-		where += fmt.Sprintf(" column %q", b.column)
-		if b.value != "" {
-			where += fmt.Sprintf(" value %q", b.value)
+	var rows []string
+	for i, b := range refused {
+		if i == 5 {
+			rows = append(rows, fmt.Sprintf("… %d more", len(refused)-5))
+			break
 		}
+		where := fmt.Sprintf("row %d", b.ordinal)
+		if b.column != "" {
+			where += fmt.Sprintf(" column %q", b.column)
+			if b.value != "" {
+				where += fmt.Sprintf(" value %q", b.value)
+			}
+		}
+		rows = append(rows, where+": "+b.reason)
 	}
 	count := fmt.Sprintf("%d bad rows", total)
 	if total < 0 {
 		count = "more bad rows"
 	}
-	return fmt.Errorf("%s %s: the database refused it: %s; with it the file has %s than --max-rejects %s allows, so partition %d is not committed; fix the row, or rerun with a higher --max-rejects to quarantine it",
-		r.req.Path, where, b.reason, count, r.req.MaxRejects, c.Index)
+	return fmt.Errorf("the database refused rows of %s: %s; with them the file has %s than --max-rejects %s allows, so partition %d is not committed; fix the rows, or rerun with a higher --max-rejects to quarantine them",
+		r.req.Path, strings.Join(rows, "; "), count, r.req.MaxRejects, c.Index)
 }
