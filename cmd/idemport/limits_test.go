@@ -490,3 +490,31 @@ func TestParquetValuesTheTableCannotHold(t *testing.T) {
 		t.Fatalf("groups: %v", got)
 	}
 }
+
+// TestRefusedRowsInNaturalKeyMode isolates refused rows when rows upsert on
+// a natural key, a key repeated in the file included: the later
+// occurrence of key 4 wins, and the rows refused are quarantined.
+func TestRefusedRowsInNaturalKeyMode(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		ddl(t, tg, `CREATE TABLE members (id bigint PRIMARY KEY, email text UNIQUE, age bigint CHECK (age >= 0),
+			_idemport_file bigint, _idemport_row bigint)`)
+		write(t, dir, "members.csv", "id,email,age\n1,a@x,1\n2,b@x,2\n3,a@x,3\n4,d@x,4\n5,e@x,-5\n4,dd@x,44\n6,f@x,6\n")
+		args := []string{"--key", "id", "--partition-rows", "3", "members.csv"}
+		importTo(t, tg, dir, nil, 1, append([]string{"--max-rejects", "1"}, args...)...)
+		res := importTo(t, tg, dir, nil, 0, append([]string{"--max-rejects", "2"}, args...)...)
+		if res.Outcome != "resumed" {
+			t.Fatalf("rerun: %+v", res)
+		}
+		want := [][]any{{"1", "a@x", "1"}, {"2", "b@x", "2"}, {"4", "dd@x", "44"}, {"6", "f@x", "6"}}
+		if got := testkit.Query(t, tg.DB, `SELECT CAST(id AS TEXT), email, CAST(age AS TEXT) FROM members ORDER BY id`); !reflect.DeepEqual(got, want) {
+			t.Fatalf("members:\n got  %q\n want %q", got, want)
+		}
+		checkRejects(t, tg, map[int64][2]string{3: {"constraint", "unique constraint"}, 5: {"constraint", "check constraint"}})
+		got := testkit.Query(t, tg.DB, `SELECT state, rows_read, rows_inserted + rows_updated + rows_unchanged + rows_stale, rows_rejected FROM `+tg.Ledger("operations"))
+		if !reflect.DeepEqual(got, [][]any{{"completed", int64(7), int64(5), int64(2)}}) {
+			t.Fatalf("operation: %v", got)
+		}
+	})
+}
