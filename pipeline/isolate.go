@@ -126,9 +126,9 @@ func (r *run) quarantine(ctx context.Context, tx *sql.Tx, c *checkpoint.Claim, r
 	}
 	rejects := make([]ledger.Reject, len(refused))
 	for i, b := range refused {
-		rj := ledger.Reject{Ordinal: b.ordinal, Offset: -1, Column: b.column, Value: b.value, Code: b.code, Message: b.reason}
+		rj := ledger.Reject{Ordinal: b.ordinal, Offset: -1, Column: b.column, Value: shown(b.value), Code: b.code, Message: b.reason}
 		if x, ok := raw[b.ordinal]; ok {
-			rj.Offset, rj.Row = x.Offset, x.Text
+			rj.Offset, rj.Row, rj.Fields = x.Offset, storable(x.Text), x.Fields
 		}
 		rejects[i] = rj
 	}

@@ -407,23 +407,27 @@ func schemaText(s Schema) string {
 	return strings.Join(parts, ", ")
 }
 
-// RawRow is a row's text as the file holds it and where it starts.
+// RawRow is a row as the file holds it, for a reject found after the plan
+// pass (a row the database refused).
 type RawRow struct {
-	Offset int64
-	Text   string // empty when longer than a reject keeps
+	Offset int64  // where the row starts; -1 in Parquet and Arrow files
+	Text   string // the row's text (text formats); empty when over 64 KiB
+	Fields string // every field of the row, as Reject.Fields; empty when over 64 KiB
 }
 
-// RawRows re-reads partition p of plan and returns the text of its rows
-// with the given ordinals, for rejects found after the plan pass (a row the
-// database refused). Parquet and Arrow rows have no text: it returns none.
-func (f *File) RawRows(plan *Plan, p Partition, ordinals []int64) (map[int64]RawRow, error) {
-	out := map[int64]RawRow{}
-	if f.src != nil || len(ordinals) == 0 {
+// RawRows re-reads partition p of plan and returns the rows with the given
+// ordinals.
+func (f *File) RawRows(plan *Plan, p Partition, ordinals []int64) (out map[int64]RawRow, err error) {
+	out = map[int64]RawRow{}
+	if len(ordinals) == 0 {
 		return out, nil
 	}
 	want := map[int64]bool{}
 	for _, o := range ordinals {
 		want[o] = true
+	}
+	if f.src != nil {
+		return f.rawArrowRows(plan, p, want)
 	}
 	s, err := f.open(p.Offset)
 	if err != nil {
@@ -436,16 +440,60 @@ func (f *File) RawRows(plan *Plan, p Partition, ordinals []int64) (map[int64]Raw
 	}
 	sc := f.scanner(s, p.Offset, names, false)
 	for i := int64(0); i < p.Rows && len(out) < len(want); i++ {
-		if _, _, err := sc.next(); err != nil {
+		cells, prob, err := sc.next()
+		if err != nil {
 			return nil, f.wrap(err, p.First+i, sc.offset(), "")
 		}
 		if o := p.First + i; want[o] {
 			r := RawRow{Offset: sc.rowStart()}
 			if raw := sc.raw(); len(raw) <= maxRejectRow {
 				r.Text = string(raw)
+				if prob != nil {
+					r.Fields = rawFields(raw)
+				} else {
+					r.Fields = string(appendFields(nil, cells))
+				}
 			}
 			out[o] = r
 		}
+	}
+	return out, nil
+}
+
+// rawArrowRows is RawRows for a Parquet or Arrow file: the rows' fields.
+func (f *File) rawArrowRows(plan *Plan, p Partition, want map[int64]bool) (out map[int64]RawRow, err error) {
+	where := f.where(f.src.unitName(), p)
+	defer func() {
+		if v := recover(); v != nil {
+			out, err = nil, f.recovered(v, where)
+		}
+	}()
+	u, err := f.src.open(p, planBatchRows)
+	if err != nil {
+		return nil, err
+	}
+	defer u.close()
+	cv := f.converter(plan.Schema)
+	out = map[int64]RawRow{}
+	for read := int64(0); len(out) < len(want); {
+		rec, err := u.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, f.unitError(err, where)
+		}
+		for i := 0; i < int(rec.NumRows()); i++ {
+			if o := p.First + read + int64(i); want[o] {
+				r := RawRow{Offset: -1}
+				if fields := cv.arrowFields(rec, plan.Schema, i); len(fields) <= maxRejectRow {
+					r.Fields = fields
+				}
+				out[o] = r
+			}
+		}
+		read += rec.NumRows()
+		rec.Release()
 	}
 	return out, nil
 }

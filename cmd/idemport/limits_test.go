@@ -268,6 +268,13 @@ func TestRowsRefusedAtApplyTimeAreQuarantined(t *testing.T) {
 		if list.Code != 0 || !strings.Contains(list.Stdout, "id 13 is not allowed") {
 			t.Fatalf("rejects list: %d %s", list.Code, list.Stdout)
 		}
+		// The refused rows export as the file had them.
+		export := tg.Exec(t, dir, nil, "rejects", "export", "accounts.csv")
+		for _, row := range []string{",6,6,a@x,6\n", ",10,10,j@x,-1\n", ",12,13,m@x,12\n"} {
+			if export.Code != 0 || !strings.Contains(export.Stdout, row) {
+				t.Fatalf("rejects export lacks %q: %d %s", row, export.Code, export.Stdout)
+			}
+		}
 	})
 }
 
@@ -488,6 +495,25 @@ func TestParquetValuesTheTableCannotHold(t *testing.T) {
 	got := testkit.Query(t, tg.DB, `SELECT count(*), count(DISTINCT id), min(id), max(id), sum(id), bool_and(id = _idemport_row AND label = 'row') FROM groups`)
 	if !reflect.DeepEqual(got, [][]any{{int64(32767), int64(32767), int64(1), int64(32767), int64(32767 * 32768 / 2), true}}) {
 		t.Fatalf("groups: %v", got)
+	}
+
+	// A CHECK no plan can check refuses ids 7000, 14000, …, 56000 at apply
+	// time: they are isolated, quarantined and export their values.
+	ddl(t, tg, `CREATE TABLE checked (_idemport_file bigint NOT NULL, _idemport_row bigint NOT NULL, id bigint CHECK (id % 7000 <> 0), label text,
+		PRIMARY KEY (_idemport_file, _idemport_row))`)
+	res = importTo(t, tg, dir, nil, 0, "--table", "checked", "--max-rejects", "8", "groups.parquet")
+	if res.Rows.Inserted != 60000-8 || res.Rows.Rejected != 8 {
+		t.Fatalf("checked: %+v", res)
+	}
+	got = testkit.Query(t, tg.DB, `SELECT count(*), sum(id)::bigint, bool_and(id = _idemport_row AND label = 'row' AND id % 7000 <> 0) FROM checked`)
+	if !reflect.DeepEqual(got, [][]any{{int64(60000 - 8), int64(60000*60001/2 - 7000*36), true}}) {
+		t.Fatalf("checked: %v", got)
+	}
+	export := tg.Exec(t, dir, nil, "rejects", "export", "--table", "checked", "groups.parquet")
+	for id := 7000; id <= 56000; id += 7000 {
+		if row := fmt.Sprintf(",%d,%d,row\n", id, id); export.Code != 0 || !strings.Contains(export.Stdout, row) {
+			t.Fatalf("rejects export lacks %q: %d %.1000s %s", row, export.Code, export.Stdout, export.Stderr)
+		}
 	}
 }
 
