@@ -15,7 +15,9 @@ import (
 // stays as given; a directory contributes every file below it whose name
 // says it is a supported format (hidden entries skipped), sorted; a glob
 // pattern contributes its matches, sorted. A path named twice is imported
-// once.
+// once. An empty directory or a pattern that matches nothing contributes
+// nothing (the result may be empty); a pattern whose directory does not
+// exist is an error, as a named file that does not exist is one.
 func expandArgs(args []string, format string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
@@ -33,8 +35,10 @@ func expandArgs(args []string, format string) ([]string, error) {
 				if err != nil {
 					return nil, usageError{fmt.Errorf("pattern %q: %v", arg, err)}
 				}
-				if len(matches) == 0 {
-					return nil, usageError{fmt.Errorf("pattern %q matches no file", arg)}
+				if dir := filepath.Dir(arg); len(matches) == 0 && !strings.ContainsAny(dir, "*?[") {
+					if _, err := os.Stat(dir); err != nil {
+						return nil, fmt.Errorf("pattern %q: %w", arg, err)
+					}
 				}
 				sort.Strings(matches)
 				for _, m := range matches {

@@ -36,6 +36,7 @@ type importOptions struct {
 	output        string
 	progress      string
 	metricsFile   string
+	metricsJob    string
 	rehash        bool
 	reapply       bool
 	minAge        string
@@ -73,7 +74,9 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 
   # from cron: wait for an overlapping run instead of exiting 4, results as JSON lines
   idemport import --trigger cron --wait=10m --output json /srv/drop/*.csv`,
-		Args: cobra.MinimumNArgs(1),
+		// import checks its own arguments, so that a usage error still
+		// writes the metrics file.
+		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			return runImport(c, e, o, args)
 		},
@@ -84,8 +87,7 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 	f.StringVar(&o.maxRejects, "max-rejects", "0", "bad rows allowed before the file is refused, a count or a percentage such as 0.5%; allowed ones go to the rejects quarantine")
 	f.DurationVar(&o.lease, "lease", pipeline.DefaultLease, "how long a claim survives without a heartbeat before another run may take it over")
 	f.StringVar(&o.trigger, "trigger", pipeline.DefaultTrigger, "who runs this: manual, cron, ci or replay (recorded with the attempt)")
-	f.StringVar(&o.wait, "wait", "0", "when another run holds the file, wait for it (up to DURATION; --wait alone waits as long as it takes)")
-	f.Lookup("wait").NoOptDefVal = "forever"
+	f.StringVar(&o.wait, "wait", "0", "when another run holds the file, wait for it up to this long (a duration such as 30m, or forever) instead of exiting 4")
 	f.IntVar(&o.workers, "workers", 1, "partitions applied at once")
 	f.DurationVar(&o.busyTimeout, "busy-timeout", 30*time.Second, "how long to wait for another writer's lock on a SQLite target before failing")
 	outputFlag(c, &o.output)
@@ -94,7 +96,8 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 	f.BoolVar(&o.reapply, "reapply", false, "apply a completed file again as a new attempt (safe in ordinal mode; with --key and no --version-col, its values overwrite newer ones)")
 	f.BoolVar(&o.rehash, "rehash", false, "hash every file even when the quick check (path, size, times, inode) says it is unchanged")
 	f.StringVar(&o.progress, "progress", "auto", "progress bars on stderr: auto (only on a terminal), always or never")
-	f.StringVar(&o.metricsFile, "metrics-file", "", "write Prometheus metrics of this run to this file (for node_exporter's textfile collector)")
+	f.StringVar(&o.metricsFile, "metrics-file", "", "write Prometheus metrics of this run to this file (for node_exporter's textfile collector), whatever the outcome")
+	f.StringVar(&o.metricsJob, "metrics-job", "", "the job label of every sample in --metrics-file (default: the file's name without extension)")
 	o.logs.register(c)
 	return c
 }
@@ -120,15 +123,9 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 		}
 		m.Delimiter = d[0]
 	}
-	var wait time.Duration
-	switch o.wait {
-	case "forever":
-		wait = 100 * 365 * 24 * time.Hour
-	case "", "0":
-	default:
-		if wait, err = time.ParseDuration(o.wait); err != nil {
-			return pipeline.Request{}, usageError{fmt.Errorf("--wait %q: %v", o.wait, err)}
-		}
+	wait, err := parseWait(o.wait)
+	if err != nil {
+		return pipeline.Request{}, err
 	}
 	switch o.trigger {
 	case "manual", "cron", "ci", "replay":
@@ -154,8 +151,96 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 	}, nil
 }
 
+// parseWait reads --wait: a duration, 0 (do not wait), or forever.
+func parseWait(s string) (time.Duration, error) {
+	switch s {
+	case "forever":
+		return 100 * 365 * 24 * time.Hour, nil
+	case "", "0":
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, usageError{fmt.Errorf("--wait %q: want a duration such as 30s or 10m, or forever (--wait takes a value)", s)}
+	}
+	return d, nil
+}
+
+// runImport imports args and, with --metrics-file, writes the metrics file
+// whatever happened, even after a usage error or an unreachable database.
+// A failure to write it is reported, never swallowed: it makes an
+// otherwise clean run exit 1 and is printed beside a run that already failed.
 func runImport(c *cobra.Command, e *env, o *importOptions, args []string) error {
 	started := time.Now()
+	var job string
+	if o.metricsFile != "" {
+		var err error
+		if job, err = metricsJob(o.metricsFile, o.metricsJob); err != nil {
+			return err
+		}
+	} else if o.metricsJob != "" {
+		return usageError{errors.New("--metrics-job names the job of --metrics-file, which is not set")}
+	}
+	run := &importRun{}
+	defer func() {
+		if run.eng != nil {
+			run.eng.Close()
+		}
+	}()
+	err := importFiles(c, e, o, args, run)
+	if o.metricsFile == "" || o.dryRun {
+		return err
+	}
+	ctx := context.WithoutCancel(c.Context())
+	m := runMetrics{job: job, results: run.results, code: exitCode(c.Context(), err), took: time.Since(started), end: time.Now()}
+	var merr error
+	if run.eng == nil && m.code == exitOK { // no file to import: the ledger's gauges still belong in the file
+		run.eng, merr = openReadOnly(c, o.into)
+	}
+	if run.eng != nil && merr == nil {
+		m.ops, merr = ledgerOperations(ctx, run.eng)
+	}
+	if merr == nil {
+		merr = writeMetrics(o.metricsFile, m)
+	}
+	if merr == nil {
+		return err
+	}
+	merr = fmt.Errorf("metrics file: %w", merr)
+	if err == nil {
+		return merr
+	}
+	fmt.Fprintln(e.stderr, "idemport:", merr)
+	return err
+}
+
+// importRun is what importFiles leaves for the metrics file: the results,
+// and the target once opened (closed by runImport).
+type importRun struct {
+	eng     *pipeline.Engine
+	results []*pipeline.Result
+}
+
+// ledgerOperations lists every operation in the ledger, for its gauges.
+func ledgerOperations(ctx context.Context, eng *pipeline.Engine) ([]ledger.Operation, error) {
+	ops, err := eng.Status(ctx, ledger.Filter{})
+	if err != nil {
+		return nil, fmt.Errorf("read the ledger: %w", err)
+	}
+	list := make([]ledger.Operation, len(ops))
+	for i, op := range ops {
+		list[i] = op.Operation
+	}
+	return list, nil
+}
+
+func importFiles(c *cobra.Command, e *env, o *importOptions, args []string, run *importRun) error {
+	if _, err := parseWait(o.wait); err != nil { // first: "--wait FILE" reads FILE as the duration
+		return err
+	}
+	if len(args) == 0 {
+		return usageError{errors.New("import needs at least one FILE, DIR or GLOB")}
+	}
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
@@ -163,22 +248,12 @@ func runImport(c *cobra.Command, e *env, o *importOptions, args []string) error 
 	if err != nil {
 		return err
 	}
-	if len(files) == 0 {
-		return usageError{fmt.Errorf("no files to import in %s", strings.Join(args, " "))}
-	}
 	if o.fileID != "" && len(files) > 1 && !pipeline.FileIDVaries(o.fileID) {
 		return usageError{fmt.Errorf("--file-id names one file, but %d were given (a template such as 'orders/{name}' names each)", len(files))}
 	}
-	reqs := make([]pipeline.Request, len(files))
-	for i, f := range files {
-		r, err := o.request(f)
-		if err != nil {
-			return err
-		}
-		reqs[i] = r
-	}
-	if o.dryRun {
-		return dryRun(c, e, o, reqs)
+	base, err := o.request("") // every flag is checked, even when there is no file
+	if err != nil {
+		return err
 	}
 	log, err := o.logs.logger(e.stderr)
 	if err != nil {
@@ -188,13 +263,27 @@ func runImport(c *cobra.Command, e *env, o *importOptions, args []string) error 
 	if err != nil {
 		return err
 	}
+	if len(files) == 0 {
+		// A drop directory on a day without a file, or a glob that matched
+		// nothing: not an error, so that a scheduled run stays green.
+		fmt.Fprintf(e.stderr, "idemport: no files to import in %s\n", strings.Join(args, " "))
+		return nil
+	}
+	reqs := make([]pipeline.Request, len(files))
+	for i, f := range files {
+		reqs[i] = base
+		reqs[i].Path = f
+	}
+	if o.dryRun {
+		return dryRun(c, e, o, reqs)
+	}
 	ctx := c.Context()
 	eng, err := o.into.open(ctx, pipeline.Options{Logger: log, Failpoints: e.failpoints, BusyTimeout: o.busyTimeout})
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
-	var all, bad []*pipeline.Result
+	run.eng = eng
+	var bad []*pipeline.Result
 	for i, req := range reqs {
 		if ctx.Err() != nil {
 			break
@@ -206,35 +295,21 @@ func runImport(c *cobra.Command, e *env, o *importOptions, args []string) error 
 		if err := printResult(e.stdout, o.output, res, ctx.Err() != nil); err != nil {
 			return err
 		}
-		all = append(all, res)
+		run.results = append(run.results, res)
 		if resultCode(res) != exitOK {
 			bad = append(bad, res)
 		}
 	}
-	var runErr error
+	if o.output == "text" && len(run.results) > 1 {
+		fmt.Fprintln(e.stdout, summary(run.results))
+	}
 	switch {
 	case ctx.Err() != nil:
-		runErr = ctx.Err()
+		return ctx.Err()
 	case len(bad) > 0:
-		runErr = outcomeError{results: bad}
+		return outcomeError{results: bad}
 	}
-	if o.output == "text" && len(all) > 1 {
-		fmt.Fprintln(e.stdout, summary(all))
-	}
-	if o.metricsFile != "" {
-		ops, err := eng.Status(context.WithoutCancel(ctx), ledger.Filter{})
-		if err != nil {
-			return errors.Join(runErr, err)
-		}
-		list := make([]ledger.Operation, len(ops))
-		for i, op := range ops {
-			list[i] = op.Operation
-		}
-		if err := writeMetrics(o.metricsFile, all, exitCode(ctx, runErr), time.Since(started), list); err != nil {
-			return errors.Join(runErr, err)
-		}
-	}
-	return runErr
+	return nil
 }
 
 // summary counts the outcomes of several files in one line.

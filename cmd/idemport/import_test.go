@@ -496,7 +496,7 @@ func TestWaitInsteadOfBusy(t *testing.T) {
 		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 40, 27)
 		stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "--lease", "2s", "orders.csv"))
 		start := time.Now()
-		res := importTo(t, tg, dir, nil, 0, "--lease", "2s", "--wait=30s", "orders.csv")
+		res := importTo(t, tg, dir, nil, 0, "--lease", "2s", "--wait", "30s", "orders.csv")
 		if res.Outcome != "resumed" || !res.RecoveredLease || time.Since(start) < time.Second {
 			t.Fatalf("waiting run after %v: %+v", time.Since(start), res)
 		}

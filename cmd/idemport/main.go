@@ -53,6 +53,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	e := &env{stdout: stdout, stderr: stderr, failpoints: fp}
 	root := newRootCmd(e)
+	root.InitDefaultCompletionCmd(args...)
+	usageArgs(root)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -61,7 +63,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if err != nil && !errors.As(err, new(outcomeError)) && code != exitInterrupted {
 		fmt.Fprintln(stderr, "idemport:", err)
 		if code == exitUsage && !errors.As(err, new(*pipeline.UsageError)) {
-			fmt.Fprintln(stderr, "Run 'idemport --help' for usage.")
+			path := root.CommandPath()
+			if cmd, _, err := root.Find(args); err == nil {
+				path = cmd.CommandPath()
+			}
+			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", path)
 		}
 	}
 	return code
@@ -153,13 +159,18 @@ func newRootCmd(e *env) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "idemport",
 		Short: "Import data files into a database exactly once in effect",
-		Long: `idemport imports CSV, TSV and JSONL files into SQLite (the default, ./idemport.db)
-exactly once in effect: rerun it, kill it, run it twice at once — the target ends up as one
-clean run would leave it, and a rerun of a finished file does nothing and says so.`,
+		Long: `idemport imports CSV, TSV, JSONL, Parquet and Arrow files (plain, gzip or zstd) into SQLite
+(the default, ./idemport.db) or PostgreSQL exactly once in effect: rerun it, kill it, run it
+twice at once — the target ends up as one clean run would leave it, and a rerun of a finished
+file does nothing and says so.
+
+Exit codes: 0 done; 1 failed (rerun to resume); 2 usage error; 3 conflict; 4 busy;
+5 refused; 130 interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.SetHelpCommand(newHelpCmd())
 	root.AddCommand(
 		newImportCmd(e),
 		newStatusCmd(e),
@@ -172,6 +183,67 @@ clean run would leave it, and a rerun of a finished file does nothing and says s
 		newVersionCmd(e),
 	)
 	return root
+}
+
+// usageArgs makes every usage error of c and the commands below it exit 2:
+// cobra's argument checks return plain errors, so each is wrapped as a
+// usageError; and a command that only groups others (root, rejects,
+// completion) refuses an unknown subcommand instead of printing its help.
+// Called once the command tree is complete.
+func usageArgs(c *cobra.Command) {
+	if !c.Runnable() && c.HasSubCommands() {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return c.Help()
+			}
+			return unknownCommand(c, args[0])
+		}
+	}
+	if check := c.Args; check != nil {
+		c.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
+}
+
+// unknownCommand is the usage error for a subcommand c does not have, with
+// cobra's suggestions for a misspelling.
+func unknownCommand(c *cobra.Command, name string) error {
+	msg := fmt.Sprintf("unknown command %q for %q", name, c.CommandPath())
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // cobra's default, set only on its own path
+	}
+	if s := c.SuggestionsFor(name); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return usageError{errors.New(msg)}
+}
+
+// newHelpCmd is "idemport help [COMMAND]": like cobra's own, except that
+// an unknown topic is a usage error.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				name := strings.Join(args, " ")
+				if len(rest) > 0 {
+					name = rest[0]
+				}
+				return unknownCommand(cmd, name)
+			}
+			return cmd.Help()
+		},
+	}
 }
 
 // logFlags are the flags shared by commands that log.

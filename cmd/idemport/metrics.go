@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,33 +9,58 @@ import (
 	"strings"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline"
 )
 
+// metricsJob is the job label of a metrics file: named by --metrics-job,
+// or else the file's base name without its extension, so that two jobs
+// writing their own files into one textfile directory never repeat a series.
+func metricsJob(file, job string) (string, error) {
+	if job == "" {
+		base := filepath.Base(file)
+		job = strings.TrimSuffix(base, filepath.Ext(base))
+	}
+	if job == "" {
+		return "", usageError{fmt.Errorf("--metrics-file %q: cannot name the job after it; name it with --metrics-job", file)}
+	}
+	return job, nil
+}
+
+// runMetrics is what one run of import reports in its metrics file.
+type runMetrics struct {
+	job     string
+	results []*pipeline.Result
+	code    int
+	took    time.Duration
+	end     time.Time
+	// ops are the ledger's operations; nil when the ledger could not be
+	// read (the run stopped before it opened the database), in which case
+	// the ledger-wide gauges are left out.
+	ops []ledger.Operation
+}
+
 // writeMetrics writes the Prometheus text format file for node_exporter's
 // textfile collector: the last run's outcomes, rows and partitions by table,
 // and from the ledger, per table, when an import last completed and the
-// operations by state. It replaces path atomically: temp file, fsync,
-// rename, fsync of the directory.
-func writeMetrics(path string, results []*pipeline.Result, code int, took time.Duration, ops []ledger.Operation) error {
-	var b strings.Builder
-	family := func(name, typ, help string) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+// operations by state. Every sample carries the job label. It replaces path
+// atomically: temp file, fsync, rename, fsync of the directory.
+func writeMetrics(path string, m runMetrics) error {
+	var fams []*dto.MetricFamily
+	gauge := func(name, help string) *dto.MetricFamily {
+		f := &dto.MetricFamily{Name: &name, Help: &help, Type: dto.MetricType_GAUGE.Enum()}
+		fams = append(fams, f)
+		return f
 	}
-	sample := func(name string, labels [][2]string, v float64) {
-		b.WriteString(name)
-		if len(labels) > 0 {
-			b.WriteByte('{')
-			for i, l := range labels {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				fmt.Fprintf(&b, "%s=%q", l[0], l[1])
-			}
-			b.WriteByte('}')
+	sample := func(f *dto.MetricFamily, v float64, labels ...string) {
+		pairs := []*dto.LabelPair{{Name: new("job"), Value: new(m.job)}}
+		for i := 0; i+1 < len(labels); i += 2 {
+			pairs = append(pairs, &dto.LabelPair{Name: new(labels[i]), Value: new(labels[i+1])})
 		}
-		fmt.Fprintf(&b, " %v\n", v)
+		f.Metric = append(f.Metric, &dto.Metric{Label: pairs, Gauge: &dto.Gauge{Value: new(v)}})
 	}
 
 	type key struct{ table, what string }
@@ -42,7 +68,7 @@ func writeMetrics(path string, results []*pipeline.Result, code int, took time.D
 	rows := map[key]float64{}
 	parts := map[key]float64{}
 	recovered := map[string]float64{}
-	for _, r := range results {
+	for _, r := range m.results {
 		files[key{r.Table, string(r.Outcome)}]++
 		for kind, n := range map[string]int64{"read": r.Rows.Read, "inserted": r.Rows.Inserted, "updated": r.Rows.Updated,
 			"unchanged": r.Rows.Unchanged, "stale": r.Rows.Stale, "rejected": r.Rows.Rejected} {
@@ -55,10 +81,10 @@ func writeMetrics(path string, results []*pipeline.Result, code int, took time.D
 		}
 		recovered[r.Table] += float64(len(r.RecoveredFrom))
 	}
-	emit := func(name, label, help string, m map[key]float64) {
-		family(name, "gauge", help)
-		keys := make([]key, 0, len(m))
-		for k := range m {
+	byTable := func(name, label, help string, values map[key]float64) {
+		f := gauge(name, help)
+		keys := make([]key, 0, len(values))
+		for k := range values {
 			keys = append(keys, k)
 		}
 		sort.Slice(keys, func(i, j int) bool {
@@ -68,37 +94,46 @@ func writeMetrics(path string, results []*pipeline.Result, code int, took time.D
 			return keys[i].what < keys[j].what
 		})
 		for _, k := range keys {
-			sample(name, [][2]string{{"table", k.table}, {label, k.what}}, m[k])
+			sample(f, values[k], "table", k.table, label, k.what)
 		}
 	}
-	emit("idemport_last_run_files", "outcome", "Files of the last run by outcome (imported, resumed, duplicate, conflict, busy, refused, failed).", files)
-	emit("idemport_last_run_rows", "kind", "Rows the last run read, inserted, updated, left unchanged, found stale or rejected.", rows)
-	emit("idemport_last_run_partitions", "kind", "Partitions of the last run's files: total, skipped (done before) and committed.", parts)
-	family("idemport_last_run_recovered_leases", "gauge", "Leases of dead or stalled attempts the last run took over.")
+	byTable("idemport_last_run_files", "outcome", "Files of the last run by outcome (imported, resumed, duplicate, conflict, busy, refused, failed).", files)
+	byTable("idemport_last_run_rows", "kind", "Rows the last run read, inserted, updated, left unchanged, found stale or rejected.", rows)
+	byTable("idemport_last_run_partitions", "kind", "Partitions of the last run's files: total, skipped (done before) and committed.", parts)
+	f := gauge("idemport_last_run_recovered_leases", "Leases of dead or stalled attempts the last run took over.")
 	for _, t := range sortedKeys(recovered) {
-		sample("idemport_last_run_recovered_leases", [][2]string{{"table", t}}, recovered[t])
+		sample(f, recovered[t], "table", t)
 	}
-	family("idemport_last_run_duration_seconds", "gauge", "How long the last run took.")
-	sample("idemport_last_run_duration_seconds", nil, took.Seconds())
-	family("idemport_last_run_exit_code", "gauge", "The last run's exit code.")
-	sample("idemport_last_run_exit_code", nil, float64(code))
-	family("idemport_last_run_timestamp_seconds", "gauge", "When the last run ended, as a Unix time.")
-	sample("idemport_last_run_timestamp_seconds", nil, float64(time.Now().UnixMilli())/1000)
+	sample(gauge("idemport_last_run_duration_seconds", "How long the last run took."), m.took.Seconds())
+	sample(gauge("idemport_last_run_exit_code", "The last run's exit code."), float64(m.code))
+	sample(gauge("idemport_last_run_timestamp_seconds", "When the last run ended, as a Unix time."), float64(m.end.UnixMilli())/1000)
 
-	last := map[string]float64{}
-	states := map[key]float64{}
-	for _, op := range ops {
-		states[key{op.Table, string(op.State)}]++
-		if op.State == ledger.Completed && float64(op.CompletedAt)/1000 > last[op.Table] {
-			last[op.Table] = float64(op.CompletedAt) / 1000
+	if m.ops != nil {
+		last := map[string]float64{}
+		states := map[key]float64{}
+		for _, op := range m.ops {
+			states[key{op.Table, string(op.State)}]++
+			if op.State == ledger.Completed && float64(op.CompletedAt)/1000 > last[op.Table] {
+				last[op.Table] = float64(op.CompletedAt) / 1000
+			}
+		}
+		f := gauge("idemport_last_success_timestamp_seconds", "When an import into the table last completed, as a Unix time (from the ledger).")
+		for _, t := range sortedKeys(last) {
+			sample(f, last[t], "table", t)
+		}
+		byTable("idemport_operations", "state", "Operations in the ledger by table and state.", states)
+	}
+
+	var b bytes.Buffer
+	for _, f := range fams {
+		if len(f.Metric) == 0 {
+			continue // expfmt refuses a family without samples
+		}
+		if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
+			return fmt.Errorf("encode %s: %w", f.GetName(), err)
 		}
 	}
-	family("idemport_last_success_timestamp_seconds", "gauge", "When an import into the table last completed, as a Unix time (from the ledger).")
-	for _, t := range sortedKeys(last) {
-		sample("idemport_last_success_timestamp_seconds", [][2]string{{"table", t}}, last[t])
-	}
-	emit("idemport_operations", "state", "Operations in the ledger by table and state.", states)
-	return writeAtomic(path, []byte(b.String()))
+	return writeAtomic(path, b.Bytes())
 }
 
 func sortedKeys[V any](m map[string]V) []string {

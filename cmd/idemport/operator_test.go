@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/creack/pty"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/idemport/idemport/internal/testkit"
 )
@@ -135,69 +133,6 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 	always.Dir = dir
 	if b, err := always.CombinedOutput(); err != nil || bytes.Contains(b, []byte("\r")) {
 		t.Fatalf("--progress never: %v %q", err, b)
-	}
-}
-
-// TestMetricsFileParses writes the metrics file and reads it back with the
-// Prometheus text parser.
-func TestMetricsFileParses(t *testing.T) {
-	dir := t.TempDir()
-	testkit.Orders(t, filepath.Join(dir, "a.csv"), 120, 23)
-	os.WriteFile(filepath.Join(dir, "b.csv"), []byte("order_id,quantity\n1,x\n"), 0o644)
-	run := testkit.Exec(t, dir, nil, "import", "--metrics-file", "m.prom", "--column", "quantity:int64", "a.csv", "b.csv")
-	if run.Code != 5 {
-		t.Fatalf("exit %d: %s %s", run.Code, run.Stdout, run.Stderr)
-	}
-	f, err := os.Open(filepath.Join(dir, "m.prom"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := p.TextToMetricFamilies(f)
-	if err != nil {
-		t.Fatalf("the metrics file does not parse: %v", err)
-	}
-	value := func(name string, labels map[string]string) float64 {
-		t.Helper()
-		fam, ok := fams[name]
-		if !ok {
-			t.Fatalf("no metric %s", name)
-		}
-	next:
-		for _, m := range fam.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
-					continue next
-				}
-			}
-			return m.GetGauge().GetValue()
-		}
-		t.Fatalf("no %s with %v", name, labels)
-		return 0
-	}
-	for name := range fams {
-		if !strings.HasPrefix(name, "idemport_") {
-			t.Fatalf("metric %s lacks the idemport_ prefix", name)
-		}
-	}
-	if v := value("idemport_last_run_files", map[string]string{"table": "a", "outcome": "imported"}); v != 1 {
-		t.Fatalf("imported files %v", v)
-	}
-	if v := value("idemport_last_run_files", map[string]string{"table": "b", "outcome": "refused"}); v != 1 {
-		t.Fatalf("refused files %v", v)
-	}
-	if v := value("idemport_last_run_rows", map[string]string{"table": "a", "kind": "inserted"}); v != 120 {
-		t.Fatalf("inserted rows %v", v)
-	}
-	if v := value("idemport_last_run_exit_code", nil); v != 5 {
-		t.Fatalf("exit code %v", v)
-	}
-	if v := value("idemport_last_success_timestamp_seconds", map[string]string{"table": "a"}); time.Since(time.Unix(int64(v), 0)) > time.Minute {
-		t.Fatalf("last success %v", v)
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 4 {
-		t.Fatalf("a temporary file was left behind: %v", entries)
 	}
 }
 
