@@ -23,14 +23,37 @@ import (
 )
 
 var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
+	mainCalled bool
+	buildOnce  sync.Once
+	binDir     string
+	binPath    string
+	buildErr   error
 )
 
+// Main runs the tests of a package that uses Binary, then removes the
+// binary and its directory (about 60 MB), which no test's cleanup may do
+// since they all share it. Call it from the package's TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
+func Main(m *testing.M) int {
+	mainCalled = true
+	code := m.Run()
+	if binDir != "" {
+		if err := os.RemoveAll(binDir); err != nil {
+			fmt.Fprintln(os.Stderr, "testkit: remove the binary:", err)
+		}
+	}
+	return code
+}
+
 // Binary builds cmd/idemport once per test process and returns its path.
+// The package's TestMain must run its tests through Main, which removes
+// the binary when they are done.
 func Binary(t testing.TB) string {
 	t.Helper()
+	if !mainCalled {
+		t.Fatal("testkit.Binary: the package's TestMain must call testkit.Main, which removes the binary afterwards")
+	}
 	buildOnce.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
 		root := filepath.Join(filepath.Dir(file), "..", "..")
@@ -39,6 +62,7 @@ func Binary(t testing.TB) string {
 			buildErr = err
 			return
 		}
+		binDir = dir
 		binPath = filepath.Join(dir, "idemport")
 		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/idemport")
 		cmd.Dir = root
