@@ -201,12 +201,12 @@ func (r *run) readerPartition(p checkpoint.Partition) reader.Partition {
 
 // claimAlone leases the first partition of a worker in its own transaction.
 func (r *run) claimAlone(ctx context.Context, conn *sql.Conn) (*checkpoint.Claim, error) {
-	tx, err := conn.BeginTx(ctx, nil)
+	tx, err := beginTx(ctx, conn)
 	if err != nil {
 		return nil, fmt.Errorf("begin claim: %w", err)
 	}
 	defer tx.Rollback()
-	c, err := r.claimNext(ctx, tx)
+	c, err := r.claimNext(ctx, tx.Tx)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +236,7 @@ func (r *run) claimNext(ctx context.Context, tx *sql.Tx) (*checkpoint.Claim, err
 // the partition done and counts it.
 func (r *run) write(ctx context.Context, conn *sql.Conn, w sink.Writer, claims chan<- *checkpoint.Claim, items <-chan item, mu *sync.Mutex) error {
 	var (
-		tx      *sql.Tx
+		tx      *txn
 		claim   *checkpoint.Claim
 		counts  counter.Rows
 		refused []refusedRow // rows the database refused in this partition
@@ -259,13 +259,13 @@ func (r *run) write(ctx context.Context, conn *sql.Conn, w sink.Writer, claims c
 		case it.claim != nil:
 			claim, counts, refused = it.claim, counter.Rows{}, nil
 			var err error
-			if tx, err = conn.BeginTx(ctx, nil); err != nil {
+			if tx, err = beginTx(ctx, conn); err != nil {
 				return fmt.Errorf("begin partition %d: %w", claim.Index, err)
 			}
-			if err := r.e.cp.Fence(ctx, tx, r.op, claim.Index, r.attempt.ID, r.leaseMs); err != nil {
+			if err := r.e.cp.Fence(ctx, tx.Tx, r.op, claim.Index, r.attempt.ID, r.leaseMs); err != nil {
 				return r.lost(err)
 			}
-			next, err := r.claimNext(ctx, tx)
+			next, err := r.claimNext(ctx, tx.Tx)
 			if err != nil {
 				return err
 			}
@@ -280,7 +280,7 @@ func (r *run) write(ctx context.Context, conn *sql.Conn, w sink.Writer, claims c
 			}
 			tx = nil
 		default:
-			c, bad, err := r.writeBatch(ctx, tx, w, it.batch.Record, it.batch.Ordinals, r.room()-int64(len(refused)))
+			c, bad, err := r.writeBatch(ctx, tx.Tx, w, it.batch.Record, it.batch.Ordinals, r.room()-int64(len(refused)))
 			it.batch.Release()
 			refused = append(refused, bad...)
 			if errors.Is(err, errTooManyRefused) {
@@ -306,7 +306,7 @@ func (r *run) lost(err error) error {
 
 // commit completes a partition: marks it done and counts it in the same
 // transaction as its effects.
-func (r *run) commit(ctx context.Context, tx *sql.Tx, c *checkpoint.Claim, counts counter.Rows, refused []refusedRow, mu *sync.Mutex) error {
+func (r *run) commit(ctx context.Context, tx *txn, c *checkpoint.Claim, counts counter.Rows, refused []refusedRow, mu *sync.Mutex) error {
 	counts.Read += c.Rejected
 	counts.Rejected += c.Rejected
 	if counts.Read != c.Rows || !counts.Balanced() {
@@ -318,13 +318,13 @@ func (r *run) commit(ctx context.Context, tx *sql.Tx, c *checkpoint.Claim, count
 	if err := r.checkSource(); err != nil {
 		return err
 	}
-	if err := r.e.cp.Complete(ctx, tx, r.op, c.Index, r.attempt.ID, counts); err != nil {
+	if err := r.e.cp.Complete(ctx, tx.Tx, r.op, c.Index, r.attempt.ID, counts); err != nil {
 		return r.lost(err)
 	}
-	if err := r.e.ledger.Count(ctx, tx, r.id.Key, r.attempt.ID, counts); err != nil {
+	if err := r.e.ledger.Count(ctx, tx.Tx, r.id.Key, r.attempt.ID, counts); err != nil {
 		return err
 	}
-	if err := r.quarantine(ctx, tx, c, refused); err != nil {
+	if err := r.quarantine(ctx, tx.Tx, c, refused); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {

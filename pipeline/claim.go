@@ -64,16 +64,16 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 			return d, r.settle(ctx, d, op)
 		}
 	}
-	tx, err := r.e.db.BeginTx(ctx, nil)
+	tx, err := beginTx(ctx, r.e.db)
 	if err != nil {
 		return 0, fmt.Errorf("begin claim: %w", err)
 	}
 	defer tx.Rollback()
-	if err := r.e.ledger.Lock(ctx, tx, r.id.Key); err != nil {
+	if err := r.e.ledger.Lock(ctx, tx.Tx, r.id.Key); err != nil {
 		return 0, err
 	}
 	if op != nil && op.State == ledger.Processing {
-		if err := r.reapDead(ctx, tx, op); err != nil {
+		if err := r.reapDead(ctx, tx.Tx, op); err != nil {
 			return 0, err
 		}
 	}
@@ -92,14 +92,14 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 			if d == ledger.Supersede {
 				r.note("supersedes the %s operation of %s (%s differs; it had no effect)", op.State, op.Key, differs(op, r.id))
 			}
-			if _, _, err := r.e.cp.Drop(ctx, tx, r.op); err != nil {
+			if _, _, err := r.e.cp.Drop(ctx, tx.Tx, r.op); err != nil {
 				return 0, err
 			}
-			if err := r.e.ledger.Replace(ctx, tx, r.id.Key); err != nil {
+			if err := r.e.ledger.Replace(ctx, tx.Tx, r.id.Key); err != nil {
 				return 0, err
 			}
 		}
-		if err := r.e.ledger.Create(ctx, tx, r.id, r.attempt, r.leaseMs); err != nil {
+		if err := r.e.ledger.Create(ctx, tx.Tx, r.id, r.attempt, r.leaseMs); err != nil {
 			return 0, err
 		}
 		r.created = true
@@ -116,13 +116,13 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 		// collected by gc) and every partition applied again: the target
 		// keys are deterministic, so rows that are still there are
 		// unchanged.
-		if _, _, err := r.e.cp.Drop(ctx, tx, r.op); err != nil {
+		if _, _, err := r.e.cp.Drop(ctx, tx.Tx, r.op); err != nil {
 			return 0, err
 		}
-		if err := r.e.ledger.Reset(ctx, tx, r.id.Key); err != nil {
+		if err := r.e.ledger.Reset(ctx, tx.Tx, r.id.Key); err != nil {
 			return 0, err
 		}
-		if err := r.e.ledger.Start(ctx, tx, r.id.Key, r.attempt, true, r.leaseMs); err != nil {
+		if err := r.e.ledger.Start(ctx, tx.Tx, r.id.Key, r.attempt, true, r.leaseMs); err != nil {
 			return 0, err
 		}
 		r.created = true
@@ -135,11 +135,11 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 				return 0, err
 			}
 		}
-		if err := r.e.ledger.Start(ctx, tx, r.id.Key, r.attempt, true, r.leaseMs); err != nil {
+		if err := r.e.ledger.Start(ctx, tx.Tx, r.id.Key, r.attempt, true, r.leaseMs); err != nil {
 			return 0, err
 		}
 	case ledger.Resume:
-		if err := r.e.ledger.Start(ctx, tx, r.id.Key, r.attempt, false, r.leaseMs); err != nil {
+		if err := r.e.ledger.Start(ctx, tx.Tx, r.id.Key, r.attempt, false, r.leaseMs); err != nil {
 			return 0, err
 		}
 	}

@@ -396,6 +396,55 @@ func (r *run) meaningfulColumns(ctx context.Context, format reader.Format) (map[
 	return out, nil
 }
 
+// txn is a transaction that a cancel of its context stops up to its
+// COMMIT but not during it. A cancel that arrives during a COMMIT's round
+// trip (pgx cancels the statement in flight) would leave the client not
+// knowing whether it committed, and an interrupted run would report fewer
+// partitions than it committed. So Commit decides once: if the context
+// was cancelled first, the transaction is rolled back and Commit returns
+// the context's error; otherwise the COMMIT is sent and waited for,
+// whatever happens to the context meanwhile.
+type txn struct {
+	*sql.Tx
+	ctx    context.Context
+	detach func() bool // stops forwarding ctx's cancel; false if it already happened
+	cancel context.CancelFunc
+}
+
+// beginTx begins a txn on db (a *sql.DB or *sql.Conn). The caller must
+// end it with Commit or Rollback (a deferred Rollback after Commit is a
+// no-op).
+func beginTx(ctx context.Context, db interface {
+	BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
+}) (*txn, error) {
+	txCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	detach := context.AfterFunc(ctx, cancel)
+	tx, err := db.BeginTx(txCtx, nil)
+	if err != nil {
+		detach()
+		cancel()
+		return nil, err
+	}
+	return &txn{Tx: tx, ctx: ctx, detach: detach, cancel: cancel}, nil
+}
+
+// Commit commits t unless its context was cancelled before; see txn.
+func (t *txn) Commit() error {
+	defer t.cancel()
+	if !t.detach() {
+		t.Tx.Rollback()
+		return t.ctx.Err()
+	}
+	return t.Tx.Commit()
+}
+
+// Rollback rolls t back; after Commit it returns sql.ErrTxDone.
+func (t *txn) Rollback() error {
+	t.detach()
+	defer t.cancel()
+	return t.Tx.Rollback()
+}
+
 // heartbeat renews this attempt's leases until the returned stop is called.
 func (r *run) heartbeat(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -496,12 +545,12 @@ func (r *run) record(ctx context.Context, outcome string, failure error) error {
 
 // withTx runs f in a transaction and commits it.
 func (r *run) withTx(ctx context.Context, f func(*sql.Tx) error) error {
-	tx, err := r.e.db.BeginTx(ctx, nil)
+	tx, err := beginTx(ctx, r.e.db)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if err := f(tx); err != nil {
+	if err := f(tx.Tx); err != nil {
 		return err
 	}
 	return tx.Commit()

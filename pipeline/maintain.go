@@ -216,7 +216,7 @@ func (e *Engine) GC(ctx context.Context, olderThan time.Duration, dryRun bool) (
 	if err != nil {
 		return nil, err
 	}
-	tx, err := e.db.BeginTx(ctx, nil)
+	tx, err := beginTx(ctx, e.db)
 	if err != nil {
 		return nil, err
 	}
@@ -226,11 +226,11 @@ func (e *Engine) GC(ctx context.Context, olderThan time.Duration, dryRun bool) (
 			continue
 		}
 		k := checkpoint.Op{Table: op.Table, FileID: op.FileID}
-		plans, parts, err := e.cp.Drop(ctx, tx, k)
+		plans, parts, err := e.cp.Drop(ctx, tx.Tx, k)
 		if err != nil {
 			return nil, err
 		}
-		payloads, err := e.ledger.DropRejectPayloads(ctx, tx, op.Key)
+		payloads, err := e.ledger.DropRejectPayloads(ctx, tx.Tx, op.Key)
 		if err != nil {
 			return nil, err
 		}
@@ -252,7 +252,7 @@ func (e *Engine) GC(ctx context.Context, olderThan time.Duration, dryRun bool) (
 			if op.UpdatedAt >= rep.Cutoff.UnixMilli() {
 				continue
 			}
-			if err := e.ledger.Replace(ctx, tx, op.Key); err != nil {
+			if err := e.ledger.Replace(ctx, tx.Tx, op.Key); err != nil {
 				return nil, err
 			}
 			rep.Retired++

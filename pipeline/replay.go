@@ -121,23 +121,23 @@ func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error)
 		return res, err
 	}
 	defer w.Close()
-	tx, err := conn.BeginTx(ctx, nil)
+	tx, err := beginTx(ctx, conn)
 	if err != nil {
 		return res, err
 	}
 	defer tx.Rollback()
-	if err := e.ledger.StartReplay(ctx, tx, key, a); err != nil {
+	if err := e.ledger.StartReplay(ctx, tx.Tx, key, a); err != nil {
 		return res, err
 	}
 	fileKey := FileKey(key.FileID)
 	for _, b := range batches {
-		c, err := w.Write(ctx, tx, fileKey, b.Record, b.Ordinals)
+		c, err := w.Write(ctx, tx.Tx, fileKey, b.Record, b.Ordinals)
 		if err != nil {
 			return res, err
 		}
 		res.Rows.Add(c)
 	}
-	if err := e.ledger.Replayed(ctx, tx, key, a.ID, ordinals, res.Rows); err != nil {
+	if err := e.ledger.Replayed(ctx, tx.Tx, key, a.ID, ordinals, res.Rows); err != nil {
 		return res, err
 	}
 	if err := e.ledger.End(ctx, tx, a.ID, "replayed", "", 0, 0); err != nil {
