@@ -158,7 +158,7 @@ func (r *followReader) Read(p []byte) (int, error) {
 			r.cur = next.b[r.off-next.off:]
 			r.held = next.b
 		}
-		if r.cur == nil || len(r.cur) == 0 {
+		if len(r.cur) == 0 {
 			r.release(next)
 		}
 	}

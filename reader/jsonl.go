@@ -24,7 +24,6 @@ type jsonlScanner struct {
 	grow    bool // discover new keys (plan pass) or treat them as changes
 	cells   []cell
 	scratch []byte
-	seen    []bool
 }
 
 func newJSONLScanner(r io.Reader, maxRow int, offset int64, columns []string, grow bool) *jsonlScanner {

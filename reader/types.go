@@ -81,21 +81,6 @@ func (t Type) ArrowType() arrow.DataType {
 	}
 }
 
-// TypeOf returns the logical type of an Arrow field built by this package or
-// read from a self-describing format, as the reader maps Parquet and Arrow
-// columns (see the package documentation). Types this package cannot map
-// return an error naming them.
-func TypeOf(f arrow.Field) (Type, error) {
-	if v, ok := f.Metadata.GetValue(MetadataType); ok {
-		return ParseType(v)
-	}
-	t, _, err := naturalType(f.Type)
-	if err != nil {
-		return Unknown, fmt.Errorf("column %q: unsupported Arrow type %s (%v)", f.Name, f.Type, err)
-	}
-	return t, nil
-}
-
 // Column is one column of a file's schema.
 type Column struct {
 	Name string `json:"name"`

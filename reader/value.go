@@ -42,7 +42,6 @@ const (
 	CodeQuote      = "quote"       // a quoted field is malformed
 	CodeUTF8       = "utf8"        // text is not valid UTF-8
 	CodeNUL        = "nul"         // text contains a NUL byte
-	CodeTooLarge   = "too_large"   // a row exceeds the size limit
 	CodeJSON       = "json"        // a JSONL line is not a JSON object
 	CodeNull       = "null"        // a column that must have a value is null
 )

@@ -208,26 +208,6 @@ func compatible(table, file string) bool {
 	return false
 }
 
-// Validate checks a target against the file's schema before anything is
-// planned: the key and version columns must be columns of the file.
-func Validate(tg Target, schema *arrow.Schema) error {
-	has := func(n string) bool { return len(schema.FieldIndices(n)) > 0 }
-	for _, k := range tg.Key {
-		if !has(k) {
-			return fmt.Errorf("key column %q is not in the file", k)
-		}
-	}
-	if tg.Version != "" && !has(tg.Version) {
-		return fmt.Errorf("version column %q is not in the file", tg.Version)
-	}
-	for _, f := range schema.Fields() {
-		if strings.HasPrefix(f.Name, Reserved) {
-			return fmt.Errorf("column %q uses the reserved prefix %s", f.Name, Reserved)
-		}
-	}
-	return nil
-}
-
 // FormatTimestamp renders microseconds since the Unix epoch as targets store
 // timestamps in text: fixed width and UTC, so that text order is time order.
 func FormatTimestamp(us int64) string {

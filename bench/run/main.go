@@ -76,13 +76,12 @@ func median(ds []float64) float64 {
 }
 
 type row struct {
-	name   string
-	wall   float64 // median seconds
-	rows   int64
-	rss    int64 // KiB, max
-	vs     string
-	ratio  float64
-	target string
+	name  string
+	wall  float64 // median seconds
+	rows  int64
+	rss   int64 // KiB, max
+	vs    string
+	ratio float64
 }
 
 // pair times a and b alternately n times; it returns their medians and the

@@ -394,7 +394,7 @@ func resultText(r *pipeline.Result) string {
 		if r.RecoveredLease {
 			extra = append(extra, "took over the lease of "+strings.Join(r.RecoveredFrom, ", "))
 		}
-		extra = append(extra, fmt.Sprintf("%s", r.Duration.Round(time.Millisecond)))
+		extra = append(extra, r.Duration.Round(time.Millisecond).String())
 		fmt.Fprintf(&b, " (%s)", strings.Join(extra, "; "))
 	case pipeline.Skipped:
 		fmt.Fprintf(&b, "skipped: %s", strings.Join(r.Notes, "; "))
