@@ -47,11 +47,12 @@ type importOptions struct {
 func newImportCmd(e *env) *cobra.Command {
 	o := &importOptions{}
 	c := &cobra.Command{
-		Use:   "import [flags] FILE...",
+		Use:   "import [flags] FILE|DIR|GLOB...",
 		Short: "Import files, each exactly once in effect",
 		Long: `Import each FILE into the target table. A file already imported with the same content and
 mapping is a duplicate: nothing is written and the stored outcome is reported. A file whose
-import was interrupted resumes from its last committed partition.
+import was interrupted resumes from its last committed partition. A DIR imports every supported
+file below it; a directory or GLOB that yields no file prints "no files to import" and exits 0.
 
 Exit codes: 0 imported, resumed or duplicate; 1 failed (rerun to resume); 2 usage;
 3 conflict with an earlier import of the same file ID; 4 busy (another run holds it);
