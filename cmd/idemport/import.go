@@ -194,24 +194,27 @@ func runImport(c *cobra.Command, e *env, o *importOptions, args []string) error 
 	}
 	ctx := context.WithoutCancel(c.Context())
 	m := runMetrics{job: job, results: run.results, code: exitCode(c.Context(), err), took: time.Since(started), end: time.Now()}
-	var merr error
+	var ledgerErr error
 	if run.eng == nil && m.code == exitOK { // no file to import: the ledger's gauges still belong in the file
-		run.eng, merr = openReadOnly(c, o.into)
+		run.eng, ledgerErr = openReadOnly(c, o.into)
 	}
-	if run.eng != nil && merr == nil {
-		m.ops, merr = ledgerOperations(ctx, run.eng)
+	if run.eng != nil && ledgerErr == nil {
+		m.ops, ledgerErr = ledgerOperations(ctx, run.eng)
 	}
-	if merr == nil {
-		merr = writeMetrics(o.metricsFile, m)
+	if ledgerErr != nil && m.code == exitOK {
+		m.code = exitFailed // as this run will exit
 	}
-	if merr == nil {
-		return err
+	for _, merr := range []error{ledgerErr, writeMetrics(o.metricsFile, m)} {
+		if merr == nil {
+			continue
+		}
+		merr = fmt.Errorf("metrics file: %w", merr)
+		if err == nil {
+			err = merr // printed by run, exit 1
+		} else {
+			fmt.Fprintln(e.stderr, "idemport:", merr)
+		}
 	}
-	merr = fmt.Errorf("metrics file: %w", merr)
-	if err == nil {
-		return merr
-	}
-	fmt.Fprintln(e.stderr, "idemport:", merr)
 	return err
 }
 
