@@ -234,6 +234,9 @@ func newHelpCmd() *cobra.Command {
 		Short: "Help about any command",
 		RunE: func(c *cobra.Command, args []string) error {
 			cmd, rest, err := c.Root().Find(args)
+			if cmd == nil {
+				cmd = c.Root()
+			}
 			if err != nil || len(rest) > 0 {
 				name := strings.Join(args, " ")
 				if len(rest) > 0 {
