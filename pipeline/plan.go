@@ -52,7 +52,7 @@ const maxReported = 20
 // values checked as in.
 func (r *run) readerOptions(in planInput) reader.Options {
 	m := r.req.Mapping
-	return reader.Options{Format: m.Format, Delimiter: m.Delimiter, Quotes: m.Quotes, Types: in.types, NotNull: m.Key,
+	return reader.Options{Format: m.Format, Delimiter: m.Delimiter, Quotes: m.Quotes, Types: in.types, NotNull: m.Key, Exact: m.Key,
 		Limits: in.limits, JSONB: in.jsonb}
 }
 
@@ -140,10 +140,15 @@ func (r *run) planInputs(ctx context.Context) (planInput, *sink.Table, error) {
 		// typed formats (Parquet, Arrow) carry their own types, which the
 		// table check compares with the table's.
 		for _, c := range existing.Columns {
-			if _, forced := types[c.Name]; !forced && c.Kind != "" {
-				if t, err := reader.ParseType(c.Kind); err == nil {
-					types[c.Name] = t
-				}
+			if _, forced := types[c.Name]; forced {
+				continue
+			}
+			if c.Kind == "" {
+				// A type idemport does not produce (date, uuid, inet, a
+				// domain…): the file's text, for the database to parse.
+				types[c.Name] = reader.String
+			} else if t, err := reader.ParseType(c.Kind); err == nil {
+				types[c.Name] = t
 			}
 		}
 	}

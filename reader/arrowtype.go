@@ -27,7 +27,7 @@ const (
 	modeString                     // text bytes → String; invalid UTF-8 or NUL is a bad row
 	modeJSONText                   // text bytes holding a JSON document → JSON; invalid JSON is a bad row
 	modeQuote                      // text bytes → JSON, as a JSON string
-	modeText                       // any value rendered as text → String
+	modeText                       // any value rendered as text → String (decimals → Decimal)
 	modeJSON                       // any value rendered as JSON → JSON
 )
 
@@ -81,8 +81,11 @@ func naturalType(dt arrow.DataType) (Type, arrowMode, error) {
 		return Timestamp, modeTimestamp, nil
 	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
 		return String, modeString, nil
+	case arrow.DECIMAL32, arrow.DECIMAL64, arrow.DECIMAL128, arrow.DECIMAL256:
+		// Rendered exactly, in the canonical decimal text (see
+		// MaxDecimalDigits): 1250 with scale 2 is 12.50.
+		return Decimal, modeText, nil
 	case arrow.BINARY, arrow.LARGE_BINARY, arrow.BINARY_VIEW, arrow.FIXED_SIZE_BINARY,
-		arrow.DECIMAL32, arrow.DECIMAL64, arrow.DECIMAL128, arrow.DECIMAL256,
 		arrow.DATE32, arrow.DATE64, arrow.TIME32, arrow.TIME64, arrow.DURATION,
 		arrow.INTERVAL_MONTHS, arrow.INTERVAL_DAY_TIME, arrow.INTERVAL_MONTH_DAY_NANO:
 		return String, modeText, nil

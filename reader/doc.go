@@ -27,8 +27,9 @@
 // [CodeRange]); floats are [Float64]; timestamps of any unit and zone are
 // [Timestamp], in microseconds UTC (a non-zero part finer than a
 // microsecond is a bad row, code [CodePrecision]); strings are [String];
-// decimals, dates, times, durations, intervals and binary values are
-// [String] holding their exact text (binary as \x and lowercase hex);
+// decimals are [Decimal], in the canonical decimal text; dates, times,
+// durations, intervals and binary values are [String] holding their exact
+// text (binary as \x and lowercase hex);
 // dictionaries are their values' type; lists, structs and maps are [JSON]; a
 // column of the null type is an all-null [String]. Any other type refuses
 // the file, naming the column.

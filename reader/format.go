@@ -69,6 +69,11 @@ type Options struct {
 	// JSONB says JSON goes to PostgreSQL's jsonb: a nested JSON value, or
 	// a json column's value, that jsonb refuses is a bad row.
 	JSONB bool
+	// Exact names columns whose inferred type must hold every value
+	// exactly in a comparison too: never float64 (a natural key column of
+	// 9007199254740992 and 9007199254740993 is decimal, not two equal
+	// floats).
+	Exact []string
 	// MaxRowBytes bounds a row's size in text formats; 0 means
 	// DefaultMaxRowBytes.
 	MaxRowBytes int

@@ -205,7 +205,7 @@ func (r fuzzResult) err() error {
 	return r.scanErr
 }
 
-var rejectCodes = []string{CodeType, CodeFieldCount, CodeQuote, CodeUTF8, CodeNUL, CodeJSON, CodeNull}
+var rejectCodes = []string{CodeType, CodeFieldCount, CodeQuote, CodeUTF8, CodeNUL, CodeJSON, CodeNull, CodeInexact, CodeRange}
 
 // checkFile opens path (whose decompressed bytes are data) with opts, plans
 // it in partitions of partRows, and reads every partition on its own, last
@@ -314,7 +314,7 @@ func checkPlanShape(t *testing.T, f *File, data []byte, plan *Plan, partRows int
 	}
 	names := map[string]bool{}
 	for _, c := range plan.Schema {
-		if c.Name == "" || names[c.Name] || c.Type == Unknown || c.Type > JSON {
+		if c.Name == "" || names[c.Name] || c.Type == Unknown || c.Type > Decimal {
 			t.Fatalf("schema %+v", plan.Schema)
 		}
 		if code, msg := checkText([]byte(c.Name)); code != "" {
@@ -1058,7 +1058,7 @@ func compressData(t *testing.T, comp Compression, data []byte) []byte {
 }
 
 // planTypes are the types FuzzPlan fixes columns to, in turn.
-var planTypes = []Type{Bool, Int64, Float64, Timestamp, String, JSON}
+var planTypes = []Type{Bool, Int64, Float64, Timestamp, String, JSON, Decimal}
 
 // FuzzPlan plans arbitrary bytes as CSV, TSV or JSONL (format % 3) in
 // partitions of partRows%64+1 rows, read back in batches of

@@ -61,7 +61,7 @@ func (l *Limit) check(c cell, v value, t Type) (string, string) {
 	if l.MaxChars > 0 && (t == String || t == JSON) && len(v.b) > l.MaxChars && utf8.RuneCount(v.b) > l.MaxChars {
 		return CodeLength, fmt.Sprintf("text is %d characters, more than the column's %d in table %s", utf8.RuneCount(v.b), l.MaxChars, l.Table)
 	}
-	if l.Numeric && (t == Int64 || t == Float64 || t == String) && (c.kind == cellText || c.kind == cellNumber || c.kind == cellString) {
+	if l.Numeric && (t == Int64 || t == Float64 || t == Decimal || t == String) && (c.kind == cellText || c.kind == cellNumber || c.kind == cellString) {
 		if msg := numericFits(c.b, l.Precision, l.Scale); msg != "" {
 			return CodeNumeric, "value is " + msg + " (table " + l.Table + ")"
 		}
@@ -116,7 +116,7 @@ const (
 // precision p and scale s (p == 0: unconstrained), or "" when it does, or
 // when b is not a plain decimal (the column's type check decides those).
 func numericFits(b []byte, p, s int) string {
-	d, ok := parseDecimal(b)
+	d, ok := parseNumText(b)
 	if !ok {
 		return ""
 	}
@@ -157,8 +157,8 @@ type numText struct {
 	exp         int64 // the exponent, clamped beyond ±numericMaxExp
 }
 
-// parseDecimal reads [sign] digits [. digits] [e [sign] digits].
-func parseDecimal(b []byte) (numText, bool) {
+// parseNumText reads [sign] digits [. digits] [e [sign] digits].
+func parseNumText(b []byte) (numText, bool) {
 	d := numText{first: -1, last: -1}
 	i := 0
 	if i < len(b) && (b[i] == '-' || b[i] == '+') {

@@ -146,12 +146,12 @@ func commonSpecs() []colSpec {
 		scalar("f64", arrow.PrimitiveTypes.Float64, Float64,
 			func(b array.Builder, i int) { b.(*array.Float64Builder).Append(float64(i)*1.1 - 3) },
 			func(i int) string { return fmt.Sprint(float64(i)*1.1 - 3) }),
-		scalar("dec128", &arrow.Decimal128Type{Precision: 10, Scale: 2}, String,
+		scalar("dec128", &arrow.Decimal128Type{Precision: 10, Scale: 2}, Decimal,
 			func(b array.Builder, i int) {
 				b.(*array.Decimal128Builder).Append(decimal128.FromI64(int64(i*125 - 300)))
 			},
 			func(i int) string { return wantScaled(big.NewInt(int64(i*125-300)), 2) }),
-		scalar("dec256", &arrow.Decimal256Type{Precision: 40, Scale: 3}, String,
+		scalar("dec256", &arrow.Decimal256Type{Precision: 40, Scale: 3}, Decimal,
 			func(b array.Builder, i int) { b.(*array.Decimal256Builder).Append(decimal256.FromBigInt(dec256(i))) },
 			func(i int) string { return wantScaled(dec256(i), 3) }),
 		scalar("date32", arrow.FixedWidthTypes.Date32, String,

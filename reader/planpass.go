@@ -296,6 +296,9 @@ func (v *validator) row(r tokenRow, cells []cell, raw []byte) {
 				if code == "" && (v.limits[i] != nil || (v.f.opts.JSONB && (fixed[i] == JSON || c.kind == cellJSON))) {
 					code, msg = checkLimits(v.limits[i], v.f.opts.JSONB, c, x, fixed[i])
 				}
+				if code == CodeInexact {
+					msg += "; " + InexactHint(v.names[i], fixed[i])
+				}
 				if code != "" {
 					reject(i, "", c, code, msg)
 					break

@@ -194,7 +194,7 @@ func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 	for i, name := range v.names {
 		t := v.fixed[i]
 		if t == Unknown {
-			t = v.infer[i].result()
+			t = v.infer[i].result(slices.Contains(f.opts.Exact, name))
 		}
 		plan.Schema = append(plan.Schema, Column{Name: name, Type: t})
 	}

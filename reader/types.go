@@ -19,7 +19,8 @@ const (
 	Float64
 	Timestamp // UTC, microsecond precision
 	String
-	JSON // a JSON document kept as text
+	JSON    // a JSON document kept as text
+	Decimal // an exact decimal number kept as its canonical text (see MaxDecimalDigits)
 )
 
 var typeNames = [...]string{
@@ -30,6 +31,7 @@ var typeNames = [...]string{
 	Timestamp: "timestamp",
 	String:    "string",
 	JSON:      "json",
+	Decimal:   "decimal",
 }
 
 // String returns the canonical name of t.
@@ -42,7 +44,7 @@ func (t Type) String() string {
 
 // ParseType parses a type name as written by users. It accepts the canonical
 // names and the common SQL spellings (int, integer, bigint, float, double,
-// real, boolean, text, varchar, datetime).
+// real, numeric, boolean, text, varchar, datetime).
 func ParseType(s string) (Type, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "bool", "boolean":
@@ -57,12 +59,15 @@ func ParseType(s string) (Type, error) {
 		return String, nil
 	case "json", "jsonb":
 		return JSON, nil
+	case "decimal", "numeric":
+		return Decimal, nil
 	}
-	return Unknown, fmt.Errorf("unknown column type %q (want bool, int64, float64, timestamp, string or json)", s)
+	return Unknown, fmt.Errorf("unknown column type %q (want bool, int64, float64, decimal, timestamp, string or json)", s)
 }
 
 // MetadataType is the Arrow field metadata key that records a column's
-// logical type where the Arrow type alone does not (json is stored as utf8).
+// logical type where the Arrow type alone does not (json and decimal are
+// stored as utf8).
 const MetadataType = "idemport.type"
 
 // ArrowType returns the Arrow data type used for values of t.
@@ -109,8 +114,8 @@ func (s Schema) Arrow() *arrow.Schema {
 	fields := make([]arrow.Field, len(s))
 	for i, c := range s {
 		fields[i] = arrow.Field{Name: c.Name, Type: c.Type.ArrowType(), Nullable: true}
-		if c.Type == JSON {
-			fields[i].Metadata = arrow.NewMetadata([]string{MetadataType}, []string{"json"})
+		if c.Type == JSON || c.Type == Decimal {
+			fields[i].Metadata = arrow.NewMetadata([]string{MetadataType}, []string{c.Type.String()})
 		}
 	}
 	return arrow.NewSchema(fields, nil)

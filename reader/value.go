@@ -2,10 +2,14 @@ package reader
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/valyala/fastjson"
 )
 
 // cellKind says what a scanner knows about a cell before conversion.
@@ -44,6 +48,7 @@ const (
 	CodeNUL        = "nul"         // text contains a NUL byte
 	CodeJSON       = "json"        // a JSONL line is not a JSON object
 	CodeNull       = "null"        // a column that must have a value is null
+	CodeInexact    = "inexact"     // the column's type would store another value than the file's (02134 in an int64 column)
 )
 
 func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
@@ -54,6 +59,11 @@ func convert(c cell, t Type) (value, string, string) { return convertText(c, t, 
 
 // convertText is convert for a cell whose text is known to be valid UTF-8
 // without NUL bytes when clean is true (its whole row was checked at once).
+//
+// A value converts only when the column keeps what it means: 02134 is not
+// an int64 (its zeros would be lost), 9007199254740993 is not a float64
+// (the nearest is 9007199254740992), and CSV text in a json column must be
+// a JSON document.
 func convertText(c cell, t Type, clean bool) (value, string, string) {
 	if c.kind == cellNull {
 		return value{null: true}, "", ""
@@ -70,14 +80,23 @@ func convertText(c cell, t Type, clean bool) (value, string, string) {
 		}
 		return value{b: c.b}, "", ""
 	case JSON:
+		if c.kind == cellText && len(c.b) == 0 {
+			return value{null: true}, "", "" // an empty quoted CSV field, as for every non-text type
+		}
 		if !clean {
 			if code, msg := checkText(c.b); code != "" {
 				return value{}, code, msg
 			}
 		}
-		if c.kind == cellText || c.kind == cellString {
-			// CSV text or a JSON string in a json column: store it as a JSON string.
+		switch c.kind {
+		case cellString:
+			// A JSON string in a json column stays a JSON string.
 			return value{b: appendJSONString(nil, c.b)}, "", ""
+		case cellText:
+			// CSV text in a json column is the JSON document itself.
+			if err := fastjson.ValidateBytes(c.b); err != nil {
+				return value{}, CodeJSON, "not a JSON document: " + err.Error()
+			}
 		}
 		return value{b: c.b}, "", ""
 	}
@@ -96,21 +115,33 @@ func convertText(c cell, t Type, clean bool) (value, string, string) {
 					return value{i: int64(f)}, "", ""
 				}
 			}
+			if errors.Is(err, strconv.ErrRange) {
+				return value{}, CodeRange, "beyond the range of an int64"
+			}
 			break
+		}
+		if leadingZero(c.b) {
+			return value{}, CodeInexact, "leading zeros would be lost"
 		}
 		return value{i: n}, "", ""
 	case Float64:
 		if c.kind != cellText && c.kind != cellNumber && c.kind != cellString {
 			break
 		}
-		if !isDecimal(c.b, true) {
-			break
-		}
-		f, err := strconv.ParseFloat(str(c.b), 64)
-		if err != nil || math.IsInf(f, 0) {
-			break
+		f, code, msg := floatValue(c.b)
+		if code != "" {
+			return value{}, code, msg
 		}
 		return value{f: f}, "", ""
+	case Decimal:
+		if c.kind != cellText && c.kind != cellNumber && c.kind != cellString {
+			break
+		}
+		b, code, msg := decimalValue(c.b)
+		if code != "" {
+			return value{}, code, msg
+		}
+		return value{b: b}, "", ""
 	case Bool:
 		if v, ok := parseBool(c.b, c.kind != cellBool); ok {
 			return value{i: v}, "", ""
@@ -124,6 +155,24 @@ func convertText(c cell, t Type, clean bool) (value, string, string) {
 		}
 	}
 	return value{}, CodeType, "not a valid " + t.String()
+}
+
+// leadingZero reports whether the integer b, after its sign, starts with a
+// zero that is not its only digit.
+func leadingZero(b []byte) bool {
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		b = b[1:]
+	}
+	return len(b) > 1 && b[0] == '0'
+}
+
+// InexactHint is the advice that goes with a CodeInexact reason for a value
+// of column name, whose type is t: the type that would keep the value.
+func InexactHint(name string, t Type) string {
+	if t == Float64 {
+		return fmt.Sprintf("make the column decimal or text (--column %s:decimal)", name)
+	}
+	return fmt.Sprintf("make the column text (--column %s:string)", name)
 }
 
 // appendJSONString appends the UTF-8 text s to dst as a JSON string literal.
@@ -187,70 +236,6 @@ func parseBool(b []byte, lenient bool) (int64, bool) {
 		return 0, true
 	}
 	return 0, false
-}
-
-// isDecimal reports whether b is a plain decimal number: an optional sign,
-// digits with an optional fraction, an optional exponent. With lenient false,
-// as used by inference, the sign must be '-' and the integer part must not
-// have leading zeros, so that codes like 08123 stay text.
-func isDecimal(b []byte, lenient bool) bool {
-	i := 0
-	if i < len(b) && (b[i] == '-' || (lenient && b[i] == '+')) {
-		i++
-	}
-	start := i
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
-	}
-	intDigits := i - start
-	if !lenient && intDigits > 1 && b[start] == '0' {
-		return false
-	}
-	frac := 0
-	if i < len(b) && b[i] == '.' {
-		i++
-		fs := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		frac = i - fs
-	}
-	if intDigits == 0 && frac == 0 {
-		return false
-	}
-	if !lenient && intDigits == 0 {
-		return false // .5 stays text under inference
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		es := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == es {
-			return false
-		}
-	}
-	return i == len(b)
-}
-
-// fitsFloat reports whether the decimal number b is within float64 range, as
-// convert requires: 1e999 is not a float64 but text.
-func fitsFloat(b []byte) bool {
-	if len(b) < 300 {
-		exp := false
-		for _, c := range b {
-			exp = exp || c|0x20 == 'e'
-		}
-		if !exp {
-			return true // too few digits to overflow
-		}
-	}
-	f, err := strconv.ParseFloat(str(b), 64)
-	return err == nil && !math.IsInf(f, 0)
 }
 
 // isInteger reports whether b is an integer as inference accepts it:
@@ -397,7 +382,7 @@ func daysFromCivil(y, m, d int) int64 {
 }
 
 // inference tracks the narrowest type that every non-null value of a column
-// seen so far can be read as.
+// seen so far can be read as without losing what it means.
 type inference struct {
 	seen     bool // a non-null value was seen
 	possible uint8
@@ -409,8 +394,48 @@ const (
 	canBool uint8 = 1 << iota
 	canInt
 	canFloat
+	canDecimal
 	canTimestamp
 )
+
+// observeNumber narrows in by the number b (CSV text or a JSON number):
+// int64 when it is a canonical int64, float64 when its float64 means the
+// same number, decimal when a decimal holds it. Inference takes no '+'
+// sign, no leading zeros and no empty integer part (.5), so that codes like
+// 08123 stay text.
+func (in *inference) observeNumber(b []byte) {
+	if isInteger(b) {
+		// Up to 15 digits an int64 is exactly a float64, and always a decimal.
+		if in.possible&canFloat != 0 && len(b) > 15 {
+			if d, ok := parseDecimal(b); !ok || !exactFloat(d, parseFloat(b)) {
+				in.possible &^= canFloat
+			}
+		}
+		return
+	}
+	in.possible &^= canInt
+	if in.possible&(canFloat|canDecimal) == 0 {
+		return
+	}
+	d, ok := parseDecimal(b)
+	if !ok || d.plus || d.zeros || d.bare {
+		in.possible &^= canFloat | canDecimal
+		return
+	}
+	if in.possible&canFloat != 0 && !exactFloat(d, parseFloat(b)) {
+		in.possible &^= canFloat
+	}
+	if in.possible&canDecimal != 0 && !d.fitsDecimal() {
+		in.possible &^= canDecimal
+	}
+}
+
+// parseFloat is strconv.ParseFloat for text known to be a decimal number:
+// out of range it returns the infinity or zero it rounds to.
+func parseFloat(b []byte) float64 {
+	f, _ := strconv.ParseFloat(str(b), 64)
+	return f
+}
 
 func (in *inference) observe(c cell) {
 	if c.kind == cellNull {
@@ -418,7 +443,7 @@ func (in *inference) observe(c cell) {
 	}
 	if !in.seen {
 		in.seen = true
-		in.possible = canBool | canInt | canFloat | canTimestamp
+		in.possible = canBool | canInt | canFloat | canDecimal | canTimestamp
 	}
 	switch c.kind {
 	case cellText:
@@ -426,13 +451,8 @@ func (in *inference) observe(c cell) {
 			in.possible = 0 // a quoted empty string is text
 			return
 		}
-		integer := in.possible&canInt != 0 && isInteger(c.b)
-		if !integer {
-			in.possible &^= canInt
-		}
-		// An integer inference accepts is a float too.
-		if in.possible&canFloat != 0 && !integer && (!isDecimal(c.b, false) || !fitsFloat(c.b)) {
-			in.possible &^= canFloat
+		if in.possible&(canInt|canFloat|canDecimal) != 0 {
+			in.observeNumber(c.b)
 		}
 		if in.possible&canBool != 0 {
 			if _, ok := parseBool(c.b, false); !ok {
@@ -455,12 +475,9 @@ func (in *inference) observe(c cell) {
 			in.text = true
 		}
 	case cellNumber:
-		in.possible &= canInt | canFloat
-		if in.possible&canInt != 0 && !isInteger(c.b) {
-			in.possible &^= canInt
-		}
-		if in.possible&canFloat != 0 && !fitsFloat(c.b) {
-			in.possible &^= canFloat
+		in.possible &= canInt | canFloat | canDecimal
+		if in.possible != 0 {
+			in.observeNumber(c.b)
 		}
 	case cellBool:
 		in.possible &= canBool
@@ -470,8 +487,9 @@ func (in *inference) observe(c cell) {
 	}
 }
 
-// result returns the inferred type. A column of nulls only is a string.
-func (in *inference) result() Type {
+// result returns the inferred type. A column of nulls only is a string. A
+// key column (exact) is never float64: it is a decimal, or text.
+func (in *inference) result(exact bool) Type {
 	switch {
 	case in.json:
 		return JSON
@@ -479,8 +497,10 @@ func (in *inference) result() Type {
 		return String
 	case in.possible&canInt != 0:
 		return Int64
-	case in.possible&canFloat != 0:
+	case in.possible&canFloat != 0 && !exact:
 		return Float64
+	case in.possible&canDecimal != 0:
+		return Decimal
 	case in.possible&canBool != 0:
 		return Bool
 	case in.possible&canTimestamp != 0:

@@ -3,6 +3,7 @@ package reader
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func TestInferCSV(t *testing.T) {
 	}{
 		{"int64", []string{"1", "-2", "0", "42"}, Int64, []any{"1", "-2", "0", "42"}},
 		{"int64_limits", []string{"9223372036854775807", "-9223372036854775808"}, Int64, []any{"9223372036854775807", "-9223372036854775808"}},
-		{"int64_overflow_is_float", []string{"1", "9223372036854775808"}, Float64, []any{"1", "9.223372036854776e+18"}},
+		{"int64_overflow_is_decimal", []string{"1", "9223372036854775808"}, Decimal, []any{"1", "9223372036854775808"}},
 		{"int64_quoted", []string{`"42"`, `"7"`}, Int64, []any{"42", "7"}},
 		{"int64_with_nulls", []string{"", "5", ""}, Int64, []any{nil, "5", nil}},
 		{"minus_zero", []string{"-0"}, Int64, []any{"0"}},
@@ -38,8 +39,9 @@ func TestInferCSV(t *testing.T) {
 		{"exponent", []string{"1e5"}, Float64, []any{"100000"}},
 		{"exponents", []string{"1E-3", "2.5e+2", "-3e0"}, Float64, []any{"0.001", "250", "-3"}},
 		{"exponent_and_int", []string{"7", "1e5"}, Float64, []any{"7", "100000"}},
-		{"float_overflow_is_string", []string{"1.5", "1e999"}, String, []any{"1.5", "1e999"}},
-		{"float_overflow_negative_is_string", []string{"-1e400"}, String, []any{"-1e400"}},
+		{"float_overflow_is_decimal", []string{"1.5", "1e999"}, Decimal, []any{"1.5", "1" + strings.Repeat("0", 999)}},
+		{"float_overflow_negative_is_decimal", []string{"-1e400"}, Decimal, []any{"-1" + strings.Repeat("0", 400)}},
+		{"beyond_decimal_is_string", []string{"1.5", "1e200000"}, String, []any{"1.5", "1e200000"}},
 		{"nan_is_string", []string{"1.5", "NaN"}, String, []any{"1.5", "NaN"}},
 		{"inf_is_string", []string{"inf"}, String, []any{"inf"}},
 		{"infinity_is_string", []string{"1", "-Infinity", "+Inf"}, String, []any{"1", "-Infinity", "+Inf"}},
@@ -127,10 +129,13 @@ func TestForcedTypes(t *testing.T) {
 	}{
 		{"int64", Int64,
 			[]string{"5", "+5", "-0", "007", `""`, "", "1.5", "abc", "1e3", "99999999999999999999", " 1", "0x10"},
-			[]want{ok("5"), ok("5"), ok("0"), ok("7"), ok(nil), ok(nil), bad(CodeType), bad(CodeType), bad(CodeType), bad(CodeType), bad(CodeType), bad(CodeType)}},
+			[]want{ok("5"), ok("5"), ok("0"), bad(CodeInexact), ok(nil), ok(nil), bad(CodeType), bad(CodeType), bad(CodeType), bad(CodeRange), bad(CodeType), bad(CodeType)}},
 		{"float64", Float64,
-			[]string{"1.5", ".5", "+2", "1e3", "08.5", "5", `""`, "NaN", "inf", "1e999", "1_000", "1.2.3", "e5"},
-			[]want{ok("1.5"), ok("0.5"), ok("2"), ok("1000"), ok("8.5"), ok("5"), ok(nil), bad(CodeType), bad(CodeType), bad(CodeType), bad(CodeType), bad(CodeType), bad(CodeType)}},
+			[]string{"1.5", ".5", "+2", "1e3", "08.5", "5", `""`, "NaN", "inf", "1e999", "1_000", "1.2.3", "e5", "9007199254740993", "1e-400", "-0"},
+			[]want{ok("1.5"), ok("0.5"), ok("2"), ok("1000"), bad(CodeInexact), ok("5"), ok(nil), bad(CodeType), bad(CodeType), bad(CodeInexact), bad(CodeType), bad(CodeType), bad(CodeType), bad(CodeInexact), bad(CodeInexact), ok("-0")}},
+		{"decimal", Decimal,
+			[]string{"1.50", "1.5e3", "-0", "+2", ".5", "007", `""`, "", "abc", "1e200000", "12345678901234567890.123456789"},
+			[]want{ok("1.50"), ok("1500"), ok("0"), ok("2"), ok("0.5"), bad(CodeInexact), ok(nil), ok(nil), bad(CodeType), bad(CodeRange), ok("12345678901234567890.123456789")}},
 		{"bool", Bool,
 			[]string{"true", "FALSE", "yes", "No", "1", "0", "T", "f", "Y", "n", "", "maybe", "2", "truee"},
 			[]want{ok("true"), ok("false"), ok("true"), ok("false"), ok("true"), ok("false"), ok("true"), ok("false"), ok("true"), ok("false"), ok(nil), bad(CodeType), bad(CodeType), bad(CodeType)}},
@@ -141,8 +146,8 @@ func TestForcedTypes(t *testing.T) {
 			[]string{"08123", "1", `""`, "", "true", "\xff", "a\x00b"},
 			[]want{ok("08123"), ok("1"), ok(""), ok(nil), ok("true"), bad(CodeUTF8), bad(CodeNUL)}},
 		{"json", JSON,
-			[]string{"abc", `"say ""hi"""`, "", "\xff"},
-			[]want{ok(`"abc"`), ok(`"say \"hi\""`), ok(nil), bad(CodeUTF8)}},
+			[]string{"abc", `"say ""hi"""`, "", `""`, "\xff", `"{""a"":{""b"":[1,null]}}"`, `"""s"""`, "12", `"[1,2]"`, `"{""a"":1"`},
+			[]want{bad(CodeJSON), bad(CodeJSON), ok(nil), ok(nil), bad(CodeUTF8), ok(`{"a":{"b":[1,null]}}`), ok(`"s"`), ok("12"), ok("[1,2]"), bad(CodeJSON)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if len(tc.fields) != len(tc.want) {
@@ -177,6 +182,8 @@ func TestForcedTypes(t *testing.T) {
 					t.Fatalf("reject %d keeps the row %q, want %q", i, g.Row, want)
 				}
 				g.Row = ""
+				// The value kept is the field's text, without CSV quoting.
+				w.Value = strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(w.Value, `"`), `"`), `""`, `"`)
 				cols, extra, err := RejectFields(g.Fields, CSV, plan.Schema)
 				if err != nil || len(extra) != 0 || cols[0] != (Field{Text: fmt.Sprint(w.Ordinal)}) || cols[1] != (Field{Text: w.Value}) {
 					t.Fatalf("reject %d keeps the fields %q (%v, %v, %v), want %d and %q", i, g.Fields, cols, extra, err, w.Ordinal, w.Value)
@@ -252,53 +259,161 @@ func TestParseTimestamp(t *testing.T) {
 	}
 }
 
-func TestIsDecimalAndInteger(t *testing.T) {
+// TestDecimalText checks the canonical decimal text (PostgreSQL's numeric
+// output form), the decimal limits, and which numbers a float64 keeps.
+func TestDecimalText(t *testing.T) {
 	for _, tc := range []struct {
-		in               string
-		strict, lenient  bool // isDecimal(false), isDecimal(true)
-		integer, fitting bool // isInteger, fitsFloat
+		in        string
+		canonical string // "" when not a decimal a column holds
+		float     bool   // its float64 means the same number
+		integer   bool   // isInteger: a canonical int64
 	}{
-		{"0", true, true, true, true},
-		{"-12", true, true, true, true},
-		{"012", false, true, false, true},
-		{"+12", false, true, false, true},
-		{"1.5", true, true, false, true},
-		{".5", false, true, false, true},
-		{"1e5", true, true, false, true},
-		{"1e", false, false, false, true},
-		{"1e+", false, false, false, true},
-		{"-", false, false, false, true},
-		{"", false, false, false, true},
-		{"1.5.5", false, false, false, true},
-		{"1e308", true, true, false, true},
-		{"1e309", true, true, false, false},
-		{"-1e309", true, true, false, false},
-		{"1e-400", true, true, false, true},
-		{"9223372036854775807", true, true, true, true},
-		{"9223372036854775808", true, true, false, true},
-		{"-9223372036854775808", true, true, true, true},
-		{"-9223372036854775809", true, true, false, true},
-		{strings.Repeat("9", 400), true, true, false, false},
-		{strings.Repeat("9", 308), true, true, false, true},
+		{"0", "0", true, true},
+		{"-0", "0", true, true},
+		{"-0.00", "0.00", true, false},
+		{"-12", "-12", true, true},
+		{"+12", "12", true, false},
+		{"1.50", "1.50", true, false},
+		{".5", "0.5", true, false},
+		{"5.", "5", true, false},
+		{"1.5e3", "1500", true, false},
+		{"1.50e1", "15.0", true, false},
+		{"1E-3", "0.001", true, false},
+		{"-1.25e-2", "-0.0125", true, false},
+		{"0.1", "0.1", true, false},
+		{"9007199254740992", "9007199254740992", true, true},
+		{"9007199254740993", "9007199254740993", false, true},
+		{"9223372036854775807", "9223372036854775807", false, true},
+		{"9223372036854775808", "9223372036854775808", false, false}, // 2^63 is a float64, but it prints as 9.223372036854776e+18
+		{"-9223372036854775809", "-9223372036854775809", false, false},
+		{"1234567890123456789", "1234567890123456789", false, true},
+		{"12345678901234567890.123456789", "12345678901234567890.123456789", false, false},
+		{"0.30000000000000004", "0.30000000000000004", true, false},
+		{"0.300000000000000041", "0.300000000000000041", false, false},
+		{"1e308", "1" + strings.Repeat("0", 308), true, false},
+		{"1e309", "1" + strings.Repeat("0", 309), false, false},
+		{"1e-400", "0." + strings.Repeat("0", 399) + "1", false, false},
+		{"1e400", "1" + strings.Repeat("0", 400), false, false},
+		{"1e131071", "1" + strings.Repeat("0", 131071), false, false},
+		{"1e131072", "", false, false},
+		{"1e-16383", "0." + strings.Repeat("0", 16382) + "1", false, false},
+		{"1e-16384", "", false, false},
+		{"1e99999999999999999999", "", false, false},
 	} {
 		name := tc.in
-		if len(name) > 20 {
-			name = fmt.Sprintf("%d_digits", len(name))
+		if len(name) > 24 {
+			name = name[:24]
 		}
 		t.Run(name, func(t *testing.T) {
 			b := []byte(tc.in)
-			if got := isDecimal(b, false); got != tc.strict {
-				t.Fatalf("isDecimal(strict) = %v", got)
+			got, code, msg := decimalValue(b)
+			if tc.canonical == "" {
+				if code != CodeRange {
+					t.Fatalf("decimalValue = %.40q %q %q, want a range error", got, code, msg)
+				}
+			} else if code != "" || string(got) != tc.canonical {
+				t.Fatalf("decimalValue = %.60q %q %q, want %.60q", got, code, msg, tc.canonical)
 			}
-			if got := isDecimal(b, true); got != tc.lenient {
-				t.Fatalf("isDecimal(lenient) = %v", got)
+			d, ok := parseDecimal(b)
+			if !ok {
+				t.Fatal("parseDecimal failed")
+			}
+			f, _ := strconv.ParseFloat(tc.in, 64)
+			if got := exactFloat(d, f); got != tc.float {
+				t.Fatalf("exactFloat = %v (float64 %v)", got, f)
 			}
 			if got := isInteger(b); got != tc.integer {
 				t.Fatalf("isInteger = %v", got)
 			}
-			if tc.lenient {
-				if got := fitsFloat(b); got != tc.fitting {
-					t.Fatalf("fitsFloat = %v", got)
+		})
+	}
+	for _, bad := range []string{"", "-", ".", "1e", "1e+", "1.5.5", "1,5", "0x10", "NaN", "inf", " 1", "1 "} {
+		if _, ok := parseDecimal([]byte(bad)); ok {
+			t.Errorf("parseDecimal(%q) accepted it", bad)
+		}
+	}
+}
+
+// TestConvertKeepsMeaning checks that a value converts to a fixed type
+// only when the type keeps it: leading zeros, floats that round, and text
+// that is not JSON are bad values with their reason.
+func TestConvertKeepsMeaning(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		kind cellKind
+		typ  Type
+		code string // "" when it converts
+		want string // the converted value's text (String, JSON, Decimal)
+	}{
+		{"02134", cellText, Int64, CodeInexact, ""},
+		{"-007", cellText, Int64, CodeInexact, ""},
+		{"0", cellText, Int64, "", ""},
+		{"+7", cellText, Int64, "", ""},
+		{"9223372036854775808", cellText, Int64, CodeRange, ""},
+		{"9007199254740993", cellText, Float64, CodeInexact, ""},
+		{"1e-400", cellText, Float64, CodeInexact, ""},
+		{"1e400", cellText, Float64, CodeInexact, ""},
+		{"0.1", cellText, Float64, "", ""},
+		{"007.5", cellText, Float64, CodeInexact, ""},
+		{"007.5", cellText, Decimal, CodeInexact, ""},
+		{"1.5e3", cellText, Decimal, "", "1500"},
+		{"1.50", cellNumber, Decimal, "", "1.50"},
+		{"12345678901234567890.123456789", cellText, Decimal, "", "12345678901234567890.123456789"},
+		{`{"a":[1,{"b":null}]}`, cellText, JSON, "", `{"a":[1,{"b":null}]}`},
+		{`"quoted"`, cellText, JSON, "", `"quoted"`},
+		{`not json`, cellText, JSON, CodeJSON, ""},
+		{`{"a":1`, cellText, JSON, CodeJSON, ""},
+		{`x`, cellString, JSON, "", `"x"`},
+	} {
+		t.Run(tc.typ.String()+"/"+tc.in, func(t *testing.T) {
+			v, code, msg := convert(cell{b: []byte(tc.in), kind: tc.kind}, tc.typ)
+			if code != tc.code {
+				t.Fatalf("code %q (%s), want %q", code, msg, tc.code)
+			}
+			if tc.want != "" && string(v.b) != tc.want {
+				t.Fatalf("value %q, want %q", v.b, tc.want)
+			}
+		})
+	}
+}
+
+// TestInferenceIsLossless checks the type inferred for columns of tricky
+// values: never a type that would change one of them.
+func TestInferenceIsLossless(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values []string
+		kind   cellKind
+		exact  bool // a key column
+		want   Type
+	}{
+		{"int64 edges", []string{"9223372036854775807", "-9223372036854775808"}, cellText, false, Int64},
+		{"beyond int64", []string{"9223372036854775808", "1"}, cellText, false, Decimal},
+		{"int beside decimal", []string{"1234567890123456789", "1.5"}, cellText, false, Decimal},
+		{"2^53+1 beside decimal", []string{"9007199254740993", "0.5"}, cellText, false, Decimal},
+		{"2^53 beside decimal", []string{"9007199254740992", "0.5"}, cellText, false, Float64},
+		{"short decimals", []string{"1.5", "-0.25", "1e5", "-0"}, cellText, false, Float64},
+		{"short decimals as key", []string{"1.5", "-0.25"}, cellText, true, Decimal},
+		{"long decimal", []string{"0.1", "3.14159265358979323846"}, cellText, false, Decimal},
+		{"tiny", []string{"1e-400"}, cellText, false, Decimal},
+		{"huge", []string{"1e400"}, cellText, false, Decimal},
+		{"beyond decimal", []string{"1e200000"}, cellText, false, String},
+		{"leading zeros", []string{"02134", "12345"}, cellText, false, String},
+		{"json numbers", []string{"9007199254740993", "1.5"}, cellNumber, false, Decimal},
+		{"json ints", []string{"9007199254740993", "-1"}, cellNumber, false, Int64},
+		{"json tiny", []string{"1e-400"}, cellNumber, false, Decimal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var in inference
+			for _, v := range tc.values {
+				in.observe(cell{b: []byte(v), kind: tc.kind})
+			}
+			if got := in.result(tc.exact); got != tc.want {
+				t.Fatalf("inferred %s, want %s", got, tc.want)
+			}
+			for _, v := range tc.values {
+				if _, code, msg := convert(cell{b: []byte(v), kind: tc.kind}, tc.want); code != "" {
+					t.Fatalf("%s does not convert to %s: %s", v, tc.want, msg)
 				}
 			}
 		})
@@ -331,9 +446,11 @@ func TestInferenceMatchesConvert(t *testing.T) {
 	for _, c := range cells {
 		var in inference
 		in.observe(c)
-		typ := in.result()
-		if _, code, msg := convert(c, typ); code != "" {
-			t.Errorf("%q (kind %d) infers %s but does not convert to it: %s", c.b, c.kind, typ, msg)
+		for _, exact := range []bool{false, true} {
+			typ := in.result(exact)
+			if _, code, msg := convert(c, typ); code != "" {
+				t.Errorf("%q (kind %d) infers %s but does not convert to it: %s", c.b, c.kind, typ, msg)
+			}
 		}
 	}
 }

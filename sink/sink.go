@@ -56,6 +56,10 @@ const (
 	KindTimestamp = "timestamp"
 	KindString    = "string"
 	KindJSON      = "json"
+	// KindDecimal is an exact decimal carried as its canonical text (the
+	// reader's): numeric on PostgreSQL, TEXT on SQLite, whose numeric
+	// affinity would round it.
+	KindDecimal = "decimal"
 
 	metadataType = "idemport.type"
 )
@@ -171,7 +175,11 @@ func Check(t *Table, tg Target, schema *arrow.Schema) error {
 			continue
 		}
 		if k := KindOf(f); !compatible(c.Kind, k) {
-			probs = append(probs, fmt.Sprintf("column %q is %s, the file's is %s", f.Name, c.SQLType, k))
+			why := ""
+			if c.Kind == KindFloat64 && k == KindInt64 {
+				why = " (a float holds integers exactly only within ±2^53)"
+			}
+			probs = append(probs, fmt.Sprintf("column %q is %s, the file's is %s%s", f.Name, c.SQLType, k, why))
 		}
 	}
 	if tg.Ordinal() {
@@ -192,18 +200,18 @@ func Check(t *Table, tg Target, schema *arrow.Schema) error {
 	return fmt.Errorf("table %s does not fit the file: %s", t.Name, strings.Join(probs, "; "))
 }
 
-// compatible reports whether a column holding kind table can store values
-// of kind file without loss.
+// compatible reports whether a column holding kind table can store every
+// value of kind file without loss. A float64 column does not hold every
+// int64 (only those within ±2^53); a decimal column holds every int64 and
+// every float64 (as the shortest text that reads back as it).
 func compatible(table, file string) bool {
 	switch {
 	case table == "" || table == file:
 		return true
 	case table == KindString:
 		return true // text holds any value's text
-	case table == KindFloat64 && file == KindInt64:
-		return true
-	case table == KindJSON && file == KindString:
-		return false
+	case table == KindDecimal:
+		return file == KindInt64 || file == KindFloat64
 	}
 	return false
 }

@@ -56,7 +56,7 @@ func wireFor(f field) wire {
 	switch t := f.target.typname; {
 	case f.file == sink.KindInt64 && t == "int8":
 		return wireInt8
-	case f.file == sink.KindInt64 && t == "float8" && !f.exact:
+	case f.file == sink.KindInt64 && t == "float8":
 		return wireInt8AsFloat8
 	case f.file == sink.KindFloat64 && t == "float8":
 		return wireFloat8

@@ -46,6 +46,8 @@ func sqlType(kind string) string {
 		return "timestamptz"
 	case sink.KindJSON:
 		return "jsonb"
+	case sink.KindDecimal:
+		return "numeric"
 	}
 	return "text"
 }
@@ -56,8 +58,10 @@ func kindOf(typname string) string {
 	switch typname {
 	case "int2", "int4", "int8":
 		return sink.KindInt64
-	case "float4", "float8", "numeric":
+	case "float4", "float8":
 		return sink.KindFloat64
+	case "numeric":
+		return sink.KindDecimal
 	case "bool":
 		return sink.KindBool
 	case "timestamp", "timestamptz":
@@ -243,12 +247,10 @@ type field struct {
 	file   string // the file's kind
 	target column
 	// text: the value is staged as text and cast to the target's type,
-	// for types idemport does not know (domains, enums, dates, …) and for
-	// text columns receiving other kinds.
+	// for types idemport does not know (domains, enums, dates, …), for
+	// numeric columns (the exact decimal text, never a float) and for text
+	// columns receiving other kinds.
 	text bool
-	// exact: an int64 value goes to a numeric column as is, not through
-	// float64.
-	exact bool
 }
 
 // expr is the staged value of f in the target column's type.
@@ -261,10 +263,11 @@ func (f *field) expr(alias string) string {
 }
 
 // comparable is how the stored value of f (in t) is compared with a new
-// one: json has no equality operator, and a type idemport does not know is
-// compared by its text.
+// one: json has no equality operator, a type idemport does not know is
+// compared by its text, and so is numeric, whose equality ignores the scale
+// (1.5 = 1.50) that the text keeps.
 func (f *field) comparable(alias string) string {
-	if f.target.typname == "json" || f.target.Kind == "" {
+	if f.target.typname == "json" || f.target.Kind == "" || f.target.Kind == sink.KindDecimal {
 		return alias + "." + q(f.name) + "::text"
 	}
 	return alias + "." + q(f.name)
@@ -280,7 +283,7 @@ func (f *field) value(a arrow.Array, i int) any {
 	}
 	switch a := a.(type) {
 	case *array.Int64:
-		if f.target.Kind == sink.KindFloat64 && !f.exact {
+		if f.target.Kind == sink.KindFloat64 {
 			return float64(a.Value(i))
 		}
 		return a.Value(i)
@@ -376,8 +379,8 @@ func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schem
 			fd.text = true
 		case c.Kind == sink.KindString && fd.file != sink.KindString && fd.file != sink.KindJSON:
 			fd.text = true
-		case c.Kind == sink.KindFloat64 && c.typname == "numeric":
-			fd.exact = true
+		case c.Kind == sink.KindDecimal:
+			fd.text = true
 		}
 		w.fields = append(w.fields, fd)
 	}
@@ -458,7 +461,7 @@ func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schem
 	if tg.Ordinal() {
 		w.direct = true
 		for _, f := range w.fields {
-			w.direct = w.direct && !f.text && !f.exact
+			w.direct = w.direct && !f.text
 		}
 		w.directCols = append([]string{sink.FileColumn, sink.RowColumn}, w.copyCols[1:]...)
 		w.present = "SELECT EXISTS (SELECT 1 FROM " + table + " WHERE " + q(sink.FileColumn) + " = $1 AND " + q(sink.RowColumn) + " BETWEEN $2 AND $3)"

@@ -33,9 +33,13 @@ func q(name string) string { return dialect.QuoteOne(name) }
 
 // sqlType is the declared type for a kind. TIMESTAMP and BOOLEAN keep their
 // meaning visible to readers of the table; timestamps are stored as
-// fixed-width UTC text, booleans as 0 and 1.
+// fixed-width UTC text, booleans as 0 and 1. Decimals are DECIMAL TEXT:
+// TEXT affinity keeps their canonical text as it is (NUMERIC affinity would
+// round it to 15 digits), and the name says what the text holds.
 func sqlType(kind string) string {
 	switch kind {
+	case sink.KindDecimal:
+		return "DECIMAL TEXT"
 	case sink.KindBool:
 		return "BOOLEAN"
 	case sink.KindInt64:
@@ -53,6 +57,8 @@ func sqlType(kind string) string {
 func kindOf(decl string) string {
 	t := strings.ToUpper(decl)
 	switch {
+	case strings.Contains(t, "DECIMAL") && strings.Contains(t, "TEXT"):
+		return sink.KindDecimal
 	case strings.Contains(t, "BOOL"):
 		return sink.KindBool
 	case strings.Contains(t, "INT"):

@@ -1,0 +1,252 @@
+package reader
+
+import (
+	"errors"
+	"math"
+	"strconv"
+)
+
+// The canonical decimal text. A decimal value is stored as the text
+// PostgreSQL's numeric type prints for it, so that SQLite (which keeps it as
+// TEXT, its numeric affinity being lossy) and PostgreSQL (numeric) hold the
+// same text:
+//
+//   - positional notation, never an exponent: 1.5e3 is 1500, 1e-3 is 0.001;
+//   - a '-' for a negative value, never a '+'; zero has no sign: -0 and
+//     -0.00 are 0 and 0.00;
+//   - the integer part without leading zeros, 0 when it is empty: .5 is 0.5;
+//   - the scale kept: 1.50 stays 1.50, and an exponent moves the point
+//     (1.50e1 is 15.0, 1.5e3 is 1500); a point with no digits after it is
+//     dropped: 1. is 1.
+//
+// A decimal holds at most MaxDecimalDigits digits before the point and
+// MaxDecimalScale after it, as numeric does; a number beyond that is text.
+const (
+	MaxDecimalDigits = 131072
+	MaxDecimalScale  = 16383
+)
+
+// decimalText is a decimal number's text split into its parts: the value is
+// ±0.digits × 10^point, where the first point digits (zeros past the end of
+// digits) form the integer part.
+type decimalText struct {
+	neg    bool
+	digits []byte // the integer part's and the fraction's digits, back to back (a view of the text, or a copy when it has a point)
+	point  int64  // digits before the decimal point once the exponent is applied; may be negative or beyond len(digits)
+	scale  int64  // digits after the point in the canonical text
+	// zeros reports a value with a leading zero in a multi-digit integer
+	// part (007, 00.5), whose zeros no number keeps.
+	zeros bool
+	exp   bool // written with an exponent
+	plus  bool // written with a leading '+'
+	bare  bool // written without an integer part (.5)
+}
+
+// maxExponent bounds the exponents parseDecimal reads: far beyond any
+// decimal, float64 or int64, and far from overflowing an int64.
+const maxExponent = 1 << 40
+
+// parseDecimal splits b, a decimal number in the syntax
+// [+-]digits[.digits][(e|E)[+-]digits] (at least one digit before or after
+// the point), into its parts. It allocates only for numbers with a point.
+func parseDecimal(b []byte) (decimalText, bool) {
+	var d decimalText
+	i := 0
+	if i < len(b) && (b[i] == '-' || b[i] == '+') {
+		d.neg, d.plus = b[i] == '-', b[i] == '+'
+		i++
+	}
+	start := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	intEnd := i
+	d.zeros = intEnd-start > 1 && b[start] == '0'
+	fracStart, fracEnd := i, i
+	if i < len(b) && b[i] == '.' {
+		i++
+		fracStart = i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		fracEnd = i
+	}
+	if intEnd == start && fracEnd == fracStart {
+		return d, false
+	}
+	d.bare = intEnd == start
+	var exp int64
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		d.exp = true
+		i++
+		eneg := false
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			eneg = b[i] == '-'
+			i++
+		}
+		es := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			if exp < maxExponent {
+				exp = exp*10 + int64(b[i]-'0')
+			}
+			i++
+		}
+		if i == es {
+			return d, false
+		}
+		if eneg {
+			exp = -exp
+		}
+	}
+	if i != len(b) {
+		return d, false
+	}
+	if fracEnd == fracStart {
+		d.digits = b[start:intEnd]
+	} else {
+		d.digits = make([]byte, 0, intEnd-start+fracEnd-fracStart)
+		d.digits = append(append(d.digits, b[start:intEnd]...), b[fracStart:fracEnd]...)
+	}
+	d.point = int64(intEnd-start) + exp
+	d.scale = max(0, int64(fracEnd-fracStart)-exp)
+	return d, true
+}
+
+// significant returns the digits of d without leading and trailing zeros,
+// and the exponent of the first of them: d is ±0.sig × 10^mag. A zero has
+// no significant digits.
+func (d decimalText) significant() ([]byte, int64) {
+	lo, hi := 0, len(d.digits)
+	for lo < hi && d.digits[lo] == '0' {
+		lo++
+	}
+	for hi > lo && d.digits[hi-1] == '0' {
+		hi--
+	}
+	return d.digits[lo:hi], d.point - int64(lo)
+}
+
+// fitsDecimal reports whether d is within what a decimal holds.
+func (d decimalText) fitsDecimal() bool {
+	sig, mag := d.significant()
+	return d.scale <= MaxDecimalScale && (len(sig) == 0 || mag <= MaxDecimalDigits)
+}
+
+// canonical reports whether b, the text d was parsed from, is already the
+// canonical text of d.
+func (d decimalText) canonical(b []byte) bool {
+	if d.exp || d.plus || d.zeros || d.bare || b[len(b)-1] == '.' {
+		return false
+	}
+	if d.neg {
+		if sig, _ := d.significant(); len(sig) == 0 {
+			return false // -0
+		}
+	}
+	return true
+}
+
+// appendDecimal appends the canonical text of d to dst.
+func appendDecimal(dst []byte, d decimalText) []byte {
+	sig, _ := d.significant()
+	if d.neg && len(sig) > 0 {
+		dst = append(dst, '-')
+	}
+	// The integer part: digits [0, point), zeros past the end, without
+	// leading zeros.
+	n := int64(len(d.digits))
+	wrote := false
+	for i := int64(0); i < d.point; i++ {
+		c := byte('0')
+		if i < n {
+			c = d.digits[i]
+		}
+		if c == '0' && !wrote {
+			continue
+		}
+		wrote = true
+		dst = append(dst, c)
+	}
+	if !wrote {
+		dst = append(dst, '0')
+	}
+	if d.scale == 0 {
+		return dst
+	}
+	dst = append(dst, '.')
+	for i := d.point; i < d.point+d.scale; i++ {
+		c := byte('0')
+		if i >= 0 && i < n {
+			c = d.digits[i]
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// decimalValue converts b to a decimal: its canonical text (b itself when
+// it is canonical already), or a reason code and message.
+func decimalValue(b []byte) ([]byte, string, string) {
+	d, ok := parseDecimal(b)
+	switch {
+	case !ok:
+		return nil, CodeType, "not a valid decimal"
+	case d.zeros:
+		return nil, CodeInexact, "leading zeros would be lost"
+	case !d.fitsDecimal():
+		return nil, CodeRange, "beyond what a decimal holds (131072 digits before the point, 16383 after)"
+	case d.canonical(b):
+		return b, "", ""
+	}
+	return appendDecimal(make([]byte, 0, len(b)+8), d), "", ""
+}
+
+// exactFloat reports whether the float64 nearest to d, f, means the same
+// number as d: whether its shortest formatting is d's number. Up to 15
+// significant digits within the normal range always round-trip; longer or
+// extreme numbers are compared digit by digit.
+func exactFloat(d decimalText, f float64) bool {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return false
+	}
+	sig, mag := d.significant()
+	if len(sig) == 0 {
+		return true // a zero: 0 and -0 keep their sign in a float64
+	}
+	if len(sig) <= 15 && mag > -290 && mag < 300 {
+		return true
+	}
+	var buf [32]byte
+	s := strconv.AppendFloat(buf[:0], f, 'e', -1, 64)
+	e, ok := parseDecimal(s)
+	if !ok {
+		return false
+	}
+	esig, emag := e.significant()
+	return e.neg == d.neg && emag == mag && string(esig) == string(sig)
+}
+
+// floatValue converts b to a float64, or returns a reason code and message
+// when it is not a number or its float64 would not mean the same number.
+func floatValue(b []byte) (float64, string, string) {
+	d, ok := parseDecimal(b)
+	if !ok {
+		return 0, CodeType, "not a valid float64"
+	}
+	if d.zeros {
+		return 0, CodeInexact, "leading zeros would be lost"
+	}
+	f, err := strconv.ParseFloat(str(b), 64)
+	if err != nil && !isRange(err) {
+		return 0, CodeType, "not a valid float64"
+	}
+	if !exactFloat(d, f) {
+		if math.IsInf(f, 0) || (f == 0 && err == nil) || isRange(err) {
+			return 0, CodeInexact, "beyond the range of a float64"
+		}
+		return 0, CodeInexact, "a float64 would store it as " + strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return f, "", ""
+}
+
+func isRange(err error) bool { return errors.Is(err, strconv.ErrRange) }
