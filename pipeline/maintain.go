@@ -104,19 +104,24 @@ func (e *Engine) replayedCount(ctx context.Context, k ledger.Key) (int64, error)
 }
 
 // countKeys reads the whole file and counts its good rows whose natural key
-// is present in the target.
+// is present in the target. The file is read as the import read it: with
+// the table's column types (text formats) and the forced ones, so that a
+// key is the value that was stored, not what inference makes of it alone.
 func (e *Engine) countKeys(ctx context.Context, r *run) (int64, error) {
-	f, err := reader.Open(r.req.Path, r.readerOptions(planInput{}))
+	in, table, err := r.planInputs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if table == nil {
+		return 0, nil
+	}
+	f, err := reader.Open(r.req.Path, r.readerOptions(in))
 	if err != nil {
 		return 0, err
 	}
 	plan, err := f.Scan(ctx, reader.ScanOptions{PartitionRows: r.req.PartitionRows})
 	if err != nil {
 		return 0, err
-	}
-	cols := make([]string, len(r.target.Key))
-	for i, k := range r.target.Key {
-		cols[i] = dialect.QuoteOne(k)
 	}
 	var found int64
 	for _, p := range plan.Partitions {
@@ -133,7 +138,7 @@ func (e *Engine) countKeys(ctx context.Context, r *run) (int64, error) {
 				pr.Close()
 				return 0, err
 			}
-			n, err := e.presentKeys(ctx, r.target, cols, b.Record, plan.Schema)
+			n, err := e.presentKeys(ctx, r.target, table, b.Record, plan.Schema)
 			b.Release()
 			if err != nil {
 				pr.Close()
@@ -147,23 +152,34 @@ func (e *Engine) countKeys(ctx context.Context, r *run) (int64, error) {
 }
 
 // presentKeys counts the rows of rec whose key is present in the target
-// (a key that appears twice in rec counts twice).
-func (e *Engine) presentKeys(ctx context.Context, tg sink.Target, cols []string, rec arrow.RecordBatch, schema reader.Schema) (int64, error) {
+// table (a key that appears twice in rec counts twice). On PostgreSQL each
+// key value goes as text cast to its column's type, so the comparison is
+// the column's whatever type the file's values have.
+func (e *Engine) presentKeys(ctx context.Context, tg sink.Target, table *sink.Table, rec arrow.RecordBatch, schema reader.Schema) (int64, error) {
 	n := int(rec.NumRows())
 	if n == 0 {
 		return 0, nil
 	}
-	names := make([]string, len(cols))
-	on := make([]string, len(cols))
-	for i, c := range cols {
+	names := make([]string, len(tg.Key))
+	on := make([]string, len(tg.Key))
+	params := make([]string, len(tg.Key))
+	for i, k := range tg.Key {
 		names[i] = fmt.Sprintf("k%d", i)
-		on[i] = fmt.Sprintf("t.%s = b.k%d", c, i)
+		on[i] = fmt.Sprintf("t.%s = b.k%d", dialect.QuoteOne(k), i)
+		params[i] = "?"
+		if c := table.Column(k); c != nil && e.d == dialect.Postgres {
+			params[i] = "CAST(? AS " + c.SQLType + ")"
+		}
 	}
-	tuple := "(" + strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",") + ")"
-	args := make([]any, 0, n*len(cols))
+	tuple := "(" + strings.Join(params, ", ") + ")"
+	args := make([]any, 0, n*len(tg.Key))
 	for i := 0; i < n; i++ {
 		for _, k := range tg.Key {
-			args = append(args, keyValue(rec.Column(schema.Index(k)), i))
+			v := keyValue(rec.Column(schema.Index(k)), i)
+			if e.d == dialect.Postgres && v != nil {
+				v = fmt.Sprint(v)
+			}
+			args = append(args, v)
 		}
 	}
 	q := `WITH b(` + strings.Join(names, ", ") + `) AS (VALUES ` + strings.TrimSuffix(strings.Repeat(tuple+",", n), ",") +
@@ -175,7 +191,13 @@ func (e *Engine) presentKeys(ctx context.Context, tg sink.Target, cols []string,
 	return c, nil
 }
 
+// keyValue returns row i of a as the value a key lookup binds: the Go value
+// of its kind, text for decimals and timestamps (as the sinks store them),
+// nil for null.
 func keyValue(a arrow.Array, i int) any {
+	if a.IsNull(i) {
+		return nil
+	}
 	switch a := a.(type) {
 	case *array.Int64:
 		return a.Value(i)

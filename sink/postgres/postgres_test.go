@@ -131,7 +131,7 @@ func TestDescribe(t *testing.T) {
 		"docb jsonb kind=json notnull=false default=false",
 		"x real kind=float64 notnull=false default=false",
 		"y double precision kind=float64 notnull=false default=false",
-		"z numeric(10,2) kind=float64 notnull=false default=false",
+		"z numeric(10,2) kind=decimal notnull=false default=false",
 		"s character varying(5) kind=string notnull=false default=false",
 		"c character(3) kind=string notnull=false default=false",
 		"day date kind= notnull=false default=false",

@@ -505,19 +505,56 @@ func existingTableRejectedInOrdinalMode(t *testing.T, f *Fx) {
 }
 
 // existingTableWiderTypes writes into columns of wider kinds than the
-// file's: integers into a float column, integers and timestamps into text.
+// file's: integers and timestamps into text, integers into a decimal.
 func existingTableWiderTypes(t *testing.T, f *Fx) {
-	f.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, x DOUBLE PRECISION, n TEXT, at TEXT)`)
-	s := Schema(I64("id"), I64("x"), I64("n"), TS("at"))
+	f.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, n TEXT, at TEXT)`)
+	s := Schema(I64("id"), I64("n"), TS("at"))
 	tg := sink.Target{Table: "t", Key: []string{"id"}}
 	f.MustEnsure(tg, s)
 	w := f.Writer(tg, s)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
-	rec := Batch(t, s, []any{1, 3, 42, at}, []any{2, -7, nil, nil})
+	rec := Batch(t, s, []any{1, 42, at}, []any{2, nil, nil})
 	WantRows(t, "wider", f.Write(w, 1, rec, Seq(1, 2)), counter.Rows{Read: 2, Inserted: 2})
-	WantTable(t, "wider", f.Table("t", "id", "id", "x", "n", "at"),
-		"1|3.0|'42'|'2026-01-02T03:04:05.000006Z'", "2|-7.0|NULL|NULL")
+	WantTable(t, "wider", f.Table("t", "id", "id", "n", "at"),
+		"1|'42'|'2026-01-02T03:04:05.000006Z'", "2|NULL|NULL")
 	WantRows(t, "wider again", f.Write(w, 1, rec, Seq(1, 2)), counter.Rows{Read: 2, Unchanged: 2})
+}
+
+// existingFloatRefusesInt64: a float column holds integers exactly only
+// within ±2^53, so a file's int64 column is refused, not rounded.
+func existingFloatRefusesInt64(t *testing.T, f *Fx) {
+	f.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, x DOUBLE PRECISION)`)
+	s := Schema(I64("id"), I64("x"))
+	err := f.Ensure(sink.Target{Table: "t", Key: []string{"id"}}, s)
+	if err == nil || !strings.Contains(err.Error(), `column "x"`) || !strings.Contains(err.Error(), "2^53") {
+		t.Fatalf("ensure: %v, want a refusal of column x naming 2^53", err)
+	}
+}
+
+// decimalsExact writes decimals, as keys and as values, into a table the
+// dialect creates, and reads back their exact text: nothing goes through a
+// float, and a changed scale is a change.
+func decimalsExact(t *testing.T, f *Fx) {
+	s := Schema(Dec("k"), Dec("d"))
+	tg := sink.Target{Table: "t", Key: []string{"k"}}
+	f.MustEnsure(tg, s)
+	w := f.Writer(tg, s)
+	long := "12345678901234567890.123456789"
+	tiny := "0." + strings.Repeat("0", 399) + "1"
+	rec := Batch(t, s,
+		[]any{"9007199254740992", long}, []any{"9007199254740993", tiny},
+		[]any{"-9223372036854775809", "1.50"}, []any{"0.1", nil})
+	WantRows(t, "insert", f.Write(w, 1, rec, Seq(1, 4)), counter.Rows{Read: 4, Inserted: 4})
+	want := []string{"-9223372036854775809|1.50", "0.1|NULL", "9007199254740992|" + long, "9007199254740993|" + tiny}
+	got := f.Table("t", "k", "k:decimal", "d:decimal")
+	slices.Sort(got)
+	WantTable(t, "decimals", got, want...)
+	WantRows(t, "again", f.Write(w, 1, rec, Seq(1, 4)), counter.Rows{Read: 4, Unchanged: 4})
+	rec2 := Batch(t, s, []any{"-9223372036854775809", "1.5"})
+	WantRows(t, "scale", f.Write(w, 2, rec2, Seq(1, 1)), counter.Rows{Read: 1, Updated: 1})
+	if got := f.Table("t", "k", "k:decimal", "d:decimal"); !slices.Contains(got, "-9223372036854775809|1.5") {
+		t.Errorf("after a scale change: %q", got)
+	}
 }
 
 func checkReportsEveryProblem(t *testing.T, f *Fx) {

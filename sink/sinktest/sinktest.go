@@ -64,6 +64,8 @@ func Run(t *testing.T, open func(t *testing.T) Env) {
 		{"ExistingTableWithVersionAndNoLineage", existingTableWithVersionAndNoLineage},
 		{"ExistingTableWithoutLineageKeyRejectedInOrdinalMode", existingTableRejectedInOrdinalMode},
 		{"ExistingTableWiderTypes", existingTableWiderTypes},
+		{"ExistingFloatRefusesInt64", existingFloatRefusesInt64},
+		{"DecimalsExact", decimalsExact},
 		{"CheckReportsEveryProblem", checkReportsEveryProblem},
 		{"UniqueIndexKey", uniqueIndexKey},
 		{"DescribeMissingTable", describeMissingTable},
@@ -320,6 +322,10 @@ func render(t *testing.T, kind string, v any) string {
 		if s, ok := v.(string); ok {
 			return "'" + s + "'"
 		}
+	case sink.KindDecimal:
+		if s, ok := v.(string); ok {
+			return s // the exact text: numeric's, or SQLite's DECIMAL TEXT
+		}
 	}
 	t.Fatalf("a %s column holds %T %v", kind, v, v)
 	return ""
@@ -374,6 +380,12 @@ func TS(name string) arrow.Field {
 func JSON(name string) arrow.Field {
 	return arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true,
 		Metadata: arrow.NewMetadata([]string{"idemport.type"}, []string{"json"})}
+}
+
+// Dec is a decimal field: exact decimal text, as the reader makes it.
+func Dec(name string) arrow.Field {
+	return arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true,
+		Metadata: arrow.NewMetadata([]string{"idemport.type"}, []string{"decimal"})}
 }
 
 // Schema is an Arrow schema of fields.
