@@ -167,12 +167,13 @@ func leadingZero(b []byte) bool {
 }
 
 // InexactHint is the advice that goes with a CodeInexact reason for a value
-// of column name, whose type is t: the type that would keep the value.
+// of column name, whose type is t: the type that would keep the value (for
+// an existing table, its column must be of that type too).
 func InexactHint(name string, t Type) string {
 	if t == Float64 {
-		return fmt.Sprintf("make the column decimal or text (--column %s:decimal)", name)
+		return fmt.Sprintf("store the column as decimal or text (--column %s:decimal, into a numeric or text column)", name)
 	}
-	return fmt.Sprintf("make the column text (--column %s:string)", name)
+	return fmt.Sprintf("store the column as text (--column %s:string, into a text column)", name)
 }
 
 // appendJSONString appends the UTF-8 text s to dst as a JSON string literal.

@@ -545,6 +545,17 @@ func decimalsExact(t *testing.T, f *Fx) {
 		[]any{"9007199254740992", long}, []any{"9007199254740993", tiny},
 		[]any{"-9223372036854775809", "1.50"}, []any{"0.1", nil})
 	WantRows(t, "insert", f.Write(w, 1, rec, Seq(1, 4)), counter.Rows{Read: 4, Inserted: 4})
+	// The column is the dialect's decimal (numeric, DECIMAL TEXT), so that
+	// a second file's decimals are read as decimals too.
+	desc, err := f.Env.Dialect.Describe(f.Ctx, f.Conn, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"k", "d"} {
+		if col := desc.Column(c); col == nil || col.Kind != sink.KindDecimal {
+			t.Fatalf("column %s is %+v, want the decimal kind", c, col)
+		}
+	}
 	want := []string{"-9223372036854775809|1.50", "0.1|NULL", "9007199254740992|" + long, "9007199254740993|" + tiny}
 	got := f.Table("t", "k", "k:decimal", "d:decimal")
 	slices.Sort(got)
