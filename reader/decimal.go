@@ -27,12 +27,13 @@ const (
 )
 
 // decimalText is a decimal number's text split into its parts: the value is
-// ±0.digits × 10^point, where the first point digits (zeros past the end of
-// digits) form the integer part.
+// ±0.digits × 10^point, where digits are the integer part's then the
+// fraction's, and the first point of them (zeros past the end) form the
+// integer part. The parts are views of the text: parsing allocates nothing.
 type decimalText struct {
 	neg    bool
-	digits []byte // the integer part's and the fraction's digits, back to back (a view of the text, or a copy when it has a point)
-	point  int64  // digits before the decimal point once the exponent is applied; may be negative or beyond len(digits)
+	ip, fp []byte // the digits before and after the point, as written
+	point  int64  // digits before the decimal point once the exponent is applied; may be negative or beyond the digits
 	scale  int64  // digits after the point in the canonical text
 	// zeros reports a value with a leading zero in a multi-digit integer
 	// part (007, 00.5), whose zeros no number keeps.
@@ -48,7 +49,7 @@ const maxExponent = 1 << 40
 
 // parseDecimal splits b, a decimal number in the syntax
 // [+-]digits[.digits][(e|E)[+-]digits] (at least one digit before or after
-// the point), into its parts. It allocates only for numbers with a point.
+// the point), into its parts.
 func parseDecimal(b []byte) (decimalText, bool) {
 	var d decimalText
 	i := 0
@@ -60,21 +61,20 @@ func parseDecimal(b []byte) (decimalText, bool) {
 	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 		i++
 	}
-	intEnd := i
-	d.zeros = intEnd-start > 1 && b[start] == '0'
-	fracStart, fracEnd := i, i
+	d.ip = b[start:i]
 	if i < len(b) && b[i] == '.' {
 		i++
-		fracStart = i
+		fs := i
 		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 			i++
 		}
-		fracEnd = i
+		d.fp = b[fs:i]
 	}
-	if intEnd == start && fracEnd == fracStart {
+	if len(d.ip) == 0 && len(d.fp) == 0 {
 		return d, false
 	}
-	d.bare = intEnd == start
+	d.bare = len(d.ip) == 0
+	d.zeros = len(d.ip) > 1 && d.ip[0] == '0'
 	var exp int64
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
 		d.exp = true
@@ -101,45 +101,51 @@ func parseDecimal(b []byte) (decimalText, bool) {
 	if i != len(b) {
 		return d, false
 	}
-	if fracEnd == fracStart {
-		d.digits = b[start:intEnd]
-	} else {
-		d.digits = make([]byte, 0, intEnd-start+fracEnd-fracStart)
-		d.digits = append(append(d.digits, b[start:intEnd]...), b[fracStart:fracEnd]...)
-	}
-	d.point = int64(intEnd-start) + exp
-	d.scale = max(0, int64(fracEnd-fracStart)-exp)
+	d.point = int64(len(d.ip)) + exp
+	d.scale = max(0, int64(len(d.fp))-exp)
 	return d, true
 }
 
-// significant returns the digits of d without leading and trailing zeros,
-// and the exponent of the first of them: d is ±0.sig × 10^mag. A zero has
-// no significant digits.
-func (d decimalText) significant() ([]byte, int64) {
-	lo, hi := 0, len(d.digits)
-	for lo < hi && d.digits[lo] == '0' {
+// digit returns the i-th of d's digits, '0' outside them.
+func (d *decimalText) digit(i int64) byte {
+	switch n := int64(len(d.ip)); {
+	case i < 0:
+	case i < n:
+		return d.ip[i]
+	case i-n < int64(len(d.fp)):
+		return d.fp[i-n]
+	}
+	return '0'
+}
+
+// significant returns the range [lo, hi) of d's digits without leading and
+// trailing zeros, and the exponent of the first of them: d is
+// ±0.(digits lo..hi) × 10^mag. A zero has lo == hi.
+func (d *decimalText) significant() (lo, hi, mag int64) {
+	hi = int64(len(d.ip) + len(d.fp))
+	for lo < hi && d.digit(lo) == '0' {
 		lo++
 	}
-	for hi > lo && d.digits[hi-1] == '0' {
+	for hi > lo && d.digit(hi-1) == '0' {
 		hi--
 	}
-	return d.digits[lo:hi], d.point - int64(lo)
+	return lo, hi, d.point - lo
 }
 
 // fitsDecimal reports whether d is within what a decimal holds.
-func (d decimalText) fitsDecimal() bool {
-	sig, mag := d.significant()
-	return d.scale <= MaxDecimalScale && (len(sig) == 0 || mag <= MaxDecimalDigits)
+func (d *decimalText) fitsDecimal() bool {
+	lo, hi, mag := d.significant()
+	return d.scale <= MaxDecimalScale && (lo == hi || mag <= MaxDecimalDigits)
 }
 
 // canonical reports whether b, the text d was parsed from, is already the
 // canonical text of d.
-func (d decimalText) canonical(b []byte) bool {
+func (d *decimalText) canonical(b []byte) bool {
 	if d.exp || d.plus || d.zeros || d.bare || b[len(b)-1] == '.' {
 		return false
 	}
 	if d.neg {
-		if sig, _ := d.significant(); len(sig) == 0 {
+		if lo, hi, _ := d.significant(); lo == hi {
 			return false // -0
 		}
 	}
@@ -147,20 +153,15 @@ func (d decimalText) canonical(b []byte) bool {
 }
 
 // appendDecimal appends the canonical text of d to dst.
-func appendDecimal(dst []byte, d decimalText) []byte {
-	sig, _ := d.significant()
-	if d.neg && len(sig) > 0 {
+func appendDecimal(dst []byte, d *decimalText) []byte {
+	if lo, hi, _ := d.significant(); d.neg && lo < hi {
 		dst = append(dst, '-')
 	}
 	// The integer part: digits [0, point), zeros past the end, without
 	// leading zeros.
-	n := int64(len(d.digits))
 	wrote := false
 	for i := int64(0); i < d.point; i++ {
-		c := byte('0')
-		if i < n {
-			c = d.digits[i]
-		}
+		c := d.digit(i)
 		if c == '0' && !wrote {
 			continue
 		}
@@ -175,11 +176,7 @@ func appendDecimal(dst []byte, d decimalText) []byte {
 	}
 	dst = append(dst, '.')
 	for i := d.point; i < d.point+d.scale; i++ {
-		c := byte('0')
-		if i >= 0 && i < n {
-			c = d.digits[i]
-		}
-		dst = append(dst, c)
+		dst = append(dst, d.digit(i))
 	}
 	return dst
 }
@@ -198,23 +195,25 @@ func decimalValue(b []byte) ([]byte, string, string) {
 	case d.canonical(b):
 		return b, "", ""
 	}
-	return appendDecimal(make([]byte, 0, len(b)+8), d), "", ""
+	return appendDecimal(make([]byte, 0, len(b)+8), &d), "", ""
 }
 
-// exactFloat reports whether the float64 nearest to d, f, means the same
-// number as d: whether its shortest formatting is d's number. Up to 15
-// significant digits within the normal range always round-trip; longer or
-// extreme numbers are compared digit by digit.
-func exactFloat(d decimalText, f float64) bool {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return false
-	}
-	sig, mag := d.significant()
-	if len(sig) == 0 {
+// exactFloat reports whether the float64 nearest to d (b's number) means
+// the same number as d: whether its shortest formatting is d's number. Up
+// to 15 significant digits within the normal range always do, without
+// parsing b; longer or extreme numbers are parsed and compared digit by
+// digit.
+func exactFloat(d *decimalText, b []byte) bool {
+	lo, hi, mag := d.significant()
+	if lo == hi {
 		return true // a zero: 0 and -0 keep their sign in a float64
 	}
-	if len(sig) <= 15 && mag > -290 && mag < 300 {
+	if hi-lo <= 15 && mag > -290 && mag < 300 {
 		return true
+	}
+	f, err := strconv.ParseFloat(str(b), 64)
+	if err != nil || math.IsInf(f, 0) {
+		return false
 	}
 	var buf [32]byte
 	s := strconv.AppendFloat(buf[:0], f, 'e', -1, 64)
@@ -222,8 +221,16 @@ func exactFloat(d decimalText, f float64) bool {
 	if !ok {
 		return false
 	}
-	esig, emag := e.significant()
-	return e.neg == d.neg && emag == mag && string(esig) == string(sig)
+	elo, ehi, emag := e.significant()
+	if e.neg != d.neg || emag != mag || ehi-elo != hi-lo {
+		return false
+	}
+	for i := int64(0); i < hi-lo; i++ {
+		if e.digit(elo+i) != d.digit(lo+i) {
+			return false
+		}
+	}
+	return true
 }
 
 // floatValue converts b to a float64, or returns a reason code and message
@@ -240,7 +247,7 @@ func floatValue(b []byte) (float64, string, string) {
 	if err != nil && !isRange(err) {
 		return 0, CodeType, "not a valid float64"
 	}
-	if !exactFloat(d, f) {
+	if !exactFloat(&d, b) {
 		if math.IsInf(f, 0) || (f == 0 && err == nil) || isRange(err) {
 			return 0, CodeInexact, "beyond the range of a float64"
 		}

@@ -408,7 +408,7 @@ func (in *inference) observeNumber(b []byte) {
 	if isInteger(b) {
 		// Up to 15 digits an int64 is exactly a float64, and always a decimal.
 		if in.possible&canFloat != 0 && len(b) > 15 {
-			if d, ok := parseDecimal(b); !ok || !exactFloat(d, parseFloat(b)) {
+			if d, ok := parseDecimal(b); !ok || !exactFloat(&d, b) {
 				in.possible &^= canFloat
 			}
 		}
@@ -423,19 +423,12 @@ func (in *inference) observeNumber(b []byte) {
 		in.possible &^= canFloat | canDecimal
 		return
 	}
-	if in.possible&canFloat != 0 && !exactFloat(d, parseFloat(b)) {
+	if in.possible&canFloat != 0 && !exactFloat(&d, b) {
 		in.possible &^= canFloat
 	}
 	if in.possible&canDecimal != 0 && !d.fitsDecimal() {
 		in.possible &^= canDecimal
 	}
-}
-
-// parseFloat is strconv.ParseFloat for text known to be a decimal number:
-// out of range it returns the infinity or zero it rounds to.
-func parseFloat(b []byte) float64 {
-	f, _ := strconv.ParseFloat(str(b), 64)
-	return f
 }
 
 func (in *inference) observe(c cell) {

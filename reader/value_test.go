@@ -318,8 +318,8 @@ func TestDecimalText(t *testing.T) {
 			if !ok {
 				t.Fatal("parseDecimal failed")
 			}
-			f, _ := strconv.ParseFloat(tc.in, 64)
-			if got := exactFloat(d, f); got != tc.float {
+			if got := exactFloat(&d, b); got != tc.float {
+				f, _ := strconv.ParseFloat(tc.in, 64)
 				t.Fatalf("exactFloat = %v (float64 %v)", got, f)
 			}
 			if got := isInteger(b); got != tc.integer {
