@@ -23,6 +23,7 @@ const (
 	wireTimestamp // timestamp or timestamptz: µs since 2000-01-01
 	wireText      // text, varchar, json: the bytes
 	wireJSONB     // version 1, then the text
+	wireNumeric   // a decimal's canonical text as numeric: base-10000 digits
 	wireAsText    // a value staged as text: its text rendering
 )
 
@@ -68,6 +69,8 @@ func wireFor(f field) wire {
 		return wireText
 	case f.file == sink.KindJSON && t == "jsonb":
 		return wireJSONB
+	case f.file == sink.KindDecimal && t == "numeric":
+		return wireNumeric
 	}
 	return 0
 }
@@ -134,6 +137,8 @@ func appendValue(b []byte, w wire, col arrow.Array, i int) []byte {
 	case wireJSONB:
 		s := col.(*array.String).Value(i)
 		return append(append(binary.BigEndian.AppendUint32(b, uint32(len(s)+1)), 1), s...)
+	case wireNumeric:
+		return appendNumeric(b, col.(*array.String).Value(i))
 	default:
 		s := text(col, i)
 		return append(binary.BigEndian.AppendUint32(b, uint32(len(s))), s...)
@@ -147,4 +152,62 @@ func copySQL(table string, cols []string) string {
 		names[i] = q(c)
 	}
 	return "COPY " + table + " (" + strings.Join(names, ", ") + ") FROM STDIN (FORMAT binary)"
+}
+
+// appendNumeric writes s, a decimal in the canonical text (an optional '-',
+// digits, and a point followed by digits only when the scale is not 0), as
+// a binary numeric: ndigits, weight, sign, dscale, then the base-10000
+// digits, grouped from the decimal point, without leading or trailing zero
+// groups. The scale is kept: 1.50 has dscale 2.
+func appendNumeric(b []byte, s string) []byte {
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	ip, fp, _ := strings.Cut(s, ".")
+	// Pad the integer part on the left and the fraction on the right to
+	// whole groups of 4 digits.
+	lead := (4 - len(ip)%4) % 4
+	trail := (4 - len(fp)%4) % 4
+	n := (lead + len(ip) + len(fp) + trail) / 4
+	digit := func(k int) int { // the k-th decimal digit of the padded text
+		k -= lead
+		switch {
+		case k < 0:
+			return 0
+		case k < len(ip):
+			return int(ip[k] - '0')
+		case k-len(ip) < len(fp):
+			return int(fp[k-len(ip)] - '0')
+		}
+		return 0
+	}
+	group := func(g int) uint16 {
+		return uint16(digit(4*g)*1000 + digit(4*g+1)*100 + digit(4*g+2)*10 + digit(4*g+3))
+	}
+	first, last := 0, n
+	for first < last && group(first) == 0 {
+		first++
+	}
+	for last > first && group(last-1) == 0 {
+		last--
+	}
+	ngroups := last - first
+	weight := (lead+len(ip))/4 - 1 - first
+	sign := uint16(0x0000)
+	if neg && ngroups > 0 {
+		sign = 0x4000
+	}
+	if ngroups == 0 {
+		weight = 0
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(8+2*ngroups))
+	b = binary.BigEndian.AppendUint16(b, uint16(ngroups))
+	b = binary.BigEndian.AppendUint16(b, uint16(int16(weight)))
+	b = binary.BigEndian.AppendUint16(b, sign)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(fp)))
+	for g := first; g < last; g++ {
+		b = binary.BigEndian.AppendUint16(b, group(g))
+	}
+	return b
 }

@@ -248,8 +248,8 @@ type field struct {
 	target column
 	// text: the value is staged as text and cast to the target's type,
 	// for types idemport does not know (domains, enums, dates, …), for
-	// numeric columns (the exact decimal text, never a float) and for text
-	// columns receiving other kinds.
+	// numeric columns receiving integers or floats (their exact text, never
+	// through a float) and for text columns receiving other kinds.
 	text bool
 }
 
@@ -379,8 +379,8 @@ func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schem
 			fd.text = true
 		case c.Kind == sink.KindString && fd.file != sink.KindString && fd.file != sink.KindJSON:
 			fd.text = true
-		case c.Kind == sink.KindDecimal:
-			fd.text = true
+		case c.Kind == sink.KindDecimal && (fd.file != sink.KindDecimal || c.typname != "numeric"):
+			fd.text = true // a decimal reaches numeric in binary; the rest as text, cast
 		}
 		w.fields = append(w.fields, fd)
 	}

@@ -403,3 +403,19 @@ func TestConcurrentEnsure(t *testing.T) {
 		}
 	}
 }
+
+// TestDecimalIntoUserNumeric writes decimals into a user's numeric(38,9)
+// column beside an integer column (which sends the batch through pgx's own
+// COPY encoding): exact, never through a float.
+func TestDecimalIntoUserNumeric(t *testing.T) {
+	f := sinktest.Open(t, open(t))
+	f.Exec(`CREATE TABLE t (id integer PRIMARY KEY, amount numeric(38,9), _idemport_file bigint, _idemport_row bigint)`)
+	s := sinktest.Schema(sinktest.I64("id"), sinktest.Dec("amount"))
+	tg := sink.Target{Table: "t", Key: []string{"id"}}
+	f.MustEnsure(tg, s)
+	w := f.Writer(tg, s)
+	rec := sinktest.Batch(t, s, []any{1, "12345678901234567890.123456789"}, []any{2, "9007199254740993"}, []any{3, "-0.000000001"})
+	sinktest.WantRows(t, "insert", f.Write(w, 1, rec, sinktest.Seq(1, 3)), counter.Rows{Read: 3, Inserted: 3})
+	sinktest.WantTable(t, "numeric", f.Table("t", "id", "id", "amount:decimal"),
+		"1|12345678901234567890.123456789", "2|9007199254740993.000000000", "3|-0.000000001")
+}

@@ -566,6 +566,22 @@ func decimalsExact(t *testing.T, f *Fx) {
 	if got := f.Table("t", "k", "k:decimal", "d:decimal"); !slices.Contains(got, "-9223372036854775809|1.5") {
 		t.Errorf("after a scale change: %q", got)
 	}
+
+	// Ordinal mode: a first load may be copied straight into the table.
+	vals := []string{"0", "0.00", "-0.0001", "10000", "99999999.99990000", "-12345678901234567890.123456789",
+		"1" + strings.Repeat("0", 40) + ".5", tiny, "0.1"}
+	so := Schema(Dec("d"))
+	tgo := sink.Target{Table: "o"}
+	f.MustEnsure(tgo, so)
+	wo := f.Writer(tgo, so)
+	var rows [][]any
+	for _, v := range vals {
+		rows = append(rows, []any{v})
+	}
+	n := int64(len(vals))
+	WantRows(t, "ordinal", f.Write(wo, 1, Batch(t, so, rows...), Seq(1, n)), counter.Rows{Read: n, Inserted: n})
+	WantTable(t, "ordinal", f.Table("o", sink.RowColumn, "d:decimal"), vals...)
+	WantRows(t, "ordinal again", f.Write(wo, 1, Batch(t, so, rows...), Seq(1, n)), counter.Rows{Read: n, Unchanged: n})
 }
 
 func checkReportsEveryProblem(t *testing.T, f *Fx) {
