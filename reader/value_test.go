@@ -2,6 +2,7 @@ package reader
 
 import (
 	"fmt"
+	"math/big"
 	"reflect"
 	"strconv"
 	"strings"
@@ -453,4 +454,50 @@ func TestInferenceMatchesConvert(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzDecimal checks the canonical decimal text and the float round trip
+// against math/big: the canonical text is the same number, canonical
+// again is itself, and a number exactFloat accepts prints back as itself.
+func FuzzDecimal(f *testing.F) {
+	for _, s := range []string{"0", "-0", "-0.00", "1.50", ".5", "5.", "1.5e3", "1.50e1", "-1.25e-2", "9007199254740993",
+		"0.30000000000000004", "1e-400", "1e400", "+7", "007.5", "123456789012345678901234567890e-15"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := []byte(s)
+		d, ok := parseDecimal(b)
+		if !ok || len(s) > 200 {
+			return
+		}
+		if strings.ContainsAny(s, "eE") {
+			if _, e, _ := strings.Cut(strings.ToLower(s), "e"); len(strings.TrimLeft(strings.TrimLeft(e, "+-"), "0")) > 3 {
+				return // big.Rat would build a huge number
+			}
+		}
+		want, ok := new(big.Rat).SetString(s)
+		if !ok {
+			t.Fatalf("big.Rat does not read %q", s)
+		}
+		got, code, msg := decimalValue(b)
+		if code != "" {
+			if code == CodeInexact && d.zeros || code == CodeRange && !d.fitsDecimal() {
+				return
+			}
+			t.Fatalf("decimalValue(%q): %s %s", s, code, msg)
+		}
+		r, ok := new(big.Rat).SetString(string(got))
+		if !ok || r.Cmp(want) != 0 {
+			t.Fatalf("canonical %q of %q is another number", got, s)
+		}
+		if again, _, _ := decimalValue(got); string(again) != string(got) {
+			t.Fatalf("canonical %q of %q is %q canonical again", got, s, again)
+		}
+		fl, _ := strconv.ParseFloat(s, 64)
+		back, ok := new(big.Rat).SetString(strconv.FormatFloat(fl, 'g', -1, 64))
+		same := ok && back.Cmp(want) == 0
+		if exact := exactFloat(&d, b); exact != same && want.Sign() != 0 {
+			t.Fatalf("exactFloat(%q) = %v, but the float64 prints %s", s, exact, strconv.FormatFloat(fl, 'g', -1, 64))
+		}
+	})
 }
