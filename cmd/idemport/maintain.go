@@ -20,7 +20,7 @@ func mappingFlags(c *cobra.Command, o *importOptions) {
 	f.StringSliceVar(&o.key, "key", nil, "natural key columns, comma-separated (default: rows are keyed by their place in the file)")
 	f.StringVar(&o.versionCol, "version-col", "", "with --key: apply a row only if this column is not older than the stored one")
 	f.StringVar(&o.fileID, "file-id", "", "the file's identity, or a template of it with {name}, {stem}, {path}, {digest} (default: its content digest)")
-	f.StringArrayVar(&o.columns, "column", nil, "fix a column's type, as name:type (bool, int64, float64, timestamp, string, json); repeatable")
+	f.StringArrayVar(&o.columns, "column", nil, "fix a column's type, as name:type (bool, int64, float64, decimal, timestamp, string, json); repeatable")
 	f.StringVar(&o.format, "format", "", "file format: csv, tsv, jsonl, parquet, arrow (IPC file) or arrows (IPC stream); default: by extension")
 	f.StringVar(&o.delimiter, "delimiter", "", "CSV/TSV field delimiter, one character (default , for CSV, tab for TSV)")
 	f.BoolVar(&o.quotes, "quotes", false, "process double quotes in TSV files (CSV always does)")
