@@ -122,18 +122,32 @@ func (d *decimalText) digit(i int64) byte {
 // trailing zeros, and the exponent of the first of them: d is
 // ±0.(digits lo..hi) × 10^mag. A zero has lo == hi.
 func (d *decimalText) significant() (lo, hi, mag int64) {
-	hi = int64(len(d.ip) + len(d.fp))
-	for lo < hi && d.digit(lo) == '0' {
+	ni, nf := int64(len(d.ip)), int64(len(d.fp))
+	for lo < ni && d.ip[lo] == '0' {
 		lo++
 	}
-	for hi > lo && d.digit(hi-1) == '0' {
+	if lo == ni {
+		for lo-ni < nf && d.fp[lo-ni] == '0' {
+			lo++
+		}
+	}
+	hi = ni + nf
+	for hi > ni && hi > lo && d.fp[hi-ni-1] == '0' {
 		hi--
+	}
+	if hi <= ni {
+		for hi > lo && d.ip[hi-1] == '0' {
+			hi--
+		}
 	}
 	return lo, hi, d.point - lo
 }
 
 // fitsDecimal reports whether d is within what a decimal holds.
 func (d *decimalText) fitsDecimal() bool {
+	if !d.exp && len(d.fp) <= MaxDecimalScale && len(d.ip) <= MaxDecimalDigits {
+		return true // no exponent: the digits as written are the decimal's
+	}
 	lo, hi, mag := d.significant()
 	return d.scale <= MaxDecimalScale && (lo == hi || mag <= MaxDecimalDigits)
 }

@@ -405,16 +405,18 @@ const (
 // sign, no leading zeros and no empty integer part (.5), so that codes like
 // 08123 stay text.
 func (in *inference) observeNumber(b []byte) {
-	if isInteger(b) {
-		// Up to 15 digits an int64 is exactly a float64, and always a decimal.
-		if in.possible&canFloat != 0 && len(b) > 15 {
-			if d, ok := parseDecimal(b); !ok || !exactFloat(&d, b) {
-				in.possible &^= canFloat
+	if in.possible&canInt != 0 {
+		if isInteger(b) {
+			// Up to 15 digits an int64 is exactly a float64, and always a decimal.
+			if in.possible&canFloat != 0 && len(b) > 15 {
+				if d, ok := parseDecimal(b); !ok || !exactFloat(&d, b) {
+					in.possible &^= canFloat
+				}
 			}
+			return
 		}
-		return
+		in.possible &^= canInt
 	}
-	in.possible &^= canInt
 	if in.possible&(canFloat|canDecimal) == 0 {
 		return
 	}
