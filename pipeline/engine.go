@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // the PostgreSQL target, as database/sql driver "pgx"
 	_ "github.com/mattn/go-sqlite3"    // the embedded default target
 
@@ -78,25 +80,77 @@ type Target struct {
 	URL     string // PostgreSQL connection string
 }
 
-// ParseDSN reads a target: sqlite://PATH, a bare path, or postgres://….
-// sqlite:///abs/path is an absolute path; sqlite://rel/path is relative.
+// ParseDSN reads a target. SQLite: sqlite://PATH (sqlite:///abs/path is
+// absolute, sqlite://rel/path relative), sqlite:PATH, file:PATH (a query
+// string is dropped) or a bare path. PostgreSQL: postgres://…,
+// postgresql://… or a libpq key=value string (host=… dbname=…); what it
+// leaves out is filled from the PG* environment variables, as psql does.
 func ParseDSN(dsn string) (Target, error) {
 	if dsn == "" {
 		dsn = DefaultDSN
 	}
-	switch {
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return Target{Dialect: dialect.Postgres, URL: dsn}, nil
-	case strings.HasPrefix(dsn, "sqlite://"):
-		p := strings.TrimPrefix(dsn, "sqlite://")
+	sqlitePath := func(p string) (Target, error) {
 		if p == "" {
 			return Target{}, usagef("%q names no file", dsn)
 		}
 		return Target{Dialect: dialect.SQLite, Path: p}, nil
+	}
+	switch {
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"), keyValueDSN(dsn):
+		return Target{Dialect: dialect.Postgres, URL: dsn}, nil
+	case strings.HasPrefix(dsn, "sqlite://"):
+		return sqlitePath(strings.TrimPrefix(dsn, "sqlite://"))
+	case strings.HasPrefix(dsn, "sqlite:"):
+		return sqlitePath(strings.TrimPrefix(dsn, "sqlite:"))
+	case strings.HasPrefix(dsn, "file:"):
+		p, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
+		return sqlitePath(p)
 	case strings.Contains(dsn, "://"):
-		return Target{}, usagef("unsupported target %q (want sqlite://PATH, a path, or postgres://…)", dsn)
+		return Target{}, usagef("unsupported target %q (want a SQLite path, sqlite://PATH, postgres://… or host=… dbname=…)", Redact(dsn))
 	}
 	return Target{Dialect: dialect.SQLite, Path: dsn}, nil
+}
+
+// libpqKeys are the connection parameters that start a libpq key=value
+// string.
+var libpqKeys = []string{"host", "hostaddr", "port", "dbname", "user", "password", "passfile", "sslmode", "service",
+	"application_name", "connect_timeout", "options", "target_session_attrs", "sslrootcert", "sslcert", "sslkey"}
+
+// keyValueDSN reports whether dsn is a libpq key=value string: its first
+// word is KEY=… with KEY a connection parameter.
+func keyValueDSN(dsn string) bool {
+	word, _, _ := strings.Cut(strings.TrimSpace(dsn), " ")
+	key, _, ok := strings.Cut(word, "=")
+	return ok && slices.Contains(libpqKeys, strings.TrimSpace(key))
+}
+
+// Redact returns dsn as users may see it: a URL's password and a key=value
+// string's password masked.
+func Redact(dsn string) string {
+	switch {
+	case strings.Contains(dsn, "://"):
+		return redact(dsn)
+	case keyValueDSN(dsn):
+		fields := strings.Fields(dsn)
+		for i, f := range fields {
+			if k, _, ok := strings.Cut(f, "="); ok && k == "password" {
+				fields[i] = "password=xxxxx"
+			}
+		}
+		return strings.Join(fields, " ")
+	}
+	return dsn
+}
+
+// postgresName names a PostgreSQL target for messages: host, port,
+// database and user as the driver resolved them (PG* variables included),
+// never the password.
+func postgresName(dsn string) string {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return Redact(dsn)
+	}
+	return fmt.Sprintf("PostgreSQL database %q on %s:%d as %s", cfg.Database, cfg.Host, cfg.Port, cfg.User)
 }
 
 // Open opens the target named by dsn and, unless o.ReadOnly, creates or
@@ -128,7 +182,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Engine, error) {
 	case dialect.Postgres:
 		e.db, err = sql.Open("pgx", t.URL)
 		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", redact(t.URL), err)
+			return nil, fmt.Errorf("open %s: %w", Redact(t.URL), err)
 		}
 		schema := o.StateSchema
 		if schema == "" {
@@ -136,11 +190,15 @@ func Open(ctx context.Context, dsn string, o Options) (*Engine, error) {
 		}
 		// A batch is one COPY and one merge: a batch per partition (batch
 		// 0) makes one of each per partition.
-		e.prefix, e.name, e.sink, e.batch = dialect.SchemaPrefix(schema), redact(t.URL), postgres.Dialect{}, 0
+		e.prefix, e.name, e.sink, e.batch = dialect.SchemaPrefix(schema), postgresName(t.URL), postgres.Dialect{}, 0
+		if err := e.db.PingContext(ctx); err != nil {
+			e.db.Close()
+			return nil, fmt.Errorf("connect to %s: %w", e.name, err)
+		}
 		if !o.ReadOnly {
 			if err := e.d.CreateSchema(ctx, e.db, schema); err != nil {
 				e.db.Close()
-				return nil, fmt.Errorf("create schema %s: %w", schema, err)
+				return nil, fmt.Errorf("in %s: %w", e.name, err)
 			}
 		}
 	}

@@ -83,7 +83,7 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 		},
 	}
 	f := c.Flags()
-	mappingFlags(c, o)
+	mappingFlags(e, c, o)
 	f.Int64Var(&o.partitionRows, "partition-rows", reader.DefaultPartitionRows, "rows per partition, the unit of commit and resume")
 	f.StringVar(&o.maxRejects, "max-rejects", "0", "bad rows allowed before the file is refused, a count or a percentage such as 0.5%; allowed ones go to the rejects quarantine")
 	f.DurationVar(&o.lease, "lease", pipeline.DefaultLease, "how long a claim survives without a heartbeat before another run may take it over")

@@ -16,6 +16,18 @@ import (
 	"github.com/idemport/idemport/pipeline"
 )
 
+// openExisting opens the target for a command that reads what imports left
+// there. A SQLite file that does not exist is an error (exit 1), not an
+// empty ledger: --into most likely names the wrong file, and reading must
+// not create it.
+func openExisting(c *cobra.Command, into target) (*pipeline.Engine, error) {
+	eng, err := into.open(c.Context(), pipeline.Options{ReadOnly: true})
+	if errors.Is(err, pipeline.ErrNoDatabase) {
+		return nil, fmt.Errorf("%s does not exist: nothing was imported there (check --into, or $IDEMPORT_INTO)", into)
+	}
+	return eng, err
+}
+
 // openReadOnly opens the target for a command that only reads. A missing
 // SQLite file is an empty ledger, reported as nil.
 func openReadOnly(c *cobra.Command, into target) (*pipeline.Engine, error) {
@@ -58,16 +70,14 @@ func newStatusCmd(e *env) *cobra.Command {
 			default:
 				return usageError{fmt.Errorf("--state %q: want processing, failed, completed, refused, undone or abandoned", state)}
 			}
-			eng, err := openReadOnly(c, into)
+			eng, err := openExisting(c, into)
 			if err != nil {
 				return err
 			}
-			var ops []pipeline.OperationStatus
-			if eng != nil {
-				defer eng.Close()
-				if ops, err = eng.Status(c.Context(), ledger.Filter{Table: table, State: ledger.State(state)}); err != nil {
-					return err
-				}
+			defer eng.Close()
+			ops, err := eng.Status(c.Context(), ledger.Filter{Table: table, State: ledger.State(state)})
+			if err != nil {
+				return err
 			}
 			if output == "json" {
 				return writeJSON(e.stdout, statusJSON(ops))
@@ -75,7 +85,7 @@ func newStatusCmd(e *env) *cobra.Command {
 			return statusText(e.stdout, ops)
 		},
 	}
-	intoFlag(c, &into)
+	e.intoFlag(c, &into)
 	outputFlag(c, &output)
 	c.Flags().StringVar(&table, "table", "", "only operations on this table")
 	c.Flags().StringVar(&state, "state", "", "only operations in this state: processing, failed, completed, refused, undone or abandoned (default: all but undone)")
@@ -166,12 +176,9 @@ func newHistoryCmd(e *env) *cobra.Command {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			eng, err := openReadOnly(c, into)
+			eng, err := openExisting(c, into)
 			if err != nil {
 				return err
-			}
-			if eng == nil {
-				return fmt.Errorf("no operation for %s: %s has no ledger", args[0], into)
 			}
 			defer eng.Close()
 			ops, attempts, err := eng.History(c.Context(), args[0], table)
@@ -184,7 +191,7 @@ func newHistoryCmd(e *env) *cobra.Command {
 			return historyText(e.stdout, ops, attempts)
 		},
 	}
-	intoFlag(c, &into)
+	e.intoFlag(c, &into)
 	outputFlag(c, &output)
 	c.Flags().StringVar(&table, "table", "", "only the operation on this table")
 	return c

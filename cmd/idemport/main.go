@@ -38,11 +38,13 @@ func main() {
 	os.Exit(code)
 }
 
-// env is what the command reads from its environment: the failpoint switch
-// for crash tests, read here and nowhere else.
+// env is what the command reads from its environment, here and nowhere
+// else: the default target (IDEMPORT_INTO) and the failpoint switch for
+// crash tests.
 type env struct {
 	stdout, stderr io.Writer
 	failpoints     *failpoint.Set
+	into           string // the default of --into
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -51,7 +53,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		fmt.Fprintln(stderr, "idemport:", err)
 		return exitUsage
 	}
-	e := &env{stdout: stdout, stderr: stderr, failpoints: fp}
+	e := &env{stdout: stdout, stderr: stderr, failpoints: fp, into: getenv("IDEMPORT_INTO")}
+	if e.into == "" {
+		e.into = pipeline.DefaultDSN
+	}
 	root := newRootCmd(e)
 	root.InitDefaultCompletionCmd(args...)
 	usageArgs(root)
@@ -277,19 +282,33 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 
 // target is the database a command works on: --into and --state-schema.
 type target struct {
-	dsn         string
+	dsn         string // --into
+	fallback    string // $IDEMPORT_INTO, else ./idemport.db: when --into is absent
 	stateSchema string
 }
 
-func (t target) String() string { return t.dsn }
+// resolved is the target's DSN: --into, else its fallback.
+func (t target) resolved() string {
+	if t.dsn != "" {
+		return t.dsn
+	}
+	return t.fallback
+}
+
+// String names the target as users may see it: passwords masked.
+func (t target) String() string { return pipeline.Redact(t.resolved()) }
 
 func (t target) open(ctx context.Context, o pipeline.Options) (*pipeline.Engine, error) {
 	o.StateSchema = t.stateSchema
-	return pipeline.Open(ctx, t.dsn, o)
+	return pipeline.Open(ctx, t.resolved(), o)
 }
 
-func intoFlag(c *cobra.Command, into *target) {
-	c.Flags().StringVar(&into.dsn, "into", pipeline.DefaultDSN, "target database: sqlite://PATH, a path, or postgres://…")
+// intoFlag registers --into, whose default is $IDEMPORT_INTO, else
+// ./idemport.db, and --state-schema. The default is not printed in the
+// help: the environment's DSN may hold a password.
+func (e *env) intoFlag(c *cobra.Command, into *target) {
+	into.fallback = e.into
+	c.Flags().StringVar(&into.dsn, "into", "", "target database: a SQLite path (sqlite://PATH, sqlite:PATH, file:PATH or a bare path), or PostgreSQL (postgres://…, postgresql://… or a libpq key=value string; PG* variables fill what it leaves out) (default $IDEMPORT_INTO, else ./idemport.db)")
 	c.Flags().StringVar(&into.stateSchema, "state-schema", pipeline.DefaultStateSchema, "PostgreSQL schema of idemport's ledger and checkpoints")
 }
 

@@ -13,9 +13,9 @@ import (
 
 // mappingFlags registers the flags that say which operation a file is and
 // how it is read, shared by import, plan and verify.
-func mappingFlags(c *cobra.Command, o *importOptions) {
+func mappingFlags(e *env, c *cobra.Command, o *importOptions) {
 	f := c.Flags()
-	intoFlag(c, &o.into)
+	e.intoFlag(c, &o.into)
 	f.StringVar(&o.table, "table", "", "target table (default: the file's name without extensions)")
 	f.StringSliceVar(&o.key, "key", nil, "natural key columns, comma-separated (default: rows are keyed by their place in the file)")
 	f.StringVar(&o.versionCol, "version-col", "", "with --key: apply a row only if this column is not older than the stored one")
@@ -48,12 +48,9 @@ It exits 1 on any difference, 0 when everything matches, and writes nothing.`,
 			if err := checkOutput(o.output); err != nil {
 				return err
 			}
-			eng, err := openReadOnly(c, o.into)
+			eng, err := openExisting(c, o.into)
 			if err != nil {
 				return err
-			}
-			if eng == nil {
-				return fmt.Errorf("%s has no ledger: nothing was imported there", o.into)
 			}
 			defer eng.Close()
 			bad := 0
@@ -87,7 +84,7 @@ It exits 1 on any difference, 0 when everything matches, and writes nothing.`,
 			return nil
 		},
 	}
-	mappingFlags(c, o)
+	mappingFlags(e, c, o)
 	outputFlag(c, &o.output)
 	return c
 }
@@ -161,7 +158,7 @@ never touched. After gc, rejects of those imports can no longer be exported or r
 			return err
 		},
 	}
-	intoFlag(c, &into)
+	e.intoFlag(c, &into)
 	outputFlag(c, &output)
 	c.Flags().StringVar(&older, "older-than", "90d", "age of completed imports to trim, e.g. 90d or 36h")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be removed, remove nothing")

@@ -45,7 +45,7 @@ now — without writing anything anywhere. It takes the same flags as import.`,
 			return planText(e.stdout, rep)
 		},
 	}
-	mappingFlags(c, o)
+	mappingFlags(e, c, o)
 	c.Flags().Int64Var(&o.partitionRows, "partition-rows", 100000, "rows per partition")
 	c.Flags().StringVar(&o.maxRejects, "max-rejects", "0", "bad rows allowed before the file is refused: a count, or a percentage such as 0.5%")
 	outputFlag(c, &o.output)

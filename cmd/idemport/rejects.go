@@ -30,12 +30,9 @@ attempt with trigger "replay". Replaying the same file again changes nothing.`,
 
 // rejectsOf finds the operations of a file (path or file ID) and their rejects.
 func rejectsOf(c *cobra.Command, into target, fileOrID, table string) (*pipeline.Engine, []ledger.Operation, [][]ledger.Reject, error) {
-	eng, err := openReadOnly(c, into)
+	eng, err := openExisting(c, into)
 	if err != nil {
 		return nil, nil, nil, err
-	}
-	if eng == nil {
-		return nil, nil, nil, fmt.Errorf("no operation for %s: %s has no ledger", fileOrID, into)
 	}
 	ops, err := eng.Operations(c.Context(), fileOrID, table)
 	if err != nil {
@@ -95,7 +92,7 @@ func newRejectsListCmd(e *env) *cobra.Command {
 			return rejectsText(e.stdout, ops, all)
 		},
 	}
-	intoFlag(c, &into)
+	e.intoFlag(c, &into)
 	outputFlag(c, &output)
 	c.Flags().StringVar(&table, "table", "", "only the operation on this table")
 	return c
@@ -155,18 +152,15 @@ replay'. Rows already replayed are left out unless --all.`,
 		Example: "  idemport rejects export orders.csv > fix.csv",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			eng, err := openReadOnly(c, into)
+			eng, err := openExisting(c, into)
 			if err != nil {
 				return err
-			}
-			if eng == nil {
-				return fmt.Errorf("no operation for %s: %s has no ledger", args[0], into)
 			}
 			defer eng.Close()
 			return eng.ExportRejects(c.Context(), e.stdout, args[0], table, all)
 		},
 	}
-	intoFlag(c, &into)
+	e.intoFlag(c, &into)
 	c.Flags().StringVar(&table, "table", "", "the operation on this table (needed when the file went to several)")
 	c.Flags().BoolVar(&all, "all", false, "include rows already replayed")
 	return c
@@ -208,7 +202,7 @@ otherwise nothing is applied (exit 5). Replaying the same file again changes not
 			return err
 		},
 	}
-	intoFlag(c, &into)
+	e.intoFlag(c, &into)
 	outputFlag(c, &output)
 	return c
 }

@@ -30,12 +30,9 @@ recorded in the file's history as an attempt with trigger "undo".`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			eng, err := openReadOnly(c, into)
+			eng, err := openExisting(c, into)
 			if err != nil {
 				return err
-			}
-			if eng == nil {
-				return fmt.Errorf("%s has no ledger: nothing was imported there", into)
 			}
 			eng.Close()
 			// Undo writes: open the target for writing once it is known to exist.
@@ -62,7 +59,7 @@ recorded in the file's history as an attempt with trigger "undo".`,
 			return err
 		},
 	}
-	intoFlag(c, &into)
+	e.intoFlag(c, &into)
 	outputFlag(c, &output)
 	c.Flags().StringVar(&table, "table", "", "the table the file was imported into, when it went to several")
 	c.Flags().BoolVar(&forget, "forget", false, "keep the rows and only forget the import (required for imports by --key)")
