@@ -178,6 +178,33 @@ func TestLifecycle(t *testing.T) {
 				l.t.Fatalf("%d undo attempts recorded, want 1", n)
 			}
 		}},
+		{"gc moves old undone operations to history", func(l *life) {
+			f := l.write("g.csv", "id\n1\n")
+			l.run(exitOK, "import", f)
+			l.run(exitOK, "undo", f)
+			r := l.run(exitOK, "status", "--state", "undone")
+			if !strings.Contains(r.Stdout, "undone") {
+				l.t.Fatalf("status --state undone:\n%s", r.Stdout)
+			}
+			time.Sleep(50 * time.Millisecond)
+			r = l.run(exitOK, "gc", "--older-than", "10ms", "--output", "json")
+			if !strings.Contains(r.Stdout, `"retired":1`) && !strings.Contains(r.Stdout, `"retired": 1`) {
+				l.t.Fatalf("gc did not retire the undone operation:\n%s", r.Stdout)
+			}
+			r = l.run(exitOK, "status", "--state", "undone")
+			if strings.Contains(r.Stdout, "undone") {
+				l.t.Fatalf("status still lists the undone operation after gc:\n%s", r.Stdout)
+			}
+			l.wantStates("g", "", "undone")
+			r = l.run(exitOK, "history", f)
+			if !strings.Contains(r.Stdout, "undone") {
+				l.t.Fatalf("history lost the undone operation:\n%s", r.Stdout)
+			}
+			// And the file imports again as a new operation.
+			l.run(exitOK, "import", f)
+			l.wantRows("g", "1", "id")
+			l.wantStates("g", "completed", "undone")
+		}},
 		{"undo in natural-key mode needs --forget", func(l *life) {
 			f := l.write("k.csv", "id,v\n1,a\n2,b\n")
 			l.run(exitOK, "import", "--key", "id", f)
