@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -55,6 +56,9 @@ type Partition struct {
 	Offset   int64
 	Length   int64
 	CRC      uint32
+	// Superseded lists, in order, the ordinals of the partition's rows
+	// that a later row of the same file supersedes: they are not applied.
+	Superseded []int64
 
 	Done         bool
 	DoneBy       string
@@ -70,14 +74,15 @@ func (s *Store) Save(ctx context.Context, tx *sql.Tx, op Op, attempt string, bod
 		return fmt.Errorf("store plan: %w", err)
 	}
 	stmt, err := tx.PrepareContext(ctx, s.q(`INSERT INTO `+s.prefix+`partitions
-		(table_name, file_id, idx, first_row, row_count, rejected, byte_offset, byte_length, crc)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`))
+		(table_name, file_id, idx, first_row, row_count, rejected, byte_offset, byte_length, crc, superseded, superseded_rows)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`))
 	if err != nil {
 		return fmt.Errorf("store partitions: %w", err)
 	}
 	defer stmt.Close()
 	for _, p := range parts {
-		if _, err := stmt.ExecContext(ctx, op.Table, op.FileID, p.Index, p.First, p.Rows, p.Rejected, p.Offset, p.Length, int64(p.CRC)); err != nil {
+		if _, err := stmt.ExecContext(ctx, op.Table, op.FileID, p.Index, p.First, p.Rows, p.Rejected, p.Offset, p.Length, int64(p.CRC),
+			len(p.Superseded), encodeOrdinals(p.First, p.Superseded)); err != nil {
 			return fmt.Errorf("store partition %d: %w", p.Index, err)
 		}
 	}
@@ -101,7 +106,7 @@ func (s *Store) Load(ctx context.Context, q dialect.Querier, op Op) ([]byte, []P
 
 // Partitions returns op's partitions in index order.
 func (s *Store) Partitions(ctx context.Context, q dialect.Querier, op Op) ([]Partition, error) {
-	rows, err := q.QueryContext(ctx, s.q(`SELECT idx, first_row, row_count, rejected, byte_offset, byte_length, crc, done,
+	rows, err := q.QueryContext(ctx, s.q(`SELECT idx, first_row, row_count, rejected, byte_offset, byte_length, crc, superseded_rows, done,
 		coalesce(done_by, ''), coalesce(lease_attempt, ''), coalesce(lease_expires, 0),
 		rows_inserted, rows_updated, rows_unchanged, rows_stale
 		FROM `+s.prefix+`partitions WHERE table_name = ? AND file_id = ? ORDER BY idx`), op.Table, op.FileID)
@@ -113,15 +118,19 @@ func (s *Store) Partitions(ctx context.Context, q dialect.Querier, op Op) ([]Par
 	for rows.Next() {
 		var p Partition
 		var crc, done int64
-		if err := rows.Scan(&p.Index, &p.First, &p.Rows, &p.Rejected, &p.Offset, &p.Length, &crc, &done,
+		var sup []byte
+		if err := rows.Scan(&p.Index, &p.First, &p.Rows, &p.Rejected, &p.Offset, &p.Length, &crc, &sup, &done,
 			&p.DoneBy, &p.LeaseAttempt, &p.LeaseExpires,
 			&p.Counts.Inserted, &p.Counts.Updated, &p.Counts.Unchanged, &p.Counts.Stale); err != nil {
 			return nil, fmt.Errorf("load partitions: %w", err)
 		}
 		p.CRC = uint32(crc)
 		p.Done = done != 0
+		if p.Superseded, err = decodeOrdinals(p.First, sup); err != nil {
+			return nil, fmt.Errorf("load partition %d: %w", p.Index, err)
+		}
 		if p.Done {
-			p.Counts.Read, p.Counts.Rejected = p.Rows, p.Rejected
+			p.Counts.Read, p.Counts.Rejected, p.Counts.Superseded = p.Rows, p.Rejected, int64(len(p.Superseded))
 		}
 		out = append(out, p)
 	}
@@ -163,12 +172,18 @@ func (s *Store) Claim(ctx context.Context, tx *sql.Tx, op Op, attempt string, le
 	}
 	var p Partition
 	var crc int64
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT idx, first_row, row_count, rejected, byte_offset, byte_length, crc
+	var sup []byte
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT idx, first_row, row_count, rejected, byte_offset, byte_length, crc, superseded_rows
 		FROM `+s.prefix+`partitions WHERE table_name = ? AND file_id = ? AND idx = ?`), op.Table, op.FileID, idx).
-		Scan(&p.Index, &p.First, &p.Rows, &p.Rejected, &p.Offset, &p.Length, &crc); err != nil {
+		Scan(&p.Index, &p.First, &p.Rows, &p.Rejected, &p.Offset, &p.Length, &crc, &sup); err != nil {
 		return nil, fmt.Errorf("read partition %d: %w", idx, err)
 	}
 	p.CRC = uint32(crc)
+	sups, err := decodeOrdinals(p.First, sup)
+	if err != nil {
+		return nil, fmt.Errorf("read partition %d: %w", idx, err)
+	}
+	p.Superseded = sups
 	p.LeaseAttempt = attempt
 	c := &Claim{Partition: p}
 	if holder != "" && holder != attempt {
@@ -210,6 +225,37 @@ func (s *Store) Rejected(ctx context.Context, q dialect.Querier, op Op) (int64, 
 		return 0, fmt.Errorf("count rejected rows: %w", err)
 	}
 	return n, nil
+}
+
+// encodeOrdinals encodes ascending ordinals, all at least first, as the
+// unsigned varints of their differences; nil when there are none.
+func encodeOrdinals(first int64, ords []int64) []byte {
+	if len(ords) == 0 {
+		return nil
+	}
+	b := make([]byte, 0, len(ords)*2)
+	prev := first
+	for _, o := range ords {
+		b = binary.AppendUvarint(b, uint64(o-prev))
+		prev = o
+	}
+	return b
+}
+
+// decodeOrdinals reverses encodeOrdinals.
+func decodeOrdinals(first int64, b []byte) ([]int64, error) {
+	var out []int64
+	prev := first
+	for len(b) > 0 {
+		d, n := binary.Uvarint(b)
+		if n <= 0 {
+			return nil, errors.New("corrupt superseded rows")
+		}
+		prev += int64(d)
+		out = append(out, prev)
+		b = b[n:]
+	}
+	return out, nil
 }
 
 func held(res sql.Result, err error, idx int) error {
@@ -274,9 +320,9 @@ func (s *Store) Progress(ctx context.Context, q dialect.Querier, op Op, attempt 
 func (s *Store) Totals(ctx context.Context, q dialect.Querier, op Op) (counter.Rows, error) {
 	var c counter.Rows
 	err := q.QueryRowContext(ctx, s.q(`SELECT coalesce(sum(row_count), 0), coalesce(sum(rows_inserted), 0), coalesce(sum(rows_updated), 0),
-		coalesce(sum(rows_unchanged), 0), coalesce(sum(rows_stale), 0), coalesce(sum(rejected), 0)
+		coalesce(sum(rows_unchanged), 0), coalesce(sum(rows_stale), 0), coalesce(sum(superseded), 0), coalesce(sum(rejected), 0)
 		FROM `+s.prefix+`partitions WHERE table_name = ? AND file_id = ? AND done = 1`), op.Table, op.FileID).
-		Scan(&c.Read, &c.Inserted, &c.Updated, &c.Unchanged, &c.Stale, &c.Rejected)
+		Scan(&c.Read, &c.Inserted, &c.Updated, &c.Unchanged, &c.Stale, &c.Superseded, &c.Rejected)
 	if err != nil {
 		return c, fmt.Errorf("sum partitions: %w", err)
 	}

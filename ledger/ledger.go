@@ -117,7 +117,7 @@ type Operation struct {
 const opColumns = `table_name, file_id, file_key, state, content_digest, mapping_digest, mapping,
 	file_path, file_size, planned, coalesce(lease_attempt, ''), coalesce(lease_expires, 0),
 	created_at, updated_at, coalesce(completed_at, 0), coalesce(completed_by, ''), coalesce(outcome, ''),
-	attempts, rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_rejected`
+	attempts, rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected`
 
 func scanOp(sc interface{ Scan(...any) error }) (*Operation, error) {
 	var o Operation
@@ -125,7 +125,7 @@ func scanOp(sc interface{ Scan(...any) error }) (*Operation, error) {
 	err := sc.Scan(&o.Table, &o.FileID, &o.FileKey, &o.State, &o.ContentDigest, &o.MappingDigest, &o.Mapping,
 		&o.Path, &o.Size, &planned, &o.LeaseAttempt, &o.LeaseExpires,
 		&o.CreatedAt, &o.UpdatedAt, &o.CompletedAt, &o.CompletedBy, &o.Outcome,
-		&o.Attempts, &o.Rows.Read, &o.Rows.Inserted, &o.Rows.Updated, &o.Rows.Unchanged, &o.Rows.Stale, &o.Rows.Rejected)
+		&o.Attempts, &o.Rows.Read, &o.Rows.Inserted, &o.Rows.Updated, &o.Rows.Unchanged, &o.Rows.Stale, &o.Rows.Superseded, &o.Rows.Rejected)
 	o.Planned = planned != 0
 	return &o, err
 }
@@ -219,7 +219,7 @@ func (l *Ledger) Start(ctx context.Context, tx *sql.Tx, k Key, a Attempt, plan b
 		// Nothing was applied before a plan exists: counters left by a
 		// refusal start again from zero.
 		lease = `, lease_attempt = ?, lease_expires = ` + l.d.Now() + ` + ?, outcome = NULL,
-			rows_read = 0, rows_inserted = 0, rows_updated = 0, rows_unchanged = 0, rows_stale = 0, rows_rejected = 0`
+			rows_read = 0, rows_inserted = 0, rows_updated = 0, rows_unchanged = 0, rows_stale = 0, rows_superseded = 0, rows_rejected = 0`
 		args = append(args, a.ID, leaseMs)
 	}
 	args = append(args, k.Table, k.FileID)
@@ -267,8 +267,8 @@ func (l *Ledger) fenced(res sql.Result, err error, what string) error {
 // operation. Call it in the partition's transaction.
 func (l *Ledger) Count(ctx context.Context, tx *sql.Tx, k Key, attempt string, r counter.Rows) error {
 	set := `rows_read = rows_read + ?, rows_inserted = rows_inserted + ?, rows_updated = rows_updated + ?,
-		rows_unchanged = rows_unchanged + ?, rows_stale = rows_stale + ?, rows_rejected = rows_rejected + ?`
-	args := []any{r.Read, r.Inserted, r.Updated, r.Unchanged, r.Stale, r.Rejected}
+		rows_unchanged = rows_unchanged + ?, rows_stale = rows_stale + ?, rows_superseded = rows_superseded + ?, rows_rejected = rows_rejected + ?`
+	args := []any{r.Read, r.Inserted, r.Updated, r.Unchanged, r.Stale, r.Superseded, r.Rejected}
 	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`attempts SET `+set+`, partitions_committed = partitions_committed + 1,
 		heartbeat_at = `+l.d.Now()+` WHERE attempt_id = ?`), append(args, attempt)...); err != nil {
 		return fmt.Errorf("count attempt: %w", err)

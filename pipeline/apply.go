@@ -196,7 +196,8 @@ func (r *run) read(ctx context.Context, claims <-chan *checkpoint.Claim, items c
 }
 
 func (r *run) readerPartition(p checkpoint.Partition) reader.Partition {
-	return reader.Partition{Index: p.Index, First: p.First, Rows: p.Rows, Rejected: p.Rejected, Offset: p.Offset, Length: p.Length, CRC: p.CRC}
+	return reader.Partition{Index: p.Index, First: p.First, Rows: p.Rows, Rejected: p.Rejected, Offset: p.Offset, Length: p.Length, CRC: p.CRC,
+		Superseded: p.Superseded}
 }
 
 // claimAlone leases the first partition of a worker in its own transaction.
@@ -307,8 +308,11 @@ func (r *run) lost(err error) error {
 // commit completes a partition: marks it done and counts it in the same
 // transaction as its effects.
 func (r *run) commit(ctx context.Context, tx *txn, c *checkpoint.Claim, counts counter.Rows, refused []refusedRow, mu *sync.Mutex) error {
-	counts.Read += c.Rejected
+	// Bad and superseded rows never reach the writer; the plan counted them.
+	superseded := int64(len(c.Superseded))
+	counts.Read += c.Rejected + superseded
 	counts.Rejected += c.Rejected
+	counts.Superseded = superseded
 	if counts.Read != c.Rows || !counts.Balanced() {
 		return fmt.Errorf("partition %d: counted %+v for %d rows", c.Index, counts, c.Rows)
 	}
@@ -339,7 +343,7 @@ func (r *run) commit(ctx context.Context, tx *txn, c *checkpoint.Claim, counts c
 	mu.Unlock()
 	r.progress(p)
 	r.log.Debug("partition committed", "partition", c.Index, "inserted", counts.Inserted, "updated", counts.Updated,
-		"unchanged", counts.Unchanged, "stale", counts.Stale, "rejected", counts.Rejected)
+		"unchanged", counts.Unchanged, "stale", counts.Stale, "superseded", counts.Superseded, "rejected", counts.Rejected)
 	return r.e.fp.Hit("after-partition-commit")
 }
 
@@ -383,6 +387,6 @@ func (r *run) finalize(ctx context.Context) error {
 		r.log.Warn("could not record the end of the attempt", "err", err)
 	}
 	r.log.Info("completed", "outcome", r.res.Outcome, "inserted", r.rows.Inserted, "updated", r.rows.Updated,
-		"unchanged", r.rows.Unchanged, "stale", r.rows.Stale, "rejected", r.rows.Rejected)
+		"unchanged", r.rows.Unchanged, "stale", r.rows.Stale, "superseded", r.rows.Superseded, "rejected", r.rows.Rejected)
 	return nil
 }

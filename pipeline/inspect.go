@@ -31,6 +31,7 @@ type PlanReport struct {
 	Schema     reader.Schema      `json:"schema"`
 	Rows       int64              `json:"rows"`
 	Rejected   int64              `json:"rejected"`
+	Superseded int64              `json:"superseded"` // rows a later row of the file with the same key supersedes
 	MaxRejects RejectLimit        `json:"max_rejects"`
 	Partitions []reader.Partition `json:"partitions"`
 	Rejects    []reader.Reject    `json:"first_bad_rows,omitempty"`
@@ -112,6 +113,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		plan, err = f.Scan(ctx, reader.ScanOptions{PartitionRows: r.req.PartitionRows, KeepRejects: maxReported})
 		if err == nil {
 			rep.Schema, rep.Rows, rep.Rejected, rep.Partitions, rep.Rejects = plan.Schema, plan.Rows, plan.Rejected, plan.Partitions, plan.Rejects
+			rep.Superseded = plan.Superseded
 		}
 	}
 	var pe *reader.ParseError

@@ -25,6 +25,7 @@ type storedPlan struct {
 	Schema        reader.Schema `json:"schema"`
 	Rows          int64         `json:"rows"`
 	Rejected      int64         `json:"rejected"`
+	Superseded    int64         `json:"superseded,omitempty"`
 	PartitionRows int64         `json:"partition_rows"`
 	// Limits and JSONB are what the plan pass checked values against, so
 	// that every attempt decides the same rows are bad.
@@ -52,7 +53,7 @@ const maxReported = 20
 // values checked as in.
 func (r *run) readerOptions(in planInput) reader.Options {
 	m := r.req.Mapping
-	return reader.Options{Format: m.Format, Delimiter: m.Delimiter, Quotes: m.Quotes, Types: in.types, NotNull: m.Key, Exact: m.Key,
+	return reader.Options{Format: m.Format, Delimiter: m.Delimiter, Quotes: m.Quotes, Types: in.types, NotNull: m.Key, Exact: m.Key, Key: m.Key,
 		Limits: in.limits, JSONB: in.jsonb}
 }
 
@@ -253,14 +254,15 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 			return false, err
 		}
 	}
-	body, err := json.Marshal(storedPlan{Version: 1, Schema: plan.Schema, Rows: plan.Rows, Rejected: plan.Rejected, PartitionRows: r.req.PartitionRows,
-		Limits: in.limits, JSONB: in.jsonb})
+	body, err := json.Marshal(storedPlan{Version: 1, Schema: plan.Schema, Rows: plan.Rows, Rejected: plan.Rejected, Superseded: plan.Superseded,
+		PartitionRows: r.req.PartitionRows, Limits: in.limits, JSONB: in.jsonb})
 	if err != nil {
 		return false, err
 	}
 	parts := make([]checkpoint.Partition, len(plan.Partitions))
 	for i, p := range plan.Partitions {
-		parts[i] = checkpoint.Partition{Index: p.Index, First: p.First, Rows: p.Rows, Rejected: p.Rejected, Offset: p.Offset, Length: p.Length, CRC: p.CRC}
+		parts[i] = checkpoint.Partition{Index: p.Index, First: p.First, Rows: p.Rows, Rejected: p.Rejected, Offset: p.Offset, Length: p.Length, CRC: p.CRC,
+			Superseded: p.Superseded}
 	}
 	rejects := make([]ledger.Reject, len(plan.Rejects))
 	for i, b := range plan.Rejects {
@@ -282,7 +284,7 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("store plan: %w", err)
 	}
-	r.log.Info("planned", "rows", plan.Rows, "rejected", plan.Rejected, "partitions", len(plan.Partitions))
+	r.log.Info("planned", "rows", plan.Rows, "rejected", plan.Rejected, "superseded", plan.Superseded, "partitions", len(plan.Partitions))
 	return false, nil
 }
 
@@ -360,10 +362,9 @@ func (r *run) loadPlan(ctx context.Context) error {
 		return fmt.Errorf("reopen %s: %w", r.req.Path, err)
 	}
 	r.file = f
-	r.plan = &reader.Plan{Schema: sp.Schema, Rows: sp.Rows, Rejected: sp.Rejected}
+	r.plan = &reader.Plan{Schema: sp.Schema, Rows: sp.Rows, Rejected: sp.Rejected, Superseded: sp.Superseded}
 	for _, p := range parts {
-		r.plan.Partitions = append(r.plan.Partitions, reader.Partition{Index: p.Index, First: p.First, Rows: p.Rows,
-			Rejected: p.Rejected, Offset: p.Offset, Length: p.Length, CRC: p.CRC})
+		r.plan.Partitions = append(r.plan.Partitions, r.readerPartition(p))
 	}
 	return nil
 }

@@ -75,6 +75,17 @@ func (f *File) where(u string, p Partition) string {
 func (f *File) scanArrow(ctx context.Context, o ScanOptions) (plan *Plan, err error) {
 	plan = &Plan{Schema: append(Schema(nil), f.schema...)}
 	cv := f.converter(f.schema)
+	var keys *keyIndex
+	var keyCols []int
+	var rr renderer
+	if len(f.opts.Key) > 0 {
+		keys = newKeyIndex()
+		names := make([]string, len(f.cols))
+		for i, c := range f.cols {
+			names[i] = c.name
+		}
+		keyCols = keyColumns(names, f.opts.Key)
+	}
 	start := f.stats.bytes.Load()
 	var ordinal int64
 	where := ""
@@ -119,6 +130,19 @@ func (f *File) scanArrow(ctx context.Context, o ScanOptions) (plan *Plan, err er
 				}
 			}
 			p.Rejected += int64(bad)
+			if keys != nil {
+				for i := range int(n) {
+					if cv.bad[i] {
+						continue
+					}
+					buf := keys.buf[:0]
+					for _, k := range keyCols {
+						buf = rr.appendArrowKey(buf, rec.Column(k), i)
+					}
+					keys.buf = buf
+					keys.add(p.First+read+int64(i), buf)
+				}
+			}
 			read += n
 			rec.Release()
 		}
@@ -138,6 +162,11 @@ func (f *File) scanArrow(ctx context.Context, o ScanOptions) (plan *Plan, err er
 		return nil, err
 	}
 	plan.Rows = ordinal
+	if keys != nil {
+		if err := f.supersede(ctx, plan, keys.candidates()); err != nil {
+			return nil, err
+		}
+	}
 	return plan, nil
 }
 
@@ -152,6 +181,7 @@ type arrowPartition struct {
 	pos      int64             // rows of cur already returned
 	read     int64
 	rejected int64
+	skipped  int   // superseded rows skipped
 	err      error // sticky: a failed reader stays failed
 	done     bool
 }
@@ -199,6 +229,7 @@ func (r *arrowPartition) next() (b Batch, err error) {
 			part = r.cur.NewSlice(r.pos, r.pos+n)
 		}
 		bad := r.cv.check(part)
+		r.skip(r.p.First + r.read)
 		out := r.cv.build(part, r.p.First+r.read)
 		if part != r.cur {
 			part.Release()
@@ -225,6 +256,23 @@ func (r *arrowPartition) next() (b Batch, err error) {
 	}
 }
 
+// skip marks the superseded rows of the batch check just saw, whose first
+// row has ordinal first, for build to leave out.
+func (r *arrowPartition) skip(first int64) {
+	c := r.cv
+	for r.skipped < len(r.p.Superseded) {
+		i := r.p.Superseded[r.skipped] - first
+		if i >= int64(len(c.bad)) {
+			return
+		}
+		if i >= 0 && !c.bad[i] {
+			c.bad[i] = true
+			c.nbad++
+		}
+		r.skipped++
+	}
+}
+
 // finish checks the counts of a partition read to its end.
 func (r *arrowPartition) finish(where string) error {
 	r.done = true
@@ -235,6 +283,8 @@ func (r *arrowPartition) finish(where string) error {
 	case r.rejected != r.p.Rejected:
 		return &ParseError{Path: r.f.path, Offset: -1,
 			Err: fmt.Errorf("%w: %s has %d bad rows, the plan says %d", ErrSourceChanged, where, r.rejected, r.p.Rejected)}
+	case r.skipped != len(r.p.Superseded):
+		return supersededError(r.f, r.p, int64(r.skipped))
 	}
 	return nil
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // BenchmarkPlan measures the plan pass (parse, infer, validate, checksum)
-// over the same 200,000 orders rows as CSV and as JSONL.
+// over the same 200,000 orders rows as CSV and as JSONL, in ordinal mode
+// and keyed by order_id (no key repeats).
 func BenchmarkPlan(b *testing.B) {
 	const n = 200_000
 	dir := b.TempDir()
@@ -20,22 +21,28 @@ func BenchmarkPlan(b *testing.B) {
 	jsonlPath := filepath.Join(dir, "orders.jsonl")
 	writeOrdersJSONL(b, jsonlPath, rows)
 	for _, path := range []string{csvPath, jsonlPath} {
-		b.Run(filepath.Ext(path)[1:], func(b *testing.B) {
-			st, err := os.Stat(path)
-			if err != nil {
-				b.Fatal(err)
+		for _, key := range [][]string{nil, {"order_id"}} {
+			name := filepath.Ext(path)[1:]
+			if key != nil {
+				name += "-key"
 			}
-			b.SetBytes(st.Size())
-			benchPlan(b, path, n)
-		})
+			b.Run(name, func(b *testing.B) {
+				st, err := os.Stat(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.SetBytes(st.Size())
+				benchPlan(b, path, n, keyOptions(key))
+			})
+		}
 	}
 }
 
 // benchPlan runs the plan pass over path, a file of n good rows, b.N
 // times, and reports rows/s.
-func benchPlan(b *testing.B, path string, n int64) {
+func benchPlan(b *testing.B, path string, n int64, o Options) {
 	for range b.N {
-		f, err := Open(path, Options{})
+		f, err := Open(path, o)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -46,6 +53,9 @@ func benchPlan(b *testing.B, path string, n int64) {
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// keyOptions are the reader options of an import keyed by key.
+func keyOptions(key []string) Options { return Options{NotNull: key} }
 
 // writeOrdersJSONL writes the orders rows as JSON objects, numbers as
 // numbers and the rest as strings (an empty note as null).

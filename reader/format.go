@@ -74,6 +74,10 @@ type Options struct {
 	// 9007199254740992 and 9007199254740993 is decimal, not two equal
 	// floats).
 	Exact []string
+	// Key names the natural key columns, in order. With a key the plan pass
+	// finds the rows whose key a later row of the file repeats
+	// (Plan.Superseded), and partition readers skip them.
+	Key []string
 	// MaxRowBytes bounds a row's size in text formats; 0 means
 	// DefaultMaxRowBytes.
 	MaxRowBytes int

@@ -1180,7 +1180,7 @@ func BenchmarkParquetVsCSV(b *testing.B) {
 	for _, path := range []string{pq, csvPath} {
 		st, _ := os.Stat(path)
 		b.Logf("%s: %d bytes", filepath.Base(path), st.Size())
-		b.Run(filepath.Ext(path)[1:]+"/plan", func(b *testing.B) { benchPlan(b, path, n) })
+		b.Run(filepath.Ext(path)[1:]+"/plan", func(b *testing.B) { benchPlan(b, path, n, Options{}) })
 		f, err := Open(path, Options{})
 		if err != nil {
 			b.Fatal(err)

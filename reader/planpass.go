@@ -194,9 +194,17 @@ type validator struct {
 	rejected     int64
 	partRejected []int64
 	rejects      []Reject
+	keys         *keyIndex // with a key: the good rows' key hashes
+	keyCols      []int     // positions of the key columns, once all are known
 }
 
-func newValidator(f *File, o ScanOptions) *validator { return &validator{f: f, o: o} }
+func newValidator(f *File, o ScanOptions) *validator {
+	v := &validator{f: f, o: o}
+	if len(f.opts.Key) > 0 {
+		v.keys = newKeyIndex()
+	}
+	return v
+}
 
 // grow extends the per-column state to the first n names.
 func (v *validator) grow(n int) {
@@ -325,5 +333,33 @@ func (v *validator) row(r tokenRow, cells []cell, raw []byte) {
 				v.infer[i].observe(c)
 			}
 		}
+		if v.keys != nil {
+			v.key(r.ordinal, cells)
+		}
 	}
+}
+
+// key records the key of a good row. A column whose type is fixed gives
+// its value's key, one still inferred its text's (appendTextKey).
+func (v *validator) key(ordinal int64, cells []cell) {
+	if v.keyCols == nil {
+		if v.keyCols = keyColumns(v.names, v.f.opts.Key); v.keyCols == nil {
+			return // not reached: a good row has every key column
+		}
+	}
+	buf := v.keys.buf[:0]
+	for _, i := range v.keyCols {
+		var c cell
+		if i < len(cells) {
+			c = cells[i]
+		}
+		if t := v.fixed[i]; t != Unknown {
+			x, _, _ := convertText(c, t, true)
+			buf = appendValueKey(buf, x, t)
+		} else {
+			buf = appendTextKey(buf, c)
+		}
+	}
+	v.keys.buf = buf
+	v.keys.add(ordinal, buf)
 }

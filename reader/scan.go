@@ -38,9 +38,13 @@ func missingKey(required []string, sc rowScanner) string {
 // its bad rows and where each partition starts. For a given file, options and
 // partition size it is always the same.
 type Plan struct {
-	Schema     Schema      `json:"schema"`
-	Rows       int64       `json:"rows"`     // data rows, bad ones included
-	Rejected   int64       `json:"rejected"` // bad rows
+	Schema   Schema `json:"schema"`
+	Rows     int64  `json:"rows"`     // data rows, bad ones included
+	Rejected int64  `json:"rejected"` // bad rows
+	// Superseded counts the good rows whose key a later good row of the
+	// file repeats (Options.Key): only the last occurrence of a key is
+	// applied. Each partition lists its own.
+	Superseded int64       `json:"superseded,omitempty"`
 	Partitions []Partition `json:"partitions"`
 	// Rejects lists the first bad rows, up to ScanOptions.KeepRejects.
 	Rejects []Reject `json:"-"`
@@ -63,6 +67,9 @@ type Partition struct {
 	Offset   int64  `json:"offset"`
 	Length   int64  `json:"length"`
 	CRC      uint32 `json:"crc"`
+	// Superseded lists, in order, the ordinals of the partition's rows
+	// that a later row of the file supersedes; its reader skips them.
+	Superseded []int64 `json:"-"`
 }
 
 // Reject is one bad row found by the plan pass.
@@ -198,6 +205,11 @@ func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 		}
 		plan.Schema = append(plan.Schema, Column{Name: name, Type: t})
 	}
+	if v.keys != nil {
+		if err := f.supersede(ctx, plan, v.keys.candidates()); err != nil {
+			return nil, err
+		}
+	}
 	return plan, nil
 }
 
@@ -245,8 +257,10 @@ type PartitionReader struct {
 	vals     []value
 	read     int64 // rows read, bad ones included
 	rejected int64
+	skipped  int // superseded rows skipped
 	size     int
 	done     bool
+	span     bool            // p spans several partitions of the plan: no CRC to check
 	ar       *arrowPartition // Parquet and Arrow files
 }
 
@@ -342,6 +356,10 @@ func (r *PartitionReader) Next() (Batch, error) {
 			r.rejected++
 			continue
 		}
+		if r.skipped < len(r.p.Superseded) && r.p.Superseded[r.skipped] == ordinal {
+			r.skipped++
+			continue
+		}
 		r.bb.add(ordinal, r.vals)
 	}
 	if r.read == r.p.Rows && !r.done {
@@ -362,12 +380,14 @@ func (r *PartitionReader) verify() error {
 	case end-r.p.Offset != r.p.Length:
 		return &ParseError{Path: r.f.path, Row: r.p.First + r.p.Rows - 1, Offset: end,
 			Err: fmt.Errorf("%w: partition %d ends at byte %d, the plan says %d", ErrSourceChanged, r.p.Index, end, r.p.Offset+r.p.Length)}
-	case r.sc.crcNow() != r.p.CRC:
+	case !r.span && r.sc.crcNow() != r.p.CRC:
 		return &ParseError{Path: r.f.path, Row: r.p.First, Offset: r.p.Offset,
 			Err: fmt.Errorf("%w: partition %d's bytes differ from the plan", ErrSourceChanged, r.p.Index)}
 	case r.rejected != r.p.Rejected:
 		return &ParseError{Path: r.f.path, Row: r.p.First, Offset: r.p.Offset,
 			Err: fmt.Errorf("%w: partition %d has %d bad rows, the plan says %d", ErrSourceChanged, r.p.Index, r.rejected, r.p.Rejected)}
+	case r.skipped != len(r.p.Superseded):
+		return supersededError(r.f, r.p, int64(r.skipped))
 	}
 	return nil
 }
@@ -378,6 +398,14 @@ func (r *PartitionReader) Rejected() int64 {
 		return r.ar.rejected
 	}
 	return r.rejected
+}
+
+// Superseded returns how many superseded rows the reader has skipped so far.
+func (r *PartitionReader) Superseded() int64 {
+	if r.ar != nil {
+		return int64(r.ar.skipped)
+	}
+	return int64(r.skipped)
 }
 
 // Close releases the reader's file and memory. It is safe to call twice.

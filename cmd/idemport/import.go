@@ -392,6 +392,9 @@ func resultText(r *pipeline.Result) string {
 		if rows.Stale > 0 {
 			extra = append(extra, fmt.Sprintf("%d stale (older than the stored row)", rows.Stale))
 		}
+		if rows.Superseded > 0 {
+			extra = append(extra, fmt.Sprintf("%d superseded (a later row of the file has the same key)", rows.Superseded))
+		}
 		if rows.Rejected > 0 {
 			extra = append(extra, fmt.Sprintf("%d bad rows quarantined", rows.Rejected))
 		}

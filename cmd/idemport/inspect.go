@@ -144,7 +144,7 @@ func statusText(w io.Writer, ops []pipeline.OperationStatus) error {
 		} else if !o.Planned && o.LeaseAttempt != "" {
 			lease = o.LeaseAttempt + " (planning)"
 		}
-		rows := fmt.Sprintf("%d", o.Rows.Inserted+o.Rows.Updated+o.Rows.Unchanged+o.Rows.Stale)
+		rows := fmt.Sprintf("%d", o.Rows.Inserted+o.Rows.Updated+o.Rows.Unchanged+o.Rows.Stale+o.Rows.Superseded)
 		if o.Rows.Rejected > 0 {
 			rows += fmt.Sprintf(" (+%d bad)", o.Rows.Rejected)
 		}
@@ -253,16 +253,16 @@ func historyText(w io.Writer, ops []pipeline.OperationStatus, attempts [][]ledge
 		}
 		fmt.Fprintf(w, "%s ← %s: %s, %d attempt(s), content %s\n", op.Table, op.FileID, op.State, len(attempts[i]), op.ContentDigest)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ATTEMPT\tTRIGGER\tHOST:PID\tSTARTED\tOUTCOME\tINSERTED\tUPDATED\tUNCHANGED\tSTALE\tREJECTED\tPARTITIONS\tNOTE")
+		fmt.Fprintln(tw, "ATTEMPT\tTRIGGER\tHOST:PID\tSTARTED\tOUTCOME\tINSERTED\tUPDATED\tUNCHANGED\tSTALE\tSUPERSEDED\tREJECTED\tPARTITIONS\tNOTE")
 		for _, a := range attempts[i] {
 			note := a.Error
 			if a.RecoveredFrom != "" {
 				note = strings.TrimSpace("recovered lease of " + a.RecoveredFrom + "; " + note)
 				note = strings.TrimSuffix(note, ";")
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s:%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d committed, %d skipped\t%s\n",
+			fmt.Fprintf(tw, "%s\t%s\t%s:%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d committed, %d skipped\t%s\n",
 				a.ID, a.Trigger, a.Host, a.PID, msTime(a.StartedAt), attemptOutcome(a),
-				a.Rows.Inserted, a.Rows.Updated, a.Rows.Unchanged, a.Rows.Stale, a.Rows.Rejected,
+				a.Rows.Inserted, a.Rows.Updated, a.Rows.Unchanged, a.Rows.Stale, a.Rows.Superseded, a.Rows.Rejected,
 				a.Partitions.Committed, a.Partitions.Skipped, note)
 		}
 		if err := tw.Flush(); err != nil {

@@ -71,7 +71,7 @@ func writeMetrics(path string, m runMetrics) error {
 	for _, r := range m.results {
 		files[key{r.Table, string(r.Outcome)}]++
 		for kind, n := range map[string]int64{"read": r.Rows.Read, "inserted": r.Rows.Inserted, "updated": r.Rows.Updated,
-			"unchanged": r.Rows.Unchanged, "stale": r.Rows.Stale, "rejected": r.Rows.Rejected} {
+			"unchanged": r.Rows.Unchanged, "stale": r.Rows.Stale, "superseded": r.Rows.Superseded, "rejected": r.Rows.Rejected} {
 			if r.Outcome != pipeline.Duplicate { // a duplicate returns the stored counts; this run wrote nothing
 				rows[key{r.Table, kind}] += float64(n)
 			}

@@ -68,6 +68,9 @@ func planText(w io.Writer, p *pipeline.PlanReport) error {
 		return nil
 	}
 	fmt.Fprintf(w, "rows:        %d (%d bad, at most %s allowed)\n", p.Rows, p.Rejected, p.MaxRejects)
+	if p.Superseded > 0 {
+		fmt.Fprintf(w, "superseded:  %d (a later row of the file has the same key)\n", p.Superseded)
+	}
 	fmt.Fprintln(w, "schema:")
 	for _, c := range p.Schema {
 		fmt.Fprintf(w, "  %-24s %s\n", c.Name, c.Type)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -49,6 +50,10 @@ func plan(n int) []checkpoint.Partition {
 	}
 	if n > 0 {
 		parts[n-1].CRC = 0xFFFFFFFF
+	}
+	if n > 1 {
+		// Superseded rows: the first, a gap past one varint byte, the last.
+		parts[1].Superseded = []int64{101, 102, 199, 200}
 	}
 	return parts
 }
@@ -168,7 +173,7 @@ func checkpointSaveLoad(t *testing.T, open func(t *testing.T) Store) {
 		t.Fatalf("loaded %d partitions, want %d", len(parts), len(want))
 	}
 	for i, p := range parts {
-		if p != want[i] {
+		if !reflect.DeepEqual(p, want[i]) {
 			t.Errorf("partition %d:\nloaded %+v\nsaved  %+v", i, p, want[i])
 		}
 	}
@@ -206,8 +211,9 @@ func checkpointClaimInOrder(t *testing.T, open func(t *testing.T) Store) {
 		t.Errorf("progress for another: %+v", got)
 	}
 	// The partition's counts as the pipeline gives them: its rows not
-	// written (here the plan's one bad row) are its rejected count.
-	c := counter.Rows{Read: 100, Inserted: 90, Updated: 5, Unchanged: 3, Stale: 1, Rejected: 1}
+	// written (here the plan's one bad row) are its rejected count, and
+	// the plan's four superseded rows its superseded count.
+	c := counter.Rows{Read: 100, Inserted: 86, Updated: 5, Unchanged: 3, Stale: 1, Superseded: 4, Rejected: 1}
 	if err := f.fence(1, "a1"); err != nil {
 		t.Fatalf("fence by the holder: %v", err)
 	}
@@ -227,7 +233,7 @@ func checkpointClaimInOrder(t *testing.T, open func(t *testing.T) Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := parts[1]; !p.Done || p.DoneBy != "a1" || p.LeaseAttempt != "" || p.Counts != c {
+	if p := parts[1]; !p.Done || p.DoneBy != "a1" || p.LeaseAttempt != "" || p.Counts != c || !reflect.DeepEqual(p.Superseded, plan(3)[1].Superseded) {
 		t.Errorf("done partition: %+v", p)
 	}
 	if p := parts[0]; p.Done || p.LeaseAttempt != "a1" || p.Counts != (counter.Rows{}) {

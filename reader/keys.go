@@ -1,0 +1,320 @@
+package reader
+
+// Within one file only the last occurrence of a key is applied. The plan
+// pass finds the others, the superseded rows, in two steps: while it reads
+// the rows it keeps a 64-bit hash of each good row's key with the row's
+// ordinal (16 bytes a row); at its end the hashes that occur more than once
+// name the candidate rows, and only when there are any, the partitions that
+// hold them are read again and the candidates' typed key values compared
+// exactly. A hash collision thus costs a second look, never a row; a file
+// whose keys do not repeat costs the hashing alone.
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// keyEntry is one good row's key hash and ordinal.
+type keyEntry struct {
+	hash    uint64
+	ordinal int64
+}
+
+// keyBuckets spreads the entries by the hash's top bits, so that repeats
+// are found bucket by bucket in cache-sized tables, and no slice of all the
+// entries is ever copied to grow.
+const keyBucketBits = 12
+
+// keyIndex collects the key hashes of a plan pass. It is not safe for
+// concurrent use.
+type keyIndex struct {
+	seed    maphash.Seed
+	buckets [1 << keyBucketBits][]keyEntry
+	buf     []byte // scratch for one row's key
+}
+
+func newKeyIndex() *keyIndex { return &keyIndex{seed: maphash.MakeSeed()} }
+
+// add records the key bytes of the good row with the given ordinal.
+func (k *keyIndex) add(ordinal int64, key []byte) {
+	h := maphash.Bytes(k.seed, key)
+	b := &k.buckets[h>>(64-keyBucketBits)]
+	*b = append(*b, keyEntry{hash: h, ordinal: ordinal})
+}
+
+// candidates returns, in ordinal order, the ordinals of the rows whose key
+// hash occurs more than once, and frees the index.
+func (k *keyIndex) candidates() []int64 {
+	var out []int64
+	var table []uint64 // open addressing; 0 marks a free slot
+	var count []uint8  // occurrences of the hash in the same slot, up to 2
+	for bi := range k.buckets {
+		b := k.buckets[bi]
+		k.buckets[bi] = nil
+		if len(b) < 2 {
+			continue
+		}
+		size := 1
+		for size < 2*len(b) {
+			size <<= 1
+		}
+		table, count = slices.Grow(table[:0], size)[:size], slices.Grow(count[:0], size)[:size]
+		clear(table)
+		clear(count)
+		mask := uint64(size - 1)
+		slot := func(h uint64) uint64 {
+			h |= 1 // never 0; the low bit is not the bucket's, so it cannot matter much
+			i := h & mask
+			for table[i] != 0 && table[i] != h {
+				i = (i + 1) & mask
+			}
+			table[i] = h
+			return i
+		}
+		repeats := false
+		for _, e := range b {
+			i := slot(e.hash)
+			if count[i] < 2 {
+				count[i]++
+			}
+			repeats = repeats || count[i] == 2
+		}
+		if !repeats {
+			continue
+		}
+		for _, e := range b {
+			if count[slot(e.hash)] == 2 {
+				out = append(out, e.ordinal)
+			}
+		}
+	}
+	k.buf = nil
+	slices.Sort(out)
+	return out
+}
+
+// appendTextKey appends the key bytes of a text cell of a column whose type
+// the pass is still inferring. Values that can be equal under the type the
+// column ends up with append the same bytes (1, 1.0 and 1e0; the same
+// instant written in two zones; TRUE and true), so repeats are not missed;
+// values equal only so, in a column that turns out to be text, are told
+// apart by the exact comparison.
+func appendTextKey(dst []byte, c cell) []byte {
+	b := c.b
+	if c.kind == cellText || c.kind == cellNumber {
+		if isInteger(b) {
+			if n, err := strconv.ParseInt(str(b), 10, 64); err == nil {
+				return binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(n))
+			}
+		}
+		if len(b) > 0 && isDecimal(b, false) && fitsFloat(b) {
+			if f, err := strconv.ParseFloat(str(b), 64); err == nil {
+				return appendFloatKey(dst, f)
+			}
+		}
+	}
+	if c.kind == cellText || c.kind == cellString {
+		if us, ok := parseTimestamp(b, false); ok {
+			return binary.BigEndian.AppendUint64(append(dst, 't'), uint64(us))
+		}
+	}
+	if c.kind == cellText || c.kind == cellBool {
+		if v, ok := parseBool(b, false); ok {
+			return append(dst, 'b', byte(v))
+		}
+	}
+	return appendBytesKey(dst, 's', b)
+}
+
+// appendFloatKey appends the key bytes of a float: an integral one as that
+// integer, so that it meets the same integer written without a fraction.
+func appendFloatKey(dst []byte, f float64) []byte {
+	if f == math.Trunc(f) && math.Abs(f) < 1<<63 {
+		return binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(int64(f)))
+	}
+	return binary.BigEndian.AppendUint64(append(dst, 'f'), math.Float64bits(f))
+}
+
+func appendBytesKey(dst []byte, tag byte, b []byte) []byte {
+	dst = binary.AppendUvarint(append(dst, tag), uint64(len(b)))
+	return append(dst, b...)
+}
+
+// appendValueKey appends the key bytes of a value converted to type t.
+func appendValueKey(dst []byte, v value, t Type) []byte {
+	switch t {
+	case Int64:
+		return binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(v.i))
+	case Float64:
+		return appendFloatKey(dst, v.f)
+	case Timestamp:
+		return binary.BigEndian.AppendUint64(append(dst, 't'), uint64(v.i))
+	case Bool:
+		return append(dst, 'b', byte(v.i))
+	}
+	return appendBytesKey(dst, 's', v.b)
+}
+
+// appendArrowKey appends the key bytes of row i of a column of a Parquet or
+// Arrow file, as the file types it: equal values append equal bytes.
+func (r *renderer) appendArrowKey(dst []byte, a arrow.Array, i int) []byte {
+	switch a := a.(type) {
+	case *array.Int64:
+		return binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(a.Value(i)))
+	case *array.Int32:
+		return binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(a.Value(i)))
+	case *array.String:
+		return appendBytesKey(dst, 's', []byte(a.Value(i)))
+	case *array.Float64:
+		return appendFloatKey(dst, a.Value(i))
+	}
+	n := len(dst)
+	dst = r.text(append(dst, 'x', 0, 0, 0, 0), a, i)
+	binary.BigEndian.PutUint32(dst[n+1:], uint32(len(dst)-n-5))
+	return dst
+}
+
+// appendBatchKey appends the exact key of row i of a batch the reader
+// built: the values the target receives.
+func appendBatchKey(dst []byte, rec arrow.RecordBatch, cols []int, i int) []byte {
+	for _, k := range cols {
+		switch a := rec.Column(k).(type) {
+		case *array.Int64:
+			dst = binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(a.Value(i)))
+		case *array.Float64:
+			f := a.Value(i)
+			if f == 0 {
+				f = 0 // -0 is 0
+			}
+			dst = binary.BigEndian.AppendUint64(append(dst, 'f'), math.Float64bits(f))
+		case *array.Timestamp:
+			dst = binary.BigEndian.AppendUint64(append(dst, 't'), uint64(a.Value(i)))
+		case *array.Boolean:
+			b := byte(0)
+			if a.Value(i) {
+				b = 1
+			}
+			dst = append(dst, 'b', b)
+		case *array.String:
+			dst = appendBytesKey(dst, 's', []byte(a.Value(i)))
+		default:
+			dst = appendBytesKey(dst, 'x', []byte(a.ValueStr(i)))
+		}
+	}
+	return dst
+}
+
+// keyColumns returns the positions in names of the key columns, or nil
+// when some key column is not among them.
+func keyColumns(names, key []string) []int {
+	var cols []int
+	for _, k := range key {
+		i := slices.Index(names, k)
+		if i < 0 {
+			return nil
+		}
+		cols = append(cols, i)
+	}
+	return cols
+}
+
+// supersede settles the candidate rows of a plan: it reads the partitions
+// that hold them and records, in each partition's Superseded, the ordinals
+// of the rows a later row of the file repeats the key of, comparing the
+// keys' typed values. Memory: the exact keys of the candidates.
+func (f *File) supersede(ctx context.Context, plan *Plan, cands []int64) error {
+	if len(cands) == 0 {
+		return nil
+	}
+	names := make([]string, len(plan.Schema))
+	for i, c := range plan.Schema {
+		names[i] = c.Name
+	}
+	cols := keyColumns(names, f.opts.Key)
+	// The partitions that hold candidates. A text file is read once from
+	// the first of them to the last: a compressed one cannot seek.
+	var reads []Partition
+	next := 0
+	for _, p := range plan.Partitions {
+		lo, _ := slices.BinarySearch(cands, p.First)
+		if lo < len(cands) && cands[lo] < p.First+p.Rows {
+			reads = append(reads, p)
+		}
+	}
+	if f.src == nil && len(reads) > 1 {
+		a, z := reads[0], reads[len(reads)-1]
+		span := Partition{Index: a.Index, First: a.First, Rows: z.First + z.Rows - a.First, Offset: a.Offset, Length: z.Offset + z.Length - a.Offset}
+		for _, q := range plan.Partitions[a.Index : z.Index+1] {
+			span.Rejected += q.Rejected
+		}
+		reads = []Partition{span}
+	}
+	last := map[string]int64{} // exact key → ordinal of its latest occurrence so far
+	var superseded []int64
+	var buf []byte
+	for _, p := range reads {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		pr, err := f.Partition(plan, p, 4096)
+		if err != nil {
+			return err
+		}
+		pr.span = f.src == nil
+		for {
+			b, err := pr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				pr.Close()
+				return err
+			}
+			for i, o := range b.Ordinals {
+				for next < len(cands) && cands[next] < o {
+					next++ // not returned: a bad row now, which the apply will find changed
+				}
+				if next == len(cands) || cands[next] != o {
+					continue
+				}
+				next++
+				buf = appendBatchKey(buf[:0], b.Record, cols, i)
+				if prev, ok := last[string(buf)]; ok {
+					superseded = append(superseded, prev)
+				}
+				last[string(buf)] = o
+			}
+			b.Release()
+		}
+		if err := pr.Close(); err != nil {
+			return err
+		}
+	}
+	slices.Sort(superseded)
+	plan.Superseded = int64(len(superseded))
+	for i := range plan.Partitions {
+		p := &plan.Partitions[i]
+		lo, _ := slices.BinarySearch(superseded, p.First)
+		hi, _ := slices.BinarySearch(superseded, p.First+p.Rows)
+		if hi > lo {
+			p.Superseded = slices.Clip(superseded[lo:hi])
+		}
+	}
+	return nil
+}
+
+// supersededError reports a partition whose superseded rows are not what
+// the plan says: the file changed.
+func supersededError(f *File, p Partition, got int64) error {
+	return &ParseError{Path: f.path, Row: p.First, Offset: p.Offset,
+		Err: fmt.Errorf("%w: partition %d has %d superseded rows, the plan says %d", ErrSourceChanged, p.Index, got, len(p.Superseded))}
+}

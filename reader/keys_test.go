@@ -1,0 +1,236 @@
+package reader
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// lastWins returns, from rows of key texts (nil for a bad row), the
+// ordinals a later good row with the same key supersedes.
+func lastWins(keys []*string) []int64 {
+	last := map[string]int64{}
+	for i, k := range keys {
+		if k != nil {
+			last[*k] = int64(i + 1)
+		}
+	}
+	var out []int64
+	for i, k := range keys {
+		if k != nil && last[*k] != int64(i+1) {
+			out = append(out, int64(i+1))
+		}
+	}
+	return out
+}
+
+// supersededOf returns the ordinals the partitions of plan list.
+func supersededOf(plan *Plan) []int64 {
+	var out []int64
+	for _, p := range plan.Partitions {
+		out = append(out, p.Superseded...)
+	}
+	return out
+}
+
+// checkSkipped reads every partition and checks that the readers return
+// exactly the good rows that are not superseded.
+func checkSkipped(t *testing.T, f *File, plan *Plan, good []int64) {
+	t.Helper()
+	var got []int64
+	var skipped int64
+	for _, p := range plan.Partitions {
+		pr, err := f.Partition(plan, p, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			b, err := pr.Next()
+			if err != nil {
+				if err.Error() != "EOF" {
+					t.Fatal(err)
+				}
+				break
+			}
+			got = append(got, b.Ordinals...)
+			b.Release()
+		}
+		skipped += pr.Superseded()
+		if err := pr.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(got, good) {
+		t.Fatalf("readers returned rows %v, want %v", got, good)
+	}
+	if skipped != plan.Superseded {
+		t.Fatalf("readers skipped %d rows, the plan says %d", skipped, plan.Superseded)
+	}
+}
+
+// TestSupersededRandom plans random CSV, TSV and JSONL files, plain and
+// compressed, whose keys repeat within and across partitions, with bad
+// rows among them, and compares the superseded rows with the last-wins
+// rule applied to the file's rows.
+func TestSupersededRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 3))
+	for iter := range 60 {
+		n := 1 + rng.IntN(60)
+		domain := 1 + rng.IntN(n+3)
+		compound := rng.IntN(3) == 0
+		format := []string{"csv", "tsv", "jsonl"}[iter%3]
+		var b strings.Builder
+		sep := ","
+		if format == "tsv" {
+			sep = "\t"
+		}
+		if format != "jsonl" {
+			fmt.Fprintf(&b, "id%sgrp%sv\n", sep, sep)
+		}
+		keys := make([]*string, n)
+		for i := range n {
+			id := rng.IntN(domain)
+			grp := "a"
+			if compound {
+				grp = []string{"a", "b"}[rng.IntN(2)]
+			}
+			bad := rng.IntN(8) == 0
+			if !bad {
+				k := fmt.Sprint(id)
+				if compound {
+					k += "/" + grp
+				}
+				keys[i] = &k
+			}
+			switch format {
+			case "jsonl":
+				if bad {
+					fmt.Fprintf(&b, "[%d]\n", id) // not an object
+				} else {
+					fmt.Fprintf(&b, `{"id":%d,"grp":%q,"v":"r%d"}`+"\n", id, grp, i)
+				}
+			default:
+				if bad {
+					fmt.Fprintf(&b, "%d%s%s%sr%d%sextra\n", id, sep, grp, sep, i, sep)
+				} else {
+					fmt.Fprintf(&b, "%d%s%s%sr%d\n", id, sep, grp, sep, i)
+				}
+			}
+		}
+		name := "f." + format
+		if iter%4 == 1 {
+			name += ".gz"
+		}
+		path := filepath.Join(t.TempDir(), name)
+		if strings.HasSuffix(name, ".gz") {
+			writeCompressed(t, path, []byte(b.String()))
+		} else {
+			path = writeFile(t, name, []byte(b.String()))
+		}
+		key := []string{"id"}
+		if compound {
+			key = []string{"grp", "id"}
+		}
+		f, plan := scanChecked(t, path, Options{Key: key, NotNull: key}, ScanOptions{PartitionRows: int64(1 + rng.IntN(7)), KeepRejects: n})
+		want := lastWins(keys)
+		if got := supersededOf(plan); !slices.Equal(got, want) || plan.Superseded != int64(len(want)) {
+			t.Fatalf("iteration %d (%s, key %v):\n%s\nsuperseded %v (count %d), want %v", iter, name, key, b.String(), got, plan.Superseded, want)
+		}
+		var good []int64
+		for i, k := range keys {
+			if k != nil && !slices.Contains(want, int64(i+1)) {
+				good = append(good, int64(i+1))
+			}
+		}
+		checkSkipped(t, f, plan, good)
+	}
+}
+
+// TestSupersededEqualValues checks that keys are compared as the values
+// the target receives: the same instant written in two zones, or 1 and 1.0
+// in a float column, are one key; in a text column they are two.
+func TestSupersededEqualValues(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		want       []int64
+	}{
+		{"timestamps", "k,v\n2026-01-01T00:00:00Z,a\n2026-01-01T01:00:00+01:00,b\n2026-01-02T00:00:00Z,c\n", []int64{1}},
+		{"timestamps as text", "k,v\n2026-01-01T00:00:00Z,a\n2026-01-01T01:00:00+01:00,b\nnot a time,c\n", nil},
+		{"floats", "k,v\n1,a\n1.0,b\n2.5,c\n1e0,d\n", []int64{1, 2}},
+		{"numbers as text", "k,v\n1,a\n1.0,b\nx,c\n", nil},
+		{"booleans", "k,v\ntrue,a\nTRUE,b\n", []int64{1}},
+		{"empty and null text", "k,v\n\"\",a\nx,b\n\"\",c\n", []int64{1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, "f.csv", []byte(tc.data))
+			_, plan := scanChecked(t, path, Options{Key: []string{"k"}, NotNull: []string{"k"}}, ScanOptions{PartitionRows: 1})
+			if got := supersededOf(plan); !slices.Equal(got, tc.want) {
+				t.Fatalf("superseded %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSupersedeConfirmsCandidates gives supersede every row as a candidate,
+// as if all key hashes collided: only rows whose typed keys are equal are
+// superseded.
+func TestSupersedeConfirmsCandidates(t *testing.T) {
+	path := writeFile(t, "f.csv", []byte("a,b,v\n1,x,p\n2,x,q\n1,y,r\n1,x,s\n2,x,t\n3,z,u\n"))
+	f, plan := scanChecked(t, path, Options{Key: []string{"a", "b"}, NotNull: []string{"a", "b"}}, ScanOptions{PartitionRows: 2})
+	want := []int64{1, 2}
+	if got := supersededOf(plan); !slices.Equal(got, want) {
+		t.Fatalf("plan: superseded %v, want %v", got, want)
+	}
+	for i := range plan.Partitions {
+		plan.Partitions[i].Superseded = nil
+	}
+	if err := f.supersede(context.Background(), plan, []int64{1, 2, 3, 4, 5, 6}); err != nil {
+		t.Fatal(err)
+	}
+	if got := supersededOf(plan); !slices.Equal(got, want) || plan.Superseded != 2 {
+		t.Fatalf("all candidates: superseded %v (count %d), want %v", got, plan.Superseded, want)
+	}
+}
+
+// TestSupersededParquet checks a Parquet file keyed by an int32 and a
+// string column, with repeats across row groups.
+func TestSupersededParquet(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int32}, {Name: "s", Type: arrow.BinaryTypes.String}, {Name: "v", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	ids := []int32{1, 2, 1, 3, 2, 1, 4, 2}
+	ss := []string{"a", "a", "a", "a", "b", "a", "a", "a"}
+	keys := make([]*string, len(ids))
+	for i := range ids {
+		b.Field(0).(*array.Int32Builder).Append(ids[i])
+		b.Field(1).(*array.StringBuilder).Append(ss[i])
+		b.Field(2).(*array.StringBuilder).Append(fmt.Sprint(i))
+		k := fmt.Sprint(ids[i], ss[i])
+		keys[i] = &k
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	path := writeParquetRecord(t, "f.parquet", rec, 3, false)
+	f, plan := scanChecked(t, path, Options{Key: []string{"id", "s"}, NotNull: []string{"id", "s"}}, ScanOptions{})
+	want := lastWins(keys)
+	if got := supersededOf(plan); !reflect.DeepEqual(got, want) {
+		t.Fatalf("superseded %v, want %v", got, want)
+	}
+	var good []int64
+	for i := range ids {
+		if !slices.Contains(want, int64(i+1)) {
+			good = append(good, int64(i+1))
+		}
+	}
+	checkSkipped(t, f, plan, good)
+}
