@@ -29,7 +29,7 @@ type result struct {
 	Outcome       string `json:"outcome"`
 	ExitCode      int    `json:"exit_code"`
 	Rows          struct {
-		Read, Inserted, Updated, Unchanged, Stale, Rejected int64
+		Read, Inserted, Updated, Unchanged, Stale, Superseded, Rejected int64
 	} `json:"rows"`
 	Partitions struct {
 		Total, Skipped, Committed int64
