@@ -53,7 +53,7 @@ const maxReported = 20
 // values checked as in.
 func (r *run) readerOptions(in planInput) reader.Options {
 	m := r.req.Mapping
-	return reader.Options{Format: m.Format, Delimiter: m.Delimiter, Quotes: m.Quotes, Types: in.types, NotNull: m.Key, Exact: m.Key, Key: m.Key,
+	return reader.Options{Format: m.Format, Delimiter: m.Delimiter, Quotes: m.Quotes, Types: in.types, NotNull: m.Key, Exact: m.Key, Key: m.Key, Version: m.Version,
 		Limits: in.limits, JSONB: in.jsonb}
 }
 

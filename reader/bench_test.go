@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/idemport/idemport/internal/testkit"
 )
@@ -41,6 +44,15 @@ func BenchmarkPlan(b *testing.B) {
 // benchPlan runs the plan pass over path, a file of n good rows, b.N
 // times, and reports rows/s.
 func benchPlan(b *testing.B, path string, n int64, o Options) {
+	var before, after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	defer func() {
+		// CPU time, which other processes on the machine disturb less
+		// than wall time.
+		syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+		cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+		b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
+	}()
 	for range b.N {
 		f, err := Open(path, o)
 		if err != nil {
@@ -54,8 +66,9 @@ func benchPlan(b *testing.B, path string, n int64, o Options) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 
-// keyOptions are the reader options of an import keyed by key.
-func keyOptions(key []string) Options { return Options{NotNull: key} }
+// keyOptions are the reader options of an import keyed by key: the plan
+// pass then also finds the rows a later row with the same key supersedes.
+func keyOptions(key []string) Options { return Options{NotNull: key, Key: key} }
 
 // writeOrdersJSONL writes the orders rows as JSON objects, numbers as
 // numbers and the rest as strings (an empty note as null).
@@ -87,4 +100,30 @@ func writeOrdersJSONL(b *testing.B, path string, rows [][]string) {
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkKeyIndex measures what the plan pass spends on keys: hashing a
+// million distinct int64 keys and finding that none repeats. It reports the
+// heap the index holds per key (bytes/key) and the time per key.
+func BenchmarkKeyIndex(b *testing.B) {
+	const n = 1_000_000
+	var perKey float64
+	for range b.N {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		k := newKeyIndex()
+		var buf []byte
+		for i := range int64(n) {
+			buf = appendValueKey(buf[:0], value{i: i * 7919}, Int64)
+			k.add(i+1, buf)
+		}
+		runtime.ReadMemStats(&after)
+		perKey = float64(after.HeapAlloc-before.HeapAlloc) / n
+		if c := k.candidates(); len(c) != 0 {
+			b.Fatalf("%d candidates among distinct keys", len(c))
+		}
+	}
+	b.ReportMetric(perKey, "bytes/key")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/key")
 }

@@ -75,9 +75,14 @@ type Options struct {
 	// floats).
 	Exact []string
 	// Key names the natural key columns, in order. With a key the plan pass
-	// finds the rows whose key a later row of the file repeats
-	// (Plan.Superseded), and partition readers skip them.
+	// finds, for each key that occurs more than once, the rows that lose to
+	// another row of the file with that key (Plan.Superseded), and
+	// partition readers skip them: the last occurrence wins, or with
+	// Version, the occurrence with the newest version (NULL is older than
+	// any), the last among equals.
 	Key []string
+	// Version names the version column, or is empty.
+	Version string
 	// MaxRowBytes bounds a row's size in text formats; 0 means
 	// DefaultMaxRowBytes.
 	MaxRowBytes int

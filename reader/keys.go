@@ -1,6 +1,7 @@
 package reader
 
-// Within one file only the last occurrence of a key is applied. The plan
+// Within one file only the last occurrence of a key is applied (with a
+// version column, the newest version's, the last among equals). The plan
 // pass finds the others, the superseded rows, in two steps: while it reads
 // the rows it keeps a 64-bit hash of each good row's key with the row's
 // ordinal (16 bytes a row); at its end the hashes that occur more than once
@@ -229,8 +230,9 @@ func keyColumns(names, key []string) []int {
 
 // supersede settles the candidate rows of a plan: it reads the partitions
 // that hold them and records, in each partition's Superseded, the ordinals
-// of the rows a later row of the file repeats the key of, comparing the
-// keys' typed values. Memory: the exact keys of the candidates.
+// of the rows that lose to another row with the same key (Options.Key),
+// comparing the keys' typed values. Memory: the exact keys of the
+// candidates.
 func (f *File) supersede(ctx context.Context, plan *Plan, cands []int64) error {
 	if len(cands) == 0 {
 		return nil
@@ -258,7 +260,12 @@ func (f *File) supersede(ctx context.Context, plan *Plan, cands []int64) error {
 		}
 		reads = []Partition{span}
 	}
-	last := map[string]int64{} // exact key → ordinal of its latest occurrence so far
+	vcol := slices.Index(names, f.opts.Version)
+	type winner struct {
+		ordinal int64
+		version version
+	}
+	best := map[string]winner{} // exact key → its winning occurrence so far
 	var superseded []int64
 	var buf []byte
 	for _, p := range reads {
@@ -288,10 +295,20 @@ func (f *File) supersede(ctx context.Context, plan *Plan, cands []int64) error {
 				}
 				next++
 				buf = appendBatchKey(buf[:0], b.Record, cols, i)
-				if prev, ok := last[string(buf)]; ok {
-					superseded = append(superseded, prev)
+				w := winner{ordinal: o}
+				if vcol >= 0 {
+					w.version = versionOf(b.Record.Column(vcol), i)
 				}
-				last[string(buf)] = o
+				prev, ok := best[string(buf)]
+				switch {
+				case !ok:
+				case w.version.older(prev.version):
+					superseded = append(superseded, o) // an older version never wins
+					continue
+				default:
+					superseded = append(superseded, prev.ordinal)
+				}
+				best[string(buf)] = w
 			}
 			b.Release()
 		}
@@ -310,6 +327,45 @@ func (f *File) supersede(ctx context.Context, plan *Plan, cands []int64) error {
 		}
 	}
 	return nil
+}
+
+// version is a value of the version column, compared as the target
+// compares it.
+type version struct {
+	set bool // false: NULL, or no version column
+	i   int64
+	f   float64
+	s   string
+}
+
+func versionOf(a arrow.Array, i int) version {
+	if a.IsNull(i) {
+		return version{}
+	}
+	switch a := a.(type) {
+	case *array.Int64:
+		return version{set: true, i: a.Value(i)}
+	case *array.Timestamp:
+		return version{set: true, i: int64(a.Value(i))}
+	case *array.Float64:
+		return version{set: true, f: a.Value(i)}
+	case *array.Boolean:
+		if a.Value(i) {
+			return version{set: true, i: 1}
+		}
+		return version{set: true}
+	case *array.String:
+		return version{set: true, s: a.Value(i)}
+	}
+	return version{set: true, s: a.ValueStr(i)}
+}
+
+// older reports whether v is older than w: NULL is older than any value.
+func (v version) older(w version) bool {
+	if !v.set || !w.set {
+		return !v.set && w.set
+	}
+	return v.i < w.i || (v.i == w.i && (v.f < w.f || (v.f == w.f && v.s < w.s)))
 }
 
 // supersededError reports a partition whose superseded rows are not what

@@ -234,3 +234,14 @@ func TestSupersededParquet(t *testing.T) {
 	}
 	checkSkipped(t, f, plan, good)
 }
+
+// TestSupersededByVersion checks that with a version column the newest
+// version of a key wins within the file, the later row among equal
+// versions, and NULL is older than any version.
+func TestSupersededByVersion(t *testing.T) {
+	path := writeFile(t, "f.csv", []byte("id,ver,v\n1,5,a\n1,3,b\n1,5,c\n2,,d\n2,1,e\n3,2,f\n3,,g\n"))
+	_, plan := scanChecked(t, path, Options{Key: []string{"id"}, NotNull: []string{"id"}, Version: "ver"}, ScanOptions{PartitionRows: 2})
+	if got, want := supersededOf(plan), []int64{1, 2, 4, 7}; !slices.Equal(got, want) {
+		t.Fatalf("superseded %v, want %v", got, want)
+	}
+}

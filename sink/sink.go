@@ -10,6 +10,11 @@
 // one, by the version column or by its position in the same file, is counted
 // stale and not applied.
 //
+// Which occurrence of a key wins within one file is decided by the plan
+// pass (package reader): rows a later row of their file supersedes never
+// reach a Writer. The position check serves rows of a file applied after it
+// completed (replayed rejects), which must not undo a later row of the file.
+//
 // Dialects live in sink/sqlite and sink/postgres.
 package sink
 
