@@ -65,7 +65,8 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 	if err != nil {
 		return nil, err
 	}
-	rep.Expected = op.Rows.Read - op.Rows.Rejected + replayed
+	// Superseded rows were never applied: the file's scan below skips them too.
+	rep.Expected = op.Rows.Read - op.Rows.Rejected - op.Rows.Superseded + replayed
 	if r.target.Ordinal() {
 		err = e.db.QueryRowContext(ctx, e.d.Rebind(`SELECT count(*) FROM `+e.quoteTable(r.target.Table)+
 			` WHERE `+dialect.QuoteOne(sink.FileColumn)+` = ?`), r.id.FileKey).Scan(&rep.Found)

@@ -24,82 +24,116 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
-// keyEntry is one good row's key hash and ordinal.
-type keyEntry struct {
-	hash    uint64
-	ordinal int64
-}
+// keyChunk is how many hashes one chunk of a keyIndex holds: the index
+// grows a chunk at a time, so no slice of all the hashes is ever copied.
+const keyChunk = 1 << 16
 
-// keyBuckets spreads the entries by the hash's top bits, so that repeats
-// are found bucket by bucket in cache-sized tables, and no slice of all the
-// entries is ever copied to grow.
-const keyBucketBits = 12
-
-// keyIndex collects the key hashes of a plan pass. It is not safe for
-// concurrent use.
+// keyIndex collects the key hashes of a plan pass: 8 bytes a row, and 8
+// more while candidates runs. It is not safe for concurrent use.
 type keyIndex struct {
-	seed    maphash.Seed
-	buckets [1 << keyBucketBits][]keyEntry
-	buf     []byte // scratch for one row's key
+	seed   maphash.Seed
+	chunks [][]uint64 // hash of row ordinal i+1 at chunks[i/keyChunk][i%keyChunk]; 0 for a bad row
+	n      int64      // rows recorded
+	buf    []byte     // scratch for one row's key
 }
 
 func newKeyIndex() *keyIndex { return &keyIndex{seed: maphash.MakeSeed()} }
 
-// add records the key bytes of the good row with the given ordinal.
+func (k *keyIndex) push(h uint64) {
+	if k.n%keyChunk == 0 {
+		k.chunks = append(k.chunks, make([]uint64, 0, keyChunk))
+	}
+	c := &k.chunks[len(k.chunks)-1]
+	*c = append(*c, h)
+	k.n++
+}
+
+// add records the key bytes of the good row with the given ordinal; rows
+// skipped since the last call are bad rows, which have no key.
 func (k *keyIndex) add(ordinal int64, key []byte) {
-	h := maphash.Bytes(k.seed, key)
-	b := &k.buckets[h>>(64-keyBucketBits)]
-	*b = append(*b, keyEntry{hash: h, ordinal: ordinal})
+	for k.n < ordinal-1 {
+		k.push(0)
+	}
+	k.push(maphash.Bytes(k.seed, key) | 1) // never 0
 }
 
 // candidates returns, in ordinal order, the ordinals of the rows whose key
-// hash occurs more than once, and frees the index.
+// hash occurs more than once, and frees the index. It copies the hashes
+// grouped by their top bits (8 more bytes a row), finds the repeated ones
+// group by group in a table that fits a cache, and only when there are
+// any, looks the rows up in order.
 func (k *keyIndex) candidates() []int64 {
-	var out []int64
-	var table []uint64 // open addressing; 0 marks a free slot
-	var count []uint8  // occurrences of the hash in the same slot, up to 2
-	for bi := range k.buckets {
-		b := k.buckets[bi]
-		k.buckets[bi] = nil
-		if len(b) < 2 {
-			continue
-		}
-		size := 1
-		for size < 2*len(b) {
-			size <<= 1
-		}
-		table, count = slices.Grow(table[:0], size)[:size], slices.Grow(count[:0], size)[:size]
-		clear(table)
-		clear(count)
-		mask := uint64(size - 1)
-		slot := func(h uint64) uint64 {
-			h |= 1 // never 0; the low bit is not the bucket's, so it cannot matter much
-			i := h & mask
-			for table[i] != 0 && table[i] != h {
-				i = (i + 1) & mask
-			}
-			table[i] = h
-			return i
-		}
-		repeats := false
-		for _, e := range b {
-			i := slot(e.hash)
-			if count[i] < 2 {
-				count[i]++
-			}
-			repeats = repeats || count[i] == 2
-		}
-		if !repeats {
-			continue
-		}
-		for _, e := range b {
-			if count[slot(e.hash)] == 2 {
-				out = append(out, e.ordinal)
+	defer func() { k.chunks, k.buf = nil, nil }()
+	if k.n < 2 {
+		return nil
+	}
+	bits := 1
+	for int64(1)<<bits < k.n/256 && bits < 24 {
+		bits++
+	}
+	shift := 64 - bits
+	start := make([]int64, 1<<bits+1)
+	for _, c := range k.chunks {
+		for _, h := range c {
+			if h != 0 {
+				start[h>>shift+1]++
 			}
 		}
 	}
-	k.buf = nil
-	slices.Sort(out)
+	for b := 1; b < len(start); b++ {
+		start[b] += start[b-1]
+	}
+	grouped := make([]uint64, start[len(start)-1])
+	next := slices.Clone(start[:len(start)-1])
+	for _, c := range k.chunks {
+		for _, h := range c {
+			if h != 0 {
+				b := h >> shift
+				grouped[next[b]] = h
+				next[b]++
+			}
+		}
+	}
+	next = nil
+	repeated := map[uint64]bool{}
+	var table []uint64 // open addressing; 0 marks a free slot
+	for b := 0; b+1 < len(start); b++ {
+		group := grouped[start[b]:start[b+1]]
+		if len(group) < 2 {
+			continue
+		}
+		size := 4
+		for size < 2*len(group) {
+			size <<= 1
+		}
+		table = slices.Grow(table[:0], size)[:size]
+		clear(table)
+		mask := uint64(size - 1)
+		for _, h := range group {
+			j := h & mask
+			for table[j] != 0 && table[j] != h {
+				j = (j + 1) & mask
+			}
+			if table[j] == h {
+				repeated[h] = true
+			}
+			table[j] = h
+		}
+	}
+	grouped = nil
+	if len(repeated) == 0 {
+		return nil
+	}
+	var out []int64
+	var i int64
+	for _, c := range k.chunks {
+		for _, h := range c {
+			i++
+			if h != 0 && repeated[h] {
+				out = append(out, i)
+			}
+		}
+	}
 	return out
 }
 
@@ -112,10 +146,11 @@ func (k *keyIndex) candidates() []int64 {
 func appendTextKey(dst []byte, c cell) []byte {
 	b := c.b
 	if c.kind == cellText || c.kind == cellNumber {
-		if isInteger(b) {
-			if n, err := strconv.ParseInt(str(b), 10, 64); err == nil {
-				return binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(n))
+		if isInteger(b) { // canonical: its text is the number's
+			if len(b) == 2 && b[0] == '-' && b[1] == '0' {
+				b = b[1:]
 			}
+			return appendBytesKey(dst, 'i', b)
 		}
 		if len(b) > 0 && isDecimal(b, false) && fitsFloat(b) {
 			if f, err := strconv.ParseFloat(str(b), 64); err == nil {
@@ -136,11 +171,18 @@ func appendTextKey(dst []byte, c cell) []byte {
 	return appendBytesKey(dst, 's', b)
 }
 
+// appendIntKey appends the key bytes of an integer: its decimal text, as
+// appendTextKey keys an integer's text.
+func appendIntKey(dst []byte, n int64) []byte {
+	var d [20]byte
+	return appendBytesKey(dst, 'i', strconv.AppendInt(d[:0], n, 10))
+}
+
 // appendFloatKey appends the key bytes of a float: an integral one as that
 // integer, so that it meets the same integer written without a fraction.
 func appendFloatKey(dst []byte, f float64) []byte {
 	if f == math.Trunc(f) && math.Abs(f) < 1<<63 {
-		return binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(int64(f)))
+		return appendIntKey(dst, int64(f))
 	}
 	return binary.BigEndian.AppendUint64(append(dst, 'f'), math.Float64bits(f))
 }
@@ -154,7 +196,7 @@ func appendBytesKey(dst []byte, tag byte, b []byte) []byte {
 func appendValueKey(dst []byte, v value, t Type) []byte {
 	switch t {
 	case Int64:
-		return binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(v.i))
+		return appendIntKey(dst, v.i)
 	case Float64:
 		return appendFloatKey(dst, v.f)
 	case Timestamp:

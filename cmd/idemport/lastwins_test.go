@@ -143,6 +143,10 @@ func TestLastOccurrenceWinsOutOfOrder(t *testing.T) {
 					t.Fatalf("the runs read %d rows and superseded %d, want 7 and 3: %+v", read, superseded, results)
 				}
 				checkOperationCounts(t, tg, fileID, 7, 3)
+				// verify counts the file's winning rows: 7 read, 3 superseded.
+				if v := tg.Exec(t, dir, nil, "verify", "--table", "t", "--key", "id", "a.csv"); v.Code != 0 || !strings.Contains(v.Stdout, "ok: t holds all 4 rows") {
+					t.Fatalf("verify: exit %d\n%s%s", v.Code, v.Stdout, v.Stderr)
+				}
 				hist := tg.Exec(t, dir, nil, "history", "--output", "json", "a.csv")
 				if hist.Code != 0 || !strings.Contains(hist.Stdout, `"superseded": 3`) {
 					t.Fatalf("history: exit %d\n%s%s", hist.Code, hist.Stdout, hist.Stderr)
