@@ -11,7 +11,7 @@ import (
 // pastColumns are the columns an operation keeps among past operations.
 const pastColumns = `table_name, file_id, file_key, state, content_digest, mapping_digest, mapping, file_path, file_size,
 	created_at, updated_at, completed_at, completed_by, outcome, attempts,
-	rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_rejected`
+	rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected`
 
 // Replace moves operation k, if there is one, to the past operations, so a
 // new operation for k can be created in the same transaction. The past
@@ -23,7 +23,7 @@ func (l *Ledger) Replace(ctx context.Context, tx *sql.Tx, k Key) error {
 		CASE WHEN state IN ('undone', 'abandoned') THEN state ELSE 'superseded' END,
 		content_digest, mapping_digest, mapping, file_path, file_size,
 		created_at, updated_at, completed_at, completed_by, outcome, attempts,
-		rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_rejected, ` + l.d.Now() + `
+		rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected, ` + l.d.Now() + `
 		FROM ` + l.prefix + `operations WHERE table_name = ? AND file_id = ?`
 	if _, err := tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`operations_past (`+pastColumns+`, replaced_at) `+sel), k.Table, k.FileID); err != nil {
 		return fmt.Errorf("keep operation %s among past operations: %w", k, err)
@@ -65,7 +65,7 @@ func (l *Ledger) Record(ctx context.Context, tx *sql.Tx, k Key, a Attempt, outco
 func (l *Ledger) Reset(ctx context.Context, tx *sql.Tx, k Key) error {
 	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = 'processing', outcome = NULL,
 		completed_at = NULL, completed_by = NULL, updated_at = `+l.d.Now()+`,
-		rows_read = 0, rows_inserted = 0, rows_updated = 0, rows_unchanged = 0, rows_stale = 0, rows_rejected = 0
+		rows_read = 0, rows_inserted = 0, rows_updated = 0, rows_unchanged = 0, rows_stale = 0, rows_superseded = 0, rows_rejected = 0
 		WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID); err != nil {
 		return fmt.Errorf("reset operation %s: %w", k, err)
 	}
@@ -92,7 +92,7 @@ func (l *Ledger) Past(ctx context.Context, f Filter) ([]Operation, error) {
 	where, args := f.where()
 	rows, err := l.db.QueryContext(ctx, l.q(`SELECT table_name, file_id, file_key, state, content_digest, mapping_digest, mapping,
 		file_path, file_size, created_at, replaced_at, coalesce(completed_at, 0), coalesce(completed_by, ''), coalesce(outcome, ''),
-		attempts, rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_rejected
+		attempts, rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected
 		FROM `+l.prefix+`operations_past`+where+` ORDER BY created_at DESC, table_name, file_id`), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list past operations: %w", err)
@@ -103,7 +103,7 @@ func (l *Ledger) Past(ctx context.Context, f Filter) ([]Operation, error) {
 		var o Operation
 		if err := rows.Scan(&o.Table, &o.FileID, &o.FileKey, &o.State, &o.ContentDigest, &o.MappingDigest, &o.Mapping,
 			&o.Path, &o.Size, &o.CreatedAt, &o.UpdatedAt, &o.CompletedAt, &o.CompletedBy, &o.Outcome,
-			&o.Attempts, &o.Rows.Read, &o.Rows.Inserted, &o.Rows.Updated, &o.Rows.Unchanged, &o.Rows.Stale, &o.Rows.Rejected); err != nil {
+			&o.Attempts, &o.Rows.Read, &o.Rows.Inserted, &o.Rows.Updated, &o.Rows.Unchanged, &o.Rows.Stale, &o.Rows.Superseded, &o.Rows.Rejected); err != nil {
 			return nil, fmt.Errorf("list past operations: %w", err)
 		}
 		out = append(out, o)
