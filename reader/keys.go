@@ -3,8 +3,8 @@ package reader
 // Within one file only the last occurrence of a key is applied (with a
 // version column, the newest version's, the last among equals). The plan
 // pass finds the others, the superseded rows, in two steps: while it reads
-// the rows it keeps a 64-bit hash of each good row's key with the row's
-// ordinal (16 bytes a row); at its end the hashes that occur more than once
+// the rows it keeps a 64-bit hash of each good row's key, in ordinal order
+// (8 bytes a row); at its end the hashes that occur more than once
 // name the candidate rows, and only when there are any, the partitions that
 // hold them are read again and the candidates' typed key values compared
 // exactly. A hash collision thus costs a second look, never a row; a file
