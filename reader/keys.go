@@ -139,10 +139,10 @@ func (k *keyIndex) candidates() []int64 {
 
 // appendTextKey appends the key bytes of a text cell of a column whose type
 // the pass is still inferring. Values that can be equal under the type the
-// column ends up with append the same bytes (1, 1.0 and 1e0; the same
-// instant written in two zones; TRUE and true), so repeats are not missed;
-// values equal only so, in a column that turns out to be text, are told
-// apart by the exact comparison.
+// column ends up with append the same bytes (1 and 1e0 as an integer or a
+// decimal; the same instant written in two zones; TRUE and true), so
+// repeats are not missed; values equal only so, in a column that turns out
+// to be text, are told apart by the exact comparison.
 func appendTextKey(dst []byte, c cell) []byte {
 	b := c.b
 	if c.kind == cellText || c.kind == cellNumber {
@@ -152,10 +152,8 @@ func appendTextKey(dst []byte, c cell) []byte {
 			}
 			return appendBytesKey(dst, 'i', b)
 		}
-		if len(b) > 0 && isDecimal(b, false) && fitsFloat(b) {
-			if f, err := strconv.ParseFloat(str(b), 64); err == nil {
-				return appendFloatKey(dst, f)
-			}
+		if d, ok := parseDecimal(b); ok && !d.zeros && !d.plus && !d.bare && d.fitsDecimal() {
+			return appendDecimalKey(dst, appendDecimal(nil, &d))
 		}
 	}
 	if c.kind == cellText || c.kind == cellString {
@@ -169,6 +167,15 @@ func appendTextKey(dst []byte, c cell) []byte {
 		}
 	}
 	return appendBytesKey(dst, 's', b)
+}
+
+// appendDecimalKey appends the key bytes of a decimal's canonical text: as
+// an integer's when it has no fraction, so that 1e0 meets 1.
+func appendDecimalKey(dst, canonical []byte) []byte {
+	if slices.Contains(canonical, '.') {
+		return appendBytesKey(dst, 'n', canonical)
+	}
+	return appendBytesKey(dst, 'i', canonical)
 }
 
 // appendIntKey appends the key bytes of an integer: its decimal text, as
@@ -203,6 +210,8 @@ func appendValueKey(dst []byte, v value, t Type) []byte {
 		return binary.BigEndian.AppendUint64(append(dst, 't'), uint64(v.i))
 	case Bool:
 		return append(dst, 'b', byte(v.i))
+	case Decimal:
+		return appendDecimalKey(dst, v.b)
 	}
 	return appendBytesKey(dst, 's', v.b)
 }

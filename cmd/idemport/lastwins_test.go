@@ -144,12 +144,8 @@ func TestLastOccurrenceWinsOutOfOrder(t *testing.T) {
 				}
 				checkOperationCounts(t, tg, fileID, 7, 3)
 				// verify counts the file's winning rows: 7 read, 3 superseded.
-				// (On PostgreSQL, verify in natural-key mode still compares
-				// keys as text with the table's bigint: issue 11, item 10.)
-				if !tg.IsPostgres() {
-					if v := tg.Exec(t, dir, nil, "verify", "--table", "t", "--key", "id", "a.csv"); v.Code != 0 || !strings.Contains(v.Stdout, "ok: t holds all 4 rows") {
-						t.Fatalf("verify: exit %d\n%s%s", v.Code, v.Stdout, v.Stderr)
-					}
+				if v := tg.Exec(t, dir, nil, "verify", "--table", "t", "--key", "id", "a.csv"); v.Code != 0 || !strings.Contains(v.Stdout, "ok: t holds all 4 rows") {
+					t.Fatalf("verify: exit %d\n%s%s", v.Code, v.Stdout, v.Stderr)
 				}
 				hist := tg.Exec(t, dir, nil, "history", "--output", "json", "a.csv")
 				if hist.Code != 0 || !strings.Contains(hist.Stdout, `"superseded": 3`) {
