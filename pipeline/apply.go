@@ -366,10 +366,16 @@ func (r *run) finalize(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := r.e.ledger.Complete(ctx, tx, r.id.Key, r.attempt.ID, string(body)); err != nil {
-			return err
+		done, err := r.e.ledger.Complete(ctx, tx, r.id.Key, r.attempt.ID, string(body))
+		if err != nil || !done {
+			return err // completed by another attempt: its event says so
 		}
-		return nil
+		outcome := Resumed
+		if r.created {
+			outcome = Imported
+		}
+		r.res.EventID, err = r.e.recordEvent(ctx, tx, EventCompleted, r.id.Key, r.attempt, string(outcome), r.rows, nil)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("finalize: %w", err)

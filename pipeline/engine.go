@@ -20,6 +20,7 @@ import (
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/internal/failpoint"
+	"github.com/idemport/idemport/internal/notify"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/sink"
 	"github.com/idemport/idemport/sink/postgres"
@@ -52,6 +53,9 @@ type Options struct {
 	// StateSchema is the PostgreSQL schema of idemport's own tables; empty
 	// means DefaultStateSchema. SQLite keeps them beside the target tables.
 	StateSchema string
+	// Notify are the sinks each event recorded by this engine is owed to,
+	// and that Deliver delivers to. The engine does not close them.
+	Notify []notify.Sink
 }
 
 // DefaultStateSchema is the PostgreSQL schema idemport keeps its ledger and
@@ -71,6 +75,7 @@ type Engine struct {
 	log    *slog.Logger
 	fp     *failpoint.Set
 	batch  int // rows per batch handed to the sink; 0 means a partition's
+	sinks  []notify.Sink
 }
 
 // Target is a parsed DSN.
@@ -166,7 +171,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Engine, error) {
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 30 * time.Second
 	}
-	e := &Engine{d: t.Dialect, log: o.Logger, fp: o.Failpoints}
+	e := &Engine{d: t.Dialect, log: o.Logger, fp: o.Failpoints, sinks: o.Notify}
 	switch t.Dialect {
 	case dialect.SQLite:
 		if o.ReadOnly {

@@ -42,6 +42,7 @@ type ReplayResult struct {
 	FileID    string        `json:"file_id"`
 	AttemptID string        `json:"attempt_id"`
 	Rows      counter.Rows  `json:"rows"`
+	EventID   string        `json:"event_id,omitempty"` // the rejects.replayed event recorded in the outbox
 	Duration  time.Duration `json:"-"`
 }
 
@@ -141,6 +142,9 @@ func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error)
 		return res, err
 	}
 	if err := e.ledger.End(ctx, tx, a.ID, "replayed", "", 0, 0); err != nil {
+		return res, err
+	}
+	if res.EventID, err = e.recordEvent(ctx, tx, EventReplayed, key, a, "replayed", res.Rows, nil); err != nil {
 		return res, err
 	}
 	if err := tx.Commit(); err != nil {

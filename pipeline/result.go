@@ -44,10 +44,16 @@ type Result struct {
 	// Read is what the run read of the file to plan and apply it, besides
 	// hashing it: a resumed run reads only its unfinished partitions where
 	// the format can seek.
-	Read          reader.Stats  `json:"read"`
-	RecoveredFrom []string      `json:"recovered_from,omitempty"`
-	Duration      time.Duration `json:"-"`
-	Err           error         `json:"-"`
+	Read          reader.Stats `json:"read"`
+	RecoveredFrom []string     `json:"recovered_from,omitempty"`
+	// EventID is the event this run recorded in the outbox (the operation
+	// completed), empty when it recorded none.
+	EventID string `json:"event_id,omitempty"`
+	// Notified says how far that event is delivered to the --notify sinks:
+	// delivered, pending or failed; empty without sinks or event.
+	Notified string        `json:"notified,omitempty"`
+	Duration time.Duration `json:"-"`
+	Err      error         `json:"-"`
 
 	// Stored is the stored operation, for duplicate, conflict and refused
 	// outcomes: when and by which attempt it was completed or refused.

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/internal/counter"
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
 )
@@ -38,6 +39,8 @@ type UndoResult struct {
 	Forgot    bool         `json:"forgot"`         // rows were kept (--forget)
 	// Already is true when the operation was undone before: nothing changed.
 	Already bool `json:"already_undone"`
+	// EventID is the import.undone event recorded in the outbox.
+	EventID string `json:"event_id,omitempty"`
 }
 
 // Undo retracts the operation of req.FileOrID. In ordinal mode it deletes
@@ -107,6 +110,13 @@ func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error)
 		return nil, err
 	}
 	if err := e.ledger.Record(ctx, tx, k, a, string(ledger.Undone)); err != nil {
+		return nil, err
+	}
+	outcome := "undone"
+	if req.Forget {
+		outcome = "forgotten"
+	}
+	if res.EventID, err = e.recordEvent(ctx, tx, EventUndone, k, a, outcome, counter.Rows{}, &res.Deleted); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {

@@ -40,6 +40,9 @@ var Names = []string{
 	"after-partition-commit", // a partition committed
 	"before-finalize",        // every partition committed, the operation not completed
 	"after-finalize",         // the operation is completed, the attempt not ended
+	"before-publish",         // an event delivery is claimed (its effect committed), nothing sent
+	"after-publish",          // the sink acknowledged a delivery, not yet marked delivered
+	"during-retry",           // a delivery tried before is claimed again, nothing sent yet
 }
 
 type point struct {
