@@ -214,7 +214,7 @@ func (e *Engine) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRe
 		if permanent {
 			rep.Failed++
 		}
-		e.log.Warn("event not delivered", "event_id", d.EventID, "kind", d.Kind, "sink", s.Name(), "tries", d.Tries+1,
+		e.log.Info("event not delivered", "event_id", d.EventID, "kind", d.Kind, "sink", s.Name(), "tries", d.Tries+1,
 			"permanent", permanent, "err", err)
 		if err := e.ledger.Retry(bg, e.db, d, owner, err.Error(), backoff(d.Tries).Milliseconds(), permanent); err != nil &&
 			!errors.Is(err, ledger.ErrLeaseLost) {

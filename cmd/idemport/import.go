@@ -41,6 +41,7 @@ type importOptions struct {
 	reapply       bool
 	minAge        string
 	dryRun        bool
+	notify        notifyFlags
 	logs          logFlags
 }
 
@@ -99,6 +100,7 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 	f.StringVar(&o.progress, "progress", "auto", "progress bars on stderr: auto (only on a terminal), always or never")
 	f.StringVar(&o.metricsFile, "metrics-file", "", "write Prometheus metrics of this run to this file (for node_exporter's textfile collector), whatever the outcome")
 	f.StringVar(&o.metricsJob, "metrics-job", "", "the job label of every sample in --metrics-file (default: the file's name without extension)")
+	o.notify.register(c)
 	o.logs.register(c)
 	return c
 }
@@ -200,6 +202,9 @@ func runImport(c *cobra.Command, e *env, o *importOptions, args []string) error 
 	}
 	if run.eng != nil && ledgerErr == nil {
 		m.ops, ledgerErr = ledgerOperations(ctx, run.eng)
+		if ledgerErr == nil {
+			m.outboxPending, ledgerErr = run.eng.PendingDeliveries(ctx)
+		}
 	}
 	if ledgerErr != nil && m.code == exitOK {
 		m.code = exitFailed // as this run will exit
@@ -281,12 +286,22 @@ func importFiles(c *cobra.Command, e *env, o *importOptions, args []string, run 
 	if o.dryRun {
 		return dryRun(c, e, o, reqs)
 	}
+	sinks, err := o.notify.sinks(e)
+	if err != nil {
+		return err
+	}
+	defer closeSinks(sinks)
 	ctx := c.Context()
-	eng, err := o.into.open(ctx, pipeline.Options{Logger: log, Failpoints: e.failpoints, BusyTimeout: o.busyTimeout})
+	eng, err := o.into.open(ctx, pipeline.Options{Logger: log, Failpoints: e.failpoints, BusyTimeout: o.busyTimeout, Notify: sinks})
 	if err != nil {
 		return err
 	}
 	run.eng = eng
+	// Events are delivered after each file, within one budget for the run;
+	// what is left goes out on the next run.
+	notifyBudget := o.notify.timeout
+	var notified pipeline.DeliveryReport
+	delivered := false
 	var bad []*pipeline.Result
 	for i, req := range reqs {
 		if ctx.Err() != nil {
@@ -296,6 +311,26 @@ func importFiles(c *cobra.Command, e *env, o *importOptions, args []string, run 
 		req.Progress = ui.update
 		res := eng.Import(ctx, req)
 		ui.clear()
+		if len(sinks) > 0 && ctx.Err() == nil && (res.EventID != "" || !delivered) {
+			t0 := time.Now()
+			rep := deliverAfter(ctx, e, eng, max(notifyBudget, time.Millisecond))
+			notifyBudget -= time.Since(t0)
+			notified.Delivered += rep.Delivered
+			notified.Failed += rep.Failed
+			notified.Pending = rep.Pending
+			if notified.Errors == nil {
+				notified.Errors = map[string]string{}
+			}
+			for k, v := range rep.Errors {
+				notified.Errors[k] = v
+			}
+			delivered = true
+			if res.EventID != "" {
+				if res.Notified, err = eng.EventState(context.WithoutCancel(ctx), res.EventID); err != nil {
+					fmt.Fprintf(e.stderr, "idemport: read delivery of event %s: %v\n", res.EventID, err)
+				}
+			}
+		}
 		if err := printResult(e.stdout, o.output, res, ctx.Err() != nil); err != nil {
 			return err
 		}
@@ -306,6 +341,9 @@ func importFiles(c *cobra.Command, e *env, o *importOptions, args []string, run 
 	}
 	if o.output == "text" && len(run.results) > 1 {
 		fmt.Fprintln(e.stdout, summary(run.results))
+	}
+	if len(sinks) > 0 {
+		reportDelivery(e, notified)
 	}
 	switch {
 	case ctx.Err() != nil:

@@ -39,12 +39,13 @@ func main() {
 }
 
 // env is what the command reads from its environment, here and nowhere
-// else: the default target (IDEMPORT_INTO) and the failpoint switch for
-// crash tests.
+// else: the default target (IDEMPORT_INTO), the default event sinks
+// (IDEMPORT_NOTIFY) and the failpoint switch for crash tests.
 type env struct {
 	stdout, stderr io.Writer
 	failpoints     *failpoint.Set
 	into           string // the default of --into
+	notify         string // the sinks when no --notify is given, one per line
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -53,7 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		fmt.Fprintln(stderr, "idemport:", err)
 		return exitUsage
 	}
-	e := &env{stdout: stdout, stderr: stderr, failpoints: fp, into: getenv("IDEMPORT_INTO")}
+	e := &env{stdout: stdout, stderr: stderr, failpoints: fp, into: getenv("IDEMPORT_INTO"), notify: getenv("IDEMPORT_NOTIFY")}
 	if e.into == "" {
 		e.into = pipeline.DefaultDSN
 	}
@@ -185,6 +186,7 @@ Exit codes: 0 done; 1 failed (rerun to resume); 2 usage error; 3 conflict; 4 bus
 		newVerifyCmd(e),
 		newGCCmd(e),
 		newUndoCmd(e),
+		newOutboxCmd(e),
 		newVersionCmd(e),
 	)
 	return root

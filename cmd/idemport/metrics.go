@@ -41,6 +41,9 @@ type runMetrics struct {
 	// read (the run stopped before it opened the database), in which case
 	// the ledger-wide gauges are left out.
 	ops []ledger.Operation
+	// outboxPending is the event deliveries the outbox still owes, read
+	// with ops.
+	outboxPending int64
 }
 
 // writeMetrics writes the Prometheus text format file for node_exporter's
@@ -122,6 +125,7 @@ func writeMetrics(path string, m runMetrics) error {
 			sample(f, last[t], "table", t)
 		}
 		byTable("idemport_operations", "state", "Operations in the ledger by table and state.", states)
+		sample(gauge("idemport_outbox_pending", "Event deliveries the outbox still owes to a sink (after this run's delivery)."), float64(m.outboxPending))
 	}
 
 	var b bytes.Buffer

@@ -169,6 +169,7 @@ replay'. Rows already replayed are left out unless --all.`,
 func newRejectsReplayCmd(e *env) *cobra.Command {
 	var into target
 	var output string
+	var nf notifyFlags
 	c := &cobra.Command{
 		Use:   "replay FIXED.csv",
 		Short: "Apply corrected rejects under their original identity",
@@ -182,7 +183,12 @@ otherwise nothing is applied (exit 5). Replaying the same file again changes not
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			eng, err := into.open(c.Context(), pipeline.Options{})
+			sinks, err := nf.sinks(e)
+			if err != nil {
+				return err
+			}
+			defer closeSinks(sinks)
+			eng, err := into.open(c.Context(), pipeline.Options{Notify: sinks, Failpoints: e.failpoints})
 			if err != nil {
 				return err
 			}
@@ -194,6 +200,9 @@ otherwise nothing is applied (exit 5). Replaying the same file again changes not
 				}
 				return err
 			}
+			if len(sinks) > 0 {
+				defer reportDelivery(e, deliverAfter(c.Context(), e, eng, nf.timeout))
+			}
 			if output == "json" {
 				return writeJSON(e.stdout, res)
 			}
@@ -204,6 +213,7 @@ otherwise nothing is applied (exit 5). Replaying the same file again changes not
 	}
 	e.intoFlag(c, &into)
 	outputFlag(c, &output)
+	nf.register(c)
 	return c
 }
 

@@ -12,6 +12,7 @@ func newUndoCmd(e *env) *cobra.Command {
 	var into target
 	var output, table string
 	var forget bool
+	var nf notifyFlags
 	c := &cobra.Command{
 		Use:   "undo [flags] FILE|FILE-ID",
 		Short: "Retract an import: remove its rows and forget it, so the file can be imported again",
@@ -35,8 +36,13 @@ recorded in the file's history as an attempt with trigger "undo".`,
 				return err
 			}
 			eng.Close()
+			sinks, err := nf.sinks(e)
+			if err != nil {
+				return err
+			}
+			defer closeSinks(sinks)
 			// Undo writes: open the target for writing once it is known to exist.
-			eng, err = into.open(c.Context(), pipeline.Options{})
+			eng, err = into.open(c.Context(), pipeline.Options{Notify: sinks, Failpoints: e.failpoints})
 			if err != nil {
 				return err
 			}
@@ -44,6 +50,9 @@ recorded in the file's history as an attempt with trigger "undo".`,
 			res, err := eng.Undo(c.Context(), pipeline.UndoRequest{FileOrID: args[0], Table: table, Forget: forget})
 			if err != nil {
 				return err
+			}
+			if len(sinks) > 0 {
+				defer reportDelivery(e, deliverAfter(c.Context(), e, eng, nf.timeout))
 			}
 			if output == "json" {
 				return writeJSON(e.stdout, res)
@@ -63,6 +72,7 @@ recorded in the file's history as an attempt with trigger "undo".`,
 	outputFlag(c, &output)
 	c.Flags().StringVar(&table, "table", "", "the table the file was imported into, when it went to several")
 	c.Flags().BoolVar(&forget, "forget", false, "keep the rows and only forget the import (required for imports by --key)")
+	nf.register(c)
 	return c
 }
 
