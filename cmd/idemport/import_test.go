@@ -39,6 +39,8 @@ type result struct {
 	QuickCheck     bool     `json:"quick_check"`
 	DurationMs     *int64   `json:"duration_ms"`
 	Error          string   `json:"error"`
+	EventID        string   `json:"event_id"`
+	Notified       string   `json:"notified"`
 }
 
 func parseResults(t *testing.T, out string) []result {
