@@ -27,6 +27,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/idemport/idemport/internal/testkit"
+	"github.com/idemport/idemport/pipeline"
 )
 
 const natsURL = "nats://127.0.0.1:4222"
@@ -521,6 +522,45 @@ func TestOutboxOneEventWhenWorkersFinishTogether(t *testing.T) {
 		}
 		if ids, _ := stream.messages(); !slices.Equal(ids, []string{events[0].ID}) {
 			t.Fatalf("stream %v, want %s", ids, events[0].ID)
+		}
+	})
+}
+
+// TestOutboxReplayEvents: each replay of corrected rejects is its own
+// rejects.replayed event, even when it changes nothing, with its own ID.
+func TestOutboxReplayEvents(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		h := newHook(t)
+		os.WriteFile(filepath.Join(dir, "items.csv"), []byte("id,qty\n1,5\n2,five\n3,7\n"), 0o644)
+		env := []string{"IDEMPORT_NOTIFY=" + h.url()}
+		res := importTo(t, tg, dir, env, 0, "--column", "qty:int64", "--max-rejects", "1", "items.csv")
+		export := tg.Exec(t, dir, nil, "rejects", "export", "items.csv")
+		if export.Code != 0 {
+			t.Fatalf("export: %d %s", export.Code, export.Stderr)
+		}
+		os.WriteFile(filepath.Join(dir, "fix.csv"), []byte(strings.Replace(export.Stdout, ",five", ",55", 1)), 0o644)
+		for i := 0; i < 2; i++ {
+			if r := tg.Exec(t, dir, env, "rejects", "replay", "fix.csv"); r.Code != 0 {
+				t.Fatalf("replay: %d %s %s", r.Code, r.Stdout, r.Stderr)
+			}
+		}
+		events := outboxEvents(t, tg)
+		if len(events) != 3 || events[0].Kind != "import.completed" || events[1].Kind != "rejects.replayed" || events[2].Kind != "rejects.replayed" ||
+			events[1].ID == events[2].ID || events[0].Attempt != res.AttemptID {
+			t.Fatalf("events %v", events)
+		}
+		keys, bodies, _ := h.requests()
+		if !slices.Equal(keys, []string{events[0].ID, events[1].ID, events[2].ID}) {
+			t.Fatalf("HTTP keys %v, want %v", keys, events)
+		}
+		var first, second pipeline.Event
+		json.Unmarshal(bodies[1], &first)
+		json.Unmarshal(bodies[2], &second)
+		if first.Outcome != "replayed" || first.Rows.Inserted != 1 || second.Rows.Unchanged != 1 || second.Rows.Inserted != 0 ||
+			first.Operation.FileID != res.FileID || len(second.Operation.AttemptIDs) != 3 || second.Trigger != "replay" {
+			t.Fatalf("replay payloads:\n%s\n%s", bodies[1], bodies[2])
 		}
 	})
 }
