@@ -110,6 +110,9 @@ func RunLedger(t *testing.T, open func(t *testing.T) Store) {
 		{"Retract", ledgerRetract},
 		{"Rejects", ledgerRejects},
 		{"List", ledgerList},
+		{"OutboxRecordOnce", outboxRecordOnce},
+		{"OutboxClaimIsExclusive", outboxClaimIsExclusive},
+		{"OutboxLeaseAndFencing", outboxLeaseAndFencing},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
