@@ -1,0 +1,90 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestMask(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"nats://127.0.0.1:4222/imports", "nats://127.0.0.1:4222/imports"},
+		{"nats://user:pa55@host:4222/subj", "nats://user:xxxxx@host:4222/subj"},
+		{"nats://s3cr3ttoken@host:4222/subj", "nats://xxxxx@host:4222/subj"},
+		{"https://hooks.example.com/x?token=abc&sig=def", "https://hooks.example.com/x?sig=xxxxx&token=xxxxx"},
+		{"https://u:p@h/x", "https://u:xxxxx@h/x"},
+		{"exec:notify-dbt", "exec:notify-dbt"},
+		{"exec:curl -H 'Authorization: Bearer abc' https://h", "exec:curl …"},
+	} {
+		if got := Mask(c.in); got != c.want {
+			t.Errorf("Mask(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if s, err := Parse(c.in); err != nil || s.Name() != c.want || len(s.ID()) != 16 {
+			t.Errorf("Parse(%q): %v, %v", c.in, s, err)
+		}
+	}
+	for _, bad := range []string{"ftp://h/x", "nats://h:4222", "nats://h:4222/", "exec:", "http://", "webhook:x"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("Parse(%q) accepted", bad)
+		}
+	}
+	a, _ := Parse("https://h/x?token=a")
+	b, _ := Parse("https://h/x?token=b")
+	if a.ID() == b.ID() || a.Name() != b.Name() {
+		t.Errorf("two tokens: ids %s %s, names %s %s", a.ID(), b.ID(), a.Name(), b.Name())
+	}
+}
+
+// TestHTTPStatuses: 2xx and 409 delivered, other 4xx permanent, 5xx, 408
+// and 429 retried; the key is the event ID; no error shows the token.
+func TestHTTPStatuses(t *testing.T) {
+	var status int
+	var key string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key = r.Header.Get("Idempotency-Key")
+		w.WriteHeader(status)
+	}))
+	defer srv.Close()
+	s, err := Parse(srv.URL + "/e?token=s3cr3t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		status    int
+		ok, final bool
+	}{{200, true, false}, {202, true, false}, {409, true, false}, {400, false, true}, {404, false, true}, {422, false, true},
+		{408, false, false}, {429, false, false}, {500, false, false}, {503, false, false}} {
+		status = c.status
+		err := s.Deliver(context.Background(), Message{ID: "ev-1", Body: []byte(`{}`)})
+		if (err == nil) != c.ok || errors.Is(err, ErrPermanent) != c.final || key != "ev-1" {
+			t.Errorf("status %d: err %v, key %q", c.status, err, key)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("status %d: the error shows the token: %v", c.status, err)
+		}
+	}
+	srv.Close()
+	if err := s.Deliver(context.Background(), Message{ID: "ev-1"}); err == nil || errors.Is(err, ErrPermanent) || strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("endpoint gone: %v", err)
+	}
+}
+
+func TestExec(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	s, _ := Parse(`exec:{ printf '%s\n' "$IDEMPORT_EVENT_ID"; cat; } > ` + out)
+	if err := s.Deliver(context.Background(), Message{ID: "ev-9", Body: []byte(`{"a":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "ev-9\n{\"a\":1}" {
+		t.Fatalf("the command got %q", b)
+	}
+	fail, _ := Parse("exec:echo no >&2; exit 3")
+	if err := fail.Deliver(context.Background(), Message{ID: "x"}); err == nil || errors.Is(err, ErrPermanent) || !strings.Contains(err.Error(), "no") {
+		t.Fatalf("exit 3: %v", err)
+	}
+}
