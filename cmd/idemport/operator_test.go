@@ -19,11 +19,12 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-// normalize replaces what changes from run to run (attempt IDs, times,
+// normalize replaces what changes from run to run (attempt and event IDs, times,
 // durations, hosts and pids) with placeholders.
 func normalize(s string) string {
 	for _, r := range []struct{ re, with string }{
 		{`[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}`, "<attempt>"},
+		{`[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}`, "<event>"},
 		{`\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?Z`, "<time>"},
 		{`"duration_ms":\d+`, `"duration_ms":0`},
 		{`\(\d+(\.\d+)?(µs|ms|s)\)`, "(<duration>)"},
