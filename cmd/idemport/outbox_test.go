@@ -318,7 +318,7 @@ func TestOutboxEndpointDownThenUp(t *testing.T) {
 		if strings.Contains(run.Stderr+run.Stdout, "s3cr3t") {
 			t.Fatalf("the token of --notify is shown:\n%s%s", run.Stdout, run.Stderr)
 		}
-		if m, err := os.ReadFile(filepath.Join(dir, "m.prom")); err != nil || !strings.Contains(string(m), "\nidemport_outbox_pending 1\n") {
+		if m, err := os.ReadFile(filepath.Join(dir, "m.prom")); err != nil || !strings.Contains(string(m), "\nidemport_outbox_pending{job=\"m\"} 1\n") {
 			t.Fatalf("metrics lack idemport_outbox_pending 1: %v\n%s", err, m)
 		}
 		list := outboxList(t, tg, dir)
