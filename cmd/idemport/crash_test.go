@@ -452,6 +452,9 @@ func TestDiskFullFailsCleanly(t *testing.T) {
 	if r.Code != 1 || !(strings.Contains(r.Stdout, "database or disk is full") || strings.Contains(r.Stdout, "disk I/O error") || strings.Contains(r.Stdout, "file too large")) {
 		t.Fatalf("exit %d (signal %v)\n%s%s", r.Code, r.Signal, r.Stdout, r.Stderr)
 	}
+	if strings.Contains(r.Stdout+r.Stderr, "migration") {
+		t.Fatalf("the disk filled up before the import began:\n%s%s", r.Stdout, r.Stderr)
+	}
 	res := importJSON(t, dir, nil, 0, "--partition-rows", "100", "orders.csv")
 	if res.Outcome != "resumed" {
 		t.Fatalf("rerun: %+v", res)
