@@ -81,7 +81,7 @@ func reportDelivery(e *env, rep pipeline.DeliveryReport) {
 		fmt.Fprintf(e.stderr, "idemport: %s refused for good by a sink; see 'idemport outbox list --state failed'\n", plural(rep.Failed, "event delivery"))
 	}
 	if rep.Pending > 0 {
-		fmt.Fprintf(e.stderr, "idemport: %s not delivered yet: the next run delivers them, or 'idemport outbox deliver'\n", plural(rep.Pending, "event delivery"))
+		fmt.Fprintf(e.stderr, "idemport: %s not delivered yet: the next run with the same --notify delivers them, or 'idemport outbox deliver'\n", plural(rep.Pending, "event delivery"))
 	}
 }
 
