@@ -85,13 +85,13 @@ func (l *Ledger) ClaimDelivery(ctx context.Context, tx *sql.Tx, sinks []string, 
 	for i, s := range sinks {
 		args[i] = s
 	}
-	row := tx.QueryRowContext(ctx, l.q(`SELECT d.event_id, d.sink_id, d.sink_name, d.tries, o.kind, o.table_name, o.file_id, o.payload, o.created_at
+	row := tx.QueryRowContext(ctx, l.q(`SELECT d.event_id, d.sink_id, d.sink_name, d.tries, coalesce(d.last_error, ''), o.kind, o.table_name, o.file_id, o.payload, o.created_at
 		FROM `+l.prefix+`outbox_deliveries d JOIN `+l.prefix+`outbox o ON o.event_id = d.event_id
 		WHERE d.state = 'pending' AND d.sink_id IN (?`+strings.Repeat(`, ?`, len(sinks)-1)+`)
 		AND d.next_at <= `+l.d.Now()+` AND (d.lease_owner IS NULL OR d.lease_expires <= `+l.d.Now()+`)
 		ORDER BY o.created_at, d.event_id, d.sink_id LIMIT 1`+lock), args...)
 	var d Delivery
-	err := row.Scan(&d.EventID, &d.SinkID, &d.SinkName, &d.Tries, &d.Kind, &d.Key.Table, &d.Key.FileID, &d.Payload, &d.CreatedAt)
+	err := row.Scan(&d.EventID, &d.SinkID, &d.SinkName, &d.Tries, &d.LastError, &d.Kind, &d.Key.Table, &d.Key.FileID, &d.Payload, &d.CreatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

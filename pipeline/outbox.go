@@ -210,13 +210,19 @@ func (e *Engine) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRe
 			continue
 		}
 		permanent := errors.Is(err, notify.ErrPermanent)
-		rep.Errors[s.Name()] = err.Error()
+		msg := err.Error()
+		if errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(deadline) && d.LastError != "" {
+			// Cut short by this run's own budget: the sink's last answer
+			// says more than that.
+			msg = d.LastError
+		}
+		rep.Errors[s.Name()] = msg
 		if permanent {
 			rep.Failed++
 		}
 		e.log.Info("event not delivered", "event_id", d.EventID, "kind", d.Kind, "sink", s.Name(), "tries", d.Tries+1,
 			"permanent", permanent, "err", err)
-		if err := e.ledger.Retry(bg, e.db, d, owner, err.Error(), backoff(d.Tries).Milliseconds(), permanent); err != nil &&
+		if err := e.ledger.Retry(bg, e.db, d, owner, msg, backoff(d.Tries).Milliseconds(), permanent); err != nil &&
 			!errors.Is(err, ledger.ErrLeaseLost) {
 			return rep, err
 		}
