@@ -118,6 +118,11 @@ func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
 		return err
 	}
 	defer w.Close()
+	seen, err := r.newSeenWriter(ctx, conn)
+	if err != nil {
+		return err
+	}
+	defer seen.close()
 	first, err := r.claimAlone(ctx, conn)
 	if err != nil || first == nil {
 		return err
@@ -131,7 +136,7 @@ func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
 		defer close(items)
 		return r.read(gctx, claims, items)
 	})
-	g.Go(func() error { return r.write(gctx, conn, w, claims, items, mu) })
+	g.Go(func() error { return r.write(gctx, conn, w, seen, claims, items, mu) })
 	err = g.Wait()
 	for it := range items { // release what the writer did not take
 		it.batch.Release()
@@ -235,7 +240,7 @@ func (r *run) claimNext(ctx context.Context, tx *sql.Tx) (*checkpoint.Claim, err
 // write commits each partition in one transaction: it fences the claim,
 // claims the next partition for the reader, writes the batches, and marks
 // the partition done and counts it.
-func (r *run) write(ctx context.Context, conn *sql.Conn, w sink.Writer, claims chan<- *checkpoint.Claim, items <-chan item, mu *sync.Mutex) error {
+func (r *run) write(ctx context.Context, conn *sql.Conn, w sink.Writer, seen *seenWriter, claims chan<- *checkpoint.Claim, items <-chan item, mu *sync.Mutex) error {
 	var (
 		tx      *txn
 		claim   *checkpoint.Claim
@@ -282,6 +287,9 @@ func (r *run) write(ctx context.Context, conn *sql.Conn, w sink.Writer, claims c
 			tx = nil
 		default:
 			c, bad, err := r.writeBatch(ctx, tx.Tx, w, it.batch.Record, it.batch.Ordinals, r.room()-int64(len(refused)))
+			if err == nil {
+				err = seen.write(ctx, tx.Tx, r.id.FileKey, it.batch.Record, it.batch.Ordinals)
+			}
 			it.batch.Release()
 			refused = append(refused, bad...)
 			if errors.Is(err, errTooManyRefused) {
@@ -361,8 +369,14 @@ func (r *run) finalize(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if op.State == ledger.Completed {
+			return nil // another attempt completed it (and swept) first
+		}
+		if r.res.Deleted, err = r.sweep(ctx, tx); err != nil {
+			return err
+		}
 		body, err := json.Marshal(storedOutcome{Rows: totals, Partitions: r.res.Partitions.Total, ContentDigest: r.id.ContentDigest,
-			CompletedBy: r.attempt.ID, Attempts: op.Attempts, DurationMs: now - op.CreatedAt})
+			CompletedBy: r.attempt.ID, Attempts: op.Attempts, DurationMs: now - op.CreatedAt, Deleted: r.res.Deleted})
 		if err != nil {
 			return err
 		}

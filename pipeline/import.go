@@ -57,6 +57,15 @@ type Request struct {
 	// keyed by file and row, so this writes no duplicate; in natural-key
 	// mode without a version column, the file's values overwrite newer ones.
 	Reapply bool
+	// MaxDelete limits how many rows a snapshot sweep may remove: a count,
+	// or a percentage of the live rows in the snapshot's scope; nil means
+	// DefaultMaxDelete. It is not part of the mapping, so a rerun with a
+	// higher limit resumes the operation it refused.
+	MaxDelete *RejectLimit
+	// AsOf is the time a snapshot's data is as of; zero means the file's
+	// modification time. A snapshot older than the last one applied to the
+	// same table and scope is stale and writes nothing.
+	AsOf time.Time
 	// Progress, if set, receives progress reports. It is called from the
 	// import's goroutines and must be quick.
 	Progress func(Progress)
@@ -175,6 +184,11 @@ func (r *run) run(ctx context.Context) error {
 	if err := r.preflight(); err != nil {
 		return err
 	}
+	if err := r.checkStale(ctx); errors.Is(err, errStaleSnapshot) {
+		return nil
+	} else if err != nil {
+		return err
+	}
 	if err := r.e.fp.Hit("after-identify"); err != nil {
 		return err
 	}
@@ -197,6 +211,12 @@ func (r *run) run(ctx context.Context) error {
 		return retracted.error
 	case errors.Is(err, reader.ErrSourceChanged) && ctx.Err() == nil:
 		return r.abandonChanged(ctx, err)
+	}
+	var guard *DeleteGuardError
+	if errors.As(err, &guard) && ctx.Err() == nil {
+		err = r.abandon(ctx, err)
+		r.res.Outcome = Refused // exit 5; the operation stays resumable
+		return err
 	}
 	return r.abandon(ctx, err)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/idemport/idemport/reader"
+	"github.com/idemport/idemport/sink"
 )
 
 // Mapping is what the user intends for a file: where its rows go and how to
@@ -32,6 +33,33 @@ type Mapping struct {
 	Delimiter byte
 	// Quotes turns on quote processing for TSV.
 	Quotes bool
+	// Snapshot, when not nil, makes the file the whole content of the
+	// table, or of the snapshot's scope: rows it does not have are swept.
+	Snapshot *Snapshot
+}
+
+// Snapshot says how a snapshot import treats the rows a file does not
+// have. It is part of the mapping: it changes what lands.
+type Snapshot struct {
+	// Soft marks missing rows in the _idemport_deleted_at column instead
+	// of deleting them.
+	Soft bool
+	// Scope limits the sweep to the rows with these column values.
+	Scope []sink.Term
+}
+
+// ScopeText is the canonical text of the snapshot's scope: its terms,
+// sorted, as COLUMN=VALUE joined by '&'; "" for the whole table.
+func (s *Snapshot) ScopeText() string {
+	if s == nil {
+		return ""
+	}
+	terms := make([]string, len(s.Scope))
+	for i, t := range s.Scope {
+		terms[i] = t.Column + "=" + t.Value
+	}
+	sort.Strings(terms)
+	return strings.Join(terms, "&")
 }
 
 // canonicalMapping is the versioned, stable form of a Mapping that is hashed.
@@ -45,6 +73,14 @@ type canonicalMapping struct {
 	Format    string            `json:"format"`
 	Delimiter string            `json:"delimiter"`
 	Quotes    bool              `json:"quotes"`
+	// Added later: omitted when unset, so that the mapping digests of
+	// imports without them stay what they were.
+	Snapshot *canonicalSnapshot `json:"snapshot,omitempty"`
+}
+
+type canonicalSnapshot struct {
+	Delete string `json:"delete"` // hard or soft
+	Scope  string `json:"scope"`
 }
 
 // canonical returns the canonical JSON of m for a file of format f, and its
@@ -67,6 +103,12 @@ func (m Mapping) canonical(f reader.Format, delimiter byte, quotes bool) (string
 	}
 	for name, t := range m.Columns {
 		c.Columns[name] = t.String()
+	}
+	if m.Snapshot != nil {
+		c.Snapshot = &canonicalSnapshot{Delete: "hard", Scope: m.Snapshot.ScopeText()}
+		if m.Snapshot.Soft {
+			c.Snapshot.Delete = "soft"
+		}
 	}
 	b, err := json.Marshal(c)
 	if err != nil {
@@ -142,6 +184,19 @@ func DefaultTable(path string) string {
 		s = "t_" + s
 	}
 	return s
+}
+
+// ParseScope parses --snapshot-scope COLUMN=VALUE flags.
+func ParseScope(specs []string) ([]sink.Term, error) {
+	var out []sink.Term
+	for _, s := range specs {
+		col, val, ok := strings.Cut(s, "=")
+		if !ok || col == "" {
+			return nil, fmt.Errorf("snapshot scope %q: want COLUMN=VALUE", s)
+		}
+		out = append(out, sink.Term{Column: col, Value: val})
+	}
+	return out, nil
 }
 
 // ParseColumns parses --column name:type flags.

@@ -79,6 +79,13 @@ func (r *run) checkColumns(names []string) error {
 	if m.Version != "" && !have[m.Version] {
 		missing = append(missing, fmt.Sprintf("--version-col %s", m.Version))
 	}
+	if m.Snapshot != nil {
+		for _, t := range m.Snapshot.Scope {
+			if !have[t.Column] {
+				missing = append(missing, fmt.Sprintf("--snapshot-scope %s", t.Column))
+			}
+		}
+	}
 	if len(missing) > 0 {
 		return usagef("%s: not a column of %s (it has %s)", strings.Join(missing, ", "), r.req.Path, strings.Join(names, ", "))
 	}
@@ -271,6 +278,9 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 	}
 	err = r.withTx(ctx, func(tx *sql.Tx) error {
 		if err := r.e.sink.Ensure(ctx, tx, r.target, schema); err != nil {
+			return err
+		}
+		if err := r.ensureSnapshot(ctx, tx, schema); err != nil {
 			return err
 		}
 		if err := r.e.cp.Save(ctx, tx, r.op, r.attempt.ID, body, plan.Rows, parts); err != nil {

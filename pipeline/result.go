@@ -21,6 +21,7 @@ const (
 	Refused   Outcome = "refused"   // too many bad rows: nothing written to the target
 	Failed    Outcome = "failed"    // a runtime failure; a rerun resumes
 	Skipped   Outcome = "skipped"   // modified too recently (--min-age): not read, nothing written
+	Stale     Outcome = "stale"     // a snapshot older than the last one applied: nothing written
 )
 
 // Result reports one file's import. Err is set for Failed, Conflict, Busy
@@ -35,6 +36,9 @@ type Result struct {
 	Outcome       Outcome            `json:"outcome"`
 	Rows          counter.Rows       `json:"rows"`
 	Partitions    counter.Partitions `json:"partitions"`
+	// Deleted is how many rows a snapshot sweep deleted (or marked deleted
+	// with --delete soft).
+	Deleted int64 `json:"deleted"`
 	// RecoveredLease is true when this run took over the expired lease of a
 	// dead or stalled attempt; RecoveredFrom names those attempts.
 	RecoveredLease bool `json:"recovered_lease"`
@@ -83,5 +87,6 @@ type storedOutcome struct {
 	ContentDigest string       `json:"content_digest"`
 	CompletedBy   string       `json:"completed_by"`
 	Attempts      int64        `json:"attempts"`
-	DurationMs    int64        `json:"duration_ms"` // from the operation's creation to its completion
+	DurationMs    int64        `json:"duration_ms"`       // from the operation's creation to its completion
+	Deleted       int64        `json:"deleted,omitempty"` // rows a snapshot sweep removed
 }

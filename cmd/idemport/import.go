@@ -26,6 +26,11 @@ type importOptions struct {
 	format        string
 	delimiter     string
 	quotes        bool
+	snapshot      bool
+	deleteMode    string
+	scope         []string
+	maxDelete     string
+	asOf          string
 	partitionRows int64
 	maxRejects    string
 	lease         time.Duration
@@ -85,6 +90,8 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 	}
 	f := c.Flags()
 	mappingFlags(e, c, o)
+	f.StringVar(&o.maxDelete, "max-delete", "10%", "with --snapshot: refuse (exit 5, nothing deleted, resumable) a sweep removing more rows than this, a count or a percentage of the scope; an empty file sweeps only with 100%")
+	f.StringVar(&o.asOf, "as-of", "", "with --snapshot: the time the file's data is as of (RFC 3339 or YYYY-MM-DD; default its modification time); an older snapshot than the last applied is stale and writes nothing")
 	f.Int64Var(&o.partitionRows, "partition-rows", reader.DefaultPartitionRows, "rows per partition, the unit of commit and resume")
 	f.StringVar(&o.maxRejects, "max-rejects", "0", "bad rows allowed before the file is refused, a count or a percentage such as 0.5%; allowed ones go to the rejects quarantine")
 	f.DurationVar(&o.lease, "lease", pipeline.DefaultLease, "how long a claim survives without a heartbeat before another run may take it over")
@@ -111,6 +118,22 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 		return pipeline.Request{}, usageError{err}
 	}
 	m := pipeline.Mapping{Table: o.table, Key: o.key, Version: o.versionCol, Columns: cols, Quotes: o.quotes}
+	if !o.snapshot && (len(o.scope) > 0 || (o.deleteMode != "" && o.deleteMode != "hard")) {
+		return pipeline.Request{}, usageError{fmt.Errorf("--delete and --snapshot-scope need --snapshot")}
+	}
+	if o.snapshot {
+		m.Snapshot = &pipeline.Snapshot{}
+		switch o.deleteMode {
+		case "", "hard":
+		case "soft":
+			m.Snapshot.Soft = true
+		default:
+			return pipeline.Request{}, usageError{fmt.Errorf("--delete %q: want hard or soft", o.deleteMode)}
+		}
+		if m.Snapshot.Scope, err = pipeline.ParseScope(o.scope); err != nil {
+			return pipeline.Request{}, usageError{err}
+		}
+	}
 	if o.format != "" {
 		if m.Format, err = reader.ParseFormat(o.format); err != nil {
 			return pipeline.Request{}, usageError{err}
@@ -148,7 +171,24 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 	if err != nil {
 		return pipeline.Request{}, usageError{fmt.Errorf("--max-rejects %v", err)}
 	}
+	var maxDelete *pipeline.RejectLimit
+	if o.maxDelete != "" {
+		l, err := pipeline.ParseRejectLimit(o.maxDelete)
+		if err != nil {
+			return pipeline.Request{}, usageError{fmt.Errorf("--max-delete %v", err)}
+		}
+		maxDelete = &l
+	}
+	var asOf time.Time
+	if o.asOf != "" {
+		if asOf, err = time.Parse(time.RFC3339Nano, o.asOf); err != nil {
+			if asOf, err = time.Parse(time.DateOnly, o.asOf); err != nil {
+				return pipeline.Request{}, usageError{fmt.Errorf("--as-of %q: want RFC 3339 (2026-11-30T02:00:00Z) or YYYY-MM-DD", o.asOf)}
+			}
+		}
+	}
 	return pipeline.Request{
+		MaxDelete: maxDelete, AsOf: asOf,
 		Path: path, FileID: o.fileID, Mapping: m, PartitionRows: o.partitionRows, MaxRejects: limit,
 		Lease: o.lease, Trigger: o.trigger, Wait: wait, Workers: o.workers, Rehash: o.rehash, Reapply: o.reapply, MinAge: minAge,
 	}, nil
@@ -361,7 +401,7 @@ func summary(rs []*pipeline.Result) string {
 		counts[r.Outcome]++
 	}
 	var parts []string
-	for _, o := range []pipeline.Outcome{pipeline.Imported, pipeline.Resumed, pipeline.Duplicate, pipeline.Skipped, pipeline.Conflict,
+	for _, o := range []pipeline.Outcome{pipeline.Imported, pipeline.Resumed, pipeline.Duplicate, pipeline.Skipped, pipeline.Stale, pipeline.Conflict,
 		pipeline.Busy, pipeline.Refused, pipeline.Failed} {
 		if counts[o] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
@@ -436,6 +476,9 @@ func resultText(r *pipeline.Result) string {
 		if rows.Rejected > 0 {
 			extra = append(extra, fmt.Sprintf("%d bad rows quarantined", rows.Rejected))
 		}
+		if r.Deleted > 0 {
+			extra = append(extra, fmt.Sprintf("%d rows not in the snapshot deleted", r.Deleted))
+		}
 		if r.RecoveredLease {
 			extra = append(extra, "took over the lease of "+strings.Join(r.RecoveredFrom, ", "))
 		}
@@ -443,6 +486,9 @@ func resultText(r *pipeline.Result) string {
 		fmt.Fprintf(&b, " (%s)", strings.Join(extra, "; "))
 	case pipeline.Skipped:
 		fmt.Fprintf(&b, "skipped: %s", strings.Join(r.Notes, "; "))
+		return b.String()
+	case pipeline.Stale:
+		b.WriteString("stale snapshot: nothing written")
 		return b.String()
 	case pipeline.Duplicate:
 		when := ""

@@ -125,7 +125,7 @@ func resultCode(r *pipeline.Result) int {
 		return exitUsage
 	}
 	switch r.Outcome {
-	case pipeline.Imported, pipeline.Resumed, pipeline.Duplicate, pipeline.Skipped:
+	case pipeline.Imported, pipeline.Resumed, pipeline.Duplicate, pipeline.Skipped, pipeline.Stale:
 		return exitOK
 	case pipeline.Conflict:
 		return exitConflict

@@ -39,6 +39,8 @@ var Names = []string{
 	"inside-partition",       // a partition's rows are written but not committed
 	"after-partition-commit", // a partition committed
 	"before-finalize",        // every partition committed, the operation not completed
+	"before-sweep",           // snapshot: inside the completing transaction, before the sweep
+	"after-sweep",            // snapshot: inside the completing transaction, swept but not committed
 	"after-finalize",         // the operation is completed, the attempt not ended
 	"before-publish",         // an event delivery is claimed (its effect committed), nothing sent
 	"after-publish",          // the sink acknowledged a delivery, not yet marked delivered

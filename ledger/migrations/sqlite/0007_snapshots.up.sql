@@ -1,0 +1,11 @@
+-- The last snapshot applied to each (table, scope): a snapshot import whose
+-- as-of time is older is stale and writes nothing, so a rerun of last
+-- week's full extract cannot delete this week's rows.
+CREATE TABLE {{prefix}}snapshots (
+    table_name  TEXT    NOT NULL,
+    scope       TEXT    NOT NULL,
+    as_of       INTEGER NOT NULL,
+    file_id     TEXT    NOT NULL,
+    applied_at  INTEGER NOT NULL,
+    PRIMARY KEY (table_name, scope)
+);

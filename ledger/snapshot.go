@@ -1,0 +1,45 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/idemport/idemport/internal/dialect"
+)
+
+// Snapshot is the last snapshot applied to a table's scope.
+type Snapshot struct {
+	AsOf      int64 // Unix milliseconds: what the snapshot's data was as of
+	FileID    string
+	AppliedAt int64 // Unix milliseconds
+}
+
+// LastSnapshot returns the last snapshot applied to scope of table, or nil
+// when there is none.
+func (l *Ledger) LastSnapshot(ctx context.Context, q dialect.Querier, table, scope string) (*Snapshot, error) {
+	var s Snapshot
+	err := q.QueryRowContext(ctx, l.q(`SELECT as_of, file_id, applied_at FROM `+l.prefix+`snapshots WHERE table_name = ? AND scope = ?`),
+		table, scope).Scan(&s.AsOf, &s.FileID, &s.AppliedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read last snapshot of %s: %w", table, err)
+	}
+	return &s, nil
+}
+
+// RecordSnapshot records, inside tx, that the snapshot of fileID as of asOf
+// (Unix milliseconds) was applied to scope of table.
+func (l *Ledger) RecordSnapshot(ctx context.Context, tx *sql.Tx, table, scope string, asOf int64, fileID string) error {
+	_, err := tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`snapshots (table_name, scope, as_of, file_id, applied_at)
+		VALUES (?, ?, ?, ?, `+l.d.Now()+`)
+		ON CONFLICT (table_name, scope) DO UPDATE SET as_of = excluded.as_of, file_id = excluded.file_id, applied_at = excluded.applied_at`),
+		table, scope, asOf, fileID)
+	if err != nil {
+		return fmt.Errorf("record snapshot of %s: %w", table, err)
+	}
+	return nil
+}

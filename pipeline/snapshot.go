@@ -1,0 +1,238 @@
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/idemport/idemport/internal/dialect"
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/sink"
+)
+
+// DefaultMaxDelete is the share of a snapshot's scope a sweep may remove
+// when no limit is given.
+var DefaultMaxDelete = RejectLimit{Percent: 10}
+
+// DeleteGuardError refuses a snapshot sweep that would remove more rows than
+// --max-delete allows, or any row for an empty file. Nothing of the sweep is
+// applied; the operation stays resumable, and a rerun with a higher limit
+// completes it.
+type DeleteGuardError struct {
+	Table   string
+	Missing int64 // live rows of the scope the file does not have
+	Live    int64 // live rows of the scope
+	Limit   RejectLimit
+	Empty   bool // the file has no rows
+}
+
+func (e *DeleteGuardError) Error() string {
+	if e.Empty {
+		return fmt.Sprintf("snapshot sweep refused: the file has no rows, so it would delete all %d rows of %s in scope; an empty snapshot sweeps only with --max-delete 100%%; rerun with it if the source is really empty", e.Missing, e.Table)
+	}
+	return fmt.Sprintf("snapshot sweep refused: it would delete %d of the %d rows of %s in scope, more than --max-delete %s allows; nothing was deleted; check the file, then rerun with a higher --max-delete to complete it", e.Missing, e.Live, e.Table, e.Limit)
+}
+
+// errStaleSnapshot stops a snapshot older than the last one applied.
+var errStaleSnapshot = errors.New("stale snapshot")
+
+// snapshot returns the mapping's snapshot mode, or nil.
+func (r *run) snapshot() *Snapshot { return r.req.Mapping.Snapshot }
+
+// asOf is the time the snapshot's data is as of, in Unix milliseconds:
+// --as-of, or the file's modification time.
+func (r *run) asOf() int64 {
+	if !r.req.AsOf.IsZero() {
+		return r.req.AsOf.UnixMilli()
+	}
+	return r.stat.MtimeNs / int64(time.Millisecond)
+}
+
+// seenTable names the table that holds the keys a natural-key snapshot
+// file had, one per operation, beside the target table (in its schema on
+// PostgreSQL). It lives from the plan to the completing transaction.
+func (r *run) seenTable() string {
+	name := "_idemport_seen_" + strconv.FormatUint(uint64(FileKey(r.id.Table+"\x00"+r.id.FileID)), 16)
+	if r.e.d == dialect.Postgres {
+		for i := len(r.target.Table) - 1; i >= 0; i-- {
+			if r.target.Table[i] == '.' {
+				return r.target.Table[:i+1] + name
+			}
+		}
+	}
+	return name
+}
+
+// keysSeen reports whether this run records the keys its file has.
+func (r *run) keysSeen() bool { return r.snapshot() != nil && !r.target.Ordinal() }
+
+// checkStale stops, before anything is written, a snapshot older than the
+// last one applied to the same table and scope. A completed operation is
+// left to the claim (it is a duplicate whatever its age).
+func (r *run) checkStale(ctx context.Context) error {
+	if r.snapshot() == nil || r.e.db == nil {
+		return nil
+	}
+	op, _, err := r.e.ledger.Get(ctx, r.e.db, r.id.Key)
+	if err != nil || (op != nil && op.State == ledger.Completed) {
+		return err
+	}
+	last, err := r.e.ledger.LastSnapshot(ctx, r.e.db, r.target.Table, r.snapshot().ScopeText())
+	if err != nil || last == nil || last.AsOf <= r.asOf() {
+		return err
+	}
+	r.res.Outcome = Stale
+	r.note("snapshot as of %s is older than the one already applied to %s%s (%s, as of %s): nothing written",
+		stamp(r.asOf()), r.target.Table, scopeSuffix(r.snapshot()), last.FileID, stamp(last.AsOf))
+	return errStaleSnapshot
+}
+
+func stamp(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
+
+func scopeSuffix(s *Snapshot) string {
+	if t := s.ScopeText(); t != "" {
+		return " scope " + t
+	}
+	return ""
+}
+
+// ensureSnapshot prepares, inside the plan's transaction, what the sweep
+// needs: the table of keys seen, and the deletion mark column.
+func (r *run) ensureSnapshot(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
+	s := r.snapshot()
+	if s == nil {
+		return nil
+	}
+	if s.Soft {
+		if err := sink.EnsureDeleted(ctx, tx, r.e.d, r.e.sink, r.target.Table); err != nil {
+			return err
+		}
+	}
+	if !r.keysSeen() {
+		return nil
+	}
+	return r.e.sink.Ensure(ctx, tx, sink.Target{Table: r.seenTable(), Key: r.target.Key}, keySchema(schema, r.target.Key))
+}
+
+// keySchema is the part of schema that holds the key columns.
+func keySchema(schema *arrow.Schema, key []string) *arrow.Schema {
+	fields := make([]arrow.Field, len(key))
+	for i, k := range key {
+		fields[i] = schema.Field(schema.FieldIndices(k)[0])
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// seenWriter records the keys of each batch in the seen table, in the
+// partition's transaction. It is nil when the run records no keys.
+type seenWriter struct {
+	w      sink.Writer
+	schema *arrow.Schema
+	cols   []int
+}
+
+func (r *run) newSeenWriter(ctx context.Context, conn *sql.Conn) (*seenWriter, error) {
+	if !r.keysSeen() {
+		return nil, nil
+	}
+	full := r.plan.Schema.Arrow()
+	schema := keySchema(full, r.target.Key)
+	w, err := r.e.sink.Writer(ctx, conn, sink.Target{Table: r.seenTable(), Key: r.target.Key}, schema)
+	if err != nil {
+		return nil, fmt.Errorf("record snapshot keys: %w", err)
+	}
+	s := &seenWriter{w: w, schema: schema}
+	for _, k := range r.target.Key {
+		s.cols = append(s.cols, full.FieldIndices(k)[0])
+	}
+	return s, nil
+}
+
+// write records the keys of rec inside tx.
+func (s *seenWriter) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) error {
+	if s == nil {
+		return nil
+	}
+	cols := make([]arrow.Array, len(s.cols))
+	for i, c := range s.cols {
+		cols[i] = rec.Column(c)
+	}
+	keys := array.NewRecordBatch(s.schema, cols, rec.NumRows())
+	defer keys.Release()
+	if _, err := s.w.Write(ctx, tx, fileKey, keys, ordinals); err != nil {
+		return fmt.Errorf("record snapshot keys: %w", err)
+	}
+	return nil
+}
+
+func (s *seenWriter) close() {
+	if s != nil {
+		s.w.Close()
+	}
+}
+
+// sweep runs, inside the completing transaction, the snapshot's sweep:
+// it refuses a sweep over the --max-delete limit, removes (or marks) the
+// rows of the scope the file does not have, records the snapshot as the
+// scope's last, and drops the table of keys seen. It returns the rows
+// removed.
+func (r *run) sweep(ctx context.Context, tx *sql.Tx) (int64, error) {
+	s := r.snapshot()
+	if s == nil {
+		return 0, nil
+	}
+	if err := r.e.fp.Hit("before-sweep"); err != nil {
+		return 0, err
+	}
+	scope := s.ScopeText()
+	last, err := r.e.ledger.LastSnapshot(ctx, tx, r.target.Table, scope)
+	if err != nil {
+		return 0, err
+	}
+	if last != nil && last.AsOf > r.asOf() {
+		return 0, fmt.Errorf("a newer snapshot of %s%s (%s, as of %s) was applied while this one (as of %s) was being imported; not sweeping: undo this import or import a newer snapshot",
+			r.target.Table, scopeSuffix(s), last.FileID, stamp(last.AsOf), stamp(r.asOf()))
+	}
+	sw := sink.Sweep{Dialect: r.e.d, Table: r.target.Table, Key: r.target.Key, Seen: r.seenTable(), FileKey: r.id.FileKey, Scope: s.Scope, Soft: s.Soft}
+	missing, live, err := sw.Count(ctx, tx)
+	if err != nil {
+		return 0, err
+	}
+	limit := DefaultMaxDelete
+	if r.req.MaxDelete != nil {
+		limit = *r.req.MaxDelete
+	}
+	empty := r.plan.Rows-r.plan.Rejected == 0
+	switch {
+	case empty && missing > 0 && limit.Percent < 100:
+		return 0, &DeleteGuardError{Table: r.target.Table, Missing: missing, Live: live, Limit: limit, Empty: true}
+	case !limit.Allows(missing, live):
+		return 0, &DeleteGuardError{Table: r.target.Table, Missing: missing, Live: live, Limit: limit}
+	}
+	var now any = time.Now().UTC()
+	if r.e.d != dialect.Postgres {
+		now = sink.FormatTimestamp(time.Now().UnixMicro())
+	}
+	deleted, err := sw.Apply(ctx, tx, now)
+	if err != nil {
+		return 0, err
+	}
+	if err := r.e.ledger.RecordSnapshot(ctx, tx, r.target.Table, scope, r.asOf(), r.id.FileID); err != nil {
+		return 0, err
+	}
+	if r.keysSeen() {
+		if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+sw.Quoted(r.seenTable())); err != nil {
+			return 0, fmt.Errorf("drop the snapshot's keys: %w", err)
+		}
+	}
+	if err := r.e.fp.Hit("after-sweep"); err != nil {
+		return 0, err
+	}
+	return deleted, nil
+}

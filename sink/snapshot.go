@@ -1,0 +1,159 @@
+package sink
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/idemport/idemport/internal/dialect"
+)
+
+// DeletedColumn marks the rows a soft snapshot sweep deleted: when, as a
+// timestamp. NULL means the row is live.
+const DeletedColumn = "_idemport_deleted_at"
+
+// Term is one COLUMN=VALUE condition of a snapshot's scope. The value is
+// compared as the column's type reads it (the database converts it).
+type Term struct {
+	Column string
+	Value  string
+}
+
+// Sweep removes, after a snapshot file's rows are written, the rows of a
+// table (or of its scope) that the file does not have.
+//
+// With Key (natural-key mode) a row is kept when its key is in Seen, a
+// table holding the keys the file had; without Key (ordinal mode) a row is
+// kept when its lineage is FileKey, the snapshot file's. With Soft the rows
+// are not deleted but marked in DeletedColumn, and marks on rows the file
+// has are cleared.
+type Sweep struct {
+	Dialect dialect.Dialect
+	Table   string
+	Key     []string
+	Seen    string
+	FileKey int64
+	Scope   []Term
+	Soft    bool
+}
+
+// Quoted quotes a table name as the dialect's drivers name tables: on
+// PostgreSQL a dotted name is schema.table, on SQLite one table.
+func (s Sweep) Quoted(name string) string {
+	if s.Dialect == dialect.Postgres {
+		return dialect.Quote(name)
+	}
+	return dialect.QuoteOne(name)
+}
+
+// where returns the conditions (and their arguments) of the rows of the
+// scope that are live and that the file does not have (missing) or has.
+func (s Sweep) where(missing bool) (string, []any) {
+	var conds []string
+	var args []any
+	for _, t := range s.Scope {
+		conds = append(conds, "t."+dialect.QuoteOne(t.Column)+" = ?")
+		args = append(args, t.Value)
+	}
+	if s.Soft {
+		if missing {
+			conds = append(conds, "t."+dialect.QuoteOne(DeletedColumn)+" IS NULL")
+		} else {
+			conds = append(conds, "t."+dialect.QuoteOne(DeletedColumn)+" IS NOT NULL")
+		}
+	}
+	var in string
+	if len(s.Key) == 0 {
+		in = "t." + dialect.QuoteOne(FileColumn) + " = ?"
+		args = append(args, s.FileKey)
+	} else {
+		match := make([]string, len(s.Key))
+		for i, k := range s.Key {
+			match[i] = "k." + dialect.QuoteOne(k) + " = t." + dialect.QuoteOne(k)
+		}
+		in = "EXISTS (SELECT 1 FROM " + s.Quoted(s.Seen) + " k WHERE " + strings.Join(match, " AND ") + ")"
+	}
+	if missing {
+		in = "NOT " + in
+	}
+	conds = append(conds, in)
+	return strings.Join(conds, " AND "), args
+}
+
+// live returns the conditions of the live rows of the scope.
+func (s Sweep) live() (string, []any) {
+	conds := []string{"1 = 1"}
+	var args []any
+	for _, t := range s.Scope {
+		conds = append(conds, "t."+dialect.QuoteOne(t.Column)+" = ?")
+		args = append(args, t.Value)
+	}
+	if s.Soft {
+		conds = append(conds, "t."+dialect.QuoteOne(DeletedColumn)+" IS NULL")
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// Count returns, inside q, how many live rows of the scope the sweep would
+// remove, and how many live rows the scope holds.
+func (s Sweep) Count(ctx context.Context, q dialect.Querier) (missing, live int64, err error) {
+	w, args := s.where(true)
+	if err := q.QueryRowContext(ctx, s.Dialect.Rebind(`SELECT count(*) FROM `+s.Quoted(s.Table)+` t WHERE `+w), args...).Scan(&missing); err != nil {
+		return 0, 0, fmt.Errorf("count rows missing from the snapshot: %w", err)
+	}
+	w, args = s.live()
+	if err := q.QueryRowContext(ctx, s.Dialect.Rebind(`SELECT count(*) FROM `+s.Quoted(s.Table)+` t WHERE `+w), args...).Scan(&live); err != nil {
+		return 0, 0, fmt.Errorf("count rows in the snapshot's scope: %w", err)
+	}
+	return missing, live, nil
+}
+
+// Apply deletes (or marks, with the time now) the live rows of the scope
+// that the file does not have, clears the marks of rows it has, inside tx,
+// and returns how many rows it deleted or marked.
+func (s Sweep) Apply(ctx context.Context, tx *sql.Tx, now any) (int64, error) {
+	w, args := s.where(true)
+	t := s.Quoted(s.Table)
+	var res sql.Result
+	var err error
+	if s.Soft {
+		res, err = tx.ExecContext(ctx, s.Dialect.Rebind(`UPDATE `+t+` AS t SET `+dialect.QuoteOne(DeletedColumn)+` = ? WHERE `+w), append([]any{now}, args...)...)
+	} else {
+		res, err = tx.ExecContext(ctx, s.Dialect.Rebind(`DELETE FROM `+t+` AS t WHERE `+w), args...)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sweep rows missing from the snapshot out of %s: %w", s.Table, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	if s.Soft {
+		w, args := s.where(false)
+		if _, err := tx.ExecContext(ctx, s.Dialect.Rebind(`UPDATE `+t+` AS t SET `+dialect.QuoteOne(DeletedColumn)+` = NULL WHERE `+w), args...); err != nil {
+			return 0, fmt.Errorf("clear the deletion marks of rows back in the snapshot: %w", err)
+		}
+	}
+	return n, nil
+}
+
+// EnsureDeleted adds DeletedColumn to table inside tx when it lacks it.
+func EnsureDeleted(ctx context.Context, tx *sql.Tx, d dialect.Dialect, dl Dialect, table string) error {
+	t, err := dl.Describe(ctx, tx, table)
+	if err != nil {
+		return err
+	}
+	if t == nil || t.Column(DeletedColumn) != nil {
+		return nil
+	}
+	typ := "TEXT" // fixed-width UTC text, as SQLite targets store timestamps
+	if d == dialect.Postgres {
+		typ = "timestamptz"
+	}
+	name := Sweep{Dialect: d}.Quoted(table)
+	if _, err := tx.ExecContext(ctx, `ALTER TABLE `+name+` ADD COLUMN `+dialect.QuoteOne(DeletedColumn)+` `+typ); err != nil {
+		return fmt.Errorf("add column %s to %s: %w", DeletedColumn, table, err)
+	}
+	return nil
+}
