@@ -372,7 +372,7 @@ func (r *run) finalize(ctx context.Context) error {
 		if op.State == ledger.Completed {
 			return nil // another attempt completed it (and swept) first
 		}
-		if r.res.Deleted, err = r.sweep(ctx, tx); err != nil {
+		if r.res.Deleted, err = r.sweep(ctx, tx, totals.Inserted); err != nil {
 			return err
 		}
 		body, err := json.Marshal(storedOutcome{Rows: totals, Partitions: r.res.Partitions.Total, ContentDigest: r.id.ContentDigest,

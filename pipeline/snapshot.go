@@ -24,17 +24,26 @@ var DefaultMaxDelete = RejectLimit{Percent: 10}
 // --max-delete allows, or any row for an empty file. Nothing of the sweep is
 // applied; the operation stays resumable, and a rerun with a higher limit
 // completes it.
+//
+// By --key the guard counts the rows whose keys the file lacks, against the
+// live rows the scope held before the file. In ordinal mode, where every
+// row of other files is replaced, it counts the rows lost: how many fewer
+// rows the file has than the rows it replaces, against those.
 type DeleteGuardError struct {
 	Table   string
-	Missing int64 // live rows of the scope the file does not have
-	Live    int64 // live rows of the scope
+	Missing int64 // rows the guard counts as lost
+	Live    int64 // rows it counts them against
 	Limit   RejectLimit
 	Empty   bool // the file has no rows
+	Ordinal bool
 }
 
 func (e *DeleteGuardError) Error() string {
 	if e.Empty {
 		return fmt.Sprintf("snapshot sweep refused: the file has no rows, so it would delete all %d rows of %s in scope; an empty snapshot sweeps only with --max-delete 100%%; rerun with it if the source is really empty", e.Missing, e.Table)
+	}
+	if e.Ordinal {
+		return fmt.Sprintf("snapshot sweep refused: the file has %d rows fewer than the %d rows of %s in scope it replaces, more than --max-delete %s allows; nothing was deleted; check the file, then rerun with a higher --max-delete to complete it", e.Missing, e.Live, e.Table, e.Limit)
 	}
 	return fmt.Sprintf("snapshot sweep refused: it would delete %d of the %d rows of %s in scope, more than --max-delete %s allows; nothing was deleted; check the file, then rerun with a higher --max-delete to complete it", e.Missing, e.Live, e.Table, e.Limit)
 }
@@ -182,7 +191,7 @@ func (s *seenWriter) close() {
 // rows of the scope the file does not have, records the snapshot as the
 // scope's last, and drops the table of keys seen. It returns the rows
 // removed.
-func (r *run) sweep(ctx context.Context, tx *sql.Tx) (int64, error) {
+func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted int64) (int64, error) {
 	s := r.snapshot()
 	if s == nil {
 		return 0, nil
@@ -209,11 +218,15 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx) (int64, error) {
 		limit = *r.req.MaxDelete
 	}
 	empty := r.plan.Rows-r.plan.Rejected == 0
+	lost, before := missing, live-inserted // by key: the keys gone, of those there were
+	if r.target.Ordinal() {
+		lost, before = max(0, missing-(live-missing)), missing // the rows replaced by fewer
+	}
 	switch {
 	case empty && missing > 0 && limit.Percent < 100:
 		return 0, &DeleteGuardError{Table: r.target.Table, Missing: missing, Live: live, Limit: limit, Empty: true}
-	case !limit.Allows(missing, live):
-		return 0, &DeleteGuardError{Table: r.target.Table, Missing: missing, Live: live, Limit: limit}
+	case !limit.Allows(lost, before):
+		return 0, &DeleteGuardError{Table: r.target.Table, Missing: lost, Live: before, Limit: limit, Ordinal: r.target.Ordinal()}
 	}
 	var now any = time.Now().UTC()
 	if r.e.d != dialect.Postgres {

@@ -34,6 +34,7 @@ type result struct {
 	Partitions struct {
 		Total, Skipped, Committed int64
 	} `json:"partitions"`
+	Deleted        int64    `json:"deleted"`
 	RecoveredLease bool     `json:"recovered_lease"`
 	RecoveredFrom  []string `json:"recovered_from"`
 	QuickCheck     bool     `json:"quick_check"`

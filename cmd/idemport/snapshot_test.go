@@ -1,0 +1,225 @@
+package main
+
+// Snapshot imports: a nightly full extract whose missing rows were deleted
+// at the source. The sequence Mon/Tue/Wed inserts, updates, deletes and
+// brings a key back; it is run clean and with a kill at every failpoint of
+// each day's import, and after every day the whole table must be what the
+// day's file says.
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/idemport/idemport/internal/testkit"
+)
+
+// snapRow is one row of a day's file: id, name ("\x00" for NULL, written
+// as an unquoted empty field; "" is a quoted empty string) and v.
+type snapRow struct {
+	id   string
+	name string
+	v    string
+}
+
+const null = "\x00"
+
+// snapDays is the sequence. Tue deletes 3, updates 2 (to an empty string),
+// 2^53+1 (to NULL) and the maximum, and inserts 100; Wed brings 3 back with
+// a new value, deletes 4, inserts 101 and updates 1. Each day deletes 1 of
+// 11 keys, within the default --max-delete of 10%.
+var snapDays = [][]snapRow{
+	{{"-9223372036854775808", "min", "1"}, {"1", "a", "10"}, {"2", "b", "20"}, {"3", "c", "30"}, {"4", "d", "40"},
+		{"5", "e", "50"}, {"6", "f", "60"}, {"7", "g", "70"}, {"8", "h", "80"}, {"9007199254740993", "big", "9007199254740993"},
+		{"9223372036854775807", "max", "-9223372036854775808"}},
+	{{"-9223372036854775808", "min", "1"}, {"1", "a", "10"}, {"2", "", "21"}, {"4", "d", "40"},
+		{"5", "e", "50"}, {"6", "f", "60"}, {"7", "g", "70"}, {"8", "h", "80"}, {"9007199254740993", null, "9007199254740993"},
+		{"9223372036854775807", "max", "9223372036854775807"}, {"100", "new", "100"}},
+	{{"-9223372036854775808", "min", "1"}, {"1", "a2", "11"}, {"2", "", "21"}, {"3", "back", "33"},
+		{"5", "e", "50"}, {"6", "f", "60"}, {"7", "g", "70"}, {"8", "h", "80"}, {"9007199254740993", null, "9007199254740993"},
+		{"9223372036854775807", "max", "9223372036854775807"}, {"100", "new", "100"}, {"101", "newer", "101"}},
+}
+
+// writeSnapDay writes a day's rows as CSV.
+func writeSnapDay(t *testing.T, path string, rows []snapRow) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("id,name,v\n")
+	for _, r := range rows {
+		name := `"` + r.name + `"`
+		if r.name == null {
+			name = ""
+		}
+		fmt.Fprintf(&b, "%s,%s,%s\n", r.id, name, r.v)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// snapModel is what the table must hold after each day, one line per row:
+// id|name|v (|live or |deleted with --delete soft), in id order.
+type snapModel struct {
+	soft bool
+	rows map[string]snapRow
+	dead map[string]bool
+}
+
+func (m *snapModel) apply(day []snapRow) {
+	in := map[string]bool{}
+	for _, r := range day {
+		in[r.id] = true
+		m.rows[r.id] = r
+		delete(m.dead, r.id)
+	}
+	for id := range m.rows {
+		if in[id] {
+			continue
+		}
+		if m.soft {
+			m.dead[id] = true
+		} else {
+			delete(m.rows, id)
+		}
+	}
+}
+
+func (m *snapModel) want() []string {
+	var ids []string
+	for id := range m.rows {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(mustInt(a), mustInt(b)) })
+	var out []string
+	for _, id := range ids {
+		r := m.rows[id]
+		name := r.name
+		if name == null {
+			name = "NULL"
+		}
+		line := id + "|" + name + "|" + r.v
+		if m.soft {
+			line += map[bool]string{true: "|deleted", false: "|live"}[m.dead[id]]
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// snapTable returns the table's rows as snapModel.want renders them.
+func snapTable(t *testing.T, tg *testkit.Target, soft bool) []string {
+	t.Helper()
+	cols := `CAST(id AS TEXT) || '|' || coalesce(name, 'NULL') || '|' || CAST(v AS TEXT)`
+	if soft {
+		cols += ` || '|' || CASE WHEN _idemport_deleted_at IS NULL THEN 'live' ELSE 'deleted' END`
+	}
+	var out []string
+	for _, r := range testkit.Query(t, tg.DB, `SELECT `+cols+` FROM items ORDER BY id`) {
+		out = append(out, r[0].(string))
+	}
+	return out
+}
+
+func TestSnapshotSequence(t *testing.T) {
+	type kill struct {
+		point string
+		n     int
+	}
+	kills := []kill{{}, {"after-identify", 1}, {"after-claim", 1}, {"after-plan", 1},
+		{"after-partition-claim", 2}, {"inside-partition", 1}, {"inside-partition", 3},
+		{"after-partition-commit", 1}, {"after-partition-commit", 3}, {"before-finalize", 1},
+		{"before-sweep", 1}, {"after-sweep", 1}, {"after-finalize", 1}}
+	modes := []string{"key", "key-soft", "ordinal"}
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, mode := range modes {
+			for _, k := range kills {
+				label := "clean"
+				if k.point != "" {
+					label = fmt.Sprintf("%s:%d", k.point, k.n)
+				}
+				t.Run(mode+"/"+label, func(t *testing.T) {
+					t.Parallel()
+					dir := t.TempDir()
+					tg := testkit.NewTarget(t, name, dir)
+					m := &snapModel{soft: mode == "key-soft", rows: map[string]snapRow{}, dead: map[string]bool{}}
+					var ordinal []string // ordinal mode: the last file's rows
+					for i, day := range snapDays {
+						file := fmt.Sprintf("day%d.csv", i+1)
+						writeSnapDay(t, filepath.Join(dir, file), day)
+						args := []string{"--table", "items", "--snapshot", "--as-of", fmt.Sprintf("2026-11-%02d", 23+i), "--partition-rows", "4"}
+						switch mode {
+						case "key":
+							args = append(args, "--key", "id")
+						case "key-soft":
+							args = append(args, "--key", "id", "--delete", "soft")
+						}
+						args = append(args, file)
+						if k.point != "" {
+							env := []string{fmt.Sprintf("IDEMPORT_FAILPOINT=%s:%d", k.point, k.n)}
+							killed := tg.Exec(t, dir, env, append([]string{"import"}, args...)...)
+							if killed.Signal != syscall.SIGKILL {
+								t.Fatalf("%s: not killed at %s: exit %d\n%s%s", file, label, killed.Code, killed.Stdout, killed.Stderr)
+							}
+						}
+						res := importTo(t, tg, dir, nil, 0, args...)
+						want := []string{"imported", "resumed"}
+						if k.point == "after-finalize" {
+							want = []string{"duplicate"}
+						}
+						if !slices.Contains(want, res.Outcome) {
+							t.Fatalf("%s: rerun outcome %s, want one of %v", file, res.Outcome, want)
+						}
+						m.apply(day)
+						if mode == "ordinal" {
+							ordinal = (&snapModel{rows: map[string]snapRow{}, dead: map[string]bool{}}).withDay(day)
+							if got := snapTable(t, tg, false); !slices.Equal(got, ordinal) {
+								t.Fatalf("after %s the table holds\n%s\nwant\n%s", file, strings.Join(got, "\n"), strings.Join(ordinal, "\n"))
+							}
+							if n := testkit.Int(t, tg.DB, `SELECT count(DISTINCT _idemport_file) FROM items`); n != 1 {
+								t.Fatalf("after %s rows of %d files remain, want only the last file's", file, n)
+							}
+						} else if got := snapTable(t, tg, m.soft); !slices.Equal(got, m.want()) {
+							t.Fatalf("after %s the table holds\n%s\nwant\n%s", file, strings.Join(got, "\n"), strings.Join(m.want(), "\n"))
+						}
+						if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("operations")+` WHERE state <> 'completed'`); n != 0 {
+							t.Fatalf("after %s %d operations are not completed", file, n)
+						}
+					}
+					// A rerun of the last file deletes nothing and writes nothing.
+					before := tg.Snapshot(t, "quickcheck")
+					args := []string{"--table", "items", "--snapshot", "--as-of", "2026-11-25", "--partition-rows", "4"}
+					switch mode {
+					case "key":
+						args = append(args, "--key", "id")
+					case "key-soft":
+						args = append(args, "--key", "id", "--delete", "soft")
+					}
+					res := importTo(t, tg, dir, nil, 0, append(args, "day3.csv")...)
+					if res.Outcome != "duplicate" || res.Deleted != 0 {
+						t.Fatalf("rerun of the last day: outcome %s deleted %d, want duplicate deleted 0", res.Outcome, res.Deleted)
+					}
+					if d := before.Diff(tg.Snapshot(t, "quickcheck")); d != "" {
+						t.Fatalf("rerun of the last day changed %s", d)
+					}
+					// The keys the snapshots recorded are gone with their operations.
+					for _, tbl := range tg.Tables(t) {
+						if strings.Contains(tbl, "_idemport_seen_") {
+							t.Fatalf("table %s of recorded keys left behind", tbl)
+						}
+					}
+				})
+			}
+		}
+	})
+}
+
+// withDay returns the lines of a table holding exactly day's rows.
+func (m *snapModel) withDay(day []snapRow) []string {
+	m.apply(day)
+	return m.want()
+}
