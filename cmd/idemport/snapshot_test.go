@@ -223,3 +223,96 @@ func (m *snapModel) withDay(day []snapRow) []string {
 	m.apply(day)
 	return m.want()
 }
+
+// TestSnapshotGuardOrderAndScope: the delete guard refuses a 50% deletion
+// and an empty file with nothing of the sweep applied, and a rerun with a
+// higher --max-delete completes; a stale snapshot writes nothing; a scoped
+// snapshot sweeps only its slice of the table.
+func TestSnapshotGuardOrderAndScope(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
+		dir := t.TempDir()
+		l := &life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir}
+		snap := func(want int, asOf, file string, extra ...string) result {
+			t.Helper()
+			args := append([]string{"--table", "items", "--key", "id", "--snapshot", "--as-of", asOf}, extra...)
+			return importTo(t, l.tg, dir, nil, want, append(args, file)...)
+		}
+		var mon, tue strings.Builder
+		mon.WriteString("id,name\n")
+		tue.WriteString("id,name\n")
+		for i := 1; i <= 10; i++ {
+			fmt.Fprintf(&mon, "%d,n%d\n", i, i)
+			if i%2 == 0 {
+				fmt.Fprintf(&tue, "%d,n%d\n", i, i)
+			}
+		}
+		l.write("mon.csv", mon.String())
+		l.write("tue.csv", tue.String())
+		l.write("empty.csv", "id,name\n")
+		monRows := "1|n1\n10|n10\n2|n2\n3|n3\n4|n4\n5|n5\n6|n6\n7|n7\n8|n8\n9|n9"
+		if r := snap(0, "2026-11-23", "mon.csv"); r.Outcome != "imported" || r.Rows.Inserted != 10 {
+			t.Fatalf("mon: %+v", r)
+		}
+		l.wantRows("items", monRows, "CAST(id AS TEXT)", "name")
+
+		// Half the keys gone: refused, nothing deleted, resumable.
+		r := snap(5, "2026-11-24", "tue.csv")
+		if r.Outcome != "refused" || r.Deleted != 0 || !strings.Contains(r.Error, "would delete 5 of the 10 rows") {
+			t.Fatalf("tue: outcome %s deleted %d error %q, want refused by the guard", r.Outcome, r.Deleted, r.Error)
+		}
+		l.wantRows("items", monRows, "CAST(id AS TEXT)", "name")
+		l.wantStates("items", "completed,failed", "")
+		r = snap(5, "2026-11-24", "tue.csv", "--max-delete", "4")
+		if r.Outcome != "refused" {
+			t.Fatalf("tue with --max-delete 4: outcome %s, want refused", r.Outcome)
+		}
+		r = snap(0, "2026-11-24", "tue.csv", "--max-delete", "50%")
+		if r.Outcome != "resumed" || r.Deleted != 5 {
+			t.Fatalf("tue with --max-delete 50%%: outcome %s deleted %d, want resumed deleted 5", r.Outcome, r.Deleted)
+		}
+		l.wantRows("items", "10|n10\n2|n2\n4|n4\n6|n6\n8|n8", "CAST(id AS TEXT)", "name")
+
+		// An empty file sweeps only with 100%.
+		for _, limit := range []string{"10%", "99%", "1000"} {
+			r = snap(5, "2026-11-25", "empty.csv", "--max-delete", limit)
+			if r.Outcome != "refused" || !strings.Contains(r.Error, "has no rows") {
+				t.Fatalf("empty file with --max-delete %s: outcome %s error %q, want refused", limit, r.Outcome, r.Error)
+			}
+			l.wantRows("items", "10|n10\n2|n2\n4|n4\n6|n6\n8|n8", "CAST(id AS TEXT)", "name")
+		}
+
+		// Older than the last applied: stale, nothing written anywhere.
+		before := l.tg.Snapshot(t, "quickcheck")
+		r = snap(0, "2026-11-20", "mon.csv", "--file-id", "mon-again")
+		if r.Outcome != "stale" || r.ExitCode != 0 {
+			t.Fatalf("stale: outcome %s exit %d", r.Outcome, r.ExitCode)
+		}
+		if d := before.Diff(l.tg.Snapshot(t, "quickcheck")); d != "" {
+			t.Fatalf("a stale snapshot changed %s", d)
+		}
+		r = snap(0, "2026-11-25", "empty.csv", "--max-delete", "100%")
+		if r.Outcome != "resumed" || r.Deleted != 5 {
+			t.Fatalf("empty file with --max-delete 100%%: outcome %s deleted %d, want resumed deleted 5", r.Outcome, r.Deleted)
+		}
+		l.wantRows("items", "", "CAST(id AS TEXT)", "name")
+
+		// A scope: the EU feed's snapshot leaves the US rows alone.
+		l.write("all.csv", "id,region,v\n1,EU,a\n2,EU,b\n3,US,c\n4,US,d\n5,EU,e\n6,EU,f\n7,EU,g\n8,EU,h\n9,EU,i\n10,EU,j\n11,EU,k\n")
+		l.write("eu.csv", "id,region,v\n1,EU,a2\n2,EU,b\n5,EU,e\n6,EU,f\n7,EU,g\n8,EU,h\n9,EU,i\n10,EU,j\n11,EU,k\n12,EU,l\n")
+		importTo(t, l.tg, dir, nil, 0, "--table", "regions", "--key", "id", "all.csv")
+		r = importTo(t, l.tg, dir, nil, 0, "--table", "regions", "--key", "id", "--snapshot", "--snapshot-scope", "region=EU", "eu.csv")
+		if r.Deleted != 0 {
+			t.Fatalf("EU snapshot deleted %d rows, want 0", r.Deleted)
+		}
+		l.wantRows("regions", "1|EU|a2\n10|EU|j\n11|EU|k\n12|EU|l\n2|EU|b\n3|US|c\n4|US|d\n5|EU|e\n6|EU|f\n7|EU|g\n8|EU|h\n9|EU|i",
+			"CAST(id AS TEXT)", "region", "v")
+		l.write("eu2.csv", "id,region,v\n1,EU,a2\n2,EU,b\n5,EU,e\n6,EU,f\n7,EU,g\n8,EU,h\n9,EU,i\n10,EU,j\n11,EU,k\n")
+		r = importTo(t, l.tg, dir, nil, 0, "--table", "regions", "--key", "id", "--snapshot", "--snapshot-scope", "region=EU", "eu2.csv")
+		if r.Deleted != 1 {
+			t.Fatalf("second EU snapshot deleted %d rows, want 1", r.Deleted)
+		}
+		l.wantRows("regions", "1|EU|a2\n10|EU|j\n11|EU|k\n2|EU|b\n3|US|c\n4|US|d\n5|EU|e\n6|EU|f\n7|EU|g\n8|EU|h\n9|EU|i",
+			"CAST(id AS TEXT)", "region", "v")
+	})
+}
