@@ -75,6 +75,10 @@ type AttemptRecord struct {
 	Rows        counter.Rows
 	Partitions  counter.Partitions // Total is not stored; Skipped and Committed are
 	Recovered   int64              // leases recovered
+	// Deleted is how many rows its snapshot sweep removed.
+	Deleted int64
+	// SchemaChanges says which columns it added or widened (--evolve).
+	SchemaChanges string
 }
 
 // Attempts returns the attempts on operation k, oldest first.
@@ -85,7 +89,7 @@ func (l *Ledger) Attempts(ctx context.Context, k Key) ([]AttemptRecord, error) {
 	rows, err := l.db.QueryContext(ctx, l.q(`SELECT attempt_id, trigger, host, pid, file_path, coalesce(recovered_from, ''),
 		table_name, file_id, started_at, heartbeat_at, coalesce(ended_at, 0), coalesce(outcome, ''), coalesce(error, ''),
 		rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected,
-		partitions_skipped, partitions_committed, recovered_leases
+		partitions_skipped, partitions_committed, recovered_leases, rows_deleted, coalesce(schema_changes, '')
 		FROM `+l.prefix+`attempts WHERE table_name = ? AND file_id = ? ORDER BY started_at, attempt_id`), k.Table, k.FileID)
 	if err != nil {
 		return nil, fmt.Errorf("list attempts: %w", err)
@@ -97,7 +101,7 @@ func (l *Ledger) Attempts(ctx context.Context, k Key) ([]AttemptRecord, error) {
 		if err := rows.Scan(&a.ID, &a.Trigger, &a.Host, &a.PID, &a.Path, &a.RecoveredFrom,
 			&a.Table, &a.FileID, &a.StartedAt, &a.HeartbeatAt, &a.EndedAt, &a.Outcome, &a.Error,
 			&a.Rows.Read, &a.Rows.Inserted, &a.Rows.Updated, &a.Rows.Unchanged, &a.Rows.Stale, &a.Rows.Superseded, &a.Rows.Rejected,
-			&a.Partitions.Skipped, &a.Partitions.Committed, &a.Recovered); err != nil {
+			&a.Partitions.Skipped, &a.Partitions.Committed, &a.Recovered, &a.Deleted, &a.SchemaChanges); err != nil {
 			return nil, fmt.Errorf("list attempts: %w", err)
 		}
 		out = append(out, a)

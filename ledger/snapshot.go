@@ -43,3 +43,20 @@ func (l *Ledger) RecordSnapshot(ctx context.Context, tx *sql.Tx, table, scope st
 	}
 	return nil
 }
+
+// Swept records, inside tx, that attempt's snapshot sweep removed n rows.
+func (l *Ledger) Swept(ctx context.Context, tx *sql.Tx, attempt string, n int64) error {
+	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`attempts SET rows_deleted = rows_deleted + ? WHERE attempt_id = ?`), n, attempt); err != nil {
+		return fmt.Errorf("record sweep: %w", err)
+	}
+	return nil
+}
+
+// SchemaChanged records, inside tx, the schema changes attempt made, in
+// words.
+func (l *Ledger) SchemaChanged(ctx context.Context, tx *sql.Tx, attempt, changes string) error {
+	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`attempts SET schema_changes = ? WHERE attempt_id = ?`), changes, attempt); err != nil {
+		return fmt.Errorf("record schema changes: %w", err)
+	}
+	return nil
+}

@@ -33,6 +33,9 @@ type Mapping struct {
 	Delimiter byte
 	// Quotes turns on quote processing for TSV.
 	Quotes bool
+	// Evolve is what an import may change in an existing table that does
+	// not fit the file: EvolveNone, EvolveAdd or EvolveWiden.
+	Evolve string
 	// Snapshot, when not nil, makes the file the whole content of the
 	// table, or of the snapshot's scope: rows it does not have are swept.
 	Snapshot *Snapshot
@@ -76,6 +79,7 @@ type canonicalMapping struct {
 	// Added later: omitted when unset, so that the mapping digests of
 	// imports without them stay what they were.
 	Snapshot *canonicalSnapshot `json:"snapshot,omitempty"`
+	Evolve   string             `json:"evolve,omitempty"`
 }
 
 type canonicalSnapshot struct {
@@ -104,6 +108,7 @@ func (m Mapping) canonical(f reader.Format, delimiter byte, quotes bool) (string
 	for name, t := range m.Columns {
 		c.Columns[name] = t.String()
 	}
+	c.Evolve = m.Evolve
 	if m.Snapshot != nil {
 		c.Snapshot = &canonicalSnapshot{Delete: "hard", Scope: m.Snapshot.ScopeText()}
 		if m.Snapshot.Soft {

@@ -144,10 +144,14 @@ func (r *run) planInputs(ctx context.Context) (planInput, *sink.Table, error) {
 		in.limits = columnLimits(existing)
 	}
 	if existing != nil && r.textFormat() {
+		widen := r.req.Mapping.Evolve == EvolveWiden
 		// Text is validated against the types of the table it goes into;
 		// typed formats (Parquet, Arrow) carry their own types, which the
 		// table check compares with the table's.
 		for _, c := range existing.Columns {
+			if widen && (c.Kind == sink.KindInt64 || c.Kind == sink.KindFloat64) {
+				continue // inferred from the file: a column that no longer fits is widened
+			}
 			if _, forced := types[c.Name]; forced {
 				continue
 			}
@@ -256,10 +260,9 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 	}
 	r.rows = counter.Rows{}
 	schema := plan.Schema.Arrow()
-	if existing != nil {
-		if err := sink.Check(existing, r.target, schema); err != nil {
-			return false, err
-		}
+	ev, err := r.evolve(existing, schema)
+	if err != nil {
+		return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects, Error: err.Error()})
 	}
 	body, err := json.Marshal(storedPlan{Version: 1, Schema: plan.Schema, Rows: plan.Rows, Rejected: plan.Rejected, Superseded: plan.Superseded,
 		PartitionRows: r.req.PartitionRows, Limits: in.limits, JSONB: in.jsonb})
@@ -277,6 +280,9 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 			Fields: b.Fields, Code: b.Code, Message: b.Message}
 	}
 	err = r.withTx(ctx, func(tx *sql.Tx) error {
+		if err := ev.apply(ctx, r, tx); err != nil {
+			return err
+		}
 		if err := r.e.sink.Ensure(ctx, tx, r.target, schema); err != nil {
 			return err
 		}

@@ -39,6 +39,10 @@ type Result struct {
 	// Deleted is how many rows a snapshot sweep deleted (or marked deleted
 	// with --delete soft).
 	Deleted int64 `json:"deleted"`
+	// ColumnsAdded and ColumnsWidened name the columns --evolve added to
+	// the table or widened to text.
+	ColumnsAdded   []string `json:"columns_added,omitempty"`
+	ColumnsWidened []string `json:"columns_widened,omitempty"`
 	// RecoveredLease is true when this run took over the expired lease of a
 	// dead or stalled attempt; RecoveredFrom names those attempts.
 	RecoveredLease bool `json:"recovered_lease"`

@@ -239,6 +239,9 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted int64) (int64, err
 	if err := r.e.ledger.RecordSnapshot(ctx, tx, r.target.Table, scope, r.asOf(), r.id.FileID); err != nil {
 		return 0, err
 	}
+	if err := r.e.ledger.Swept(ctx, tx, r.attempt.ID, deleted); err != nil {
+		return 0, err
+	}
 	if r.keysSeen() {
 		if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+sw.Quoted(r.seenTable())); err != nil {
 			return 0, fmt.Errorf("drop the snapshot's keys: %w", err)

@@ -325,3 +325,20 @@ type RowError struct {
 
 func (e *RowError) Error() string { return e.Err.Error() }
 func (e *RowError) Unwrap() error { return e.Err }
+
+// Evolver is what a dialect provides to change an existing table's schema
+// inside a transaction: add a nullable column, or widen one to hold text.
+type Evolver interface {
+	// AddColumn adds the nullable column f to table.
+	AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.Field) error
+	// WidenToText changes column of table to text, keeping every stored
+	// value as its text.
+	WidenToText(ctx context.Context, tx *sql.Tx, table, column string) error
+}
+
+// Widens reports whether a column holding kind table may be widened to
+// text to take values of kind file: int64 and float64 widen to text, never
+// the other way, and nothing else changes.
+func Widens(table, file string) bool {
+	return (table == KindInt64 || table == KindFloat64) && file != table && !compatible(table, file)
+}

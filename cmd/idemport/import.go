@@ -27,6 +27,7 @@ type importOptions struct {
 	delimiter     string
 	quotes        bool
 	snapshot      bool
+	evolve        string
 	deleteMode    string
 	scope         []string
 	maxDelete     string
@@ -118,6 +119,9 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 		return pipeline.Request{}, usageError{err}
 	}
 	m := pipeline.Mapping{Table: o.table, Key: o.key, Version: o.versionCol, Columns: cols, Quotes: o.quotes}
+	if m.Evolve, err = pipeline.ParseEvolve(o.evolve); err != nil {
+		return pipeline.Request{}, usageError{err}
+	}
 	if !o.snapshot && (len(o.scope) > 0 || (o.deleteMode != "" && o.deleteMode != "hard")) {
 		return pipeline.Request{}, usageError{fmt.Errorf("--delete and --snapshot-scope need --snapshot")}
 	}

@@ -213,6 +213,8 @@ type attemptJSON struct {
 		Committed int64 `json:"committed"`
 	} `json:"partitions"`
 	RecoveredLeases int64  `json:"recovered_leases"`
+	Deleted         int64  `json:"deleted"`
+	SchemaChanges   string `json:"schema_changes,omitempty"`
 	Error           string `json:"error,omitempty"`
 }
 
@@ -235,7 +237,7 @@ func historyJSON(ops []pipeline.OperationStatus, attempts [][]ledger.AttemptReco
 		for _, a := range attempts[i] {
 			j := attemptJSON{AttemptID: a.ID, Trigger: a.Trigger, Host: a.Host, PID: a.PID, File: a.Path,
 				StartedAt: msTime(a.StartedAt), Outcome: attemptOutcome(a), RecoveredFrom: a.RecoveredFrom,
-				Rows: a.Rows, RecoveredLeases: a.Recovered, Error: a.Error}
+				Rows: a.Rows, RecoveredLeases: a.Recovered, Deleted: a.Deleted, SchemaChanges: a.SchemaChanges, Error: a.Error}
 			if a.EndedAt != 0 {
 				j.EndedAt = msTime(a.EndedAt)
 			}
@@ -259,6 +261,12 @@ func historyText(w io.Writer, ops []pipeline.OperationStatus, attempts [][]ledge
 			if a.RecoveredFrom != "" {
 				note = strings.TrimSpace("recovered lease of " + a.RecoveredFrom + "; " + note)
 				note = strings.TrimSuffix(note, ";")
+			}
+			if a.Deleted > 0 {
+				note = strings.TrimSuffix(fmt.Sprintf("snapshot swept %d rows; %s", a.Deleted, note), "; ")
+			}
+			if a.SchemaChanges != "" {
+				note = strings.TrimSuffix("schema: "+a.SchemaChanges+"; "+note, "; ")
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s:%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d committed, %d skipped\t%s\n",
 				a.ID, a.Trigger, a.Host, a.PID, msTime(a.StartedAt), attemptOutcome(a),

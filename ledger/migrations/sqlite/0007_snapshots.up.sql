@@ -9,3 +9,8 @@ CREATE TABLE {{prefix}}snapshots (
     applied_at  INTEGER NOT NULL,
     PRIMARY KEY (table_name, scope)
 );
+
+-- What an attempt changed beyond rows: the rows a snapshot sweep removed,
+-- and the schema changes (--evolve) it made, shown by history.
+ALTER TABLE {{prefix}}attempts ADD COLUMN rows_deleted INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE {{prefix}}attempts ADD COLUMN schema_changes TEXT;

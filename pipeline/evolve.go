@@ -1,0 +1,106 @@
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/idemport/idemport/sink"
+)
+
+// The --evolve modes: what an import may change in an existing table that
+// does not fit its file. Evolve is part of the mapping.
+const (
+	EvolveNone  = ""      // change nothing: a file that does not fit is refused before any effect
+	EvolveAdd   = "add"   // add the file's new columns, nullable
+	EvolveWiden = "widen" // also widen int64 and float64 columns to text
+)
+
+// ParseEvolve reads an --evolve value.
+func ParseEvolve(s string) (string, error) {
+	switch s {
+	case "", "none":
+		return EvolveNone, nil
+	case EvolveAdd, EvolveWiden:
+		return s, nil
+	}
+	return "", fmt.Errorf("--evolve %q: want none, add or widen", s)
+}
+
+// evolution is the schema changes a file needs of an existing table.
+type evolution struct {
+	add   []arrow.Field
+	widen []string // columns widened to text
+	text  string   // the changes in words, for history and the result
+}
+
+// evolve returns the changes table needs to take rows of schema under the
+// mapping's --evolve mode, or an error naming every difference that
+// remains (the file is then refused before any effect). A nil table (it
+// does not exist yet) needs none.
+func (r *run) evolve(table *sink.Table, schema *arrow.Schema) (*evolution, error) {
+	if table == nil {
+		return &evolution{}, nil
+	}
+	mode := r.req.Mapping.Evolve
+	ev := &evolution{}
+	after := *table
+	after.Columns = append([]sink.Column{}, table.Columns...)
+	var words []string
+	for _, f := range schema.Fields() {
+		k := sink.KindOf(f)
+		c := after.Column(f.Name)
+		switch {
+		case c == nil && mode != EvolveNone:
+			ev.add = append(ev.add, f)
+			after.Columns = append(after.Columns, sink.Column{Name: f.Name, Kind: k})
+			words = append(words, fmt.Sprintf("added %s (%s)", f.Name, k))
+		case c != nil && mode == EvolveWiden && sink.Widens(c.Kind, k):
+			ev.widen = append(ev.widen, f.Name)
+			words = append(words, fmt.Sprintf("widened %s %s → text", f.Name, c.Kind))
+			c.Kind, c.SQLType = sink.KindString, "text"
+		}
+	}
+	if err := sink.Check(&after, r.target, schema); err != nil {
+		hint := ""
+		switch mode {
+		case EvolveNone:
+			hint = "; nothing was written; to change the table, rerun with --evolve add (adds the file's new columns) or --evolve widen (also widens int64 and float64 columns to text)"
+		case EvolveAdd:
+			hint = "; nothing was written; --evolve widen also widens int64 and float64 columns to text"
+		default:
+			hint = "; nothing was written; --evolve never narrows or drops a column"
+		}
+		return nil, fmt.Errorf("%w%s", err, hint)
+	}
+	ev.text = strings.Join(words, ", ")
+	return ev, nil
+}
+
+// apply makes the changes inside tx, the transaction that stores the plan,
+// and records them with the attempt.
+func (ev *evolution) apply(ctx context.Context, r *run, tx *sql.Tx) error {
+	if ev == nil || ev.text == "" {
+		return nil
+	}
+	e, ok := r.e.sink.(sink.Evolver)
+	if !ok {
+		return fmt.Errorf("evolve %s: this target cannot change a table's schema", r.target.Table)
+	}
+	for _, f := range ev.add {
+		if err := e.AddColumn(ctx, tx, r.target.Table, f); err != nil {
+			return err
+		}
+		r.res.ColumnsAdded = append(r.res.ColumnsAdded, f.Name)
+	}
+	for _, c := range ev.widen {
+		if err := e.WidenToText(ctx, tx, r.target.Table, c); err != nil {
+			return err
+		}
+		r.res.ColumnsWidened = append(r.res.ColumnsWidened, c)
+	}
+	return r.e.ledger.SchemaChanged(ctx, tx, r.attempt.ID, ev.text)
+}
