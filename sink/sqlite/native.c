@@ -322,7 +322,11 @@ static int idp_bind(sqlite3_stmt *st, int n, const idp_col *c, int64_t i, char *
 	}
 	default: {
 		const int32_t *o = (const int32_t*)c->values;
-		return sqlite3_bind_text(st, n, c->data + o[j], o[j+1] - o[j], (void(*)(void*))0);
+		/* A batch whose strings are all empty has no data buffer, and
+		   SQLite binds a NULL pointer as NULL: an empty string must stay
+		   an empty string. */
+		const char *p = c->data ? c->data + o[j] : "";
+		return sqlite3_bind_text(st, n, p, o[j+1] - o[j], (void(*)(void*))0);
 	}
 	}
 }

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/idemport/idemport/internal/testkit"
+)
+
+// TestEvolveAddThenWiden: a table refuses a file with a new column (exit
+// 5, nothing written), --evolve add adds it, --evolve widen widens an
+// int64 column to text when a file holds values it cannot (a leading zero,
+// a fraction, a word), each crash-resumed midway; the whole table is
+// compared after each file, old integers kept as their exact text.
+func TestEvolveAddThenWiden(t *testing.T) {
+	files := []string{
+		"id,a\n1,-9223372036854775808\n2,9223372036854775807\n3,9007199254740993\n4,0\n5,-1\n6,42\n",
+		"id,a,b\n7,7,\"\"\n8,8,\n9,9,nine\n10,10,ten\n11,11,eleven\n12,12,twelve\n",
+		"id,a,b\n1,0050,one\n13,1.5,x\n14,abc,y\n15,9223372036854775807,z\n16,-0,w\n17,1e3,v\n",
+	}
+	want := [][]string{
+		{"1|-9223372036854775808|NULL", "2|9223372036854775807|NULL", "3|9007199254740993|NULL", "4|0|NULL", "5|-1|NULL", "6|42|NULL"},
+		{"7|7|", "8|8|NULL", "9|9|nine", "10|10|ten", "11|11|eleven", "12|12|twelve"},
+		{"1|0050|one", "13|1.5|x", "14|abc|y", "15|9223372036854775807|z", "16|-0|w", "17|1e3|v"},
+	}
+	kills := []string{"after-plan:1", "inside-partition:2", "after-partition-commit:1"}
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, kill := range kills {
+			t.Run(kill, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				l := &life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir}
+				rows := map[string]string{}
+				check := func(after string) {
+					t.Helper()
+					got := testkit.Query(t, l.tg.DB, `SELECT CAST(id AS TEXT) || '|' || coalesce(CAST(a AS TEXT), 'NULL') || '|' || `+
+						map[bool]string{true: `coalesce(b, 'NULL')`, false: `'NULL'`}[after != "f1.csv"]+` FROM items ORDER BY id`)
+					var lines, exp []string
+					for _, r := range got {
+						lines = append(lines, r[0].(string))
+					}
+					for _, v := range rows {
+						exp = append(exp, v)
+					}
+					slices.SortFunc(exp, func(x, y string) int {
+						return cmp.Compare(mustInt(strings.Split(x, "|")[0]), mustInt(strings.Split(y, "|")[0]))
+					})
+					if !slices.Equal(lines, exp) {
+						t.Fatalf("after %s the table holds\n%s\nwant\n%s", after, strings.Join(lines, "\n"), strings.Join(exp, "\n"))
+					}
+				}
+				base := []string{"--table", "items", "--key", "id", "--partition-rows", "2"}
+				for i, content := range files {
+					file := fmt.Sprintf("f%d.csv", i+1)
+					l.write(file, content)
+					evolve := []string{"--evolve", []string{"none", "add", "widen"}[i]}
+					if i > 0 {
+						// Without --evolve the table does not fit: refused, nothing written.
+						before := l.tg.Snapshot(t, "quickcheck", "operations", "operations_past", "attempts", "rejects", "files")
+						prev := []string{"none", "add"}[i-1]
+						r := importTo(t, l.tg, dir, nil, 5, append(append(slices.Clone(base), "--evolve", prev), file)...)
+						// f2 has a column the table lacks; f3's values of a do not fit int64.
+						if r.Outcome != "refused" || !strings.Contains(r.Error, []string{"does not fit", "not a valid int64"}[i-1]) {
+							t.Fatalf("%s with --evolve %s: outcome %s error %q, want refused as not fitting", file, prev, r.Outcome, r.Error)
+						}
+						if d := before.Diff(l.tg.Snapshot(t, "quickcheck", "operations", "operations_past", "attempts", "rejects", "files")); d != "" {
+							t.Fatalf("the refused %s changed %s", file, d)
+						}
+						killed := l.tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=" + kill}, append(append(append([]string{"import"}, base...), evolve...), file)...)
+						if killed.Signal != syscall.SIGKILL {
+							t.Fatalf("%s: not killed at %s: exit %d\n%s%s", file, kill, killed.Code, killed.Stdout, killed.Stderr)
+						}
+					}
+					r := importTo(t, l.tg, dir, nil, 0, append(append(slices.Clone(base), evolve...), file)...)
+					if r.Outcome != "imported" && r.Outcome != "resumed" {
+						t.Fatalf("%s: outcome %s", file, r.Outcome)
+					}
+					for _, line := range want[i] {
+						rows[strings.Split(line, "|")[0]] = line
+					}
+					check(file)
+				}
+				hist := l.run(0, l.tg.With("history", "--table", "items", "f3.csv")...)
+				if !strings.Contains(hist.Stdout, "schema: widened a int64 → text") {
+					t.Fatalf("history does not show the widening:\n%s", hist.Stdout)
+				}
+				hist = l.run(0, l.tg.With("history", "--table", "items", "f2.csv")...)
+				if !strings.Contains(hist.Stdout, "schema: added b (string)") {
+					t.Fatalf("history does not show the added column:\n%s", hist.Stdout)
+				}
+			})
+		}
+	})
+}
