@@ -113,7 +113,7 @@ func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
 		return err
 	}
 	defer conn.Close()
-	w, err := r.e.sink.Writer(ctx, conn, r.target, r.plan.Schema.Arrow())
+	w, err := r.e.sink.Writer(ctx, conn, r.writeTarget(), r.plan.Schema.Arrow())
 	if err != nil {
 		return err
 	}
@@ -372,7 +372,16 @@ func (r *run) finalize(ctx context.Context) error {
 		if op.State == ledger.Completed {
 			return nil // another attempt completed it (and swept) first
 		}
-		if r.res.Deleted, err = r.sweep(ctx, tx, totals.Inserted); err != nil {
+		inserted := totals.Inserted
+		if r.req.Mapping.Atomic {
+			if inserted, err = r.moveStaged(ctx, tx); err != nil {
+				return err
+			}
+		}
+		if r.res.Deleted, err = r.sweep(ctx, tx, inserted); err != nil {
+			return err
+		}
+		if err := r.dropStage(ctx, tx); err != nil {
 			return err
 		}
 		body, err := json.Marshal(storedOutcome{Rows: totals, Partitions: r.res.Partitions.Total, ContentDigest: r.id.ContentDigest,

@@ -36,6 +36,10 @@ type Mapping struct {
 	// Evolve is what an import may change in an existing table that does
 	// not fit the file: EvolveNone, EvolveAdd or EvolveWiden.
 	Evolve string
+	// Atomic stages the file's rows and moves them into the table in the
+	// transaction that completes the operation: readers see all of the
+	// file or none of it.
+	Atomic bool
 	// Snapshot, when not nil, makes the file the whole content of the
 	// table, or of the snapshot's scope: rows it does not have are swept.
 	Snapshot *Snapshot
@@ -80,6 +84,7 @@ type canonicalMapping struct {
 	// imports without them stay what they were.
 	Snapshot *canonicalSnapshot `json:"snapshot,omitempty"`
 	Evolve   string             `json:"evolve,omitempty"`
+	Atomic   bool               `json:"atomic,omitempty"`
 }
 
 type canonicalSnapshot struct {
@@ -108,7 +113,7 @@ func (m Mapping) canonical(f reader.Format, delimiter byte, quotes bool) (string
 	for name, t := range m.Columns {
 		c.Columns[name] = t.String()
 	}
-	c.Evolve = m.Evolve
+	c.Evolve, c.Atomic = m.Evolve, m.Atomic
 	if m.Snapshot != nil {
 		c.Snapshot = &canonicalSnapshot{Delete: "hard", Scope: m.Snapshot.ScopeText()}
 		if m.Snapshot.Soft {

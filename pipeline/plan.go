@@ -286,6 +286,9 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 		if err := r.e.sink.Ensure(ctx, tx, r.target, schema); err != nil {
 			return err
 		}
+		if err := r.ensureStage(ctx, tx, schema); err != nil {
+			return err
+		}
 		if err := r.ensureSnapshot(ctx, tx, schema); err != nil {
 			return err
 		}

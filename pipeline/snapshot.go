@@ -67,7 +67,16 @@ func (r *run) asOf() int64 {
 // file had, one per operation, beside the target table (in its schema on
 // PostgreSQL). It lives from the plan to the completing transaction.
 func (r *run) seenTable() string {
-	name := "_idemport_seen_" + strconv.FormatUint(uint64(FileKey(r.id.Table+"\x00"+r.id.FileID)), 16)
+	if r.req.Mapping.Atomic {
+		return r.stageTable() // it holds every key of the file
+	}
+	return r.beside("_idemport_seen_")
+}
+
+// beside names a table of this operation, prefix and the operation's hash,
+// beside the target table (in its schema on PostgreSQL).
+func (r *run) beside(prefix string) string {
+	name := prefix + strconv.FormatUint(uint64(FileKey(r.id.Table+"\x00"+r.id.FileID)), 16)
 	if r.e.d == dialect.Postgres {
 		for i := len(r.target.Table) - 1; i >= 0; i-- {
 			if r.target.Table[i] == '.' {
@@ -79,7 +88,9 @@ func (r *run) seenTable() string {
 }
 
 // keysSeen reports whether this run records the keys its file has.
-func (r *run) keysSeen() bool { return r.snapshot() != nil && !r.target.Ordinal() }
+func (r *run) keysSeen() bool {
+	return r.snapshot() != nil && !r.target.Ordinal() && !r.req.Mapping.Atomic
+}
 
 // checkStale stops, before anything is written, a snapshot older than the
 // last one applied to the same table and scope. A completed operation is

@@ -27,6 +27,7 @@ type importOptions struct {
 	delimiter     string
 	quotes        bool
 	snapshot      bool
+	atomic        bool
 	evolve        string
 	deleteMode    string
 	scope         []string
@@ -118,7 +119,7 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 	if err != nil {
 		return pipeline.Request{}, usageError{err}
 	}
-	m := pipeline.Mapping{Table: o.table, Key: o.key, Version: o.versionCol, Columns: cols, Quotes: o.quotes}
+	m := pipeline.Mapping{Table: o.table, Key: o.key, Version: o.versionCol, Columns: cols, Quotes: o.quotes, Atomic: o.atomic}
 	if m.Evolve, err = pipeline.ParseEvolve(o.evolve); err != nil {
 		return pipeline.Request{}, usageError{err}
 	}
