@@ -134,7 +134,7 @@ func TestSnapshotSequence(t *testing.T) {
 		{"after-partition-claim", 2}, {"inside-partition", 1}, {"inside-partition", 3},
 		{"after-partition-commit", 1}, {"after-partition-commit", 3}, {"before-finalize", 1},
 		{"before-sweep", 1}, {"after-sweep", 1}, {"after-finalize", 1}}
-	modes := []string{"key", "key-soft", "ordinal"}
+	modes := []string{"key", "key-soft", "ordinal", "key-atomic", "ordinal-atomic"}
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, mode := range modes {
 			for _, k := range kills {
@@ -157,6 +157,10 @@ func TestSnapshotSequence(t *testing.T) {
 							args = append(args, "--key", "id")
 						case "key-soft":
 							args = append(args, "--key", "id", "--delete", "soft")
+						case "key-atomic":
+							args = append(args, "--key", "id", "--atomic")
+						case "ordinal-atomic":
+							args = append(args, "--atomic")
 						}
 						args = append(args, file)
 						if k.point != "" {
@@ -175,7 +179,7 @@ func TestSnapshotSequence(t *testing.T) {
 							t.Fatalf("%s: rerun outcome %s, want one of %v", file, res.Outcome, want)
 						}
 						m.apply(day)
-						if mode == "ordinal" {
+						if strings.HasPrefix(mode, "ordinal") {
 							ordinal = (&snapModel{rows: map[string]snapRow{}, dead: map[string]bool{}}).withDay(day)
 							if got := snapTable(t, tg, false); !slices.Equal(got, ordinal) {
 								t.Fatalf("after %s the table holds\n%s\nwant\n%s", file, strings.Join(got, "\n"), strings.Join(ordinal, "\n"))
@@ -198,6 +202,10 @@ func TestSnapshotSequence(t *testing.T) {
 						args = append(args, "--key", "id")
 					case "key-soft":
 						args = append(args, "--key", "id", "--delete", "soft")
+					case "key-atomic":
+						args = append(args, "--key", "id", "--atomic")
+					case "ordinal-atomic":
+						args = append(args, "--atomic")
 					}
 					res := importTo(t, tg, dir, nil, 0, append(args, "day3.csv")...)
 					if res.Outcome != "duplicate" || res.Deleted != 0 {
@@ -208,7 +216,7 @@ func TestSnapshotSequence(t *testing.T) {
 					}
 					// The keys the snapshots recorded are gone with their operations.
 					for _, tbl := range tg.Tables(t) {
-						if strings.Contains(tbl, "_idemport_seen_") {
+						if strings.Contains(tbl, "_idemport_seen_") || strings.Contains(tbl, "_idemport_stage_") {
 							t.Fatalf("table %s of recorded keys left behind", tbl)
 						}
 					}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/idemport/idemport/internal/dialect"
+	"github.com/idemport/idemport/internal/pgtest"
+	"github.com/idemport/idemport/internal/testkit"
+)
+
+// poller is a second process (the sqlite3 or psql shell) that reads the
+// target table in a loop, one autocommit query after another, and records
+// each state it saw: "rows,sum".
+type poller struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	seen map[string]int
+	done chan struct{}
+}
+
+func startPoller(t *testing.T, tg *testkit.Target, table string) *poller {
+	t.Helper()
+	ref := table
+	var cmd *exec.Cmd
+	if tg.IsPostgres() {
+		ref = dialect.QuoteOne(tg.Schema) + "." + table
+		cmd = exec.Command("psql", "-X", "-q", "-At", pgtest.DSN(t))
+	} else {
+		cmd = exec.Command("sqlite3", tg.Path)
+	}
+	query := "SELECT count(*) || ',' || coalesce(sum(v), 0) FROM " + ref + ";\n"
+	// The shell reads queries from a loop that feeds it as fast as it answers.
+	cmd = exec.Command("bash", "-c", `while :; do printf '%s' "$Q"; done | `+strings.Join(quoteArgs(cmd.Args), " "))
+	cmd.Env = append(os.Environ(), "Q="+query)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &poller{cmd: cmd, seen: map[string]int{}, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.seen[sc.Text()]++
+			p.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { p.stop() })
+	return p
+}
+
+func quoteArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return out
+}
+
+// stop ends the poller's process group and returns the states it saw.
+func (p *poller) stop() map[string]int {
+	if p.cmd.Process != nil {
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		p.cmd.Wait()
+		p.cmd.Process = nil
+		<-p.done
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seen
+}
+
+// TestAtomicReadersSeeOldOrNew: while a large file is imported with
+// --atomic (killed midway and resumed), a second process polling the
+// table sees only the old state or the complete new one; the same import
+// without --atomic, polled the same way, is seen half done (so the poller
+// can see what --atomic hides).
+func TestAtomicReadersSeeOldOrNew(t *testing.T) {
+	const old, upd, extra = 40000, 40000, 8000
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, atomic := range []bool{true, false} {
+			t.Run(fmt.Sprintf("atomic=%v", atomic), func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				tg := testkit.NewTarget(t, name, dir)
+				write := func(file string, n, v int) {
+					var b strings.Builder
+					b.WriteString("id,v,note\n")
+					for i := 1; i <= n; i++ {
+						fmt.Fprintf(&b, "%d,%d,row %d\n", i, v, i)
+					}
+					if err := os.WriteFile(filepath.Join(dir, file), []byte(b.String()), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				write("a.csv", old, 1)
+				write("b.csv", upd+extra, 2)
+				args := []string{"--table", "items", "--key", "id", "--partition-rows", "4000"}
+				if atomic {
+					args = append(args, "--atomic")
+				}
+				importTo(t, tg, dir, nil, 0, append(args, "a.csv")...)
+				before, after := fmt.Sprintf("%d,%d", old, old), fmt.Sprintf("%d,%d", upd+extra, 2*(upd+extra))
+				p := startPoller(t, tg, "items")
+				killed := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:6"}, append([]string{"import"}, append(args, "b.csv")...)...)
+				if killed.Signal != syscall.SIGKILL {
+					t.Fatalf("not killed: exit %d\n%s%s", killed.Code, killed.Stdout, killed.Stderr)
+				}
+				res := importTo(t, tg, dir, nil, 0, append(args, "b.csv")...)
+				if res.Outcome != "resumed" {
+					t.Fatalf("rerun: outcome %s, want resumed", res.Outcome)
+				}
+				seen := p.stop()
+				var between []string
+				polls := 0
+				for s, n := range seen {
+					polls += n
+					if s != before && s != after {
+						between = append(between, s)
+					}
+				}
+				if polls < 20 {
+					t.Fatalf("the poller read the table only %d times", polls)
+				}
+				if atomic && len(between) > 0 {
+					t.Fatalf("with --atomic a reader saw %d intermediate states, e.g. %v (old %s, new %s)", len(between), between[:min(3, len(between))], before, after)
+				}
+				if !atomic && len(between) == 0 {
+					t.Fatalf("without --atomic the poller saw only %v in %d reads: it cannot tell", seen, polls)
+				}
+				if got := testkit.Query(t, tg.DB, `SELECT count(*), CAST(sum(v) AS BIGINT), count(DISTINCT id) FROM items`); fmt.Sprint(got) != fmt.Sprintf("[[%d %d %d]]", upd+extra, 2*(upd+extra), upd+extra) {
+					t.Fatalf("table after the import: %v", got)
+				}
+				for _, tbl := range tg.Tables(t) {
+					if strings.Contains(tbl, "_idemport_stage_") {
+						t.Fatalf("staging table %s left behind", tbl)
+					}
+				}
+			})
+		}
+	})
+}
