@@ -2,8 +2,10 @@ package pipeline
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -222,6 +224,10 @@ type GCReport struct {
 	Plans          int64     `json:"plans"`           // stored plans deleted
 	RejectPayloads int64     `json:"reject_payloads"` // rejects whose raw value and row were cleared
 	Retired        int64     `json:"retired"`         // undone and abandoned operations moved to history
+	// Dropped names the staging (--atomic) and key (--snapshot) tables of
+	// operations that will never complete (undone, abandoned, refused or
+	// superseded), which GC drops whatever their age.
+	Dropped []string `json:"dropped_tables,omitempty"`
 	DryRun         bool      `json:"dry_run"`
 }
 
@@ -281,6 +287,9 @@ func (e *Engine) GC(ctx context.Context, olderThan time.Duration, dryRun bool) (
 			rep.Retired++
 		}
 	}
+	if rep.Dropped, err = e.dropOrphans(ctx, tx); err != nil {
+		return nil, err
+	}
 	if dryRun {
 		return rep, nil // the deferred rollback undoes it all
 	}
@@ -288,4 +297,53 @@ func (e *Engine) GC(ctx context.Context, olderThan time.Duration, dryRun bool) (
 		return nil, fmt.Errorf("commit gc: %w", err)
 	}
 	return rep, nil
+}
+
+// dropOrphans drops, inside tx, the staging and key tables whose
+// operation is not processing or failed (and so will never complete and
+// drop them itself), and returns their names.
+func (e *Engine) dropOrphans(ctx context.Context, tx *sql.Tx) ([]string, error) {
+	live := map[string]bool{}
+	for _, state := range []ledger.State{ledger.Processing, ledger.Failed} {
+		ops, err := e.ledger.List(ctx, ledger.Filter{State: state})
+		if err != nil {
+			return nil, err
+		}
+		for _, op := range ops {
+			h := strconv.FormatUint(uint64(FileKey(op.Table+"\x00"+op.FileID)), 16)
+			live[sink.StagePrefix+h], live["_idemport_seen_"+h] = true, true
+		}
+	}
+	q := `SELECT '', name FROM sqlite_master WHERE type = 'table' AND (name LIKE '\_idemport\_stage\_%' ESCAPE '\' OR name LIKE '\_idemport\_seen\_%' ESCAPE '\')`
+	if e.d == dialect.Postgres {
+		q = `SELECT schemaname, tablename FROM pg_tables WHERE tablename LIKE '\_idemport\_stage\_%' OR tablename LIKE '\_idemport\_seen\_%'`
+	}
+	rows, err := tx.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("list staging tables: %w", err)
+	}
+	var drop []string
+	for rows.Next() {
+		var schema, name string
+		if err := rows.Scan(&schema, &name); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if !live[name] {
+			if schema != "" {
+				name = schema + "." + name
+			}
+			drop = append(drop, name)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, name := range drop {
+		if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+(sink.Sweep{Dialect: e.d}).Quoted(name)); err != nil {
+			return nil, fmt.Errorf("drop %s: %w", name, err)
+		}
+	}
+	return drop, nil
 }

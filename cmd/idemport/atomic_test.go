@@ -153,3 +153,42 @@ func TestAtomicReadersSeeOldOrNew(t *testing.T) {
 		}
 	})
 }
+
+// TestGCDropsStagingOfUndoneImports: the staging table of an --atomic
+// import killed midway survives gc while the import can resume, and goes
+// with the next gc once the import is undone; the file then imports anew.
+func TestGCDropsStagingOfUndoneImports(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
+		dir := t.TempDir()
+		l := &life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir}
+		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 100, 3)
+		stages := func() int {
+			n := 0
+			for _, tbl := range l.tg.Tables(t) {
+				if strings.Contains(tbl, "_idemport_stage_") {
+					n++
+				}
+			}
+			return n
+		}
+		args := []string{"import", "--atomic", "--partition-rows", "20", "orders.csv"}
+		if r := l.tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:2"}, args...); r.Signal != syscall.SIGKILL {
+			t.Fatalf("not killed: exit %d\n%s", r.Code, r.Stderr)
+		}
+		if n := testkit.Int(t, l.tg.DB, `SELECT count(*) FROM orders`); n != 0 {
+			t.Fatalf("%d rows visible in orders before the import completed", n)
+		}
+		l.run(0, l.tg.With("gc")...)
+		if stages() != 1 {
+			t.Fatalf("gc dropped the staging table of a resumable import")
+		}
+		l.run(0, l.tg.With("undo", "orders.csv")...)
+		out := l.run(0, l.tg.With("gc")...)
+		if stages() != 0 || !strings.Contains(out.Stdout, "_idemport_stage_") {
+			t.Fatalf("gc left the staging table of an undone import:\n%s", out.Stdout)
+		}
+		importTo(t, l.tg, dir, nil, 0, "--atomic", "--partition-rows", "20", "orders.csv")
+		checkOrders(t, l.tg, "orders", rows)
+	})
+}

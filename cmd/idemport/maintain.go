@@ -160,6 +160,9 @@ never touched. After gc, rejects of those imports can no longer be exported or r
 			}
 			_, err = fmt.Fprintf(e.stdout, "gc %s the detail of %d operations completed before %s: %d plans, %d partition rows, %d reject payloads; their identity is kept\n",
 				verb, rep.Operations, rep.Cutoff.Format(time.RFC3339), rep.Plans, rep.Partitions, rep.RejectPayloads)
+			if err == nil && len(rep.Dropped) > 0 {
+				_, err = fmt.Fprintf(e.stdout, "gc %s the staging and key tables of %d imports that will not complete: %s\n", verb, len(rep.Dropped), strings.Join(rep.Dropped, ", "))
+			}
 			return err
 		},
 	}
