@@ -228,7 +228,7 @@ type GCReport struct {
 	// operations that will never complete (undone, abandoned, refused or
 	// superseded), which GC drops whatever their age.
 	Dropped []string `json:"dropped_tables,omitempty"`
-	DryRun         bool      `json:"dry_run"`
+	DryRun  bool     `json:"dry_run"`
 }
 
 // GC drops the bulky data of operations completed before now - olderThan:
