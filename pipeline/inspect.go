@@ -2,14 +2,19 @@ package pipeline
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
+	"github.com/idemport/idemport/sink"
 )
 
 // PlanReport is what an import of a file would do, computed without writing
@@ -36,6 +41,15 @@ type PlanReport struct {
 	Partitions []reader.Partition `json:"partitions"`
 	Rejects    []reader.Reject    `json:"first_bad_rows,omitempty"`
 	Error      string             `json:"error,omitempty"` // a defect that stops the plan pass
+	// ColumnsAdded and ColumnsWidened are the schema changes --evolve
+	// would make; Unfit says why the table does not fit the file (the
+	// import would refuse it).
+	ColumnsAdded   []string `json:"columns_added,omitempty"`
+	ColumnsWidened []string `json:"columns_widened,omitempty"`
+	Unfit          string   `json:"unfit,omitempty"`
+	// Deleted is how many rows a snapshot's sweep would remove were the
+	// file imported now (-1: not known for keys of this type).
+	Deleted *int64 `json:"deleted,omitempty"`
 }
 
 // PlanFile identifies and plans the file of req without writing anything.
@@ -95,6 +109,9 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		}
 		if t != nil {
 			for _, c := range t.Columns {
+				if req.Mapping.Evolve == EvolveWiden && (c.Kind == sink.KindInt64 || c.Kind == sink.KindFloat64) {
+					continue // inferred from the file, as the import does
+				}
 				if pt, err := reader.ParseType(c.Kind); err == nil {
 					if _, forced := types[c.Name]; !forced {
 						types[c.Name] = pt
@@ -114,6 +131,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		if err == nil {
 			rep.Schema, rep.Rows, rep.Rejected, rep.Partitions, rep.Rejects = plan.Schema, plan.Rows, plan.Rejected, plan.Partitions, plan.Rejects
 			rep.Superseded = plan.Superseded
+			err = r.dryWriteModes(ctx, rep, f, plan)
 		}
 	}
 	var pe *reader.ParseError
@@ -278,4 +296,126 @@ func fileFilters(ctx context.Context, fileOrID string, table string) ([]ledger.F
 // Rejects returns the stored rejects of operation k, in ordinal order.
 func (e *Engine) Rejects(ctx context.Context, k ledger.Key) ([]ledger.Reject, error) {
 	return e.ledger.Rejects(ctx, e.db, k)
+}
+
+// dryWriteModes fills in what --evolve and --snapshot would do to the
+// existing table, writing nothing.
+func (r *run) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader.File, plan *reader.Plan) error {
+	if r.e.db == nil {
+		return nil
+	}
+	t, err := r.e.sink.Describe(ctx, r.e.db, r.target.Table)
+	if err != nil || t == nil {
+		return err
+	}
+	ev, err := r.evolve(t, plan.Schema.Arrow())
+	if err != nil {
+		rep.Unfit = err.Error()
+		return nil
+	}
+	for _, a := range ev.add {
+		rep.ColumnsAdded = append(rep.ColumnsAdded, a.Name)
+	}
+	rep.ColumnsWidened = ev.widen
+	s := r.snapshot()
+	if s == nil {
+		return nil
+	}
+	n, err := r.wouldSweep(ctx, t, f, plan)
+	if err != nil {
+		return err
+	}
+	rep.Deleted = &n
+	return nil
+}
+
+// wouldSweep counts the live rows of the snapshot's scope whose key the
+// file lacks (in ordinal mode: the rows of other files), reading the
+// file's keys into memory; -1 when the key has a type whose text the file
+// and the table may spell differently.
+func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, plan *reader.Plan) (int64, error) {
+	s := r.snapshot()
+	if s.Soft && t.Column(sink.DeletedColumn) == nil {
+		s = &Snapshot{Scope: s.Scope} // no row is marked yet
+	}
+	if r.target.Ordinal() {
+		missing, _, err := sink.Sweep{Dialect: r.e.d, Table: r.target.Table, FileKey: r.id.FileKey, Scope: s.Scope, Soft: s.Soft}.Count(ctx, r.e.db)
+		return missing, err
+	}
+	schema := plan.Schema.Arrow()
+	var idx []int
+	for _, k := range r.target.Key {
+		i := schema.FieldIndices(k)[0]
+		if kind := sink.KindOf(schema.Field(i)); kind != sink.KindInt64 && kind != sink.KindString {
+			return -1, nil
+		}
+		idx = append(idx, i)
+	}
+	keys := map[string]bool{}
+	for _, p := range plan.Partitions {
+		pr, err := f.Partition(plan, p, 1<<16)
+		if err != nil {
+			return 0, err
+		}
+		for {
+			b, err := pr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				pr.Close()
+				return 0, err
+			}
+			for row := range int(b.Record.NumRows()) {
+				var k strings.Builder
+				for _, c := range idx {
+					k.WriteString(b.Record.Column(c).ValueStr(row))
+					k.WriteByte(0)
+				}
+				keys[k.String()] = true
+			}
+			b.Release()
+		}
+		if err := pr.Close(); err != nil {
+			return 0, err
+		}
+	}
+	sel := make([]string, len(r.target.Key))
+	for i, k := range r.target.Key {
+		sel[i] = "CAST(t." + dialect.QuoteOne(k) + " AS TEXT)"
+	}
+	where := []string{"1 = 1"}
+	var args []any
+	for _, term := range s.Scope {
+		where = append(where, "t."+dialect.QuoteOne(term.Column)+" = ?")
+		args = append(args, term.Value)
+	}
+	if s.Soft {
+		where = append(where, "t."+dialect.QuoteOne(sink.DeletedColumn)+" IS NULL")
+	}
+	rows, err := r.e.db.QueryContext(ctx, r.e.d.Rebind(`SELECT `+strings.Join(sel, ", ")+` FROM `+(sink.Sweep{Dialect: r.e.d}).Quoted(r.target.Table)+` t WHERE `+strings.Join(where, " AND ")), args...)
+	if err != nil {
+		return 0, fmt.Errorf("read the keys of %s: %w", r.target.Table, err)
+	}
+	defer rows.Close()
+	var missing int64
+	vals := make([]sql.NullString, len(sel))
+	ptrs := make([]any, len(sel))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return 0, err
+		}
+		var k strings.Builder
+		for _, v := range vals {
+			k.WriteString(v.String)
+			k.WriteByte(0)
+		}
+		if !keys[k.String()] {
+			missing++
+		}
+	}
+	return missing, rows.Err()
 }

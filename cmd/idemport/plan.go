@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -70,6 +71,22 @@ func planText(w io.Writer, p *pipeline.PlanReport) error {
 	fmt.Fprintf(w, "rows:        %d (%d bad, at most %s allowed)\n", p.Rows, p.Rejected, p.MaxRejects)
 	if p.Superseded > 0 {
 		fmt.Fprintf(w, "superseded:  %d (a later row of the file has the same key)\n", p.Superseded)
+	}
+	if p.Unfit != "" {
+		fmt.Fprintf(w, "refused: %s\n", p.Unfit)
+	}
+	if len(p.ColumnsAdded) > 0 {
+		fmt.Fprintf(w, "would add:   %s\n", strings.Join(p.ColumnsAdded, ", "))
+	}
+	if len(p.ColumnsWidened) > 0 {
+		fmt.Fprintf(w, "would widen: %s\n", strings.Join(p.ColumnsWidened, ", "))
+	}
+	if p.Deleted != nil {
+		if *p.Deleted < 0 {
+			fmt.Fprintln(w, "would sweep: the rows whose keys the file lacks (not counted for keys of this type)")
+		} else {
+			fmt.Fprintf(w, "would sweep: %d rows the file lacks (before the --max-delete guard)\n", *p.Deleted)
+		}
 	}
 	fmt.Fprintln(w, "schema:")
 	for _, c := range p.Schema {
