@@ -287,7 +287,7 @@ func (e *Engine) GC(ctx context.Context, olderThan time.Duration, dryRun bool) (
 			rep.Retired++
 		}
 	}
-	if rep.Dropped, err = e.dropOrphans(ctx, tx); err != nil {
+	if rep.Dropped, err = e.dropOrphans(ctx, tx.Tx); err != nil {
 		return nil, err
 	}
 	if dryRun {

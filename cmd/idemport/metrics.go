@@ -74,7 +74,7 @@ func writeMetrics(path string, m runMetrics) error {
 	for _, r := range m.results {
 		files[key{r.Table, string(r.Outcome)}]++
 		for kind, n := range map[string]int64{"read": r.Rows.Read, "inserted": r.Rows.Inserted, "updated": r.Rows.Updated,
-			"unchanged": r.Rows.Unchanged, "stale": r.Rows.Stale, "superseded": r.Rows.Superseded, "rejected": r.Rows.Rejected} {
+			"unchanged": r.Rows.Unchanged, "stale": r.Rows.Stale, "superseded": r.Rows.Superseded, "rejected": r.Rows.Rejected, "deleted": r.Deleted} {
 			if r.Outcome != pipeline.Duplicate { // a duplicate returns the stored counts; this run wrote nothing
 				rows[key{r.Table, kind}] += float64(n)
 			}
@@ -101,7 +101,7 @@ func writeMetrics(path string, m runMetrics) error {
 		}
 	}
 	byTable("idemport_last_run_files", "outcome", "Files of the last run by outcome (imported, resumed, duplicate, conflict, busy, refused, failed).", files)
-	byTable("idemport_last_run_rows", "kind", "Rows the last run read, inserted, updated, left unchanged, found stale or rejected.", rows)
+	byTable("idemport_last_run_rows", "kind", "Rows the last run read, inserted, updated, left unchanged, found stale or rejected, and deleted by snapshot sweeps.", rows)
 	byTable("idemport_last_run_partitions", "kind", "Partitions of the last run's files: total, skipped (done before) and committed.", parts)
 	f := gauge("idemport_last_run_recovered_leases", "Leases of dead or stalled attempts the last run took over.")
 	for _, t := range sortedKeys(recovered) {
