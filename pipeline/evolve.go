@@ -16,7 +16,7 @@ import (
 const (
 	EvolveNone  = ""      // change nothing: a file that does not fit is refused before any effect
 	EvolveAdd   = "add"   // add the file's new columns, nullable
-	EvolveWiden = "widen" // also widen int64 and float64 columns to text
+	EvolveWiden = "widen" // also widen columns along int64 → decimal → text and float64 → text
 )
 
 // ParseEvolve reads an --evolve value.
@@ -30,11 +30,14 @@ func ParseEvolve(s string) (string, error) {
 	return "", fmt.Errorf("--evolve %q: want none, add or widen", s)
 }
 
+// widening is a column widened to a kind.
+type widening struct{ column, kind string }
+
 // evolution is the schema changes a file needs of an existing table.
 type evolution struct {
 	add   []arrow.Field
-	widen []string // columns widened to text
-	text  string   // the changes in words, for history and the result
+	widen []widening
+	text  string // the changes in words, for history and the result
 }
 
 // evolve returns the changes table needs to take rows of schema under the
@@ -58,19 +61,25 @@ func (r *run) evolve(table *sink.Table, schema *arrow.Schema) (*evolution, error
 			ev.add = append(ev.add, f)
 			after.Columns = append(after.Columns, sink.Column{Name: f.Name, Kind: k})
 			words = append(words, fmt.Sprintf("added %s (%s)", f.Name, k))
-		case c != nil && mode == EvolveWiden && sink.Widens(c.Kind, k):
-			ev.widen = append(ev.widen, f.Name)
-			words = append(words, fmt.Sprintf("widened %s %s → text", f.Name, c.Kind))
-			c.Kind, c.SQLType = sink.KindString, "text"
+		case c != nil && mode == EvolveWiden:
+			if to, ok := sink.Widen(c.Kind, k); ok {
+				ev.widen = append(ev.widen, widening{f.Name, to})
+				name := to
+				if to == sink.KindString {
+					name = "text"
+				}
+				words = append(words, fmt.Sprintf("widened %s %s → %s", f.Name, c.Kind, name))
+				c.Kind, c.SQLType = to, to
+			}
 		}
 	}
 	if err := sink.Check(&after, r.target, schema); err != nil {
 		hint := ""
 		switch mode {
 		case EvolveNone:
-			hint = "; nothing was written; to change the table, rerun with --evolve add (adds the file's new columns) or --evolve widen (also widens int64 and float64 columns to text)"
+			hint = "; nothing was written; to change the table, rerun with --evolve add (adds the file's new columns) or --evolve widen (also widens int64 → decimal → text, float64 → text)"
 		case EvolveAdd:
-			hint = "; nothing was written; --evolve widen also widens int64 and float64 columns to text"
+			hint = "; nothing was written; --evolve widen also widens int64 → decimal → text, float64 → text"
 		default:
 			hint = "; nothing was written; --evolve never narrows or drops a column"
 		}
@@ -96,11 +105,11 @@ func (ev *evolution) apply(ctx context.Context, r *run, tx *sql.Tx) error {
 		}
 		r.res.ColumnsAdded = append(r.res.ColumnsAdded, f.Name)
 	}
-	for _, c := range ev.widen {
-		if err := e.WidenToText(ctx, tx, r.target.Table, c); err != nil {
+	for _, w := range ev.widen {
+		if err := e.Widen(ctx, tx, r.target.Table, w.column, w.kind); err != nil {
 			return err
 		}
-		r.res.ColumnsWidened = append(r.res.ColumnsWidened, c)
+		r.res.ColumnsWidened = append(r.res.ColumnsWidened, w.column)
 	}
 	return r.e.ledger.SchemaChanged(ctx, tx, r.attempt.ID, ev.text)
 }

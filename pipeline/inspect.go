@@ -109,7 +109,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		}
 		if t != nil {
 			for _, c := range t.Columns {
-				if req.Mapping.Evolve == EvolveWiden && (c.Kind == sink.KindInt64 || c.Kind == sink.KindFloat64) {
+				if req.Mapping.Evolve == EvolveWiden && (c.Kind == sink.KindInt64 || c.Kind == sink.KindFloat64 || c.Kind == sink.KindDecimal) {
 					continue // inferred from the file, as the import does
 				}
 				if pt, err := reader.ParseType(c.Kind); err == nil {
@@ -316,7 +316,9 @@ func (r *run) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader.File
 	for _, a := range ev.add {
 		rep.ColumnsAdded = append(rep.ColumnsAdded, a.Name)
 	}
-	rep.ColumnsWidened = ev.widen
+	for _, w := range ev.widen {
+		rep.ColumnsWidened = append(rep.ColumnsWidened, w.column)
+	}
 	s := r.snapshot()
 	if s == nil {
 		return nil

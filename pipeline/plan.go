@@ -149,7 +149,7 @@ func (r *run) planInputs(ctx context.Context) (planInput, *sink.Table, error) {
 		// typed formats (Parquet, Arrow) carry their own types, which the
 		// table check compares with the table's.
 		for _, c := range existing.Columns {
-			if widen && (c.Kind == sink.KindInt64 || c.Kind == sink.KindFloat64) {
+			if widen && (c.Kind == sink.KindInt64 || c.Kind == sink.KindFloat64 || c.Kind == sink.KindDecimal) {
 				continue // inferred from the file: a column that no longer fits is widened
 			}
 			if _, forced := types[c.Name]; forced {

@@ -327,18 +327,31 @@ func (e *RowError) Error() string { return e.Err.Error() }
 func (e *RowError) Unwrap() error { return e.Err }
 
 // Evolver is what a dialect provides to change an existing table's schema
-// inside a transaction: add a nullable column, or widen one to hold text.
+// inside a transaction: add a nullable column, or widen one.
 type Evolver interface {
 	// AddColumn adds the nullable column f to table.
 	AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.Field) error
-	// WidenToText changes column of table to text, keeping every stored
-	// value as its text.
-	WidenToText(ctx context.Context, tx *sql.Tx, table, column string) error
+	// Widen changes column of table to hold kind (KindDecimal or
+	// KindString), keeping every stored value exactly (as its decimal or
+	// its text).
+	Widen(ctx context.Context, tx *sql.Tx, table, column, kind string) error
 }
 
-// Widens reports whether a column holding kind table may be widened to
-// text to take values of kind file: int64 and float64 widen to text, never
-// the other way, and nothing else changes.
-func Widens(table, file string) bool {
-	return (table == KindInt64 || table == KindFloat64) && file != table && !compatible(table, file)
+// Widen returns the kind a column holding kind table is widened to so that
+// it takes values of kind file, along int64 → decimal → text and float64 →
+// text; ok is false when the column already takes them, or cannot widen.
+func Widen(table, file string) (kind string, ok bool) {
+	if compatible(table, file) {
+		return "", false
+	}
+	switch table {
+	case KindInt64:
+		if file == KindDecimal || file == KindFloat64 {
+			return KindDecimal, true
+		}
+		return KindString, true
+	case KindDecimal, KindFloat64:
+		return KindString, true
+	}
+	return "", false
 }

@@ -96,3 +96,34 @@ func TestEvolveAddThenWiden(t *testing.T) {
 		}
 	})
 }
+
+// TestWidenThroughDecimal: --evolve widen takes an int64 column to decimal
+// for a file of long decimals, then to text for a file with a word, every
+// stored value exact at each step (int64 edges, a 23-digit decimal, the
+// scale as written).
+func TestWidenThroughDecimal(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
+		dir := t.TempDir()
+		l := &life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir}
+		l.write("w1.csv", "id,a\n1,10\n2,9223372036854775807\n3,-9223372036854775808\n")
+		l.write("w2.csv", "id,a\n4,1.50\n5,12345678901234567890.123\n")
+		l.write("w3.csv", "id,a\n6,abc\n7,0050\n")
+		args := []string{"--table", "w", "--key", "id", "--evolve", "widen"}
+		importTo(t, l.tg, dir, nil, 0, append(args, "w1.csv")...)
+		r := importTo(t, l.tg, dir, nil, 0, append(args, "w2.csv")...)
+		if fmt.Sprint(r.ColumnsWidened) != "[a]" {
+			t.Fatalf("w2: columns_widened %v, want [a]", r.ColumnsWidened)
+		}
+		want := "1|10\n2|9223372036854775807\n3|-9223372036854775808\n4|1.50\n5|12345678901234567890.123"
+		l.wantRows("w", want, "CAST(id AS TEXT)", "CAST(a AS TEXT)")
+		if h := l.run(0, l.tg.With("history", "--table", "w", "w2.csv")...); !strings.Contains(h.Stdout, "schema: widened a int64 → decimal") {
+			t.Fatalf("history:\n%s", h.Stdout)
+		}
+		importTo(t, l.tg, dir, nil, 0, append(args, "w3.csv")...)
+		l.wantRows("w", want+"\n6|abc\n7|0050", "CAST(id AS TEXT)", "CAST(a AS TEXT)")
+		if h := l.run(0, l.tg.With("history", "--table", "w", "w3.csv")...); !strings.Contains(h.Stdout, "schema: widened a decimal → text") {
+			t.Fatalf("history:\n%s", h.Stdout)
+		}
+	})
+}

@@ -35,6 +35,8 @@ type result struct {
 		Total, Skipped, Committed int64
 	} `json:"partitions"`
 	Deleted        int64    `json:"deleted"`
+	ColumnsAdded   []string `json:"columns_added"`
+	ColumnsWidened []string `json:"columns_widened"`
 	RecoveredLease bool     `json:"recovered_lease"`
 	RecoveredFrom  []string `json:"recovered_from"`
 	QuickCheck     bool     `json:"quick_check"`

@@ -24,7 +24,7 @@ func mappingFlags(e *env, c *cobra.Command, o *importOptions) {
 	f.StringVar(&o.format, "format", "", "file format: csv, tsv, jsonl, parquet, arrow (IPC file) or arrows (IPC stream); default: by extension")
 	f.StringVar(&o.delimiter, "delimiter", "", "CSV/TSV field delimiter, one character (default , for CSV, tab for TSV)")
 	f.BoolVar(&o.quotes, "quotes", false, "process double quotes in TSV files (CSV always does)")
-	f.StringVar(&o.evolve, "evolve", "none", "when an existing table does not fit the file: none refuses it (exit 5), add adds its new columns, widen also widens int64/float64 columns to text")
+	f.StringVar(&o.evolve, "evolve", "none", "when an existing table does not fit the file: none refuses it (exit 5), add adds its new columns, widen also widens int64 → decimal → text and float64 → text")
 	f.BoolVar(&o.atomic, "atomic", false, "readers see all of the file's rows or none: partitions go to a staging table, moved into the table when the import completes")
 	f.BoolVar(&o.snapshot, "snapshot", false, "the file is the table's whole content (with --key: its whole set of keys): rows it lacks are deleted when it completes")
 	f.StringVar(&o.deleteMode, "delete", "hard", "with --snapshot: hard deletes missing rows, soft marks them in _idemport_deleted_at")

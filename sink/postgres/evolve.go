@@ -21,11 +21,13 @@ func (Dialect) AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.
 	return nil
 }
 
-// WidenToText implements sink.Evolver. The cast renders bigint exactly and
-// double precision in its shortest exact form (PostgreSQL 12 and later).
-func (Dialect) WidenToText(ctx context.Context, tx *sql.Tx, table, column string) error {
-	if _, err := tx.ExecContext(ctx, `ALTER TABLE `+dialect.Quote(table)+` ALTER COLUMN `+q(column)+` TYPE text USING `+q(column)+`::text`); err != nil {
-		return fmt.Errorf("widen column %s of %s to text: %w", column, table, err)
+// Widen implements sink.Evolver. The casts are exact: bigint to numeric,
+// and to text bigint, numeric (its canonical text) and double precision
+// (its shortest exact form, PostgreSQL 12 and later).
+func (Dialect) Widen(ctx context.Context, tx *sql.Tx, table, column, kind string) error {
+	typ := sqlType(kind)
+	if _, err := tx.ExecContext(ctx, `ALTER TABLE `+dialect.Quote(table)+` ALTER COLUMN `+q(column)+` TYPE `+typ+` USING `+q(column)+`::`+typ); err != nil {
+		return fmt.Errorf("widen column %s of %s to %s: %w", column, table, typ, err)
 	}
 	return nil
 }

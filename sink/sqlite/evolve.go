@@ -21,26 +21,27 @@ func (Dialect) AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.
 	return nil
 }
 
-// WidenToText implements sink.Evolver. SQLite cannot change a column's
-// declared type, and a value stored into an INTEGER column is converted by
-// its affinity ('02134' becomes 2134), so the table is rebuilt with the
-// column declared TEXT: its CREATE statement with that one declaration
-// changed, the rows copied (integers become their exact text), the indexes
-// created again. A table whose declaration of the column is not one
-// idemport writes ("name" INTEGER or "name" REAL) is not rebuilt.
-func (Dialect) WidenToText(ctx context.Context, tx *sql.Tx, table, column string) error {
+// Widen implements sink.Evolver. SQLite cannot change a column's declared
+// type, and a value stored into an INTEGER column is converted by its
+// affinity ('02134' becomes 2134), so the table is rebuilt with the column
+// declared anew (DECIMAL TEXT or TEXT, both TEXT affinity): its CREATE
+// statement with that one declaration changed, the rows copied (integers
+// become their exact text), the indexes created again. A table whose
+// declaration of the column is not one idemport writes ("name" INTEGER,
+// REAL or DECIMAL TEXT) is not rebuilt.
+func (Dialect) Widen(ctx context.Context, tx *sql.Tx, table, column, kind string) error {
 	var create string
 	if err := tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&create); err != nil {
 		return fmt.Errorf("widen column %s of %s: read its definition: %w", column, table, err)
 	}
 	var decl string
-	for _, typ := range []string{"INTEGER", "REAL"} {
+	for _, typ := range []string{"INTEGER", "REAL", "DECIMAL TEXT"} {
 		if n := strings.Count(create, q(column)+" "+typ); n == 1 {
 			decl = q(column) + " " + typ
 		}
 	}
 	if decl == "" {
-		return fmt.Errorf("widen column %s of %s: its declaration is not one idemport can rewrite; change it to TEXT by hand", column, table)
+		return fmt.Errorf("widen column %s of %s: its declaration is not one idemport can rewrite; change it to %s by hand", column, table, sqlType(kind))
 	}
 	var indexes []string
 	rows, err := tx.QueryContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL`, table)
@@ -59,10 +60,10 @@ func (Dialect) WidenToText(ctx context.Context, tx *sql.Tx, table, column string
 	tmp := table + "_idemport_widen"
 	head := "CREATE TABLE " + q(table)
 	if !strings.HasPrefix(create, head) {
-		return fmt.Errorf("widen column %s of %s: its definition does not start with %s; change it to TEXT by hand", column, table, head)
+		return fmt.Errorf("widen column %s of %s: its definition does not start with %s; change it to %s by hand", column, table, head, sqlType(kind))
 	}
 	stmts := []string{
-		"CREATE TABLE " + q(tmp) + strings.Replace(create[len(head):], decl, q(column)+" TEXT", 1),
+		"CREATE TABLE " + q(tmp) + strings.Replace(create[len(head):], decl, q(column)+" "+sqlType(kind), 1),
 		"INSERT INTO " + q(tmp) + " SELECT * FROM " + q(table),
 		"DROP TABLE " + q(table),
 		"ALTER TABLE " + q(tmp) + " RENAME TO " + q(table),
