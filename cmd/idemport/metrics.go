@@ -101,7 +101,7 @@ func writeMetrics(path string, m runMetrics) error {
 		}
 	}
 	byTable("idemport_last_run_files", "outcome", "Files of the last run by outcome (imported, resumed, duplicate, conflict, busy, refused, failed).", files)
-	byTable("idemport_last_run_rows", "kind", "Rows the last run read, inserted, updated, left unchanged, found stale or rejected, and deleted by snapshot sweeps.", rows)
+	byTable("idemport_last_run_rows", "kind", "Rows the last run read, inserted, updated, left unchanged, found stale, superseded or rejected, and deleted by snapshot sweeps.", rows)
 	byTable("idemport_last_run_partitions", "kind", "Partitions of the last run's files: total, skipped (done before) and committed.", parts)
 	f := gauge("idemport_last_run_recovered_leases", "Leases of dead or stalled attempts the last run took over.")
 	for _, t := range sortedKeys(recovered) {
