@@ -1,71 +1,87 @@
 // Package proc tells whether a process recorded earlier on this host is
 // still the same running process, so that a rerun after a crash on the same
 // host need not wait for the dead process's leases to expire.
+//
+// A process is identified by its pid and its start (Start), so that a pid
+// the system has since given to another process is not mistaken for the
+// one recorded. What the package reads differs by platform: /proc on Linux,
+// sysctl kern.proc.pid on macOS, OpenProcess and GetProcessTimes on Windows.
+// Elsewhere it can tell nothing, and Gone always answers false.
 package proc
 
-import (
-	"errors"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
-	"syscall"
+// State is what this host says about the process that has a pid now.
+type State int
+
+// The states Inspect reports.
+const (
+	// Unknown: the platform or the process's permissions do not say.
+	Unknown State = iota
+	// Running: the process exists and is not stopped.
+	Running
+	// Stopped: the process exists but is stopped (SIGSTOP, or a debugger).
+	// Only Linux and macOS report it; see CanTellStopped.
+	Stopped
+	// Exited: the process has ended, but its entry remains until it is
+	// reaped (a zombie), or while someone holds a handle to it (Windows).
+	Exited
+	// Absent: no process has this pid.
+	Absent
 )
 
-// Start returns an identity of process pid's start: its start time in clock
-// ticks since boot on Linux. It returns 0 where that cannot be read.
-func Start(pid int) uint64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
+func (s State) String() string {
+	switch s {
+	case Running:
+		return "running"
+	case Stopped:
+		return "stopped"
+	case Exited:
+		return "exited"
+	case Absent:
+		return "absent"
 	}
-	s := string(b)
-	// Fields after the command name, which is in parentheses and may hold
-	// spaces; starttime is field 22 of the whole line.
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0
-	}
-	n, err := strconv.ParseUint(f[19], 10, 64)
-	if err != nil {
-		return 0
-	}
-	return n
+	return "unknown"
 }
 
-// zombie reports whether process pid has exited but not been reaped.
-func zombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
+// Info is what Inspect found: the state of the process with a pid and,
+// when it exists, its start (0 if that cannot be read).
+type Info struct {
+	State State
+	// Start identifies when the process started, in the platform's own
+	// unit: clock ticks since boot on Linux, microseconds since the Unix
+	// epoch on macOS, 100-nanosecond intervals since 1601 on Windows.
+	// Values are comparable only on one host.
+	Start uint64
 }
+
+// Inspect reports the state and start of the process that has pid now.
+// A pid of 0 or less is Unknown.
+func Inspect(pid int) Info {
+	if pid <= 0 {
+		return Info{}
+	}
+	return inspect(pid)
+}
+
+// Start returns the start identity of process pid (see Info.Start), or 0
+// where it cannot be read.
+func Start(pid int) uint64 { return Inspect(pid).Start }
 
 // Gone reports whether the process recorded as pid with start identity
-// start (from Start; 0 if unknown) has certainly ended. It errs on the side
-// of "not gone": when it cannot tell, the caller waits for the lease.
+// start (from Start; 0 if unknown) has certainly ended: no process has the
+// pid, the one that has it has exited, or it started at another time (the
+// pid was reused). It errs on the side of "not gone": when it cannot tell,
+// the caller waits for the lease.
 func Gone(pid int, start uint64) bool {
-	if pid <= 0 {
+	in := Inspect(pid)
+	switch in.State {
+	case Absent, Exited:
+		return true
+	case Unknown:
 		return false
 	}
-	err := syscall.Kill(pid, 0)
-	if errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	if zombie(pid) {
-		return true // exited; its parent has not reaped it yet
-	}
-	if start != 0 {
-		if now := Start(pid); now != 0 && now != start {
-			return true // the pid was reused by another process
-		}
-	}
-	return false
+	return start != 0 && in.Start != 0 && in.Start != start
 }
+
+// IsStopped reports whether process pid exists and is stopped. It is
+// always false where CanTellStopped is false.
+func IsStopped(pid int) bool { return Inspect(pid).State == Stopped }
