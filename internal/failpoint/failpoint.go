@@ -8,25 +8,28 @@
 // The specification is NAME[:N][:ACTION], comma-separated for several:
 // the N-th time (1-based, default 1) the pipeline passes point NAME, ACTION
 // happens. ACTION is kill (the default: SIGKILL to the process itself, so no
-// deferred cleanup runs), stop (SIGSTOP to itself, to simulate a stall until
-// someone sends SIGCONT), or error (Hit returns an error, for a clean
-// failure).
+// deferred cleanup runs; on Windows TerminateProcess with exit code
+// KilledExitCode), stop (SIGSTOP to itself, to simulate a stall until
+// someone sends SIGCONT; where the platform has no SIGSTOP, as on Windows,
+// Parse refuses it), or error (Hit returns an error, for a clean failure).
 package failpoint
 
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
 // ErrInjected is returned by Hit for the error action.
 var ErrInjected = errors.New("injected failure")
+
+// KilledExitCode is the exit code of a process the kill action ended on
+// Windows, where there are no signals: 128+9, as a shell reports SIGKILL.
+const KilledExitCode = 137
 
 // Names lists the points the pipeline passes, in order. Partition points
 // are counted per partition.
@@ -83,7 +86,12 @@ func Parse(spec string) (*Set, error) {
 				continue
 			}
 			switch arg {
-			case "kill", "stop", "error":
+			case "stop":
+				if !canStop {
+					return nil, fmt.Errorf("failpoint %q: stop is not supported on %s, which has no SIGSTOP", item, runtime.GOOS)
+				}
+				p.action = arg
+			case "kill", "error":
 				p.action = arg
 			default:
 				return nil, fmt.Errorf("failpoint %q: bad argument %q", item, arg)
@@ -112,22 +120,12 @@ func (s *Set) Hit(name string) error {
 	}
 	switch p.action {
 	case "stop":
-		return signalSelf(syscall.SIGSTOP)
+		return stop()
 	case "error":
 		return fmt.Errorf("%w at %s", ErrInjected, name)
 	}
-	signalSelf(syscall.SIGKILL)
-	for { // never return, should the signal be late
+	kill()
+	for { // never return, should the kill be late
 		time.Sleep(time.Second)
 	}
-}
-
-// signalSelf sends sig to the calling thread, which then takes part in the
-// stop or exit before it runs another instruction of the program: a signal
-// sent to the process could be taken by another thread while this one runs
-// on into the next transaction.
-func signalSelf(sig syscall.Signal) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	return syscall.Tgkill(os.Getpid(), syscall.Gettid(), sig)
 }
