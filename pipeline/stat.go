@@ -5,25 +5,22 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
 )
 
-// fileStat describes a file for the quick check. Where the platform gives
-// no inode or change time, they are zero and the check rests on the rest.
+// fileStat describes a file for the quick check. The file's identity and
+// change time come from what the platform offers (fileID): where it gives
+// none, they are zero and the check rests on the rest.
 func fileStat(host, path string, st fs.FileInfo) ledger.FileStat {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		abs = path
 	}
 	fs := ledger.FileStat{Host: host, Path: abs, Size: st.Size(), MtimeNs: st.ModTime().UnixNano()}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		fs.Inode, fs.Device = sys.Ino, uint64(sys.Dev)
-		fs.CtimeNs = sys.Ctim.Sec*1e9 + sys.Ctim.Nsec
-	}
+	fs.Inode, fs.Device, fs.CtimeNs = fileID(path, st)
 	return fs
 }
 
