@@ -23,7 +23,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -62,8 +61,7 @@ func run(c cmd) (measure, error) {
 		b, _ := os.ReadFile(out.Name())
 		return measure{}, fmt.Errorf("%s: %v\n%s", c.name, err, b)
 	}
-	ru := x.ProcessState.SysUsage().(*syscall.Rusage)
-	return measure{wall: wall, rss: ru.Maxrss}, nil
+	return measure{wall: wall, rss: peakRSS(x.ProcessState)}, nil
 }
 
 func median(ds []float64) float64 {

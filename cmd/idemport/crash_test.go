@@ -265,7 +265,7 @@ func TestStalledHolderCommitsNothingAfterTakeover(t *testing.T) {
 		if !took.RecoveredLease || took.Outcome != "resumed" || took.Partitions.Skipped != 3 || took.Partitions.Committed != 7 {
 			t.Fatalf("takeover: %+v", took)
 		}
-		holder.Process.Signal(syscall.SIGCONT)
+		testkit.Continue(holder.Process)
 		h := testkit.Wait(t, holder)
 		if h.Code != 1 || !strings.Contains(h.Stdout, "lease lost") {
 			t.Fatalf("thawed holder: exit %d\n%s%s", h.Code, h.Stdout, h.Stderr)
@@ -311,7 +311,7 @@ func TestInterruptRollsBackAndReleases(t *testing.T) {
 				rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 16)
 				cmd := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:4:stop"}, "import", "--partition-rows", "100", "orders.csv")).cmd
 				cmd.Process.Signal(sig)
-				cmd.Process.Signal(syscall.SIGCONT)
+				testkit.Continue(cmd.Process)
 				r := testkit.Wait(t, cmd)
 				var committed int64
 				if _, err := fmt.Sscanf(r.Stdout, "orders.csv: interrupted; rerun to resume (this run committed %d partitions)", &committed); err != nil || r.Code != 130 {
@@ -422,7 +422,7 @@ func TestLockedDatabaseFailsCleanly(t *testing.T) {
 	if _, err := conn.ExecContext(t.Context(), `BEGIN IMMEDIATE`); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Process.Signal(syscall.SIGCONT)
+	testkit.Continue(cmd.Process)
 	r := testkit.Wait(t, cmd)
 	if _, err := conn.ExecContext(t.Context(), `ROLLBACK`); err != nil {
 		t.Fatal(err)

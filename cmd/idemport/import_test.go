@@ -285,7 +285,7 @@ func TestHeldLeaseIsBusyAndExpiredLeaseIsRecovered(t *testing.T) {
 		if took.Outcome != "resumed" || !took.RecoveredLease || took.Rows.Inserted != 50 || took.Partitions.Committed != 1 {
 			t.Fatalf("takeover: %+v", took)
 		}
-		holder.Process.Signal(syscall.SIGCONT)
+		testkit.Continue(holder.Process)
 		h := testkit.Wait(t, holder)
 		if h.Code != 1 || !strings.Contains(h.Stdout, "lease lost") {
 			t.Fatalf("stalled holder: exit %d\n%s\n%s", h.Code, h.Stdout, h.Stderr)

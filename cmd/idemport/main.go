@@ -32,6 +32,11 @@ const (
 )
 
 func main() {
+	// SIGINT and SIGTERM end a run cleanly: it rolls back the open
+	// partition, releases its claims and exits 130. On Windows os.Interrupt
+	// is Ctrl-C and Ctrl-Break, and SIGTERM is the console window closing,
+	// the user logging off or the system shutting down (Windows then ends
+	// the process after a few seconds, done or not).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	stop()

@@ -153,7 +153,7 @@ func TestSourceChangedStopsTheAttempt(t *testing.T) {
 				b[len(b)-5] = 'Z' // inside the last partition, same size
 				os.WriteFile(path, b, 0o644)
 			}
-			cmd.Process.Signal(syscall.SIGCONT)
+			testkit.Continue(cmd.Process)
 			r := testkit.Wait(t, cmd)
 			if r.Code != 1 || !strings.Contains(r.Stdout, "source changed") || !strings.Contains(r.Stdout, "abandoned") {
 				t.Fatalf("exit %d: %s", r.Code, r.Stdout)

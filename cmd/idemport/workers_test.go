@@ -164,7 +164,7 @@ func TestClaimDecisionTable(t *testing.T) {
 			if took.Outcome != "resumed" || !took.RecoveredLease || !reflect.DeepEqual(took.RecoveredFrom, []string{stalled}) || took.Partitions.Committed != 1 {
 				t.Fatalf("takeover of %s: %+v", stalled, took)
 			}
-			holder.cmd.Process.Signal(syscall.SIGCONT)
+			testkit.Continue(holder.cmd.Process)
 			h := testkit.Wait(t, holder.cmd)
 			if h.Code != 1 || !strings.Contains(h.Stdout, "lease lost") {
 				t.Fatalf("thawed holder: exit %d\n%s%s", h.Code, h.Stdout, h.Stderr)
@@ -445,7 +445,7 @@ func TestFrozenWorkerCommitsNothingAfterTakeover(t *testing.T) {
 		checkExact(t, tg, "ordinal", want)
 		before := tg.Snapshot(t, "attempts")
 
-		frozen.cmd.Process.Signal(syscall.SIGCONT)
+		testkit.Continue(frozen.cmd.Process)
 		f := testkit.Wait(t, frozen.cmd)
 		if f.Code != 1 || !strings.Contains(f.Stdout, "lease lost") {
 			t.Fatalf("thawed run: exit %d\n%s%s", f.Code, f.Stdout, f.Stderr)
@@ -638,7 +638,7 @@ func TestWaitForPartitionLockedByFrozenHolder(t *testing.T) {
 		busy := cpuTicks(t, other.cmd.Process.Pid)
 		time.Sleep(2 * time.Second)
 		busy = cpuTicks(t, other.cmd.Process.Pid) - busy
-		frozen.cmd.Process.Signal(syscall.SIGCONT)
+		testkit.Continue(frozen.cmd.Process)
 		// The frozen run's next claim, made in the frozen transaction,
 		// expired long ago: it may lose that partition to the other run
 		// as soon as it commits the one it holds.

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // tests query the target directly
+
+	"github.com/idemport/idemport/internal/proc"
 )
 
 var (
@@ -64,6 +66,9 @@ func Binary(t testing.TB) string {
 		}
 		binDir = dir
 		binPath = filepath.Join(dir, "idemport")
+		if runtime.GOOS == "windows" {
+			binPath += ".exe"
+		}
 		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/idemport")
 		cmd.Dir = root
 		out, err := cmd.CombinedOutput()
@@ -135,19 +140,17 @@ func finish(t testing.TB, err error, out, errb string) Run {
 	return r
 }
 
-// WaitStopped waits until process pid is stopped (state T), as after it
-// sent itself SIGSTOP.
+// WaitStopped waits until process pid is stopped, as after it sent itself
+// SIGSTOP. Where the platform has no SIGSTOP (Windows) it skips the test.
 func WaitStopped(t testing.TB, pid int) {
 	t.Helper()
+	if !proc.CanTellStopped {
+		t.Skipf("%s has no SIGSTOP: the failpoints cannot stop a process", runtime.GOOS)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err == nil {
-			// The state follows the command name in parentheses.
-			s := string(b)
-			if i := strings.LastIndexByte(s, ')'); i > 0 && i+2 < len(s) && s[i+2] == 'T' {
-				return
-			}
+		if proc.IsStopped(pid) {
+			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
