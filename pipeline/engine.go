@@ -174,6 +174,9 @@ func Open(ctx context.Context, dsn string, o Options) (*Engine, error) {
 	e := &Engine{d: t.Dialect, log: o.Logger, fp: o.Failpoints, sinks: o.Notify}
 	switch t.Dialect {
 	case dialect.SQLite:
+		if err := sqlite.Available(); err != nil {
+			return nil, &UsageError{Err: err}
+		}
 		if o.ReadOnly {
 			if _, err := os.Stat(t.Path); errors.Is(err, os.ErrNotExist) {
 				return nil, fmt.Errorf("%w at %s", ErrNoDatabase, t.Path)

@@ -29,6 +29,10 @@ type Dialect struct{}
 
 var _ sink.Dialect = Dialect{}
 
+// Available reports whether this build has SQLite: nil here; ErrNoSQLite
+// in a build without cgo.
+func Available() error { return nil }
+
 func q(name string) string { return dialect.QuoteOne(name) }
 
 // sqlType is the declared type for a kind. TIMESTAMP and BOOLEAN keep their
