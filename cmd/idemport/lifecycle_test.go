@@ -315,7 +315,7 @@ func TestLifecycle(t *testing.T) {
 			if err := os.WriteFile(f, []byte(full), 0o644); err != nil {
 				l.t.Fatal(err)
 			}
-			s.cmd.Process.Signal(syscall.SIGCONT)
+			testkit.Continue(s.cmd.Process)
 			err := s.cmd.Wait()
 			if code := s.cmd.ProcessState.ExitCode(); code != exitFailed {
 				l.t.Fatalf("stopped run: exit %d (%v), want 1\n%s", code, err, s.stderr.String())

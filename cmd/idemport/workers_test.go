@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/idemport/idemport/internal/pgtest"
+	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/internal/testkit"
 )
 
@@ -587,16 +589,12 @@ func TestDeadUnreapedHolderIsRecoveredAtOnce(t *testing.T) {
 	})
 }
 
-// waitZombie waits until process pid has exited but is not yet reaped
-// (state Z).
+// waitZombie waits until process pid has exited but is not yet reaped.
 func waitZombie(t *testing.T, pid int) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if s := string(b); err == nil {
-			if i := strings.LastIndexByte(s, ')'); i > 0 && i+2 < len(s) && s[i+2] == 'Z' {
-				return
-			}
+		if proc.Inspect(pid).State == proc.Exited {
+			return
 		}
 	}
 	t.Fatalf("process %d did not die", pid)
@@ -691,6 +689,9 @@ func settled(t *testing.T, pid int) {
 // clock ticks.
 func cpuTicks(t *testing.T, pid int) int64 {
 	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the CPU time of another process is read from /proc")
+	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,11 @@ func (Dialect) Ensure(context.Context, *sql.Tx, sink.Target, *arrow.Schema) erro
 	return ErrNoSQLite
 }
 
+// DeleteFile implements sink.Dialect; it fails with ErrNoSQLite.
+func (Dialect) DeleteFile(context.Context, *sql.Tx, string, int64) (int64, error) {
+	return 0, ErrNoSQLite
+}
+
 // Writer implements sink.Dialect; it fails with ErrNoSQLite.
 func (Dialect) Writer(context.Context, *sql.Conn, sink.Target, *arrow.Schema) (sink.Writer, error) {
 	return nil, ErrNoSQLite
