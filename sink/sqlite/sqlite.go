@@ -79,14 +79,6 @@ func kindOf(decl string) string {
 	return ""
 }
 
-// Limits implements sink.Dialect: SQLITE_MAX_COLUMN (2000, as compiled)
-// columns per table, of which idemport needs 3 (the lineage columns, and
-// the batch table's batch column beside its copies of them), names of any
-// length, compared without regard to ASCII case.
-func (Dialect) Limits() sink.Limits {
-	return sink.Limits{MaxColumns: 2000, Reserved: 3, FoldsCase: true}
-}
-
 // Describe implements sink.Dialect.
 func (Dialect) Describe(ctx context.Context, qr dialect.Querier, name string) (*sink.Table, error) {
 	rows, err := qr.QueryContext(ctx, `SELECT name, type, "notnull", dflt_value IS NOT NULL, pk FROM pragma_table_info(?) ORDER BY cid`, name)
