@@ -5,7 +5,8 @@
 #
 # - Without cgo (CGO_ENABLED=0): darwin and windows, amd64 and arm64, and
 #   linux. Such a build has no SQLite; the binary must say so in one
-#   sentence (checked below on the linux build, which can run here).
+#   sentence, and still import into PostgreSQL (checked below on the linux
+#   build, which can run here; PostgreSQL is set up by .ci/postgres.sh).
 # - With cgo for windows/amd64 through Debian's mingw-w64 cross compiler,
 #   so the C code of the SQLite driver and of sink/sqlite is compiled for
 #   Windows too. This is the slow part: it compiles SQLite itself.
@@ -17,7 +18,7 @@ for target in $cross_targets; do
 	GOOS=${target%/*} GOARCH=${target#*/} CGO_ENABLED=0 go vet ./...
 done
 
-step "a build without cgo refuses SQLite in one sentence"
+step "a build without cgo refuses SQLite in one sentence, and imports into PostgreSQL"
 cross_dir=$(mktemp -d)
 CGO_ENABLED=0 go build -o "$cross_dir/idemport" ./cmd/idemport
 cross_code=0
@@ -31,6 +32,18 @@ if [ "$cross_code" -ne 2 ] || [ "$(cat "$cross_dir/err")" != "$cross_want" ] || 
 	exit 1
 fi
 echo "exit $cross_code: $(cat "$cross_dir/err")"
+# ... and still imports into PostgreSQL (pgx is pure Go), in a schema of its own.
+cross_schema=idemport_cross_$$
+psql "$IDEMPORT_TEST_POSTGRES" -qc "CREATE SCHEMA $cross_schema"
+cross_code=0
+"$cross_dir/idemport" import --into "$IDEMPORT_TEST_POSTGRES" --state-schema "${cross_schema}_state" \
+	--table "$cross_schema.orders" testdata/orders.csv || cross_code=$?
+cross_rows=$(psql "$IDEMPORT_TEST_POSTGRES" -Atc "SELECT count(*) FROM $cross_schema.orders" 2>&1 || true)
+psql "$IDEMPORT_TEST_POSTGRES" -qc "DROP SCHEMA IF EXISTS $cross_schema CASCADE; DROP SCHEMA IF EXISTS ${cross_schema}_state CASCADE" 2>/dev/null
+if [ "$cross_code" -ne 0 ] || [ "$cross_rows" != 200 ]; then
+	echo "the build without cgo, importing testdata/orders.csv into PostgreSQL: exit $cross_code, $cross_rows rows (want exit 0, 200 rows)"
+	exit 1
+fi
 rm -rf "$cross_dir"
 
 step "cross-compile windows/amd64 with cgo (mingw-w64): go build ./... && go vet ./..."
