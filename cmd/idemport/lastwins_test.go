@@ -108,7 +108,7 @@ func TestLastOccurrenceWinsOutOfOrder(t *testing.T) {
 				var results []result
 				switch how {
 				case "continue":
-					holder.cmd.Process.Signal(syscall.SIGCONT)
+					testkit.Continue(holder.cmd.Process)
 					if r := testkit.Wait(t, holder.cmd); r.Code != 0 {
 						t.Fatalf("the held run: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 					} else {
