@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
@@ -44,13 +43,11 @@ func BenchmarkPlan(b *testing.B) {
 // benchPlan runs the plan pass over path, a file of n good rows, b.N
 // times, and reports rows/s.
 func benchPlan(b *testing.B, path string, n int64, o Options) {
-	var before, after syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	before := cpuTime()
 	defer func() {
 		// CPU time, which other processes on the machine disturb less
 		// than wall time.
-		syscall.Getrusage(syscall.RUSAGE_SELF, &after)
-		cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+		cpu := cpuTime() - before
 		b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
 	}()
 	for range b.N {
