@@ -504,8 +504,8 @@ func TestOutboxOneEventWhenWorkersFinishTogether(t *testing.T) {
 		// Both stop before completing, every partition done; then both go.
 		stopped(t, a)
 		stopped(t, b)
-		a.cmd.Process.Signal(syscall.SIGCONT)
-		b.cmd.Process.Signal(syscall.SIGCONT)
+		testkit.Continue(a.cmd.Process)
+		testkit.Continue(b.cmd.Process)
 		ra, rb := testkit.Wait(t, a.cmd), testkit.Wait(t, b.cmd)
 		if ra.Code != 0 || rb.Code != 0 {
 			t.Fatalf("exits %d %d\n%s%s\n%s%s", ra.Code, rb.Code, ra.Stdout, ra.Stderr, rb.Stdout, rb.Stderr)
