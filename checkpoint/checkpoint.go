@@ -192,6 +192,32 @@ func (s *Store) Claim(ctx context.Context, tx *sql.Tx, op Op, attempt string, le
 	return c, nil
 }
 
+// InTransaction reports whether another session's open transaction holds
+// partition idx of op locked (PostgreSQL: its holder fenced it and has not
+// committed; a holder frozen there cannot be taken over even once its
+// lease expires). On SQLite it is always false: a writer inside its
+// transaction holds the whole database's write lock instead.
+func (s *Store) InTransaction(ctx context.Context, db *sql.DB, op Op, idx int) (bool, error) {
+	if s.d != dialect.Postgres {
+		return false, nil
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("probe partition %d: %w", idx, err)
+	}
+	defer tx.Rollback()
+	var got int
+	err = tx.QueryRowContext(ctx, s.q(`SELECT idx FROM `+s.prefix+`partitions WHERE table_name = ? AND file_id = ? AND idx = ?
+		FOR UPDATE SKIP LOCKED`), op.Table, op.FileID, idx).Scan(&got)
+	if errors.Is(err, sql.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("probe partition %d: %w", idx, err)
+	}
+	return false, nil
+}
+
 // Fence locks partition idx for the caller's transaction and renews its
 // lease, failing with ErrNotHeld unless attempt holds it and it is not done.
 // Call it first in the partition's transaction.

@@ -51,6 +51,17 @@ func (r *run) apply(ctx context.Context) error {
 		if p.Claimable > 0 && r.committed > before {
 			continue
 		}
+		// A holder frozen inside its partition's transaction cannot be
+		// taken over, even once its lease expires: an expired lease whose
+		// row is still locked (PostgreSQL's SKIP LOCKED passed it over),
+		// or a holder stopped on this host with its row locked. That makes
+		// the run busy, unless it was asked to wait and may wait still.
+		// (On SQLite such a holder keeps the write lock: see stopBusy.)
+		if b := r.busy(ctx, "holds a partition inside its transaction"); p.Claimable > 0 || r.frozenInTransaction(ctx, b) {
+			if r.req.Wait <= 0 || time.Since(r.started) > r.req.Wait {
+				return b
+			}
+		}
 		// Other attempts hold the rest: wait for them, and take over the
 		// partitions of any that dies.
 		if err := sleep(ctx, min(time.Second, r.req.Lease/4)); err != nil {

@@ -57,7 +57,7 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 		if d, _ := ledger.Decide(s); settles(d) && d != ledger.Busy {
 			if !r.quick {
 				// The file was hashed: remember it, so the next run need not.
-				if err := r.e.ledger.RememberDigest(ctx, r.e.db, r.stat, r.digests.Stored, r.digests.Content); err != nil {
+				if err := r.e.ledger.RememberDigest(ctx, r.e.db, r.stat, r.digests.Stored, r.digests.Content); err != nil && !r.e.sink.Locked(err) {
 					return 0, err
 				}
 			}
@@ -66,6 +66,10 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 	}
 	tx, err := beginTx(ctx, r.e.db)
 	if err != nil {
+		if r.e.sink.Locked(err) {
+			r.res.Outcome = Busy
+			return ledger.Busy, r.busy(ctx, "holds the database's write lock inside its transaction")
+		}
 		return 0, fmt.Errorf("begin claim: %w", err)
 	}
 	defer tx.Rollback()
@@ -318,9 +322,9 @@ func (r *run) settle(ctx context.Context, d ledger.Decision, op *ledger.Operatio
 	case ledger.Busy:
 		r.res.Outcome = Busy
 		if op.LeaseAttempt != "" && !op.Planned {
-			return fmt.Errorf("busy: attempt %s is planning this file (lease until %s)", op.LeaseAttempt, formatMs(op.LeaseExpires))
+			return r.busy(ctx, fmt.Sprintf("is planning this file (lease until %s)", formatMs(op.LeaseExpires)))
 		}
-		return fmt.Errorf("busy: other attempts hold every unfinished partition")
+		return r.busy(ctx, "holds every unfinished partition")
 	}
 	return nil
 }

@@ -211,6 +211,8 @@ func (r *run) run(ctx context.Context) error {
 		return retracted.error
 	case errors.Is(err, reader.ErrSourceChanged) && ctx.Err() == nil:
 		return r.abandonChanged(ctx, err)
+	case ctx.Err() == nil && (errors.As(err, new(*BusyError)) || r.e.sink.Locked(err)):
+		return r.stopBusy(ctx, err)
 	}
 	var guard *DeleteGuardError
 	if errors.As(err, &guard) && ctx.Err() == nil {
@@ -513,6 +515,24 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 		return err
 	}
 	return r.finalize(ctx)
+}
+
+// stopBusy ends an attempt that found its operation's remaining work held
+// by a holder that cannot be taken over: its claims are released and it is
+// recorded as busy, and the outcome is Busy (exit 4).
+func (r *run) stopBusy(ctx context.Context, err error) error {
+	var b *BusyError
+	if !errors.As(err, &b) {
+		b = r.busy(ctx, "holds the database's write lock inside its transaction")
+	}
+	r.log.Warn("busy", "err", b)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if cerr := r.record(cctx, "busy", b); cerr != nil {
+		r.log.Error("could not record the end of the attempt; its leases will expire instead", "err", cerr)
+	}
+	r.res.Outcome = Busy
+	return b
 }
 
 // abandon records a failed or interrupted attempt, releasing its claims so

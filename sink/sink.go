@@ -148,6 +148,11 @@ type Dialect interface {
 	// key fileKey last wrote (by the lineage column), and returns how many
 	// it deleted. A table that does not exist has none.
 	DeleteFile(ctx context.Context, tx *sql.Tx, table string, fileKey int64) (int64, error)
+	// Locked reports whether err says another connection holds a lock the
+	// operation needed and did not release within the wait the database
+	// allows (SQLite's busy timeout), as a writer frozen inside its
+	// transaction does.
+	Locked(err error) bool
 	// Writer returns a Writer bound to conn for batches of schema. The
 	// table must exist (Ensure it first), conn must not be in a
 	// transaction, and Write must be given transactions begun on conn.

@@ -146,7 +146,7 @@ func TestClaimDecisionTable(t *testing.T) {
 			stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "orders.csv"))
 			before := tg.Snapshot(t)
 			busy := importTo(t, tg, dir, nil, 4, "orders.csv")
-			if busy.Outcome != "busy" || !strings.Contains(busy.Error, "busy: other attempts hold every unfinished partition") {
+			if busy.Outcome != "busy" || !strings.Contains(busy.Error, "holds every unfinished partition") || !strings.Contains(busy.Error, "stopped: resume it with `kill -CONT") {
 				t.Fatalf("busy: %+v", busy)
 			}
 			waited := importTo(t, tg, dir, nil, 4, "--wait=1s", "orders.csv")
@@ -604,8 +604,10 @@ func waitZombie(t *testing.T, pid int) {
 // partition's transaction, past its lease, and starts another: the frozen
 // transaction still locks that partition (SQLite: the write lock;
 // PostgreSQL: the partition's row, which FOR UPDATE SKIP LOCKED passes
-// over), so the other must wait for it, not take it over, and wait without
-// spinning. Thawed, the frozen run commits the partition it still holds
+// over), so the other, given --wait, must wait for it, not take it over,
+// and wait without spinning (without --wait it is busy: see
+// TestFrozenHolderMakesOthersBusy). Thawed, the frozen run commits the
+// partition it still holds
 // (and may then lose its next, expired claim), and together they end
 // exact. "Without spinning" is measured over 2s that start once the other
 // run is waiting (its work done, its CPU use settled), so that a loaded
@@ -620,7 +622,7 @@ func TestWaitForPartitionLockedByFrozenHolder(t *testing.T) {
 		args := []string{"import", "--output", "json", "--lease", "1s", "--partition-rows", "100", "orders.csv"}
 		frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:2:stop"}, args...))
 		time.Sleep(1500 * time.Millisecond) // past its lease
-		other := start(t, tg, dir, nil, args...)
+		other := start(t, tg, dir, nil, append(args, "--wait=5m")...)
 		// It does what it can, then waits. On PostgreSQL it commits the
 		// 7 partitions the frozen transaction does not lock (that one
 		// holds partition 2 and its claim of partition 3; it committed
@@ -702,4 +704,52 @@ func cpuTicks(t *testing.T, pid int) int64 {
 	fmt.Sscan(f[11], &user)
 	fmt.Sscan(f[12], &sys)
 	return user + sys
+}
+
+// TestFrozenHolderMakesOthersBusy freezes a run inside a partition's
+// transaction (SIGSTOP, as Ctrl-Z does) and starts another without --wait:
+// it must exit 4 (busy) within the busy timeout and a second, naming the
+// holder's attempt, host:pid, that it is stopped and how to resume it —
+// not fail with "database is locked" (SQLite), nor wait on the locked
+// partition forever (PostgreSQL). Whatever it committed meanwhile stays
+// committed, once, and a run after the holder is resumed ends exact.
+func TestFrozenHolderMakesOthersBusy(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 1000, 49)
+		args := []string{"import", "--output", "json", "--partition-rows", "100", "orders.csv"}
+		frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:2:stop"}, args...))
+		holder := attemptOf(t, tg, frozen.cmd.Process.Pid)
+
+		r := tg.Exec(t, dir, nil, append(args, "--busy-timeout", "1s")...)
+		if r.Code != exitBusy {
+			t.Fatalf("exit %d, want 4\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+		res := parseResults(t, r.Stdout)[0]
+		if res.Outcome != "busy" {
+			t.Fatalf("outcome %q, want busy: %+v", res.Outcome, res)
+		}
+		host, _ := os.Hostname()
+		for _, s := range []string{holder, fmt.Sprintf("%s:%d", host, frozen.cmd.Process.Pid), fmt.Sprintf("kill -CONT %d", frozen.cmd.Process.Pid), "--wait"} {
+			if !strings.Contains(res.Error, s) {
+				t.Fatalf("the busy message does not say %q: %s", s, res.Error)
+			}
+		}
+		if *res.DurationMs > 2000 {
+			t.Fatalf("busy after %dms: more than the busy timeout (1s) and a second", *res.DurationMs)
+		}
+
+		testkit.Continue(frozen.cmd.Process)
+		if f := testkit.Wait(t, frozen.cmd); f.Code != 0 {
+			t.Fatalf("thawed run: exit %d\n%s%s", f.Code, f.Stdout, f.Stderr)
+		}
+		again := tg.Exec(t, dir, nil, args...)
+		if again.Code != 0 {
+			t.Fatalf("rerun: exit %d\n%s%s", again.Code, again.Stdout, again.Stderr)
+		}
+		checkExact(t, tg, "ordinal", want)
+		checkCommittedOnce(t, tg, 10)
+	})
 }

@@ -780,3 +780,8 @@ func (d Dialect) DeleteFile(ctx context.Context, tx *sql.Tx, table string, fileK
 	}
 	return res.RowsAffected()
 }
+
+// Locked implements sink.Dialect. PostgreSQL sessions wait for locks
+// without a timeout unless one is set; idemport claims partitions with
+// SKIP LOCKED instead, so no error of its means a lock wait ran out.
+func (Dialect) Locked(error) bool { return false }

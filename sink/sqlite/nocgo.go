@@ -40,3 +40,6 @@ func (Dialect) DeleteFile(context.Context, *sql.Tx, string, int64) (int64, error
 func (Dialect) Writer(context.Context, *sql.Conn, sink.Target, *arrow.Schema) (sink.Writer, error) {
 	return nil, ErrNoSQLite
 }
+
+// Locked implements sink.Dialect: without SQLite nothing is locked.
+func (Dialect) Locked(error) bool { return false }

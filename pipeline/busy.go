@@ -1,0 +1,112 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/idemport/idemport/internal/proc"
+)
+
+// BusyError says which attempts hold what a run needed and could not take
+// over: leases of live attempts, or the database's write lock held by a
+// writer frozen inside its transaction. The run's outcome is Busy (exit 4).
+type BusyError struct {
+	// What says what is held ("holds the database's write lock").
+	What string
+	// Holders describes each holding attempt: its ID, host:pid, and on
+	// this host whether its process is stopped.
+	Holders []Holder
+	// Waited is true when the run waited (--wait) and the holder still had
+	// not finished.
+	Waited bool
+}
+
+// Holder is an attempt that holds a lease a run needed.
+type Holder struct {
+	Attempt string `json:"attempt_id"`
+	Host    string `json:"host"`
+	PID     int    `json:"pid"`
+	// Stopped is true when the holder runs on this host and its process is
+	// stopped (SIGSTOP, Ctrl-Z): it will not finish until resumed.
+	Stopped bool `json:"stopped"`
+	// partitions are the unfinished partitions it holds.
+	partitions []int
+}
+
+func (e *BusyError) Error() string {
+	var b strings.Builder
+	b.WriteString("busy: ")
+	switch len(e.Holders) {
+	case 0:
+		b.WriteString("another process " + e.What)
+	default:
+		for i, h := range e.Holders {
+			if i > 0 {
+				b.WriteString(" and ")
+			}
+			fmt.Fprintf(&b, "attempt %s (%s:%d", h.Attempt, h.Host, h.PID)
+			if h.Stopped {
+				fmt.Fprintf(&b, ", stopped: resume it with `kill -CONT %d` or end it", h.PID)
+			}
+			b.WriteString(")")
+		}
+		b.WriteString(" " + e.What)
+	}
+	if e.Waited {
+		b.WriteString("; waited as long as --wait allowed")
+	} else {
+		b.WriteString("; rerun later, or with --wait to wait for it")
+	}
+	return b.String()
+}
+
+// busy returns a BusyError naming the attempts that hold leases on r's
+// operation (its partitions' and its planning lease), live or expired:
+// a frozen holder's lease may have run out while it still holds its
+// transaction's locks.
+func (r *run) busy(ctx context.Context, what string) *BusyError {
+	e := &BusyError{What: what, Waited: r.req.Wait > 0}
+	held := map[string][]int{}
+	var ids []string
+	if parts, err := r.e.cp.Partitions(ctx, r.e.db, r.op); err == nil {
+		for _, p := range parts {
+			if !p.Done && p.LeaseAttempt != "" && p.LeaseAttempt != r.attempt.ID {
+				if _, ok := held[p.LeaseAttempt]; !ok {
+					ids = append(ids, p.LeaseAttempt)
+				}
+				held[p.LeaseAttempt] = append(held[p.LeaseAttempt], p.Index)
+			}
+		}
+	}
+	if op, _, err := r.e.ledger.Get(ctx, r.e.db, r.id.Key); err == nil && op != nil && op.LeaseAttempt != "" && held[op.LeaseAttempt] == nil && op.LeaseAttempt != r.attempt.ID {
+		ids = append(ids, op.LeaseAttempt)
+	}
+	host, _ := os.Hostname()
+	for _, a := range ids {
+		h, pid, _, ok, err := r.e.ledger.Process(ctx, r.e.db, a)
+		if err != nil || !ok {
+			continue
+		}
+		e.Holders = append(e.Holders, Holder{Attempt: a, Host: h, PID: pid, Stopped: h == host && proc.IsStopped(pid), partitions: held[a]})
+	}
+	return e
+}
+
+// frozenInTransaction reports whether a holder of r's operation that is
+// stopped on this host holds one of its partitions inside an open
+// transaction: it cannot be taken over even once its lease expires.
+func (r *run) frozenInTransaction(ctx context.Context, e *BusyError) bool {
+	for _, h := range e.Holders {
+		if !h.Stopped {
+			continue
+		}
+		for _, idx := range h.partitions {
+			if locked, err := r.e.cp.InTransaction(ctx, r.e.db, r.op, idx); err == nil && locked {
+				return true
+			}
+		}
+	}
+	return false
+}
