@@ -89,7 +89,7 @@ func (l *Ledger) Past(ctx context.Context, f Filter) ([]Operation, error) {
 	if ok, err := l.d.TableExists(ctx, l.db, l.prefix+"operations_past"); err != nil || !ok {
 		return nil, err
 	}
-	where, args := f.where()
+	where, args := f.where(l.prefix, l.prefix+"operations_past")
 	rows, err := l.db.QueryContext(ctx, l.q(`SELECT table_name, file_id, file_key, state, content_digest, mapping_digest, mapping,
 		file_path, file_size, created_at, replaced_at, coalesce(completed_at, 0), coalesce(completed_by, ''), coalesce(outcome, ''),
 		attempts, rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected
@@ -109,4 +109,16 @@ func (l *Ledger) Past(ctx context.Context, f Filter) ([]Operation, error) {
 		out = append(out, o)
 	}
 	return out, rows.Err()
+}
+
+// Seen records path as the last path operation k was seen under (a
+// duplicate run of a file moved or renamed since it was imported), so that
+// status shows the name a user knows it by. Its attempts keep the paths
+// they ran on.
+func (l *Ledger) Seen(ctx context.Context, q dialect.Querier, k Key, path string) error {
+	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET file_path = ?
+		WHERE table_name = ? AND file_id = ? AND file_path <> ?`), path, k.Table, k.FileID, path); err != nil {
+		return fmt.Errorf("record the path of %s: %w", k, err)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/idemport/idemport/internal/counter"
 	"github.com/idemport/idemport/internal/dialect"
@@ -16,6 +17,11 @@ type Filter struct {
 	FileID string
 	State  State
 	Digest string // content digest
+	// Path selects operations last seen under this path or attempted under
+	// it: a file is found by a name it had even after it was moved away.
+	Path string
+	// FileIDPrefix selects operations whose file ID starts with it.
+	FileIDPrefix string
 }
 
 // List returns the operations matching f, newest first. A ledger whose
@@ -24,7 +30,7 @@ func (l *Ledger) List(ctx context.Context, f Filter) ([]Operation, error) {
 	if ok, err := l.d.TableExists(ctx, l.db, l.prefix+"operations"); err != nil || !ok {
 		return nil, err
 	}
-	where, args := f.where()
+	where, args := f.where(l.prefix, l.prefix+"operations")
 	rows, err := l.db.QueryContext(ctx, l.q(`SELECT `+opColumns+` FROM `+l.prefix+`operations`+where+
 		` ORDER BY created_at DESC, table_name, file_id`), args...)
 	if err != nil {
@@ -42,14 +48,14 @@ func (l *Ledger) List(ctx context.Context, f Filter) ([]Operation, error) {
 	return out, rows.Err()
 }
 
-// where renders f as a WHERE clause (empty when f selects everything) and
-// its arguments.
-func (f Filter) where() (string, []any) {
+// where renders f as a WHERE clause on table (empty when f selects
+// everything) and its arguments.
+func (f Filter) where(prefix, table string) (string, []any) {
 	var where []string
 	var args []any
 	add := func(col, v string) {
 		if v != "" {
-			where = append(where, col+" = ?")
+			where = append(where, table+"."+col+" = ?")
 			args = append(args, v)
 		}
 	}
@@ -57,6 +63,16 @@ func (f Filter) where() (string, []any) {
 	add("file_id", f.FileID)
 	add("state", string(f.State))
 	add("content_digest", f.Digest)
+	if f.Path != "" {
+		where = append(where, `(`+table+`.file_path = ? OR EXISTS (SELECT 1 FROM `+prefix+`attempts a
+			WHERE a.table_name = `+table+`.table_name AND a.file_id = `+table+`.file_id AND a.file_path = ?))`)
+		args = append(args, f.Path, f.Path)
+	}
+	if f.FileIDPrefix != "" {
+		// substr counts characters in SQLite and PostgreSQL alike.
+		where = append(where, fmt.Sprintf("substr(%s.file_id, 1, %d) = ?", table, utf8.RuneCountInString(f.FileIDPrefix)))
+		args = append(args, f.FileIDPrefix)
+	}
 	if len(where) == 0 {
 		return "", nil
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/idemport/idemport/internal/english"
 	"time"
 
 	"github.com/idemport/idemport/internal/counter"
@@ -277,31 +278,34 @@ func (r *run) noteNewerWrites(ctx context.Context, op *ledger.Operation) error {
 	}
 	if n > 0 {
 		r.note("%s was written by %s since this file was imported, so it may no longer hold this file's values; if this is a new delivery of the same data, give it its own --file-id (e.g. --file-id '%s/{name}')",
-			op.Table, pluralWord(n, "other import"), op.Table)
+			op.Table, english.Plural(n, "other import"), op.Table)
 	}
 	return nil
-}
-
-func pluralWord(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }
 
 // settle fills the result of a decision that ends the run without effect.
 func (r *run) settle(ctx context.Context, d ledger.Decision, op *ledger.Operation) error {
 	r.res.Stored = op
+	at := op.UpdatedAt
+	if op.CompletedAt != 0 {
+		at = op.CompletedAt
+	}
+	if d != ledger.Busy {
+		r.res.Previous = &Previous{State: string(op.State), AttemptID: op.CompletedBy, At: formatMs(at), Rows: op.Rows}
+	}
 	switch d {
 	case ledger.Duplicate:
 		r.res.Outcome = Duplicate
 		var so storedOutcome
 		if err := json.Unmarshal([]byte(op.Outcome), &so); err == nil {
-			r.rows = so.Rows
+			r.res.Previous.Rows = so.Rows
 			r.res.Partitions = counter.Partitions{Total: so.Partitions, Skipped: so.Partitions}
 		}
 		r.res.AttemptID = op.CompletedBy
 		r.log.Info("duplicate", "completed_by", op.CompletedBy)
+		if err := r.e.ledger.Seen(ctx, r.e.db, op.Key, r.req.Path); err != nil {
+			return err
+		}
 		if !r.target.Ordinal() {
 			return r.noteNewerWrites(ctx, op)
 		}
@@ -317,7 +321,6 @@ func (r *run) settle(ctx context.Context, d ledger.Decision, op *ledger.Operatio
 		if err := json.Unmarshal([]byte(op.Outcome), &ref); err == nil {
 			r.res.Refusal = &ref
 		}
-		r.rows = op.Rows
 		return fmt.Errorf("refused earlier on %s: %s", formatMs(op.UpdatedAt), refusalText(r.res.Refusal))
 	case ledger.Busy:
 		r.res.Outcome = Busy

@@ -129,6 +129,9 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 	if err != nil && r.res.Err == nil {
 		r.res.Err = err
 	}
+	if r.res.Outcome == Failed && ctx.Err() != nil {
+		r.res.Outcome = Interrupted // stopped before it had an attempt to record
+	}
 	r.res.Rows = r.rows
 	r.res.QuickCheck = r.quick
 	if r.file != nil {
@@ -541,7 +544,7 @@ func (r *run) abandon(ctx context.Context, err error) error {
 	r.res.Outcome = Failed
 	outcome := "failed"
 	if ctx.Err() != nil {
-		outcome = "interrupted"
+		outcome = string(Interrupted)
 		err = fmt.Errorf("%w (this run committed %d partitions)", ErrInterrupted, r.committed)
 	}
 	level := slog.LevelError

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/internal/dialect"
@@ -22,7 +24,7 @@ import (
 type PlanReport struct {
 	File          string             `json:"file"`
 	FileID        string             `json:"file_id"`
-	FileKey       int64              `json:"file_key"`
+	FileKey       int64              `json:"-"` // the lock key: internal
 	ContentDigest string             `json:"content_digest"`
 	MappingDigest string             `json:"mapping_digest"`
 	Mapping       string             `json:"mapping"`
@@ -154,8 +156,26 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 type OperationStatus struct {
 	ledger.Operation
 	Partitions checkpoint.Progress
-	// Holders lists attempts holding live leases on its partitions.
+	// Holders lists attempts holding leases on its unfinished partitions.
 	Holders []string
+	// Live lists the attempts whose lease (planning or partition) has not
+	// expired: those still running.
+	Live []string
+}
+
+// AttemptOutcome is how attempt a ended, in the words history, JSON and
+// metrics share: imported, resumed, failed, interrupted, died, undone...
+// as recorded; an attempt that recorded no end is "running" while it
+// holds a live lease on op, and "died" once it holds none (its process
+// was killed, or its lease expired).
+func AttemptOutcome(a ledger.AttemptRecord, op OperationStatus) string {
+	if a.Outcome != "" {
+		return a.Outcome
+	}
+	if slices.Contains(op.Live, a.ID) {
+		return "running"
+	}
+	return "died"
 }
 
 // Status lists operations matching f, newest first. Without a state in f,
@@ -174,8 +194,12 @@ func (e *Engine) Status(ctx context.Context, f ledger.Filter) ([]OperationStatus
 // withProgress adds the state of their partitions to operations.
 func (e *Engine) withProgress(ctx context.Context, ops []ledger.Operation) ([]OperationStatus, error) {
 	out := make([]OperationStatus, len(ops))
+	now := time.Now().UnixMilli()
 	for i, op := range ops {
 		out[i].Operation = op
+		if op.LeaseAttempt != "" && op.LeaseExpires > now {
+			out[i].Live = append(out[i].Live, op.LeaseAttempt)
+		}
 		k := checkpoint.Op{Table: op.Table, FileID: op.FileID}
 		p, err := e.cp.Progress(ctx, e.db, k, "")
 		if err != nil {
@@ -192,6 +216,9 @@ func (e *Engine) withProgress(ctx context.Context, ops []ledger.Operation) ([]Op
 				if !pt.Done && pt.LeaseAttempt != "" && !seen[pt.LeaseAttempt] {
 					seen[pt.LeaseAttempt] = true
 					out[i].Holders = append(out[i].Holders, pt.LeaseAttempt)
+					if pt.LeaseExpires > now && !slices.Contains(out[i].Live, pt.LeaseAttempt) {
+						out[i].Live = append(out[i].Live, pt.LeaseAttempt)
+					}
 				}
 			}
 		}
@@ -204,7 +231,7 @@ func (e *Engine) withProgress(ctx context.Context, ops []ledger.Operation) ([]Op
 // (superseded, undone or abandoned, replaced by a newer operation), each
 // with its attempts, oldest attempt first.
 func (e *Engine) History(ctx context.Context, fileOrID string, table string) ([]OperationStatus, [][]ledger.AttemptRecord, error) {
-	filters, err := fileFilters(ctx, fileOrID, table)
+	filters, err := e.fileFilters(ctx, fileOrID, table)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -217,7 +244,7 @@ func (e *Engine) History(ctx context.Context, fileOrID string, table string) ([]
 		return nil, nil, err
 	}
 	if len(ops)+len(past) == 0 {
-		return nil, nil, fmt.Errorf("no operation for %s", fileOrID)
+		return nil, nil, fmt.Errorf("no operation for %s: it is not a file here, a file ID, a path an import has seen, or the start of a file ID", fileOrID)
 	}
 	var attempts [][]ledger.AttemptRecord
 	for i, op := range append(ops, past...) {
@@ -248,7 +275,7 @@ func (e *Engine) History(ctx context.Context, fileOrID string, table string) ([]
 // Operations returns the current operations of a file (given as a path,
 // which is hashed, or as a file ID), or an error when there are none.
 func (e *Engine) Operations(ctx context.Context, fileOrID string, table string) ([]ledger.Operation, error) {
-	filters, err := fileFilters(ctx, fileOrID, table)
+	filters, err := e.fileFilters(ctx, fileOrID, table)
 	if err != nil {
 		return nil, err
 	}
@@ -275,10 +302,11 @@ func (e *Engine) listAll(ctx context.Context, filters []ledger.Filter, list func
 	return out, nil
 }
 
-// fileFilters select the operations of a file given as a path (by its
-// content digest and, for a compressed file, also by the digest of its
-// stored bytes, as older versions recorded it) or as a file ID.
-func fileFilters(ctx context.Context, fileOrID string, table string) ([]ledger.Filter, error) {
+// fileFilters select the operations of a file given as an existing path
+// (by its content digest), as a file ID, as a path the ledger has seen it
+// under (moved away since), or as an unambiguous prefix of a file ID, in
+// that order.
+func (e *Engine) fileFilters(ctx context.Context, fileOrID string, table string) ([]ledger.Filter, error) {
 	if st, err := os.Stat(fileOrID); err == nil && !st.IsDir() {
 		digests, err := reader.Digest(ctx, fileOrID, nil)
 		if err != nil {
@@ -290,7 +318,52 @@ func fileFilters(ctx context.Context, fileOrID string, table string) ([]ledger.F
 		}
 		return filters, nil
 	}
-	return []ledger.Filter{{Table: table, FileID: fileOrID}}, nil
+	byID := ledger.Filter{Table: table, FileID: fileOrID}
+	candidates := []ledger.Filter{byID, {Table: table, Path: fileOrID}}
+	if clean := filepath.Clean(fileOrID); clean != fileOrID {
+		candidates = append(candidates, ledger.Filter{Table: table, Path: clean})
+	}
+	for _, f := range candidates {
+		ops, err := e.matching(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		if len(ops) > 0 {
+			return []ledger.Filter{f}, nil
+		}
+	}
+	ops, err := e.matching(ctx, ledger.Filter{Table: table, FileIDPrefix: fileOrID})
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, op := range ops {
+		if !slices.Contains(ids, op.FileID) {
+			ids = append(ids, op.FileID)
+		}
+	}
+	switch {
+	case len(ids) == 1:
+		return []ledger.Filter{{Table: table, FileID: ids[0]}}, nil
+	case len(ids) > 1:
+		n := len(ids)
+		slices.Sort(ids)
+		if n > 5 {
+			ids = append(ids[:5], "…")
+		}
+		return nil, usagef("%s is the start of %d file IDs: %s; give more of it", fileOrID, n, strings.Join(ids, ", "))
+	}
+	return []ledger.Filter{byID}, nil // matches nothing: the caller says so
+}
+
+// matching lists the current and past operations matching f.
+func (e *Engine) matching(ctx context.Context, f ledger.Filter) ([]ledger.Operation, error) {
+	ops, err := e.ledger.List(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	past, err := e.ledger.Past(ctx, f)
+	return append(ops, past...), err
 }
 
 // Rejects returns the stored rejects of operation k, in ordinal order.

@@ -22,6 +22,9 @@ const (
 	Failed    Outcome = "failed"    // a runtime failure; a rerun resumes
 	Skipped   Outcome = "skipped"   // modified too recently (--min-age): not read, nothing written
 	Stale     Outcome = "stale"     // a snapshot older than the last one applied: nothing written
+	// Interrupted: cancelled (SIGINT, SIGTERM) before it finished; what it
+	// committed stays, and a rerun resumes. History records the same word.
+	Interrupted Outcome = "interrupted"
 )
 
 // Result reports one file's import. Err is set for Failed, Conflict, Busy
@@ -63,6 +66,11 @@ type Result struct {
 	Duration time.Duration `json:"-"`
 	Err      error         `json:"-"`
 
+	// Previous is the stored outcome of the operation this run found
+	// completed (duplicate), refused earlier or in conflict: what an
+	// earlier attempt did. Rows is what this run did: zero for those.
+	Previous *Previous `json:"previous,omitempty"`
+
 	// Stored is the stored operation, for duplicate, conflict and refused
 	// outcomes: when and by which attempt it was completed or refused.
 	Stored *ledger.Operation `json:"-"`
@@ -93,4 +101,13 @@ type storedOutcome struct {
 	Attempts      int64        `json:"attempts"`
 	DurationMs    int64        `json:"duration_ms"`       // from the operation's creation to its completion
 	Deleted       int64        `json:"deleted,omitempty"` // rows a snapshot sweep removed
+}
+
+// Previous is what an earlier run did with the operation a run found
+// already settled.
+type Previous struct {
+	State     string       `json:"state"`                // completed or refused
+	AttemptID string       `json:"attempt_id,omitempty"` // the attempt that completed it
+	At        string       `json:"at"`                   // when it was completed or refused, RFC 3339
+	Rows      counter.Rows `json:"rows"`                 // its stored row counts
 }

@@ -81,7 +81,7 @@ func TestCompressedCopyIsTheSameFile(t *testing.T) {
 		}
 		for _, f := range []string{"orders.csv", "best.csv.gz", "orders.csv.zst"} {
 			res := importTo(t, tg, dir, nil, 0, "--table", "orders", "--partition-rows", "1000", f)
-			if res.Outcome != "duplicate" || res.ContentDigest != want || res.FileID != want || res.Rows.Inserted != 3000 {
+			if res.Outcome != "duplicate" || res.ContentDigest != want || res.FileID != want || res.Rows.Inserted != 0 || res.Previous == nil || res.Previous.Rows.Inserted != 3000 {
 				t.Fatalf("%s: %+v; want a duplicate of the first import", f, res)
 			}
 		}

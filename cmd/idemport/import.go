@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idemport/idemport/internal/english"
 	"io"
 	"strings"
 	"time"
@@ -49,6 +49,7 @@ type importOptions struct {
 	minAge        string
 	dryRun        bool
 	notify        notifyFlags
+	quiet         bool
 	logs          logFlags
 }
 
@@ -102,6 +103,7 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 	f.IntVar(&o.workers, "workers", 1, "partitions applied at once")
 	f.DurationVar(&o.busyTimeout, "busy-timeout", 30*time.Second, "how long to wait for another writer's lock on a SQLite target before failing")
 	outputFlag(c, &o.output)
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "print results only for files that were not duplicates (and no summary line)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "identify, decide and plan each file and print the plan; write nothing")
 	f.StringVar(&o.minAge, "min-age", "", "skip files modified more recently than this (e.g. 5m, 2h, 1d): they may still be being written")
 	f.BoolVar(&o.reapply, "reapply", false, "apply a completed file again as a new attempt (safe in ordinal mode; with --key and no --version-col, its values overwrite newer ones)")
@@ -376,15 +378,17 @@ func importFiles(c *cobra.Command, e *env, o *importOptions, args []string, run 
 				}
 			}
 		}
-		if err := printResult(e.stdout, o.output, res, ctx.Err() != nil); err != nil {
-			return err
+		if !o.quiet || res.Outcome != pipeline.Duplicate {
+			if err := printResult(e.stdout, o.output, res); err != nil {
+				return err
+			}
 		}
 		run.results = append(run.results, res)
 		if resultCode(res) != exitOK {
 			bad = append(bad, res)
 		}
 	}
-	if o.output == "text" && len(run.results) > 1 {
+	if o.output == "text" && len(run.results) > 1 && !o.quiet {
 		fmt.Fprintln(e.stdout, summary(run.results))
 	}
 	if len(sinks) > 0 {
@@ -407,7 +411,7 @@ func summary(rs []*pipeline.Result) string {
 	}
 	var parts []string
 	for _, o := range []pipeline.Outcome{pipeline.Imported, pipeline.Resumed, pipeline.Duplicate, pipeline.Skipped, pipeline.Stale, pipeline.Conflict,
-		pipeline.Busy, pipeline.Refused, pipeline.Failed} {
+		pipeline.Busy, pipeline.Refused, pipeline.Failed, pipeline.Interrupted} {
 		if counts[o] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
 		}
@@ -423,22 +427,14 @@ type resultJSON struct {
 	Error      string `json:"error,omitempty"`
 }
 
-func printResult(w io.Writer, output string, r *pipeline.Result, interrupted bool) error {
+func printResult(w io.Writer, output string, r *pipeline.Result) error {
 	code := resultCode(r)
-	if interrupted && r.Outcome == pipeline.Failed {
-		code = exitInterrupted
-	}
 	if output == "json" {
 		line := resultJSON{Result: r, ExitCode: code, DurationMs: r.Duration.Milliseconds()}
 		if r.Err != nil {
 			line.Error = r.Err.Error()
 		}
-		b, err := json.Marshal(line)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		return writeJSON(w, line)
 	}
 	if _, err := fmt.Fprintln(w, resultText(r)); err != nil {
 		return err
@@ -460,10 +456,11 @@ func resultText(r *pipeline.Result) string {
 	case pipeline.Imported, pipeline.Resumed:
 		written := rows.Inserted + rows.Updated
 		if r.Outcome == pipeline.Imported {
-			fmt.Fprintf(&b, "imported %d rows into %s", written, r.Table)
+			fmt.Fprintf(&b, "imported %s into %s", english.Plural(written, "row"), r.Table)
 		} else {
-			fmt.Fprintf(&b, "resumed: imported %d more rows into %s in %d of %d partitions (the other %d were done by other attempts)",
-				written, r.Table, r.Partitions.Committed, r.Partitions.Total, r.Partitions.Skipped)
+			fmt.Fprintf(&b, "resumed: imported %s more into %s in %d of %s (the other %d were done by other attempts)",
+				english.Plural(written, "row"), r.Table, r.Partitions.Committed,
+				english.Plural(r.Partitions.Total, "partition"), r.Partitions.Skipped)
 		}
 		var extra []string
 		if rows.Inserted > 0 && rows.Updated > 0 {
@@ -479,7 +476,7 @@ func resultText(r *pipeline.Result) string {
 			extra = append(extra, fmt.Sprintf("%d superseded (a later row of the file has the same key)", rows.Superseded))
 		}
 		if rows.Rejected > 0 {
-			extra = append(extra, fmt.Sprintf("%d bad rows quarantined", rows.Rejected))
+			extra = append(extra, english.Plural(rows.Rejected, "bad row")+" quarantined")
 		}
 		if r.Deleted > 0 {
 			extra = append(extra, fmt.Sprintf("%d rows not in the snapshot deleted", r.Deleted))
@@ -496,13 +493,13 @@ func resultText(r *pipeline.Result) string {
 		b.WriteString("stale snapshot: nothing written")
 		return b.String()
 	case pipeline.Duplicate:
-		when := ""
-		if r.Stored != nil {
-			when = " on " + time.UnixMilli(r.Stored.CompletedAt).UTC().Format(time.RFC3339)
+		when, stored := "", int64(0)
+		if p := r.Previous; p != nil {
+			when, stored = " on "+p.At, p.Rows.Read
 		}
-		fmt.Fprintf(&b, "already imported into %s by attempt %s%s (%d rows); nothing to do", r.Table, r.AttemptID, when, rows.Read)
+		fmt.Fprintf(&b, "already imported into %s by attempt %s%s (%s); nothing to do", r.Table, r.AttemptID, when, english.Plural(stored, "row"))
 	default:
-		if r.Outcome == pipeline.Failed && resultCode(r) != exitUsage && !errors.Is(r.Err, pipeline.ErrInterrupted) {
+		if r.Outcome == pipeline.Failed && resultCode(r) != exitUsage {
 			b.WriteString("failed: ")
 		}
 		if r.Err != nil {
@@ -530,11 +527,9 @@ func dryRun(c *cobra.Command, e *env, o *importOptions, reqs []pipeline.Request)
 			return err
 		}
 		if o.output == "json" {
-			b, err := json.Marshal(rep)
-			if err != nil {
+			if err := writeJSON(e.stdout, rep); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "%s\n", b)
 			continue
 		}
 		if err := planText(e.stdout, rep); err != nil {

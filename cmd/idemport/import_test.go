@@ -44,6 +44,27 @@ type result struct {
 	Error          string   `json:"error"`
 	EventID        string   `json:"event_id"`
 	Notified       string   `json:"notified"`
+	Previous       *struct {
+		State     string
+		AttemptID string `json:"attempt_id"`
+		At        string
+		Rows      struct {
+			Read, Inserted, Updated, Unchanged, Stale, Rejected int64
+		} `json:"rows"`
+	} `json:"previous"`
+}
+
+// decodeLines decodes JSON Lines into *list, one element a line.
+func decodeLines[T any](out string, list *[]T) error {
+	dec := json.NewDecoder(strings.NewReader(out))
+	for dec.More() {
+		var v T
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		*list = append(*list, v)
+	}
+	return nil
 }
 
 func parseResults(t *testing.T, out string) []result {
@@ -161,7 +182,8 @@ func TestImportThenRerunIsDuplicateWithZeroWrites(t *testing.T) {
 		}
 		snap := tg.Snapshot(t)
 		again := importTo(t, tg, dir, nil, 0, "--partition-rows", "100", "orders.csv")
-		if again.Outcome != "duplicate" || again.AttemptID != first.AttemptID || again.Rows.Inserted != 250 ||
+		if again.Outcome != "duplicate" || again.AttemptID != first.AttemptID || again.Rows != (result{}).Rows ||
+			again.Previous == nil || again.Previous.Rows.Inserted != 250 || again.Previous.AttemptID != first.AttemptID ||
 			again.Partitions.Committed != 0 || again.Partitions.Skipped != 3 {
 			t.Fatalf("rerun: %+v", again)
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idemport/idemport/internal/english"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -38,6 +39,7 @@ func openReadOnly(c *cobra.Command, into target) (*pipeline.Engine, error) {
 	return eng, err
 }
 
+// msTime is a ledger time for a text table: "-" when unset.
 func msTime(ms int64) string {
 	if ms == 0 {
 		return "-"
@@ -45,10 +47,25 @@ func msTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05Z")
 }
 
-func writeJSON(w io.Writer, v any) error {
+// jsonTime is a ledger time for JSON: RFC 3339 in UTC, whole seconds, as
+// jq's fromdateiso8601 reads it; empty when unset.
+func jsonTime(ms int64) string {
+	if ms == 0 {
+		return ""
+	}
+	return time.UnixMilli(ms).UTC().Format(time.RFC3339)
+}
+
+// writeJSON writes each of vs as one line of JSON (JSON Lines): every
+// command's --output json is a stream of objects, one per line.
+func writeJSON[T any](w io.Writer, vs ...T) error {
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	for _, v := range vs {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func newStatusCmd(e *env) *cobra.Command {
@@ -59,7 +76,7 @@ func newStatusCmd(e *env) *cobra.Command {
 		Short: "List operations: state, rows, partitions done, attempts, leases",
 		Example: `  idemport status
   idemport status --state failed --table orders
-  idemport status --output json | jq '.[] | select(.state != "completed")'`,
+  idemport status --output json | jq -c 'select(.state != "completed")'`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -80,7 +97,7 @@ func newStatusCmd(e *env) *cobra.Command {
 				return err
 			}
 			if output == "json" {
-				return writeJSON(e.stdout, statusJSON(ops))
+				return writeJSON(e.stdout, statusJSON(ops)...)
 			}
 			return statusText(e.stdout, ops)
 		},
@@ -117,10 +134,7 @@ func statusJSON(ops []pipeline.OperationStatus) []operationJSON {
 	for _, o := range ops {
 		j := operationJSON{Table: o.Table, FileID: o.FileID, State: string(o.State), ContentDigest: o.ContentDigest,
 			MappingDigest: o.MappingDigest, File: o.Path, Rows: o.Rows, Attempts: o.Attempts, LeasedBy: o.Holders,
-			CreatedAt: msTime(o.CreatedAt), UpdatedAt: msTime(o.UpdatedAt), CompletedBy: o.CompletedBy}
-		if o.CompletedAt != 0 {
-			j.CompletedAt = msTime(o.CompletedAt)
-		}
+			CreatedAt: jsonTime(o.CreatedAt), UpdatedAt: jsonTime(o.UpdatedAt), CompletedAt: jsonTime(o.CompletedAt), CompletedBy: o.CompletedBy}
 		if !o.Planned && o.LeaseAttempt != "" {
 			j.LeasedBy = append(j.LeasedBy, o.LeaseAttempt)
 		}
@@ -136,7 +150,7 @@ func statusText(w io.Writer, ops []pipeline.OperationStatus) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TABLE\tFILE ID\tSTATE\tROWS\tPARTITIONS\tATTEMPTS\tLEASE\tUPDATED")
+	fmt.Fprintln(tw, "TABLE\tFILE\tFILE ID\tSTATE\tROWS\tPARTITIONS\tATTEMPTS\tLEASE\tUPDATED")
 	for _, o := range ops {
 		lease := "-"
 		if len(o.Holders) > 0 {
@@ -148,7 +162,7 @@ func statusText(w io.Writer, ops []pipeline.OperationStatus) error {
 		if o.Rows.Rejected > 0 {
 			rows += fmt.Sprintf(" (+%d bad)", o.Rows.Rejected)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\n", o.Table, shortID(o.FileID), o.State, rows,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\n", o.Table, o.Path, shortID(o.FileID), o.State, rows,
 			o.Partitions.Done, o.Partitions.Total, o.Attempts, lease, msTime(o.UpdatedAt))
 	}
 	return tw.Flush()
@@ -186,7 +200,7 @@ func newHistoryCmd(e *env) *cobra.Command {
 				return err
 			}
 			if output == "json" {
-				return writeJSON(e.stdout, historyJSON(ops, attempts))
+				return writeJSON(e.stdout, historyJSON(ops, attempts)...)
 			}
 			return historyText(e.stdout, ops, attempts)
 		},
@@ -223,24 +237,14 @@ type historyEntry struct {
 	History []attemptJSON `json:"attempts_detail"`
 }
 
-func attemptOutcome(a ledger.AttemptRecord) string {
-	if a.Outcome == "" {
-		return "running or died"
-	}
-	return a.Outcome
-}
-
 func historyJSON(ops []pipeline.OperationStatus, attempts [][]ledger.AttemptRecord) []historyEntry {
 	out := make([]historyEntry, len(ops))
 	for i, op := range ops {
 		out[i].operationJSON = statusJSON([]pipeline.OperationStatus{op})[0]
 		for _, a := range attempts[i] {
 			j := attemptJSON{AttemptID: a.ID, Trigger: a.Trigger, Host: a.Host, PID: a.PID, File: a.Path,
-				StartedAt: msTime(a.StartedAt), Outcome: attemptOutcome(a), RecoveredFrom: a.RecoveredFrom,
+				StartedAt: jsonTime(a.StartedAt), EndedAt: jsonTime(a.EndedAt), Outcome: pipeline.AttemptOutcome(a, op), RecoveredFrom: a.RecoveredFrom,
 				Rows: a.Rows, RecoveredLeases: a.Recovered, Deleted: a.Deleted, SchemaChanges: a.SchemaChanges, Error: a.Error}
-			if a.EndedAt != 0 {
-				j.EndedAt = msTime(a.EndedAt)
-			}
 			j.Partitions.Skipped, j.Partitions.Committed = a.Partitions.Skipped, a.Partitions.Committed
 			out[i].History = append(out[i].History, j)
 		}
@@ -253,7 +257,8 @@ func historyText(w io.Writer, ops []pipeline.OperationStatus, attempts [][]ledge
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s ← %s: %s, %d attempt(s), content %s\n", op.Table, op.FileID, op.State, len(attempts[i]), op.ContentDigest)
+		fmt.Fprintf(w, "%s ← %s: %s, %s, last seen as %s, content %s\n", op.Table, op.FileID, op.State,
+			english.Plural(len(attempts[i]), "attempt"), op.Path, op.ContentDigest)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ATTEMPT\tTRIGGER\tHOST:PID\tSTARTED\tOUTCOME\tINSERTED\tUPDATED\tUNCHANGED\tSTALE\tSUPERSEDED\tREJECTED\tPARTITIONS\tNOTE")
 		for _, a := range attempts[i] {
@@ -269,7 +274,7 @@ func historyText(w io.Writer, ops []pipeline.OperationStatus, attempts [][]ledge
 				note = strings.TrimSuffix("schema: "+a.SchemaChanges+"; "+note, "; ")
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s:%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d committed, %d skipped\t%s\n",
-				a.ID, a.Trigger, a.Host, a.PID, msTime(a.StartedAt), attemptOutcome(a),
+				a.ID, a.Trigger, a.Host, a.PID, msTime(a.StartedAt), pipeline.AttemptOutcome(a, op),
 				a.Rows.Inserted, a.Rows.Updated, a.Rows.Unchanged, a.Rows.Stale, a.Rows.Superseded, a.Rows.Rejected,
 				a.Partitions.Committed, a.Partitions.Skipped, note)
 		}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/idemport/idemport/internal/english"
 	"io"
 	"log/slog"
 	"os"
@@ -91,7 +92,7 @@ type outcomeError struct {
 }
 
 func (e outcomeError) Error() string {
-	return fmt.Sprintf("%d file(s) did not import cleanly", len(e.results))
+	return english.Plural(int64(len(e.results)), "file") + " did not import cleanly"
 }
 
 // usageError marks bad flags or arguments.
@@ -138,6 +139,8 @@ func resultCode(r *pipeline.Result) int {
 		return exitBusy
 	case pipeline.Refused:
 		return exitRefused
+	case pipeline.Interrupted:
+		return exitInterrupted
 	}
 	return exitFailed
 }
@@ -177,9 +180,11 @@ file does nothing and says so.
 
 Exit codes: 0 done; 1 failed (rerun to resume); 2 usage error; 3 conflict; 4 busy;
 5 refused; 130 interrupted.`,
+		Version:       versionText(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.SetHelpCommand(newHelpCmd())
 	root.AddCommand(

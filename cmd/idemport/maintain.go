@@ -35,7 +35,12 @@ func mappingFlags(e *env, c *cobra.Command, o *importOptions) {
 // verifyError is a difference verify found (exit 1).
 type verifyError struct{ n int }
 
-func (e verifyError) Error() string { return fmt.Sprintf("%d file(s) do not match the ledger", e.n) }
+func (e verifyError) Error() string {
+	if e.n == 1 {
+		return "1 file does not match the ledger"
+	}
+	return fmt.Sprintf("%d files do not match the ledger", e.n)
+}
 
 func newVerifyCmd(e *env) *cobra.Command {
 	o := &importOptions{}
@@ -72,6 +77,9 @@ It exits 1 on any difference, 0 when everything matches, and writes nothing.`,
 					bad++
 				}
 				if o.output == "json" {
+					if rep.Differences == nil {
+						rep.Differences = []string{} // an empty list, not null
+					}
 					if err := writeJSON(e.stdout, rep); err != nil {
 						return err
 					}
@@ -152,7 +160,11 @@ never touched. After gc, rejects of those imports can no longer be exported or r
 				return err
 			}
 			if output == "json" {
-				return writeJSON(e.stdout, rep)
+				type gcJSON struct {
+					*pipeline.GCReport
+					Cutoff string `json:"cutoff"` // RFC 3339, whole seconds
+				}
+				return writeJSON(e.stdout, gcJSON{rep, jsonTime(rep.Cutoff.UnixMilli())})
 			}
 			verb := "removed"
 			if dryRun {

@@ -75,9 +75,7 @@ func writeMetrics(path string, m runMetrics) error {
 		files[key{r.Table, string(r.Outcome)}]++
 		for kind, n := range map[string]int64{"read": r.Rows.Read, "inserted": r.Rows.Inserted, "updated": r.Rows.Updated,
 			"unchanged": r.Rows.Unchanged, "stale": r.Rows.Stale, "superseded": r.Rows.Superseded, "rejected": r.Rows.Rejected, "deleted": r.Deleted} {
-			if r.Outcome != pipeline.Duplicate { // a duplicate returns the stored counts; this run wrote nothing
-				rows[key{r.Table, kind}] += float64(n)
-			}
+			rows[key{r.Table, kind}] += float64(n) // what this run did: zero for a duplicate
 		}
 		for kind, n := range map[string]int64{"total": r.Partitions.Total, "skipped": r.Partitions.Skipped, "committed": r.Partitions.Committed} {
 			parts[key{r.Table, kind}] += float64(n)

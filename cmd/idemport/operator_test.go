@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"io"
 	"os"
@@ -25,12 +26,13 @@ func normalize(s string) string {
 	for _, r := range []struct{ re, with string }{
 		{`[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}`, "<attempt>"},
 		{`[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}`, "<event>"},
-		{`\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?Z`, "<time>"},
+		{`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`, "<rfc3339>"}, // JSON: what jq's fromdateiso8601 reads
+		{`\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ`, "<time>"},
 		{`"duration_ms":\d+`, `"duration_ms":0`},
 		{`\(\d+(\.\d+)?(µs|ms|s)\)`, "(<duration>)"},
 		{`; \d+(\.\d+)?(µs|ms|s)\)`, "; <duration>)"},
-		{`"host": "[^"]*"`, `"host": "<host>"`},
-		{`"pid": \d+`, `"pid": 0`},
+		{`"host": ?"[^"]*"`, `"host":"<host>"`},
+		{`"pid": ?\d+`, `"pid":0`},
 		{`\S+:\d+(\s+<time>)`, "<host>:<pid>$1"},
 	} {
 		s = regexp.MustCompile(r.re).ReplaceAllString(s, r.with)
@@ -41,8 +43,13 @@ func normalize(s string) string {
 }
 
 // golden compares got with testdata/golden/name, or rewrites it with -update.
+// A .jsonl file must be JSON Lines: each line one JSON object, whose
+// times are RFC 3339 in whole seconds.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
+	if strings.HasSuffix(name, ".jsonl") {
+		jsonLines(t, name, got)
+	}
 	path := filepath.Join("..", "..", "testdata", "golden", name)
 	got = normalize(got)
 	if *update {
@@ -60,8 +67,46 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
+// jsonLines checks that out is JSON Lines: at least one line, each a JSON
+// object, and every field named like a time (…_at, at, cutoff) is RFC 3339
+// in UTC with whole seconds, as jq's fromdateiso8601 reads it.
+func jsonLines(t *testing.T, name, out string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if out == "" || len(lines) == 0 {
+		t.Fatalf("%s: no JSON lines", name)
+	}
+	rfc3339 := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`)
+	var walk func(string, any)
+	walk = func(key string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				walk(k, x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(key, x)
+			}
+		case string:
+			if strings.HasSuffix(key, "_at") || key == "at" || key == "cutoff" {
+				if _, err := time.Parse(time.RFC3339, v); err != nil || !rfc3339.MatchString(v) {
+					t.Errorf("%s: %s = %q is not RFC 3339 in whole seconds", name, key, v)
+				}
+			}
+		}
+	}
+	for i, line := range lines {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Fatalf("%s line %d is not one JSON object: %v\n%s", name, i+1, err, line)
+		}
+		walk("", obj)
+	}
+}
+
 // TestGoldenOutputs runs a fixed scenario and compares the text and JSON of
-// import, status and history with golden files.
+// every command with golden files.
 func TestGoldenOutputs(t *testing.T) {
 	dir := t.TempDir()
 	orders, err := os.ReadFile("../../testdata/orders.csv")
@@ -85,11 +130,30 @@ func TestGoldenOutputs(t *testing.T) {
 
 	text := testkit.Exec(t, dir, nil, "import", "orders.csv", "items.csv")
 	golden(t, "import.txt", text.Stdout)
+	// -q: the duplicates say nothing, the new file its result, no summary.
+	os.WriteFile(filepath.Join(dir, "more.csv"), []byte("id,qty\n1,5\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "most.csv"), []byte("id,qty\n1,6\n"), 0o644)
+	golden(t, "import-quiet.txt", testkit.Exec(t, dir, nil, "import", "-q", "orders.csv", "more.csv", "items.csv").Stdout)
+	golden(t, "import-quiet.jsonl", testkit.Exec(t, dir, nil, "import", "--quiet", "-o", "json", "orders.csv", "most.csv", "more.csv").Stdout)
 	golden(t, "status.txt", testkit.Exec(t, dir, nil, "status").Stdout)
-	golden(t, "status.json", testkit.Exec(t, dir, nil, "status", "--output", "json").Stdout)
+	golden(t, "status.jsonl", testkit.Exec(t, dir, nil, "status", "--output", "json").Stdout)
 	golden(t, "history.txt", testkit.Exec(t, dir, nil, "history", "orders.csv").Stdout)
-	golden(t, "history.json", testkit.Exec(t, dir, nil, "history", "--output", "json", "items.csv").Stdout)
+	golden(t, "history.jsonl", testkit.Exec(t, dir, nil, "history", "--output", "json", "items.csv").Stdout)
 	golden(t, "rejects.txt", testkit.Exec(t, dir, nil, "rejects", "list", "--table", "items2", "items.csv").Stdout)
+	golden(t, "rejects.jsonl", testkit.Exec(t, dir, nil, "rejects", "list", "-o", "json", "--table", "items2", "items.csv").Stdout)
+	golden(t, "plan.txt", testkit.Exec(t, dir, nil, "plan", "--partition-rows", "50", "orders.csv").Stdout)
+	golden(t, "plan.jsonl", testkit.Exec(t, dir, nil, "plan", "-o", "json", "--column", "qty:int64", "--table", "items2", "items.csv").Stdout)
+	golden(t, "verify.txt", testkit.Exec(t, dir, nil, "verify", "orders.csv").Stdout)
+	golden(t, "verify.jsonl", testkit.Exec(t, dir, nil, "verify", "-o", "json", "orders.csv", "items.csv").Stdout)
+	golden(t, "gc.jsonl", testkit.Exec(t, dir, nil, "gc", "--dry-run", "--older-than", "1d", "-o", "json").Stdout)
+	golden(t, "undo.txt", testkit.Exec(t, dir, nil, "undo", "--table", "items", "items.csv").Stdout)
+	golden(t, "undo.jsonl", testkit.Exec(t, dir, nil, "undo", "-o", "json", "--table", "items2", "items.csv").Stdout)
+
+	version := testkit.Exec(t, dir, nil, "version")
+	flag := testkit.Exec(t, dir, nil, "--version")
+	if version.Code != 0 || flag.Code != 0 || !strings.HasPrefix(flag.Stdout, "idemport ") || flag.Stdout != version.Stdout {
+		t.Fatalf("--version %d %q, version %d %q: want the same text", flag.Code, flag.Stdout, version.Code, version.Stdout)
+	}
 }
 
 // TestProgressOnlyOnATerminal runs an import with stderr on a pseudo
@@ -186,7 +250,7 @@ func TestGCKeepsDuplicateDetection(t *testing.T) {
 		t.Fatalf("gc removed identity: %d completed operations left", n)
 	}
 	again := importJSON(t, dir, nil, 0, "--rehash", "--partition-rows", "100", "orders.csv")
-	if again.Outcome != "duplicate" || again.Rows.Inserted != 250 {
+	if again.Outcome != "duplicate" || again.Rows.Inserted != 0 || again.Previous == nil || again.Previous.Rows.Inserted != 250 {
 		t.Fatalf("rerun after gc: %+v", again)
 	}
 	if r := testkit.Exec(t, dir, nil, "rejects", "export", "items.csv"); r.Code == 0 || !strings.Contains(r.Stderr, "removed (gc)") {

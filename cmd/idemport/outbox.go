@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idemport/idemport/internal/english"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -78,10 +79,10 @@ func reportDelivery(e *env, rep pipeline.DeliveryReport) {
 		fmt.Fprintf(e.stderr, "idemport: notify %s: %s\n", n, rep.Errors[n])
 	}
 	if rep.Failed > 0 {
-		fmt.Fprintf(e.stderr, "idemport: %s refused for good by a sink; see 'idemport outbox list --state failed'\n", plural(rep.Failed, "event delivery"))
+		fmt.Fprintf(e.stderr, "idemport: %s refused for good by a sink; see 'idemport outbox list --state failed'\n", english.Plural(rep.Failed, "event delivery"))
 	}
 	if rep.Pending > 0 {
-		fmt.Fprintf(e.stderr, "idemport: %s not delivered yet: the next run with the same --notify delivers them, or 'idemport outbox deliver'\n", plural(rep.Pending, "event delivery"))
+		fmt.Fprintf(e.stderr, "idemport: %s not delivered yet: the next run with the same --notify delivers them, or 'idemport outbox deliver'\n", english.Plural(rep.Pending, "event delivery"))
 	}
 }
 
@@ -231,7 +232,7 @@ give the same addresses. Exit 0 when nothing is left pending, 1 otherwise.`,
 				}
 				fmt.Fprintf(e.stdout, "%s\n", b)
 			} else {
-				fmt.Fprintf(e.stdout, "delivered %s; %d pending\n", plural(rep.Delivered, "event delivery"), rep.Pending)
+				fmt.Fprintf(e.stdout, "delivered %s; %d pending\n", english.Plural(rep.Delivered, "event delivery"), rep.Pending)
 			}
 			reportDelivery(e, rep)
 			if rep.Pending > 0 || rep.Failed > 0 {

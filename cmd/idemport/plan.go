@@ -55,7 +55,7 @@ now — without writing anything anywhere. It takes the same flags as import.`,
 
 func planText(w io.Writer, p *pipeline.PlanReport) error {
 	fmt.Fprintf(w, "file:        %s (%s%s)\n", p.File, p.Format, map[bool]string{true: ", " + string(p.Compression), false: ""}[p.Compression != ""])
-	fmt.Fprintf(w, "file ID:     %s (key %d)\n", p.FileID, p.FileKey)
+	fmt.Fprintf(w, "file ID:     %s\n", p.FileID)
 	fmt.Fprintf(w, "content:     %s\n", p.ContentDigest)
 	fmt.Fprintf(w, "mapping:     %s %s\n", p.MappingDigest, p.Mapping)
 	fmt.Fprintf(w, "table:       %s\n", p.Table)

@@ -87,7 +87,7 @@ func newRejectsListCmd(e *env) *cobra.Command {
 						out = append(out, rejectJSON{op.Table, op.FileID, r.Ordinal, r.Offset, r.Column, r.Value, r.Code, r.Message, r.Attempt, r.ReplayedBy})
 					}
 				}
-				return writeJSON(e.stdout, out)
+				return writeJSON(e.stdout, out...)
 			}
 			return rejectsText(e.stdout, ops, all)
 		},

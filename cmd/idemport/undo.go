@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/idemport/idemport/internal/english"
 
 	"github.com/spf13/cobra"
 
@@ -63,7 +64,7 @@ recorded in the file's history as an attempt with trigger "undo".`,
 			case res.Forgot:
 				_, err = fmt.Fprintf(e.stdout, "%s: forgot the import into %s (was %s); its rows are kept, and the file can be imported again\n", args[0], res.Table, res.Previous)
 			default:
-				_, err = fmt.Fprintf(e.stdout, "%s: undone: removed %s from %s (was %s); the file can be imported again\n", args[0], plural(res.Deleted, "row"), res.Table, res.Previous)
+				_, err = fmt.Fprintf(e.stdout, "%s: undone: removed %s from %s (was %s); the file can be imported again\n", args[0], english.Plural(res.Deleted, "row"), res.Table, res.Previous)
 			}
 			return err
 		},
@@ -74,12 +75,4 @@ recorded in the file's history as an attempt with trigger "undo".`,
 	c.Flags().BoolVar(&forget, "forget", false, "keep the rows and only forget the import (required for imports by --key)")
 	nf.register(c)
 	return c
-}
-
-// plural says n things: "1 row", "2 rows".
-func plural(n int64, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -19,22 +19,28 @@ func newVersionCmd(e *env) *cobra.Command {
   go build -ldflags "-X main.commit=$(git rev-parse HEAD)" ./cmd/idemport   # to stamp the commit`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			version, rev := "(devel)", commit
-			if info, ok := debug.ReadBuildInfo(); ok {
-				if info.Main.Version != "" {
-					version = info.Main.Version
-				}
-				for _, s := range info.Settings {
-					if s.Key == "vcs.revision" && rev == "" {
-						rev = s.Value
-					}
-				}
-			}
-			if rev == "" {
-				rev = "unknown"
-			}
-			_, err := fmt.Fprintf(e.stdout, "idemport %s (commit %s, %s)\n", version, rev, runtime.Version())
+			_, err := fmt.Fprintln(e.stdout, versionText())
 			return err
 		},
 	}
+}
+
+// versionText is what "idemport version" and "idemport --version" print:
+// the module version, the commit and the Go version.
+func versionText() string {
+	version, rev := "(devel)", commit
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if info.Main.Version != "" {
+			version = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && rev == "" {
+				rev = s.Value
+			}
+		}
+	}
+	if rev == "" {
+		rev = "unknown"
+	}
+	return fmt.Sprintf("idemport %s (commit %s, %s)", version, rev, runtime.Version())
 }

@@ -7,7 +7,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -215,7 +214,7 @@ func TestClaimDecisionTable(t *testing.T) {
 			first := importTo(t, tg, dir, nil, 0, "--partition-rows", "50", "orders.csv")
 			before := tg.Snapshot(t)
 			dup := importTo(t, tg, dir, nil, 0, "--partition-rows", "50", "orders.csv")
-			if dup.Outcome != "duplicate" || dup.AttemptID != first.AttemptID || dup.Rows.Inserted != 120 || dup.Partitions.Committed != 0 {
+			if dup.Outcome != "duplicate" || dup.AttemptID != first.AttemptID || dup.Rows.Inserted != 0 || dup.Previous == nil || dup.Previous.Rows.Inserted != 120 || dup.Partitions.Committed != 0 {
 				t.Fatalf("duplicate: %+v", dup)
 			}
 			if d := before.Diff(tg.Snapshot(t)); d != "" {
@@ -494,7 +493,7 @@ func TestQualifiedTableOnPostgres(t *testing.T) {
 	checkOrders(t, tg, "orders", want)
 
 	status := tg.Exec(t, dir, nil, "status")
-	if status.Code != 0 || !regexpLine(status.Stdout, `^`+table+`\s+sha256:\S+\s+completed\s+120\s+3/3\s+1\s`) {
+	if status.Code != 0 || !regexpLine(status.Stdout, `^`+table+`\s+orders.csv\s+sha256:\S+\s+completed\s+120\s+3/3\s+1\s`) {
 		t.Fatalf("status: %d\n%s%s", status.Code, status.Stdout, status.Stderr)
 	}
 	var ops []struct {
@@ -502,7 +501,7 @@ func TestQualifiedTableOnPostgres(t *testing.T) {
 		State      string
 		Partitions struct{ Total, Done int64 }
 	}
-	if js := tg.Exec(t, dir, nil, "status", "--output", "json"); js.Code != 0 || json.Unmarshal([]byte(js.Stdout), &ops) != nil {
+	if js := tg.Exec(t, dir, nil, "status", "--output", "json"); js.Code != 0 || decodeLines(js.Stdout, &ops) != nil {
 		t.Fatalf("status --output json: %d\n%s%s", js.Code, js.Stdout, js.Stderr)
 	}
 	i := slices.IndexFunc(ops, func(o struct {
@@ -516,7 +515,7 @@ func TestQualifiedTableOnPostgres(t *testing.T) {
 		t.Fatalf("status --output json: %+v", ops)
 	}
 	hist := tg.Exec(t, dir, nil, "history", "orders.csv")
-	if hist.Code != 0 || !strings.Contains(hist.Stdout, table+" ← "+r.FileID+": completed, 1 attempt(s)") ||
+	if hist.Code != 0 || !strings.Contains(hist.Stdout, table+" ← "+r.FileID+": completed, 1 attempt, last seen as orders.csv,") ||
 		!strings.Contains(hist.Stdout, r.AttemptID) {
 		t.Fatalf("history: %d\n%s%s", hist.Code, hist.Stdout, hist.Stderr)
 	}
@@ -528,7 +527,7 @@ func TestQualifiedTableOnPostgres(t *testing.T) {
 		Table      string
 		Partitions struct{ Total, Done int64 }
 	}
-	if js := tg.Exec(t, dir, nil, "history", "--output", "json", "--table", table, "orders.csv"); js.Code != 0 || json.Unmarshal([]byte(js.Stdout), &hops) != nil || len(hops) != 1 || hops[0].Table != table {
+	if js := tg.Exec(t, dir, nil, "history", "--output", "json", "--table", table, "orders.csv"); js.Code != 0 || decodeLines(js.Stdout, &hops) != nil || len(hops) != 1 || hops[0].Table != table {
 		t.Fatalf("history --output json: %d\n%s%s", js.Code, js.Stdout, js.Stderr)
 	}
 	if hops[0].Partitions.Total != 3 || hops[0].Partitions.Done != 3 {
