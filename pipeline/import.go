@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"time"
@@ -235,19 +236,23 @@ func (r *run) identify(ctx context.Context) error {
 	if m.Version != "" && len(m.Key) == 0 {
 		return usagef("a version column needs --key: without a natural key a row only ever comes from one file")
 	}
+	// A missing file or directory is said as such before its name is read
+	// for a format.
+	st, err := os.Stat(r.req.Path)
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		return pe.Err // the result names the path
+	} else if err != nil {
+		return err
+	}
+	if st.IsDir() {
+		return usagef("%s is a directory", r.req.Path)
+	}
 	format, _, err := reader.Detect(r.req.Path)
 	if m.Format != "" {
 		format, err = m.Format, nil
 	}
 	if err != nil {
 		return &UsageError{Err: err}
-	}
-	st, err := os.Stat(r.req.Path)
-	if err != nil {
-		return err
-	}
-	if st.IsDir() {
-		return usagef("%s is a directory", r.req.Path)
 	}
 	if age := time.Since(st.ModTime()); r.req.MinAge > 0 && age < r.req.MinAge {
 		r.res.Outcome = Skipped
@@ -353,7 +358,7 @@ func (r *run) identify(ctx context.Context) error {
 	r.res.FileID, r.res.ContentDigest, r.res.MappingDigest = fileID, digest, mdigest
 	r.attempt = ledger.Attempt{ID: uuid.Must(uuid.NewV7()).String(), Trigger: r.req.Trigger, Host: host, PID: os.Getpid(),
 		ProcStart: proc.Start(os.Getpid()), Path: r.req.Path}
-	r.log = r.e.log.With("operation", r.id.Key.String(), "file_id", fileID, "attempt_id", r.attempt.ID)
+	r.log = r.e.log.With("file", r.req.Path, "operation", r.id.Key.String(), "file_id", fileID, "attempt_id", r.attempt.ID)
 	if digest != r.digests.Content {
 		r.log.Info("identified by the digest of its stored bytes, as an older version recorded it", "content_digest", r.digests.Content)
 	}

@@ -218,6 +218,9 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 		return true, r.refuse(ctx, &Refusal{Error: err.Error()})
 	}
 	in, existing, err := r.planInputs(ctx)
+	if errors.Is(err, sink.ErrNoSchema) {
+		return false, r.retract(ctx, &UsageError{Err: err})
+	}
 	if err != nil {
 		return false, err
 	}
@@ -262,7 +265,16 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 	schema := plan.Schema.Arrow()
 	ev, err := r.evolve(existing, schema)
 	if err != nil {
-		return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects, Error: err.Error()})
+		// The table, not the file, is wrong: refuse the file without
+		// remembering a refusal, so that a rerun once the table is altered
+		// (or with --evolve) imports it.
+		// An operation that cannot be retracted (planned before, as by
+		// --reapply) records the refusal instead.
+		if rerr := r.retract(ctx, err); !errors.As(rerr, new(errRetracted)) {
+			return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects, Error: err.Error()})
+		}
+		r.res.Outcome = Refused
+		return true, fmt.Errorf("refused: %w", err)
 	}
 	body, err := json.Marshal(storedPlan{Version: 1, Schema: plan.Schema, Rows: plan.Rows, Rejected: plan.Rejected, Superseded: plan.Superseded,
 		PartitionRows: r.req.PartitionRows, Limits: in.limits, JSONB: in.jsonb})
@@ -334,7 +346,7 @@ func (r *run) refuse(ctx context.Context, ref *Refusal) error {
 	}
 	r.res.Outcome, r.res.Refusal = Refused, ref
 	r.res.Err = fmt.Errorf("refused: %s", refusalText(ref))
-	r.log.Warn("refused", "rows", ref.Rows, "rejected", ref.Rejected, "error", ref.Error)
+	r.log.Warn("refused", "rows", ref.Rows, "rejected", ref.Rejected, "error", refusalText(ref))
 	return r.res.Err
 }
 

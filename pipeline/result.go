@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/idemport/idemport/internal/counter"
@@ -110,4 +111,19 @@ type Previous struct {
 	AttemptID string       `json:"attempt_id,omitempty"` // the attempt that completed it
 	At        string       `json:"at"`                   // when it was completed or refused, RFC 3339
 	Rows      counter.Rows `json:"rows"`                 // its stored row counts
+}
+
+// RefusedRows returns the bad rows the refusal of op recorded (the first
+// of them: a refusal keeps only those, since nothing was quarantined), or
+// nil when op is not refused or recorded none.
+func RefusedRows(op ledger.Operation) []ledger.Reject {
+	var ref Refusal
+	if op.State != ledger.Refused || json.Unmarshal([]byte(op.Outcome), &ref) != nil {
+		return nil
+	}
+	out := make([]ledger.Reject, 0, len(ref.Rejects))
+	for _, b := range ref.Rejects {
+		out = append(out, ledger.Reject{Ordinal: b.Ordinal, Offset: b.Offset, Column: b.Column, Value: b.Value, Code: b.Code, Message: b.Message})
+	}
+	return out
 }

@@ -21,6 +21,7 @@ package sink
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -135,10 +136,16 @@ func (t *Table) HasKey(cols []string) bool {
 	return false
 }
 
+// ErrNoSchema means a schema-qualified table name names a schema that does
+// not exist: a mistake in the command, not something to create.
+var ErrNoSchema = errors.New("no such schema")
+
 // Dialect is one database's way of describing, creating and writing target
 // tables.
 type Dialect interface {
-	// Describe returns the table named name, or nil when it does not exist.
+	// Describe returns the table named name, or nil when it does not exist;
+	// an error wrapping ErrNoSchema when name is qualified by a schema that
+	// does not exist.
 	Describe(ctx context.Context, q dialect.Querier, name string) (*Table, error)
 	// Ensure creates the target table for schema inside tx when it does not
 	// exist, and otherwise checks it with Check and adds missing lineage

@@ -425,12 +425,13 @@ type resultJSON struct {
 	ExitCode   int    `json:"exit_code"`
 	DurationMs int64  `json:"duration_ms"`
 	Error      string `json:"error,omitempty"`
+	Next       string `json:"next,omitempty"` // what to do about a busy, refused or conflicting file
 }
 
 func printResult(w io.Writer, output string, r *pipeline.Result) error {
 	code := resultCode(r)
 	if output == "json" {
-		line := resultJSON{Result: r, ExitCode: code, DurationMs: r.Duration.Milliseconds()}
+		line := resultJSON{Result: r, ExitCode: code, DurationMs: r.Duration.Milliseconds(), Next: nextStep(r)}
 		if r.Err != nil {
 			line.Error = r.Err.Error()
 		}
@@ -507,8 +508,30 @@ func resultText(r *pipeline.Result) string {
 		} else {
 			b.WriteString(string(r.Outcome))
 		}
+		if next := nextStep(r); next != "" {
+			b.WriteString("\n  next: " + next)
+		}
 	}
 	return b.String()
+}
+
+// nextStep says what a user can do about a result that did not import:
+// the command or flag that moves them on.
+func nextStep(r *pipeline.Result) string {
+	switch r.Outcome {
+	case pipeline.Busy:
+		return "another run holds this file; wait for it with --wait DURATION (e.g. --wait 30m, or --wait forever), or rerun later"
+	case pipeline.Refused:
+		if r.Refusal == nil || r.Refusal.Rejected == 0 {
+			return ""
+		}
+		return fmt.Sprintf("see the bad rows with 'idemport rejects list --table %[2]s %[1]s'; fix them, or rerun with a higher --max-rejects (a count, or a percentage such as 0.5%%) to quarantine them and import the rest",
+			r.File, r.Table)
+	case pipeline.Conflict:
+		return "to import this content as another file, give it its own --file-id (e.g. --file-id '{name}'); to replace the earlier import, 'idemport undo " +
+			r.FileID + " --table " + r.Table + "' first"
+	}
+	return ""
 }
 
 // dryRun identifies, decides and plans each file and prints what an import

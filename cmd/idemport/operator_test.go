@@ -28,6 +28,7 @@ func normalize(s string) string {
 		{`[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}`, "<event>"},
 		{`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`, "<rfc3339>"}, // JSON: what jq's fromdateiso8601 reads
 		{`\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ`, "<time>"},
+		{`time=\S+`, "time=<time>"}, // slog's text handler
 		{`"duration_ms":\d+`, `"duration_ms":0`},
 		{`\(\d+(\.\d+)?(µs|ms|s)\)`, "(<duration>)"},
 		{`; \d+(\.\d+)?(µs|ms|s)\)`, "; <duration>)"},

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/idemport/idemport/internal/english"
 	"io"
 	"text/tabwriter"
 
@@ -45,6 +46,9 @@ func rejectsOf(c *cobra.Command, into target, fileOrID, table string) (*pipeline
 		if err != nil {
 			eng.Close()
 			return nil, nil, nil, err
+		}
+		if len(rs) == 0 {
+			rs = pipeline.RefusedRows(op) // a refused file quarantined nothing: its report names its first bad rows
 		}
 		all = append(all, rs)
 	}
@@ -100,7 +104,12 @@ func newRejectsListCmd(e *env) *cobra.Command {
 
 func rejectsText(w io.Writer, ops []ledger.Operation, all [][]ledger.Reject) error {
 	for i, op := range ops {
-		fmt.Fprintf(w, "%s ← %s: %d rejected rows\n", op.Table, op.FileID, len(all[i]))
+		if op.State == ledger.Refused {
+			fmt.Fprintf(w, "%s ← %s: refused: %s of %s, more than --max-rejects allows; nothing was written. The first bad rows:\n",
+				op.Table, op.FileID, english.Plural(op.Rows.Rejected, "bad row"), english.Plural(op.Rows.Read, "row"))
+		} else {
+			fmt.Fprintf(w, "%s ← %s: %s\n", op.Table, op.FileID, english.Plural(len(all[i]), "rejected row"))
+		}
 		if len(all[i]) == 0 {
 			continue
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,4 +118,91 @@ func TestOutcomesAgree(t *testing.T) {
 			t.Fatalf("history after the interrupt: %+v", h)
 		}
 	})
+}
+
+// TestMessagesSayWhatToDoNext runs each way an import can stop short and
+// compares what it says with a golden file: every message names the file,
+// what is wrong and the command or flag that moves the user on.
+func TestMessagesSayWhatToDoNext(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		os.WriteFile(filepath.Join(dir, "items.csv"), []byte("id,qty\n1,5\n2,five\n3,7\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "wide.csv"), []byte("id,qty,colour\n1,5,red\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "one.csv"), []byte("id,qty\n1,5\n"), 0o644)
+		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 300, 44)
+		var out strings.Builder
+		step := func(wantCode int, args ...string) {
+			t.Helper()
+			r := tg.Exec(t, dir, nil, args...)
+			if r.Code != wantCode {
+				t.Fatalf("%v: exit %d, want %d\n%s%s", args, r.Code, wantCode, r.Stdout, r.Stderr)
+			}
+			fmt.Fprintf(&out, "$ idemport %s\n%s%s[exit %d]\n", strings.Join(args, " "), r.Stdout, r.Stderr, r.Code)
+		}
+		step(0, "import", "one.csv")
+		step(5, "import", "--column", "qty:int64", "items.csv")
+		step(0, "rejects", "list", "items.csv")
+		step(3, "import", "--key", "id", "one.csv")
+		// A table that does not fit the file: refused, nothing written,
+		// and nothing remembered, so that the file imports once it fits.
+		step(5, "import", "--table", "one", "wide.csv")
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("operations")+` WHERE file_path = 'wide.csv'`); n != 0 {
+			t.Fatalf("%d operations left for a file refused for its table", n)
+		}
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM one`); n != 1 {
+			t.Fatalf("one holds %d rows after the refusal, want 1", n)
+		}
+		if _, err := tg.DB.Exec(`ALTER TABLE one ADD COLUMN colour TEXT`); err != nil {
+			t.Fatal(err)
+		}
+		step(0, "import", "--table", "one", "wide.csv")
+		step(1, "import", "nodir/")
+		holder := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-claim:1:stop"}, "import", "--partition-rows", "100", "orders.csv"))
+		step(4, "import", "--partition-rows", "100", "orders.csv")
+		holder.cmd.Process.Signal(syscall.SIGKILL)
+		testkit.Wait(t, holder.cmd)
+		golden(t, "messages.txt", out.String())
+	})
+}
+
+// TestMissingSchemaIsAUsageError imports into schema.table on PostgreSQL
+// where the schema does not exist: exit 2 naming it, and no operation left
+// in the ledger.
+func TestMissingSchemaIsAUsageError(t *testing.T) {
+	testkit.Available(t, testkit.Postgres)
+	dir := t.TempDir()
+	tg := testkit.NewTarget(t, testkit.Postgres, dir)
+	os.WriteFile(filepath.Join(dir, "one.csv"), []byte("id,qty\n1,5\n"), 0o644)
+	r := tg.Exec(t, dir, nil, "import", "--table", "nosuch_"+tg.Schema+".one", "one.csv")
+	if r.Code != 2 || !strings.Contains(r.Stdout, `no such schema "nosuch_`+tg.Schema+`"`) || !strings.Contains(r.Stdout, "CREATE SCHEMA") {
+		t.Fatalf("exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("operations")); n != 0 {
+		t.Fatalf("%d operations left behind", n)
+	}
+	if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("attempts")); n != 0 {
+		t.Fatalf("%d attempts left behind", n)
+	}
+}
+
+// TestLogsCarryPathAndError reads the JSON log of a refused import: it
+// names the file and says why.
+func TestLogsCarryPathAndError(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "items.csv"), []byte("id,qty\n1,5\n2,five\n"), 0o644)
+	r := testkit.Exec(t, dir, nil, "import", "--log-format", "json", "--column", "qty:int64", "items.csv")
+	var logs []map[string]any
+	if err := decodeLines(r.Stderr, &logs); err != nil || r.Code != 5 {
+		t.Fatalf("exit %d, log %v\n%s", r.Code, err, r.Stderr)
+	}
+	for _, l := range logs {
+		if l["msg"] == "refused" {
+			if l["file"] != "items.csv" || !strings.Contains(fmt.Sprint(l["error"]), `row 2 column "qty" value "five"`) {
+				t.Fatalf("refused log line: %v", l)
+			}
+			return
+		}
+	}
+	t.Fatalf("no refused line in the log:\n%s", r.Stderr)
 }

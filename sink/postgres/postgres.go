@@ -185,7 +185,19 @@ func (Dialect) Limits() sink.Limits {
 // the search path.
 func (Dialect) Describe(ctx context.Context, qr dialect.Querier, name string) (*sink.Table, error) {
 	t, _, err := describe(ctx, qr, name)
-	return t, err
+	if t != nil || err != nil {
+		return t, err
+	}
+	if schema, _, ok := strings.Cut(name, "."); ok {
+		var exists bool
+		if err := qr.QueryRowContext(ctx, `SELECT to_regnamespace($1) IS NOT NULL`, dialect.QuoteOne(schema)).Scan(&exists); err != nil {
+			return nil, fmt.Errorf("look up schema %s: %w", schema, err)
+		}
+		if !exists {
+			return nil, fmt.Errorf("--table %s: %w %q in this database; create it first (CREATE SCHEMA %s), or name another", name, sink.ErrNoSchema, schema, dialect.QuoteOne(schema))
+		}
+	}
+	return nil, nil
 }
 
 // Ensure implements sink.Dialect. It holds a transaction-scoped advisory
