@@ -59,7 +59,8 @@ func newImportCmd(e *env) *cobra.Command {
 		Use:   "import [flags] FILE|DIR|GLOB...",
 		Short: "Import files, each exactly once in effect",
 		Long: `Import each FILE into the target table. A file already imported with the same content and
-mapping is a duplicate: nothing is written and the stored outcome is reported. A file whose
+mapping is a duplicate: nothing is written, and the earlier import's outcome is reported
+(in JSON, rows are this run's, all zero, and the stored counts are under "previous"). A file whose
 import was interrupted resumes from its last committed partition. A DIR imports every supported
 file below it; a directory or GLOB that yields no file prints "no files to import" and exits 0.
 

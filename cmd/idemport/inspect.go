@@ -182,8 +182,12 @@ func newHistoryCmd(e *env) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "history FILE|FILE-ID",
 		Short: "Show the attempts of a file's operations",
-		Long:  "Show every attempt on the operations of a file, given as a path (matched by its content digest) or as a file ID.",
+		Long: `Show every attempt on the operations of a file, given as a path to the file (matched by its
+content digest), as a file ID, as any path an import has seen it under (found even after the
+file was moved away), or as the start of a file ID that only one file ID has.`,
 		Example: `  idemport history orders.csv
+  idemport history drop/orders-2026-11-26.csv     # moved to the archive since
+  idemport history sha256:9fce7cbabe9b
   idemport history orders/2026-11-28 --table orders --output json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -104,7 +104,7 @@ func TestNoFilesToImport(t *testing.T) {
 				m.value(t, "idemport_last_success_timestamp_seconds", "job", "m", "table", "orders")
 			}
 		}
-		if r := tg.Exec(t, dir, nil, "import", "missing.csv"); r.Code != 1 || !strings.Contains(r.Stdout, "missing.csv: failed: stat missing.csv: no such file or directory") {
+		if r := tg.Exec(t, dir, nil, "import", "missing.csv"); r.Code != 1 || !strings.Contains(r.Stdout, "missing.csv: failed: no such file or directory") {
 			t.Fatalf("a named file that does not exist: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}
 		if r := tg.Exec(t, dir, nil, "import", "nodir/*.csv"); r.Code != 1 || !strings.Contains(r.Stderr, `pattern "nodir/*.csv": stat nodir: no such file or directory`) {
