@@ -132,8 +132,8 @@ func newOutboxListCmd(e *env) *cobra.Command {
 				for _, d := range ds {
 					b, err := json.Marshal(deliveryJSON{
 						EventID: d.EventID, Kind: d.Kind, Table: d.Key.Table, FileID: d.Key.FileID,
-						CreatedAt: rfc3339(d.CreatedAt), Sink: d.SinkName, State: d.State, Attempts: d.Tries,
-						LastError: d.LastError, DeliveredAt: rfc3339(d.DeliveredAt), Event: json.RawMessage(d.Payload),
+						CreatedAt: jsonTime(d.CreatedAt), Sink: d.SinkName, State: d.State, Attempts: d.Tries,
+						LastError: d.LastError, DeliveredAt: jsonTime(d.DeliveredAt), Event: json.RawMessage(d.Payload),
 					})
 					if err != nil {
 						return err
@@ -182,13 +182,6 @@ type deliveryJSON struct {
 	LastError   string          `json:"last_error,omitempty"`
 	DeliveredAt string          `json:"delivered_at,omitempty"`
 	Event       json.RawMessage `json:"event"`
-}
-
-func rfc3339(ms int64) string {
-	if ms == 0 {
-		return ""
-	}
-	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
 func newOutboxDeliverCmd(e *env) *cobra.Command {
