@@ -148,7 +148,7 @@ func TestLastOccurrenceWinsOutOfOrder(t *testing.T) {
 					t.Fatalf("verify: exit %d\n%s%s", v.Code, v.Stdout, v.Stderr)
 				}
 				hist := tg.Exec(t, dir, nil, "history", "--output", "json", "a.csv")
-				if hist.Code != 0 || !strings.Contains(hist.Stdout, `"superseded": 3`) {
+				if hist.Code != 0 || !strings.Contains(hist.Stdout, `"superseded":3`) {
 					t.Fatalf("history: exit %d\n%s%s", hist.Code, hist.Stdout, hist.Stderr)
 				}
 			})

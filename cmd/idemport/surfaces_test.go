@@ -91,7 +91,7 @@ func TestOutcomesAgree(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
-		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 300, 43)
+		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 1000, 43)
 		args := []string{"import", "--lease", "2s", "--partition-rows", "100", "orders.csv"}
 		run := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:1:stop"}, args...))
 		if h := history(t, tg, dir, 0, "orders.csv"); len(h) != 1 || h[0].Attempts[0].Outcome != "running" {
