@@ -517,11 +517,9 @@ func resultText(r *pipeline.Result) string {
 }
 
 // nextStep says what a user can do about a result that did not import:
-// the command or flag that moves them on.
+// the command or flag that moves them on. (Busy says it in its error.)
 func nextStep(r *pipeline.Result) string {
 	switch r.Outcome {
-	case pipeline.Busy:
-		return "another run holds this file; wait for it with --wait DURATION (e.g. --wait 30m, or --wait forever), or rerun later"
 	case pipeline.Refused:
 		if r.Refusal == nil || r.Refusal.Rejected == 0 {
 			return ""

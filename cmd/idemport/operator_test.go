@@ -29,6 +29,7 @@ func normalize(s string) string {
 		{`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`, "<rfc3339>"}, // JSON: what jq's fromdateiso8601 reads
 		{`\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ`, "<time>"},
 		{`time=\S+`, "time=<time>"}, // slog's text handler
+		{`\(\S+:\d+, stopped: resume it with ` + "`kill -CONT \\d+`", "(<host>:<pid>, stopped: resume it with `kill -CONT <pid>`"},
 		{`"duration_ms":\d+`, `"duration_ms":0`},
 		{`\(\d+(\.\d+)?(µs|ms|s)\)`, "(<duration>)"},
 		{`; \d+(\.\d+)?(µs|ms|s)\)`, "; <duration>)"},

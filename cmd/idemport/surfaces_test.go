@@ -107,7 +107,7 @@ func TestOutcomesAgree(t *testing.T) {
 		cmd := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:2:stop"},
 			"import", "--output", "json", "--partition-rows", "100", "orders.csv")).cmd
 		cmd.Process.Signal(syscall.SIGINT)
-		cmd.Process.Signal(syscall.SIGCONT)
+		testkit.Continue(cmd.Process)
 		r := testkit.Wait(t, cmd)
 		rs := parseResults(t, r.Stdout)
 		if r.Code != 130 || len(rs) != 1 || rs[0].Outcome != "interrupted" || rs[0].ExitCode != 130 {
