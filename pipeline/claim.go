@@ -161,6 +161,13 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 		r.res.AttemptID = r.attempt.ID
 		return d, nil
 	}
+	// A settled decision keeps nothing of the claim transaction. End it
+	// before settle writes through the pool (a duplicate records the path
+	// it was seen under): on SQLite that write would otherwise wait, until
+	// the busy timeout, for the lock this very transaction holds.
+	if err := tx.Rollback(); err != nil {
+		return 0, fmt.Errorf("end claim: %w", err)
+	}
 	return d, r.settle(ctx, d, op)
 }
 
