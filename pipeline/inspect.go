@@ -5,12 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/internal/dialect"
@@ -427,33 +428,19 @@ func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, pla
 		idx = append(idx, i)
 	}
 	keys := map[string]bool{}
-	for _, p := range plan.Partitions {
-		pr, err := f.Partition(plan, p, 1<<16)
-		if err != nil {
-			return 0, err
-		}
-		for {
-			b, err := pr.Next()
-			if err == io.EOF {
-				break
+	err := eachBatch(f, plan, 1<<16, func(rec arrow.RecordBatch) error {
+		for row := range int(rec.NumRows()) {
+			var k strings.Builder
+			for _, c := range idx {
+				k.WriteString(rec.Column(c).ValueStr(row))
+				k.WriteByte(0)
 			}
-			if err != nil {
-				pr.Close()
-				return 0, err
-			}
-			for row := range int(b.Record.NumRows()) {
-				var k strings.Builder
-				for _, c := range idx {
-					k.WriteString(b.Record.Column(c).ValueStr(row))
-					k.WriteByte(0)
-				}
-				keys[k.String()] = true
-			}
-			b.Release()
+			keys[k.String()] = true
 		}
-		if err := pr.Close(); err != nil {
-			return 0, err
-		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	sel := make([]string, len(r.target.Key))
 	for i, k := range r.target.Key {

@@ -127,31 +127,42 @@ func (e *Engine) countKeys(ctx context.Context, r *run) (int64, error) {
 		return 0, err
 	}
 	var found int64
+	err = eachBatch(f, plan, 500, func(rec arrow.RecordBatch) error {
+		n, err := e.presentKeys(ctx, r.target, table, rec, plan.Schema)
+		found += n
+		return err
+	})
+	return found, err
+}
+
+// eachBatch reads every partition of plan from f, in batches of at most
+// batchRows rows, and calls fn with each batch's record, which is valid only
+// during the call. It stops at fn's first error and returns it.
+func eachBatch(f *reader.File, plan *reader.Plan, batchRows int, fn func(arrow.RecordBatch) error) error {
 	for _, p := range plan.Partitions {
-		pr, err := f.Partition(plan, p, 500)
+		pr, err := f.Partition(plan, p, batchRows)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		for {
 			b, err := pr.Next()
 			if err == io.EOF {
 				break
 			}
+			if err == nil {
+				err = fn(b.Record)
+				b.Release()
+			}
 			if err != nil {
 				pr.Close()
-				return 0, err
+				return err
 			}
-			n, err := e.presentKeys(ctx, r.target, table, b.Record, plan.Schema)
-			b.Release()
-			if err != nil {
-				pr.Close()
-				return 0, err
-			}
-			found += n
 		}
-		pr.Close()
+		if err := pr.Close(); err != nil {
+			return err
+		}
 	}
-	return found, nil
+	return nil
 }
 
 // presentKeys counts the rows of rec whose key is present in the target
