@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/counter"
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
@@ -105,6 +106,7 @@ type run struct {
 	leaseMs int64
 	started time.Time
 
+	src        idemtype.Source // the file's bytes, once identify opened them
 	stat       ledger.FileStat
 	digests    reader.Digests // the file's, whatever identity it is imported under
 	quick      bool           // the digests came from the quick check, not from hashing
@@ -127,6 +129,7 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 	r.defaults()
 	r.res = &Result{File: req.Path, Table: r.target.Table, Outcome: Failed}
 	err := r.run(ctx)
+	r.closeSource()
 	if err != nil && r.res.Err == nil {
 		r.res.Err = err
 	}
@@ -262,6 +265,10 @@ func (r *run) identify(ctx context.Context) error {
 	}
 	host, _ := os.Hostname()
 	r.stat = fileStat(host, r.req.Path, st)
+	src, err := r.source()
+	if err != nil {
+		return err
+	}
 	_, comp, _ := reader.Detect(r.req.Path)
 	if !r.req.Rehash && r.e.db != nil {
 		if r.digests.Stored, r.digests.Content, err = r.e.ledger.KnownDigest(ctx, r.e.db, r.stat); err != nil {
@@ -280,7 +287,7 @@ func (r *run) identify(ctx context.Context) error {
 	case r.sharesRead && r.textFormat():
 		// Hash and plan on one read: the plan pass follows the hash, and
 		// for a compressed file hashes the data it decodes.
-		sr, err := startSharedRead(ctx, r.req.Path, hashProgress)
+		sr, err := startSharedRead(ctx, src, hashProgress)
 		if err != nil {
 			return err
 		}
@@ -303,7 +310,7 @@ func (r *run) identify(ctx context.Context) error {
 			case err != nil:
 				return err
 			case !ok: // the plan pass did not run: hash on its own
-				if r.digests, err = reader.Digest(ctx, r.req.Path, nil); err != nil {
+				if r.digests, err = reader.Digest(ctx, src, nil); err != nil {
 					return err
 				}
 			case content != "":
@@ -311,7 +318,7 @@ func (r *run) identify(ctx context.Context) error {
 			}
 		}
 	default:
-		if r.digests, err = reader.Digest(ctx, r.req.Path, hashProgress); err != nil {
+		if r.digests, err = reader.Digest(ctx, src, hashProgress); err != nil {
 			return err
 		}
 	}
@@ -602,4 +609,34 @@ func (r *run) withTx(ctx context.Context, f func(*sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// source returns the file's bytes, opening them on first use.
+func (r *run) source() (idemtype.Source, error) {
+	if r.src == nil {
+		src, err := reader.OpenFileSource(r.req.Path)
+		if err != nil {
+			return nil, err
+		}
+		r.src = src
+	}
+	return r.src, nil
+}
+
+// closeSource closes the file's source, if it was opened. Nothing that
+// read it is used afterwards.
+func (r *run) closeSource() {
+	if r.src != nil {
+		r.src.Close() // everything read from it is in hand: a failed close loses nothing
+		r.src = nil
+	}
+}
+
+// open opens the file's source for reading with opts.
+func (r *run) open(opts reader.Options) (*reader.File, error) {
+	src, err := r.source()
+	if err != nil {
+		return nil, err
+	}
+	return reader.Open(src, opts)
 }

@@ -62,6 +62,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		e = &Engine{}
 	}
 	r := &run{e: e, req: req}
+	defer r.closeSource()
 	r.defaults()
 	r.res = &Result{}
 	if e.log == nil {
@@ -126,7 +127,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 			in.jsonb = e.sink.Limits().JSONB
 		}
 	}
-	f, err := reader.Open(req.Path, r.readerOptions(in))
+	f, err := r.open(r.readerOptions(in))
 	if err == nil {
 		rep.Format, rep.Compression = f.Format(), f.Compression()
 		var plan *reader.Plan
@@ -309,7 +310,12 @@ func (e *Engine) listAll(ctx context.Context, filters []ledger.Filter, list func
 // that order.
 func (e *Engine) fileFilters(ctx context.Context, fileOrID string, table string) ([]ledger.Filter, error) {
 	if st, err := os.Stat(fileOrID); err == nil && !st.IsDir() {
-		digests, err := reader.Digest(ctx, fileOrID, nil)
+		src, err := reader.OpenFileSource(fileOrID)
+		if err != nil {
+			return nil, err
+		}
+		defer src.Close()
+		digests, err := reader.Digest(ctx, src, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -39,6 +39,7 @@ type VerifyReport struct {
 func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error) {
 	req.Rehash = true
 	r := &run{e: e, req: req}
+	defer r.closeSource()
 	r.defaults()
 	r.res = &Result{}
 	if err := r.identify(ctx); err != nil {
@@ -118,7 +119,7 @@ func (e *Engine) countKeys(ctx context.Context, r *run) (int64, error) {
 	if table == nil {
 		return 0, nil
 	}
-	f, err := reader.Open(r.req.Path, r.readerOptions(in))
+	f, err := r.open(r.readerOptions(in))
 	if err != nil {
 		return 0, err
 	}

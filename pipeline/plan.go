@@ -110,7 +110,7 @@ func (r *run) textFormat() bool {
 // preflight checks, before anything is claimed, what can be checked from the
 // file's header: the mapping's columns must exist.
 func (r *run) preflight() error {
-	f, err := reader.Open(r.req.Path, r.readerOptions(planInput{}))
+	f, err := r.open(r.readerOptions(planInput{}))
 	if err != nil {
 		return nil // a bad header is the file's defect: the plan pass refuses it
 	}
@@ -192,7 +192,7 @@ func columnLimits(t *sink.Table) map[string]reader.Limit {
 // the pass keeps to one core. digest, if set, receives the digest of the
 // data the pass decoded (reader.ScanOptions.ContentDigest).
 func (r *run) scan(ctx context.Context, in planInput, raw io.Reader, secondCore <-chan struct{}, digest func(string), progress func(b, rows int64)) (*reader.File, *reader.Plan, error) {
-	f, err := reader.Open(r.req.Path, r.readerOptions(in))
+	f, err := r.open(r.readerOptions(in))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -388,7 +388,7 @@ func (r *run) loadPlan(ctx context.Context) error {
 	for _, c := range sp.Schema {
 		types[c.Name] = c.Type
 	}
-	f, err := reader.Open(r.req.Path, r.readerOptions(planInput{types: types, limits: sp.Limits, jsonb: sp.JSONB}))
+	f, err := r.open(r.readerOptions(planInput{types: types, limits: sp.Limits, jsonb: sp.JSONB}))
 	if err != nil {
 		return fmt.Errorf("reopen %s: %w", r.req.Path, err)
 	}

@@ -157,7 +157,7 @@ func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error)
 // replayKey reads the operation a replay file names; every row must name
 // the same one.
 func replayKey(path string) (ledger.Key, error) {
-	f, err := reader.Open(path, reader.Options{Format: reader.CSV, Types: map[string]reader.Type{
+	f, err := reader.OpenPath(path, reader.Options{Format: reader.CSV, Types: map[string]reader.Type{
 		ReplayTable: reader.String, ReplayFileID: reader.String, ReplayRow: reader.Int64}})
 	if err != nil {
 		return ledger.Key{}, fmt.Errorf("%w: %w", ErrReplay, err)
@@ -218,7 +218,7 @@ func readReplay(ctx context.Context, path string, schema reader.Schema, key []st
 			types[c.Name] = reader.String
 		}
 	}
-	f, err := reader.Open(path, reader.Options{Format: reader.CSV, Types: types, NotNull: append([]string{ReplayRow}, key...)})
+	f, err := reader.OpenPath(path, reader.Options{Format: reader.CSV, Types: types, NotNull: append([]string{ReplayRow}, key...)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrReplay, err)
 	}

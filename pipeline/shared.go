@@ -6,7 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
+
+	"github.com/idemport/idemport/idemtype"
 )
 
 // sharedRead reads a file once to hash it and lets the plan pass read the
@@ -21,7 +22,7 @@ type sharedRead struct {
 	free   chan []byte // buffers the plan pass is done with, for the hasher to reuse
 	digest chan digestResult
 	hashed chan struct{} // closed when the hasher is done
-	path   string
+	src    idemtype.Source
 }
 
 type chunk struct {
@@ -39,15 +40,16 @@ const (
 	sharedAhead = 8 // chunks the plan pass may lag behind before the hasher stops handing them over
 )
 
-// startSharedRead starts hashing path in a goroutine; progress, if set, is
+// startSharedRead starts hashing src in a goroutine; progress, if set, is
 // called with the bytes hashed so far.
-func startSharedRead(ctx context.Context, path string, progress func(int64)) (*sharedRead, error) {
-	f, err := os.Open(path)
+func startSharedRead(ctx context.Context, src idemtype.Source, progress func(int64)) (*sharedRead, error) {
+	f, err := src.Open(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
+	path := src.Name()
 	s := &sharedRead{chunks: make(chan chunk, sharedAhead), free: make(chan []byte, sharedAhead+2),
-		digest: make(chan digestResult, 1), hashed: make(chan struct{}), path: path}
+		digest: make(chan digestResult, 1), hashed: make(chan struct{}), src: src}
 	go func() {
 		defer close(s.hashed)
 		defer f.Close()
@@ -101,19 +103,15 @@ func (s *sharedRead) Digest() (string, error) {
 
 // reader returns the file's bytes, from its first, for the plan pass: the
 // chunks the hasher handed over, and the ranges it did not, read from the
-// file. The caller must Close it.
+// source. The caller must Close it.
 func (s *sharedRead) reader() (*followReader, error) {
-	f, err := os.Open(s.path)
-	if err != nil {
-		return nil, err
-	}
-	return &followReader{f: f, chunks: s.chunks, free: s.free}, nil
+	return &followReader{f: s.src, chunks: s.chunks, free: s.free}, nil
 }
 
 // followReader yields a file's bytes in order from chunks read by another
 // goroutine, filling the gaps between them from its own handle.
 type followReader struct {
-	f       *os.File
+	f       io.ReaderAt
 	chunks  <-chan chunk
 	free    chan<- []byte
 	held    []byte // the buffer cur is in, given back when yielded
@@ -186,11 +184,11 @@ func (r *followReader) give(b []byte) {
 	}
 }
 
-// Close releases the reader's file and lets the hasher run on unhindered.
+// Close lets the hasher run on unhindered.
 func (r *followReader) Close() error {
 	go func() { // drain, so the hasher never blocks on a full channel
 		for range r.chunks {
 		}
 	}()
-	return r.f.Close()
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idemport/idemport/internal/testkit"
+	"github.com/idemport/idemport/reader"
 )
 
 // TestSharedReadYieldsTheFileExactly reads a file through the shared read
@@ -28,8 +29,12 @@ func TestSharedReadYieldsTheFileExactly(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	src, err := reader.OpenFileSource(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, lag := range []time.Duration{0, time.Millisecond, 5 * time.Millisecond} {
-		sr, err := startSharedRead(context.Background(), path, nil)
+		sr, err := startSharedRead(context.Background(), src, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

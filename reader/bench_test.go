@@ -51,7 +51,7 @@ func benchPlan(b *testing.B, path string, n int64, o Options) {
 		b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
 	}()
 	for range b.N {
-		f, err := Open(path, o)
+		f, err := OpenPath(path, o)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"os"
+
+	"github.com/idemport/idemport/idemtype"
 )
 
 // Digests are a file's two digests, each "sha256:" and a hex SHA-256.
@@ -26,12 +27,13 @@ type Digests struct {
 // HashText returns the digest text of h: "sha256:" and hex.
 func HashText(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
 
-// Digest returns the digests of the file at path, reading it once (a
+// Digest returns the digests of src's bytes, reading them once (a
 // compressed file is decompressed once, as it is read). The compression
 // is the one its name implies. progress, if set, is called with the bytes
-// read from disk so far.
-func Digest(ctx context.Context, path string, progress func(int64)) (Digests, error) {
-	f, err := os.Open(path)
+// read from the source so far.
+func Digest(ctx context.Context, src idemtype.Source, progress func(int64)) (Digests, error) {
+	path := src.Name()
+	f, err := src.Open(ctx, 0)
 	if err != nil {
 		return Digests{}, err
 	}

@@ -7,6 +7,10 @@
 // partition reader that replays one partition of a stored plan, seeking to its
 // byte offset where the format allows ([File.Partition]).
 //
+// Every byte is read through an [idemtype.Source]: [OpenFileSource] gives
+// one for a local file ([OpenPath] opens a path with it), and a remote
+// object may be another.
+//
 // Text formats (CSV, TSV, JSONL) are parsed by hand-written scanners and
 // converted into Arrow batches directly; Arrow's own CSV reader is too slow for
 // the hot path. A corrupt input is reported as a [*ParseError] naming the file,

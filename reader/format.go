@@ -3,14 +3,15 @@ package reader
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 )
@@ -136,7 +137,8 @@ func ParseFormat(s string) (Format, error) {
 // with other calls; Partition and Stats may be called concurrently, and each
 // Partition reader is independent.
 type File struct {
-	path   string
+	in     idemtype.Source
+	path   string // in.Name(), for messages
 	format Format
 	comp   Compression
 	opts   Options
@@ -150,16 +152,36 @@ type File struct {
 	src    source
 }
 
-// Open opens path and reads what it needs to know before a plan: its format
-// and, for CSV and TSV, its header; for Parquet and Arrow files, their
-// footer or schema, from which the columns and their types follow. A file
-// whose header or schema cannot be read, or whose column types cannot be
-// mapped, returns a *ParseError.
+// OpenPath opens the local file at path, as Open does (the format and
+// compression its name implies are checked before the file is opened).
+func OpenPath(path string, opts Options) (*File, error) {
+	if opts.Format == "" {
+		if _, _, err := Detect(path); err != nil {
+			return nil, err
+		}
+	}
+	src, err := OpenFileSource(path)
+	if err != nil {
+		return nil, err
+	}
+	return Open(src, opts)
+}
+
+// Open reads what it needs to know of src before a plan: its format and,
+// for CSV and TSV, its header; for Parquet and Arrow files, their footer
+// or schema, from which the columns and their types follow. The format
+// and compression are those src's name implies, unless opts.Format says.
+// A file whose header or schema cannot be read, or whose column types
+// cannot be mapped, returns a *ParseError.
+//
+// Every byte of the file is read through src, which the caller keeps open
+// as long as it uses the File and closes afterwards.
 //
 // Parquet and Arrow IPC files need random access: wrapped in gzip or zstd
 // they are refused, with a *ParseError saying to decompress them first. An
 // Arrow IPC stream (.arrows) may be compressed.
-func Open(path string, opts Options) (*File, error) {
+func Open(src idemtype.Source, opts Options) (*File, error) {
+	path := src.Name()
 	format, comp, err := Detect(path)
 	if opts.Format != "" {
 		format, err = opts.Format, nil
@@ -179,7 +201,7 @@ func Open(path string, opts Options) (*File, error) {
 			opts.Delimiter = '\t'
 		}
 	}
-	f := &File{path: path, format: format, comp: comp, opts: opts}
+	f := &File{in: src, path: path, format: format, comp: comp, opts: opts}
 	switch format {
 	case CSV, TSV:
 		err = f.readHeader()
@@ -216,8 +238,11 @@ func (f *File) Format() Format { return f.format }
 // Compression returns the file's compression.
 func (f *File) Compression() Compression { return f.comp }
 
-// Path returns the path the file was opened with.
+// Path returns the name of the file's source: the path it was opened with.
 func (f *File) Path() string { return f.path }
+
+// Source returns the source the file reads.
+func (f *File) Source() idemtype.Source { return f.in }
 
 // Header returns the column names of a CSV, TSV, Parquet or Arrow file, or
 // nil for JSONL, whose columns are only known after a scan.
@@ -244,24 +269,22 @@ type closerFunc func() error
 func (c closerFunc) Close() error { return c() }
 
 // open returns the decompressed stream positioned at offset. Uncompressed
-// files seek; compressed ones decompress and discard up to offset.
+// files start there; compressed ones decompress and discard up to offset.
 func (f *File) open(offset int64) (*stream, error) {
-	osf, err := os.Open(f.path)
+	start := offset
+	if f.comp != None {
+		start = 0
+	}
+	raw, err := f.in.Open(context.Background(), start)
 	if err != nil {
 		return nil, err
 	}
-	if f.comp == None {
-		if _, err := osf.Seek(offset, io.SeekStart); err != nil {
-			osf.Close()
-			return nil, err
-		}
-	}
-	s, err := f.decompress(osf)
+	s, err := f.decompress(raw)
 	if err != nil {
-		osf.Close()
+		raw.Close()
 		return nil, err
 	}
-	s.closers = append([]io.Closer{osf}, s.closers...)
+	s.closers = append([]io.Closer{raw}, s.closers...)
 	if offset > 0 && f.comp != None {
 		if _, err := io.CopyN(io.Discard, s.Reader, offset); err != nil {
 			s.Close()

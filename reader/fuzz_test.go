@@ -234,7 +234,7 @@ func checkFile(t *testing.T, path string, data []byte, opts Options, partRows in
 		opts.MaxRowBytes = fuzzMaxRow
 	}
 	var res fuzzResult
-	f, err := Open(path, opts)
+	f, err := OpenPath(path, opts)
 	if err != nil {
 		res.openErr = err
 		var pe *ParseError
@@ -285,7 +285,7 @@ func checkFile(t *testing.T, path string, data []byte, opts Options, partRows in
 	if !reflect.DeepEqual(&again, &want) {
 		t.Fatalf("plan changed through JSON:\n%+v\n%+v", again, want)
 	}
-	f2, err := Open(path, opts)
+	f2, err := OpenPath(path, opts)
 	if err != nil {
 		t.Fatalf("second open: %v", err)
 	}

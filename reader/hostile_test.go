@@ -428,7 +428,7 @@ func allJSONRejects(data []byte) []hostileReject {
 // checkHostileError checks that reading path fails as tc says.
 func checkHostileError(t *testing.T, tc hostileCase, path string) {
 	t.Helper()
-	f, err := Open(path, tc.opts)
+	f, err := OpenPath(path, tc.opts)
 	if tc.stage == "scan" {
 		if err != nil {
 			t.Fatalf("open: %v", err)
@@ -515,7 +515,7 @@ func TestHostileHugeField(t *testing.T) {
 			runtime.GC()
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			f, err := Open(path, Options{})
+			f, err := OpenPath(path, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

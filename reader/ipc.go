@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -89,16 +88,7 @@ func (f *File) openIPCFile() (err error) {
 			err = f.recovered(v, "footer")
 		}
 	}()
-	osf, err := os.Open(f.path)
-	if err != nil {
-		return err
-	}
-	defer osf.Close()
-	st, err := osf.Stat()
-	if err != nil {
-		return err
-	}
-	size := st.Size()
+	size := f.in.Size()
 	notArrow := func(why string) error {
 		return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: not an Arrow IPC file: %s", ErrFormat, why)}
 	}
@@ -110,10 +100,10 @@ func (f *File) openIPCFile() (err error) {
 	}
 	var head [6]byte
 	var end [10]byte
-	if err := f.readAt(osf, head[:], 0); err != nil {
+	if err := f.readAt(head[:], 0); err != nil {
 		return err
 	}
-	if err := f.readAt(osf, end[:], size-10); err != nil {
+	if err := f.readAt(end[:], size-10); err != nil {
 		return err
 	}
 	if !bytes.Equal(head[:], ipcMagic) {
@@ -130,7 +120,7 @@ func (f *File) openIPCFile() (err error) {
 		return &ParseError{Path: f.path, Offset: size - 10, Err: fmt.Errorf("%w: corrupt footer: length %d in a file of %d bytes", ErrFormat, n, size)}
 	}
 	tail := make([]byte, n+10)
-	if err := f.readAt(osf, tail, size-10-n); err != nil {
+	if err := f.readAt(tail, size-10-n); err != nil {
 		return err
 	}
 	s := &ipcFileSource{f: f, size: size, tail: loadedRange{off: size - 10 - n, data: tail}}
@@ -140,7 +130,7 @@ func (f *File) openIPCFile() (err error) {
 	if err != nil {
 		return &ParseError{Path: f.path, Offset: size - 10 - n, Err: fmt.Errorf("%w: corrupt footer: %w", ErrFormat, err)}
 	}
-	ld, _, err := s.loadDicts(osf)
+	ld, _, err := s.loadDicts()
 	if err != nil {
 		return err
 	}
@@ -227,9 +217,9 @@ func ipcBlocks(buf []byte, limit int64) (dicts, batches []ipcBlock, err error) {
 
 // loadDicts returns a loaded holding the footer and every dictionary, and
 // the CRC-32C of the dictionaries.
-func (s *ipcFileSource) loadDicts(osf *os.File) (*loaded, uint32, error) {
+func (s *ipcFileSource) loadDicts() (*loaded, uint32, error) {
 	ld := &loaded{size: s.size, ranges: []loadedRange{s.tail}}
-	crc, err := ld.load(osf, s.f, "dictionaries", spans(s.dicts), 0)
+	crc, err := ld.load(s.f, "dictionaries", spans(s.dicts), 0)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -237,12 +227,7 @@ func (s *ipcFileSource) loadDicts(osf *os.File) (*loaded, uint32, error) {
 }
 
 func (s *ipcFileSource) scan(ctx context.Context, _ <-chan struct{}, fn func(p Partition, u unit) error) error {
-	osf, err := os.Open(s.f.path)
-	if err != nil {
-		return err
-	}
-	defer osf.Close()
-	ld, dictCRC, err := s.loadDicts(osf)
+	ld, dictCRC, err := s.loadDicts()
 	if err != nil {
 		return err
 	}
@@ -258,7 +243,7 @@ func (s *ipcFileSource) scan(ctx context.Context, _ <-chan struct{}, fn func(p P
 		}
 		ld.reset(base)
 		where := fmt.Sprintf("record batch %d", k)
-		crc, err := ld.load(osf, s.f, where, []span64{b.span()}, dictCRC)
+		crc, err := ld.load(s.f, where, []span64{b.span()}, dictCRC)
 		if err != nil {
 			return err
 		}
@@ -289,16 +274,11 @@ func (s *ipcFileSource) open(p Partition, _ int) (unit, error) {
 			Err: fmt.Errorf("%w: the plan's partition %d is record batch %d (+%d), the file has %d", ErrSourceChanged, p.Index, p.Offset, p.Length, len(s.blocks))}
 	}
 	k := int(p.Offset)
-	osf, err := os.Open(s.f.path)
+	ld, crc, err := s.loadDicts()
 	if err != nil {
 		return nil, err
 	}
-	defer osf.Close()
-	ld, crc, err := s.loadDicts(osf)
-	if err != nil {
-		return nil, err
-	}
-	if crc, err = ld.load(osf, s.f, where, spans(s.blocks[k:k+1]), crc); err != nil {
+	if crc, err = ld.load(s.f, where, spans(s.blocks[k:k+1]), crc); err != nil {
 		return nil, err
 	}
 	if crc != p.CRC {
@@ -478,9 +458,7 @@ func (f *File) openIPCStream() (err error) {
 			err = f.recovered(v, "schema")
 		}
 	}()
-	if st, err := os.Stat(f.path); err != nil {
-		return err
-	} else if st.Size() == 0 {
+	if f.in.Size() == 0 {
 		return &ParseError{Path: f.path, Offset: 0, Err: ErrEmpty}
 	}
 	s := &ipcStreamSource{f: f}

@@ -369,7 +369,7 @@ func TestIPCUnsupported(t *testing.T) {
 				defer rec.Release()
 				data, _ := ipcBytes(t, "x"+ext, sc, []arrow.RecordBatch{rec})
 				path := writeFile(t, "x"+ext, data)
-				_, err := Open(path, Options{})
+				_, err := OpenPath(path, Options{})
 				var pe *ParseError
 				if !errors.As(err, &pe) || !errors.Is(err, tc.is) || pe.Column != tc.column || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("got %v, want a *ParseError wrapping %v for column %q with %q", err, tc.is, tc.column, tc.want)
@@ -484,7 +484,7 @@ func TestHostileSchema(t *testing.T) {
 	hostile := hostileSchema(t)
 	t.Run("stream", func(t *testing.T) {
 		path := writeFile(t, "h.arrows", hostile)
-		_, err := Open(path, Options{})
+		_, err := OpenPath(path, Options{})
 		var pe *ParseError
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "does not fit") {
 			t.Fatalf("got %v", err)
@@ -507,7 +507,7 @@ func TestHostileSchema(t *testing.T) {
 		if err := fw.Close(); err != nil {
 			t.Fatal(err)
 		}
-		_, err = Open(path, Options{})
+		_, err = OpenPath(path, Options{})
 		var pe *ParseError
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "stored Arrow schema") {
 			t.Fatalf("got %v", err)
@@ -520,7 +520,7 @@ func TestIPCFileCompressedRefused(t *testing.T) {
 	for _, name := range []string{"z.arrow.gz", "z.feather.zst"} {
 		path := filepath.Join(t.TempDir(), name)
 		writeCompressed(t, path, data)
-		_, err := Open(path, Options{})
+		_, err := OpenPath(path, Options{})
 		var pe *ParseError
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "needs random access") {
 			t.Fatalf("%s: got %v", name, err)

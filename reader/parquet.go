@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -46,16 +45,7 @@ func (f *File) openParquet() (err error) {
 			err = f.recovered(v, "footer")
 		}
 	}()
-	osf, err := os.Open(f.path)
-	if err != nil {
-		return err
-	}
-	defer osf.Close()
-	st, err := osf.Stat()
-	if err != nil {
-		return err
-	}
-	size := st.Size()
+	size := f.in.Size()
 	notParquet := func(why string) error {
 		return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: not a Parquet file: %s", ErrFormat, why)}
 	}
@@ -66,10 +56,10 @@ func (f *File) openParquet() (err error) {
 		return notParquet(fmt.Sprintf("%d bytes is too short", size))
 	}
 	var head, tail [8]byte
-	if err := f.readAt(osf, head[:4], 0); err != nil {
+	if err := f.readAt(head[:4], 0); err != nil {
 		return err
 	}
-	if err := f.readAt(osf, tail[:], size-8); err != nil {
+	if err := f.readAt(tail[:], size-8); err != nil {
 		return err
 	}
 	if !bytes.Equal(head[:4], parquetMagic) {
@@ -86,7 +76,7 @@ func (f *File) openParquet() (err error) {
 		return &ParseError{Path: f.path, Offset: size - 8, Err: fmt.Errorf("%w: corrupt footer: length %d in a file of %d bytes", ErrFormat, n, size)}
 	}
 	footer := make([]byte, n)
-	if err := f.readAt(osf, footer, size-8-n); err != nil {
+	if err := f.readAt(footer, size-8-n); err != nil {
 		return err
 	}
 	md, err := f.parseFooter(footer, size)
@@ -130,8 +120,8 @@ func (f *File) openParquet() (err error) {
 }
 
 // readAt reads exactly len(p) bytes at off, counting them.
-func (f *File) readAt(osf *os.File, p []byte, off int64) error {
-	n, err := osf.ReadAt(p, off)
+func (f *File) readAt(p []byte, off int64) error {
+	n, err := f.in.ReadAt(p, off)
 	f.stats.bytes.Add(int64(n))
 	if n == len(p) {
 		return nil
@@ -214,13 +204,13 @@ func (s *parquetSource) reader(md *metadata.FileMetaData, ld *loaded, batchRows 
 }
 
 // load reads row group k's chunks into ld and returns their CRC-32C.
-func (s *parquetSource) load(osf *os.File, md *metadata.FileMetaData, ld *loaded, k int) (uint32, error) {
+func (s *parquetSource) load(md *metadata.FileMetaData, ld *loaded, k int) (uint32, error) {
 	spans, err := s.spans(md, k)
 	if err != nil {
 		return 0, err
 	}
 	ld.reset(nil)
-	return ld.load(osf, s.f, fmt.Sprintf("row group %d", k), spans, 0)
+	return ld.load(s.f, fmt.Sprintf("row group %d", k), spans, 0)
 }
 
 // records opens a record reader over row group k, whose bytes are loaded.
@@ -235,11 +225,6 @@ func (s *parquetSource) records(fr *pqarrow.FileReader, k int) (*pqUnit, error) 
 
 func (s *parquetSource) scan(ctx context.Context, secondCore <-chan struct{}, fn func(p Partition, u unit) error) error {
 	md := s.md
-	osf, err := os.Open(s.f.path)
-	if err != nil {
-		return err
-	}
-	defer osf.Close()
 	ld := &loaded{size: s.size}
 	fr, err := s.reader(md, ld, planBatchRows)
 	if err != nil {
@@ -258,7 +243,7 @@ func (s *parquetSource) scan(ctx context.Context, secondCore <-chan struct{}, fn
 		if md.RowGroup(k).NumRows() == 0 {
 			continue // no partition: nothing to read
 		}
-		crc, err := s.load(osf, md, ld, k)
+		crc, err := s.load(md, ld, k)
 		if err != nil {
 			return err
 		}
@@ -290,13 +275,8 @@ func (s *parquetSource) open(p Partition, batchRows int) (unit, error) {
 		return nil, &ParseError{Path: s.f.path, Offset: -1,
 			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", ErrSourceChanged, where, n, p.Rows)}
 	}
-	osf, err := os.Open(s.f.path)
-	if err != nil {
-		return nil, err
-	}
-	defer osf.Close()
 	ld := &loaded{size: s.size}
-	crc, err := s.load(osf, md, ld, k)
+	crc, err := s.load(md, ld, k)
 	if err != nil {
 		return nil, err
 	}

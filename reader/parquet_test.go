@@ -825,7 +825,7 @@ func TestParquetForcedTypes(t *testing.T) {
 		t.Run(tc.column+"_as_"+tc.typ.String(), func(t *testing.T) {
 			opts := Options{Types: map[string]Type{tc.column: tc.typ}}
 			if tc.err != "" {
-				_, err := Open(path, opts)
+				_, err := OpenPath(path, opts)
 				var pe *ParseError
 				if !errors.As(err, &pe) || !errors.Is(err, ErrType) || pe.Column != tc.column || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("got %v, want a *ParseError wrapping ErrType naming %q with %q", err, tc.column, tc.err)
@@ -938,7 +938,7 @@ func TestParquetCorrupt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeFile(t, "x.parquet", tc.data)
-			f, err := Open(path, Options{})
+			f, err := OpenPath(path, Options{})
 			if err == nil {
 				if tc.at == "open" {
 					t.Fatal("Open succeeded")
@@ -1030,7 +1030,7 @@ func mutateAndRead(t *testing.T, name string, orig []byte, n int) {
 
 // readWhole opens, plans and reads every partition of path.
 func readWhole(path string) error {
-	f, err := Open(path, Options{})
+	f, err := OpenPath(path, Options{})
 	if err != nil {
 		return err
 	}
@@ -1070,7 +1070,7 @@ func TestParquetCompressedRefused(t *testing.T) {
 		t.Run(ext[1:], func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "z.parquet"+ext)
 			writeCompressed(t, path, orig)
-			_, err := Open(path, Options{})
+			_, err := OpenPath(path, Options{})
 			var pe *ParseError
 			if !errors.As(err, &pe) || !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "needs random access") ||
 				!strings.Contains(err.Error(), "decompress it first") {
@@ -1181,7 +1181,7 @@ func BenchmarkParquetVsCSV(b *testing.B) {
 		st, _ := os.Stat(path)
 		b.Logf("%s: %d bytes", filepath.Base(path), st.Size())
 		b.Run(filepath.Ext(path)[1:]+"/plan", func(b *testing.B) { benchPlan(b, path, n, Options{}) })
-		f, err := Open(path, Options{})
+		f, err := OpenPath(path, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -1284,7 +1284,7 @@ func TestParquetSplitDecode(t *testing.T) {
 	scan := func(second chan struct{}) *Plan {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		defer mem.AssertSize(t, 0)
-		f, err := Open(path, Options{NotNull: []string{"id"}, Allocator: mem})
+		f, err := OpenPath(path, Options{NotNull: []string{"id"}, Allocator: mem})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,10 +24,16 @@ func readAll(t *testing.T, path string, opts Options, so ScanOptions) (*Plan, []
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	opts.Allocator = mem
-	f, err := Open(path, opts)
+	f, err := OpenPath(path, opts)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
+	return readFile(t, f, so)
+}
+
+// readFile is readAll over an opened file.
+func readFile(t *testing.T, f *File, so ScanOptions) (*Plan, []map[string]any, []int64) {
+	t.Helper()
 	plan, err := f.Scan(context.Background(), so)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
@@ -108,7 +114,7 @@ func TestCSVSpectrum(t *testing.T) {
 				}
 				want[0]["Contact Phone Number"] = "2095257564"
 			}
-			f, err := Open(path, Options{})
+			f, err := OpenPath(path, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

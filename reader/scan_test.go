@@ -39,7 +39,7 @@ func openChecked(t *testing.T, path string, opts Options) *File {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	opts.Allocator = mem
-	f, err := Open(path, opts)
+	f, err := OpenPath(path, opts)
 	if err != nil {
 		t.Fatalf("open %s: %v", filepath.Base(path), err)
 	}
@@ -344,7 +344,7 @@ func TestEmptyFile(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeFile(t, "e.csv", []byte(tc.data))
-			_, err := Open(path, Options{})
+			_, err := OpenPath(path, Options{})
 			var pe *ParseError
 			if !errors.As(err, &pe) || !errors.Is(err, ErrEmpty) {
 				t.Fatalf("got %v (%T), want a *ParseError wrapping ErrEmpty", err, err)
@@ -372,7 +372,7 @@ func TestBadHeader(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeFile(t, "h.csv", []byte(tc.data))
-			_, err := Open(path, Options{})
+			_, err := OpenPath(path, Options{})
 			var pe *ParseError
 			if !errors.As(err, &pe) || !errors.Is(err, ErrHeader) {
 				t.Fatalf("got %v (%T), want a *ParseError wrapping ErrHeader", err, err)
@@ -848,7 +848,7 @@ func TestTSV(t *testing.T) {
 	})
 	t.Run("format_option", func(t *testing.T) {
 		path := writeFile(t, "t.txt", []byte("a\tb\n1\tx,y\n"))
-		if _, err := Open(path, Options{}); !errors.Is(err, ErrFormat) {
+		if _, err := OpenPath(path, Options{}); !errors.Is(err, ErrFormat) {
 			t.Fatalf("open without a format: %v", err)
 		}
 		f, plan := scanChecked(t, path, Options{Format: TSV}, ScanOptions{})
@@ -938,7 +938,7 @@ func TestMaxRowBytes(t *testing.T) {
 		path := writeFile(t, "huge.csv", []byte("a,b\n1,"+strings.Repeat("z", 32<<20)+"\n"))
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		f, err := Open(path, Options{MaxRowBytes: limit})
+		f, err := OpenPath(path, Options{MaxRowBytes: limit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -953,7 +953,7 @@ func TestMaxRowBytes(t *testing.T) {
 	})
 	t.Run("header", func(t *testing.T) {
 		path := writeFile(t, "h.csv", []byte("a,"+big+"\n1,2\n"))
-		_, err := Open(path, Options{MaxRowBytes: limit})
+		_, err := OpenPath(path, Options{MaxRowBytes: limit})
 		var pe *ParseError
 		if !errors.As(err, &pe) || !errors.Is(err, ErrTooLarge) {
 			t.Fatalf("got %v, want a *ParseError wrapping ErrTooLarge", err)
@@ -1125,7 +1125,7 @@ func TestCompressionCorrupt(t *testing.T) {
 			if err := os.WriteFile(path, z[:8], 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err = Open(path, Options{})
+			_, err = OpenPath(path, Options{})
 			var pe *ParseError
 			if !errors.As(err, &pe) {
 				t.Fatalf("open: got %v, want a *ParseError", err)
@@ -1133,7 +1133,7 @@ func TestCompressionCorrupt(t *testing.T) {
 		})
 		t.Run(ext[1:]+"/not_compressed", func(t *testing.T) {
 			path := writeFile(t, "c.csv"+ext, []byte("a,b\n1,2\n"))
-			_, err := Open(path, Options{})
+			_, err := OpenPath(path, Options{})
 			var pe *ParseError
 			if !errors.As(err, &pe) {
 				t.Fatalf("open: got %v, want a *ParseError", err)
@@ -1371,7 +1371,7 @@ func TestSecondCore(t *testing.T) {
 		}
 		scan := func(second chan struct{}, after int) *Plan {
 			t.Helper()
-			f, err := Open(path, c.opts)
+			f, err := OpenPath(path, c.opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"sort"
 	"sync/atomic"
 )
@@ -69,16 +68,16 @@ type loadedRange struct {
 // errOutside means a decoder asked for bytes the metadata did not announce.
 var errOutside = errors.New("read outside the byte ranges the metadata declares")
 
-// load reads the given ranges of osf, in order, into memory. It returns the
+// load reads the given ranges of f's source, in order, into memory. It returns the
 // CRC-32C of their bytes in that order, continuing from crc. Ranges must lie
 // inside size; a short read means the file changed.
-func (l *loaded) load(osf *os.File, f *File, where string, spans []span64, crc uint32) (uint32, error) {
+func (l *loaded) load(f *File, where string, spans []span64, crc uint32) (uint32, error) {
 	for _, s := range spans {
 		if s.off < 0 || s.len < 0 || s.off > l.size || s.len > l.size-s.off {
 			return 0, &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: %s: byte range %d+%d is outside the file (%d bytes)", ErrFormat, where, s.off, s.len, l.size)}
 		}
 		buf := make([]byte, s.len)
-		n, err := osf.ReadAt(buf, s.off)
+		n, err := f.in.ReadAt(buf, s.off)
 		f.stats.bytes.Add(int64(n))
 		if n < len(buf) {
 			if err == nil || err == io.EOF {
