@@ -3,6 +3,7 @@ package ledger
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -67,8 +68,13 @@ type Situation struct {
 	// Reapply asks for a completed operation to be applied again.
 	Reapply bool
 	// Claimable and Held count Op's unfinished partitions that this run may
-	// claim, and that other live attempts hold.
+	// claim, and that other live attempts hold. A partition held by an
+	// attempt of Gone is claimable.
 	Claimable, Held int64
+	// Gone lists the attempts holding Op's leases that ran on this host in
+	// a process that no longer exists: their leases are taken over at once,
+	// as if expired.
+	Gone []string
 }
 
 // Decide applies the claim decision table to s. It is the one place the
@@ -110,7 +116,7 @@ func Decide(s Situation) (Decision, string) {
 	if op.Planned {
 		return resume(s), ""
 	}
-	if op.LeaseAttempt != "" && op.LeaseExpires > s.Now {
+	if op.LeaseAttempt != "" && op.LeaseExpires > s.Now && !slices.Contains(s.Gone, op.LeaseAttempt) {
 		return Busy, ""
 	}
 	return Plan, op.LeaseAttempt

@@ -80,6 +80,8 @@ func TestDecide(t *testing.T) {
 		{"processing, not planned, lease expired", at(stored(Processing, false, "a1", now-1), id), Plan, "a1"},
 		{"processing, not planned, lease expired at once", at(stored(Processing, false, "a1", 0), id), Plan, "a1"},
 		{"processing, not planned, no lease", at(stored(Processing, false, "", 0), id), Plan, ""},
+		{"processing, not planned, lease live, its holder gone", with(at(stored(Processing, false, "a1", now+60_000), id), func(s *Situation) { s.Gone = []string{"a1"} }), Plan, "a1"},
+		{"processing, not planned, lease live, another holder gone", with(at(stored(Processing, false, "a1", now+60_000), id), func(s *Situation) { s.Gone = []string{"a2"} }), Busy, ""},
 
 		{"failed, planned", at(stored(Failed, true, "", 0), id), Resume, ""},
 		{"failed, planned, every unfinished partition held", with(at(stored(Failed, true, "", 0), id), func(s *Situation) { s.Held = 1 }), Busy, ""},

@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"github.com/idemport/idemport/internal/english"
+	"slices"
 	"time"
+
+	"github.com/idemport/idemport/internal/english"
 
 	"github.com/idemport/idemport/internal/counter"
 	"github.com/idemport/idemport/internal/dialect"
@@ -179,6 +181,12 @@ func (r *run) situation(ctx context.Context, q dialect.Querier, op *ledger.Opera
 		return s, nil
 	}
 	s.Admits = r.admits(op)
+	if op.State == ledger.Processing {
+		var err error
+		if s.Gone, err = r.goneHolders(ctx, q, op); err != nil {
+			return s, err
+		}
+	}
 	if op.Planned {
 		p, err := r.e.cp.Progress(ctx, q, r.op, r.attempt.ID)
 		if err != nil {
@@ -186,6 +194,19 @@ func (r *run) situation(ctx context.Context, q dialect.Querier, op *ledger.Opera
 		}
 		s.Effect = p.Done > 0
 		s.Claimable, s.Held = p.Claimable, p.Held
+		if len(s.Gone) > 0 && p.Held > 0 {
+			// The partitions of gone holders are taken over at once.
+			parts, err := r.e.cp.Partitions(ctx, q, r.op)
+			if err != nil {
+				return s, err
+			}
+			for _, pt := range parts {
+				if !pt.Done && pt.LeaseExpires > now && slices.Contains(s.Gone, pt.LeaseAttempt) {
+					s.Claimable++
+					s.Held--
+				}
+			}
+		}
 	}
 	if op.State == ledger.Completed {
 		t, err := r.e.sink.Describe(ctx, q, op.Table)
@@ -217,22 +238,12 @@ func differs(op *ledger.Operation, id ledger.Identity) string {
 // for them to expire. Leases of live processes, and of other hosts, are
 // left to expire on their own.
 func (r *run) reapDead(ctx context.Context, tx *sql.Tx, op *ledger.Operation) error {
-	holders, err := r.e.cp.Holders(ctx, tx, r.op)
+	gone, err := r.goneHolders(ctx, tx, op)
 	if err != nil {
 		return err
 	}
-	if op.LeaseAttempt != "" {
-		holders = append(holders, op.LeaseAttempt)
-	}
-	for _, a := range holders {
-		host, pid, start, ok, err := r.e.ledger.Process(ctx, tx, a)
-		if err != nil {
-			return err
-		}
-		if !ok || host != r.attempt.Host || !proc.Gone(pid, start) {
-			continue
-		}
-		r.log.Info("the process holding a lease is gone", "holder", a, "pid", pid)
+	for _, a := range gone {
+		r.log.Info("the process holding a lease is gone", "holder", a)
 		if err := r.e.cp.Expire(ctx, tx, r.op, a); err != nil {
 			return err
 		}
@@ -244,6 +255,31 @@ func (r *run) reapDead(ctx context.Context, tx *sql.Tx, op *ledger.Operation) er
 		}
 	}
 	return nil
+}
+
+// goneHolders returns the attempts holding op's leases (its planning lease,
+// or live leases on its partitions) that ran on this host in processes that
+// have since died. It writes nothing: import takes their leases over
+// (reapDead), plan and --dry-run decide as if it had.
+func (r *run) goneHolders(ctx context.Context, q dialect.Querier, op *ledger.Operation) ([]string, error) {
+	holders, err := r.e.cp.Holders(ctx, q, r.op)
+	if err != nil {
+		return nil, err
+	}
+	if op.LeaseAttempt != "" && !slices.Contains(holders, op.LeaseAttempt) {
+		holders = append(holders, op.LeaseAttempt)
+	}
+	var gone []string
+	for _, a := range holders {
+		host, pid, start, ok, err := r.e.ledger.Process(ctx, q, a)
+		if err != nil {
+			return nil, err
+		}
+		if ok && host == r.attempt.Host && proc.Gone(pid, start) {
+			gone = append(gone, a)
+		}
+	}
+	return gone, nil
 }
 
 // settles reports whether decision d ends the run without an attempt.

@@ -33,7 +33,8 @@ type PlanReport struct {
 	Format        reader.Format      `json:"format"`
 	Compression   reader.Compression `json:"compression,omitempty"`
 	// Decision is what an import would decide now: create, plan, resume,
-	// duplicate, refuse, conflict or busy.
+	// duplicate, refuse, conflict, busy, supersede or reapply; or skipped
+	// (--min-age) or stale (an older snapshot), decided before the claim.
 	Decision   string             `json:"decision"`
 	Detail     string             `json:"detail,omitempty"`
 	Schema     reader.Schema      `json:"schema"`
@@ -74,6 +75,11 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		return nil, err
 	}
 	if err := r.preflight(); err != nil {
+		return nil, err
+	}
+	if err := r.checkStale(ctx); errors.Is(err, errStaleSnapshot) {
+		return &PlanReport{File: req.Path, FileID: r.id.FileID, Table: r.target.Table, Decision: string(Stale), Detail: r.res.Notes[0]}, nil
+	} else if err != nil {
 		return nil, err
 	}
 	rep := &PlanReport{File: req.Path, FileID: r.id.FileID, FileKey: r.id.FileKey, ContentDigest: r.id.ContentDigest,
