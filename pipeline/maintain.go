@@ -37,7 +37,7 @@ type VerifyReport struct {
 // the target: in ordinal mode the rows whose lineage is the file, in
 // natural-key mode the file's keys that are present.
 func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error) {
-	req.Rehash = true
+	req.Rehash, req.Reapply = true, false
 	r := &run{e: e, req: req}
 	defer r.closeSource()
 	r.defaults()
@@ -46,7 +46,7 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 		return nil, err
 	}
 	rep := &VerifyReport{File: req.Path, Table: r.target.Table, FileID: r.id.FileID, ContentDigest: r.id.ContentDigest}
-	op, _, err := e.ledger.Get(ctx, e.db, r.id.Key)
+	op, now, err := e.ledger.Get(ctx, e.db, r.id.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -56,11 +56,22 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 		return rep, nil
 	}
 	rep.State = string(op.State)
+	// The file checks out where an import of it would be a duplicate.
+	s, err := r.situation(ctx, e.db, op, now)
+	if err != nil {
+		return nil, err
+	}
+	d, _ := ledger.Decide(s)
 	if what, how := ledger.Difference(op, r.id); what != "" {
 		rep.Differences = append(rep.Differences, fmt.Sprintf("%s differs from the ledger's (%s)", what, how))
 		return rep, nil
 	}
-	if op.State != ledger.Completed {
+	switch d {
+	case ledger.Duplicate:
+	case ledger.Reapply:
+		rep.Differences = append(rep.Differences, fmt.Sprintf("the import is completed, but its table %s no longer exists", op.Table))
+		return rep, nil
+	default:
 		rep.Differences = append(rep.Differences, fmt.Sprintf("the import is %s, not completed", op.State))
 		return rep, nil
 	}
