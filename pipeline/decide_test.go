@@ -70,6 +70,11 @@ func decisionRows() []decisionRow {
 			setup: func(t *testing.T, f *fx) Request {
 				return Request{Path: f.write(t, "items.csv", items(3, 1))}
 			}},
+		{name: "nothing/typed-file-into-a-narrower-table/create", want: ledger.Create, outcome: Refused,
+			setup: func(t *testing.T, f *fx) Request {
+				f.exec(t, `CREATE TABLE items (id BIGINT PRIMARY KEY, price INTEGER)`)
+				return Request{Path: f.writeParquet(t, "items.parquet", []int64{1, 2}, []float64{1, 2}), Mapping: Mapping{Key: []string{"id"}}}
+			}},
 		{name: "processing/planning-lease-live/busy", want: ledger.Busy, outcome: Busy, live: true,
 			setup: func(t *testing.T, f *fx) Request {
 				req := Request{Path: f.write(t, "items.csv", items(3, 1))}
@@ -407,9 +412,10 @@ func checkAgreement(t *testing.T, f *fx, row decisionRow, req Request) {
 		t.Errorf("import decides %s (%s %v), want %s", decided, res.Outcome, res.Err, want)
 	}
 	for name, rep := range reports {
-		if p := predicted(rep); p != res.Outcome {
-			t.Errorf("%s predicts %s (decision %s, %d of %d rows bad, at most %s; %s%s), import ends %s (%v)",
-				name, p, rep.Decision, rep.Rejected, rep.Rows, rep.MaxRejects, rep.Error, rep.Unfit, res.Outcome, res.Err)
+		p, why := predicted(rep)
+		if p != res.Outcome || why != refusedFor(res) {
+			t.Errorf("%s predicts %s %s (decision %s, %d of %d rows bad, at most %s; %s%s), import ends %s %s (%v)",
+				name, p, why, rep.Decision, rep.Rejected, rep.Rows, rep.MaxRejects, rep.Error, rep.Unfit, res.Outcome, refusedFor(res), res.Err)
 		}
 	}
 	if res.Outcome != row.outcome {
@@ -437,32 +443,58 @@ func outcomeDecision(o Outcome) string {
 }
 
 // predicted is the outcome an import ends with, as a plan report predicts
-// it: a decision that plans refuses a file whose plan pass refuses it.
-func predicted(rep *PlanReport) Outcome {
-	refused := rep.Error != "" || rep.Unfit != "" || !rep.MaxRejects.Allows(rep.Rejected, rep.Rows)
+// it, and why it would refuse the file (see refusedFor): a decision that
+// plans refuses a file whose plan pass refuses it.
+func predicted(rep *PlanReport) (Outcome, string) {
+	why := ""
+	switch {
+	case rep.Error != "":
+		why = "for a defect"
+	case rep.Unfit != "":
+		why = "for its table"
+	case !rep.MaxRejects.Allows(rep.Rejected, rep.Rows):
+		why = "for bad rows"
+	}
 	switch rep.Decision {
 	case ledger.Create.String(), ledger.Supersede.String(), ledger.Reapply.String():
-		if refused {
-			return Refused
+		if why != "" {
+			return Refused, why
 		}
-		return Imported
+		return Imported, ""
 	case ledger.Plan.String():
-		if refused {
-			return Refused
+		if why != "" {
+			return Refused, why
 		}
-		return Resumed
+		return Resumed, ""
 	case ledger.Resume.String():
-		return Resumed
+		return Resumed, ""
 	case ledger.Duplicate.String():
-		return Duplicate
+		return Duplicate, ""
 	case ledger.Refuse.String():
-		return Refused
+		return Refused, "earlier"
 	case ledger.Conflict.String():
-		return Conflict
+		return Conflict, ""
 	case ledger.Busy.String():
-		return Busy
+		return Busy, ""
 	}
-	return Outcome(rep.Decision)
+	return Outcome(rep.Decision), ""
+}
+
+// refusedFor says why an import refused its file: earlier (the stored
+// refusal), for bad rows, for a defect of the file or past a limit of the
+// database, or for its table (which does not fit the file).
+func refusedFor(res *Result) string {
+	switch {
+	case res.Outcome != Refused:
+		return ""
+	case strings.HasPrefix(res.Err.Error(), "refused earlier"):
+		return "earlier"
+	case res.Refusal == nil:
+		return "for its table"
+	case res.Refusal.Error != "":
+		return "for a defect"
+	}
+	return "for bad rows"
 }
 
 // TestDecisionTableCoversTheREADME checks that every decision of the

@@ -14,6 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/internal/failpoint"
 	"github.com/idemport/idemport/internal/testkit"
@@ -304,4 +310,29 @@ func (f *fx) operation(t *testing.T) checkpoint.Op {
 		t.Fatalf("operations: %v", ops)
 	}
 	return checkpoint.Op{Table: ops[0][0].(string), FileID: ops[0][1].(string)}
+}
+
+// writeParquet writes a Parquet file of the columns id (int64) and price
+// (float64) to name in the test's directory and returns its path.
+func (f *fx) writeParquet(t *testing.T, name string, ids []int64, prices []float64) string {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "price", Type: arrow.PrimitiveTypes.Float64}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).AppendValues(ids, nil)
+	b.Field(1).(*array.Float64Builder).AppendValues(prices, nil)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	tbl := array.NewTableFromRecords(schema, []arrow.RecordBatch{rec})
+	defer tbl.Release()
+	path := filepath.Join(f.dir, name)
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if err := pqarrow.WriteTable(tbl, out, 1024, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps()); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

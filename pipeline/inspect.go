@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,11 +86,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 	rep := &PlanReport{File: req.Path, FileID: r.id.FileID, FileKey: r.id.FileKey, ContentDigest: r.id.ContentDigest,
 		MappingDigest: r.id.MappingDigest, Mapping: r.id.Mapping, Table: r.target.Table, Decision: ledger.Create.String(),
 		MaxRejects: r.req.MaxRejects}
-	types := map[string]reader.Type{}
-	for n, t := range req.Mapping.Columns {
-		types[n] = t
-	}
-	in := planInput{types: types}
+	in := planInput{types: maps.Clone(req.Mapping.Columns)}
 	if e.db != nil {
 		op, now, err := e.ledger.Get(ctx, e.db, r.id.Key)
 		if err != nil {
@@ -113,24 +110,9 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 				rep.Detail = "imports the completed file again: its table no longer exists"
 			}
 		}
-		t, err := e.sink.Describe(ctx, e.db, r.target.Table)
-		if err != nil {
+		// What the plan pass is told about the table, as import tells it.
+		if in, _, err = r.planInputs(ctx); err != nil {
 			return nil, err
-		}
-		if t != nil {
-			for _, c := range t.Columns {
-				if req.Mapping.Evolve == EvolveWiden && (c.Kind == sink.KindInt64 || c.Kind == sink.KindFloat64 || c.Kind == sink.KindDecimal) {
-					continue // inferred from the file, as the import does
-				}
-				if pt, err := reader.ParseType(c.Kind); err == nil {
-					if _, forced := types[c.Name]; !forced {
-						types[c.Name] = pt
-					}
-				}
-			}
-			in.limits = columnLimits(t)
-		} else {
-			in.jsonb = e.sink.Limits().JSONB
 		}
 	}
 	f, err := r.open(r.readerOptions(in))
