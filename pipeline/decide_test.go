@@ -222,6 +222,13 @@ func decisionRows() []decisionRow {
 				f.write(t, "items.csv", items(5, 1))
 				return req
 			}},
+		{name: "processing/different-content/conflict", want: ledger.Conflict, outcome: Conflict, live: true,
+			setup: func(t *testing.T, f *fx) Request {
+				req := Request{Path: f.write(t, "items.csv", items(4, 1)), FileID: "day1", PartitionRows: 2}
+				f.holdPartition(t, req)
+				f.write(t, "items.csv", items(4, 2))
+				return req
+			}},
 		{name: "completed/different-content/conflict", want: ledger.Conflict, outcome: Conflict, check: imported(3),
 			setup: func(t *testing.T, f *fx) Request {
 				req := Request{Path: f.write(t, "items.csv", items(3, 1)), FileID: "day1"}
