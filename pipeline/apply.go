@@ -42,6 +42,9 @@ func (r *run) apply(ctx context.Context) error {
 			return err
 		}
 		if p.Done == p.Total {
+			// Other attempts may have done some: the last report says all.
+			r.progress(Progress{Phase: "apply", Rows: r.plan.Rows, TotalRows: r.plan.Rows, Partitions: p.Total, TotalParts: p.Total,
+				Skipped: r.res.Partitions.Skipped})
 			return nil
 		}
 		// A partition whose lease expired while its holder's transaction
@@ -359,8 +362,8 @@ func (r *run) commit(ctx context.Context, tx *txn, c *checkpoint.Claim, counts c
 	r.doneRows += c.Rows
 	p := Progress{Phase: "apply", Rows: r.doneRows, TotalRows: r.plan.Rows, Partitions: r.res.Partitions.Skipped + r.committed,
 		TotalParts: r.res.Partitions.Total, Skipped: r.res.Partitions.Skipped}
+	r.progress(p) // under mu: reports stay in order
 	mu.Unlock()
-	r.progress(p)
 	r.log.Debug("partition committed", "partition", c.Index, "inserted", counts.Inserted, "updated", counts.Updated,
 		"unchanged", counts.Unchanged, "stale", counts.Stale, "superseded", counts.Superseded, "rejected", counts.Rejected)
 	return r.e.fp.Hit("after-partition-commit")

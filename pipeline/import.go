@@ -74,6 +74,11 @@ type Request struct {
 }
 
 // Progress reports how far an import is. Totals are zero while unknown.
+// The phases come in order, hash, plan then apply (a phase with nothing
+// to do is left out); each phase's values only grow, and its last report
+// has them equal to its totals. Hash and plan count the bytes of the file
+// as stored (compressed bytes for a compressed file) against its size;
+// apply counts rows against the plan's.
 type Progress struct {
 	Phase      string // "hash", "plan" or "apply"
 	Bytes      int64

@@ -234,6 +234,10 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 	if err != nil {
 		return r.refuseDefect(ctx, err)
 	}
+	// The pass is done: say so even when it reported nothing (a
+	// speculative pass that finished while the file was hashed, or a
+	// columnar file whose footer and unread pages never count as read).
+	r.progress(Progress{Phase: "plan", Bytes: r.id.Size, TotalBytes: r.id.Size, Rows: plan.Rows})
 	r.file = f
 	if err := r.checkSource(); err != nil {
 		return false, err

@@ -96,9 +96,11 @@ type ScanOptions struct {
 	// KeepRejects is how many bad rows to list in Plan.Rejects; the rest are
 	// only counted.
 	KeepRejects int
-	// Progress, if set, is called now and then with the bytes (of the
-	// decompressed stream; for Parquet and Arrow files, read from disk) and
-	// rows scanned so far.
+	// Progress, if set, is called now and then with the bytes of the file
+	// as stored that the pass has consumed (compressed bytes for a
+	// compressed file, so that they run up to the file's size) and the rows
+	// scanned so far. Its last call, when the pass reads the file to its
+	// end, reports every byte read.
 	Progress func(bytes, rows int64)
 	// SecondCore, if set, keeps the pass on one goroutine until it is
 	// closed: a caller hashing the file alongside keeps a core for the hash.
@@ -137,6 +139,10 @@ func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 	}
 	if o.PartitionRows <= 0 {
 		o.PartitionRows = DefaultPartitionRows
+	}
+	if report := o.Progress; report != nil {
+		start := f.stats.bytes.Load() // what Open read before does not count
+		o.Progress = func(_, rows int64) { report(f.stats.bytes.Load()-start, rows) }
 	}
 	var s *stream
 	var err error

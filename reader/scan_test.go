@@ -1313,6 +1313,30 @@ func TestScanContextAndProgress(t *testing.T) {
 			t.Fatalf("last progress %+v, want %d bytes and %d rows", last, len(data), plan.Rows)
 		}
 	})
+	// A compressed file reports compressed bytes consumed, so that a
+	// caller measuring against the file's size reaches all of it.
+	t.Run("gzip", func(t *testing.T) {
+		big, _, _, _ := genCSV(csvShape{eol: "\n"}, 200000)
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		zw.Write(big)
+		zw.Close()
+		path := writeFile(t, "p.csv.gz", gz.Bytes())
+		type call struct{ bytes, rows int64 }
+		var calls []call
+		_, plan := scanChecked(t, path, Options{}, ScanOptions{Progress: func(b, r int64) { calls = append(calls, call{b, r}) }})
+		if len(calls) < 2 {
+			t.Fatalf("progress called %d times, want several", len(calls))
+		}
+		for i, c := range calls {
+			if c.bytes > int64(gz.Len()) || (i > 0 && (c.bytes < calls[i-1].bytes || c.rows < calls[i-1].rows)) {
+				t.Fatalf("progress %d of %d is %+v after %+v: want it to grow up to the file's %d bytes", i, len(calls), c, calls[max(i-1, 0)], gz.Len())
+			}
+		}
+		if last := calls[len(calls)-1]; last != (call{int64(gz.Len()), plan.Rows}) {
+			t.Fatalf("last progress %+v, want the file's %d bytes and %d rows", last, gz.Len(), plan.Rows)
+		}
+	})
 }
 
 // closeAfter is a reader that closes ch once n bytes have been read.

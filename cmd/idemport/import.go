@@ -109,7 +109,7 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 	f.StringVar(&o.minAge, "min-age", "", "skip files modified more recently than this (e.g. 5m, 2h, 1d): they may still be being written")
 	f.BoolVar(&o.reapply, "reapply", false, "apply a completed file again as a new attempt (safe in ordinal mode; with --key and no --version-col, its values overwrite newer ones)")
 	f.BoolVar(&o.rehash, "rehash", false, "hash every file even when the quick check (path, size, times, inode) says it is unchanged")
-	f.StringVar(&o.progress, "progress", "auto", "progress bars on stderr: auto (only on a terminal), always or never")
+	f.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto (only on a terminal, and not with -q), always or never")
 	f.StringVar(&o.metricsFile, "metrics-file", "", "write Prometheus metrics of this run to this file (for node_exporter's textfile collector), whatever the outcome")
 	f.StringVar(&o.metricsJob, "metrics-job", "", "the job label of every sample in --metrics-file (default: the file's name without extension)")
 	o.notify.register(c)
@@ -316,7 +316,11 @@ func importFiles(c *cobra.Command, e *env, o *importOptions, args []string, run 
 	if err != nil {
 		return err
 	}
-	ui, err := newProgressUI(e.stderr, o.progress)
+	progress := o.progress
+	if o.quiet && !c.Flags().Changed("progress") {
+		progress = "never"
+	}
+	ui, err := newProgressUI(e.stderr, progress)
 	if err != nil {
 		return err
 	}

@@ -4,16 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/creack/pty"
 
 	"github.com/idemport/idemport/internal/testkit"
 )
@@ -155,51 +151,6 @@ func TestGoldenOutputs(t *testing.T) {
 	flag := testkit.Exec(t, dir, nil, "--version")
 	if version.Code != 0 || flag.Code != 0 || !strings.HasPrefix(flag.Stdout, "idemport ") || flag.Stdout != version.Stdout {
 		t.Fatalf("--version %d %q, version %d %q: want the same text", flag.Code, flag.Stdout, version.Code, version.Stdout)
-	}
-}
-
-// TestProgressOnlyOnATerminal runs an import with stderr on a pseudo
-// terminal, where the bar must appear, and on a pipe, where stderr must
-// hold no bar and no carriage return.
-func TestProgressOnlyOnATerminal(t *testing.T) {
-	dir := t.TempDir()
-	testkit.Orders(t, filepath.Join(dir, "big.csv"), 200000, 22)
-
-	cmd := testkit.Cmd(t, dir, nil, "import", "--partition-rows", "10000", "big.csv")
-	ptmx, tty, err := pty.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ptmx.Close()
-	cmd.Stderr = tty
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	tty.Close()
-	var term bytes.Buffer
-	done := make(chan struct{})
-	go func() { io.Copy(&term, ptmx); close(done) }()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("import under a terminal: %v\n%s", err, term.String())
-	}
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-	}
-	if s := term.String(); !strings.Contains(s, "big.csv: apply") || !strings.Contains(s, "\r") || !strings.Contains(s, "rows/s") {
-		t.Fatalf("no progress bar on the terminal: %q", s)
-	}
-
-	piped := testkit.Exec(t, dir, nil, "import", "--table", "again", "--partition-rows", "10000", "big.csv")
-	if piped.Code != 0 || piped.Stderr != "" {
-		t.Fatalf("stderr on a pipe must stay empty: exit %d %q", piped.Code, piped.Stderr)
-	}
-	always := exec.Command(testkit.Binary(t), "import", "--progress", "never", "--table", "third", "big.csv")
-	always.Dir = dir
-	if b, err := always.CombinedOutput(); err != nil || bytes.Contains(b, []byte("\r")) {
-		t.Fatalf("--progress never: %v %q", err, b)
 	}
 }
 
