@@ -5,7 +5,9 @@
 //
 // The variable holds a connection string in URL form such as
 // postgres://postgres@127.0.0.1:5432/test?sslmode=disable. When it is unset,
-// every PostgreSQL test skips with a message saying so — unless the
+// every PostgreSQL test skips with a message saying so, and the first skip
+// of a go test run also says on the terminal, once for all packages, how to
+// run them (go test shows a passing package's output only with -v) — unless the
 // environment variable IDEMPORT_REQUIRE_POSTGRES is set to 1, as CI sets it:
 // then a missing IDEMPORT_TEST_POSTGRES fails each PostgreSQL test instead,
 // so that a CI job cannot pass by silently skipping them. This package is

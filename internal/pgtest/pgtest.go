@@ -5,15 +5,29 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/idemport/idemport/internal/dialect"
+	"github.com/idemport/idemport/internal/proc"
 )
+
+// terminal names the console of the process, whatever its output is
+// bound to.
+func terminal() string {
+	if runtime.GOOS == "windows" {
+		return "CONOUT$"
+	}
+	return "/dev/tty"
+}
 
 // Env is the environment variable that names the test server.
 const Env = "IDEMPORT_TEST_POSTGRES"
@@ -32,9 +46,48 @@ func DSN(t testing.TB) string {
 		if os.Getenv(RequireEnv) == "1" {
 			t.Fatal(Env + " is not set, and " + RequireEnv + "=1 requires the PostgreSQL tests to run")
 		}
+		tellSkipped()
 		t.Skip(Env + " is not set: skipping PostgreSQL tests")
 	}
 	return dsn
+}
+
+// tellSkipped says on the terminal, once per go test run, that the
+// PostgreSQL tests are being skipped and how to run them. go test shows
+// the output of a package that passes only with -v, so a skip message in
+// the test's output never reaches a plain "go test ./..."; the terminal
+// does. A run is the go command that started this test binary (the
+// binaries of all packages in one run share it): the first binary to skip
+// a test creates a marker file named after that process, and the others
+// find it there. Markers of runs that have ended are removed. Without a
+// terminal (CI, where IDEMPORT_REQUIRE_POSTGRES=1 makes a skip a failure)
+// it says nothing.
+func tellSkipped() { tell(os.TempDir(), os.Getppid(), terminal()) }
+
+// tell writes the skip message to the file terminal unless a marker in dir
+// says run was told already, and removes the markers of runs that ended.
+func tell(dir string, run int, terminal string) {
+	prefix := filepath.Join(dir, "idemport-pgtest-skipped-")
+	old, _ := filepath.Glob(prefix + "*")
+	for _, m := range old {
+		var pid int
+		var start uint64
+		if _, err := fmt.Sscanf(strings.TrimPrefix(m, prefix), "%d-%d", &pid, &start); err == nil && pid != run && proc.Gone(pid, start) {
+			os.Remove(m)
+		}
+	}
+	marker, err := os.OpenFile(fmt.Sprintf("%s%d-%d", prefix, run, proc.Start(run)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return // told already in this run, or no place to remember it
+	}
+	marker.Close()
+	tty, err := os.OpenFile(terminal, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return
+	}
+	defer tty.Close()
+	fmt.Fprintf(tty, "idemport: the PostgreSQL tests were skipped: %s is not set; to run them too:\n"+
+		"  %s='postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable' go test ./...\n", Env, Env)
 }
 
 // URL returns the test server's connection string as a postgres:// URL
