@@ -386,7 +386,7 @@ func refusalText(ref *Refusal) string {
 	if ref.Error != "" {
 		return ref.Error
 	}
-	s := fmt.Sprintf("%d of %d rows are bad (at most %s allowed)", ref.Rejected, ref.Rows, ref.MaxRejects)
+	s := fmt.Sprintf("%d of %s %s bad (at most %s allowed)", ref.Rejected, english.Plural(ref.Rows, "row"), english.Verb(ref.Rejected, "is", "are"), ref.MaxRejects)
 	for i, b := range ref.Rejects {
 		if i == 5 {
 			s += fmt.Sprintf("; … %d more", ref.Rejected-5)

@@ -15,6 +15,7 @@ import (
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
@@ -562,7 +563,7 @@ func (r *run) abandon(ctx context.Context, err error) error {
 	outcome := "failed"
 	if ctx.Err() != nil {
 		outcome = string(Interrupted)
-		err = fmt.Errorf("%w (this run committed %d partitions)", ErrInterrupted, r.committed)
+		err = fmt.Errorf("%w (this run committed %s)", ErrInterrupted, english.Plural(r.committed, "partition"))
 	}
 	level := slog.LevelError
 	if outcome == "interrupted" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/sink"
 )
@@ -164,7 +165,7 @@ func (r *run) overLimit(c *checkpoint.Claim, refused []refusedRow, total int64) 
 		}
 		rows = append(rows, where+": "+b.reason)
 	}
-	count := fmt.Sprintf("%d bad rows", total)
+	count := english.Plural(total, "bad row")
 	if total < 0 {
 		count = "more bad rows"
 	}

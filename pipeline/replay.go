@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
@@ -246,7 +247,7 @@ func readReplay(ctx context.Context, path string, schema reader.Schema, key []st
 		for _, r := range plan.Rejects {
 			bad = append(bad, fmt.Sprintf("row %d column %q value %q: %s", r.Ordinal, r.Column, r.Value, r.Message))
 		}
-		return nil, nil, fmt.Errorf("%w: %d rows of %s are still bad: %s", ErrReplay, plan.Rejected, path, strings.Join(bad, "; "))
+		return nil, nil, fmt.Errorf("%w: %s of %s %s still bad: %s", ErrReplay, english.Plural(plan.Rejected, "row"), path, english.Verb(plan.Rejected, "is", "are"), strings.Join(bad, "; "))
 	}
 	out := schema.Arrow()
 	idx := make([]int, len(schema))

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/idemport/idemport/internal/dialect"
+	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/sink"
 )
@@ -40,12 +41,12 @@ type DeleteGuardError struct {
 
 func (e *DeleteGuardError) Error() string {
 	if e.Empty {
-		return fmt.Sprintf("snapshot sweep refused: the file has no rows, so it would delete all %d rows of %s in scope; an empty snapshot sweeps only with --max-delete 100%%; rerun with it if the source is really empty", e.Missing, e.Table)
+		return fmt.Sprintf("snapshot sweep refused: the file has no rows, so it would delete all %s of %s in scope; an empty snapshot sweeps only with --max-delete 100%%; rerun with it if the source is really empty", english.Plural(e.Missing, "row"), e.Table)
 	}
 	if e.Ordinal {
-		return fmt.Sprintf("snapshot sweep refused: the file has %d rows fewer than the %d rows of %s in scope it replaces, more than --max-delete %s allows; nothing was deleted; check the file, then rerun with a higher --max-delete to complete it", e.Missing, e.Live, e.Table, e.Limit)
+		return fmt.Sprintf("snapshot sweep refused: the file has %s fewer than the %s of %s in scope it replaces, more than --max-delete %s allows; nothing was deleted; check the file, then rerun with a higher --max-delete to complete it", english.Plural(e.Missing, "row"), english.Plural(e.Live, "row"), e.Table, e.Limit)
 	}
-	return fmt.Sprintf("snapshot sweep refused: it would delete %d of the %d rows of %s in scope, more than --max-delete %s allows; nothing was deleted; check the file, then rerun with a higher --max-delete to complete it", e.Missing, e.Live, e.Table, e.Limit)
+	return fmt.Sprintf("snapshot sweep refused: it would delete %d of the %s of %s in scope, more than --max-delete %s allows; nothing was deleted; check the file, then rerun with a higher --max-delete to complete it", e.Missing, english.Plural(e.Live, "row"), e.Table, e.Limit)
 }
 
 // errStaleSnapshot stops a snapshot older than the last one applied.

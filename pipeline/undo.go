@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
 )
@@ -159,7 +160,7 @@ func (r *run) abandonChanged(ctx context.Context, cause error) error {
 	}
 	r.log.Warn("source changed: operation abandoned", "deleted", deleted, "err", cause)
 	if r.target.Ordinal() {
-		return fmt.Errorf("%w; the import was abandoned and the %d rows it had committed were removed: import the file again once it is complete (--min-age helps)", cause, deleted)
+		return fmt.Errorf("%w; the import was abandoned and the %s it had committed %s removed: import the file again once it is complete (--min-age helps)", cause, english.Plural(deleted, "row"), english.Verb(deleted, "was", "were"))
 	}
 	return fmt.Errorf("%w; the import was abandoned (rows it committed by key stay): import the file again once it is complete (--min-age helps)", cause)
 }

@@ -485,7 +485,7 @@ func resultText(r *pipeline.Result) string {
 			extra = append(extra, english.Plural(rows.Rejected, "bad row")+" quarantined")
 		}
 		if r.Deleted > 0 {
-			extra = append(extra, fmt.Sprintf("%d rows not in the snapshot deleted", r.Deleted))
+			extra = append(extra, english.Plural(r.Deleted, "row")+" not in the snapshot deleted")
 		}
 		if r.RecoveredLease {
 			extra = append(extra, "took over the lease of "+strings.Join(r.RecoveredFrom, ", "))

@@ -272,7 +272,7 @@ func historyText(w io.Writer, ops []pipeline.OperationStatus, attempts [][]ledge
 				note = strings.TrimSuffix(note, ";")
 			}
 			if a.Deleted > 0 {
-				note = strings.TrimSuffix(fmt.Sprintf("snapshot swept %d rows; %s", a.Deleted, note), "; ")
+				note = strings.TrimSuffix(fmt.Sprintf("snapshot swept %s; %s", english.Plural(a.Deleted, "row"), note), "; ")
 			}
 			if a.SchemaChanges != "" {
 				note = strings.TrimSuffix("schema: "+a.SchemaChanges+"; "+note, "; ")

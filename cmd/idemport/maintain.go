@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/pipeline"
 )
 
@@ -86,7 +87,7 @@ It exits 1 on any difference, 0 when everything matches, and writes nothing.`,
 					continue
 				}
 				if len(rep.Differences) == 0 {
-					fmt.Fprintf(e.stdout, "%s: ok: %s holds all %d rows, content %s\n", path, rep.Table, rep.Found, rep.ContentDigest)
+					fmt.Fprintf(e.stdout, "%s: ok: %s holds all %s, content %s\n", path, rep.Table, english.Plural(rep.Found, "row"), rep.ContentDigest)
 				} else {
 					fmt.Fprintf(e.stdout, "%s: DIFFERS: %s\n", path, strings.Join(rep.Differences, "; "))
 				}
@@ -170,10 +171,11 @@ never touched. After gc, rejects of those imports can no longer be exported or r
 			if dryRun {
 				verb = "would remove"
 			}
-			_, err = fmt.Fprintf(e.stdout, "gc %s the detail of %d operations completed before %s: %d plans, %d partition rows, %d reject payloads; their identity is kept\n",
-				verb, rep.Operations, rep.Cutoff.Format(time.RFC3339), rep.Plans, rep.Partitions, rep.RejectPayloads)
+			_, err = fmt.Fprintf(e.stdout, "gc %s the detail of %s completed before %s: %s, %s, %s; their identity is kept\n",
+				verb, english.Plural(rep.Operations, "operation"), rep.Cutoff.Format(time.RFC3339), english.Plural(rep.Plans, "plan"),
+				english.Plural(rep.Partitions, "partition row"), english.Plural(rep.RejectPayloads, "reject payload"))
 			if err == nil && len(rep.Dropped) > 0 {
-				_, err = fmt.Fprintf(e.stdout, "gc %s the staging and key tables of %d imports that will not complete: %s\n", verb, len(rep.Dropped), strings.Join(rep.Dropped, ", "))
+				_, err = fmt.Fprintf(e.stdout, "gc %s the staging and key tables of %s that will not complete: %s\n", verb, english.Plural(len(rep.Dropped), "import"), strings.Join(rep.Dropped, ", "))
 			}
 			return err
 		},

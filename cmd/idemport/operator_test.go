@@ -192,7 +192,7 @@ func TestGCKeepsDuplicateDetection(t *testing.T) {
 	importJSON(t, dir, nil, 0, "--column", "qty:int64", "--max-rejects", "1", "items.csv")
 	time.Sleep(20 * time.Millisecond)
 	gc := testkit.Exec(t, dir, nil, "gc", "--older-than", "10ms")
-	if gc.Code != 0 || !strings.Contains(gc.Stdout, "2 operations") || !strings.Contains(gc.Stdout, "4 partition rows, 1 reject payloads") {
+	if gc.Code != 0 || !strings.Contains(gc.Stdout, "2 operations") || !strings.Contains(gc.Stdout, "4 partition rows, 1 reject payload;") {
 		t.Fatalf("gc: %d %s %s", gc.Code, gc.Stdout, gc.Stderr)
 	}
 	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))

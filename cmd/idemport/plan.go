@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/pipeline"
 )
 
@@ -85,7 +86,7 @@ func planText(w io.Writer, p *pipeline.PlanReport) error {
 		if *p.Deleted < 0 {
 			fmt.Fprintln(w, "would sweep: the rows whose keys the file lacks (not counted for keys of this type)")
 		} else {
-			fmt.Fprintf(w, "would sweep: %d rows the file lacks (before the --max-delete guard)\n", *p.Deleted)
+			fmt.Fprintf(w, "would sweep: %s the file lacks (before the --max-delete guard)\n", english.Plural(*p.Deleted, "row"))
 		}
 	}
 	fmt.Fprintln(w, "schema:")

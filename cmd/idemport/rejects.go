@@ -215,8 +215,8 @@ otherwise nothing is applied (exit 5). Replaying the same file again changes not
 			if output == "json" {
 				return writeJSON(e.stdout, res)
 			}
-			_, err = fmt.Fprintf(e.stdout, "%s: replayed %d rows into %s under their identity in %s (%d inserted, %d updated, %d unchanged, %d stale)\n",
-				res.File, res.Rows.Read, res.Table, res.FileID, res.Rows.Inserted, res.Rows.Updated, res.Rows.Unchanged, res.Rows.Stale)
+			_, err = fmt.Fprintf(e.stdout, "%s: replayed %s into %s under their identity in %s (%d inserted, %d updated, %d unchanged, %d stale)\n",
+				res.File, english.Plural(res.Rows.Read, "row"), res.Table, res.FileID, res.Rows.Inserted, res.Rows.Updated, res.Rows.Unchanged, res.Rows.Stale)
 			return err
 		},
 	}

@@ -324,3 +324,28 @@ func TestSnapshotGuardOrderAndScope(t *testing.T) {
 			"CAST(id AS TEXT)", "region", "v")
 	})
 }
+
+// TestSnapshotSaysOneRow: the counts a snapshot prints agree with their
+// noun: "1 row", not "1 rows", in the dry run, the result and history.
+func TestSnapshotSaysOneRow(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		os.WriteFile(filepath.Join(dir, "a.csv"), []byte("id,name,v\n1,a,1\n2,b,2\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "b.csv"), []byte("id,name,v\n1,a,1\n"), 0o644)
+		args := []string{"import", "--table", "items", "--snapshot", "--key", "id", "--max-delete", "1"}
+		importTo(t, tg, dir, nil, 0, append(args[1:], "--as-of", "2026-11-23", "a.csv")...)
+		args = append(args, "--as-of", "2026-11-24", "b.csv")
+		dry := tg.Exec(t, dir, nil, append(args, "--dry-run")...)
+		if dry.Code != 0 || !strings.Contains(dry.Stdout, "would sweep: 1 row the file lacks") {
+			t.Fatalf("dry run: exit %d\n%s%s", dry.Code, dry.Stdout, dry.Stderr)
+		}
+		run := tg.Exec(t, dir, nil, args...)
+		if run.Code != 0 || !strings.Contains(run.Stdout, "; 1 row not in the snapshot deleted;") {
+			t.Fatalf("import: exit %d\n%s%s", run.Code, run.Stdout, run.Stderr)
+		}
+		if h := tg.Exec(t, dir, nil, "history", "--table", "items", "b.csv"); h.Code != 0 || !strings.Contains(h.Stdout, "snapshot swept 1 row") || strings.Contains(h.Stdout, "1 rows") {
+			t.Fatalf("history: exit %d\n%s%s", h.Code, h.Stdout, h.Stderr)
+		}
+	})
+}

@@ -226,7 +226,7 @@ func TestClaimDecisionTable(t *testing.T) {
 				t.Fatal(err)
 			}
 			first := importTo(t, tg, dir, nil, 5, "--column", "qty:int64", "items.csv")
-			if first.Outcome != "refused" || !strings.Contains(first.Error, "1 of 2 rows are bad") {
+			if first.Outcome != "refused" || !strings.Contains(first.Error, "1 of 2 rows is bad") {
 				t.Fatalf("refusal: %+v", first)
 			}
 			before := tg.Snapshot(t)

@@ -12,3 +12,12 @@ func Plural[N ~int | ~int64](n N, word string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, word)
 }
+
+// Verb picks the form of a verb that agrees with n things: Verb(1, "is",
+// "are") is "is", Verb(2, "is", "are") and Verb(0, "is", "are") are "are".
+func Verb[N ~int | ~int64](n N, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

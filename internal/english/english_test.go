@@ -12,3 +12,14 @@ func TestPlural(t *testing.T) {
 		}
 	}
 }
+
+func TestVerb(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{0, "are"}, {1, "is"}, {2, "are"}} {
+		if got := Verb(c.n, "is", "are"); got != c.want {
+			t.Errorf("Verb(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}
