@@ -445,6 +445,9 @@ func printResult(w io.Writer, output string, r *pipeline.Result) error {
 	if _, err := fmt.Fprintln(w, resultText(r)); err != nil {
 		return err
 	}
+	if r.Outcome == pipeline.Skipped {
+		return nil // its notes are its reason, said already
+	}
 	for _, n := range r.Notes {
 		if _, err := fmt.Fprintf(w, "  note: %s\n", n); err != nil {
 			return err
