@@ -312,15 +312,15 @@ func importFiles(c *cobra.Command, e *env, o *importOptions, args []string, run 
 	if err != nil {
 		return err
 	}
-	log, err := o.logs.logger(e.stderr)
-	if err != nil {
-		return err
-	}
 	progress := o.progress
 	if o.quiet && !c.Flags().Changed("progress") {
 		progress = "never"
 	}
 	ui, err := newProgressUI(e.stderr, progress)
+	if err != nil {
+		return err
+	}
+	log, err := o.logs.logger(ui) // a log line first takes the bar off its line
 	if err != nil {
 		return err
 	}

@@ -192,6 +192,16 @@ func (u *progressUI) name() string {
 	return u.file
 }
 
+// Write writes p (log lines) to the bar's writer, erasing the bar first so
+// that a line never starts after it; the next report draws it again.
+func (u *progressUI) Write(p []byte) (int, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.erase()
+	u.drawn = time.Time{}
+	return u.w.Write(p)
+}
+
 // clear removes the bar, before a result line is printed.
 func (u *progressUI) clear() {
 	u.mu.Lock()

@@ -119,7 +119,8 @@ func parseFrame(t *testing.T, s string) (frame, bool) {
 }
 
 // TestProgressBarUnderATerminal imports a plain and a gzip file with stderr
-// on a pseudo terminal and reads the bar as drawn: it must move through
+// on a pseudo terminal and reads the bar as drawn (and the log lines
+// written meanwhile, which must not share its line): it must move through
 // hash, plan and apply in that order, each phase's percent only growing
 // and reaching 100; hash and plan measure the file as stored (the gzip
 // file's compressed size, not its decoded one); and every rate shown must
@@ -149,9 +150,20 @@ func TestProgressBarUnderATerminal(t *testing.T) {
 		{"big.csv.gz", int64(gz.Len()), "gzipped"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			frames, raw, stdout := ptyRun(t, dir, "import", "--table", tc.table, "--partition-rows", "25000", tc.file)
+			frames, raw, stdout := ptyRun(t, dir, "import", "--log-level", "info", "--table", tc.table, "--partition-rows", "25000", tc.file)
 			if !strings.Contains(stdout, "imported 400000 rows") {
 				t.Fatalf("stdout %q", stdout)
+			}
+			// A log line written while the bar is drawn starts a line of
+			// its own: the bar is erased first.
+			logs := regexp.MustCompile(`(.?)time=\S+ level=INFO`).FindAllStringSubmatch(raw, -1)
+			if len(logs) == 0 {
+				t.Fatalf("no log lines on the terminal:\n%q", raw)
+			}
+			for _, m := range logs {
+				if m[1] != "" && m[1] != "\r" && m[1] != "\n" {
+					t.Fatalf("a log line drawn after the bar, on its line:\n%q", raw)
+				}
 			}
 			var phases []string
 			last := map[string]frame{}
