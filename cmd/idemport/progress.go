@@ -31,7 +31,6 @@ type progressUI struct {
 	w       io.Writer
 	enabled bool
 	width   func() int // the terminal's columns
-	now     func() time.Time
 
 	mu    sync.Mutex
 	bar   *progressbar.ProgressBar
@@ -55,13 +54,23 @@ const (
 	minRateSpan = 250 * time.Millisecond
 )
 
-// phaseOrder ranks the phases, so that a late report of an earlier phase
-// never takes the bar back.
-var phaseOrder = map[string]int{"hash": 1, "plan": 2, "apply": 3}
+// phaseRank orders the phases, so that a late report of an earlier phase
+// never takes the bar back; it is 0 for a phase the bar does not know.
+func phaseRank(phase string) int {
+	switch phase {
+	case "hash":
+		return 1
+	case "plan":
+		return 2
+	case "apply":
+		return 3
+	}
+	return 0
+}
 
 // newProgressUI decides whether to draw: mode is auto, always or never.
 func newProgressUI(w io.Writer, mode string) (*progressUI, error) {
-	u := &progressUI{w: w, now: time.Now, width: func() int { return 80 }}
+	u := &progressUI{w: w, width: func() int { return 80 }}
 	f, isFile := w.(*os.File)
 	tty := isFile && term.IsTerminal(int(f.Fd()))
 	switch mode {
@@ -97,22 +106,22 @@ func (u *progressUI) update(p pipeline.Progress) {
 	if !u.enabled {
 		return
 	}
-	value, max := p.Bytes, p.TotalBytes
+	value, total := p.Bytes, p.TotalBytes
 	if p.Phase == "apply" {
-		value, max = p.Rows, p.TotalRows
+		value, total = p.Rows, p.TotalRows
 	}
-	if max <= 0 || phaseOrder[p.Phase] == 0 {
+	if total <= 0 || phaseRank(p.Phase) == 0 {
 		return // nothing to measure against
 	}
-	value = min(value, max)
+	value = min(value, total)
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	now := u.now()
+	now := time.Now()
 	switch {
-	case phaseOrder[p.Phase] < phaseOrder[u.phase]:
+	case phaseRank(p.Phase) < phaseRank(u.phase):
 		return
 	case p.Phase != u.phase:
-		u.newBar(p.Phase, max, value, now)
+		u.newBar(p.Phase, total, value, now)
 	case value <= u.value:
 		return // workers' reports may arrive out of order
 	case value == u.max || now.Sub(u.drawn) >= redrawEvery:
