@@ -411,7 +411,11 @@ func (r *run) finalize(ctx context.Context) error {
 		if r.created {
 			outcome = Imported
 		}
-		r.res.EventID, err = r.e.recordEvent(ctx, tx, EventCompleted, r.id.Key, r.attempt, string(outcome), r.rows, nil)
+		var deleted *int64
+		if r.snapshot() != nil {
+			deleted = &r.res.Deleted
+		}
+		r.res.EventID, err = r.e.recordEvent(ctx, tx, EventCompleted, r.id.Key, r.attempt, string(outcome), r.rows, deleted)
 		return err
 	})
 	if err != nil {

@@ -53,7 +53,9 @@ type Event struct {
 	Outcome string `json:"outcome"`
 	// Rows is what this attempt did; for an undo, all zero.
 	Rows counter.Rows `json:"rows"`
-	// Deleted is the target rows an undo removed.
+	// Deleted is the target rows an undo removed, or a snapshot's sweep
+	// removed (or marked deleted, with --delete soft) when it completed
+	// the operation: present, even when 0, for those two only.
 	Deleted *int64 `json:"deleted,omitempty"`
 }
 
