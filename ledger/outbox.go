@@ -212,6 +212,29 @@ func (l *Ledger) NextDeliveryIn(ctx context.Context, q dialect.Querier, sinks []
 	return max(at.Int64, 0), true, nil
 }
 
+// PruneEvents deletes, in tx, the events recorded before cutoff (Unix
+// milliseconds) that owe nothing: every delivery of theirs was made before
+// cutoff, or they were owed to no sink. Events with a delivery pending or
+// refused for good are kept, whatever their age. It returns how many
+// events it deleted. An event's ID is never recorded again once its effect
+// committed, so a pruned event is never sent again.
+func (l *Ledger) PruneEvents(ctx context.Context, tx *sql.Tx, cutoff int64) (int64, error) {
+	res, err := tx.ExecContext(ctx, l.q(`DELETE FROM `+l.prefix+`outbox WHERE event_id IN (SELECT o.event_id FROM `+l.prefix+`outbox o
+		WHERE o.created_at < ? AND NOT EXISTS (SELECT 1 FROM `+l.prefix+`outbox_deliveries d
+			WHERE d.event_id = o.event_id AND (d.state <> 'delivered' OR coalesce(d.delivered_at, 0) >= ?)))`), cutoff, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("prune delivered events: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM `+l.prefix+`outbox_deliveries WHERE event_id NOT IN (SELECT event_id FROM `+l.prefix+`outbox)`); err != nil {
+		return 0, fmt.Errorf("prune deliveries of pruned events: %w", err)
+	}
+	return n, nil
+}
+
 // AttemptIDs returns the IDs of the attempts on operation k, oldest first,
 // as the caller's transaction sees them.
 func (l *Ledger) AttemptIDs(ctx context.Context, q dialect.Querier, k Key) ([]string, error) {

@@ -247,6 +247,7 @@ type GCReport struct {
 	Plans          int64     `json:"plans"`           // stored plans deleted
 	RejectPayloads int64     `json:"reject_payloads"` // rejects whose raw value and row were cleared
 	Retired        int64     `json:"retired"`         // undone and abandoned operations moved to history
+	Events         int64     `json:"events"`          // outbox events delivered (or owed to no sink) before the cutoff, deleted
 	// Dropped names the staging (--atomic) and key (--snapshot) tables of
 	// operations that will never complete (undone, abandoned, refused or
 	// superseded), which GC drops whatever their age.
@@ -261,7 +262,9 @@ type GCReport struct {
 // ordinals and reasons, so duplicate detection and history keep working.
 // Undone and abandoned operations older than the window move to the past
 // operations, out of status and into history. Other operations that are
-// not completed are never touched.
+// not completed are never touched. Outbox events recorded before the
+// cutoff whose every delivery was made before it (or that are owed to no
+// sink) are deleted; events still pending or refused by a sink are kept.
 func (e *Engine) GC(ctx context.Context, olderThan time.Duration, dryRun bool) (*GCReport, error) {
 	rep := &GCReport{Cutoff: time.Now().Add(-olderThan).UTC(), DryRun: dryRun}
 	ops, err := e.ledger.List(ctx, ledger.Filter{State: ledger.Completed})
@@ -309,6 +312,9 @@ func (e *Engine) GC(ctx context.Context, olderThan time.Duration, dryRun bool) (
 			}
 			rep.Retired++
 		}
+	}
+	if rep.Events, err = e.ledger.PruneEvents(ctx, tx.Tx, rep.Cutoff.UnixMilli()); err != nil {
+		return nil, err
 	}
 	if rep.Dropped, err = e.dropOrphans(ctx, tx.Tx); err != nil {
 		return nil, err

@@ -139,7 +139,9 @@ func newGCCmd(e *env) *cobra.Command {
 and the raw values and rows of their rejects. It keeps what proves a file was imported —
 operation, fingerprint, state, counts, stored outcome, attempts, rejects' ordinals and
 reasons — so rerunning an old file is still a duplicate. Imports that are not completed are
-never touched. After gc, rejects of those imports can no longer be exported or replayed.`,
+never touched. After gc, rejects of those imports can no longer be exported or replayed.
+Outbox events older than AGE that every sink has received (or that are owed to no sink) are
+deleted; events still pending or refused by a sink are kept.`,
 		Example: `  idemport gc --older-than 90d
   idemport gc --older-than 30d --dry-run`,
 		Args: cobra.NoArgs,
@@ -174,6 +176,9 @@ never touched. After gc, rejects of those imports can no longer be exported or r
 			_, err = fmt.Fprintf(e.stdout, "gc %s the detail of %s completed before %s: %s, %s, %s; their identity is kept\n",
 				verb, english.Plural(rep.Operations, "operation"), rep.Cutoff.Format(time.RFC3339), english.Plural(rep.Plans, "plan"),
 				english.Plural(rep.Partitions, "partition row"), english.Plural(rep.RejectPayloads, "reject payload"))
+			if err == nil && rep.Events > 0 {
+				_, err = fmt.Fprintf(e.stdout, "gc %s %s delivered before %s\n", verb, english.Plural(rep.Events, "outbox event"), rep.Cutoff.Format(time.RFC3339))
+			}
 			if err == nil && len(rep.Dropped) > 0 {
 				_, err = fmt.Fprintf(e.stdout, "gc %s the staging and key tables of %s that will not complete: %s\n", verb, english.Plural(len(rep.Dropped), "import"), strings.Join(rep.Dropped, ", "))
 			}
