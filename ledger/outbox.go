@@ -68,12 +68,28 @@ type Delivery struct {
 	Payload     string
 }
 
+// Lessee is who takes a delivery's lease: the owner that fences its
+// updates, and the process it runs in (host, pid and process start; empty
+// when unknown), so that a run on the same host can tell when it died.
+type Lessee struct {
+	Owner string
+	Host  string
+	PID   int
+	Start uint64
+}
+
 // ClaimDelivery leases to owner, for leaseMs, the oldest pending delivery
 // owed to one of sinks whose retry time has come and that no live lease
 // holds. It returns nil when there is none. Run it in its own short
 // transaction: the transaction holds the write lock (SQLite) or the row
 // lock (PostgreSQL, SKIP LOCKED), so two processes never claim one delivery.
 func (l *Ledger) ClaimDelivery(ctx context.Context, tx *sql.Tx, sinks []string, owner string, leaseMs int64) (*Delivery, error) {
+	return l.ClaimDeliveryAs(ctx, tx, sinks, Lessee{Owner: owner}, leaseMs)
+}
+
+// ClaimDeliveryAs is ClaimDelivery, recording with the lease the process
+// that holds it (see LeaseHolders).
+func (l *Ledger) ClaimDeliveryAs(ctx context.Context, tx *sql.Tx, sinks []string, by Lessee, leaseMs int64) (*Delivery, error) {
 	if len(sinks) == 0 {
 		return nil, nil
 	}
@@ -98,12 +114,49 @@ func (l *Ledger) ClaimDelivery(ctx context.Context, tx *sql.Tx, sinks []string, 
 	if err != nil {
 		return nil, fmt.Errorf("claim delivery: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`outbox_deliveries SET lease_owner = ?, lease_expires = `+l.d.Now()+` + ?
-		WHERE event_id = ? AND sink_id = ?`), owner, leaseMs, d.EventID, d.SinkID); err != nil {
+	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`outbox_deliveries SET lease_owner = ?, lease_expires = `+l.d.Now()+` + ?,
+		lease_host = ?, lease_pid = ?, lease_proc_start = ?
+		WHERE event_id = ? AND sink_id = ?`), by.Owner, leaseMs, by.Host, by.PID, int64(by.Start), d.EventID, d.SinkID); err != nil {
 		return nil, fmt.Errorf("claim delivery of %s: %w", d.EventID, err)
 	}
 	d.State = DeliveryPending
 	return &d, nil
+}
+
+// LeaseHolders returns the lessees, other than owner, that hold a live
+// lease on a pending delivery and ran on host.
+func (l *Ledger) LeaseHolders(ctx context.Context, q dialect.Querier, host, owner string) ([]Lessee, error) {
+	rows, err := q.QueryContext(ctx, l.q(`SELECT DISTINCT lease_owner, lease_pid, lease_proc_start FROM `+l.prefix+`outbox_deliveries
+		WHERE state = 'pending' AND lease_owner IS NOT NULL AND lease_owner <> ? AND lease_expires > `+l.d.Now()+`
+		AND lease_host = ? AND lease_pid IS NOT NULL`), owner, host)
+	if err != nil {
+		return nil, fmt.Errorf("read delivery leases: %w", err)
+	}
+	defer rows.Close()
+	var out []Lessee
+	for rows.Next() {
+		h := Lessee{Host: host}
+		var start int64
+		if err := rows.Scan(&h.Owner, &h.PID, &start); err != nil {
+			return nil, fmt.Errorf("read delivery leases: %w", err)
+		}
+		h.Start = uint64(start)
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// ReleaseLeases ends at once the delivery leases owner holds (its process
+// is known to be dead), so the deliveries may be claimed again; a
+// delivery the dead process made but did not record is then sent again,
+// with the same event ID. It returns how many leases it ended.
+func (l *Ledger) ReleaseLeases(ctx context.Context, tx *sql.Tx, owner string) (int64, error) {
+	res, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`outbox_deliveries SET lease_owner = NULL, lease_expires = NULL
+		WHERE lease_owner = ? AND state = 'pending'`), owner)
+	if err != nil {
+		return 0, fmt.Errorf("release the delivery leases of %s: %w", owner, err)
+	}
+	return res.RowsAffected()
 }
 
 // Delivered records that the sink acknowledged d. It fails with

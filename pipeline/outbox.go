@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/idemport/idemport/internal/counter"
 	"github.com/idemport/idemport/internal/notify"
+	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
 )
 
@@ -141,7 +143,9 @@ func backoff(tries int64) time.Duration {
 // this run and those earlier runs left undelivered), trying each again with
 // backoff until it is delivered, refused for good, or timeout has passed.
 // Each delivery is leased while it is tried, so two processes never send one
-// at once; a delivery whose process died is taken over when its lease ends.
+// at once; a delivery whose process died is taken over at once when that
+// process ran on this host and is certainly gone (see reapDeliverers), else
+// when its lease ends.
 // A failed delivery is an error only in the report: err is for the ledger.
 func (e *Engine) Deliver(ctx context.Context, timeout time.Duration) (DeliveryReport, error) {
 	rep := DeliveryReport{Errors: map[string]string{}}
@@ -154,7 +158,9 @@ func (e *Engine) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRe
 		timeout = DefaultNotifyTimeout
 	}
 	deadline := time.Now().Add(timeout)
-	owner := uuid.Must(uuid.NewV7()).String()
+	host, _ := os.Hostname()
+	me := ledger.Lessee{Owner: uuid.Must(uuid.NewV7()).String(), Host: host, PID: os.Getpid(), Start: proc.Start(os.Getpid())}
+	owner := me.Owner
 	ids := make([]string, len(e.sinks))
 	byID := map[string]notify.Sink{}
 	for i, s := range e.sinks {
@@ -169,7 +175,10 @@ func (e *Engine) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRe
 		}
 		var d *ledger.Delivery
 		if err := e.tx(ctx, func(tx *sql.Tx) (err error) {
-			d, err = e.ledger.ClaimDelivery(ctx, tx, ids, owner, (left + time.Second).Milliseconds())
+			if err := e.reapDeliverers(ctx, tx, me); err != nil {
+				return err
+			}
+			d, err = e.ledger.ClaimDeliveryAs(ctx, tx, ids, me, (left + time.Second).Milliseconds())
 			return err
 		}); err != nil {
 			return rep, err
@@ -232,6 +241,32 @@ func (e *Engine) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRe
 	n, err := e.pending(bg)
 	rep.Pending = n
 	return rep, err
+}
+
+// reapDeliverers ends, inside tx, the delivery leases of processes that
+// ran on this host and have since died (proc.Gone: the pid is free, or
+// taken by a process that started at another time), so their deliveries
+// need not wait for the lease to expire. Leases of live processes, and of
+// other hosts, are left to expire on their own.
+func (e *Engine) reapDeliverers(ctx context.Context, tx *sql.Tx, me ledger.Lessee) error {
+	if me.Host == "" {
+		return nil
+	}
+	holders, err := e.ledger.LeaseHolders(ctx, tx, me.Host, me.Owner)
+	if err != nil {
+		return err
+	}
+	for _, h := range holders {
+		if !proc.Gone(h.PID, h.Start) {
+			continue
+		}
+		n, err := e.ledger.ReleaseLeases(ctx, tx, h.Owner)
+		if err != nil {
+			return err
+		}
+		e.log.Info("the process holding delivery leases is gone", "holder", h.Owner, "pid", h.PID, "leases", n)
+	}
+	return nil
 }
 
 // DefaultNotifyTimeout bounds a delivery pass when none is given.

@@ -11,6 +11,11 @@ func TestPlural(t *testing.T) {
 			t.Errorf("Plural(%d) = %q, want %q", c.n, got, c.want)
 		}
 	}
+	for word, want := range map[string]string{"event delivery": "2 event deliveries", "key": "2 keys", "day": "2 days"} {
+		if got := Plural(2, word); got != want {
+			t.Errorf("Plural(2, %q) = %q, want %q", word, got, want)
+		}
+	}
 }
 
 func TestVerb(t *testing.T) {
