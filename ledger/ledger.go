@@ -266,11 +266,23 @@ func (l *Ledger) fenced(res sql.Result, err error, what string) error {
 // Count adds a committed partition's counters to the attempt and the
 // operation. Call it in the partition's transaction.
 func (l *Ledger) Count(ctx context.Context, tx *sql.Tx, k Key, attempt string, r counter.Rows) error {
+	return l.count(ctx, tx, k, attempt, r, 1)
+}
+
+// Recount adds r to the counters of attempt and of the operation without
+// counting a partition: an --atomic import's completing transaction uses
+// it to move the rows its partitions counted as written to the staging
+// table into what the move did to the target (r's fields sum to zero).
+func (l *Ledger) Recount(ctx context.Context, tx *sql.Tx, k Key, attempt string, r counter.Rows) error {
+	return l.count(ctx, tx, k, attempt, r, 0)
+}
+
+func (l *Ledger) count(ctx context.Context, tx *sql.Tx, k Key, attempt string, r counter.Rows, partitions int) error {
 	set := `rows_read = rows_read + ?, rows_inserted = rows_inserted + ?, rows_updated = rows_updated + ?,
 		rows_unchanged = rows_unchanged + ?, rows_stale = rows_stale + ?, rows_superseded = rows_superseded + ?, rows_rejected = rows_rejected + ?`
 	args := []any{r.Read, r.Inserted, r.Updated, r.Unchanged, r.Stale, r.Superseded, r.Rejected}
-	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`attempts SET `+set+`, partitions_committed = partitions_committed + 1,
-		heartbeat_at = `+l.d.Now()+` WHERE attempt_id = ?`), append(args, attempt)...); err != nil {
+	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`attempts SET `+set+`, partitions_committed = partitions_committed + ?,
+		heartbeat_at = `+l.d.Now()+` WHERE attempt_id = ?`), append(args, partitions, attempt)...); err != nil {
 		return fmt.Errorf("count attempt: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET `+set+`, updated_at = `+l.d.Now()+`

@@ -374,7 +374,9 @@ func (r *run) finalize(ctx context.Context) error {
 	if err := r.e.fp.Hit("before-finalize"); err != nil {
 		return err
 	}
+	var moved counter.Rows // this attempt's counters recounted by an --atomic move
 	err := r.withTx(ctx, func(tx *sql.Tx) error {
+		moved = counter.Rows{}
 		op, now, err := r.e.ledger.Get(ctx, tx, r.id.Key)
 		if err != nil {
 			return err
@@ -388,9 +390,11 @@ func (r *run) finalize(ctx context.Context) error {
 		}
 		inserted := totals.Inserted
 		if r.req.Mapping.Atomic {
-			if inserted, err = r.moveStaged(ctx, tx); err != nil {
+			var all counter.Rows
+			if inserted, all, moved, err = r.moveStaged(ctx, tx); err != nil {
 				return err
 			}
+			totals.Add(all)
 		}
 		if r.res.Deleted, err = r.sweep(ctx, tx, inserted); err != nil {
 			return err
@@ -415,12 +419,15 @@ func (r *run) finalize(ctx context.Context) error {
 		if r.snapshot() != nil {
 			deleted = &r.res.Deleted
 		}
-		r.res.EventID, err = r.e.recordEvent(ctx, tx, EventCompleted, r.id.Key, r.attempt, string(outcome), r.rows, deleted)
+		rows := r.rows
+		rows.Add(moved)
+		r.res.EventID, err = r.e.recordEvent(ctx, tx, EventCompleted, r.id.Key, r.attempt, string(outcome), rows, deleted)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("finalize: %w", err)
 	}
+	r.rows.Add(moved)
 	if err := r.e.fp.Hit("after-finalize"); err != nil {
 		return err
 	}

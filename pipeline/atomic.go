@@ -1,12 +1,18 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -38,20 +44,79 @@ func (r *run) ensureStage(ctx context.Context, tx *sql.Tx, schema *arrow.Schema)
 // moveStaged moves the staged rows into the target inside the completing
 // transaction, says in a note what the move did to the target, and
 // returns how many rows were new to it.
-func (r *run) moveStaged(ctx context.Context, tx *sql.Tx) (int64, error) {
+//
+// Each partition counted its rows as inserted into the staging table;
+// what the reader of the target sees is what the move did: new, changed,
+// unchanged or older rows. moveStaged recounts them so, in the ledger, for
+// the attempt that committed each partition (and so for the operation),
+// and returns the change to the operation's counters (all) and to this
+// attempt's (mine), for the caller to add once the transaction commits.
+func (r *run) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all, mine counter.Rows, err error) {
 	if !r.req.Mapping.Atomic {
-		return 0, nil
+		return 0, all, mine, nil
 	}
 	names := make([]string, len(r.plan.Schema))
 	for i, c := range r.plan.Schema {
 		names[i] = c.Name
 	}
+	parts, err := r.e.cp.Partitions(ctx, tx, r.op)
+	if err != nil {
+		return 0, all, mine, err
+	}
+	attempts, group := stageGroups(parts)
+	classes, err := sink.Classify(ctx, tx, r.e.d, r.target, r.stageTable(), names, group)
+	if err != nil {
+		return 0, all, mine, err
+	}
 	staged, fresh, written, err := sink.Merge(ctx, tx, r.e.d, r.target, r.stageTable(), names)
 	if err != nil {
-		return 0, err
+		return 0, all, mine, err
+	}
+	for g, c := range classes {
+		if g < 0 || int(g) >= len(attempts) {
+			return 0, all, mine, fmt.Errorf("staged rows of %s outside every partition", r.target.Table)
+		}
+		delta := counter.Rows{Inserted: c.Inserted - c.Read, Updated: c.Updated, Unchanged: c.Unchanged, Stale: c.Stale}
+		if err := r.e.ledger.Recount(ctx, tx, r.id.Key, attempts[g], delta); err != nil {
+			return 0, all, mine, err
+		}
+		all.Add(delta)
+		if attempts[g] == r.attempt.ID {
+			mine.Add(delta)
+		}
+	}
+	if moved := all.Inserted + staged; moved != fresh || all.Updated != written-fresh {
+		r.log.Warn("the staged rows' classification differs from what the move wrote", "new", moved, "changed", all.Updated,
+			"moved_new", fresh, "moved_changed", written-fresh)
 	}
 	r.note("moved %d staged rows into %s in one transaction: %d new, %d changed, %d unchanged or older", staged, r.target.Table, fresh, written-fresh, staged-written)
-	return fresh, nil
+	return fresh, all, mine, nil
+}
+
+// stageGroups maps the staged rows to the attempts that committed their
+// partitions: it returns those attempts and an SQL expression over a
+// staged row (alias s) giving the index of its attempt among them, by its
+// ordinal. Consecutive partitions of one attempt make one range.
+func stageGroups(parts []checkpoint.Partition) (attempts []string, group string) {
+	parts = slices.Clone(parts)
+	slices.SortFunc(parts, func(a, b checkpoint.Partition) int { return cmp.Compare(a.First, b.First) })
+	index := map[string]int{}
+	var b strings.Builder
+	b.WriteString("CASE")
+	for i, p := range parts {
+		if i+1 < len(parts) && parts[i+1].DoneBy == p.DoneBy {
+			continue // the range goes on
+		}
+		g, ok := index[p.DoneBy]
+		if !ok {
+			g = len(attempts)
+			index[p.DoneBy] = g
+			attempts = append(attempts, p.DoneBy)
+		}
+		fmt.Fprintf(&b, " WHEN s.%s < %d THEN %d", dialect.QuoteOne(sink.RowColumn), p.First+p.Rows, g)
+	}
+	b.WriteString(" ELSE -1 END")
+	return attempts, b.String()
 }
 
 // dropStage drops the staging table inside the completing transaction.

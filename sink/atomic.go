@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/idemport/idemport/internal/counter"
 	"github.com/idemport/idemport/internal/dialect"
 )
 
@@ -77,4 +78,65 @@ func Merge(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tg Target, stage 
 		return 0, 0, 0, err
 	}
 	return staged, fresh, written, nil
+}
+
+// Classify says, before Merge moves the staged rows of stage into tg's
+// table in the same transaction, what the move does to each of them, by
+// group: Read counts the group's staged rows, each of which is new to the
+// table (Inserted), changed (Updated), identical in the file's columns
+// (Unchanged) or, by tg.Version, older than the stored row (Stale). group
+// is an SQL expression over the staged row (alias s) giving an integer;
+// columns are the file's columns. It uses the predicates of Merge's upsert.
+func Classify(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tg Target, stage string, columns []string, group string) (map[int64]counter.Rows, error) {
+	sw := Sweep{Dialect: d}
+	conflict := []string{FileColumn, RowColumn}
+	if !tg.Ordinal() {
+		conflict = tg.Key
+	}
+	match := make([]string, len(conflict))
+	for i, k := range conflict {
+		match[i] = "t." + dialect.QuoteOne(k) + " = s." + dialect.QuoteOne(k)
+	}
+	var data []string
+	for _, c := range columns {
+		if !slices.Contains(conflict, c) {
+			data = append(data, c)
+		}
+	}
+	stale, changed := "1 = 0", "1 = 0" // no data columns: an existing row is left as it is
+	if len(data) > 0 {
+		switch {
+		case d == dialect.Postgres && len(data) > 1:
+			changed = "ROW(" + dialect.QuoteList(data, "t.") + ") IS DISTINCT FROM ROW(" + dialect.QuoteList(data, "s.") + ")"
+		case d == dialect.Postgres:
+			changed = "(" + dialect.QuoteList(data, "t.") + ") IS DISTINCT FROM (" + dialect.QuoteList(data, "s.") + ")"
+		default:
+			changed = "(" + dialect.QuoteList(data, "t.") + ") IS NOT (" + dialect.QuoteList(data, "s.") + ")"
+		}
+		if tg.Version != "" {
+			stored, v := "t."+dialect.QuoteOne(tg.Version), "s."+dialect.QuoteOne(tg.Version)
+			stale = stored + " IS NOT NULL AND (" + v + " IS NULL OR " + v + " < " + stored + ")"
+		}
+	}
+	present := "t." + dialect.QuoteOne(conflict[0]) + " IS NOT NULL"
+	rows, err := tx.QueryContext(ctx, `SELECT `+group+`, count(*),
+		coalesce(sum(CASE WHEN `+present+` THEN 0 ELSE 1 END), 0),
+		coalesce(sum(CASE WHEN `+present+` AND (`+stale+`) THEN 1 ELSE 0 END), 0),
+		coalesce(sum(CASE WHEN `+present+` AND NOT (`+stale+`) AND (`+changed+`) THEN 1 ELSE 0 END), 0)
+		FROM `+sw.Quoted(stage)+` s LEFT JOIN `+sw.Quoted(tg.Table)+` t ON `+strings.Join(match, " AND ")+` GROUP BY 1`)
+	if err != nil {
+		return nil, fmt.Errorf("classify staged rows of %s: %w", tg.Table, err)
+	}
+	defer rows.Close()
+	out := map[int64]counter.Rows{}
+	for rows.Next() {
+		var g int64
+		var c counter.Rows
+		if err := rows.Scan(&g, &c.Read, &c.Inserted, &c.Stale, &c.Updated); err != nil {
+			return nil, fmt.Errorf("classify staged rows of %s: %w", tg.Table, err)
+		}
+		c.Unchanged = c.Read - c.Inserted - c.Stale - c.Updated
+		out[g] = c
+	}
+	return out, rows.Err()
 }
