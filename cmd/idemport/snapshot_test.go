@@ -349,3 +349,72 @@ func TestSnapshotSaysOneRow(t *testing.T) {
 		}
 	})
 }
+
+// TestSnapshotOrdinalSoftDelete: without --key, --snapshot --delete soft
+// marks every row of the files a snapshot replaces, instead of deleting
+// them: after each day (the second killed after its sweep and resumed) the
+// table holds every day's rows, value by value, those of earlier days
+// marked and the day's own live; a mark, once set, is never set again, and
+// the run's deleted counts the rows it marked.
+func TestSnapshotOrdinalSoftDelete(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		fileDay := map[string]int{}  // a row's _idemport_file → its day
+		marks := map[string]string{} // a marked row's lineage → its mark
+		var want []string
+		for i, day := range snapDays {
+			file := fmt.Sprintf("day%d.csv", i+1)
+			writeSnapDay(t, filepath.Join(dir, file), day)
+			args := []string{"import", "--table", "items", "--snapshot", "--delete", "soft", "--as-of", fmt.Sprintf("2026-11-%02d", 23+i), "--partition-rows", "4", file}
+			if i == 1 {
+				if r := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=after-sweep:1"}, args...); r.Signal != syscall.SIGKILL {
+					t.Fatalf("%s: not killed: exit %d\n%s%s", file, r.Code, r.Stdout, r.Stderr)
+				}
+			}
+			res := importTo(t, tg, dir, nil, 0, args[1:]...)
+			wantDeleted := 0
+			if i > 0 {
+				wantDeleted = len(snapDays[i-1])
+			}
+			if res.Deleted != int64(wantDeleted) {
+				t.Fatalf("%s: deleted %d, want %d (the rows of the day before)", file, res.Deleted, wantDeleted)
+			}
+			// Earlier days' lines become marked; the day's own are live.
+			for j := range want {
+				want[j] = strings.Replace(want[j], "|live", "|deleted", 1)
+			}
+			lines := (&snapModel{rows: map[string]snapRow{}, dead: map[string]bool{}}).withDay(day)
+			for _, l := range lines {
+				want = append(want, fmt.Sprintf("day%d|%s|live", i+1, l))
+			}
+			var got []string
+			for _, r := range testkit.Query(t, tg.DB, `SELECT CAST(_idemport_file AS TEXT), CAST(_idemport_row AS TEXT),
+				CAST(id AS TEXT) || '|' || coalesce(name, 'NULL') || '|' || CAST(v AS TEXT), coalesce(`+tg.TimeText("_idemport_deleted_at")+`, '')
+				FROM items ORDER BY _idemport_row, id`) {
+				fk, lineage, mark := r[0].(string), r[0].(string)+":"+r[1].(string), r[3].(string)
+				d, ok := fileDay[fk]
+				if !ok {
+					d = i + 1
+					fileDay[fk] = d
+				}
+				state := "live"
+				if mark != "" {
+					state = "deleted"
+					if old, ok := marks[lineage]; ok && old != mark {
+						t.Fatalf("%s: the mark of %s moved from %s to %s", file, lineage, old, mark)
+					}
+					marks[lineage] = mark
+				}
+				got = append(got, fmt.Sprintf("day%d|%s|%s", d, r[2], state))
+			}
+			slices.Sort(got)
+			sorted := slices.Clone(want)
+			slices.Sort(sorted)
+			if !slices.Equal(got, sorted) {
+				t.Fatalf("after %s the table holds\n%s\nwant\n%s", file, strings.Join(got, "\n"), strings.Join(sorted, "\n"))
+			}
+		}
+	})
+}
