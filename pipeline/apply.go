@@ -390,6 +390,9 @@ func (r *run) finalize(ctx context.Context) error {
 		}
 		inserted := totals.Inserted
 		if r.req.Mapping.Atomic {
+			if err := r.evolveAtCompletion(ctx, tx); err != nil {
+				return err
+			}
 			var all counter.Rows
 			if inserted, all, moved, err = r.moveStaged(ctx, tx); err != nil {
 				return err

@@ -89,8 +89,9 @@ func (r *run) evolve(table *sink.Table, schema *arrow.Schema) (*evolution, error
 	return ev, nil
 }
 
-// apply makes the changes inside tx, the transaction that stores the plan,
-// and records them with the attempt.
+// apply makes the changes inside tx, the transaction that stores the plan
+// (or, with --atomic, the one that completes the operation), and records
+// them with the attempt.
 func (ev *evolution) apply(ctx context.Context, r *run, tx *sql.Tx) error {
 	if ev == nil || ev.text == "" {
 		return nil
@@ -112,4 +113,29 @@ func (ev *evolution) apply(ctx context.Context, r *run, tx *sql.Tx) error {
 		r.res.ColumnsWidened = append(r.res.ColumnsWidened, w.column)
 	}
 	return r.e.ledger.SchemaChanged(ctx, tx, r.attempt.ID, ev.text)
+}
+
+// evolveAtCompletion makes, for an --atomic import, the schema changes its
+// file needs of the target inside the completing transaction, before the
+// staged rows are moved, so readers see new and widened columns together
+// with the rows, or neither. The changes are computed again from the table
+// as it is then (another import may have changed it since the plan) and
+// recorded with the attempt that completes the operation.
+func (r *run) evolveAtCompletion(ctx context.Context, tx *sql.Tx) error {
+	if !r.req.Mapping.Atomic {
+		return nil
+	}
+	schema := r.plan.Schema.Arrow()
+	table, err := r.e.sink.Describe(ctx, tx, r.target.Table)
+	if err != nil {
+		return err
+	}
+	ev, err := r.evolve(table, schema)
+	if err != nil {
+		return err
+	}
+	if err := ev.apply(ctx, r, tx); err != nil {
+		return err
+	}
+	return r.e.sink.Ensure(ctx, tx, r.target, schema)
 }

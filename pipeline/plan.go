@@ -296,11 +296,16 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 			Fields: b.Fields, Code: b.Code, Message: b.Message}
 	}
 	err = r.withTx(ctx, func(tx *sql.Tx) error {
-		if err := ev.apply(ctx, r, tx); err != nil {
-			return err
-		}
-		if err := r.e.sink.Ensure(ctx, tx, r.target, schema); err != nil {
-			return err
+		// With --atomic an existing table changes in the completing
+		// transaction (evolveAtCompletion), with the rows; a new one is
+		// created here, empty.
+		if !r.req.Mapping.Atomic || existing == nil {
+			if err := ev.apply(ctx, r, tx); err != nil {
+				return err
+			}
+			if err := r.e.sink.Ensure(ctx, tx, r.target, schema); err != nil {
+				return err
+			}
 		}
 		if err := r.ensureStage(ctx, tx, schema); err != nil {
 			return err

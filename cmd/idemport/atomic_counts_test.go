@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -143,6 +144,78 @@ func TestAtomicWithVersionCol(t *testing.T) {
 				}
 				if !reflect.DeepEqual(lineages[0], lineages[1]) {
 					t.Fatalf("lineage with --atomic %v, without %v", lineages[1], lineages[0])
+				}
+			})
+		}
+	})
+}
+
+// TestAtomicEvolveAtCompletion: with --atomic, the columns --evolve adds
+// or widens change the table in the transaction that completes the
+// import, with its rows: killed after every partition was staged, the
+// import has changed neither the table's columns nor its rows; resumed, it
+// adds and widens them, and the whole table holds both files' values. The
+// schema change is recorded with the attempt that completed it.
+func TestAtomicEvolveAtCompletion(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, mode := range []string{"key", "ordinal"} {
+			t.Run(mode, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				l := &life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir}
+				l.write("f1.csv", "id,a\n1,10\n2,9223372036854775807\n")
+				l.write("f2.csv", "id,a,b\n2,2.50,two\n3,-3,\n4,12345678901234567890.123,four\n")
+				args := []string{"--table", "items", "--atomic", "--evolve", "widen", "--partition-rows", "1"}
+				if mode == "key" {
+					args = append(args, "--key", "id")
+				}
+				importTo(t, l.tg, dir, nil, 0, append(args, "f1.csv")...)
+				columns := func() string {
+					t.Helper()
+					q := `SELECT name || ':' || type FROM pragma_table_info('items') WHERE name NOT LIKE '\_idemport\_%' ESCAPE '\' ORDER BY cid`
+					if l.tg.IsPostgres() {
+						q = l.tg.Rebind(`SELECT column_name || ':' || data_type FROM information_schema.columns WHERE table_schema = ? AND table_name = 'items'
+							AND column_name NOT LIKE '\_idemport\_%' ORDER BY ordinal_position`)
+					}
+					var args []any
+					if l.tg.IsPostgres() {
+						args = append(args, l.tg.Schema)
+					}
+					var out []string
+					for _, r := range testkit.Query(t, l.tg.DB, q, args...) {
+						out = append(out, r[0].(string))
+					}
+					return strings.Join(out, ",")
+				}
+				content := func() string {
+					return l.rows("items", "CAST(id AS TEXT) || '|' || CAST(a AS TEXT)", "_idemport_file", "_idemport_row")
+				}
+				cols, before := columns(), content()
+				killed := l.tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=before-finalize:1"}, append(append([]string{"import"}, args...), "f2.csv")...)
+				if killed.Signal != syscall.SIGKILL {
+					t.Fatalf("not killed: exit %d\n%s%s", killed.Code, killed.Stdout, killed.Stderr)
+				}
+				if got := columns(); got != cols {
+					t.Fatalf("before completing, the table's columns changed from %s to %s", cols, got)
+				}
+				if got := content(); got != before {
+					t.Fatalf("before completing, the table's rows changed from\n%s\nto\n%s", before, got)
+				}
+				res := importTo(t, l.tg, dir, nil, 0, append(args, "f2.csv")...)
+				if res.Outcome != "resumed" || fmt.Sprint(res.ColumnsAdded) != "[b]" || fmt.Sprint(res.ColumnsWidened) != "[a]" {
+					t.Fatalf("resumed: outcome %s, columns added %v, widened %v", res.Outcome, res.ColumnsAdded, res.ColumnsWidened)
+				}
+				want := "1|10|NULL\n2|2.50|two\n2|9223372036854775807|NULL\n3|-3|NULL\n4|12345678901234567890.123|four"
+				if mode == "key" {
+					want = "1|10|NULL\n2|2.50|two\n3|-3|NULL\n4|12345678901234567890.123|four"
+				}
+				l.wantRows("items", want, "CAST(id AS TEXT) || '|' || CAST(a AS TEXT)", "b")
+				if got := columns(); got == cols || !strings.Contains(got, "b:") {
+					t.Fatalf("after completing, the table's columns are %s (were %s)", got, cols)
+				}
+				if h := l.run(0, l.tg.With("history", "--table", "items", "f2.csv")...); !strings.Contains(h.Stdout, "schema: widened a int64 → decimal, added b (string)") &&
+					!strings.Contains(h.Stdout, "schema: added b (string), widened a int64 → decimal") {
+					t.Fatalf("history does not show the schema change:\n%s", h.Stdout)
 				}
 			})
 		}
