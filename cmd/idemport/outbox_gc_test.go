@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -138,7 +137,7 @@ func TestOutboxGCPrunesDeliveredEvents(t *testing.T) {
 			t.Fatalf("a second gc pruned events delivered just now:\n%s%s", r.Stdout, r.Stderr)
 		}
 		if n := len(outboxList(t, tg, dir)); n != len(want) {
-			t.Fatal(fmt.Sprintf("%d deliveries listed after the second gc, want %d", n, len(want)))
+			t.Fatalf("%d deliveries listed after the second gc, want %d", n, len(want))
 		}
 	})
 }
