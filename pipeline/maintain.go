@@ -328,19 +328,45 @@ func (e *Engine) GC(ctx context.Context, olderThan time.Duration, dryRun bool) (
 	return rep, nil
 }
 
-// dropOrphans drops, inside tx, the staging and key tables whose
-// operation is not processing or failed (and so will never complete and
-// drop them itself), and returns their names.
+// dropOrphans drops, inside tx, the staging and key tables of this
+// ledger's operations that are not processing or failed (and so will never
+// complete and drop them itself), and returns their names. Tables of
+// operations this ledger does not have are left alone: on PostgreSQL they
+// may belong to another ledger (another state schema) importing the same
+// file into a table of the same name elsewhere.
 func (e *Engine) dropOrphans(ctx context.Context, tx *sql.Tx) ([]string, error) {
-	live := map[string]bool{}
-	for _, state := range []ledger.State{ledger.Processing, ledger.Failed} {
-		ops, err := e.ledger.List(ctx, ledger.Filter{State: state})
-		if err != nil {
-			return nil, err
+	current := ""
+	if e.d == dialect.Postgres {
+		if err := tx.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&current); err != nil {
+			return nil, fmt.Errorf("read the current schema: %w", err)
 		}
-		for _, op := range ops {
-			h := strconv.FormatUint(uint64(FileKey(op.Table+"\x00"+op.FileID)), 16)
-			live[sink.StagePrefix+h], live["_idemport_seen_"+h] = true, true
+	}
+	// tables names the staging and key tables of op as the catalogue
+	// lists them: schema.name on PostgreSQL (the target's schema), name on
+	// SQLite.
+	tables := func(op ledger.Operation) [2]string {
+		h := strconv.FormatUint(uint64(FileKey(op.Table+"\x00"+op.FileID)), 16)
+		schema := ""
+		if e.d == dialect.Postgres {
+			schema = current
+			if i := strings.LastIndexByte(op.Table, '.'); i >= 0 {
+				schema = strings.Trim(op.Table[:i], `"`)
+			}
+			schema += "."
+		}
+		return [2]string{schema + sink.StagePrefix + h, schema + "_idemport_seen_" + h}
+	}
+	ops, err := e.ledger.List(ctx, ledger.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	mine, live := map[string]bool{}, map[string]bool{}
+	for _, op := range ops {
+		for _, name := range tables(op) {
+			mine[name] = true
+			if op.State == ledger.Processing || op.State == ledger.Failed {
+				live[name] = true
+			}
 		}
 	}
 	q := `SELECT '', name FROM sqlite_master WHERE type = 'table' AND (name LIKE '\_idemport\_stage\_%' ESCAPE '\' OR name LIKE '\_idemport\_seen\_%' ESCAPE '\')`
@@ -358,10 +384,10 @@ func (e *Engine) dropOrphans(ctx context.Context, tx *sql.Tx) ([]string, error) 
 			rows.Close()
 			return nil, err
 		}
-		if !live[name] {
-			if schema != "" {
-				name = schema + "." + name
-			}
+		if schema != "" {
+			name = schema + "." + name
+		}
+		if mine[name] && !live[name] {
 			drop = append(drop, name)
 		}
 	}

@@ -221,3 +221,34 @@ func TestAtomicEvolveAtCompletion(t *testing.T) {
 		}
 	})
 }
+
+// TestGCLeavesOtherLedgersStaging: on PostgreSQL two ledgers (two state
+// schemas) import the same file into tables of the same name, each in its
+// own schema, with --atomic; one is killed midway, its staging table kept
+// for the resume. gc of the other ledger must not drop that staging table
+// (it belongs to an operation it does not know), and the killed import
+// then resumes and completes.
+func TestGCLeavesOtherLedgersStaging(t *testing.T) {
+	testkit.Available(t, testkit.Postgres)
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a, b := testkit.NewTarget(t, testkit.Postgres, dirA), testkit.NewTarget(t, testkit.Postgres, dirB)
+	rows := testkit.Orders(t, filepath.Join(dirA, "orders.csv"), 100, 5)
+	testkit.Orders(t, filepath.Join(dirB, "orders.csv"), 100, 5)
+	args := []string{"import", "--atomic", "--partition-rows", "20", "orders.csv"}
+	if r := a.Exec(t, dirA, []string{"IDEMPORT_FAILPOINT=after-partition-commit:2"}, args...); r.Signal != syscall.SIGKILL {
+		t.Fatalf("not killed: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if r := b.Exec(t, dirB, []string{"IDEMPORT_FAILPOINT=after-partition-commit:1"}, args...); r.Signal != syscall.SIGKILL {
+		t.Fatalf("not killed: exit %d\n%s", r.Code, r.Stderr)
+	}
+	importTo(t, b, dirB, nil, 0, args[1:]...)
+	gc := b.Exec(t, dirB, nil, "gc", "-o", "json")
+	if gc.Code != 0 {
+		t.Fatalf("gc: exit %d\n%s%s", gc.Code, gc.Stdout, gc.Stderr)
+	}
+	if strings.Contains(gc.Stdout, a.Schema) {
+		t.Fatalf("gc of one ledger dropped another's staging table:\n%s", gc.Stdout)
+	}
+	importTo(t, a, dirA, nil, 0, args[1:]...)
+	checkOrders(t, a, "orders", rows)
+}
