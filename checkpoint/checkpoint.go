@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/internal/migrate"
 )
@@ -49,22 +49,14 @@ type Op struct {
 // Partition is a stored partition: its boundaries, as the plan pass found
 // them, and its state.
 type Partition struct {
-	Index    int
-	First    int64 // ordinal of the first row
-	Rows     int64
-	Rejected int64
-	Offset   int64
-	Length   int64
-	CRC      uint32
-	// Superseded lists, in order, the ordinals of the partition's rows
-	// that a later row of the same file supersedes: they are not applied.
-	Superseded []int64
+	// The partition as planned; its Superseded rows are not applied.
+	idemtype.Partition
 
 	Done         bool
 	DoneBy       string
 	LeaseAttempt string
 	LeaseExpires int64
-	Counts       counter.Rows // of a done partition: its committed effects
+	Counts       idemtype.Rows // of a done partition: its committed effects
 }
 
 // Save stores the plan body (opaque JSON) and its partitions for op.
@@ -232,7 +224,7 @@ func (s *Store) Fence(ctx context.Context, tx *sql.Tx, op Op, idx int, attempt s
 // committed the partition's effects. A done partition's rejected count is
 // c.Rejected: its rows not written, the plan's bad rows and those the
 // database refused.
-func (s *Store) Complete(ctx context.Context, tx *sql.Tx, op Op, idx int, attempt string, c counter.Rows) error {
+func (s *Store) Complete(ctx context.Context, tx *sql.Tx, op Op, idx int, attempt string, c idemtype.Rows) error {
 	res, err := tx.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET done = 1, done_by = ?, done_at = `+s.d.Now()+`,
 		lease_attempt = NULL, lease_expires = NULL,
 		rows_inserted = ?, rows_updated = ?, rows_unchanged = ?, rows_stale = ?, rejected = ?
@@ -343,8 +335,8 @@ func (s *Store) Progress(ctx context.Context, q dialect.Querier, op Op, attempt 
 }
 
 // Totals sums the counters of op's done partitions.
-func (s *Store) Totals(ctx context.Context, q dialect.Querier, op Op) (counter.Rows, error) {
-	var c counter.Rows
+func (s *Store) Totals(ctx context.Context, q dialect.Querier, op Op) (idemtype.Rows, error) {
+	var c idemtype.Rows
 	err := q.QueryRowContext(ctx, s.q(`SELECT coalesce(sum(row_count), 0), coalesce(sum(rows_inserted), 0), coalesce(sum(rows_updated), 0),
 		coalesce(sum(rows_unchanged), 0), coalesce(sum(rows_stale), 0), coalesce(sum(superseded), 0), coalesce(sum(rejected), 0)
 		FROM `+s.prefix+`partitions WHERE table_name = ? AND file_id = ? AND done = 1`), op.Table, op.FileID).

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/internal/migrate"
 )
@@ -111,7 +111,7 @@ type Operation struct {
 	CompletedBy   string
 	Outcome       string // JSON: the stored outcome or refusal report
 	Attempts      int64
-	Rows          counter.Rows
+	Rows          idemtype.Rows
 }
 
 const opColumns = `table_name, file_id, file_key, state, content_digest, mapping_digest, mapping,
@@ -242,7 +242,7 @@ func (l *Ledger) Planned(ctx context.Context, tx *sql.Tx, k Key, attempt string)
 // Refuse records that the plan pass refused the file, with report (JSON)
 // as the stored outcome. It fails with ErrLeaseLost when attempt no longer
 // holds the planning lease.
-func (l *Ledger) Refuse(ctx context.Context, tx *sql.Tx, k Key, attempt, report string, rows counter.Rows) error {
+func (l *Ledger) Refuse(ctx context.Context, tx *sql.Tx, k Key, attempt, report string, rows idemtype.Rows) error {
 	res, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = 'refused', outcome = ?,
 		lease_attempt = NULL, lease_expires = NULL, rows_read = ?, rows_rejected = ?, updated_at = `+l.d.Now()+`
 		WHERE table_name = ? AND file_id = ? AND lease_attempt = ?`), report, rows.Read, rows.Rejected, k.Table, k.FileID, attempt)
@@ -265,7 +265,7 @@ func (l *Ledger) fenced(res sql.Result, err error, what string) error {
 
 // Count adds a committed partition's counters to the attempt and the
 // operation. Call it in the partition's transaction.
-func (l *Ledger) Count(ctx context.Context, tx *sql.Tx, k Key, attempt string, r counter.Rows) error {
+func (l *Ledger) Count(ctx context.Context, tx *sql.Tx, k Key, attempt string, r idemtype.Rows) error {
 	return l.count(ctx, tx, k, attempt, r, 1)
 }
 
@@ -273,11 +273,11 @@ func (l *Ledger) Count(ctx context.Context, tx *sql.Tx, k Key, attempt string, r
 // counting a partition: an --atomic import's completing transaction uses
 // it to move the rows its partitions counted as written to the staging
 // table into what the move did to the target (r's fields sum to zero).
-func (l *Ledger) Recount(ctx context.Context, tx *sql.Tx, k Key, attempt string, r counter.Rows) error {
+func (l *Ledger) Recount(ctx context.Context, tx *sql.Tx, k Key, attempt string, r idemtype.Rows) error {
 	return l.count(ctx, tx, k, attempt, r, 0)
 }
 
-func (l *Ledger) count(ctx context.Context, tx *sql.Tx, k Key, attempt string, r counter.Rows, partitions int) error {
+func (l *Ledger) count(ctx context.Context, tx *sql.Tx, k Key, attempt string, r idemtype.Rows, partitions int) error {
 	set := `rows_read = rows_read + ?, rows_inserted = rows_inserted + ?, rows_updated = rows_updated + ?,
 		rows_unchanged = rows_unchanged + ?, rows_stale = rows_stale + ?, rows_superseded = rows_superseded + ?, rows_rejected = rows_rejected + ?`
 	args := []any{r.Read, r.Inserted, r.Updated, r.Unchanged, r.Stale, r.Superseded, r.Rejected}

@@ -12,7 +12,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/dialect"
 )
 
@@ -98,7 +98,7 @@ func TestCreateGetRoundTrip(t *testing.T) {
 		op.MappingDigest != id.MappingDigest || op.Mapping != id.Mapping || op.Path != id.Path || op.Size != id.Size {
 		t.Errorf("identity did not round-trip:\nstored %+v\nwant   %+v", op, id)
 	}
-	if op.State != Processing || op.Planned || op.Attempts != 1 || op.Rows != (counter.Rows{}) ||
+	if op.State != Processing || op.Planned || op.Attempts != 1 || op.Rows != (idemtype.Rows{}) ||
 		op.Outcome != "" || op.CompletedAt != 0 || op.CompletedBy != "" {
 		t.Errorf("new operation: %+v", op)
 	}
@@ -152,7 +152,7 @@ func TestPlannedNeedsThePlanningLease(t *testing.T) {
 		t.Fatalf("a refused Planned changed the operation: %+v", op)
 	}
 	if err := inTx(t, db, func(tx *sql.Tx) error {
-		return l.Refuse(ctx, tx, id.Key, "a2", `{}`, counter.Rows{Read: 1, Rejected: 1})
+		return l.Refuse(ctx, tx, id.Key, "a2", `{}`, idemtype.Rows{Read: 1, Rejected: 1})
 	}); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("refuse by a non-holder: %v", err)
 	}
@@ -202,11 +202,11 @@ func TestCountAddsToAttemptAndOperation(t *testing.T) {
 	id := identity()
 	create(t, l, db, id, attempt("a1"))
 
-	parts := []counter.Rows{
+	parts := []idemtype.Rows{
 		{Read: 10, Inserted: 6, Updated: 2, Unchanged: 1, Stale: 0, Rejected: 1},
 		{Read: 7, Inserted: 1, Updated: 1, Unchanged: 2, Stale: 3, Rejected: 0},
 	}
-	var want counter.Rows
+	var want idemtype.Rows
 	for _, p := range parts {
 		if err := inTx(t, db, func(tx *sql.Tx) error { return l.Count(ctx, tx, id.Key, "a1", p) }); err != nil {
 			t.Fatal(err)
@@ -216,7 +216,7 @@ func TestCountAddsToAttemptAndOperation(t *testing.T) {
 	// A partition whose transaction rolls back counts nothing.
 	rollback := errors.New("rolled back")
 	if err := inTx(t, db, func(tx *sql.Tx) error {
-		if err := l.Count(ctx, tx, id.Key, "a1", counter.Rows{Read: 100, Inserted: 100}); err != nil {
+		if err := l.Count(ctx, tx, id.Key, "a1", idemtype.Rows{Read: 100, Inserted: 100}); err != nil {
 			return err
 		}
 		return rollback

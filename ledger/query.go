@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/dialect"
 )
 
@@ -88,9 +88,9 @@ type AttemptRecord struct {
 	EndedAt     int64
 	Outcome     string // empty while running (or when the process died)
 	Error       string
-	Rows        counter.Rows
-	Partitions  counter.Partitions // Total is not stored; Skipped and Committed are
-	Recovered   int64              // leases recovered
+	Rows        idemtype.Rows
+	Partitions  idemtype.Partitions // Total is not stored; Skipped and Committed are
+	Recovered   int64               // leases recovered
 	// Deleted is how many rows its snapshot sweep removed.
 	Deleted int64
 	// SchemaChanges says which columns it added or widened (--evolve).
@@ -127,14 +127,10 @@ func (l *Ledger) Attempts(ctx context.Context, k Key) ([]AttemptRecord, error) {
 
 // Reject is a bad row kept in the quarantine under its original identity.
 type Reject struct {
-	Ordinal    int64
-	Offset     int64
-	Column     string
-	Value      string // the offending value, at most 1 KiB
-	Row        string // the whole row as read, at most 64 KiB; empty when longer
-	Fields     string // every field of the row (reader.RejectFields); empty when longer, or stored by an older version
-	Code       string
-	Message    string
+	// The bad row: its Value at most 1 KiB, its Row at most 64 KiB and
+	// empty when longer, its Fields empty when longer or stored by an
+	// older version.
+	idemtype.Reject
 	Attempt    string // the attempt that found it
 	ReplayedBy string // the replay attempt that applied a corrected row, if any
 	ReplayedAt int64

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/dialect"
 )
 
@@ -56,7 +56,7 @@ func (l *Ledger) StartReplay(ctx context.Context, tx *sql.Tx, k Key, a Attempt) 
 // Replayed marks the rejects at ordinals of k as applied by attempt and
 // adds the replay's counters to the attempt (not to the operation, whose
 // counters describe the import of the file).
-func (l *Ledger) Replayed(ctx context.Context, tx *sql.Tx, k Key, attempt string, ordinals []int64, r counter.Rows) error {
+func (l *Ledger) Replayed(ctx context.Context, tx *sql.Tx, k Key, attempt string, ordinals []int64, r idemtype.Rows) error {
 	stmt, err := tx.PrepareContext(ctx, l.q(`UPDATE `+l.prefix+`rejects SET replayed_by = ?, replayed_at = `+l.d.Now()+`
 		WHERE table_name = ? AND file_id = ? AND ordinal = ?`))
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/idemport/idemport/checkpoint"
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/sink"
@@ -183,7 +183,7 @@ func (r *run) read(ctx context.Context, claims <-chan *checkpoint.Claim, items c
 		if err := r.e.fp.Hit("after-partition-claim"); err != nil {
 			return err
 		}
-		pr, err := r.file.Partition(r.plan, r.readerPartition(c.Partition), r.req.BatchRows)
+		pr, err := r.file.Partition(r.plan, c.Partition.Partition, r.req.BatchRows)
 		if err != nil {
 			return err
 		}
@@ -212,11 +212,6 @@ func (r *run) read(ctx context.Context, claims <-chan *checkpoint.Claim, items c
 			return err
 		}
 	}
-}
-
-func (r *run) readerPartition(p checkpoint.Partition) reader.Partition {
-	return reader.Partition{Index: p.Index, First: p.First, Rows: p.Rows, Rejected: p.Rejected, Offset: p.Offset, Length: p.Length, CRC: p.CRC,
-		Superseded: p.Superseded}
 }
 
 // claimAlone leases the first partition of a worker in its own transaction.
@@ -258,7 +253,7 @@ func (r *run) write(ctx context.Context, conn *sql.Conn, w sink.Writer, seen *se
 	var (
 		tx      *txn
 		claim   *checkpoint.Claim
-		counts  counter.Rows
+		counts  idemtype.Rows
 		refused []refusedRow // rows the database refused in this partition
 		handoff = true       // claims is open
 	)
@@ -277,7 +272,7 @@ func (r *run) write(ctx context.Context, conn *sql.Conn, w sink.Writer, seen *se
 	for it := range items {
 		switch {
 		case it.claim != nil:
-			claim, counts, refused = it.claim, counter.Rows{}, nil
+			claim, counts, refused = it.claim, idemtype.Rows{}, nil
 			var err error
 			if tx, err = beginTx(ctx, conn); err != nil {
 				return fmt.Errorf("begin partition %d: %w", claim.Index, err)
@@ -329,7 +324,7 @@ func (r *run) lost(err error) error {
 
 // commit completes a partition: marks it done and counts it in the same
 // transaction as its effects.
-func (r *run) commit(ctx context.Context, tx *txn, c *checkpoint.Claim, counts counter.Rows, refused []refusedRow, mu *sync.Mutex) error {
+func (r *run) commit(ctx context.Context, tx *txn, c *checkpoint.Claim, counts idemtype.Rows, refused []refusedRow, mu *sync.Mutex) error {
 	// Bad and superseded rows never reach the writer; the plan counted them.
 	superseded := int64(len(c.Superseded))
 	counts.Read += c.Rejected + superseded
@@ -374,9 +369,9 @@ func (r *run) finalize(ctx context.Context) error {
 	if err := r.e.fp.Hit("before-finalize"); err != nil {
 		return err
 	}
-	var moved counter.Rows // this attempt's counters recounted by an --atomic move
+	var moved idemtype.Rows // this attempt's counters recounted by an --atomic move
 	err := r.withTx(ctx, func(tx *sql.Tx) error {
-		moved = counter.Rows{}
+		moved = idemtype.Rows{}
 		op, now, err := r.e.ledger.Get(ctx, tx, r.id.Key)
 		if err != nil {
 			return err
@@ -393,7 +388,7 @@ func (r *run) finalize(ctx context.Context) error {
 			if err := r.evolveAtCompletion(ctx, tx); err != nil {
 				return err
 			}
-			var all counter.Rows
+			var all idemtype.Rows
 			if inserted, all, moved, err = r.moveStaged(ctx, tx); err != nil {
 				return err
 			}

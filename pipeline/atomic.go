@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/idemport/idemport/checkpoint"
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/sink"
 )
@@ -51,7 +51,7 @@ func (r *run) ensureStage(ctx context.Context, tx *sql.Tx, schema *arrow.Schema)
 // the attempt that committed each partition (and so for the operation),
 // and returns the change to the operation's counters (all) and to this
 // attempt's (mine), for the caller to add once the transaction commits.
-func (r *run) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all, mine counter.Rows, err error) {
+func (r *run) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all, mine idemtype.Rows, err error) {
 	if !r.req.Mapping.Atomic {
 		return 0, all, mine, nil
 	}
@@ -76,7 +76,7 @@ func (r *run) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all, min
 		if g < 0 || int(g) >= len(attempts) {
 			return 0, all, mine, fmt.Errorf("staged rows of %s outside every partition", r.target.Table)
 		}
-		delta := counter.Rows{Inserted: c.Inserted - c.Read, Updated: c.Updated, Unchanged: c.Unchanged, Stale: c.Stale}
+		delta := idemtype.Rows{Inserted: c.Inserted - c.Read, Updated: c.Updated, Unchanged: c.Unchanged, Stale: c.Stale}
 		if err := r.e.ledger.Recount(ctx, tx, r.id.Key, attempts[g], delta); err != nil {
 			return 0, all, mine, err
 		}

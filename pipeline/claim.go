@@ -8,9 +8,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/english"
 
-	"github.com/idemport/idemport/internal/counter"
 	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
@@ -342,7 +342,7 @@ func (r *run) settle(ctx context.Context, d ledger.Decision, op *ledger.Operatio
 		var so storedOutcome
 		if err := json.Unmarshal([]byte(op.Outcome), &so); err == nil {
 			r.res.Previous.Rows = so.Rows
-			r.res.Partitions = counter.Partitions{Total: so.Partitions, Skipped: so.Partitions}
+			r.res.Partitions = idemtype.Partitions{Total: so.Partitions, Skipped: so.Partitions}
 		}
 		r.res.AttemptID = op.CompletedBy
 		r.log.Info("duplicate", "completed_by", op.CompletedBy)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/internal/counter"
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
@@ -124,7 +123,7 @@ type run struct {
 	plan       *reader.Plan
 	recovered  []string
 	committed  int64
-	rows       counter.Rows
+	rows       idemtype.Rows
 	doneRows   int64 // rows of partitions done, by anyone, for progress
 }
 
@@ -597,7 +596,7 @@ func (r *run) record(ctx context.Context, outcome string, failure error) error {
 	// Skipped: partitions done, but not by this attempt (before it, or by
 	// others meanwhile); those nobody finished are neither.
 	skipped := p.Done - r.committed
-	r.res.Partitions = counter.Partitions{Total: p.Total, Skipped: skipped, Committed: r.committed}
+	r.res.Partitions = idemtype.Partitions{Total: p.Total, Skipped: skipped, Committed: r.committed}
 	if err := r.e.ledger.End(ctx, tx, r.attempt.ID, outcome, failure.Error(), skipped, int64(len(r.recovered))); err != nil {
 		return err
 	}

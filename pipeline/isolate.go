@@ -10,7 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/idemport/idemport/checkpoint"
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/sink"
@@ -46,9 +46,9 @@ var errTooManyRefused = errors.New("too many rows refused")
 // is how many more refused rows the partition may have before the file is
 // over its limit whatever the other partitions hold; past it, writeBatch
 // stops with errTooManyRefused.
-func (r *run) writeBatch(ctx context.Context, tx *sql.Tx, w sink.Writer, rec arrow.RecordBatch, ordinals []int64, room int64) (counter.Rows, []refusedRow, error) {
+func (r *run) writeBatch(ctx context.Context, tx *sql.Tx, w sink.Writer, rec arrow.RecordBatch, ordinals []int64, room int64) (idemtype.Rows, []refusedRow, error) {
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+savepoint); err != nil {
-		return counter.Rows{}, nil, fmt.Errorf("savepoint: %w", err)
+		return idemtype.Rows{}, nil, fmt.Errorf("savepoint: %w", err)
 	}
 	c, err := w.Write(ctx, tx, r.id.FileKey, rec, ordinals)
 	var re *sink.RowError
@@ -61,13 +61,13 @@ func (r *run) writeBatch(ctx context.Context, tx *sql.Tx, w sink.Writer, rec arr
 		return c, nil, err
 	}
 	if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+savepoint); err != nil {
-		return counter.Rows{}, nil, fmt.Errorf("roll back to savepoint: %w", err)
+		return idemtype.Rows{}, nil, fmt.Errorf("roll back to savepoint: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+savepoint); err != nil {
-		return counter.Rows{}, nil, fmt.Errorf("release savepoint: %w", err)
+		return idemtype.Rows{}, nil, fmt.Errorf("release savepoint: %w", err)
 	}
 	if err := r.e.fp.Hit("inside-isolation"); err != nil {
-		return counter.Rows{}, nil, err
+		return idemtype.Rows{}, nil, err
 	}
 	n := rec.NumRows()
 	if n == 1 {
@@ -76,11 +76,11 @@ func (r *run) writeBatch(ctx context.Context, tx *sql.Tx, w sink.Writer, rec arr
 			bad[0].value = rec.Column(idx[0]).ValueStr(0)
 		}
 		if room < 1 {
-			return counter.Rows{}, bad, errTooManyRefused
+			return idemtype.Rows{}, bad, errTooManyRefused
 		}
-		return counter.Rows{Read: 1, Rejected: 1}, bad, nil
+		return idemtype.Rows{Read: 1, Rejected: 1}, bad, nil
 	}
-	var total counter.Rows
+	var total idemtype.Rows
 	var bad []refusedRow
 	for _, half := range [][2]int64{{0, n / 2}, {n / 2, n}} {
 		sub := rec.NewSlice(half[0], half[1])
@@ -121,13 +121,13 @@ func (r *run) quarantine(ctx context.Context, tx *sql.Tx, c *checkpoint.Claim, r
 	for i, b := range refused {
 		ordinals[i] = b.ordinal
 	}
-	raw, err := r.file.RawRows(r.plan, r.readerPartition(c.Partition), ordinals)
+	raw, err := r.file.RawRows(r.plan, c.Partition.Partition, ordinals)
 	if err != nil {
 		return fmt.Errorf("partition %d: re-read refused rows: %w", c.Index, err)
 	}
 	rejects := make([]ledger.Reject, len(refused))
 	for i, b := range refused {
-		rj := ledger.Reject{Ordinal: b.ordinal, Offset: -1, Column: b.column, Value: shown(b.value), Code: b.code, Message: b.reason}
+		rj := ledger.Reject{Reject: idemtype.Reject{Ordinal: b.ordinal, Offset: -1, Column: b.column, Value: shown(b.value), Code: b.code, Message: b.reason}}
 		if x, ok := raw[b.ordinal]; ok {
 			rj.Offset, rj.Row, rj.Fields = x.Offset, storable(x.Text), x.Fields
 		}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/sink"
 )
@@ -217,7 +218,7 @@ func ParseColumns(specs []string) (map[string]reader.Type, error) {
 		if i <= 0 {
 			return nil, fmt.Errorf("column %q: want name:type", s)
 		}
-		t, err := reader.ParseType(s[i+1:])
+		t, err := idemtype.ParseType(s[i+1:])
 		if err != nil {
 			return nil, fmt.Errorf("column %q: %w", s, err)
 		}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/notify"
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
@@ -54,7 +54,7 @@ type Event struct {
 	// forgotten or replayed.
 	Outcome string `json:"outcome"`
 	// Rows is what this attempt did; for an undo, all zero.
-	Rows counter.Rows `json:"rows"`
+	Rows idemtype.Rows `json:"rows"`
 	// Deleted is the target rows an undo removed, or a snapshot's sweep
 	// removed (or marked deleted, with --delete soft) when it completed
 	// the operation: present, even when 0, for those two only.
@@ -63,14 +63,14 @@ type Event struct {
 
 // EventOperation is the operation an event is about.
 type EventOperation struct {
-	Table         string       `json:"table"`
-	FileID        string       `json:"file_id"`
-	ContentDigest string       `json:"content_digest"`
-	State         string       `json:"state"`       // after the event's transaction
-	AttemptIDs    []string     `json:"attempt_ids"` // every attempt on it, oldest first
-	Rows          counter.Rows `json:"rows"`        // the operation's counters, all attempts together
-	CreatedAt     string       `json:"created_at"`
-	CompletedAt   string       `json:"completed_at,omitempty"`
+	Table         string        `json:"table"`
+	FileID        string        `json:"file_id"`
+	ContentDigest string        `json:"content_digest"`
+	State         string        `json:"state"`       // after the event's transaction
+	AttemptIDs    []string      `json:"attempt_ids"` // every attempt on it, oldest first
+	Rows          idemtype.Rows `json:"rows"`        // the operation's counters, all attempts together
+	CreatedAt     string        `json:"created_at"`
+	CompletedAt   string        `json:"completed_at,omitempty"`
 }
 
 func rfc3339(ms int64) string {
@@ -81,7 +81,7 @@ func rfc3339(ms int64) string {
 // k and writes it to the outbox in tx, owed to each of the engine's sinks.
 // It returns the event ID.
 func (e *Engine) recordEvent(ctx context.Context, tx *sql.Tx, kind string, k ledger.Key, a ledger.Attempt, outcome string,
-	rows counter.Rows, deleted *int64) (string, error) {
+	rows idemtype.Rows, deleted *int64) (string, error) {
 	op, now, err := e.ledger.Get(ctx, tx, k)
 	if err != nil {
 		return "", err

@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemport/idemport/checkpoint"
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/sink"
@@ -159,7 +159,7 @@ func (r *run) planInputs(ctx context.Context) (planInput, *sink.Table, error) {
 				// A type idemport does not produce (date, uuid, inet, a
 				// domain…): the file's text, for the database to parse.
 				types[c.Name] = reader.String
-			} else if t, err := reader.ParseType(c.Kind); err == nil {
+			} else if t, err := idemtype.ParseType(c.Kind); err == nil {
 				types[c.Name] = t
 			}
 		}
@@ -265,7 +265,7 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 			Rejects: plan.Rejects[:min(len(plan.Rejects), maxReported)],
 			Error:   fmt.Sprintf("%d bad rows are more than the %d one import can quarantine; fix the file, or split it", plan.Rejected, len(plan.Rejects))})
 	}
-	r.rows = counter.Rows{}
+	r.rows = idemtype.Rows{}
 	schema := plan.Schema.Arrow()
 	ev, err := r.evolve(existing, schema)
 	if err != nil {
@@ -287,13 +287,12 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 	}
 	parts := make([]checkpoint.Partition, len(plan.Partitions))
 	for i, p := range plan.Partitions {
-		parts[i] = checkpoint.Partition{Index: p.Index, First: p.First, Rows: p.Rows, Rejected: p.Rejected, Offset: p.Offset, Length: p.Length, CRC: p.CRC,
-			Superseded: p.Superseded}
+		parts[i] = checkpoint.Partition{Partition: p}
 	}
 	rejects := make([]ledger.Reject, len(plan.Rejects))
 	for i, b := range plan.Rejects {
-		rejects[i] = ledger.Reject{Ordinal: b.Ordinal, Offset: b.Offset, Column: b.Column, Value: shown(b.Value), Row: storable(b.Row),
-			Fields: b.Fields, Code: b.Code, Message: b.Message}
+		b.Value, b.Row = shown(b.Value), storable(b.Row)
+		rejects[i] = ledger.Reject{Reject: b}
 	}
 	err = r.withTx(ctx, func(tx *sql.Tx) error {
 		// With --atomic an existing table changes in the completing
@@ -404,7 +403,7 @@ func (r *run) loadPlan(ctx context.Context) error {
 	r.file = f
 	r.plan = &reader.Plan{Schema: sp.Schema, Rows: sp.Rows, Rejected: sp.Rejected, Superseded: sp.Superseded}
 	for _, p := range parts {
-		r.plan.Partitions = append(r.plan.Partitions, r.readerPartition(p))
+		r.plan.Partitions = append(r.plan.Partitions, p.Partition)
 	}
 	return nil
 }

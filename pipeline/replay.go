@@ -17,7 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemport/idemport/checkpoint"
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
@@ -42,7 +42,7 @@ type ReplayResult struct {
 	Table     string        `json:"table"`
 	FileID    string        `json:"file_id"`
 	AttemptID string        `json:"attempt_id"`
-	Rows      counter.Rows  `json:"rows"`
+	Rows      idemtype.Rows `json:"rows"`
 	EventID   string        `json:"event_id,omitempty"` // the rejects.replayed event recorded in the outbox
 	Duration  time.Duration `json:"-"`
 }

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
 )
@@ -31,15 +31,15 @@ const (
 // Result reports one file's import. Err is set for Failed, Conflict, Busy
 // and Refused, and says why in words.
 type Result struct {
-	File          string             `json:"file"`
-	FileID        string             `json:"file_id"`
-	ContentDigest string             `json:"content_digest"`
-	MappingDigest string             `json:"mapping_digest,omitempty"`
-	Table         string             `json:"table"`
-	AttemptID     string             `json:"attempt_id"`
-	Outcome       Outcome            `json:"outcome"`
-	Rows          counter.Rows       `json:"rows"`
-	Partitions    counter.Partitions `json:"partitions"`
+	File          string              `json:"file"`
+	FileID        string              `json:"file_id"`
+	ContentDigest string              `json:"content_digest"`
+	MappingDigest string              `json:"mapping_digest,omitempty"`
+	Table         string              `json:"table"`
+	AttemptID     string              `json:"attempt_id"`
+	Outcome       Outcome             `json:"outcome"`
+	Rows          idemtype.Rows       `json:"rows"`
+	Partitions    idemtype.Partitions `json:"partitions"`
 	// Deleted is how many rows a snapshot sweep deleted (or marked deleted
 	// with --delete soft).
 	Deleted int64 `json:"deleted"`
@@ -95,22 +95,22 @@ type Refusal struct {
 
 // storedOutcome is what finalize stores and a duplicate run returns.
 type storedOutcome struct {
-	Rows          counter.Rows `json:"rows"`
-	Partitions    int64        `json:"partitions"`
-	ContentDigest string       `json:"content_digest"`
-	CompletedBy   string       `json:"completed_by"`
-	Attempts      int64        `json:"attempts"`
-	DurationMs    int64        `json:"duration_ms"`       // from the operation's creation to its completion
-	Deleted       int64        `json:"deleted,omitempty"` // rows a snapshot sweep removed
+	Rows          idemtype.Rows `json:"rows"`
+	Partitions    int64         `json:"partitions"`
+	ContentDigest string        `json:"content_digest"`
+	CompletedBy   string        `json:"completed_by"`
+	Attempts      int64         `json:"attempts"`
+	DurationMs    int64         `json:"duration_ms"`       // from the operation's creation to its completion
+	Deleted       int64         `json:"deleted,omitempty"` // rows a snapshot sweep removed
 }
 
 // Previous is what an earlier run did with the operation a run found
 // already settled.
 type Previous struct {
-	State     string       `json:"state"`                // completed or refused
-	AttemptID string       `json:"attempt_id,omitempty"` // the attempt that completed it
-	At        string       `json:"at"`                   // when it was completed or refused, RFC 3339
-	Rows      counter.Rows `json:"rows"`                 // its stored row counts
+	State     string        `json:"state"`                // completed or refused
+	AttemptID string        `json:"attempt_id,omitempty"` // the attempt that completed it
+	At        string        `json:"at"`                   // when it was completed or refused, RFC 3339
+	Rows      idemtype.Rows `json:"rows"`                 // its stored row counts
 }
 
 // RefusedRows returns the bad rows the refusal of op recorded (the first
@@ -123,7 +123,7 @@ func RefusedRows(op ledger.Operation) []ledger.Reject {
 	}
 	out := make([]ledger.Reject, 0, len(ref.Rejects))
 	for _, b := range ref.Rejects {
-		out = append(out, ledger.Reject{Ordinal: b.Ordinal, Offset: b.Offset, Column: b.Column, Value: b.Value, Code: b.Code, Message: b.Message})
+		out = append(out, ledger.Reject{Reject: b})
 	}
 	return out
 }

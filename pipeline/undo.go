@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemport/idemport/checkpoint"
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
@@ -117,7 +117,7 @@ func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error)
 	if req.Forget {
 		outcome = "forgotten"
 	}
-	if res.EventID, err = e.recordEvent(ctx, tx, EventUndone, k, a, outcome, counter.Rows{}, &res.Deleted); err != nil {
+	if res.EventID, err = e.recordEvent(ctx, tx, EventUndone, k, a, outcome, idemtype.Rows{}, &res.Deleted); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {

@@ -11,9 +11,10 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/idemport/idemport/idemtype"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/idemport/idemport/idemtype"
 )
 
 // Format names a source file format.

@@ -1,109 +1,30 @@
 package reader
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/idemport/idemport/idemtype"
 )
 
-// Type is the logical type of a column. The zero value, Unknown, is only used
-// while inferring a column that has held nothing but nulls so far.
-type Type uint8
+// Type is the logical type of a column (see idemtype.Type).
+type Type = idemtype.Type
 
-// The column types. Their names are what --column name:type accepts.
+// The column types, as idemtype names them.
 const (
-	Unknown Type = iota
-	Bool
-	Int64
-	Float64
-	Timestamp // UTC, microsecond precision
-	String
-	JSON    // a JSON document kept as text
-	Decimal // an exact decimal number kept as its canonical text (see MaxDecimalDigits)
+	Unknown   = idemtype.Unknown
+	Bool      = idemtype.Bool
+	Int64     = idemtype.Int64
+	Float64   = idemtype.Float64
+	Timestamp = idemtype.Timestamp
+	String    = idemtype.String
+	JSON      = idemtype.JSON
+	Decimal   = idemtype.Decimal
 )
-
-var typeNames = [...]string{
-	Unknown:   "unknown",
-	Bool:      "bool",
-	Int64:     "int64",
-	Float64:   "float64",
-	Timestamp: "timestamp",
-	String:    "string",
-	JSON:      "json",
-	Decimal:   "decimal",
-}
-
-// String returns the canonical name of t.
-func (t Type) String() string {
-	if int(t) < len(typeNames) {
-		return typeNames[t]
-	}
-	return fmt.Sprintf("Type(%d)", t)
-}
-
-// ParseType parses a type name as written by users. It accepts the canonical
-// names and the common SQL spellings (int, integer, bigint, float, double,
-// real, numeric, boolean, text, varchar, datetime).
-func ParseType(s string) (Type, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "bool", "boolean":
-		return Bool, nil
-	case "int", "int64", "integer", "bigint":
-		return Int64, nil
-	case "float", "float64", "double", "real":
-		return Float64, nil
-	case "timestamp", "datetime", "timestamptz":
-		return Timestamp, nil
-	case "string", "text", "varchar":
-		return String, nil
-	case "json", "jsonb":
-		return JSON, nil
-	case "decimal", "numeric":
-		return Decimal, nil
-	}
-	return Unknown, fmt.Errorf("unknown column type %q (want bool, int64, float64, decimal, timestamp, string or json)", s)
-}
-
-// MetadataType is the Arrow field metadata key that records a column's
-// logical type where the Arrow type alone does not (json and decimal are
-// stored as utf8).
-const MetadataType = "idemport.type"
-
-// ArrowType returns the Arrow data type used for values of t.
-func (t Type) ArrowType() arrow.DataType {
-	switch t {
-	case Bool:
-		return arrow.FixedWidthTypes.Boolean
-	case Int64:
-		return arrow.PrimitiveTypes.Int64
-	case Float64:
-		return arrow.PrimitiveTypes.Float64
-	case Timestamp:
-		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
-	default:
-		return arrow.BinaryTypes.String
-	}
-}
 
 // Column is one column of a file's schema.
 type Column struct {
 	Name string `json:"name"`
 	Type Type   `json:"type"`
-}
-
-// MarshalText encodes t by name, so stored plans and JSON output read well.
-func (t Type) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
-
-// UnmarshalText decodes a name written by MarshalText.
-func (t *Type) UnmarshalText(b []byte) error {
-	if string(b) == "unknown" {
-		*t = Unknown
-		return nil
-	}
-	v, err := ParseType(string(b))
-	*t = v
-	return err
 }
 
 // Schema is the ordered list of a file's columns.
@@ -113,10 +34,7 @@ type Schema []Column
 func (s Schema) Arrow() *arrow.Schema {
 	fields := make([]arrow.Field, len(s))
 	for i, c := range s {
-		fields[i] = arrow.Field{Name: c.Name, Type: c.Type.ArrowType(), Nullable: true}
-		if c.Type == JSON || c.Type == Decimal {
-			fields[i].Metadata = arrow.NewMetadata([]string{MetadataType}, []string{c.Type.String()})
-		}
+		fields[i] = c.Type.Field(c.Name)
 	}
 	return arrow.NewSchema(fields, nil)
 }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/dialect"
 )
 
@@ -87,7 +87,7 @@ func Merge(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tg Target, stage 
 // (Unchanged) or, by tg.Version, older than the stored row (Stale). group
 // is an SQL expression over the staged row (alias s) giving an integer;
 // columns are the file's columns. It uses the predicates of Merge's upsert.
-func Classify(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tg Target, stage string, columns []string, group string) (map[int64]counter.Rows, error) {
+func Classify(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tg Target, stage string, columns []string, group string) (map[int64]idemtype.Rows, error) {
 	sw := Sweep{Dialect: d}
 	conflict := []string{FileColumn, RowColumn}
 	if !tg.Ordinal() {
@@ -128,10 +128,10 @@ func Classify(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tg Target, sta
 		return nil, fmt.Errorf("classify staged rows of %s: %w", tg.Table, err)
 	}
 	defer rows.Close()
-	out := map[int64]counter.Rows{}
+	out := map[int64]idemtype.Rows{}
 	for rows.Next() {
 		var g int64
-		var c counter.Rows
+		var c idemtype.Rows
 		if err := rows.Scan(&g, &c.Read, &c.Inserted, &c.Stale, &c.Updated); err != nil {
 			return nil, fmt.Errorf("classify staged rows of %s: %w", tg.Table, err)
 		}

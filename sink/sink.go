@@ -29,7 +29,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/dialect"
 )
 
@@ -53,8 +53,7 @@ type Target struct {
 // Ordinal reports whether rows are keyed by their row identity in the file.
 func (t Target) Ordinal() bool { return len(t.Key) == 0 }
 
-// Kinds of column values, named as the reader names its types. metadataType
-// is the Arrow field metadata key the reader sets for json columns.
+// Kinds of column values: the names of idemtype's types.
 const (
 	KindBool      = "bool"
 	KindInt64     = "int64"
@@ -66,27 +65,10 @@ const (
 	// reader's): numeric on PostgreSQL, TEXT on SQLite, whose numeric
 	// affinity would round it.
 	KindDecimal = "decimal"
-
-	metadataType = "idemport.type"
 )
 
 // KindOf returns the kind of values in an Arrow field.
-func KindOf(f arrow.Field) string {
-	if v, ok := f.Metadata.GetValue(metadataType); ok {
-		return v
-	}
-	switch f.Type.ID() {
-	case arrow.BOOL:
-		return KindBool
-	case arrow.INT64:
-		return KindInt64
-	case arrow.FLOAT64:
-		return KindFloat64
-	case arrow.TIMESTAMP:
-		return KindTimestamp
-	}
-	return KindString
-}
+func KindOf(f arrow.Field) string { return idemtype.TypeOf(f).String() }
 
 // Column is a column of an existing table.
 type Column struct {
@@ -174,7 +156,7 @@ type Writer interface {
 	// Write upserts the rows of rec, whose ordinals in the file with key
 	// fileKey are ordinals, inside tx, and counts what happened to them.
 	// Rows of one Write are applied in order.
-	Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (counter.Rows, error)
+	Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error)
 	// Close releases the Writer's prepared statements.
 	Close() error
 }

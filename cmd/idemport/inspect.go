@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/english"
 	"io"
 	"strings"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemport/idemport/internal/counter"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline"
 )
@@ -110,13 +110,13 @@ func newStatusCmd(e *env) *cobra.Command {
 }
 
 type operationJSON struct {
-	Table         string       `json:"table"`
-	FileID        string       `json:"file_id"`
-	State         string       `json:"state"`
-	ContentDigest string       `json:"content_digest"`
-	MappingDigest string       `json:"mapping_digest"`
-	File          string       `json:"file"`
-	Rows          counter.Rows `json:"rows"`
+	Table         string        `json:"table"`
+	FileID        string        `json:"file_id"`
+	State         string        `json:"state"`
+	ContentDigest string        `json:"content_digest"`
+	MappingDigest string        `json:"mapping_digest"`
+	File          string        `json:"file"`
+	Rows          idemtype.Rows `json:"rows"`
 	Partitions    struct {
 		Total int64 `json:"total"`
 		Done  int64 `json:"done"`
@@ -216,16 +216,16 @@ file was moved away), or as the start of a file ID that only one file ID has.`,
 }
 
 type attemptJSON struct {
-	AttemptID     string       `json:"attempt_id"`
-	Trigger       string       `json:"trigger"`
-	Host          string       `json:"host"`
-	PID           int          `json:"pid"`
-	File          string       `json:"file"`
-	StartedAt     string       `json:"started_at"`
-	EndedAt       string       `json:"ended_at,omitempty"`
-	Outcome       string       `json:"outcome"`
-	RecoveredFrom string       `json:"recovered_from,omitempty"`
-	Rows          counter.Rows `json:"rows"`
+	AttemptID     string        `json:"attempt_id"`
+	Trigger       string        `json:"trigger"`
+	Host          string        `json:"host"`
+	PID           int           `json:"pid"`
+	File          string        `json:"file"`
+	StartedAt     string        `json:"started_at"`
+	EndedAt       string        `json:"ended_at,omitempty"`
+	Outcome       string        `json:"outcome"`
+	RecoveredFrom string        `json:"recovered_from,omitempty"`
+	Rows          idemtype.Rows `json:"rows"`
 	Partitions    struct {
 		Skipped   int64 `json:"skipped"`
 		Committed int64 `json:"committed"`

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/idemport/idemport/checkpoint"
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 )
 
 // checkpointFx is a migrated checkpoint store on a fresh store.
@@ -45,8 +45,8 @@ var op = checkpoint.Op{Table: "orders", FileID: "file-1"}
 func plan(n int) []checkpoint.Partition {
 	parts := make([]checkpoint.Partition, n)
 	for i := range parts {
-		parts[i] = checkpoint.Partition{Index: i, First: int64(i*100 + 1), Rows: 100, Rejected: int64(i % 2),
-			Offset: int64(i) * 3_000_000_000, Length: 3_000_000_000, CRC: uint32(i) * 0x1234567}
+		parts[i] = checkpoint.Partition{Partition: idemtype.Partition{Index: i, First: int64(i*100 + 1), Rows: 100, Rejected: int64(i % 2),
+			Offset: int64(i) * 3_000_000_000, Length: 3_000_000_000, CRC: uint32(i) * 0x1234567}}
 	}
 	if n > 0 {
 		parts[n-1].CRC = 0xFFFFFFFF
@@ -93,7 +93,7 @@ func (f *checkpointFx) fence(idx int, attempt string) error {
 	return f.tx(func(tx *sql.Tx) error { return f.s.Fence(f.ctx, tx, op, idx, attempt, leaseMs) })
 }
 
-func (f *checkpointFx) complete(idx int, attempt string, c counter.Rows) error {
+func (f *checkpointFx) complete(idx int, attempt string, c idemtype.Rows) error {
 	f.t.Helper()
 	return f.tx(func(tx *sql.Tx) error { return f.s.Complete(f.ctx, tx, op, idx, attempt, c) })
 }
@@ -213,7 +213,7 @@ func checkpointClaimInOrder(t *testing.T, open func(t *testing.T) Store) {
 	// The partition's counts as the pipeline gives them: its rows not
 	// written (here the plan's one bad row) are its rejected count, and
 	// the plan's four superseded rows its superseded count.
-	c := counter.Rows{Read: 100, Inserted: 86, Updated: 5, Unchanged: 3, Stale: 1, Superseded: 4, Rejected: 1}
+	c := idemtype.Rows{Read: 100, Inserted: 86, Updated: 5, Unchanged: 3, Stale: 1, Superseded: 4, Rejected: 1}
 	if err := f.fence(1, "a1"); err != nil {
 		t.Fatalf("fence by the holder: %v", err)
 	}
@@ -236,7 +236,7 @@ func checkpointClaimInOrder(t *testing.T, open func(t *testing.T) Store) {
 	if p := parts[1]; !p.Done || p.DoneBy != "a1" || p.LeaseAttempt != "" || p.Counts != c || !reflect.DeepEqual(p.Superseded, plan(3)[1].Superseded) {
 		t.Errorf("done partition: %+v", p)
 	}
-	if p := parts[0]; p.Done || p.LeaseAttempt != "a1" || p.Counts != (counter.Rows{}) {
+	if p := parts[0]; p.Done || p.LeaseAttempt != "a1" || p.Counts != (idemtype.Rows{}) {
 		t.Errorf("held partition: %+v", p)
 	}
 	totals, err := f.s.Totals(f.ctx, f.st.DB, op)
@@ -329,20 +329,20 @@ func checkpointTakeover(t *testing.T, open func(t *testing.T) Store) {
 	if err := f.fence(0, "a1"); !errors.Is(err, checkpoint.ErrNotHeld) {
 		t.Errorf("fence by the stalled holder: %v", err)
 	}
-	if err := f.complete(0, "a1", counter.Rows{Read: 100, Inserted: 100}); !errors.Is(err, checkpoint.ErrNotHeld) {
+	if err := f.complete(0, "a1", idemtype.Rows{Read: 100, Inserted: 100}); !errors.Is(err, checkpoint.ErrNotHeld) {
 		t.Errorf("complete by the stalled holder: %v", err)
 	}
 	if err := f.fence(0, "a2"); err != nil {
 		t.Errorf("fence by the new holder: %v", err)
 	}
-	if err := f.complete(0, "a2", counter.Rows{Read: 100, Unchanged: 100}); err != nil {
+	if err := f.complete(0, "a2", idemtype.Rows{Read: 100, Unchanged: 100}); err != nil {
 		t.Errorf("complete by the new holder: %v", err)
 	}
 	// A partition nobody claimed cannot be fenced or completed.
 	if err := f.fence(1, "a2"); !errors.Is(err, checkpoint.ErrNotHeld) {
 		t.Errorf("fence of an unclaimed partition: %v", err)
 	}
-	if err := f.complete(1, "a2", counter.Rows{}); !errors.Is(err, checkpoint.ErrNotHeld) {
+	if err := f.complete(1, "a2", idemtype.Rows{}); !errors.Is(err, checkpoint.ErrNotHeld) {
 		t.Errorf("complete of an unclaimed partition: %v", err)
 	}
 	parts, err := f.s.Partitions(f.ctx, f.st.DB, op)
@@ -382,7 +382,7 @@ func checkpointRollback(t *testing.T, open func(t *testing.T) Store) {
 		if err := f.s.Fence(f.ctx, tx, op, 0, "a1", leaseMs); err != nil {
 			return err
 		}
-		if err := f.s.Complete(f.ctx, tx, op, 0, "a1", counter.Rows{Read: 100, Inserted: 100}); err != nil {
+		if err := f.s.Complete(f.ctx, tx, op, 0, "a1", idemtype.Rows{Read: 100, Inserted: 100}); err != nil {
 			return err
 		}
 		return rollback
@@ -393,10 +393,10 @@ func checkpointRollback(t *testing.T, open func(t *testing.T) Store) {
 	if got := f.progress("a1"); got != (checkpoint.Progress{Total: 1, Claimable: 1}) {
 		t.Errorf("after a rolled-back completion: %+v", got)
 	}
-	if totals, err := f.s.Totals(f.ctx, f.st.DB, op); err != nil || totals != (counter.Rows{}) {
+	if totals, err := f.s.Totals(f.ctx, f.st.DB, op); err != nil || totals != (idemtype.Rows{}) {
 		t.Errorf("totals after a rolled-back completion: %+v %v", totals, err)
 	}
-	if err := f.complete(0, "a1", counter.Rows{Read: 100, Inserted: 100}); err != nil {
+	if err := f.complete(0, "a1", idemtype.Rows{Read: 100, Inserted: 100}); err != nil {
 		t.Errorf("complete after the rollback: %v", err)
 	}
 }
@@ -420,7 +420,7 @@ func checkpointLeases(t *testing.T, open func(t *testing.T) Store) {
 	if n, err := f.s.Renew(f.ctx, f.st.DB, op, "a1", leaseMs); err != nil || n != 2 {
 		t.Errorf("renewed %d leases (%v), want 2", n, err)
 	}
-	if err := f.complete(0, "a1", counter.Rows{Read: 100, Inserted: 100}); err != nil {
+	if err := f.complete(0, "a1", idemtype.Rows{Read: 100, Inserted: 100}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := f.s.Renew(f.ctx, f.st.DB, op, "a1", leaseMs); err != nil || n != 1 {

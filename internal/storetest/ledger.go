@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/idemport/idemport/checkpoint"
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/ledger"
 )
 
@@ -209,7 +209,7 @@ func ledgerCreateGetRoundTrip(t *testing.T, open func(t *testing.T) Store) {
 		op.MappingDigest != id.MappingDigest || op.Mapping != id.Mapping || op.Path != id.Path || op.Size != id.Size {
 		t.Errorf("identity did not round-trip:\nstored %+v\nwant   %+v", op, id)
 	}
-	if op.State != ledger.Processing || op.Planned || op.Attempts != 1 || op.Rows != (counter.Rows{}) ||
+	if op.State != ledger.Processing || op.Planned || op.Attempts != 1 || op.Rows != (idemtype.Rows{}) ||
 		op.Outcome != "" || op.CompletedAt != 0 || op.CompletedBy != "" {
 		t.Errorf("new operation: %+v", op)
 	}
@@ -291,7 +291,7 @@ func ledgerPlannedAndRefuseAreFenced(t *testing.T, open func(t *testing.T) Store
 		t.Fatalf("a refused Planned changed the operation: %+v", op)
 	}
 	if err := f.tx(func(tx *sql.Tx) error {
-		return f.l.Refuse(f.ctx, tx, id.Key, "a2", `{}`, counter.Rows{Read: 1, Rejected: 1})
+		return f.l.Refuse(f.ctx, tx, id.Key, "a2", `{}`, idemtype.Rows{Read: 1, Rejected: 1})
 	}); !errors.Is(err, ledger.ErrLeaseLost) {
 		t.Fatalf("refuse by a non-holder: %v", err)
 	}
@@ -314,7 +314,7 @@ func ledgerPlannedAndRefuseAreFenced(t *testing.T, open func(t *testing.T) Store
 		t.Fatalf("planned by the attempt whose lease was taken over: %v", err)
 	}
 	if err := f.tx(func(tx *sql.Tx) error {
-		return f.l.Refuse(f.ctx, tx, id.Key, "a1", `{}`, counter.Rows{Read: 1, Rejected: 1})
+		return f.l.Refuse(f.ctx, tx, id.Key, "a1", `{}`, idemtype.Rows{Read: 1, Rejected: 1})
 	}); !errors.Is(err, ledger.ErrLeaseLost) {
 		t.Fatalf("refuse by the attempt whose lease was taken over: %v", err)
 	}
@@ -351,12 +351,12 @@ func ledgerRefuseStoresTheReport(t *testing.T, open func(t *testing.T) Store) {
 	f.create(id, attempt("a1"))
 	report := `{"rows":10,"rejected":3}`
 	if err := f.tx(func(tx *sql.Tx) error {
-		return f.l.Refuse(f.ctx, tx, id.Key, "a1", report, counter.Rows{Read: 10, Rejected: 3})
+		return f.l.Refuse(f.ctx, tx, id.Key, "a1", report, idemtype.Rows{Read: 10, Rejected: 3})
 	}); err != nil {
 		t.Fatal(err)
 	}
 	op, now := f.get(id.Key)
-	if op.State != ledger.Refused || op.Outcome != report || op.Rows != (counter.Rows{Read: 10, Rejected: 3}) || op.LeaseAttempt != "" {
+	if op.State != ledger.Refused || op.Outcome != report || op.Rows != (idemtype.Rows{Read: 10, Rejected: 3}) || op.LeaseAttempt != "" {
 		t.Errorf("refused operation: %+v", op)
 	}
 	if d, _ := ledger.Decide(ledger.Situation{Op: op, ID: id, Now: now}); d != ledger.Refuse {
@@ -367,7 +367,7 @@ func ledgerRefuseStoresTheReport(t *testing.T, open func(t *testing.T) Store) {
 	if err := f.tx(func(tx *sql.Tx) error { return f.l.Start(f.ctx, tx, id.Key, attempt("a2"), true, leaseMs) }); err != nil {
 		t.Fatal(err)
 	}
-	if op, _ := f.get(id.Key); op.State != ledger.Processing || op.Outcome != "" || op.Rows != (counter.Rows{}) || op.LeaseAttempt != "a2" {
+	if op, _ := f.get(id.Key); op.State != ledger.Processing || op.Outcome != "" || op.Rows != (idemtype.Rows{}) || op.LeaseAttempt != "a2" {
 		t.Errorf("replanned operation: %+v", op)
 	}
 }
@@ -377,12 +377,12 @@ func ledgerCount(t *testing.T, open func(t *testing.T) Store) {
 	id := identity()
 	f.create(id, attempt("a1"))
 
-	parts := []counter.Rows{
+	parts := []idemtype.Rows{
 		{Read: 10, Inserted: 6, Updated: 2, Unchanged: 1, Stale: 0, Rejected: 1},
 		{Read: 7, Inserted: 1, Updated: 1, Unchanged: 2, Stale: 3, Rejected: 0},
 		{Read: 3_000_000_000, Inserted: 3_000_000_000},
 	}
-	var want counter.Rows
+	var want idemtype.Rows
 	for _, p := range parts {
 		if err := f.tx(func(tx *sql.Tx) error { return f.l.Count(f.ctx, tx, id.Key, "a1", p) }); err != nil {
 			t.Fatal(err)
@@ -392,7 +392,7 @@ func ledgerCount(t *testing.T, open func(t *testing.T) Store) {
 	// A partition whose transaction rolls back counts nothing.
 	rollback := errors.New("rolled back")
 	if err := f.tx(func(tx *sql.Tx) error {
-		if err := f.l.Count(f.ctx, tx, id.Key, "a1", counter.Rows{Read: 100, Inserted: 100}); err != nil {
+		if err := f.l.Count(f.ctx, tx, id.Key, "a1", idemtype.Rows{Read: 100, Inserted: 100}); err != nil {
 			return err
 		}
 		return rollback
@@ -530,12 +530,12 @@ func ledgerRejects(t *testing.T, open func(t *testing.T) Store) {
 	id := identity()
 	f.create(id, attempt("a1"))
 	first := []ledger.Reject{
-		{Ordinal: 7, Offset: 5_000_000_001, Column: "qty", Value: "x", Code: "type", Message: "not an integer"},
-		{Ordinal: 3, Offset: 40, Code: "columns", Message: "3 fields, want 4"},
+		{Reject: idemtype.Reject{Ordinal: 7, Offset: 5_000_000_001, Column: "qty", Value: "x", Code: "type", Message: "not an integer"}},
+		{Reject: idemtype.Reject{Ordinal: 3, Offset: 40, Code: "columns", Message: "3 fields, want 4"}},
 	}
 	again := []ledger.Reject{
-		{Ordinal: 7, Offset: 5_000_000_001, Column: "qty", Value: "y", Code: "type", Message: "changed"},
-		{Ordinal: 9, Offset: 90, Column: "at", Value: "soon", Code: "type", Message: "not a timestamp"},
+		{Reject: idemtype.Reject{Ordinal: 7, Offset: 5_000_000_001, Column: "qty", Value: "y", Code: "type", Message: "changed"}},
+		{Reject: idemtype.Reject{Ordinal: 9, Offset: 90, Column: "at", Value: "soon", Code: "type", Message: "not a timestamp"}},
 	}
 	for i, rs := range [][]ledger.Reject{first, again} {
 		if err := f.tx(func(tx *sql.Tx) error { return f.l.AddRejects(f.ctx, tx, id.Key, fmt.Sprintf("a%d", i+1), rs) }); err != nil {

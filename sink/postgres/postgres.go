@@ -19,7 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/sink"
 )
@@ -510,7 +510,7 @@ func (w *writer) stale(v, file, row string) string {
 // connection: the batch is copied into the staging table through that
 // connection, inside tx. A failure caused by the rows' values is a
 // *sink.RowError; it aborts tx, as every failed statement does.
-func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (counter.Rows, error) {
+func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error) {
 	c, err := w.write(ctx, tx, fileKey, rec, ordinals)
 	return c, rowError(err)
 }
@@ -547,8 +547,8 @@ func rowError(err error) error {
 	return &sink.RowError{Code: code, Column: pe.ColumnName, Reason: fmt.Sprintf("%s (SQLSTATE %s)", msg, pe.Code), Err: err}
 }
 
-func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (counter.Rows, error) {
-	var total counter.Rows
+func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error) {
+	var total idemtype.Rows
 	n := int(rec.NumRows())
 	if n == 0 {
 		return total, nil

@@ -10,7 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/internal/pgtest"
 	"github.com/idemport/idemport/sink"
@@ -165,8 +165,8 @@ func TestSchemaQualifiedTable(t *testing.T) {
 		f.MustEnsure(tg, s)
 		w := f.Writer(tg, s)
 		rec := sinktest.Batch(t, s, []any{1, tg.Table}, []any{2, "b"})
-		sinktest.WantRows(t, tg.Table, f.Write(w, 1, rec, sinktest.Seq(1, 2)), counter.Rows{Read: 2, Inserted: 2})
-		sinktest.WantRows(t, tg.Table+" again", f.Write(w, 1, rec, sinktest.Seq(1, 2)), counter.Rows{Read: 2, Unchanged: 2})
+		sinktest.WantRows(t, tg.Table, f.Write(w, 1, rec, sinktest.Seq(1, 2)), idemtype.Rows{Read: 2, Inserted: 2})
+		sinktest.WantRows(t, tg.Table+" again", f.Write(w, 1, rec, sinktest.Seq(1, 2)), idemtype.Rows{Read: 2, Unchanged: 2})
 		sinktest.WantTable(t, tg.Table, f.Table(tg.Table, "id", "id", "name"), fmt.Sprintf("1|'%s'", tg.Table), "2|'b'")
 		f.MustEnsure(tg, s) // found and accepted
 	}
@@ -219,7 +219,7 @@ func TestCopyRunsInTheTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sinktest.WantRows(t, "in the transaction", f.WriteIn(tx, sw, 1, rec, sinktest.Seq(1, 3)), counter.Rows{Read: 3, Inserted: 3})
+	sinktest.WantRows(t, "in the transaction", f.WriteIn(tx, sw, 1, rec, sinktest.Seq(1, 3)), idemtype.Rows{Read: 3, Inserted: 3})
 	var n int64
 	if err := tx.QueryRowContext(f.Ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil || n != 3 {
 		t.Fatalf("the transaction sees %d rows (%v), want 3", n, err)
@@ -254,8 +254,8 @@ func TestExistingTableTypes(t *testing.T) {
 	rec := sinktest.Batch(t, s,
 		[]any{1, "abc", 12345678901, 0.5, "2026-11-28", "happy", 7, `{"b": 1,  "a": 2}`, at, 1},
 		[]any{2, nil, nil, nil, nil, nil, nil, nil, nil, nil})
-	sinktest.WantRows(t, "insert", f.Write(w, 1, rec, sinktest.Seq(1, 2)), counter.Rows{Read: 2, Inserted: 2})
-	sinktest.WantRows(t, "again", f.Write(w, 1, rec, sinktest.Seq(1, 2)), counter.Rows{Read: 2, Unchanged: 2})
+	sinktest.WantRows(t, "insert", f.Write(w, 1, rec, sinktest.Seq(1, 2)), idemtype.Rows{Read: 2, Inserted: 2})
+	sinktest.WantRows(t, "again", f.Write(w, 1, rec, sinktest.Seq(1, 2)), idemtype.Rows{Read: 2, Unchanged: 2})
 	var got string
 	err := f.Conn.QueryRowContext(f.Ctx, `SELECT concat_ws('|', code, price, ratio, day, m, p, doc, at, v) FROM t WHERE id = 1`).Scan(&got)
 	if err != nil {
@@ -294,7 +294,7 @@ func TestExistingTableTypes(t *testing.T) {
 	}
 	// The writer works on after a failed write.
 	rec2 := sinktest.Batch(t, s, []any{1, "xyz", 1, 0.25, "2026-11-29", "sad", 8, `[]`, at, 2})
-	sinktest.WantRows(t, "after failures", f.Write(w, 1, rec2, sinktest.Seq(1, 1)), counter.Rows{Read: 1, Updated: 1})
+	sinktest.WantRows(t, "after failures", f.Write(w, 1, rec2, sinktest.Seq(1, 1)), idemtype.Rows{Read: 1, Updated: 1})
 }
 
 // TestConcurrentWritersOnOneTable runs 4 writers, each on its own
@@ -307,7 +307,7 @@ func TestConcurrentWritersOnOneTable(t *testing.T) {
 	tg := sink.Target{Table: "t", Key: []string{"id"}}
 	setup.MustEnsure(tg, s)
 	const workers, per = 4, 500
-	totals := make([]counter.Rows, workers)
+	totals := make([]idemtype.Rows, workers)
 	done := make(chan struct{})
 	for i := range workers {
 		f := sinktest.Open(t, env)
@@ -339,7 +339,7 @@ func TestConcurrentWritersOnOneTable(t *testing.T) {
 	for range workers {
 		<-done
 	}
-	var sum counter.Rows
+	var sum idemtype.Rows
 	for _, c := range totals {
 		if !c.Balanced() {
 			t.Errorf("unbalanced: %+v", c)
@@ -380,7 +380,7 @@ func TestKeysEqualInPostgres(t *testing.T) {
 		f.MustEnsure(tg, c.s)
 		w := f.Writer(tg, c.s)
 		sinktest.WantRows(t, c.table, f.Write(w, 1, sinktest.Batch(t, c.s, c.rows...), sinktest.Seq(1, 3)),
-			counter.Rows{Read: 3, Inserted: 2, Updated: 1})
+			idemtype.Rows{Read: 3, Inserted: 2, Updated: 1})
 		sinktest.WantTable(t, c.table, f.Table(c.table, cols[0], cols...), c.want...)
 	}
 }
@@ -415,7 +415,7 @@ func TestDecimalIntoUserNumeric(t *testing.T) {
 	f.MustEnsure(tg, s)
 	w := f.Writer(tg, s)
 	rec := sinktest.Batch(t, s, []any{1, "12345678901234567890.123456789"}, []any{2, "9007199254740993"}, []any{3, "-0.000000001"})
-	sinktest.WantRows(t, "insert", f.Write(w, 1, rec, sinktest.Seq(1, 3)), counter.Rows{Read: 3, Inserted: 3})
+	sinktest.WantRows(t, "insert", f.Write(w, 1, rec, sinktest.Seq(1, 3)), idemtype.Rows{Read: 3, Inserted: 3})
 	sinktest.WantTable(t, "numeric", f.Table("t", "id", "id", "amount:decimal"),
 		"1|12345678901234567890.123456789", "2|9007199254740993.000000000", "3|-0.000000001")
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -43,13 +43,13 @@ func ordinalInsertUnchangedUpdated(t *testing.T, f *Fx) {
 	cols := []string{sink.FileColumn, sink.RowColumn, "id", "name", "score"}
 
 	first := Batch(t, people, []any{1, "ann", 1.5}, []any{2, "bob", nil}, []any{3, nil, 3.0})
-	WantRows(t, "first write", f.Write(w, 7, first, Seq(1, 3)), counter.Rows{Read: 3, Inserted: 3})
+	WantRows(t, "first write", f.Write(w, 7, first, Seq(1, 3)), idemtype.Rows{Read: 3, Inserted: 3})
 	want := []string{"7|1|1|'ann'|1.5", "7|2|2|'bob'|NULL", "7|3|3|NULL|3.0"}
 	WantTable(t, "after first write", f.Table("people", lineageOrder, cols...), want...)
 
 	// The same batch again changes nothing, not even by rewriting rows.
 	updates := f.Env.CountUpdates(t, f.Conn, "people")
-	WantRows(t, "same batch again", f.Write(w, 7, first, Seq(1, 3)), counter.Rows{Read: 3, Unchanged: 3})
+	WantRows(t, "same batch again", f.Write(w, 7, first, Seq(1, 3)), idemtype.Rows{Read: 3, Unchanged: 3})
 	if n := updates(); n != 0 {
 		t.Errorf("rewriting the same batch updated %d rows", n)
 	}
@@ -58,7 +58,7 @@ func ordinalInsertUnchangedUpdated(t *testing.T, f *Fx) {
 	// Row 2 gains a score, row 3 loses its score: exactly those two update,
 	// including changes to and from NULL.
 	changed := Batch(t, people, []any{1, "ann", 1.5}, []any{2, "bob", 2.0}, []any{3, nil, nil})
-	WantRows(t, "changed batch", f.Write(w, 7, changed, Seq(1, 3)), counter.Rows{Read: 3, Updated: 2, Unchanged: 1})
+	WantRows(t, "changed batch", f.Write(w, 7, changed, Seq(1, 3)), idemtype.Rows{Read: 3, Updated: 2, Unchanged: 1})
 	if n := updates(); n != 2 {
 		t.Errorf("changed batch updated %d rows, want 2", n)
 	}
@@ -73,19 +73,19 @@ func ordinalGaps(t *testing.T, f *Fx) {
 	cols := []string{sink.RowColumn, "id", "name"}
 
 	rows := [][]any{{1, "a", nil}, {2, "b", nil}, {4, "d", nil}, {5, "e", nil}}
-	WantRows(t, "gapped insert", f.Write(w, 9, Batch(t, people, rows...), Ords(1, 2, 4, 5)), counter.Rows{Read: 4, Inserted: 4})
-	WantRows(t, "gapped again", f.Write(w, 9, Batch(t, people, rows...), Ords(1, 2, 4, 5)), counter.Rows{Read: 4, Unchanged: 4})
+	WantRows(t, "gapped insert", f.Write(w, 9, Batch(t, people, rows...), Ords(1, 2, 4, 5)), idemtype.Rows{Read: 4, Inserted: 4})
+	WantRows(t, "gapped again", f.Write(w, 9, Batch(t, people, rows...), Ords(1, 2, 4, 5)), idemtype.Rows{Read: 4, Unchanged: 4})
 
 	rows[2] = []any{4, "D", nil}
-	WantRows(t, "gapped, one changed", f.Write(w, 9, Batch(t, people, rows...), Ords(1, 2, 4, 5)), counter.Rows{Read: 4, Updated: 1, Unchanged: 3})
+	WantRows(t, "gapped, one changed", f.Write(w, 9, Batch(t, people, rows...), Ords(1, 2, 4, 5)), idemtype.Rows{Read: 4, Updated: 1, Unchanged: 3})
 
 	// A contiguous run over the gap: 3 is new, 1, 2, 4 and 5 exist.
 	all := Batch(t, people, []any{1, "a", nil}, []any{2, "b", nil}, []any{3, "c", nil}, []any{4, "D", nil}, []any{5, "E", nil})
-	WantRows(t, "contiguous over the gap", f.Write(w, 9, all, Seq(1, 5)), counter.Rows{Read: 5, Inserted: 1, Updated: 1, Unchanged: 3})
+	WantRows(t, "contiguous over the gap", f.Write(w, 9, all, Seq(1, 5)), idemtype.Rows{Read: 5, Inserted: 1, Updated: 1, Unchanged: 3})
 
 	// A gapped batch whose ordinals span rows it does not carry.
 	mixed := Batch(t, people, []any{2, "b", nil}, []any{5, "E", nil}, []any{8, "h", nil})
-	WantRows(t, "gapped, mixed", f.Write(w, 9, mixed, Ords(2, 5, 8)), counter.Rows{Read: 3, Inserted: 1, Unchanged: 2})
+	WantRows(t, "gapped, mixed", f.Write(w, 9, mixed, Ords(2, 5, 8)), idemtype.Rows{Read: 3, Inserted: 1, Unchanged: 2})
 
 	WantTable(t, "after gaps", f.Table("people", lineageOrder, cols...),
 		"1|1|'a'", "2|2|'b'", "3|3|'c'", "4|4|'D'", "5|5|'E'", "8|8|'h'")
@@ -99,9 +99,9 @@ func ordinalFileKeysDoNotCollide(t *testing.T, f *Fx) {
 	a := Batch(t, people, []any{1, "a1", nil}, []any{2, "a2", nil})
 	b := Batch(t, people, []any{1, "b1", nil}, []any{2, "b2", nil})
 	const big = 1<<62 + 12345 // file keys are 64-bit hashes
-	WantRows(t, "file A", f.Write(w, big, a, Seq(1, 2)), counter.Rows{Read: 2, Inserted: 2})
-	WantRows(t, "file B, same ordinals", f.Write(w, -big, b, Seq(1, 2)), counter.Rows{Read: 2, Inserted: 2})
-	WantRows(t, "file A again", f.Write(w, big, a, Seq(1, 2)), counter.Rows{Read: 2, Unchanged: 2})
+	WantRows(t, "file A", f.Write(w, big, a, Seq(1, 2)), idemtype.Rows{Read: 2, Inserted: 2})
+	WantRows(t, "file B, same ordinals", f.Write(w, -big, b, Seq(1, 2)), idemtype.Rows{Read: 2, Inserted: 2})
+	WantRows(t, "file A again", f.Write(w, big, a, Seq(1, 2)), idemtype.Rows{Read: 2, Unchanged: 2})
 	WantTable(t, "two files", f.Table("people", lineageOrder, sink.FileColumn, sink.RowColumn, "name"),
 		fmt.Sprintf("%d|1|'b1'", -big), fmt.Sprintf("%d|2|'b2'", -big), fmt.Sprintf("%d|1|'a1'", big), fmt.Sprintf("%d|2|'a2'", big))
 }
@@ -123,9 +123,9 @@ func ordinalLargeBatch(t *testing.T, f *Fx) {
 		}
 		return Batch(t, people, rows...)
 	}
-	WantRows(t, "insert", f.Write(w, 5, build(0), Seq(1, n)), counter.Rows{Read: n, Inserted: n})
-	WantRows(t, "again", f.Write(w, 5, build(0), Seq(1, n)), counter.Rows{Read: n, Unchanged: n})
-	WantRows(t, "every 7th changed", f.Write(w, 5, build(7), Seq(1, n)), counter.Rows{Read: n, Updated: n / 7, Unchanged: n - n/7})
+	WantRows(t, "insert", f.Write(w, 5, build(0), Seq(1, n)), idemtype.Rows{Read: n, Inserted: n})
+	WantRows(t, "again", f.Write(w, 5, build(0), Seq(1, n)), idemtype.Rows{Read: n, Unchanged: n})
+	WantRows(t, "every 7th changed", f.Write(w, 5, build(7), Seq(1, n)), idemtype.Rows{Read: n, Updated: n / 7, Unchanged: n - n/7})
 	if got := f.Int(`SELECT count(*) FROM people WHERE name LIKE '%!'`); got != n/7 {
 		t.Errorf("%d rows changed, want %d", got, n/7)
 	}
@@ -144,16 +144,16 @@ func severalWritesInOneTransaction(t *testing.T, f *Fx) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var total counter.Rows
+		var total idemtype.Rows
 		total.Add(f.WriteIn(tx, w, 3, Batch(t, named, []any{1, "a"}, []any{2, "b"}), Seq(1, 2)))
 		total.Add(f.WriteIn(tx, w, 3, Batch(t, named, []any{3, "c"}, []any{4, "d"}), Seq(3, 4)))
 		second := f.WriteIn(tx, w, 3, Batch(t, named, []any{1, "a"}, []any{2, "B"}), Seq(1, 2))
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		WantRows(t, tg.Table+" batches", total, counter.Rows{Read: 4, Inserted: 4})
+		WantRows(t, tg.Table+" batches", total, idemtype.Rows{Read: 4, Inserted: 4})
 		// Rows inserted earlier in the same transaction count as existing.
-		WantRows(t, tg.Table+" batch over earlier batch", second, counter.Rows{Read: 2, Updated: 1, Unchanged: 1})
+		WantRows(t, tg.Table+" batch over earlier batch", second, idemtype.Rows{Read: 2, Updated: 1, Unchanged: 1})
 		WantTable(t, tg.Table, f.Table(tg.Table, "id", lineageCols("id", "name")...),
 			"1|'a'|3|1", "2|'B'|3|2", "3|'c'|3|3", "4|'d'|3|4")
 	}
@@ -177,14 +177,14 @@ func rolledBackWriteLeavesNothing(t *testing.T, f *Fx) {
 		if n := f.Int(`SELECT count(*) FROM ` + tg.Table); n != 0 {
 			t.Errorf("%s: %d rows after a rollback", tg.Table, n)
 		}
-		want := counter.Rows{Read: 3, Inserted: 3}
+		want := idemtype.Rows{Read: 3, Inserted: 3}
 		if !tg.Ordinal() {
-			want = counter.Rows{Read: 3, Inserted: 2, Updated: 1}
+			want = idemtype.Rows{Read: 3, Inserted: 2, Updated: 1}
 		}
 		WantRows(t, tg.Table+" after a rollback", f.Write(w, 3, rec, Seq(1, 3)), want)
-		again := counter.Rows{Read: 3, Unchanged: 3}
+		again := idemtype.Rows{Read: 3, Unchanged: 3}
 		if !tg.Ordinal() {
-			again = counter.Rows{Read: 3, Unchanged: 2, Stale: 1} // row 1 is older than row 3
+			again = idemtype.Rows{Read: 3, Unchanged: 2, Stale: 1} // row 1 is older than row 3
 		}
 		WantRows(t, tg.Table+" again", f.Write(w, 3, rec, Seq(1, 3)), again)
 	}
@@ -200,13 +200,13 @@ func naturalKeyKeepsLineageOfUnchangedRows(t *testing.T, f *Fx) {
 	cols := lineageCols("id", "name")
 
 	a := Batch(t, named, []any{1, "one"}, []any{2, "two"}, []any{3, "three"})
-	WantRows(t, "file A", f.Write(w, 100, a, Seq(1, 3)), counter.Rows{Read: 3, Inserted: 3})
+	WantRows(t, "file A", f.Write(w, 100, a, Seq(1, 3)), idemtype.Rows{Read: 3, Inserted: 3})
 	WantTable(t, "after file A", f.Table("t", "id", cols...),
 		"1|'one'|100|1", "2|'two'|100|2", "3|'three'|100|3")
 
 	// File B: id 1 unchanged, id 2 changed, id 4 new.
 	b := Batch(t, named, []any{1, "one"}, []any{2, "TWO"}, []any{4, "four"})
-	WantRows(t, "file B", f.Write(w, 200, b, Seq(1, 3)), counter.Rows{Read: 3, Inserted: 1, Updated: 1, Unchanged: 1})
+	WantRows(t, "file B", f.Write(w, 200, b, Seq(1, 3)), idemtype.Rows{Read: 3, Inserted: 1, Updated: 1, Unchanged: 1})
 	if n := updates(); n != 1 {
 		t.Errorf("file B updated %d rows, want 1", n)
 	}
@@ -214,7 +214,7 @@ func naturalKeyKeepsLineageOfUnchangedRows(t *testing.T, f *Fx) {
 		"1|'one'|100|1", "2|'TWO'|200|2", "3|'three'|100|3", "4|'four'|200|3")
 
 	// File B again: nothing changes.
-	WantRows(t, "file B again", f.Write(w, 200, b, Seq(1, 3)), counter.Rows{Read: 3, Unchanged: 3})
+	WantRows(t, "file B again", f.Write(w, 200, b, Seq(1, 3)), idemtype.Rows{Read: 3, Unchanged: 3})
 	if n := updates(); n != 1 {
 		t.Errorf("file B again updated rows: %d in all, want 1", n)
 	}
@@ -235,7 +235,7 @@ func naturalKeyDuplicatesInOneBatch(t *testing.T, f *Fx) {
 		[]any{1, "uno"}, // unchanged
 		[]any{6, "x"},   // insert
 	)
-	WantRows(t, "duplicates", f.Write(w, 300, rec, Seq(1, 6)), counter.Rows{Read: 6, Inserted: 2, Updated: 2, Unchanged: 2})
+	WantRows(t, "duplicates", f.Write(w, 300, rec, Seq(1, 6)), idemtype.Rows{Read: 6, Inserted: 2, Updated: 2, Unchanged: 2})
 	WantTable(t, "after duplicates", f.Table("t", "id", cols...),
 		"1|'uno'|300|4", "5|'b'|300|2", "6|'x'|300|6")
 }
@@ -261,7 +261,7 @@ func naturalKeyManyDuplicates(t *testing.T, f *Fx) {
 	// id 1: 1 insert, 9 updates, then "down9" with equal version and a
 	// later row updates, the other 9 are stale. id 2: 1 insert, 9 updates.
 	WantRows(t, "many duplicates", f.Write(w, 1, rec, Seq(1, int64(len(rows)))),
-		counter.Rows{Read: 31, Inserted: 3, Updated: 19, Stale: 9})
+		idemtype.Rows{Read: 31, Inserted: 3, Updated: 19, Stale: 9})
 	WantTable(t, "after many duplicates", f.Table("t", "id", lineageCols("id", "v", "name")...),
 		"1|9|'down9'|1|21", "2|5|'y'|1|20", "3|NULL|'once'|1|31")
 }
@@ -274,7 +274,7 @@ func naturalCompositeKey(t *testing.T, f *Fx) {
 	cols := lineageCols("a", "b", "val")
 
 	first := Batch(t, s, []any{"x", 1, "x1"}, []any{"x", 2, "x2"}, []any{"y", 1, "y1"})
-	WantRows(t, "insert", f.Write(w, 1, first, Seq(1, 3)), counter.Rows{Read: 3, Inserted: 3})
+	WantRows(t, "insert", f.Write(w, 1, first, Seq(1, 3)), idemtype.Rows{Read: 3, Inserted: 3})
 
 	second := Batch(t, s,
 		[]any{"x", 1, "X1"}, // update
@@ -283,7 +283,7 @@ func naturalCompositeKey(t *testing.T, f *Fx) {
 		[]any{"x", 1, "X1"}, // duplicate in the batch: unchanged
 		[]any{"y", 1, "Y1"}, // update
 	)
-	WantRows(t, "upsert", f.Write(w, 2, second, Seq(1, 5)), counter.Rows{Read: 5, Inserted: 1, Updated: 2, Unchanged: 2})
+	WantRows(t, "upsert", f.Write(w, 2, second, Seq(1, 5)), idemtype.Rows{Read: 5, Inserted: 1, Updated: 2, Unchanged: 2})
 	WantTable(t, "composite", f.Table("c", "a, b", cols...),
 		"'x'|1|'X1'|2|1", "'x'|2|'x2'|1|2", "'y'|1|'Y1'|2|5", "'y'|2|'y2'|2|3")
 }
@@ -303,7 +303,7 @@ func versionGuard(t *testing.T, f *Fx) {
 		[]any{3, 5, "c"},
 		[]any{4, 5, "d"},
 		[]any{5, 5, "e"},
-	), Seq(1, 5)), counter.Rows{Read: 5, Inserted: 5})
+	), Seq(1, 5)), idemtype.Rows{Read: 5, Inserted: 5})
 
 	WantRows(t, "file 20", f.Write(w, 20, Batch(t, versioned,
 		[]any{1, 4, "older"},   // older v: stale
@@ -311,7 +311,7 @@ func versionGuard(t *testing.T, f *Fx) {
 		[]any{3, nil, "null"},  // NULL v over a stored v: stale
 		[]any{4, 5, "d-equal"}, // equal v applies
 		[]any{5, 6, "e"},       // newer v applies
-	), Seq(1, 5)), counter.Rows{Read: 5, Updated: 3, Stale: 2})
+	), Seq(1, 5)), idemtype.Rows{Read: 5, Updated: 3, Stale: 2})
 	if n := updates(); n != 3 {
 		t.Errorf("file 20 updated %d rows, want 3", n)
 	}
@@ -326,7 +326,7 @@ func versionGuard(t *testing.T, f *Fx) {
 	WantRows(t, "file 30", f.Write(w, 30, Batch(t, versioned,
 		[]any{4, 5, "d-equal"},
 		[]any{1, 3, "stale again"},
-	), Seq(1, 2)), counter.Rows{Read: 2, Unchanged: 1, Stale: 1})
+	), Seq(1, 2)), idemtype.Rows{Read: 2, Unchanged: 1, Stale: 1})
 	WantTable(t, "after file 30", f.Table("t", "id", cols...),
 		"1|5|'a'|10|1",
 		"2|1|'b1'|20|2",
@@ -347,12 +347,12 @@ func timestampVersionGuard(t *testing.T, f *Fx) {
 		[]any{"a", noon, "a"},
 		[]any{"b", noon, "b"},
 		[]any{"c", noon, "c"},
-	), Seq(1, 3)), counter.Rows{Read: 3, Inserted: 3})
+	), Seq(1, 3)), idemtype.Rows{Read: 3, Inserted: 3})
 	WantRows(t, "second", f.Write(w, 2, Batch(t, s,
 		[]any{"a", noon.Add(-time.Microsecond), "older by 1µs"},
 		[]any{"b", noon.In(time.FixedZone("x", -5*3600)).Add(time.Microsecond), "newer by 1µs"},
 		[]any{"c", time.Date(2026, 11, 28, 13, 0, 0, 0, time.FixedZone("y", 3600)), "equal, written elsewhere"},
-	), Seq(1, 3)), counter.Rows{Read: 3, Updated: 2, Stale: 1})
+	), Seq(1, 3)), idemtype.Rows{Read: 3, Updated: 2, Stale: 1})
 	WantTable(t, "timestamps", f.Table("t", "k", "k", "at", "name"),
 		"'a'|2026-11-28T12:00:00.000000Z|'a'",
 		"'b'|2026-11-28T12:00:00.000001Z|'newer by 1µs'",
@@ -366,20 +366,20 @@ func sameFileOrderGuard(t *testing.T, f *Fx) {
 	cols := lineageCols("id", "name")
 
 	// Partitions of one file committed out of order: row 20 first.
-	WantRows(t, "row 20", f.Write(w, 50, Batch(t, named, []any{9, "twenty"}), Ords(20)), counter.Rows{Read: 1, Inserted: 1})
-	WantRows(t, "row 10, same file", f.Write(w, 50, Batch(t, named, []any{9, "ten"}), Ords(10)), counter.Rows{Read: 1, Stale: 1})
+	WantRows(t, "row 20", f.Write(w, 50, Batch(t, named, []any{9, "twenty"}), Ords(20)), idemtype.Rows{Read: 1, Inserted: 1})
+	WantRows(t, "row 10, same file", f.Write(w, 50, Batch(t, named, []any{9, "ten"}), Ords(10)), idemtype.Rows{Read: 1, Stale: 1})
 	WantTable(t, "after row 10", f.Table("t", "id", cols...), "9|'twenty'|50|20")
 
 	// The same row again is not older than itself.
-	WantRows(t, "row 20 again", f.Write(w, 50, Batch(t, named, []any{9, "twenty"}), Ords(20)), counter.Rows{Read: 1, Unchanged: 1})
+	WantRows(t, "row 20 again", f.Write(w, 50, Batch(t, named, []any{9, "twenty"}), Ords(20)), idemtype.Rows{Read: 1, Unchanged: 1})
 
 	// Another file's smaller ordinal is not older.
-	WantRows(t, "row 5 of another file", f.Write(w, 60, Batch(t, named, []any{9, "five"}), Ords(5)), counter.Rows{Read: 1, Updated: 1})
+	WantRows(t, "row 5 of another file", f.Write(w, 60, Batch(t, named, []any{9, "five"}), Ords(5)), idemtype.Rows{Read: 1, Updated: 1})
 	WantTable(t, "after another file", f.Table("t", "id", cols...), "9|'five'|60|5")
 
 	// Within one batch too, duplicates obey the guard after an update.
 	WantRows(t, "mixed batch", f.Write(w, 60, Batch(t, named, []any{9, "four"}, []any{9, "six"}), Ords(4, 6)),
-		counter.Rows{Read: 2, Updated: 1, Stale: 1})
+		idemtype.Rows{Read: 2, Updated: 1, Stale: 1})
 	WantTable(t, "after mixed batch", f.Table("t", "id", cols...), "9|'six'|60|6")
 }
 
@@ -391,7 +391,7 @@ func sameFileOrderGuardWithEqualVersions(t *testing.T, f *Fx) {
 
 	f.Write(w, 50, Batch(t, versioned, []any{1, 3, "twenty"}, []any{2, nil, "twenty"}), Ords(20, 21))
 	WantRows(t, "earlier rows, equal versions", f.Write(w, 50,
-		Batch(t, versioned, []any{1, 3, "ten"}, []any{2, nil, "ten"}), Ords(10, 11)), counter.Rows{Read: 2, Stale: 2})
+		Batch(t, versioned, []any{1, 3, "ten"}, []any{2, nil, "ten"}), Ords(10, 11)), idemtype.Rows{Read: 2, Stale: 2})
 	WantTable(t, "equal versions", f.Table("t", "id", cols...), "1|3|'twenty'|50|20", "2|NULL|'twenty'|50|21")
 }
 
@@ -405,11 +405,11 @@ func versionOrderDoesNotDependOnCommitOrder(t *testing.T, f *Fx) {
 		v   any
 		val string
 	}{{10, 2, "ten"}, {20, 1, "twenty"}, {30, nil, "thirty"}}
-	final := func(table string, order []int) ([]string, counter.Rows) {
+	final := func(table string, order []int) ([]string, idemtype.Rows) {
 		tg := sink.Target{Table: table, Key: []string{"id"}, Version: "v"}
 		f.MustEnsure(tg, versioned)
 		w := f.Writer(tg, versioned)
-		var total counter.Rows
+		var total idemtype.Rows
 		for _, i := range order {
 			r := rows[i]
 			total.Add(f.Write(w, 70, Batch(t, versioned, []any{1, r.v, r.val}), Ords(r.ord)))
@@ -418,7 +418,7 @@ func versionOrderDoesNotDependOnCommitOrder(t *testing.T, f *Fx) {
 	}
 	inOrder, c := final("t0", []int{0, 1, 2})
 	WantTable(t, "in file order", inOrder, "1|2|'ten'|70|10")
-	WantRows(t, "in file order", c, counter.Rows{Read: 3, Inserted: 1, Stale: 2})
+	WantRows(t, "in file order", c, idemtype.Rows{Read: 3, Inserted: 1, Stale: 2})
 	for i, order := range [][]int{{2, 1, 0}, {1, 0, 2}, {2, 0, 1}, {1, 2, 0}} {
 		got, c := final(fmt.Sprintf("t%d", i+1), order)
 		WantTable(t, fmt.Sprintf("commit order %v", order), got, inOrder...)
@@ -444,13 +444,13 @@ func writeBalancedMixed(t *testing.T, f *Fx) {
 		[]any{4, 1, "x"}, // stale (duplicate, older version)
 		[]any{2, 2, "B"}, // unchanged (duplicate)
 	)
-	WantRows(t, "mixed", f.Write(w, 2, rec, Seq(1, 7)), counter.Rows{Read: 7, Inserted: 1, Updated: 2, Unchanged: 2, Stale: 2})
+	WantRows(t, "mixed", f.Write(w, 2, rec, Seq(1, 7)), idemtype.Rows{Read: 7, Inserted: 1, Updated: 2, Unchanged: 2, Stale: 2})
 	WantTable(t, "mixed", f.Table("t", "id", lineageCols("id", "v", "name")...),
 		"1|1|'a'|1|1", "2|2|'B'|2|2", "3|9|'c'|1|3", "4|2|'D'|2|5")
 
 	// An empty batch counts nothing.
 	empty := Batch(t, versioned)
-	WantRows(t, "empty", f.Write(w, 2, empty, nil), counter.Rows{})
+	WantRows(t, "empty", f.Write(w, 2, empty, nil), idemtype.Rows{})
 }
 
 // ---- existing tables -----------------------------------------------------
@@ -475,7 +475,7 @@ func existingTableWithNaturalKey(t *testing.T, f *Fx) {
 	// Rows the user wrote have no lineage; the sink must still update them.
 	w := f.Writer(tg, named)
 	rec := Batch(t, named, []any{1, "one"}, []any{2, "TWO"}, []any{3, "three"})
-	WantRows(t, "first import", f.Write(w, 40, rec, Seq(1, 3)), counter.Rows{Read: 3, Inserted: 1, Updated: 1, Unchanged: 1})
+	WantRows(t, "first import", f.Write(w, 40, rec, Seq(1, 3)), idemtype.Rows{Read: 3, Inserted: 1, Updated: 1, Unchanged: 1})
 	WantTable(t, "first import", f.Table("t", "id", lineageCols("id", "name")...),
 		"1|'one'|NULL|NULL", "2|'TWO'|40|2", "3|'three'|40|3")
 }
@@ -487,7 +487,7 @@ func existingTableWithVersionAndNoLineage(t *testing.T, f *Fx) {
 	f.MustEnsure(tg, versioned)
 	w := f.Writer(tg, versioned)
 	rec := Batch(t, versioned, []any{1, 4, "older"}, []any{2, 6, "newer"}, []any{3, 1, "versioned"})
-	WantRows(t, "over user rows", f.Write(w, 40, rec, Seq(1, 3)), counter.Rows{Read: 3, Updated: 2, Stale: 1})
+	WantRows(t, "over user rows", f.Write(w, 40, rec, Seq(1, 3)), idemtype.Rows{Read: 3, Updated: 2, Stale: 1})
 	WantTable(t, "over user rows", f.Table("t", "id", lineageCols("id", "v", "name")...),
 		"1|5|'a'|NULL|NULL", "2|6|'newer'|40|2", "3|1|'versioned'|40|3")
 }
@@ -514,10 +514,10 @@ func existingTableWiderTypes(t *testing.T, f *Fx) {
 	w := f.Writer(tg, s)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
 	rec := Batch(t, s, []any{1, 42, at}, []any{2, nil, nil})
-	WantRows(t, "wider", f.Write(w, 1, rec, Seq(1, 2)), counter.Rows{Read: 2, Inserted: 2})
+	WantRows(t, "wider", f.Write(w, 1, rec, Seq(1, 2)), idemtype.Rows{Read: 2, Inserted: 2})
 	WantTable(t, "wider", f.Table("t", "id", "id", "n", "at"),
 		"1|'42'|'2026-01-02T03:04:05.000006Z'", "2|NULL|NULL")
-	WantRows(t, "wider again", f.Write(w, 1, rec, Seq(1, 2)), counter.Rows{Read: 2, Unchanged: 2})
+	WantRows(t, "wider again", f.Write(w, 1, rec, Seq(1, 2)), idemtype.Rows{Read: 2, Unchanged: 2})
 }
 
 // existingFloatRefusesInt64: a float column holds integers exactly only
@@ -544,7 +544,7 @@ func decimalsExact(t *testing.T, f *Fx) {
 	rec := Batch(t, s,
 		[]any{"9007199254740992", long}, []any{"9007199254740993", tiny},
 		[]any{"-9223372036854775809", "1.50"}, []any{"0.1", nil})
-	WantRows(t, "insert", f.Write(w, 1, rec, Seq(1, 4)), counter.Rows{Read: 4, Inserted: 4})
+	WantRows(t, "insert", f.Write(w, 1, rec, Seq(1, 4)), idemtype.Rows{Read: 4, Inserted: 4})
 	// The column is the dialect's decimal (numeric, DECIMAL TEXT), so that
 	// a second file's decimals are read as decimals too.
 	desc, err := f.Env.Dialect.Describe(f.Ctx, f.Conn, "t")
@@ -560,9 +560,9 @@ func decimalsExact(t *testing.T, f *Fx) {
 	got := f.Table("t", "k", "k:decimal", "d:decimal")
 	slices.Sort(got)
 	WantTable(t, "decimals", got, want...)
-	WantRows(t, "again", f.Write(w, 1, rec, Seq(1, 4)), counter.Rows{Read: 4, Unchanged: 4})
+	WantRows(t, "again", f.Write(w, 1, rec, Seq(1, 4)), idemtype.Rows{Read: 4, Unchanged: 4})
 	rec2 := Batch(t, s, []any{"-9223372036854775809", "1.5"})
-	WantRows(t, "scale", f.Write(w, 2, rec2, Seq(1, 1)), counter.Rows{Read: 1, Updated: 1})
+	WantRows(t, "scale", f.Write(w, 2, rec2, Seq(1, 1)), idemtype.Rows{Read: 1, Updated: 1})
 	if got := f.Table("t", "k", "k:decimal", "d:decimal"); !slices.Contains(got, "-9223372036854775809|1.5") {
 		t.Errorf("after a scale change: %q", got)
 	}
@@ -579,9 +579,9 @@ func decimalsExact(t *testing.T, f *Fx) {
 		rows = append(rows, []any{v})
 	}
 	n := int64(len(vals))
-	WantRows(t, "ordinal", f.Write(wo, 1, Batch(t, so, rows...), Seq(1, n)), counter.Rows{Read: n, Inserted: n})
+	WantRows(t, "ordinal", f.Write(wo, 1, Batch(t, so, rows...), Seq(1, n)), idemtype.Rows{Read: n, Inserted: n})
 	WantTable(t, "ordinal", f.Table("o", sink.RowColumn, "d:decimal"), vals...)
-	WantRows(t, "ordinal again", f.Write(wo, 1, Batch(t, so, rows...), Seq(1, n)), counter.Rows{Read: n, Unchanged: n})
+	WantRows(t, "ordinal again", f.Write(wo, 1, Batch(t, so, rows...), Seq(1, n)), idemtype.Rows{Read: n, Unchanged: n})
 }
 
 func checkReportsEveryProblem(t *testing.T, f *Fx) {
@@ -648,7 +648,7 @@ func uniqueIndexKey(t *testing.T, f *Fx) {
 	f.MustEnsure(tg, s)
 	w := f.Writer(tg, s)
 	rec := Batch(t, s, []any{"a", "ALPHA"}, []any{"b", "beta"})
-	WantRows(t, "via unique index", f.Write(w, 3, rec, Seq(1, 2)), counter.Rows{Read: 2, Inserted: 1, Updated: 1})
+	WantRows(t, "via unique index", f.Write(w, 3, rec, Seq(1, 2)), idemtype.Rows{Read: 2, Inserted: 1, Updated: 1})
 	// The database numbers new rows (PostgreSQL may skip numbers).
 	WantTable(t, "via unique index", f.Table("t", "rid", lineageCols("code", "name")...),
 		"'a'|'ALPHA'|3|1", "'b'|'beta'|3|2")
@@ -664,7 +664,7 @@ func uniqueIndexKey(t *testing.T, f *Fx) {
 	f.MustEnsure(utg, us)
 	uw := f.Writer(utg, us)
 	WantRows(t, "composite index", f.Write(uw, 3, Batch(t, us, []any{"x", 1, "v"}, []any{"x", 1, "w"}), Seq(1, 2)),
-		counter.Rows{Read: 2, Inserted: 1, Updated: 1})
+		idemtype.Rows{Read: 2, Inserted: 1, Updated: 1})
 
 	// A partial unique index is not a key; neither is a plain index.
 	f.Exec(`CREATE TABLE p (k TEXT, val TEXT)`)
@@ -716,12 +716,12 @@ func storedValues(t *testing.T, f *Fx) {
 			[]any{3, nil, nil, nil, nil, nil},
 			[]any{4, true, time.UnixMicro(-1), `"s"`, -0.5, "it's \"quoted\"\nand ünïcode"},
 		)
-		WantRows(t, tg.Table, f.Write(w, 1, rec, Seq(1, 4)), counter.Rows{Read: 4, Inserted: 4})
+		WantRows(t, tg.Table, f.Write(w, 1, rec, Seq(1, 4)), idemtype.Rows{Read: 4, Inserted: 4})
 		WantTable(t, tg.Table, f.Table(tg.Table, "id", "id", "ok", "at", "doc:json", "x", "s"),
 			`1|true|2026-11-28T09:30:00.000000Z|{"a":[1,2.5,"x"],"b":{"c":null}}|1.25|''`,
 			`2|false|2026-11-28T09:30:00.123456Z|null|2.0|'two'`,
 			`3|NULL|NULL|NULL|NULL|NULL`,
 			"4|true|1969-12-31T23:59:59.999999Z|\"s\"|-0.5|'it's \"quoted\"\nand ünïcode'")
-		WantRows(t, tg.Table+" again", f.Write(w, 1, rec, Seq(1, 4)), counter.Rows{Read: 4, Unchanged: 4})
+		WantRows(t, tg.Table+" again", f.Write(w, 1, rec, Seq(1, 4)), idemtype.Rows{Read: 4, Unchanged: 4})
 	}
 }

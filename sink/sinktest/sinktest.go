@@ -15,7 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/sink"
 )
@@ -163,7 +163,7 @@ func (f *Fx) Writer(tg sink.Target, schema *arrow.Schema) sink.Writer {
 
 // Write runs one Write in its own committed transaction and checks that its
 // counts account for every row exactly once.
-func (f *Fx) Write(w sink.Writer, fileKey int64, rec arrow.RecordBatch, ordinals []int64) counter.Rows {
+func (f *Fx) Write(w sink.Writer, fileKey int64, rec arrow.RecordBatch, ordinals []int64) idemtype.Rows {
 	f.T.Helper()
 	tx, err := f.Conn.BeginTx(f.Ctx, nil)
 	if err != nil {
@@ -177,7 +177,7 @@ func (f *Fx) Write(w sink.Writer, fileKey int64, rec arrow.RecordBatch, ordinals
 }
 
 // WriteIn runs one Write inside tx and checks its counts balance.
-func (f *Fx) WriteIn(tx *sql.Tx, w sink.Writer, fileKey int64, rec arrow.RecordBatch, ordinals []int64) counter.Rows {
+func (f *Fx) WriteIn(tx *sql.Tx, w sink.Writer, fileKey int64, rec arrow.RecordBatch, ordinals []int64) idemtype.Rows {
 	f.T.Helper()
 	c, err := w.Write(f.Ctx, tx, fileKey, rec, ordinals)
 	if err != nil {
@@ -332,7 +332,7 @@ func render(t *testing.T, kind string, v any) string {
 }
 
 // WantRows fails t unless got equals want.
-func WantRows(t *testing.T, what string, got, want counter.Rows) {
+func WantRows(t *testing.T, what string, got, want idemtype.Rows) {
 	t.Helper()
 	if got != want {
 		t.Errorf("%s: counted %+v, want %+v", what, got, want)
@@ -379,13 +379,13 @@ func TS(name string) arrow.Field {
 // JSON is a json field: a string field marked by its metadata.
 func JSON(name string) arrow.Field {
 	return arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true,
-		Metadata: arrow.NewMetadata([]string{"idemport.type"}, []string{"json"})}
+		Metadata: arrow.NewMetadata([]string{idemtype.MetadataType}, []string{"json"})}
 }
 
 // Dec is a decimal field: exact decimal text, as the reader makes it.
 func Dec(name string) arrow.Field {
 	return arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true,
-		Metadata: arrow.NewMetadata([]string{"idemport.type"}, []string{"decimal"})}
+		Metadata: arrow.NewMetadata([]string{idemtype.MetadataType}, []string{"decimal"})}
 }
 
 // Schema is an Arrow schema of fields.

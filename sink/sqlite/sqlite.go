@@ -19,7 +19,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/sink"
 )
@@ -333,8 +333,8 @@ func staleSQL(table, file, row, v, version string) string {
 }
 
 // Write implements sink.Writer.
-func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (counter.Rows, error) {
-	var total counter.Rows
+func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error) {
+	var total idemtype.Rows
 	n := int(rec.NumRows())
 	if n == 0 {
 		return total, nil

@@ -14,7 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	_ "github.com/mattn/go-sqlite3"
 
-	"github.com/idemport/idemport/internal/counter"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/sink"
 	"github.com/idemport/idemport/sink/sinktest"
@@ -114,7 +114,7 @@ func TestUnchangedWritesNothing(t *testing.T) {
 		rec := sinktest.Batch(t, s, []any{1, "a"}, []any{2, "b"})
 		f.Write(w, 1, rec, sinktest.Seq(1, 2))
 		before := f.Int(`SELECT total_changes()`)
-		sinktest.WantRows(t, tg.Table, f.Write(w, 1, rec, sinktest.Seq(1, 2)), counter.Rows{Read: 2, Unchanged: 2})
+		sinktest.WantRows(t, tg.Table, f.Write(w, 1, rec, sinktest.Seq(1, 2)), idemtype.Rows{Read: 2, Unchanged: 2})
 		if after := f.Int(`SELECT total_changes()`); after != before {
 			t.Errorf("%s: rewriting the same batch changed %d rows", tg.Table, after-before)
 		}
@@ -258,7 +258,7 @@ func TestWritersShareConnection(t *testing.T) {
 				row = append(row, 1.5)
 			}
 			got := f.Write(ws[i], 1, sinktest.Batch(t, s, row), sinktest.Seq(int64(round), int64(round)))
-			sinktest.WantRows(t, fmt.Sprintf("t%d round %d", i, round), got, counter.Rows{Read: 1, Inserted: 1})
+			sinktest.WantRows(t, fmt.Sprintf("t%d round %d", i, round), got, idemtype.Rows{Read: 1, Inserted: 1})
 		}
 	}
 	sinktest.WantTable(t, "t1", f.Table("t1", "id", "id", "s", "x"), "0|'r0'|1.5", "1|'r1'|1.5")

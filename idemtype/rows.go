@@ -1,6 +1,4 @@
-// Package counter holds the row counters that reader, sink, checkpoint and
-// ledger all speak of, so that each keeps them without importing the others.
-package counter
+package idemtype
 
 // Rows counts what happened to rows. Read is every row of the partitions
 // processed, bad rows included; each read row is exactly one of inserted,
