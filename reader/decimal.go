@@ -49,7 +49,8 @@ const maxExponent = 1 << 40
 
 // parseDecimal splits b, a decimal number in the syntax
 // [+-]digits[.digits][(e|E)[+-]digits] (at least one digit before or after
-// the point), into its parts.
+// the point), into its parts. It is the reader's one decimal parser: values,
+// natural keys and numeric limits all read numbers with it.
 func parseDecimal(b []byte) (decimalText, bool) {
 	var d decimalText
 	i := 0

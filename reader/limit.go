@@ -103,38 +103,34 @@ func limitsOf(limits map[string]Limit, names []string) []*Limit {
 	return out
 }
 
-// PostgreSQL's numeric limits: digits before the decimal point (its weight
-// is at most 32767 base-10000 digits), digits after it, and the exponent
-// its input accepts.
-const (
-	numericMaxInt   = 131072
-	numericMaxScale = 16383
-	numericMaxExp   = 1<<30 - 1
-)
+// numericMaxExp bounds the exponent PostgreSQL's numeric input accepts.
+// The digits it holds before and after the point are MaxDecimalDigits and
+// MaxDecimalScale.
+const numericMaxExp = 1<<30 - 1
 
 // numericFits says why the decimal text b does not fit a numeric column of
 // precision p and scale s (p == 0: unconstrained), or "" when it does, or
 // when b is not a plain decimal (the column's type check decides those).
 func numericFits(b []byte, p, s int) string {
-	d, ok := parseNumText(b)
+	d, ok := parseDecimal(b)
 	if !ok {
 		return ""
 	}
-	if d.exp >= numericMaxExp || d.exp <= -numericMaxExp {
+	if exp := d.point - int64(len(d.ip)); exp >= numericMaxExp || exp <= -numericMaxExp {
 		return "a number beyond numeric's range"
 	}
 	// The scale PostgreSQL gives the value as written.
-	if int64(d.frac)-d.exp > numericMaxScale {
+	if d.scale > MaxDecimalScale {
 		return "a number with more digits after the decimal point than numeric holds"
 	}
-	if d.first < 0 { // zero
+	lo, hi, mag := d.significant()
+	if lo == hi { // zero
 		return ""
 	}
 	// Digits before the point from the first non-zero one, and the place
 	// of the last non-zero digit after the point.
-	intDigits := int64(d.nint-d.first) + d.exp
-	lastPlace := int64(d.last+1-d.nint) - d.exp
-	if intDigits > numericMaxInt {
+	intDigits, lastPlace := mag, hi-d.point
+	if intDigits > MaxDecimalDigits {
 		return "a number beyond numeric's range"
 	}
 	if p == 0 {
@@ -147,68 +143,6 @@ func numericFits(b []byte, p, s int) string {
 		return fmt.Sprintf("a number too large for numeric(%d,%d)", p, s)
 	}
 	return ""
-}
-
-// numText is the shape of a decimal number's text: digits, nint of them
-// before the point, times 10^exp.
-type numText struct {
-	nint, frac  int   // digits before and after the point
-	first, last int   // indexes of the first and last non-zero digit, -1 when none
-	exp         int64 // the exponent, clamped beyond ±numericMaxExp
-}
-
-// parseNumText reads [sign] digits [. digits] [e [sign] digits].
-func parseNumText(b []byte) (numText, bool) {
-	d := numText{first: -1, last: -1}
-	i := 0
-	if i < len(b) && (b[i] == '-' || b[i] == '+') {
-		i++
-	}
-	n := 0
-	digit := func() {
-		if b[i] != '0' {
-			if d.first < 0 {
-				d.first = n
-			}
-			d.last = n
-		}
-		n++
-	}
-	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-		digit()
-	}
-	d.nint = n
-	if i < len(b) && b[i] == '.' {
-		i++
-		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-			digit()
-		}
-	}
-	d.frac = n - d.nint
-	if n == 0 {
-		return d, false
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		neg := false
-		if i < len(b) && (b[i] == '-' || b[i] == '+') {
-			neg = b[i] == '-'
-			i++
-		}
-		start := i
-		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-			if d.exp < numericMaxExp {
-				d.exp = d.exp*10 + int64(b[i]-'0')
-			}
-		}
-		if i == start {
-			return d, false
-		}
-		if neg {
-			d.exp = -d.exp
-		}
-	}
-	return d, i == len(b)
 }
 
 // jsonbRefuses returns why PostgreSQL's jsonb refuses the JSON text b, or
