@@ -292,7 +292,7 @@ func (r *run) identify(ctx context.Context) error {
 	case r.sharesRead && r.textFormat():
 		// Hash and plan on one read: the plan pass follows the hash, and
 		// for a compressed file hashes the data it decodes.
-		sr, err := startSharedRead(ctx, src, hashProgress)
+		sr, err := reader.StartHashRead(ctx, src, hashProgress)
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"strings"
 	"unicode/utf8"
@@ -187,24 +186,20 @@ func columnLimits(t *sink.Table) map[string]reader.Limit {
 	return out
 }
 
-// scan runs the plan pass over the file read with types fixed, reading its
-// bytes from raw when that is not nil. Until secondCore, if set, is closed,
-// the pass keeps to one core. digest, if set, receives the digest of the
-// data the pass decoded (reader.ScanOptions.ContentDigest).
-func (r *run) scan(ctx context.Context, in planInput, raw io.Reader, secondCore <-chan struct{}, digest func(string), progress func(b, rows int64)) (*reader.File, *reader.Plan, error) {
+// scan runs the plan pass over the file read with types fixed, sharing the
+// read of the hash under way when shared is not nil. digest, if set,
+// receives the digest of the data the pass decoded
+// (reader.ScanOptions.ContentDigest).
+func (r *run) scan(ctx context.Context, in planInput, shared *reader.HashRead, digest func(string), progress func(b, rows int64)) (*reader.File, *reader.Plan, error) {
 	f, err := r.open(r.readerOptions(in))
 	if err != nil {
 		return nil, nil, err
-	}
-	if !f.SharesRead() {
-		raw = nil
 	}
 	plan, err := f.Scan(ctx, reader.ScanOptions{
 		PartitionRows: r.req.PartitionRows,
 		KeepRejects:   r.req.MaxRejects.keep(),
 		Progress:      progress,
-		Raw:           raw,
-		SecondCore:    secondCore,
+		Shared:        shared,
 		ContentDigest: digest,
 	})
 	return f, plan, err
@@ -229,7 +224,7 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 	}
 	f, plan, err := r.spec.result(in, progress)
 	if f == nil && err == nil { // no speculative plan to use: plan now
-		f, plan, err = r.scan(ctx, in, nil, nil, nil, progress)
+		f, plan, err = r.scan(ctx, in, nil, nil, progress)
 	}
 	if err != nil {
 		return r.refuseDefect(ctx, err)

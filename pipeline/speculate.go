@@ -28,9 +28,9 @@ type speculation struct {
 
 // speculate starts the plan pass on the bytes of sr. With content set (a
 // compressed file) the pass also hashes the data it decodes, which makes
-// it the source of the content digest: it then runs on both cores from the
-// start, since the claim waits for it anyway.
-func (r *run) speculate(ctx context.Context, sr *sharedRead, content bool) {
+// it the source of the content digest (and the pass then runs on both
+// cores from the start, since the claim waits for it anyway).
+func (r *run) speculate(ctx context.Context, sr *reader.HashRead, content bool) {
 	ctx, cancel := context.WithCancel(ctx)
 	sp := &speculation{cancel: cancel, done: make(chan struct{})}
 	r.spec = sp
@@ -42,21 +42,11 @@ func (r *run) speculate(ctx context.Context, sr *sharedRead, content bool) {
 			return
 		}
 		sp.in = in
-		raw, err := sr.reader()
-		if err != nil {
-			sp.err = err
-			return
-		}
-		defer raw.Close()
-		// The hash decides whether this pass is needed: until it is done,
-		// the pass leaves it a core.
-		secondCore := sr.hashed
 		var digest func(string)
 		if content {
-			secondCore = nil
 			digest = func(d string) { sp.digest, sp.scanned = d, true }
 		}
-		sp.file, sp.plan, sp.err = r.scan(ctx, in, raw, secondCore, digest, func(b, rows int64) {
+		sp.file, sp.plan, sp.err = r.scan(ctx, in, sr, digest, func(b, rows int64) {
 			if p := sp.progress.Load(); p != nil {
 				(*p)(b, rows)
 			}

@@ -24,7 +24,7 @@ type source interface {
 	// partition whose Rows, Offset, Length and CRC describe the unit, and
 	// the unit's record batches; it closes the unit after fn returns. A
 	// source that can decode a unit on two goroutines does so once
-	// secondCore is closed (nil: at once), as ScanOptions.SecondCore says.
+	// secondCore is closed (nil: at once), as ScanOptions.secondCore says.
 	scan(ctx context.Context, secondCore <-chan struct{}, fn func(p Partition, u unit) error) error
 	// open returns the record batches of the unit of partition p, each at
 	// most batchRows long where the decoder can split, after checking the
@@ -94,7 +94,7 @@ func (f *File) scanArrow(ctx context.Context, o ScanOptions) (plan *Plan, err er
 			plan, err = nil, f.recovered(v, where)
 		}
 	}()
-	err = f.src.scan(ctx, o.SecondCore, func(p Partition, u unit) error {
+	err = f.src.scan(ctx, o.secondCore, func(p Partition, u unit) error {
 		p.Index, p.First = len(plan.Partitions), ordinal+1
 		where = f.where(f.src.unitName(), p)
 		var read int64

@@ -1290,7 +1290,7 @@ func TestParquetSplitDecode(t *testing.T) {
 		}
 		o := ScanOptions{KeepRejects: 100}
 		if second != nil {
-			o.SecondCore = second
+			o.secondCore = second
 		}
 		plan, err := f.Scan(context.Background(), o)
 		if err != nil {

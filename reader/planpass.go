@@ -77,7 +77,7 @@ func (c *rowChunk) add(r tokenRow, sc rowScanner, cells []cell) {
 }
 
 // tokenize reads every row of sc, cuts the partitions, and sends the rows to
-// the validator in chunks taken from free. Until o.SecondCore is closed it
+// the validator in chunks taken from free. Until o.secondCore is closed it
 // validates each chunk itself with v instead. It returns the plan without
 // its schema and rejects.
 func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o ScanOptions, v *validator, free <-chan *rowChunk, chunks chan<- *rowChunk) (*Plan, error) {
@@ -89,14 +89,14 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o S
 		ordinal int64
 		c       *rowChunk
 		sent    int // names the validator has
-		wide    = closed(o.SecondCore)
+		wide    = closed(o.secondCore)
 	)
 	send := func() error {
 		if len(*names) > sent {
 			c.names = slices.Clone(*names)
 			sent = len(*names)
 		}
-		if wide = wide || closed(o.SecondCore); !wide {
+		if wide = wide || closed(o.secondCore); !wide {
 			// Validate here; the validator goroutine gets the chunks after
 			// this one, if any, so rows stay in order.
 			v.chunk(c)

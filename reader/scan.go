@@ -74,29 +74,29 @@ type ScanOptions struct {
 	// scanned so far. Its last call, when the pass reads the file to its
 	// end, reports every byte read.
 	Progress func(bytes, rows int64)
-	// SecondCore, if set, keeps the pass on one goroutine until it is
-	// closed: a caller hashing the file alongside keeps a core for the hash.
-	// Nil lets the pass use a second goroutine from the start: text formats
-	// validate rows on it, Parquet files decode half the columns on it.
-	SecondCore <-chan struct{}
-	// Raw, if set, supplies the file's bytes as stored, from its first, for
-	// Scan to read instead of opening the file: a caller that reads the file
-	// anyway (to hash it) can share that read. It is used by the text
-	// formats (CSV, TSV, JSONL, compressed or not); the others open the file.
-	Raw io.Reader
+	// Shared, if set, is a hash of this file's source under way
+	// (StartHashRead): the pass of a text format (CSV, TSV, JSONL,
+	// compressed or not) reads the bytes the hash reads instead of reading
+	// the source again, and keeps to one core until the hash is done,
+	// leaving the other to the hash, unless ContentDigest is set (its
+	// caller waits for the pass anyway). Parquet and Arrow files, read by
+	// random access, do not use it. One pass only may read a HashRead.
+	Shared *HashRead
 	// ContentDigest, if set, is called as Scan returns with the digest
 	// (as in Digests.Content) of the file's whole decoded stream, which
 	// Scan then reads to its end even when a defect stopped the pass early,
 	// or with "" when the stream cannot be decoded to its end (or the pass
-	// was cancelled). A caller that hashed only the stored bytes (Raw) gets
+	// was cancelled). A caller that hashed only the stored bytes (Shared) gets
 	// the decoded data's digest without decompressing the file twice. Text
 	// formats only; the others never call it.
 	ContentDigest func(string)
-}
 
-// SharesRead reports whether Scan of this file can read its bytes from
-// ScanOptions.Raw.
-func (f *File) SharesRead() bool { return f.src == nil }
+	// secondCore, if set, keeps the pass on one goroutine until it is
+	// closed. Nil lets the pass use a second goroutine from the start: text
+	// formats validate rows on it, Parquet files decode half the columns on
+	// it.
+	secondCore <-chan struct{}
+}
 
 // Scan runs the plan pass: one streaming read of the whole file that infers
 // the types of columns not fixed by Options.Types, validates every row,
@@ -118,8 +118,16 @@ func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 	}
 	var s *stream
 	var err error
-	if o.Raw != nil {
-		s, err = f.decompress(o.Raw)
+	if o.Shared != nil {
+		raw := o.Shared.reader()
+		if o.ContentDigest == nil {
+			o.secondCore = o.Shared.hashed
+		}
+		if s, err = f.decompress(raw); err != nil {
+			raw.Close()
+		} else {
+			s.closers = append([]io.Closer{raw}, s.closers...)
+		}
 	} else {
 		s, err = f.open(0)
 	}

@@ -19,6 +19,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/idemport/idemport/idemtype"
 )
 
 // writeFile writes data to a new file called name in a fresh temporary
@@ -1355,6 +1357,17 @@ func (c *closeAfter) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// streamSource is a source whose stream is r, for the one stream a scan
+// opens.
+type streamSource struct {
+	idemtype.Source
+	r io.Reader
+}
+
+func (s *streamSource) Open(context.Context, int64) (io.ReadCloser, error) {
+	return io.NopCloser(s.r), nil
+}
+
 // TestSecondCore: the plan is the same whether the rows are validated on
 // the reading goroutine, on a second one, or first on one and then on the
 // other, for CSV and for JSONL whose columns appear along the way.
@@ -1401,8 +1414,8 @@ func TestSecondCore(t *testing.T) {
 			}
 			o := ScanOptions{PartitionRows: 100, KeepRejects: 100}
 			if second != nil {
-				o.SecondCore = second
-				o.Raw = &closeAfter{r: strings.NewReader(c.data), n: after, ch: second}
+				o.secondCore = second
+				f.in = &streamSource{Source: f.in, r: &closeAfter{r: strings.NewReader(c.data), n: after, ch: second}}
 			}
 			plan, err := f.Scan(context.Background(), o)
 			if err != nil {

@@ -1,23 +1,23 @@
-package pipeline
+package reader
 
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 
 	"github.com/idemport/idemport/idemtype"
 )
 
-// sharedRead reads a file once to hash it and lets the plan pass read the
-// same bytes. The hasher never waits for the plan pass: each chunk it reads
-// is handed to the plan pass if the plan pass has room for it, and dropped
-// otherwise; the plan pass reads what it missed itself, from the page
-// cache, once it catches up. So a rerun that turns out to be a duplicate
-// costs one hash of the file, and a first import does not pay for hashing
-// and planning one after the other.
-type sharedRead struct {
+// HashRead is the one-pass hash and plan: it reads a file's source once to
+// hash its stored bytes, and lets one plan pass (ScanOptions.Shared) read
+// the same bytes. The hasher never waits for the plan pass: each chunk it
+// reads is handed to the plan pass if the plan pass has room for it, and
+// dropped otherwise; the plan pass reads what it missed itself (by ReadAt,
+// from the page cache for a local file) once it catches up. So a rerun that
+// turns out to be a duplicate costs one hash of the file, and a first
+// import does not pay for hashing and planning one after the other.
+type HashRead struct {
 	chunks chan chunk
 	free   chan []byte // buffers the plan pass is done with, for the hasher to reuse
 	digest chan digestResult
@@ -40,15 +40,15 @@ const (
 	sharedAhead = 8 // chunks the plan pass may lag behind before the hasher stops handing them over
 )
 
-// startSharedRead starts hashing src in a goroutine; progress, if set, is
-// called with the bytes hashed so far.
-func startSharedRead(ctx context.Context, src idemtype.Source, progress func(int64)) (*sharedRead, error) {
+// StartHashRead starts hashing src in a goroutine; progress, if set, is
+// called with the bytes hashed so far. Cancelling ctx stops the hash.
+func StartHashRead(ctx context.Context, src idemtype.Source, progress func(int64)) (*HashRead, error) {
 	f, err := src.Open(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
 	path := src.Name()
-	s := &sharedRead{chunks: make(chan chunk, sharedAhead), free: make(chan []byte, sharedAhead+2),
+	s := &HashRead{chunks: make(chan chunk, sharedAhead), free: make(chan []byte, sharedAhead+2),
 		digest: make(chan digestResult, 1), hashed: make(chan struct{}), src: src}
 	go func() {
 		defer close(s.hashed)
@@ -82,7 +82,7 @@ func startSharedRead(ctx context.Context, src idemtype.Source, progress func(int
 				}
 			}
 			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				s.digest <- digestResult{digest: "sha256:" + hex.EncodeToString(h.Sum(nil))}
+				s.digest <- digestResult{digest: HashText(h)}
 				return
 			}
 			if err != nil {
@@ -94,18 +94,21 @@ func startSharedRead(ctx context.Context, src idemtype.Source, progress func(int
 	return s, nil
 }
 
-// Digest waits for the content digest.
-func (s *sharedRead) Digest() (string, error) {
+// Digest waits for the digest of the stored bytes ("sha256:" and hex).
+func (s *HashRead) Digest() (string, error) {
 	r := <-s.digest
 	s.digest <- r // later callers get it too
 	return r.digest, r.err
 }
 
+// Hashed returns a channel closed when the hasher is done.
+func (s *HashRead) Hashed() <-chan struct{} { return s.hashed }
+
 // reader returns the file's bytes, from its first, for the plan pass: the
 // chunks the hasher handed over, and the ranges it did not, read from the
-// source. The caller must Close it.
-func (s *sharedRead) reader() (*followReader, error) {
-	return &followReader{f: s.src, chunks: s.chunks, free: s.free}, nil
+// source. Only one reader may be taken. The caller must Close it.
+func (s *HashRead) reader() *followReader {
+	return &followReader{f: s.src, chunks: s.chunks, free: s.free}
 }
 
 // followReader yields a file's bytes in order from chunks read by another

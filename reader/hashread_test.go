@@ -1,0 +1,62 @@
+package reader
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestHashReadYieldsTheFileExactly reads a file through a HashRead
+// with a plan pass that keeps falling behind the hasher: the bytes it gets
+// must be exactly the file's, and the digest the file's SHA-256.
+func TestHashReadYieldsTheFileExactly(t *testing.T) {
+	data := make([]byte, 9*sharedChunk+12345)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		data[i] = byte(rng.IntN(256))
+	}
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, err := OpenFileSource(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lag := range []time.Duration{0, time.Millisecond, 5 * time.Millisecond} {
+		sr, err := StartHashRead(context.Background(), src, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := sr.reader()
+		var got bytes.Buffer
+		buf := make([]byte, 300_000) // reads that straddle chunks
+		for {
+			n, err := r.Read(buf[:1+rng.IntN(len(buf))])
+			got.Write(buf[:n])
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(lag)
+		}
+		r.Close()
+		if !bytes.Equal(got.Bytes(), data) {
+			t.Fatalf("lag %v: read %d bytes that differ from the file's %d", lag, got.Len(), len(data))
+		}
+		digest, err := sr.Digest()
+		sum := sha256.Sum256(data)
+		if err != nil || digest != "sha256:"+hex.EncodeToString(sum[:]) {
+			t.Fatalf("digest %s %v", digest, err)
+		}
+	}
+}
