@@ -7,13 +7,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
-// Reason codes of row-level errors found only in Parquet and Arrow files.
-// Like the others, they are stable: rejects store them.
-const (
-	CodeRange     = "range"     // the value is outside what the column's type holds (uint64 above int64, a year outside 0000-9999)
-	CodePrecision = "precision" // a timestamp has a non-zero part finer than a microsecond
-)
-
 // arrowMode says how the values of an Arrow column become reader values.
 type arrowMode uint8
 

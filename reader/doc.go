@@ -2,7 +2,8 @@
 // their ordinal in the file.
 //
 // It owns everything that depends on a file's bytes: format detection and
-// decompression ([Open]), the content digest ([Digest]), the plan pass that
+// decompression ([Open]), the content digest ([Digest]), the one-pass hash
+// and plan ([StartHashRead], [ScanOptions].Shared), the plan pass that
 // counts, validates and cuts a file into partitions ([File.Scan]), and the
 // partition reader that replays one partition of a stored plan, seeking to its
 // byte offset where the format allows ([File.Partition]).
@@ -10,6 +11,29 @@
 // Every byte is read through an [idemtype.Source]: [OpenFileSource] gives
 // one for a local file ([OpenPath] opens a path with it), and a remote
 // object may be another.
+//
+// # Shape
+//
+// The package is a facade over two wings. The facade is what callers see
+// and what both wings share: [File] and [Open] (file.go), [File.Scan],
+// [Plan] and [File.Partition] (scan.go), the source and the hash
+// (source.go, hashread.go, digest.go), errors (errors.go), the reject codes
+// and the text checks every format applies (reject.go), the fields of a
+// rejected row as stored (fields.go), the target's limits
+// (limit.go), natural keys and superseded rows (keys.go), the column types
+// (types.go) and the counters (stats.go).
+//
+// The text wing reads CSV, TSV and JSONL as a stream: the line buffer
+// (buffer.go), the scanners (csv.go, jsonl.go), the two-stage plan pass
+// (planpass.go), values and type inference (value.go, decimal.go) and the
+// Arrow batches it builds (batch.go). The columnar wing reads
+// Parquet and Arrow IPC files by random access, one unit (row group or
+// record batch) at a time: the unit interface and its plan pass
+// (columnar.go), the formats (parquet.go, parquetsplit.go, ipc.go), the
+// flatbuffer checks before arrow-go decodes anything (fbcheck.go), the
+// checksummed byte ranges the decoders read from (byterange.go), and the
+// conversion of Arrow types and values to the reader's (arrowtype.go,
+// arrowconv.go, arrowtext.go).
 //
 // Text formats (CSV, TSV, JSONL) are parsed by hand-written scanners and
 // converted into Arrow batches directly; Arrow's own CSV reader is too slow for

@@ -32,8 +32,8 @@ import (
 
 var ipcMagic = []byte("ARROW1")
 
-// ipcFileSource is an opened Arrow IPC file.
-type ipcFileSource struct {
+// ipcFile is an opened Arrow IPC file.
+type ipcFile struct {
 	f      *File
 	size   int64
 	tail   loadedRange // the footer, its length and the closing magic
@@ -58,7 +58,7 @@ func spans(blocks []ipcBlock) []span64 {
 
 // checkBlocks checks the messages of loaded blocks before the decoder
 // reads them.
-func (s *ipcFileSource) checkBlocks(ld *loaded, what string, blocks []ipcBlock) error {
+func (s *ipcFile) checkBlocks(ld *loaded, what string, blocks []ipcBlock) error {
 	for i, b := range blocks {
 		raw := ld.bytes(b.off, b.meta+b.body)
 		meta, err := messageMeta(raw[:b.meta])
@@ -79,7 +79,7 @@ func (s *ipcFileSource) checkBlocks(ld *loaded, what string, blocks []ipcBlock) 
 	return nil
 }
 
-func (s *ipcFileSource) unitName() string { return "record batch" }
+func (s *ipcFile) unitName() string { return "record batch" }
 
 // openIPCFile reads an Arrow IPC file's footer and schema.
 func (f *File) openIPCFile() (err error) {
@@ -123,7 +123,7 @@ func (f *File) openIPCFile() (err error) {
 	if err := f.readAt(tail, size-10-n); err != nil {
 		return err
 	}
-	s := &ipcFileSource{f: f, size: size, tail: loadedRange{off: size - 10 - n, data: tail}}
+	s := &ipcFile{f: f, size: size, tail: loadedRange{off: size - 10 - n, data: tail}}
 	if s.dicts, s.blocks, err = ipcBlocks(tail[:n], size-10-n); err == nil {
 		err = checkFooterSchema(tail[:n])
 	}
@@ -143,7 +143,7 @@ func (f *File) openIPCFile() (err error) {
 	if f.cols, f.schema, err = f.arrowColumns(s.schema, nil); err != nil {
 		return err
 	}
-	f.src = s
+	f.units = s
 	return nil
 }
 
@@ -217,7 +217,7 @@ func ipcBlocks(buf []byte, limit int64) (dicts, batches []ipcBlock, err error) {
 
 // loadDicts returns a loaded holding the footer and every dictionary, and
 // the CRC-32C of the dictionaries.
-func (s *ipcFileSource) loadDicts() (*loaded, uint32, error) {
+func (s *ipcFile) loadDicts() (*loaded, uint32, error) {
 	ld := &loaded{size: s.size, ranges: []loadedRange{s.tail}}
 	crc, err := ld.load(s.f, "dictionaries", spans(s.dicts), 0)
 	if err != nil {
@@ -226,7 +226,7 @@ func (s *ipcFileSource) loadDicts() (*loaded, uint32, error) {
 	return ld, crc, s.checkBlocks(ld, "dictionary", s.dicts)
 }
 
-func (s *ipcFileSource) scan(ctx context.Context, _ <-chan struct{}, fn func(p Partition, u unit) error) error {
+func (s *ipcFile) scan(ctx context.Context, _ <-chan struct{}, fn func(p Partition, u unit) error) error {
 	ld, dictCRC, err := s.loadDicts()
 	if err != nil {
 		return err
@@ -267,7 +267,7 @@ func (s *ipcFileSource) scan(ctx context.Context, _ <-chan struct{}, fn func(p P
 	return nil
 }
 
-func (s *ipcFileSource) open(p Partition, _ int) (unit, error) {
+func (s *ipcFile) open(p Partition, _ int) (unit, error) {
 	where := s.f.where("record batch", p)
 	if p.Offset < 0 || p.Offset >= int64(len(s.blocks)) || p.Length != 1 {
 		return nil, &ParseError{Path: s.f.path, Offset: -1,
@@ -306,13 +306,13 @@ func (s *ipcFileSource) open(p Partition, _ int) (unit, error) {
 	return &oneBatch{rec: rec}, nil
 }
 
-// ipcStreamSource is an opened Arrow IPC stream.
-type ipcStreamSource struct {
+// ipcStream is an opened Arrow IPC stream.
+type ipcStream struct {
 	f      *File
 	schema *arrow.Schema
 }
 
-func (s *ipcStreamSource) unitName() string { return "record batch" }
+func (s *ipcStream) unitName() string { return "record batch" }
 
 // messages reads the messages of an IPC stream, checking each before the
 // decoder sees it, and passes over the first skip record batches without
@@ -431,7 +431,7 @@ func (m *messages) Release() {
 
 // stream opens the decompressed stream and an ipc.Reader over it that
 // passes over the first skip record batches.
-func (s *ipcStreamSource) stream(skip int64) (*ipc.Reader, *messages, io.Closer, error) {
+func (s *ipcStream) stream(skip int64) (*ipc.Reader, *messages, io.Closer, error) {
 	st, err := s.f.open(0)
 	if err != nil {
 		return nil, nil, nil, err
@@ -461,7 +461,7 @@ func (f *File) openIPCStream() (err error) {
 	if f.in.Size() == 0 {
 		return &ParseError{Path: f.path, Offset: 0, Err: ErrEmpty}
 	}
-	s := &ipcStreamSource{f: f}
+	s := &ipcStream{f: f}
 	rdr, _, c, err := s.stream(0)
 	if err != nil {
 		return err
@@ -472,11 +472,11 @@ func (f *File) openIPCStream() (err error) {
 	if f.cols, f.schema, err = f.arrowColumns(s.schema, nil); err != nil {
 		return err
 	}
-	f.src = s
+	f.units = s
 	return nil
 }
 
-func (s *ipcStreamSource) scan(ctx context.Context, _ <-chan struct{}, fn func(p Partition, u unit) error) error {
+func (s *ipcStream) scan(ctx context.Context, _ <-chan struct{}, fn func(p Partition, u unit) error) error {
 	rdr, msgs, c, err := s.stream(0)
 	if err != nil {
 		return err
@@ -509,7 +509,7 @@ func (s *ipcStreamSource) scan(ctx context.Context, _ <-chan struct{}, fn func(p
 	return nil
 }
 
-func (s *ipcStreamSource) open(p Partition, _ int) (unit, error) {
+func (s *ipcStream) open(p Partition, _ int) (unit, error) {
 	where := s.f.where("record batch", p)
 	if p.Offset < 0 || p.Length != 1 {
 		return nil, &ParseError{Path: s.f.path, Offset: -1,

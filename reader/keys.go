@@ -303,7 +303,7 @@ func (f *File) supersede(ctx context.Context, plan *Plan, cands []int64) error {
 			reads = append(reads, p)
 		}
 	}
-	if f.src == nil && len(reads) > 1 {
+	if f.units == nil && len(reads) > 1 {
 		a, z := reads[0], reads[len(reads)-1]
 		span := Partition{Index: a.Index, First: a.First, Rows: z.First + z.Rows - a.First, Offset: a.Offset, Length: z.Offset + z.Length - a.Offset}
 		for _, q := range plan.Partitions[a.Index : z.Index+1] {
@@ -327,7 +327,7 @@ func (f *File) supersede(ctx context.Context, plan *Plan, cands []int64) error {
 		if err != nil {
 			return err
 		}
-		pr.span = f.src == nil
+		pr.span = f.units == nil
 		for {
 			b, err := pr.Next()
 			if err == io.EOF {

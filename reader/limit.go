@@ -8,14 +8,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
-// Reason codes of values the target column cannot hold. Like the others,
-// they are stable: rejects store them.
-const (
-	CodeLength  = "length"  // text longer than the column's varchar(n) or char(n)
-	CodeNumeric = "numeric" // a number the column's numeric(p,s) would round or cannot hold
-	CodeJSONB   = "jsonb"   // a JSON value PostgreSQL's jsonb refuses (\u0000, a number beyond numeric)
-)
-
 // Limit is what a target column can hold beyond its type: the plan pass
 // checks each value against it, so that a value the table cannot store is a
 // bad row found before any effect, not a write that fails halfway through

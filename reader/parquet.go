@@ -28,15 +28,15 @@ import (
 
 var parquetMagic = []byte("PAR1")
 
-// parquetSource is an opened Parquet file.
-type parquetSource struct {
+// parquetFile is an opened Parquet file.
+type parquetFile struct {
 	f      *File
 	size   int64 // file size at Open
 	md     *metadata.FileMetaData
 	groups int
 }
 
-func (s *parquetSource) unitName() string { return "row group" }
+func (s *parquetFile) unitName() string { return "row group" }
 
 // openParquet reads a Parquet file's footer and maps its schema.
 func (f *File) openParquet() (err error) {
@@ -83,7 +83,7 @@ func (f *File) openParquet() (err error) {
 	if err != nil {
 		return err
 	}
-	src := &parquetSource{f: f, size: size, md: md, groups: md.NumRowGroups()}
+	src := &parquetFile{f: f, size: size, md: md, groups: md.NumRowGroups()}
 	if err := checkStoredSchema(md.KeyValueMetadata()); err != nil {
 		return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: corrupt footer: stored Arrow schema: %w", ErrFormat, err)}
 	}
@@ -115,7 +115,7 @@ func (f *File) openParquet() (err error) {
 	if f.cols, f.schema, err = f.arrowColumns(as, hints); err != nil {
 		return err
 	}
-	f.src = src
+	f.units = src
 	return nil
 }
 
@@ -147,7 +147,7 @@ func (f *File) parseFooter(footer []byte, size int64) (*metadata.FileMetaData, e
 
 // spans returns the byte ranges of row group k's column chunks, computed as
 // the decoder computes them (file.RowGroupReader.GetColumnPageReader).
-func (s *parquetSource) spans(md *metadata.FileMetaData, k int) ([]span64, error) {
+func (s *parquetFile) spans(md *metadata.FileMetaData, k int) ([]span64, error) {
 	where := fmt.Sprintf("row group %d", k)
 	bad := func(format string, args ...any) error {
 		return &ParseError{Path: s.f.path, Offset: -1, Err: fmt.Errorf("%w: corrupt footer: %s: %s", ErrFormat, where, fmt.Sprintf(format, args...))}
@@ -192,7 +192,7 @@ func (s *parquetSource) spans(md *metadata.FileMetaData, k int) ([]span64, error
 }
 
 // reader returns a decoder that reads the bytes in ld.
-func (s *parquetSource) reader(md *metadata.FileMetaData, ld *loaded, batchRows int) (*pqarrow.FileReader, error) {
+func (s *parquetFile) reader(md *metadata.FileMetaData, ld *loaded, batchRows int) (*pqarrow.FileReader, error) {
 	props := parquet.NewReaderProperties(memory.DefaultAllocator)
 	// The chunks are in memory already: stream them rather than copy them.
 	props.BufferedStreamEnabled = true
@@ -204,7 +204,7 @@ func (s *parquetSource) reader(md *metadata.FileMetaData, ld *loaded, batchRows 
 }
 
 // load reads row group k's chunks into ld and returns their CRC-32C.
-func (s *parquetSource) load(md *metadata.FileMetaData, ld *loaded, k int) (uint32, error) {
+func (s *parquetFile) load(md *metadata.FileMetaData, ld *loaded, k int) (uint32, error) {
 	spans, err := s.spans(md, k)
 	if err != nil {
 		return 0, err
@@ -214,7 +214,7 @@ func (s *parquetSource) load(md *metadata.FileMetaData, ld *loaded, k int) (uint
 }
 
 // records opens a record reader over row group k, whose bytes are loaded.
-func (s *parquetSource) records(fr *pqarrow.FileReader, k int) (*pqUnit, error) {
+func (s *parquetFile) records(fr *pqarrow.FileReader, k int) (*pqUnit, error) {
 	s.f.stats.groups.Add(1)
 	rr, err := fr.GetRecordReader(context.Background(), nil, []int{k})
 	if err != nil {
@@ -223,7 +223,7 @@ func (s *parquetSource) records(fr *pqarrow.FileReader, k int) (*pqUnit, error) 
 	return &pqUnit{rr: rr}, nil
 }
 
-func (s *parquetSource) scan(ctx context.Context, secondCore <-chan struct{}, fn func(p Partition, u unit) error) error {
+func (s *parquetFile) scan(ctx context.Context, secondCore <-chan struct{}, fn func(p Partition, u unit) error) error {
 	md := s.md
 	ld := &loaded{size: s.size}
 	fr, err := s.reader(md, ld, planBatchRows)
@@ -263,7 +263,7 @@ func (s *parquetSource) scan(ctx context.Context, secondCore <-chan struct{}, fn
 	return nil
 }
 
-func (s *parquetSource) open(p Partition, batchRows int) (unit, error) {
+func (s *parquetFile) open(p Partition, batchRows int) (unit, error) {
 	where := s.f.where("row group", p)
 	if p.Offset < 0 || p.Offset >= int64(s.groups) || p.Length != 1 {
 		return nil, &ParseError{Path: s.f.path, Offset: -1,

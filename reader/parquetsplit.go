@@ -23,7 +23,7 @@ import (
 
 // planUnit opens row group k, whose bytes are loaded for both fr and frB,
 // for the plan pass.
-func (s *parquetSource) planUnit(fr, frB *pqarrow.FileReader, k int, secondCore <-chan struct{}) (unit, error) {
+func (s *parquetFile) planUnit(fr, frB *pqarrow.FileReader, k int, secondCore <-chan struct{}) (unit, error) {
 	fields := fr.Manifest.Fields
 	if len(fields) < 2 || slices.ContainsFunc(fields, func(f pqarrow.SchemaField) bool { return !f.IsLeaf() }) {
 		return s.records(fr, k)

@@ -106,7 +106,7 @@ type ScanOptions struct {
 // compressed stream, an I/O error) returns a *ParseError. Bad rows do not
 // stop it: they are counted in the plan.
 func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
-	if f.src != nil {
+	if f.units != nil {
 		return f.scanArrow(ctx, o)
 	}
 	if o.PartitionRows <= 0 {
@@ -265,7 +265,7 @@ func (f *File) Partition(plan *Plan, p Partition, batchRows int) (*PartitionRead
 	if batchRows <= 0 {
 		batchRows = 1024
 	}
-	if f.src != nil {
+	if f.units != nil {
 		if !slices.Equal(plan.Schema, f.schema) {
 			return nil, &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: the file's columns (%s) differ from the plan's (%s)",
 				ErrSourceChanged, schemaText(f.schema), schemaText(plan.Schema))}
@@ -440,7 +440,7 @@ func (f *File) RawRows(plan *Plan, p Partition, ordinals []int64) (out map[int64
 	for _, o := range ordinals {
 		want[o] = true
 	}
-	if f.src != nil {
+	if f.units != nil {
 		return f.rawArrowRows(plan, p, want)
 	}
 	s, err := f.open(p.Offset)
@@ -476,13 +476,13 @@ func (f *File) RawRows(plan *Plan, p Partition, ordinals []int64) (out map[int64
 
 // rawArrowRows is RawRows for a Parquet or Arrow file: the rows' fields.
 func (f *File) rawArrowRows(plan *Plan, p Partition, want map[int64]bool) (out map[int64]RawRow, err error) {
-	where := f.where(f.src.unitName(), p)
+	where := f.where(f.units.unitName(), p)
 	defer func() {
 		if v := recover(); v != nil {
 			out, err = nil, f.recovered(v, where)
 		}
 	}()
-	u, err := f.src.open(p, planBatchRows)
+	u, err := f.units.open(p, planBatchRows)
 	if err != nil {
 		return nil, err
 	}

@@ -1,12 +1,9 @@
 package reader
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/valyala/fastjson"
@@ -38,18 +35,6 @@ type value struct {
 	f    float64
 	b    []byte // String, JSON; aliases the cell
 }
-
-// Reason codes of row-level errors. They are stable: rejects store them.
-const (
-	CodeType       = "type"        // the value does not parse as the column's type
-	CodeFieldCount = "field_count" // the row has more or fewer fields than the header
-	CodeQuote      = "quote"       // a quoted field is malformed
-	CodeUTF8       = "utf8"        // text is not valid UTF-8
-	CodeNUL        = "nul"         // text contains a NUL byte
-	CodeJSON       = "json"        // a JSONL line is not a JSON object
-	CodeNull       = "null"        // a column that must have a value is null
-	CodeInexact    = "inexact"     // the column's type would store another value than the file's (02134 in an int64 column)
-)
 
 func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
@@ -166,16 +151,6 @@ func leadingZero(b []byte) bool {
 	return len(b) > 1 && b[0] == '0'
 }
 
-// InexactHint is the advice that goes with a CodeInexact reason for a value
-// of column name, whose type is t: the type that would keep the value (for
-// an existing table, its column must be of that type too).
-func InexactHint(name string, t Type) string {
-	if t == Float64 {
-		return fmt.Sprintf("store the column as decimal or text (--column %s:decimal, into a numeric or text column)", name)
-	}
-	return fmt.Sprintf("store the column as text (--column %s:string, into a text column)", name)
-}
-
 // appendJSONString appends the UTF-8 text s to dst as a JSON string literal.
 // (strconv.AppendQuote is Go syntax: \a, \x7f and \U0001xxxx are not JSON.)
 func appendJSONString(dst, s []byte) []byte {
@@ -198,22 +173,6 @@ func appendJSONString(dst, s []byte) []byte {
 		}
 	}
 	return append(dst, '"')
-}
-
-// textClean reports whether b is valid UTF-8 without NUL bytes.
-func textClean(b []byte) bool {
-	return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
-}
-
-// checkText rejects text no target can store faithfully.
-func checkText(b []byte) (string, string) {
-	if !utf8.Valid(b) {
-		return CodeUTF8, "text is not valid UTF-8"
-	}
-	if bytes.IndexByte(b, 0) >= 0 {
-		return CodeNUL, "text contains a NUL byte"
-	}
-	return "", ""
 }
 
 func parseBool(b []byte, lenient bool) (int64, bool) {

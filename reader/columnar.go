@@ -16,14 +16,14 @@ import (
 // unit's index and Length is 1. ScanOptions.PartitionRows does not split
 // units, because a unit is what the decoders can read alone.
 
-// source is a Parquet or Arrow IPC file seen as a sequence of units.
-type source interface {
+// unitFile is a Parquet or Arrow IPC file seen as a sequence of units.
+type unitFile interface {
 	// unitName names a unit in messages: "row group" or "record batch".
 	unitName() string
 	// scan reads every unit in order for the plan pass. It calls fn with a
 	// partition whose Rows, Offset, Length and CRC describe the unit, and
 	// the unit's record batches; it closes the unit after fn returns. A
-	// source that can decode a unit on two goroutines does so once
+	// file that can decode a unit on two goroutines does so once
 	// secondCore is closed (nil: at once), as ScanOptions.secondCore says.
 	scan(ctx context.Context, secondCore <-chan struct{}, fn func(p Partition, u unit) error) error
 	// open returns the record batches of the unit of partition p, each at
@@ -94,9 +94,9 @@ func (f *File) scanArrow(ctx context.Context, o ScanOptions) (plan *Plan, err er
 			plan, err = nil, f.recovered(v, where)
 		}
 	}()
-	err = f.src.scan(ctx, o.secondCore, func(p Partition, u unit) error {
+	err = f.units.scan(ctx, o.secondCore, func(p Partition, u unit) error {
 		p.Index, p.First = len(plan.Partitions), ordinal+1
-		where = f.where(f.src.unitName(), p)
+		where = f.where(f.units.unitName(), p)
 		var read int64
 		for {
 			if err := ctx.Err(); err != nil {
@@ -193,7 +193,7 @@ func (r *arrowPartition) next() (b Batch, err error) {
 	if r.done {
 		return Batch{}, io.EOF
 	}
-	where := r.f.where(r.f.src.unitName(), r.p)
+	where := r.f.where(r.f.units.unitName(), r.p)
 	defer func() {
 		if v := recover(); v != nil {
 			b, err = Batch{}, r.f.recovered(v, where)
@@ -203,7 +203,7 @@ func (r *arrowPartition) next() (b Batch, err error) {
 		}
 	}()
 	if r.u == nil {
-		if r.u, err = r.f.src.open(r.p, r.size); err != nil {
+		if r.u, err = r.f.units.open(r.p, r.size); err != nil {
 			return Batch{}, err
 		}
 	}

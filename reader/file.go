@@ -150,7 +150,7 @@ type File struct {
 	// Parquet and Arrow files: the schema, decided at Open.
 	cols   []arrowColumn
 	schema Schema
-	src    source
+	units  unitFile // nil for text formats
 }
 
 // OpenPath opens the local file at path, as Open does (the format and

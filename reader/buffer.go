@@ -1,0 +1,172 @@
+package reader
+
+import (
+	"bytes"
+	"errors"
+	"hash/crc32"
+	"io"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// problem is a row-level defect: the row is rejected, the scan goes on.
+type problem struct {
+	code, msg string
+	column    int // -1 when it concerns the whole row
+}
+
+// rowScanner yields the rows of a text format one at a time.
+type rowScanner interface {
+	// next returns the cells of the next row, which alias internal buffers
+	// valid until the next call, and a non-nil problem when the row is
+	// defective but the scan can continue. It returns io.EOF after the last row.
+	next() ([]cell, *problem, error)
+	// offset is the byte offset, in the decompressed stream, of the first
+	// byte not yet consumed: after next, where the following row starts.
+	offset() int64
+	// rowStart is the byte offset where the row last returned by next starts.
+	rowStart() int64
+	// raw returns the bytes of the row last returned by next.
+	raw() []byte
+	// crcNow returns the CRC-32C of the bytes consumed since resetCRC.
+	crcNow() uint32
+	resetCRC()
+}
+
+// buffer is the refillable window over a stream that the text scanners share.
+// Unread data is buf[pos:end]; buf[0] is at stream offset base.
+type buffer struct {
+	r      io.Reader
+	buf    []byte
+	pos    int
+	end    int
+	base   int64
+	eof    bool
+	maxRow int
+	crc    uint32
+	start  int64 // offset of the current row
+}
+
+const (
+	initialBuffer = 1 << 20
+	headerBuffer  = 64 << 10
+)
+
+func newBuffer(r io.Reader, maxRow int, offset int64) buffer {
+	// The buffer never exceeds maxRow, so that fill can tell a row too large.
+	return buffer{r: r, buf: make([]byte, min(initialBuffer, maxRow)), maxRow: maxRow, base: offset}
+}
+
+var errRowTooLarge = errors.New("row too large")
+
+// fill reads more data, keeping buf[pos:end]. It returns errRowTooLarge when
+// the unfinished row already fills maxRow bytes.
+func (b *buffer) fill() error {
+	if b.eof {
+		return nil
+	}
+	if b.pos > 0 {
+		n := copy(b.buf, b.buf[b.pos:b.end])
+		b.base += int64(b.pos)
+		b.end = n
+		b.pos = 0
+	}
+	if b.end == len(b.buf) {
+		if len(b.buf) >= b.maxRow {
+			return errRowTooLarge
+		}
+		// Grow fourfold: refusing a row over the limit then allocates
+		// about 4/3 of the limit in all (1+4+16+64 MiB for 64), where
+		// doubling allocated twice the limit (1+2+...+64).
+		size := min(4*len(b.buf), b.maxRow)
+		nb := make([]byte, size)
+		copy(nb, b.buf[:b.end])
+		b.buf = nb
+	}
+	for {
+		n, err := b.r.Read(b.buf[b.end:])
+		b.end += n
+		if err == io.EOF {
+			b.eof = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+	}
+}
+
+// avail reports whether the byte at pos+i is buffered, reading more if
+// needed. i is relative to the start of the current row.
+func (b *buffer) avail(i int) (bool, error) {
+	for b.pos+i >= b.end {
+		if b.eof {
+			return false, nil
+		}
+		if err := b.fill(); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// consume marks n bytes from pos as read.
+func (b *buffer) consume(n int) {
+	b.crc = crc32.Update(b.crc, castagnoli, b.buf[b.pos:b.pos+n])
+	b.pos += n
+}
+
+func (b *buffer) offset() int64 { return b.base + int64(b.pos) }
+
+// raw returns the bytes of the row next returned last, from its first byte
+// to its line end; they alias the buffer until the next call to next.
+func (b *buffer) raw() []byte     { return b.buf[b.start-b.base : b.pos] }
+func (b *buffer) rowStart() int64 { return b.start }
+func (b *buffer) crcNow() uint32  { return b.crc }
+func (b *buffer) resetCRC()       { b.crc = 0 }
+
+// skipBOM drops a UTF-8 byte order mark at the start of the stream.
+func (b *buffer) skipBOM() error {
+	for i := 0; i < 3; i++ {
+		ok, err := b.avail(i)
+		if err != nil || !ok {
+			return err
+		}
+	}
+	if bytes.HasPrefix(b.buf[b.pos:b.end], []byte("\xef\xbb\xbf")) {
+		b.pos += 3
+	}
+	return nil
+}
+
+// skipBlank consumes empty lines before a row. It reports false at the end.
+func (b *buffer) skipBlank() (bool, error) {
+	for {
+		ok, err := b.avail(0)
+		if err != nil || !ok {
+			return false, err
+		}
+		switch b.buf[b.pos] {
+		case '\n':
+			b.consume(1)
+			continue
+		case '\r':
+			ok, err := b.avail(1)
+			if err != nil {
+				return false, err
+			}
+			if !ok { // a CR ending the stream ends an empty line, as CRLF would
+				b.consume(1)
+				continue
+			}
+			if b.buf[b.pos+1] == '\n' {
+				b.consume(2)
+				continue
+			}
+		}
+		return true, nil
+	}
+}

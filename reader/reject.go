@@ -1,0 +1,56 @@
+package reader
+
+import (
+	"bytes"
+	"fmt"
+	"unicode/utf8"
+)
+
+// The reason codes of bad rows, in Reject.Code: why a row is bad, for
+// people and programs. They are stable: rejects store them.
+const (
+	// Found reading a row of any format.
+	CodeType       = "type"        // the value does not parse as the column's type
+	CodeFieldCount = "field_count" // the row has more or fewer fields than the header
+	CodeQuote      = "quote"       // a quoted field is malformed
+	CodeUTF8       = "utf8"        // text is not valid UTF-8
+	CodeNUL        = "nul"         // text contains a NUL byte
+	CodeJSON       = "json"        // a JSONL line is not a JSON object
+	CodeNull       = "null"        // a column that must have a value is null
+	CodeInexact    = "inexact"     // the column's type would store another value than the file's (02134 in an int64 column)
+
+	// Values the target column cannot hold (Options.Limits, Options.JSONB).
+	CodeLength  = "length"  // text longer than the column's varchar(n) or char(n)
+	CodeNumeric = "numeric" // a number the column's numeric(p,s) would round or cannot hold
+	CodeJSONB   = "jsonb"   // a JSON value PostgreSQL's jsonb refuses (\u0000, a number beyond numeric)
+
+	// Found only in Parquet and Arrow files.
+	CodeRange     = "range"     // the value is outside what the column's type holds (uint64 above int64, a year outside 0000-9999)
+	CodePrecision = "precision" // a timestamp has a non-zero part finer than a microsecond
+)
+
+// InexactHint is the advice that goes with a CodeInexact reason for a value
+// of column name, whose type is t: the type that would keep the value (for
+// an existing table, its column must be of that type too).
+func InexactHint(name string, t Type) string {
+	if t == Float64 {
+		return fmt.Sprintf("store the column as decimal or text (--column %s:decimal, into a numeric or text column)", name)
+	}
+	return fmt.Sprintf("store the column as text (--column %s:string, into a text column)", name)
+}
+
+// checkText rejects text no target can store faithfully.
+func checkText(b []byte) (string, string) {
+	if !utf8.Valid(b) {
+		return CodeUTF8, "text is not valid UTF-8"
+	}
+	if bytes.IndexByte(b, 0) >= 0 {
+		return CodeNUL, "text contains a NUL byte"
+	}
+	return "", ""
+}
+
+// textClean reports whether b is valid UTF-8 without NUL bytes.
+func textClean(b []byte) bool {
+	return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
+}
