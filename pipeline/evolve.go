@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -31,7 +32,10 @@ func ParseEvolve(s string) (string, error) {
 }
 
 // widening is a column widened to a kind.
-type widening struct{ column, kind string }
+type widening struct {
+	column string
+	kind   idemtype.Type
+}
 
 // evolution is the schema changes a file needs of an existing table.
 type evolution struct {
@@ -54,7 +58,7 @@ func (r *run) evolve(table *sink.Table, schema *arrow.Schema) (*evolution, error
 	after.Columns = append([]sink.Column{}, table.Columns...)
 	var words []string
 	for _, f := range schema.Fields() {
-		k := sink.KindOf(f)
+		k := idemtype.TypeOf(f)
 		c := after.Column(f.Name)
 		switch {
 		case c == nil && mode != EvolveNone:
@@ -64,12 +68,12 @@ func (r *run) evolve(table *sink.Table, schema *arrow.Schema) (*evolution, error
 		case c != nil && mode == EvolveWiden:
 			if to, ok := sink.Widen(c.Kind, k); ok {
 				ev.widen = append(ev.widen, widening{f.Name, to})
-				name := to
-				if to == sink.KindString {
+				name := to.String()
+				if to == idemtype.String {
 					name = "text"
 				}
 				words = append(words, fmt.Sprintf("widened %s %s → %s", f.Name, c.Kind, name))
-				c.Kind, c.SQLType = to, to
+				c.Kind, c.SQLType = to, to.String()
 			}
 		}
 	}

@@ -431,7 +431,7 @@ func (r *run) meaningfulColumns(ctx context.Context, format reader.Format) (map[
 	}
 	out := make(map[string]reader.Type, len(cols))
 	for name, typ := range cols {
-		if c := t.Column(name); c == nil || c.Kind != typ.String() {
+		if c := t.Column(name); c == nil || c.Kind != typ {
 			out[name] = typ
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
@@ -416,7 +417,7 @@ func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, pla
 	var idx []int
 	for _, k := range r.target.Key {
 		i := schema.FieldIndices(k)[0]
-		if kind := sink.KindOf(schema.Field(i)); kind != sink.KindInt64 && kind != sink.KindString {
+		if kind := idemtype.TypeOf(schema.Field(i)); kind != idemtype.Int64 && kind != idemtype.String {
 			return -1, nil
 		}
 		idx = append(idx, i)

@@ -148,18 +148,18 @@ func (r *run) planInputs(ctx context.Context) (planInput, *sink.Table, error) {
 		// typed formats (Parquet, Arrow) carry their own types, which the
 		// table check compares with the table's.
 		for _, c := range existing.Columns {
-			if widen && (c.Kind == sink.KindInt64 || c.Kind == sink.KindFloat64 || c.Kind == sink.KindDecimal) {
+			if widen && (c.Kind == idemtype.Int64 || c.Kind == idemtype.Float64 || c.Kind == idemtype.Decimal) {
 				continue // inferred from the file: a column that no longer fits is widened
 			}
 			if _, forced := types[c.Name]; forced {
 				continue
 			}
-			if c.Kind == "" {
+			if c.Kind == idemtype.Unknown {
 				// A type idemport does not produce (date, uuid, inet, a
 				// domain…): the file's text, for the database to parse.
 				types[c.Name] = reader.String
-			} else if t, err := idemtype.ParseType(c.Kind); err == nil {
-				types[c.Name] = t
+			} else {
+				types[c.Name] = c.Kind
 			}
 		}
 	}

@@ -186,7 +186,7 @@ func TestPlanPartitionsRejectsAndTypes(t *testing.T) {
 		kinds := map[string]string{}
 		for _, c := range tbl.Columns {
 			if !strings.HasPrefix(c.Name, "_idemport") {
-				kinds[c.Name] = c.Kind
+				kinds[c.Name] = c.Kind.String()
 			}
 		}
 		if !reflect.DeepEqual(kinds, wantTypes) {

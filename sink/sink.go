@@ -53,28 +53,11 @@ type Target struct {
 // Ordinal reports whether rows are keyed by their row identity in the file.
 func (t Target) Ordinal() bool { return len(t.Key) == 0 }
 
-// Kinds of column values: the names of idemtype's types.
-const (
-	KindBool      = "bool"
-	KindInt64     = "int64"
-	KindFloat64   = "float64"
-	KindTimestamp = "timestamp"
-	KindString    = "string"
-	KindJSON      = "json"
-	// KindDecimal is an exact decimal carried as its canonical text (the
-	// reader's): numeric on PostgreSQL, TEXT on SQLite, whose numeric
-	// affinity would round it.
-	KindDecimal = "decimal"
-)
-
-// KindOf returns the kind of values in an Arrow field.
-func KindOf(f arrow.Field) string { return idemtype.TypeOf(f).String() }
-
 // Column is a column of an existing table.
 type Column struct {
 	Name    string
 	SQLType string
-	Kind    string // the kind its SQL type holds, or "" when none maps
+	Kind    idemtype.Type // the type its SQL type holds, or Unknown when none maps
 	NotNull bool
 	Default bool // has a default value
 	// What the column holds beyond its kind, so that values it cannot
@@ -173,9 +156,9 @@ func Check(t *Table, tg Target, schema *arrow.Schema) error {
 			probs = append(probs, fmt.Sprintf("it has no column %q", f.Name))
 			continue
 		}
-		if k := KindOf(f); !compatible(c.Kind, k) {
+		if k := idemtype.TypeOf(f); !compatible(c.Kind, k) {
 			why := ""
-			if c.Kind == KindFloat64 && k == KindInt64 {
+			if c.Kind == idemtype.Float64 && k == idemtype.Int64 {
 				why = " (a float holds integers exactly only within ±2^53)"
 			}
 			probs = append(probs, fmt.Sprintf("column %q is %s, the file's is %s%s", f.Name, c.SQLType, k, why))
@@ -203,14 +186,14 @@ func Check(t *Table, tg Target, schema *arrow.Schema) error {
 // value of kind file without loss. A float64 column does not hold every
 // int64 (only those within ±2^53); a decimal column holds every int64 and
 // every float64 (as the shortest text that reads back as it).
-func compatible(table, file string) bool {
+func compatible(table, file idemtype.Type) bool {
 	switch {
-	case table == "" || table == file:
+	case table == idemtype.Unknown || table == file:
 		return true
-	case table == KindString:
+	case table == idemtype.String:
 		return true // text holds any value's text
-	case table == KindDecimal:
-		return file == KindInt64 || file == KindFloat64
+	case table == idemtype.Decimal:
+		return file == idemtype.Int64 || file == idemtype.Float64
 	}
 	return false
 }
@@ -325,27 +308,27 @@ func (e *RowError) Unwrap() error { return e.Err }
 type Evolver interface {
 	// AddColumn adds the nullable column f to table.
 	AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.Field) error
-	// Widen changes column of table to hold kind (KindDecimal or
-	// KindString), keeping every stored value exactly (as its decimal or
+	// Widen changes column of table to hold kind (idemtype.Decimal or
+	// idemtype.String), keeping every stored value exactly (as its decimal or
 	// its text).
-	Widen(ctx context.Context, tx *sql.Tx, table, column, kind string) error
+	Widen(ctx context.Context, tx *sql.Tx, table, column string, kind idemtype.Type) error
 }
 
 // Widen returns the kind a column holding kind table is widened to so that
 // it takes values of kind file, along int64 → decimal → text and float64 →
 // text; ok is false when the column already takes them, or cannot widen.
-func Widen(table, file string) (kind string, ok bool) {
+func Widen(table, file idemtype.Type) (kind idemtype.Type, ok bool) {
 	if compatible(table, file) {
-		return "", false
+		return idemtype.Unknown, false
 	}
 	switch table {
-	case KindInt64:
-		if file == KindDecimal || file == KindFloat64 {
-			return KindDecimal, true
+	case idemtype.Int64:
+		if file == idemtype.Decimal || file == idemtype.Float64 {
+			return idemtype.Decimal, true
 		}
-		return KindString, true
-	case KindDecimal, KindFloat64:
-		return KindString, true
+		return idemtype.String, true
+	case idemtype.Decimal, idemtype.Float64:
+		return idemtype.String, true
 	}
-	return "", false
+	return idemtype.Unknown, false
 }

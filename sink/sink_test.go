@@ -3,7 +3,7 @@ package sink_test
 import (
 	"testing"
 
-	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink/sinktest"
 )
 
@@ -11,15 +11,15 @@ import (
 func TestKindOf(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		kind string
-		got  string
+		kind idemtype.Type
+		got  idemtype.Type
 	}{
-		{"json", sink.KindJSON, sink.KindOf(sinktest.JSON("doc"))},
-		{"string", sink.KindString, sink.KindOf(sinktest.Str("s"))},
-		{"timestamp", sink.KindTimestamp, sink.KindOf(sinktest.TS("at"))},
-		{"int64", sink.KindInt64, sink.KindOf(sinktest.I64("i"))},
-		{"float64", sink.KindFloat64, sink.KindOf(sinktest.F64("f"))},
-		{"bool", sink.KindBool, sink.KindOf(sinktest.Bool("b"))},
+		{"json", idemtype.JSON, idemtype.TypeOf(sinktest.JSON("doc"))},
+		{"string", idemtype.String, idemtype.TypeOf(sinktest.Str("s"))},
+		{"timestamp", idemtype.Timestamp, idemtype.TypeOf(sinktest.TS("at"))},
+		{"int64", idemtype.Int64, idemtype.TypeOf(sinktest.I64("i"))},
+		{"float64", idemtype.Float64, idemtype.TypeOf(sinktest.F64("f"))},
+		{"bool", idemtype.Bool, idemtype.TypeOf(sinktest.Bool("b"))},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.got != c.kind {

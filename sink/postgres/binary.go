@@ -8,7 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/idemtype"
 )
 
 // How a column's values are written in PostgreSQL's binary COPY format.
@@ -55,21 +55,21 @@ func wireFor(f field) wire {
 		return wireAsText
 	}
 	switch t := f.target.typname; {
-	case f.file == sink.KindInt64 && t == "int8":
+	case f.file == idemtype.Int64 && t == "int8":
 		return wireInt8
-	case f.file == sink.KindInt64 && t == "float8":
+	case f.file == idemtype.Int64 && t == "float8":
 		return wireInt8AsFloat8
-	case f.file == sink.KindFloat64 && t == "float8":
+	case f.file == idemtype.Float64 && t == "float8":
 		return wireFloat8
-	case f.file == sink.KindBool && t == "bool":
+	case f.file == idemtype.Bool && t == "bool":
 		return wireBool
-	case f.file == sink.KindTimestamp && (t == "timestamptz" || t == "timestamp"):
+	case f.file == idemtype.Timestamp && (t == "timestamptz" || t == "timestamp"):
 		return wireTimestamp
-	case (f.file == sink.KindString || f.file == sink.KindJSON) && (t == "text" || t == "varchar" || t == "json"):
+	case (f.file == idemtype.String || f.file == idemtype.JSON) && (t == "text" || t == "varchar" || t == "json"):
 		return wireText
-	case f.file == sink.KindJSON && t == "jsonb":
+	case f.file == idemtype.JSON && t == "jsonb":
 		return wireJSONB
-	case f.file == sink.KindDecimal && t == "numeric":
+	case f.file == idemtype.Decimal && t == "numeric":
 		return wireNumeric
 	}
 	return 0

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/sink"
 )
@@ -15,7 +16,7 @@ var _ sink.Evolver = Dialect{}
 
 // AddColumn implements sink.Evolver.
 func (Dialect) AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.Field) error {
-	if _, err := tx.ExecContext(ctx, `ALTER TABLE `+dialect.Quote(table)+` ADD COLUMN IF NOT EXISTS `+q(f.Name)+` `+sqlType(sink.KindOf(f))); err != nil {
+	if _, err := tx.ExecContext(ctx, `ALTER TABLE `+dialect.Quote(table)+` ADD COLUMN IF NOT EXISTS `+q(f.Name)+` `+sqlType(idemtype.TypeOf(f))); err != nil {
 		return fmt.Errorf("add column %s to %s: %w", f.Name, table, err)
 	}
 	return nil
@@ -24,7 +25,7 @@ func (Dialect) AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.
 // Widen implements sink.Evolver. The casts are exact: bigint to numeric,
 // and to text bigint, numeric (its canonical text) and double precision
 // (its shortest exact form, PostgreSQL 12 and later).
-func (Dialect) Widen(ctx context.Context, tx *sql.Tx, table, column, kind string) error {
+func (Dialect) Widen(ctx context.Context, tx *sql.Tx, table, column string, kind idemtype.Type) error {
 	typ := sqlType(kind)
 	if _, err := tx.ExecContext(ctx, `ALTER TABLE `+dialect.Quote(table)+` ALTER COLUMN `+q(column)+` TYPE `+typ+` USING `+q(column)+`::`+typ); err != nil {
 		return fmt.Errorf("widen column %s of %s to %s: %w", column, table, typ, err)

@@ -34,19 +34,19 @@ var _ sink.Dialect = Dialect{}
 func q(name string) string { return dialect.QuoteOne(name) }
 
 // sqlType is the column type for a kind.
-func sqlType(kind string) string {
+func sqlType(kind idemtype.Type) string {
 	switch kind {
-	case sink.KindBool:
+	case idemtype.Bool:
 		return "boolean"
-	case sink.KindInt64:
+	case idemtype.Int64:
 		return "bigint"
-	case sink.KindFloat64:
+	case idemtype.Float64:
 		return "double precision"
-	case sink.KindTimestamp:
+	case idemtype.Timestamp:
 		return "timestamptz"
-	case sink.KindJSON:
+	case idemtype.JSON:
 		return "jsonb"
-	case sink.KindDecimal:
+	case idemtype.Decimal:
 		return "numeric"
 	}
 	return "text"
@@ -54,24 +54,24 @@ func sqlType(kind string) string {
 
 // kindOf maps a built-in type, by its name in pg_catalog, to a kind. Other
 // types, domains included, map to none.
-func kindOf(typname string) string {
+func kindOf(typname string) idemtype.Type {
 	switch typname {
 	case "int2", "int4", "int8":
-		return sink.KindInt64
+		return idemtype.Int64
 	case "float4", "float8":
-		return sink.KindFloat64
+		return idemtype.Float64
 	case "numeric":
-		return sink.KindDecimal
+		return idemtype.Decimal
 	case "bool":
-		return sink.KindBool
+		return idemtype.Bool
 	case "timestamp", "timestamptz":
-		return sink.KindTimestamp
+		return idemtype.Timestamp
 	case "text", "varchar", "bpchar":
-		return sink.KindString
+		return idemtype.String
 	case "json", "jsonb":
-		return sink.KindJSON
+		return idemtype.JSON
 	}
-	return ""
+	return idemtype.Unknown
 }
 
 // limits sets what column c, of built-in type typname with modifier
@@ -238,7 +238,7 @@ func createSQL(tg sink.Target, schema *arrow.Schema) string {
 		fmt.Fprintf(&b, "  %s bigint NOT NULL,\n  %s bigint NOT NULL,\n", q(sink.FileColumn), q(sink.RowColumn))
 	}
 	for _, f := range schema.Fields() {
-		fmt.Fprintf(&b, "  %s %s", q(f.Name), sqlType(sink.KindOf(f)))
+		fmt.Fprintf(&b, "  %s %s", q(f.Name), sqlType(idemtype.TypeOf(f)))
 		if slices.Contains(tg.Key, f.Name) {
 			b.WriteString(" NOT NULL")
 		}
@@ -256,7 +256,7 @@ func createSQL(tg sink.Target, schema *arrow.Schema) string {
 // column of the same name.
 type field struct {
 	name   string
-	file   string // the file's kind
+	file   idemtype.Type // the file's type
 	target column
 	// text: the value is staged as text and cast to the target's type,
 	// for types idemport does not know (domains, enums, dates, …), for
@@ -268,7 +268,7 @@ type field struct {
 // expr is the staged value of f in the target column's type.
 func (f *field) expr(alias string) string {
 	e := alias + "." + q(f.name)
-	if f.text && f.target.Kind != sink.KindString {
+	if f.text && f.target.Kind != idemtype.String {
 		e += "::" + f.target.SQLType
 	}
 	return e
@@ -279,7 +279,7 @@ func (f *field) expr(alias string) string {
 // compared by its text, and so is numeric, whose equality ignores the scale
 // (1.5 = 1.50) that the text keeps.
 func (f *field) comparable(alias string) string {
-	if f.target.typname == "json" || f.target.Kind == "" || f.target.Kind == sink.KindDecimal {
+	if f.target.typname == "json" || f.target.Kind == idemtype.Unknown || f.target.Kind == idemtype.Decimal {
 		return alias + "." + q(f.name) + "::text"
 	}
 	return alias + "." + q(f.name)
@@ -295,7 +295,7 @@ func (f *field) value(a arrow.Array, i int) any {
 	}
 	switch a := a.(type) {
 	case *array.Int64:
-		if f.target.Kind == sink.KindFloat64 {
+		if f.target.Kind == idemtype.Float64 {
 			return float64(a.Value(i))
 		}
 		return a.Value(i)
@@ -385,13 +385,13 @@ func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schem
 		if !ok {
 			return nil, fmt.Errorf("write %s: it has no column %q", tg.Table, f.Name)
 		}
-		fd := field{name: f.Name, file: sink.KindOf(f), target: c}
+		fd := field{name: f.Name, file: idemtype.TypeOf(f), target: c}
 		switch {
-		case c.Kind == "":
+		case c.Kind == idemtype.Unknown:
 			fd.text = true
-		case c.Kind == sink.KindString && fd.file != sink.KindString && fd.file != sink.KindJSON:
+		case c.Kind == idemtype.String && fd.file != idemtype.String && fd.file != idemtype.JSON:
 			fd.text = true
-		case c.Kind == sink.KindDecimal && (fd.file != sink.KindDecimal || c.typname != "numeric"):
+		case c.Kind == idemtype.Decimal && (fd.file != idemtype.Decimal || c.typname != "numeric"):
 			fd.text = true // a decimal reaches numeric in binary; the rest as text, cast
 		}
 		w.fields = append(w.fields, fd)

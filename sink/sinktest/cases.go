@@ -552,7 +552,7 @@ func decimalsExact(t *testing.T, f *Fx) {
 		t.Fatal(err)
 	}
 	for _, c := range []string{"k", "d"} {
-		if col := desc.Column(c); col == nil || col.Kind != sink.KindDecimal {
+		if col := desc.Column(c); col == nil || col.Kind != idemtype.Decimal {
 			t.Fatalf("column %s is %+v, want the decimal kind", c, col)
 		}
 	}
@@ -698,7 +698,7 @@ func storedValues(t *testing.T, f *Fx) {
 		var kinds []string
 		for _, c := range desc.Columns {
 			if c.Name != "doc" { // JSON may be stored as text
-				kinds = append(kinds, c.Name+" "+c.Kind)
+				kinds = append(kinds, c.Name+" "+c.Kind.String())
 			}
 		}
 		want := []string{"id int64", "ok bool", "at timestamp", "x float64", "s string"}

@@ -205,7 +205,7 @@ func (f *Fx) Table(name, order string, cols ...string) []string {
 	if err != nil || desc == nil {
 		f.T.Fatalf("describe %s: %v, %v", name, desc, err)
 	}
-	kinds := make([]string, len(cols))
+	kinds := make([]idemtype.Type, len(cols))
 	quoted := make([]string, len(cols))
 	for i, c := range cols {
 		c, kind, forced := strings.Cut(c, ":")
@@ -215,7 +215,7 @@ func (f *Fx) Table(name, order string, cols ...string) []string {
 		}
 		kinds[i] = col.Kind
 		if forced {
-			kinds[i] = kind
+			kinds[i] = mustType(f.T, kind)
 		}
 		quoted[i] = dialect.QuoteOne(c)
 	}
@@ -262,7 +262,7 @@ func (f *Fx) Columns(table string) []string {
 }
 
 // render renders a value read back from a column of kind.
-func render(t *testing.T, kind string, v any) string {
+func render(t *testing.T, kind idemtype.Type, v any) string {
 	t.Helper()
 	if b, ok := v.([]byte); ok {
 		v = string(b)
@@ -271,18 +271,18 @@ func render(t *testing.T, kind string, v any) string {
 		return "NULL"
 	}
 	switch kind {
-	case sink.KindBool:
+	case idemtype.Bool:
 		switch v := v.(type) {
 		case bool:
 			return strconv.FormatBool(v)
 		case int64:
 			return strconv.FormatBool(v != 0)
 		}
-	case sink.KindInt64:
+	case idemtype.Int64:
 		if v, ok := v.(int64); ok {
 			return strconv.FormatInt(v, 10)
 		}
-	case sink.KindFloat64:
+	case idemtype.Float64:
 		var x float64
 		switch v := v.(type) {
 		case float64:
@@ -302,14 +302,14 @@ func render(t *testing.T, kind string, v any) string {
 			s += ".0"
 		}
 		return s
-	case sink.KindTimestamp:
+	case idemtype.Timestamp:
 		switch v := v.(type) {
 		case time.Time:
 			return sink.FormatTimestamp(v.UnixMicro())
 		case string:
 			return v
 		}
-	case sink.KindJSON:
+	case idemtype.JSON:
 		if s, ok := v.(string); ok {
 			var x any
 			if err := json.Unmarshal([]byte(s), &x); err != nil {
@@ -318,11 +318,11 @@ func render(t *testing.T, kind string, v any) string {
 			b, _ := json.Marshal(x)
 			return string(b)
 		}
-	case sink.KindString:
+	case idemtype.String:
 		if s, ok := v.(string); ok {
 			return "'" + s + "'"
 		}
-	case sink.KindDecimal:
+	case idemtype.Decimal:
 		if s, ok := v.(string); ok {
 			return s // the exact text: numeric's, or SQLite's DECIMAL TEXT
 		}
@@ -452,3 +452,13 @@ var (
 )
 
 var lineageOrder = dialect.QuoteOne(sink.FileColumn) + ", " + dialect.QuoteOne(sink.RowColumn)
+
+// mustType parses a type name a test wrote.
+func mustType(t testing.TB, name string) idemtype.Type {
+	t.Helper()
+	typ, err := idemtype.ParseType(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return typ
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -17,7 +18,7 @@ var _ sink.Evolver = Dialect{}
 
 // AddColumn implements sink.Evolver.
 func (Dialect) AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.Field) error {
-	if _, err := tx.ExecContext(ctx, `ALTER TABLE `+q(table)+` ADD COLUMN `+q(f.Name)+` `+sqlType(sink.KindOf(f))); err != nil {
+	if _, err := tx.ExecContext(ctx, `ALTER TABLE `+q(table)+` ADD COLUMN `+q(f.Name)+` `+sqlType(idemtype.TypeOf(f))); err != nil {
 		return fmt.Errorf("add column %s to %s: %w", f.Name, table, err)
 	}
 	return nil
@@ -31,7 +32,7 @@ func (Dialect) AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.
 // become their exact text), the indexes created again. A table whose
 // declaration of the column is not one idemport writes ("name" INTEGER,
 // REAL or DECIMAL TEXT) is not rebuilt.
-func (Dialect) Widen(ctx context.Context, tx *sql.Tx, table, column, kind string) error {
+func (Dialect) Widen(ctx context.Context, tx *sql.Tx, table, column string, kind idemtype.Type) error {
 	var create string
 	if err := tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&create); err != nil {
 		return fmt.Errorf("widen column %s of %s: read its definition: %w", column, table, err)

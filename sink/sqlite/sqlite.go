@@ -40,17 +40,17 @@ func q(name string) string { return dialect.QuoteOne(name) }
 // fixed-width UTC text, booleans as 0 and 1. Decimals are DECIMAL TEXT:
 // TEXT affinity keeps their canonical text as it is (NUMERIC affinity would
 // round it to 15 digits), and the name says what the text holds.
-func sqlType(kind string) string {
+func sqlType(kind idemtype.Type) string {
 	switch kind {
-	case sink.KindDecimal:
+	case idemtype.Decimal:
 		return "DECIMAL TEXT"
-	case sink.KindBool:
+	case idemtype.Bool:
 		return "BOOLEAN"
-	case sink.KindInt64:
+	case idemtype.Int64:
 		return "INTEGER"
-	case sink.KindFloat64:
+	case idemtype.Float64:
 		return "REAL"
-	case sink.KindTimestamp:
+	case idemtype.Timestamp:
 		return "TIMESTAMP"
 	}
 	return "TEXT"
@@ -58,25 +58,25 @@ func sqlType(kind string) string {
 
 // kindOf maps a declared SQLite type to a kind, following SQLite's own
 // affinity rules where they decide.
-func kindOf(decl string) string {
+func kindOf(decl string) idemtype.Type {
 	t := strings.ToUpper(decl)
 	switch {
 	case strings.Contains(t, "DECIMAL") && strings.Contains(t, "TEXT"):
-		return sink.KindDecimal
+		return idemtype.Decimal
 	case strings.Contains(t, "BOOL"):
-		return sink.KindBool
+		return idemtype.Bool
 	case strings.Contains(t, "INT"):
-		return sink.KindInt64
+		return idemtype.Int64
 	case strings.Contains(t, "JSON"):
-		return sink.KindJSON
+		return idemtype.JSON
 	case strings.Contains(t, "CHAR"), strings.Contains(t, "CLOB"), strings.Contains(t, "TEXT"):
-		return sink.KindString
+		return idemtype.String
 	case strings.Contains(t, "REAL"), strings.Contains(t, "FLOA"), strings.Contains(t, "DOUB"):
-		return sink.KindFloat64
+		return idemtype.Float64
 	case strings.Contains(t, "TIMESTAMP"), strings.Contains(t, "DATETIME"):
-		return sink.KindTimestamp
+		return idemtype.Timestamp
 	}
-	return ""
+	return idemtype.Unknown
 }
 
 // Describe implements sink.Dialect.
@@ -186,12 +186,12 @@ func (d Dialect) Ensure(ctx context.Context, tx *sql.Tx, tg sink.Target, schema 
 func createSQL(tg sink.Target, schema *arrow.Schema) string {
 	var b strings.Builder
 	b.WriteString("CREATE TABLE " + q(tg.Table) + " (\n")
-	intKey := len(tg.Key) == 1 && sink.KindOf(schema.Field(schema.FieldIndices(tg.Key[0])[0])) == sink.KindInt64
+	intKey := len(tg.Key) == 1 && idemtype.TypeOf(schema.Field(schema.FieldIndices(tg.Key[0])[0])) == idemtype.Int64
 	if tg.Ordinal() {
 		fmt.Fprintf(&b, "  %s INTEGER NOT NULL,\n  %s INTEGER NOT NULL,\n", q(sink.FileColumn), q(sink.RowColumn))
 	}
 	for _, f := range schema.Fields() {
-		fmt.Fprintf(&b, "  %s %s", q(f.Name), sqlType(sink.KindOf(f)))
+		fmt.Fprintf(&b, "  %s %s", q(f.Name), sqlType(idemtype.TypeOf(f)))
 		if intKey && f.Name == tg.Key[0] {
 			b.WriteString(" PRIMARY KEY")
 		} else if !tg.Ordinal() && slices.Contains(tg.Key, f.Name) {

@@ -144,7 +144,7 @@ func TestDescribe(t *testing.T) {
 		"at TIMESTAMP kind=timestamp notnull=false default=false",
 		"doc JSON kind=json notnull=false default=false",
 		"x REAL kind=float64 notnull=false default=false",
-		"blob BLOB kind= notnull=false default=false")
+		"blob BLOB kind=unknown notnull=false default=false")
 	if !tbl.HasKey([]string{"id"}) || !tbl.HasKey([]string{"x", "at"}) || tbl.HasKey([]string{"at"}) {
 		t.Errorf("keys: %v", tbl.Keys)
 	}
