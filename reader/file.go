@@ -271,12 +271,13 @@ func (c closerFunc) Close() error { return c() }
 
 // open returns the decompressed stream positioned at offset. Uncompressed
 // files start there; compressed ones decompress and discard up to offset.
-func (f *File) open(offset int64) (*stream, error) {
+// ctx bounds the source's reads where the source can be cancelled.
+func (f *File) open(ctx context.Context, offset int64) (*stream, error) {
 	start := offset
 	if f.comp != None {
 		start = 0
 	}
-	raw, err := f.in.Open(context.Background(), start)
+	raw, err := f.in.Open(ctx, start)
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +351,7 @@ func (f *File) corrupt(err error) error {
 
 // readHeader reads the CSV/TSV header row and checks its names.
 func (f *File) readHeader() error {
-	s, err := f.open(0)
+	s, err := f.open(context.Background(), 0)
 	if err != nil {
 		return err
 	}

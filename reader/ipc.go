@@ -432,7 +432,7 @@ func (m *messages) Release() {
 // stream opens the decompressed stream and an ipc.Reader over it that
 // passes over the first skip record batches.
 func (s *ipcStream) stream(skip int64) (*ipc.Reader, *messages, io.Closer, error) {
-	st, err := s.f.open(0)
+	st, err := s.f.open(context.Background(), 0)
 	if err != nil {
 		return nil, nil, nil, err
 	}
