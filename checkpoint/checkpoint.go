@@ -3,39 +3,57 @@ package checkpoint
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/internal/migrate"
 )
-
-//go:embed migrations
-var migrations embed.FS
 
 // ErrNotHeld means the caller does not hold the partition's claim: its lease
 // expired and another attempt took the partition, or it was never claimed.
 var ErrNotHeld = errors.New("partition claim not held")
 
+// Querier is what *sql.DB, *sql.Conn and *sql.Tx have in common; the same
+// type as sink.Querier.
+type Querier = interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Driver is what the checkpoint store needs of the target database's driver; every
+// sink.Driver is one, and the methods mean what sink.Driver says.
+type Driver interface {
+	// Migrations, Rebind and TableExists place and find the store's tables.
+	Migrations(component string) (fs.FS, error)
+	Rebind(query string) string
+	TableExists(ctx context.Context, q Querier, name string) (bool, error)
+	// Now is the database's clock, by which leases are judged.
+	Now() string
+	// SkipLocked keeps two claimers from claiming one partition.
+	SkipLocked(of string) (clause string, ok bool)
+}
+
 // Store reads and writes plans and partition marks. It is safe for
 // concurrent use.
 type Store struct {
 	db     *sql.DB
-	d      dialect.Dialect
+	d      Driver
 	prefix string
 }
 
-// New returns a Store whose tables are named with prefix.
-func New(db *sql.DB, d dialect.Dialect, prefix string) *Store {
+// New returns a Store over db, whose driver is d, with tables named with
+// prefix (the driver's sink.Database.Prefix).
+func New(db *sql.DB, d Driver, prefix string) *Store {
 	return &Store{db: db, d: d, prefix: prefix}
 }
 
 // Migrate creates or upgrades the checkpoint tables.
 func (s *Store) Migrate(ctx context.Context) error {
-	return migrate.Apply(ctx, s.db, s.d, s.prefix, "checkpoint", migrations, "migrations/"+s.d.String())
+	return migrate.Apply(ctx, s.db, s.d, s.prefix, "checkpoint")
 }
 
 func (s *Store) q(x string) string { return s.d.Rebind(x) }
@@ -83,7 +101,7 @@ func (s *Store) Save(ctx context.Context, tx *sql.Tx, op Op, attempt string, bod
 
 // Load returns op's stored plan body and partitions, or a nil body when no
 // plan is stored.
-func (s *Store) Load(ctx context.Context, q dialect.Querier, op Op) ([]byte, []Partition, error) {
+func (s *Store) Load(ctx context.Context, q Querier, op Op) ([]byte, []Partition, error) {
 	var body string
 	err := q.QueryRowContext(ctx, s.q(`SELECT body FROM `+s.prefix+`plans WHERE table_name = ? AND file_id = ?`), op.Table, op.FileID).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -97,7 +115,7 @@ func (s *Store) Load(ctx context.Context, q dialect.Querier, op Op) ([]byte, []P
 }
 
 // Partitions returns op's partitions in index order.
-func (s *Store) Partitions(ctx context.Context, q dialect.Querier, op Op) ([]Partition, error) {
+func (s *Store) Partitions(ctx context.Context, q Querier, op Op) ([]Partition, error) {
 	rows, err := q.QueryContext(ctx, s.q(`SELECT idx, first_row, row_count, rejected, byte_offset, byte_length, crc, superseded_rows, done,
 		coalesce(done_by, ''), coalesce(lease_attempt, ''), coalesce(lease_expires, 0),
 		rows_inserted, rows_updated, rows_unchanged, rows_stale
@@ -141,12 +159,10 @@ type Claim struct {
 // held by a live lease (its own in-flight claims included), leasing it to
 // attempt for leaseMs. It returns nil when there is none. Run it in its own short
 // transaction: the SELECT and UPDATE are one step because the transaction
-// holds the write lock (SQLite) or the row lock (PostgreSQL, SKIP LOCKED).
+// holds the database's write lock, or a row lock that other claims skip
+// (the driver's SkipLocked).
 func (s *Store) Claim(ctx context.Context, tx *sql.Tx, op Op, attempt string, leaseMs int64) (*Claim, error) {
-	lock := ``
-	if s.d == dialect.Postgres {
-		lock = ` FOR UPDATE SKIP LOCKED`
-	}
+	lock, _ := s.d.SkipLocked("")
 	row := tx.QueryRowContext(ctx, s.q(`SELECT idx, coalesce(lease_attempt, '') FROM `+s.prefix+`partitions
 		WHERE table_name = ? AND file_id = ? AND done = 0
 		AND (lease_attempt IS NULL OR lease_expires <= `+s.d.Now()+`)
@@ -185,12 +201,14 @@ func (s *Store) Claim(ctx context.Context, tx *sql.Tx, op Op, attempt string, le
 }
 
 // InTransaction reports whether another session's open transaction holds
-// partition idx of op locked (PostgreSQL: its holder fenced it and has not
-// committed; a holder frozen there cannot be taken over even once its
-// lease expires). On SQLite it is always false: a writer inside its
-// transaction holds the whole database's write lock instead.
+// partition idx of op locked (its holder fenced it and has not committed;
+// a holder frozen there cannot be taken over even once its lease expires).
+// Where the database has no row locks (the driver's SkipLocked is not ok)
+// it is always false: a writer inside its transaction holds the whole
+// database's write lock instead.
 func (s *Store) InTransaction(ctx context.Context, db *sql.DB, op Op, idx int) (bool, error) {
-	if s.d != dialect.Postgres {
+	lock, ok := s.d.SkipLocked("")
+	if !ok {
 		return false, nil
 	}
 	tx, err := db.BeginTx(ctx, nil)
@@ -199,8 +217,7 @@ func (s *Store) InTransaction(ctx context.Context, db *sql.DB, op Op, idx int) (
 	}
 	defer tx.Rollback()
 	var got int
-	err = tx.QueryRowContext(ctx, s.q(`SELECT idx FROM `+s.prefix+`partitions WHERE table_name = ? AND file_id = ? AND idx = ?
-		FOR UPDATE SKIP LOCKED`), op.Table, op.FileID, idx).Scan(&got)
+	err = tx.QueryRowContext(ctx, s.q(`SELECT idx FROM `+s.prefix+`partitions WHERE table_name = ? AND file_id = ? AND idx = ?`+lock), op.Table, op.FileID, idx).Scan(&got)
 	if errors.Is(err, sql.ErrNoRows) {
 		return true, nil
 	}
@@ -235,7 +252,7 @@ func (s *Store) Complete(ctx context.Context, tx *sql.Tx, op Op, idx int, attemp
 
 // Rejected counts op's bad rows as seen by q: the rows not written by done
 // partitions, and the plan's bad rows of the others.
-func (s *Store) Rejected(ctx context.Context, q dialect.Querier, op Op) (int64, error) {
+func (s *Store) Rejected(ctx context.Context, q Querier, op Op) (int64, error) {
 	var n int64
 	err := q.QueryRowContext(ctx, s.q(`SELECT coalesce(sum(rejected), 0) FROM `+s.prefix+`partitions
 		WHERE table_name = ? AND file_id = ?`), op.Table, op.FileID).Scan(&n)
@@ -291,7 +308,7 @@ func held(res sql.Result, err error, idx int) error {
 }
 
 // Release gives up attempt's claims on op's unfinished partitions.
-func (s *Store) Release(ctx context.Context, q dialect.Querier, op Op, attempt string) error {
+func (s *Store) Release(ctx context.Context, q Querier, op Op, attempt string) error {
 	if _, err := q.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET lease_attempt = NULL, lease_expires = NULL
 		WHERE table_name = ? AND file_id = ? AND lease_attempt = ? AND done = 0`), op.Table, op.FileID, attempt); err != nil {
 		return fmt.Errorf("release partitions: %w", err)
@@ -301,7 +318,7 @@ func (s *Store) Release(ctx context.Context, q dialect.Querier, op Op, attempt s
 
 // Renew extends attempt's leases on op's unfinished partitions by leaseMs
 // from now. It returns how many leases it renewed.
-func (s *Store) Renew(ctx context.Context, q dialect.Querier, op Op, attempt string, leaseMs int64) (int64, error) {
+func (s *Store) Renew(ctx context.Context, q Querier, op Op, attempt string, leaseMs int64) (int64, error) {
 	res, err := q.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET lease_expires = `+s.d.Now()+` + ?
 		WHERE table_name = ? AND file_id = ? AND lease_attempt = ? AND done = 0`), leaseMs, op.Table, op.FileID, attempt)
 	if err != nil {
@@ -320,7 +337,7 @@ type Progress struct {
 
 // Progress counts op's partitions; attempt is the caller, whose own leases
 // count as claimable.
-func (s *Store) Progress(ctx context.Context, q dialect.Querier, op Op, attempt string) (Progress, error) {
+func (s *Store) Progress(ctx context.Context, q Querier, op Op, attempt string) (Progress, error) {
 	var p Progress
 	err := q.QueryRowContext(ctx, s.q(`SELECT count(*),
 		coalesce(sum(done), 0),
@@ -335,7 +352,7 @@ func (s *Store) Progress(ctx context.Context, q dialect.Querier, op Op, attempt 
 }
 
 // Totals sums the counters of op's done partitions.
-func (s *Store) Totals(ctx context.Context, q dialect.Querier, op Op) (idemtype.Rows, error) {
+func (s *Store) Totals(ctx context.Context, q Querier, op Op) (idemtype.Rows, error) {
 	var c idemtype.Rows
 	err := q.QueryRowContext(ctx, s.q(`SELECT coalesce(sum(row_count), 0), coalesce(sum(rows_inserted), 0), coalesce(sum(rows_updated), 0),
 		coalesce(sum(rows_unchanged), 0), coalesce(sum(rows_stale), 0), coalesce(sum(superseded), 0), coalesce(sum(rejected), 0)
@@ -349,7 +366,7 @@ func (s *Store) Totals(ctx context.Context, q dialect.Querier, op Op) (idemtype.
 
 // Holders returns the attempts holding live leases on op's unfinished
 // partitions.
-func (s *Store) Holders(ctx context.Context, q dialect.Querier, op Op) ([]string, error) {
+func (s *Store) Holders(ctx context.Context, q Querier, op Op) ([]string, error) {
 	rows, err := q.QueryContext(ctx, s.q(`SELECT DISTINCT lease_attempt FROM `+s.prefix+`partitions
 		WHERE table_name = ? AND file_id = ? AND done = 0 AND lease_attempt IS NOT NULL AND lease_expires > `+s.d.Now()+`
 		ORDER BY lease_attempt`), op.Table, op.FileID)
@@ -370,7 +387,7 @@ func (s *Store) Holders(ctx context.Context, q dialect.Querier, op Op) ([]string
 
 // Expire ends attempt's leases on op's unfinished partitions now, so another
 // attempt may take them over. Use it only for an attempt known to be dead.
-func (s *Store) Expire(ctx context.Context, q dialect.Querier, op Op, attempt string) error {
+func (s *Store) Expire(ctx context.Context, q Querier, op Op, attempt string) error {
 	if _, err := q.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET lease_expires = 0
 		WHERE table_name = ? AND file_id = ? AND lease_attempt = ? AND done = 0`), op.Table, op.FileID, attempt); err != nil {
 		return fmt.Errorf("expire leases: %w", err)

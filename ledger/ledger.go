@@ -3,18 +3,14 @@ package ledger
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/internal/migrate"
 )
-
-//go:embed migrations
-var migrations embed.FS
 
 // State is the state of an operation.
 type State string
@@ -41,23 +37,46 @@ var (
 	ErrFileKeyCollision = errors.New("file key collision")
 )
 
+// Querier is what *sql.DB, *sql.Conn and *sql.Tx have in common; the same
+// type as sink.Querier.
+type Querier = interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Driver is what the ledger needs of the target database's driver; every
+// sink.Driver is one, and the methods mean what sink.Driver says.
+type Driver interface {
+	// Migrations, Rebind and TableExists place and find the ledger's tables.
+	Migrations(component string) (fs.FS, error)
+	Rebind(query string) string
+	TableExists(ctx context.Context, q Querier, name string) (bool, error)
+	// Now is the database's clock, by which leases are judged.
+	Now() string
+	// Lock and SkipLocked keep two deciders from deciding for one
+	// operation, and two claimers from claiming one delivery.
+	Lock(ctx context.Context, tx *sql.Tx, key string) error
+	SkipLocked(of string) (clause string, ok bool)
+}
+
 // Ledger reads and writes idemport's operation records. It is safe for
 // concurrent use; its methods take the Querier or transaction to run in.
 type Ledger struct {
 	db     *sql.DB
-	d      dialect.Dialect
+	d      Driver
 	prefix string
 }
 
-// New returns a Ledger whose tables are named with prefix ("idemport_" on
-// SQLite; a quoted schema and a dot on PostgreSQL).
-func New(db *sql.DB, d dialect.Dialect, prefix string) *Ledger {
+// New returns a Ledger over db, whose driver is d, with tables named with
+// prefix (the driver's sink.Database.Prefix).
+func New(db *sql.DB, d Driver, prefix string) *Ledger {
 	return &Ledger{db: db, d: d, prefix: prefix}
 }
 
 // Migrate creates or upgrades the ledger's tables.
 func (l *Ledger) Migrate(ctx context.Context) error {
-	return migrate.Apply(ctx, l.db, l.d, l.prefix, "ledger", migrations, "migrations/"+l.d.String())
+	return migrate.Apply(ctx, l.db, l.d, l.prefix, "ledger")
 }
 
 func (l *Ledger) q(s string) string { return l.d.Rebind(s) }
@@ -133,7 +152,7 @@ func scanOp(sc interface{ Scan(...any) error }) (*Operation, error) {
 // Get returns the operation for k, or nil when there is none, and the
 // database's current time in Unix milliseconds. A ledger whose tables do
 // not exist yet has no operations.
-func (l *Ledger) Get(ctx context.Context, q dialect.Querier, k Key) (*Operation, int64, error) {
+func (l *Ledger) Get(ctx context.Context, q Querier, k Key) (*Operation, int64, error) {
 	var now int64
 	if err := q.QueryRowContext(ctx, `SELECT `+l.d.Now()).Scan(&now); err != nil {
 		return nil, 0, fmt.Errorf("read clock: %w", err)
@@ -309,7 +328,7 @@ func (l *Ledger) Complete(ctx context.Context, tx *sql.Tx, k Key, attempt, outco
 // Fail records that attempt stopped with an error: it releases the planning
 // lease if attempt holds it and, when othersLive is false, sets a processing
 // operation failed so the next run resumes it at once.
-func (l *Ledger) Fail(ctx context.Context, q dialect.Querier, k Key, attempt string, othersLive bool) error {
+func (l *Ledger) Fail(ctx context.Context, q Querier, k Key, attempt string, othersLive bool) error {
 	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET lease_attempt = NULL, lease_expires = NULL,
 		updated_at = `+l.d.Now()+` WHERE table_name = ? AND file_id = ? AND lease_attempt = ?`), k.Table, k.FileID, attempt); err != nil {
 		return fmt.Errorf("release planning lease: %w", err)
@@ -327,7 +346,7 @@ func (l *Ledger) Fail(ctx context.Context, q dialect.Querier, k Key, attempt str
 
 // End records how attempt ended: its outcome word, its error message (empty
 // for none), partitions it found done by others, and leases it recovered.
-func (l *Ledger) End(ctx context.Context, q dialect.Querier, attempt, outcome, errMsg string, skipped, recovered int64) error {
+func (l *Ledger) End(ctx context.Context, q Querier, attempt, outcome, errMsg string, skipped, recovered int64) error {
 	var e any
 	if errMsg != "" {
 		e = errMsg
@@ -342,7 +361,7 @@ func (l *Ledger) End(ctx context.Context, q dialect.Querier, attempt, outcome, e
 
 // Heartbeat renews attempt's planning lease, if it holds it, and records
 // that the attempt is alive.
-func (l *Ledger) Heartbeat(ctx context.Context, q dialect.Querier, k Key, attempt string, leaseMs int64) error {
+func (l *Ledger) Heartbeat(ctx context.Context, q Querier, k Key, attempt string, leaseMs int64) error {
 	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET lease_expires = `+l.d.Now()+` + ?
 		WHERE table_name = ? AND file_id = ? AND lease_attempt = ?`), leaseMs, k.Table, k.FileID, attempt); err != nil {
 		return fmt.Errorf("renew planning lease: %w", err)
@@ -370,7 +389,7 @@ func (l *Ledger) Retract(ctx context.Context, tx *sql.Tx, k Key, attempt string)
 
 // Process returns where attempt ran: its host, pid and process start
 // identity. ok is false when the attempt is unknown.
-func (l *Ledger) Process(ctx context.Context, q dialect.Querier, attempt string) (host string, pid int, start uint64, ok bool, err error) {
+func (l *Ledger) Process(ctx context.Context, q Querier, attempt string) (host string, pid int, start uint64, ok bool, err error) {
 	var st int64
 	err = q.QueryRowContext(ctx, l.q(`SELECT host, pid, proc_start FROM `+l.prefix+`attempts WHERE attempt_id = ?`), attempt).Scan(&host, &pid, &st)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -384,7 +403,7 @@ func (l *Ledger) Process(ctx context.Context, q dialect.Querier, attempt string)
 
 // Expire ends the planning lease of attempt on k now, so another attempt
 // may take it over. Use it only for an attempt known to be dead.
-func (l *Ledger) Expire(ctx context.Context, q dialect.Querier, k Key, attempt string) error {
+func (l *Ledger) Expire(ctx context.Context, q Querier, k Key, attempt string) error {
 	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET lease_expires = 0
 		WHERE table_name = ? AND file_id = ? AND lease_attempt = ?`), k.Table, k.FileID, attempt); err != nil {
 		return fmt.Errorf("expire planning lease: %w", err)
@@ -393,15 +412,10 @@ func (l *Ledger) Expire(ctx context.Context, q dialect.Querier, k Key, attempt s
 }
 
 // Lock makes the caller's transaction the only one deciding for operation k
-// until it ends. On SQLite the transaction already holds the database's
-// write lock (BEGIN IMMEDIATE); on PostgreSQL it takes a transaction-level
-// advisory lock on the operation's key, so two runs cannot both see no
+// until it ends (the driver's Lock), so two runs cannot both see no
 // operation and both create it.
 func (l *Ledger) Lock(ctx context.Context, tx *sql.Tx, k Key) error {
-	if l.d != dialect.Postgres {
-		return nil
-	}
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, l.prefix+k.Table+"\n"+k.FileID); err != nil {
+	if err := l.d.Lock(ctx, tx, l.prefix+k.Table+"\n"+k.FileID); err != nil {
 		return fmt.Errorf("lock operation %s: %w", k, err)
 	}
 	return nil

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-
-	"github.com/idemport/idemport/internal/dialect"
 )
 
 // pastColumns are the columns an operation keeps among past operations.
@@ -74,7 +72,7 @@ func (l *Ledger) Reset(ctx context.Context, tx *sql.Tx, k Key) error {
 
 // Died records that attempt was found dead (its process gone, or its lease
 // taken over), unless it already recorded how it ended.
-func (l *Ledger) Died(ctx context.Context, q dialect.Querier, attempt string) error {
+func (l *Ledger) Died(ctx context.Context, q Querier, attempt string) error {
 	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`attempts SET ended_at = `+l.d.Now()+`, outcome = 'died'
 		WHERE attempt_id = ? AND ended_at IS NULL`), attempt); err != nil {
 		return fmt.Errorf("record attempt %s died: %w", attempt, err)
@@ -115,7 +113,7 @@ func (l *Ledger) Past(ctx context.Context, f Filter) ([]Operation, error) {
 // duplicate run of a file moved or renamed since it was imported), so that
 // status shows the name a user knows it by. Its attempts keep the paths
 // they ran on.
-func (l *Ledger) Seen(ctx context.Context, q dialect.Querier, k Key, path string) error {
+func (l *Ledger) Seen(ctx context.Context, q Querier, k Key, path string) error {
 	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET file_path = ?
 		WHERE table_name = ? AND file_id = ? AND file_path <> ?`), path, k.Table, k.FileID, path); err != nil {
 		return fmt.Errorf("record the path of %s: %w", k, err)

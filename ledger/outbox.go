@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/idemport/idemport/internal/dialect"
 )
 
 // Event is an event recorded in the outbox.
@@ -81,8 +79,8 @@ type Lessee struct {
 // ClaimDelivery leases to owner, for leaseMs, the oldest pending delivery
 // owed to one of sinks whose retry time has come and that no live lease
 // holds. It returns nil when there is none. Run it in its own short
-// transaction: the transaction holds the write lock (SQLite) or the row
-// lock (PostgreSQL, SKIP LOCKED), so two processes never claim one delivery.
+// transaction: the transaction holds the database's write lock, or a
+// row lock that other claims skip (the driver's SkipLocked), so two processes never claim one delivery.
 func (l *Ledger) ClaimDelivery(ctx context.Context, tx *sql.Tx, sinks []string, owner string, leaseMs int64) (*Delivery, error) {
 	return l.ClaimDeliveryAs(ctx, tx, sinks, Lessee{Owner: owner}, leaseMs)
 }
@@ -93,10 +91,7 @@ func (l *Ledger) ClaimDeliveryAs(ctx context.Context, tx *sql.Tx, sinks []string
 	if len(sinks) == 0 {
 		return nil, nil
 	}
-	lock := ``
-	if l.d == dialect.Postgres {
-		lock = ` FOR UPDATE OF d SKIP LOCKED`
-	}
+	lock, _ := l.d.SkipLocked("d")
 	args := make([]any, len(sinks))
 	for i, s := range sinks {
 		args[i] = s
@@ -125,7 +120,7 @@ func (l *Ledger) ClaimDeliveryAs(ctx context.Context, tx *sql.Tx, sinks []string
 
 // LeaseHolders returns the lessees, other than owner, that hold a live
 // lease on a pending delivery and ran on host.
-func (l *Ledger) LeaseHolders(ctx context.Context, q dialect.Querier, host, owner string) ([]Lessee, error) {
+func (l *Ledger) LeaseHolders(ctx context.Context, q Querier, host, owner string) ([]Lessee, error) {
 	rows, err := q.QueryContext(ctx, l.q(`SELECT DISTINCT lease_owner, lease_pid, lease_proc_start FROM `+l.prefix+`outbox_deliveries
 		WHERE state = 'pending' AND lease_owner IS NOT NULL AND lease_owner <> ? AND lease_expires > `+l.d.Now()+`
 		AND lease_host = ? AND lease_pid IS NOT NULL`), owner, host)
@@ -162,7 +157,7 @@ func (l *Ledger) ReleaseLeases(ctx context.Context, tx *sql.Tx, owner string) (i
 // Delivered records that the sink acknowledged d. It fails with
 // ErrLeaseLost when owner no longer holds d's lease (another process took
 // it over and may deliver it again, with the same event ID).
-func (l *Ledger) Delivered(ctx context.Context, q dialect.Querier, d *Delivery, owner string) error {
+func (l *Ledger) Delivered(ctx context.Context, q Querier, d *Delivery, owner string) error {
 	res, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`outbox_deliveries SET state = 'delivered', tries = tries + 1,
 		delivered_at = `+l.d.Now()+`, lease_owner = NULL, lease_expires = NULL, last_error = NULL
 		WHERE event_id = ? AND sink_id = ? AND lease_owner = ? AND state = 'pending'`), d.EventID, d.SinkID, owner)
@@ -172,7 +167,7 @@ func (l *Ledger) Delivered(ctx context.Context, q dialect.Querier, d *Delivery, 
 // Retry records a failed try of d with its error, to be tried again no
 // sooner than afterMs from now, or never when permanent (the sink refused
 // it for good). It fails with ErrLeaseLost when owner no longer holds d.
-func (l *Ledger) Retry(ctx context.Context, q dialect.Querier, d *Delivery, owner, errMsg string, afterMs int64, permanent bool) error {
+func (l *Ledger) Retry(ctx context.Context, q Querier, d *Delivery, owner, errMsg string, afterMs int64, permanent bool) error {
 	state := DeliveryPending
 	if permanent {
 		state = DeliveryFailed
@@ -186,7 +181,7 @@ func (l *Ledger) Retry(ctx context.Context, q dialect.Querier, d *Delivery, owne
 // Deliveries returns the outbox's deliveries, oldest event first, those of
 // state only unless state is empty. An event owed to no sink is listed once
 // with an empty SinkID. A ledger without an outbox yet has none.
-func (l *Ledger) Deliveries(ctx context.Context, q dialect.Querier, state string) ([]Delivery, error) {
+func (l *Ledger) Deliveries(ctx context.Context, q Querier, state string) ([]Delivery, error) {
 	where, args := ``, []any{}
 	if state != "" {
 		where, args = ` WHERE coalesce(d.state, '') = ?`, append(args, state)
@@ -213,7 +208,7 @@ func (l *Ledger) Deliveries(ctx context.Context, q dialect.Querier, state string
 }
 
 // DeliveryStates counts the deliveries of event id by state.
-func (l *Ledger) DeliveryStates(ctx context.Context, q dialect.Querier, id string) (map[string]int64, error) {
+func (l *Ledger) DeliveryStates(ctx context.Context, q Querier, id string) (map[string]int64, error) {
 	rows, err := q.QueryContext(ctx, l.q(`SELECT state, count(*) FROM `+l.prefix+`outbox_deliveries WHERE event_id = ? GROUP BY state`), id)
 	if err != nil {
 		return nil, fmt.Errorf("read deliveries of %s: %w", id, err)
@@ -233,7 +228,7 @@ func (l *Ledger) DeliveryStates(ctx context.Context, q dialect.Querier, id strin
 
 // PendingDeliveries counts the deliveries not yet made (failed ones not
 // included).
-func (l *Ledger) PendingDeliveries(ctx context.Context, q dialect.Querier) (int64, error) {
+func (l *Ledger) PendingDeliveries(ctx context.Context, q Querier) (int64, error) {
 	var n int64
 	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM `+l.prefix+`outbox_deliveries WHERE state = 'pending'`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count pending deliveries: %w", err)
@@ -245,7 +240,7 @@ func (l *Ledger) PendingDeliveries(ctx context.Context, q dialect.Querier) (int6
 // delivery owed to one of sinks may be tried (its retry time, or the end of
 // the lease another process holds on it; 0 when one may be tried now), and
 // false when none is pending.
-func (l *Ledger) NextDeliveryIn(ctx context.Context, q dialect.Querier, sinks []string) (int64, bool, error) {
+func (l *Ledger) NextDeliveryIn(ctx context.Context, q Querier, sinks []string) (int64, bool, error) {
 	if len(sinks) == 0 {
 		return 0, false, nil
 	}
@@ -290,7 +285,7 @@ func (l *Ledger) PruneEvents(ctx context.Context, tx *sql.Tx, cutoff int64) (int
 
 // AttemptIDs returns the IDs of the attempts on operation k, oldest first,
 // as the caller's transaction sees them.
-func (l *Ledger) AttemptIDs(ctx context.Context, q dialect.Querier, k Key) ([]string, error) {
+func (l *Ledger) AttemptIDs(ctx context.Context, q Querier, k Key) ([]string, error) {
 	rows, err := q.QueryContext(ctx, l.q(`SELECT attempt_id FROM `+l.prefix+`attempts WHERE table_name = ? AND file_id = ?
 		ORDER BY started_at, attempt_id`), k.Table, k.FileID)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/internal/dialect"
 )
 
 // Filter selects operations for List. Empty fields select everything.
@@ -159,7 +158,7 @@ func (l *Ledger) AddRejects(ctx context.Context, tx *sql.Tx, k Key, attempt stri
 }
 
 // Rejects returns the stored rejects of operation k in ordinal order.
-func (l *Ledger) Rejects(ctx context.Context, q dialect.Querier, k Key) ([]Reject, error) {
+func (l *Ledger) Rejects(ctx context.Context, q Querier, k Key) ([]Reject, error) {
 	if ok, err := l.d.TableExists(ctx, l.db, l.prefix+"rejects"); err != nil || !ok {
 		return nil, err
 	}

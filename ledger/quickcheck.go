@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-
-	"github.com/idemport/idemport/internal/dialect"
 )
 
 // FileStat is what the quick check compares: a file whose path, size,
@@ -27,7 +25,7 @@ type FileStat struct {
 // stored, and of its decoded data (content, "" when an older version
 // recorded the row); both are "" when the file is unknown or has changed in
 // any way since.
-func (l *Ledger) KnownDigest(ctx context.Context, q dialect.Querier, st FileStat) (stored, content string, err error) {
+func (l *Ledger) KnownDigest(ctx context.Context, q Querier, st FileStat) (stored, content string, err error) {
 	if ok, err := l.d.TableExists(ctx, q, l.prefix+"quickcheck"); err != nil || !ok {
 		return "", "", err
 	}
@@ -45,7 +43,7 @@ func (l *Ledger) KnownDigest(ctx context.Context, q dialect.Querier, st FileStat
 
 // RememberDigest records that the file described by st hashed to stored
 // (its bytes as stored) and content (its decoded data).
-func (l *Ledger) RememberDigest(ctx context.Context, q dialect.Querier, st FileStat, stored, content string) error {
+func (l *Ledger) RememberDigest(ctx context.Context, q Querier, st FileStat, stored, content string) error {
 	_, err := q.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`quickcheck
 		(host, path, size, mtime_ns, ctime_ns, inode, device, digest, content_digest, checked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, `+l.d.Now()+`)
 		ON CONFLICT (host, path) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, ctime_ns = excluded.ctime_ns,
@@ -61,7 +59,7 @@ func (l *Ledger) RememberDigest(ctx context.Context, q dialect.Querier, st FileS
 // ContentOf returns the decoded data's digest recorded with a file whose
 // stored bytes hashed to stored (on any host, at any path: the same bytes
 // decode to the same data), or "" when none was recorded.
-func (l *Ledger) ContentOf(ctx context.Context, q dialect.Querier, stored string) (string, error) {
+func (l *Ledger) ContentOf(ctx context.Context, q Querier, stored string) (string, error) {
 	if ok, err := l.d.TableExists(ctx, q, l.prefix+"quickcheck"); err != nil || !ok {
 		return "", err
 	}
@@ -79,7 +77,7 @@ func (l *Ledger) ContentOf(ctx context.Context, q dialect.Querier, stored string
 
 // StoredOf returns the distinct stored digests of the files recorded as
 // decoding to content (on any host, at any path), at most 16 of them.
-func (l *Ledger) StoredOf(ctx context.Context, q dialect.Querier, content string) ([]string, error) {
+func (l *Ledger) StoredOf(ctx context.Context, q Querier, content string) ([]string, error) {
 	if ok, err := l.d.TableExists(ctx, q, l.prefix+"quickcheck"); err != nil || !ok {
 		return nil, err
 	}

@@ -7,12 +7,11 @@ import (
 	"strings"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/internal/dialect"
 )
 
 // NotRejected returns those of ordinals that are not stored rejects of
 // operation k: replay applies only rows that were quarantined.
-func (l *Ledger) NotRejected(ctx context.Context, q dialect.Querier, k Key, ordinals []int64) ([]int64, error) {
+func (l *Ledger) NotRejected(ctx context.Context, q Querier, k Key, ordinals []int64) ([]int64, error) {
 	have := map[int64]bool{}
 	for start := 0; start < len(ordinals); start += 500 {
 		chunk := ordinals[start:min(start+500, len(ordinals))]

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-
-	"github.com/idemport/idemport/internal/dialect"
 )
 
 // Snapshot is the last snapshot applied to a table's scope.
@@ -18,7 +16,7 @@ type Snapshot struct {
 
 // LastSnapshot returns the last snapshot applied to scope of table, or nil
 // when there is none.
-func (l *Ledger) LastSnapshot(ctx context.Context, q dialect.Querier, table, scope string) (*Snapshot, error) {
+func (l *Ledger) LastSnapshot(ctx context.Context, q Querier, table, scope string) (*Snapshot, error) {
 	var s Snapshot
 	err := q.QueryRowContext(ctx, l.q(`SELECT as_of, file_id, applied_at FROM `+l.prefix+`snapshots WHERE table_name = ? AND scope = ?`),
 		table, scope).Scan(&s.AsOf, &s.FileID, &s.AppliedAt)

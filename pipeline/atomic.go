@@ -12,7 +12,6 @@ import (
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -63,12 +62,12 @@ func (r *run) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all, min
 	if err != nil {
 		return 0, all, mine, err
 	}
-	attempts, group := stageGroups(parts)
-	classes, err := sink.Classify(ctx, tx, r.e.d, r.target, r.stageTable(), names, group)
+	attempts, group := stageGroups(r.e.sink, parts)
+	classes, err := sink.Classify(ctx, tx, r.e.sink, r.target, r.stageTable(), names, group)
 	if err != nil {
 		return 0, all, mine, err
 	}
-	staged, fresh, written, err := sink.Merge(ctx, tx, r.e.d, r.target, r.stageTable(), names)
+	staged, fresh, written, err := sink.Merge(ctx, tx, r.e.sink, r.target, r.stageTable(), names)
 	if err != nil {
 		return 0, all, mine, err
 	}
@@ -97,7 +96,7 @@ func (r *run) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all, min
 // partitions: it returns those attempts and an SQL expression over a
 // staged row (alias s) giving the index of its attempt among them, by its
 // ordinal. Consecutive partitions of one attempt make one range.
-func stageGroups(parts []checkpoint.Partition) (attempts []string, group string) {
+func stageGroups(d sink.Driver, parts []checkpoint.Partition) (attempts []string, group string) {
 	parts = slices.Clone(parts)
 	slices.SortFunc(parts, func(a, b checkpoint.Partition) int { return cmp.Compare(a.First, b.First) })
 	index := map[string]int{}
@@ -113,7 +112,7 @@ func stageGroups(parts []checkpoint.Partition) (attempts []string, group string)
 			index[p.DoneBy] = g
 			attempts = append(attempts, p.DoneBy)
 		}
-		fmt.Fprintf(&b, " WHEN s.%s < %d THEN %d", dialect.QuoteOne(sink.RowColumn), p.First+p.Rows, g)
+		fmt.Fprintf(&b, " WHEN s.%s < %d THEN %d", d.Quote(sink.RowColumn), p.First+p.Rows, g)
 	}
 	b.WriteString(" ELSE -1 END")
 	return attempts, b.String()
@@ -124,7 +123,7 @@ func (r *run) dropStage(ctx context.Context, tx *sql.Tx) error {
 	if !r.req.Mapping.Atomic {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+(sink.Sweep{Dialect: r.e.d}).Quoted(r.stageTable())); err != nil {
+	if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+r.e.sink.QuoteTable(r.stageTable())); err != nil {
 		return fmt.Errorf("drop staging table %s: %w", r.stageTable(), err)
 	}
 	return nil

@@ -11,9 +11,9 @@ import (
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/english"
 
-	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/sink"
 )
 
 // claimWaiting claims, and when busy and asked to wait, polls until the
@@ -175,7 +175,7 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 
 // situation gathers, through q, what the claim decision depends on for the
 // stored operation op (nil when none) at database time now.
-func (r *run) situation(ctx context.Context, q dialect.Querier, op *ledger.Operation, now int64) (ledger.Situation, error) {
+func (r *run) situation(ctx context.Context, q sink.Querier, op *ledger.Operation, now int64) (ledger.Situation, error) {
 	s := ledger.Situation{Op: op, ID: r.id, Now: now, Reapply: r.req.Reapply}
 	if op == nil {
 		return s, nil
@@ -261,7 +261,7 @@ func (r *run) reapDead(ctx context.Context, tx *sql.Tx, op *ledger.Operation) er
 // or live leases on its partitions) that ran on this host in processes that
 // have since died. It writes nothing: import takes their leases over
 // (reapDead), plan and --dry-run decide as if it had.
-func (r *run) goneHolders(ctx context.Context, q dialect.Querier, op *ledger.Operation) ([]string, error) {
+func (r *run) goneHolders(ctx context.Context, q sink.Querier, op *ledger.Operation) ([]string, error) {
 	holders, err := r.e.cp.Holders(ctx, q, r.op)
 	if err != nil {
 		return nil, err

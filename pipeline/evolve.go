@@ -100,10 +100,7 @@ func (ev *evolution) apply(ctx context.Context, r *run, tx *sql.Tx) error {
 	if ev == nil || ev.text == "" {
 		return nil
 	}
-	e, ok := r.e.sink.(sink.Evolver)
-	if !ok {
-		return fmt.Errorf("evolve %s: this target cannot change a table's schema", r.target.Table)
-	}
+	e := r.e.sink
 	for _, f := range ev.add {
 		if err := e.AddColumn(ctx, tx, r.target.Table, f); err != nil {
 			return err

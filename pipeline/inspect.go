@@ -16,7 +16,6 @@ import (
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/sink"
@@ -410,7 +409,7 @@ func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, pla
 		s = &Snapshot{Scope: s.Scope} // no row is marked yet
 	}
 	if r.target.Ordinal() {
-		missing, _, err := sink.Sweep{Dialect: r.e.d, Table: r.target.Table, FileKey: r.id.FileKey, Scope: s.Scope, Soft: s.Soft}.Count(ctx, r.e.db)
+		missing, _, err := sink.Sweep{Driver: r.e.sink, Table: r.target.Table, FileKey: r.id.FileKey, Scope: s.Scope, Soft: s.Soft}.Count(ctx, r.e.db)
 		return missing, err
 	}
 	schema := plan.Schema.Arrow()
@@ -439,18 +438,18 @@ func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, pla
 	}
 	sel := make([]string, len(r.target.Key))
 	for i, k := range r.target.Key {
-		sel[i] = "CAST(t." + dialect.QuoteOne(k) + " AS TEXT)"
+		sel[i] = "CAST(t." + r.e.sink.Quote(k) + " AS TEXT)"
 	}
 	where := []string{"1 = 1"}
 	var args []any
 	for _, term := range s.Scope {
-		where = append(where, "t."+dialect.QuoteOne(term.Column)+" = ?")
+		where = append(where, "t."+r.e.sink.Quote(term.Column)+" = ?")
 		args = append(args, term.Value)
 	}
 	if s.Soft {
-		where = append(where, "t."+dialect.QuoteOne(sink.DeletedColumn)+" IS NULL")
+		where = append(where, "t."+r.e.sink.Quote(sink.DeletedColumn)+" IS NULL")
 	}
-	rows, err := r.e.db.QueryContext(ctx, r.e.d.Rebind(`SELECT `+strings.Join(sel, ", ")+` FROM `+(sink.Sweep{Dialect: r.e.d}).Quoted(r.target.Table)+` t WHERE `+strings.Join(where, " AND ")), args...)
+	rows, err := r.e.db.QueryContext(ctx, r.e.sink.Rebind(`SELECT `+strings.Join(sel, ", ")+` FROM `+r.e.sink.QuoteTable(r.target.Table)+` t WHERE `+strings.Join(where, " AND ")), args...)
 	if err != nil {
 		return 0, fmt.Errorf("read the keys of %s: %w", r.target.Table, err)
 	}

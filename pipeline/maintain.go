@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/idemport/idemport/checkpoint"
-	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/sink"
@@ -82,8 +81,8 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 	// Superseded rows were never applied: the file's scan below skips them too.
 	rep.Expected = op.Rows.Read - op.Rows.Rejected - op.Rows.Superseded + replayed
 	if r.target.Ordinal() {
-		err = e.db.QueryRowContext(ctx, e.d.Rebind(`SELECT count(*) FROM `+e.quoteTable(r.target.Table)+
-			` WHERE `+dialect.QuoteOne(sink.FileColumn)+` = ?`), r.id.FileKey).Scan(&rep.Found)
+		err = e.db.QueryRowContext(ctx, e.sink.Rebind(`SELECT count(*) FROM `+e.sink.QuoteTable(r.target.Table)+
+			` WHERE `+e.sink.Quote(sink.FileColumn)+` = ?`), r.id.FileKey).Scan(&rep.Found)
 		if err != nil {
 			return nil, fmt.Errorf("count rows of %s: %w", r.target.Table, err)
 		}
@@ -94,13 +93,6 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 		rep.Differences = append(rep.Differences, fmt.Sprintf("%s holds %d of the file's rows, the ledger says %d", r.target.Table, rep.Found, rep.Expected))
 	}
 	return rep, nil
-}
-
-func (e *Engine) quoteTable(name string) string {
-	if e.d == dialect.Postgres {
-		return dialect.Quote(name)
-	}
-	return dialect.QuoteOne(name)
 }
 
 // replayedCount counts the rejects of k that a replay applied.
@@ -178,9 +170,8 @@ func eachBatch(f *reader.File, plan *reader.Plan, batchRows int, fn func(arrow.R
 }
 
 // presentKeys counts the rows of rec whose key is present in the target
-// table (a key that appears twice in rec counts twice). On PostgreSQL each
-// key value goes as text cast to its column's type, so the comparison is
-// the column's whatever type the file's values have.
+// table (a key that appears twice in rec counts twice). Each key value is
+// bound as the driver compares it with its column (KeyParam, KeyArg).
 func (e *Engine) presentKeys(ctx context.Context, tg sink.Target, table *sink.Table, rec arrow.RecordBatch, schema reader.Schema) (int64, error) {
 	n := int(rec.NumRows())
 	if n == 0 {
@@ -191,27 +182,23 @@ func (e *Engine) presentKeys(ctx context.Context, tg sink.Target, table *sink.Ta
 	params := make([]string, len(tg.Key))
 	for i, k := range tg.Key {
 		names[i] = fmt.Sprintf("k%d", i)
-		on[i] = fmt.Sprintf("t.%s = b.k%d", dialect.QuoteOne(k), i)
-		params[i] = "?"
-		if c := table.Column(k); c != nil && e.d == dialect.Postgres {
-			params[i] = "CAST(? AS " + c.SQLType + ")"
+		on[i] = fmt.Sprintf("t.%s = b.k%d", e.sink.Quote(k), i)
+		params[i] = e.sink.KeyParam("")
+		if c := table.Column(k); c != nil {
+			params[i] = e.sink.KeyParam(c.SQLType)
 		}
 	}
 	tuple := "(" + strings.Join(params, ", ") + ")"
 	args := make([]any, 0, n*len(tg.Key))
 	for i := 0; i < n; i++ {
 		for _, k := range tg.Key {
-			v := keyValue(rec.Column(schema.Index(k)), i)
-			if e.d == dialect.Postgres && v != nil {
-				v = fmt.Sprint(v)
-			}
-			args = append(args, v)
+			args = append(args, e.sink.KeyArg(keyValue(rec.Column(schema.Index(k)), i)))
 		}
 	}
 	q := `WITH b(` + strings.Join(names, ", ") + `) AS (VALUES ` + strings.TrimSuffix(strings.Repeat(tuple+",", n), ",") +
-		`) SELECT count(*) FROM b JOIN ` + e.quoteTable(tg.Table) + ` t ON ` + strings.Join(on, " AND ")
+		`) SELECT count(*) FROM b JOIN ` + e.sink.QuoteTable(tg.Table) + ` t ON ` + strings.Join(on, " AND ")
 	var c int64
-	if err := e.db.QueryRowContext(ctx, e.d.Rebind(q), args...).Scan(&c); err != nil {
+	if err := e.db.QueryRowContext(ctx, e.sink.Rebind(q), args...).Scan(&c); err != nil {
 		return 0, fmt.Errorf("look up keys in %s: %w", tg.Table, err)
 	}
 	return c, nil
@@ -331,27 +318,26 @@ func (e *Engine) GC(ctx context.Context, olderThan time.Duration, dryRun bool) (
 // dropOrphans drops, inside tx, the staging and key tables of this
 // ledger's operations that are not processing or failed (and so will never
 // complete and drop them itself), and returns their names. Tables of
-// operations this ledger does not have are left alone: on PostgreSQL they
-// may belong to another ledger (another state schema) importing the same
-// file into a table of the same name elsewhere.
+// operations this ledger does not have are left alone: where the database
+// has schemas they may belong to another ledger (another state schema)
+// importing the same file into a table of the same name elsewhere.
 func (e *Engine) dropOrphans(ctx context.Context, tx *sql.Tx) ([]string, error) {
-	current := ""
-	if e.d == dialect.Postgres {
-		if err := tx.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&current); err != nil {
-			return nil, fmt.Errorf("read the current schema: %w", err)
-		}
+	current, err := e.sink.CurrentSchema(ctx, tx)
+	if err != nil {
+		return nil, err
 	}
-	// tables names the staging and key tables of op as the catalogue
-	// lists them: schema.name on PostgreSQL (the target's schema), name on
-	// SQLite.
+	// tables names the staging and key tables of op as the driver's Tables
+	// lists them: schema.name beside the target where the database has
+	// schemas (current when the target's name is unqualified), else name.
 	tables := func(op ledger.Operation) [2]string {
 		h := strconv.FormatUint(uint64(FileKey(op.Table+"\x00"+op.FileID)), 16)
-		schema := ""
-		if e.d == dialect.Postgres {
-			schema = current
+		schema := current
+		if e.sink.Limits().QualifiedNames {
 			if i := strings.LastIndexByte(op.Table, '.'); i >= 0 {
 				schema = strings.Trim(op.Table[:i], `"`)
 			}
+		}
+		if schema != "" {
 			schema += "."
 		}
 		return [2]string{schema + sink.StagePrefix + h, schema + "_idemport_seen_" + h}
@@ -369,34 +355,18 @@ func (e *Engine) dropOrphans(ctx context.Context, tx *sql.Tx) ([]string, error) 
 			}
 		}
 	}
-	q := `SELECT '', name FROM sqlite_master WHERE type = 'table' AND (name LIKE '\_idemport\_stage\_%' ESCAPE '\' OR name LIKE '\_idemport\_seen\_%' ESCAPE '\')`
-	if e.d == dialect.Postgres {
-		q = `SELECT schemaname, tablename FROM pg_tables WHERE tablename LIKE '\_idemport\_stage\_%' OR tablename LIKE '\_idemport\_seen\_%'`
-	}
-	rows, err := tx.QueryContext(ctx, q)
+	names, err := e.sink.Tables(ctx, tx, sink.StagePrefix, "_idemport_seen_")
 	if err != nil {
 		return nil, fmt.Errorf("list staging tables: %w", err)
 	}
 	var drop []string
-	for rows.Next() {
-		var schema, name string
-		if err := rows.Scan(&schema, &name); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if schema != "" {
-			name = schema + "." + name
-		}
+	for _, name := range names {
 		if mine[name] && !live[name] {
 			drop = append(drop, name)
 		}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
 	for _, name := range drop {
-		if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+(sink.Sweep{Dialect: e.d}).Quoted(name)); err != nil {
+		if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+e.sink.QuoteTable(name)); err != nil {
 			return nil, fmt.Errorf("drop %s: %w", name, err)
 		}
 	}

@@ -273,7 +273,7 @@ func (e *Engine) reapDeliverers(ctx context.Context, tx *sql.Tx, me ledger.Lesse
 const DefaultNotifyTimeout = 30 * time.Second
 
 func (e *Engine) pending(ctx context.Context) (int64, error) {
-	if ok, err := e.d.TableExists(ctx, e.db, e.prefix+"outbox_deliveries"); err != nil || !ok {
+	if ok, err := e.sink.TableExists(ctx, e.db, e.prefix+"outbox_deliveries"); err != nil || !ok {
 		return 0, err
 	}
 	return e.ledger.PendingDeliveries(ctx, e.db)
@@ -305,7 +305,7 @@ func (e *Engine) EventState(ctx context.Context, id string) (string, error) {
 // oldest event first; an event owed to no sink is listed once with an empty
 // sink.
 func (e *Engine) Outbox(ctx context.Context, state string) ([]ledger.Delivery, error) {
-	if ok, err := e.d.TableExists(ctx, e.db, e.prefix+"outbox"); err != nil || !ok {
+	if ok, err := e.sink.TableExists(ctx, e.db, e.prefix+"outbox"); err != nil || !ok {
 		return nil, err
 	}
 	return e.ledger.Deliveries(ctx, e.db, state)

@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/sink"
@@ -75,10 +74,10 @@ func (r *run) seenTable() string {
 }
 
 // beside names a table of this operation, prefix and the operation's hash,
-// beside the target table (in its schema on PostgreSQL).
+// beside the target table (in its schema, where table names are qualified).
 func (r *run) beside(prefix string) string {
 	name := prefix + strconv.FormatUint(uint64(FileKey(r.id.Table+"\x00"+r.id.FileID)), 16)
-	if r.e.d == dialect.Postgres {
+	if r.e.sink.Limits().QualifiedNames {
 		for i := len(r.target.Table) - 1; i >= 0; i-- {
 			if r.target.Table[i] == '.' {
 				return r.target.Table[:i+1] + name
@@ -131,7 +130,7 @@ func (r *run) ensureSnapshot(ctx context.Context, tx *sql.Tx, schema *arrow.Sche
 		return nil
 	}
 	if s.Soft {
-		if err := sink.EnsureDeleted(ctx, tx, r.e.d, r.e.sink, r.target.Table); err != nil {
+		if err := sink.EnsureDeleted(ctx, tx, r.e.sink, r.target.Table); err != nil {
 			return err
 		}
 	}
@@ -220,7 +219,7 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted int64) (int64, err
 		return 0, fmt.Errorf("a newer snapshot of %s%s (%s, as of %s) was applied while this one (as of %s) was being imported; not sweeping: undo this import or import a newer snapshot",
 			r.target.Table, scopeSuffix(s), last.FileID, stamp(last.AsOf), stamp(r.asOf()))
 	}
-	sw := sink.Sweep{Dialect: r.e.d, Table: r.target.Table, Key: r.target.Key, Seen: r.seenTable(), FileKey: r.id.FileKey, Scope: s.Scope, Soft: s.Soft}
+	sw := sink.Sweep{Driver: r.e.sink, Table: r.target.Table, Key: r.target.Key, Seen: r.seenTable(), FileKey: r.id.FileKey, Scope: s.Scope, Soft: s.Soft}
 	missing, live, err := sw.Count(ctx, tx)
 	if err != nil {
 		return 0, err
@@ -240,11 +239,7 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted int64) (int64, err
 	case !limit.Allows(lost, before):
 		return 0, &DeleteGuardError{Table: r.target.Table, Missing: lost, Live: before, Limit: limit, Ordinal: r.target.Ordinal()}
 	}
-	var now any = time.Now().UTC()
-	if r.e.d != dialect.Postgres {
-		now = sink.FormatTimestamp(time.Now().UnixMicro())
-	}
-	deleted, err := sw.Apply(ctx, tx, now)
+	deleted, err := sw.Apply(ctx, tx, r.e.sink.TimeValue(time.Now()))
 	if err != nil {
 		return 0, err
 	}

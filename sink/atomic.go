@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/internal/dialect"
 )
 
 // StagePrefix begins the names of the staging tables of --atomic imports.
@@ -22,16 +21,15 @@ const StagePrefix = "_idemport_stage_"
 // the stage and how many of them were new to the table and how many the
 // upsert wrote (new plus changed). The stage is left for the caller to
 // drop.
-func Merge(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tg Target, stage string, columns []string) (staged, fresh, written int64, err error) {
-	sw := Sweep{Dialect: d}
-	table, st := sw.Quoted(tg.Table), sw.Quoted(stage)
+func Merge(ctx context.Context, tx *sql.Tx, d Driver, tg Target, stage string, columns []string) (staged, fresh, written int64, err error) {
+	table, st := d.QuoteTable(tg.Table), d.QuoteTable(stage)
 	conflict := []string{FileColumn, RowColumn}
 	if !tg.Ordinal() {
 		conflict = tg.Key
 	}
 	match := make([]string, len(conflict))
 	for i, k := range conflict {
-		match[i] = "t." + dialect.QuoteOne(k) + " = s." + dialect.QuoteOne(k)
+		match[i] = "t." + d.Quote(k) + " = s." + d.Quote(k)
 	}
 	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM `+table+` t WHERE `+
 		strings.Join(match, " AND ")+`) THEN 0 ELSE 1 END), 0) FROM `+st+` s`).Scan(&staged, &fresh); err != nil {
@@ -45,27 +43,20 @@ func Merge(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tg Target, stage 
 		}
 	}
 	for _, c := range data {
-		set = append(set, dialect.QuoteOne(c)+" = excluded."+dialect.QuoteOne(c))
+		set = append(set, d.Quote(c)+" = excluded."+d.Quote(c))
 	}
 	if !tg.Ordinal() {
-		set = append(set, dialect.QuoteOne(FileColumn)+" = excluded."+dialect.QuoteOne(FileColumn),
-			dialect.QuoteOne(RowColumn)+" = excluded."+dialect.QuoteOne(RowColumn))
+		set = append(set, d.Quote(FileColumn)+" = excluded."+d.Quote(FileColumn),
+			d.Quote(RowColumn)+" = excluded."+d.Quote(RowColumn))
 	}
-	distinct := " IS NOT "
-	if d == dialect.Postgres {
-		distinct = " IS DISTINCT FROM "
-	}
-	q := `INSERT INTO ` + table + ` (` + dialect.QuoteList(cols, "") + `) SELECT ` + dialect.QuoteList(cols, "") + ` FROM ` + st +
-		` WHERE true ON CONFLICT (` + dialect.QuoteList(conflict, "") + `) `
+	q := `INSERT INTO ` + table + ` (` + quoteList(d, cols, "") + `) SELECT ` + quoteList(d, cols, "") + ` FROM ` + st +
+		` WHERE true ON CONFLICT (` + quoteList(d, conflict, "") + `) `
 	if len(data) == 0 {
 		q += `DO NOTHING`
 	} else {
-		guard := []string{"(" + dialect.QuoteList(data, table+".") + ")" + distinct + "(" + dialect.QuoteList(data, "excluded.") + ")"}
-		if d == dialect.Postgres && len(data) > 1 {
-			guard[0] = "ROW(" + dialect.QuoteList(data, table+".") + ")" + distinct + "ROW(" + dialect.QuoteList(data, "excluded.") + ")"
-		}
+		guard := []string{d.Distinct(prefixed(d, data, table+"."), prefixed(d, data, "excluded."))}
 		if tg.Version != "" {
-			stored, v := table+"."+dialect.QuoteOne(tg.Version), "excluded."+dialect.QuoteOne(tg.Version)
+			stored, v := table+"."+d.Quote(tg.Version), "excluded."+d.Quote(tg.Version)
 			guard = append(guard, "NOT ("+stored+" IS NOT NULL AND ("+v+" IS NULL OR "+v+" < "+stored+"))")
 		}
 		q += `DO UPDATE SET ` + strings.Join(set, ", ") + ` WHERE ` + strings.Join(guard, " AND ")
@@ -87,15 +78,14 @@ func Merge(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tg Target, stage 
 // (Unchanged) or, by tg.Version, older than the stored row (Stale). group
 // is an SQL expression over the staged row (alias s) giving an integer;
 // columns are the file's columns. It uses the predicates of Merge's upsert.
-func Classify(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tg Target, stage string, columns []string, group string) (map[int64]idemtype.Rows, error) {
-	sw := Sweep{Dialect: d}
+func Classify(ctx context.Context, tx *sql.Tx, d Driver, tg Target, stage string, columns []string, group string) (map[int64]idemtype.Rows, error) {
 	conflict := []string{FileColumn, RowColumn}
 	if !tg.Ordinal() {
 		conflict = tg.Key
 	}
 	match := make([]string, len(conflict))
 	for i, k := range conflict {
-		match[i] = "t." + dialect.QuoteOne(k) + " = s." + dialect.QuoteOne(k)
+		match[i] = "t." + d.Quote(k) + " = s." + d.Quote(k)
 	}
 	var data []string
 	for _, c := range columns {
@@ -105,25 +95,18 @@ func Classify(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tg Target, sta
 	}
 	stale, changed := "1 = 0", "1 = 0" // no data columns: an existing row is left as it is
 	if len(data) > 0 {
-		switch {
-		case d == dialect.Postgres && len(data) > 1:
-			changed = "ROW(" + dialect.QuoteList(data, "t.") + ") IS DISTINCT FROM ROW(" + dialect.QuoteList(data, "s.") + ")"
-		case d == dialect.Postgres:
-			changed = "(" + dialect.QuoteList(data, "t.") + ") IS DISTINCT FROM (" + dialect.QuoteList(data, "s.") + ")"
-		default:
-			changed = "(" + dialect.QuoteList(data, "t.") + ") IS NOT (" + dialect.QuoteList(data, "s.") + ")"
-		}
+		changed = d.Distinct(prefixed(d, data, "t."), prefixed(d, data, "s."))
 		if tg.Version != "" {
-			stored, v := "t."+dialect.QuoteOne(tg.Version), "s."+dialect.QuoteOne(tg.Version)
+			stored, v := "t."+d.Quote(tg.Version), "s."+d.Quote(tg.Version)
 			stale = stored + " IS NOT NULL AND (" + v + " IS NULL OR " + v + " < " + stored + ")"
 		}
 	}
-	present := "t." + dialect.QuoteOne(conflict[0]) + " IS NOT NULL"
+	present := "t." + d.Quote(conflict[0]) + " IS NOT NULL"
 	rows, err := tx.QueryContext(ctx, `SELECT `+group+`, count(*),
 		coalesce(sum(CASE WHEN `+present+` THEN 0 ELSE 1 END), 0),
 		coalesce(sum(CASE WHEN `+present+` AND (`+stale+`) THEN 1 ELSE 0 END), 0),
 		coalesce(sum(CASE WHEN `+present+` AND NOT (`+stale+`) AND (`+changed+`) THEN 1 ELSE 0 END), 0)
-		FROM `+sw.Quoted(stage)+` s LEFT JOIN `+sw.Quoted(tg.Table)+` t ON `+strings.Join(match, " AND ")+` GROUP BY 1`)
+		FROM `+d.QuoteTable(stage)+` s LEFT JOIN `+d.QuoteTable(tg.Table)+` t ON `+strings.Join(match, " AND ")+` GROUP BY 1`)
 	if err != nil {
 		return nil, fmt.Errorf("classify staged rows of %s: %w", tg.Table, err)
 	}
@@ -139,4 +122,19 @@ func Classify(ctx context.Context, tx *sql.Tx, d dialect.Dialect, tg Target, sta
 		out[g] = c
 	}
 	return out, rows.Err()
+}
+
+// prefixed quotes each name with d.Quote, prefixed (e.g. "excluded.").
+func prefixed(d Driver, names []string, prefix string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + d.Quote(n)
+	}
+	return out
+}
+
+// quoteList quotes each name with d.Quote, prefixed, and joins them with
+// commas.
+func quoteList(d Driver, names []string, prefix string) string {
+	return strings.Join(prefixed(d, names, prefix), ", ")
 }

@@ -30,7 +30,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/internal/dialect"
 )
 
 // The lineage columns every target table has. In ordinal mode they are the
@@ -104,35 +103,6 @@ func (t *Table) HasKey(cols []string) bool {
 // ErrNoSchema means a schema-qualified table name names a schema that does
 // not exist: a mistake in the command, not something to create.
 var ErrNoSchema = errors.New("no such schema")
-
-// Dialect is one database's way of describing, creating and writing target
-// tables.
-type Dialect interface {
-	// Describe returns the table named name, or nil when it does not exist;
-	// an error wrapping ErrNoSchema when name is qualified by a schema that
-	// does not exist.
-	Describe(ctx context.Context, q dialect.Querier, name string) (*Table, error)
-	// Ensure creates the target table for schema inside tx when it does not
-	// exist, and otherwise checks it with Check and adds missing lineage
-	// columns.
-	Ensure(ctx context.Context, tx *sql.Tx, t Target, schema *arrow.Schema) error
-	// DeleteFile deletes, inside tx, the rows of table that the file with
-	// key fileKey last wrote (by the lineage column), and returns how many
-	// it deleted. A table that does not exist has none.
-	DeleteFile(ctx context.Context, tx *sql.Tx, table string, fileKey int64) (int64, error)
-	// Locked reports whether err says another connection holds a lock the
-	// operation needed and did not release within the wait the database
-	// allows (SQLite's busy timeout), as a writer frozen inside its
-	// transaction does.
-	Locked(err error) bool
-	// Writer returns a Writer bound to conn for batches of schema. The
-	// table must exist (Ensure it first), conn must not be in a
-	// transaction, and Write must be given transactions begun on conn.
-	// The Writer is not safe for concurrent use.
-	Writer(ctx context.Context, conn *sql.Conn, t Target, schema *arrow.Schema) (Writer, error)
-	// Limits returns the database's limits on tables.
-	Limits() Limits
-}
 
 // Writer upserts batches into a target table.
 type Writer interface {
@@ -302,17 +272,6 @@ type RowError struct {
 
 func (e *RowError) Error() string { return e.Err.Error() }
 func (e *RowError) Unwrap() error { return e.Err }
-
-// Evolver is what a dialect provides to change an existing table's schema
-// inside a transaction: add a nullable column, or widen one.
-type Evolver interface {
-	// AddColumn adds the nullable column f to table.
-	AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.Field) error
-	// Widen changes column of table to hold kind (idemtype.Decimal or
-	// idemtype.String), keeping every stored value exactly (as its decimal or
-	// its text).
-	Widen(ctx context.Context, tx *sql.Tx, table, column string, kind idemtype.Type) error
-}
 
 // Widen returns the kind a column holding kind table is widened to so that
 // it takes values of kind file, along int64 → decimal → text and float64 →

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-
-	"github.com/idemport/idemport/internal/dialect"
 )
 
 // DeletedColumn marks the rows a soft snapshot sweep deleted: when, as a
@@ -29,7 +27,7 @@ type Term struct {
 // are not deleted but marked in DeletedColumn, and marks on rows the file
 // has are cleared.
 type Sweep struct {
-	Dialect dialect.Dialect
+	Driver  Driver
 	Table   string
 	Key     []string
 	Seen    string
@@ -38,14 +36,8 @@ type Sweep struct {
 	Soft    bool
 }
 
-// Quoted quotes a table name as the dialect's drivers name tables: on
-// PostgreSQL a dotted name is schema.table, on SQLite one table.
-func (s Sweep) Quoted(name string) string {
-	if s.Dialect == dialect.Postgres {
-		return dialect.Quote(name)
-	}
-	return dialect.QuoteOne(name)
-}
+// Quoted quotes a table name as the driver names tables.
+func (s Sweep) Quoted(name string) string { return s.Driver.QuoteTable(name) }
 
 // where returns the conditions (and their arguments) of the rows of the
 // scope that are live and that the file does not have (missing) or has.
@@ -53,24 +45,24 @@ func (s Sweep) where(missing bool) (string, []any) {
 	var conds []string
 	var args []any
 	for _, t := range s.Scope {
-		conds = append(conds, "t."+dialect.QuoteOne(t.Column)+" = ?")
+		conds = append(conds, "t."+s.Driver.Quote(t.Column)+" = ?")
 		args = append(args, t.Value)
 	}
 	if s.Soft {
 		if missing {
-			conds = append(conds, "t."+dialect.QuoteOne(DeletedColumn)+" IS NULL")
+			conds = append(conds, "t."+s.Driver.Quote(DeletedColumn)+" IS NULL")
 		} else {
-			conds = append(conds, "t."+dialect.QuoteOne(DeletedColumn)+" IS NOT NULL")
+			conds = append(conds, "t."+s.Driver.Quote(DeletedColumn)+" IS NOT NULL")
 		}
 	}
 	var in string
 	if len(s.Key) == 0 {
-		in = "t." + dialect.QuoteOne(FileColumn) + " = ?"
+		in = "t." + s.Driver.Quote(FileColumn) + " = ?"
 		args = append(args, s.FileKey)
 	} else {
 		match := make([]string, len(s.Key))
 		for i, k := range s.Key {
-			match[i] = "k." + dialect.QuoteOne(k) + " = t." + dialect.QuoteOne(k)
+			match[i] = "k." + s.Driver.Quote(k) + " = t." + s.Driver.Quote(k)
 		}
 		in = "EXISTS (SELECT 1 FROM " + s.Quoted(s.Seen) + " k WHERE " + strings.Join(match, " AND ") + ")"
 	}
@@ -86,24 +78,24 @@ func (s Sweep) live() (string, []any) {
 	conds := []string{"1 = 1"}
 	var args []any
 	for _, t := range s.Scope {
-		conds = append(conds, "t."+dialect.QuoteOne(t.Column)+" = ?")
+		conds = append(conds, "t."+s.Driver.Quote(t.Column)+" = ?")
 		args = append(args, t.Value)
 	}
 	if s.Soft {
-		conds = append(conds, "t."+dialect.QuoteOne(DeletedColumn)+" IS NULL")
+		conds = append(conds, "t."+s.Driver.Quote(DeletedColumn)+" IS NULL")
 	}
 	return strings.Join(conds, " AND "), args
 }
 
 // Count returns, inside q, how many live rows of the scope the sweep would
 // remove, and how many live rows the scope holds.
-func (s Sweep) Count(ctx context.Context, q dialect.Querier) (missing, live int64, err error) {
+func (s Sweep) Count(ctx context.Context, q Querier) (missing, live int64, err error) {
 	w, args := s.where(true)
-	if err := q.QueryRowContext(ctx, s.Dialect.Rebind(`SELECT count(*) FROM `+s.Quoted(s.Table)+` t WHERE `+w), args...).Scan(&missing); err != nil {
+	if err := q.QueryRowContext(ctx, s.Driver.Rebind(`SELECT count(*) FROM `+s.Quoted(s.Table)+` t WHERE `+w), args...).Scan(&missing); err != nil {
 		return 0, 0, fmt.Errorf("count rows missing from the snapshot: %w", err)
 	}
 	w, args = s.live()
-	if err := q.QueryRowContext(ctx, s.Dialect.Rebind(`SELECT count(*) FROM `+s.Quoted(s.Table)+` t WHERE `+w), args...).Scan(&live); err != nil {
+	if err := q.QueryRowContext(ctx, s.Driver.Rebind(`SELECT count(*) FROM `+s.Quoted(s.Table)+` t WHERE `+w), args...).Scan(&live); err != nil {
 		return 0, 0, fmt.Errorf("count rows in the snapshot's scope: %w", err)
 	}
 	return missing, live, nil
@@ -118,9 +110,9 @@ func (s Sweep) Apply(ctx context.Context, tx *sql.Tx, now any) (int64, error) {
 	var res sql.Result
 	var err error
 	if s.Soft {
-		res, err = tx.ExecContext(ctx, s.Dialect.Rebind(`UPDATE `+t+` AS t SET `+dialect.QuoteOne(DeletedColumn)+` = ? WHERE `+w), append([]any{now}, args...)...)
+		res, err = tx.ExecContext(ctx, s.Driver.Rebind(`UPDATE `+t+` AS t SET `+s.Driver.Quote(DeletedColumn)+` = ? WHERE `+w), append([]any{now}, args...)...)
 	} else {
-		res, err = tx.ExecContext(ctx, s.Dialect.Rebind(`DELETE FROM `+t+` AS t WHERE `+w), args...)
+		res, err = tx.ExecContext(ctx, s.Driver.Rebind(`DELETE FROM `+t+` AS t WHERE `+w), args...)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("sweep rows missing from the snapshot out of %s: %w", s.Table, err)
@@ -131,7 +123,7 @@ func (s Sweep) Apply(ctx context.Context, tx *sql.Tx, now any) (int64, error) {
 	}
 	if s.Soft {
 		w, args := s.where(false)
-		if _, err := tx.ExecContext(ctx, s.Dialect.Rebind(`UPDATE `+t+` AS t SET `+dialect.QuoteOne(DeletedColumn)+` = NULL WHERE `+w), args...); err != nil {
+		if _, err := tx.ExecContext(ctx, s.Driver.Rebind(`UPDATE `+t+` AS t SET `+s.Driver.Quote(DeletedColumn)+` = NULL WHERE `+w), args...); err != nil {
 			return 0, fmt.Errorf("clear the deletion marks of rows back in the snapshot: %w", err)
 		}
 	}
@@ -139,20 +131,15 @@ func (s Sweep) Apply(ctx context.Context, tx *sql.Tx, now any) (int64, error) {
 }
 
 // EnsureDeleted adds DeletedColumn to table inside tx when it lacks it.
-func EnsureDeleted(ctx context.Context, tx *sql.Tx, d dialect.Dialect, dl Dialect, table string) error {
-	t, err := dl.Describe(ctx, tx, table)
+func EnsureDeleted(ctx context.Context, tx *sql.Tx, d Driver, table string) error {
+	t, err := d.Describe(ctx, tx, table)
 	if err != nil {
 		return err
 	}
 	if t == nil || t.Column(DeletedColumn) != nil {
 		return nil
 	}
-	typ := "TEXT" // fixed-width UTC text, as SQLite targets store timestamps
-	if d == dialect.Postgres {
-		typ = "timestamptz"
-	}
-	name := Sweep{Dialect: d}.Quoted(table)
-	if _, err := tx.ExecContext(ctx, `ALTER TABLE `+name+` ADD COLUMN `+dialect.QuoteOne(DeletedColumn)+` `+typ); err != nil {
+	if _, err := tx.ExecContext(ctx, `ALTER TABLE `+d.QuoteTable(table)+` ADD COLUMN `+d.Quote(DeletedColumn)+` `+d.TimeType()); err != nil {
 		return fmt.Errorf("add column %s to %s: %w", DeletedColumn, table, err)
 	}
 	return nil

@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/internal/pgtest"
 	"github.com/idemport/idemport/internal/testkit"
 )
@@ -33,7 +32,7 @@ func startPoller(t *testing.T, tg *testkit.Target, table string) *poller {
 	ref := table
 	var cmd *exec.Cmd
 	if tg.IsPostgres() {
-		ref = dialect.QuoteOne(tg.Schema) + "." + table
+		ref = testkit.QuoteOne(tg.Schema) + "." + table
 		cmd = exec.Command("psql", "-X", "-q", "-At", pgtest.DSN(t))
 	} else {
 		cmd = exec.Command("sqlite3", tg.Path)

@@ -8,16 +8,29 @@ import (
 	"database/sql"
 	"fmt"
 	"io/fs"
-	"path"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/idemport/idemport/internal/dialect"
 )
 
-// Apply runs, in order, the migrations of component found in dir of fsys
+// Querier is what *sql.DB, *sql.Conn and *sql.Tx have in common; the same
+// type as sink.Querier.
+type Querier = interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Driver is what migrating needs of the database's driver (a sink.Driver
+// is one): its migration files, its placeholders, its catalogue.
+type Driver interface {
+	Migrations(component string) (fs.FS, error)
+	Rebind(query string) string
+	TableExists(ctx context.Context, q Querier, name string) (bool, error)
+}
+
+// Apply runs, in order, the migrations of component that d provides and
 // that are not yet recorded. Files are named NNNN_description.up.sql; every
 // "{{prefix}}" in them becomes prefix, which places idemport's tables (as
 // "idemport_" on SQLite, or a quoted schema and a dot on PostgreSQL).
@@ -25,9 +38,13 @@ import (
 // Concurrent callers are safe: a version recorded by another process between
 // the check and the insert makes this caller's transaction fail on the
 // primary key, and Apply then re-reads and continues.
-func Apply(ctx context.Context, db *sql.DB, d dialect.Dialect, prefix, component string, fsys fs.FS, dir string) error {
+func Apply(ctx context.Context, db *sql.DB, d Driver, prefix, component string) error {
 	table := prefix + "migrations"
-	entries, err := fs.ReadDir(fsys, dir)
+	fsys, err := d.Migrations(component)
+	if err != nil {
+		return fmt.Errorf("read %s migrations: %w", component, err)
+	}
+	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		return fmt.Errorf("read %s migrations: %w", component, err)
 	}
@@ -78,7 +95,7 @@ func Apply(ctx context.Context, db *sql.DB, d dialect.Dialect, prefix, component
 		if applied[m.version] {
 			continue
 		}
-		body, err := fs.ReadFile(fsys, path.Join(dir, m.name))
+		body, err := fs.ReadFile(fsys, m.name)
 		if err != nil {
 			return err
 		}
@@ -95,7 +112,7 @@ func Apply(ctx context.Context, db *sql.DB, d dialect.Dialect, prefix, component
 	return nil
 }
 
-func applyOne(ctx context.Context, db *sql.DB, d dialect.Dialect, table, component string, version int, body string) error {
+func applyOne(ctx context.Context, db *sql.DB, d Driver, table, component string, version int, body string) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -111,22 +128,15 @@ func applyOne(ctx context.Context, db *sql.DB, d dialect.Dialect, table, compone
 	if _, err := tx.ExecContext(ctx, body); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, d.Rebind(`INSERT INTO `+table+` (component, version, applied_at) VALUES (?, ?, `+nowText(d)+`)`), component, version); err != nil {
+	if _, err := tx.ExecContext(ctx, d.Rebind(`INSERT INTO `+table+` (component, version, applied_at) VALUES (?, ?, ?)`), component, version, time.Now().UTC().Format("2006-01-02T15:04:05Z")); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
 
-func nowText(d dialect.Dialect) string {
-	if d == dialect.Postgres {
-		return "to_char(now() at time zone 'utc', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
-	}
-	return "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')"
-}
-
 // appliedVersions returns the versions of component already applied. A
 // missing table means none.
-func appliedVersions(ctx context.Context, db *sql.DB, d dialect.Dialect, table, component string) (map[int]bool, error) {
+func appliedVersions(ctx context.Context, db *sql.DB, d Driver, table, component string) (map[int]bool, error) {
 	exists, err := d.TableExists(ctx, db, table)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", table, err)

@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/internal/proc"
 )
 
@@ -103,7 +102,7 @@ func URL(t testing.TB, schema string) string {
 		t.Fatalf("%s must be a postgres:// URL, got %q", Env, dsn)
 	}
 	q := u.Query()
-	q.Set("search_path", dialect.QuoteOne(schema))
+	q.Set("search_path", quote(schema))
 	u.RawQuery = q.Encode()
 	return u.String()
 }
@@ -130,11 +129,11 @@ func Open(t testing.TB) (*sql.DB, string) {
 func Schema(t testing.TB, db *sql.DB) string {
 	t.Helper()
 	name := Name()
-	if _, err := db.ExecContext(context.Background(), `CREATE SCHEMA `+dialect.QuoteOne(name)); err != nil {
+	if _, err := db.ExecContext(context.Background(), `CREATE SCHEMA `+quote(name)); err != nil {
 		t.Fatalf("create schema %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		if _, err := db.ExecContext(context.Background(), `DROP SCHEMA `+dialect.QuoteOne(name)+` CASCADE`); err != nil {
+		if _, err := db.ExecContext(context.Background(), `DROP SCHEMA `+quote(name)+` CASCADE`); err != nil {
 			t.Errorf("drop schema %s: %v", name, err)
 		}
 	})
@@ -158,7 +157,7 @@ func connect(t testing.TB, dsn, schema string) *sql.DB {
 		t.Fatalf("%s: %v", Env, err)
 	}
 	if schema != "" {
-		cfg.RuntimeParams["search_path"] = dialect.QuoteOne(schema)
+		cfg.RuntimeParams["search_path"] = quote(schema)
 	}
 	db := stdlib.OpenDB(*cfg)
 	if err := db.PingContext(context.Background()); err != nil {
@@ -170,3 +169,6 @@ func connect(t testing.TB, dsn, schema string) *sql.DB {
 	}
 	return db
 }
+
+// quote quotes a name, dots included.
+func quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/internal/pgtest"
+	"github.com/idemport/idemport/sink/postgres"
 )
 
 // The names of the targets the end-to-end tests run against, used as the
@@ -98,7 +98,7 @@ func (tg *Target) IsPostgres() bool { return tg.Name == Postgres }
 // SQLite, "<schema>".operations on PostgreSQL.
 func (tg *Target) Ledger(name string) string {
 	if tg.IsPostgres() {
-		return dialect.QuoteOne(tg.Schema) + "." + name
+		return QuoteOne(tg.Schema) + "." + name
 	}
 	return "idemport_" + name
 }
@@ -117,7 +117,7 @@ func (tg *Target) TimeText(col string) string {
 // PostgreSQL).
 func (tg *Target) Rebind(q string) string {
 	if tg.IsPostgres() {
-		return dialect.Postgres.Rebind(q)
+		return postgres.Rebind(q)
 	}
 	return q
 }
@@ -152,7 +152,7 @@ func (tg *Target) Exec(t testing.TB, dir string, env []string, args ...string) R
 func (tg *Target) TableExists(t testing.TB, name string) bool {
 	t.Helper()
 	if tg.IsPostgres() {
-		return Int(t, tg.DB, `SELECT count(*) FROM (SELECT to_regclass($1) AS r) x WHERE r IS NOT NULL`, dialect.Quote(name)) == 1
+		return Int(t, tg.DB, `SELECT count(*) FROM (SELECT to_regclass($1) AS r) x WHERE r IS NOT NULL`, QuoteTable(name)) == 1
 	}
 	return Int(t, tg.DB, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, name) == 1
 }
@@ -177,9 +177,9 @@ func (tg *Target) Tables(t testing.TB) []string {
 // ref is the SQL name of the table with bare name name.
 func (tg *Target) ref(name string) string {
 	if tg.IsPostgres() {
-		return dialect.QuoteOne(tg.Schema) + "." + dialect.QuoteOne(name)
+		return QuoteOne(tg.Schema) + "." + QuoteOne(name)
 	}
-	return dialect.QuoteOne(name)
+	return QuoteOne(name)
 }
 
 // DropLedger drops idemport's own tables, as a user wiping the ledger
@@ -256,4 +256,16 @@ func (s Snapshot) Diff(o Snapshot) string {
 	}
 	sort.Strings(diff)
 	return strings.Join(diff, ", ")
+}
+
+// QuoteOne quotes a name, dots included.
+func QuoteOne(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+
+// QuoteTable quotes a dotted name part by part (schema.table).
+func QuoteTable(name string) string {
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		parts[i] = QuoteOne(p)
+	}
+	return strings.Join(parts, ".")
 }

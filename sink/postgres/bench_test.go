@@ -16,7 +16,7 @@ import (
 func BenchmarkWrite(b *testing.B) {
 	for _, size := range []int{1024, 16384} {
 		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
-			sinktest.BenchWrite(b, Dialect{}, size, func(b *testing.B) *sql.DB {
+			sinktest.BenchWrite(b, Driver{}, size, func(b *testing.B) *sql.DB {
 				db, _ := pgtest.Open(b)
 				return db
 			})

@@ -1,4 +1,9 @@
-// Package postgres is the PostgreSQL dialect of package sink.
+// Package postgres is the PostgreSQL driver of package sink: everything
+// about PostgreSQL that idemport needs, from connecting (Open) and the
+// migrations of the ledger and the checkpoints to the batch writer.
+// Idemport's own tables live in a schema of their own (Settings.StateSchema),
+// an operation is locked with an advisory lock, and claims lock partition
+// rows FOR UPDATE SKIP LOCKED.
 //
 // A table name with a dot is schema-qualified: "sales.orders" is table
 // orders in schema sales; an unqualified name is found through the search

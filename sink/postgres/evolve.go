@@ -8,26 +8,22 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/internal/dialect"
-	"github.com/idemport/idemport/sink"
 )
 
-var _ sink.Evolver = Dialect{}
-
-// AddColumn implements sink.Evolver.
-func (Dialect) AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.Field) error {
-	if _, err := tx.ExecContext(ctx, `ALTER TABLE `+dialect.Quote(table)+` ADD COLUMN IF NOT EXISTS `+q(f.Name)+` `+sqlType(idemtype.TypeOf(f))); err != nil {
+// AddColumn implements sink.Driver.
+func (Driver) AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.Field) error {
+	if _, err := tx.ExecContext(ctx, `ALTER TABLE `+quoteTable(table)+` ADD COLUMN IF NOT EXISTS `+q(f.Name)+` `+sqlType(idemtype.TypeOf(f))); err != nil {
 		return fmt.Errorf("add column %s to %s: %w", f.Name, table, err)
 	}
 	return nil
 }
 
-// Widen implements sink.Evolver. The casts are exact: bigint to numeric,
+// Widen implements sink.Driver. The casts are exact: bigint to numeric,
 // and to text bigint, numeric (its canonical text) and double precision
 // (its shortest exact form, PostgreSQL 12 and later).
-func (Dialect) Widen(ctx context.Context, tx *sql.Tx, table, column string, kind idemtype.Type) error {
+func (Driver) Widen(ctx context.Context, tx *sql.Tx, table, column string, kind idemtype.Type) error {
 	typ := sqlType(kind)
-	if _, err := tx.ExecContext(ctx, `ALTER TABLE `+dialect.Quote(table)+` ALTER COLUMN `+q(column)+` TYPE `+typ+` USING `+q(column)+`::`+typ); err != nil {
+	if _, err := tx.ExecContext(ctx, `ALTER TABLE `+quoteTable(table)+` ALTER COLUMN `+q(column)+` TYPE `+typ+` USING `+q(column)+`::`+typ); err != nil {
 		return fmt.Errorf("widen column %s of %s to %s: %w", column, table, typ, err)
 	}
 	return nil

@@ -12,7 +12,7 @@ import (
 func TestDescribeLimits(t *testing.T) {
 	f := sinktest.Open(t, open(t))
 	f.Exec(`CREATE TABLE t (a smallint, b integer, c bigint, d varchar(20), e char(3), f text, g numeric(38,9), h numeric, i numeric(3,-2), j jsonb, k json NOT NULL)`)
-	tbl, err := (Dialect{}).Describe(f.Ctx, f.Conn, "t")
+	tbl, err := (Driver{}).Describe(f.Ctx, f.Conn, "t")
 	if err != nil {
 		t.Fatal(err)
 	}

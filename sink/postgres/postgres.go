@@ -20,18 +20,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/sink"
 )
-
-// Dialect implements sink.Dialect for PostgreSQL. Its Writer needs
-// connections of the pgx database/sql driver (github.com/jackc/pgx/v5/stdlib,
-// driver name "pgx").
-type Dialect struct{}
-
-var _ sink.Dialect = Dialect{}
-
-func q(name string) string { return dialect.QuoteOne(name) }
 
 // sqlType is the column type for a kind.
 func sqlType(kind idemtype.Type) string {
@@ -108,8 +98,8 @@ type column struct {
 // describe reads the columns and keys of the table named name (resolved
 // through the search path when unqualified), or returns nil when there is
 // no such table.
-func describe(ctx context.Context, qr dialect.Querier, name string) (*sink.Table, []column, error) {
-	rel := dialect.Quote(name)
+func describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, []column, error) {
+	rel := quoteTable(name)
 	rows, err := qr.QueryContext(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod),
 		CASE WHEN t.typnamespace = 'pg_catalog'::regnamespace THEN t.typname::text ELSE '' END,
 		a.attnotnull, a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '', a.atttypmod
@@ -173,38 +163,30 @@ func describe(ctx context.Context, qr dialect.Querier, name string) (*sink.Table
 	return t, cols, nil
 }
 
-// Limits implements sink.Dialect: 1600 columns per table, of which the
-// lineage columns take 2 (and the staging table's round and ordinal as
-// many), names of at most 63 bytes (NAMEDATALEN - 1), quoted names that
-// keep their case, and json as jsonb.
-func (Dialect) Limits() sink.Limits {
-	return sink.Limits{MaxColumns: 1600, Reserved: 2, MaxNameBytes: 63, QualifiedNames: true, JSONB: true}
-}
-
-// Describe implements sink.Dialect. An unqualified name is resolved through
+// Describe implements sink.Driver. An unqualified name is resolved through
 // the search path.
-func (Dialect) Describe(ctx context.Context, qr dialect.Querier, name string) (*sink.Table, error) {
+func (Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, error) {
 	t, _, err := describe(ctx, qr, name)
 	if t != nil || err != nil {
 		return t, err
 	}
 	if schema, _, ok := strings.Cut(name, "."); ok {
 		var exists bool
-		if err := qr.QueryRowContext(ctx, `SELECT to_regnamespace($1) IS NOT NULL`, dialect.QuoteOne(schema)).Scan(&exists); err != nil {
+		if err := qr.QueryRowContext(ctx, `SELECT to_regnamespace($1) IS NOT NULL`, q(schema)).Scan(&exists); err != nil {
 			return nil, fmt.Errorf("look up schema %s: %w", schema, err)
 		}
 		if !exists {
-			return nil, fmt.Errorf("--table %s: %w %q in this database; create it first (CREATE SCHEMA %s), or name another", name, sink.ErrNoSchema, schema, dialect.QuoteOne(schema))
+			return nil, fmt.Errorf("--table %s: %w %q in this database; create it first (CREATE SCHEMA %s), or name another", name, sink.ErrNoSchema, schema, q(schema))
 		}
 	}
 	return nil, nil
 }
 
-// Ensure implements sink.Dialect. It holds a transaction-scoped advisory
+// Ensure implements sink.Driver. It holds a transaction-scoped advisory
 // lock on the table's name, so that concurrent imports into a new table do
 // not both try to create it: the second waits and then finds it.
-func (d Dialect) Ensure(ctx context.Context, tx *sql.Tx, tg sink.Target, schema *arrow.Schema) error {
-	table := dialect.Quote(tg.Table)
+func (d Driver) Ensure(ctx context.Context, tx *sql.Tx, tg sink.Target, schema *arrow.Schema) error {
+	table := quoteTable(tg.Table)
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "idemport ensure "+table); err != nil {
 		return fmt.Errorf("lock table %s: %w", tg.Table, err)
 	}
@@ -233,7 +215,7 @@ func (d Dialect) Ensure(ctx context.Context, tx *sql.Tx, tg sink.Target, schema 
 
 func createSQL(tg sink.Target, schema *arrow.Schema) string {
 	var b strings.Builder
-	b.WriteString("CREATE TABLE " + dialect.Quote(tg.Table) + " (\n")
+	b.WriteString("CREATE TABLE " + quoteTable(tg.Table) + " (\n")
 	if tg.Ordinal() {
 		fmt.Fprintf(&b, "  %s bigint NOT NULL,\n  %s bigint NOT NULL,\n", q(sink.FileColumn), q(sink.RowColumn))
 	}
@@ -248,7 +230,7 @@ func createSQL(tg sink.Target, schema *arrow.Schema) string {
 		fmt.Fprintf(&b, "  PRIMARY KEY (%s, %s)\n)", q(sink.FileColumn), q(sink.RowColumn))
 		return b.String()
 	}
-	fmt.Fprintf(&b, "  %s bigint,\n  %s bigint,\n  PRIMARY KEY (%s)\n)", q(sink.FileColumn), q(sink.RowColumn), dialect.QuoteList(tg.Key, ""))
+	fmt.Fprintf(&b, "  %s bigint,\n  %s bigint,\n  PRIMARY KEY (%s)\n)", q(sink.FileColumn), q(sink.RowColumn), quoteList(tg.Key, ""))
 	return b.String()
 }
 
@@ -361,11 +343,11 @@ type writer struct {
 	keyBuf     []byte
 }
 
-// Writer implements sink.Dialect. The table must exist (Ensure creates it),
+// Writer implements sink.Driver. The table must exist (Ensure creates it),
 // and conn must be a connection of the pgx driver, outside a transaction:
 // Writer creates a temporary staging table on it, which Close drops. Write
 // must then be given transactions begun on conn.
-func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema) (sink.Writer, error) {
+func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema) (sink.Writer, error) {
 	t, cols, err := describe(ctx, conn, tg.Table)
 	if err != nil {
 		return nil, err
@@ -403,7 +385,7 @@ func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schem
 	// The staging table: the round (natural keys), the row ordinal, and the
 	// file's columns in the target's types (typmods and collations too), or
 	// as text when they are staged as text.
-	table := dialect.Quote(tg.Table)
+	table := quoteTable(tg.Table)
 	stage := "pg_temp." + q(w.stage)
 	var sel []string
 	if !tg.Ordinal() {
@@ -438,13 +420,13 @@ func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schem
 		incoming = append(incoming, f.comparable("excluded"))
 		set = append(set, q(f.name)+" = excluded."+q(f.name))
 	}
-	conflict := dialect.QuoteList([]string{sink.FileColumn, sink.RowColumn}, "")
+	conflict := quoteList([]string{sink.FileColumn, sink.RowColumn}, "")
 	from := " FROM " + stage + " s"
 	order := ""
 	probe, staleCount := "", "0"
 	var guard []string
 	if !tg.Ordinal() {
-		conflict = dialect.QuoteList(tg.Key, "")
+		conflict = quoteList(tg.Key, "")
 		from += " WHERE s." + q(roundColumn) + " = $2"
 		var keys, on []string
 		for _, k := range w.keyIdx {
@@ -780,20 +762,20 @@ func (w *writer) Close() error {
 	return nil
 }
 
-// DeleteFile implements sink.Dialect.
-func (d Dialect) DeleteFile(ctx context.Context, tx *sql.Tx, table string, fileKey int64) (int64, error) {
+// DeleteFile implements sink.Driver.
+func (d Driver) DeleteFile(ctx context.Context, tx *sql.Tx, table string, fileKey int64) (int64, error) {
 	t, err := d.Describe(ctx, tx, table)
 	if err != nil || t == nil {
 		return 0, err
 	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM `+dialect.Quote(table)+` WHERE `+q(sink.FileColumn)+` = $1`, fileKey)
+	res, err := tx.ExecContext(ctx, `DELETE FROM `+quoteTable(table)+` WHERE `+q(sink.FileColumn)+` = $1`, fileKey)
 	if err != nil {
 		return 0, fmt.Errorf("delete rows of file %d from %s: %w", fileKey, table, err)
 	}
 	return res.RowsAffected()
 }
 
-// Locked implements sink.Dialect. PostgreSQL sessions wait for locks
+// Locked implements sink.Driver. PostgreSQL sessions wait for locks
 // without a timeout unless one is set; idemport claims partitions with
 // SKIP LOCKED instead, so no error of its means a lock wait ran out.
-func (Dialect) Locked(error) bool { return false }
+func (Driver) Locked(error) bool { return false }

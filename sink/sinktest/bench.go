@@ -15,7 +15,7 @@ import (
 // size rows, into a new table (first), again unchanged (reload), and again
 // with every row changed (update), in ordinal and natural-key mode. It
 // reports rows/s. open returns an empty database for each case.
-func BenchWrite(b *testing.B, d sink.Dialect, size int, open func(b *testing.B) *sql.DB) {
+func BenchWrite(b *testing.B, d sink.Driver, size int, open func(b *testing.B) *sql.DB) {
 	const rows = 100_000
 	base := OrderBatches(1, rows, size, "a")
 	changed := OrderBatches(1, rows, size, "b")

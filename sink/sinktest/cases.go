@@ -17,7 +17,7 @@ import (
 
 func ordinalTableKeyedByLineage(t *testing.T, f *Fx) {
 	f.MustEnsure(sink.Target{Table: "people"}, people)
-	desc, err := f.Env.Dialect.Describe(f.Ctx, f.Conn, "people")
+	desc, err := f.Env.Driver.Describe(f.Ctx, f.Conn, "people")
 	if err != nil || desc == nil {
 		t.Fatalf("describe: %v, %v", desc, err)
 	}
@@ -460,7 +460,7 @@ func existingTableWithNaturalKey(t *testing.T, f *Fx) {
 	f.Exec(`INSERT INTO t VALUES (1, 'one'), (2, 'two')`)
 	tg := sink.Target{Table: "t", Key: []string{"id"}}
 
-	tbl, err := f.Env.Dialect.Describe(f.Ctx, f.Conn, "t")
+	tbl, err := f.Env.Driver.Describe(f.Ctx, f.Conn, "t")
 	if err != nil || tbl == nil {
 		t.Fatalf("describe: %v, %v", tbl, err)
 	}
@@ -547,7 +547,7 @@ func decimalsExact(t *testing.T, f *Fx) {
 	WantRows(t, "insert", f.Write(w, 1, rec, Seq(1, 4)), idemtype.Rows{Read: 4, Inserted: 4})
 	// The column is the dialect's decimal (numeric, DECIMAL TEXT), so that
 	// a second file's decimals are read as decimals too.
-	desc, err := f.Env.Dialect.Describe(f.Ctx, f.Conn, "t")
+	desc, err := f.Env.Driver.Describe(f.Ctx, f.Conn, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,7 +607,7 @@ func checkReportsEveryProblem(t *testing.T, f *Fx) {
 		t.Run(c.name, func(t *testing.T) {
 			f.Exec(`DROP TABLE IF EXISTS t`)
 			f.Exec(c.ddl)
-			tbl, err := f.Env.Dialect.Describe(f.Ctx, f.Conn, "t")
+			tbl, err := f.Env.Driver.Describe(f.Ctx, f.Conn, "t")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -679,7 +679,7 @@ func uniqueIndexKey(t *testing.T, f *Fx) {
 }
 
 func describeMissingTable(t *testing.T, f *Fx) {
-	tbl, err := f.Env.Dialect.Describe(f.Ctx, f.Conn, "nope")
+	tbl, err := f.Env.Driver.Describe(f.Ctx, f.Conn, "nope")
 	if err != nil || tbl != nil {
 		t.Fatalf("describe of a missing table: %+v, %v", tbl, err)
 	}
@@ -691,7 +691,7 @@ func storedValues(t *testing.T, f *Fx) {
 	s := Schema(I64("id"), Bool("ok"), TS("at"), JSON("doc"), F64("x"), Str("s"))
 	for _, tg := range []sink.Target{{Table: "ord"}, {Table: "nat", Key: []string{"id"}}} {
 		f.MustEnsure(tg, s)
-		desc, err := f.Env.Dialect.Describe(f.Ctx, f.Conn, tg.Table)
+		desc, err := f.Env.Driver.Describe(f.Ctx, f.Conn, tg.Table)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,17 +16,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/sink"
 )
 
 // Env is an empty database for one case, and the few things about its
-// dialect that the suite cannot say in portable SQL.
+// database that the suite cannot say in portable SQL.
 type Env struct {
-	DB      *sql.DB
-	Dialect sink.Dialect
-	// SQL is the database family, for placeholders.
-	SQL dialect.Dialect
+	DB     *sql.DB
+	Driver sink.Driver
 	// AutoKey is the definition of an integer primary key column that the
 	// database fills in when a row gives no value, without the column
 	// name: "INTEGER PRIMARY KEY" on SQLite.
@@ -105,7 +102,7 @@ func Open(t *testing.T, env Env) *Fx {
 // Exec runs a statement, with ? placeholders, on the fixture's connection.
 func (f *Fx) Exec(query string, args ...any) {
 	f.T.Helper()
-	if _, err := f.Conn.ExecContext(f.Ctx, f.Env.SQL.Rebind(query), args...); err != nil {
+	if _, err := f.Conn.ExecContext(f.Ctx, f.Env.Driver.Rebind(query), args...); err != nil {
 		f.T.Fatalf("%s: %v", query, err)
 	}
 }
@@ -114,7 +111,7 @@ func (f *Fx) Exec(query string, args ...any) {
 func (f *Fx) Int(query string, args ...any) int64 {
 	f.T.Helper()
 	var n int64
-	if err := f.Conn.QueryRowContext(f.Ctx, f.Env.SQL.Rebind(query), args...).Scan(&n); err != nil {
+	if err := f.Conn.QueryRowContext(f.Ctx, f.Env.Driver.Rebind(query), args...).Scan(&n); err != nil {
 		f.T.Fatalf("%s: %v", query, err)
 	}
 	return n
@@ -127,7 +124,7 @@ func (f *Fx) Ensure(tg sink.Target, schema *arrow.Schema) error {
 	if err != nil {
 		f.T.Fatal(err)
 	}
-	if err := f.Env.Dialect.Ensure(f.Ctx, tx, tg, schema); err != nil {
+	if err := f.Env.Driver.Ensure(f.Ctx, tx, tg, schema); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -149,7 +146,7 @@ func (f *Fx) MustEnsure(tg sink.Target, schema *arrow.Schema) {
 // test ends.
 func (f *Fx) Writer(tg sink.Target, schema *arrow.Schema) sink.Writer {
 	f.T.Helper()
-	w, err := f.Env.Dialect.Writer(f.Ctx, f.Conn, tg, schema)
+	w, err := f.Env.Driver.Writer(f.Ctx, f.Conn, tg, schema)
 	if err != nil {
 		f.T.Fatal(err)
 	}
@@ -201,7 +198,7 @@ func (f *Fx) WriteIn(tx *sql.Tx, w sink.Writer, fileKey int64, rec arrow.RecordB
 // whatever Describe says (a dialect may store JSON in a text column).
 func (f *Fx) Table(name, order string, cols ...string) []string {
 	f.T.Helper()
-	desc, err := f.Env.Dialect.Describe(f.Ctx, f.Conn, name)
+	desc, err := f.Env.Driver.Describe(f.Ctx, f.Conn, name)
 	if err != nil || desc == nil {
 		f.T.Fatalf("describe %s: %v, %v", name, desc, err)
 	}
@@ -217,9 +214,9 @@ func (f *Fx) Table(name, order string, cols ...string) []string {
 		if forced {
 			kinds[i] = mustType(f.T, kind)
 		}
-		quoted[i] = dialect.QuoteOne(c)
+		quoted[i] = f.Env.Driver.Quote(c)
 	}
-	query := "SELECT " + strings.Join(quoted, ", ") + " FROM " + dialect.Quote(name) + " ORDER BY " + order
+	query := "SELECT " + strings.Join(quoted, ", ") + " FROM " + f.Env.Driver.QuoteTable(name) + " ORDER BY " + order
 	rows, err := f.Conn.QueryContext(f.Ctx, query)
 	if err != nil {
 		f.T.Fatalf("%s: %v", query, err)
@@ -250,7 +247,7 @@ func (f *Fx) Table(name, order string, cols ...string) []string {
 // Columns returns the names of table's columns, in order.
 func (f *Fx) Columns(table string) []string {
 	f.T.Helper()
-	desc, err := f.Env.Dialect.Describe(f.Ctx, f.Conn, table)
+	desc, err := f.Env.Driver.Describe(f.Ctx, f.Conn, table)
 	if err != nil || desc == nil {
 		f.T.Fatalf("describe %s: %v, %v", table, desc, err)
 	}
@@ -451,7 +448,7 @@ var (
 	versioned = Schema(I64("id"), I64("v"), Str("name"))
 )
 
-var lineageOrder = dialect.QuoteOne(sink.FileColumn) + ", " + dialect.QuoteOne(sink.RowColumn)
+var lineageOrder = `"` + sink.FileColumn + `", "` + sink.RowColumn + `"`
 
 // mustType parses a type name a test wrote.
 func mustType(t testing.TB, name string) idemtype.Type {

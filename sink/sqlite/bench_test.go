@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/idemport/idemport/sink"
 	"github.com/idemport/idemport/sink/sinktest"
 )
 
@@ -18,10 +20,9 @@ import (
 //	go test ./sink/sqlite -run '^$' -bench Write
 func BenchmarkWrite(b *testing.B) {
 	n := 0
-	sinktest.BenchWrite(b, Dialect{}, 1024, func(b *testing.B) *sql.DB {
+	sinktest.BenchWrite(b, Driver{}, 1024, func(b *testing.B) *sql.DB {
 		n++
-		db, err := sql.Open("sqlite3", "file:"+filepath.Join(b.TempDir(), fmt.Sprintf("b%d.db", n))+
-			"?_journal_mode=WAL&_synchronous=NORMAL&_cache_size=-65536&_txlock=immediate")
+		db, err := sql.Open("sqlite3", ConnString(filepath.Join(b.TempDir(), fmt.Sprintf("b%d.db", n)), sink.Settings{BusyTimeout: 30 * time.Second}))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -11,20 +11,17 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/sink"
 )
 
-var _ sink.Evolver = Dialect{}
-
-// AddColumn implements sink.Evolver.
-func (Dialect) AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.Field) error {
+// AddColumn implements sink.Driver.
+func (Driver) AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.Field) error {
 	if _, err := tx.ExecContext(ctx, `ALTER TABLE `+q(table)+` ADD COLUMN `+q(f.Name)+` `+sqlType(idemtype.TypeOf(f))); err != nil {
 		return fmt.Errorf("add column %s to %s: %w", f.Name, table, err)
 	}
 	return nil
 }
 
-// Widen implements sink.Evolver. SQLite cannot change a column's declared
+// Widen implements sink.Driver. SQLite cannot change a column's declared
 // type, and a value stored into an INTEGER column is converted by its
 // affinity ('02134' becomes 2134), so the table is rebuilt with the column
 // declared anew (DECIMAL TEXT or TEXT, both TEXT affinity): its CREATE
@@ -32,7 +29,7 @@ func (Dialect) AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.
 // become their exact text), the indexes created again. A table whose
 // declaration of the column is not one idemport writes ("name" INTEGER,
 // REAL or DECIMAL TEXT) is not rebuilt.
-func (Dialect) Widen(ctx context.Context, tx *sql.Tx, table, column string, kind idemtype.Type) error {
+func (Driver) Widen(ctx context.Context, tx *sql.Tx, table, column string, kind idemtype.Type) error {
 	var create string
 	if err := tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&create); err != nil {
 		return fmt.Errorf("widen column %s of %s: read its definition: %w", column, table, err)

@@ -211,10 +211,10 @@ func (s *stmt) err(rc C.int) error {
 	return err
 }
 
-// Locked implements sink.Dialect: SQLite answers "database is locked" (or
+// Locked implements sink.Driver: SQLite answers "database is locked" (or
 // a table lock) when another connection kept its write lock past the busy
 // timeout.
-func (Dialect) Locked(err error) bool {
+func (Driver) Locked(err error) bool {
 	var se sqlite3.Error
 	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }

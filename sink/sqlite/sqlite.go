@@ -1,11 +1,3 @@
-// Package sqlite is the SQLite dialect of package sink.
-//
-// Ordinal-mode tables are WITHOUT ROWID tables clustered on (file key, row
-// ordinal), so a file's rows are written in key order; natural-key tables
-// use the key as INTEGER PRIMARY KEY when it is one integer column. Rows are
-// upserted with INSERT … ON CONFLICT DO UPDATE … WHERE statements, whose
-// WHERE leaves unchanged and stale rows untouched; a batch none of whose
-// keys is stored is written with a plain INSERT.
 package sqlite
 
 import "C"
@@ -20,20 +12,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/sink"
 )
-
-// Dialect implements sink.Dialect for SQLite.
-type Dialect struct{}
-
-var _ sink.Dialect = Dialect{}
 
 // Available reports whether this build has SQLite: nil here; ErrNoSQLite
 // in a build without cgo.
 func Available() error { return nil }
-
-func q(name string) string { return dialect.QuoteOne(name) }
 
 // sqlType is the declared type for a kind. TIMESTAMP and BOOLEAN keep their
 // meaning visible to readers of the table; timestamps are stored as
@@ -79,8 +63,8 @@ func kindOf(decl string) idemtype.Type {
 	return idemtype.Unknown
 }
 
-// Describe implements sink.Dialect.
-func (Dialect) Describe(ctx context.Context, qr dialect.Querier, name string) (*sink.Table, error) {
+// Describe implements sink.Driver.
+func (Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, error) {
 	rows, err := qr.QueryContext(ctx, `SELECT name, type, "notnull", dflt_value IS NOT NULL, pk FROM pragma_table_info(?) ORDER BY cid`, name)
 	if err != nil {
 		return nil, fmt.Errorf("describe table %s: %w", name, err)
@@ -158,8 +142,8 @@ func (Dialect) Describe(ctx context.Context, qr dialect.Querier, name string) (*
 	return t, nil
 }
 
-// Ensure implements sink.Dialect.
-func (d Dialect) Ensure(ctx context.Context, tx *sql.Tx, tg sink.Target, schema *arrow.Schema) error {
+// Ensure implements sink.Driver.
+func (d Driver) Ensure(ctx context.Context, tx *sql.Tx, tg sink.Target, schema *arrow.Schema) error {
 	t, err := d.Describe(ctx, tx, tg.Table)
 	if err != nil {
 		return err
@@ -208,7 +192,7 @@ func createSQL(tg sink.Target, schema *arrow.Schema) string {
 		b.WriteString("\n)")
 		return b.String()
 	}
-	fmt.Fprintf(&b, ",\n  PRIMARY KEY (%s)\n) WITHOUT ROWID", dialect.QuoteList(tg.Key, ""))
+	fmt.Fprintf(&b, ",\n  PRIMARY KEY (%s)\n) WITHOUT ROWID", quoteList(tg.Key, ""))
 	return b.String()
 }
 
@@ -229,9 +213,9 @@ type writer struct {
 	batch   batch // ordinal mode: what the batch table reads
 }
 
-// Writer implements sink.Dialect. The returned Writer must be used only on
+// Writer implements sink.Driver. The returned Writer must be used only on
 // conn, inside transactions begun on conn.
-func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema) (sink.Writer, error) {
+func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema) (sink.Writer, error) {
 	db, err := handle(conn)
 	if err != nil {
 		return nil, fmt.Errorf("writer for %s: %w", tg.Table, err)
@@ -266,10 +250,10 @@ func (Dialect) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schem
 	}
 	var onConflict string
 	if len(data) > 0 {
-		guard = append(guard, "("+dialect.QuoteList(data, table+".")+") IS NOT ("+dialect.QuoteList(data, "excluded.")+")")
-		onConflict = " ON CONFLICT (" + dialect.QuoteList(conflict, "") + ") DO UPDATE SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(guard, " AND ")
+		guard = append(guard, "("+quoteList(data, table+".")+") IS NOT ("+quoteList(data, "excluded.")+")")
+		onConflict = " ON CONFLICT (" + quoteList(conflict, "") + ") DO UPDATE SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(guard, " AND ")
 	} else {
-		onConflict = " ON CONFLICT (" + dialect.QuoteList(conflict, "") + ") DO NOTHING"
+		onConflict = " ON CONFLICT (" + quoteList(conflict, "") + ") DO NOTHING"
 	}
 	insert := "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") "
 	if tg.Ordinal() {
@@ -414,8 +398,8 @@ func (w *writer) Close() error {
 	return nil
 }
 
-// DeleteFile implements sink.Dialect.
-func (d Dialect) DeleteFile(ctx context.Context, tx *sql.Tx, table string, fileKey int64) (int64, error) {
+// DeleteFile implements sink.Driver.
+func (d Driver) DeleteFile(ctx context.Context, tx *sql.Tx, table string, fileKey int64) (int64, error) {
 	t, err := d.Describe(ctx, tx, table)
 	if err != nil || t == nil {
 		return 0, err

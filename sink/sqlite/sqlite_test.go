@@ -15,7 +15,6 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/internal/dialect"
 	"github.com/idemport/idemport/sink"
 	"github.com/idemport/idemport/sink/sinktest"
 )
@@ -25,15 +24,14 @@ import (
 func open(t *testing.T) sinktest.Env {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "target.db")
-	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_txlock=immediate&_busy_timeout=5000")
+	db, err := Driver{}.Open(t.Context(), "sqlite://"+path, sink.Settings{BusyTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() }) // after the fixture's connection closes
+	t.Cleanup(func() { db.DB.Close() }) // after the fixture's connection closes
 	return sinktest.Env{
-		DB:           db,
-		Dialect:      Dialect{},
-		SQL:          dialect.SQLite,
+		DB:           db.DB,
+		Driver:       Driver{},
 		AutoKey:      "INTEGER PRIMARY KEY",
 		CountUpdates: countUpdates,
 	}
@@ -42,7 +40,7 @@ func open(t *testing.T) sinktest.Env {
 // countUpdates counts the updated rows of table with a trigger.
 func countUpdates(t *testing.T, conn *sql.Conn, table string) func() int64 {
 	t.Helper()
-	f := &sinktest.Fx{T: t, Ctx: t.Context(), Conn: conn, Env: sinktest.Env{SQL: dialect.SQLite}}
+	f := &sinktest.Fx{T: t, Ctx: t.Context(), Conn: conn, Env: sinktest.Env{Driver: Driver{}}}
 	f.Exec(`CREATE TABLE IF NOT EXISTS updates (tbl TEXT PRIMARY KEY, n INTEGER NOT NULL)`)
 	f.Exec(`INSERT INTO updates VALUES (?, 0)`, table)
 	f.Exec(`CREATE TRIGGER ` + q(table+"_count_updates") + ` AFTER UPDATE ON ` + q(table) +
@@ -51,6 +49,19 @@ func countUpdates(t *testing.T, conn *sql.Conn, table string) func() int64 {
 }
 
 func TestConformance(t *testing.T) { sinktest.Run(t, open) }
+
+// openStore returns a fresh SQLite file opened through the driver.
+func openStore(t *testing.T) sinktest.Store {
+	t.Helper()
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "store.db")
+	return sinktest.OpenStore(t, Driver{}, dsn, sink.Settings{BusyTimeout: 10 * time.Second}, func(t *testing.T, db *sql.DB) []string {
+		return sinktest.Strings(t, db, `SELECT type || ' ' || name || ' ' || coalesce(sql, '') FROM sqlite_master ORDER BY type, name`)
+	})
+}
+
+func TestLedger(t *testing.T) { sinktest.RunLedger(t, openStore) }
+
+func TestCheckpoint(t *testing.T) { sinktest.RunCheckpoint(t, openStore) }
 
 // strs returns the single text column of every row query selects.
 func strs(t *testing.T, f *sinktest.Fx, query string, args ...any) []string {
@@ -130,7 +141,7 @@ func TestDescribe(t *testing.T) {
 	f := sinktest.Open(t, open(t))
 	f.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, flag BOOLEAN NOT NULL DEFAULT 0, at TIMESTAMP, doc JSON, x REAL, blob BLOB)`)
 	f.Exec(`CREATE UNIQUE INDEX t_at_x ON t (at, x)`)
-	tbl, err := (Dialect{}).Describe(f.Ctx, f.Conn, "t")
+	tbl, err := (Driver{}).Describe(f.Ctx, f.Conn, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +172,7 @@ func TestDescribe(t *testing.T) {
 	} {
 		f.Exec(ddl)
 		name := strings.Fields(ddl)[2]
-		tbl, err := (Dialect{}).Describe(f.Ctx, f.Conn, name)
+		tbl, err := (Driver{}).Describe(f.Ctx, f.Conn, name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package storetest
+package sinktest
 
 import (
 	"context"
@@ -25,8 +25,7 @@ type checkpointFx struct {
 func newCheckpoint(t *testing.T, open func(t *testing.T) Store) *checkpointFx {
 	t.Helper()
 	st := open(t)
-	createSchema(t, st)
-	s := checkpoint.New(st.DB, st.Dialect, st.Prefix)
+	s := checkpoint.New(st.DB, st.Driver, st.Prefix)
 	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatalf("migrate checkpoints: %v", err)
 	}
@@ -136,7 +135,7 @@ func checkpointMigrateIsIdempotent(t *testing.T, open func(t *testing.T) Store) 
 	f := newCheckpoint(t, open)
 	before := snapshot(t, f.st)
 	for _, table := range []string{"plans", "partitions", "migrations"} {
-		if ok, err := f.st.Dialect.TableExists(f.ctx, f.st.DB, f.st.Prefix+table); err != nil || !ok {
+		if ok, err := f.st.Driver.TableExists(f.ctx, f.st.DB, f.st.Prefix+table); err != nil || !ok {
 			t.Errorf("migrate did not create %s%s (%v)", f.st.Prefix, table, err)
 		}
 	}
@@ -144,7 +143,7 @@ func checkpointMigrateIsIdempotent(t *testing.T, open func(t *testing.T) Store) 
 	if err := f.s.Migrate(f.ctx); err != nil {
 		t.Fatalf("second migrate: %v", err)
 	}
-	if err := checkpoint.New(f.st.DB, f.st.Dialect, f.st.Prefix).Migrate(f.ctx); err != nil {
+	if err := checkpoint.New(f.st.DB, f.st.Driver, f.st.Prefix).Migrate(f.ctx); err != nil {
 		t.Fatalf("migrate from another store: %v", err)
 	}
 	if after := snapshot(t, f.st); !slices.Equal(before, after) {

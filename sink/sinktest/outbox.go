@@ -1,4 +1,4 @@
-package storetest
+package sinktest
 
 import (
 	"database/sql"

@@ -1,4 +1,4 @@
-package storetest
+package sinktest
 
 import (
 	"context"
@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -29,8 +31,7 @@ type ledgerFx struct {
 func newLedger(t *testing.T, open func(t *testing.T) Store) *ledgerFx {
 	t.Helper()
 	st := open(t)
-	createSchema(t, st)
-	l := ledger.New(st.DB, st.Dialect, st.Prefix)
+	l := ledger.New(st.DB, st.Driver, st.Prefix)
 	if err := l.Migrate(context.Background()); err != nil {
 		t.Fatalf("migrate ledger: %v", err)
 	}
@@ -126,19 +127,27 @@ func ledgerMigrateIsIdempotent(t *testing.T, open func(t *testing.T) Store) {
 	f := newLedger(t, open)
 	before := snapshot(t, f.st)
 	for _, table := range []string{"operations", "attempts", "rejects", "files", "migrations"} {
-		if ok, err := f.st.Dialect.TableExists(f.ctx, f.st.DB, f.st.Prefix+table); err != nil || !ok {
+		if ok, err := f.st.Driver.TableExists(f.ctx, f.st.DB, f.st.Prefix+table); err != nil || !ok {
 			t.Errorf("migrate did not create %s%s (%v)", f.st.Prefix, table, err)
 		}
 	}
-	if n := len(column(t, f.st.DB, `SELECT component FROM `+f.st.Prefix+`migrations WHERE component = 'ledger'`)); n == 0 {
-		t.Errorf("no ledger migration recorded")
+	fsys, err := f.st.Driver.Migrations("ledger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := fs.Glob(fsys, "*.up.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("ledger migration files: %v %v", files, err)
+	}
+	if n := len(Strings(t, f.st.DB, `SELECT component FROM `+f.st.Prefix+`migrations WHERE component = 'ledger'`)); n != len(files) {
+		t.Errorf("%d ledger migrations recorded, want one per file: %d", n, len(files))
 	}
 	f.create(identity(), attempt("a1"))
 	if err := f.l.Migrate(f.ctx); err != nil {
 		t.Fatalf("second migrate: %v", err)
 	}
 	// A second Ledger on the same database also finds nothing to do.
-	if err := ledger.New(f.st.DB, f.st.Dialect, f.st.Prefix).Migrate(f.ctx); err != nil {
+	if err := ledger.New(f.st.DB, f.st.Driver, f.st.Prefix).Migrate(f.ctx); err != nil {
 		t.Fatalf("migrate from another ledger: %v", err)
 	}
 	if after := snapshot(t, f.st); !slices.Equal(before, after) {
@@ -150,25 +159,32 @@ func ledgerMigrateIsIdempotent(t *testing.T, open func(t *testing.T) Store) {
 }
 
 // concurrentMigrate starts 4 processes' worth of stores on an empty
-// database at once, as concurrent first runs do: each creates the schema
-// and migrates the ledger and the checkpoints. All must succeed, and each
-// migration must be recorded once.
+// database at once, as concurrent first runs do: each opens it through the
+// driver (creating the state schema, where there is one, that no one has
+// created yet) and migrates the ledger and the checkpoints. All must
+// succeed, and each migration must be recorded once.
 func concurrentMigrate(t *testing.T, open func(t *testing.T) Store) {
 	st := open(t)
 	ctx := context.Background()
+	s := st.Settings
+	s.StateSchema += "_fresh"
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
+	prefixes := make([]string, 4)
 	for i := range errs {
 		wg.Go(func() {
-			if err := st.Dialect.CreateSchema(ctx, st.DB, st.Schema); err != nil {
+			db, err := st.Open(ctx, s)
+			if err != nil {
 				errs[i] = err
 				return
 			}
-			if err := ledger.New(st.DB, st.Dialect, st.Prefix).Migrate(ctx); err != nil {
+			defer db.DB.Close()
+			prefixes[i] = db.Prefix
+			if err := ledger.New(db.DB, st.Driver, db.Prefix).Migrate(ctx); err != nil {
 				errs[i] = err
 				return
 			}
-			errs[i] = checkpoint.New(st.DB, st.Dialect, st.Prefix).Migrate(ctx)
+			errs[i] = checkpoint.New(db.DB, st.Driver, db.Prefix).Migrate(ctx)
 		})
 	}
 	wg.Wait()
@@ -177,7 +193,10 @@ func concurrentMigrate(t *testing.T, open func(t *testing.T) Store) {
 			t.Errorf("migration %d: %v", i, err)
 		}
 	}
-	recorded := column(t, st.DB, `SELECT component || ' ' || version FROM `+st.Prefix+`migrations ORDER BY 1`)
+	if t.Failed() {
+		return
+	}
+	recorded := Strings(t, st.DB, `SELECT component || ' ' || version FROM `+prefixes[0]+`migrations ORDER BY 1`)
 	if len(recorded) == 0 || len(slices.Compact(slices.Clone(recorded))) != len(recorded) {
 		t.Errorf("migrations recorded: %v", recorded)
 	}
@@ -185,7 +204,7 @@ func concurrentMigrate(t *testing.T, open func(t *testing.T) Store) {
 
 func ledgerGetBeforeMigrate(t *testing.T, open func(t *testing.T) Store) {
 	st := open(t)
-	l := ledger.New(st.DB, st.Dialect, st.Prefix)
+	l := ledger.New(st.DB, st.Driver, st.Prefix)
 	op, now, err := l.Get(context.Background(), st.DB, identity().Key)
 	if err != nil || op != nil || now <= 0 {
 		t.Fatalf("get on a fresh database: %+v, %d, %v", op, now, err)
@@ -240,7 +259,7 @@ func ledgerCreateGetRoundTrip(t *testing.T, open func(t *testing.T) Store) {
 		t.Errorf("process of an unknown attempt: %v %v", ok, err)
 	}
 	var fileID string
-	if err := f.st.DB.QueryRow(f.st.Dialect.Rebind(`SELECT file_id FROM `+f.st.Prefix+`files WHERE file_key = ?`), id.FileKey).Scan(&fileID); err != nil || fileID != id.FileID {
+	if err := f.st.DB.QueryRow(f.st.Driver.Rebind(`SELECT file_id FROM `+f.st.Prefix+`files WHERE file_key = ?`), id.FileKey).Scan(&fileID); err != nil || fileID != id.FileID {
 		t.Errorf("file key %d maps to %q (%v)", id.FileKey, fileID, err)
 	}
 }
@@ -262,6 +281,9 @@ func ledgerFileKeyCollision(t *testing.T, open func(t *testing.T) Store) {
 	err := f.tx(func(tx *sql.Tx) error { return f.l.Create(f.ctx, tx, other, attempt("a3"), leaseMs) })
 	if !errors.Is(err, ledger.ErrFileKeyCollision) {
 		t.Fatalf("create with a used file key: %v", err)
+	}
+	if !strings.Contains(err.Error(), `"file-1"`) || !strings.Contains(err.Error(), `"file-2"`) {
+		t.Errorf("collision error does not name both file IDs: %v", err)
 	}
 	if op, _ := f.get(other.Key); op != nil {
 		t.Errorf("colliding operation was recorded: %+v", op)

@@ -1,0 +1,237 @@
+package sink
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/idemport/idemport/idemtype"
+)
+
+// Querier is what *sql.DB, *sql.Conn and *sql.Tx have in common.
+//
+// It is an alias of an unnamed interface so that packages which declare
+// the part of Driver they use (ledger, checkpoint) can spell the same type
+// without importing sink: a sink.Driver then satisfies their interfaces.
+type Querier = interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+var (
+	_ Querier = (*sql.DB)(nil)
+	_ Querier = (*sql.Conn)(nil)
+	_ Querier = (*sql.Tx)(nil)
+)
+
+// Driver is everything about one database that idemport needs: the target
+// database holds the imported rows, the ledger and the checkpoints, and
+// only its driver knows how that database differs from the others. Code
+// outside the drivers never asks which database it is; it asks the driver.
+//
+// A new database (MariaDB, say) is one new package under sink/ whose
+// Driver passes the conformance suite in sink/sinktest, run from the
+// package's tests against a real server, and one entry in the Registry the
+// command line wires. Such a driver must provide:
+//
+//   - Connecting: which DSNs are its own (Claims, Forms, Redact), Open with the Settings
+//     (its connection string, its session settings, creating the schema
+//     that holds idemport's tables), and a Database naming where
+//     idemport's tables go (Prefix), how users see it, and its batch size.
+//   - Migrations: the ledger's and the checkpoints' numbered migration
+//     files in its SQL (Migrations), each "{{prefix}}" placing a table.
+//   - SQL spelling: placeholders (Rebind), the database clock in Unix
+//     milliseconds (Now), quoting of names and table names (Quote,
+//     QuoteTable), row comparison (Distinct), how idemport's own
+//     timestamps are declared and bound (TimeType, TimeValue), how a key
+//     value is bound to be compared with a column (KeyParam, KeyArg), and
+//     catalogue lookups (TableExists, Tables, CurrentSchema).
+//   - Locking: the operation lock a deciding transaction takes (Lock), the
+//     clause that makes a claim skip rows other transactions hold
+//     (SkipLocked), and whether an error says another connection held a
+//     lock too long (Locked).
+//   - Target tables: Describe, Ensure, DeleteFile, AddColumn and Widen, the
+//     database's Limits, and the batch Writer, which upserts rows with
+//     their lineage and counts what happened to them. Staging tables of
+//     --atomic imports are target tables named StagePrefix…, written by the
+//     same Writer and merged by Merge through the methods above.
+//
+// A Driver holds no state of its own; its methods are safe for concurrent
+// use.
+type Driver interface {
+	// Claims reports whether dsn is one of the driver's own forms (a URL
+	// scheme, a key=value string, a path prefix). A Registry asks its
+	// drivers in order and gives a DSN no driver claims, that is not a
+	// URL, to its first.
+	Claims(dsn string) bool
+	// Forms describes, for an error message, the DSNs the driver takes.
+	Forms() string
+	// Redact returns dsn as users may see it, its password masked.
+	Redact(dsn string) string
+	// Open opens the database named by dsn with s, checks that it answers,
+	// and, unless s.ReadOnly, creates what must exist before migrations
+	// run. A read-only Open of a database that does not exist fails with
+	// an error wrapping ErrNoDatabase; a DSN or a build that cannot serve
+	// fails with a *ConfigError.
+	Open(ctx context.Context, dsn string, s Settings) (*Database, error)
+	// Migrations returns the numbered migrations (NNNN_name.up.sql) of
+	// component ("ledger", "checkpoint") in the driver's SQL.
+	Migrations(component string) (fs.FS, error)
+
+	// Rebind rewrites the ? placeholders of query into the database's
+	// style. Question marks inside quoted strings or names are left alone.
+	Rebind(query string) string
+	// Now is an SQL expression for the database's current time in Unix
+	// milliseconds. Leases are judged by the database's clock, so that
+	// hosts whose clocks disagree still agree on who holds a lease.
+	Now() string
+	// Quote quotes one name (a column, a table part), dots included.
+	Quote(name string) string
+	// QuoteTable quotes a table name as the driver names tables: a dotted
+	// name is schema.table where Limits().QualifiedNames, else one name.
+	QuoteTable(name string) string
+	// Distinct is an SQL condition true when the row of expressions a
+	// differs from the row b (as IS DISTINCT FROM: null equals null).
+	Distinct(a, b []string) string
+	// TimeType is the column type of the timestamps idemport itself
+	// writes (DeletedColumn), and TimeValue the value it binds for t.
+	TimeType() string
+	TimeValue(t time.Time) any
+	// KeyParam is the placeholder that binds a key value compared with a
+	// column of type sqlType ("" when unknown), and KeyArg the argument it
+	// binds for the value v a key column of a file holds (nil for null).
+	KeyParam(sqlType string) string
+	KeyArg(v any) any
+	// TableExists reports whether the table named by a possibly quoted,
+	// possibly schema-qualified name exists.
+	TableExists(ctx context.Context, q Querier, name string) (bool, error)
+	// Tables returns the names, schema-qualified where the database has
+	// schemas, of the tables whose name begins with one of prefixes.
+	Tables(ctx context.Context, q Querier, prefixes ...string) ([]string, error)
+	// CurrentSchema returns the schema an unqualified table name resolves
+	// to on q, as Tables names it; "" where the database has no schemas.
+	CurrentSchema(ctx context.Context, q Querier) (string, error)
+
+	// Lock makes tx, until it ends, the only transaction deciding for
+	// key: two transactions that both find nothing recorded for key
+	// cannot both record it.
+	Lock(ctx context.Context, tx *sql.Tx, key string) error
+	// SkipLocked returns the clause ending a SELECT … LIMIT 1 that locks
+	// the selected row of table alias of ("" for the only one) and skips
+	// rows other transactions hold, so that concurrent claims take
+	// different rows. ok is false when the database has no row locks and
+	// its transactions exclude each other instead; clause is then "".
+	SkipLocked(of string) (clause string, ok bool)
+	// Locked reports whether err says another connection holds a lock the
+	// operation needed and did not release within the wait the database
+	// allows (SQLite's busy timeout), as a writer frozen inside its
+	// transaction does.
+	Locked(err error) bool
+
+	// Describe returns the table named name, or nil when it does not exist;
+	// an error wrapping ErrNoSchema when name is qualified by a schema that
+	// does not exist.
+	Describe(ctx context.Context, q Querier, name string) (*Table, error)
+	// Ensure creates the target table for schema inside tx when it does not
+	// exist, and otherwise checks it with Check and adds missing lineage
+	// columns.
+	Ensure(ctx context.Context, tx *sql.Tx, t Target, schema *arrow.Schema) error
+	// DeleteFile deletes, inside tx, the rows of table that the file with
+	// key fileKey last wrote (by the lineage column), and returns how many
+	// it deleted. A table that does not exist has none.
+	DeleteFile(ctx context.Context, tx *sql.Tx, table string, fileKey int64) (int64, error)
+	// AddColumn adds the nullable column f to table.
+	AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.Field) error
+	// Widen changes column of table to hold kind (idemtype.Decimal or
+	// idemtype.String), keeping every stored value exactly (as its decimal
+	// or its text).
+	Widen(ctx context.Context, tx *sql.Tx, table, column string, kind idemtype.Type) error
+	// Writer returns a Writer bound to conn for batches of schema. The
+	// table must exist (Ensure it first), conn must not be in a
+	// transaction, and Write must be given transactions begun on conn.
+	// The Writer is not safe for concurrent use.
+	Writer(ctx context.Context, conn *sql.Conn, t Target, schema *arrow.Schema) (Writer, error)
+	// Limits returns the database's limits on tables.
+	Limits() Limits
+}
+
+// Settings are how a driver opens its database.
+type Settings struct {
+	// ReadOnly opens the database without creating anything; a database
+	// that does not exist is ErrNoDatabase.
+	ReadOnly bool
+	// BusyTimeout is how long a connection waits for another writer's
+	// lock before failing, where the database has one writer (SQLite).
+	BusyTimeout time.Duration
+	// StateSchema is the schema that holds idemport's own tables, where
+	// the database has schemas (PostgreSQL).
+	StateSchema string
+}
+
+// Database is a database a Driver opened.
+type Database struct {
+	DB *sql.DB
+	// Name is the database as shown to users, never with a password.
+	Name string
+	// Prefix places idemport's tables: it comes before their names in
+	// statements and migrations ("idemport_", or a quoted schema and a dot).
+	Prefix string
+	// BatchRows is how many rows a batch handed to a Writer should have;
+	// 0 means a partition's.
+	BatchRows int
+}
+
+// ErrNoDatabase means a read-only open found no database at the DSN.
+var ErrNoDatabase = errors.New("no database")
+
+// ConfigError is a DSN or a build that cannot serve the request whatever
+// the database holds: the user's to fix, not a failure to retry.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Registry chooses a driver by the DSN's form, as database/sql chooses one
+// by name; its first driver is the default, given DSNs that are not URLs
+// and that no driver claims (a bare path).
+type Registry []Driver
+
+// Lookup returns the driver for dsn, or a *ConfigError naming the forms
+// the registry's drivers take.
+func (r Registry) Lookup(dsn string) (Driver, error) {
+	for _, d := range r {
+		if d.Claims(dsn) {
+			return d, nil
+		}
+	}
+	if len(r) > 0 && !strings.Contains(dsn, "://") {
+		return r[0], nil
+	}
+	forms := make([]string, len(r))
+	for i, d := range r {
+		forms[i] = d.Forms()
+	}
+	return nil, &ConfigError{Err: fmt.Errorf("unsupported target %q (want %s)", RedactURL(dsn), strings.Join(forms, ", "))}
+}
+
+// RedactURL returns a URL as users may see it, its password masked. A
+// DSN that is not a URL is returned as it is.
+func RedactURL(dsn string) string {
+	if !strings.Contains(dsn, "://") {
+		return dsn
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		scheme, _, _ := strings.Cut(dsn, "://")
+		return scheme + "://…"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,282 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+
+	"github.com/idemport/idemport/sink"
+)
+
+// Driver is the PostgreSQL driver. Idemport's own tables live in a schema
+// of their own (Settings.StateSchema), created by Open. Its Writer needs
+// connections of the pgx database/sql driver (github.com/jackc/pgx/v5/stdlib,
+// driver name "pgx"), as Open makes.
+type Driver struct{}
+
+var _ sink.Driver = Driver{}
+
+//go:embed migrations
+var migrations embed.FS
+
+// Claims implements sink.Driver: postgres://…, postgresql://… or a libpq
+// key=value string (host=… dbname=…); what it leaves out is filled from
+// the PG* environment variables, as psql does.
+func (Driver) Claims(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") || keyValue(dsn)
+}
+
+// Forms implements sink.Driver.
+func (Driver) Forms() string { return "postgres://… or host=… dbname=…" }
+
+// libpqKeys are the connection parameters that start a libpq key=value
+// string.
+var libpqKeys = []string{"host", "hostaddr", "port", "dbname", "user", "password", "passfile", "sslmode", "service",
+	"application_name", "connect_timeout", "options", "target_session_attrs", "sslrootcert", "sslcert", "sslkey"}
+
+// keyValue reports whether dsn is a libpq key=value string: its first
+// word is KEY=… with KEY a connection parameter.
+func keyValue(dsn string) bool {
+	word, _, _ := strings.Cut(strings.TrimSpace(dsn), " ")
+	key, _, ok := strings.Cut(word, "=")
+	return ok && slices.Contains(libpqKeys, strings.TrimSpace(key))
+}
+
+// Redact implements sink.Driver: a URL's password and a key=value
+// string's password masked.
+func (Driver) Redact(dsn string) string {
+	if !keyValue(dsn) {
+		return sink.RedactURL(dsn)
+	}
+	fields := strings.Fields(dsn)
+	for i, f := range fields {
+		if k, _, ok := strings.Cut(f, "="); ok && k == "password" {
+			fields[i] = "password=xxxxx"
+		}
+	}
+	return strings.Join(fields, " ")
+}
+
+// name names a database for messages: host, port, database and user as
+// the driver resolved them (PG* variables included), never the password.
+func (d Driver) name(dsn string) string {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return d.Redact(dsn)
+	}
+	return fmt.Sprintf("PostgreSQL database %q on %s:%d as %s", cfg.Database, cfg.Host, cfg.Port, cfg.User)
+}
+
+// Open implements sink.Driver: it connects, and unless s.ReadOnly creates
+// the schema s.StateSchema that holds idemport's tables. A batch handed
+// to the Writer is one COPY and one merge: a batch per partition makes one
+// of each per partition.
+func (d Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Database, error) {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", d.Redact(dsn), err)
+	}
+	out := &sink.Database{DB: db, Name: d.name(dsn), Prefix: q(s.StateSchema) + ".", BatchRows: 0}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to %s: %w", out.Name, err)
+	}
+	if !s.ReadOnly {
+		if err := createSchema(ctx, db, s.StateSchema); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("in %s: %w", out.Name, err)
+		}
+	}
+	return out, nil
+}
+
+// createSchema creates the schema named schema when it does not exist, so
+// that migrations can place tables in it. Concurrent callers are safe: a
+// caller that loses the race to create the schema finds it created. It
+// runs outside a transaction: a lost race would abort the transaction.
+func createSchema(ctx context.Context, db *sql.DB, schema string) error {
+	_, err := db.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+q(schema))
+	if err == nil {
+		return nil
+	}
+	// Two sessions that both found the schema missing both try to create
+	// it, and the loser fails on the catalog's unique index.
+	var ok bool
+	if qerr := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&ok); qerr == nil && ok {
+		return nil
+	}
+	return fmt.Errorf("create schema %s: %w", schema, err)
+}
+
+// Migrations implements sink.Driver.
+func (Driver) Migrations(component string) (fs.FS, error) {
+	return fs.Sub(migrations, "migrations/"+component)
+}
+
+// Rebind implements sink.Driver: ? becomes $1, $2, ….
+func (Driver) Rebind(query string) string { return Rebind(query) }
+
+// Rebind rewrites the ? placeholders of query as $1, $2, …. Question
+// marks inside quoted strings or names are left alone.
+func Rebind(query string) string {
+	var b strings.Builder
+	n := 0
+	var quote byte
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '?':
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// Now implements sink.Driver.
+func (Driver) Now() string {
+	return "(floor(extract(epoch from clock_timestamp()) * 1000))::bigint"
+}
+
+// Quote implements sink.Driver.
+func (Driver) Quote(name string) string { return q(name) }
+
+// QuoteTable implements sink.Driver: "sales.orders" names table orders in
+// schema sales.
+func (Driver) QuoteTable(name string) string { return quoteTable(name) }
+
+// q quotes one name, dots included.
+func q(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+
+// quoteTable quotes a table name part by part.
+func quoteTable(name string) string {
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		parts[i] = q(p)
+	}
+	return strings.Join(parts, ".")
+}
+
+// quoteList quotes each name, prefixed (e.g. "excluded."), and joins them
+// with commas.
+func quoteList(names []string, prefix string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + q(n)
+	}
+	return strings.Join(out, ", ")
+}
+
+// Distinct implements sink.Driver.
+func (Driver) Distinct(a, b []string) string {
+	if len(a) == 1 {
+		return "(" + a[0] + ") IS DISTINCT FROM (" + b[0] + ")"
+	}
+	return "ROW(" + strings.Join(a, ", ") + ") IS DISTINCT FROM ROW(" + strings.Join(b, ", ") + ")"
+}
+
+// TimeType implements sink.Driver.
+func (Driver) TimeType() string { return "timestamptz" }
+
+// TimeValue implements sink.Driver.
+func (Driver) TimeValue(t time.Time) any { return t.UTC() }
+
+// KeyParam implements sink.Driver: the value goes as text cast to the
+// column's type, so that the comparison is the column's whatever type the
+// file's values have.
+func (Driver) KeyParam(sqlType string) string {
+	if sqlType == "" {
+		return "?"
+	}
+	return "CAST(? AS " + sqlType + ")"
+}
+
+// KeyArg implements sink.Driver: the value's text.
+func (Driver) KeyArg(v any) any {
+	if v == nil {
+		return nil
+	}
+	return fmt.Sprint(v)
+}
+
+// TableExists implements sink.Driver.
+func (Driver) TableExists(ctx context.Context, qr sink.Querier, name string) (bool, error) {
+	var ok bool
+	err := qr.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, name).Scan(&ok)
+	return ok, err
+}
+
+// Tables implements sink.Driver: in every schema.
+func (Driver) Tables(ctx context.Context, qr sink.Querier, prefixes ...string) ([]string, error) {
+	var like []string
+	var args []any
+	for i, p := range prefixes {
+		like = append(like, fmt.Sprintf(`tablename LIKE $%d`, i+1))
+		args = append(args, strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(p)+"%")
+	}
+	rows, err := qr.QueryContext(ctx, `SELECT schemaname || '.' || tablename FROM pg_tables WHERE `+strings.Join(like, " OR "), args...)
+	if err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// CurrentSchema implements sink.Driver: the first schema of the search
+// path that exists.
+func (Driver) CurrentSchema(ctx context.Context, qr sink.Querier) (string, error) {
+	var s string
+	if err := qr.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&s); err != nil {
+		return "", fmt.Errorf("read the current schema: %w", err)
+	}
+	return s, nil
+}
+
+// Lock implements sink.Driver with a transaction-level advisory lock on
+// the key.
+func (Driver) Lock(ctx context.Context, tx *sql.Tx, key string) error {
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, key)
+	return err
+}
+
+// SkipLocked implements sink.Driver.
+func (Driver) SkipLocked(of string) (string, bool) {
+	if of != "" {
+		return " FOR UPDATE OF " + of + " SKIP LOCKED", true
+	}
+	return " FOR UPDATE SKIP LOCKED", true
+}
+
+// Limits implements sink.Driver: 1600 columns per table, of which the
+// lineage columns take 2 (and the staging table's round and ordinal as
+// many), names of at most 63 bytes (NAMEDATALEN - 1), quoted names that
+// keep their case, and json as jsonb.
+func (Driver) Limits() sink.Limits {
+	return sink.Limits{MaxColumns: 1600, Reserved: 2, MaxNameBytes: 63, QualifiedNames: true, JSONB: true}
+}

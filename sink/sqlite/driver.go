@@ -1,0 +1,238 @@
+// Package sqlite is the SQLite driver of package sink: everything about
+// SQLite that idemport needs, from the connection string (Open) and the
+// migrations of the ledger and the checkpoints to the batch writer.
+//
+// One file holds the target tables and idemport's own, whose names begin
+// with "idemport_". SQLite has one writer: Open's connections begin every
+// transaction with BEGIN IMMEDIATE, which takes the write lock at once and
+// so serializes deciding and claiming transactions without further locks.
+// A build without cgo has no SQLite: every method that needs the engine
+// fails with ErrNoSQLite (nocgo.go).
+//
+// Ordinal-mode tables are WITHOUT ROWID tables clustered on (file key, row
+// ordinal), so a file's rows are written in key order; natural-key tables
+// use the key as INTEGER PRIMARY KEY when it is one integer column. Rows are
+// upserted with INSERT … ON CONFLICT DO UPDATE … WHERE statements, whose
+// WHERE leaves unchanged and stale rows untouched; a batch none of whose
+// keys is stored is written with a plain INSERT.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
+
+	"github.com/idemport/idemport/sink"
+)
+
+// Driver is the SQLite driver: one file holds the target tables and
+// idemport's own (named with the prefix "idemport_"). SQLite has one
+// writer: every transaction of a connection Open makes begins with BEGIN
+// IMMEDIATE, taking the write lock at once, which is what serializes
+// deciding transactions (Lock) and claims (SkipLocked).
+type Driver struct{}
+
+var _ sink.Driver = Driver{}
+
+//go:embed migrations
+var migrations embed.FS
+
+// Claims implements sink.Driver: sqlite://PATH (sqlite:///abs/path is
+// absolute, sqlite://rel/path relative), sqlite:PATH and file:PATH (a
+// query string is dropped). A Registry also gives SQLite bare paths when
+// it is its first driver.
+func (Driver) Claims(dsn string) bool {
+	return strings.HasPrefix(dsn, "sqlite:") || strings.HasPrefix(dsn, "file:")
+}
+
+// Forms implements sink.Driver.
+func (Driver) Forms() string { return "a SQLite path, sqlite://PATH" }
+
+// Redact implements sink.Driver: a SQLite DSN holds no password.
+func (Driver) Redact(dsn string) string { return sink.RedactURL(dsn) }
+
+// Path returns the file a DSN names.
+func Path(dsn string) (string, error) {
+	p := dsn
+	switch {
+	case strings.HasPrefix(dsn, "sqlite://"):
+		p = strings.TrimPrefix(dsn, "sqlite://")
+	case strings.HasPrefix(dsn, "sqlite:"):
+		p = strings.TrimPrefix(dsn, "sqlite:")
+	case strings.HasPrefix(dsn, "file:"):
+		p, _, _ = strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
+	}
+	if p == "" {
+		return "", &sink.ConfigError{Err: fmt.Errorf("%q names no file", dsn)}
+	}
+	return p, nil
+}
+
+// Open implements sink.Driver. The connection string is written here
+// only: WAL so readers never block the writer, synchronous=NORMAL
+// (durable at each checkpoint of the WAL, and safe against corruption),
+// BEGIN IMMEDIATE so a transaction that will write takes the write lock
+// first, and s.BusyTimeout for other writers. A read-only Open opens the
+// file read-only and fails with sink.ErrNoDatabase when it does not exist.
+func (Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Database, error) {
+	path, err := Path(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := Available(); err != nil {
+		return nil, &sink.ConfigError{Err: err}
+	}
+	if s.ReadOnly {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w at %s", sink.ErrNoDatabase, path)
+		}
+	}
+	db, err := sql.Open("sqlite3", ConnString(path, s))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return &sink.Database{DB: db, Name: path, Prefix: "idemport_", BatchRows: 1024}, nil
+}
+
+// ConnString is the database/sql connection string of driver "sqlite3"
+// that Open uses for the file at path.
+func ConnString(path string, s sink.Settings) string {
+	v := url.Values{}
+	v.Set("_busy_timeout", fmt.Sprint(s.BusyTimeout.Milliseconds()))
+	if s.ReadOnly {
+		v.Set("mode", "ro")
+	} else {
+		v.Set("_journal_mode", "WAL")
+		v.Set("_synchronous", "NORMAL")
+		v.Set("_txlock", "immediate")
+		v.Set("_cache_size", "-65536")
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + v.Encode()
+}
+
+// Migrations implements sink.Driver.
+func (Driver) Migrations(component string) (fs.FS, error) {
+	return fs.Sub(migrations, "migrations/"+component)
+}
+
+// Rebind implements sink.Driver: SQLite takes ? as it is.
+func (Driver) Rebind(query string) string { return query }
+
+// Now implements sink.Driver.
+func (Driver) Now() string { return "CAST(unixepoch('subsec') * 1000 AS INTEGER)" }
+
+// Quote implements sink.Driver.
+func (Driver) Quote(name string) string { return q(name) }
+
+// QuoteTable implements sink.Driver: SQLite has no schemas here, so a
+// dotted name is one table.
+func (Driver) QuoteTable(name string) string { return q(name) }
+
+// q quotes one name.
+func q(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+
+// quoteList quotes each name, prefixed (e.g. "excluded."), and joins them
+// with commas.
+func quoteList(names []string, prefix string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + q(n)
+	}
+	return strings.Join(out, ", ")
+}
+
+// Distinct implements sink.Driver: SQLite's IS NOT compares rows with
+// null equal to null.
+func (Driver) Distinct(a, b []string) string {
+	return "(" + strings.Join(a, ", ") + ") IS NOT (" + strings.Join(b, ", ") + ")"
+}
+
+// TimeType implements sink.Driver: timestamps are fixed-width UTC text
+// (sink.FormatTimestamp), whose order is time order.
+func (Driver) TimeType() string { return "TEXT" }
+
+// TimeValue implements sink.Driver.
+func (Driver) TimeValue(t time.Time) any { return sink.FormatTimestamp(t.UnixMicro()) }
+
+// KeyParam implements sink.Driver: SQLite compares by the column's
+// affinity.
+func (Driver) KeyParam(string) string { return "?" }
+
+// KeyArg implements sink.Driver.
+func (Driver) KeyArg(v any) any { return v }
+
+// TableExists implements sink.Driver.
+func (Driver) TableExists(ctx context.Context, qr sink.Querier, name string) (bool, error) {
+	var ok bool
+	err := qr.QueryRowContext(ctx, `SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?`, strings.Trim(name, `"`)).Scan(&ok)
+	return ok, err
+}
+
+// Tables implements sink.Driver.
+func (Driver) Tables(ctx context.Context, qr sink.Querier, prefixes ...string) ([]string, error) {
+	var like []string
+	var args []any
+	for _, p := range prefixes {
+		like = append(like, `name LIKE ? ESCAPE '\'`)
+		args = append(args, likePrefix(p))
+	}
+	return names(ctx, qr, `SELECT name FROM sqlite_master WHERE type = 'table' AND (`+strings.Join(like, " OR ")+`)`, args...)
+}
+
+// CurrentSchema implements sink.Driver: SQLite has no schemas here.
+func (Driver) CurrentSchema(context.Context, sink.Querier) (string, error) { return "", nil }
+
+// likePrefix is a LIKE pattern (escape \) matching what begins with p.
+func likePrefix(p string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(p) + "%"
+}
+
+// names returns the single text column of the rows query selects.
+func names(ctx context.Context, qr sink.Querier, query string, args ...any) ([]string, error) {
+	rows, err := qr.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// Lock implements sink.Driver. It takes nothing more: a transaction on a
+// connection Open made began with BEGIN IMMEDIATE and so already holds the
+// database's one write lock, which no other deciding transaction can hold
+// at the same time.
+func (Driver) Lock(context.Context, *sql.Tx, string) error { return nil }
+
+// SkipLocked implements sink.Driver: SQLite has no row locks; a claiming
+// transaction holds the write lock (BEGIN IMMEDIATE) instead.
+func (Driver) SkipLocked(string) (string, bool) { return "", false }
+
+// Limits implements sink.Driver: SQLITE_MAX_COLUMN (2000, as compiled)
+// columns per table, of which idemport needs 3 (the lineage columns, and
+// the batch table's batch column beside its copies of them), names of any
+// length, compared without regard to ASCII case.
+func (Driver) Limits() sink.Limits {
+	return sink.Limits{MaxColumns: 2000, Reserved: 3, FoldsCase: true}
+}
