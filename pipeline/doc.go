@@ -3,6 +3,12 @@
 // checkpoint (plans and partition marks) and sink (target tables), and owns
 // the transaction in which a partition's effects and its marks commit.
 //
+// [Open] chooses the target database's driver by the DSN from a
+// sink.Registry ([Drivers] by default) and hands that one sink.Driver to
+// the ledger, the checkpoints and the writers: the pipeline never asks
+// which database it writes to (a test guards this), only what the driver
+// can do.
+//
 // An import goes identify → claim → plan → apply → finalize:
 //
 //   - identify hashes the file and computes the fingerprint (content digest

@@ -39,13 +39,14 @@ var (
 //
 // A new database (MariaDB, say) is one new package under sink/ whose
 // Driver passes the conformance suite in sink/sinktest, run from the
-// package's tests against a real server, and one entry in the Registry the
-// command line wires. Such a driver must provide:
+// package's tests against a real server, and one entry in the Registry that
+// wires the drivers (pipeline.Drivers). Such a driver must provide:
 //
-//   - Connecting: which DSNs are its own (Claims, Forms, Redact), Open with the Settings
-//     (its connection string, its session settings, creating the schema
-//     that holds idemport's tables), and a Database naming where
-//     idemport's tables go (Prefix), how users see it, and its batch size.
+//   - Connecting: which DSNs are its own (Claims, Forms, Redact), Open
+//     with the Settings (its connection string, its session settings,
+//     creating the schema that holds idemport's tables), and a Database
+//     naming where idemport's tables go (Prefix), how users see it, and
+//     its batch size.
 //   - Migrations: the ledger's and the checkpoints' numbered migration
 //     files in its SQL (Migrations), each "{{prefix}}" placing a table.
 //   - SQL spelling: placeholders (Rebind), the database clock in Unix

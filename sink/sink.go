@@ -1,4 +1,19 @@
-// Package sink creates target tables and writes record batches into them
+// Package sink is the contract a target database's driver fulfils, and
+// what is the same for every database: target tables, the lineage
+// columns, the checks of a file against a table, staging merges and
+// snapshot sweeps.
+//
+// The target database holds the imported rows, idemport's ledger and its
+// checkpoints. [Driver] is everything that differs between databases
+// (opening from a DSN, settings, migrations, SQL spelling, locks, the
+// batch Writer); the drivers are sink/sqlite and sink/postgres, and a
+// [Registry] chooses one by the DSN. Code outside the drivers asks the
+// driver and never tests which database it is. Every driver passes the
+// conformance suite in sink/sinktest (River's riverdriver and
+// riverdrivertest are the model); the Driver's doc comment lists what a
+// new one must provide.
+//
+// A Writer creates nothing and writes record batches into a target table
 // idempotently, inside a transaction the caller owns.
 //
 // Rows are keyed either by their row identity in the file (ordinal mode: the
@@ -14,8 +29,6 @@
 // pass (package reader): rows a later row of their file supersedes never
 // reach a Writer. The position check serves rows of a file applied after it
 // completed (replayed rejects), which must not undo a later row of the file.
-//
-// Dialects live in sink/sqlite and sink/postgres.
 package sink
 
 import (

@@ -10,7 +10,7 @@ import (
 	"github.com/idemport/idemport/sink"
 )
 
-// BenchWrite measures dialect d's Writer, without parsing: 100,000 Orders
+// BenchWrite measures driver d's Writer, without parsing: 100,000 Orders
 // rows written in one transaction (the default partition), in batches of
 // size rows, into a new table (first), again unchanged (reload), and again
 // with every row changed (update), in ordinal and natural-key mode. It

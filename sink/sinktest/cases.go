@@ -532,7 +532,7 @@ func existingFloatRefusesInt64(t *testing.T, f *Fx) {
 }
 
 // decimalsExact writes decimals, as keys and as values, into a table the
-// dialect creates, and reads back their exact text: nothing goes through a
+// driver creates, and reads back their exact text: nothing goes through a
 // float, and a changed scale is a change.
 func decimalsExact(t *testing.T, f *Fx) {
 	s := Schema(Dec("k"), Dec("d"))
@@ -545,7 +545,7 @@ func decimalsExact(t *testing.T, f *Fx) {
 		[]any{"9007199254740992", long}, []any{"9007199254740993", tiny},
 		[]any{"-9223372036854775809", "1.50"}, []any{"0.1", nil})
 	WantRows(t, "insert", f.Write(w, 1, rec, Seq(1, 4)), idemtype.Rows{Read: 4, Inserted: 4})
-	// The column is the dialect's decimal (numeric, DECIMAL TEXT), so that
+	// The column is the driver's decimal (numeric, DECIMAL TEXT), so that
 	// a second file's decimals are read as decimals too.
 	desc, err := f.Env.Driver.Describe(f.Ctx, f.Conn, "t")
 	if err != nil {

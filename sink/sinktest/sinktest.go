@@ -78,7 +78,7 @@ func Run(t *testing.T, open func(t *testing.T) Env) {
 
 // ---- fixture -------------------------------------------------------------
 
-// Fx is one Env and one connection to it, used for every write. Dialect
+// Fx is one Env and one connection to it, used for every write. Driver
 // tests use it for their own cases too.
 type Fx struct {
 	T    *testing.T
@@ -191,11 +191,11 @@ func (f *Fx) WriteIn(tx *sql.Tx, w sink.Writer, fileKey int64, rec arrow.RecordB
 }
 
 // Table returns the rows of table ordered by order, each as cols joined by
-// "|" and rendered by the kind the dialect's Describe gives each column:
+// "|" and rendered by the kind the driver's Describe gives each column:
 // NULL, integers, floats with a decimal point, 'strings', booleans as
 // true and false, timestamps as sink.FormatTimestamp does, JSON compacted
 // with sorted keys. A column given as "name:kind" is rendered as kind
-// whatever Describe says (a dialect may store JSON in a text column).
+// whatever Describe says (a driver may store JSON in a text column).
 func (f *Fx) Table(name, order string, cols ...string) []string {
 	f.T.Helper()
 	desc, err := f.Env.Driver.Describe(f.Ctx, f.Conn, name)
