@@ -77,8 +77,10 @@ func Redact(dsn string) string {
 	return sink.RedactURL(dsn)
 }
 
-// Open opens the target named by dsn and, unless o.ReadOnly, creates or
-// upgrades idemport's tables there.
+// Open opens the target named by dsn (DefaultDSN when empty) through the
+// driver o.Drivers chooses for it and, unless o.ReadOnly, creates or
+// upgrades idemport's tables there. A DSN or build no driver can serve is
+// a *UsageError; a read-only open of a missing database is ErrNoDatabase.
 func Open(ctx context.Context, dsn string, o Options) (*Engine, error) {
 	if dsn == "" {
 		dsn = DefaultDSN
