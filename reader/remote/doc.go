@@ -1,0 +1,19 @@
+// Package remote reads objects in S3-compatible storage (s3://BUCKET/KEY)
+// and behind HTTP(S) URLs as fixed, random-access byte sources.
+//
+// An [Object] is pinned at open time to the version a HEAD request saw: its
+// size, its ETag (or S3 version id) and its modification time. Every later
+// read is a ranged GET guarded by If-Match on that ETag, so bytes of two
+// versions are never mixed: an object replaced under a reader fails with an
+// error wrapping [reader.ErrSourceChanged]. Reads retry with backoff on 5xx
+// responses, throttling (429, 503 SlowDown) and broken or truncated bodies,
+// resuming at the first byte not yet delivered; a 403 or 404 is a
+// [*StatusError] naming the URL, never retried.
+//
+// [Client.List] expands an s3://BUCKET/PREFIX/ into the keys below it in
+// key order. URLs are shown by [Redact], which masks user information and
+// credential-like query parameters, wherever they appear in output.
+//
+// The package does not import the rest of the reader: the pipeline composes
+// the two.
+package remote

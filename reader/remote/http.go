@@ -1,0 +1,176 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemport/idemport/reader"
+)
+
+// httpObject reads an http:// or https:// URL.
+type httpObject struct {
+	raw    string // as given: it may carry credentials the request needs
+	shown  string
+	client *http.Client
+}
+
+var _ backend = (*httpObject)(nil)
+
+func (h *httpObject) request(ctx context.Context, method string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, h.raw, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", h.shown, err)
+	}
+	// The bytes as stored: a transparently decoded response would not
+	// match the size or the ranges.
+	req.Header.Set("Accept-Encoding", "identity")
+	return req, nil
+}
+
+func (h *httpObject) do(req *http.Request) (*http.Response, error) {
+	resp, err := h.client.Do(req)
+	if err != nil {
+		if req.Context().Err() != nil {
+			return nil, req.Context().Err()
+		}
+		return nil, retryable{fmt.Errorf("%s: %w", h.shown, err)}
+	}
+	return resp, nil
+}
+
+func (h *httpObject) stat(ctx context.Context) (Info, error) {
+	req, err := h.request(ctx, http.MethodHead)
+	if err != nil {
+		return Info{}, err
+	}
+	resp, err := h.do(req)
+	if err != nil {
+		return Info{}, err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return Info{}, h.statusError(resp)
+	}
+	if resp.ContentLength < 0 {
+		return Info{}, fmt.Errorf("%s: the server does not say the size (no Content-Length on HEAD)", h.shown)
+	}
+	info := Info{Size: resp.ContentLength, ETag: resp.Header.Get("ETag")}
+	if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
+		info.ModTime = t
+	}
+	return info, nil
+}
+
+// strongETag reports whether an entity tag may guard a ranged request:
+// If-Match and If-Range compare strongly, so a weak tag never matches.
+func strongETag(etag string) bool { return etag != "" && !strings.HasPrefix(etag, "W/") }
+
+func (h *httpObject) get(ctx context.Context, info Info, off, end int64) (io.ReadCloser, error) {
+	req, err := h.request(ctx, http.MethodGet)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, end-1))
+	switch {
+	case strongETag(info.ETag):
+		req.Header.Set("If-Match", info.ETag)
+	case !info.ModTime.IsZero():
+		req.Header.Set("If-Unmodified-Since", info.ModTime.UTC().Format(http.TimeFormat))
+	}
+	resp, err := h.do(req)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (io.ReadCloser, error) {
+		resp.Body.Close()
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusPreconditionFailed {
+		return fail(fmt.Errorf("%w: %s was replaced since it was opened (412 on ETag %s)", reader.ErrSourceChanged, h.shown, info.ETag))
+	}
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent {
+		return fail(h.statusError(resp))
+	}
+	if err := h.sameVersion(resp, info); err != nil {
+		return fail(err)
+	}
+	if resp.StatusCode == http.StatusPartialContent {
+		start, total, ok := contentRange(resp.Header.Get("Content-Range"))
+		if !ok || start != off || (total >= 0 && total != info.Size) {
+			return fail(fmt.Errorf("%w: %s answered range %d-%d with %q (object of %d bytes)",
+				reader.ErrSourceChanged, h.shown, off, end-1, resp.Header.Get("Content-Range"), info.Size))
+		}
+		return resp.Body, nil
+	}
+	// 200: the server ignored the range and sends the whole object.
+	if resp.ContentLength >= 0 && resp.ContentLength != info.Size {
+		return fail(fmt.Errorf("%w: %s is now %d bytes, was %d", reader.ErrSourceChanged, h.shown, resp.ContentLength, info.Size))
+	}
+	if off > 0 {
+		if _, err := io.CopyN(io.Discard, resp.Body, off); err != nil {
+			return fail(retryable{fmt.Errorf("%s: skip to byte %d: %w", h.shown, off, err)})
+		}
+	}
+	return resp.Body, nil
+}
+
+// sameVersion checks a response's validators against the version opened,
+// for servers that ignore If-Match.
+func (h *httpObject) sameVersion(resp *http.Response, info Info) error {
+	if etag := resp.Header.Get("ETag"); etag != "" && info.ETag != "" && etag != info.ETag {
+		return fmt.Errorf("%w: %s was replaced since it was opened (ETag %s, now %s)", reader.ErrSourceChanged, h.shown, info.ETag, etag)
+	}
+	if info.ETag == "" && !info.ModTime.IsZero() {
+		if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil && !t.Equal(info.ModTime) {
+			return fmt.Errorf("%w: %s was modified since it was opened (%s, now %s)", reader.ErrSourceChanged, h.shown,
+				info.ModTime.UTC().Format(time.RFC3339), t.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
+func (h *httpObject) statusError(resp *http.Response) error {
+	err := &StatusError{URL: h.shown, Status: resp.StatusCode}
+	if isRetryableStatus(resp.StatusCode) {
+		return retryable{err}
+	}
+	return err
+}
+
+// isRetryableStatus reports whether a response status is worth a retry:
+// a server error, a timeout or throttling.
+func isRetryableStatus(code int) bool {
+	return code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout
+}
+
+// contentRange parses "bytes START-END/TOTAL" (TOTAL may be "*", then -1).
+func contentRange(s string) (start, total int64, ok bool) {
+	s, found := strings.CutPrefix(s, "bytes ")
+	if !found {
+		return 0, 0, false
+	}
+	rng, tot, found := strings.Cut(s, "/")
+	if !found {
+		return 0, 0, false
+	}
+	a, _, found := strings.Cut(rng, "-")
+	if !found {
+		return 0, 0, false
+	}
+	start, err := strconv.ParseInt(a, 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	total = -1
+	if tot != "*" {
+		if total, err = strconv.ParseInt(tot, 10, 64); err != nil {
+			return 0, 0, false
+		}
+	}
+	return start, total, true
+}

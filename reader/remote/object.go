@@ -1,0 +1,324 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/idemport/idemport/reader"
+)
+
+// Info is an object's identity as a HEAD request reports it.
+type Info struct {
+	Size    int64
+	ETag    string    // the entity tag as the server sends it, quotes included; "" when it sends none
+	Version string    // the S3 version id; "" when the bucket is not versioned
+	ModTime time.Time // Last-Modified; zero when the server sends none
+}
+
+// backend is what an object store offers an Object: the identity of the
+// object now, and a ranged read of the version it was opened at.
+type backend interface {
+	stat(ctx context.Context) (Info, error)
+	// get returns the bytes [off, end) of the object as it was when info
+	// was taken; a newer version fails with an error wrapping
+	// reader.ErrSourceChanged.
+	get(ctx context.Context, info Info, off, end int64) (io.ReadCloser, error)
+}
+
+// StatusError is a response that is not a retryable failure: the object is
+// missing (404), access is denied (401, 403), or the server refused the
+// request. It names the URL (credentials masked).
+type StatusError struct {
+	URL    string
+	Status int
+	Code   string // the S3 error code, "" for HTTP
+}
+
+func (e *StatusError) Error() string {
+	what := http.StatusText(e.Status)
+	switch e.Status {
+	case http.StatusNotFound:
+		what = "not found"
+	case http.StatusForbidden, http.StatusUnauthorized:
+		what = "access denied: check the credentials and the bucket policy"
+	}
+	if e.Code != "" {
+		return fmt.Sprintf("%s: %s (%d %s)", e.URL, what, e.Status, e.Code)
+	}
+	return fmt.Sprintf("%s: %s (%d)", e.URL, what, e.Status)
+}
+
+// NotFound reports whether the object does not exist.
+func (e *StatusError) NotFound() bool { return e.Status == http.StatusNotFound }
+
+// retryable is a failure worth another request: a 5xx or throttling
+// response, or a connection that broke.
+type retryable struct{ err error }
+
+func (e retryable) Error() string { return e.err.Error() }
+func (e retryable) Unwrap() error { return e.err }
+
+// Retry says how reads retry. The zero value means the defaults.
+type Retry struct {
+	// Attempts is how many requests a read makes without progress before
+	// it gives up (default 8).
+	Attempts int
+	// Base is the first backoff (default 200ms); each later one doubles, up
+	// to Max (default 10s), with jitter.
+	Base, Max time.Duration
+}
+
+func (r Retry) withDefaults() Retry {
+	if r.Attempts <= 0 {
+		r.Attempts = 8
+	}
+	if r.Base <= 0 {
+		r.Base = 200 * time.Millisecond
+	}
+	if r.Max <= 0 {
+		r.Max = 10 * time.Second
+	}
+	return r
+}
+
+// wait sleeps before retry n (1-based), or returns ctx's error.
+func (r Retry) wait(ctx context.Context, n int) error {
+	d := r.Base << min(n-1, 20)
+	if d > r.Max || d <= 0 {
+		d = r.Max
+	}
+	d = d/2 + rand.N(d/2+1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Stats counts what reads of objects fetched. It is safe for concurrent use.
+type Stats struct {
+	Requests atomic.Int64 // HEAD, GET and LIST requests made, retries included
+	Bytes    atomic.Int64 // body bytes received
+	Retries  atomic.Int64 // requests repeated after a retryable failure
+}
+
+// Object is one remote object pinned at the version it had when opened. It
+// is safe for concurrent use: each read is its own request.
+type Object struct {
+	url   string // redacted
+	info  Info
+	b     backend
+	retry Retry
+	stats *Stats
+	ctx   context.Context // for ReadAt, which takes none
+}
+
+// Name returns the object's URL with credentials masked.
+func (o *Object) Name() string { return o.url }
+
+// Size returns the object's size in bytes.
+func (o *Object) Size() int64 { return o.info.Size }
+
+// Info returns the identity the object was opened at.
+func (o *Object) Info() Info { return o.info }
+
+// ModTime returns the object's Last-Modified time (zero when unknown).
+func (o *Object) ModTime() time.Time { return o.info.ModTime }
+
+// Close releases nothing: an Object holds no connection between reads.
+func (o *Object) Close() error { return nil }
+
+// Check makes a HEAD request and fails with an error wrapping
+// reader.ErrSourceChanged when the object is no longer the version it was
+// opened at.
+func (o *Object) Check(ctx context.Context) error {
+	now, err := statRetrying(ctx, o.b, o.retry, o.stats)
+	if err != nil {
+		var se *StatusError
+		if errors.As(err, &se) && se.NotFound() {
+			return fmt.Errorf("%w: %s was deleted", reader.ErrSourceChanged, o.url)
+		}
+		return err
+	}
+	if now.Size != o.info.Size || now.ETag != o.info.ETag || now.Version != o.info.Version ||
+		(o.info.ETag == "" && !now.ModTime.Equal(o.info.ModTime)) {
+		return fmt.Errorf("%w: %s was replaced (ETag %s, size %d; now %s, size %d)",
+			reader.ErrSourceChanged, o.url, o.info.ETag, o.info.Size, now.ETag, now.Size)
+	}
+	return nil
+}
+
+// ReadAt reads len(p) bytes at off with one ranged GET (more on retries),
+// under the context the object was opened with. It returns io.EOF with the
+// bytes there are when the range passes the end.
+func (o *Object) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("%s: negative offset %d", o.url, off)
+	}
+	if off >= o.info.Size {
+		return 0, io.EOF
+	}
+	end := min(off+int64(len(p)), o.info.Size)
+	rc := o.OpenRange(o.ctx, off, end)
+	defer rc.Close()
+	n, err := io.ReadFull(rc, p[:end-off])
+	if err != nil {
+		return n, err
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Open returns the object's bytes from off to its end. The reader resumes
+// at the next byte after a broken or short response; the caller must Close
+// it.
+func (o *Object) Open(ctx context.Context, off int64) (io.ReadCloser, error) {
+	if off < 0 || off > o.info.Size {
+		return nil, fmt.Errorf("%s: offset %d outside the object's %d bytes", o.url, off, o.info.Size)
+	}
+	return o.OpenRange(ctx, off, o.info.Size), nil
+}
+
+// OpenRange returns the object's bytes [off, end), fetched with one ranged
+// GET (more on retries) when first read. The caller must Close it.
+func (o *Object) OpenRange(ctx context.Context, off, end int64) io.ReadCloser {
+	return &body{o: o, ctx: ctx, off: off, end: end}
+}
+
+// body streams a byte range, reopening the request at the next undelivered
+// byte when a response breaks or ends early.
+type body struct {
+	o        *Object
+	ctx      context.Context
+	off, end int64
+	rc       io.ReadCloser
+	failures int // consecutive failures without a byte of progress
+	err      error
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	for {
+		if b.off >= b.end {
+			b.closeBody()
+			return 0, io.EOF
+		}
+		if len(p) == 0 {
+			return 0, nil
+		}
+		if b.rc == nil {
+			rc, err := b.o.b.get(b.ctx, b.o.info, b.off, b.end)
+			b.o.stats.Requests.Add(1)
+			if err != nil {
+				if err := b.fail(err); err != nil {
+					return 0, err
+				}
+				continue
+			}
+			b.rc = rc
+		}
+		if rest := b.end - b.off; int64(len(p)) > rest {
+			p = p[:rest]
+		}
+		n, err := b.rc.Read(p)
+		b.off += int64(n)
+		b.o.stats.Bytes.Add(int64(n))
+		if n > 0 {
+			b.failures = 0
+		}
+		switch {
+		case err == nil:
+			return n, nil
+		case err == io.EOF && b.off >= b.end:
+			b.closeBody()
+			if n > 0 {
+				return n, nil
+			}
+			return 0, io.EOF
+		case err == io.EOF: // the response ended before the range did
+			err = retryable{fmt.Errorf("%s: response ended at byte %d of %d: %w", b.o.url, b.off, b.end, io.ErrUnexpectedEOF)}
+		case b.ctx.Err() == nil:
+			err = retryable{fmt.Errorf("%s: read at byte %d: %w", b.o.url, b.off, err)}
+		}
+		b.closeBody()
+		if n > 0 { // deliver what came; the failure is retried on the next call
+			return n, nil
+		}
+		if err := b.fail(err); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// fail decides whether a failed request is retried: it returns nil after
+// waiting out the backoff, or the error that ends the read.
+func (b *body) fail(err error) error {
+	if ctxErr := b.ctx.Err(); ctxErr != nil {
+		b.err = ctxErr
+		return ctxErr
+	}
+	var r retryable
+	if !errors.As(err, &r) {
+		b.err = err
+		return err
+	}
+	b.failures++
+	if b.failures >= b.o.retry.Attempts {
+		b.err = fmt.Errorf("%w (gave up after %d attempts)", r.err, b.failures)
+		return b.err
+	}
+	b.o.stats.Retries.Add(1)
+	if werr := b.o.retry.wait(b.ctx, b.failures); werr != nil {
+		b.err = werr
+		return werr
+	}
+	return nil
+}
+
+func (b *body) closeBody() {
+	if b.rc != nil {
+		b.rc.Close()
+		b.rc = nil
+	}
+}
+
+func (b *body) Close() error {
+	b.closeBody()
+	if b.err == nil {
+		b.err = errors.New("read after close")
+	}
+	return nil
+}
+
+// statRetrying makes HEAD requests until one answers or a failure is not
+// retryable.
+func statRetrying(ctx context.Context, b backend, r Retry, stats *Stats) (Info, error) {
+	for n := 1; ; n++ {
+		info, err := b.stat(ctx)
+		stats.Requests.Add(1)
+		var rt retryable
+		if err == nil || !errors.As(err, &rt) || n >= r.Attempts || ctx.Err() != nil {
+			if rt.err != nil && err != nil && errors.As(err, &rt) {
+				err = fmt.Errorf("%w (gave up after %d attempts)", rt.err, n)
+			}
+			return info, err
+		}
+		stats.Retries.Add(1)
+		if werr := r.wait(ctx, n); werr != nil {
+			return Info{}, werr
+		}
+	}
+}
