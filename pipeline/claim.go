@@ -60,7 +60,7 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 		if d, _ := ledger.Decide(s); settles(d) && d != ledger.Busy {
 			if !r.quick {
 				// The file was hashed: remember it, so the next run need not.
-				if err := r.e.ledger.RememberDigest(ctx, r.e.db, r.stat, r.digests.Stored, r.digests.Content); err != nil && !r.e.sink.Locked(err) {
+				if err := r.rememberDigests(ctx, r.e.db); err != nil && !r.e.sink.Locked(err) {
 					return 0, err
 				}
 			}
@@ -151,8 +151,8 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 		}
 	}
 	if !settles(d) {
-		if !r.quick && r.stat.Path != "" {
-			if err := r.e.ledger.RememberDigest(ctx, tx, r.stat, r.digests.Stored, r.digests.Content); err != nil {
+		if !r.quick {
+			if err := r.rememberDigests(ctx, tx); err != nil {
 				return 0, err
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
+	"github.com/idemport/idemport/reader/remote"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -68,6 +69,15 @@ type Request struct {
 	// modification time. A snapshot older than the last one applied to the
 	// same table and scope is stale and writes nothing.
 	AsOf time.Time
+	// Remote opens a Path that is an s3:// or http(s):// URL; nil means a
+	// client with default options (the AWS configuration chain).
+	Remote *remote.Client
+	// SpoolDir, when set, is where a compressed remote input is copied to
+	// be read (each of its partitions decompresses from the first byte):
+	// the copy is resumed by range after an interruption and removed when
+	// the operation settles. Empty means such an input is streamed from
+	// the object for every partition.
+	SpoolDir string
 	// Progress, if set, receives progress reports. It is called from the
 	// import's goroutines and must be quick.
 	Progress func(Progress)
@@ -112,6 +122,10 @@ type run struct {
 	started time.Time
 
 	src        idemtype.Source // the file's bytes, once identify opened them
+	url        string          // a remote input's URL as given (it may hold credentials); Path shows it masked
+	obj        *remote.Object  // a remote input, pinned at the version identify saw
+	spool      *remote.Spool   // its local copy, for a compressed one
+	objCtx     context.Context // the run's context, for checks of obj
 	stat       ledger.FileStat
 	digests    reader.Digests // the file's, whatever identity it is imported under
 	quick      bool           // the digests came from the quick check, not from hashing
@@ -130,10 +144,13 @@ type run struct {
 // Import imports one file and reports what happened. It never panics on bad
 // input; every failure is in the Result.
 func (e *Engine) Import(ctx context.Context, req Request) *Result {
-	r := &run{e: e, req: req, started: time.Now(), sharesRead: true}
+	r := newRun(e, req)
+	r.started, r.sharesRead = time.Now(), true
 	r.defaults()
-	r.res = &Result{File: req.Path, Table: r.target.Table, Outcome: Failed}
+	r.res = &Result{File: r.req.Path, Table: r.target.Table, Outcome: Failed}
 	err := r.run(ctx)
+	r.logFetched()
+	r.settleSpool()
 	r.closeSource()
 	if err != nil && r.res.Err == nil {
 		r.res.Err = err
@@ -156,7 +173,7 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 func (r *run) defaults() {
 	q := &r.req
 	if q.Mapping.Table == "" {
-		q.Mapping.Table = DefaultTable(q.Path)
+		q.Mapping.Table = DefaultTable(formatName(q.Path))
 	}
 	if q.Lease <= 0 {
 		q.Lease = DefaultLease
@@ -244,39 +261,55 @@ func (r *run) identify(ctx context.Context) error {
 	if m.Version != "" && len(m.Key) == 0 {
 		return usagef("a version column needs --key: without a natural key a row only ever comes from one file")
 	}
-	// A missing file or directory is said as such before its name is read
-	// for a format.
-	st, err := os.Stat(r.req.Path)
-	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
-		return pe.Err // the result names the path
-	} else if err != nil {
-		return err
+	var size int64
+	var modTime time.Time
+	host, _ := os.Hostname()
+	if r.url != "" {
+		obj, err := r.openRemote(ctx)
+		if err != nil {
+			return err
+		}
+		size, modTime = obj.Size(), obj.ModTime()
+		r.stat = ledger.FileStat{Size: size, MtimeNs: modTime.UnixNano()} // no path: the remote quick check is keyed by URL
+	} else {
+		// A missing file or directory is said as such before its name is
+		// read for a format.
+		st, err := os.Stat(r.req.Path)
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			return pe.Err // the result names the path
+		} else if err != nil {
+			return err
+		}
+		if st.IsDir() {
+			return usagef("%s is a directory", r.req.Path)
+		}
+		size, modTime = st.Size(), st.ModTime()
+		r.stat = fileStat(host, r.req.Path, st)
 	}
-	if st.IsDir() {
-		return usagef("%s is a directory", r.req.Path)
-	}
-	format, _, err := reader.Detect(r.req.Path)
+	format, _, err := reader.Detect(formatName(r.req.Path))
 	if m.Format != "" {
 		format, err = m.Format, nil
 	}
 	if err != nil {
 		return &UsageError{Err: err}
 	}
-	if age := time.Since(st.ModTime()); r.req.MinAge > 0 && age < r.req.MinAge {
+	if age, young := r.tooYoung(modTime); young {
 		r.res.Outcome = Skipped
 		r.note("modified %s ago, less than --min-age %s: it may still be being written; a later run imports it",
 			age.Round(time.Second), r.req.MinAge)
 		return errSkipped
 	}
-	host, _ := os.Hostname()
-	r.stat = fileStat(host, r.req.Path, st)
+	_, comp, _ := reader.Detect(formatName(r.req.Path))
+	if r.obj != nil && comp != reader.None && r.req.SpoolDir != "" {
+		r.spool = remote.NewSpool(r.obj, r.req.SpoolDir)
+		r.src = r.spool
+	}
 	src, err := r.source()
 	if err != nil {
 		return err
 	}
-	_, comp, _ := reader.Detect(r.req.Path)
 	if !r.req.Rehash && r.e.db != nil {
-		if r.digests.Stored, r.digests.Content, err = r.e.ledger.KnownDigest(ctx, r.e.db, r.stat); err != nil {
+		if r.digests.Stored, r.digests.Content, err = r.knownDigests(ctx); err != nil {
 			return err
 		}
 		if r.digests.Content == "" && comp == reader.None {
@@ -285,7 +318,7 @@ func (r *run) identify(ctx context.Context) error {
 		r.quick = r.digests.Content != ""
 	}
 	hashProgress := func(n int64) {
-		r.progress(Progress{Phase: "hash", Bytes: n, TotalBytes: st.Size()})
+		r.progress(Progress{Phase: "hash", Bytes: n, TotalBytes: size})
 	}
 	switch {
 	case r.quick:
@@ -364,7 +397,7 @@ func (r *run) identify(ctx context.Context) error {
 		Mapping:       mapping,
 		Equivalent:    equivalent,
 		Path:          r.req.Path,
-		Size:          st.Size(),
+		Size:          size,
 	}
 	r.op = checkpoint.Op{Table: m.Table, FileID: fileID}
 	r.res.FileID, r.res.ContentDigest, r.res.MappingDigest = fileID, digest, mdigest

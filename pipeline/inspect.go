@@ -18,6 +18,7 @@ import (
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
+	"github.com/idemport/idemport/reader/remote"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -63,7 +64,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 	if e == nil {
 		e = &Engine{}
 	}
-	r := &run{e: e, req: req}
+	r := newRun(e, req)
 	defer r.closeSource()
 	r.defaults()
 	r.res = &Result{}
@@ -71,7 +72,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		e.log = discardLogger()
 	}
 	if err := r.identify(ctx); errors.Is(err, errSkipped) {
-		return &PlanReport{File: req.Path, Table: r.target.Table, Decision: string(Skipped), Detail: r.res.Notes[0]}, nil
+		return &PlanReport{File: r.req.Path, Table: r.target.Table, Decision: string(Skipped), Detail: r.res.Notes[0]}, nil
 	} else if err != nil {
 		return nil, err
 	}
@@ -79,11 +80,11 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		return nil, err
 	}
 	if err := r.checkStale(ctx); errors.Is(err, errStaleSnapshot) {
-		return &PlanReport{File: req.Path, FileID: r.id.FileID, Table: r.target.Table, Decision: string(Stale), Detail: r.res.Notes[0]}, nil
+		return &PlanReport{File: r.req.Path, FileID: r.id.FileID, Table: r.target.Table, Decision: string(Stale), Detail: r.res.Notes[0]}, nil
 	} else if err != nil {
 		return nil, err
 	}
-	rep := &PlanReport{File: req.Path, FileID: r.id.FileID, FileKey: r.id.FileKey, ContentDigest: r.id.ContentDigest,
+	rep := &PlanReport{File: r.req.Path, FileID: r.id.FileID, FileKey: r.id.FileKey, ContentDigest: r.id.ContentDigest,
 		MappingDigest: r.id.MappingDigest, Mapping: r.id.Mapping, Table: r.target.Table, Decision: ledger.Create.String(),
 		MaxRejects: r.req.MaxRejects}
 	in := planInput{types: maps.Clone(req.Mapping.Columns)}
@@ -315,7 +316,10 @@ func (e *Engine) fileFilters(ctx context.Context, fileOrID string, table string)
 	}
 	byID := ledger.Filter{Table: table, FileID: fileOrID}
 	candidates := []ledger.Filter{byID, {Table: table, Path: fileOrID}}
-	if clean := filepath.Clean(fileOrID); clean != fileOrID {
+	if remote.IsURL(fileOrID) {
+		// A remote input is recorded under its URL, credentials masked.
+		candidates = append(candidates, ledger.Filter{Table: table, Path: remote.Redact(fileOrID)})
+	} else if clean := filepath.Clean(fileOrID); clean != fileOrID {
 		candidates = append(candidates, ledger.Filter{Table: table, Path: clean})
 	}
 	for _, f := range candidates {

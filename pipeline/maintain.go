@@ -37,14 +37,14 @@ type VerifyReport struct {
 // natural-key mode the file's keys that are present.
 func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error) {
 	req.Rehash, req.Reapply = true, false
-	r := &run{e: e, req: req}
+	r := newRun(e, req)
 	defer r.closeSource()
 	r.defaults()
 	r.res = &Result{}
 	if err := r.identify(ctx); err != nil {
 		return nil, err
 	}
-	rep := &VerifyReport{File: req.Path, Table: r.target.Table, FileID: r.id.FileID, ContentDigest: r.id.ContentDigest}
+	rep := &VerifyReport{File: r.req.Path, Table: r.target.Table, FileID: r.id.FileID, ContentDigest: r.id.ContentDigest}
 	op, now, err := e.ledger.Get(ctx, e.db, r.id.Key)
 	if err != nil {
 		return nil, err

@@ -101,7 +101,7 @@ func (r *run) checkColumns(names []string) error {
 func (r *run) textFormat() bool {
 	f := r.req.Mapping.Format
 	if f == "" {
-		f, _, _ = reader.Detect(r.req.Path)
+		f, _, _ = reader.Detect(formatName(r.req.Path))
 	}
 	return f == reader.CSV || f == reader.TSV || f == reader.JSONL
 }
@@ -109,6 +109,12 @@ func (r *run) textFormat() bool {
 // preflight checks, before anything is claimed, what can be checked from the
 // file's header: the mapping's columns must exist.
 func (r *run) preflight() error {
+	if r.obj != nil && r.quick && !r.req.Mapping.namesColumns() {
+		// An object hashed before was read before: its header holds no
+		// reserved name, and the mapping names no column to look for, so
+		// a rerun costs its HEAD request alone.
+		return nil
+	}
 	f, err := r.open(r.readerOptions(planInput{}))
 	if err != nil {
 		return nil // a bad header is the file's defect: the plan pass refuses it

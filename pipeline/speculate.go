@@ -36,6 +36,7 @@ func (r *run) speculate(ctx context.Context, sr *reader.HashRead, content bool) 
 	r.spec = sp
 	go func() {
 		defer close(sp.done)
+		defer sr.Release() // a lossless hash waits for no plan pass once this one is over
 		in, _, err := r.planInputs(ctx)
 		if err != nil {
 			sp.err = err

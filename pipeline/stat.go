@@ -30,6 +30,9 @@ func fileStat(host, path string, st fs.FileInfo) ledger.FileStat {
 // called after the plan pass and before each partition commits; each
 // partition's bytes are also checked against the plan as they are read.
 func (r *run) checkSource() error {
+	if r.obj != nil {
+		return r.checkRemote()
+	}
 	st, err := os.Stat(r.req.Path)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", reader.ErrSourceChanged, r.req.Path, err)

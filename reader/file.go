@@ -269,6 +269,30 @@ type closerFunc func() error
 
 func (c closerFunc) Close() error { return c() }
 
+// spanSource is a Source that can stream a byte range alone: a remote
+// object asked for a partition's bytes then fetches no byte past them.
+type spanSource interface {
+	OpenRange(ctx context.Context, off, end int64) io.ReadCloser
+}
+
+// openSpan is open for the bytes [offset, offset+length) of a partition:
+// from a source that can stream a range alone, an uncompressed file's
+// stream ends there.
+func (f *File) openSpan(ctx context.Context, offset, length int64) (*stream, error) {
+	ss, ok := f.in.(spanSource)
+	if !ok || f.comp != None || length <= 0 {
+		return f.open(ctx, offset)
+	}
+	raw := ss.OpenRange(ctx, offset, offset+length)
+	s, err := f.decompress(raw)
+	if err != nil {
+		raw.Close()
+		return nil, err
+	}
+	s.closers = append([]io.Closer{raw}, s.closers...)
+	return s, nil
+}
+
 // open returns the decompressed stream positioned at offset. Uncompressed
 // files start there; compressed ones decompress and discard up to offset.
 // ctx bounds the source's reads where the source can be cancelled.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/idemport/idemport/idemtype"
 )
@@ -17,13 +18,35 @@ import (
 // from the page cache for a local file) once it catches up. So a rerun that
 // turns out to be a duplicate costs one hash of the file, and a first
 // import does not pay for hashing and planning one after the other.
+//
+// A source whose every read is a request to a server (a remote object,
+// see [RequestSource]) is read losslessly instead: the hasher waits for the
+// plan pass rather than drop a chunk, since a dropped chunk would be
+// downloaded again, until the plan pass is gone (its reader closed, or
+// [HashRead.Release]).
 type HashRead struct {
-	chunks chan chunk
-	free   chan []byte // buffers the plan pass is done with, for the hasher to reuse
-	digest chan digestResult
-	hashed chan struct{} // closed when the hasher is done
-	src    idemtype.Source
+	chunks   chan chunk
+	free     chan []byte // buffers the plan pass is done with, for the hasher to reuse
+	digest   chan digestResult
+	hashed   chan struct{} // closed when the hasher is done
+	src      idemtype.Source
+	lossless bool
+	gone     chan struct{} // closed by Release
+	goneOnce sync.Once
 }
+
+// RequestSource is a Source each read of which is a request to a server,
+// as a remote object's are: the one-pass hash hands it to the plan pass
+// losslessly. RequestSource's method only marks it.
+type RequestSource interface {
+	idemtype.Source
+	ReadsAreRequests()
+}
+
+// Release says no plan pass reads the hash's bytes any more (or none
+// will): a lossless hasher stops waiting for it. It may be called more
+// than once.
+func (s *HashRead) Release() { s.goneOnce.Do(func() { close(s.gone) }) }
 
 type chunk struct {
 	off int64
@@ -48,8 +71,9 @@ func StartHashRead(ctx context.Context, src idemtype.Source, progress func(int64
 		return nil, err
 	}
 	path := src.Name()
+	_, lossless := src.(RequestSource)
 	s := &HashRead{chunks: make(chan chunk, sharedAhead), free: make(chan []byte, sharedAhead+2),
-		digest: make(chan digestResult, 1), hashed: make(chan struct{}), src: src}
+		digest: make(chan digestResult, 1), hashed: make(chan struct{}), src: src, lossless: lossless, gone: make(chan struct{})}
 	go func() {
 		defer close(s.hashed)
 		defer f.Close()
@@ -65,8 +89,22 @@ func StartHashRead(ctx context.Context, src idemtype.Source, progress func(int64
 			n, err := io.ReadFull(f, buf)
 			if n > 0 {
 				h.Write(buf[:n])
-				select {
-				case s.chunks <- chunk{off: off, b: buf[:n]}:
+				handed := false
+				if s.lossless {
+					select {
+					case s.chunks <- chunk{off: off, b: buf[:n]}:
+						handed = true
+					case <-s.gone: // no plan pass reads it
+					case <-ctx.Done():
+					}
+				} else {
+					select {
+					case s.chunks <- chunk{off: off, b: buf[:n]}:
+						handed = true
+					default: // the plan pass is behind: it reads this range itself
+					}
+				}
+				if handed {
 					// The plan pass owns the buffer it took; take one it
 					// gave back, or a new one.
 					select {
@@ -74,7 +112,6 @@ func StartHashRead(ctx context.Context, src idemtype.Source, progress func(int64
 					default:
 						buf = make([]byte, sharedChunk)
 					}
-				default: // the plan pass is behind: it reads this range itself
 				}
 				off += int64(n)
 				if progress != nil {
@@ -108,7 +145,7 @@ func (s *HashRead) Hashed() <-chan struct{} { return s.hashed }
 // chunks the hasher handed over, and the ranges it did not, read from the
 // source. Only one reader may be taken. The caller must Close it.
 func (s *HashRead) reader() *followReader {
-	return &followReader{f: s.src, chunks: s.chunks, free: s.free}
+	return &followReader{f: s.src, chunks: s.chunks, free: s.free, done: s.Release}
 }
 
 // followReader yields a file's bytes in order from chunks read by another
@@ -117,6 +154,7 @@ type followReader struct {
 	f       io.ReaderAt
 	chunks  <-chan chunk
 	free    chan<- []byte
+	done    func() // tells the hasher the plan pass is gone
 	held    []byte // the buffer cur is in, given back when yielded
 	off     int64  // next byte to yield
 	cur     []byte // rest of the chunk being yielded
@@ -189,6 +227,7 @@ func (r *followReader) give(b []byte) {
 
 // Close lets the hasher run on unhindered.
 func (r *followReader) Close() error {
+	r.done()
 	go func() { // drain, so the hasher never blocks on a full channel
 		for range r.chunks {
 		}

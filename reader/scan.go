@@ -273,7 +273,7 @@ func (f *File) Partition(plan *Plan, p Partition, batchRows int) (*PartitionRead
 		return &PartitionReader{f: f, p: p, ar: &arrowPartition{f: f, p: p, size: batchRows,
 			cv: f.converter(plan.Schema)}}, nil
 	}
-	s, err := f.open(context.Background(), p.Offset)
+	s, err := f.openSpan(context.Background(), p.Offset, p.Length)
 	if err != nil {
 		return nil, err
 	}
@@ -443,7 +443,7 @@ func (f *File) RawRows(plan *Plan, p Partition, ordinals []int64) (out map[int64
 	if f.units != nil {
 		return f.rawArrowRows(plan, p, want)
 	}
-	s, err := f.open(context.Background(), p.Offset)
+	s, err := f.openSpan(context.Background(), p.Offset, p.Length)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/idemport/idemport/reader"
+	"github.com/idemport/idemport/reader/remote"
 )
 
 // expandArgs turns import's arguments into files in a stable order: a file
@@ -17,8 +18,10 @@ import (
 // pattern contributes its matches, sorted. A path named twice is imported
 // once. An empty directory or a pattern that matches nothing contributes
 // nothing (the result may be empty); a pattern whose directory does not
-// exist is an error, as a named file that does not exist is one.
-func expandArgs(args []string, format string) ([]string, error) {
+// exist is an error, as a named file that does not exist is one. An
+// s3://BUCKET/PREFIX/ contributes what list returns for it (the objects
+// below, in key order); any other URL stays as given.
+func expandArgs(args []string, format string, list func(prefix string) ([]string, error)) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	add := func(p string) {
@@ -29,6 +32,20 @@ func expandArgs(args []string, format string) ([]string, error) {
 		}
 	}
 	for _, arg := range args {
+		if remote.IsURL(arg) {
+			if !remote.IsPrefix(arg) {
+				add(arg)
+				continue
+			}
+			urls, err := list(arg)
+			if err != nil {
+				return nil, err
+			}
+			for _, u := range urls {
+				add(u)
+			}
+			continue
+		}
 		if strings.ContainsAny(arg, "*?[") {
 			if _, err := os.Stat(arg); err != nil { // not a file that happens to hold * in its name
 				matches, err := filepath.Glob(arg)

@@ -51,18 +51,22 @@ type importOptions struct {
 	notify        notifyFlags
 	quiet         bool
 	logs          logFlags
+	remote        remoteFlags
 }
 
 func newImportCmd(e *env) *cobra.Command {
 	o := &importOptions{}
 	c := &cobra.Command{
-		Use:   "import [flags] FILE|DIR|GLOB...",
+		Use:   "import [flags] FILE|DIR|GLOB|URL...",
 		Short: "Import files, each exactly once in effect",
 		Long: `Import each FILE into the target table. A file already imported with the same content and
 mapping is a duplicate: nothing is written, and the earlier import's outcome is reported
 (in JSON, rows are this run's, all zero, and the stored counts are under "previous"). A file whose
 import was interrupted resumes from its last committed partition. A DIR imports every supported
 file below it; a directory or GLOB that yields no file prints "no files to import" and exits 0.
+A URL is an s3://BUCKET/KEY object, every object below an s3://BUCKET/PREFIX/ in key order
+(--glob filters their names), or an http(s):// file, read by ranged requests pinned to the
+version first seen; an imported object is known again by one HEAD request.
 
 Exit codes: 0 imported, resumed or duplicate; 1 failed (rerun to resume); 2 usage;
 3 conflict with an earlier import of the same file ID; 4 busy (another run holds it);
@@ -79,6 +83,9 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 
   # each delivery of a named feed is its own import, even when its bytes repeat an earlier one
   idemport import --table orders --key order_id --file-id 'orders/{name}' /srv/drop/orders-*.csv
+
+  # every .csv.gz object below a prefix on MinIO, and a file behind HTTPS
+  idemport import --s3-endpoint http://minio:9000 --s3-path-style --glob '*.csv.gz' s3://drop/orders/ https://example.com/daily.csv
 
   # from cron: leave files younger than 5 minutes (still uploading) for the next run
   idemport import --trigger cron --min-age 5m /srv/drop/*.csv
@@ -114,6 +121,7 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 	f.StringVar(&o.metricsJob, "metrics-job", "", "the job label of every sample in --metrics-file (default: the file's name without extension)")
 	o.notify.register(c)
 	o.logs.register(c)
+	o.remote.registerGlob(c)
 	return c
 }
 
@@ -197,7 +205,7 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 	}
 	return pipeline.Request{
 		MaxDelete: maxDelete, AsOf: asOf,
-		Path: path, FileID: o.fileID, Mapping: m, PartitionRows: o.partitionRows, MaxRejects: limit,
+		Path: path, FileID: o.fileID, Mapping: m, Remote: o.remote.client(), SpoolDir: o.remote.spool(), PartitionRows: o.partitionRows, MaxRejects: limit,
 		Lease: o.lease, Trigger: o.trigger, Wait: wait, Workers: o.workers, Rehash: o.rehash, Reapply: o.reapply, MinAge: minAge,
 	}, nil
 }
@@ -301,7 +309,9 @@ func importFiles(c *cobra.Command, e *env, o *importOptions, args []string, run 
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
-	files, err := expandArgs(args, o.format)
+	files, err := expandArgs(args, o.format, func(prefix string) ([]string, error) {
+		return o.remote.client().List(c.Context(), prefix, o.remote.glob)
+	})
 	if err != nil {
 		return err
 	}

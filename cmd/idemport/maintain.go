@@ -30,6 +30,7 @@ func mappingFlags(e *env, c *cobra.Command, o *importOptions) {
 	f.BoolVar(&o.snapshot, "snapshot", false, "the file is the table's whole content (with --key: its whole set of keys): rows it lacks are deleted when it completes")
 	f.StringVar(&o.deleteMode, "delete", "hard", "with --snapshot: hard deletes missing rows, soft marks them in _idemport_deleted_at")
 	f.StringArrayVar(&o.scope, "snapshot-scope", nil, "with --snapshot: sweep only the rows with COLUMN=VALUE (repeatable), e.g. one region's feed")
+	o.remote.register(c)
 	o.partitionRows, o.lease, o.trigger, o.workers, o.wait, o.maxRejects = 100000, pipeline.DefaultLease, pipeline.DefaultTrigger, 1, "0", "0"
 }
 

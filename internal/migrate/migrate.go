@@ -64,6 +64,13 @@ func Apply(ctx context.Context, db *sql.DB, d Driver, prefix, component string) 
 		ms = append(ms, migration{v, e.Name()})
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i := 1; i < len(ms); i++ {
+		// Two files of one number: the second would be taken as applied
+		// with the first and never run.
+		if ms[i].version == ms[i-1].version {
+			return fmt.Errorf("%s migrations %s and %s have the same number", component, ms[i-1].name, ms[i].name)
+		}
+	}
 
 	applied, err := appliedVersions(ctx, db, d, table, component)
 	for try := 0; err != nil && try < 20 && ctx.Err() == nil; try++ {

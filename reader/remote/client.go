@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
@@ -23,8 +24,9 @@ type Options struct {
 	PathStyle bool
 	// Region overrides the configured AWS region.
 	Region string
-	// HTTPClient makes every request; nil means http.DefaultClient for
-	// HTTP(S) and the SDK's default for S3.
+	// HTTPClient makes every request; nil means the default transport with
+	// a one-minute response header timeout for HTTP(S), and the SDK's
+	// default for S3.
 	HTTPClient *http.Client
 	// Retry is how reads retry; the zero value means the defaults.
 	Retry Retry
@@ -38,13 +40,19 @@ type Client struct {
 	once  sync.Once
 	s3    *s3.Client
 	s3Err error
-	Stats Stats // what every object opened through the client fetched
+	http  *http.Client // for HTTP(S) when Options.HTTPClient is nil
+	Stats Stats        // what every object opened through the client fetched
 }
 
 // New returns a Client with opts.
 func New(opts Options) *Client {
 	opts.Retry = opts.Retry.withDefaults()
-	return &Client{opts: opts}
+	// The default transport (proxies from the environment), with a server
+	// that sends no response headers for a minute taken as a failed,
+	// retryable request rather than waited for forever.
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.ResponseHeaderTimeout = time.Minute
+	return &Client{opts: opts, http: &http.Client{Transport: t}}
 }
 
 func (c *Client) s3Client(ctx context.Context) (*s3.Client, error) {
@@ -61,11 +69,11 @@ func (c *Client) Open(ctx context.Context, name string) (*Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	info, err := statRetrying(ctx, b, c.opts.Retry, &c.Stats)
-	if err != nil {
+	o := &Object{url: Redact(name), b: b, retry: c.opts.Retry, stats: Stats{parent: &c.Stats}, ctx: ctx}
+	if o.info, err = statRetrying(ctx, b, c.opts.Retry, &o.stats); err != nil {
 		return nil, err
 	}
-	return &Object{url: Redact(name), info: info, b: b, retry: c.opts.Retry, stats: &c.Stats, ctx: ctx}, nil
+	return o, nil
 }
 
 func (c *Client) backend(ctx context.Context, name string) (backend, error) {
@@ -90,7 +98,7 @@ func (c *Client) backend(ctx context.Context, name string) (backend, error) {
 	case "http", "https":
 		hc := c.opts.HTTPClient
 		if hc == nil {
-			hc = http.DefaultClient
+			hc = c.http
 		}
 		return &httpObject{raw: name, shown: Redact(name), client: hc}, nil
 	}

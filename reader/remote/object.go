@@ -7,10 +7,18 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"sync/atomic"
 	"time"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/reader"
+)
+
+// Both are a reader source: pipeline hands them to reader.Open.
+var (
+	_ idemtype.Source = (*Object)(nil)
+	_ idemtype.Source = (*Spool)(nil)
 )
 
 // Info is an object's identity as a HEAD request reports it.
@@ -104,11 +112,22 @@ func (r Retry) wait(ctx context.Context, n int) error {
 	}
 }
 
-// Stats counts what reads of objects fetched. It is safe for concurrent use.
+// Stats counts what reads fetched: a Client's, of every object opened
+// through it; an Object's, of that object since it was opened. It is safe
+// for concurrent use.
 type Stats struct {
 	Requests atomic.Int64 // HEAD, GET and LIST requests made, retries included
 	Bytes    atomic.Int64 // body bytes received
 	Retries  atomic.Int64 // requests repeated after a retryable failure
+	parent   *Stats       // the client's, counted too
+}
+
+func (s *Stats) add(requests, bytes, retries int64) {
+	for ; s != nil; s = s.parent {
+		s.Requests.Add(requests)
+		s.Bytes.Add(bytes)
+		s.Retries.Add(retries)
+	}
 }
 
 // Object is one remote object pinned at the version it had when opened. It
@@ -118,12 +137,20 @@ type Object struct {
 	info  Info
 	b     backend
 	retry Retry
-	stats *Stats
+	stats Stats
 	ctx   context.Context // for ReadAt, which takes none
 }
 
-// Name returns the object's URL with credentials masked.
-func (o *Object) Name() string { return o.url }
+// Name returns the object's URL with credentials masked and without its
+// query (a presigned URL's signature), so that it ends in the object's name
+// and extensions.
+func (o *Object) Name() string {
+	if u, err := url.Parse(o.url); err == nil && (u.RawQuery != "" || u.Fragment != "") {
+		u.RawQuery, u.Fragment = "", ""
+		return u.String()
+	}
+	return o.url
+}
 
 // Size returns the object's size in bytes.
 func (o *Object) Size() int64 { return o.info.Size }
@@ -131,8 +158,30 @@ func (o *Object) Size() int64 { return o.info.Size }
 // Info returns the identity the object was opened at.
 func (o *Object) Info() Info { return o.info }
 
+// Version returns the S3 version id the object was opened at, else its
+// ETag, else "" when the server gave neither.
+func (o *Object) Version() string {
+	if o.info.Version != "" {
+		return o.info.Version
+	}
+	return o.info.ETag
+}
+
+// Fetched returns what reads of the object made and received since it was
+// opened: requests (its HEAD included), body bytes and retries.
+func (o *Object) Fetched() (requests, bytes, retries int64) {
+	return o.stats.Requests.Load(), o.stats.Bytes.Load(), o.stats.Retries.Load()
+}
+
 // ModTime returns the object's Last-Modified time (zero when unknown).
 func (o *Object) ModTime() time.Time { return o.info.ModTime }
+
+// ReadsAreRequests marks an Object as a reader.RequestSource: every read is
+// a request, so the one-pass hash hands its bytes to the plan pass
+// losslessly rather than have it fetch a dropped chunk again.
+func (o *Object) ReadsAreRequests() {}
+
+var _ reader.RequestSource = (*Object)(nil)
 
 // Close releases nothing: an Object holds no connection between reads.
 func (o *Object) Close() error { return nil }
@@ -141,7 +190,7 @@ func (o *Object) Close() error { return nil }
 // reader.ErrSourceChanged when the object is no longer the version it was
 // opened at.
 func (o *Object) Check(ctx context.Context) error {
-	now, err := statRetrying(ctx, o.b, o.retry, o.stats)
+	now, err := statRetrying(ctx, o.b, o.retry, &o.stats)
 	if err != nil {
 		var se *StatusError
 		if errors.As(err, &se) && se.NotFound() {
@@ -190,11 +239,24 @@ func (o *Object) Open(ctx context.Context, off int64) (io.ReadCloser, error) {
 	return o.OpenRange(ctx, off, o.info.Size), nil
 }
 
-// OpenRange returns the object's bytes [off, end), fetched with one ranged
-// GET (more on retries) when first read. The caller must Close it.
+// OpenRange returns the object's bytes [off, end), fetched by ranged GETs
+// as they are read. The caller must Close it. A ctx that is never done (as
+// context.Background) means the context the object was opened with.
 func (o *Object) OpenRange(ctx context.Context, off, end int64) io.ReadCloser {
+	if ctx.Done() == nil && o.ctx != nil {
+		ctx = o.ctx
+	}
 	return &body{o: o, ctx: ctx, off: off, end: end}
 }
+
+// Windows of a stream: each GET asks for at most window bytes, starting at
+// firstWindow and doubling up to maxWindow, so a reader that stops early (a
+// partition read to its last row, a header) has not made the server send
+// the rest of the object.
+const (
+	firstWindow = 64 << 10
+	maxWindow   = 16 << 20
+)
 
 // body streams a byte range, reopening the request at the next undelivered
 // byte when a response breaks or ends early.
@@ -202,6 +264,8 @@ type body struct {
 	o        *Object
 	ctx      context.Context
 	off, end int64
+	reqEnd   int64 // end of the range the open response covers
+	window   int64
 	rc       io.ReadCloser
 	failures int // consecutive failures without a byte of progress
 	err      error
@@ -219,9 +283,19 @@ func (b *body) Read(p []byte) (int, error) {
 		if len(p) == 0 {
 			return 0, nil
 		}
+		if b.rc != nil && b.off >= b.reqEnd { // this window is done: ask for the next
+			b.closeBody()
+		}
 		if b.rc == nil {
-			rc, err := b.o.b.get(b.ctx, b.o.info, b.off, b.end)
-			b.o.stats.Requests.Add(1)
+			switch {
+			case b.window == 0:
+				b.window = firstWindow
+			case b.failures == 0:
+				b.window = min(2*b.window, maxWindow)
+			}
+			b.reqEnd = min(b.end, b.off+b.window)
+			rc, err := b.o.b.get(b.ctx, b.o.info, b.off, b.reqEnd)
+			b.o.stats.add(1, 0, 0)
 			if err != nil {
 				if err := b.fail(err); err != nil {
 					return 0, err
@@ -230,24 +304,24 @@ func (b *body) Read(p []byte) (int, error) {
 			}
 			b.rc = rc
 		}
-		if rest := b.end - b.off; int64(len(p)) > rest {
+		if rest := b.reqEnd - b.off; int64(len(p)) > rest {
 			p = p[:rest]
 		}
 		n, err := b.rc.Read(p)
 		b.off += int64(n)
-		b.o.stats.Bytes.Add(int64(n))
+		b.o.stats.add(0, int64(n), 0)
 		if n > 0 {
 			b.failures = 0
 		}
 		switch {
 		case err == nil:
 			return n, nil
-		case err == io.EOF && b.off >= b.end:
+		case err == io.EOF && b.off >= b.reqEnd:
 			b.closeBody()
 			if n > 0 {
 				return n, nil
 			}
-			return 0, io.EOF
+			continue
 		case err == io.EOF: // the response ended before the range did
 			err = retryable{fmt.Errorf("%s: response ended at byte %d of %d: %w", b.o.url, b.off, b.end, io.ErrUnexpectedEOF)}
 		case b.ctx.Err() == nil:
@@ -280,7 +354,7 @@ func (b *body) fail(err error) error {
 		b.err = fmt.Errorf("%w (gave up after %d attempts)", r.err, b.failures)
 		return b.err
 	}
-	b.o.stats.Retries.Add(1)
+	b.o.stats.add(0, 0, 1)
 	if werr := b.o.retry.wait(b.ctx, b.failures); werr != nil {
 		b.err = werr
 		return werr
@@ -308,7 +382,7 @@ func (b *body) Close() error {
 func statRetrying(ctx context.Context, b backend, r Retry, stats *Stats) (Info, error) {
 	for n := 1; ; n++ {
 		info, err := b.stat(ctx)
-		stats.Requests.Add(1)
+		stats.add(1, 0, 0)
 		var rt retryable
 		if err == nil || !errors.As(err, &rt) || n >= r.Attempts || ctx.Err() != nil {
 			if rt.err != nil && err != nil && errors.As(err, &rt) {
@@ -316,7 +390,7 @@ func statRetrying(ctx context.Context, b backend, r Retry, stats *Stats) (Info, 
 			}
 			return info, err
 		}
-		stats.Retries.Add(1)
+		stats.add(0, 0, 1)
 		if werr := r.wait(ctx, n); werr != nil {
 			return Info{}, werr
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -80,11 +81,36 @@ func TestReadWhole(t *testing.T) {
 				t.Fatalf("ReadAt at the end: %d %v", n, err)
 			}
 			c := s.srv.Counts()
-			if c.Head != 1 || c.Get != 3 || c.Bytes != int64(len(want)-1000+500+100) {
+			// The stream is three windows of 64, 128 and 256 KiB; then two ReadAts.
+			if c.Head != 1 || c.Get != 5 || c.Bytes != int64(len(want)-1000+500+100) {
 				t.Fatalf("counts %+v", c)
 			}
 			if err := obj.Check(ctx); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestStopEarly: a reader that stops early has not made the server send
+// the rest of the object, only the rest of a window.
+func TestStopEarly(t *testing.T) {
+	for _, s := range stores(t) {
+		t.Run(s.name, func(t *testing.T) {
+			s.put(t, "big.csv", data(8<<20))
+			ctx := context.Background()
+			obj, err := client(s).Open(ctx, s.url("big.csv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.srv.Reset()
+			rc, _ := obj.Open(ctx, 1<<20)
+			if _, err := io.ReadFull(rc, make([]byte, 300<<10)); err != nil {
+				t.Fatal(err)
+			}
+			rc.Close()
+			if c := s.srv.Counts(); c.Get != 3 || c.Bytes > (64+128+256)<<10 {
+				t.Fatalf("read 300 KiB, fetched %+v", c)
 			}
 		})
 	}
@@ -99,8 +125,8 @@ func TestFaults(t *testing.T) {
 		{"500", []remotetest.Fault{{Status: 500}, {Status: 500}}},
 		{"slowdown", []remotetest.Fault{{Status: 503, Code: "SlowDown"}}},
 		{"429", []remotetest.Fault{{Status: 429, Code: "TooManyRequests"}}},
-		{"cut mid-body", []remotetest.Fault{{CutAfter: 70_000}, {CutAfter: 10}}},
-		{"everything", []remotetest.Fault{{Status: 500}, {CutAfter: 1}, {Status: 503, Code: "SlowDown"}, {CutAfter: 100_000}}},
+		{"cut mid-body", []remotetest.Fault{{CutAfter: 30_000}, {CutAfter: 10}}},
+		{"everything", []remotetest.Fault{{Status: 500}, {CutAfter: 1}, {Status: 503, Code: "SlowDown"}, {CutAfter: 50_000}}},
 	}
 	for _, s := range stores(t) {
 		want := data(250_000)
@@ -108,7 +134,8 @@ func TestFaults(t *testing.T) {
 		for _, tc := range faults {
 			t.Run(s.name+"/"+tc.name, func(t *testing.T) {
 				ctx := context.Background()
-				obj, err := client(s).Open(ctx, s.url("f.csv"))
+				c := client(s)
+				obj, err := c.Open(ctx, s.url("f.csv"))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -120,8 +147,8 @@ func TestFaults(t *testing.T) {
 				if err != nil || !bytes.Equal(got, want) {
 					t.Fatalf("got %d bytes, want %d; err %v", len(got), len(want), err)
 				}
-				if c := s.srv.Counts(); c.Get != int64(len(tc.f))+1 {
-					t.Fatalf("GETs %d, want %d", c.Get, len(tc.f)+1)
+				if n := c.Stats.Retries.Load(); n != int64(len(tc.f)) {
+					t.Fatalf("%d retries, want one per fault (%d)", n, len(tc.f))
 				}
 			})
 		}
@@ -258,5 +285,49 @@ func TestRedact(t *testing.T) {
 		if got := remote.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestHTTPWithoutRangesOrETag: a server that ignores Range still gives the
+// right bytes (the prefix is skipped); one that sends no ETag is guarded by
+// Last-Modified (If-Unmodified-Since), so a newer version is refused.
+func TestHTTPWithoutRangesOrETag(t *testing.T) {
+	want := data(100_000)
+	var body atomic.Pointer[[]byte]
+	body.Store(&want)
+	mod := time.Date(2026, 11, 28, 2, 0, 0, 0, time.UTC)
+	var modAt atomic.Pointer[time.Time]
+	modAt.Store(&mod)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, m := *body.Load(), *modAt.Load()
+		w.Header().Set("Last-Modified", m.Format(http.TimeFormat))
+		if s := r.Header.Get("If-Unmodified-Since"); s != "" {
+			if t, err := http.ParseTime(s); err == nil && m.After(t) {
+				w.WriteHeader(http.StatusPreconditionFailed)
+				return
+			}
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+		if r.Method == http.MethodGet {
+			w.Write(b) // the whole body, whatever the Range
+		}
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	obj, err := remote.New(remote.Options{Retry: remote.Retry{Base: time.Millisecond}}).Open(ctx, srv.URL+"/x.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj.Version() != "" || !obj.ModTime().Equal(mod) {
+		t.Fatalf("version %q, modified %v", obj.Version(), obj.ModTime())
+	}
+	p := make([]byte, 100)
+	if n, err := obj.ReadAt(p, 5000); err != nil || n != 100 || !bytes.Equal(p, want[5000:5100]) {
+		t.Fatalf("ReadAt through a server without ranges: %d %v", n, err)
+	}
+	later := mod.Add(time.Hour)
+	modAt.Store(&later)
+	if _, err := obj.ReadAt(p, 0); !errors.Is(err, reader.ErrSourceChanged) {
+		t.Fatalf("a newer version without ETag: %v", err)
 	}
 }

@@ -147,7 +147,7 @@ func listS3(ctx context.Context, client *s3.Client, bucket, prefix, glob, shown 
 		for n := 1; ; n++ {
 			var err error
 			page, err = p.NextPage(ctx)
-			stats.Requests.Add(1)
+			stats.add(1, 0, 0)
 			if err == nil {
 				break
 			}
@@ -156,7 +156,7 @@ func listS3(ctx context.Context, client *s3.Client, bucket, prefix, glob, shown 
 			if !errors.As(err, &rt) || n >= r.Attempts {
 				return nil, fmt.Errorf("list %w", err)
 			}
-			stats.Retries.Add(1)
+			stats.add(0, 0, 1)
 			if werr := r.wait(ctx, n); werr != nil {
 				return nil, werr
 			}

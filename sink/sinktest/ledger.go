@@ -111,6 +111,7 @@ func RunLedger(t *testing.T, open func(t *testing.T) Store) {
 		{"Retract", ledgerRetract},
 		{"Rejects", ledgerRejects},
 		{"List", ledgerList},
+		{"RememberKnowRemote", ledgerRemote},
 		{"OutboxRecordOnce", outboxRecordOnce},
 		{"OutboxClaimIsExclusive", outboxClaimIsExclusive},
 		{"OutboxLeaseAndFencing", outboxLeaseAndFencing},

@@ -1,0 +1,142 @@
+package pipeline
+
+import (
+	"context"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/reader/remote"
+)
+
+// A remote input (an s3:// or http(s):// URL) is read through a
+// remote.Object pinned at the version its HEAD request saw: every later
+// read is a ranged GET guarded by its ETag, so an attempt never mixes two
+// versions. Its identity is cached by URL, ETag, version id and size, so a
+// rerun of an imported object costs one HEAD request.
+
+// newRun returns the run of req. A URL's credentials stay in the run's
+// url, for its requests; its Path, which results, logs and the ledger
+// show, has them masked.
+func newRun(e *Engine, req Request) *run {
+	r := &run{e: e, req: req}
+	if remote.IsURL(req.Path) {
+		r.url, r.req.Path = req.Path, remote.Redact(req.Path)
+	}
+	return r
+}
+
+// openRemote makes the HEAD request for the run's URL and keeps the object
+// as the run's source.
+func (r *run) openRemote(ctx context.Context) (*remote.Object, error) {
+	c := r.req.Remote
+	if c == nil {
+		c = remote.New(remote.Options{})
+		r.req.Remote = c
+	}
+	obj, err := c.Open(ctx, r.url)
+	if err != nil {
+		return nil, err
+	}
+	r.obj, r.src = obj, obj
+	r.objCtx = ctx
+	return obj, nil
+}
+
+// remoteStat is the remote quick check's key for the run's object.
+func (r *run) remoteStat() ledger.RemoteStat {
+	i := r.obj.Info()
+	return ledger.RemoteStat{URL: r.req.Path, ETag: i.ETag, Version: i.Version, Size: i.Size}
+}
+
+// knownDigests returns the digests the quick check recorded for the run's
+// input, local or remote.
+func (r *run) knownDigests(ctx context.Context) (stored, content string, err error) {
+	if r.obj != nil {
+		return r.e.ledger.KnownRemote(ctx, r.e.db, r.remoteStat())
+	}
+	return r.e.ledger.KnownDigest(ctx, r.e.db, r.stat)
+}
+
+// rememberDigests records the run's digests for the quick check of its
+// input, local or remote.
+func (r *run) rememberDigests(ctx context.Context, q ledger.Querier) error {
+	switch {
+	case r.obj != nil:
+		return r.e.ledger.RememberRemote(ctx, q, r.remoteStat(), r.digests.Stored, r.digests.Content)
+	case r.stat.Path != "":
+		return r.e.ledger.RememberDigest(ctx, q, r.stat, r.digests.Stored, r.digests.Content)
+	}
+	return nil
+}
+
+// checkRemote fails with an error wrapping reader.ErrSourceChanged when the
+// run's object is no longer the version it was opened at (one HEAD
+// request).
+func (r *run) checkRemote() error {
+	return r.obj.Check(r.objCtx)
+}
+
+// formatName is the name a run's input is told its format by: a URL's path
+// without its query (a presigned URL ends in its signature).
+func formatName(path string) string {
+	if !remote.IsURL(path) {
+		return path
+	}
+	if u, err := url.Parse(path); err == nil {
+		return u.Path
+	}
+	return path
+}
+
+// tooYoung says whether an object modified at mod is too young for
+// --min-age; an object without Last-Modified is taken as old enough.
+func (r *run) tooYoung(mod time.Time) (time.Duration, bool) {
+	if r.req.MinAge <= 0 || mod.IsZero() {
+		return 0, false
+	}
+	age := time.Since(mod)
+	return age, age < r.req.MinAge
+}
+
+// namesColumns reports whether the mapping names any of the file's
+// columns (types, key, version, snapshot scope), which preflight checks.
+func (m Mapping) namesColumns() bool {
+	return len(m.Columns) > 0 || len(m.Key) > 0 || m.Version != "" || (m.Snapshot != nil && len(m.Snapshot.Scope) > 0)
+}
+
+// logFetched logs what reading the run's remote input took, as a warning
+// when requests had to be retried.
+func (r *run) logFetched() {
+	if r.obj == nil {
+		return
+	}
+	log := r.log // names the file, operation and attempt
+	if log == nil {
+		log = r.e.log.With("file", r.req.Path)
+	}
+	requests, bytes, retries := r.obj.Fetched()
+	level := slog.LevelInfo
+	if retries > 0 { // the store failed requests: worth a look even when the import succeeded
+		level = slog.LevelWarn
+	}
+	log.Log(context.Background(), level, "fetched", "requests", requests, "bytes", bytes, "retries", retries)
+}
+
+// settleSpool removes the run's spooled copy once the operation needs it no
+// more; after a failure or an interrupt it stays, for the next attempt to
+// resume.
+func (r *run) settleSpool() {
+	if r.spool == nil {
+		return
+	}
+	switch r.res.Outcome {
+	case Failed, Interrupted, Busy:
+		r.spool.Close()
+	default:
+		if err := r.spool.Remove(); err != nil {
+			r.e.log.Warn("remove spooled copy", "file", r.req.Path, "path", r.spool.Path(), "error", err)
+		}
+	}
+}
