@@ -101,10 +101,7 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 	}
 	f := c.Flags()
 	mappingFlags(e, c, o)
-	f.StringVar(&o.maxDelete, "max-delete", "10%", "with --snapshot: refuse (exit 5, nothing deleted, resumable) a sweep removing more rows than this, a count or a percentage of the scope; an empty file sweeps only with 100%")
-	f.StringVar(&o.asOf, "as-of", "", "with --snapshot: the time the file's data is as of (RFC 3339 or YYYY-MM-DD; default its modification time); an older snapshot than the last applied is stale and writes nothing")
-	f.Int64Var(&o.partitionRows, "partition-rows", reader.DefaultPartitionRows, "rows per partition, the unit of commit and resume")
-	f.StringVar(&o.maxRejects, "max-rejects", "0", "bad rows allowed before the file is refused, a count or a percentage such as 0.5%; allowed ones go to the rejects quarantine")
+	decisionFlags(c, o)
 	f.DurationVar(&o.lease, "lease", pipeline.DefaultLease, "how long a claim survives without a heartbeat before another run may take it over")
 	f.StringVar(&o.trigger, "trigger", pipeline.DefaultTrigger, "who runs this: manual, cron, ci or replay (recorded with the attempt)")
 	f.StringVar(&o.wait, "wait", "0", "when another run holds the file, wait for it up to this long (a duration such as 30m, or forever) instead of exiting 4")
@@ -113,9 +110,6 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 	outputFlag(c, &o.output)
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print results only for files that were not duplicates (and no summary line)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "identify, decide and plan each file and print the plan; write nothing")
-	f.StringVar(&o.minAge, "min-age", "", "skip files modified more recently than this (e.g. 5m, 2h, 1d): they may still be being written")
-	f.BoolVar(&o.reapply, "reapply", false, "apply a completed file again as a new attempt (safe in ordinal mode; with --key and no --version-col, its values overwrite newer ones)")
-	f.BoolVar(&o.rehash, "rehash", false, "hash every file even when the quick check (path, size, times, inode) says it is unchanged")
 	f.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto (only on a terminal, and not with -q), always or never")
 	f.StringVar(&o.metricsFile, "metrics-file", "", "write Prometheus metrics of this run to this file (for node_exporter's textfile collector), whatever the outcome")
 	f.StringVar(&o.metricsJob, "metrics-job", "", "the job label of every sample in --metrics-file (default: the file's name without extension)")
@@ -123,6 +117,21 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 	o.logs.register(c)
 	o.remote.registerGlob(c)
 	return c
+}
+
+// decisionFlags registers, for import and plan alike, the flags besides the
+// mapping's (mappingFlags) that change what an import of a file decides and
+// how it ends: plan takes every one of them, so that it can predict each
+// decision import makes. This is their one home.
+func decisionFlags(c *cobra.Command, o *importOptions) {
+	f := c.Flags()
+	f.StringVar(&o.maxDelete, "max-delete", "10%", "with --snapshot: refuse (exit 5, nothing deleted, resumable) a sweep removing more rows than this, a count or a percentage of the scope; an empty file sweeps only with 100%")
+	f.StringVar(&o.asOf, "as-of", "", "with --snapshot: the time the file's data is as of (RFC 3339 or YYYY-MM-DD; default its modification time); an older snapshot than the last applied is stale and writes nothing")
+	f.Int64Var(&o.partitionRows, "partition-rows", reader.DefaultPartitionRows, "rows per partition, the unit of commit and resume")
+	f.StringVar(&o.maxRejects, "max-rejects", "0", "bad rows allowed before the file is refused, a count or a percentage such as 0.5%; allowed ones go to the rejects quarantine")
+	f.StringVar(&o.minAge, "min-age", "", "skip files modified more recently than this (e.g. 5m, 2h, 1d): they may still be being written")
+	f.BoolVar(&o.reapply, "reapply", false, "apply a completed file again as a new attempt (safe in ordinal mode; with --key and no --version-col, its values overwrite newer ones)")
+	f.BoolVar(&o.rehash, "rehash", false, "hash every file even when the quick check (path, size, times, inode) says it is unchanged")
 }
 
 func (o *importOptions) request(path string) (pipeline.Request, error) {

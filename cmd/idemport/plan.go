@@ -18,7 +18,9 @@ func newPlanCmd(e *env) *cobra.Command {
 		Use:   "plan [flags] FILE",
 		Short: "Show a file's identity, fingerprint, schema and partition plan; writes nothing",
 		Long: `Plan identifies and validates FILE as import would, and shows what an import would decide
-now — without writing anything anywhere. It takes the same flags as import.`,
+now — without writing anything anywhere. It takes import's mapping flags and every import flag
+that changes what an import decides (--reapply, --min-age, --as-of, --max-delete, --max-rejects,
+--partition-rows, --rehash), so that it predicts what the same import would do.`,
 		Example: `  idemport plan orders.csv
   idemport plan --key order_id --partition-rows 50000 --output json orders.csv`,
 		Args: cobra.ExactArgs(1),
@@ -48,8 +50,7 @@ now — without writing anything anywhere. It takes the same flags as import.`,
 		},
 	}
 	mappingFlags(e, c, o)
-	c.Flags().Int64Var(&o.partitionRows, "partition-rows", 100000, "rows per partition")
-	c.Flags().StringVar(&o.maxRejects, "max-rejects", "0", "bad rows allowed before the file is refused: a count, or a percentage such as 0.5%")
+	decisionFlags(c, o)
 	outputFlag(c, &o.output)
 	return c
 }
