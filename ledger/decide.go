@@ -44,9 +44,14 @@ const (
 	// its table no longer exists or the run asks to apply it again; a new
 	// attempt applies every partition of the stored plan again.
 	Reapply
+	// Stale: the run's file is a snapshot older than the last one applied
+	// to its table and scope, and no completed operation of it exists (a
+	// completed one is decided as above, whatever its age); nothing is
+	// written.
+	Stale
 )
 
-var decisionNames = [...]string{"create", "plan", "resume", "duplicate", "refuse", "conflict", "busy", "supersede", "reapply"}
+var decisionNames = [...]string{"create", "plan", "resume", "duplicate", "refuse", "conflict", "busy", "supersede", "reapply", "stale"}
 
 func (d Decision) String() string { return decisionNames[d] }
 
@@ -67,6 +72,9 @@ type Situation struct {
 	Admits bool
 	// Reapply asks for a completed operation to be applied again.
 	Reapply bool
+	// Stale reports that the run's file is a snapshot older than the last
+	// one applied to its table and scope.
+	Stale bool
 	// Claimable and Held count Op's unfinished partitions that this run may
 	// claim, and that other live attempts hold. A partition held by an
 	// attempt of Gone is claimable.
@@ -83,6 +91,9 @@ type Situation struct {
 // run takes over, if any.
 func Decide(s Situation) (Decision, string) {
 	op, id := s.Op, s.ID
+	if s.Stale && (op == nil || op.State != Completed) {
+		return Stale, ""
+	}
 	if op == nil {
 		return Create, ""
 	}

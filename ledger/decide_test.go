@@ -91,6 +91,15 @@ func TestDecide(t *testing.T) {
 		{"completed, table missing", with(at(stored(Completed, true, "", 0), id), func(s *Situation) { s.TableMissing = true }), Reapply, ""},
 		{"completed, --reapply", with(at(stored(Completed, true, "", 0), id), func(s *Situation) { s.Reapply = true }), Reapply, ""},
 		{"refused", at(stored(Refused, false, "", 0), id), Refuse, ""},
+		// An older snapshot than the last applied writes nothing, unless
+		// a completed operation of it decides.
+		{"no operation, stale snapshot", with(at(nil, id), func(s *Situation) { s.Stale = true }), Stale, ""},
+		{"processing, stale snapshot", with(at(stored(Processing, false, "a1", now+60_000), id), func(s *Situation) { s.Stale = true }), Stale, ""},
+		{"failed, stale snapshot", with(at(stored(Failed, true, "", 0), otherContent), func(s *Situation) { s.Stale = true }), Stale, ""},
+		{"undone, stale snapshot", with(at(stored(Undone, true, "", 0), id), func(s *Situation) { s.Stale = true }), Stale, ""},
+		{"completed, stale snapshot", with(at(stored(Completed, true, "", 0), id), func(s *Situation) { s.Stale = true }), Duplicate, ""},
+		{"completed, stale snapshot, --reapply", with(at(stored(Completed, true, "", 0), id), func(s *Situation) { s.Stale, s.Reapply = true, true }), Reapply, ""},
+		{"completed, stale snapshot, other content", with(at(stored(Completed, true, "", 0), otherContent), func(s *Situation) { s.Stale = true }), Conflict, ""},
 		{"refused, limit now admits", with(at(stored(Refused, false, "", 0), id), func(s *Situation) { s.Admits = true }), Plan, ""},
 
 		// A different fingerprint: an operation without effect is
@@ -132,7 +141,7 @@ func TestDecide(t *testing.T) {
 
 func TestDecisionNames(t *testing.T) {
 	want := map[Decision]string{Create: "create", Plan: "plan", Resume: "resume", Duplicate: "duplicate",
-		Refuse: "refuse", Conflict: "conflict", Busy: "busy", Supersede: "supersede", Reapply: "reapply"}
+		Refuse: "refuse", Conflict: "conflict", Busy: "busy", Supersede: "supersede", Reapply: "reapply", Stale: "stale"}
 	for d, w := range want {
 		if d.String() != w {
 			t.Errorf("%d is %q, want %q", int(d), d.String(), w)

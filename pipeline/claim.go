@@ -177,12 +177,15 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 // stored operation op (nil when none) at database time now.
 func (r *run) situation(ctx context.Context, q sink.Querier, op *ledger.Operation, now int64) (ledger.Situation, error) {
 	s := ledger.Situation{Op: op, ID: r.id, Now: now, Reapply: r.req.Reapply}
+	var err error
+	if s.Stale, err = r.stale(ctx, q); err != nil {
+		return s, err
+	}
 	if op == nil {
 		return s, nil
 	}
 	s.Admits = r.admits(op)
 	if op.State == ledger.Processing {
-		var err error
 		if s.Gone, err = r.goneHolders(ctx, q, op); err != nil {
 			return s, err
 		}
@@ -285,7 +288,7 @@ func (r *run) goneHolders(ctx context.Context, q sink.Querier, op *ledger.Operat
 // settles reports whether decision d ends the run without an attempt.
 func settles(d ledger.Decision) bool {
 	switch d {
-	case ledger.Duplicate, ledger.Conflict, ledger.Busy, ledger.Refuse:
+	case ledger.Duplicate, ledger.Conflict, ledger.Busy, ledger.Refuse, ledger.Stale:
 		return true
 	}
 	return false
@@ -328,6 +331,11 @@ func (r *run) noteNewerWrites(ctx context.Context, op *ledger.Operation) error {
 
 // settle fills the result of a decision that ends the run without effect.
 func (r *run) settle(ctx context.Context, d ledger.Decision, op *ledger.Operation) error {
+	if d == ledger.Stale { // op may be nil
+		r.res.Outcome = Stale
+		r.note("%s", r.staleText())
+		return nil
+	}
 	r.res.Stored = op
 	at := op.UpdatedAt
 	if op.CompletedAt != 0 {

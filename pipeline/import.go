@@ -131,8 +131,9 @@ type run struct {
 	quick      bool           // the digests came from the quick check, not from hashing
 	sharesRead bool           // plan while hashing (imports do; dry runs and verify do not)
 	spec       *speculation
-	created    bool // this run created the operation
-	claimed    bool // an attempt row exists for this run
+	newer      *ledger.Snapshot // the last snapshot applied to the scope, when this run's is older
+	created    bool             // this run created the operation
+	claimed    bool             // an attempt row exists for this run
 	file       *reader.File
 	plan       *reader.Plan
 	recovered  []string
@@ -211,11 +212,6 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	}
 	if err := r.preflight(); err != nil {
-		return err
-	}
-	if err := r.checkStale(ctx); errors.Is(err, errStaleSnapshot) {
-		return nil
-	} else if err != nil {
 		return err
 	}
 	if err := r.e.fp.Hit("after-identify"); err != nil {

@@ -79,11 +79,6 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 	if err := r.preflight(); err != nil {
 		return nil, err
 	}
-	if err := r.checkStale(ctx); errors.Is(err, errStaleSnapshot) {
-		return &PlanReport{File: r.req.Path, FileID: r.id.FileID, Table: r.target.Table, Decision: string(Stale), Detail: r.res.Notes[0]}, nil
-	} else if err != nil {
-		return nil, err
-	}
 	rep := &PlanReport{File: r.req.Path, FileID: r.id.FileID, FileKey: r.id.FileKey, ContentDigest: r.id.ContentDigest,
 		MappingDigest: r.id.MappingDigest, Mapping: r.id.Mapping, Table: r.target.Table, Decision: ledger.Create.String(),
 		MaxRejects: r.req.MaxRejects}
@@ -100,6 +95,8 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		d, _ := ledger.Decide(s)
 		rep.Decision = d.String()
 		switch d {
+		case ledger.Stale:
+			return &PlanReport{File: r.req.Path, FileID: r.id.FileID, Table: r.target.Table, Decision: d.String(), Detail: r.staleText()}, nil
 		case ledger.Conflict:
 			what, how := ledger.Difference(op, r.id)
 			rep.Detail = what + " differs: " + how

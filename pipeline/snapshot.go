@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/idemport/idemport/internal/english"
-	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -47,9 +45,6 @@ func (e *DeleteGuardError) Error() string {
 	}
 	return fmt.Sprintf("snapshot sweep refused: it would delete %d of the %s of %s in scope, more than --max-delete %s allows; nothing was deleted; check the file, then rerun with a higher --max-delete to complete it", e.Missing, english.Plural(e.Live, "row"), e.Table, e.Limit)
 }
-
-// errStaleSnapshot stops a snapshot older than the last one applied.
-var errStaleSnapshot = errors.New("stale snapshot")
 
 // snapshot returns the mapping's snapshot mode, or nil.
 func (r *run) snapshot() *Snapshot { return r.req.Mapping.Snapshot }
@@ -92,25 +87,25 @@ func (r *run) keysSeen() bool {
 	return r.snapshot() != nil && !r.target.Ordinal() && !r.req.Mapping.Atomic
 }
 
-// checkStale stops, before anything is written, a snapshot older than the
-// last one applied to the same table and scope. A completed operation is
-// left to the claim (it is a duplicate whatever its age).
-func (r *run) checkStale(ctx context.Context) error {
-	if r.snapshot() == nil || r.e.db == nil {
-		return nil
+// stale reports, through q, whether the run's file is a snapshot older than
+// the last one applied to the same table and scope (ledger.Situation.Stale),
+// and remembers that one for staleText.
+func (r *run) stale(ctx context.Context, q sink.Querier) (bool, error) {
+	if r.snapshot() == nil {
+		return false, nil
 	}
-	op, _, err := r.e.ledger.Get(ctx, r.e.db, r.id.Key)
-	if err != nil || (op != nil && op.State == ledger.Completed) {
-		return err
-	}
-	last, err := r.e.ledger.LastSnapshot(ctx, r.e.db, r.target.Table, r.snapshot().ScopeText())
+	last, err := r.e.ledger.LastSnapshot(ctx, q, r.target.Table, r.snapshot().ScopeText())
 	if err != nil || last == nil || last.AsOf <= r.asOf() {
-		return err
+		return false, err
 	}
-	r.res.Outcome = Stale
-	r.note("snapshot as of %s is older than the one already applied to %s%s (%s, as of %s): nothing written",
-		stamp(r.asOf()), r.target.Table, scopeSuffix(r.snapshot()), last.FileID, stamp(last.AsOf))
-	return errStaleSnapshot
+	r.newer = last
+	return true, nil
+}
+
+// staleText says why the run decided ledger.Stale.
+func (r *run) staleText() string {
+	return fmt.Sprintf("snapshot as of %s is older than the one already applied to %s%s (%s, as of %s): nothing written",
+		stamp(r.asOf()), r.target.Table, scopeSuffix(r.snapshot()), r.newer.FileID, stamp(r.newer.AsOf))
 }
 
 func stamp(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
