@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -279,6 +280,49 @@ func decisionRows() []decisionRow {
 				f.wantOutcome(t, f.e.Import(context.Background(), tue), Imported)
 				return Request{Path: f.write(t, "mon.csv", items(4, 1)), Mapping: m, AsOf: day}
 			}},
+		{name: "snapshot/sweep-over-max-delete/create", want: ledger.Create, outcome: Refused, check: imported(10),
+			setup: func(t *testing.T, f *fx) Request {
+				// Half the keys gone: more than the default 10%.
+				f.wantOutcome(t, f.e.Import(context.Background(), Request{Path: f.write(t, "mon.csv", items(10, 1)), Mapping: keyedSnapshot}), Imported)
+				return Request{Path: f.write(t, "tue.csv", items(5, 1)), Mapping: keyedSnapshot}
+			}},
+		{name: "snapshot/empty-file/create", want: ledger.Create, outcome: Refused, check: imported(10),
+			setup: func(t *testing.T, f *fx) Request {
+				f.wantOutcome(t, f.e.Import(context.Background(), Request{Path: f.write(t, "mon.csv", items(10, 1)), Mapping: keyedSnapshot}), Imported)
+				return Request{Path: f.write(t, "tue.csv", items(0, 1)), Mapping: keyedSnapshot, MaxDelete: &RejectLimit{Percent: 99}}
+			}},
+		{name: "snapshot/sweep-within-max-delete/create", want: ledger.Create, outcome: Imported, check: imported(5),
+			setup: func(t *testing.T, f *fx) Request {
+				f.wantOutcome(t, f.e.Import(context.Background(), Request{Path: f.write(t, "mon.csv", items(10, 1)), Mapping: keyedSnapshot}), Imported)
+				return Request{Path: f.write(t, "tue.csv", items(5, 1)), Mapping: keyedSnapshot, MaxDelete: &RejectLimit{Percent: 50}}
+			}},
+		{name: "snapshot/sweep-refused/resume", want: ledger.Resume, outcome: Refused, check: imported(10),
+			setup: func(t *testing.T, f *fx) Request {
+				f.wantOutcome(t, f.e.Import(context.Background(), Request{Path: f.write(t, "mon.csv", items(10, 1)), Mapping: keyedSnapshot}), Imported)
+				req := Request{Path: f.write(t, "tue.csv", items(5, 1)), Mapping: keyedSnapshot, MaxDelete: &RejectLimit{Count: 4}}
+				f.wantOutcome(t, f.e.Import(context.Background(), req), Refused)
+				return req
+			}},
+		{name: "snapshot/sweep-refused/higher-limit/resume", want: ledger.Resume, outcome: Resumed, check: imported(5),
+			setup: func(t *testing.T, f *fx) Request {
+				f.wantOutcome(t, f.e.Import(context.Background(), Request{Path: f.write(t, "mon.csv", items(10, 1)), Mapping: keyedSnapshot}), Imported)
+				req := Request{Path: f.write(t, "tue.csv", items(5, 1)), Mapping: keyedSnapshot}
+				f.wantOutcome(t, f.e.Import(context.Background(), req), Refused)
+				req.MaxDelete = &RejectLimit{Count: 5}
+				return req
+			}},
+		{name: "ordinal-snapshot/fewer-rows-than-replaced/create", want: ledger.Create, outcome: Refused, check: imported(18), // nothing deleted
+			setup: func(t *testing.T, f *fx) Request {
+				m := Mapping{Table: "items", Snapshot: &Snapshot{}}
+				f.wantOutcome(t, f.e.Import(context.Background(), Request{Path: f.write(t, "mon.csv", items(10, 1)), Mapping: m}), Imported)
+				return Request{Path: f.write(t, "tue.csv", items(8, 2)), Mapping: m}
+			}},
+		{name: "ordinal-snapshot/as-many-rows/create", want: ledger.Create, outcome: Imported, check: imported(10),
+			setup: func(t *testing.T, f *fx) Request {
+				m := Mapping{Table: "items", Snapshot: &Snapshot{}}
+				f.wantOutcome(t, f.e.Import(context.Background(), Request{Path: f.write(t, "mon.csv", items(10, 1)), Mapping: m}), Imported)
+				return Request{Path: f.write(t, "tue.csv", items(10, 2)), Mapping: m}
+			}},
 		{name: "completed-snapshot/duplicate", want: ledger.Duplicate, outcome: Duplicate, check: imported(3),
 			setup: func(t *testing.T, f *fx) Request {
 				m := Mapping{Table: "items", Key: []string{"id"}, Snapshot: &Snapshot{}}
@@ -290,6 +334,9 @@ func decisionRows() []decisionRow {
 }
 
 var intQty = map[string]reader.Type{"qty": reader.Int64}
+
+// keyedSnapshot maps a file of items as the whole set of keys of items.
+var keyedSnapshot = Mapping{Table: "items", Key: []string{"id"}, Snapshot: &Snapshot{}}
 
 // truncatedGzip returns content gzipped with its last bytes cut off: a
 // stream that cannot be decoded to its end, a defect of the file that no
@@ -458,6 +505,8 @@ func predicted(rep *PlanReport) (Outcome, string) {
 		why = "for its table"
 	case !rep.MaxRejects.Allows(rep.Rejected, rep.Rows):
 		why = "for bad rows"
+	case rep.SweepRefused != "":
+		why = "by the delete guard"
 	}
 	switch rep.Decision {
 	case ledger.Create.String(), ledger.Supersede.String(), ledger.Reapply.String():
@@ -471,6 +520,9 @@ func predicted(rep *PlanReport) (Outcome, string) {
 		}
 		return Resumed, ""
 	case ledger.Resume.String():
+		if rep.SweepRefused != "" { // the plan is stored: only the sweep can refuse
+			return Refused, "by the delete guard"
+		}
 		return Resumed, ""
 	case ledger.Duplicate.String():
 		return Duplicate, ""
@@ -486,13 +538,16 @@ func predicted(rep *PlanReport) (Outcome, string) {
 
 // refusedFor says why an import refused its file: earlier (the stored
 // refusal), for bad rows, for a defect of the file or past a limit of the
-// database, or for its table (which does not fit the file).
+// database, for its table (which does not fit the file), or by the
+// --max-delete guard of its snapshot's sweep.
 func refusedFor(res *Result) string {
 	switch {
 	case res.Outcome != Refused:
 		return ""
 	case strings.HasPrefix(res.Err.Error(), "refused earlier"):
 		return "earlier"
+	case errors.As(res.Err, new(*DeleteGuardError)):
+		return "by the delete guard"
 	case res.Refusal == nil:
 		return "for its table"
 	case res.Refusal.Error != "":

@@ -56,6 +56,10 @@ type PlanReport struct {
 	// Deleted is how many rows a snapshot's sweep would remove were the
 	// file imported now (-1: not known for keys of this type).
 	Deleted *int64 `json:"deleted,omitempty"`
+	// SweepRefused is the refusal of the --max-delete guard, when the
+	// sweep would remove more than it allows: the import would end
+	// refused (exit 5), nothing deleted, the operation resumable.
+	SweepRefused string `json:"sweep_refused,omitempty"`
 }
 
 // PlanFile identifies and plans the file of req without writing anything.
@@ -83,6 +87,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		MappingDigest: r.id.MappingDigest, Mapping: r.id.Mapping, Table: r.target.Table, Decision: ledger.Create.String(),
 		MaxRejects: r.req.MaxRejects}
 	in := planInput{types: maps.Clone(req.Mapping.Columns)}
+	var inserted int64 // rows the operation an import would carry on has inserted
 	if e.db != nil {
 		op, now, err := e.ledger.Get(ctx, e.db, r.id.Key)
 		if err != nil {
@@ -102,6 +107,11 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 			rep.Detail = what + " differs: " + how
 		case ledger.Supersede:
 			rep.Detail = fmt.Sprintf("supersedes the %s operation (%s differs; it had no effect)", op.State, differs(op, r.id))
+		case ledger.Resume:
+			inserted = op.Rows.Inserted
+			if req.Mapping.Atomic {
+				inserted = 0 // its rows wait in the staging table
+			}
 		case ledger.Reapply:
 			rep.Detail = "applies the completed file again"
 			if s.TableMissing {
@@ -121,7 +131,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		if err == nil {
 			rep.Schema, rep.Rows, rep.Rejected, rep.Partitions, rep.Rejects = plan.Schema, plan.Rows, plan.Rejected, plan.Partitions, plan.Rejects
 			rep.Superseded = plan.Superseded
-			err = r.dryWriteModes(ctx, rep, f, plan)
+			err = r.dryWriteModes(ctx, rep, f, plan, inserted)
 		}
 	}
 	var pe *reader.ParseError
@@ -368,8 +378,11 @@ func (e *Engine) Rejects(ctx context.Context, k ledger.Key) ([]ledger.Reject, er
 }
 
 // dryWriteModes fills in what --evolve and --snapshot would do to the
-// existing table, writing nothing.
-func (r *run) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader.File, plan *reader.Plan) error {
+// existing table, writing nothing: the columns added and widened, the rows
+// the sweep would remove, and whether the --max-delete guard would refuse
+// that, for an import that applies the file (the operation of which has
+// already inserted inserted rows).
+func (r *run) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader.File, plan *reader.Plan, inserted int64) error {
 	if r.e.db == nil {
 		return nil
 	}
@@ -392,38 +405,55 @@ func (r *run) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader.File
 	if s == nil {
 		return nil
 	}
-	n, err := r.wouldSweep(ctx, t, f, plan)
+	n, live, err := r.wouldSweep(ctx, t, f, plan)
 	if err != nil {
 		return err
 	}
 	rep.Deleted = &n
+	switch rep.Decision {
+	case ledger.Create.String(), ledger.Plan.String(), ledger.Resume.String(), ledger.Supersede.String(), ledger.Reapply.String():
+	default:
+		return nil // the import would not sweep
+	}
+	if n >= 0 {
+		if r.target.Ordinal() {
+			// The sweep counts the file's rows in the table: all of
+			// them, once applied. (By key it counts the rows there were
+			// before the file: those now, less the operation's own.)
+			live = n + plan.Rows - plan.Rejected
+		}
+		if gerr := r.deleteGuard(n, live, inserted, plan); gerr != nil {
+			rep.SweepRefused = gerr.Error()
+		}
+	}
 	return nil
 }
 
 // wouldSweep counts the live rows of the snapshot's scope whose key the
 // file lacks (in ordinal mode: the rows of other files), reading the
 // file's keys into memory; -1 when the key has a type whose text the file
-// and the table may spell differently.
-func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, plan *reader.Plan) (int64, error) {
+// and the table may spell differently. By key it also returns how many
+// live rows the scope holds.
+func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, plan *reader.Plan) (missing, live int64, err error) {
 	s := r.snapshot()
 	if s.Soft && t.Column(sink.DeletedColumn) == nil {
 		s = &Snapshot{Scope: s.Scope} // no row is marked yet
 	}
 	if r.target.Ordinal() {
 		missing, _, err := sink.Sweep{Driver: r.e.sink, Table: r.target.Table, FileKey: r.id.FileKey, Scope: s.Scope, Soft: s.Soft}.Count(ctx, r.e.db)
-		return missing, err
+		return missing, 0, err
 	}
 	schema := plan.Schema.Arrow()
 	var idx []int
 	for _, k := range r.target.Key {
 		i := schema.FieldIndices(k)[0]
 		if kind := idemtype.TypeOf(schema.Field(i)); kind != idemtype.Int64 && kind != idemtype.String {
-			return -1, nil
+			return -1, 0, nil
 		}
 		idx = append(idx, i)
 	}
 	keys := map[string]bool{}
-	err := eachBatch(f, plan, 1<<16, func(rec arrow.RecordBatch) error {
+	err = eachBatch(f, plan, 1<<16, func(rec arrow.RecordBatch) error {
 		for row := range int(rec.NumRows()) {
 			var k strings.Builder
 			for _, c := range idx {
@@ -435,7 +465,7 @@ func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, pla
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	sel := make([]string, len(r.target.Key))
 	for i, k := range r.target.Key {
@@ -452,10 +482,9 @@ func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, pla
 	}
 	rows, err := r.e.db.QueryContext(ctx, r.e.sink.Rebind(`SELECT `+strings.Join(sel, ", ")+` FROM `+r.e.sink.QuoteTable(r.target.Table)+` t WHERE `+strings.Join(where, " AND ")), args...)
 	if err != nil {
-		return 0, fmt.Errorf("read the keys of %s: %w", r.target.Table, err)
+		return 0, 0, fmt.Errorf("read the keys of %s: %w", r.target.Table, err)
 	}
 	defer rows.Close()
-	var missing int64
 	vals := make([]sql.NullString, len(sel))
 	ptrs := make([]any, len(sel))
 	for i := range vals {
@@ -463,8 +492,9 @@ func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, pla
 	}
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
+		live++
 		var k strings.Builder
 		for _, v := range vals {
 			k.WriteString(v.String)
@@ -474,5 +504,5 @@ func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, pla
 			missing++
 		}
 	}
-	return missing, rows.Err()
+	return missing, live, rows.Err()
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/idemport/idemport/internal/english"
+	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -192,6 +193,31 @@ func (s *seenWriter) close() {
 	}
 }
 
+// deleteGuard is the --max-delete guard of a sweep: given how many live rows
+// of the scope the sweep would remove (missing) and how many it holds
+// (live) with the file's rows in the table, of which this operation
+// inserted inserted, and the file's plan, it returns the sweep's refusal, or
+// nil. The sweep calls it before removing anything; plan and --dry-run call
+// it with the counts the table would have, to predict the refusal.
+func (r *run) deleteGuard(missing, live, inserted int64, plan *reader.Plan) error {
+	limit := DefaultMaxDelete
+	if r.req.MaxDelete != nil {
+		limit = *r.req.MaxDelete
+	}
+	empty := plan.Rows-plan.Rejected == 0
+	lost, before := missing, live-inserted // by key: the keys gone, of those there were
+	if r.target.Ordinal() {
+		lost, before = max(0, missing-(live-missing)), missing // the rows replaced by fewer
+	}
+	switch {
+	case empty && missing > 0 && limit.Percent < 100:
+		return &DeleteGuardError{Table: r.target.Table, Missing: missing, Live: live, Limit: limit, Empty: true}
+	case !limit.Allows(lost, before):
+		return &DeleteGuardError{Table: r.target.Table, Missing: lost, Live: before, Limit: limit, Ordinal: r.target.Ordinal()}
+	}
+	return nil
+}
+
 // sweep runs, inside the completing transaction, the snapshot's sweep:
 // it refuses a sweep over the --max-delete limit, removes (or marks) the
 // rows of the scope the file does not have, records the snapshot as the
@@ -219,20 +245,8 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted int64) (int64, err
 	if err != nil {
 		return 0, err
 	}
-	limit := DefaultMaxDelete
-	if r.req.MaxDelete != nil {
-		limit = *r.req.MaxDelete
-	}
-	empty := r.plan.Rows-r.plan.Rejected == 0
-	lost, before := missing, live-inserted // by key: the keys gone, of those there were
-	if r.target.Ordinal() {
-		lost, before = max(0, missing-(live-missing)), missing // the rows replaced by fewer
-	}
-	switch {
-	case empty && missing > 0 && limit.Percent < 100:
-		return 0, &DeleteGuardError{Table: r.target.Table, Missing: missing, Live: live, Limit: limit, Empty: true}
-	case !limit.Allows(lost, before):
-		return 0, &DeleteGuardError{Table: r.target.Table, Missing: lost, Live: before, Limit: limit, Ordinal: r.target.Ordinal()}
+	if err := r.deleteGuard(missing, live, inserted, r.plan); err != nil {
+		return 0, err
 	}
 	deleted, err := sw.Apply(ctx, tx, r.e.sink.TimeValue(time.Now()))
 	if err != nil {

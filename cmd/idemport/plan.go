@@ -87,8 +87,11 @@ func planText(w io.Writer, p *pipeline.PlanReport) error {
 		if *p.Deleted < 0 {
 			fmt.Fprintln(w, "would sweep: the rows whose keys the file lacks (not counted for keys of this type)")
 		} else {
-			fmt.Fprintf(w, "would sweep: %s the file lacks (before the --max-delete guard)\n", english.Plural(*p.Deleted, "row"))
+			fmt.Fprintf(w, "would sweep: %s the file lacks\n", english.Plural(*p.Deleted, "row"))
 		}
+	}
+	if p.SweepRefused != "" {
+		fmt.Fprintf(w, "refused: %s\n", p.SweepRefused)
 	}
 	fmt.Fprintln(w, "schema:")
 	for _, c := range p.Schema {

@@ -11,8 +11,18 @@ import (
 
 // planJSON is the part of plan's JSON report these tests read.
 type planJSON struct {
-	Decision string `json:"decision"`
-	Detail   string `json:"detail"`
+	Decision     string `json:"decision"`
+	Detail       string `json:"detail"`
+	SweepRefused string `json:"sweep_refused"`
+}
+
+// prediction is the decision, and whether the --max-delete guard would
+// refuse the sweep.
+func (p planJSON) prediction() string {
+	if p.SweepRefused != "" {
+		return p.Decision + ", sweep refused"
+	}
+	return p.Decision
 }
 
 // planTo runs plan against tg and returns its report.
@@ -31,8 +41,9 @@ func planTo(t *testing.T, tg *testkit.Target, dir string, args ...string) planJS
 
 // TestPlanTakesEveryFlagThatChangesTheDecision runs plan, on SQLite and
 // PostgreSQL, with each import flag that changes what an import decides
-// (--reapply, --min-age, --as-of): plan takes it, decides otherwise than
-// without it, and decides what the import given the same flags then does.
+// (--reapply, --min-age, --as-of, --max-delete): plan takes it, predicts
+// otherwise than without it, and predicts what the import given the same
+// flags then does.
 func TestPlanTakesEveryFlagThatChangesTheDecision(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, tc := range []struct {
@@ -54,6 +65,12 @@ func TestPlanTakesEveryFlagThatChangesTheDecision(t *testing.T) {
 				without: "create", want: "skipped", outcome: "skipped"},
 			{name: "as-of", setup: [][]string{{"--as-of", "2026-11-30", "tue.csv"}}, file: "mon.csv", flag: []string{"--as-of", "2026-11-29"},
 				args: []string{"--snapshot", "--key", "order_id"}, without: "create", want: "stale", outcome: "stale"},
+			// half.csv has half the keys of orders.csv: the sweep would
+			// delete half the table, over the default 10%.
+			{name: "max-delete", setup: [][]string{{"orders.csv"}}, file: "half.csv", flag: []string{"--max-delete", "50%"},
+				args: []string{"--snapshot", "--key", "order_id"}, without: "create, sweep refused", want: "create", outcome: "imported"},
+			{name: "max-delete-too-low", setup: [][]string{{"orders.csv"}}, file: "half.csv", flag: []string{"--max-delete", "19"},
+				args: []string{"--snapshot", "--key", "order_id", "--max-delete", "100%"}, without: "create", want: "create, sweep refused", outcome: "refused", code: 5},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				dir := t.TempDir()
@@ -61,6 +78,7 @@ func TestPlanTakesEveryFlagThatChangesTheDecision(t *testing.T) {
 				testkit.Orders(t, filepath.Join(dir, "orders.csv"), 40, 1)
 				testkit.Orders(t, filepath.Join(dir, "tue.csv"), 40, 2)
 				testkit.Orders(t, filepath.Join(dir, "mon.csv"), 40, 1)
+				testkit.Orders(t, filepath.Join(dir, "half.csv"), 20, 1)
 				common := append([]string{"--table", "orders"}, tc.args...)
 				for _, s := range tc.setup {
 					setup := slices.Concat(common, s)
@@ -68,14 +86,14 @@ func TestPlanTakesEveryFlagThatChangesTheDecision(t *testing.T) {
 						t.Fatalf("setup %v: %+v", s, res)
 					}
 				}
-				if p := planTo(t, tg, dir, slices.Concat(common, []string{tc.file})...); p.Decision != tc.without {
-					t.Fatalf("plan without %v decides %s (%s), want %s", tc.flag, p.Decision, p.Detail, tc.without)
+				if p := planTo(t, tg, dir, slices.Concat(common, []string{tc.file})...); p.prediction() != tc.without {
+					t.Fatalf("plan without %v predicts %s (%s), want %s", tc.flag, p.prediction(), p.Detail, tc.without)
 				}
 				args := slices.Concat(common, tc.flag, []string{tc.file})
 				before := tg.Snapshot(t)
 				p := planTo(t, tg, dir, args...)
-				if p.Decision != tc.want {
-					t.Fatalf("plan %v decides %s (%s), want %s", tc.flag, p.Decision, p.Detail, tc.want)
+				if p.prediction() != tc.want {
+					t.Fatalf("plan %v predicts %s (%s), want %s", tc.flag, p.prediction(), p.Detail, tc.want)
 				}
 				if d := before.Diff(tg.Snapshot(t)); d != "" {
 					t.Fatalf("plan wrote to %s", d)
