@@ -129,6 +129,11 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		var plan *reader.Plan
 		plan, err = f.Scan(ctx, reader.ScanOptions{PartitionRows: r.req.PartitionRows, KeepRejects: maxReported})
 		if err == nil {
+			// JSONL names its columns only in its rows: a mapping column
+			// it lacks shows after the plan pass, where import finds it.
+			if err := r.checkColumns(columnNames(plan.Schema)); err != nil {
+				return nil, err
+			}
 			rep.Schema, rep.Rows, rep.Rejected, rep.Partitions, rep.Rejects = plan.Schema, plan.Rows, plan.Rejected, plan.Partitions, plan.Rejects
 			rep.Superseded = plan.Superseded
 			err = r.dryWriteModes(ctx, rep, f, plan, inserted)

@@ -96,6 +96,15 @@ func (r *run) checkColumns(names []string) error {
 	return nil
 }
 
+// columnNames returns the names of s's columns, in order.
+func columnNames(s reader.Schema) []string {
+	names := make([]string, len(s))
+	for i, c := range s {
+		names[i] = c.Name
+	}
+	return names
+}
+
 // textFormat reports whether the file's format is text (CSV, TSV, JSONL),
 // whose values take the types they are read as.
 func (r *run) textFormat() bool {
@@ -243,11 +252,7 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 	if err := r.checkSource(); err != nil {
 		return false, err
 	}
-	names := make([]string, len(plan.Schema))
-	for i, c := range plan.Schema {
-		names[i] = c.Name
-	}
-	if err := r.checkColumns(names); err != nil {
+	if err := r.checkColumns(columnNames(plan.Schema)); err != nil {
 		return false, r.retract(ctx, err)
 	}
 	r.plan = plan
