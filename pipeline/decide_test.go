@@ -311,6 +311,42 @@ func decisionRows() []decisionRow {
 				req.MaxDelete = &RejectLimit{Count: 5}
 				return req
 			}},
+		{name: "snapshot/sweep-refused-after-new-keys/resume", want: ledger.Resume, outcome: Refused, check: imported(15),
+			setup: func(t *testing.T, f *fx) Request {
+				// Keys 1-5 and 11-15: 6-10 would go, half of the 10 there
+				// were before the file (not a third of the 15 there are
+				// once its new keys are in).
+				f.wantOutcome(t, f.e.Import(context.Background(), Request{Path: f.write(t, "mon.csv", items(10, 1)), Mapping: keyedSnapshot}), Imported)
+				tue := items(5, 1) + strings.SplitN(items(15, 1), "\n", 12)[11]
+				req := Request{Path: f.write(t, "tue.csv", tue), Mapping: keyedSnapshot}
+				f.wantOutcome(t, f.e.Import(context.Background(), req), Refused)
+				req.MaxDelete = &RejectLimit{Percent: 40}
+				return req
+			}},
+		{name: "atomic-snapshot/sweep-refused-after-new-keys/resume", want: ledger.Resume, outcome: Refused, check: imported(10),
+			setup: func(t *testing.T, f *fx) Request {
+				// As above, the file's rows staged: none is in the table
+				// until the sweep is allowed.
+				m := keyedSnapshot
+				m.Atomic = true
+				f.wantOutcome(t, f.e.Import(context.Background(), Request{Path: f.write(t, "mon.csv", items(10, 1)), Mapping: m}), Imported)
+				tue := items(5, 1) + strings.SplitN(items(15, 1), "\n", 12)[11]
+				req := Request{Path: f.write(t, "tue.csv", tue), Mapping: m}
+				f.wantOutcome(t, f.e.Import(context.Background(), req), Refused)
+				req.MaxDelete = &RejectLimit{Percent: 40}
+				return req
+			}},
+		{name: "atomic-snapshot/sweep-refused-after-new-keys/higher-limit/resume", want: ledger.Resume, outcome: Resumed, check: imported(10),
+			setup: func(t *testing.T, f *fx) Request {
+				m := keyedSnapshot
+				m.Atomic = true
+				f.wantOutcome(t, f.e.Import(context.Background(), Request{Path: f.write(t, "mon.csv", items(10, 1)), Mapping: m}), Imported)
+				tue := items(5, 1) + strings.SplitN(items(15, 1), "\n", 12)[11]
+				req := Request{Path: f.write(t, "tue.csv", tue), Mapping: m}
+				f.wantOutcome(t, f.e.Import(context.Background(), req), Refused)
+				req.MaxDelete = &RejectLimit{Percent: 50}
+				return req
+			}},
 		{name: "ordinal-snapshot/fewer-rows-than-replaced/create", want: ledger.Create, outcome: Refused, check: imported(18), // nothing deleted
 			setup: func(t *testing.T, f *fx) Request {
 				m := Mapping{Table: "items", Snapshot: &Snapshot{}}
