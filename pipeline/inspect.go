@@ -35,8 +35,9 @@ type PlanReport struct {
 	Format        reader.Format      `json:"format"`
 	Compression   reader.Compression `json:"compression,omitempty"`
 	// Decision is what an import would decide now: create, plan, resume,
-	// duplicate, refuse, conflict, busy, supersede or reapply; or skipped
-	// (--min-age) or stale (an older snapshot), decided before the claim.
+	// duplicate, refuse, conflict, busy, supersede, reapply or stale (an
+	// older snapshot); or skipped (--min-age), decided before the file is
+	// read.
 	Decision   string             `json:"decision"`
 	Detail     string             `json:"detail,omitempty"`
 	Schema     reader.Schema      `json:"schema"`
