@@ -101,8 +101,9 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		d, _ := ledger.Decide(s)
 		rep.Decision = d.String()
 		switch d {
-		case ledger.Stale:
-			return &PlanReport{File: r.req.Path, FileID: r.id.FileID, Table: r.target.Table, Decision: d.String(), Detail: r.staleText()}, nil
+		case ledger.Stale: // nothing is read
+			rep.Detail = r.staleText()
+			return rep, nil
 		case ledger.Conflict:
 			what, how := ledger.Difference(op, r.id)
 			rep.Detail = what + " differs: " + how
