@@ -15,5 +15,8 @@
 //     plans and checkpoint stores, and [Reject], a bad row, which reader
 //     finds and ledger stores;
 //   - [Rows] and [Partitions], the counts of what happened to rows and
-//     partitions, which sink, checkpoint, ledger and pipeline report.
+//     partitions, which sink, checkpoint, ledger and pipeline report;
+//   - [EventSink], where pipeline delivers events ([EventMessage]), which
+//     the command's NATS, HTTP and exec sinks implement, and
+//     [ErrPermanent], a delivery refused for good.
 package idemtype

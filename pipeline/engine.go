@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/idemport/idemport/checkpoint"
-	"github.com/idemport/idemport/internal/failpoint"
-	"github.com/idemport/idemport/internal/notify"
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/sink"
 )
@@ -35,7 +34,7 @@ type Options struct {
 	// Logger receives the engine's logs; nil discards them.
 	Logger *slog.Logger
 	// Failpoints, when not nil, arms failure injection (tests only).
-	Failpoints *failpoint.Set
+	Failpoints Failpoints
 	// BusyTimeout is how long SQLite waits for another writer's lock before
 	// failing; 0 means 30s.
 	BusyTimeout time.Duration
@@ -44,10 +43,32 @@ type Options struct {
 	StateSchema string
 	// Notify are the sinks each event recorded by this engine is owed to,
 	// and that Deliver delivers to. The engine does not close them.
-	Notify []notify.Sink
+	Notify []idemtype.EventSink
 	// Drivers chooses the target database's driver by the DSN; nil means
 	// Drivers().
 	Drivers sink.Registry
+}
+
+// Failpoints is told each time the engine passes a named point of the
+// pipeline (the points internal/failpoint lists), so that tests can make
+// the process fail there on purpose. Hit returns nil to go on; an error,
+// which the engine returns as it would any failure at that point; or does
+// not return at all, as when it kills the process. It is called from
+// several goroutines at once.
+type Failpoints interface {
+	Hit(name string) error
+}
+
+// failpoints holds an engine's Failpoints; its zero value, like a nil
+// Failpoints, lets every point pass.
+type failpoints struct{ f Failpoints }
+
+// Hit tells f that the engine passed point name.
+func (fp failpoints) Hit(name string) error {
+	if fp.f == nil {
+		return nil
+	}
+	return fp.f.Hit(name)
 }
 
 // DefaultStateSchema is the PostgreSQL schema idemport keeps its ledger and
@@ -64,9 +85,9 @@ type Engine struct {
 	cp     *checkpoint.Store
 	sink   sink.Driver
 	log    *slog.Logger
-	fp     *failpoint.Set
+	fp     failpoints
 	batch  int // rows per batch handed to the sink; 0 means a partition's
-	sinks  []notify.Sink
+	sinks  []idemtype.EventSink
 }
 
 // Redact returns dsn as users may see it, its password masked.
@@ -106,7 +127,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Engine, error) {
 		return nil, usage(err)
 	}
 	e := &Engine{db: db.DB, prefix: db.Prefix, name: db.Name, sink: drv, batch: db.BatchRows,
-		log: o.Logger, fp: o.Failpoints, sinks: o.Notify}
+		log: o.Logger, fp: failpoints{o.Failpoints}, sinks: o.Notify}
 	e.ledger = ledger.New(e.db, drv, e.prefix)
 	e.cp = checkpoint.New(e.db, drv, e.prefix)
 	if !o.ReadOnly {

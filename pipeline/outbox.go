@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/internal/notify"
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
 )
@@ -162,7 +161,7 @@ func (e *Engine) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRe
 	me := ledger.Lessee{Owner: uuid.Must(uuid.NewV7()).String(), Host: host, PID: os.Getpid(), Start: proc.Start(os.Getpid())}
 	owner := me.Owner
 	ids := make([]string, len(e.sinks))
-	byID := map[string]notify.Sink{}
+	byID := map[string]idemtype.EventSink{}
 	for i, s := range e.sinks {
 		ids[i] = s.ID()
 		byID[s.ID()] = s
@@ -207,7 +206,7 @@ func (e *Engine) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRe
 		}
 		s := byID[d.SinkID]
 		tctx, cancel := context.WithDeadline(ctx, deadline)
-		err := s.Deliver(tctx, notify.Message{ID: d.EventID, Body: []byte(d.Payload)})
+		err := s.Deliver(tctx, idemtype.EventMessage{ID: d.EventID, Body: []byte(d.Payload)})
 		cancel()
 		if err == nil {
 			if err := e.fp.Hit("after-publish"); err != nil {
@@ -220,7 +219,7 @@ func (e *Engine) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRe
 			e.log.Info("event delivered", "event_id", d.EventID, "kind", d.Kind, "sink", s.Name(), "operation", d.Key.String())
 			continue
 		}
-		permanent := errors.Is(err, notify.ErrPermanent)
+		permanent := errors.Is(err, idemtype.ErrPermanent)
 		msg := err.Error()
 		if errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(deadline) && d.LastError != "" {
 			// Cut short by this run's own budget: the sink's last answer

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/notify"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline"
@@ -32,7 +33,7 @@ func (n *notifyFlags) register(c *cobra.Command) {
 
 // sinks opens the sinks of --notify, or else of IDEMPORT_NOTIFY (one
 // address per line). The caller closes them.
-func (n *notifyFlags) sinks(e *env) ([]notify.Sink, error) {
+func (n *notifyFlags) sinks(e *env) ([]idemtype.EventSink, error) {
 	urls := n.urls
 	if len(urls) == 0 {
 		for _, l := range strings.Split(e.notify, "\n") {
@@ -44,7 +45,7 @@ func (n *notifyFlags) sinks(e *env) ([]notify.Sink, error) {
 	if n.timeout <= 0 {
 		return nil, usageError{fmt.Errorf("--notify-timeout must be positive")}
 	}
-	var out []notify.Sink
+	var out []idemtype.EventSink
 	seen := map[string]bool{}
 	for _, u := range urls {
 		s, err := notify.Parse(u)
@@ -60,7 +61,7 @@ func (n *notifyFlags) sinks(e *env) ([]notify.Sink, error) {
 	return out, nil
 }
 
-func closeSinks(ss []notify.Sink) {
+func closeSinks(ss []idemtype.EventSink) {
 	for _, s := range ss {
 		s.Close()
 	}

@@ -18,38 +18,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/idemport/idemport/idemtype"
 )
-
-// ErrPermanent marks a delivery the sink refused for good (an HTTP 4xx
-// other than 409): retrying it would be refused again.
-var ErrPermanent = errors.New("refused by the sink")
-
-// Message is one event to deliver: its ID, the idempotency key of every
-// delivery of it, and its JSON body.
-type Message struct {
-	ID   string
-	Body []byte
-}
-
-// Sink is where events go. Deliver returns nil once the sink acknowledged
-// m; an error wrapping ErrPermanent when it refused m for good; any other
-// error when m may be tried again. Implementations are safe for use by one
-// goroutine at a time.
-type Sink interface {
-	// ID identifies the sink by a digest of its full address: stable across
-	// runs, and holding no secret.
-	ID() string
-	// Name is the sink's address with its secrets masked, to show.
-	Name() string
-	Deliver(ctx context.Context, m Message) error
-	// Close releases the sink's connections.
-	Close() error
-}
 
 // Parse returns the sink for address: nats://HOST:PORT/SUBJECT (JetStream,
 // waiting for the publish acknowledgement), http:// or https://… (POST),
 // or exec:COMMAND (run by /bin/sh with the event on stdin).
-func Parse(address string) (Sink, error) {
+func Parse(address string) (idemtype.EventSink, error) {
 	sum := sha256.Sum256([]byte(address))
 	id := hex.EncodeToString(sum[:8])
 	switch {
@@ -130,7 +106,7 @@ func (s *natsSink) Name() string { return s.name }
 // Deliver publishes m to JetStream with Nats-Msg-Id = m.ID and waits for the
 // stream's acknowledgement; a duplicate within the stream's duplicate window
 // is acknowledged without being stored again.
-func (s *natsSink) Deliver(ctx context.Context, m Message) error {
+func (s *natsSink) Deliver(ctx context.Context, m idemtype.EventMessage) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.nc == nil || s.nc.IsClosed() {
@@ -176,7 +152,7 @@ func (s *httpSink) Name() string { return s.name }
 // Deliver POSTs m.Body as JSON with Idempotency-Key = m.ID. 2xx and 409
 // (the endpoint already has this key) are delivered; another 4xx is
 // permanent; 5xx, timeouts and connection errors may be tried again.
-func (s *httpSink) Deliver(ctx context.Context, m Message) error {
+func (s *httpSink) Deliver(ctx context.Context, m idemtype.EventMessage) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(m.Body))
 	if err != nil {
 		return fmt.Errorf("post to %s: %w", s.name, err)
@@ -197,7 +173,7 @@ func (s *httpSink) Deliver(ctx context.Context, m Message) error {
 	case c >= 200 && c < 300, c == http.StatusConflict:
 		return nil
 	case c >= 400 && c < 500 && c != http.StatusRequestTimeout && c != http.StatusTooManyRequests:
-		return fmt.Errorf("post to %s: %s: %s: %w", s.name, resp.Status, strings.TrimSpace(string(body)), ErrPermanent)
+		return fmt.Errorf("post to %s: %s: %s: %w", s.name, resp.Status, strings.TrimSpace(string(body)), idemtype.ErrPermanent)
 	default:
 		return fmt.Errorf("post to %s: %s: %s", s.name, resp.Status, strings.TrimSpace(string(body)))
 	}
@@ -215,7 +191,7 @@ func (s *execSink) Name() string { return Mask("exec:" + s.cmd) }
 // Deliver runs the command with /bin/sh -c, the event on its stdin and
 // IDEMPORT_EVENT_ID set; exit status 0 is delivered, any other is tried
 // again.
-func (s *execSink) Deliver(ctx context.Context, m Message) error {
+func (s *execSink) Deliver(ctx context.Context, m idemtype.EventMessage) error {
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", s.cmd)
 	cmd.Stdin = bytes.NewReader(m.Body)
 	cmd.Env = append(os.Environ(), "IDEMPORT_EVENT_ID="+m.ID)

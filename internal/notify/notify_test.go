@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/idemport/idemport/idemtype"
 )
 
 func TestMask(t *testing.T) {
@@ -60,8 +62,8 @@ func TestHTTPStatuses(t *testing.T) {
 	}{{200, true, false}, {202, true, false}, {409, true, false}, {400, false, true}, {404, false, true}, {422, false, true},
 		{408, false, false}, {429, false, false}, {500, false, false}, {503, false, false}} {
 		status = c.status
-		err := s.Deliver(context.Background(), Message{ID: "ev-1", Body: []byte(`{}`)})
-		if (err == nil) != c.ok || errors.Is(err, ErrPermanent) != c.final || key != "ev-1" {
+		err := s.Deliver(context.Background(), idemtype.EventMessage{ID: "ev-1", Body: []byte(`{}`)})
+		if (err == nil) != c.ok || errors.Is(err, idemtype.ErrPermanent) != c.final || key != "ev-1" {
 			t.Errorf("status %d: err %v, key %q", c.status, err, key)
 		}
 		if err != nil && strings.Contains(err.Error(), "s3cr3t") {
@@ -69,7 +71,7 @@ func TestHTTPStatuses(t *testing.T) {
 		}
 	}
 	srv.Close()
-	if err := s.Deliver(context.Background(), Message{ID: "ev-1"}); err == nil || errors.Is(err, ErrPermanent) || strings.Contains(err.Error(), "s3cr3t") {
+	if err := s.Deliver(context.Background(), idemtype.EventMessage{ID: "ev-1"}); err == nil || errors.Is(err, idemtype.ErrPermanent) || strings.Contains(err.Error(), "s3cr3t") {
 		t.Errorf("endpoint gone: %v", err)
 	}
 }
@@ -77,14 +79,14 @@ func TestHTTPStatuses(t *testing.T) {
 func TestExec(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	s, _ := Parse(`exec:{ printf '%s\n' "$IDEMPORT_EVENT_ID"; cat; } > ` + out)
-	if err := s.Deliver(context.Background(), Message{ID: "ev-9", Body: []byte(`{"a":1}`)}); err != nil {
+	if err := s.Deliver(context.Background(), idemtype.EventMessage{ID: "ev-9", Body: []byte(`{"a":1}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(out); string(b) != "ev-9\n{\"a\":1}" {
 		t.Fatalf("the command got %q", b)
 	}
 	fail, _ := Parse("exec:echo no >&2; exit 3")
-	if err := fail.Deliver(context.Background(), Message{ID: "x"}); err == nil || errors.Is(err, ErrPermanent) || !strings.Contains(err.Error(), "no") {
+	if err := fail.Deliver(context.Background(), idemtype.EventMessage{ID: "x"}); err == nil || errors.Is(err, idemtype.ErrPermanent) || !strings.Contains(err.Error(), "no") {
 		t.Fatalf("exit 3: %v", err)
 	}
 }
