@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
 	"go/importer"
+	"go/parser"
 	"go/token"
 	"go/types"
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -220,6 +223,64 @@ func TestNoInternalTypesExported(t *testing.T) {
 	for _, pkg := range pkgs {
 		for _, f := range internalMentions(pkg) {
 			t.Error(f)
+		}
+	}
+}
+
+// importerFunc lets a function serve as a types.Importer.
+type importerFunc func(path string) (*types.Package, error)
+
+func (f importerFunc) Import(path string) (*types.Package, error) { return f(path) }
+
+// TestInternalMentionsFinds proves the check above finds an internal type
+// wherever an exported declaration can name it, and leaves alone what code
+// outside the package cannot see.
+func TestInternalMentionsFinds(t *testing.T) {
+	check := func(path, src string, imp types.Importer) *types.Package {
+		t.Helper()
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, "x.go", src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkg, err := (&types.Config{Importer: imp}).Check(path, fset, []*ast.File{f}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pkg
+	}
+	hidden := check(modulePath+"/internal/x", `package x; type T int; type I interface{ M() }`, nil)
+	imp := importerFunc(func(path string) (*types.Package, error) {
+		if path == hidden.Path() {
+			return hidden, nil
+		}
+		return nil, fmt.Errorf("no package %s", path)
+	})
+	for _, c := range []struct {
+		decl string
+		want []string // the findings, "" for none
+	}{
+		{`func F(x.T) {}`, []string{"p.F mentions internal/x.T"}},
+		{`func F() (int, *x.T) { return 0, nil }`, []string{"p.F mentions internal/x.T"}},
+		{`func F(...func(map[string][]x.I)) {}`, []string{"p.F mentions internal/x.I"}},
+		{`var V chan [2]x.T`, []string{"p.V mentions internal/x.T"}},
+		{`type S struct{ A int; B x.T }`, []string{"p.S.B mentions internal/x.T"}},
+		{`type S struct{ x.T }`, []string{"p.S.T mentions internal/x.T"}},
+		{`type S struct{}; func (S) M(x.I) {}`, []string{"p.S.M mentions internal/x.I"}},
+		{`type I interface{ M() x.T }`, []string{"p.I.M mentions internal/x.T"}},
+		{`type I interface{ x.I }`, []string{"p.I mentions internal/x.I"}},
+		{`type F func(x.T)`, []string{"p.F mentions internal/x.T"}},
+		{`type A = x.T`, []string{"p.A mentions internal/x.T"}},
+		{`type G[P interface{ ~string | x.T }] struct{}`, []string{"p.G mentions internal/x.T"}},
+		{`func F[P x.I]() {}`, []string{"p.F mentions internal/x.I"}},
+		{`type S struct{ b x.T }`, nil},
+		{`func f(x.T) {}`, nil},
+		{`type S struct{}; func (S) m(x.I) {}`, nil},
+		{`var _ x.T`, nil},
+	} {
+		pkg := check("example.com/p", `package p; import "`+hidden.Path()+`"; var _ x.T; `+c.decl, imp)
+		if got := internalMentions(pkg); !slices.Equal(got, c.want) {
+			t.Errorf("%s: found %q, want %q", c.decl, got, c.want)
 		}
 	}
 }
