@@ -11,6 +11,10 @@
 // (RFC 3339, UTC, 2023–2025) and note (30–50 characters; about 5 % empty,
 // 10 % with a comma, 3 % with double quotes, 1 % with a line break, so CSV
 // needs RFC 4180 quoting).
+//
+// With -day2 it writes only orders_<N>_day2.csv, the next day's full
+// extract of the same table: 1 % of the orders deleted, 5 % updated (status
+// and quantity changed), and 1 % new orders appended after the last id.
 package main
 
 import (
@@ -22,6 +26,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,6 +104,7 @@ func main() {
 	out := flag.String("out", "bench/data", "output directory")
 	seed := flag.Uint64("seed", 42, "generator seed")
 	formats := flag.String("formats", "csv,jsonl,parquet", "formats to write")
+	day2 := flag.Bool("day2", false, "write the next day's extract, orders_<N>_day2.csv, instead")
 	flag.Parse()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		log.Fatal(err)
@@ -110,9 +116,15 @@ func main() {
 	case *rows%1000 == 0:
 		name = fmt.Sprintf("%dk", *rows/1000)
 	}
+	iter := func(f func(order) error) error { return each(*rows, *seed, f) }
+	suffix := ""
+	if *day2 {
+		iter = func(f func(order) error) error { return eachDay2(*rows, *seed, f) }
+		*formats, suffix = "csv", "_day2"
+	}
 	for _, f := range strings.Split(*formats, ",") {
-		path := filepath.Join(*out, "orders_"+name+"."+f)
-		if err := write(path, f, *rows, *seed); err != nil {
+		path := filepath.Join(*out, "orders_"+name+suffix+"."+f)
+		if err := write(path, f, iter); err != nil {
 			log.Fatalf("%s: %v", path, err)
 		}
 		fmt.Println(path)
@@ -132,21 +144,52 @@ func each(rows int64, seed uint64, f func(order) error) error {
 	return nil
 }
 
-func write(path, format string, rows int64, seed uint64) error {
+// eachDay2 calls f for every order of the next day's extract: the orders
+// of each(rows, seed) less 1 % deleted, with 5 % updated, then rows/100 new
+// orders. It draws its changes from its own generator, so the orders it
+// keeps are exactly the first day's.
+func eachDay2(rows int64, seed uint64, f func(order) error) error {
+	rng := rand.New(rand.NewPCG(seed, 0xda7e2))
+	last := int64(0)
+	err := each(rows, seed, func(o order) error {
+		last = o.id
+		switch r := rng.IntN(100); {
+		case r < 1:
+			return nil // deleted at the source
+		case r < 6:
+			o.status = statuses[(slices.Index(statuses, o.status)+1)%len(statuses)]
+			o.qty = 1 + o.qty%20
+		}
+		return f(o)
+	})
+	if err != nil {
+		return err
+	}
+	for i := int64(0); i < rows/100; i++ {
+		last += 1 + rng.Int64N(3)
+		if err := f(generate(rng, last)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// write writes the orders iter yields to path in format.
+func write(path, format string, iter func(func(order) error) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	if format == "parquet" {
-		return writeParquet(f, rows, seed)
+		return writeParquet(f, iter)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	var buf []byte
 	switch format {
 	case "csv":
 		w.WriteString(strings.Join(orders.Columns, ",") + "\n")
-		err = each(rows, seed, func(o order) error {
+		err = iter(func(o order) error {
 			buf = buf[:0]
 			buf = strconv.AppendInt(buf, o.id, 10)
 			buf = append(buf, ',')
@@ -174,7 +217,7 @@ func write(path, format string, rows int64, seed uint64) error {
 			return err
 		})
 	case "jsonl":
-		err = each(rows, seed, func(o order) error {
+		err = iter(func(o order) error {
 			note, _ := json.Marshal(o.note)
 			buf = buf[:0]
 			buf = fmt.Appendf(buf, `{"order_id":%d,"customer_id":%d,"sku":"%s","quantity":%d,"unit_price":%d.%02d,"status":"%s","created_at":"%s","note":%s}`+"\n",
@@ -191,7 +234,7 @@ func write(path, format string, rows int64, seed uint64) error {
 	return w.Flush()
 }
 
-func writeParquet(f *os.File, rows int64, seed uint64) error {
+func writeParquet(f *os.File, iter func(func(order) error) error) error {
 	schema := orders.Schema(arrow.Second)
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithDictionaryDefault(true))
 	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
@@ -206,7 +249,7 @@ func writeParquet(f *os.File, rows int64, seed uint64) error {
 		return w.Write(rec)
 	}
 	n := 0
-	err = each(rows, seed, func(o order) error {
+	err = iter(func(o order) error {
 		b.Field(0).(*array.Int64Builder).Append(o.id)
 		b.Field(1).(*array.Int64Builder).Append(o.customer)
 		b.Field(2).(*array.StringBuilder).Append(o.sku)

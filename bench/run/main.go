@@ -4,6 +4,7 @@
 //
 //	go run ./bench/run -rows 1m            # generates bench/data/orders_1m.* if missing
 //	go run ./bench/run -rows 10m -runs 3
+//	go run ./bench/run -rows 1m -modes     # --atomic and --snapshot against plain imports
 //
 // Each comparison runs the two commands alternately (A B A B …) and the
 // ratio is the median of the per-pair ratios, so a machine whose speed
@@ -117,6 +118,7 @@ func main() {
 	data := flag.String("data", "bench/data", "where the data sets are (generated if missing)")
 	pg := flag.String("postgres", os.Getenv("IDEMPORT_TEST_POSTGRES"), "PostgreSQL DSN for the PostgreSQL comparisons (empty: skip them)")
 	only := flag.String("only", "", "run only this section: sqlite or postgres")
+	modes := flag.Bool("modes", false, "time the write modes (--atomic, --snapshot) against plain keyed imports instead of the comparisons")
 	flag.Parse()
 
 	rows, name := parseRows(*rowsFlag)
@@ -129,6 +131,15 @@ func main() {
 	e.csv = filepath.Join(*data, "orders_"+name+".csv")
 	e.jsonl = filepath.Join(*data, "orders_"+name+".jsonl")
 	e.parquet = filepath.Join(*data, "orders_"+name+".parquet")
+	e.day2 = filepath.Join(*data, "orders_"+name+"_day2.csv")
+	e.work, err = os.MkdirTemp("", "idemport-bench-db-")
+	check(err)
+	defer os.RemoveAll(e.work)
+	e.db = filepath.Join(e.work, "i.db")
+	if *modes {
+		e.allModes(*data, *pg, *only)
+		return
+	}
 	if _, err := os.Stat(e.parquet); err != nil {
 		fmt.Printf("generating %d rows into %s …\n", rows, *data)
 		x := exec.Command("go", "run", "./bench/gen", "-rows", fmt.Sprint(rows), "-out", *data)
@@ -138,10 +149,6 @@ func main() {
 	for _, f := range []string{e.csv, e.jsonl, e.parquet} { // warm the page cache
 		exec.Command("cat", f).Run()
 	}
-	e.work, err = os.MkdirTemp("", "idemport-bench-db-")
-	check(err)
-	defer os.RemoveAll(e.work)
-	e.db = filepath.Join(e.work, "i.db")
 
 	fmt.Printf("\n%-58s %9s %11s %9s   %s\n", "command", "median s", "rows/s", "RSS MiB", "ratio (paired, median, unless marked)")
 	if *only != "postgres" {
@@ -161,6 +168,7 @@ type env struct {
 	rows                int64
 	idemport, anchor    string
 	csv, jsonl, parquet string
+	day2                string // the next day's extract of csv
 	work, db            string
 	add                 func(row)
 }
@@ -265,9 +273,9 @@ func (e *env) parse() {
 	e.vsMedians("encoding/json into a struct", ms, "  idemport plan JSONL", jsonPlan)
 }
 
-func (e *env) postgres(dsn string) {
-	runs, rows, add := e.runs, e.rows, e.add
-	psql := func(sql string) error {
+// psql returns a function running SQL on the PostgreSQL at dsn.
+func psql(dsn string) func(sql string) error {
+	return func(sql string) error {
 		x := exec.Command("psql", dsn, "-qAtc", sql)
 		out, err := x.CombinedOutput()
 		if err != nil {
@@ -275,6 +283,11 @@ func (e *env) postgres(dsn string) {
 		}
 		return nil
 	}
+}
+
+func (e *env) postgres(dsn string) {
+	runs, rows, add := e.runs, e.rows, e.add
+	psql := psql(dsn)
 	reset := func() error {
 		return psql(`DROP SCHEMA IF EXISTS idemport_bench CASCADE; DROP SCHEMA IF EXISTS idemport_bench_state CASCADE; CREATE SCHEMA idemport_bench`)
 	}
@@ -340,18 +353,27 @@ func report(r row) {
 	fmt.Printf("%-58s %9.2f %11s %9.0f   %s\n", r.name, r.wall, rate, float64(r.rss)/1024, ratio)
 }
 
+// parseRows returns the row count s names (1m, 10m, 20k or a count) and
+// the data set's name for it, as bench/gen names its files.
 func parseRows(s string) (int64, string) {
 	var n int64
 	switch {
 	case strings.HasSuffix(s, "m"):
 		fmt.Sscan(strings.TrimSuffix(s, "m"), &n)
-		return n * 1_000_000, s
+		n *= 1_000_000
 	case strings.HasSuffix(s, "k"):
 		fmt.Sscan(strings.TrimSuffix(s, "k"), &n)
-		return n * 1000, s
+		n *= 1000
+	default:
+		fmt.Sscan(s, &n)
 	}
-	fmt.Sscan(s, &n)
-	return n, s
+	switch {
+	case n > 0 && n%1_000_000 == 0:
+		return n, fmt.Sprintf("%dm", n/1_000_000)
+	case n > 0 && n%1000 == 0:
+		return n, fmt.Sprintf("%dk", n/1000)
+	}
+	return n, fmt.Sprint(n)
 }
 
 func goBuild(out, pkg string) error {
