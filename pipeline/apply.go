@@ -50,7 +50,10 @@ func (r *run) apply(ctx context.Context) error {
 		// A partition whose lease expired while its holder's transaction
 		// still locks it (a stalled holder on PostgreSQL) counts as
 		// claimable, but SKIP LOCKED passes it over: if this round made no
-		// progress, wait before trying again rather than spin.
+		// progress, wait before trying again rather than spin. So does a
+		// partition that only looked free: another live attempt's claim of
+		// it not yet committed, or a lease that ran out after this round's
+		// last claim.
 		if p.Claimable > 0 && r.committed > before {
 			continue
 		}
@@ -60,13 +63,14 @@ func (r *run) apply(ctx context.Context) error {
 		// or a holder stopped on this host with its row locked. That makes
 		// the run busy, unless it was asked to wait and may wait still.
 		// (On SQLite such a holder keeps the write lock: see stopBusy.)
-		if b := r.busy(ctx, "holds a partition inside its transaction"); p.Claimable > 0 || r.frozenInTransaction(ctx, b) {
+		if b := r.busy(ctx, "holds a partition inside its transaction"); (p.Claimable > 0 && r.expiredInTransaction(ctx)) || r.frozenInTransaction(ctx, b) {
 			if r.req.Wait <= 0 || time.Since(r.started) > r.req.Wait {
 				return b
 			}
 		}
 		// Other attempts hold the rest: wait for them, and take over the
 		// partitions of any that dies.
+		r.log.Debug("waiting for the partitions other attempts hold", "claimable", p.Claimable, "held", p.Held)
 		if err := sleep(ctx, min(time.Second, r.req.Lease/4)); err != nil {
 			return err
 		}

@@ -110,3 +110,30 @@ func (r *run) frozenInTransaction(ctx context.Context, e *BusyError) bool {
 	}
 	return false
 }
+
+// expiredInTransaction reports whether a partition of r's operation whose
+// lease another attempt let expire is still locked by an open transaction:
+// Claim's SKIP LOCKED passes it over, so it cannot be taken over until that
+// transaction ends. A claimable partition that is not so locked, or whose
+// lease has not expired, only looked free for a moment (another live
+// attempt's claim of it was not yet committed, or its lease ran out after
+// this run's last claim): that is no reason to be busy.
+func (r *run) expiredInTransaction(ctx context.Context) bool {
+	_, now, err := r.e.ledger.Get(ctx, r.e.db, r.id.Key)
+	if err != nil {
+		return false
+	}
+	parts, err := r.e.cp.Partitions(ctx, r.e.db, r.op)
+	if err != nil {
+		return false
+	}
+	for _, p := range parts {
+		if p.Done || p.LeaseAttempt == "" || p.LeaseAttempt == r.attempt.ID || p.LeaseExpires > now {
+			continue
+		}
+		if locked, err := r.e.cp.InTransaction(ctx, r.e.db, r.op, p.Index); err == nil && locked {
+			return true
+		}
+	}
+	return false
+}

@@ -656,6 +656,63 @@ func TestWaitForPartitionLockedByFrozenHolder(t *testing.T) {
 	})
 }
 
+// TestLiveHolderMidTransactionIsNotBusy stops a run inside its first
+// partition's transaction, which has also claimed the next (uncommitted,
+// so that partition looks free to others but SKIP LOCKED passes it over),
+// and makes it look like a run on another host, alive. A second run finds
+// nothing it can claim: it must wait for the live holder, not exit busy as
+// if a stalled holder locked the partition; thawed, the first finishes and
+// both exit 0 with the file imported exactly once.
+func TestLiveHolderMidTransactionIsNotBusy(t *testing.T) {
+	testkit.Available(t, testkit.Postgres) // SQLite's writer holds the whole write lock instead
+	dir := t.TempDir()
+	tg := testkit.NewTarget(t, testkit.Postgres, dir)
+	want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 200, 48)
+	args := []string{"import", "--output", "json", "--lease", "10m", "--partition-rows", "100", "orders.csv"}
+	holder := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:1:stop"}, args...))
+	// Elsewhere, its process cannot be seen stopped: to the other run it is
+	// a live attempt in the middle of its transaction.
+	testkit.Int(t, tg.DB, tg.Rebind(`WITH u AS (UPDATE `+tg.Ledger("attempts")+` SET host = 'elsewhere' WHERE pid = ? RETURNING 1) SELECT count(*) FROM u`), holder.cmd.Process.Pid)
+
+	log, err := os.Create(filepath.Join(dir, "other.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	other := tg.Cmd(t, dir, nil, append(args, "--log-level", "debug")...)
+	var out bytes.Buffer
+	other.Stdout, other.Stderr = &out, log
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	ended := make(chan testkit.Run, 1)
+	go func() { ended <- testkit.Wait(t, other) }()
+	deadline := time.After(60 * time.Second)
+	for waiting := false; !waiting; {
+		select {
+		case r := <-ended:
+			b, _ := os.ReadFile(log.Name())
+			t.Fatalf("while the holder is alive in its transaction, the other run ended: exit %d\n%s%s", r.Code, r.Stdout, b)
+		case <-deadline:
+			t.Fatalf("the other run neither waited nor ended in 60s")
+		case <-time.After(10 * time.Millisecond):
+			b, _ := os.ReadFile(log.Name())
+			waiting = strings.Contains(string(b), "waiting for the partitions other attempts hold")
+		}
+	}
+	testkit.Continue(holder.cmd.Process)
+	if r := testkit.Wait(t, holder.cmd); r.Code != 0 {
+		t.Fatalf("holder: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	r := <-ended
+	if res := parseResults(t, r.Stdout); r.Code != 0 || res[0].Outcome != "resumed" {
+		t.Fatalf("other run: exit %d\n%s", r.Code, r.Stdout)
+	}
+	checkExact(t, tg, "ordinal", want)
+	checkCommittedOnce(t, tg, 2)
+}
+
 // waitFor polls cond every 10ms until it holds, failing t after timeout.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
