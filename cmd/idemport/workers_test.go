@@ -416,14 +416,18 @@ func TestFrozenWorkerCommitsNothingAfterTakeover(t *testing.T) {
 		tg := testkit.NewTarget(t, name, dir)
 		const partitions, per = 20, 1000
 		want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), partitions*per, 43)
-		args := []string{"import", "--output", "json", "--lease", "2s", "--partition-rows", fmt.Sprint(per), "orders.csv"}
-
-		frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:2:stop"}, args...))
+		args := []string{"import", "--output", "json", "--partition-rows", fmt.Sprint(per), "orders.csv"}
+		// The frozen run's lease is short, so that it runs out while the
+		// others work; theirs is long, so that however late a loaded
+		// machine runs their heartbeats, the frozen run's lease is the only
+		// one ever taken over.
+		frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:2:stop"}, slices.Concat(args, []string{"--lease", "2s"})...))
 		stalled := attemptOf(t, tg, frozen.cmd.Process.Pid)
 		if n := testkit.Int(t, tg.DB, tg.Rebind(`SELECT count(*) FROM `+tg.Ledger("partitions")+` WHERE done = 0 AND lease_attempt = ?`), stalled); n != 1 {
 			t.Fatalf("the frozen run holds %d leases, want the one on its next partition", n)
 		}
-		others := []*started{start(t, tg, dir, nil, args...), start(t, tg, dir, nil, args...)}
+		live := slices.Concat(args, []string{"--lease", "10m"})
+		others := []*started{start(t, tg, dir, nil, live...), start(t, tg, dir, nil, live...)}
 		var took string
 		for i, o := range others {
 			// A run that arrives while the other holds every free partition
