@@ -38,12 +38,8 @@ var (
 )
 
 // Querier is what *sql.DB, *sql.Conn and *sql.Tx have in common; the same
-// type as sink.Querier.
-type Querier = interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+// type as idemtype.Querier and sink.Querier.
+type Querier = idemtype.Querier
 
 // Driver is what the ledger needs of the target database's driver; every
 // sink.Driver is one, and the methods mean what sink.Driver says.

@@ -20,11 +20,7 @@ import (
 // It is an alias of an unnamed interface so that packages which declare
 // the part of Driver they use (ledger, checkpoint) can spell the same type
 // without importing sink: a sink.Driver then satisfies their interfaces.
-type Querier = interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+type Querier = idemtype.Querier
 
 var (
 	_ Querier = (*sql.DB)(nil)

@@ -12,15 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idemport/idemport/idemtype"
 )
 
 // Querier is what *sql.DB, *sql.Conn and *sql.Tx have in common; the same
-// type as sink.Querier.
-type Querier = interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+// type as idemtype.Querier and sink.Querier.
+type Querier = idemtype.Querier
 
 // Driver is what migrating needs of the database's driver (a sink.Driver
 // is one): its migration files, its placeholders, its catalogue.
