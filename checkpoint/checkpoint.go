@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/migrate"
@@ -20,18 +19,10 @@ var ErrNotHeld = errors.New("partition claim not held")
 // type as idemtype.Querier and sink.Querier.
 type Querier = idemtype.Querier
 
-// Driver is what the checkpoint store needs of the target database's driver; every
-// sink.Driver is one, and the methods mean what sink.Driver says.
-type Driver interface {
-	// Migrations, Rebind and TableExists place and find the store's tables.
-	Migrations(component string) (fs.FS, error)
-	Rebind(query string) string
-	TableExists(ctx context.Context, q Querier, name string) (bool, error)
-	// Now is the database's clock, by which leases are judged.
-	Now() string
-	// SkipLocked keeps two claimers from claiming one partition.
-	SkipLocked(of string) (clause string, ok bool)
-}
+// Driver is what the checkpoint store needs of the target database's
+// driver: what every store of idemport's state needs; every sink.Driver is
+// one.
+type Driver = idemtype.StateDriver
 
 // Store reads and writes plans and partition marks. It is safe for
 // concurrent use.

@@ -16,6 +16,10 @@
 //     finds and ledger stores;
 //   - [Rows] and [Partitions], the counts of what happened to rows and
 //     partitions, which sink, checkpoint, ledger and pipeline report;
+//   - [Querier], the handle statements run on, and [Migrator] and
+//     [StateDriver], the parts of a sink.Driver that migrate, ledger and
+//     checkpoint use, declared once here so that those packages need not
+//     import sink;
 //   - [EventSink], where pipeline delivers events ([EventMessage]), which
 //     the command's NATS, HTTP and exec sinks implement, and
 //     [ErrPermanent], a delivery refused for good.

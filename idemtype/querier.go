@@ -3,6 +3,7 @@ package idemtype
 import (
 	"context"
 	"database/sql"
+	"io/fs"
 )
 
 // Querier is what *sql.DB, *sql.Conn and *sql.Tx have in common: the
@@ -13,4 +14,26 @@ type Querier = interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Migrator is what applying idemport's own migrations needs of the target
+// database's driver: its migration files, its placeholders and its
+// catalogue. Every sink.Driver is one; the methods mean what sink.Driver
+// says.
+type Migrator interface {
+	Migrations(component string) (fs.FS, error)
+	Rebind(query string) string
+	TableExists(ctx context.Context, q Querier, name string) (bool, error)
+}
+
+// StateDriver is what the stores of idemport's own state in the target
+// database (ledger, checkpoint) need of its driver: a Migrator that places
+// and finds their tables, the database's clock, by which leases are
+// judged (Now), and the clause that keeps two claimers from claiming one
+// row (SkipLocked). Every sink.Driver is one; the methods mean what
+// sink.Driver says.
+type StateDriver interface {
+	Migrator
+	Now() string
+	SkipLocked(of string) (clause string, ok bool)
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 
 	"github.com/idemport/idemport/idemtype"
@@ -41,19 +40,13 @@ var (
 // type as idemtype.Querier and sink.Querier.
 type Querier = idemtype.Querier
 
-// Driver is what the ledger needs of the target database's driver; every
+// Driver is what the ledger needs of the target database's driver: what
+// every store of idemport's state needs, and the operation lock; every
 // sink.Driver is one, and the methods mean what sink.Driver says.
 type Driver interface {
-	// Migrations, Rebind and TableExists place and find the ledger's tables.
-	Migrations(component string) (fs.FS, error)
-	Rebind(query string) string
-	TableExists(ctx context.Context, q Querier, name string) (bool, error)
-	// Now is the database's clock, by which leases are judged.
-	Now() string
-	// Lock and SkipLocked keep two deciders from deciding for one
-	// operation, and two claimers from claiming one delivery.
+	idemtype.StateDriver
+	// Lock keeps two deciders from deciding for one operation.
 	Lock(ctx context.Context, tx *sql.Tx, key string) error
-	SkipLocked(of string) (clause string, ok bool)
 }
 
 // Ledger reads and writes idemport's operation records. It is safe for

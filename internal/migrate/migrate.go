@@ -22,11 +22,7 @@ type Querier = idemtype.Querier
 
 // Driver is what migrating needs of the database's driver (a sink.Driver
 // is one): its migration files, its placeholders, its catalogue.
-type Driver interface {
-	Migrations(component string) (fs.FS, error)
-	Rebind(query string) string
-	TableExists(ctx context.Context, q Querier, name string) (bool, error)
-}
+type Driver = idemtype.Migrator
 
 // Apply runs, in order, the migrations of component that d provides and
 // that are not yet recorded. Files are named NNNN_description.up.sql; every
