@@ -1,15 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/english"
 	"io"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -37,35 +34,6 @@ func openReadOnly(c *cobra.Command, into target) (*pipeline.Engine, error) {
 		return nil, nil
 	}
 	return eng, err
-}
-
-// msTime is a ledger time for a text table: "-" when unset.
-func msTime(ms int64) string {
-	if ms == 0 {
-		return "-"
-	}
-	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05Z")
-}
-
-// jsonTime is a ledger time for JSON: RFC 3339 in UTC, whole seconds, as
-// jq's fromdateiso8601 reads it; empty when unset.
-func jsonTime(ms int64) string {
-	if ms == 0 {
-		return ""
-	}
-	return time.UnixMilli(ms).UTC().Format(time.RFC3339)
-}
-
-// writeJSON writes each of vs as one line of JSON (JSON Lines): every
-// command's --output json is a stream of objects, one per line.
-func writeJSON[T any](w io.Writer, vs ...T) error {
-	enc := json.NewEncoder(w)
-	for _, v := range vs {
-		if err := enc.Encode(v); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func newStatusCmd(e *env) *cobra.Command {
@@ -145,27 +113,18 @@ func statusJSON(ops []pipeline.OperationStatus) []operationJSON {
 }
 
 func statusText(w io.Writer, ops []pipeline.OperationStatus) error {
-	if len(ops) == 0 {
-		_, err := fmt.Fprintln(w, "no operations")
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TABLE\tFILE\tFILE ID\tSTATE\tROWS\tPARTITIONS\tATTEMPTS\tLEASE\tUPDATED")
-	for _, o := range ops {
-		lease := "-"
-		if len(o.Holders) > 0 {
-			lease = strings.Join(o.Holders, ",")
-		} else if !o.Planned && o.LeaseAttempt != "" {
+	return writeTable(w, "no operations", "TABLE\tFILE\tFILE ID\tSTATE\tROWS\tPARTITIONS\tATTEMPTS\tLEASE\tUPDATED", ops, func(o pipeline.OperationStatus) []any {
+		lease := strings.Join(o.Holders, ",")
+		if lease == "" && !o.Planned && o.LeaseAttempt != "" {
 			lease = o.LeaseAttempt + " (planning)"
 		}
-		rows := fmt.Sprintf("%d", o.Rows.Inserted+o.Rows.Updated+o.Rows.Unchanged+o.Rows.Stale+o.Rows.Superseded)
+		rows := fmt.Sprint(o.Rows.Inserted + o.Rows.Updated + o.Rows.Unchanged + o.Rows.Stale + o.Rows.Superseded)
 		if o.Rows.Rejected > 0 {
 			rows += fmt.Sprintf(" (+%d bad)", o.Rows.Rejected)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\n", o.Table, o.Path, shortID(o.FileID), o.State, rows,
-			o.Partitions.Done, o.Partitions.Total, o.Attempts, lease, msTime(o.UpdatedAt))
-	}
-	return tw.Flush()
+		return []any{o.Table, o.Path, shortID(o.FileID), o.State, rows, fmt.Sprintf("%d/%d", o.Partitions.Done, o.Partitions.Total),
+			o.Attempts, orDash(lease), msTime(o.UpdatedAt)}
+	})
 }
 
 // shortID shortens content digests used as file IDs for tables.
@@ -263,9 +222,7 @@ func historyText(w io.Writer, ops []pipeline.OperationStatus, attempts [][]ledge
 		}
 		fmt.Fprintf(w, "%s ← %s: %s, %s, last seen as %s, content %s\n", op.Table, op.FileID, op.State,
 			english.Plural(len(attempts[i]), "attempt"), op.Path, op.ContentDigest)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ATTEMPT\tTRIGGER\tHOST:PID\tSTARTED\tOUTCOME\tINSERTED\tUPDATED\tUNCHANGED\tSTALE\tSUPERSEDED\tREJECTED\tPARTITIONS\tNOTE")
-		for _, a := range attempts[i] {
+		err := writeTable(w, "", "ATTEMPT\tTRIGGER\tHOST:PID\tSTARTED\tOUTCOME\tINSERTED\tUPDATED\tUNCHANGED\tSTALE\tSUPERSEDED\tREJECTED\tPARTITIONS\tNOTE", attempts[i], func(a ledger.AttemptRecord) []any {
 			note := a.Error
 			if a.RecoveredFrom != "" {
 				note = strings.TrimSpace("recovered lease of " + a.RecoveredFrom + "; " + note)
@@ -277,12 +234,11 @@ func historyText(w io.Writer, ops []pipeline.OperationStatus, attempts [][]ledge
 			if a.SchemaChanges != "" {
 				note = strings.TrimSuffix("schema: "+a.SchemaChanges+"; "+note, "; ")
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s:%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d committed, %d skipped\t%s\n",
-				a.ID, a.Trigger, a.Host, a.PID, msTime(a.StartedAt), pipeline.AttemptOutcome(a, op),
+			return []any{a.ID, a.Trigger, fmt.Sprintf("%s:%d", a.Host, a.PID), msTime(a.StartedAt), pipeline.AttemptOutcome(a, op),
 				a.Rows.Inserted, a.Rows.Updated, a.Rows.Unchanged, a.Rows.Stale, a.Rows.Superseded, a.Rows.Rejected,
-				a.Partitions.Committed, a.Partitions.Skipped, note)
-		}
-		if err := tw.Flush(); err != nil {
+				fmt.Sprintf("%d committed, %d skipped", a.Partitions.Committed, a.Partitions.Skipped), note}
+		})
+		if err != nil {
 			return err
 		}
 	}

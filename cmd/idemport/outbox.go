@@ -8,7 +8,6 @@ import (
 	"github.com/idemport/idemport/internal/english"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -130,38 +129,15 @@ func newOutboxListCmd(e *env) *cobra.Command {
 				}
 			}
 			if output == "json" {
-				for _, d := range ds {
-					b, err := json.Marshal(deliveryJSON{
-						EventID: d.EventID, Kind: d.Kind, Table: d.Key.Table, FileID: d.Key.FileID,
-						CreatedAt: jsonTime(d.CreatedAt), Sink: d.SinkName, State: d.State, Attempts: d.Tries,
-						LastError: d.LastError, DeliveredAt: jsonTime(d.DeliveredAt), Event: json.RawMessage(d.Payload),
-					})
-					if err != nil {
-						return err
-					}
-					fmt.Fprintf(e.stdout, "%s\n", b)
-				}
-				return nil
+				return writeJSON(e.stdout, deliveriesJSON(ds)...)
 			}
-			if len(ds) == 0 {
-				_, err := fmt.Fprintln(e.stdout, "no events")
-				return err
-			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "EVENT\tKIND\tTABLE\tFILE ID\tRECORDED\tSINK\tSTATE\tATTEMPTS\tLAST ERROR")
-			for _, d := range ds {
+			return writeTable(e.stdout, "no events", "EVENT\tKIND\tTABLE\tFILE ID\tRECORDED\tSINK\tSTATE\tATTEMPTS\tLAST ERROR", ds, func(d ledger.Delivery) []any {
 				sink, st := d.SinkName, d.State
 				if d.SinkID == "" {
 					sink, st = "-", "no sink"
 				}
-				last := d.LastError
-				if last == "" {
-					last = "-"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", d.EventID, d.Kind, d.Key.Table, d.Key.FileID,
-					msTime(d.CreatedAt), sink, st, d.Tries, last)
-			}
-			return tw.Flush()
+				return []any{d.EventID, d.Kind, d.Key.Table, d.Key.FileID, msTime(d.CreatedAt), sink, st, d.Tries, orDash(d.LastError)}
+			})
 		},
 	}
 	e.intoFlag(c, &into)
@@ -183,6 +159,16 @@ type deliveryJSON struct {
 	LastError   string          `json:"last_error,omitempty"`
 	DeliveredAt string          `json:"delivered_at,omitempty"`
 	Event       json.RawMessage `json:"event"`
+}
+
+func deliveriesJSON(ds []ledger.Delivery) []deliveryJSON {
+	out := make([]deliveryJSON, len(ds))
+	for i, d := range ds {
+		out[i] = deliveryJSON{EventID: d.EventID, Kind: d.Kind, Table: d.Key.Table, FileID: d.Key.FileID,
+			CreatedAt: jsonTime(d.CreatedAt), Sink: d.SinkName, State: d.State, Attempts: d.Tries,
+			LastError: d.LastError, DeliveredAt: jsonTime(d.DeliveredAt), Event: json.RawMessage(d.Payload)}
+	}
+	return out
 }
 
 func newOutboxDeliverCmd(e *env) *cobra.Command {
@@ -220,11 +206,9 @@ give the same addresses. Exit 0 when nothing is left pending, 1 otherwise.`,
 				return err
 			}
 			if output == "json" {
-				b, err := json.Marshal(map[string]int64{"delivered": rep.Delivered, "failed": rep.Failed, "pending": rep.Pending})
-				if err != nil {
+				if err := writeJSON(e.stdout, map[string]int64{"delivered": rep.Delivered, "failed": rep.Failed, "pending": rep.Pending}); err != nil {
 					return err
 				}
-				fmt.Fprintf(e.stdout, "%s\n", b)
 			} else {
 				fmt.Fprintf(e.stdout, "delivered %s; %d pending\n", english.Plural(rep.Delivered, "event delivery"), rep.Pending)
 			}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/idemport/idemport/internal/english"
 	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -113,13 +112,7 @@ func rejectsText(w io.Writer, ops []ledger.Operation, all [][]ledger.Reject) err
 		if len(all[i]) == 0 {
 			continue
 		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ROW\tBYTE\tCOLUMN\tVALUE\tCODE\tREASON\tREPLAYED BY")
-		for _, r := range all[i] {
-			replayed := "-"
-			if r.ReplayedBy != "" {
-				replayed = r.ReplayedBy
-			}
+		err := writeTable(w, "", "ROW\tBYTE\tCOLUMN\tVALUE\tCODE\tREASON\tREPLAYED BY", all[i], func(r ledger.Reject) []any {
 			offset := "-"
 			if r.Offset >= 0 {
 				offset = fmt.Sprint(r.Offset)
@@ -128,9 +121,9 @@ func rejectsText(w io.Writer, ops []ledger.Operation, all [][]ledger.Reject) err
 			if r.Column != "" {
 				column, value = r.Column, fmt.Sprintf("%q", clip(r.Value, 40))
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Ordinal, offset, column, value, r.Code, r.Message, replayed)
-		}
-		if err := tw.Flush(); err != nil {
+			return []any{r.Ordinal, offset, column, value, r.Code, r.Message, orDash(r.ReplayedBy)}
+		})
+		if err != nil {
 			return err
 		}
 	}
