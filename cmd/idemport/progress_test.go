@@ -4,7 +4,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,11 +134,8 @@ func TestProgressBarUnderATerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write(plain)
-	zw.Close()
-	os.WriteFile(filepath.Join(dir, "big.csv.gz"), gz.Bytes(), 0o644)
+	gz := gzipFile(t, filepath.Join(dir, "big.csv"))
+	os.WriteFile(filepath.Join(dir, "big.csv.gz"), gz, 0o644)
 
 	for _, tc := range []struct {
 		file  string
@@ -147,7 +143,7 @@ func TestProgressBarUnderATerminal(t *testing.T) {
 		table string
 	}{
 		{"big.csv", int64(len(plain)), "plain"},
-		{"big.csv.gz", int64(gz.Len()), "gzipped"},
+		{"big.csv.gz", int64(len(gz)), "gzipped"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			frames, raw, stdout := ptyRun(t, dir, "import", "--log-level", "info", "--table", tc.table, "--partition-rows", "25000", tc.file)

@@ -42,13 +42,8 @@ func newRemoteFixture(t *testing.T) *remoteFixture {
 	os.Mkdir(local, 0o755)
 	testkit.Orders(t, filepath.Join(local, "a.csv"), 3000, 51)
 	testkit.Orders(t, filepath.Join(local, "b.csv"), 2000, 52)
-	raw, _ := os.ReadFile(filepath.Join(local, "b.csv"))
+	os.WriteFile(filepath.Join(local, "b.csv.gz"), gzipFile(t, filepath.Join(local, "b.csv")), 0o644)
 	os.Remove(filepath.Join(local, "b.csv"))
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write(raw)
-	zw.Close()
-	os.WriteFile(filepath.Join(local, "b.csv.gz"), gz.Bytes(), 0o644)
 	writeRowGroups(t, filepath.Join(local, "c.parquet"), 4, 250)
 	os.WriteFile(filepath.Join(local, "d.jsonl"), []byte(`{"id":1,"v":"x","n":{"a":[1,2]}}`+"\n"+`{"id":2,"v":null,"n":9007199254740993}`+"\n"), 0o644)
 	for _, name := range []string{"a.csv", "b.csv.gz", "c.parquet", "d.jsonl"} {
@@ -475,23 +470,43 @@ func TestRemoteWorkersShareOneObject(t *testing.T) {
 	}
 }
 
+// spooledObject puts 20,000 orders (testkit.Orders with seed), gzipped, on
+// a new S3 server as s3://bkt/orders.csv.gz, and returns the test's
+// directory, the server, a run's environment, the object's bytes, the
+// spool directory and the arguments of an import of it in 10 partitions.
+func spooledObject(t *testing.T, seed int) (dir string, s3 *remotetest.Server, env []string, gz []byte, spool string, args []string) {
+	t.Helper()
+	dir = t.TempDir()
+	s3 = remotetest.NewS3(t, "bkt")
+	env = s3.Env(dir)
+	testkit.Orders(t, filepath.Join(dir, "orders.csv"), 20000, seed)
+	gz = gzipFile(t, filepath.Join(dir, "orders.csv"))
+	s3.Put(t, "bkt", "orders.csv.gz", gz, time.Time{})
+	spool = filepath.Join(dir, "spool")
+	args = []string{"import", "--s3-endpoint", s3.URL, "--s3-path-style", "--spool-dir", spool, "--partition-rows", "2000", "s3://bkt/orders.csv.gz"}
+	return dir, s3, env, gz, spool, args
+}
+
+// gzipFile returns the gzip compression of the file at path.
+func gzipFile(t *testing.T, path string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(raw)
+	zw.Close()
+	return gz.Bytes()
+}
+
 // TestRemoteCompressedSpool imports a gzip CSV object of 10 partitions: it
 // is downloaded once into the spool directory, not once per partition; a
 // run killed midway leaves the copy, which the rerun reads without
 // downloading again; the copy is removed when the import completes.
 func TestRemoteCompressedSpool(t *testing.T) {
-	dir := t.TempDir()
-	s3 := remotetest.NewS3(t, "bkt")
-	env := s3.Env(dir)
-	testkit.Orders(t, filepath.Join(dir, "orders.csv"), 20000, 111)
-	raw, _ := os.ReadFile(filepath.Join(dir, "orders.csv"))
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write(raw)
-	zw.Close()
-	s3.Put(t, "bkt", "orders.csv.gz", gz.Bytes(), time.Time{})
-	spool := filepath.Join(dir, "spool")
-	args := []string{"import", "--s3-endpoint", s3.URL, "--s3-path-style", "--spool-dir", spool, "--partition-rows", "2000", "s3://bkt/orders.csv.gz"}
+	dir, s3, env, gz, spool, args := spooledObject(t, 111)
 	spooled := func() []string {
 		names, _ := filepath.Glob(filepath.Join(spool, "*"))
 		return names
@@ -501,8 +516,8 @@ func TestRemoteCompressedSpool(t *testing.T) {
 	if killed.Signal != syscall.SIGKILL {
 		t.Fatalf("not killed: %d %s", killed.Code, killed.Stderr)
 	}
-	if c := s3.Counts(); c.Bytes != int64(gz.Len()) {
-		t.Fatalf("the first run fetched %d bytes of a %d-byte object, want it once (%+v)", c.Bytes, gz.Len(), c)
+	if c := s3.Counts(); c.Bytes != int64(len(gz)) {
+		t.Fatalf("the first run fetched %d bytes of a %d-byte object, want it once (%+v)", c.Bytes, len(gz), c)
 	}
 	if len(spooled()) != 1 {
 		t.Fatalf("spool after the kill: %v, want the copy", spooled())
@@ -532,18 +547,7 @@ func TestRemoteCompressedSpool(t *testing.T) {
 // resumes the spooled copy where it stopped, fetching only the bytes the
 // copy lacks, and imports the file exactly.
 func TestRemoteSpoolKilledMidDownload(t *testing.T) {
-	dir := t.TempDir()
-	s3 := remotetest.NewS3(t, "bkt")
-	env := s3.Env(dir)
-	testkit.Orders(t, filepath.Join(dir, "orders.csv"), 20000, 121)
-	raw, _ := os.ReadFile(filepath.Join(dir, "orders.csv"))
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write(raw)
-	zw.Close()
-	s3.Put(t, "bkt", "orders.csv.gz", gz.Bytes(), time.Time{})
-	spool := filepath.Join(dir, "spool")
-	args := []string{"import", "--s3-endpoint", s3.URL, "--s3-path-style", "--spool-dir", spool, "--partition-rows", "2000", "s3://bkt/orders.csv.gz"}
+	dir, s3, env, gz, spool, args := spooledObject(t, 121)
 
 	cmd := testkit.Cmd(t, dir, env, args...)
 	var gets atomic.Int64
@@ -573,8 +577,8 @@ func TestRemoteSpoolKilledMidDownload(t *testing.T) {
 	if res.Outcome != "imported" || res.Rows.Inserted != 20000 {
 		t.Fatalf("rerun: %+v", res)
 	}
-	if c := s3.Counts(); c.Bytes != int64(gz.Len())-st.Size() {
-		t.Fatalf("the rerun fetched %d bytes; the copy lacked %d (%+v)", c.Bytes, int64(gz.Len())-st.Size(), c)
+	if c := s3.Counts(); c.Bytes != int64(len(gz))-st.Size() {
+		t.Fatalf("the rerun fetched %d bytes; the copy lacked %d (%+v)", c.Bytes, int64(len(gz))-st.Size(), c)
 	}
 	db := testkit.Open(t, filepath.Join(dir, "idemport.db"))
 	if n := testkit.Int(t, db, `SELECT count(DISTINCT order_id) FROM orders`); n != 20000 {
