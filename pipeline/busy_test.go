@@ -1,0 +1,117 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemport/idemport/internal/testkit"
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/sink"
+)
+
+// jumpingClock is a target's driver whose database clock jumps ahead once,
+// right after a claim: once armed, the next claim (which asks SkipLocked,
+// then Now) is judged by the real clock, and every statement after it by a
+// clock an hour ahead. To the run that uses it, every lease shorter than
+// an hour then runs out between its claim and what it reads next.
+type jumpingClock struct {
+	sink.Driver
+	mu       sync.Mutex
+	armed    bool
+	claiming bool
+	ahead    bool
+}
+
+func (d *jumpingClock) SkipLocked(of string) (string, bool) {
+	d.mu.Lock()
+	d.claiming = d.armed
+	d.mu.Unlock()
+	return d.Driver.SkipLocked(of)
+}
+
+func (d *jumpingClock) Now() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.Driver.Now()
+	if d.ahead {
+		now = fmt.Sprintf("(%s + %d)", now, time.Hour.Milliseconds())
+	}
+	if d.claiming {
+		d.armed, d.claiming, d.ahead = false, false, true
+	}
+	return now
+}
+
+// armOnWait is a log handler that arms clock the first time its run says
+// it waits for partitions other attempts hold.
+type armOnWait struct {
+	clock *jumpingClock
+	once  sync.Once
+	armed chan struct{}
+}
+
+func (a *armOnWait) Enabled(context.Context, slog.Level) bool { return true }
+func (a *armOnWait) WithAttrs([]slog.Attr) slog.Handler       { return a }
+func (a *armOnWait) WithGroup(string) slog.Handler            { return a }
+func (a *armOnWait) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "waiting for the partitions other attempts hold" {
+		a.once.Do(func() {
+			a.clock.mu.Lock()
+			a.clock.armed = true
+			a.clock.mu.Unlock()
+			close(a.armed)
+		})
+	}
+	return nil
+}
+
+// TestJustExpiredLeaseIsNotBusy: a run that has applied what it could and
+// waits for a partition another live attempt holds sees that lease run out
+// just after its claim found nothing, so that the partition looks
+// claimable although this round claimed nothing. The holder is not inside
+// a transaction, so the partition can be taken over: the README's decision
+// table says the run takes it over, and it must, rather than exit busy.
+// Then the holder, let go, commits nothing more (lease lost), and the
+// target holds every row once. The clock jump makes the moment exact
+// instead of a matter of timing.
+func TestJustExpiredLeaseIsNotBusy(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		f := newFx(t, name)
+		req := Request{Path: f.write(t, "items.csv", items(300, 1)), Mapping: Mapping{Table: "items"}, PartitionRows: 100, Lease: 10 * time.Minute}
+		// Committed partition 0; holds partition 1's lease, out of any
+		// transaction; partition 2 is free.
+		h := f.holdPartition(t, req)
+
+		d, err := Drivers().Lookup(f.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock := &jumpingClock{Driver: d}
+		arm := &armOnWait{clock: clock, armed: make(chan struct{})}
+		e := f.open(t, Options{Drivers: sink.Registry{clock}, Logger: slog.New(arm)})
+		res := e.Import(context.Background(), req)
+		select {
+		case <-arm.armed:
+		default:
+			t.Fatalf("the run never waited for the held partition: %s %v", res.Outcome, res.Err)
+		}
+		if res.Outcome != Resumed || !res.RecoveredLease || res.Partitions.Committed != 2 || res.Partitions.Skipped != 1 {
+			t.Fatalf("the run that met the just-expired lease: %s (%v), partitions %+v, recovered %v; want resumed, taking the lease over",
+				res.Outcome, res.Err, res.Partitions, res.RecoveredLease)
+		}
+		if hr := h.finish(); hr.Outcome != Failed || !errors.Is(hr.Err, ledger.ErrLeaseLost) {
+			t.Fatalf("the holder, let go: %s %v; want failed, lease lost", hr.Outcome, hr.Err)
+		}
+		if got := f.rows(t, `SELECT count(*), count(DISTINCT id), min(id), max(id) FROM items`); fmt.Sprint(got) != "[[300 300 1 300]]" {
+			t.Fatalf("items (rows, distinct ids, min, max): %v", got)
+		}
+		if got := f.rows(t, `SELECT count(*), sum(done) FROM `+f.tg.Ledger("partitions")); fmt.Sprint(got) != "[[3 3]]" {
+			t.Fatalf("partitions (total, done): %v", got)
+		}
+	})
+}
