@@ -295,13 +295,15 @@ func TestHeldLeaseIsBusyAndExpiredLeaseIsRecovered(t *testing.T) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 4)
-		holder := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "--lease", "2s", "--output", "json", "orders.csv")).cmd
+		// The lease is long, so the second run meets it live however
+		// slowly the machine runs; then it runs out.
+		holder := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "--lease", "10m", "--output", "json", "orders.csv")).cmd
 
 		busy := importTo(t, tg, dir, nil, 4, "--lease", "2s", "orders.csv")
 		if busy.Outcome != "busy" || !strings.Contains(busy.Error, "busy") {
 			t.Fatalf("second run: %+v", busy)
 		}
-		time.Sleep(2500 * time.Millisecond)
+		expireLeases(t, tg)
 		took := importTo(t, tg, dir, nil, 0, "--lease", "2s", "orders.csv")
 		if took.Outcome != "resumed" || !took.RecoveredLease || took.Rows.Inserted != 50 || took.Partitions.Committed != 1 {
 			t.Fatalf("takeover: %+v", took)
@@ -513,18 +515,36 @@ func TestMaxRejectsPercentage(t *testing.T) {
 
 // TestWaitInsteadOfBusy starts a run while another holds the only
 // partition: with --wait it waits instead of exiting 4, and finishes the
-// import once the holder's lease expires.
+// import once the holder's lease expires. The holder's lease is long, so
+// the run meets it live however slowly the machine runs; it runs out once
+// the run says it waits.
 func TestWaitInsteadOfBusy(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 40, 27)
-		stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "--lease", "2s", "orders.csv"))
-		start := time.Now()
-		res := importTo(t, tg, dir, nil, 0, "--lease", "2s", "--wait", "30s", "orders.csv")
-		if res.Outcome != "resumed" || !res.RecoveredLease || time.Since(start) < time.Second {
-			t.Fatalf("waiting run after %v: %+v", time.Since(start), res)
+		stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "--lease", "10m", "orders.csv"))
+		log, err := os.Create(filepath.Join(dir, "waiting.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer log.Close()
+		waiting := tg.Cmd(t, dir, nil, "import", "--output", "json", "--log-level", "debug", "--wait", "5m", "orders.csv")
+		var out bytes.Buffer
+		waiting.Stdout, waiting.Stderr = &out, log
+		if err := waiting.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { waiting.Process.Kill(); waiting.Wait() })
+		waitFor(t, time.Minute, "the second run to wait for the holder", func() bool {
+			b, _ := os.ReadFile(log.Name())
+			return strings.Contains(string(b), "busy; waiting")
+		})
+		expireLeases(t, tg)
+		r := testkit.Wait(t, waiting)
+		if res := parseResults(t, r.Stdout); r.Code != 0 || res[0].Outcome != "resumed" || !res[0].RecoveredLease {
+			t.Fatalf("waiting run: exit %d\n%s", r.Code, r.Stdout)
 		}
 		checkOrders(t, tg, "orders", rows)
 		if short := importTo(t, tg, dir, nil, 0, "--wait=1s", "orders.csv"); short.Outcome != "duplicate" {

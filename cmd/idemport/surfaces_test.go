@@ -7,7 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/idemport/idemport/internal/testkit"
 )
@@ -92,14 +91,14 @@ func TestOutcomesAgree(t *testing.T) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 1000, 43)
-		args := []string{"import", "--lease", "2s", "--partition-rows", "100", "orders.csv"}
+		args := []string{"import", "--lease", "10m", "--partition-rows", "100", "orders.csv"}
 		run := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:1:stop"}, args...))
 		if h := history(t, tg, dir, 0, "orders.csv"); len(h) != 1 || h[0].Attempts[0].Outcome != "running" {
 			t.Fatalf("a stopped attempt holding its lease: %+v", h)
 		}
 		run.cmd.Process.Signal(syscall.SIGKILL)
 		testkit.Wait(t, run.cmd)
-		time.Sleep(2100 * time.Millisecond) // its lease expires
+		expireLeases(t, tg) // its lease runs out
 		if h := history(t, tg, dir, 0, "orders.csv"); len(h) != 1 || h[0].Attempts[0].Outcome != "died" {
 			t.Fatalf("a killed attempt whose lease expired: %+v", h)
 		}

@@ -160,7 +160,7 @@ func TestClaimDecisionTable(t *testing.T) {
 			want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 33)
 			holder := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-claim:stop"}, "import", "--lease", "1s", "--output", "json", "orders.csv"))
 			stalled := attemptOf(t, tg, holder.cmd.Process.Pid)
-			time.Sleep(1500 * time.Millisecond) // the frozen holder renews nothing
+			waitLeasesExpired(t, tg) // the frozen holder renews nothing
 			took := importTo(t, tg, dir, nil, 0, "--lease", "1s", "orders.csv")
 			if took.Outcome != "resumed" || !took.RecoveredLease || !reflect.DeepEqual(took.RecoveredFrom, []string{stalled}) || took.Partitions.Committed != 1 {
 				t.Fatalf("takeover of %s: %+v", stalled, took)
@@ -624,7 +624,7 @@ func TestWaitForPartitionLockedByFrozenHolder(t *testing.T) {
 		want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 1000, 47)
 		args := []string{"import", "--output", "json", "--lease", "1s", "--partition-rows", "100", "orders.csv"}
 		frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:2:stop"}, args...))
-		time.Sleep(1500 * time.Millisecond) // past its lease
+		waitLeasesExpired(t, tg)
 		other := start(t, tg, dir, nil, append(args, "--wait=5m")...)
 		// It does what it can, then waits. On PostgreSQL it commits the
 		// 7 partitions the frozen transaction does not lock (that one
@@ -723,6 +723,29 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// waitLeasesExpired waits until no lease on the target is live by the
+// database's clock, by which runs judge leases: the lease of a holder that
+// is stopped (so renews nothing) has run out, however slowly the machine
+// runs.
+func waitLeasesExpired(t *testing.T, tg *testkit.Target) {
+	t.Helper()
+	waitFor(t, time.Minute, "the stopped holder's lease to run out", func() bool { return tg.LiveLeases(t) == 0 })
+}
+
+// expireLeases makes every lease on the target run out now, as the
+// passing of its time would, for tests whose holder must first be seen
+// holding a live lease however slowly the machine runs (so its lease is
+// long) and then lose it: the holder is stopped or dead and renews
+// nothing.
+func expireLeases(t *testing.T, tg *testkit.Target) {
+	t.Helper()
+	for _, table := range []string{"partitions", "operations"} {
+		if _, err := tg.DB.Exec(`UPDATE ` + tg.Ledger(table) + ` SET lease_expires = ` + tg.Now() + ` - 1 WHERE lease_attempt IS NOT NULL`); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

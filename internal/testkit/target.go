@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemport/idemport/internal/pgtest"
 	"github.com/idemport/idemport/sink/postgres"
+	"github.com/idemport/idemport/sink/sqlite"
 )
 
 // The names of the targets the end-to-end tests run against, used as the
@@ -111,6 +112,23 @@ func (tg *Target) TimeText(col string) string {
 		return fmt.Sprintf(`to_char(%s AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`, col)
 	}
 	return "CAST(" + col + " AS TEXT)"
+}
+
+// Now returns the SQL expression of the database's clock in Unix
+// milliseconds, the clock leases are judged by.
+func (tg *Target) Now() string {
+	if tg.IsPostgres() {
+		return postgres.Driver{}.Now()
+	}
+	return sqlite.Driver{}.Now()
+}
+
+// LiveLeases returns how many unfinished partitions and operations are
+// held by a lease that is live by the database's clock.
+func (tg *Target) LiveLeases(t testing.TB) int64 {
+	t.Helper()
+	return Int(t, tg.DB, `SELECT (SELECT count(*) FROM `+tg.Ledger("partitions")+` WHERE done = 0 AND lease_attempt IS NOT NULL AND lease_expires > `+tg.Now()+`)
+		+ (SELECT count(*) FROM `+tg.Ledger("operations")+` WHERE lease_attempt IS NOT NULL AND lease_expires > `+tg.Now()+`)`)
 }
 
 // Rebind rewrites the ? placeholders of q for the target ($1, $2, … on
