@@ -326,12 +326,19 @@ type writer struct {
 	copyCols []string // staging columns in COPY order
 	truncate string
 	merge    string // $1 file key, $2 round (natural-key mode)
-	// Ordinal mode, when every column is copied in its target type: a
-	// batch whose rows' keys are all absent is copied straight into the
-	// target, the cost of a plain COPY.
+	// When every column is copied in its target type, a batch whose rows'
+	// keys are all absent is copied straight into the target, the cost of
+	// a plain COPY. In ordinal mode a query finds whether any is stored
+	// (present); in natural-key mode the COPY is tried under a savepoint
+	// and the target's unique index tells (see tryDirect).
 	direct     bool
 	directCols []string
 	present    string // $1 file key, $2 first ordinal, $3 last ordinal
+	// Natural-key mode: whether the next batch is tried straight into the
+	// target. A batch that found a stored key turns it off, so that a
+	// file of stored keys pays for one failed COPY rather than one per
+	// batch; a merged batch that inserted every row turns it back on.
+	tryDirect bool
 	// enc writes COPY data straight from the Arrow buffers, when every
 	// column's type allows; copyStage and copyDirect are its statements.
 	enc        *encoder
@@ -452,12 +459,12 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 		guard = append(guard, "("+strings.Join(stored, ", ")+") IS DISTINCT FROM ("+strings.Join(incoming, ", ")+")")
 		action = "DO UPDATE SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(guard, " AND ")
 	}
+	w.direct, w.tryDirect = true, true
+	for _, f := range w.fields {
+		w.direct = w.direct && !f.text
+	}
+	w.directCols = append([]string{sink.FileColumn, sink.RowColumn}, w.copyCols[len(w.copyCols)-len(w.fields):]...)
 	if tg.Ordinal() {
-		w.direct = true
-		for _, f := range w.fields {
-			w.direct = w.direct && !f.text
-		}
-		w.directCols = append([]string{sink.FileColumn, sink.RowColumn}, w.copyCols[1:]...)
 		w.present = "SELECT EXISTS (SELECT 1 FROM " + table + " WHERE " + q(sink.FileColumn) + " = $1 AND " + q(sink.RowColumn) + " BETWEEN $2 AND $3)"
 	}
 	if w.enc = newEncoder(w.fields); w.enc != nil {
@@ -540,7 +547,17 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	if !w.tg.Ordinal() {
 		rounds = w.number(rec)
 	}
-	if w.direct {
+	if w.direct && !w.tg.Ordinal() && w.tryDirect && rounds == 1 {
+		ok, err := w.copyNew(ctx, tx, rec, fileKey, ordinals)
+		if err != nil {
+			return total, err
+		}
+		if ok {
+			total.Inserted = int64(n)
+			return total, nil
+		}
+	}
+	if w.direct && w.tg.Ordinal() {
 		// The first load of a partition: no row of the batch's key range is
 		// stored (the claim keeps other attempts out of the range), so the
 		// rows are copied into the target as they are, all inserted.
@@ -588,7 +605,55 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		total.Stale += stale
 		total.Unchanged += rest - stale
 	}
+	w.tryDirect = total.Inserted == int64(n)
 	return total, nil
+}
+
+// directSavepoint names the savepoint a natural-key batch is copied
+// straight into the target under. It nests inside any savepoint of the
+// caller.
+const directSavepoint = "idemport_direct"
+
+// copyNew copies the rows of rec straight into the target, all of them
+// inserted, when none of their keys is stored; it reports false, having
+// written nothing, when one is. The COPY runs under a savepoint: the
+// target's unique index on the key (every natural-key target has one: see
+// sink.Check) refuses a stored key with a unique violation, which rolls
+// the COPY back to the savepoint, and the batch is then staged and merged.
+// The COPY stops at the first such row, so a batch of stored keys loses
+// little; a batch whose first stored key comes late loses most of a COPY,
+// which is why a refused batch turns direct copies off (tryDirect) until
+// a merge inserts every row of its batch again.
+//
+// A deadlock (the rows are copied in file order, not in key order, so
+// two transactions copying the same new keys in different orders can
+// wait on each other) is handled the same way: the savepoint's rollback
+// releases the keys the COPY had written, and the merge, in key order,
+// waits for the other transaction instead.
+func (w *writer) copyNew(ctx context.Context, tx *sql.Tx, rec arrow.RecordBatch, fileKey int64, ordinals []int64) (bool, error) {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+directSavepoint); err != nil {
+		return false, fmt.Errorf("savepoint: %w", err)
+	}
+	err := w.copyInto(ctx, rec, fileKey, ordinals)
+	if err == nil {
+		if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+directSavepoint); err != nil {
+			return false, fmt.Errorf("release savepoint: %w", err)
+		}
+		return true, nil
+	}
+	var pe *pgconn.PgError
+	// 23505: unique_violation; 40P01: deadlock_detected.
+	if !errors.As(err, &pe) || (pe.Code != "23505" && pe.Code != "40P01") {
+		return false, err
+	}
+	if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+directSavepoint); err != nil {
+		return false, fmt.Errorf("roll back to savepoint: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+directSavepoint); err != nil {
+		return false, fmt.Errorf("release savepoint: %w", err)
+	}
+	w.tryDirect = false
+	return false, nil
 }
 
 // key appends row i of a to a batch key, so that values the key column
