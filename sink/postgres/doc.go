@@ -19,11 +19,20 @@
 // inside the caller's transaction), and one INSERT … SELECT … ON CONFLICT
 // DO UPDATE … WHERE statement merges it into the target, leaving unchanged
 // and stale rows untouched and telling inserted rows from updated ones by
-// their xmax. In natural-key mode the same statement counts the stale rows
-// with a join of the staging table and the target, which sees the target
-// as it was before the statement; and a batch that holds a key more than
-// once is merged in rounds, the n-th occurrence of each key in the n-th
-// round, because one statement cannot touch a row twice.
+// their xmax. In natural-key mode the rows the merge neither inserted nor
+// updated, when there are any, are then told stale from unchanged with a
+// join of the staging table and the target, which the merge left locked
+// as it judged them; and a batch that holds a key more than once is merged
+// in rounds, the n-th occurrence of each key in the n-th round, because
+// one statement cannot touch a row twice.
+//
+// A batch none of whose keys is stored is copied straight into the target
+// instead, at the cost of a plain COPY. In ordinal mode a query on the
+// batch's key range tells; in natural-key mode the COPY runs under a
+// savepoint, and a stored key (the target's unique index refuses it) or a
+// deadlock rolls it back to the savepoint, and the batch is staged and
+// merged. A batch that found a stored key stops direct copies on its
+// Writer until a merged batch inserts every one of its rows.
 //
 // Its Writer needs connections of the pgx database/sql driver
 // (github.com/jackc/pgx/v5/stdlib, driver name "pgx").

@@ -326,6 +326,7 @@ type writer struct {
 	copyCols []string // staging columns in COPY order
 	truncate string
 	merge    string // $1 file key, $2 round (natural-key mode)
+	count    string // natural-key mode: counts a round's stale rows; $1 file key, $2 round
 	// When every column is copied in its target type, a batch whose rows'
 	// keys are all absent is copied straight into the target, the cost of
 	// a plain COPY. In ordinal mode a query finds whether any is stored
@@ -430,7 +431,6 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	conflict := quoteList([]string{sink.FileColumn, sink.RowColumn}, "")
 	from := " FROM " + stage + " s"
 	order := ""
-	probe, staleCount := "", "0"
 	var guard []string
 	if !tg.Ordinal() {
 		conflict = quoteList(tg.Key, "")
@@ -447,12 +447,9 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 		if tg.Version != "" {
 			ver = w.fields[schema.FieldIndices(tg.Version)[0]].expr("s")
 		}
-		// The stale rows, counted in the same statement as the merge, and
-		// so on the same snapshot: one statement does not see its own
-		// writes.
-		probe = "p AS (SELECT count(*) AS stale FROM " + stage + " s JOIN " + table + " t ON " + strings.Join(on, " AND ") +
-			" WHERE s." + q(roundColumn) + " = $2 AND " + w.stale(ver, "$1::bigint", "s."+q(sink.RowColumn)) + "), "
-		staleCount = "(SELECT stale FROM p)"
+		// The stale rows, counted after the merge (see write).
+		w.count = "SELECT count(*) FROM " + stage + " s JOIN " + table + " t ON " + strings.Join(on, " AND ") +
+			" WHERE s." + q(roundColumn) + " = $2 AND " + w.stale(ver, "$1::bigint", "s."+q(sink.RowColumn))
 	}
 	action := "DO NOTHING"
 	if len(data) > 0 {
@@ -473,10 +470,10 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 			w.copyDirect = copySQL(table, w.directCols)
 		}
 	}
-	w.merge = "WITH " + probe + "m AS (INSERT INTO " + table + " AS t (" + q(sink.FileColumn) + ", " + q(sink.RowColumn) + ", " + strings.Join(names, ", ") + ")" +
+	w.merge = "WITH m AS (INSERT INTO " + table + " AS t (" + q(sink.FileColumn) + ", " + q(sink.RowColumn) + ", " + strings.Join(names, ", ") + ")" +
 		" SELECT $1::bigint, s." + q(sink.RowColumn) + ", " + strings.Join(values, ", ") + from + order +
 		" ON CONFLICT (" + conflict + ") " + action + " RETURNING t.xmax = 0 AS inserted)" +
-		" SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted), " + staleCount + " FROM m"
+		" SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM m"
 	return w, nil
 }
 
@@ -577,8 +574,8 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		return total, err
 	}
 	if w.tg.Ordinal() {
-		var ins, upd, stale int64
-		if err := tx.QueryRowContext(ctx, w.merge, fileKey).Scan(&ins, &upd, &stale); err != nil {
+		var ins, upd int64
+		if err := tx.QueryRowContext(ctx, w.merge, fileKey).Scan(&ins, &upd); err != nil {
 			return total, fmt.Errorf("upsert into %s (rows %d-%d): %w", w.tg.Table, ordinals[0], ordinals[n-1], err)
 		}
 		total.Inserted, total.Updated, total.Unchanged = ins, upd, int64(n)-ins-upd
@@ -590,15 +587,26 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	}
 	for r := range rounds {
 		var ins, upd, stale int64
-		if err := tx.QueryRowContext(ctx, w.merge, fileKey, r).Scan(&ins, &upd, &stale); err != nil {
+		if err := tx.QueryRowContext(ctx, w.merge, fileKey, r).Scan(&ins, &upd); err != nil {
 			return total, fmt.Errorf("upsert into %s (rows %d-%d): %w", w.tg.Table, ordinals[0], ordinals[n-1], err)
 		}
-		// The rows neither inserted nor updated are stale or unchanged.
-		// Without concurrent writers to the same keys, the stale count of
-		// the statement's snapshot is exact; a row that another
-		// transaction wrote since then and that this one did not update
-		// counts as stale if it was stale before, and else as unchanged.
+		// The rows neither inserted nor updated are stale or unchanged,
+		// and are counted apart only when there are any: a join of the
+		// staging table with the target costs a probe of the key's index
+		// per row. It runs after the merge, which leaves the rows it did
+		// not touch as they were and holds them locked (ON CONFLICT DO
+		// UPDATE locks the rows its WHERE refuses), so it sees them as the
+		// merge judged them; a row the merge inserted or updated is never
+		// stale against itself.
 		rest := per[r] - ins - upd
+		if rest > 0 {
+			if err := tx.QueryRowContext(ctx, w.count, fileKey, r).Scan(&stale); err != nil {
+				return total, fmt.Errorf("count stale rows of %s (rows %d-%d): %w", w.tg.Table, ordinals[0], ordinals[n-1], err)
+			}
+		}
+		// Only a target without other columns than the key (DO NOTHING)
+		// leaves rows unlocked, which another transaction may change
+		// before the count: the count stays within the rows left.
 		stale = min(stale, rest)
 		total.Inserted += ins
 		total.Updated += upd
