@@ -28,6 +28,11 @@ type rowScanner interface {
 	rowStart() int64
 	// raw returns the bytes of the row last returned by next.
 	raw() []byte
+	// verbatim reports whether the cells of the row last returned by next
+	// are made of its bytes as they are, less quotes and delimiters, or of
+	// escapes that decode to neither a NUL nor invalid UTF-8: then checking
+	// raw once (textClean) checks every cell.
+	verbatim() bool
 	// crcNow returns the CRC-32C of the bytes consumed since resetCRC.
 	crcNow() uint32
 	resetCRC()
@@ -125,8 +130,12 @@ func (b *buffer) offset() int64 { return b.base + int64(b.pos) }
 // to its line end; they alias the buffer until the next call to next.
 func (b *buffer) raw() []byte     { return b.buf[b.start-b.base : b.pos] }
 func (b *buffer) rowStart() int64 { return b.start }
-func (b *buffer) crcNow() uint32  { return b.crc }
-func (b *buffer) resetCRC()       { b.crc = 0 }
+
+// verbatim is true for CSV and TSV, whose cells are runs of the row's
+// bytes (a quote doubled inside a quoted field is one of them).
+func (b *buffer) verbatim() bool { return true }
+func (b *buffer) crcNow() uint32 { return b.crc }
+func (b *buffer) resetCRC()      { b.crc = 0 }
 
 // skipBOM drops a UTF-8 byte order mark at the start of the stream.
 func (b *buffer) skipBOM() error {

@@ -2,8 +2,10 @@ package reader
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -21,16 +23,29 @@ type jsonlScanner struct {
 	parser  fastjson.Parser
 	index   map[string]int // column name -> position
 	names   []string
-	grow    bool // discover new keys (plan pass) or treat them as changes
+	plain   []bool // names[i] is written in a line as it is, without escapes
+	grow    bool   // discover new keys (plan pass) or treat them as changes
 	cells   []cell
 	scratch []byte
+	// opaque is set when the cells of the row last parsed may hold a NUL
+	// or invalid UTF-8 that its bytes do not show: a \u0000 escape, or a
+	// row the general parser read.
+	opaque bool
+}
+
+func (s *jsonlScanner) verbatim() bool { return !s.opaque }
+
+// addName adds a column.
+func (s *jsonlScanner) addName(name string) {
+	s.index[name] = len(s.names)
+	s.names = append(s.names, name)
+	s.plain = append(s.plain, name != "" && plainLen([]byte(name)) == len(name))
 }
 
 func newJSONLScanner(r io.Reader, maxRow int, offset int64, columns []string, grow bool) *jsonlScanner {
 	s := &jsonlScanner{buffer: newBuffer(r, maxRow, offset), index: map[string]int{}, grow: grow}
 	for _, c := range columns {
-		s.index[c] = len(s.names)
-		s.names = append(s.names, c)
+		s.addName(c)
 	}
 	return s
 }
@@ -75,12 +90,14 @@ func (s *jsonlScanner) parse(line []byte) (*problem, error) {
 	for range s.names {
 		s.cells = append(s.cells, cell{kind: cellNull})
 	}
+	s.opaque = false
 	if s.parseFlat(line) {
 		return nil, nil
 	}
 	for i := range s.cells {
 		s.cells[i] = cell{kind: cellNull}
 	}
+	s.opaque = true
 	return s.parseAny(line)
 }
 
@@ -132,8 +149,7 @@ func (s *jsonlScanner) parseAny(line []byte) (*problem, error) {
 			}
 			col = len(s.names)
 			name := string(key)
-			s.index[name] = col
-			s.names = append(s.names, name)
+			s.addName(name)
 			s.cells = append(s.cells, cell{kind: cellNull})
 		}
 		start := len(s.scratch)
@@ -205,18 +221,13 @@ func (s *jsonlScanner) parseFlat(line []byte) bool {
 		if i >= len(line) || line[i] != '"' {
 			return false
 		}
-		end := i + 1
-		for end < len(line) && line[end] != '"' && line[end] != '\\' && line[end] >= 0x20 {
-			end++
-		}
-		if end >= len(line) || line[end] != '"' || end == i+1 {
+		var end, col int
+		if next < len(s.names) && s.plain[next] && hasKey(line[i+1:], s.names[next]) {
+			// The usual case: the key is the column after the last one.
+			end, col = i+1+len(s.names[next]), next
+		} else if end = i + 1 + plainLen(line[i+1:]); end >= len(line) || line[end] != '"' || end == i+1 {
 			return false
-		}
-		key := line[i+1 : end]
-		col := -1
-		if next < len(s.names) && s.names[next] == str(key) {
-			col = next
-		} else if c, ok := s.index[str(key)]; ok {
+		} else if c, ok := s.index[str(line[i+1:end])]; ok {
 			col = c
 		} else {
 			return false // a new key: the general parser adds it
@@ -240,11 +251,8 @@ func (s *jsonlScanner) parseFlat(line []byte) bool {
 			}
 			c.kind = cellString
 		case b == '-' || b >= '0' && b <= '9':
-			end := i + 1
-			for end < len(line) && isNumberByte(line[end]) {
-				end++
-			}
-			if !jsonNumber(line[i:end]) {
+			end := numberEnd(line, i)
+			if end < 0 {
 				return false
 			}
 			c = cell{b: line[i:end:end], kind: cellNumber}
@@ -284,10 +292,7 @@ func (s *jsonlScanner) parseFlat(line []byte) bool {
 // of line; unescaped text is in s.scratch.
 func (s *jsonlScanner) flatString(line []byte, i int) ([]byte, int, bool) {
 	start := i + 1
-	end := start
-	for end < len(line) && line[end] != '"' && line[end] != '\\' && line[end] >= 0x20 {
-		end++
-	}
+	end := start + plainLen(line[start:])
 	if end < len(line) && line[end] == '"' {
 		return line[start:end:end], end + 1, true
 	}
@@ -312,10 +317,7 @@ func (s *jsonlScanner) flatString(line []byte, i int) ([]byte, int, bool) {
 		case b < 0x20:
 			return nil, 0, false
 		case b != '\\':
-			k := j + 1
-			for k < len(line) && line[k] != '"' && line[k] != '\\' && line[k] >= 0x20 {
-				k++
-			}
+			k := j + 1 + plainLen(line[j+1:])
 			s.scratch = append(s.scratch, line[j:k]...)
 			j = k
 			continue
@@ -352,6 +354,9 @@ func (s *jsonlScanner) flatString(line []byte, i int) ([]byte, int, bool) {
 				r = utf16.DecodeRune(r, r2)
 				j += 6
 			}
+			if r == 0 {
+				s.opaque = true // the row's bytes have no NUL to show it
+			}
 			s.scratch = utf8.AppendRune(s.scratch, r)
 			j += 4
 		default:
@@ -361,11 +366,81 @@ func (s *jsonlScanner) flatString(line []byte, i int) ([]byte, int, bool) {
 	}
 }
 
+// hasKey reports whether b starts with name and a closing quote.
+func hasKey(b []byte, name string) bool {
+	return len(b) > len(name) && b[len(name)] == '"' && string(b[:len(name)]) == name
+}
+
 // skipSpace returns the position of the first byte at or after i that is
 // not JSON whitespace.
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
 		i++
+	}
+	return i
+}
+
+// plainLen returns the length of the run at the start of b of bytes that
+// are neither a quote, a backslash nor a control character: the text of a
+// JSON string that needs no unescaping. It tests eight bytes at a time: a
+// byte is flagged by the borrow trick (x-n)&^x&0x80 when it is below n (for
+// n = 0x20), or zero after an exclusive or with the quote or the backslash;
+// a flag can be wrong only above a right one, so the lowest is exact.
+func plainLen(b []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q := x ^ (ones * '"')
+		e := x ^ (ones * '\\')
+		if m := ((x-ones*0x20)&^x | (q-ones)&^q | (e-ones)&^e) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+	}
+	return i
+}
+
+// numberEnd returns the end of the JSON number starting at b[i], or -1
+// when the run of number bytes there (digits, signs, points and
+// exponents) is not one number as JSON writes them: the same answer as
+// jsonNumber over that run, in one pass.
+func numberEnd(b []byte, i int) int {
+	digits := func(i int) int {
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	j := digits(i)
+	if j == i || (b[i] == '0' && j > i+1) {
+		return -1
+	}
+	if i = j; i < len(b) && b[i] == '.' {
+		if j = digits(i + 1); j == i+1 {
+			return -1
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if j = digits(i); j == i {
+			return -1
+		}
+		i = j
+	}
+	if i < len(b) && isNumberByte(b[i]) {
+		return -1
 	}
 	return i
 }
@@ -443,36 +518,4 @@ func hex4(b []byte) rune {
 
 // jsonNumber reports whether b is a number as JSON writes them:
 // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func jsonNumber(b []byte) bool {
-	digits := func(i int) int {
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		return i
-	}
-	i := 0
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	j := digits(i)
-	if j == i || (b[i] == '0' && j > i+1) {
-		return false
-	}
-	if i = j; i < len(b) && b[i] == '.' {
-		if j = digits(i + 1); j == i+1 {
-			return false
-		}
-		i = j
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if j = digits(i); j == i {
-			return false
-		}
-		i = j
-	}
-	return i == len(b)
-}
+func jsonNumber(b []byte) bool { return numberEnd(b, 0) == len(b) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -442,5 +443,70 @@ func TestFlatParser(t *testing.T) {
 			}
 		}
 		checkFlatAgrees(t, []jsonlLine{{text: []byte(known)}, {text: []byte(c.line)}})
+	}
+}
+
+// TestPlainLen checks the eight-bytes-at-a-time scan against the byte
+// loop it stands for: every byte value at every place of runs of every
+// length around a word, after plain bytes of both halves of the byte range.
+func TestPlainLen(t *testing.T) {
+	naive := func(b []byte) int {
+		for i, c := range b {
+			if c == '"' || c == '\\' || c < 0x20 {
+				return i
+			}
+		}
+		return len(b)
+	}
+	for _, fill := range []byte{'a', 0x20, 0x7f, 0x80, 0xff, 0x21, 0x5b, 0x5d, 0x23} {
+		for n := 0; n <= 25; n++ {
+			for at := 0; at < n; at++ {
+				for v := 0; v < 256; v++ {
+					b := bytes.Repeat([]byte{fill}, n)
+					b[at] = byte(v)
+					if got, want := plainLen(b), naive(b); got != want {
+						t.Fatalf("plainLen(%q) = %d, want %d", b, got, want)
+					}
+					// A second stop after the first: the first still wins.
+					if at+1 < n {
+						b[at+1] = 0
+						if got, want := plainLen(b), naive(b); got != want {
+							t.Fatalf("plainLen(%q) = %d, want %d", b, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestNumberEnd checks the one-pass number scan against JSON's grammar
+// over the run of number bytes, what the flat parser used to check, on
+// numbers and near misses followed by what may follow a value.
+func TestNumberEnd(t *testing.T) {
+	grammar := regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+	for _, n := range []string{
+		"0", "-0", "1", "-1", "10", "01", "-01", "00", "1.", "1.5", "1.5.5", ".5", "-", "--1", "+1",
+		"1e", "1e5", "1E+5", "1e-5", "1e+", "1e5e5", "1.5e-07", "0.0", "0e0", "-0.0e-0", "1-2", "1+2",
+		"9223372036854775808", "123456789012345678901234567890.123456789e-400", "1ee5", "1.e5", "0x10",
+	} {
+		for _, tail := range []string{"", ",", "}", " ", "x", "\"", "]"} {
+			b := []byte(n + tail)
+			run := 0
+			for run < len(b) && isNumberByte(b[run]) {
+				run++
+			}
+			want := -1
+			if grammar.Match(b[:run]) {
+				want = run
+			}
+			if got := numberEnd(b, 0); got != want {
+				t.Errorf("numberEnd(%q) = %d, want %d", b, got, want)
+			}
+			pre := append([]byte(`{"a":`), b...)
+			if got := numberEnd(pre, 5); (got < 0) != (want < 0) || want >= 0 && got != want+5 {
+				t.Errorf("numberEnd(%q, 5) = %d, want %d", pre, got, want+5)
+			}
+		}
 	}
 }

@@ -33,6 +33,7 @@ type tokenRow struct {
 	prob         *problem
 	missing      string // JSONL: a key column no row so far has had
 	fields, cols int    // the row's fields, and the file's columns after it
+	verbatim     bool   // the scanner's verbatim for the row
 }
 
 // A chunk is handed over when it holds chunkRows rows or chunkBytes bytes.
@@ -143,7 +144,7 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o S
 				return nil, ctx.Err()
 			}
 		}
-		r := tokenRow{ordinal: ordinal, off: sc.rowStart(), fields: len(cells), cols: len(*names)}
+		r := tokenRow{ordinal: ordinal, off: sc.rowStart(), fields: len(cells), cols: len(*names), verbatim: sc.verbatim()}
 		if prob != nil {
 			p := *prob
 			r.prob = &p
@@ -290,10 +291,10 @@ func (v *validator) row(r tokenRow, cells []cell, raw []byte) {
 		if rejected {
 			break
 		}
-		// A CSV or TSV row that is valid UTF-8 without NUL bytes as a
-		// whole needs no check per field (JSONL strings unescape, so
-		// their fields are checked one by one).
-		clean := v.f.format != JSONL && textClean(raw)
+		// A row that is valid UTF-8 without NUL bytes as a whole needs no
+		// check per field, unless its cells hold more than its bytes show
+		// (a JSONL \u0000 escape: see rowScanner.verbatim).
+		clean := r.verbatim && textClean(raw)
 		for i, c := range cells {
 			if fixed[i] != Unknown {
 				x, code, msg := convertText(c, fixed[i], clean)

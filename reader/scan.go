@@ -322,7 +322,7 @@ func (r *PartitionReader) Next() (Batch, error) {
 		ok := true
 		// The same whole-row check as the plan pass, so that both make
 		// the same decisions.
-		clean := r.f.format != JSONL && textClean(r.sc.raw())
+		clean := r.sc.verbatim() && textClean(r.sc.raw())
 		for i := range r.vals {
 			c := cell{kind: cellNull}
 			if i < len(cells) {
