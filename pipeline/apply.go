@@ -16,7 +16,6 @@ import (
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
-	"github.com/idemport/idemport/sink"
 )
 
 // apply claims and commits partitions until every partition of the plan is
@@ -131,11 +130,15 @@ func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
 		return err
 	}
 	defer conn.Close()
-	w, err := r.e.sink.Writer(ctx, conn, r.writeTarget(), r.plan.Schema.Arrow())
+	w, err := r.newPartitionWriter(ctx, conn)
 	if err != nil {
 		return err
 	}
-	defer w.Close()
+	defer func() {
+		if w.Writer != nil {
+			w.Close()
+		}
+	}()
 	seen, err := r.newSeenWriter(ctx, conn)
 	if err != nil {
 		return err
@@ -253,12 +256,13 @@ func (r *run) claimNext(ctx context.Context, tx *sql.Tx) (*checkpoint.Claim, err
 // write commits each partition in one transaction: it fences the claim,
 // claims the next partition for the reader, writes the batches, and marks
 // the partition done and counts it.
-func (r *run) write(ctx context.Context, conn *sql.Conn, w sink.Writer, seen *seenWriter, claims chan<- *checkpoint.Claim, items <-chan item, mu *sync.Mutex) error {
+func (r *run) write(ctx context.Context, conn *sql.Conn, w *partitionWriter, seen *seenWriter, claims chan<- *checkpoint.Claim, items <-chan item, mu *sync.Mutex) error {
 	var (
 		tx      *txn
 		claim   *checkpoint.Claim
 		counts  idemtype.Rows
 		refused []refusedRow // rows the database refused in this partition
+		evolved *evolution   // the schema changes this partition made
 		handoff = true       // claims is open
 	)
 	stopClaims := func() {
@@ -293,13 +297,16 @@ func (r *run) write(ctx context.Context, conn *sql.Conn, w sink.Writer, seen *se
 			} else {
 				claims <- next // the reader took the previous claim: room for one
 			}
+			if evolved, err = w.prepare(ctx, r, conn, tx.Tx); err != nil {
+				return fmt.Errorf("partition %d: %w", claim.Index, err)
+			}
 		case it.end:
-			if err := r.commit(ctx, tx, claim, counts, refused, mu); err != nil {
+			if err := r.commit(ctx, tx, claim, counts, refused, evolved, mu); err != nil {
 				return err
 			}
-			tx = nil
+			tx, evolved = nil, nil
 		default:
-			c, bad, err := r.writeBatch(ctx, tx.Tx, w, it.batch.Record, it.batch.Ordinals, r.room()-int64(len(refused)))
+			c, bad, err := r.writeBatch(ctx, tx.Tx, w.Writer, it.batch.Record, it.batch.Ordinals, r.room()-int64(len(refused)))
 			if err == nil {
 				err = seen.write(ctx, tx.Tx, r.id.FileKey, it.batch.Record, it.batch.Ordinals)
 			}
@@ -327,8 +334,8 @@ func (r *run) lost(err error) error {
 }
 
 // commit completes a partition: marks it done and counts it in the same
-// transaction as its effects.
-func (r *run) commit(ctx context.Context, tx *txn, c *checkpoint.Claim, counts idemtype.Rows, refused []refusedRow, mu *sync.Mutex) error {
+// transaction as its effects (with the schema changes it made, evolved).
+func (r *run) commit(ctx context.Context, tx *txn, c *checkpoint.Claim, counts idemtype.Rows, refused []refusedRow, evolved *evolution, mu *sync.Mutex) error {
 	// Bad and superseded rows never reach the writer; the plan counted them.
 	superseded := int64(len(c.Superseded))
 	counts.Read += c.Rejected + superseded
@@ -356,6 +363,7 @@ func (r *run) commit(ctx context.Context, tx *txn, c *checkpoint.Claim, counts i
 		return fmt.Errorf("commit partition %d: %w", c.Index, err)
 	}
 	mu.Lock()
+	evolved.report(r.res)
 	r.committed++
 	r.rows.Add(counts)
 	r.doneRows += c.Rows
@@ -374,8 +382,9 @@ func (r *run) finalize(ctx context.Context) error {
 		return err
 	}
 	var moved idemtype.Rows // this attempt's counters recounted by an --atomic move
+	var evolved *evolution  // the schema changes an --atomic completion made
 	err := r.withTx(ctx, func(tx *sql.Tx) error {
-		moved = idemtype.Rows{}
+		moved, evolved = idemtype.Rows{}, nil
 		op, now, err := r.e.ledger.Get(ctx, tx, r.id.Key)
 		if err != nil {
 			return err
@@ -389,7 +398,7 @@ func (r *run) finalize(ctx context.Context) error {
 		}
 		inserted := totals.Inserted
 		if r.req.Mapping.Atomic {
-			if err := r.evolveAtCompletion(ctx, tx); err != nil {
+			if evolved, err = r.evolveAtCompletion(ctx, tx); err != nil {
 				return err
 			}
 			var all idemtype.Rows
@@ -430,6 +439,7 @@ func (r *run) finalize(ctx context.Context) error {
 		return fmt.Errorf("finalize: %w", err)
 	}
 	r.rows.Add(moved)
+	evolved.report(r.res)
 	if err := r.e.fp.Hit("after-finalize"); err != nil {
 		return err
 	}

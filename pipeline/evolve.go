@@ -93,9 +93,11 @@ func (r *run) evolve(table *sink.Table, schema *arrow.Schema) (*evolution, error
 	return ev, nil
 }
 
-// apply makes the changes inside tx, the transaction that stores the plan
-// (or, with --atomic, the one that completes the operation), and records
-// them with the attempt.
+// apply makes the changes inside tx and records them with the attempt:
+// without --atomic in the transaction of the first partition to find the
+// table not fitting (partitionWriter.prepare), with --atomic in the one
+// that completes the operation (evolveAtCompletion). report adds them to
+// the run's result once that transaction commits.
 func (ev *evolution) apply(ctx context.Context, r *run, tx *sql.Tx) error {
 	if ev == nil || ev.text == "" {
 		return nil
@@ -105,15 +107,103 @@ func (ev *evolution) apply(ctx context.Context, r *run, tx *sql.Tx) error {
 		if err := e.AddColumn(ctx, tx, r.target.Table, f); err != nil {
 			return err
 		}
-		r.res.ColumnsAdded = append(r.res.ColumnsAdded, f.Name)
 	}
 	for _, w := range ev.widen {
 		if err := e.Widen(ctx, tx, r.target.Table, w.column, w.kind); err != nil {
 			return err
 		}
-		r.res.ColumnsWidened = append(r.res.ColumnsWidened, w.column)
 	}
 	return r.e.ledger.SchemaChanged(ctx, tx, r.attempt.ID, ev.text)
+}
+
+// report adds the changes to the run's result.
+func (ev *evolution) report(res *Result) {
+	if ev == nil {
+		return
+	}
+	for _, f := range ev.add {
+		res.ColumnsAdded = append(res.ColumnsAdded, f.Name)
+	}
+	for _, w := range ev.widen {
+		res.ColumnsWidened = append(res.ColumnsWidened, w.column)
+	}
+}
+
+// evolvesInPartitions reports whether the partitions' transactions may
+// have to change the target before writing to it: --evolve without
+// --atomic. The plan changes nothing of an existing table; the first
+// partition transaction to commit does, with its rows.
+func (r *run) evolvesInPartitions() bool {
+	return r.req.Mapping.Evolve != EvolveNone && !r.req.Mapping.Atomic
+}
+
+// partitionWriter is a worker's writer of the target. It is prepared
+// when the worker starts, unless the table may still have to change
+// (evolvesInPartitions): then it is prepared inside the worker's first
+// partition transaction that finds the table fitting the file, changed by
+// that transaction or by another's that committed.
+type partitionWriter struct {
+	sink.Writer // nil until prepared
+}
+
+// newPartitionWriter returns conn's writer of the target, prepared now
+// unless the table may still have to change.
+func (r *run) newPartitionWriter(ctx context.Context, conn *sql.Conn) (*partitionWriter, error) {
+	if r.evolvesInPartitions() {
+		return &partitionWriter{}, nil
+	}
+	w, err := r.e.sink.Writer(ctx, conn, r.writeTarget(), r.plan.Schema.Arrow())
+	if err != nil {
+		return nil, err
+	}
+	return &partitionWriter{Writer: w}, nil
+}
+
+// prepare readies w inside tx, a partition transaction begun on conn,
+// before the partition's first row is written. A table that does not fit
+// the file yet is changed here, under a lock held until tx ends, so that
+// of several workers (or runs) the first to take it changes the table and
+// the others, taking it after that one committed, find the table changed
+// and change nothing. It returns the changes tx made, for the result once
+// tx commits.
+func (w *partitionWriter) prepare(ctx context.Context, r *run, conn *sql.Conn, tx *sql.Tx) (*evolution, error) {
+	if w.Writer != nil {
+		return nil, nil
+	}
+	schema := r.plan.Schema.Arrow()
+	ev, err := r.evolveTarget(ctx, tx, schema, false)
+	if err == nil && ev.text != "" {
+		// Changes only add or widen: a table found fitting stays so, and
+		// needs no lock. One that does not is looked at again under it.
+		if err = r.e.sink.Lock(ctx, tx, "evolve "+r.target.Table); err == nil {
+			ev, err = r.evolveTarget(ctx, tx, schema, true)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if w.Writer, err = r.e.sink.Writer(ctx, conn, r.writeTarget(), schema); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// evolveTarget returns the changes the target, as tx sees it, needs to
+// take rows of schema; with change it also makes them inside tx, records
+// them, and checks the table (Ensure) as the plan does for one that fits.
+func (r *run) evolveTarget(ctx context.Context, tx *sql.Tx, schema *arrow.Schema, change bool) (*evolution, error) {
+	table, err := r.e.sink.Describe(ctx, tx, r.target.Table)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := r.evolve(table, schema)
+	if err != nil || !change {
+		return ev, err
+	}
+	if err := ev.apply(ctx, r, tx); err != nil {
+		return nil, err
+	}
+	return ev, r.e.sink.Ensure(ctx, tx, r.target, schema)
 }
 
 // evolveAtCompletion makes, for an --atomic import, the schema changes its
@@ -121,22 +211,10 @@ func (ev *evolution) apply(ctx context.Context, r *run, tx *sql.Tx) error {
 // staged rows are moved, so readers see new and widened columns together
 // with the rows, or neither. The changes are computed again from the table
 // as it is then (another import may have changed it since the plan) and
-// recorded with the attempt that completes the operation.
-func (r *run) evolveAtCompletion(ctx context.Context, tx *sql.Tx) error {
+// recorded with the attempt that completes the operation; it returns them.
+func (r *run) evolveAtCompletion(ctx context.Context, tx *sql.Tx) (*evolution, error) {
 	if !r.req.Mapping.Atomic {
-		return nil
+		return nil, nil
 	}
-	schema := r.plan.Schema.Arrow()
-	table, err := r.e.sink.Describe(ctx, tx, r.target.Table)
-	if err != nil {
-		return err
-	}
-	ev, err := r.evolve(table, schema)
-	if err != nil {
-		return err
-	}
-	if err := ev.apply(ctx, r, tx); err != nil {
-		return err
-	}
-	return r.e.sink.Ensure(ctx, tx, r.target, schema)
+	return r.evolveTarget(ctx, tx, r.plan.Schema.Arrow(), true)
 }

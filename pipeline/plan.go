@@ -301,13 +301,11 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 		rejects[i] = ledger.Reject{Reject: b}
 	}
 	err = r.withTx(ctx, func(tx *sql.Tx) error {
-		// With --atomic an existing table changes in the completing
-		// transaction (evolveAtCompletion), with the rows; a new one is
-		// created here, empty.
-		if !r.req.Mapping.Atomic || existing == nil {
-			if err := ev.apply(ctx, r, tx); err != nil {
-				return err
-			}
+		// An existing table that does not fit the file changes with
+		// the rows: in the first partition's transaction
+		// (partitionWriter.prepare), with --atomic in the completing one
+		// (evolveAtCompletion). A new one is created here, empty.
+		if existing == nil || (!r.req.Mapping.Atomic && ev.text == "") {
 			if err := r.e.sink.Ensure(ctx, tx, r.target, schema); err != nil {
 				return err
 			}

@@ -152,9 +152,12 @@ type Driver interface {
 	// or its text).
 	Widen(ctx context.Context, tx *sql.Tx, table, column string, kind idemtype.Type) error
 	// Writer returns a Writer bound to conn for batches of schema. The
-	// table must exist (Ensure it first), conn must not be in a
-	// transaction, and Write must be given transactions begun on conn.
-	// The Writer is not safe for concurrent use.
+	// table must exist (Ensure it first), and Write must be given
+	// transactions begun on conn. Writer may be called inside such a
+	// transaction, before its first Write (to write to a table that
+	// transaction changed): what it prepares on conn then lasts only if
+	// the transaction commits, and after a rollback the Writer may only
+	// be closed. The Writer is not safe for concurrent use.
 	Writer(ctx context.Context, conn *sql.Conn, t Target, schema *arrow.Schema) (Writer, error)
 	// Limits returns the database's limits on tables.
 	Limits() Limits

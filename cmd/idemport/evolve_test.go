@@ -127,3 +127,89 @@ func TestWidenThroughDecimal(t *testing.T) {
 		}
 	})
 }
+
+// tableColumns returns table's columns, each as name:type, in their order
+// in the table; idemport's own columns only when own.
+func tableColumns(t *testing.T, tg *testkit.Target, table string, own bool) string {
+	t.Helper()
+	notMine := func(col string) string {
+		if own {
+			return "1 = 1"
+		}
+		return col + ` NOT LIKE '\_idemport\_%' ESCAPE '\'`
+	}
+	q := `SELECT name || ':' || type FROM pragma_table_info('` + table + `') WHERE ` + notMine("name") + ` ORDER BY cid`
+	var args []any
+	if tg.IsPostgres() {
+		q = tg.Rebind(`SELECT column_name || ':' || data_type FROM information_schema.columns WHERE table_schema = ? AND table_name = ?
+			AND ` + notMine("column_name") + ` ORDER BY ordinal_position`)
+		args = append(args, tg.Schema, table)
+	}
+	var out []string
+	for _, r := range testkit.Query(t, tg.DB, q, args...) {
+		out = append(out, r[0].(string))
+	}
+	return strings.Join(out, ",")
+}
+
+// TestEvolveWithTheFirstPartition: without --atomic, --evolve changes the
+// table in the transaction of the first partition to commit, with its
+// rows. Killed after the plan is stored, or inside the first partition
+// before it commits, the import has changed neither the table's columns
+// nor its rows; resumed by several workers at once, the table is changed
+// once (recorded once, with the attempt that changed it) and holds every
+// value exactly. Killed after the first partition committed, the table
+// holds the new columns with that partition's rows and no other.
+func TestEvolveWithTheFirstPartition(t *testing.T) {
+	const f1 = "id,a\n1,-9223372036854775808\n2,9223372036854775807\n3,0\n"
+	// a's decimals do not fit int64 (widened to decimal); b is new.
+	const f2 = "id,a,b\n4,12345678901234567890.123,\"\"\n5,-0.5,\n2,9223372036854775807,two\n6,1.50,six\n7,-9223372036854775808,seven\n8,0.000000000000000001,eight\n"
+	before := "1|-9223372036854775808\n2|9223372036854775807\n3|0"
+	after := "1|-9223372036854775808|NULL\n2|9223372036854775807|two\n3|0|NULL\n4|12345678901234567890.123|\n5|-0.5|NULL\n" +
+		"6|1.50|six\n7|-9223372036854775808|seven\n8|0.000000000000000001|eight"
+	firstPartition := "1|-9223372036854775808|NULL\n2|9223372036854775807|NULL\n3|0|NULL\n4|12345678901234567890.123|\n5|-0.5|NULL"
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, kill := range []string{"after-plan:1", "inside-partition:1", "after-partition-commit:1"} {
+			t.Run(kill, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				l := &life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir}
+				l.write("f1.csv", f1)
+				l.write("f2.csv", f2)
+				args := []string{"--table", "items", "--key", "id", "--partition-rows", "2"}
+				importTo(t, l.tg, dir, nil, 0, append(args, "f1.csv")...)
+				cols := tableColumns(t, l.tg, "items", false)
+				args = append(args, "--evolve", "widen")
+				killed := l.tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=" + kill}, append(append([]string{"import", "--workers", "1"}, args...), "f2.csv")...)
+				if killed.Signal != syscall.SIGKILL {
+					t.Fatalf("not killed at %s: exit %d\n%s%s", kill, killed.Code, killed.Stdout, killed.Stderr)
+				}
+				if kill == "after-partition-commit:1" {
+					// The first partition (ids 4 and 5) committed with the changes.
+					if got := tableColumns(t, l.tg, "items", false); got == cols || !strings.Contains(got, "b:") {
+						t.Fatalf("after the first partition committed, the columns are %s (were %s)", got, cols)
+					}
+					l.wantRows("items", firstPartition, "id", "a", "b")
+				} else {
+					if got := tableColumns(t, l.tg, "items", false); got != cols {
+						t.Fatalf("killed at %s, before any partition committed, the table's columns changed from %s to %s", kill, cols, got)
+					}
+					l.wantRows("items", before, "id", "a")
+				}
+				res := importTo(t, l.tg, dir, nil, 0, append(append(args, "--workers", "3"), "f2.csv")...)
+				if res.Outcome != "resumed" {
+					t.Fatalf("resumed: outcome %s", res.Outcome)
+				}
+				if kill != "after-partition-commit:1" && (fmt.Sprint(res.ColumnsAdded) != "[b]" || fmt.Sprint(res.ColumnsWidened) != "[a]") {
+					t.Fatalf("resumed: columns added %v, widened %v; want [b] and [a]", res.ColumnsAdded, res.ColumnsWidened)
+				}
+				l.wantRows("items", after, "id", "a", "b")
+				h := l.run(0, l.tg.With("history", "--table", "items", "f2.csv")...)
+				if n := strings.Count(h.Stdout, "schema: "); n != 1 || !strings.Contains(h.Stdout, "schema: widened a int64 → decimal, added b (string)") &&
+					!strings.Contains(h.Stdout, "schema: added b (string), widened a int64 → decimal") {
+					t.Fatalf("history shows the schema change %d times, want once:\n%s", n, h.Stdout)
+				}
+			})
+		}
+	})
+}

@@ -352,9 +352,10 @@ type writer struct {
 }
 
 // Writer implements sink.Driver. The table must exist (Ensure creates it),
-// and conn must be a connection of the pgx driver, outside a transaction:
-// Writer creates a temporary staging table on it, which Close drops. Write
-// must then be given transactions begun on conn.
+// and conn must be a connection of the pgx driver: Writer creates a
+// temporary staging table on it (inside the transaction open on conn, if
+// any), which Close drops. Write must then be given transactions begun on
+// conn.
 func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema) (sink.Writer, error) {
 	t, cols, err := describe(ctx, conn, tg.Table)
 	if err != nil {
