@@ -119,13 +119,15 @@ func scopeSuffix(s *Snapshot) string {
 }
 
 // ensureSnapshot prepares, inside the plan's transaction, what the sweep
-// needs: the table of keys seen, and the deletion mark column.
+// needs: the table of keys seen, and the deletion mark column (with
+// --atomic the sweep adds that column, in the completing transaction, so
+// that readers see nothing of the import before it completes).
 func (r *run) ensureSnapshot(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
 	s := r.snapshot()
 	if s == nil {
 		return nil
 	}
-	if s.Soft {
+	if s.Soft && !r.req.Mapping.Atomic {
 		if err := sink.EnsureDeleted(ctx, tx, r.e.sink, r.target.Table); err != nil {
 			return err
 		}
@@ -239,6 +241,11 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted int64) (int64, err
 	if last != nil && last.AsOf > r.asOf() {
 		return 0, fmt.Errorf("a newer snapshot of %s%s (%s, as of %s) was applied while this one (as of %s) was being imported; not sweeping: undo this import or import a newer snapshot",
 			r.target.Table, scopeSuffix(s), last.FileID, stamp(last.AsOf), stamp(r.asOf()))
+	}
+	if s.Soft && r.req.Mapping.Atomic {
+		if err := sink.EnsureDeleted(ctx, tx, r.e.sink, r.target.Table); err != nil {
+			return 0, err
+		}
 	}
 	sw := sink.Sweep{Driver: r.e.sink, Table: r.target.Table, Key: r.target.Key, Seen: r.seenTable(), FileKey: r.id.FileKey, Scope: s.Scope, Soft: s.Soft}
 	missing, live, err := sw.Count(ctx, tx)

@@ -170,23 +170,7 @@ func TestAtomicEvolveAtCompletion(t *testing.T) {
 					args = append(args, "--key", "id")
 				}
 				importTo(t, l.tg, dir, nil, 0, append(args, "f1.csv")...)
-				columns := func() string {
-					t.Helper()
-					q := `SELECT name || ':' || type FROM pragma_table_info('items') WHERE name NOT LIKE '\_idemport\_%' ESCAPE '\' ORDER BY cid`
-					if l.tg.IsPostgres() {
-						q = l.tg.Rebind(`SELECT column_name || ':' || data_type FROM information_schema.columns WHERE table_schema = ? AND table_name = 'items'
-							AND column_name NOT LIKE '\_idemport\_%' ORDER BY ordinal_position`)
-					}
-					var args []any
-					if l.tg.IsPostgres() {
-						args = append(args, l.tg.Schema)
-					}
-					var out []string
-					for _, r := range testkit.Query(t, l.tg.DB, q, args...) {
-						out = append(out, r[0].(string))
-					}
-					return strings.Join(out, ",")
-				}
+				columns := func() string { return tableColumns(t, l.tg, "items", false) }
 				content := func() string {
 					return l.rows("items", "CAST(id AS TEXT) || '|' || CAST(a AS TEXT)", "_idemport_file", "_idemport_row")
 				}
@@ -251,4 +235,50 @@ func TestGCLeavesOtherLedgersStaging(t *testing.T) {
 	}
 	importTo(t, a, dirA, nil, 0, args[1:]...)
 	checkOrders(t, a, "orders", rows)
+}
+
+// TestAtomicSoftDeleteMarkAtCompletion: with --atomic --snapshot --delete
+// soft, the deletion mark column is added in the transaction that
+// completes the import, with the rows and the marks: killed before that
+// transaction, or inside it before the sweep, the import has changed
+// neither the table's columns (idemport's own included) nor its rows;
+// resumed, the rows the file lacks are marked, the others live, every
+// value exact.
+func TestAtomicSoftDeleteMarkAtCompletion(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, kill := range []string{"before-finalize:1", "before-sweep:1"} {
+			t.Run(kill, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				l := &life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir}
+				l.write("f1.csv", "id,a,b\n1,-9223372036854775808,x\n2,9223372036854775807,\n3,0,\"\"\n4,4,four\n")
+				l.write("f2.csv", "id,a,b\n2,9223372036854775807,two\n3,-1,\"\"\n4,4,four\n5,5,\n")
+				args := []string{"--table", "items", "--key", "id", "--partition-rows", "1"}
+				importTo(t, l.tg, dir, nil, 0, append(args, "f1.csv")...)
+				cols := tableColumns(t, l.tg, "items", true)
+				content := func() string { return l.rows("items", "id", "a", "b", "_idemport_file", "_idemport_row") }
+				before := content()
+				args = append(args, "--atomic", "--snapshot", "--delete", "soft", "--max-delete", "100%")
+				killed := l.tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=" + kill}, append(append([]string{"import"}, args...), "f2.csv")...)
+				if killed.Signal != syscall.SIGKILL {
+					t.Fatalf("not killed at %s: exit %d\n%s%s", kill, killed.Code, killed.Stdout, killed.Stderr)
+				}
+				if got := tableColumns(t, l.tg, "items", true); got != cols {
+					t.Fatalf("killed at %s, before completing, the table's columns changed from %s to %s", kill, cols, got)
+				}
+				if got := content(); got != before {
+					t.Fatalf("killed at %s, before completing, the rows changed from\n%s\nto\n%s", kill, before, got)
+				}
+				res := importTo(t, l.tg, dir, nil, 0, append(args, "f2.csv")...)
+				if res.Outcome != "resumed" || res.Deleted != 1 {
+					t.Fatalf("resumed: outcome %s, deleted %d; want resumed, 1", res.Outcome, res.Deleted)
+				}
+				if got := tableColumns(t, l.tg, "items", true); !strings.Contains(got, "_idemport_deleted_at:") {
+					t.Fatalf("after completing, the table's columns are %s: no deletion mark", got)
+				}
+				l.wantRows("items", "1|-9223372036854775808|x|deleted\n2|9223372036854775807|two|live\n3|-1||live\n4|4|four|live\n5|5|NULL|live",
+					"id", "a", "b", "CASE WHEN _idemport_deleted_at IS NULL THEN 'live' ELSE 'deleted' END")
+			})
+		}
+	})
 }
