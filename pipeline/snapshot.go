@@ -135,7 +135,7 @@ func (r *run) ensureSnapshot(ctx context.Context, tx *sql.Tx, schema *arrow.Sche
 	if !r.keysSeen() {
 		return nil
 	}
-	return r.e.sink.Ensure(ctx, tx, sink.Target{Table: r.seenTable(), Key: r.target.Key}, keySchema(schema, r.target.Key))
+	return sink.EnsureSeen(ctx, tx, r.e.sink, r.seenTable(), r.target.Key, keySchema(schema, r.target.Key))
 }
 
 // keySchema is the part of schema that holds the key columns.
@@ -149,6 +149,14 @@ func keySchema(schema *arrow.Schema, key []string) *arrow.Schema {
 
 // seenWriter records the keys of each batch in the seen table, in the
 // partition's transaction. It is nil when the run records no keys.
+//
+// The seen table is keyed by row ordinal, not by the key
+// (sink.EnsureSeen): the plan gives each key of the file to one row, and a
+// partition's keys are written once, by the transaction that commits it, so
+// the table holds each key once without a unique constraint on it, and a
+// batch is copied in as it is, without an upsert. A seen table keyed by
+// the key (made by an earlier version for an operation it planned) is
+// written as it was.
 type seenWriter struct {
 	w      sink.Writer
 	schema *arrow.Schema
@@ -161,7 +169,15 @@ func (r *run) newSeenWriter(ctx context.Context, conn *sql.Conn) (*seenWriter, e
 	}
 	full := r.plan.Schema.Arrow()
 	schema := keySchema(full, r.target.Key)
-	w, err := r.e.sink.Writer(ctx, conn, sink.Target{Table: r.seenTable(), Key: r.target.Key}, schema)
+	tg := sink.Target{Table: r.seenTable()}
+	t, err := r.e.sink.Describe(ctx, conn, tg.Table)
+	if err != nil {
+		return nil, fmt.Errorf("record snapshot keys: %w", err)
+	}
+	if t != nil && !t.HasKey([]string{sink.FileColumn, sink.RowColumn}) {
+		tg.Key = r.target.Key
+	}
+	w, err := r.e.sink.Writer(ctx, conn, tg, schema)
 	if err != nil {
 		return nil, fmt.Errorf("record snapshot keys: %w", err)
 	}

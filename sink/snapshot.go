@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // DeletedColumn marks the rows a soft snapshot sweep deleted: when, as a
@@ -141,6 +143,29 @@ func EnsureDeleted(ctx context.Context, tx *sql.Tx, d Driver, table string) erro
 	}
 	if _, err := tx.ExecContext(ctx, `ALTER TABLE `+d.QuoteTable(table)+` ADD COLUMN `+d.Quote(DeletedColumn)+` `+d.TimeType()); err != nil {
 		return fmt.Errorf("add column %s to %s: %w", DeletedColumn, table, err)
+	}
+	return nil
+}
+
+// EnsureSeen creates, inside tx, the table a Sweep by key reads as Seen:
+// the key columns of schema, keyed by row ordinal (a Writer of an ordinal
+// Target copies batches into it without an upsert), with an index on the
+// key for the sweep's anti-join (a database that runs it as a correlated
+// subquery looks each row's key up in it).
+func EnsureSeen(ctx context.Context, tx *sql.Tx, d Driver, table string, key []string, schema *arrow.Schema) error {
+	if err := d.Ensure(ctx, tx, Target{Table: table}, schema); err != nil {
+		return err
+	}
+	name := table
+	if i := strings.LastIndexByte(name, '.'); i >= 0 && d.Limits().QualifiedNames {
+		name = name[i+1:]
+	}
+	cols := make([]string, len(key))
+	for i, k := range key {
+		cols[i] = d.Quote(k)
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS `+d.Quote(name+"_key")+` ON `+d.QuoteTable(table)+` (`+strings.Join(cols, ", ")+`)`); err != nil {
+		return fmt.Errorf("index the snapshot's keys in %s: %w", table, err)
 	}
 	return nil
 }

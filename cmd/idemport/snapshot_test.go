@@ -418,3 +418,46 @@ func TestSnapshotOrdinalSoftDelete(t *testing.T) {
 		}
 	})
 }
+
+// TestSnapshotResumesOverKeyedSeenTable: an operation planned when the
+// table of keys seen was keyed by the key (as earlier versions made it)
+// resumes over that table: its keys are recorded there and the sweep
+// removes exactly the row the file lacks.
+func TestSnapshotResumesOverKeyedSeenTable(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
+		dir := t.TempDir()
+		l := &life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir}
+		l.write("f1.csv", "id,a\n1,x\n2,y\n3,z\n9223372036854775807,max\n")
+		l.write("f2.csv", "id,a\n2,y2\n3,z\n9223372036854775807,max\n4,w\n")
+		args := []string{"--table", "items", "--key", "id", "--partition-rows", "2"}
+		importTo(t, l.tg, dir, nil, 0, append(args, "f1.csv")...)
+		args = append(args, "--snapshot", "--max-delete", "50%")
+		if r := l.tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=after-plan:1"}, append(append([]string{"import"}, args...), "f2.csv")...); r.Signal != syscall.SIGKILL {
+			t.Fatalf("not killed: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+		var seen string
+		for _, tbl := range l.tg.Tables(t) {
+			if strings.HasPrefix(tbl, "_idemport_seen_") {
+				seen = tbl
+			}
+		}
+		if seen == "" {
+			t.Fatalf("no table of keys seen among %v", l.tg.Tables(t))
+		}
+		typ := map[bool]string{true: "bigint", false: "INTEGER"}[l.tg.IsPostgres()]
+		ref := testkit.QuoteOne(seen)
+		if l.tg.IsPostgres() {
+			ref = testkit.QuoteOne(l.tg.Schema) + "." + ref
+		}
+		for _, q := range []string{`DROP TABLE ` + ref, `CREATE TABLE ` + ref + ` (id ` + typ + `, _idemport_file ` + typ + `, _idemport_row ` + typ + `, PRIMARY KEY (id))`} {
+			if _, err := l.tg.DB.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		if r := importTo(t, l.tg, dir, nil, 0, append(args, "f2.csv")...); r.Outcome != "resumed" || r.Deleted != 1 {
+			t.Fatalf("resumed: outcome %s, deleted %d; want resumed, 1", r.Outcome, r.Deleted)
+		}
+		l.wantRows("items", "2|y2\n3|z\n4|w\n9223372036854775807|max", "id", "a")
+	})
+}
