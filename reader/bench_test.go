@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idemport/idemport/internal/testkit"
+	"github.com/idemport/idemport/reader/internal/core"
 )
 
 // BenchmarkPlan measures the plan pass (parse, infer, validate, checksum)
@@ -114,18 +115,18 @@ func BenchmarkKeyIndex(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		b.StartTimer()
-		k := newKeyIndex()
+		k := core.NewKeyIndex()
 		var buf []byte
 		for i := range int64(n) {
-			buf = appendValueKey(buf[:0], value{i: i * 7919}, Int64)
-			k.add(i+1, buf)
+			buf = core.AppendValueKey(buf[:0], core.Value{I: i * 7919}, Int64)
+			k.Add(i+1, buf)
 		}
 		b.StopTimer()
 		runtime.ReadMemStats(&after)
 		perKey = float64(after.HeapAlloc-before.HeapAlloc) / n
 		b.StartTimer()
 		t0 := time.Now()
-		if c := k.candidates(); len(c) != 0 {
+		if c := k.Candidates(); len(c) != 0 {
 			b.Fatalf("%d candidates among distinct keys", len(c))
 		}
 		search += time.Since(t0)

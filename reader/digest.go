@@ -3,13 +3,12 @@ package reader
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
 
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/reader/internal/core"
 )
 
 // Digests are a file's two digests, each "sha256:" and a hex SHA-256.
@@ -25,7 +24,7 @@ type Digests struct {
 }
 
 // HashText returns the digest text of h: "sha256:" and hex.
-func HashText(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
+func HashText(h hash.Hash) string { return core.HashText(h) }
 
 // Digest returns the digests of src's bytes, reading them once (a
 // compressed file is decompressed once, as it is read). The compression
@@ -39,7 +38,7 @@ func Digest(ctx context.Context, src idemtype.Source, progress func(int64)) (Dig
 	}
 	defer f.Close()
 	stored := sha256.New()
-	raw := &hashingReader{ctx: ctx, r: f, h: stored, progress: progress}
+	raw := &core.HashingReader{Ctx: ctx, R: f, H: stored, Progress: progress}
 	_, comp, _ := Detect(path)
 	if comp == None {
 		if _, err := io.Copy(io.Discard, raw); err != nil {
@@ -50,7 +49,7 @@ func Digest(ctx context.Context, src idemtype.Source, progress func(int64)) (Dig
 	}
 	content := sha256.New()
 	decodeErr := decodeInto(path, comp, raw, content)
-	if err := raw.err; err != nil { // reading the file failed, not decoding it
+	if err := raw.Err; err != nil { // reading the file failed, not decoding it
 		return Digests{}, fmt.Errorf("hash %s: %w", path, err)
 	}
 	if _, err := io.Copy(io.Discard, raw); err != nil { // bytes after the stream
@@ -65,40 +64,12 @@ func Digest(ctx context.Context, src idemtype.Source, progress func(int64)) (Dig
 
 // decodeInto decompresses raw into w.
 func decodeInto(path string, comp Compression, raw io.Reader, w io.Writer) error {
-	f := &File{path: path, comp: comp}
-	s, err := f.decompress(raw)
+	f := &core.File{Path: path, Comp: comp}
+	s, err := f.Decompress(raw)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	_, err = io.Copy(w, s)
 	return err
-}
-
-// hashingReader hashes what is read through it, checking ctx between
-// reads, and remembers a read error (as opposed to a decoding error).
-type hashingReader struct {
-	ctx      context.Context
-	r        io.Reader
-	h        hash.Hash
-	n        int64
-	progress func(int64)
-	err      error
-}
-
-func (h *hashingReader) Read(p []byte) (int, error) {
-	if err := h.ctx.Err(); err != nil {
-		h.err = err
-		return 0, err
-	}
-	n, err := h.r.Read(p)
-	h.h.Write(p[:n])
-	h.n += int64(n)
-	if h.progress != nil && n > 0 {
-		h.progress(h.n)
-	}
-	if err != nil && !errors.Is(err, io.EOF) {
-		h.err = err
-	}
-	return n, err
 }

@@ -21,6 +21,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/reader/text"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 )
@@ -263,7 +265,7 @@ func checkFile(t *testing.T, path string, data []byte, opts Options, partRows in
 		if pe.Path != path || pe.Row < 1 || pe.Offset < 0 || pe.Offset > int64(len(data)) {
 			t.Fatalf("scan: %v: want the file, a row and an offset named (%+v)", err, pe)
 		}
-		if !errors.Is(err, ErrTooLarge) && !errors.Is(err, errTooManyKeys) {
+		if !errors.Is(err, ErrTooLarge) && !errors.Is(err, text.ErrTooManyKeys) {
 			t.Fatalf("scan: %v: not ErrTooLarge or too many keys", err)
 		}
 		return res
@@ -317,16 +319,16 @@ func checkPlanShape(t *testing.T, f *File, data []byte, plan *Plan, partRows int
 		if c.Name == "" || names[c.Name] || c.Type == Unknown || c.Type > Decimal {
 			t.Fatalf("schema %+v", plan.Schema)
 		}
-		if code, msg := checkText([]byte(c.Name)); code != "" {
+		if code, msg := core.CheckText([]byte(c.Name)); code != "" {
 			t.Fatalf("column name %q: %s", c.Name, msg)
 		}
 		names[c.Name] = true
 	}
-	if f.format != JSONL && !slices.Equal(f.Header(), schemaNames(plan.Schema)) {
+	if f.f.Format != JSONL && !slices.Equal(f.Header(), schemaNames(plan.Schema)) {
 		t.Fatalf("schema %+v, header %q", plan.Schema, f.Header())
 	}
-	start := f.data
-	if f.format == JSONL && bytes.HasPrefix(data, bom) {
+	start := f.f.Data
+	if f.f.Format == JSONL && bytes.HasPrefix(data, bom) {
 		start = 3
 	}
 	at, next := start, int64(1)
@@ -373,7 +375,7 @@ func checkPlanShape(t *testing.T, f *File, data []byte, plan *Plan, partRows int
 		if r.Ordinal < 1 || r.Ordinal > plan.Rows || (i > 0 && r.Ordinal <= plan.Rejects[i-1].Ordinal) {
 			t.Fatalf("reject %d: ordinal %d (rows %d)", i, r.Ordinal, plan.Rows)
 		}
-		if !slices.Contains(rejectCodes, r.Code) || r.Message == "" || len(r.Value) > maxRejectValue || (r.Column != "" && !names[r.Column]) {
+		if !slices.Contains(rejectCodes, r.Code) || r.Message == "" || len(r.Value) > core.MaxRejectValue || (r.Column != "" && !names[r.Column]) {
 			t.Fatalf("reject %d: %+v", i, r)
 		}
 	}
@@ -659,7 +661,7 @@ func headerProblem(rec []any) bool {
 		name := strings.TrimSpace(raw)
 		// A line break in a name (lines that end in CR alone, or a quoted
 		// name spanning lines) is refused.
-		if code, _ := checkText([]byte(raw)); name == "" || code != "" || seen[name] || strings.ContainsAny(raw, "\r\n") {
+		if code, _ := core.CheckText([]byte(raw)); name == "" || code != "" || seen[name] || strings.ContainsAny(raw, "\r\n") {
 			return true
 		}
 		seen[name] = true
@@ -765,7 +767,7 @@ func compareCSV(t *testing.T, data []byte, opts Options, res fuzzResult) {
 		bad := len(rec) != len(want)
 		for _, v := range rec {
 			s, _ := v.(string)
-			if code, _ := checkText([]byte(s)); code != "" {
+			if code, _ := core.CheckText([]byte(s)); code != "" {
 				bad = true
 			}
 		}
@@ -850,44 +852,7 @@ func FuzzJSONL(f *testing.F) {
 		for i, l := range lines {
 			checkJSONLine(t, int64(i+1), l.text, text.plan.Schema, text.rows)
 		}
-		checkFlatAgrees(t, lines)
 	})
-}
-
-// checkFlatAgrees checks that every line the flat parser takes gets the
-// same cells from the general parser, with no problem.
-func checkFlatAgrees(t *testing.T, lines []jsonlLine) {
-	s := newJSONLScanner(bytes.NewReader(nil), 1<<20, 0, nil, true)
-	nulls := func() {
-		s.cells = s.cells[:0]
-		for range s.names {
-			s.cells = append(s.cells, cell{kind: cellNull})
-		}
-	}
-	for i, l := range lines {
-		// The general parser first, so that the line's keys are known.
-		nulls()
-		prob, err := s.parseAny(l.text)
-		if err != nil {
-			return
-		}
-		var want []cell
-		for _, c := range s.cells {
-			want = append(want, cell{b: bytes.Clone(c.b), kind: c.kind})
-		}
-		nulls()
-		if !s.parseFlat(l.text) {
-			continue
-		}
-		if prob != nil {
-			t.Fatalf("line %d %q: the flat parser takes it, the general one says %s", i+1, l.text, prob.msg)
-		}
-		for k := range want {
-			if s.cells[k].kind != want[k].kind || !bytes.Equal(s.cells[k].b, want[k].b) {
-				t.Fatalf("line %d %q, column %d: flat %d %q, general %d %q", i+1, l.text, k, s.cells[k].kind, s.cells[k].b, want[k].kind, want[k].b)
-			}
-		}
-	}
 }
 
 type jsonlLine struct {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemport/idemport/reader/text"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 )
@@ -107,7 +108,7 @@ func TestHostileInput(t *testing.T) {
 	manyKeys := func(t *testing.T) []byte {
 		var b strings.Builder
 		b.WriteString("{\"a\":1}\n{")
-		for i := 0; i <= maxJSONColumns; i++ {
+		for i := 0; i <= text.MaxJSONColumns; i++ {
 			fmt.Fprintf(&b, "\"k%d\":%d,", i, i)
 		}
 		b.WriteString("\"z\":0}\n")
@@ -364,7 +365,7 @@ func TestHostileInput(t *testing.T) {
 		},
 		{
 			name: "json_too_many_keys", file: "k.jsonl", build: manyKeys,
-			stage: "scan", kind: errTooManyKeys, row: 2, offset: 8, reason: "more than 1000 distinct keys",
+			stage: "scan", kind: text.ErrTooManyKeys, row: 2, offset: 8, reason: "more than 1000 distinct keys",
 		},
 	}
 	for _, tc := range cases {

@@ -1142,7 +1142,10 @@ func TestStatsText(t *testing.T) {
 	path := writeFile(t, "s.csv", []byte(data))
 	f, plan := scanChecked(t, path, Options{}, ScanOptions{PartitionRows: 10000})
 	afterScan := f.Stats().BytesRead
-	// Open reads the header in pieces of at most 64 KiB, Scan the whole file.
+	// Open reads the header in pieces of at most 64 KiB, Scan the whole
+	// file; a partition reader reads at most its buffer (1 MiB) past the
+	// partition.
+	const headerBuffer, initialBuffer = 64 << 10, 1 << 20
 	if afterScan < int64(len(data)) || afterScan > int64(len(data))+headerBuffer {
 		t.Fatalf("read %d bytes for a file of %d, want the file and at most %d bytes for its header", afterScan, len(data), headerBuffer)
 	}
@@ -1257,8 +1260,7 @@ func writeBenchCSV(b *testing.B, path string, rec arrow.RecordBatch) {
 			if k > 0 {
 				buf = append(buf, ',')
 			}
-			var r renderer
-			buf = r.text(buf, rec.Column(k), i)
+			buf = append(buf, rec.Column(k).ValueStr(i)...)
 		}
 		buf = append(buf, '\n')
 		if len(buf) > 1<<20 {
@@ -1274,9 +1276,8 @@ func writeBenchCSV(b *testing.B, path string, rec arrow.RecordBatch) {
 }
 
 // TestParquetSplitDecode: the plan pass decodes a flat row group as two
-// halves of its columns, on one goroutine or two, with the same plan; a
-// panic of either half's decoder is raised on the pass's goroutine, and
-// halves that disagree on their rows are an error.
+// halves of its columns, on one goroutine or two, with the same plan (the
+// halves' failures are columnar's TestSplitUnitHalves).
 func TestParquetSplitDecode(t *testing.T) {
 	rec := rejectRecord(memory.NewGoAllocator())
 	defer rec.Release()
@@ -1302,48 +1303,4 @@ func TestParquetSplitDecode(t *testing.T) {
 	if !reflect.DeepEqual(two, one) || two.Rejected != 7 || len(two.Partitions) != 4 {
 		t.Fatalf("two goroutines %+v\none %+v", two, one)
 	}
-
-	b := array.NewInt64Builder(memory.NewGoAllocator())
-	b.AppendValues([]int64{1, 2}, nil)
-	col := b.NewArray()
-	defer col.Release()
-	batch := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{col}, 2)
-	defer batch.Release()
-	good := func() *fakeRR { return &fakeRR{next: func() bool { return true }, rec: batch} }
-	ended := &fakeRR{next: func() bool { return false }}
-	boom := &fakeRR{next: func() bool { panic("boom") }}
-	closedCh := make(chan struct{})
-	close(closedCh)
-	for _, second := range []chan struct{}{closedCh, make(chan struct{})} {
-		for _, h := range []int{0, 1} {
-			u := &splitUnit{where: [][2]int{{0, 0}, {1, 0}}, second: second, schema: arrow.NewSchema(
-				[]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}, {Name: "b", Type: arrow.PrimitiveTypes.Int64}}, nil)}
-			u.rr[0], u.rr[1] = good(), good()
-			u.rr[h] = boom
-			v := func() (v any) {
-				defer func() { v = recover() }()
-				u.next()
-				return nil
-			}()
-			if v != "boom" {
-				t.Errorf("half %d panics: got %v", h, v)
-			}
-			u.rr[h] = ended
-			if _, err := u.next(); !errors.Is(err, errSplitRows) {
-				t.Errorf("half %d ends early: %v", h, err)
-			}
-		}
-	}
 }
-
-// fakeRR is a record reader whose Next is given.
-type fakeRR struct {
-	pqarrow.RecordReader
-	next func() bool
-	rec  arrow.RecordBatch
-}
-
-func (f *fakeRR) Next() bool                     { return f.next() }
-func (f *fakeRR) RecordBatch() arrow.RecordBatch { return f.rec }
-func (f *fakeRR) Err() error                     { return nil }
-func (f *fakeRR) Release()                       {}

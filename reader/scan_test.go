@@ -21,6 +21,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/reader/internal/core"
 )
 
 // writeFile writes data to a new file called name in a fresh temporary
@@ -153,7 +154,7 @@ func seq(from, n int64) []int64 {
 	return out
 }
 
-func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+func crc32c(b []byte) uint32 { return crc32.Checksum(b, core.Castagnoli) }
 
 // csvShape says how to lay out a generated CSV file.
 type csvShape struct {
@@ -649,8 +650,8 @@ func TestRejectValueTruncated(t *testing.T) {
 	if plan.Rejected != 1 || len(plan.Rejects) != 1 {
 		t.Fatalf("plan %+v", plan)
 	}
-	if got := plan.Rejects[0].Value; got != long[:maxRejectValue] {
-		t.Fatalf("value of %d bytes, want %d", len(got), maxRejectValue)
+	if got := plan.Rejects[0].Value; got != long[:core.MaxRejectValue] {
+		t.Fatalf("value of %d bytes, want %d", len(got), core.MaxRejectValue)
 	}
 }
 
@@ -1415,7 +1416,7 @@ func TestSecondCore(t *testing.T) {
 			o := ScanOptions{PartitionRows: 100, KeepRejects: 100}
 			if second != nil {
 				o.secondCore = second
-				f.in = &streamSource{Source: f.in, r: &closeAfter{r: strings.NewReader(c.data), n: after, ch: second}}
+				f.f.In = &streamSource{Source: f.f.In, r: &closeAfter{r: strings.NewReader(c.data), n: after, ch: second}}
 			}
 			plan, err := f.Scan(context.Background(), o)
 			if err != nil {

@@ -1,4 +1,4 @@
-package reader
+package columnar
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/idemport/idemport/reader/internal/core"
 )
 
 // An Arrow IPC file (Feather v2) is read one record batch at a time, by
@@ -73,7 +74,7 @@ func (s *ipcFile) checkBlocks(ld *loaded, what string, blocks []ipcBlock) error 
 			if len(blocks) > 1 {
 				name = fmt.Sprintf("%s %d", what, i)
 			}
-			return &ParseError{Path: s.f.path, Offset: b.off, Err: fmt.Errorf("%w: %s: %w", ErrFormat, name, err)}
+			return &core.ParseError{Path: s.f.Path, Offset: b.off, Err: fmt.Errorf("%w: %s: %w", core.ErrFormat, name, err)}
 		}
 	}
 	return nil
@@ -88,12 +89,12 @@ func (f *File) openIPCFile() (err error) {
 			err = f.recovered(v, "footer")
 		}
 	}()
-	size := f.in.Size()
+	size := f.In.Size()
 	notArrow := func(why string) error {
-		return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: not an Arrow IPC file: %s", ErrFormat, why)}
+		return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: not an Arrow IPC file: %s", core.ErrFormat, why)}
 	}
 	if size == 0 {
-		return &ParseError{Path: f.path, Offset: 0, Err: ErrEmpty}
+		return &core.ParseError{Path: f.Path, Offset: 0, Err: core.ErrEmpty}
 	}
 	if size < 8+10 {
 		return notArrow(fmt.Sprintf("%d bytes is too short", size))
@@ -117,7 +118,7 @@ func (f *File) openIPCFile() (err error) {
 	}
 	n := int64(int32(binary.LittleEndian.Uint32(end[:4])))
 	if n <= 0 || n > size-8-10 {
-		return &ParseError{Path: f.path, Offset: size - 10, Err: fmt.Errorf("%w: corrupt footer: length %d in a file of %d bytes", ErrFormat, n, size)}
+		return &core.ParseError{Path: f.Path, Offset: size - 10, Err: fmt.Errorf("%w: corrupt footer: length %d in a file of %d bytes", core.ErrFormat, n, size)}
 	}
 	tail := make([]byte, n+10)
 	if err := f.readAt(tail, size-10-n); err != nil {
@@ -128,15 +129,15 @@ func (f *File) openIPCFile() (err error) {
 		err = checkFooterSchema(tail[:n])
 	}
 	if err != nil {
-		return &ParseError{Path: f.path, Offset: size - 10 - n, Err: fmt.Errorf("%w: corrupt footer: %w", ErrFormat, err)}
+		return &core.ParseError{Path: f.Path, Offset: size - 10 - n, Err: fmt.Errorf("%w: corrupt footer: %w", core.ErrFormat, err)}
 	}
 	ld, _, err := s.loadDicts()
 	if err != nil {
 		return err
 	}
-	fr, err := ipc.NewFileReader(ld, ipc.WithAllocator(f.opts.Allocator))
+	fr, err := ipc.NewFileReader(ld, ipc.WithAllocator(f.Opts.Allocator))
 	if err != nil {
-		return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: %w", ErrFormat, err)}
+		return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %w", core.ErrFormat, err)}
 	}
 	s.schema = fr.Schema()
 	fr.Close()
@@ -226,13 +227,13 @@ func (s *ipcFile) loadDicts() (*loaded, uint32, error) {
 	return ld, crc, s.checkBlocks(ld, "dictionary", s.dicts)
 }
 
-func (s *ipcFile) scan(ctx context.Context, _ <-chan struct{}, fn func(p Partition, u unit) error) error {
+func (s *ipcFile) scan(ctx context.Context, _ <-chan struct{}, fn func(p core.Partition, u unit) error) error {
 	ld, dictCRC, err := s.loadDicts()
 	if err != nil {
 		return err
 	}
 	base := append([]loadedRange(nil), ld.ranges...)
-	fr, err := ipc.NewFileReader(ld, ipc.WithAllocator(s.f.opts.Allocator))
+	fr, err := ipc.NewFileReader(ld, ipc.WithAllocator(s.f.Opts.Allocator))
 	if err != nil {
 		return s.f.unitError(err, "footer")
 	}
@@ -250,7 +251,7 @@ func (s *ipcFile) scan(ctx context.Context, _ <-chan struct{}, fn func(p Partiti
 		if err := s.checkBlocks(ld, where, s.blocks[k:k+1]); err != nil {
 			return err
 		}
-		s.f.stats.groups.Add(1)
+		s.f.Stats.Groups.Add(1)
 		rec, err := fr.RecordBatchAt(k)
 		if err != nil {
 			return s.f.unitError(err, fmt.Sprintf("record batch %d", k))
@@ -258,7 +259,7 @@ func (s *ipcFile) scan(ctx context.Context, _ <-chan struct{}, fn func(p Partiti
 		u := &oneBatch{rec: rec}
 		err = func() error {
 			defer u.close()
-			return fn(Partition{Rows: rec.NumRows(), Offset: int64(k), Length: 1, CRC: crc}, u)
+			return fn(core.Partition{Rows: rec.NumRows(), Offset: int64(k), Length: 1, CRC: crc}, u)
 		}()
 		if err != nil {
 			return err
@@ -267,11 +268,11 @@ func (s *ipcFile) scan(ctx context.Context, _ <-chan struct{}, fn func(p Partiti
 	return nil
 }
 
-func (s *ipcFile) open(p Partition, _ int) (unit, error) {
+func (s *ipcFile) open(p core.Partition, _ int) (unit, error) {
 	where := s.f.where("record batch", p)
 	if p.Offset < 0 || p.Offset >= int64(len(s.blocks)) || p.Length != 1 {
-		return nil, &ParseError{Path: s.f.path, Offset: -1,
-			Err: fmt.Errorf("%w: the plan's partition %d is record batch %d (+%d), the file has %d", ErrSourceChanged, p.Index, p.Offset, p.Length, len(s.blocks))}
+		return nil, &core.ParseError{Path: s.f.Path, Offset: -1,
+			Err: fmt.Errorf("%w: the plan's partition %d is record batch %d (+%d), the file has %d", core.ErrSourceChanged, p.Index, p.Offset, p.Length, len(s.blocks))}
 	}
 	k := int(p.Offset)
 	ld, crc, err := s.loadDicts()
@@ -282,26 +283,26 @@ func (s *ipcFile) open(p Partition, _ int) (unit, error) {
 		return nil, err
 	}
 	if crc != p.CRC {
-		return nil, &ParseError{Path: s.f.path, Offset: s.blocks[k].off,
-			Err: fmt.Errorf("%w: %s's bytes differ from the plan", ErrSourceChanged, where)}
+		return nil, &core.ParseError{Path: s.f.Path, Offset: s.blocks[k].off,
+			Err: fmt.Errorf("%w: %s's bytes differ from the plan", core.ErrSourceChanged, where)}
 	}
 	if err := s.checkBlocks(ld, where, s.blocks[k:k+1]); err != nil {
 		return nil, err
 	}
-	fr, err := ipc.NewFileReader(ld, ipc.WithAllocator(s.f.opts.Allocator))
+	fr, err := ipc.NewFileReader(ld, ipc.WithAllocator(s.f.Opts.Allocator))
 	if err != nil {
 		return nil, s.f.unitError(err, where)
 	}
 	defer fr.Close()
-	s.f.stats.groups.Add(1)
+	s.f.Stats.Groups.Add(1)
 	rec, err := fr.RecordBatchAt(k)
 	if err != nil {
 		return nil, s.f.unitError(err, where)
 	}
 	if rec.NumRows() != p.Rows {
 		rec.Release()
-		return nil, &ParseError{Path: s.f.path, Offset: s.blocks[k].off,
-			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", ErrSourceChanged, where, rec.NumRows(), p.Rows)}
+		return nil, &core.ParseError{Path: s.f.Path, Offset: s.blocks[k].off,
+			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", core.ErrSourceChanged, where, rec.NumRows(), p.Rows)}
 	}
 	return &oneBatch{rec: rec}, nil
 }
@@ -340,7 +341,7 @@ const (
 
 func (m *messages) read(p []byte) error {
 	n, err := io.ReadFull(m.r, p)
-	m.crc = crc32.Update(m.crc, castagnoli, p[:n])
+	m.crc = crc32.Update(m.crc, core.Castagnoli, p[:n])
 	return err
 }
 
@@ -432,13 +433,13 @@ func (m *messages) Release() {
 // stream opens the decompressed stream and an ipc.Reader over it that
 // passes over the first skip record batches.
 func (s *ipcStream) stream(skip int64) (*ipc.Reader, *messages, io.Closer, error) {
-	st, err := s.f.open(context.Background(), 0)
+	st, err := s.f.Open(context.Background(), 0)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	m := &messages{r: st, mem: s.f.opts.Allocator, skip: skip}
+	m := &messages{r: st, mem: s.f.Opts.Allocator, skip: skip}
 	m.refs.Add(1)
-	rdr, err := ipc.NewReaderFromMessageReader(m, ipc.WithAllocator(s.f.opts.Allocator))
+	rdr, err := ipc.NewReaderFromMessageReader(m, ipc.WithAllocator(s.f.Opts.Allocator))
 	if err != nil {
 		st.Close()
 		return nil, nil, nil, s.f.unitError(err, "schema")
@@ -446,7 +447,7 @@ func (s *ipcStream) stream(skip int64) (*ipc.Reader, *messages, io.Closer, error
 	if s.schema != nil && !rdr.Schema().Equal(s.schema) {
 		rdr.Release()
 		st.Close()
-		return nil, nil, nil, &ParseError{Path: s.f.path, Offset: 0, Err: fmt.Errorf("%w: the stream's schema differs", ErrSourceChanged)}
+		return nil, nil, nil, &core.ParseError{Path: s.f.Path, Offset: 0, Err: fmt.Errorf("%w: the stream's schema differs", core.ErrSourceChanged)}
 	}
 	return rdr, m, st, nil
 }
@@ -458,8 +459,8 @@ func (f *File) openIPCStream() (err error) {
 			err = f.recovered(v, "schema")
 		}
 	}()
-	if f.in.Size() == 0 {
-		return &ParseError{Path: f.path, Offset: 0, Err: ErrEmpty}
+	if f.In.Size() == 0 {
+		return &core.ParseError{Path: f.Path, Offset: 0, Err: core.ErrEmpty}
 	}
 	s := &ipcStream{f: f}
 	rdr, _, c, err := s.stream(0)
@@ -476,7 +477,7 @@ func (f *File) openIPCStream() (err error) {
 	return nil
 }
 
-func (s *ipcStream) scan(ctx context.Context, _ <-chan struct{}, fn func(p Partition, u unit) error) error {
+func (s *ipcStream) scan(ctx context.Context, _ <-chan struct{}, fn func(p core.Partition, u unit) error) error {
 	rdr, msgs, c, err := s.stream(0)
 	if err != nil {
 		return err
@@ -491,13 +492,13 @@ func (s *ipcStream) scan(ctx context.Context, _ <-chan struct{}, fn func(p Parti
 		if !rdr.Next() {
 			break
 		}
-		s.f.stats.groups.Add(1)
+		s.f.Stats.Groups.Add(1)
 		rec := rdr.RecordBatch()
 		rec.Retain()
 		u := &oneBatch{rec: rec}
 		err := func() error {
 			defer u.close()
-			return fn(Partition{Rows: rec.NumRows(), Offset: k, Length: 1, CRC: msgs.last}, u)
+			return fn(core.Partition{Rows: rec.NumRows(), Offset: k, Length: 1, CRC: msgs.last}, u)
 		}()
 		if err != nil {
 			return err
@@ -509,11 +510,11 @@ func (s *ipcStream) scan(ctx context.Context, _ <-chan struct{}, fn func(p Parti
 	return nil
 }
 
-func (s *ipcStream) open(p Partition, _ int) (unit, error) {
+func (s *ipcStream) open(p core.Partition, _ int) (unit, error) {
 	where := s.f.where("record batch", p)
 	if p.Offset < 0 || p.Length != 1 {
-		return nil, &ParseError{Path: s.f.path, Offset: -1,
-			Err: fmt.Errorf("%w: the plan's partition %d is record batch %d (+%d)", ErrSourceChanged, p.Index, p.Offset, p.Length)}
+		return nil, &core.ParseError{Path: s.f.Path, Offset: -1,
+			Err: fmt.Errorf("%w: the plan's partition %d is record batch %d (+%d)", core.ErrSourceChanged, p.Index, p.Offset, p.Length)}
 	}
 	rdr, msgs, c, err := s.stream(p.Offset)
 	if err != nil {
@@ -521,20 +522,20 @@ func (s *ipcStream) open(p Partition, _ int) (unit, error) {
 	}
 	defer c.Close()
 	defer rdr.Release()
-	s.f.stats.groups.Add(1)
+	s.f.Stats.Groups.Add(1)
 	if !rdr.Next() {
 		if err := rdr.Err(); err != nil {
 			return nil, s.f.unitError(err, where)
 		}
-		return nil, &ParseError{Path: s.f.path, Offset: -1, Err: fmt.Errorf("%w: the stream ends before %s", ErrSourceChanged, where)}
+		return nil, &core.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: the stream ends before %s", core.ErrSourceChanged, where)}
 	}
 	rec := rdr.RecordBatch()
 	switch {
 	case msgs.last != p.CRC:
-		return nil, &ParseError{Path: s.f.path, Offset: -1, Err: fmt.Errorf("%w: %s's bytes differ from the plan", ErrSourceChanged, where)}
+		return nil, &core.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: %s's bytes differ from the plan", core.ErrSourceChanged, where)}
 	case rec.NumRows() != p.Rows:
-		return nil, &ParseError{Path: s.f.path, Offset: -1,
-			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", ErrSourceChanged, where, rec.NumRows(), p.Rows)}
+		return nil, &core.ParseError{Path: s.f.Path, Offset: -1,
+			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", core.ErrSourceChanged, where, rec.NumRows(), p.Rows)}
 	}
 	rec.Retain()
 	return &oneBatch{rec: rec}, nil

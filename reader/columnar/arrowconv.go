@@ -1,4 +1,4 @@
-package reader
+package columnar
 
 import (
 	"math"
@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/idemport/idemport/reader/internal/core"
 	"github.com/valyala/fastjson"
 )
 
@@ -28,7 +29,7 @@ type converter struct {
 
 	// What the target's columns hold (nil where nothing is checked), and
 	// whether json goes to jsonb; limited says some column has a limit.
-	limits  []*Limit
+	limits  []*core.Limit
 	jsonb   bool
 	limited bool
 }
@@ -48,7 +49,7 @@ type slab struct {
 	null []bool
 }
 
-func newConverter(cols []arrowColumn, s Schema, mem memory.Allocator) *converter {
+func newConverter(cols []arrowColumn, s core.Schema, mem memory.Allocator) *converter {
 	return &converter{cols: cols, schema: s.Arrow(), mem: mem, slabs: make([]slab, len(cols))}
 }
 
@@ -114,7 +115,7 @@ func (c *converter) check(rec arrow.RecordBatch) int {
 		}
 		for i := 0; i < n; i++ {
 			if _, ok := v.at(i); !ok {
-				mark(i, k, CodeNull, "a key column must have a value")
+				mark(i, k, core.CodeNull, "a key column must have a value")
 			}
 		}
 	}
@@ -125,7 +126,7 @@ func (c *converter) check(rec arrow.RecordBatch) int {
 			vals := v.vals.(*array.Uint64).Values()
 			for i := 0; i < n; i++ {
 				if j, ok := v.at(i); ok && !c.bad[i] && vals[j] > math.MaxInt64 {
-					mark(i, k, CodeRange, "value is larger than the int64 maximum")
+					mark(i, k, core.CodeRange, "value is larger than the int64 maximum")
 				}
 			}
 		case modeTimestamp:
@@ -135,7 +136,7 @@ func (c *converter) check(rec arrow.RecordBatch) int {
 				// The common case: only the range can be wrong.
 				for i, t := range ts.Values() {
 					if (int64(t) < minMicros || int64(t) > maxMicros) && !c.bad[i] {
-						mark(i, k, CodeRange, "timestamp is outside the years 0000-9999")
+						mark(i, k, core.CodeRange, "timestamp is outside the years 0000-9999")
 					}
 				}
 				continue
@@ -155,11 +156,11 @@ func (c *converter) check(rec arrow.RecordBatch) int {
 					continue
 				}
 				b := bytesOf(v.vals, j)
-				if code, msg := checkText(b); code != "" {
+				if code, msg := core.CheckText(b); code != "" {
 					mark(i, k, code, msg)
 				} else if col.mode == modeJSONText {
 					if err := fastjson.ValidateBytes(b); err != nil {
-						mark(i, k, CodeJSON, "invalid JSON: "+err.Error())
+						mark(i, k, core.CodeJSON, "invalid JSON: "+err.Error())
 					}
 				}
 			}
@@ -195,14 +196,14 @@ func (c *converter) render(k int, mode arrowMode, v view, n int, mark func(i, co
 		switch mode {
 		case modeQuote:
 			raw := bytesOf(v.vals, j)
-			if code, msg := checkText(raw); code != "" {
+			if code, msg := core.CheckText(raw); code != "" {
 				c.r.fail(code, msg)
 			}
 			s.buf = c.r.quote(s.buf, raw)
 		case modeText:
 			s.buf = c.r.text(s.buf, v.a, i)
 			if c.r.code == "" {
-				if code, msg := checkText(s.buf[start:]); code != "" {
+				if code, msg := core.CheckText(s.buf[start:]); code != "" {
 					c.r.fail(code, msg)
 				}
 			}
@@ -218,7 +219,7 @@ func (c *converter) render(k int, mode arrowMode, v view, n int, mark func(i, co
 }
 
 // valueText returns the text of row i of column k for a reject report, at
-// most maxRejectValue bytes of it.
+// most core.MaxRejectValue bytes of it.
 func (c *converter) valueText(rec arrow.RecordBatch, k, i int) string {
 	a := rec.Column(k)
 	if a.IsNull(i) {
@@ -226,8 +227,8 @@ func (c *converter) valueText(rec arrow.RecordBatch, k, i int) string {
 	}
 	var r renderer
 	b := r.text(nil, a, i)
-	if len(b) > maxRejectValue {
-		b = b[:maxRejectValue]
+	if len(b) > core.MaxRejectValue {
+		b = b[:core.MaxRejectValue]
 	}
 	return string(b)
 }
@@ -235,11 +236,11 @@ func (c *converter) valueText(rec arrow.RecordBatch, k, i int) string {
 // build returns the good rows of rec, as check left them, as a Batch whose
 // first row has ordinal first. It returns a Batch with a nil Record when
 // every row is bad.
-func (c *converter) build(rec arrow.RecordBatch, first int64) Batch {
+func (c *converter) build(rec arrow.RecordBatch, first int64) core.Batch {
 	n := int(rec.NumRows())
 	good := n - c.nbad
 	if good == 0 {
-		return Batch{}
+		return core.Batch{}
 	}
 	cols := make([]arrow.Array, len(c.cols))
 	for k := range c.cols {
@@ -255,7 +256,7 @@ func (c *converter) build(rec arrow.RecordBatch, first int64) Batch {
 			ords = append(ords, first+int64(i))
 		}
 	}
-	return Batch{Record: out, Ordinals: ords}
+	return core.Batch{Record: out, Ordinals: ords}
 }
 
 // retype shares a's buffers in an array of type dt, which must have the same
@@ -444,4 +445,129 @@ func falses(b []bool, n int) []bool {
 	b = b[:n]
 	clear(b)
 	return b
+}
+
+// converter returns the converter of this Parquet or Arrow file's record
+// batches into schema, checking values against the target's limits.
+func (f *File) converter(schema core.Schema) *converter {
+	cv := newConverter(f.cols, schema, f.Opts.Allocator)
+	names := make([]string, len(f.cols))
+	for i, c := range f.cols {
+		names[i] = c.name
+	}
+	cv.limits, cv.jsonb = core.LimitsOf(f.Opts.Limits, names), f.Opts.JSONB
+	for _, l := range cv.limits {
+		cv.limited = cv.limited || l != nil
+	}
+	return cv
+}
+
+// checkLimits marks the rows of rec, not bad yet, whose value of a column
+// does not fit its limit: a null in a NOT NULL column, an integer out of
+// range, text too long, JSON jsonb refuses. (Floats into numeric columns
+// are not checked.) Call it at the end of check, after render.
+func (c *converter) checkLimits(rec arrow.RecordBatch, mark func(i, col int, code, msg string)) {
+	n := int(rec.NumRows())
+	for k, col := range c.cols {
+		l := c.limits[k]
+		jsonb := (c.jsonb || (l != nil && l.JSONB)) && col.typ == core.JSON
+		if l == nil && !jsonb {
+			continue
+		}
+		v := newView(rec.Column(k))
+		for i := 0; i < n; i++ {
+			if c.bad[i] {
+				continue
+			}
+			j, ok := v.at(i)
+			var cl core.Cell
+			var x core.Value
+			switch {
+			case !ok:
+				cl, x = core.Cell{Kind: core.CellNull}, core.Value{Null: true}
+			case col.mode == modeInt || col.mode == modeUint64:
+				x.I, ok = intAt(v.vals, j)
+				cl.Kind = core.CellNumber
+			case col.mode == modeString || col.mode == modeJSONText:
+				x.B = bytesOf(v.vals, j)
+				cl = core.Cell{B: x.B, Kind: core.CellText}
+			case col.mode == modeQuote || col.mode == modeText || col.mode == modeJSON:
+				s := &c.slabs[k]
+				x.B = s.buf[s.offs[i]:s.offs[i+1]]
+				cl = core.Cell{B: x.B, Kind: core.CellText}
+			default:
+				cl.Kind = core.CellBool // only NOT NULL applies
+			}
+			if !ok && cl.Kind != core.CellNull {
+				continue
+			}
+			t := col.typ
+			if cl.Kind == core.CellBool {
+				t = core.Unknown
+			}
+			if code, msg := core.CheckLimits(l, jsonb, cl, x, t); code != "" {
+				mark(i, k, code, msg)
+			}
+		}
+	}
+}
+
+// intAt returns the integer at j of an integer array.
+func intAt(a arrow.Array, j int) (int64, bool) {
+	switch a := a.(type) {
+	case *array.Int8:
+		return int64(a.Value(j)), true
+	case *array.Int16:
+		return int64(a.Value(j)), true
+	case *array.Int32:
+		return int64(a.Value(j)), true
+	case *array.Int64:
+		return a.Value(j), true
+	case *array.Uint8:
+		return int64(a.Value(j)), true
+	case *array.Uint16:
+		return int64(a.Value(j)), true
+	case *array.Uint32:
+		return int64(a.Value(j)), true
+	case *array.Uint64:
+		return int64(a.Value(j)), true // values above int64 are bad rows already
+	}
+	return 0, false
+}
+
+// arrowFields returns the payload of row i of rec: each value as the text
+// the import would store (nested values as their JSON).
+func (c *converter) arrowFields(rec arrow.RecordBatch, schema core.Schema, i int) string {
+	dst := []byte{'['}
+	for k := range c.cols {
+		if k > 0 {
+			dst = append(dst, ',')
+		}
+		a := rec.Column(k)
+		v := newView(a)
+		if _, ok := v.at(i); !ok {
+			dst = append(dst, "null"...)
+			continue
+		}
+		var r renderer
+		var b []byte
+		kind := byte(core.FieldString)
+		if schema[k].Type == core.JSON {
+			if c.cols[k].mode == modeJSON || c.cols[k].mode == modeQuote {
+				b = r.json(nil, a, i)
+			} else {
+				b = r.text(nil, a, i)
+			}
+			if r.code == "" && fastjson.ValidateBytes(b) == nil {
+				kind = core.FieldJSON
+			} else {
+				r = renderer{}
+				b = r.text(nil, a, i)
+			}
+		} else {
+			b = r.text(nil, a, i)
+		}
+		dst = core.AppendField(dst, kind, b)
+	}
+	return string(append(dst, ']'))
 }

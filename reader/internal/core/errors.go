@@ -1,4 +1,4 @@
-package reader
+package core
 
 import (
 	"errors"
@@ -55,3 +55,7 @@ var (
 	// make.
 	ErrType = errors.New("unsupported column type")
 )
+
+// errRowTooLarge is what a text scanner returns for a row longer than its
+// bound; File.Wrap turns it into ErrTooLarge with the bound.
+var ErrRowTooLarge = errors.New("row too large")

@@ -1,4 +1,4 @@
-package reader
+package core
 
 import (
 	"errors"
@@ -51,7 +51,7 @@ const maxExponent = 1 << 40
 // [+-]digits[.digits][(e|E)[+-]digits] (at least one digit before or after
 // the point), into its parts. It is the reader's one decimal parser: values,
 // natural keys and numeric limits all read numbers with it.
-func parseDecimal(b []byte) (decimalText, bool) {
+func ParseDecimal(b []byte) (decimalText, bool) {
 	var d decimalText
 	i := 0
 	if i < len(b) && (b[i] == '-' || b[i] == '+') {
@@ -198,8 +198,8 @@ func appendDecimal(dst []byte, d *decimalText) []byte {
 
 // decimalValue converts b to a decimal: its canonical text (b itself when
 // it is canonical already), or a reason code and message.
-func decimalValue(b []byte) ([]byte, string, string) {
-	d, ok := parseDecimal(b)
+func DecimalValue(b []byte) ([]byte, string, string) {
+	d, ok := ParseDecimal(b)
 	switch {
 	case !ok:
 		return nil, CodeType, "not a valid decimal"
@@ -218,7 +218,7 @@ func decimalValue(b []byte) ([]byte, string, string) {
 // to 15 significant digits within the normal range always do, without
 // parsing b; longer or extreme numbers are parsed and compared digit by
 // digit.
-func exactFloat(d *decimalText, b []byte) bool {
+func ExactFloat(d *decimalText, b []byte) bool {
 	lo, hi, mag := d.significant()
 	if lo == hi {
 		return true // a zero: 0 and -0 keep their sign in a float64
@@ -226,13 +226,13 @@ func exactFloat(d *decimalText, b []byte) bool {
 	if hi-lo <= 15 && mag > -290 && mag < 300 {
 		return true
 	}
-	f, err := strconv.ParseFloat(str(b), 64)
+	f, err := strconv.ParseFloat(Str(b), 64)
 	if err != nil || math.IsInf(f, 0) {
 		return false
 	}
 	var buf [32]byte
 	s := strconv.AppendFloat(buf[:0], f, 'e', -1, 64)
-	e, ok := parseDecimal(s)
+	e, ok := ParseDecimal(s)
 	if !ok {
 		return false
 	}
@@ -251,18 +251,18 @@ func exactFloat(d *decimalText, b []byte) bool {
 // floatValue converts b to a float64, or returns a reason code and message
 // when it is not a number or its float64 would not mean the same number.
 func floatValue(b []byte) (float64, string, string) {
-	d, ok := parseDecimal(b)
+	d, ok := ParseDecimal(b)
 	if !ok {
 		return 0, CodeType, "not a valid float64"
 	}
 	if d.zeros {
 		return 0, CodeInexact, "leading zeros would be lost"
 	}
-	f, err := strconv.ParseFloat(str(b), 64)
+	f, err := strconv.ParseFloat(Str(b), 64)
 	if err != nil && !isRange(err) {
 		return 0, CodeType, "not a valid float64"
 	}
-	if !exactFloat(&d, b) {
+	if !ExactFloat(&d, b) {
 		if math.IsInf(f, 0) || (f == 0 && err == nil) || isRange(err) {
 			return 0, CodeInexact, "beyond the range of a float64"
 		}

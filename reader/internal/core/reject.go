@@ -1,4 +1,4 @@
-package reader
+package core
 
 import (
 	"bytes"
@@ -40,7 +40,7 @@ func InexactHint(name string, t Type) string {
 }
 
 // checkText rejects text no target can store faithfully.
-func checkText(b []byte) (string, string) {
+func CheckText(b []byte) (string, string) {
 	if !utf8.Valid(b) {
 		return CodeUTF8, "text is not valid UTF-8"
 	}
@@ -51,6 +51,6 @@ func checkText(b []byte) (string, string) {
 }
 
 // textClean reports whether b is valid UTF-8 without NUL bytes.
-func textClean(b []byte) bool {
+func TextClean(b []byte) bool {
 	return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
 }

@@ -1,6 +1,7 @@
-package reader
+package columnar
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"math"
 	"math/big"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/decimal256"
+	"github.com/idemport/idemport/reader/internal/core"
 	"github.com/valyala/fastjson"
 )
 
@@ -138,7 +140,7 @@ func (r *renderer) json(dst []byte, a arrow.Array, i int) []byte {
 		case extJSON:
 			doc := bytesOf(a.Storage(), i)
 			if err := fastjson.ValidateBytes(doc); err != nil {
-				r.fail(CodeJSON, "invalid JSON: "+err.Error())
+				r.fail(core.CodeJSON, "invalid JSON: "+err.Error())
 				return append(dst, "null"...)
 			}
 			return append(dst, doc...)
@@ -225,7 +227,7 @@ func (r *renderer) json(dst []byte, a arrow.Array, i int) []byte {
 func (r *renderer) quote(dst, s []byte) []byte {
 	const hexDigits = "0123456789abcdef"
 	if !utf8.Valid(s) {
-		r.fail(CodeUTF8, "text is not valid UTF-8")
+		r.fail(core.CodeUTF8, "text is not valid UTF-8")
 	}
 	dst = append(dst, '"')
 	start := 0
@@ -457,7 +459,7 @@ func appendClock(dst []byte, secs int64) []byte {
 func (r *renderer) appendTime(dst []byte, v int64, unit arrow.TimeUnit) []byte {
 	per, digits := unitsPerSecond(unit)
 	if v < 0 || v > 86400*per {
-		r.fail(CodeRange, "time of day is outside 00:00:00..24:00:00")
+		r.fail(core.CodeRange, "time of day is outside 00:00:00..24:00:00")
 		return strconv.AppendInt(dst, v, 10)
 	}
 	dst = appendClock(dst, v/per)
@@ -507,22 +509,41 @@ func toMicros(v int64, unit arrow.TimeUnit) (int64, string, string) {
 	switch unit {
 	case arrow.Second:
 		if v > maxMicros/1e6 || v < minMicros/1e6 {
-			return 0, CodeRange, "timestamp is outside the years 0000-9999"
+			return 0, core.CodeRange, "timestamp is outside the years 0000-9999"
 		}
 		v *= 1e6
 	case arrow.Millisecond:
 		if v > maxMicros/1e3 || v < minMicros/1e3 {
-			return 0, CodeRange, "timestamp is outside the years 0000-9999"
+			return 0, core.CodeRange, "timestamp is outside the years 0000-9999"
 		}
 		v *= 1e3
 	case arrow.Nanosecond:
 		if v%1000 != 0 {
-			return 0, CodePrecision, "timestamp has a part finer than a microsecond"
+			return 0, core.CodePrecision, "timestamp has a part finer than a microsecond"
 		}
 		v /= 1000
 	}
 	if v < minMicros || v > maxMicros {
-		return 0, CodeRange, "timestamp is outside the years 0000-9999"
+		return 0, core.CodeRange, "timestamp is outside the years 0000-9999"
 	}
 	return v, "", ""
+}
+
+// appendArrowKey appends the key bytes of row i of a column of a Parquet or
+// Arrow file, as the file types it: equal values append equal bytes.
+func (r *renderer) appendArrowKey(dst []byte, a arrow.Array, i int) []byte {
+	switch a := a.(type) {
+	case *array.Int64:
+		return binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(a.Value(i)))
+	case *array.Int32:
+		return binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(a.Value(i)))
+	case *array.String:
+		return core.AppendBytesKey(dst, 's', []byte(a.Value(i)))
+	case *array.Float64:
+		return core.AppendFloatKey(dst, a.Value(i))
+	}
+	n := len(dst)
+	dst = r.text(append(dst, 'x', 0, 0, 0, 0), a, i)
+	binary.BigEndian.PutUint32(dst[n+1:], uint32(len(dst)-n-5))
+	return dst
 }

@@ -1,4 +1,4 @@
-package reader
+package columnar
 
 import (
 	"cmp"
@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/idemport/idemport/reader/internal/core"
 )
 
 // The plan pass of a Parquet file is mostly decoding. A row group of a
@@ -66,7 +67,7 @@ func (s *parquetFile) planUnit(fr, frB *pqarrow.FileReader, k int, secondCore <-
 		}
 		return out
 	}
-	s.f.stats.groups.Add(1)
+	s.f.Stats.Groups.Add(1)
 	var err error
 	if u.rr[0], err = fr.GetRecordReader(context.Background(), leavesOf(half[0]), []int{k}); err != nil {
 		return nil, s.f.unitError(err, fmt.Sprintf("row group %d", k))
@@ -120,7 +121,7 @@ func (h *half) read(rr pqarrow.RecordReader) {
 func (u *splitUnit) next() (arrow.RecordBatch, error) {
 	var hs [2]half
 	var wg sync.WaitGroup
-	if closed(u.second) {
+	if core.Closed(u.second) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -1,4 +1,4 @@
-package reader
+package text
 
 import (
 	"bytes"
@@ -9,11 +9,12 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/idemport/idemport/reader/internal/core"
 	"github.com/valyala/fastjson"
 )
 
-// maxJSONColumns bounds the number of distinct keys a JSONL file may have.
-const maxJSONColumns = 1000
+// MaxJSONColumns bounds the number of distinct keys a JSONL file may have.
+const MaxJSONColumns = 1000
 
 // jsonlScanner reads one JSON object per line. Keys become columns in the
 // order they first appear; a key missing from a line is null there. Blank
@@ -25,7 +26,7 @@ type jsonlScanner struct {
 	names   []string
 	plain   []bool // names[i] is written in a line as it is, without escapes
 	grow    bool   // discover new keys (plan pass) or treat them as changes
-	cells   []cell
+	cells   []core.Cell
 	scratch []byte
 	// opaque is set when the cells of the row last parsed may hold a NUL
 	// or invalid UTF-8 that its bytes do not show: a \u0000 escape, or a
@@ -50,10 +51,10 @@ func newJSONLScanner(r io.Reader, maxRow int, offset int64, columns []string, gr
 	return s
 }
 
-// errTooManyKeys is fatal: a file with this many keys is not a table.
-var errTooManyKeys = fmt.Errorf("more than %d distinct keys", maxJSONColumns)
+// ErrTooManyKeys is fatal: a file with this many keys is not a table.
+var ErrTooManyKeys = fmt.Errorf("more than %d distinct keys", MaxJSONColumns)
 
-func (s *jsonlScanner) next() ([]cell, *problem, error) {
+func (s *jsonlScanner) next() ([]core.Cell, *problem, error) {
 	ok, err := s.skipBlank()
 	if err != nil {
 		return nil, nil, err
@@ -88,14 +89,14 @@ func (s *jsonlScanner) next() ([]cell, *problem, error) {
 func (s *jsonlScanner) parse(line []byte) (*problem, error) {
 	s.cells = s.cells[:0]
 	for range s.names {
-		s.cells = append(s.cells, cell{kind: cellNull})
+		s.cells = append(s.cells, core.Cell{Kind: core.CellNull})
 	}
 	s.opaque = false
 	if s.parseFlat(line) {
 		return nil, nil
 	}
 	for i := range s.cells {
-		s.cells[i] = cell{kind: cellNull}
+		s.cells[i] = core.Cell{Kind: core.CellNull}
 	}
 	s.opaque = true
 	return s.parseAny(line)
@@ -106,14 +107,14 @@ func (s *jsonlScanner) parse(line []byte) (*problem, error) {
 func (s *jsonlScanner) parseAny(line []byte) (*problem, error) {
 	v, err := s.parser.ParseBytes(line)
 	if err != nil {
-		return &problem{code: CodeJSON, msg: "invalid JSON: " + err.Error(), column: -1}, nil
+		return &problem{code: core.CodeJSON, msg: "invalid JSON: " + err.Error(), column: -1}, nil
 	}
 	if unpairedSurrogate(line) {
-		return &problem{code: CodeUTF8, msg: "a \\u escape is half of a UTF-16 surrogate pair", column: -1}, nil
+		return &problem{code: core.CodeUTF8, msg: "a \\u escape is half of a UTF-16 surrogate pair", column: -1}, nil
 	}
 	obj, err := v.Object()
 	if err != nil {
-		return &problem{code: CodeJSON, msg: "line is a JSON " + v.Type().String() + ", not an object", column: -1}, nil
+		return &problem{code: core.CodeJSON, msg: "line is a JSON " + v.Type().String() + ", not an object", column: -1}, nil
 	}
 	var prob *problem
 	var fatal error
@@ -121,7 +122,7 @@ func (s *jsonlScanner) parseAny(line []byte) (*problem, error) {
 	type pending struct {
 		col        int
 		start, end int
-		kind       cellKind
+		kind       core.CellKind
 	}
 	var marks [64]pending
 	pend := marks[:0]
@@ -129,61 +130,61 @@ func (s *jsonlScanner) parseAny(line []byte) (*problem, error) {
 		if prob != nil || fatal != nil {
 			return
 		}
-		col, ok := s.index[str(key)]
+		col, ok := s.index[core.Str(key)]
 		if !ok {
 			if len(key) == 0 {
-				prob = &problem{code: CodeJSON, msg: "object has an empty key", column: -1}
+				prob = &problem{code: core.CodeJSON, msg: "object has an empty key", column: -1}
 				return
 			}
-			if code, msg := checkText(key); code != "" {
+			if code, msg := core.CheckText(key); code != "" {
 				prob = &problem{code: code, msg: "key: " + msg, column: -1}
 				return
 			}
 			if !s.grow {
-				prob = &problem{code: CodeJSON, msg: fmt.Sprintf("key %q is not a column of the plan", key), column: -1}
+				prob = &problem{code: core.CodeJSON, msg: fmt.Sprintf("key %q is not a column of the plan", key), column: -1}
 				return
 			}
-			if len(s.names) >= maxJSONColumns {
-				fatal = errTooManyKeys
+			if len(s.names) >= MaxJSONColumns {
+				fatal = ErrTooManyKeys
 				return
 			}
 			col = len(s.names)
 			name := string(key)
 			s.addName(name)
-			s.cells = append(s.cells, cell{kind: cellNull})
+			s.cells = append(s.cells, core.Cell{Kind: core.CellNull})
 		}
 		start := len(s.scratch)
-		var kind cellKind
+		var kind core.CellKind
 		switch v.Type() {
 		case fastjson.TypeNull:
-			pend = append(pend, pending{col: col, kind: cellNull})
+			pend = append(pend, pending{col: col, kind: core.CellNull})
 			return
 		case fastjson.TypeString:
-			kind = cellString
+			kind = core.CellString
 			s.scratch = append(s.scratch, v.GetStringBytes()...)
 		case fastjson.TypeNumber:
-			kind = cellNumber
+			kind = core.CellNumber
 			s.scratch = v.MarshalTo(s.scratch)
 			// fastjson's parser takes NaN, 1.2.3 and +5 for numbers, which
 			// would pass inference and fail conversion.
 			if !jsonNumber(s.scratch[start:]) {
-				prob = &problem{code: CodeJSON, msg: "invalid JSON: not a number", column: col}
+				prob = &problem{code: core.CodeJSON, msg: "invalid JSON: not a number", column: col}
 				return
 			}
 		case fastjson.TypeTrue, fastjson.TypeFalse:
-			kind = cellBool
+			kind = core.CellBool
 			s.scratch = v.MarshalTo(s.scratch)
 		default:
-			kind = cellJSON
+			kind = core.CellJSON
 			s.scratch = v.MarshalTo(s.scratch)
 		}
-		if kind == cellJSON {
+		if kind == core.CellJSON {
 			// The parser copies nested text as it is: bad numbers, \q
 			// escapes and raw control characters would make a json value
 			// that is not JSON. The validator is strict, and recurses safely
 			// now that the parser has bounded the nesting depth.
 			if err := fastjson.ValidateBytes(s.scratch[start:]); err != nil {
-				prob = &problem{code: CodeJSON, msg: "invalid JSON: " + err.Error(), column: col}
+				prob = &problem{code: core.CodeJSON, msg: "invalid JSON: " + err.Error(), column: col}
 				return
 			}
 		}
@@ -193,7 +194,7 @@ func (s *jsonlScanner) parseAny(line []byte) (*problem, error) {
 		return nil, fatal
 	}
 	for _, p := range pend {
-		s.cells[p.col] = cell{b: s.scratch[p.start:p.end:p.end], kind: p.kind}
+		s.cells[p.col] = core.Cell{B: s.scratch[p.start:p.end:p.end], Kind: p.kind}
 	}
 	return prob, nil
 }
@@ -227,7 +228,7 @@ func (s *jsonlScanner) parseFlat(line []byte) bool {
 			end, col = i+1+len(s.names[next]), next
 		} else if end = i + 1 + plainLen(line[i+1:]); end >= len(line) || line[end] != '"' || end == i+1 {
 			return false
-		} else if c, ok := s.index[str(line[i+1:end])]; ok {
+		} else if c, ok := s.index[core.Str(line[i+1:end])]; ok {
 			col = c
 		} else {
 			return false // a new key: the general parser adds it
@@ -242,30 +243,30 @@ func (s *jsonlScanner) parseFlat(line []byte) bool {
 			return false
 		}
 		// value
-		var c cell
+		var c core.Cell
 		switch b := line[i]; {
 		case b == '"':
 			var ok bool
-			if c.b, i, ok = s.flatString(line, i); !ok {
+			if c.B, i, ok = s.flatString(line, i); !ok {
 				return false
 			}
-			c.kind = cellString
+			c.Kind = core.CellString
 		case b == '-' || b >= '0' && b <= '9':
 			end := numberEnd(line, i)
 			if end < 0 {
 				return false
 			}
-			c = cell{b: line[i:end:end], kind: cellNumber}
+			c = core.Cell{B: line[i:end:end], Kind: core.CellNumber}
 			i = end
 		case b == 't' && hasWord(line[i:], "true"), b == 'f' && hasWord(line[i:], "false"):
 			n := 4
 			if b == 'f' {
 				n = 5
 			}
-			c = cell{b: line[i : i+n : i+n], kind: cellBool}
+			c = core.Cell{B: line[i : i+n : i+n], Kind: core.CellBool}
 			i += n
 		case b == 'n' && hasWord(line[i:], "null"):
-			c = cell{kind: cellNull}
+			c = core.Cell{Kind: core.CellNull}
 			i += 4
 		default:
 			return false // an object, an array, or not JSON

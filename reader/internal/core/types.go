@@ -1,4 +1,4 @@
-package reader
+package core
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"

@@ -1,4 +1,4 @@
-package reader
+package columnar
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"hash/crc32"
 	"io"
 	"sort"
+
+	"github.com/idemport/idemport/reader/internal/core"
 )
 
 // span64 is a byte range of a file.
@@ -36,18 +38,18 @@ var errOutside = errors.New("read outside the byte ranges the metadata declares"
 func (l *loaded) load(f *File, where string, spans []span64, crc uint32) (uint32, error) {
 	for _, s := range spans {
 		if s.off < 0 || s.len < 0 || s.off > l.size || s.len > l.size-s.off {
-			return 0, &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: %s: byte range %d+%d is outside the file (%d bytes)", ErrFormat, where, s.off, s.len, l.size)}
+			return 0, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s: byte range %d+%d is outside the file (%d bytes)", core.ErrFormat, where, s.off, s.len, l.size)}
 		}
 		buf := make([]byte, s.len)
-		n, err := f.in.ReadAt(buf, s.off)
-		f.stats.bytes.Add(int64(n))
+		n, err := f.In.ReadAt(buf, s.off)
+		f.Stats.Bytes.Add(int64(n))
 		if n < len(buf) {
 			if err == nil || err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return 0, &ParseError{Path: f.path, Offset: s.off + int64(n), Err: fmt.Errorf("%w: %s: the file ends early (%v)", ErrSourceChanged, where, err)}
+			return 0, &core.ParseError{Path: f.Path, Offset: s.off + int64(n), Err: fmt.Errorf("%w: %s: the file ends early (%v)", core.ErrSourceChanged, where, err)}
 		}
-		crc = crc32.Update(crc, castagnoli, buf)
+		crc = crc32.Update(crc, core.Castagnoli, buf)
 		l.ranges = append(l.ranges, loadedRange{off: s.off, data: buf})
 	}
 	sort.SliceStable(l.ranges, func(i, j int) bool { return l.ranges[i].off < l.ranges[j].off })

@@ -1,10 +1,11 @@
-package reader
+package columnar
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/idemport/idemport/reader/internal/core"
 )
 
 // arrowMode says how the values of an Arrow column become reader values.
@@ -29,7 +30,7 @@ const (
 type arrowColumn struct {
 	name     string
 	src      arrow.DataType // the type in the file
-	typ      Type
+	typ      core.Type
 	mode     arrowMode
 	required bool // Options.NotNull names it
 }
@@ -44,52 +45,52 @@ const (
 // naturalType returns the reader type of values of Arrow type dt, and how to
 // convert them. Types it cannot map, at any depth, return an error naming
 // them.
-func naturalType(dt arrow.DataType) (Type, arrowMode, error) {
+func naturalType(dt arrow.DataType) (core.Type, arrowMode, error) {
 	switch t := dt.(type) {
 	case arrow.ExtensionType:
 		switch t.ExtensionName() {
 		case extJSON:
-			return JSON, modeJSONText, nil
+			return core.JSON, modeJSONText, nil
 		case extUUID:
-			return String, modeText, nil
+			return core.String, modeText, nil
 		case extBool8:
-			return Bool, modeBool, nil
+			return core.Bool, modeBool, nil
 		}
-		return Unknown, 0, fmt.Errorf("extension type %s", t.ExtensionName())
+		return core.Unknown, 0, fmt.Errorf("extension type %s", t.ExtensionName())
 	case *arrow.DictionaryType:
 		return naturalType(t.ValueType)
 	}
 	switch dt.ID() {
 	case arrow.NULL:
-		return String, modeNull, nil
+		return core.String, modeNull, nil
 	case arrow.BOOL:
-		return Bool, modeBool, nil
+		return core.Bool, modeBool, nil
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32:
-		return Int64, modeInt, nil
+		return core.Int64, modeInt, nil
 	case arrow.UINT64:
-		return Int64, modeUint64, nil
+		return core.Int64, modeUint64, nil
 	case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
-		return Float64, modeFloat, nil
+		return core.Float64, modeFloat, nil
 	case arrow.TIMESTAMP:
-		return Timestamp, modeTimestamp, nil
+		return core.Timestamp, modeTimestamp, nil
 	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
-		return String, modeString, nil
+		return core.String, modeString, nil
 	case arrow.DECIMAL32, arrow.DECIMAL64, arrow.DECIMAL128, arrow.DECIMAL256:
 		// Rendered exactly, in the canonical decimal text (see
 		// MaxDecimalDigits): 1250 with scale 2 is 12.50.
-		return Decimal, modeText, nil
+		return core.Decimal, modeText, nil
 	case arrow.BINARY, arrow.LARGE_BINARY, arrow.BINARY_VIEW, arrow.FIXED_SIZE_BINARY,
 		arrow.DATE32, arrow.DATE64, arrow.TIME32, arrow.TIME64, arrow.DURATION,
 		arrow.INTERVAL_MONTHS, arrow.INTERVAL_DAY_TIME, arrow.INTERVAL_MONTH_DAY_NANO:
-		return String, modeText, nil
+		return core.String, modeText, nil
 	case arrow.LIST, arrow.LARGE_LIST, arrow.FIXED_SIZE_LIST, arrow.LIST_VIEW, arrow.LARGE_LIST_VIEW,
 		arrow.STRUCT, arrow.MAP:
 		if err := renderable(dt); err != nil {
-			return Unknown, 0, err
+			return core.Unknown, 0, err
 		}
-		return JSON, modeJSON, nil
+		return core.JSON, modeJSON, nil
 	}
-	return Unknown, 0, fmt.Errorf("type %s", dt)
+	return core.Unknown, 0, fmt.Errorf("type %s", dt)
 }
 
 // renderable checks that every type nested in dt can be rendered as JSON.
@@ -125,31 +126,31 @@ func renderable(dt arrow.DataType) error {
 // arrowColumnOf decides how the values of field f become reader values,
 // honouring a type forced by Options.Types: a column may be forced to its
 // own type, to string (its values' text) or to json (their JSON).
-func arrowColumnOf(f arrow.Field, natural Type, mode arrowMode, want Type) (arrowColumn, error) {
+func arrowColumnOf(f arrow.Field, natural core.Type, mode arrowMode, want core.Type) (arrowColumn, error) {
 	c := arrowColumn{name: f.Name, src: f.Type, typ: natural, mode: mode}
 	switch {
-	case want == Unknown || want == natural:
-	case want == String:
-		c.typ, c.mode = String, modeText
+	case want == core.Unknown || want == natural:
+	case want == core.String:
+		c.typ, c.mode = core.String, modeText
 		if mode == modeJSONText {
 			c.mode = modeString // the document's own text
 		}
-	case want == JSON:
-		c.typ, c.mode = JSON, modeJSON
+	case want == core.JSON:
+		c.typ, c.mode = core.JSON, modeJSON
 		if mode == modeString {
 			c.mode = modeQuote
 		}
 	default:
 		only := "string or json"
 		switch natural {
-		case String:
+		case core.String:
 			only = "string or json"
-		case JSON:
+		case core.JSON:
 			only = "json or string"
 		default:
 			only = natural.String() + ", string or json"
 		}
-		return c, fmt.Errorf("%w: the file's %s values cannot be read as %s (only as %s)", ErrType, f.Type, want, only)
+		return c, fmt.Errorf("%w: the file's %s values cannot be read as %s (only as %s)", core.ErrType, f.Type, want, only)
 	}
 	return c, nil
 }
@@ -157,46 +158,46 @@ func arrowColumnOf(f arrow.Field, natural Type, mode arrowMode, want Type) (arro
 // arrowColumns maps a file's Arrow schema to reader columns. hints gives,
 // per field, a type the file's own metadata implies for byte columns
 // (Parquet's JSON and ENUM annotations), or Unknown.
-func (f *File) arrowColumns(s *arrow.Schema, hints []Type) ([]arrowColumn, Schema, error) {
+func (f *File) arrowColumns(s *arrow.Schema, hints []core.Type) ([]arrowColumn, core.Schema, error) {
 	if s.NumFields() == 0 {
-		return nil, nil, &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: the file has no columns", ErrHeader)}
+		return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: the file has no columns", core.ErrHeader)}
 	}
 	seen := map[string]int{}
 	var cols []arrowColumn
-	var schema Schema
+	var schema core.Schema
 	for i, fld := range s.Fields() {
 		if fld.Name == "" || strings.TrimSpace(fld.Name) != fld.Name {
-			return nil, nil, &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: column %d is named %q", ErrHeader, i+1, fld.Name)}
+			return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: column %d is named %q", core.ErrHeader, i+1, fld.Name)}
 		}
-		if code, msg := checkText([]byte(fld.Name)); code != "" {
-			return nil, nil, &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: column %d: %s", ErrHeader, i+1, msg)}
+		if code, msg := core.CheckText([]byte(fld.Name)); code != "" {
+			return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: column %d: %s", core.ErrHeader, i+1, msg)}
 		}
 		if j, dup := seen[fld.Name]; dup {
-			return nil, nil, &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: columns %d and %d are both named %q", ErrHeader, j+1, i+1, fld.Name)}
+			return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: columns %d and %d are both named %q", core.ErrHeader, j+1, i+1, fld.Name)}
 		}
 		seen[fld.Name] = i
 		natural, mode, err := naturalType(fld.Type)
-		if i < len(hints) && hints[i] != Unknown && err == nil && mode == modeText && isBinaryType(fld.Type) {
+		if i < len(hints) && hints[i] != core.Unknown && err == nil && mode == modeText && isBinaryType(fld.Type) {
 			natural, mode = hints[i], modeString
-			if natural == JSON {
+			if natural == core.JSON {
 				mode = modeJSONText
 			}
 		}
 		if err != nil {
-			return nil, nil, &ParseError{Path: f.path, Offset: -1, Column: fld.Name,
-				Err: fmt.Errorf("%w: %s cannot be imported (%v)", ErrType, fld.Type, err)}
+			return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Column: fld.Name,
+				Err: fmt.Errorf("%w: %s cannot be imported (%v)", core.ErrType, fld.Type, err)}
 		}
-		c, err := arrowColumnOf(fld, natural, mode, f.opts.Types[fld.Name])
+		c, err := arrowColumnOf(fld, natural, mode, f.Opts.Types[fld.Name])
 		if err != nil {
-			return nil, nil, &ParseError{Path: f.path, Offset: -1, Column: fld.Name, Err: err}
+			return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Column: fld.Name, Err: err}
 		}
-		for _, n := range f.opts.NotNull {
+		for _, n := range f.Opts.NotNull {
 			if n == fld.Name {
 				c.required = true
 			}
 		}
 		cols = append(cols, c)
-		schema = append(schema, Column{Name: fld.Name, Type: c.typ})
+		schema = append(schema, core.Column{Name: fld.Name, Type: c.typ})
 	}
 	return cols, schema, nil
 }

@@ -1,8 +1,10 @@
-package reader
+package text
 
 import (
 	"bytes"
 	"io"
+
+	"github.com/idemport/idemport/reader/internal/core"
 )
 
 // span locates one field inside the current row, relative to its start.
@@ -20,7 +22,7 @@ type csvScanner struct {
 	comma   byte
 	quoting bool
 	spans   []span
-	cells   []cell
+	cells   []core.Cell
 	scratch []byte
 }
 
@@ -28,7 +30,7 @@ func newCSVScanner(r io.Reader, comma byte, quoting bool, maxRow int, offset int
 	return &csvScanner{buffer: newBuffer(r, maxRow, offset), comma: comma, quoting: quoting}
 }
 
-func (s *csvScanner) next() ([]cell, *problem, error) {
+func (s *csvScanner) next() ([]core.Cell, *problem, error) {
 	ok, err := s.skipBlank()
 	if err != nil {
 		return nil, nil, err
@@ -113,7 +115,7 @@ func (s *csvScanner) slow() (int, *problem, error) {
 					if s.eof {
 						sp.end = s.end - s.pos
 						s.spans = append(s.spans, sp)
-						return sp.end, &problem{code: CodeQuote, msg: "quoted field is never closed", column: len(s.spans) - 1}, nil
+						return sp.end, &problem{code: core.CodeQuote, msg: "quoted field is never closed", column: len(s.spans) - 1}, nil
 					}
 					if err := s.fill(); err != nil {
 						return 0, nil, err
@@ -166,7 +168,7 @@ func (s *csvScanner) slow() (int, *problem, error) {
 					}
 				}
 				if !stray && prob == nil {
-					prob = &problem{code: CodeQuote, msg: "unexpected character after a closing quote", column: len(s.spans) - 1}
+					prob = &problem{code: core.CodeQuote, msg: "unexpected character after a closing quote", column: len(s.spans) - 1}
 				}
 				stray = true
 				i++
@@ -236,11 +238,11 @@ func (s *csvScanner) makeCells() {
 		} else {
 			b = row[sp.start:sp.end:sp.end]
 		}
-		kind := cellText
+		kind := core.CellText
 		if len(b) == 0 && !sp.quoted {
-			kind = cellNull
+			kind = core.CellNull
 		}
-		s.cells = append(s.cells, cell{b: b, kind: kind})
+		s.cells = append(s.cells, core.Cell{B: b, Kind: kind})
 	}
 }
 

@@ -1,4 +1,4 @@
-package reader
+package core
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/valyala/fastjson"
 )
 
@@ -30,91 +29,54 @@ import (
 // bytes whatever the row held, so every database can store it.
 const (
 	fieldText   = 't'
-	fieldString = 's'
+	FieldString = 's'
 	fieldNumber = 'n'
 	fieldBool   = 'b'
-	fieldJSON   = 'j'
+	FieldJSON   = 'j'
 	fieldRaw    = 'r'
 	fieldBytes  = 'x'
 )
 
 // appendFields appends the payload of a row's cells to dst.
-func appendFields(dst []byte, cells []cell) []byte {
+func AppendFields(dst []byte, cells []Cell) []byte {
 	dst = append(dst, '[')
 	for i, c := range cells {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		kind := byte(fieldText)
-		switch c.kind {
-		case cellNull:
+		switch c.Kind {
+		case CellNull:
 			dst = append(dst, "null"...)
 			continue
-		case cellString:
-			kind = fieldString
-		case cellNumber:
+		case CellString:
+			kind = FieldString
+		case CellNumber:
 			kind = fieldNumber
-		case cellBool:
+		case CellBool:
 			kind = fieldBool
-		case cellJSON:
-			kind = fieldJSON
+		case CellJSON:
+			kind = FieldJSON
 		}
-		dst = appendField(dst, kind, c.b)
+		dst = AppendField(dst, kind, c.B)
 	}
 	return append(dst, ']')
 }
 
 // rawFields returns the payload of a row that could not be split.
-func rawFields(raw []byte) string {
+func RawFields(raw []byte) string {
 	raw = bytes.TrimSuffix(raw, []byte("\n"))
 	raw = bytes.TrimSuffix(raw, []byte("\r"))
-	return string(append(appendField([]byte{'['}, fieldRaw, raw), ']'))
+	return string(append(AppendField([]byte{'['}, fieldRaw, raw), ']'))
 }
 
 // appendField appends one field of the payload: kind and text as a JSON
 // string, or hex when the text is not UTF-8.
-func appendField(dst []byte, kind byte, b []byte) []byte {
+func AppendField(dst []byte, kind byte, b []byte) []byte {
 	if !utf8.Valid(b) {
 		return appendJSONString(dst, append([]byte{fieldBytes, kind}, hex.EncodeToString(b)...))
 	}
 	return appendJSONString(dst, append([]byte{kind}, b...))
-}
-
-// arrowFields returns the payload of row i of rec: each value as the text
-// the import would store (nested values as their JSON).
-func (c *converter) arrowFields(rec arrow.RecordBatch, schema Schema, i int) string {
-	dst := []byte{'['}
-	for k := range c.cols {
-		if k > 0 {
-			dst = append(dst, ',')
-		}
-		a := rec.Column(k)
-		v := newView(a)
-		if _, ok := v.at(i); !ok {
-			dst = append(dst, "null"...)
-			continue
-		}
-		var r renderer
-		var b []byte
-		kind := byte(fieldString)
-		if schema[k].Type == JSON {
-			if c.cols[k].mode == modeJSON || c.cols[k].mode == modeQuote {
-				b = r.json(nil, a, i)
-			} else {
-				b = r.text(nil, a, i)
-			}
-			if r.code == "" && fastjson.ValidateBytes(b) == nil {
-				kind = fieldJSON
-			} else {
-				r = renderer{}
-				b = r.text(nil, a, i)
-			}
-		} else {
-			b = r.text(nil, a, i)
-		}
-		dst = appendField(dst, kind, b)
-	}
-	return string(append(dst, ']'))
 }
 
 // Field is one field of a quarantined row as text, or null.
@@ -174,31 +136,31 @@ func RejectFields(fields string, f Format, schema Schema) (cols, extra []Field, 
 // what the import's conversion makes of it, or, for a value it cannot
 // convert, the text as it was.
 func jsonText(kind byte, text []byte, f Format) string {
-	if f.typed() {
+	if f.Typed() {
 		return string(text) // kept as the import rendered it
 	}
-	c := cell{b: text, kind: cellText}
+	c := Cell{B: text, Kind: CellText}
 	switch kind {
-	case fieldString:
-		c.kind = cellString
+	case FieldString:
+		c.Kind = CellString
 	case fieldNumber:
-		c.kind = cellNumber
+		c.Kind = CellNumber
 	case fieldBool:
-		c.kind = cellBool
-	case fieldJSON:
-		c.kind = cellJSON
+		c.Kind = CellBool
+	case FieldJSON:
+		c.Kind = CellJSON
 	}
-	v, code, _ := convert(c, JSON)
-	if code != "" || v.null {
+	v, code, _ := Convert(c, JSON)
+	if code != "" || v.Null {
 		return string(text)
 	}
-	return string(v.b)
+	return string(v.B)
 }
 
 // CheckJSON returns a reason code and message when b is not a JSON
 // document a json column can hold, or empty strings when it is.
 func CheckJSON(b []byte) (string, string) {
-	if code, msg := checkText(b); code != "" {
+	if code, msg := CheckText(b); code != "" {
 		return code, msg
 	}
 	if err := fastjson.ValidateBytes(b); err != nil {

@@ -1,4 +1,4 @@
-package reader
+package columnar
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package reader
+package columnar
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/idemport/idemport/reader/internal/core"
 )
 
 // Parquet and Arrow IPC files are read through their own decoders
@@ -24,13 +25,13 @@ type unitFile interface {
 	// partition whose Rows, Offset, Length and CRC describe the unit, and
 	// the unit's record batches; it closes the unit after fn returns. A
 	// file that can decode a unit on two goroutines does so once
-	// secondCore is closed (nil: at once), as ScanOptions.secondCore says.
-	scan(ctx context.Context, secondCore <-chan struct{}, fn func(p Partition, u unit) error) error
+	// secondCore is closed (nil: at once), as ScanOptions.SecondCore says.
+	scan(ctx context.Context, secondCore <-chan struct{}, fn func(p core.Partition, u unit) error) error
 	// open returns the record batches of the unit of partition p, each at
 	// most batchRows long where the decoder can split, after checking the
 	// unit's row count and bytes against p. A difference is a *ParseError
 	// wrapping ErrSourceChanged.
-	open(p Partition, batchRows int) (unit, error)
+	open(p core.Partition, batchRows int) (unit, error)
 }
 
 // unit yields the record batches of one row group or record batch.
@@ -51,50 +52,52 @@ func (f *File) recovered(v any, where string) error {
 	if where != "" {
 		where += ": "
 	}
-	return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: %scorrupt data (decoder failed: %v)", ErrFormat, where, v)}
+	return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %scorrupt data (decoder failed: %v)", core.ErrFormat, where, v)}
 }
 
 // unitError gives an error met while decoding a unit its place.
 func (f *File) unitError(err error, where string) error {
-	var pe *ParseError
+	var pe *core.ParseError
 	if errors.As(err, &pe) {
 		return err
 	}
-	return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: %s: %w", ErrFormat, where, err)}
+	return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s: %w", core.ErrFormat, where, err)}
 }
 
-func (f *File) where(u string, p Partition) string {
+func (f *File) where(u string, p core.Partition) string {
 	if p.Rows > 0 {
 		return fmt.Sprintf("%s %d (rows %d-%d)", u, p.Offset, p.First, p.First+p.Rows-1)
 	}
 	return fmt.Sprintf("%s %d", u, p.Offset)
 }
 
-// scanArrow is the plan pass of a Parquet or Arrow file: it decodes every
+// Scan is the plan pass of a Parquet or Arrow file: it decodes every
 // unit, checks every value, and makes one partition per non-empty unit.
-func (f *File) scanArrow(ctx context.Context, o ScanOptions) (plan *Plan, err error) {
-	plan = &Plan{Schema: append(Schema(nil), f.schema...)}
+// With a key (Options.Key) it also returns, in ordinal order, the
+// candidate superseded rows: the good rows whose key hash repeats.
+func (f *File) Scan(ctx context.Context, o core.ScanOptions) (plan *core.Plan, cands []int64, err error) {
+	plan = &core.Plan{Schema: append(core.Schema(nil), f.schema...)}
 	cv := f.converter(f.schema)
-	var keys *keyIndex
+	var keys *core.KeyIndex
 	var keyCols []int
 	var rr renderer
-	if len(f.opts.Key) > 0 {
-		keys = newKeyIndex()
+	if len(f.Opts.Key) > 0 {
+		keys = core.NewKeyIndex()
 		names := make([]string, len(f.cols))
 		for i, c := range f.cols {
 			names[i] = c.name
 		}
-		keyCols = keyColumns(names, f.opts.Key)
+		keyCols = core.KeyColumns(names, f.Opts.Key)
 	}
-	start := f.stats.bytes.Load()
+	start := f.Stats.Bytes.Load()
 	var ordinal int64
 	where := ""
 	defer func() {
 		if v := recover(); v != nil {
-			plan, err = nil, f.recovered(v, where)
+			plan, cands, err = nil, nil, f.recovered(v, where)
 		}
 	}()
-	err = f.units.scan(ctx, o.secondCore, func(p Partition, u unit) error {
+	err = f.units.scan(ctx, o.SecondCore, func(p core.Partition, u unit) error {
 		p.Index, p.First = len(plan.Partitions), ordinal+1
 		where = f.where(f.units.unitName(), p)
 		var read int64
@@ -112,18 +115,18 @@ func (f *File) scanArrow(ctx context.Context, o ScanOptions) (plan *Plan, err er
 			n := rec.NumRows()
 			if read+n > p.Rows {
 				rec.Release()
-				return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: %s holds more rows than its metadata says", ErrFormat, where)}
+				return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s holds more rows than its metadata says", core.ErrFormat, where)}
 			}
 			bad := cv.check(rec)
 			for _, pr := range cv.probs {
 				plan.Rejected++
 				if len(plan.Rejects) < o.KeepRejects {
-					r := Reject{Ordinal: p.First + read + int64(pr.row), Offset: -1, Column: f.cols[pr.col].name,
+					r := core.Reject{Ordinal: p.First + read + int64(pr.row), Offset: -1, Column: f.cols[pr.col].name,
 						Code: pr.code, Message: pr.msg}
-					if pr.code != CodeNull {
+					if pr.code != core.CodeNull {
 						r.Value = cv.valueText(rec, pr.col, pr.row)
 					}
-					if fields := cv.arrowFields(rec, f.schema, pr.row); len(fields) <= maxRejectRow {
+					if fields := cv.arrowFields(rec, f.schema, pr.row); len(fields) <= core.MaxRejectRow {
 						r.Fields = fields
 					}
 					plan.Rejects = append(plan.Rejects, r)
@@ -135,45 +138,43 @@ func (f *File) scanArrow(ctx context.Context, o ScanOptions) (plan *Plan, err er
 					if cv.bad[i] {
 						continue
 					}
-					buf := keys.buf[:0]
+					buf := keys.Buf[:0]
 					for _, k := range keyCols {
 						buf = rr.appendArrowKey(buf, rec.Column(k), i)
 					}
-					keys.buf = buf
-					keys.add(p.First+read+int64(i), buf)
+					keys.Buf = buf
+					keys.Add(p.First+read+int64(i), buf)
 				}
 			}
 			read += n
 			rec.Release()
 		}
 		if read != p.Rows {
-			return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: %s holds %d rows, its metadata says %d", ErrFormat, where, read, p.Rows)}
+			return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s holds %d rows, its metadata says %d", core.ErrFormat, where, read, p.Rows)}
 		}
 		if p.Rows > 0 {
 			ordinal += p.Rows
 			plan.Partitions = append(plan.Partitions, p)
 		}
 		if o.Progress != nil {
-			o.Progress(f.stats.bytes.Load()-start, ordinal)
+			o.Progress(f.Stats.Bytes.Load()-start, ordinal)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	plan.Rows = ordinal
 	if keys != nil {
-		if err := f.supersede(ctx, plan, keys.candidates()); err != nil {
-			return nil, err
-		}
+		return plan, keys.Candidates(), nil
 	}
-	return plan, nil
+	return plan, nil, nil
 }
 
-// arrowPartition reads one partition, a unit, of a Parquet or Arrow file.
-type arrowPartition struct {
+// PartitionReader reads one partition, a unit, of a Parquet or Arrow file.
+type PartitionReader struct {
 	f        *File
-	p        Partition
+	p        core.Partition
 	size     int
 	cv       *converter
 	u        unit
@@ -186,17 +187,19 @@ type arrowPartition struct {
 	done     bool
 }
 
-func (r *arrowPartition) next() (b Batch, err error) {
+// Next returns the next batch of good rows, or io.EOF after the unit's
+// last row once its counts have been checked against the plan.
+func (r *PartitionReader) Next() (b core.Batch, err error) {
 	if r.err != nil {
-		return Batch{}, r.err
+		return core.Batch{}, r.err
 	}
 	if r.done {
-		return Batch{}, io.EOF
+		return core.Batch{}, io.EOF
 	}
 	where := r.f.where(r.f.units.unitName(), r.p)
 	defer func() {
 		if v := recover(); v != nil {
-			b, err = Batch{}, r.f.recovered(v, where)
+			b, err = core.Batch{}, r.f.recovered(v, where)
 		}
 		if err != nil && err != io.EOF {
 			r.err = err
@@ -204,25 +207,25 @@ func (r *arrowPartition) next() (b Batch, err error) {
 	}()
 	if r.u == nil {
 		if r.u, err = r.f.units.open(r.p, r.size); err != nil {
-			return Batch{}, err
+			return core.Batch{}, err
 		}
 	}
 	for {
 		if r.cur == nil {
 			rec, err := r.u.next()
 			if err == io.EOF {
-				return Batch{}, r.finish(where)
+				return core.Batch{}, r.finish(where)
 			}
 			if err != nil {
-				return Batch{}, r.f.unitError(err, where)
+				return core.Batch{}, r.f.unitError(err, where)
 			}
 			r.cur, r.pos = rec, 0
 		}
 		rows := r.cur.NumRows()
 		n := min(int64(r.size), rows-r.pos)
 		if r.read+n > r.p.Rows {
-			return Batch{}, &ParseError{Path: r.f.path, Offset: -1,
-				Err: fmt.Errorf("%w: %s holds more rows than the plan says", ErrSourceChanged, where)}
+			return core.Batch{}, &core.ParseError{Path: r.f.Path, Offset: -1,
+				Err: fmt.Errorf("%w: %s holds more rows than the plan says", core.ErrSourceChanged, where)}
 		}
 		part := r.cur
 		if n != rows {
@@ -244,21 +247,21 @@ func (r *arrowPartition) next() (b Batch, err error) {
 		if r.read == r.p.Rows {
 			if err := r.finish(where); err != nil {
 				out.Release()
-				return Batch{}, err
+				return core.Batch{}, err
 			}
 		}
 		if out.Record != nil {
 			return out, nil
 		}
 		if r.done {
-			return Batch{}, io.EOF
+			return core.Batch{}, io.EOF
 		}
 	}
 }
 
 // skip marks the superseded rows of the batch check just saw, whose first
 // row has ordinal first, for build to leave out.
-func (r *arrowPartition) skip(first int64) {
+func (r *PartitionReader) skip(first int64) {
 	c := r.cv
 	for r.skipped < len(r.p.Superseded) {
 		i := r.p.Superseded[r.skipped] - first
@@ -274,22 +277,29 @@ func (r *arrowPartition) skip(first int64) {
 }
 
 // finish checks the counts of a partition read to its end.
-func (r *arrowPartition) finish(where string) error {
+func (r *PartitionReader) finish(where string) error {
 	r.done = true
 	switch {
 	case r.read != r.p.Rows:
-		return &ParseError{Path: r.f.path, Offset: -1,
-			Err: fmt.Errorf("%w: %s ends after %d rows, the plan says %d", ErrSourceChanged, where, r.read, r.p.Rows)}
+		return &core.ParseError{Path: r.f.Path, Offset: -1,
+			Err: fmt.Errorf("%w: %s ends after %d rows, the plan says %d", core.ErrSourceChanged, where, r.read, r.p.Rows)}
 	case r.rejected != r.p.Rejected:
-		return &ParseError{Path: r.f.path, Offset: -1,
-			Err: fmt.Errorf("%w: %s has %d bad rows, the plan says %d", ErrSourceChanged, where, r.rejected, r.p.Rejected)}
+		return &core.ParseError{Path: r.f.Path, Offset: -1,
+			Err: fmt.Errorf("%w: %s has %d bad rows, the plan says %d", core.ErrSourceChanged, where, r.rejected, r.p.Rejected)}
 	case r.skipped != len(r.p.Superseded):
-		return supersededError(r.f, r.p, int64(r.skipped))
+		return core.SupersededError(r.f.Path, r.p, int64(r.skipped))
 	}
 	return nil
 }
 
-func (r *arrowPartition) close() {
+// Rejected returns how many bad rows the reader has skipped so far.
+func (r *PartitionReader) Rejected() int64 { return r.rejected }
+
+// Superseded returns how many superseded rows the reader has skipped so far.
+func (r *PartitionReader) Superseded() int64 { return int64(r.skipped) }
+
+// Close releases the reader's decoder and memory. It is safe to call twice.
+func (r *PartitionReader) Close() {
 	if r.cur != nil {
 		r.cur.Release()
 		r.cur = nil

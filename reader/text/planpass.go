@@ -1,4 +1,4 @@
-package reader
+package text
 
 // The plan pass of the text formats runs in two stages on two cores: the
 // tokenizer reads the rows, cuts the partitions and checksums their bytes;
@@ -12,14 +12,16 @@ import (
 	"io"
 	"slices"
 	"unsafe"
+
+	"github.com/idemport/idemport/reader/internal/core"
 )
 
 // rowChunk is a run of rows the tokenizer hands the validator, with copies
 // of their bytes, so the scanner can move on.
 type rowChunk struct {
 	rows  []tokenRow
-	cells []cell // the rows' cells, back to back
-	arena []byte // the rows' bytes and unescaped cells
+	cells []core.Cell // the rows' cells, back to back
+	arena []byte      // the rows' bytes and unescaped cells
 	names []string
 }
 
@@ -50,7 +52,7 @@ func (c *rowChunk) reset() {
 }
 
 // add copies the row sc returned last into c.
-func (c *rowChunk) add(r tokenRow, sc rowScanner, cells []cell) {
+func (c *rowChunk) add(r tokenRow, sc rowScanner, cells []core.Cell) {
 	raw := sc.raw()
 	base := len(c.arena)
 	c.arena = append(c.arena, raw...)
@@ -58,46 +60,46 @@ func (c *rowChunk) add(r tokenRow, sc rowScanner, cells []cell) {
 	r.cells[0] = len(c.cells)
 	lo := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
 	for _, x := range cells {
-		p := uintptr(unsafe.Pointer(unsafe.SliceData(x.b)))
+		p := uintptr(unsafe.Pointer(unsafe.SliceData(x.B)))
 		var b []byte
-		if len(x.b) > 0 && p >= lo && p+uintptr(len(x.b)) <= lo+uintptr(len(raw)) {
+		if len(x.B) > 0 && p >= lo && p+uintptr(len(x.B)) <= lo+uintptr(len(raw)) {
 			// Most cells are slices of the row: point into its copy.
 			at := base + int(p-lo)
-			b = c.arena[at : at+len(x.b) : at+len(x.b)]
-		} else if len(x.b) > 0 {
+			b = c.arena[at : at+len(x.B) : at+len(x.B)]
+		} else if len(x.B) > 0 {
 			at := len(c.arena)
-			c.arena = append(c.arena, x.b...)
+			c.arena = append(c.arena, x.B...)
 			b = c.arena[at:len(c.arena):len(c.arena)]
 		} else {
-			b = x.b
+			b = x.B
 		}
-		c.cells = append(c.cells, cell{b: b, kind: x.kind})
+		c.cells = append(c.cells, core.Cell{B: b, Kind: x.Kind})
 	}
 	r.cells[1] = len(c.cells)
 	c.rows = append(c.rows, r)
 }
 
 // tokenize reads every row of sc, cuts the partitions, and sends the rows to
-// the validator in chunks taken from free. Until o.secondCore is closed it
+// the validator in chunks taken from free. Until o.SecondCore is closed it
 // validates each chunk itself with v instead. It returns the plan without
 // its schema and rejects.
-func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o ScanOptions, v *validator, free <-chan *rowChunk, chunks chan<- *rowChunk) (*Plan, error) {
+func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o core.ScanOptions, v *validator, free <-chan *rowChunk, chunks chan<- *rowChunk) (*core.Plan, error) {
 	var (
-		plan    = &Plan{}
-		part    *Partition
+		plan    = &core.Plan{}
+		part    *core.Partition
 		rowEnd  int64
 		rowCRC  uint32
 		ordinal int64
 		c       *rowChunk
 		sent    int // names the validator has
-		wide    = closed(o.secondCore)
+		wide    = core.Closed(o.SecondCore)
 	)
 	send := func() error {
 		if len(*names) > sent {
 			c.names = slices.Clone(*names)
 			sent = len(*names)
 		}
-		if wide = wide || closed(o.secondCore); !wide {
+		if wide = wide || core.Closed(o.SecondCore); !wide {
 			// Validate here; the validator goroutine gets the chunks after
 			// this one, if any, so rows stay in order.
 			v.chunk(c)
@@ -128,11 +130,11 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o S
 			break
 		}
 		if err != nil {
-			return nil, f.wrap(err, ordinal+1, start, "")
+			return nil, f.Wrap(err, ordinal+1, start, "")
 		}
 		ordinal++
 		if part == nil {
-			part = &Partition{Index: len(plan.Partitions), First: ordinal, Offset: start}
+			part = &core.Partition{Index: len(plan.Partitions), First: ordinal, Offset: start}
 		}
 		part.Rows++
 		if c == nil {
@@ -149,8 +151,8 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o S
 			p := *prob
 			r.prob = &p
 		}
-		if f.format == JSONL && prob == nil {
-			r.missing = missingKey(f.opts.NotNull, sc)
+		if f.Format == core.JSONL && prob == nil {
+			r.missing = missingKey(f.Opts.NotNull, sc)
 		}
 		c.add(r, sc, cells)
 		rowEnd, rowCRC = sc.offset(), sc.crcNow()
@@ -186,23 +188,23 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o S
 // columns whose type is not fixed, counting and keeping bad rows.
 type validator struct {
 	f            *File
-	o            ScanOptions
+	o            core.ScanOptions
 	names        []string
-	fixed        []Type // Unknown where inferred
-	infer        []inference
+	fixed        []core.Type // Unknown where inferred
+	infer        []core.Inference
 	required     []bool
-	limits       []*Limit // nil where the target column has none
+	limits       []*core.Limit // nil where the target column has none
 	rejected     int64
 	partRejected []int64
-	rejects      []Reject
-	keys         *keyIndex // with a key: the good rows' key hashes
-	keyCols      []int     // positions of the key columns, once all are known
+	rejects      []core.Reject
+	keys         *core.KeyIndex // with a key: the good rows' key hashes
+	keyCols      []int          // positions of the key columns, once all are known
 }
 
-func newValidator(f *File, o ScanOptions) *validator {
+func newValidator(f *File, o core.ScanOptions) *validator {
 	v := &validator{f: f, o: o}
-	if len(f.opts.Key) > 0 {
-		v.keys = newKeyIndex()
+	if len(f.Opts.Key) > 0 {
+		v.keys = core.NewKeyIndex()
 	}
 	return v
 }
@@ -211,11 +213,11 @@ func newValidator(f *File, o ScanOptions) *validator {
 func (v *validator) grow(n int) {
 	for len(v.fixed) < n {
 		name := v.names[len(v.fixed)]
-		v.fixed = append(v.fixed, v.f.opts.Types[name])
-		v.infer = append(v.infer, inference{})
-		v.required = append(v.required, slices.Contains(v.f.opts.NotNull, name))
-		var lim *Limit
-		if l, ok := v.f.opts.Limits[name]; ok {
+		v.fixed = append(v.fixed, v.f.Opts.Types[name])
+		v.infer = append(v.infer, core.Inference{})
+		v.required = append(v.required, slices.Contains(v.f.Opts.NotNull, name))
+		var lim *core.Limit
+		if l, ok := v.f.Opts.Limits[name]; ok {
 			lim = &l
 		}
 		v.limits = append(v.limits, lim)
@@ -232,12 +234,12 @@ func (v *validator) chunk(c *rowChunk) {
 }
 
 // row checks one row; on its first problem it records a reject and stops.
-func (v *validator) row(r tokenRow, cells []cell, raw []byte) {
+func (v *validator) row(r tokenRow, cells []core.Cell, raw []byte) {
 	v.grow(r.cols)
 	rejected := false
 	// reject counts a bad row and keeps its detail; col is the index of the
 	// offending column or -1, name its name when it has no index yet.
-	reject := func(col int, name string, c cell, code, msg string) {
+	reject := func(col int, name string, c core.Cell, code, msg string) {
 		rejected = true
 		v.rejected++
 		k := int((r.ordinal - 1) / v.o.PartitionRows)
@@ -248,21 +250,21 @@ func (v *validator) row(r tokenRow, cells []cell, raw []byte) {
 		if len(v.rejects) >= v.o.KeepRejects {
 			return
 		}
-		rj := Reject{Ordinal: r.ordinal, Offset: r.off, Code: code, Message: msg}
-		if len(raw) <= maxRejectRow {
+		rj := core.Reject{Ordinal: r.ordinal, Offset: r.off, Code: code, Message: msg}
+		if len(raw) <= core.MaxRejectRow {
 			rj.Row = string(raw)
 			if r.prob != nil {
-				rj.Fields = rawFields(raw)
+				rj.Fields = core.RawFields(raw)
 			} else {
-				rj.Fields = string(appendFields(nil, cells))
+				rj.Fields = string(core.AppendFields(nil, cells))
 			}
 		}
 		rj.Column = name
 		if col >= 0 && col < r.cols {
 			rj.Column = v.names[col]
-			b := c.b
-			if len(b) > maxRejectValue {
-				b = b[:maxRejectValue]
+			b := c.B
+			if len(b) > core.MaxRejectValue {
+				b = b[:core.MaxRejectValue]
 			}
 			rj.Value = string(b)
 		}
@@ -271,20 +273,20 @@ func (v *validator) row(r tokenRow, cells []cell, raw []byte) {
 	fixed, required := v.fixed, v.required
 	switch {
 	case r.prob != nil:
-		var c cell
+		var c core.Cell
 		if r.prob.column >= 0 && r.prob.column < len(cells) {
 			c = cells[r.prob.column]
 		}
 		reject(r.prob.column, "", c, r.prob.code, r.prob.msg)
-	case v.f.format != JSONL && r.fields != r.cols:
-		reject(-1, "", cell{}, CodeFieldCount, fmt.Sprintf("expected %d fields, got %d", r.cols, r.fields))
+	case v.f.Format != core.JSONL && r.fields != r.cols:
+		reject(-1, "", core.Cell{}, core.CodeFieldCount, fmt.Sprintf("expected %d fields, got %d", r.cols, r.fields))
 	case r.missing != "":
 		// A key column first seen in a later row: this row has no value for it.
-		reject(-1, r.missing, cell{}, CodeNull, "a key column must have a value")
+		reject(-1, r.missing, core.Cell{}, core.CodeNull, "a key column must have a value")
 	default:
 		for i := range required {
-			if required[i] && (i >= len(cells) || cells[i].kind == cellNull) {
-				reject(i, "", cell{}, CodeNull, "a key column must have a value")
+			if required[i] && (i >= len(cells) || cells[i].Kind == core.CellNull) {
+				reject(i, "", core.Cell{}, core.CodeNull, "a key column must have a value")
 				break
 			}
 		}
@@ -294,19 +296,19 @@ func (v *validator) row(r tokenRow, cells []cell, raw []byte) {
 		// A row that is valid UTF-8 without NUL bytes as a whole needs no
 		// check per field, unless its cells hold more than its bytes show
 		// (a JSONL \u0000 escape: see rowScanner.verbatim).
-		clean := r.verbatim && textClean(raw)
+		clean := r.verbatim && core.TextClean(raw)
 		for i, c := range cells {
-			if fixed[i] != Unknown {
-				x, code, msg := convertText(c, fixed[i], clean)
-				if code == "" && x.null && required[i] {
+			if fixed[i] != core.Unknown {
+				x, code, msg := core.ConvertText(c, fixed[i], clean)
+				if code == "" && x.Null && required[i] {
 					// A quoted empty field is null for a non-text type.
-					c, code, msg = cell{}, CodeNull, "a key column must have a value"
+					c, code, msg = core.Cell{}, core.CodeNull, "a key column must have a value"
 				}
-				if code == "" && (v.limits[i] != nil || (v.f.opts.JSONB && (fixed[i] == JSON || c.kind == cellJSON))) {
-					code, msg = checkLimits(v.limits[i], v.f.opts.JSONB, c, x, fixed[i])
+				if code == "" && (v.limits[i] != nil || (v.f.Opts.JSONB && (fixed[i] == core.JSON || c.Kind == core.CellJSON))) {
+					code, msg = core.CheckLimits(v.limits[i], v.f.Opts.JSONB, c, x, fixed[i])
 				}
-				if code == CodeInexact {
-					msg += "; " + InexactHint(v.names[i], fixed[i])
+				if code == core.CodeInexact {
+					msg += "; " + core.InexactHint(v.names[i], fixed[i])
 				}
 				if code != "" {
 					reject(i, "", c, code, msg)
@@ -314,14 +316,14 @@ func (v *validator) row(r tokenRow, cells []cell, raw []byte) {
 				}
 				continue
 			}
-			if c.kind != cellNull && !clean {
-				if code, msg := checkText(c.b); code != "" {
+			if c.Kind != core.CellNull && !clean {
+				if code, msg := core.CheckText(c.B); code != "" {
 					reject(i, "", c, code, msg)
 					break
 				}
 			}
-			if v.limits[i] != nil || (v.f.opts.JSONB && c.kind == cellJSON) {
-				if code, msg := checkLimits(v.limits[i], v.f.opts.JSONB, c, value{null: c.kind == cellNull}, Unknown); code != "" {
+			if v.limits[i] != nil || (v.f.Opts.JSONB && c.Kind == core.CellJSON) {
+				if code, msg := core.CheckLimits(v.limits[i], v.f.Opts.JSONB, c, core.Value{Null: c.Kind == core.CellNull}, core.Unknown); code != "" {
 					reject(i, "", c, code, msg)
 					break
 				}
@@ -330,8 +332,8 @@ func (v *validator) row(r tokenRow, cells []cell, raw []byte) {
 	}
 	if !rejected {
 		for i, c := range cells {
-			if fixed[i] == Unknown {
-				v.infer[i].observe(c)
+			if fixed[i] == core.Unknown {
+				v.infer[i].Observe(c)
 			}
 		}
 		if v.keys != nil {
@@ -342,25 +344,25 @@ func (v *validator) row(r tokenRow, cells []cell, raw []byte) {
 
 // key records the key of a good row. A column whose type is fixed gives
 // its value's key, one still inferred its text's (appendTextKey).
-func (v *validator) key(ordinal int64, cells []cell) {
+func (v *validator) key(ordinal int64, cells []core.Cell) {
 	if v.keyCols == nil {
-		if v.keyCols = keyColumns(v.names, v.f.opts.Key); v.keyCols == nil {
+		if v.keyCols = core.KeyColumns(v.names, v.f.Opts.Key); v.keyCols == nil {
 			return // not reached: a good row has every key column
 		}
 	}
-	buf := v.keys.buf[:0]
+	buf := v.keys.Buf[:0]
 	for _, i := range v.keyCols {
-		var c cell
+		var c core.Cell
 		if i < len(cells) {
 			c = cells[i]
 		}
-		if t := v.fixed[i]; t != Unknown {
-			x, _, _ := convertText(c, t, true)
-			buf = appendValueKey(buf, x, t)
+		if t := v.fixed[i]; t != core.Unknown {
+			x, _, _ := core.ConvertText(c, t, true)
+			buf = core.AppendValueKey(buf, x, t)
 		} else {
-			buf = appendTextKey(buf, c)
+			buf = core.AppendTextKey(buf, c)
 		}
 	}
-	v.keys.buf = buf
-	v.keys.add(ordinal, buf)
+	v.keys.Buf = buf
+	v.keys.Add(ordinal, buf)
 }

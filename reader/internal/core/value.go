@@ -1,4 +1,4 @@
-package reader
+package core
 
 import (
 	"errors"
@@ -10,37 +10,37 @@ import (
 )
 
 // cellKind says what a scanner knows about a cell before conversion.
-type cellKind uint8
+type CellKind uint8
 
 const (
-	cellNull   cellKind = iota // unquoted empty CSV field, JSON null, missing JSON key
-	cellText                   // CSV text: any type may be read from it
-	cellString                 // JSON string: a string or a timestamp
-	cellNumber                 // JSON number
-	cellBool                   // JSON true or false
-	cellJSON                   // JSON object or array, kept as its text
+	CellNull   CellKind = iota // unquoted empty CSV field, JSON null, missing JSON key
+	CellText                   // CSV text: any type may be read from it
+	CellString                 // JSON string: a string or a timestamp
+	CellNumber                 // JSON number
+	CellBool                   // JSON true or false
+	CellJSON                   // JSON object or array, kept as its text
 )
 
 // cell is one field of a row as a scanner produced it. b aliases the
 // scanner's buffer and is valid until the scanner's next call.
-type cell struct {
-	b    []byte
-	kind cellKind
+type Cell struct {
+	B    []byte
+	Kind CellKind
 }
 
 // value is a converted cell, typed by its column.
-type value struct {
-	null bool
-	i    int64 // Int64, Timestamp (µs since epoch), Bool (0 or 1)
-	f    float64
-	b    []byte // String, JSON; aliases the cell
+type Value struct {
+	Null bool
+	I    int64 // Int64, Timestamp (µs since epoch), Bool (0 or 1)
+	F    float64
+	B    []byte // String, JSON; aliases the cell
 }
 
-func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+func Str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // convert turns c into a value of type t, or returns a reason code and a
 // message saying why it cannot.
-func convert(c cell, t Type) (value, string, string) { return convertText(c, t, false) }
+func Convert(c Cell, t Type) (Value, string, string) { return ConvertText(c, t, false) }
 
 // convertText is convert for a cell whose text is known to be valid UTF-8
 // without NUL bytes when clean is true (its whole row was checked at once).
@@ -49,97 +49,97 @@ func convert(c cell, t Type) (value, string, string) { return convertText(c, t, 
 // an int64 (its zeros would be lost), 9007199254740993 is not a float64
 // (the nearest is 9007199254740992), and CSV text in a json column must be
 // a JSON document.
-func convertText(c cell, t Type, clean bool) (value, string, string) {
-	if c.kind == cellNull {
-		return value{null: true}, "", ""
+func ConvertText(c Cell, t Type, clean bool) (Value, string, string) {
+	if c.Kind == CellNull {
+		return Value{Null: true}, "", ""
 	}
 	switch t {
 	case String:
-		if c.kind == cellText && len(c.b) == 0 {
-			return value{b: c.b}, "", ""
+		if c.Kind == CellText && len(c.B) == 0 {
+			return Value{B: c.B}, "", ""
 		}
 		if !clean {
-			if code, msg := checkText(c.b); code != "" {
-				return value{}, code, msg
+			if code, msg := CheckText(c.B); code != "" {
+				return Value{}, code, msg
 			}
 		}
-		return value{b: c.b}, "", ""
+		return Value{B: c.B}, "", ""
 	case JSON:
-		if c.kind == cellText && len(c.b) == 0 {
-			return value{null: true}, "", "" // an empty quoted CSV field, as for every non-text type
+		if c.Kind == CellText && len(c.B) == 0 {
+			return Value{Null: true}, "", "" // an empty quoted CSV field, as for every non-text type
 		}
 		if !clean {
-			if code, msg := checkText(c.b); code != "" {
-				return value{}, code, msg
+			if code, msg := CheckText(c.B); code != "" {
+				return Value{}, code, msg
 			}
 		}
-		switch c.kind {
-		case cellString:
+		switch c.Kind {
+		case CellString:
 			// A JSON string in a json column stays a JSON string.
-			return value{b: appendJSONString(nil, c.b)}, "", ""
-		case cellText:
+			return Value{B: appendJSONString(nil, c.B)}, "", ""
+		case CellText:
 			// CSV text in a json column is the JSON document itself.
-			if err := fastjson.ValidateBytes(c.b); err != nil {
-				return value{}, CodeJSON, "not a JSON document: " + err.Error()
+			if err := fastjson.ValidateBytes(c.B); err != nil {
+				return Value{}, CodeJSON, "not a JSON document: " + err.Error()
 			}
 		}
-		return value{b: c.b}, "", ""
+		return Value{B: c.B}, "", ""
 	}
-	if len(c.b) == 0 { // an empty quoted CSV field is null for every non-text type
-		return value{null: true}, "", ""
+	if len(c.B) == 0 { // an empty quoted CSV field is null for every non-text type
+		return Value{Null: true}, "", ""
 	}
 	switch t {
 	case Int64:
-		if c.kind != cellText && c.kind != cellNumber && c.kind != cellString {
+		if c.Kind != CellText && c.Kind != CellNumber && c.Kind != CellString {
 			break
 		}
-		n, err := strconv.ParseInt(str(c.b), 10, 64)
+		n, err := strconv.ParseInt(Str(c.B), 10, 64)
 		if err != nil {
-			if c.kind == cellNumber { // 3.0 is a JSON number that is an integer
-				if f, ferr := strconv.ParseFloat(str(c.b), 64); ferr == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-					return value{i: int64(f)}, "", ""
+			if c.Kind == CellNumber { // 3.0 is a JSON number that is an integer
+				if f, ferr := strconv.ParseFloat(Str(c.B), 64); ferr == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+					return Value{I: int64(f)}, "", ""
 				}
 			}
 			if errors.Is(err, strconv.ErrRange) {
-				return value{}, CodeRange, "beyond the range of an int64"
+				return Value{}, CodeRange, "beyond the range of an int64"
 			}
 			break
 		}
-		if leadingZero(c.b) {
-			return value{}, CodeInexact, "leading zeros would be lost"
+		if leadingZero(c.B) {
+			return Value{}, CodeInexact, "leading zeros would be lost"
 		}
-		return value{i: n}, "", ""
+		return Value{I: n}, "", ""
 	case Float64:
-		if c.kind != cellText && c.kind != cellNumber && c.kind != cellString {
+		if c.Kind != CellText && c.Kind != CellNumber && c.Kind != CellString {
 			break
 		}
-		f, code, msg := floatValue(c.b)
+		f, code, msg := floatValue(c.B)
 		if code != "" {
-			return value{}, code, msg
+			return Value{}, code, msg
 		}
-		return value{f: f}, "", ""
+		return Value{F: f}, "", ""
 	case Decimal:
-		if c.kind != cellText && c.kind != cellNumber && c.kind != cellString {
+		if c.Kind != CellText && c.Kind != CellNumber && c.Kind != CellString {
 			break
 		}
-		b, code, msg := decimalValue(c.b)
+		b, code, msg := DecimalValue(c.B)
 		if code != "" {
-			return value{}, code, msg
+			return Value{}, code, msg
 		}
-		return value{b: b}, "", ""
+		return Value{B: b}, "", ""
 	case Bool:
-		if v, ok := parseBool(c.b, c.kind != cellBool); ok {
-			return value{i: v}, "", ""
+		if v, ok := parseBool(c.B, c.Kind != CellBool); ok {
+			return Value{I: v}, "", ""
 		}
 	case Timestamp:
-		if c.kind != cellText && c.kind != cellString {
+		if c.Kind != CellText && c.Kind != CellString {
 			break
 		}
-		if us, ok := parseTimestamp(c.b, true); ok {
-			return value{i: us}, "", ""
+		if us, ok := ParseTimestamp(c.B, true); ok {
+			return Value{I: us}, "", ""
 		}
 	}
-	return value{}, CodeType, "not a valid " + t.String()
+	return Value{}, CodeType, "not a valid " + t.String()
 }
 
 // leadingZero reports whether the integer b, after its sign, starts with a
@@ -200,7 +200,7 @@ func parseBool(b []byte, lenient bool) (int64, bool) {
 
 // isInteger reports whether b is an integer as inference accepts it:
 // -?(0|[1-9][0-9]*), within int64.
-func isInteger(b []byte) bool {
+func IsInteger(b []byte) bool {
 	i := 0
 	if len(b) > 0 && b[0] == '-' {
 		i++
@@ -217,7 +217,7 @@ func isInteger(b []byte) bool {
 		}
 	}
 	if len(b)-i == 19 {
-		_, err := strconv.ParseInt(str(b), 10, 64)
+		_, err := strconv.ParseInt(Str(b), 10, 64)
 		return err == nil
 	}
 	return true
@@ -238,7 +238,7 @@ func digits(b []byte) (int, bool) {
 // into microseconds since the Unix epoch, UTC. A value without a zone is
 // UTC. A date alone is accepted only when dateOnly is true (midnight UTC).
 // A fraction finer than a microsecond must be zeros.
-func parseTimestamp(b []byte, dateOnly bool) (int64, bool) {
+func ParseTimestamp(b []byte, dateOnly bool) (int64, bool) {
 	if len(b) < 10 || b[4] != '-' || b[7] != '-' {
 		return 0, false
 	}
@@ -343,7 +343,7 @@ func daysFromCivil(y, m, d int) int64 {
 
 // inference tracks the narrowest type that every non-null value of a column
 // seen so far can be read as without losing what it means.
-type inference struct {
+type Inference struct {
 	seen     bool // a non-null value was seen
 	possible uint8
 	json     bool // a JSON object or array was seen
@@ -363,12 +363,12 @@ const (
 // same number, decimal when a decimal holds it. Inference takes no '+'
 // sign, no leading zeros and no empty integer part (.5), so that codes like
 // 08123 stay text.
-func (in *inference) observeNumber(b []byte) {
+func (in *Inference) observeNumber(b []byte) {
 	if in.possible&canInt != 0 {
-		if isInteger(b) {
+		if IsInteger(b) {
 			// Up to 15 digits an int64 is exactly a float64, and always a decimal.
 			if in.possible&canFloat != 0 && len(b) > 15 {
-				if d, ok := parseDecimal(b); !ok || !exactFloat(&d, b) {
+				if d, ok := ParseDecimal(b); !ok || !ExactFloat(&d, b) {
 					in.possible &^= canFloat
 				}
 			}
@@ -379,12 +379,12 @@ func (in *inference) observeNumber(b []byte) {
 	if in.possible&(canFloat|canDecimal) == 0 {
 		return
 	}
-	d, ok := parseDecimal(b)
+	d, ok := ParseDecimal(b)
 	if !ok || d.plus || d.zeros || d.bare {
 		in.possible &^= canFloat | canDecimal
 		return
 	}
-	if in.possible&canFloat != 0 && !exactFloat(&d, b) {
+	if in.possible&canFloat != 0 && !ExactFloat(&d, b) {
 		in.possible &^= canFloat
 	}
 	if in.possible&canDecimal != 0 && !d.fitsDecimal() {
@@ -392,51 +392,51 @@ func (in *inference) observeNumber(b []byte) {
 	}
 }
 
-func (in *inference) observe(c cell) {
-	if c.kind == cellNull {
+func (in *Inference) Observe(c Cell) {
+	if c.Kind == CellNull {
 		return
 	}
 	if !in.seen {
 		in.seen = true
 		in.possible = canBool | canInt | canFloat | canDecimal | canTimestamp
 	}
-	switch c.kind {
-	case cellText:
-		if len(c.b) == 0 {
+	switch c.Kind {
+	case CellText:
+		if len(c.B) == 0 {
 			in.possible = 0 // a quoted empty string is text
 			return
 		}
 		if in.possible&(canInt|canFloat|canDecimal) != 0 {
-			in.observeNumber(c.b)
+			in.observeNumber(c.B)
 		}
 		if in.possible&canBool != 0 {
-			if _, ok := parseBool(c.b, false); !ok {
+			if _, ok := parseBool(c.B, false); !ok {
 				in.possible &^= canBool
 			}
 		}
 		if in.possible&canTimestamp != 0 {
-			if _, ok := parseTimestamp(c.b, false); !ok {
+			if _, ok := ParseTimestamp(c.B, false); !ok {
 				in.possible &^= canTimestamp
 			}
 		}
-	case cellString:
+	case CellString:
 		in.possible &= canTimestamp
 		if in.possible != 0 {
-			if _, ok := parseTimestamp(c.b, false); !ok {
+			if _, ok := ParseTimestamp(c.B, false); !ok {
 				in.possible = 0
 			}
 		}
 		if in.possible == 0 {
 			in.text = true
 		}
-	case cellNumber:
+	case CellNumber:
 		in.possible &= canInt | canFloat | canDecimal
 		if in.possible != 0 {
-			in.observeNumber(c.b)
+			in.observeNumber(c.B)
 		}
-	case cellBool:
+	case CellBool:
 		in.possible &= canBool
-	case cellJSON:
+	case CellJSON:
 		in.json = true
 		in.possible = 0
 	}
@@ -444,7 +444,7 @@ func (in *inference) observe(c cell) {
 
 // result returns the inferred type. A column of nulls only is a string. A
 // key column (exact) is never float64: it is a decimal, or text.
-func (in *inference) result(exact bool) Type {
+func (in *Inference) Result(exact bool) Type {
 	switch {
 	case in.json:
 		return JSON

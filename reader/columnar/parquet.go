@@ -1,4 +1,4 @@
-package reader
+package columnar
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/idemport/idemport/reader/internal/core"
 )
 
 // A Parquet file is read one row group at a time. Its partitions are its
@@ -45,12 +46,12 @@ func (f *File) openParquet() (err error) {
 			err = f.recovered(v, "footer")
 		}
 	}()
-	size := f.in.Size()
+	size := f.In.Size()
 	notParquet := func(why string) error {
-		return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: not a Parquet file: %s", ErrFormat, why)}
+		return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: not a Parquet file: %s", core.ErrFormat, why)}
 	}
 	if size == 0 {
-		return &ParseError{Path: f.path, Offset: 0, Err: ErrEmpty}
+		return &core.ParseError{Path: f.Path, Offset: 0, Err: core.ErrEmpty}
 	}
 	if size < 12 {
 		return notParquet(fmt.Sprintf("%d bytes is too short", size))
@@ -67,13 +68,13 @@ func (f *File) openParquet() (err error) {
 	}
 	switch {
 	case bytes.Equal(tail[4:], []byte("PARE")):
-		return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: encrypted Parquet files are not supported", ErrFormat)}
+		return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: encrypted Parquet files are not supported", core.ErrFormat)}
 	case !bytes.Equal(tail[4:], parquetMagic):
 		return notParquet("it does not end with PAR1 (truncated?)")
 	}
 	n := int64(binary.LittleEndian.Uint32(tail[:4]))
 	if n == 0 || n > size-12 {
-		return &ParseError{Path: f.path, Offset: size - 8, Err: fmt.Errorf("%w: corrupt footer: length %d in a file of %d bytes", ErrFormat, n, size)}
+		return &core.ParseError{Path: f.Path, Offset: size - 8, Err: fmt.Errorf("%w: corrupt footer: length %d in a file of %d bytes", core.ErrFormat, n, size)}
 	}
 	footer := make([]byte, n)
 	if err := f.readAt(footer, size-8-n); err != nil {
@@ -85,19 +86,19 @@ func (f *File) openParquet() (err error) {
 	}
 	src := &parquetFile{f: f, size: size, md: md, groups: md.NumRowGroups()}
 	if err := checkStoredSchema(md.KeyValueMetadata()); err != nil {
-		return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: corrupt footer: stored Arrow schema: %w", ErrFormat, err)}
+		return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: corrupt footer: stored Arrow schema: %w", core.ErrFormat, err)}
 	}
 	props := pqarrow.ArrowReadProperties{}
 	as, err := pqarrow.FromParquet(md.Schema, &props, md.KeyValueMetadata())
 	if err != nil {
-		return &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: cannot map the Parquet schema: %w", ErrType, err)}
+		return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: cannot map the Parquet schema: %w", core.ErrType, err)}
 	}
 	for k := 0; k < src.groups; k++ {
 		if _, err := src.spans(md, k); err != nil {
 			return err
 		}
 	}
-	hints := make([]Type, as.NumFields())
+	hints := make([]core.Type, as.NumFields())
 	root := md.Schema.Root()
 	for i := range hints {
 		if i >= root.NumFields() {
@@ -106,9 +107,9 @@ func (f *File) openParquet() (err error) {
 		if p, ok := root.Field(i).(*schema.PrimitiveNode); ok {
 			switch p.LogicalType().(type) {
 			case schema.JSONLogicalType:
-				hints[i] = JSON
+				hints[i] = core.JSON
 			case schema.EnumLogicalType:
-				hints[i] = String
+				hints[i] = core.String
 			}
 		}
 	}
@@ -121,25 +122,25 @@ func (f *File) openParquet() (err error) {
 
 // readAt reads exactly len(p) bytes at off, counting them.
 func (f *File) readAt(p []byte, off int64) error {
-	n, err := f.in.ReadAt(p, off)
-	f.stats.bytes.Add(int64(n))
+	n, err := f.In.ReadAt(p, off)
+	f.Stats.Bytes.Add(int64(n))
 	if n == len(p) {
 		return nil
 	}
 	if err == nil || err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
-	return &ParseError{Path: f.path, Offset: off + int64(n), Err: fmt.Errorf("read: %w", err)}
+	return &core.ParseError{Path: f.Path, Offset: off + int64(n), Err: fmt.Errorf("read: %w", err)}
 }
 
 // parseFooter parses a Parquet footer.
 func (f *File) parseFooter(footer []byte, size int64) (*metadata.FileMetaData, error) {
 	md, err := metadata.NewFileMetaData(footer, nil)
 	if err != nil {
-		return nil, &ParseError{Path: f.path, Offset: size - 8 - int64(len(footer)), Err: fmt.Errorf("%w: corrupt footer: %w", ErrFormat, err)}
+		return nil, &core.ParseError{Path: f.Path, Offset: size - 8 - int64(len(footer)), Err: fmt.Errorf("%w: corrupt footer: %w", core.ErrFormat, err)}
 	}
 	if md.IsSetEncryptionAlgorithm() {
-		return nil, &ParseError{Path: f.path, Offset: -1, Err: fmt.Errorf("%w: encrypted Parquet files are not supported", ErrFormat)}
+		return nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: encrypted Parquet files are not supported", core.ErrFormat)}
 	}
 	md.SetSourceFileSize(size)
 	return md, nil
@@ -150,7 +151,7 @@ func (f *File) parseFooter(footer []byte, size int64) (*metadata.FileMetaData, e
 func (s *parquetFile) spans(md *metadata.FileMetaData, k int) ([]span64, error) {
 	where := fmt.Sprintf("row group %d", k)
 	bad := func(format string, args ...any) error {
-		return &ParseError{Path: s.f.path, Offset: -1, Err: fmt.Errorf("%w: corrupt footer: %s: %s", ErrFormat, where, fmt.Sprintf(format, args...))}
+		return &core.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: corrupt footer: %s: %s", core.ErrFormat, where, fmt.Sprintf(format, args...))}
 	}
 	rg := md.RowGroup(k)
 	if rg.NumRows() < 0 {
@@ -170,10 +171,10 @@ func (s *parquetFile) spans(md *metadata.FileMetaData, k int) ([]span64, error) 
 			return nil, bad("column %d: %v", i, err)
 		}
 		if col.FilePath() != "" {
-			return nil, &ParseError{Path: s.f.path, Offset: -1, Err: fmt.Errorf("%w: %s: column chunks in other files are not supported", ErrFormat, where)}
+			return nil, &core.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: %s: column chunks in other files are not supported", core.ErrFormat, where)}
 		}
 		if col.CryptoMetadata() != nil {
-			return nil, &ParseError{Path: s.f.path, Offset: -1, Err: fmt.Errorf("%w: %s: encrypted columns are not supported", ErrFormat, where)}
+			return nil, &core.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: %s: encrypted columns are not supported", core.ErrFormat, where)}
 		}
 		start := col.DataPageOffset()
 		if col.HasDictionaryPage() && col.DictionaryPageOffset() > 0 && start > col.DictionaryPageOffset() {
@@ -200,7 +201,7 @@ func (s *parquetFile) reader(md *metadata.FileMetaData, ld *loaded, batchRows in
 	if err != nil {
 		return nil, err
 	}
-	return pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: int64(batchRows)}, s.f.opts.Allocator)
+	return pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: int64(batchRows)}, s.f.Opts.Allocator)
 }
 
 // load reads row group k's chunks into ld and returns their CRC-32C.
@@ -215,7 +216,7 @@ func (s *parquetFile) load(md *metadata.FileMetaData, ld *loaded, k int) (uint32
 
 // records opens a record reader over row group k, whose bytes are loaded.
 func (s *parquetFile) records(fr *pqarrow.FileReader, k int) (*pqUnit, error) {
-	s.f.stats.groups.Add(1)
+	s.f.Stats.Groups.Add(1)
 	rr, err := fr.GetRecordReader(context.Background(), nil, []int{k})
 	if err != nil {
 		return nil, s.f.unitError(err, fmt.Sprintf("row group %d", k))
@@ -223,7 +224,7 @@ func (s *parquetFile) records(fr *pqarrow.FileReader, k int) (*pqUnit, error) {
 	return &pqUnit{rr: rr}, nil
 }
 
-func (s *parquetFile) scan(ctx context.Context, secondCore <-chan struct{}, fn func(p Partition, u unit) error) error {
+func (s *parquetFile) scan(ctx context.Context, secondCore <-chan struct{}, fn func(p core.Partition, u unit) error) error {
 	md := s.md
 	ld := &loaded{size: s.size}
 	fr, err := s.reader(md, ld, planBatchRows)
@@ -254,7 +255,7 @@ func (s *parquetFile) scan(ctx context.Context, secondCore <-chan struct{}, fn f
 		}
 		err = func() error {
 			defer u.close()
-			return fn(Partition{Rows: md.RowGroup(k).NumRows(), Offset: int64(k), Length: 1, CRC: crc}, u)
+			return fn(core.Partition{Rows: md.RowGroup(k).NumRows(), Offset: int64(k), Length: 1, CRC: crc}, u)
 		}()
 		if err != nil {
 			return err
@@ -263,17 +264,17 @@ func (s *parquetFile) scan(ctx context.Context, secondCore <-chan struct{}, fn f
 	return nil
 }
 
-func (s *parquetFile) open(p Partition, batchRows int) (unit, error) {
+func (s *parquetFile) open(p core.Partition, batchRows int) (unit, error) {
 	where := s.f.where("row group", p)
 	if p.Offset < 0 || p.Offset >= int64(s.groups) || p.Length != 1 {
-		return nil, &ParseError{Path: s.f.path, Offset: -1,
-			Err: fmt.Errorf("%w: the plan's partition %d is row group %d (+%d), the file has %d row groups", ErrSourceChanged, p.Index, p.Offset, p.Length, s.groups)}
+		return nil, &core.ParseError{Path: s.f.Path, Offset: -1,
+			Err: fmt.Errorf("%w: the plan's partition %d is row group %d (+%d), the file has %d row groups", core.ErrSourceChanged, p.Index, p.Offset, p.Length, s.groups)}
 	}
 	k := int(p.Offset)
 	md := s.md
 	if n := md.RowGroup(k).NumRows(); n != p.Rows {
-		return nil, &ParseError{Path: s.f.path, Offset: -1,
-			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", ErrSourceChanged, where, n, p.Rows)}
+		return nil, &core.ParseError{Path: s.f.Path, Offset: -1,
+			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", core.ErrSourceChanged, where, n, p.Rows)}
 	}
 	ld := &loaded{size: s.size}
 	crc, err := s.load(md, ld, k)
@@ -281,8 +282,8 @@ func (s *parquetFile) open(p Partition, batchRows int) (unit, error) {
 		return nil, err
 	}
 	if crc != p.CRC {
-		return nil, &ParseError{Path: s.f.path, Offset: -1,
-			Err: fmt.Errorf("%w: %s's bytes differ from the plan", ErrSourceChanged, where)}
+		return nil, &core.ParseError{Path: s.f.Path, Offset: -1,
+			Err: fmt.Errorf("%w: %s's bytes differ from the plan", core.ErrSourceChanged, where)}
 	}
 	fr, err := s.reader(md, ld, batchRows)
 	if err != nil {

@@ -1,34 +1,21 @@
-package reader
+package text
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/idemport/idemport/reader/internal/core"
 )
-
-// Batch is a run of rows as an Arrow record batch, with the ordinal of each
-// row. The receiver of a Batch owns it and must call Release.
-type Batch struct {
-	Record   arrow.RecordBatch
-	Ordinals []int64
-}
-
-// Release frees the batch's Arrow memory.
-func (b Batch) Release() {
-	if b.Record != nil {
-		b.Record.Release()
-	}
-}
 
 // batchBuilder accumulates converted rows into Arrow builders.
 type batchBuilder struct {
 	schema   *arrow.Schema
-	types    []Type
+	types    []core.Type
 	builders []array.Builder
 	ordinals []int64
 }
 
-func newBatchBuilder(mem memory.Allocator, s Schema) *batchBuilder {
+func newBatchBuilder(mem memory.Allocator, s core.Schema) *batchBuilder {
 	b := &batchBuilder{schema: s.Arrow()}
 	for i, c := range s {
 		b.types = append(b.types, c.Type)
@@ -37,25 +24,25 @@ func newBatchBuilder(mem memory.Allocator, s Schema) *batchBuilder {
 	return b
 }
 
-func (b *batchBuilder) add(ordinal int64, vals []value) {
+func (b *batchBuilder) add(ordinal int64, vals []core.Value) {
 	b.ordinals = append(b.ordinals, ordinal)
 	for i, v := range vals {
 		bl := b.builders[i]
-		if v.null {
+		if v.Null {
 			bl.AppendNull()
 			continue
 		}
 		switch b.types[i] {
-		case Bool:
-			bl.(*array.BooleanBuilder).Append(v.i != 0)
-		case Int64:
-			bl.(*array.Int64Builder).Append(v.i)
-		case Float64:
-			bl.(*array.Float64Builder).Append(v.f)
-		case Timestamp:
-			bl.(*array.TimestampBuilder).Append(arrow.Timestamp(v.i))
+		case core.Bool:
+			bl.(*array.BooleanBuilder).Append(v.I != 0)
+		case core.Int64:
+			bl.(*array.Int64Builder).Append(v.I)
+		case core.Float64:
+			bl.(*array.Float64Builder).Append(v.F)
+		case core.Timestamp:
+			bl.(*array.TimestampBuilder).Append(arrow.Timestamp(v.I))
 		default:
-			bl.(*array.StringBuilder).BinaryBuilder.Append(v.b)
+			bl.(*array.StringBuilder).BinaryBuilder.Append(v.B)
 		}
 	}
 }
@@ -63,7 +50,7 @@ func (b *batchBuilder) add(ordinal int64, vals []value) {
 func (b *batchBuilder) len() int { return len(b.ordinals) }
 
 // flush returns the rows added so far as a Batch and starts a new one.
-func (b *batchBuilder) flush() Batch {
+func (b *batchBuilder) flush() core.Batch {
 	cols := make([]arrow.Array, len(b.builders))
 	for i, bl := range b.builders {
 		cols[i] = bl.NewArray()
@@ -72,7 +59,7 @@ func (b *batchBuilder) flush() Batch {
 	for _, c := range cols {
 		c.Release()
 	}
-	out := Batch{Record: rec, Ordinals: b.ordinals}
+	out := core.Batch{Record: rec, Ordinals: b.ordinals}
 	b.ordinals = make([]int64, 0, cap(b.ordinals))
 	return out
 }

@@ -1,11 +1,8 @@
-package reader
+package core
 
 import (
 	"fmt"
 	"unicode/utf8"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
 // Limit is what a target column can hold beyond its type: the plan pass
@@ -37,24 +34,24 @@ type Limit struct {
 // check returns why cell c, converted to v of type t, does not fit l, or
 // "" when it does. Only a null cell is checked against NotNull, so that the
 // plan pass decides the same before a column's type is inferred.
-func (l *Limit) check(c cell, v value, t Type) (string, string) {
-	if c.kind == cellNull {
+func (l *Limit) check(c Cell, v Value, t Type) (string, string) {
+	if c.Kind == CellNull {
 		if l.NotNull {
 			return CodeNull, fmt.Sprintf("column is NOT NULL in table %s", l.Table)
 		}
 		return "", ""
 	}
-	if v.null || t == Unknown {
+	if v.Null || t == Unknown {
 		return "", ""
 	}
-	if l.MaxInt > l.MinInt && t == Int64 && (v.i < l.MinInt || v.i > l.MaxInt) {
+	if l.MaxInt > l.MinInt && t == Int64 && (v.I < l.MinInt || v.I > l.MaxInt) {
 		return CodeRange, fmt.Sprintf("value is outside the column's range %d..%d in table %s", l.MinInt, l.MaxInt, l.Table)
 	}
-	if l.MaxChars > 0 && (t == String || t == JSON) && len(v.b) > l.MaxChars && utf8.RuneCount(v.b) > l.MaxChars {
-		return CodeLength, fmt.Sprintf("text is %d characters, more than the column's %d in table %s", utf8.RuneCount(v.b), l.MaxChars, l.Table)
+	if l.MaxChars > 0 && (t == String || t == JSON) && len(v.B) > l.MaxChars && utf8.RuneCount(v.B) > l.MaxChars {
+		return CodeLength, fmt.Sprintf("text is %d characters, more than the column's %d in table %s", utf8.RuneCount(v.B), l.MaxChars, l.Table)
 	}
-	if l.Numeric && (t == Int64 || t == Float64 || t == Decimal || t == String) && (c.kind == cellText || c.kind == cellNumber || c.kind == cellString) {
-		if msg := numericFits(c.b, l.Precision, l.Scale); msg != "" {
+	if l.Numeric && (t == Int64 || t == Float64 || t == Decimal || t == String) && (c.Kind == CellText || c.Kind == CellNumber || c.Kind == CellString) {
+		if msg := numericFits(c.B, l.Precision, l.Scale); msg != "" {
 			return CodeNumeric, "value is " + msg + " (table " + l.Table + ")"
 		}
 	}
@@ -64,19 +61,19 @@ func (l *Limit) check(c cell, v value, t Type) (string, string) {
 // checkLimits returns why cell c of a column limited by l (nil: none),
 // converted to v of type t (Unknown: not converted yet), cannot be stored,
 // or "" when it can. jsonb says JSON goes to PostgreSQL's jsonb.
-func checkLimits(l *Limit, jsonb bool, c cell, v value, t Type) (string, string) {
+func CheckLimits(l *Limit, jsonb bool, c Cell, v Value, t Type) (string, string) {
 	if l != nil {
 		if code, msg := l.check(c, v, t); code != "" {
 			return code, msg
 		}
 	}
-	if (jsonb || (l != nil && l.JSONB)) && !v.null {
-		b := c.b
+	if (jsonb || (l != nil && l.JSONB)) && !v.Null {
+		b := c.B
 		if t == JSON {
-			b = v.b
+			b = v.B
 		}
-		if t == JSON || c.kind == cellJSON {
-			if msg := jsonbRefuses(b); msg != "" {
+		if t == JSON || c.Kind == CellJSON {
+			if msg := JsonbRefuses(b); msg != "" {
 				return CodeJSONB, msg
 			}
 		}
@@ -85,7 +82,7 @@ func checkLimits(l *Limit, jsonb bool, c cell, v value, t Type) (string, string)
 }
 
 // limitsOf returns the limit of each of names, nil where there is none.
-func limitsOf(limits map[string]Limit, names []string) []*Limit {
+func LimitsOf(limits map[string]Limit, names []string) []*Limit {
 	out := make([]*Limit, len(names))
 	for i, n := range names {
 		if l, ok := limits[n]; ok {
@@ -104,7 +101,7 @@ const numericMaxExp = 1<<30 - 1
 // precision p and scale s (p == 0: unconstrained), or "" when it does, or
 // when b is not a plain decimal (the column's type check decides those).
 func numericFits(b []byte, p, s int) string {
-	d, ok := parseDecimal(b)
+	d, ok := ParseDecimal(b)
 	if !ok {
 		return ""
 	}
@@ -140,7 +137,7 @@ func numericFits(b []byte, p, s int) string {
 // jsonbRefuses returns why PostgreSQL's jsonb refuses the JSON text b, or
 // "" when it takes it: a \u0000 escape, or a number beyond what numeric
 // holds. b must be valid JSON.
-func jsonbRefuses(b []byte) string {
+func JsonbRefuses(b []byte) string {
 	for i := 0; i < len(b); i++ {
 		switch c := b[i]; {
 		case c == '"':
@@ -165,92 +162,4 @@ func jsonbRefuses(b []byte) string {
 		}
 	}
 	return ""
-}
-
-// converter returns the converter of this Parquet or Arrow file's record
-// batches into schema, checking values against the target's limits.
-func (f *File) converter(schema Schema) *converter {
-	cv := newConverter(f.cols, schema, f.opts.Allocator)
-	names := make([]string, len(f.cols))
-	for i, c := range f.cols {
-		names[i] = c.name
-	}
-	cv.limits, cv.jsonb = limitsOf(f.opts.Limits, names), f.opts.JSONB
-	for _, l := range cv.limits {
-		cv.limited = cv.limited || l != nil
-	}
-	return cv
-}
-
-// checkLimits marks the rows of rec, not bad yet, whose value of a column
-// does not fit its limit: a null in a NOT NULL column, an integer out of
-// range, text too long, JSON jsonb refuses. (Floats into numeric columns
-// are not checked.) Call it at the end of check, after render.
-func (c *converter) checkLimits(rec arrow.RecordBatch, mark func(i, col int, code, msg string)) {
-	n := int(rec.NumRows())
-	for k, col := range c.cols {
-		l := c.limits[k]
-		jsonb := (c.jsonb || (l != nil && l.JSONB)) && col.typ == JSON
-		if l == nil && !jsonb {
-			continue
-		}
-		v := newView(rec.Column(k))
-		for i := 0; i < n; i++ {
-			if c.bad[i] {
-				continue
-			}
-			j, ok := v.at(i)
-			var cl cell
-			var x value
-			switch {
-			case !ok:
-				cl, x = cell{kind: cellNull}, value{null: true}
-			case col.mode == modeInt || col.mode == modeUint64:
-				x.i, ok = intAt(v.vals, j)
-				cl.kind = cellNumber
-			case col.mode == modeString || col.mode == modeJSONText:
-				x.b = bytesOf(v.vals, j)
-				cl = cell{b: x.b, kind: cellText}
-			case col.mode == modeQuote || col.mode == modeText || col.mode == modeJSON:
-				s := &c.slabs[k]
-				x.b = s.buf[s.offs[i]:s.offs[i+1]]
-				cl = cell{b: x.b, kind: cellText}
-			default:
-				cl.kind = cellBool // only NOT NULL applies
-			}
-			if !ok && cl.kind != cellNull {
-				continue
-			}
-			t := col.typ
-			if cl.kind == cellBool {
-				t = Unknown
-			}
-			if code, msg := checkLimits(l, jsonb, cl, x, t); code != "" {
-				mark(i, k, code, msg)
-			}
-		}
-	}
-}
-
-// intAt returns the integer at j of an integer array.
-func intAt(a arrow.Array, j int) (int64, bool) {
-	switch a := a.(type) {
-	case *array.Int8:
-		return int64(a.Value(j)), true
-	case *array.Int16:
-		return int64(a.Value(j)), true
-	case *array.Int32:
-		return int64(a.Value(j)), true
-	case *array.Int64:
-		return a.Value(j), true
-	case *array.Uint8:
-		return int64(a.Value(j)), true
-	case *array.Uint16:
-		return int64(a.Value(j)), true
-	case *array.Uint32:
-		return int64(a.Value(j)), true
-	case *array.Uint64:
-		return int64(a.Value(j)), true // values above int64 are bad rows already
-	}
-	return 0, false
 }

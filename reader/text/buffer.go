@@ -1,13 +1,12 @@
-package reader
+package text
 
 import (
 	"bytes"
-	"errors"
 	"hash/crc32"
 	"io"
-)
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	"github.com/idemport/idemport/reader/internal/core"
+)
 
 // problem is a row-level defect: the row is rejected, the scan goes on.
 type problem struct {
@@ -20,7 +19,7 @@ type rowScanner interface {
 	// next returns the cells of the next row, which alias internal buffers
 	// valid until the next call, and a non-nil problem when the row is
 	// defective but the scan can continue. It returns io.EOF after the last row.
-	next() ([]cell, *problem, error)
+	next() ([]core.Cell, *problem, error)
 	// offset is the byte offset, in the decompressed stream, of the first
 	// byte not yet consumed: after next, where the following row starts.
 	offset() int64
@@ -62,8 +61,6 @@ func newBuffer(r io.Reader, maxRow int, offset int64) buffer {
 	return buffer{r: r, buf: make([]byte, min(initialBuffer, maxRow)), maxRow: maxRow, base: offset}
 }
 
-var errRowTooLarge = errors.New("row too large")
-
 // fill reads more data, keeping buf[pos:end]. It returns errRowTooLarge when
 // the unfinished row already fills maxRow bytes.
 func (b *buffer) fill() error {
@@ -78,7 +75,7 @@ func (b *buffer) fill() error {
 	}
 	if b.end == len(b.buf) {
 		if len(b.buf) >= b.maxRow {
-			return errRowTooLarge
+			return core.ErrRowTooLarge
 		}
 		// Grow fourfold: refusing a row over the limit then allocates
 		// about 4/3 of the limit in all (1+4+16+64 MiB for 64), where
@@ -120,7 +117,7 @@ func (b *buffer) avail(i int) (bool, error) {
 
 // consume marks n bytes from pos as read.
 func (b *buffer) consume(n int) {
-	b.crc = crc32.Update(b.crc, castagnoli, b.buf[b.pos:b.pos+n])
+	b.crc = crc32.Update(b.crc, core.Castagnoli, b.buf[b.pos:b.pos+n])
 	b.pos += n
 }
 

@@ -1,0 +1,103 @@
+package columnar
+
+import (
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/idemport/idemport/reader/internal/core"
+)
+
+// File is a Parquet or Arrow IPC file: the shared file, with the schema
+// decided at Open and the units its partitions are.
+type File struct {
+	*core.File
+	cols   []arrowColumn
+	schema core.Schema
+	units  unitFile
+}
+
+// Open reads the footer or schema of f, a Parquet or Arrow file, from
+// which the columns and their types follow, and sets f.Header to their
+// names. A file whose schema cannot be read, or whose column types cannot
+// be mapped, returns a *core.ParseError. Parquet files and Arrow IPC files
+// need random access: wrapped in gzip or zstd they are refused; an Arrow
+// IPC stream may be compressed.
+func Open(f *core.File) (*File, error) {
+	c := &File{File: f}
+	var err error
+	switch f.Format {
+	case core.Parquet, core.Arrow:
+		if f.Comp != core.None {
+			return nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: a %s file needs random access and cannot be read through %s; decompress it first",
+				core.ErrFormat, f.Format, f.Comp)}
+		}
+		if f.Format == core.Parquet {
+			err = c.openParquet()
+		} else {
+			err = c.openIPCFile()
+		}
+	case core.Arrows:
+		err = c.openIPCStream()
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, col := range c.schema {
+		f.Header = append(f.Header, col.Name)
+	}
+	return c, nil
+}
+
+// Partition opens a reader over partition p of plan, a unit: a Parquet
+// partition reads only its row group, and an Arrow IPC file partition only
+// its record batch (and the file's dictionaries); an Arrow IPC stream
+// partition re-reads the stream up to its record batch. Their bytes are
+// read and checked against the plan before they are decoded; each Batch
+// holds at most batchRows rows.
+func (f *File) Partition(plan *core.Plan, p core.Partition, batchRows int) (*PartitionReader, error) {
+	if !slices.Equal(plan.Schema, f.schema) {
+		return nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: the file's columns (%s) differ from the plan's (%s)",
+			core.ErrSourceChanged, core.SchemaText(f.schema), core.SchemaText(plan.Schema))}
+	}
+	return &PartitionReader{f: f, p: p, size: batchRows, cv: f.converter(plan.Schema)}, nil
+}
+
+// RawRows re-reads partition p of plan and returns the fields of the rows
+// whose ordinals want holds.
+func (f *File) RawRows(plan *core.Plan, p core.Partition, want map[int64]bool) (out map[int64]core.RawRow, err error) {
+	where := f.where(f.units.unitName(), p)
+	defer func() {
+		if v := recover(); v != nil {
+			out, err = nil, f.recovered(v, where)
+		}
+	}()
+	u, err := f.units.open(p, planBatchRows)
+	if err != nil {
+		return nil, err
+	}
+	defer u.close()
+	cv := f.converter(plan.Schema)
+	out = map[int64]core.RawRow{}
+	for read := int64(0); len(out) < len(want); {
+		rec, err := u.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, f.unitError(err, where)
+		}
+		for i := 0; i < int(rec.NumRows()); i++ {
+			if o := p.First + read + int64(i); want[o] {
+				r := core.RawRow{Offset: -1}
+				if fields := cv.arrowFields(rec, plan.Schema, i); len(fields) <= core.MaxRejectRow {
+					r.Fields = fields
+				}
+				out[o] = r
+			}
+		}
+		read += rec.NumRows()
+		rec.Release()
+	}
+	return out, nil
+}

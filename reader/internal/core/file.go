@@ -1,0 +1,266 @@
+package core
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/idemport/idemport/idemtype"
+)
+
+// Format names a source file format.
+type Format string
+
+// The supported formats.
+const (
+	CSV     Format = "csv"
+	TSV     Format = "tsv"
+	JSONL   Format = "jsonl"
+	Parquet Format = "parquet"
+	Arrow   Format = "arrow"  // Arrow IPC file format (Feather version 2)
+	Arrows  Format = "arrows" // Arrow IPC stream format
+)
+
+// Typed reports whether the format carries its own column types.
+func (f Format) Typed() bool { return f == Parquet || f == Arrow || f == Arrows }
+
+// Compression names a stream compression wrapped around a format.
+type Compression string
+
+// The supported compressions.
+const (
+	None Compression = ""
+	Gzip Compression = "gzip"
+	Zstd Compression = "zstd"
+)
+
+// DefaultMaxRowBytes is the default bound on one row's size in bytes. It is
+// what bounds the reader's memory on hostile input.
+const DefaultMaxRowBytes = 64 << 20
+
+// Options say how to read a file. The zero value reads by extension with
+// default settings.
+type Options struct {
+	// Format overrides detection by extension.
+	Format Format
+	// Delimiter separates CSV fields; 0 means ',' for CSV and '\t' for TSV.
+	Delimiter byte
+	// Quotes turns quote processing on for TSV (always on for CSV).
+	Quotes bool
+	// Types fixes the type of the named columns instead of inferring it;
+	// values that do not parse are bad rows. A Parquet or Arrow column,
+	// whose type the file gives, may be fixed to that type, to string (the
+	// text of its values) or to json (their JSON); any other type is an
+	// error wrapping ErrType.
+	Types map[string]Type
+	// NotNull names columns that must have a value in every row (natural
+	// key columns); a row with a null there is bad.
+	NotNull []string
+	// Limits are what the target's columns hold, by column name: a value
+	// outside its column's Limit is a bad row.
+	Limits map[string]Limit
+	// JSONB says JSON goes to PostgreSQL's jsonb: a nested JSON value, or
+	// a json column's value, that jsonb refuses is a bad row.
+	JSONB bool
+	// Exact names columns whose inferred type must hold every value
+	// exactly in a comparison too: never float64 (a natural key column of
+	// 9007199254740992 and 9007199254740993 is decimal, not two equal
+	// floats).
+	Exact []string
+	// Key names the natural key columns, in order. With a key the plan pass
+	// finds, for each key that occurs more than once, the rows that lose to
+	// another row of the file with that key (Plan.Superseded), and
+	// partition readers skip them: the last occurrence wins, or with
+	// Version, the occurrence with the newest version (NULL is older than
+	// any), the last among equals.
+	Key []string
+	// Version names the version column, or is empty.
+	Version string
+	// MaxRowBytes bounds a row's size in text formats; 0 means
+	// DefaultMaxRowBytes.
+	MaxRowBytes int
+	// Allocator allocates the Arrow memory of the batches the reader
+	// returns and of the Arrow decoders; nil means memory.DefaultAllocator.
+	// (Parquet's page buffers come from memory.DefaultAllocator.)
+	Allocator memory.Allocator
+}
+
+// File is what both wings know of an opened file: its source, format,
+// options and, for CSV and TSV, its header. The facade's File holds one and
+// hands it to the wing that reads the format; its counters are updated by
+// concurrent partition readers.
+type File struct {
+	In     idemtype.Source
+	Path   string // In.Name(), for messages
+	Format Format
+	Comp   Compression
+	Opts   Options
+	Header []string // column names, in file order
+	Data   int64    // offset where data rows start, after the header
+	Stats  Counters
+}
+
+// Counters count the bytes a File has read from its source and the Parquet
+// row groups and Arrow record batches it has decoded; they are updated by
+// concurrent partition readers.
+type Counters struct {
+	Bytes  atomic.Int64
+	Groups atomic.Int64
+}
+
+// countingReader counts the bytes read through it into a File's stats.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// Stream is an open decompressed view of the file.
+type Stream struct {
+	io.Reader
+	Closers []io.Closer
+}
+
+// Close closes the stream and what it reads from.
+func (s *Stream) Close() error {
+	var errs []error
+	for i := len(s.Closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.Closers[i].Close())
+	}
+	return errors.Join(errs...)
+}
+
+type closerFunc func() error
+
+func (c closerFunc) Close() error { return c() }
+
+// spanSource is a Source that can stream a byte range alone: a remote
+// object asked for a partition's bytes then fetches no byte past them.
+type spanSource interface {
+	OpenRange(ctx context.Context, off, end int64) io.ReadCloser
+}
+
+// OpenSpan is Open for the bytes [offset, offset+length) of a partition:
+// from a source that can stream a range alone, an uncompressed file's
+// stream ends there.
+func (f *File) OpenSpan(ctx context.Context, offset, length int64) (*Stream, error) {
+	ss, ok := f.In.(spanSource)
+	if !ok || f.Comp != None || length <= 0 {
+		return f.Open(ctx, offset)
+	}
+	raw := ss.OpenRange(ctx, offset, offset+length)
+	s, err := f.Decompress(raw)
+	if err != nil {
+		raw.Close()
+		return nil, err
+	}
+	s.Closers = append([]io.Closer{raw}, s.Closers...)
+	return s, nil
+}
+
+// Open returns the decompressed stream positioned at offset. Uncompressed
+// files start there; compressed ones decompress and discard up to offset.
+// ctx bounds the source's reads where the source can be cancelled.
+func (f *File) Open(ctx context.Context, offset int64) (*Stream, error) {
+	start := offset
+	if f.Comp != None {
+		start = 0
+	}
+	raw, err := f.In.Open(ctx, start)
+	if err != nil {
+		return nil, err
+	}
+	s, err := f.Decompress(raw)
+	if err != nil {
+		raw.Close()
+		return nil, err
+	}
+	s.Closers = append([]io.Closer{raw}, s.Closers...)
+	if offset > 0 && f.Comp != None {
+		if _, err := io.CopyN(io.Discard, s.Reader, offset); err != nil {
+			s.Close()
+			if err == io.EOF {
+				return nil, &ParseError{Path: f.Path, Offset: offset, Err: ErrSourceChanged}
+			}
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Decompress returns the decompressed view of raw, counting the bytes read
+// from raw into the file's stats.
+func (f *File) Decompress(raw io.Reader) (*Stream, error) {
+	s := &Stream{}
+	counted := countingReader{r: raw, n: &f.Stats.Bytes}
+	switch f.Comp {
+	case None:
+		s.Reader = counted
+		return s, nil
+	case Gzip:
+		zr, err := gzip.NewReader(bufio.NewReaderSize(counted, 1<<20))
+		if err != nil {
+			s.Close()
+			return nil, f.corrupt(err)
+		}
+		s.Closers = append(s.Closers, zr)
+		s.Reader = zr
+	case Zstd:
+		zr, err := zstd.NewReader(bufio.NewReaderSize(counted, 1<<20), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
+		if err != nil {
+			s.Close()
+			return nil, f.corrupt(err)
+		}
+		s.Closers = append(s.Closers, closerFunc(func() error { zr.Close(); return nil }))
+		s.Reader = zr
+	}
+	s.Reader = &decompressed{r: s.Reader, f: f}
+	return s, nil
+}
+
+// decompressed turns decompressor failures into ParseErrors naming the file.
+type decompressed struct {
+	r   io.Reader
+	f   *File
+	off int64
+}
+
+func (d *decompressed) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	d.off += int64(n)
+	if err != nil && err != io.EOF {
+		return n, &ParseError{Path: d.f.Path, Offset: d.off, Err: fmt.Errorf("corrupt %s stream: %w", d.f.Comp, err)}
+	}
+	return n, err
+}
+
+func (f *File) corrupt(err error) error {
+	return &ParseError{Path: f.Path, Offset: 0, Err: fmt.Errorf("corrupt %s stream: %w", f.Comp, err)}
+}
+
+// Wrap gives an error from a scan its location, unless it already has one.
+func (f *File) Wrap(err error, row, offset int64, column string) error {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		if pe.Row == 0 && row > 0 {
+			pe.Row = row
+		}
+		return pe
+	}
+	if errors.Is(err, ErrRowTooLarge) {
+		err = fmt.Errorf("%w of %d bytes", ErrTooLarge, f.Opts.MaxRowBytes)
+	}
+	return &ParseError{Path: f.Path, Row: row, Offset: offset, Column: column, Err: err}
+}

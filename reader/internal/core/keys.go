@@ -1,0 +1,233 @@
+package core
+
+// Within one file only the last occurrence of a key is applied (with a
+// version column, the newest version's, the last among equals). The plan
+// pass finds the others, the superseded rows, in two steps: while it reads
+// the rows it keeps a 64-bit hash of each good row's key, in ordinal order
+// (8 bytes a row); at its end the hashes that occur more than once
+// name the candidate rows, and only when there are any, the partitions that
+// hold them are read again and the candidates' typed key values compared
+// exactly. A hash collision thus costs a second look, never a row; a file
+// whose keys do not repeat costs the hashing alone.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"slices"
+	"strconv"
+)
+
+// keyChunk is how many hashes one chunk of a keyIndex holds: the index
+// grows a chunk at a time, so no slice of all the hashes is ever copied.
+const keyChunk = 1 << 16
+
+// keyIndex collects the key hashes of a plan pass: 8 bytes a row, and 8
+// more while candidates runs. It is not safe for concurrent use.
+type KeyIndex struct {
+	seed   maphash.Seed
+	chunks [][]uint64 // hash of row ordinal i+1 at chunks[i/keyChunk][i%keyChunk]; 0 for a bad row
+	n      int64      // rows recorded
+	Buf    []byte     // scratch for one row's key
+}
+
+func NewKeyIndex() *KeyIndex { return &KeyIndex{seed: maphash.MakeSeed()} }
+
+func (k *KeyIndex) push(h uint64) {
+	if k.n%keyChunk == 0 {
+		k.chunks = append(k.chunks, make([]uint64, 0, keyChunk))
+	}
+	c := &k.chunks[len(k.chunks)-1]
+	*c = append(*c, h)
+	k.n++
+}
+
+// add records the key bytes of the good row with the given ordinal; rows
+// skipped since the last call are bad rows, which have no key.
+func (k *KeyIndex) Add(ordinal int64, key []byte) {
+	for k.n < ordinal-1 {
+		k.push(0)
+	}
+	k.push(maphash.Bytes(k.seed, key) | 1) // never 0
+}
+
+// candidates returns, in ordinal order, the ordinals of the rows whose key
+// hash occurs more than once, and frees the index. It copies the hashes
+// grouped by their top bits (8 more bytes a row), finds the repeated ones
+// group by group in a table that fits a cache, and only when there are
+// any, looks the rows up in order.
+func (k *KeyIndex) Candidates() []int64 {
+	defer func() { k.chunks, k.Buf = nil, nil }()
+	if k.n < 2 {
+		return nil
+	}
+	bits := 1
+	for int64(1)<<bits < k.n/256 && bits < 24 {
+		bits++
+	}
+	shift := 64 - bits
+	start := make([]int64, 1<<bits+1)
+	for _, c := range k.chunks {
+		for _, h := range c {
+			if h != 0 {
+				start[h>>shift+1]++
+			}
+		}
+	}
+	for b := 1; b < len(start); b++ {
+		start[b] += start[b-1]
+	}
+	grouped := make([]uint64, start[len(start)-1])
+	next := slices.Clone(start[:len(start)-1])
+	for _, c := range k.chunks {
+		for _, h := range c {
+			if h != 0 {
+				b := h >> shift
+				grouped[next[b]] = h
+				next[b]++
+			}
+		}
+	}
+	next = nil
+	repeated := map[uint64]bool{}
+	var table []uint64 // open addressing; 0 marks a free slot
+	for b := 0; b+1 < len(start); b++ {
+		group := grouped[start[b]:start[b+1]]
+		if len(group) < 2 {
+			continue
+		}
+		size := 4
+		for size < 2*len(group) {
+			size <<= 1
+		}
+		table = slices.Grow(table[:0], size)[:size]
+		clear(table)
+		mask := uint64(size - 1)
+		for _, h := range group {
+			j := h & mask
+			for table[j] != 0 && table[j] != h {
+				j = (j + 1) & mask
+			}
+			if table[j] == h {
+				repeated[h] = true
+			}
+			table[j] = h
+		}
+	}
+	grouped = nil
+	if len(repeated) == 0 {
+		return nil
+	}
+	var out []int64
+	var i int64
+	for _, c := range k.chunks {
+		for _, h := range c {
+			i++
+			if h != 0 && repeated[h] {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
+}
+
+// appendTextKey appends the key bytes of a text cell of a column whose type
+// the pass is still inferring. Values that can be equal under the type the
+// column ends up with append the same bytes (1 and 1e0 as an integer or a
+// decimal; the same instant written in two zones; TRUE and true), so
+// repeats are not missed; values equal only so, in a column that turns out
+// to be text, are told apart by the exact comparison.
+func AppendTextKey(dst []byte, c Cell) []byte {
+	b := c.B
+	if c.Kind == CellText || c.Kind == CellNumber {
+		if IsInteger(b) { // canonical: its text is the number's
+			if len(b) == 2 && b[0] == '-' && b[1] == '0' {
+				b = b[1:]
+			}
+			return AppendBytesKey(dst, 'i', b)
+		}
+		if d, ok := ParseDecimal(b); ok && !d.zeros && !d.plus && !d.bare && d.fitsDecimal() {
+			return appendDecimalKey(dst, appendDecimal(nil, &d))
+		}
+	}
+	if c.Kind == CellText || c.Kind == CellString {
+		if us, ok := ParseTimestamp(b, false); ok {
+			return binary.BigEndian.AppendUint64(append(dst, 't'), uint64(us))
+		}
+	}
+	if c.Kind == CellText || c.Kind == CellBool {
+		if v, ok := parseBool(b, false); ok {
+			return append(dst, 'b', byte(v))
+		}
+	}
+	return AppendBytesKey(dst, 's', b)
+}
+
+// appendDecimalKey appends the key bytes of a decimal's canonical text: as
+// an integer's when it has no fraction, so that 1e0 meets 1.
+func appendDecimalKey(dst, canonical []byte) []byte {
+	if slices.Contains(canonical, '.') {
+		return AppendBytesKey(dst, 'n', canonical)
+	}
+	return AppendBytesKey(dst, 'i', canonical)
+}
+
+// appendIntKey appends the key bytes of an integer: its decimal text, as
+// appendTextKey keys an integer's text.
+func appendIntKey(dst []byte, n int64) []byte {
+	var d [20]byte
+	return AppendBytesKey(dst, 'i', strconv.AppendInt(d[:0], n, 10))
+}
+
+// appendFloatKey appends the key bytes of a float: an integral one as that
+// integer, so that it meets the same integer written without a fraction.
+func AppendFloatKey(dst []byte, f float64) []byte {
+	if f == math.Trunc(f) && math.Abs(f) < 1<<63 {
+		return appendIntKey(dst, int64(f))
+	}
+	return binary.BigEndian.AppendUint64(append(dst, 'f'), math.Float64bits(f))
+}
+
+func AppendBytesKey(dst []byte, tag byte, b []byte) []byte {
+	dst = binary.AppendUvarint(append(dst, tag), uint64(len(b)))
+	return append(dst, b...)
+}
+
+// appendValueKey appends the key bytes of a value converted to type t.
+func AppendValueKey(dst []byte, v Value, t Type) []byte {
+	switch t {
+	case Int64:
+		return appendIntKey(dst, v.I)
+	case Float64:
+		return AppendFloatKey(dst, v.F)
+	case Timestamp:
+		return binary.BigEndian.AppendUint64(append(dst, 't'), uint64(v.I))
+	case Bool:
+		return append(dst, 'b', byte(v.I))
+	case Decimal:
+		return appendDecimalKey(dst, v.B)
+	}
+	return AppendBytesKey(dst, 's', v.B)
+}
+
+// keyColumns returns the positions in names of the key columns, or nil
+// when some key column is not among them.
+func KeyColumns(names, key []string) []int {
+	var cols []int
+	for _, k := range key {
+		i := slices.Index(names, k)
+		if i < 0 {
+			return nil
+		}
+		cols = append(cols, i)
+	}
+	return cols
+}
+
+// SupersededError reports a partition whose superseded rows are not what
+// the plan says: the file changed.
+func SupersededError(path string, p Partition, got int64) error {
+	return &ParseError{Path: path, Row: p.First, Offset: p.Offset,
+		Err: fmt.Errorf("%w: partition %d has %d superseded rows, the plan says %d", ErrSourceChanged, p.Index, got, len(p.Superseded))}
+}

@@ -1,0 +1,295 @@
+package core
+
+import (
+	"math/big"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseTimestamp(t *testing.T) {
+	utc := func(s string) int64 {
+		tm, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			panic(err)
+		}
+		return tm.UnixMicro()
+	}
+	for _, tc := range []struct {
+		in       string
+		dateOnly bool
+		want     int64
+		ok       bool
+	}{
+		{"2024-01-02T03:04:05Z", false, utc("2024-01-02T03:04:05Z"), true},
+		{"2024-01-02 03:04:05", false, utc("2024-01-02T03:04:05Z"), true},
+		{"2024-01-02T03:04:05.000001Z", false, utc("2024-01-02T03:04:05.000001Z"), true},
+		{"2024-01-02T03:04:05.1+05:30", false, utc("2024-01-02T03:04:05.1+05:30"), true},
+		{"2024-01-02T03:04:05+0530", false, utc("2024-01-02T03:04:05+05:30"), true},
+		{"1969-12-31T23:59:59.5Z", false, -500000, true},
+		{"1970-01-01T00:00:00Z", false, 0, true},
+		{"2024-01-02", true, utc("2024-01-02T00:00:00Z"), true},
+		{"2024-01-02", false, 0, false},
+		{"2024-01-02T", false, 0, false},
+		{"2024-01-02T03:04:05.", false, 0, false},
+		{"2024-01-02T03:04:05+24:00", false, 0, false},
+		{"2024-01-02T03:04:05+05", false, 0, false},
+		{"2024-01-02T03:04:60Z", false, 0, false},
+		{"2024-00-02T03:04:05Z", false, 0, false},
+		{"2024-01-32T03:04:05Z", false, 0, false},
+		{"2023-02-29", true, 0, false},
+		{"2024/01/02 03:04:05", false, 0, false},
+		{"24-01-02T03:04:05Z", false, 0, false},
+		{"", true, 0, false},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, ok := ParseTimestamp([]byte(tc.in), tc.dateOnly)
+			if ok != tc.ok || (ok && got != tc.want) {
+				t.Fatalf("got %d %v, want %d %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+// TestDecimalText checks the canonical decimal text (PostgreSQL's numeric
+// output form), the decimal limits, and which numbers a float64 keeps.
+func TestDecimalText(t *testing.T) {
+	for _, tc := range []struct {
+		in        string
+		canonical string // "" when not a decimal a column holds
+		float     bool   // its float64 means the same number
+		integer   bool   // isInteger: a canonical int64
+	}{
+		{"0", "0", true, true},
+		{"-0", "0", true, true},
+		{"-0.00", "0.00", true, false},
+		{"-12", "-12", true, true},
+		{"+12", "12", true, false},
+		{"1.50", "1.50", true, false},
+		{".5", "0.5", true, false},
+		{"5.", "5", true, false},
+		{"1.5e3", "1500", true, false},
+		{"1.50e1", "15.0", true, false},
+		{"1E-3", "0.001", true, false},
+		{"-1.25e-2", "-0.0125", true, false},
+		{"0.1", "0.1", true, false},
+		{"9007199254740992", "9007199254740992", true, true},
+		{"9007199254740993", "9007199254740993", false, true},
+		{"9223372036854775807", "9223372036854775807", false, true},
+		{"9223372036854775808", "9223372036854775808", false, false}, // 2^63 is a float64, but it prints as 9.223372036854776e+18
+		{"-9223372036854775809", "-9223372036854775809", false, false},
+		{"1234567890123456789", "1234567890123456789", false, true},
+		{"12345678901234567890.123456789", "12345678901234567890.123456789", false, false},
+		{"0.30000000000000004", "0.30000000000000004", true, false},
+		{"0.300000000000000041", "0.300000000000000041", false, false},
+		{"1e308", "1" + strings.Repeat("0", 308), true, false},
+		{"1e309", "1" + strings.Repeat("0", 309), false, false},
+		{"1e-400", "0." + strings.Repeat("0", 399) + "1", false, false},
+		{"1e400", "1" + strings.Repeat("0", 400), false, false},
+		{"1e131071", "1" + strings.Repeat("0", 131071), false, false},
+		{"1e131072", "", false, false},
+		{"1e-16383", "0." + strings.Repeat("0", 16382) + "1", false, false},
+		{"1e-16384", "", false, false},
+		{"1e99999999999999999999", "", false, false},
+	} {
+		name := tc.in
+		if len(name) > 24 {
+			name = name[:24]
+		}
+		t.Run(name, func(t *testing.T) {
+			b := []byte(tc.in)
+			got, code, msg := DecimalValue(b)
+			if tc.canonical == "" {
+				if code != CodeRange {
+					t.Fatalf("decimalValue = %.40q %q %q, want a range error", got, code, msg)
+				}
+			} else if code != "" || string(got) != tc.canonical {
+				t.Fatalf("decimalValue = %.60q %q %q, want %.60q", got, code, msg, tc.canonical)
+			}
+			d, ok := ParseDecimal(b)
+			if !ok {
+				t.Fatal("parseDecimal failed")
+			}
+			if got := ExactFloat(&d, b); got != tc.float {
+				f, _ := strconv.ParseFloat(tc.in, 64)
+				t.Fatalf("exactFloat = %v (float64 %v)", got, f)
+			}
+			if got := IsInteger(b); got != tc.integer {
+				t.Fatalf("isInteger = %v", got)
+			}
+		})
+	}
+	for _, bad := range []string{"", "-", ".", "1e", "1e+", "1.5.5", "1,5", "0x10", "NaN", "inf", " 1", "1 "} {
+		if _, ok := ParseDecimal([]byte(bad)); ok {
+			t.Errorf("parseDecimal(%q) accepted it", bad)
+		}
+	}
+}
+
+// TestConvertKeepsMeaning checks that a value converts to a fixed type
+// only when the type keeps it: leading zeros, floats that round, and text
+// that is not JSON are bad values with their reason.
+func TestConvertKeepsMeaning(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		kind CellKind
+		typ  Type
+		code string // "" when it converts
+		want string // the converted value's text (String, JSON, Decimal)
+	}{
+		{"02134", CellText, Int64, CodeInexact, ""},
+		{"-007", CellText, Int64, CodeInexact, ""},
+		{"0", CellText, Int64, "", ""},
+		{"+7", CellText, Int64, "", ""},
+		{"9223372036854775808", CellText, Int64, CodeRange, ""},
+		{"9007199254740993", CellText, Float64, CodeInexact, ""},
+		{"1e-400", CellText, Float64, CodeInexact, ""},
+		{"1e400", CellText, Float64, CodeInexact, ""},
+		{"0.1", CellText, Float64, "", ""},
+		{"007.5", CellText, Float64, CodeInexact, ""},
+		{"007.5", CellText, Decimal, CodeInexact, ""},
+		{"1.5e3", CellText, Decimal, "", "1500"},
+		{"1.50", CellNumber, Decimal, "", "1.50"},
+		{"12345678901234567890.123456789", CellText, Decimal, "", "12345678901234567890.123456789"},
+		{`{"a":[1,{"b":null}]}`, CellText, JSON, "", `{"a":[1,{"b":null}]}`},
+		{`"quoted"`, CellText, JSON, "", `"quoted"`},
+		{`not json`, CellText, JSON, CodeJSON, ""},
+		{`{"a":1`, CellText, JSON, CodeJSON, ""},
+		{`x`, CellString, JSON, "", `"x"`},
+	} {
+		t.Run(tc.typ.String()+"/"+tc.in, func(t *testing.T) {
+			v, code, msg := Convert(Cell{B: []byte(tc.in), Kind: tc.kind}, tc.typ)
+			if code != tc.code {
+				t.Fatalf("code %q (%s), want %q", code, msg, tc.code)
+			}
+			if tc.want != "" && string(v.B) != tc.want {
+				t.Fatalf("value %q, want %q", v.B, tc.want)
+			}
+		})
+	}
+}
+
+// TestInferenceIsLossless checks the type inferred for columns of tricky
+// values: never a type that would change one of them.
+func TestInferenceIsLossless(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values []string
+		kind   CellKind
+		exact  bool // a key column
+		want   Type
+	}{
+		{"int64 edges", []string{"9223372036854775807", "-9223372036854775808"}, CellText, false, Int64},
+		{"beyond int64", []string{"9223372036854775808", "1"}, CellText, false, Decimal},
+		{"int beside decimal", []string{"1234567890123456789", "1.5"}, CellText, false, Decimal},
+		{"2^53+1 beside decimal", []string{"9007199254740993", "0.5"}, CellText, false, Decimal},
+		{"2^53 beside decimal", []string{"9007199254740992", "0.5"}, CellText, false, Float64},
+		{"short decimals", []string{"1.5", "-0.25", "1e5", "-0"}, CellText, false, Float64},
+		{"short decimals as key", []string{"1.5", "-0.25"}, CellText, true, Decimal},
+		{"long decimal", []string{"0.1", "3.14159265358979323846"}, CellText, false, Decimal},
+		{"tiny", []string{"1e-400"}, CellText, false, Decimal},
+		{"huge", []string{"1e400"}, CellText, false, Decimal},
+		{"beyond decimal", []string{"1e200000"}, CellText, false, String},
+		{"leading zeros", []string{"02134", "12345"}, CellText, false, String},
+		{"json numbers", []string{"9007199254740993", "1.5"}, CellNumber, false, Decimal},
+		{"json ints", []string{"9007199254740993", "-1"}, CellNumber, false, Int64},
+		{"json tiny", []string{"1e-400"}, CellNumber, false, Decimal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var in Inference
+			for _, v := range tc.values {
+				in.Observe(Cell{B: []byte(v), Kind: tc.kind})
+			}
+			if got := in.Result(tc.exact); got != tc.want {
+				t.Fatalf("inferred %s, want %s", got, tc.want)
+			}
+			for _, v := range tc.values {
+				if _, code, msg := Convert(Cell{B: []byte(v), Kind: tc.kind}, tc.want); code != "" {
+					t.Fatalf("%s does not convert to %s: %s", v, tc.want, msg)
+				}
+			}
+		})
+	}
+}
+
+// TestInferenceMatchesConvert checks the promise the partition reader relies
+// on: every value Inference accepts for a type converts to that type, so the
+// reader rejects exactly the rows the plan rejected.
+func TestInferenceMatchesConvert(t *testing.T) {
+	texts := []string{
+		"0", "-0", "1", "-1", "42", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
+		"1.5", "0.5", "-0.0", "1e5", "1E-3", "1e308", "1e309", "1e-400", "-1e999", "NaN", "inf",
+		"true", "FALSE", "tRuE", "yes", "1.", "00", "08123",
+		"2024-01-02T03:04:05Z", "2024-01-02 03:04:05", "2024-01-02T03:04:05.123456+01:00", "2024-01-02",
+		"2024-02-30T00:00:00Z", "9999-12-31T23:59:59.999999Z", "0000-01-01T00:00:00Z",
+		strings.Repeat("9", 400), "abc", "",
+	}
+	var cells []Cell
+	for _, s := range texts {
+		cells = append(cells, Cell{B: []byte(s), Kind: CellText})
+	}
+	for _, s := range []string{"0", "3", "3.5", "-2e3", "1e999", "-1e999", "12345678901234567890", "1.0"} {
+		cells = append(cells, Cell{B: []byte(s), Kind: CellNumber})
+	}
+	for _, s := range []string{"2024-01-02T03:04:05Z", "2024-01-02", "x", ""} {
+		cells = append(cells, Cell{B: []byte(s), Kind: CellString})
+	}
+	cells = append(cells, Cell{B: []byte("true"), Kind: CellBool}, Cell{B: []byte("false"), Kind: CellBool}, Cell{B: []byte(`{"a":1}`), Kind: CellJSON})
+	for _, c := range cells {
+		var in Inference
+		in.Observe(c)
+		for _, exact := range []bool{false, true} {
+			typ := in.Result(exact)
+			if _, code, msg := Convert(c, typ); code != "" {
+				t.Errorf("%q (kind %d) infers %s but does not convert to it: %s", c.B, c.Kind, typ, msg)
+			}
+		}
+	}
+}
+
+// FuzzDecimal checks the canonical decimal text and the float round trip
+// against math/big: the canonical text is the same number, canonical
+// again is itself, and a number exactFloat accepts prints back as itself.
+func FuzzDecimal(f *testing.F) {
+	for _, s := range []string{"0", "-0", "-0.00", "1.50", ".5", "5.", "1.5e3", "1.50e1", "-1.25e-2", "9007199254740993",
+		"0.30000000000000004", "1e-400", "1e400", "+7", "007.5", "123456789012345678901234567890e-15"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := []byte(s)
+		d, ok := ParseDecimal(b)
+		if !ok || len(s) > 200 {
+			return
+		}
+		if strings.ContainsAny(s, "eE") {
+			if _, e, _ := strings.Cut(strings.ToLower(s), "e"); len(strings.TrimLeft(strings.TrimLeft(e, "+-"), "0")) > 3 {
+				return // big.Rat would build a huge number
+			}
+		}
+		want, ok := new(big.Rat).SetString(s)
+		if !ok {
+			t.Fatalf("big.Rat does not read %q", s)
+		}
+		got, code, msg := DecimalValue(b)
+		if code != "" {
+			if code == CodeInexact && d.zeros || code == CodeRange && !d.fitsDecimal() {
+				return
+			}
+			t.Fatalf("decimalValue(%q): %s %s", s, code, msg)
+		}
+		r, ok := new(big.Rat).SetString(string(got))
+		if !ok || r.Cmp(want) != 0 {
+			t.Fatalf("canonical %q of %q is another number", got, s)
+		}
+		if again, _, _ := DecimalValue(got); string(again) != string(got) {
+			t.Fatalf("canonical %q of %q is %q canonical again", got, s, again)
+		}
+		fl, _ := strconv.ParseFloat(s, 64)
+		back, ok := new(big.Rat).SetString(strconv.FormatFloat(fl, 'g', -1, 64))
+		same := ok && back.Cmp(want) == 0
+		if exact := ExactFloat(&d, b); exact != same && want.Sign() != 0 {
+			t.Fatalf("exactFloat(%q) = %v, but the float64 prints %s", s, exact, strconv.FormatFloat(fl, 'g', -1, 64))
+		}
+	})
+}

@@ -1,0 +1,152 @@
+package reader
+
+import (
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/reader/internal/core"
+)
+
+// The types, limits and codes the two wings share live in one internal
+// package; these are their public names.
+
+// Format names a source file format.
+type Format = core.Format
+
+// The supported formats.
+const (
+	CSV     = core.CSV
+	TSV     = core.TSV
+	JSONL   = core.JSONL
+	Parquet = core.Parquet
+	Arrow   = core.Arrow  // Arrow IPC file format (Feather version 2)
+	Arrows  = core.Arrows // Arrow IPC stream format
+)
+
+// Compression names a stream compression wrapped around a format.
+type Compression = core.Compression
+
+// The supported compressions.
+const (
+	None = core.None
+	Gzip = core.Gzip
+	Zstd = core.Zstd
+)
+
+// DefaultMaxRowBytes is the default bound on one row's size in bytes. It is
+// what bounds the reader's memory on hostile input.
+const DefaultMaxRowBytes = core.DefaultMaxRowBytes
+
+// DefaultPartitionRows is the default number of rows per partition.
+const DefaultPartitionRows = core.DefaultPartitionRows
+
+// Options say how to read a file. The zero value reads by extension with
+// default settings.
+type Options = core.Options
+
+// Limit is what a target column can hold beyond its type (see Options.Limits).
+type Limit = core.Limit
+
+// Type is the logical type of a column (see idemtype.Type).
+type Type = idemtype.Type
+
+// The column types, as idemtype names them.
+const (
+	Unknown   = idemtype.Unknown
+	Bool      = idemtype.Bool
+	Int64     = idemtype.Int64
+	Float64   = idemtype.Float64
+	Timestamp = idemtype.Timestamp
+	String    = idemtype.String
+	JSON      = idemtype.JSON
+	Decimal   = idemtype.Decimal
+)
+
+// A decimal holds at most MaxDecimalDigits digits before the point and
+// MaxDecimalScale after it, as numeric does; a number beyond that is text.
+const (
+	MaxDecimalDigits = core.MaxDecimalDigits
+	MaxDecimalScale  = core.MaxDecimalScale
+)
+
+// Column is one column of a file's schema.
+type Column = core.Column
+
+// Schema is the ordered list of a file's columns.
+type Schema = core.Schema
+
+// Plan is what the plan pass learns about a file: its schema, its row count,
+// its bad rows and where each partition starts.
+type Plan = core.Plan
+
+// Partition is a contiguous run of rows of a plan (see idemtype.Partition).
+type Partition = idemtype.Partition
+
+// Reject is one bad row found by the plan pass (see idemtype.Reject).
+type Reject = idemtype.Reject
+
+// Batch is a run of rows as an Arrow record batch, with the ordinal of each
+// row. The receiver of a Batch owns it and must call Release.
+type Batch = core.Batch
+
+// RawRow is a row as the file holds it, for a reject found after the plan
+// pass (a row the database refused).
+type RawRow = core.RawRow
+
+// Field is one field of a quarantined row as text, or null.
+type Field = core.Field
+
+// ParseError reports a defect in a source file at a location (see
+// core.ParseError): Path, Row, Offset, Column and the error.
+type ParseError = core.ParseError
+
+// Errors a caller may branch on with errors.Is.
+var (
+	// ErrSourceChanged means the file's bytes differ from the stored plan:
+	// it was appended to, truncated or rewritten since it was planned.
+	ErrSourceChanged = core.ErrSourceChanged
+	// ErrEmpty means the file has no header (CSV/TSV) or no bytes at all.
+	ErrEmpty = core.ErrEmpty
+	// ErrHeader means the header is unusable: an empty or duplicate name.
+	ErrHeader = core.ErrHeader
+	// ErrFormat means the format is unknown or the bytes are not that format.
+	ErrFormat = core.ErrFormat
+	// ErrTooLarge means a row is larger than the configured limit.
+	ErrTooLarge = core.ErrTooLarge
+	// ErrType means a column of a Parquet or Arrow file has a type the
+	// reader cannot map, or Options.Types asks for a conversion it does not
+	// make.
+	ErrType = core.ErrType
+)
+
+// The reason codes of bad rows, in Reject.Code (see core for what each
+// means). They are stable: rejects store them.
+const (
+	CodeType       = core.CodeType
+	CodeFieldCount = core.CodeFieldCount
+	CodeQuote      = core.CodeQuote
+	CodeUTF8       = core.CodeUTF8
+	CodeNUL        = core.CodeNUL
+	CodeJSON       = core.CodeJSON
+	CodeNull       = core.CodeNull
+	CodeInexact    = core.CodeInexact
+	CodeLength     = core.CodeLength
+	CodeNumeric    = core.CodeNumeric
+	CodeJSONB      = core.CodeJSONB
+	CodeRange      = core.CodeRange
+	CodePrecision  = core.CodePrecision
+)
+
+// InexactHint is the advice that goes with a CodeInexact reason for a value
+// of column name, whose type is t: the type that would keep the value (for
+// an existing table, its column must be of that type too).
+func InexactHint(name string, t Type) string { return core.InexactHint(name, t) }
+
+// RejectFields decodes the fields a reject kept (Reject.Fields) of a file
+// of format f, read with schema (see core.RejectFields): one Field per
+// column, and the fields the row had beyond the schema's columns.
+func RejectFields(fields string, f Format, schema Schema) (cols, extra []Field, err error) {
+	return core.RejectFields(fields, f, schema)
+}
+
+// CheckJSON returns a reason code and message when b is not a JSON
+// document a json column can hold, or empty strings when it is.
+func CheckJSON(b []byte) (string, string) { return core.CheckJSON(b) }

@@ -1,0 +1,169 @@
+package reader
+
+import (
+	"context"
+
+	"github.com/idemport/idemport/reader/columnar"
+	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/reader/text"
+)
+
+// ScanOptions control the plan pass.
+type ScanOptions struct {
+	// PartitionRows is the number of rows per partition; 0 means
+	// DefaultPartitionRows. Parquet and Arrow files are not cut by rows:
+	// each row group or record batch is one partition, since it is the
+	// unit their decoders can read alone.
+	PartitionRows int64
+	// KeepRejects is how many bad rows to list in Plan.Rejects; the rest are
+	// only counted.
+	KeepRejects int
+	// Progress, if set, is called now and then with the bytes of the file
+	// as stored that the pass has consumed (compressed bytes for a
+	// compressed file, so that they run up to the file's size) and the rows
+	// scanned so far. Its last call, when the pass reads the file to its
+	// end, reports every byte read.
+	Progress func(bytes, rows int64)
+	// Shared, if set, is a hash of this file's source under way
+	// (StartHashRead): the pass of a text format (CSV, TSV, JSONL,
+	// compressed or not) reads the bytes the hash reads instead of reading
+	// the source again, and keeps to one core until the hash is done,
+	// leaving the other to the hash, unless ContentDigest is set (its
+	// caller waits for the pass anyway). Parquet and Arrow files, read by
+	// random access, do not use it. One pass only may read a HashRead.
+	Shared *HashRead
+	// ContentDigest, if set, is called as Scan returns with the digest
+	// (as in Digests.Content) of the file's whole decoded stream, which
+	// Scan then reads to its end even when a defect stopped the pass early,
+	// or with "" when the stream cannot be decoded to its end (or the pass
+	// was cancelled). A caller that hashed only the stored bytes (Shared) gets
+	// the decoded data's digest without decompressing the file twice. Text
+	// formats only; the others never call it.
+	ContentDigest func(string)
+
+	// secondCore, if set, keeps the pass on one goroutine until it is
+	// closed. Nil lets the pass use a second goroutine from the start: text
+	// formats validate rows on it, Parquet files decode half the columns on
+	// it.
+	secondCore <-chan struct{}
+}
+
+// Scan runs the plan pass: one streaming read of the whole file that infers
+// the types of columns not fixed by Options.Types, validates every row,
+// counts rows and bad rows, and cuts the rows into partitions. With a key
+// (Options.Key) it then settles which rows a later row with the same key
+// supersedes (Plan.Superseded).
+//
+// A defect that stops the scan (a row over the size limit, a corrupt
+// compressed stream, an I/O error) returns a *ParseError. Bad rows do not
+// stop it: they are counted in the plan.
+func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
+	wo := core.ScanOptions{PartitionRows: o.PartitionRows, KeepRejects: o.KeepRejects, Progress: o.Progress,
+		ContentDigest: o.ContentDigest, SecondCore: o.secondCore}
+	var plan *Plan
+	var cands []int64
+	var err error
+	if f.cols != nil {
+		plan, cands, err = f.cols.Scan(ctx, wo)
+	} else {
+		if o.Shared != nil {
+			wo.Raw = o.Shared.reader()
+			if o.ContentDigest == nil {
+				wo.SecondCore = o.Shared.hashed
+			}
+		}
+		plan, cands, err = f.text.Scan(ctx, wo)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := f.supersede(ctx, plan, cands); err != nil {
+		return nil, err
+	}
+	return plan, nil
+}
+
+// PartitionReader reads the rows of one partition of a plan as batches.
+type PartitionReader struct {
+	text *text.PartitionReader
+	cols *columnar.PartitionReader
+}
+
+// Partition opens a reader over partition p of plan, positioned at its first
+// byte: uncompressed files seek there, compressed ones decompress and discard
+// the bytes before it. Each Batch holds at most batchRows rows.
+//
+// A Parquet partition reads only its row group, and an Arrow IPC file
+// partition only its record batch (and the file's dictionaries); an Arrow
+// IPC stream partition re-reads the stream up to its record batch. Their
+// bytes are read and checked against the plan before they are decoded.
+//
+// The reader checks that the partition's bytes still match the plan; when
+// they do not, Next returns an error wrapping ErrSourceChanged.
+func (f *File) Partition(plan *Plan, p Partition, batchRows int) (*PartitionReader, error) {
+	if batchRows <= 0 {
+		batchRows = 1024
+	}
+	if f.cols != nil {
+		r, err := f.cols.Partition(plan, p, batchRows)
+		if err != nil {
+			return nil, err
+		}
+		return &PartitionReader{cols: r}, nil
+	}
+	r, err := f.text.Partition(plan, p, batchRows)
+	if err != nil {
+		return nil, err
+	}
+	return &PartitionReader{text: r}, nil
+}
+
+// Next returns the next batch of good rows. It returns io.EOF after the
+// partition's last row, once its bytes have been checked against the plan.
+func (r *PartitionReader) Next() (Batch, error) {
+	if r.cols != nil {
+		return r.cols.Next()
+	}
+	return r.text.Next()
+}
+
+// Rejected returns how many bad rows the reader has skipped so far.
+func (r *PartitionReader) Rejected() int64 {
+	if r.cols != nil {
+		return r.cols.Rejected()
+	}
+	return r.text.Rejected()
+}
+
+// Superseded returns how many superseded rows the reader has skipped so far.
+func (r *PartitionReader) Superseded() int64 {
+	if r.cols != nil {
+		return r.cols.Superseded()
+	}
+	return r.text.Superseded()
+}
+
+// Close releases the reader's file and memory. It is safe to call twice.
+func (r *PartitionReader) Close() error {
+	if r.cols != nil {
+		r.cols.Close()
+		return nil
+	}
+	return r.text.Close()
+}
+
+// RawRows re-reads partition p of plan and returns the rows with the given
+// ordinals.
+func (f *File) RawRows(plan *Plan, p Partition, ordinals []int64) (map[int64]RawRow, error) {
+	if len(ordinals) == 0 {
+		return map[int64]RawRow{}, nil
+	}
+	want := map[int64]bool{}
+	for _, o := range ordinals {
+		want[o] = true
+	}
+	if f.cols != nil {
+		return f.cols.RawRows(plan, p, want)
+	}
+	return f.text.RawRows(plan, p, want)
+}

@@ -1,0 +1,328 @@
+package text
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/idemport/idemport/reader/internal/core"
+)
+
+// missingKey returns a required column that a JSONL scanner has not seen
+// in any row yet, or "".
+func missingKey(required []string, sc rowScanner) string {
+	js, ok := sc.(*jsonlScanner)
+	if !ok {
+		return ""
+	}
+	for _, n := range required {
+		if _, seen := js.index[n]; !seen {
+			return n
+		}
+	}
+	return ""
+}
+
+// Scan runs the plan pass of a text file: one streaming read of the whole
+// file that infers the types of columns not fixed by Options.Types,
+// validates every row, counts rows and bad rows, and cuts the rows into
+// partitions. With a key (Options.Key) it also returns, in ordinal order,
+// the candidate superseded rows: the good rows whose key hash repeats.
+//
+// A defect that stops the scan (a row over the size limit, a corrupt
+// compressed stream, an I/O error) returns a *ParseError. Bad rows do not
+// stop it: they are counted in the plan.
+func (f *File) Scan(ctx context.Context, o core.ScanOptions) (*core.Plan, []int64, error) {
+	if o.PartitionRows <= 0 {
+		o.PartitionRows = core.DefaultPartitionRows
+	}
+	if report := o.Progress; report != nil {
+		start := f.Stats.Bytes.Load() // what Open read before does not count
+		o.Progress = func(_, rows int64) { report(f.Stats.Bytes.Load()-start, rows) }
+	}
+	var s *core.Stream
+	var err error
+	if o.Raw != nil {
+		raw := o.Raw
+		if s, err = f.Decompress(raw); err != nil {
+			raw.Close()
+		} else {
+			s.Closers = append([]io.Closer{raw}, s.Closers...)
+		}
+	} else {
+		s, err = f.Open(ctx, 0)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	defer s.Close()
+	if o.ContentDigest != nil {
+		h := &core.HashingReader{Ctx: ctx, R: s.Reader, H: sha256.New()}
+		s.Reader = h
+		defer func() {
+			// The rest of the stream, after a defect that stopped the pass.
+			if _, err := io.Copy(io.Discard, h); err != nil {
+				o.ContentDigest("")
+				return
+			}
+			o.ContentDigest(core.HashText(h.H))
+		}()
+	}
+	sc, names, err := f.startScan(s)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	// Two stages on two cores: this goroutine's tokenizer finds the rows,
+	// cuts partitions and checksums them; the validator checks and infers
+	// the rows it hands over, a chunk at a time.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	chunks, free := make(chan *rowChunk, 2), make(chan *rowChunk, 4)
+	for range cap(free) {
+		free <- &rowChunk{}
+	}
+	v := newValidator(f, o)
+	validated := make(chan struct{})
+	go func() {
+		defer close(validated)
+		for c := range chunks {
+			v.chunk(c)
+			free <- c
+		}
+	}()
+	plan, err := f.tokenize(ctx, sc, names, o, v, free, chunks)
+	close(chunks)
+	<-validated
+	if err != nil {
+		return nil, nil, err
+	}
+	plan.Rejected, plan.Rejects = v.rejected, v.rejects
+	for i := range plan.Partitions {
+		if i < len(v.partRejected) {
+			plan.Partitions[i].Rejected = v.partRejected[i]
+		}
+	}
+	v.names = *names
+	v.grow(len(v.names))
+	for i, name := range v.names {
+		t := v.fixed[i]
+		if t == core.Unknown {
+			t = v.infer[i].Result(slices.Contains(f.Opts.Exact, name))
+		}
+		plan.Schema = append(plan.Schema, core.Column{Name: name, Type: t})
+	}
+	if v.keys != nil {
+		return plan, v.keys.Candidates(), nil
+	}
+	return plan, nil, nil
+}
+
+// startScan opens a scanner positioned at the first data row. names points
+// at the scanner's growing column list.
+func (f *File) startScan(s io.Reader) (rowScanner, *[]string, error) {
+	if f.Format == core.JSONL {
+		sc := newJSONLScanner(s, f.Opts.MaxRowBytes, 0, nil, true)
+		if err := sc.skipBOM(); err != nil {
+			return nil, nil, f.Wrap(err, 0, 0, "")
+		}
+		sc.resetCRC()
+		return sc, &sc.names, nil
+	}
+	if _, err := io.CopyN(io.Discard, s, f.Data); err != nil {
+		return nil, nil, f.Wrap(fmt.Errorf("re-read header: %w", err), 0, 0, "")
+	}
+	names := f.Header
+	return f.scanner(s, f.Data, nil, false), &names, nil
+}
+
+// PartitionReader reads the rows of one partition of a plan as batches.
+type PartitionReader struct {
+	f        *File
+	s        *core.Stream
+	sc       rowScanner
+	p        core.Partition
+	schema   core.Schema
+	required []bool
+	limits   []*core.Limit
+	bb       *batchBuilder
+	vals     []core.Value
+	read     int64 // rows read, bad ones included
+	rejected int64
+	skipped  int // superseded rows skipped
+	size     int
+	done     bool
+	// Span says p spans several partitions of the plan: it has no CRC to
+	// check. Set it before the first Next.
+	Span bool
+}
+
+// Partition opens a reader over partition p of plan, positioned at its first
+// byte: uncompressed files seek there, compressed ones decompress and discard
+// the bytes before it. Each Batch holds at most batchRows rows.
+//
+// The reader checks that the partition's bytes still match the plan; when
+// they do not, Next returns an error wrapping ErrSourceChanged.
+func (f *File) Partition(plan *core.Plan, p core.Partition, batchRows int) (*PartitionReader, error) {
+	s, err := f.OpenSpan(context.Background(), p.Offset, p.Length)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(plan.Schema))
+	for i, c := range plan.Schema {
+		names[i] = c.Name
+	}
+	r := &PartitionReader{
+		f: f, s: s, p: p, schema: plan.Schema, size: batchRows,
+		sc:   f.scanner(s, p.Offset, names, false),
+		bb:   newBatchBuilder(f.Opts.Allocator, plan.Schema),
+		vals: make([]core.Value, len(plan.Schema)),
+	}
+	for _, c := range plan.Schema {
+		r.required = append(r.required, slices.Contains(f.Opts.NotNull, c.Name))
+	}
+	r.limits = core.LimitsOf(f.Opts.Limits, names)
+	return r, nil
+}
+
+// Next returns the next batch of good rows. It returns io.EOF after the
+// partition's last row, once its bytes have been checked against the plan.
+func (r *PartitionReader) Next() (core.Batch, error) {
+	if r.done {
+		return core.Batch{}, io.EOF
+	}
+	for r.read < r.p.Rows && r.bb.len() < r.size {
+		start := r.sc.offset()
+		cells, prob, err := r.sc.next()
+		ordinal := r.p.First + r.read
+		if err == io.EOF {
+			return core.Batch{}, &core.ParseError{Path: r.f.Path, Row: ordinal, Offset: start,
+				Err: fmt.Errorf("%w: the file ends before partition %d's row %d", core.ErrSourceChanged, r.p.Index, ordinal)}
+		}
+		if err != nil {
+			return core.Batch{}, r.f.Wrap(err, ordinal, start, "")
+		}
+		r.read++
+		if prob != nil || (r.f.Format != core.JSONL && len(cells) != len(r.schema)) {
+			r.rejected++
+			continue
+		}
+		ok := true
+		// The same whole-row check as the plan pass, so that both make
+		// the same decisions.
+		clean := r.sc.verbatim() && core.TextClean(r.sc.raw())
+		for i := range r.vals {
+			c := core.Cell{Kind: core.CellNull}
+			if i < len(cells) {
+				c = cells[i]
+			}
+			v, code, _ := core.ConvertText(c, r.schema[i].Type, clean)
+			if code == "" && (r.limits[i] != nil || (r.f.Opts.JSONB && (r.schema[i].Type == core.JSON || c.Kind == core.CellJSON))) {
+				code, _ = core.CheckLimits(r.limits[i], r.f.Opts.JSONB, c, v, r.schema[i].Type)
+			}
+			if code != "" || (v.Null && r.required[i]) {
+				ok = false
+				break
+			}
+			r.vals[i] = v
+		}
+		if !ok {
+			r.rejected++
+			continue
+		}
+		if r.skipped < len(r.p.Superseded) && r.p.Superseded[r.skipped] == ordinal {
+			r.skipped++
+			continue
+		}
+		r.bb.add(ordinal, r.vals)
+	}
+	if r.read == r.p.Rows && !r.done {
+		r.done = true
+		if err := r.verify(); err != nil {
+			return core.Batch{}, err
+		}
+	}
+	if r.bb.len() == 0 {
+		return core.Batch{}, io.EOF
+	}
+	return r.bb.flush(), nil
+}
+
+func (r *PartitionReader) verify() error {
+	end := r.sc.offset()
+	switch {
+	case end-r.p.Offset != r.p.Length:
+		return &core.ParseError{Path: r.f.Path, Row: r.p.First + r.p.Rows - 1, Offset: end,
+			Err: fmt.Errorf("%w: partition %d ends at byte %d, the plan says %d", core.ErrSourceChanged, r.p.Index, end, r.p.Offset+r.p.Length)}
+	case !r.Span && r.sc.crcNow() != r.p.CRC:
+		return &core.ParseError{Path: r.f.Path, Row: r.p.First, Offset: r.p.Offset,
+			Err: fmt.Errorf("%w: partition %d's bytes differ from the plan", core.ErrSourceChanged, r.p.Index)}
+	case r.rejected != r.p.Rejected:
+		return &core.ParseError{Path: r.f.Path, Row: r.p.First, Offset: r.p.Offset,
+			Err: fmt.Errorf("%w: partition %d has %d bad rows, the plan says %d", core.ErrSourceChanged, r.p.Index, r.rejected, r.p.Rejected)}
+	case r.skipped != len(r.p.Superseded):
+		return core.SupersededError(r.f.Path, r.p, int64(r.skipped))
+	}
+	return nil
+}
+
+// Rejected returns how many bad rows the reader has skipped so far.
+func (r *PartitionReader) Rejected() int64 {
+	return r.rejected
+}
+
+// Superseded returns how many superseded rows the reader has skipped so far.
+func (r *PartitionReader) Superseded() int64 {
+	return int64(r.skipped)
+}
+
+// Close releases the reader's file and memory. It is safe to call twice.
+func (r *PartitionReader) Close() error {
+	if r.bb != nil {
+		r.bb.release()
+		r.bb = nil
+	}
+	if r.s == nil {
+		return nil
+	}
+	err := r.s.Close()
+	r.s = nil
+	return err
+}
+
+// RawRows re-reads partition p of plan and returns the rows whose ordinals
+// want holds.
+func (f *File) RawRows(plan *core.Plan, p core.Partition, want map[int64]bool) (out map[int64]core.RawRow, err error) {
+	out = map[int64]core.RawRow{}
+	s, err := f.OpenSpan(context.Background(), p.Offset, p.Length)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	names := make([]string, len(plan.Schema))
+	for i, c := range plan.Schema {
+		names[i] = c.Name
+	}
+	sc := f.scanner(s, p.Offset, names, false)
+	for i := int64(0); i < p.Rows && len(out) < len(want); i++ {
+		cells, prob, err := sc.next()
+		if err != nil {
+			return nil, f.Wrap(err, p.First+i, sc.offset(), "")
+		}
+		if o := p.First + i; want[o] {
+			r := core.RawRow{Offset: sc.rowStart()}
+			if raw := sc.raw(); len(raw) <= core.MaxRejectRow {
+				r.Text = string(raw)
+				if prob != nil {
+					r.Fields = core.RawFields(raw)
+				} else {
+					r.Fields = string(core.AppendFields(nil, cells))
+				}
+			}
+			out[o] = r
+		}
+	}
+	return out, nil
+}
