@@ -52,6 +52,52 @@ func TestImportDirection(t *testing.T) {
 	}
 }
 
+// TestReaderWings guards the reader's shape: the facade (reader) imports
+// its two wings, each wing imports only the shared core
+// (reader/internal/core) of the reader, never the facade or the other
+// wing, and the core imports neither the facade nor a wing.
+func TestReaderWings(t *testing.T) {
+	const mod = "github.com/idemport/idemport/"
+	forbidden := map[string][]string{
+		"reader/text":          {"reader", "reader/columnar", "reader/remote"},
+		"reader/columnar":      {"reader", "reader/text", "reader/remote"},
+		"reader/internal/core": {"reader", "reader/text", "reader/columnar", "reader/remote"},
+	}
+	for pkg, bad := range forbidden {
+		deps := goDeps(t, mod+pkg)
+		for _, b := range bad {
+			if deps[mod+b] {
+				t.Errorf("%s imports %s", pkg, b)
+			}
+		}
+	}
+	facade := goDeps(t, mod+"reader")
+	for _, wing := range []string{"reader/text", "reader/columnar", "reader/internal/core"} {
+		if !facade[mod+wing] {
+			t.Errorf("reader does not import %s", wing)
+		}
+	}
+}
+
+// goDeps returns the packages pkg depends on, itself excluded, tests
+// included (a wing's test may not import the facade either).
+func goDeps(t *testing.T, pkg string) map[string]bool {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-test", "-f", "{{.ImportPath}}", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	deps := map[string]bool{}
+	for _, d := range strings.Fields(string(out)) {
+		// -test lists the test variants as "p [p.test]" and "p.test".
+		d, _, _ = strings.Cut(d, " ")
+		if d != pkg && d != pkg+".test" {
+			deps[d] = true
+		}
+	}
+	return deps
+}
+
 // The drivers' import paths, and the only files outside them allowed to
 // name a driver: the registry and the command's wiring.
 const (

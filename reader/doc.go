@@ -14,26 +14,30 @@
 //
 // # Shape
 //
-// The package is a facade over two wings. The facade is what callers see
-// and what both wings share: [File] and [Open] (file.go), [File.Scan],
-// [Plan] and [File.Partition] (scan.go), the source and the hash
-// (source.go, hashread.go, digest.go), errors (errors.go), the reject codes
-// and the text checks every format applies (reject.go), the fields of a
-// rejected row as stored (fields.go), the target's limits
-// (limit.go), natural keys and superseded rows (keys.go), the column types
-// (types.go) and the counters (stats.go).
+// The package is a facade over two wings, and is what callers import. The
+// facade holds [File] and [Open] (open.go), [File.Scan], [File.Partition]
+// and [File.RawRows], which hand each file to its wing (plan.go), the
+// settling of superseded keys, which re-reads partitions of either wing
+// (supersede.go), the source, the digests and the one-pass hash and plan
+// (source.go, digest.go, hashread.go), the counters (stats.go), and the
+// public names of what the wings share (names.go).
 //
-// The text wing reads CSV, TSV and JSONL as a stream: the line buffer
-// (buffer.go), the scanners (csv.go, jsonl.go), the two-stage plan pass
-// (planpass.go), values and type inference (value.go, decimal.go) and the
-// Arrow batches it builds (batch.go). The columnar wing reads
-// Parquet and Arrow IPC files by random access, one unit (row group or
-// record batch) at a time: the unit interface and its plan pass
-// (columnar.go), the formats (parquet.go, parquetsplit.go, ipc.go), the
-// flatbuffer checks before arrow-go decodes anything (fbcheck.go), the
-// checksummed byte ranges the decoders read from (byterange.go), and the
-// conversion of Arrow types and values to the reader's (arrowtype.go,
-// arrowconv.go, arrowtext.go).
+// The text wing, package reader/text, reads CSV, TSV and JSONL as a
+// stream: the line buffer, the scanners, the header, the two-stage plan
+// pass, the partition reader and the Arrow batches it builds. The columnar
+// wing, package reader/columnar, reads Parquet and Arrow IPC files by
+// random access, one unit (row group or record batch) at a time: the unit
+// interface and its plan pass, the formats, the flatbuffer checks before
+// arrow-go decodes anything, the checksummed byte ranges the decoders read
+// from, and the conversion of Arrow types and values to the reader's.
+//
+// What both wings need has one home, reader/internal/core: the shared
+// state of an opened file and its decompressed stream, the options and
+// limits, the column types, the plan, values and type inference, decimals,
+// key hashes, the reject codes and the text checks every format applies,
+// the kept fields of a rejected row, and [ParseError]. The facade imports
+// the wings and core; a wing imports core, never the facade or the other
+// wing (pipeline/arch_test.go checks).
 //
 // Text formats (CSV, TSV, JSONL) are parsed by hand-written scanners and
 // converted into Arrow batches directly; Arrow's own CSV reader is too slow for

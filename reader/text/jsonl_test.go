@@ -2,7 +2,10 @@ package text
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/idemport/idemport/reader/internal/core"
@@ -72,6 +75,32 @@ func FuzzJSONLFlat(f *testing.F) {
 	for _, s := range []string{`{"a": 1, "b": "x", "c": true, "d": null}`, "{\"a\": 1}\n{\"a\": 2, \"b\": \"\\u00e9\"}\n{\"b\": [1]}",
 		"{\"a\": 1}\r\n{\"a\": \"x\\ud83d\"}\n", `{"a": 01}`} {
 		f.Add([]byte(s))
+	}
+	// The reader's JSONL seeds (testdata/fuzz/README.md): plain files, and
+	// the []byte argument of those in Go's corpus format.
+	dir := filepath.Join("..", "..", "testdata", "fuzz", "FuzzJSONL")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			f.Fatal(err)
+		}
+		if rest, ok := bytes.CutPrefix(data, []byte("go test fuzz v1\n")); ok {
+			arg, _, _ := bytes.Cut(rest, []byte("\n"))
+			lit, ok := bytes.CutPrefix(arg, []byte("[]byte("))
+			if !ok || !bytes.HasSuffix(lit, []byte(")")) {
+				continue
+			}
+			s, err := strconv.Unquote(string(lit[:len(lit)-1]))
+			if err != nil {
+				f.Fatalf("%s: %v", e.Name(), err)
+			}
+			data = []byte(s)
+		}
+		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var lines [][]byte

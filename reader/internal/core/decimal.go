@@ -47,7 +47,7 @@ type decimalText struct {
 // decimal, float64 or int64, and far from overflowing an int64.
 const maxExponent = 1 << 40
 
-// parseDecimal splits b, a decimal number in the syntax
+// ParseDecimal splits b, a decimal number in the syntax
 // [+-]digits[.digits][(e|E)[+-]digits] (at least one digit before or after
 // the point), into its parts. It is the reader's one decimal parser: values,
 // natural keys and numeric limits all read numbers with it.
@@ -196,7 +196,7 @@ func appendDecimal(dst []byte, d *decimalText) []byte {
 	return dst
 }
 
-// decimalValue converts b to a decimal: its canonical text (b itself when
+// DecimalValue converts b to a decimal: its canonical text (b itself when
 // it is canonical already), or a reason code and message.
 func DecimalValue(b []byte) ([]byte, string, string) {
 	d, ok := ParseDecimal(b)
@@ -213,7 +213,7 @@ func DecimalValue(b []byte) ([]byte, string, string) {
 	return appendDecimal(make([]byte, 0, len(b)+8), &d), "", ""
 }
 
-// exactFloat reports whether the float64 nearest to d (b's number) means
+// ExactFloat reports whether the float64 nearest to d (b's number) means
 // the same number as d: whether its shortest formatting is d's number. Up
 // to 15 significant digits within the normal range always do, without
 // parsing b; longer or extreme numbers are parsed and compared digit by

@@ -37,7 +37,7 @@ const (
 	fieldBytes  = 'x'
 )
 
-// appendFields appends the payload of a row's cells to dst.
+// AppendFields appends the payload of a row's cells to dst.
 func AppendFields(dst []byte, cells []Cell) []byte {
 	dst = append(dst, '[')
 	for i, c := range cells {
@@ -63,14 +63,14 @@ func AppendFields(dst []byte, cells []Cell) []byte {
 	return append(dst, ']')
 }
 
-// rawFields returns the payload of a row that could not be split.
+// RawFields returns the payload of a row that could not be split.
 func RawFields(raw []byte) string {
 	raw = bytes.TrimSuffix(raw, []byte("\n"))
 	raw = bytes.TrimSuffix(raw, []byte("\r"))
 	return string(append(AppendField([]byte{'['}, fieldRaw, raw), ']'))
 }
 
-// appendField appends one field of the payload: kind and text as a JSON
+// AppendField appends one field of the payload: kind and text as a JSON
 // string, or hex when the text is not UTF-8.
 func AppendField(dst []byte, kind byte, b []byte) []byte {
 	if !utf8.Valid(b) {

@@ -23,7 +23,7 @@ import (
 // grows a chunk at a time, so no slice of all the hashes is ever copied.
 const keyChunk = 1 << 16
 
-// keyIndex collects the key hashes of a plan pass: 8 bytes a row, and 8
+// KeyIndex collects the key hashes of a plan pass: 8 bytes a row, and 8
 // more while candidates runs. It is not safe for concurrent use.
 type KeyIndex struct {
 	seed   maphash.Seed
@@ -132,7 +132,7 @@ func (k *KeyIndex) Candidates() []int64 {
 	return out
 }
 
-// appendTextKey appends the key bytes of a text cell of a column whose type
+// AppendTextKey appends the key bytes of a text cell of a column whose type
 // the pass is still inferring. Values that can be equal under the type the
 // column ends up with append the same bytes (1 and 1e0 as an integer or a
 // decimal; the same instant written in two zones; TRUE and true), so
@@ -180,7 +180,7 @@ func appendIntKey(dst []byte, n int64) []byte {
 	return AppendBytesKey(dst, 'i', strconv.AppendInt(d[:0], n, 10))
 }
 
-// appendFloatKey appends the key bytes of a float: an integral one as that
+// AppendFloatKey appends the key bytes of a float: an integral one as that
 // integer, so that it meets the same integer written without a fraction.
 func AppendFloatKey(dst []byte, f float64) []byte {
 	if f == math.Trunc(f) && math.Abs(f) < 1<<63 {
@@ -194,7 +194,7 @@ func AppendBytesKey(dst []byte, tag byte, b []byte) []byte {
 	return append(dst, b...)
 }
 
-// appendValueKey appends the key bytes of a value converted to type t.
+// AppendValueKey appends the key bytes of a value converted to type t.
 func AppendValueKey(dst []byte, v Value, t Type) []byte {
 	switch t {
 	case Int64:
@@ -211,7 +211,7 @@ func AppendValueKey(dst []byte, v Value, t Type) []byte {
 	return AppendBytesKey(dst, 's', v.B)
 }
 
-// keyColumns returns the positions in names of the key columns, or nil
+// KeyColumns returns the positions in names of the key columns, or nil
 // when some key column is not among them.
 func KeyColumns(names, key []string) []int {
 	var cols []int

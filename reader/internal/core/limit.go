@@ -58,7 +58,7 @@ func (l *Limit) check(c Cell, v Value, t Type) (string, string) {
 	return "", ""
 }
 
-// checkLimits returns why cell c of a column limited by l (nil: none),
+// CheckLimits returns why cell c of a column limited by l (nil: none),
 // converted to v of type t (Unknown: not converted yet), cannot be stored,
 // or "" when it can. jsonb says JSON goes to PostgreSQL's jsonb.
 func CheckLimits(l *Limit, jsonb bool, c Cell, v Value, t Type) (string, string) {
@@ -81,7 +81,7 @@ func CheckLimits(l *Limit, jsonb bool, c Cell, v Value, t Type) (string, string)
 	return "", ""
 }
 
-// limitsOf returns the limit of each of names, nil where there is none.
+// LimitsOf returns the limit of each of names, nil where there is none.
 func LimitsOf(limits map[string]Limit, names []string) []*Limit {
 	out := make([]*Limit, len(names))
 	for i, n := range names {
@@ -134,7 +134,7 @@ func numericFits(b []byte, p, s int) string {
 	return ""
 }
 
-// jsonbRefuses returns why PostgreSQL's jsonb refuses the JSON text b, or
+// JsonbRefuses returns why PostgreSQL's jsonb refuses the JSON text b, or
 // "" when it takes it: a \u0000 escape, or a number beyond what numeric
 // holds. b must be valid JSON.
 func JsonbRefuses(b []byte) string {

@@ -39,7 +39,7 @@ func InexactHint(name string, t Type) string {
 	return fmt.Sprintf("store the column as text (--column %s:string, into a text column)", name)
 }
 
-// checkText rejects text no target can store faithfully.
+// CheckText rejects text no target can store faithfully.
 func CheckText(b []byte) (string, string) {
 	if !utf8.Valid(b) {
 		return CodeUTF8, "text is not valid UTF-8"
@@ -50,7 +50,7 @@ func CheckText(b []byte) (string, string) {
 	return "", ""
 }
 
-// textClean reports whether b is valid UTF-8 without NUL bytes.
+// TextClean reports whether b is valid UTF-8 without NUL bytes.
 func TextClean(b []byte) bool {
 	return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
 }

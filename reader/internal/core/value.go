@@ -9,7 +9,7 @@ import (
 	"github.com/valyala/fastjson"
 )
 
-// cellKind says what a scanner knows about a cell before conversion.
+// CellKind says what a scanner knows about a cell before conversion.
 type CellKind uint8
 
 const (
@@ -21,14 +21,14 @@ const (
 	CellJSON                   // JSON object or array, kept as its text
 )
 
-// cell is one field of a row as a scanner produced it. b aliases the
+// Cell is one field of a row as a scanner produced it. b aliases the
 // scanner's buffer and is valid until the scanner's next call.
 type Cell struct {
 	B    []byte
 	Kind CellKind
 }
 
-// value is a converted cell, typed by its column.
+// Value is a converted cell, typed by its column.
 type Value struct {
 	Null bool
 	I    int64 // Int64, Timestamp (µs since epoch), Bool (0 or 1)
@@ -38,11 +38,11 @@ type Value struct {
 
 func Str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// convert turns c into a value of type t, or returns a reason code and a
+// Convert turns c into a value of type t, or returns a reason code and a
 // message saying why it cannot.
 func Convert(c Cell, t Type) (Value, string, string) { return ConvertText(c, t, false) }
 
-// convertText is convert for a cell whose text is known to be valid UTF-8
+// ConvertText is convert for a cell whose text is known to be valid UTF-8
 // without NUL bytes when clean is true (its whole row was checked at once).
 //
 // A value converts only when the column keeps what it means: 02134 is not
@@ -198,7 +198,7 @@ func parseBool(b []byte, lenient bool) (int64, bool) {
 	return 0, false
 }
 
-// isInteger reports whether b is an integer as inference accepts it:
+// IsInteger reports whether b is an integer as inference accepts it:
 // -?(0|[1-9][0-9]*), within int64.
 func IsInteger(b []byte) bool {
 	i := 0
@@ -234,7 +234,7 @@ func digits(b []byte) (int, bool) {
 	return n, true
 }
 
-// parseTimestamp reads YYYY-MM-DD[(T| )HH:MM:SS[.fraction]][Z|±HH:MM|±HHMM]
+// ParseTimestamp reads YYYY-MM-DD[(T| )HH:MM:SS[.fraction]][Z|±HH:MM|±HHMM]
 // into microseconds since the Unix epoch, UTC. A value without a zone is
 // UTC. A date alone is accepted only when dateOnly is true (midnight UTC).
 // A fraction finer than a microsecond must be zeros.
@@ -341,7 +341,7 @@ func daysFromCivil(y, m, d int) int64 {
 	return int64(era)*146097 + int64(doe) - 719468
 }
 
-// inference tracks the narrowest type that every non-null value of a column
+// Inference tracks the narrowest type that every non-null value of a column
 // seen so far can be read as without losing what it means.
 type Inference struct {
 	seen     bool // a non-null value was seen
