@@ -15,6 +15,16 @@
 // With -day2 it writes only orders_<N>_day2.csv, the next day's full
 // extract of the same table: 1 % of the orders deleted, 5 % updated (status
 // and quantity changed), and 1 % new orders appended after the last id.
+//
+// With -delta it writes only orders_<N>_delta.csv, a daily delta of N/10
+// rows: every 20th order changed (status and quantity), then as many new
+// orders after the last id, so half of its keys are new.
+//
+// With -width W it writes only orders_<N>_w<W>.csv, the orders with each
+// note padded so that every line is W bytes (W ≥ 200), for memory tests.
+//
+// With -bad it writes only orders_<N>_bad.csv, the orders with quantity
+// "n/a" on every row: every row is bad for a quantity typed as int64.
 package main
 
 import (
@@ -105,6 +115,9 @@ func main() {
 	seed := flag.Uint64("seed", 42, "generator seed")
 	formats := flag.String("formats", "csv,jsonl,parquet", "formats to write")
 	day2 := flag.Bool("day2", false, "write the next day's extract, orders_<N>_day2.csv, instead")
+	delta := flag.Bool("delta", false, "write a daily delta of N/10 rows, orders_<N>_delta.csv, instead")
+	width := flag.Int("width", 0, "write the orders with lines of this many bytes, orders_<N>_w<W>.csv, instead")
+	bad := flag.Bool("bad", false, "write the orders with a quantity that is not a number, orders_<N>_bad.csv, instead")
 	flag.Parse()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		log.Fatal(err)
@@ -118,9 +131,26 @@ func main() {
 	}
 	iter := func(f func(order) error) error { return each(*rows, *seed, f) }
 	suffix := ""
-	if *day2 {
+	switch {
+	case *day2:
 		iter = func(f func(order) error) error { return eachDay2(*rows, *seed, f) }
 		*formats, suffix = "csv", "_day2"
+	case *delta:
+		iter = func(f func(order) error) error { return eachDelta(*rows, *seed, f) }
+		*formats, suffix = "csv", "_delta"
+	case *width > 0:
+		if *width < 200 {
+			log.Fatal("-width: at least 200 bytes")
+		}
+		iter = func(f func(order) error) error {
+			return each(*rows, *seed, func(o order) error { return f(pad(o, *width)) })
+		}
+		*formats, suffix = "csv", fmt.Sprintf("_w%d", *width)
+	case *bad:
+		iter = func(f func(order) error) error {
+			return each(*rows, *seed, func(o order) error { o.qty = badQty; return f(o) })
+		}
+		*formats, suffix = "csv", "_bad"
 	}
 	for _, f := range strings.Split(*formats, ",") {
 		path := filepath.Join(*out, "orders_"+name+suffix+"."+f)
@@ -174,6 +204,82 @@ func eachDay2(rows int64, seed uint64, f func(order) error) error {
 	return nil
 }
 
+// eachDelta calls f for every order of a daily delta of rows/10 orders:
+// every 20th order of each(rows, seed) changed, then rows/20 new orders.
+func eachDelta(rows int64, seed uint64, f func(order) error) error {
+	rng := rand.New(rand.NewPCG(seed, 0xde17a))
+	last, i := int64(0), int64(0)
+	err := each(rows, seed, func(o order) error {
+		last, i = o.id, i+1
+		if i%20 != 0 {
+			return nil
+		}
+		o.status = statuses[(slices.Index(statuses, o.status)+1)%len(statuses)]
+		o.qty = 1 + o.qty%20
+		return f(o)
+	})
+	if err != nil {
+		return err
+	}
+	for i := int64(0); i < rows/20; i++ {
+		last += 1 + rng.Int64N(3)
+		if err := f(generate(rng, last)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pad returns o with its note lengthened, with words and no character
+// that needs quoting, until o's CSV line is width bytes.
+func pad(o order, width int) order {
+	o.note = ""
+	n := width - len(csvLine(nil, o))
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		b.WriteString(words[(int(o.id)+i)%len(words)])
+		b.WriteByte(' ')
+	}
+	o.note = strings.TrimRight(b.String()[:n], " ") // a note ending in a space would not round-trip as text
+	for len(o.note) < n {
+		o.note += "x"
+	}
+	return o
+}
+
+// badQty marks an order whose quantity is written "n/a".
+const badQty = -1
+
+// csvLine appends o's line of the CSV file to buf.
+func csvLine(buf []byte, o order) []byte {
+	buf = strconv.AppendInt(buf, o.id, 10)
+	buf = append(buf, ',')
+	buf = strconv.AppendInt(buf, o.customer, 10)
+	buf = append(buf, ',')
+	buf = append(buf, o.sku...)
+	buf = append(buf, ',')
+	if o.qty == badQty {
+		buf = append(buf, "n/a"...)
+	} else {
+		buf = strconv.AppendInt(buf, o.qty, 10)
+	}
+	buf = append(buf, ',')
+	buf = fmt.Appendf(buf, "%d.%02d", o.priceCents/100, o.priceCents%100)
+	buf = append(buf, ',')
+	buf = append(buf, o.status...)
+	buf = append(buf, ',')
+	buf = o.created.AppendFormat(buf, time.RFC3339)
+	buf = append(buf, ',')
+	if strings.ContainsAny(o.note, ",\"\n") {
+		buf = append(buf, '"')
+		buf = append(buf, strings.ReplaceAll(o.note, `"`, `""`)...)
+		buf = append(buf, '"')
+	} else {
+		buf = append(buf, o.note...)
+	}
+	return append(buf, '\n')
+}
+
 // write writes the orders iter yields to path in format.
 func write(path, format string, iter func(func(order) error) error) error {
 	f, err := os.Create(path)
@@ -190,29 +296,7 @@ func write(path, format string, iter func(func(order) error) error) error {
 	case "csv":
 		w.WriteString(strings.Join(orders.Columns, ",") + "\n")
 		err = iter(func(o order) error {
-			buf = buf[:0]
-			buf = strconv.AppendInt(buf, o.id, 10)
-			buf = append(buf, ',')
-			buf = strconv.AppendInt(buf, o.customer, 10)
-			buf = append(buf, ',')
-			buf = append(buf, o.sku...)
-			buf = append(buf, ',')
-			buf = strconv.AppendInt(buf, o.qty, 10)
-			buf = append(buf, ',')
-			buf = fmt.Appendf(buf, "%d.%02d", o.priceCents/100, o.priceCents%100)
-			buf = append(buf, ',')
-			buf = append(buf, o.status...)
-			buf = append(buf, ',')
-			buf = o.created.AppendFormat(buf, time.RFC3339)
-			buf = append(buf, ',')
-			if strings.ContainsAny(o.note, ",\"\n") {
-				buf = append(buf, '"')
-				buf = append(buf, strings.ReplaceAll(o.note, `"`, `""`)...)
-				buf = append(buf, '"')
-			} else {
-				buf = append(buf, o.note...)
-			}
-			buf = append(buf, '\n')
+			buf = csvLine(buf[:0], o)
 			_, err := w.Write(buf)
 			return err
 		})

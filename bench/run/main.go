@@ -1,17 +1,34 @@
 // Command run is idemport's benchmark: it times idemport and the tools a
-// user could pick instead on the same files, in one run, and prints median
-// wall times, rows per second, peak RSS and paired ratios.
+// user could pick instead on the same files, in one run, and prints one
+// table of median wall times, rows per second, peak RSS and paired ratios.
 //
 //	go run ./bench/run -rows 1m            # generates bench/data/orders_1m.* if missing
-//	go run ./bench/run -rows 10m -runs 3
+//	go run ./bench/run -rows 10m -runs 3 -sections first,delta
 //	go run ./bench/run -rows 1m -modes     # --atomic and --snapshot against plain imports
 //
-// Each comparison runs the two commands alternately (A B A B …) and the
-// ratio is the median of the per-pair ratios, so a machine whose speed
-// drifts still gives a fair ratio. Peak RSS is the largest resident set of
-// the command's own process (for psql and pgx clients, not the server's).
-// PostgreSQL comparisons run when -postgres is set (or IDEMPORT_TEST_POSTGRES);
-// pgloader runs when it is installed.
+// The sections (-sections, default all of them):
+//
+//	first         first import into an empty keyed table, ordinal and --key order_id,
+//	              against sqlite3 .import and psql \copy into the same table
+//	delta         a daily delta (bench/gen -delta: N/10 rows, half new keys, half
+//	              changed) with --key into the N-row table, against the CLI doing
+//	              .import / \copy into a temp table, then INSERT … ON CONFLICT DO
+//	              UPDATE … WHERE the row differs
+//	rerun         a rerun of the completed file (--rehash) against SHA-256 of it
+//	resume        a resume after a kill at 90 % against the full import
+//	formats       JSONL and Parquet against CSV, rows per second
+//	memory        peak RSS: 1M rows of 1 KiB, 2,000 rows of 1 MiB, and a
+//	              --max-rejects 1% refusal of a file whose rows are all bad
+//	parse         the plan pass (no database) against Go parsers
+//	alternatives  Go + go-sqlite3, pgx and pgloader against idemport
+//
+// Each comparison runs its commands in turn (A B A B …) and the ratio is
+// the median of the per-round ratios, so a machine whose speed drifts
+// still gives a fair ratio. Peak RSS is the largest resident set of the
+// command's own process (for psql and pgx clients, not the server's).
+// PostgreSQL comparisons run when -postgres is set (or
+// IDEMPORT_TEST_POSTGRES); pgloader runs when it is installed. Data sets
+// missing from -data are generated there (the memory files take 3 GiB).
 package main
 
 import (
@@ -25,6 +42,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/idemport/idemport/bench/orders"
 )
 
 type measure struct {
@@ -38,6 +57,7 @@ type cmd struct {
 	setup func() error
 	argv  []string
 	env   []string
+	exit  int // the exit status expected
 }
 
 func run(c cmd) (measure, error) {
@@ -58,6 +78,11 @@ func run(c cmd) (measure, error) {
 	start := time.Now()
 	err = x.Run()
 	wall := time.Since(start)
+	if code := x.ProcessState.ExitCode(); code == c.exit && code > 0 {
+		err = nil
+	} else if err == nil && c.exit != 0 {
+		err = fmt.Errorf("exit status 0, not %d", c.exit)
+	}
 	if err != nil {
 		b, _ := os.ReadFile(out.Name())
 		return measure{}, fmt.Errorf("%s: %v\n%s", c.name, err, b)
@@ -83,23 +108,24 @@ type row struct {
 	ratio float64
 }
 
-// pair times a and b alternately n times; it returns their medians and the
-// median of the per-pair ratios a/b.
-func pair(n int, a, b cmd) (ma, mb []measure, ratio float64, err error) {
-	var ratios []float64
+// race runs cs in turn, n rounds (A B C A B C …), and returns each one's
+// measures and the median of its per-round ratios to cs[0].
+func race(n int, cs ...cmd) ([][]measure, []float64) {
+	ms := make([][]measure, len(cs))
+	ratios := make([][]float64, len(cs))
 	for i := 0; i < n; i++ {
-		x, err := run(a)
-		if err != nil {
-			return nil, nil, 0, err
+		for j, c := range cs {
+			m, err := run(c)
+			check(err)
+			ms[j] = append(ms[j], m)
+			ratios[j] = append(ratios[j], m.wall.Seconds()/ms[0][i].wall.Seconds())
 		}
-		y, err := run(b)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		ma, mb = append(ma, x), append(mb, y)
-		ratios = append(ratios, x.wall.Seconds()/y.wall.Seconds())
 	}
-	return ma, mb, median(ratios), nil
+	r := make([]float64, len(cs))
+	for j := range cs {
+		r[j] = median(ratios[j])
+	}
+	return ms, r
 }
 
 func summary(name string, ms []measure, rows int64) row {
@@ -112,12 +138,15 @@ func summary(name string, ms []measure, rows int64) row {
 	return row{name: name, wall: median(ws), rows: rows, rss: rss}
 }
 
+var sections = []string{"first", "delta", "rerun", "resume", "formats", "memory", "parse", "alternatives"}
+
 func main() {
 	rowsFlag := flag.String("rows", "1m", "data set size: 1m, 10m, or a row count")
 	runs := flag.Int("runs", 3, "timed runs of each command (after one warm-up of the data in the page cache)")
 	data := flag.String("data", "bench/data", "where the data sets are (generated if missing)")
 	pg := flag.String("postgres", os.Getenv("IDEMPORT_TEST_POSTGRES"), "PostgreSQL DSN for the PostgreSQL comparisons (empty: skip them)")
-	only := flag.String("only", "", "run only this section: sqlite or postgres")
+	only := flag.String("only", "", "run only this database's rows: sqlite or postgres")
+	sel := flag.String("sections", strings.Join(sections, ","), "sections to run, comma-separated")
 	modes := flag.Bool("modes", false, "time the write modes (--atomic, --snapshot) against plain keyed imports instead of the comparisons")
 	flag.Parse()
 
@@ -125,7 +154,7 @@ func main() {
 	bin, err := os.MkdirTemp("", "idemport-bench-")
 	check(err)
 	defer os.RemoveAll(bin)
-	e := &env{runs: *runs, rows: rows, idemport: filepath.Join(bin, "idemport"), anchor: filepath.Join(bin, "anchor"), add: report}
+	e := &env{runs: *runs, rows: rows, name: name, data: *data, idemport: filepath.Join(bin, "idemport"), anchor: filepath.Join(bin, "anchor"), add: report}
 	check(goBuild(e.idemport, "./cmd/idemport"))
 	check(goBuild(e.anchor, "./bench/anchor"))
 	e.csv = filepath.Join(*data, "orders_"+name+".csv")
@@ -141,24 +170,53 @@ func main() {
 		return
 	}
 	if _, err := os.Stat(e.parquet); err != nil {
-		fmt.Printf("generating %d rows into %s …\n", rows, *data)
-		x := exec.Command("go", "run", "./bench/gen", "-rows", fmt.Sprint(rows), "-out", *data)
-		x.Stdout, x.Stderr = os.Stdout, os.Stderr
-		check(x.Run())
+		e.gen("orders_"+name+".parquet", "-rows", fmt.Sprint(rows))
 	}
 	for _, f := range []string{e.csv, e.jsonl, e.parquet} { // warm the page cache
 		exec.Command("cat", f).Run()
 	}
 
-	fmt.Printf("\n%-58s %9s %11s %9s   %s\n", "command", "median s", "rows/s", "RSS MiB", "ratio (paired, median, unless marked)")
-	if *only != "postgres" {
-		e.sqlite()
-		e.parse()
+	fmt.Printf("\nload average at start: %s; ratios are paired medians (A B A B …) unless marked\n", loadavg())
+	fmt.Printf("%-62s %9s %11s %9s   %s\n", "command", "median s", "rows/s", "RSS MiB", "ratio")
+	sqlite, postgres := *only != "postgres", *pg != "" && *only != "sqlite"
+	for _, s := range strings.Split(*sel, ",") {
+		switch s {
+		case "first":
+			if sqlite {
+				e.sqliteFirst()
+			}
+			if postgres {
+				e.postgresFirst(*pg)
+			}
+		case "delta":
+			if sqlite {
+				e.sqliteDelta()
+			}
+			if postgres {
+				e.postgresDelta(*pg)
+			}
+		case "rerun":
+			e.rerun()
+		case "resume":
+			e.resume()
+		case "formats":
+			e.formats()
+		case "memory":
+			e.memory(*pg, sqlite, postgres)
+		case "parse":
+			e.parse()
+		case "alternatives":
+			if sqlite {
+				e.sqliteAlternatives()
+			}
+			if postgres {
+				e.postgresAlternatives(*pg)
+			}
+		default:
+			check(fmt.Errorf("-sections: unknown section %q (known: %s)", s, strings.Join(sections, ", ")))
+		}
 	}
-	if *pg != "" && *only != "sqlite" {
-		e.postgres(*pg)
-	}
-	fmt.Println()
+	fmt.Printf("load average at end: %s\n\n", loadavg())
 }
 
 // env is one run of the benchmark: the binaries, the data set, a scratch
@@ -166,11 +224,26 @@ func main() {
 type env struct {
 	runs                int
 	rows                int64
+	name, data          string // the data set's name (1m, 10m…) and directory
 	idemport, anchor    string
 	csv, jsonl, parquet string
 	day2                string // the next day's extract of csv
 	work, db            string
 	add                 func(row)
+}
+
+// gen writes file into the data directory with bench/gen and args,
+// unless it is there already, and returns its path.
+func (e *env) gen(file string, args ...string) string {
+	path := filepath.Join(e.data, file)
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	fmt.Printf("generating %s …\n", path)
+	x := exec.Command("go", append([]string{"run", "./bench/gen", "-out", e.data}, args...)...)
+	x.Stdout, x.Stderr = os.Stdout, os.Stderr
+	check(x.Run())
+	return path
 }
 
 // fresh returns a setup that deletes the SQLite databases at paths.
@@ -185,8 +258,27 @@ func fresh(paths ...string) func() error {
 	}
 }
 
+// restore returns a setup that replaces the SQLite database at to with a
+// copy of the one at from.
+func restore(from, to string) func() error {
+	return func() error {
+		fresh(to)()
+		for _, s := range []string{"", "-wal"} {
+			if _, err := os.Stat(from + s); err != nil {
+				continue
+			}
+			if out, err := exec.Command("cp", from+s, to+s).CombinedOutput(); err != nil {
+				return fmt.Errorf("cp: %v %s", err, out)
+			}
+		}
+		return nil
+	}
+}
+
+// importArgs is idemport's import of extra (flags, then files) into the
+// table orders of the SQLite database e.db.
 func (e *env) importArgs(extra ...string) []string {
-	return append([]string{e.idemport, "import", "--progress", "never", "--into", e.db}, extra...)
+	return append([]string{e.idemport, "import", "--progress", "never", "--into", e.db, "--table", "orders"}, extra...)
 }
 
 // vsMedians adds the row of anchor's times, with the ratio of mine's
@@ -197,61 +289,148 @@ func (e *env) vsMedians(name string, ms []measure, mineName string, mine []measu
 	e.add(withRatio(summary(mineName, mine, e.rows), name+" (medians)", summary("", mine, 0).wall/r.wall))
 }
 
-func (e *env) sqlite() {
-	runs, rows, add := e.runs, e.rows, e.add
-	sdb := filepath.Join(e.work, "s.db")
-	sqlImport := filepath.Join(e.work, "import.sql")
-	check(os.WriteFile(sqlImport, []byte(`PRAGMA journal_mode=WAL;
-PRAGMA synchronous=NORMAL;
-CREATE TABLE orders(order_id INTEGER PRIMARY KEY, customer_id INTEGER, sku TEXT, quantity INTEGER, unit_price REAL, status TEXT, created_at TEXT, note TEXT);
-.mode csv
-.import --skip 1 `+e.csv+` orders
-`), 0o644))
+var key = []string{"--key", "order_id"}
 
-	// SQLite first import against sqlite3 .import, same journal mode (WAL).
-	first, b, ratio, err := pair(runs,
-		cmd{name: "idemport", setup: fresh(e.db), argv: e.importArgs(e.csv)},
-		cmd{name: "sqlite3", setup: fresh(sdb), argv: []string{"sh", "-c", "sqlite3 " + sdb + " < " + sqlImport}})
-	check(err)
-	add(withRatio(summary("idemport import CSV → SQLite (WAL)", first, rows), "sqlite3 .import", ratio))
-	add(summary("sqlite3 .import → INTEGER PRIMARY KEY table (WAL)", b, rows))
-	// The same load written in Go with go-sqlite3, as a user would.
-	for _, per := range []string{"1", "100"} {
-		ms := timeN(runs, cmd{name: "upsert " + per, setup: fresh(sdb), argv: []string{e.anchor, "sqlite-upsert", per, sdb, e.csv}})
-		e.vsMedians("Go + go-sqlite3 upsert, "+per+" row(s) per statement", ms, "  idemport import CSV → SQLite", first)
+// sqlite3 returns the sqlite3 CLI running the script in file on db.
+func sqlite3(db, file string) []string {
+	return []string{"sh", "-c", `exec sqlite3 "$0" < "$1"`, db, file}
+}
+
+// script writes s to a file of the scratch directory and returns its path.
+func (e *env) script(name, s string) string {
+	p := filepath.Join(e.work, name)
+	check(os.WriteFile(p, []byte(s), 0o644))
+	return p
+}
+
+const ordersSQLite = `CREATE TABLE orders(order_id INTEGER PRIMARY KEY, customer_id INTEGER, sku TEXT, quantity INTEGER, unit_price REAL, status TEXT, created_at TEXT, note TEXT);`
+
+// sqliteImport is the script of the sqlite3 CLI's import of csv into a
+// new keyed table, as idemport opens SQLite (WAL, synchronous NORMAL).
+func (e *env) sqliteImport(csv string) string {
+	return e.script("import.sql", "PRAGMA journal_mode=WAL;\nPRAGMA synchronous=NORMAL;\n"+ordersSQLite+"\n.mode csv\n.import --skip 1 "+csv+" orders\n")
+}
+
+// upsert is the hand-written merge of the temp table d into orders: every
+// column but order_id updated where it differs. distinct is the SQL for
+// "is distinct from".
+func upsert(distinct string) string {
+	cols := orders.Columns[1:]
+	set, mine, theirs := make([]string, len(cols)), make([]string, len(cols)), make([]string, len(cols))
+	for i, c := range cols {
+		set[i], mine[i], theirs[i] = c+" = excluded."+c, "orders."+c, "excluded."+c
 	}
+	return "INSERT INTO orders SELECT * FROM d WHERE true ON CONFLICT (order_id) DO UPDATE SET " + strings.Join(set, ", ") +
+		" WHERE (" + strings.Join(mine, ", ") + ") " + distinct + " (" + strings.Join(theirs, ", ") + ");\n"
+}
 
-	// Rerun of the completed file (e.db holds the last first import):
-	// rehashed, and through the quick check.
-	a, b, ratio, err := pair(runs,
-		cmd{name: "rerun", argv: e.importArgs("--rehash", e.csv)},
-		cmd{name: "sha256", argv: []string{e.anchor, "sha256", e.csv}})
+func (e *env) sqliteFirst() {
+	sdb := filepath.Join(e.work, "s.db")
+	ms, r := race(e.runs,
+		cmd{name: "sqlite3", setup: fresh(sdb), argv: sqlite3(sdb, e.sqliteImport(e.csv))},
+		cmd{name: "idemport", setup: fresh(e.db), argv: e.importArgs(e.csv)},
+		cmd{name: "idemport --key", setup: fresh(e.db), argv: e.importArgs(append(key, e.csv)...)})
+	e.add(summary("sqlite3 .import → INTEGER PRIMARY KEY table (WAL)", ms[0], e.rows))
+	e.add(withRatio(summary("idemport import CSV → SQLite, ordinal", ms[1], e.rows), "sqlite3 .import", r[1]))
+	e.add(withRatio(summary("idemport import CSV → SQLite, --key order_id", ms[2], e.rows), "sqlite3 .import", r[2]))
+}
+
+// sqliteDelta times the daily delta into a copy of the N-row table, made
+// once by each tool.
+func (e *env) sqliteDelta() {
+	delta := e.gen("orders_"+e.name+"_delta.csv", "-rows", fmt.Sprint(e.rows), "-delta")
+	sdb, baseI, baseS := filepath.Join(e.work, "s.db"), filepath.Join(e.work, "base-i.db"), filepath.Join(e.work, "base-s.db")
+	fresh(baseI, baseS)()
+	_, err := run(cmd{name: "day 1", argv: append([]string{e.idemport, "import", "--progress", "never", "--into", baseI, "--table", "orders"}, append(key, e.csv)...)})
 	check(err)
-	add(withRatio(summary("idemport rerun of the completed file (--rehash)", a, rows), "SHA-256 of the file", ratio))
-	add(summary("SHA-256 of the file (Go)", b, rows))
-	ms := timeN(runs, cmd{name: "quick", argv: e.importArgs(e.csv)})
-	add(summary("idemport rerun, quick check hit", ms, rows))
+	_, err = run(cmd{name: "sqlite3 day 1", argv: sqlite3(baseS, e.sqliteImport(e.csv))})
+	check(err)
+	merge := e.script("delta.sql", "PRAGMA journal_mode=WAL;\nPRAGMA synchronous=NORMAL;\n"+
+		strings.Replace(ordersSQLite, "TABLE orders", "TEMP TABLE d", 1)+"\n.mode csv\n.import --skip 1 "+delta+" d\n"+upsert("IS NOT"))
+	ms, r := race(e.runs,
+		cmd{name: "sqlite3 merge", setup: restore(baseS, sdb), argv: sqlite3(sdb, merge)},
+		cmd{name: "idemport delta", setup: restore(baseI, e.db), argv: e.importArgs(append(key, delta)...)})
+	rows := e.rows / 10
+	e.add(summary("sqlite3 .import into temp + INSERT … ON CONFLICT DO UPDATE", ms[0], rows))
+	e.add(withRatio(summary("idemport --key delta (½ new, ½ changed) → N-row SQLite", ms[1], rows), "sqlite3 merge", r[1]))
+	fresh(baseI, baseS)()
+}
 
-	// Resume after a kill at 90 %: 10 partitions, killed after the 9th commit.
-	part := fmt.Sprint(rows / 10)
+// rerun times a rerun of the completed file, rehashed and through the
+// quick check.
+func (e *env) rerun() {
+	fresh(e.db)()
+	_, err := run(cmd{name: "first import", argv: e.importArgs(e.csv)})
+	check(err)
+	ms, r := race(e.runs,
+		cmd{name: "sha256", argv: []string{e.anchor, "sha256", e.csv}},
+		cmd{name: "rerun", argv: e.importArgs("--rehash", e.csv)})
+	e.add(summary("SHA-256 of the file (Go)", ms[0], e.rows))
+	e.add(withRatio(summary("idemport rerun of the completed file (--rehash)", ms[1], e.rows), "SHA-256 of the file", r[1]))
+	quick := timeN(e.runs, cmd{name: "quick", argv: e.importArgs(e.csv)})
+	e.add(summary("idemport rerun, quick check hit", quick, e.rows))
+}
+
+// resume times a resume after a kill at 90 %: 10 partitions, killed after
+// the 9th commit.
+func (e *env) resume() {
+	part := fmt.Sprint(e.rows / 10)
 	kill := func() error {
 		fresh(e.db)()
-		x := exec.Command(e.idemport, "import", "--progress", "never", "--into", e.db, "--partition-rows", part, e.csv)
+		x := exec.Command(e.idemport, e.importArgs("--partition-rows", part, e.csv)[1:]...)
 		x.Env = append(os.Environ(), "IDEMPORT_FAILPOINT=after-partition-commit:9")
 		x.Run() // killed on purpose
 		return nil
 	}
-	a, _, ratio, err = pair(runs,
-		cmd{name: "resume", setup: kill, argv: e.importArgs("--partition-rows", part, e.csv)},
-		cmd{name: "full", setup: fresh(e.db), argv: e.importArgs("--partition-rows", part, e.csv)})
-	check(err)
-	add(withRatio(summary("idemport resume after a kill at 90 %", a, rows/10), "full import", ratio))
+	ms, r := race(e.runs,
+		cmd{name: "full", setup: fresh(e.db), argv: e.importArgs("--partition-rows", part, e.csv)},
+		cmd{name: "resume", setup: kill, argv: e.importArgs("--partition-rows", part, e.csv)})
+	e.add(withRatio(summary("idemport resume after a kill at 90 %", ms[1], e.rows/10), "full import", r[1]))
+}
 
-	// Other formats, per row against the CSV import above.
-	for _, f := range []string{e.jsonl, e.parquet} {
-		ms := timeN(runs, cmd{name: f, setup: fresh(e.db), argv: e.importArgs(f)})
-		add(withRatio(summary("idemport import "+strings.ToUpper(strings.TrimPrefix(filepath.Ext(f), "."))+" → SQLite", ms, rows),
-			"CSV import (medians)", summary("", ms, 0).wall/summary("", first, 0).wall))
+// formats times the JSONL and Parquet imports against the CSV import;
+// their ratios are of rows per second (higher is faster).
+func (e *env) formats() {
+	var cs []cmd
+	for _, f := range []string{e.csv, e.jsonl, e.parquet} {
+		cs = append(cs, cmd{name: f, setup: fresh(e.db), argv: e.importArgs(f)})
+	}
+	ms, r := race(e.runs, cs...)
+	e.add(summary("idemport import CSV → SQLite", ms[0], e.rows))
+	e.add(withRatio(summary("idemport import JSONL → SQLite", ms[1], e.rows), "CSV's rows/s", 1/r[1]))
+	e.add(withRatio(summary("idemport import Parquet → SQLite", ms[2], e.rows), "CSV's rows/s", 1/r[2]))
+}
+
+// memory reports idemport's peak RSS on wide rows, and on the refusal of a
+// file whose rows are all bad, on each database.
+func (e *env) memory(dsn string, sqlite, postgres bool) {
+	files := []struct {
+		name string
+		path string
+		rows int64
+	}{
+		{"1M rows of 1 KiB", e.gen("orders_1m_w1024.csv", "-rows", "1000000", "-width", "1024"), 1_000_000},
+		{"2,000 rows of 1 MiB", e.gen("orders_2k_w1048576.csv", "-rows", "2000", "-width", "1048576"), 2000},
+	}
+	bad := e.gen("orders_"+e.name+"_bad.csv", "-rows", fmt.Sprint(e.rows), "-bad")
+	refuse := []string{"--column", "quantity:int64", "--max-rejects", "1%", bad}
+	if sqlite {
+		for _, f := range files {
+			ms := timeN(e.runs, cmd{name: f.name, setup: fresh(e.db), argv: e.importArgs(f.path)})
+			e.add(summary("idemport import "+f.name+" → SQLite", ms, f.rows))
+		}
+		ms := timeN(e.runs, cmd{name: "refusal", setup: fresh(e.db), argv: e.importArgs(refuse...), exit: 5})
+		e.add(summary("idemport --max-rejects 1% refusal, all rows bad → SQLite", ms, e.rows))
+	}
+	if postgres {
+		p := e.pg(dsn)
+		for _, f := range files {
+			ms := timeN(e.runs, cmd{name: f.name, setup: p.reset, argv: p.importArgs(f.path)})
+			e.add(summary("idemport import "+f.name+" → PostgreSQL", ms, f.rows))
+		}
+		ms := timeN(e.runs, cmd{name: "refusal", setup: p.reset, argv: p.importArgs(refuse...), exit: 5})
+		e.add(summary("idemport --max-rejects 1% refusal, all rows bad → PostgreSQL", ms, e.rows))
+		p.drop()
 	}
 }
 
@@ -273,6 +452,19 @@ func (e *env) parse() {
 	e.vsMedians("encoding/json into a struct", ms, "  idemport plan JSONL", jsonPlan)
 }
 
+// sqliteAlternatives times the load written in Go with go-sqlite3, as a
+// user would, against idemport's.
+func (e *env) sqliteAlternatives() {
+	sdb := filepath.Join(e.work, "s.db")
+	ms, r := race(e.runs,
+		cmd{name: "idemport", setup: fresh(e.db), argv: e.importArgs(e.csv)},
+		cmd{name: "upsert 1", setup: fresh(sdb), argv: []string{e.anchor, "sqlite-upsert", "1", sdb, e.csv}},
+		cmd{name: "upsert 100", setup: fresh(sdb), argv: []string{e.anchor, "sqlite-upsert", "100", sdb, e.csv}})
+	e.add(summary("idemport import CSV → SQLite, ordinal", ms[0], e.rows))
+	e.add(withRatio(summary("Go + go-sqlite3 upsert, 1 row per statement", ms[1], e.rows), "idemport", r[1]))
+	e.add(withRatio(summary("Go + go-sqlite3 upsert, 100 rows per statement", ms[2], e.rows), "idemport", r[2]))
+}
+
 // psql returns a function running SQL on the PostgreSQL at dsn.
 func psql(dsn string) func(sql string) error {
 	return func(sql string) error {
@@ -285,45 +477,124 @@ func psql(dsn string) func(sql string) error {
 	}
 }
 
-func (e *env) postgres(dsn string) {
-	runs, rows, add := e.runs, e.rows, e.add
-	psql := psql(dsn)
-	reset := func() error {
-		return psql(`DROP SCHEMA IF EXISTS idemport_bench CASCADE; DROP SCHEMA IF EXISTS idemport_bench_state CASCADE; CREATE SCHEMA idemport_bench`)
-	}
-	resetCopy := func() error {
-		return psql(`DROP TABLE IF EXISTS bench_copy; CREATE TABLE bench_copy(order_id bigint PRIMARY KEY, customer_id bigint, sku text,
-			quantity bigint, unit_price double precision, status text, created_at timestamptz, note text)`)
-	}
-	imp := []string{e.idemport, "import", "--progress", "never", "--into", dsn, "--state-schema", "idemport_bench_state", "--table", "idemport_bench.orders", e.csv}
-	mine, b, ratio, err := pair(runs,
-		cmd{name: "idemport pg", setup: reset, argv: imp},
-		cmd{name: "psql copy", setup: resetCopy, argv: []string{"psql", dsn, "-qc", `\copy bench_copy FROM '` + e.csv + `' CSV HEADER`}})
+// pgTarget is a PostgreSQL database the benchmark writes: idemport's
+// table idemport_bench.orders (state in idemport_bench_state) and the
+// anchors' table bench_copy.
+type pgTarget struct {
+	e   *env
+	dsn string
+	sql func(string) error
+}
+
+func (e *env) pg(dsn string) pgTarget { return pgTarget{e, dsn, psql(dsn)} }
+
+// reset empties idemport's schemas.
+func (p pgTarget) reset() error {
+	return p.sql(`DROP SCHEMA IF EXISTS idemport_bench CASCADE; DROP SCHEMA IF EXISTS idemport_bench_state CASCADE; CREATE SCHEMA idemport_bench`)
+}
+
+// resetCopy makes bench_copy a new, empty keyed table.
+func (p pgTarget) resetCopy() error {
+	return p.sql(`DROP TABLE IF EXISTS bench_copy; CREATE TABLE bench_copy(order_id bigint PRIMARY KEY, customer_id bigint, sku text,
+		quantity bigint, unit_price double precision, status text, created_at timestamptz, note text)`)
+}
+
+func (p pgTarget) drop() {
+	p.sql(`DROP SCHEMA IF EXISTS idemport_bench CASCADE; DROP SCHEMA IF EXISTS idemport_bench_state CASCADE; DROP TABLE IF EXISTS bench_copy`)
+}
+
+func (p pgTarget) importArgs(extra ...string) []string {
+	return append([]string{p.e.idemport, "import", "--progress", "never", "--into", p.dsn, "--state-schema", "idemport_bench_state",
+		"--table", "idemport_bench.orders"}, extra...)
+}
+
+func (p pgTarget) copyArgs(csv string) []string {
+	return []string{"psql", p.dsn, "-qc", `\copy bench_copy FROM '` + csv + `' CSV HEADER`}
+}
+
+func (e *env) postgresFirst(dsn string) {
+	p := e.pg(dsn)
+	ms, r := race(e.runs,
+		cmd{name: "psql copy", setup: p.resetCopy, argv: p.copyArgs(e.csv)},
+		cmd{name: "idemport", setup: p.reset, argv: p.importArgs(e.csv)},
+		cmd{name: "idemport --key", setup: p.reset, argv: p.importArgs(append(key, e.csv)...)})
+	e.add(summary(`psql \copy → PRIMARY KEY table`, ms[0], e.rows))
+	e.add(withRatio(summary("idemport import CSV → PostgreSQL, ordinal", ms[1], e.rows), `psql \copy`, r[1]))
+	e.add(withRatio(summary("idemport import CSV → PostgreSQL, --key order_id", ms[2], e.rows), `psql \copy`, r[2]))
+	p.drop()
+}
+
+// postgresDelta times the daily delta into a copy of the N-row tables:
+// each tool's day 1 is loaded once into the database idemport_bench_base,
+// and each run starts from a copy of it, idemport_bench_run.
+func (e *env) postgresDelta(dsn string) {
+	delta := e.gen("orders_"+e.name+"_delta.csv", "-rows", fmt.Sprint(e.rows), "-delta")
+	server := psql(dsn)
+	u, err := url.Parse(dsn)
 	check(err)
-	add(withRatio(summary("idemport import CSV → PostgreSQL", mine, rows), `psql \copy`, ratio))
-	add(summary(`psql \copy → PRIMARY KEY table`, b, rows))
-	for _, a := range []struct{ name, anchor string }{{"pgx CopyFrom → PRIMARY KEY table", "pgx-copy"}, {"pgx staging + ON CONFLICT merge", "pgx-merge"}} {
-		ms := timeN(runs, cmd{name: a.anchor, argv: []string{e.anchor, a.anchor, dsn, e.csv}})
-		e.vsMedians(a.name, ms, "  idemport import CSV → PostgreSQL", mine)
+	db := func(name string) string { u.Path = "/" + name; return u.String() }
+	base, copy := e.pg(db("idemport_bench_base")), e.pg(db("idemport_bench_run"))
+	dropAll := func() error {
+		for _, d := range []string{"idemport_bench_run", "idemport_bench_base"} {
+			if err := server(`DROP DATABASE IF EXISTS ` + d + ` WITH (FORCE)`); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	psql(`DROP TABLE IF EXISTS bench_anchor`)
-	if _, err := exec.LookPath("pgloader"); err == nil {
-		u, err := url.Parse(dsn)
+	check(dropAll())
+	check(server(`CREATE DATABASE idemport_bench_base`))
+	check(base.reset())
+	check(base.resetCopy())
+	for _, c := range []cmd{{name: "day 1", argv: base.importArgs(append(key, e.csv)...)}, {name: "psql day 1", argv: base.copyArgs(e.csv)}} {
+		_, err := run(c)
 		check(err)
-		u.RawQuery = "" // pgloader reads ?name as the table
-		load := fmt.Sprintf(`LOAD CSV FROM '%s' (order_id, customer_id, sku, quantity, unit_price, status, created_at, note)
-INTO %s?bench_copy (order_id, customer_id, sku, quantity, unit_price, status, created_at, note)
-WITH truncate, skip header = 1, fields optionally enclosed by '"', fields escaped by double-quote, fields terminated by ',';`, e.csv, u.String())
-		script := filepath.Join(e.work, "idemport-bench.load")
-		check(os.WriteFile(script, []byte(load), 0o644))
-		a, _, ratio, err := pair(1, cmd{name: "pgloader", setup: resetCopy, argv: []string{"pgloader", script}},
-			cmd{name: "idemport pg", setup: reset, argv: imp})
-		check(err)
-		add(withRatio(summary("pgloader LOAD CSV → PRIMARY KEY table", a, rows), "idemport", ratio))
-	} else {
+	}
+	again := func() error {
+		if err := server(`DROP DATABASE IF EXISTS idemport_bench_run WITH (FORCE)`); err != nil {
+			return err
+		}
+		return server(`CREATE DATABASE idemport_bench_run TEMPLATE idemport_bench_base`)
+	}
+	merge := e.script("delta-pg.sql", "BEGIN;\nCREATE TEMP TABLE d (LIKE bench_copy) ON COMMIT DROP;\n\\copy d FROM '"+delta+"' CSV HEADER\n"+
+		strings.ReplaceAll(upsert("IS DISTINCT FROM"), "orders", "bench_copy")+"COMMIT;\n")
+	ms, r := race(e.runs,
+		cmd{name: "psql merge", setup: again, argv: []string{"psql", copy.dsn, "-v", "ON_ERROR_STOP=1", "-qf", merge}},
+		cmd{name: "idemport delta", setup: again, argv: copy.importArgs(append(key, delta)...)})
+	rows := e.rows / 10
+	e.add(summary(`psql \copy into temp + INSERT … ON CONFLICT DO UPDATE`, ms[0], rows))
+	e.add(withRatio(summary("idemport --key delta (½ new, ½ changed) → N-row PostgreSQL", ms[1], rows), "psql merge", r[1]))
+	check(dropAll())
+}
+
+// postgresAlternatives times pgx loaders and pgloader against idemport's
+// ordinal import.
+func (e *env) postgresAlternatives(dsn string) {
+	p := e.pg(dsn)
+	ms, r := race(e.runs,
+		cmd{name: "idemport", setup: p.reset, argv: p.importArgs(e.csv)},
+		cmd{name: "pgx-copy", argv: []string{e.anchor, "pgx-copy", dsn, e.csv}},
+		cmd{name: "pgx-merge", argv: []string{e.anchor, "pgx-merge", dsn, e.csv}})
+	e.add(summary("idemport import CSV → PostgreSQL, ordinal", ms[0], e.rows))
+	e.add(withRatio(summary("pgx CopyFrom → PRIMARY KEY table", ms[1], e.rows), "idemport", r[1]))
+	e.add(withRatio(summary("pgx staging + ON CONFLICT merge", ms[2], e.rows), "idemport", r[2]))
+	p.sql(`DROP TABLE IF EXISTS bench_anchor`)
+	if _, err := exec.LookPath("pgloader"); err != nil {
 		fmt.Println("(pgloader is not installed: apt-get install pgloader to compare with it)")
+		p.drop()
+		return
 	}
-	psql(`DROP SCHEMA IF EXISTS idemport_bench CASCADE; DROP SCHEMA IF EXISTS idemport_bench_state CASCADE; DROP TABLE IF EXISTS bench_copy`)
+	u, err := url.Parse(dsn)
+	check(err)
+	u.RawQuery = "" // pgloader reads ?name as the table
+	script := e.script("idemport-bench.load", fmt.Sprintf(`LOAD CSV FROM '%s' (order_id, customer_id, sku, quantity, unit_price, status, created_at, note)
+INTO %s?bench_copy (order_id, customer_id, sku, quantity, unit_price, status, created_at, note)
+WITH truncate, skip header = 1, fields optionally enclosed by '"', fields escaped by double-quote, fields terminated by ',';`, e.csv, u.String()))
+	ms, r = race(1,
+		cmd{name: "psql copy", setup: p.resetCopy, argv: p.copyArgs(e.csv)},
+		cmd{name: "pgloader", setup: p.resetCopy, argv: []string{"pgloader", script}})
+	e.add(withRatio(summary("pgloader LOAD CSV → PRIMARY KEY table (1 run)", ms[1], e.rows), `psql \copy`, r[1]))
+	p.drop()
 }
 
 func timeN(n int, c cmd) []measure {
@@ -350,7 +621,7 @@ func report(r row) {
 	if r.vs != "" {
 		ratio = fmt.Sprintf("%.2f× %s", r.ratio, r.vs)
 	}
-	fmt.Printf("%-58s %9.2f %11s %9.0f   %s\n", r.name, r.wall, rate, float64(r.rss)/1024, ratio)
+	fmt.Printf("%-62s %9.2f %11s %9.0f   %s\n", r.name, r.wall, rate, float64(r.rss)/1024, ratio)
 }
 
 // parseRows returns the row count s names (1m, 10m, 20k or a count) and
