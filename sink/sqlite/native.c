@@ -345,12 +345,28 @@ static int idp_bind_row(sqlite3_stmt *st, int first, int ncols, const idp_col *c
 // or no row when the key is new; then the upsert st (parameters: file key,
 // ordinal, the columns) runs. counts receives inserted, updated, unchanged
 // and stale. On failure it returns the code and the failing row in *failed.
-int idp_natural(sqlite3 *db, sqlite3_stmt *probe, sqlite3_stmt *st, int nkey, const int *keycols, int vercol,
+//
+// When ins is not NULL, a plain INSERT with st's parameters, each row is
+// first inserted with it: done, the row is new, with one lookup of its key
+// instead of two. A constraint it fails (the key is stored, or another
+// constraint the upsert will report) changes nothing, and the row goes
+// through the probe and the upsert; any other failure is the row's.
+int idp_natural(sqlite3 *db, sqlite3_stmt *ins, sqlite3_stmt *probe, sqlite3_stmt *st, int nkey, const int *keycols, int vercol,
 		int64_t filekey, const int64_t *ord, int64_t n, int ncols, const idp_col *cols, int64_t *counts, int64_t *failed) {
 	char *ts = malloc(32*(size_t)ncols + 1), *pts = malloc(32*((size_t)nkey+1));
 	if (!ts || !pts) { free(ts); free(pts); *failed = 0; return SQLITE_NOMEM; }
 	int rc = 0;
 	for (int64_t i = 0; i < n && !rc; i++) {
+		if (ins) {
+			rc = sqlite3_bind_int64(ins, 1, filekey);
+			if (!rc) rc = sqlite3_bind_int64(ins, 2, ord[i]);
+			if (!rc) rc = idp_bind_row(ins, 3, ncols, cols, i, ts);
+			if (!rc) rc = sqlite3_step(ins);
+			sqlite3_reset(ins);
+			if (rc == IDP_DONE) { rc = 0; counts[0]++; continue; }
+			if ((rc & 0xff) != SQLITE_CONSTRAINT) { *failed = i; break; }
+			rc = 0;
+		}
 		int exists = 0, stale = 0;
 		for (int k = 0; k < nkey && !rc; k++) rc = idp_bind(probe, k+1, &cols[keycols[k]], i, pts + 32*k);
 		if (!rc) rc = sqlite3_bind_int64(probe, nkey+1, filekey);
@@ -379,6 +395,7 @@ int idp_natural(sqlite3 *db, sqlite3_stmt *probe, sqlite3_stmt *st, int nkey, co
 	}
 	sqlite3_clear_bindings(st);
 	sqlite3_clear_bindings(probe);
+	if (ins) sqlite3_clear_bindings(ins);
 	free(ts);
 	free(pts);
 	return rc;

@@ -59,6 +59,9 @@ func prepare(db *C.sqlite3, query string) (*stmt, error) {
 	return &stmt{db: db, st: st}, nil
 }
 
+// runs is how many times s has run (SQLITE_STMTSTATUS_RUN).
+func (s *stmt) runs() int { return int(C.sqlite3_stmt_status(s.st, 6, 0)) }
+
 func (s *stmt) close() {
 	if s != nil && s.st != nil {
 		C.sqlite3_finalize(s.st)
@@ -179,11 +182,16 @@ func (s *stmt) run(b batch, cs *colBuffers, fileKey int64, ordinals []int64) (in
 }
 
 // natural applies rows one at a time with probe, counting each exactly:
-// inserted, updated, unchanged, stale.
-func (s *stmt) natural(probe *stmt, keyCols []C.int, verCol int, cs *colBuffers, fileKey int64, ordinals []int64) ([4]int64, int, error) {
+// inserted, updated, unchanged, stale. With ins, a plain insert of the same
+// parameters, each row is tried with it first (see idp_natural).
+func (s *stmt) natural(ins, probe *stmt, keyCols []C.int, verCol int, cs *colBuffers, fileKey int64, ordinals []int64) ([4]int64, int, error) {
 	var counts [4]C.int64_t
 	var failed C.int64_t
-	rc := C.idp_natural(s.db, probe.st, s.st, C.int(len(keyCols)), unsafe.SliceData(keyCols), C.int(verCol),
+	var first *C.sqlite3_stmt
+	if ins != nil {
+		first = ins.st
+	}
+	rc := C.idp_natural(s.db, first, probe.st, s.st, C.int(len(keyCols)), unsafe.SliceData(keyCols), C.int(verCol),
 		C.int64_t(fileKey), (*C.int64_t)(unsafe.Pointer(unsafe.SliceData(ordinals))), C.int64_t(len(ordinals)),
 		C.int(len(cs.c)), unsafe.SliceData(cs.c), &counts[0], &failed)
 	if rc != 0 {

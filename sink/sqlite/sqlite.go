@@ -201,16 +201,21 @@ func createSQL(tg sink.Target, schema *arrow.Schema) string {
 // directly: no per-value allocation or cgo call, and no statement
 // re-prepared per transaction. In ordinal mode one step of
 // INSERT … SELECT … FROM the batch table writes a whole batch; natural keys
-// go one row per step, after a probe that classifies the row.
+// go one row per step: a plain insert first while most rows are new, and
+// for a row whose key is stored, a probe that classifies it, then the upsert.
 type writer struct {
 	tg      sink.Target
 	keyCols []C.int // schema positions of the key columns
 	verCol  int     // schema position of the version column, or -1
 	upsert  *stmt
-	insert  *stmt // ordinal mode: a plain INSERT, for batches none of whose keys is stored
+	insert  *stmt // a plain INSERT: ordinal mode, for batches none of whose keys is stored; natural keys, tried first
 	probe   *stmt // natural-key mode: is the key stored, and is the stored row newer?
 	cols    *colBuffers
 	batch   batch // ordinal mode: what the batch table reads
+	// stored is whether most rows of the last natural-key batch had their
+	// key stored already: then the next batch skips the plain insert,
+	// which would fail for most of its rows.
+	stored bool
 }
 
 // Writer implements sink.Driver. The returned Writer must be used only on
@@ -277,9 +282,13 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 		w.cols, w.batch = newColBuffers(n), newBatch()
 		return w, nil
 	}
-	// Natural keys: one row per step, each counted exactly after a probe.
+	// Natural keys: one row per step, each counted exactly.
 	insert += "VALUES (" + strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",") + ")"
+	if w.insert, err = prepare(db, insert); err != nil {
+		return nil, err
+	}
 	if w.upsert, err = prepare(db, insert+onConflict); err != nil {
+		w.insert.close()
 		return nil, err
 	}
 	// The probe's parameters: the key columns, then the file key, ordinal
@@ -291,6 +300,7 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	}
 	stale := staleSQL(table, fmt.Sprintf("?%d", n+1), fmt.Sprintf("?%d", n+2), fmt.Sprintf("?%d", n+3), tg.Version)
 	if w.probe, err = prepare(db, "SELECT "+stale+" FROM "+table+" WHERE "+strings.Join(where, " AND ")); err != nil {
+		w.insert.close()
 		w.upsert.close()
 		return nil, err
 	}
@@ -350,11 +360,16 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		}
 		return total, nil
 	}
-	c, failed, err := w.upsert.natural(w.probe, w.keyCols, w.verCol, w.cols, fileKey, ordinals)
+	ins := w.insert
+	if w.stored {
+		ins = nil
+	}
+	c, failed, err := w.upsert.natural(ins, w.probe, w.keyCols, w.verCol, w.cols, fileKey, ordinals)
 	if err != nil {
 		return total, fmt.Errorf("write row %d into %s: %w", ordinals[failed], w.tg.Table, err)
 	}
 	total.Inserted, total.Updated, total.Unchanged, total.Stale = c[0], c[1], c[2], c[3]
+	w.stored = 2*total.Inserted < int64(n)
 	return total, nil
 }
 

@@ -250,6 +250,52 @@ func TestBatchErrorNamesRow(t *testing.T) {
 	sinktest.WantTable(t, "chk", f.Table("chk", "id", "id", "s"), "1|'a'", "2|'b'")
 }
 
+// TestNaturalKeyInsertsFirst: with natural keys, rows with new keys go in
+// with a plain insert and no probe while most rows of the last batch were
+// new; after a batch of mostly stored keys every row is probed. Either way
+// the counts and values are exact, and a row that breaks a constraint or
+// holds a timestamp SQLite's text cannot, fails naming it.
+func TestNaturalKeyInsertsFirst(t *testing.T) {
+	f := sinktest.Open(t, open(t))
+	s := sinktest.Schema(sinktest.I64("id"), sinktest.Str("s"), sinktest.TS("at"))
+	f.Exec(`CREATE TABLE nk (id INTEGER PRIMARY KEY, s TEXT CHECK (s <> 'bad'), at TIMESTAMP, _idemport_file INTEGER, _idemport_row INTEGER)`)
+	w := f.Writer(sink.Target{Table: "nk", Key: []string{"id"}}, s).(*writer)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	step := func(name string, rec arrow.RecordBatch, ords []int64, want idemtype.Rows, probes int) {
+		t.Helper()
+		before := w.probe.runs()
+		sinktest.WantRows(t, name, f.Write(w, 1, rec, ords), want)
+		if got := w.probe.runs() - before; got != probes {
+			t.Errorf("%s: %d probes, want %d", name, got, probes)
+		}
+	}
+	step("new keys", sinktest.Batch(t, s, []any{1, "a", at}, []any{2, "b", at}, []any{3, "c", at}, []any{4, "d", at}),
+		sinktest.Seq(1, 4), idemtype.Rows{Read: 4, Inserted: 4}, 0)
+	// Tried with the insert first: the three stored keys fail it and are probed.
+	step("mostly stored", sinktest.Batch(t, s, []any{1, "a", at}, []any{2, "B", at}, []any{5, "e", at}, []any{3, "c", at}),
+		sinktest.Seq(1, 4), idemtype.Rows{Read: 4, Inserted: 1, Updated: 1, Unchanged: 2}, 3)
+	// Probed first, new or not; the key repeated in the batch too.
+	step("after stored keys", sinktest.Batch(t, s, []any{6, "f", at}, []any{4, "d", at}, []any{6, "F", at}, []any{3, "c", at}),
+		sinktest.Seq(5, 8), idemtype.Rows{Read: 4, Inserted: 1, Updated: 1, Unchanged: 2}, 4)
+	// Most of the last batch was not new: probed first again, but now most is.
+	step("back to new keys", sinktest.Batch(t, s, []any{8, "h", at}, []any{9, "i", at}, []any{10, "j", at}),
+		sinktest.Seq(9, 11), idemtype.Rows{Read: 3, Inserted: 3}, 3)
+	step("new keys again", sinktest.Batch(t, s, []any{11, "k", at}, []any{12, "l", at}, []any{11, "K", at}),
+		sinktest.Seq(12, 14), idemtype.Rows{Read: 3, Inserted: 2, Updated: 1}, 1)
+	want := []string{"1|'a'|1|1", "2|'B'|1|2", "3|'c'|1|3", "4|'d'|1|4", "5|'e'|1|3", "6|'F'|1|7", "8|'h'|1|9", "9|'i'|1|10", "10|'j'|1|11", "11|'K'|1|14", "12|'l'|1|13"}
+	sinktest.WantTable(t, "nk", f.Table("nk", "id", "id", "s", "_idemport_file", "_idemport_row"), want...)
+
+	bad := sinktest.Batch(t, s, []any{20, "x", at}, []any{21, "bad", at}, []any{22, "y", at})
+	if err := writeErr(t, f, w, 2, bad, sinktest.Seq(1, 3)); err == nil || !strings.Contains(err.Error(), "row 2 ") || !strings.Contains(err.Error(), "CHECK") {
+		t.Errorf("new key breaking a CHECK: %v, want an error naming row 2 and the CHECK constraint", err)
+	}
+	far := sinktest.Batch(t, s, []any{23, "x", at}, []any{24, "y", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
+	if err := writeErr(t, f, w, 2, far, sinktest.Seq(1, 2)); err == nil || !strings.Contains(err.Error(), "row 2 ") || !strings.Contains(err.Error(), "outside the years 0000-9999") {
+		t.Errorf("year 10000: %v, want an error naming row 2 and the range", err)
+	}
+	sinktest.WantTable(t, "nk after failed writes", f.Table("nk", "id", "id", "s", "_idemport_file", "_idemport_row"), want...)
+}
+
 // TestWritersShareConnection: writers of the same and of different widths
 // on one connection each keep working, whichever was made last.
 func TestWritersShareConnection(t *testing.T) {
