@@ -45,9 +45,10 @@ type Request struct {
 	Wait time.Duration
 	// Workers is how many partitions are applied at once (default 1).
 	Workers int
-	// BatchRows is the rows per batch handed to the sink: by default 1024
-	// on SQLite, and on PostgreSQL a whole partition (at most 1M rows), so
-	// that each partition is one COPY and one set-based merge.
+	// BatchRows is the rows per batch handed to the sink: by default what
+	// the database's driver asks for (sink.Database.BatchRows), and for 0
+	// a whole partition (at most 1M rows), as on PostgreSQL, so that each
+	// partition is one COPY and one set-based merge.
 	BatchRows int
 	// Rehash makes the run hash the file even when the quick check (path,
 	// size, times, inode) says it is unchanged since it was last hashed.

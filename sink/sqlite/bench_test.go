@@ -14,13 +14,13 @@ import (
 )
 
 // BenchmarkWrite runs sinktest.BenchWrite on a new SQLite file per case,
-// opened as the pipeline opens its targets, in batches of 1024 rows (the
+// opened as the pipeline opens its targets, in batches of batchRows rows (the
 // pipeline's default).
 //
 //	go test ./sink/sqlite -run '^$' -bench Write
 func BenchmarkWrite(b *testing.B) {
 	n := 0
-	sinktest.BenchWrite(b, Driver{}, 1024, func(b *testing.B) *sql.DB {
+	sinktest.BenchWrite(b, Driver{}, batchRows, func(b *testing.B) *sql.DB {
 		n++
 		db, err := sql.Open("sqlite3", ConnString(filepath.Join(b.TempDir(), fmt.Sprintf("b%d.db", n)), sink.Settings{BusyTimeout: 30 * time.Second}))
 		if err != nil {

@@ -104,8 +104,13 @@ func (Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Data
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return &sink.Database{DB: db, Name: path, Prefix: "idemport_", BatchRows: 1024}, nil
+	return &sink.Database{DB: db, Name: path, Prefix: "idemport_", BatchRows: batchRows}, nil
 }
+
+// batchRows is the rows of a batch handed to the writer: one statement step
+// writes a batch in ordinal mode, and bigger batches spread its fixed cost
+// (the count of stored keys, the step, the call into C) over more rows.
+const batchRows = 8192
 
 // ConnString is the database/sql connection string of driver "sqlite3"
 // that Open uses for the file at path.
