@@ -280,8 +280,18 @@ func csvLine(buf []byte, o order) []byte {
 	return append(buf, '\n')
 }
 
-// write writes the orders iter yields to path in format.
+// write writes the orders iter yields to path in format, through a
+// temporary file renamed when complete, so that an interrupted run leaves
+// no partial data set for the next to take as whole.
 func write(path, format string, iter func(func(order) error) error) error {
+	if err := writeFile(path+".part", format, iter); err != nil {
+		os.Remove(path + ".part")
+		return err
+	}
+	return os.Rename(path+".part", path)
+}
+
+func writeFile(path, format string, iter func(func(order) error) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
