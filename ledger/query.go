@@ -135,24 +135,45 @@ type Reject struct {
 	ReplayedAt int64
 }
 
+// rejectsPerInsert is how many rejects one INSERT stores: a file admitted
+// with a million bad rows takes thousands of statements, not a million.
+const rejectsPerInsert = 128
+
 // AddRejects stores rejects of operation k found by attempt. Storing a
 // reject twice keeps the first.
 func (l *Ledger) AddRejects(ctx context.Context, tx *sql.Tx, k Key, attempt string, rs []Reject) error {
-	if len(rs) == 0 {
-		return nil
-	}
-	conflict := ` ON CONFLICT DO NOTHING`
-	stmt, err := tx.PrepareContext(ctx, l.q(`INSERT INTO `+l.prefix+`rejects
-		(table_name, file_id, ordinal, byte_offset, column_name, raw_value, raw_row, raw_fields, code, message, attempt_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+l.d.Now()+`)`+conflict))
-	if err != nil {
-		return fmt.Errorf("store rejects: %w", err)
-	}
-	defer stmt.Close()
-	for _, r := range rs {
-		if _, err := stmt.ExecContext(ctx, k.Table, k.FileID, r.Ordinal, r.Offset, r.Column, r.Value, r.Row, nullable(r.Fields), r.Code, r.Message, attempt); err != nil {
-			return fmt.Errorf("store reject of row %d: %w", r.Ordinal, err)
+	var stmt *sql.Stmt
+	defer func() {
+		if stmt != nil {
+			stmt.Close()
 		}
+	}()
+	prepared := 0 // rows of stmt
+	args := make([]any, 0, 11*min(len(rs), rejectsPerInsert))
+	for len(rs) > 0 {
+		n := min(len(rs), rejectsPerInsert)
+		if n != prepared {
+			if stmt != nil {
+				stmt.Close()
+			}
+			row := `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + l.d.Now() + `)`
+			var err error
+			stmt, err = tx.PrepareContext(ctx, l.q(`INSERT INTO `+l.prefix+`rejects
+		(table_name, file_id, ordinal, byte_offset, column_name, raw_value, raw_row, raw_fields, code, message, attempt_id, created_at)
+		VALUES `+strings.Repeat(row+`, `, n-1)+row+` ON CONFLICT DO NOTHING`))
+			if err != nil {
+				return fmt.Errorf("store rejects: %w", err)
+			}
+			prepared = n
+		}
+		args = args[:0]
+		for _, r := range rs[:n] {
+			args = append(args, k.Table, k.FileID, r.Ordinal, r.Offset, r.Column, r.Value, r.Row, nullable(r.Fields), r.Code, r.Message, attempt)
+		}
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("store rejects of rows %d-%d: %w", rs[0].Ordinal, rs[n-1].Ordinal, err)
+		}
+		rs = rs[n:]
 	}
 	return nil
 }

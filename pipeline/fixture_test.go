@@ -229,7 +229,7 @@ const helperEnv = "IDEMPORT_PIPELINE_TEST_IMPORT"
 // which runs it and exits (or is killed, or stops, at its failpoint).
 type helperJob struct {
 	DSN, StateSchema, Path, FileID, Failpoint string
-	PartitionRows                             int64
+	PartitionRows, PartitionBytes             int64
 	Lease                                     time.Duration
 }
 
@@ -258,7 +258,7 @@ func runHelper(spec string) int {
 		return 1
 	}
 	defer e.Close()
-	res := e.Import(ctx, Request{Path: j.Path, FileID: j.FileID, PartitionRows: j.PartitionRows, Lease: j.Lease})
+	res := e.Import(ctx, Request{Path: j.Path, FileID: j.FileID, PartitionRows: j.PartitionRows, PartitionBytes: j.PartitionBytes, Lease: j.Lease})
 	fmt.Println(res.Outcome, res.Err)
 	if res.Err != nil {
 		return 1

@@ -33,6 +33,11 @@ type Request struct {
 	// PartitionRows is the rows per partition of a new plan (default
 	// 100000). A stored plan keeps the size it was made with.
 	PartitionRows int64
+	// PartitionBytes bounds the partitions of a new plan of a text file by
+	// their bytes as well (default 64 MiB; see
+	// reader.ScanOptions.PartitionBytes). A stored plan keeps the
+	// partitions it was made with.
+	PartitionBytes int64
 	// MaxRejects is how many bad rows a file may have and still be imported;
 	// the bad rows then go to the rejects quarantine.
 	MaxRejects RejectLimit
@@ -188,6 +193,9 @@ func (r *run) defaults() {
 	}
 	if q.PartitionRows <= 0 {
 		q.PartitionRows = reader.DefaultPartitionRows
+	}
+	if q.PartitionBytes <= 0 {
+		q.PartitionBytes = reader.DefaultPartitionBytes
 	}
 	if q.BatchRows <= 0 {
 		q.BatchRows = r.e.batch

@@ -46,8 +46,12 @@ type PlanReport struct {
 	Superseded int64              `json:"superseded"` // rows a later row of the file with the same key supersedes
 	MaxRejects RejectLimit        `json:"max_rejects"`
 	Partitions []reader.Partition `json:"partitions"`
-	Rejects    []reader.Reject    `json:"first_bad_rows,omitempty"`
-	Error      string             `json:"error,omitempty"` // a defect that stops the plan pass
+	// PartitionRows and PartitionBytes are the bounds the partitions were
+	// cut by (a Parquet or Arrow file's are its units, whatever their size).
+	PartitionRows  int64           `json:"partition_rows"`
+	PartitionBytes int64           `json:"partition_bytes"`
+	Rejects        []reader.Reject `json:"first_bad_rows,omitempty"`
+	Error          string          `json:"error,omitempty"` // a defect that stops the plan pass
 	// ColumnsAdded and ColumnsWidened are the schema changes --evolve
 	// would make; Unfit says why the table does not fit the file (the
 	// import would refuse it).
@@ -86,7 +90,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 	}
 	rep := &PlanReport{File: r.req.Path, FileID: r.id.FileID, FileKey: r.id.FileKey, ContentDigest: r.id.ContentDigest,
 		MappingDigest: r.id.MappingDigest, Mapping: r.id.Mapping, Table: r.target.Table, Decision: ledger.Create.String(),
-		MaxRejects: r.req.MaxRejects}
+		MaxRejects: r.req.MaxRejects, PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes}
 	in := planInput{types: maps.Clone(req.Mapping.Columns)}
 	var inserted int64 // rows the operation an import would carry on has inserted
 	if e.db != nil {
@@ -129,7 +133,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 	if err == nil {
 		rep.Format, rep.Compression = f.Format(), f.Compression()
 		var plan *reader.Plan
-		plan, err = f.Scan(ctx, reader.ScanOptions{PartitionRows: r.req.PartitionRows, KeepRejects: maxReported})
+		plan, err = f.Scan(ctx, reader.ScanOptions{PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes, KeepRejects: maxReported})
 		if err == nil {
 			// JSONL names its columns only in its rows: a mapping column
 			// it lacks shows after the plan pass, where import finds it.

@@ -39,15 +39,6 @@ func (l RejectLimit) Allows(rejected, rows int64) bool {
 	return rejected <= l.Count
 }
 
-// keep is how many bad rows the plan pass must keep to store them all when
-// the file is within the limit (plus one, to know it is not).
-func (l RejectLimit) keep() int {
-	if l.Percent > 0 {
-		return 1 << 20
-	}
-	return int(min(max(l.Count+1, maxReported), 1<<20))
-}
-
 func (l RejectLimit) String() string {
 	if l.Percent > 0 {
 		return strconv.FormatFloat(l.Percent, 'f', -1, 64) + "%"

@@ -126,7 +126,7 @@ func (e *Engine) countKeys(ctx context.Context, r *run) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	plan, err := f.Scan(ctx, reader.ScanOptions{PartitionRows: r.req.PartitionRows})
+	plan, err := f.Scan(ctx, reader.ScanOptions{PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes})
 	if err != nil {
 		return 0, err
 	}

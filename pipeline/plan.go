@@ -26,6 +26,9 @@ type storedPlan struct {
 	Rejected      int64         `json:"rejected"`
 	Superseded    int64         `json:"superseded,omitempty"`
 	PartitionRows int64         `json:"partition_rows"`
+	// PartitionBytes is 0 in plans stored before partitions were bounded
+	// by bytes; their partitions are resumed as stored all the same.
+	PartitionBytes int64 `json:"partition_bytes,omitempty"`
 	// Limits and JSONB are what the plan pass checked values against, so
 	// that every attempt decides the same rows are bad.
 	Limits map[string]reader.Limit `json:"limits,omitempty"`
@@ -204,20 +207,29 @@ func columnLimits(t *sink.Table) map[string]reader.Limit {
 // scan runs the plan pass over the file read with types fixed, sharing the
 // read of the hash under way when shared is not nil. digest, if set,
 // receives the digest of the data the pass decoded
-// (reader.ScanOptions.ContentDigest).
-func (r *run) scan(ctx context.Context, in planInput, shared *reader.HashRead, digest func(string), progress func(b, rows int64)) (*reader.File, *reader.Plan, error) {
+// (reader.ScanOptions.ContentDigest). The plan lists the first bad rows;
+// the spill returned, which the caller must close, has every one that the
+// quarantine is to keep.
+func (r *run) scan(ctx context.Context, in planInput, shared *reader.HashRead, digest func(string), progress func(b, rows int64)) (*reader.File, *reader.Plan, *rejectSpill, error) {
 	f, err := r.open(r.readerOptions(in))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	spill := newRejectSpill(r.req.MaxRejects)
 	plan, err := f.Scan(ctx, reader.ScanOptions{
-		PartitionRows: r.req.PartitionRows,
-		KeepRejects:   r.req.MaxRejects.keep(),
-		Progress:      progress,
-		Shared:        shared,
-		ContentDigest: digest,
+		PartitionRows:  r.req.PartitionRows,
+		PartitionBytes: r.req.PartitionBytes,
+		KeepRejects:    maxReported,
+		Spill:          spill.add,
+		Progress:       progress,
+		Shared:         shared,
+		ContentDigest:  digest,
 	})
-	return f, plan, err
+	if err != nil {
+		spill.close()
+		spill = nil
+	}
+	return f, plan, spill, err
 }
 
 // planFile runs the plan pass and stores the plan, or refuses the file. It
@@ -237,10 +249,11 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 	progress := func(b, rows int64) {
 		r.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: r.id.Size, Rows: rows})
 	}
-	f, plan, err := r.spec.result(in, progress)
+	f, plan, spill, err := r.spec.result(in, progress)
 	if f == nil && err == nil { // no speculative plan to use: plan now
-		f, plan, err = r.scan(ctx, in, nil, nil, progress)
+		f, plan, spill, err = r.scan(ctx, in, nil, nil, progress)
 	}
+	defer spill.close()
 	if err != nil {
 		return r.refuseDefect(ctx, err)
 	}
@@ -264,13 +277,6 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 		return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects,
 			Rejects: plan.Rejects[:min(len(plan.Rejects), maxReported)]})
 	}
-	if plan.Rejected > int64(len(plan.Rejects)) {
-		// Within the limit, yet more bad rows than the quarantine keeps in
-		// one plan: refuse rather than import with some bad rows unrecorded.
-		return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects,
-			Rejects: plan.Rejects[:min(len(plan.Rejects), maxReported)],
-			Error:   fmt.Sprintf("%d bad rows are more than the %d one import can quarantine; fix the file, or split it", plan.Rejected, len(plan.Rejects))})
-	}
 	r.rows = idemtype.Rows{}
 	schema := plan.Schema.Arrow()
 	ev, err := r.evolve(existing, schema)
@@ -287,18 +293,13 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 		return true, fmt.Errorf("refused: %w", err)
 	}
 	body, err := json.Marshal(storedPlan{Version: 1, Schema: plan.Schema, Rows: plan.Rows, Rejected: plan.Rejected, Superseded: plan.Superseded,
-		PartitionRows: r.req.PartitionRows, Limits: in.limits, JSONB: in.jsonb})
+		PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes, Limits: in.limits, JSONB: in.jsonb})
 	if err != nil {
 		return false, err
 	}
 	parts := make([]checkpoint.Partition, len(plan.Partitions))
 	for i, p := range plan.Partitions {
 		parts[i] = checkpoint.Partition{Partition: p}
-	}
-	rejects := make([]ledger.Reject, len(plan.Rejects))
-	for i, b := range plan.Rejects {
-		b.Value, b.Row = shown(b.Value), storable(b.Row)
-		rejects[i] = ledger.Reject{Reject: b}
 	}
 	err = r.withTx(ctx, func(tx *sql.Tx) error {
 		// An existing table that does not fit the file changes with
@@ -319,7 +320,18 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 		if err := r.e.cp.Save(ctx, tx, r.op, r.attempt.ID, body, plan.Rows, parts); err != nil {
 			return err
 		}
-		if err := r.e.ledger.AddRejects(ctx, tx, r.id.Key, r.attempt.ID, rejects); err != nil {
+		// Every bad row, with the plan: an admitted file has them all in
+		// the quarantine, or nothing is stored.
+		var rejects []ledger.Reject
+		err := spill.each(func(rs []reader.Reject) error {
+			rejects = rejects[:0]
+			for _, b := range rs {
+				b.Value, b.Row = shown(b.Value), storable(b.Row)
+				rejects = append(rejects, ledger.Reject{Reject: b})
+			}
+			return r.e.ledger.AddRejects(ctx, tx, r.id.Key, r.attempt.ID, rejects)
+		})
+		if err != nil {
 			return err
 		}
 		return r.e.ledger.Planned(ctx, tx, r.id.Key, r.attempt.ID)

@@ -19,6 +19,7 @@ type speculation struct {
 	in       planInput // what the pass was told
 	file     *reader.File
 	plan     *reader.Plan
+	spill    *rejectSpill // the pass's bad rows, until result hands them on
 	err      error
 	progress atomic.Pointer[func(b, rows int64)] // reported once someone waits for the result
 
@@ -47,7 +48,7 @@ func (r *run) speculate(ctx context.Context, sr *reader.HashRead, content bool) 
 		if content {
 			digest = func(d string) { sp.digest, sp.scanned = d, true }
 		}
-		sp.file, sp.plan, sp.err = r.scan(ctx, in, sr, digest, func(b, rows int64) {
+		sp.file, sp.plan, sp.spill, sp.err = r.scan(ctx, in, sr, digest, func(b, rows int64) {
 			if p := sp.progress.Load(); p != nil {
 				(*p)(b, rows)
 			}
@@ -58,19 +59,23 @@ func (r *run) speculate(ctx context.Context, sr *reader.HashRead, content bool) 
 // result waits for the speculative plan pass and returns it, when it ran
 // with the types the plan needs now (the target table may have been created
 // or changed since it started). It returns a nil file and error when there
-// is nothing to use: no speculation, or one with other types.
-func (sp *speculation) result(in planInput, progress func(b, rows int64)) (*reader.File, *reader.Plan, error) {
+// is nothing to use: no speculation, or one with other types. The caller
+// owns the spill returned and must close it.
+func (sp *speculation) result(in planInput, progress func(b, rows int64)) (*reader.File, *reader.Plan, *rejectSpill, error) {
 	if sp == nil {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	if progress != nil {
 		sp.progress.Store(&progress)
 	}
 	<-sp.done
+	spill := sp.spill
+	sp.spill = nil
 	if !sp.in.equal(in) {
-		return nil, nil, nil
+		spill.close()
+		return nil, nil, nil, nil
 	}
-	return sp.file, sp.plan, sp.err
+	return sp.file, sp.plan, spill, sp.err
 }
 
 // content waits for the speculative plan pass and returns the digest of
@@ -95,5 +100,7 @@ func (sp *speculation) stop() {
 	if sp != nil {
 		sp.cancel()
 		<-sp.done
+		sp.spill.close()
+		sp.spill = nil
 	}
 }

@@ -33,7 +33,8 @@ func TestImportPlansWhileHashing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, plan, err := r.spec.result(in, nil)
+	f, plan, spill, err := r.spec.result(in, nil)
+	spill.close()
 	if err != nil || f == nil || plan.Rows != 5000 || len(plan.Partitions) != 5 {
 		t.Fatalf("speculative plan: %v %v", plan, err)
 	}

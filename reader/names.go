@@ -38,6 +38,17 @@ const DefaultMaxRowBytes = core.DefaultMaxRowBytes
 // DefaultPartitionRows is the default number of rows per partition.
 const DefaultPartitionRows = core.DefaultPartitionRows
 
+// DefaultPartitionBytes is the default bound on a partition's bytes (see
+// ScanOptions.PartitionBytes).
+const DefaultPartitionBytes = core.DefaultPartitionBytes
+
+// BatchBytes bounds the data of a Batch a PartitionReader returns: a text
+// file's batch ends with the row that brings the bytes of its rows to
+// BatchBytes, and a Parquet file is decoded in batches of as many rows as
+// its row group's uncompressed bytes per row let fit in BatchBytes. An
+// Arrow record batch is decoded whole, as the file holds it.
+const BatchBytes = core.BatchBytes
+
 // Options say how to read a file. The zero value reads by extension with
 // default settings.
 type Options = core.Options

@@ -15,9 +15,22 @@ type ScanOptions struct {
 	// each row group or record batch is one partition, since it is the
 	// unit their decoders can read alone.
 	PartitionRows int64
+	// PartitionBytes bounds a text file's partitions by their bytes (in the
+	// decompressed stream) as well: a partition ends with the row that
+	// brings it to PartitionBytes bytes, so it holds less than
+	// PartitionBytes plus one row. 0 means DefaultPartitionBytes; a
+	// negative value means no bound. Parquet and Arrow files keep one
+	// partition per unit, whatever its size: their batches are bounded
+	// instead (see File.Partition).
+	PartitionBytes int64
 	// KeepRejects is how many bad rows to list in Plan.Rejects; the rest are
 	// only counted.
 	KeepRejects int
+	// Spill, if set, is called with every bad row, in file order, as the
+	// pass finds it, so that a caller can store them all without the plan
+	// holding them (Plan.Rejects keeps only the first KeepRejects). An
+	// error it returns stops the pass, and Scan returns it.
+	Spill func(Reject) error
 	// Progress, if set, is called now and then with the bytes of the file
 	// as stored that the pass has consumed (compressed bytes for a
 	// compressed file, so that they run up to the file's size) and the rows
@@ -58,7 +71,7 @@ type ScanOptions struct {
 // compressed stream, an I/O error) returns a *ParseError. Bad rows do not
 // stop it: they are counted in the plan.
 func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
-	wo := core.ScanOptions{PartitionRows: o.PartitionRows, KeepRejects: o.KeepRejects, Progress: o.Progress,
+	wo := core.ScanOptions{PartitionRows: o.PartitionRows, PartitionBytes: o.PartitionBytes, KeepRejects: o.KeepRejects, Spill: o.Spill, Progress: o.Progress,
 		ContentDigest: o.ContentDigest, SecondCore: o.secondCore}
 	var plan *Plan
 	var cands []int64
@@ -91,7 +104,8 @@ type PartitionReader struct {
 
 // Partition opens a reader over partition p of plan, positioned at its first
 // byte: uncompressed files seek there, compressed ones decompress and discard
-// the bytes before it. Each Batch holds at most batchRows rows.
+// the bytes before it. Each Batch holds at most batchRows rows, and at most
+// about BatchBytes of data.
 //
 // A Parquet partition reads only its row group, and an Arrow IPC file
 // partition only its record batch (and the file's dictionaries); an Arrow

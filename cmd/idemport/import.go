@@ -34,6 +34,7 @@ type importOptions struct {
 	maxDelete     string
 	asOf          string
 	partitionRows int64
+	partBytes     string
 	maxRejects    string
 	lease         time.Duration
 	trigger       string
@@ -128,6 +129,7 @@ func decisionFlags(c *cobra.Command, o *importOptions) {
 	f.StringVar(&o.maxDelete, "max-delete", "10%", "with --snapshot: refuse (exit 5, nothing deleted, resumable) a sweep removing more rows than this, a count or a percentage of the scope; an empty file sweeps only with 100%")
 	f.StringVar(&o.asOf, "as-of", "", "with --snapshot: the time the file's data is as of (RFC 3339 or YYYY-MM-DD; default its modification time); an older snapshot than the last applied is stale and writes nothing")
 	f.Int64Var(&o.partitionRows, "partition-rows", reader.DefaultPartitionRows, "rows per partition, the unit of commit and resume")
+	f.StringVar(&o.partBytes, "partition-bytes", english.Bytes(reader.DefaultPartitionBytes), "bytes per partition at most (plus one row), as rows per partition are, e.g. 16MiB (CSV, TSV, JSONL; a Parquet row group or Arrow record batch is one partition whatever its size)")
 	f.StringVar(&o.maxRejects, "max-rejects", "0", "bad rows allowed before the file is refused, a count or a percentage such as 0.5%; allowed ones go to the rejects quarantine")
 	f.StringVar(&o.minAge, "min-age", "", "skip files modified more recently than this (e.g. 5m, 2h, 1d): they may still be being written")
 	f.BoolVar(&o.reapply, "reapply", false, "apply a completed file again as a new attempt (safe in ordinal mode; with --key and no --version-col, its values overwrite newer ones)")
@@ -186,6 +188,10 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 	if o.partitionRows <= 0 || o.workers <= 0 || o.lease <= 0 {
 		return pipeline.Request{}, usageError{fmt.Errorf("--partition-rows, --workers and --lease must be positive")}
 	}
+	partBytes, err := english.ParseBytes(o.partBytes)
+	if err != nil {
+		return pipeline.Request{}, usageError{fmt.Errorf("--partition-bytes %v", err)}
+	}
 	var minAge time.Duration
 	if o.minAge != "" {
 		if minAge, err = parseAge(o.minAge); err != nil {
@@ -214,7 +220,7 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 	}
 	return pipeline.Request{
 		MaxDelete: maxDelete, AsOf: asOf,
-		Path: path, FileID: o.fileID, Mapping: m, Remote: o.remote.client(), SpoolDir: o.remote.spool(), PartitionRows: o.partitionRows, MaxRejects: limit,
+		Path: path, FileID: o.fileID, Mapping: m, Remote: o.remote.client(), SpoolDir: o.remote.spool(), PartitionRows: o.partitionRows, PartitionBytes: partBytes, MaxRejects: limit,
 		Lease: o.lease, Trigger: o.trigger, Wait: wait, Workers: o.workers, Rehash: o.rehash, Reapply: o.reapply, MinAge: minAge,
 	}, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/pipeline"
+	"github.com/idemport/idemport/reader"
 )
 
 // mappingFlags registers the flags that say which operation a file is and
@@ -32,6 +33,7 @@ func mappingFlags(e *env, c *cobra.Command, o *importOptions) {
 	f.StringArrayVar(&o.scope, "snapshot-scope", nil, "with --snapshot: sweep only the rows with COLUMN=VALUE (repeatable), e.g. one region's feed")
 	o.remote.register(c)
 	o.partitionRows, o.lease, o.trigger, o.workers, o.wait, o.maxRejects = 100000, pipeline.DefaultLease, pipeline.DefaultTrigger, 1, "0", "0"
+	o.partBytes = english.Bytes(reader.DefaultPartitionBytes)
 }
 
 // verifyError is a difference verify found (exit 1).

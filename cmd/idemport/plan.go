@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/pipeline"
+	"github.com/idemport/idemport/reader"
 )
 
 func newPlanCmd(e *env) *cobra.Command {
@@ -20,7 +21,7 @@ func newPlanCmd(e *env) *cobra.Command {
 		Long: `Plan identifies and validates FILE as import would, and shows what an import would decide
 now — without writing anything anywhere. It takes import's mapping flags and every import flag
 that changes what an import decides (--reapply, --min-age, --as-of, --max-delete, --max-rejects,
---partition-rows, --rehash), so that it predicts what the same import would do.`,
+--partition-rows, --partition-bytes, --rehash), so that it predicts what the same import would do.`,
 		Example: `  idemport plan orders.csv
   idemport plan --key order_id --partition-rows 50000 --output json orders.csv`,
 		Args: cobra.ExactArgs(1),
@@ -103,6 +104,14 @@ func planText(w io.Writer, p *pipeline.PlanReport) error {
 			where = fmt.Sprintf(" (byte %d)", b.Offset)
 		}
 		fmt.Fprintf(w, "bad row %d%s column %q value %q: %s\n", b.Ordinal, where, b.Column, b.Value, b.Message)
+	}
+	switch p.Format {
+	case reader.Parquet:
+		fmt.Fprintf(w, "partitions:  %d (one per row group)\n", len(p.Partitions))
+	case reader.Arrow, reader.Arrows:
+		fmt.Fprintf(w, "partitions:  %d (one per record batch)\n", len(p.Partitions))
+	default:
+		fmt.Fprintf(w, "partitions:  %d (at most %d rows or %s each)\n", len(p.Partitions), p.PartitionRows, english.Bytes(p.PartitionBytes))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "PARTITION\tFIRST ROW\tROWS\tBAD\tBYTE OFFSET\tBYTES\t")

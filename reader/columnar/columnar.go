@@ -120,15 +120,25 @@ func (f *File) Scan(ctx context.Context, o core.ScanOptions) (plan *core.Plan, c
 			bad := cv.check(rec)
 			for _, pr := range cv.probs {
 				plan.Rejected++
-				if len(plan.Rejects) < o.KeepRejects {
-					r := core.Reject{Ordinal: p.First + read + int64(pr.row), Offset: -1, Column: f.cols[pr.col].name,
-						Code: pr.code, Message: pr.msg}
-					if pr.code != core.CodeNull {
-						r.Value = cv.valueText(rec, pr.col, pr.row)
+				keep := len(plan.Rejects) < o.KeepRejects
+				if !keep && o.Spill == nil {
+					continue
+				}
+				r := core.Reject{Ordinal: p.First + read + int64(pr.row), Offset: -1, Column: f.cols[pr.col].name,
+					Code: pr.code, Message: pr.msg}
+				if pr.code != core.CodeNull {
+					r.Value = cv.valueText(rec, pr.col, pr.row)
+				}
+				if fields := cv.arrowFields(rec, f.schema, pr.row); len(fields) <= core.MaxRejectRow {
+					r.Fields = fields
+				}
+				if o.Spill != nil {
+					if err := o.Spill(r); err != nil {
+						rec.Release()
+						return err
 					}
-					if fields := cv.arrowFields(rec, f.schema, pr.row); len(fields) <= core.MaxRejectRow {
-						r.Fields = fields
-					}
+				}
+				if keep {
 					plan.Rejects = append(plan.Rejects, r)
 				}
 			}

@@ -204,6 +204,17 @@ func (s *parquetFile) reader(md *metadata.FileMetaData, ld *loaded, batchRows in
 	return pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: int64(batchRows)}, s.f.Opts.Allocator)
 }
 
+// batchRows returns at most n: the rows of row group k that fit in
+// core.BatchBytes of its uncompressed data, or 1 when one row is larger.
+func (s *parquetFile) batchRows(k, n int) int {
+	rg := s.md.RowGroup(k)
+	if rows, size := rg.NumRows(), rg.TotalByteSize(); rows > 0 && size > 0 {
+		per := max(size/rows, 1)
+		n = int(min(int64(n), max(core.BatchBytes/per, 1)))
+	}
+	return n
+}
+
 // load reads row group k's chunks into ld and returns their CRC-32C.
 func (s *parquetFile) load(md *metadata.FileMetaData, ld *loaded, k int) (uint32, error) {
 	spans, err := s.spans(md, k)
@@ -227,13 +238,17 @@ func (s *parquetFile) records(fr *pqarrow.FileReader, k int) (*pqUnit, error) {
 func (s *parquetFile) scan(ctx context.Context, secondCore <-chan struct{}, fn func(p core.Partition, u unit) error) error {
 	md := s.md
 	ld := &loaded{size: s.size}
-	fr, err := s.reader(md, ld, planBatchRows)
+	batch := planBatchRows
+	for k := 0; k < s.groups; k++ {
+		batch = s.batchRows(k, batch)
+	}
+	fr, err := s.reader(md, ld, batch)
 	if err != nil {
 		return s.f.unitError(err, "footer")
 	}
 	// A second decoder, for half the columns, over the same loaded bytes.
 	view := &loaded{size: s.size}
-	frB, err := s.reader(md, view, planBatchRows)
+	frB, err := s.reader(md, view, batch)
 	if err != nil {
 		return s.f.unitError(err, "footer")
 	}
@@ -285,7 +300,7 @@ func (s *parquetFile) open(p core.Partition, batchRows int) (unit, error) {
 		return nil, &core.ParseError{Path: s.f.Path, Offset: -1,
 			Err: fmt.Errorf("%w: %s's bytes differ from the plan", core.ErrSourceChanged, where)}
 	}
-	fr, err := s.reader(md, ld, batchRows)
+	fr, err := s.reader(md, ld, s.batchRows(k, batchRows))
 	if err != nil {
 		return nil, s.f.unitError(err, where)
 	}

@@ -29,6 +29,7 @@ type rowChunk struct {
 // chunk's cells and arena.
 type tokenRow struct {
 	ordinal      int64
+	part         int   // the index of the row's partition
 	off          int64 // where the row starts
 	cells        [2]int
 	raw          [2]int
@@ -146,7 +147,7 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o c
 				return nil, ctx.Err()
 			}
 		}
-		r := tokenRow{ordinal: ordinal, off: sc.rowStart(), fields: len(cells), cols: len(*names), verbatim: sc.verbatim()}
+		r := tokenRow{ordinal: ordinal, part: part.Index, off: sc.rowStart(), fields: len(cells), cols: len(*names), verbatim: sc.verbatim()}
 		if prob != nil {
 			p := *prob
 			r.prob = &p
@@ -156,7 +157,7 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o c
 		}
 		c.add(r, sc, cells)
 		rowEnd, rowCRC = sc.offset(), sc.crcNow()
-		if part.Rows == o.PartitionRows {
+		if part.Rows == o.PartitionRows || (o.PartitionBytes > 0 && rowEnd-part.Offset >= o.PartitionBytes) {
 			part.Length, part.CRC = rowEnd-part.Offset, rowCRC
 			plan.Partitions = append(plan.Partitions, *part)
 			part = nil
@@ -197,6 +198,8 @@ type validator struct {
 	rejected     int64
 	partRejected []int64
 	rejects      []core.Reject
+	err          error          // the first error of o.Spill
+	stop         func()         // cancels the pass, on err
 	keys         *core.KeyIndex // with a key: the good rows' key hashes
 	keyCols      []int          // positions of the key columns, once all are known
 }
@@ -242,12 +245,12 @@ func (v *validator) row(r tokenRow, cells []core.Cell, raw []byte) {
 	reject := func(col int, name string, c core.Cell, code, msg string) {
 		rejected = true
 		v.rejected++
-		k := int((r.ordinal - 1) / v.o.PartitionRows)
-		for len(v.partRejected) <= k {
+		for len(v.partRejected) <= r.part {
 			v.partRejected = append(v.partRejected, 0)
 		}
-		v.partRejected[k]++
-		if len(v.rejects) >= v.o.KeepRejects {
+		v.partRejected[r.part]++
+		keep := len(v.rejects) < v.o.KeepRejects
+		if !keep && (v.o.Spill == nil || v.err != nil) {
 			return
 		}
 		rj := core.Reject{Ordinal: r.ordinal, Offset: r.off, Code: code, Message: msg}
@@ -268,7 +271,14 @@ func (v *validator) row(r tokenRow, cells []core.Cell, raw []byte) {
 			}
 			rj.Value = string(b)
 		}
-		v.rejects = append(v.rejects, rj)
+		if v.o.Spill != nil {
+			if v.err = v.o.Spill(rj); v.err != nil {
+				v.stop()
+			}
+		}
+		if keep {
+			v.rejects = append(v.rejects, rj)
+		}
 	}
 	fixed, required := v.fixed, v.required
 	switch {

@@ -38,6 +38,9 @@ func (f *File) Scan(ctx context.Context, o core.ScanOptions) (*core.Plan, []int6
 	if o.PartitionRows <= 0 {
 		o.PartitionRows = core.DefaultPartitionRows
 	}
+	if o.PartitionBytes == 0 {
+		o.PartitionBytes = core.DefaultPartitionBytes
+	}
 	if report := o.Progress; report != nil {
 		start := f.Stats.Bytes.Load() // what Open read before does not count
 		o.Progress = func(_, rows int64) { report(f.Stats.Bytes.Load()-start, rows) }
@@ -85,6 +88,7 @@ func (f *File) Scan(ctx context.Context, o core.ScanOptions) (*core.Plan, []int6
 		free <- &rowChunk{}
 	}
 	v := newValidator(f, o)
+	v.stop = cancel
 	validated := make(chan struct{})
 	go func() {
 		defer close(validated)
@@ -96,6 +100,9 @@ func (f *File) Scan(ctx context.Context, o core.ScanOptions) (*core.Plan, []int6
 	plan, err := f.tokenize(ctx, sc, names, o, v, free, chunks)
 	close(chunks)
 	<-validated
+	if v.err != nil {
+		return nil, nil, v.err // it cancelled the pass
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -150,6 +157,7 @@ type PartitionReader struct {
 	bb       *batchBuilder
 	vals     []core.Value
 	read     int64 // rows read, bad ones included
+	bytes    int64 // bytes of the rows in bb
 	rejected int64
 	skipped  int // superseded rows skipped
 	size     int
@@ -161,7 +169,8 @@ type PartitionReader struct {
 
 // Partition opens a reader over partition p of plan, positioned at its first
 // byte: uncompressed files seek there, compressed ones decompress and discard
-// the bytes before it. Each Batch holds at most batchRows rows.
+// the bytes before it. Each Batch holds at most batchRows rows, and at most
+// about core.BatchBytes of data.
 //
 // The reader checks that the partition's bytes still match the plan; when
 // they do not, Next returns an error wrapping ErrSourceChanged.
@@ -193,7 +202,7 @@ func (r *PartitionReader) Next() (core.Batch, error) {
 	if r.done {
 		return core.Batch{}, io.EOF
 	}
-	for r.read < r.p.Rows && r.bb.len() < r.size {
+	for r.read < r.p.Rows && r.bb.len() < r.size && r.bytes < core.BatchBytes {
 		start := r.sc.offset()
 		cells, prob, err := r.sc.next()
 		ordinal := r.p.First + r.read
@@ -237,6 +246,7 @@ func (r *PartitionReader) Next() (core.Batch, error) {
 			continue
 		}
 		r.bb.add(ordinal, r.vals)
+		r.bytes += r.sc.offset() - start
 	}
 	if r.read == r.p.Rows && !r.done {
 		r.done = true
@@ -247,6 +257,7 @@ func (r *PartitionReader) Next() (core.Batch, error) {
 	if r.bb.len() == 0 {
 		return core.Batch{}, io.EOF
 	}
+	r.bytes = 0
 	return r.bb.flush(), nil
 }
 

@@ -13,6 +13,17 @@ import (
 // DefaultPartitionRows is the default number of rows per partition.
 const DefaultPartitionRows = 100_000
 
+// DefaultPartitionBytes is the default bound on a partition's bytes (see
+// the facade's ScanOptions.PartitionBytes).
+const DefaultPartitionBytes = 64 << 20
+
+// BatchBytes bounds the data of a Batch a partition reader returns: a text
+// file's batch ends with the row that brings the bytes of its rows to
+// BatchBytes, and a Parquet file is decoded in batches of as many rows as
+// its row group's uncompressed bytes per row let fit in BatchBytes. An
+// Arrow record batch is decoded whole, as the file holds it.
+const BatchBytes = 4 << 20
+
 // MaxRejectValue bounds the raw value kept with a reject, and MaxRejectRow
 // the raw row: longer rows are not kept (the reject keeps its identity).
 const (
@@ -89,12 +100,14 @@ type RawRow struct {
 // ScanOptions are what a wing's plan pass takes: the facade's ScanOptions,
 // with the bytes of a hash under way already opened for it.
 type ScanOptions struct {
-	// PartitionRows, KeepRejects, Progress and ContentDigest are as in
-	// the facade's ScanOptions.
-	PartitionRows int64
-	KeepRejects   int
-	Progress      func(bytes, rows int64)
-	ContentDigest func(string)
+	// PartitionRows, PartitionBytes, KeepRejects, Spill, Progress and
+	// ContentDigest are as in the facade's ScanOptions.
+	PartitionRows  int64
+	PartitionBytes int64
+	KeepRejects    int
+	Spill          func(Reject) error
+	Progress       func(bytes, rows int64)
+	ContentDigest  func(string)
 	// Raw, if set, is the file's bytes from its first, as a hash under way
 	// reads them: a text pass reads them instead of opening the source, and
 	// closes Raw.
