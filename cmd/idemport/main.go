@@ -39,6 +39,7 @@ func main() {
 	// the user logging off or the system shutting down (Windows then ends
 	// the process after a few seconds, done or not).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	tuneGC(os.Getenv)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	stop()
 	os.Exit(code)
