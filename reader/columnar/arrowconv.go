@@ -150,6 +150,9 @@ func (c *converter) check(rec arrow.RecordBatch) int {
 				}
 			}
 		case modeString, modeJSONText:
+			if col.mode == modeString && v.dict == nil && textClean(v.vals) {
+				continue // every value is clean: no row to mark
+			}
 			for i := 0; i < n; i++ {
 				j, ok := v.at(i)
 				if !ok || c.bad[i] {
@@ -175,6 +178,46 @@ func (c *converter) check(rec arrow.RecordBatch) int {
 		sort.Slice(c.probs, func(a, b int) bool { return c.probs[a].row < c.probs[b].row })
 	}
 	return c.nbad
+}
+
+// textClean reports whether every value of a, a string or binary array
+// with 32-bit offsets, is valid UTF-8 without NUL bytes, null slots
+// included, by checking the bytes of all its values at once: values in
+// order are clean exactly when their concatenation is and no value starts
+// inside a character (at a continuation byte, 10xxxxxx). It reports false
+// for other arrays, and whenever it cannot tell, so that the caller checks
+// value by value.
+func textClean(a arrow.Array) bool {
+	var offs []int32
+	var data []byte
+	switch a := a.(type) {
+	case *array.String:
+		offs, data = a.ValueOffsets(), a.ValueBytes()
+	case *array.Binary:
+		offs, data = a.ValueOffsets(), a.ValueBytes()
+	default:
+		return false
+	}
+	n := a.Len()
+	if n == 0 || len(offs) < n+1 {
+		return n == 0
+	}
+	// ValueBytes starts at the first value's offset.
+	base := offs[0]
+	if int(offs[n]-base) != len(data) {
+		return false
+	}
+	prev := base
+	for _, o := range offs[1:n] {
+		if o < prev || int(o-base) > len(data) {
+			return false // not in order: the values are looked at one by one
+		}
+		prev = o
+		if i := int(o - base); i < len(data) && data[i]&0xC0 == 0x80 {
+			return false
+		}
+	}
+	return core.TextClean(data)
 }
 
 // render renders column k's values into its slab, marking the rows whose
