@@ -327,9 +327,11 @@ func (r *run) identify(ctx context.Context) error {
 	}
 	switch {
 	case r.quick:
-	case r.sharesRead && r.textFormat():
+	case r.sharesRead && (r.textFormat() || (r.obj == nil && comp == reader.None)):
 		// Hash and plan on one read: the plan pass follows the hash, and
-		// for a compressed file hashes the data it decodes.
+		// for a compressed file hashes the data it decodes. A local
+		// Parquet or Arrow file is read by random access, not from the
+		// hash's bytes, but is planned while it is hashed all the same.
 		sr, err := reader.StartHashRead(ctx, src, hashProgress)
 		if err != nil {
 			return err

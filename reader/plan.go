@@ -43,7 +43,8 @@ type ScanOptions struct {
 	// the source again, and keeps to one core until the hash is done,
 	// leaving the other to the hash, unless ContentDigest is set (its
 	// caller waits for the pass anyway). Parquet and Arrow files, read by
-	// random access, do not use it. One pass only may read a HashRead.
+	// random access, do not read its bytes, but keep to one core until the
+	// hash is done all the same. One pass only may read a HashRead.
 	Shared *HashRead
 	// ContentDigest, if set, is called as Scan returns with the digest
 	// (as in Digests.Content) of the file's whole decoded stream, which
@@ -77,6 +78,9 @@ func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 	var cands []int64
 	var err error
 	if f.cols != nil {
+		if o.Shared != nil && o.ContentDigest == nil {
+			wo.SecondCore = o.Shared.hashed
+		}
 		plan, cands, err = f.cols.Scan(ctx, wo)
 	} else {
 		if o.Shared != nil {
