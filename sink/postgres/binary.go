@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"encoding/binary"
+	"io"
 	"math"
 	"strings"
 
@@ -79,27 +80,77 @@ func wireFor(f field) wire {
 // microseconds since the Unix epoch.
 const pgEpochMicros = 946684800 * 1_000_000
 
-// encode writes rec as a whole binary COPY stream. lead writes the leading
-// columns of row i (file key, round, ordinal) and returns how many.
-func (e *encoder) encode(rec arrow.RecordBatch, nlead int, lead func(b []byte, i int) []byte) []byte {
-	b := append(e.buf[:0], "PGCOPY\n\xff\r\n\x00"...)
-	b = binary.BigEndian.AppendUint32(b, 0) // flags
-	b = binary.BigEndian.AppendUint32(b, 0) // header extension
-	cols := rec.Columns()
-	n := int(rec.NumRows())
-	for i := 0; i < n; i++ {
-		b = binary.BigEndian.AppendUint16(b, uint16(nlead+len(cols)))
-		b = lead(b, i)
-		for c, col := range cols {
-			if col.IsNull(i) {
-				b = binary.BigEndian.AppendUint32(b, math.MaxUint32) // -1: NULL
-				continue
+// streamChunk is about how many bytes of COPY data a stream encodes at a
+// time: what pgconn sends in one message.
+const streamChunk = 64 << 10
+
+// stream returns rec as a binary COPY stream that encodes its rows as they
+// are read, so that the server is storing the first rows while the rest
+// are still being encoded (encoding the whole batch first left the server
+// idle meanwhile). lead writes the leading columns of row i (file key,
+// round, ordinal); nlead is how many. One stream of an encoder is read at
+// a time; the stream takes the encoder's buffer and hands it back when it
+// has been read to its end, so a stream given up halfway (a failed COPY)
+// shares nothing with the next.
+func (e *encoder) stream(rec arrow.RecordBatch, nlead int, lead func(b []byte, i int) []byte) *stream {
+	s := &stream{fields: e.fields, cols: rec.Columns(), n: int(rec.NumRows()), nlead: nlead, lead: lead, back: e}
+	s.buf, e.buf = e.buf[:0], nil
+	s.buf = append(s.buf, "PGCOPY\n\xff\r\n\x00"...)
+	s.buf = binary.BigEndian.AppendUint32(s.buf, 0) // flags
+	s.buf = binary.BigEndian.AppendUint32(s.buf, 0) // header extension
+	return s
+}
+
+// stream is a batch being encoded as it is read (encoder.stream).
+type stream struct {
+	fields []wire
+	cols   []arrow.Array
+	n      int // rows
+	nlead  int
+	lead   func(b []byte, i int) []byte
+	next   int    // the next row to encode
+	buf    []byte // encoded and not yet read: buf[off:]
+	off    int
+	ended  bool     // the trailer is in buf
+	back   *encoder // to hand buf back to at the end
+}
+
+// Read implements io.Reader.
+func (s *stream) Read(p []byte) (int, error) {
+	if s.off == len(s.buf) {
+		if s.ended {
+			if s.back != nil {
+				s.back.buf, s.back = s.buf, nil
 			}
-			b = appendValue(b, e.fields[c], col, i)
+			return 0, io.EOF
 		}
+		s.buf, s.off = s.buf[:0], 0
 	}
-	b = binary.BigEndian.AppendUint16(b, math.MaxUint16) // -1: end of data
-	e.buf = b
+	for !s.ended && len(s.buf)-s.off < streamChunk {
+		if s.next == s.n {
+			s.buf = binary.BigEndian.AppendUint16(s.buf, math.MaxUint16) // -1: end of data
+			s.ended = true
+			break
+		}
+		s.buf = s.row(s.buf, s.next)
+		s.next++
+	}
+	n := copy(p, s.buf[s.off:])
+	s.off += n
+	return n, nil
+}
+
+// row appends row i.
+func (s *stream) row(b []byte, i int) []byte {
+	b = binary.BigEndian.AppendUint16(b, uint16(s.nlead+len(s.cols)))
+	b = s.lead(b, i)
+	for c, col := range s.cols {
+		if col.IsNull(i) {
+			b = binary.BigEndian.AppendUint32(b, math.MaxUint32) // -1: NULL
+			continue
+		}
+		b = appendValue(b, s.fields[c], col, i)
+	}
 	return b
 }
 

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -734,13 +733,13 @@ func (w *writer) copy(ctx context.Context, rec arrow.RecordBatch, ordinals []int
 			if !w.tg.Ordinal() {
 				nlead = 2
 			}
-			data := w.enc.encode(rec, nlead, func(b []byte, i int) []byte {
+			data := w.enc.stream(rec, nlead, func(b []byte, i int) []byte {
 				if nlead == 2 {
 					b = appendInt4(b, w.rounds[i])
 				}
 				return appendInt8(b, ordinals[i])
 			})
-			tag, err := c.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(data), w.copyStage)
+			tag, err := c.Conn().PgConn().CopyFrom(ctx, data, w.copyStage)
 			copied = tag.RowsAffected()
 			return err
 		}
@@ -769,10 +768,10 @@ func (w *writer) copyInto(ctx context.Context, rec arrow.RecordBatch, fileKey in
 			return fmt.Errorf("connection is a %T, not of the pgx driver", dc)
 		}
 		if w.enc != nil {
-			data := w.enc.encode(rec, 2, func(b []byte, i int) []byte {
+			data := w.enc.stream(rec, 2, func(b []byte, i int) []byte {
 				return appendInt8(appendInt8(b, fileKey), ordinals[i])
 			})
-			tag, err := c.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(data), w.copyDirect)
+			tag, err := c.Conn().PgConn().CopyFrom(ctx, data, w.copyDirect)
 			copied = tag.RowsAffected()
 			return err
 		}

@@ -1,0 +1,105 @@
+package postgres
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/sink/sinktest"
+)
+
+// TestStreamReadSizes: a batch encoded as it is read gives the same COPY
+// bytes whatever the sizes of the reads, across many chunks, and they are
+// a whole binary COPY stream: header, one tuple per row with its lead
+// columns and NULLs, and the trailer. A stream given up halfway shares no
+// bytes with the stream after it.
+func TestStreamReadSizes(t *testing.T) {
+	s := sinktest.Schema(sinktest.I64("id"), sinktest.F64("price"), sinktest.Str("note"), sinktest.TS("at"))
+	at := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	const n = 5000 // about 450 KiB: several chunks
+	var rows [][]any
+	for i := range n {
+		note := any(fmt.Sprintf("note %d %s", i, bytes.Repeat([]byte("é"), i%40)))
+		if i%7 == 0 {
+			note = nil
+		}
+		rows = append(rows, []any{i - 1<<62, float64(i) / 8, note, at.Add(time.Duration(i) * time.Second)})
+	}
+	rec := sinktest.Batch(t, s, rows...)
+	defer rec.Release()
+	typ := map[idemtype.Type]string{idemtype.Int64: "int8", idemtype.Float64: "float8", idemtype.String: "text", idemtype.Timestamp: "timestamptz"}
+	var fields []field
+	for _, f := range s.Fields() {
+		k := idemtype.TypeOf(f)
+		fields = append(fields, field{name: f.Name, file: k, target: column{Column: sink.Column{Name: f.Name, Kind: k}, typname: typ[k]}})
+	}
+	enc := newEncoder(fields)
+	if enc == nil {
+		t.Fatal("no encoder for int8, float8, text and timestamptz")
+	}
+	lead := func(b []byte, i int) []byte { return appendInt8(appendInt8(b, 42), int64(i)+1) }
+	read := func(r io.Reader, size int) []byte {
+		var out []byte
+		p := make([]byte, size)
+		for {
+			k, err := r.Read(p)
+			out = append(out, p[:k]...)
+			if err == io.EOF {
+				return out
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := read(enc.stream(rec, 2, lead), 65531)
+	if len(want) < 4*streamChunk {
+		t.Fatalf("%d bytes: fewer chunks than the test means to cross", len(want))
+	}
+	for _, size := range []int{1, 7, 4096, streamChunk + 1, 1 << 20} {
+		if got := read(enc.stream(rec, 2, lead), size); !bytes.Equal(got, want) {
+			t.Errorf("reads of %d bytes: %d bytes differ from reads of 65531 (%d)", size, len(got), len(want))
+		}
+	}
+	// The stream's tuples: 6 fields each (2 lead), NULLs where the note was nil.
+	b := want
+	if !bytes.HasPrefix(b, []byte("PGCOPY\n\xff\r\n\x00")) {
+		t.Fatalf("no COPY signature: %q", b[:11])
+	}
+	b = b[19:]
+	for i := range n {
+		if f := binary.BigEndian.Uint16(b); f != 6 {
+			t.Fatalf("row %d: %d fields", i, f)
+		}
+		b = b[2:]
+		for c := range 6 {
+			l := int32(binary.BigEndian.Uint32(b))
+			b = b[4:]
+			if (l == -1) != (c == 4 && i%7 == 0) {
+				t.Fatalf("row %d column %d: length %d", i, c, l)
+			}
+			if c == 1 && int64(binary.BigEndian.Uint64(b)) != int64(i)+1 {
+				t.Fatalf("row %d: ordinal %d", i, binary.BigEndian.Uint64(b))
+			}
+			if l > 0 {
+				b = b[l:]
+			}
+		}
+	}
+	if !bytes.Equal(b, []byte{0xff, 0xff}) {
+		t.Fatalf("after %d rows: %d bytes, not the trailer", n, len(b))
+	}
+	// Given up halfway, then another stream read whole: the first one's
+	// bytes are its own.
+	half := enc.stream(rec, 2, lead)
+	first := read(io.LimitReader(half, int64(len(want)/2)), 1000)
+	read(enc.stream(rec, 2, func(b []byte, i int) []byte { return appendInt8(appendInt8(b, 7), 7) }), 65531)
+	if rest := read(half, 65531); !bytes.Equal(append(first, rest...), want) {
+		t.Error("a stream read after another stream was made and read differs")
+	}
+}
