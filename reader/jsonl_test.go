@@ -388,3 +388,39 @@ func TestJSONLTooManyKeys(t *testing.T) {
 		t.Fatalf("got %v, want a *ParseError at row 1", err)
 	}
 }
+
+// TestJSONLRepeatedKeyLastWins: a key repeated inside one object takes its
+// last value, as PostgreSQL's jsonb and most JSON parsers do, in flat
+// objects and in objects with nested values (read by the general parser)
+// alike: a last null is NULL, a key written with an escape is the same
+// key, and a column's type is inferred from the values kept only ("x" is
+// dropped, so a is int64).
+func TestJSONLRepeatedKeyLastWins(t *testing.T) {
+	const data = `{"k":1,"a":"x","a":2}
+{"k":2,"a":3,"n":{"z":1},"a":4}
+{"k":3,"a":5,"a":null}
+{"k":4,"a":null,"n":[1],"a":6}
+{"k":5,"a\u0062":7,"ab":8}
+{"k":6,"ab":9,"n":{},"a\u0062":10}
+`
+	path := writeFile(t, "r.jsonl", []byte(data))
+	f, plan := scanChecked(t, path, Options{}, ScanOptions{PartitionRows: 10})
+	if got := schemaString(plan.Schema); got != "k:int64,a:int64,n:json,ab:int64" {
+		t.Fatalf("schema %s", got)
+	}
+	if plan.Rows != 6 || plan.Rejected != 0 {
+		t.Fatalf("plan %+v", plan)
+	}
+	rows, _ := readPlan(t, f, plan, 10)
+	want := [][]any{
+		{"1", "2", nil, nil},
+		{"2", "4", `{"z":1}`, nil},
+		{"3", nil, nil, nil},
+		{"4", "6", `[1]`, nil},
+		{"5", nil, nil, "8"},
+		{"6", nil, `{}`, "10"},
+	}
+	if !reflect.DeepEqual(rows, want) {
+		t.Fatalf("got  %q\nwant %q", rows, want)
+	}
+}
