@@ -49,6 +49,8 @@ type Server struct {
 	srv *httptest.Server
 
 	mu     sync.Mutex
+	idle   *sync.Cond // signalled when active drops to 0; uses mu
+	active int        // requests being served
 	counts Counts
 	faults []Fault // applied to the next GETs of an object, in order
 	// OnGet, if set, is called before each object GET is served; a test
@@ -92,6 +94,7 @@ func NewHTTP(t testing.TB) *Server {
 }
 
 func (s *Server) start(t testing.TB, h http.Handler) {
+	s.idle = sync.NewCond(&s.mu)
 	s.srv = httptest.NewUnstartedServer(s.wrap(h))
 	// A client that stops reading a body early makes gofakes3 log a
 	// superfluous WriteHeader: noise, not a finding.
@@ -144,9 +147,14 @@ func (s *Server) Counts() Counts {
 	return s.counts
 }
 
-// Reset zeroes the counts.
+// Reset zeroes the counts, once the requests being served are done: a
+// response still being written to a client that was killed is counted
+// before the reset, not after it.
 func (s *Server) Reset() {
 	s.mu.Lock()
+	for s.active > 0 {
+		s.idle.Wait()
+	}
 	s.counts = Counts{}
 	s.mu.Unlock()
 }
@@ -175,6 +183,14 @@ func isList(r *http.Request) bool {
 func (s *Server) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
+		s.active++
+		defer func() {
+			s.mu.Lock()
+			if s.active--; s.active == 0 {
+				s.idle.Broadcast()
+			}
+			s.mu.Unlock()
+		}()
 		var fault *Fault
 		onGet := s.onGet
 		objectGet := r.Method == http.MethodGet && (s.backend == nil || !isList(r))
