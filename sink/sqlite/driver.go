@@ -9,11 +9,11 @@
 // A build without cgo has no SQLite: every method that needs the engine
 // fails with ErrNoSQLite (nocgo.go).
 //
-// Ordinal-mode tables are rowid tables with a unique index on (file key,
-// row ordinal) (older versions made WITHOUT ROWID tables clustered on it,
-// which are written the same way); natural-key tables use the key as
-// INTEGER PRIMARY KEY when it is one integer column, and are WITHOUT ROWID
-// tables clustered on it otherwise. Rows are
+// Target tables are rowid tables with a unique index on their key: (file
+// key, row ordinal) in ordinal mode, the natural key otherwise, which is
+// the INTEGER PRIMARY KEY itself when it is one integer column (older
+// versions made WITHOUT ROWID tables clustered on the key, which are
+// written the same way; see createSQL). Rows are
 // upserted with INSERT … ON CONFLICT DO UPDATE … WHERE statements, whose
 // WHERE leaves unchanged and stale rows untouched; a batch none of whose
 // keys is stored is written with a plain INSERT.

@@ -82,9 +82,9 @@ func strs(t *testing.T, f *sinktest.Fx, query string, args ...any) []string {
 	return out
 }
 
-// TestTableLayouts: ordinal-mode tables are rowid tables keyed by a unique
-// index on (file key, row ordinal); composite and text keys are clustered
-// WITHOUT ROWID tables; a single integer key is the rowid.
+// TestTableLayouts: target tables are rowid tables keyed by a unique index
+// on (file key, row ordinal) in ordinal mode, on a composite or text key
+// otherwise; a single integer key is the rowid.
 func TestTableLayouts(t *testing.T) {
 	f := sinktest.Open(t, open(t))
 	for _, c := range []struct {
@@ -95,8 +95,8 @@ func TestTableLayouts(t *testing.T) {
 		decl   string
 	}{
 		{sink.Target{Table: "ord"}, 0, nil, []string{sink.FileColumn, sink.RowColumn}, ""},
-		{sink.Target{Table: "comp", Key: []string{"s", "id"}}, 1, []string{"s", "id"}, []string{"s", "id"}, ""},
-		{sink.Target{Table: "text_key", Key: []string{"s"}}, 1, []string{"s"}, []string{"s"}, ""},
+		{sink.Target{Table: "comp", Key: []string{"s", "id"}}, 0, nil, []string{"s", "id"}, ""},
+		{sink.Target{Table: "text_key", Key: []string{"s"}}, 0, nil, []string{"s"}, ""},
 		{sink.Target{Table: "int_key", Key: []string{"id"}}, 0, []string{"id"}, nil, "id INTEGER PRIMARY KEY"},
 	} {
 		f.MustEnsure(c.tg, sinktest.Schema(sinktest.I64("id"), sinktest.Str("s")))
@@ -119,33 +119,35 @@ func TestTableLayouts(t *testing.T) {
 	}
 }
 
-// TestWideOrdinalRowsStoredCompactly: ordinal-mode rows of about 1 KiB take
-// about their own size in the file, not a page each; in a WITHOUT ROWID
-// table most of each row went to an overflow page of its own (4.7 times the
-// data). The rows read back exactly.
-func TestWideOrdinalRowsStoredCompactly(t *testing.T) {
-	f := sinktest.Open(t, open(t))
-	s := sinktest.Schema(sinktest.I64("id"), sinktest.Str("s"))
-	tg := sink.Target{Table: "wide"}
-	f.MustEnsure(tg, s)
-	w := f.Writer(tg, s)
-	const rows, width = 3000, 1100
-	var data int64
-	var want []string
-	for first := 1; first <= rows; first += 500 {
-		var vals [][]any
-		for i := first; i < first+500; i++ {
-			v := fmt.Sprintf("%04d", i) + strings.Repeat(string(rune('a'+i%26)), width-4)
-			vals = append(vals, []any{i, v})
-			data += int64(len(v)) + 8
-			want = append(want, fmt.Sprintf("%d|'%s'", i, v))
+// TestWideRowsStoredCompactly: rows of about 1 KiB take about their own
+// size in the file, not a page each, keyed by their place in the file or
+// by a short text key; in a WITHOUT ROWID table most of each row went to
+// an overflow page of its own (4.2 times the data here). The rows read
+// back exactly.
+func TestWideRowsStoredCompactly(t *testing.T) {
+	s := sinktest.Schema(sinktest.I64("id"), sinktest.Str("k"), sinktest.Str("s"))
+	for _, tg := range []sink.Target{{Table: "wide"}, {Table: "wide_text_key", Key: []string{"k"}}} {
+		f := sinktest.Open(t, open(t)) // a file of its own, whose size is the table's
+		f.MustEnsure(tg, s)
+		w := f.Writer(tg, s)
+		const rows, width = 3000, 1100
+		var data int64
+		var want []string
+		for first := 1; first <= rows; first += 500 {
+			var vals [][]any
+			for i := first; i < first+500; i++ {
+				k := fmt.Sprintf("key-%05d", i)
+				v := strings.Repeat(string(rune('a'+i%26)), width)
+				vals = append(vals, []any{i, k, v})
+				data += int64(len(k)+len(v)) + 8
+				want = append(want, fmt.Sprintf("%d|'%s'|'%s'", i, k, v))
+			}
+			f.Write(w, 1, sinktest.Batch(t, s, vals...), sinktest.Seq(int64(first), int64(first+499)))
 		}
-		f.Write(w, 1, sinktest.Batch(t, s, vals...), sinktest.Seq(int64(first), int64(first+499)))
-	}
-	sinktest.WantTable(t, "wide", f.Table("wide", "id", "id", "s"), want...)
-	stored := f.Int(`SELECT page_count * page_size FROM pragma_page_count, pragma_page_size`)
-	if stored > data*3/2 {
-		t.Errorf("%d rows of %d bytes (%d bytes of data) take %d bytes: %.1f times their size", rows, width, data, stored, float64(stored)/float64(data))
+		sinktest.WantTable(t, tg.Table, f.Table(tg.Table, "id", "id", "k", "s"), want...)
+		if stored := f.Int(`SELECT page_count * page_size FROM pragma_page_count, pragma_page_size`); stored > data*3/2 {
+			t.Errorf("%s: %d rows of %d bytes (%d bytes of data) take %d bytes: %.1f times their size", tg.Table, rows, width, data, stored, float64(stored)/float64(data))
+		}
 	}
 }
 
