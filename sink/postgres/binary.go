@@ -115,25 +115,27 @@ type stream struct {
 	back   *encoder // to hand buf back to at the end
 }
 
-// Read implements io.Reader.
+// Read implements io.Reader. The stream holds about streamChunk bytes
+// encoded at a time, whatever the batch's size.
 func (s *stream) Read(p []byte) (int, error) {
-	if s.off == len(s.buf) {
-		if s.ended {
-			if s.back != nil {
-				s.back.buf, s.back = s.buf, nil
-			}
-			return 0, io.EOF
+	if s.off == len(s.buf) && s.ended {
+		if s.back != nil {
+			s.back.buf, s.back = s.buf, nil
 		}
-		s.buf, s.off = s.buf[:0], 0
+		return 0, io.EOF
 	}
-	for !s.ended && len(s.buf)-s.off < streamChunk {
-		if s.next == s.n {
-			s.buf = binary.BigEndian.AppendUint16(s.buf, math.MaxUint16) // -1: end of data
-			s.ended = true
-			break
+	if !s.ended && len(s.buf)-s.off < streamChunk {
+		// What is left moves to the front, and more is encoded after it.
+		s.buf, s.off = s.buf[:copy(s.buf, s.buf[s.off:])], 0
+		for len(s.buf) < streamChunk {
+			if s.next == s.n {
+				s.buf = binary.BigEndian.AppendUint16(s.buf, math.MaxUint16) // -1: end of data
+				s.ended = true
+				break
+			}
+			s.buf = s.row(s.buf, s.next)
+			s.next++
 		}
-		s.buf = s.row(s.buf, s.next)
-		s.next++
 	}
 	n := copy(p, s.buf[s.off:])
 	s.off += n

@@ -62,8 +62,14 @@ func TestStreamReadSizes(t *testing.T) {
 		t.Fatalf("%d bytes: fewer chunks than the test means to cross", len(want))
 	}
 	for _, size := range []int{1, 7, 4096, streamChunk + 1, 1 << 20} {
+		enc.buf = nil
 		if got := read(enc.stream(rec, 2, lead), size); !bytes.Equal(got, want) {
 			t.Errorf("reads of %d bytes: %d bytes differ from reads of 65531 (%d)", size, len(got), len(want))
+		}
+		// What it held encoded at once, now handed back: about a chunk,
+		// not the batch.
+		if c := cap(enc.buf); c > 2*streamChunk {
+			t.Errorf("reads of %d bytes: the stream grew to %d bytes of the batch's %d", size, c, len(want))
 		}
 	}
 	// The stream's tuples: 6 fields each (2 lead), NULLs where the note was nil.
