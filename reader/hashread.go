@@ -44,8 +44,8 @@ type RequestSource interface {
 }
 
 // Release says no plan pass reads the hash's bytes any more (or none
-// will): a lossless hasher stops waiting for it. It may be called more
-// than once.
+// will): the hasher hands over no more chunks, and a lossless one stops
+// waiting for the plan pass. It may be called more than once.
 func (s *HashRead) Release() { s.goneOnce.Do(func() { close(s.gone) }) }
 
 type chunk struct {
@@ -99,9 +99,13 @@ func StartHashRead(ctx context.Context, src idemtype.Source, progress func(int64
 					}
 				} else {
 					select {
-					case s.chunks <- chunk{off: off, b: buf[:n]}:
-						handed = true
-					default: // the plan pass is behind: it reads this range itself
+					case <-s.gone: // no plan pass reads it
+					default:
+						select {
+						case s.chunks <- chunk{off: off, b: buf[:n]}:
+							handed = true
+						default: // the plan pass is behind: it reads this range itself
+						}
 					}
 				}
 				if handed {

@@ -70,3 +70,59 @@ wait:
 		t.Fatal(err)
 	}
 }
+
+// gatedSource is an in-memory local source (not a RequestSource) whose
+// stream blocks until gate is closed.
+type gatedSource struct {
+	data []byte
+	gate chan struct{}
+}
+
+func (s *gatedSource) Name() string       { return "mem.parquet" }
+func (s *gatedSource) Size() int64        { return int64(len(s.data)) }
+func (s *gatedSource) ModTime() time.Time { return time.Time{} }
+func (s *gatedSource) Version() string    { return "" }
+func (s *gatedSource) Close() error       { return nil }
+func (s *gatedSource) ReadAt(p []byte, off int64) (int, error) {
+	return bytes.NewReader(s.data).ReadAt(p, off)
+}
+func (s *gatedSource) Open(_ context.Context, off int64) (io.ReadCloser, error) {
+	return gatedReader{io.NopCloser(bytes.NewReader(s.data[off:])), s.gate}, nil
+}
+
+type gatedReader struct {
+	io.ReadCloser
+	gate chan struct{}
+}
+
+func (r gatedReader) Read(p []byte) (int, error) {
+	<-r.gate
+	return r.ReadCloser.Read(p)
+}
+
+// TestReleasedHashReadKeepsNoChunks: once no plan pass will read the
+// hash's bytes (a Parquet pass, which reads the file itself), the hasher
+// hands over no chunk, so none is held for nobody; it still hashes the
+// whole file.
+func TestReleasedHashReadKeepsNoChunks(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), (3*sharedAhead*sharedChunk)/16+7)
+	src := &gatedSource{data: data, gate: make(chan struct{})}
+	sr, err := StartHashRead(context.Background(), src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sr.lossless {
+		t.Fatal("the gated source is read losslessly: it must be a local source")
+	}
+	sr.Release()
+	close(src.gate)
+	d, err := sr.Digest()
+	want, _ := Digest(context.Background(), &requestSource{data: data}, nil)
+	if err != nil || d != want.Stored {
+		t.Fatalf("digest %s %v, want %s", d, err, want.Stored)
+	}
+	<-sr.hashed
+	if n := len(sr.chunks); n != 0 {
+		t.Errorf("%d chunks handed over after Release", n)
+	}
+}

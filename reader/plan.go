@@ -78,8 +78,11 @@ func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 	var cands []int64
 	var err error
 	if f.cols != nil {
-		if o.Shared != nil && o.ContentDigest == nil {
-			wo.SecondCore = o.Shared.hashed
+		if o.Shared != nil {
+			o.Shared.Release() // its bytes are not read here: the hasher keeps no chunks for this pass
+			if o.ContentDigest == nil {
+				wo.SecondCore = o.Shared.hashed
+			}
 		}
 		plan, cands, err = f.cols.Scan(ctx, wo)
 	} else {
