@@ -3,6 +3,7 @@ package reader
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
@@ -156,9 +157,9 @@ func TestSupersededRandom(t *testing.T) {
 }
 
 // TestSupersededEqualValues checks that keys are compared as the values
-// the target receives: the same instant written in two zones, or 1 and 1e0
-// in a decimal column (whose canonical text is 1 for both, while 1.0 keeps
-// its scale), are one key; in a text column they are two.
+// the target receives: the same instant written in two zones, or 1, 1.0
+// and 1e0 in a decimal column (numbers compare by value, whatever scale
+// their text keeps), are one key; in a text column they are two.
 func TestSupersededEqualValues(t *testing.T) {
 	for _, tc := range []struct {
 		name, data string
@@ -166,14 +167,23 @@ func TestSupersededEqualValues(t *testing.T) {
 	}{
 		{"timestamps", "k,v\n2026-01-01T00:00:00Z,a\n2026-01-01T01:00:00+01:00,b\n2026-01-02T00:00:00Z,c\n", []int64{1}},
 		{"timestamps as text", "k,v\n2026-01-01T00:00:00Z,a\n2026-01-01T01:00:00+01:00,b\nnot a time,c\n", nil},
-		{"decimals", "k,v\n1,a\n1.0,b\n2.5,c\n1e0,d\n", []int64{1}},
+		{"decimals", "k,v\n1,a\n1.0,b\n2.5,c\n1e0,d\n", []int64{1, 2}},
+		{"decimal scales", "k,v\n1.5,a\n1.50,b\n15e-1,c\n10,d\n10.0,e\n100,f\n1,g\n", []int64{1, 2, 4}},
+		{"decimal zeros", "k,v\n-0,a\n0.00,b\n0e3,c\n-0.0,d\n0.1,e\n", []int64{1, 2, 3}},
+		{"long decimals", "k,v\n0.1000000000000000000000000000001,a\n0.10000000000000000000000000000010,b\n0.1000000000000000000000000000002,c\n", []int64{1}},
+		{"int64 edges", "k,v\n9223372036854775807,a\n9223372036854775807.00,b\n-9223372036854775808.0,c\n-9223372036854775808,d\n9223372036854775808,e\n", []int64{1, 3}},
+		{"decimal type fixed", "k,v\n7.0,a\n7,b\n-3.10,c\n-3.1,d\n", []int64{1, 3}},
 		{"numbers as text", "k,v\n1,a\n1.0,b\nx,c\n", nil},
 		{"booleans", "k,v\ntrue,a\nTRUE,b\n", []int64{1}},
 		{"empty and null text", "k,v\n\"\",a\nx,b\n\"\",c\n", []int64{1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeFile(t, "f.csv", []byte(tc.data))
-			_, plan := scanChecked(t, path, Options{Key: []string{"k"}, NotNull: []string{"k"}}, ScanOptions{PartitionRows: 1})
+			opts := Options{Key: []string{"k"}, NotNull: []string{"k"}}
+			if strings.HasSuffix(tc.name, "type fixed") {
+				opts.Types = map[string]Type{"k": Decimal}
+			}
+			_, plan := scanChecked(t, path, opts, ScanOptions{PartitionRows: 1})
 			if got := supersededOf(plan); !slices.Equal(got, tc.want) {
 				t.Fatalf("superseded %v, want %v", got, tc.want)
 			}
@@ -244,5 +254,113 @@ func TestSupersededByVersion(t *testing.T) {
 	_, plan := scanChecked(t, path, Options{Key: []string{"id"}, NotNull: []string{"id"}, Version: "ver"}, ScanOptions{PartitionRows: 2})
 	if got, want := supersededOf(plan), []int64{1, 2, 4, 7}; !slices.Equal(got, want) {
 		t.Fatalf("superseded %v, want %v", got, want)
+	}
+}
+
+// TestSupersededDecimalsRandom plans CSV and JSONL files of decimal keys
+// written many ways (scales padded with zeros, exponents, -0, long
+// fractions, int64 edges), inferred and fixed as decimal, and compares the
+// superseded rows with the last-wins rule applied to the keys' exact
+// numbers (math/big): the key is the number, whatever its text.
+func TestSupersededDecimalsRandom(t *testing.T) {
+	numbers := []string{"0", "1", "10", "100", "1.5", "15", "0.15", "-3.1", "9223372036854775807", "-9223372036854775808",
+		"9223372036854775808", "0.1000000000000000000000000000001", "12345678901234567890.123456789"}
+	// forms writes the number n (in plain positional text) another way of
+	// the same value.
+	forms := func(r *rand.Rand, n string) string {
+		switch r.IntN(5) {
+		case 0:
+			if !strings.Contains(n, ".") {
+				n += ".0" // (CSV's 5. is 5 too, but not JSON)
+			}
+			return n + strings.Repeat("0", r.IntN(3))
+		case 1: // an exponent that moves the point back
+			e := r.IntN(4)
+			i := strings.IndexByte(n, '.')
+			digits := strings.Replace(n, ".", "", 1)
+			neg := strings.HasPrefix(digits, "-")
+			digits = strings.TrimPrefix(digits, "-")
+			point := len(digits)
+			if i >= 0 {
+				point = i
+				if neg {
+					point--
+				}
+			}
+			point -= e
+			for point <= 0 {
+				digits, point = "0"+digits, point+1
+			}
+			out := digits[:point]
+			if point < len(digits) {
+				out += "." + digits[point:]
+			}
+			out = strings.TrimLeft(out, "0")
+			if out == "" || out[0] == '.' {
+				out = "0" + out
+			}
+			if neg {
+				out = "-" + out
+			}
+			return fmt.Sprintf("%se%d", out, e)
+		case 2:
+			if n == "0" {
+				return "-0" + strings.Repeat(".0", r.IntN(2))
+			}
+		}
+		return n
+	}
+	r := rand.New(rand.NewPCG(7, 11))
+	for iter := range 20 {
+		var keys, values []string
+		for range 1 + r.IntN(60) {
+			n := numbers[r.IntN(len(numbers))]
+			k := forms(r, n)
+			v, ok := new(big.Rat).SetString(k)
+			if !ok {
+				t.Fatalf("test bug: %q is not a number", k)
+			}
+			keys = append(keys, k)
+			values = append(values, v.RatString())
+		}
+		var want []int64
+		last := map[string]int{}
+		for i, v := range values {
+			last[v] = i
+		}
+		for i, v := range values {
+			if last[v] != i {
+				want = append(want, int64(i+1))
+			}
+		}
+		var csv, jsonl strings.Builder
+		csv.WriteString("k,v\n")
+		for i, k := range keys {
+			fmt.Fprintf(&csv, "%s,%d\n", k, i)
+			fmt.Fprintf(&jsonl, `{"k":%s,"v":%d}`+"\n", k, i)
+		}
+		for _, c := range []struct{ name, data string }{{"f.csv", csv.String()}, {"f.jsonl", jsonl.String()}} {
+			for _, fixed := range []bool{false, true} {
+				opts := Options{Key: []string{"k"}, NotNull: []string{"k"}, Exact: []string{"k"}}
+				if fixed {
+					opts.Types = map[string]Type{"k": Decimal}
+				}
+				path := writeFile(t, c.name, []byte(c.data))
+				f, plan := scanChecked(t, path, opts, ScanOptions{PartitionRows: int64(1 + r.IntN(7))})
+				if plan.Rejected != 0 {
+					t.Fatalf("iteration %d, %s: %d bad rows: %v", iter, c.name, plan.Rejected, plan.Rejects)
+				}
+				if got := supersededOf(plan); !slices.Equal(got, want) {
+					t.Fatalf("iteration %d, %s (type fixed %v), keys %q: superseded %v, want %v", iter, c.name, fixed, keys, got, want)
+				}
+				var good []int64
+				for i := range keys {
+					if !slices.Contains(want, int64(i+1)) {
+						good = append(good, int64(i+1))
+					}
+				}
+				checkSkipped(t, f, plan, good)
+			}
+		}
 	}
 }

@@ -18,13 +18,19 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/reader/internal/core"
 )
 
 // appendBatchKey appends the exact key of row i of a batch the reader
-// built: the values the target receives.
+// built: the values the target receives, decimals by their number (1.5
+// and 1.50 are one key).
 func appendBatchKey(dst []byte, rec arrow.RecordBatch, cols []int, i int) []byte {
 	for _, k := range cols {
+		if a, ok := rec.Column(k).(*array.String); ok && idemtype.TypeOf(rec.Schema().Field(k)) == idemtype.Decimal {
+			dst = core.AppendDecimalKey(dst, []byte(a.Value(i)))
+			continue
+		}
 		switch a := rec.Column(k).(type) {
 		case *array.Int64:
 			dst = binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(a.Value(i)))

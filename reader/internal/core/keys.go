@@ -134,8 +134,8 @@ func (k *KeyIndex) Candidates() []int64 {
 
 // AppendTextKey appends the key bytes of a text cell of a column whose type
 // the pass is still inferring. Values that can be equal under the type the
-// column ends up with append the same bytes (1 and 1e0 as an integer or a
-// decimal; the same instant written in two zones; TRUE and true), so
+// column ends up with append the same bytes (1, 1.0 and 1e0 as an integer
+// or a decimal; the same instant written in two zones; TRUE and true), so
 // repeats are not missed; values equal only so, in a column that turns out
 // to be text, are told apart by the exact comparison.
 func AppendTextKey(dst []byte, c Cell) []byte {
@@ -148,7 +148,7 @@ func AppendTextKey(dst []byte, c Cell) []byte {
 			return AppendBytesKey(dst, 'i', b)
 		}
 		if d, ok := ParseDecimal(b); ok && !d.zeros && !d.plus && !d.bare && d.fitsDecimal() {
-			return appendDecimalKey(dst, appendDecimal(nil, &d))
+			return AppendDecimalKey(dst, appendDecimal(nil, &d))
 		}
 	}
 	if c.Kind == CellText || c.Kind == CellString {
@@ -164,13 +164,36 @@ func AppendTextKey(dst []byte, c Cell) []byte {
 	return AppendBytesKey(dst, 's', b)
 }
 
-// appendDecimalKey appends the key bytes of a decimal's canonical text: as
-// an integer's when it has no fraction, so that 1e0 meets 1.
-func appendDecimalKey(dst, canonical []byte) []byte {
-	if slices.Contains(canonical, '.') {
-		return AppendBytesKey(dst, 'n', canonical)
+// AppendDecimalKey appends the key bytes of a decimal's canonical text,
+// which are those of its number: a key column compares decimals by value,
+// as PostgreSQL's numeric does, so 1.5 and 1.50 are one key, and 1, 1.0
+// and 1e0 are (as an integer's) another. The digits are the canonical
+// text's without the zeros that end its fraction (and without the point
+// when nothing is left after it); zero has no sign in canonical text.
+func AppendDecimalKey(dst, canonical []byte) []byte {
+	num := canonical[:NumberLen(canonical)]
+	if slices.Contains(num, '.') {
+		return AppendBytesKey(dst, 'n', num)
 	}
-	return AppendBytesKey(dst, 'i', canonical)
+	return AppendBytesKey(dst, 'i', num)
+}
+
+// NumberLen returns how long a prefix of a decimal's canonical text names
+// its number: all of it, less the zeros that end a fraction and then a
+// point left with nothing after it (1.50 is 1.5, 10.0 is 10; 100 stays
+// 100).
+func NumberLen(canonical []byte) int {
+	if !slices.Contains(canonical, '.') {
+		return len(canonical)
+	}
+	n := len(canonical)
+	for n > 1 && canonical[n-1] == '0' {
+		n--
+	}
+	if n > 1 && canonical[n-1] == '.' {
+		n--
+	}
+	return n
 }
 
 // appendIntKey appends the key bytes of an integer: its decimal text, as
@@ -206,7 +229,7 @@ func AppendValueKey(dst []byte, v Value, t Type) []byte {
 	case Bool:
 		return append(dst, 'b', byte(v.I))
 	case Decimal:
-		return appendDecimalKey(dst, v.B)
+		return AppendDecimalKey(dst, v.B)
 	}
 	return AppendBytesKey(dst, 's', v.B)
 }
