@@ -171,7 +171,9 @@ func eachBatch(f *reader.File, plan *reader.Plan, batchRows int, fn func(arrow.R
 
 // presentKeys counts the rows of rec whose key is present in the target
 // table (a key that appears twice in rec counts twice). Each key value is
-// bound as the driver compares it with its column (KeyParam, KeyArg).
+// bound as the driver compares it with its column (KeyParam, KeyArg), and
+// compared as the driver compares keys (KeyValue: 1.5 finds a stored
+// 1.50).
 func (e *Engine) presentKeys(ctx context.Context, tg sink.Target, table *sink.Table, rec arrow.RecordBatch, schema reader.Schema) (int64, error) {
 	n := int(rec.NumRows())
 	if n == 0 {
@@ -182,7 +184,8 @@ func (e *Engine) presentKeys(ctx context.Context, tg sink.Target, table *sink.Ta
 	params := make([]string, len(tg.Key))
 	for i, k := range tg.Key {
 		names[i] = fmt.Sprintf("k%d", i)
-		on[i] = fmt.Sprintf("t.%s = b.k%d", e.sink.Quote(k), i)
+		kind := table.Kind(k)
+		on[i] = e.sink.KeyValue("t."+e.sink.Quote(k), kind) + " = " + e.sink.KeyValue(fmt.Sprintf("b.k%d", i), kind)
 		params[i] = e.sink.KeyParam("")
 		if c := table.Column(k); c != nil {
 			params[i] = e.sink.KeyParam(c.SQLType)

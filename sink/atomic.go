@@ -17,31 +17,26 @@ const StagePrefix = "_idemport_stage_"
 // a Writer for a Target like tg but naming stage) into tg's table: an
 // upsert on tg's key with the lineage columns, that leaves unchanged rows
 // untouched and, with a version column, does not apply a row older than
-// the stored one. columns are the file's columns. It returns the rows of
-// the stage and how many of them were new to the table and how many the
-// upsert wrote (new plus changed). The stage is left for the caller to
-// drop.
+// the stored one. Keys compare as the driver compares them (KeyValue: a
+// decimal key by its number), and a changed row takes the staged row's
+// values, the text of its decimal key columns included (Rewritten).
+// columns are the file's columns. It returns the rows of the stage and
+// how many of them were new to the table and how many the upsert wrote
+// (new plus changed). The stage is left for the caller to drop.
 func Merge(ctx context.Context, tx *sql.Tx, d Driver, tg Target, stage string, columns []string) (staged, fresh, written int64, err error) {
+	t, err := describeTarget(ctx, tx, d, tg)
+	if err != nil {
+		return 0, 0, 0, err
+	}
 	table, st := d.QuoteTable(tg.Table), d.QuoteTable(stage)
-	conflict := []string{FileColumn, RowColumn}
-	if !tg.Ordinal() {
-		conflict = tg.Key
-	}
-	match := make([]string, len(conflict))
-	for i, k := range conflict {
-		match[i] = "t." + d.Quote(k) + " = s." + d.Quote(k)
-	}
+	conflict := conflictColumns(tg)
 	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM `+table+` t WHERE `+
-		strings.Join(match, " AND ")+`) THEN 0 ELSE 1 END), 0) FROM `+st+` s`).Scan(&staged, &fresh); err != nil {
+		keyMatch(d, t, conflict, "t.", "s.")+`) THEN 0 ELSE 1 END), 0) FROM `+st+` s`).Scan(&staged, &fresh); err != nil {
 		return 0, 0, 0, fmt.Errorf("count staged rows of %s: %w", tg.Table, err)
 	}
 	cols := append(slices.Clone(columns), FileColumn, RowColumn)
-	var data, set []string
-	for _, c := range columns {
-		if !slices.Contains(conflict, c) {
-			data = append(data, c)
-		}
-	}
+	data := Rewritten(t, tg, columns)
+	set := make([]string, 0, len(data)+2)
 	for _, c := range data {
 		set = append(set, d.Quote(c)+" = excluded."+d.Quote(c))
 	}
@@ -49,12 +44,16 @@ func Merge(ctx context.Context, tx *sql.Tx, d Driver, tg Target, stage string, c
 		set = append(set, d.Quote(FileColumn)+" = excluded."+d.Quote(FileColumn),
 			d.Quote(RowColumn)+" = excluded."+d.Quote(RowColumn))
 	}
+	target := make([]string, len(conflict))
+	for i, k := range conflict {
+		target[i] = d.KeyValue(d.Quote(k), t.Kind(k))
+	}
 	q := `INSERT INTO ` + table + ` (` + quoteList(d, cols, "") + `) SELECT ` + quoteList(d, cols, "") + ` FROM ` + st +
-		` WHERE true ON CONFLICT (` + quoteList(d, conflict, "") + `) `
+		` WHERE true ON CONFLICT (` + strings.Join(target, ", ") + `) `
 	if len(data) == 0 {
 		q += `DO NOTHING`
 	} else {
-		guard := []string{d.Distinct(prefixed(d, data, table+"."), prefixed(d, data, "excluded."))}
+		guard := []string{d.Distinct(exact(d, t, data, table+"."), exact(d, t, data, "excluded."))}
 		if tg.Version != "" {
 			stored, v := table+"."+d.Quote(tg.Version), "excluded."+d.Quote(tg.Version)
 			guard = append(guard, "NOT ("+stored+" IS NOT NULL AND ("+v+" IS NULL OR "+v+" < "+stored+"))")
@@ -79,23 +78,15 @@ func Merge(ctx context.Context, tx *sql.Tx, d Driver, tg Target, stage string, c
 // is an SQL expression over the staged row (alias s) giving an integer;
 // columns are the file's columns. It uses the predicates of Merge's upsert.
 func Classify(ctx context.Context, tx *sql.Tx, d Driver, tg Target, stage string, columns []string, group string) (map[int64]idemtype.Rows, error) {
-	conflict := []string{FileColumn, RowColumn}
-	if !tg.Ordinal() {
-		conflict = tg.Key
+	t, err := describeTarget(ctx, tx, d, tg)
+	if err != nil {
+		return nil, err
 	}
-	match := make([]string, len(conflict))
-	for i, k := range conflict {
-		match[i] = "t." + d.Quote(k) + " = s." + d.Quote(k)
-	}
-	var data []string
-	for _, c := range columns {
-		if !slices.Contains(conflict, c) {
-			data = append(data, c)
-		}
-	}
+	conflict := conflictColumns(tg)
+	data := Rewritten(t, tg, columns)
 	stale, changed := "1 = 0", "1 = 0" // no data columns: an existing row is left as it is
 	if len(data) > 0 {
-		changed = d.Distinct(prefixed(d, data, "t."), prefixed(d, data, "s."))
+		changed = d.Distinct(exact(d, t, data, "t."), exact(d, t, data, "s."))
 		if tg.Version != "" {
 			stored, v := "t."+d.Quote(tg.Version), "s."+d.Quote(tg.Version)
 			stale = stored + " IS NOT NULL AND (" + v + " IS NULL OR " + v + " < " + stored + ")"
@@ -106,7 +97,7 @@ func Classify(ctx context.Context, tx *sql.Tx, d Driver, tg Target, stage string
 		coalesce(sum(CASE WHEN `+present+` THEN 0 ELSE 1 END), 0),
 		coalesce(sum(CASE WHEN `+present+` AND (`+stale+`) THEN 1 ELSE 0 END), 0),
 		coalesce(sum(CASE WHEN `+present+` AND NOT (`+stale+`) AND (`+changed+`) THEN 1 ELSE 0 END), 0)
-		FROM `+d.QuoteTable(stage)+` s LEFT JOIN `+d.QuoteTable(tg.Table)+` t ON `+strings.Join(match, " AND ")+` GROUP BY 1`)
+		FROM `+d.QuoteTable(stage)+` s LEFT JOIN `+d.QuoteTable(tg.Table)+` t ON `+keyMatch(d, t, conflict, "t.", "s.")+` GROUP BY 1`)
 	if err != nil {
 		return nil, fmt.Errorf("classify staged rows of %s: %w", tg.Table, err)
 	}
@@ -122,6 +113,48 @@ func Classify(ctx context.Context, tx *sql.Tx, d Driver, tg Target, stage string
 		out[g] = c
 	}
 	return out, rows.Err()
+}
+
+// describeTarget describes tg's table, which must exist.
+func describeTarget(ctx context.Context, q Querier, d Driver, tg Target) (*Table, error) {
+	t, err := d.Describe(ctx, q, tg.Table)
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, fmt.Errorf("table %s does not exist", tg.Table)
+	}
+	return t, nil
+}
+
+// conflictColumns are the columns rows of tg are keyed by: the natural key,
+// or in ordinal mode the lineage columns.
+func conflictColumns(tg Target) []string {
+	if tg.Ordinal() {
+		return []string{FileColumn, RowColumn}
+	}
+	return tg.Key
+}
+
+// keyMatch is the condition that the rows aliased a and b (as "t.") have
+// the same key cols, compared as the driver compares the keys of t
+// (KeyValue).
+func keyMatch(d Driver, t *Table, cols []string, a, b string) string {
+	match := make([]string, len(cols))
+	for i, k := range cols {
+		match[i] = d.KeyValue(a+d.Quote(k), t.Kind(k)) + " = " + d.KeyValue(b+d.Quote(k), t.Kind(k))
+	}
+	return strings.Join(match, " AND ")
+}
+
+// exact quotes each name, prefixed, as the driver tells stored values of
+// t's columns apart (Exact).
+func exact(d Driver, t *Table, names []string, prefix string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = d.Exact(prefix+d.Quote(n), t.Kind(n))
+	}
+	return out
 }
 
 // prefixed quotes each name with d.Quote, prefixed (e.g. "excluded.").

@@ -47,7 +47,8 @@ var (
 //     files in its SQL (Migrations), each "{{prefix}}" placing a table.
 //   - SQL spelling: placeholders (Rebind), the database clock in Unix
 //     milliseconds (Now), quoting of names and table names (Quote,
-//     QuoteTable), row comparison (Distinct), how idemport's own
+//     QuoteTable), row comparison (Distinct), how key values are compared
+//     (KeyValue) and stored values told apart (Exact), how idemport's own
 //     timestamps are declared and bound (TimeType, TimeValue), how a key
 //     value is bound to be compared with a column (KeyParam, KeyArg), and
 //     catalogue lookups (TableExists, Tables, CurrentSchema).
@@ -98,6 +99,21 @@ type Driver interface {
 	// Distinct is an SQL condition true when the row of expressions a
 	// differs from the row b (as IS DISTINCT FROM: null equals null).
 	Distinct(a, b []string) string
+	// KeyValue is the SQL expression by which expr, a value of a key
+	// column holding kind, is compared: two values are one key when their
+	// KeyValues are equal. Numbers are one key when they are equal in
+	// value, on every database: 1.5 and 1.50, 1 and 1.0. A database
+	// whose decimals are their text (SQLite) spells the number out of the
+	// text; its key index is on that expression, so with expr a bare
+	// quoted column, KeyValue also names the column in an upsert's
+	// conflict target. Elsewhere it is expr.
+	KeyValue(expr string, kind idemtype.Type) string
+	// Exact is the SQL expression of expr, a value of a column holding
+	// kind, whose equality says that two stored values are the same, where
+	// the column's own equality is looser: PostgreSQL's numeric finds 1.5
+	// and 1.50 equal, but stores and prints them apart. Upserts compare
+	// with it whether a row changes. Elsewhere it is expr.
+	Exact(expr string, kind idemtype.Type) string
 	// TimeType is the column type of the timestamps idemport itself
 	// writes (DeletedColumn), and TimeValue the value it binds for t.
 	TimeType() string

@@ -101,6 +101,30 @@ func (t *Table) Column(name string) *Column {
 	return nil
 }
 
+// Kind returns the kind of t's column name, or Unknown when t has none.
+func (t *Table) Kind(name string) idemtype.Type {
+	if c := t.Column(name); c != nil {
+		return c.Kind
+	}
+	return idemtype.Unknown
+}
+
+// Rewritten returns, of columns (a file's), those that an upsert into t
+// for tg compares with a stored row and writes over it: in ordinal mode
+// all of them; by natural key those that are not key columns, and the key
+// columns holding decimals, which are one key when equal in value
+// (Driver.KeyValue) while the row that wins keeps its own text: 1.50
+// replaces a stored 1.5.
+func Rewritten(t *Table, tg Target, columns []string) []string {
+	var out []string
+	for _, c := range columns {
+		if !slices.Contains(tg.Key, c) || t.Kind(c) == idemtype.Decimal {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // HasKey reports whether cols (in any order) are the primary key or a
 // unique index of t.
 func (t *Table) HasKey(cols []string) bool {

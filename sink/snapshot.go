@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/idemport/idemport/idemtype"
 )
 
 // DeletedColumn marks the rows a soft snapshot sweep deleted: when, as a
@@ -42,8 +44,11 @@ type Sweep struct {
 func (s Sweep) Quoted(name string) string { return s.Driver.QuoteTable(name) }
 
 // where returns the conditions (and their arguments) of the rows of the
-// scope that are live and that the file does not have (missing) or has.
-func (s Sweep) where(missing bool) (string, []any) {
+// scope of table t that are live and that the file does not have (missing)
+// or has. Keys compare as the driver compares t's keys (KeyValue): a
+// decimal key the file has in another text (1.50 for a stored 1.5, whose
+// row an older --version-col kept) is the file's.
+func (s Sweep) where(t *Table, missing bool) (string, []any) {
 	var conds []string
 	var args []any
 	for _, t := range s.Scope {
@@ -62,11 +67,7 @@ func (s Sweep) where(missing bool) (string, []any) {
 		in = "t." + s.Driver.Quote(FileColumn) + " = ?"
 		args = append(args, s.FileKey)
 	} else {
-		match := make([]string, len(s.Key))
-		for i, k := range s.Key {
-			match[i] = "k." + s.Driver.Quote(k) + " = t." + s.Driver.Quote(k)
-		}
-		in = "EXISTS (SELECT 1 FROM " + s.Quoted(s.Seen) + " k WHERE " + strings.Join(match, " AND ") + ")"
+		in = "EXISTS (SELECT 1 FROM " + s.Quoted(s.Seen) + " k WHERE " + keyMatch(s.Driver, t, s.Key, "k.", "t.") + ")"
 	}
 	if missing {
 		in = "NOT " + in
@@ -92,7 +93,11 @@ func (s Sweep) live() (string, []any) {
 // Count returns, inside q, how many live rows of the scope the sweep would
 // remove, and how many live rows the scope holds.
 func (s Sweep) Count(ctx context.Context, q Querier) (missing, live int64, err error) {
-	w, args := s.where(true)
+	t, err := describeTarget(ctx, q, s.Driver, Target{Table: s.Table})
+	if err != nil {
+		return 0, 0, err
+	}
+	w, args := s.where(t, true)
 	if err := q.QueryRowContext(ctx, s.Driver.Rebind(`SELECT count(*) FROM `+s.Quoted(s.Table)+` t WHERE `+w), args...).Scan(&missing); err != nil {
 		return 0, 0, fmt.Errorf("count rows missing from the snapshot: %w", err)
 	}
@@ -107,10 +112,13 @@ func (s Sweep) Count(ctx context.Context, q Querier) (missing, live int64, err e
 // that the file does not have, clears the marks of rows it has, inside tx,
 // and returns how many rows it deleted or marked.
 func (s Sweep) Apply(ctx context.Context, tx *sql.Tx, now any) (int64, error) {
-	w, args := s.where(true)
+	table, err := describeTarget(ctx, tx, s.Driver, Target{Table: s.Table})
+	if err != nil {
+		return 0, err
+	}
+	w, args := s.where(table, true)
 	t := s.Quoted(s.Table)
 	var res sql.Result
-	var err error
 	if s.Soft {
 		res, err = tx.ExecContext(ctx, s.Driver.Rebind(`UPDATE `+t+` AS t SET `+s.Driver.Quote(DeletedColumn)+` = ? WHERE `+w), append([]any{now}, args...)...)
 	} else {
@@ -124,7 +132,7 @@ func (s Sweep) Apply(ctx context.Context, tx *sql.Tx, now any) (int64, error) {
 		return 0, err
 	}
 	if s.Soft {
-		w, args := s.where(false)
+		w, args := s.where(table, false)
 		if _, err := tx.ExecContext(ctx, s.Driver.Rebind(`UPDATE `+t+` AS t SET `+s.Driver.Quote(DeletedColumn)+` = NULL WHERE `+w), args...); err != nil {
 			return 0, fmt.Errorf("clear the deletion marks of rows back in the snapshot: %w", err)
 		}
@@ -150,8 +158,9 @@ func EnsureDeleted(ctx context.Context, tx *sql.Tx, d Driver, table string) erro
 // EnsureSeen creates, inside tx, the table a Sweep by key reads as Seen:
 // the key columns of schema, keyed by row ordinal (a Writer of an ordinal
 // Target copies batches into it without an upsert), with an index on the
-// key for the sweep's anti-join (a database that runs it as a correlated
-// subquery looks each row's key up in it).
+// key, as the driver compares it (KeyValue), for the sweep's anti-join (a
+// database that runs it as a correlated subquery looks each row's key up
+// in it).
 func EnsureSeen(ctx context.Context, tx *sql.Tx, d Driver, table string, key []string, schema *arrow.Schema) error {
 	if err := d.Ensure(ctx, tx, Target{Table: table}, schema); err != nil {
 		return err
@@ -162,7 +171,7 @@ func EnsureSeen(ctx context.Context, tx *sql.Tx, d Driver, table string, key []s
 	}
 	cols := make([]string, len(key))
 	for i, k := range key {
-		cols[i] = d.Quote(k)
+		cols[i] = d.KeyValue(d.Quote(k), idemtype.TypeOf(schema.Field(schema.FieldIndices(k)[0])))
 	}
 	if _, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS `+d.Quote(name+"_key")+` ON `+d.QuoteTable(table)+` (`+strings.Join(cols, ", ")+`)`); err != nil {
 		return fmt.Errorf("index the snapshot's keys in %s: %w", table, err)

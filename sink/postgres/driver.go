@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -191,6 +192,20 @@ func (Driver) Distinct(a, b []string) string {
 		return "(" + a[0] + ") IS DISTINCT FROM (" + b[0] + ")"
 	}
 	return "ROW(" + strings.Join(a, ", ") + ") IS DISTINCT FROM ROW(" + strings.Join(b, ", ") + ")"
+}
+
+// KeyValue implements sink.Driver: numeric compares by value already (1.5
+// = 1.50), and so does its unique index.
+func (Driver) KeyValue(expr string, _ idemtype.Type) string { return expr }
+
+// Exact implements sink.Driver: numeric's equality ignores the scale its
+// text keeps, and a type idemport does not know may have looser equality
+// than its text (as the Writer compares them): both compare as text.
+func (Driver) Exact(expr string, kind idemtype.Type) string {
+	if kind == idemtype.Decimal || kind == idemtype.Unknown {
+		return "(" + expr + ")::text"
+	}
+	return expr
 }
 
 // TimeType implements sink.Driver.

@@ -416,11 +416,15 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 		return nil, fmt.Errorf("create staging table for %s: %w", tg.Table, err)
 	}
 
+	// A changed row is written whole: the columns that are not the key,
+	// and the numeric key columns, whose stored text (1.5) the new row's
+	// (1.50) replaces though numeric finds them equal (sink.Rewritten).
+	rewritten := sink.Rewritten(t, tg, columnNames(w.fields))
 	var names, values, data, stored, incoming, set []string
 	for _, f := range w.fields {
 		names = append(names, q(f.name))
 		values = append(values, f.expr("s"))
-		if slices.Contains(tg.Key, f.name) {
+		if !slices.Contains(rewritten, f.name) {
 			continue
 		}
 		data = append(data, f.name)
@@ -664,9 +668,19 @@ func (w *writer) copyNew(ctx context.Context, tx *sql.Tx, rec arrow.RecordBatch,
 	return false, nil
 }
 
+// columnNames returns the names of fields, in order.
+func columnNames(fields []field) []string {
+	out := make([]string, len(fields))
+	for i, f := range fields {
+		out[i] = f.name
+	}
+	return out
+}
+
 // key appends row i of a to a batch key, so that values the key column
-// holds as equal append the same bytes: -0 is 0, and char(n) ignores
-// trailing spaces. Values equal only under rules idemport does not know (a
+// holds as equal append the same bytes: -0 is 0, char(n) ignores trailing
+// spaces, and numeric compares numbers by value (1.5 is 1.50, 1 is 1.0).
+// Values equal only under rules idemport does not know (a
 // case-insensitive type or collation) are not found equal: such a batch
 // fails to merge with PostgreSQL's "cannot affect row a second time".
 func (f *field) key(buf []byte, a arrow.Array, i int) []byte {
@@ -683,8 +697,11 @@ func (f *field) key(buf []byte, a arrow.Array, i int) []byte {
 		buf = append(buf, text(a, i)...)
 	default:
 		t := text(a, i)
-		if f.target.typname == "bpchar" {
+		switch {
+		case f.target.typname == "bpchar":
 			t = strings.TrimRight(t, " ")
+		case f.target.typname == "numeric" && strings.Contains(t, "."):
+			t = strings.TrimRight(strings.TrimRight(t, "0"), ".")
 		}
 		buf = append(buf, t...)
 	}

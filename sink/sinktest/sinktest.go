@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) Env) {
 		{"ExistingTableWiderTypes", existingTableWiderTypes},
 		{"ExistingFloatRefusesInt64", existingFloatRefusesInt64},
 		{"DecimalsExact", decimalsExact},
+		{"DecimalKeysByValue", decimalKeysByValue},
 		{"CheckReportsEveryProblem", checkReportsEveryProblem},
 		{"UniqueIndexKey", uniqueIndexKey},
 		{"DescribeMissingTable", describeMissingTable},

@@ -11,9 +11,11 @@
 //
 // Target tables are rowid tables with a unique index on their key: (file
 // key, row ordinal) in ordinal mode, the natural key otherwise, which is
-// the INTEGER PRIMARY KEY itself when it is one integer column (older
-// versions made WITHOUT ROWID tables clustered on the key, which are
-// written the same way; see createSQL). Rows are
+// the INTEGER PRIMARY KEY itself when it is one integer column, and an
+// index on the number each decimal column's text spells when it has one,
+// so that decimals equal in value are one key (KeyValue; older versions
+// made WITHOUT ROWID tables clustered on the key, which are written the
+// same way; see createSQL). Rows are
 // upserted with INSERT … ON CONFLICT DO UPDATE … WHERE statements, whose
 // WHERE leaves unchanged and stale rows untouched; a batch none of whose
 // keys is stored is written with a plain INSERT.
@@ -33,6 +35,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -166,6 +169,34 @@ func quoteList(names []string, prefix string) string {
 func (Driver) Distinct(a, b []string) string {
 	return "(" + strings.Join(a, ", ") + ") IS NOT (" + strings.Join(b, ", ") + ")"
 }
+
+// KeyValue implements sink.Driver. A decimal is its canonical text
+// (DECIMAL TEXT), which keeps the scale written: a decimal key is compared
+// by its number, spelled out of the text by numberExpr, and its key index
+// is on that expression.
+func (Driver) KeyValue(expr string, kind idemtype.Type) string {
+	if kind == idemtype.Decimal {
+		return numberExpr(expr)
+	}
+	return expr
+}
+
+// numberExpr is the SQL expression that spells out the number of expr, a
+// decimal's canonical text (or an integer or real SQLite renders as text):
+// the text less the zeros that end its fraction and then a point with
+// nothing after it, as reader.AppendDecimalKey keys it in a file. 1.50 is
+// 1.5, 1.0 and 1 are 1, 100 stays 100, 0.00 is 0 (canonical text gives
+// zero no sign). The expression uses only built-in deterministic
+// functions, so an index on it needs nothing registered: any program may
+// write the table.
+func numberExpr(expr string) string {
+	t := "CAST(" + expr + " AS TEXT)"
+	return "CASE WHEN instr(" + t + ", '.') THEN rtrim(rtrim(" + t + ", '0'), '.') ELSE " + t + " END"
+}
+
+// Exact implements sink.Driver: SQLite compares stored values as they are
+// stored (decimals as their text).
+func (Driver) Exact(expr string, _ idemtype.Type) string { return expr }
 
 // TimeType implements sink.Driver: timestamps are fixed-width UTC text
 // (sink.FormatTimestamp), whose order is time order.

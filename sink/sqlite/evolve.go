@@ -28,7 +28,10 @@ func (Driver) AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.F
 // statement with that one declaration changed, the rows copied (integers
 // become their exact text), the indexes created again. A table whose
 // declaration of the column is not one idemport writes ("name" INTEGER,
-// REAL or DECIMAL TEXT) is not rebuilt.
+// REAL or DECIMAL TEXT) is not rebuilt. An index that compares the column
+// by number (a decimal key's, keyIndexSQL) compares it as text once it is
+// text; an int64 key column widened to decimal gets its index by number
+// from Ensure, which follows every change.
 func (Driver) Widen(ctx context.Context, tx *sql.Tx, table, column string, kind idemtype.Type) error {
 	var create string
 	if err := tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&create); err != nil {
@@ -53,6 +56,9 @@ func (Driver) Widen(ctx context.Context, tx *sql.Tx, table, column string, kind 
 		if err := rows.Scan(&s); err != nil {
 			rows.Close()
 			return err
+		}
+		if kind != idemtype.Decimal {
+			s = strings.ReplaceAll(s, numberExpr(q(column)), q(column))
 		}
 		indexes = append(indexes, s)
 	}

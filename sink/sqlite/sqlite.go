@@ -5,11 +5,13 @@ import "C"
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	sqlite3 "github.com/mattn/go-sqlite3"
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
@@ -65,9 +67,25 @@ func kindOf(decl string) idemtype.Type {
 
 // Describe implements sink.Driver.
 func (Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, error) {
+	t, _, err := describe(ctx, qr, name)
+	return t, err
+}
+
+// index is a unique index of a table as describe read it: its columns, in
+// order, and which of them it holds as numberExpr of the column (a decimal
+// key compared by its number) rather than as stored. A column it holds as
+// another expression is "".
+type index struct {
+	columns []string
+	number  []bool
+}
+
+// describe returns the table named name (nil when it does not exist) and
+// its unique indexes, the primary key's among them.
+func describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, []index, error) {
 	rows, err := qr.QueryContext(ctx, `SELECT name, type, "notnull", dflt_value IS NOT NULL, pk FROM pragma_table_info(?) ORDER BY cid`, name)
 	if err != nil {
-		return nil, fmt.Errorf("describe table %s: %w", name, err)
+		return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
 	}
 	t := &sink.Table{Name: name}
 	var pk []string
@@ -77,7 +95,7 @@ func (Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*sink
 		var pos int
 		if err := rows.Scan(&c.Name, &c.SQLType, &c.NotNull, &c.Default, &pos); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("describe table %s: %w", name, err)
+			return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
 		}
 		c.Kind = kindOf(c.SQLType)
 		if pos > 0 {
@@ -87,34 +105,44 @@ func (Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*sink
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("describe table %s: %w", name, err)
+		return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
 	}
 	if len(t.Columns) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	for i := 1; i <= len(pkPos); i++ {
 		pk = append(pk, pkPos[i])
 	}
+	var indexes []index
 	if len(pk) > 0 {
 		t.Keys = append(t.Keys, pk)
+		indexes = append(indexes, index{columns: pk, number: make([]bool, len(pk))})
 	}
-	idx, err := qr.QueryContext(ctx, `SELECT name, origin = 'pk' FROM pragma_index_list(?) WHERE "unique" = 1 AND partial = 0`, name)
+	idx, err := qr.QueryContext(ctx, `SELECT l.name, l.origin = 'pk', coalesce(m.sql, '') FROM pragma_index_list(?) l
+		LEFT JOIN sqlite_master m ON m.type = 'index' AND m.name = l.name
+		WHERE l."unique" = 1 AND l.partial = 0`, name)
 	if err != nil {
-		return nil, fmt.Errorf("describe indexes of %s: %w", name, err)
+		return nil, nil, fmt.Errorf("describe indexes of %s: %w", name, err)
 	}
-	var names []string
+	type listed struct {
+		name, sql string
+	}
+	var list []listed
 	pkIndex := false
 	for idx.Next() {
-		var n string
+		var l listed
 		var isPK bool
-		if err := idx.Scan(&n, &isPK); err != nil {
+		if err := idx.Scan(&l.name, &isPK, &l.sql); err != nil {
 			idx.Close()
-			return nil, err
+			return nil, nil, err
 		}
-		names = append(names, n)
+		list = append(list, l)
 		pkIndex = pkIndex || isPK
 	}
 	idx.Close()
+	if err := idx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("describe indexes of %s: %w", name, err)
+	}
 	// A primary key that is one INTEGER column and has no index of its own
 	// is the rowid, which SQLite assigns when a row gives none.
 	if len(pk) == 1 && !pkIndex {
@@ -122,35 +150,123 @@ func (Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*sink
 			c.Default = true
 		}
 	}
-	for _, n := range names {
-		cols, err := qr.QueryContext(ctx, `SELECT coalesce(name, '') FROM pragma_index_info(?) ORDER BY seqno`, n)
+	for _, l := range list {
+		cols, err := qr.QueryContext(ctx, `SELECT cid, coalesce(name, '') FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno`, l.name)
 		if err != nil {
-			return nil, fmt.Errorf("describe index %s: %w", n, err)
+			return nil, nil, fmt.Errorf("describe index %s: %w", l.name, err)
 		}
-		var key []string
+		var ix index
+		var exprs []int // positions of the expressions among the columns
 		for cols.Next() {
+			var cid int
 			var c string
-			if err := cols.Scan(&c); err != nil {
+			if err := cols.Scan(&cid, &c); err != nil {
 				cols.Close()
-				return nil, err
+				return nil, nil, err
 			}
-			key = append(key, c)
+			if cid == -2 {
+				exprs = append(exprs, len(ix.columns))
+			}
+			ix.columns = append(ix.columns, c)
+			ix.number = append(ix.number, false)
 		}
 		cols.Close()
-		t.Keys = append(t.Keys, key)
+		if err := cols.Err(); err != nil {
+			return nil, nil, fmt.Errorf("describe index %s: %w", l.name, err)
+		}
+		numbered(&ix, exprs, l.sql, t)
+		t.Keys = append(t.Keys, ix.columns)
+		indexes = append(indexes, ix)
 	}
-	return t, nil
+	return t, indexes, nil
+}
+
+// numbered names the columns of ix that are expressions (at the positions
+// exprs), when each is numberExpr of a column of t: its statement, sql,
+// holds those expressions in the order of its columns. Other expressions
+// stay "", so that the index is no key of the file's columns.
+func numbered(ix *index, exprs []int, sql string, t *sink.Table) {
+	if len(exprs) == 0 {
+		return
+	}
+	type found struct {
+		at   int
+		name string
+	}
+	var all []found
+	for _, c := range t.Columns {
+		e := numberExpr(q(c.Name))
+		for from := 0; ; {
+			i := strings.Index(sql[from:], e)
+			if i < 0 {
+				break
+			}
+			all = append(all, found{from + i, c.Name})
+			from += i + len(e)
+		}
+	}
+	if len(all) != len(exprs) {
+		return
+	}
+	slices.SortFunc(all, func(a, b found) int { return a.at - b.at })
+	for i, at := range exprs {
+		ix.columns[at], ix.number[at] = all[i].name, true
+	}
+}
+
+// numberKey reports whether t has a unique index on key (its columns in
+// any order) that holds its decimal columns by number and the others as
+// stored: the index of keyIndexSQL, which makes decimals that are equal in
+// value one key.
+func numberKey(t *sink.Table, indexes []index, key []string) bool {
+	for _, ix := range indexes {
+		if len(ix.columns) != len(key) {
+			continue
+		}
+		ok := true
+		for i, c := range ix.columns {
+			ok = ok && slices.Contains(key, c) && ix.number[i] == (t.Kind(c) == idemtype.Decimal)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// decimalKey reports whether a column of key holds decimals in t.
+func decimalKey(t *sink.Table, key []string) bool {
+	for _, k := range key {
+		if t.Kind(k) == idemtype.Decimal {
+			return true
+		}
+	}
+	return false
+}
+
+// keyIndexSQL is the CREATE UNIQUE INDEX of the natural key of a table
+// with a decimal key column: on numberExpr of each decimal column and on
+// the other columns as stored, so that 1.5 and 1.50 are one key. (A table
+// constraint cannot hold an expression.) kind gives the kind of a column.
+func keyIndexSQL(table string, key []string, kind func(string) idemtype.Type) string {
+	cols := make([]string, len(key))
+	for i, k := range key {
+		cols[i] = Driver{}.KeyValue(q(k), kind(k))
+	}
+	return "CREATE UNIQUE INDEX " + q(table+"_idemport_key") + " ON " + q(table) + " (" + strings.Join(cols, ", ") + ")"
 }
 
 // Ensure implements sink.Driver.
 func (d Driver) Ensure(ctx context.Context, tx *sql.Tx, tg sink.Target, schema *arrow.Schema) error {
-	t, err := d.Describe(ctx, tx, tg.Table)
+	t, indexes, err := describe(ctx, tx, tg.Table)
 	if err != nil {
 		return err
 	}
 	if t == nil {
-		if _, err := tx.ExecContext(ctx, createSQL(tg, schema)); err != nil {
-			return fmt.Errorf("create table %s: %w", tg.Table, err)
+		for _, stmt := range createSQL(tg, schema) {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("create table %s: %w", tg.Table, err)
+			}
 		}
 		return nil
 	}
@@ -164,7 +280,47 @@ func (d Driver) Ensure(ctx context.Context, tx *sql.Tx, tg sink.Target, schema *
 			}
 		}
 	}
-	return nil
+	return ensureNumberKey(ctx, tx, tg, t, indexes)
+}
+
+// ensureNumberKey gives the existing table t, keyed by tg's natural key
+// with a decimal column, the key index that compares decimals by number
+// (keyIndexSQL) when it lacks one: a table an older version made, or one
+// whose int64 key column was just widened to decimal. Rows whose keys are
+// equal in value but stored apart (1.5 and 1.50, which an older version
+// kept as two keys) keep the index from being made: the error names some
+// and what to do.
+func ensureNumberKey(ctx context.Context, tx *sql.Tx, tg sink.Target, t *sink.Table, indexes []index) error {
+	if tg.Ordinal() || !decimalKey(t, tg.Key) || numberKey(t, indexes, tg.Key) {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, keyIndexSQL(tg.Table, tg.Key, t.Kind))
+	if err == nil {
+		return nil
+	}
+	if se := (sqlite3.Error{}); !errors.As(err, &se) || se.Code != sqlite3.ErrConstraint {
+		return fmt.Errorf("index the key of %s by value: %w", tg.Table, err)
+	}
+	numbers := make([]string, len(tg.Key))
+	texts := make([]string, len(tg.Key))
+	for i, k := range tg.Key {
+		numbers[i] = Driver{}.KeyValue(q(k), t.Kind(k))
+		texts[i] = "CAST(" + q(k) + " AS TEXT)"
+	}
+	var pairs []string
+	rows, err := tx.QueryContext(ctx, `SELECT group_concat('('||`+strings.Join(texts, `||', '||`)+`||')', ' and ') FROM `+q(tg.Table)+
+		` GROUP BY `+strings.Join(numbers, ", ")+` HAVING count(*) > 1 LIMIT 3`)
+	if err == nil {
+		for rows.Next() {
+			var p string
+			if rows.Scan(&p) == nil {
+				pairs = append(pairs, p)
+			}
+		}
+		rows.Close()
+	}
+	return fmt.Errorf("table %s holds rows whose keys (%s) are equal in value but written apart, as %s: an older version of idemport kept such keys apart; they are one key now, so delete all but one row of each, then rerun",
+		tg.Table, strings.Join(tg.Key, ", "), strings.Join(pairs, "; "))
 }
 
 // createSQL is the CREATE TABLE of a new target table: a rowid table,
@@ -178,8 +334,10 @@ func (d Driver) Ensure(ctx context.Context, tx *sql.Tx, tg sink.Target, schema *
 // Narrow rows take the same time either way, in a file 7-10% larger. A
 // file's rows get increasing rowids, so they are appended to the table.
 // Tables made by older versions keep their layout and are written the same
-// way.
-func createSQL(tg sink.Target, schema *arrow.Schema) string {
+// way. A natural key with a decimal column is a unique index on an
+// expression (keyIndexSQL), the second statement.
+func createSQL(tg sink.Target, schema *arrow.Schema) []string {
+	kind := func(name string) idemtype.Type { return idemtype.TypeOf(schema.Field(schema.FieldIndices(name)[0])) }
 	var b strings.Builder
 	b.WriteString("CREATE TABLE " + q(tg.Table) + " (\n")
 	intKey := len(tg.Key) == 1 && idemtype.TypeOf(schema.Field(schema.FieldIndices(tg.Key[0])[0])) == idemtype.Int64
@@ -197,15 +355,19 @@ func createSQL(tg sink.Target, schema *arrow.Schema) string {
 	}
 	if tg.Ordinal() {
 		fmt.Fprintf(&b, "  UNIQUE (%s, %s)\n)", q(sink.FileColumn), q(sink.RowColumn))
-		return b.String()
+		return []string{b.String()}
 	}
 	fmt.Fprintf(&b, "  %s INTEGER,\n  %s INTEGER", q(sink.FileColumn), q(sink.RowColumn))
 	if intKey {
 		b.WriteString("\n)")
-		return b.String()
+		return []string{b.String()}
+	}
+	if slices.ContainsFunc(tg.Key, func(k string) bool { return kind(k) == idemtype.Decimal }) {
+		b.WriteString("\n)")
+		return []string{b.String(), keyIndexSQL(tg.Table, tg.Key, kind)}
 	}
 	fmt.Fprintf(&b, ",\n  UNIQUE (%s)\n)", quoteList(tg.Key, ""))
-	return b.String()
+	return []string{b.String()}
 }
 
 // writer upserts batches through statements it prepares once on the
@@ -237,25 +399,44 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	if err != nil {
 		return nil, fmt.Errorf("writer for %s: %w", tg.Table, err)
 	}
+	t, indexes, err := describe(ctx, conn, tg.Table)
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, fmt.Errorf("write %s: no such table", tg.Table)
+	}
 	w := &writer{tg: tg, verCol: -1}
-	var cols, data []string
+	var cols, names []string
 	cols = append(cols, q(sink.FileColumn), q(sink.RowColumn))
 	for i, f := range schema.Fields() {
 		cols = append(cols, q(f.Name))
+		names = append(names, f.Name)
 		if f.Name == tg.Version {
 			w.verCol = i
 		}
-		if !slices.Contains(tg.Key, f.Name) {
-			data = append(data, f.Name)
-		}
 	}
+	// A changed row is written whole: the columns that are not the key,
+	// and the decimal key columns, whose stored text (1.5) the new row's
+	// (1.50) replaces, the two being one key (sink.Rewritten).
+	data := sink.Rewritten(t, tg, names)
 	for _, k := range tg.Key {
 		w.keyCols = append(w.keyCols, C.int(schema.FieldIndices(k)[0]))
 	}
 	table := q(tg.Table)
-	conflict := []string{sink.FileColumn, sink.RowColumn}
-	if !tg.Ordinal() {
-		conflict = tg.Key
+	// The key as its index holds it: decimals by number (KeyValue), unless
+	// the table has only an older version's index on their text, which a
+	// plan by this version replaces (ensureNumberKey).
+	key := func(k, expr string) string { return expr }
+	if !tg.Ordinal() && numberKey(t, indexes, tg.Key) {
+		key = func(k, expr string) string { return Driver{}.KeyValue(expr, t.Kind(k)) }
+	}
+	var conflict []string
+	if tg.Ordinal() {
+		conflict = []string{q(sink.FileColumn), q(sink.RowColumn)}
+	}
+	for _, k := range tg.Key {
+		conflict = append(conflict, key(k, q(k)))
 	}
 	var set, guard []string
 	for _, c := range data {
@@ -268,9 +449,9 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	var onConflict string
 	if len(data) > 0 {
 		guard = append(guard, "("+quoteList(data, table+".")+") IS NOT ("+quoteList(data, "excluded.")+")")
-		onConflict = " ON CONFLICT (" + quoteList(conflict, "") + ") DO UPDATE SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(guard, " AND ")
+		onConflict = " ON CONFLICT (" + strings.Join(conflict, ", ") + ") DO UPDATE SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(guard, " AND ")
 	} else {
-		onConflict = " ON CONFLICT (" + quoteList(conflict, "") + ") DO NOTHING"
+		onConflict = " ON CONFLICT (" + strings.Join(conflict, ", ") + ") DO NOTHING"
 	}
 	insert := "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") "
 	if tg.Ordinal() {
@@ -308,7 +489,7 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	n := len(tg.Key)
 	var where []string
 	for i, k := range tg.Key {
-		where = append(where, fmt.Sprintf("%s.%s = ?%d", table, q(k), i+1))
+		where = append(where, key(k, table+"."+q(k))+" = "+key(k, fmt.Sprintf("?%d", i+1)))
 	}
 	stale := staleSQL(table, fmt.Sprintf("?%d", n+1), fmt.Sprintf("?%d", n+2), fmt.Sprintf("?%d", n+3), tg.Version)
 	if w.probe, err = prepare(db, "SELECT "+stale+" FROM "+table+" WHERE "+strings.Join(where, " AND ")); err != nil {
