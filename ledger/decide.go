@@ -152,7 +152,7 @@ func Difference(op *Operation, id Identity) (what, how string) {
 	}
 	if !id.SameMapping(op) {
 		parts = append(parts, "mapping")
-		details = append(details, mappingDiff(op.Mapping, id.Mapping))
+		details = append(details, mappingDiff(op.Mapping, id.Mapping, id.ReadAs))
 	}
 	return strings.Join(parts, " and "), strings.Join(details, "; ")
 }
@@ -164,11 +164,22 @@ func short(d string) string {
 	return d
 }
 
-// mappingDiff compares two canonical mapping documents field by field.
-func mappingDiff(was, now string) string {
+// mappingDiff compares two canonical mapping documents field by field. A
+// column type that one of them names and the other does not, and that
+// readAs gives the column anyway, changes nothing and is left out.
+func mappingDiff(was, now string, readAs map[string]string) string {
 	var a, b map[string]any
 	if json.Unmarshal([]byte(was), &a) != nil || json.Unmarshal([]byte(now), &b) != nil {
 		return "stored mapping cannot be compared"
+	}
+	ca, _ := a["columns"].(map[string]any)
+	cb, _ := b["columns"].(map[string]any)
+	for _, c := range [][2]map[string]any{{ca, cb}, {cb, ca}} {
+		for name, t := range c[0] {
+			if _, other := c[1][name]; !other && t == any(readAs[name]) {
+				delete(c[0], name)
+			}
+		}
 	}
 	keys := map[string]bool{}
 	for k := range a {

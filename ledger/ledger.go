@@ -3,9 +3,9 @@ package ledger
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/migrate"
@@ -85,19 +85,56 @@ type Identity struct {
 	ContentDigest string // sha256:…
 	MappingDigest string // sha256:… of Mapping
 	Mapping       string // canonical JSON of the mapping
-	// Equivalent lists other mapping digests that mean the same as
-	// MappingDigest for this file (the mapping less --column types equal to
-	// the existing table's): an operation stored with one of them has the
-	// same mapping.
-	Equivalent []string
-	Path       string
-	Size       int64
+	// ReadAs gives, by column name, the type (its canonical name) the file's
+	// column is read as whatever the mapping says: for a text file going
+	// into an existing table, the table column's; for Parquet and Arrow,
+	// the file's own. A mapping's column type ("columns") that names
+	// exactly that type changes nothing, so it is no difference (see
+	// SameMapping). Nil when unknown: then only equal digests are the same
+	// mapping.
+	ReadAs map[string]string
+	Path   string
+	Size   int64
 }
 
 // SameMapping reports whether the stored operation op was made with a
-// mapping that means the same as id's.
+// mapping that means the same as id's: the same canonical mapping, or one
+// that differs only in column types that name, in either mapping, the
+// type id.ReadAs says the column is read as anyway. So a --column that
+// restates the existing table's type (or a Parquet column's own) changes
+// neither an earlier import's identity, made with or without it, nor a
+// later one's. The digests stay those of the mappings as given.
 func (id Identity) SameMapping(op *Operation) bool {
-	return op.MappingDigest == id.MappingDigest || slices.Contains(id.Equivalent, op.MappingDigest)
+	if op.MappingDigest == id.MappingDigest {
+		return true
+	}
+	if len(id.ReadAs) == 0 {
+		return false
+	}
+	was, now := effective(op.Mapping, id.ReadAs), effective(id.Mapping, id.ReadAs)
+	return was != "" && was == now
+}
+
+// effective returns the canonical mapping document doc less the column
+// types that readAs gives the columns anyway, re-encoded (keys sorted),
+// or "" when doc is not a JSON object.
+func effective(doc string, readAs map[string]string) string {
+	var m map[string]any
+	if json.Unmarshal([]byte(doc), &m) != nil || m == nil {
+		return ""
+	}
+	if cols, ok := m["columns"].(map[string]any); ok {
+		for name, t := range cols {
+			if s, ok := t.(string); ok && readAs[name] == s {
+				delete(cols, name)
+			}
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // Operation is the stored record of an operation.

@@ -184,6 +184,10 @@ func (r *run) situation(ctx context.Context, q sink.Querier, op *ledger.Operatio
 	if op == nil {
 		return s, nil
 	}
+	if err := r.readAs(ctx, q, op); err != nil {
+		return s, err
+	}
+	s.ID = r.id
 	s.Admits = r.admits(op)
 	if op.State == ledger.Processing {
 		if s.Gone, err = r.goneHolders(ctx, q, op); err != nil {

@@ -386,23 +386,12 @@ func (r *run) identify(ctx context.Context) error {
 	}
 	quotes := format == reader.CSV || m.Quotes
 	mapping, mdigest := m.canonical(format, delim, quotes)
-	// The same mapping less the --column types that change nothing means
-	// the same: a stored operation with either digest is this one.
-	var equivalent []string
-	if cols, err := r.meaningfulColumns(ctx, format); err != nil {
-		return err
-	} else if len(cols) != len(m.Columns) {
-		m.Columns = cols
-		_, d := m.canonical(format, delim, quotes)
-		equivalent = append(equivalent, d)
-	}
 	r.id = ledger.Identity{
 		Key:           ledger.Key{Table: m.Table, FileID: fileID},
 		FileKey:       FileKey(fileID),
 		ContentDigest: digest,
 		MappingDigest: mdigest,
 		Mapping:       mapping,
-		Equivalent:    equivalent,
 		Path:          r.req.Path,
 		Size:          size,
 	}
@@ -456,26 +445,42 @@ func (r *run) legacyIdentity(ctx context.Context, table, fileID string) (string,
 	return fileID, content, nil
 }
 
-// meaningfulColumns returns the mapping's forced column types less those
-// that change nothing: for a text file going into an existing table, a
-// --column naming the type the table's column already has is how the plan
-// reads that column anyway, so it must not change the fingerprint.
-func (r *run) meaningfulColumns(ctx context.Context, format reader.Format) (map[string]reader.Type, error) {
-	cols := r.req.Mapping.Columns
-	if len(cols) == 0 || r.e.db == nil || (format != reader.CSV && format != reader.TSV && format != reader.JSONL) {
-		return cols, nil
+// readAs sets r.id.ReadAs, once, when the stored operation op was made
+// with a mapping whose digest differs from this run's: then the two may
+// differ only in --column types that change nothing, which
+// ledger.Identity.SameMapping tells from the types the file's columns are
+// read as whatever the mapping says. A text file going into an existing
+// table is read with the table's column types (planInputs: those of its
+// numeric columns only without --evolve widen, which infers them from the
+// file); a Parquet or Arrow file with its own. The table is read through
+// q, once a run.
+func (r *run) readAs(ctx context.Context, q sink.Querier, op *ledger.Operation) error {
+	if op == nil || op.MappingDigest == r.id.MappingDigest || r.id.ReadAs != nil {
+		return nil
 	}
-	t, err := r.e.sink.Describe(ctx, r.e.db, r.req.Mapping.Table)
-	if err != nil || t == nil {
-		return cols, err
-	}
-	out := make(map[string]reader.Type, len(cols))
-	for name, typ := range cols {
-		if c := t.Column(name); c == nil || c.Kind != typ {
-			out[name] = typ
+	readAs := map[string]string{}
+	if r.textFormat() {
+		if r.e.db == nil || r.e.sink.Limits().CheckTable(r.target.Table) != nil {
+			return nil
+		}
+		t, err := r.e.sink.Describe(ctx, q, r.target.Table)
+		if err != nil {
+			return err
+		}
+		for name, typ := range tableTypes(t, r.req.Mapping.Evolve == EvolveWiden) {
+			readAs[name] = typ.String()
+		}
+	} else {
+		f, err := r.open(reader.Options{Format: r.req.Mapping.Format})
+		if err != nil {
+			return nil // the plan pass reports a file it cannot read
+		}
+		for _, c := range f.Schema() {
+			readAs[c.Name] = c.Type.String()
 		}
 	}
-	return out, nil
+	r.id.ReadAs = readAs
+	return nil
 }
 
 // txn is a transaction that a cancel of its context stops up to its

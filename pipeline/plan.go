@@ -161,27 +161,40 @@ func (r *run) planInputs(ctx context.Context) (planInput, *sink.Table, error) {
 		in.limits = columnLimits(existing)
 	}
 	if existing != nil && r.textFormat() {
-		widen := r.req.Mapping.Evolve == EvolveWiden
 		// Text is validated against the types of the table it goes into;
 		// typed formats (Parquet, Arrow) carry their own types, which the
 		// table check compares with the table's.
-		for _, c := range existing.Columns {
-			if widen && (c.Kind == idemtype.Int64 || c.Kind == idemtype.Float64 || c.Kind == idemtype.Decimal) {
-				continue // inferred from the file: a column that no longer fits is widened
-			}
-			if _, forced := types[c.Name]; forced {
-				continue
-			}
-			if c.Kind == idemtype.Unknown {
-				// A type idemport does not produce (date, uuid, inet, a
-				// domain…): the file's text, for the database to parse.
-				types[c.Name] = reader.String
-			} else {
-				types[c.Name] = c.Kind
+		for name, typ := range tableTypes(existing, r.req.Mapping.Evolve == EvolveWiden) {
+			if _, forced := types[name]; !forced {
+				types[name] = typ
 			}
 		}
 	}
 	return in, existing, nil
+}
+
+// tableTypes returns the types a text file's columns are read as when it
+// goes into the existing table t (nil when there is none), unless forced:
+// each column's own type, and the file's text for a type idemport does not
+// produce (date, uuid, inet, a domain…), for the database to parse. With
+// --evolve widen (widen) the int64, float64 and decimal columns are left
+// out: those are inferred from the file, and a column that no longer fits
+// is widened.
+func tableTypes(t *sink.Table, widen bool) map[string]reader.Type {
+	if t == nil {
+		return nil
+	}
+	out := map[string]reader.Type{}
+	for _, c := range t.Columns {
+		switch {
+		case widen && (c.Kind == idemtype.Int64 || c.Kind == idemtype.Float64 || c.Kind == idemtype.Decimal):
+		case c.Kind == idemtype.Unknown:
+			out[c.Name] = reader.String
+		default:
+			out[c.Name] = c.Kind
+		}
+	}
+	return out
 }
 
 // columnLimits returns the limits of t's columns that have any.

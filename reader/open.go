@@ -141,3 +141,13 @@ func (f *File) Source() idemtype.Source { return f.f.In }
 // Header returns the column names of a CSV, TSV, Parquet or Arrow file, or
 // nil for JSONL, whose columns are only known after a scan.
 func (f *File) Header() []string { return f.f.Header }
+
+// Schema returns the columns of a Parquet or Arrow file with the types it
+// is read with: the file's own, or those Options.Types fixed. It returns
+// nil for CSV, TSV and JSONL, whose types only a scan decides.
+func (f *File) Schema() Schema {
+	if f.cols == nil {
+		return nil
+	}
+	return f.cols.Schema()
+}

@@ -49,6 +49,10 @@ func Open(f *core.File) (*File, error) {
 	return c, nil
 }
 
+// Schema returns the file's columns and the types it is read with (a
+// copy).
+func (f *File) Schema() core.Schema { return slices.Clone(f.schema) }
+
 // Partition opens a reader over partition p of plan, a unit: a Parquet
 // partition reads only its row group, and an Arrow IPC file partition only
 // its record batch (and the file's dictionaries); an Arrow IPC stream

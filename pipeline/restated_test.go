@@ -1,0 +1,61 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/idemport/idemport/internal/testkit"
+	"github.com/idemport/idemport/reader"
+)
+
+// TestRestatedTypesAreTheSameMapping: a column type given that is how the
+// column is read anyway changes nothing, so the runs with and without it
+// are one mapping, whichever came first: for a text file, the type of the
+// existing table's column (JSONL here; CSV in the CLI's tests); for a
+// Parquet file, the type the file gives the column. The fingerprint shown
+// stays that of the flags given. A type that changes how the column is
+// read is still another mapping, and the conflict names only it.
+func TestRestatedTypesAreTheSameMapping(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		f := newFx(t, name)
+		ctx := context.Background()
+		run := func(path string, cols map[string]reader.Type) *Result {
+			t.Helper()
+			return f.e.Import(ctx, Request{Path: path, Mapping: Mapping{Table: strings.Split(path[len(f.dir)+1:], ".")[0], Key: []string{"id"}, Columns: cols}})
+		}
+		pq := f.writeParquet(t, "pq.parquet", []int64{1, 2}, []float64{2.5, 3})
+		js := f.write(t, "js.jsonl", `{"id":1,"qty":2,"at":"2026-11-28T09:30:00Z"}`+"\n"+`{"id":2,"qty":3,"at":"2026-11-29T09:30:00Z"}`+"\n")
+		for _, c := range []struct {
+			path        string
+			first       map[string]reader.Type
+			same        []map[string]reader.Type
+			other       map[string]reader.Type
+			differences string
+		}{
+			{pq, map[string]reader.Type{"price": reader.Float64},
+				[]map[string]reader.Type{nil, {"id": reader.Int64}, {"id": reader.Int64, "price": reader.Float64}},
+				map[string]reader.Type{"price": reader.String, "id": reader.Int64}, `columns was {"price":"float64"}, now {"price":"string"}`},
+			{js, map[string]reader.Type{"qty": reader.Float64},
+				[]map[string]reader.Type{nil, {"id": reader.Int64, "at": reader.Timestamp}, {"qty": reader.Float64, "at": reader.Timestamp}},
+				map[string]reader.Type{"qty": reader.Decimal, "at": reader.Timestamp}, `columns was {"qty":"float64"}, now {"qty":"decimal"}`},
+		} {
+			first := run(c.path, c.first)
+			f.wantOutcome(t, first, Imported)
+			for _, cols := range c.same {
+				res := run(c.path, cols)
+				if res.Outcome != Duplicate || res.FileID != first.FileID {
+					t.Errorf("%s with %v after %v: %s (%v), want a duplicate", c.path, cols, c.first, res.Outcome, res.Err)
+				}
+				if res.MappingDigest == first.MappingDigest {
+					t.Errorf("%s with %v: mapping digest %s, the first's: the digest is the flags'", c.path, cols, res.MappingDigest)
+				}
+			}
+			other := run(c.path, c.other)
+			if other.Outcome != Conflict || !strings.Contains(fmt.Sprint(other.Err), "mapping differs") || !strings.Contains(fmt.Sprint(other.Err), c.differences) {
+				t.Errorf("%s with %v: %s (%v), want a conflict saying %s", c.path, c.other, other.Outcome, other.Err, c.differences)
+			}
+		}
+	})
+}
