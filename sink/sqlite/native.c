@@ -346,12 +346,17 @@ static int idp_bind_row(sqlite3_stmt *st, int first, int ncols, const idp_col *c
 // ordinal, the columns) runs. counts receives inserted, updated, unchanged
 // and stale. On failure it returns the code and the failing row in *failed.
 //
+// When rekey is not NULL, an upsert with st's parameters that also writes
+// the key, the probe's row has a second column, 1 when the stored key is
+// written otherwise than the row's (equal in value), and rekey runs instead
+// of st for such a row.
+//
 // When ins is not NULL, a plain INSERT with st's parameters, each row is
 // first inserted with it: done, the row is new, with one lookup of its key
 // instead of two. A constraint it fails (the key is stored, or another
 // constraint the upsert will report) changes nothing, and the row goes
 // through the probe and the upsert; any other failure is the row's.
-int idp_natural(sqlite3 *db, sqlite3_stmt *ins, sqlite3_stmt *probe, sqlite3_stmt *st, int nkey, const int *keycols, int vercol,
+int idp_natural(sqlite3 *db, sqlite3_stmt *ins, sqlite3_stmt *probe, sqlite3_stmt *st, sqlite3_stmt *rekey, int nkey, const int *keycols, int vercol,
 		int64_t filekey, const int64_t *ord, int64_t n, int ncols, const idp_col *cols, int64_t *counts, int64_t *failed) {
 	char *ts = malloc(32*(size_t)ncols + 1), *pts = malloc(32*((size_t)nkey+1));
 	if (!ts || !pts) { free(ts); free(pts); *failed = 0; return SQLITE_NOMEM; }
@@ -367,26 +372,32 @@ int idp_natural(sqlite3 *db, sqlite3_stmt *ins, sqlite3_stmt *probe, sqlite3_stm
 			if ((rc & 0xff) != SQLITE_CONSTRAINT) { *failed = i; break; }
 			rc = 0;
 		}
-		int exists = 0, stale = 0;
+		int exists = 0, stale = 0, other = 0;
 		for (int k = 0; k < nkey && !rc; k++) rc = idp_bind(probe, k+1, &cols[keycols[k]], i, pts + 32*k);
 		if (!rc) rc = sqlite3_bind_int64(probe, nkey+1, filekey);
 		if (!rc) rc = sqlite3_bind_int64(probe, nkey+2, ord[i]);
 		if (!rc && vercol >= 0) rc = idp_bind(probe, nkey+3, &cols[vercol], i, pts + 32*nkey);
 		if (!rc) {
 			rc = sqlite3_step(probe);
-			if (rc == IDP_ROW) { exists = 1; stale = sqlite3_column_int(probe, 0); rc = 0; }
+			if (rc == IDP_ROW) {
+				exists = 1;
+				stale = sqlite3_column_int(probe, 0);
+				if (rekey) other = sqlite3_column_int(probe, 1);
+				rc = 0;
+			}
 			else if (rc == IDP_DONE) rc = 0;
 		}
 		sqlite3_reset(probe);
-		if (!rc) rc = sqlite3_bind_int64(st, 1, filekey);
-		if (!rc) rc = sqlite3_bind_int64(st, 2, ord[i]);
-		if (!rc) rc = idp_bind_row(st, 3, ncols, cols, i, ts);
+		sqlite3_stmt *up = other ? rekey : st;
+		if (!rc) rc = sqlite3_bind_int64(up, 1, filekey);
+		if (!rc) rc = sqlite3_bind_int64(up, 2, ord[i]);
+		if (!rc) rc = idp_bind_row(up, 3, ncols, cols, i, ts);
 		int changed = 0;
 		if (!rc) {
-			rc = sqlite3_step(st);
+			rc = sqlite3_step(up);
 			if (rc == IDP_DONE) { rc = 0; changed = sqlite3_changes(db); }
 		}
-		sqlite3_reset(st);
+		sqlite3_reset(up);
 		if (rc) { *failed = i; break; }
 		if (!exists) counts[0]++;
 		else if (changed) counts[1]++;
@@ -394,6 +405,7 @@ int idp_natural(sqlite3 *db, sqlite3_stmt *ins, sqlite3_stmt *probe, sqlite3_stm
 		else counts[2]++;
 	}
 	sqlite3_clear_bindings(st);
+	if (rekey) sqlite3_clear_bindings(rekey);
 	sqlite3_clear_bindings(probe);
 	if (ins) sqlite3_clear_bindings(ins);
 	free(ts);

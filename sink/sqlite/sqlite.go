@@ -383,9 +383,15 @@ type writer struct {
 	verCol  int     // schema position of the version column, or -1
 	upsert  *stmt
 	insert  *stmt // a plain INSERT: ordinal mode, for batches none of whose keys is stored; natural keys, tried first
-	probe   *stmt // natural-key mode: is the key stored, and is the stored row newer?
-	cols    *colBuffers
-	batch   batch // ordinal mode: what the batch table reads
+	probe   *stmt // natural-key mode: is the key stored, is the stored row newer, and (with rekey) is its key written otherwise?
+	// rekey is the upsert that also writes the key's text, for a row whose
+	// key is stored as a decimal equal in value but written otherwise (1.5
+	// for the row's 1.50); nil unless a key column holds decimals. The
+	// upsert leaves the key as it is, and so its index: SQLite rewrites
+	// the index entries of every column an UPDATE sets.
+	rekey *stmt
+	cols  *colBuffers
+	batch batch // ordinal mode: what the batch table reads
 	// stored is whether most rows of the last natural-key batch had their
 	// key stored already: then the next batch skips the plain insert,
 	// which would fail for most of its rows.
@@ -416,10 +422,6 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 			w.verCol = i
 		}
 	}
-	// A changed row is written whole: the columns that are not the key,
-	// and the decimal key columns, whose stored text (1.5) the new row's
-	// (1.50) replaces, the two being one key (sink.Rewritten).
-	data := sink.Rewritten(t, tg, names)
 	for _, k := range tg.Key {
 		w.keyCols = append(w.keyCols, C.int(schema.FieldIndices(k)[0]))
 	}
@@ -428,8 +430,14 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	// the table has only an older version's index on their text, which a
 	// plan by this version replaces (ensureNumberKey).
 	key := func(k, expr string) string { return expr }
+	var rekey []string // the decimal key columns, compared by number
 	if !tg.Ordinal() && numberKey(t, indexes, tg.Key) {
 		key = func(k, expr string) string { return Driver{}.KeyValue(expr, t.Kind(k)) }
+		for _, k := range tg.Key {
+			if t.Kind(k) == idemtype.Decimal {
+				rekey = append(rekey, k)
+			}
+		}
 	}
 	var conflict []string
 	if tg.Ordinal() {
@@ -438,20 +446,32 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	for _, k := range tg.Key {
 		conflict = append(conflict, key(k, q(k)))
 	}
-	var set, guard []string
-	for _, c := range data {
-		set = append(set, q(c)+" = excluded."+q(c))
-	}
-	if !tg.Ordinal() {
-		set = append(set, q(sink.FileColumn)+" = excluded."+q(sink.FileColumn), q(sink.RowColumn)+" = excluded."+q(sink.RowColumn))
-		guard = append(guard, "NOT "+staleSQL(table, "excluded."+q(sink.FileColumn), "excluded."+q(sink.RowColumn), "excluded."+q(tg.Version), tg.Version))
-	}
-	var onConflict string
-	if len(data) > 0 {
+	// onConflict is the upsert's clause that writes the columns data over
+	// a stored row that differs in them and is not newer.
+	onConflict := func(data []string) string {
+		var set, guard []string
+		for _, c := range data {
+			set = append(set, q(c)+" = excluded."+q(c))
+		}
+		if !tg.Ordinal() {
+			set = append(set, q(sink.FileColumn)+" = excluded."+q(sink.FileColumn), q(sink.RowColumn)+" = excluded."+q(sink.RowColumn))
+			guard = append(guard, "NOT "+staleSQL(table, "excluded."+q(sink.FileColumn), "excluded."+q(sink.RowColumn), "excluded."+q(tg.Version), tg.Version))
+		}
+		if len(data) == 0 {
+			return " ON CONFLICT (" + strings.Join(conflict, ", ") + ") DO NOTHING"
+		}
 		guard = append(guard, "("+quoteList(data, table+".")+") IS NOT ("+quoteList(data, "excluded.")+")")
-		onConflict = " ON CONFLICT (" + strings.Join(conflict, ", ") + ") DO UPDATE SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(guard, " AND ")
-	} else {
-		onConflict = " ON CONFLICT (" + strings.Join(conflict, ", ") + ") DO NOTHING"
+		return " ON CONFLICT (" + strings.Join(conflict, ", ") + ") DO UPDATE SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(guard, " AND ")
+	}
+	// A changed row is written whole: the columns that are not the key,
+	// and, where it is written otherwise (rekey), the decimal key columns,
+	// whose stored text (1.5) the new row's (1.50) replaces, the two being
+	// one key (the rule of sink.Rewritten).
+	var data []string
+	for _, c := range names {
+		if !slices.Contains(tg.Key, c) {
+			data = append(data, c)
+		}
 	}
 	insert := "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") "
 	if tg.Ordinal() {
@@ -468,7 +488,7 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 		if w.insert, err = prepare(db, insert); err != nil {
 			return nil, err
 		}
-		if w.upsert, err = prepare(db, insert+onConflict); err != nil {
+		if w.upsert, err = prepare(db, insert+onConflict(data)); err != nil {
 			w.insert.close()
 			return nil, err
 		}
@@ -480,21 +500,35 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	if w.insert, err = prepare(db, insert); err != nil {
 		return nil, err
 	}
-	if w.upsert, err = prepare(db, insert+onConflict); err != nil {
+	if w.upsert, err = prepare(db, insert+onConflict(data)); err != nil {
 		w.insert.close()
 		return nil, err
 	}
 	// The probe's parameters: the key columns, then the file key, ordinal
 	// and version of the incoming row.
 	n := len(tg.Key)
-	var where []string
+	var where, stored, incoming []string
 	for i, k := range tg.Key {
-		where = append(where, key(k, table+"."+q(k))+" = "+key(k, fmt.Sprintf("?%d", i+1)))
+		param := fmt.Sprintf("?%d", i+1)
+		where = append(where, key(k, table+"."+q(k))+" = "+key(k, param))
+		if slices.Contains(rekey, k) {
+			// As the column's TEXT affinity would store the value.
+			stored, incoming = append(stored, table+"."+q(k)), append(incoming, "CAST("+param+" AS TEXT)")
+		}
 	}
-	stale := staleSQL(table, fmt.Sprintf("?%d", n+1), fmt.Sprintf("?%d", n+2), fmt.Sprintf("?%d", n+3), tg.Version)
-	if w.probe, err = prepare(db, "SELECT "+stale+" FROM "+table+" WHERE "+strings.Join(where, " AND ")); err != nil {
+	sel := staleSQL(table, fmt.Sprintf("?%d", n+1), fmt.Sprintf("?%d", n+2), fmt.Sprintf("?%d", n+3), tg.Version)
+	if len(rekey) > 0 {
+		sel += ", (" + strings.Join(stored, ", ") + ") IS NOT (" + strings.Join(incoming, ", ") + ")"
+		if w.rekey, err = prepare(db, insert+onConflict(append(slices.Clone(data), rekey...))); err != nil {
+			w.insert.close()
+			w.upsert.close()
+			return nil, err
+		}
+	}
+	if w.probe, err = prepare(db, "SELECT "+sel+" FROM "+table+" WHERE "+strings.Join(where, " AND ")); err != nil {
 		w.insert.close()
 		w.upsert.close()
+		w.rekey.close()
 		return nil, err
 	}
 	w.cols = newColBuffers(len(schema.Fields()))
@@ -557,7 +591,7 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	if w.stored {
 		ins = nil
 	}
-	c, failed, err := w.upsert.natural(ins, w.probe, w.keyCols, w.verCol, w.cols, fileKey, ordinals)
+	c, failed, err := w.upsert.natural(ins, w.probe, w.rekey, w.keyCols, w.verCol, w.cols, fileKey, ordinals)
 	if err != nil {
 		return total, fmt.Errorf("write row %d into %s: %w", ordinals[failed], w.tg.Table, err)
 	}
@@ -599,6 +633,7 @@ func (w *writer) Close() error {
 	w.upsert.close()
 	w.insert.close()
 	w.probe.close()
+	w.rekey.close()
 	if w.cols != nil {
 		w.cols.free()
 	}
