@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/migrate"
@@ -93,8 +94,12 @@ type Identity struct {
 	// SameMapping). Nil when unknown: then only equal digests are the same
 	// mapping.
 	ReadAs map[string]string
-	Path   string
-	Size   int64
+	// Equivalent lists other mapping digests that mean the same as
+	// MappingDigest for this file (the mapping as an earlier version spelt
+	// it): an operation stored with one of them has the same mapping.
+	Equivalent []string
+	Path       string
+	Size       int64
 }
 
 // SameMapping reports whether the stored operation op was made with a
@@ -105,7 +110,7 @@ type Identity struct {
 // neither an earlier import's identity, made with or without it, nor a
 // later one's. The digests stay those of the mappings as given.
 func (id Identity) SameMapping(op *Operation) bool {
-	if op.MappingDigest == id.MappingDigest {
+	if op.MappingDigest == id.MappingDigest || slices.Contains(id.Equivalent, op.MappingDigest) {
 		return true
 	}
 	if len(id.ReadAs) == 0 {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Snapshot is the last snapshot applied to a table's scope.
@@ -14,12 +15,21 @@ type Snapshot struct {
 	AppliedAt int64 // Unix milliseconds
 }
 
-// LastSnapshot returns the last snapshot applied to scope of table, or nil
-// when there is none.
-func (l *Ledger) LastSnapshot(ctx context.Context, q Querier, table, scope string) (*Snapshot, error) {
+// LastSnapshot returns the last snapshot applied to a scope of table, as
+// recorded under any of scopes (one scope spelt as this version and as
+// earlier ones did), or nil when there is none.
+func (l *Ledger) LastSnapshot(ctx context.Context, q Querier, table string, scopes ...string) (*Snapshot, error) {
+	if len(scopes) == 0 {
+		scopes = []string{""}
+	}
+	in := strings.TrimSuffix(strings.Repeat("?, ", len(scopes)), ", ")
+	args := []any{table}
+	for _, s := range scopes {
+		args = append(args, s)
+	}
 	var s Snapshot
-	err := q.QueryRowContext(ctx, l.q(`SELECT as_of, file_id, applied_at FROM `+l.prefix+`snapshots WHERE table_name = ? AND scope = ?`),
-		table, scope).Scan(&s.AsOf, &s.FileID, &s.AppliedAt)
+	err := q.QueryRowContext(ctx, l.q(`SELECT as_of, file_id, applied_at FROM `+l.prefix+`snapshots
+		WHERE table_name = ? AND scope IN (`+in+`) ORDER BY as_of DESC, applied_at DESC LIMIT 1`), args...).Scan(&s.AsOf, &s.FileID, &s.AppliedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

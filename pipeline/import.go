@@ -386,12 +386,22 @@ func (r *run) identify(ctx context.Context) error {
 	}
 	quotes := format == reader.CSV || m.Quotes
 	mapping, mdigest := m.canonical(format, delim, quotes)
+	// The mapping with its snapshot scope spelt unescaped, as operations
+	// made before scopes were escaped stored it, means the same.
+	var equivalent []string
+	if s := m.Snapshot; s != nil && s.legacyScopeText() != s.ScopeText() {
+		old := m
+		old.Snapshot = &Snapshot{Soft: s.Soft, Scope: s.Scope, legacy: true}
+		_, d := old.canonical(format, delim, quotes)
+		equivalent = append(equivalent, d)
+	}
 	r.id = ledger.Identity{
 		Key:           ledger.Key{Table: m.Table, FileID: fileID},
 		FileKey:       FileKey(fileID),
 		ContentDigest: digest,
 		MappingDigest: mdigest,
 		Mapping:       mapping,
+		Equivalent:    equivalent,
 		Path:          r.req.Path,
 		Size:          size,
 	}

@@ -54,11 +54,40 @@ type Snapshot struct {
 	Soft bool
 	// Scope limits the sweep to the rows with these column values.
 	Scope []sink.Term
+	// legacy makes ScopeText spell the scope unescaped, as versions
+	// before escaping did (see legacyScopeText).
+	legacy bool
 }
 
+// scopeEscaper escapes the characters that separate a scope's terms and
+// their parts, and the escape character itself.
+var scopeEscaper = strings.NewReplacer("%", "%25", "&", "%26", "=", "%3D")
+
 // ScopeText is the canonical text of the snapshot's scope: its terms,
-// sorted, as COLUMN=VALUE joined by '&'; "" for the whole table.
+// sorted, as COLUMN=VALUE joined by '&', with '%', '&' and '=' in columns
+// and values escaped as %25, %26 and %3D (so a=x&b=2 as one value of a is
+// a=x%26b%3D2, and not the two terms a=x and b=2); "" for the whole
+// table. A scope without those characters is spelt as it always was.
 func (s *Snapshot) ScopeText() string {
+	if s == nil {
+		return ""
+	}
+	if s.legacy {
+		return s.legacyScopeText()
+	}
+	terms := make([]string, len(s.Scope))
+	for i, t := range s.Scope {
+		terms[i] = scopeEscaper.Replace(t.Column) + "=" + scopeEscaper.Replace(t.Value)
+	}
+	sort.Strings(terms)
+	return strings.Join(terms, "&")
+}
+
+// legacyScopeText is the scope as versions before escaping spelt it, in
+// their mapping digests and snapshot records: terms unescaped, so that
+// scopes that differ only in where '&' and '=' fall are spelt alike. A
+// record or mapping under it is taken as this scope's.
+func (s *Snapshot) legacyScopeText() string {
 	if s == nil {
 		return ""
 	}
@@ -68,6 +97,16 @@ func (s *Snapshot) ScopeText() string {
 	}
 	sort.Strings(terms)
 	return strings.Join(terms, "&")
+}
+
+// scopeTexts lists the spellings a scope's snapshots may be recorded
+// under: its ScopeText, and its legacy text when that differs.
+func (s *Snapshot) scopeTexts() []string {
+	texts := []string{s.ScopeText()}
+	if old := s.legacyScopeText(); old != texts[0] {
+		texts = append(texts, old)
+	}
+	return texts
 }
 
 // canonicalMapping is the versioned, stable form of a Mapping that is hashed.

@@ -95,7 +95,7 @@ func (r *run) stale(ctx context.Context, q sink.Querier) (bool, error) {
 	if r.snapshot() == nil {
 		return false, nil
 	}
-	last, err := r.e.ledger.LastSnapshot(ctx, q, r.target.Table, r.snapshot().ScopeText())
+	last, err := r.e.ledger.LastSnapshot(ctx, q, r.target.Table, r.snapshot().scopeTexts()...)
 	if err != nil || last == nil || last.AsOf <= r.asOf() {
 		return false, err
 	}
@@ -250,7 +250,7 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted int64) (int64, err
 		return 0, err
 	}
 	scope := s.ScopeText()
-	last, err := r.e.ledger.LastSnapshot(ctx, tx, r.target.Table, scope)
+	last, err := r.e.ledger.LastSnapshot(ctx, tx, r.target.Table, s.scopeTexts()...)
 	if err != nil {
 		return 0, err
 	}
