@@ -46,8 +46,8 @@ const (
 	Reapply
 	// Stale: the run's file is a snapshot older than the last one applied
 	// to its table and scope, and no completed operation of it exists (a
-	// completed one is decided as above, whatever its age); nothing is
-	// written.
+	// completed one is decided as above, whatever its age, unless it would
+	// be applied again); nothing is written.
 	Stale
 )
 
@@ -110,6 +110,11 @@ func Decide(s Situation) (Decision, string) {
 	switch op.State {
 	case Completed:
 		if s.TableMissing || s.Reapply {
+			if s.Stale {
+				// Applied again, it would write its rows and then find a
+				// newer snapshot current: its sweep cannot run.
+				return Stale, ""
+			}
 			return Reapply, ""
 		}
 		return Duplicate, ""

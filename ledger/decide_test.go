@@ -98,7 +98,8 @@ func TestDecide(t *testing.T) {
 		{"failed, stale snapshot", with(at(stored(Failed, true, "", 0), otherContent), func(s *Situation) { s.Stale = true }), Stale, ""},
 		{"undone, stale snapshot", with(at(stored(Undone, true, "", 0), id), func(s *Situation) { s.Stale = true }), Stale, ""},
 		{"completed, stale snapshot", with(at(stored(Completed, true, "", 0), id), func(s *Situation) { s.Stale = true }), Duplicate, ""},
-		{"completed, stale snapshot, --reapply", with(at(stored(Completed, true, "", 0), id), func(s *Situation) { s.Stale, s.Reapply = true, true }), Reapply, ""},
+		{"completed, stale snapshot, --reapply", with(at(stored(Completed, true, "", 0), id), func(s *Situation) { s.Stale, s.Reapply = true, true }), Stale, ""},
+		{"completed, stale snapshot, table gone", with(at(stored(Completed, true, "", 0), id), func(s *Situation) { s.Stale, s.TableMissing = true, true }), Stale, ""},
 		{"completed, stale snapshot, other content", with(at(stored(Completed, true, "", 0), otherContent), func(s *Situation) { s.Stale = true }), Conflict, ""},
 		{"refused, limit now admits", with(at(stored(Refused, false, "", 0), id), func(s *Situation) { s.Admits = true }), Plan, ""},
 

@@ -8,16 +8,38 @@ import (
 	"strings"
 )
 
-// Snapshot is the last snapshot applied to a table's scope.
+// Snapshot is a snapshot applied to a table's scope: the record its
+// sweep made, one per operation.
 type Snapshot struct {
-	AsOf      int64 // Unix milliseconds: what the snapshot's data was as of
+	Scope     string // the scope's canonical text
+	AsOf      int64  // Unix milliseconds: what the snapshot's data was as of
 	FileID    string
 	AppliedAt int64 // Unix milliseconds
+	// MarkedAt is the deletion mark its soft sweep set, in Unix
+	// microseconds; 0 for a hard sweep, or one recorded before marks were.
+	MarkedAt int64
 }
 
-// LastSnapshot returns the last snapshot applied to a scope of table, as
+const snapshotColumns = `scope, as_of, file_id, applied_at, coalesce(marked_at, 0)`
+
+func scanSnapshot(row *sql.Row, table string) (*Snapshot, error) {
+	var s Snapshot
+	err := row.Scan(&s.Scope, &s.AsOf, &s.FileID, &s.AppliedAt, &s.MarkedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read snapshots of %s: %w", table, err)
+	}
+	return &s, nil
+}
+
+// LastSnapshot returns the snapshot current for a scope of table: of those
 // recorded under any of scopes (one scope spelt as this version and as
-// earlier ones did), or nil when there is none.
+// earlier ones did), the one with the latest as-of time, the last applied
+// among equals; nil when there is none. Undone snapshots are not recorded
+// (ForgetSnapshot), so undoing the current one makes the one before it
+// current again.
 func (l *Ledger) LastSnapshot(ctx context.Context, q Querier, table string, scopes ...string) (*Snapshot, error) {
 	if len(scopes) == 0 {
 		scopes = []string{""}
@@ -27,27 +49,42 @@ func (l *Ledger) LastSnapshot(ctx context.Context, q Querier, table string, scop
 	for _, s := range scopes {
 		args = append(args, s)
 	}
-	var s Snapshot
-	err := q.QueryRowContext(ctx, l.q(`SELECT as_of, file_id, applied_at FROM `+l.prefix+`snapshots
-		WHERE table_name = ? AND scope IN (`+in+`) ORDER BY as_of DESC, applied_at DESC LIMIT 1`), args...).Scan(&s.AsOf, &s.FileID, &s.AppliedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read last snapshot of %s: %w", table, err)
-	}
-	return &s, nil
+	return scanSnapshot(q.QueryRowContext(ctx, l.q(`SELECT `+snapshotColumns+` FROM `+l.prefix+`snapshots
+		WHERE table_name = ? AND scope IN (`+in+`) ORDER BY as_of DESC, applied_at DESC, file_id DESC LIMIT 1`), args...), table)
+}
+
+// SnapshotOf returns the snapshot that the operation of fileID applied to
+// table, or nil when it applied none (it never swept, or was undone).
+func (l *Ledger) SnapshotOf(ctx context.Context, q Querier, table, fileID string) (*Snapshot, error) {
+	return scanSnapshot(q.QueryRowContext(ctx, l.q(`SELECT `+snapshotColumns+` FROM `+l.prefix+`snapshots
+		WHERE table_name = ? AND file_id = ? ORDER BY as_of DESC, applied_at DESC LIMIT 1`), table, fileID), table)
 }
 
 // RecordSnapshot records, inside tx, that the snapshot of fileID as of asOf
-// (Unix milliseconds) was applied to scope of table.
-func (l *Ledger) RecordSnapshot(ctx context.Context, tx *sql.Tx, table, scope string, asOf int64, fileID string) error {
-	_, err := tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`snapshots (table_name, scope, as_of, file_id, applied_at)
-		VALUES (?, ?, ?, ?, `+l.d.Now()+`)
-		ON CONFLICT (table_name, scope) DO UPDATE SET as_of = excluded.as_of, file_id = excluded.file_id, applied_at = excluded.applied_at`),
-		table, scope, asOf, fileID)
+// (Unix milliseconds) was applied to scope of table, its soft sweep having
+// marked rows with markedAt (Unix microseconds; 0 for a hard sweep). A
+// snapshot applied again (--reapply) replaces its record.
+func (l *Ledger) RecordSnapshot(ctx context.Context, tx *sql.Tx, table, scope string, asOf int64, fileID string, markedAt int64) error {
+	var mark any
+	if markedAt != 0 {
+		mark = markedAt
+	}
+	_, err := tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`snapshots (table_name, scope, file_id, as_of, applied_at, marked_at)
+		VALUES (?, ?, ?, ?, `+l.d.Now()+`, ?)
+		ON CONFLICT (table_name, scope, file_id) DO UPDATE SET as_of = excluded.as_of, applied_at = excluded.applied_at, marked_at = excluded.marked_at`),
+		table, scope, fileID, asOf, mark)
 	if err != nil {
 		return fmt.Errorf("record snapshot of %s: %w", table, err)
+	}
+	return nil
+}
+
+// ForgetSnapshot removes, inside tx, the record of the snapshot the
+// operation of fileID applied to table (under whatever scope), so that it
+// no longer counts as applied.
+func (l *Ledger) ForgetSnapshot(ctx context.Context, tx *sql.Tx, table, fileID string) error {
+	if _, err := tx.ExecContext(ctx, l.q(`DELETE FROM `+l.prefix+`snapshots WHERE table_name = ? AND file_id = ?`), table, fileID); err != nil {
+		return fmt.Errorf("forget snapshot %s of %s: %w", fileID, table, err)
 	}
 	return nil
 }

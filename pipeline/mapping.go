@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -107,6 +108,30 @@ func (s *Snapshot) scopeTexts() []string {
 		texts = append(texts, old)
 	}
 	return texts
+}
+
+// parseScopeText returns the terms of a scope's ScopeText.
+func parseScopeText(text string) ([]sink.Term, error) {
+	if text == "" {
+		return nil, nil
+	}
+	var out []sink.Term
+	for _, term := range strings.Split(text, "&") {
+		col, val, ok := strings.Cut(term, "=")
+		if !ok {
+			return nil, fmt.Errorf("snapshot scope %q: term %q lacks '='", text, term)
+		}
+		c, err := url.PathUnescape(col)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot scope %q: %w", text, err)
+		}
+		v, err := url.PathUnescape(val)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot scope %q: %w", text, err)
+		}
+		out = append(out, sink.Term{Column: c, Value: v})
+	}
+	return out, nil
 }
 
 // canonicalMapping is the versioned, stable form of a Mapping that is hashed.

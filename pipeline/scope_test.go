@@ -14,8 +14,8 @@ import (
 )
 
 // TestScopeText: a scope's text escapes what separates its terms, so that
-// one column holding "x&b=2" and the two terms a=x, b=2 are spelt apart,
-// while a scope without such characters is spelt as
+// one column holding "x&b=2" and the two terms a=x, b=2 are spelt apart
+// (and parse back), while a scope without such characters is spelt as
 // before escaping, keeping its mapping digest and its snapshots' records.
 func TestScopeText(t *testing.T) {
 	cases := []struct {
@@ -39,6 +39,13 @@ func TestScopeText(t *testing.T) {
 			}
 			if got := s.legacyScopeText(); got != c.legacy {
 				t.Errorf("legacy text: %q, want %q", got, c.legacy)
+			}
+			back, err := parseScopeText(c.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := (&Snapshot{Scope: back}).ScopeText(); got != c.text {
+				t.Errorf("parsed back: %v spelt %q", back, got)
 			}
 		})
 	}

@@ -105,8 +105,16 @@ func (r *run) stale(ctx context.Context, q sink.Querier) (bool, error) {
 
 // staleText says why the run decided ledger.Stale.
 func (r *run) staleText() string {
-	return fmt.Sprintf("snapshot as of %s is older than the one already applied to %s%s (%s, as of %s): nothing written",
+	text := fmt.Sprintf("snapshot as of %s is older than the one already applied to %s%s (%s, as of %s): nothing written",
 		stamp(r.asOf()), r.target.Table, scopeSuffix(r.snapshot()), r.newer.FileID, stamp(r.newer.AsOf))
+	if r.req.Reapply {
+		forget := ""
+		if !r.target.Ordinal() {
+			forget = "--forget "
+		}
+		text += fmt.Sprintf("; to make this one current again, undo the newer one first (idemport undo %s--table %s %s)", forget, r.target.Table, r.newer.FileID)
+	}
+	return text
 }
 
 func stamp(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
@@ -271,11 +279,18 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted int64) (int64, err
 	if err := r.deleteGuard(missing, live, inserted, r.plan); err != nil {
 		return 0, err
 	}
-	deleted, err := sw.Apply(ctx, tx, r.e.sink.TimeValue(time.Now()))
+	// The mark is recorded in microseconds, as both databases keep it, so
+	// that undo can find the rows this sweep marked.
+	now := time.Now().Truncate(time.Microsecond)
+	deleted, err := sw.Apply(ctx, tx, r.e.sink.TimeValue(now))
 	if err != nil {
 		return 0, err
 	}
-	if err := r.e.ledger.RecordSnapshot(ctx, tx, r.target.Table, scope, r.asOf(), r.id.FileID); err != nil {
+	var marked int64
+	if s.Soft {
+		marked = now.UnixMicro()
+	}
+	if err := r.e.ledger.RecordSnapshot(ctx, tx, r.target.Table, scope, r.asOf(), r.id.FileID, marked); err != nil {
 		return 0, err
 	}
 	if err := r.e.ledger.Swept(ctx, tx, r.attempt.ID, deleted); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/sink"
 )
 
 // UndoRequest asks for an import to be retracted.
@@ -42,6 +43,37 @@ type UndoResult struct {
 	Already bool `json:"already_undone"`
 	// EventID is the import.undone event recorded in the outbox.
 	EventID string `json:"event_id,omitempty"`
+	// Snapshot says, for the undo of a --snapshot import, which snapshot
+	// of its table and scope is current now.
+	Snapshot *UndoSnapshot `json:"snapshot,omitempty"`
+}
+
+// UndoSnapshot is what undoing a snapshot import left current. An undone
+// snapshot no longer counts as applied: the one applied before it (if it
+// was the latest) is current again, for staleness and for --reapply.
+type UndoSnapshot struct {
+	Scope string `json:"scope"` // the scope's canonical text; "" for the whole table
+	// WasCurrent is true when the undone snapshot was the one current for
+	// its scope.
+	WasCurrent bool `json:"was_current"`
+	// Current is the snapshot current now, nil when none is.
+	Current *SnapshotRef `json:"current,omitempty"`
+	// Unmarked counts the rows whose deletion mark the undone snapshot's
+	// soft sweep set, cleared by the undo (ordinal mode, when it was
+	// current): they are live again.
+	Unmarked int64 `json:"unmarked"`
+	// Restore is true when the table may hold less, or other values, than
+	// Current's extract (rows its sweep deleted are gone; by key, the
+	// undone file's values are kept): importing Current's file again with
+	// --reapply restores it.
+	Restore bool `json:"restore"`
+}
+
+// SnapshotRef names an applied snapshot.
+type SnapshotRef struct {
+	FileID string    `json:"file_id"`
+	Path   string    `json:"path"` // the file it was last imported from
+	AsOf   time.Time `json:"as_of"`
 }
 
 // Undo retracts the operation of req.FileOrID. In ordinal mode it deletes
@@ -49,7 +81,9 @@ type UndoResult struct {
 // its partitions and marks it undone, all in one transaction, so the next
 // import of the file starts over. In natural-key mode it refuses (a usage
 // error) unless req.Forget. The undo is recorded as an attempt with trigger
-// "undo". Undoing an undone operation changes nothing.
+// "undo". Undoing an undone operation changes nothing. The undo of a
+// --snapshot import withdraws its snapshot in the same transaction
+// (undoSnapshot), and the result says which snapshot is current now.
 func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error) {
 	ops, err := e.Operations(ctx, req.FileOrID, req.Table)
 	if err != nil {
@@ -94,6 +128,19 @@ func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error)
 	res.Previous = op.State
 	if op.State == ledger.Undone {
 		res.Already = true
+		if m.Snapshot != nil {
+			// Said again, for a rerun after an undo whose report was
+			// lost: which snapshot is current, and that --reapply of it
+			// restores the table to its extract.
+			cur, err := e.ledger.LastSnapshot(ctx, tx, k.Table, m.Snapshot.Scope)
+			if err != nil {
+				return nil, err
+			}
+			if res.Snapshot, err = e.undoneSnapshot(ctx, tx, k.Table, m.Snapshot.Scope, cur); err != nil {
+				return nil, err
+			}
+			res.Snapshot.Restore = cur != nil
+		}
 		return res, nil
 	}
 	// Partitions first: on PostgreSQL this waits for a holder inside its
@@ -104,6 +151,11 @@ func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error)
 	}
 	if !req.Forget {
 		if res.Deleted, err = e.sink.DeleteFile(ctx, tx, k.Table, op.FileKey); err != nil {
+			return nil, err
+		}
+	}
+	if m.Snapshot != nil {
+		if res.Snapshot, err = e.undoSnapshot(ctx, tx, k, m.Snapshot, req.Forget); err != nil {
 			return nil, err
 		}
 	}
@@ -120,10 +172,89 @@ func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error)
 	if res.EventID, err = e.recordEvent(ctx, tx, EventUndone, k, a, outcome, idemtype.Rows{}, &res.Deleted); err != nil {
 		return nil, err
 	}
+	if err := e.fp.Hit("inside-undo"); err != nil {
+		return nil, err
+	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("commit undo: %w", err)
 	}
+	if err := e.fp.Hit("after-undo"); err != nil {
+		return nil, err
+	}
 	e.log.Info("undone", "operation", k.String(), "attempt_id", a.ID, "deleted", res.Deleted, "forgot", req.Forget)
+	return res, nil
+}
+
+// undoSnapshot withdraws, inside tx, the snapshot that operation k (whose
+// stored mapping has snapshot s) applied: its record goes, so the
+// snapshot applied before it is current again for its table and scope.
+// When it was the current one and its rows are removed (not kept: ordinal
+// mode without --forget), the marks its soft sweep set are cleared too:
+// the rows it marked deleted are live again, as they were before it. Rows
+// its hard sweep deleted, and by key the values it wrote, cannot be
+// brought back: the result says so (Restore), and --reapply of the
+// snapshot now current restores them.
+func (e *Engine) undoSnapshot(ctx context.Context, tx *sql.Tx, k ledger.Key, s *canonicalSnapshot, keep bool) (*UndoSnapshot, error) {
+	rec, err := e.ledger.SnapshotOf(ctx, tx, k.Table, k.FileID)
+	if err != nil {
+		return nil, err
+	}
+	// The stored mapping spells the scope as the version that made the
+	// operation did; its record, as the version that swept did.
+	scopes := []string{s.Scope}
+	if rec != nil && rec.Scope != s.Scope {
+		scopes = append(scopes, rec.Scope)
+	}
+	was, err := e.ledger.LastSnapshot(ctx, tx, k.Table, scopes...)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.ledger.ForgetSnapshot(ctx, tx, k.Table, k.FileID); err != nil {
+		return nil, err
+	}
+	cur, err := e.ledger.LastSnapshot(ctx, tx, k.Table, scopes...)
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.undoneSnapshot(ctx, tx, k.Table, s.Scope, cur)
+	if err != nil {
+		return nil, err
+	}
+	res.WasCurrent = rec != nil && was != nil && was.FileID == k.FileID
+	if !res.WasCurrent {
+		return res, nil
+	}
+	if s.Delete == "soft" && !keep && rec.MarkedAt != 0 {
+		terms, err := parseScopeText(rec.Scope)
+		if err != nil {
+			return nil, err
+		}
+		sw := sink.Sweep{Driver: e.sink, Table: k.Table, Scope: terms, Soft: true}
+		if res.Unmarked, err = sw.Unmark(ctx, tx, e.sink.TimeValue(time.UnixMicro(rec.MarkedAt))); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	res.Restore = cur != nil
+	return res, nil
+}
+
+// undoneSnapshot describes cur, the snapshot current for scope of table
+// after an undo (nil when none is), with the path its file was last
+// imported from.
+func (e *Engine) undoneSnapshot(ctx context.Context, tx *sql.Tx, table, scope string, cur *ledger.Snapshot) (*UndoSnapshot, error) {
+	res := &UndoSnapshot{Scope: scope}
+	if cur == nil {
+		return res, nil
+	}
+	res.Current = &SnapshotRef{FileID: cur.FileID, Path: cur.FileID, AsOf: time.UnixMilli(cur.AsOf).UTC()}
+	op, _, err := e.ledger.Get(ctx, tx, ledger.Key{Table: table, FileID: cur.FileID})
+	if err != nil {
+		return nil, err
+	}
+	if op != nil && op.Path != "" {
+		res.Current.Path = op.Path
+	}
 	return res, nil
 }
 

@@ -140,6 +140,23 @@ func (s Sweep) Apply(ctx context.Context, tx *sql.Tx, now any) (int64, error) {
 	return n, nil
 }
 
+// Unmark clears, inside tx, the deletion marks of the rows of the scope
+// that a soft sweep marked with mark (the value Apply was given as now),
+// making them live again, and returns how many it cleared.
+func (s Sweep) Unmark(ctx context.Context, tx *sql.Tx, mark any) (int64, error) {
+	conds := []string{"t." + s.Driver.Quote(DeletedColumn) + " = ?"}
+	args := []any{mark}
+	for _, t := range s.Scope {
+		conds = append(conds, "t."+s.Driver.Quote(t.Column)+" = ?")
+		args = append(args, t.Value)
+	}
+	res, err := tx.ExecContext(ctx, s.Driver.Rebind(`UPDATE `+s.Quoted(s.Table)+` AS t SET `+s.Driver.Quote(DeletedColumn)+` = NULL WHERE `+strings.Join(conds, " AND ")), args...)
+	if err != nil {
+		return 0, fmt.Errorf("clear the deletion marks of the snapshot's sweep in %s: %w", s.Table, err)
+	}
+	return res.RowsAffected()
+}
+
 // EnsureDeleted adds DeletedColumn to table inside tx when it lacks it.
 func EnsureDeleted(ctx context.Context, tx *sql.Tx, d Driver, table string) error {
 	t, err := d.Describe(ctx, tx, table)

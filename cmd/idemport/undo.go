@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"time"
+
 	"github.com/idemport/idemport/internal/english"
 
 	"github.com/spf13/cobra"
@@ -23,7 +25,13 @@ any claims on its partitions, and marks it undone, in one transaction: the next 
 file starts over as a new operation. For an import by --key, other files may since have
 written the same keys, so undo refuses (exit 2) unless --forget, which keeps the rows and only
 forgets the import. Undoing an import that is already undone changes nothing. The undo is
-recorded in the file's history as an attempt with trigger "undo".`,
+recorded in the file's history as an attempt with trigger "undo".
+
+Undoing a --snapshot import withdraws the snapshot: the one applied before it to the same table
+and scope is current again, for staleness and --reapply, and undo names it. Without --key, the
+undo of the latest soft snapshot also clears the marks its sweep set; rows a hard sweep deleted,
+and by --key the rows as the undone file left them, are restored by importing the current
+snapshot's file again with --reapply, as undo says.`,
 		Example: `  idemport undo orders.csv
   idemport undo --table orders sha256:9fce7cbabe9b…
   idemport undo --forget --table customers customers-2026-11-28.csv`,
@@ -66,6 +74,9 @@ recorded in the file's history as an attempt with trigger "undo".`,
 			default:
 				_, err = fmt.Fprintf(e.stdout, "%s: undone: removed %s from %s (was %s); the file can be imported again\n", args[0], english.Plural(res.Deleted, "row"), res.Table, res.Previous)
 			}
+			if err == nil && res.Snapshot != nil {
+				_, err = fmt.Fprintf(e.stdout, "  snapshot: %s\n", undoSnapshotText(res))
+			}
 			return err
 		},
 	}
@@ -75,4 +86,36 @@ recorded in the file's history as an attempt with trigger "undo".`,
 	c.Flags().BoolVar(&forget, "forget", false, "keep the rows and only forget the import (required for imports by --key)")
 	nf.register(c)
 	return c
+}
+
+// undoSnapshotText says which snapshot of its table and scope is current
+// after the undo of a snapshot import, what the undo brought back, and how
+// to restore the table to the current snapshot's extract when it could not.
+func undoSnapshotText(res *pipeline.UndoResult) string {
+	s := res.Snapshot
+	where := res.Table
+	if s.Scope != "" {
+		where += " scope " + s.Scope
+	}
+	var back string
+	if s.Unmarked > 0 {
+		back = fmt.Sprintf("%s its sweep marked deleted %s live again; ", english.Plural(s.Unmarked, "row"), english.Verb(s.Unmarked, "is", "are"))
+	}
+	if s.Current == nil {
+		return back + fmt.Sprintf("no earlier snapshot of %s is applied: the next snapshot applies, whatever its date", where)
+	}
+	cur := fmt.Sprintf("the snapshot as of %s (%s, file ID %s)", s.Current.AsOf.Format(time.RFC3339), s.Current.Path, s.Current.FileID)
+	reapply := fmt.Sprintf("import it again with --reapply and its other flags (idemport import --reapply … %s)", s.Current.Path)
+	switch {
+	case res.Already:
+		return fmt.Sprintf("%s is current for %s; if %s should hold exactly that extract, %s", cur, where, res.Table, reapply)
+	case !s.WasCurrent:
+		return fmt.Sprintf("it was not the latest applied: %s stays current for %s", cur, where)
+	case s.Restore && res.Forgot:
+		return fmt.Sprintf("%s is current again for %s; the rows were kept as this snapshot left them (its values, and what its sweep deleted or marked): to restore %s to that extract, %s", cur, where, res.Table, reapply)
+	case s.Restore:
+		return fmt.Sprintf("%s is current again for %s; the rows this snapshot's sweep deleted are not brought back by undo: to restore %s to that extract, %s", cur, where, res.Table, reapply)
+	default:
+		return back + cur + " is current again for " + where
+	}
 }

@@ -45,6 +45,8 @@ var Names = []string{
 	"before-sweep",           // snapshot: inside the completing transaction, before the sweep
 	"after-sweep",            // snapshot: inside the completing transaction, swept but not committed
 	"after-finalize",         // the operation is completed, the attempt not ended
+	"inside-undo",            // undo: its transaction did all its work, not committed
+	"after-undo",             // undo: committed, nothing printed
 	"before-publish",         // an event delivery is claimed (its effect committed), nothing sent
 	"after-publish",          // the sink acknowledged a delivery, not yet marked delivered
 	"during-retry",           // a delivery tried before is claimed again, nothing sent yet

@@ -112,6 +112,7 @@ func RunLedger(t *testing.T, open func(t *testing.T) Store) {
 		{"Rejects", ledgerRejects},
 		{"List", ledgerList},
 		{"RememberKnowRemote", ledgerRemote},
+		{"Snapshots", ledgerSnapshots},
 		{"OutboxRecordOnce", outboxRecordOnce},
 		{"OutboxClaimIsExclusive", outboxClaimIsExclusive},
 		{"OutboxLeaseAndFencing", outboxLeaseAndFencing},

@@ -1,0 +1,119 @@
+package sinktest
+
+import (
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/sink"
+)
+
+// upTo is a driver whose ledger migrations stop at version last: a ledger
+// as an earlier version left it.
+type upTo struct {
+	sink.Driver
+	last int
+}
+
+func (d upTo) Migrations(component string) (fs.FS, error) {
+	fsys, err := d.Driver.Migrations(component)
+	if err != nil || component != "ledger" {
+		return fsys, err
+	}
+	return filtered{fsys, d.last}, nil
+}
+
+// filtered lists only the migrations of fsys numbered up to last.
+type filtered struct {
+	fs.FS
+	last int
+}
+
+func (f filtered) ReadDir(name string) ([]fs.DirEntry, error) {
+	all, err := fs.ReadDir(f.FS, name)
+	if err != nil {
+		return nil, err
+	}
+	var out []fs.DirEntry
+	for _, e := range all {
+		if v, err := strconv.Atoi(strings.SplitN(e.Name(), "_", 2)[0]); err == nil && v <= f.last {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// ledgerSnapshots: the record of the last snapshot an earlier ledger kept
+// per scope survives the migration that records every snapshot applied;
+// the current snapshot of a scope is the latest as-of among those
+// recorded, under any spelling of the scope; forgetting one (an undo)
+// makes the one before it current; applying one again replaces its record.
+func ledgerSnapshots(t *testing.T, open func(t *testing.T) Store) {
+	st := open(t)
+	f := &ledgerFx{t: t, ctx: t.Context(), st: st, l: ledger.New(st.DB, upTo{st.Driver, 11}, st.Prefix)}
+	if err := f.l.Migrate(f.ctx); err != nil {
+		t.Fatalf("migrate the ledger to version 11: %v", err)
+	}
+	ins := st.Driver.Rebind(`INSERT INTO ` + st.Prefix + `snapshots (table_name, scope, as_of, file_id, applied_at) VALUES (?, ?, ?, ?, ?)`)
+	if _, err := st.DB.ExecContext(f.ctx, ins, "items", "a=x&b=2", 100, "f0", 1); err != nil {
+		t.Fatalf("record a snapshot as version 11 did: %v", err)
+	}
+	f.l = ledger.New(st.DB, st.Driver, st.Prefix)
+	if err := f.l.Migrate(f.ctx); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	last := func(want string, scopes ...string) *ledger.Snapshot {
+		t.Helper()
+		s, err := f.l.LastSnapshot(f.ctx, st.DB, "items", scopes...)
+		if err != nil {
+			t.Fatalf("last snapshot: %v", err)
+		}
+		got := "none"
+		if s != nil {
+			got = fmt.Sprintf("%s@%d", s.FileID, s.AsOf)
+		}
+		if got != want {
+			t.Fatalf("last snapshot of %q: %s, want %s", scopes, got, want)
+		}
+		return s
+	}
+	last("f0@100", "a=x&b=2")
+	last("f0@100", "a=x%26b%3D2", "a=x&b=2") // the scope spelt as now, and as before
+	last("none", "a=x%26b%3D2")
+	record := func(file string, asOf, mark int64) {
+		t.Helper()
+		if err := f.tx(func(tx *sql.Tx) error {
+			return f.l.RecordSnapshot(f.ctx, tx, "items", "a=x%26b%3D2", asOf, file, mark)
+		}); err != nil {
+			t.Fatalf("record %s: %v", file, err)
+		}
+	}
+	record("f1", 200, 0)
+	record("f2", 300, 1_700_000_000_123_456)
+	if s := last("f2@300", "a=x%26b%3D2", "a=x&b=2"); s.MarkedAt != 1_700_000_000_123_456 || s.Scope != "a=x%26b%3D2" {
+		t.Errorf("f2 recorded as %+v", s)
+	}
+	if s, err := f.l.SnapshotOf(f.ctx, st.DB, "items", "f1"); err != nil || s == nil || s.AsOf != 200 || s.MarkedAt != 0 {
+		t.Errorf("snapshot of f1: %+v, %v", s, err)
+	}
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.ForgetSnapshot(f.ctx, tx, "items", "f2") }); err != nil {
+		t.Fatal(err)
+	}
+	last("f1@200", "a=x%26b%3D2", "a=x&b=2")
+	if s, err := f.l.SnapshotOf(f.ctx, st.DB, "items", "f2"); err != nil || s != nil {
+		t.Errorf("snapshot of forgotten f2: %+v, %v", s, err)
+	}
+	record("f1", 200, 0) // applied again
+	if n := len(Strings(t, st.DB, st.Driver.Rebind(`SELECT file_id FROM `+st.Prefix+`snapshots WHERE file_id = ?`), "f1")); n != 1 {
+		t.Errorf("f1 applied twice has %d records, want 1", n)
+	}
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.ForgetSnapshot(f.ctx, tx, "items", "f1") }); err != nil {
+		t.Fatal(err)
+	}
+	last("f0@100", "a=x%26b%3D2", "a=x&b=2")
+
+}
