@@ -59,10 +59,10 @@ func (l *Ledger) Record(ctx context.Context, tx *sql.Tx, k Key, a Attempt, outco
 
 // Reset prepares completed operation k to be applied again by a new
 // attempt: it becomes processing with its counters at zero, keeping its
-// stored plan.
+// stored plan; the rows its snapshot scope held are counted again.
 func (l *Ledger) Reset(ctx context.Context, tx *sql.Tx, k Key) error {
 	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = 'processing', outcome = NULL,
-		completed_at = NULL, completed_by = NULL, updated_at = `+l.d.Now()+`,
+		completed_at = NULL, completed_by = NULL, updated_at = `+l.d.Now()+`, scope_rows = NULL,
 		rows_read = 0, rows_inserted = 0, rows_updated = 0, rows_unchanged = 0, rows_stale = 0, rows_superseded = 0, rows_rejected = 0
 		WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID); err != nil {
 		return fmt.Errorf("reset operation %s: %w", k, err)

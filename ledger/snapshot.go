@@ -89,6 +89,34 @@ func (l *Ledger) ForgetSnapshot(ctx context.Context, tx *sql.Tx, table, fileID s
 	return nil
 }
 
+// ScopeRows returns the live rows the snapshot scope of operation k held
+// before the operation wrote any, as RecordScopeRows stored them; ok is
+// false when none is stored.
+func (l *Ledger) ScopeRows(ctx context.Context, q Querier, k Key) (n int64, ok bool, err error) {
+	var v sql.NullInt64
+	err = q.QueryRowContext(ctx, l.q(`SELECT scope_rows FROM `+l.prefix+`operations WHERE table_name = ? AND file_id = ?`),
+		k.Table, k.FileID).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read the rows in scope before %s: %w", k, err)
+	}
+	return v.Int64, v.Valid, nil
+}
+
+// RecordScopeRows stores, inside tx, n as the live rows the snapshot scope
+// of operation k held before it wrote any, unless a number is stored
+// already: the first transaction to write counts, and the count commits
+// with its writes.
+func (l *Ledger) RecordScopeRows(ctx context.Context, tx *sql.Tx, k Key, n int64) error {
+	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET scope_rows = ?
+		WHERE table_name = ? AND file_id = ? AND scope_rows IS NULL`), n, k.Table, k.FileID); err != nil {
+		return fmt.Errorf("record the rows in scope before %s: %w", k, err)
+	}
+	return nil
+}
+
 // Swept records, inside tx, that attempt's snapshot sweep removed n rows.
 func (l *Ledger) Swept(ctx context.Context, tx *sql.Tx, attempt string, n int64) error {
 	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`attempts SET rows_deleted = rows_deleted + ? WHERE attempt_id = ?`), n, attempt); err != nil {

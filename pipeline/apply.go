@@ -263,6 +263,7 @@ func (r *run) write(ctx context.Context, conn *sql.Conn, w *partitionWriter, see
 		counts  idemtype.Rows
 		refused []refusedRow // rows the database refused in this partition
 		evolved *evolution   // the schema changes this partition made
+		scope   int64        // the rows of a snapshot's scope before it, or -1 (countScope)
 		handoff = true       // claims is open
 	)
 	stopClaims := func() {
@@ -300,7 +301,13 @@ func (r *run) write(ctx context.Context, conn *sql.Conn, w *partitionWriter, see
 			if evolved, err = w.prepare(ctx, r, conn, tx.Tx); err != nil {
 				return fmt.Errorf("partition %d: %w", claim.Index, err)
 			}
+			if scope, err = r.countScope(ctx, tx.Tx); err != nil {
+				return fmt.Errorf("partition %d: %w", claim.Index, err)
+			}
 		case it.end:
+			if err := r.recordScope(ctx, tx.Tx, scope); err != nil {
+				return fmt.Errorf("partition %d: %w", claim.Index, err)
+			}
 			if err := r.commit(ctx, tx, claim, counts, refused, evolved, mu); err != nil {
 				return err
 			}
@@ -401,13 +408,19 @@ func (r *run) finalize(ctx context.Context) error {
 			if evolved, err = r.evolveAtCompletion(ctx, tx); err != nil {
 				return err
 			}
+		}
+		before, known, err := r.scopeBefore(ctx, tx) // with --atomic, before the move
+		if err != nil {
+			return err
+		}
+		if r.req.Mapping.Atomic {
 			var all idemtype.Rows
 			if inserted, all, moved, err = r.moveStaged(ctx, tx); err != nil {
 				return err
 			}
 			totals.Add(all)
 		}
-		if r.res.Deleted, err = r.sweep(ctx, tx, inserted); err != nil {
+		if r.res.Deleted, err = r.sweep(ctx, tx, inserted, before, known); err != nil {
 			return err
 		}
 		if err := r.dropStage(ctx, tx); err != nil {

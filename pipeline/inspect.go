@@ -427,13 +427,25 @@ func (r *run) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader.File
 		return nil // the import would not sweep
 	}
 	if n >= 0 {
+		var before int64
 		if r.target.Ordinal() {
 			// The sweep counts the file's rows in the table: all of
-			// them, once applied. (By key it counts the rows there were
-			// before the file: those now, less the operation's own.)
+			// them, once applied.
 			live = n + plan.Rows - plan.Rejected
+		} else {
+			// By key it counts the rows the scope held before the
+			// operation wrote any: as its first partition stored them
+			// (a resumed one), or those now.
+			var stored int64
+			var ok bool
+			if rep.Decision == ledger.Resume.String() {
+				if stored, ok, err = r.e.ledger.ScopeRows(ctx, r.e.db, r.id.Key); err != nil {
+					return err
+				}
+			}
+			before = guardBefore(stored, ok, live, inserted)
 		}
-		if gerr := r.deleteGuard(n, live, inserted, plan); gerr != nil {
+		if gerr := r.deleteGuard(n, live, before, plan); gerr != nil {
 			rep.SweepRefused = gerr.Error()
 		}
 	}

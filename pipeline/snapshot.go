@@ -25,7 +25,9 @@ var DefaultMaxDelete = RejectLimit{Percent: 10}
 // completes it.
 //
 // By --key the guard counts the rows whose keys the file lacks, against the
-// live rows the scope held before the file. In ordinal mode, where every
+// live rows the scope held before the operation wrote any (rows the file
+// moves into the scope are not among them, and rows it writes outside the
+// scope never count). In ordinal mode, where every
 // row of other files is replaced, it counts the rows lost: how many fewer
 // rows the file has than the rows it replaces, against those.
 type DeleteGuardError struct {
@@ -220,18 +222,19 @@ func (s *seenWriter) close() {
 }
 
 // deleteGuard is the --max-delete guard of a sweep: given how many live rows
-// of the scope the sweep would remove (missing) and how many it holds
-// (live) with the file's rows in the table, of which this operation
-// inserted inserted, and the file's plan, it returns the sweep's refusal, or
-// nil. The sweep calls it before removing anything; plan and --dry-run call
-// it with the counts the table would have, to predict the refusal.
-func (r *run) deleteGuard(missing, live, inserted int64, plan *reader.Plan) error {
+// of the scope the sweep would remove (missing), how many it holds (live)
+// with the file's rows in the table, how many it held before the operation
+// wrote any (before, by key: see scopeBefore), and the file's plan, it
+// returns the sweep's refusal, or nil. The sweep calls it before removing
+// anything; plan and --dry-run call it with the counts the table would
+// have, to predict the refusal.
+func (r *run) deleteGuard(missing, live, before int64, plan *reader.Plan) error {
 	limit := DefaultMaxDelete
 	if r.req.MaxDelete != nil {
 		limit = *r.req.MaxDelete
 	}
 	empty := plan.Rows-plan.Rejected == 0
-	lost, before := missing, live-inserted // by key: the keys gone, of those there were
+	lost := missing // by key: the keys gone, of those there were
 	if r.target.Ordinal() {
 		lost, before = max(0, missing-(live-missing)), missing // the rows replaced by fewer
 	}
@@ -244,12 +247,86 @@ func (r *run) deleteGuard(missing, live, inserted int64, plan *reader.Plan) erro
 	return nil
 }
 
+// scopeSweep is the sweep of the run's snapshot over its table and scope.
+func (r *run) scopeSweep() sink.Sweep {
+	s := r.snapshot()
+	return sink.Sweep{Driver: r.e.sink, Table: r.target.Table, Key: r.target.Key, Seen: r.seenTable(), FileKey: r.id.FileKey, Scope: s.Scope, Soft: s.Soft}
+}
+
+// countScope counts, inside tx, the live rows of the snapshot's scope
+// before this operation writes any, for the --max-delete guard of a sweep
+// by key; it returns -1 when they need no counting (stored already, or not
+// a snapshot by key). Each partition transaction of such a snapshot calls
+// it before it writes, and recordScope before it commits: the first to
+// commit stores its count with its rows, so the partitions it committed,
+// and attempts that resume later, measure against the same rows. (The
+// count is stored at the end, not here, so that the operation's record is
+// not locked while the partition is written.) With --atomic nothing is
+// written before the completing transaction, which counts there.
+func (r *run) countScope(ctx context.Context, tx *sql.Tx) (int64, error) {
+	if r.snapshot() == nil || r.target.Ordinal() || r.req.Mapping.Atomic {
+		return -1, nil
+	}
+	if _, ok, err := r.e.ledger.ScopeRows(ctx, tx, r.id.Key); err != nil || ok {
+		return -1, err
+	}
+	return r.scopeSweep().Live(ctx, tx)
+}
+
+// recordScope stores, inside tx, n as counted by countScope, unless it is
+// -1 or a count is stored already.
+func (r *run) recordScope(ctx context.Context, tx *sql.Tx, n int64) error {
+	if n < 0 {
+		return nil
+	}
+	return r.e.ledger.RecordScopeRows(ctx, tx, r.id.Key, n)
+}
+
+// scopeBefore returns, inside tx, the live rows the snapshot's scope held
+// before this operation wrote any: as countScope stored them; with
+// --atomic, counted now (the caller calls it before the staged rows move
+// in); ok is false for an operation whose partitions were all committed
+// by a version that did not count them. (One such operation resumed by
+// this version counts at its next partition, with what its earlier
+// partitions wrote: an approximation, as earlier versions' was.)
+func (r *run) scopeBefore(ctx context.Context, tx *sql.Tx) (n int64, ok bool, err error) {
+	if r.snapshot() == nil || r.target.Ordinal() {
+		return 0, false, nil
+	}
+	if n, ok, err := r.e.ledger.ScopeRows(ctx, tx, r.id.Key); err != nil || ok || !r.req.Mapping.Atomic {
+		return n, ok, err
+	}
+	sw := r.scopeSweep()
+	if sw.Soft {
+		// The deletion mark column is added by the sweep, after the move.
+		t, err := r.e.sink.Describe(ctx, tx, r.target.Table)
+		if err != nil {
+			return 0, false, err
+		}
+		sw.Soft = t != nil && t.Column(sink.DeletedColumn) != nil
+	}
+	n, err = sw.Live(ctx, tx)
+	return n, err == nil, err
+}
+
+// guardBefore is what the --max-delete guard measures a sweep by key
+// against: the rows the scope held before (stored, when ok), or, for an
+// operation that did not count them, the live rows less those it inserted,
+// as earlier versions measured.
+func guardBefore(stored int64, ok bool, live, inserted int64) int64 {
+	if ok {
+		return stored
+	}
+	return max(0, live-inserted)
+}
+
 // sweep runs, inside the completing transaction, the snapshot's sweep:
-// it refuses a sweep over the --max-delete limit, removes (or marks) the
-// rows of the scope the file does not have, records the snapshot as the
-// scope's last, and drops the table of keys seen. It returns the rows
-// removed.
-func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted int64) (int64, error) {
+// it refuses a sweep over the --max-delete limit (measured against before,
+// as scopeBefore returned it, or the live rows less inserted when !known),
+// removes (or marks) the rows of the scope the file does not have, records
+// the snapshot as applied to its scope, and drops the table of keys seen.
+// It returns the rows removed.
+func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64, known bool) (int64, error) {
 	s := r.snapshot()
 	if s == nil {
 		return 0, nil
@@ -271,12 +348,12 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted int64) (int64, err
 			return 0, err
 		}
 	}
-	sw := sink.Sweep{Driver: r.e.sink, Table: r.target.Table, Key: r.target.Key, Seen: r.seenTable(), FileKey: r.id.FileKey, Scope: s.Scope, Soft: s.Soft}
+	sw := r.scopeSweep()
 	missing, live, err := sw.Count(ctx, tx)
 	if err != nil {
 		return 0, err
 	}
-	if err := r.deleteGuard(missing, live, inserted, r.plan); err != nil {
+	if err := r.deleteGuard(missing, live, guardBefore(before, known, live, inserted), r.plan); err != nil {
 		return 0, err
 	}
 	// The mark is recorded in microseconds, as both databases keep it, so

@@ -101,11 +101,20 @@ func (s Sweep) Count(ctx context.Context, q Querier) (missing, live int64, err e
 	if err := q.QueryRowContext(ctx, s.Driver.Rebind(`SELECT count(*) FROM `+s.Quoted(s.Table)+` t WHERE `+w), args...).Scan(&missing); err != nil {
 		return 0, 0, fmt.Errorf("count rows missing from the snapshot: %w", err)
 	}
-	w, args = s.live()
-	if err := q.QueryRowContext(ctx, s.Driver.Rebind(`SELECT count(*) FROM `+s.Quoted(s.Table)+` t WHERE `+w), args...).Scan(&live); err != nil {
-		return 0, 0, fmt.Errorf("count rows in the snapshot's scope: %w", err)
+	if live, err = s.Live(ctx, q); err != nil {
+		return 0, 0, err
 	}
 	return missing, live, nil
+}
+
+// Live returns, inside q, how many live rows the scope holds.
+func (s Sweep) Live(ctx context.Context, q Querier) (int64, error) {
+	var n int64
+	w, args := s.live()
+	if err := q.QueryRowContext(ctx, s.Driver.Rebind(`SELECT count(*) FROM `+s.Quoted(s.Table)+` t WHERE `+w), args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count rows in the snapshot's scope: %w", err)
+	}
+	return n, nil
 }
 
 // Apply deletes (or marks, with the time now) the live rows of the scope

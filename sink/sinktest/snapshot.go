@@ -51,7 +51,9 @@ func (f filtered) ReadDir(name string) ([]fs.DirEntry, error) {
 // per scope survives the migration that records every snapshot applied;
 // the current snapshot of a scope is the latest as-of among those
 // recorded, under any spelling of the scope; forgetting one (an undo)
-// makes the one before it current; applying one again replaces its record.
+// makes the one before it current; applying one again replaces its record;
+// and the rows a scope held before an operation are stored once, until the
+// operation is reset.
 func ledgerSnapshots(t *testing.T, open func(t *testing.T) Store) {
 	st := open(t)
 	f := &ledgerFx{t: t, ctx: t.Context(), st: st, l: ledger.New(st.DB, upTo{st.Driver, 11}, st.Prefix)}
@@ -116,4 +118,24 @@ func ledgerSnapshots(t *testing.T, open func(t *testing.T) Store) {
 	}
 	last("f0@100", "a=x%26b%3D2", "a=x&b=2")
 
+	id := identity()
+	f.create(id, attempt("a1"))
+	rows := func(want string) {
+		t.Helper()
+		n, ok, err := f.l.ScopeRows(f.ctx, st.DB, id.Key)
+		if got := fmt.Sprintf("%d %v", n, ok); err != nil || got != want {
+			t.Fatalf("rows in scope before: %s (%v), want %s", got, err, want)
+		}
+	}
+	rows("0 false")
+	for _, n := range []int64{4, 9} {
+		if err := f.tx(func(tx *sql.Tx) error { return f.l.RecordScopeRows(f.ctx, tx, id.Key, n) }); err != nil {
+			t.Fatal(err)
+		}
+		rows("4 true") // the first count stays
+	}
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.Reset(f.ctx, tx, id.Key) }); err != nil {
+		t.Fatal(err)
+	}
+	rows("0 false")
 }
