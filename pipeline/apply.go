@@ -445,8 +445,10 @@ func (r *run) finalize(ctx context.Context) error {
 		}
 		rows := r.rows
 		rows.Add(moved)
-		r.res.EventID, err = r.e.recordEvent(ctx, tx, EventCompleted, r.id.Key, r.attempt, string(outcome), rows, deleted)
-		return err
+		if r.res.EventID, err = r.e.recordEvent(ctx, tx, EventCompleted, r.id.Key, r.attempt, string(outcome), rows, deleted); err != nil {
+			return err
+		}
+		return r.e.fp.Hit("inside-finalize")
 	})
 	if err != nil {
 		return fmt.Errorf("finalize: %w", err)

@@ -44,6 +44,7 @@ var Names = []string{
 	"before-finalize",        // every partition committed, the operation not completed
 	"before-sweep",           // snapshot: inside the completing transaction, before the sweep
 	"after-sweep",            // snapshot: inside the completing transaction, swept but not committed
+	"inside-finalize",        // the operation is marked completed inside the completing transaction, not yet committed
 	"after-finalize",         // the operation is completed, the attempt not ended
 	"inside-undo",            // undo: its transaction did all its work, not committed
 	"after-undo",             // undo: committed, nothing printed
