@@ -35,6 +35,11 @@ var (
 	ErrLeaseLost = errors.New("lease lost to another attempt")
 	// ErrFileKeyCollision means two file IDs hash to the same file key.
 	ErrFileKeyCollision = errors.New("file key collision")
+	// ErrCompleted means the operation is completed: the ledger refuses
+	// to move it back (to processing, failed or abandoned) and to record
+	// the attempt that completed it as failed. Only Reset (--reapply) and
+	// Close to undone move a completed operation on.
+	ErrCompleted = errors.New("operation already completed")
 )
 
 // Querier is what *sql.DB, *sql.Conn and *sql.Tx have in common; the same
@@ -259,6 +264,9 @@ func (l *Ledger) insertAttempt(ctx context.Context, tx *sql.Tx, k Key, a Attempt
 
 // Start records a as a new attempt on an existing operation and sets the
 // operation processing. With plan true, a also takes the planning lease.
+// It fails with ErrCompleted, recording nothing, when the operation is
+// completed: a run that decided to join it before it completed must decide
+// again.
 func (l *Ledger) Start(ctx context.Context, tx *sql.Tx, k Key, a Attempt, plan bool, leaseMs int64) error {
 	if err := l.insertAttempt(ctx, tx, k, a); err != nil {
 		return err
@@ -273,10 +281,15 @@ func (l *Ledger) Start(ctx context.Context, tx *sql.Tx, k Key, a Attempt, plan b
 		args = append(args, a.ID, leaseMs)
 	}
 	args = append(args, k.Table, k.FileID)
-	_, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = 'processing', attempts = attempts + 1,
-		updated_at = `+l.d.Now()+lease+` WHERE table_name = ? AND file_id = ?`), args...)
+	res, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = 'processing', attempts = attempts + 1,
+		updated_at = `+l.d.Now()+lease+` WHERE table_name = ? AND file_id = ? AND state <> 'completed'`), args...)
 	if err != nil {
 		return fmt.Errorf("start attempt on %s: %w", k, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("start attempt on %s: %w", k, err)
+	} else if n != 1 {
+		return fmt.Errorf("start attempt on %s: %w", k, ErrCompleted)
 	}
 	return nil
 }
@@ -358,8 +371,20 @@ func (l *Ledger) Complete(ctx context.Context, tx *sql.Tx, k Key, attempt, outco
 
 // Fail records that attempt stopped with an error: it releases the planning
 // lease if attempt holds it and, when othersLive is false, sets a processing
-// operation failed so the next run resumes it at once.
+// operation failed so the next run resumes it at once. It fails with
+// ErrCompleted, changing nothing, when the operation is completed (by
+// attempt or another): whatever stopped attempt, the operation's work is
+// done. Call it in a transaction that holds the operation's Lock, so that
+// no completing transaction is in flight.
 func (l *Ledger) Fail(ctx context.Context, q Querier, k Key, attempt string, othersLive bool) error {
+	var state State
+	err := q.QueryRowContext(ctx, l.q(`SELECT state FROM `+l.prefix+`operations WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID).Scan(&state)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("read operation %s: %w", k, err)
+	}
+	if state == Completed {
+		return fmt.Errorf("record the failure of attempt %s: %w", attempt, ErrCompleted)
+	}
 	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET lease_attempt = NULL, lease_expires = NULL,
 		updated_at = `+l.d.Now()+` WHERE table_name = ? AND file_id = ? AND lease_attempt = ?`), k.Table, k.FileID, attempt); err != nil {
 		return fmt.Errorf("release planning lease: %w", err)
@@ -377,15 +402,34 @@ func (l *Ledger) Fail(ctx context.Context, q Querier, k Key, attempt string, oth
 
 // End records how attempt ended: its outcome word, its error message (empty
 // for none), partitions it found done by others, and leases it recovered.
+// An attempt that completed its operation never ends with an error: End
+// then fails with ErrCompleted and records nothing.
 func (l *Ledger) End(ctx context.Context, q Querier, attempt, outcome, errMsg string, skipped, recovered int64) error {
 	var e any
+	fence := ``
 	if errMsg != "" {
 		e = errMsg
+		fence = ` AND NOT EXISTS (SELECT 1 FROM ` + l.prefix + `operations o WHERE o.table_name = ` + l.prefix + `attempts.table_name
+			AND o.file_id = ` + l.prefix + `attempts.file_id AND o.state = 'completed' AND o.completed_by = ` + l.prefix + `attempts.attempt_id)`
 	}
-	_, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`attempts SET ended_at = `+l.d.Now()+`, outcome = ?, error = ?,
-		partitions_skipped = ?, recovered_leases = ? WHERE attempt_id = ?`), outcome, e, skipped, recovered, attempt)
+	res, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`attempts SET ended_at = `+l.d.Now()+`, outcome = ?, error = ?,
+		partitions_skipped = ?, recovered_leases = ? WHERE attempt_id = ?`+fence), outcome, e, skipped, recovered, attempt)
 	if err != nil {
 		return fmt.Errorf("end attempt: %w", err)
+	}
+	if errMsg == "" {
+		return nil
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("end attempt: %w", err)
+	} else if n == 0 {
+		var known int64
+		if err := q.QueryRowContext(ctx, l.q(`SELECT count(*) FROM `+l.prefix+`attempts WHERE attempt_id = ?`), attempt).Scan(&known); err != nil {
+			return fmt.Errorf("end attempt: %w", err)
+		}
+		if known > 0 {
+			return fmt.Errorf("end attempt %s as %s: %w", attempt, outcome, ErrCompleted)
+		}
 	}
 	return nil
 }

@@ -36,11 +36,23 @@ func (l *Ledger) Replace(ctx context.Context, tx *sql.Tx, k Key) error {
 }
 
 // Close sets operation k to state (Undone or Abandoned), ends any planning
-// lease and drops its quarantined rows. Its identity and counters stay.
+// lease and drops its quarantined rows. Its identity and counters stay. A
+// completed operation can be undone, never abandoned: Close to Abandoned
+// fails with ErrCompleted, changing nothing.
 func (l *Ledger) Close(ctx context.Context, tx *sql.Tx, k Key, state State) error {
-	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = ?, lease_attempt = NULL, lease_expires = NULL,
-		updated_at = `+l.d.Now()+` WHERE table_name = ? AND file_id = ?`), string(state), k.Table, k.FileID); err != nil {
+	fence := ``
+	if state != Undone {
+		fence = ` AND state <> 'completed'`
+	}
+	res, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = ?, lease_attempt = NULL, lease_expires = NULL,
+		updated_at = `+l.d.Now()+` WHERE table_name = ? AND file_id = ?`+fence), string(state), k.Table, k.FileID)
+	if err != nil {
 		return fmt.Errorf("mark %s %s: %w", k, state, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("mark %s %s: %w", k, state, err)
+	} else if n == 0 && fence != "" {
+		return fmt.Errorf("mark %s %s: %w", k, state, ErrCompleted)
 	}
 	if _, err := tx.ExecContext(ctx, l.q(`DELETE FROM `+l.prefix+`rejects WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID); err != nil {
 		return fmt.Errorf("drop rejects of %s: %w", k, err)
@@ -68,6 +80,24 @@ func (l *Ledger) Reset(ctx context.Context, tx *sql.Tx, k Key) error {
 		return fmt.Errorf("reset operation %s: %w", k, err)
 	}
 	return nil
+}
+
+// Restore sets operation k back to completed when it completed once (it
+// records the attempt that completed it) but is processing or failed: a run
+// of an earlier version that had decided to join it before it completed
+// moved it back. Nothing of it is applied again; its stored outcome and
+// counters are those of its completion. It reports whether it restored k.
+// Reset clears the completer, so an operation applied again (--reapply) is
+// never restored.
+func (l *Ledger) Restore(ctx context.Context, tx *sql.Tx, k Key) (bool, error) {
+	res, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = 'completed', lease_attempt = NULL, lease_expires = NULL,
+		updated_at = `+l.d.Now()+` WHERE table_name = ? AND file_id = ? AND state IN ('processing', 'failed')
+		AND completed_by IS NOT NULL AND completed_at IS NOT NULL`), k.Table, k.FileID)
+	if err != nil {
+		return false, fmt.Errorf("restore %s to completed: %w", k, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // Died records that attempt was found dead (its process gone, or its lease

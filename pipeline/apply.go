@@ -130,6 +130,15 @@ func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
 		return err
 	}
 	defer conn.Close()
+	// Claim before preparing the writers: while this attempt holds a
+	// partition the operation cannot complete, so the tables they write
+	// (an --atomic staging table, a snapshot's key table), which the
+	// completing transaction drops, still exist. A worker of a run that
+	// joins as others finish finds nothing to claim and touches neither.
+	first, err := r.claimAlone(ctx, conn)
+	if err != nil || first == nil {
+		return err
+	}
 	w, err := r.newPartitionWriter(ctx, conn)
 	if err != nil {
 		return err
@@ -144,10 +153,6 @@ func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
 		return err
 	}
 	defer seen.close()
-	first, err := r.claimAlone(ctx, conn)
-	if err != nil || first == nil {
-		return err
-	}
 
 	claims := make(chan *checkpoint.Claim, 1) // writer → reader
 	items := make(chan item, 8)               // reader → writer
@@ -390,18 +395,36 @@ func (r *run) finalize(ctx context.Context) error {
 	}
 	var moved idemtype.Rows // this attempt's counters recounted by an --atomic move
 	var evolved *evolution  // the schema changes an --atomic completion made
+	var completer string    // the attempt that completed the operation
 	err := r.withTx(ctx, func(tx *sql.Tx) error {
-		moved, evolved = idemtype.Rows{}, nil
+		moved, evolved, completer = idemtype.Rows{}, nil, ""
+		// One transaction completes the operation at a time, and none
+		// while a run decides to join it (claim takes the same lock): each
+		// finds the operation as the last one left it. Without it, two
+		// attempts of an --atomic import would both move the staged rows,
+		// and one would find the staging table dropped by the other.
+		if err := r.e.ledger.Lock(ctx, tx, r.id.Key); err != nil {
+			return err
+		}
 		op, now, err := r.e.ledger.Get(ctx, tx, r.id.Key)
 		if err != nil {
 			return err
 		}
+		if op.State == ledger.Completed {
+			completer = op.CompletedBy
+			return nil // another attempt completed it (and swept) first
+		}
+		if restored, err := r.e.ledger.Restore(ctx, tx, r.id.Key); err != nil {
+			return err
+		} else if restored {
+			completer = op.CompletedBy
+			r.note("%s had completed on %s (attempt %s), and a run of an earlier version that joined it then recorded it %s: it is completed again; nothing was applied twice",
+				op.Key, formatMs(op.CompletedAt), op.CompletedBy, op.State)
+			return nil
+		}
 		totals, err := r.e.cp.Totals(ctx, tx, r.op)
 		if err != nil {
 			return err
-		}
-		if op.State == ledger.Completed {
-			return nil // another attempt completed it (and swept) first
 		}
 		inserted := totals.Inserted
 		if r.req.Mapping.Atomic {
@@ -435,9 +458,15 @@ func (r *run) finalize(ctx context.Context) error {
 		if err != nil || !done {
 			return err // completed by another attempt: its event says so
 		}
+		completer = r.attempt.ID
 		outcome := Resumed
 		if r.created {
 			outcome = Imported
+		}
+		// The attempt's end commits with the completion it made, so that no
+		// kill, and no lost reply, leaves the completer recorded otherwise.
+		if err := r.e.ledger.End(ctx, tx, r.attempt.ID, string(outcome), "", r.res.Partitions.Total-r.committed, int64(len(r.recovered))); err != nil {
+			return err
 		}
 		var deleted *int64
 		if r.snapshot() != nil {
@@ -453,21 +482,66 @@ func (r *run) finalize(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("finalize: %w", err)
 	}
-	r.rows.Add(moved)
-	evolved.report(r.res)
+	if completer == r.attempt.ID {
+		r.rows.Add(moved)
+		evolved.report(r.res)
+	} else {
+		r.res.EventID, r.res.Deleted = "", 0
+	}
 	if err := r.e.fp.Hit("after-finalize"); err != nil {
 		return err
+	}
+	return r.succeed(ctx, completer)
+}
+
+// succeed ends the attempt of a completed operation: completed by it
+// (completer is its ID), or by another attempt that finished the work
+// while it ran, which then recounted, for an --atomic import, what this
+// attempt staged. The result says what this attempt did.
+func (r *run) succeed(ctx context.Context, completer string) error {
+	ctx = context.WithoutCancel(ctx)
+	if completer != r.attempt.ID {
+		r.log.Info("completed by another attempt", "completed_by", completer)
+		if r.req.Mapping.Atomic && r.committed > 0 {
+			if err := r.recountedRows(ctx); err != nil {
+				r.log.Warn("could not read this attempt's recounted rows", "err", err)
+			}
+		}
 	}
 	r.res.Outcome = Resumed
 	if r.created {
 		r.res.Outcome = Imported
 	}
+	if r.res.Partitions.Total == 0 { // it stopped before applying
+		if p, err := r.e.cp.Progress(ctx, r.e.db, r.op, r.attempt.ID); err == nil {
+			r.res.Partitions.Total = p.Total
+		}
+	}
 	r.res.Partitions.Committed = r.committed
 	r.res.Partitions.Skipped = r.res.Partitions.Total - r.committed
-	if err := r.e.ledger.End(context.WithoutCancel(ctx), r.e.db, r.attempt.ID, string(r.res.Outcome), "", r.res.Partitions.Skipped, int64(len(r.recovered))); err != nil {
-		r.log.Warn("could not record the end of the attempt", "err", err)
+	if completer != r.attempt.ID { // the completer's end committed with the completion
+		if err := r.e.ledger.End(ctx, r.e.db, r.attempt.ID, string(r.res.Outcome), "", r.res.Partitions.Skipped, int64(len(r.recovered))); err != nil {
+			r.log.Warn("could not record the end of the attempt", "err", err)
+		}
 	}
 	r.log.Info("completed", "outcome", r.res.Outcome, "inserted", r.rows.Inserted, "updated", r.rows.Updated,
 		"unchanged", r.rows.Unchanged, "stale", r.rows.Stale, "superseded", r.rows.Superseded, "rejected", r.rows.Rejected)
 	return nil
+}
+
+// recountedRows reads this attempt's counters from the ledger, where
+// another attempt's completion of an --atomic import recounted the rows
+// this one staged as what the move did to the target.
+func (r *run) recountedRows(ctx context.Context) error {
+	as, err := r.e.ledger.Attempts(ctx, r.id.Key)
+	if err != nil {
+		return err
+	}
+	for _, a := range as {
+		if a.ID == r.attempt.ID {
+			r.rows = a.Rows
+			return nil
+		}
+	}
+	return fmt.Errorf("attempt %s not found", r.attempt.ID)
 }

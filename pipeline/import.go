@@ -603,7 +603,9 @@ func (r *run) stopBusy(ctx context.Context, err error) error {
 	r.log.Warn("busy", "err", b)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if cerr := r.record(cctx, "busy", b); cerr != nil {
+	if cerr := r.record(cctx, "busy", b); errors.Is(cerr, ledger.ErrCompleted) {
+		return r.completedMeanwhile(cctx, b)
+	} else if cerr != nil {
 		r.log.Error("could not record the end of the attempt; its leases will expire instead", "err", cerr)
 	}
 	r.res.Outcome = Busy
@@ -626,18 +628,47 @@ func (r *run) abandon(ctx context.Context, err error) error {
 	r.log.Log(context.WithoutCancel(ctx), level, "attempt stopped", "outcome", outcome, "err", err)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if cerr := r.record(cctx, outcome, err); cerr != nil {
+	if cerr := r.record(cctx, outcome, err); errors.Is(cerr, ledger.ErrCompleted) {
+		return r.completedMeanwhile(cctx, err)
+	} else if cerr != nil {
 		r.log.Error("could not record the failure; the lease will expire instead", "err", cerr)
 	}
 	return err
 }
 
+// completedMeanwhile ends the attempt of a run that stopped with cause
+// while its operation was completed, by another attempt (which finished
+// the work: a partition or staging table this run wanted was done or gone)
+// or by this one (an error after its completing transaction committed):
+// the import is done, and the run succeeds.
+func (r *run) completedMeanwhile(ctx context.Context, cause error) error {
+	op, _, err := r.e.ledger.Get(ctx, r.e.db, r.id.Key)
+	if err != nil || op == nil || op.State != ledger.Completed {
+		return cause
+	}
+	r.log.Info("the operation was completed while this attempt ran; what stopped it is moot", "completed_by", op.CompletedBy, "err", cause)
+	r.res.Err = nil
+	if op.CompletedBy != r.attempt.ID {
+		r.res.EventID, r.res.Deleted = "", 0
+	}
+	return r.succeed(ctx, op.CompletedBy)
+}
+
+// record ends the attempt as outcome, for failure, and releases its
+// claims, under the operation's Lock. When the operation is completed it
+// fails with ledger.ErrCompleted, recording nothing: the import is done,
+// whatever stopped this attempt. Except when its lease was lost: a stalled
+// attempt whose work another took over failed, and is recorded so (the
+// completed operation stays as it is).
 func (r *run) record(ctx context.Context, outcome string, failure error) error {
 	tx, err := r.e.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
+	if err := r.e.ledger.Lock(ctx, tx, r.id.Key); err != nil {
+		return err
+	}
 	if err := r.e.cp.Release(ctx, tx, r.op, r.attempt.ID); err != nil {
 		return err
 	}
@@ -645,7 +676,8 @@ func (r *run) record(ctx context.Context, outcome string, failure error) error {
 	if err != nil {
 		return err
 	}
-	if err := r.e.ledger.Fail(ctx, tx, r.id.Key, r.attempt.ID, p.Held > 0); err != nil {
+	if err := r.e.ledger.Fail(ctx, tx, r.id.Key, r.attempt.ID, p.Held > 0); err != nil &&
+		(!errors.Is(err, ledger.ErrCompleted) || !errors.Is(failure, ledger.ErrLeaseLost)) {
 		return err
 	}
 	// Skipped: partitions done, but not by this attempt (before it, or by

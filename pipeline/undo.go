@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -271,6 +272,13 @@ func (r *run) abandonChanged(ctx context.Context, cause error) error {
 		if err := r.e.ledger.Lock(ctx, tx, r.id.Key); err != nil {
 			return err
 		}
+		// Another attempt, reading its own unchanged copy, may have
+		// completed the operation meanwhile: that stays.
+		if op, _, err := r.e.ledger.Get(ctx, tx, r.id.Key); err != nil {
+			return err
+		} else if op != nil && op.State == ledger.Completed {
+			return ledger.ErrCompleted
+		}
 		if _, _, err := r.e.cp.Drop(ctx, tx, r.op); err != nil {
 			return err
 		}
@@ -285,6 +293,10 @@ func (r *run) abandonChanged(ctx context.Context, cause error) error {
 		}
 		return r.e.ledger.End(ctx, tx, r.attempt.ID, string(ledger.Abandoned), cause.Error(), 0, int64(len(r.recovered)))
 	})
+	if errors.Is(err, ledger.ErrCompleted) {
+		r.note("%s changed while this run read it, but another attempt had completed its import meanwhile; the changed file is another file to import", r.req.Path)
+		return r.completedMeanwhile(ctx, cause)
+	}
 	if err != nil {
 		r.log.Error("could not abandon the operation; the lease will expire instead", "err", err)
 		return cause

@@ -45,7 +45,7 @@ var Names = []string{
 	"before-sweep",           // snapshot: inside the completing transaction, before the sweep
 	"after-sweep",            // snapshot: inside the completing transaction, swept but not committed
 	"inside-finalize",        // the operation is marked completed inside the completing transaction, not yet committed
-	"after-finalize",         // the operation is completed, the attempt not ended
+	"after-finalize",         // the operation is completed and the attempt ended with it, nothing reported yet
 	"inside-undo",            // undo: its transaction did all its work, not committed
 	"after-undo",             // undo: committed, nothing printed
 	"before-publish",         // an event delivery is claimed (its effect committed), nothing sent

@@ -43,6 +43,16 @@ func (f *ledgerFx) tx(fn func(tx *sql.Tx) error) error {
 	return inTx(f.t, f.st.DB, fn)
 }
 
+func (f *ledgerFx) tx2(fn func(tx *sql.Tx) (bool, error)) (bool, error) {
+	f.t.Helper()
+	var ok bool
+	err := f.tx(func(tx *sql.Tx) (err error) {
+		ok, err = fn(tx)
+		return err
+	})
+	return ok, err
+}
+
 func (f *ledgerFx) create(id ledger.Identity, a ledger.Attempt) {
 	f.t.Helper()
 	if err := f.tx(func(tx *sql.Tx) error { return f.l.Create(f.ctx, tx, id, a, leaseMs) }); err != nil {
@@ -107,6 +117,7 @@ func RunLedger(t *testing.T, open func(t *testing.T) Store) {
 		{"RefuseStoresTheReport", ledgerRefuseStoresTheReport},
 		{"CountAddsToAttemptAndOperation", ledgerCount},
 		{"CompleteOnce", ledgerCompleteOnce},
+		{"CompletedIsNeverMovedBack", ledgerCompletedIsNeverMovedBack},
 		{"FailHeartbeatEnd", ledgerFailHeartbeatEnd},
 		{"Retract", ledgerRetract},
 		{"Rejects", ledgerRejects},
@@ -462,6 +473,89 @@ func ledgerCompleteOnce(t *testing.T, open func(t *testing.T) Store) {
 	}
 	if d, _ := ledger.Decide(ledger.Situation{Op: op, ID: id, Now: now}); d != ledger.Duplicate {
 		t.Errorf("completed operation decides %s", d)
+	}
+}
+
+// ledgerCompletedIsNeverMovedBack checks the ledger's fencing on state: a
+// completed operation is not started again, failed or abandoned, and the
+// attempt that completed it is not recorded as failed, each refused with
+// ErrCompleted and nothing changed; undo (Close to undone) and Reset stay
+// possible. Restore sets back to completed an operation that completed and
+// was moved back anyway (by an earlier version), and nothing else.
+func ledgerCompletedIsNeverMovedBack(t *testing.T, open func(t *testing.T) Store) {
+	f := newLedger(t, open)
+	id := identity()
+	f.create(id, attempt("a1"))
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.Start(f.ctx, tx, id.Key, attempt("a2"), false, leaseMs) }); err != nil {
+		t.Fatalf("start a2 on a processing operation: %v", err)
+	}
+	if err := f.tx(func(tx *sql.Tx) error { _, err := f.l.Complete(f.ctx, tx, id.Key, "a1", `{"n":1}`); return err }); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := f.get(id.Key)
+	refused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ledger.ErrCompleted) {
+			t.Errorf("%s on a completed operation: %v, want ErrCompleted", what, err)
+		}
+		if op, _ := f.get(id.Key); op.State != ledger.Completed || op.CompletedBy != "a1" || op.Attempts != before.Attempts {
+			t.Errorf("after %s: %+v", what, op)
+		}
+	}
+	refused("Start", f.tx(func(tx *sql.Tx) error { return f.l.Start(f.ctx, tx, id.Key, attempt("a3"), false, leaseMs) }))
+	if as := f.attempts(id.Key); len(as) != 2 {
+		t.Errorf("a refused Start recorded an attempt: %+v", as)
+	}
+	refused("planning Start", f.tx(func(tx *sql.Tx) error { return f.l.Start(f.ctx, tx, id.Key, attempt("a3"), true, leaseMs) }))
+	refused("Fail", f.tx(func(tx *sql.Tx) error { return f.l.Fail(f.ctx, tx, id.Key, "a2", false) }))
+	refused("Fail of the completer", f.tx(func(tx *sql.Tx) error { return f.l.Fail(f.ctx, tx, id.Key, "a1", false) }))
+	refused("Close to abandoned", f.tx(func(tx *sql.Tx) error { return f.l.Close(f.ctx, tx, id.Key, ledger.Abandoned) }))
+	refused("End of the completer with an error", f.l.End(f.ctx, f.st.DB, "a1", "failed", "finalize: conn closed", 0, 0))
+	if err := f.l.End(f.ctx, f.st.DB, "a2", "failed", "write: no such table", 0, 0); err != nil {
+		t.Errorf("End of another attempt with an error: %v", err)
+	}
+	if err := f.l.End(f.ctx, f.st.DB, "a1", "imported", "", 0, 0); err != nil {
+		t.Errorf("End of the completer without an error: %v", err)
+	}
+	as := f.attempts(id.Key)
+	if len(as) != 2 || as[0].Outcome != "imported" || as[0].Error != "" || as[1].Outcome != "failed" {
+		t.Errorf("attempts: %+v", as)
+	}
+	if ok, err := f.tx2(func(tx *sql.Tx) (bool, error) { return f.l.Restore(f.ctx, tx, id.Key) }); err != nil || ok {
+		t.Errorf("Restore of a completed operation: %v, %v", ok, err)
+	}
+
+	// What a joining run of an earlier version did: completed, then
+	// failed. Restore makes it completed again, with its completion.
+	if _, err := f.st.DB.ExecContext(f.ctx, f.st.Driver.Rebind(`UPDATE `+f.st.Prefix+`operations SET state = 'failed' WHERE file_id = ?`), id.FileID); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := f.tx2(func(tx *sql.Tx) (bool, error) { return f.l.Restore(f.ctx, tx, id.Key) }); err != nil || !ok {
+		t.Errorf("Restore of a completed operation moved back to failed: %v, %v", ok, err)
+	}
+	if op, _ := f.get(id.Key); op.State != ledger.Completed || op.CompletedBy != "a1" || op.Outcome != `{"n":1}` {
+		t.Errorf("restored: %+v", op)
+	}
+
+	// Undo and --reapply still move a completed operation on; Reset
+	// forgets the completer, so Restore leaves the operation alone.
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.Reset(f.ctx, tx, id.Key) }); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := f.tx2(func(tx *sql.Tx) (bool, error) { return f.l.Restore(f.ctx, tx, id.Key) }); err != nil || ok {
+		t.Errorf("Restore of a reset operation: %v, %v", ok, err)
+	}
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.Start(f.ctx, tx, id.Key, attempt("a4"), true, leaseMs) }); err != nil {
+		t.Errorf("Start after Reset: %v", err)
+	}
+	if err := f.tx(func(tx *sql.Tx) error { _, err := f.l.Complete(f.ctx, tx, id.Key, "a4", `{"n":4}`); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.Close(f.ctx, tx, id.Key, ledger.Undone) }); err != nil {
+		t.Errorf("Close to undone of a completed operation: %v", err)
+	}
+	if op, _ := f.get(id.Key); op.State != ledger.Undone {
+		t.Errorf("undone: %+v", op)
 	}
 }
 
