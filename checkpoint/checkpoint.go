@@ -237,6 +237,28 @@ func (s *Store) Complete(ctx context.Context, tx *sql.Tx, op Op, idx int, attemp
 	return held(res, err, idx)
 }
 
+// DoneBy returns the attempt that marked partition idx of op done, or ""
+// while it is not done. It first waits for any transaction that holds the
+// partition (a fenced partition transaction) to end, so that it answers
+// for a COMMIT whose reply was lost: by then that transaction has
+// committed or rolled back. Call it in its own transaction.
+func (s *Store) DoneBy(ctx context.Context, tx *sql.Tx, op Op, idx int) (string, error) {
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET done = done
+		WHERE table_name = ? AND file_id = ? AND idx = ?`), op.Table, op.FileID, idx); err != nil {
+		return "", fmt.Errorf("partition %d: %w", idx, err)
+	}
+	var by string
+	err := tx.QueryRowContext(ctx, s.q(`SELECT coalesce(done_by, '') FROM `+s.prefix+`partitions
+		WHERE table_name = ? AND file_id = ? AND idx = ? AND done = 1`), op.Table, op.FileID, idx).Scan(&by)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("partition %d: %w", idx, err)
+	}
+	return by, nil
+}
+
 // Rejected counts op's bad rows as seen by q: the rows not written by done
 // partitions, and the plan's bad rows of the others.
 func (s *Store) Rejected(ctx context.Context, q Querier, op Op) (int64, error) {

@@ -31,9 +31,21 @@ func (r *run) apply(ctx context.Context) error {
 	r.doneRows = r.rowsDone(ctx)
 	r.progress(Progress{Phase: "apply", Rows: r.doneRows, TotalRows: r.plan.Rows, Partitions: start.Done, TotalParts: start.Total, Skipped: start.Done})
 	var mu sync.Mutex
+	reconnects := 0
 	for {
 		before := r.committed
-		if err := r.applyRound(ctx, &mu); err != nil {
+		if err := r.applyRound(ctx, &mu); errors.Is(err, errReconnect) && reconnects < maxReconnects && ctx.Err() == nil {
+			// A worker's connection was lost at a COMMIT; the checkpoint
+			// said whether it committed. No worker runs now: give back the
+			// partitions this attempt still holds, and go on with new
+			// connections.
+			reconnects++
+			r.log.Warn("going on with new connections", "err", err)
+			if err := r.e.cp.Release(ctx, r.e.db, r.op, r.attempt.ID); err != nil {
+				return err
+			}
+			continue
+		} else if err != nil {
 			return err
 		}
 		p, err := r.e.cp.Progress(ctx, r.e.db, r.op, r.attempt.ID)
@@ -313,7 +325,7 @@ func (r *run) write(ctx context.Context, conn *sql.Conn, w *partitionWriter, see
 			if err := r.recordScope(ctx, tx.Tx, scope); err != nil {
 				return fmt.Errorf("partition %d: %w", claim.Index, err)
 			}
-			if err := r.commit(ctx, tx, claim, counts, refused, evolved, mu); err != nil {
+			if err := r.commit(ctx, conn, tx, claim, counts, refused, evolved, mu); err != nil {
 				return err
 			}
 			tx, evolved = nil, nil
@@ -347,7 +359,8 @@ func (r *run) lost(err error) error {
 
 // commit completes a partition: marks it done and counts it in the same
 // transaction as its effects (with the schema changes it made, evolved).
-func (r *run) commit(ctx context.Context, tx *txn, c *checkpoint.Claim, counts idemtype.Rows, refused []refusedRow, evolved *evolution, mu *sync.Mutex) error {
+// tx was begun on conn.
+func (r *run) commit(ctx context.Context, conn *sql.Conn, tx *txn, c *checkpoint.Claim, counts idemtype.Rows, refused []refusedRow, evolved *evolution, mu *sync.Mutex) error {
 	// Bad and superseded rows never reach the writer; the plan counted them.
 	superseded := int64(len(c.Superseded))
 	counts.Read += c.Rejected + superseded
@@ -372,8 +385,15 @@ func (r *run) commit(ctx context.Context, tx *txn, c *checkpoint.Claim, counts i
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit partition %d: %w", c.Index, err)
+		return r.unanswered(ctx, conn, c, counts, evolved, mu, err)
 	}
+	r.committedPartition(c, counts, evolved, mu)
+	return r.e.fp.Hit("after-partition-commit")
+}
+
+// committedPartition counts partition c, committed by this attempt with
+// counts (and the schema changes evolved), for the result and progress.
+func (r *run) committedPartition(c *checkpoint.Claim, counts idemtype.Rows, evolved *evolution, mu *sync.Mutex) {
 	mu.Lock()
 	evolved.report(r.res)
 	r.committed++
@@ -385,8 +405,51 @@ func (r *run) commit(ctx context.Context, tx *txn, c *checkpoint.Claim, counts i
 	mu.Unlock()
 	r.log.Debug("partition committed", "partition", c.Index, "inserted", counts.Inserted, "updated", counts.Updated,
 		"unchanged", counts.Unchanged, "stale", counts.Stale, "superseded", counts.Superseded, "rejected", counts.Rejected)
-	return r.e.fp.Hit("after-partition-commit")
 }
+
+// errReconnect ends a round of workers whose one lost its connection at a
+// partition's COMMIT: apply goes on with new connections.
+var errReconnect = errors.New("connection lost at COMMIT")
+
+// maxReconnects is how many times one run goes on after a connection lost
+// at a partition's COMMIT before it fails (a rerun resumes).
+const maxReconnects = 3
+
+// unanswered handles the failed COMMIT of partition c's transaction, begun
+// on conn. When the server answered, the partition did not commit: that is
+// the error. When the connection is gone, the reply may have been lost
+// after the server committed: the checkpoint, read on another connection
+// once that transaction has ended, says whether it did, and a partition
+// that did is counted as this attempt's, as its transaction counted it in
+// the ledger. The worker then stops with errReconnect.
+func (r *run) unanswered(ctx context.Context, conn *sql.Conn, c *checkpoint.Claim, counts idemtype.Rows, evolved *evolution, mu *sync.Mutex, cerr error) error {
+	cerr = fmt.Errorf("commit partition %d: %w", c.Index, cerr)
+	if ctx.Err() != nil || conn.PingContext(ctx) == nil {
+		return cerr
+	}
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unansweredWait)
+	defer cancel()
+	var by string
+	err := r.withTx(qctx, func(tx *sql.Tx) (err error) {
+		by, err = r.e.cp.DoneBy(qctx, tx, r.op, c.Index)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("%w; whether it committed could not be read: %w", cerr, err)
+	}
+	if by == r.attempt.ID {
+		r.log.Warn("the reply to a partition's COMMIT was lost; the checkpoint says it committed", "partition", c.Index, "err", cerr)
+		r.committedPartition(c, counts, evolved, mu)
+	} else {
+		r.log.Warn("a partition's COMMIT failed with the connection; the checkpoint says it did not commit", "partition", c.Index, "err", cerr)
+	}
+	return fmt.Errorf("%w: %w", errReconnect, cerr)
+}
+
+// unansweredWait bounds how long a run waits to learn, after a COMMIT
+// whose reply did not come, whether that transaction committed: it waits
+// for the transaction to end on the server.
+const unansweredWait = 30 * time.Second
 
 // finalize completes the operation and ends the attempt.
 func (r *run) finalize(ctx context.Context) error {
@@ -396,8 +459,9 @@ func (r *run) finalize(ctx context.Context) error {
 	var moved idemtype.Rows // this attempt's counters recounted by an --atomic move
 	var evolved *evolution  // the schema changes an --atomic completion made
 	var completer string    // the attempt that completed the operation
+	sent := false           // the transaction did its work: an error now is its COMMIT's
 	err := r.withTx(ctx, func(tx *sql.Tx) error {
-		moved, evolved, completer = idemtype.Rows{}, nil, ""
+		moved, evolved, completer, sent = idemtype.Rows{}, nil, "", false
 		// One transaction completes the operation at a time, and none
 		// while a run decides to join it (claim takes the same lock): each
 		// finds the operation as the last one left it. Without it, two
@@ -477,8 +541,26 @@ func (r *run) finalize(ctx context.Context) error {
 		if r.res.EventID, err = r.e.recordEvent(ctx, tx, EventCompleted, r.id.Key, r.attempt, string(outcome), rows, deleted); err != nil {
 			return err
 		}
-		return r.e.fp.Hit("inside-finalize")
+		if err := r.e.fp.Hit("inside-finalize"); err != nil {
+			return err
+		}
+		sent = true
+		return nil
 	})
+	if err != nil && sent {
+		// The COMMIT failed. If the server answered, it did not commit;
+		// if the reply was lost, it may have: the ledger says which.
+		op, serr := r.settledOp(ctx)
+		switch {
+		case serr != nil:
+			err = fmt.Errorf("%w; whether it committed could not be read: %w", err, serr)
+		case op != nil && op.State == ledger.Completed:
+			if op.CompletedBy == r.attempt.ID {
+				r.log.Warn("the reply to the completing transaction's COMMIT was lost; the ledger says it committed", "err", err)
+			}
+			completer, err = op.CompletedBy, nil
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("finalize: %w", err)
 	}
@@ -492,6 +574,24 @@ func (r *run) finalize(ctx context.Context) error {
 		return err
 	}
 	return r.succeed(ctx, completer)
+}
+
+// settledOp reads the operation in a transaction of its own that holds its
+// Lock: once every transaction that was completing it has ended (one whose
+// COMMIT's reply was lost, say), so it finds whether that one committed.
+// It waits at most unansweredWait.
+func (r *run) settledOp(ctx context.Context) (*ledger.Operation, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unansweredWait)
+	defer cancel()
+	var op *ledger.Operation
+	err := r.withTx(ctx, func(tx *sql.Tx) (err error) {
+		if err := r.e.ledger.Lock(ctx, tx, r.id.Key); err != nil {
+			return err
+		}
+		op, _, err = r.e.ledger.Get(ctx, tx, r.id.Key)
+		return err
+	})
+	return op, err
 }
 
 // succeed ends the attempt of a completed operation: completed by it

@@ -121,6 +121,7 @@ func RunCheckpoint(t *testing.T, open func(t *testing.T) Store) {
 		{"TakeoverFencesTheStalledHolder", checkpointTakeover},
 		{"ExpiredLeaseByTheDatabaseClock", checkpointLeaseExpires},
 		{"CompleteRolledBackCountsNothing", checkpointRollback},
+		{"DoneByWaitsForTheTransaction", checkpointDoneBy},
 		{"RenewExpireReleaseHolders", checkpointLeases},
 	}
 	for _, c := range cases {
@@ -397,6 +398,63 @@ func checkpointRollback(t *testing.T, open func(t *testing.T) Store) {
 	}
 	if err := f.complete(0, "a1", idemtype.Rows{Read: 100, Inserted: 100}); err != nil {
 		t.Errorf("complete after the rollback: %v", err)
+	}
+}
+
+// checkpointDoneBy checks that DoneBy answers for a partition transaction
+// still open (as one whose COMMIT's reply was lost may be on the server):
+// it waits for it to end, and then says whether it committed.
+func checkpointDoneBy(t *testing.T, open func(t *testing.T) Store) {
+	f := newCheckpoint(t, open)
+	f.save(op, plan(2))
+	f.claim("a1", leaseMs)
+	f.claim("a1", leaseMs)
+	doneBy := func(idx int) (string, error) {
+		var by string
+		err := f.tx(func(tx *sql.Tx) (err error) {
+			by, err = f.s.DoneBy(f.ctx, tx, op, idx)
+			return err
+		})
+		return by, err
+	}
+	for _, end := range []string{"commit", "rollback"} {
+		idx := map[string]int{"commit": 0, "rollback": 1}[end]
+		tx, err := f.st.DB.BeginTx(f.ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.s.Fence(f.ctx, tx, op, idx, "a1", leaseMs); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.s.Complete(f.ctx, tx, op, idx, "a1", idemtype.Rows{Read: 100, Inserted: 100}); err != nil {
+			t.Fatal(err)
+		}
+		type answer struct {
+			by  string
+			err error
+		}
+		got := make(chan answer, 1)
+		go func() {
+			by, err := doneBy(idx)
+			got <- answer{by, err}
+		}()
+		select {
+		case a := <-got:
+			t.Fatalf("DoneBy answered %+v while the partition's transaction was open", a)
+		case <-time.After(200 * time.Millisecond):
+		}
+		want := "a1"
+		if end == "commit" {
+			err = tx.Commit()
+		} else {
+			err, want = tx.Rollback(), ""
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := <-got; a.err != nil || a.by != want {
+			t.Errorf("DoneBy after a %s: %q, %v; want %q", end, a.by, a.err, want)
+		}
 	}
 }
 
