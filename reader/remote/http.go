@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -100,23 +99,15 @@ func (h *httpObject) get(ctx context.Context, info Info, off, end int64) (io.Rea
 		return fail(err)
 	}
 	if resp.StatusCode == http.StatusPartialContent {
-		start, total, ok := contentRange(resp.Header.Get("Content-Range"))
-		if !ok || start != off || (total >= 0 && total != info.Size) {
+		first, last, total, ok := contentRange(resp.Header.Get("Content-Range"))
+		if !ok || first != off || (total >= 0 && total != info.Size) {
 			return fail(fmt.Errorf("%w: %s answered range %d-%d with %q (object of %d bytes)",
 				reader.ErrSourceChanged, h.shown, off, end-1, resp.Header.Get("Content-Range"), info.Size))
 		}
-		return resp.Body, nil
+		return frame(resp.Body, h.shown, off, end, first, last+1, resp.ContentLength, info.Size)
 	}
 	// 200: the server ignored the range and sends the whole object.
-	if resp.ContentLength >= 0 && resp.ContentLength != info.Size {
-		return fail(fmt.Errorf("%w: %s is now %d bytes, was %d", reader.ErrSourceChanged, h.shown, resp.ContentLength, info.Size))
-	}
-	if off > 0 {
-		if _, err := io.CopyN(io.Discard, resp.Body, off); err != nil {
-			return fail(retryable{fmt.Errorf("%s: skip to byte %d: %w", h.shown, off, err)})
-		}
-	}
-	return resp.Body, nil
+	return frame(resp.Body, h.shown, off, end, 0, info.Size, resp.ContentLength, info.Size)
 }
 
 // sameVersion checks a response's validators against the version opened,
@@ -146,31 +137,4 @@ func (h *httpObject) statusError(resp *http.Response) error {
 // a server error, a timeout or throttling.
 func isRetryableStatus(code int) bool {
 	return code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout
-}
-
-// contentRange parses "bytes START-END/TOTAL" (TOTAL may be "*", then -1).
-func contentRange(s string) (start, total int64, ok bool) {
-	s, found := strings.CutPrefix(s, "bytes ")
-	if !found {
-		return 0, 0, false
-	}
-	rng, tot, found := strings.Cut(s, "/")
-	if !found {
-		return 0, 0, false
-	}
-	a, _, found := strings.Cut(rng, "-")
-	if !found {
-		return 0, 0, false
-	}
-	start, err := strconv.ParseInt(a, 10, 64)
-	if err != nil {
-		return 0, 0, false
-	}
-	total = -1
-	if tot != "*" {
-		if total, err = strconv.ParseInt(tot, 10, 64); err != nil {
-			return 0, 0, false
-		}
-	}
-	return start, total, true
 }

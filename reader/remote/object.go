@@ -268,6 +268,7 @@ type body struct {
 	window   int64
 	rc       io.ReadCloser
 	failures int // consecutive failures without a byte of progress
+	lies     int // responses that disagreed with the object, progress or not
 	err      error
 }
 
@@ -303,6 +304,9 @@ func (b *body) Read(p []byte) (int, error) {
 				continue
 			}
 			b.rc = rc
+			if x, ok := rc.(interface{ extend(int64) int64 }); ok {
+				b.reqEnd = x.extend(b.end) // a whole object: read on, ask no more
+			}
 		}
 		if rest := b.reqEnd - b.off; int64(len(p)) > rest {
 			p = p[:rest]
@@ -324,6 +328,7 @@ func (b *body) Read(p []byte) (int, error) {
 			continue
 		case err == io.EOF: // the response ended before the range did
 			err = retryable{fmt.Errorf("%s: response ended at byte %d of %d: %w", b.o.url, b.off, b.end, io.ErrUnexpectedEOF)}
+		case errors.As(err, new(retryable)): // said where already
 		case b.ctx.Err() == nil:
 			err = retryable{fmt.Errorf("%s: read at byte %d: %w", b.o.url, b.off, err)}
 		}
@@ -350,8 +355,15 @@ func (b *body) fail(err error) error {
 		return err
 	}
 	b.failures++
-	if b.failures >= b.o.retry.Attempts {
-		b.err = fmt.Errorf("%w (gave up after %d attempts)", r.err, b.failures)
+	n := b.failures
+	if errors.Is(r.err, reader.ErrSourceChanged) {
+		// A body at odds with the object may still bring bytes: such
+		// responses are counted whether or not they made progress.
+		b.lies++
+		n = max(n, b.lies)
+	}
+	if n >= b.o.retry.Attempts {
+		b.err = fmt.Errorf("%w (gave up after %d attempts)", r.err, n)
 		return b.err
 	}
 	b.o.stats.add(0, 0, 1)

@@ -89,18 +89,24 @@ func (o *s3Object) get(ctx context.Context, info Info, off, end int64) (io.ReadC
 		out.Body.Close()
 		return nil, fmt.Errorf("%w: %s was replaced since it was opened (ETag %s, now %s)", reader.ErrSourceChanged, o.shown, info.ETag, etag)
 	}
+	length := int64(-1)
+	if out.ContentLength != nil {
+		length = *out.ContentLength
+	}
 	if cr := aws.ToString(out.ContentRange); cr != "" {
-		start, total, ok := contentRange(cr)
-		if !ok || start != off || (total >= 0 && total != info.Size) {
+		first, last, total, ok := contentRange(cr)
+		if !ok || first != off || (total >= 0 && total != info.Size) {
 			out.Body.Close()
 			return nil, fmt.Errorf("%w: %s answered range %d-%d with %q (object of %d bytes)",
 				reader.ErrSourceChanged, o.shown, off, end-1, cr, info.Size)
 		}
-	} else if off > 0 || (out.ContentLength != nil && *out.ContentLength != info.Size) {
+		return frame(out.Body, o.shown, off, end, first, last+1, length, info.Size)
+	}
+	if off > 0 {
 		out.Body.Close()
 		return nil, fmt.Errorf("%s: the server ignored the range %d-%d", o.shown, off, end-1)
 	}
-	return out.Body, nil
+	return frame(out.Body, o.shown, off, end, 0, info.Size, length, info.Size)
 }
 
 // s3Error classifies an SDK failure: a changed object, a retryable one
