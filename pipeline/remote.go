@@ -14,7 +14,9 @@ import (
 // remote.Object pinned at the version its HEAD request saw: every later
 // read is a ranged GET guarded by its ETag, so an attempt never mixes two
 // versions. Its identity is cached by URL, ETag, version id and size, so a
-// rerun of an imported object costs one HEAD request.
+// rerun of an imported object costs one HEAD request, when the HEAD can
+// prove the bytes unchanged (a strong ETag or a version id); otherwise a
+// rerun reads and hashes the object.
 
 // newRun returns the run of req. A URL's credentials stay in the run's
 // url, for its requests; its Path, which results, logs and the ledger
@@ -44,9 +46,15 @@ func (r *run) openRemote(ctx context.Context) (*remote.Object, error) {
 	return obj, nil
 }
 
-// remoteStat is the remote quick check's key for the run's object.
+// remoteStat is the remote quick check's key for the run's object. An
+// object whose HEAD proves nothing (no version id, no strong ETag) gets a
+// key without validators, which the quick check never trusts: it is read
+// and hashed on every run.
 func (r *run) remoteStat() ledger.RemoteStat {
 	i := r.obj.Info()
+	if !i.Proves() {
+		return ledger.RemoteStat{URL: r.req.Path, Size: i.Size}
+	}
 	return ledger.RemoteStat{URL: r.req.Path, ETag: i.ETag, Version: i.Version, Size: i.Size}
 }
 

@@ -116,7 +116,7 @@ func (h *httpObject) sameVersion(resp *http.Response, info Info) error {
 	if etag := resp.Header.Get("ETag"); etag != "" && info.ETag != "" && etag != info.ETag {
 		return fmt.Errorf("%w: %s was replaced since it was opened (ETag %s, now %s)", reader.ErrSourceChanged, h.shown, info.ETag, etag)
 	}
-	if info.ETag == "" && !info.ModTime.IsZero() {
+	if !strongETag(info.ETag) && !info.ModTime.IsZero() {
 		if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil && !t.Equal(info.ModTime) {
 			return fmt.Errorf("%w: %s was modified since it was opened (%s, now %s)", reader.ErrSourceChanged, h.shown,
 				info.ModTime.UTC().Format(time.RFC3339), t.UTC().Format(time.RFC3339))

@@ -29,6 +29,14 @@ type Info struct {
 	ModTime time.Time // Last-Modified; zero when the server sends none
 }
 
+// Proves reports whether the identity pins the object's bytes: a version
+// id, or a strong ETag. A weak ETag (W/"…") says only that two versions are
+// equivalent for the server's purposes, not that their bytes are equal, and
+// a size and a modification time prove nothing either: an object without a
+// proof is known by the digest of its bytes alone, so a rerun must read and
+// hash it.
+func (i Info) Proves() bool { return i.Version != "" || strongETag(i.ETag) }
+
 // backend is what an object store offers an Object: the identity of the
 // object now, and a ranged read of the version it was opened at.
 type backend interface {
@@ -199,7 +207,7 @@ func (o *Object) Check(ctx context.Context) error {
 		return err
 	}
 	if now.Size != o.info.Size || now.ETag != o.info.ETag || now.Version != o.info.Version ||
-		(o.info.ETag == "" && !now.ModTime.Equal(o.info.ModTime)) {
+		(!o.info.Proves() && !now.ModTime.Equal(o.info.ModTime)) {
 		return fmt.Errorf("%w: %s was replaced (ETag %s, size %d; now %s, size %d)",
 			reader.ErrSourceChanged, o.url, o.info.ETag, o.info.Size, now.ETag, now.Size)
 	}
