@@ -306,8 +306,13 @@ func (r *run) identify(ctx context.Context) error {
 	}
 	_, comp, _ := reader.Detect(formatName(r.req.Path))
 	if r.obj != nil && comp != reader.None && r.req.SpoolDir != "" {
-		r.spool = remote.NewSpool(r.obj, r.req.SpoolDir)
-		r.src = r.spool
+		sp, err := remote.NewSpool(r.obj, r.req.SpoolDir)
+		if errors.Is(err, remote.ErrSpoolDir) {
+			return &UsageError{Err: err} // the user's to fix: a rerun meets it again
+		} else if err != nil {
+			return err
+		}
+		r.spool, r.src = sp, sp
 	}
 	src, err := r.source()
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -23,16 +24,21 @@ func (f *remoteFlags) register(c *cobra.Command) {
 	fl := c.Flags()
 	fl.StringVar(&f.endpoint, "s3-endpoint", "", "S3 endpoint URL for MinIO, R2, Ceph and friends (default $AWS_ENDPOINT_URL, else AWS)")
 	fl.BoolVar(&f.pathStyle, "s3-path-style", false, "address S3 buckets as ENDPOINT/BUCKET/KEY (MinIO and most self-hosted stores need it)")
-	fl.StringVar(&f.spoolDir, "spool-dir", "", "where a compressed remote input is copied while it is imported, resumed by range and removed when done (default: idemport/spool in the user's cache directory)")
+	fl.StringVar(&f.spoolDir, "spool-dir", "", "where a compressed remote input is copied while it is imported, resumed by range and removed when done; a directory of the user's own that no one else may write (default: idemport/spool in the user's cache directory)")
 }
 
-// spool returns the directory compressed remote inputs are copied to.
+// spool returns the directory compressed remote inputs are copied to: in
+// the user's cache directory, else one of the user's own (by uid) in the
+// temporary directory, which the spool refuses when another user made it.
 func (f *remoteFlags) spool() string {
 	if f.spoolDir != "" {
 		return f.spoolDir
 	}
 	if dir, err := os.UserCacheDir(); err == nil {
 		return filepath.Join(dir, "idemport", "spool")
+	}
+	if uid := os.Getuid(); uid >= 0 {
+		return filepath.Join(os.TempDir(), "idemport-spool-"+strconv.Itoa(uid))
 	}
 	return filepath.Join(os.TempDir(), "idemport-spool")
 }

@@ -507,7 +507,7 @@ func gzipFile(t *testing.T, path string) []byte {
 // downloading again; the copy is removed when the import completes.
 func TestRemoteCompressedSpool(t *testing.T) {
 	dir, s3, env, gz, spool, args := spooledObject(t, 111)
-	spooled := func() []string {
+	spooled := func() []string { // the copy and its sums file
 		names, _ := filepath.Glob(filepath.Join(spool, "*"))
 		return names
 	}
@@ -519,8 +519,8 @@ func TestRemoteCompressedSpool(t *testing.T) {
 	if c := s3.Counts(); c.Bytes != int64(len(gz)) {
 		t.Fatalf("the first run fetched %d bytes of a %d-byte object, want it once (%+v)", c.Bytes, len(gz), c)
 	}
-	if len(spooled()) != 1 {
-		t.Fatalf("spool after the kill: %v, want the copy", spooled())
+	if len(spooled()) != 2 {
+		t.Fatalf("spool after the kill: %v, want the copy and its sums", spooled())
 	}
 	s3.Reset()
 	res := remoteRun(t, dir, env, 0, args[1:]...)
@@ -564,7 +564,7 @@ func TestRemoteSpoolKilledMidDownload(t *testing.T) {
 	}
 	s3.OnGet(nil)
 	// Two windows, of 64 and 128 KiB, were fetched and written.
-	names, _ := filepath.Glob(filepath.Join(spool, "*"))
+	names, _ := filepath.Glob(filepath.Join(spool, "*.spool"))
 	if len(names) != 1 {
 		t.Fatalf("spool: %v", names)
 	}

@@ -2,6 +2,8 @@ package remote
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -69,7 +71,8 @@ func (c *Client) Open(ctx context.Context, name string) (*Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Object{url: Redact(name), b: b, retry: c.opts.Retry, stats: Stats{parent: &c.Stats}, ctx: ctx}
+	key := sha256.Sum256([]byte(name))
+	o := &Object{url: Redact(name), rawKey: hex.EncodeToString(key[:]), b: b, retry: c.opts.Retry, stats: Stats{parent: &c.Stats}, ctx: ctx}
 	if o.info, err = statRetrying(ctx, b, c.opts.Retry, &o.stats); err != nil {
 		return nil, err
 	}

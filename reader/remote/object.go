@@ -141,12 +141,13 @@ func (s *Stats) add(requests, bytes, retries int64) {
 // Object is one remote object pinned at the version it had when opened. It
 // is safe for concurrent use: each read is its own request.
 type Object struct {
-	url   string // redacted
-	info  Info
-	b     backend
-	retry Retry
-	stats Stats
-	ctx   context.Context // for ReadAt, which takes none
+	url    string // redacted
+	rawKey string // a digest of the URL as given, query and all
+	info   Info
+	b      backend
+	retry  Retry
+	stats  Stats
+	ctx    context.Context // for ReadAt, which takes none
 }
 
 // Name returns the object's URL with credentials masked and without its

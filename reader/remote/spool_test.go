@@ -6,31 +6,67 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
+	"runtime"
 	"testing"
 
+	"github.com/idemport/idemport/internal/remotetest"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/reader/remote"
 )
 
+// readAll reads the whole of a spool.
+func readAll(t *testing.T, sp *remote.Spool) ([]byte, error) {
+	t.Helper()
+	rc, err := sp.Open(context.Background(), 0)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}
+
+// newSpool returns a spool of obj in dir, closed when the test ends.
+func newSpool(t *testing.T, obj *remote.Object, dir string) *remote.Spool {
+	t.Helper()
+	sp, err := remote.NewSpool(obj, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sp.Close() })
+	return sp
+}
+
 // TestSpool: a spool downloads the object once, serves every read from
-// the local copy, resumes a partial copy by range, and refuses a replaced
-// object.
+// the local copy, resumes a copy cut short by range, and refuses a
+// replaced object.
 func TestSpool(t *testing.T) {
 	for _, s := range stores(t) {
 		t.Run(s.name, func(t *testing.T) {
 			want := data(500_000)
 			s.put(t, "z.csv.gz", want)
 			ctx := context.Background()
-			obj, err := client(s).Open(ctx, s.url("z.csv.gz"))
+			dir := filepath.Join(t.TempDir(), "spool")
+			// A first copy breaks off in its second range (64 KiB, then
+			// 128 KiB), with no retry left.
+			once := remote.New(remote.Options{Endpoint: s.srv.URL, PathStyle: true, Retry: remote.Retry{Attempts: 1}})
+			obj, err := once.Open(ctx, s.url("z.csv.gz"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			dir := t.TempDir()
-			sp := remote.NewSpool(obj, dir)
-			// A crash left the first 100 000 bytes.
-			if err := os.WriteFile(sp.Path(), want[:100_000], 0o600); err != nil {
+			s.srv.Fail(remotetest.Fault{}, remotetest.Fault{CutAfter: 50_000})
+			if _, err := readAll(t, newSpool(t, obj, dir)); err == nil {
+				t.Fatal("a copy cut short with no retry left did not fail")
+			}
+			if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+				t.Fatalf("spool directory: %v, mode %v; want 0700", err, st.Mode())
+			}
+
+			obj, err = client(s).Open(ctx, s.url("z.csv.gz"))
+			if err != nil {
 				t.Fatal(err)
 			}
+			sp := newSpool(t, obj, dir)
 			s.srv.Reset()
 			for i := 0; i < 3; i++ {
 				rc, err := sp.Open(ctx, int64(i)*1000)
@@ -47,23 +83,67 @@ func TestSpool(t *testing.T) {
 			if _, err := sp.ReadAt(p, 499_990); err != nil || !bytes.Equal(p, want[499_990:]) {
 				t.Fatalf("ReadAt: %v", err)
 			}
-			if c := s.srv.Counts(); c.Bytes != 400_000 {
-				t.Fatalf("fetched %d bytes, want the 400 000 the copy lacked (%+v)", c.Bytes, c)
+			// The first range, 64 KiB, was recorded; the 50,000 bytes of
+			// the second that were written were not, and are fetched again.
+			if c := s.srv.Counts(); c.Bytes != 500_000-64<<10 {
+				t.Fatalf("fetched %d bytes, want the %d the copy lacked (%+v)", c.Bytes, 500_000-64<<10, c)
+			}
+			if runtime.GOOS != "windows" {
+				st, err := os.Stat(sp.Path())
+				if err != nil || st.Mode().Perm() != 0o600 {
+					t.Fatalf("the copy: %v, mode %v; want 0600", err, st.Mode())
+				}
 			}
 			if err := sp.Remove(); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := os.Stat(sp.Path()); !os.IsNotExist(err) {
-				t.Fatalf("the copy is still there: %v", err)
+			if names, _ := filepath.Glob(filepath.Join(dir, "*")); len(names) != 0 {
+				t.Fatalf("the spool holds %v after Remove", names)
 			}
 
 			// Replaced before the copy is complete: source changed.
-			sp = remote.NewSpool(obj, dir)
+			sp = newSpool(t, obj, dir)
 			s.put(t, "z.csv.gz", bytes.ToUpper(want))
 			if _, err := sp.Open(ctx, 0); !errors.Is(err, reader.ErrSourceChanged) {
 				t.Fatalf("replaced object: %v", err)
 			}
 			sp.Remove()
 		})
+	}
+}
+
+// TestSpoolFillersTakeTurns: spools of one object filled at once (by
+// several processes, or as here by one) take turns: one downloads, the
+// others find its copy complete and verified, and the object is fetched
+// once.
+func TestSpoolFillersTakeTurns(t *testing.T) {
+	s := stores(t)[0]
+	want := data(1 << 20)
+	s.put(t, "t.csv.gz", want)
+	ctx := context.Background()
+	obj, err := client(s).Open(ctx, s.url("t.csv.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "spool")
+	s.srv.Reset()
+	errs := make(chan error, 4)
+	for range 4 {
+		sp := newSpool(t, obj, dir)
+		go func() {
+			got, err := readAll(t, sp)
+			if err == nil && !bytes.Equal(got, want) {
+				err = errors.New("other bytes")
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := s.srv.Counts(); c.Bytes != int64(len(want)) {
+		t.Fatalf("fetched %d bytes of a %d-byte object", c.Bytes, len(want))
 	}
 }

@@ -1,0 +1,172 @@
+//go:build unix
+
+package remote_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/idemport/idemport/reader/remote"
+)
+
+// TestSpoolDirectoryMustBePrivate: a spool directory that others may write
+// in, or that another user owns, is refused before anything is read or
+// written in it, with an error wrapping ErrSpoolDir.
+func TestSpoolDirectoryMustBePrivate(t *testing.T) {
+	s := stores(t)[1]
+	s.put(t, "p.csv.gz", data(1000))
+	obj, err := client(s).Open(context.Background(), s.url("p.csv.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+	}{
+		{"world-writable", func(t *testing.T, dir string) { os.Chmod(dir, 0o777) }},
+		{"group-writable", func(t *testing.T, dir string) { os.Chmod(dir, 0o770) }},
+		{"owned by nobody", func(t *testing.T, dir string) {
+			if os.Geteuid() != 0 {
+				t.Skip("needs root to give a directory to nobody")
+			}
+			if err := os.Chown(dir, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a link to a directory nobody owns", func(t *testing.T, dir string) {
+			if os.Geteuid() != 0 {
+				t.Skip("needs root to give a directory to nobody")
+			}
+			other := dir + ".other"
+			os.Mkdir(other, 0o700)
+			os.Chown(other, 65534, 65534)
+			os.Remove(dir)
+			os.Symlink(other, dir)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "spool")
+			os.Mkdir(dir, 0o700)
+			tc.setup(t, dir)
+			before, _ := filepath.Glob(filepath.Join(dir, "*"))
+			sp, err := remote.NewSpool(obj, dir)
+			if !errors.Is(err, remote.ErrSpoolDir) {
+				if sp != nil {
+					sp.Close()
+				}
+				t.Fatalf("NewSpool in a %s directory: %v, want ErrSpoolDir", tc.name, err)
+			}
+			if after, _ := filepath.Glob(filepath.Join(dir, "*")); len(after) != len(before) {
+				t.Fatalf("the refused directory holds %v, held %v", after, before)
+			}
+		})
+	}
+	// A private directory of this user's, even 0755, is accepted.
+	dir := filepath.Join(t.TempDir(), "spool")
+	os.Mkdir(dir, 0o755)
+	sp, err := remote.NewSpool(obj, dir)
+	if err != nil {
+		t.Fatalf("a 0755 directory of the user's own: %v", err)
+	}
+	sp.Close()
+}
+
+// TestSpoolPlantedEntries: whatever is found at the copy's name or its
+// sums file's (a symbolic link to a file of the user's, a second hard link
+// to one, a file of the right size with other bytes, a sums file that
+// vouches for other bytes, a copy changed after it was written) is never
+// written through nor trusted: the linked files are unchanged, and the
+// spool serves exactly the object's bytes, fetching what it cannot verify.
+func TestSpoolPlantedEntries(t *testing.T) {
+	s := stores(t)[1]
+	want := data(300_000)
+	s.put(t, "q.csv.gz", want)
+	ctx := context.Background()
+	obj, err := client(s).Open(ctx, s.url("q.csv.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	victimText := []byte("a file of the user's that must not change\n")
+	other := bytes.Repeat([]byte("P"), len(want)) // the object's size, other bytes
+	cases := []struct {
+		name  string
+		plant func(t *testing.T, copyPath, victim string)
+		fetch int64 // bytes the spool must fetch
+	}{
+		{"symlink at the copy", func(t *testing.T, copyPath, victim string) {
+			os.Symlink(victim, copyPath)
+		}, 300_000},
+		{"symlink at the sums", func(t *testing.T, copyPath, victim string) {
+			os.Symlink(victim, copyPath+".sums")
+		}, 300_000},
+		{"dangling symlink at the copy", func(t *testing.T, copyPath, victim string) {
+			os.Symlink(victim+".new", copyPath)
+		}, 300_000},
+		{"hard link at the copy", func(t *testing.T, copyPath, victim string) {
+			if err := os.Link(victim, copyPath); err != nil {
+				t.Fatal(err)
+			}
+		}, 300_000},
+		{"a file of the right size", func(t *testing.T, copyPath, victim string) {
+			os.WriteFile(copyPath, other, 0o600)
+		}, 300_000},
+		{"a file others may write", func(t *testing.T, copyPath, victim string) {
+			os.WriteFile(copyPath, want, 0o666)
+			os.Chmod(copyPath, 0o666)
+		}, 300_000},
+		{"a copy changed after it was written", func(t *testing.T, copyPath, victim string) {
+			f, err := os.OpenFile(copyPath, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteAt([]byte("X"), 100_000) // in the second range, of 128 KiB after 64 KiB
+			f.Close()
+		}, 300_000 - 64<<10},
+		{"sums of other bytes", func(t *testing.T, copyPath, victim string) {
+			os.WriteFile(copyPath, other, 0o600)
+		}, 300_000},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			base := t.TempDir()
+			victim := filepath.Join(base, "victim.txt")
+			os.WriteFile(victim, victimText, 0o600)
+			dir := filepath.Join(base, "spool")
+			sp := newSpool(t, obj, dir)
+			if tc.name == "a copy changed after it was written" || tc.name == "sums of other bytes" {
+				if got, err := readAll(t, sp); err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("first copy: %d bytes, %v", len(got), err)
+				}
+				sp.Close()
+			}
+			tc.plant(t, sp.Path(), victim)
+			s.srv.Reset()
+			sp = newSpool(t, obj, dir)
+			got, err := readAll(t, sp)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("read %d bytes (the object's: %v), err %v", len(got), bytes.Equal(got, want), err)
+			}
+			if c := s.srv.Counts(); c.Bytes != tc.fetch {
+				t.Fatalf("fetched %d bytes, want %d", c.Bytes, tc.fetch)
+			}
+			if b, _ := os.ReadFile(victim); !bytes.Equal(b, victimText) {
+				t.Fatalf("the linked file now holds %d bytes", len(b))
+			}
+			if _, err := os.Lstat(victim + ".new"); err == nil {
+				t.Fatal("a dangling link's target was created")
+			}
+			for _, p := range []string{sp.Path(), sp.Path() + ".sums"} {
+				st, err := os.Lstat(p)
+				if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 || st.Sys().(*syscall.Stat_t).Nlink != 1 {
+					t.Fatalf("%s: %v %v, want a regular file 0600 with one link", p, st.Mode(), err)
+				}
+			}
+		})
+	}
+}
