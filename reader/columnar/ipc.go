@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -120,6 +121,10 @@ func (f *File) openIPCFile() (err error) {
 	if n <= 0 || n > size-8-10 {
 		return &core.ParseError{Path: f.Path, Offset: size - 10, Err: fmt.Errorf("%w: corrupt footer: length %d in a file of %d bytes", core.ErrFormat, n, size)}
 	}
+	if n > maxFooterBytes { // checked before it is read: a sparse file can declare gigabytes
+		return &core.ParseError{Path: f.Path, Offset: size - 10, Err: fmt.Errorf("%w: a footer of %d bytes is more than the %d MiB idemport reads (corrupt, or a file of too many record batches)",
+			core.ErrFormat, n, maxFooterBytes>>20)}
+	}
 	tail := make([]byte, n+10)
 	if err := f.readAt(tail, size-10-n); err != nil {
 		return err
@@ -202,6 +207,9 @@ func ipcBlocks(buf []byte, limit int64) (dicts, batches []ipcBlock, err error) {
 			body := int64(binary.LittleEndian.Uint64(b[16:]))
 			if off < 8 || meta < 8 || body < 0 || off > limit || meta > limit-off || body > limit-off-meta {
 				return nil, fmt.Errorf("block %d at byte %d (%d+%d bytes) is outside the data", i, off, meta, body)
+			}
+			if meta > maxMessageMeta+8 { // its marker, its length and its flatbuffer
+				return nil, fmt.Errorf("block %d declares %d bytes of metadata, more than %d MiB", i, meta, maxMessageMeta>>20)
 			}
 			out[i] = ipcBlock{off: off, meta: meta, body: body}
 		}
@@ -386,8 +394,8 @@ func (m *messages) next() (*ipc.Message, byte, error) {
 	if n < 8 || n > maxMessageMeta {
 		return nil, 0, fmt.Errorf("%w: message metadata of %d bytes", errFlatbuffer, int32(n))
 	}
-	meta := make([]byte, n)
-	if err := m.read(meta); err != nil {
+	meta, err := m.readGrowing(nil, int64(n))
+	if err != nil {
 		return nil, 0, fmt.Errorf("read message metadata: %w", unexpected(err))
 	}
 	if err := checkMessage(meta); err != nil {
@@ -402,8 +410,7 @@ func (m *messages) next() (*ipc.Message, byte, error) {
 	}
 	body := memory.NewResizableBuffer(m.mem)
 	defer body.Release()
-	body.Resize(int(size))
-	if err := m.read(body.Bytes()); err != nil {
+	if _, err := m.readGrowing(body, size); err != nil {
 		return nil, 0, fmt.Errorf("read message body: %w", unexpected(err))
 	}
 	if err := checkBody(meta, body.Bytes()); err != nil {
@@ -412,6 +419,34 @@ func (m *messages) next() (*ipc.Message, byte, error) {
 	kind, _ := (&fbCheck{buf: meta}).kind()
 	m.msg = ipc.NewMessage(memory.NewBufferBytes(meta), body)
 	return m.msg, kind, nil
+}
+
+// readGrowing reads n bytes of the stream into buf (a new byte slice when
+// buf is nil, which it returns), growing it as the bytes arrive rather
+// than by what the message declares: a stream of a few bytes that
+// declares a gigabyte costs a few bytes.
+func (m *messages) readGrowing(buf *memory.Buffer, n int64) ([]byte, error) {
+	var out []byte
+	for have := int64(0); have < n; {
+		step := min(n-have, max(have, 64<<10))
+		if buf != nil {
+			buf.Resize(int(have + step))
+			out = buf.Bytes()
+		} else {
+			out = slices.Grow(out, int(step))[:have+step]
+		}
+		if err := m.read(out[have : have+step]); err != nil {
+			if have > 0 && err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		have += step
+	}
+	if out == nil && buf == nil {
+		out = []byte{}
+	}
+	return out, nil
 }
 
 func unexpected(err error) error {

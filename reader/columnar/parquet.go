@@ -76,9 +76,16 @@ func (f *File) openParquet() (err error) {
 	if n == 0 || n > size-12 {
 		return &core.ParseError{Path: f.Path, Offset: size - 8, Err: fmt.Errorf("%w: corrupt footer: length %d in a file of %d bytes", core.ErrFormat, n, size)}
 	}
+	if n > maxFooterBytes { // checked before it is read: a sparse file can declare gigabytes
+		return &core.ParseError{Path: f.Path, Offset: size - 8, Err: fmt.Errorf("%w: a footer of %d bytes is more than the %d MiB idemport reads (corrupt, or a file of too many columns and row groups)",
+			core.ErrFormat, n, maxFooterBytes>>20)}
+	}
 	footer := make([]byte, n)
 	if err := f.readAt(footer, size-8-n); err != nil {
 		return err
+	}
+	if err := checkFooter(footer); err != nil {
+		return &core.ParseError{Path: f.Path, Offset: size - 8 - n, Err: fmt.Errorf("%w: corrupt footer: %w", core.ErrFormat, err)}
 	}
 	md, err := f.parseFooter(footer, size)
 	if err != nil {

@@ -1,0 +1,151 @@
+package reader
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+)
+
+// The fuzz targets of the columnar formats' footers and schemas: opening
+// a Parquet file reads its footer (Thrift) and maps its schema; opening an
+// Arrow IPC file reads its footer and schema (flatbuffers), and an Arrow
+// IPC stream its schema message. Whatever the bytes, opening returns a
+// File or a *ParseError, never panics, and allocates no more than the
+// input's size allows: openAllocLimit.
+//
+// Their seeds are small files of every column type (written here, not
+// stored), the hostile files of footer_test.go that are small, and any
+// file in testdata/fuzz/FuzzParquet or FuzzArrow.
+
+// openAllocLimit is the most that opening a columnar file of n bytes may
+// allocate: a few megabytes, and a bounded multiple of its bytes (a struct
+// of one byte on the wire is a few hundred in memory).
+func openAllocLimit(n int) uint64 { return 4<<20 + 512*uint64(n) }
+
+// fuzzOpen opens data as a file called name and checks the contract.
+func fuzzOpen(t *testing.T, dir, name string, data []byte) {
+	path := fuzzFile(t, dir, name, data)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f, err := OpenPath(path, Options{Allocator: memory.NewGoAllocator()})
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > openAllocLimit(len(data)) {
+		t.Fatalf("opening %d bytes allocated %d (at most %d): %v", len(data), n, openAllocLimit(len(data)), err)
+	}
+	if err != nil {
+		var pe *ParseError
+		if !errors.As(err, &pe) {
+			t.Fatalf("not a *ParseError: %T %v", err, err)
+		}
+		return
+	}
+	if len(f.Header()) == 0 {
+		t.Fatal("opened without columns")
+	}
+}
+
+// addColumnarSeeds adds the files in testdata/fuzz/<dir>, if there are
+// any: one in Go's corpus format as it is (a crasher, moved there), any
+// other as the data, with args after it.
+func addColumnarSeeds(f *testing.F, dir string, args func(name string) []any) {
+	entries, _ := os.ReadDir(filepath.Join(seedRoot, dir))
+	for _, e := range entries {
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		path := filepath.Join(seedRoot, dir, e.Name())
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if bytes.HasPrefix(data, []byte(corpusHeader)) {
+			vals, err := parseCorpusFile(data)
+			if err != nil {
+				f.Fatalf("%s: %v", path, err)
+			}
+			f.Add(vals...)
+			continue
+		}
+		f.Add(append([]any{data}, args(e.Name())...)...)
+	}
+}
+
+// smallHostile returns the bytes of the hostile files of footer_test.go
+// small enough to seed a fuzzer, by name.
+func smallHostile(f *testing.F) map[string][]byte {
+	out := map[string][]byte{}
+	for _, h := range hostileColumnarFiles(f, f.TempDir(), false) {
+		if st, err := os.Stat(h.path); err == nil && st.Size() <= 64<<10 {
+			data, err := os.ReadFile(h.path)
+			if err != nil {
+				f.Fatal(err)
+			}
+			out[filepath.Base(h.path)] = data
+		}
+	}
+	return out
+}
+
+// FuzzParquet opens Parquet files.
+func FuzzParquet(f *testing.F) {
+	specs := commonSpecs()
+	for _, p := range []struct {
+		specs  []colSpec
+		rows   int
+		groups int64
+		store  bool
+	}{{specs, 20, 7, true}, {specs[:3], 3, 3, false}, {specs[3:5], 0, 1, true}} {
+		path := writeParquet(f, "seed.parquet", p.specs, p.rows, p.groups, p.store, parquet.WithStats(true), parquet.WithDictionaryDefault(true))
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for name, data := range smallHostile(f) {
+		if strings.HasSuffix(name, ".parquet") {
+			f.Add(data)
+		}
+	}
+	addColumnarSeeds(f, "FuzzParquet", func(string) []any { return nil })
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzOpen(t, dir, "f.parquet", data)
+	})
+}
+
+// FuzzArrow opens Arrow IPC files, and streams when stream is set.
+func FuzzArrow(f *testing.F) {
+	specs := commonSpecs()
+	mem := memory.NewGoAllocator()
+	for _, name := range []string{"seed.arrow", "seed.arrows"} {
+		for _, cut := range [][2]int{{0, 20}, {10, 13}} {
+			rec := buildRecord(mem, specs, cut[0], cut[1])
+			data, _ := ipcBytes(f, name, specSchema(specs), []arrow.RecordBatch{rec})
+			rec.Release()
+			f.Add(data, strings.HasSuffix(name, ".arrows"))
+		}
+	}
+	for name, data := range smallHostile(f) {
+		if strings.Contains(name, ".arrow") {
+			f.Add(data, strings.HasSuffix(name, ".arrows"))
+		}
+	}
+	addColumnarSeeds(f, "FuzzArrow", func(name string) []any { return []any{strings.HasSuffix(name, ".arrows")} })
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte, stream bool) {
+		name := "f.arrow"
+		if stream {
+			name = "f.arrows"
+		}
+		fuzzOpen(t, dir, name, data)
+	})
+}
