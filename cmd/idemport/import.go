@@ -288,7 +288,7 @@ func runImport(c *cobra.Command, e *env, o *importOptions, args []string) error 
 		if err == nil {
 			err = merr // printed by run, exit 1
 		} else {
-			fmt.Fprintln(e.stderr, "idemport:", merr)
+			fmt.Fprintln(e.stderr, "idemport:", esc(merr.Error()))
 		}
 	}
 	return err
@@ -352,7 +352,7 @@ func importFiles(c *cobra.Command, e *env, o *importOptions, args []string, run 
 	if len(files) == 0 {
 		// A drop directory on a day without a file, or a glob that matched
 		// nothing: not an error, so that a scheduled run stays green.
-		fmt.Fprintf(e.stderr, "idemport: no files to import in %s\n", strings.Join(args, " "))
+		textf(e.stderr, "idemport: no files to import in %s\n", strings.Join(args, " "))
 		return nil
 	}
 	reqs := make([]pipeline.Request, len(files))
@@ -404,7 +404,7 @@ func importFiles(c *cobra.Command, e *env, o *importOptions, args []string, run 
 			delivered = true
 			if res.EventID != "" {
 				if res.Notified, err = eng.EventState(context.WithoutCancel(ctx), res.EventID); err != nil {
-					fmt.Fprintf(e.stderr, "idemport: read delivery of event %s: %v\n", res.EventID, err)
+					textf(e.stderr, "idemport: read delivery of event %s: %v\n", res.EventID, err)
 				}
 			}
 		}
@@ -474,7 +474,7 @@ func printResult(w io.Writer, output string, r *pipeline.Result) error {
 		return nil // its notes are its reason, said already
 	}
 	for _, n := range r.Notes {
-		if _, err := fmt.Fprintf(w, "  note: %s\n", n); err != nil {
+		if _, err := textf(w, "  note: %s\n", n); err != nil {
 			return err
 		}
 	}
@@ -484,15 +484,15 @@ func printResult(w io.Writer, output string, r *pipeline.Result) error {
 // resultText says in one line what happened to a file.
 func resultText(r *pipeline.Result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: ", r.File)
+	textf(&b, "%s: ", r.File)
 	rows := r.Rows
 	switch r.Outcome {
 	case pipeline.Imported, pipeline.Resumed:
 		written := rows.Inserted + rows.Updated
 		if r.Outcome == pipeline.Imported {
-			fmt.Fprintf(&b, "imported %s into %s", english.Plural(written, "row"), r.Table)
+			textf(&b, "imported %s into %s", english.Plural(written, "row"), r.Table)
 		} else {
-			fmt.Fprintf(&b, "resumed: imported %s more into %s in %d of %s (the other %d were done by other attempts)",
+			textf(&b, "resumed: imported %s more into %s in %d of %s (the other %d were done by other attempts)",
 				english.Plural(written, "row"), r.Table, r.Partitions.Committed,
 				english.Plural(r.Partitions.Total, "partition"), r.Partitions.Skipped)
 		}
@@ -519,9 +519,9 @@ func resultText(r *pipeline.Result) string {
 			extra = append(extra, "took over the lease of "+strings.Join(r.RecoveredFrom, ", "))
 		}
 		extra = append(extra, r.Duration.Round(time.Millisecond).String())
-		fmt.Fprintf(&b, " (%s)", strings.Join(extra, "; "))
+		textf(&b, " (%s)", strings.Join(extra, "; "))
 	case pipeline.Skipped:
-		fmt.Fprintf(&b, "skipped: %s", strings.Join(r.Notes, "; "))
+		textf(&b, "skipped: %s", strings.Join(r.Notes, "; "))
 		return b.String()
 	case pipeline.Stale:
 		b.WriteString("stale snapshot: nothing written")
@@ -531,18 +531,18 @@ func resultText(r *pipeline.Result) string {
 		if p := r.Previous; p != nil {
 			when, stored = " on "+p.At, p.Rows.Read
 		}
-		fmt.Fprintf(&b, "already imported into %s by attempt %s%s (%s); nothing to do", r.Table, r.AttemptID, when, english.Plural(stored, "row"))
+		textf(&b, "already imported into %s by attempt %s%s (%s); nothing to do", r.Table, r.AttemptID, when, english.Plural(stored, "row"))
 	default:
 		if r.Outcome == pipeline.Failed && resultCode(r) != exitUsage {
 			b.WriteString("failed: ")
 		}
 		if r.Err != nil {
-			b.WriteString(r.Err.Error())
+			b.WriteString(esc(r.Err.Error()))
 		} else {
 			b.WriteString(string(r.Outcome))
 		}
 		if next := nextStep(r); next != "" {
-			b.WriteString("\n  next: " + next)
+			b.WriteString("\n  next: " + esc(next))
 		}
 	}
 	return b.String()

@@ -220,7 +220,7 @@ func historyText(w io.Writer, ops []pipeline.OperationStatus, attempts [][]ledge
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s ← %s: %s, %s, last seen as %s, content %s\n", op.Table, op.FileID, op.State,
+		textf(w, "%s ← %s: %s, %s, last seen as %s, content %s\n", op.Table, op.FileID, op.State,
 			english.Plural(len(attempts[i]), "attempt"), op.Path, op.ContentDigest)
 		err := writeTable(w, "", "ATTEMPT\tTRIGGER\tHOST:PID\tSTARTED\tOUTCOME\tINSERTED\tUPDATED\tUNCHANGED\tSTALE\tSUPERSEDED\tREJECTED\tPARTITIONS\tNOTE", attempts[i], func(a ledger.AttemptRecord) []any {
 			note := a.Error

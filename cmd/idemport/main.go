@@ -58,7 +58,7 @@ type env struct {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	fp, err := failpoint.Parse(getenv("IDEMPORT_FAILPOINT"))
 	if err != nil {
-		fmt.Fprintln(stderr, "idemport:", err)
+		fmt.Fprintln(stderr, "idemport:", esc(err.Error()))
 		return exitUsage
 	}
 	e := &env{stdout: stdout, stderr: stderr, failpoints: fp, into: getenv("IDEMPORT_INTO"), notify: getenv("IDEMPORT_NOTIFY")}
@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	err = root.ExecuteContext(ctx)
 	code := exitCode(ctx, err)
 	if err != nil && !errors.As(err, new(outcomeError)) && code != exitInterrupted {
-		fmt.Fprintln(stderr, "idemport:", err)
+		fmt.Fprintln(stderr, "idemport:", esc(err.Error()))
 		if code == exitUsage && !errors.As(err, new(*pipeline.UsageError)) {
 			path := root.CommandPath()
 			if cmd, _, err := root.Find(args); err == nil {

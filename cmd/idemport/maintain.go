@@ -90,9 +90,9 @@ It exits 1 on any difference, 0 when everything matches, and writes nothing.`,
 					continue
 				}
 				if len(rep.Differences) == 0 {
-					fmt.Fprintf(e.stdout, "%s: ok: %s holds all %s, content %s\n", path, rep.Table, english.Plural(rep.Found, "row"), rep.ContentDigest)
+					textf(e.stdout, "%s: ok: %s holds all %s, content %s\n", path, rep.Table, english.Plural(rep.Found, "row"), rep.ContentDigest)
 				} else {
-					fmt.Fprintf(e.stdout, "%s: DIFFERS: %s\n", path, strings.Join(rep.Differences, "; "))
+					textf(e.stdout, "%s: DIFFERS: %s\n", path, strings.Join(rep.Differences, "; "))
 				}
 			}
 			if bad > 0 {
@@ -183,7 +183,7 @@ deleted; events still pending or refused by a sink are kept.`,
 				_, err = fmt.Fprintf(e.stdout, "gc %s %s delivered before %s\n", verb, english.Plural(rep.Events, "outbox event"), rep.Cutoff.Format(time.RFC3339))
 			}
 			if err == nil && len(rep.Dropped) > 0 {
-				_, err = fmt.Fprintf(e.stdout, "gc %s the staging and key tables of %s that will not complete: %s\n", verb, english.Plural(len(rep.Dropped), "import"), strings.Join(rep.Dropped, ", "))
+				_, err = textf(e.stdout, "gc %s the staging and key tables of %s that will not complete: %s\n", verb, english.Plural(len(rep.Dropped), "import"), strings.Join(rep.Dropped, ", "))
 			}
 			return err
 		},

@@ -76,7 +76,7 @@ func reportDelivery(e *env, rep pipeline.DeliveryReport) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(e.stderr, "idemport: notify %s: %s\n", n, rep.Errors[n])
+		textf(e.stderr, "idemport: notify %s: %s\n", n, rep.Errors[n])
 	}
 	if rep.Failed > 0 {
 		fmt.Fprintf(e.stderr, "idemport: %s refused for good by a sink; see 'idemport outbox list --state failed'\n", english.Plural(rep.Failed, "event delivery"))
@@ -235,7 +235,7 @@ var errDeliveryIncomplete = errors.New("some events are not delivered")
 func deliverAfter(ctx context.Context, e *env, eng *pipeline.Engine, budget time.Duration) pipeline.DeliveryReport {
 	rep, err := eng.Deliver(ctx, budget)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "idemport: deliver events: %v\n", err)
+		textf(e.stderr, "idemport: deliver events: %v\n", err)
 	}
 	return rep
 }

@@ -57,61 +57,61 @@ that changes what an import decides (--reapply, --min-age, --as-of, --max-delete
 }
 
 func planText(w io.Writer, p *pipeline.PlanReport) error {
-	fmt.Fprintf(w, "file:        %s (%s%s)\n", p.File, p.Format, map[bool]string{true: ", " + string(p.Compression), false: ""}[p.Compression != ""])
-	fmt.Fprintf(w, "file ID:     %s\n", p.FileID)
-	fmt.Fprintf(w, "content:     %s\n", p.ContentDigest)
-	fmt.Fprintf(w, "mapping:     %s %s\n", p.MappingDigest, p.Mapping)
-	fmt.Fprintf(w, "table:       %s\n", p.Table)
+	textf(w, "file:        %s (%s%s)\n", p.File, p.Format, map[bool]string{true: ", " + string(p.Compression), false: ""}[p.Compression != ""])
+	textf(w, "file ID:     %s\n", p.FileID)
+	textf(w, "content:     %s\n", p.ContentDigest)
+	textf(w, "mapping:     %s %s\n", p.MappingDigest, p.Mapping)
+	textf(w, "table:       %s\n", p.Table)
 	decision := p.Decision
 	if p.Detail != "" {
 		decision += ": " + p.Detail
 	}
-	fmt.Fprintf(w, "an import would: %s\n", decision)
+	textf(w, "an import would: %s\n", decision)
 	if p.Error != "" {
-		fmt.Fprintf(w, "refused: %s\n", p.Error)
+		textf(w, "refused: %s\n", p.Error)
 		return nil
 	}
-	fmt.Fprintf(w, "rows:        %d (%d bad, at most %s allowed)\n", p.Rows, p.Rejected, p.MaxRejects)
+	textf(w, "rows:        %d (%d bad, at most %s allowed)\n", p.Rows, p.Rejected, p.MaxRejects)
 	if p.Superseded > 0 {
-		fmt.Fprintf(w, "superseded:  %d (a later row of the file has the same key)\n", p.Superseded)
+		textf(w, "superseded:  %d (a later row of the file has the same key)\n", p.Superseded)
 	}
 	if p.Unfit != "" {
-		fmt.Fprintf(w, "refused: %s\n", p.Unfit)
+		textf(w, "refused: %s\n", p.Unfit)
 	}
 	if len(p.ColumnsAdded) > 0 {
-		fmt.Fprintf(w, "would add:   %s\n", strings.Join(p.ColumnsAdded, ", "))
+		textf(w, "would add:   %s\n", strings.Join(p.ColumnsAdded, ", "))
 	}
 	if len(p.ColumnsWidened) > 0 {
-		fmt.Fprintf(w, "would widen: %s\n", strings.Join(p.ColumnsWidened, ", "))
+		textf(w, "would widen: %s\n", strings.Join(p.ColumnsWidened, ", "))
 	}
 	if p.Deleted != nil {
 		if *p.Deleted < 0 {
 			fmt.Fprintln(w, "would sweep: the rows whose keys the file lacks (not counted for keys of this type)")
 		} else {
-			fmt.Fprintf(w, "would sweep: %s the file lacks\n", english.Plural(*p.Deleted, "row"))
+			textf(w, "would sweep: %s the file lacks\n", english.Plural(*p.Deleted, "row"))
 		}
 	}
 	if p.SweepRefused != "" {
-		fmt.Fprintf(w, "refused: %s\n", p.SweepRefused)
+		textf(w, "refused: %s\n", p.SweepRefused)
 	}
 	fmt.Fprintln(w, "schema:")
 	for _, c := range p.Schema {
-		fmt.Fprintf(w, "  %-24s %s\n", c.Name, c.Type)
+		textf(w, "  %-24s %s\n", c.Name, c.Type)
 	}
 	for _, b := range p.Rejects {
 		where := ""
 		if b.Offset >= 0 {
 			where = fmt.Sprintf(" (byte %d)", b.Offset)
 		}
-		fmt.Fprintf(w, "bad row %d%s column %q value %q: %s\n", b.Ordinal, where, b.Column, b.Value, b.Message)
+		fmt.Fprintf(w, "bad row %d%s column %q value %q: %s\n", b.Ordinal, where, b.Column, b.Value, esc(b.Message))
 	}
 	switch p.Format {
 	case reader.Parquet:
-		fmt.Fprintf(w, "partitions:  %d (one per row group)\n", len(p.Partitions))
+		textf(w, "partitions:  %d (one per row group)\n", len(p.Partitions))
 	case reader.Arrow, reader.Arrows:
-		fmt.Fprintf(w, "partitions:  %d (one per record batch)\n", len(p.Partitions))
+		textf(w, "partitions:  %d (one per record batch)\n", len(p.Partitions))
 	default:
-		fmt.Fprintf(w, "partitions:  %d (at most %d rows or %s each)\n", len(p.Partitions), p.PartitionRows, english.Bytes(p.PartitionBytes))
+		textf(w, "partitions:  %d (at most %d rows or %s each)\n", len(p.Partitions), p.PartitionRows, english.Bytes(p.PartitionBytes))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "PARTITION\tFIRST ROW\tROWS\tBAD\tBYTE OFFSET\tBYTES\t")

@@ -4,12 +4,92 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 )
 
 // The listings of status, history, rejects list and outbox list: a text
 // table, or with --output json one JSON object a line.
+
+// Text output shows names it did not make up (file names, URLs, file IDs,
+// tables, values, errors that quote them) with their control characters
+// escaped, so that a newline or a terminal escape sequence in a name cannot
+// forge a line of output, or of the cron mail it becomes. JSON output
+// escapes them by itself.
+
+// esc returns s with its control characters escaped, as Go writes them
+// in a string literal: \n, \r, \t, \x1b, \u2028; so are the bytes of
+// invalid UTF-8 (\x9b), Unicode's line and paragraph separators, and its
+// bidirectional overrides, which reorder what a terminal shows. Everything
+// else, backslashes included, is left as it is.
+func esc(s string) string {
+	i := 0
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if needsEscape(r, n) {
+			break
+		}
+		i += n
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case !needsEscape(r, n):
+			b.WriteString(s[i : i+n])
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == utf8.RuneError || r < 0x80:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// needsEscape reports whether the rune r, n bytes long, is escaped by esc.
+func needsEscape(r rune, n int) bool {
+	switch {
+	case r == utf8.RuneError && n == 1: // a byte of invalid UTF-8
+		return true
+	case r < 0x20, r >= 0x7f && r < 0xa0: // C0, DEL and C1 controls
+		return true
+	case r == 0x2028, r == 0x2029: // line and paragraph separators
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069: // bidirectional embeddings, overrides, isolates
+		return true
+	}
+	return false
+}
+
+// textf is fmt.Fprintf for text output: its arguments that are text
+// (strings, errors, anything with a String method) are escaped by esc;
+// the format, which this command wrote, is not.
+func textf(w io.Writer, format string, args ...any) (int, error) {
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			args[i] = esc(v)
+		case error:
+			args[i] = esc(v.Error())
+		case fmt.Stringer:
+			args[i] = esc(v.String())
+		}
+	}
+	return fmt.Fprintf(w, format, args...)
+}
 
 // writeTable writes a text table: header (column names separated by tabs),
 // then a row of the cells row gives for each item, in columns two spaces
@@ -26,7 +106,7 @@ func writeTable[T any](w io.Writer, none, header string, items []T, row func(T) 
 			if i > 0 {
 				io.WriteString(tw, "\t")
 			}
-			fmt.Fprint(tw, cell)
+			io.WriteString(tw, esc(fmt.Sprint(cell)))
 		}
 		io.WriteString(tw, "\n")
 	}

@@ -196,9 +196,9 @@ func (u *progressUI) describe(value int64, now time.Time) string {
 // name is the file's name, with its place among several files.
 func (u *progressUI) name() string {
 	if u.total > 1 {
-		return fmt.Sprintf("[%d/%d] %s", u.index, u.total, u.file)
+		return fmt.Sprintf("[%d/%d] %s", u.index, u.total, esc(u.file))
 	}
-	return u.file
+	return esc(u.file)
 }
 
 // Write writes p (log lines) to the bar's writer, erasing the bar first so

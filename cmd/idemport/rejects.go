@@ -104,10 +104,10 @@ func newRejectsListCmd(e *env) *cobra.Command {
 func rejectsText(w io.Writer, ops []ledger.Operation, all [][]ledger.Reject) error {
 	for i, op := range ops {
 		if op.State == ledger.Refused {
-			fmt.Fprintf(w, "%s ← %s: refused: %s of %s, more than --max-rejects allows; nothing was written. The first bad rows:\n",
+			textf(w, "%s ← %s: refused: %s of %s, more than --max-rejects allows; nothing was written. The first bad rows:\n",
 				op.Table, op.FileID, english.Plural(op.Rows.Rejected, "bad row"), english.Plural(op.Rows.Read, "row"))
 		} else {
-			fmt.Fprintf(w, "%s ← %s: %s\n", op.Table, op.FileID, english.Plural(len(all[i]), "rejected row"))
+			textf(w, "%s ← %s: %s\n", op.Table, op.FileID, english.Plural(len(all[i]), "rejected row"))
 		}
 		if len(all[i]) == 0 {
 			continue
@@ -208,7 +208,7 @@ otherwise nothing is applied (exit 5). Replaying the same file again changes not
 			if output == "json" {
 				return writeJSON(e.stdout, res)
 			}
-			_, err = fmt.Fprintf(e.stdout, "%s: replayed %s into %s under their identity in %s (%d inserted, %d updated, %d unchanged, %d stale)\n",
+			_, err = textf(e.stdout, "%s: replayed %s into %s under their identity in %s (%d inserted, %d updated, %d unchanged, %d stale)\n",
 				res.File, english.Plural(res.Rows.Read, "row"), res.Table, res.FileID, res.Rows.Inserted, res.Rows.Updated, res.Rows.Unchanged, res.Rows.Stale)
 			return err
 		},

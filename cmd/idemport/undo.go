@@ -68,14 +68,14 @@ snapshot's file again with --reapply, as undo says.`,
 			}
 			switch {
 			case res.Already:
-				_, err = fmt.Fprintf(e.stdout, "%s: already undone; nothing to do\n", args[0])
+				_, err = textf(e.stdout, "%s: already undone; nothing to do\n", args[0])
 			case res.Forgot:
-				_, err = fmt.Fprintf(e.stdout, "%s: forgot the import into %s (was %s); its rows are kept, and the file can be imported again\n", args[0], res.Table, res.Previous)
+				_, err = textf(e.stdout, "%s: forgot the import into %s (was %s); its rows are kept, and the file can be imported again\n", args[0], res.Table, res.Previous)
 			default:
-				_, err = fmt.Fprintf(e.stdout, "%s: undone: removed %s from %s (was %s); the file can be imported again\n", args[0], english.Plural(res.Deleted, "row"), res.Table, res.Previous)
+				_, err = textf(e.stdout, "%s: undone: removed %s from %s (was %s); the file can be imported again\n", args[0], english.Plural(res.Deleted, "row"), res.Table, res.Previous)
 			}
 			if err == nil && res.Snapshot != nil {
-				_, err = fmt.Fprintf(e.stdout, "  snapshot: %s\n", undoSnapshotText(res))
+				_, err = textf(e.stdout, "  snapshot: %s\n", undoSnapshotText(res))
 			}
 			return err
 		},
