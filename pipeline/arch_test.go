@@ -34,6 +34,7 @@ func TestImportDirection(t *testing.T) {
 		"internal/migrate": {"sink", "sink/sqlite", "sink/postgres", "ledger", "checkpoint", "pipeline"},
 		"pipeline":         {"cmd/idemport"},
 		"internal/notify":  {"reader", "sink", "ledger", "checkpoint", "pipeline", "cmd/idemport"},
+		"internal/secret":  {"idemtype", "reader", "sink", "ledger", "checkpoint", "pipeline", "cmd/idemport", "internal/notify"},
 	}
 	for pkg, bad := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()

@@ -137,3 +137,39 @@ func TestRemoteWeakETag(t *testing.T) {
 		}
 	})
 }
+
+// TestRemoteQueryNamesTheObject: URLs told apart only by their query
+// (?day=1, ?day=2) are shown and recorded with their query values masked,
+// so under one name; a server that tags both with the same ETag must not
+// make the second a duplicate of the first. The quick check trusts only
+// an object its URL names without the query (or with a presigned URL's
+// signature only): these are read and hashed each time.
+func TestRemoteQueryNamesTheObject(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		f := newFx(t, name)
+		ctx := context.Background()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body := []byte(items(10, 1))
+			if r.URL.Query().Get("day") == "2" {
+				body = bytes.Replace(body, []byte("item 7-1"), []byte("item 7-2"), 1) // the same size
+			}
+			w.Header().Set("ETag", `"1"`)
+			http.ServeContent(w, r, "", time.Date(2026, 11, 28, 2, 0, 0, 0, time.UTC), bytes.NewReader(body))
+		}))
+		defer srv.Close()
+		var results []*Result
+		for _, day := range []string{"1", "2", "1"} {
+			res := f.e.Import(ctx, Request{Path: srv.URL + "/export.csv?day=" + day, Mapping: Mapping{Table: "items"}, Remote: fastRetries()})
+			if res.File != srv.URL+"/export.csv?day=xxxxx" {
+				t.Fatalf("shown as %q", res.File)
+			}
+			results = append(results, res)
+		}
+		if results[0].Outcome != Imported || results[1].Outcome != Imported || results[2].Outcome != Duplicate || results[1].QuickCheck || results[2].QuickCheck {
+			t.Fatalf("day 1, 2, 1: %s %s %s (quick check %v %v)", results[0].Outcome, results[1].Outcome, results[2].Outcome, results[1].QuickCheck, results[2].QuickCheck)
+		}
+		if n := f.rows(t, `SELECT count(*) FROM items`)[0][0].(int64); n != 20 {
+			t.Fatalf("items holds %d rows, want both days' 20", n)
+		}
+	})
+}

@@ -47,12 +47,13 @@ func (r *run) openRemote(ctx context.Context) (*remote.Object, error) {
 }
 
 // remoteStat is the remote quick check's key for the run's object. An
-// object whose HEAD proves nothing (no version id, no strong ETag) gets a
-// key without validators, which the quick check never trusts: it is read
-// and hashed on every run.
+// object whose HEAD proves nothing (no version id, no strong ETag), or
+// whose masked URL does not name it alone (its query says which object it
+// is, and query values are masked), gets a key without validators, which
+// the quick check never trusts: it is read and hashed on every run.
 func (r *run) remoteStat() ledger.RemoteStat {
 	i := r.obj.Info()
-	if !i.Proves() {
+	if !i.Proves() || !r.obj.NamedByPath() {
 		return ledger.RemoteStat{URL: r.req.Path, Size: i.Size}
 	}
 	return ledger.RemoteStat{URL: r.req.Path, ETag: i.ETag, Version: i.Version, Size: i.Size}

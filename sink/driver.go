@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/internal/secret"
 )
 
 // Querier is what *sql.DB, *sql.Conn and *sql.Tx have in common.
@@ -238,16 +238,7 @@ func (r Registry) Lookup(dsn string) (Driver, error) {
 	return nil, &ConfigError{Err: fmt.Errorf("unsupported target %q (want %s)", RedactURL(dsn), strings.Join(forms, ", "))}
 }
 
-// RedactURL returns a URL as users may see it, its password masked. A
-// DSN that is not a URL is returned as it is.
-func RedactURL(dsn string) string {
-	if !strings.Contains(dsn, "://") {
-		return dsn
-	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		scheme, _, _ := strings.Cut(dsn, "://")
-		return scheme + "://…"
-	}
-	return u.Redacted()
-}
+// RedactURL returns a database URL as users may see it: its password
+// and every query value masked (secret.DSN). A DSN that is not a URL is
+// returned as it is.
+func RedactURL(dsn string) string { return secret.DSN(dsn) }

@@ -14,6 +14,7 @@ import (
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline"
 	"github.com/idemport/idemport/reader"
+	"github.com/idemport/idemport/reader/remote"
 )
 
 type importOptions struct {
@@ -352,7 +353,11 @@ func importFiles(c *cobra.Command, e *env, o *importOptions, args []string, run 
 	if len(files) == 0 {
 		// A drop directory on a day without a file, or a glob that matched
 		// nothing: not an error, so that a scheduled run stays green.
-		textf(e.stderr, "idemport: no files to import in %s\n", strings.Join(args, " "))
+		shown := make([]string, len(args))
+		for i, a := range args {
+			shown[i] = remote.Redact(a)
+		}
+		textf(e.stderr, "idemport: no files to import in %s\n", strings.Join(shown, " "))
 		return nil
 	}
 	reqs := make([]pipeline.Request, len(files))

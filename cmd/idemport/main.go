@@ -47,12 +47,14 @@ func main() {
 
 // env is what the command reads from its environment, here and nowhere
 // else: the default target (IDEMPORT_INTO), the default event sinks
-// (IDEMPORT_NOTIFY) and the failpoint switch for crash tests.
+// (IDEMPORT_NOTIFY), the variables an event sink's address names as
+// ${NAME}, and the failpoint switch for crash tests.
 type env struct {
 	stdout, stderr io.Writer
 	failpoints     *failpoint.Set
 	into           string // the default of --into
 	notify         string // the sinks when no --notify is given, one per line
+	getenv         func(string) string
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -61,7 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		fmt.Fprintln(stderr, "idemport:", esc(err.Error()))
 		return exitUsage
 	}
-	e := &env{stdout: stdout, stderr: stderr, failpoints: fp, into: getenv("IDEMPORT_INTO"), notify: getenv("IDEMPORT_NOTIFY")}
+	e := &env{stdout: stdout, stderr: stderr, failpoints: fp, into: getenv("IDEMPORT_INTO"), notify: getenv("IDEMPORT_NOTIFY"), getenv: getenv}
 	if e.into == "" {
 		e.into = pipeline.DefaultDSN
 	}

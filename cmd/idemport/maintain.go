@@ -11,6 +11,7 @@ import (
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/pipeline"
 	"github.com/idemport/idemport/reader"
+	"github.com/idemport/idemport/reader/remote"
 )
 
 // mappingFlags registers the flags that say which operation a file is and
@@ -90,9 +91,9 @@ It exits 1 on any difference, 0 when everything matches, and writes nothing.`,
 					continue
 				}
 				if len(rep.Differences) == 0 {
-					textf(e.stdout, "%s: ok: %s holds all %s, content %s\n", path, rep.Table, english.Plural(rep.Found, "row"), rep.ContentDigest)
+					textf(e.stdout, "%s: ok: %s holds all %s, content %s\n", remote.Redact(path), rep.Table, english.Plural(rep.Found, "row"), rep.ContentDigest)
 				} else {
-					textf(e.stdout, "%s: DIFFERS: %s\n", path, strings.Join(rep.Differences, "; "))
+					textf(e.stdout, "%s: DIFFERS: %s\n", remote.Redact(path), strings.Join(rep.Differences, "; "))
 				}
 			}
 			if bad > 0 {

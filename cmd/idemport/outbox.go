@@ -47,7 +47,7 @@ func (n *notifyFlags) sinks(e *env) ([]idemtype.EventSink, error) {
 	var out []idemtype.EventSink
 	seen := map[string]bool{}
 	for _, u := range urls {
-		s, err := notify.Parse(u)
+		s, err := notify.Parse(u, e.getenv)
 		if err != nil {
 			closeSinks(out)
 			return nil, usageError{err}

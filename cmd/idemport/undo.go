@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemport/idemport/pipeline"
+	"github.com/idemport/idemport/reader/remote"
 )
 
 func newUndoCmd(e *env) *cobra.Command {
@@ -68,11 +69,11 @@ snapshot's file again with --reapply, as undo says.`,
 			}
 			switch {
 			case res.Already:
-				_, err = textf(e.stdout, "%s: already undone; nothing to do\n", args[0])
+				_, err = textf(e.stdout, "%s: already undone; nothing to do\n", remote.Redact(args[0]))
 			case res.Forgot:
-				_, err = textf(e.stdout, "%s: forgot the import into %s (was %s); its rows are kept, and the file can be imported again\n", args[0], res.Table, res.Previous)
+				_, err = textf(e.stdout, "%s: forgot the import into %s (was %s); its rows are kept, and the file can be imported again\n", remote.Redact(args[0]), res.Table, res.Previous)
 			default:
-				_, err = textf(e.stdout, "%s: undone: removed %s from %s (was %s); the file can be imported again\n", args[0], english.Plural(res.Deleted, "row"), res.Table, res.Previous)
+				_, err = textf(e.stdout, "%s: undone: removed %s from %s (was %s); the file can be imported again\n", remote.Redact(args[0]), english.Plural(res.Deleted, "row"), res.Table, res.Previous)
 			}
 			if err == nil && res.Snapshot != nil {
 				_, err = textf(e.stdout, "  snapshot: %s\n", undoSnapshotText(res))

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -20,80 +21,169 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/internal/secret"
 )
 
 // Parse returns the sink for address: nats://HOST:PORT/SUBJECT (JetStream,
 // waiting for the publish acknowledgement), http:// or https://… (POST),
 // or exec:COMMAND (run by /bin/sh with the event on stdin).
-func Parse(address string) (idemtype.EventSink, error) {
+//
+// In a nats:// or http(s):// address, ${NAME} is replaced by the value of
+// the environment variable NAME, which getenv returns, when the sink
+// delivers: a token that is part of a URL's path (a webhook's) is given so,
+// and is then neither in the command line nor in anything shown or stored.
+// A variable that is empty or not set is an error. The sink's ID is a
+// digest of the address as given, and its Name the address as given with
+// its secrets masked (Mask), ${NAME} included as written.
+func Parse(address string, getenv func(string) string) (idemtype.EventSink, error) {
 	sum := sha256.Sum256([]byte(address))
 	id := hex.EncodeToString(sum[:8])
-	switch {
-	case strings.HasPrefix(address, "exec:"):
+	name := Mask(address)
+	if strings.HasPrefix(address, "exec:") {
 		cmd := strings.TrimSpace(strings.TrimPrefix(address, "exec:"))
 		if cmd == "" {
-			return nil, fmt.Errorf("notify %q: exec: names no command", address)
+			return nil, fmt.Errorf("notify %s: exec: names no command", name)
 		}
 		return &execSink{id: id, cmd: cmd}, nil
-	case strings.HasPrefix(address, "nats://"):
-		u, err := url.Parse(address)
-		if err != nil {
-			return nil, fmt.Errorf("notify %s: %w", Mask(address), err)
-		}
+	}
+	if !strings.HasPrefix(address, "nats://") && !strings.HasPrefix(address, "http://") && !strings.HasPrefix(address, "https://") {
+		return nil, fmt.Errorf("notify %s: want nats://HOST:PORT/SUBJECT, http(s)://… or exec:COMMAND", name)
+	}
+	full, err := expand(address, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("notify %s: %w", name, err)
+	}
+	u, err := url.Parse(full)
+	if err != nil {
+		return nil, fmt.Errorf("notify %s: %w", name, secret.ParseError(err))
+	}
+	secrets := secret.Parts(full, false)
+	if u.Scheme == "nats" {
 		subject := strings.TrimPrefix(u.Path, "/")
 		if subject == "" || u.Host == "" {
-			return nil, fmt.Errorf("notify %s: want nats://HOST:PORT/SUBJECT", Mask(address))
+			return nil, fmt.Errorf("notify %s: want nats://HOST:PORT/SUBJECT", name)
 		}
 		server := *u
 		server.Path, server.RawQuery = "", ""
-		return &natsSink{id: id, name: Mask(address), server: server.String(), subject: subject}, nil
-	case strings.HasPrefix(address, "http://"), strings.HasPrefix(address, "https://"):
-		u, err := url.Parse(address)
-		if err != nil || u.Host == "" {
-			return nil, fmt.Errorf("notify %s: not a URL", Mask(address))
-		}
-		return &httpSink{id: id, name: Mask(address), url: address, client: &http.Client{}}, nil
+		return &natsSink{id: id, name: name, server: server.String(), subject: subject, secrets: secrets}, nil
 	}
-	return nil, fmt.Errorf("notify %s: want nats://HOST:PORT/SUBJECT, http(s)://… or exec:COMMAND", Mask(address))
+	if u.Host == "" {
+		return nil, fmt.Errorf("notify %s: not a URL", name)
+	}
+	return &httpSink{id: id, name: name, url: full, secrets: secrets, client: &http.Client{}}, nil
 }
 
-// Mask returns address with its secrets hidden: the password of its user
-// information and every query value of a URL, and the arguments of an
-// exec: command (which may carry tokens), leaving the program.
+// envRef is a reference to an environment variable in an address.
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// expand replaces each ${NAME} of address by the value getenv gives NAME.
+func expand(address string, getenv func(string) string) (string, error) {
+	var missing []string
+	out := envRef.ReplaceAllStringFunc(address, func(ref string) string {
+		name := envRef.FindStringSubmatch(ref)[1]
+		v := ""
+		if getenv != nil {
+			v = getenv(name)
+		}
+		if v == "" {
+			missing = append(missing, name)
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("the environment variable %s it names is empty or not set", strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+// Mask returns address with its secrets hidden: for a URL, as
+// secret.URL does (the password of its user information, a user given
+// alone, every query value); for an exec: command, the values of the
+// environment assignments that lead it (TOKEN=… cmd, env TOKEN=… cmd) and
+// its arguments, leaving the program.
 func Mask(address string) string {
 	if rest, ok := strings.CutPrefix(address, "exec:"); ok {
-		f := strings.Fields(rest)
-		if len(f) <= 1 {
-			return address
-		}
-		return "exec:" + f[0] + " …"
+		return "exec:" + maskCommand(rest)
 	}
-	u, err := url.Parse(address)
-	if err != nil {
-		if i := strings.Index(address, "://"); i > 0 {
-			return address[:i+3] + "…"
+	if !strings.Contains(address, "://") { // not an address: its form only
+		if scheme, _, ok := strings.Cut(address, ":"); ok && !strings.ContainsAny(scheme, " /") {
+			return scheme + ":…"
 		}
 		return "…"
 	}
-	if u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		} else {
-			u.User = url.User("xxxxx") // a lone token as user
+	return secret.URL(address)
+}
+
+// assignment is a shell word that assigns an environment variable.
+var assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+
+// maskCommand shows a shell command by its leading assignments, with their
+// values masked, and its program; the rest is "…".
+func maskCommand(cmd string) string {
+	words := shellWords(cmd)
+	var out []string
+	for i, w := range words {
+		if name := assignment.FindString(w); name != "" {
+			out = append(out, name+secret.Mask)
+			continue
 		}
-	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			q[k] = []string{"xxxxx"}
+		out = append(out, w)
+		if w == "env" { // env NAME=… program
+			continue
 		}
-		u.RawQuery = q.Encode()
+		if i < len(words)-1 {
+			out = append(out, "…")
+		}
+		break
 	}
-	return u.String()
+	return strings.Join(out, " ")
+}
+
+// shellWords splits a shell command into its words as the shell would
+// before expansions: at unquoted blanks, with quotes and backslashes kept
+// in the words. It is enough to tell where a word ends.
+func shellWords(cmd string) []string {
+	var words []string
+	var w strings.Builder
+	in := false // inside a word
+	quote := byte(0)
+	for i := 0; i < len(cmd); i++ {
+		c := cmd[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			} else if c == '\\' && quote == '"' && i+1 < len(cmd) {
+				w.WriteByte(c)
+				i++
+				c = cmd[i]
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '\\' && i+1 < len(cmd):
+			w.WriteByte(c)
+			i++
+			c = cmd[i]
+		case c == ' ' || c == '\t' || c == '\n':
+			if in {
+				words = append(words, w.String())
+				w.Reset()
+				in = false
+			}
+			continue
+		}
+		w.WriteByte(c)
+		in = true
+	}
+	if in {
+		words = append(words, w.String())
+	}
+	return words
 }
 
 type natsSink struct {
 	id, name, server, subject string
+	secrets                   []string // of its address, scrubbed from errors
 
 	mu sync.Mutex
 	nc *nats.Conn
@@ -116,7 +206,7 @@ func (s *natsSink) Deliver(ctx context.Context, m idemtype.EventMessage) error {
 		}
 		nc, err := nats.Connect(s.server, opts...)
 		if err != nil {
-			return fmt.Errorf("connect to %s: %w", s.name, err)
+			return fmt.Errorf("connect to %s: %w", s.name, secret.ScrubError(err, s.secrets))
 		}
 		js, err := jetstream.New(nc)
 		if err != nil {
@@ -143,6 +233,7 @@ func (s *natsSink) Close() error {
 
 type httpSink struct {
 	id, name, url string
+	secrets       []string // of url, scrubbed from errors
 	client        *http.Client
 }
 
@@ -155,7 +246,7 @@ func (s *httpSink) Name() string { return s.name }
 func (s *httpSink) Deliver(ctx context.Context, m idemtype.EventMessage) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(m.Body))
 	if err != nil {
-		return fmt.Errorf("post to %s: %w", s.name, err)
+		return fmt.Errorf("post to %s: %w", s.name, secret.ParseError(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", m.ID)
@@ -165,7 +256,7 @@ func (s *httpSink) Deliver(ctx context.Context, m idemtype.EventMessage) error {
 		if errors.As(err, &ue) {
 			err = ue.Err // its text repeats the URL, secrets and all
 		}
-		return fmt.Errorf("post to %s: %w", s.name, err)
+		return fmt.Errorf("post to %s: %w", s.name, secret.ScrubError(err, s.secrets))
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	resp.Body.Close()

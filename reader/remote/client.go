@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/idemport/idemport/internal/secret"
 )
 
 // Options configure a Client. The zero value reads S3 at AWS with the
@@ -72,7 +74,7 @@ func (c *Client) Open(ctx context.Context, name string) (*Object, error) {
 		return nil, err
 	}
 	key := sha256.Sum256([]byte(name))
-	o := &Object{url: Redact(name), rawKey: hex.EncodeToString(key[:]), b: b, retry: c.opts.Retry, stats: Stats{parent: &c.Stats}, ctx: ctx}
+	o := &Object{url: Redact(name), rawKey: hex.EncodeToString(key[:]), byPath: namedByPath(name), b: b, retry: c.opts.Retry, stats: Stats{parent: &c.Stats}, ctx: ctx}
 	if o.info, err = statRetrying(ctx, b, c.opts.Retry, &o.stats); err != nil {
 		return nil, err
 	}
@@ -82,7 +84,7 @@ func (c *Client) Open(ctx context.Context, name string) (*Object, error) {
 func (c *Client) backend(ctx context.Context, name string) (backend, error) {
 	u, err := url.Parse(name)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Redact(name), err)
+		return nil, fmt.Errorf("%s: %w", Redact(name), secret.ParseError(err))
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "s3":
@@ -103,7 +105,7 @@ func (c *Client) backend(ctx context.Context, name string) (backend, error) {
 		if hc == nil {
 			hc = c.http
 		}
-		return &httpObject{raw: name, shown: Redact(name), client: hc}, nil
+		return &httpObject{raw: name, shown: Redact(name), secrets: secret.Parts(name, false), client: hc}, nil
 	}
 	return nil, fmt.Errorf("%s: not an s3://, http:// or https:// URL", Redact(name))
 }

@@ -15,8 +15,8 @@
 // [*StatusError] naming the URL, never retried.
 //
 // [Client.List] expands an s3://BUCKET/PREFIX/ into the keys below it in
-// key order. URLs are shown by [Redact], which masks user information and
-// credential-like query parameters, wherever they appear in output.
+// key order. URLs are shown by [Redact], which masks their user
+// information and every query value, wherever they appear in output.
 //
 // The package does not import the rest of the reader: the pipeline composes
 // the two.

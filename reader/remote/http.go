@@ -2,20 +2,24 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/idemport/idemport/internal/secret"
 	"github.com/idemport/idemport/reader"
 )
 
 // httpObject reads an http:// or https:// URL.
 type httpObject struct {
-	raw    string // as given: it may carry credentials the request needs
-	shown  string
-	client *http.Client
+	raw     string // as given: it may carry credentials the request needs
+	shown   string
+	secrets []string // of raw, scrubbed from errors that might quote them
+	client  *http.Client
 }
 
 var _ backend = (*httpObject)(nil)
@@ -23,7 +27,7 @@ var _ backend = (*httpObject)(nil)
 func (h *httpObject) request(ctx context.Context, method string) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, method, h.raw, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", h.shown, err)
+		return nil, fmt.Errorf("%s: %w", h.shown, secret.ParseError(err))
 	}
 	// The bytes as stored: a transparently decoded response would not
 	// match the size or the ranges.
@@ -37,7 +41,11 @@ func (h *httpObject) do(req *http.Request) (*http.Response, error) {
 		if req.Context().Err() != nil {
 			return nil, req.Context().Err()
 		}
-		return nil, retryable{fmt.Errorf("%s: %w", h.shown, err)}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its text repeats the URL, query and all
+		}
+		return nil, retryable{fmt.Errorf("%s: %s", h.shown, secret.Scrub(err.Error(), h.secrets))}
 	}
 	return resp, nil
 }

@@ -143,6 +143,7 @@ func (s *Stats) add(requests, bytes, retries int64) {
 type Object struct {
 	url    string // redacted
 	rawKey string // a digest of the URL as given, query and all
+	byPath bool   // the URL names the object without its query (namedByPath)
 	info   Info
 	b      backend
 	retry  Retry
@@ -166,6 +167,13 @@ func (o *Object) Size() int64 { return o.info.Size }
 
 // Info returns the identity the object was opened at.
 func (o *Object) Info() Info { return o.info }
+
+// NamedByPath reports whether the object's URL names it by scheme, host
+// and path alone, so that its masked URL (Name, and the name results and
+// the ledger show) tells it from any other object: its query is empty, or
+// only signs the request, as a presigned URL's. A URL whose query says
+// which object it is (?day=2) is masked to the same name as its siblings.
+func (o *Object) NamedByPath() bool { return o.byPath }
 
 // Version returns the S3 version id the object was opened at, else its
 // ETag, else "" when the server gave neither.

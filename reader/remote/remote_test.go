@@ -277,10 +277,13 @@ func TestList(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
-		"https://user:secret@example.com/a.csv":                               "https://xxxxx@example.com/a.csv",
-		"https://h/a.csv?X-Amz-Signature=abc&X-Amz-Date=1&X-Amz-Credential=k": "https://h/a.csv?X-Amz-Credential=xxxxx&X-Amz-Date=1&X-Amz-Signature=xxxxx",
-		"s3://b/k.csv": "s3://b/k.csv",
-		"/tmp/a.csv":   "/tmp/a.csv",
+		"https://user:secret@example.com/a.csv":                               "https://user:xxxxx@example.com/a.csv",
+		"https://token@example.com/a.csv":                                     "https://xxxxx@example.com/a.csv",
+		"https://h/a.csv?X-Amz-Signature=abc&X-Amz-Date=1&X-Amz-Credential=k": "https://h/a.csv?X-Amz-Signature=xxxxx&X-Amz-Date=xxxxx&X-Amz-Credential=xxxxx",
+		"https://h/a.csv?code=c0de&day=2":                                     "https://h/a.csv?code=xxxxx&day=xxxxx",
+		"https://u:pw@h/a%zz.csv?code=c0de":                                   "https://u:xxxxx@h/a%zz.csv?code=xxxxx",
+		"s3://b/k.csv":                                                        "s3://b/k.csv",
+		"/tmp/a.csv":                                                          "/tmp/a.csv",
 	} {
 		if got := remote.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)

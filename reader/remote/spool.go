@@ -49,15 +49,16 @@ var ErrSpoolDir = errors.New("the spool directory is not private")
 
 // NewSpool returns a spool of obj in dir, named after the object's
 // identity: its URL (credentials masked) and the version its HEAD proved,
-// or, when it proved none, its whole URL, size and modification time. It
+// or, when it proved none or its masked URL does not name it alone (see
+// Object.NamedByPath), its whole URL, size and modification time. It
 // creates dir (0700) when missing and checks that it is private, a
 // failure that wraps ErrSpoolDir; nothing is read or written in it until
 // the first read.
 func NewSpool(obj *Object, dir string) (*Spool, error) {
 	var id string
-	if obj.info.Proves() {
+	if obj.info.Proves() && obj.byPath { // a presigned URL's copy survives a new signature
 		id = obj.url + "\x00" + obj.info.ETag + "\x00" + obj.info.Version + "\x00" + strconv.FormatInt(obj.info.Size, 10)
-	} else { // the masked URL may name another object: its query is masked
+	} else { // the masked URL may name another object too
 		id = obj.rawKey + "\x00" + strconv.FormatInt(obj.info.Size, 10) + "\x00" + strconv.FormatInt(obj.info.ModTime.UnixNano(), 10)
 	}
 	sum := sha256.Sum256([]byte(id))

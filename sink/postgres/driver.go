@@ -15,6 +15,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/internal/secret"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -52,19 +53,13 @@ func keyValue(dsn string) bool {
 	return ok && slices.Contains(libpqKeys, strings.TrimSpace(key))
 }
 
-// Redact implements sink.Driver: a URL's password and a key=value
-// string's password masked.
+// Redact implements sink.Driver: a URL's password and query values, and
+// a key=value string's passwords, masked.
 func (Driver) Redact(dsn string) string {
 	if !keyValue(dsn) {
 		return sink.RedactURL(dsn)
 	}
-	fields := strings.Fields(dsn)
-	for i, f := range fields {
-		if k, _, ok := strings.Cut(f, "="); ok && k == "password" {
-			fields[i] = "password=xxxxx"
-		}
-	}
-	return strings.Join(fields, " ")
+	return redactKV(dsn)
 }
 
 // name names a database for messages: host, port, database and user as
@@ -82,14 +77,17 @@ func (d Driver) name(dsn string) string {
 // to the Writer is one COPY and one merge: a batch per partition makes one
 // of each per partition.
 func (d Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Database, error) {
+	if _, err := pgx.ParseConfig(dsn); err != nil {
+		return nil, d.parseError(dsn, err)
+	}
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", d.Redact(dsn), err)
+		return nil, fmt.Errorf("open %s: %w", d.Redact(dsn), secret.ScrubError(err, secretParts(dsn)))
 	}
 	out := &sink.Database{DB: db, Name: d.name(dsn), Prefix: q(s.StateSchema) + ".", BatchRows: 0}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("connect to %s: %w", out.Name, err)
+		return nil, fmt.Errorf("connect to %s: %w", out.Name, secret.ScrubError(err, secretParts(dsn)))
 	}
 	if !s.ReadOnly {
 		if err := createSchema(ctx, db, s.StateSchema); err != nil {
