@@ -384,6 +384,9 @@ func (r *run) commit(ctx context.Context, conn *sql.Conn, tx *txn, c *checkpoint
 	if err := r.quarantine(ctx, tx.Tx, c, refused); err != nil {
 		return err
 	}
+	if err := r.e.fp.Hit("before-partition-commit"); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return r.unanswered(ctx, conn, c, counts, evolved, mu, err)
 	}

@@ -81,6 +81,11 @@ func rfc3339(ms int64) string {
 // It returns the event ID.
 func (e *Engine) recordEvent(ctx context.Context, tx *sql.Tx, kind string, k ledger.Key, a ledger.Attempt, outcome string,
 	rows idemtype.Rows, deleted *int64) (string, error) {
+	// The effect is written in tx: a crash from here to its COMMIT must
+	// lose the effect with its event, never one of them alone.
+	if err := e.fp.Hit("before-event"); err != nil {
+		return "", err
+	}
 	op, now, err := e.ledger.Get(ctx, tx, k)
 	if err != nil {
 		return "", err

@@ -34,23 +34,25 @@ const KilledExitCode = 137
 // Names lists the points the pipeline passes, in order. Partition points
 // are counted per partition.
 var Names = []string{
-	"after-identify",         // the file is hashed, nothing is claimed
-	"after-claim",            // the attempt is recorded, nothing is planned
-	"after-plan",             // the plan is stored, no partition is applied
-	"after-partition-claim",  // a partition is leased, its transaction not begun
-	"inside-isolation",       // a batch the database refused is rolled back to its savepoint, to be written in halves
-	"inside-partition",       // a partition's rows are written but not committed
-	"after-partition-commit", // a partition committed
-	"before-finalize",        // every partition committed, the operation not completed
-	"before-sweep",           // snapshot: inside the completing transaction, before the sweep
-	"after-sweep",            // snapshot: inside the completing transaction, swept but not committed
-	"inside-finalize",        // the operation is marked completed inside the completing transaction, not yet committed
-	"after-finalize",         // the operation is completed and the attempt ended with it, nothing reported yet
-	"inside-undo",            // undo: its transaction did all its work, not committed
-	"after-undo",             // undo: committed, nothing printed
-	"before-publish",         // an event delivery is claimed (its effect committed), nothing sent
-	"after-publish",          // the sink acknowledged a delivery, not yet marked delivered
-	"during-retry",           // a delivery tried before is claimed again, nothing sent yet
+	"after-identify",          // the file is hashed, nothing is claimed
+	"after-claim",             // the attempt is recorded, nothing is planned
+	"after-plan",              // the plan is stored, no partition is applied
+	"after-partition-claim",   // a partition is leased, its transaction not begun
+	"inside-isolation",        // a batch the database refused is rolled back to its savepoint, to be written in halves
+	"inside-partition",        // a partition's rows are written but not committed
+	"before-partition-commit", // a partition's rows, its done mark and its counts are written, the COMMIT not sent
+	"after-partition-commit",  // a partition committed
+	"before-finalize",         // every partition committed, the operation not completed
+	"before-sweep",            // snapshot: inside the completing transaction, before the sweep
+	"after-sweep",             // snapshot: inside the completing transaction, swept but not committed
+	"before-event",            // inside an effect's transaction (completion, undo, replay): the effect written, its outbox event not yet
+	"inside-finalize",         // the operation is marked completed inside the completing transaction, not yet committed
+	"after-finalize",          // the operation is completed, the attempt not ended
+	"inside-undo",             // undo: its transaction did all its work, not committed
+	"after-undo",              // undo: committed, nothing printed
+	"before-publish",          // an event delivery is claimed (its effect committed), nothing sent
+	"after-publish",           // the sink acknowledged a delivery, not yet marked delivered
+	"during-retry",            // a delivery tried before is claimed again, nothing sent yet
 }
 
 type point struct {
