@@ -1,12 +1,18 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/testkit"
 	"github.com/idemport/idemport/reader"
 )
@@ -269,4 +275,227 @@ func TestVerifyNaturalKeyWhateverTheTypes(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestShortNumberForms: every short form of a number with zeros or a sign
+// (testkit.ZeroForms: 0, 00, 07, -07, +7, -0, 0.0, 00.5), written as CSV
+// text, as a JSON string and bare in JSONL, lands as the contract says: in
+// a new column of its own (its type inferred, its value kept); in new
+// (--column) and existing int64, decimal and float64 columns, as its value
+// or as a bad row with its reason, the file refused whole without
+// --max-rejects and the bad rows quarantined within it; and as a key, of a
+// new key column or of existing int64, decimal and text keys holding 0, 1
+// and 7, which it updates only where it means one of them (-0 and 0.0 are
+// 0, +7 is 7; 07 never is).
+func TestShortNumberForms(t *testing.T) {
+	forms := testkit.ZeroForms()
+	testkit.Each(t, func(t *testing.T, name string) {
+		f := openValues(t, name)
+		for _, as := range []string{testkit.AsCSV, testkit.AsString, testkit.AsNumber} {
+			t.Run(as, func(t *testing.T) {
+				t.Run("inferred", func(t *testing.T) { f.zerosInferred(t, as, forms) })
+				for _, typ := range []string{"int64", "decimal", "float64"} {
+					t.Run("new-"+typ, func(t *testing.T) { f.zerosInto(t, as, typ, false, forms) })
+					t.Run("existing-"+typ, func(t *testing.T) { f.zerosInto(t, as, typ, true, forms) })
+				}
+				for _, typ := range []string{"", "int64", "decimal", "string"} {
+					for i, z := range forms {
+						if as == testkit.AsNumber && !z.Number {
+							continue // a bare 07 is no JSON: a bad row in any column (zerosInto)
+						}
+						t.Run(fmt.Sprintf("key-%s/%s", cmp.Or(typ, "inferred"), z.Text), func(t *testing.T) { f.zeroKey(t, as, typ, i, z) })
+					}
+				}
+			})
+		}
+	})
+}
+
+// zerosFile writes the rows (fields in the file's syntax) under the header
+// cols, as CSV or as JSONL objects, to name (its extension added) and
+// imports it with req.
+func (f *valuesFx) zerosFile(t *testing.T, as, name string, cols []string, rows [][]string, req Request) *Result {
+	t.Helper()
+	var b strings.Builder
+	if as == testkit.AsCSV {
+		b.WriteString(strings.Join(cols, ",") + "\n")
+		for _, r := range rows {
+			b.WriteString(strings.Join(r, ",") + "\n")
+		}
+		return f.importText(t, name+".csv", b.String(), req)
+	}
+	for _, r := range rows {
+		var fields []string
+		for i, c := range cols {
+			fields = append(fields, strconv.Quote(c)+": "+r[i])
+		}
+		b.WriteString("{" + strings.Join(fields, ", ") + "}\n")
+	}
+	return f.importText(t, name+".jsonl", b.String(), req)
+}
+
+// text returns s as a file written as as holds text.
+func text(as, s string) string {
+	if as == testkit.AsCSV {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// zerosInferred imports one row holding every form (every JSON number,
+// written bare) in a column of its own: each column's type is inferred
+// from its form, and holds it.
+func (f *valuesFx) zerosInferred(t *testing.T, as string, forms []testkit.ZeroForm) {
+	t.Helper()
+	table := "inferred_" + as
+	cols, row := []string{"k"}, []string{"1"}
+	for i, z := range forms {
+		if as != testkit.AsNumber || z.Number {
+			cols, row = append(cols, fmt.Sprintf("f%d", i)), append(row, z.Field(as))
+		}
+	}
+	wantImported(t, f.zerosFile(t, as, table, cols, [][]string{row}, Request{Mapping: Mapping{Table: table}}), 1)
+	for i, z := range forms {
+		if as == testkit.AsNumber && !z.Number {
+			continue
+		}
+		col, typ := fmt.Sprintf("f%d", i), z.Inferred(as, false)
+		if got := f.tg.ColumnType(t, table, col); got != typ {
+			t.Errorf("%s alone (%s) makes a column of %s, want %s", z.Text, as, got, typ)
+			continue
+		}
+		if got, want := f.tg.Texts(t, table, col, typ, "1 = 1", "k"), z.Want(f.tg.Name, typ, as); len(got) != 1 || got[0] != want {
+			t.Errorf("%s (%s) in its new %s column: stored %q, want %q", z.Text, as, typ, got, want)
+		}
+	}
+}
+
+// zerosInto imports every form, a row each (k = 1…), into a column v of
+// type typ: one the import creates (--column v:typ), or one of an
+// existing table. Without --max-rejects the file is refused naming each
+// bad row, and nothing is written; within it the bad rows are quarantined
+// and every other form lands as its value.
+func (f *valuesFx) zerosInto(t *testing.T, as, typ string, existing bool, forms []testkit.ZeroForm) {
+	t.Helper()
+	table := fmt.Sprintf("into_%s_%s_new", as, typ)
+	req := Request{Mapping: Mapping{Table: table, Columns: map[string]reader.Type{"v": mustType(t, typ)}}}
+	if existing {
+		table = strings.TrimSuffix(table, "_new") + "_existing"
+		req.Mapping.Table = table
+		wantImported(t, f.importText(t, table+"_base.csv", "k,v\n0,1\n", req), 1)
+		req.Mapping.Columns = nil
+	}
+	var rows [][]string
+	var bad []string  // "ordinal:code" of each bad row
+	var good []string // what v holds for each good row, in order
+	for i, z := range forms {
+		rows = append(rows, []string{fmt.Sprint(i + 1), z.Field(as)})
+		if w := z.Want(f.tg.Name, typ, as); strings.HasPrefix(w, "!") {
+			bad = append(bad, fmt.Sprintf("%d:%s", i+1, w[1:]))
+		} else {
+			good = append(good, w)
+		}
+	}
+	what := fmt.Sprintf("%s into a %s %s column", as, map[bool]string{false: "new", true: "existing"}[existing], typ)
+
+	res := f.zerosFile(t, as, table, []string{"k", "v"}, rows, req)
+	if res.Outcome != Refused || res.Refusal == nil {
+		t.Fatalf("%s: %s %v, want refused", what, res.Outcome, res.Err)
+	}
+	var got []string
+	for _, rj := range res.Refusal.Rejects {
+		if rj.Column != "v" {
+			t.Errorf("%s: reject of row %d names column %q", what, rj.Ordinal, rj.Column)
+		}
+		got = append(got, fmt.Sprintf("%d:%s", rj.Ordinal, rj.Code))
+	}
+	if !slices.Equal(got, bad) || res.Refusal.Rejected != int64(len(bad)) {
+		t.Fatalf("%s: refused with the bad rows %v (%d), want %v", what, got, res.Refusal.Rejected, bad)
+	}
+	if !existing && f.tg.TableExists(t, table) {
+		t.Fatalf("%s: the refused file created its table", what)
+	}
+	if existing {
+		if n := len(f.tg.Texts(t, table, "v", typ, "k > 0", "k")); n != 0 {
+			t.Fatalf("%s: the refused file wrote %d rows", what, n)
+		}
+	}
+
+	req.MaxRejects = RejectLimit{Count: int64(len(bad))}
+	wantImported(t, f.zerosFile(t, as, table, []string{"k", "v"}, rows, req), int64(len(good)))
+	if got := f.tg.ColumnType(t, table, "v"); got != typ {
+		t.Fatalf("%s: the column is %s", what, got)
+	}
+	if got := f.tg.Texts(t, table, "v", typ, "k > 0", "k"); !slices.Equal(got, good) {
+		t.Fatalf("%s: stored %q, want %q", what, got, good)
+	}
+	got = nil
+	for _, r := range testkit.Query(t, f.tg.DB, f.tg.Rebind(`SELECT ordinal, code FROM `+f.tg.Ledger("rejects")+` WHERE table_name = ? ORDER BY ordinal`), table) {
+		got = append(got, fmt.Sprintf("%d:%s", r[0], r[1]))
+	}
+	if !slices.Equal(got, bad) {
+		t.Fatalf("%s: quarantined %v, want %v", what, got, bad)
+	}
+}
+
+// zeroKey imports form z as the key id of a one-row file: into a new table
+// (typ ""), where the key column's type is inferred, or into an existing
+// table keyed by an id of type typ that holds the keys 0, 1 and 7. The form
+// is refused as a bad row (the table unchanged), or writes the key it
+// means: a new one, or the row of the key equal to it (by value for a
+// number: -0 and 0.0 are 0, +7 is 7; never 07), which then keeps the
+// form's text as the last writer's.
+func (f *valuesFx) zeroKey(t *testing.T, as, typ string, i int, z testkit.ZeroForm) {
+	t.Helper()
+	table := fmt.Sprintf("key_%s_%s_%d", as, typ, i)
+	type row struct{ id, v string }
+	want := map[string]row{} // by testkit.KeyOf
+	req := Request{Mapping: Mapping{Table: table, Key: []string{"id"}}}
+	if typ == "" {
+		table = fmt.Sprintf("key_%s_inferred_%d", as, i)
+		req.Mapping.Table = table
+		typ = z.Inferred(as, true)
+	} else {
+		req.Mapping.Columns = map[string]reader.Type{"id": mustType(t, typ)}
+		wantImported(t, f.importText(t, table+"_base.csv", "id,v\n0,zero\n1,one\n7,seven\n", req), 3)
+		req.Mapping.Columns = nil
+		for _, r := range []row{{"0", "zero"}, {"1", "one"}, {"7", "seven"}} {
+			want[testkit.KeyOf(typ, r.id)] = r
+		}
+	}
+	what := fmt.Sprintf("%s (%s) as a %s key", z.Text, as, typ)
+	res := f.zerosFile(t, as, table, []string{"id", "v"}, [][]string{{z.Field(as), text(as, "new")}}, req)
+	w := z.Want(f.tg.Name, typ, as)
+	if strings.HasPrefix(w, "!") {
+		if res.Outcome != Refused || res.Refusal == nil || len(res.Refusal.Rejects) != 1 || res.Refusal.Rejects[0].Code != w[1:] {
+			t.Fatalf("%s: %s %v %+v, want refused (%s)", what, res.Outcome, res.Err, res.Refusal, w[1:])
+		}
+	} else {
+		old, updates := want[testkit.KeyOf(typ, w)]
+		if res.Err != nil || updates && res.Rows.Updated != 1 || !updates && res.Rows.Inserted != 1 {
+			t.Fatalf("%s: %s %+v %v, want the key %s %s", what, res.Outcome, res.Rows, res.Err, w,
+				map[bool]string{false: "inserted", true: "updated (key " + old.id + ")"}[updates])
+		}
+		want[testkit.KeyOf(typ, w)] = row{w, "new"}
+		if got := f.tg.ColumnType(t, table, "id"); got != typ {
+			t.Fatalf("%s: the key column is %s", what, got)
+		}
+	}
+	ids, vs := f.tg.Texts(t, table, "id", typ, "1 = 1", "v"), f.tg.Texts(t, table, "v", "string", "1 = 1", "v")
+	got := map[string]row{}
+	for j := range ids {
+		got[testkit.KeyOf(typ, ids[j])] = row{ids[j], vs[j]}
+	}
+	if !maps.Equal(got, want) || len(ids) != len(want) {
+		t.Fatalf("%s: the table holds %v, want %v", what, got, want)
+	}
+}
+
+func mustType(t *testing.T, name string) reader.Type {
+	t.Helper()
+	typ, err := idemtype.ParseType(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return typ
 }

@@ -157,14 +157,53 @@ func TestConvertKeepsMeaning(t *testing.T) {
 		{`not json`, CellText, JSON, CodeJSON, ""},
 		{`{"a":1`, CellText, JSON, CodeJSON, ""},
 		{`x`, CellString, JSON, "", `"x"`},
+		// Every short form with zeros or a sign (as testkit.ZeroForms,
+		// which the end-to-end tests use): a zero before other digits is
+		// kept by no number; +7 and -0 mean 7 and 0; 0.0 is an integer
+		// only as a JSON number.
+		{"0", CellText, Int64, "", "0"},
+		{"00", CellText, Int64, CodeInexact, ""},
+		{"07", CellText, Int64, CodeInexact, ""},
+		{"07", CellString, Int64, CodeInexact, ""},
+		{"-07", CellText, Int64, CodeInexact, ""},
+		{"+07", CellText, Int64, CodeInexact, ""},
+		{"+7", CellString, Int64, "", "7"},
+		{"-0", CellText, Int64, "", "0"},
+		{"-0", CellNumber, Int64, "", "0"},
+		{"0.0", CellText, Int64, CodeType, ""},
+		{"0.0", CellNumber, Int64, "", "0"},
+		{"00.5", CellText, Int64, CodeType, ""},
+		{"0", CellText, Decimal, "", "0"},
+		{"00", CellText, Decimal, CodeInexact, ""},
+		{"07", CellText, Decimal, CodeInexact, ""},
+		{"-07", CellString, Decimal, CodeInexact, ""},
+		{"+7", CellText, Decimal, "", "7"},
+		{"-0", CellText, Decimal, "", "0"},
+		{"0.0", CellText, Decimal, "", "0.0"},
+		{"00.5", CellText, Decimal, CodeInexact, ""},
+		{"0", CellText, Float64, "", "0"},
+		{"00", CellText, Float64, CodeInexact, ""},
+		{"07", CellString, Float64, CodeInexact, ""},
+		{"-07", CellText, Float64, CodeInexact, ""},
+		{"+7", CellText, Float64, "", "7"},
+		{"-0", CellText, Float64, "", "-0"},
+		{"0.0", CellNumber, Float64, "", "0"},
+		{"00.5", CellText, Float64, CodeInexact, ""},
 	} {
 		t.Run(tc.typ.String()+"/"+tc.in, func(t *testing.T) {
 			v, code, msg := Convert(Cell{B: []byte(tc.in), Kind: tc.kind}, tc.typ)
 			if code != tc.code {
 				t.Fatalf("code %q (%s), want %q", code, msg, tc.code)
 			}
-			if tc.want != "" && string(v.B) != tc.want {
-				t.Fatalf("value %q, want %q", v.B, tc.want)
+			got := string(v.B)
+			switch tc.typ {
+			case Int64:
+				got = strconv.FormatInt(v.I, 10)
+			case Float64:
+				got = strconv.FormatFloat(v.F, 'g', -1, 64)
+			}
+			if tc.want != "" && got != tc.want {
+				t.Fatalf("value %q, want %q", got, tc.want)
 			}
 		})
 	}
@@ -195,6 +234,16 @@ func TestInferenceIsLossless(t *testing.T) {
 		{"json numbers", []string{"9007199254740993", "1.5"}, CellNumber, false, Decimal},
 		{"json ints", []string{"9007199254740993", "-1"}, CellNumber, false, Int64},
 		{"json tiny", []string{"1e-400"}, CellNumber, false, Decimal},
+		{"zero", []string{"0"}, CellText, true, Int64},
+		{"zeros", []string{"00"}, CellText, false, String},
+		{"leading zero", []string{"07"}, CellText, true, String},
+		{"negative leading zero", []string{"-07"}, CellText, false, String},
+		{"plus sign", []string{"+7"}, CellText, false, String},
+		{"minus zero", []string{"-0"}, CellText, true, Int64},
+		{"zero point zero", []string{"0.0"}, CellText, false, Float64},
+		{"zero point zero as key", []string{"0.0"}, CellNumber, true, Decimal},
+		{"leading zero fraction", []string{"00.5"}, CellText, false, String},
+		{"json strings", []string{"0", "7"}, CellString, false, String},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var in Inference
