@@ -240,13 +240,13 @@ func TestGCLeavesOtherLedgersStaging(t *testing.T) {
 // TestAtomicSoftDeleteMarkAtCompletion: with --atomic --snapshot --delete
 // soft, the deletion mark column is added in the transaction that
 // completes the import, with the rows and the marks: killed before that
-// transaction, or inside it before the sweep, the import has changed
-// neither the table's columns (idemport's own included) nor its rows;
-// resumed, the rows the file lacks are marked, the others live, every
-// value exact.
+// transaction, or inside it (before the sweep, or with all but its event
+// written), the import has changed neither the table's columns
+// (idemport's own included) nor its rows; resumed, the rows the file lacks
+// are marked, the others live, every value exact.
 func TestAtomicSoftDeleteMarkAtCompletion(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
-		for _, kill := range []string{"before-finalize:1", "before-sweep:1"} {
+		for _, kill := range []string{"before-finalize:1", "before-sweep:1", "before-event:1"} {
 			t.Run(kill, func(t *testing.T) {
 				t.Parallel()
 				dir := t.TempDir()

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemport/idemport/internal/failpoint"
 	"github.com/idemport/idemport/internal/testkit"
 )
 
@@ -34,9 +36,12 @@ const (
 	crashPartitions = 10
 )
 
-// checkExact asserts the whole outcome of an import of an orders file:
-// exact content, one row per key, operation completed, counters consistent
-// across every attempt.
+// checkExact asserts the whole outcome of an import of an orders file into
+// an empty table: exact content, one row per key, operation completed,
+// counters consistent across every attempt and with the table: the
+// operation inserted every row the table holds, so a partition whose rows
+// committed without its done mark and counts (and were then counted
+// unchanged by the rerun) shows.
 func checkExact(t *testing.T, tg *testkit.Target, mode string, rows [][]string) {
 	t.Helper()
 	if mode == "ordinal" {
@@ -44,9 +49,12 @@ func checkExact(t *testing.T, tg *testkit.Target, mode string, rows [][]string) 
 	} else {
 		checkByKey(t, tg, rows)
 	}
-	op := testkit.Query(t, tg.DB, `SELECT state, rows_read, rows_inserted + rows_updated + rows_unchanged + rows_stale, rows_rejected FROM `+tg.Ledger("operations"))
-	if want := [][]any{{"completed", int64(len(rows)), int64(len(rows)), int64(0)}}; !reflect.DeepEqual(op, want) {
-		t.Fatalf("operation %v, want %v", op, want)
+	op := testkit.Query(t, tg.DB, `SELECT state, rows_read, rows_inserted, rows_updated + rows_unchanged + rows_stale, rows_rejected FROM `+tg.Ledger("operations"))
+	if want := [][]any{{"completed", int64(len(rows)), testkit.Int(t, tg.DB, `SELECT count(*) FROM orders`), int64(0), int64(0)}}; !reflect.DeepEqual(op, want) {
+		t.Fatalf("operation (state, read, inserted, updated+unchanged+stale, rejected) %v, want %v: inserted must be the table's rows", op, want)
+	}
+	if n := testkit.Int(t, tg.DB, `SELECT sum(rows_inserted) FROM `+tg.Ledger("attempts")); n != int64(len(rows)) {
+		t.Fatalf("the attempts inserted %d rows in all, want %d", n, len(rows))
 	}
 	// Each partition committed once, and the attempts' counters add up to
 	// the partitions' and to the file.
@@ -78,9 +86,24 @@ func checkByKey(t *testing.T, tg *testkit.Target, rows [][]string) {
 	}
 }
 
-// TestCrashAtEveryBoundary kills the binary with SIGKILL at every named
-// point, at the first, a middle and the last partition, in ordinal and
-// natural-key mode, then reruns it.
+// killedElsewhere names the failpoints a plain import of an orders file
+// does not pass, each with the test that kills there.
+var killedElsewhere = map[string]string{
+	"inside-isolation": "TestKillDuringIsolationThenRerun",
+	"before-sweep":     "TestSnapshotSequence",
+	"after-sweep":      "TestSnapshotSequence",
+	"inside-undo":      "TestSnapshotUndo",
+	"after-undo":       "TestSnapshotUndo",
+	"before-publish":   "TestOutboxKillAtEachDeliveryBoundary",
+	"after-publish":    "TestOutboxKillAtEachDeliveryBoundary",
+	"during-retry":     "TestOutboxKillAtEachDeliveryBoundary",
+}
+
+// TestCrashAtEveryBoundary kills the binary with SIGKILL at every
+// failpoint an import passes (failpoint.Names but those killedElsewhere),
+// at the first, a middle and the last partition, in ordinal and
+// natural-key mode, then reruns it. A new failpoint fails the test until
+// it is killed at here or named in killedElsewhere.
 func TestCrashAtEveryBoundary(t *testing.T) {
 	type tc struct {
 		point   string
@@ -94,9 +117,16 @@ func TestCrashAtEveryBoundary(t *testing.T) {
 		cases = append(cases,
 			tc{"after-partition-claim", k, int64(k - 1), "resumed"},
 			tc{"inside-partition", k, int64(k - 1), "resumed"},
+			tc{"before-partition-commit", k, int64(k - 1), "resumed"},
 			tc{"after-partition-commit", k, int64(k), "resumed"})
 	}
-	cases = append(cases, tc{"before-finalize", 1, crashPartitions, "resumed"}, tc{"after-finalize", 1, crashPartitions, "duplicate"})
+	cases = append(cases, tc{"before-finalize", 1, crashPartitions, "resumed"}, tc{"before-event", 1, crashPartitions, "resumed"},
+		tc{"inside-finalize", 1, crashPartitions, "resumed"}, tc{"after-finalize", 1, crashPartitions, "duplicate"})
+	for _, point := range failpoint.Names {
+		if _, ok := killedElsewhere[point]; !ok && !slices.ContainsFunc(cases, func(c tc) bool { return c.point == point }) {
+			t.Fatalf("no crash test kills at failpoint %s: add it to the cases here, or to killedElsewhere with the test that does", point)
+		}
+	}
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, mode := range []string{"ordinal", "natural"} {
 			for _, c := range cases {

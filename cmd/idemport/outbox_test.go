@@ -266,6 +266,143 @@ func TestOutboxKillAtEachDeliveryBoundary(t *testing.T) {
 	})
 }
 
+// TestOutboxKillBeforeEventRecorded kills each command that records an
+// event (a plain import by place and by key, a --snapshot and an --atomic
+// import, undo, a replay of rejects) inside its effect's transaction, after
+// the effect is written and before its event is (failpoint before-event):
+// the effect must then be absent with the event, the operation not
+// completed (or not undone), and the rerun applies the effect and records
+// exactly one event for it, which the endpoint receives once. An event
+// recorded in a transaction of its own, after its effect committed, would
+// be lost for ever by such a crash.
+func TestOutboxKillBeforeEventRecorded(t *testing.T) {
+	const rows = 300
+	type state struct {
+		op   string // the state of the operation the command works on
+		rows int64  // the rows of its table
+	}
+	cases := []struct {
+		name   string
+		table  string                                                           // the table the command writes
+		file   string                                                           // the file of the operation it works on
+		before func(t *testing.T, tg *testkit.Target, dir string, env []string) // clean runs first
+		cmd    []string                                                         // killed at before-event, then rerun
+		kinds  []string                                                         // the events after the rerun
+		killed state                                                            // after the kill
+		done   state                                                            // after the rerun
+	}{
+		{name: "import", table: "orders", file: "orders.csv", cmd: []string{"import", "--partition-rows", "100", "orders.csv"},
+			kinds: []string{"import.completed"}, killed: state{"processing", rows}, done: state{"completed", rows}},
+		{name: "import-by-key", table: "orders", file: "orders.csv", cmd: []string{"import", "--partition-rows", "100", "--key", "order_id", "orders.csv"},
+			kinds: []string{"import.completed"}, killed: state{"processing", rows}, done: state{"completed", rows}},
+		{name: "snapshot", table: "orders", file: "fewer.csv",
+			before: func(t *testing.T, tg *testkit.Target, dir string, env []string) {
+				importTo(t, tg, dir, env, 0, "--key", "order_id", "--snapshot", "orders.csv")
+			},
+			cmd:   []string{"import", "--table", "orders", "--partition-rows", "100", "--key", "order_id", "--snapshot", "--max-delete", "50", "fewer.csv"},
+			kinds: []string{"import.completed", "import.completed"}, killed: state{"processing", rows}, done: state{"completed", rows - 50}},
+		{name: "atomic", table: "orders", file: "orders.csv", cmd: []string{"import", "--partition-rows", "100", "--atomic", "orders.csv"},
+			kinds: []string{"import.completed"}, killed: state{"processing", 0}, done: state{"completed", rows}},
+		{name: "undo", table: "orders", file: "orders.csv",
+			before: func(t *testing.T, tg *testkit.Target, dir string, env []string) {
+				importTo(t, tg, dir, env, 0, "orders.csv")
+			},
+			cmd:   []string{"undo", "orders.csv"},
+			kinds: []string{"import.completed", "import.undone"}, killed: state{"completed", rows}, done: state{"undone", 0}},
+		{name: "replay", table: "items", file: "items.csv",
+			before: func(t *testing.T, tg *testkit.Target, dir string, env []string) {
+				importTo(t, tg, dir, env, 0, "--column", "qty:int64", "--max-rejects", "1", "items.csv")
+				export := tg.Exec(t, dir, nil, "rejects", "export", "items.csv")
+				if export.Code != 0 {
+					t.Fatalf("export: exit %d\n%s%s", export.Code, export.Stdout, export.Stderr)
+				}
+				os.WriteFile(filepath.Join(dir, "fix.csv"), []byte(strings.Replace(export.Stdout, ",five", ",55", 1)), 0o644)
+			},
+			cmd:   []string{"rejects", "replay", "fix.csv"},
+			kinds: []string{"import.completed", "rejects.replayed"}, killed: state{"completed", 2}, done: state{"completed", 3}},
+	}
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				tg := testkit.NewTarget(t, name, dir)
+				h := newHook(t)
+				env := []string{"IDEMPORT_NOTIFY=" + h.url()}
+				want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), rows, 21)
+				testkit.Orders(t, filepath.Join(dir, "fewer.csv"), rows-50, 21) // the first 250 rows
+				os.WriteFile(filepath.Join(dir, "items.csv"), []byte("id,qty\n1,5\n2,five\n3,7\n"), 0o644)
+				var earlier []outboxEvent
+				if c.before != nil {
+					c.before(t, tg, dir, env)
+					earlier = outboxEvents(t, tg)
+				}
+				now := func() state {
+					op := testkit.Query(t, tg.DB, tg.Rebind(`SELECT state FROM `+tg.Ledger("operations")+` WHERE table_name = ? AND file_path LIKE ?`), c.table, "%"+c.file)
+					n := int64(0)
+					if tg.TableExists(t, c.table) {
+						n = testkit.Int(t, tg.DB, `SELECT count(*) FROM `+c.table)
+					}
+					if len(op) != 1 {
+						t.Fatalf("operations of %s: %v", c.table, op)
+					}
+					return state{op[0][0].(string), n}
+				}
+
+				killed := tg.Exec(t, dir, append(env, "IDEMPORT_FAILPOINT=before-event"), c.cmd...)
+				if killed.Signal != syscall.SIGKILL {
+					t.Fatalf("not killed before recording the event: exit %d\n%s%s", killed.Code, killed.Stdout, killed.Stderr)
+				}
+				if got := now(); got != c.killed {
+					t.Fatalf("killed before its event: operation %s with %d rows, want %s with %d: the effect committed without its event", got.op, got.rows, c.killed.op, c.killed.rows)
+				}
+				if got := outboxEvents(t, tg); !slices.Equal(got, earlier) {
+					t.Fatalf("outbox after the kill: %v, want the earlier %v", got, earlier)
+				}
+
+				again := tg.Exec(t, dir, env, c.cmd...)
+				if again.Code != 0 {
+					t.Fatalf("rerun: exit %d\n%s%s", again.Code, again.Stdout, again.Stderr)
+				}
+				if got := now(); got != c.done {
+					t.Fatalf("after the rerun: operation %s with %d rows, want %s with %d", got.op, got.rows, c.done.op, c.done.rows)
+				}
+				events := outboxEvents(t, tg)
+				var kinds []string
+				for _, e := range events {
+					kinds = append(kinds, e.Kind)
+				}
+				if !slices.Equal(kinds, c.kinds) || !slices.Equal(events[:len(earlier)], earlier) {
+					t.Fatalf("events %v, want the earlier %v and then %v", events, earlier, c.kinds)
+				}
+				// Every event reached the endpoint, once.
+				keys, _, codes := h.requests()
+				sent := map[string]int{}
+				for i, k := range keys {
+					if codes[i] == 200 {
+						sent[k]++
+					}
+				}
+				for _, e := range events {
+					if sent[e.ID] != 1 {
+						t.Fatalf("event %s (%s) reached the endpoint %d times (deliveries %v)", e.ID, e.Kind, sent[e.ID], keys)
+					}
+				}
+				if len(keys) != len(events) {
+					t.Fatalf("%d deliveries for %d events: %v", len(keys), len(events), keys)
+				}
+				if c.table == "orders" && c.done.op == "completed" && c.done.rows == rows {
+					mode := "ordinal"
+					if slices.Contains(c.cmd, "--key") {
+						mode = "natural"
+					}
+					checkExact(t, tg, mode, want)
+				}
+			})
+		}
+	})
+}
+
 // outboxList runs 'outbox list --output json' and returns its lines.
 func outboxList(t *testing.T, tg *testkit.Target, dir string) []deliveryJSON {
 	t.Helper()

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/idemport/idemport/internal/failpoint"
 	"github.com/idemport/idemport/internal/testkit"
 )
 
@@ -131,9 +132,16 @@ func TestSnapshotSequence(t *testing.T) {
 		n     int
 	}
 	kills := []kill{{}, {"after-identify", 1}, {"after-claim", 1}, {"after-plan", 1},
-		{"after-partition-claim", 2}, {"inside-partition", 1}, {"inside-partition", 3},
+		{"after-partition-claim", 2}, {"inside-partition", 1}, {"inside-partition", 3}, {"before-partition-commit", 2},
 		{"after-partition-commit", 1}, {"after-partition-commit", 3}, {"before-finalize", 1},
-		{"before-sweep", 1}, {"after-sweep", 1}, {"after-finalize", 1}}
+		{"before-sweep", 1}, {"after-sweep", 1}, {"before-event", 1}, {"inside-finalize", 1}, {"after-finalize", 1}}
+	// Every failpoint a snapshot import passes is killed at.
+	for _, point := range failpoint.Names {
+		passed := !slices.Contains([]string{"inside-isolation", "inside-undo", "after-undo", "before-publish", "after-publish", "during-retry"}, point)
+		if passed && !slices.ContainsFunc(kills, func(k kill) bool { return k.point == point }) {
+			t.Fatalf("a snapshot import passes failpoint %s, which the sequence never kills at", point)
+		}
+	}
 	modes := []string{"key", "key-soft", "ordinal", "key-atomic", "ordinal-atomic"}
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, mode := range modes {

@@ -43,7 +43,7 @@ func TestKeyedLoadOverStoredKeysSurvivesKills(t *testing.T) {
 	const inserted, updated, unchanged, superseded = 18, 3, 2, 1
 
 	testkit.Each(t, func(t *testing.T, name string) {
-		for _, kill := range []string{"inside-partition:1", "inside-partition:3", "inside-partition:4", "after-partition-commit:4", "inside-partition:6"} {
+		for _, kill := range []string{"inside-partition:1", "inside-partition:3", "inside-partition:4", "before-partition-commit:4", "after-partition-commit:4", "inside-partition:6"} {
 			t.Run(kill, func(t *testing.T) {
 				t.Parallel()
 				dir := t.TempDir()
