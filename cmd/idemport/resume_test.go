@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -173,4 +174,86 @@ func TestSourceChangedStopsTheAttempt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSourceChangedUnderResumedAttempt kills an import after 3 of its 10
+// partitions committed, then changes the file under the run that resumes
+// it, before that run commits anything (it is stopped after its claim):
+// the resumed attempt stops with "source changed", and the abandonment
+// removes the 300 rows the killed attempt committed, not only those of
+// the attempt that found the change (none). A later import of the changed
+// file then holds exactly its rows, each once.
+func TestSourceChangedUnderResumedAttempt(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, change := range []string{"append", "rewrite"} {
+			t.Run(change, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				tg := testkit.NewTarget(t, name, dir)
+				path := filepath.Join(dir, "orders.csv")
+				rows := testkit.Orders(t, path, crashRows, 33)
+				args := []string{"import", "--partition-rows", "100", "orders.csv"}
+				if r := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:3"}, args...); r.Signal != syscall.SIGKILL {
+					t.Fatalf("first run not killed: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+				}
+				if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM orders`); n != 300 {
+					t.Fatalf("the killed run left %d rows, want its 3 partitions' 300", n)
+				}
+				resumed := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-claim:1:stop"}, args...))
+				if change == "append" {
+					extra := []string{"1999999998", "1", "SKU-X", "1", "1.00", "paid", "2024-01-01T00:00:00Z", "late"}
+					f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					f.WriteString(strings.Join(extra, ",") + "\n")
+					if err := f.Close(); err != nil {
+						t.Fatal(err)
+					}
+					rows = append(rows, extra)
+				} else {
+					// The last row's status, same size: the last partition's bytes.
+					b, err := os.ReadFile(path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					last := rows[len(rows)-1]
+					old := strings.Join(last, ",") + "\n"
+					if !strings.HasSuffix(string(b), old) || last[5] == "" {
+						t.Fatalf("the file does not end with its last row %q", old)
+					}
+					last[5] = strings.Repeat("Z", len(last[5])) // the status
+					b = append(b[:len(b)-len(old)], strings.Join(last, ",")+"\n"...)
+					if err := os.WriteFile(path, b, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				testkit.Continue(resumed.cmd.Process)
+				r := testkit.Wait(t, resumed.cmd)
+				if r.Code != 1 || !strings.Contains(r.Stdout, "source changed") {
+					t.Fatalf("resumed run: exit %d, want 1 saying the source changed\n%s%s", r.Code, r.Stdout, r.Stderr)
+				}
+				if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM orders`); n != 0 {
+					t.Errorf("%d rows left by the abandoned import, want none: the killed attempt's rows must go with it", n)
+				}
+				if !strings.Contains(r.Stdout, "the import was abandoned and the 300 rows it had committed were removed") {
+					t.Errorf("resumed run does not say the import was abandoned with its 300 rows:\n%s", r.Stdout)
+				}
+				got := testkit.Query(t, tg.DB, `SELECT state, (SELECT count(*) FROM `+tg.Ledger("partitions")+`) FROM `+tg.Ledger("operations"))
+				if want := [][]any{{"abandoned", int64(0)}}; !reflect.DeepEqual(got, want) {
+					t.Fatalf("operations (state, partitions) %v, want %v", got, want)
+				}
+
+				res := importTo(t, tg, dir, nil, 0, args[1:]...)
+				if res.Outcome != "imported" || res.Rows.Inserted != int64(len(rows)) {
+					t.Fatalf("the changed file imported later: %+v", res)
+				}
+				checkOrders(t, tg, "orders", rows)
+				got = testkit.Query(t, tg.DB, tg.Rebind(`SELECT state, rows_inserted FROM `+tg.Ledger("operations")+` WHERE file_id = ?`), res.FileID)
+				if want := [][]any{{"completed", int64(len(rows))}}; !reflect.DeepEqual(got, want) {
+					t.Fatalf("the later operation (state, inserted) %v, want %v", got, want)
+				}
+			})
+		}
+	})
 }

@@ -1,0 +1,83 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/idemport/idemport/internal/testkit"
+	"github.com/idemport/idemport/reader"
+)
+
+// atPoint is a Failpoints that runs do once, the first time the engine
+// passes the point named at, and lets every point pass.
+type atPoint struct {
+	at   string
+	do   func()
+	once sync.Once
+}
+
+func (p *atPoint) Hit(name string) error {
+	if name == p.at {
+		p.once.Do(p.do)
+	}
+	return nil
+}
+
+// TestSourceChangedUnderResumedAttempt: an import killed (another process,
+// SIGKILL) after 3 of its 10 partitions committed is resumed, and its file
+// grows after the resuming run has claimed the operation, before it
+// commits anything. The resumed attempt fails with the source changed and
+// abandons the operation, removing the rows the killed attempt committed
+// (the resumed one committed none); the file, imported again, then lands
+// exactly once.
+func TestSourceChangedUnderResumedAttempt(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		ctx := context.Background()
+		f := newFx(t, name)
+		var content strings.Builder
+		content.WriteString("id,v\n")
+		for i := 1; i <= 30; i++ {
+			fmt.Fprintf(&content, "%d,v%d\n", i, i)
+		}
+		path := f.write(t, "items.csv", content.String())
+		f.killedHolding(t, helperJob{Path: path, PartitionRows: 3, Failpoint: "after-partition-commit:3"})
+		if got := f.rows(t, `SELECT count(*) FROM items`); !reflect.DeepEqual(got, [][]any{{int64(9)}}) {
+			t.Fatalf("the killed import left %v rows, want its 3 partitions' 9", got)
+		}
+
+		grow := &atPoint{at: "after-claim", do: func() {
+			file, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+			if err == nil {
+				_, err = file.WriteString("31,late\n")
+				err = errors.Join(err, file.Close())
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}}
+		req := Request{Path: path, PartitionRows: 3, Mapping: Mapping{Table: "items"}}
+		res := f.open(t, Options{Failpoints: grow}).Import(ctx, req)
+		if res.Outcome != Failed || !errors.Is(res.Err, reader.ErrSourceChanged) || res.Partitions.Committed != 0 {
+			t.Fatalf("resumed under a growing file: %s, %d partitions committed, %v; want failed, none, source changed", res.Outcome, res.Partitions.Committed, res.Err)
+		}
+		got := f.rows(t, `SELECT o.state, (SELECT count(*) FROM items), (SELECT count(*) FROM `+f.tg.Ledger("partitions")+`) FROM `+f.tg.Ledger("operations")+` o`)
+		if want := [][]any{{"abandoned", int64(0), int64(0)}}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("operation state, table rows, partitions %v, want %v: the killed attempt's rows go with the abandoned operation", got, want)
+		}
+
+		res = f.e.Import(ctx, req)
+		if res.Err != nil || res.Outcome != Imported || res.Rows.Inserted != 31 {
+			t.Fatalf("the grown file: %s %+v %v", res.Outcome, res.Rows, res.Err)
+		}
+		got = f.rows(t, `SELECT count(*), count(DISTINCT id), min(id), max(id) FROM items`)
+		if want := [][]any{{int64(31), int64(31), int64(1), int64(31)}}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("items (rows, ids, min, max) %v, want %v", got, want)
+		}
+	})
+}
