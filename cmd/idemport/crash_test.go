@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -182,10 +183,84 @@ func soakIterations(name string) int {
 	return *soak
 }
 
+// killPoint says how far the import of file (a path pattern for LIKE)
+// into target tg got when a run of it was killed: no ledger or operation
+// yet, or the operation's state and how many of its planned partitions
+// were done.
+func killPoint(t *testing.T, tg *testkit.Target, file string) string {
+	t.Helper()
+	for _, table := range []string{"operations", "partitions"} {
+		name := "idemport_" + table
+		if tg.IsPostgres() {
+			name = tg.Schema + "." + table
+		}
+		if !tg.TableExists(t, name) {
+			return "no ledger" // killed before its tables were made
+		}
+	}
+	var state string
+	var done, total int64
+	p := tg.Ledger("partitions")
+	err := tg.DB.QueryRow(tg.Rebind(`SELECT o.state,
+		(SELECT count(*) FROM `+p+` p WHERE p.table_name = o.table_name AND p.file_id = o.file_id AND p.done = 1),
+		(SELECT count(*) FROM `+p+` p WHERE p.table_name = o.table_name AND p.file_id = o.file_id)
+		FROM `+tg.Ledger("operations")+` o WHERE o.file_path LIKE ?`), file).Scan(&state, &done, &total)
+	switch {
+	case err == sql.ErrNoRows:
+		return "no operation"
+	case err != nil:
+		t.Fatalf("where the import of %s was killed: %v", file, err)
+	}
+	return fmt.Sprintf("%s, %d of %d partitions done", state, done, total)
+}
+
+// soakKills counts the runs a soak killed at each point (killPoint).
+type soakKills map[string]int
+
+func (k soakKills) total() int {
+	n := 0
+	for _, c := range k {
+		n += c
+	}
+	return n
+}
+
+// check fails the soak unless its kills prove something: at least half an
+// iteration's worth each (the first run of an iteration is aimed inside a
+// full run), at three distinct points once there are enough of them.
+func (k soakKills) check(t *testing.T, iterations int) {
+	t.Helper()
+	n := k.total()
+	t.Logf("%d iterations, %d kills at %d points: %v", iterations, n, len(k), map[string]int(k))
+	if want := max(1, iterations/2); n < want {
+		t.Fatalf("%d kills in %d iterations, want at least %d: the soak proved too little", n, iterations, want)
+	}
+	if want := min(3, 1+n/4); len(k) < want {
+		t.Fatalf("%d kills at %d distinct points, want %d: the soak proved too little", n, len(k), want)
+	}
+}
+
+// fullRun returns how long a full import of args (from dir) takes on a
+// fresh target of kind name: the shorter of two runs, timed once the
+// binary is built, so that neither the build nor one loaded moment aims
+// the kills past the end of the runs.
+func fullRun(t *testing.T, name, dir string, args ...string) time.Duration {
+	t.Helper()
+	testkit.Binary(t)
+	span := time.Duration(math.MaxInt64)
+	for range 2 {
+		began := time.Now()
+		importTo(t, testkit.NewTarget(t, name, t.TempDir()), dir, nil, 0, args...)
+		span = min(span, time.Since(began))
+	}
+	return span
+}
+
 // TestRandomKillSoak kills the binary at random moments, reruns it (killing
 // again at random, up to three times) until it completes, and checks every
-// iteration ends exact. -soak=N sets the number of iterations (default 50
-// on SQLite, 15 on PostgreSQL).
+// iteration ends exact. It asserts the kills it made (soakKills.check), so it
+// proves something when run alone. -soak=N sets the number of iterations
+// (default 50 on SQLite, 15 on PostgreSQL).
 func TestRandomKillSoak(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
 		seed := uint64(time.Now().UnixNano())
@@ -195,10 +270,8 @@ func TestRandomKillSoak(t *testing.T) {
 		const n = 4000
 		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), n, 12)
 		// How long a full run takes here, to aim the kills inside it.
-		full := time.Now()
-		importTo(t, testkit.NewTarget(t, name, t.TempDir()), dir, nil, 0, "--partition-rows", "200", "orders.csv")
-		span := time.Since(full)
-		kills := 0
+		span := fullRun(t, name, dir, "--partition-rows", "200", "orders.csv")
+		killed := soakKills{}
 		iterations := soakIterations(name)
 		for i := 0; i < iterations; i++ {
 			tg := testkit.NewTarget(t, name, t.TempDir())
@@ -215,11 +288,17 @@ func TestRandomKillSoak(t *testing.T) {
 					t.Fatal(err)
 				}
 				if attempt < 3 {
-					time.AfterFunc(time.Duration(rng.Int64N(int64(span)*5/4)), func() { cmd.Process.Signal(syscall.SIGKILL) })
+					// The first run is killed within a full run's time; a
+					// later one, resuming, may well end first.
+					within := int64(span)
+					if attempt > 0 {
+						within = within * 5 / 4
+					}
+					time.AfterFunc(time.Duration(rng.Int64N(within)), func() { cmd.Process.Signal(syscall.SIGKILL) })
 				}
 				r := testkit.Wait(t, cmd)
 				if r.Signal == syscall.SIGKILL {
-					kills++
+					killed[killPoint(t, tg, "orders.csv")]++
 					continue
 				}
 				if r.Code != 0 {
@@ -229,10 +308,7 @@ func TestRandomKillSoak(t *testing.T) {
 			}
 			checkExact(t, tg, mode, rows)
 		}
-		t.Logf("%d iterations, %d kills", iterations, kills)
-		if kills == 0 {
-			t.Fatal("no run was killed: the soak proved nothing")
-		}
+		killed.check(t, iterations)
 	})
 }
 

@@ -162,8 +162,9 @@ func TestLastOccurrenceWinsOutOfOrder(t *testing.T) {
 // rerunning until each completes;
 // an earlier file holds, for some keys, the value of their last occurrence.
 // After every iteration the whole table must equal the last-wins result
-// computed from the files, and the counters must add up. -soak=N raises
-// the iterations (default 8 on SQLite, 4 on PostgreSQL).
+// computed from the files, and the counters must add up; the kills are
+// counted and must prove something (soakKills.check). -soak=N raises the
+// iterations (default 8 on SQLite, 4 on PostgreSQL).
 func TestLastWinsSoak(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
 		seed := uint64(time.Now().UnixNano())
@@ -178,18 +179,28 @@ func TestLastWinsSoak(t *testing.T) {
 		// A key's occurrences lie within about 240 rows, so they fall in
 		// neighbouring partitions, which are in flight at the same time.
 		const n, domain = 3000, 3000/6 + 40
-		kills := 0
-		var span time.Duration
-		for i := range iterations {
-			dir := t.TempDir()
-			tg := testkit.NewTarget(t, name, dir)
-			rows := make([][2]any, n)
-			last := map[int]string{}
+		file := func(i int) (rows [][2]any, last map[int]string) {
+			rows, last = make([][2]any, n), map[int]string{}
 			for j := range rows {
 				id := j/6 + rng.IntN(40)
 				rows[j] = [2]any{id, fmt.Sprintf("r%d-%d", i, j)}
 				last[id] = rows[j][1].(string)
 			}
+			return rows, last
+		}
+		// How long one process takes to import such a file, to aim the
+		// kills inside the runs. (Two runs that share the file take no
+		// longer; a second one waiting for the first to finish ends later,
+		// which made kills timed by them land after the work.)
+		timing := t.TempDir()
+		rows, _ := file(-1)
+		writeKeyed(t, timing, "f.csv", rows)
+		span := fullRun(t, name, timing, "--table", "t", "--key", "id", "--partition-rows", "100", "--workers", "2", "f.csv")
+		killed := soakKills{}
+		for i := range iterations {
+			dir := t.TempDir()
+			tg := testkit.NewTarget(t, name, dir)
+			rows, last := file(i)
 			// The earlier file: every third key already holds its last value.
 			want := map[int]string{}
 			var base [][2]any
@@ -210,32 +221,37 @@ func TestLastWinsSoak(t *testing.T) {
 			writeKeyed(t, dir, "f.csv", rows)
 			importTo(t, tg, dir, nil, 0, "--table", "t", "--key", "id", "base.csv")
 
-			// Two processes of two workers each; the first full run aims the
-			// kills of the later ones.
+			// Two processes of two workers each.
 			args := []string{"import", "--output", "json", "--table", "t", "--key", "id", "--partition-rows", "100", "--workers", "2", "--wait=5m", "f.csv"}
 			done := tg.Rebind(`SELECT count(*) FROM ` + tg.Ledger("operations") + ` WHERE state = 'completed' AND file_path LIKE ?`)
 			for attempt := 0; testkit.Int(t, tg.DB, done, "%f.csv") == 0; attempt++ {
-				began := time.Now()
 				var cmds []*started
 				for range 2 {
 					s := launch(t, tg.Cmd(t, dir, nil, args...))
-					if attempt < 3 && span > 0 {
-						time.AfterFunc(time.Duration(rng.Int64N(int64(span)*5/4)), func() { s.cmd.Process.Signal(syscall.SIGKILL) })
+					if attempt < 3 {
+						// A first run is killed within a full run's time; a
+						// later one, resuming, may well end first.
+						within := int64(span)
+						if attempt > 0 {
+							within = within * 5 / 4
+						}
+						time.AfterFunc(time.Duration(rng.Int64N(within)), func() { s.cmd.Process.Signal(syscall.SIGKILL) })
 					}
 					cmds = append(cmds, s)
 				}
+				n := 0 // processes killed in this attempt
 				for _, s := range cmds {
 					r := testkit.Wait(t, s.cmd)
 					if r.Signal == syscall.SIGKILL {
-						kills++
+						n++
 						continue
 					}
 					if r.Code != 0 {
 						t.Fatalf("iteration %d attempt %d: exit %d\n%s%s", i, attempt, r.Code, r.Stdout, r.Stderr)
 					}
 				}
-				if span == 0 {
-					span = time.Since(began)
+				if n > 0 {
+					killed[killPoint(t, tg, "%f.csv")] += n
 				}
 				if attempt > 20 {
 					t.Fatalf("iteration %d: not completed after %d attempts", i, attempt)
@@ -262,9 +278,6 @@ func TestLastWinsSoak(t *testing.T) {
 			fileID := testkit.Query(t, tg.DB, `SELECT file_id FROM `+tg.Ledger("operations")+` WHERE file_path LIKE '%f.csv'`)[0][0].(string)
 			checkOperationCounts(t, tg, fileID, n, int64(n-len(last)))
 		}
-		t.Logf("%d iterations, %d kills", iterations, kills)
-		if kills == 0 {
-			t.Fatal("no run was killed: the soak proved nothing")
-		}
+		killed.check(t, iterations)
 	})
 }
