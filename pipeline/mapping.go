@@ -35,6 +35,22 @@ type Mapping struct {
 	Delimiter byte
 	// Quotes turns on quote processing for TSV.
 	Quotes bool
+	// SkipLines is how many lines before the header (or the first data
+	// row) are not part of the table: a report's title.
+	SkipLines int
+	// NoHeader says a CSV or TSV file has no header: its first line is
+	// data.
+	NoHeader bool
+	// Names names a CSV or TSV file's columns by position (--columns),
+	// replacing its header's names or naming those of a file without one.
+	Names []string
+	// Select lists the only columns of the file that are imported, by
+	// their names in the file (after Names).
+	Select []string
+	// Rename renames columns of the file (by their names in the file,
+	// after Names). Key, Version, Columns and the snapshot's scope name
+	// columns as renamed.
+	Rename map[string]string
 	// Evolve is what an import may change in an existing table that does
 	// not fit the file: EvolveNone, EvolveAdd or EvolveWiden.
 	Evolve string
@@ -150,6 +166,12 @@ type canonicalMapping struct {
 	Snapshot *canonicalSnapshot `json:"snapshot,omitempty"`
 	Evolve   string             `json:"evolve,omitempty"`
 	Atomic   bool               `json:"atomic,omitempty"`
+	// How the file is read, when not by default.
+	SkipLines int               `json:"skip_lines,omitempty"`
+	NoHeader  bool              `json:"no_header,omitempty"`
+	Names     []string          `json:"names,omitempty"`
+	Select    []string          `json:"select,omitempty"`
+	Rename    map[string]string `json:"rename,omitempty"`
 }
 
 type canonicalSnapshot struct {
@@ -179,6 +201,10 @@ func (m Mapping) canonical(f reader.Format, delimiter byte, quotes bool) (string
 		c.Columns[name] = t.String()
 	}
 	c.Evolve, c.Atomic = m.Evolve, m.Atomic
+	c.SkipLines, c.NoHeader, c.Names, c.Select = m.SkipLines, m.NoHeader, m.Names, m.Select
+	if len(m.Rename) > 0 {
+		c.Rename = m.Rename
+	}
 	if m.Snapshot != nil {
 		c.Snapshot = &canonicalSnapshot{Delete: "hard", Scope: m.Snapshot.ScopeText()}
 		if m.Snapshot.Soft {
@@ -270,6 +296,25 @@ func ParseScope(specs []string) ([]sink.Term, error) {
 			return nil, fmt.Errorf("snapshot scope %q: want COLUMN=VALUE", s)
 		}
 		out = append(out, sink.Term{Column: col, Value: val})
+	}
+	return out, nil
+}
+
+// ParseRename parses --rename OLD=NEW flags.
+func ParseRename(specs []string) (map[string]string, error) {
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, s := range specs {
+		old, name, ok := strings.Cut(s, "=")
+		if !ok || old == "" || name == "" || strings.TrimSpace(name) != name {
+			return nil, fmt.Errorf("--rename %q: want OLD=NEW", s)
+		}
+		if _, dup := out[old]; dup {
+			return nil, fmt.Errorf("--rename renames %q twice", old)
+		}
+		out[old] = name
 	}
 	return out, nil
 }

@@ -56,7 +56,8 @@ const maxReported = 20
 func (r *run) readerOptions(in planInput) reader.Options {
 	m := r.req.Mapping
 	return reader.Options{Format: m.Format, Delimiter: m.Delimiter, Quotes: m.Quotes, Types: in.types, NotNull: m.Key, Exact: m.Key, Key: m.Key, Version: m.Version,
-		Limits: in.limits, JSONB: in.jsonb}
+		Limits: in.limits, JSONB: in.jsonb,
+		SkipLines: m.SkipLines, NoHeader: m.NoHeader, Names: m.Names, Select: m.Select, Rename: m.Rename}
 }
 
 // checkColumns reports mapping columns that the file does not have. It is a
@@ -128,8 +129,15 @@ func (r *run) preflight() error {
 		return nil
 	}
 	f, err := r.open(r.readerOptions(planInput{}))
+	if errors.Is(err, reader.ErrOption) {
+		return &UsageError{Err: err}
+	}
 	if err != nil {
 		return nil // a bad header is the file's defect: the plan pass refuses it
+	}
+	if f.HeaderLooksLikeData() && !r.req.Mapping.NoHeader {
+		r.note("the header of %s (%s) looks like data: if the file has no header, import it with --no-header (and --columns to name them)",
+			r.req.Path, strings.Join(f.Header(), ","))
 	}
 	if h := f.Header(); h != nil {
 		return r.checkColumns(h)

@@ -112,7 +112,8 @@ func (r *run) tooYoung(mod time.Time) (time.Duration, bool) {
 // namesColumns reports whether the mapping names any of the file's
 // columns (types, key, version, snapshot scope), which preflight checks.
 func (m Mapping) namesColumns() bool {
-	return len(m.Columns) > 0 || len(m.Key) > 0 || m.Version != "" || (m.Snapshot != nil && len(m.Snapshot.Scope) > 0)
+	return len(m.Columns) > 0 || len(m.Key) > 0 || m.Version != "" || (m.Snapshot != nil && len(m.Snapshot.Scope) > 0) ||
+		len(m.Names) > 0 || len(m.Select) > 0 || len(m.Rename) > 0
 }
 
 // logFetched logs what reading the run's remote input took, as a warning

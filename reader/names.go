@@ -120,6 +120,10 @@ var (
 	ErrHeader = core.ErrHeader
 	// ErrFormat means the format is unknown or the bytes are not that format.
 	ErrFormat = core.ErrFormat
+	// ErrOption means a reading option does not fit the file (--select or
+	// --rename names a column it does not have, --columns gives another
+	// number of names than it has columns): the command is wrong.
+	ErrOption = core.ErrOption
 	// ErrTooLarge means a row is larger than the configured limit.
 	ErrTooLarge = core.ErrTooLarge
 	// ErrType means a column of a Parquet or Arrow file has a type the

@@ -138,6 +138,11 @@ func (f *File) Path() string { return f.f.Path }
 // Source returns the source the file reads.
 func (f *File) Source() idemtype.Source { return f.f.In }
 
+// HeaderLooksLikeData reports whether every name of a CSV or TSV file's
+// header is a number or a date, as no header's names are: most likely the
+// file has no header and its first line is data (see Options.NoHeader).
+func (f *File) HeaderLooksLikeData() bool { return f.text != nil && f.text.HeaderLooksLikeData() }
+
 // Header returns the column names of a CSV, TSV, Parquet or Arrow file, or
 // nil for JSONL, whose columns are only known after a scan.
 func (f *File) Header() []string { return f.f.Header }

@@ -24,6 +24,11 @@ type importOptions struct {
 	versionCol    string
 	fileID        string
 	columns       []string
+	names         []string
+	noHeader      bool
+	rename        []string
+	selects       []string
+	skipLines     int
 	format        string
 	delimiter     string
 	quotes        bool
@@ -142,7 +147,14 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 	if err != nil {
 		return pipeline.Request{}, usageError{err}
 	}
-	m := pipeline.Mapping{Table: o.table, Key: o.key, Version: o.versionCol, Columns: cols, Quotes: o.quotes, Atomic: o.atomic}
+	m := pipeline.Mapping{Table: o.table, Key: o.key, Version: o.versionCol, Columns: cols, Quotes: o.quotes, Atomic: o.atomic,
+		NoHeader: o.noHeader, Names: o.names, Select: o.selects, SkipLines: o.skipLines}
+	if m.Rename, err = pipeline.ParseRename(o.rename); err != nil {
+		return pipeline.Request{}, usageError{err}
+	}
+	if o.skipLines < 0 {
+		return pipeline.Request{}, usageError{fmt.Errorf("--skip-lines must not be negative")}
+	}
 	if m.Evolve, err = pipeline.ParseEvolve(o.evolve); err != nil {
 		return pipeline.Request{}, usageError{err}
 	}

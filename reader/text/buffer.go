@@ -176,3 +176,25 @@ func (b *buffer) skipBlank() (bool, error) {
 		return true, nil
 	}
 }
+
+// skipLines consumes n lines, each up to and including its LF (the last
+// one may end the stream instead), whatever they hold: the lines before a
+// header that --skip-lines names.
+func (b *buffer) skipLines(n int) error {
+	for ; n > 0; n-- {
+		for {
+			if nl := bytes.IndexByte(b.buf[b.pos:b.end], '\n'); nl >= 0 {
+				b.consume(nl + 1)
+				break
+			}
+			if b.eof {
+				b.consume(b.end - b.pos)
+				return nil
+			}
+			if err := b.fill(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

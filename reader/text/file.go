@@ -14,14 +14,21 @@ import (
 // methods on it.
 type File struct {
 	*core.File
+	// dataLike says the header's names all look like values (numbers or
+	// dates): the file may have no header.
+	dataLike bool
 }
 
 // Open returns the text wing's view of f, reading the header of a CSV or
 // TSV file and checking its names. A header that cannot be read returns a
-// *core.ParseError.
+// *core.ParseError; options that do not fit it (Options.Select, Rename,
+// Names) an error wrapping core.ErrOption.
 func Open(f *core.File) (*File, error) {
 	t := &File{File: f}
 	if f.Format == core.JSONL {
+		if f.Opts.NoHeader || len(f.Opts.Names) > 0 {
+			return nil, fmt.Errorf("%w: --no-header and --columns are for CSV and TSV files: a JSONL file names its columns in every line (rename them with --rename)", core.ErrOption)
+		}
 		return t, nil
 	}
 	if err := t.readHeader(); err != nil {
@@ -30,9 +37,15 @@ func Open(f *core.File) (*File, error) {
 	return t, nil
 }
 
+// HeaderLooksLikeData reports whether every name of the header of a CSV
+// or TSV file read with one is a number or a date: most likely the file
+// has no header, and its first row is data.
+func (f *File) HeaderLooksLikeData() bool { return f.dataLike }
+
 func (f *File) quoting() bool { return f.Format == core.CSV || f.Opts.Quotes }
 
-// readHeader reads the CSV/TSV header row and checks its names.
+// readHeader reads the CSV/TSV header row, or for a file without one its
+// first row's field count, and decides the columns.
 func (f *File) readHeader() error {
 	s, err := f.Open(context.Background(), 0)
 	if err != nil {
@@ -46,45 +59,164 @@ func (f *File) readHeader() error {
 	if err := sc.skipBOM(); err != nil {
 		return f.Wrap(err, 0, 0, "")
 	}
-	cells, prob, err := sc.next()
-	if err == io.EOF {
-		return &core.ParseError{Path: f.Path, Offset: 0, Err: core.ErrEmpty}
-	}
-	if err != nil {
+	if err := sc.skipLines(f.Opts.SkipLines); err != nil {
 		return f.Wrap(err, 0, 0, "")
 	}
-	if prob != nil {
-		return &core.ParseError{Path: f.Path, Offset: 0, Err: fmt.Errorf("%w: %s", core.ErrHeader, prob.msg)}
+	start := sc.offset()
+	cells, prob, err := sc.next()
+	var file []string
+	switch {
+	case err == io.EOF && f.Opts.NoHeader && len(f.Opts.Names) > 0:
+		file, f.Data = f.Opts.Names, start // no rows: an empty table of these columns
+	case err == io.EOF:
+		e := core.ErrEmpty
+		if f.Opts.SkipLines > 0 {
+			e = fmt.Errorf("%w after the %d lines --skip-lines skips", core.ErrEmpty, f.Opts.SkipLines)
+		}
+		return &core.ParseError{Path: f.Path, Offset: 0, Err: e}
+	case err != nil:
+		return f.Wrap(err, 0, 0, "")
+	case f.Opts.NoHeader:
+		f.Data = start
+		if file = f.Opts.Names; file == nil {
+			if prob != nil {
+				return &core.ParseError{Path: f.Path, Row: 1, Offset: start, Err: fmt.Errorf("%w: the first row, which says how many columns the file has, is malformed (%s): name the columns with --columns", core.ErrHeader, prob.msg)}
+			}
+			file = core.DefaultNames(len(cells))
+		}
+	case prob != nil:
+		return &core.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: %s", core.ErrHeader, prob.msg)}
+	default:
+		seen := map[string]int{}
+		for i, c := range cells {
+			name := strings.TrimSpace(string(c.B))
+			if name == "" {
+				return &core.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: column %d has an empty name", core.ErrHeader, i+1)}
+			}
+			if code, msg := core.CheckText(c.B); code != "" {
+				return &core.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: column %d: %s", core.ErrHeader, i+1, msg)}
+			}
+			if bytes.ContainsAny(c.B, "\r\n") {
+				// Most likely lines that end in CR alone (old Mac files), which
+				// make the whole file one header row; a quoted name spanning
+				// lines is no usable column name either.
+				return &core.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: column %d's name holds a line break (lines ending in CR alone are not supported: convert them to LF or CRLF)", core.ErrHeader, i+1)}
+			}
+			if j, dup := seen[name]; dup && len(f.Opts.Names) == 0 {
+				return &core.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: columns %d and %d are both named %q (name them with --columns, or rename one in the file)", core.ErrHeader, j+1, i+1, name)}
+			}
+			seen[name] = i
+			file = append(file, name)
+		}
+		f.dataLike = looksLikeData(cells)
+		if f.Opts.Names != nil {
+			if len(f.Opts.Names) != len(file) {
+				return fmt.Errorf("%w: --columns gives %d names, the header of %s has %d columns (%s)", core.ErrOption, len(f.Opts.Names), f.Path, len(file), strings.Join(file, ", "))
+			}
+			file = f.Opts.Names
+		}
+		f.Data = sc.offset()
 	}
-	seen := map[string]int{}
-	for i, c := range cells {
-		name := strings.TrimSpace(string(c.B))
-		if name == "" {
-			return &core.ParseError{Path: f.Path, Offset: 0, Err: fmt.Errorf("%w: column %d has an empty name", core.ErrHeader, i+1)}
+	if f.Opts.Names != nil {
+		if err := checkNames(f.Opts.Names); err != nil {
+			return err
 		}
-		if code, msg := core.CheckText(c.B); code != "" {
-			return &core.ParseError{Path: f.Path, Offset: 0, Err: fmt.Errorf("%w: column %d: %s", core.ErrHeader, i+1, msg)}
-		}
-		if bytes.ContainsAny(c.B, "\r\n") {
-			// Most likely lines that end in CR alone (old Mac files), which
-			// make the whole file one header row; a quoted name spanning
-			// lines is no usable column name either.
-			return &core.ParseError{Path: f.Path, Offset: 0, Err: fmt.Errorf("%w: column %d's name holds a line break (lines ending in CR alone are not supported: convert them to LF or CRLF)", core.ErrHeader, i+1)}
-		}
-		if j, dup := seen[name]; dup {
-			return &core.ParseError{Path: f.Path, Offset: 0, Err: fmt.Errorf("%w: columns %d and %d are both named %q", core.ErrHeader, j+1, i+1, name)}
-		}
-		seen[name] = i
-		f.Header = append(f.Header, name)
 	}
-	f.Data = sc.offset()
+	proj, names, err := f.Opts.Project(file)
+	if err != nil {
+		return err
+	}
+	f.Fields, f.Proj, f.Header = len(file), proj, names
 	return nil
 }
 
-// scanner returns a row scanner over s, which starts at offset.
+// checkNames checks the names --columns gives.
+func checkNames(names []string) error {
+	seen := map[string]int{}
+	for i, n := range names {
+		if strings.TrimSpace(n) != n || n == "" {
+			return fmt.Errorf("%w: --columns: name %d is %q", core.ErrOption, i+1, n)
+		}
+		if code, msg := core.CheckText([]byte(n)); code != "" {
+			return fmt.Errorf("%w: --columns: name %d: %s", core.ErrOption, i+1, msg)
+		}
+		if j, dup := seen[n]; dup {
+			return fmt.Errorf("%w: --columns names columns %d and %d %q", core.ErrOption, j+1, i+1, n)
+		}
+		seen[n] = i
+	}
+	return nil
+}
+
+// looksLikeData reports whether every cell is a number or a date, as no
+// header's names are.
+func looksLikeData(cells []core.Cell) bool {
+	if len(cells) == 0 {
+		return false
+	}
+	for _, c := range cells {
+		b := bytes.TrimSpace(c.B)
+		if _, ok := core.ParseTimestamp(b, true); ok {
+			continue
+		}
+		if _, ok := core.ParseDecimal(b); ok {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// scanner returns a row scanner over s, which starts at offset. columns
+// are the names of the columns known so far (JSONL), as read.
 func (f *File) scanner(s io.Reader, offset int64, columns []string, grow bool) rowScanner {
 	if f.Format == core.JSONL {
-		return newJSONLScanner(s, f.Opts.MaxRowBytes, offset, columns, grow)
+		return newJSONLScanner(s, f.Opts.MaxRowBytes, offset, columns, grow, &f.Opts)
 	}
-	return newCSVScanner(s, f.Opts.Delimiter, f.quoting(), f.Opts.MaxRowBytes, offset)
+	sc := newCSVScanner(s, f.Opts.Delimiter, f.quoting(), f.Opts.MaxRowBytes, offset)
+	if f.Proj == nil {
+		return sc
+	}
+	return &projScanner{rowScanner: sc, proj: f.Proj, fields: f.Fields}
+}
+
+// projScanner reads the columns of a CSV or TSV row that Options.Select
+// names, in its order. A row with another number of fields than the file
+// has columns is bad whatever it holds in the columns read.
+type projScanner struct {
+	rowScanner
+	proj   []int
+	fields int
+	out    []core.Cell
+	prob   problem
+}
+
+func (p *projScanner) next() ([]core.Cell, *problem, error) {
+	cells, prob, err := p.rowScanner.next()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(cells) != p.fields {
+		p.prob = problem{code: core.CodeFieldCount, msg: fmt.Sprintf("expected %d fields, got %d", p.fields, len(cells)), column: -1}
+		if prob != nil {
+			p.prob = *prob
+			p.prob.column = -1
+		}
+		return nil, &p.prob, nil
+	}
+	p.out = p.out[:0]
+	for _, i := range p.proj {
+		p.out = append(p.out, cells[i])
+	}
+	if prob != nil {
+		p.prob = *prob
+		p.prob.column = -1
+		for j, i := range p.proj {
+			if i == prob.column {
+				p.prob.column = j
+			}
+		}
+		return p.out, &p.prob, nil
+	}
+	return p.out, nil, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -22,10 +23,13 @@ const MaxJSONColumns = 1000
 type jsonlScanner struct {
 	buffer
 	parser  fastjson.Parser
-	index   map[string]int // column name -> position
-	names   []string
-	plain   []bool // names[i] is written in a line as it is, without escapes
-	grow    bool   // discover new keys (plan pass) or treat them as changes
+	index   map[string]int  // key in the file -> position
+	keys    []string        // the columns' keys in the file
+	names   []string        // the columns' names (after Options.Rename)
+	plain   []bool          // keys[i] is written in a line as it is, without escapes
+	opts    *core.Options   // Select and Rename
+	skipped map[string]bool // keys Options.Select leaves out
+	grow    bool            // discover new keys (plan pass) or treat them as changes
 	cells   []core.Cell
 	scratch []byte
 	// opaque is set when the cells of the row last parsed may hold a NUL
@@ -36,17 +40,43 @@ type jsonlScanner struct {
 
 func (s *jsonlScanner) verbatim() bool { return !s.opaque }
 
-// addName adds a column.
-func (s *jsonlScanner) addName(name string) {
-	s.index[name] = len(s.names)
+// addKey adds the column of a key.
+func (s *jsonlScanner) addKey(key string) {
+	s.index[key] = len(s.keys)
+	s.keys = append(s.keys, key)
+	name := key
+	if n, ok := s.opts.Rename[key]; ok {
+		name = n
+	}
 	s.names = append(s.names, name)
-	s.plain = append(s.plain, name != "" && plainLen([]byte(name)) == len(name))
+	s.plain = append(s.plain, key != "" && plainLen([]byte(key)) == len(key))
 }
 
-func newJSONLScanner(r io.Reader, maxRow int, offset int64, columns []string, grow bool) *jsonlScanner {
-	s := &jsonlScanner{buffer: newBuffer(r, maxRow, offset), index: map[string]int{}, grow: grow}
+// read reports whether the values of key are read: Options.Select names
+// it, or names nothing.
+func (s *jsonlScanner) read(key []byte) bool {
+	if len(s.opts.Select) == 0 {
+		return true
+	}
+	if skip, ok := s.skipped[core.Str(key)]; ok {
+		return !skip
+	}
+	k := string(key)
+	skip := !slices.Contains(s.opts.Select, k)
+	if len(s.skipped) < MaxJSONColumns {
+		s.skipped[k] = skip
+	}
+	return !skip
+}
+
+// newJSONLScanner returns a scanner of the JSONL lines of r, which starts
+// at offset. columns are the names (after opts.Rename) of the columns
+// known so far; grow says whether keys not among them are new columns
+// (the plan pass) or defects (a partition of a plan).
+func newJSONLScanner(r io.Reader, maxRow int, offset int64, columns []string, grow bool, opts *core.Options) *jsonlScanner {
+	s := &jsonlScanner{buffer: newBuffer(r, maxRow, offset), index: map[string]int{}, grow: grow, opts: opts, skipped: map[string]bool{}}
 	for _, c := range columns {
-		s.addName(c)
+		s.addKey(opts.SourceName(c))
 	}
 	return s
 }
@@ -131,6 +161,9 @@ func (s *jsonlScanner) parseAny(line []byte) (*problem, error) {
 			return
 		}
 		col, ok := s.index[core.Str(key)]
+		if !ok && len(key) > 0 && !s.read(key) {
+			return // a column --select leaves out
+		}
 		if !ok {
 			if len(key) == 0 {
 				prob = &problem{code: core.CodeJSON, msg: "object has an empty key", column: -1}
@@ -149,8 +182,11 @@ func (s *jsonlScanner) parseAny(line []byte) (*problem, error) {
 				return
 			}
 			col = len(s.names)
-			name := string(key)
-			s.addName(name)
+			s.addKey(string(key))
+			if j := slices.Index(s.names, s.names[col]); j != col {
+				fatal = fmt.Errorf("%w: keys %q and %q would both be column %q", core.ErrOption, s.keys[j], key, s.names[col])
+				return
+			}
 			s.cells = append(s.cells, core.Cell{Kind: core.CellNull})
 		}
 		start := len(s.scratch)
@@ -223,17 +259,21 @@ func (s *jsonlScanner) parseFlat(line []byte) bool {
 			return false
 		}
 		var end, col int
-		if next < len(s.names) && s.plain[next] && hasKey(line[i+1:], s.names[next]) {
+		if next < len(s.keys) && s.plain[next] && hasKey(line[i+1:], s.keys[next]) {
 			// The usual case: the key is the column after the last one.
-			end, col = i+1+len(s.names[next]), next
+			end, col = i+1+len(s.keys[next]), next
 		} else if end = i + 1 + plainLen(line[i+1:]); end >= len(line) || line[end] != '"' || end == i+1 {
 			return false
 		} else if c, ok := s.index[core.Str(line[i+1:end])]; ok {
 			col = c
+		} else if !s.read(line[i+1 : end]) {
+			col = -1 // a column --select leaves out: its value is read, not kept
 		} else {
 			return false // a new key: the general parser adds it
 		}
-		next = col + 1
+		if col >= 0 {
+			next = col + 1
+		}
 		i = skipSpace(line, end+1)
 		if i >= len(line) || line[i] != ':' {
 			return false
@@ -271,7 +311,9 @@ func (s *jsonlScanner) parseFlat(line []byte) bool {
 		default:
 			return false // an object, an array, or not JSON
 		}
-		s.cells[col] = c
+		if col >= 0 {
+			s.cells[col] = c
+		}
 		i = skipSpace(line, i)
 		if i >= len(line) {
 			return false

@@ -48,7 +48,7 @@ func TestFlatParser(t *testing.T) {
 		{`{"a": 1`, false},
 		{`{"b": "open`, false},
 	} {
-		s := newJSONLScanner(bytes.NewReader(nil), 1<<20, 0, nil, true)
+		s := newJSONLScanner(bytes.NewReader(nil), 1<<20, 0, nil, true, &core.Options{})
 		for _, l := range []string{known, c.line} {
 			s.cells = s.cells[:0]
 			for range s.names {
@@ -116,7 +116,7 @@ func FuzzJSONLFlat(f *testing.F) {
 // checkFlatAgrees checks that every line the flat parser takes gets the
 // same cells from the general parser, with no problem.
 func checkFlatAgrees(t *testing.T, lines [][]byte) {
-	s := newJSONLScanner(bytes.NewReader(nil), 1<<20, 0, nil, true)
+	s := newJSONLScanner(bytes.NewReader(nil), 1<<20, 0, nil, true, &core.Options{})
 	nulls := func() {
 		s.cells = s.cells[:0]
 		for range s.names {

@@ -18,7 +18,7 @@ func missingKey(required []string, sc rowScanner) string {
 		return ""
 	}
 	for _, n := range required {
-		if _, seen := js.index[n]; !seen {
+		if !slices.Contains(js.names, n) {
 			return n
 		}
 	}
@@ -131,8 +131,21 @@ func (f *File) Scan(ctx context.Context, o core.ScanOptions) (*core.Plan, []int6
 // at the scanner's growing column list.
 func (f *File) startScan(s io.Reader) (rowScanner, *[]string, error) {
 	if f.Format == core.JSONL {
-		sc := newJSONLScanner(s, f.Opts.MaxRowBytes, 0, nil, true)
+		// Columns --select names come first, in its order, as in the
+		// other formats; a key it names that no line has is a column of
+		// nulls.
+		var first []string
+		for _, k := range f.Opts.Select {
+			if n, ok := f.Opts.Rename[k]; ok {
+				k = n
+			}
+			first = append(first, k)
+		}
+		sc := newJSONLScanner(s, f.Opts.MaxRowBytes, 0, first, true, &f.Opts)
 		if err := sc.skipBOM(); err != nil {
+			return nil, nil, f.Wrap(err, 0, 0, "")
+		}
+		if err := sc.skipLines(f.Opts.SkipLines); err != nil {
 			return nil, nil, f.Wrap(err, 0, 0, "")
 		}
 		sc.resetCRC()

@@ -86,6 +86,27 @@ type Options struct {
 	// MaxRowBytes bounds a row's size in text formats; 0 means
 	// DefaultMaxRowBytes.
 	MaxRowBytes int
+	// SkipLines is how many lines before the header (or, with NoHeader,
+	// before the first data row) are not part of the table, such as a
+	// report's title: physical lines of a text file, rows of a sheet, the
+	// first rows of a Parquet or Arrow file.
+	SkipLines int
+	// NoHeader says a CSV or TSV file has no header: its first line (after
+	// SkipLines) is data. Its columns are named by Names, or column1 …
+	// columnN after the fields of the first row.
+	NoHeader bool
+	// Names, when set, names a CSV or TSV file's columns by position,
+	// replacing its header's names (or naming those of a file without
+	// one): one name per column of the file.
+	Names []string
+	// Select, when set, lists the only columns of the file that are read,
+	// by their names in the file (after Names), in the order the columns
+	// are to have; the others are neither checked nor stored.
+	Select []string
+	// Rename gives columns of the file (by their names in the file, after
+	// Names) another name. Types, NotNull, Limits, Exact, Key and Version
+	// name columns as renamed.
+	Rename map[string]string
 	// Allocator allocates the Arrow memory of the batches the reader
 	// returns and of the Arrow decoders; nil means memory.DefaultAllocator.
 	// (Parquet's page buffers come from memory.DefaultAllocator.)
@@ -102,8 +123,13 @@ type File struct {
 	Format Format
 	Comp   Compression
 	Opts   Options
-	Header []string // column names, in file order
+	Header []string // column names, in order, as read (after Options.Select and Rename)
 	Data   int64    // offset where data rows start, after the header
+	// Fields is how many fields a row of a CSV or TSV file has, and Proj,
+	// when not nil, the positions among them of the columns read
+	// (Options.Select), in Header's order.
+	Fields int
+	Proj   []int
 	Stats  Counters
 }
 

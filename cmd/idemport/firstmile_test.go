@@ -1,0 +1,196 @@
+package main
+
+import (
+	"database/sql"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/idemport/idemport/internal/testkit"
+)
+
+// nullText stands for SQL NULL in the tables tableText returns.
+const nullText = "<NULL>"
+
+// tableText returns the columns cols of table, rows in file order, every
+// value as the database renders it as text (NULL as nullText). A column
+// the table does not have fails the query, and so the test.
+func tableText(t *testing.T, tg *testkit.Target, table string, cols ...string) [][]string {
+	t.Helper()
+	var exprs []string
+	for _, c := range cols {
+		if tg.IsPostgres() {
+			exprs = append(exprs, testkit.QuoteOne(c)+"::text")
+		} else {
+			exprs = append(exprs, "CAST("+testkit.QuoteOne(c)+" AS TEXT)")
+		}
+	}
+	rows, err := tg.DB.Query("SELECT " + strings.Join(exprs, ", ") + " FROM " + testkit.QuoteTable(table) + " ORDER BY _idemport_row")
+	if err != nil {
+		t.Fatalf("read %s: %v", table, err)
+	}
+	defer rows.Close()
+	var out [][]string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		row := make([]string, len(cols))
+		for i, v := range vals {
+			row[i] = nullText
+			if v.Valid {
+				row[i] = v.String
+			}
+		}
+		out = append(out, row)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// columnsOf returns the names of table's columns that are not idemport's.
+func columnsOf(t *testing.T, tg *testkit.Target, table string) []string {
+	t.Helper()
+	q := `SELECT name FROM pragma_table_info(?) ORDER BY cid`
+	if tg.IsPostgres() {
+		q = `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position`
+	}
+	var out []string
+	for _, r := range testkit.Query(t, tg.DB, q, table) {
+		if n := r[0].(string); !strings.HasPrefix(n, "_idemport_") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// checkTable asserts that table has exactly the columns of want's first
+// row, in order, and then exactly want's other rows, value by value.
+func checkTable(t *testing.T, tg *testkit.Target, table string, want [][]string) {
+	t.Helper()
+	if got := columnsOf(t, tg, table); !reflect.DeepEqual(got, want[0]) {
+		t.Fatalf("%s has columns %q, want %q", table, got, want[0])
+	}
+	got := tableText(t, tg, table, want[0]...)
+	if len(got) == 0 {
+		got = nil
+	}
+	if w := want[1:]; !reflect.DeepEqual(got, w) && len(got)+len(w) > 0 {
+		t.Fatalf("%s holds\n%q\nwant\n%q", table, got, w)
+	}
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestHeaderless imports a CSV and a TSV file without a header, with and
+// without --columns, and a file whose header --columns replaces: every
+// row lands, the first one too, under the names given. A first line of
+// numbers imported with a header gets a note naming --no-header.
+func TestHeaderless(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		writeFiles(t, dir, map[string]string{
+			"nohdr.csv": "1,alice,10\n2,\"bob, jr\",\n3,,30\n",
+			"nohdr.tsv": "1\talice\t10\n2\tbob\t20\n",
+			"hdr.csv":   "id,name,id\n1,a,x\n",
+			"nums.csv":  "1,2,3\n4,5,6\n",
+		})
+		importTo(t, tg, dir, nil, 0, "--table", "plain", "--no-header", "nohdr.csv")
+		checkTable(t, tg, "plain", [][]string{{"column1", "column2", "column3"},
+			{"1", "alice", "10"}, {"2", "bob, jr", nullText}, {"3", nullText, "30"}})
+		importTo(t, tg, dir, nil, 0, "--table", "named", "--no-header", "--columns", "id,name,qty", "nohdr.csv")
+		checkTable(t, tg, "named", [][]string{{"id", "name", "qty"},
+			{"1", "alice", "10"}, {"2", "bob, jr", nullText}, {"3", nullText, "30"}})
+		importTo(t, tg, dir, nil, 0, "--table", "tabs", "--no-header", "--columns", "id,name,qty", "nohdr.tsv")
+		checkTable(t, tg, "tabs", [][]string{{"id", "name", "qty"}, {"1", "alice", "10"}, {"2", "bob", "20"}})
+		// A header with a repeated name is usable once --columns names it.
+		importTo(t, tg, dir, nil, 0, "--table", "renamed", "--columns", "id,name,code", "hdr.csv")
+		checkTable(t, tg, "renamed", [][]string{{"id", "name", "code"}, {"1", "a", "x"}})
+
+		run := tg.Exec(t, dir, nil, "import", "--table", "nums", "nums.csv")
+		if run.Code != 0 || !strings.Contains(run.Stdout, "looks like data") || !strings.Contains(run.Stdout, "--no-header") {
+			t.Fatalf("a header of numbers: exit %d\n%s%s", run.Code, run.Stdout, run.Stderr)
+		}
+		run = tg.Exec(t, dir, nil, "import", "--table", "bad", "--columns", "a,b", "nohdr.csv")
+		if run.Code != 2 || !strings.Contains(run.Stdout+run.Stderr, "--columns gives 2 names") {
+			t.Fatalf("--columns with too few names: exit %d\n%s%s", run.Code, run.Stdout, run.Stderr)
+		}
+	})
+}
+
+// TestChoosingColumnsText imports a CSV, a TSV and a JSONL file with a
+// title line to skip, a column to leave out and one to rename: the table
+// holds exactly the columns chosen, in --select's order, with the file's
+// values; a key and a type name the column as renamed.
+func TestChoosingColumnsText(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		writeFiles(t, dir, map[string]string{
+			"r.csv":   "Sales report, December\nid,Customer Name,secret,amount\n1,Ann,x,1.50\n2,\"Bo, B\",\xff,2.25\n",
+			"r.tsv":   "Sales report\n\nid\tCustomer Name\tsecret\tamount\n1\tAnn\tx\t1.50\n2\tBo B\t\xff\t2.25\n",
+			"r.jsonl": "# exported 2026-12-01\n{\"id\":1,\"Customer Name\":\"Ann\",\"secret\":\"x\",\"amount\":1.50}\n{\"secret\":{\"deep\":[1]},\"amount\":2.25,\"Customer Name\":\"Bo\",\"id\":2,\"other\":7}\n",
+		})
+		for file, skip := range map[string]string{"r.csv": "1", "r.tsv": "2", "r.jsonl": "1"} {
+			table := strings.ReplaceAll(file, ".", "_")
+			args := []string{"--table", table, "--skip-lines", skip, "--select", "amount,Customer Name,id",
+				"--rename", "Customer Name=customer", "--rename", "id=order_id", "--key", "order_id", "--column", "amount:decimal", file}
+			res := importTo(t, tg, dir, nil, 0, args...)
+			if res.Rows.Inserted != 2 || res.Rows.Rejected != 0 {
+				t.Fatalf("%s: %+v", file, res)
+			}
+			wantName := map[string]string{"r.csv": "Bo, B", "r.tsv": "Bo B", "r.jsonl": "Bo"}[file]
+			want := [][]string{{"amount", "customer", "order_id"}, {"1.50", "Ann", "1"}, {"2.25", wantName, "2"}}
+			checkTable(t, tg, table, want)
+		}
+	})
+}
+
+// TestReadingOptionsChangeTheFingerprint imports a file, then the same
+// file with each reading option: every rerun is a conflict (exit 3) naming
+// the option, never a second import.
+func TestReadingOptionsChangeTheFingerprint(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		writeFiles(t, dir, map[string]string{"f.csv": "id,name,qty\n1,a,2\n3,b,4\n"})
+		importTo(t, tg, dir, nil, 0, "--table", "f", "f.csv")
+		for _, c := range []struct {
+			field string
+			args  []string
+		}{
+			{"skip_lines", []string{"--skip-lines", "1"}},
+			{"no_header", []string{"--no-header"}},
+			{"names", []string{"--columns", "x,y,z"}},
+			{"select", []string{"--select", "id,name"}},
+			{"rename", []string{"--rename", "qty=quantity"}},
+		} {
+			run := tg.Exec(t, dir, nil, append(append([]string{"import", "--table", "f"}, c.args...), "f.csv")...)
+			if run.Code != 3 || !strings.Contains(run.Stdout, "mapping differs") || !strings.Contains(run.Stdout, c.field+" was") {
+				t.Errorf("%v: exit %d\n%s%s", c.args, run.Code, run.Stdout, run.Stderr)
+			}
+			plan := tg.Exec(t, dir, nil, append(append([]string{"plan", "--table", "f"}, c.args...), "f.csv")...)
+			if !strings.Contains(plan.Stdout, `"`+c.field+`"`) || !strings.Contains(plan.Stdout, "conflict") {
+				t.Errorf("plan %v does not show the option or the conflict:\n%s%s", c.args, plan.Stdout, plan.Stderr)
+			}
+		}
+		checkTable(t, tg, "f", [][]string{{"id", "name", "qty"}, {"1", "a", "2"}, {"3", "b", "4"}})
+	})
+}
