@@ -6,7 +6,9 @@ package idemtype
 // and prove the bytes are unchanged.
 //
 // For Parquet and Arrow files a partition is one row group or record batch:
-// Offset is its index in the file and Length is 1, and CRC is the CRC-32C
+// Offset is its index in the file and Length is 1 (plus, for the unit
+// that holds the first row of the table, the rows before it that are not
+// part of the table: --skip-lines), and CRC is the CRC-32C
 // of the bytes it is decoded from (the row group's column chunks; the
 // record batch's message, after the file's dictionaries or the stream's
 // messages since the previous record batch).

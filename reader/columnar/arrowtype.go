@@ -155,27 +155,48 @@ func arrowColumnOf(f arrow.Field, natural core.Type, mode arrowMode, want core.T
 	return c, nil
 }
 
-// arrowColumns maps a file's Arrow schema to reader columns. hints gives,
-// per field, a type the file's own metadata implies for byte columns
-// (Parquet's JSON and ENUM annotations), or Unknown.
+// arrowColumns maps a file's Arrow schema to reader columns: those
+// Options.Select names, in its order, named as Options.Rename says. hints
+// gives, per field, a type the file's own metadata implies for byte
+// columns (Parquet's JSON and ENUM annotations), or Unknown. It sets
+// f.proj to the positions of the fields read when Options.Select leaves
+// some out. Options that do not fit the file return an error wrapping
+// core.ErrOption.
 func (f *File) arrowColumns(s *arrow.Schema, hints []core.Type) ([]arrowColumn, core.Schema, error) {
 	if s.NumFields() == 0 {
 		return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: the file has no columns", core.ErrHeader)}
 	}
+	file := make([]string, s.NumFields())
+	for i, fld := range s.Fields() {
+		file[i] = fld.Name
+	}
+	proj, names, err := f.Opts.Project(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	read := proj
+	if read == nil {
+		read = make([]int, len(file))
+		for i := range read {
+			read[i] = i
+		}
+	}
 	seen := map[string]int{}
 	var cols []arrowColumn
 	var schema core.Schema
-	for i, fld := range s.Fields() {
+	for j, i := range read {
+		fld := s.Field(i)
 		if fld.Name == "" || strings.TrimSpace(fld.Name) != fld.Name {
 			return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: column %d is named %q", core.ErrHeader, i+1, fld.Name)}
 		}
 		if code, msg := core.CheckText([]byte(fld.Name)); code != "" {
 			return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: column %d: %s", core.ErrHeader, i+1, msg)}
 		}
-		if j, dup := seen[fld.Name]; dup {
-			return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: columns %d and %d are both named %q", core.ErrHeader, j+1, i+1, fld.Name)}
+		if k, dup := seen[fld.Name]; dup {
+			return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: columns %d and %d are both named %q", core.ErrHeader, k+1, i+1, fld.Name)}
 		}
 		seen[fld.Name] = i
+		name := names[j]
 		natural, mode, err := naturalType(fld.Type)
 		if i < len(hints) && hints[i] != core.Unknown && err == nil && mode == modeText && isBinaryType(fld.Type) {
 			natural, mode = hints[i], modeString
@@ -187,18 +208,20 @@ func (f *File) arrowColumns(s *arrow.Schema, hints []core.Type) ([]arrowColumn, 
 			return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Column: fld.Name,
 				Err: fmt.Errorf("%w: %s cannot be imported (%v)", core.ErrType, fld.Type, err)}
 		}
-		c, err := arrowColumnOf(fld, natural, mode, f.Opts.Types[fld.Name])
+		c, err := arrowColumnOf(fld, natural, mode, f.Opts.Types[name])
 		if err != nil {
 			return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Column: fld.Name, Err: err}
 		}
+		c.name = name
 		for _, n := range f.Opts.NotNull {
-			if n == fld.Name {
+			if n == name {
 				c.required = true
 			}
 		}
 		cols = append(cols, c)
-		schema = append(schema, core.Column{Name: fld.Name, Type: c.typ})
+		schema = append(schema, core.Column{Name: name, Type: c.typ})
 	}
+	f.proj = proj
 	return cols, schema, nil
 }
 

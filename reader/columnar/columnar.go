@@ -91,6 +91,7 @@ func (f *File) Scan(ctx context.Context, o core.ScanOptions) (plan *core.Plan, c
 	}
 	start := f.Stats.Bytes.Load()
 	var ordinal int64
+	before := int64(f.Opts.SkipLines) // rows before the table, still to leave out
 	where := ""
 	defer func() {
 		if v := recover(); v != nil {
@@ -98,6 +99,17 @@ func (f *File) Scan(ctx context.Context, o core.ScanOptions) (plan *core.Plan, c
 		}
 	}()
 	err = f.units.scan(ctx, o.SecondCore, func(p core.Partition, u unit) error {
+		if before >= p.Rows {
+			before -= p.Rows // the whole unit is before the table
+			return nil
+		}
+		if before > 0 {
+			// Recorded in Length, so that a partition reader leaves them
+			// out too (see idemtype.Partition).
+			p.Rows, p.Length = p.Rows-before, 1+before
+			u = &skipping{unit: u, skip: before}
+			before = 0
+		}
 		p.Index, p.First = len(plan.Partitions), ordinal+1
 		where = f.where(f.units.unitName(), p)
 		var read int64
@@ -216,7 +228,7 @@ func (r *PartitionReader) Next() (b core.Batch, err error) {
 		}
 	}()
 	if r.u == nil {
-		if r.u, err = r.f.units.open(r.p, r.size); err != nil {
+		if r.u, err = r.f.open(r.p, r.size); err != nil {
 			return core.Batch{}, err
 		}
 	}

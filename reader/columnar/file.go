@@ -1,9 +1,13 @@
 package columnar
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/idemport/idemport/reader/internal/core"
 )
@@ -15,6 +19,7 @@ type File struct {
 	cols   []arrowColumn
 	schema core.Schema
 	units  unitFile
+	proj   []int // the positions of the fields read, when Options.Select leaves some out
 }
 
 // Open reads the footer or schema of f, a Parquet or Arrow file, from
@@ -42,6 +47,9 @@ func Open(f *core.File) (*File, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if c.proj != nil {
+		c.units = &projected{unitFile: c.units, proj: c.proj}
 	}
 	for _, col := range c.schema {
 		f.Header = append(f.Header, col.Name)
@@ -76,7 +84,7 @@ func (f *File) RawRows(plan *core.Plan, p core.Partition, want map[int64]bool) (
 			out, err = nil, f.recovered(v, where)
 		}
 	}()
-	u, err := f.units.open(p, planBatchRows)
+	u, err := f.open(p, planBatchRows)
 	if err != nil {
 		return nil, err
 	}
@@ -104,4 +112,84 @@ func (f *File) RawRows(plan *core.Plan, p core.Partition, want map[int64]bool) (
 		rec.Release()
 	}
 	return out, nil
+}
+
+// open opens the unit of partition p, leaving out the rows before the
+// table (Options.SkipLines) that it starts with.
+func (f *File) open(p core.Partition, batchRows int) (unit, error) {
+	u, err := f.units.open(p, batchRows)
+	if err != nil || p.Length <= 1 {
+		return u, err
+	}
+	return &skipping{unit: u, skip: p.Length - 1}, nil
+}
+
+// skipped returns how many rows the unit of partition p has before its
+// first row of the table, as the plan recorded them: Length is 1 and that
+// many (see idemtype.Partition).
+func skipped(p core.Partition) int64 { return max(p.Length-1, 0) }
+
+// skipping is a unit less its first skip rows.
+type skipping struct {
+	unit
+	skip int64
+}
+
+func (u *skipping) next() (arrow.RecordBatch, error) {
+	for {
+		rec, err := u.unit.next()
+		if err != nil || u.skip == 0 {
+			return rec, err
+		}
+		n := rec.NumRows()
+		if u.skip >= n {
+			u.skip -= n
+			rec.Release()
+			continue
+		}
+		part := rec.NewSlice(u.skip, n)
+		rec.Release()
+		u.skip = 0
+		return part, nil
+	}
+}
+
+// projected is a unitFile whose record batches hold only the fields at
+// proj, in its order (Options.Select).
+type projected struct {
+	unitFile
+	proj []int
+}
+
+func (p *projected) scan(ctx context.Context, secondCore <-chan struct{}, fn func(p core.Partition, u unit) error) error {
+	return p.unitFile.scan(ctx, secondCore, func(part core.Partition, u unit) error {
+		return fn(part, &projUnit{unit: u, proj: p.proj})
+	})
+}
+
+func (p *projected) open(part core.Partition, batchRows int) (unit, error) {
+	u, err := p.unitFile.open(part, batchRows)
+	if err != nil {
+		return nil, err
+	}
+	return &projUnit{unit: u, proj: p.proj}, nil
+}
+
+type projUnit struct {
+	unit
+	proj []int
+}
+
+func (u *projUnit) next() (arrow.RecordBatch, error) {
+	rec, err := u.unit.next()
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	fields := make([]arrow.Field, len(u.proj))
+	cols := make([]arrow.Array, len(u.proj))
+	for j, i := range u.proj {
+		fields[j], cols[j] = rec.Schema().Field(i), rec.Column(i)
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows()), nil
 }

@@ -278,7 +278,7 @@ func (s *ipcFile) scan(ctx context.Context, _ <-chan struct{}, fn func(p core.Pa
 
 func (s *ipcFile) open(p core.Partition, _ int) (unit, error) {
 	where := s.f.where("record batch", p)
-	if p.Offset < 0 || p.Offset >= int64(len(s.blocks)) || p.Length != 1 {
+	if p.Offset < 0 || p.Offset >= int64(len(s.blocks)) || p.Length < 1 {
 		return nil, &core.ParseError{Path: s.f.Path, Offset: -1,
 			Err: fmt.Errorf("%w: the plan's partition %d is record batch %d (+%d), the file has %d", core.ErrSourceChanged, p.Index, p.Offset, p.Length, len(s.blocks))}
 	}
@@ -307,10 +307,10 @@ func (s *ipcFile) open(p core.Partition, _ int) (unit, error) {
 	if err != nil {
 		return nil, s.f.unitError(err, where)
 	}
-	if rec.NumRows() != p.Rows {
+	if rec.NumRows() != p.Rows+skipped(p) {
 		rec.Release()
 		return nil, &core.ParseError{Path: s.f.Path, Offset: s.blocks[k].off,
-			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", core.ErrSourceChanged, where, rec.NumRows(), p.Rows)}
+			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", core.ErrSourceChanged, where, rec.NumRows(), p.Rows+skipped(p))}
 	}
 	return &oneBatch{rec: rec}, nil
 }
@@ -547,7 +547,7 @@ func (s *ipcStream) scan(ctx context.Context, _ <-chan struct{}, fn func(p core.
 
 func (s *ipcStream) open(p core.Partition, _ int) (unit, error) {
 	where := s.f.where("record batch", p)
-	if p.Offset < 0 || p.Length != 1 {
+	if p.Offset < 0 || p.Length < 1 {
 		return nil, &core.ParseError{Path: s.f.Path, Offset: -1,
 			Err: fmt.Errorf("%w: the plan's partition %d is record batch %d (+%d)", core.ErrSourceChanged, p.Index, p.Offset, p.Length)}
 	}
@@ -568,9 +568,9 @@ func (s *ipcStream) open(p core.Partition, _ int) (unit, error) {
 	switch {
 	case msgs.last != p.CRC:
 		return nil, &core.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: %s's bytes differ from the plan", core.ErrSourceChanged, where)}
-	case rec.NumRows() != p.Rows:
+	case rec.NumRows() != p.Rows+skipped(p):
 		return nil, &core.ParseError{Path: s.f.Path, Offset: -1,
-			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", core.ErrSourceChanged, where, rec.NumRows(), p.Rows)}
+			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", core.ErrSourceChanged, where, rec.NumRows(), p.Rows+skipped(p))}
 	}
 	rec.Retain()
 	return &oneBatch{rec: rec}, nil

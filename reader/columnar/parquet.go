@@ -288,15 +288,15 @@ func (s *parquetFile) scan(ctx context.Context, secondCore <-chan struct{}, fn f
 
 func (s *parquetFile) open(p core.Partition, batchRows int) (unit, error) {
 	where := s.f.where("row group", p)
-	if p.Offset < 0 || p.Offset >= int64(s.groups) || p.Length != 1 {
+	if p.Offset < 0 || p.Offset >= int64(s.groups) || p.Length < 1 {
 		return nil, &core.ParseError{Path: s.f.Path, Offset: -1,
 			Err: fmt.Errorf("%w: the plan's partition %d is row group %d (+%d), the file has %d row groups", core.ErrSourceChanged, p.Index, p.Offset, p.Length, s.groups)}
 	}
 	k := int(p.Offset)
 	md := s.md
-	if n := md.RowGroup(k).NumRows(); n != p.Rows {
+	if n := md.RowGroup(k).NumRows(); n != p.Rows+skipped(p) {
 		return nil, &core.ParseError{Path: s.f.Path, Offset: -1,
-			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", core.ErrSourceChanged, where, n, p.Rows)}
+			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", core.ErrSourceChanged, where, n, p.Rows+skipped(p))}
 	}
 	ld := &loaded{size: s.size}
 	crc, err := s.load(md, ld, k)

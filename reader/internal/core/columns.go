@@ -30,7 +30,9 @@ func DefaultNames(n int) []string {
 func (o *Options) Project(file []string) (proj []int, names []string, err error) {
 	pos := make(map[string]int, len(file))
 	for i, n := range file {
-		pos[n] = i
+		if _, dup := pos[n]; !dup {
+			pos[n] = i
+		}
 	}
 	for old := range o.Rename {
 		if _, ok := pos[old]; !ok {
@@ -62,7 +64,8 @@ func (o *Options) Project(file []string) (proj []int, names []string, err error)
 		if n, ok := o.Rename[name]; ok {
 			name = n
 		}
-		if prev, dup := out[name]; dup {
+		if prev, dup := out[name]; dup && prev != file[i] { // the same name twice in the file is the header's defect
+
 			return nil, nil, fmt.Errorf("%w: columns %q and %q would both be named %q", ErrOption, prev, file[i], name)
 		}
 		out[name] = file[i]
