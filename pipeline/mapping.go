@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -51,6 +52,9 @@ type Mapping struct {
 	// after Names). Key, Version, Columns and the snapshot's scope name
 	// columns as renamed.
 	Rename map[string]string
+	// Null lists the markers that stand for NULL in a CSV or TSV file (or
+	// a sheet), unquoted: \N, NULL, NA.
+	Null []string
 	// Evolve is what an import may change in an existing table that does
 	// not fit the file: EvolveNone, EvolveAdd or EvolveWiden.
 	Evolve string
@@ -172,6 +176,7 @@ type canonicalMapping struct {
 	Names     []string          `json:"names,omitempty"`
 	Select    []string          `json:"select,omitempty"`
 	Rename    map[string]string `json:"rename,omitempty"`
+	Null      []string          `json:"null,omitempty"`
 }
 
 type canonicalSnapshot struct {
@@ -204,6 +209,9 @@ func (m Mapping) canonical(f reader.Format, delimiter byte, quotes bool) (string
 	c.SkipLines, c.NoHeader, c.Names, c.Select = m.SkipLines, m.NoHeader, m.Names, m.Select
 	if len(m.Rename) > 0 {
 		c.Rename = m.Rename
+	}
+	if len(m.Null) > 0 { // a set: its order and repeats mean nothing
+		c.Null = slices.Compact(slices.Sorted(slices.Values(m.Null)))
 	}
 	if m.Snapshot != nil {
 		c.Snapshot = &canonicalSnapshot{Delete: "hard", Scope: m.Snapshot.ScopeText()}

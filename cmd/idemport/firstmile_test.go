@@ -189,6 +189,7 @@ func TestReadingOptionsChangeTheFingerprint(t *testing.T) {
 			{"names", []string{"--columns", "x,y,z"}},
 			{"select", []string{"--select", "id,name"}},
 			{"rename", []string{"--rename", "qty=quantity"}},
+			{"null", []string{"--null", "NA"}},
 		} {
 			run := tg.Exec(t, dir, nil, append(append([]string{"import", "--table", "f"}, c.args...), "f.csv")...)
 			if run.Code != 3 || !strings.Contains(run.Stdout, "mapping differs") || !strings.Contains(run.Stdout, c.field+" was") {
@@ -293,6 +294,42 @@ func TestChoosingColumnsColumnar(t *testing.T) {
 				t.Fatalf("%s after undo: %+v", file, res)
 			}
 			checkTable(t, tg, table, want)
+		}
+	})
+}
+
+// TestNullMarkers imports a TSV file in PostgreSQL's text form (\N for
+// NULL) and a CSV file that says NA: an unquoted marker is NULL, a quoted
+// one is the text, an unquoted empty field stays NULL and a quoted empty
+// one stays empty; a numeric column with NA in it is still numeric. A
+// rerun with other markers is a conflict.
+func TestNullMarkers(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		writeFiles(t, dir, map[string]string{
+			"pg.tsv": "id\tname\tqty\n1\t\\N\t3\n2\tNA\t\\N\n3\t\\\\N\t\n",
+			"na.csv": "id,name,qty\n1,NA,NA\n2,\"NA\",4\n3,NULL,\n4,\"\",5\n",
+		})
+		importTo(t, tg, dir, nil, 0, "--table", "pg", "--null", `\N`, "pg.tsv")
+		checkTable(t, tg, "pg", [][]string{{"id", "name", "qty"}, {"1", nullText, "3"}, {"2", "NA", nullText}, {"3", `\\N`, nullText}})
+		importTo(t, tg, dir, nil, 0, "--table", "na", "--null", "NA", "--null", "NULL", "--column", "qty:int64", "na.csv")
+		checkTable(t, tg, "na", [][]string{{"id", "name", "qty"}, {"1", nullText, nullText}, {"2", "NA", "4"}, {"3", nullText, nullText}, {"4", "", "5"}})
+		if n := testkit.Int(t, tg.DB, `SELECT sum(qty) FROM na`); n != 9 {
+			t.Fatalf("qty is not numeric: sum %d", n)
+		}
+		// The markers are a set: their order is the same mapping.
+		if r := importTo(t, tg, dir, nil, 0, "--table", "na", "--null", "NULL", "--null", "NA", "--column", "qty:int64", "na.csv"); r.Outcome != "duplicate" {
+			t.Fatalf("same markers in another order: %+v", r)
+		}
+		run := tg.Exec(t, dir, nil, "import", "--table", "na", "--null", "NA", "--column", "qty:int64", "na.csv")
+		if run.Code != 3 || !strings.Contains(run.Stdout, "null was") {
+			t.Fatalf("other markers: exit %d\n%s%s", run.Code, run.Stdout, run.Stderr)
+		}
+		writeFiles(t, dir, map[string]string{"x.jsonl": "{\"a\":1}\n"})
+		run = tg.Exec(t, dir, nil, "import", "--table", "j", "--null", "NA", "x.jsonl")
+		if run.Code != 2 || !strings.Contains(run.Stdout+run.Stderr, "--null is for CSV and TSV") {
+			t.Fatalf("--null on JSONL: exit %d\n%s%s", run.Code, run.Stdout, run.Stderr)
 		}
 	})
 }

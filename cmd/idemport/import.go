@@ -29,6 +29,7 @@ type importOptions struct {
 	rename        []string
 	selects       []string
 	skipLines     int
+	nulls         []string
 	format        string
 	delimiter     string
 	quotes        bool
@@ -148,7 +149,7 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 		return pipeline.Request{}, usageError{err}
 	}
 	m := pipeline.Mapping{Table: o.table, Key: o.key, Version: o.versionCol, Columns: cols, Quotes: o.quotes, Atomic: o.atomic,
-		NoHeader: o.noHeader, Names: o.names, Select: o.selects, SkipLines: o.skipLines}
+		NoHeader: o.noHeader, Names: o.names, Select: o.selects, SkipLines: o.skipLines, Null: o.nulls}
 	if m.Rename, err = pipeline.ParseRename(o.rename); err != nil {
 		return pipeline.Request{}, usageError{err}
 	}

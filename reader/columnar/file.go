@@ -30,6 +30,9 @@ type File struct {
 // IPC stream may be compressed.
 func Open(f *core.File) (*File, error) {
 	c := &File{File: f}
+	if f.Opts.NoHeader || len(f.Opts.Names) > 0 || len(f.Opts.Null) > 0 {
+		return nil, fmt.Errorf("%w: --no-header, --columns and --null are for CSV and TSV files: a %s file names its columns and types its values (rename them with --rename)", core.ErrOption, f.Format)
+	}
 	var err error
 	switch f.Format {
 	case core.Parquet, core.Arrow:

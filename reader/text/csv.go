@@ -24,10 +24,21 @@ type csvScanner struct {
 	spans   []span
 	cells   []core.Cell
 	scratch []byte
+	nulls   [][]byte // unquoted fields that are null besides the empty one
 }
 
 func newCSVScanner(r io.Reader, comma byte, quoting bool, maxRow int, offset int64) *csvScanner {
 	return &csvScanner{buffer: newBuffer(r, maxRow, offset), comma: comma, quoting: quoting}
+}
+
+// null reports whether the unquoted field b is one of the null markers.
+func (s *csvScanner) null(b []byte) bool {
+	for _, m := range s.nulls {
+		if bytes.Equal(b, m) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *csvScanner) next() ([]core.Cell, *problem, error) {
@@ -239,7 +250,7 @@ func (s *csvScanner) makeCells() {
 			b = row[sp.start:sp.end:sp.end]
 		}
 		kind := core.CellText
-		if len(b) == 0 && !sp.quoted {
+		if !sp.quoted && (len(b) == 0 || (s.nulls != nil && s.null(b))) {
 			kind = core.CellNull
 		}
 		s.cells = append(s.cells, core.Cell{B: b, Kind: kind})

@@ -29,6 +29,9 @@ func Open(f *core.File) (*File, error) {
 		if f.Opts.NoHeader || len(f.Opts.Names) > 0 {
 			return nil, fmt.Errorf("%w: --no-header and --columns are for CSV and TSV files: a JSONL file names its columns in every line (rename them with --rename)", core.ErrOption)
 		}
+		if len(f.Opts.Null) > 0 {
+			return nil, fmt.Errorf("%w: --null is for CSV and TSV files: JSON says null itself", core.ErrOption)
+		}
 		return t, nil
 	}
 	if err := t.readHeader(); err != nil {
@@ -174,6 +177,9 @@ func (f *File) scanner(s io.Reader, offset int64, columns []string, grow bool) r
 		return newJSONLScanner(s, f.Opts.MaxRowBytes, offset, columns, grow, &f.Opts)
 	}
 	sc := newCSVScanner(s, f.Opts.Delimiter, f.quoting(), f.Opts.MaxRowBytes, offset)
+	for _, m := range f.Opts.Null {
+		sc.nulls = append(sc.nulls, []byte(m))
+	}
 	if f.Proj == nil {
 		return sc
 	}

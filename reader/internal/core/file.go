@@ -107,6 +107,10 @@ type Options struct {
 	// Names) another name. Types, NotNull, Limits, Exact, Key and Version
 	// name columns as renamed.
 	Rename map[string]string
+	// Null lists the markers that stand for NULL in a CSV or TSV file (or
+	// a sheet): an unquoted field equal to one is null, as an unquoted
+	// empty field always is. A quoted field is never null.
+	Null []string
 	// Allocator allocates the Arrow memory of the batches the reader
 	// returns and of the Arrow decoders; nil means memory.DefaultAllocator.
 	// (Parquet's page buffers come from memory.DefaultAllocator.)
