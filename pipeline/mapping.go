@@ -52,6 +52,9 @@ type Mapping struct {
 	// after Names). Key, Version, Columns and the snapshot's scope name
 	// columns as renamed.
 	Rename map[string]string
+	// Encoding is the canonical name (reader.EncodingName) of the
+	// encoding a text file is written in; "" or "utf-8" is UTF-8.
+	Encoding string
 	// Null lists the markers that stand for NULL in a CSV or TSV file (or
 	// a sheet), unquoted: \N, NULL, NA.
 	Null []string
@@ -177,6 +180,7 @@ type canonicalMapping struct {
 	Select    []string          `json:"select,omitempty"`
 	Rename    map[string]string `json:"rename,omitempty"`
 	Null      []string          `json:"null,omitempty"`
+	Encoding  string            `json:"encoding,omitempty"`
 }
 
 type canonicalSnapshot struct {
@@ -209,6 +213,9 @@ func (m Mapping) canonical(f reader.Format, delimiter byte, quotes bool) (string
 	c.SkipLines, c.NoHeader, c.Names, c.Select = m.SkipLines, m.NoHeader, m.Names, m.Select
 	if len(m.Rename) > 0 {
 		c.Rename = m.Rename
+	}
+	if m.Encoding != "utf-8" {
+		c.Encoding = m.Encoding
 	}
 	if len(m.Null) > 0 { // a set: its order and repeats mean nothing
 		c.Null = slices.Compact(slices.Sorted(slices.Values(m.Null)))

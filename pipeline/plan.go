@@ -57,7 +57,7 @@ func (r *run) readerOptions(in planInput) reader.Options {
 	m := r.req.Mapping
 	return reader.Options{Format: m.Format, Delimiter: m.Delimiter, Quotes: m.Quotes, Types: in.types, NotNull: m.Key, Exact: m.Key, Key: m.Key, Version: m.Version,
 		Limits: in.limits, JSONB: in.jsonb,
-		SkipLines: m.SkipLines, NoHeader: m.NoHeader, Names: m.Names, Select: m.Select, Rename: m.Rename, Null: m.Null}
+		SkipLines: m.SkipLines, NoHeader: m.NoHeader, Names: m.Names, Select: m.Select, Rename: m.Rename, Null: m.Null, Encoding: m.Encoding}
 }
 
 // checkColumns reports mapping columns that the file does not have. It is a
@@ -376,6 +376,15 @@ func (r *run) refuseDefect(ctx context.Context, err error) (bool, error) {
 
 // refuse records the refusal and ends the attempt: nothing reaches the target.
 func (r *run) refuse(ctx context.Context, ref *Refusal) error {
+	if e := r.req.Mapping.Encoding; e == "" || e == "utf-8" {
+		n := 0
+		for _, b := range ref.Rejects {
+			if b.Code == reader.CodeUTF8 {
+				n++
+			}
+		}
+		ref.NotUTF8 = 2*n > len(ref.Rejects)
+	}
 	body, err := json.Marshal(ref)
 	if err != nil {
 		return err

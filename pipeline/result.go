@@ -91,6 +91,9 @@ type Refusal struct {
 	MaxRejects RejectLimit     `json:"max_rejects"`
 	Error      string          `json:"error,omitempty"` // a defect that stopped the plan pass
 	Rejects    []reader.Reject `json:"first_bad_rows,omitempty"`
+	// NotUTF8 says most bad rows are text that is not UTF-8 in a file
+	// read as UTF-8: the file is most likely in another encoding.
+	NotUTF8 bool `json:"not_utf8,omitempty"`
 }
 
 // storedOutcome is what finalize stores and a duplicate run returns.

@@ -162,6 +162,11 @@ func RejectFields(fields string, f Format, schema Schema) (cols, extra []Field, 
 	return core.RejectFields(fields, f, schema)
 }
 
+// EncodingName returns the canonical name, in the WHATWG Encoding
+// Standard, of the encoding a user names by any of its labels (latin1 is
+// windows-1252), for Options.Encoding; an unknown name is an error.
+func EncodingName(label string) (string, error) { return core.EncodingName(label) }
+
 // CheckJSON returns a reason code and message when b is not a JSON
 // document a json column can hold, or empty strings when it is.
 func CheckJSON(b []byte) (string, string) { return core.CheckJSON(b) }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"crypto/sha256"
 	"database/sql"
+	"encoding/csv"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -330,6 +333,73 @@ func TestNullMarkers(t *testing.T) {
 		run = tg.Exec(t, dir, nil, "import", "--table", "j", "--null", "NA", "x.jsonl")
 		if run.Code != 2 || !strings.Contains(run.Stdout+run.Stderr, "--null is for CSV and TSV") {
 			t.Fatalf("--null on JSONL: exit %d\n%s%s", run.Code, run.Stdout, run.Stderr)
+		}
+	})
+}
+
+// TestEncodings imports files made with iconv in Windows-1252,
+// ISO-8859-1, Shift-JIS and UTF-16 (with a byte order mark, no
+// --encoding), and the UTF-8 files they were made from: each table equals
+// the UTF-8 file's, value by value, and both hold the UTF-8 file's fields.
+// The content digest is over the file's own bytes. A Windows-1252 file
+// read as UTF-8 is refused with advice to give --encoding.
+func TestEncodings(t *testing.T) {
+	src, err := filepath.Abs("../../testdata/encodings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		file, utf8 string
+		args       []string
+	}{
+		{"cp1252.windows-1252.csv", "cp1252.utf8.csv", []string{"--encoding", "windows-1252"}},
+		{"latin.iso-8859-1.csv", "latin.utf8.csv", []string{"--encoding", "iso-8859-1"}},
+		{"sjis.shift_jis.csv", "sjis.utf8.csv", []string{"--encoding", "shift_jis"}},
+		{"utf16.bom.csv", "utf16.utf8.csv", nil},
+	}
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		for _, c := range cases {
+			for _, f := range []string{c.file, c.utf8} {
+				b, err := os.ReadFile(filepath.Join(src, f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				writeFiles(t, dir, map[string]string{f: string(b)})
+			}
+			want := [][]string{{"id", "name", "city", "note"}}
+			b, _ := os.ReadFile(filepath.Join(dir, c.utf8))
+			recs, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, recs[1:]...)
+			table := strings.SplitN(c.file, ".", 2)[0]
+			ref := importTo(t, tg, dir, nil, 0, "--table", table+"_utf8", "--column", "id:string", c.utf8)
+			checkTable(t, tg, table+"_utf8", want)
+			res := importTo(t, tg, dir, nil, 0, append([]string{"--table", table, "--column", "id:string", "--partition-rows", "1"}, append(c.args, c.file)...)...)
+			if res.Rows.Inserted != 3 || res.Partitions.Total != 3 {
+				t.Fatalf("%s: %+v", c.file, res)
+			}
+			checkTable(t, tg, table, want)
+			raw, _ := os.ReadFile(filepath.Join(dir, c.file))
+			if sum := sha256.Sum256(raw); res.ContentDigest != "sha256:"+hex.EncodeToString(sum[:]) || res.ContentDigest == ref.ContentDigest {
+				t.Fatalf("%s: content digest %s is not the digest of its bytes", c.file, res.ContentDigest)
+			}
+			if len(c.args) > 0 { // the encoding is part of the mapping
+				run := tg.Exec(t, dir, nil, "import", "--table", table, "--column", "id:string", c.file)
+				if run.Code == 0 {
+					t.Fatalf("%s without --encoding: exit 0\n%s", c.file, run.Stdout)
+				}
+			}
+		}
+		run := tg.Exec(t, dir, nil, "import", "--table", "guess", "cp1252.windows-1252.csv")
+		if run.Code != 5 || !strings.Contains(run.Stdout, "this file is not UTF-8: give --encoding (for example windows-1252") {
+			t.Fatalf("Windows-1252 read as UTF-8: exit %d\n%s%s", run.Code, run.Stdout, run.Stderr)
+		}
+		if tg.TableExists(t, "guess") && testkit.Int(t, tg.DB, `SELECT count(*) FROM guess`) != 0 {
+			t.Fatal("a refused file wrote rows")
 		}
 	})
 }

@@ -30,6 +30,7 @@ type importOptions struct {
 	selects       []string
 	skipLines     int
 	nulls         []string
+	encoding      string
 	format        string
 	delimiter     string
 	quotes        bool
@@ -152,6 +153,11 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 		NoHeader: o.noHeader, Names: o.names, Select: o.selects, SkipLines: o.skipLines, Null: o.nulls}
 	if m.Rename, err = pipeline.ParseRename(o.rename); err != nil {
 		return pipeline.Request{}, usageError{err}
+	}
+	if o.encoding != "" {
+		if m.Encoding, err = reader.EncodingName(o.encoding); err != nil {
+			return pipeline.Request{}, usageError{fmt.Errorf("--encoding: %w", err)}
+		}
 	}
 	if o.skipLines < 0 {
 		return pipeline.Request{}, usageError{fmt.Errorf("--skip-lines must not be negative")}
@@ -573,6 +579,9 @@ func nextStep(r *pipeline.Result) string {
 	case pipeline.Refused:
 		if r.Refusal == nil || r.Refusal.Rejected == 0 {
 			return ""
+		}
+		if r.Refusal.NotUTF8 {
+			return "this file is not UTF-8: give --encoding (for example windows-1252, the encoding of most Western European exports); or, if only these rows are bad, see them with 'idemport rejects list --table " + r.Table + " " + r.File + "'"
 		}
 		return fmt.Sprintf("see the bad rows with 'idemport rejects list --table %[2]s %[1]s'; fix them, or rerun with a higher --max-rejects (a count, or a percentage such as 0.5%%) to quarantine them and import the rest",
 			r.File, r.Table)

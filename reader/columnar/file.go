@@ -30,8 +30,8 @@ type File struct {
 // IPC stream may be compressed.
 func Open(f *core.File) (*File, error) {
 	c := &File{File: f}
-	if f.Opts.NoHeader || len(f.Opts.Names) > 0 || len(f.Opts.Null) > 0 {
-		return nil, fmt.Errorf("%w: --no-header, --columns and --null are for CSV and TSV files: a %s file names its columns and types its values (rename them with --rename)", core.ErrOption, f.Format)
+	if f.Opts.NoHeader || len(f.Opts.Names) > 0 || len(f.Opts.Null) > 0 || (f.Opts.Encoding != "" && f.Opts.Encoding != core.UTF8) {
+		return nil, fmt.Errorf("%w: --no-header, --columns, --null and --encoding are for CSV and TSV files: a %s file names its columns and types its values (rename them with --rename)", core.ErrOption, f.Format)
 	}
 	var err error
 	switch f.Format {

@@ -26,6 +26,14 @@ type File struct {
 func Open(f *core.File) (*File, error) {
 	t := &File{File: f}
 	if f.Format == core.JSONL {
+		// A JSONL file is not read at Open: its encoding is sniffed only
+		// when one is given (a UTF-16 one's byte order mark decides its
+		// byte order), so that a resumed remote file costs no request.
+		if f.Opts.Encoding != "" && f.Opts.Encoding != core.UTF8 {
+			if err := f.SniffCharset(context.Background()); err != nil {
+				return nil, err
+			}
+		}
 		if f.Opts.NoHeader || len(f.Opts.Names) > 0 {
 			return nil, fmt.Errorf("%w: --no-header and --columns are for CSV and TSV files: a JSONL file names its columns in every line (rename them with --rename)", core.ErrOption)
 		}
@@ -50,7 +58,7 @@ func (f *File) quoting() bool { return f.Format == core.CSV || f.Opts.Quotes }
 // readHeader reads the CSV/TSV header row, or for a file without one its
 // first row's field count, and decides the columns.
 func (f *File) readHeader() error {
-	s, err := f.Open(context.Background(), 0)
+	s, err := f.OpenHeader(context.Background())
 	if err != nil {
 		return err
 	}
@@ -83,7 +91,7 @@ func (f *File) readHeader() error {
 		f.Data = start
 		if file = f.Opts.Names; file == nil {
 			if prob != nil {
-				return &core.ParseError{Path: f.Path, Row: 1, Offset: start, Err: fmt.Errorf("%w: the first row, which says how many columns the file has, is malformed (%s): name the columns with --columns", core.ErrHeader, prob.msg)}
+				return &core.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: the first row, which says how many columns the file has, is malformed (%s): name the columns with --columns", core.ErrHeader, prob.msg)}
 			}
 			file = core.DefaultNames(len(cells))
 		}

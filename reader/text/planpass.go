@@ -253,6 +253,9 @@ func (v *validator) row(r tokenRow, cells []core.Cell, raw []byte) {
 		if !keep && (v.o.Spill == nil || v.err != nil) {
 			return
 		}
+		if code == core.CodeUTF8 && v.f.Charset() != core.UTF8 {
+			msg = "text holds bytes that are not " + v.f.Charset()
+		}
 		rj := core.Reject{Ordinal: r.ordinal, Offset: r.off, Code: code, Message: msg}
 		if len(raw) <= core.MaxRejectRow {
 			rj.Row = string(raw)

@@ -73,6 +73,9 @@ func (f *File) Scan(ctx context.Context, o core.ScanOptions) (*core.Plan, []int6
 			o.ContentDigest(core.HashText(h.H))
 		}()
 	}
+	if s.Reader, err = f.Decode(s.Reader); err != nil {
+		return nil, nil, f.Wrap(err, 0, 0, "")
+	}
 	sc, names, err := f.startScan(s)
 	if err != nil {
 		return nil, nil, err
@@ -188,7 +191,7 @@ type PartitionReader struct {
 // The reader checks that the partition's bytes still match the plan; when
 // they do not, Next returns an error wrapping ErrSourceChanged.
 func (f *File) Partition(plan *core.Plan, p core.Partition, batchRows int) (*PartitionReader, error) {
-	s, err := f.OpenSpan(context.Background(), p.Offset, p.Length)
+	s, err := f.OpenText(context.Background(), p.Offset, p.Length)
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +323,7 @@ func (r *PartitionReader) Close() error {
 // want holds.
 func (f *File) RawRows(plan *core.Plan, p core.Partition, want map[int64]bool) (out map[int64]core.RawRow, err error) {
 	out = map[int64]core.RawRow{}
-	s, err := f.OpenSpan(context.Background(), p.Offset, p.Length)
+	s, err := f.OpenText(context.Background(), p.Offset, p.Length)
 	if err != nil {
 		return nil, err
 	}

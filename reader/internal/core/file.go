@@ -111,6 +111,14 @@ type Options struct {
 	// a sheet): an unquoted field equal to one is null, as an unquoted
 	// empty field always is. A quoted field is never null.
 	Null []string
+	// Encoding is the canonical name (EncodingName) of the encoding a
+	// text file is written in; "" means UTF-8. A UTF-16 or UTF-8 byte
+	// order mark at the start of the file decides instead. A file in
+	// another encoding than UTF-8 is decoded as it is read: byte offsets
+	// (partitions, messages) are those of its UTF-8 text, and a partition
+	// is read by decoding the file from its start, as a compressed one
+	// is decompressed from its start.
+	Encoding string
 	// Allocator allocates the Arrow memory of the batches the reader
 	// returns and of the Arrow decoders; nil means memory.DefaultAllocator.
 	// (Parquet's page buffers come from memory.DefaultAllocator.)
@@ -134,7 +142,10 @@ type File struct {
 	// (Options.Select), in Header's order.
 	Fields int
 	Proj   []int
-	Stats  Counters
+	// cs is how a text file's bytes become UTF-8 (SniffCharset), or nil
+	// when they are read as they are.
+	cs    *charset
+	Stats Counters
 }
 
 // Counters count the bytes a File has read from its source and the Parquet
@@ -227,6 +238,97 @@ func (f *File) Open(ctx context.Context, offset int64) (*Stream, error) {
 			return nil, err
 		}
 	}
+	return s, nil
+}
+
+// SniffCharset decides how the text file's bytes become UTF-8 from its
+// first bytes and Options.Encoding (see sniff).
+func (f *File) SniffCharset(ctx context.Context) error {
+	// Three bytes the header's read reads again: not counted in f.Stats.
+	g := &File{In: f.In, Path: f.Path, Comp: f.Comp}
+	s, err := g.Open(ctx, 0)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	head := make([]byte, 3)
+	n, err := io.ReadFull(s, head)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return f.Wrap(err, 0, 0, "")
+	}
+	f.cs, err = sniff(head[:n], f.Opts.Encoding)
+	return err
+}
+
+// OpenHeader is OpenText for the first bytes of a text file, with which
+// it decides how the file's bytes become UTF-8, as SniffCharset does,
+// from the same read: no request more for a remote file.
+func (f *File) OpenHeader(ctx context.Context) (*Stream, error) {
+	s, err := f.Open(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	br := bufio.NewReaderSize(s.Reader, 4096)
+	head, err := br.Peek(3)
+	if err != nil && err != io.EOF {
+		s.Close()
+		return nil, f.Wrap(err, 0, 0, "")
+	}
+	if f.cs, err = sniff(head, f.Opts.Encoding); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.Reader = br
+	if f.cs != nil {
+		if s.Reader, err = f.cs.reader(br); err != nil {
+			s.Close()
+			return nil, f.Wrap(err, 0, 0, "")
+		}
+	}
+	return s, nil
+}
+
+// Charset names the encoding the text file is read in: "utf-8", or the
+// one its byte order mark or Options.Encoding says.
+func (f *File) Charset() string {
+	if f.cs == nil {
+		return UTF8
+	}
+	return f.cs.name
+}
+
+// Decode returns the UTF-8 text of r, the file's decompressed stream from
+// its first byte.
+func (f *File) Decode(r io.Reader) (io.Reader, error) {
+	if f.cs == nil {
+		return r, nil
+	}
+	return f.cs.reader(r)
+}
+
+// OpenText is OpenSpan for the UTF-8 text of a text file: the text from
+// offset, of which the caller reads length bytes. A file in another
+// encoding is decoded from its first byte up to offset.
+func (f *File) OpenText(ctx context.Context, offset, length int64) (*Stream, error) {
+	if f.cs == nil {
+		return f.OpenSpan(ctx, offset, length)
+	}
+	s, err := f.Open(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	r, err := f.cs.reader(s.Reader)
+	if err == nil && offset > 0 {
+		_, err = io.CopyN(io.Discard, r, offset)
+	}
+	if err != nil {
+		s.Close()
+		if err == io.EOF {
+			return nil, &ParseError{Path: f.Path, Offset: offset, Err: ErrSourceChanged}
+		}
+		return nil, err
+	}
+	s.Reader = r
 	return s, nil
 }
 
