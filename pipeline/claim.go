@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/english"
@@ -376,7 +378,7 @@ func (r *run) settle(ctx context.Context, d ledger.Decision, op *ledger.Operatio
 		if err := json.Unmarshal([]byte(op.Outcome), &ref); err == nil {
 			r.res.Refusal = &ref
 		}
-		return fmt.Errorf("refused earlier on %s: %s", formatMs(op.UpdatedAt), refusalText(r.res.Refusal))
+		return fmt.Errorf("refused earlier on %s: %s", formatMs(op.UpdatedAt), refusalLine(r.res.Refusal))
 	case ledger.Busy:
 		r.res.Outcome = Busy
 		if op.LeaseAttempt != "" && !op.Planned {
@@ -406,9 +408,43 @@ func refusalText(ref *Refusal) string {
 		}
 		s += fmt.Sprintf("; row %d", b.Ordinal)
 		if b.Column != "" {
-			s += fmt.Sprintf(" column %q value %q", b.Column, b.Value)
+			s += fmt.Sprintf(" column %q value %s", b.Column, cutValue(b.Value))
 		}
 		s += ": " + b.Message
 	}
 	return s
+}
+
+// refusalLine is refusalText in one line: the count, and the first bad
+// row's reason; the rest is in the stored report (JSON, rejects list).
+func refusalLine(ref *Refusal) string {
+	if ref == nil || ref.Error != "" || len(ref.Rejects) <= 1 {
+		return refusalText(ref)
+	}
+	one := *ref
+	one.Rejects = ref.Rejects[:1]
+	s := refusalText(&one)
+	if ref.Rejected > 1 {
+		s += fmt.Sprintf("; … %d more", ref.Rejected-1)
+	}
+	return s
+}
+
+// maxShown is about how many characters of a value a message in text
+// shows; JSON output and 'rejects list -o json' keep values whole.
+const maxShown = 80
+
+// cutValue quotes v for a message, cut to about maxShown characters.
+func cutValue(v string) string {
+	if utf8.RuneCountInString(v) <= maxShown {
+		return strconv.Quote(v)
+	}
+	i, n := 0, 0
+	for i = range v {
+		if n == maxShown {
+			break
+		}
+		n++
+	}
+	return fmt.Sprintf("%s…[%d more bytes]", strconv.Quote(v[:i]), len(v)-i)
 }

@@ -267,14 +267,14 @@ func TestHostileInput(t *testing.T) {
 		},
 		{
 			name: "unterminated_quote_in_header", file: "q.csv", data: []byte("id,\"name\n1,2\n"),
-			stage: "open", kind: ErrHeader, row: 0, offset: 0, reason: "bad header: quoted field is never closed",
+			stage: "open", kind: ErrHeader, row: 0, offset: 0, reason: "bad header: a quoted field opened on line 1 runs over 2 lines to the end of the file",
 		},
 		{
 			// A quote never closed swallows the rest of the file as one
 			// row: a bad row if the file ends first...
 			name: "unterminated_quote", file: "q.csv", data: []byte("a,b\n1,x\n2,\"open\n3,y\n"),
 			rows: 2, schema: "a:int64,b:string",
-			rejects: []hostileReject{{2, "2,\"open", "b", CodeQuote, "quoted field is never closed"}},
+			rejects: []hostileReject{{2, "2,\"open", "b", CodeQuote, "a quoted field opened on line 3 runs over 2 lines to the end of the file: check for an unescaped quote on line 3"}},
 		},
 		{
 			// ...or a row too large, naming where it starts.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -400,6 +401,51 @@ func TestEncodings(t *testing.T) {
 		}
 		if tg.TableExists(t, "guess") && testkit.Int(t, tg.DB, `SELECT count(*) FROM guess`) != 0 {
 			t.Fatal("a refused file wrote rows")
+		}
+	})
+}
+
+// TestQuoteErrors refuses files whose quotes are broken: the message names
+// the line where the quote opened and how far it ran, shows at most about
+// 80 characters of the value (the JSON result keeps it whole), and a rerun
+// says "refused earlier" in one line.
+func TestQuoteErrors(t *testing.T) {
+	long := strings.Repeat("0123456789", 30)
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		writeFiles(t, dir, map[string]string{
+			"runs.csv":  "id,note,qty\n1,ok,2\n2,\"broken " + long + "\n3,next,4\n4,more,5\n5,\"closing\" here,6\n6,fine,7\n",
+			"open.csv":  "title\n\nid,note\n1,ok\n2,\"never closed\n3,x\n",
+			"stray.csv": "id,note\n1,\"a\"b\n2,\"c\"\"d\"\n",
+		})
+		for _, c := range []struct {
+			file, want string
+			args       []string
+		}{
+			{"runs.csv", `row 2 column "note" value "broken 0123456789012345678901234567890123456789012345678901234567890123456789012"…[248 more bytes]: a quoted field opened on line 3 runs over 4 lines, to a closing quote on line 6 that a character follows: check for an unescaped quote on line 3`, nil},
+			{"open.csv", `a quoted field opened on line 5 runs over 2 lines to the end of the file: check for an unescaped quote on line 5`, []string{"--skip-lines", "2"}},
+			{"stray.csv", `row 1 column "note" value "a": unexpected character after a closing quote (line 2): a quote inside a quoted field is written twice`, nil},
+		} {
+			args := append(append([]string{"import"}, c.args...), c.file)
+			run := tg.Exec(t, dir, nil, args...)
+			if run.Code != 5 || !strings.Contains(run.Stdout, c.want) {
+				t.Fatalf("%s: exit %d, want %q in\n%s%s", c.file, run.Code, c.want, run.Stdout, run.Stderr)
+			}
+		}
+		res := importJSON(t, dir, nil, 5, append(slices.Clone(tg.Args), "--output", "json", "--table", "runs_json", "runs.csv")...)
+		if !strings.Contains(res.Error, "[248 more bytes]") {
+			t.Fatalf("JSON error: %q", res.Error)
+		}
+		out := tg.Exec(t, dir, nil, "import", "--output", "json", "--table", "runs_json2", "runs.csv").Stdout
+		if !strings.Contains(out, `"value":"broken `+long+`\n3,next,4\n4,more,5\n5,"`) {
+			t.Fatalf("the JSON result does not keep the value whole:\n%s", out)
+		}
+		run := tg.Exec(t, dir, nil, "import", "runs.csv")
+		first, _, _ := strings.Cut(run.Stdout, "\n")
+		if run.Code != 5 || !strings.Contains(first, "refused earlier on") || !strings.Contains(first, "unescaped quote on line 3") ||
+			len(first) > 400 || strings.Count(run.Stdout, "\n") != 2 {
+			t.Fatalf("rerun: exit %d\n%s", run.Code, run.Stdout)
 		}
 	})
 }

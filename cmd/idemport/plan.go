@@ -103,7 +103,7 @@ func planText(w io.Writer, p *pipeline.PlanReport) error {
 		if b.Offset >= 0 {
 			where = fmt.Sprintf(" (byte %d)", b.Offset)
 		}
-		fmt.Fprintf(w, "bad row %d%s column %q value %q: %s\n", b.Ordinal, where, b.Column, b.Value, esc(b.Message))
+		fmt.Fprintf(w, "bad row %d%s column %q value %q: %s\n", b.Ordinal, where, b.Column, clip(b.Value, 80), esc(b.Message))
 	}
 	switch p.Format {
 	case reader.Parquet:

@@ -49,6 +49,10 @@ type buffer struct {
 	maxRow int
 	crc    uint32
 	start  int64 // offset of the current row
+	// lines counts the line ends consumed, where the scanner counts them
+	// (from the file's start in a plan pass, see core.File.DataLine):
+	// the current row starts on line lines+1.
+	lines int64
 }
 
 const (
@@ -158,6 +162,7 @@ func (b *buffer) skipBlank() (bool, error) {
 		switch b.buf[b.pos] {
 		case '\n':
 			b.consume(1)
+			b.lines++
 			continue
 		case '\r':
 			ok, err := b.avail(1)
@@ -170,6 +175,7 @@ func (b *buffer) skipBlank() (bool, error) {
 			}
 			if b.buf[b.pos+1] == '\n' {
 				b.consume(2)
+				b.lines++
 				continue
 			}
 		}
@@ -185,6 +191,7 @@ func (b *buffer) skipLines(n int) error {
 		for {
 			if nl := bytes.IndexByte(b.buf[b.pos:b.end], '\n'); nl >= 0 {
 				b.consume(nl + 1)
+				b.lines++
 				break
 			}
 			if b.eof {

@@ -2,8 +2,10 @@ package text
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 
+	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/reader/internal/core"
 )
 
@@ -60,8 +62,12 @@ func (s *csvScanner) next() ([]core.Cell, *problem, error) {
 		if n, prob, err = s.slow(); err != nil {
 			return nil, nil, err
 		}
+		s.makeCells()
+		s.lines += int64(bytes.Count(s.buf[s.pos:s.pos+n], []byte{'\n'}))
+	} else {
+		s.makeCells()
+		s.lines++ // a row without quotes is one line
 	}
-	s.makeCells()
 	s.consume(n)
 	return s.cells, prob, nil
 }
@@ -126,7 +132,7 @@ func (s *csvScanner) slow() (int, *problem, error) {
 					if s.eof {
 						sp.end = s.end - s.pos
 						s.spans = append(s.spans, sp)
-						return sp.end, &problem{code: core.CodeQuote, msg: "quoted field is never closed", column: len(s.spans) - 1}, nil
+						return sp.end, &problem{code: core.CodeQuote, msg: s.unclosed(sp), column: len(s.spans) - 1}, nil
 					}
 					if err := s.fill(); err != nil {
 						return 0, nil, err
@@ -179,7 +185,7 @@ func (s *csvScanner) slow() (int, *problem, error) {
 					}
 				}
 				if !stray && prob == nil {
-					prob = &problem{code: core.CodeQuote, msg: "unexpected character after a closing quote", column: len(s.spans) - 1}
+					prob = &problem{code: core.CodeQuote, msg: s.stray(s.spans[len(s.spans)-1]), column: len(s.spans) - 1}
 				}
 				stray = true
 				i++
@@ -218,6 +224,31 @@ func (s *csvScanner) slow() (int, *problem, error) {
 			i++
 		}
 	}
+}
+
+// line returns the line the byte at i of the current row is on.
+func (s *csvScanner) line(i int) int64 {
+	return s.lines + 1 + int64(bytes.Count(s.buf[s.pos:s.pos+i], []byte{'\n'}))
+}
+
+// unclosed says where the quoted field sp, which the file ends in,
+// opened.
+func (s *csvScanner) unclosed(sp span) string {
+	open, last := s.line(sp.start-1), s.line(max(sp.end-1, sp.start))
+	if last == open {
+		return fmt.Sprintf("a quoted field opened on line %d is never closed: check for an unescaped quote", open)
+	}
+	return fmt.Sprintf("a quoted field opened on line %d runs over %s to the end of the file: check for an unescaped quote on line %d", open, english.Plural(last-open+1, "line"), open)
+}
+
+// stray says what is wrong with the quoted field sp, after whose closing
+// quote a character other than a delimiter or a line end follows.
+func (s *csvScanner) stray(sp span) string {
+	open, closed := s.line(sp.start-1), s.line(sp.end)
+	if closed == open {
+		return fmt.Sprintf("unexpected character after a closing quote (line %d): a quote inside a quoted field is written twice", open)
+	}
+	return fmt.Sprintf("a quoted field opened on line %d runs over %s, to a closing quote on line %d that a character follows: check for an unescaped quote on line %d", open, english.Plural(closed-open+1, "line"), closed, open)
 }
 
 // makeCells turns the spans of the current row into cells.

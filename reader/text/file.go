@@ -78,7 +78,7 @@ func (f *File) readHeader() error {
 	var file []string
 	switch {
 	case err == io.EOF && f.Opts.NoHeader && len(f.Opts.Names) > 0:
-		file, f.Data = f.Opts.Names, start // no rows: an empty table of these columns
+		file, f.Data, f.DataLine = f.Opts.Names, start, sc.lines // no rows: an empty table of these columns
 	case err == io.EOF:
 		e := core.ErrEmpty
 		if f.Opts.SkipLines > 0 {
@@ -88,7 +88,7 @@ func (f *File) readHeader() error {
 	case err != nil:
 		return f.Wrap(err, 0, 0, "")
 	case f.Opts.NoHeader:
-		f.Data = start
+		f.Data, f.DataLine = sc.rowStart(), sc.lines-int64(bytes.Count(sc.raw(), []byte{'\n'}))
 		if file = f.Opts.Names; file == nil {
 			if prob != nil {
 				return &core.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: the first row, which says how many columns the file has, is malformed (%s): name the columns with --columns", core.ErrHeader, prob.msg)}
@@ -126,7 +126,7 @@ func (f *File) readHeader() error {
 			}
 			file = f.Opts.Names
 		}
-		f.Data = sc.offset()
+		f.Data, f.DataLine = sc.offset(), sc.lines
 	}
 	if f.Opts.Names != nil {
 		if err := checkNames(f.Opts.Names); err != nil {
@@ -233,4 +233,15 @@ func (p *projScanner) next() ([]core.Cell, *problem, error) {
 		return p.out, &p.prob, nil
 	}
 	return p.out, nil, nil
+}
+
+// setLines tells a CSV or TSV scanner how many line ends come before
+// where it starts, so that its messages name lines of the file.
+func setLines(sc rowScanner, n int64) {
+	switch s := sc.(type) {
+	case *csvScanner:
+		s.lines = n
+	case *projScanner:
+		setLines(s.rowScanner, n)
+	}
 }

@@ -158,7 +158,9 @@ func (f *File) startScan(s io.Reader) (rowScanner, *[]string, error) {
 		return nil, nil, f.Wrap(fmt.Errorf("re-read header: %w", err), 0, 0, "")
 	}
 	names := f.Header
-	return f.scanner(s, f.Data, nil, false), &names, nil
+	sc := f.scanner(s, f.Data, nil, false)
+	setLines(sc, f.DataLine)
+	return sc, &names, nil
 }
 
 // PartitionReader reads the rows of one partition of a plan as batches.

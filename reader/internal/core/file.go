@@ -137,6 +137,9 @@ type File struct {
 	Opts   Options
 	Header []string // column names, in order, as read (after Options.Select and Rename)
 	Data   int64    // offset where data rows start, after the header
+	// DataLine is how many line ends come before Data: the first data
+	// row of a CSV or TSV file is on line DataLine+1.
+	DataLine int64
 	// Fields is how many fields a row of a CSV or TSV file has, and Proj,
 	// when not nil, the positions among them of the columns read
 	// (Options.Select), in Header's order.
