@@ -360,7 +360,7 @@ func (r *run) settle(ctx context.Context, d ledger.Decision, op *ledger.Operatio
 		}
 		r.res.AttemptID = op.CompletedBy
 		r.log.Info("duplicate", "completed_by", op.CompletedBy)
-		if err := r.e.ledger.Seen(ctx, r.e.db, op.Key, r.req.Path); err != nil {
+		if err := r.e.ledger.Seen(ctx, r.e.db, op.Key, r.name()); err != nil {
 			return err
 		}
 		if !r.target.Ordinal() {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -84,6 +85,17 @@ type Request struct {
 	// the operation settles. Empty means such an input is streamed from
 	// the object for every partition.
 	SpoolDir string
+	// Name is the name a stream (Path "-", standard input; or a pipe, a
+	// FIFO, /dev/stdin) is known by: in the ledger, in results, for its
+	// format and compression by extension, and for the default table.
+	// Empty means "stdin". A stream is copied into a private file in
+	// SpoolDir (the system's temporary directory when empty) while it is
+	// hashed, imported from that copy, and the copy removed: its identity
+	// is its content, so the same bytes piped again are a duplicate, or
+	// resume an import that was interrupted.
+	Name string
+	// Stdin is what Path "-" reads; nil means nothing (an empty stream).
+	Stdin io.Reader
 	// Progress, if set, receives progress reports. It is called from the
 	// import's goroutines and must be quick.
 	Progress func(Progress)
@@ -128,6 +140,8 @@ type run struct {
 	started time.Time
 
 	src        idemtype.Source // the file's bytes, once identify opened them
+	streaming  bool            // Path is a stream (see Request.Name)
+	stream     *remote.Stream  // its private copy, once spooled
 	url        string          // a remote input's URL as given (it may hold credentials); Path shows it masked
 	obj        *remote.Object  // a remote input, pinned at the version identify saw
 	spool      *remote.Spool   // its local copy, for a compressed one
@@ -154,11 +168,16 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 	r := newRun(e, req)
 	r.started, r.sharesRead = time.Now(), true
 	r.defaults()
-	r.res = &Result{File: r.req.Path, Table: r.target.Table, Outcome: Failed}
+	r.res = &Result{File: r.name(), Table: r.target.Table, Outcome: Failed}
 	err := r.run(ctx)
 	r.logFetched()
 	r.settleSpool()
 	r.closeSource()
+	if r.stream != nil {
+		if rerr := r.stream.Remove(); rerr != nil && r.log != nil {
+			r.log.Warn("could not remove the copy of the stream", "path", r.stream.Path, "err", rerr)
+		}
+	}
 	if err != nil && r.res.Err == nil {
 		r.res.Err = err
 	}
@@ -179,8 +198,13 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 
 func (r *run) defaults() {
 	q := &r.req
+	if r.streaming = isStream(q.Path); r.streaming {
+		if q.Name == "" {
+			q.Name = "stdin"
+		}
+	}
 	if q.Mapping.Table == "" {
-		q.Mapping.Table = DefaultTable(formatName(q.Path))
+		q.Mapping.Table = DefaultTable(formatName(r.name()))
 	}
 	if q.Lease <= 0 {
 		q.Lease = DefaultLease
@@ -269,7 +293,17 @@ func (r *run) identify(ctx context.Context) error {
 	var size int64
 	var modTime time.Time
 	host, _ := os.Hostname()
-	if r.url != "" {
+	if r.streaming {
+		// Its name, not its bytes, says its format: asked before the
+		// stream is read, which cannot be read twice.
+		if _, _, err := reader.Detect(r.name()); err != nil && m.Format == "" {
+			return usagef("reading a stream (%s) needs --format, or a --name with the format's extension, such as orders.csv", r.req.Path)
+		}
+		if err := r.spoolStream(ctx); err != nil {
+			return err
+		}
+		size = r.stream.Size
+	} else if r.url != "" {
 		obj, err := r.openRemote(ctx)
 		if err != nil {
 			return err
@@ -291,7 +325,7 @@ func (r *run) identify(ctx context.Context) error {
 		size, modTime = st.Size(), st.ModTime()
 		r.stat = fileStat(host, r.req.Path, st)
 	}
-	format, _, err := reader.Detect(formatName(r.req.Path))
+	format, _, err := reader.Detect(formatName(r.name()))
 	if m.Format != "" {
 		format, err = m.Format, nil
 	}
@@ -304,7 +338,7 @@ func (r *run) identify(ctx context.Context) error {
 			age.Round(time.Second), r.req.MinAge)
 		return errSkipped
 	}
-	_, comp, _ := reader.Detect(formatName(r.req.Path))
+	_, comp, _ := reader.Detect(formatName(r.name()))
 	if r.obj != nil && comp != reader.None && r.req.SpoolDir != "" {
 		sp, err := remote.NewSpool(r.obj, r.req.SpoolDir)
 		if errors.Is(err, remote.ErrSpoolDir) {
@@ -318,7 +352,7 @@ func (r *run) identify(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !r.req.Rehash && r.e.db != nil {
+	if !r.req.Rehash && r.e.db != nil && !r.streaming {
 		if r.digests.Stored, r.digests.Content, err = r.knownDigests(ctx); err != nil {
 			return err
 		}
@@ -332,6 +366,13 @@ func (r *run) identify(ctx context.Context) error {
 	}
 	switch {
 	case r.quick:
+	case r.streaming:
+		r.digests.Stored, r.digests.Content = r.stream.Digest, r.stream.Digest
+		if comp != reader.None {
+			if r.digests, err = reader.Digest(ctx, src, nil); err != nil {
+				return err
+			}
+		}
 	case r.sharesRead && (r.textFormat() || (r.obj == nil && comp == reader.None)):
 		// Hash and plan on one read: the plan pass follows the hash, and
 		// for a compressed file hashes the data it decodes. A local
@@ -373,7 +414,7 @@ func (r *run) identify(ctx context.Context) error {
 		}
 	}
 	digest := r.digests.Content
-	fileID := FileID(r.req.FileID, r.req.Path, digest)
+	fileID := FileID(r.req.FileID, r.name(), digest)
 	if fileID == "" {
 		fileID = digest
 	}
@@ -407,14 +448,14 @@ func (r *run) identify(ctx context.Context) error {
 		MappingDigest: mdigest,
 		Mapping:       mapping,
 		Equivalent:    equivalent,
-		Path:          r.req.Path,
+		Path:          r.name(),
 		Size:          size,
 	}
 	r.op = checkpoint.Op{Table: m.Table, FileID: fileID}
 	r.res.FileID, r.res.ContentDigest, r.res.MappingDigest = fileID, digest, mdigest
 	r.attempt = ledger.Attempt{ID: uuid.Must(uuid.NewV7()).String(), Trigger: r.req.Trigger, Host: host, PID: os.Getpid(),
-		ProcStart: proc.Start(os.Getpid()), Path: r.req.Path}
-	r.log = r.e.log.With("file", r.req.Path, "operation", r.id.Key.String(), "file_id", fileID, "attempt_id", r.attempt.ID)
+		ProcStart: proc.Start(os.Getpid()), Path: r.name()}
+	r.log = r.e.log.With("file", r.name(), "operation", r.id.Key.String(), "file_id", fileID, "attempt_id", r.attempt.ID)
 	if digest != r.digests.Content {
 		r.log.Info("identified by the digest of its stored bytes, as an older version recorded it", "content_digest", r.digests.Content)
 	}

@@ -81,14 +81,14 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		e.log = discardLogger()
 	}
 	if err := r.identify(ctx); errors.Is(err, errSkipped) {
-		return &PlanReport{File: r.req.Path, Table: r.target.Table, Decision: string(Skipped), Detail: r.res.Notes[0]}, nil
+		return &PlanReport{File: r.name(), Table: r.target.Table, Decision: string(Skipped), Detail: r.res.Notes[0]}, nil
 	} else if err != nil {
 		return nil, err
 	}
 	if err := r.preflight(); err != nil {
 		return nil, err
 	}
-	rep := &PlanReport{File: r.req.Path, FileID: r.id.FileID, FileKey: r.id.FileKey, ContentDigest: r.id.ContentDigest,
+	rep := &PlanReport{File: r.name(), FileID: r.id.FileID, FileKey: r.id.FileKey, ContentDigest: r.id.ContentDigest,
 		MappingDigest: r.id.MappingDigest, Mapping: r.id.Mapping, Table: r.target.Table, Decision: ledger.Create.String(),
 		MaxRejects: r.req.MaxRejects, PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes}
 	in := planInput{types: maps.Clone(req.Mapping.Columns)}

@@ -90,11 +90,11 @@ func (r *run) checkColumns(names []string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return usagef("%s: not a column of %s (it has %s)", strings.Join(missing, ", "), r.req.Path, strings.Join(names, ", "))
+		return usagef("%s: not a column of %s (it has %s)", strings.Join(missing, ", "), r.name(), strings.Join(names, ", "))
 	}
 	for _, n := range names {
 		if strings.HasPrefix(n, sink.Reserved) {
-			return usagef("column %q of %s uses the prefix %s, which idemport keeps for its lineage columns", n, r.req.Path, sink.Reserved)
+			return usagef("column %q of %s uses the prefix %s, which idemport keeps for its lineage columns", n, r.name(), sink.Reserved)
 		}
 	}
 	return nil
@@ -114,7 +114,7 @@ func columnNames(s reader.Schema) []string {
 func (r *run) textFormat() bool {
 	f := r.req.Mapping.Format
 	if f == "" {
-		f, _, _ = reader.Detect(formatName(r.req.Path))
+		f, _, _ = reader.Detect(formatName(r.name()))
 	}
 	return f == reader.CSV || f == reader.TSV || f == reader.JSONL
 }
@@ -137,7 +137,7 @@ func (r *run) preflight() error {
 	}
 	if f.HeaderLooksLikeData() && !r.req.Mapping.NoHeader {
 		r.note("the header of %s (%s) looks like data: if the file has no header, import it with --no-header (and --columns to name them)",
-			r.req.Path, strings.Join(f.Header(), ","))
+			r.name(), strings.Join(f.Header(), ","))
 	}
 	if h := f.Header(); h != nil {
 		return r.checkColumns(h)

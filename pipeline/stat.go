@@ -33,6 +33,9 @@ func (r *run) checkSource() error {
 	if r.obj != nil {
 		return r.checkRemote()
 	}
+	if r.stream != nil {
+		return nil // a private copy, which nothing else writes
+	}
 	st, err := os.Stat(r.req.Path)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", reader.ErrSourceChanged, r.req.Path, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/idemport/idemport/internal/english"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -31,6 +32,7 @@ type importOptions struct {
 	skipLines     int
 	nulls         []string
 	encoding      string
+	name          string
 	format        string
 	delimiter     string
 	quotes        bool
@@ -240,6 +242,7 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 	}
 	return pipeline.Request{
 		MaxDelete: maxDelete, AsOf: asOf,
+		Name: o.name, Stdin: os.Stdin,
 		Path: path, FileID: o.fileID, Mapping: m, Remote: o.remote.client(), SpoolDir: o.remote.spool(), PartitionRows: o.partitionRows, PartitionBytes: partBytes, MaxRejects: limit,
 		Lease: o.lease, Trigger: o.trigger, Wait: wait, Workers: o.workers, Rehash: o.rehash, Reapply: o.reapply, MinAge: minAge,
 	}, nil

@@ -31,6 +31,7 @@ func mappingFlags(e *env, c *cobra.Command, o *importOptions) {
 	f.IntVar(&o.skipLines, "skip-lines", 0, "lines before the header (or the first row, with --no-header) that are not part of the table, such as a title; the first rows of a Parquet or Arrow file")
 	f.StringArrayVar(&o.nulls, "null", nil, `an unquoted CSV/TSV value that means NULL, such as \N, NULL or NA (repeatable); an unquoted empty value always does, a quoted one never`)
 	f.StringVar(&o.encoding, "encoding", "", "the encoding a CSV, TSV or JSONL file is written in, by its WHATWG name: windows-1252 (latin1), iso-8859-15, shift_jis, gb18030, utf-16le…; default UTF-8 (a UTF-8 or UTF-16 byte order mark decides by itself)")
+	f.StringVar(&o.name, "name", "", "the name a stream (- for standard input, a pipe or FIFO) is known by in the ledger and results, and whose extension gives its format (default stdin: give --format)")
 	f.StringVar(&o.format, "format", "", "file format: csv, tsv, jsonl, parquet, arrow (IPC file) or arrows (IPC stream); default: by extension")
 	f.StringVar(&o.delimiter, "delimiter", "", "CSV/TSV field delimiter, one character (default , for CSV, tab for TSV)")
 	f.BoolVar(&o.quotes, "quotes", false, "process double quotes in TSV files (CSV always does)")

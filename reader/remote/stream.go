@@ -1,0 +1,118 @@
+package remote
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/idemport/idemport/internal/proc"
+)
+
+// Stream is a stream (standard input, a pipe, a FIFO) copied into a
+// private file while it was hashed: the file is read as any other, and
+// its digest is the stream's.
+type Stream struct {
+	Path   string // the copy, which the caller removes when done (Remove)
+	Size   int64
+	Digest string // "sha256:" and the hex SHA-256 of the bytes
+}
+
+// Remove deletes the copy.
+func (s *Stream) Remove() error {
+	if err := os.Remove(s.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// SpoolStream copies r to its end into a new file in dir while hashing
+// it; progress, if set, is called with the bytes copied so far.
+//
+// dir is created 0700 if missing, and must be a directory of this user's
+// that no one else may enter (not a link): the copy holds what was piped
+// in. The copy is created exclusively, readable by its owner only. Copies
+// that processes which have since died left behind are removed first.
+// Cancelling ctx stops the copy and removes it.
+func SpoolStream(ctx context.Context, r io.Reader, dir string, progress func(int64)) (*Stream, error) {
+	if err := privateDir(dir); err != nil {
+		return nil, err
+	}
+	sweepStreams(dir)
+	pid := os.Getpid()
+	f, err := os.CreateTemp(dir, fmt.Sprintf("stdin-%d-%d-*.spool", pid, proc.Start(pid)))
+	if err != nil {
+		return nil, fmt.Errorf("spool the stream: %w", err)
+	}
+	s := &Stream{Path: f.Name()}
+	h := sha256.New()
+	buf := make([]byte, 1<<20)
+	for err == nil {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		var n int
+		n, err = r.Read(buf)
+		if n > 0 {
+			h.Write(buf[:n])
+			if _, werr := f.Write(buf[:n]); werr != nil {
+				err = werr
+			}
+			s.Size += int64(n)
+			if progress != nil {
+				progress(s.Size)
+			}
+		}
+	}
+	if err == io.EOF {
+		err = nil
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		s.Remove()
+		return nil, fmt.Errorf("spool the stream: %w", err)
+	}
+	s.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return s, nil
+}
+
+// privateDir makes sure dir exists and is this user's alone.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("spool directory: %w", err)
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("spool directory: %w", err)
+	}
+	switch {
+	case !st.IsDir():
+		return fmt.Errorf("spool directory %s is not a directory (a link is not taken)", dir)
+	case !ownedByMe(st):
+		return fmt.Errorf("spool directory %s belongs to another user: give --spool-dir a directory of your own", dir)
+	case privateModes && st.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("spool directory %s may be read by others (mode %s): make it 0700 (chmod 700 %s) or give another --spool-dir", dir, st.Mode().Perm(), dir)
+	}
+	return nil
+}
+
+// sweepStreams removes the copies of streams whose process is gone.
+func sweepStreams(dir string) {
+	names, _ := filepath.Glob(filepath.Join(dir, "stdin-*-*-*.spool"))
+	for _, name := range names {
+		parts := strings.SplitN(filepath.Base(name), "-", 4)
+		pid, err1 := strconv.Atoi(parts[1])
+		start, err2 := strconv.ParseUint(parts[2], 10, 64)
+		if err1 == nil && err2 == nil && proc.Gone(pid, start) {
+			os.Remove(name)
+		}
+	}
+}
