@@ -11,7 +11,7 @@ import (
 	"github.com/idemport/idemport/idemtype"
 )
 
-var all = []idemtype.Type{idemtype.Bool, idemtype.Int64, idemtype.Float64, idemtype.Timestamp, idemtype.String, idemtype.JSON, idemtype.Decimal}
+var all = []idemtype.Type{idemtype.Bool, idemtype.Int64, idemtype.Float64, idemtype.Timestamp, idemtype.String, idemtype.JSON, idemtype.Decimal, idemtype.Date, idemtype.LocalTimestamp}
 
 // TestFieldTypeOf checks the contract between whoever makes Arrow batches
 // (reader) and whoever stores them (sink): a field made for a type is read
@@ -32,7 +32,9 @@ func TestFieldTypeOf(t *testing.T) {
 		want idemtype.Type
 	}{
 		{arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int32}, idemtype.String},
-		{arrow.Field{Name: "x", Type: &arrow.TimestampType{Unit: arrow.Second}}, idemtype.Timestamp},
+		{arrow.Field{Name: "x", Type: &arrow.TimestampType{Unit: arrow.Second, TimeZone: "UTC"}}, idemtype.Timestamp},
+		{arrow.Field{Name: "x", Type: &arrow.TimestampType{Unit: arrow.Second}}, idemtype.LocalTimestamp},
+		{arrow.Field{Name: "x", Type: arrow.FixedWidthTypes.Date32}, idemtype.Date},
 		{arrow.Field{Name: "x", Type: arrow.BinaryTypes.String, Metadata: arrow.NewMetadata([]string{"idemport.type"}, []string{"json"})}, idemtype.JSON},
 		{arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int64, Metadata: arrow.NewMetadata([]string{"idemport.type"}, []string{"nonsense"})}, idemtype.Int64},
 	} {
@@ -51,11 +53,14 @@ func TestTypeNames(t *testing.T) {
 			t.Fatal(err)
 		}
 		var back idemtype.Type
-		if err := json.Unmarshal(b, &back); err != nil || back != typ || string(b) != `"`+typ.String()+`"` {
+		if err := json.Unmarshal(b, &back); err != nil || back != typ || string(b) != `"`+typ.StoredName()+`"` {
 			t.Errorf("%s: %s reads back as %s (%v)", typ, b, back, err)
 		}
 	}
-	for s, want := range map[string]idemtype.Type{"integer": idemtype.Int64, " TEXT ": idemtype.String, "numeric": idemtype.Decimal, "jsonb": idemtype.JSON, "timestamptz": idemtype.Timestamp} {
+	for s, want := range map[string]idemtype.Type{"integer": idemtype.Int64, " TEXT ": idemtype.String, "numeric": idemtype.Decimal, "jsonb": idemtype.JSON, "timestamptz": idemtype.Timestamp,
+		"timestamp": idemtype.LocalTimestamp, "date": idemtype.Date, "bigint": idemtype.Int64, "numeric(12,2)": idemtype.Decimal,
+		"double precision": idemtype.Float64, "varchar(20)": idemtype.String, "boolean": idemtype.Bool, "real": idemtype.Float64,
+		"timestamp with time zone": idemtype.Timestamp, "timestamp without time zone": idemtype.LocalTimestamp} {
 		if got, err := idemtype.ParseType(s); err != nil || got != want {
 			t.Errorf("ParseType(%q) = %s, %v", s, got, err)
 		}

@@ -11,58 +11,99 @@ import (
 // while inferring a column that has held nothing but nulls so far.
 type Type uint8
 
-// The column types. Their names are what --column name:type accepts.
+// The column types.
 const (
 	Unknown Type = iota
 	Bool
 	Int64
 	Float64
-	Timestamp // UTC, microsecond precision
+	Timestamp // a point in time (timestamptz): UTC, microsecond precision
 	String
-	JSON    // a JSON document kept as text
-	Decimal // an exact decimal number kept as its canonical text (see reader.MaxDecimalDigits)
+	JSON           // a JSON document kept as text
+	Decimal        // an exact decimal number kept as its canonical text (see reader.MaxDecimalDigits)
+	Date           // a calendar date, as days since 1970-01-01
+	LocalTimestamp // a date and time of day without a zone (timestamp), microsecond precision
 )
 
+// typeNames are the names types are stored and hashed by: in stored
+// plans, mapping digests and JSON output. They never change (a point in
+// time stays "timestamp", as it was named first).
 var typeNames = [...]string{
-	Unknown:   "unknown",
-	Bool:      "bool",
-	Int64:     "int64",
-	Float64:   "float64",
-	Timestamp: "timestamp",
-	String:    "string",
-	JSON:      "json",
-	Decimal:   "decimal",
+	Unknown:        "unknown",
+	Bool:           "bool",
+	Int64:          "int64",
+	Float64:        "float64",
+	Timestamp:      "timestamp",
+	String:         "string",
+	JSON:           "json",
+	Decimal:        "decimal",
+	Date:           "date",
+	LocalTimestamp: "localtimestamp",
 }
 
-// String returns the canonical name of t.
+// userNames are the names people read and type: SQL's.
+var userNames = [...]string{
+	Timestamp:      "timestamptz",
+	LocalTimestamp: "timestamp",
+}
+
+// String returns the name of t as people use it: SQL's for times
+// (timestamptz, timestamp, date), and bool, int64, float64, decimal,
+// string and json.
 func (t Type) String() string {
+	if int(t) < len(userNames) && userNames[t] != "" {
+		return userNames[t]
+	}
 	if int(t) < len(typeNames) {
 		return typeNames[t]
 	}
 	return fmt.Sprintf("Type(%d)", t)
 }
 
-// ParseType parses a type name as written by users. It accepts the canonical
-// names and the common SQL spellings (int, integer, bigint, float, double,
-// real, numeric, boolean, text, varchar, datetime).
+// StoredName returns the name t is stored and hashed by (see
+// MarshalText), which never changes.
+func (t Type) StoredName() string {
+	if int(t) < len(typeNames) {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("Type(%d)", t)
+}
+
+// TypeNames lists the names ParseType takes, for help texts.
+const TypeNames = "bool (boolean), int64 (integer, bigint, int, smallint), float64 (double precision, real, float), decimal (numeric, numeric(12,2)), string (text, varchar, varchar(n), char(n)), json (jsonb), date, timestamp (a date and time without zone; datetime) and timestamptz (a point in time)"
+
+// ParseType parses a type name as written by users: the names above and
+// the SQL spellings people type (TypeNames). A precision or length in
+// parentheses is taken and not kept: the type is what it says of values.
 func ParseType(s string) (Type, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
+	name := strings.Join(strings.Fields(strings.ToLower(s)), " ")
+	if i := strings.IndexByte(name, '('); i > 0 && strings.HasSuffix(name, ")") {
+		switch base := strings.TrimSpace(name[:i]); base {
+		case "numeric", "decimal", "varchar", "char", "character", "character varying":
+			name = base
+		}
+	}
+	switch name {
 	case "bool", "boolean":
 		return Bool, nil
-	case "int", "int64", "integer", "bigint":
+	case "int", "int64", "integer", "bigint", "smallint", "int2", "int4", "int8":
 		return Int64, nil
-	case "float", "float64", "double", "real":
+	case "float", "float64", "double", "double precision", "real", "float4", "float8":
 		return Float64, nil
-	case "timestamp", "datetime", "timestamptz":
+	case "timestamptz", "timestamp with time zone":
 		return Timestamp, nil
-	case "string", "text", "varchar":
+	case "timestamp", "datetime", "timestamp without time zone":
+		return LocalTimestamp, nil
+	case "date":
+		return Date, nil
+	case "string", "text", "varchar", "char", "character", "character varying":
 		return String, nil
 	case "json", "jsonb":
 		return JSON, nil
 	case "decimal", "numeric":
 		return Decimal, nil
 	}
-	return Unknown, fmt.Errorf("unknown column type %q (want bool, int64, float64, decimal, timestamp, string or json)", s)
+	return Unknown, fmt.Errorf("unknown column type %q (want %s)", s, TypeNames)
 }
 
 // MetadataType is the Arrow field metadata key that records a column's
@@ -81,18 +122,29 @@ func (t Type) ArrowType() arrow.DataType {
 		return arrow.PrimitiveTypes.Float64
 	case Timestamp:
 		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+	case LocalTimestamp:
+		return &arrow.TimestampType{Unit: arrow.Microsecond}
+	case Date:
+		return arrow.FixedWidthTypes.Date32
 	default:
 		return arrow.BinaryTypes.String
 	}
 }
 
-// MarshalText encodes t by name, so stored plans and JSON output read well.
-func (t Type) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+// MarshalText encodes t by its stored name (StoredName), so stored plans
+// and JSON output read well and read back the same.
+func (t Type) MarshalText() ([]byte, error) { return []byte(t.StoredName()), nil }
 
 // UnmarshalText decodes a name written by MarshalText.
 func (t *Type) UnmarshalText(b []byte) error {
-	if string(b) == "unknown" {
-		*t = Unknown
+	for i, n := range typeNames {
+		if n == string(b) {
+			*t = Type(i)
+			return nil
+		}
+	}
+	if string(b) == "timestamptz" {
+		*t = Timestamp
 		return nil
 	}
 	v, err := ParseType(string(b))
@@ -117,11 +169,14 @@ func (t Type) Field(name string) arrow.Field {
 // Float64 and Timestamp).
 func TypeOf(f arrow.Field) Type {
 	if v, ok := f.Metadata.GetValue(MetadataType); ok {
-		if t, err := ParseType(v); err == nil {
+		var t Type
+		if err := t.UnmarshalText([]byte(v)); err == nil {
 			return t
 		}
 	}
 	switch f.Type.ID() {
+	case arrow.DATE32:
+		return Date
 	case arrow.BOOL:
 		return Bool
 	case arrow.INT64:
@@ -129,6 +184,9 @@ func TypeOf(f arrow.Field) Type {
 	case arrow.FLOAT64:
 		return Float64
 	case arrow.TIMESTAMP:
+		if f.Type.(*arrow.TimestampType).TimeZone == "" {
+			return LocalTimestamp
+		}
 		return Timestamp
 	}
 	return String

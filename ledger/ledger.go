@@ -133,6 +133,9 @@ func effective(doc string, readAs map[string]string) string {
 	if json.Unmarshal([]byte(doc), &m) != nil || m == nil {
 		return ""
 	}
+	// The mapping version says how inference types columns; where ReadAs
+	// is known, the table's (or file's) own types decide them instead.
+	delete(m, "mapping_version")
 	if cols, ok := m["columns"].(map[string]any); ok {
 		for name, t := range cols {
 			if s, ok := t.(string); ok && readAs[name] == s {

@@ -431,15 +431,19 @@ func (r *run) identify(ctx context.Context) error {
 		}
 	}
 	quotes := format == reader.CSV || m.Quotes
-	mapping, mdigest := m.canonical(format, delim, quotes)
+	mapping, mdigest := m.canonical(MappingVersion, format, delim, quotes)
+	// A file imported under mapping version 1 keeps its identity.
+	_, v1 := m.canonical(1, format, delim, quotes)
+	equivalent := []string{v1}
 	// The mapping with its snapshot scope spelt unescaped, as operations
 	// made before scopes were escaped stored it, means the same.
-	var equivalent []string
 	if s := m.Snapshot; s != nil && s.legacyScopeText() != s.ScopeText() {
 		old := m
 		old.Snapshot = &Snapshot{Soft: s.Soft, Scope: s.Scope, legacy: true}
-		_, d := old.canonical(format, delim, quotes)
-		equivalent = append(equivalent, d)
+		for _, v := range []int{MappingVersion, 1} {
+			_, d := old.canonical(v, format, delim, quotes)
+			equivalent = append(equivalent, d)
+		}
 	}
 	r.id = ledger.Identity{
 		Key:           ledger.Key{Table: m.Table, FileID: fileID},
@@ -524,7 +528,7 @@ func (r *run) readAs(ctx context.Context, q sink.Querier, op *ledger.Operation) 
 			return err
 		}
 		for name, typ := range tableTypes(t, r.req.Mapping.Evolve == EvolveWiden) {
-			readAs[name] = typ.String()
+			readAs[name] = typ.StoredName()
 		}
 	} else {
 		f, err := r.open(reader.Options{Format: r.req.Mapping.Format})
@@ -532,7 +536,7 @@ func (r *run) readAs(ctx context.Context, q sink.Querier, op *ledger.Operation) 
 			return nil // the plan pass reports a file it cannot read
 		}
 		for _, c := range f.Schema() {
-			readAs[c.Name] = c.Type.String()
+			readAs[c.Name] = c.Type.StoredName()
 		}
 	}
 	r.id.ReadAs = readAs

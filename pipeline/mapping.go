@@ -188,11 +188,19 @@ type canonicalSnapshot struct {
 	Scope  string `json:"scope"`
 }
 
-// canonical returns the canonical JSON of m for a file of format f, and its
-// digest.
-func (m Mapping) canonical(f reader.Format, delimiter byte, quotes bool) (string, string) {
+// MappingVersion is the version of the canonical mapping new imports
+// record. Version 2 infers ISO dates as date and timestamps without a
+// zone as timestamp (without time zone), where version 1 kept the first
+// as text and took the second as UTC points in time. A file imported
+// under version 1 keeps its identity: the version 1 digest of the same
+// mapping is equivalent (see run.identify).
+const MappingVersion = 2
+
+// canonical returns the canonical JSON of m for a file of format f, in
+// mapping version v, and its digest.
+func (m Mapping) canonical(v int, f reader.Format, delimiter byte, quotes bool) (string, string) {
 	c := canonicalMapping{
-		Version:   1,
+		Version:   v,
 		Table:     m.Table,
 		Key:       append([]string{}, m.Key...),
 		VersionBy: m.Version,
@@ -207,7 +215,7 @@ func (m Mapping) canonical(f reader.Format, delimiter byte, quotes bool) (string
 		c.Delimiter = string(rune(delimiter))
 	}
 	for name, t := range m.Columns {
-		c.Columns[name] = t.String()
+		c.Columns[name] = t.StoredName()
 	}
 	c.Evolve, c.Atomic = m.Evolve, m.Atomic
 	c.SkipLines, c.NoHeader, c.Names, c.Select = m.SkipLines, m.NoHeader, m.Names, m.Select

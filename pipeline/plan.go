@@ -57,7 +57,8 @@ func (r *run) readerOptions(in planInput) reader.Options {
 	m := r.req.Mapping
 	return reader.Options{Format: m.Format, Delimiter: m.Delimiter, Quotes: m.Quotes, Types: in.types, NotNull: m.Key, Exact: m.Key, Key: m.Key, Version: m.Version,
 		Limits: in.limits, JSONB: in.jsonb,
-		SkipLines: m.SkipLines, NoHeader: m.NoHeader, Names: m.Names, Select: m.Select, Rename: m.Rename, Null: m.Null, Encoding: m.Encoding}
+		SkipLines: m.SkipLines, NoHeader: m.NoHeader, Names: m.Names, Select: m.Select, Rename: m.Rename, Null: m.Null, Encoding: m.Encoding,
+		InferDates: true} // mapping version 2; a plan stored under version 1 fixes every type
 }
 
 // checkColumns reports mapping columns that the file does not have. It is a

@@ -51,14 +51,14 @@ func TestScopeText(t *testing.T) {
 	}
 	one := Mapping{Table: "t", Snapshot: &Snapshot{Scope: []sink.Term{{Column: "a", Value: "x&b=2"}}}}
 	two := Mapping{Table: "t", Snapshot: &Snapshot{Scope: []sink.Term{{Column: "a", Value: "x"}, {Column: "b", Value: "2"}}}}
-	_, d1 := one.canonical(reader.CSV, ',', true)
-	_, d2 := two.canonical(reader.CSV, ',', true)
+	_, d1 := one.canonical(MappingVersion, reader.CSV, ',', true)
+	_, d2 := two.canonical(MappingVersion, reader.CSV, ',', true)
 	if d1 == d2 {
 		t.Errorf("the two scopes have one mapping digest %s", d1)
 	}
 	// The digests of scopes without such characters did not change.
 	plain := Mapping{Table: "t", Key: []string{"id"}, Snapshot: &Snapshot{Scope: []sink.Term{{Column: "region", Value: "EU"}}}}
-	if _, d := plain.canonical(reader.CSV, ',', true); d != "sha256:"+sha256Hex(`{"mapping_version":1,"table":"t","key":["id"],"version_column":"","columns":{},"format":"csv","delimiter":",","quotes":true,"snapshot":{"delete":"hard","scope":"region=EU"}}`) {
+	if _, d := plain.canonical(1, reader.CSV, ',', true); d != "sha256:"+sha256Hex(`{"mapping_version":1,"table":"t","key":["id"],"version_column":"","columns":{},"format":"csv","delimiter":",","quotes":true,"snapshot":{"delete":"hard","scope":"region=EU"}}`) {
 		t.Errorf("digest of a plain scope changed: %s", d)
 	}
 }
@@ -79,7 +79,7 @@ func TestScopeLegacyLedger(t *testing.T) {
 		// Make the ledger what the version before escaping left.
 		old := m
 		old.Snapshot = &Snapshot{Scope: m.Snapshot.Scope, legacy: true}
-		mapping, digest := old.canonical(reader.CSV, ',', true)
+		mapping, digest := old.canonical(1, reader.CSV, ',', true)
 		f.exec(t, f.tg.Rebind(`UPDATE `+f.tg.Ledger("operations")+` SET mapping = '`+mapping+`', mapping_digest = '`+digest+`'`))
 		f.exec(t, `UPDATE `+f.tg.Ledger("snapshots")+` SET scope = 'a=x&b=2'`)
 

@@ -119,7 +119,7 @@ func TestPlanPartitionsRejectsAndTypes(t *testing.T) {
 			types[c.Name] = c.Type.String()
 		}
 		wantTypes := map[string]string{"id": "int64", "qty": "int64", "price": "float64", "exact": "decimal", "ok": "bool",
-			"at": "timestamp", "zip": "string", "note": "string"}
+			"at": "timestamptz", "zip": "string", "note": "string"}
 		if !reflect.DeepEqual(types, wantTypes) {
 			t.Errorf("types %v, want %v", types, wantTypes)
 		}

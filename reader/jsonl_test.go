@@ -212,7 +212,7 @@ func TestJSONLRejects(t *testing.T) {
 				{6, "{\"t\":5}", "t", "5", CodeType},
 				{7, "{\"n\":true}", "n", "true", CodeType},
 			},
-			schema: "n:int64,t:timestamp",
+			schema: "n:int64,t:timestamptz",
 			want:   [][]any{{"3", "2024-01-02T00:00:00.000000Z"}, {"3", "2024-01-02T03:04:05.000000Z"}, {"4", nil}},
 			ords:   []int64{1, 2, 4},
 		},

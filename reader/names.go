@@ -69,6 +69,9 @@ const (
 	String    = idemtype.String
 	JSON      = idemtype.JSON
 	Decimal   = idemtype.Decimal
+	Date      = idemtype.Date
+	// LocalTimestamp is a date and time without a zone (timestamp).
+	LocalTimestamp = idemtype.LocalTimestamp
 )
 
 // A decimal holds at most MaxDecimalDigits digits before the point and

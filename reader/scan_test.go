@@ -430,7 +430,7 @@ func TestRejects(t *testing.T) {
 			rejects: []rej{
 				{2, "2,\"not", "t", "not, a time", CodeType},
 			},
-			schema: "id:int64,t:timestamp",
+			schema: "id:int64,t:timestamptz",
 			want:   [][]any{{"1", "2024-01-02T00:00:00.000000Z"}},
 			ords:   []int64{1},
 		},
@@ -1022,8 +1022,8 @@ func TestCompression(t *testing.T) {
 		name, ext, data string
 		schema          string
 	}{
-		{"csv", ".csv", csvData.String(), "id:int64,price:float64,ok:bool,at:timestamp,note:string"},
-		{"jsonl", ".jsonl", jsonData.String(), "id:int64,price:float64,tags:json,at:timestamp"},
+		{"csv", ".csv", csvData.String(), "id:int64,price:float64,ok:bool,at:timestamptz,note:string"},
+		{"jsonl", ".jsonl", jsonData.String(), "id:int64,price:float64,tags:json,at:timestamptz"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var plans []*Plan

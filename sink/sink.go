@@ -41,6 +41,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/idemport/idemport/idemtype"
 )
@@ -201,6 +203,16 @@ func compatible(table, file idemtype.Type) bool {
 		return true // text holds any value's text
 	case table == idemtype.Decimal:
 		return file == idemtype.Int64 || file == idemtype.Float64
+	case table == idemtype.Date:
+		// A date's text (a Parquet or Arrow date is read as its ISO
+		// text) goes for the database to parse, as into any type
+		// idemport does not create itself.
+		return file == idemtype.String
+	case table == idemtype.Timestamp || table == idemtype.LocalTimestamp:
+		// A timestamp without a zone goes into a timestamptz column as
+		// UTC, and a point in time into a timestamp column as its UTC
+		// wall time, as idemport always stored them.
+		return file == idemtype.Timestamp || file == idemtype.LocalTimestamp
 	}
 	return false
 }
@@ -209,6 +221,69 @@ func compatible(table, file idemtype.Type) bool {
 // timestamps in text: fixed width and UTC, so that text order is time order.
 func FormatTimestamp(us int64) string {
 	return time.UnixMicro(us).UTC().Format("2006-01-02T15:04:05.000000Z")
+}
+
+// FormatLocalTimestamp renders a timestamp without a zone (microseconds
+// since 1970-01-01T00:00:00 on the same wall clock) as targets store it
+// in text: fixed width, no zone.
+func FormatLocalTimestamp(us int64) string {
+	return time.UnixMicro(us).UTC().Format("2006-01-02T15:04:05.000000")
+}
+
+// FormatDate renders days since 1970-01-01 as YYYY-MM-DD.
+func FormatDate(days int32) string {
+	return time.Unix(int64(days)*86400, 0).UTC().Format(time.DateOnly)
+}
+
+// Textual returns rec with its date and zone-less timestamp columns as
+// their text (FormatDate, FormatLocalTimestamp), for a target that stores
+// them as text; the caller releases it. It returns rec itself, retained,
+// when it has none.
+func Textual(rec arrow.RecordBatch) arrow.RecordBatch {
+	var cols []arrow.Array
+	var fields []arrow.Field
+	for i, c := range rec.Columns() {
+		var b *array.StringBuilder
+		switch a := c.(type) {
+		case *array.Date32:
+			b = array.NewStringBuilder(memory.DefaultAllocator)
+			for j := 0; j < a.Len(); j++ {
+				if a.IsNull(j) {
+					b.AppendNull()
+				} else {
+					b.Append(FormatDate(int32(a.Value(j))))
+				}
+			}
+		case *array.Timestamp:
+			t := a.DataType().(*arrow.TimestampType)
+			if t.TimeZone != "" {
+				continue
+			}
+			b = array.NewStringBuilder(memory.DefaultAllocator)
+			for j := 0; j < a.Len(); j++ {
+				if a.IsNull(j) {
+					b.AppendNull()
+				} else {
+					b.Append(FormatLocalTimestamp(a.Value(j).ToTime(t.Unit).UnixMicro()))
+				}
+			}
+		default:
+			continue
+		}
+		if cols == nil {
+			cols = slices.Clone(rec.Columns())
+			fields = slices.Clone(rec.Schema().Fields())
+		}
+		cols[i] = b.NewArray()
+		defer cols[i].Release()
+		fields[i] = arrow.Field{Name: fields[i].Name, Type: arrow.BinaryTypes.String, Nullable: true}
+		b.Release()
+	}
+	if cols == nil {
+		rec.Retain()
+		return rec
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
 }
 
 // Limits are a database's limits on the tables idemport creates and

@@ -449,3 +449,96 @@ func TestQuoteErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestDatesAndTimes imports ISO dates, timestamps without a zone and
+// points in time into a new table: inference types them date, timestamp
+// and timestamptz (date, timestamp, timestamptz on PostgreSQL, ISO 8601
+// text on SQLite), and every value lands as the file says. Columns fixed
+// with SQL type names read the same; values that are not strict ISO 8601
+// are bad rows naming the form expected, quarantined with --max-rejects.
+func TestDatesAndTimes(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		writeFiles(t, dir, map[string]string{
+			"t.csv":   "id,day,at,instant\n1,2024-02-29,2024-01-02 03:04:05,2024-01-02T03:04:05Z\n2,1969-12-31,1999-12-31T23:59:59.123456,2024-01-02T05:04:05+02:00\n3,,,\n",
+			"bad.csv": "id,day,at,amount\n1,2024-02-29,2024-01-02 03:04:05,12.50\n2,29/02/2024,2024-01-02 03:04:05,1\n3,2024-03-02,2024-01-02T03:04:05+01:00,2\n4,2024-03-01,2024-01-02,3\n",
+		})
+		importTo(t, tg, dir, nil, 0, "t.csv")
+		kinds := map[string]string{}
+		for _, c := range columnsOf(t, tg, "t") {
+			q := `SELECT type FROM pragma_table_info('t') WHERE name = ?`
+			if tg.IsPostgres() {
+				q = `SELECT data_type FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 't' AND column_name = $1`
+			}
+			kinds[c] = testkit.Query(t, tg.DB, q, c)[0][0].(string)
+		}
+		want := map[string]string{"id": "INTEGER", "day": "DATE", "at": "TIMESTAMP WITHOUT TIME ZONE", "instant": "TIMESTAMP"}
+		if tg.IsPostgres() {
+			want = map[string]string{"id": "bigint", "day": "date", "at": "timestamp without time zone", "instant": "timestamp with time zone"}
+		}
+		if !reflect.DeepEqual(kinds, want) {
+			t.Fatalf("column types %v, want %v", kinds, want)
+		}
+		at1, at2 := "2024-01-02T03:04:05.000000", "1999-12-31T23:59:59.123456"
+		if tg.IsPostgres() {
+			at1, at2 = "2024-01-02 03:04:05", "1999-12-31 23:59:59.123456"
+		}
+		got := testkit.Query(t, tg.DB, `SELECT CAST(day AS TEXT), CAST(at AS TEXT), `+tg.TimeText("instant")+` FROM t ORDER BY id`)
+		wantRows := [][]any{{"2024-02-29", at1, "2024-01-02T03:04:05.000000Z"}, {"1969-12-31", at2, "2024-01-02T03:04:05.000000Z"}, {nil, nil, nil}}
+		if !reflect.DeepEqual(got, wantRows) {
+			t.Fatalf("values %q, want %q", got, wantRows)
+		}
+
+		res := importTo(t, tg, dir, nil, 0, "--table", "b", "--max-rejects", "3", "--column", "day:date", "--column", "at:timestamp",
+			"--column", "amount:numeric(12,2)", "bad.csv")
+		if res.Rows.Inserted != 2 || res.Rows.Rejected != 2 {
+			t.Fatalf("bad values: %+v", res)
+		}
+		list := tg.Exec(t, dir, nil, "rejects", "list", "--table", "b", "bad.csv").Stdout
+		for _, w := range []string{"not a valid date (want ISO 8601: YYYY-MM-DD)", "a timestamp (without time zone) has no zone"} {
+			if !strings.Contains(list, w) {
+				t.Errorf("rejects list does not say %q:\n%s", w, list)
+			}
+		}
+		at0 := "2024-01-02T00:00:00.000000"
+		if tg.IsPostgres() {
+			at1, at0 = "2024-01-02 03:04:05", "2024-01-02 00:00:00"
+		}
+		got = testkit.Query(t, tg.DB, `SELECT CAST(day AS TEXT), CAST(at AS TEXT), CAST(amount AS TEXT) FROM b ORDER BY _idemport_row`)
+		if w := [][]any{{"2024-02-29", at1, "12.50"}, {"2024-03-01", at0, "3"}}; !reflect.DeepEqual(got, w) {
+			t.Fatalf("b holds %q, want %q", got, w)
+		}
+		run := tg.Exec(t, dir, nil, "import", "--table", "b", "--max-rejects", "3", "--column", "day:date", "--column", "at:timestamptz",
+			"--column", "amount:numeric", "bad.csv")
+		if run.Code != 3 || !strings.Contains(run.Stdout, `columns was {"amount":"decimal","at":"localtimestamp","day":"date"}, now {"amount":"decimal","at":"timestamp","day":"date"}`) {
+			t.Fatalf("another type: exit %d\n%s%s", run.Code, run.Stdout, run.Stderr)
+		}
+	})
+}
+
+// TestMappingVersion1KeepsItsIdentity imports a file, then makes its
+// ledger record what version 1 recorded (the same canonical mapping with
+// mapping_version 1, and its digest): a rerun is still a duplicate, not a
+// conflict, though version 2 reads dates otherwise.
+func TestMappingVersion1KeepsItsIdentity(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		writeFiles(t, dir, map[string]string{"d.csv": "id,day\n1,2024-01-02\n"})
+		importTo(t, tg, dir, nil, 0, "--column", "id:bigint", "d.csv")
+		ops := tg.Ledger("operations")
+		mapping := testkit.Query(t, tg.DB, "SELECT mapping FROM "+ops)[0][0].(string)
+		if !strings.HasPrefix(mapping, `{"mapping_version":2,`) {
+			t.Fatalf("mapping %s", mapping)
+		}
+		v1 := strings.Replace(mapping, `"mapping_version":2`, `"mapping_version":1`, 1)
+		sum := sha256.Sum256([]byte(v1))
+		if _, err := tg.DB.Exec(tg.Rebind("UPDATE "+ops+" SET mapping = ?, mapping_digest = ?"), v1, "sha256:"+hex.EncodeToString(sum[:])); err != nil {
+			t.Fatal(err)
+		}
+		if r := importTo(t, tg, dir, nil, 0, "--column", "id:bigint", "d.csv"); r.Outcome != "duplicate" {
+			t.Fatalf("rerun of a version 1 import: %+v", r)
+		}
+	})
+}

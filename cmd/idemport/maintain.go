@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/pipeline"
 	"github.com/idemport/idemport/reader"
@@ -23,7 +24,7 @@ func mappingFlags(e *env, c *cobra.Command, o *importOptions) {
 	f.StringSliceVar(&o.key, "key", nil, "natural key columns, comma-separated (default: rows are keyed by their place in the file)")
 	f.StringVar(&o.versionCol, "version-col", "", "with --key: apply a row only if this column is not older than the stored one")
 	f.StringVar(&o.fileID, "file-id", "", "the file's identity, or a template of it with {name}, {stem}, {path}, {digest} (default: its content digest)")
-	f.StringArrayVar(&o.columns, "column", nil, "fix a column's type, as name:type (bool, int64, float64, decimal, timestamp, string, json); repeatable")
+	f.StringArrayVar(&o.columns, "column", nil, "fix a column's type, as name:type (repeatable); types: "+idemtype.TypeNames)
 	f.BoolVar(&o.noHeader, "no-header", false, "the CSV/TSV file has no header: its first line is data (columns column1…columnN, or named by --columns)")
 	f.StringSliceVar(&o.names, "columns", nil, "name the CSV/TSV file's columns by position, comma-separated: one name per column, replacing the header's")
 	f.StringArrayVar(&o.rename, "rename", nil, "import the file's column OLD as NEW, as OLD=NEW (repeatable); --key, --column and --version-col use the new name")

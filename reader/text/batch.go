@@ -39,8 +39,10 @@ func (b *batchBuilder) add(ordinal int64, vals []core.Value) {
 			bl.(*array.Int64Builder).Append(v.I)
 		case core.Float64:
 			bl.(*array.Float64Builder).Append(v.F)
-		case core.Timestamp:
+		case core.Timestamp, core.LocalTimestamp:
 			bl.(*array.TimestampBuilder).Append(arrow.Timestamp(v.I))
+		case core.Date:
+			bl.(*array.Date32Builder).Append(arrow.Date32(v.I))
 		default:
 			bl.(*array.StringBuilder).BinaryBuilder.Append(v.B)
 		}

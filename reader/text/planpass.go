@@ -217,7 +217,7 @@ func (v *validator) grow(n int) {
 	for len(v.fixed) < n {
 		name := v.names[len(v.fixed)]
 		v.fixed = append(v.fixed, v.f.Opts.Types[name])
-		v.infer = append(v.infer, core.Inference{})
+		v.infer = append(v.infer, core.Inference{Dates: v.f.Opts.InferDates})
 		v.required = append(v.required, slices.Contains(v.f.Opts.NotNull, name))
 		var lim *core.Limit
 		if l, ok := v.f.Opts.Limits[name]; ok {

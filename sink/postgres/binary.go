@@ -22,6 +22,7 @@ const (
 	wireFloat8
 	wireBool
 	wireTimestamp // timestamp or timestamptz: µs since 2000-01-01
+	wireDate      // date: days since 2000-01-01
 	wireText      // text, varchar, json: the bytes
 	wireJSONB     // version 1, then the text
 	wireNumeric   // a decimal's canonical text as numeric: base-10000 digits
@@ -64,8 +65,10 @@ func wireFor(f field) wire {
 		return wireFloat8
 	case f.file == idemtype.Bool && t == "bool":
 		return wireBool
-	case f.file == idemtype.Timestamp && (t == "timestamptz" || t == "timestamp"):
+	case (f.file == idemtype.Timestamp || f.file == idemtype.LocalTimestamp) && (t == "timestamptz" || t == "timestamp"):
 		return wireTimestamp
+	case f.file == idemtype.Date && t == "date":
+		return wireDate
 	case (f.file == idemtype.String || f.file == idemtype.JSON) && (t == "text" || t == "varchar" || t == "json"):
 		return wireText
 	case f.file == idemtype.JSON && t == "jsonb":
@@ -79,6 +82,9 @@ func wireFor(f field) wire {
 // pgEpochMicros is 2000-01-01T00:00:00Z, PostgreSQL's timestamp epoch, in
 // microseconds since the Unix epoch.
 const pgEpochMicros = 946684800 * 1_000_000
+
+// pgEpochDays is 2000-01-01 in days since 1970-01-01.
+const pgEpochDays = 10957
 
 // streamChunk is about how many bytes of COPY data a stream encodes at a
 // time: what pgconn sends in one message.
@@ -184,6 +190,8 @@ func appendValue(b []byte, w wire, col arrow.Array, i int) []byte {
 		a := col.(*array.Timestamp)
 		us := a.Value(i).ToTime(a.DataType().(*arrow.TimestampType).Unit).UnixMicro()
 		return appendInt8(b, us-pgEpochMicros)
+	case wireDate:
+		return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(b, 4), uint32(int32(col.(*array.Date32).Value(i))-pgEpochDays))
 	case wireText:
 		s := col.(*array.String).Value(i)
 		return append(binary.BigEndian.AppendUint32(b, uint32(len(s))), s...)

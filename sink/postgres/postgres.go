@@ -33,6 +33,10 @@ func sqlType(kind idemtype.Type) string {
 		return "double precision"
 	case idemtype.Timestamp:
 		return "timestamptz"
+	case idemtype.LocalTimestamp:
+		return "timestamp"
+	case idemtype.Date:
+		return "date"
 	case idemtype.JSON:
 		return "jsonb"
 	case idemtype.Decimal:
@@ -53,8 +57,12 @@ func kindOf(typname string) idemtype.Type {
 		return idemtype.Decimal
 	case "bool":
 		return idemtype.Bool
-	case "timestamp", "timestamptz":
+	case "timestamptz":
 		return idemtype.Timestamp
+	case "timestamp":
+		return idemtype.LocalTimestamp
+	case "date":
+		return idemtype.Date
 	case "text", "varchar", "bpchar":
 		return idemtype.String
 	case "json", "jsonb":
@@ -285,7 +293,12 @@ func (f *field) value(a arrow.Array, i int) any {
 	case *array.Boolean:
 		return a.Value(i)
 	case *array.Timestamp:
+		if a.DataType().(*arrow.TimestampType).TimeZone == "" {
+			return text(a, i)
+		}
 		return a.Value(i).ToTime(a.DataType().(*arrow.TimestampType).Unit).UTC()
+	case *array.Date32:
+		return text(a, i)
 	case *array.String:
 		return a.Value(i)
 	}
@@ -303,7 +316,13 @@ func text(a arrow.Array, i int) string {
 	case *array.Boolean:
 		return strconv.FormatBool(a.Value(i))
 	case *array.Timestamp:
-		return sink.FormatTimestamp(a.Value(i).ToTime(a.DataType().(*arrow.TimestampType).Unit).UnixMicro())
+		t := a.DataType().(*arrow.TimestampType)
+		if t.TimeZone == "" {
+			return sink.FormatLocalTimestamp(a.Value(i).ToTime(t.Unit).UnixMicro())
+		}
+		return sink.FormatTimestamp(a.Value(i).ToTime(t.Unit).UnixMicro())
+	case *array.Date32:
+		return sink.FormatDate(int32(a.Value(i)))
 	case *array.String:
 		return a.Value(i)
 	}

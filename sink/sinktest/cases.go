@@ -701,7 +701,7 @@ func storedValues(t *testing.T, f *Fx) {
 				kinds = append(kinds, c.Name+" "+c.Kind.String())
 			}
 		}
-		want := []string{"id int64", "ok bool", "at timestamp", "x float64", "s string"}
+		want := []string{"id int64", "ok bool", "at timestamptz", "x float64", "s string"}
 		if tg.Ordinal() {
 			want = append([]string{"_idemport_file int64", "_idemport_row int64"}, want...)
 		} else {

@@ -38,6 +38,10 @@ func sqlType(kind idemtype.Type) string {
 		return "REAL"
 	case idemtype.Timestamp:
 		return "TIMESTAMP"
+	case idemtype.LocalTimestamp:
+		return "TIMESTAMP WITHOUT TIME ZONE"
+	case idemtype.Date:
+		return "DATE"
 	}
 	return "TEXT"
 }
@@ -59,8 +63,12 @@ func kindOf(decl string) idemtype.Type {
 		return idemtype.String
 	case strings.Contains(t, "REAL"), strings.Contains(t, "FLOA"), strings.Contains(t, "DOUB"):
 		return idemtype.Float64
+	case strings.Contains(t, "WITHOUT TIME ZONE"):
+		return idemtype.LocalTimestamp
 	case strings.Contains(t, "TIMESTAMP"), strings.Contains(t, "DATETIME"):
 		return idemtype.Timestamp
+	case t == "DATE":
+		return idemtype.Date
 	}
 	return idemtype.Unknown
 }
@@ -561,6 +569,8 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		return total, nil
 	}
 	total.Read = int64(n)
+	rec = sink.Textual(rec) // dates and zone-less timestamps are stored as their text
+	defer rec.Release()
 	if err := w.cols.set(rec); err != nil {
 		w.cols.release()
 		return total, err

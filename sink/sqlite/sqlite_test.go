@@ -189,7 +189,7 @@ func TestDescribe(t *testing.T) {
 	sinktest.WantTable(t, "columns", got,
 		"id INTEGER kind=int64 notnull=false default=true",
 		"flag BOOLEAN kind=bool notnull=true default=true",
-		"at TIMESTAMP kind=timestamp notnull=false default=false",
+		"at TIMESTAMP kind=timestamptz notnull=false default=false",
 		"doc JSON kind=json notnull=false default=false",
 		"x REAL kind=float64 notnull=false default=false",
 		"blob BLOB kind=unknown notnull=false default=false")

@@ -111,6 +111,11 @@ type Options struct {
 	// a sheet): an unquoted field equal to one is null, as an unquoted
 	// empty field always is. A quoted field is never null.
 	Null []string
+	// InferDates types, where the type is inferred, a column of ISO dates
+	// (YYYY-MM-DD) as date and one of timestamps without a zone as
+	// timestamp (without time zone); without it they are text and points
+	// in time taken as UTC, as mapping version 1 read them.
+	InferDates bool
 	// Encoding is the canonical name (EncodingName) of the encoding a
 	// text file is written in; "" means UTF-8. A UTF-16 or UTF-8 byte
 	// order mark at the start of the file decides instead. A file in

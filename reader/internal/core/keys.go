@@ -224,7 +224,7 @@ func AppendValueKey(dst []byte, v Value, t Type) []byte {
 		return appendIntKey(dst, v.I)
 	case Float64:
 		return AppendFloatKey(dst, v.F)
-	case Timestamp:
+	case Timestamp, LocalTimestamp, Date:
 		return binary.BigEndian.AppendUint64(append(dst, 't'), uint64(v.I))
 	case Bool:
 		return append(dst, 'b', byte(v.I))

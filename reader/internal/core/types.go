@@ -19,6 +19,9 @@ const (
 	String    = idemtype.String
 	JSON      = idemtype.JSON
 	Decimal   = idemtype.Decimal
+	Date      = idemtype.Date
+	// LocalTimestamp is a date and time without a zone (timestamp).
+	LocalTimestamp = idemtype.LocalTimestamp
 )
 
 // Column is one column of a file's schema.

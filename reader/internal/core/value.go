@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"strconv"
@@ -31,7 +32,7 @@ type Cell struct {
 // Value is a converted cell, typed by its column.
 type Value struct {
 	Null bool
-	I    int64 // Int64, Timestamp (µs since epoch), Bool (0 or 1)
+	I    int64 // Int64, Timestamp and LocalTimestamp (µs since epoch), Date (days since epoch), Bool (0 or 1)
 	F    float64
 	B    []byte // String, JSON; aliases the cell
 }
@@ -138,8 +139,44 @@ func ConvertText(c Cell, t Type, clean bool) (Value, string, string) {
 		if us, ok := ParseTimestamp(c.B, true); ok {
 			return Value{I: us}, "", ""
 		}
+		return Value{}, CodeType, "not a valid timestamptz (want RFC 3339: YYYY-MM-DDTHH:MM:SS[.ffffff] and Z or ±HH:MM; a value without a zone is UTC)"
+	case LocalTimestamp:
+		if c.Kind != CellText && c.Kind != CellString {
+			break
+		}
+		if us, ok := ParseTimestamp(c.B, true); ok && !hasZone(c.B) {
+			return Value{I: us}, "", ""
+		}
+		if hasZone(c.B) {
+			return Value{}, CodeType, "a timestamp (without time zone) has no zone, and this value has one: fix the column as timestamptz"
+		}
+		return Value{}, CodeType, "not a valid timestamp (want ISO 8601 without a zone: YYYY-MM-DD HH:MM:SS[.ffffff], or with a T)"
+	case Date:
+		if c.Kind != CellText && c.Kind != CellString {
+			break
+		}
+		if len(c.B) == 10 {
+			if us, ok := ParseTimestamp(c.B, true); ok {
+				return Value{I: us / 86_400_000_000}, "", ""
+			}
+		}
+		return Value{}, CodeType, "not a valid date (want ISO 8601: YYYY-MM-DD)"
 	}
 	return Value{}, CodeType, "not a valid " + t.String()
+}
+
+// hasZone reports whether the timestamp text b ends in a zone: Z or an
+// offset after its time of day.
+func hasZone(b []byte) bool {
+	if len(b) <= 19 {
+		return false
+	}
+	last := b[len(b)-1]
+	if last == 'Z' || last == 'z' {
+		return true
+	}
+	rest := b[19:]
+	return bytes.IndexByte(rest, '+') >= 0 || bytes.IndexByte(rest, '-') >= 0
 }
 
 // leadingZero reports whether the integer b, after its sign, starts with a
@@ -344,6 +381,10 @@ func daysFromCivil(y, m, d int) int64 {
 // Inference tracks the narrowest type that every non-null value of a column
 // seen so far can be read as without losing what it means.
 type Inference struct {
+	// Dates makes the inference of mapping version 2: ISO dates are
+	// dates, and timestamps without a zone are timestamps (without time
+	// zone) rather than points in time taken as UTC.
+	Dates    bool
 	seen     bool // a non-null value was seen
 	possible uint8
 	json     bool // a JSON object or array was seen
@@ -355,8 +396,33 @@ const (
 	canInt
 	canFloat
 	canDecimal
-	canTimestamp
+	canTimestamp // a timestamp, with a zone (Dates) or any (before)
+	canDate      // Dates only: YYYY-MM-DD
+	canLocal     // Dates only: a timestamp without a zone
 )
+
+// observeTime narrows in by the text b as a date or timestamp.
+func (in *Inference) observeTime(b []byte) {
+	if !in.Dates {
+		if _, ok := ParseTimestamp(b, false); !ok {
+			in.possible &^= canTimestamp
+		}
+		return
+	}
+	_, ts := ParseTimestamp(b, false)
+	zone := ts && hasZone(b)
+	if !zone {
+		in.possible &^= canTimestamp
+	}
+	if !ts || zone {
+		in.possible &^= canLocal
+	}
+	if len(b) != 10 {
+		in.possible &^= canDate
+	} else if _, ok := ParseTimestamp(b, true); !ok {
+		in.possible &^= canDate
+	}
+}
 
 // observeNumber narrows in by the number b (CSV text or a JSON number):
 // int64 when it is a canonical int64, float64 when its float64 means the
@@ -399,6 +465,9 @@ func (in *Inference) Observe(c Cell) {
 	if !in.seen {
 		in.seen = true
 		in.possible = canBool | canInt | canFloat | canDecimal | canTimestamp
+		if in.Dates {
+			in.possible |= canDate | canLocal
+		}
 	}
 	switch c.Kind {
 	case CellText:
@@ -414,17 +483,13 @@ func (in *Inference) Observe(c Cell) {
 				in.possible &^= canBool
 			}
 		}
-		if in.possible&canTimestamp != 0 {
-			if _, ok := ParseTimestamp(c.B, false); !ok {
-				in.possible &^= canTimestamp
-			}
+		if in.possible&(canTimestamp|canDate|canLocal) != 0 {
+			in.observeTime(c.B)
 		}
 	case CellString:
-		in.possible &= canTimestamp
+		in.possible &= canTimestamp | canDate | canLocal
 		if in.possible != 0 {
-			if _, ok := ParseTimestamp(c.B, false); !ok {
-				in.possible = 0
-			}
+			in.observeTime(c.B)
 		}
 		if in.possible == 0 {
 			in.text = true
@@ -458,6 +523,10 @@ func (in *Inference) Result(exact bool) Type {
 		return Decimal
 	case in.possible&canBool != 0:
 		return Bool
+	case in.possible&canDate != 0:
+		return Date
+	case in.possible&canLocal != 0:
+		return LocalTimestamp
 	case in.possible&canTimestamp != 0:
 		return Timestamp
 	}
