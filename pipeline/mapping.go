@@ -55,6 +55,9 @@ type Mapping struct {
 	// Encoding is the canonical name (reader.EncodingName) of the
 	// encoding a text file is written in; "" or "utf-8" is UTF-8.
 	Encoding string
+	// Sheet names the sheet of an Excel workbook to import; "" means its
+	// first.
+	Sheet string
 	// Null lists the markers that stand for NULL in a CSV or TSV file (or
 	// a sheet), unquoted: \N, NULL, NA.
 	Null []string
@@ -181,6 +184,7 @@ type canonicalMapping struct {
 	Rename    map[string]string `json:"rename,omitempty"`
 	Null      []string          `json:"null,omitempty"`
 	Encoding  string            `json:"encoding,omitempty"`
+	Sheet     string            `json:"sheet,omitempty"`
 }
 
 type canonicalSnapshot struct {
@@ -222,6 +226,7 @@ func (m Mapping) canonical(v int, f reader.Format, delimiter byte, quotes bool) 
 	if len(m.Rename) > 0 {
 		c.Rename = m.Rename
 	}
+	c.Sheet = m.Sheet
 	if m.Encoding != "utf-8" {
 		c.Encoding = m.Encoding
 	}

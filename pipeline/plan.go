@@ -57,7 +57,7 @@ func (r *run) readerOptions(in planInput) reader.Options {
 	m := r.req.Mapping
 	return reader.Options{Format: m.Format, Delimiter: m.Delimiter, Quotes: m.Quotes, Types: in.types, NotNull: m.Key, Exact: m.Key, Key: m.Key, Version: m.Version,
 		Limits: in.limits, JSONB: in.jsonb,
-		SkipLines: m.SkipLines, NoHeader: m.NoHeader, Names: m.Names, Select: m.Select, Rename: m.Rename, Null: m.Null, Encoding: m.Encoding,
+		SkipLines: m.SkipLines, NoHeader: m.NoHeader, Names: m.Names, Select: m.Select, Rename: m.Rename, Null: m.Null, Encoding: m.Encoding, Sheet: m.Sheet,
 		InferDates: true} // mapping version 2; a plan stored under version 1 fixes every type
 }
 
@@ -117,7 +117,7 @@ func (r *run) textFormat() bool {
 	if f == "" {
 		f, _, _ = reader.Detect(formatName(r.name()))
 	}
-	return f == reader.CSV || f == reader.TSV || f == reader.JSONL
+	return f == reader.CSV || f == reader.TSV || f == reader.JSONL || f == reader.XLSX
 }
 
 // preflight checks, before anything is claimed, what can be checked from the

@@ -19,6 +19,7 @@ const (
 	Parquet = core.Parquet
 	Arrow   = core.Arrow  // Arrow IPC file format (Feather version 2)
 	Arrows  = core.Arrows // Arrow IPC stream format
+	XLSX    = core.XLSX   // an Excel workbook: one sheet of it
 )
 
 // Compression names a stream compression wrapped around a format.

@@ -36,6 +36,8 @@ func Detect(path string) (Format, Compression, error) {
 		return Arrow, comp, nil
 	case ".arrows":
 		return Arrows, comp, nil
+	case ".xlsx":
+		return XLSX, comp, nil
 	}
 	return "", comp, fmt.Errorf("%w: cannot tell the format of %s from its name; use --format", ErrFormat, filepath.Base(path))
 }
@@ -43,14 +45,14 @@ func Detect(path string) (Format, Compression, error) {
 // ParseFormat checks a format name given by a user.
 func ParseFormat(s string) (Format, error) {
 	switch f := Format(strings.ToLower(s)); f {
-	case CSV, TSV, JSONL, Parquet, Arrow, Arrows:
+	case CSV, TSV, JSONL, Parquet, Arrow, Arrows, XLSX:
 		return f, nil
 	case "ndjson":
 		return JSONL, nil
 	case "feather", "ipc":
 		return Arrow, nil
 	}
-	return "", fmt.Errorf("%w: %q (want csv, tsv, jsonl, parquet, arrow or arrows)", ErrFormat, s)
+	return "", fmt.Errorf("%w: %q (want csv, tsv, jsonl, parquet, arrow, arrows or xlsx)", ErrFormat, s)
 }
 
 // File is a source file opened for reading. Scan must not run concurrently
@@ -113,7 +115,7 @@ func Open(src idemtype.Source, opts Options) (*File, error) {
 	}
 	f := &File{f: &core.File{In: src, Path: path, Format: format, Comp: comp, Opts: opts}}
 	switch format {
-	case CSV, TSV, JSONL:
+	case CSV, TSV, JSONL, XLSX:
 		f.text, err = text.Open(f.f)
 	case Parquet, Arrow, Arrows:
 		f.cols, err = columnar.Open(f.f)

@@ -33,6 +33,7 @@ type importOptions struct {
 	nulls         []string
 	encoding      string
 	name          string
+	sheet         string
 	format        string
 	delimiter     string
 	quotes        bool
@@ -152,7 +153,7 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 		return pipeline.Request{}, usageError{err}
 	}
 	m := pipeline.Mapping{Table: o.table, Key: o.key, Version: o.versionCol, Columns: cols, Quotes: o.quotes, Atomic: o.atomic,
-		NoHeader: o.noHeader, Names: o.names, Select: o.selects, SkipLines: o.skipLines, Null: o.nulls}
+		NoHeader: o.noHeader, Names: o.names, Select: o.selects, SkipLines: o.skipLines, Null: o.nulls, Sheet: o.sheet}
 	if m.Rename, err = pipeline.ParseRename(o.rename); err != nil {
 		return pipeline.Request{}, usageError{err}
 	}

@@ -17,6 +17,7 @@ type File struct {
 	// dataLike says the header's names all look like values (numbers or
 	// dates): the file may have no header.
 	dataLike bool
+	sh       sheetOnce // an Excel workbook's sheet, decoded
 }
 
 // Open returns the text wing's view of f, reading the header of a CSV or
@@ -25,6 +26,21 @@ type File struct {
 // Names) an error wrapping core.ErrOption.
 func Open(f *core.File) (*File, error) {
 	t := &File{File: f}
+	if f.Format == core.XLSX {
+		if f.Opts.Encoding != "" && f.Opts.Encoding != core.UTF8 {
+			return nil, fmt.Errorf("%w: --encoding is for CSV, TSV and JSONL files: a workbook says its own", core.ErrOption)
+		}
+		s, err := t.sheet()
+		if err != nil {
+			return nil, err
+		}
+		sc := newSheetScanner(s, 0, 0)
+		sc.skipLines(f.Opts.SkipLines)
+		if err := t.readHeader(sc, 0); err != nil {
+			return nil, err
+		}
+		return t, nil
+	}
 	if f.Format == core.JSONL {
 		// A JSONL file is not read at Open: its encoding is sniffed only
 		// when one is given (a UTF-16 one's byte order mark decides its
@@ -42,7 +58,7 @@ func Open(f *core.File) (*File, error) {
 		}
 		return t, nil
 	}
-	if err := t.readHeader(); err != nil {
+	if err := t.readCSVHeader(); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -55,9 +71,9 @@ func (f *File) HeaderLooksLikeData() bool { return f.dataLike }
 
 func (f *File) quoting() bool { return f.Format == core.CSV || f.Opts.Quotes }
 
-// readHeader reads the CSV/TSV header row, or for a file without one its
-// first row's field count, and decides the columns.
-func (f *File) readHeader() error {
+// readCSVHeader reads the CSV/TSV header row, or for a file without one
+// its first row's field count, and decides the columns.
+func (f *File) readCSVHeader() error {
 	s, err := f.OpenHeader(context.Background())
 	if err != nil {
 		return err
@@ -73,12 +89,27 @@ func (f *File) readHeader() error {
 	if err := sc.skipLines(f.Opts.SkipLines); err != nil {
 		return f.Wrap(err, 0, 0, "")
 	}
+	return f.readHeader(sc, sc.lines)
+}
+
+// lineCounter is a scanner that counts the lines it consumed.
+type lineCounter interface {
+	rowScanner
+	consumedLines() int64
+}
+
+func (s *csvScanner) consumedLines() int64   { return s.lines }
+func (s *sheetScanner) consumedLines() int64 { return int64(s.pos) }
+
+// readHeader reads the header row sc is at, or for a file without one its
+// first row's field count, and decides the columns.
+func (f *File) readHeader(sc lineCounter, _ int64) error {
 	start := sc.offset()
 	cells, prob, err := sc.next()
 	var file []string
 	switch {
 	case err == io.EOF && f.Opts.NoHeader && len(f.Opts.Names) > 0:
-		file, f.Data, f.DataLine = f.Opts.Names, start, sc.lines // no rows: an empty table of these columns
+		file, f.Data, f.DataLine = f.Opts.Names, start, sc.consumedLines() // no rows: an empty table of these columns
 	case err == io.EOF:
 		e := core.ErrEmpty
 		if f.Opts.SkipLines > 0 {
@@ -88,7 +119,7 @@ func (f *File) readHeader() error {
 	case err != nil:
 		return f.Wrap(err, 0, 0, "")
 	case f.Opts.NoHeader:
-		f.Data, f.DataLine = sc.rowStart(), sc.lines-int64(bytes.Count(sc.raw(), []byte{'\n'}))
+		f.Data, f.DataLine = sc.rowStart(), sc.consumedLines()-int64(bytes.Count(sc.raw(), []byte{'\n'}))
 		if file = f.Opts.Names; file == nil {
 			if prob != nil {
 				return &core.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: the first row, which says how many columns the file has, is malformed (%s): name the columns with --columns", core.ErrHeader, prob.msg)}
@@ -126,7 +157,7 @@ func (f *File) readHeader() error {
 			}
 			file = f.Opts.Names
 		}
-		f.Data, f.DataLine = sc.offset(), sc.lines
+		f.Data, f.DataLine = sc.offset(), sc.consumedLines()
 	}
 	if f.Opts.Names != nil {
 		if err := checkNames(f.Opts.Names); err != nil {
@@ -184,9 +215,16 @@ func (f *File) scanner(s io.Reader, offset int64, columns []string, grow bool) r
 	if f.Format == core.JSONL {
 		return newJSONLScanner(s, f.Opts.MaxRowBytes, offset, columns, grow, &f.Opts)
 	}
-	sc := newCSVScanner(s, f.Opts.Delimiter, f.quoting(), f.Opts.MaxRowBytes, offset)
-	for _, m := range f.Opts.Null {
-		sc.nulls = append(sc.nulls, []byte(m))
+	var sc rowScanner
+	if f.Format == core.XLSX {
+		sh, _ := f.sheet() // decoded at Open
+		sc = newSheetScanner(sh, offset, f.Fields)
+	} else {
+		c := newCSVScanner(s, f.Opts.Delimiter, f.quoting(), f.Opts.MaxRowBytes, offset)
+		for _, m := range f.Opts.Null {
+			c.nulls = append(c.nulls, []byte(m))
+		}
+		sc = c
 	}
 	if f.Proj == nil {
 		return sc

@@ -154,6 +154,10 @@ func (f *File) startScan(s io.Reader) (rowScanner, *[]string, error) {
 		sc.resetCRC()
 		return sc, &sc.names, nil
 	}
+	if f.Format == core.XLSX {
+		names := f.Header
+		return f.scanner(s, f.Data, nil, false), &names, nil
+	}
 	if _, err := io.CopyN(io.Discard, s, f.Data); err != nil {
 		return nil, nil, f.Wrap(fmt.Errorf("re-read header: %w", err), 0, 0, "")
 	}

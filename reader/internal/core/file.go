@@ -26,6 +26,7 @@ const (
 	Parquet Format = "parquet"
 	Arrow   Format = "arrow"  // Arrow IPC file format (Feather version 2)
 	Arrows  Format = "arrows" // Arrow IPC stream format
+	XLSX    Format = "xlsx"   // an Excel workbook: one sheet of it
 )
 
 // Typed reports whether the format carries its own column types.
@@ -124,6 +125,9 @@ type Options struct {
 	// is read by decoding the file from its start, as a compressed one
 	// is decompressed from its start.
 	Encoding string
+	// Sheet names the sheet of an Excel workbook to read; "" means its
+	// first.
+	Sheet string
 	// Allocator allocates the Arrow memory of the batches the reader
 	// returns and of the Arrow decoders; nil means memory.DefaultAllocator.
 	// (Parquet's page buffers come from memory.DefaultAllocator.)
@@ -318,6 +322,9 @@ func (f *File) Decode(r io.Reader) (io.Reader, error) {
 // offset, of which the caller reads length bytes. A file in another
 // encoding is decoded from its first byte up to offset.
 func (f *File) OpenText(ctx context.Context, offset, length int64) (*Stream, error) {
+	if f.Format == XLSX {
+		return &Stream{Reader: eofReader{}}, nil // its rows are read from the workbook, not a stream
+	}
 	if f.cs == nil {
 		return f.OpenSpan(ctx, offset, length)
 	}
@@ -339,6 +346,10 @@ func (f *File) OpenText(ctx context.Context, offset, length int64) (*Stream, err
 	s.Reader = r
 	return s, nil
 }
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 // Decompress returns the decompressed view of raw, counting the bytes read
 // from raw into the file's stats.
