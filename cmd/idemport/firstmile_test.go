@@ -390,8 +390,8 @@ func TestEncodings(t *testing.T) {
 			}
 			if len(c.args) > 0 { // the encoding is part of the mapping
 				run := tg.Exec(t, dir, nil, "import", "--table", table, "--column", "id:string", c.file)
-				if run.Code == 0 {
-					t.Fatalf("%s without --encoding: exit 0\n%s", c.file, run.Stdout)
+				if run.Code != 3 || !strings.Contains(run.Stdout, "encoding was") {
+					t.Fatalf("%s without --encoding: exit %d\n%s", c.file, run.Code, run.Stdout)
 				}
 			}
 		}
