@@ -173,11 +173,6 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 	r.logFetched()
 	r.settleSpool()
 	r.closeSource()
-	if r.stream != nil {
-		if rerr := r.stream.Remove(); rerr != nil && r.log != nil {
-			r.log.Warn("could not remove the copy of the stream", "path", r.stream.Path, "err", rerr)
-		}
-	}
 	if err != nil && r.res.Err == nil {
 		r.res.Err = err
 	}
@@ -771,6 +766,12 @@ func (r *run) closeSource() {
 	if r.src != nil {
 		r.src.Close() // everything read from it is in hand: a failed close loses nothing
 		r.src = nil
+	}
+	if r.stream != nil { // a stream's private copy: the stream is gone with the run
+		if err := r.stream.Remove(); err != nil {
+			r.e.log.Warn("could not remove the copy of the stream", "path", r.stream.Path, "err", err)
+		}
+		r.stream = nil
 	}
 }
 
