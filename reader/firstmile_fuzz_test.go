@@ -133,10 +133,7 @@ func FuzzNoHeader(f *testing.F) {
 		if len(got.header) == 0 || got.header[0] != "column1" {
 			t.Fatalf("--no-header named the columns %q", got.header)
 		}
-		body := data
-		if bytes.HasPrefix(body, bom) {
-			body = body[len(bom):]
-		}
+		body := bytes.TrimPrefix(data, bom)
 		withHeader := append([]byte(strings.Join(got.header, delim)+"\n"), body...)
 		want := checkFile(t, fuzzFile(t, dir, "h.csv", withHeader), withHeader, opts, partRows, 2)
 		if want.err() != nil {
