@@ -22,8 +22,8 @@
 // (source.go, digest.go, hashread.go), the counters (stats.go), and the
 // public names of what the wings share (names.go).
 //
-// The text wing, package reader/text, reads CSV, TSV and JSONL as a
-// stream: the line buffer, the scanners, the header, the two-stage plan
+// The text wing, package reader/text, reads CSV, TSV and JSONL (in any
+// WHATWG encoding) as a stream, and the sheets of Excel workbooks: the line buffer, the scanners, the header, the two-stage plan
 // pass, the partition reader and the Arrow batches it builds. The columnar
 // wing, package reader/columnar, reads Parquet and Arrow IPC files by
 // random access, one unit (row group or record batch) at a time: the unit

@@ -1,6 +1,10 @@
 // Package text is the reader's text wing: it reads CSV, TSV and JSONL
 // files as a stream, for the facade, package reader, which is what
-// callers use.
+// callers use; and the sheet of an Excel workbook, whose rows it decodes
+// into the same cells (sheet.go). A file in another encoding than UTF-8
+// is decoded as it is read (reader/internal/core's charset.go); the
+// options that choose columns (--select, --rename, --columns) project a
+// CSV row's cells (projScanner) or a JSONL line's keys.
 //
 // The line buffer (buffer.go) checksums every byte it hands out, so that
 // a partition's CRC-32C is known when the plan pass cuts it; the scanners

@@ -36,7 +36,7 @@ func Open(f *core.File) (*File, error) {
 		}
 		sc := newSheetScanner(s, 0, 0)
 		sc.skipLines(f.Opts.SkipLines)
-		if err := t.readHeader(sc, 0); err != nil {
+		if err := t.readHeader(sc); err != nil {
 			return nil, err
 		}
 		return t, nil
@@ -89,7 +89,7 @@ func (f *File) readCSVHeader() error {
 	if err := sc.skipLines(f.Opts.SkipLines); err != nil {
 		return f.Wrap(err, 0, 0, "")
 	}
-	return f.readHeader(sc, sc.lines)
+	return f.readHeader(sc)
 }
 
 // lineCounter is a scanner that counts the lines it consumed.
@@ -103,7 +103,7 @@ func (s *sheetScanner) consumedLines() int64 { return int64(s.pos) }
 
 // readHeader reads the header row sc is at, or for a file without one its
 // first row's field count, and decides the columns.
-func (f *File) readHeader(sc lineCounter, _ int64) error {
+func (f *File) readHeader(sc lineCounter) error {
 	start := sc.offset()
 	cells, prob, err := sc.next()
 	var file []string
