@@ -24,24 +24,36 @@ import (
 	"github.com/idemport/idemport/internal/proc"
 )
 
-var (
+// kit is the state behind Main and Binary: one binary per test process,
+// built on first use into a temporary directory of its own, which Main
+// removes once the tests are done.
+type kit struct {
+	// build builds cmd/idemport into path; its tests give it a fake.
+	build func(path string) error
+
 	mainCalled bool
-	buildOnce  sync.Once
-	binDir     string
-	binPath    string
-	buildErr   error
-)
+	once       sync.Once
+	dir, path  string
+	err        error
+}
+
+// the is the kit of this test process.
+var the = &kit{build: goBuild}
 
 // Main runs the tests of a package that uses Binary, then removes the
 // binary and its directory (about 60 MB), which no test's cleanup may do
 // since they all share it. Call it from the package's TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
-func Main(m *testing.M) int {
-	mainCalled = true
+func Main(m *testing.M) int { return the.main(m) }
+
+// main runs the tests (m.Run), then removes the binary's directory if one
+// was made, whether the build succeeded or not, and returns m.Run's code.
+func (k *kit) main(m interface{ Run() int }) int {
+	k.mainCalled = true
 	code := m.Run()
-	if binDir != "" {
-		if err := os.RemoveAll(binDir); err != nil {
+	if k.dir != "" {
+		if err := os.RemoveAll(k.dir); err != nil {
 			fmt.Fprintln(os.Stderr, "testkit: remove the binary:", err)
 		}
 	}
@@ -53,33 +65,42 @@ func Main(m *testing.M) int {
 // the binary when they are done.
 func Binary(t testing.TB) string {
 	t.Helper()
-	if !mainCalled {
+	return the.binary(t)
+}
+
+func (k *kit) binary(t testing.TB) string {
+	t.Helper()
+	if !k.mainCalled {
 		t.Fatal("testkit.Binary: the package's TestMain must call testkit.Main, which removes the binary afterwards")
 	}
-	buildOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
+	k.once.Do(func() {
 		dir, err := os.MkdirTemp("", "idemport-bin-")
 		if err != nil {
-			buildErr = err
+			k.err = err
 			return
 		}
-		binDir = dir
-		binPath = filepath.Join(dir, "idemport")
+		k.dir = dir
+		k.path = filepath.Join(dir, "idemport")
 		if runtime.GOOS == "windows" {
-			binPath += ".exe"
+			k.path += ".exe"
 		}
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/idemport")
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		k.err = k.build(k.path)
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if k.err != nil {
+		t.Fatal(k.err)
 	}
-	return binPath
+	return k.path
+}
+
+// goBuild builds cmd/idemport of this module into path.
+func goBuild(path string) error {
+	_, file, _, _ := runtime.Caller(0)
+	cmd := exec.Command("go", "build", "-o", path, "./cmd/idemport")
+	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return nil
 }
 
 // Run is a finished run of the binary.

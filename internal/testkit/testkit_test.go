@@ -1,40 +1,141 @@
 package testkit
 
 import (
+	"errors"
+	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 )
 
-// TestBinaryIsRemovedAfterTheTests runs one end-to-end test of
-// cmd/idemport in a go test process of its own, with a temporary directory
-// of its own: once that process ends, the binary it built must be gone.
-func TestBinaryIsRemovedAfterTheTests(t *testing.T) {
-	if testing.Short() {
-		t.Skip("SKIP in -short: runs go test on cmd/idemport")
+// runner is a package's tests, as Main runs them.
+type runner func() int
+
+func (r runner) Run() int { return r() }
+
+// privateTemp points the temporary directory of this process at a fresh
+// directory of the test and returns it.
+func privateTemp(t *testing.T) string {
+	tmp := t.TempDir()
+	for _, v := range []string{"TMPDIR", "TMP", "TEMP"} { // TMP and TEMP on Windows
+		t.Setenv(v, tmp)
 	}
-	tmp, err := os.MkdirTemp("", "testkit-tmp-")
+	return tmp
+}
+
+// leftIn returns the names of the entries of dir.
+func leftIn(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(tmp)
-	_, file, _, _ := runtime.Caller(0)
-	cmd := exec.Command("go", "test", "-count=1", "-run", "^TestEveryUsageErrorExits2$/^imprt", "./cmd/idemport")
-	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	if out, err := cmd.CombinedOutput(); err != nil || strings.Contains(string(out), "no tests to run") {
-		t.Fatalf("go test: %v\n%s", err, out)
-	}
-	entries, err := os.ReadDir(tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var names []string
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "idemport-bin-") {
-			t.Fatalf("the test binary's directory %s was left behind", e.Name())
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// fatalTB records the message of a Fatal and ends its goroutine, as
+// testing.T does; its other methods are those of the test that made it.
+type fatalTB struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalTB) Helper() {}
+
+func (f *fatalTB) Fatal(args ...any) { f.msg = fmt.Sprint(args...); runtime.Goexit() }
+
+// fatalOf runs f with a fatalTB in a goroutine of its own and returns what
+// it failed with ("" if it did not).
+func fatalOf(t *testing.T, f func(testing.TB)) string {
+	tb := &fatalTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f(tb)
+	}()
+	<-done
+	return tb.msg
+}
+
+// TestMainRemovesTheBinary: the tests Main runs build the binary once, in
+// a directory of its own in the temporary directory, and once they are done
+// Main has removed that directory and returns their exit code.
+func TestMainRemovesTheBinary(t *testing.T) {
+	tmp := privateTemp(t)
+	builds := 0
+	k := &kit{build: func(path string) error {
+		builds++
+		return os.WriteFile(path, []byte("a binary"), 0o755)
+	}}
+	code := k.main(runner(func() int {
+		first := k.binary(t)
+		if second := k.binary(t); second != first {
+			t.Errorf("Binary returned %s, then %s", first, second)
 		}
+		if _, err := os.Stat(first); err != nil {
+			t.Errorf("the binary is not there while the tests run: %v", err)
+		}
+		if filepath.Dir(filepath.Dir(first)) != tmp {
+			t.Errorf("the binary %s is not in a directory of its own in the temporary directory %s", first, tmp)
+		}
+		return 3
+	}))
+	if code != 3 {
+		t.Errorf("Main returned %d, want the tests' 3", code)
+	}
+	if builds != 1 {
+		t.Errorf("built %d times, want once", builds)
+	}
+	if left := leftIn(t, tmp); len(left) != 0 {
+		t.Fatalf("left behind in the temporary directory after Main: %q", left)
+	}
+}
+
+// TestMainRemovesAFailedBuild: a build that fails halfway fails each test
+// that asks for the binary, and Main still removes what it left.
+func TestMainRemovesAFailedBuild(t *testing.T) {
+	tmp := privateTemp(t)
+	k := &kit{build: func(path string) error {
+		if err := os.WriteFile(path, []byte("half a binary"), 0o755); err != nil {
+			return err
+		}
+		return errors.New("go build: the compiler died")
+	}}
+	code := k.main(runner(func() int {
+		for range 2 {
+			if msg := fatalOf(t, func(tb testing.TB) { k.binary(tb) }); !strings.Contains(msg, "the compiler died") {
+				t.Errorf("Binary with a failed build: failed with %q, want the build's error", msg)
+			}
+		}
+		return 1
+	}))
+	if code != 1 {
+		t.Errorf("Main returned %d, want the tests' 1", code)
+	}
+	if left := leftIn(t, tmp); len(left) != 0 {
+		t.Fatalf("left behind in the temporary directory after a failed build: %q", left)
+	}
+}
+
+// TestBinaryNeedsMain: without Main, which alone removes it, Binary
+// builds nothing and fails the test, saying what to do.
+func TestBinaryNeedsMain(t *testing.T) {
+	tmp := privateTemp(t)
+	builds := 0
+	k := &kit{build: func(string) error { builds++; return nil }}
+	if msg := fatalOf(t, func(tb testing.TB) { k.binary(tb) }); !strings.Contains(msg, "TestMain must call testkit.Main") {
+		t.Errorf("Binary without Main: failed with %q", msg)
+	}
+	if builds != 0 {
+		t.Errorf("built %d times without Main", builds)
+	}
+	if left := leftIn(t, tmp); len(left) != 0 {
+		t.Fatalf("left behind in the temporary directory: %q", left)
 	}
 }
