@@ -1,12 +1,12 @@
 # Sourced by .ci/run: find a NATS server with JetStream on 127.0.0.1:4222,
 # or start the machine's (as it is started at boot: nats-server from
 # Debian's packages, JetStream on, state in /var/lib/nats-server), or
-# install it; then require the NATS tests to run (they fail instead of
-# skipping when the server cannot be reached).
+# install it; then require the NATS tests to run (nats in IDEMPORT_REQUIRE:
+# they fail instead of skipping when the server cannot be reached).
 
 nats_host=127.0.0.1
 nats_port=4222
-export IDEMPORT_REQUIRE_NATS=1
+export IDEMPORT_REQUIRE=${IDEMPORT_REQUIRE:+$IDEMPORT_REQUIRE,}nats
 
 nats_ready() { (exec 3<>"/dev/tcp/$nats_host/$nats_port") 2>/dev/null; }
 

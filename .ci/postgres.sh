@@ -1,12 +1,13 @@
 # Sourced by .ci/run: find a PostgreSQL server on 127.0.0.1:5432, or start
 # the local cluster, or install one from Debian's packages; then export
-# IDEMPORT_TEST_POSTGRES and require the PostgreSQL tests to run (they fail
-# instead of skipping when the server cannot be reached).
+# IDEMPORT_TEST_POSTGRES and require the PostgreSQL tests to run (postgres in
+# IDEMPORT_REQUIRE: they fail instead of skipping when the server cannot be
+# reached).
 
 pg_host=127.0.0.1
 pg_port=5432
 export IDEMPORT_TEST_POSTGRES=${IDEMPORT_TEST_POSTGRES:-postgres://postgres@$pg_host:$pg_port/test?sslmode=disable}
-export IDEMPORT_REQUIRE_POSTGRES=1
+export IDEMPORT_REQUIRE=${IDEMPORT_REQUIRE:+$IDEMPORT_REQUIRE,}postgres
 
 pg_ready() { pg_isready -q -h "$pg_host" -p "$pg_port" 2>/dev/null; }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/idemport/idemport/internal/testenv"
 	"github.com/idemport/idemport/internal/testkit"
 )
 
@@ -215,12 +216,13 @@ func TestMetricsWriteErrorIsReported(t *testing.T) {
 // its own metrics file into one textfile directory, one clean and one
 // refused, and scrapes the real node_exporter with only its textfile
 // collector enabled: both jobs' exit codes must be exposed, and the
-// collector must report no error.
+// collector must report no error. Without node_exporter it skips, or fails
+// when the run requires it (IDEMPORT_REQUIRE=node_exporter, as in CI).
 func TestNodeExporterScrapesTwoJobs(t *testing.T) {
 	bin, err := exec.LookPath("prometheus-node-exporter")
 	if err != nil {
 		if bin, err = exec.LookPath("node_exporter"); err != nil {
-			t.Skip("SKIP: node_exporter is not installed (apt-get install prometheus-node-exporter); the metrics files are not scraped")
+			testenv.Unavailable(t, testenv.NodeExporter, "node_exporter is not installed (apt-get install prometheus-node-exporter): the metrics files are not scraped")
 		}
 	}
 	testkit.Each(t, func(t *testing.T, name string) {

@@ -26,6 +26,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/idemport/idemport/internal/testenv"
 	"github.com/idemport/idemport/internal/testkit"
 	"github.com/idemport/idemport/pipeline"
 )
@@ -41,16 +42,13 @@ type natsStream struct {
 }
 
 // newStream creates a uniquely named stream on the machine's NATS server.
-// Without a server the test skips with a message, or fails when
-// IDEMPORT_REQUIRE_NATS=1.
+// Without a server the test skips with a message, or fails when the run
+// requires NATS (IDEMPORT_REQUIRE=nats).
 func newStream(t *testing.T) *natsStream {
 	t.Helper()
 	nc, err := nats.Connect(natsURL, nats.Timeout(3*time.Second))
 	if err != nil {
-		if os.Getenv("IDEMPORT_REQUIRE_NATS") == "1" {
-			t.Fatalf("NATS at %s is required (IDEMPORT_REQUIRE_NATS=1): %v", natsURL, err)
-		}
-		t.Skipf("SKIP: no NATS JetStream server at %s (%v); start one, or set IDEMPORT_REQUIRE_NATS=1 to fail instead", natsURL, err)
+		testenv.Unavailable(t, testenv.NATS, fmt.Sprintf("no NATS JetStream server at %s (%v): start one", natsURL, err))
 	}
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)

@@ -8,8 +8,8 @@
 // every PostgreSQL test skips with a message saying so, and the first skip
 // of a go test run also says on the terminal, once for all packages, how to
 // run them (go test shows a passing package's output only with -v) — unless the
-// environment variable IDEMPORT_REQUIRE_POSTGRES is set to 1, as CI sets it:
-// then a missing IDEMPORT_TEST_POSTGRES fails each PostgreSQL test instead,
-// so that a CI job cannot pass by silently skipping them. This package is
-// the only place that reads either variable.
+// run requires PostgreSQL (IDEMPORT_REQUIRE=postgres, read by internal/testenv),
+// as CI does: then a missing IDEMPORT_TEST_POSTGRES fails each PostgreSQL test
+// instead, so that a CI job cannot pass by silently skipping them. This
+// package is the only place that reads IDEMPORT_TEST_POSTGRES.
 package pgtest

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/idemport/idemport/internal/proc"
+	"github.com/idemport/idemport/internal/testenv"
 )
 
 // terminal names the console of the process, whatever its output is
@@ -31,22 +32,17 @@ func terminal() string {
 // Env is the environment variable that names the test server.
 const Env = "IDEMPORT_TEST_POSTGRES"
 
-// RequireEnv is the environment variable that, set to 1, makes a missing
-// IDEMPORT_TEST_POSTGRES a test failure instead of a skip.
-const RequireEnv = "IDEMPORT_REQUIRE_POSTGRES"
-
 // DSN returns the test server's connection string. When
-// IDEMPORT_TEST_POSTGRES is not set it skips t, or fails it when
-// IDEMPORT_REQUIRE_POSTGRES=1.
+// IDEMPORT_TEST_POSTGRES is not set it skips t, or fails it when the run
+// requires PostgreSQL (internal/testenv).
 func DSN(t testing.TB) string {
 	t.Helper()
 	dsn := os.Getenv(Env)
 	if dsn == "" {
-		if os.Getenv(RequireEnv) == "1" {
-			t.Fatal(Env + " is not set, and " + RequireEnv + "=1 requires the PostgreSQL tests to run")
+		if !testenv.IsRequired(t, testenv.Postgres) {
+			tellSkipped()
 		}
-		tellSkipped()
-		t.Skip(Env + " is not set: skipping PostgreSQL tests")
+		testenv.Unavailable(t, testenv.Postgres, Env+" is not set: the PostgreSQL tests do not run")
 	}
 	return dsn
 }
@@ -59,7 +55,7 @@ func DSN(t testing.TB) string {
 // binaries of all packages in one run share it): the first binary to skip
 // a test creates a marker file named after that process, and the others
 // find it there. Markers of runs that have ended are removed. Without a
-// terminal (CI, where IDEMPORT_REQUIRE_POSTGRES=1 makes a skip a failure)
+// terminal (CI, where IDEMPORT_REQUIRE=postgres makes a skip a failure)
 // it says nothing.
 func tellSkipped() { tell(os.TempDir(), os.Getppid(), terminal()) }
 
