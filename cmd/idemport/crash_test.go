@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -577,9 +578,9 @@ func TestDiskFullFailsCleanly(t *testing.T) {
 	checkExact(t, testkit.NewTarget(t, testkit.SQLite, dir), "ordinal", rows)
 }
 
-// TestReadOnlyDatabaseFailsCleanly makes the target file immutable (as root)
-// or read-only after a partial run: the rerun fails with exit 1 and says
-// the database is read-only; once writable again, a rerun is exact.
+// TestReadOnlyDatabaseFailsCleanly makes the target file read-only after a
+// partial run (as root too: see modesBind): the rerun fails with exit 1 and
+// says the database is read-only; once writable again, a rerun is exact.
 func TestReadOnlyDatabaseFailsCleanly(t *testing.T) {
 	dir := t.TempDir()
 	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 19)
@@ -589,7 +590,7 @@ func TestReadOnlyDatabaseFailsCleanly(t *testing.T) {
 	}
 	path := filepath.Join(dir, "idemport.db")
 	undo := makeReadOnly(t, path)
-	r := testkit.Exec(t, dir, nil, "import", "--partition-rows", "100", "orders.csv")
+	r := testkit.Wait(t, launch(t, modesBind(t, testkit.Cmd(t, dir, nil, "import", "--partition-rows", "100", "orders.csv"))).cmd)
 	undo()
 	if r.Code != 1 || !strings.Contains(strings.ToLower(r.Stdout+r.Stderr), "readonly database") {
 		t.Fatalf("exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
@@ -601,8 +602,8 @@ func TestReadOnlyDatabaseFailsCleanly(t *testing.T) {
 	checkExact(t, testkit.NewTarget(t, testkit.SQLite, dir), "ordinal", rows)
 }
 
-// makeReadOnly makes path unwritable even for root (chattr +i), or by mode
-// for other users, and returns how to undo it.
+// makeReadOnly makes path read-only by its mode (which binds root only
+// in a command from modesBind), and returns how to undo it.
 func makeReadOnly(t *testing.T, path string) func() {
 	t.Helper()
 	// A clean close by the last connection checkpoints the WAL (the killed
@@ -618,16 +619,33 @@ func makeReadOnly(t *testing.T, path string) func() {
 	if _, err := os.Stat(path + "-wal"); err == nil {
 		t.Fatal("the WAL outlived its last connection")
 	}
+	if err := os.Chmod(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	return func() { os.Chmod(path, 0o644) }
+}
+
+// modesBind returns cmd made to respect files' modes. A user other than
+// root does anyway; root overrides them (CAP_DAC_OVERRIDE), so as root cmd
+// runs under setpriv (util-linux) without the capabilities that override
+// them, as it would for another user. This needs neither an immutable
+// attribute (chattr +i: most containers' file systems and capabilities
+// refuse it) nor another user: where it cannot be done the test fails,
+// rather than skip and cover nothing.
+func modesBind(t *testing.T, cmd *exec.Cmd) *exec.Cmd {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		if err := os.Chmod(path, 0o444); err != nil {
-			t.Fatal(err)
-		}
-		return func() { os.Chmod(path, 0o644) }
+		return cmd
 	}
-	if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
-		t.Skipf("cannot make the database read-only as root here (chattr: %v %s)", err, out)
+	if runtime.GOOS != "linux" {
+		t.Fatalf("as root on %s this test cannot make a file read-only to the binary: run it as another user", runtime.GOOS)
 	}
-	undo := func() { exec.Command("chattr", "-i", path).Run() }
-	t.Cleanup(undo)
-	return undo
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatalf("as root this test needs setpriv (util-linux) to run the binary without CAP_DAC_OVERRIDE: %v", err)
+	}
+	const caps = "-dac_override,-dac_read_search"
+	cmd.Args = append([]string{setpriv, "--inh-caps=" + caps, "--bounding-set=" + caps, cmd.Path}, cmd.Args[1:]...)
+	cmd.Path = setpriv
+	return cmd
 }
