@@ -20,7 +20,8 @@ import (
 
 // apply claims and commits partitions until every partition of the plan is
 // done. When the only unfinished partitions are held by other live attempts,
-// it waits for them, and takes over any whose lease expires.
+// it waits for them, and takes over any whose lease expires. Each round of
+// claims is logged (debug), so that a test can count them.
 func (r *run) apply(ctx context.Context) error {
 	start, err := r.e.cp.Progress(ctx, r.e.db, r.op, r.attempt.ID)
 	if err != nil {
@@ -34,6 +35,7 @@ func (r *run) apply(ctx context.Context) error {
 	reconnects := 0
 	for {
 		before := r.committed
+		r.log.Debug("claiming partitions")
 		if err := r.applyRound(ctx, &mu); errors.Is(err, errReconnect) && reconnects < maxReconnects && ctx.Err() == nil {
 			// A worker's connection was lost at a COMMIT; the checkpoint
 			// said whether it committed. No worker runs now: give back the

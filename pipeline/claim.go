@@ -19,10 +19,12 @@ import (
 )
 
 // claimWaiting claims, and when busy and asked to wait, polls until the
-// other attempt is done or the wait is over.
+// other attempt is done or the wait is over. Each try is logged (debug),
+// so that a test can count them.
 func (r *run) claimWaiting(ctx context.Context) (ledger.Decision, error) {
 	deadline := time.Now().Add(r.req.Wait)
 	for {
+		r.log.Debug("claiming the operation")
 		d, err := r.claim(ctx)
 		if d != ledger.Busy || time.Now().After(deadline) {
 			return d, err

@@ -7,13 +7,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -612,11 +612,13 @@ func waitZombie(t *testing.T, pid int) {
 // TestFrozenHolderMakesOthersBusy). Thawed, the frozen run commits the
 // partition it still holds
 // (and may then lose its next, expired claim), and together they end
-// exact. "Without spinning" is measured over 2s that start once the other
-// run is waiting (its work done, its CPU use settled), so that a loaded
-// machine delays the measurement instead of inflating it: a waiting run
-// uses 0 to 2 clock ticks there, one that polls in a tight loop over 13.
+// exact. "Without spinning" is counted, not timed: the waiting run logs
+// each claim it tries (debug), and over a stretch of its waiting it may try
+// once per poll interval (lease/4) and once more for the round it was in
+// when the stretch began; a loaded machine only makes it try less. A run
+// that tries again without pausing tries hundreds of times.
 func TestWaitForPartitionLockedByFrozenHolder(t *testing.T) {
+	const poll = 250 * time.Millisecond // --lease 1s: lease/4
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -625,22 +627,40 @@ func TestWaitForPartitionLockedByFrozenHolder(t *testing.T) {
 		args := []string{"import", "--output", "json", "--lease", "1s", "--partition-rows", "100", "orders.csv"}
 		frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:2:stop"}, args...))
 		waitLeasesExpired(t, tg)
-		other := start(t, tg, dir, nil, append(args, "--wait=5m")...)
+		log := filepath.Join(dir, "other.log")
+		other := startLogging(t, tg.Cmd(t, dir, nil, append(args, "--wait=5m", "--log-level", "debug", "--log-format", "json")...), log)
 		// It does what it can, then waits. On PostgreSQL it commits the
 		// 7 partitions the frozen transaction does not lock (that one
 		// holds partition 2 and its claim of partition 3; it committed
-		// partition 1); on SQLite nothing, as the frozen run holds the
-		// write lock. Measure only once it is waiting, however long the
-		// work before took on a loaded machine.
+		// partition 1), then polls; on SQLite nothing: the frozen run holds
+		// the write lock, and its claim of the operation waits for it.
+		// Count only once it is waiting, however long the work before took
+		// on a loaded machine.
 		if tg.IsPostgres() {
 			waitFor(t, 60*time.Second, "the other run to commit the 7 partitions it can", func() bool {
 				return testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("partitions")+` WHERE done = 1`) == 8
 			})
+		} else {
+			waitFor(t, 60*time.Second, "the other run to try to claim the operation", func() bool {
+				return slices.ContainsFunc(readLog(t, log), func(l logLine) bool { return l.Msg == "claiming the operation" })
+			})
 		}
-		settled(t, other.cmd.Process.Pid)
-		busy := cpuTicks(t, other.cmd.Process.Pid)
-		time.Sleep(2 * time.Second)
-		busy = cpuTicks(t, other.cmd.Process.Pid) - busy
+		from := time.Now()
+		time.Sleep(2 * time.Second) // a stretch of its waiting, long enough to show a spin
+		until := time.Now()
+		// Counted before the thaw: a run that spins may never end. A line
+		// still being written is left out, which only lowers the count.
+		tries := 0
+		for _, l := range readLog(t, log) {
+			if (l.Msg == "claiming the operation" || l.Msg == "claiming partitions") && !l.Time.Before(from) && l.Time.Before(until) {
+				tries++
+			}
+		}
+		most := int(until.Sub(from)/poll) + 2
+		t.Logf("the waiting run tried %d claims in %v of waiting (at most %d without spinning)", tries, until.Sub(from).Round(time.Millisecond), most)
+		if tries > most {
+			t.Fatalf("while the frozen run's transaction locks a partition, the other run spins: %d claims in %v of waiting, more than one per %v", tries, until.Sub(from), poll)
+		}
 		testkit.Continue(frozen.cmd.Process)
 		// The frozen run's next claim, made in the frozen transaction,
 		// expired long ago: it may lose that partition to the other run
@@ -653,11 +673,68 @@ func TestWaitForPartitionLockedByFrozenHolder(t *testing.T) {
 		}
 		checkExact(t, tg, "ordinal", want)
 		checkCommittedOnce(t, tg, 10)
-		t.Logf("the waiting run used %d CPU ticks in 2s", busy)
-		if busy > 10 {
-			t.Fatalf("while the frozen run's transaction locks a partition, the other run spins (%d CPU ticks in 2s of waiting)", busy)
+		counts := map[string]int{}
+		for _, l := range readLog(t, log) {
+			counts[l.Msg]++
+		}
+		// The log says what is counted (a renamed message must not make
+		// the count 0): on SQLite the claim of the operation, which waits
+		// for the write lock; on PostgreSQL the rounds of partition claims,
+		// and that it waited between them.
+		if counts["claiming the operation"] == 0 ||
+			(tg.IsPostgres() && (counts["claiming partitions"] == 0 || counts["waiting for the partitions other attempts hold"] == 0)) {
+			t.Fatalf("the other run's log does not show its claims and its waiting: %v", counts)
 		}
 	})
+}
+
+// startLogging starts cmd, as launch does, with its log (stderr) written
+// to the file log, which the test may read while it runs.
+func startLogging(t *testing.T, cmd *exec.Cmd, log string) *started {
+	t.Helper()
+	f, err := os.Create(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	s := &started{cmd: cmd}
+	s.cmd.Stdout, s.cmd.Stderr = &s.stdout, f
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.cmd.Process.Kill()
+		s.cmd.Wait() // reap it; an error only says it was reaped before
+	})
+	return s
+}
+
+// logLine is a line of the binary's log in JSON (--log-format json).
+type logLine struct {
+	Time time.Time `json:"time"`
+	Msg  string    `json:"msg"`
+}
+
+// readLog returns the lines of the JSON log in the file path, as far as
+// they are written; a line being written is left out.
+func readLog(t *testing.T, path string) []logLine {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []logLine
+	for l := range strings.Lines(string(b)) {
+		if !strings.HasSuffix(l, "\n") {
+			break
+		}
+		var ll logLine
+		if err := json.Unmarshal([]byte(l), &ll); err != nil {
+			t.Fatalf("%s: not a JSON log line: %v\n%s", path, err, l)
+		}
+		lines = append(lines, ll)
+	}
+	return lines
 }
 
 // TestLiveHolderMidTransactionIsNotBusy stops a run inside its first
@@ -748,45 +825,6 @@ func expireLeases(t *testing.T, tg *testkit.Target) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// settled waits until process pid has used at most 2 CPU ticks in half a
-// second: it has finished what it could do and is waiting. Load on the
-// machine only delays this; a process that spins never settles, and t
-// fails after a minute.
-func settled(t *testing.T, pid int) {
-	t.Helper()
-	prev := cpuTicks(t, pid)
-	for deadline := time.Now().Add(time.Minute); ; {
-		time.Sleep(500 * time.Millisecond)
-		now := cpuTicks(t, pid)
-		if now-prev <= 2 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d never stops using CPU (%d ticks in the last half second): it spins", pid, now-prev)
-		}
-		prev = now
-	}
-}
-
-// cpuTicks returns the user and system CPU time process pid has used, in
-// clock ticks.
-func cpuTicks(t *testing.T, pid int) int64 {
-	t.Helper()
-	if runtime.GOOS != "linux" {
-		t.Skip("the CPU time of another process is read from /proc")
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	var user, sys int64
-	fmt.Sscan(f[11], &user)
-	fmt.Sscan(f[12], &sys)
-	return user + sys
 }
 
 // TestFrozenHolderMakesOthersBusy freezes a run inside a partition's
