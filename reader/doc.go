@@ -37,7 +37,7 @@
 // key hashes, the reject codes and the text checks every format applies,
 // the kept fields of a rejected row, and [ParseError]. The facade imports
 // the wings and core; a wing imports core, never the facade or the other
-// wing (pipeline/arch_test.go checks).
+// wing (internal/archtest checks).
 //
 // Text formats (CSV, TSV, JSONL) are parsed by hand-written scanners and
 // converted into Arrow batches directly; Arrow's own CSV reader is too slow for

@@ -1,4 +1,4 @@
-package pipeline
+package archtest
 
 import (
 	"bytes"
@@ -18,9 +18,6 @@ import (
 	"strings"
 	"testing"
 )
-
-// modulePath is the module every package here belongs to.
-const modulePath = "github.com/idemport/idemport"
 
 // internalPackage reports whether path is one of the module's internal
 // packages, which code outside the module cannot import.

@@ -1,4 +1,4 @@
-package pipeline
+package archtest
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -15,89 +14,6 @@ import (
 	"strings"
 	"testing"
 )
-
-// TestImportDirection guards the architecture: the leaf packages (reader,
-// sink, ledger, checkpoint) do not import each other or anything above
-// them (ledger and checkpoint take the target database's driver through
-// interfaces of their own, which every sink.Driver satisfies), nor does the
-// event sink package (internal/notify); the drivers import only package
-// sink among the leaves, and nothing but the command imports pipeline.
-func TestImportDirection(t *testing.T) {
-	const mod = "github.com/idemport/idemport/"
-	forbidden := map[string][]string{
-		"reader":           {"sink", "ledger", "checkpoint", "pipeline", "cmd/idemport"},
-		"sink":             {"reader", "ledger", "checkpoint", "pipeline", "cmd/idemport", "sink/sqlite", "sink/postgres"},
-		"sink/sqlite":      {"reader", "ledger", "checkpoint", "pipeline", "cmd/idemport"},
-		"sink/postgres":    {"reader", "ledger", "checkpoint", "pipeline", "cmd/idemport"},
-		"ledger":           {"reader", "sink", "sink/sqlite", "sink/postgres", "checkpoint", "pipeline", "cmd/idemport"},
-		"checkpoint":       {"reader", "sink", "sink/sqlite", "sink/postgres", "ledger", "pipeline", "cmd/idemport"},
-		"internal/migrate": {"sink", "sink/sqlite", "sink/postgres", "ledger", "checkpoint", "pipeline"},
-		"pipeline":         {"cmd/idemport"},
-		"internal/notify":  {"reader", "sink", "ledger", "checkpoint", "pipeline", "cmd/idemport"},
-		"internal/secret":  {"idemtype", "reader", "sink", "ledger", "checkpoint", "pipeline", "cmd/idemport", "internal/notify"},
-	}
-	for pkg, bad := range forbidden {
-		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
-		if err != nil {
-			t.Fatalf("go list %s: %v", pkg, err)
-		}
-		deps := map[string]bool{}
-		for _, d := range strings.Fields(string(out)) {
-			deps[strings.TrimPrefix(d, mod)] = true
-		}
-		for _, b := range bad {
-			if deps[b] {
-				t.Errorf("%s imports %s", pkg, b)
-			}
-		}
-	}
-}
-
-// TestReaderWings guards the reader's shape: the facade (reader) imports
-// its two wings, each wing imports only the shared core
-// (reader/internal/core) of the reader, never the facade or the other
-// wing, and the core imports neither the facade nor a wing.
-func TestReaderWings(t *testing.T) {
-	const mod = "github.com/idemport/idemport/"
-	forbidden := map[string][]string{
-		"reader/text":          {"reader", "reader/columnar", "reader/remote"},
-		"reader/columnar":      {"reader", "reader/text", "reader/remote"},
-		"reader/internal/core": {"reader", "reader/text", "reader/columnar", "reader/remote"},
-	}
-	for pkg, bad := range forbidden {
-		deps := goDeps(t, mod+pkg)
-		for _, b := range bad {
-			if deps[mod+b] {
-				t.Errorf("%s imports %s", pkg, b)
-			}
-		}
-	}
-	facade := goDeps(t, mod+"reader")
-	for _, wing := range []string{"reader/text", "reader/columnar", "reader/internal/core"} {
-		if !facade[mod+wing] {
-			t.Errorf("reader does not import %s", wing)
-		}
-	}
-}
-
-// goDeps returns the packages pkg depends on, itself excluded, tests
-// included (a wing's test may not import the facade either).
-func goDeps(t *testing.T, pkg string) map[string]bool {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-deps", "-test", "-f", "{{.ImportPath}}", pkg).Output()
-	if err != nil {
-		t.Fatalf("go list %s: %v", pkg, err)
-	}
-	deps := map[string]bool{}
-	for _, d := range strings.Fields(string(out)) {
-		// -test lists the test variants as "p [p.test]" and "p.test".
-		d, _, _ = strings.Cut(d, " ")
-		if d != pkg && d != pkg+".test" {
-			deps[d] = true
-		}
-	}
-	return deps
-}
 
 // The drivers' import paths, and the only files outside them allowed to
 // name a driver: the registry and the command's wiring.
@@ -178,11 +94,11 @@ func branchesOnDatabase(name string, src []byte, wiring bool) ([]string, error) 
 // TestNoDatabaseBranches guards the drivers' boundary: no non-test Go file
 // outside sink/sqlite and sink/postgres branches on which database it is,
 // or imports a driver, except the registry (pipeline/drivers.go) and the
-// command. Test support (internal/testkit, internal/pgtest) and the
-// benchmarks, which compare the databases by name, are left out.
+// command. Test support (internal/testkit, internal/pgtest, internal/testenv)
+// and the benchmarks, which compare the databases by name, are left out.
 func TestNoDatabaseBranches(t *testing.T) {
-	root := ".."
-	skip := map[string]bool{"sink/sqlite": true, "sink/postgres": true, "internal/testkit": true, "internal/pgtest": true, "bench": true, "testdata": true, ".git": true}
+	root := filepath.Join("..", "..")
+	skip := map[string]bool{"sink/sqlite": true, "sink/postgres": true, "internal/testkit": true, "internal/pgtest": true, "internal/testenv": true, "bench": true, "testdata": true, ".git": true}
 	files := 0
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
