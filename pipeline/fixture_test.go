@@ -237,6 +237,7 @@ func TestMain(m *testing.M) {
 	if job := os.Getenv(helperEnv); job != "" {
 		os.Exit(runHelper(job))
 	}
+	testkit.RaiseParallel()
 	os.Exit(m.Run())
 }
 

@@ -8,11 +8,13 @@ import (
 	"bytes"
 	"database/sql"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,15 +39,42 @@ type kit struct {
 	err        error
 }
 
-// the is the kit of this test process.
-var the = &kit{build: goBuild}
+// std is the kit of this test process.
+var std = &kit{build: goBuild}
 
 // Main runs the tests of a package that uses Binary, then removes the
 // binary and its directory (about 60 MB), which no test's cleanup may do
 // since they all share it. Call it from the package's TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(testkit.Main(m)) }
-func Main(m *testing.M) int { return the.main(m) }
+func Main(m *testing.M) int {
+	RaiseParallel()
+	return std.main(m)
+}
+
+// minParallel is how many tests marked parallel RaiseParallel lets run at
+// once at least, unless go test's -parallel says otherwise. go test's
+// default is GOMAXPROCS, but a test of real processes and databases spends
+// most of its time waiting for the processes it started and for the
+// database, not running: on a machine with few cores, the default leaves
+// it idle.
+const minParallel = 4
+
+// RaiseParallel sets go test's -parallel to minParallel when it is lower
+// and was not given. Main calls it; a TestMain that does not call Main
+// may, before m.Run.
+func RaiseParallel() {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if f := flag.Lookup("test.parallel"); f != nil {
+		explicit := false
+		flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+		if n, _ := strconv.Atoi(f.Value.String()); !explicit && n < minParallel {
+			f.Value.Set(strconv.Itoa(minParallel))
+		}
+	}
+}
 
 // main runs the tests (m.Run), then removes the binary's directory if one
 // was made, whether the build succeeded or not, and returns m.Run's code.
@@ -65,7 +94,7 @@ func (k *kit) main(m interface{ Run() int }) int {
 // the binary when they are done.
 func Binary(t testing.TB) string {
 	t.Helper()
-	return the.binary(t)
+	return std.binary(t)
 }
 
 func (k *kit) binary(t testing.TB) string {
