@@ -42,6 +42,7 @@ func writeCompressed(t *testing.T, path string, data []byte, enc func(*bytes.Buf
 // and `plan` (which hashes without planning) agrees.
 func TestCompressedCopyIsTheSameFile(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		plain := filepath.Join(dir, "orders.csv")

@@ -157,6 +157,7 @@ func fileSum(t *testing.T, path string) string {
 
 func TestImportThenRerunIsDuplicateWithZeroWrites(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 250, 1)
@@ -207,6 +208,7 @@ func TestImportThenRerunIsDuplicateWithZeroWrites(t *testing.T) {
 
 func TestFileIDReuseConflicts(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		testkit.Orders(t, filepath.Join(dir, "a.csv"), 20, 1)
@@ -242,6 +244,7 @@ func TestKillInsidePartitionThenResume(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, mode := range []string{"ordinal", "natural"} {
 			t.Run(mode, func(t *testing.T) {
+				t.Parallel()
 				dir := t.TempDir()
 				tg := testkit.NewTarget(t, name, dir)
 				rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 1000, 3)
@@ -326,6 +329,7 @@ func TestHeldLeaseIsBusyAndExpiredLeaseIsRecovered(t *testing.T) {
 
 func TestRefusedFileWritesNothing(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		data := "id,qty\n1,5\n2,five\n3,7\n4,\"x\"\n"
@@ -371,6 +375,7 @@ func TestRefusedFileWritesNothing(t *testing.T) {
 
 func TestLedgerWipedRerunMakesNoDuplicates(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 300, 5)

@@ -339,6 +339,7 @@ func TestLifecycle(t *testing.T) {
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			testkit.Each(t, func(t *testing.T, name string) {
+				t.Parallel()
 				dir := t.TempDir()
 				sc.f(&life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir})
 			})

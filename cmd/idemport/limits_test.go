@@ -228,6 +228,7 @@ var accountsRejects = map[int64][2]string{6: {"constraint", "unique constraint"}
 // completes exactly.
 func TestRowsRefusedAtApplyTimeAreQuarantined(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		accountsTable(t, tg)
@@ -285,6 +286,7 @@ func TestKillDuringIsolationThenRerun(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, n := range []int{1, 3, 6} {
 			t.Run(fmt.Sprint(n), func(t *testing.T) {
+				t.Parallel()
 				dir := t.TempDir()
 				tg := testkit.NewTarget(t, name, dir)
 				accountsTable(t, tg)
@@ -375,6 +377,7 @@ func refusedUpFront(t *testing.T, tg *testkit.Target, dir, table string, want []
 // the file imports exactly.
 func TestLimitsAreRefusedUpFront(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		most := 1997 // SQLite: 2000 columns, 2 lineage, 1 of the batch table
@@ -437,6 +440,7 @@ func TestLimitsAreRefusedUpFront(t *testing.T) {
 // completes exactly.
 func TestRefusedRowsWithWorkers(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
 		for range 3 {
 			dir := t.TempDir()
 			tg := testkit.NewTarget(t, name, dir)

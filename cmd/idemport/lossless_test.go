@@ -45,6 +45,7 @@ func exportReplay(t *testing.T, tg *testkit.Target, dir, file, fileID, want stri
 // said, and the target ends with exactly the source's values.
 func TestRejectsExportAndReplayAreLossless(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
 		t.Run("csv", func(t *testing.T) {
 			dir := t.TempDir()
 			tg := testkit.NewTarget(t, name, dir)

@@ -62,6 +62,7 @@ func TestDecimalKeysCompareByValue(t *testing.T) {
 	}
 	const supersededA = 11 // 1.5 (a, x), 1.50 (b), 1, -0, 10, the int64 edge, 25, the long decimal, -3.10, 7.0
 	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		table := func(name string) [][]any {

@@ -73,6 +73,7 @@ func TestPlanTakesEveryFlagThatChangesTheDecision(t *testing.T) {
 				args: []string{"--snapshot", "--key", "order_id", "--max-delete", "100%"}, without: "create", want: "create, sweep refused", outcome: "refused", code: 5},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
 				dir := t.TempDir()
 				tg := testkit.NewTarget(t, name, dir)
 				testkit.Orders(t, filepath.Join(dir, "orders.csv"), 40, 1)

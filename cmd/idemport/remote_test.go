@@ -126,6 +126,7 @@ func tableRows(t *testing.T, tg *testkit.Target, table string) []string {
 // with no byte downloaded.
 func TestRemotePrefixImport(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
 		f := newRemoteFixture(t)
 		remoteTg := testkit.NewTarget(t, name, filepath.Join(f.dir))
 		localDir := filepath.Join(f.dir, "local")
@@ -342,6 +343,7 @@ func TestRemoteObjectReplacedMidImport(t *testing.T) {
 // disk.
 func TestRemoteFaultsEndExact(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
 		dir := t.TempDir()
 		s3 := remotetest.NewS3(t, "bkt")
 		web := remotetest.NewHTTP(t)

@@ -124,6 +124,7 @@ func TestOutcomesAgree(t *testing.T) {
 // what is wrong and the command or flag that moves the user on.
 func TestMessagesSayWhatToDoNext(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		os.WriteFile(filepath.Join(dir, "items.csv"), []byte("id,qty\n1,5\n2,five\n3,7\n"), 0o644)
