@@ -498,3 +498,30 @@ func (l *Ledger) Lock(ctx context.Context, tx *sql.Tx, k Key) error {
 	}
 	return nil
 }
+
+// Running returns the attempts that have recorded no end, on operations
+// still processing, oldest first: the attempts that may hold a lock of the
+// database (SQLite's write lock, a PostgreSQL row or table lock) inside an
+// open transaction. An attempt whose process died without recording its
+// end stays here until another attempt finds it dead; callers that can
+// tell (proc.Gone on the attempt's host) leave such attempts out.
+func (l *Ledger) Running(ctx context.Context, q Querier) ([]Attempt, error) {
+	rows, err := q.QueryContext(ctx, l.q(`SELECT a.attempt_id, a.trigger, a.host, a.pid, a.proc_start, a.file_path, coalesce(a.recovered_from, '')
+		FROM `+l.prefix+`attempts a JOIN `+l.prefix+`operations o ON o.table_name = a.table_name AND o.file_id = a.file_id
+		WHERE a.ended_at IS NULL AND o.state = 'processing' ORDER BY a.started_at, a.attempt_id`))
+	if err != nil {
+		return nil, fmt.Errorf("list running attempts: %w", err)
+	}
+	defer rows.Close()
+	var out []Attempt
+	for rows.Next() {
+		var a Attempt
+		var start int64
+		if err := rows.Scan(&a.ID, &a.Trigger, &a.Host, &a.PID, &start, &a.Path, &a.RecoveredFrom); err != nil {
+			return nil, fmt.Errorf("list running attempts: %w", err)
+		}
+		a.ProcStart = uint64(start)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}

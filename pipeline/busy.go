@@ -83,13 +83,53 @@ func (r *run) busy(ctx context.Context, what string) *BusyError {
 	if op, _, err := r.e.ledger.Get(ctx, r.e.db, r.id.Key); err == nil && op != nil && op.LeaseAttempt != "" && held[op.LeaseAttempt] == nil && op.LeaseAttempt != r.attempt.ID {
 		ids = append(ids, op.LeaseAttempt)
 	}
-	host, _ := os.Hostname()
 	for _, a := range ids {
 		h, pid, _, ok, err := r.e.ledger.Process(ctx, r.e.db, a)
 		if err != nil || !ok {
 			continue
 		}
-		e.Holders = append(e.Holders, Holder{Attempt: a, Host: h, PID: pid, Stopped: h == host && proc.IsStopped(pid), partitions: held[a]})
+		e.Holders = append(e.Holders, newHolder(a, h, pid, held[a]))
+	}
+	return e
+}
+
+// newHolder describes attempt id, which runs on host as pid and holds
+// partitions: on this host, whether its process is stopped.
+func newHolder(id, host string, pid int, partitions []int) Holder {
+	here, _ := os.Hostname()
+	return Holder{Attempt: id, Host: host, PID: pid, Stopped: host == here && proc.IsStopped(pid), partitions: partitions}
+}
+
+// locked returns the BusyError of a run that waited as long as the
+// database allows (--busy-timeout) for a lock another transaction holds:
+// SQLite's write lock, or on PostgreSQL a row, table or advisory lock. Any
+// running attempt, of any operation, may hold it; those that run on this
+// host in a stopped process are the ones that cannot let go, and are named
+// alone when there are any. Attempts found dead on this host are left out.
+func (r *run) locked(ctx context.Context) *BusyError {
+	what := "holds a lock this import needs, inside its transaction"
+	if _, rowLocks := r.e.sink.SkipLocked(""); !rowLocks {
+		what = "holds the database's write lock inside its transaction"
+	}
+	e := &BusyError{What: what, Waited: r.req.Wait > 0}
+	running, err := r.e.ledger.Running(ctx, r.e.db)
+	if err != nil {
+		r.log.Warn("could not read which attempts are running", "err", err)
+		return e
+	}
+	var stopped []Holder
+	for _, a := range running {
+		if a.ID == r.attempt.ID || (a.Host == r.attempt.Host && proc.Gone(a.PID, a.ProcStart)) {
+			continue
+		}
+		h := newHolder(a.ID, a.Host, a.PID, nil)
+		e.Holders = append(e.Holders, h)
+		if h.Stopped {
+			stopped = append(stopped, h)
+		}
+	}
+	if len(stopped) > 0 {
+		e.Holders = stopped
 	}
 	return e
 }

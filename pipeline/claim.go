@@ -75,7 +75,7 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 	if err != nil {
 		if r.e.sink.Locked(err) {
 			r.res.Outcome = Busy
-			return ledger.Busy, r.busy(ctx, "holds the database's write lock inside its transaction")
+			return ledger.Busy, r.locked(ctx)
 		}
 		return 0, fmt.Errorf("begin claim: %w", err)
 	}

@@ -643,7 +643,7 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 func (r *run) stopBusy(ctx context.Context, err error) error {
 	var b *BusyError
 	if !errors.As(err, &b) {
-		b = r.busy(ctx, "holds the database's write lock inside its transaction")
+		b = r.locked(ctx)
 	}
 	r.log.Warn("busy", "err", b)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
