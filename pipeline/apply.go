@@ -153,10 +153,7 @@ func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
 	if err != nil || first == nil {
 		return err
 	}
-	w, err := r.newPartitionWriter(ctx, conn)
-	if err != nil {
-		return err
-	}
+	w := &partitionWriter{}
 	defer func() {
 		if w.Writer != nil {
 			w.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -137,54 +138,75 @@ func (r *run) evolvesInPartitions() bool {
 	return r.req.Mapping.Evolve != EvolveNone && !r.req.Mapping.Atomic
 }
 
-// partitionWriter is a worker's writer of the target. It is prepared
-// when the worker starts, unless the table may still have to change
-// (evolvesInPartitions): then it is prepared inside the worker's first
-// partition transaction that finds the table fitting the file, changed by
-// that transaction or by another's that committed.
+// partitionWriter is a worker's writer of the target, prepared inside
+// the worker's partition transactions (prepare) for the table's columns as
+// each transaction holds them.
 type partitionWriter struct {
-	sink.Writer // nil until prepared
-}
-
-// newPartitionWriter returns conn's writer of the target, prepared now
-// unless the table may still have to change.
-func (r *run) newPartitionWriter(ctx context.Context, conn *sql.Conn) (*partitionWriter, error) {
-	if r.evolvesInPartitions() {
-		return &partitionWriter{}, nil
-	}
-	w, err := r.e.sink.Writer(ctx, conn, r.writeTarget(), r.plan.Schema.Arrow())
-	if err != nil {
-		return nil, err
-	}
-	return &partitionWriter{Writer: w}, nil
+	sink.Writer             // nil until prepared
+	table       *sink.Table // the table as the Writer was prepared for
 }
 
 // prepare readies w inside tx, a partition transaction begun on conn,
-// before the partition's first row is written. A table that does not fit
-// the file yet is changed here, under a lock held until tx ends, so that
-// of several workers (or runs) the first to take it changes the table and
-// the others, taking it after that one committed, find the table changed
-// and change nothing. It returns the changes tx made, for the result once
-// tx commits.
+// before the partition's first row is written, and returns the schema
+// changes tx made, for the result once tx commits.
+//
+// Another import may change the table's columns between two partitions
+// of this one (its --evolve adds a column or widens one this file writes),
+// so every partition transaction holds the table's columns until it ends
+// (Driver.HoldColumns) and describes them: a Writer prepared for other
+// columns (an int64 column that is now numeric or text) would write the
+// rows in the old column's form, which the new type reads as other values
+// or refuses. It is prepared again for the columns as they are.
+//
+// With --evolve (evolvesInPartitions) the worker's first partition
+// transaction also changes a table that does not fit the file yet, under
+// a lock held until tx ends, so that of several workers (or runs) the
+// first to take it changes the table and the others, taking it after that
+// one committed, find the table changed and change nothing. Changes only
+// add or widen: a table that fits the file keeps fitting it.
 func (w *partitionWriter) prepare(ctx context.Context, r *run, conn *sql.Conn, tx *sql.Tx) (*evolution, error) {
-	if w.Writer != nil {
-		return nil, nil
-	}
 	schema := r.plan.Schema.Arrow()
-	ev, err := r.evolveTarget(ctx, tx, schema, false)
-	if err == nil && ev.text != "" {
-		// Changes only add or widen: a table found fitting stays so, and
-		// needs no lock. One that does not is looked at again under it.
-		if err = r.e.sink.Lock(ctx, tx, "evolve "+r.target.Table); err == nil {
-			ev, err = r.evolveTarget(ctx, tx, schema, true)
+	var ev *evolution
+	if w.Writer == nil && r.evolvesInPartitions() {
+		var err error
+		ev, err = r.evolveTarget(ctx, tx, schema, false)
+		if err == nil && ev.text != "" {
+			// A table found fitting needs no lock. One that does not is
+			// looked at again under it.
+			if err = r.e.sink.Lock(ctx, tx, "evolve "+r.target.Table); err == nil {
+				ev, err = r.evolveTarget(ctx, tx, schema, true)
+			}
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
+	tg := r.writeTarget()
+	if err := r.e.sink.HoldColumns(ctx, tx, tg.Table); err != nil {
+		return nil, err
+	}
+	table, err := r.e.sink.Describe(ctx, tx, tg.Table)
 	if err != nil {
 		return nil, err
 	}
-	if w.Writer, err = r.e.sink.Writer(ctx, conn, r.writeTarget(), schema); err != nil {
+	if table == nil {
+		return nil, fmt.Errorf("write %s: no such table", tg.Table)
+	}
+	if w.Writer != nil && reflect.DeepEqual(table, w.table) {
+		return ev, nil
+	}
+	if w.Writer != nil {
+		r.log.Debug("the table's columns changed; preparing the writer again", "table", tg.Table)
+		err := w.Close()
+		w.Writer, w.table = nil, nil
+		if err != nil {
+			return nil, err
+		}
+	}
+	if w.Writer, err = r.e.sink.Writer(ctx, conn, tg, schema); err != nil {
 		return nil, err
 	}
+	w.table = table
 	return ev, nil
 }
 

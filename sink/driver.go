@@ -56,7 +56,7 @@ var (
 //     clause that makes a claim skip rows other transactions hold
 //     (SkipLocked), and whether an error says another connection held a
 //     lock too long (Locked).
-//   - Target tables: Describe, Ensure, DeleteFile, AddColumn and Widen, the
+//   - Target tables: Describe, HoldColumns, Ensure, DeleteFile, AddColumn and Widen, the
 //     database's Limits, and the batch Writer, which upserts rows with
 //     their lineage and counts what happened to them. Staging tables of
 //     --atomic imports are target tables named StagePrefix…, written by the
@@ -149,6 +149,12 @@ type Driver interface {
 	// transaction does.
 	Locked(err error) bool
 
+	// HoldColumns makes the columns of table, as a Describe inside tx
+	// then reads them, the columns tx writes until it ends: another
+	// transaction changing them (AddColumn, Widen) waits for tx, and tx
+	// waits for one changing them now. A database whose write
+	// transactions exclude each other (SQLite) has nothing to do.
+	HoldColumns(ctx context.Context, tx *sql.Tx, table string) error
 	// Describe returns the table named name, or nil when it does not exist;
 	// an error wrapping ErrNoSchema when name is qualified by a schema that
 	// does not exist.

@@ -28,3 +28,15 @@ func (Driver) Widen(ctx context.Context, tx *sql.Tx, table, column string, kind 
 	}
 	return nil
 }
+
+// HoldColumns implements sink.Driver with the lock every write takes
+// (ROW EXCLUSIVE), taken before the transaction's first write: ALTER
+// TABLE needs ACCESS EXCLUSIVE, so it waits for tx, and the Describe that
+// follows the lock, with a snapshot taken after it, reads the columns of
+// any ALTER TABLE that committed while tx waited.
+func (Driver) HoldColumns(ctx context.Context, tx *sql.Tx, table string) error {
+	if _, err := tx.ExecContext(ctx, `LOCK TABLE `+quoteTable(table)+` IN ROW EXCLUSIVE MODE`); err != nil {
+		return fmt.Errorf("lock the columns of %s: %w", table, err)
+	}
+	return nil
+}

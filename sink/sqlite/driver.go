@@ -267,6 +267,11 @@ func (Driver) Lock(context.Context, *sql.Tx, string) error { return nil }
 // transaction holds the write lock (BEGIN IMMEDIATE) instead.
 func (Driver) SkipLocked(string) (string, bool) { return "", false }
 
+// HoldColumns implements sink.Driver: a write transaction (BEGIN
+// IMMEDIATE) holds the write lock, so no other connection changes a
+// table's columns while it runs.
+func (Driver) HoldColumns(context.Context, *sql.Tx, string) error { return nil }
+
 // Limits implements sink.Driver: SQLITE_MAX_COLUMN (2000, as compiled)
 // columns per table, of which idemport needs 3 (the lineage columns, and
 // the batch table's batch column beside its copies of them), names of any
