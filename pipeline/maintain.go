@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -143,26 +142,12 @@ func (e *Engine) countKeys(ctx context.Context, r *run) (int64, error) {
 // batchRows rows, and calls fn with each batch's record, which is valid only
 // during the call. It stops at fn's first error and returns it.
 func eachBatch(f *reader.File, plan *reader.Plan, batchRows int, fn func(arrow.RecordBatch) error) error {
-	for _, p := range plan.Partitions {
-		pr, err := f.Partition(plan, p, batchRows)
+	for b, err := range f.Batches(plan, plan.Partitions, batchRows) {
+		if err == nil {
+			err = fn(b.Record)
+			b.Release()
+		}
 		if err != nil {
-			return err
-		}
-		for {
-			b, err := pr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err == nil {
-				err = fn(b.Record)
-				b.Release()
-			}
-			if err != nil {
-				pr.Close()
-				return err
-			}
-		}
-		if err := pr.Close(); err != nil {
 			return err
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"sort"
@@ -174,28 +173,16 @@ func replayKey(path string) (ledger.Key, error) {
 		return ledger.Key{}, fmt.Errorf("%w: %w", ErrReplay, err)
 	}
 	keys := map[ledger.Key]bool{}
-	for _, p := range plan.Partitions {
-		pr, err := f.Partition(plan, p, 4096)
+	for b, err := range f.Batches(plan, plan.Partitions, 4096) {
 		if err != nil {
 			return ledger.Key{}, err
 		}
-		for {
-			b, err := pr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				pr.Close()
-				return ledger.Key{}, err
-			}
-			t := b.Record.Column(plan.Schema.Index(ReplayTable)).(*array.String)
-			id := b.Record.Column(plan.Schema.Index(ReplayFileID)).(*array.String)
-			for i := 0; i < int(b.Record.NumRows()); i++ {
-				keys[ledger.Key{Table: t.Value(i), FileID: id.Value(i)}] = true
-			}
-			b.Release()
+		t := b.Record.Column(plan.Schema.Index(ReplayTable)).(*array.String)
+		id := b.Record.Column(plan.Schema.Index(ReplayFileID)).(*array.String)
+		for i := 0; i < int(b.Record.NumRows()); i++ {
+			keys[ledger.Key{Table: t.Value(i), FileID: id.Value(i)}] = true
 		}
-		pr.Close()
+		b.Release()
 	}
 	if len(keys) != 1 {
 		return ledger.Key{}, fmt.Errorf("%w: %s must hold rows of exactly one operation (one table and file ID), it has %d", ErrReplay, path, len(keys))
@@ -263,49 +250,34 @@ func readReplay(ctx context.Context, path string, schema reader.Schema, key []st
 			b.Release()
 		}
 	}
-	for _, p := range plan.Partitions {
-		pr, err := f.Partition(plan, p, 4096)
+	for b, err := range f.Batches(plan, plan.Partitions, 4096) {
 		if err != nil {
 			release()
 			return nil, nil, err
 		}
-		for {
-			b, err := pr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				pr.Close()
-				release()
-				return nil, nil, err
-			}
-			cols := make([]arrow.Array, len(idx))
-			for i, j := range idx {
-				cols[i] = b.Record.Column(j)
-			}
-			rows := b.Record.Column(rowCol).(*array.Int64)
-			if err := checkReplayBatch(b.Record, plan.Schema, schema, extras, rows); err != nil {
-				pr.Close()
+		cols := make([]arrow.Array, len(idx))
+		for i, j := range idx {
+			cols[i] = b.Record.Column(j)
+		}
+		rows := b.Record.Column(rowCol).(*array.Int64)
+		if err := checkReplayBatch(b.Record, plan.Schema, schema, extras, rows); err != nil {
+			release()
+			b.Release()
+			return nil, nil, fmt.Errorf("%w: %s: %w", ErrReplay, path, err)
+		}
+		ords := make([]int64, rows.Len())
+		for i := range ords {
+			ords[i] = rows.Value(i)
+			if seen[ords[i]] {
 				release()
 				b.Release()
-				return nil, nil, fmt.Errorf("%w: %s: %w", ErrReplay, path, err)
+				return nil, nil, fmt.Errorf("%w: row %d appears twice in %s", ErrReplay, ords[i], path)
 			}
-			ords := make([]int64, rows.Len())
-			for i := range ords {
-				ords[i] = rows.Value(i)
-				if seen[ords[i]] {
-					pr.Close()
-					release()
-					b.Release()
-					return nil, nil, fmt.Errorf("%w: row %d appears twice in %s", ErrReplay, ords[i], path)
-				}
-				seen[ords[i]] = true
-			}
-			batches = append(batches, reader.Batch{Record: array.NewRecordBatch(out, cols, b.Record.NumRows()), Ordinals: ords})
-			ordinals = append(ordinals, ords...)
-			b.Release()
+			seen[ords[i]] = true
 		}
-		pr.Close()
+		batches = append(batches, reader.Batch{Record: array.NewRecordBatch(out, cols, b.Record.NumRows()), Ordinals: ords})
+		ordinals = append(ordinals, ords...)
+		b.Release()
 	}
 	sort.Slice(ordinals, func(i, j int) bool { return ordinals[i] < ordinals[j] })
 	return batches, ordinals, nil

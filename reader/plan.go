@@ -2,6 +2,8 @@ package reader
 
 import (
 	"context"
+	"io"
+	"iter"
 
 	"github.com/idemport/idemport/reader/columnar"
 	"github.com/idemport/idemport/reader/internal/core"
@@ -171,6 +173,53 @@ func (r *PartitionReader) Close() error {
 		return nil
 	}
 	return r.text.Close()
+}
+
+// Batches returns the batches of good rows of the partitions parts of plan,
+// in order, each partition read as Partition reads it, in batches of at
+// most batchRows rows. The receiver of each batch owns it and must Release
+// it. An error opening, reading or closing a partition (one wrapping
+// ErrSourceChanged when its bytes no longer match the plan) is yielded
+// once, with a zero Batch, and ends the sequence. A loop that stops early
+// closes the partition it was reading.
+func (f *File) Batches(plan *Plan, parts []Partition, batchRows int) iter.Seq2[Batch, error] {
+	return f.batches(plan, parts, batchRows, false)
+}
+
+// batches is Batches; span says each of parts may span several partitions
+// of the plan, whose checksums it cannot check (see text.PartitionReader).
+func (f *File) batches(plan *Plan, parts []Partition, batchRows int, span bool) iter.Seq2[Batch, error] {
+	return func(yield func(Batch, error) bool) {
+		for _, p := range parts {
+			pr, err := f.Partition(plan, p, batchRows)
+			if err != nil {
+				yield(Batch{}, err)
+				return
+			}
+			if span && pr.text != nil {
+				pr.text.Span = true
+			}
+			for {
+				b, err := pr.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					pr.Close()
+					yield(Batch{}, err)
+					return
+				}
+				if !yield(b, nil) {
+					pr.Close()
+					return
+				}
+			}
+			if err := pr.Close(); err != nil {
+				yield(Batch{}, err)
+				return
+			}
+		}
+	}
 }
 
 // RawRows re-reads partition p of plan and returns the rows with the given

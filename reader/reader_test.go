@@ -3,7 +3,6 @@ package reader
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -40,30 +39,19 @@ func readFile(t *testing.T, f *File, so ScanOptions) (*Plan, []map[string]any, [
 	}
 	var rows []map[string]any
 	var ords []int64
-	for _, p := range plan.Partitions {
-		pr, err := f.Partition(plan, p, 3)
+	for b, err := range f.Batches(plan, plan.Partitions, 3) {
 		if err != nil {
-			t.Fatalf("partition %d: %v", p.Index, err)
+			t.Fatalf("read: %v", err)
 		}
-		for {
-			b, err := pr.Next()
-			if err == io.EOF {
-				break
+		for i := 0; i < int(b.Record.NumRows()); i++ {
+			row := map[string]any{}
+			for c, col := range plan.Schema {
+				row[col.Name] = render(b.Record.Column(c), i)
 			}
-			if err != nil {
-				t.Fatalf("partition %d: %v", p.Index, err)
-			}
-			for i := 0; i < int(b.Record.NumRows()); i++ {
-				row := map[string]any{}
-				for c, col := range plan.Schema {
-					row[col.Name] = render(b.Record.Column(c), i)
-				}
-				rows = append(rows, row)
-			}
-			ords = append(ords, b.Ordinals...)
-			b.Release()
+			rows = append(rows, row)
 		}
-		pr.Close()
+		ords = append(ords, b.Ordinals...)
+		b.Release()
 	}
 	return plan, rows, ords
 }

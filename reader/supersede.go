@@ -11,7 +11,6 @@ package reader
 import (
 	"context"
 	"encoding/binary"
-	"io"
 	"math"
 	"slices"
 
@@ -97,55 +96,39 @@ func (f *File) supersede(ctx context.Context, plan *Plan, cands []int64) error {
 	best := map[string]winner{} // exact key → its winning occurrence so far
 	var superseded []int64
 	var buf []byte
-	for _, p := range reads {
-		if err := ctx.Err(); err != nil {
-			return err
+	for b, err := range f.batches(plan, reads, 4096, true) {
+		if err == nil {
+			err = ctx.Err()
 		}
-		pr, err := f.Partition(plan, p, 4096)
 		if err != nil {
-			return err
-		}
-		if pr.text != nil {
-			pr.text.Span = true
-		}
-		for {
-			b, err := pr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				pr.Close()
-				return err
-			}
-			for i, o := range b.Ordinals {
-				for next < len(cands) && cands[next] < o {
-					next++ // not returned: a bad row now, which the apply will find changed
-				}
-				if next == len(cands) || cands[next] != o {
-					continue
-				}
-				next++
-				buf = appendBatchKey(buf[:0], b.Record, cols, i)
-				w := winner{ordinal: o}
-				if vcol >= 0 {
-					w.version = versionOf(b.Record.Column(vcol), i)
-				}
-				prev, ok := best[string(buf)]
-				switch {
-				case !ok:
-				case w.version.older(prev.version):
-					superseded = append(superseded, o) // an older version never wins
-					continue
-				default:
-					superseded = append(superseded, prev.ordinal)
-				}
-				best[string(buf)] = w
-			}
 			b.Release()
-		}
-		if err := pr.Close(); err != nil {
 			return err
 		}
+		for i, o := range b.Ordinals {
+			for next < len(cands) && cands[next] < o {
+				next++ // not returned: a bad row now, which the apply will find changed
+			}
+			if next == len(cands) || cands[next] != o {
+				continue
+			}
+			next++
+			buf = appendBatchKey(buf[:0], b.Record, cols, i)
+			w := winner{ordinal: o}
+			if vcol >= 0 {
+				w.version = versionOf(b.Record.Column(vcol), i)
+			}
+			prev, ok := best[string(buf)]
+			switch {
+			case !ok:
+			case w.version.older(prev.version):
+				superseded = append(superseded, o) // an older version never wins
+				continue
+			default:
+				superseded = append(superseded, prev.ordinal)
+			}
+			best[string(buf)] = w
+		}
+		b.Release()
 	}
 	slices.Sort(superseded)
 	plan.Superseded = int64(len(superseded))
