@@ -74,7 +74,7 @@ func (a *armOnWait) Handle(_ context.Context, r slog.Record) error {
 // waits for a partition another live attempt holds sees that lease run out
 // just after its claim found nothing, so that the partition looks
 // claimable although this round claimed nothing. The holder is not inside
-// a transaction, so the partition can be taken over: the README's decision
+// a transaction, so the partition can be taken over: the decision
 // table says the run takes it over, and it must, rather than exit busy.
 // Then the holder, let go, commits nothing more (lease lost), and the
 // target holds every row once. The clock jump makes the moment exact

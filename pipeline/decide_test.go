@@ -29,7 +29,7 @@ func items(n, seed int) string {
 	return b.String()
 }
 
-// decisionRow is one row of the README's claim decision table, built for
+// decisionRow is one row of the claim decision table (docs/reference.md), built for
 // real: setup brings the target to the row's state and returns the request
 // of the run that meets it.
 type decisionRow struct {
@@ -52,7 +52,7 @@ type decisionRow struct {
 	check func(t *testing.T, f *fx, res *Result)
 }
 
-// decisionRows are the rows of the README's table "What a run decides",
+// decisionRows are the rows of the table "What a run decides" (docs/reference.md),
 // and the run that decides before the claim (--min-age).
 func decisionRows() []decisionRow {
 	imported := func(rows int64) func(t *testing.T, f *fx, res *Result) {
@@ -412,7 +412,7 @@ func (f *fx) waitLeasesExpired(t *testing.T) {
 	}
 }
 
-// TestDecisionTable builds every row of the README's claim decision table
+// TestDecisionTable builds every row of the claim decision table (docs/reference.md)
 // for real (imports killed in another process, stopped, failed at a
 // failpoint, refused, undone, abandoned, holders stopped in this process),
 // and checks, on SQLite and PostgreSQL, that plan and import --dry-run
@@ -604,13 +604,16 @@ func TestDecisionTableCoversTheREADME(t *testing.T) {
 			t.Errorf("no row decides %s", d)
 		}
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/reference.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, table, _ := strings.Cut(string(readme), "### What a run decides")
+	_, table, found := strings.Cut(string(readme), "## What a run decides")
+	if !found {
+		t.Fatal(`docs/reference.md has no section "What a run decides"`)
+	}
 	table, _, _ = strings.Cut(table, "\n\n`")
 	if n := strings.Count(table, "\n| ") - 1; n != 12 { // less the header
-		t.Errorf("the README's table has %d rows, the test was written for 12: add the new ones", n)
+		t.Errorf("the table of docs/reference.md has %d rows, the test was written for 12: add the new ones", n)
 	}
 }

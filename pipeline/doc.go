@@ -14,7 +14,7 @@
 //   - identify hashes the file and computes the fingerprint (content digest
 //     and mapping digest) of the operation (target table, file ID);
 //   - claim decides, in one transaction, what this run does (the decision
-//     table of the README) and records the attempt;
+//     table of docs/reference.md) and records the attempt;
 //   - plan validates every row and cuts the file into partitions, refusing
 //     the file before any effect when it has too many bad rows; the plan is
 //     stored and reused by every later attempt;

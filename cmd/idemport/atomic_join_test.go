@@ -204,7 +204,7 @@ type hostRun struct {
 	run          testkit.Run
 }
 
-// TestAtomicJoinSoak is the README's multi-host example under fire: three
+// TestAtomicJoinSoak is the multi-host example of docs/postgres.md under fire: three
 // processes of two workers each start the same --atomic import with --wait
 // forever at random moments, and some are SIGKILLed at random and started
 // again, as a host would rerun them, until each has exited by itself. Every

@@ -21,7 +21,7 @@ type rule struct {
 	must  []string // packages pkg must import
 }
 
-// rules are the directions of the architecture (README: "Layout"):
+// rules are the directions of the architecture (docs/internals.md: "Layout"):
 //   - idemtype, the shared primitives, depends on nothing of idemport;
 //   - the leaf packages (reader, sink, ledger, checkpoint) do not import
 //     each other or anything above them (ledger and checkpoint take the
