@@ -1,12 +1,14 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"syscall"
 	"time"
 
 	"github.com/idemport/idemport/checkpoint"
@@ -81,6 +83,7 @@ type Engine struct {
 	db     *sql.DB
 	prefix string
 	name   string // the target as shown to users
+	disk   string // where the target keeps its data, for a user told to free space
 	ledger *ledger.Ledger
 	cp     *checkpoint.Store
 	sink   sink.Driver
@@ -126,18 +129,18 @@ func Open(ctx context.Context, dsn string, o Options) (*Engine, error) {
 	if err != nil {
 		return nil, usage(err)
 	}
-	e := &Engine{db: db.DB, prefix: db.Prefix, name: db.Name, sink: drv, batch: db.BatchRows,
+	e := &Engine{db: db.DB, prefix: db.Prefix, name: db.Name, disk: cmp.Or(db.Disk, db.Name), sink: drv, batch: db.BatchRows,
 		log: o.Logger, fp: failpoints{o.Failpoints}, sinks: o.Notify}
 	e.ledger = ledger.New(e.db, drv, e.prefix)
 	e.cp = checkpoint.New(e.db, drv, e.prefix)
 	if !o.ReadOnly {
 		if err := e.ledger.Migrate(ctx); err != nil {
 			e.db.Close()
-			return nil, err
+			return nil, e.diskFull(err)
 		}
 		if err := e.cp.Migrate(ctx); err != nil {
 			e.db.Close()
-			return nil, err
+			return nil, e.diskFull(err)
 		}
 	}
 	return e, nil
@@ -148,6 +151,19 @@ func usage(err error) error {
 	var ce *sink.ConfigError
 	if errors.As(err, &ce) {
 		return &UsageError{Err: ce.Err}
+	}
+	return err
+}
+
+// diskFull returns err saying what to do when it says the disk is full
+// (the database's, or the spool's): free space and rerun, which resumes
+// from what was committed. Other errors are returned as they are.
+func (e *Engine) diskFull(err error) error {
+	switch {
+	case e.sink.Full(err):
+		return fmt.Errorf("%w: free space on %s and rerun; it resumes", err, e.disk)
+	case errors.Is(err, syscall.ENOSPC):
+		return fmt.Errorf("%w: free space and rerun; it resumes", err)
 	}
 	return err
 }

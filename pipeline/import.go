@@ -176,6 +176,9 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 	if err != nil && r.res.Err == nil {
 		r.res.Err = err
 	}
+	if r.res.Err != nil && ctx.Err() == nil {
+		r.res.Err = e.diskFull(r.res.Err)
+	}
 	if r.res.Outcome == Failed && ctx.Err() != nil {
 		r.res.Outcome = Interrupted // stopped before it had an attempt to record
 	}

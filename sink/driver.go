@@ -148,6 +148,9 @@ type Driver interface {
 	// allows (SQLite's busy timeout), as a writer frozen inside its
 	// transaction does.
 	Locked(err error) bool
+	// Full reports whether err says the database found no space left to
+	// write in (a full disk): a failure a rerun resumes once space is freed.
+	Full(err error) bool
 
 	// HoldColumns makes the columns of table, as a Describe inside tx
 	// then reads them, the columns tx writes until it ends: another
@@ -203,6 +206,9 @@ type Database struct {
 	DB *sql.DB
 	// Name is the database as shown to users, never with a password.
 	Name string
+	// Disk names, for a user told to free space, where the database keeps
+	// its data: a directory, a server. Name when empty.
+	Disk string
 	// Prefix places idemport's tables: it comes before their names in
 	// statements and migrations ("idemport_", or a quoted schema and a dot).
 	Prefix string

@@ -302,7 +302,7 @@ func runImport(c *cobra.Command, e *env, o *importOptions, args []string) error 
 		}
 	}
 	if ledgerErr != nil && m.code == exitOK {
-		m.code = exitFailed // as this run will exit
+		m.code = exitCode(c.Context(), ledgerErr) // as this run will exit
 	}
 	for _, merr := range []error{ledgerErr, writeMetrics(o.metricsFile, m)} {
 		if merr == nil {

@@ -152,10 +152,10 @@ func TestMetricsWrittenOnEveryExit(t *testing.T) {
 		os.Mkdir(filepath.Join(dir, "drop"), 0o755)
 		// With no file to import, the ledger is only read for its gauges:
 		// a missing SQLite file is an empty ledger (exit 0, no gauges), an
-		// unreachable server a failure.
+		// unreachable server a configuration error (exit 2).
 		emptyUnreachable := 0
 		if tg.IsPostgres() {
-			emptyUnreachable = 1
+			emptyUnreachable = 2
 		}
 		for _, tc := range []struct {
 			name   string
@@ -168,7 +168,7 @@ func TestMetricsWrittenOnEveryExit(t *testing.T) {
 			{"bad trigger", tg.With("import", "--trigger", "nightly", "orders.csv"), 2, false},
 			{"bad --wait", tg.With("import", "--wait", "orders.csv"), 2, false},
 			{"no files", tg.With("import", "drop"), 0, true},
-			{"unreachable database", append([]string{"import"}, append(unreachable, "orders.csv")...), 1, false},
+			{"unreachable database", append([]string{"import"}, append(unreachable, "orders.csv")...), 2, false},
 			{"no files, unreachable database", append([]string{"import"}, append(unreachable, "drop")...), emptyUnreachable, false},
 		} {
 			// The previous file says 99: each run must replace it.

@@ -116,15 +116,15 @@ func TestPostgresTargetForms(t *testing.T) {
 		t.Fatalf("IDEMPORT_INTO=postgresql:///test: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 
-	// An unreachable server: one statement of the error, naming host and
-	// database, never the password.
+	// An unreachable server: a configuration error (exit 2), one statement
+	// of the error, naming host and database, never the password.
 	for _, into := range []string{
 		"postgres://postgres:s3cret@127.0.0.1:1/nowhere?sslmode=disable",
 		"host=127.0.0.1 port=1 user=postgres password=s3cret dbname=nowhere sslmode=disable",
 	} {
 		r = testkit.Exec(t, dir, nil, "import", "--into", into, "kv.csv")
 		out := r.Stdout + r.Stderr
-		if r.Code != exitFailed || !strings.Contains(out, `"nowhere" on 127.0.0.1:1`) {
+		if r.Code != exitUsage || !strings.Contains(out, `"nowhere" on 127.0.0.1:1`) {
 			t.Fatalf("unreachable %s: exit %d\n%s", into, r.Code, out)
 		}
 		if strings.Contains(out, "s3cret") {

@@ -77,7 +77,8 @@ func (d Driver) name(dsn string) string {
 // to the Writer is one COPY and one merge: a batch per partition makes one
 // of each per partition.
 func (d Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Database, error) {
-	if _, err := pgx.ParseConfig(dsn); err != nil {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
 		return nil, d.parseError(dsn, err)
 	}
 	db, err := sql.Open("pgx", dsn)
@@ -85,14 +86,16 @@ func (d Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Da
 		return nil, fmt.Errorf("open %s: %w", d.Redact(dsn), secret.ScrubError(err, secretParts(dsn)))
 	}
 	out := &sink.Database{DB: db, Name: d.name(dsn), Prefix: q(s.StateSchema) + ".", BatchRows: 0}
+	out.Disk = "the server's disk (" + out.Name + ")"
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("connect to %s: %w", out.Name, secret.ScrubError(err, secretParts(dsn)))
+		return nil, scrub(connectError(out.Name, cfg, err), secretParts(dsn))
 	}
 	if !s.ReadOnly {
 		if err := createSchema(ctx, db, s.StateSchema); err != nil {
+			err = schemaError(ctx, db, out.Name, s.StateSchema, cfg, err)
 			db.Close()
-			return nil, fmt.Errorf("in %s: %w", out.Name, err)
+			return nil, scrub(err, secretParts(dsn))
 		}
 	}
 	return out, nil
@@ -113,7 +116,7 @@ func createSchema(ctx context.Context, db *sql.DB, schema string) error {
 	if qerr := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&ok); qerr == nil && ok {
 		return nil
 	}
-	return fmt.Errorf("create schema %s: %w", schema, err)
+	return err
 }
 
 // Migrations implements sink.Driver.

@@ -30,6 +30,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -107,9 +108,37 @@ func (Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Data
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, openError(path, s, err)
 	}
-	return &sink.Database{DB: db, Name: path, Prefix: "idemport_", BatchRows: batchRows}, nil
+	disk := filepath.Dir(path)
+	if abs, err := filepath.Abs(disk); err == nil {
+		disk = abs
+	}
+	return &sink.Database{DB: db, Name: path, Disk: disk, Prefix: "idemport_", BatchRows: batchRows}, nil
+}
+
+// openError is the error of opening the database at path, which failed
+// with err. A directory that does not exist, or in which this user may not
+// create the database or the write-ahead log beside it, is a
+// *sink.ConfigError naming that cause (SQLite itself, having tried to open
+// the file read-only as well, may report another).
+func openError(path string, s sink.Settings, err error) error {
+	dir := filepath.Dir(path)
+	if st, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
+		return &sink.ConfigError{Err: fmt.Errorf("open %s: directory %s does not exist: create it, or check --into", path, dir)}
+	} else if serr == nil && !st.IsDir() {
+		return &sink.ConfigError{Err: fmt.Errorf("open %s: %s is not a directory: check --into", path, dir)}
+	}
+	if !s.ReadOnly {
+		probe, perr := os.CreateTemp(dir, ".idemport-probe-*")
+		if perr == nil {
+			probe.Close()
+			os.Remove(probe.Name())
+		} else if errors.Is(perr, os.ErrPermission) {
+			return &sink.ConfigError{Err: fmt.Errorf("open %s: cannot create files in %s: permission denied (SQLite writes the database and its write-ahead log there): make the directory writable to this user, or give --into a path in one that is", path, dir)}
+		}
+	}
+	return fmt.Errorf("open %s: %w", path, err)
 }
 
 // batchRows is the rows of a batch handed to the writer: one statement step

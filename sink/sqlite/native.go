@@ -231,3 +231,10 @@ func (Driver) Locked(err error) bool {
 	var se sqlite3.Error
 	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }
+
+// Full implements sink.Driver: SQLite answers "database or disk is full"
+// when a write found no space left.
+func (Driver) Full(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.Code == sqlite3.ErrFull
+}

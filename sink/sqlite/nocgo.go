@@ -50,3 +50,6 @@ func (Driver) Writer(context.Context, *sql.Conn, sink.Target, *arrow.Schema) (si
 
 // Locked implements sink.Driver: without SQLite nothing is locked.
 func (Driver) Locked(error) bool { return false }
+
+// Full implements sink.Driver: without SQLite nothing is written.
+func (Driver) Full(error) bool { return false }

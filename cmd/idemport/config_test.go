@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/idemport/idemport/internal/pgtest"
+	"github.com/idemport/idemport/internal/testkit"
+)
+
+// configError checks that r is a configuration error as a user meets it:
+// exit 2, one line on stderr holding each of want, nothing on stdout but
+// what the import printed of the file, and none of unwanted.
+func configError(t *testing.T, what string, r testkit.Run, want []string, unwanted ...string) {
+	t.Helper()
+	msg := strings.TrimSpace(r.Stderr)
+	ok := r.Code == exitUsage && msg != "" && !strings.Contains(msg, "\n")
+	for _, w := range want {
+		ok = ok && strings.Contains(msg, w)
+	}
+	for _, u := range append(unwanted, "--help") {
+		ok = ok && !strings.Contains(msg, u)
+	}
+	if !ok {
+		t.Fatalf("%s: exit %d, want 2 and one line with %q\nstdout: %s\nstderr: %s", what, r.Code, want, r.Stdout, r.Stderr)
+	}
+}
+
+// TestConfigurationErrorsExit2 meets each configuration error of a target
+// as a user would, with a file to import: a directory that does not exist
+// or that the user may not write (SQLite), a server that does not answer,
+// a database that does not exist, a user without the privilege to create
+// idemport's schema, a password refused (PostgreSQL). Each exits 2, not 1
+// (a rerun does not fix it), in one line naming the real cause and what to
+// do; the test then does what the line says and reruns, which imports the
+// file exactly.
+func TestConfigurationErrorsExit2(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		dir := t.TempDir()
+		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 71)
+
+		r := testkit.Exec(t, dir, nil, "import", "--into", "nodir/x.db", "orders.csv")
+		configError(t, "missing directory", r, []string{"directory nodir does not exist"})
+
+		ro := filepath.Join(dir, "ro")
+		if err := os.Mkdir(ro, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		r = testkit.Wait(t, launch(t, modesBind(t, testkit.Cmd(t, dir, nil, "import", "--into", "ro/idemport.db", "orders.csv"))).cmd)
+		configError(t, "unwritable directory", r, []string{"cannot create files in ro: permission denied", "writable"}, "no such file")
+		if err := os.Chmod(ro, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		tg := testkit.NewTarget(t, testkit.SQLite, ro)
+		if res := importTo(t, tg, dir, nil, 0, "orders.csv"); res.Outcome != "imported" {
+			t.Fatalf("after making the directory writable: %+v", res)
+		}
+		checkExact(t, tg, "ordinal", rows)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		testkit.Available(t, testkit.Postgres)
+		dir := t.TempDir()
+		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 72)
+		tg := testkit.NewTarget(t, testkit.Postgres, dir)
+		base, err := url.Parse(pgtest.URL(t, tg.Schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		admin := tg.DB
+		do := func(q string) {
+			t.Helper()
+			if _, err := admin.ExecContext(context.Background(), q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+
+		// A port nothing listens on.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := *base
+		closed.Host = l.Addr().String()
+		l.Close()
+		r := testkit.Exec(t, dir, nil, "import", "--into", closed.String(), "orders.csv")
+		configError(t, "unreachable server", r, []string{"connection refused", "is the server running"}, "dial")
+
+		// A database that does not exist; createdb as proposed makes it.
+		missing := *base
+		dbName := pgtest.Name()
+		missing.Path = "/" + dbName
+		t.Cleanup(func() { admin.Exec(`DROP DATABASE IF EXISTS ` + testkit.QuoteOne(dbName) + ` WITH (FORCE)`) })
+		r = testkit.Exec(t, dir, nil, "import", "--into", missing.String(), "--state-schema", tg.Schema, "orders.csv")
+		configError(t, "missing database", r, []string{`database "` + dbName + `" does not exist (SQLSTATE 3D000)`, "createdb"})
+		m := regexp.MustCompile(`\(createdb ([^)]*)\)`).FindStringSubmatch(r.Stderr)
+		if m == nil {
+			t.Fatalf("no createdb command line in %s", r.Stderr)
+		}
+		if _, err := exec.LookPath("createdb"); err == nil {
+			if out, err := exec.Command("createdb", strings.Fields(m[1])...).CombinedOutput(); err != nil {
+				t.Fatalf("createdb %s: %v\n%s", m[1], err, out)
+			}
+		} else {
+			do(`CREATE DATABASE ` + testkit.QuoteOne(dbName))
+		}
+		if res := importJSON(t, dir, nil, 0, "--into", missing.String(), "--state-schema", tg.Schema, "orders.csv"); res.Outcome != "imported" {
+			t.Fatalf("after createdb: %+v", res)
+		}
+
+		// A user who may not create idemport's schema; the GRANT proposed
+		// lets it.
+		role := pgtest.Name()
+		state := pgtest.Name()
+		do(`CREATE ROLE ` + role + ` LOGIN`)
+		do(`GRANT USAGE, CREATE ON SCHEMA ` + testkit.QuoteOne(tg.Schema) + ` TO ` + role)
+		t.Cleanup(func() {
+			admin.Exec(`DROP SCHEMA IF EXISTS ` + state + ` CASCADE`)
+			admin.Exec(`DROP OWNED BY ` + role + ` CASCADE`)
+			admin.Exec(`DROP ROLE ` + role)
+		})
+		as := *base
+		as.User = url.User(role)
+		r = testkit.Exec(t, dir, nil, "import", "--into", as.String(), "--state-schema", state, "orders.csv")
+		configError(t, "missing privilege", r, []string{"permission denied for database", "(SQLSTATE 42501)", "GRANT CREATE ON DATABASE"})
+		grant := regexp.MustCompile(`GRANT CREATE ON DATABASE "[^"]+" TO "[^"]+"`).FindString(r.Stderr)
+		if grant == "" {
+			t.Fatalf("no GRANT in %s", r.Stderr)
+		}
+		do(grant)
+		if res := importJSON(t, dir, nil, 0, "--into", as.String(), "--state-schema", state, "orders.csv"); res.Outcome != "imported" {
+			t.Fatalf("after %s: %+v", grant, res)
+		}
+		checkOrders(t, tg, "orders", rows)
+
+		// A password the server refuses: a server that asks for one and
+		// answers 28P01, as PostgreSQL does.
+		fake := refusingServer(t)
+		r = testkit.Exec(t, dir, nil, "import", "--into", "postgres://alice:s3cret@"+fake+"/shop?sslmode=disable", "orders.csv")
+		configError(t, "bad password", r, []string{`password authentication failed for user "alice" (SQLSTATE 28P01)`, "PGPASSFILE"}, "s3cret")
+	})
+}
+
+// refusingServer starts a server that speaks enough of PostgreSQL's
+// protocol to ask each client for a password and refuse it, and returns
+// its address.
+func refusingServer(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				be := pgproto3.NewBackend(conn, conn)
+				msg, err := be.ReceiveStartupMessage()
+				if _, ok := msg.(*pgproto3.SSLRequest); ok {
+					conn.Write([]byte("N"))
+					msg, err = be.ReceiveStartupMessage()
+				}
+				start, ok := msg.(*pgproto3.StartupMessage)
+				if err != nil || !ok {
+					return
+				}
+				be.Send(&pgproto3.AuthenticationCleartextPassword{})
+				if be.Flush() != nil {
+					return
+				}
+				be.SetAuthType(pgproto3.AuthTypeCleartextPassword)
+				if _, err := be.Receive(); err != nil {
+					return
+				}
+				be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: "28P01",
+					Message: `password authentication failed for user "` + start.Parameters["user"] + `"`})
+				be.Flush()
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// TestFullDiskSaysFreeSpace imports into a SQLite file on a file system
+// too small for it: the import fails (exit 1, a rerun resumes) saying to
+// free space on that directory; with space freed the rerun resumes and the
+// table holds the file exactly. It mounts a small tmpfs, which needs root.
+func TestFullDiskSaysFreeSpace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small file system needs root")
+	}
+	dir := t.TempDir()
+	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 6000, 73)
+	mnt := filepath.Join(dir, "small")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=512k"); err != nil {
+		t.Fatalf("mount a small tmpfs: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	tg := testkit.NewTarget(t, testkit.SQLite, mnt)
+	r := tg.Exec(t, dir, nil, "import", "--partition-rows", "500", "orders.csv")
+	if r.Code != exitFailed || !strings.Contains(r.Stdout, "free space on "+mnt+" and rerun; it resumes") {
+		t.Fatalf("full disk: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", syscall.MS_REMOUNT, "size=64m"); err != nil {
+		t.Fatalf("grow the tmpfs: %v", err)
+	}
+	if res := importTo(t, tg, dir, nil, 0, "--partition-rows", "500", "orders.csv"); res.Outcome != "resumed" {
+		t.Fatalf("after freeing space: %+v", res)
+	}
+	checkExact(t, tg, "ordinal", rows)
+}
