@@ -49,9 +49,15 @@ const (
 	// completed one is decided as above, whatever its age, unless it would
 	// be applied again); nothing is written.
 	Stale
+	// Replace: the stored operation completed with other content and the
+	// same mapping, and the run asks to replace it (--replace): it becomes
+	// replaced and a new operation starts, as with Create, that removes
+	// the earlier version's rows (ordinal mode) or its keys the new version
+	// lacks (by key) before it completes.
+	Replace
 )
 
-var decisionNames = [...]string{"create", "plan", "resume", "duplicate", "refuse", "conflict", "busy", "supersede", "reapply", "stale"}
+var decisionNames = [...]string{"create", "plan", "resume", "duplicate", "refuse", "conflict", "busy", "supersede", "reapply", "stale", "replace"}
 
 func (d Decision) String() string { return decisionNames[d] }
 
@@ -72,6 +78,9 @@ type Situation struct {
 	Admits bool
 	// Reapply asks for a completed operation to be applied again.
 	Reapply bool
+	// Replace asks for a completed operation whose content differs (its
+	// mapping the same) to be replaced by the run's file.
+	Replace bool
 	// Stale reports that the run's file is a snapshot older than the last
 	// one applied to its table and scope.
 	Stale bool
@@ -104,6 +113,14 @@ func Decide(s Situation) (Decision, string) {
 	if op.ContentDigest != id.ContentDigest || !id.SameMapping(op) {
 		if op.State == Refused || (op.State == Failed && !s.Effect) {
 			return Supersede, ""
+		}
+		if op.State == Completed && s.Replace && id.SameMapping(op) {
+			if s.Stale {
+				// An older snapshot than the last applied: its sweep
+				// cannot run once it is written.
+				return Stale, ""
+			}
+			return Replace, ""
 		}
 		return Conflict, ""
 	}
@@ -153,7 +170,7 @@ func Difference(op *Operation, id Identity) (what, how string) {
 	var parts, details []string
 	if op.ContentDigest != id.ContentDigest {
 		parts = append(parts, "content")
-		details = append(details, fmt.Sprintf("stored %s, this file %s", short(op.ContentDigest), short(id.ContentDigest)))
+		details = append(details, fmt.Sprintf("stored %s, this file %s", ShortDigest(op.ContentDigest), ShortDigest(id.ContentDigest)))
 	}
 	if !id.SameMapping(op) {
 		parts = append(parts, "mapping")
@@ -162,7 +179,9 @@ func Difference(op *Operation, id Identity) (what, how string) {
 	return strings.Join(parts, " and "), strings.Join(details, "; ")
 }
 
-func short(d string) string {
+// ShortDigest shortens a digest (sha256:…) to its algorithm and first 12
+// hex digits, as messages show it.
+func ShortDigest(d string) string {
 	if i := strings.IndexByte(d, ':'); i >= 0 && len(d) > i+13 {
 		return d[:i+13]
 	}

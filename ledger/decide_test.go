@@ -111,6 +111,18 @@ func TestDecide(t *testing.T) {
 		{"failed before planning, other content", at(stored(Failed, false, "", 0), otherContent), Supersede, ""},
 		{"failed after a commit, other mapping", with(at(stored(Failed, true, "", 0), otherMapping), func(s *Situation) { s.Effect = true }), Conflict, ""},
 		{"completed, table missing, other content", with(at(stored(Completed, true, "", 0), otherContent), func(s *Situation) { s.TableMissing = true }), Conflict, ""},
+
+		// --replace: a completed operation with other content (the same
+		// mapping) is replaced; anything else decides as without it.
+		{"completed, other content, --replace", with(at(stored(Completed, true, "", 0), otherContent), func(s *Situation) { s.Replace = true }), Replace, ""},
+		{"completed, other mapping, --replace", with(at(stored(Completed, true, "", 0), otherMapping), func(s *Situation) { s.Replace = true }), Conflict, ""},
+		{"completed, other content and mapping, --replace", with(at(stored(Completed, true, "", 0), otherBoth), func(s *Situation) { s.Replace = true }), Conflict, ""},
+		{"completed, same fingerprint, --replace", with(at(stored(Completed, true, "", 0), id), func(s *Situation) { s.Replace = true }), Duplicate, ""},
+		{"completed, other content, --replace, stale snapshot", with(at(stored(Completed, true, "", 0), otherContent), func(s *Situation) { s.Replace, s.Stale = true, true }), Stale, ""},
+		{"processing, other content, --replace", with(at(stored(Processing, true, "", 0), otherContent), func(s *Situation) { s.Replace, s.Effect = true, true }), Conflict, ""},
+		{"failed after a commit, other content, --replace", with(at(stored(Failed, true, "", 0), otherContent), func(s *Situation) { s.Replace, s.Effect = true, true }), Conflict, ""},
+		{"refused, other content, --replace", with(at(stored(Refused, false, "", 0), otherContent), func(s *Situation) { s.Replace = true }), Supersede, ""},
+		{"undone, other content, --replace", with(at(stored(Undone, true, "", 0), otherContent), func(s *Situation) { s.Replace = true }), Create, ""},
 	}
 	// Undone and abandoned operations are as if never imported.
 	for _, state := range []State{Undone, Abandoned} {
@@ -142,7 +154,7 @@ func TestDecide(t *testing.T) {
 
 func TestDecisionNames(t *testing.T) {
 	want := map[Decision]string{Create: "create", Plan: "plan", Resume: "resume", Duplicate: "duplicate",
-		Refuse: "refuse", Conflict: "conflict", Busy: "busy", Supersede: "supersede", Reapply: "reapply", Stale: "stale"}
+		Refuse: "refuse", Conflict: "conflict", Busy: "busy", Supersede: "supersede", Reapply: "reapply", Stale: "stale", Replace: "replace"}
 	for d, w := range want {
 		if d.String() != w {
 			t.Errorf("%d is %q, want %q", int(d), d.String(), w)

@@ -27,6 +27,12 @@ const (
 	// effect, operation that a run with another fingerprint replaced. It
 	// is only ever found among past operations.
 	Superseded State = "superseded"
+	// Replaced is the final state of a completed operation whose file ID
+	// was imported again with other content and --replace: the new
+	// version's operation removed its rows (ordinal mode) or its keys the
+	// new version lacks (by key). It is only ever found among past
+	// operations, with the content digest of the version that replaced it.
+	Replaced State = "replaced"
 )
 
 // Errors callers branch on.
@@ -170,12 +176,21 @@ type Operation struct {
 	Outcome       string // JSON: the stored outcome or refusal report
 	Attempts      int64
 	Rows          idemtype.Rows
+	// Replaces is, for an operation that replaces the completed earlier
+	// version of its file ID (--replace), that version's content digest:
+	// every attempt of it removes that version's rows before it completes.
+	// Empty otherwise.
+	Replaces string
+	// ReplacedBy is, for a past operation in state Replaced, the content
+	// digest of the version that replaced it.
+	ReplacedBy string
 }
 
 const opColumns = `table_name, file_id, file_key, state, content_digest, mapping_digest, mapping,
 	file_path, file_size, planned, coalesce(lease_attempt, ''), coalesce(lease_expires, 0),
 	created_at, updated_at, coalesce(completed_at, 0), coalesce(completed_by, ''), coalesce(outcome, ''),
-	attempts, rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected`
+	attempts, rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected,
+	coalesce(replaces, '')`
 
 func scanOp(sc interface{ Scan(...any) error }) (*Operation, error) {
 	var o Operation
@@ -183,7 +198,8 @@ func scanOp(sc interface{ Scan(...any) error }) (*Operation, error) {
 	err := sc.Scan(&o.Table, &o.FileID, &o.FileKey, &o.State, &o.ContentDigest, &o.MappingDigest, &o.Mapping,
 		&o.Path, &o.Size, &planned, &o.LeaseAttempt, &o.LeaseExpires,
 		&o.CreatedAt, &o.UpdatedAt, &o.CompletedAt, &o.CompletedBy, &o.Outcome,
-		&o.Attempts, &o.Rows.Read, &o.Rows.Inserted, &o.Rows.Updated, &o.Rows.Unchanged, &o.Rows.Stale, &o.Rows.Superseded, &o.Rows.Rejected)
+		&o.Attempts, &o.Rows.Read, &o.Rows.Inserted, &o.Rows.Updated, &o.Rows.Unchanged, &o.Rows.Stale, &o.Rows.Superseded, &o.Rows.Rejected,
+		&o.Replaces)
 	o.Planned = planned != 0
 	return &o, err
 }

@@ -13,17 +13,21 @@ const pastColumns = `table_name, file_id, file_key, state, content_digest, mappi
 
 // Replace moves operation k, if there is one, to the past operations, so a
 // new operation for k can be created in the same transaction. The past
-// record keeps k's state when it is undone or abandoned, and is superseded
-// otherwise. Its quarantined rows go with it: they belonged to a file that
-// is no longer k's.
-func (l *Ledger) Replace(ctx context.Context, tx *sql.Tx, k Key) error {
+// record keeps k's state when it is undone or abandoned; with by (the
+// content digest of the version replacing it, --replace) a completed one
+// becomes replaced, by that version; any other is superseded. Its
+// quarantined rows go with it: they belonged to a file that is no longer
+// k's.
+func (l *Ledger) Replace(ctx context.Context, tx *sql.Tx, k Key, by string) error {
 	sel := `SELECT table_name, file_id, file_key,
-		CASE WHEN state IN ('undone', 'abandoned') THEN state ELSE 'superseded' END,
+		CASE WHEN state IN ('undone', 'abandoned') THEN state WHEN state = 'completed' AND ? <> '' THEN 'replaced' ELSE 'superseded' END,
 		content_digest, mapping_digest, mapping, file_path, file_size,
 		created_at, updated_at, completed_at, completed_by, outcome, attempts,
-		rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected, ` + l.d.Now() + `
+		rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected, ` + l.d.Now() + `,
+		CASE WHEN state = 'completed' AND ? <> '' THEN ? END
 		FROM ` + l.prefix + `operations WHERE table_name = ? AND file_id = ?`
-	if _, err := tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`operations_past (`+pastColumns+`, replaced_at) `+sel), k.Table, k.FileID); err != nil {
+	if _, err := tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`operations_past (`+pastColumns+`, replaced_at, replaced_by) `+sel),
+		by, by, by, k.Table, k.FileID); err != nil {
 		return fmt.Errorf("keep operation %s among past operations: %w", k, err)
 	}
 	if _, err := tx.ExecContext(ctx, l.q(`DELETE FROM `+l.prefix+`rejects WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID); err != nil {
@@ -31,6 +35,17 @@ func (l *Ledger) Replace(ctx context.Context, tx *sql.Tx, k Key) error {
 	}
 	if _, err := tx.ExecContext(ctx, l.q(`DELETE FROM `+l.prefix+`operations WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID); err != nil {
 		return fmt.Errorf("replace operation %s: %w", k, err)
+	}
+	return nil
+}
+
+// MarkReplaces records that operation k, just created, replaces the
+// completed version of its file ID whose content digest is digest
+// (Operation.Replaces).
+func (l *Ledger) MarkReplaces(ctx context.Context, tx *sql.Tx, k Key, digest string) error {
+	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET replaces = ? WHERE table_name = ? AND file_id = ?`),
+		digest, k.Table, k.FileID); err != nil {
+		return fmt.Errorf("record that %s replaces %s: %w", k, digest, err)
 	}
 	return nil
 }
@@ -71,10 +86,12 @@ func (l *Ledger) Record(ctx context.Context, tx *sql.Tx, k Key, a Attempt, outco
 
 // Reset prepares completed operation k to be applied again by a new
 // attempt: it becomes processing with its counters at zero, keeping its
-// stored plan; the rows its snapshot scope held are counted again.
+// stored plan; the rows its snapshot scope held are counted again. Applied
+// again, it is no replacement any more (Operation.Replaces is cleared):
+// what it replaced is gone.
 func (l *Ledger) Reset(ctx context.Context, tx *sql.Tx, k Key) error {
 	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = 'processing', outcome = NULL,
-		completed_at = NULL, completed_by = NULL, updated_at = `+l.d.Now()+`, scope_rows = NULL,
+		completed_at = NULL, completed_by = NULL, updated_at = `+l.d.Now()+`, scope_rows = NULL, replaces = NULL,
 		rows_read = 0, rows_inserted = 0, rows_updated = 0, rows_unchanged = 0, rows_stale = 0, rows_superseded = 0, rows_rejected = 0
 		WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID); err != nil {
 		return fmt.Errorf("reset operation %s: %w", k, err)
@@ -110,8 +127,8 @@ func (l *Ledger) Died(ctx context.Context, q Querier, attempt string) error {
 	return nil
 }
 
-// Past returns the past operations matching f (superseded, undone or
-// abandoned operations that a newer one, or gc, replaced), newest first.
+// Past returns the past operations matching f (superseded, replaced, undone
+// or abandoned operations that a newer one, or gc, replaced), newest first.
 // Their UpdatedAt is when they were replaced.
 func (l *Ledger) Past(ctx context.Context, f Filter) ([]Operation, error) {
 	if ok, err := l.d.TableExists(ctx, l.db, l.prefix+"operations_past"); err != nil || !ok {
@@ -120,7 +137,8 @@ func (l *Ledger) Past(ctx context.Context, f Filter) ([]Operation, error) {
 	where, args := f.where(l.prefix, l.prefix+"operations_past")
 	rows, err := l.db.QueryContext(ctx, l.q(`SELECT table_name, file_id, file_key, state, content_digest, mapping_digest, mapping,
 		file_path, file_size, created_at, replaced_at, coalesce(completed_at, 0), coalesce(completed_by, ''), coalesce(outcome, ''),
-		attempts, rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected
+		attempts, rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected,
+		coalesce(replaced_by, '')
 		FROM `+l.prefix+`operations_past`+where+` ORDER BY created_at DESC, table_name, file_id`), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list past operations: %w", err)
@@ -131,7 +149,8 @@ func (l *Ledger) Past(ctx context.Context, f Filter) ([]Operation, error) {
 		var o Operation
 		if err := rows.Scan(&o.Table, &o.FileID, &o.FileKey, &o.State, &o.ContentDigest, &o.MappingDigest, &o.Mapping,
 			&o.Path, &o.Size, &o.CreatedAt, &o.UpdatedAt, &o.CompletedAt, &o.CompletedBy, &o.Outcome,
-			&o.Attempts, &o.Rows.Read, &o.Rows.Inserted, &o.Rows.Updated, &o.Rows.Unchanged, &o.Rows.Stale, &o.Rows.Superseded, &o.Rows.Rejected); err != nil {
+			&o.Attempts, &o.Rows.Read, &o.Rows.Inserted, &o.Rows.Updated, &o.Rows.Unchanged, &o.Rows.Stale, &o.Rows.Superseded, &o.Rows.Rejected,
+			&o.ReplacedBy); err != nil {
 			return nil, fmt.Errorf("list past operations: %w", err)
 		}
 		out = append(out, o)

@@ -462,8 +462,11 @@ func (r *run) finalize(ctx context.Context) error {
 	var evolved *evolution  // the schema changes an --atomic completion made
 	var completer string    // the attempt that completed the operation
 	sent := false           // the transaction did its work: an error now is its COMMIT's
+
+	removed := r.res.Removed // the replaced version's rows the plan's transaction removed (ordinal mode)
 	err := r.withTx(ctx, func(tx *sql.Tx) error {
 		moved, evolved, completer, sent = idemtype.Rows{}, nil, "", false
+		r.res.Removed = removed
 		// One transaction completes the operation at a time, and none
 		// while a run decides to join it (claim takes the same lock): each
 		// finds the operation as the last one left it. Without it, two
@@ -502,6 +505,9 @@ func (r *run) finalize(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if err := r.prepareReplaced(ctx, tx, true); err != nil { // with --atomic, before the move
+			return err
+		}
 		if r.req.Mapping.Atomic {
 			var all idemtype.Rows
 			if inserted, all, moved, err = r.moveStaged(ctx, tx); err != nil {
@@ -510,6 +516,12 @@ func (r *run) finalize(ctx context.Context) error {
 			totals.Add(all)
 		}
 		if r.res.Deleted, err = r.sweep(ctx, tx, inserted, before, known); err != nil {
+			return err
+		}
+		if err := r.sweepReplaced(ctx, tx); err != nil {
+			return err
+		}
+		if err := r.dropSeen(ctx, tx); err != nil {
 			return err
 		}
 		if err := r.dropStage(ctx, tx); err != nil {
@@ -569,8 +581,12 @@ func (r *run) finalize(ctx context.Context) error {
 	if completer == r.attempt.ID {
 		r.rows.Add(moved)
 		evolved.report(r.res)
+		r.noteReplaced()
 	} else {
 		r.res.EventID, r.res.Deleted = "", 0
+		if r.req.Mapping.Atomic || !r.target.Ordinal() {
+			r.res.Removed = 0 // removed by the completing transaction, not this one's
+		}
 	}
 	if err := r.e.fp.Hit("after-finalize"); err != nil {
 		return err

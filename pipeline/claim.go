@@ -97,21 +97,39 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 		return 0, err
 	}
 	d, from := ledger.Decide(s)
+	if op != nil {
+		r.replaces = op.Replaces
+	}
 	switch d {
-	case ledger.Create, ledger.Supersede:
+	case ledger.Create, ledger.Supersede, ledger.Replace:
+		r.replaces = ""
 		if op != nil {
-			if d == ledger.Supersede {
+			by := ""
+			switch d {
+			case ledger.Supersede:
 				r.note("supersedes the %s operation of %s (%s differs; it had no effect)", op.State, op.Key, differs(op, r.id))
+				// It was replacing an earlier version: this one
+				// finishes that replacement.
+				r.replaces = op.Replaces
+			case ledger.Replace:
+				r.note("replaces the version of %s completed on %s (content %s, %s)",
+					op.Key, formatMs(op.CompletedAt), ledger.ShortDigest(op.ContentDigest), english.Plural(op.Rows.Read-op.Rows.Rejected-op.Rows.Superseded, "row"))
+				by, r.replaces = r.id.ContentDigest, op.ContentDigest
 			}
 			if _, _, err := r.e.cp.Drop(ctx, tx.Tx, r.op); err != nil {
 				return 0, err
 			}
-			if err := r.e.ledger.Replace(ctx, tx.Tx, r.id.Key); err != nil {
+			if err := r.e.ledger.Replace(ctx, tx.Tx, r.id.Key, by); err != nil {
 				return 0, err
 			}
 		}
 		if err := r.e.ledger.Create(ctx, tx.Tx, r.id, r.attempt, r.leaseMs); err != nil {
 			return 0, err
+		}
+		if r.replaces != "" {
+			if err := r.e.ledger.MarkReplaces(ctx, tx.Tx, r.id.Key, r.replaces); err != nil {
+				return 0, err
+			}
 		}
 		r.created = true
 	case ledger.Reapply:
@@ -165,6 +183,7 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 		}
 		r.claimed = true
 		r.res.AttemptID = r.attempt.ID
+		r.res.Replaces = r.replaces
 		return d, nil
 	}
 	// A settled decision keeps nothing of the claim transaction. End it
@@ -180,7 +199,7 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 // situation gathers, through q, what the claim decision depends on for the
 // stored operation op (nil when none) at database time now.
 func (r *run) situation(ctx context.Context, q sink.Querier, op *ledger.Operation, now int64) (ledger.Situation, error) {
-	s := ledger.Situation{Op: op, ID: r.id, Now: now, Reapply: r.req.Reapply}
+	s := ledger.Situation{Op: op, ID: r.id, Now: now, Reapply: r.req.Reapply, Replace: r.req.Replace}
 	var err error
 	if s.Stale, err = r.stale(ctx, q); err != nil {
 		return s, err
@@ -372,6 +391,7 @@ func (r *run) settle(ctx context.Context, d ledger.Decision, op *ledger.Operatio
 	case ledger.Conflict:
 		r.res.Outcome = Conflict
 		what, how := ledger.Difference(op, r.id)
+		r.res.Differs = what
 		return fmt.Errorf("conflict: %s differs from the file %s as %s into %s on %s (%s)",
 			what, map[bool]string{true: "refused", false: "imported"}[op.State == ledger.Refused], op.FileID, op.Table, formatMs(op.CreatedAt), how)
 	case ledger.Refuse:

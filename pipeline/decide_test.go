@@ -63,6 +63,32 @@ func decisionRows() []decisionRow {
 			}
 		}
 	}
+	// holds checks that items holds exactly the rows of items(n, seed),
+	// value by value.
+	holds := func(n, seed int) func(t *testing.T, f *fx, res *Result) {
+		return func(t *testing.T, f *fx, res *Result) {
+			t.Helper()
+			var want [][]any
+			for i := 1; i <= n; i++ {
+				want = append(want, []any{int64(i), int64(i * seed), fmt.Sprintf("item %d-%d", i, seed)})
+			}
+			if got := f.rows(t, `SELECT id, qty, name FROM items ORDER BY id`); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("items holds %v, want %v", got, want)
+			}
+		}
+	}
+	// replaced runs the import of items(5, 1) as day1 in mapping m, and
+	// returns the request of its corrected version, items(3, 2), with
+	// --replace.
+	replaced := func(m Mapping) func(t *testing.T, f *fx) Request {
+		return func(t *testing.T, f *fx) Request {
+			req := Request{Path: f.write(t, "items.csv", items(5, 1)), FileID: "day1", Mapping: m}
+			f.wantOutcome(t, f.e.Import(context.Background(), req), Imported)
+			f.write(t, "items.csv", items(3, 2))
+			req.Replace = true
+			return req
+		}
+	}
 	return []decisionRow{
 		{name: "nothing/create", want: ledger.Create, outcome: Imported, check: imported(3),
 			setup: func(t *testing.T, f *fx) Request {
@@ -232,6 +258,20 @@ func decisionRows() []decisionRow {
 				req := Request{Path: f.write(t, "items.csv", items(3, 1)), FileID: "day1"}
 				f.wantOutcome(t, f.e.Import(context.Background(), req), Imported)
 				f.write(t, "items.csv", items(3, 2))
+				return req
+			}},
+		{name: "completed/different-content/--replace/replace", want: ledger.Replace, outcome: Imported, check: holds(3, 2),
+			setup: replaced(Mapping{Table: "items"})},
+		{name: "completed/different-content/--replace/by-key/replace", want: ledger.Replace, outcome: Imported, check: holds(3, 2),
+			setup: replaced(Mapping{Table: "items", Key: []string{"id"}})},
+		{name: "completed/different-content/--replace/atomic/replace", want: ledger.Replace, outcome: Imported, check: holds(3, 2),
+			setup: replaced(Mapping{Table: "items", Atomic: true})},
+		{name: "completed/different-content/--replace/by-key-atomic/replace", want: ledger.Replace, outcome: Imported, check: holds(3, 2),
+			setup: replaced(Mapping{Table: "items", Key: []string{"id"}, Atomic: true})},
+		{name: "completed/different-mapping/--replace/conflict", want: ledger.Conflict, outcome: Conflict, check: holds(5, 1),
+			setup: func(t *testing.T, f *fx) Request {
+				req := replaced(Mapping{Table: "items"})(t, f)
+				req.Mapping.Key = []string{"id"}
 				return req
 			}},
 		{name: "completed/different-mapping/conflict", want: ledger.Conflict, outcome: Conflict, check: imported(3),
@@ -437,7 +477,7 @@ func TestDecisionTable(t *testing.T) {
 // flags for: every field that changes what an import decides.
 func planRequest(req Request) Request {
 	return Request{Path: req.Path, FileID: req.FileID, Mapping: req.Mapping, PartitionRows: req.PartitionRows, MaxRejects: req.MaxRejects,
-		Reapply: req.Reapply, MinAge: req.MinAge, AsOf: req.AsOf, MaxDelete: req.MaxDelete, Rehash: req.Rehash}
+		Reapply: req.Reapply, Replace: req.Replace, MinAge: req.MinAge, AsOf: req.AsOf, MaxDelete: req.MaxDelete, Rehash: req.Rehash}
 }
 
 // checkAgreement runs plan, import --dry-run and import on the state f is
@@ -545,7 +585,7 @@ func predicted(rep *PlanReport) (Outcome, string) {
 		why = "by the delete guard"
 	}
 	switch rep.Decision {
-	case ledger.Create.String(), ledger.Supersede.String(), ledger.Reapply.String():
+	case ledger.Create.String(), ledger.Supersede.String(), ledger.Reapply.String(), ledger.Replace.String():
 		if why != "" {
 			return Refused, why
 		}

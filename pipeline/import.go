@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -67,6 +68,15 @@ type Request struct {
 	// keyed by file and row, so this writes no duplicate; in natural-key
 	// mode without a version column, the file's values overwrite newer ones.
 	Reapply bool
+	// Replace makes a file whose file ID names an operation completed with
+	// other content (and the same mapping) replace it: the earlier
+	// version's rows are removed (ordinal mode) or its keys the new
+	// version lacks deleted (by key), and the new version imported; with
+	// Mapping.Atomic all of it in the completing transaction. The earlier
+	// operation is kept among past operations as replaced. It needs a
+	// FileID that names the file (a content digest never has another
+	// version).
+	Replace bool
 	// MaxDelete limits how many rows a snapshot sweep may remove: a count,
 	// or a percentage of the live rows in the snapshot's scope; nil means
 	// DefaultMaxDelete. It is not part of the mapping, so a rerun with a
@@ -153,6 +163,7 @@ type run struct {
 	spec       *speculation
 	newer      *ledger.Snapshot // the last snapshot applied to the scope, when this run's is older
 	created    bool             // this run created the operation
+	replaces   string           // the content digest of the version the operation replaces (ledger.Operation.Replaces)
 	claimed    bool             // an attempt row exists for this run
 	file       *reader.File
 	plan       *reader.Plan
@@ -287,6 +298,9 @@ func (r *run) identify(ctx context.Context) error {
 	m := r.req.Mapping
 	if m.Version != "" && len(m.Key) == 0 {
 		return usagef("a version column needs --key: without a natural key a row only ever comes from one file")
+	}
+	if r.req.Replace && (r.req.FileID == "" || strings.Contains(r.req.FileID, "{digest}")) {
+		return usagef("--replace needs a --file-id that names the file, such as --file-id '{path}' or '{name}': a file known by its content (the default) has no other version to replace")
 	}
 	var size int64
 	var modTime time.Time
@@ -619,10 +633,15 @@ func (r *run) heartbeat(ctx context.Context) (stop func()) {
 // finalizes.
 func (r *run) work(ctx context.Context, d ledger.Decision) error {
 	switch d {
-	case ledger.Create, ledger.Supersede, ledger.Plan, ledger.Reapply:
+	case ledger.Create, ledger.Supersede, ledger.Replace, ledger.Plan, ledger.Reapply:
 		refused, err := r.planFile(ctx)
 		if err != nil || refused {
 			return err
+		}
+		if d == ledger.Create {
+			if err := r.noteSamePath(ctx); err != nil {
+				r.log.Warn("could not look for other content imported from the same path", "err", err)
+			}
 		}
 		if err := r.e.fp.Hit("after-plan"); err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/reader/remote"
@@ -113,6 +114,10 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 			rep.Detail = what + " differs: " + how
 		case ledger.Supersede:
 			rep.Detail = fmt.Sprintf("supersedes the %s operation (%s differs; it had no effect)", op.State, differs(op, r.id))
+		case ledger.Replace:
+			r.replaces = op.ContentDigest
+			rep.Detail = fmt.Sprintf("replaces the version completed on %s (content %s, %s): its %s",
+				formatMs(op.CompletedAt), ledger.ShortDigest(op.ContentDigest), english.Plural(op.Rows.Read-op.Rows.Rejected, "row"), r.replacedWhat())
 		case ledger.Resume:
 			inserted = op.Rows.Inserted
 			if req.Mapping.Atomic {
@@ -237,8 +242,9 @@ func (e *Engine) withProgress(ctx context.Context, ops []ledger.Operation) ([]Op
 
 // History returns the operations of a file (given as a path, which is
 // hashed, or as a file ID), current ones first and then past ones
-// (superseded, undone or abandoned, replaced by a newer operation), each
-// with its attempts, oldest attempt first.
+// (superseded, replaced, undone or abandoned: replaced by a newer
+// operation), each with its attempts, oldest attempt first. The past
+// operations of the file IDs of the current ones found are among them.
 func (e *Engine) History(ctx context.Context, fileOrID string, table string) ([]OperationStatus, [][]ledger.AttemptRecord, error) {
 	filters, err := e.fileFilters(ctx, fileOrID, table)
 	if err != nil {
@@ -251,6 +257,19 @@ func (e *Engine) History(ctx context.Context, fileOrID string, table string) ([]
 	past, err := e.listAll(ctx, filters, e.ledger.Past)
 	if err != nil {
 		return nil, nil, err
+	}
+	// A file found by its content shows the versions its file ID had
+	// before (replaced, superseded) too.
+	for _, op := range ops {
+		earlier, err := e.ledger.Past(ctx, ledger.Filter{Table: op.Table, FileID: op.FileID})
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, p := range earlier {
+			if !slices.ContainsFunc(past, func(q ledger.Operation) bool { return q.Key == p.Key && q.CreatedAt == p.CreatedAt }) {
+				past = append(past, p)
+			}
+		}
 	}
 	if len(ops)+len(past) == 0 {
 		return nil, nil, fmt.Errorf("no operation for %s: it is not a file here, a file ID, a path an import has seen, or the start of a file ID", fileOrID)
@@ -422,7 +441,7 @@ func (r *run) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader.File
 	}
 	rep.Deleted = &n
 	switch rep.Decision {
-	case ledger.Create.String(), ledger.Plan.String(), ledger.Resume.String(), ledger.Supersede.String(), ledger.Reapply.String():
+	case ledger.Create.String(), ledger.Plan.String(), ledger.Resume.String(), ledger.Supersede.String(), ledger.Reapply.String(), ledger.Replace.String():
 	default:
 		return nil // the import would not sweep
 	}

@@ -282,7 +282,7 @@ func (e *Engine) GC(ctx context.Context, olderThan time.Duration, dryRun bool) (
 			if op.UpdatedAt >= rep.Cutoff.UnixMilli() {
 				continue
 			}
-			if err := e.ledger.Replace(ctx, tx.Tx, op.Key); err != nil {
+			if err := e.ledger.Replace(ctx, tx.Tx, op.Key, ""); err != nil {
 				return nil, err
 			}
 			rep.Retired++

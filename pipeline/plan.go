@@ -308,7 +308,11 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 		// (or with --evolve) imports it.
 		// An operation that cannot be retracted (planned before, as by
 		// --reapply) records the refusal instead.
-		if rerr := r.retract(ctx, err); !errors.As(rerr, new(errRetracted)) {
+		rerr := r.retract(ctx, err)
+		if r.res.Outcome == Refused { // a replacing operation, refused instead
+			return true, rerr
+		}
+		if !errors.As(rerr, new(errRetracted)) {
 			return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects, Error: err.Error()})
 		}
 		r.res.Outcome = Refused
@@ -337,6 +341,9 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 			return err
 		}
 		if err := r.ensureSnapshot(ctx, tx, schema); err != nil {
+			return err
+		}
+		if err := r.prepareReplaced(ctx, tx, false); err != nil {
 			return err
 		}
 		if err := r.e.cp.Save(ctx, tx, r.op, r.attempt.ID, body, plan.Rows, parts); err != nil {
@@ -409,6 +416,12 @@ func (r *run) refuse(ctx context.Context, ref *Refusal) error {
 // to be wrong for the file before anything was planned: a usage error leaves
 // no record, so the corrected command is not a conflict.
 func (r *run) retract(ctx context.Context, usage error) error {
+	if r.replacing() {
+		// The earlier version is among past operations already: the
+		// replacing operation stays, refused, and a rerun with a
+		// corrected command supersedes it and finishes the replacement.
+		return r.refuse(ctx, &Refusal{Error: usage.Error()})
+	}
 	err := r.withTx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
 		return r.e.ledger.Retract(ctx, tx, r.id.Key, r.attempt.ID)
 	})

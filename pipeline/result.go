@@ -63,7 +63,13 @@ type Result struct {
 	EventID string `json:"event_id,omitempty"`
 	// Notified says how far that event is delivered to the --notify sinks:
 	// delivered, pending or failed; empty without sinks or event.
-	Notified string        `json:"notified,omitempty"`
+	Notified string `json:"notified,omitempty"`
+	// Replaces is the content digest of the earlier version of the file
+	// ID that the operation replaces (--replace); empty otherwise.
+	Replaces string `json:"replaces,omitempty"`
+	// Removed is how many rows of that earlier version this run removed:
+	// its rows (ordinal mode), or its keys the new version lacks (by key).
+	Removed  int64         `json:"removed,omitempty"`
 	Duration time.Duration `json:"-"`
 	Err      error         `json:"-"`
 
@@ -75,6 +81,9 @@ type Result struct {
 	// Stored is the stored operation, for duplicate, conflict and refused
 	// outcomes: when and by which attempt it was completed or refused.
 	Stored *ledger.Operation `json:"-"`
+	// Differs says, for a conflict, what differs from the stored
+	// operation: "content", "mapping" or "content and mapping".
+	Differs string `json:"differs,omitempty"`
 	// Refusal lists the first bad rows of a refused file.
 	Refusal *Refusal `json:"refusal,omitempty"`
 	// Notes says in words what the run decided that a user would not

@@ -85,9 +85,10 @@ func (r *run) beside(prefix string) string {
 	return name
 }
 
-// keysSeen reports whether this run records the keys its file has.
+// keysSeen reports whether this run records the keys its file has: for a
+// snapshot's sweep, or a replacement's (sweepReplaced).
 func (r *run) keysSeen() bool {
-	return r.snapshot() != nil && !r.target.Ordinal() && !r.req.Mapping.Atomic
+	return (r.snapshot() != nil || r.replacing()) && !r.target.Ordinal() && !r.req.Mapping.Atomic
 }
 
 // stale reports, through q, whether the run's file is a snapshot older than
@@ -129,15 +130,11 @@ func scopeSuffix(s *Snapshot) string {
 }
 
 // ensureSnapshot prepares, inside the plan's transaction, what the sweep
-// needs: the table of keys seen, and the deletion mark column (with
+// (a snapshot's or a replacement's) needs: the table of keys seen, and the deletion mark column (with
 // --atomic the sweep adds that column, in the completing transaction, so
 // that readers see nothing of the import before it completes).
 func (r *run) ensureSnapshot(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
-	s := r.snapshot()
-	if s == nil {
-		return nil
-	}
-	if s.Soft && !r.req.Mapping.Atomic {
+	if s := r.snapshot(); s != nil && s.Soft && !r.req.Mapping.Atomic {
 		if err := sink.EnsureDeleted(ctx, tx, r.e.sink, r.target.Table); err != nil {
 			return err
 		}
@@ -323,9 +320,9 @@ func guardBefore(stored int64, ok bool, live, inserted int64) int64 {
 // sweep runs, inside the completing transaction, the snapshot's sweep:
 // it refuses a sweep over the --max-delete limit (measured against before,
 // as scopeBefore returned it, or the live rows less inserted when !known),
-// removes (or marks) the rows of the scope the file does not have, records
-// the snapshot as applied to its scope, and drops the table of keys seen.
-// It returns the rows removed.
+// removes (or marks) the rows of the scope the file does not have, and
+// records the snapshot as applied to its scope (dropSeen then drops the
+// table of keys seen). It returns the rows removed.
 func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64, known bool) (int64, error) {
 	s := r.snapshot()
 	if s == nil {
@@ -373,13 +370,20 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64, kno
 	if err := r.e.ledger.Swept(ctx, tx, r.attempt.ID, deleted); err != nil {
 		return 0, err
 	}
-	if r.keysSeen() {
-		if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+sw.Quoted(r.seenTable())); err != nil {
-			return 0, fmt.Errorf("drop the snapshot's keys: %w", err)
-		}
-	}
 	if err := r.e.fp.Hit("after-sweep"); err != nil {
 		return 0, err
 	}
 	return deleted, nil
+}
+
+// dropSeen drops, inside the completing transaction, the table of the keys
+// the file had, once the sweeps that read it ran.
+func (r *run) dropSeen(ctx context.Context, tx *sql.Tx) error {
+	if !r.keysSeen() {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+r.e.sink.QuoteTable(r.seenTable())); err != nil {
+		return fmt.Errorf("drop the file's keys: %w", err)
+	}
+	return nil
 }

@@ -204,3 +204,22 @@ func EnsureSeen(ctx context.Context, tx *sql.Tx, d Driver, table string, key []s
 	}
 	return nil
 }
+
+// ForgetOrdinals clears, inside tx, the ordinal (RowColumn) of the rows of
+// table that the file with key fileKey last wrote, keeping their file key,
+// and returns how many it changed. A new version of the file (--replace)
+// then writes over them whatever its rows' ordinals, as over rows of
+// unknown lineage, instead of finding them written by a later row of the
+// same file; and a Sweep scoped to their file key still finds those the
+// new version lacks. A table that does not exist has none.
+func ForgetOrdinals(ctx context.Context, tx *sql.Tx, d Driver, table string, fileKey int64) (int64, error) {
+	t, err := d.Describe(ctx, tx, table)
+	if err != nil || t == nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, d.Rebind(`UPDATE `+d.QuoteTable(table)+` SET `+d.Quote(RowColumn)+` = NULL WHERE `+d.Quote(FileColumn)+` = ?`), fileKey)
+	if err != nil {
+		return 0, fmt.Errorf("forget the ordinals of the rows of file %d in %s: %w", fileKey, table, err)
+	}
+	return res.RowsAffected()
+}

@@ -93,6 +93,8 @@ func checkByKey(t *testing.T, tg *testkit.Target, rows [][]string) {
 var killedElsewhere = map[string]string{
 	"inside-isolation": "TestKillDuringIsolationThenRerun",
 	"before-sweep":     "TestSnapshotSequence",
+	"replace-prepared": "TestReplaceKilledAtEachBoundary",
+	"replace-swept":    "TestReplaceKilledAtEachBoundary",
 	"after-sweep":      "TestSnapshotSequence",
 	"inside-undo":      "TestSnapshotUndo",
 	"after-undo":       "TestSnapshotUndo",

@@ -58,6 +58,7 @@ type importOptions struct {
 	metricsJob    string
 	rehash        bool
 	reapply       bool
+	replace       bool
 	minAge        string
 	dryRun        bool
 	notify        notifyFlags
@@ -144,6 +145,7 @@ func decisionFlags(c *cobra.Command, o *importOptions) {
 	f.StringVar(&o.maxRejects, "max-rejects", "0", "bad rows allowed before the file is refused, a count or a percentage such as 0.5%; allowed ones go to the rejects quarantine")
 	f.StringVar(&o.minAge, "min-age", "", "skip files modified more recently than this (e.g. 5m, 2h, 1d): they may still be being written")
 	f.BoolVar(&o.reapply, "reapply", false, "apply a completed file again as a new attempt (safe in ordinal mode; with --key and no --version-col, its values overwrite newer ones)")
+	f.BoolVar(&o.replace, "replace", false, "with a --file-id that names the file ('{path}', '{name}'): new content of a completed file ID replaces it (the earlier version's rows removed, or by --key its keys the new one lacks deleted); with --atomic in one transaction")
 	f.BoolVar(&o.rehash, "rehash", false, "hash every file even when the quick check (path, size, times, inode) says it is unchanged")
 }
 
@@ -245,7 +247,7 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 		MaxDelete: maxDelete, AsOf: asOf,
 		Name: o.name, Stdin: os.Stdin,
 		Path: path, FileID: o.fileID, Mapping: m, Remote: o.remote.client(), SpoolDir: o.remote.spool(), PartitionRows: o.partitionRows, PartitionBytes: partBytes, MaxRejects: limit,
-		Lease: o.lease, Trigger: o.trigger, Wait: wait, Workers: o.workers, Rehash: o.rehash, Reapply: o.reapply, MinAge: minAge,
+		Lease: o.lease, Trigger: o.trigger, Wait: wait, Workers: o.workers, Rehash: o.rehash, Reapply: o.reapply, Replace: o.replace, MinAge: minAge,
 	}, nil
 }
 
@@ -590,6 +592,9 @@ func nextStep(r *pipeline.Result) string {
 		return fmt.Sprintf("see the bad rows with 'idemport rejects list --table %[2]s %[1]s'; fix them, or rerun with a higher --max-rejects (a count, or a percentage such as 0.5%%) to quarantine them and import the rest",
 			r.File, r.Table)
 	case pipeline.Conflict:
+		if r.Differs == "content" && r.Stored != nil && r.Stored.State == ledger.Completed {
+			return "if this is a corrected version of that file, rerun with --replace: its rows replace the earlier import's; to import this content as another file, give it its own --file-id (e.g. --file-id '{name}')"
+		}
 		return "to import this content as another file, give it its own --file-id (e.g. --file-id '{name}'); to replace the earlier import, 'idemport undo " +
 			r.FileID + " --table " + r.Table + "' first"
 	}

@@ -43,6 +43,10 @@ type result struct {
 	Error          string   `json:"error"`
 	EventID        string   `json:"event_id"`
 	Notified       string   `json:"notified"`
+	Notes          []string `json:"notes"`
+	Next           string   `json:"next"`
+	Replaces       string   `json:"replaces"`
+	Removed        int64    `json:"removed"`
 	Previous       *struct {
 		State     string
 		AttemptID string `json:"attempt_id"`

@@ -95,6 +95,11 @@ type operationJSON struct {
 	UpdatedAt   string   `json:"updated_at"`
 	CompletedAt string   `json:"completed_at,omitempty"`
 	CompletedBy string   `json:"completed_by,omitempty"`
+	// Replaces is the content digest of the version this operation
+	// replaced (--replace); ReplacedBy, of a replaced one, the content
+	// digest of the version that replaced it.
+	Replaces   string `json:"replaces,omitempty"`
+	ReplacedBy string `json:"replaced_by,omitempty"`
 }
 
 func statusJSON(ops []pipeline.OperationStatus) []operationJSON {
@@ -102,7 +107,8 @@ func statusJSON(ops []pipeline.OperationStatus) []operationJSON {
 	for _, o := range ops {
 		j := operationJSON{Table: o.Table, FileID: o.FileID, State: string(o.State), ContentDigest: o.ContentDigest,
 			MappingDigest: o.MappingDigest, File: o.Path, Rows: o.Rows, Attempts: o.Attempts, LeasedBy: o.Holders,
-			CreatedAt: jsonTime(o.CreatedAt), UpdatedAt: jsonTime(o.UpdatedAt), CompletedAt: jsonTime(o.CompletedAt), CompletedBy: o.CompletedBy}
+			CreatedAt: jsonTime(o.CreatedAt), UpdatedAt: jsonTime(o.UpdatedAt), CompletedAt: jsonTime(o.CompletedAt), CompletedBy: o.CompletedBy,
+			Replaces: o.Replaces, ReplacedBy: o.ReplacedBy}
 		if !o.Planned && o.LeaseAttempt != "" {
 			j.LeasedBy = append(j.LeasedBy, o.LeaseAttempt)
 		}
@@ -220,7 +226,13 @@ func historyText(w io.Writer, ops []pipeline.OperationStatus, attempts [][]ledge
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		textf(w, "%s ← %s: %s, %s, last seen as %s, content %s\n", op.Table, op.FileID, op.State,
+		state := string(op.State)
+		if op.ReplacedBy != "" {
+			state += " by content " + ledger.ShortDigest(op.ReplacedBy)
+		} else if op.Replaces != "" {
+			state += ", replacing content " + ledger.ShortDigest(op.Replaces)
+		}
+		textf(w, "%s ← %s: %s, %s, last seen as %s, content %s\n", op.Table, op.FileID, state,
 			english.Plural(len(attempts[i]), "attempt"), op.Path, op.ContentDigest)
 		err := writeTable(w, "", "ATTEMPT\tTRIGGER\tHOST:PID\tSTARTED\tOUTCOME\tINSERTED\tUPDATED\tUNCHANGED\tSTALE\tSUPERSEDED\tREJECTED\tPARTITIONS\tNOTE", attempts[i], func(a ledger.AttemptRecord) []any {
 			note := a.Error

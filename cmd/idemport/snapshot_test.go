@@ -137,7 +137,7 @@ func TestSnapshotSequence(t *testing.T) {
 		{"before-sweep", 1}, {"after-sweep", 1}, {"before-event", 1}, {"inside-finalize", 1}, {"after-finalize", 1}}
 	// Every failpoint a snapshot import passes is killed at.
 	for _, point := range failpoint.Names {
-		passed := !slices.Contains([]string{"inside-isolation", "inside-undo", "after-undo", "before-publish", "after-publish", "during-retry"}, point)
+		passed := !slices.Contains([]string{"inside-isolation", "replace-prepared", "replace-swept", "inside-undo", "after-undo", "before-publish", "after-publish", "during-retry"}, point)
 		if passed && !slices.ContainsFunc(kills, func(k kill) bool { return k.point == point }) {
 			t.Fatalf("a snapshot import passes failpoint %s, which the sequence never kills at", point)
 		}

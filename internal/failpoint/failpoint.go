@@ -36,6 +36,7 @@ const KilledExitCode = 137
 var Names = []string{
 	"after-identify",          // the file is hashed, nothing is claimed
 	"after-claim",             // the attempt is recorded, nothing is planned
+	"replace-prepared",        // --replace: inside the plan's transaction (with --atomic, the completing one), the earlier version's rows removed (ordinal mode) or their ordinals forgotten (by key), not committed
 	"after-plan",              // the plan is stored, no partition is applied
 	"after-partition-claim",   // a partition is leased, its transaction not begun
 	"inside-isolation",        // a batch the database refused is rolled back to its savepoint, to be written in halves
@@ -45,6 +46,7 @@ var Names = []string{
 	"before-finalize",         // every partition committed, the operation not completed
 	"before-sweep",            // snapshot: inside the completing transaction, before the sweep
 	"after-sweep",             // snapshot: inside the completing transaction, swept but not committed
+	"replace-swept",           // --replace by key: inside the completing transaction, the earlier version's keys the new one lacks deleted, not committed
 	"before-event",            // inside an effect's transaction (completion, undo, replay): the effect written, its outbox event not yet
 	"inside-finalize",         // the operation is marked completed inside the completing transaction, not yet committed
 	"after-finalize",          // the operation is completed, the attempt not ended

@@ -1,0 +1,316 @@
+package main
+
+// Corrected files: a file ID imported again with other content conflicts,
+// and with --replace the new version replaces the earlier one, killed at
+// any point or not.
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/idemport/idemport/internal/testkit"
+	"github.com/idemport/idemport/ledger"
+)
+
+// replaceMode is one way of importing the orders file a corrected version
+// replaces: ordinal or by key, with --atomic or not.
+type replaceMode struct {
+	name   string
+	key    bool
+	atomic bool
+}
+
+var replaceModes = []replaceMode{{"ordinal", false, false}, {"ordinal-atomic", false, true}, {"key", true, false}, {"key-atomic", true, true}}
+
+// args returns the import's flags in mode m, for the file orders.csv.
+func (m replaceMode) args(extra ...string) []string {
+	args := []string{"--file-id", "{path}", "--partition-rows", "100"}
+	if m.key {
+		args = append(args, "--key", "order_id")
+	}
+	if m.atomic {
+		args = append(args, "--atomic")
+	}
+	return append(append(args, extra...), "orders.csv")
+}
+
+// versions writes the first version of orders.csv (400 rows) into dir and
+// returns its rows and those of the corrected version: ordinal, 300 rows
+// of other values; by key, keys 1-100 gone, 101-400 with other values
+// and 401-450 new.
+func (m replaceMode) versions(t *testing.T, dir string) (v1, v2 [][]string) {
+	t.Helper()
+	v1 = testkit.Orders(t, filepath.Join(dir, "orders.csv"), 400, 11)
+	if m.key {
+		v2 = testkit.Orders(t, filepath.Join(dir, "v2.csv"), 450, 12)[100:]
+	} else {
+		v2 = testkit.Orders(t, filepath.Join(dir, "v2.csv"), 300, 12)
+	}
+	return v1, v2
+}
+
+// writeOrderRows writes rows as an orders CSV file, as testkit.Orders does.
+func writeOrderRows(t *testing.T, path string, rows [][]string) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("order_id,customer_id,sku,quantity,unit_price,status,created_at,note\n")
+	for _, row := range rows {
+		for j, f := range row {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			if strings.ContainsAny(f, ",\"\n") {
+				f = `"` + strings.ReplaceAll(f, `"`, `""`) + `"`
+			}
+			b.WriteString(f)
+		}
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// check asserts that orders holds exactly rows, value by value: in
+// ordinal mode each at its ordinal, by key each at its key.
+func (m replaceMode) check(t *testing.T, tg *testkit.Target, rows [][]string) {
+	t.Helper()
+	if !m.key {
+		checkOrders(t, tg, "orders", rows)
+		return
+	}
+	got := testkit.Query(t, tg.DB, fmt.Sprintf(`SELECT order_id, customer_id, sku, quantity, unit_price, status, %s, note FROM orders ORDER BY order_id`,
+		tg.TimeText("created_at")))
+	if len(got) != len(rows) {
+		t.Fatalf("orders has %d rows, want %d", len(got), len(rows))
+	}
+	for i, g := range got {
+		w := rows[i]
+		price, _ := strconv.ParseFloat(w[4], 64)
+		created, _ := time.Parse(time.RFC3339, w[6])
+		var note any = w[7]
+		if w[7] == "" {
+			note = nil
+		}
+		want := []any{mustInt(w[0]), mustInt(w[1]), w[2], mustInt(w[3]), price, w[5], created.UTC().Format("2006-01-02T15:04:05.000000Z"), note}
+		if !reflect.DeepEqual(g, want) {
+			t.Fatalf("row %d:\n got  %#v\n want %#v", i+1, g, want)
+		}
+	}
+}
+
+// checkReplaced asserts the ledger of a completed replacement: the
+// operation completed, replacing content v1, and the earlier one kept
+// among past operations as replaced by content v2.
+func checkReplaced(t *testing.T, tg *testkit.Target, v1, v2 string) {
+	t.Helper()
+	op := testkit.Query(t, tg.DB, `SELECT state, content_digest, replaces FROM `+tg.Ledger("operations"))
+	if want := [][]any{{"completed", v2, v1}}; !reflect.DeepEqual(op, want) {
+		t.Fatalf("operation (state, content, replaces) %v, want %v", op, want)
+	}
+	past := testkit.Query(t, tg.DB, `SELECT state, content_digest, replaced_by FROM `+tg.Ledger("operations_past"))
+	if want := [][]any{{"replaced", v1, v2}}; !reflect.DeepEqual(past, want) {
+		t.Fatalf("past operations (state, content, replaced by) %v, want %v", past, want)
+	}
+}
+
+// TestReplaceCorrectedFile imports a file, then a corrected version under
+// the same file ID: without --replace a conflict whose next step names
+// --replace, with it the new version replacing the old (ordinal and by key,
+// with --atomic or not), history showing the old one replaced by the new,
+// and a rerun a duplicate.
+func TestReplaceCorrectedFile(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, m := range replaceModes {
+			t.Run(m.name, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				tg := testkit.NewTarget(t, name, dir)
+				v1rows, v2rows := m.versions(t, dir)
+				first := importTo(t, tg, dir, nil, 0, m.args()...)
+				if first.Outcome != "imported" {
+					t.Fatalf("first version: %s %s", first.Outcome, first.Error)
+				}
+				m.check(t, tg, v1rows)
+				writeOrderRows(t, filepath.Join(dir, "orders.csv"), v2rows)
+
+				conflict := importTo(t, tg, dir, nil, 3, m.args()...)
+				if conflict.Outcome != "conflict" || !strings.Contains(conflict.Next, "rerun with --replace") {
+					t.Fatalf("without --replace: %s, next %q", conflict.Outcome, conflict.Next)
+				}
+				text := tg.Exec(t, dir, nil, append([]string{"import"}, m.args()...)...)
+				if text.Code != 3 || !strings.Contains(text.Stdout+text.Stderr, "next: if this is a corrected version of that file, rerun with --replace") {
+					t.Fatalf("without --replace, in text: exit %d\n%s%s", text.Code, text.Stdout, text.Stderr)
+				}
+				m.check(t, tg, v1rows)
+
+				res := importTo(t, tg, dir, nil, 0, m.args("--replace")...)
+				if res.Outcome != "imported" || res.Replaces != first.ContentDigest || res.Rows.Read != int64(len(v2rows)) {
+					t.Fatalf("--replace: %s (replaces %s, read %d) %s", res.Outcome, res.Replaces, res.Rows.Read, res.Error)
+				}
+				// Ordinal: every row of the first version removed; by key,
+				// keys 1-100, which the corrected version lacks.
+				if want := map[bool]int64{false: 400, true: 100}[m.key]; res.Removed != want {
+					t.Fatalf("removed %d rows of the first version, want %d", res.Removed, want)
+				}
+				m.check(t, tg, v2rows)
+				checkReplaced(t, tg, first.ContentDigest, res.ContentDigest)
+				if !m.key {
+					if n := testkit.Int(t, tg.DB, `SELECT rows_inserted FROM `+tg.Ledger("operations")); n != int64(len(v2rows)) {
+						t.Fatalf("the replacing operation inserted %d rows, want the table's %d", n, len(v2rows))
+					}
+				}
+
+				h := tg.Exec(t, dir, nil, "history", "--output", "json", "orders.csv")
+				var entries []struct {
+					State      string `json:"state"`
+					Content    string `json:"content_digest"`
+					Replaces   string `json:"replaces"`
+					ReplacedBy string `json:"replaced_by"`
+				}
+				if err := decodeLines(h.Stdout, &entries); err != nil || h.Code != 0 {
+					t.Fatalf("history: exit %d %v\n%s%s", h.Code, err, h.Stdout, h.Stderr)
+				}
+				if len(entries) != 2 || entries[0].State != "completed" || entries[0].Replaces != first.ContentDigest ||
+					entries[1].State != string(ledger.Replaced) || entries[1].ReplacedBy != res.ContentDigest || entries[1].Content != first.ContentDigest {
+					t.Fatalf("history: %+v", entries)
+				}
+				h = tg.Exec(t, dir, nil, "history", "orders.csv")
+				if !strings.Contains(h.Stdout, "orders ← orders.csv: replaced by content "+ledger.ShortDigest(res.ContentDigest)) {
+					t.Fatalf("history in text:\n%s", h.Stdout)
+				}
+
+				again := importTo(t, tg, dir, nil, 0, m.args("--replace")...)
+				if again.Outcome != "duplicate" {
+					t.Fatalf("rerun: %s %s", again.Outcome, again.Error)
+				}
+				m.check(t, tg, v2rows)
+			})
+		}
+	})
+}
+
+// TestReplaceNeedsANamingFileID refuses --replace (exit 2) for a file
+// known by its content, which has no other version.
+func TestReplaceNeedsANamingFileID(t *testing.T) {
+	dir := t.TempDir()
+	tg := testkit.NewTarget(t, testkit.SQLite, dir)
+	testkit.Orders(t, filepath.Join(dir, "orders.csv"), 10, 1)
+	for _, args := range [][]string{{"--replace", "orders.csv"}, {"--replace", "--file-id", "x/{digest}", "orders.csv"}} {
+		run := tg.Exec(t, dir, nil, append([]string{"import"}, args...)...)
+		if run.Code != 2 || !strings.Contains(run.Stderr+run.Stdout, "--replace needs a --file-id that names the file") {
+			t.Fatalf("%v: exit %d\n%s%s", args, run.Code, run.Stdout, run.Stderr)
+		}
+	}
+}
+
+// replaceKills are where TestReplaceKilledAtEachBoundary kills a
+// replacement in each mode: every failpoint it passes, the replacement's
+// own (replace-prepared: in the plan's transaction, or with --atomic the
+// completing one; replace-swept: by key, in the completing one) among them.
+func replaceKills(m replaceMode) []string {
+	kills := []string{"after-claim:1", "after-plan:1", "inside-partition:2", "after-partition-commit:2", "before-finalize:1", "replace-prepared:1"}
+	if m.key {
+		kills = append(kills, "replace-swept:1")
+	}
+	return append(kills, "before-event:1", "inside-finalize:1", "after-finalize:1")
+}
+
+// TestReplaceKilledAtEachBoundary kills a replacement with SIGKILL at each
+// failpoint it passes, in each mode, and reruns it, with --replace or (the
+// ledger knows what the operation replaces) without: the table then holds
+// exactly the corrected version, value by value, and the ledger records
+// the replacement once. With --atomic, the table holds exactly the first
+// version until the completing transaction commits.
+func TestReplaceKilledAtEachBoundary(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, m := range replaceModes {
+			for i, kill := range replaceKills(m) {
+				t.Run(m.name+"/"+kill, func(t *testing.T) {
+					t.Parallel()
+					dir := t.TempDir()
+					tg := testkit.NewTarget(t, name, dir)
+					v1rows, v2rows := m.versions(t, dir)
+					first := importTo(t, tg, dir, nil, 0, m.args()...)
+					writeOrderRows(t, filepath.Join(dir, "orders.csv"), v2rows)
+					killed := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=" + kill}, append([]string{"import"}, m.args("--replace")...)...)
+					if killed.Signal != syscall.SIGKILL {
+						t.Fatalf("not killed at %s: exit %d\n%s%s", kill, killed.Code, killed.Stdout, killed.Stderr)
+					}
+					if m.atomic && kill != "after-finalize:1" {
+						m.check(t, tg, v1rows) // nothing of the replacement is seen
+					}
+					var rerun []string
+					if i%2 == 0 {
+						rerun = m.args("--replace")
+					} else {
+						rerun = m.args()
+					}
+					res := importTo(t, tg, dir, nil, 0, rerun...)
+					if res.Outcome == "conflict" || res.Outcome == "failed" {
+						t.Fatalf("rerun: %s %s", res.Outcome, res.Error)
+					}
+					m.check(t, tg, v2rows)
+					checkReplaced(t, tg, first.ContentDigest, fileDigest(t, filepath.Join(dir, "orders.csv")))
+					if !m.key {
+						if n := testkit.Int(t, tg.DB, `SELECT rows_inserted FROM `+tg.Ledger("operations")); n != int64(len(v2rows)) {
+							t.Fatalf("the replacing operation inserted %d rows, want the table's %d", n, len(v2rows))
+						}
+					}
+				})
+			}
+		}
+	})
+}
+
+// TestOrdinalImportNotesOtherContentAtSamePath imports a corrected file
+// as another file (by its content, the default): the rows add up, and the
+// import says so in a note, in text and JSON, naming the ways to say what
+// the file is.
+func TestOrdinalImportNotesOtherContentAtSamePath(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 200, 1)
+		first := importTo(t, tg, dir, nil, 0, "orders.csv")
+		if len(first.Notes) != 0 {
+			t.Fatalf("first import notes %q", first.Notes)
+		}
+		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 150, 2)
+		want := fmt.Sprintf("orders already holds 200 rows of orders.csv with other content (%s): this adds 150 more; use --replace with --file-id '{path}', --key, or --snapshot",
+			ledger.ShortDigest(first.ContentDigest))
+		res := importTo(t, tg, dir, nil, 0, "orders.csv")
+		if res.Outcome != "imported" || !reflect.DeepEqual(res.Notes, []string{want}) {
+			t.Fatalf("second import: %s, notes %q, want %q", res.Outcome, res.Notes, want)
+		}
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM orders`); n != 350 {
+			t.Fatalf("orders holds %d rows, want 350", n)
+		}
+		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 100, 3)
+		text := tg.Exec(t, dir, nil, "import", "orders.csv")
+		if text.Code != 0 || !strings.Contains(text.Stdout, "  note: orders already holds 150 rows of orders.csv with other content (") {
+			t.Fatalf("third import, in text: exit %d\n%s%s", text.Code, text.Stdout, text.Stderr)
+		}
+	})
+}
+
+// fileDigest is the content digest of the uncompressed file at path.
+func fileDigest(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,137 @@
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+
+	"github.com/idemport/idemport/internal/english"
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/sink"
+)
+
+// A replacement (--replace, ledger.Replace) is one operation: the claim
+// that decides it moves the earlier version's operation to the past as
+// replaced and records, with the new operation, the content it replaces
+// (ledger.Operation.Replaces). From then on every attempt of the new
+// operation, whatever flags it is run with, removes the earlier version's
+// rows before the operation completes:
+//
+//   - ordinal mode: every row of the file ID (the earlier version's target
+//     keys are the new one's: both are derived from the file ID and the
+//     row's ordinal), in the transaction that stores the plan, so that a
+//     refused file removes nothing and no partition of the new version is
+//     written before; with --atomic, in the completing transaction, before
+//     the staged rows move in;
+//   - by key: the rows the file ID last wrote (their lineage) whose keys
+//     the new version lacks, in the completing transaction, after its
+//     rows are written, as a snapshot's sweep (the new version's keys are
+//     recorded as a snapshot's are). Before any row of it is written (in
+//     the plan's transaction; with --atomic in the completing one) the
+//     ordinals of the earlier version's rows are forgotten: a row of the
+//     same file with a higher ordinal would otherwise win over the new
+//     version's (within one file the last occurrence of a key wins).
+//
+// Each removal commits with the step it belongs to, so a run killed at any
+// point leaves either the step undone (and a rerun does it) or done (and a
+// rerun goes on from there).
+
+// replacing reports whether the run's operation replaces an earlier version.
+func (r *run) replacing() bool { return r.replaces != "" }
+
+// replacedWhat says, for the claim's note, what happens to the earlier
+// version's rows.
+func (r *run) replacedWhat() string {
+	switch {
+	case r.target.Ordinal() && r.req.Mapping.Atomic:
+		return "rows are removed in the transaction that moves this version's in"
+	case r.target.Ordinal():
+		return "rows are removed when this version's plan is stored, before its rows are written"
+	case r.req.Mapping.Atomic:
+		return "keys this version lacks are deleted in the transaction that moves this version's rows in"
+	}
+	return "keys this version lacks are deleted when this version completes"
+}
+
+// prepareReplaced readies, inside tx, the table for the new version when
+// the run's operation replaces an earlier one: in ordinal mode it removes
+// the rows of the file ID (the earlier version's); by key it forgets their
+// ordinals (sink.ForgetOrdinals), so that the new version's rows write
+// over them as over rows of another file. atCompletion says which
+// transaction calls it: the plan's (false), or the completing one (true),
+// before the staged rows move in; it acts in the plan's, or with --atomic
+// in the completing one.
+func (r *run) prepareReplaced(ctx context.Context, tx *sql.Tx, atCompletion bool) error {
+	if !r.replacing() || r.req.Mapping.Atomic != atCompletion {
+		return nil
+	}
+	if r.target.Ordinal() {
+		n, err := r.e.sink.DeleteFile(ctx, tx, r.target.Table, r.id.FileKey)
+		if err != nil {
+			return fmt.Errorf("remove the replaced version's rows: %w", err)
+		}
+		r.res.Removed = n
+	} else if _, err := sink.ForgetOrdinals(ctx, tx, r.e.sink, r.target.Table, r.id.FileKey); err != nil {
+		return err
+	}
+	return r.e.fp.Hit("replace-prepared")
+}
+
+// sweepReplaced deletes, inside the completing transaction, the rows the
+// file ID last wrote whose keys the new version lacks, when the run's
+// operation replaces one by key; the new version's rows are written.
+func (r *run) sweepReplaced(ctx context.Context, tx *sql.Tx) error {
+	if !r.replacing() || r.target.Ordinal() {
+		return nil
+	}
+	sw := sink.Sweep{Driver: r.e.sink, Table: r.target.Table, Key: r.target.Key, Seen: r.seenTable(),
+		Scope: []sink.Term{{Column: sink.FileColumn, Value: strconv.FormatInt(r.id.FileKey, 10)}}}
+	n, err := sw.Apply(ctx, tx, nil)
+	if err != nil {
+		return fmt.Errorf("delete the replaced version's keys: %w", err)
+	}
+	if err := r.e.fp.Hit("replace-swept"); err != nil {
+		return err
+	}
+	r.res.Removed = n
+	return nil
+}
+
+// noteReplaced says, once the operation completed, what the replacement
+// removed.
+func (r *run) noteReplaced() {
+	if !r.replacing() || r.res.Removed == 0 {
+		return
+	}
+	if r.target.Ordinal() {
+		r.note("removed the %s of the replaced version (%s)", english.Plural(r.res.Removed, "row"), ledger.ShortDigest(r.replaces))
+		return
+	}
+	r.note("deleted %s of the replaced version (%s) that this version lacks", english.Plural(r.res.Removed, "key"), ledger.ShortDigest(r.replaces))
+}
+
+// noteSamePath says so when an ordinal import that creates an operation
+// adds its rows to a table that holds the rows of other content last seen
+// at the same path (a corrected file, imported as another file): a user
+// who meant to correct the file has two copies now, and the note names the
+// ways to say what the file is.
+func (r *run) noteSamePath(ctx context.Context) error {
+	if !r.target.Ordinal() || r.snapshot() != nil || r.replacing() || r.plan == nil {
+		return nil
+	}
+	ops, err := r.e.ledger.List(ctx, ledger.Filter{Table: r.target.Table, State: ledger.Completed, Path: r.id.Path})
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if op.Path != r.id.Path || op.ContentDigest == r.id.ContentDigest || op.FileID == r.id.FileID {
+			continue
+		}
+		r.note("%s already holds %s of %s with other content (%s): this adds %d more; use --replace with --file-id '{path}', --key, or --snapshot",
+			r.target.Table, english.Plural(op.Rows.Read-op.Rows.Rejected-op.Rows.Superseded, "row"), op.Path, ledger.ShortDigest(op.ContentDigest),
+			r.plan.Rows-r.plan.Rejected)
+		return nil // the newest is enough
+	}
+	return nil
+}
