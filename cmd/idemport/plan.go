@@ -20,7 +20,7 @@ func newPlanCmd(e *env) *cobra.Command {
 		Short: "Show a file's identity, fingerprint, schema and partition plan; writes nothing",
 		Long: `Plan identifies and validates FILE as import would, and shows what an import would decide
 now — without writing anything anywhere. It takes import's mapping flags and every import flag
-that changes what an import decides (--reapply, --min-age, --as-of, --max-delete, --max-rejects,
+that changes what an import decides (--reapply, --replace, --min-age, --as-of, --max-delete, --max-rejects,
 --partition-rows, --partition-bytes, --rehash), so that it predicts what the same import would do.`,
 		Example: `  idemport plan orders.csv
   idemport plan --key order_id --partition-rows 50000 --output json orders.csv`,

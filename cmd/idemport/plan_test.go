@@ -41,7 +41,7 @@ func planTo(t *testing.T, tg *testkit.Target, dir string, args ...string) planJS
 
 // TestPlanTakesEveryFlagThatChangesTheDecision runs plan, on SQLite and
 // PostgreSQL, with each import flag that changes what an import decides
-// (--reapply, --min-age, --as-of, --max-delete): plan takes it, predicts
+// (--reapply, --replace, --min-age, --as-of, --max-delete): plan takes it, predicts
 // otherwise than without it, and predicts what the import given the same
 // flags then does.
 func TestPlanTakesEveryFlagThatChangesTheDecision(t *testing.T) {
@@ -61,6 +61,9 @@ func TestPlanTakesEveryFlagThatChangesTheDecision(t *testing.T) {
 		}{
 			{name: "reapply", setup: [][]string{{"orders.csv"}}, file: "orders.csv", flag: []string{"--reapply"},
 				without: "duplicate", want: "reapply", outcome: "imported"},
+			// tue.csv is a corrected version of the file day1.
+			{name: "replace", setup: [][]string{{"orders.csv"}}, file: "tue.csv", args: []string{"--file-id", "day1"}, flag: []string{"--replace"},
+				without: "conflict", want: "replace", outcome: "imported"},
 			{name: "min-age", file: "orders.csv", flag: []string{"--min-age", "1h"},
 				without: "create", want: "skipped", outcome: "skipped"},
 			{name: "as-of", setup: [][]string{{"--as-of", "2026-11-30", "tue.csv"}}, file: "mon.csv", flag: []string{"--as-of", "2026-11-29"},
