@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -32,11 +33,31 @@ func (r *run) apply(ctx context.Context) error {
 	r.doneRows = r.rowsDone(ctx)
 	r.progress(Progress{Phase: "apply", Rows: r.doneRows, TotalRows: r.plan.Rows, Partitions: start.Done, TotalParts: start.Total, Skipped: start.Done})
 	var mu sync.Mutex
-	reconnects := 0
+	reconnects, deadlocks := 0, 0
 	for {
 		before := r.committed
 		r.log.Debug("claiming partitions")
-		if err := r.applyRound(ctx, &mu); errors.Is(err, errReconnect) && reconnects < maxReconnects && ctx.Err() == nil {
+		err := r.applyRound(ctx, &mu)
+		if r.committed > before {
+			deadlocks = 0
+		}
+		if errors.Is(err, errDeadlock) && deadlocks < maxDeadlocks && ctx.Err() == nil {
+			// A partition's transaction was a deadlock's victim and rolled
+			// back, releasing the rows it held, so that the other
+			// transaction went on: give back this attempt's partitions and
+			// run them again, after a pause that differs from run to run
+			// so that the two do not meet the same way again.
+			deadlocks++
+			r.log.Warn("a partition's transaction was a deadlock's victim; running it again", "err", err, "time", deadlocks)
+			if err := r.e.cp.Release(ctx, r.e.db, r.op, r.attempt.ID); err != nil {
+				return err
+			}
+			if err := sleep(ctx, rand.N(time.Duration(deadlocks)*deadlockPause)); err != nil {
+				return err
+			}
+			continue
+		}
+		if errors.Is(err, errReconnect) && reconnects < maxReconnects && ctx.Err() == nil {
 			// A worker's connection was lost at a COMMIT; the checkpoint
 			// said whether it committed. No worker runs now: give back the
 			// partitions this attempt still holds, and go on with new
@@ -177,6 +198,9 @@ func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
 	err = g.Wait()
 	for it := range items { // release what the writer did not take
 		it.batch.Release()
+	}
+	if err != nil && r.e.sink.Deadlock(err) {
+		return fmt.Errorf("%w: %w", errDeadlock, err)
 	}
 	return err
 }
@@ -408,6 +432,20 @@ func (r *run) committedPartition(c *checkpoint.Claim, counts idemtype.Rows, evol
 	r.log.Debug("partition committed", "partition", c.Index, "inserted", counts.Inserted, "updated", counts.Updated,
 		"unchanged", counts.Unchanged, "stale", counts.Stale, "superseded", counts.Superseded, "rejected", counts.Rejected)
 }
+
+// errDeadlock ends a round of workers one of whose partition transactions
+// the database failed to break a deadlock (Driver.Deadlock): apply runs
+// the partitions again in a new round.
+var errDeadlock = errors.New("deadlock")
+
+// maxDeadlocks is how many rounds in a row, none committing a partition,
+// may end in a deadlock before the run fails (a rerun resumes), and
+// deadlockPause how long, at most, the first pause before the next round
+// lasts (the n-th: n times as long).
+const (
+	maxDeadlocks  = 8
+	deadlockPause = 100 * time.Millisecond
+)
 
 // errReconnect ends a round of workers whose one lost its connection at a
 // partition's COMMIT: apply goes on with new connections.

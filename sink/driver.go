@@ -54,8 +54,9 @@ var (
 //     catalogue lookups (TableExists, Tables, CurrentSchema).
 //   - Locking: the operation lock a deciding transaction takes (Lock), the
 //     clause that makes a claim skip rows other transactions hold
-//     (SkipLocked), and whether an error says another connection held a
-//     lock too long (Locked).
+//     (SkipLocked), whether an error says another connection held a
+//     lock too long (Locked), and whether it says the transaction was a
+//     deadlock's victim (Deadlock).
 //   - Target tables: Describe, HoldColumns, Ensure, DeleteFile, AddColumn and Widen, the
 //     database's Limits, and the batch Writer, which upserts rows with
 //     their lineage and counts what happened to them. Staging tables of
@@ -151,6 +152,12 @@ type Driver interface {
 	// Full reports whether err says the database found no space left to
 	// write in (a full disk): a failure a rerun resumes once space is freed.
 	Full(err error) bool
+	// Deadlock reports whether err says the database failed a statement
+	// to break a deadlock between transactions (or a serialization
+	// failure): rolled back and run again from its start, the transaction
+	// may succeed. Where write transactions exclude each other (SQLite)
+	// there are none.
+	Deadlock(err error) bool
 
 	// HoldColumns makes the columns of table, as a Describe inside tx
 	// then reads them, the columns tx writes until it ends: another

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"database/sql"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -167,66 +168,116 @@ func TestNaturalKeyFallbackKeepsGuards(t *testing.T) {
 }
 
 // TestNaturalKeyDirectCopiesDeadlock has two transactions copy the same
-// new keys in opposite orders, each blocking the other: the one PostgreSQL
-// picks to break the deadlock rolls its COPY back and merges instead,
-// waiting for the other, and both writes succeed, every key once.
+// new keys in opposite orders, each blocking the other: a holds key 2 from
+// an earlier batch and copies key 1, b copies keys 1 and 2. Which one
+// PostgreSQL fails to break the deadlock is set by their deadlock_timeout
+// (the other's check would come a minute later):
+//
+//   - b, in its COPY: it rolls the COPY back and merges instead, waiting
+//     for a (its merge may still meet a's COPY once more).
+//   - a, in its COPY: rolled back to the COPY's savepoint, a still holds
+//     key 2, which b waits for, and its merge waits for b's key 1: the
+//     same deadlock again, and PostgreSQL fails a's merge.
+//
+// A Write that fails so must fail with an error Deadlock recognises: the
+// transaction then rolls back, which lets the other go on, and runs again
+// from its start, as the pipeline runs a partition again. Both commit,
+// the victim last, each key stored once with the victim's values.
 func TestNaturalKeyDirectCopiesDeadlock(t *testing.T) {
-	env := open(t)
-	setup := sinktest.Open(t, env)
-	s := sinktest.Schema(sinktest.I64("id"), sinktest.Str("name"))
-	tg := sink.Target{Table: "dl", Key: []string{"id"}}
-	setup.MustEnsure(tg, s)
-	a, b := sinktest.Open(t, env), sinktest.Open(t, env)
-	wa, wb := a.Writer(tg, s), b.Writer(tg, s)
-	txa, err := a.Conn.BeginTx(a.Ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	txb, err := b.Conn.BeginTx(b.Ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pidB := b.Int(`SELECT pg_backend_pid()`)
-	ca1 := a.WriteIn(txa, wa, 1, sinktest.Batch(t, s, []any{2, "a"}), sinktest.Ords(1))
-	type result struct {
-		c   idemtype.Rows
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		// Copies key 1, then waits for a's key 2.
-		c, err := wb.Write(b.Ctx, txb, 2, sinktest.Batch(t, s, []any{1, "b"}, []any{2, "b"}), sinktest.Ords(1, 2))
-		if err == nil {
-			err = txb.Commit()
-		} else {
-			txb.Rollback()
-		}
-		done <- result{c, err}
-	}()
-	for setup.Int(`SELECT count(*) FROM pg_stat_activity WHERE pid = ? AND wait_event_type = 'Lock'`, pidB) == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
-	// Waits for b's key 1: a deadlock.
-	ca2, err := wa.Write(a.Ctx, txa, 1, sinktest.Batch(t, s, []any{1, "a"}), sinktest.Ords(2))
-	if err != nil {
-		txa.Rollback()
-		t.Fatalf("a: %v", err)
-	}
-	if err := txa.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	rb := <-done
-	if rb.err != nil {
-		t.Fatalf("b: %v", rb.err)
-	}
-	var sum idemtype.Rows
-	for _, c := range []idemtype.Rows{ca1, ca2, rb.c} {
-		sum.Add(c)
-	}
-	if sum.Inserted != 2 || sum.Read != 4 || sum.Inserted+sum.Updated+sum.Unchanged != 4 {
-		t.Errorf("counted %+v, want 2 inserted of 4", sum)
-	}
-	if n := setup.Int(`SELECT count(*) FROM dl`); n != 2 {
-		t.Errorf("%d rows, want 2", n)
+	for _, victim := range []string{"b", "a"} {
+		t.Run("victim "+victim, func(t *testing.T) {
+			env := open(t)
+			setup := sinktest.Open(t, env)
+			s := sinktest.Schema(sinktest.I64("id"), sinktest.Str("name"))
+			tg := sink.Target{Table: "dl", Key: []string{"id"}}
+			setup.MustEnsure(tg, s)
+			a, b := sinktest.Open(t, env), sinktest.Open(t, env)
+			map[string]*sinktest.Fx{"a": b, "b": a}[victim].Exec(`SET deadlock_timeout = '60s'`)
+			if victim == "b" {
+				// b waits first: its check must come after a waits too,
+				// however loaded the machine.
+				b.Exec(`SET deadlock_timeout = '3s'`)
+			}
+			// again runs a failed transaction of f again: its batches (each
+			// with its ordinal) in a new transaction, committed.
+			again := func(f *sinktest.Fx, who string, err error, fileKey int64, rows ...[]any) idemtype.Rows {
+				if !(Driver{}).Deadlock(err) {
+					t.Errorf("%s: %v, not a deadlock Deadlock recognises", who, err)
+					return idemtype.Rows{}
+				}
+				w := f.Writer(tg, s)
+				tx, err := f.Conn.BeginTx(f.Ctx, nil)
+				if err != nil {
+					t.Error(err)
+					return idemtype.Rows{}
+				}
+				var c idemtype.Rows
+				for i, r := range rows {
+					c.Add(f.WriteIn(tx, w, fileKey, sinktest.Batch(t, s, r), sinktest.Ords(int64(i+1))))
+				}
+				if err := tx.Commit(); err != nil {
+					t.Error(err)
+				}
+				return c
+			}
+			wa, wb := a.Writer(tg, s), b.Writer(tg, s)
+			txa, err := a.Conn.BeginTx(a.Ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			txb, err := b.Conn.BeginTx(b.Ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pidB := b.Int(`SELECT pg_backend_pid()`)
+			ca := a.WriteIn(txa, wa, 1, sinktest.Batch(t, s, []any{2, "a"}), sinktest.Ords(1))
+			done := make(chan idemtype.Rows, 1)
+			go func() {
+				// Copies key 1, then waits for a's key 2.
+				c, err := wb.Write(b.Ctx, txb, 2, sinktest.Batch(t, s, []any{1, "b"}, []any{2, "b"}), sinktest.Ords(1, 2))
+				if err == nil {
+					err = txb.Commit()
+				}
+				if err != nil {
+					txb.Rollback()
+					wb.Close()
+					c = again(b, "b", err, 2, []any{1, "b"}, []any{2, "b"})
+				}
+				done <- c
+			}()
+			for setup.Int(`SELECT count(*) FROM pg_stat_activity WHERE pid = ? AND wait_event_type = 'Lock'`, pidB) == 0 {
+				time.Sleep(10 * time.Millisecond)
+			}
+			// Waits for b's key 1: a deadlock.
+			c, err := wa.Write(a.Ctx, txa, 1, sinktest.Batch(t, s, []any{1, "a"}), sinktest.Ords(2))
+			if err == nil {
+				err = txa.Commit()
+			}
+			if err != nil {
+				txa.Rollback()
+				wa.Close()
+				ca = again(a, "a", err, 1, []any{2, "a"}, []any{1, "a"})
+			} else {
+				ca.Add(c)
+			}
+			cb := <-done
+			if t.Failed() {
+				return
+			}
+			if victim == "a" && err == nil {
+				t.Fatalf("a was not the deadlock's victim")
+			}
+			var sum idemtype.Rows
+			sum.Add(ca)
+			sum.Add(cb)
+			if sum.Inserted != 2 || sum.Updated != 2 || sum.Read != 4 {
+				t.Errorf("counted %+v, want 2 inserted and 2 updated of 4", sum)
+			}
+			// The victim commits last: its values, and its file key (a's is
+			// 1, b's 2).
+			file := map[string]int{"a": 1, "b": 2}[victim]
+			sinktest.WantTable(t, "after both", setup.Table("dl", "id", "id", "name", sink.FileColumn),
+				fmt.Sprintf("1|'%s'|%d", victim, file), fmt.Sprintf("2|'%s'|%d", victim, file))
+		})
 	}
 }

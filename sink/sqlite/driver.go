@@ -301,6 +301,11 @@ func (Driver) SkipLocked(string) (string, bool) { return "", false }
 // table's columns while it runs.
 func (Driver) HoldColumns(context.Context, *sql.Tx, string) error { return nil }
 
+// Deadlock implements sink.Driver: SQLite's write transactions exclude
+// each other (BEGIN IMMEDIATE), so none waits for another while holding
+// what that one needs.
+func (Driver) Deadlock(error) bool { return false }
+
 // Limits implements sink.Driver: SQLITE_MAX_COLUMN (2000, as compiled)
 // columns per table, of which idemport needs 3 (the lineage columns, and
 // the batch table's batch column beside its copies of them), names of any
