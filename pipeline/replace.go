@@ -112,10 +112,12 @@ func (r *run) noteReplaced() {
 }
 
 // noteSamePath says so when an ordinal import that creates an operation
-// adds its rows to a table that holds the rows of other content last seen
-// at the same path (a corrected file, imported as another file): a user
-// who meant to correct the file has two copies now, and the note names the
-// ways to say what the file is.
+// adds its rows to a table that holds the rows another file ID wrote from
+// the same path: other content (a corrected file, imported as another
+// file), or this very content under another file ID (the file ID's
+// template changed). A user who meant to correct the file, or to keep one
+// copy, has two copies now: the note names the ways to say what the file
+// is, and the undo that removes the earlier rows.
 func (r *run) noteSamePath(ctx context.Context) error {
 	if !r.target.Ordinal() || r.snapshot() != nil || r.replacing() || r.plan == nil {
 		return nil
@@ -125,12 +127,18 @@ func (r *run) noteSamePath(ctx context.Context) error {
 		return err
 	}
 	for _, op := range ops {
-		if op.Path != r.id.Path || op.ContentDigest == r.id.ContentDigest || op.FileID == r.id.FileID {
+		if op.Path != r.id.Path || op.FileID == r.id.FileID {
 			continue
 		}
-		r.note("%s already holds %s of %s with other content (%s): this adds %d more; use --replace with --file-id '{path}', --key, or --snapshot",
-			r.target.Table, english.Plural(op.Rows.Read-op.Rows.Rejected-op.Rows.Superseded, "row"), op.Path, ledger.ShortDigest(op.ContentDigest),
-			r.plan.Rows-r.plan.Rejected)
+		rows, adds := english.Plural(op.Rows.Read-op.Rows.Rejected-op.Rows.Superseded, "row"), r.plan.Rows-r.plan.Rejected
+		undo := fmt.Sprintf("to remove the earlier rows: idemport undo %s --table %s", op.FileID, r.target.Table)
+		if op.ContentDigest == r.id.ContentDigest {
+			r.note("%s already holds %s of this content from %s, imported as file ID %s: this adds %d more under file ID %s; %s",
+				r.target.Table, rows, op.Path, op.FileID, adds, r.id.FileID, undo)
+			return nil
+		}
+		r.note("%s already holds %s of %s with other content (%s): this adds %d more; use --replace with --file-id '{path}', --key, or --snapshot; %s",
+			r.target.Table, rows, op.Path, ledger.ShortDigest(op.ContentDigest), adds, undo)
 		return nil // the newest is enough
 	}
 	return nil

@@ -275,7 +275,9 @@ func TestReplaceKilledAtEachBoundary(t *testing.T) {
 // TestOrdinalImportNotesOtherContentAtSamePath imports a corrected file
 // as another file (by its content, the default): the rows add up, and the
 // import says so in a note, in text and JSON, naming the ways to say what
-// the file is.
+// the file is and the undo that removes the earlier rows; that undo leaves
+// exactly the corrected file. The same content imported from the same path
+// under another file ID says so too.
 func TestOrdinalImportNotesOtherContentAtSamePath(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
@@ -286,9 +288,10 @@ func TestOrdinalImportNotesOtherContentAtSamePath(t *testing.T) {
 		if len(first.Notes) != 0 {
 			t.Fatalf("first import notes %q", first.Notes)
 		}
-		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 150, 2)
-		want := fmt.Sprintf("orders already holds 200 rows of orders.csv with other content (%s): this adds 150 more; use --replace with --file-id '{path}', --key, or --snapshot",
-			ledger.ShortDigest(first.ContentDigest))
+		v2 := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 150, 2)
+		undo := "idemport undo " + first.FileID + " --table orders"
+		want := fmt.Sprintf("orders already holds 200 rows of orders.csv with other content (%s): this adds 150 more; use --replace with --file-id '{path}', --key, or --snapshot; to remove the earlier rows: %s",
+			ledger.ShortDigest(first.ContentDigest), undo)
 		res := importTo(t, tg, dir, nil, 0, "orders.csv")
 		if res.Outcome != "imported" || !reflect.DeepEqual(res.Notes, []string{want}) {
 			t.Fatalf("second import: %s, notes %q, want %q", res.Outcome, res.Notes, want)
@@ -296,11 +299,84 @@ func TestOrdinalImportNotesOtherContentAtSamePath(t *testing.T) {
 		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM orders`); n != 350 {
 			t.Fatalf("orders holds %d rows, want 350", n)
 		}
+		// The note's undo, as it says it.
+		if run := tg.Exec(t, dir, nil, strings.Fields(undo)[1:]...); run.Code != 0 {
+			t.Fatalf("%s: exit %d\n%s%s", undo, run.Code, run.Stdout, run.Stderr)
+		}
+		checkOrders(t, tg, "orders", v2)
+
+		// The same content again, now named by its path: it would add a
+		// second copy of it.
+		named := importTo(t, tg, dir, nil, 0, "--file-id", "{path}", "orders.csv")
+		want = fmt.Sprintf("orders already holds 150 rows of this content from orders.csv, imported as file ID %s: this adds 150 more under file ID orders.csv; to remove the earlier rows: idemport undo %s --table orders",
+			res.FileID, res.FileID)
+		if named.Outcome != "imported" || !reflect.DeepEqual(named.Notes, []string{want}) {
+			t.Fatalf("the same content under another file ID: %s, notes %q, want %q", named.Outcome, named.Notes, want)
+		}
+
 		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 100, 3)
 		text := tg.Exec(t, dir, nil, "import", "orders.csv")
 		if text.Code != 0 || !strings.Contains(text.Stdout, "  note: orders already holds 150 rows of orders.csv with other content (") {
 			t.Fatalf("third import, in text: exit %d\n%s%s", text.Code, text.Stdout, text.Stderr)
 		}
+	})
+}
+
+// TestReplaceRefusedThenCorrected replaces a file with a version that has
+// a bad row: refused (exit 5), nothing of the first version removed. A
+// version corrected again supersedes the refused one and finishes the
+// replacement: the table holds exactly it.
+func TestReplaceRefusedThenCorrected(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		m := replaceModes[0]
+		v1, v3 := m.versions(t, dir)
+		first := importTo(t, tg, dir, nil, 0, m.args()...)
+		bad := testkit.Orders(t, filepath.Join(dir, "v2.csv"), 350, 13)
+		bad[10][3] = "many" // quantity
+		writeOrderRows(t, filepath.Join(dir, "orders.csv"), bad)
+		if res := importTo(t, tg, dir, nil, 5, m.args("--replace")...); res.Outcome != "refused" {
+			t.Fatalf("a bad version: %s %s", res.Outcome, res.Error)
+		}
+		m.check(t, tg, v1)
+		writeOrderRows(t, filepath.Join(dir, "orders.csv"), v3)
+		res := importTo(t, tg, dir, nil, 0, m.args("--replace")...)
+		if res.Outcome != "imported" || res.Replaces != first.ContentDigest || res.Removed != 400 {
+			t.Fatalf("the version corrected again: %s (replaces %s, removed %d) %s", res.Outcome, res.Replaces, res.Removed, res.Error)
+		}
+		m.check(t, tg, v3)
+		past := testkit.Query(t, tg.DB, `SELECT state FROM `+tg.Ledger("operations_past")+` ORDER BY created_at`)
+		if fmt.Sprint(past) != "[[replaced] [superseded]]" {
+			t.Fatalf("past operations %v", past)
+		}
+	})
+}
+
+// TestUndoAReplacement undoes the operation that replaced a file: its
+// rows go, and the replaced version does not come back (its rows were
+// removed); the next import of the file starts over.
+func TestUndoAReplacement(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		m := replaceModes[0]
+		_, v2 := m.versions(t, dir)
+		importTo(t, tg, dir, nil, 0, m.args()...)
+		writeOrderRows(t, filepath.Join(dir, "orders.csv"), v2)
+		importTo(t, tg, dir, nil, 0, m.args("--replace")...)
+		if run := tg.Exec(t, dir, nil, "undo", "orders.csv"); run.Code != 0 {
+			t.Fatalf("undo: exit %d\n%s%s", run.Code, run.Stdout, run.Stderr)
+		}
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM orders`); n != 0 {
+			t.Fatalf("orders holds %d rows after the undo, want 0", n)
+		}
+		if res := importTo(t, tg, dir, nil, 0, m.args()...); res.Outcome != "imported" {
+			t.Fatalf("import after the undo: %s %s", res.Outcome, res.Error)
+		}
+		m.check(t, tg, v2)
 	})
 }
 
