@@ -68,6 +68,18 @@ func (r *run) apply(ctx context.Context) error {
 				return err
 			}
 			continue
+		} else if err != nil && r.e.sink.Locked(err) && r.req.Wait > 0 && time.Since(r.started) <= r.req.Wait && ctx.Err() == nil {
+			// A lock a partition needed stayed held past --busy-timeout
+			// (a frozen holder's): asked to wait, give back the claims
+			// and try again.
+			r.log.Info("waiting for a lock another transaction holds", "err", err)
+			if err := r.e.cp.Release(ctx, r.e.db, r.op, r.attempt.ID); err != nil {
+				return err
+			}
+			if err := sleep(ctx, min(time.Second, r.req.Lease/4)); err != nil {
+				return err
+			}
+			continue
 		} else if err != nil {
 			return err
 		}

@@ -26,6 +26,11 @@ func (r *run) claimWaiting(ctx context.Context) (ledger.Decision, error) {
 	for {
 		r.log.Debug("claiming the operation")
 		d, err := r.claim(ctx)
+		if err != nil && ctx.Err() == nil && r.e.sink.Locked(err) {
+			// A lock the claim needed stayed held past --busy-timeout.
+			r.res.Outcome = Busy
+			d, err = ledger.Busy, r.locked(ctx)
+		}
 		if d != ledger.Busy || time.Now().After(deadline) {
 			return d, err
 		}

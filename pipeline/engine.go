@@ -37,8 +37,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Failpoints, when not nil, arms failure injection (tests only).
 	Failpoints Failpoints
-	// BusyTimeout is how long SQLite waits for another writer's lock before
-	// failing; 0 means 30s.
+	// BusyTimeout is how long a statement waits for a lock another
+	// transaction holds (SQLite's write lock; a PostgreSQL row, table or
+	// advisory lock) before the run is busy; 0 means 30s.
 	BusyTimeout time.Duration
 	// StateSchema is the PostgreSQL schema of idemport's own tables; empty
 	// means DefaultStateSchema. SQLite keeps them beside the target tables.

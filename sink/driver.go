@@ -146,7 +146,7 @@ type Driver interface {
 	SkipLocked(of string) (clause string, ok bool)
 	// Locked reports whether err says another connection holds a lock the
 	// operation needed and did not release within the wait the database
-	// allows (SQLite's busy timeout), as a writer frozen inside its
+	// allows (Settings.BusyTimeout), as a writer frozen inside its
 	// transaction does.
 	Locked(err error) bool
 	// Full reports whether err says the database found no space left to
@@ -200,8 +200,10 @@ type Settings struct {
 	// ReadOnly opens the database without creating anything; a database
 	// that does not exist is ErrNoDatabase.
 	ReadOnly bool
-	// BusyTimeout is how long a connection waits for another writer's
-	// lock before failing, where the database has one writer (SQLite).
+	// BusyTimeout is how long a statement waits for a lock another
+	// transaction holds before failing (SQLite's busy timeout, PostgreSQL's
+	// lock_timeout): the error is then one Locked recognises. 0: no limit
+	// where the database allows.
 	BusyTimeout time.Duration
 	// StateSchema is the schema that holds idemport's own tables, where
 	// the database has schemas (PostgreSQL).

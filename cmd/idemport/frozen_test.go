@@ -10,7 +10,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,9 +92,7 @@ func checkNamesHolder(t *testing.T, res result, holder string, pid int) {
 // Resumed, the frozen run finishes; the other, rerun, finishes too, and
 // the table holds both files applied in that order, value by value.
 func TestFrozenHolderOfAnotherFile(t *testing.T) {
-	t.Run(testkit.SQLite, func(t *testing.T) {
-		name := testkit.SQLite
-		testkit.Available(t, name)
+	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -110,13 +110,23 @@ func TestFrozenHolderOfAnotherFile(t *testing.T) {
 		}
 		checkNamesHolder(t, parseResults(t, r.Stdout)[0], holder, frozen.cmd.Process.Pid)
 
+		// Asked to --wait, it waits through its lock timeouts instead, and
+		// finishes once the holder is resumed.
+		log := filepath.Join(dir, "waiting.log")
+		waiting := startLogging(t, tg.Cmd(t, dir, nil, append(args, "--busy-timeout", "1s", "--wait", "10m", "--log-level", "debug", "--log-format", "json", "b.csv")...), log)
+		waitFor(t, time.Minute, "the waiting import to wait through a lock timeout", func() bool {
+			return slices.ContainsFunc(readLog(t, log), func(l logLine) bool {
+				return l.Msg == "waiting for a lock another transaction holds" || l.Msg == "busy; waiting"
+			})
+		})
 		testkit.Continue(frozen.cmd.Process)
 		if f := testkit.Wait(t, frozen.cmd); f.Code != 0 {
 			t.Fatalf("thawed run: exit %d\n%s%s", f.Code, f.Stdout, f.Stderr)
 		}
-		again := tg.Exec(t, dir, nil, append(args, "b.csv")...)
+		again := finishWithin(t, waiting, 2*time.Minute, "the waiting import")
 		if res := parseResults(t, again.Stdout); again.Code != 0 || (res[0].Outcome != "imported" && res[0].Outcome != "resumed") {
-			t.Fatalf("rerun: exit %d\n%s%s", again.Code, again.Stdout, again.Stderr)
+			b, _ := os.ReadFile(log)
+			t.Fatalf("the waiting import: exit %d\n%s%s", again.Code, again.Stdout, b)
 		}
 		want := map[int64]string{}
 		overlay(want, a)
@@ -127,4 +137,87 @@ func TestFrozenHolderOfAnotherFile(t *testing.T) {
 			t.Fatalf("operations %v, want both completed", states)
 		}
 	})
+}
+
+// TestFrozenHolderAndSchemaChange freezes an import inside its partition
+// transaction on PostgreSQL and imports another file with a new column
+// (--evolve add): its ALTER TABLE waits for the frozen transaction. With
+// a short --busy-timeout it exits 4 naming the holder, the table
+// unchanged. With a long one it waits, and while it waits plain readers
+// of the table must not queue behind its ALTER for longer than a try: a
+// SELECT ends while that import still waits. Resumed, the frozen run
+// finishes, the waiting import adds its column and finishes, and the table
+// holds both files, value by value.
+func TestFrozenHolderAndSchemaChange(t *testing.T) {
+	testkit.Available(t, testkit.Postgres) // SQLite has no readers waiting on a writer
+	t.Parallel()
+	dir := t.TempDir()
+	tg := testkit.NewTarget(t, testkit.Postgres, dir)
+	const table = "frozen_readers"
+	a := keyedRows(1, 400, "a")
+	writeKeyed(t, dir, "a.csv", a)
+	write(t, dir, "c.csv", "id,v,w\n1000,c1000,x\n1001,c1001,y\n")
+	args := []string{"import", "--output", "json", "--table", table, "--key", "id", "--partition-rows", "100"}
+	frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:2:stop"}, append(args, "a.csv")...))
+	holder := attemptOf(t, tg, frozen.cmd.Process.Pid)
+
+	short := start(t, tg, dir, nil, append(args, "--evolve", "add", "--busy-timeout", "1s", "c.csv")...)
+	r := finishWithin(t, short, 2*time.Minute, "the import that adds a column")
+	if r.Code != exitBusy {
+		t.Fatalf("exit %d, want 4\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	checkNamesHolder(t, parseResults(t, r.Stdout)[0], holder, frozen.cmd.Process.Pid)
+	if cols := columnsOf(t, tg, table); slices.Contains(cols, "w") {
+		t.Fatalf("the busy import changed the table: columns %v", cols)
+	}
+
+	long := start(t, tg, dir, nil, append(args, "--evolve", "add", "--busy-timeout", "10m", "c.csv")...)
+	ended := make(chan testkit.Run, 1)
+	go func() { ended <- testkit.Wait(t, long.cmd) }()
+	waitFor(t, time.Minute, "the import's ALTER TABLE to wait for its lock", func() bool {
+		return testkit.Int(t, tg.DB, `SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+			WHERE NOT l.granted AND l.mode = 'AccessExclusiveLock' AND c.relname = $1 AND c.relnamespace = current_schema()::regnamespace`, table) > 0
+	})
+	read := make(chan error, 1)
+	var n int64
+	go func() { read <- tg.DB.QueryRow(`SELECT count(*) FROM ` + table).Scan(&n) }()
+	select {
+	case err := <-read:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case r := <-ended:
+		t.Fatalf("the import that adds a column ended before the reader (exit %d): the reader proved nothing\n%s%s", r.Code, r.Stdout, r.Stderr)
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("a plain SELECT still queues behind the waiting ALTER TABLE after 2 minutes")
+	}
+	select {
+	case r := <-ended:
+		t.Fatalf("the import that adds a column ended while the holder was frozen: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	default:
+	}
+	if n != 100 {
+		t.Fatalf("the reader counted %d rows, want the 100 of the frozen run's committed partition", n)
+	}
+
+	testkit.Continue(frozen.cmd.Process)
+	if f := testkit.Wait(t, frozen.cmd); f.Code != 0 {
+		t.Fatalf("thawed run: exit %d\n%s%s", f.Code, f.Stdout, f.Stderr)
+	}
+	select {
+	case r := <-ended:
+		if res := parseResults(t, r.Stdout); r.Code != 0 || fmt.Sprint(res[0].ColumnsAdded) != "[w]" {
+			t.Fatalf("the import that adds a column: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the import that adds a column did not end once the holder was resumed")
+	}
+	want := [][]any{}
+	for _, row := range a {
+		want = append(want, []any{int64(row[0].(int)), row[1], nil})
+	}
+	want = append(want, []any{int64(1000), "c1000", "x"}, []any{int64(1001), "c1001", "y"})
+	if got := testkit.Query(t, tg.DB, `SELECT id, v, w FROM `+table+` ORDER BY id`); !reflect.DeepEqual(got, want) {
+		t.Fatalf("table %s holds %d rows %v…, want %d rows %v…", table, len(got), got[:min(3, len(got))], len(want), want[:3])
+	}
 }

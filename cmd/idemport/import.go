@@ -119,7 +119,7 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 	f.StringVar(&o.trigger, "trigger", pipeline.DefaultTrigger, "who runs this: manual, cron, ci or replay (recorded with the attempt)")
 	f.StringVar(&o.wait, "wait", "0", "when another run holds the file, wait for it up to this long (a duration such as 30m, or forever) instead of exiting 4")
 	f.IntVar(&o.workers, "workers", 1, "partitions applied at once")
-	f.DurationVar(&o.busyTimeout, "busy-timeout", 30*time.Second, "how long to wait for another writer's lock on a SQLite target before failing")
+	f.DurationVar(&o.busyTimeout, "busy-timeout", 30*time.Second, "how long to wait for a lock another import holds (SQLite's write lock, a PostgreSQL row or table lock) before exiting busy (4)")
 	outputFlag(c, &o.output)
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print results only for files that were not duplicates (and no summary line)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "identify, decide and plan each file and print the plan; write nothing")

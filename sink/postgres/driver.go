@@ -12,10 +12,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/internal/secret"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -73,7 +72,9 @@ func (d Driver) name(dsn string) string {
 }
 
 // Open implements sink.Driver: it connects, and unless s.ReadOnly creates
-// the schema s.StateSchema that holds idemport's tables. A batch handed
+// the schema s.StateSchema that holds idemport's tables. Every connection
+// has TCP keepalives and a user timeout, and waits for locks at most
+// s.BusyTimeout (lock_timeout): see setUp. A batch handed
 // to the Writer is one COPY and one merge: a batch per partition makes one
 // of each per partition.
 func (d Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Database, error) {
@@ -81,10 +82,8 @@ func (d Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Da
 	if err != nil {
 		return nil, d.parseError(dsn, err)
 	}
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", d.Redact(dsn), secret.ScrubError(err, secretParts(dsn)))
-	}
+	configure(cfg)
+	db := stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(func(ctx context.Context, c *pgx.Conn) error { return setUp(ctx, c, s) }))
 	out := &sink.Database{DB: db, Name: d.name(dsn), Prefix: q(s.StateSchema) + ".", BatchRows: 0}
 	out.Disk = "the server's disk (" + out.Name + ")"
 	if err := db.PingContext(ctx); err != nil {

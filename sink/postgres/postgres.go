@@ -212,7 +212,7 @@ func (d Driver) Ensure(ctx context.Context, tx *sql.Tx, tg sink.Target, schema *
 	}
 	for _, name := range []string{sink.FileColumn, sink.RowColumn} {
 		if t.Column(name) == nil {
-			if _, err := tx.ExecContext(ctx, `ALTER TABLE `+table+` ADD COLUMN IF NOT EXISTS `+q(name)+` bigint`); err != nil {
+			if err := alter(ctx, tx, `ALTER TABLE `+table+` ADD COLUMN IF NOT EXISTS `+q(name)+` bigint`); err != nil {
 				return fmt.Errorf("add lineage column %s to %s: %w", name, tg.Table, err)
 			}
 		}
@@ -884,7 +884,6 @@ func (d Driver) DeleteFile(ctx context.Context, tx *sql.Tx, table string, fileKe
 	return res.RowsAffected()
 }
 
-// Locked implements sink.Driver. PostgreSQL sessions wait for locks
-// without a timeout unless one is set; idemport claims partitions with
-// SKIP LOCKED instead, so no error of its means a lock wait ran out.
-func (Driver) Locked(error) bool { return false }
+// Locked implements sink.Driver: a statement waited for a row, table or
+// advisory lock past lock_timeout, which Open sets to the busy timeout.
+func (Driver) Locked(err error) bool { return lockNotAvailable(err) }

@@ -1,0 +1,71 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/idemport/idemport/sink"
+)
+
+// How a connection finds out that the network to the server is gone, in
+// both directions. The client's socket sends keepalive probes once the
+// connection is idle (waiting for a reply counts) for keepAliveIdle, every
+// keepAliveInterval, and gives up after keepAliveCount unanswered ones;
+// data it sent that is not acknowledged for userTimeout ends the
+// connection too (TCP_USER_TIMEOUT, on Linux). The server is asked to do
+// the same (tcp_keepalives_*, tcp_user_timeout), so that a session whose
+// client vanished ends, and its transaction's locks are released, within
+// about as long instead of the system's default of two hours.
+const (
+	keepAliveIdle     = 15 * time.Second
+	keepAliveInterval = 5 * time.Second
+	keepAliveCount    = 3
+	userTimeout       = 30 * time.Second
+)
+
+// configure sets how cfg's connections are made and set up: TCP
+// keepalives and user timeout on every socket (dial), and the session's
+// settings once connected (setUp).
+func configure(cfg *pgx.ConnConfig) {
+	d := &net.Dialer{
+		Timeout: cfg.ConnectTimeout,
+		KeepAliveConfig: net.KeepAliveConfig{
+			Enable: true, Idle: keepAliveIdle, Interval: keepAliveInterval, Count: keepAliveCount,
+		},
+		Control: controlUserTimeout,
+	}
+	cfg.DialFunc = d.DialContext
+}
+
+// setUp gives a new connection its session settings: lock_timeout is
+// s.BusyTimeout (when set), so that no statement waits longer than that
+// for a lock another transaction holds, and fails with SQLSTATE 55P03
+// instead (see Locked); and the server's keepalives and user timeout,
+// which servers before PostgreSQL 12 and some poolers do not take: those
+// are asked for, not required.
+func setUp(ctx context.Context, c *pgx.Conn, s sink.Settings) error {
+	if s.BusyTimeout > 0 {
+		if _, err := c.Exec(ctx, `SELECT set_config('lock_timeout', $1, false)`, fmt.Sprintf("%dms", s.BusyTimeout.Milliseconds())); err != nil {
+			return fmt.Errorf("set lock_timeout: %w", err)
+		}
+	}
+	_, _ = c.Exec(ctx, `SELECT set_config('tcp_keepalives_idle', $1, false), set_config('tcp_keepalives_interval', $2, false),
+		set_config('tcp_keepalives_count', $3, false), set_config('tcp_user_timeout', $4, false)`,
+		strconv.Itoa(int(keepAliveIdle/time.Second)), strconv.Itoa(int(keepAliveInterval/time.Second)),
+		strconv.Itoa(keepAliveCount), strconv.FormatInt(userTimeout.Milliseconds(), 10))
+	return nil
+}
+
+// lockNotAvailable reports whether err is PostgreSQL's lock_not_available
+// (SQLSTATE 55P03): a statement waited for a lock past lock_timeout.
+func lockNotAvailable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "55P03"
+}
