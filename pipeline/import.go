@@ -267,9 +267,12 @@ func (r *run) run(ctx context.Context) error {
 	if err := r.e.fp.Hit("after-claim"); err != nil {
 		return r.abandon(ctx, err)
 	}
-	stop := r.heartbeat(ctx)
-	err = r.work(ctx, decision)
+	wctx, stop := r.heartbeat(ctx)
+	err = r.work(wctx, decision)
 	stop()
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), errUnanswered) {
+		err = context.Cause(wctx)
+	}
 	var retracted errRetracted
 	switch {
 	case err == nil, r.res.Outcome == Refused:
@@ -604,29 +607,77 @@ func (t *txn) Rollback() error {
 	return t.Tx.Rollback()
 }
 
-// heartbeat renews this attempt's leases until the returned stop is called.
-func (r *run) heartbeat(ctx context.Context) (stop func()) {
+// errUnanswered stops the work of an attempt whose database stopped
+// answering for longer than its lease: see heartbeat.
+var errUnanswered = errors.New("the database stopped answering")
+
+// unansweredRecord bounds how long a run whose database stopped answering
+// tries to record its end: its leases have run out already, and the next
+// run finds it dead or expired whether it records it or not.
+const unansweredRecord = 5 * time.Second
+
+// heartbeat renews this attempt's leases until the returned stop is
+// called. The work runs under the returned context, derived from ctx: when
+// the database has answered neither a renewal nor a ping for as long as
+// the lease lasts (the network to it stalled without closing, say), the
+// leases have run out, others may take the work over, and the statements
+// in flight (a COPY waiting on the stalled connection) would wait for
+// ever holding their locks: that context is then cancelled, its cause
+// wrapping errUnanswered. A renewal that only waits for a lock (of this
+// attempt's own partition transaction, say) while the database answers
+// pings cancels nothing. Each renewal and ping waits a third of the lease
+// at most.
+func (r *run) heartbeat(ctx context.Context) (context.Context, func()) {
+	work, stopWork := context.WithCancelCause(ctx)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(max(r.req.Lease/3, 10*time.Millisecond))
+		every := max(r.req.Lease/3, 10*time.Millisecond)
+		t := time.NewTicker(every)
 		defer t.Stop()
+		answered := time.Now() // the claim just renewed the leases
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
-			if err := r.e.ledger.Heartbeat(ctx, r.e.db, r.id.Key, r.attempt.ID, r.leaseMs); err != nil && ctx.Err() == nil {
-				r.log.Warn("heartbeat failed", "err", err)
+			asked := time.Now()
+			err := r.renew(ctx, every)
+			if ctx.Err() != nil {
+				return
 			}
-			if _, err := r.e.cp.Renew(ctx, r.e.db, r.op, r.attempt.ID, r.leaseMs); err != nil && ctx.Err() == nil {
-				r.log.Warn("heartbeat failed", "err", err)
+			if err == nil {
+				answered = asked
+				continue
+			}
+			r.log.Warn("heartbeat failed", "err", err)
+			pctx, pcancel := context.WithTimeout(ctx, every)
+			perr := r.e.db.PingContext(pctx)
+			pcancel()
+			if perr == nil {
+				answered = asked
+			} else if silent := time.Since(answered); silent >= r.req.Lease && ctx.Err() == nil {
+				stopWork(fmt.Errorf("%w for %s, longer than the lease (%s): this attempt's leases ran out, so it stopped its work; a rerun resumes (%w)",
+					errUnanswered, silent.Round(time.Second), r.req.Lease, err))
+				return
 			}
 		}
 	}()
-	return func() { cancel(); <-done }
+	return work, func() { cancel(); <-done; stopWork(nil) }
+}
+
+// renew renews the attempt's planning lease and its partitions' leases,
+// waiting at most wait.
+func (r *run) renew(ctx context.Context, wait time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := r.e.ledger.Heartbeat(ctx, r.e.db, r.id.Key, r.attempt.ID, r.leaseMs); err != nil {
+		return err
+	}
+	_, err := r.e.cp.Renew(ctx, r.e.db, r.op, r.attempt.ID, r.leaseMs)
+	return err
 }
 
 // work plans if the claim made this run the planner, then applies and
@@ -693,7 +744,11 @@ func (r *run) abandon(ctx context.Context, err error) error {
 		level = slog.LevelWarn
 	}
 	r.log.Log(context.WithoutCancel(ctx), level, "attempt stopped", "outcome", outcome, "err", err)
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	wait := 30 * time.Second
+	if errors.Is(err, errUnanswered) {
+		wait = unansweredRecord // it may not answer now either
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 	defer cancel()
 	if cerr := r.record(cctx, outcome, err); errors.Is(cerr, ledger.ErrCompleted) {
 		return r.completedMeanwhile(cctx, err)
