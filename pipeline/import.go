@@ -299,8 +299,8 @@ var errSkipped = errors.New("skipped")
 // identify hashes the file and computes the operation's fingerprint.
 func (r *run) identify(ctx context.Context) error {
 	m := r.req.Mapping
-	if m.Version != "" && len(m.Key) == 0 {
-		return usagef("a version column needs --key: without a natural key a row only ever comes from one file")
+	if err := m.Check(); err != nil {
+		return err
 	}
 	if r.req.Replace && (r.req.FileID == "" || strings.Contains(r.req.FileID, "{digest}")) {
 		return usagef("--replace needs a --file-id that names the file, such as --file-id '{path}' or '{name}': a file known by its content (the default) has no other version to replace")

@@ -73,6 +73,17 @@ type Mapping struct {
 	Snapshot *Snapshot
 }
 
+// Check reports, as a *UsageError, options of the mapping that do not go
+// together, before any file is read: callers that take many mappings at
+// once (the feeds of idemport.yaml) check them all before anything runs.
+// Import checks it too.
+func (m Mapping) Check() error {
+	if m.Version != "" && len(m.Key) == 0 {
+		return usagef("a version column needs --key: without a natural key a row only ever comes from one file")
+	}
+	return nil
+}
+
 // Snapshot says how a snapshot import treats the rows a file does not
 // have. It is part of the mapping: it changes what lands.
 type Snapshot struct {

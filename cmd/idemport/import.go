@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline"
 	"github.com/idemport/idemport/reader"
@@ -112,6 +113,13 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 			return runImport(c, e, o, args)
 		},
 	}
+	importFlags(e, c, o)
+	return c
+}
+
+// importFlags registers every flag of import on c, bound to o: the one
+// list of them, which run and each feed of idemport.yaml take too.
+func importFlags(e *env, c *cobra.Command, o *importOptions) {
 	f := c.Flags()
 	mappingFlags(e, c, o)
 	decisionFlags(c, o)
@@ -129,7 +137,6 @@ most severe wins: 1 > 5 > 3 > 4 > 0.`,
 	o.notify.register(c)
 	o.logs.register(c)
 	o.remote.registerGlob(c)
-	return c
 }
 
 // decisionFlags registers, for import and plan alike, the flags besides the
@@ -271,6 +278,12 @@ func parseWait(s string) (time.Duration, error) {
 // A failure to write it is reported, never swallowed: it makes an
 // otherwise clean run exit 1 and is printed beside a run that already failed.
 func runImport(c *cobra.Command, e *env, o *importOptions, args []string) error {
+	return withMetrics(c, e, o, func(run *importRun) error { return importFiles(c, e, o, args, run) })
+}
+
+// withMetrics runs body and, with --metrics-file, writes the metrics file
+// of what it left in its importRun, whatever happened.
+func withMetrics(c *cobra.Command, e *env, o *importOptions, body func(*importRun) error) error {
 	started := time.Now()
 	var job string
 	if o.metricsFile != "" {
@@ -287,12 +300,12 @@ func runImport(c *cobra.Command, e *env, o *importOptions, args []string) error 
 			run.eng.Close()
 		}
 	}()
-	err := importFiles(c, e, o, args, run)
+	err := body(run)
 	if o.metricsFile == "" || o.dryRun {
 		return err
 	}
 	ctx := context.WithoutCancel(c.Context())
-	m := runMetrics{job: job, results: run.results, code: exitCode(c.Context(), err), took: time.Since(started), end: time.Now()}
+	m := runMetrics{job: job, results: run.results, feeds: run.feeds, code: exitCode(c.Context(), err), took: time.Since(started), end: time.Now()}
 	var ledgerErr error
 	if run.eng == nil && m.code == exitOK { // no file to import: the ledger's gauges still belong in the file
 		run.eng, ledgerErr = openReadOnly(c, o.into)
@@ -325,6 +338,7 @@ func runImport(c *cobra.Command, e *env, o *importOptions, args []string) error 
 type importRun struct {
 	eng     *pipeline.Engine
 	results []*pipeline.Result
+	feeds   map[*pipeline.Result]string // with run: each result's feed
 }
 
 // ledgerOperations lists every operation in the ledger, for its gauges.
@@ -404,61 +418,102 @@ func importFiles(c *cobra.Command, e *env, o *importOptions, args []string, run 
 		return err
 	}
 	run.eng = eng
-	// Events are delivered after each file, within one budget for the run;
-	// what is left goes out on the next run.
-	notifyBudget := o.notify.timeout
-	var notified pipeline.DeliveryReport
-	delivered := false
-	var bad []*pipeline.Result
-	for i, req := range reqs {
-		if ctx.Err() != nil {
-			break
-		}
-		ui.startFile(i+1, len(reqs), req.Path)
-		req.Progress = ui.update
-		res := eng.Import(ctx, req)
-		ui.clear()
-		if len(sinks) > 0 && ctx.Err() == nil && (res.EventID != "" || !delivered) {
-			t0 := time.Now()
-			rep := deliverAfter(ctx, e, eng, max(notifyBudget, time.Millisecond))
-			notifyBudget -= time.Since(t0)
-			notified.Delivered += rep.Delivered
-			notified.Failed += rep.Failed
-			notified.Pending = rep.Pending
-			if notified.Errors == nil {
-				notified.Errors = map[string]string{}
-			}
-			for k, v := range rep.Errors {
-				notified.Errors[k] = v
-			}
-			delivered = true
-			if res.EventID != "" {
-				if res.Notified, err = eng.EventState(context.WithoutCancel(ctx), res.EventID); err != nil {
-					textf(e.stderr, "idemport: read delivery of event %s: %v\n", res.EventID, err)
-				}
-			}
-		}
-		if !o.quiet || res.Outcome != pipeline.Duplicate {
-			if err := printResult(e.stdout, o.output, res); err != nil {
-				return err
-			}
-		}
-		run.results = append(run.results, res)
-		if resultCode(res) != exitOK {
-			bad = append(bad, res)
-		}
+	b := &batch{e: e, o: o, ui: ui, eng: eng, sinks: sinks, notifyBudget: o.notify.timeout}
+	bad, err := b.importEach(ctx, reqs, "")
+	run.results = b.results
+	if err != nil {
+		return err
 	}
 	if o.output == "text" && len(run.results) > 1 && !o.quiet {
 		fmt.Fprintln(e.stdout, summary(run.results))
 	}
 	if len(sinks) > 0 {
-		reportDelivery(e, notified)
+		reportDelivery(e, b.notified)
 	}
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case len(bad) > 0:
 		return outcomeError{results: bad}
+	}
+	return nil
+}
+
+// batch imports requests one after another on one engine, printing each
+// result as it comes and delivering events after each file, within one
+// budget for the run (what is left goes out on the next run).
+type batch struct {
+	e            *env
+	o            *importOptions // output and quiet
+	ui           *progressUI
+	eng          *pipeline.Engine
+	sinks        []idemtype.EventSink
+	notifyBudget time.Duration
+	notified     pipeline.DeliveryReport
+	delivered    bool
+	results      []*pipeline.Result
+	feeds        map[*pipeline.Result]string // the feed of each result, for run
+}
+
+// importEach imports reqs in order, until ctx is done, appending to
+// b.results; feed, when not empty, names the feed they belong to in the
+// output. It returns the results that did not import cleanly. Its error
+// is a failure to print.
+func (b *batch) importEach(ctx context.Context, reqs []pipeline.Request, feed string) ([]*pipeline.Result, error) {
+	e, eng, sinks := b.e, b.eng, b.sinks
+	var bad []*pipeline.Result
+	var err error
+	for i, req := range reqs {
+		if ctx.Err() != nil {
+			break
+		}
+		b.ui.startFile(i+1, len(reqs), req.Path)
+		req.Progress = b.ui.update
+		res := eng.Import(ctx, req)
+		b.ui.clear()
+		if len(sinks) > 0 && ctx.Err() == nil && (res.EventID != "" || !b.delivered) {
+			t0 := time.Now()
+			rep := deliverAfter(ctx, e, eng, max(b.notifyBudget, time.Millisecond))
+			b.notifyBudget -= time.Since(t0)
+			b.notified.Delivered += rep.Delivered
+			b.notified.Failed += rep.Failed
+			b.notified.Pending = rep.Pending
+			if b.notified.Errors == nil {
+				b.notified.Errors = map[string]string{}
+			}
+			for k, v := range rep.Errors {
+				b.notified.Errors[k] = v
+			}
+			b.delivered = true
+			if res.EventID != "" {
+				if res.Notified, err = eng.EventState(context.WithoutCancel(ctx), res.EventID); err != nil {
+					textf(e.stderr, "idemport: read delivery of event %s: %v\n", res.EventID, err)
+				}
+			}
+		}
+		if err := b.record(feed, res); err != nil {
+			return bad, err
+		}
+		if resultCode(res) != exitOK {
+			bad = append(bad, res)
+		}
+	}
+	return bad, nil
+}
+
+// record prints res (unless quiet and a duplicate) and keeps it.
+func (b *batch) record(feed string, res *pipeline.Result) error {
+	if !b.o.quiet || res.Outcome != pipeline.Duplicate {
+		if err := printResult(b.e.stdout, b.o.output, feed, res); err != nil {
+			return err
+		}
+	}
+	b.results = append(b.results, res)
+	if feed != "" {
+		if b.feeds == nil {
+			b.feeds = map[*pipeline.Result]string{}
+		}
+		b.feeds[res] = feed
 	}
 	return nil
 }
@@ -481,6 +536,7 @@ func summary(rs []*pipeline.Result) string {
 
 // resultJSON is one line of --output json.
 type resultJSON struct {
+	Feed string `json:"feed,omitempty"` // with run: the feed of idemport.yaml
 	*pipeline.Result
 	ExitCode   int    `json:"exit_code"`
 	DurationMs int64  `json:"duration_ms"`
@@ -488,10 +544,10 @@ type resultJSON struct {
 	Next       string `json:"next,omitempty"` // what to do about a busy, refused or conflicting file
 }
 
-func printResult(w io.Writer, output string, r *pipeline.Result) error {
+func printResult(w io.Writer, output, feed string, r *pipeline.Result) error {
 	code := resultCode(r)
 	if output == "json" {
-		line := resultJSON{Result: r, ExitCode: code, DurationMs: r.Duration.Milliseconds(), Next: nextStep(r)}
+		line := resultJSON{Feed: feed, Result: r, ExitCode: code, DurationMs: r.Duration.Milliseconds(), Next: nextStep(r)}
 		if r.Err != nil {
 			line.Error = r.Err.Error()
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemport/idemport/internal/config"
 	"github.com/idemport/idemport/internal/failpoint"
 	"github.com/idemport/idemport/pipeline"
 )
@@ -76,7 +77,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	err = root.ExecuteContext(ctx)
 	code := exitCode(ctx, err)
 	if err != nil && !errors.As(err, new(outcomeError)) && code != exitInterrupted {
-		fmt.Fprintln(stderr, "idemport:", esc(err.Error()))
+		for _, line := range errorLines(err) {
+			fmt.Fprintln(stderr, "idemport:", esc(line))
+		}
 		if code == exitUsage && !errors.As(err, new(*pipeline.UsageError)) {
 			path := root.CommandPath()
 			if cmd, _, err := root.Find(args); err == nil {
@@ -86,6 +89,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		}
 	}
 	return code
+}
+
+// errorLines is err's text, one line per mistake when it is a usage error
+// joining several (those of a feeds file): each is escaped on its own.
+func errorLines(err error) []string {
+	var ue *pipeline.UsageError
+	if errors.As(err, &ue) {
+		if j, ok := ue.Err.(interface{ Unwrap() []error }); ok {
+			var lines []string
+			for _, e := range j.Unwrap() {
+				lines = append(lines, errorLines(e)...)
+			}
+			return lines
+		}
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok && errors.As(err, new(*config.Error)) {
+		var lines []string
+		for _, e := range j.Unwrap() {
+			lines = append(lines, errorLines(e)...)
+		}
+		return lines
+	}
+	return []string{err.Error()}
 }
 
 // outcomeError carries the results of an import to exitCode. Their text was
@@ -192,6 +218,7 @@ Exit codes: 0 done; 1 failed (rerun to resume); 2 usage error; 3 conflict; 4 bus
 	root.SetHelpCommand(newHelpCmd())
 	root.AddCommand(
 		newImportCmd(e),
+		newRunCmd(e),
 		newStatusCmd(e),
 		newHistoryCmd(e),
 		newPlanCmd(e),

@@ -34,9 +34,12 @@ func metricsJob(file, job string) (string, error) {
 type runMetrics struct {
 	job     string
 	results []*pipeline.Result
-	code    int
-	took    time.Duration
-	end     time.Time
+	// feeds names the feed of each result, with run: its samples of the
+	// last run then carry a feed label.
+	feeds map[*pipeline.Result]string
+	code  int
+	took  time.Duration
+	end   time.Time
 	// ops are the ledger's operations; nil when the ledger could not be
 	// read (the run stopped before it opened the database), in which case
 	// the ledger-wide gauges are left out.
@@ -66,44 +69,64 @@ func writeMetrics(path string, m runMetrics) error {
 		f.Metric = append(f.Metric, &dto.Metric{Label: pairs, Gauge: &dto.Gauge{Value: new(v)}})
 	}
 
-	type key struct{ table, what string }
+	type key struct{ feed, table, what string }
 	files := map[key]float64{}
 	rows := map[key]float64{}
 	parts := map[key]float64{}
-	recovered := map[string]float64{}
+	recovered := map[key]float64{}
 	for _, r := range m.results {
-		files[key{r.Table, string(r.Outcome)}]++
+		feed := m.feeds[r]
+		files[key{feed, r.Table, string(r.Outcome)}]++
 		for kind, n := range map[string]int64{"read": r.Rows.Read, "inserted": r.Rows.Inserted, "updated": r.Rows.Updated,
 			"unchanged": r.Rows.Unchanged, "stale": r.Rows.Stale, "superseded": r.Rows.Superseded, "rejected": r.Rows.Rejected, "deleted": r.Deleted} {
-			rows[key{r.Table, kind}] += float64(n) // what this run did: zero for a duplicate
+			rows[key{feed, r.Table, kind}] += float64(n) // what this run did: zero for a duplicate
 		}
 		for kind, n := range map[string]int64{"total": r.Partitions.Total, "skipped": r.Partitions.Skipped, "committed": r.Partitions.Committed} {
-			parts[key{r.Table, kind}] += float64(n)
+			parts[key{feed, r.Table, kind}] += float64(n)
 		}
-		recovered[r.Table] += float64(len(r.RecoveredFrom))
+		recovered[key{feed, r.Table, ""}] += float64(len(r.RecoveredFrom))
 	}
-	byTable := func(name, label, help string, values map[key]float64) {
-		f := gauge(name, help)
+	// labels are a key's labels: feed (when the run had feeds), table and,
+	// when it has one, the family's own label.
+	labels := func(k key, label string) []string {
+		var l []string
+		if k.feed != "" {
+			l = append(l, "feed", k.feed)
+		}
+		l = append(l, "table", k.table)
+		if label != "" {
+			l = append(l, label, k.what)
+		}
+		return l
+	}
+	sortKeys := func(values map[key]float64) []key {
 		keys := make([]key, 0, len(values))
 		for k := range values {
 			keys = append(keys, k)
 		}
 		sort.Slice(keys, func(i, j int) bool {
+			if keys[i].feed != keys[j].feed {
+				return keys[i].feed < keys[j].feed
+			}
 			if keys[i].table != keys[j].table {
 				return keys[i].table < keys[j].table
 			}
 			return keys[i].what < keys[j].what
 		})
-		for _, k := range keys {
-			sample(f, values[k], "table", k.table, label, k.what)
+		return keys
+	}
+	byTable := func(name, label, help string, values map[key]float64) {
+		f := gauge(name, help)
+		for _, k := range sortKeys(values) {
+			sample(f, values[k], labels(k, label)...)
 		}
 	}
 	byTable("idemport_last_run_files", "outcome", "Files of the last run by outcome (imported, resumed, duplicate, conflict, busy, refused, failed).", files)
 	byTable("idemport_last_run_rows", "kind", "Rows the last run read, inserted, updated, left unchanged, found stale, superseded or rejected, and deleted by snapshot sweeps.", rows)
 	byTable("idemport_last_run_partitions", "kind", "Partitions of the last run's files: total, skipped (done before) and committed.", parts)
 	f := gauge("idemport_last_run_recovered_leases", "Leases of dead or stalled attempts the last run took over.")
-	for _, t := range sortedKeys(recovered) {
-		sample(f, recovered[t], "table", t)
+	for _, k := range sortKeys(recovered) {
+		sample(f, recovered[k], labels(k, "")...)
 	}
 	sample(gauge("idemport_last_run_duration_seconds", "How long the last run took."), m.took.Seconds())
 	sample(gauge("idemport_last_run_exit_code", "The last run's exit code."), float64(m.code))
@@ -113,7 +136,7 @@ func writeMetrics(path string, m runMetrics) error {
 		last := map[string]float64{}
 		states := map[key]float64{}
 		for _, op := range m.ops {
-			states[key{op.Table, string(op.State)}]++
+			states[key{"", op.Table, string(op.State)}]++
 			if op.State == ledger.Completed && float64(op.CompletedAt)/1000 > last[op.Table] {
 				last[op.Table] = float64(op.CompletedAt) / 1000
 			}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/idemport/idemport/internal/testkit"
+)
+
+// feedLine is one JSON line of run: a file's result and its feed.
+type feedLine struct {
+	Feed     string `json:"feed"`
+	File     string `json:"file"`
+	Table    string `json:"table"`
+	Outcome  string `json:"outcome"`
+	ExitCode int    `json:"exit_code"`
+	Error    string `json:"error"`
+}
+
+// feedsFile is an idemport.yaml of three feeds: orders by key, products
+// as a keyed snapshot, events by ordinal. The target comes from the
+// environment (${FEEDS_DSN}), as a secret would.
+func feedsFile(tg *testkit.Target) string {
+	y := "defaults:\n  into: ${FEEDS_DSN}\n  trigger: cron\n"
+	if tg.IsPostgres() {
+		y += "  state-schema: " + tg.Schema + "\n"
+	}
+	return y + `feeds:
+  orders:
+    source: drop/orders-*.csv
+    table: orders
+    key: id
+    file-id: orders/{name}
+  products:
+    source: [drop/products.csv]
+    table: products
+    key: [sku]
+    snapshot: true
+    max-delete: 100%
+    partition-rows: 1
+  events:
+    source: drop/events-*.csv
+    table: events
+    file-id: events/{name}
+    partition-rows: 2
+`
+}
+
+// runFeedsJSON runs "idemport run --output json" in dir and returns its
+// lines, checking its exit code.
+func runFeedsJSON(t *testing.T, dir string, env []string, wantCode int, args ...string) []feedLine {
+	t.Helper()
+	r := testkit.Exec(t, dir, env, append([]string{"run", "--output", "json"}, args...)...)
+	if r.Code != wantCode {
+		t.Fatalf("run: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.Code, wantCode, r.Stdout, r.Stderr)
+	}
+	var lines []feedLine
+	for _, l := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
+		var fl feedLine
+		if err := json.Unmarshal([]byte(l), &fl); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		lines = append(lines, fl)
+	}
+	return lines
+}
+
+// outcomes is "feed file outcome" per line.
+func outcomes(lines []feedLine) []string {
+	var out []string
+	for _, l := range lines {
+		out = append(out, l.Feed+" "+filepath.Base(l.File)+" "+l.Outcome)
+	}
+	return out
+}
+
+func writeDrop(t *testing.T, dir, name, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "drop"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "drop", name), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// feedTableRows is the table's rows, the listed columns in order, as text.
+func feedTableRows(t *testing.T, tg *testkit.Target, table, cols, order string) []string {
+	t.Helper()
+	var out []string
+	for _, row := range testkit.Query(t, tg.DB, fmt.Sprintf("SELECT %s FROM %s ORDER BY %s", cols, testkit.QuoteTable(table), order)) {
+		var cells []string
+		for _, v := range row {
+			cells = append(cells, fmt.Sprint(v))
+		}
+		out = append(out, strings.Join(cells, ","))
+	}
+	return out
+}
+
+// checkTables compares the three feeds' tables, whole, with want.
+func checkTables(t *testing.T, tg *testkit.Target, orders, products, events []string) {
+	t.Helper()
+	for _, c := range []struct {
+		table, cols, order string
+		want               []string
+	}{
+		{"orders", "id, qty", "id", orders},
+		{"products", "sku, price", "sku", products},
+		{"events", "ev, n", "n", events},
+	} {
+		if got := feedTableRows(t, tg, c.table, c.cols, c.order); !slices.Equal(got, c.want) {
+			t.Fatalf("%s:\n got  %q\n want %q", c.table, got, c.want)
+		}
+	}
+	if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("operations")+` WHERE state NOT IN ('completed', 'refused', 'superseded')`); n != 0 {
+		t.Fatalf("%d operations neither completed, refused nor superseded", n)
+	}
+}
+
+// TestRunFeeds: night after night, "idemport run" imports a file of three
+// feeds (by key, as a snapshot, by ordinal) exactly as import would: the
+// first night imports, the second finds duplicates, a feed with a bad row
+// is refused (exit 5) while the others import, and a run killed in the
+// middle of the second feed is finished exactly by a rerun.
+func TestRunFeeds(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		if err := os.WriteFile(filepath.Join(dir, "idemport.yaml"), []byte(feedsFile(tg)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env := []string{"FEEDS_DSN=" + tg.Args[1]}
+
+		// Night 1: everything is new.
+		writeDrop(t, dir, "orders-1.csv", "id,qty\n1,10\n2,20\n3,30\n")
+		writeDrop(t, dir, "products.csv", "sku,price\na,1\nb,2\nc,3\n")
+		writeDrop(t, dir, "events-1.csv", "ev,n\nclick,1\nview,2\nclick,3\nbuy,4\n")
+		got := outcomes(runFeedsJSON(t, dir, env, 0))
+		want := []string{"orders orders-1.csv imported", "products products.csv imported", "events events-1.csv imported"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("night 1: %q, want %q", got, want)
+		}
+		night1 := func() {
+			checkTables(t, tg, []string{"1,10", "2,20", "3,30"}, []string{"a,1", "b,2", "c,3"}, []string{"click,1", "view,2", "click,3", "buy,4"})
+		}
+		night1()
+
+		// Night 2: the same files again are duplicates; nothing changes.
+		got = outcomes(runFeedsJSON(t, dir, env, 0))
+		want = []string{"orders orders-1.csv duplicate", "products products.csv duplicate", "events events-1.csv duplicate"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("night 2: %q, want %q", got, want)
+		}
+		night1()
+
+		// Night 3: a bad row refuses the orders feed (exit 5); the other
+		// feeds import.
+		writeDrop(t, dir, "orders-2.csv", "id,qty\n3,33\n4,40,extra\n5,50\n")
+		writeDrop(t, dir, "products.csv", "sku,price\na,1\nb,5\nd,4\n")
+		writeDrop(t, dir, "events-2.csv", "ev,n\nview,5\n")
+		got = outcomes(runFeedsJSON(t, dir, env, exitRefused))
+		want = []string{"orders orders-1.csv duplicate", "orders orders-2.csv refused", "products products.csv imported",
+			"events events-1.csv duplicate", "events events-2.csv imported"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("night 3: %q, want %q", got, want)
+		}
+		night3 := []string{"a,1", "b,5", "d,4"}
+		checkTables(t, tg, []string{"1,10", "2,20", "3,30"}, night3, []string{"click,1", "view,2", "click,3", "buy,4", "view,5"})
+
+		// Night 4: the orders file corrected, a new snapshot and a new
+		// events file; the run is killed in the middle of the second
+		// feed (after its first of three partitions), and the rerun
+		// finishes exactly.
+		writeDrop(t, dir, "orders-2.csv", "id,qty\n3,33\n4,40\n5,50\n")
+		writeDrop(t, dir, "products.csv", "sku,price\na,1\nb,6\ne,7\n")
+		writeDrop(t, dir, "events-3.csv", "ev,n\nbuy,6\nclick,7\nview,8\n")
+		// orders-2.csv commits partition 1; products.csv's first is the 2nd.
+		r := testkit.Exec(t, dir, append(env, "IDEMPORT_FAILPOINT=after-partition-commit:2"), "run", "--output", "json")
+		if r.Signal != syscall.SIGKILL {
+			t.Fatalf("not killed: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+		lines := runFeedsJSON(t, dir, env, 0)
+		got = outcomes(lines)
+		want = []string{"orders orders-1.csv duplicate", "orders orders-2.csv duplicate", "products products.csv resumed",
+			"events events-1.csv duplicate", "events events-2.csv duplicate", "events events-3.csv imported"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("night 4 rerun: %q, want %q", got, want)
+		}
+		checkTables(t, tg, []string{"1,10", "2,20", "3,33", "4,40", "5,50"}, []string{"a,1", "b,6", "e,7"},
+			[]string{"click,1", "view,2", "click,3", "buy,4", "view,5", "buy,6", "click,7", "view,8"})
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("operations")+` WHERE state = 'completed' AND table_name = 'products'`); n != 3 {
+			t.Fatalf("%d completed products operations, want 3", n)
+		}
+	})
+}
