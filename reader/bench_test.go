@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/idemport/idemport/internal/testkit"
-	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/reader/internal/keys"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // BenchmarkPlan measures the plan pass (parse, infer, validate, checksum)
@@ -115,10 +116,10 @@ func BenchmarkKeyIndex(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		b.StartTimer()
-		k := core.NewKeyIndex()
+		k := keys.NewIndex()
 		var buf []byte
 		for i := range int64(n) {
-			buf = core.AppendValueKey(buf[:0], core.Value{I: i * 7919}, Int64)
+			buf = keys.AppendValue(buf[:0], value.Value{I: i * 7919}, Int64)
 			k.Add(i+1, buf)
 		}
 		b.StopTimer()

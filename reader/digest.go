@@ -8,7 +8,7 @@ import (
 	"io"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/reader/internal/input"
 )
 
 // Digests are a file's two digests, each "sha256:" and a hex SHA-256.
@@ -24,7 +24,7 @@ type Digests struct {
 }
 
 // HashText returns the digest text of h: "sha256:" and hex.
-func HashText(h hash.Hash) string { return core.HashText(h) }
+func HashText(h hash.Hash) string { return input.HashText(h) }
 
 // Digest returns the digests of src's bytes, reading them once (a
 // compressed file is decompressed once, as it is read). The compression
@@ -38,7 +38,7 @@ func Digest(ctx context.Context, src idemtype.Source, progress func(int64)) (Dig
 	}
 	defer f.Close()
 	stored := sha256.New()
-	raw := &core.HashingReader{Ctx: ctx, R: f, H: stored, Progress: progress}
+	raw := &input.HashingReader{Ctx: ctx, R: f, H: stored, Progress: progress}
 	_, comp, _ := Detect(path)
 	if comp == None {
 		if _, err := io.Copy(io.Discard, raw); err != nil {
@@ -64,7 +64,7 @@ func Digest(ctx context.Context, src idemtype.Source, progress func(int64)) (Dig
 
 // decodeInto decompresses raw into w.
 func decodeInto(path string, comp Compression, raw io.Reader, w io.Writer) error {
-	f := &core.File{Path: path, Comp: comp}
+	f := &input.File{Path: path, Comp: comp}
 	s, err := f.Decompress(raw)
 	if err != nil {
 		return err

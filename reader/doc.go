@@ -31,13 +31,23 @@
 // arrow-go decodes anything, the checksummed byte ranges the decoders read
 // from, and the conversion of Arrow types and values to the reader's.
 //
-// What both wings need has one home, reader/internal/core: the shared
-// state of an opened file and its decompressed stream, the options and
-// limits, the column types, the plan, values and type inference, decimals,
-// key hashes, the reject codes and the text checks every format applies,
-// the kept fields of a rejected row, and [ParseError]. The facade imports
-// the wings and core; a wing imports core, never the facade or the other
-// wing (internal/archtest checks).
+// What both wings need lives under reader/internal, one package per
+// concept, none importing a wing or the facade:
+//
+//   - input: the opened source file both wings read ([Options], the
+//     format and compression, the decompressed stream, the header) and
+//     [ParseError] with the errors callers branch on;
+//   - partition: what a plan pass yields and a partition reader returns
+//     ([Plan], [Batch], the scan options, the partition sizes);
+//   - value: cells, typed values and their conversion, type inference,
+//     decimals, the column schema, the reject codes and text checks, and
+//     the target's limits ([Limit]);
+//   - keys: the key bytes and hashes that find superseded rows;
+//   - reject: the fields a rejected row keeps ([RejectFields]);
+//   - charset: the decoding of text in other encodings than UTF-8.
+//
+// The facade imports the wings and these packages; a wing imports them,
+// never the facade or the other wing (internal/archtest checks).
 //
 // Text formats (CSV, TSV, JSONL) are parsed by hand-written scanners and
 // converted into Arrow batches directly; Arrow's own CSV reader is too slow for

@@ -21,10 +21,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/idemport/idemport/reader/internal/core"
-	"github.com/idemport/idemport/reader/text"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/idemport/idemport/reader/internal/reject"
+	"github.com/idemport/idemport/reader/internal/value"
+	"github.com/idemport/idemport/reader/text"
 )
 
 // The fuzz targets. Run one with, for example,
@@ -319,7 +321,7 @@ func checkPlanShape(t *testing.T, f *File, data []byte, plan *Plan, partRows int
 		if c.Name == "" || names[c.Name] || c.Type == Unknown || c.Type > Decimal {
 			t.Fatalf("schema %+v", plan.Schema)
 		}
-		if code, msg := core.CheckText([]byte(c.Name)); code != "" {
+		if code, msg := value.CheckText([]byte(c.Name)); code != "" {
 			t.Fatalf("column name %q: %s", c.Name, msg)
 		}
 		names[c.Name] = true
@@ -375,7 +377,7 @@ func checkPlanShape(t *testing.T, f *File, data []byte, plan *Plan, partRows int
 		if r.Ordinal < 1 || r.Ordinal > plan.Rows || (i > 0 && r.Ordinal <= plan.Rejects[i-1].Ordinal) {
 			t.Fatalf("reject %d: ordinal %d (rows %d)", i, r.Ordinal, plan.Rows)
 		}
-		if !slices.Contains(rejectCodes, r.Code) || r.Message == "" || len(r.Value) > core.MaxRejectValue || (r.Column != "" && !names[r.Column]) {
+		if !slices.Contains(rejectCodes, r.Code) || r.Message == "" || len(r.Value) > reject.MaxValue || (r.Column != "" && !names[r.Column]) {
 			t.Fatalf("reject %d: %+v", i, r)
 		}
 	}
@@ -661,7 +663,7 @@ func headerProblem(rec []any) bool {
 		name := strings.TrimSpace(raw)
 		// A line break in a name (lines that end in CR alone, or a quoted
 		// name spanning lines) is refused.
-		if code, _ := core.CheckText([]byte(raw)); name == "" || code != "" || seen[name] || strings.ContainsAny(raw, "\r\n") {
+		if code, _ := value.CheckText([]byte(raw)); name == "" || code != "" || seen[name] || strings.ContainsAny(raw, "\r\n") {
 			return true
 		}
 		seen[name] = true
@@ -767,7 +769,7 @@ func compareCSV(t *testing.T, data []byte, opts Options, res fuzzResult) {
 		bad := len(rec) != len(want)
 		for _, v := range rec {
 			s, _ := v.(string)
-			if code, _ := core.CheckText([]byte(s)); code != "" {
+			if code, _ := value.CheckText([]byte(s)); code != "" {
 				bad = true
 			}
 		}

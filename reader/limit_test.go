@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/idemport/idemport/internal/pgtest"
-	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // TestLimitsAgreeWithPostgres asks the real server, for each value, whether
@@ -40,10 +40,10 @@ func TestLimitsAgreeWithPostgres(t *testing.T) {
 	for _, c := range cases {
 		for _, v := range c.vals {
 			c.lim.Table = "t"
-			cl := core.Cell{B: []byte(v), Kind: core.CellText}
-			x, code, msg := core.Convert(cl, c.t)
+			cl := value.Cell{B: []byte(v), Kind: value.CellText}
+			x, code, msg := value.Convert(cl, c.t)
 			if code == "" {
-				code, msg = core.CheckLimits(&c.lim, false, cl, x, c.t)
+				code, msg = value.CheckLimits(&c.lim, false, cl, x, c.t)
 			}
 			refused := code != ""
 			want := pgRefuses(t, db, v, c.typ)
@@ -54,7 +54,7 @@ func TestLimitsAgreeWithPostgres(t *testing.T) {
 	}
 	for _, j := range []string{`{"a":"\u0000"}`, `{"a\u0000":1}`, `["\\u0000"]`, `[1e1000000]`, `{"n":-1e131072}`, `{"n":1e131071}`,
 		`[0.5e-16383]`, `[1e-16383]`, `{"s":"x\"\\u0000"}`, `{"s":"x\\\u0000"}`, `[true,null,"\u00e9"]`, `[-0.0e5]`} {
-		refused := core.JsonbRefuses([]byte(j)) != ""
+		refused := value.JsonbRefuses([]byte(j)) != ""
 		var ok bool
 		err := db.QueryRow(`SELECT $1::jsonb IS NOT NULL`, j).Scan(&ok)
 		if refused != (err != nil) {

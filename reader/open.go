@@ -9,7 +9,7 @@ import (
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/reader/columnar"
-	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/reader/internal/input"
 	"github.com/idemport/idemport/reader/text"
 )
 
@@ -59,7 +59,7 @@ func ParseFormat(s string) (Format, error) {
 // with other calls; Partition and Stats may be called concurrently, and each
 // Partition reader is independent.
 type File struct {
-	f    *core.File
+	f    *input.File
 	text *text.File     // CSV, TSV and JSONL files
 	cols *columnar.File // Parquet and Arrow files
 }
@@ -113,7 +113,7 @@ func Open(src idemtype.Source, opts Options) (*File, error) {
 			opts.Delimiter = '\t'
 		}
 	}
-	f := &File{f: &core.File{In: src, Path: path, Format: format, Comp: comp, Opts: opts}}
+	f := &File{f: &input.File{In: src, Path: path, Format: format, Comp: comp, Opts: opts}}
 	switch format {
 	case CSV, TSV, JSONL, XLSX:
 		f.text, err = text.Open(f.f)

@@ -6,7 +6,7 @@ import (
 	"iter"
 
 	"github.com/idemport/idemport/reader/columnar"
-	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/reader/internal/partition"
 	"github.com/idemport/idemport/reader/text"
 )
 
@@ -74,7 +74,7 @@ type ScanOptions struct {
 // compressed stream, an I/O error) returns a *ParseError. Bad rows do not
 // stop it: they are counted in the plan.
 func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
-	wo := core.ScanOptions{PartitionRows: o.PartitionRows, PartitionBytes: o.PartitionBytes, KeepRejects: o.KeepRejects, Spill: o.Spill, Progress: o.Progress,
+	wo := partition.ScanOptions{PartitionRows: o.PartitionRows, PartitionBytes: o.PartitionBytes, KeepRejects: o.KeepRejects, Spill: o.Spill, Progress: o.Progress,
 		ContentDigest: o.ContentDigest, SecondCore: o.secondCore}
 	var plan *Plan
 	var cands []int64

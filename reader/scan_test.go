@@ -21,7 +21,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/reader/internal/partition"
+	"github.com/idemport/idemport/reader/internal/reject"
 )
 
 // writeFile writes data to a new file called name in a fresh temporary
@@ -154,7 +155,7 @@ func seq(from, n int64) []int64 {
 	return out
 }
 
-func crc32c(b []byte) uint32 { return crc32.Checksum(b, core.Castagnoli) }
+func crc32c(b []byte) uint32 { return crc32.Checksum(b, partition.Castagnoli) }
 
 // csvShape says how to lay out a generated CSV file.
 type csvShape struct {
@@ -650,8 +651,8 @@ func TestRejectValueTruncated(t *testing.T) {
 	if plan.Rejected != 1 || len(plan.Rejects) != 1 {
 		t.Fatalf("plan %+v", plan)
 	}
-	if got := plan.Rejects[0].Value; got != long[:core.MaxRejectValue] {
-		t.Fatalf("value of %d bytes, want %d", len(got), core.MaxRejectValue)
+	if got := plan.Rejects[0].Value; got != long[:reject.MaxValue] {
+		t.Fatalf("value of %d bytes, want %d", len(got), reject.MaxValue)
 	}
 }
 

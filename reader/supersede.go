@@ -18,7 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/reader/internal/keys"
 )
 
 // appendBatchKey appends the exact key of row i of a batch the reader
@@ -27,7 +27,7 @@ import (
 func appendBatchKey(dst []byte, rec arrow.RecordBatch, cols []int, i int) []byte {
 	for _, k := range cols {
 		if a, ok := rec.Column(k).(*array.String); ok && idemtype.TypeOf(rec.Schema().Field(k)) == idemtype.Decimal {
-			dst = core.AppendDecimalKey(dst, []byte(a.Value(i)))
+			dst = keys.AppendDecimal(dst, []byte(a.Value(i)))
 			continue
 		}
 		switch a := rec.Column(k).(type) {
@@ -48,9 +48,9 @@ func appendBatchKey(dst []byte, rec arrow.RecordBatch, cols []int, i int) []byte
 			}
 			dst = append(dst, 'b', b)
 		case *array.String:
-			dst = core.AppendBytesKey(dst, 's', []byte(a.Value(i)))
+			dst = keys.AppendBytes(dst, 's', []byte(a.Value(i)))
 		default:
-			dst = core.AppendBytesKey(dst, 'x', []byte(a.ValueStr(i)))
+			dst = keys.AppendBytes(dst, 'x', []byte(a.ValueStr(i)))
 		}
 	}
 	return dst
@@ -69,7 +69,7 @@ func (f *File) supersede(ctx context.Context, plan *Plan, cands []int64) error {
 	for i, c := range plan.Schema {
 		names[i] = c.Name
 	}
-	cols := core.KeyColumns(names, f.f.Opts.Key)
+	cols := keys.Columns(names, f.f.Opts.Key)
 	// The partitions that hold candidates. A text file is read once from
 	// the first of them to the last: a compressed one cannot seek.
 	var reads []Partition

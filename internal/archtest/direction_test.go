@@ -31,13 +31,16 @@ type rule struct {
 //     leaves, and nothing imports the command;
 //   - internal/secret, the masking of secrets, imports none of them, nor
 //     idemtype;
-//   - the reader's facade imports its two wings and their shared core; a
-//     wing imports the core, never the facade or the other wing, and the
-//     core neither; their tests neither.
+//   - the reader's facade imports its two wings; a wing never imports the
+//     facade or the other wing, nor do their tests; the packages the wings
+//     share (reader/internal/...) import neither, and among themselves
+//     only downwards: value and charset import none of the others, input
+//     imports those two, and partition, keys and reject what is below
+//     them.
 var rules = []rule{
 	{pkg: "idemtype", only: []string{}},
 	{pkg: "reader", not: []string{"sink", "ledger", "checkpoint", "pipeline", "cmd/idemport"},
-		must: []string{"reader/text", "reader/columnar", "reader/internal/core"}},
+		must: []string{"reader/text", "reader/columnar"}},
 	{pkg: "sink", not: []string{"reader", "ledger", "checkpoint", "pipeline", "cmd/idemport", "sink/sqlite", "sink/postgres"}},
 	{pkg: "sink/sqlite", not: []string{"reader", "ledger", "checkpoint", "pipeline", "cmd/idemport"}},
 	{pkg: "sink/postgres", not: []string{"reader", "ledger", "checkpoint", "pipeline", "cmd/idemport"}},
@@ -49,7 +52,12 @@ var rules = []rule{
 	{pkg: "internal/secret", not: []string{"idemtype", "reader", "sink", "ledger", "checkpoint", "pipeline", "cmd/idemport", "internal/notify"}},
 	{pkg: "reader/text", tests: true, not: []string{"reader", "reader/columnar", "reader/remote"}},
 	{pkg: "reader/columnar", tests: true, not: []string{"reader", "reader/text", "reader/remote"}},
-	{pkg: "reader/internal/core", tests: true, not: []string{"reader", "reader/text", "reader/columnar", "reader/remote"}},
+	{pkg: "reader/internal/value", tests: true, only: []string{"idemtype"}},
+	{pkg: "reader/internal/charset", tests: true, only: []string{}},
+	{pkg: "reader/internal/input", tests: true, only: []string{"idemtype", "reader/internal/value", "reader/internal/charset"}},
+	{pkg: "reader/internal/partition", tests: true, only: []string{"idemtype", "reader/internal/value", "reader/internal/charset", "reader/internal/input"}},
+	{pkg: "reader/internal/keys", tests: true, only: []string{"idemtype", "reader/internal/value"}},
+	{pkg: "reader/internal/reject", tests: true, only: []string{"idemtype", "reader/internal/value", "reader/internal/charset", "reader/internal/input"}},
 }
 
 // graph holds, for each package of the module, the module's packages it

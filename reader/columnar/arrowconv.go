@@ -7,8 +7,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/idemport/idemport/reader/internal/core"
 	"github.com/valyala/fastjson"
+
+	"github.com/idemport/idemport/reader/internal/partition"
+	"github.com/idemport/idemport/reader/internal/reject"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // converter turns the record batches of a Parquet or Arrow file into
@@ -29,7 +32,7 @@ type converter struct {
 
 	// What the target's columns hold (nil where nothing is checked), and
 	// whether json goes to jsonb; limited says some column has a limit.
-	limits  []*core.Limit
+	limits  []*value.Limit
 	jsonb   bool
 	limited bool
 }
@@ -49,7 +52,7 @@ type slab struct {
 	null []bool
 }
 
-func newConverter(cols []arrowColumn, s core.Schema, mem memory.Allocator) *converter {
+func newConverter(cols []arrowColumn, s value.Schema, mem memory.Allocator) *converter {
 	return &converter{cols: cols, schema: s.Arrow(), mem: mem, slabs: make([]slab, len(cols))}
 }
 
@@ -115,7 +118,7 @@ func (c *converter) check(rec arrow.RecordBatch) int {
 		}
 		for i := 0; i < n; i++ {
 			if _, ok := v.at(i); !ok {
-				mark(i, k, core.CodeNull, "a key column must have a value")
+				mark(i, k, value.CodeNull, "a key column must have a value")
 			}
 		}
 	}
@@ -126,7 +129,7 @@ func (c *converter) check(rec arrow.RecordBatch) int {
 			vals := v.vals.(*array.Uint64).Values()
 			for i := 0; i < n; i++ {
 				if j, ok := v.at(i); ok && !c.bad[i] && vals[j] > math.MaxInt64 {
-					mark(i, k, core.CodeRange, "value is larger than the int64 maximum")
+					mark(i, k, value.CodeRange, "value is larger than the int64 maximum")
 				}
 			}
 		case modeTimestamp:
@@ -136,7 +139,7 @@ func (c *converter) check(rec arrow.RecordBatch) int {
 				// The common case: only the range can be wrong.
 				for i, t := range ts.Values() {
 					if (int64(t) < minMicros || int64(t) > maxMicros) && !c.bad[i] {
-						mark(i, k, core.CodeRange, "timestamp is outside the years 0000-9999")
+						mark(i, k, value.CodeRange, "timestamp is outside the years 0000-9999")
 					}
 				}
 				continue
@@ -159,11 +162,11 @@ func (c *converter) check(rec arrow.RecordBatch) int {
 					continue
 				}
 				b := bytesOf(v.vals, j)
-				if code, msg := core.CheckText(b); code != "" {
+				if code, msg := value.CheckText(b); code != "" {
 					mark(i, k, code, msg)
 				} else if col.mode == modeJSONText {
 					if err := fastjson.ValidateBytes(b); err != nil {
-						mark(i, k, core.CodeJSON, "invalid JSON: "+err.Error())
+						mark(i, k, value.CodeJSON, "invalid JSON: "+err.Error())
 					}
 				}
 			}
@@ -217,7 +220,7 @@ func textClean(a arrow.Array) bool {
 			return false
 		}
 	}
-	return core.TextClean(data)
+	return value.TextClean(data)
 }
 
 // render renders column k's values into its slab, marking the rows whose
@@ -239,14 +242,14 @@ func (c *converter) render(k int, mode arrowMode, v view, n int, mark func(i, co
 		switch mode {
 		case modeQuote:
 			raw := bytesOf(v.vals, j)
-			if code, msg := core.CheckText(raw); code != "" {
+			if code, msg := value.CheckText(raw); code != "" {
 				c.r.fail(code, msg)
 			}
 			s.buf = c.r.quote(s.buf, raw)
 		case modeText:
 			s.buf = c.r.text(s.buf, v.a, i)
 			if c.r.code == "" {
-				if code, msg := core.CheckText(s.buf[start:]); code != "" {
+				if code, msg := value.CheckText(s.buf[start:]); code != "" {
 					c.r.fail(code, msg)
 				}
 			}
@@ -262,7 +265,7 @@ func (c *converter) render(k int, mode arrowMode, v view, n int, mark func(i, co
 }
 
 // valueText returns the text of row i of column k for a reject report, at
-// most core.MaxRejectValue bytes of it.
+// most reject.MaxValue bytes of it.
 func (c *converter) valueText(rec arrow.RecordBatch, k, i int) string {
 	a := rec.Column(k)
 	if a.IsNull(i) {
@@ -270,8 +273,8 @@ func (c *converter) valueText(rec arrow.RecordBatch, k, i int) string {
 	}
 	var r renderer
 	b := r.text(nil, a, i)
-	if len(b) > core.MaxRejectValue {
-		b = b[:core.MaxRejectValue]
+	if len(b) > reject.MaxValue {
+		b = b[:reject.MaxValue]
 	}
 	return string(b)
 }
@@ -279,11 +282,11 @@ func (c *converter) valueText(rec arrow.RecordBatch, k, i int) string {
 // build returns the good rows of rec, as check left them, as a Batch whose
 // first row has ordinal first. It returns a Batch with a nil Record when
 // every row is bad.
-func (c *converter) build(rec arrow.RecordBatch, first int64) core.Batch {
+func (c *converter) build(rec arrow.RecordBatch, first int64) partition.Batch {
 	n := int(rec.NumRows())
 	good := n - c.nbad
 	if good == 0 {
-		return core.Batch{}
+		return partition.Batch{}
 	}
 	cols := make([]arrow.Array, len(c.cols))
 	for k := range c.cols {
@@ -299,7 +302,7 @@ func (c *converter) build(rec arrow.RecordBatch, first int64) core.Batch {
 			ords = append(ords, first+int64(i))
 		}
 	}
-	return core.Batch{Record: out, Ordinals: ords}
+	return partition.Batch{Record: out, Ordinals: ords}
 }
 
 // retype shares a's buffers in an array of type dt, which must have the same
@@ -492,13 +495,13 @@ func falses(b []bool, n int) []bool {
 
 // converter returns the converter of this Parquet or Arrow file's record
 // batches into schema, checking values against the target's limits.
-func (f *File) converter(schema core.Schema) *converter {
+func (f *File) converter(schema value.Schema) *converter {
 	cv := newConverter(f.cols, schema, f.Opts.Allocator)
 	names := make([]string, len(f.cols))
 	for i, c := range f.cols {
 		names[i] = c.name
 	}
-	cv.limits, cv.jsonb = core.LimitsOf(f.Opts.Limits, names), f.Opts.JSONB
+	cv.limits, cv.jsonb = value.LimitsOf(f.Opts.Limits, names), f.Opts.JSONB
 	for _, l := range cv.limits {
 		cv.limited = cv.limited || l != nil
 	}
@@ -513,7 +516,7 @@ func (c *converter) checkLimits(rec arrow.RecordBatch, mark func(i, col int, cod
 	n := int(rec.NumRows())
 	for k, col := range c.cols {
 		l := c.limits[k]
-		jsonb := (c.jsonb || (l != nil && l.JSONB)) && col.typ == core.JSON
+		jsonb := (c.jsonb || (l != nil && l.JSONB)) && col.typ == value.JSON
 		if l == nil && !jsonb {
 			continue
 		}
@@ -523,32 +526,32 @@ func (c *converter) checkLimits(rec arrow.RecordBatch, mark func(i, col int, cod
 				continue
 			}
 			j, ok := v.at(i)
-			var cl core.Cell
-			var x core.Value
+			var cl value.Cell
+			var x value.Value
 			switch {
 			case !ok:
-				cl, x = core.Cell{Kind: core.CellNull}, core.Value{Null: true}
+				cl, x = value.Cell{Kind: value.CellNull}, value.Value{Null: true}
 			case col.mode == modeInt || col.mode == modeUint64:
 				x.I, ok = intAt(v.vals, j)
-				cl.Kind = core.CellNumber
+				cl.Kind = value.CellNumber
 			case col.mode == modeString || col.mode == modeJSONText:
 				x.B = bytesOf(v.vals, j)
-				cl = core.Cell{B: x.B, Kind: core.CellText}
+				cl = value.Cell{B: x.B, Kind: value.CellText}
 			case col.mode == modeQuote || col.mode == modeText || col.mode == modeJSON:
 				s := &c.slabs[k]
 				x.B = s.buf[s.offs[i]:s.offs[i+1]]
-				cl = core.Cell{B: x.B, Kind: core.CellText}
+				cl = value.Cell{B: x.B, Kind: value.CellText}
 			default:
-				cl.Kind = core.CellBool // only NOT NULL applies
+				cl.Kind = value.CellBool // only NOT NULL applies
 			}
-			if !ok && cl.Kind != core.CellNull {
+			if !ok && cl.Kind != value.CellNull {
 				continue
 			}
 			t := col.typ
-			if cl.Kind == core.CellBool {
-				t = core.Unknown
+			if cl.Kind == value.CellBool {
+				t = value.Unknown
 			}
-			if code, msg := core.CheckLimits(l, jsonb, cl, x, t); code != "" {
+			if code, msg := value.CheckLimits(l, jsonb, cl, x, t); code != "" {
 				mark(i, k, code, msg)
 			}
 		}
@@ -580,7 +583,7 @@ func intAt(a arrow.Array, j int) (int64, bool) {
 
 // arrowFields returns the payload of row i of rec: each value as the text
 // the import would store (nested values as their JSON).
-func (c *converter) arrowFields(rec arrow.RecordBatch, schema core.Schema, i int) string {
+func (c *converter) arrowFields(rec arrow.RecordBatch, schema value.Schema, i int) string {
 	dst := []byte{'['}
 	for k := range c.cols {
 		if k > 0 {
@@ -594,15 +597,15 @@ func (c *converter) arrowFields(rec arrow.RecordBatch, schema core.Schema, i int
 		}
 		var r renderer
 		var b []byte
-		kind := byte(core.FieldString)
-		if schema[k].Type == core.JSON {
+		kind := byte(reject.FieldString)
+		if schema[k].Type == value.JSON {
 			if c.cols[k].mode == modeJSON || c.cols[k].mode == modeQuote {
 				b = r.json(nil, a, i)
 			} else {
 				b = r.text(nil, a, i)
 			}
 			if r.code == "" && fastjson.ValidateBytes(b) == nil {
-				kind = core.FieldJSON
+				kind = reject.FieldJSON
 			} else {
 				r = renderer{}
 				b = r.text(nil, a, i)
@@ -610,7 +613,7 @@ func (c *converter) arrowFields(rec arrow.RecordBatch, schema core.Schema, i int
 		} else {
 			b = r.text(nil, a, i)
 		}
-		dst = core.AppendField(dst, kind, b)
+		dst = reject.AppendField(dst, kind, b)
 	}
 	return string(append(dst, ']'))
 }

@@ -13,8 +13,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/decimal256"
-	"github.com/idemport/idemport/reader/internal/core"
 	"github.com/valyala/fastjson"
+
+	"github.com/idemport/idemport/reader/internal/keys"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // renderer writes Arrow values as text or JSON. It remembers the first
@@ -140,7 +142,7 @@ func (r *renderer) json(dst []byte, a arrow.Array, i int) []byte {
 		case extJSON:
 			doc := bytesOf(a.Storage(), i)
 			if err := fastjson.ValidateBytes(doc); err != nil {
-				r.fail(core.CodeJSON, "invalid JSON: "+err.Error())
+				r.fail(value.CodeJSON, "invalid JSON: "+err.Error())
 				return append(dst, "null"...)
 			}
 			return append(dst, doc...)
@@ -227,7 +229,7 @@ func (r *renderer) json(dst []byte, a arrow.Array, i int) []byte {
 func (r *renderer) quote(dst, s []byte) []byte {
 	const hexDigits = "0123456789abcdef"
 	if !utf8.Valid(s) {
-		r.fail(core.CodeUTF8, "text is not valid UTF-8")
+		r.fail(value.CodeUTF8, "text is not valid UTF-8")
 	}
 	dst = append(dst, '"')
 	start := 0
@@ -459,7 +461,7 @@ func appendClock(dst []byte, secs int64) []byte {
 func (r *renderer) appendTime(dst []byte, v int64, unit arrow.TimeUnit) []byte {
 	per, digits := unitsPerSecond(unit)
 	if v < 0 || v > 86400*per {
-		r.fail(core.CodeRange, "time of day is outside 00:00:00..24:00:00")
+		r.fail(value.CodeRange, "time of day is outside 00:00:00..24:00:00")
 		return strconv.AppendInt(dst, v, 10)
 	}
 	dst = appendClock(dst, v/per)
@@ -509,22 +511,22 @@ func toMicros(v int64, unit arrow.TimeUnit) (int64, string, string) {
 	switch unit {
 	case arrow.Second:
 		if v > maxMicros/1e6 || v < minMicros/1e6 {
-			return 0, core.CodeRange, "timestamp is outside the years 0000-9999"
+			return 0, value.CodeRange, "timestamp is outside the years 0000-9999"
 		}
 		v *= 1e6
 	case arrow.Millisecond:
 		if v > maxMicros/1e3 || v < minMicros/1e3 {
-			return 0, core.CodeRange, "timestamp is outside the years 0000-9999"
+			return 0, value.CodeRange, "timestamp is outside the years 0000-9999"
 		}
 		v *= 1e3
 	case arrow.Nanosecond:
 		if v%1000 != 0 {
-			return 0, core.CodePrecision, "timestamp has a part finer than a microsecond"
+			return 0, value.CodePrecision, "timestamp has a part finer than a microsecond"
 		}
 		v /= 1000
 	}
 	if v < minMicros || v > maxMicros {
-		return 0, core.CodeRange, "timestamp is outside the years 0000-9999"
+		return 0, value.CodeRange, "timestamp is outside the years 0000-9999"
 	}
 	return v, "", ""
 }
@@ -538,9 +540,9 @@ func (r *renderer) appendArrowKey(dst []byte, a arrow.Array, i int) []byte {
 	case *array.Int32:
 		return binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(a.Value(i)))
 	case *array.String:
-		return core.AppendBytesKey(dst, 's', []byte(a.Value(i)))
+		return keys.AppendBytes(dst, 's', []byte(a.Value(i)))
 	case *array.Float64:
-		return core.AppendFloatKey(dst, a.Value(i))
+		return keys.AppendFloat(dst, a.Value(i))
 	}
 	n := len(dst)
 	dst = r.text(append(dst, 'x', 0, 0, 0, 0), a, i)

@@ -5,7 +5,9 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/idemport/idemport/reader/internal/core"
+
+	"github.com/idemport/idemport/reader/internal/input"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // arrowMode says how the values of an Arrow column become reader values.
@@ -30,7 +32,7 @@ const (
 type arrowColumn struct {
 	name     string
 	src      arrow.DataType // the type in the file
-	typ      core.Type
+	typ      value.Type
 	mode     arrowMode
 	required bool // Options.NotNull names it
 }
@@ -45,52 +47,52 @@ const (
 // naturalType returns the reader type of values of Arrow type dt, and how to
 // convert them. Types it cannot map, at any depth, return an error naming
 // them.
-func naturalType(dt arrow.DataType) (core.Type, arrowMode, error) {
+func naturalType(dt arrow.DataType) (value.Type, arrowMode, error) {
 	switch t := dt.(type) {
 	case arrow.ExtensionType:
 		switch t.ExtensionName() {
 		case extJSON:
-			return core.JSON, modeJSONText, nil
+			return value.JSON, modeJSONText, nil
 		case extUUID:
-			return core.String, modeText, nil
+			return value.String, modeText, nil
 		case extBool8:
-			return core.Bool, modeBool, nil
+			return value.Bool, modeBool, nil
 		}
-		return core.Unknown, 0, fmt.Errorf("extension type %s", t.ExtensionName())
+		return value.Unknown, 0, fmt.Errorf("extension type %s", t.ExtensionName())
 	case *arrow.DictionaryType:
 		return naturalType(t.ValueType)
 	}
 	switch dt.ID() {
 	case arrow.NULL:
-		return core.String, modeNull, nil
+		return value.String, modeNull, nil
 	case arrow.BOOL:
-		return core.Bool, modeBool, nil
+		return value.Bool, modeBool, nil
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32:
-		return core.Int64, modeInt, nil
+		return value.Int64, modeInt, nil
 	case arrow.UINT64:
-		return core.Int64, modeUint64, nil
+		return value.Int64, modeUint64, nil
 	case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
-		return core.Float64, modeFloat, nil
+		return value.Float64, modeFloat, nil
 	case arrow.TIMESTAMP:
-		return core.Timestamp, modeTimestamp, nil
+		return value.Timestamp, modeTimestamp, nil
 	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
-		return core.String, modeString, nil
+		return value.String, modeString, nil
 	case arrow.DECIMAL32, arrow.DECIMAL64, arrow.DECIMAL128, arrow.DECIMAL256:
 		// Rendered exactly, in the canonical decimal text (see
 		// MaxDecimalDigits): 1250 with scale 2 is 12.50.
-		return core.Decimal, modeText, nil
+		return value.Decimal, modeText, nil
 	case arrow.BINARY, arrow.LARGE_BINARY, arrow.BINARY_VIEW, arrow.FIXED_SIZE_BINARY,
 		arrow.DATE32, arrow.DATE64, arrow.TIME32, arrow.TIME64, arrow.DURATION,
 		arrow.INTERVAL_MONTHS, arrow.INTERVAL_DAY_TIME, arrow.INTERVAL_MONTH_DAY_NANO:
-		return core.String, modeText, nil
+		return value.String, modeText, nil
 	case arrow.LIST, arrow.LARGE_LIST, arrow.FIXED_SIZE_LIST, arrow.LIST_VIEW, arrow.LARGE_LIST_VIEW,
 		arrow.STRUCT, arrow.MAP:
 		if err := renderable(dt); err != nil {
-			return core.Unknown, 0, err
+			return value.Unknown, 0, err
 		}
-		return core.JSON, modeJSON, nil
+		return value.JSON, modeJSON, nil
 	}
-	return core.Unknown, 0, fmt.Errorf("type %s", dt)
+	return value.Unknown, 0, fmt.Errorf("type %s", dt)
 }
 
 // renderable checks that every type nested in dt can be rendered as JSON.
@@ -126,31 +128,31 @@ func renderable(dt arrow.DataType) error {
 // arrowColumnOf decides how the values of field f become reader values,
 // honouring a type forced by Options.Types: a column may be forced to its
 // own type, to string (its values' text) or to json (their JSON).
-func arrowColumnOf(f arrow.Field, natural core.Type, mode arrowMode, want core.Type) (arrowColumn, error) {
+func arrowColumnOf(f arrow.Field, natural value.Type, mode arrowMode, want value.Type) (arrowColumn, error) {
 	c := arrowColumn{name: f.Name, src: f.Type, typ: natural, mode: mode}
 	switch {
-	case want == core.Unknown || want == natural:
-	case want == core.String:
-		c.typ, c.mode = core.String, modeText
+	case want == value.Unknown || want == natural:
+	case want == value.String:
+		c.typ, c.mode = value.String, modeText
 		if mode == modeJSONText {
 			c.mode = modeString // the document's own text
 		}
-	case want == core.JSON:
-		c.typ, c.mode = core.JSON, modeJSON
+	case want == value.JSON:
+		c.typ, c.mode = value.JSON, modeJSON
 		if mode == modeString {
 			c.mode = modeQuote
 		}
 	default:
 		only := "string or json"
 		switch natural {
-		case core.String:
+		case value.String:
 			only = "string or json"
-		case core.JSON:
+		case value.JSON:
 			only = "json or string"
 		default:
 			only = natural.String() + ", string or json"
 		}
-		return c, fmt.Errorf("%w: the file's %s values cannot be read as %s (only as %s)", core.ErrType, f.Type, want, only)
+		return c, fmt.Errorf("%w: the file's %s values cannot be read as %s (only as %s)", input.ErrType, f.Type, want, only)
 	}
 	return c, nil
 }
@@ -161,10 +163,10 @@ func arrowColumnOf(f arrow.Field, natural core.Type, mode arrowMode, want core.T
 // columns (Parquet's JSON and ENUM annotations), or Unknown. It sets
 // f.proj to the positions of the fields read when Options.Select leaves
 // some out. Options that do not fit the file return an error wrapping
-// core.ErrOption.
-func (f *File) arrowColumns(s *arrow.Schema, hints []core.Type) ([]arrowColumn, core.Schema, error) {
+// input.ErrOption.
+func (f *File) arrowColumns(s *arrow.Schema, hints []value.Type) ([]arrowColumn, value.Schema, error) {
 	if s.NumFields() == 0 {
-		return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: the file has no columns", core.ErrHeader)}
+		return nil, nil, &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: the file has no columns", input.ErrHeader)}
 	}
 	file := make([]string, s.NumFields())
 	for i, fld := range s.Fields() {
@@ -183,34 +185,34 @@ func (f *File) arrowColumns(s *arrow.Schema, hints []core.Type) ([]arrowColumn, 
 	}
 	seen := map[string]int{}
 	var cols []arrowColumn
-	var schema core.Schema
+	var schema value.Schema
 	for j, i := range read {
 		fld := s.Field(i)
 		if fld.Name == "" || strings.TrimSpace(fld.Name) != fld.Name {
-			return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: column %d is named %q", core.ErrHeader, i+1, fld.Name)}
+			return nil, nil, &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: column %d is named %q", input.ErrHeader, i+1, fld.Name)}
 		}
-		if code, msg := core.CheckText([]byte(fld.Name)); code != "" {
-			return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: column %d: %s", core.ErrHeader, i+1, msg)}
+		if code, msg := value.CheckText([]byte(fld.Name)); code != "" {
+			return nil, nil, &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: column %d: %s", input.ErrHeader, i+1, msg)}
 		}
 		if k, dup := seen[fld.Name]; dup {
-			return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: columns %d and %d are both named %q", core.ErrHeader, k+1, i+1, fld.Name)}
+			return nil, nil, &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: columns %d and %d are both named %q", input.ErrHeader, k+1, i+1, fld.Name)}
 		}
 		seen[fld.Name] = i
 		name := names[j]
 		natural, mode, err := naturalType(fld.Type)
-		if i < len(hints) && hints[i] != core.Unknown && err == nil && mode == modeText && isBinaryType(fld.Type) {
+		if i < len(hints) && hints[i] != value.Unknown && err == nil && mode == modeText && isBinaryType(fld.Type) {
 			natural, mode = hints[i], modeString
-			if natural == core.JSON {
+			if natural == value.JSON {
 				mode = modeJSONText
 			}
 		}
 		if err != nil {
-			return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Column: fld.Name,
-				Err: fmt.Errorf("%w: %s cannot be imported (%v)", core.ErrType, fld.Type, err)}
+			return nil, nil, &input.ParseError{Path: f.Path, Offset: -1, Column: fld.Name,
+				Err: fmt.Errorf("%w: %s cannot be imported (%v)", input.ErrType, fld.Type, err)}
 		}
 		c, err := arrowColumnOf(fld, natural, mode, f.Opts.Types[name])
 		if err != nil {
-			return nil, nil, &core.ParseError{Path: f.Path, Offset: -1, Column: fld.Name, Err: err}
+			return nil, nil, &input.ParseError{Path: f.Path, Offset: -1, Column: fld.Name, Err: err}
 		}
 		c.name = name
 		for _, n := range f.Opts.NotNull {
@@ -219,7 +221,7 @@ func (f *File) arrowColumns(s *arrow.Schema, hints []core.Type) ([]arrowColumn, 
 			}
 		}
 		cols = append(cols, c)
-		schema = append(schema, core.Column{Name: name, Type: c.typ})
+		schema = append(schema, value.Column{Name: name, Type: c.typ})
 	}
 	f.proj = proj
 	return cols, schema, nil

@@ -7,7 +7,8 @@ import (
 	"io"
 	"sort"
 
-	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/reader/internal/input"
+	"github.com/idemport/idemport/reader/internal/partition"
 )
 
 // span64 is a byte range of a file.
@@ -38,7 +39,7 @@ var errOutside = errors.New("read outside the byte ranges the metadata declares"
 func (l *loaded) load(f *File, where string, spans []span64, crc uint32) (uint32, error) {
 	for _, s := range spans {
 		if s.off < 0 || s.len < 0 || s.off > l.size || s.len > l.size-s.off {
-			return 0, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s: byte range %d+%d is outside the file (%d bytes)", core.ErrFormat, where, s.off, s.len, l.size)}
+			return 0, &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s: byte range %d+%d is outside the file (%d bytes)", input.ErrFormat, where, s.off, s.len, l.size)}
 		}
 		buf := make([]byte, s.len)
 		n, err := f.In.ReadAt(buf, s.off)
@@ -47,9 +48,9 @@ func (l *loaded) load(f *File, where string, spans []span64, crc uint32) (uint32
 			if err == nil || err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return 0, &core.ParseError{Path: f.Path, Offset: s.off + int64(n), Err: fmt.Errorf("%w: %s: the file ends early (%v)", core.ErrSourceChanged, where, err)}
+			return 0, &input.ParseError{Path: f.Path, Offset: s.off + int64(n), Err: fmt.Errorf("%w: %s: the file ends early (%v)", input.ErrSourceChanged, where, err)}
 		}
-		crc = crc32.Update(crc, core.Castagnoli, buf)
+		crc = crc32.Update(crc, partition.Castagnoli, buf)
 		l.ranges = append(l.ranges, loadedRange{off: s.off, data: buf})
 	}
 	sort.SliceStable(l.ranges, func(i, j int) bool { return l.ranges[i].off < l.ranges[j].off })

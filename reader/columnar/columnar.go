@@ -7,7 +7,13 @@ import (
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/idemport/idemport/reader/internal/core"
+
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/reader/internal/input"
+	"github.com/idemport/idemport/reader/internal/keys"
+	"github.com/idemport/idemport/reader/internal/partition"
+	"github.com/idemport/idemport/reader/internal/reject"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // Parquet and Arrow IPC files are read through their own decoders
@@ -26,12 +32,12 @@ type unitFile interface {
 	// the unit's record batches; it closes the unit after fn returns. A
 	// file that can decode a unit on two goroutines does so once
 	// secondCore is closed (nil: at once), as ScanOptions.SecondCore says.
-	scan(ctx context.Context, secondCore <-chan struct{}, fn func(p core.Partition, u unit) error) error
+	scan(ctx context.Context, secondCore <-chan struct{}, fn func(p idemtype.Partition, u unit) error) error
 	// open returns the record batches of the unit of partition p, each at
 	// most batchRows long where the decoder can split, after checking the
 	// unit's row count and bytes against p. A difference is a *ParseError
 	// wrapping ErrSourceChanged.
-	open(p core.Partition, batchRows int) (unit, error)
+	open(p idemtype.Partition, batchRows int) (unit, error)
 }
 
 // unit yields the record batches of one row group or record batch.
@@ -52,19 +58,19 @@ func (f *File) recovered(v any, where string) error {
 	if where != "" {
 		where += ": "
 	}
-	return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %scorrupt data (decoder failed: %v)", core.ErrFormat, where, v)}
+	return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %scorrupt data (decoder failed: %v)", input.ErrFormat, where, v)}
 }
 
 // unitError gives an error met while decoding a unit its place.
 func (f *File) unitError(err error, where string) error {
-	var pe *core.ParseError
+	var pe *input.ParseError
 	if errors.As(err, &pe) {
 		return err
 	}
-	return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s: %w", core.ErrFormat, where, err)}
+	return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s: %w", input.ErrFormat, where, err)}
 }
 
-func (f *File) where(u string, p core.Partition) string {
+func (f *File) where(u string, p idemtype.Partition) string {
 	if p.Rows > 0 {
 		return fmt.Sprintf("%s %d (rows %d-%d)", u, p.Offset, p.First, p.First+p.Rows-1)
 	}
@@ -75,19 +81,19 @@ func (f *File) where(u string, p core.Partition) string {
 // unit, checks every value, and makes one partition per non-empty unit.
 // With a key (Options.Key) it also returns, in ordinal order, the
 // candidate superseded rows: the good rows whose key hash repeats.
-func (f *File) Scan(ctx context.Context, o core.ScanOptions) (plan *core.Plan, cands []int64, err error) {
-	plan = &core.Plan{Schema: append(core.Schema(nil), f.schema...)}
+func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (plan *partition.Plan, cands []int64, err error) {
+	plan = &partition.Plan{Schema: append(value.Schema(nil), f.schema...)}
 	cv := f.converter(f.schema)
-	var keys *core.KeyIndex
+	var index *keys.Index
 	var keyCols []int
 	var rr renderer
 	if len(f.Opts.Key) > 0 {
-		keys = core.NewKeyIndex()
+		index = keys.NewIndex()
 		names := make([]string, len(f.cols))
 		for i, c := range f.cols {
 			names[i] = c.name
 		}
-		keyCols = core.KeyColumns(names, f.Opts.Key)
+		keyCols = keys.Columns(names, f.Opts.Key)
 	}
 	start := f.Stats.Bytes.Load()
 	var ordinal int64
@@ -98,7 +104,7 @@ func (f *File) Scan(ctx context.Context, o core.ScanOptions) (plan *core.Plan, c
 			plan, cands, err = nil, nil, f.recovered(v, where)
 		}
 	}()
-	err = f.units.scan(ctx, o.SecondCore, func(p core.Partition, u unit) error {
+	err = f.units.scan(ctx, o.SecondCore, func(p idemtype.Partition, u unit) error {
 		if before >= p.Rows {
 			before -= p.Rows // the whole unit is before the table
 			return nil
@@ -127,7 +133,7 @@ func (f *File) Scan(ctx context.Context, o core.ScanOptions) (plan *core.Plan, c
 			n := rec.NumRows()
 			if read+n > p.Rows {
 				rec.Release()
-				return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s holds more rows than its metadata says", core.ErrFormat, where)}
+				return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s holds more rows than its metadata says", input.ErrFormat, where)}
 			}
 			bad := cv.check(rec)
 			for _, pr := range cv.probs {
@@ -136,12 +142,12 @@ func (f *File) Scan(ctx context.Context, o core.ScanOptions) (plan *core.Plan, c
 				if !keep && o.Spill == nil {
 					continue
 				}
-				r := core.Reject{Ordinal: p.First + read + int64(pr.row), Offset: -1, Column: f.cols[pr.col].name,
+				r := idemtype.Reject{Ordinal: p.First + read + int64(pr.row), Offset: -1, Column: f.cols[pr.col].name,
 					Code: pr.code, Message: pr.msg}
-				if pr.code != core.CodeNull {
+				if pr.code != value.CodeNull {
 					r.Value = cv.valueText(rec, pr.col, pr.row)
 				}
-				if fields := cv.arrowFields(rec, f.schema, pr.row); len(fields) <= core.MaxRejectRow {
+				if fields := cv.arrowFields(rec, f.schema, pr.row); len(fields) <= reject.MaxRow {
 					r.Fields = fields
 				}
 				if o.Spill != nil {
@@ -155,24 +161,24 @@ func (f *File) Scan(ctx context.Context, o core.ScanOptions) (plan *core.Plan, c
 				}
 			}
 			p.Rejected += int64(bad)
-			if keys != nil {
+			if index != nil {
 				for i := range int(n) {
 					if cv.bad[i] {
 						continue
 					}
-					buf := keys.Buf[:0]
+					buf := index.Buf[:0]
 					for _, k := range keyCols {
 						buf = rr.appendArrowKey(buf, rec.Column(k), i)
 					}
-					keys.Buf = buf
-					keys.Add(p.First+read+int64(i), buf)
+					index.Buf = buf
+					index.Add(p.First+read+int64(i), buf)
 				}
 			}
 			read += n
 			rec.Release()
 		}
 		if read != p.Rows {
-			return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s holds %d rows, its metadata says %d", core.ErrFormat, where, read, p.Rows)}
+			return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s holds %d rows, its metadata says %d", input.ErrFormat, where, read, p.Rows)}
 		}
 		if p.Rows > 0 {
 			ordinal += p.Rows
@@ -187,8 +193,8 @@ func (f *File) Scan(ctx context.Context, o core.ScanOptions) (plan *core.Plan, c
 		return nil, nil, err
 	}
 	plan.Rows = ordinal
-	if keys != nil {
-		return plan, keys.Candidates(), nil
+	if index != nil {
+		return plan, index.Candidates(), nil
 	}
 	return plan, nil, nil
 }
@@ -196,7 +202,7 @@ func (f *File) Scan(ctx context.Context, o core.ScanOptions) (plan *core.Plan, c
 // PartitionReader reads one partition, a unit, of a Parquet or Arrow file.
 type PartitionReader struct {
 	f        *File
-	p        core.Partition
+	p        idemtype.Partition
 	size     int
 	cv       *converter
 	u        unit
@@ -211,17 +217,17 @@ type PartitionReader struct {
 
 // Next returns the next batch of good rows, or io.EOF after the unit's
 // last row once its counts have been checked against the plan.
-func (r *PartitionReader) Next() (b core.Batch, err error) {
+func (r *PartitionReader) Next() (b partition.Batch, err error) {
 	if r.err != nil {
-		return core.Batch{}, r.err
+		return partition.Batch{}, r.err
 	}
 	if r.done {
-		return core.Batch{}, io.EOF
+		return partition.Batch{}, io.EOF
 	}
 	where := r.f.where(r.f.units.unitName(), r.p)
 	defer func() {
 		if v := recover(); v != nil {
-			b, err = core.Batch{}, r.f.recovered(v, where)
+			b, err = partition.Batch{}, r.f.recovered(v, where)
 		}
 		if err != nil && err != io.EOF {
 			r.err = err
@@ -229,25 +235,25 @@ func (r *PartitionReader) Next() (b core.Batch, err error) {
 	}()
 	if r.u == nil {
 		if r.u, err = r.f.open(r.p, r.size); err != nil {
-			return core.Batch{}, err
+			return partition.Batch{}, err
 		}
 	}
 	for {
 		if r.cur == nil {
 			rec, err := r.u.next()
 			if err == io.EOF {
-				return core.Batch{}, r.finish(where)
+				return partition.Batch{}, r.finish(where)
 			}
 			if err != nil {
-				return core.Batch{}, r.f.unitError(err, where)
+				return partition.Batch{}, r.f.unitError(err, where)
 			}
 			r.cur, r.pos = rec, 0
 		}
 		rows := r.cur.NumRows()
 		n := min(int64(r.size), rows-r.pos)
 		if r.read+n > r.p.Rows {
-			return core.Batch{}, &core.ParseError{Path: r.f.Path, Offset: -1,
-				Err: fmt.Errorf("%w: %s holds more rows than the plan says", core.ErrSourceChanged, where)}
+			return partition.Batch{}, &input.ParseError{Path: r.f.Path, Offset: -1,
+				Err: fmt.Errorf("%w: %s holds more rows than the plan says", input.ErrSourceChanged, where)}
 		}
 		part := r.cur
 		if n != rows {
@@ -269,14 +275,14 @@ func (r *PartitionReader) Next() (b core.Batch, err error) {
 		if r.read == r.p.Rows {
 			if err := r.finish(where); err != nil {
 				out.Release()
-				return core.Batch{}, err
+				return partition.Batch{}, err
 			}
 		}
 		if out.Record != nil {
 			return out, nil
 		}
 		if r.done {
-			return core.Batch{}, io.EOF
+			return partition.Batch{}, io.EOF
 		}
 	}
 }
@@ -303,13 +309,13 @@ func (r *PartitionReader) finish(where string) error {
 	r.done = true
 	switch {
 	case r.read != r.p.Rows:
-		return &core.ParseError{Path: r.f.Path, Offset: -1,
-			Err: fmt.Errorf("%w: %s ends after %d rows, the plan says %d", core.ErrSourceChanged, where, r.read, r.p.Rows)}
+		return &input.ParseError{Path: r.f.Path, Offset: -1,
+			Err: fmt.Errorf("%w: %s ends after %d rows, the plan says %d", input.ErrSourceChanged, where, r.read, r.p.Rows)}
 	case r.rejected != r.p.Rejected:
-		return &core.ParseError{Path: r.f.Path, Offset: -1,
-			Err: fmt.Errorf("%w: %s has %d bad rows, the plan says %d", core.ErrSourceChanged, where, r.rejected, r.p.Rejected)}
+		return &input.ParseError{Path: r.f.Path, Offset: -1,
+			Err: fmt.Errorf("%w: %s has %d bad rows, the plan says %d", input.ErrSourceChanged, where, r.rejected, r.p.Rejected)}
 	case r.skipped != len(r.p.Superseded):
-		return core.SupersededError(r.f.Path, r.p, int64(r.skipped))
+		return partition.SupersededError(r.f.Path, r.p, int64(r.skipped))
 	}
 	return nil
 }

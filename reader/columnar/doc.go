@@ -9,12 +9,12 @@
 // metadata declares, checksummed as they are loaded (byterange.go); the
 // flatbuffer checks (fbcheck.go) refuse metadata that would make arrow-go
 // allocate without bound before it decodes anything, and decoder panics on
-// hostile bytes are recovered and reported as a *core.ParseError naming the
+// hostile bytes are recovered and reported as a *input.ParseError naming the
 // unit. Arrow types and values are converted to the reader's types
 // (arrowtype.go, arrowconv.go, arrowtext.go), so that every format's
 // batches have the same Arrow schema.
 //
-// The values, limits, key hashes, reject codes and errors it shares with
-// the text wing are in reader/internal/core; this package imports neither
-// the facade nor the text wing.
+// What it shares with the text wing is in the packages under
+// reader/internal (see package reader); this package imports neither the
+// facade nor the text wing.
 package columnar

@@ -17,7 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/reader/internal/input"
 )
 
 // bytesSource is a Source over bytes in memory.
@@ -36,17 +36,17 @@ func (s bytesSource) Open(_ context.Context, off int64) (io.ReadCloser, error) {
 
 // testFile is the shared file of data, named name, as the reader's Open
 // makes it for a Parquet or Arrow file.
-func testFile(t *testing.T, name string, data []byte) *core.File {
+func testFile(t *testing.T, name string, data []byte) *input.File {
 	t.Helper()
-	format := core.Parquet
+	format := input.Parquet
 	switch {
 	case strings.HasSuffix(name, ".arrows"):
-		format = core.Arrows
+		format = input.Arrows
 	case strings.HasSuffix(name, ".arrow"):
-		format = core.Arrow
+		format = input.Arrow
 	}
-	return &core.File{In: bytesSource{name, bytes.NewReader(data)}, Path: name, Format: format,
-		Opts: core.Options{MaxRowBytes: core.DefaultMaxRowBytes, Allocator: memory.DefaultAllocator}}
+	return &input.File{In: bytesSource{name, bytes.NewReader(data)}, Path: name, Format: format,
+		Opts: input.Options{MaxRowBytes: input.DefaultMaxRowBytes, Allocator: memory.DefaultAllocator}}
 }
 
 // hostileSchema returns an IPC stream whose schema claims a vector of
@@ -90,7 +90,7 @@ func TestHostileSchema(t *testing.T) {
 	hostile := hostileSchema(t)
 	t.Run("stream", func(t *testing.T) {
 		_, err := Open(testFile(t, "h.arrows", hostile))
-		var pe *core.ParseError
+		var pe *input.ParseError
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "does not fit") {
 			t.Fatalf("got %v", err)
 		}
@@ -109,7 +109,7 @@ func TestHostileSchema(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = Open(testFile(t, "h.parquet", out.Bytes()))
-		var pe *core.ParseError
+		var pe *input.ParseError
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "stored Arrow schema") {
 			t.Fatalf("got %v", err)
 		}

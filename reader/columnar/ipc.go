@@ -13,7 +13,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/idemport/idemport/reader/internal/core"
+
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/reader/internal/input"
+	"github.com/idemport/idemport/reader/internal/partition"
 )
 
 // An Arrow IPC file (Feather v2) is read one record batch at a time, by
@@ -75,7 +78,7 @@ func (s *ipcFile) checkBlocks(ld *loaded, what string, blocks []ipcBlock) error 
 			if len(blocks) > 1 {
 				name = fmt.Sprintf("%s %d", what, i)
 			}
-			return &core.ParseError{Path: s.f.Path, Offset: b.off, Err: fmt.Errorf("%w: %s: %w", core.ErrFormat, name, err)}
+			return &input.ParseError{Path: s.f.Path, Offset: b.off, Err: fmt.Errorf("%w: %s: %w", input.ErrFormat, name, err)}
 		}
 	}
 	return nil
@@ -92,10 +95,10 @@ func (f *File) openIPCFile() (err error) {
 	}()
 	size := f.In.Size()
 	notArrow := func(why string) error {
-		return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: not an Arrow IPC file: %s", core.ErrFormat, why)}
+		return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: not an Arrow IPC file: %s", input.ErrFormat, why)}
 	}
 	if size == 0 {
-		return &core.ParseError{Path: f.Path, Offset: 0, Err: core.ErrEmpty}
+		return &input.ParseError{Path: f.Path, Offset: 0, Err: input.ErrEmpty}
 	}
 	if size < 8+10 {
 		return notArrow(fmt.Sprintf("%d bytes is too short", size))
@@ -119,11 +122,11 @@ func (f *File) openIPCFile() (err error) {
 	}
 	n := int64(int32(binary.LittleEndian.Uint32(end[:4])))
 	if n <= 0 || n > size-8-10 {
-		return &core.ParseError{Path: f.Path, Offset: size - 10, Err: fmt.Errorf("%w: corrupt footer: length %d in a file of %d bytes", core.ErrFormat, n, size)}
+		return &input.ParseError{Path: f.Path, Offset: size - 10, Err: fmt.Errorf("%w: corrupt footer: length %d in a file of %d bytes", input.ErrFormat, n, size)}
 	}
 	if n > maxFooterBytes { // checked before it is read: a sparse file can declare gigabytes
-		return &core.ParseError{Path: f.Path, Offset: size - 10, Err: fmt.Errorf("%w: a footer of %d bytes is more than the %d MiB idemport reads (corrupt, or a file of too many record batches)",
-			core.ErrFormat, n, maxFooterBytes>>20)}
+		return &input.ParseError{Path: f.Path, Offset: size - 10, Err: fmt.Errorf("%w: a footer of %d bytes is more than the %d MiB idemport reads (corrupt, or a file of too many record batches)",
+			input.ErrFormat, n, maxFooterBytes>>20)}
 	}
 	tail := make([]byte, n+10)
 	if err := f.readAt(tail, size-10-n); err != nil {
@@ -134,7 +137,7 @@ func (f *File) openIPCFile() (err error) {
 		err = checkFooterSchema(tail[:n])
 	}
 	if err != nil {
-		return &core.ParseError{Path: f.Path, Offset: size - 10 - n, Err: fmt.Errorf("%w: corrupt footer: %w", core.ErrFormat, err)}
+		return &input.ParseError{Path: f.Path, Offset: size - 10 - n, Err: fmt.Errorf("%w: corrupt footer: %w", input.ErrFormat, err)}
 	}
 	ld, _, err := s.loadDicts()
 	if err != nil {
@@ -142,7 +145,7 @@ func (f *File) openIPCFile() (err error) {
 	}
 	fr, err := ipc.NewFileReader(ld, ipc.WithAllocator(f.Opts.Allocator))
 	if err != nil {
-		return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %w", core.ErrFormat, err)}
+		return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %w", input.ErrFormat, err)}
 	}
 	s.schema = fr.Schema()
 	fr.Close()
@@ -235,7 +238,7 @@ func (s *ipcFile) loadDicts() (*loaded, uint32, error) {
 	return ld, crc, s.checkBlocks(ld, "dictionary", s.dicts)
 }
 
-func (s *ipcFile) scan(ctx context.Context, _ <-chan struct{}, fn func(p core.Partition, u unit) error) error {
+func (s *ipcFile) scan(ctx context.Context, _ <-chan struct{}, fn func(p idemtype.Partition, u unit) error) error {
 	ld, dictCRC, err := s.loadDicts()
 	if err != nil {
 		return err
@@ -267,7 +270,7 @@ func (s *ipcFile) scan(ctx context.Context, _ <-chan struct{}, fn func(p core.Pa
 		u := &oneBatch{rec: rec}
 		err = func() error {
 			defer u.close()
-			return fn(core.Partition{Rows: rec.NumRows(), Offset: int64(k), Length: 1, CRC: crc}, u)
+			return fn(idemtype.Partition{Rows: rec.NumRows(), Offset: int64(k), Length: 1, CRC: crc}, u)
 		}()
 		if err != nil {
 			return err
@@ -276,11 +279,11 @@ func (s *ipcFile) scan(ctx context.Context, _ <-chan struct{}, fn func(p core.Pa
 	return nil
 }
 
-func (s *ipcFile) open(p core.Partition, _ int) (unit, error) {
+func (s *ipcFile) open(p idemtype.Partition, _ int) (unit, error) {
 	where := s.f.where("record batch", p)
 	if p.Offset < 0 || p.Offset >= int64(len(s.blocks)) || p.Length < 1 {
-		return nil, &core.ParseError{Path: s.f.Path, Offset: -1,
-			Err: fmt.Errorf("%w: the plan's partition %d is record batch %d (+%d), the file has %d", core.ErrSourceChanged, p.Index, p.Offset, p.Length, len(s.blocks))}
+		return nil, &input.ParseError{Path: s.f.Path, Offset: -1,
+			Err: fmt.Errorf("%w: the plan's partition %d is record batch %d (+%d), the file has %d", input.ErrSourceChanged, p.Index, p.Offset, p.Length, len(s.blocks))}
 	}
 	k := int(p.Offset)
 	ld, crc, err := s.loadDicts()
@@ -291,8 +294,8 @@ func (s *ipcFile) open(p core.Partition, _ int) (unit, error) {
 		return nil, err
 	}
 	if crc != p.CRC {
-		return nil, &core.ParseError{Path: s.f.Path, Offset: s.blocks[k].off,
-			Err: fmt.Errorf("%w: %s's bytes differ from the plan", core.ErrSourceChanged, where)}
+		return nil, &input.ParseError{Path: s.f.Path, Offset: s.blocks[k].off,
+			Err: fmt.Errorf("%w: %s's bytes differ from the plan", input.ErrSourceChanged, where)}
 	}
 	if err := s.checkBlocks(ld, where, s.blocks[k:k+1]); err != nil {
 		return nil, err
@@ -309,8 +312,8 @@ func (s *ipcFile) open(p core.Partition, _ int) (unit, error) {
 	}
 	if rec.NumRows() != p.Rows+skipped(p) {
 		rec.Release()
-		return nil, &core.ParseError{Path: s.f.Path, Offset: s.blocks[k].off,
-			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", core.ErrSourceChanged, where, rec.NumRows(), p.Rows+skipped(p))}
+		return nil, &input.ParseError{Path: s.f.Path, Offset: s.blocks[k].off,
+			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", input.ErrSourceChanged, where, rec.NumRows(), p.Rows+skipped(p))}
 	}
 	return &oneBatch{rec: rec}, nil
 }
@@ -349,7 +352,7 @@ const (
 
 func (m *messages) read(p []byte) error {
 	n, err := io.ReadFull(m.r, p)
-	m.crc = crc32.Update(m.crc, core.Castagnoli, p[:n])
+	m.crc = crc32.Update(m.crc, partition.Castagnoli, p[:n])
 	return err
 }
 
@@ -482,7 +485,7 @@ func (s *ipcStream) stream(skip int64) (*ipc.Reader, *messages, io.Closer, error
 	if s.schema != nil && !rdr.Schema().Equal(s.schema) {
 		rdr.Release()
 		st.Close()
-		return nil, nil, nil, &core.ParseError{Path: s.f.Path, Offset: 0, Err: fmt.Errorf("%w: the stream's schema differs", core.ErrSourceChanged)}
+		return nil, nil, nil, &input.ParseError{Path: s.f.Path, Offset: 0, Err: fmt.Errorf("%w: the stream's schema differs", input.ErrSourceChanged)}
 	}
 	return rdr, m, st, nil
 }
@@ -495,7 +498,7 @@ func (f *File) openIPCStream() (err error) {
 		}
 	}()
 	if f.In.Size() == 0 {
-		return &core.ParseError{Path: f.Path, Offset: 0, Err: core.ErrEmpty}
+		return &input.ParseError{Path: f.Path, Offset: 0, Err: input.ErrEmpty}
 	}
 	s := &ipcStream{f: f}
 	rdr, _, c, err := s.stream(0)
@@ -512,7 +515,7 @@ func (f *File) openIPCStream() (err error) {
 	return nil
 }
 
-func (s *ipcStream) scan(ctx context.Context, _ <-chan struct{}, fn func(p core.Partition, u unit) error) error {
+func (s *ipcStream) scan(ctx context.Context, _ <-chan struct{}, fn func(p idemtype.Partition, u unit) error) error {
 	rdr, msgs, c, err := s.stream(0)
 	if err != nil {
 		return err
@@ -533,7 +536,7 @@ func (s *ipcStream) scan(ctx context.Context, _ <-chan struct{}, fn func(p core.
 		u := &oneBatch{rec: rec}
 		err := func() error {
 			defer u.close()
-			return fn(core.Partition{Rows: rec.NumRows(), Offset: k, Length: 1, CRC: msgs.last}, u)
+			return fn(idemtype.Partition{Rows: rec.NumRows(), Offset: k, Length: 1, CRC: msgs.last}, u)
 		}()
 		if err != nil {
 			return err
@@ -545,11 +548,11 @@ func (s *ipcStream) scan(ctx context.Context, _ <-chan struct{}, fn func(p core.
 	return nil
 }
 
-func (s *ipcStream) open(p core.Partition, _ int) (unit, error) {
+func (s *ipcStream) open(p idemtype.Partition, _ int) (unit, error) {
 	where := s.f.where("record batch", p)
 	if p.Offset < 0 || p.Length < 1 {
-		return nil, &core.ParseError{Path: s.f.Path, Offset: -1,
-			Err: fmt.Errorf("%w: the plan's partition %d is record batch %d (+%d)", core.ErrSourceChanged, p.Index, p.Offset, p.Length)}
+		return nil, &input.ParseError{Path: s.f.Path, Offset: -1,
+			Err: fmt.Errorf("%w: the plan's partition %d is record batch %d (+%d)", input.ErrSourceChanged, p.Index, p.Offset, p.Length)}
 	}
 	rdr, msgs, c, err := s.stream(p.Offset)
 	if err != nil {
@@ -562,15 +565,15 @@ func (s *ipcStream) open(p core.Partition, _ int) (unit, error) {
 		if err := rdr.Err(); err != nil {
 			return nil, s.f.unitError(err, where)
 		}
-		return nil, &core.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: the stream ends before %s", core.ErrSourceChanged, where)}
+		return nil, &input.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: the stream ends before %s", input.ErrSourceChanged, where)}
 	}
 	rec := rdr.RecordBatch()
 	switch {
 	case msgs.last != p.CRC:
-		return nil, &core.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: %s's bytes differ from the plan", core.ErrSourceChanged, where)}
+		return nil, &input.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: %s's bytes differ from the plan", input.ErrSourceChanged, where)}
 	case rec.NumRows() != p.Rows+skipped(p):
-		return nil, &core.ParseError{Path: s.f.Path, Offset: -1,
-			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", core.ErrSourceChanged, where, rec.NumRows(), p.Rows+skipped(p))}
+		return nil, &input.ParseError{Path: s.f.Path, Offset: -1,
+			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", input.ErrSourceChanged, where, rec.NumRows(), p.Rows+skipped(p))}
 	}
 	rec.Retain()
 	return &oneBatch{rec: rec}, nil

@@ -15,7 +15,11 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
-	"github.com/idemport/idemport/reader/internal/core"
+
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/reader/internal/input"
+	"github.com/idemport/idemport/reader/internal/partition"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // A Parquet file is read one row group at a time. Its partitions are its
@@ -48,10 +52,10 @@ func (f *File) openParquet() (err error) {
 	}()
 	size := f.In.Size()
 	notParquet := func(why string) error {
-		return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: not a Parquet file: %s", core.ErrFormat, why)}
+		return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: not a Parquet file: %s", input.ErrFormat, why)}
 	}
 	if size == 0 {
-		return &core.ParseError{Path: f.Path, Offset: 0, Err: core.ErrEmpty}
+		return &input.ParseError{Path: f.Path, Offset: 0, Err: input.ErrEmpty}
 	}
 	if size < 12 {
 		return notParquet(fmt.Sprintf("%d bytes is too short", size))
@@ -68,24 +72,24 @@ func (f *File) openParquet() (err error) {
 	}
 	switch {
 	case bytes.Equal(tail[4:], []byte("PARE")):
-		return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: encrypted Parquet files are not supported", core.ErrFormat)}
+		return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: encrypted Parquet files are not supported", input.ErrFormat)}
 	case !bytes.Equal(tail[4:], parquetMagic):
 		return notParquet("it does not end with PAR1 (truncated?)")
 	}
 	n := int64(binary.LittleEndian.Uint32(tail[:4]))
 	if n == 0 || n > size-12 {
-		return &core.ParseError{Path: f.Path, Offset: size - 8, Err: fmt.Errorf("%w: corrupt footer: length %d in a file of %d bytes", core.ErrFormat, n, size)}
+		return &input.ParseError{Path: f.Path, Offset: size - 8, Err: fmt.Errorf("%w: corrupt footer: length %d in a file of %d bytes", input.ErrFormat, n, size)}
 	}
 	if n > maxFooterBytes { // checked before it is read: a sparse file can declare gigabytes
-		return &core.ParseError{Path: f.Path, Offset: size - 8, Err: fmt.Errorf("%w: a footer of %d bytes is more than the %d MiB idemport reads (corrupt, or a file of too many columns and row groups)",
-			core.ErrFormat, n, maxFooterBytes>>20)}
+		return &input.ParseError{Path: f.Path, Offset: size - 8, Err: fmt.Errorf("%w: a footer of %d bytes is more than the %d MiB idemport reads (corrupt, or a file of too many columns and row groups)",
+			input.ErrFormat, n, maxFooterBytes>>20)}
 	}
 	footer := make([]byte, n)
 	if err := f.readAt(footer, size-8-n); err != nil {
 		return err
 	}
 	if err := checkFooter(footer); err != nil {
-		return &core.ParseError{Path: f.Path, Offset: size - 8 - n, Err: fmt.Errorf("%w: corrupt footer: %w", core.ErrFormat, err)}
+		return &input.ParseError{Path: f.Path, Offset: size - 8 - n, Err: fmt.Errorf("%w: corrupt footer: %w", input.ErrFormat, err)}
 	}
 	md, err := f.parseFooter(footer, size)
 	if err != nil {
@@ -93,19 +97,19 @@ func (f *File) openParquet() (err error) {
 	}
 	src := &parquetFile{f: f, size: size, md: md, groups: md.NumRowGroups()}
 	if err := checkStoredSchema(md.KeyValueMetadata()); err != nil {
-		return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: corrupt footer: stored Arrow schema: %w", core.ErrFormat, err)}
+		return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: corrupt footer: stored Arrow schema: %w", input.ErrFormat, err)}
 	}
 	props := pqarrow.ArrowReadProperties{}
 	as, err := pqarrow.FromParquet(md.Schema, &props, md.KeyValueMetadata())
 	if err != nil {
-		return &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: cannot map the Parquet schema: %w", core.ErrType, err)}
+		return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: cannot map the Parquet schema: %w", input.ErrType, err)}
 	}
 	for k := 0; k < src.groups; k++ {
 		if _, err := src.spans(md, k); err != nil {
 			return err
 		}
 	}
-	hints := make([]core.Type, as.NumFields())
+	hints := make([]value.Type, as.NumFields())
 	root := md.Schema.Root()
 	for i := range hints {
 		if i >= root.NumFields() {
@@ -114,9 +118,9 @@ func (f *File) openParquet() (err error) {
 		if p, ok := root.Field(i).(*schema.PrimitiveNode); ok {
 			switch p.LogicalType().(type) {
 			case schema.JSONLogicalType:
-				hints[i] = core.JSON
+				hints[i] = value.JSON
 			case schema.EnumLogicalType:
-				hints[i] = core.String
+				hints[i] = value.String
 			}
 		}
 	}
@@ -137,17 +141,17 @@ func (f *File) readAt(p []byte, off int64) error {
 	if err == nil || err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
-	return &core.ParseError{Path: f.Path, Offset: off + int64(n), Err: fmt.Errorf("read: %w", err)}
+	return &input.ParseError{Path: f.Path, Offset: off + int64(n), Err: fmt.Errorf("read: %w", err)}
 }
 
 // parseFooter parses a Parquet footer.
 func (f *File) parseFooter(footer []byte, size int64) (*metadata.FileMetaData, error) {
 	md, err := metadata.NewFileMetaData(footer, nil)
 	if err != nil {
-		return nil, &core.ParseError{Path: f.Path, Offset: size - 8 - int64(len(footer)), Err: fmt.Errorf("%w: corrupt footer: %w", core.ErrFormat, err)}
+		return nil, &input.ParseError{Path: f.Path, Offset: size - 8 - int64(len(footer)), Err: fmt.Errorf("%w: corrupt footer: %w", input.ErrFormat, err)}
 	}
 	if md.IsSetEncryptionAlgorithm() {
-		return nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: encrypted Parquet files are not supported", core.ErrFormat)}
+		return nil, &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: encrypted Parquet files are not supported", input.ErrFormat)}
 	}
 	md.SetSourceFileSize(size)
 	return md, nil
@@ -158,7 +162,7 @@ func (f *File) parseFooter(footer []byte, size int64) (*metadata.FileMetaData, e
 func (s *parquetFile) spans(md *metadata.FileMetaData, k int) ([]span64, error) {
 	where := fmt.Sprintf("row group %d", k)
 	bad := func(format string, args ...any) error {
-		return &core.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: corrupt footer: %s: %s", core.ErrFormat, where, fmt.Sprintf(format, args...))}
+		return &input.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: corrupt footer: %s: %s", input.ErrFormat, where, fmt.Sprintf(format, args...))}
 	}
 	rg := md.RowGroup(k)
 	if rg.NumRows() < 0 {
@@ -178,10 +182,10 @@ func (s *parquetFile) spans(md *metadata.FileMetaData, k int) ([]span64, error) 
 			return nil, bad("column %d: %v", i, err)
 		}
 		if col.FilePath() != "" {
-			return nil, &core.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: %s: column chunks in other files are not supported", core.ErrFormat, where)}
+			return nil, &input.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: %s: column chunks in other files are not supported", input.ErrFormat, where)}
 		}
 		if col.CryptoMetadata() != nil {
-			return nil, &core.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: %s: encrypted columns are not supported", core.ErrFormat, where)}
+			return nil, &input.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: %s: encrypted columns are not supported", input.ErrFormat, where)}
 		}
 		start := col.DataPageOffset()
 		if col.HasDictionaryPage() && col.DictionaryPageOffset() > 0 && start > col.DictionaryPageOffset() {
@@ -212,12 +216,12 @@ func (s *parquetFile) reader(md *metadata.FileMetaData, ld *loaded, batchRows in
 }
 
 // batchRows returns at most n: the rows of row group k that fit in
-// core.BatchBytes of its uncompressed data, or 1 when one row is larger.
+// partition.BatchBytes of its uncompressed data, or 1 when one row is larger.
 func (s *parquetFile) batchRows(k, n int) int {
 	rg := s.md.RowGroup(k)
 	if rows, size := rg.NumRows(), rg.TotalByteSize(); rows > 0 && size > 0 {
 		per := max(size/rows, 1)
-		n = int(min(int64(n), max(core.BatchBytes/per, 1)))
+		n = int(min(int64(n), max(partition.BatchBytes/per, 1)))
 	}
 	return n
 }
@@ -242,7 +246,7 @@ func (s *parquetFile) records(fr *pqarrow.FileReader, k int) (*pqUnit, error) {
 	return &pqUnit{rr: rr}, nil
 }
 
-func (s *parquetFile) scan(ctx context.Context, secondCore <-chan struct{}, fn func(p core.Partition, u unit) error) error {
+func (s *parquetFile) scan(ctx context.Context, secondCore <-chan struct{}, fn func(p idemtype.Partition, u unit) error) error {
 	md := s.md
 	ld := &loaded{size: s.size}
 	batch := planBatchRows
@@ -277,7 +281,7 @@ func (s *parquetFile) scan(ctx context.Context, secondCore <-chan struct{}, fn f
 		}
 		err = func() error {
 			defer u.close()
-			return fn(core.Partition{Rows: md.RowGroup(k).NumRows(), Offset: int64(k), Length: 1, CRC: crc}, u)
+			return fn(idemtype.Partition{Rows: md.RowGroup(k).NumRows(), Offset: int64(k), Length: 1, CRC: crc}, u)
 		}()
 		if err != nil {
 			return err
@@ -286,17 +290,17 @@ func (s *parquetFile) scan(ctx context.Context, secondCore <-chan struct{}, fn f
 	return nil
 }
 
-func (s *parquetFile) open(p core.Partition, batchRows int) (unit, error) {
+func (s *parquetFile) open(p idemtype.Partition, batchRows int) (unit, error) {
 	where := s.f.where("row group", p)
 	if p.Offset < 0 || p.Offset >= int64(s.groups) || p.Length < 1 {
-		return nil, &core.ParseError{Path: s.f.Path, Offset: -1,
-			Err: fmt.Errorf("%w: the plan's partition %d is row group %d (+%d), the file has %d row groups", core.ErrSourceChanged, p.Index, p.Offset, p.Length, s.groups)}
+		return nil, &input.ParseError{Path: s.f.Path, Offset: -1,
+			Err: fmt.Errorf("%w: the plan's partition %d is row group %d (+%d), the file has %d row groups", input.ErrSourceChanged, p.Index, p.Offset, p.Length, s.groups)}
 	}
 	k := int(p.Offset)
 	md := s.md
 	if n := md.RowGroup(k).NumRows(); n != p.Rows+skipped(p) {
-		return nil, &core.ParseError{Path: s.f.Path, Offset: -1,
-			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", core.ErrSourceChanged, where, n, p.Rows+skipped(p))}
+		return nil, &input.ParseError{Path: s.f.Path, Offset: -1,
+			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", input.ErrSourceChanged, where, n, p.Rows+skipped(p))}
 	}
 	ld := &loaded{size: s.size}
 	crc, err := s.load(md, ld, k)
@@ -304,8 +308,8 @@ func (s *parquetFile) open(p core.Partition, batchRows int) (unit, error) {
 		return nil, err
 	}
 	if crc != p.CRC {
-		return nil, &core.ParseError{Path: s.f.Path, Offset: -1,
-			Err: fmt.Errorf("%w: %s's bytes differ from the plan", core.ErrSourceChanged, where)}
+		return nil, &input.ParseError{Path: s.f.Path, Offset: -1,
+			Err: fmt.Errorf("%w: %s's bytes differ from the plan", input.ErrSourceChanged, where)}
 	}
 	fr, err := s.reader(md, ld, s.batchRows(k, batchRows))
 	if err != nil {

@@ -12,7 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/idemport/idemport/reader/internal/core"
+
+	"github.com/idemport/idemport/reader/internal/partition"
 )
 
 // The plan pass of a Parquet file is mostly decoding. A row group of a
@@ -121,7 +122,7 @@ func (h *half) read(rr pqarrow.RecordReader) {
 func (u *splitUnit) next() (arrow.RecordBatch, error) {
 	var hs [2]half
 	var wg sync.WaitGroup
-	if core.Closed(u.second) {
+	if partition.Closed(u.second) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

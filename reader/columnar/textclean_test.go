@@ -8,7 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // TestTextCleanMatchesValueByValue: the check of a string column's bytes
@@ -49,7 +49,7 @@ func TestTextCleanMatchesValueByValue(t *testing.T) {
 					s := array.NewSlice(a, int64(off), int64(end))
 					want := true
 					for _, v := range vs[off:end] {
-						want = want && core.TextClean([]byte(v))
+						want = want && value.TextClean([]byte(v))
 					}
 					if got := textClean(s); got != want {
 						t.Errorf("values %q (binary %v): textClean %v, value by value %v", vs[off:end], binary, got, want)

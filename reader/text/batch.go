@@ -4,18 +4,20 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/idemport/idemport/reader/internal/core"
+
+	"github.com/idemport/idemport/reader/internal/partition"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // batchBuilder accumulates converted rows into Arrow builders.
 type batchBuilder struct {
 	schema   *arrow.Schema
-	types    []core.Type
+	types    []value.Type
 	builders []array.Builder
 	ordinals []int64
 }
 
-func newBatchBuilder(mem memory.Allocator, s core.Schema) *batchBuilder {
+func newBatchBuilder(mem memory.Allocator, s value.Schema) *batchBuilder {
 	b := &batchBuilder{schema: s.Arrow()}
 	for i, c := range s {
 		b.types = append(b.types, c.Type)
@@ -24,7 +26,7 @@ func newBatchBuilder(mem memory.Allocator, s core.Schema) *batchBuilder {
 	return b
 }
 
-func (b *batchBuilder) add(ordinal int64, vals []core.Value) {
+func (b *batchBuilder) add(ordinal int64, vals []value.Value) {
 	b.ordinals = append(b.ordinals, ordinal)
 	for i, v := range vals {
 		bl := b.builders[i]
@@ -33,15 +35,15 @@ func (b *batchBuilder) add(ordinal int64, vals []core.Value) {
 			continue
 		}
 		switch b.types[i] {
-		case core.Bool:
+		case value.Bool:
 			bl.(*array.BooleanBuilder).Append(v.I != 0)
-		case core.Int64:
+		case value.Int64:
 			bl.(*array.Int64Builder).Append(v.I)
-		case core.Float64:
+		case value.Float64:
 			bl.(*array.Float64Builder).Append(v.F)
-		case core.Timestamp, core.LocalTimestamp:
+		case value.Timestamp, value.LocalTimestamp:
 			bl.(*array.TimestampBuilder).Append(arrow.Timestamp(v.I))
-		case core.Date:
+		case value.Date:
 			bl.(*array.Date32Builder).Append(arrow.Date32(v.I))
 		default:
 			bl.(*array.StringBuilder).BinaryBuilder.Append(v.B)
@@ -52,7 +54,7 @@ func (b *batchBuilder) add(ordinal int64, vals []core.Value) {
 func (b *batchBuilder) len() int { return len(b.ordinals) }
 
 // flush returns the rows added so far as a Batch and starts a new one.
-func (b *batchBuilder) flush() core.Batch {
+func (b *batchBuilder) flush() partition.Batch {
 	cols := make([]arrow.Array, len(b.builders))
 	for i, bl := range b.builders {
 		cols[i] = bl.NewArray()
@@ -61,7 +63,7 @@ func (b *batchBuilder) flush() core.Batch {
 	for _, c := range cols {
 		c.Release()
 	}
-	out := core.Batch{Record: rec, Ordinals: b.ordinals}
+	out := partition.Batch{Record: rec, Ordinals: b.ordinals}
 	b.ordinals = make([]int64, 0, cap(b.ordinals))
 	return out
 }

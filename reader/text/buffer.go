@@ -5,7 +5,9 @@ import (
 	"hash/crc32"
 	"io"
 
-	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/reader/internal/input"
+	"github.com/idemport/idemport/reader/internal/partition"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // problem is a row-level defect: the row is rejected, the scan goes on.
@@ -19,7 +21,7 @@ type rowScanner interface {
 	// next returns the cells of the next row, which alias internal buffers
 	// valid until the next call, and a non-nil problem when the row is
 	// defective but the scan can continue. It returns io.EOF after the last row.
-	next() ([]core.Cell, *problem, error)
+	next() ([]value.Cell, *problem, error)
 	// offset is the byte offset, in the decompressed stream, of the first
 	// byte not yet consumed: after next, where the following row starts.
 	offset() int64
@@ -50,7 +52,7 @@ type buffer struct {
 	crc    uint32
 	start  int64 // offset of the current row
 	// lines counts the line ends consumed, where the scanner counts them
-	// (from the file's start in a plan pass, see core.File.DataLine):
+	// (from the file's start in a plan pass, see input.File.DataLine):
 	// the current row starts on line lines+1.
 	lines int64
 }
@@ -79,7 +81,7 @@ func (b *buffer) fill() error {
 	}
 	if b.end == len(b.buf) {
 		if len(b.buf) >= b.maxRow {
-			return core.ErrRowTooLarge
+			return input.ErrRowTooLarge
 		}
 		// Grow fourfold: refusing a row over the limit then allocates
 		// about 4/3 of the limit in all (1+4+16+64 MiB for 64), where
@@ -121,7 +123,7 @@ func (b *buffer) avail(i int) (bool, error) {
 
 // consume marks n bytes from pos as read.
 func (b *buffer) consume(n int) {
-	b.crc = crc32.Update(b.crc, core.Castagnoli, b.buf[b.pos:b.pos+n])
+	b.crc = crc32.Update(b.crc, partition.Castagnoli, b.buf[b.pos:b.pos+n])
 	b.pos += n
 }
 

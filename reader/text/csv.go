@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/idemport/idemport/internal/english"
-	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // span locates one field inside the current row, relative to its start.
@@ -24,7 +24,7 @@ type csvScanner struct {
 	comma   byte
 	quoting bool
 	spans   []span
-	cells   []core.Cell
+	cells   []value.Cell
 	scratch []byte
 	nulls   [][]byte // unquoted fields that are null besides the empty one
 }
@@ -43,7 +43,7 @@ func (s *csvScanner) null(b []byte) bool {
 	return false
 }
 
-func (s *csvScanner) next() ([]core.Cell, *problem, error) {
+func (s *csvScanner) next() ([]value.Cell, *problem, error) {
 	ok, err := s.skipBlank()
 	if err != nil {
 		return nil, nil, err
@@ -132,7 +132,7 @@ func (s *csvScanner) slow() (int, *problem, error) {
 					if s.eof {
 						sp.end = s.end - s.pos
 						s.spans = append(s.spans, sp)
-						return sp.end, &problem{code: core.CodeQuote, msg: s.unclosed(sp), column: len(s.spans) - 1}, nil
+						return sp.end, &problem{code: value.CodeQuote, msg: s.unclosed(sp), column: len(s.spans) - 1}, nil
 					}
 					if err := s.fill(); err != nil {
 						return 0, nil, err
@@ -185,7 +185,7 @@ func (s *csvScanner) slow() (int, *problem, error) {
 					}
 				}
 				if !stray && prob == nil {
-					prob = &problem{code: core.CodeQuote, msg: s.stray(s.spans[len(s.spans)-1]), column: len(s.spans) - 1}
+					prob = &problem{code: value.CodeQuote, msg: s.stray(s.spans[len(s.spans)-1]), column: len(s.spans) - 1}
 				}
 				stray = true
 				i++
@@ -280,11 +280,11 @@ func (s *csvScanner) makeCells() {
 		} else {
 			b = row[sp.start:sp.end:sp.end]
 		}
-		kind := core.CellText
+		kind := value.CellText
 		if !sp.quoted && (len(b) == 0 || (s.nulls != nil && s.null(b))) {
-			kind = core.CellNull
+			kind = value.CellNull
 		}
-		s.cells = append(s.cells, core.Cell{B: b, Kind: kind})
+		s.cells = append(s.cells, value.Cell{B: b, Kind: kind})
 	}
 }
 

@@ -2,7 +2,7 @@
 // files as a stream, for the facade, package reader, which is what
 // callers use; and the sheet of an Excel workbook, whose rows it decodes
 // into the same cells (sheet.go). A file in another encoding than UTF-8
-// is decoded as it is read (reader/internal/core's charset.go); the
+// is decoded as it is read (reader/internal/charset); the
 // options that choose columns (--select, --rename, --columns) project a
 // CSV row's cells (projScanner) or a JSONL line's keys.
 //
@@ -18,7 +18,7 @@
 // stored plan from its byte offset, making the same decisions as the plan
 // pass, and builds Arrow batches from the values (batch.go).
 //
-// The values, limits, key hashes, reject codes and errors it shares with
-// the columnar wing are in reader/internal/core; this package imports
-// neither the facade nor the columnar wing.
+// What it shares with the columnar wing is in the packages under
+// reader/internal (see package reader); this package imports neither the
+// facade nor the columnar wing.
 package text

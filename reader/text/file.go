@@ -7,13 +7,15 @@ import (
 	"io"
 	"strings"
 
-	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/reader/internal/charset"
+	"github.com/idemport/idemport/reader/internal/input"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // File is a CSV, TSV or JSONL file: the shared file and the text wing's
 // methods on it.
 type File struct {
-	*core.File
+	*input.File
 	// dataLike says the header's names all look like values (numbers or
 	// dates): the file may have no header.
 	dataLike bool
@@ -22,13 +24,13 @@ type File struct {
 
 // Open returns the text wing's view of f, reading the header of a CSV or
 // TSV file and checking its names. A header that cannot be read returns a
-// *core.ParseError; options that do not fit it (Options.Select, Rename,
-// Names) an error wrapping core.ErrOption.
-func Open(f *core.File) (*File, error) {
+// *input.ParseError; options that do not fit it (Options.Select, Rename,
+// Names) an error wrapping input.ErrOption.
+func Open(f *input.File) (*File, error) {
 	t := &File{File: f}
-	if f.Format == core.XLSX {
-		if f.Opts.Encoding != "" && f.Opts.Encoding != core.UTF8 {
-			return nil, fmt.Errorf("%w: --encoding is for CSV, TSV and JSONL files: a workbook says its own", core.ErrOption)
+	if f.Format == input.XLSX {
+		if f.Opts.Encoding != "" && f.Opts.Encoding != charset.UTF8 {
+			return nil, fmt.Errorf("%w: --encoding is for CSV, TSV and JSONL files: a workbook says its own", input.ErrOption)
 		}
 		s, err := t.sheet()
 		if err != nil {
@@ -41,20 +43,20 @@ func Open(f *core.File) (*File, error) {
 		}
 		return t, nil
 	}
-	if f.Format == core.JSONL {
+	if f.Format == input.JSONL {
 		// A JSONL file is not read at Open: its encoding is sniffed only
 		// when one is given (a UTF-16 one's byte order mark decides its
 		// byte order), so that a resumed remote file costs no request.
-		if f.Opts.Encoding != "" && f.Opts.Encoding != core.UTF8 {
+		if f.Opts.Encoding != "" && f.Opts.Encoding != charset.UTF8 {
 			if err := f.SniffCharset(context.Background()); err != nil {
 				return nil, err
 			}
 		}
 		if f.Opts.NoHeader || len(f.Opts.Names) > 0 {
-			return nil, fmt.Errorf("%w: --no-header and --columns are for CSV and TSV files: a JSONL file names its columns in every line (rename them with --rename)", core.ErrOption)
+			return nil, fmt.Errorf("%w: --no-header and --columns are for CSV and TSV files: a JSONL file names its columns in every line (rename them with --rename)", input.ErrOption)
 		}
 		if len(f.Opts.Null) > 0 {
-			return nil, fmt.Errorf("%w: --null is for CSV and TSV files: JSON says null itself", core.ErrOption)
+			return nil, fmt.Errorf("%w: --null is for CSV and TSV files: JSON says null itself", input.ErrOption)
 		}
 		return t, nil
 	}
@@ -69,7 +71,7 @@ func Open(f *core.File) (*File, error) {
 // has no header, and its first row is data.
 func (f *File) HeaderLooksLikeData() bool { return f.dataLike }
 
-func (f *File) quoting() bool { return f.Format == core.CSV || f.Opts.Quotes }
+func (f *File) quoting() bool { return f.Format == input.CSV || f.Opts.Quotes }
 
 // readCSVHeader reads the CSV/TSV header row, or for a file without one
 // its first row's field count, and decides the columns.
@@ -111,41 +113,41 @@ func (f *File) readHeader(sc lineCounter) error {
 	case err == io.EOF && f.Opts.NoHeader && len(f.Opts.Names) > 0:
 		file, f.Data, f.DataLine = f.Opts.Names, start, sc.consumedLines() // no rows: an empty table of these columns
 	case err == io.EOF:
-		e := core.ErrEmpty
+		e := input.ErrEmpty
 		if f.Opts.SkipLines > 0 {
-			e = fmt.Errorf("%w after the %d lines --skip-lines skips", core.ErrEmpty, f.Opts.SkipLines)
+			e = fmt.Errorf("%w after the %d lines --skip-lines skips", input.ErrEmpty, f.Opts.SkipLines)
 		}
-		return &core.ParseError{Path: f.Path, Offset: 0, Err: e}
+		return &input.ParseError{Path: f.Path, Offset: 0, Err: e}
 	case err != nil:
 		return f.Wrap(err, 0, 0, "")
 	case f.Opts.NoHeader:
 		f.Data, f.DataLine = sc.rowStart(), sc.consumedLines()-int64(bytes.Count(sc.raw(), []byte{'\n'}))
 		if file = f.Opts.Names; file == nil {
 			if prob != nil {
-				return &core.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: the first row, which says how many columns the file has, is malformed (%s): name the columns with --columns", core.ErrHeader, prob.msg)}
+				return &input.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: the first row, which says how many columns the file has, is malformed (%s): name the columns with --columns", input.ErrHeader, prob.msg)}
 			}
-			file = core.DefaultNames(len(cells))
+			file = input.DefaultNames(len(cells))
 		}
 	case prob != nil:
-		return &core.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: %s", core.ErrHeader, prob.msg)}
+		return &input.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: %s", input.ErrHeader, prob.msg)}
 	default:
 		seen := map[string]int{}
 		for i, c := range cells {
 			name := strings.TrimSpace(string(c.B))
 			if name == "" {
-				return &core.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: column %d has an empty name", core.ErrHeader, i+1)}
+				return &input.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: column %d has an empty name", input.ErrHeader, i+1)}
 			}
-			if code, msg := core.CheckText(c.B); code != "" {
-				return &core.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: column %d: %s", core.ErrHeader, i+1, msg)}
+			if code, msg := value.CheckText(c.B); code != "" {
+				return &input.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: column %d: %s", input.ErrHeader, i+1, msg)}
 			}
 			if bytes.ContainsAny(c.B, "\r\n") {
 				// Most likely lines that end in CR alone (old Mac files), which
 				// make the whole file one header row; a quoted name spanning
 				// lines is no usable column name either.
-				return &core.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: column %d's name holds a line break (lines ending in CR alone are not supported: convert them to LF or CRLF)", core.ErrHeader, i+1)}
+				return &input.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: column %d's name holds a line break (lines ending in CR alone are not supported: convert them to LF or CRLF)", input.ErrHeader, i+1)}
 			}
 			if j, dup := seen[name]; dup && len(f.Opts.Names) == 0 {
-				return &core.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: columns %d and %d are both named %q (name them with --columns, or rename one in the file)", core.ErrHeader, j+1, i+1, name)}
+				return &input.ParseError{Path: f.Path, Offset: start, Err: fmt.Errorf("%w: columns %d and %d are both named %q (name them with --columns, or rename one in the file)", input.ErrHeader, j+1, i+1, name)}
 			}
 			seen[name] = i
 			file = append(file, name)
@@ -153,7 +155,7 @@ func (f *File) readHeader(sc lineCounter) error {
 		f.dataLike = looksLikeData(cells)
 		if f.Opts.Names != nil {
 			if len(f.Opts.Names) != len(file) {
-				return fmt.Errorf("%w: --columns gives %d names, the header of %s has %d columns (%s)", core.ErrOption, len(f.Opts.Names), f.Path, len(file), strings.Join(file, ", "))
+				return fmt.Errorf("%w: --columns gives %d names, the header of %s has %d columns (%s)", input.ErrOption, len(f.Opts.Names), f.Path, len(file), strings.Join(file, ", "))
 			}
 			file = f.Opts.Names
 		}
@@ -177,13 +179,13 @@ func checkNames(names []string) error {
 	seen := map[string]int{}
 	for i, n := range names {
 		if strings.TrimSpace(n) != n || n == "" {
-			return fmt.Errorf("%w: --columns: name %d is %q", core.ErrOption, i+1, n)
+			return fmt.Errorf("%w: --columns: name %d is %q", input.ErrOption, i+1, n)
 		}
-		if code, msg := core.CheckText([]byte(n)); code != "" {
-			return fmt.Errorf("%w: --columns: name %d: %s", core.ErrOption, i+1, msg)
+		if code, msg := value.CheckText([]byte(n)); code != "" {
+			return fmt.Errorf("%w: --columns: name %d: %s", input.ErrOption, i+1, msg)
 		}
 		if j, dup := seen[n]; dup {
-			return fmt.Errorf("%w: --columns names columns %d and %d %q", core.ErrOption, j+1, i+1, n)
+			return fmt.Errorf("%w: --columns names columns %d and %d %q", input.ErrOption, j+1, i+1, n)
 		}
 		seen[n] = i
 	}
@@ -192,16 +194,16 @@ func checkNames(names []string) error {
 
 // looksLikeData reports whether every cell is a number or a date, as no
 // header's names are.
-func looksLikeData(cells []core.Cell) bool {
+func looksLikeData(cells []value.Cell) bool {
 	if len(cells) == 0 {
 		return false
 	}
 	for _, c := range cells {
 		b := bytes.TrimSpace(c.B)
-		if _, ok := core.ParseTimestamp(b, true); ok {
+		if _, ok := value.ParseTimestamp(b, true); ok {
 			continue
 		}
-		if _, ok := core.ParseDecimal(b); ok {
+		if _, ok := value.ParseDecimal(b); ok {
 			continue
 		}
 		return false
@@ -212,11 +214,11 @@ func looksLikeData(cells []core.Cell) bool {
 // scanner returns a row scanner over s, which starts at offset. columns
 // are the names of the columns known so far (JSONL), as read.
 func (f *File) scanner(s io.Reader, offset int64, columns []string, grow bool) rowScanner {
-	if f.Format == core.JSONL {
+	if f.Format == input.JSONL {
 		return newJSONLScanner(s, f.Opts.MaxRowBytes, offset, columns, grow, &f.Opts)
 	}
 	var sc rowScanner
-	if f.Format == core.XLSX {
+	if f.Format == input.XLSX {
 		sh, _ := f.sheet() // decoded at Open
 		sc = newSheetScanner(sh, offset, f.Fields)
 	} else {
@@ -239,17 +241,17 @@ type projScanner struct {
 	rowScanner
 	proj   []int
 	fields int
-	out    []core.Cell
+	out    []value.Cell
 	prob   problem
 }
 
-func (p *projScanner) next() ([]core.Cell, *problem, error) {
+func (p *projScanner) next() ([]value.Cell, *problem, error) {
 	cells, prob, err := p.rowScanner.next()
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(cells) != p.fields {
-		p.prob = problem{code: core.CodeFieldCount, msg: fmt.Sprintf("expected %d fields, got %d", p.fields, len(cells)), column: -1}
+		p.prob = problem{code: value.CodeFieldCount, msg: fmt.Sprintf("expected %d fields, got %d", p.fields, len(cells)), column: -1}
 		if prob != nil {
 			p.prob = *prob
 			p.prob.column = -1

@@ -10,8 +10,10 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/idemport/idemport/reader/internal/core"
 	"github.com/valyala/fastjson"
+
+	"github.com/idemport/idemport/reader/internal/input"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // MaxJSONColumns bounds the number of distinct keys a JSONL file may have.
@@ -27,10 +29,10 @@ type jsonlScanner struct {
 	keys    []string        // the columns' keys in the file
 	names   []string        // the columns' names (after Options.Rename)
 	plain   []bool          // keys[i] is written in a line as it is, without escapes
-	opts    *core.Options   // Select and Rename
+	opts    *input.Options  // Select and Rename
 	skipped map[string]bool // keys Options.Select leaves out
 	grow    bool            // discover new keys (plan pass) or treat them as changes
-	cells   []core.Cell
+	cells   []value.Cell
 	scratch []byte
 	// opaque is set when the cells of the row last parsed may hold a NUL
 	// or invalid UTF-8 that its bytes do not show: a \u0000 escape, or a
@@ -58,7 +60,7 @@ func (s *jsonlScanner) read(key []byte) bool {
 	if len(s.opts.Select) == 0 {
 		return true
 	}
-	if skip, ok := s.skipped[core.Str(key)]; ok {
+	if skip, ok := s.skipped[value.Str(key)]; ok {
 		return !skip
 	}
 	k := string(key)
@@ -73,7 +75,7 @@ func (s *jsonlScanner) read(key []byte) bool {
 // at offset. columns are the names (after opts.Rename) of the columns
 // known so far; grow says whether keys not among them are new columns
 // (the plan pass) or defects (a partition of a plan).
-func newJSONLScanner(r io.Reader, maxRow int, offset int64, columns []string, grow bool, opts *core.Options) *jsonlScanner {
+func newJSONLScanner(r io.Reader, maxRow int, offset int64, columns []string, grow bool, opts *input.Options) *jsonlScanner {
 	s := &jsonlScanner{buffer: newBuffer(r, maxRow, offset), index: map[string]int{}, grow: grow, opts: opts, skipped: map[string]bool{}}
 	for _, c := range columns {
 		s.addKey(opts.SourceName(c))
@@ -84,7 +86,7 @@ func newJSONLScanner(r io.Reader, maxRow int, offset int64, columns []string, gr
 // ErrTooManyKeys is fatal: a file with this many keys is not a table.
 var ErrTooManyKeys = fmt.Errorf("more than %d distinct keys", MaxJSONColumns)
 
-func (s *jsonlScanner) next() ([]core.Cell, *problem, error) {
+func (s *jsonlScanner) next() ([]value.Cell, *problem, error) {
 	ok, err := s.skipBlank()
 	if err != nil {
 		return nil, nil, err
@@ -119,14 +121,14 @@ func (s *jsonlScanner) next() ([]core.Cell, *problem, error) {
 func (s *jsonlScanner) parse(line []byte) (*problem, error) {
 	s.cells = s.cells[:0]
 	for range s.names {
-		s.cells = append(s.cells, core.Cell{Kind: core.CellNull})
+		s.cells = append(s.cells, value.Cell{Kind: value.CellNull})
 	}
 	s.opaque = false
 	if s.parseFlat(line) {
 		return nil, nil
 	}
 	for i := range s.cells {
-		s.cells[i] = core.Cell{Kind: core.CellNull}
+		s.cells[i] = value.Cell{Kind: value.CellNull}
 	}
 	s.opaque = true
 	return s.parseAny(line)
@@ -137,14 +139,14 @@ func (s *jsonlScanner) parse(line []byte) (*problem, error) {
 func (s *jsonlScanner) parseAny(line []byte) (*problem, error) {
 	v, err := s.parser.ParseBytes(line)
 	if err != nil {
-		return &problem{code: core.CodeJSON, msg: "invalid JSON: " + err.Error(), column: -1}, nil
+		return &problem{code: value.CodeJSON, msg: "invalid JSON: " + err.Error(), column: -1}, nil
 	}
 	if unpairedSurrogate(line) {
-		return &problem{code: core.CodeUTF8, msg: "a \\u escape is half of a UTF-16 surrogate pair", column: -1}, nil
+		return &problem{code: value.CodeUTF8, msg: "a \\u escape is half of a UTF-16 surrogate pair", column: -1}, nil
 	}
 	obj, err := v.Object()
 	if err != nil {
-		return &problem{code: core.CodeJSON, msg: "line is a JSON " + v.Type().String() + ", not an object", column: -1}, nil
+		return &problem{code: value.CodeJSON, msg: "line is a JSON " + v.Type().String() + ", not an object", column: -1}, nil
 	}
 	var prob *problem
 	var fatal error
@@ -152,7 +154,7 @@ func (s *jsonlScanner) parseAny(line []byte) (*problem, error) {
 	type pending struct {
 		col        int
 		start, end int
-		kind       core.CellKind
+		kind       value.CellKind
 	}
 	var marks [64]pending
 	pend := marks[:0]
@@ -160,21 +162,21 @@ func (s *jsonlScanner) parseAny(line []byte) (*problem, error) {
 		if prob != nil || fatal != nil {
 			return
 		}
-		col, ok := s.index[core.Str(key)]
+		col, ok := s.index[value.Str(key)]
 		if !ok && len(key) > 0 && !s.read(key) {
 			return // a column --select leaves out
 		}
 		if !ok {
 			if len(key) == 0 {
-				prob = &problem{code: core.CodeJSON, msg: "object has an empty key", column: -1}
+				prob = &problem{code: value.CodeJSON, msg: "object has an empty key", column: -1}
 				return
 			}
-			if code, msg := core.CheckText(key); code != "" {
+			if code, msg := value.CheckText(key); code != "" {
 				prob = &problem{code: code, msg: "key: " + msg, column: -1}
 				return
 			}
 			if !s.grow {
-				prob = &problem{code: core.CodeJSON, msg: fmt.Sprintf("key %q is not a column of the plan", key), column: -1}
+				prob = &problem{code: value.CodeJSON, msg: fmt.Sprintf("key %q is not a column of the plan", key), column: -1}
 				return
 			}
 			if len(s.names) >= MaxJSONColumns {
@@ -184,43 +186,43 @@ func (s *jsonlScanner) parseAny(line []byte) (*problem, error) {
 			col = len(s.names)
 			s.addKey(string(key))
 			if j := slices.Index(s.names, s.names[col]); j != col {
-				fatal = fmt.Errorf("%w: keys %q and %q would both be column %q", core.ErrOption, s.keys[j], key, s.names[col])
+				fatal = fmt.Errorf("%w: keys %q and %q would both be column %q", input.ErrOption, s.keys[j], key, s.names[col])
 				return
 			}
-			s.cells = append(s.cells, core.Cell{Kind: core.CellNull})
+			s.cells = append(s.cells, value.Cell{Kind: value.CellNull})
 		}
 		start := len(s.scratch)
-		var kind core.CellKind
+		var kind value.CellKind
 		switch v.Type() {
 		case fastjson.TypeNull:
-			pend = append(pend, pending{col: col, kind: core.CellNull})
+			pend = append(pend, pending{col: col, kind: value.CellNull})
 			return
 		case fastjson.TypeString:
-			kind = core.CellString
+			kind = value.CellString
 			s.scratch = append(s.scratch, v.GetStringBytes()...)
 		case fastjson.TypeNumber:
-			kind = core.CellNumber
+			kind = value.CellNumber
 			s.scratch = v.MarshalTo(s.scratch)
 			// fastjson's parser takes NaN, 1.2.3 and +5 for numbers, which
 			// would pass inference and fail conversion.
 			if !jsonNumber(s.scratch[start:]) {
-				prob = &problem{code: core.CodeJSON, msg: "invalid JSON: not a number", column: col}
+				prob = &problem{code: value.CodeJSON, msg: "invalid JSON: not a number", column: col}
 				return
 			}
 		case fastjson.TypeTrue, fastjson.TypeFalse:
-			kind = core.CellBool
+			kind = value.CellBool
 			s.scratch = v.MarshalTo(s.scratch)
 		default:
-			kind = core.CellJSON
+			kind = value.CellJSON
 			s.scratch = v.MarshalTo(s.scratch)
 		}
-		if kind == core.CellJSON {
+		if kind == value.CellJSON {
 			// The parser copies nested text as it is: bad numbers, \q
 			// escapes and raw control characters would make a json value
 			// that is not JSON. The validator is strict, and recurses safely
 			// now that the parser has bounded the nesting depth.
 			if err := fastjson.ValidateBytes(s.scratch[start:]); err != nil {
-				prob = &problem{code: core.CodeJSON, msg: "invalid JSON: " + err.Error(), column: col}
+				prob = &problem{code: value.CodeJSON, msg: "invalid JSON: " + err.Error(), column: col}
 				return
 			}
 		}
@@ -230,7 +232,7 @@ func (s *jsonlScanner) parseAny(line []byte) (*problem, error) {
 		return nil, fatal
 	}
 	for _, p := range pend {
-		s.cells[p.col] = core.Cell{B: s.scratch[p.start:p.end:p.end], Kind: p.kind}
+		s.cells[p.col] = value.Cell{B: s.scratch[p.start:p.end:p.end], Kind: p.kind}
 	}
 	return prob, nil
 }
@@ -264,7 +266,7 @@ func (s *jsonlScanner) parseFlat(line []byte) bool {
 			end, col = i+1+len(s.keys[next]), next
 		} else if end = i + 1 + plainLen(line[i+1:]); end >= len(line) || line[end] != '"' || end == i+1 {
 			return false
-		} else if c, ok := s.index[core.Str(line[i+1:end])]; ok {
+		} else if c, ok := s.index[value.Str(line[i+1:end])]; ok {
 			col = c
 		} else if !s.read(line[i+1 : end]) {
 			col = -1 // a column --select leaves out: its value is read, not kept
@@ -283,30 +285,30 @@ func (s *jsonlScanner) parseFlat(line []byte) bool {
 			return false
 		}
 		// value
-		var c core.Cell
+		var c value.Cell
 		switch b := line[i]; {
 		case b == '"':
 			var ok bool
 			if c.B, i, ok = s.flatString(line, i); !ok {
 				return false
 			}
-			c.Kind = core.CellString
+			c.Kind = value.CellString
 		case b == '-' || b >= '0' && b <= '9':
 			end := numberEnd(line, i)
 			if end < 0 {
 				return false
 			}
-			c = core.Cell{B: line[i:end:end], Kind: core.CellNumber}
+			c = value.Cell{B: line[i:end:end], Kind: value.CellNumber}
 			i = end
 		case b == 't' && hasWord(line[i:], "true"), b == 'f' && hasWord(line[i:], "false"):
 			n := 4
 			if b == 'f' {
 				n = 5
 			}
-			c = core.Cell{B: line[i : i+n : i+n], Kind: core.CellBool}
+			c = value.Cell{B: line[i : i+n : i+n], Kind: value.CellBool}
 			i += n
 		case b == 'n' && hasWord(line[i:], "null"):
-			c = core.Cell{Kind: core.CellNull}
+			c = value.Cell{Kind: value.CellNull}
 			i += 4
 		default:
 			return false // an object, an array, or not JSON

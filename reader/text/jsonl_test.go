@@ -8,7 +8,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/reader/internal/input"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // TestFlatParser: the flat parser takes the common lines and gives them the
@@ -48,11 +49,11 @@ func TestFlatParser(t *testing.T) {
 		{`{"a": 1`, false},
 		{`{"b": "open`, false},
 	} {
-		s := newJSONLScanner(bytes.NewReader(nil), 1<<20, 0, nil, true, &core.Options{})
+		s := newJSONLScanner(bytes.NewReader(nil), 1<<20, 0, nil, true, &input.Options{})
 		for _, l := range []string{known, c.line} {
 			s.cells = s.cells[:0]
 			for range s.names {
-				s.cells = append(s.cells, core.Cell{Kind: core.CellNull})
+				s.cells = append(s.cells, value.Cell{Kind: value.CellNull})
 			}
 			if l == known {
 				if _, err := s.parseAny([]byte(l)); err != nil {
@@ -116,11 +117,11 @@ func FuzzJSONLFlat(f *testing.F) {
 // checkFlatAgrees checks that every line the flat parser takes gets the
 // same cells from the general parser, with no problem.
 func checkFlatAgrees(t *testing.T, lines [][]byte) {
-	s := newJSONLScanner(bytes.NewReader(nil), 1<<20, 0, nil, true, &core.Options{})
+	s := newJSONLScanner(bytes.NewReader(nil), 1<<20, 0, nil, true, &input.Options{})
 	nulls := func() {
 		s.cells = s.cells[:0]
 		for range s.names {
-			s.cells = append(s.cells, core.Cell{Kind: core.CellNull})
+			s.cells = append(s.cells, value.Cell{Kind: value.CellNull})
 		}
 	}
 	for i, l := range lines {
@@ -130,9 +131,9 @@ func checkFlatAgrees(t *testing.T, lines [][]byte) {
 		if err != nil {
 			return
 		}
-		var want []core.Cell
+		var want []value.Cell
 		for _, c := range s.cells {
-			want = append(want, core.Cell{B: bytes.Clone(c.B), Kind: c.Kind})
+			want = append(want, value.Cell{B: bytes.Clone(c.B), Kind: c.Kind})
 		}
 		nulls()
 		if !s.parseFlat(l) {

@@ -13,15 +13,21 @@ import (
 	"slices"
 	"unsafe"
 
-	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/reader/internal/charset"
+	"github.com/idemport/idemport/reader/internal/input"
+	"github.com/idemport/idemport/reader/internal/keys"
+	"github.com/idemport/idemport/reader/internal/partition"
+	"github.com/idemport/idemport/reader/internal/reject"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // rowChunk is a run of rows the tokenizer hands the validator, with copies
 // of their bytes, so the scanner can move on.
 type rowChunk struct {
 	rows  []tokenRow
-	cells []core.Cell // the rows' cells, back to back
-	arena []byte      // the rows' bytes and unescaped cells
+	cells []value.Cell // the rows' cells, back to back
+	arena []byte       // the rows' bytes and unescaped cells
 	names []string
 }
 
@@ -53,7 +59,7 @@ func (c *rowChunk) reset() {
 }
 
 // add copies the row sc returned last into c.
-func (c *rowChunk) add(r tokenRow, sc rowScanner, cells []core.Cell) {
+func (c *rowChunk) add(r tokenRow, sc rowScanner, cells []value.Cell) {
 	raw := sc.raw()
 	base := len(c.arena)
 	c.arena = append(c.arena, raw...)
@@ -74,7 +80,7 @@ func (c *rowChunk) add(r tokenRow, sc rowScanner, cells []core.Cell) {
 		} else {
 			b = x.B
 		}
-		c.cells = append(c.cells, core.Cell{B: b, Kind: x.Kind})
+		c.cells = append(c.cells, value.Cell{B: b, Kind: x.Kind})
 	}
 	r.cells[1] = len(c.cells)
 	c.rows = append(c.rows, r)
@@ -84,23 +90,23 @@ func (c *rowChunk) add(r tokenRow, sc rowScanner, cells []core.Cell) {
 // the validator in chunks taken from free. Until o.SecondCore is closed it
 // validates each chunk itself with v instead. It returns the plan without
 // its schema and rejects.
-func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o core.ScanOptions, v *validator, free <-chan *rowChunk, chunks chan<- *rowChunk) (*core.Plan, error) {
+func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o partition.ScanOptions, v *validator, free <-chan *rowChunk, chunks chan<- *rowChunk) (*partition.Plan, error) {
 	var (
-		plan    = &core.Plan{}
-		part    *core.Partition
+		plan    = &partition.Plan{}
+		part    *idemtype.Partition
 		rowEnd  int64
 		rowCRC  uint32
 		ordinal int64
 		c       *rowChunk
 		sent    int // names the validator has
-		wide    = core.Closed(o.SecondCore)
+		wide    = partition.Closed(o.SecondCore)
 	)
 	send := func() error {
 		if len(*names) > sent {
 			c.names = slices.Clone(*names)
 			sent = len(*names)
 		}
-		if wide = wide || core.Closed(o.SecondCore); !wide {
+		if wide = wide || partition.Closed(o.SecondCore); !wide {
 			// Validate here; the validator goroutine gets the chunks after
 			// this one, if any, so rows stay in order.
 			v.chunk(c)
@@ -135,7 +141,7 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o c
 		}
 		ordinal++
 		if part == nil {
-			part = &core.Partition{Index: len(plan.Partitions), First: ordinal, Offset: start}
+			part = &idemtype.Partition{Index: len(plan.Partitions), First: ordinal, Offset: start}
 		}
 		part.Rows++
 		if c == nil {
@@ -152,7 +158,7 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o c
 			p := *prob
 			r.prob = &p
 		}
-		if f.Format == core.JSONL && prob == nil {
+		if f.Format == input.JSONL && prob == nil {
 			r.missing = missingKey(f.Opts.NotNull, sc)
 		}
 		c.add(r, sc, cells)
@@ -189,25 +195,25 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o c
 // columns whose type is not fixed, counting and keeping bad rows.
 type validator struct {
 	f            *File
-	o            core.ScanOptions
+	o            partition.ScanOptions
 	names        []string
-	fixed        []core.Type // Unknown where inferred
-	infer        []core.Inference
+	fixed        []value.Type // Unknown where inferred
+	infer        []value.Inference
 	required     []bool
-	limits       []*core.Limit // nil where the target column has none
+	limits       []*value.Limit // nil where the target column has none
 	rejected     int64
 	partRejected []int64
-	rejects      []core.Reject
-	err          error          // the first error of o.Spill
-	stop         func()         // cancels the pass, on err
-	keys         *core.KeyIndex // with a key: the good rows' key hashes
-	keyCols      []int          // positions of the key columns, once all are known
+	rejects      []idemtype.Reject
+	err          error       // the first error of o.Spill
+	stop         func()      // cancels the pass, on err
+	keys         *keys.Index // with a key: the good rows' key hashes
+	keyCols      []int       // positions of the key columns, once all are known
 }
 
-func newValidator(f *File, o core.ScanOptions) *validator {
+func newValidator(f *File, o partition.ScanOptions) *validator {
 	v := &validator{f: f, o: o}
 	if len(f.Opts.Key) > 0 {
-		v.keys = core.NewKeyIndex()
+		v.keys = keys.NewIndex()
 	}
 	return v
 }
@@ -217,9 +223,9 @@ func (v *validator) grow(n int) {
 	for len(v.fixed) < n {
 		name := v.names[len(v.fixed)]
 		v.fixed = append(v.fixed, v.f.Opts.Types[name])
-		v.infer = append(v.infer, core.Inference{Dates: v.f.Opts.InferDates})
+		v.infer = append(v.infer, value.Inference{Dates: v.f.Opts.InferDates})
 		v.required = append(v.required, slices.Contains(v.f.Opts.NotNull, name))
-		var lim *core.Limit
+		var lim *value.Limit
 		if l, ok := v.f.Opts.Limits[name]; ok {
 			lim = &l
 		}
@@ -237,12 +243,12 @@ func (v *validator) chunk(c *rowChunk) {
 }
 
 // row checks one row; on its first problem it records a reject and stops.
-func (v *validator) row(r tokenRow, cells []core.Cell, raw []byte) {
+func (v *validator) row(r tokenRow, cells []value.Cell, raw []byte) {
 	v.grow(r.cols)
 	rejected := false
 	// reject counts a bad row and keeps its detail; col is the index of the
 	// offending column or -1, name its name when it has no index yet.
-	reject := func(col int, name string, c core.Cell, code, msg string) {
+	reject := func(col int, name string, c value.Cell, code, msg string) {
 		rejected = true
 		v.rejected++
 		for len(v.partRejected) <= r.part {
@@ -253,24 +259,24 @@ func (v *validator) row(r tokenRow, cells []core.Cell, raw []byte) {
 		if !keep && (v.o.Spill == nil || v.err != nil) {
 			return
 		}
-		if code == core.CodeUTF8 && v.f.Charset() != core.UTF8 {
+		if code == value.CodeUTF8 && v.f.Charset() != charset.UTF8 {
 			msg = "text holds bytes that are not " + v.f.Charset()
 		}
-		rj := core.Reject{Ordinal: r.ordinal, Offset: r.off, Code: code, Message: msg}
-		if len(raw) <= core.MaxRejectRow {
+		rj := idemtype.Reject{Ordinal: r.ordinal, Offset: r.off, Code: code, Message: msg}
+		if len(raw) <= reject.MaxRow {
 			rj.Row = string(raw)
 			if r.prob != nil {
-				rj.Fields = core.RawFields(raw)
+				rj.Fields = reject.RawFields(raw)
 			} else {
-				rj.Fields = string(core.AppendFields(nil, cells))
+				rj.Fields = string(reject.AppendFields(nil, cells))
 			}
 		}
 		rj.Column = name
 		if col >= 0 && col < r.cols {
 			rj.Column = v.names[col]
 			b := c.B
-			if len(b) > core.MaxRejectValue {
-				b = b[:core.MaxRejectValue]
+			if len(b) > reject.MaxValue {
+				b = b[:reject.MaxValue]
 			}
 			rj.Value = string(b)
 		}
@@ -286,20 +292,20 @@ func (v *validator) row(r tokenRow, cells []core.Cell, raw []byte) {
 	fixed, required := v.fixed, v.required
 	switch {
 	case r.prob != nil:
-		var c core.Cell
+		var c value.Cell
 		if r.prob.column >= 0 && r.prob.column < len(cells) {
 			c = cells[r.prob.column]
 		}
 		reject(r.prob.column, "", c, r.prob.code, r.prob.msg)
-	case v.f.Format != core.JSONL && r.fields != r.cols:
-		reject(-1, "", core.Cell{}, core.CodeFieldCount, fmt.Sprintf("expected %d fields, got %d", r.cols, r.fields))
+	case v.f.Format != input.JSONL && r.fields != r.cols:
+		reject(-1, "", value.Cell{}, value.CodeFieldCount, fmt.Sprintf("expected %d fields, got %d", r.cols, r.fields))
 	case r.missing != "":
 		// A key column first seen in a later row: this row has no value for it.
-		reject(-1, r.missing, core.Cell{}, core.CodeNull, "a key column must have a value")
+		reject(-1, r.missing, value.Cell{}, value.CodeNull, "a key column must have a value")
 	default:
 		for i := range required {
-			if required[i] && (i >= len(cells) || cells[i].Kind == core.CellNull) {
-				reject(i, "", core.Cell{}, core.CodeNull, "a key column must have a value")
+			if required[i] && (i >= len(cells) || cells[i].Kind == value.CellNull) {
+				reject(i, "", value.Cell{}, value.CodeNull, "a key column must have a value")
 				break
 			}
 		}
@@ -309,19 +315,19 @@ func (v *validator) row(r tokenRow, cells []core.Cell, raw []byte) {
 		// A row that is valid UTF-8 without NUL bytes as a whole needs no
 		// check per field, unless its cells hold more than its bytes show
 		// (a JSONL \u0000 escape: see rowScanner.verbatim).
-		clean := r.verbatim && core.TextClean(raw)
+		clean := r.verbatim && value.TextClean(raw)
 		for i, c := range cells {
-			if fixed[i] != core.Unknown {
-				x, code, msg := core.ConvertText(c, fixed[i], clean)
+			if fixed[i] != value.Unknown {
+				x, code, msg := value.ConvertText(c, fixed[i], clean)
 				if code == "" && x.Null && required[i] {
 					// A quoted empty field is null for a non-text type.
-					c, code, msg = core.Cell{}, core.CodeNull, "a key column must have a value"
+					c, code, msg = value.Cell{}, value.CodeNull, "a key column must have a value"
 				}
-				if code == "" && (v.limits[i] != nil || (v.f.Opts.JSONB && (fixed[i] == core.JSON || c.Kind == core.CellJSON))) {
-					code, msg = core.CheckLimits(v.limits[i], v.f.Opts.JSONB, c, x, fixed[i])
+				if code == "" && (v.limits[i] != nil || (v.f.Opts.JSONB && (fixed[i] == value.JSON || c.Kind == value.CellJSON))) {
+					code, msg = value.CheckLimits(v.limits[i], v.f.Opts.JSONB, c, x, fixed[i])
 				}
-				if code == core.CodeInexact {
-					msg += "; " + core.InexactHint(v.names[i], fixed[i])
+				if code == value.CodeInexact {
+					msg += "; " + value.InexactHint(v.names[i], fixed[i])
 				}
 				if code != "" {
 					reject(i, "", c, code, msg)
@@ -329,14 +335,14 @@ func (v *validator) row(r tokenRow, cells []core.Cell, raw []byte) {
 				}
 				continue
 			}
-			if c.Kind != core.CellNull && !clean {
-				if code, msg := core.CheckText(c.B); code != "" {
+			if c.Kind != value.CellNull && !clean {
+				if code, msg := value.CheckText(c.B); code != "" {
 					reject(i, "", c, code, msg)
 					break
 				}
 			}
-			if v.limits[i] != nil || (v.f.Opts.JSONB && c.Kind == core.CellJSON) {
-				if code, msg := core.CheckLimits(v.limits[i], v.f.Opts.JSONB, c, core.Value{Null: c.Kind == core.CellNull}, core.Unknown); code != "" {
+			if v.limits[i] != nil || (v.f.Opts.JSONB && c.Kind == value.CellJSON) {
+				if code, msg := value.CheckLimits(v.limits[i], v.f.Opts.JSONB, c, value.Value{Null: c.Kind == value.CellNull}, value.Unknown); code != "" {
 					reject(i, "", c, code, msg)
 					break
 				}
@@ -345,7 +351,7 @@ func (v *validator) row(r tokenRow, cells []core.Cell, raw []byte) {
 	}
 	if !rejected {
 		for i, c := range cells {
-			if fixed[i] == core.Unknown {
+			if fixed[i] == value.Unknown {
 				v.infer[i].Observe(c)
 			}
 		}
@@ -356,24 +362,24 @@ func (v *validator) row(r tokenRow, cells []core.Cell, raw []byte) {
 }
 
 // key records the key of a good row. A column whose type is fixed gives
-// its value's key, one still inferred its text's (appendTextKey).
-func (v *validator) key(ordinal int64, cells []core.Cell) {
+// its value's key, one still inferred its text's (keys.AppendText).
+func (v *validator) key(ordinal int64, cells []value.Cell) {
 	if v.keyCols == nil {
-		if v.keyCols = core.KeyColumns(v.names, v.f.Opts.Key); v.keyCols == nil {
+		if v.keyCols = keys.Columns(v.names, v.f.Opts.Key); v.keyCols == nil {
 			return // not reached: a good row has every key column
 		}
 	}
 	buf := v.keys.Buf[:0]
 	for _, i := range v.keyCols {
-		var c core.Cell
+		var c value.Cell
 		if i < len(cells) {
 			c = cells[i]
 		}
-		if t := v.fixed[i]; t != core.Unknown {
-			x, _, _ := core.ConvertText(c, t, true)
-			buf = core.AppendValueKey(buf, x, t)
+		if t := v.fixed[i]; t != value.Unknown {
+			x, _, _ := value.ConvertText(c, t, true)
+			buf = keys.AppendValue(buf, x, t)
 		} else {
-			buf = core.AppendTextKey(buf, c)
+			buf = keys.AppendText(buf, c)
 		}
 	}
 	v.keys.Buf = buf

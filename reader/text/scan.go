@@ -7,7 +7,11 @@ import (
 	"io"
 	"slices"
 
-	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/reader/internal/input"
+	"github.com/idemport/idemport/reader/internal/partition"
+	"github.com/idemport/idemport/reader/internal/reject"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // missingKey returns a required column that a JSONL scanner has not seen
@@ -34,18 +38,18 @@ func missingKey(required []string, sc rowScanner) string {
 // A defect that stops the scan (a row over the size limit, a corrupt
 // compressed stream, an I/O error) returns a *ParseError. Bad rows do not
 // stop it: they are counted in the plan.
-func (f *File) Scan(ctx context.Context, o core.ScanOptions) (*core.Plan, []int64, error) {
+func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (*partition.Plan, []int64, error) {
 	if o.PartitionRows <= 0 {
-		o.PartitionRows = core.DefaultPartitionRows
+		o.PartitionRows = partition.DefaultRows
 	}
 	if o.PartitionBytes == 0 {
-		o.PartitionBytes = core.DefaultPartitionBytes
+		o.PartitionBytes = partition.DefaultBytes
 	}
 	if report := o.Progress; report != nil {
 		start := f.Stats.Bytes.Load() // what Open read before does not count
 		o.Progress = func(_, rows int64) { report(f.Stats.Bytes.Load()-start, rows) }
 	}
-	var s *core.Stream
+	var s *input.Stream
 	var err error
 	if o.Raw != nil {
 		raw := o.Raw
@@ -62,7 +66,7 @@ func (f *File) Scan(ctx context.Context, o core.ScanOptions) (*core.Plan, []int6
 	}
 	defer s.Close()
 	if o.ContentDigest != nil {
-		h := &core.HashingReader{Ctx: ctx, R: s.Reader, H: sha256.New()}
+		h := &input.HashingReader{Ctx: ctx, R: s.Reader, H: sha256.New()}
 		s.Reader = h
 		defer func() {
 			// The rest of the stream, after a defect that stopped the pass.
@@ -70,7 +74,7 @@ func (f *File) Scan(ctx context.Context, o core.ScanOptions) (*core.Plan, []int6
 				o.ContentDigest("")
 				return
 			}
-			o.ContentDigest(core.HashText(h.H))
+			o.ContentDigest(input.HashText(h.H))
 		}()
 	}
 	if s.Reader, err = f.Decode(s.Reader); err != nil {
@@ -119,10 +123,10 @@ func (f *File) Scan(ctx context.Context, o core.ScanOptions) (*core.Plan, []int6
 	v.grow(len(v.names))
 	for i, name := range v.names {
 		t := v.fixed[i]
-		if t == core.Unknown {
+		if t == value.Unknown {
 			t = v.infer[i].Result(slices.Contains(f.Opts.Exact, name))
 		}
-		plan.Schema = append(plan.Schema, core.Column{Name: name, Type: t})
+		plan.Schema = append(plan.Schema, value.Column{Name: name, Type: t})
 	}
 	if v.keys != nil {
 		return plan, v.keys.Candidates(), nil
@@ -133,7 +137,7 @@ func (f *File) Scan(ctx context.Context, o core.ScanOptions) (*core.Plan, []int6
 // startScan opens a scanner positioned at the first data row. names points
 // at the scanner's growing column list.
 func (f *File) startScan(s io.Reader) (rowScanner, *[]string, error) {
-	if f.Format == core.JSONL {
+	if f.Format == input.JSONL {
 		// Columns --select names come first, in its order, as in the
 		// other formats; a key it names that no line has is a column of
 		// nulls.
@@ -154,7 +158,7 @@ func (f *File) startScan(s io.Reader) (rowScanner, *[]string, error) {
 		sc.resetCRC()
 		return sc, &sc.names, nil
 	}
-	if f.Format == core.XLSX {
+	if f.Format == input.XLSX {
 		names := f.Header
 		return f.scanner(s, f.Data, nil, false), &names, nil
 	}
@@ -170,14 +174,14 @@ func (f *File) startScan(s io.Reader) (rowScanner, *[]string, error) {
 // PartitionReader reads the rows of one partition of a plan as batches.
 type PartitionReader struct {
 	f        *File
-	s        *core.Stream
+	s        *input.Stream
 	sc       rowScanner
-	p        core.Partition
-	schema   core.Schema
+	p        idemtype.Partition
+	schema   value.Schema
 	required []bool
-	limits   []*core.Limit
+	limits   []*value.Limit
 	bb       *batchBuilder
-	vals     []core.Value
+	vals     []value.Value
 	read     int64 // rows read, bad ones included
 	bytes    int64 // bytes of the rows in bb
 	rejected int64
@@ -192,11 +196,11 @@ type PartitionReader struct {
 // Partition opens a reader over partition p of plan, positioned at its first
 // byte: uncompressed files seek there, compressed ones decompress and discard
 // the bytes before it. Each Batch holds at most batchRows rows, and at most
-// about core.BatchBytes of data.
+// about partition.BatchBytes of data.
 //
 // The reader checks that the partition's bytes still match the plan; when
 // they do not, Next returns an error wrapping ErrSourceChanged.
-func (f *File) Partition(plan *core.Plan, p core.Partition, batchRows int) (*PartitionReader, error) {
+func (f *File) Partition(plan *partition.Plan, p idemtype.Partition, batchRows int) (*PartitionReader, error) {
 	s, err := f.OpenText(context.Background(), p.Offset, p.Length)
 	if err != nil {
 		return nil, err
@@ -209,49 +213,49 @@ func (f *File) Partition(plan *core.Plan, p core.Partition, batchRows int) (*Par
 		f: f, s: s, p: p, schema: plan.Schema, size: batchRows,
 		sc:   f.scanner(s, p.Offset, names, false),
 		bb:   newBatchBuilder(f.Opts.Allocator, plan.Schema),
-		vals: make([]core.Value, len(plan.Schema)),
+		vals: make([]value.Value, len(plan.Schema)),
 	}
 	for _, c := range plan.Schema {
 		r.required = append(r.required, slices.Contains(f.Opts.NotNull, c.Name))
 	}
-	r.limits = core.LimitsOf(f.Opts.Limits, names)
+	r.limits = value.LimitsOf(f.Opts.Limits, names)
 	return r, nil
 }
 
 // Next returns the next batch of good rows. It returns io.EOF after the
 // partition's last row, once its bytes have been checked against the plan.
-func (r *PartitionReader) Next() (core.Batch, error) {
+func (r *PartitionReader) Next() (partition.Batch, error) {
 	if r.done {
-		return core.Batch{}, io.EOF
+		return partition.Batch{}, io.EOF
 	}
-	for r.read < r.p.Rows && r.bb.len() < r.size && r.bytes < core.BatchBytes {
+	for r.read < r.p.Rows && r.bb.len() < r.size && r.bytes < partition.BatchBytes {
 		start := r.sc.offset()
 		cells, prob, err := r.sc.next()
 		ordinal := r.p.First + r.read
 		if err == io.EOF {
-			return core.Batch{}, &core.ParseError{Path: r.f.Path, Row: ordinal, Offset: start,
-				Err: fmt.Errorf("%w: the file ends before partition %d's row %d", core.ErrSourceChanged, r.p.Index, ordinal)}
+			return partition.Batch{}, &input.ParseError{Path: r.f.Path, Row: ordinal, Offset: start,
+				Err: fmt.Errorf("%w: the file ends before partition %d's row %d", input.ErrSourceChanged, r.p.Index, ordinal)}
 		}
 		if err != nil {
-			return core.Batch{}, r.f.Wrap(err, ordinal, start, "")
+			return partition.Batch{}, r.f.Wrap(err, ordinal, start, "")
 		}
 		r.read++
-		if prob != nil || (r.f.Format != core.JSONL && len(cells) != len(r.schema)) {
+		if prob != nil || (r.f.Format != input.JSONL && len(cells) != len(r.schema)) {
 			r.rejected++
 			continue
 		}
 		ok := true
 		// The same whole-row check as the plan pass, so that both make
 		// the same decisions.
-		clean := r.sc.verbatim() && core.TextClean(r.sc.raw())
+		clean := r.sc.verbatim() && value.TextClean(r.sc.raw())
 		for i := range r.vals {
-			c := core.Cell{Kind: core.CellNull}
+			c := value.Cell{Kind: value.CellNull}
 			if i < len(cells) {
 				c = cells[i]
 			}
-			v, code, _ := core.ConvertText(c, r.schema[i].Type, clean)
-			if code == "" && (r.limits[i] != nil || (r.f.Opts.JSONB && (r.schema[i].Type == core.JSON || c.Kind == core.CellJSON))) {
-				code, _ = core.CheckLimits(r.limits[i], r.f.Opts.JSONB, c, v, r.schema[i].Type)
+			v, code, _ := value.ConvertText(c, r.schema[i].Type, clean)
+			if code == "" && (r.limits[i] != nil || (r.f.Opts.JSONB && (r.schema[i].Type == value.JSON || c.Kind == value.CellJSON))) {
+				code, _ = value.CheckLimits(r.limits[i], r.f.Opts.JSONB, c, v, r.schema[i].Type)
 			}
 			if code != "" || (v.Null && r.required[i]) {
 				ok = false
@@ -273,11 +277,11 @@ func (r *PartitionReader) Next() (core.Batch, error) {
 	if r.read == r.p.Rows && !r.done {
 		r.done = true
 		if err := r.verify(); err != nil {
-			return core.Batch{}, err
+			return partition.Batch{}, err
 		}
 	}
 	if r.bb.len() == 0 {
-		return core.Batch{}, io.EOF
+		return partition.Batch{}, io.EOF
 	}
 	r.bytes = 0
 	return r.bb.flush(), nil
@@ -287,16 +291,16 @@ func (r *PartitionReader) verify() error {
 	end := r.sc.offset()
 	switch {
 	case end-r.p.Offset != r.p.Length:
-		return &core.ParseError{Path: r.f.Path, Row: r.p.First + r.p.Rows - 1, Offset: end,
-			Err: fmt.Errorf("%w: partition %d ends at byte %d, the plan says %d", core.ErrSourceChanged, r.p.Index, end, r.p.Offset+r.p.Length)}
+		return &input.ParseError{Path: r.f.Path, Row: r.p.First + r.p.Rows - 1, Offset: end,
+			Err: fmt.Errorf("%w: partition %d ends at byte %d, the plan says %d", input.ErrSourceChanged, r.p.Index, end, r.p.Offset+r.p.Length)}
 	case !r.Span && r.sc.crcNow() != r.p.CRC:
-		return &core.ParseError{Path: r.f.Path, Row: r.p.First, Offset: r.p.Offset,
-			Err: fmt.Errorf("%w: partition %d's bytes differ from the plan", core.ErrSourceChanged, r.p.Index)}
+		return &input.ParseError{Path: r.f.Path, Row: r.p.First, Offset: r.p.Offset,
+			Err: fmt.Errorf("%w: partition %d's bytes differ from the plan", input.ErrSourceChanged, r.p.Index)}
 	case r.rejected != r.p.Rejected:
-		return &core.ParseError{Path: r.f.Path, Row: r.p.First, Offset: r.p.Offset,
-			Err: fmt.Errorf("%w: partition %d has %d bad rows, the plan says %d", core.ErrSourceChanged, r.p.Index, r.rejected, r.p.Rejected)}
+		return &input.ParseError{Path: r.f.Path, Row: r.p.First, Offset: r.p.Offset,
+			Err: fmt.Errorf("%w: partition %d has %d bad rows, the plan says %d", input.ErrSourceChanged, r.p.Index, r.rejected, r.p.Rejected)}
 	case r.skipped != len(r.p.Superseded):
-		return core.SupersededError(r.f.Path, r.p, int64(r.skipped))
+		return partition.SupersededError(r.f.Path, r.p, int64(r.skipped))
 	}
 	return nil
 }
@@ -327,8 +331,8 @@ func (r *PartitionReader) Close() error {
 
 // RawRows re-reads partition p of plan and returns the rows whose ordinals
 // want holds.
-func (f *File) RawRows(plan *core.Plan, p core.Partition, want map[int64]bool) (out map[int64]core.RawRow, err error) {
-	out = map[int64]core.RawRow{}
+func (f *File) RawRows(plan *partition.Plan, p idemtype.Partition, want map[int64]bool) (out map[int64]reject.RawRow, err error) {
+	out = map[int64]reject.RawRow{}
 	s, err := f.OpenText(context.Background(), p.Offset, p.Length)
 	if err != nil {
 		return nil, err
@@ -345,13 +349,13 @@ func (f *File) RawRows(plan *core.Plan, p core.Partition, want map[int64]bool) (
 			return nil, f.Wrap(err, p.First+i, sc.offset(), "")
 		}
 		if o := p.First + i; want[o] {
-			r := core.RawRow{Offset: sc.rowStart()}
-			if raw := sc.raw(); len(raw) <= core.MaxRejectRow {
+			r := reject.RawRow{Offset: sc.rowStart()}
+			if raw := sc.raw(); len(raw) <= reject.MaxRow {
 				r.Text = string(raw)
 				if prob != nil {
-					r.Fields = core.RawFields(raw)
+					r.Fields = reject.RawFields(raw)
 				} else {
-					r.Fields = string(core.AppendFields(nil, cells))
+					r.Fields = string(reject.AppendFields(nil, cells))
 				}
 			}
 			out[o] = r

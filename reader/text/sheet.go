@@ -21,12 +21,14 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
-	"github.com/idemport/idemport/reader/internal/core"
+	"github.com/idemport/idemport/reader/internal/input"
+	"github.com/idemport/idemport/reader/internal/partition"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // sheet is the decoded rows of the sheet a File reads.
 type sheet struct {
-	rows [][]core.Cell
+	rows [][]value.Cell
 	text [][]byte // each row as CSV, what its checksum and rejects hold
 }
 
@@ -48,18 +50,18 @@ func (f *File) sheet() (*sheet, error) {
 // day), booleans as true and false, and text and errors (#N/A) as text.
 // An empty cell is null.
 func (f *File) loadSheet() (_ *sheet, err error) {
-	if f.Comp != core.None {
-		return nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: an Excel workbook is a zip file already: decompress it first", core.ErrFormat)}
+	if f.Comp != input.None {
+		return nil, &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: an Excel workbook is a zip file already: decompress it first", input.ErrFormat)}
 	}
 	defer func() {
 		if v := recover(); v != nil { // a hostile workbook must be a data error, not a crash
-			err = &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: corrupt workbook (%v)", core.ErrFormat, v)}
+			err = &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: corrupt workbook (%v)", input.ErrFormat, v)}
 		}
 	}()
 	src := io.NewSectionReader(f.In, 0, f.In.Size())
 	x, err := excelize.OpenReader(&countingReaderAt{r: src, f: f.File})
 	if err != nil {
-		return nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: not an Excel workbook: %v", core.ErrFormat, err)}
+		return nil, &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: not an Excel workbook: %v", input.ErrFormat, err)}
 	}
 	defer x.Close()
 	name := f.Opts.Sheet
@@ -68,11 +70,11 @@ func (f *File) loadSheet() (_ *sheet, err error) {
 		name = list[0]
 	}
 	if !slices.Contains(list, name) {
-		return nil, fmt.Errorf("%w: --sheet: the workbook has no sheet %q (it has %s)", core.ErrOption, name, strings.Join(list, ", "))
+		return nil, fmt.Errorf("%w: --sheet: the workbook has no sheet %q (it has %s)", input.ErrOption, name, strings.Join(list, ", "))
 	}
 	raw, err := x.GetRows(name, excelize.Options{RawCellValue: true})
 	if err != nil {
-		return nil, &core.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: sheet %q: %v", core.ErrFormat, name, err)}
+		return nil, &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: sheet %q: %v", input.ErrFormat, name, err)}
 	}
 	date1904 := false
 	if p, err := x.GetWorkbookProps(); err == nil && p.Date1904 != nil {
@@ -81,25 +83,25 @@ func (f *File) loadSheet() (_ *sheet, err error) {
 	formats := map[int]timeFormat{}
 	s := &sheet{}
 	for r, row := range raw {
-		cells := make([]core.Cell, len(row))
+		cells := make([]value.Cell, len(row))
 		for c, v := range row {
 			if v == "" {
-				cells[c] = core.Cell{Kind: core.CellNull}
+				cells[c] = value.Cell{Kind: value.CellNull}
 				continue
 			}
 			ref, _ := excelize.CoordinatesToCellName(c+1, r+1)
 			typ, _ := x.GetCellType(name, ref)
 			switch typ {
 			case excelize.CellTypeBool:
-				cells[c] = core.Cell{B: []byte(map[bool]string{true: "true", false: "false"}[v == "1" || strings.EqualFold(v, "true")]), Kind: core.CellBool}
+				cells[c] = value.Cell{B: []byte(map[bool]string{true: "true", false: "false"}[v == "1" || strings.EqualFold(v, "true")]), Kind: value.CellBool}
 				continue
 			case excelize.CellTypeSharedString, excelize.CellTypeInlineString, excelize.CellTypeError, excelize.CellTypeDate:
-				cells[c] = core.Cell{B: []byte(v), Kind: core.CellString}
+				cells[c] = value.Cell{B: []byte(v), Kind: value.CellString}
 				continue
 			}
 			num, err := strconv.ParseFloat(v, 64)
 			if err != nil { // a formula's text result
-				cells[c] = core.Cell{B: []byte(v), Kind: core.CellString}
+				cells[c] = value.Cell{B: []byte(v), Kind: value.CellString}
 				continue
 			}
 			style, _ := x.GetCellStyle(name, ref)
@@ -110,16 +112,16 @@ func (f *File) loadSheet() (_ *sheet, err error) {
 			}
 			if tf != notTime {
 				if t, err := excelize.ExcelDateToTime(num, date1904); err == nil && !math.IsInf(num, 0) {
-					cells[c] = core.Cell{B: []byte(formatTime(t, tf)), Kind: core.CellString}
+					cells[c] = value.Cell{B: []byte(formatTime(t, tf)), Kind: value.CellString}
 					continue
 				}
 			}
-			cells[c] = core.Cell{B: []byte(v), Kind: core.CellText} // the number as Excel stores it
+			cells[c] = value.Cell{B: []byte(v), Kind: value.CellText} // the number as Excel stores it
 		}
 		for _, m := range f.Opts.Null {
 			for c := range cells {
-				if cells[c].Kind != core.CellNull && string(cells[c].B) == m {
-					cells[c] = core.Cell{Kind: core.CellNull}
+				if cells[c].Kind != value.CellNull && string(cells[c].B) == m {
+					cells[c] = value.Cell{Kind: value.CellNull}
 				}
 			}
 		}
@@ -212,16 +214,16 @@ func formatTime(t time.Time, tf timeFormat) string {
 
 // csvText renders cells as a CSV row: nulls empty, the rest quoted when
 // they must be.
-func csvText(cells []core.Cell) []byte {
+func csvText(cells []value.Cell) []byte {
 	var b []byte
 	for i, c := range cells {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if c.Kind == core.CellNull {
+		if c.Kind == value.CellNull {
 			continue
 		}
-		if c.Kind == core.CellString || bytes.ContainsAny(c.B, ",\"\r\n") {
+		if c.Kind == value.CellString || bytes.ContainsAny(c.B, ",\"\r\n") {
 			b = append(b, '"')
 			b = append(b, bytes.ReplaceAll(c.B, []byte(`"`), []byte(`""`))...)
 			b = append(b, '"')
@@ -235,7 +237,7 @@ func csvText(cells []core.Cell) []byte {
 // countingReaderAt counts the bytes excelize reads into the File's stats.
 type countingReaderAt struct {
 	r *io.SectionReader
-	f *core.File
+	f *input.File
 }
 
 func (c *countingReaderAt) Read(p []byte) (int, error) {
@@ -251,7 +253,7 @@ type sheetScanner struct {
 	start int // the row next returned last
 	width int // the file's columns: shorter rows are padded with nulls
 	crc   uint32
-	cells []core.Cell
+	cells []value.Cell
 }
 
 func newSheetScanner(s *sheet, offset int64, width int) *sheetScanner {
@@ -259,8 +261,8 @@ func newSheetScanner(s *sheet, offset int64, width int) *sheetScanner {
 }
 
 func (sc *sheetScanner) consume(i int) {
-	sc.crc = crc32.Update(sc.crc, core.Castagnoli, sc.s.text[i])
-	sc.crc = crc32.Update(sc.crc, core.Castagnoli, []byte{'\n'})
+	sc.crc = crc32.Update(sc.crc, partition.Castagnoli, sc.s.text[i])
+	sc.crc = crc32.Update(sc.crc, partition.Castagnoli, []byte{'\n'})
 }
 
 // skipLines leaves out the first n rows.
@@ -271,7 +273,7 @@ func (sc *sheetScanner) skipLines(n int) {
 	}
 }
 
-func (sc *sheetScanner) next() ([]core.Cell, *problem, error) {
+func (sc *sheetScanner) next() ([]value.Cell, *problem, error) {
 	for sc.pos < len(sc.s.rows) && blank(sc.s.rows[sc.pos]) {
 		sc.consume(sc.pos)
 		sc.pos++
@@ -285,14 +287,14 @@ func (sc *sheetScanner) next() ([]core.Cell, *problem, error) {
 	sc.pos++
 	sc.cells = append(sc.cells[:0], row...)
 	for len(sc.cells) < sc.width {
-		sc.cells = append(sc.cells, core.Cell{Kind: core.CellNull})
+		sc.cells = append(sc.cells, value.Cell{Kind: value.CellNull})
 	}
 	return sc.cells, nil, nil
 }
 
-func blank(row []core.Cell) bool {
+func blank(row []value.Cell) bool {
 	for _, c := range row {
-		if c.Kind != core.CellNull {
+		if c.Kind != value.CellNull {
 			return false
 		}
 	}

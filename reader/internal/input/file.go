@@ -1,4 +1,4 @@
-package core
+package input
 
 import (
 	"bufio"
@@ -8,11 +8,11 @@ import (
 	"io"
 	"sync/atomic"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/reader/internal/charset"
 )
 
 // Format names a source file format.
@@ -42,98 +42,6 @@ const (
 	Zstd Compression = "zstd"
 )
 
-// DefaultMaxRowBytes is the default bound on one row's size in bytes. It is
-// what bounds the reader's memory on hostile input.
-const DefaultMaxRowBytes = 64 << 20
-
-// Options say how to read a file. The zero value reads by extension with
-// default settings.
-type Options struct {
-	// Format overrides detection by extension.
-	Format Format
-	// Delimiter separates CSV fields; 0 means ',' for CSV and '\t' for TSV.
-	Delimiter byte
-	// Quotes turns quote processing on for TSV (always on for CSV).
-	Quotes bool
-	// Types fixes the type of the named columns instead of inferring it;
-	// values that do not parse are bad rows. A Parquet or Arrow column,
-	// whose type the file gives, may be fixed to that type, to string (the
-	// text of its values) or to json (their JSON); any other type is an
-	// error wrapping ErrType.
-	Types map[string]Type
-	// NotNull names columns that must have a value in every row (natural
-	// key columns); a row with a null there is bad.
-	NotNull []string
-	// Limits are what the target's columns hold, by column name: a value
-	// outside its column's Limit is a bad row.
-	Limits map[string]Limit
-	// JSONB says JSON goes to PostgreSQL's jsonb: a nested JSON value, or
-	// a json column's value, that jsonb refuses is a bad row.
-	JSONB bool
-	// Exact names columns whose inferred type must hold every value
-	// exactly in a comparison too: never float64 (a natural key column of
-	// 9007199254740992 and 9007199254740993 is decimal, not two equal
-	// floats).
-	Exact []string
-	// Key names the natural key columns, in order. With a key the plan pass
-	// finds, for each key that occurs more than once, the rows that lose to
-	// another row of the file with that key (Plan.Superseded), and
-	// partition readers skip them: the last occurrence wins, or with
-	// Version, the occurrence with the newest version (NULL is older than
-	// any), the last among equals.
-	Key []string
-	// Version names the version column, or is empty.
-	Version string
-	// MaxRowBytes bounds a row's size in text formats; 0 means
-	// DefaultMaxRowBytes.
-	MaxRowBytes int
-	// SkipLines is how many lines before the header (or, with NoHeader,
-	// before the first data row) are not part of the table, such as a
-	// report's title: physical lines of a text file, rows of a sheet, the
-	// first rows of a Parquet or Arrow file.
-	SkipLines int
-	// NoHeader says a CSV or TSV file has no header: its first line (after
-	// SkipLines) is data. Its columns are named by Names, or column1 …
-	// columnN after the fields of the first row.
-	NoHeader bool
-	// Names, when set, names a CSV or TSV file's columns by position,
-	// replacing its header's names (or naming those of a file without
-	// one): one name per column of the file.
-	Names []string
-	// Select, when set, lists the only columns of the file that are read,
-	// by their names in the file (after Names), in the order the columns
-	// are to have; the others are neither checked nor stored.
-	Select []string
-	// Rename gives columns of the file (by their names in the file, after
-	// Names) another name. Types, NotNull, Limits, Exact, Key and Version
-	// name columns as renamed.
-	Rename map[string]string
-	// Null lists the markers that stand for NULL in a CSV or TSV file (or
-	// a sheet): an unquoted field equal to one is null, as an unquoted
-	// empty field always is. A quoted field is never null.
-	Null []string
-	// InferDates types, where the type is inferred, a column of ISO dates
-	// (YYYY-MM-DD) as date and one of timestamps without a zone as
-	// timestamp (without time zone); without it they are text and points
-	// in time taken as UTC, as mapping version 1 read them.
-	InferDates bool
-	// Encoding is the canonical name (EncodingName) of the encoding a
-	// text file is written in; "" means UTF-8. A UTF-16 or UTF-8 byte
-	// order mark at the start of the file decides instead. A file in
-	// another encoding than UTF-8 is decoded as it is read: byte offsets
-	// (partitions, messages) are those of its UTF-8 text, and a partition
-	// is read by decoding the file from its start, as a compressed one
-	// is decompressed from its start.
-	Encoding string
-	// Sheet names the sheet of an Excel workbook to read; "" means its
-	// first.
-	Sheet string
-	// Allocator allocates the Arrow memory of the batches the reader
-	// returns and of the Arrow decoders; nil means memory.DefaultAllocator.
-	// (Parquet's page buffers come from memory.DefaultAllocator.)
-	Allocator memory.Allocator
-}
-
 // File is what both wings know of an opened file: its source, format,
 // options and, for CSV and TSV, its header. The facade's File holds one and
 // hands it to the wing that reads the format; its counters are updated by
@@ -156,7 +64,7 @@ type File struct {
 	Proj   []int
 	// cs is how a text file's bytes become UTF-8 (SniffCharset), or nil
 	// when they are read as they are.
-	cs    *charset
+	cs    *charset.Charset
 	Stats Counters
 }
 
@@ -254,7 +162,7 @@ func (f *File) Open(ctx context.Context, offset int64) (*Stream, error) {
 }
 
 // SniffCharset decides how the text file's bytes become UTF-8 from its
-// first bytes and Options.Encoding (see sniff).
+// first bytes and Options.Encoding (see charset.Sniff).
 func (f *File) SniffCharset(ctx context.Context) error {
 	// Three bytes the header's read reads again: not counted in f.Stats.
 	g := &File{In: f.In, Path: f.Path, Comp: f.Comp}
@@ -268,7 +176,7 @@ func (f *File) SniffCharset(ctx context.Context) error {
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
 		return f.Wrap(err, 0, 0, "")
 	}
-	f.cs, err = sniff(head[:n], f.Opts.Encoding)
+	f.cs, err = charset.Sniff(head[:n], f.Opts.Encoding)
 	return err
 }
 
@@ -286,13 +194,13 @@ func (f *File) OpenHeader(ctx context.Context) (*Stream, error) {
 		s.Close()
 		return nil, f.Wrap(err, 0, 0, "")
 	}
-	if f.cs, err = sniff(head, f.Opts.Encoding); err != nil {
+	if f.cs, err = charset.Sniff(head, f.Opts.Encoding); err != nil {
 		s.Close()
 		return nil, err
 	}
 	s.Reader = br
 	if f.cs != nil {
-		if s.Reader, err = f.cs.reader(br); err != nil {
+		if s.Reader, err = f.cs.Reader(br); err != nil {
 			s.Close()
 			return nil, f.Wrap(err, 0, 0, "")
 		}
@@ -304,9 +212,9 @@ func (f *File) OpenHeader(ctx context.Context) (*Stream, error) {
 // one its byte order mark or Options.Encoding says.
 func (f *File) Charset() string {
 	if f.cs == nil {
-		return UTF8
+		return charset.UTF8
 	}
-	return f.cs.name
+	return f.cs.Name
 }
 
 // Decode returns the UTF-8 text of r, the file's decompressed stream from
@@ -315,7 +223,7 @@ func (f *File) Decode(r io.Reader) (io.Reader, error) {
 	if f.cs == nil {
 		return r, nil
 	}
-	return f.cs.reader(r)
+	return f.cs.Reader(r)
 }
 
 // OpenText is OpenSpan for the UTF-8 text of a text file: the text from
@@ -332,7 +240,7 @@ func (f *File) OpenText(ctx context.Context, offset, length int64) (*Stream, err
 	if err != nil {
 		return nil, err
 	}
-	r, err := f.cs.reader(s.Reader)
+	r, err := f.cs.Reader(s.Reader)
 	if err == nil && offset > 0 {
 		_, err = io.CopyN(io.Discard, r, offset)
 	}

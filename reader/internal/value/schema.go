@@ -1,6 +1,8 @@
-package core
+package value
 
 import (
+	"strings"
+
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/idemport/idemport/idemtype"
@@ -50,4 +52,13 @@ func (s Schema) Index(name string) int {
 		}
 	}
 	return -1
+}
+
+// SchemaText lists columns as name:type for messages.
+func SchemaText(s Schema) string {
+	parts := make([]string, len(s))
+	for i, c := range s {
+		parts[i] = c.Name + ":" + c.Type.String()
+	}
+	return strings.Join(parts, ", ")
 }

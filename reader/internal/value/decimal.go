@@ -1,4 +1,4 @@
-package core
+package value
 
 import (
 	"errors"
@@ -194,6 +194,17 @@ func appendDecimal(dst []byte, d *decimalText) []byte {
 		dst = append(dst, d.digit(i))
 	}
 	return dst
+}
+
+// CanonicalDecimal returns the canonical text of the decimal number b when
+// it fits a decimal column and is written without a leading zero in a
+// multi-digit integer part, a plus sign or a bare point (.5): the numbers
+// a natural key compares by value.
+func CanonicalDecimal(b []byte) ([]byte, bool) {
+	if d, ok := ParseDecimal(b); ok && !d.zeros && !d.plus && !d.bare && d.fitsDecimal() {
+		return appendDecimal(nil, &d), true
+	}
+	return nil, false
 }
 
 // DecimalValue converts b to a decimal: its canonical text (b itself when

@@ -1,4 +1,4 @@
-package core
+package charset
 
 import (
 	"bytes"
@@ -38,21 +38,21 @@ func EncodingName(label string) (string, error) {
 // U+FFFD that the file did not say.
 const invalid = 0xff
 
-// charset is how the bytes of a text file become the UTF-8 its scanners
+// Charset is how the bytes of a text file become the UTF-8 its scanners
 // read.
-type charset struct {
-	name string // canonical
+type Charset struct {
+	Name string // canonical
 	bom  int    // bytes of a byte order mark that start the stream, not decoded
 	new  func() transform.Transformer
 }
 
-// sniff decides the charset of a stream that starts with head (its first
+// Sniff decides the charset of a stream that starts with head (its first
 // bytes, at least 3 when it has them): a UTF-16 byte order mark decides it
 // whatever Options.Encoding says, as the WHATWG decode algorithm does, and
 // a UTF-8 one makes it UTF-8 (the scanners drop that mark); otherwise it
 // is Options.Encoding's. A nil charset means the bytes are read as they
 // are.
-func sniff(head []byte, name string) (*charset, error) {
+func Sniff(head []byte, name string) (*Charset, error) {
 	switch {
 	case bytes.HasPrefix(head, []byte("\xef\xbb\xbf")):
 		return nil, nil
@@ -63,7 +63,7 @@ func sniff(head []byte, name string) (*charset, error) {
 	case name == "" || name == UTF8:
 		return nil, nil
 	}
-	cs := &charset{name: name}
+	cs := &Charset{Name: name}
 	switch name {
 	case "utf-16le", "utf-16be":
 		if len(head) >= 2 && (head[0] == 0xff && head[1] == 0xfe || head[0] == 0xfe && head[1] == 0xff) {
@@ -96,9 +96,9 @@ func sniff(head []byte, name string) (*charset, error) {
 	return cs, nil
 }
 
-// reader returns the UTF-8 text of r, whose first bytes are the charset's
+// Reader returns the UTF-8 text of r, whose first bytes are the charset's
 // byte order mark, if it has one.
-func (cs *charset) reader(r io.Reader) (io.Reader, error) {
+func (cs *Charset) Reader(r io.Reader) (io.Reader, error) {
 	if cs.bom > 0 {
 		if _, err := io.CopyN(io.Discard, r, int64(cs.bom)); err != nil {
 			return nil, err

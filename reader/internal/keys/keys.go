@@ -1,4 +1,4 @@
-package core
+package keys
 
 // Within one file only the last occurrence of a key is applied (with a
 // version column, the newest version's, the last among equals). The plan
@@ -12,29 +12,30 @@ package core
 
 import (
 	"encoding/binary"
-	"fmt"
 	"hash/maphash"
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
-// keyChunk is how many hashes one chunk of a keyIndex holds: the index
+// keyChunk is how many hashes one chunk of an Index holds: the index
 // grows a chunk at a time, so no slice of all the hashes is ever copied.
 const keyChunk = 1 << 16
 
-// KeyIndex collects the key hashes of a plan pass: 8 bytes a row, and 8
+// Index collects the key hashes of a plan pass: 8 bytes a row, and 8
 // more while candidates runs. It is not safe for concurrent use.
-type KeyIndex struct {
+type Index struct {
 	seed   maphash.Seed
 	chunks [][]uint64 // hash of row ordinal i+1 at chunks[i/keyChunk][i%keyChunk]; 0 for a bad row
 	n      int64      // rows recorded
 	Buf    []byte     // scratch for one row's key
 }
 
-func NewKeyIndex() *KeyIndex { return &KeyIndex{seed: maphash.MakeSeed()} }
+func NewIndex() *Index { return &Index{seed: maphash.MakeSeed()} }
 
-func (k *KeyIndex) push(h uint64) {
+func (k *Index) push(h uint64) {
 	if k.n%keyChunk == 0 {
 		k.chunks = append(k.chunks, make([]uint64, 0, keyChunk))
 	}
@@ -45,7 +46,7 @@ func (k *KeyIndex) push(h uint64) {
 
 // add records the key bytes of the good row with the given ordinal; rows
 // skipped since the last call are bad rows, which have no key.
-func (k *KeyIndex) Add(ordinal int64, key []byte) {
+func (k *Index) Add(ordinal int64, key []byte) {
 	for k.n < ordinal-1 {
 		k.push(0)
 	}
@@ -57,7 +58,7 @@ func (k *KeyIndex) Add(ordinal int64, key []byte) {
 // grouped by their top bits (8 more bytes a row), finds the repeated ones
 // group by group in a table that fits a cache, and only when there are
 // any, looks the rows up in order.
-func (k *KeyIndex) Candidates() []int64 {
+func (k *Index) Candidates() []int64 {
 	defer func() { k.chunks, k.Buf = nil, nil }()
 	if k.n < 2 {
 		return nil
@@ -132,50 +133,50 @@ func (k *KeyIndex) Candidates() []int64 {
 	return out
 }
 
-// AppendTextKey appends the key bytes of a text cell of a column whose type
+// AppendText appends the key bytes of a text cell of a column whose type
 // the pass is still inferring. Values that can be equal under the type the
 // column ends up with append the same bytes (1, 1.0 and 1e0 as an integer
 // or a decimal; the same instant written in two zones; TRUE and true), so
 // repeats are not missed; values equal only so, in a column that turns out
 // to be text, are told apart by the exact comparison.
-func AppendTextKey(dst []byte, c Cell) []byte {
+func AppendText(dst []byte, c value.Cell) []byte {
 	b := c.B
-	if c.Kind == CellText || c.Kind == CellNumber {
-		if IsInteger(b) { // canonical: its text is the number's
+	if c.Kind == value.CellText || c.Kind == value.CellNumber {
+		if value.IsInteger(b) { // canonical: its text is the number's
 			if len(b) == 2 && b[0] == '-' && b[1] == '0' {
 				b = b[1:]
 			}
-			return AppendBytesKey(dst, 'i', b)
+			return AppendBytes(dst, 'i', b)
 		}
-		if d, ok := ParseDecimal(b); ok && !d.zeros && !d.plus && !d.bare && d.fitsDecimal() {
-			return AppendDecimalKey(dst, appendDecimal(nil, &d))
+		if canonical, ok := value.CanonicalDecimal(b); ok {
+			return AppendDecimal(dst, canonical)
 		}
 	}
-	if c.Kind == CellText || c.Kind == CellString {
-		if us, ok := ParseTimestamp(b, false); ok {
+	if c.Kind == value.CellText || c.Kind == value.CellString {
+		if us, ok := value.ParseTimestamp(b, false); ok {
 			return binary.BigEndian.AppendUint64(append(dst, 't'), uint64(us))
 		}
 	}
-	if c.Kind == CellText || c.Kind == CellBool {
-		if v, ok := parseBool(b, false); ok {
+	if c.Kind == value.CellText || c.Kind == value.CellBool {
+		if v, ok := value.ParseBool(b, false); ok {
 			return append(dst, 'b', byte(v))
 		}
 	}
-	return AppendBytesKey(dst, 's', b)
+	return AppendBytes(dst, 's', b)
 }
 
-// AppendDecimalKey appends the key bytes of a decimal's canonical text,
+// AppendDecimal appends the key bytes of a decimal's canonical text,
 // which are those of its number: a key column compares decimals by value,
 // as PostgreSQL's numeric does, so 1.5 and 1.50 are one key, and 1, 1.0
 // and 1e0 are (as an integer's) another. The digits are the canonical
 // text's without the zeros that end its fraction (and without the point
 // when nothing is left after it); zero has no sign in canonical text.
-func AppendDecimalKey(dst, canonical []byte) []byte {
+func AppendDecimal(dst, canonical []byte) []byte {
 	num := canonical[:NumberLen(canonical)]
 	if slices.Contains(num, '.') {
-		return AppendBytesKey(dst, 'n', num)
+		return AppendBytes(dst, 'n', num)
 	}
-	return AppendBytesKey(dst, 'i', num)
+	return AppendBytes(dst, 'i', num)
 }
 
 // NumberLen returns how long a prefix of a decimal's canonical text names
@@ -196,47 +197,47 @@ func NumberLen(canonical []byte) int {
 	return n
 }
 
-// appendIntKey appends the key bytes of an integer: its decimal text, as
-// appendTextKey keys an integer's text.
-func appendIntKey(dst []byte, n int64) []byte {
+// appendInt appends the key bytes of an integer: its decimal text, as
+// AppendText keys an integer's text.
+func appendInt(dst []byte, n int64) []byte {
 	var d [20]byte
-	return AppendBytesKey(dst, 'i', strconv.AppendInt(d[:0], n, 10))
+	return AppendBytes(dst, 'i', strconv.AppendInt(d[:0], n, 10))
 }
 
-// AppendFloatKey appends the key bytes of a float: an integral one as that
+// AppendFloat appends the key bytes of a float: an integral one as that
 // integer, so that it meets the same integer written without a fraction.
-func AppendFloatKey(dst []byte, f float64) []byte {
+func AppendFloat(dst []byte, f float64) []byte {
 	if f == math.Trunc(f) && math.Abs(f) < 1<<63 {
-		return appendIntKey(dst, int64(f))
+		return appendInt(dst, int64(f))
 	}
 	return binary.BigEndian.AppendUint64(append(dst, 'f'), math.Float64bits(f))
 }
 
-func AppendBytesKey(dst []byte, tag byte, b []byte) []byte {
+func AppendBytes(dst []byte, tag byte, b []byte) []byte {
 	dst = binary.AppendUvarint(append(dst, tag), uint64(len(b)))
 	return append(dst, b...)
 }
 
-// AppendValueKey appends the key bytes of a value converted to type t.
-func AppendValueKey(dst []byte, v Value, t Type) []byte {
+// AppendValue appends the key bytes of a value converted to type t.
+func AppendValue(dst []byte, v value.Value, t value.Type) []byte {
 	switch t {
-	case Int64:
-		return appendIntKey(dst, v.I)
-	case Float64:
-		return AppendFloatKey(dst, v.F)
-	case Timestamp, LocalTimestamp, Date:
+	case value.Int64:
+		return appendInt(dst, v.I)
+	case value.Float64:
+		return AppendFloat(dst, v.F)
+	case value.Timestamp, value.LocalTimestamp, value.Date:
 		return binary.BigEndian.AppendUint64(append(dst, 't'), uint64(v.I))
-	case Bool:
+	case value.Bool:
 		return append(dst, 'b', byte(v.I))
-	case Decimal:
-		return AppendDecimalKey(dst, v.B)
+	case value.Decimal:
+		return AppendDecimal(dst, v.B)
 	}
-	return AppendBytesKey(dst, 's', v.B)
+	return AppendBytes(dst, 's', v.B)
 }
 
-// KeyColumns returns the positions in names of the key columns, or nil
+// Columns returns the positions in names of the key columns, or nil
 // when some key column is not among them.
-func KeyColumns(names, key []string) []int {
+func Columns(names, key []string) []int {
 	var cols []int
 	for _, k := range key {
 		i := slices.Index(names, k)
@@ -246,11 +247,4 @@ func KeyColumns(names, key []string) []int {
 		cols = append(cols, i)
 	}
 	return cols
-}
-
-// SupersededError reports a partition whose superseded rows are not what
-// the plan says: the file changed.
-func SupersededError(path string, p Partition, got int64) error {
-	return &ParseError{Path: path, Row: p.First, Offset: p.Offset,
-		Err: fmt.Errorf("%w: partition %d has %d superseded rows, the plan says %d", ErrSourceChanged, p.Index, got, len(p.Superseded))}
 }

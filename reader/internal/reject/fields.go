@@ -1,4 +1,4 @@
-package core
+package reject
 
 import (
 	"bytes"
@@ -8,6 +8,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/idemport/idemport/reader/internal/input"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // A reject keeps every field of its row, so that an export can give back
@@ -38,7 +41,7 @@ const (
 )
 
 // AppendFields appends the payload of a row's cells to dst.
-func AppendFields(dst []byte, cells []Cell) []byte {
+func AppendFields(dst []byte, cells []value.Cell) []byte {
 	dst = append(dst, '[')
 	for i, c := range cells {
 		if i > 0 {
@@ -46,16 +49,16 @@ func AppendFields(dst []byte, cells []Cell) []byte {
 		}
 		kind := byte(fieldText)
 		switch c.Kind {
-		case CellNull:
+		case value.CellNull:
 			dst = append(dst, "null"...)
 			continue
-		case CellString:
+		case value.CellString:
 			kind = FieldString
-		case CellNumber:
+		case value.CellNumber:
 			kind = fieldNumber
-		case CellBool:
+		case value.CellBool:
 			kind = fieldBool
-		case CellJSON:
+		case value.CellJSON:
 			kind = FieldJSON
 		}
 		dst = AppendField(dst, kind, c.B)
@@ -74,9 +77,9 @@ func RawFields(raw []byte) string {
 // string, or hex when the text is not UTF-8.
 func AppendField(dst []byte, kind byte, b []byte) []byte {
 	if !utf8.Valid(b) {
-		return appendJSONString(dst, append([]byte{fieldBytes, kind}, hex.EncodeToString(b)...))
+		return value.AppendJSONString(dst, append([]byte{fieldBytes, kind}, hex.EncodeToString(b)...))
 	}
-	return appendJSONString(dst, append([]byte{kind}, b...))
+	return value.AppendJSONString(dst, append([]byte{kind}, b...))
 }
 
 // Field is one field of a quarantined row as text, or null.
@@ -85,13 +88,13 @@ type Field struct {
 	Null bool
 }
 
-// RejectFields decodes the fields a reject kept (Reject.Fields) of a file
+// DecodeFields decodes the fields a reject kept (Reject.Fields) of a file
 // of format f, read with schema: one Field per column, holding the text a
 // reader of that format would read the value from again (for JSON
 // columns, the JSON document the import stores), and the fields the row
 // had beyond the schema's columns. A quoted empty CSV field is an empty
 // Text, an unquoted one Null, as the reader reads them.
-func RejectFields(fields string, f Format, schema Schema) (cols, extra []Field, err error) {
+func DecodeFields(fields string, f input.Format, schema value.Schema) (cols, extra []Field, err error) {
 	var elems []*string
 	if err := json.Unmarshal([]byte(fields), &elems); err != nil {
 		return nil, nil, fmt.Errorf("read the fields of a reject: %w", err)
@@ -119,7 +122,7 @@ func RejectFields(fields string, f Format, schema Schema) (cols, extra []Field, 
 				continue
 			}
 			fd.Text = string(text)
-			if i < len(schema) && schema[i].Type == JSON {
+			if i < len(schema) && schema[i].Type == value.JSON {
 				fd.Text = jsonText(kind, text, f)
 			}
 		}
@@ -135,22 +138,22 @@ func RejectFields(fields string, f Format, schema Schema) (cols, extra []Field, 
 // jsonText returns what a JSON column stores for a field of the given kind:
 // what the import's conversion makes of it, or, for a value it cannot
 // convert, the text as it was.
-func jsonText(kind byte, text []byte, f Format) string {
+func jsonText(kind byte, text []byte, f input.Format) string {
 	if f.Typed() {
 		return string(text) // kept as the import rendered it
 	}
-	c := Cell{B: text, Kind: CellText}
+	c := value.Cell{B: text, Kind: value.CellText}
 	switch kind {
 	case FieldString:
-		c.Kind = CellString
+		c.Kind = value.CellString
 	case fieldNumber:
-		c.Kind = CellNumber
+		c.Kind = value.CellNumber
 	case fieldBool:
-		c.Kind = CellBool
+		c.Kind = value.CellBool
 	case FieldJSON:
-		c.Kind = CellJSON
+		c.Kind = value.CellJSON
 	}
-	v, code, _ := Convert(c, JSON)
+	v, code, _ := value.Convert(c, value.JSON)
 	if code != "" || v.Null {
 		return string(text)
 	}
@@ -160,11 +163,26 @@ func jsonText(kind byte, text []byte, f Format) string {
 // CheckJSON returns a reason code and message when b is not a JSON
 // document a json column can hold, or empty strings when it is.
 func CheckJSON(b []byte) (string, string) {
-	if code, msg := CheckText(b); code != "" {
+	if code, msg := value.CheckText(b); code != "" {
 		return code, msg
 	}
 	if err := fastjson.ValidateBytes(b); err != nil {
-		return CodeJSON, "invalid JSON: " + err.Error()
+		return value.CodeJSON, "invalid JSON: " + err.Error()
 	}
 	return "", ""
+}
+
+// MaxValue bounds the raw value kept with a reject, and MaxRow
+// the raw row: longer rows are not kept (the reject keeps its identity).
+const (
+	MaxValue = 1024
+	MaxRow   = 64 << 10
+)
+
+// RawRow is a row as the file holds it, for a reject found after the plan
+// pass (a row the database refused).
+type RawRow struct {
+	Offset int64  // where the row starts; -1 in Parquet and Arrow files
+	Text   string // the row's text (text formats); empty when over 64 KiB
+	Fields string // every field of the row, as Reject.Fields; empty when over 64 KiB
 }
