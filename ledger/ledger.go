@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/migrate"
@@ -67,7 +68,18 @@ type Ledger struct {
 	db     *sql.DB
 	d      Driver
 	prefix string
+
+	// replaceCols says whether the columns of migration replaceMigration
+	// (operations.replaces, operations_past.replaced_by) exist: after
+	// Migrate they do; a database an earlier version wrote, opened
+	// read-only, may lack them, and reads then leave the fields empty.
+	mu          sync.Mutex
+	replaceCols *bool
 }
+
+// replaceMigration is the ledger migration that adds the columns of
+// replacements (0014_replace).
+const replaceMigration = 14
 
 // New returns a Ledger over db, whose driver is d, with tables named with
 // prefix (the driver's sink.Database.Prefix).
@@ -77,7 +89,43 @@ func New(db *sql.DB, d Driver, prefix string) *Ledger {
 
 // Migrate creates or upgrades the ledger's tables.
 func (l *Ledger) Migrate(ctx context.Context) error {
-	return migrate.Apply(ctx, l.db, l.d, l.prefix, "ledger")
+	if err := migrate.Apply(ctx, l.db, l.d, l.prefix, "ledger"); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	yes := true
+	l.replaceCols = &yes
+	return nil
+}
+
+// hasReplaceCols reports whether the ledger's tables have the columns of
+// replacements; it asks the database once, unless Migrate told it.
+func (l *Ledger) hasReplaceCols(ctx context.Context) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.replaceCols != nil {
+		return *l.replaceCols, nil
+	}
+	ok, err := migrate.Applied(ctx, l.db, l.d, l.prefix, "ledger", replaceMigration)
+	if err != nil {
+		return false, err
+	}
+	l.replaceCols = &ok
+	return ok, nil
+}
+
+// opColumns are the columns scanOp reads, for a ledger with or without
+// the columns of replacements.
+func (l *Ledger) opColumns(ctx context.Context) (string, error) {
+	ok, err := l.hasReplaceCols(ctx)
+	if err != nil {
+		return "", err
+	}
+	if ok {
+		return opColumns + `, coalesce(replaces, '')`, nil
+	}
+	return opColumns + `, ''`, nil
 }
 
 func (l *Ledger) q(s string) string { return l.d.Rebind(s) }
@@ -189,8 +237,7 @@ type Operation struct {
 const opColumns = `table_name, file_id, file_key, state, content_digest, mapping_digest, mapping,
 	file_path, file_size, planned, coalesce(lease_attempt, ''), coalesce(lease_expires, 0),
 	created_at, updated_at, coalesce(completed_at, 0), coalesce(completed_by, ''), coalesce(outcome, ''),
-	attempts, rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected,
-	coalesce(replaces, '')`
+	attempts, rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected`
 
 func scanOp(sc interface{ Scan(...any) error }) (*Operation, error) {
 	var o Operation
@@ -212,7 +259,11 @@ func (l *Ledger) Get(ctx context.Context, q Querier, k Key) (*Operation, int64, 
 	if err := q.QueryRowContext(ctx, `SELECT `+l.d.Now()).Scan(&now); err != nil {
 		return nil, 0, fmt.Errorf("read clock: %w", err)
 	}
-	row := q.QueryRowContext(ctx, l.q(`SELECT `+opColumns+` FROM `+l.prefix+`operations WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID)
+	cols, err := l.opColumns(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	row := q.QueryRowContext(ctx, l.q(`SELECT `+cols+` FROM `+l.prefix+`operations WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID)
 	op, err := scanOp(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, now, nil

@@ -135,10 +135,16 @@ func (l *Ledger) Past(ctx context.Context, f Filter) ([]Operation, error) {
 		return nil, err
 	}
 	where, args := f.where(l.prefix, l.prefix+"operations_past")
+	replacedBy := `coalesce(replaced_by, '')`
+	if ok, err := l.hasReplaceCols(ctx); err != nil {
+		return nil, err
+	} else if !ok {
+		replacedBy = `''`
+	}
 	rows, err := l.db.QueryContext(ctx, l.q(`SELECT table_name, file_id, file_key, state, content_digest, mapping_digest, mapping,
 		file_path, file_size, created_at, replaced_at, coalesce(completed_at, 0), coalesce(completed_by, ''), coalesce(outcome, ''),
 		attempts, rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected,
-		coalesce(replaced_by, '')
+		`+replacedBy+`
 		FROM `+l.prefix+`operations_past`+where+` ORDER BY created_at DESC, table_name, file_id`), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list past operations: %w", err)

@@ -30,7 +30,11 @@ func (l *Ledger) List(ctx context.Context, f Filter) ([]Operation, error) {
 		return nil, err
 	}
 	where, args := f.where(l.prefix, l.prefix+"operations")
-	rows, err := l.db.QueryContext(ctx, l.q(`SELECT `+opColumns+` FROM `+l.prefix+`operations`+where+
+	cols, err := l.opColumns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := l.db.QueryContext(ctx, l.q(`SELECT `+cols+` FROM `+l.prefix+`operations`+where+
 		` ORDER BY created_at DESC, table_name, file_id`), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list operations: %w", err)

@@ -390,3 +390,40 @@ func fileDigest(t *testing.T, path string) string {
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
+
+// TestReadOnlyCommandsOnALedgerBeforeReplace runs the commands that open
+// the database read-only (status, history, plan, import --dry-run) on a
+// ledger an earlier version wrote, before the migration that added the
+// columns of replacements: they read it as it is. The next import
+// migrates it.
+func TestReadOnlyCommandsOnALedgerBeforeReplace(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 1)
+		first := importTo(t, tg, dir, nil, 0, "orders.csv")
+		// The ledger as the version before 0014_replace left it.
+		for _, q := range []string{
+			`ALTER TABLE ` + tg.Ledger("operations") + ` DROP COLUMN replaces`,
+			`ALTER TABLE ` + tg.Ledger("operations_past") + ` DROP COLUMN replaced_by`,
+			`DELETE FROM ` + tg.Ledger("migrations") + ` WHERE component = 'ledger' AND version = 14`,
+		} {
+			if _, err := tg.DB.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		for _, args := range [][]string{{"status"}, {"history", "orders.csv"}, {"plan", "orders.csv"}, {"import", "--dry-run", "orders.csv"}} {
+			run := tg.Exec(t, dir, nil, args...)
+			if run.Code != 0 || !strings.Contains(run.Stdout, first.FileID[:19]) {
+				t.Fatalf("%v on the earlier ledger: exit %d\n%s%s", args, run.Code, run.Stdout, run.Stderr)
+			}
+		}
+		if res := importTo(t, tg, dir, nil, 0, "orders.csv"); res.Outcome != "duplicate" {
+			t.Fatalf("import on the earlier ledger: %s %s", res.Outcome, res.Error)
+		}
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("operations")+` WHERE replaces IS NULL`); n != 1 {
+			t.Fatalf("the import did not migrate the ledger: %d operations without replaces", n)
+		}
+	})
+}

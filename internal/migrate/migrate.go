@@ -163,3 +163,12 @@ func appliedVersions(ctx context.Context, db *sql.DB, d Driver, table, component
 	}
 	return out, rows.Err()
 }
+
+// Applied reports whether migration version of component is applied in
+// the database (prefix as for Apply). A database without the migrations
+// table has none applied. Read-only callers use it to read a database an
+// older version wrote without the columns later migrations add.
+func Applied(ctx context.Context, db *sql.DB, d Driver, prefix, component string, version int) (bool, error) {
+	applied, err := appliedVersions(ctx, db, d, prefix+"migrations", component)
+	return applied[version], err
+}
