@@ -201,3 +201,74 @@ func TestRunFeeds(t *testing.T) {
 		}
 	})
 }
+
+// TestRunFeedsFailFastDryRunMetrics: --dry-run plans every feed and
+// writes nothing; --fail-fast stops after the first feed that did not
+// import cleanly; the metrics file labels each sample of the run with its
+// feed.
+func TestRunFeedsFailFastDryRunMetrics(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tg := testkit.NewTarget(t, testkit.SQLite, dir)
+	if err := os.WriteFile(filepath.Join(dir, "feeds.yaml"), []byte(feedsFile(tg)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"FEEDS_DSN=" + tg.Path, "IDEMPORT_CONFIG=feeds.yaml"}
+	writeDrop(t, dir, "orders-1.csv", "id,qty\n1,10\n2,20,extra\n")
+	writeDrop(t, dir, "products.csv", "sku,price\na,1\n")
+	writeDrop(t, dir, "events-1.csv", "ev,n\nclick,1\n")
+
+	r := testkit.Exec(t, dir, env, "run", "--dry-run", "--output", "json")
+	if r.Code != 0 {
+		t.Fatalf("--dry-run: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	var files []string
+	for _, l := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
+		var p struct {
+			File  string `json:"file"`
+			Table string `json:"table"`
+		}
+		if err := json.Unmarshal([]byte(l), &p); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		files = append(files, p.Table+" "+filepath.Base(p.File))
+	}
+	if want := []string{"orders orders-1.csv", "products products.csv", "events events-1.csv"}; !slices.Equal(files, want) {
+		t.Fatalf("--dry-run planned %q, want %q", files, want)
+	}
+	if tables := tg.Tables(t); len(tables) != 0 {
+		t.Fatalf("--dry-run wrote tables %q", tables)
+	}
+
+	r = testkit.Exec(t, dir, env, "run", "--fail-fast")
+	if r.Code != exitRefused || !strings.Contains(r.Stderr, "idemport: --fail-fast: not run: products, events\n") {
+		t.Fatalf("--fail-fast: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if tg.TableExists(t, "products") || tg.TableExists(t, "events") {
+		t.Fatalf("--fail-fast ran the feeds after the refused one: %q", tg.Tables(t))
+	}
+
+	r = testkit.Exec(t, dir, env, "run", "--metrics-file", "nightly.prom")
+	if r.Code != exitRefused {
+		t.Fatalf("exit %d, want 5\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	prom, err := os.ReadFile(filepath.Join(dir, "nightly.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range strings.Split(string(prom), "\n") {
+		if strings.HasPrefix(l, "idemport_last_run_files{") || strings.HasPrefix(l, "idemport_last_run_exit_code") {
+			got = append(got, l)
+		}
+	}
+	want := []string{
+		`idemport_last_run_files{job="nightly",feed="events",table="events",outcome="imported"} 1`,
+		`idemport_last_run_files{job="nightly",feed="orders",table="orders",outcome="refused"} 1`,
+		`idemport_last_run_files{job="nightly",feed="products",table="products",outcome="imported"} 1`,
+		`idemport_last_run_exit_code{job="nightly"} 5`,
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("metrics:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
