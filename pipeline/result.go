@@ -36,7 +36,7 @@ type Result struct {
 	ContentDigest string              `json:"content_digest"`
 	MappingDigest string              `json:"mapping_digest,omitempty"`
 	Table         string              `json:"table"`
-	AttemptID     string              `json:"attempt_id"`
+	AttemptID     string              `json:"attempt_id,omitempty"` // empty when the decision ran no attempt
 	Outcome       Outcome             `json:"outcome"`
 	Rows          idemtype.Rows       `json:"rows"`
 	Partitions    idemtype.Partitions `json:"partitions"`

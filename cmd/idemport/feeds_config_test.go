@@ -58,7 +58,7 @@ func TestFeedsFileRefused(t *testing.T) {
 		{"list for one value", good + "  orders:\n    source: o.csv\n    table: [a, b]\n",
 			`7:12: feed orders: table: want a string, got a list`},
 		{"duration the flag refuses", good + "  orders:\n    source: o.csv\n    lease: 10 minutes\n",
-			`7:12: feed orders: lease: invalid argument "10 minutes" for "--lease" flag: time: unknown unit " minutes" in duration "10 minutes"`},
+			`7:12: feed orders: lease: invalid argument "10 minutes" for "--lease" flag: want a duration such as 30s, 10m, 36h or 90d`},
 		{"delete without snapshot", good + "  orders:\n    source: o.csv\n    key: id\n    delete: soft\n",
 			`5:3: feed orders: --delete and --snapshot-scope need --snapshot`},
 		{"version column without key", good + "  orders:\n    source: o.csv\n    version-col: updated_at\n",

@@ -123,11 +123,11 @@ func importFlags(e *env, c *cobra.Command, o *importOptions) {
 	f := c.Flags()
 	mappingFlags(e, c, o)
 	decisionFlags(c, o)
-	f.DurationVar(&o.lease, "lease", pipeline.DefaultLease, "how long a claim survives without a heartbeat before another run may take it over")
+	f.Var(newDurationFlag(&o.lease, pipeline.DefaultLease), "lease", "how long a claim survives without a heartbeat before another run may take it over")
 	f.StringVar(&o.trigger, "trigger", pipeline.DefaultTrigger, "who runs this: manual, cron, ci or replay (recorded with the attempt)")
 	f.StringVar(&o.wait, "wait", "0", "when another run holds the file, wait for it up to this long (a duration such as 30m, or forever) instead of exiting 4")
 	f.IntVar(&o.workers, "workers", 1, "partitions applied at once")
-	f.DurationVar(&o.busyTimeout, "busy-timeout", 30*time.Second, "how long to wait for a lock another import holds (SQLite's write lock, a PostgreSQL row or table lock) before exiting busy (4)")
+	f.Var(newDurationFlag(&o.busyTimeout, 30*time.Second), "busy-timeout", "how long to wait for a lock another import holds (SQLite's write lock, a PostgreSQL row or table lock) before exiting busy (4)")
 	outputFlag(c, &o.output)
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print results only for files that were not duplicates (and no summary line)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "identify, decide and plan each file and print the plan; write nothing")
@@ -266,9 +266,9 @@ func parseWait(s string) (time.Duration, error) {
 	case "", "0":
 		return 0, nil
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, usageError{fmt.Errorf("--wait %q: want a duration such as 30s or 10m, or forever (--wait takes a value)", s)}
+	d, err := parseDuration(s)
+	if err != nil {
+		return 0, usageError{fmt.Errorf("--wait %q: want a duration such as 30s, 10m or 1d, or forever (--wait takes a value)", s)}
 	}
 	return d, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -117,24 +116,12 @@ It exits 1 on any difference, 0 when everything matches, and writes nothing.`,
 	return c
 }
 
-// parseAge reads a duration that may be given in days: 90d, 12h, 1d12h.
+// parseAge reads a positive duration that may be given in days: 90d, 12h,
+// 1d12h.
 func parseAge(s string) (time.Duration, error) {
-	var total time.Duration
-	rest := s
-	if i := strings.IndexByte(rest, 'd'); i > 0 {
-		days, err := strconv.Atoi(rest[:i])
-		if err != nil {
-			return 0, fmt.Errorf("%q: want a duration such as 90d or 36h", s)
-		}
-		total = time.Duration(days) * 24 * time.Hour
-		rest = rest[i+1:]
-	}
-	if rest != "" {
-		d, err := time.ParseDuration(rest)
-		if err != nil {
-			return 0, fmt.Errorf("%q: want a duration such as 90d or 36h", s)
-		}
-		total += d
+	total, err := parseDuration(s)
+	if err != nil {
+		return 0, err
 	}
 	if total <= 0 {
 		return 0, fmt.Errorf("%q: want a positive duration", s)

@@ -70,17 +70,25 @@ func golden(t *testing.T, name, got string) {
 // object, and every field named like a time (…_at, at, cutoff) is RFC 3339
 // in UTC with whole seconds, as jq's fromdateiso8601 reads it. An outbox
 // line's "event" is the event itself, whose times carry milliseconds as the
-// README's event schema says: it is not walked.
+// README's event schema says: it is not walked. Every field is one the
+// JSON reference (docs/reference.md) lists for the command, and none is
+// null, nor an empty time, ID or error: a field that is not set is omitted.
 func jsonLines(t *testing.T, name, out string) {
 	t.Helper()
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if out == "" || len(lines) == 0 {
 		t.Fatalf("%s: no JSON lines", name)
 	}
+	listed := jsonReference(t, name)
 	rfc3339 := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`)
 	var walk func(string, any)
 	walk = func(key string, v any) {
+		if key != "" && !strings.Contains(listed, "`"+key+"`") {
+			t.Errorf("%s: field %q is not in the JSON reference of its command", name, key)
+		}
 		switch v := v.(type) {
+		case nil:
+			t.Errorf("%s: %s is null: a field that is not set is omitted", name, key)
 		case map[string]any:
 			for k, x := range v {
 				if k != "event" {
@@ -92,6 +100,10 @@ func jsonLines(t *testing.T, name, out string) {
 				walk(key, x)
 			}
 		case string:
+			if v == "" && (strings.HasSuffix(key, "_at") || strings.HasSuffix(key, "_id") || strings.HasSuffix(key, "_by") || key == "at" || key == "error" || key == "next") {
+				t.Errorf("%s: %s is empty: a field that is not set is omitted", name, key)
+				return
+			}
 			if strings.HasSuffix(key, "_at") || key == "at" || key == "cutoff" {
 				if _, err := time.Parse(time.RFC3339, v); err != nil || !rfc3339.MatchString(v) {
 					t.Errorf("%s: %s = %q is not RFC 3339 in whole seconds", name, key, v)
@@ -106,6 +118,61 @@ func jsonLines(t *testing.T, name, out string) {
 		}
 		walk("", obj)
 	}
+}
+
+// jsonReference returns the text of the JSON reference (docs/reference.md,
+// "JSON output") that lists the fields of the command whose golden file is
+// name: its bullet, with status's for history and plan's for import (whose
+// --dry-run prints plan's objects).
+func jsonReference(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "reference.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start := strings.Index(doc, "## JSON output")
+	if start < 0 {
+		t.Fatal("docs/reference.md has no JSON output section")
+	}
+	doc = doc[start:]
+	if end := strings.Index(doc[3:], "\n## "); end >= 0 {
+		doc = doc[:end+3]
+	}
+	bullet := func(cmd string) string {
+		i := strings.Index(doc, "- **"+cmd+"**:")
+		if i < 0 {
+			t.Fatalf("the JSON reference has no bullet for %s", cmd)
+		}
+		rest := doc[i+1:]
+		if j := strings.Index(rest, "\n- **"); j >= 0 {
+			rest = rest[:j]
+		}
+		if j := strings.Index(rest, "\n\n"); j >= 0 {
+			rest = rest[:j]
+		}
+		return rest
+	}
+	// The paragraphs before the bullets define what several commands share.
+	common := doc[:strings.Index(doc, "\n- **")]
+	cmd := strings.TrimSuffix(name, ".jsonl")
+	return common + commandBullets(cmd, bullet)
+}
+
+// commandBullets returns the bullets of the JSON reference that list the
+// fields of cmd.
+func commandBullets(cmd string, bullet func(string) string) string {
+	switch cmd {
+	case "import", "import-quiet":
+		return bullet("import") + bullet("plan")
+	case "history":
+		return bullet("history") + bullet("status")
+	case "rejects":
+		return bullet("rejects list")
+	case "outbox":
+		return bullet("outbox list")
+	}
+	return bullet(cmd)
 }
 
 // TestGoldenOutputs runs a fixed scenario and compares the text and JSON of

@@ -546,7 +546,7 @@ func TestOutboxEventsOfTheLifecycle(t *testing.T) {
 		stream, h := newStream(t), newHook(t)
 		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 250, 9)
 		cmdOut := filepath.Join(dir, "exec.log")
-		env := []string{"IDEMPORT_NOTIFY=" + stream.url() + "\n" + h.url() + "\nexec:{ printf '%s ' \"$IDEMPORT_EVENT_ID\"; cat; echo; } >> " + cmdOut}
+		env := []string{"IDEMPORT_NOTIFY=" + stream.url() + "\n" + h.url() + "\nexec:{ printf '%s ' \"$IDEMPORT_EVENT_ID\"; cat; } >> " + cmdOut}
 		first := importTo(t, tg, dir, env, 0, "--partition-rows", "100", "orders.csv")
 		dup := importTo(t, tg, dir, env, 0, "--partition-rows", "100", "orders.csv")
 		if dup.Outcome != "duplicate" {

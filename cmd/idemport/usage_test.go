@@ -33,7 +33,7 @@ func TestEveryUsageErrorExits2(t *testing.T) {
 		{[]string{"import", "--workers", "many", "orders.csv"}, `invalid argument "many" for "--workers"`},
 		{[]string{"import", "--workers", "0", "orders.csv"}, "must be positive"},
 		{[]string{"import", "--trigger", "nightly", "orders.csv"}, `--trigger "nightly"`},
-		{[]string{"import", "--wait", "orders.csv"}, `--wait "orders.csv": want a duration such as 30s or 10m, or forever (--wait takes a value)`},
+		{[]string{"import", "--wait", "orders.csv"}, `--wait "orders.csv": want a duration such as 30s, 10m or 1d, or forever (--wait takes a value)`},
 		{[]string{"import", "--wait", "soon", "orders.csv"}, `--wait "soon"`},
 		{[]string{"import", "--wait=-1s", "orders.csv"}, `--wait "-1s"`},
 		{[]string{"import", "--metrics-job", "nightly", "orders.csv"}, "--metrics-job names the job of --metrics-file, which is not set"},

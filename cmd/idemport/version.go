@@ -26,21 +26,40 @@ func newVersionCmd(e *env) *cobra.Command {
 }
 
 // versionText is what "idemport version" and "idemport --version" print:
-// the module version, the commit and the Go version.
+// the module version, the commit and the Go version. A build from a
+// checkout carries its commit (vcs.revision, stamped by go build unless
+// -buildvcs=false), marked "-dirty" when the checkout had changes not
+// committed; main.commit, set at link time, takes precedence.
 func versionText() string {
-	version, rev := "(devel)", commit
-	if info, ok := debug.ReadBuildInfo(); ok {
+	info, _ := debug.ReadBuildInfo()
+	return formatVersion(info, commit, runtime.Version())
+}
+
+// formatVersion is versionText of the build info (nil when the binary has
+// none), the commit set at link time, and the Go version.
+func formatVersion(info *debug.BuildInfo, stamped, goVersion string) string {
+	version, rev := "(devel)", stamped
+	if info != nil {
 		if info.Main.Version != "" {
 			version = info.Main.Version
 		}
+		modified := false
 		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" && rev == "" {
-				rev = s.Value
+			switch s.Key {
+			case "vcs.revision":
+				if rev == "" {
+					rev = s.Value
+				}
+			case "vcs.modified":
+				modified = s.Value == "true"
 			}
+		}
+		if modified && stamped == "" && rev != "" {
+			rev += "-dirty"
 		}
 	}
 	if rev == "" {
-		rev = "unknown"
+		rev = "unknown: built without version control information (go build -buildvcs=true from a checkout stamps it)"
 	}
-	return fmt.Sprintf("idemport %s (commit %s, %s)", version, rev, runtime.Version())
+	return fmt.Sprintf("idemport %s (commit %s, %s)", version, rev, goVersion)
 }

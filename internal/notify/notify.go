@@ -216,6 +216,11 @@ func (s *natsSink) Deliver(ctx context.Context, m idemtype.EventMessage) error {
 		s.nc, s.js = nc, js
 	}
 	if _, err := s.js.Publish(ctx, s.subject, m.Body, jetstream.WithMsgID(m.ID)); err != nil {
+		if errors.Is(err, jetstream.ErrNoStreamResponse) {
+			// Nothing answered: no stream's subjects include this one (a
+			// plain NATS publish would be lost without a word).
+			return fmt.Errorf("publish to %s: no JetStream stream captures subject %q: add it to a stream's subjects (for example nats stream add EVENTS --subjects %q); the event stays in the outbox", s.name, s.subject, s.subject)
+		}
 		return fmt.Errorf("publish to %s: %w", s.name, err)
 	}
 	return nil
@@ -279,12 +284,17 @@ type execSink struct {
 func (s *execSink) ID() string   { return s.id }
 func (s *execSink) Name() string { return Mask("exec:" + s.cmd) }
 
-// Deliver runs the command with /bin/sh -c, the event on its stdin and
-// IDEMPORT_EVENT_ID set; exit status 0 is delivered, any other is tried
-// again.
+// Deliver runs the command with /bin/sh -c, the event on its stdin as one
+// line of JSON (newline-terminated, so line-reading tools such as read and
+// jq see a complete line) and IDEMPORT_EVENT_ID set; exit status 0 is
+// delivered, any other is tried again.
 func (s *execSink) Deliver(ctx context.Context, m idemtype.EventMessage) error {
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", s.cmd)
-	cmd.Stdin = bytes.NewReader(m.Body)
+	body := m.Body
+	if !bytes.HasSuffix(body, []byte("\n")) {
+		body = append(body[:len(body):len(body)], '\n')
+	}
+	cmd.Stdin = bytes.NewReader(body)
 	cmd.Env = append(os.Environ(), "IDEMPORT_EVENT_ID="+m.ID)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

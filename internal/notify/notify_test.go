@@ -92,7 +92,7 @@ func TestExec(t *testing.T) {
 	if err := s.Deliver(context.Background(), idemtype.EventMessage{ID: "ev-9", Body: []byte(`{"a":1}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(out); string(b) != "ev-9\n{\"a\":1}" {
+	if b, _ := os.ReadFile(out); string(b) != "ev-9\n{\"a\":1}\n" { // the event is one newline-terminated line
 		t.Fatalf("the command got %q", b)
 	}
 	fail, _ := Parse("exec:echo no >&2; exit 3", getenv)
