@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -424,6 +425,53 @@ func TestReadOnlyCommandsOnALedgerBeforeReplace(t *testing.T) {
 		}
 		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("operations")+` WHERE replaces IS NULL`); n != 1 {
 			t.Fatalf("the import did not migrate the ledger: %d operations without replaces", n)
+		}
+	})
+}
+
+// TestConcurrentReplacements starts 4 runs of the same replacement at
+// once, in each mode: exactly one replaces (the others join it, wait for
+// it, or find it done), and the table holds exactly the corrected version.
+func TestConcurrentReplacements(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, m := range replaceModes {
+			t.Run(m.name, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				tg := testkit.NewTarget(t, name, dir)
+				_, v2rows := m.versions(t, dir)
+				first := importTo(t, tg, dir, nil, 0, m.args()...)
+				writeOrderRows(t, filepath.Join(dir, "orders.csv"), v2rows)
+				var wg sync.WaitGroup
+				results := make([]testkit.Run, 4)
+				start := make(chan struct{})
+				for i := range results {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-start
+						results[i] = tg.Exec(t, dir, nil, append([]string{"import", "--output", "json", "--wait", "2m"}, m.args("--replace")...)...)
+					}()
+				}
+				close(start)
+				wg.Wait()
+				outcomes := map[string]int{}
+				for i, r := range results {
+					if r.Code != 0 {
+						t.Fatalf("run %d: exit %d\n%s%s", i, r.Code, r.Stdout, r.Stderr)
+					}
+					res := parseResults(t, r.Stdout)[0]
+					outcomes[res.Outcome]++
+					if res.Outcome == "imported" && res.Replaces != first.ContentDigest {
+						t.Fatalf("run %d replaced %q, want %s", i, res.Replaces, first.ContentDigest)
+					}
+				}
+				if outcomes["imported"] != 1 {
+					t.Fatalf("outcomes %v: want exactly one run to replace", outcomes)
+				}
+				m.check(t, tg, v2rows)
+				checkReplaced(t, tg, first.ContentDigest, fileDigest(t, filepath.Join(dir, "orders.csv")))
+			})
 		}
 	})
 }
