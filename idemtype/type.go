@@ -20,7 +20,7 @@ const (
 	Timestamp // a point in time (timestamptz): UTC, microsecond precision
 	String
 	JSON           // a JSON document kept as text
-	Decimal        // an exact decimal number kept as its canonical text (see reader.MaxDecimalDigits)
+	Decimal        // an exact decimal number kept as its canonical text (at most 131072 digits before the point and 16383 after, as numeric holds)
 	Date           // a calendar date, as days since 1970-01-01
 	LocalTimestamp // a date and time of day without a zone (timestamp), microsecond precision
 )

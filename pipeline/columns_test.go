@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/testkit"
-	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -28,7 +28,7 @@ func TestMissingColumnIsAUsageErrorForPlanAndImport(t *testing.T) {
 		}{
 			{"--key missing", Mapping{Key: []string{"missing"}}},
 			{"--version-col missing", Mapping{Key: []string{"id"}, Version: "missing"}},
-			{"--column missing", Mapping{Columns: map[string]reader.Type{"missing": reader.Int64}}},
+			{"--column missing", Mapping{Columns: map[string]idemtype.Type{"missing": idemtype.Int64}}},
 			{"--snapshot-scope missing", Mapping{Snapshot: &Snapshot{Scope: []sink.Term{{Column: "missing", Value: "x"}}}}},
 		} {
 			for _, format := range []string{"csv", "jsonl", "parquet"} {

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/testkit"
 	"github.com/idemport/idemport/ledger"
-	"github.com/idemport/idemport/reader"
 )
 
 // items is a CSV of n rows, id 1..n, with a value column whose text
@@ -409,7 +409,7 @@ func decisionRows() []decisionRow {
 	}
 }
 
-var intQty = map[string]reader.Type{"qty": reader.Int64}
+var intQty = map[string]idemtype.Type{"qty": idemtype.Int64}
 
 // keyedSnapshot maps a file of items as the whole set of keys of items.
 var keyedSnapshot = Mapping{Table: "items", Key: []string{"id"}, Snapshot: &Snapshot{}}

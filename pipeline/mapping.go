@@ -29,7 +29,7 @@ type Mapping struct {
 	// Version is the column that orders versions of a natural-key row.
 	Version string
 	// Columns fixes the types of the named columns.
-	Columns map[string]reader.Type
+	Columns map[string]idemtype.Type
 	// Format overrides detection by extension.
 	Format reader.Format
 	// Delimiter separates CSV/TSV fields; 0 means the format's default.
@@ -359,8 +359,8 @@ func ParseRename(specs []string) (map[string]string, error) {
 }
 
 // ParseColumns parses --column name:type flags.
-func ParseColumns(specs []string) (map[string]reader.Type, error) {
-	out := map[string]reader.Type{}
+func ParseColumns(specs []string) (map[string]idemtype.Type, error) {
+	out := map[string]idemtype.Type{}
 	for _, s := range specs {
 		i := strings.LastIndexByte(s, ':')
 		if i <= 0 {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/testkit"
 	"github.com/idemport/idemport/reader"
 )
@@ -147,7 +148,7 @@ func TestPartitionsBoundedByBytes(t *testing.T) {
 				header = 0
 			}
 			req := Request{Path: f.write(t, "wide."+format, content), PartitionRows: 1000, PartitionBytes: limit,
-				Mapping: Mapping{Table: "wide_" + format, Columns: map[string]reader.Type{"text": reader.String}}}
+				Mapping: Mapping{Table: "wide_" + format, Columns: map[string]idemtype.Type{"text": idemtype.String}}}
 			rep, err := PlanFile(ctx, f.e, req)
 			if err != nil || rep.Error != "" {
 				t.Fatalf("%s: plan: %v %s", format, err, rep.Error)

@@ -38,7 +38,7 @@ type storedPlan struct {
 // planInput is what the plan pass is told about the target: the types it
 // fixes, and what the target's columns can hold.
 type planInput struct {
-	types  map[string]reader.Type
+	types  map[string]idemtype.Type
 	limits map[string]reader.Limit
 	jsonb  bool
 }
@@ -151,7 +151,7 @@ func (r *run) preflight() error {
 // also returns (nil when it does not exist yet), and what that table's
 // columns can hold (or, for a new table, what the database's json holds).
 func (r *run) planInputs(ctx context.Context) (planInput, *sink.Table, error) {
-	types := map[string]reader.Type{}
+	types := map[string]idemtype.Type{}
 	for n, t := range r.req.Mapping.Columns {
 		types[n] = t
 	}
@@ -189,16 +189,16 @@ func (r *run) planInputs(ctx context.Context) (planInput, *sink.Table, error) {
 // --evolve widen (widen) the int64, float64 and decimal columns are left
 // out: those are inferred from the file, and a column that no longer fits
 // is widened.
-func tableTypes(t *sink.Table, widen bool) map[string]reader.Type {
+func tableTypes(t *sink.Table, widen bool) map[string]idemtype.Type {
 	if t == nil {
 		return nil
 	}
-	out := map[string]reader.Type{}
+	out := map[string]idemtype.Type{}
 	for _, c := range t.Columns {
 		switch {
 		case widen && (c.Kind == idemtype.Int64 || c.Kind == idemtype.Float64 || c.Kind == idemtype.Decimal):
 		case c.Kind == idemtype.Unknown:
-			out[c.Name] = reader.String
+			out[c.Name] = idemtype.String
 		default:
 			out[c.Name] = c.Kind
 		}
@@ -452,7 +452,7 @@ func (r *run) loadPlan(ctx context.Context) error {
 	if err := json.Unmarshal(body, &sp); err != nil {
 		return fmt.Errorf("read stored plan: %w", err)
 	}
-	types := map[string]reader.Type{}
+	types := map[string]idemtype.Type{}
 	for _, c := range sp.Schema {
 		types[c.Name] = c.Type
 	}

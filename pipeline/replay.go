@@ -157,8 +157,8 @@ func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error)
 // replayKey reads the operation a replay file names; every row must name
 // the same one.
 func replayKey(path string) (ledger.Key, error) {
-	f, err := reader.OpenPath(path, reader.Options{Format: reader.CSV, Types: map[string]reader.Type{
-		ReplayTable: reader.String, ReplayFileID: reader.String, ReplayRow: reader.Int64}})
+	f, err := reader.OpenPath(path, reader.Options{Format: reader.CSV, Types: map[string]idemtype.Type{
+		ReplayTable: idemtype.String, ReplayFileID: idemtype.String, ReplayRow: idemtype.Int64}})
 	if err != nil {
 		return ledger.Key{}, fmt.Errorf("%w: %w", ErrReplay, err)
 	}
@@ -197,13 +197,13 @@ func replayKey(path string) (ledger.Key, error) {
 // as batches in that schema with the rows' original ordinals. A row that is
 // still bad refuses the whole replay.
 func readReplay(ctx context.Context, path string, schema reader.Schema, key []string) ([]reader.Batch, []int64, error) {
-	types := map[string]reader.Type{ReplayTable: reader.String, ReplayFileID: reader.String, ReplayRow: reader.Int64}
+	types := map[string]idemtype.Type{ReplayTable: idemtype.String, ReplayFileID: idemtype.String, ReplayRow: idemtype.Int64}
 	for _, c := range schema {
 		types[c.Name] = c.Type
-		if c.Type == reader.JSON {
+		if c.Type == idemtype.JSON {
 			// An export holds a json column's documents as their JSON
 			// text: read the text, check it, and store it as it is.
-			types[c.Name] = reader.String
+			types[c.Name] = idemtype.String
 		}
 	}
 	f, err := reader.OpenPath(path, reader.Options{Format: reader.CSV, Types: types, NotNull: append([]string{ReplayRow}, key...)})
@@ -219,7 +219,7 @@ func readReplay(ctx context.Context, path string, schema reader.Schema, key []st
 	for _, h := range got {
 		if strings.HasPrefix(h, ReplayExtra) && !slices.Contains(want, h) {
 			extras = append(extras, h)
-			types[h] = reader.String
+			types[h] = idemtype.String
 		}
 	}
 	if !sameSet(got, append(slices.Clone(want), extras...)) {
@@ -297,7 +297,7 @@ func checkReplayBatch(rec arrow.RecordBatch, read, schema reader.Schema, extras 
 		}
 	}
 	for _, c := range schema {
-		if c.Type != reader.JSON {
+		if c.Type != idemtype.JSON {
 			continue
 		}
 		col := rec.Column(read.Index(c.Name)).(*array.String)

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/testkit"
-	"github.com/idemport/idemport/reader"
 )
 
 // TestRestatedTypesAreTheSameMapping: a column type given that is how the
@@ -21,7 +21,7 @@ func TestRestatedTypesAreTheSameMapping(t *testing.T) {
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
-		run := func(path string, cols map[string]reader.Type) *Result {
+		run := func(path string, cols map[string]idemtype.Type) *Result {
 			t.Helper()
 			return f.e.Import(ctx, Request{Path: path, Mapping: Mapping{Table: strings.Split(path[len(f.dir)+1:], ".")[0], Key: []string{"id"}, Columns: cols}})
 		}
@@ -29,17 +29,17 @@ func TestRestatedTypesAreTheSameMapping(t *testing.T) {
 		js := f.write(t, "js.jsonl", `{"id":1,"qty":2,"at":"2026-11-28T09:30:00Z"}`+"\n"+`{"id":2,"qty":3,"at":"2026-11-29T09:30:00Z"}`+"\n")
 		for _, c := range []struct {
 			path        string
-			first       map[string]reader.Type
-			same        []map[string]reader.Type
-			other       map[string]reader.Type
+			first       map[string]idemtype.Type
+			same        []map[string]idemtype.Type
+			other       map[string]idemtype.Type
 			differences string
 		}{
-			{pq, map[string]reader.Type{"price": reader.Float64},
-				[]map[string]reader.Type{nil, {"id": reader.Int64}, {"id": reader.Int64, "price": reader.Float64}},
-				map[string]reader.Type{"price": reader.String, "id": reader.Int64}, `columns was {"price":"float64"}, now {"price":"string"}`},
-			{js, map[string]reader.Type{"qty": reader.Float64},
-				[]map[string]reader.Type{nil, {"id": reader.Int64, "at": reader.Timestamp}, {"qty": reader.Float64, "at": reader.Timestamp}},
-				map[string]reader.Type{"qty": reader.Decimal, "at": reader.Timestamp}, `columns was {"qty":"float64"}, now {"qty":"decimal"}`},
+			{pq, map[string]idemtype.Type{"price": idemtype.Float64},
+				[]map[string]idemtype.Type{nil, {"id": idemtype.Int64}, {"id": idemtype.Int64, "price": idemtype.Float64}},
+				map[string]idemtype.Type{"price": idemtype.String, "id": idemtype.Int64}, `columns was {"price":"float64"}, now {"price":"string"}`},
+			{js, map[string]idemtype.Type{"qty": idemtype.Float64},
+				[]map[string]idemtype.Type{nil, {"id": idemtype.Int64, "at": idemtype.Timestamp}, {"qty": idemtype.Float64, "at": idemtype.Timestamp}},
+				map[string]idemtype.Type{"qty": idemtype.Decimal, "at": idemtype.Timestamp}, `columns was {"qty":"float64"}, now {"qty":"decimal"}`},
 		} {
 			first := run(c.path, c.first)
 			f.wantOutcome(t, first, Imported)

@@ -11,9 +11,9 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/testkit"
 	"github.com/idemport/idemport/ledger"
-	"github.com/idemport/idemport/reader"
 )
 
 // The stages of an import, in process over a real SQLite file and a real
@@ -75,11 +75,11 @@ func TestIdentifyFingerprint(t *testing.T) {
 		}
 		// The table's own type, forced: the same mapping. Another type:
 		// another mapping, and a conflict under the same file ID.
-		same := f.e.Import(ctx, Request{Path: f.dir + "/renamed.csv", Mapping: Mapping{Table: "items", Columns: map[string]reader.Type{"qty": reader.Int64}}})
+		same := f.e.Import(ctx, Request{Path: f.dir + "/renamed.csv", Mapping: Mapping{Table: "items", Columns: map[string]idemtype.Type{"qty": idemtype.Int64}}})
 		if same.Outcome != Duplicate || same.FileID != first.FileID {
 			t.Errorf("--column qty:int64 into an int64 column: %s %v, want a duplicate of %s", same.Outcome, same.Err, first.FileID)
 		}
-		other := f.e.Import(ctx, Request{Path: f.dir + "/renamed.csv", Mapping: Mapping{Table: "items", Columns: map[string]reader.Type{"qty": reader.String}}})
+		other := f.e.Import(ctx, Request{Path: f.dir + "/renamed.csv", Mapping: Mapping{Table: "items", Columns: map[string]idemtype.Type{"qty": idemtype.String}}})
 		if other.Outcome != Conflict || other.MappingDigest == first.MappingDigest || !strings.Contains(fmt.Sprint(other.Err), "mapping differs") {
 			t.Errorf("--column qty:string into an int64 column: %s %v", other.Outcome, other.Err)
 		}
@@ -105,7 +105,7 @@ func TestPlanPartitionsRejectsAndTypes(t *testing.T) {
 			"7,70,7,7.0,false,2026-12-04T15:00:00Z,02110,g\n"
 		path := f.write(t, "mixed.csv", content)
 		req := Request{Path: path, PartitionRows: 3, MaxRejects: RejectLimit{Count: 2},
-			Mapping: Mapping{Columns: map[string]reader.Type{"qty": reader.Int64}}}
+			Mapping: Mapping{Columns: map[string]idemtype.Type{"qty": idemtype.Int64}}}
 		rep, err := PlanFile(ctx, f.e, req)
 		if err != nil {
 			t.Fatal(err)

@@ -199,7 +199,7 @@ func TestJSONColumnOnCSV(t *testing.T) {
 			`3,"""text"""` + "\n" +
 			"4,not json\n" +
 			"5,\n"
-		req := Request{Mapping: Mapping{Table: "docs", Columns: map[string]reader.Type{"doc": reader.JSON}}}
+		req := Request{Mapping: Mapping{Table: "docs", Columns: map[string]idemtype.Type{"doc": idemtype.JSON}}}
 		res := f.importText(t, "docs.csv", content, req)
 		if res.Outcome != Refused || len(res.Refusal.Rejects) != 1 || res.Refusal.Rejects[0].Ordinal != 4 || res.Refusal.Rejects[0].Code != reader.CodeJSON {
 			t.Fatalf("import: %s %v %+v", res.Outcome, res.Err, res.Refusal)
@@ -378,7 +378,7 @@ func (f *valuesFx) zerosInferred(t *testing.T, as string, forms []testkit.ZeroFo
 func (f *valuesFx) zerosInto(t *testing.T, as, typ string, existing bool, forms []testkit.ZeroForm) {
 	t.Helper()
 	table := fmt.Sprintf("into_%s_%s_new", as, typ)
-	req := Request{Mapping: Mapping{Table: table, Columns: map[string]reader.Type{"v": mustType(t, typ)}}}
+	req := Request{Mapping: Mapping{Table: table, Columns: map[string]idemtype.Type{"v": mustType(t, typ)}}}
 	if existing {
 		table = strings.TrimSuffix(table, "_new") + "_existing"
 		req.Mapping.Table = table
@@ -456,7 +456,7 @@ func (f *valuesFx) zeroKey(t *testing.T, as, typ string, i int, z testkit.ZeroFo
 		req.Mapping.Table = table
 		typ = z.Inferred(as, true)
 	} else {
-		req.Mapping.Columns = map[string]reader.Type{"id": mustType(t, typ)}
+		req.Mapping.Columns = map[string]idemtype.Type{"id": mustType(t, typ)}
 		wantImported(t, f.importText(t, table+"_base.csv", "id,v\n0,zero\n1,one\n7,seven\n", req), 3)
 		req.Mapping.Columns = nil
 		for _, r := range []row{{"0", "zero"}, {"1", "one"}, {"7", "seven"}} {
@@ -491,7 +491,7 @@ func (f *valuesFx) zeroKey(t *testing.T, as, typ string, i int, z testkit.ZeroFo
 	}
 }
 
-func mustType(t *testing.T, name string) reader.Type {
+func mustType(t *testing.T, name string) idemtype.Type {
 	t.Helper()
 	typ, err := idemtype.ParseType(name)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/idemport/idemport/reader/internal/partition"
 )
 
 // wideText is row i's text: width bytes, different for each row.
@@ -53,7 +55,7 @@ func batchesOf(t *testing.T, f *File, plan *Plan) (sizes []int, texts []string) 
 // group is decoded a few rows at a time, and every row comes back exactly.
 func TestBatchesBoundedByBytes(t *testing.T) {
 	const width, n = 300 << 10, 40 // 12 MiB in all
-	perBatch := int(BatchBytes/width) + 1
+	perBatch := int(partition.BatchBytes/width) + 1
 
 	var csv strings.Builder
 	csv.WriteString("id,text\n")
@@ -96,7 +98,7 @@ func checkWideBatches(t *testing.T, format string, sizes []int, texts []string, 
 	}
 	for i, s := range sizes {
 		if s > perBatch {
-			t.Errorf("%s: batch %d holds %d rows of %d bytes, over %d bytes", format, i, s, width, BatchBytes)
+			t.Errorf("%s: batch %d holds %d rows of %d bytes, over %d bytes", format, i, s, width, partition.BatchBytes)
 		}
 	}
 	if len(texts) != n {

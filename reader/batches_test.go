@@ -10,6 +10,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/idemport/idemport/idemtype"
 )
 
 // batchesFiles returns a CSV, a JSONL and a Parquet file of the same 10
@@ -28,9 +30,9 @@ func batchesFiles(t *testing.T) map[string]string {
 		fmt.Fprintf(&jsonl, `{"id":%d,"name":"n%d"}`+"\n", i, i)
 	}
 	specs := []colSpec{
-		{name: "id", dt: arrow.PrimitiveTypes.Int64, typ: Int64,
+		{name: "id", dt: arrow.PrimitiveTypes.Int64, typ: idemtype.Int64,
 			put: func(b array.Builder, i int) { b.(*array.Int64Builder).Append(int64(i + 1)) }},
-		{name: "name", dt: arrow.BinaryTypes.String, typ: String,
+		{name: "name", dt: arrow.BinaryTypes.String, typ: idemtype.String,
 			put: func(b array.Builder, i int) { b.(*array.StringBuilder).Append(fmt.Sprintf("n%d", i+1)) }},
 	}
 	return map[string]string{
@@ -46,7 +48,7 @@ func batchesFiles(t *testing.T) map[string]string {
 func TestBatches(t *testing.T) {
 	for format, path := range batchesFiles(t) {
 		t.Run(format, func(t *testing.T) {
-			types := map[string]Type{"id": Int64, "name": String}
+			types := map[string]idemtype.Type{"id": idemtype.Int64, "name": idemtype.String}
 			f, plan := scanChecked(t, path, Options{Types: types}, ScanOptions{PartitionRows: 3, KeepRejects: 10})
 			if len(plan.Partitions) < 3 {
 				t.Fatalf("%d partitions, want at least 3", len(plan.Partitions))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/testkit"
 	"github.com/idemport/idemport/reader/internal/keys"
 	"github.com/idemport/idemport/reader/internal/value"
@@ -119,7 +120,7 @@ func BenchmarkKeyIndex(b *testing.B) {
 		k := keys.NewIndex()
 		var buf []byte
 		for i := range int64(n) {
-			buf = keys.AppendValue(buf[:0], value.Value{I: i * 7919}, Int64)
+			buf = keys.AppendValue(buf[:0], value.Value{I: i * 7919}, idemtype.Int64)
 			k.Add(i+1, buf)
 		}
 		b.StopTimer()

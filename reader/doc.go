@@ -64,15 +64,15 @@
 // that would make a decoder allocate without bound is refused before it
 // reaches the decoder.
 //
-// How Arrow types become reader types: bool is [Bool]; integers up to 64
-// bits are [Int64] (a uint64 above the int64 maximum is a bad row, code
-// [CodeRange]); floats are [Float64]; timestamps of any unit and zone are
-// [Timestamp], in microseconds UTC (a non-zero part finer than a
-// microsecond is a bad row, code [CodePrecision]); strings are [String];
-// decimals are [Decimal], in the canonical decimal text; dates, times,
-// durations, intervals and binary values are [String] holding their exact
-// text (binary as \x and lowercase hex);
-// dictionaries are their values' type; lists, structs and maps are [JSON]; a
-// column of the null type is an all-null [String]. Any other type refuses
-// the file, naming the column.
+// How Arrow types become reader types: bool is [idemtype.Bool]; integers
+// up to 64 bits are [idemtype.Int64] (a uint64 above the int64 maximum is
+// a bad row, code "range"); floats are [idemtype.Float64]; timestamps of
+// any unit and zone are [idemtype.Timestamp], in microseconds UTC (a
+// non-zero part finer than a microsecond is a bad row, code "precision");
+// strings are [idemtype.String]; decimals are [idemtype.Decimal], in the
+// canonical decimal text; dates, times, durations, intervals and binary
+// values are [idemtype.String] holding their exact text (binary as \x and
+// lowercase hex); dictionaries are their values' type; lists, structs and
+// maps are [idemtype.JSON]; a column of the null type is an all-null
+// [idemtype.String]. Any other type refuses the file, naming the column.
 package reader

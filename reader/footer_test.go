@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/idemport/idemport/reader/internal/input"
 )
 
 // Columnar files that lie about their size: a Parquet or Arrow IPC file
@@ -175,7 +177,7 @@ func TestHostileColumnarLengths(t *testing.T) {
 				t.Fatalf("allocated %d MiB to refuse it: %v", n>>20, err)
 			}
 			var pe *ParseError
-			if !errors.As(err, &pe) || !errors.Is(err, ErrFormat) || !bytes.Contains([]byte(err.Error()), []byte(h.want)) {
+			if !errors.As(err, &pe) || !errors.Is(err, input.ErrFormat) || !bytes.Contains([]byte(err.Error()), []byte(h.want)) {
 				t.Fatalf("err %v, want a *ParseError (ErrFormat) about the %s", err, h.want)
 			}
 		})

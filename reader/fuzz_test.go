@@ -24,6 +24,8 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/reader/internal/input"
 	"github.com/idemport/idemport/reader/internal/reject"
 	"github.com/idemport/idemport/reader/internal/value"
 	"github.com/idemport/idemport/reader/text"
@@ -209,7 +211,7 @@ func (r fuzzResult) err() error {
 	return r.scanErr
 }
 
-var rejectCodes = []string{CodeType, CodeFieldCount, CodeQuote, CodeUTF8, CodeNUL, CodeJSON, CodeNull, CodeInexact, CodeRange}
+var rejectCodes = []string{value.CodeType, CodeFieldCount, value.CodeQuote, CodeUTF8, value.CodeNUL, CodeJSON, value.CodeNull, CodeInexact, value.CodeRange}
 
 // checkFile opens path (whose decompressed bytes are data) with opts, plans
 // it in partitions of partRows, and reads every partition on its own, last
@@ -248,7 +250,7 @@ func checkFile(t *testing.T, path string, data []byte, opts Options, partRows in
 		if pe.Path != path || pe.Row != 0 || pe.Offset < 0 || !strings.HasPrefix(err.Error(), path+" ") {
 			t.Fatalf("open: %v: want the file named, no row and an offset (%+v)", err, pe)
 		}
-		if !errors.Is(err, ErrEmpty) && !errors.Is(err, ErrHeader) && !errors.Is(err, ErrTooLarge) {
+		if !errors.Is(err, input.ErrEmpty) && !errors.Is(err, input.ErrHeader) && !errors.Is(err, input.ErrTooLarge) {
 			t.Fatalf("open: %v: not ErrEmpty, ErrHeader or ErrTooLarge", err)
 		}
 		if opts.Format == JSONL {
@@ -267,7 +269,7 @@ func checkFile(t *testing.T, path string, data []byte, opts Options, partRows in
 		if pe.Path != path || pe.Row < 1 || pe.Offset < 0 || pe.Offset > int64(len(data)) {
 			t.Fatalf("scan: %v: want the file, a row and an offset named (%+v)", err, pe)
 		}
-		if !errors.Is(err, ErrTooLarge) && !errors.Is(err, text.ErrTooManyKeys) {
+		if !errors.Is(err, input.ErrTooLarge) && !errors.Is(err, text.ErrTooManyKeys) {
 			t.Fatalf("scan: %v: not ErrTooLarge or too many keys", err)
 		}
 		return res
@@ -318,7 +320,7 @@ func checkPlanShape(t *testing.T, f *File, data []byte, plan *Plan, partRows int
 	}
 	names := map[string]bool{}
 	for _, c := range plan.Schema {
-		if c.Name == "" || names[c.Name] || c.Type == Unknown || c.Type > Decimal {
+		if c.Name == "" || names[c.Name] || c.Type == idemtype.Unknown || c.Type > idemtype.Decimal {
 			t.Fatalf("schema %+v", plan.Schema)
 		}
 		if code, msg := value.CheckText([]byte(c.Name)); code != "" {
@@ -450,13 +452,13 @@ func readFuzzPartition(t *testing.T, f *File, plan *Plan, p Partition, batch int
 				v := render(rec.Column(c), i)
 				row[c] = v
 				s, ok := v.(string)
-				if !ok || (col.Type != String && col.Type != JSON) {
+				if !ok || (col.Type != idemtype.String && col.Type != idemtype.JSON) {
 					continue
 				}
 				if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
 					t.Fatalf("row %d column %q: %q is not UTF-8 text without NUL", o, col.Name, s)
 				}
-				if col.Type == JSON && !json.Valid([]byte(s)) {
+				if col.Type == idemtype.JSON && !json.Valid([]byte(s)) {
 					t.Fatalf("row %d column %q: %q is not JSON", o, col.Name, s)
 				}
 			}
@@ -481,10 +483,10 @@ func readFuzzPartition(t *testing.T, f *File, plan *Plan, p Partition, batch int
 
 // stringTypes fixes every named column to String, so that rows read back
 // hold their text as the file has it.
-func stringTypes(names []string) map[string]Type {
-	m := map[string]Type{}
+func stringTypes(names []string) map[string]idemtype.Type {
+	m := map[string]idemtype.Type{}
 	for _, n := range names {
-		m[n] = String
+		m[n] = idemtype.String
 	}
 	return m
 }
@@ -698,7 +700,7 @@ func checkCSVError(t *testing.T, data []byte, opts Options, err error) {
 	var pe *ParseError
 	errors.As(err, &pe)
 	switch {
-	case errors.Is(err, ErrTooLarge):
+	case errors.Is(err, input.ErrTooLarge):
 		if lens == nil && len(data) < maxRow {
 			t.Fatalf("%v, but the file has %d bytes", err, len(data))
 		}
@@ -707,11 +709,11 @@ func checkCSVError(t *testing.T, data []byte, opts Options, err error) {
 		}
 	case big == 0 || (big > 0 && pe.Row > 0):
 		t.Fatalf("got %v; record %d does not fit in %d bytes", err, big, maxRow)
-	case errors.Is(err, ErrEmpty):
+	case errors.Is(err, input.ErrEmpty):
 		if len(recs) != 0 {
 			t.Fatalf("%v, but the reference reads %d records", err, len(recs))
 		}
-	case errors.Is(err, ErrHeader):
+	case errors.Is(err, input.ErrHeader):
 		if len(recs) == 0 || !headerProblem(recs[0]) {
 			t.Fatalf("%v, but the reference reads the header %q", err, recs[:min(1, len(recs))])
 		}
@@ -831,7 +833,7 @@ func FuzzJSONL(f *testing.F) {
 		if err := inferred.err(); err != nil {
 			var pe *ParseError
 			errors.As(err, &pe)
-			if errors.Is(err, ErrTooLarge) && (big < 0 || pe.Row != int64(big+1)) {
+			if errors.Is(err, input.ErrTooLarge) && (big < 0 || pe.Row != int64(big+1)) {
 				t.Fatalf("%v; the first line over %d bytes is row %d", err, maxRow, big+1)
 			}
 			return
@@ -1007,7 +1009,7 @@ var zstdEncoder, _ = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
 
 func compressData(t *testing.T, comp Compression, data []byte) []byte {
 	switch comp {
-	case Gzip:
+	case input.Gzip:
 		var buf bytes.Buffer
 		zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 		if err != nil {
@@ -1018,14 +1020,14 @@ func compressData(t *testing.T, comp Compression, data []byte) []byte {
 			t.Fatal(err)
 		}
 		return buf.Bytes()
-	case Zstd:
+	case input.Zstd:
 		return zstdEncoder.EncodeAll(data, nil)
 	}
 	return data
 }
 
 // planTypes are the types FuzzPlan fixes columns to, in turn.
-var planTypes = []Type{Bool, Int64, Float64, Timestamp, String, JSON, Decimal}
+var planTypes = []idemtype.Type{idemtype.Bool, idemtype.Int64, idemtype.Float64, idemtype.Timestamp, idemtype.String, idemtype.JSON, idemtype.Decimal}
 
 // FuzzPlan plans arbitrary bytes as CSV, TSV or JSONL (format % 3) in
 // partitions of partRows%64+1 rows, read back in batches of
@@ -1074,7 +1076,7 @@ func FuzzPlan(f *testing.F) {
 		if knobs&(1<<4|1<<5) != 0 {
 			names := schemaNames(base.plan.Schema)
 			if knobs&(1<<4) != 0 {
-				opts.Types = map[string]Type{}
+				opts.Types = map[string]idemtype.Type{}
 				for i, n := range names {
 					opts.Types[n] = planTypes[(i+int(knobs>>6))%len(planTypes)]
 				}
@@ -1105,8 +1107,8 @@ func FuzzPlan(f *testing.F) {
 		}
 		// A compressed copy has the same plan: offsets and CRCs are those
 		// of the decompressed stream.
-		if comp := []Compression{None, Gzip, Zstd, None}[knobs&3]; comp != None {
-			ext := map[Compression]string{Gzip: ".gz", Zstd: ".zst"}[comp]
+		if comp := []Compression{None, input.Gzip, input.Zstd, None}[knobs&3]; comp != None {
+			ext := map[Compression]string{input.Gzip: ".gz", input.Zstd: ".zst"}[comp]
 			zpath := fuzzFile(t, dir, "f.txt"+ext, compressData(t, comp, data))
 			z := checkFile(t, zpath, data, opts, size, batch)
 			if z.err() != nil {

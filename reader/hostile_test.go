@@ -14,9 +14,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemport/idemport/reader/text"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/idemport/idemport/reader/internal/input"
+	"github.com/idemport/idemport/reader/internal/value"
+	"github.com/idemport/idemport/reader/text"
 )
 
 // garbage returns n deterministic random bytes, about one in eight a NUL.
@@ -116,13 +119,13 @@ func TestHostileInput(t *testing.T) {
 	}
 	cases := []hostileCase{
 		{name: "empty_file_csv", file: "e.csv", data: []byte{},
-			stage: "open", kind: ErrEmpty, row: 0, offset: 0, reason: "file is empty"},
+			stage: "open", kind: input.ErrEmpty, row: 0, offset: 0, reason: "file is empty"},
 		{name: "empty_file_tsv", file: "e.tsv", data: []byte{},
-			stage: "open", kind: ErrEmpty, row: 0, offset: 0, reason: "file is empty"},
+			stage: "open", kind: input.ErrEmpty, row: 0, offset: 0, reason: "file is empty"},
 		{name: "empty_file_blank_lines_and_bom", file: "e.csv", data: []byte("\ufeff\r\n\n\r\n\r"),
-			stage: "open", kind: ErrEmpty, row: 0, offset: 0, reason: "file is empty"},
+			stage: "open", kind: input.ErrEmpty, row: 0, offset: 0, reason: "file is empty"},
 		{name: "empty_file_gzip", file: "e.csv.gz", build: func(t *testing.T) []byte { return gzipped(t, nil) },
-			stage: "open", kind: ErrEmpty, row: 0, offset: 0, reason: "file is empty"},
+			stage: "open", kind: input.ErrEmpty, row: 0, offset: 0, reason: "file is empty"},
 		{name: "empty_file_jsonl", file: "e.jsonl", data: []byte{}, rows: 0, schema: ""},
 		{name: "header_only", file: "h.csv", data: []byte("id,name\n"), rows: 0, schema: "id:string,name:string"},
 		{name: "header_only_no_newline", file: "h.csv", data: []byte("id,name"), rows: 0, schema: "id:string,name:string"},
@@ -133,11 +136,11 @@ func TestHostileInput(t *testing.T) {
 			// The first line of these bytes is not UTF-8 before any line
 			// end or quote.
 			name: "binary_garbage_csv", file: "g.csv", data: garbage(1, 4096),
-			stage: "open", kind: ErrHeader, row: 0, offset: 0, reason: "bad header: column 1: text is not valid UTF-8",
+			stage: "open", kind: input.ErrHeader, row: 0, offset: 0, reason: "bad header: column 1: text is not valid UTF-8",
 		},
 		{
 			name: "binary_garbage_tsv", file: "g.tsv", data: garbage(1, 4096),
-			stage: "open", kind: ErrHeader, row: 0, offset: 0, reason: "bad header: column 1: text is not valid UTF-8",
+			stage: "open", kind: input.ErrHeader, row: 0, offset: 0, reason: "bad header: column 1: text is not valid UTF-8",
 		},
 		{
 			// Every line is a bad row; the plan counts them all.
@@ -212,7 +215,7 @@ func TestHostileInput(t *testing.T) {
 		},
 		{
 			name: "invalid_utf8_header", file: "u.csv", data: []byte("id,caf\xe9\n1,2\n"),
-			stage: "open", kind: ErrHeader, row: 0, offset: 0, reason: "bad header: column 2: text is not valid UTF-8",
+			stage: "open", kind: input.ErrHeader, row: 0, offset: 0, reason: "bad header: column 2: text is not valid UTF-8",
 		},
 		{
 			name: "invalid_utf8_jsonl", file: "u.jsonl", data: []byte("{\"s\":\"ok\"}\n{\"s\":\"caf\xe9\"}\n{\"caf\xe9\":1}\n"),
@@ -226,69 +229,69 @@ func TestHostileInput(t *testing.T) {
 			name: "nul_bytes", file: "n.csv", data: []byte("a,b\n1,x\x00y\n2,\"\x00\"\n3,z\n"),
 			rows: 3, schema: "a:int64,b:string",
 			rejects: []hostileReject{
-				{1, "1,x", "b", CodeNUL, "NUL"},
-				{2, "2,\"", "b", CodeNUL, "NUL"},
+				{1, "1,x", "b", value.CodeNUL, "NUL"},
+				{2, "2,\"", "b", value.CodeNUL, "NUL"},
 			},
 		},
 		{
 			name: "nul_in_json_keys", file: "n.jsonl", data: []byte("{\"a\":1}\n{\"\\u0000\":1}\n{\"a\":\"\\u0000\"}\n"),
 			rows: 3, schema: "a:int64",
 			rejects: []hostileReject{
-				{2, "{\"\\u0000\":1}", "", CodeNUL, "key: text contains a NUL byte"},
-				{3, "{\"a\":\"\\u0000\"}", "a", CodeNUL, "NUL"},
+				{2, "{\"\\u0000\":1}", "", value.CodeNUL, "key: text contains a NUL byte"},
+				{3, "{\"a\":\"\\u0000\"}", "a", value.CodeNUL, "NUL"},
 			},
 		},
 		{
 			name: "duplicate_header_names", file: "d.csv", data: []byte("id,name,id\n1,a,2\n"),
-			stage: "open", kind: ErrHeader, row: 0, offset: 0, reason: `bad header: columns 1 and 3 are both named "id"`,
+			stage: "open", kind: input.ErrHeader, row: 0, offset: 0, reason: `bad header: columns 1 and 3 are both named "id"`,
 		},
 		{
 			name: "duplicate_header_names_after_trim", file: "d.csv", data: []byte("id, name ,name\n1,a,2\n"),
-			stage: "open", kind: ErrHeader, row: 0, offset: 0, reason: `bad header: columns 2 and 3 are both named "name"`,
+			stage: "open", kind: input.ErrHeader, row: 0, offset: 0, reason: `bad header: columns 2 and 3 are both named "name"`,
 		},
 		{
 			name: "empty_header_name", file: "e.csv", data: []byte("id,,name\n1,2,3\n"),
-			stage: "open", kind: ErrHeader, row: 0, offset: 0, reason: "bad header: column 2 has an empty name",
+			stage: "open", kind: input.ErrHeader, row: 0, offset: 0, reason: "bad header: column 2 has an empty name",
 		},
 		{
 			name: "blank_header_name", file: "e.csv", data: []byte("id,name, \t\n1,2,3\n"),
-			stage: "open", kind: ErrHeader, row: 0, offset: 0, reason: "bad header: column 3 has an empty name",
+			stage: "open", kind: input.ErrHeader, row: 0, offset: 0, reason: "bad header: column 3 has an empty name",
 		},
 		{
 			name: "quoted_empty_header_name", file: "e.csv", data: []byte("\"\",id\n1,2\n"),
-			stage: "open", kind: ErrHeader, row: 0, offset: 0, reason: "bad header: column 1 has an empty name",
+			stage: "open", kind: input.ErrHeader, row: 0, offset: 0, reason: "bad header: column 1 has an empty name",
 		},
 		{
 			// A quoted name may hold a line end; the data starts after it.
 			// A column name with a line break is no usable name: refused,
 			// like the names of a file whose lines end in CR alone.
 			name: "quoted_header_spanning_lines", file: "q.csv", data: []byte("\"first\nname\",\"last\n\nname\"\r\nAda,\"Love\nlace\"\r\nbad\r\n"),
-			stage: "open", kind: ErrHeader, row: 0, offset: 0, reason: "bad header: column 1's name holds a line break",
+			stage: "open", kind: input.ErrHeader, row: 0, offset: 0, reason: "bad header: column 1's name holds a line break",
 		},
 		{
 			name: "unterminated_quote_in_header", file: "q.csv", data: []byte("id,\"name\n1,2\n"),
-			stage: "open", kind: ErrHeader, row: 0, offset: 0, reason: "bad header: a quoted field opened on line 1 runs over 2 lines to the end of the file",
+			stage: "open", kind: input.ErrHeader, row: 0, offset: 0, reason: "bad header: a quoted field opened on line 1 runs over 2 lines to the end of the file",
 		},
 		{
 			// A quote never closed swallows the rest of the file as one
 			// row: a bad row if the file ends first...
 			name: "unterminated_quote", file: "q.csv", data: []byte("a,b\n1,x\n2,\"open\n3,y\n"),
 			rows: 2, schema: "a:int64,b:string",
-			rejects: []hostileReject{{2, "2,\"open", "b", CodeQuote, "a quoted field opened on line 3 runs over 2 lines to the end of the file: check for an unescaped quote on line 3"}},
+			rejects: []hostileReject{{2, "2,\"open", "b", value.CodeQuote, "a quoted field opened on line 3 runs over 2 lines to the end of the file: check for an unescaped quote on line 3"}},
 		},
 		{
 			// ...or a row too large, naming where it starts.
 			name: "unterminated_quote_big_file", file: "q.csv",
 			data:  append([]byte("a,b\n1,x\n2,\"open\n"), bytes.Repeat([]byte("3,y\n"), 50_000)...),
 			opts:  Options{MaxRowBytes: 64 << 10},
-			stage: "scan", kind: ErrTooLarge, row: 2, offset: 8, reason: "row exceeds the size limit of 65536 bytes",
+			stage: "scan", kind: input.ErrTooLarge, row: 2, offset: 8, reason: "row exceeds the size limit of 65536 bytes",
 		},
 		{
 			name: "stray_quote", file: "q.csv", data: []byte("a,b\n1,\"x\"y\n2,ab\"c\n3,\"p\" \n"),
 			rows: 3, schema: "a:int64,b:string",
 			rejects: []hostileReject{
-				{1, "1,\"x\"y", "b", CodeQuote, "unexpected character after a closing quote"},
-				{3, "3,\"p\"", "b", CodeQuote, "unexpected character after a closing quote"},
+				{1, "1,\"x\"y", "b", value.CodeQuote, "unexpected character after a closing quote"},
+				{3, "3,\"p\"", "b", value.CodeQuote, "unexpected character after a closing quote"},
 			},
 		},
 		{
@@ -296,7 +299,7 @@ func TestHostileInput(t *testing.T) {
 			// header, whose names hold CRs, and there are no rows. It must
 			// be refused, not imported as zero rows.
 			name: "cr_only_line_ends", file: "m.csv", data: []byte("id,name\r1,alice\r2,bob\r"),
-			stage: "open", kind: ErrHeader, row: 0, offset: 0, reason: "bad header",
+			stage: "open", kind: input.ErrHeader, row: 0, offset: 0, reason: "bad header",
 		},
 		{
 			// With an LF after the header, the CR-only rows are one row
@@ -359,8 +362,8 @@ func TestHostileInput(t *testing.T) {
 			// x's only value is in a bad row, which inference ignores.
 			rows: 3, schema: "id:int64,x:string",
 			rejects: []hostileReject{
-				{1, "{}", "id", CodeNull, "a key column must have a value"},
-				{3, "{\"x\":2}", "id", CodeNull, "a key column must have a value"},
+				{1, "{}", "id", value.CodeNull, "a key column must have a value"},
+				{3, "{\"x\":2}", "id", value.CodeNull, "a key column must have a value"},
 			},
 		},
 		{
@@ -523,20 +526,20 @@ func TestHostileHugeField(t *testing.T) {
 			plan, err := f.Scan(context.Background(), ScanOptions{})
 			runtime.ReadMemStats(&after)
 			var pe *ParseError
-			if !errors.As(err, &pe) || !errors.Is(err, ErrTooLarge) {
+			if !errors.As(err, &pe) || !errors.Is(err, input.ErrTooLarge) {
 				t.Fatalf("got %v, %v; want a *ParseError wrapping ErrTooLarge", plan, err)
 			}
 			if pe.Path != path || pe.Row != 2 || pe.Offset != int64(len("id,blob\n1,small\n")) {
 				t.Fatalf("%v: want row 2 at byte 16 of %s", err, path)
 			}
-			want := fmt.Sprintf("%s: row 2 (byte 16): row exceeds the size limit of %d bytes", path, DefaultMaxRowBytes)
+			want := fmt.Sprintf("%s: row 2 (byte 16): row exceeds the size limit of %d bytes", path, input.DefaultMaxRowBytes)
 			if err.Error() != want {
 				t.Fatalf("got  %q\nwant %q", err.Error(), want)
 			}
 			alloc := after.TotalAlloc - before.TotalAlloc
-			t.Logf("allocated %d MiB to refuse a %d MB row (limit %d MiB)", alloc>>20, size/1_000_000, DefaultMaxRowBytes>>20)
-			if limit := uint64(DefaultMaxRowBytes) * 3 / 2; alloc > limit {
-				t.Fatalf("allocated %d bytes, more than 1.5 times the %d-byte limit", alloc, DefaultMaxRowBytes)
+			t.Logf("allocated %d MiB to refuse a %d MB row (limit %d MiB)", alloc>>20, size/1_000_000, input.DefaultMaxRowBytes>>20)
+			if limit := uint64(input.DefaultMaxRowBytes) * 3 / 2; alloc > limit {
+				t.Fatalf("allocated %d bytes, more than 1.5 times the %d-byte limit", alloc, input.DefaultMaxRowBytes)
 			}
 		})
 	}

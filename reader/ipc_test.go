@@ -21,6 +21,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/google/uuid"
+
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/reader/internal/input"
 )
 
 // secondsText writes v units of 10^-digits seconds as ISO 8601 seconds.
@@ -54,42 +57,42 @@ func ipcSpecs(t testing.TB) []colSpec {
 		t.Fatal(err)
 	}
 	return append(commonSpecs(),
-		scalar("sview", arrow.BinaryTypes.StringView, String,
+		scalar("sview", arrow.BinaryTypes.StringView, idemtype.String,
 			func(b array.Builder, i int) {
 				b.(*array.StringViewBuilder).Append(strText(i+2) + strings.Repeat("long ", i))
 			},
 			func(i int) string { return strText(i+2) + strings.Repeat("long ", i) }),
-		scalar("bview", arrow.BinaryTypes.BinaryView, String,
+		scalar("bview", arrow.BinaryTypes.BinaryView, idemtype.String,
 			func(b array.Builder, i int) { b.(*array.BinaryViewBuilder).Append([]byte{1, 2, byte(i)}) },
 			func(i int) string { return fmt.Sprintf(`\x0102%02x`, i) }),
-		scalar("dec32", &arrow.Decimal32Type{Precision: 7, Scale: 3}, Decimal,
+		scalar("dec32", &arrow.Decimal32Type{Precision: 7, Scale: 3}, idemtype.Decimal,
 			func(b array.Builder, i int) { b.(*array.Decimal32Builder).Append(decimal.Decimal32(i*1001 - 5000)) },
 			func(i int) string { return wantScaled(big.NewInt(int64(i*1001-5000)), 3) }),
-		scalar("dec64", &arrow.Decimal64Type{Precision: 15, Scale: 4}, Decimal,
+		scalar("dec64", &arrow.Decimal64Type{Precision: 15, Scale: 4}, idemtype.Decimal,
 			func(b array.Builder, i int) { b.(*array.Decimal64Builder).Append(decimal.Decimal64(-i * 123456789)) },
 			func(i int) string { return wantScaled(big.NewInt(int64(-i*123456789)), 4) }),
-		scalar("dur_s", arrow.FixedWidthTypes.Duration_s, String,
+		scalar("dur_s", arrow.FixedWidthTypes.Duration_s, idemtype.String,
 			func(b array.Builder, i int) { b.(*array.DurationBuilder).Append(arrow.Duration(i*3600 - 100)) },
 			func(i int) string { return "PT" + secondsText(int64(i*3600-100), 0) + "S" }),
-		scalar("dur_ns", arrow.FixedWidthTypes.Duration_ns, String,
+		scalar("dur_ns", arrow.FixedWidthTypes.Duration_ns, idemtype.String,
 			func(b array.Builder, i int) {
 				b.(*array.DurationBuilder).Append(arrow.Duration(int64(i)*1_500_000_000 - 7))
 			},
 			func(i int) string { return "PT" + secondsText(int64(i)*1_500_000_000-7, 9) + "S" }),
-		scalar("months", arrow.FixedWidthTypes.MonthInterval, String,
+		scalar("months", arrow.FixedWidthTypes.MonthInterval, idemtype.String,
 			func(b array.Builder, i int) { b.(*array.MonthIntervalBuilder).Append(arrow.MonthInterval(i*13 - 5)) },
 			func(i int) string { return fmt.Sprintf("P%dM", i*13-5) }),
-		scalar("daytime", arrow.FixedWidthTypes.DayTimeInterval, String,
+		scalar("daytime", arrow.FixedWidthTypes.DayTimeInterval, idemtype.String,
 			func(b array.Builder, i int) {
 				b.(*array.DayTimeIntervalBuilder).Append(arrow.DayTimeInterval{Days: int32(i), Milliseconds: int32(i * 1500)})
 			},
 			func(i int) string { return fmt.Sprintf("P%dDT%sS", i, secondsText(int64(i*1500), 3)) }),
-		scalar("mdn", arrow.FixedWidthTypes.MonthDayNanoInterval, String,
+		scalar("mdn", arrow.FixedWidthTypes.MonthDayNanoInterval, idemtype.String,
 			func(b array.Builder, i int) {
 				b.(*array.MonthDayNanoIntervalBuilder).Append(arrow.MonthDayNanoInterval{Months: int32(i), Days: int32(-i), Nanoseconds: int64(i)*1e9 + 1})
 			},
 			func(i int) string { return fmt.Sprintf("P%dM%dDT%sS", i, -i, secondsText(int64(i)*1e9+1, 9)) }),
-		scalar("lview", arrow.ListViewOf(arrow.PrimitiveTypes.Int32), JSON,
+		scalar("lview", arrow.ListViewOf(arrow.PrimitiveTypes.Int32), idemtype.JSON,
 			func(b array.Builder, i int) {
 				lb := b.(*array.ListViewBuilder)
 				lb.AppendWithSize(true, 2)
@@ -98,7 +101,7 @@ func ipcSpecs(t testing.TB) []colSpec {
 				vb.Append(int32(i * 2))
 			},
 			func(i int) string { return fmt.Sprintf("[%d,%d]", i, i*2) }),
-		withInit(scalar("dict16", &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int16, ValueType: arrow.PrimitiveTypes.Int64}, Int64,
+		withInit(scalar("dict16", &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int16, ValueType: arrow.PrimitiveTypes.Int64}, idemtype.Int64,
 			func(b array.Builder, i int) {
 				if err := b.(*array.Int64DictionaryBuilder).Append(int64(i%3) * -1000); err != nil {
 					panic(err)
@@ -115,7 +118,7 @@ func ipcSpecs(t testing.TB) []colSpec {
 					panic(err)
 				}
 			}),
-		withInit(scalar("listdict", arrow.ListOf(&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}), JSON,
+		withInit(scalar("listdict", arrow.ListOf(&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}), idemtype.JSON,
 			func(b array.Builder, i int) {
 				lb := b.(*array.ListBuilder)
 				lb.Append(true)
@@ -128,18 +131,18 @@ func ipcSpecs(t testing.TB) []colSpec {
 			},
 			func(i int) string { return fmt.Sprintf(`["%s","%s"]`, colors[i%3], colors[(i+1)%3]) }),
 			func(b array.Builder) { primeColors(b.(*array.ListBuilder).ValueBuilder()) }),
-		scalar("json", jsonType, JSON,
+		scalar("json", jsonType, idemtype.JSON,
 			func(b array.Builder, i int) {
 				b.(*array.ExtensionBuilder).StorageBuilder().(*array.StringBuilder).Append(fmt.Sprintf(`{"k": [%d, "é"]}`, i))
 			},
 			func(i int) string { return fmt.Sprintf(`{"k": [%d, "é"]}`, i) }),
-		scalar("uuid", extensions.NewUUIDType(), String,
+		scalar("uuid", extensions.NewUUIDType(), idemtype.String,
 			func(b array.Builder, i int) { b.(*extensions.UUIDBuilder).Append(uuidOf(i)) },
 			func(i int) string { return uuidOf(i).String() }),
-		scalar("bool8", extensions.NewBool8Type(), Bool,
+		scalar("bool8", extensions.NewBool8Type(), idemtype.Bool,
 			func(b array.Builder, i int) { b.(*extensions.Bool8Builder).Append(i%2 == 1) },
 			func(i int) string { return fmt.Sprint(i%2 == 1) }),
-		scalar("ts_neg", &arrow.TimestampType{Unit: arrow.Microsecond}, Timestamp,
+		scalar("ts_neg", &arrow.TimestampType{Unit: arrow.Microsecond}, idemtype.Timestamp,
 			func(b array.Builder, i int) { b.(*array.TimestampBuilder).Append(arrow.Timestamp(-int64(i)*1e12 - 1)) },
 			func(i int) string { return tsText(time.UnixMicro(-int64(i)*1e12 - 1)) }),
 	)
@@ -351,12 +354,12 @@ func TestIPCUnsupported(t *testing.T) {
 		column string
 		want   string
 	}{
-		{name: "union", fields: []arrow.Field{{Name: "ok", Type: arrow.PrimitiveTypes.Int64}, {Name: "u", Type: union}}, is: ErrType, column: "u", want: "sparse_union"},
-		{name: "run_end_encoded", fields: []arrow.Field{{Name: "r", Type: ree}}, is: ErrType, column: "r", want: "run_end_encoded"},
-		{name: "nested_union", fields: []arrow.Field{{Name: "l", Type: arrow.ListOf(union)}}, is: ErrType, column: "l", want: "sparse_union"},
-		{name: "duplicate_names", fields: []arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}, {Name: "a", Type: arrow.BinaryTypes.String}}, is: ErrHeader, want: "both named"},
-		{name: "empty_name", fields: []arrow.Field{{Name: "", Type: arrow.PrimitiveTypes.Int64}}, is: ErrHeader, want: "named"},
-		{name: "no_columns", fields: nil, is: ErrHeader, want: "no columns"},
+		{name: "union", fields: []arrow.Field{{Name: "ok", Type: arrow.PrimitiveTypes.Int64}, {Name: "u", Type: union}}, is: input.ErrType, column: "u", want: "sparse_union"},
+		{name: "run_end_encoded", fields: []arrow.Field{{Name: "r", Type: ree}}, is: input.ErrType, column: "r", want: "run_end_encoded"},
+		{name: "nested_union", fields: []arrow.Field{{Name: "l", Type: arrow.ListOf(union)}}, is: input.ErrType, column: "l", want: "sparse_union"},
+		{name: "duplicate_names", fields: []arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}, {Name: "a", Type: arrow.BinaryTypes.String}}, is: input.ErrHeader, want: "both named"},
+		{name: "empty_name", fields: []arrow.Field{{Name: "", Type: arrow.PrimitiveTypes.Int64}}, is: input.ErrHeader, want: "named"},
+		{name: "no_columns", fields: nil, is: input.ErrHeader, want: "no columns"},
 	} {
 		for _, ext := range []string{".arrow", ".arrows"} {
 			t.Run(tc.name+ext, func(t *testing.T) {
@@ -467,12 +470,12 @@ func TestFormatNames(t *testing.T) {
 	}{
 		{"a.parquet", Parquet, None},
 		{"A.PARQUET", Parquet, None},
-		{"a.parquet.gz", Parquet, Gzip},
+		{"a.parquet.gz", Parquet, input.Gzip},
 		{"a.arrow", Arrow, None},
 		{"a.feather", Arrow, None},
 		{"a.ipc", Arrow, None},
 		{"a.arrows", Arrows, None},
-		{"a.arrows.zst", Arrows, Zstd},
+		{"a.arrows.zst", Arrows, input.Zstd},
 	} {
 		f, c, err := Detect(tc.path)
 		if err != nil || f != tc.f || c != tc.c {
@@ -484,7 +487,7 @@ func TestFormatNames(t *testing.T) {
 			t.Fatalf("ParseFormat(%s) = %s %v", in, got, err)
 		}
 	}
-	if _, err := ParseFormat("orc"); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "parquet") {
+	if _, err := ParseFormat("orc"); !errors.Is(err, input.ErrFormat) || !strings.Contains(err.Error(), "parquet") {
 		t.Fatalf("orc: %v", err)
 	}
 	// The format option wins over the name.

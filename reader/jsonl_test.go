@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/reader/internal/value"
 	"github.com/idemport/idemport/reader/text"
 )
 
@@ -60,38 +62,38 @@ func TestInferJSONL(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		values []string
-		typ    Type
+		typ    idemtype.Type
 		want   []any
 	}{
-		{"int64", []string{"3", "-4", "0"}, Int64, []any{"3", "-4", "0"}},
-		{"int_and_float_widen", []string{"3", "3.5"}, Float64, []any{"3", "3.5"}},
-		{"float_then_int", []string{"3.5", "3"}, Float64, []any{"3.5", "3"}},
-		{"exponent", []string{"1e2"}, Float64, []any{"100"}},
-		{"float_one_point_zero", []string{"1.0"}, Float64, []any{"1"}},
-		{"float_overflow_is_decimal", []string{"1.5", "1e999"}, Decimal, []any{"1.5", "1" + strings.Repeat("0", 999)}},
-		{"beyond_decimal_is_string", []string{"1.5", "1e200000"}, String, []any{"1.5", "1e200000"}},
-		{"int64_overflow_is_decimal", []string{"12345678901234567890"}, Decimal, []any{"12345678901234567890"}},
-		{"numeric_strings_stay_strings", []string{`"3"`, `"4.5"`}, String, []any{"3", "4.5"}},
-		{"leading_zero_string", []string{`"08123"`}, String, []any{"08123"}},
-		{"number_and_string", []string{"3", `"4"`}, String, []any{"3", "4"}},
-		{"string_and_number", []string{`"4"`, "3"}, String, []any{"4", "3"}},
-		{"bool", []string{"true", "false"}, Bool, []any{"true", "false"}},
-		{"bool_strings_stay_strings", []string{`"true"`, `"false"`}, String, []any{"true", "false"}},
-		{"bool_and_number", []string{"true", "1"}, String, []any{"true", "1"}},
-		{"timestamp", []string{`"2024-01-02T03:04:05Z"`, `"2024-01-02 03:04:05+01:00"`}, Timestamp, []any{"2024-01-02T03:04:05.000000Z", "2024-01-02T02:04:05.000000Z"}},
-		{"timestamp_no_zone_is_utc", []string{`"2024-01-02T03:04:05.25"`}, Timestamp, []any{"2024-01-02T03:04:05.250000Z"}},
-		{"date_only_is_string", []string{`"2024-01-02"`}, String, []any{"2024-01-02"}},
-		{"timestamp_and_text", []string{`"2024-01-02T03:04:05Z"`, `"soon"`}, String, []any{"2024-01-02T03:04:05Z", "soon"}},
-		{"timestamp_and_number", []string{`"2024-01-02T03:04:05Z"`, "5"}, String, []any{"2024-01-02T03:04:05Z", "5"}},
-		{"string_escapes", []string{`"a\"b\\c\n\u00e9"`}, String, []any{"a\"b\\c\né"}},
-		{"empty_string", []string{`""`, `"x"`}, String, []any{"", "x"}},
-		{"nulls_and_missing", []string{"null", "", "7"}, Int64, []any{nil, nil, "7"}},
-		{"all_null", []string{"null", ""}, String, []any{nil, nil}},
-		{"object", []string{`{"x":1,"y":[true,null]}`}, JSON, []any{`{"x":1,"y":[true,null]}`}},
-		{"object_whitespace_dropped", []string{`{ "x" : 1 }`}, JSON, []any{`{"x":1}`}},
-		{"array", []string{`[1,2]`, `[]`}, JSON, []any{`[1,2]`, `[]`}},
-		{"json_and_scalars", []string{`{"x":1}`, `"s"`, "3", "true", "null"}, JSON, []any{`{"x":1}`, `"s"`, "3", "true", nil}},
-		{"scalars_then_json", []string{"3", `[1]`}, JSON, []any{"3", "[1]"}},
+		{"int64", []string{"3", "-4", "0"}, idemtype.Int64, []any{"3", "-4", "0"}},
+		{"int_and_float_widen", []string{"3", "3.5"}, idemtype.Float64, []any{"3", "3.5"}},
+		{"float_then_int", []string{"3.5", "3"}, idemtype.Float64, []any{"3.5", "3"}},
+		{"exponent", []string{"1e2"}, idemtype.Float64, []any{"100"}},
+		{"float_one_point_zero", []string{"1.0"}, idemtype.Float64, []any{"1"}},
+		{"float_overflow_is_decimal", []string{"1.5", "1e999"}, idemtype.Decimal, []any{"1.5", "1" + strings.Repeat("0", 999)}},
+		{"beyond_decimal_is_string", []string{"1.5", "1e200000"}, idemtype.String, []any{"1.5", "1e200000"}},
+		{"int64_overflow_is_decimal", []string{"12345678901234567890"}, idemtype.Decimal, []any{"12345678901234567890"}},
+		{"numeric_strings_stay_strings", []string{`"3"`, `"4.5"`}, idemtype.String, []any{"3", "4.5"}},
+		{"leading_zero_string", []string{`"08123"`}, idemtype.String, []any{"08123"}},
+		{"number_and_string", []string{"3", `"4"`}, idemtype.String, []any{"3", "4"}},
+		{"string_and_number", []string{`"4"`, "3"}, idemtype.String, []any{"4", "3"}},
+		{"bool", []string{"true", "false"}, idemtype.Bool, []any{"true", "false"}},
+		{"bool_strings_stay_strings", []string{`"true"`, `"false"`}, idemtype.String, []any{"true", "false"}},
+		{"bool_and_number", []string{"true", "1"}, idemtype.String, []any{"true", "1"}},
+		{"timestamp", []string{`"2024-01-02T03:04:05Z"`, `"2024-01-02 03:04:05+01:00"`}, idemtype.Timestamp, []any{"2024-01-02T03:04:05.000000Z", "2024-01-02T02:04:05.000000Z"}},
+		{"timestamp_no_zone_is_utc", []string{`"2024-01-02T03:04:05.25"`}, idemtype.Timestamp, []any{"2024-01-02T03:04:05.250000Z"}},
+		{"date_only_is_string", []string{`"2024-01-02"`}, idemtype.String, []any{"2024-01-02"}},
+		{"timestamp_and_text", []string{`"2024-01-02T03:04:05Z"`, `"soon"`}, idemtype.String, []any{"2024-01-02T03:04:05Z", "soon"}},
+		{"timestamp_and_number", []string{`"2024-01-02T03:04:05Z"`, "5"}, idemtype.String, []any{"2024-01-02T03:04:05Z", "5"}},
+		{"string_escapes", []string{`"a\"b\\c\n\u00e9"`}, idemtype.String, []any{"a\"b\\c\né"}},
+		{"empty_string", []string{`""`, `"x"`}, idemtype.String, []any{"", "x"}},
+		{"nulls_and_missing", []string{"null", "", "7"}, idemtype.Int64, []any{nil, nil, "7"}},
+		{"all_null", []string{"null", ""}, idemtype.String, []any{nil, nil}},
+		{"object", []string{`{"x":1,"y":[true,null]}`}, idemtype.JSON, []any{`{"x":1,"y":[true,null]}`}},
+		{"object_whitespace_dropped", []string{`{ "x" : 1 }`}, idemtype.JSON, []any{`{"x":1}`}},
+		{"array", []string{`[1,2]`, `[]`}, idemtype.JSON, []any{`[1,2]`, `[]`}},
+		{"json_and_scalars", []string{`{"x":1}`, `"s"`, "3", "true", "null"}, idemtype.JSON, []any{`{"x":1}`, `"s"`, "3", "true", nil}},
+		{"scalars_then_json", []string{"3", `[1]`}, idemtype.JSON, []any{"3", "[1]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeFile(t, "v.jsonl", jsonlColumn(tc.values))
@@ -172,7 +174,7 @@ func TestJSONLRejects(t *testing.T) {
 			data: "{\"a\":1}\n{\"a\":\"text\",\"b\":\"x\u0000\"}\n{\"a\":2.5,\"\":1}\n{\"a\":3}\n",
 			rows: 4,
 			rejects: []rej{
-				{2, "{\"a\":\"text\"", "b", "x\x00", CodeNUL},
+				{2, "{\"a\":\"text\"", "b", "x\x00", value.CodeNUL},
 				{3, "{\"a\":2.5", "", "", CodeJSON},
 			},
 			schema: "a:int64,b:string",
@@ -184,7 +186,7 @@ func TestJSONLRejects(t *testing.T) {
 			data: "{\"s\":\"ok\"}\n{\"s\":\"a\\u0000b\"}\n",
 			rows: 2,
 			rejects: []rej{
-				{2, "{\"s\":\"a\\u", "s", "a\x00b", CodeNUL},
+				{2, "{\"s\":\"a\\u", "s", "a\x00b", value.CodeNUL},
 			},
 			schema: "s:string",
 			want:   [][]any{{"ok"}},
@@ -204,13 +206,13 @@ func TestJSONLRejects(t *testing.T) {
 		{
 			name: "forced_types",
 			data: "{\"n\":3,\"t\":\"2024-01-02\"}\n{\"n\":3.0,\"t\":\"2024-01-02T03:04:05Z\"}\n{\"n\":3.5}\n{\"n\":\"4\"}\n{\"n\":\"four\"}\n{\"t\":5}\n{\"n\":true}\n",
-			opts: Options{Types: map[string]Type{"n": Int64, "t": Timestamp}},
+			opts: Options{Types: map[string]idemtype.Type{"n": idemtype.Int64, "t": idemtype.Timestamp}},
 			rows: 7,
 			rejects: []rej{
-				{3, "{\"n\":3.5}", "n", "3.5", CodeType},
-				{5, "{\"n\":\"four\"}", "n", "four", CodeType},
-				{6, "{\"t\":5}", "t", "5", CodeType},
-				{7, "{\"n\":true}", "n", "true", CodeType},
+				{3, "{\"n\":3.5}", "n", "3.5", value.CodeType},
+				{5, "{\"n\":\"four\"}", "n", "four", value.CodeType},
+				{6, "{\"t\":5}", "t", "5", value.CodeType},
+				{7, "{\"n\":true}", "n", "true", value.CodeType},
 			},
 			schema: "n:int64,t:timestamptz",
 			want:   [][]any{{"3", "2024-01-02T00:00:00.000000Z"}, {"3", "2024-01-02T03:04:05.000000Z"}, {"4", nil}},
@@ -219,12 +221,12 @@ func TestJSONLRejects(t *testing.T) {
 		{
 			name: "not_null",
 			data: "{\"id\":1}\n{\"id\":null}\n{\"x\":2}\n{\"id\":\"\",\"x\":3}\n{\"id\":4}\n",
-			opts: Options{NotNull: []string{"id"}, Types: map[string]Type{"id": Int64}},
+			opts: Options{NotNull: []string{"id"}, Types: map[string]idemtype.Type{"id": idemtype.Int64}},
 			rows: 5,
 			rejects: []rej{
-				{2, "{\"id\":null}", "id", "", CodeNull},
-				{3, "{\"x\":2}", "id", "", CodeNull},
-				{4, "{\"id\":\"\"", "id", "", CodeNull},
+				{2, "{\"id\":null}", "id", "", value.CodeNull},
+				{3, "{\"x\":2}", "id", "", value.CodeNull},
+				{4, "{\"id\":\"\"", "id", "", value.CodeNull},
 			},
 			schema: "id:int64,x:string",
 			want:   [][]any{{"1", nil}, {"4", nil}},

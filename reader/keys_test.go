@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/idemport/idemport/idemtype"
 )
 
 // lastWins returns, from rows of key texts (nil for a bad row), the
@@ -181,7 +183,7 @@ func TestSupersededEqualValues(t *testing.T) {
 			path := writeFile(t, "f.csv", []byte(tc.data))
 			opts := Options{Key: []string{"k"}, NotNull: []string{"k"}}
 			if strings.HasSuffix(tc.name, "type fixed") {
-				opts.Types = map[string]Type{"k": Decimal}
+				opts.Types = map[string]idemtype.Type{"k": idemtype.Decimal}
 			}
 			_, plan := scanChecked(t, path, opts, ScanOptions{PartitionRows: 1})
 			if got := supersededOf(plan); !slices.Equal(got, tc.want) {
@@ -343,7 +345,7 @@ func TestSupersededDecimalsRandom(t *testing.T) {
 			for _, fixed := range []bool{false, true} {
 				opts := Options{Key: []string{"k"}, NotNull: []string{"k"}, Exact: []string{"k"}}
 				if fixed {
-					opts.Types = map[string]Type{"k": Decimal}
+					opts.Types = map[string]idemtype.Type{"k": idemtype.Decimal}
 				}
 				path := writeFile(t, c.name, []byte(c.data))
 				f, plan := scanChecked(t, path, opts, ScanOptions{PartitionRows: int64(1 + r.IntN(7))})

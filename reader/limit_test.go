@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/pgtest"
 	"github.com/idemport/idemport/reader/internal/value"
 )
@@ -23,18 +24,18 @@ func TestLimitsAgreeWithPostgres(t *testing.T) {
 	cases := []struct {
 		typ  string
 		lim  Limit
-		t    Type
+		t    idemtype.Type
 		vals []string
 	}{
-		{"smallint", Limit{MinInt: -32768, MaxInt: 32767}, Int64, []string{"32767", "32768", "-32768", "-32769", "0"}},
-		{"integer", Limit{MinInt: -1 << 31, MaxInt: 1<<31 - 1}, Int64, []string{"2147483647", "2147483648", "-2147483648", "-2147483649"}},
-		{"varchar(3)", Limit{MaxChars: 3}, String, []string{"abc", "abcd", "äöü", "äöüx", "", "ab "}},
-		{"char(2)", Limit{MaxChars: 2}, String, []string{"ab", "abc", "é"}},
-		{"numeric(5,2)", Limit{Numeric: true, Precision: 5, Scale: 2}, String, []string{
+		{"smallint", Limit{MinInt: -32768, MaxInt: 32767}, idemtype.Int64, []string{"32767", "32768", "-32768", "-32769", "0"}},
+		{"integer", Limit{MinInt: -1 << 31, MaxInt: 1<<31 - 1}, idemtype.Int64, []string{"2147483647", "2147483648", "-2147483648", "-2147483649"}},
+		{"varchar(3)", Limit{MaxChars: 3}, idemtype.String, []string{"abc", "abcd", "äöü", "äöüx", "", "ab "}},
+		{"char(2)", Limit{MaxChars: 2}, idemtype.String, []string{"ab", "abc", "é"}},
+		{"numeric(5,2)", Limit{Numeric: true, Precision: 5, Scale: 2}, idemtype.String, []string{
 			"123.45", "1234.5", "123.456", "123.450", "-999.99", "999.995", "0.001", "0.0", "1e2", "1e3", "12345e-2", "12345e-3",
 			"0.000000", "00123.45", "+1.5", "1.5e-2"}},
-		{"numeric(3,0)", Limit{Numeric: true, Precision: 3}, String, []string{"999", "1000", "999.4", "1e2", "0.5"}},
-		{"numeric", Limit{Numeric: true}, String, []string{"1e131071", "1e131072", "1e-16383", "1e-16384", "0e99999999",
+		{"numeric(3,0)", Limit{Numeric: true, Precision: 3}, idemtype.String, []string{"999", "1000", "999.4", "1e2", "0.5"}},
+		{"numeric", Limit{Numeric: true}, idemtype.String, []string{"1e131071", "1e131072", "1e-16383", "1e-16384", "0e99999999",
 			"0.5e-16383", "12e-16384", "123456789012345678901234567890.123456789", "1e1000000", "-1e-400", "0.000e-16384"}},
 	}
 	for _, c := range cases {
@@ -124,7 +125,7 @@ func TestLimitsInTypedFiles(t *testing.T) {
 	defer rec.Release()
 	path := writeParquetRecord(t, "l.parquet", rec, 3, true)
 	opts := Options{
-		Types: map[string]Type{"doc": JSON},
+		Types: map[string]idemtype.Type{"doc": idemtype.JSON},
 		Limits: map[string]Limit{"s": {MinInt: -32768, MaxInt: 32767, Table: "t"}, "v": {MaxChars: 3, Table: "t"},
 			"nn": {NotNull: true, Table: "t"}, "doc": {JSONB: true, Table: "t"}},
 	}
@@ -133,7 +134,7 @@ func TestLimitsInTypedFiles(t *testing.T) {
 	for _, r := range plan.Rejects {
 		got = append(got, [2]any{r.Ordinal, r.Code})
 	}
-	want := [][2]any{{int64(2), CodeRange}, {int64(3), CodeLength}, {int64(4), CodeNull}}
+	want := [][2]any{{int64(2), value.CodeRange}, {int64(3), value.CodeLength}, {int64(4), value.CodeNull}}
 	if !reflect.DeepEqual(got, want) || plan.Rejected != 3 {
 		t.Fatalf("rejects %v (%d), want %v", got, plan.Rejected, want)
 	}

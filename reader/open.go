@@ -19,9 +19,9 @@ func Detect(path string) (Format, Compression, error) {
 	comp := None
 	switch {
 	case strings.HasSuffix(name, ".gz"):
-		comp, name = Gzip, strings.TrimSuffix(name, ".gz")
+		comp, name = input.Gzip, strings.TrimSuffix(name, ".gz")
 	case strings.HasSuffix(name, ".zst"):
-		comp, name = Zstd, strings.TrimSuffix(name, ".zst")
+		comp, name = input.Zstd, strings.TrimSuffix(name, ".zst")
 	}
 	switch filepath.Ext(name) {
 	case ".csv":
@@ -39,7 +39,7 @@ func Detect(path string) (Format, Compression, error) {
 	case ".xlsx":
 		return XLSX, comp, nil
 	}
-	return "", comp, fmt.Errorf("%w: cannot tell the format of %s from its name; use --format", ErrFormat, filepath.Base(path))
+	return "", comp, fmt.Errorf("%w: cannot tell the format of %s from its name; use --format", input.ErrFormat, filepath.Base(path))
 }
 
 // ParseFormat checks a format name given by a user.
@@ -52,7 +52,7 @@ func ParseFormat(s string) (Format, error) {
 	case "feather", "ipc":
 		return Arrow, nil
 	}
-	return "", fmt.Errorf("%w: %q (want csv, tsv, jsonl, parquet, arrow, arrows or xlsx)", ErrFormat, s)
+	return "", fmt.Errorf("%w: %q (want csv, tsv, jsonl, parquet, arrow, arrows or xlsx)", input.ErrFormat, s)
 }
 
 // File is a source file opened for reading. Scan must not run concurrently
@@ -102,7 +102,7 @@ func Open(src idemtype.Source, opts Options) (*File, error) {
 		return nil, err
 	}
 	if opts.MaxRowBytes <= 0 {
-		opts.MaxRowBytes = DefaultMaxRowBytes
+		opts.MaxRowBytes = input.DefaultMaxRowBytes
 	}
 	if opts.Allocator == nil {
 		opts.Allocator = memory.DefaultAllocator
@@ -120,7 +120,7 @@ func Open(src idemtype.Source, opts Options) (*File, error) {
 	case Parquet, Arrow, Arrows:
 		f.cols, err = columnar.Open(f.f)
 	default:
-		err = fmt.Errorf("%w: %q", ErrFormat, format)
+		err = fmt.Errorf("%w: %q", input.ErrFormat, format)
 	}
 	if err != nil {
 		return nil, err

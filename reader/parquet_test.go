@@ -30,6 +30,10 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/reader/internal/input"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // colSpec is a test column: how to append row i to its builder and what
@@ -38,7 +42,7 @@ import (
 type colSpec struct {
 	name string
 	dt   arrow.DataType
-	typ  Type
+	typ  idemtype.Type
 	put  func(b array.Builder, i int)
 	want func(i int) any
 	// init, if set, prepares a new builder: dictionary columns insert
@@ -51,7 +55,7 @@ func nullRow(i int) bool { return i%4 == 3 }
 
 // scalar builds a spec whose null rows are nullRow and whose other rows are
 // appended by put.
-func scalar(name string, dt arrow.DataType, typ Type, put func(b array.Builder, i int), want func(i int) string) colSpec {
+func scalar(name string, dt arrow.DataType, typ idemtype.Type, put func(b array.Builder, i int), want func(i int) string) colSpec {
 	return colSpec{name: name, dt: dt, typ: typ,
 		put: func(b array.Builder, i int) {
 			if nullRow(i) {
@@ -110,110 +114,110 @@ func commonSpecs() []colSpec {
 		return int64(epochDay.Unix()/86400) + int64(i*37)
 	}
 	return []colSpec{
-		scalar("b", arrow.FixedWidthTypes.Boolean, Bool,
+		scalar("b", arrow.FixedWidthTypes.Boolean, idemtype.Bool,
 			func(b array.Builder, i int) { b.(*array.BooleanBuilder).Append(i%2 == 0) },
 			func(i int) string { return fmt.Sprint(i%2 == 0) }),
-		scalar("i8", arrow.PrimitiveTypes.Int8, Int64,
+		scalar("i8", arrow.PrimitiveTypes.Int8, idemtype.Int64,
 			func(b array.Builder, i int) { b.(*array.Int8Builder).Append(int8(i%9*30 - 128)) },
 			func(i int) string { return fmt.Sprint(i%9*30 - 128) }),
-		scalar("i16", arrow.PrimitiveTypes.Int16, Int64,
+		scalar("i16", arrow.PrimitiveTypes.Int16, idemtype.Int64,
 			func(b array.Builder, i int) { b.(*array.Int16Builder).Append(int16(i%20*3000 - 32768)) },
 			func(i int) string { return fmt.Sprint(i%20*3000 - 32768) }),
-		scalar("i32", arrow.PrimitiveTypes.Int32, Int64,
+		scalar("i32", arrow.PrimitiveTypes.Int32, idemtype.Int64,
 			func(b array.Builder, i int) { b.(*array.Int32Builder).Append(int32(i%20*200_000_000 - 2_000_000_000)) },
 			func(i int) string { return fmt.Sprint(i%20*200_000_000 - 2_000_000_000) }),
-		scalar("i64", arrow.PrimitiveTypes.Int64, Int64,
+		scalar("i64", arrow.PrimitiveTypes.Int64, idemtype.Int64,
 			func(b array.Builder, i int) { b.(*array.Int64Builder).Append(int64(i%18)*1e18 - math.MaxInt64) },
 			func(i int) string { return fmt.Sprint(int64(i%18)*1e18 - math.MaxInt64) }),
-		scalar("u8", arrow.PrimitiveTypes.Uint8, Int64,
+		scalar("u8", arrow.PrimitiveTypes.Uint8, idemtype.Int64,
 			func(b array.Builder, i int) { b.(*array.Uint8Builder).Append(uint8(255 - i)) },
 			func(i int) string { return fmt.Sprint(255 - i) }),
-		scalar("u16", arrow.PrimitiveTypes.Uint16, Int64,
+		scalar("u16", arrow.PrimitiveTypes.Uint16, idemtype.Int64,
 			func(b array.Builder, i int) { b.(*array.Uint16Builder).Append(uint16(65535 - i)) },
 			func(i int) string { return fmt.Sprint(65535 - i) }),
-		scalar("u32", arrow.PrimitiveTypes.Uint32, Int64,
+		scalar("u32", arrow.PrimitiveTypes.Uint32, idemtype.Int64,
 			func(b array.Builder, i int) { b.(*array.Uint32Builder).Append(uint32(math.MaxUint32 - i)) },
 			func(i int) string { return fmt.Sprint(math.MaxUint32 - i) }),
-		scalar("u64", arrow.PrimitiveTypes.Uint64, Int64,
+		scalar("u64", arrow.PrimitiveTypes.Uint64, idemtype.Int64,
 			func(b array.Builder, i int) { b.(*array.Uint64Builder).Append(math.MaxInt64 - uint64(i)) },
 			func(i int) string { return fmt.Sprint(math.MaxInt64 - uint64(i)) }),
-		scalar("f16", arrow.FixedWidthTypes.Float16, Float64,
+		scalar("f16", arrow.FixedWidthTypes.Float16, idemtype.Float64,
 			func(b array.Builder, i int) { b.(*array.Float16Builder).Append(float16.New(float32(i) + 0.5)) },
 			func(i int) string { return fmt.Sprint(float64(i) + 0.5) }),
-		scalar("f32", arrow.PrimitiveTypes.Float32, Float64,
+		scalar("f32", arrow.PrimitiveTypes.Float32, idemtype.Float64,
 			func(b array.Builder, i int) { b.(*array.Float32Builder).Append(float32(i) / 4) },
 			func(i int) string { return fmt.Sprint(float64(i) / 4) }),
-		scalar("f64", arrow.PrimitiveTypes.Float64, Float64,
+		scalar("f64", arrow.PrimitiveTypes.Float64, idemtype.Float64,
 			func(b array.Builder, i int) { b.(*array.Float64Builder).Append(float64(i)*1.1 - 3) },
 			func(i int) string { return fmt.Sprint(float64(i)*1.1 - 3) }),
-		scalar("dec128", &arrow.Decimal128Type{Precision: 10, Scale: 2}, Decimal,
+		scalar("dec128", &arrow.Decimal128Type{Precision: 10, Scale: 2}, idemtype.Decimal,
 			func(b array.Builder, i int) {
 				b.(*array.Decimal128Builder).Append(decimal128.FromI64(int64(i*125 - 300)))
 			},
 			func(i int) string { return wantScaled(big.NewInt(int64(i*125-300)), 2) }),
-		scalar("dec256", &arrow.Decimal256Type{Precision: 40, Scale: 3}, Decimal,
+		scalar("dec256", &arrow.Decimal256Type{Precision: 40, Scale: 3}, idemtype.Decimal,
 			func(b array.Builder, i int) { b.(*array.Decimal256Builder).Append(decimal256.FromBigInt(dec256(i))) },
 			func(i int) string { return wantScaled(dec256(i), 3) }),
-		scalar("date32", arrow.FixedWidthTypes.Date32, String,
+		scalar("date32", arrow.FixedWidthTypes.Date32, idemtype.String,
 			func(b array.Builder, i int) { b.(*array.Date32Builder).Append(arrow.Date32(day(i))) },
 			func(i int) string { return time.Unix(day(i)*86400, 0).UTC().Format("2006-01-02") }),
-		scalar("date64", arrow.FixedWidthTypes.Date64, String,
+		scalar("date64", arrow.FixedWidthTypes.Date64, idemtype.String,
 			func(b array.Builder, i int) { b.(*array.Date64Builder).Append(arrow.Date64(day(i) * 86_400_000)) },
 			func(i int) string { return time.Unix(day(i)*86400, 0).UTC().Format("2006-01-02") }),
-		scalar("time32s", arrow.FixedWidthTypes.Time32s, String,
+		scalar("time32s", arrow.FixedWidthTypes.Time32s, idemtype.String,
 			func(b array.Builder, i int) { b.(*array.Time32Builder).Append(arrow.Time32(i % 20 * 3661)) },
 			func(i int) string { return time.Unix(int64(i%20*3661), 0).UTC().Format("15:04:05") }),
-		scalar("time32ms", arrow.FixedWidthTypes.Time32ms, String,
+		scalar("time32ms", arrow.FixedWidthTypes.Time32ms, idemtype.String,
 			func(b array.Builder, i int) { b.(*array.Time32Builder).Append(arrow.Time32(i % 20 * 3661010)) },
 			func(i int) string { return time.UnixMilli(int64(i % 20 * 3661010)).UTC().Format("15:04:05.999999999") }),
-		scalar("time64ns", arrow.FixedWidthTypes.Time64ns, String,
+		scalar("time64ns", arrow.FixedWidthTypes.Time64ns, idemtype.String,
 			func(b array.Builder, i int) {
 				b.(*array.Time64Builder).Append(arrow.Time64(int64(i%20) * 3661000000123))
 			},
 			func(i int) string { return time.Unix(0, int64(i%20)*3661000000123).UTC().Format("15:04:05.999999999") }),
-		scalar("ts_s", &arrow.TimestampType{Unit: arrow.Second}, Timestamp,
+		scalar("ts_s", &arrow.TimestampType{Unit: arrow.Second}, idemtype.Timestamp,
 			func(b array.Builder, i int) {
 				b.(*array.TimestampBuilder).Append(arrow.Timestamp(baseTS.Unix() + int64(i)*86461))
 			},
 			func(i int) string { return tsText(baseTS.Add(time.Duration(i) * 86461 * time.Second)) }),
-		scalar("ts_ms", &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}, Timestamp,
+		scalar("ts_ms", &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}, idemtype.Timestamp,
 			func(b array.Builder, i int) {
 				b.(*array.TimestampBuilder).Append(arrow.Timestamp(baseTS.UnixMilli() - int64(i)*1e11 - 7))
 			},
 			func(i int) string { return tsText(time.UnixMilli(baseTS.UnixMilli() - int64(i)*1e11 - 7)) }),
-		scalar("ts_us", &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "America/New_York"}, Timestamp,
+		scalar("ts_us", &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "America/New_York"}, idemtype.Timestamp,
 			func(b array.Builder, i int) {
 				b.(*array.TimestampBuilder).Append(arrow.Timestamp(baseTS.UnixMicro() + int64(i)*1000001))
 			},
 			func(i int) string { return tsText(time.UnixMicro(baseTS.UnixMicro() + int64(i)*1000001)) }),
-		scalar("ts_ns", &arrow.TimestampType{Unit: arrow.Nanosecond}, Timestamp,
+		scalar("ts_ns", &arrow.TimestampType{Unit: arrow.Nanosecond}, idemtype.Timestamp,
 			func(b array.Builder, i int) {
 				b.(*array.TimestampBuilder).Append(arrow.Timestamp(baseTS.UnixNano() + int64(i)*7000))
 			},
 			func(i int) string { return tsText(time.Unix(0, baseTS.UnixNano()+int64(i)*7000)) }),
-		scalar("str", arrow.BinaryTypes.String, String,
+		scalar("str", arrow.BinaryTypes.String, idemtype.String,
 			func(b array.Builder, i int) { b.(*array.StringBuilder).Append(strText(i)) },
 			strText),
-		scalar("lstr", arrow.BinaryTypes.LargeString, String,
+		scalar("lstr", arrow.BinaryTypes.LargeString, idemtype.String,
 			func(b array.Builder, i int) { b.(*array.LargeStringBuilder).Append(strText(i + 1)) },
 			func(i int) string { return strText(i + 1) }),
-		scalar("bin", arrow.BinaryTypes.Binary, String,
+		scalar("bin", arrow.BinaryTypes.Binary, idemtype.String,
 			func(b array.Builder, i int) { b.(*array.BinaryBuilder).Append([]byte{0, byte(i), 0xff}) },
 			func(i int) string { return fmt.Sprintf(`\x00%02xff`, i) }),
-		scalar("lbin", arrow.BinaryTypes.LargeBinary, String,
+		scalar("lbin", arrow.BinaryTypes.LargeBinary, idemtype.String,
 			func(b array.Builder, i int) { b.(*array.BinaryBuilder).Append(bytes.Repeat([]byte{0xab}, i)) },
 			func(i int) string { return `\x` + strings.Repeat("ab", i) }),
-		scalar("fsb", &arrow.FixedSizeBinaryType{ByteWidth: 3}, String,
+		scalar("fsb", &arrow.FixedSizeBinaryType{ByteWidth: 3}, idemtype.String,
 			func(b array.Builder, i int) { b.(*array.FixedSizeBinaryBuilder).Append([]byte{'A', byte(i), 0x7f}) },
 			func(i int) string { return fmt.Sprintf(`\x41%02x7f`, i) }),
-		withInit(scalar("dict", &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}, String,
+		withInit(scalar("dict", &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}, idemtype.String,
 			func(b array.Builder, i int) {
 				if err := b.(*array.BinaryDictionaryBuilder).AppendString(colors[i%3]); err != nil {
 					panic(err)
 				}
 			},
 			func(i int) string { return colors[i%3] }), primeColors),
-		scalar("list", arrow.ListOf(arrow.PrimitiveTypes.Int32), JSON,
+		scalar("list", arrow.ListOf(arrow.PrimitiveTypes.Int32), idemtype.JSON,
 			func(b array.Builder, i int) {
 				lb := b.(*array.ListBuilder)
 				lb.Append(true)
@@ -231,7 +235,7 @@ func commonSpecs() []colSpec {
 				}
 				return fmt.Sprintf("[%d,null,%d]", i, -i)
 			}),
-		scalar("llist", arrow.LargeListOf(arrow.BinaryTypes.String), JSON,
+		scalar("llist", arrow.LargeListOf(arrow.BinaryTypes.String), idemtype.JSON,
 			func(b array.Builder, i int) {
 				lb := b.(*array.LargeListBuilder)
 				lb.Append(true)
@@ -242,7 +246,7 @@ func commonSpecs() []colSpec {
 			func(i int) string { return fmt.Sprintf(`["q\"uote\\","line\n%d\t\u0001é"]`, i) }),
 		// Parquet cannot write a null fixed-size list (its null slots
 		// have values), so this one is never null.
-		{name: "fsl", dt: arrow.FixedSizeListOf(2, arrow.PrimitiveTypes.Float64), typ: JSON,
+		{name: "fsl", dt: arrow.FixedSizeListOf(2, arrow.PrimitiveTypes.Float64), typ: idemtype.JSON,
 			put: func(b array.Builder, i int) {
 				lb := b.(*array.FixedSizeListBuilder)
 				lb.Append(true)
@@ -260,7 +264,7 @@ func commonSpecs() []colSpec {
 				}
 				return fmt.Sprintf("[%v,%v]", ftoa(float64(i)/2), ftoa(float64(i)*1e300-0.25))
 			}},
-		scalar("struct", structType, JSON,
+		scalar("struct", structType, idemtype.JSON,
 			func(b array.Builder, i int) {
 				sb := b.(*array.StructBuilder)
 				sb.Append(true)
@@ -284,7 +288,7 @@ func commonSpecs() []colSpec {
 					wantScaled(big.NewInt(int64(i*125+5)), 2), time.Unix(day(i)*86400, 0).UTC().Format("2006-01-02"),
 					time.UnixMilli(baseTS.UnixMilli()+int64(i)).UTC().Format("2006-01-02T15:04:05.999Z"), i)
 			}),
-		scalar("map", arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64), JSON,
+		scalar("map", arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64), idemtype.JSON,
 			func(b array.Builder, i int) {
 				mb := b.(*array.MapBuilder)
 				mb.Append(true)
@@ -308,7 +312,7 @@ func commonSpecs() []colSpec {
 				}
 				return "{" + strings.Join(parts, ",") + "}"
 			}),
-		{name: "nulls", dt: arrow.Null, typ: String,
+		{name: "nulls", dt: arrow.Null, typ: idemtype.String,
 			put:  func(b array.Builder, i int) { b.AppendNull() },
 			want: func(int) any { return nil }},
 	}
@@ -395,7 +399,7 @@ func wantRows(specs []colSpec, n int, skip map[int]bool) [][]any {
 func wantSchema(specs []colSpec) string {
 	var s Schema
 	for _, c := range specs {
-		s = append(s, Column{Name: c.name, Type: c.typ})
+		s = append(s, value.Column{Name: c.name, Type: c.typ})
 	}
 	return schemaString(s)
 }
@@ -756,13 +760,13 @@ func checkRejects(t *testing.T, path string) {
 		got = append(got, rej{r.Ordinal, r.Column, r.Value, r.Code})
 	}
 	want := []rej{
-		{2, "u", "18446744073709551615", CodeRange},
-		{3, "old", "-0001-12-31T23:59:59", CodeRange},
-		{4, "u", "9223372036854775808", CodeRange},
-		{5, "ts", "2024-02-29T13:45:30.0000015Z", CodePrecision},
-		{7, "id", "", CodeNull},
+		{2, "u", "18446744073709551615", value.CodeRange},
+		{3, "old", "-0001-12-31T23:59:59", value.CodeRange},
+		{4, "u", "9223372036854775808", value.CodeRange},
+		{5, "ts", "2024-02-29T13:45:30.0000015Z", value.CodePrecision},
+		{7, "id", "", value.CodeNull},
 		{9, "s", "bad \xff utf8", CodeUTF8},
-		{10, "s", "nul\x00byte", CodeNUL},
+		{10, "s", "nul\x00byte", value.CodeNUL},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("rejects\n got %+v\nwant %+v", got, want)
@@ -803,31 +807,31 @@ func TestParquetForcedTypes(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		column string
-		typ    Type
+		typ    idemtype.Type
 		want   []any // rows 0..5
 		err    string
 	}{
-		{column: "i64", typ: Int64, want: []any{"-9223372036854775807", "-8223372036854775807", "-7223372036854775807", nil, "-5223372036854775807", "-4223372036854775807"}},
-		{column: "i8", typ: String, want: []any{"-128", "-98", "-68", nil, "-8", "22"}},
-		{column: "i8", typ: JSON, want: []any{"-128", "-98", "-68", nil, "-8", "22"}},
-		{column: "b", typ: JSON, want: []any{"true", "false", "true", nil, "true", "false"}},
-		{column: "f32", typ: String, want: []any{"0", "0.25", "0.5", nil, "1", "1.25"}},
-		{column: "ts_ns", typ: String, want: []any{"2024-02-29T13:45:30", "2024-02-29T13:45:30.000007", "2024-02-29T13:45:30.000014", nil, "2024-02-29T13:45:30.000028", "2024-02-29T13:45:30.000035"}},
-		{column: "ts_ms", typ: JSON, want: msJSON(0, 1, 2, -1, 4, 5)},
-		{column: "str", typ: JSON, want: []any{`"héllo, \"wörld\" 0 ✓"`, `""`, `"héllo, \"wörld\" 2 ✓"`, nil, `"héllo, \"wörld\" 4 ✓"`, `"héllo, \"wörld\" 5 ✓"`}},
-		{column: "dec128", typ: JSON, want: []any{"-3.00", "-1.75", "-0.50", nil, "2.00", "3.25"}},
-		{column: "list", typ: String, want: []any{"[0,null,0]", "[]", "[2,null,-2]", nil, "[4,null,-4]", "[]"}},
-		{column: "bin", typ: JSON, want: []any{`"\\x0000ff"`, `"\\x0001ff"`, `"\\x0002ff"`, nil, `"\\x0004ff"`, `"\\x0005ff"`}},
-		{column: "i8", typ: Bool, err: `column "i8"`},
-		{column: "str", typ: Int64, err: `cannot be read as int64`},
-		{column: "list", typ: Timestamp, err: `(only as json or string)`},
+		{column: "i64", typ: idemtype.Int64, want: []any{"-9223372036854775807", "-8223372036854775807", "-7223372036854775807", nil, "-5223372036854775807", "-4223372036854775807"}},
+		{column: "i8", typ: idemtype.String, want: []any{"-128", "-98", "-68", nil, "-8", "22"}},
+		{column: "i8", typ: idemtype.JSON, want: []any{"-128", "-98", "-68", nil, "-8", "22"}},
+		{column: "b", typ: idemtype.JSON, want: []any{"true", "false", "true", nil, "true", "false"}},
+		{column: "f32", typ: idemtype.String, want: []any{"0", "0.25", "0.5", nil, "1", "1.25"}},
+		{column: "ts_ns", typ: idemtype.String, want: []any{"2024-02-29T13:45:30", "2024-02-29T13:45:30.000007", "2024-02-29T13:45:30.000014", nil, "2024-02-29T13:45:30.000028", "2024-02-29T13:45:30.000035"}},
+		{column: "ts_ms", typ: idemtype.JSON, want: msJSON(0, 1, 2, -1, 4, 5)},
+		{column: "str", typ: idemtype.JSON, want: []any{`"héllo, \"wörld\" 0 ✓"`, `""`, `"héllo, \"wörld\" 2 ✓"`, nil, `"héllo, \"wörld\" 4 ✓"`, `"héllo, \"wörld\" 5 ✓"`}},
+		{column: "dec128", typ: idemtype.JSON, want: []any{"-3.00", "-1.75", "-0.50", nil, "2.00", "3.25"}},
+		{column: "list", typ: idemtype.String, want: []any{"[0,null,0]", "[]", "[2,null,-2]", nil, "[4,null,-4]", "[]"}},
+		{column: "bin", typ: idemtype.JSON, want: []any{`"\\x0000ff"`, `"\\x0001ff"`, `"\\x0002ff"`, nil, `"\\x0004ff"`, `"\\x0005ff"`}},
+		{column: "i8", typ: idemtype.Bool, err: `column "i8"`},
+		{column: "str", typ: idemtype.Int64, err: `cannot be read as int64`},
+		{column: "list", typ: idemtype.Timestamp, err: `(only as json or string)`},
 	} {
 		t.Run(tc.column+"_as_"+tc.typ.String(), func(t *testing.T) {
-			opts := Options{Types: map[string]Type{tc.column: tc.typ}}
+			opts := Options{Types: map[string]idemtype.Type{tc.column: tc.typ}}
 			if tc.err != "" {
 				_, err := OpenPath(path, opts)
 				var pe *ParseError
-				if !errors.As(err, &pe) || !errors.Is(err, ErrType) || pe.Column != tc.column || !strings.Contains(err.Error(), tc.err) {
+				if !errors.As(err, &pe) || !errors.Is(err, input.ErrType) || pe.Column != tc.column || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("got %v, want a *ParseError wrapping ErrType naming %q with %q", err, tc.column, tc.err)
 				}
 				return
@@ -1072,7 +1076,7 @@ func TestParquetCompressedRefused(t *testing.T) {
 			writeCompressed(t, path, orig)
 			_, err := OpenPath(path, Options{})
 			var pe *ParseError
-			if !errors.As(err, &pe) || !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "needs random access") ||
+			if !errors.As(err, &pe) || !errors.Is(err, input.ErrFormat) || !strings.Contains(err.Error(), "needs random access") ||
 				!strings.Contains(err.Error(), "decompress it first") {
 				t.Fatalf("got %v", err)
 			}
@@ -1109,7 +1113,7 @@ func TestParquetPlanMismatch(t *testing.T) {
 	f, plan := scanChecked(t, path, Options{}, ScanOptions{})
 	other := *plan
 	other.Schema = append(Schema(nil), plan.Schema...)
-	other.Schema[1].Type = String
+	other.Schema[1].Type = idemtype.String
 	if _, err := f.Partition(&other, plan.Partitions[0], 10); !errors.Is(err, ErrSourceChanged) {
 		t.Fatalf("got %v", err)
 	}

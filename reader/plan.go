@@ -114,7 +114,7 @@ type PartitionReader struct {
 // Partition opens a reader over partition p of plan, positioned at its first
 // byte: uncompressed files seek there, compressed ones decompress and discard
 // the bytes before it. Each Batch holds at most batchRows rows, and at most
-// about BatchBytes of data.
+// about 4 MiB of data.
 //
 // A Parquet partition reads only its row group, and an Arrow IPC file
 // partition only its record batch (and the file's dictionaries); an Arrow

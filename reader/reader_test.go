@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/idemport/idemport/idemtype"
 )
 
 // readAll plans path and reads every partition back, rendering each value as
@@ -106,9 +108,9 @@ func TestCSVSpectrum(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			types := map[string]Type{}
+			types := map[string]idemtype.Type{}
 			for _, h := range f.Header() {
-				types[h] = String
+				types[h] = idemtype.String
 			}
 			plan, got, ords := readAll(t, path, Options{Types: types}, ScanOptions{PartitionRows: 2})
 			if plan.Rejected != 0 {

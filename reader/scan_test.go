@@ -21,8 +21,10 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/reader/internal/input"
 	"github.com/idemport/idemport/reader/internal/partition"
 	"github.com/idemport/idemport/reader/internal/reject"
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // writeFile writes data to a new file called name in a fresh temporary
@@ -350,7 +352,7 @@ func TestEmptyFile(t *testing.T) {
 			path := writeFile(t, "e.csv", []byte(tc.data))
 			_, err := OpenPath(path, Options{})
 			var pe *ParseError
-			if !errors.As(err, &pe) || !errors.Is(err, ErrEmpty) {
+			if !errors.As(err, &pe) || !errors.Is(err, input.ErrEmpty) {
 				t.Fatalf("got %v (%T), want a *ParseError wrapping ErrEmpty", err, err)
 			}
 			if pe.Path != path {
@@ -378,7 +380,7 @@ func TestBadHeader(t *testing.T) {
 			path := writeFile(t, "h.csv", []byte(tc.data))
 			_, err := OpenPath(path, Options{})
 			var pe *ParseError
-			if !errors.As(err, &pe) || !errors.Is(err, ErrHeader) {
+			if !errors.As(err, &pe) || !errors.Is(err, input.ErrHeader) {
 				t.Fatalf("got %v (%T), want a *ParseError wrapping ErrHeader", err, err)
 			}
 		})
@@ -413,11 +415,11 @@ func TestRejects(t *testing.T) {
 		{
 			name: "type",
 			data: "id,n\n1,10\n2,x\n3,30\n4,4.5\n",
-			opts: Options{Types: map[string]Type{"n": Int64}},
+			opts: Options{Types: map[string]idemtype.Type{"n": idemtype.Int64}},
 			rows: 4,
 			rejects: []rej{
-				{2, "2,x", "n", "x", CodeType},
-				{4, "4,4.5", "n", "4.5", CodeType},
+				{2, "2,x", "n", "x", value.CodeType},
+				{4, "4,4.5", "n", "4.5", value.CodeType},
 			},
 			schema: "id:int64,n:int64",
 			want:   [][]any{{"1", "10"}, {"3", "30"}},
@@ -426,10 +428,10 @@ func TestRejects(t *testing.T) {
 		{
 			name: "type_quoted_value",
 			data: "id,t\n1,2024-01-02T00:00:00Z\n2,\"not, a time\"\n",
-			opts: Options{Types: map[string]Type{"t": Timestamp}},
+			opts: Options{Types: map[string]idemtype.Type{"t": idemtype.Timestamp}},
 			rows: 2,
 			rejects: []rej{
-				{2, "2,\"not", "t", "not, a time", CodeType},
+				{2, "2,\"not", "t", "not, a time", value.CodeType},
 			},
 			schema: "id:int64,t:timestamptz",
 			want:   [][]any{{"1", "2024-01-02T00:00:00.000000Z"}},
@@ -462,7 +464,7 @@ func TestRejects(t *testing.T) {
 		{
 			name: "utf8_forced_string",
 			data: "a,b\n1,\xff\n2,x\n",
-			opts: Options{Types: map[string]Type{"b": String}},
+			opts: Options{Types: map[string]idemtype.Type{"b": idemtype.String}},
 			rows: 2,
 			rejects: []rej{
 				{1, "1,\xff", "b", "\xff", CodeUTF8},
@@ -476,8 +478,8 @@ func TestRejects(t *testing.T) {
 			data: "a,b\n1,x\x00y\n2,\"p\x00\"\n3,z\n",
 			rows: 3,
 			rejects: []rej{
-				{1, "1,x", "b", "x\x00y", CodeNUL},
-				{2, "2,\"p", "b", "p\x00", CodeNUL},
+				{1, "1,x", "b", "x\x00y", value.CodeNUL},
+				{2, "2,\"p", "b", "p\x00", value.CodeNUL},
 			},
 			schema: "a:int64,b:string",
 			want:   [][]any{{"3", "z"}},
@@ -488,8 +490,8 @@ func TestRejects(t *testing.T) {
 			data: "a,b\n1,\"x\"y\n\"p\" ,2\n3,z\n",
 			rows: 3,
 			rejects: []rej{
-				{1, "1,\"x\"y", "b", "x", CodeQuote},
-				{2, "\"p\" ,2", "a", "p", CodeQuote},
+				{1, "1,\"x\"y", "b", "x", value.CodeQuote},
+				{2, "\"p\" ,2", "a", "p", value.CodeQuote},
 			},
 			schema: "a:int64,b:string",
 			want:   [][]any{{"3", "z"}},
@@ -500,7 +502,7 @@ func TestRejects(t *testing.T) {
 			data: "a,b\n1,x\n2,\"never closed\n3,y\n",
 			rows: 2,
 			rejects: []rej{
-				{2, "2,\"never", "b", "never closed\n3,y\n", CodeQuote},
+				{2, "2,\"never", "b", "never closed\n3,y\n", value.CodeQuote},
 			},
 			schema: "a:int64,b:string",
 			want:   [][]any{{"1", "x"}},
@@ -512,7 +514,7 @@ func TestRejects(t *testing.T) {
 			opts: Options{NotNull: []string{"id"}},
 			rows: 4,
 			rejects: []rej{
-				{2, ",b", "id", "", CodeNull},
+				{2, ",b", "id", "", value.CodeNull},
 			},
 			schema: "id:int64,v:string",
 			want:   [][]any{{"1", "a"}, {"3", nil}, {"4", "d"}},
@@ -524,8 +526,8 @@ func TestRejects(t *testing.T) {
 			opts: Options{NotNull: []string{"id", "v"}},
 			rows: 4,
 			rejects: []rej{
-				{2, "2,\n", "v", "", CodeNull},
-				{3, ",c", "id", "", CodeNull},
+				{2, "2,\n", "v", "", value.CodeNull},
+				{3, ",c", "id", "", value.CodeNull},
 			},
 			schema: "id:int64,v:string",
 			want:   [][]any{{"1", "a"}, {"4", "d"}},
@@ -536,10 +538,10 @@ func TestRejects(t *testing.T) {
 			// cannot fill a key column of that type.
 			name: "not_null_quoted_empty_forced_int",
 			data: "id,v\n1,a\n\"\",b\n3,c\n",
-			opts: Options{NotNull: []string{"id"}, Types: map[string]Type{"id": Int64}},
+			opts: Options{NotNull: []string{"id"}, Types: map[string]idemtype.Type{"id": idemtype.Int64}},
 			rows: 3,
 			rejects: []rej{
-				{2, "\"\",b", "id", "", CodeNull},
+				{2, "\"\",b", "id", "", value.CodeNull},
 			},
 			schema: "id:int64,v:string",
 			want:   [][]any{{"1", "a"}, {"3", "c"}},
@@ -564,7 +566,7 @@ func TestRejects(t *testing.T) {
 			rejects: []rej{
 				{2, "x,3", "", "", CodeFieldCount},
 				{3, "\xff,4.5", "a", "\xff", CodeUTF8},
-				{4, "5,\"bad", "b", "bad", CodeQuote},
+				{4, "5,\"bad", "b", "bad", value.CodeQuote},
 			},
 			schema: "a:int64,b:int64",
 			want:   [][]any{{"1", "2"}, {"6", "7"}},
@@ -575,10 +577,10 @@ func TestRejects(t *testing.T) {
 			// values widen an inferred one.
 			name: "reject_in_forced_column_does_not_infer",
 			data: "a,b\n1,2\nhello,x\n3,4\n",
-			opts: Options{Types: map[string]Type{"b": Int64}},
+			opts: Options{Types: map[string]idemtype.Type{"b": idemtype.Int64}},
 			rows: 3,
 			rejects: []rej{
-				{2, "hello,x", "b", "x", CodeType},
+				{2, "hello,x", "b", "x", value.CodeType},
 			},
 			schema: "a:int64,b:int64",
 			want:   [][]any{{"1", "2"}, {"3", "4"}},
@@ -647,7 +649,7 @@ func TestRejects(t *testing.T) {
 func TestRejectValueTruncated(t *testing.T) {
 	long := strings.Repeat("x", 3000)
 	path := writeFile(t, "l.csv", []byte("n\n1\n"+long+"\n"))
-	_, plan := scanChecked(t, path, Options{Types: map[string]Type{"n": Int64}}, ScanOptions{KeepRejects: 1})
+	_, plan := scanChecked(t, path, Options{Types: map[string]idemtype.Type{"n": idemtype.Int64}}, ScanOptions{KeepRejects: 1})
 	if plan.Rejected != 1 || len(plan.Rejects) != 1 {
 		t.Fatalf("plan %+v", plan)
 	}
@@ -669,7 +671,7 @@ func TestKeepRejects(t *testing.T) {
 	path := writeFile(t, "k.csv", []byte(b.String()))
 	for _, keep := range []int{0, 1, 3, 5, 100} {
 		t.Run(fmt.Sprint("keep=", keep), func(t *testing.T) {
-			_, plan := scanChecked(t, path, Options{Types: map[string]Type{"n": Int64}}, ScanOptions{PartitionRows: 3, KeepRejects: keep})
+			_, plan := scanChecked(t, path, Options{Types: map[string]idemtype.Type{"n": idemtype.Int64}}, ScanOptions{PartitionRows: 3, KeepRejects: keep})
 			if plan.Rows != 20 || plan.Rejected != 5 {
 				t.Fatalf("rows %d rejected %d", plan.Rows, plan.Rejected)
 			}
@@ -852,7 +854,7 @@ func TestTSV(t *testing.T) {
 	})
 	t.Run("format_option", func(t *testing.T) {
 		path := writeFile(t, "t.txt", []byte("a\tb\n1\tx,y\n"))
-		if _, err := OpenPath(path, Options{}); !errors.Is(err, ErrFormat) {
+		if _, err := OpenPath(path, Options{}); !errors.Is(err, input.ErrFormat) {
 			t.Fatalf("open without a format: %v", err)
 		}
 		f, plan := scanChecked(t, path, Options{Format: TSV}, ScanOptions{})
@@ -912,7 +914,7 @@ func TestMaxRowBytes(t *testing.T) {
 			f := openChecked(t, path, Options{MaxRowBytes: limit})
 			plan, err := f.Scan(context.Background(), ScanOptions{})
 			var pe *ParseError
-			if !errors.As(err, &pe) || !errors.Is(err, ErrTooLarge) {
+			if !errors.As(err, &pe) || !errors.Is(err, input.ErrTooLarge) {
 				t.Fatalf("got %v, %v; want a *ParseError wrapping ErrTooLarge", plan, err)
 			}
 			if pe.Row != tc.row || pe.Path != path {
@@ -948,7 +950,7 @@ func TestMaxRowBytes(t *testing.T) {
 		}
 		_, err = f.Scan(context.Background(), ScanOptions{})
 		runtime.ReadMemStats(&after)
-		if !errors.Is(err, ErrTooLarge) {
+		if !errors.Is(err, input.ErrTooLarge) {
 			t.Fatalf("got %v, want ErrTooLarge", err)
 		}
 		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
@@ -959,7 +961,7 @@ func TestMaxRowBytes(t *testing.T) {
 		path := writeFile(t, "h.csv", []byte("a,"+big+"\n1,2\n"))
 		_, err := OpenPath(path, Options{MaxRowBytes: limit})
 		var pe *ParseError
-		if !errors.As(err, &pe) || !errors.Is(err, ErrTooLarge) {
+		if !errors.As(err, &pe) || !errors.Is(err, input.ErrTooLarge) {
 			t.Fatalf("got %v, want a *ParseError wrapping ErrTooLarge", err)
 		}
 	})
@@ -1040,7 +1042,7 @@ func TestCompression(t *testing.T) {
 				path := filepath.Join(t.TempDir(), "data"+tc.ext+comp)
 				writeCompressed(t, path, []byte(tc.data))
 				f, plan := scanChecked(t, path, Options{MaxRowBytes: v.maxRow}, ScanOptions{PartitionRows: 250, KeepRejects: 100})
-				if want := map[string]Compression{"": None, ".gz": Gzip, ".zst": Zstd}[comp]; f.Compression() != want {
+				if want := map[string]Compression{"": None, ".gz": input.Gzip, ".zst": input.Zstd}[comp]; f.Compression() != want {
 					t.Fatalf("%s: compression %q", comp, f.Compression())
 				}
 				if got := schemaString(plan.Schema); got != tc.schema {
@@ -1272,7 +1274,7 @@ func TestRandomCSV(t *testing.T) {
 				}
 			}
 			path := writeFile(t, "r.csv", []byte(data))
-			types := map[string]Type{"a": String, "b": String, "c": String}
+			types := map[string]idemtype.Type{"a": idemtype.String, "b": idemtype.String, "c": idemtype.String}
 			f, plan := scanChecked(t, path, Options{Types: types, MaxRowBytes: tc.maxRow}, ScanOptions{PartitionRows: tc.partRow})
 			if plan.Rows != int64(tc.rows) || plan.Rejected != 0 {
 				t.Fatalf("rows %d rejected %d: %+v", plan.Rows, plan.Rejected, plan.Rejects)
@@ -1401,7 +1403,7 @@ func TestSecondCore(t *testing.T) {
 		name, data string
 		opts       Options
 	}{
-		{"t.csv", csvData.String(), Options{Types: map[string]Type{"n": Int64}, NotNull: []string{"id"}}},
+		{"t.csv", csvData.String(), Options{Types: map[string]idemtype.Type{"n": idemtype.Int64}, NotNull: []string{"id"}}},
 		{"t.jsonl", jsonData.String(), Options{NotNull: []string{"id"}}},
 	} {
 		path := filepath.Join(dir, c.name)

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/valyala/fastjson"
-
 	"github.com/idemport/idemport/reader/internal/input"
 	"github.com/idemport/idemport/reader/internal/value"
 )
@@ -158,18 +156,6 @@ func jsonText(kind byte, text []byte, f input.Format) string {
 		return string(text)
 	}
 	return string(v.B)
-}
-
-// CheckJSON returns a reason code and message when b is not a JSON
-// document a json column can hold, or empty strings when it is.
-func CheckJSON(b []byte) (string, string) {
-	if code, msg := value.CheckText(b); code != "" {
-		return code, msg
-	}
-	if err := fastjson.ValidateBytes(b); err != nil {
-		return value.CodeJSON, "invalid JSON: " + err.Error()
-	}
-	return "", ""
 }
 
 // MaxValue bounds the raw value kept with a reject, and MaxRow

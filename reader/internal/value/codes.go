@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
 )
 
 // The reason codes of bad rows, in Reject.Code: why a row is bad, for
@@ -53,4 +55,16 @@ func CheckText(b []byte) (string, string) {
 // TextClean reports whether b is valid UTF-8 without NUL bytes.
 func TextClean(b []byte) bool {
 	return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
+}
+
+// CheckJSON returns a reason code and message when b is not a JSON
+// document a json column can hold, or empty strings when it is.
+func CheckJSON(b []byte) (string, string) {
+	if code, msg := CheckText(b); code != "" {
+		return code, msg
+	}
+	if err := fastjson.ValidateBytes(b); err != nil {
+		return CodeJSON, "invalid JSON: " + err.Error()
+	}
+	return "", ""
 }
