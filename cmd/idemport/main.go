@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/idemport/idemport/internal/config"
 	"github.com/idemport/idemport/internal/failpoint"
@@ -71,6 +72,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	root := newRootCmd(e)
 	root.InitDefaultCompletionCmd(args...)
 	usageArgs(root)
+	allowed := envFlagNames(e)
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return envFlags(c.Flags(), getenv, allowed) }
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -95,6 +98,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 // joining several (those of a feeds file): each is escaped on its own.
 func errorLines(err error) []string {
 	var ue *pipeline.UsageError
+	var u usageError
+	if errors.As(err, &u) {
+		if j, ok := u.error.(interface{ Unwrap() []error }); ok {
+			var lines []string
+			for _, e := range j.Unwrap() {
+				lines = append(lines, errorLines(e)...)
+			}
+			return lines
+		}
+	}
 	if errors.As(err, &ue) {
 		if j, ok := ue.Err.(interface{ Unwrap() []error }); ok {
 			var lines []string
@@ -112,6 +125,66 @@ func errorLines(err error) []string {
 		return lines
 	}
 	return []string{err.Error()}
+}
+
+// EnvName is the environment variable that sets the flag named flag when
+// the command line does not: IDEMPORT_ and the name in capitals, with _
+// for -, so --max-rejects is IDEMPORT_MAX_REJECTS.
+func envName(flag string) string {
+	return "IDEMPORT_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// envFlagNames are the flags the environment may set: those of run, which
+// are import's and run's own (--config, --fail-fast). A command that takes
+// one of them takes its variable too; the choices of one invocation of
+// other commands (undo --forget, gc --older-than…) are not read from the
+// environment.
+func envFlagNames(e *env) map[string]bool {
+	names := map[string]bool{}
+	newRunCmd(e).Flags().VisitAll(func(fl *pflag.Flag) { names[fl.Name] = true })
+	delete(names, "help")
+	return names
+}
+
+// envFlags sets every flag of fs among allowed that the command line left unset from
+// its variable (envName), when that is set and not empty, so that the
+// precedence is flag > environment > feeds file > default. A repeatable
+// flag takes one value per line of its variable (as IDEMPORT_NOTIFY
+// always has); a comma-separated one its commas, as on the command line.
+// A value the flag refuses is a usage error naming the variable. Every
+// flag it sets counts as changed.
+func envFlags(fs *pflag.FlagSet, getenv func(string) string, allowed map[string]bool) error {
+	var errs []error
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if fl.Changed || !allowed[fl.Name] {
+			return
+		}
+		name := envName(fl.Name)
+		v := getenv(name)
+		if v == "" {
+			return
+		}
+		if sv, ok := fl.Value.(pflag.SliceValue); ok && fl.Value.Type() == "stringArray" {
+			var vals []string
+			for _, l := range strings.Split(v, "\n") {
+				if l = strings.TrimSpace(l); l != "" {
+					vals = append(vals, l)
+				}
+			}
+			if err := sv.Replace(vals); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+			fl.Changed = true
+			return
+		}
+		if err := fs.Set(fl.Name, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	})
+	if len(errs) > 0 {
+		return usageError{errors.Join(errs...)}
+	}
+	return nil
 }
 
 // outcomeError carries the results of an import to exitCode. Their text was
