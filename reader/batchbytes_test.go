@@ -2,7 +2,6 @@ package reader
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,27 +23,16 @@ func wideText(i, width int) string {
 // count and the rows' texts (column 1) in order.
 func batchesOf(t *testing.T, f *File, plan *Plan) (sizes []int, texts []string) {
 	t.Helper()
-	for _, p := range plan.Partitions {
-		pr, err := f.Partition(plan, p, 1<<20)
+	for b, err := range f.Batches(plan, plan.Partitions, 1<<20) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for {
-			b, err := pr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			sizes = append(sizes, int(b.Record.NumRows()))
-			col := b.Record.Column(1).(*array.String)
-			for i := range col.Len() {
-				texts = append(texts, col.Value(i))
-			}
-			b.Release()
+		sizes = append(sizes, int(b.Record.NumRows()))
+		col := b.Record.Column(1).(*array.String)
+		for i := range col.Len() {
+			texts = append(texts, col.Value(i))
 		}
-		pr.Close()
+		b.Release()
 	}
 	return sizes, texts
 }

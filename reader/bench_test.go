@@ -3,7 +3,6 @@ package reader
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -162,23 +161,12 @@ func BenchmarkRead(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				var got int64
-				for _, p := range plan.Partitions {
-					r, err := f.Partition(plan, p, 0)
+				for batch, err := range f.Batches(plan, plan.Partitions, 0) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					for {
-						batch, err := r.Next()
-						if err == io.EOF {
-							break
-						}
-						if err != nil {
-							b.Fatal(err)
-						}
-						got += batch.Record.NumRows()
-						batch.Release()
-					}
-					r.Close()
+					got += batch.Record.NumRows()
+					batch.Release()
 				}
 				if got != n {
 					b.Fatalf("read %d rows, want %d", got, n)

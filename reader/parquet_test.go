@@ -1042,23 +1042,11 @@ func readWhole(path string) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range plan.Partitions {
-		pr, err := f.Partition(plan, p, 5)
+	for b, err := range f.Batches(plan, plan.Partitions, 5) {
 		if err != nil {
 			return err
 		}
-		for {
-			b, err := pr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				pr.Close()
-				return err
-			}
-			b.Release()
-		}
-		pr.Close()
+		b.Release()
 	}
 	return nil
 }
