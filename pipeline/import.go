@@ -614,19 +614,18 @@ var errUnanswered = errors.New("the database stopped answering")
 // unansweredRecord bounds how long a run whose database stopped answering
 // tries to record its end: its leases have run out already, and the next
 // run finds it dead or expired whether it records it or not.
-const unansweredRecord = 5 * time.Second
+const unansweredRecord = 2 * time.Second
 
 // heartbeat renews this attempt's leases until the returned stop is
 // called. The work runs under the returned context, derived from ctx: when
-// the database has answered neither a renewal nor a ping for as long as
-// the lease lasts (the network to it stalled without closing, say), the
-// leases have run out, others may take the work over, and the statements
-// in flight (a COPY waiting on the stalled connection) would wait for
-// ever holding their locks: that context is then cancelled, its cause
-// wrapping errUnanswered. A renewal that only waits for a lock (of this
-// attempt's own partition transaction, say) while the database answers
-// pings cancels nothing. Each renewal and ping waits a third of the lease
-// at most.
+// the leases ran out without the database answering a renewal, nor then a
+// ping (the network to it stalled without closing, say), others may take
+// the work over, and the statements in flight (a COPY waiting on the
+// stalled connection) would wait for ever holding their locks: that
+// context is then cancelled, its cause wrapping errUnanswered. A renewal
+// may wait until the leases would run out; one that only waits for a lock
+// (of this attempt's own partition transaction, say) while the database
+// answers the ping cancels nothing.
 func (r *run) heartbeat(ctx context.Context) (context.Context, func()) {
 	work, stopWork := context.WithCancelCause(ctx)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -636,7 +635,7 @@ func (r *run) heartbeat(ctx context.Context) (context.Context, func()) {
 		every := max(r.req.Lease/3, 10*time.Millisecond)
 		t := time.NewTicker(every)
 		defer t.Stop()
-		answered := time.Now() // the claim just renewed the leases
+		renewed := time.Now() // the claim just took or renewed the leases
 		for {
 			select {
 			case <-ctx.Done():
@@ -644,21 +643,29 @@ func (r *run) heartbeat(ctx context.Context) (context.Context, func()) {
 			case <-t.C:
 			}
 			asked := time.Now()
-			err := r.renew(ctx, every)
+			err := r.renew(ctx, max(every, time.Until(renewed.Add(r.req.Lease))))
 			if ctx.Err() != nil {
 				return
 			}
 			if err == nil {
-				answered = asked
+				renewed = asked
 				continue
 			}
 			r.log.Warn("heartbeat failed", "err", err)
-			pctx, pcancel := context.WithTimeout(ctx, every)
+			if time.Since(renewed) < r.req.Lease {
+				continue
+			}
+			// The leases ran out: does the database answer at all?
+			pctx, pcancel := context.WithTimeout(ctx, max(every, pingWait))
 			perr := r.e.db.PingContext(pctx)
 			pcancel()
-			if perr == nil {
-				answered = asked
-			} else if silent := time.Since(answered); silent >= r.req.Lease && ctx.Err() == nil {
+			switch {
+			case ctx.Err() != nil:
+				return
+			case perr == nil:
+				renewed = time.Now() // it does: the next renewal may wait a lease again
+			default:
+				silent := time.Since(renewed)
 				stopWork(fmt.Errorf("%w for %s, longer than the lease (%s): this attempt's leases ran out, so it stopped its work; a rerun resumes (%w)",
 					errUnanswered, silent.Round(time.Second), r.req.Lease, err))
 				return
@@ -667,6 +674,10 @@ func (r *run) heartbeat(ctx context.Context) (context.Context, func()) {
 	}()
 	return work, func() { cancel(); <-done; stopWork(nil) }
 }
+
+// pingWait is how long, at least, heartbeat waits for the database to
+// answer a ping once the leases ran out unrenewed.
+const pingWait = 2 * time.Second
 
 // renew renews the attempt's planning lease and its partitions' leases,
 // waiting at most wait.
