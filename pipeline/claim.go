@@ -138,6 +138,7 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 		}
 		r.created = true
 	case ledger.Reapply:
+		r.replaces = "" // applied again, it replaces nothing (ledger.Reset)
 		if s.TableMissing {
 			r.note("imported again: %s was completed on %s, but its table %s no longer exists", op.Key, formatMs(op.CompletedAt), op.Table)
 		} else {

@@ -475,3 +475,24 @@ func TestConcurrentReplacements(t *testing.T) {
 		}
 	})
 }
+
+// TestReapplyAReplacement applies a completed replacement again
+// (--reapply): it is no replacement any more, so it removes nothing and
+// finds every row of the file unchanged.
+func TestReapplyAReplacement(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		m := replaceModes[0]
+		_, v2 := m.versions(t, dir)
+		importTo(t, tg, dir, nil, 0, m.args()...)
+		writeOrderRows(t, filepath.Join(dir, "orders.csv"), v2)
+		importTo(t, tg, dir, nil, 0, m.args("--replace")...)
+		res := importTo(t, tg, dir, nil, 0, m.args("--reapply")...)
+		if res.Outcome != "imported" || res.Removed != 0 || res.Replaces != "" || res.Rows.Unchanged != int64(len(v2)) || res.Rows.Inserted != 0 {
+			t.Fatalf("--reapply: %s, removed %d, replaces %q, rows %+v", res.Outcome, res.Removed, res.Replaces, res.Rows)
+		}
+		m.check(t, tg, v2)
+	})
+}
