@@ -119,8 +119,8 @@ func (r *run) noteReplaced() {
 // copy, has two copies now: the note names the ways to say what the file
 // is, and the undo that removes the earlier rows.
 func (r *run) noteSamePath(ctx context.Context) error {
-	if !r.target.Ordinal() || r.snapshot() != nil || r.replacing() || r.plan == nil {
-		return nil
+	if !r.target.Ordinal() || r.snapshot() != nil || r.replacing() || r.plan == nil || r.streaming {
+		return nil // a stream's name is no path: each content piped in is a file of its own
 	}
 	ops, err := r.e.ledger.List(ctx, ledger.Filter{Table: r.target.Table, State: ledger.Completed, Path: r.id.Path})
 	if err != nil {

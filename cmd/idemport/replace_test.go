@@ -496,3 +496,18 @@ func TestReapplyAReplacement(t *testing.T) {
 		m.check(t, tg, v2)
 	})
 }
+
+// TestStreamsHaveNoPath pipes two contents into one table: standard input
+// has a name, not a path, so the second adds its rows without a note about
+// rows from the same path.
+func TestStreamsHaveNoPath(t *testing.T) {
+	dir := t.TempDir()
+	tg := testkit.NewTarget(t, testkit.SQLite, dir)
+	for i, data := range []string{"id,v\n1,a\n2,b\n", "id,v\n1,c\n"} {
+		run := pipe(t, tg, dir, nil, data, "import", "--output", "json", "--table", "s", "--format", "csv", "-")
+		res := parseResults(t, run.Stdout)
+		if run.Code != 0 || len(res) != 1 || res[0].Outcome != "imported" || len(res[0].Notes) != 0 {
+			t.Fatalf("stream %d: exit %d %+v\n%s", i+1, run.Code, res, run.Stderr)
+		}
+	}
+}
