@@ -108,7 +108,7 @@ func (l *Ledger) Attempts(ctx context.Context, k Key) ([]AttemptRecord, error) {
 	rows, err := l.db.QueryContext(ctx, l.q(`SELECT attempt_id, trigger, host, pid, file_path, coalesce(recovered_from, ''),
 		table_name, file_id, started_at, heartbeat_at, coalesce(ended_at, 0), coalesce(outcome, ''), coalesce(error, ''),
 		rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected,
-		partitions_skipped, partitions_committed, recovered_leases, rows_deleted, coalesce(schema_changes, '')
+		partitions_skipped, partitions_committed, recovered_leases, rows_deleted, coalesce(schema_changes, ''), coalesce(proc_start, 0)
 		FROM `+l.prefix+`attempts WHERE table_name = ? AND file_id = ? ORDER BY started_at, attempt_id`), k.Table, k.FileID)
 	if err != nil {
 		return nil, fmt.Errorf("list attempts: %w", err)
@@ -117,12 +117,14 @@ func (l *Ledger) Attempts(ctx context.Context, k Key) ([]AttemptRecord, error) {
 	var out []AttemptRecord
 	for rows.Next() {
 		var a AttemptRecord
+		var start int64
 		if err := rows.Scan(&a.ID, &a.Trigger, &a.Host, &a.PID, &a.Path, &a.RecoveredFrom,
 			&a.Table, &a.FileID, &a.StartedAt, &a.HeartbeatAt, &a.EndedAt, &a.Outcome, &a.Error,
 			&a.Rows.Read, &a.Rows.Inserted, &a.Rows.Updated, &a.Rows.Unchanged, &a.Rows.Stale, &a.Rows.Superseded, &a.Rows.Rejected,
-			&a.Partitions.Skipped, &a.Partitions.Committed, &a.Recovered, &a.Deleted, &a.SchemaChanges); err != nil {
+			&a.Partitions.Skipped, &a.Partitions.Committed, &a.Recovered, &a.Deleted, &a.SchemaChanges, &start); err != nil {
 			return nil, fmt.Errorf("list attempts: %w", err)
 		}
+		a.ProcStart = uint64(start)
 		out = append(out, a)
 	}
 	return out, rows.Err()

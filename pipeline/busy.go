@@ -100,6 +100,40 @@ func newHolder(id, host string, pid int, partitions []int) Holder {
 	return Holder{Attempt: id, Host: host, PID: pid, Stopped: host == here && proc.IsStopped(pid), partitions: partitions}
 }
 
+// The states of an attempt that recorded no end, as status and history
+// show it.
+const (
+	// HolderRunning: its process runs (or runs on another host with a live
+	// lease).
+	HolderRunning = "running"
+	// HolderStopped: its process, on this host, is stopped (SIGSTOP,
+	// Ctrl-Z); it holds its leases until resumed or ended.
+	HolderStopped = "stopped"
+	// HolderGone: its process, on this host, has ended, or its lease has
+	// expired: a rerun takes its work over.
+	HolderGone = "gone"
+)
+
+// holderState judges an attempt that recorded no end as an import judges a
+// holder: its process, pid on host with start identity start, is gone
+// (proc.Gone) or stopped when it runs on this host; whatever the host, an
+// attempt whose lease has expired (live is false) is gone, for a rerun
+// takes it over.
+func holderState(host string, pid int, start uint64, live bool) string {
+	if here, _ := os.Hostname(); host == here {
+		if proc.Gone(pid, start) {
+			return HolderGone
+		}
+		if proc.IsStopped(pid) {
+			return HolderStopped
+		}
+	}
+	if !live {
+		return HolderGone
+	}
+	return HolderRunning
+}
+
 // locked returns the BusyError of a run that waited as long as the
 // database allows (--busy-timeout) for a lock another transaction holds:
 // SQLite's write lock, or on PostgreSQL a row, table or advisory lock. Any

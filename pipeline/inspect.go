@@ -175,19 +175,55 @@ type OperationStatus struct {
 	// Live lists the attempts whose lease (planning or partition) has not
 	// expired: those still running.
 	Live []string
+	// Leases describes each attempt holding a lease on the operation (its
+	// partitions', or its planning lease) as an import would judge it.
+	Leases []Lease
+}
+
+// Lease is an attempt that holds a lease on an operation: where it runs,
+// and whether it runs, is stopped or is gone (holderState).
+type Lease struct {
+	Attempt string `json:"attempt_id"`
+	Host    string `json:"host"`
+	PID     int    `json:"pid"`
+	// Planning is true for the operation's planning lease.
+	Planning bool `json:"planning,omitempty"`
+	// State is HolderRunning, HolderStopped or HolderGone.
+	State string `json:"state"`
+}
+
+// Holding returns how the operation's lease holders stand together:
+// HolderRunning when one of them runs, else HolderStopped when one is
+// stopped, else HolderGone; "" when none holds a lease.
+func (o OperationStatus) Holding() string {
+	state := ""
+	for _, l := range o.Leases {
+		switch {
+		case l.State == HolderRunning:
+			return HolderRunning
+		case l.State == HolderStopped, state == "":
+			state = l.State
+		}
+	}
+	return state
 }
 
 // AttemptOutcome is how attempt a ended, in the words history, JSON and
 // metrics share: imported, resumed, failed, interrupted, died, undone...
-// as recorded; an attempt that recorded no end is "running" while it
-// holds a live lease on op, and "died" once it holds none (its process
-// was killed, or its lease expired).
+// as recorded. An attempt that recorded no end and holds a lease on op is
+// as its Lease says (running, stopped, gone); one that holds none "died"
+// (its process was killed, or its lease expired and was taken over).
 func AttemptOutcome(a ledger.AttemptRecord, op OperationStatus) string {
 	if a.Outcome != "" {
 		return a.Outcome
 	}
+	for _, l := range op.Leases {
+		if l.Attempt == a.ID {
+			return l.State
+		}
+	}
 	if slices.Contains(op.Live, a.ID) {
-		return "running"
+		return HolderRunning
 	}
 	return "died"
 }
@@ -236,8 +272,36 @@ func (e *Engine) withProgress(ctx context.Context, ops []ledger.Operation) ([]Op
 				}
 			}
 		}
+		if op.State == ledger.Processing {
+			if err := e.judgeLeases(ctx, &out[i]); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return out, nil
+}
+
+// judgeLeases fills o.Leases: each attempt holding a lease on o, with
+// where it runs and how it stands.
+func (e *Engine) judgeLeases(ctx context.Context, o *OperationStatus) error {
+	holders := slices.Clone(o.Holders)
+	planning := ""
+	if !o.Planned && o.LeaseAttempt != "" && !slices.Contains(holders, o.LeaseAttempt) {
+		planning = o.LeaseAttempt
+		holders = append(holders, planning)
+	}
+	for _, a := range holders {
+		host, pid, start, ok, err := e.ledger.Process(ctx, e.db, a)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		o.Leases = append(o.Leases, Lease{Attempt: a, Host: host, PID: pid, Planning: a == planning,
+			State: holderState(host, pid, start, slices.Contains(o.Live, a))})
+	}
+	return nil
 }
 
 // History returns the operations of a file (given as a path, which is

@@ -89,12 +89,13 @@ type operationJSON struct {
 		Total int64 `json:"total"`
 		Done  int64 `json:"done"`
 	} `json:"partitions"`
-	Attempts    int64    `json:"attempts"`
-	LeasedBy    []string `json:"leased_by,omitempty"`
-	CreatedAt   string   `json:"created_at"`
-	UpdatedAt   string   `json:"updated_at"`
-	CompletedAt string   `json:"completed_at,omitempty"`
-	CompletedBy string   `json:"completed_by,omitempty"`
+	Attempts    int64            `json:"attempts"`
+	LeasedBy    []string         `json:"leased_by,omitempty"`
+	Leases      []pipeline.Lease `json:"leases,omitempty"`
+	CreatedAt   string           `json:"created_at"`
+	UpdatedAt   string           `json:"updated_at"`
+	CompletedAt string           `json:"completed_at,omitempty"`
+	CompletedBy string           `json:"completed_by,omitempty"`
 	// Replaces is the content digest of the version this operation
 	// replaced (--replace); ReplacedBy, of a replaced one, the content
 	// digest of the version that replaced it.
@@ -106,7 +107,7 @@ func statusJSON(ops []pipeline.OperationStatus) []operationJSON {
 	out := make([]operationJSON, 0, len(ops))
 	for _, o := range ops {
 		j := operationJSON{Table: o.Table, FileID: o.FileID, State: string(o.State), ContentDigest: o.ContentDigest,
-			MappingDigest: o.MappingDigest, File: o.Path, Rows: o.Rows, Attempts: o.Attempts, LeasedBy: o.Holders,
+			MappingDigest: o.MappingDigest, File: o.Path, Rows: o.Rows, Attempts: o.Attempts, LeasedBy: o.Holders, Leases: o.Leases,
 			CreatedAt: jsonTime(o.CreatedAt), UpdatedAt: jsonTime(o.UpdatedAt), CompletedAt: jsonTime(o.CompletedAt), CompletedBy: o.CompletedBy,
 			Replaces: o.Replaces, ReplacedBy: o.ReplacedBy}
 		if !o.Planned && o.LeaseAttempt != "" {
@@ -120,17 +121,45 @@ func statusJSON(ops []pipeline.OperationStatus) []operationJSON {
 
 func statusText(w io.Writer, ops []pipeline.OperationStatus) error {
 	return writeTable(w, "no operations", "TABLE\tFILE\tFILE ID\tSTATE\tROWS\tPARTITIONS\tATTEMPTS\tLEASE\tUPDATED", ops, func(o pipeline.OperationStatus) []any {
-		lease := strings.Join(o.Holders, ",")
-		if lease == "" && !o.Planned && o.LeaseAttempt != "" {
-			lease = o.LeaseAttempt + " (planning)"
+		state := string(o.State)
+		switch o.Holding() {
+		case pipeline.HolderStopped:
+			state = "stopped"
+		case pipeline.HolderGone:
+			state = holderText(pipeline.HolderGone)
 		}
+		var leases []string
+		for _, l := range o.Leases {
+			lease := fmt.Sprintf("%s:%d", l.Host, l.PID)
+			var notes []string
+			if l.Planning {
+				notes = append(notes, "planning")
+			}
+			if l.State != pipeline.HolderRunning {
+				notes = append(notes, l.State)
+			}
+			if len(notes) > 0 {
+				lease += " (" + strings.Join(notes, ", ") + ")"
+			}
+			leases = append(leases, lease)
+		}
+		lease := strings.Join(leases, ", ")
 		rows := fmt.Sprint(o.Rows.Inserted + o.Rows.Updated + o.Rows.Unchanged + o.Rows.Stale + o.Rows.Superseded)
 		if o.Rows.Rejected > 0 {
 			rows += fmt.Sprintf(" (+%d bad)", o.Rows.Rejected)
 		}
-		return []any{o.Table, o.Path, shortID(o.FileID), o.State, rows, fmt.Sprintf("%d/%d", o.Partitions.Done, o.Partitions.Total),
+		return []any{o.Table, o.Path, shortID(o.FileID), state, rows, fmt.Sprintf("%d/%d", o.Partitions.Done, o.Partitions.Total),
 			o.Attempts, orDash(lease), msTime(o.UpdatedAt)}
 	})
+}
+
+// holderText is how text output shows the state of an attempt that
+// recorded no end: a gone one says what happens next.
+func holderText(state string) string {
+	if state == pipeline.HolderGone {
+		return "gone (a rerun takes over)"
+	}
+	return state
 }
 
 // shortID shortens content digests used as file IDs for tables.
@@ -246,7 +275,7 @@ func historyText(w io.Writer, ops []pipeline.OperationStatus, attempts [][]ledge
 			if a.SchemaChanges != "" {
 				note = strings.TrimSuffix("schema: "+a.SchemaChanges+"; "+note, "; ")
 			}
-			return []any{a.ID, a.Trigger, fmt.Sprintf("%s:%d", a.Host, a.PID), msTime(a.StartedAt), pipeline.AttemptOutcome(a, op),
+			return []any{a.ID, a.Trigger, fmt.Sprintf("%s:%d", a.Host, a.PID), msTime(a.StartedAt), holderText(pipeline.AttemptOutcome(a, op)),
 				a.Rows.Inserted, a.Rows.Updated, a.Rows.Unchanged, a.Rows.Stale, a.Rows.Superseded, a.Rows.Rejected,
 				fmt.Sprintf("%d committed, %d skipped", a.Partitions.Committed, a.Partitions.Skipped), note}
 		})

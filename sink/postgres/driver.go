@@ -74,7 +74,8 @@ func (d Driver) name(dsn string) string {
 // Open implements sink.Driver: it connects, and unless s.ReadOnly creates
 // the schema s.StateSchema that holds idemport's tables. Every connection
 // has TCP keepalives and a user timeout, and waits for locks at most
-// s.BusyTimeout (lock_timeout): see setUp. A batch handed
+// s.BusyTimeout (lock_timeout): see setUp. A read-only Open's sessions
+// have default_transaction_read_only on. A batch handed
 // to the Writer is one COPY and one merge: a batch per partition makes one
 // of each per partition.
 func (d Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Database, error) {
@@ -83,6 +84,12 @@ func (d Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Da
 		return nil, d.parseError(dsn, err)
 	}
 	configure(cfg)
+	if s.ReadOnly {
+		// Every transaction, implicit ones included, is read-only: a
+		// command that only reads writes nothing, and works for a user who
+		// may only read.
+		cfg.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	db := stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(func(ctx context.Context, c *pgx.Conn) error { return setUp(ctx, c, s) }))
 	out := &sink.Database{DB: db, Name: d.name(dsn), Prefix: q(s.StateSchema) + ".", BatchRows: 0}
 	out.Disk = "the server's disk (" + out.Name + ")"

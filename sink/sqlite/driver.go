@@ -108,13 +108,35 @@ func (Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Data
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, openError(path, s, err)
+		if !s.ReadOnly || walInUse(path) {
+			return nil, openError(path, s, err)
+		}
+		// A WAL database in a directory this user may not write: a
+		// read-only connection cannot create the WAL index beside it. No
+		// one without that right can change the file either (a writer
+		// creates a journal or a WAL there first), and no WAL holds
+		// commits the file lacks: it is read as immutable.
+		db, err = sql.Open("sqlite3", ConnString(path, s)+"&immutable=1")
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		if err := db.PingContext(ctx); err != nil {
+			db.Close()
+			return nil, openError(path, s, err)
+		}
 	}
 	disk := filepath.Dir(path)
 	if abs, err := filepath.Abs(disk); err == nil {
 		disk = abs
 	}
 	return &sink.Database{DB: db, Name: path, Disk: disk, Prefix: "idemport_", BatchRows: batchRows}, nil
+}
+
+// walInUse reports whether the database at path has a write-ahead log
+// with content: commits that may not be in the file yet.
+func walInUse(path string) bool {
+	st, err := os.Stat(path + "-wal")
+	return err == nil && st.Size() > 0
 }
 
 // openError is the error of opening the database at path, which failed
