@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/config"
+	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline"
 	"github.com/idemport/idemport/reader/remote"
 )
@@ -49,6 +51,7 @@ func feedFlags(e *env) (*pflag.FlagSet, *importOptions) {
 // environment and run's command line set them, and its request checked.
 type feedRun struct {
 	feed *config.Feed
+	fs   *pflag.FlagSet // bound to o
 	o    *importOptions
 	base pipeline.Request
 }
@@ -132,7 +135,7 @@ func loadFeeds(e *env, path string, cmdline *pflag.FlagSet) ([]*feedRun, error) 
 			continue
 		}
 		overlayFlags(fs, cmdline)
-		fr := &feedRun{feed: feed, o: fo}
+		fr := &feedRun{feed: feed, fs: fs, o: fo}
 		if err := fr.check(); err != nil {
 			errs = append(errs, &config.Error{Pos: feed.Pos, Err: fmt.Errorf("feed %s: %w", feed.Name, err)})
 			continue
@@ -170,10 +173,14 @@ func (fr *feedRun) check() error {
 
 // overlayFlags sets on fs every flag set on from (given on the command line,
 // or from the environment), so that they win over the file's.
-func overlayFlags(fs, from *pflag.FlagSet) {
+func overlayFlags(fs, from *pflag.FlagSet) { copyFlags(fs, from, true) }
+
+// copyFlags sets on fs each flag set on from that fs has, and, unless
+// override, that fs does not have set already.
+func copyFlags(fs, from *pflag.FlagSet, override bool) {
 	from.Visit(func(fl *pflag.Flag) {
 		to := fs.Lookup(fl.Name)
-		if to == nil {
+		if to == nil || to.Changed && !override {
 			return
 		}
 		if sv, ok := fl.Value.(pflag.SliceValue); ok {
@@ -397,4 +404,166 @@ func (ts *targetSet) close(keep *pipeline.Engine) {
 		}
 		closeSinks(t.sinks)
 	}
+}
+
+// feedFlag registers --feed and --config on an operator command: with
+// --feed NAME, the command takes the target, table and mapping of that
+// feed (applyFeed).
+func feedFlag(c *cobra.Command) {
+	c.Flags().String("feed", "", "take the target, table and mapping of this feed of the feeds file; flags given (or their IDEMPORT_ variables) win over it")
+	c.Flags().String("config", "", "the feeds file of --feed (default $IDEMPORT_CONFIG, else ./idemport.yaml)")
+}
+
+// applyFeed, when c has --feed NAME, reads the feeds file (checked whole,
+// as run checks it) and sets each of c's flags that the command line and
+// the environment left unset from that feed's options, and keeps the feed
+// in e.feed for the commands that take its files. A feed the file lacks is
+// a usage error.
+func applyFeed(c *cobra.Command, e *env) error {
+	fl := c.Flags().Lookup("feed")
+	if fl == nil || fl.Value.String() == "" {
+		return nil
+	}
+	path, err := (&runFlags{config: c.Flags().Lookup("config").Value.String()}).configPath(e)
+	if err != nil {
+		return err
+	}
+	all, err := loadFeeds(e, path, c.Flags())
+	if err != nil {
+		return err
+	}
+	sel, err := selectFeeds(all, []string{fl.Value.String()}, path)
+	if err != nil {
+		return err
+	}
+	copyFlags(c.Flags(), sel[0].fs, false)
+	e.feed = sel[0]
+	return nil
+}
+
+// feedFiles is what the feed of --feed imports now: its source expanded
+// as run expands it, for the commands that take files (verify).
+func feedFiles(c *cobra.Command, e *env) ([]string, error) {
+	if e.feed == nil {
+		return nil, nil
+	}
+	reqs, err := e.feed.requests(c.Context())
+	if err != nil {
+		return nil, err
+	}
+	files := make([]string, len(reqs))
+	for i, r := range reqs {
+		files[i] = r.Path
+	}
+	return files, nil
+}
+
+// feedStatus is one line of "idemport feeds": a feed and the last
+// operation on its table.
+type feedStatus struct {
+	Feed      string   `json:"feed"`
+	Table     string   `json:"table,omitempty"`
+	Target    string   `json:"target"`
+	Source    []string `json:"source"`
+	Last      string   `json:"last_state,omitempty"`
+	File      string   `json:"last_file,omitempty"`
+	Rows      *int64   `json:"rows,omitempty"`
+	UpdatedAt string   `json:"updated_at,omitempty"`
+	AgeS      *int64   `json:"age_seconds,omitempty"`
+	Error     string   `json:"error,omitempty"`
+}
+
+func newFeedsCmd(e *env) *cobra.Command {
+	var output, configPath string
+	c := &cobra.Command{
+		Use:   "feeds",
+		Short: "List the feeds of idemport.yaml with their last outcome, rows and age",
+		Long: `Feeds lists each feed of the feeds file (--config, else $IDEMPORT_CONFIG, else
+./idemport.yaml) with its table and target, and the last operation on its table there: its
+state, file, rows and age. A feed that does not name its table shows no last operation.
+It writes nothing.`,
+		Example: `  idemport feeds
+  idemport feeds --output json | jq -c 'select(.last_state != "completed")'`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			path, err := (&runFlags{config: configPath}).configPath(e)
+			if err != nil {
+				return err
+			}
+			all, err := loadFeeds(e, path, pflag.NewFlagSet("none", pflag.ContinueOnError))
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			var lines []feedStatus
+			for _, fr := range all {
+				lines = append(lines, lastOutcome(c, fr, now))
+			}
+			if output == "json" {
+				return writeJSON(e.stdout, lines...)
+			}
+			return writeTable(e.stdout, "no feeds", "FEED\tTABLE\tLAST\tROWS\tAGE\tFILE", lines, func(l feedStatus) []any {
+				last, rows, age := orDash(l.Last), "-", "-"
+				if l.Error != "" {
+					last = "error: " + l.Error
+				}
+				if l.Rows != nil {
+					rows = fmt.Sprint(*l.Rows)
+				}
+				if l.AgeS != nil {
+					age = (time.Duration(*l.AgeS) * time.Second).String()
+				}
+				return []any{l.Feed, orDash(l.Table), last, rows, age, orDash(l.File)}
+			})
+		},
+	}
+	outputFlag(c, &output)
+	c.Flags().StringVar(&configPath, "config", "", "the feeds file (default $IDEMPORT_CONFIG, else ./idemport.yaml)")
+	return c
+}
+
+// lastOutcome reads the last operation on fr's table in its target.
+func lastOutcome(c *cobra.Command, fr *feedRun, now time.Time) feedStatus {
+	l := feedStatus{Feed: fr.feed.Name, Table: fr.o.table, Target: fr.o.into.String(), Source: fr.feed.Source}
+	for i, s := range l.Source {
+		l.Source[i] = remote.Redact(s)
+	}
+	if l.Table == "" {
+		return l
+	}
+	eng, err := openReadOnly(c, fr.o.into)
+	if err != nil {
+		l.Error = err.Error()
+		return l
+	}
+	if eng == nil {
+		return l // no database yet: never imported
+	}
+	defer eng.Close()
+	ops, err := eng.Status(c.Context(), ledger.Filter{Table: l.Table})
+	if err == nil { // status leaves undone operations out unless asked
+		var undone []pipeline.OperationStatus
+		undone, err = eng.Status(c.Context(), ledger.Filter{Table: l.Table, State: ledger.Undone})
+		ops = append(ops, undone...)
+	}
+	if err != nil {
+		l.Error = err.Error()
+		return l
+	}
+	var last *pipeline.OperationStatus
+	for i := range ops {
+		if last == nil || ops[i].UpdatedAt > last.UpdatedAt {
+			last = &ops[i]
+		}
+	}
+	if last == nil {
+		return l
+	}
+	rows := last.Rows.Inserted + last.Rows.Updated + last.Rows.Unchanged + last.Rows.Stale + last.Rows.Superseded
+	age := int64(now.Sub(time.UnixMilli(last.UpdatedAt)) / time.Second)
+	l.Last, l.File, l.Rows, l.UpdatedAt, l.AgeS = string(last.State), last.Path, &rows, jsonTime(last.UpdatedAt), &age
+	return l
 }

@@ -272,3 +272,96 @@ func TestRunFeedsFailFastDryRunMetrics(t *testing.T) {
 		t.Fatalf("metrics:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestFeedsOperatorCommands: status, verify, undo and plan take --feed
+// NAME and need nothing else: the feed's target, table and mapping come
+// from the feeds file; "idemport feeds" lists each feed's last outcome.
+func TestFeedsOperatorCommands(t *testing.T) {
+	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		if err := os.WriteFile(filepath.Join(dir, "idemport.yaml"), []byte(feedsFile(tg)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env := []string{"FEEDS_DSN=" + tg.Args[1]}
+		writeDrop(t, dir, "orders-1.csv", "id,qty\n1,10\n2,20\n")
+		writeDrop(t, dir, "products.csv", "sku,price\na,1\n")
+		writeDrop(t, dir, "events-1.csv", "ev,n\nclick,1\nview,2\n")
+		runFeedsJSON(t, dir, env, 0)
+
+		exec := func(want int, args ...string) testkit.Run {
+			t.Helper()
+			r := testkit.Exec(t, dir, env, args...)
+			if r.Code != want {
+				t.Fatalf("%q: exit %d, want %d\n%s%s", args, r.Code, want, r.Stdout, r.Stderr)
+			}
+			return r
+		}
+		var tables []string
+		for _, l := range strings.Split(strings.TrimSpace(exec(0, "status", "--feed", "events", "--output", "json").Stdout), "\n") {
+			var op struct {
+				Table, File, State string
+			}
+			if err := json.Unmarshal([]byte(l), &op); err != nil {
+				t.Fatal(err)
+			}
+			tables = append(tables, op.Table+" "+filepath.Base(op.File)+" "+op.State)
+		}
+		if want := []string{"events events-1.csv completed"}; !slices.Equal(tables, want) {
+			t.Fatalf("status --feed events: %q, want %q", tables, want)
+		}
+
+		if r := exec(0, "verify", "--feed", "orders"); !strings.Contains(r.Stdout, "drop/orders-1.csv: ok: orders holds all 2 rows") {
+			t.Fatalf("verify --feed orders:\n%s", r.Stdout)
+		}
+		if _, err := tg.DB.Exec(`DELETE FROM orders WHERE id = 2`); err != nil {
+			t.Fatal(err)
+		}
+		if r := exec(1, "verify", "--feed", "orders"); !strings.Contains(r.Stdout, "drop/orders-1.csv: DIFFERS") {
+			t.Fatalf("verify --feed orders after a row was deleted:\n%s", r.Stdout)
+		}
+
+		writeDrop(t, dir, "events-2.csv", "ev,n\nbuy,3\n")
+		var plan struct {
+			Table    string `json:"table"`
+			Decision string `json:"decision"`
+		}
+		if err := json.Unmarshal([]byte(exec(0, "plan", "--feed", "events", "--output", "json", "drop/events-2.csv").Stdout), &plan); err != nil {
+			t.Fatal(err)
+		}
+		if plan.Table != "events" || plan.Decision != "create" {
+			t.Fatalf("plan --feed events: %+v", plan)
+		}
+
+		exec(0, "undo", "--feed", "events", "drop/events-1.csv")
+		if rows := feedTableRows(t, tg, "events", "ev, n", "n"); len(rows) != 0 {
+			t.Fatalf("events after undo --feed: %q", rows)
+		}
+		if n := testkit.Int(t, tg.DB, tg.Rebind(`SELECT count(*) FROM `+tg.Ledger("operations")+` WHERE table_name = 'events' AND state = 'undone'`)); n != 1 {
+			t.Fatalf("%d undone events operations, want 1", n)
+		}
+
+		var feeds []string
+		for _, l := range strings.Split(strings.TrimSpace(exec(0, "feeds", "--output", "json").Stdout), "\n") {
+			var f struct {
+				Feed  string `json:"feed"`
+				Last  string `json:"last_state"`
+				Rows  *int64 `json:"rows"`
+				AgeS  *int64 `json:"age_seconds"`
+				Table string `json:"table"`
+			}
+			if err := json.Unmarshal([]byte(l), &f); err != nil {
+				t.Fatal(err)
+			}
+			if f.Rows == nil || f.AgeS == nil || *f.AgeS < 0 {
+				t.Fatalf("feeds: %s", l)
+			}
+			feeds = append(feeds, fmt.Sprintf("%s %s %s %d", f.Feed, f.Table, f.Last, *f.Rows))
+		}
+		if want := []string{"orders orders completed 2", "products products completed 1", "events events undone 2"}; !slices.Equal(feeds, want) {
+			t.Fatalf("feeds: %q, want %q", feeds, want)
+		}
+		exec(exitUsage, "status", "--feed", "nope")
+	})
+}

@@ -74,6 +74,7 @@ func newStatusCmd(e *env) *cobra.Command {
 	outputFlag(c, &output)
 	c.Flags().StringVar(&table, "table", "", "only operations on this table")
 	c.Flags().StringVar(&state, "state", "", "only operations in this state: processing, failed, completed, refused, undone or abandoned (default: all but undone)")
+	feedFlag(c)
 	return c
 }
 
@@ -206,6 +207,7 @@ file was moved away), or as the start of a file ID that only one file ID has.`,
 	e.intoFlag(c, &into)
 	outputFlag(c, &output)
 	c.Flags().StringVar(&table, "table", "", "only the operation on this table")
+	feedFlag(c)
 	return c
 }
 

@@ -57,6 +57,7 @@ type env struct {
 	into           string // the default of --into
 	notify         string // the sinks when no --notify is given, one per line
 	getenv         func(string) string
+	feed           *feedRun // the feed of --feed, once applyFeed read it
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -73,7 +74,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	root.InitDefaultCompletionCmd(args...)
 	usageArgs(root)
 	allowed := envFlagNames(e)
-	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return envFlags(c.Flags(), getenv, allowed) }
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if err := envFlags(c.Flags(), getenv, allowed); err != nil {
+			return err
+		}
+		return applyFeed(c, e)
+	}
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -292,6 +298,7 @@ Exit codes: 0 done; 1 failed (rerun to resume); 2 usage error; 3 conflict; 4 bus
 	root.AddCommand(
 		newImportCmd(e),
 		newRunCmd(e),
+		newFeedsCmd(e),
 		newStatusCmd(e),
 		newHistoryCmd(e),
 		newPlanCmd(e),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -66,11 +67,21 @@ its rows in the target: in ordinal mode the rows whose lineage is the file, with
 file's keys present in the table. It takes the same --table, --key and --file-id as import.
 It exits 1 on any difference, 0 when everything matches, and writes nothing.`,
 		Example: `  idemport verify orders.csv
-  idemport verify --table orders --key order_id day1.csv day2.csv`,
-		Args: cobra.MinimumNArgs(1),
+  idemport verify --table orders --key order_id day1.csv day2.csv
+  idemport verify --feed orders            # the feed's files, with its target and mapping`,
+		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := checkOutput(o.output); err != nil {
 				return err
+			}
+			if len(args) == 0 {
+				var err error
+				if args, err = feedFiles(c, e); err != nil {
+					return err
+				}
+				if len(args) == 0 {
+					return usageError{errors.New("verify needs at least one FILE, or --feed NAME to verify the feed's files")}
+				}
 			}
 			eng, err := openExisting(c, o.into)
 			if err != nil {
@@ -113,6 +124,7 @@ It exits 1 on any difference, 0 when everything matches, and writes nothing.`,
 	}
 	mappingFlags(e, c, o)
 	outputFlag(c, &o.output)
+	feedFlag(c)
 	return c
 }
 
@@ -190,5 +202,6 @@ deleted; events still pending or refused by a sink are kept.`,
 	outputFlag(c, &output)
 	c.Flags().StringVar(&older, "older-than", "90d", "age of completed imports to trim, e.g. 90d or 36h")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be removed, remove nothing")
+	feedFlag(c)
 	return c
 }

@@ -53,6 +53,7 @@ that changes what an import decides (--reapply, --replace, --min-age, --as-of, -
 	mappingFlags(e, c, o)
 	decisionFlags(c, o)
 	outputFlag(c, &o.output)
+	feedFlag(c)
 	return c
 }
 

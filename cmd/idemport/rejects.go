@@ -98,6 +98,7 @@ func newRejectsListCmd(e *env) *cobra.Command {
 	e.intoFlag(c, &into)
 	outputFlag(c, &output)
 	c.Flags().StringVar(&table, "table", "", "only the operation on this table")
+	feedFlag(c)
 	return c
 }
 
@@ -165,6 +166,7 @@ replay'. Rows already replayed are left out unless --all.`,
 	e.intoFlag(c, &into)
 	c.Flags().StringVar(&table, "table", "", "the operation on this table (needed when the file went to several)")
 	c.Flags().BoolVar(&all, "all", false, "include rows already replayed")
+	feedFlag(c)
 	return c
 }
 
@@ -216,6 +218,7 @@ otherwise nothing is applied (exit 5). Replaying the same file again changes not
 	e.intoFlag(c, &into)
 	outputFlag(c, &output)
 	nf.register(c)
+	feedFlag(c)
 	return c
 }
 

@@ -86,6 +86,7 @@ snapshot's file again with --reapply, as undo says.`,
 	c.Flags().StringVar(&table, "table", "", "the table the file was imported into, when it went to several")
 	c.Flags().BoolVar(&forget, "forget", false, "keep the rows and only forget the import (required for imports by --key)")
 	nf.register(c)
+	feedFlag(c)
 	return c
 }
 

@@ -26,7 +26,7 @@ func TestEveryUsageErrorExits2(t *testing.T) {
 		{[]string{"status", "extra"}, `unknown command "extra" for "idemport status"`},
 		{[]string{"history"}, "accepts 1 arg(s), received 0"},
 		{[]string{"plan", "a.csv", "b.csv"}, "accepts 1 arg(s), received 2"},
-		{[]string{"verify"}, "requires at least 1 arg(s)"},
+		{[]string{"verify"}, "verify needs at least one FILE, or --feed NAME"},
 		{[]string{"version", "extra"}, `unknown command "extra"`},
 		{[]string{"import", "--bogus", "orders.csv"}, "unknown flag: --bogus"},
 		{[]string{"status", "--bogus"}, "unknown flag: --bogus"},
