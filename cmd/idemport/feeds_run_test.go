@@ -241,7 +241,8 @@ func TestRunFeedsFailFastDryRunMetrics(t *testing.T) {
 	}
 
 	r = testkit.Exec(t, dir, env, "run", "--fail-fast")
-	if r.Code != exitRefused || !strings.Contains(r.Stderr, "idemport: --fail-fast: not run: products, events\n") {
+	if r.Code != exitRefused || !strings.Contains(r.Stderr, "idemport: --fail-fast: not run: products, events\n") ||
+		!strings.HasPrefix(r.Stdout, "[orders] drop/orders-1.csv: ") {
 		t.Fatalf("--fail-fast: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	if tg.TableExists(t, "products") || tg.TableExists(t, "events") {

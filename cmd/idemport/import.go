@@ -553,7 +553,11 @@ func printResult(w io.Writer, output, feed string, r *pipeline.Result) error {
 		}
 		return writeJSON(w, line)
 	}
-	if _, err := fmt.Fprintln(w, resultText(r)); err != nil {
+	text := resultText(r)
+	if feed != "" {
+		text = "[" + feed + "] " + text // a feed's name is letters, digits, '.', '_' and '-'
+	}
+	if _, err := fmt.Fprintln(w, text); err != nil {
 		return err
 	}
 	if r.Outcome == pipeline.Skipped {
