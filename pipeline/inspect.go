@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -39,7 +40,11 @@ type PlanReport struct {
 	// duplicate, refuse, conflict, busy, supersede, reapply or stale (an
 	// older snapshot); or skipped (--min-age), decided before the file is
 	// read.
-	Decision   string             `json:"decision"`
+	Decision string `json:"decision"`
+	// Would is the outcome an import would have (WouldImport …): the
+	// decision, and whether the file, its table or the sweep would be
+	// refused.
+	Would      string             `json:"would"`
 	Detail     string             `json:"detail,omitempty"`
 	Schema     reader.Schema      `json:"schema"`
 	Rows       int64              `json:"rows"`
@@ -68,6 +73,68 @@ type PlanReport struct {
 	SweepRefused string `json:"sweep_refused,omitempty"`
 }
 
+// The outcomes an import would have, as PlanReport.Would says them.
+const (
+	WouldImport    = "import"    // a new operation (create, supersede, replace, reapply)
+	WouldResume    = "resume"    // the stored operation carries on
+	WouldDuplicate = "duplicate" // completed with this fingerprint: nothing to do
+	WouldRefuse    = "refuse"    // bad rows, a table that does not fit, a limit, or the sweep guard
+	WouldConflict  = "conflict"
+	WouldBusy      = "busy"
+	WouldSkip      = "skip"  // --min-age
+	WouldStale     = "stale" // an older snapshot
+)
+
+// Refusal says why an import of the file would be refused, or "" when it
+// would not: the stored refusal, a defect of the file, a limit of the
+// database, bad rows over --max-rejects, a table that does not fit, or a
+// sweep over --max-delete.
+func (p *PlanReport) Refusal() string {
+	switch {
+	case p.Decision == ledger.Refuse.String():
+		return cmp.Or(p.Detail, "refused before with this fingerprint")
+	case p.Error != "":
+		return p.Error
+	case !p.MaxRejects.Allows(p.Rejected, p.Rows):
+		return fmt.Sprintf("%d of %d rows are bad (at most %s allowed)", p.Rejected, p.Rows, p.MaxRejects)
+	case p.Unfit != "":
+		return p.Unfit
+	case p.SweepRefused != "":
+		return p.SweepRefused
+	}
+	return ""
+}
+
+// would sets p.Would from its decision and what the plan found.
+func (p *PlanReport) would() *PlanReport {
+	switch p.Decision {
+	case string(Skipped):
+		p.Would = WouldSkip
+		return p
+	case ledger.Stale.String():
+		p.Would = WouldStale
+		return p
+	case ledger.Duplicate.String():
+		p.Would = WouldDuplicate
+		return p
+	case ledger.Conflict.String():
+		p.Would = WouldConflict
+		return p
+	case ledger.Busy.String():
+		p.Would = WouldBusy
+		return p
+	}
+	switch {
+	case p.Refusal() != "":
+		p.Would = WouldRefuse
+	case p.Decision == ledger.Plan.String() || p.Decision == ledger.Resume.String():
+		p.Would = WouldResume
+	default:
+		p.Would = WouldImport
+	}
+	return p
+}
+
 // PlanFile identifies and plans the file of req without writing anything.
 // e may be nil when the target database does not exist yet.
 func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) {
@@ -82,7 +149,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		e.log = discardLogger()
 	}
 	if err := r.identify(ctx); errors.Is(err, errSkipped) {
-		return &PlanReport{File: r.name(), Table: r.target.Table, Decision: string(Skipped), Detail: r.res.Notes[0]}, nil
+		return (&PlanReport{File: r.name(), Table: r.target.Table, Decision: string(Skipped), Detail: r.res.Notes[0]}).would(), nil
 	} else if err != nil {
 		return nil, err
 	}
@@ -108,7 +175,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		switch d {
 		case ledger.Stale: // nothing is read
 			rep.Detail = r.staleText()
-			return rep, nil
+			return rep.would(), nil
 		case ledger.Conflict:
 			what, how := ledger.Difference(op, r.id)
 			rep.Detail = what + " differs: " + how
@@ -163,7 +230,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 			rep.Error = lerr.Error()
 		}
 	}
-	return rep, nil
+	return rep.would(), nil
 }
 
 // OperationStatus is an operation with the state of its partitions.

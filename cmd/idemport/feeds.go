@@ -226,6 +226,7 @@ func runFeeds(c *cobra.Command, e *env, o *importOptions, r *runFlags, names []s
 	defer func() { targets.close(run.eng) }() // run.eng is withMetrics' to close
 	var b *batch
 	var bad []*pipeline.Result
+	dryCode := exitOK // the most severe code a --dry-run predicts
 	for i, fr := range feeds {
 		if ctx.Err() != nil {
 			break
@@ -249,7 +250,9 @@ func runFeeds(c *cobra.Command, e *env, o *importOptions, r *runFlags, names []s
 			continue
 		}
 		if err == nil && o.dryRun {
-			if err = dryRun(c, e, fr.o, reqs); err == nil {
+			var dry dryRunError
+			if err = dryRun(c, e, fr.o, reqs); err == nil || errors.As(err, &dry) {
+				dryCode = mostSevere(dryCode, dry.code)
 				continue
 			}
 		}
@@ -297,6 +300,8 @@ func runFeeds(c *cobra.Command, e *env, o *importOptions, r *runFlags, names []s
 		return ctx.Err()
 	case len(bad) > 0:
 		return outcomeError{results: bad}
+	case dryCode != exitOK:
+		return dryRunError{dryCode}
 	}
 	return nil
 }

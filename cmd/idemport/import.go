@@ -671,13 +671,15 @@ func dryRun(c *cobra.Command, e *env, o *importOptions, reqs []pipeline.Request)
 	if eng != nil {
 		defer eng.Close()
 	}
+	code := exitOK
 	for _, req := range reqs {
 		rep, err := pipeline.PlanFile(c.Context(), eng, req)
 		if err != nil {
 			return err
 		}
+		code = mostSevere(code, wouldCode(rep.Would))
 		if o.output == "json" {
-			if err := writeJSON(e.stdout, rep); err != nil {
+			if err := writeJSON(e.stdout, planLine{rep, wouldCode(rep.Would)}); err != nil {
 				return err
 			}
 			continue
@@ -685,6 +687,9 @@ func dryRun(c *cobra.Command, e *env, o *importOptions, reqs []pipeline.Request)
 		if err := planText(e.stdout, rep); err != nil {
 			return err
 		}
+	}
+	if code != exitOK {
+		return dryRunError{code}
 	}
 	return nil
 }

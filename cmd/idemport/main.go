@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	root.SetErr(stderr)
 	err = root.ExecuteContext(ctx)
 	code := exitCode(ctx, err)
-	if err != nil && !errors.As(err, new(outcomeError)) && code != exitInterrupted {
+	if err != nil && !errors.As(err, new(outcomeError)) && !errors.As(err, new(dryRunError)) && code != exitInterrupted {
 		for _, line := range errorLines(err) {
 			fmt.Fprintln(stderr, "idemport:", esc(line))
 		}
@@ -223,6 +223,10 @@ func exitCode(ctx context.Context, err error) int {
 			code = mostSevere(code, resultCode(r))
 		}
 		return code
+	}
+	var dry dryRunError
+	if errors.As(err, &dry) {
+		return dry.code
 	}
 	if errors.As(err, new(*pipeline.UsageError)) || errors.As(err, new(usageError)) {
 		return exitUsage

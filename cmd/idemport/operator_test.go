@@ -294,7 +294,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	dir := t.TempDir()
 	testkit.Orders(t, filepath.Join(dir, "orders.csv"), 250, 26)
 	r := testkit.Exec(t, dir, nil, "import", "--dry-run", "--partition-rows", "100", "orders.csv")
-	if r.Code != 0 || !strings.Contains(r.Stdout, "an import would: create") || strings.Count(r.Stdout, "\n") < 15 {
+	if r.Code != 0 || !strings.Contains(r.Stdout, "an import would: import (create)") || strings.Count(r.Stdout, "\n") < 15 {
 		t.Fatalf("dry run: %d %s %s", r.Code, r.Stdout, r.Stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "idemport.db")); !os.IsNotExist(err) {

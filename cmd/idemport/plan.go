@@ -45,7 +45,7 @@ that changes what an import decides (--reapply, --replace, --min-age, --as-of, -
 				return err
 			}
 			if o.output == "json" {
-				return writeJSON(e.stdout, rep)
+				return writeJSON(e.stdout, planLine{rep, wouldCode(rep.Would)})
 			}
 			return planText(e.stdout, rep)
 		},
@@ -57,27 +57,57 @@ that changes what an import decides (--reapply, --replace, --min-age, --as-of, -
 	return c
 }
 
+// planLine is one line of plan --output json and of import --dry-run
+// --output json: the report, and the exit code of the import it predicts.
+type planLine struct {
+	*pipeline.PlanReport
+	ExitCode int `json:"exit_code"`
+}
+
+// wouldCode is the exit code of an import whose outcome would be would.
+func wouldCode(would string) int {
+	switch would {
+	case pipeline.WouldConflict:
+		return exitConflict
+	case pipeline.WouldBusy:
+		return exitBusy
+	case pipeline.WouldRefuse:
+		return exitRefused
+	}
+	return exitOK
+}
+
+// dryRunError carries the exit code an import --dry-run predicts for its
+// files (the most severe); its reports were already printed.
+type dryRunError struct{ code int }
+
+func (e dryRunError) Error() string { return fmt.Sprintf("an import would exit %d", e.code) }
+
 func planText(w io.Writer, p *pipeline.PlanReport) error {
 	textf(w, "file:        %s (%s%s)\n", p.File, p.Format, map[bool]string{true: ", " + string(p.Compression), false: ""}[p.Compression != ""])
 	textf(w, "file ID:     %s\n", p.FileID)
 	textf(w, "content:     %s\n", p.ContentDigest)
 	textf(w, "mapping:     %s %s\n", p.MappingDigest, p.Mapping)
 	textf(w, "table:       %s\n", p.Table)
-	decision := p.Decision
-	if p.Detail != "" {
-		decision += ": " + p.Detail
+	would := p.Would
+	if p.Decision != p.Would {
+		would += " (" + p.Decision + ")"
 	}
-	textf(w, "an import would: %s\n", decision)
+	if refusal := p.Refusal(); refusal != "" {
+		would += ": " + refusal
+	} else if p.Detail != "" {
+		would += ": " + p.Detail
+	}
+	textf(w, "an import would: %s\n", would)
 	if p.Error != "" {
-		textf(w, "refused: %s\n", p.Error)
 		return nil
 	}
 	textf(w, "rows:        %d (%d bad, at most %s allowed)\n", p.Rows, p.Rejected, p.MaxRejects)
 	if p.Superseded > 0 {
 		textf(w, "superseded:  %d (a later row of the file has the same key)\n", p.Superseded)
 	}
-	if p.Unfit != "" {
-		textf(w, "refused: %s\n", p.Unfit)
+	if p.Unfit != "" && p.Unfit != p.Refusal() {
+		textf(w, "unfit:       %s\n", p.Unfit)
 	}
 	if len(p.ColumnsAdded) > 0 {
 		textf(w, "would add:   %s\n", strings.Join(p.ColumnsAdded, ", "))
@@ -92,8 +122,8 @@ func planText(w io.Writer, p *pipeline.PlanReport) error {
 			textf(w, "would sweep: %s the file lacks\n", english.Plural(*p.Deleted, "row"))
 		}
 	}
-	if p.SweepRefused != "" {
-		textf(w, "refused: %s\n", p.SweepRefused)
+	if p.SweepRefused != "" && p.SweepRefused != p.Refusal() {
+		textf(w, "sweep:       %s\n", p.SweepRefused)
 	}
 	fmt.Fprintln(w, "schema:")
 	for _, c := range p.Schema {

@@ -72,7 +72,7 @@ func TestSnapshotScopeGuardCountsBefore(t *testing.T) {
 					}
 					killAt(1)
 					dry := l.tg.Exec(t, dir, nil, append(append([]string{"import", "--dry-run"}, args...), "eu.csv")...)
-					if !strings.Contains(dry.Stdout, "refused: snapshot sweep refused: it would delete 4 of the 4 rows of regions in scope") {
+					if dry.Code != exitRefused || !regexpLine(dry.Stdout, `^an import would: refuse \(\w+\): snapshot sweep refused: it would delete 4 of the 4 rows of regions in scope`) {
 						t.Fatalf("dry run: exit %d, does not predict the guard's refusal\n%s%s", dry.Code, dry.Stdout, dry.Stderr)
 					}
 					r := importTo(t, l.tg, dir, nil, exitRefused, append(args, "eu.csv")...)
