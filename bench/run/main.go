@@ -5,6 +5,7 @@
 //	go run ./bench/run -rows 1m            # generates bench/data/orders_1m.* if missing
 //	go run ./bench/run -rows 10m -runs 3 -sections first,delta
 //	go run ./bench/run -rows 1m -modes     # --atomic and --snapshot against plain imports
+//	go run ./bench/run -file my.csv -key id   # any CSV instead of the generated data set
 //
 // The sections (-sections, default all of them):
 //
@@ -21,6 +22,11 @@
 //	              --max-rejects 1% refusal of a file whose rows are all bad
 //	parse         the plan pass (no database) against Go parsers
 //	alternatives  Go + go-sqlite3, pgx and pgloader against idemport
+//
+// With -file, the data set is that CSV file (its columns and types as
+// idemport's plan pass infers them, the anchors' tables declared alike and
+// keyed by -key) and the sections are first, rerun and resume. Each
+// anchor's command is printed under its row, with its scripts.
 //
 // Each comparison runs its commands in turn (A B A B …) and the ratio is
 // the median of the per-round ratios, so a machine whose speed drifts
@@ -148,7 +154,12 @@ func main() {
 	only := flag.String("only", "", "run only this database's rows: sqlite or postgres")
 	sel := flag.String("sections", strings.Join(sections, ","), "sections to run, comma-separated")
 	modes := flag.Bool("modes", false, "time the write modes (--atomic, --snapshot) against plain keyed imports instead of the comparisons")
+	file := flag.String("file", "", "time this CSV file instead of the generated data set (sections first, rerun and resume)")
+	keyCol := flag.String("key", "", "with -file: the key column of the --key rows and of the anchors' tables (default: no keyed rows)")
 	flag.Parse()
+	if *file == "" && *keyCol != "" || *file != "" && *modes {
+		check(fmt.Errorf("-key goes with -file, and -file does not go with -modes"))
+	}
 
 	rows, name := parseRows(*rowsFlag)
 	bin, err := os.MkdirTemp("", "idemport-bench-")
@@ -157,25 +168,39 @@ func main() {
 	e := &env{runs: *runs, rows: rows, name: name, data: *data, idemport: filepath.Join(bin, "idemport"), anchor: filepath.Join(bin, "anchor"), add: report}
 	check(goBuild(e.idemport, "./cmd/idemport"))
 	check(goBuild(e.anchor, "./bench/anchor"))
-	e.csv = filepath.Join(*data, "orders_"+name+".csv")
-	e.jsonl = filepath.Join(*data, "orders_"+name+".jsonl")
-	e.parquet = filepath.Join(*data, "orders_"+name+".parquet")
-	e.day2 = filepath.Join(*data, "orders_"+name+"_day2.csv")
 	e.work, err = os.MkdirTemp("", "idemport-bench-db-")
 	check(err)
 	defer os.RemoveAll(e.work)
 	e.db = filepath.Join(e.work, "i.db")
-	if *modes {
-		e.allModes(*data, *pg, *only)
-		return
-	}
-	if _, err := os.Stat(e.parquet); err != nil {
-		e.gen("orders_"+name+".parquet", "-rows", fmt.Sprint(rows))
-	}
-	for _, f := range []string{e.csv, e.jsonl, e.parquet} { // warm the page cache
-		exec.Command("cat", f).Run()
+	if *file != "" {
+		e.useFile(*file, *keyCol)
+		if !isFlagSet("sections") {
+			*sel = "first,rerun,resume"
+		}
+		exec.Command("cat", e.csv).Run() // warm the page cache
+	} else {
+		e.keyCol = "order_id"
+		e.csv = filepath.Join(*data, "orders_"+name+".csv")
+		e.jsonl = filepath.Join(*data, "orders_"+name+".jsonl")
+		e.parquet = filepath.Join(*data, "orders_"+name+".parquet")
+		e.day2 = filepath.Join(*data, "orders_"+name+"_day2.csv")
+		if *modes {
+			e.allModes(*data, *pg, *only)
+			return
+		}
+		if _, err := os.Stat(e.parquet); err != nil {
+			e.gen("orders_"+name+".parquet", "-rows", fmt.Sprint(rows))
+		}
+		for _, f := range []string{e.csv, e.jsonl, e.parquet} { // warm the page cache
+			exec.Command("cat", f).Run()
+		}
 	}
 
+	for _, s := range strings.Split(*sel, ",") {
+		if *file != "" && s != "first" && s != "rerun" && s != "resume" {
+			check(fmt.Errorf("-sections: %s needs the generated data set, not -file", s))
+		}
+	}
 	fmt.Printf("\nload average at start: %s; ratios are paired medians (A B A B …) unless marked\n", loadavg())
 	fmt.Printf("%-62s %9s %11s %9s   %s\n", "command", "median s", "rows/s", "RSS MiB", "ratio")
 	sqlite, postgres := *only != "postgres", *pg != "" && *only != "sqlite"
@@ -227,7 +252,9 @@ type env struct {
 	name, data          string // the data set's name (1m, 10m…) and directory
 	idemport, anchor    string
 	csv, jsonl, parquet string
-	day2                string // the next day's extract of csv
+	day2                string   // the next day's extract of csv
+	cols                []column // with -file: its columns (nil: the orders data set)
+	keyCol              string   // the key column of the --key rows; empty: none
 	work, db            string
 	add                 func(row)
 }
@@ -289,7 +316,8 @@ func (e *env) vsMedians(name string, ms []measure, mineName string, mine []measu
 	e.add(withRatio(summary(mineName, mine, e.rows), name+" (medians)", summary("", mine, 0).wall/r.wall))
 }
 
-var key = []string{"--key", "order_id"}
+// key returns the flags of a keyed import.
+func (e *env) key() []string { return []string{"--key", e.keyCol} }
 
 // sqlite3 returns the sqlite3 CLI running the script in file on db.
 func sqlite3(db, file string) []string {
@@ -308,7 +336,11 @@ const ordersSQLite = `CREATE TABLE orders(order_id INTEGER PRIMARY KEY, customer
 // sqliteImport is the script of the sqlite3 CLI's import of csv into a
 // new keyed table, as idemport opens SQLite (WAL, synchronous NORMAL).
 func (e *env) sqliteImport(csv string) string {
-	return e.script("import.sql", "PRAGMA journal_mode=WAL;\nPRAGMA synchronous=NORMAL;\n"+ordersSQLite+"\n.mode csv\n.import --skip 1 "+csv+" orders\n")
+	table := ordersSQLite
+	if e.cols != nil {
+		table = e.createTable("orders", true)
+	}
+	return e.script("import.sql", "PRAGMA journal_mode=WAL;\nPRAGMA synchronous=NORMAL;\n"+table+"\n.mode csv\n.import --skip 1 "+csv+" orders\n")
 }
 
 // upsert is the hand-written merge of the temp table d into orders: every
@@ -325,14 +357,21 @@ func upsert(distinct string) string {
 }
 
 func (e *env) sqliteFirst() {
-	sdb := filepath.Join(e.work, "s.db")
-	ms, r := race(e.runs,
-		cmd{name: "sqlite3", setup: fresh(sdb), argv: sqlite3(sdb, e.sqliteImport(e.csv))},
-		cmd{name: "idemport", setup: fresh(e.db), argv: e.importArgs(e.csv)},
-		cmd{name: "idemport --key", setup: fresh(e.db), argv: e.importArgs(append(key, e.csv)...)})
-	e.add(summary("sqlite3 .import → INTEGER PRIMARY KEY table (WAL)", ms[0], e.rows))
+	sdb, script := filepath.Join(e.work, "s.db"), e.sqliteImport(e.csv)
+	cs := []cmd{
+		{name: "sqlite3", setup: fresh(sdb), argv: sqlite3(sdb, script)},
+		{name: "idemport", setup: fresh(e.db), argv: e.importArgs(e.csv)},
+	}
+	if e.keyCol != "" {
+		cs = append(cs, cmd{name: "idemport --key", setup: fresh(e.db), argv: e.importArgs(append(e.key(), e.csv)...)})
+	}
+	ms, r := race(e.runs, cs...)
+	e.add(summary("sqlite3 .import → "+e.keyedTable("INTEGER PRIMARY KEY")+" (WAL)", ms[0], e.rows))
+	e.show(cs[0].argv, "rm -f "+quote(sdb)+"*", script)
 	e.add(withRatio(summary("idemport import CSV → SQLite, ordinal", ms[1], e.rows), "sqlite3 .import", r[1]))
-	e.add(withRatio(summary("idemport import CSV → SQLite, --key order_id", ms[2], e.rows), "sqlite3 .import", r[2]))
+	if e.keyCol != "" {
+		e.add(withRatio(summary("idemport import CSV → SQLite, --key "+e.keyCol, ms[2], e.rows), "sqlite3 .import", r[2]))
+	}
 }
 
 // sqliteDelta times the daily delta into a copy of the N-row table, made
@@ -341,7 +380,7 @@ func (e *env) sqliteDelta() {
 	delta := e.gen("orders_"+e.name+"_delta.csv", "-rows", fmt.Sprint(e.rows), "-delta")
 	sdb, baseI, baseS := filepath.Join(e.work, "s.db"), filepath.Join(e.work, "base-i.db"), filepath.Join(e.work, "base-s.db")
 	fresh(baseI, baseS)()
-	_, err := run(cmd{name: "day 1", argv: append([]string{e.idemport, "import", "--progress", "never", "--into", baseI, "--table", "orders"}, append(key, e.csv)...)})
+	_, err := run(cmd{name: "day 1", argv: append([]string{e.idemport, "import", "--progress", "never", "--into", baseI, "--table", "orders"}, append(e.key(), e.csv)...)})
 	check(err)
 	_, err = run(cmd{name: "sqlite3 day 1", argv: sqlite3(baseS, e.sqliteImport(e.csv))})
 	check(err)
@@ -349,9 +388,10 @@ func (e *env) sqliteDelta() {
 		strings.Replace(ordersSQLite, "TABLE orders", "TEMP TABLE d", 1)+"\n.mode csv\n.import --skip 1 "+delta+" d\n"+upsert("IS NOT"))
 	ms, r := race(e.runs,
 		cmd{name: "sqlite3 merge", setup: restore(baseS, sdb), argv: sqlite3(sdb, merge)},
-		cmd{name: "idemport delta", setup: restore(baseI, e.db), argv: e.importArgs(append(key, delta)...)})
+		cmd{name: "idemport delta", setup: restore(baseI, e.db), argv: e.importArgs(append(e.key(), delta)...)})
 	rows := e.rows / 10
 	e.add(summary("sqlite3 .import into temp + INSERT … ON CONFLICT DO UPDATE", ms[0], rows))
+	e.show(sqlite3(sdb, merge), "cp "+quote(baseS)+" "+quote(sdb)+", the day-1 table loaded by sqlite3 .import as in first", merge)
 	e.add(withRatio(summary("idemport --key delta (½ new, ½ changed) → N-row SQLite", ms[1], rows), "sqlite3 merge", r[1]))
 	fresh(baseI, baseS)()
 }
@@ -366,6 +406,7 @@ func (e *env) rerun() {
 		cmd{name: "sha256", argv: []string{e.anchor, "sha256", e.csv}},
 		cmd{name: "rerun", argv: e.importArgs("--rehash", e.csv)})
 	e.add(summary("SHA-256 of the file (Go)", ms[0], e.rows))
+	e.show([]string{e.anchor, "sha256", e.csv}, "")
 	e.add(withRatio(summary("idemport rerun of the completed file (--rehash)", ms[1], e.rows), "SHA-256 of the file", r[1]))
 	quick := timeN(e.runs, cmd{name: "quick", argv: e.importArgs(e.csv)})
 	e.add(summary("idemport rerun, quick check hit", quick, e.rows))
@@ -466,7 +507,9 @@ func (e *env) sqliteAlternatives() {
 		cmd{name: "upsert 100", setup: fresh(sdb), argv: []string{e.anchor, "sqlite-upsert", "100", sdb, e.csv}})
 	e.add(summary("idemport import CSV → SQLite, ordinal", ms[0], e.rows))
 	e.add(withRatio(summary("Go + go-sqlite3 upsert, 1 row per statement", ms[1], e.rows), "idemport", r[1]))
+	e.show([]string{e.anchor, "sqlite-upsert", "1", sdb, e.csv}, "rm -f "+quote(sdb)+"*")
 	e.add(withRatio(summary("Go + go-sqlite3 upsert, 100 rows per statement", ms[2], e.rows), "idemport", r[2]))
+	e.show([]string{e.anchor, "sqlite-upsert", "100", sdb, e.csv}, "rm -f "+quote(sdb)+"*")
 }
 
 // psql returns a function running SQL on the PostgreSQL at dsn.
@@ -498,9 +541,16 @@ func (p pgTarget) reset() error {
 }
 
 // resetCopy makes bench_copy a new, empty keyed table.
-func (p pgTarget) resetCopy() error {
-	return p.sql(`DROP TABLE IF EXISTS bench_copy; CREATE TABLE bench_copy(order_id bigint PRIMARY KEY, customer_id bigint, sku text,
-		quantity bigint, unit_price double precision, status text, created_at timestamptz, note text)`)
+func (p pgTarget) resetCopy() error { return p.sql(p.copyTable()) }
+
+// copyTable is the SQL making bench_copy a new, empty table: the orders
+// data set's keyed one, or -file's (keyed by -key when it is set).
+func (p pgTarget) copyTable() string {
+	if p.e.cols != nil {
+		return "DROP TABLE IF EXISTS bench_copy; " + p.e.createTable("bench_copy", false)
+	}
+	return `DROP TABLE IF EXISTS bench_copy; CREATE TABLE bench_copy(order_id bigint PRIMARY KEY, customer_id bigint, sku text, ` +
+		`quantity bigint, unit_price double precision, status text, created_at timestamptz, note text)`
 }
 
 func (p pgTarget) drop() {
@@ -518,13 +568,20 @@ func (p pgTarget) copyArgs(csv string) []string {
 
 func (e *env) postgresFirst(dsn string) {
 	p := e.pg(dsn)
-	ms, r := race(e.runs,
-		cmd{name: "psql copy", setup: p.resetCopy, argv: p.copyArgs(e.csv)},
-		cmd{name: "idemport", setup: p.reset, argv: p.importArgs(e.csv)},
-		cmd{name: "idemport --key", setup: p.reset, argv: p.importArgs(append(key, e.csv)...)})
-	e.add(summary(`psql \copy → PRIMARY KEY table`, ms[0], e.rows))
+	cs := []cmd{
+		{name: "psql copy", setup: p.resetCopy, argv: p.copyArgs(e.csv)},
+		{name: "idemport", setup: p.reset, argv: p.importArgs(e.csv)},
+	}
+	if e.keyCol != "" {
+		cs = append(cs, cmd{name: "idemport --key", setup: p.reset, argv: p.importArgs(append(e.key(), e.csv)...)})
+	}
+	ms, r := race(e.runs, cs...)
+	e.add(summary(`psql \copy → `+e.keyedTable("PRIMARY KEY"), ms[0], e.rows))
+	e.show(cs[0].argv, "psql "+quote(dsn)+" -c "+quote(p.copyTable()))
 	e.add(withRatio(summary("idemport import CSV → PostgreSQL, ordinal", ms[1], e.rows), `psql \copy`, r[1]))
-	e.add(withRatio(summary("idemport import CSV → PostgreSQL, --key order_id", ms[2], e.rows), `psql \copy`, r[2]))
+	if e.keyCol != "" {
+		e.add(withRatio(summary("idemport import CSV → PostgreSQL, --key "+e.keyCol, ms[2], e.rows), `psql \copy`, r[2]))
+	}
 	p.drop()
 }
 
@@ -550,7 +607,7 @@ func (e *env) postgresDelta(dsn string) {
 	check(server(`CREATE DATABASE idemport_bench_base`))
 	check(base.reset())
 	check(base.resetCopy())
-	for _, c := range []cmd{{name: "day 1", argv: base.importArgs(append(key, e.csv)...)}, {name: "psql day 1", argv: base.copyArgs(e.csv)}} {
+	for _, c := range []cmd{{name: "day 1", argv: base.importArgs(append(e.key(), e.csv)...)}, {name: "psql day 1", argv: base.copyArgs(e.csv)}} {
 		_, err := run(c)
 		check(err)
 	}
@@ -564,9 +621,11 @@ func (e *env) postgresDelta(dsn string) {
 		strings.ReplaceAll(upsert("IS DISTINCT FROM"), "orders", "bench_copy")+"COMMIT;\n")
 	ms, r := race(e.runs,
 		cmd{name: "psql merge", setup: again, argv: []string{"psql", copy.dsn, "-v", "ON_ERROR_STOP=1", "-qf", merge}},
-		cmd{name: "idemport delta", setup: again, argv: copy.importArgs(append(key, delta)...)})
+		cmd{name: "idemport delta", setup: again, argv: copy.importArgs(append(e.key(), delta)...)})
 	rows := e.rows / 10
 	e.add(summary(`psql \copy into temp + INSERT … ON CONFLICT DO UPDATE`, ms[0], rows))
+	e.show([]string{"psql", copy.dsn, "-v", "ON_ERROR_STOP=1", "-qf", merge},
+		`CREATE DATABASE idemport_bench_run TEMPLATE idemport_bench_base, the day-1 table loaded by psql \copy as in first`, merge)
 	e.add(withRatio(summary("idemport --key delta (½ new, ½ changed) → N-row PostgreSQL", ms[1], rows), "psql merge", r[1]))
 	check(dropAll())
 }
@@ -581,7 +640,9 @@ func (e *env) postgresAlternatives(dsn string) {
 		cmd{name: "pgx-merge", argv: []string{e.anchor, "pgx-merge", dsn, e.csv}})
 	e.add(summary("idemport import CSV → PostgreSQL, ordinal", ms[0], e.rows))
 	e.add(withRatio(summary("pgx CopyFrom → PRIMARY KEY table", ms[1], e.rows), "idemport", r[1]))
+	e.show([]string{e.anchor, "pgx-copy", dsn, e.csv}, "")
 	e.add(withRatio(summary("pgx staging + ON CONFLICT merge", ms[2], e.rows), "idemport", r[2]))
+	e.show([]string{e.anchor, "pgx-merge", dsn, e.csv}, "")
 	p.sql(`DROP TABLE IF EXISTS bench_anchor`)
 	if _, err := exec.LookPath("pgloader"); err != nil {
 		fmt.Println("(pgloader is not installed: apt-get install pgloader to compare with it)")
@@ -598,7 +659,28 @@ WITH truncate, skip header = 1, fields optionally enclosed by '"', fields escape
 		cmd{name: "psql copy", setup: p.resetCopy, argv: p.copyArgs(e.csv)},
 		cmd{name: "pgloader", setup: p.resetCopy, argv: []string{"pgloader", script}})
 	e.add(withRatio(summary("pgloader LOAD CSV → PRIMARY KEY table (1 run)", ms[1], e.rows), `psql \copy`, r[1]))
+	e.show([]string{"pgloader", script}, "psql "+quote(dsn)+" -c "+quote(p.copyTable()), script)
 	p.drop()
+}
+
+// keyedTable names the anchors' table in a row: the orders data set's,
+// keyed (by INTEGER PRIMARY KEY or PRIMARY KEY, as keyed says), or
+// -file's, keyed by -key or not.
+func (e *env) keyedTable(keyed string) string {
+	switch {
+	case e.cols == nil:
+		return keyed + " table"
+	case e.keyCol == "":
+		return "table without a key"
+	}
+	return "table keyed by " + e.keyCol
+}
+
+// isFlagSet reports whether the flag name was given.
+func isFlagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func timeN(n int, c cmd) []measure {
