@@ -340,7 +340,16 @@ func (e *env) sqliteImport(csv string) string {
 	if e.cols != nil {
 		table = e.createTable("orders", true)
 	}
-	return e.script("import.sql", "PRAGMA journal_mode=WAL;\nPRAGMA synchronous=NORMAL;\n"+table+"\n.mode csv\n.import --skip 1 "+csv+" orders\n")
+	return e.script("import.sql", "PRAGMA journal_mode=WAL;\nPRAGMA synchronous=NORMAL;\n"+table+"\n.mode csv\n.import --skip 1 "+dotArg(csv)+" orders\n")
+}
+
+// dotArg returns s as one argument of a sqlite3 dot command: as it is,
+// or double-quoted when it has spaces or quotes.
+func dotArg(s string) string {
+	if !strings.ContainsAny(s, " \t\"'\\") {
+		return s
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
 
 // upsert is the hand-written merge of the temp table d into orders: every
@@ -385,7 +394,7 @@ func (e *env) sqliteDelta() {
 	_, err = run(cmd{name: "sqlite3 day 1", argv: sqlite3(baseS, e.sqliteImport(e.csv))})
 	check(err)
 	merge := e.script("delta.sql", "PRAGMA journal_mode=WAL;\nPRAGMA synchronous=NORMAL;\n"+
-		strings.Replace(ordersSQLite, "TABLE orders", "TEMP TABLE d", 1)+"\n.mode csv\n.import --skip 1 "+delta+" d\n"+upsert("IS NOT"))
+		strings.Replace(ordersSQLite, "TABLE orders", "TEMP TABLE d", 1)+"\n.mode csv\n.import --skip 1 "+dotArg(delta)+" d\n"+upsert("IS NOT"))
 	ms, r := race(e.runs,
 		cmd{name: "sqlite3 merge", setup: restore(baseS, sdb), argv: sqlite3(sdb, merge)},
 		cmd{name: "idemport delta", setup: restore(baseI, e.db), argv: e.importArgs(append(e.key(), delta)...)})
