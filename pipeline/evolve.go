@@ -79,19 +79,38 @@ func (r *run) evolve(table *sink.Table, schema *arrow.Schema) (*evolution, error
 		}
 	}
 	if err := sink.Check(&after, r.target, schema); err != nil {
-		hint := ""
-		switch mode {
-		case EvolveNone:
-			hint = "; nothing was written; to change the table, rerun with --evolve add (adds the file's new columns) or --evolve widen (also widens int64 → decimal → text, float64 → text)"
-		case EvolveAdd:
-			hint = "; nothing was written; --evolve widen also widens int64 → decimal → text, float64 → text"
-		default:
-			hint = "; nothing was written; --evolve never narrows or drops a column"
+		// Propose the mode that makes the table fit, and only one that does.
+		hint := "; nothing was written; --evolve cannot make this table fit (it never changes a key, narrows or drops a column): import into another table (--table NAME)"
+		switch {
+		case mode == EvolveNone && evolvedFits(table, r.target, schema, EvolveAdd):
+			hint = "; nothing was written; rerun with --evolve add to add the file's new columns"
+		case mode != EvolveWiden && evolvedFits(table, r.target, schema, EvolveWiden):
+			hint = "; nothing was written; rerun with --evolve widen to add the file's new columns and widen int64 → decimal → text, float64 → text"
 		}
 		return nil, fmt.Errorf("%w%s", err, hint)
 	}
 	ev.text = strings.Join(words, ", ")
 	return ev, nil
+}
+
+// evolvedFits reports whether table, evolved by mode for schema, would fit
+// the file (sink.Check).
+func evolvedFits(table *sink.Table, t sink.Target, schema *arrow.Schema, mode string) bool {
+	after := *table
+	after.Columns = append([]sink.Column{}, table.Columns...)
+	for _, f := range schema.Fields() {
+		k := idemtype.TypeOf(f)
+		c := after.Column(f.Name)
+		switch {
+		case c == nil:
+			after.Columns = append(after.Columns, sink.Column{Name: f.Name, Kind: k})
+		case mode == EvolveWiden:
+			if to, ok := sink.Widen(c.Kind, k); ok {
+				c.Kind, c.SQLType = to, to.String()
+			}
+		}
+	}
+	return sink.Check(&after, t, schema) == nil
 }
 
 // apply makes the changes inside tx and records them with the attempt:

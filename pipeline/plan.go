@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -41,6 +42,9 @@ type planInput struct {
 	types  map[string]idemtype.Type
 	limits map[string]reader.Limit
 	jsonb  bool
+	// widens are the columns read as the existing table's numeric type
+	// that --evolve widen would infer from the file instead (and widen).
+	widens map[string]bool
 }
 
 // equal reports whether a plan pass given p decides as one given o.
@@ -173,9 +177,16 @@ func (r *run) planInputs(ctx context.Context) (planInput, *sink.Table, error) {
 		// Text is validated against the types of the table it goes into;
 		// typed formats (Parquet, Arrow) carry their own types, which the
 		// table check compares with the table's.
+		wide := tableTypes(existing, true)
 		for name, typ := range tableTypes(existing, r.req.Mapping.Evolve == EvolveWiden) {
 			if _, forced := types[name]; !forced {
 				types[name] = typ
+				if _, kept := wide[name]; !kept {
+					if in.widens == nil {
+						in.widens = map[string]bool{}
+					}
+					in.widens[name] = true
+				}
 			}
 		}
 	}
@@ -296,8 +307,14 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 	}
 	r.rows.Read, r.rows.Rejected = plan.Rows, plan.Rejected // reported if refused
 	if !r.req.MaxRejects.Allows(plan.Rejected, plan.Rows) {
-		return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects,
-			Rejects: plan.Rejects[:min(len(plan.Rejects), maxReported)]})
+		rf := &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects,
+			Rejects: plan.Rejects[:min(len(plan.Rejects), maxReported)]}
+		for _, b := range rf.Rejects {
+			if b.Code == "type" && in.widens[b.Column] && !slices.Contains(rf.Widen, b.Column) {
+				rf.Widen = append(rf.Widen, b.Column)
+			}
+		}
+		return true, r.refuse(ctx, rf)
 	}
 	r.rows = idemtype.Rows{}
 	schema := plan.Schema.Arrow()

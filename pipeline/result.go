@@ -103,6 +103,9 @@ type Refusal struct {
 	// NotUTF8 says most bad rows are text that is not UTF-8 in a file
 	// read as UTF-8: the file is most likely in another encoding.
 	NotUTF8 bool `json:"not_utf8,omitempty"`
+	// Widen names the existing table's numeric columns that bad rows do
+	// not fit by type and that --evolve widen would widen to take them.
+	Widen []string `json:"widen,omitempty"`
 }
 
 // storedOutcome is what finalize stores and a duplicate run returns.

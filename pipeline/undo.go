@@ -91,11 +91,11 @@ func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error)
 		return nil, err
 	}
 	if len(ops) != 1 {
-		var tables []string
+		var cands []string
 		for _, op := range ops {
-			tables = append(tables, op.Table)
+			cands = append(cands, fmt.Sprintf("%s ← %s (idemport undo --table %s %s)", op.Table, op.FileID, op.Table, op.FileID))
 		}
-		return nil, usagef("%s was imported into %d tables (%s); choose one with --table", req.FileOrID, len(ops), strings.Join(tables, ", "))
+		return nil, usagef("%s matches %d imports; undo one of them by its table and file ID: %s", req.FileOrID, len(ops), strings.Join(cands, "; "))
 	}
 	k := ops[0].Key
 	var m canonicalMapping

@@ -646,6 +646,10 @@ func nextStep(r *pipeline.Result) string {
 		if r.Refusal == nil || r.Refusal.Rejected == 0 {
 			return ""
 		}
+		if len(r.Refusal.Widen) > 0 {
+			return fmt.Sprintf("the bad values do not fit the type of column %s of the existing table %s: rerun with --evolve widen to widen it (int64 → decimal → text, float64 → text) and import every row",
+				strings.Join(r.Refusal.Widen, ", "), r.Table)
+		}
 		if r.Refusal.NotUTF8 {
 			return "this file is not UTF-8: give --encoding (for example windows-1252, the encoding of most Western European exports); or, if only these rows are bad, see them with 'idemport rejects list --table " + r.Table + " " + r.File + "'"
 		}
