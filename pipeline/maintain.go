@@ -28,6 +28,11 @@ type VerifyReport struct {
 	Expected      int64    `json:"expected_rows"` // rows the target should hold for the file
 	Found         int64    `json:"found_rows"`    // rows it holds
 	Differences   []string `json:"differences"`
+	// Next is the command that repairs the difference, when one does.
+	Next string `json:"next,omitempty"`
+	// Reapply is true when the import is completed and the target lacks
+	// some of its rows (or its table): import --reapply restores them.
+	Reapply bool `json:"-"`
 }
 
 // Verify re-hashes the file of req (never from the quick check), compares
@@ -68,6 +73,7 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 	case ledger.Duplicate:
 	case ledger.Reapply:
 		rep.Differences = append(rep.Differences, fmt.Sprintf("the import is completed, but its table %s no longer exists", op.Table))
+		rep.Reapply = true
 		return rep, nil
 	default:
 		rep.Differences = append(rep.Differences, fmt.Sprintf("the import is %s, not completed", op.State))
@@ -90,6 +96,7 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 	}
 	if rep.Found != rep.Expected {
 		rep.Differences = append(rep.Differences, fmt.Sprintf("%s holds %d of the file's rows, the ledger says %d", r.target.Table, rep.Found, rep.Expected))
+		rep.Reapply = true
 	}
 	return rep, nil
 }

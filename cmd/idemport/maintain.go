@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/english"
@@ -101,6 +102,9 @@ It exits 1 on any difference, 0 when everything matches, and writes nothing.`,
 				if len(rep.Differences) > 0 {
 					bad++
 				}
+				if rep.Reapply {
+					rep.Next = reapplyCommand(c, path)
+				}
 				if o.output == "json" {
 					if rep.Differences == nil {
 						rep.Differences = []string{} // an empty list, not null
@@ -114,6 +118,9 @@ It exits 1 on any difference, 0 when everything matches, and writes nothing.`,
 					textf(e.stdout, "%s: ok: %s holds all %s, content %s\n", remote.Redact(path), rep.Table, english.Plural(rep.Found, "row"), rep.ContentDigest)
 				} else {
 					textf(e.stdout, "%s: DIFFERS: %s\n", remote.Redact(path), strings.Join(rep.Differences, "; "))
+					if rep.Next != "" {
+						textf(e.stdout, "  next: %s\n", rep.Next)
+					}
 				}
 			}
 			if bad > 0 {
@@ -126,6 +133,45 @@ It exits 1 on any difference, 0 when everything matches, and writes nothing.`,
 	outputFlag(c, &o.output)
 	feedFlag(c)
 	return c
+}
+
+// reapplyCommand is the import that restores the rows of path that verify
+// found missing: import --reapply with the mapping and target flags this
+// verify was given (a DSN that holds a secret given as "$IDEMPORT_INTO").
+func reapplyCommand(c *cobra.Command, path string) string {
+	words := []string{"idemport", "import", "--reapply"}
+	c.Flags().Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "output", "feed":
+			return
+		}
+		if f.Value.Type() == "bool" {
+			words = append(words, "--"+f.Name+"="+f.Value.String())
+			return
+		}
+		values := []string{f.Value.String()}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			values = sv.GetSlice()
+		}
+		for _, v := range values {
+			if f.Name == "into" && pipeline.Redact(v) != v {
+				// A DSN with a secret (a password, query values) is never
+				// shown: the command reads it from the environment.
+				words = append(words, "--into", `"$IDEMPORT_INTO"`)
+				continue
+			}
+			words = append(words, "--"+f.Name, shellWord(v))
+		}
+	})
+	return strings.Join(append(words, shellWord(remote.Redact(path))), " ")
+}
+
+// shellWord quotes s for a POSIX shell where it needs it.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // parseAge reads a positive duration that may be given in days: 90d, 12h,
