@@ -251,7 +251,7 @@ func runFeeds(c *cobra.Command, e *env, o *importOptions, r *runFlags, names []s
 		}
 		if err == nil && o.dryRun {
 			var dry dryRunError
-			if err = dryRun(c, e, fr.o, reqs); err == nil || errors.As(err, &dry) {
+			if err = dryRun(c, e, fr.o, fr.feed.Name, reqs); err == nil || errors.As(err, &dry) {
 				dryCode = mostSevere(dryCode, dry.code)
 				continue
 			}

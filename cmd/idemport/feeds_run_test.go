@@ -226,15 +226,16 @@ func TestRunFeedsFailFastDryRunMetrics(t *testing.T) {
 	var files []string
 	for _, l := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
 		var p struct {
+			Feed  string `json:"feed"`
 			File  string `json:"file"`
 			Table string `json:"table"`
 		}
 		if err := json.Unmarshal([]byte(l), &p); err != nil {
 			t.Fatalf("%v: %s", err, l)
 		}
-		files = append(files, p.Table+" "+filepath.Base(p.File))
+		files = append(files, p.Feed+": "+p.Table+" "+filepath.Base(p.File))
 	}
-	if want := []string{"orders orders-1.csv", "products products.csv", "events events-1.csv"}; !slices.Equal(files, want) {
+	if want := []string{"orders: orders orders-1.csv", "products: products products.csv", "events: events events-1.csv"}; !slices.Equal(files, want) {
 		t.Fatalf("--dry-run planned %q, want %q", files, want)
 	}
 	if tables := tg.Tables(t); len(tables) != 0 {

@@ -405,7 +405,7 @@ func importFiles(c *cobra.Command, e *env, o *importOptions, args []string, run 
 		reqs[i].Path = f
 	}
 	if o.dryRun {
-		return dryRun(c, e, o, reqs)
+		return dryRun(c, e, o, "", reqs)
 	}
 	sinks, err := o.notify.sinks(e)
 	if err != nil {
@@ -666,8 +666,9 @@ func nextStep(r *pipeline.Result) string {
 }
 
 // dryRun identifies, decides and plans each file and prints what an import
-// would do, writing nothing anywhere.
-func dryRun(c *cobra.Command, e *env, o *importOptions, reqs []pipeline.Request) error {
+// would do, writing nothing anywhere. feed, when not empty, names the feed
+// of `run` the files belong to, in each JSON line and above each plan.
+func dryRun(c *cobra.Command, e *env, o *importOptions, feed string, reqs []pipeline.Request) error {
 	eng, err := openReadOnly(c, o.into)
 	if err != nil {
 		return err
@@ -683,10 +684,13 @@ func dryRun(c *cobra.Command, e *env, o *importOptions, reqs []pipeline.Request)
 		}
 		code = mostSevere(code, wouldCode(rep.Would))
 		if o.output == "json" {
-			if err := writeJSON(e.stdout, planLine{rep, wouldCode(rep.Would)}); err != nil {
+			if err := writeJSON(e.stdout, planLine{Feed: feed, PlanReport: rep, ExitCode: wouldCode(rep.Would)}); err != nil {
 				return err
 			}
 			continue
+		}
+		if feed != "" {
+			textf(e.stdout, "feed:        %s\n", feed)
 		}
 		if err := planText(e.stdout, rep); err != nil {
 			return err

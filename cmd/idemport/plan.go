@@ -45,7 +45,7 @@ that changes what an import decides (--reapply, --replace, --min-age, --as-of, -
 				return err
 			}
 			if o.output == "json" {
-				return writeJSON(e.stdout, planLine{rep, wouldCode(rep.Would)})
+				return writeJSON(e.stdout, planLine{PlanReport: rep, ExitCode: wouldCode(rep.Would)})
 			}
 			return planText(e.stdout, rep)
 		},
@@ -60,6 +60,8 @@ that changes what an import decides (--reapply, --replace, --min-age, --as-of, -
 // planLine is one line of plan --output json and of import --dry-run
 // --output json: the report, and the exit code of the import it predicts.
 type planLine struct {
+	// Feed names the feed of `run --dry-run`; empty (left out) otherwise.
+	Feed string `json:"feed,omitempty"`
 	*pipeline.PlanReport
 	ExitCode int `json:"exit_code"`
 }
