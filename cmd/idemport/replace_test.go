@@ -59,28 +59,6 @@ func (m replaceMode) versions(t *testing.T, dir string) (v1, v2 [][]string) {
 	return v1, v2
 }
 
-// writeOrderRows writes rows as an orders CSV file, as testkit.Orders does.
-func writeOrderRows(t *testing.T, path string, rows [][]string) {
-	t.Helper()
-	var b strings.Builder
-	b.WriteString("order_id,customer_id,sku,quantity,unit_price,status,created_at,note\n")
-	for _, row := range rows {
-		for j, f := range row {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			if strings.ContainsAny(f, ",\"\n") {
-				f = `"` + strings.ReplaceAll(f, `"`, `""`) + `"`
-			}
-			b.WriteString(f)
-		}
-		b.WriteByte('\n')
-	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // check asserts that orders holds exactly rows, value by value: in
 // ordinal mode each at its ordinal, by key each at its key.
 func (m replaceMode) check(t *testing.T, tg *testkit.Target, rows [][]string) {
@@ -142,7 +120,7 @@ func TestReplaceCorrectedFile(t *testing.T) {
 					t.Fatalf("first version: %s %s", first.Outcome, first.Error)
 				}
 				m.check(t, tg, v1rows)
-				writeOrderRows(t, filepath.Join(dir, "orders.csv"), v2rows)
+				testkit.WriteOrders(t, filepath.Join(dir, "orders.csv"), v2rows)
 
 				conflict := importTo(t, tg, dir, nil, 3, m.args()...)
 				if conflict.Outcome != "conflict" || !strings.Contains(conflict.Next, "rerun with --replace") {
@@ -242,7 +220,7 @@ func TestReplaceKilledAtEachBoundary(t *testing.T) {
 					tg := testkit.NewTarget(t, name, dir)
 					v1rows, v2rows := m.versions(t, dir)
 					first := importTo(t, tg, dir, nil, 0, m.args()...)
-					writeOrderRows(t, filepath.Join(dir, "orders.csv"), v2rows)
+					testkit.WriteOrders(t, filepath.Join(dir, "orders.csv"), v2rows)
 					killed := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=" + kill}, append([]string{"import"}, m.args("--replace")...)...)
 					if killed.Signal != syscall.SIGKILL {
 						t.Fatalf("not killed at %s: exit %d\n%s%s", kill, killed.Code, killed.Stdout, killed.Stderr)
@@ -337,12 +315,12 @@ func TestReplaceRefusedThenCorrected(t *testing.T) {
 		first := importTo(t, tg, dir, nil, 0, m.args()...)
 		bad := testkit.Orders(t, filepath.Join(dir, "v2.csv"), 350, 13)
 		bad[10][3] = "many" // quantity
-		writeOrderRows(t, filepath.Join(dir, "orders.csv"), bad)
+		testkit.WriteOrders(t, filepath.Join(dir, "orders.csv"), bad)
 		if res := importTo(t, tg, dir, nil, 5, m.args("--replace")...); res.Outcome != "refused" {
 			t.Fatalf("a bad version: %s %s", res.Outcome, res.Error)
 		}
 		m.check(t, tg, v1)
-		writeOrderRows(t, filepath.Join(dir, "orders.csv"), v3)
+		testkit.WriteOrders(t, filepath.Join(dir, "orders.csv"), v3)
 		res := importTo(t, tg, dir, nil, 0, m.args("--replace")...)
 		if res.Outcome != "imported" || res.Replaces != first.ContentDigest || res.Removed != 400 {
 			t.Fatalf("the version corrected again: %s (replaces %s, removed %d) %s", res.Outcome, res.Replaces, res.Removed, res.Error)
@@ -366,7 +344,7 @@ func TestUndoAReplacement(t *testing.T) {
 		m := replaceModes[0]
 		_, v2 := m.versions(t, dir)
 		importTo(t, tg, dir, nil, 0, m.args()...)
-		writeOrderRows(t, filepath.Join(dir, "orders.csv"), v2)
+		testkit.WriteOrders(t, filepath.Join(dir, "orders.csv"), v2)
 		importTo(t, tg, dir, nil, 0, m.args("--replace")...)
 		if run := tg.Exec(t, dir, nil, "undo", "orders.csv"); run.Code != 0 {
 			t.Fatalf("undo: exit %d\n%s%s", run.Code, run.Stdout, run.Stderr)
@@ -441,7 +419,7 @@ func TestConcurrentReplacements(t *testing.T) {
 				tg := testkit.NewTarget(t, name, dir)
 				_, v2rows := m.versions(t, dir)
 				first := importTo(t, tg, dir, nil, 0, m.args()...)
-				writeOrderRows(t, filepath.Join(dir, "orders.csv"), v2rows)
+				testkit.WriteOrders(t, filepath.Join(dir, "orders.csv"), v2rows)
 				var wg sync.WaitGroup
 				results := make([]testkit.Run, 4)
 				start := make(chan struct{})
@@ -487,7 +465,7 @@ func TestReapplyAReplacement(t *testing.T) {
 		m := replaceModes[0]
 		_, v2 := m.versions(t, dir)
 		importTo(t, tg, dir, nil, 0, m.args()...)
-		writeOrderRows(t, filepath.Join(dir, "orders.csv"), v2)
+		testkit.WriteOrders(t, filepath.Join(dir, "orders.csv"), v2)
 		importTo(t, tg, dir, nil, 0, m.args("--replace")...)
 		res := importTo(t, tg, dir, nil, 0, m.args("--reapply")...)
 		if res.Outcome != "imported" || res.Removed != 0 || res.Replaces != "" || res.Rows.Unchanged != int64(len(v2)) || res.Rows.Inserted != 0 {

@@ -265,8 +265,6 @@ func Int(t testing.TB, db *sql.DB, q string, args ...any) int64 {
 // (without the header), each as its fields.
 func Orders(t testing.TB, path string, n int, seed int) [][]string {
 	t.Helper()
-	var b strings.Builder
-	b.WriteString("order_id,customer_id,sku,quantity,unit_price,status,created_at,note\n")
 	statuses := []string{"pending", "paid", "shipped", "delivered", "cancelled"}
 	var rows [][]string
 	for i := 1; i <= n; i++ {
@@ -293,6 +291,18 @@ func Orders(t testing.TB, path string, n int, seed int) [][]string {
 			note,
 		}
 		rows = append(rows, row)
+	}
+	WriteOrders(t, path, rows)
+	return rows
+}
+
+// WriteOrders writes rows (each its fields, as Orders returns them) as an
+// orders CSV file at path, quoting fields that need it.
+func WriteOrders(t testing.TB, path string, rows [][]string) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("order_id,customer_id,sku,quantity,unit_price,status,created_at,note\n")
+	for _, row := range rows {
 		for j, f := range row {
 			if j > 0 {
 				b.WriteByte(',')
@@ -307,5 +317,4 @@ func Orders(t testing.TB, path string, n int, seed int) [][]string {
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return rows
 }
