@@ -20,30 +20,96 @@ var ErrNotHeld = errors.New("partition claim not held")
 type Querier = idemtype.Querier
 
 // Driver is what the checkpoint store needs of the target database's
-// driver: what every store of idemport's state needs; every sink.Driver is
-// one.
-type Driver = idemtype.StateDriver
+// driver: its migrations, and its checkpoint operations on the tables that
+// prefix places. Every sink.Driver is one.
+type Driver interface {
+	idemtype.Migrator
+	Checkpoints(prefix string) Ops
+}
+
+// Ops are the checkpoint store's database operations, implemented by the
+// target database's driver (sink.Driver.Checkpoints) on idemport's tables
+// "plans" and "partitions" as its migrations create them. Each runs its
+// statements on the Querier or transaction it is given and wraps its
+// errors with what it was doing; an Ops is safe for concurrent use.
+// Leases are judged by the database's clock, in Unix milliseconds. The
+// logic above them (what not held means, who a claim recovered from, the
+// counters of a done partition) is the Store's.
+type Ops interface {
+	// SavePlan inserts op's plan body and its partitions, their superseded
+	// rows as EncodeOrdinals writes them.
+	SavePlan(ctx context.Context, tx *sql.Tx, op Op, attempt string, body []byte, rows int64, parts []Partition) error
+	// Plan returns op's stored plan body, ok false when none is stored.
+	Plan(ctx context.Context, q Querier, op Op) (body []byte, ok bool, err error)
+	// Partitions returns op's partitions in index order, their state as
+	// stored (Counts: the committed effects Inserted, Updated, Unchanged,
+	// Stale) and their superseded rows decoded by DecodeOrdinals.
+	Partitions(ctx context.Context, q Querier, op Op) ([]Partition, error)
+	// ClaimPartition takes the lowest-numbered partition of op that is not
+	// done and not held by a live lease, leasing it to attempt for leaseMs
+	// from now, and returns it (its plan fields and LeaseAttempt) with the
+	// attempt that held it before, "" if none; nil when there is none. It
+	// runs in tx, which excludes other claims of the same partition (the
+	// database's write lock, or a row lock that other claims skip).
+	ClaimPartition(ctx context.Context, tx *sql.Tx, op Op, attempt string, leaseMs int64) (p *Partition, holder string, err error)
+	// InTransaction reports whether another session's open transaction
+	// holds partition idx of op locked, probing in a transaction of its
+	// own on db; always false where the database has no row locks.
+	InTransaction(ctx context.Context, db *sql.DB, op Op, idx int) (bool, error)
+	// Fence locks partition idx for tx and renews its lease by leaseMs if
+	// attempt holds it and it is not done; it returns how many partitions
+	// it renewed (1, or 0 when attempt does not hold it).
+	Fence(ctx context.Context, tx *sql.Tx, op Op, idx int, attempt string, leaseMs int64) (int64, error)
+	// Complete marks partition idx done by attempt with the counters c
+	// (Inserted, Updated, Unchanged, Stale, Rejected) if attempt holds it
+	// and it is not done, ending its lease; it returns how many partitions
+	// it marked.
+	Complete(ctx context.Context, tx *sql.Tx, op Op, idx int, attempt string, c idemtype.Rows) (int64, error)
+	// DoneBy waits in tx for any transaction holding partition idx of op
+	// to end, then returns the attempt that marked it done, "" while not.
+	DoneBy(ctx context.Context, tx *sql.Tx, op Op, idx int) (string, error)
+	// Rejected sums the rejected rows of op's partitions.
+	Rejected(ctx context.Context, q Querier, op Op) (int64, error)
+	// Release ends attempt's leases on op's unfinished partitions.
+	Release(ctx context.Context, q Querier, op Op, attempt string) error
+	// Renew extends attempt's leases on op's unfinished partitions to
+	// leaseMs from now and returns how many it renewed.
+	Renew(ctx context.Context, q Querier, op Op, attempt string, leaseMs int64) (int64, error)
+	// Progress counts op's partitions now; attempt's own leases count as
+	// claimable.
+	Progress(ctx context.Context, q Querier, op Op, attempt string) (Progress, error)
+	// Totals sums the counters of op's done partitions (Read is their
+	// rows).
+	Totals(ctx context.Context, q Querier, op Op) (idemtype.Rows, error)
+	// Holders returns, in order, the attempts holding live leases on op's
+	// unfinished partitions.
+	Holders(ctx context.Context, q Querier, op Op) ([]string, error)
+	// Expire makes attempt's leases on op's unfinished partitions run out
+	// now.
+	Expire(ctx context.Context, q Querier, op Op, attempt string) error
+	// Drop deletes op's plan and partitions, returning how many of each.
+	Drop(ctx context.Context, tx *sql.Tx, op Op) (plans, parts int64, err error)
+}
 
 // Store reads and writes plans and partition marks. It is safe for
 // concurrent use.
 type Store struct {
 	db     *sql.DB
 	d      Driver
+	ops    Ops
 	prefix string
 }
 
 // New returns a Store over db, whose driver is d, with tables named with
 // prefix (the driver's sink.Database.Prefix).
 func New(db *sql.DB, d Driver, prefix string) *Store {
-	return &Store{db: db, d: d, prefix: prefix}
+	return &Store{db: db, d: d, ops: d.Checkpoints(prefix), prefix: prefix}
 }
 
 // Migrate creates or upgrades the checkpoint tables.
 func (s *Store) Migrate(ctx context.Context) error {
 	return migrate.Apply(ctx, s.db, s.d, s.prefix, "checkpoint")
 }
-
-func (s *Store) q(x string) string { return s.d.Rebind(x) }
 
 // Op names the operation a plan belongs to: target table and file ID.
 type Op struct {
@@ -66,72 +132,32 @@ type Partition struct {
 
 // Save stores the plan body (opaque JSON) and its partitions for op.
 func (s *Store) Save(ctx context.Context, tx *sql.Tx, op Op, attempt string, body []byte, rows int64, parts []Partition) error {
-	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO `+s.prefix+`plans (table_name, file_id, body, row_count, partitions, attempt_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, `+s.d.Now()+`)`), op.Table, op.FileID, string(body), rows, len(parts), attempt); err != nil {
-		return fmt.Errorf("store plan: %w", err)
-	}
-	stmt, err := tx.PrepareContext(ctx, s.q(`INSERT INTO `+s.prefix+`partitions
-		(table_name, file_id, idx, first_row, row_count, rejected, byte_offset, byte_length, crc, superseded, superseded_rows)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`))
-	if err != nil {
-		return fmt.Errorf("store partitions: %w", err)
-	}
-	defer stmt.Close()
-	for _, p := range parts {
-		if _, err := stmt.ExecContext(ctx, op.Table, op.FileID, p.Index, p.First, p.Rows, p.Rejected, p.Offset, p.Length, int64(p.CRC),
-			len(p.Superseded), encodeOrdinals(p.First, p.Superseded)); err != nil {
-			return fmt.Errorf("store partition %d: %w", p.Index, err)
-		}
-	}
-	return nil
+	return s.ops.SavePlan(ctx, tx, op, attempt, body, rows, parts)
 }
 
 // Load returns op's stored plan body and partitions, or a nil body when no
 // plan is stored.
 func (s *Store) Load(ctx context.Context, q Querier, op Op) ([]byte, []Partition, error) {
-	var body string
-	err := q.QueryRowContext(ctx, s.q(`SELECT body FROM `+s.prefix+`plans WHERE table_name = ? AND file_id = ?`), op.Table, op.FileID).Scan(&body)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("load plan: %w", err)
+	body, ok, err := s.ops.Plan(ctx, q, op)
+	if err != nil || !ok {
+		return nil, nil, err
 	}
 	parts, err := s.Partitions(ctx, q, op)
-	return []byte(body), parts, err
+	return body, parts, err
 }
 
 // Partitions returns op's partitions in index order.
 func (s *Store) Partitions(ctx context.Context, q Querier, op Op) ([]Partition, error) {
-	rows, err := q.QueryContext(ctx, s.q(`SELECT idx, first_row, row_count, rejected, byte_offset, byte_length, crc, superseded_rows, done,
-		coalesce(done_by, ''), coalesce(lease_attempt, ''), coalesce(lease_expires, 0),
-		rows_inserted, rows_updated, rows_unchanged, rows_stale
-		FROM `+s.prefix+`partitions WHERE table_name = ? AND file_id = ? ORDER BY idx`), op.Table, op.FileID)
+	parts, err := s.ops.Partitions(ctx, q, op)
 	if err != nil {
-		return nil, fmt.Errorf("load partitions: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	var out []Partition
-	for rows.Next() {
-		var p Partition
-		var crc, done int64
-		var sup []byte
-		if err := rows.Scan(&p.Index, &p.First, &p.Rows, &p.Rejected, &p.Offset, &p.Length, &crc, &sup, &done,
-			&p.DoneBy, &p.LeaseAttempt, &p.LeaseExpires,
-			&p.Counts.Inserted, &p.Counts.Updated, &p.Counts.Unchanged, &p.Counts.Stale); err != nil {
-			return nil, fmt.Errorf("load partitions: %w", err)
-		}
-		p.CRC = uint32(crc)
-		p.Done = done != 0
-		if p.Superseded, err = decodeOrdinals(p.First, sup); err != nil {
-			return nil, fmt.Errorf("load partition %d: %w", p.Index, err)
-		}
-		if p.Done {
+	for i := range parts {
+		if p := &parts[i]; p.Done {
 			p.Counts.Read, p.Counts.Rejected, p.Counts.Superseded = p.Rows, p.Rejected, int64(len(p.Superseded))
 		}
-		out = append(out, p)
 	}
-	return out, rows.Err()
+	return parts, nil
 }
 
 // Claim is a partition claimed by an attempt.
@@ -144,43 +170,15 @@ type Claim struct {
 
 // Claim takes the lowest-numbered partition of op that is not done and not
 // held by a live lease (its own in-flight claims included), leasing it to
-// attempt for leaseMs. It returns nil when there is none. Run it in its own short
-// transaction: the SELECT and UPDATE are one step because the transaction
-// holds the database's write lock, or a row lock that other claims skip
-// (the driver's SkipLocked).
+// attempt for leaseMs. It returns nil when there is none. Run it in its own
+// short transaction, which keeps other claims from taking the same
+// partition (Ops.ClaimPartition).
 func (s *Store) Claim(ctx context.Context, tx *sql.Tx, op Op, attempt string, leaseMs int64) (*Claim, error) {
-	lock, _ := s.d.SkipLocked("")
-	row := tx.QueryRowContext(ctx, s.q(`SELECT idx, coalesce(lease_attempt, '') FROM `+s.prefix+`partitions
-		WHERE table_name = ? AND file_id = ? AND done = 0
-		AND (lease_attempt IS NULL OR lease_expires <= `+s.d.Now()+`)
-		ORDER BY idx LIMIT 1`+lock), op.Table, op.FileID)
-	var idx int
-	var holder string
-	if err := row.Scan(&idx, &holder); errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	} else if err != nil {
-		return nil, fmt.Errorf("claim partition: %w", err)
+	p, holder, err := s.ops.ClaimPartition(ctx, tx, op, attempt, leaseMs)
+	if err != nil || p == nil {
+		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET lease_attempt = ?, lease_expires = `+s.d.Now()+` + ?
-		WHERE table_name = ? AND file_id = ? AND idx = ?`), attempt, leaseMs, op.Table, op.FileID, idx); err != nil {
-		return nil, fmt.Errorf("claim partition %d: %w", idx, err)
-	}
-	var p Partition
-	var crc int64
-	var sup []byte
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT idx, first_row, row_count, rejected, byte_offset, byte_length, crc, superseded_rows
-		FROM `+s.prefix+`partitions WHERE table_name = ? AND file_id = ? AND idx = ?`), op.Table, op.FileID, idx).
-		Scan(&p.Index, &p.First, &p.Rows, &p.Rejected, &p.Offset, &p.Length, &crc, &sup); err != nil {
-		return nil, fmt.Errorf("read partition %d: %w", idx, err)
-	}
-	p.CRC = uint32(crc)
-	sups, err := decodeOrdinals(p.First, sup)
-	if err != nil {
-		return nil, fmt.Errorf("read partition %d: %w", idx, err)
-	}
-	p.Superseded = sups
-	p.LeaseAttempt = attempt
-	c := &Claim{Partition: p}
+	c := &Claim{Partition: *p}
 	if holder != "" && holder != attempt {
 		c.RecoveredFrom = holder
 	}
@@ -190,37 +188,18 @@ func (s *Store) Claim(ctx context.Context, tx *sql.Tx, op Op, attempt string, le
 // InTransaction reports whether another session's open transaction holds
 // partition idx of op locked (its holder fenced it and has not committed;
 // a holder frozen there cannot be taken over even once its lease expires).
-// Where the database has no row locks (the driver's SkipLocked is not ok)
-// it is always false: a writer inside its transaction holds the whole
-// database's write lock instead.
+// Where the database has no row locks it is always false: a writer inside
+// its transaction holds the whole database's write lock instead.
 func (s *Store) InTransaction(ctx context.Context, db *sql.DB, op Op, idx int) (bool, error) {
-	lock, ok := s.d.SkipLocked("")
-	if !ok {
-		return false, nil
-	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return false, fmt.Errorf("probe partition %d: %w", idx, err)
-	}
-	defer tx.Rollback()
-	var got int
-	err = tx.QueryRowContext(ctx, s.q(`SELECT idx FROM `+s.prefix+`partitions WHERE table_name = ? AND file_id = ? AND idx = ?`+lock), op.Table, op.FileID, idx).Scan(&got)
-	if errors.Is(err, sql.ErrNoRows) {
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("probe partition %d: %w", idx, err)
-	}
-	return false, nil
+	return s.ops.InTransaction(ctx, db, op, idx)
 }
 
 // Fence locks partition idx for the caller's transaction and renews its
 // lease, failing with ErrNotHeld unless attempt holds it and it is not done.
 // Call it first in the partition's transaction.
 func (s *Store) Fence(ctx context.Context, tx *sql.Tx, op Op, idx int, attempt string, leaseMs int64) error {
-	res, err := tx.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET lease_expires = `+s.d.Now()+` + ?
-		WHERE table_name = ? AND file_id = ? AND idx = ? AND lease_attempt = ? AND done = 0`), leaseMs, op.Table, op.FileID, idx, attempt)
-	return held(res, err, idx)
+	n, err := s.ops.Fence(ctx, tx, op, idx, attempt, leaseMs)
+	return held(n, err, idx)
 }
 
 // Complete marks partition idx done by attempt with its counters, failing
@@ -229,12 +208,8 @@ func (s *Store) Fence(ctx context.Context, tx *sql.Tx, op Op, idx int, attempt s
 // c.Rejected: its rows not written, the plan's bad rows and those the
 // database refused.
 func (s *Store) Complete(ctx context.Context, tx *sql.Tx, op Op, idx int, attempt string, c idemtype.Rows) error {
-	res, err := tx.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET done = 1, done_by = ?, done_at = `+s.d.Now()+`,
-		lease_attempt = NULL, lease_expires = NULL,
-		rows_inserted = ?, rows_updated = ?, rows_unchanged = ?, rows_stale = ?, rejected = ?
-		WHERE table_name = ? AND file_id = ? AND idx = ? AND lease_attempt = ? AND done = 0`),
-		attempt, c.Inserted, c.Updated, c.Unchanged, c.Stale, c.Rejected, op.Table, op.FileID, idx, attempt)
-	return held(res, err, idx)
+	n, err := s.ops.Complete(ctx, tx, op, idx, attempt, c)
+	return held(n, err, idx)
 }
 
 // DoneBy returns the attempt that marked partition idx of op done, or ""
@@ -243,16 +218,7 @@ func (s *Store) Complete(ctx context.Context, tx *sql.Tx, op Op, idx int, attemp
 // for a COMMIT whose reply was lost: by then that transaction has
 // committed or rolled back. Call it in its own transaction.
 func (s *Store) DoneBy(ctx context.Context, tx *sql.Tx, op Op, idx int) (string, error) {
-	if _, err := tx.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET done = done
-		WHERE table_name = ? AND file_id = ? AND idx = ?`), op.Table, op.FileID, idx); err != nil {
-		return "", fmt.Errorf("partition %d: %w", idx, err)
-	}
-	var by string
-	err := tx.QueryRowContext(ctx, s.q(`SELECT coalesce(done_by, '') FROM `+s.prefix+`partitions
-		WHERE table_name = ? AND file_id = ? AND idx = ? AND done = 1`), op.Table, op.FileID, idx).Scan(&by)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
+	by, err := s.ops.DoneBy(ctx, tx, op, idx)
 	if err != nil {
 		return "", fmt.Errorf("partition %d: %w", idx, err)
 	}
@@ -262,18 +228,13 @@ func (s *Store) DoneBy(ctx context.Context, tx *sql.Tx, op Op, idx int) (string,
 // Rejected counts op's bad rows as seen by q: the rows not written by done
 // partitions, and the plan's bad rows of the others.
 func (s *Store) Rejected(ctx context.Context, q Querier, op Op) (int64, error) {
-	var n int64
-	err := q.QueryRowContext(ctx, s.q(`SELECT coalesce(sum(rejected), 0) FROM `+s.prefix+`partitions
-		WHERE table_name = ? AND file_id = ?`), op.Table, op.FileID).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("count rejected rows: %w", err)
-	}
-	return n, nil
+	return s.ops.Rejected(ctx, q, op)
 }
 
-// encodeOrdinals encodes ascending ordinals, all at least first, as the
-// unsigned varints of their differences; nil when there are none.
-func encodeOrdinals(first int64, ords []int64) []byte {
+// EncodeOrdinals encodes ascending ordinals, all at least first, as the
+// unsigned varints of their differences; nil when there are none. It is
+// how a partition's superseded rows are stored.
+func EncodeOrdinals(first int64, ords []int64) []byte {
 	if len(ords) == 0 {
 		return nil
 	}
@@ -286,8 +247,8 @@ func encodeOrdinals(first int64, ords []int64) []byte {
 	return b
 }
 
-// decodeOrdinals reverses encodeOrdinals.
-func decodeOrdinals(first int64, b []byte) ([]int64, error) {
+// DecodeOrdinals reverses EncodeOrdinals.
+func DecodeOrdinals(first int64, b []byte) ([]int64, error) {
 	var out []int64
 	prev := first
 	for len(b) > 0 {
@@ -302,11 +263,9 @@ func decodeOrdinals(first int64, b []byte) ([]int64, error) {
 	return out, nil
 }
 
-func held(res sql.Result, err error, idx int) error {
-	if err != nil {
-		return fmt.Errorf("partition %d: %w", idx, err)
-	}
-	n, err := res.RowsAffected()
+// held says what an operation on partition idx that requires the claim
+// and changed n partitions means: ErrNotHeld when it changed none.
+func held(n int64, err error, idx int) error {
 	if err != nil {
 		return fmt.Errorf("partition %d: %w", idx, err)
 	}
@@ -318,22 +277,13 @@ func held(res sql.Result, err error, idx int) error {
 
 // Release gives up attempt's claims on op's unfinished partitions.
 func (s *Store) Release(ctx context.Context, q Querier, op Op, attempt string) error {
-	if _, err := q.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET lease_attempt = NULL, lease_expires = NULL
-		WHERE table_name = ? AND file_id = ? AND lease_attempt = ? AND done = 0`), op.Table, op.FileID, attempt); err != nil {
-		return fmt.Errorf("release partitions: %w", err)
-	}
-	return nil
+	return s.ops.Release(ctx, q, op, attempt)
 }
 
 // Renew extends attempt's leases on op's unfinished partitions by leaseMs
 // from now. It returns how many leases it renewed.
 func (s *Store) Renew(ctx context.Context, q Querier, op Op, attempt string, leaseMs int64) (int64, error) {
-	res, err := q.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET lease_expires = `+s.d.Now()+` + ?
-		WHERE table_name = ? AND file_id = ? AND lease_attempt = ? AND done = 0`), leaseMs, op.Table, op.FileID, attempt)
-	if err != nil {
-		return 0, fmt.Errorf("renew partition leases: %w", err)
-	}
-	return res.RowsAffected()
+	return s.ops.Renew(ctx, q, op, attempt, leaseMs)
 }
 
 // Progress summarises op's partitions at the database's current time.
@@ -347,75 +297,28 @@ type Progress struct {
 // Progress counts op's partitions; attempt is the caller, whose own leases
 // count as claimable.
 func (s *Store) Progress(ctx context.Context, q Querier, op Op, attempt string) (Progress, error) {
-	var p Progress
-	err := q.QueryRowContext(ctx, s.q(`SELECT count(*),
-		coalesce(sum(done), 0),
-		coalesce(sum(CASE WHEN done = 0 AND (lease_attempt IS NULL OR lease_attempt = ? OR lease_expires <= `+s.d.Now()+`) THEN 1 ELSE 0 END), 0),
-		coalesce(sum(CASE WHEN done = 0 AND lease_attempt IS NOT NULL AND lease_attempt <> ? AND lease_expires > `+s.d.Now()+` THEN 1 ELSE 0 END), 0)
-		FROM `+s.prefix+`partitions WHERE table_name = ? AND file_id = ?`), attempt, attempt, op.Table, op.FileID).
-		Scan(&p.Total, &p.Done, &p.Claimable, &p.Held)
-	if err != nil {
-		return p, fmt.Errorf("read progress: %w", err)
-	}
-	return p, nil
+	return s.ops.Progress(ctx, q, op, attempt)
 }
 
 // Totals sums the counters of op's done partitions.
 func (s *Store) Totals(ctx context.Context, q Querier, op Op) (idemtype.Rows, error) {
-	var c idemtype.Rows
-	err := q.QueryRowContext(ctx, s.q(`SELECT coalesce(sum(row_count), 0), coalesce(sum(rows_inserted), 0), coalesce(sum(rows_updated), 0),
-		coalesce(sum(rows_unchanged), 0), coalesce(sum(rows_stale), 0), coalesce(sum(superseded), 0), coalesce(sum(rejected), 0)
-		FROM `+s.prefix+`partitions WHERE table_name = ? AND file_id = ? AND done = 1`), op.Table, op.FileID).
-		Scan(&c.Read, &c.Inserted, &c.Updated, &c.Unchanged, &c.Stale, &c.Superseded, &c.Rejected)
-	if err != nil {
-		return c, fmt.Errorf("sum partitions: %w", err)
-	}
-	return c, nil
+	return s.ops.Totals(ctx, q, op)
 }
 
 // Holders returns the attempts holding live leases on op's unfinished
 // partitions.
 func (s *Store) Holders(ctx context.Context, q Querier, op Op) ([]string, error) {
-	rows, err := q.QueryContext(ctx, s.q(`SELECT DISTINCT lease_attempt FROM `+s.prefix+`partitions
-		WHERE table_name = ? AND file_id = ? AND done = 0 AND lease_attempt IS NOT NULL AND lease_expires > `+s.d.Now()+`
-		ORDER BY lease_attempt`), op.Table, op.FileID)
-	if err != nil {
-		return nil, fmt.Errorf("read lease holders: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var a string
-		if err := rows.Scan(&a); err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return s.ops.Holders(ctx, q, op)
 }
 
 // Expire ends attempt's leases on op's unfinished partitions now, so another
 // attempt may take them over. Use it only for an attempt known to be dead.
 func (s *Store) Expire(ctx context.Context, q Querier, op Op, attempt string) error {
-	if _, err := q.ExecContext(ctx, s.q(`UPDATE `+s.prefix+`partitions SET lease_expires = 0
-		WHERE table_name = ? AND file_id = ? AND lease_attempt = ? AND done = 0`), op.Table, op.FileID, attempt); err != nil {
-		return fmt.Errorf("expire leases: %w", err)
-	}
-	return nil
+	return s.ops.Expire(ctx, q, op, attempt)
 }
 
 // Drop deletes op's stored plan and partition rows, returning how many of
 // each it deleted. Use it only for completed operations.
 func (s *Store) Drop(ctx context.Context, tx *sql.Tx, op Op) (plans, parts int64, err error) {
-	res, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+s.prefix+`partitions WHERE table_name = ? AND file_id = ?`), op.Table, op.FileID)
-	if err != nil {
-		return 0, 0, fmt.Errorf("drop partitions: %w", err)
-	}
-	parts, _ = res.RowsAffected()
-	res, err = tx.ExecContext(ctx, s.q(`DELETE FROM `+s.prefix+`plans WHERE table_name = ? AND file_id = ?`), op.Table, op.FileID)
-	if err != nil {
-		return 0, 0, fmt.Errorf("drop plan: %w", err)
-	}
-	plans, _ = res.RowsAffected()
-	return plans, parts, nil
+	return s.ops.Drop(ctx, tx, op)
 }

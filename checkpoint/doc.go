@@ -2,9 +2,10 @@
 // and completion marks of its partitions, in the target database.
 //
 // It speaks to the database through its driver ([Driver], which every
-// sink.Driver satisfies): migrations, placeholders, the clock by which
-// leases are judged and the lock that keeps two claims apart are the
-// driver's, so the statements are one spelling for every database.
+// sink.Driver satisfies) in database operations ([Ops]: save a plan, claim
+// a partition, fence it, complete it, renew leases…), whose statements
+// are the driver's. What their results mean (a claim not held, a lease
+// taken over, a done partition's counters) is decided here.
 //
 // A partition is claimed with a lease before it is read, and marked done in
 // the same transaction as its effects. [Store.Fence] at the start of that

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,29 +10,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/internal/testkit"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/sink"
 )
 
 // jumpingClock is a target's driver whose database clock jumps ahead once,
-// right after a claim: once armed, the next claim (which asks SkipLocked,
-// then Now) is judged by the real clock, and every statement after it by a
-// clock an hour ahead. To the run that uses it, every lease shorter than
-// an hour then runs out between its claim and what it reads next.
+// right after a claim: once armed, the next claim of a partition is judged
+// by the real clock, and after it every statement that reads the clock
+// (Now) by a clock an hour ahead, and the leases on the checkpoints'
+// partitions have run out. To the run that uses it, every lease shorter
+// than an hour then runs out between its claim and what it reads next.
 type jumpingClock struct {
 	sink.Driver
-	mu       sync.Mutex
-	armed    bool
-	claiming bool
-	ahead    bool
-}
-
-func (d *jumpingClock) SkipLocked(of string) (string, bool) {
-	d.mu.Lock()
-	d.claiming = d.armed
-	d.mu.Unlock()
-	return d.Driver.SkipLocked(of)
+	mu    sync.Mutex
+	armed bool
+	ahead bool
 }
 
 func (d *jumpingClock) Now() string {
@@ -41,10 +36,43 @@ func (d *jumpingClock) Now() string {
 	if d.ahead {
 		now = fmt.Sprintf("(%s + %d)", now, time.Hour.Milliseconds())
 	}
-	if d.claiming {
-		d.armed, d.claiming, d.ahead = false, false, true
-	}
 	return now
+}
+
+func (d *jumpingClock) Checkpoints(prefix string) checkpoint.Ops {
+	return jumpingCheckpoints{d.Driver.Checkpoints(prefix), d}
+}
+
+// jumpingCheckpoints are the checkpoints' operations of a jumpingClock: an
+// armed claim, once made, expires every live lease on the operation's
+// partitions in the claim's transaction, as the clock's jump would.
+type jumpingCheckpoints struct {
+	checkpoint.Ops
+	clock *jumpingClock
+}
+
+func (c jumpingCheckpoints) ClaimPartition(ctx context.Context, tx *sql.Tx, op checkpoint.Op, attempt string, leaseMs int64) (*checkpoint.Partition, string, error) {
+	p, holder, err := c.Ops.ClaimPartition(ctx, tx, op, attempt, leaseMs)
+	c.clock.mu.Lock()
+	jump := c.clock.armed
+	c.clock.armed = false
+	c.clock.mu.Unlock()
+	if err != nil || !jump {
+		return p, holder, err
+	}
+	holders, err := c.Ops.Holders(ctx, tx, op)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, h := range holders {
+		if err := c.Ops.Expire(ctx, tx, op, h); err != nil {
+			return nil, "", err
+		}
+	}
+	c.clock.mu.Lock()
+	c.clock.ahead = true
+	c.clock.mu.Unlock()
+	return p, holder, nil
 }
 
 // armOnWait is a log handler that arms clock the first time its run says

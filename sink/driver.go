@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/secret"
 )
@@ -45,6 +46,10 @@ var (
 //     its batch size.
 //   - Migrations: the ledger's and the checkpoints' numbered migration
 //     files in its SQL (Migrations), each "{{prefix}}" placing a table.
+//   - Operations on idemport's own state: the checkpoints' (Checkpoints:
+//     save and load a plan, claim, fence and complete a partition, leases).
+//     Drivers whose SQL is near the standard return, or embed and
+//     override, the shared implementation in sink/internal/sqlstate.
 //   - SQL spelling: placeholders (Rebind), the database clock in Unix
 //     milliseconds (Now), quoting of names and table names (Quote,
 //     QuoteTable), row comparison (Distinct), how key values are compared
@@ -84,6 +89,9 @@ type Driver interface {
 	// Migrations returns the numbered migrations (NNNN_name.up.sql) of
 	// component ("ledger", "checkpoint") in the driver's SQL.
 	Migrations(component string) (fs.FS, error)
+	// Checkpoints returns the checkpoint store's operations on the tables
+	// prefix places (Database.Prefix), as its migrations create them.
+	Checkpoints(prefix string) checkpoint.Ops
 
 	// Rebind rewrites the ? placeholders of query into the database's
 	// style. Question marks inside quoted strings or names are left alone.

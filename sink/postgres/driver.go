@@ -14,8 +14,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/sink/internal/sqlstate"
 )
 
 // Driver is the PostgreSQL driver. Idemport's own tables live in a schema
@@ -128,6 +130,12 @@ func createSchema(ctx context.Context, db *sql.DB, schema string) error {
 // Migrations implements sink.Driver.
 func (Driver) Migrations(component string) (fs.FS, error) {
 	return fs.Sub(migrations, "migrations/"+component)
+}
+
+// Checkpoints implements sink.Driver with the shared statements, in
+// PostgreSQL's spelling.
+func (d Driver) Checkpoints(prefix string) checkpoint.Ops {
+	return sqlstate.Checkpoints{S: d, Prefix: prefix}
 }
 
 // Rebind implements sink.Driver: ? becomes $1, $2, ….

@@ -36,8 +36,10 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
 
+	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/sink/internal/sqlstate"
 )
 
 // Driver is the SQLite driver: one file holds the target tables and
@@ -187,6 +189,12 @@ func ConnString(path string, s sink.Settings) string {
 // Migrations implements sink.Driver.
 func (Driver) Migrations(component string) (fs.FS, error) {
 	return fs.Sub(migrations, "migrations/"+component)
+}
+
+// Checkpoints implements sink.Driver with the shared statements, in
+// SQLite's spelling.
+func (d Driver) Checkpoints(prefix string) checkpoint.Ops {
+	return sqlstate.Checkpoints{S: d, Prefix: prefix}
 }
 
 // Rebind implements sink.Driver: SQLite takes ? as it is.

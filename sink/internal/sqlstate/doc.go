@@ -1,0 +1,24 @@
+// Package sqlstate is the SQL of idemport's own state in the target
+// database (the checkpoints, and the ledger as it moves here), written
+// once for the drivers whose SQL is close enough to the standard: the
+// statements are parameterised by the driver's Spelling, and a driver
+// returns these types from its operations (sink.Driver.Checkpoints), or
+// embeds them and overrides the operations its database spells apart.
+//
+// It holds statements only; what the results mean (a claim not held, a
+// lease recovered) is decided above the contract, in checkpoint and
+// ledger. The tables are those the drivers' migrations create.
+package sqlstate
+
+// Spelling is how a driver spells what differs between databases in the
+// statements here; the methods mean what sink.Driver says.
+type Spelling interface {
+	// Rebind rewrites ? placeholders into the database's style.
+	Rebind(query string) string
+	// Now is the database's current time in Unix milliseconds.
+	Now() string
+	// SkipLocked is the clause ending a SELECT … LIMIT 1 that locks the
+	// row it selects and skips rows others hold; ok false where the
+	// database has no row locks.
+	SkipLocked(of string) (clause string, ok bool)
+}
