@@ -123,7 +123,7 @@ func (r *run) dropStage(ctx context.Context, tx *sql.Tx) error {
 	if !r.req.Mapping.Atomic {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+r.e.sink.QuoteTable(r.stageTable())); err != nil {
+	if err := r.e.sink.DropTable(ctx, tx, r.stageTable()); err != nil {
 		return fmt.Errorf("drop staging table %s: %w", r.stageTable(), err)
 	}
 	return nil

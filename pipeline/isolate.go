@@ -47,24 +47,22 @@ var errTooManyRefused = errors.New("too many rows refused")
 // over its limit whatever the other partitions hold; past it, writeBatch
 // stops with errTooManyRefused.
 func (r *run) writeBatch(ctx context.Context, tx *sql.Tx, w sink.Writer, rec arrow.RecordBatch, ordinals []int64, room int64) (idemtype.Rows, []refusedRow, error) {
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+savepoint); err != nil {
-		return idemtype.Rows{}, nil, fmt.Errorf("savepoint: %w", err)
+	if err := r.e.sink.Savepoint(ctx, tx, savepoint); err != nil {
+		return idemtype.Rows{}, nil, err
 	}
 	c, err := w.Write(ctx, tx, r.id.FileKey, rec, ordinals)
 	var re *sink.RowError
 	if err == nil || !errors.As(err, &re) {
 		if err == nil {
-			if _, err = tx.ExecContext(ctx, "RELEASE SAVEPOINT "+savepoint); err != nil {
-				err = fmt.Errorf("release savepoint: %w", err)
-			}
+			err = r.e.sink.ReleaseSavepoint(ctx, tx, savepoint)
 		}
 		return c, nil, err
 	}
-	if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+savepoint); err != nil {
-		return idemtype.Rows{}, nil, fmt.Errorf("roll back to savepoint: %w", err)
+	if err := r.e.sink.RollbackToSavepoint(ctx, tx, savepoint); err != nil {
+		return idemtype.Rows{}, nil, err
 	}
-	if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+savepoint); err != nil {
-		return idemtype.Rows{}, nil, fmt.Errorf("release savepoint: %w", err)
+	if err := r.e.sink.ReleaseSavepoint(ctx, tx, savepoint); err != nil {
+		return idemtype.Rows{}, nil, err
 	}
 	if err := r.e.fp.Hit("inside-isolation"); err != nil {
 		return idemtype.Rows{}, nil, err

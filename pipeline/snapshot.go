@@ -382,7 +382,7 @@ func (r *run) dropSeen(ctx context.Context, tx *sql.Tx) error {
 	if !r.keysSeen() {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+r.e.sink.QuoteTable(r.seenTable())); err != nil {
+	if err := r.e.sink.DropTable(ctx, tx, r.seenTable()); err != nil {
 		return fmt.Errorf("drop the file's keys: %w", err)
 	}
 	return nil

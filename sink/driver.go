@@ -49,7 +49,7 @@ var (
 //   - Operations on idemport's own state: the checkpoints' (Checkpoints:
 //     save and load a plan, claim, fence and complete a partition, leases).
 //     Drivers whose SQL is near the standard return, or embed and
-//     override, the shared implementation in sink/internal/sqlstate.
+//     override, the shared implementation in sink/internal/stdsql.
 //   - SQL spelling: placeholders (Rebind), the database clock in Unix
 //     milliseconds (Now), quoting of names and table names (Quote,
 //     QuoteTable), row comparison (Distinct), how key values are compared
@@ -66,7 +66,9 @@ var (
 //     database's Limits, and the batch Writer, which upserts rows with
 //     their lineage and counts what happened to them. Staging tables of
 //     --atomic imports are target tables named StagePrefix…, written by the
-//     same Writer and merged by Merge through the methods above.
+//     same Writer and merged by Merge through the methods above; the
+//     savepoints that let a transaction go on after a row was refused
+//     (Savepoint, ReleaseSavepoint, RollbackToSavepoint), and DropTable.
 //
 // A Driver holds no state of its own; its methods are safe for concurrent
 // use.
@@ -201,6 +203,16 @@ type Driver interface {
 	Writer(ctx context.Context, conn *sql.Conn, t Target, schema *arrow.Schema) (Writer, error)
 	// Limits returns the database's limits on tables.
 	Limits() Limits
+
+	// Savepoint marks a point in tx, named name, that RollbackToSavepoint
+	// returns to (undoing what tx did since, keeping the transaction
+	// usable after a statement failed) and ReleaseSavepoint forgets.
+	Savepoint(ctx context.Context, tx *sql.Tx, name string) error
+	ReleaseSavepoint(ctx context.Context, tx *sql.Tx, name string) error
+	RollbackToSavepoint(ctx context.Context, tx *sql.Tx, name string) error
+	// DropTable drops, inside tx, the table named name (a staging table,
+	// a table of seen keys) if it exists.
+	DropTable(ctx context.Context, tx *sql.Tx, name string) error
 }
 
 // Settings are how a driver opens its database.

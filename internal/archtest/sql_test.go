@@ -75,11 +75,8 @@ var sqlAllowed = []string{
 	"ledger/remote.go",
 	"ledger/replay.go",
 	"ledger/snapshot.go",
-	"pipeline/atomic.go",
 	"pipeline/inspect.go",
-	"pipeline/isolate.go",
 	"pipeline/maintain.go",
-	"pipeline/snapshot.go",
 	"sink/atomic.go",
 	"sink/snapshot.go",
 }

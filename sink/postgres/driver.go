@@ -17,7 +17,7 @@ import (
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
-	"github.com/idemport/idemport/sink/internal/sqlstate"
+	"github.com/idemport/idemport/sink/internal/stdsql"
 )
 
 // Driver is the PostgreSQL driver. Idemport's own tables live in a schema
@@ -135,7 +135,27 @@ func (Driver) Migrations(component string) (fs.FS, error) {
 // Checkpoints implements sink.Driver with the shared statements, in
 // PostgreSQL's spelling.
 func (d Driver) Checkpoints(prefix string) checkpoint.Ops {
-	return sqlstate.Checkpoints{S: d, Prefix: prefix}
+	return stdsql.Checkpoints{S: d, Prefix: prefix}
+}
+
+// Savepoint implements sink.Driver in standard SQL.
+func (Driver) Savepoint(ctx context.Context, tx *sql.Tx, name string) error {
+	return stdsql.Savepoint(ctx, tx, name)
+}
+
+// ReleaseSavepoint implements sink.Driver in standard SQL.
+func (Driver) ReleaseSavepoint(ctx context.Context, tx *sql.Tx, name string) error {
+	return stdsql.ReleaseSavepoint(ctx, tx, name)
+}
+
+// RollbackToSavepoint implements sink.Driver in standard SQL.
+func (Driver) RollbackToSavepoint(ctx context.Context, tx *sql.Tx, name string) error {
+	return stdsql.RollbackToSavepoint(ctx, tx, name)
+}
+
+// DropTable implements sink.Driver in standard SQL.
+func (d Driver) DropTable(ctx context.Context, tx *sql.Tx, name string) error {
+	return stdsql.DropTable(ctx, tx, d.QuoteTable(name))
 }
 
 // Rebind implements sink.Driver: ? becomes $1, $2, ….

@@ -1,4 +1,4 @@
-package sqlstate
+package stdsql
 
 import (
 	"context"

@@ -1,6 +1,8 @@
-// Package sqlstate is the SQL of idemport's own state in the target
-// database (the checkpoints, and the ledger as it moves here), written
-// once for the drivers whose SQL is close enough to the standard: the
+// Package stdsql is the SQL of the drivers' operations written once, in
+// standard SQL, for the drivers whose SQL is close enough to it: the
+// operations on idemport's own state in the target database (the
+// checkpoints, and the ledger as it moves here) and on target tables
+// (savepoints, dropping a stage). The
 // statements are parameterised by the driver's Spelling, and a driver
 // returns these types from its operations (sink.Driver.Checkpoints), or
 // embeds them and overrides the operations its database spells apart.
@@ -8,7 +10,7 @@
 // It holds statements only; what the results mean (a claim not held, a
 // lease recovered) is decided above the contract, in checkpoint and
 // ledger. The tables are those the drivers' migrations create.
-package sqlstate
+package stdsql
 
 // Spelling is how a driver spells what differs between databases in the
 // statements here; the methods mean what sink.Driver says.
