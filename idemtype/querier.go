@@ -26,8 +26,9 @@ type Migrator interface {
 	TableExists(ctx context.Context, q Querier, name string) (bool, error)
 }
 
-// StateDriver is what the stores of idemport's own state in the target
-// database (ledger, checkpoint) need of its driver: a Migrator that places
+// StateDriver is what the ledger, the store of idemport's operations in
+// the target database, needs of its driver (the checkpoints now take
+// their operations from the driver instead, checkpoint.Ops): a Migrator that places
 // and finds their tables, the database's clock, by which leases are
 // judged (Now), and the clause that keeps two claimers from claiming one
 // row (SkipLocked). Every sink.Driver is one; the methods mean what

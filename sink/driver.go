@@ -34,10 +34,34 @@ var (
 // only its driver knows how that database differs from the others. Code
 // outside the drivers never asks which database it is; it asks the driver.
 //
-// A new database (MariaDB, say) is one new package under sink/ whose
-// Driver passes the conformance suite in sink/sinktest, run from the
-// package's tests against a real server, and one entry in the Registry that
-// wires the drivers (pipeline.Drivers). Such a driver must provide:
+// The contract is moving from SQL spelling to database operations: the
+// checkpoints' operations (Checkpoints), savepoints and DropTable are
+// operations, and their statements live in the drivers; the ledger, the
+// merge of an atomic import's stage, the snapshot's sweep and the
+// operator commands' queries still build their statements above the
+// drivers from the spelling methods (the arch test's sqlAllowed lists
+// where, in internal/archtest).
+//
+// How to add a database (MariaDB, say) — one new package under sink/:
+//
+//  1. Create sink/<name> with a Driver type; assert var _ sink.Driver =
+//     Driver{} in it.
+//  2. Write its migrations (ledger, checkpoint) as numbered .sql files
+//     embedded in the package, each "{{prefix}}" placing a table, and
+//     serve them from Migrations.
+//  3. Implement connecting (Claims, Forms, Redact, Open), the spelling,
+//     the locking and the target-table methods below, and the Limits.
+//  4. For the operations, return or embed the standard statements of
+//     sink/internal/stdsql (stdsql.Checkpoints, stdsql.Savepoint…) and
+//     override only what the database spells apart.
+//  5. Pass the conformance suite from the package's tests against a real
+//     server: drivertest.RunTarget, drivertest.RunLedger and
+//     drivertest.RunCheckpoint, skipped with a message when its test DSN
+//     is unset.
+//  6. Add it to the Registry in pipeline.Drivers (and to the rules of
+//     internal/archtest that name the drivers).
+//
+// Such a driver must provide:
 //
 //   - Connecting: which DSNs are its own (Claims, Forms, Redact), Open
 //     with the Settings (its connection string, its session settings,

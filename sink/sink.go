@@ -9,7 +9,7 @@
 // batch Writer); the drivers are sink/sqlite and sink/postgres, and a
 // [Registry] chooses one by the DSN. Code outside the drivers asks the
 // driver and never tests which database it is. Every driver passes the
-// conformance suite in sink/sinktest (River's riverdriver and
+// conformance suite in sink/drivertest (River's riverdriver and
 // riverdrivertest are the model); the Driver's doc comment lists what a
 // new one must provide.
 //

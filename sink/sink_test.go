@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/sink/sinktest"
+	"github.com/idemport/idemport/sink/drivertest"
 )
 
 // A json column keeps its kind through the Arrow field metadata.
@@ -14,12 +14,12 @@ func TestKindOf(t *testing.T) {
 		kind idemtype.Type
 		got  idemtype.Type
 	}{
-		{"json", idemtype.JSON, idemtype.TypeOf(sinktest.JSON("doc"))},
-		{"string", idemtype.String, idemtype.TypeOf(sinktest.Str("s"))},
-		{"timestamp", idemtype.Timestamp, idemtype.TypeOf(sinktest.TS("at"))},
-		{"int64", idemtype.Int64, idemtype.TypeOf(sinktest.I64("i"))},
-		{"float64", idemtype.Float64, idemtype.TypeOf(sinktest.F64("f"))},
-		{"bool", idemtype.Bool, idemtype.TypeOf(sinktest.Bool("b"))},
+		{"json", idemtype.JSON, idemtype.TypeOf(drivertest.JSON("doc"))},
+		{"string", idemtype.String, idemtype.TypeOf(drivertest.Str("s"))},
+		{"timestamp", idemtype.Timestamp, idemtype.TypeOf(drivertest.TS("at"))},
+		{"int64", idemtype.Int64, idemtype.TypeOf(drivertest.I64("i"))},
+		{"float64", idemtype.Float64, idemtype.TypeOf(drivertest.F64("f"))},
+		{"bool", idemtype.Bool, idemtype.TypeOf(drivertest.Bool("b"))},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.got != c.kind {

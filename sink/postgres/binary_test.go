@@ -10,7 +10,7 @@ import (
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
-	"github.com/idemport/idemport/sink/sinktest"
+	"github.com/idemport/idemport/sink/drivertest"
 )
 
 // TestStreamReadSizes: a batch encoded as it is read gives the same COPY
@@ -19,7 +19,7 @@ import (
 // columns and NULLs, and the trailer. A stream given up halfway shares no
 // bytes with the stream after it.
 func TestStreamReadSizes(t *testing.T) {
-	s := sinktest.Schema(sinktest.I64("id"), sinktest.F64("price"), sinktest.Str("note"), sinktest.TS("at"))
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.F64("price"), drivertest.Str("note"), drivertest.TS("at"))
 	at := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	const n = 5000 // about 450 KiB: several chunks
 	var rows [][]any
@@ -30,7 +30,7 @@ func TestStreamReadSizes(t *testing.T) {
 		}
 		rows = append(rows, []any{i - 1<<62, float64(i) / 8, note, at.Add(time.Duration(i) * time.Second)})
 	}
-	rec := sinktest.Batch(t, s, rows...)
+	rec := drivertest.Batch(t, s, rows...)
 	defer rec.Release()
 	typ := map[idemtype.Type]string{idemtype.Int64: "int8", idemtype.Float64: "float8", idemtype.String: "text", idemtype.Timestamp: "timestamptz"}
 	var fields []field

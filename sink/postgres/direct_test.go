@@ -11,14 +11,14 @@ import (
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
-	"github.com/idemport/idemport/sink/sinktest"
+	"github.com/idemport/idemport/sink/drivertest"
 )
 
 // directRows counts the rows of file fileKey in table that tx wrote under
 // a savepoint, which is how a natural-key batch is copied straight into
 // the target: those rows carry the subtransaction's id, where a merge's
 // rows carry the transaction's own.
-func directRows(t *testing.T, f *sinktest.Fx, tx *sql.Tx, table string, fileKey int64) int64 {
+func directRows(t *testing.T, f *drivertest.Fx, tx *sql.Tx, table string, fileKey int64) int64 {
 	t.Helper()
 	var n int64
 	if err := tx.QueryRowContext(f.Ctx, `SELECT count(*) FROM `+quoteTable(table)+` WHERE _idemport_file = $1
@@ -30,7 +30,7 @@ func directRows(t *testing.T, f *sinktest.Fx, tx *sql.Tx, table string, fileKey 
 
 // writeDirect writes one batch in its own transaction, like Fx.Write, and
 // also returns how many of its rows were copied straight into the table.
-func writeDirect(t *testing.T, f *sinktest.Fx, w sink.Writer, table string, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, int64) {
+func writeDirect(t *testing.T, f *drivertest.Fx, w sink.Writer, table string, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, int64) {
 	t.Helper()
 	tx, err := f.Conn.BeginTx(f.Ctx, nil)
 	if err != nil {
@@ -52,8 +52,8 @@ func writeDirect(t *testing.T, f *sinktest.Fx, w sink.Writer, table string, file
 // compared after each step, with int64 edges in the key, empty strings
 // and NULLs.
 func TestNaturalKeyFirstLoadStraightIntoTable(t *testing.T) {
-	f := sinktest.Open(t, open(t))
-	s := sinktest.Schema(sinktest.I64("id"), sinktest.Str("name"), sinktest.F64("x"), sinktest.TS("at"), sinktest.Dec("d"))
+	f := drivertest.Open(t, open(t))
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("name"), drivertest.F64("x"), drivertest.TS("at"), drivertest.Dec("d"))
 	tg := sink.Target{Table: "direct", Key: []string{"id"}}
 	f.MustEnsure(tg, s)
 	w := f.Writer(tg, s)
@@ -68,15 +68,15 @@ func TestNaturalKeyFirstLoadStraightIntoTable(t *testing.T) {
 	}
 
 	// File 1: every key new, int64 edges among them.
-	first := sinktest.Batch(t, s,
+	first := drivertest.Batch(t, s,
 		[]any{math.MaxInt64, "max", 1.5, at, "12345678901234567890.123456789"},
 		[]any{math.MinInt64, "", -0.25, nil, "-0.000000000000000001"},
 		[]any{0, nil, nil, at, nil},
 		[]any{-1, "minus one", 1e15, at, "1"},
 		[]any{math.MaxInt64 - 1, "max-1", 0.0, nil, "0"},
 	)
-	c, n := writeDirect(t, f, w, "direct", 1, first, sinktest.Seq(1, 5))
-	sinktest.WantRows(t, "file 1", c, idemtype.Rows{Read: 5, Inserted: 5})
+	c, n := writeDirect(t, f, w, "direct", 1, first, drivertest.Seq(1, 5))
+	drivertest.WantRows(t, "file 1", c, idemtype.Rows{Read: 5, Inserted: 5})
 	wantDirect("file 1", n, 5)
 	table := []string{
 		"-9223372036854775808|''|-0.25|NULL|-0.000000000000000001|1|2",
@@ -85,19 +85,19 @@ func TestNaturalKeyFirstLoadStraightIntoTable(t *testing.T) {
 		"9223372036854775806|'max-1'|0.0|NULL|0|1|5",
 		"9223372036854775807|'max'|1.5|" + ts + "|12345678901234567890.123456789|1|1",
 	}
-	sinktest.WantTable(t, "file 1", f.Table("direct", "id", cols...), table...)
+	drivertest.WantTable(t, "file 1", f.Table("direct", "id", cols...), table...)
 
 	// File 2: four new keys, then the stored key MaxInt64 changed; the
 	// COPY has written the new rows when the stored key stops it.
-	second := sinktest.Batch(t, s,
+	second := drivertest.Batch(t, s,
 		[]any{10, "ten", 10.0, nil, "10"},
 		[]any{11, "eleven", 11.0, nil, "11"},
 		[]any{math.MinInt64 + 1, "min+1", nil, nil, nil},
 		[]any{12, "", nil, nil, nil},
 		[]any{math.MaxInt64, "MAX", 1.5, at, "12345678901234567890.123456789"},
 	)
-	c, n = writeDirect(t, f, w, "direct", 2, second, sinktest.Seq(1, 5))
-	sinktest.WantRows(t, "file 2", c, idemtype.Rows{Read: 5, Inserted: 4, Updated: 1})
+	c, n = writeDirect(t, f, w, "direct", 2, second, drivertest.Seq(1, 5))
+	drivertest.WantRows(t, "file 2", c, idemtype.Rows{Read: 5, Inserted: 4, Updated: 1})
 	wantDirect("file 2", n, 0)
 	table = []string{
 		"-9223372036854775808|''|-0.25|NULL|-0.000000000000000001|1|2",
@@ -110,31 +110,31 @@ func TestNaturalKeyFirstLoadStraightIntoTable(t *testing.T) {
 		"9223372036854775806|'max-1'|0.0|NULL|0|1|5",
 		"9223372036854775807|'MAX'|1.5|" + ts + "|12345678901234567890.123456789|2|5",
 	}
-	sinktest.WantTable(t, "file 2", f.Table("direct", "id", cols...), table...)
+	drivertest.WantTable(t, "file 2", f.Table("direct", "id", cols...), table...)
 
 	// File 3: new keys only, but after a batch that found a stored key:
 	// merged, every row inserted. File 4: new keys, copied again.
-	c, n = writeDirect(t, f, w, "direct", 3, sinktest.Batch(t, s, []any{20, "twenty", nil, nil, nil}), sinktest.Ords(7))
-	sinktest.WantRows(t, "file 3", c, idemtype.Rows{Read: 1, Inserted: 1})
+	c, n = writeDirect(t, f, w, "direct", 3, drivertest.Batch(t, s, []any{20, "twenty", nil, nil, nil}), drivertest.Ords(7))
+	drivertest.WantRows(t, "file 3", c, idemtype.Rows{Read: 1, Inserted: 1})
 	wantDirect("file 3", n, 0)
-	c, n = writeDirect(t, f, w, "direct", 4, sinktest.Batch(t, s, []any{30, "thirty", nil, nil, nil}, []any{31, "thirty-one", nil, nil, nil}), sinktest.Ords(8, 9))
-	sinktest.WantRows(t, "file 4", c, idemtype.Rows{Read: 2, Inserted: 2})
+	c, n = writeDirect(t, f, w, "direct", 4, drivertest.Batch(t, s, []any{30, "thirty", nil, nil, nil}, []any{31, "thirty-one", nil, nil, nil}), drivertest.Ords(8, 9))
+	drivertest.WantRows(t, "file 4", c, idemtype.Rows{Read: 2, Inserted: 2})
 	wantDirect("file 4", n, 2)
 	table = append(table[:7:7], append([]string{"20|'twenty'|NULL|NULL|NULL|3|7", "30|'thirty'|NULL|NULL|NULL|4|8", "31|'thirty-one'|NULL|NULL|NULL|4|9"}, table[7:]...)...)
-	sinktest.WantTable(t, "files 3 and 4", f.Table("direct", "id", cols...), table...)
+	drivertest.WantTable(t, "files 3 and 4", f.Table("direct", "id", cols...), table...)
 
 	// File 5: rows of file 1 again, the first stored, one changed:
 	// nothing is inserted twice.
-	again := sinktest.Batch(t, s,
+	again := drivertest.Batch(t, s,
 		[]any{math.MaxInt64 - 1, "max-1", 0.0, nil, "0"},
 		[]any{math.MinInt64, "", -0.25, nil, "-0.000000000000000001"},
 		[]any{0, "zero", nil, at, nil},
 	)
-	c, n = writeDirect(t, f, w, "direct", 5, again, sinktest.Seq(1, 3))
-	sinktest.WantRows(t, "file 5", c, idemtype.Rows{Read: 3, Updated: 1, Unchanged: 2})
+	c, n = writeDirect(t, f, w, "direct", 5, again, drivertest.Seq(1, 3))
+	drivertest.WantRows(t, "file 5", c, idemtype.Rows{Read: 3, Updated: 1, Unchanged: 2})
 	wantDirect("file 5", n, 0)
 	table[3] = "0|'zero'|NULL|" + ts + "|NULL|5|3"
-	sinktest.WantTable(t, "file 5", f.Table("direct", "id", cols...), table...)
+	drivertest.WantTable(t, "file 5", f.Table("direct", "id", cols...), table...)
 }
 
 // TestNaturalKeyFallbackKeepsGuards: a batch with new keys and a stored
@@ -142,28 +142,28 @@ func TestNaturalKeyFirstLoadStraightIntoTable(t *testing.T) {
 // the stale row and leaves it as it is; and a batch that repeats a key is
 // merged in rounds, never copied.
 func TestNaturalKeyFallbackKeepsGuards(t *testing.T) {
-	f := sinktest.Open(t, open(t))
-	s := sinktest.Schema(sinktest.I64("id"), sinktest.I64("v"), sinktest.Str("name"))
+	f := drivertest.Open(t, open(t))
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.I64("v"), drivertest.Str("name"))
 	tg := sink.Target{Table: "guarded", Key: []string{"id"}, Version: "v"}
 	f.MustEnsure(tg, s)
 	w := f.Writer(tg, s)
 	cols := []string{"id", "v", "name", sink.FileColumn, sink.RowColumn}
 
-	sinktest.WantRows(t, "file 1", f.Write(w, 1, sinktest.Batch(t, s, []any{1, 5, "v5"}), sinktest.Ords(1)), idemtype.Rows{Read: 1, Inserted: 1})
-	rec := sinktest.Batch(t, s, []any{2, 1, "two"}, []any{3, 1, "three"}, []any{1, 4, "v4"})
-	sinktest.WantRows(t, "file 2", f.Write(w, 2, rec, sinktest.Seq(1, 3)), idemtype.Rows{Read: 3, Inserted: 2, Stale: 1})
-	sinktest.WantTable(t, "file 2", f.Table("guarded", "id", cols...), "1|5|'v5'|1|1", "2|1|'two'|2|1", "3|1|'three'|2|2")
+	drivertest.WantRows(t, "file 1", f.Write(w, 1, drivertest.Batch(t, s, []any{1, 5, "v5"}), drivertest.Ords(1)), idemtype.Rows{Read: 1, Inserted: 1})
+	rec := drivertest.Batch(t, s, []any{2, 1, "two"}, []any{3, 1, "three"}, []any{1, 4, "v4"})
+	drivertest.WantRows(t, "file 2", f.Write(w, 2, rec, drivertest.Seq(1, 3)), idemtype.Rows{Read: 3, Inserted: 2, Stale: 1})
+	drivertest.WantTable(t, "file 2", f.Table("guarded", "id", cols...), "1|5|'v5'|1|1", "2|1|'two'|2|1", "3|1|'three'|2|2")
 
 	// A merge that inserted every row lets the next batch be copied; this
 	// one repeats key 4, and so is merged: the later row wins.
-	sinktest.WantRows(t, "file 3", f.Write(w, 3, sinktest.Batch(t, s, []any{9, 1, "nine"}), sinktest.Ords(1)), idemtype.Rows{Read: 1, Inserted: 1})
-	rep := sinktest.Batch(t, s, []any{4, 1, "first"}, []any{5, 1, "five"}, []any{4, 1, "second"})
-	c, n := writeDirect(t, f, w, "guarded", 4, rep, sinktest.Seq(1, 3))
-	sinktest.WantRows(t, "file 4", c, idemtype.Rows{Read: 3, Inserted: 2, Updated: 1})
+	drivertest.WantRows(t, "file 3", f.Write(w, 3, drivertest.Batch(t, s, []any{9, 1, "nine"}), drivertest.Ords(1)), idemtype.Rows{Read: 1, Inserted: 1})
+	rep := drivertest.Batch(t, s, []any{4, 1, "first"}, []any{5, 1, "five"}, []any{4, 1, "second"})
+	c, n := writeDirect(t, f, w, "guarded", 4, rep, drivertest.Seq(1, 3))
+	drivertest.WantRows(t, "file 4", c, idemtype.Rows{Read: 3, Inserted: 2, Updated: 1})
 	if n != 0 {
 		t.Errorf("file 4 repeats a key, yet %d of its rows were copied straight into the table", n)
 	}
-	sinktest.WantTable(t, "file 4", f.Table("guarded", "id", cols...),
+	drivertest.WantTable(t, "file 4", f.Table("guarded", "id", cols...),
 		"1|5|'v5'|1|1", "2|1|'two'|2|1", "3|1|'three'|2|2", "4|1|'second'|4|3", "5|1|'five'|4|2", "9|1|'nine'|3|1")
 }
 
@@ -187,12 +187,12 @@ func TestNaturalKeyDirectCopiesDeadlock(t *testing.T) {
 	for _, victim := range []string{"b", "a"} {
 		t.Run("victim "+victim, func(t *testing.T) {
 			env := open(t)
-			setup := sinktest.Open(t, env)
-			s := sinktest.Schema(sinktest.I64("id"), sinktest.Str("name"))
+			setup := drivertest.Open(t, env)
+			s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("name"))
 			tg := sink.Target{Table: "dl", Key: []string{"id"}}
 			setup.MustEnsure(tg, s)
-			a, b := sinktest.Open(t, env), sinktest.Open(t, env)
-			map[string]*sinktest.Fx{"a": b, "b": a}[victim].Exec(`SET deadlock_timeout = '60s'`)
+			a, b := drivertest.Open(t, env), drivertest.Open(t, env)
+			map[string]*drivertest.Fx{"a": b, "b": a}[victim].Exec(`SET deadlock_timeout = '60s'`)
 			if victim == "b" {
 				// b waits first: its check must come after a waits too,
 				// however loaded the machine.
@@ -200,7 +200,7 @@ func TestNaturalKeyDirectCopiesDeadlock(t *testing.T) {
 			}
 			// again runs a failed transaction of f again: its batches (each
 			// with its ordinal) in a new transaction, committed.
-			again := func(f *sinktest.Fx, who string, err error, fileKey int64, rows ...[]any) idemtype.Rows {
+			again := func(f *drivertest.Fx, who string, err error, fileKey int64, rows ...[]any) idemtype.Rows {
 				if !(Driver{}).Deadlock(err) {
 					t.Errorf("%s: %v, not a deadlock Deadlock recognises", who, err)
 					return idemtype.Rows{}
@@ -213,7 +213,7 @@ func TestNaturalKeyDirectCopiesDeadlock(t *testing.T) {
 				}
 				var c idemtype.Rows
 				for i, r := range rows {
-					c.Add(f.WriteIn(tx, w, fileKey, sinktest.Batch(t, s, r), sinktest.Ords(int64(i+1))))
+					c.Add(f.WriteIn(tx, w, fileKey, drivertest.Batch(t, s, r), drivertest.Ords(int64(i+1))))
 				}
 				if err := tx.Commit(); err != nil {
 					t.Error(err)
@@ -230,11 +230,11 @@ func TestNaturalKeyDirectCopiesDeadlock(t *testing.T) {
 				t.Fatal(err)
 			}
 			pidB := b.Int(`SELECT pg_backend_pid()`)
-			ca := a.WriteIn(txa, wa, 1, sinktest.Batch(t, s, []any{2, "a"}), sinktest.Ords(1))
+			ca := a.WriteIn(txa, wa, 1, drivertest.Batch(t, s, []any{2, "a"}), drivertest.Ords(1))
 			done := make(chan idemtype.Rows, 1)
 			go func() {
 				// Copies key 1, then waits for a's key 2.
-				c, err := wb.Write(b.Ctx, txb, 2, sinktest.Batch(t, s, []any{1, "b"}, []any{2, "b"}), sinktest.Ords(1, 2))
+				c, err := wb.Write(b.Ctx, txb, 2, drivertest.Batch(t, s, []any{1, "b"}, []any{2, "b"}), drivertest.Ords(1, 2))
 				if err == nil {
 					err = txb.Commit()
 				}
@@ -249,7 +249,7 @@ func TestNaturalKeyDirectCopiesDeadlock(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 			// Waits for b's key 1: a deadlock.
-			c, err := wa.Write(a.Ctx, txa, 1, sinktest.Batch(t, s, []any{1, "a"}), sinktest.Ords(2))
+			c, err := wa.Write(a.Ctx, txa, 1, drivertest.Batch(t, s, []any{1, "a"}), drivertest.Ords(2))
 			if err == nil {
 				err = txa.Commit()
 			}
@@ -276,7 +276,7 @@ func TestNaturalKeyDirectCopiesDeadlock(t *testing.T) {
 			// The victim commits last: its values, and its file key (a's is
 			// 1, b's 2).
 			file := map[string]int{"a": 1, "b": 2}[victim]
-			sinktest.WantTable(t, "after both", setup.Table("dl", "id", "id", "name", sink.FileColumn),
+			drivertest.WantTable(t, "after both", setup.Table("dl", "id", "id", "name", sink.FileColumn),
 				fmt.Sprintf("1|'%s'|%d", victim, file), fmt.Sprintf("2|'%s'|%d", victim, file))
 		})
 	}

@@ -5,12 +5,12 @@ import (
 	"testing"
 
 	"github.com/idemport/idemport/sink"
-	"github.com/idemport/idemport/sink/sinktest"
+	"github.com/idemport/idemport/sink/drivertest"
 )
 
 // TestDescribeLimits reads what columns hold beyond their kind.
 func TestDescribeLimits(t *testing.T) {
-	f := sinktest.Open(t, open(t))
+	f := drivertest.Open(t, open(t))
 	f.Exec(`CREATE TABLE t (a smallint, b integer, c bigint, d varchar(20), e char(3), f text, g numeric(38,9), h numeric, i numeric(3,-2), j jsonb, k json NOT NULL)`)
 	tbl, err := (Driver{}).Describe(f.Ctx, f.Conn, "t")
 	if err != nil {
@@ -35,11 +35,11 @@ func TestDescribeLimits(t *testing.T) {
 // the binary COPY path and on pgx's, where a value pgx cannot encode for
 // the column ends the COPY.
 func TestWriteRowErrors(t *testing.T) {
-	f := sinktest.Open(t, open(t))
+	f := drivertest.Open(t, open(t))
 	tg := sink.Target{Table: "t"}
 	f.Exec(`CREATE TABLE t (_idemport_file bigint NOT NULL, _idemport_row bigint NOT NULL, id bigint, e text UNIQUE,
 		c bigint CHECK (c > 0), s smallint, PRIMARY KEY (_idemport_file, _idemport_row))`)
-	schema := sinktest.Schema(sinktest.I64("id"), sinktest.Str("e"), sinktest.I64("c"), sinktest.I64("s"))
+	schema := drivertest.Schema(drivertest.I64("id"), drivertest.Str("e"), drivertest.I64("c"), drivertest.I64("s"))
 	w := f.Writer(tg, schema)
 	defer w.Close()
 	for _, c := range []struct {
@@ -52,13 +52,13 @@ func TestWriteRowErrors(t *testing.T) {
 		{"smallint", []any{4, "c", 1, 40000}, sink.CodeRefused},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f.Write(w, 1, sinktest.Batch(t, schema, []any{1, "a", 1, 1}), []int64{1})
+			f.Write(w, 1, drivertest.Batch(t, schema, []any{1, "a", 1, 1}), []int64{1})
 			tx, err := f.Conn.BeginTx(f.Ctx, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer tx.Rollback()
-			_, err = w.Write(f.Ctx, tx, 1, sinktest.Batch(t, schema, c.row), []int64{2})
+			_, err = w.Write(f.Ctx, tx, 1, drivertest.Batch(t, schema, c.row), []int64{2})
 			var re *sink.RowError
 			if !errors.As(err, &re) || re.Code != c.code || re.Reason == "" {
 				t.Fatalf("write: %v (%#v), want a row error %s", err, re, c.code)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
-	"github.com/idemport/idemport/sink/sinktest"
+	"github.com/idemport/idemport/sink/drivertest"
 )
 
 // TestDecimalKeyIndex: a decimal key is a unique index on the number its
@@ -20,8 +20,8 @@ import (
 // them. A widen of the key column to text makes the index compare text;
 // one of an integer key to decimal gets the index by number from Ensure.
 func TestDecimalKeyIndex(t *testing.T) {
-	f := sinktest.Open(t, open(t))
-	s := sinktest.Schema(sinktest.Dec("k"), sinktest.Str("v"))
+	f := drivertest.Open(t, open(t))
+	s := drivertest.Schema(drivertest.Dec("k"), drivertest.Str("v"))
 	tg := sink.Target{Table: "t", Key: []string{"k"}}
 	f.MustEnsure(tg, s)
 	exprs := strs(t, f, `SELECT l.name FROM pragma_index_list('t') l, pragma_index_xinfo(l.name) x WHERE l."unique" = 1 AND x.key = 1 AND x.cid = -2`)
@@ -48,7 +48,7 @@ func TestDecimalKeyIndex(t *testing.T) {
 	// An import planned by the older version, resumed by this one, writes
 	// the table as it is: by text.
 	w := f.Writer(otg, s)
-	sinktest.WantRows(t, "before Ensure", f.Write(w, 1, sinktest.Batch(t, s, []any{"3", "c"}, []any{"2", "B"}), sinktest.Seq(1, 2)),
+	drivertest.WantRows(t, "before Ensure", f.Write(w, 1, drivertest.Batch(t, s, []any{"3", "c"}, []any{"2", "B"}), drivertest.Seq(1, 2)),
 		idemtype.Rows{Read: 2, Inserted: 1, Updated: 1})
 	f.MustEnsure(otg, s)
 	tbl, indexes, err = describe(f.Ctx, f.Conn, "old")
@@ -59,11 +59,11 @@ func TestDecimalKeyIndex(t *testing.T) {
 		t.Fatalf("after Ensure, old has no key by number: %+v", indexes)
 	}
 	w = f.Writer(otg, s)
-	sinktest.WantRows(t, "after Ensure", f.Write(w, 2, sinktest.Batch(t, s, []any{"1.50", "a"}, []any{"3.0", "c"}), sinktest.Seq(1, 2)),
+	drivertest.WantRows(t, "after Ensure", f.Write(w, 2, drivertest.Batch(t, s, []any{"1.50", "a"}, []any{"3.0", "c"}), drivertest.Seq(1, 2)),
 		idemtype.Rows{Read: 2, Updated: 2})
 	got := f.Table("old", "k", "k:decimal", "v")
 	slices.Sort(got)
-	sinktest.WantTable(t, "old", got, "1.50|'a'", "2|'B'", "3.0|'c'")
+	drivertest.WantTable(t, "old", got, "1.50|'a'", "2|'B'", "3.0|'c'")
 
 	// An older table holding keys equal in value.
 	f.Exec(`CREATE TABLE dup (k DECIMAL TEXT NOT NULL, v TEXT, _idemport_file INTEGER, _idemport_row INTEGER, UNIQUE (k))`)
@@ -88,17 +88,17 @@ func TestDecimalKeyIndex(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	ts := sinktest.Schema(sinktest.Str("k"), sinktest.Str("v"))
+	ts := drivertest.Schema(drivertest.Str("k"), drivertest.Str("v"))
 	f.MustEnsure(tg, ts)
 	w = f.Writer(tg, ts)
-	sinktest.WantRows(t, "text keys", f.Write(w, 3, sinktest.Batch(t, ts, []any{"1.5", "x"}, []any{"1.50", "y"}, []any{"abc.0", "z"}, []any{"abc", "z"}), sinktest.Seq(1, 4)),
+	drivertest.WantRows(t, "text keys", f.Write(w, 3, drivertest.Batch(t, ts, []any{"1.5", "x"}, []any{"1.50", "y"}, []any{"abc.0", "z"}, []any{"abc", "z"}), drivertest.Seq(1, 4)),
 		idemtype.Rows{Read: 4, Inserted: 4})
 
 	// An integer key (the rowid) widened to decimal.
-	is := sinktest.Schema(sinktest.I64("k"), sinktest.Str("v"))
+	is := drivertest.Schema(drivertest.I64("k"), drivertest.Str("v"))
 	itg := sink.Target{Table: "i", Key: []string{"k"}}
 	f.MustEnsure(itg, is)
-	f.Write(f.Writer(itg, is), 1, sinktest.Batch(t, is, []any{1, "a"}, []any{2, "b"}), sinktest.Seq(1, 2))
+	f.Write(f.Writer(itg, is), 1, drivertest.Batch(t, is, []any{1, "a"}, []any{2, "b"}), drivertest.Seq(1, 2))
 	tx, err = f.Conn.BeginTx(f.Ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -113,9 +113,9 @@ func TestDecimalKeyIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	w = f.Writer(itg, s)
-	sinktest.WantRows(t, "widened key", f.Write(w, 2, sinktest.Batch(t, s, []any{"1.0", "c"}, []any{"2.5", "d"}), sinktest.Seq(1, 2)),
+	drivertest.WantRows(t, "widened key", f.Write(w, 2, drivertest.Batch(t, s, []any{"1.0", "c"}, []any{"2.5", "d"}), drivertest.Seq(1, 2)),
 		idemtype.Rows{Read: 2, Inserted: 1, Updated: 1})
 	got = f.Table("i", "k", "k:decimal", "v")
 	slices.Sort(got)
-	sinktest.WantTable(t, "i", got, "1.0|'c'", "2.5|'d'", "2|'b'")
+	drivertest.WantTable(t, "i", got, "1.0|'c'", "2.5|'d'", "2|'b'")
 }

@@ -16,12 +16,12 @@ import (
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
-	"github.com/idemport/idemport/sink/sinktest"
+	"github.com/idemport/idemport/sink/drivertest"
 )
 
 // open returns a real SQLite file in a temporary directory, opened as the
 // pipeline opens its targets.
-func open(t *testing.T) sinktest.Env {
+func open(t *testing.T) drivertest.Env {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "target.db")
 	db, err := Driver{}.Open(t.Context(), "sqlite://"+path, sink.Settings{BusyTimeout: 5 * time.Second})
@@ -29,7 +29,7 @@ func open(t *testing.T) sinktest.Env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.DB.Close() }) // after the fixture's connection closes
-	return sinktest.Env{
+	return drivertest.Env{
 		DB:           db.DB,
 		Driver:       Driver{},
 		AutoKey:      "INTEGER PRIMARY KEY",
@@ -40,7 +40,7 @@ func open(t *testing.T) sinktest.Env {
 // countUpdates counts the updated rows of table with a trigger.
 func countUpdates(t *testing.T, conn *sql.Conn, table string) func() int64 {
 	t.Helper()
-	f := &sinktest.Fx{T: t, Ctx: t.Context(), Conn: conn, Env: sinktest.Env{Driver: Driver{}}}
+	f := &drivertest.Fx{T: t, Ctx: t.Context(), Conn: conn, Env: drivertest.Env{Driver: Driver{}}}
 	f.Exec(`CREATE TABLE IF NOT EXISTS updates (tbl TEXT PRIMARY KEY, n INTEGER NOT NULL)`)
 	f.Exec(`INSERT INTO updates VALUES (?, 0)`, table)
 	f.Exec(`CREATE TRIGGER ` + q(table+"_count_updates") + ` AFTER UPDATE ON ` + q(table) +
@@ -48,23 +48,23 @@ func countUpdates(t *testing.T, conn *sql.Conn, table string) func() int64 {
 	return func() int64 { return f.Int(`SELECT n FROM updates WHERE tbl = ?`, table) }
 }
 
-func TestConformance(t *testing.T) { sinktest.Run(t, open) }
+func TestTarget(t *testing.T) { drivertest.RunTarget(t, open) }
 
 // openStore returns a fresh SQLite file opened through the driver.
-func openStore(t *testing.T) sinktest.Store {
+func openStore(t *testing.T) drivertest.Store {
 	t.Helper()
 	dsn := "sqlite://" + filepath.Join(t.TempDir(), "store.db")
-	return sinktest.OpenStore(t, Driver{}, dsn, sink.Settings{BusyTimeout: 10 * time.Second}, func(t *testing.T, db *sql.DB) []string {
-		return sinktest.Strings(t, db, `SELECT type || ' ' || name || ' ' || coalesce(sql, '') FROM sqlite_master ORDER BY type, name`)
+	return drivertest.OpenStore(t, Driver{}, dsn, sink.Settings{BusyTimeout: 10 * time.Second}, func(t *testing.T, db *sql.DB) []string {
+		return drivertest.Strings(t, db, `SELECT type || ' ' || name || ' ' || coalesce(sql, '') FROM sqlite_master ORDER BY type, name`)
 	})
 }
 
-func TestLedger(t *testing.T) { sinktest.RunLedger(t, openStore) }
+func TestLedger(t *testing.T) { drivertest.RunLedger(t, openStore) }
 
-func TestCheckpoint(t *testing.T) { sinktest.RunCheckpoint(t, openStore) }
+func TestCheckpoint(t *testing.T) { drivertest.RunCheckpoint(t, openStore) }
 
 // strs returns the single text column of every row query selects.
-func strs(t *testing.T, f *sinktest.Fx, query string, args ...any) []string {
+func strs(t *testing.T, f *drivertest.Fx, query string, args ...any) []string {
 	t.Helper()
 	rows, err := f.Conn.QueryContext(f.Ctx, query, args...)
 	if err != nil {
@@ -86,7 +86,7 @@ func strs(t *testing.T, f *sinktest.Fx, query string, args ...any) []string {
 // on (file key, row ordinal) in ordinal mode, on a composite or text key
 // otherwise; a single integer key is the rowid.
 func TestTableLayouts(t *testing.T) {
-	f := sinktest.Open(t, open(t))
+	f := drivertest.Open(t, open(t))
 	for _, c := range []struct {
 		tg     sink.Target
 		wr     int64
@@ -99,7 +99,7 @@ func TestTableLayouts(t *testing.T) {
 		{sink.Target{Table: "text_key", Key: []string{"s"}}, 0, nil, []string{"s"}, ""},
 		{sink.Target{Table: "int_key", Key: []string{"id"}}, 0, []string{"id"}, nil, "id INTEGER PRIMARY KEY"},
 	} {
-		f.MustEnsure(c.tg, sinktest.Schema(sinktest.I64("id"), sinktest.Str("s")))
+		f.MustEnsure(c.tg, drivertest.Schema(drivertest.I64("id"), drivertest.Str("s")))
 		if wr := f.Int(`SELECT wr FROM pragma_table_list WHERE name = ?`, c.tg.Table); wr != c.wr {
 			t.Errorf("%s: wr = %d, want %d", c.tg.Table, wr, c.wr)
 		}
@@ -125,9 +125,9 @@ func TestTableLayouts(t *testing.T) {
 // an overflow page of its own (4.2 times the data here). The rows read
 // back exactly.
 func TestWideRowsStoredCompactly(t *testing.T) {
-	s := sinktest.Schema(sinktest.I64("id"), sinktest.Str("k"), sinktest.Str("s"))
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("k"), drivertest.Str("s"))
 	for _, tg := range []sink.Target{{Table: "wide"}, {Table: "wide_text_key", Key: []string{"k"}}} {
-		f := sinktest.Open(t, open(t)) // a file of its own, whose size is the table's
+		f := drivertest.Open(t, open(t)) // a file of its own, whose size is the table's
 		f.MustEnsure(tg, s)
 		w := f.Writer(tg, s)
 		const rows, width = 3000, 1100
@@ -142,9 +142,9 @@ func TestWideRowsStoredCompactly(t *testing.T) {
 				data += int64(len(k)+len(v)) + 8
 				want = append(want, fmt.Sprintf("%d|'%s'|'%s'", i, k, v))
 			}
-			f.Write(w, 1, sinktest.Batch(t, s, vals...), sinktest.Seq(int64(first), int64(first+499)))
+			f.Write(w, 1, drivertest.Batch(t, s, vals...), drivertest.Seq(int64(first), int64(first+499)))
 		}
-		sinktest.WantTable(t, tg.Table, f.Table(tg.Table, "id", "id", "k", "s"), want...)
+		drivertest.WantTable(t, tg.Table, f.Table(tg.Table, "id", "id", "k", "s"), want...)
 		if stored := f.Int(`SELECT page_count * page_size FROM pragma_page_count, pragma_page_size`); stored > data*3/2 {
 			t.Errorf("%s: %d rows of %d bytes (%d bytes of data) take %d bytes: %.1f times their size", tg.Table, rows, width, data, stored, float64(stored)/float64(data))
 		}
@@ -154,20 +154,20 @@ func TestWideRowsStoredCompactly(t *testing.T) {
 // TestUnchangedWritesNothing: rewriting the same batch changes no row at
 // all, by SQLite's own count of changes.
 func TestUnchangedWritesNothing(t *testing.T) {
-	f := sinktest.Open(t, open(t))
-	s := sinktest.Schema(sinktest.I64("id"), sinktest.Str("name"))
+	f := drivertest.Open(t, open(t))
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("name"))
 	for _, tg := range []sink.Target{{Table: "ord"}, {Table: "nat", Key: []string{"id"}}} {
 		f.MustEnsure(tg, s)
 		w := f.Writer(tg, s)
-		rec := sinktest.Batch(t, s, []any{1, "a"}, []any{2, "b"})
-		f.Write(w, 1, rec, sinktest.Seq(1, 2))
+		rec := drivertest.Batch(t, s, []any{1, "a"}, []any{2, "b"})
+		f.Write(w, 1, rec, drivertest.Seq(1, 2))
 		before := f.Int(`SELECT total_changes()`)
-		sinktest.WantRows(t, tg.Table, f.Write(w, 1, rec, sinktest.Seq(1, 2)), idemtype.Rows{Read: 2, Unchanged: 2})
+		drivertest.WantRows(t, tg.Table, f.Write(w, 1, rec, drivertest.Seq(1, 2)), idemtype.Rows{Read: 2, Unchanged: 2})
 		if after := f.Int(`SELECT total_changes()`); after != before {
 			t.Errorf("%s: rewriting the same batch changed %d rows", tg.Table, after-before)
 		}
-		changed := sinktest.Batch(t, s, []any{1, "a"}, []any{2, "B"}, []any{3, "c"})
-		f.Write(w, 1, changed, sinktest.Seq(1, 3))
+		changed := drivertest.Batch(t, s, []any{1, "a"}, []any{2, "B"}, []any{3, "c"})
+		f.Write(w, 1, changed, drivertest.Seq(1, 3))
 		if d := f.Int(`SELECT total_changes()`) - before; d != 2 {
 			t.Errorf("%s: one update and one insert made %d changes", tg.Table, d)
 		}
@@ -175,7 +175,7 @@ func TestUnchangedWritesNothing(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	f := sinktest.Open(t, open(t))
+	f := drivertest.Open(t, open(t))
 	f.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, flag BOOLEAN NOT NULL DEFAULT 0, at TIMESTAMP, doc JSON, x REAL, blob BLOB)`)
 	f.Exec(`CREATE UNIQUE INDEX t_at_x ON t (at, x)`)
 	tbl, err := (Driver{}).Describe(f.Ctx, f.Conn, "t")
@@ -186,7 +186,7 @@ func TestDescribe(t *testing.T) {
 	for _, c := range tbl.Columns {
 		got = append(got, fmt.Sprintf("%s %s kind=%s notnull=%v default=%v", c.Name, c.SQLType, c.Kind, c.NotNull, c.Default))
 	}
-	sinktest.WantTable(t, "columns", got,
+	drivertest.WantTable(t, "columns", got,
 		"id INTEGER kind=int64 notnull=false default=true",
 		"flag BOOLEAN kind=bool notnull=true default=true",
 		"at TIMESTAMP kind=timestamptz notnull=false default=false",
@@ -227,28 +227,28 @@ func TestDescribe(t *testing.T) {
 // fixed-width UTC text, JSON as text, under declared types that say what
 // they hold.
 func TestStorageClasses(t *testing.T) {
-	f := sinktest.Open(t, open(t))
-	s := sinktest.Schema(sinktest.I64("id"), sinktest.Bool("ok"), sinktest.TS("at"), sinktest.JSON("doc"), sinktest.F64("x"), sinktest.Str("s"))
+	f := drivertest.Open(t, open(t))
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Bool("ok"), drivertest.TS("at"), drivertest.JSON("doc"), drivertest.F64("x"), drivertest.Str("s"))
 	tg := sink.Target{Table: "ord"}
 	f.MustEnsure(tg, s)
 	w := f.Writer(tg, s)
-	rec := sinktest.Batch(t, s,
+	rec := drivertest.Batch(t, s,
 		[]any{1, true, time.Date(2026, 11, 28, 10, 30, 0, 123456000, time.FixedZone("x", 3600)), `{"a": [1,2]}`, 2.0, "1"},
 		[]any{2, nil, nil, nil, nil, nil})
-	f.Write(w, 1, rec, sinktest.Seq(1, 2))
+	f.Write(w, 1, rec, drivertest.Seq(1, 2))
 	got := strs(t, f, `SELECT typeof(ok) || ' ' || quote(ok) || ' ' || typeof(at) || ' ' || quote(at) || ' ' || typeof(doc) || ' ' || quote(doc) ||
 		' ' || typeof(x) || ' ' || quote(x) || ' ' || typeof(s) || ' ' || quote(s) FROM ord ORDER BY id`)
-	sinktest.WantTable(t, "storage classes", got,
+	drivertest.WantTable(t, "storage classes", got,
 		`integer 1 text '2026-11-28T09:30:00.123456Z' text '{"a": [1,2]}' real 2.0 text '1'`,
 		`null NULL null NULL null NULL null NULL null NULL`)
 	decl := strs(t, f, `SELECT name || ' ' || type FROM pragma_table_info('ord') ORDER BY cid`)
-	sinktest.WantTable(t, "declared types", decl,
+	drivertest.WantTable(t, "declared types", decl,
 		"_idemport_file INTEGER", "_idemport_row INTEGER", "id INTEGER", "ok BOOLEAN", "at TIMESTAMP", "doc TEXT", "x REAL", "s TEXT")
 }
 
 // writeErr runs one Write in its own transaction, rolled back, and returns
 // its error.
-func writeErr(t *testing.T, f *sinktest.Fx, w sink.Writer, fileKey int64, rec arrow.RecordBatch, ordinals []int64) error {
+func writeErr(t *testing.T, f *drivertest.Fx, w sink.Writer, fileKey int64, rec arrow.RecordBatch, ordinals []int64) error {
 	t.Helper()
 	tx, err := f.Conn.BeginTx(f.Ctx, nil)
 	if err != nil {
@@ -263,28 +263,28 @@ func writeErr(t *testing.T, f *sinktest.Fx, w sink.Writer, fileKey int64, rec ar
 // the row it failed on, whether the batch is inserted or upserted, and a
 // timestamp SQLite's text form cannot hold fails the batch.
 func TestBatchErrorNamesRow(t *testing.T) {
-	f := sinktest.Open(t, open(t))
-	s := sinktest.Schema(sinktest.I64("id"), sinktest.Str("s"), sinktest.TS("at"))
+	f := drivertest.Open(t, open(t))
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("s"), drivertest.TS("at"))
 	tg := sink.Target{Table: "chk"}
 	f.Exec(`CREATE TABLE chk (_idemport_file INTEGER NOT NULL, _idemport_row INTEGER NOT NULL, id INTEGER, s TEXT CHECK (s <> 'bad'), at TIMESTAMP,
 		PRIMARY KEY (_idemport_file, _idemport_row)) WITHOUT ROWID`)
 	w := f.Writer(tg, s)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	bad := sinktest.Batch(t, s, []any{1, "a", at}, []any{2, "b", at}, []any{3, "bad", at}, []any{4, "d", at})
-	err := writeErr(t, f, w, 7, bad, sinktest.Seq(11, 14))
+	bad := drivertest.Batch(t, s, []any{1, "a", at}, []any{2, "b", at}, []any{3, "bad", at}, []any{4, "d", at})
+	err := writeErr(t, f, w, 7, bad, drivertest.Seq(11, 14))
 	if err == nil || !strings.Contains(err.Error(), "row 13 ") || !strings.Contains(err.Error(), "CHECK") {
 		t.Errorf("insert: %v, want an error naming row 13 and the CHECK constraint", err)
 	}
 	// With rows 11 and 12 stored, the batch goes through the upsert.
-	f.Write(w, 7, sinktest.Batch(t, s, []any{1, "a", at}, []any{2, "b", at}), sinktest.Seq(11, 12))
-	if err := writeErr(t, f, w, 7, bad, sinktest.Seq(11, 14)); err == nil || !strings.Contains(err.Error(), "row 13 ") {
+	f.Write(w, 7, drivertest.Batch(t, s, []any{1, "a", at}, []any{2, "b", at}), drivertest.Seq(11, 12))
+	if err := writeErr(t, f, w, 7, bad, drivertest.Seq(11, 14)); err == nil || !strings.Contains(err.Error(), "row 13 ") {
 		t.Errorf("upsert: %v, want an error naming row 13", err)
 	}
-	far := sinktest.Batch(t, s, []any{5, "e", at}, []any{6, "f", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
-	if err := writeErr(t, f, w, 7, far, sinktest.Seq(15, 16)); err == nil || !strings.Contains(err.Error(), "row 16 ") || !strings.Contains(err.Error(), "outside the years 0000-9999") {
+	far := drivertest.Batch(t, s, []any{5, "e", at}, []any{6, "f", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
+	if err := writeErr(t, f, w, 7, far, drivertest.Seq(15, 16)); err == nil || !strings.Contains(err.Error(), "row 16 ") || !strings.Contains(err.Error(), "outside the years 0000-9999") {
 		t.Errorf("year 10000: %v, want an error naming row 16 and the range", err)
 	}
-	sinktest.WantTable(t, "chk", f.Table("chk", "id", "id", "s"), "1|'a'", "2|'b'")
+	drivertest.WantTable(t, "chk", f.Table("chk", "id", "id", "s"), "1|'a'", "2|'b'")
 }
 
 // TestNaturalKeyInsertsFirst: with natural keys, rows with new keys go in
@@ -293,52 +293,52 @@ func TestBatchErrorNamesRow(t *testing.T) {
 // the counts and values are exact, and a row that breaks a constraint or
 // holds a timestamp SQLite's text cannot, fails naming it.
 func TestNaturalKeyInsertsFirst(t *testing.T) {
-	f := sinktest.Open(t, open(t))
-	s := sinktest.Schema(sinktest.I64("id"), sinktest.Str("s"), sinktest.TS("at"))
+	f := drivertest.Open(t, open(t))
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("s"), drivertest.TS("at"))
 	f.Exec(`CREATE TABLE nk (id INTEGER PRIMARY KEY, s TEXT CHECK (s <> 'bad'), at TIMESTAMP, _idemport_file INTEGER, _idemport_row INTEGER)`)
 	w := f.Writer(sink.Target{Table: "nk", Key: []string{"id"}}, s).(*writer)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	step := func(name string, rec arrow.RecordBatch, ords []int64, want idemtype.Rows, probes int) {
 		t.Helper()
 		before := w.probe.runs()
-		sinktest.WantRows(t, name, f.Write(w, 1, rec, ords), want)
+		drivertest.WantRows(t, name, f.Write(w, 1, rec, ords), want)
 		if got := w.probe.runs() - before; got != probes {
 			t.Errorf("%s: %d probes, want %d", name, got, probes)
 		}
 	}
-	step("new keys", sinktest.Batch(t, s, []any{1, "a", at}, []any{2, "b", at}, []any{3, "c", at}, []any{4, "d", at}),
-		sinktest.Seq(1, 4), idemtype.Rows{Read: 4, Inserted: 4}, 0)
+	step("new keys", drivertest.Batch(t, s, []any{1, "a", at}, []any{2, "b", at}, []any{3, "c", at}, []any{4, "d", at}),
+		drivertest.Seq(1, 4), idemtype.Rows{Read: 4, Inserted: 4}, 0)
 	// Tried with the insert first: the three stored keys fail it and are probed.
-	step("mostly stored", sinktest.Batch(t, s, []any{1, "a", at}, []any{2, "B", at}, []any{5, "e", at}, []any{3, "c", at}),
-		sinktest.Seq(1, 4), idemtype.Rows{Read: 4, Inserted: 1, Updated: 1, Unchanged: 2}, 3)
+	step("mostly stored", drivertest.Batch(t, s, []any{1, "a", at}, []any{2, "B", at}, []any{5, "e", at}, []any{3, "c", at}),
+		drivertest.Seq(1, 4), idemtype.Rows{Read: 4, Inserted: 1, Updated: 1, Unchanged: 2}, 3)
 	// Probed first, new or not; the key repeated in the batch too.
-	step("after stored keys", sinktest.Batch(t, s, []any{6, "f", at}, []any{4, "d", at}, []any{6, "F", at}, []any{3, "c", at}),
-		sinktest.Seq(5, 8), idemtype.Rows{Read: 4, Inserted: 1, Updated: 1, Unchanged: 2}, 4)
+	step("after stored keys", drivertest.Batch(t, s, []any{6, "f", at}, []any{4, "d", at}, []any{6, "F", at}, []any{3, "c", at}),
+		drivertest.Seq(5, 8), idemtype.Rows{Read: 4, Inserted: 1, Updated: 1, Unchanged: 2}, 4)
 	// Most of the last batch was not new: probed first again, but now most is.
-	step("back to new keys", sinktest.Batch(t, s, []any{8, "h", at}, []any{9, "i", at}, []any{10, "j", at}),
-		sinktest.Seq(9, 11), idemtype.Rows{Read: 3, Inserted: 3}, 3)
-	step("new keys again", sinktest.Batch(t, s, []any{11, "k", at}, []any{12, "l", at}, []any{11, "K", at}),
-		sinktest.Seq(12, 14), idemtype.Rows{Read: 3, Inserted: 2, Updated: 1}, 1)
+	step("back to new keys", drivertest.Batch(t, s, []any{8, "h", at}, []any{9, "i", at}, []any{10, "j", at}),
+		drivertest.Seq(9, 11), idemtype.Rows{Read: 3, Inserted: 3}, 3)
+	step("new keys again", drivertest.Batch(t, s, []any{11, "k", at}, []any{12, "l", at}, []any{11, "K", at}),
+		drivertest.Seq(12, 14), idemtype.Rows{Read: 3, Inserted: 2, Updated: 1}, 1)
 	want := []string{"1|'a'|1|1", "2|'B'|1|2", "3|'c'|1|3", "4|'d'|1|4", "5|'e'|1|3", "6|'F'|1|7", "8|'h'|1|9", "9|'i'|1|10", "10|'j'|1|11", "11|'K'|1|14", "12|'l'|1|13"}
-	sinktest.WantTable(t, "nk", f.Table("nk", "id", "id", "s", "_idemport_file", "_idemport_row"), want...)
+	drivertest.WantTable(t, "nk", f.Table("nk", "id", "id", "s", "_idemport_file", "_idemport_row"), want...)
 
-	bad := sinktest.Batch(t, s, []any{20, "x", at}, []any{21, "bad", at}, []any{22, "y", at})
-	if err := writeErr(t, f, w, 2, bad, sinktest.Seq(1, 3)); err == nil || !strings.Contains(err.Error(), "row 2 ") || !strings.Contains(err.Error(), "CHECK") {
+	bad := drivertest.Batch(t, s, []any{20, "x", at}, []any{21, "bad", at}, []any{22, "y", at})
+	if err := writeErr(t, f, w, 2, bad, drivertest.Seq(1, 3)); err == nil || !strings.Contains(err.Error(), "row 2 ") || !strings.Contains(err.Error(), "CHECK") {
 		t.Errorf("new key breaking a CHECK: %v, want an error naming row 2 and the CHECK constraint", err)
 	}
-	far := sinktest.Batch(t, s, []any{23, "x", at}, []any{24, "y", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
-	if err := writeErr(t, f, w, 2, far, sinktest.Seq(1, 2)); err == nil || !strings.Contains(err.Error(), "row 2 ") || !strings.Contains(err.Error(), "outside the years 0000-9999") {
+	far := drivertest.Batch(t, s, []any{23, "x", at}, []any{24, "y", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
+	if err := writeErr(t, f, w, 2, far, drivertest.Seq(1, 2)); err == nil || !strings.Contains(err.Error(), "row 2 ") || !strings.Contains(err.Error(), "outside the years 0000-9999") {
 		t.Errorf("year 10000: %v, want an error naming row 2 and the range", err)
 	}
-	sinktest.WantTable(t, "nk after failed writes", f.Table("nk", "id", "id", "s", "_idemport_file", "_idemport_row"), want...)
+	drivertest.WantTable(t, "nk after failed writes", f.Table("nk", "id", "id", "s", "_idemport_file", "_idemport_row"), want...)
 }
 
 // TestWritersShareConnection: writers of the same and of different widths
 // on one connection each keep working, whichever was made last.
 func TestWritersShareConnection(t *testing.T) {
-	f := sinktest.Open(t, open(t))
-	narrow := sinktest.Schema(sinktest.I64("id"), sinktest.Str("s"))
-	wide := sinktest.Schema(sinktest.I64("id"), sinktest.Str("s"), sinktest.F64("x"))
+	f := drivertest.Open(t, open(t))
+	narrow := drivertest.Schema(drivertest.I64("id"), drivertest.Str("s"))
+	wide := drivertest.Schema(drivertest.I64("id"), drivertest.Str("s"), drivertest.F64("x"))
 	var ws []sink.Writer
 	for i, s := range []*arrow.Schema{narrow, wide, narrow} {
 		tg := sink.Target{Table: fmt.Sprintf("t%d", i)}
@@ -351,9 +351,9 @@ func TestWritersShareConnection(t *testing.T) {
 			if s == wide {
 				row = append(row, 1.5)
 			}
-			got := f.Write(ws[i], 1, sinktest.Batch(t, s, row), sinktest.Seq(int64(round), int64(round)))
-			sinktest.WantRows(t, fmt.Sprintf("t%d round %d", i, round), got, idemtype.Rows{Read: 1, Inserted: 1})
+			got := f.Write(ws[i], 1, drivertest.Batch(t, s, row), drivertest.Seq(int64(round), int64(round)))
+			drivertest.WantRows(t, fmt.Sprintf("t%d round %d", i, round), got, idemtype.Rows{Read: 1, Inserted: 1})
 		}
 	}
-	sinktest.WantTable(t, "t1", f.Table("t1", "id", "id", "s", "x"), "0|'r0'|1.5", "1|'r1'|1.5")
+	drivertest.WantTable(t, "t1", f.Table("t1", "id", "id", "s", "x"), "0|'r0'|1.5", "1|'r1'|1.5")
 }

@@ -1,4 +1,4 @@
-package sinktest
+package drivertest
 
 import (
 	"database/sql"
