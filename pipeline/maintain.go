@@ -3,7 +3,12 @@ package pipeline
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,33 +17,77 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
+	"github.com/idemport/idemport/reader/remote"
 	"github.com/idemport/idemport/sink"
 )
 
 // VerifyReport is what Verify found. The file checks out when Differences
 // is empty.
 type VerifyReport struct {
-	File          string   `json:"file"`
-	Table         string   `json:"table"`
-	FileID        string   `json:"file_id"`
-	ContentDigest string   `json:"content_digest"`
-	State         string   `json:"state"`
-	Expected      int64    `json:"expected_rows"` // rows the target should hold for the file
-	Found         int64    `json:"found_rows"`    // rows it holds
-	Differences   []string `json:"differences"`
+	File          string `json:"file"`
+	Table         string `json:"table,omitempty"`
+	FileID        string `json:"file_id,omitempty"`
+	ContentDigest string `json:"content_digest,omitempty"`
+	State         string `json:"state"`
+	// Key lists the natural key columns the file was verified by; empty
+	// in ordinal mode.
+	Key         []string `json:"key,omitempty"`
+	Expected    int64    `json:"expected_rows"` // rows the target should hold for the file
+	Found       int64    `json:"found_rows"`    // rows it holds
+	Differences []string `json:"differences"`
+	// DifferingRows counts, by --key, the rows the file last wrote (by
+	// their lineage) whose stored values differ from the file's winning
+	// occurrence of their key; Values shows the first of the differences
+	// (at most MaxValueDifferences), one per row and column.
+	DifferingRows int64             `json:"differing_rows,omitempty"`
+	Values        []ValueDifference `json:"value_differences,omitempty"`
 	// Next is the command that repairs the difference, when one does.
 	Next string `json:"next,omitempty"`
+	// Candidates lists, when the file matches several imports (State
+	// "ambiguous"), each of them with the command that verifies it.
+	Candidates []Candidate `json:"candidates,omitempty"`
 	// Reapply is true when the import is completed and the target lacks
 	// some of its rows (or its table): import --reapply restores them.
 	Reapply bool `json:"-"`
 }
 
+// Candidate is one of the imports a file matches: its table and file ID,
+// and the command that chooses it.
+type Candidate struct {
+	Table   string `json:"table"`
+	FileID  string `json:"file_id"`
+	Command string `json:"command"`
+}
+
+// ValueDifference is a stored value that is not the file's: in the row
+// whose key columns (VerifyReport.Key) hold KeyValues (as text), the
+// column Column holds Stored where the file has File, as the database
+// stores it; nil is NULL.
+type ValueDifference struct {
+	KeyValues []string `json:"key_values"`
+	Column    string   `json:"column"`
+	Stored    *string  `json:"stored,omitempty"`
+	File      *string  `json:"file,omitempty"`
+}
+
+// MaxValueDifferences is how many value differences a VerifyReport shows;
+// it counts them all.
+const MaxValueDifferences = 10
+
 // Verify re-hashes the file of req (never from the quick check), compares
 // its content and mapping with the ledger, and recounts the file's rows in
 // the target: in ordinal mode the rows whose lineage is the file, in
-// natural-key mode the file's keys that are present.
+// natural-key mode the file's keys that are present. In natural-key mode
+// it also compares values: every row whose lineage is the file must hold,
+// in each of the file's columns, the value of the file's winning
+// occurrence of its key (the one the import applied: the last, or with a
+// version column the newest), compared as the import compares a row it
+// may leave unchanged (sink.Driver.Exact). Rows another file wrote since
+// are not compared. It reads the file one batch at a time: memory is
+// bounded by a batch and a partition's plan, whatever the file's size.
 func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error) {
 	req.Rehash, req.Reapply = true, false
 	r := newRun(e, req)
@@ -48,7 +97,7 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 	if err := r.identify(ctx); err != nil {
 		return nil, err
 	}
-	rep := &VerifyReport{File: r.req.Path, Table: r.target.Table, FileID: r.id.FileID, ContentDigest: r.id.ContentDigest}
+	rep := &VerifyReport{File: r.req.Path, Table: r.target.Table, FileID: r.id.FileID, ContentDigest: r.id.ContentDigest, Key: r.target.Key}
 	op, now, err := e.ledger.Get(ctx, e.db, r.id.Key)
 	if err != nil {
 		return nil, err
@@ -91,14 +140,94 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 		if err != nil {
 			return nil, fmt.Errorf("count rows of %s: %w", r.target.Table, err)
 		}
-	} else if rep.Found, err = e.countKeys(ctx, r); err != nil {
+	} else if err = e.checkKeys(ctx, r, rep); err != nil {
 		return nil, err
 	}
 	if rep.Found != rep.Expected {
 		rep.Differences = append(rep.Differences, fmt.Sprintf("%s holds %d of the file's rows, the ledger says %d", r.target.Table, rep.Found, rep.Expected))
 		rep.Reapply = true
 	}
+	if rep.DifferingRows > 0 {
+		rep.Differences = append(rep.Differences, fmt.Sprintf("%s of %s %s values other than the file's", english.Plural(rep.DifferingRows, "row"), r.target.Table, english.Verb(rep.DifferingRows, "holds", "hold")))
+		rep.Reapply = true
+	}
 	return rep, nil
+}
+
+// Recorded returns the current operations of the file at path, newest
+// first, for a verify given no mapping: those of its content (a local file
+// is hashed, and its stored bytes' digest counts too), else those last
+// seen at path or attempted under it (a file changed since its import). A
+// table and a file ID (or a --file-id template, expanded for each
+// operation's content), when not empty, narrow them. Undone operations are
+// left out unless they are all there is. A stream (standard input, a pipe)
+// has no path to look up and is read only once: ok is false, and it is
+// verified by the mapping given. A local file that does not exist is an
+// error.
+func (e *Engine) Recorded(ctx context.Context, path, table, fileID string) (ops []ledger.Operation, ok bool, err error) {
+	if isStream(path) {
+		return nil, false, nil
+	}
+	if !remote.IsURL(path) {
+		if _, err := os.Stat(path); err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				return nil, false, fmt.Errorf("%s: %w", path, pe.Err)
+			}
+			return nil, false, err
+		}
+	}
+	narrow := func(ops []ledger.Operation) []ledger.Operation {
+		if fileID == "" {
+			return ops
+		}
+		return slices.DeleteFunc(ops, func(op ledger.Operation) bool {
+			return op.FileID != FileID(fileID, path, op.ContentDigest)
+		})
+	}
+	if st, err := os.Stat(path); err == nil && !st.IsDir() && !remote.IsURL(path) {
+		filters, err := e.fileFilters(ctx, path, table)
+		if err != nil {
+			return nil, false, err
+		}
+		if ops, err = e.listAll(ctx, filters, e.ledger.List); err != nil {
+			return nil, false, err
+		}
+		ops = narrow(ops)
+	}
+	if len(ops) == 0 {
+		paths := []string{path}
+		if remote.IsURL(path) {
+			paths = []string{remote.Redact(path)}
+		} else if clean := filepath.Clean(path); clean != path {
+			paths = append(paths, clean)
+		}
+		for _, p := range paths {
+			found, err := e.ledger.List(ctx, ledger.Filter{Table: table, Path: p})
+			if err != nil {
+				return nil, false, err
+			}
+			if ops = narrow(found); len(ops) > 0 {
+				break
+			}
+		}
+	}
+	if live := slices.DeleteFunc(slices.Clone(ops), func(op ledger.Operation) bool { return op.State == ledger.Undone }); len(live) > 0 {
+		ops = live
+	}
+	return ops, true, nil
+}
+
+// RequestFor returns the request that verifies the file at path as op
+// was imported: into op's table, under op's file ID, with the mapping op
+// recorded (format options at their defaults where those give the same).
+func RequestFor(op ledger.Operation, path string) (Request, error) {
+	m, err := parseMapping(op.Mapping, path)
+	if err != nil {
+		return Request{}, err
+	}
+	m.Table = op.Table
+	return Request{Path: path, FileID: op.FileID, Mapping: m}, nil
 }
 
 // replayedCount counts the rejects of k that a replay applied.
@@ -116,33 +245,161 @@ func (e *Engine) replayedCount(ctx context.Context, k ledger.Key) (int64, error)
 	return n, nil
 }
 
-// countKeys reads the whole file and counts its good rows whose natural key
-// is present in the target. The file is read as the import read it: with
-// the table's column types (text formats) and the forced ones, so that a
-// key is the value that was stored, not what inference makes of it alone.
-func (e *Engine) countKeys(ctx context.Context, r *run) (int64, error) {
+// checkKeys reads the whole file and counts, in rep.Found, its good rows
+// whose natural key is present in the target, and compares the values of
+// those the file last wrote (valueDifferences). The file is read as the
+// import read it: with the table's column types (text formats) and the
+// forced ones, so that a value is the one that was stored, not what
+// inference makes of it alone; and with its superseded rows skipped, as
+// the plan pass found them, so that each key's row is the one the import
+// applied.
+func (e *Engine) checkKeys(ctx context.Context, r *run, rep *VerifyReport) error {
 	in, table, err := r.planInputs(ctx)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if table == nil {
-		return 0, nil
+		return nil
 	}
 	f, err := r.open(r.readerOptions(in))
 	if err != nil {
-		return 0, err
+		return err
 	}
 	plan, err := f.Scan(ctx, reader.ScanOptions{PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes})
 	if err != nil {
-		return 0, err
+		return err
 	}
-	var found int64
-	err = eachBatch(f, plan, 500, func(rec arrow.RecordBatch) error {
+	// The file's columns the table has that an upsert writes over a
+	// stored row: those that are not the key, and decimal key columns.
+	var have []string
+	for _, c := range plan.Schema {
+		if table.Column(c.Name) != nil {
+			have = append(have, c.Name)
+		}
+	}
+	cols := sink.Rewritten(table, r.target, have)
+	// Bound the parameters of a statement well below the least limit of
+	// the databases (SQLite's 32766).
+	batch := max(1, min(500, 30000/(len(r.target.Key)+len(cols)+1)))
+	return eachBatch(f, plan, batch, func(rec arrow.RecordBatch) error {
 		n, err := e.presentKeys(ctx, r.target, table, rec, plan.Schema)
-		found += n
+		rep.Found += n
+		if err == nil && len(cols) > 0 {
+			err = e.valueDifferences(ctx, r.target, table, r.id.FileKey, cols, rec, plan.Schema, rep)
+		}
 		return err
 	})
-	return found, err
+}
+
+// valueDifferences finds the rows of rec whose key the target holds in a
+// row last written by the file with key fileKey (its lineage) and whose
+// value in one of cols is not rec's: it adds them to rep.DifferingRows
+// and, up to MaxValueDifferences, to rep.Values. Each value of rec is
+// bound as a key is (KeyParam, KeyArg: PostgreSQL casts it to the
+// column's type), and compared as an upsert decides that a row is
+// unchanged (Distinct of Exact): 1.50 and 1.5 in a PostgreSQL numeric
+// differ, as do NULL and an empty string.
+func (e *Engine) valueDifferences(ctx context.Context, tg sink.Target, table *sink.Table, fileKey int64, cols []string, rec arrow.RecordBatch, schema reader.Schema, rep *VerifyReport) error {
+	n := int(rec.NumRows())
+	if n == 0 {
+		return nil
+	}
+	d := e.sink
+	param := func(name string) string {
+		if c := table.Column(name); c != nil {
+			return d.KeyParam(c.SQLType)
+		}
+		return d.KeyParam("")
+	}
+	var names, params, on, sel, differ []string
+	for i, k := range tg.Key {
+		names = append(names, fmt.Sprintf("k%d", i))
+		params = append(params, param(k))
+		kind := table.Kind(k)
+		on = append(on, d.KeyValue("t."+d.Quote(k), kind)+" = "+d.KeyValue(fmt.Sprintf("b.k%d", i), kind))
+		sel = append(sel, "CAST(t."+d.Quote(k)+" AS TEXT)")
+	}
+	for j, c := range cols {
+		names = append(names, fmt.Sprintf("v%d", j))
+		params = append(params, param(c))
+		kind := table.Kind(c)
+		dj := d.Distinct([]string{d.Exact("t."+d.Quote(c), kind)}, []string{d.Exact(fmt.Sprintf("b.v%d", j), kind)})
+		differ = append(differ, dj)
+		sel = append(sel, "CASE WHEN "+dj+" THEN 1 ELSE 0 END", "CAST(t."+d.Quote(c)+" AS TEXT)", fmt.Sprintf("CAST(b.v%d AS TEXT)", j))
+	}
+	tuple := "(" + strings.Join(params, ", ") + ")"
+	args := make([]any, 0, n*len(params)+1)
+	for i := 0; i < n; i++ {
+		for _, k := range tg.Key {
+			args = append(args, d.KeyArg(keyValue(rec.Column(schema.Index(k)), i)))
+		}
+		for _, c := range cols {
+			args = append(args, d.KeyArg(storedValue(rec.Column(schema.Index(c)), i)))
+		}
+	}
+	args = append(args, fileKey)
+	q := `WITH b(` + strings.Join(names, ", ") + `) AS (VALUES ` + strings.TrimSuffix(strings.Repeat(tuple+",", n), ",") +
+		`) SELECT ` + strings.Join(sel, ", ") + ` FROM b JOIN ` + d.QuoteTable(tg.Table) + ` t ON ` + strings.Join(on, " AND ") +
+		` WHERE t.` + d.Quote(sink.FileColumn) + ` = ? AND (` + strings.Join(differ, " OR ") + `)`
+	rows, err := e.db.QueryContext(ctx, d.Rebind(q), args...)
+	if err != nil {
+		return fmt.Errorf("compare the values of %s: %w", tg.Table, err)
+	}
+	defer rows.Close()
+	keys := make([]sql.NullString, len(tg.Key))
+	flags := make([]int, len(cols))
+	stored := make([]sql.NullString, len(cols))
+	file := make([]sql.NullString, len(cols))
+	dest := make([]any, 0, len(keys)+3*len(cols))
+	for i := range keys {
+		dest = append(dest, &keys[i])
+	}
+	for j := range cols {
+		dest = append(dest, &flags[j], &stored[j], &file[j])
+	}
+	text := func(v sql.NullString) *string {
+		if !v.Valid {
+			return nil
+		}
+		return &v.String
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("compare the values of %s: %w", tg.Table, err)
+		}
+		rep.DifferingRows++
+		key := make([]string, len(keys))
+		for i, k := range keys {
+			key[i] = k.String
+		}
+		for j, c := range cols {
+			if flags[j] != 0 && len(rep.Values) < MaxValueDifferences {
+				rep.Values = append(rep.Values, ValueDifference{KeyValues: key, Column: c, Stored: text(stored[j]), File: text(file[j])})
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("compare the values of %s: %w", tg.Table, err)
+	}
+	return nil
+}
+
+// storedValue returns row i of a as a value column is bound to be compared
+// with what the sinks stored: keyValue's, and dates and timestamps without
+// a zone as their text (sink.FormatDate, sink.FormatLocalTimestamp).
+func storedValue(a arrow.Array, i int) any {
+	if a.IsNull(i) {
+		return nil
+	}
+	switch a := a.(type) {
+	case *array.Timestamp:
+		if tt, ok := a.DataType().(*arrow.TimestampType); ok && tt.TimeZone == "" {
+			return sink.FormatLocalTimestamp(int64(a.Value(i)))
+		}
+	case *array.Date32:
+		return sink.FormatDate(int32(a.Value(i)))
+	}
+	return keyValue(a, i)
 }
 
 // eachBatch reads every partition of plan from f, in batches of at most

@@ -384,3 +384,53 @@ func sortedNames[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// parseMapping returns the Mapping whose canonical form is text, as an
+// operation recorded it (any mapping version), for a file read as format
+// f. Options the canonical form spells whatever was given — the format,
+// the delimiter and quotes of CSV and TSV — are left at their defaults
+// where the defaults give the same: Format when f is what path's name
+// says, Delimiter when it is the format's own, Quotes for CSV.
+func parseMapping(text, path string) (Mapping, error) {
+	var c canonicalMapping
+	if err := json.Unmarshal([]byte(text), &c); err != nil {
+		return Mapping{}, fmt.Errorf("read the recorded mapping: %w", err)
+	}
+	m := Mapping{Table: c.Table, Version: c.VersionBy, Evolve: c.Evolve, Atomic: c.Atomic, SkipLines: c.SkipLines,
+		NoHeader: c.NoHeader, Names: c.Names, Select: c.Select, Rename: c.Rename, Null: c.Null, Encoding: c.Encoding, Sheet: c.Sheet}
+	if len(c.Key) > 0 {
+		m.Key = c.Key
+	}
+	if len(c.Columns) > 0 {
+		m.Columns = map[string]idemtype.Type{}
+		for name, stored := range c.Columns {
+			var t idemtype.Type
+			if err := t.UnmarshalText([]byte(stored)); err != nil {
+				return Mapping{}, fmt.Errorf("read the recorded mapping: column %q: %w", name, err)
+			}
+			m.Columns[name] = t
+		}
+	}
+	f := reader.Format(c.Format)
+	if detected, _, err := reader.Detect(formatName(path)); err != nil || detected != f {
+		m.Format = f
+	}
+	if f == reader.CSV || f == reader.TSV {
+		def := ","
+		if f == reader.TSV {
+			def = "\t"
+		}
+		if c.Delimiter != def && len(c.Delimiter) == 1 {
+			m.Delimiter = c.Delimiter[0]
+		}
+	}
+	m.Quotes = c.Quotes && f != reader.CSV
+	if c.Snapshot != nil {
+		scope, err := parseScopeText(c.Snapshot.Scope)
+		if err != nil {
+			return Mapping{}, fmt.Errorf("read the recorded mapping: %w", err)
+		}
+		m.Snapshot = &Snapshot{Soft: c.Snapshot.Delete == "soft", Scope: scope}
+	}
+	return m, nil
+}

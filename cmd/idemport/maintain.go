@@ -3,6 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/english"
+	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/reader/remote"
@@ -58,6 +62,12 @@ func (e verifyError) Error() string {
 	return fmt.Sprintf("%d files do not match the ledger", e.n)
 }
 
+// lookupFlags are the mapping flags a verify without them finds in the
+// ledger (the mapping its import recorded) instead of taking from the
+// command line. --table and --file-id narrow the lookup.
+var lookupFlags = []string{"key", "version-col", "column", "no-header", "columns", "rename", "select", "skip-lines",
+	"null", "encoding", "name", "sheet", "format", "delimiter", "quotes", "evolve", "atomic", "snapshot", "delete", "snapshot-scope"}
+
 func newVerifyCmd(e *env) *cobra.Command {
 	o := &importOptions{}
 	c := &cobra.Command{
@@ -65,10 +75,21 @@ func newVerifyCmd(e *env) *cobra.Command {
 		Short: "Check a file against the ledger and the target",
 		Long: `Verify re-hashes each FILE, compares its content and mapping with the ledger, and recounts
 its rows in the target: in ordinal mode the rows whose lineage is the file, with --key the
-file's keys present in the table. It takes the same --table, --key and --file-id as import.
-It exits 1 on any difference, 0 when everything matches, and writes nothing.`,
+file's keys present in the table. With --key it also compares values: each row the file last
+wrote must hold the values of the file's last occurrence of its key (with --version-col, the
+newest), as the database stores them.
+
+Without mapping flags (--key, --column, --format…) verify finds the file's import in the
+ledger, by its content and else by its path, as history does, and checks it with the mapping
+it was imported with; --table and --file-id narrow the search. When the file went to several
+tables, verify lists them and exits 2: choose one with --table. With mapping flags, it checks
+the import those flags name, as import would identify it.
+
+It exits 1 on any difference, 0 when everything matches, and writes nothing. A difference
+import --reapply repairs is followed by that command (next:).`,
 		Example: `  idemport verify orders.csv
-  idemport verify --table orders --key order_id day1.csv day2.csv
+  idemport verify --table orders day1.csv day2.csv
+  idemport verify --table orders --key order_id day1.csv   # the import these flags name
   idemport verify --feed orders            # the feed's files, with its target and mapping`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -84,26 +105,56 @@ It exits 1 on any difference, 0 when everything matches, and writes nothing.`,
 					return usageError{errors.New("verify needs at least one FILE, or --feed NAME to verify the feed's files")}
 				}
 			}
+			lookup := e.feed == nil
+			for _, name := range lookupFlags {
+				if c.Flags().Changed(name) {
+					lookup = false
+				}
+			}
 			eng, err := openExisting(c, o.into)
 			if err != nil {
 				return err
 			}
 			defer eng.Close()
-			bad := 0
+			bad, ambiguous := 0, 0
 			for _, path := range args {
 				req, err := o.request(path)
 				if err != nil {
 					return err
 				}
-				rep, err := eng.Verify(c.Context(), req)
-				if err != nil {
-					return err
+				var rep *pipeline.VerifyReport
+				var mapping []string // the flags of the mapping found in the ledger
+				if lookup {
+					ops, ok, err := eng.Recorded(c.Context(), path, o.table, o.fileID)
+					if err != nil {
+						return err
+					}
+					switch {
+					case !ok: // a stream: verified by the flags given
+					case len(ops) == 0:
+						rep = notRecorded(c, path, o.table)
+					case len(ops) == 1:
+						found, err := pipeline.RequestFor(ops[0], path)
+						if err != nil {
+							return err
+						}
+						req.FileID, req.Mapping = found.FileID, found.Mapping
+						mapping = mappingWords(found.Mapping, ops[0].FileID, ops[0].ContentDigest)
+					default:
+						ambiguous++
+						rep = candidates(c, path, ops)
+					}
 				}
-				if len(rep.Differences) > 0 {
+				if rep == nil {
+					if rep, err = eng.Verify(c.Context(), req); err != nil {
+						return err
+					}
+					if rep.Reapply {
+						rep.Next = reapplyCommand(c, path, mapping)
+					}
+				}
+				if len(rep.Differences) > 0 && rep.State != "ambiguous" {
 					bad++
-				}
-				if rep.Reapply {
-					rep.Next = reapplyCommand(c, path)
 				}
 				if o.output == "json" {
 					if rep.Differences == nil {
@@ -114,14 +165,29 @@ It exits 1 on any difference, 0 when everything matches, and writes nothing.`,
 					}
 					continue
 				}
-				if len(rep.Differences) == 0 {
+				switch {
+				case rep.State == "ambiguous":
+					textf(e.stdout, "%s: matches %d imports; verify one of them:\n", remote.Redact(path), len(rep.Candidates))
+					for _, cand := range rep.Candidates {
+						textf(e.stdout, "  %s ← %s: %s\n", cand.Table, cand.FileID, cand.Command)
+					}
+				case len(rep.Differences) == 0:
 					textf(e.stdout, "%s: ok: %s holds all %s, content %s\n", remote.Redact(path), rep.Table, english.Plural(rep.Found, "row"), rep.ContentDigest)
-				} else {
+				default:
 					textf(e.stdout, "%s: DIFFERS: %s\n", remote.Redact(path), strings.Join(rep.Differences, "; "))
+					for _, d := range rep.Values {
+						textf(e.stdout, "  %s: %s is %s, the file's is %s\n", keyText(rep.Key, d.KeyValues), d.Column, sqlText(d.Stored), sqlText(d.File))
+					}
+					if n := rep.DifferingRows; n > 0 && int64(len(rep.Values)) < n {
+						textf(e.stdout, "  (the first %d differences shown, of %s)\n", len(rep.Values), english.Plural(n, "row"))
+					}
 					if rep.Next != "" {
 						textf(e.stdout, "  next: %s\n", rep.Next)
 					}
 				}
+			}
+			if ambiguous > 0 {
+				return &pipeline.UsageError{Err: fmt.Errorf("%s several imports: choose one with a command shown", english.Verb(ambiguous, "1 file matches", fmt.Sprintf("%d files match", ambiguous)))}
 			}
 			if bad > 0 {
 				return verifyError{bad}
@@ -135,15 +201,156 @@ It exits 1 on any difference, 0 when everything matches, and writes nothing.`,
 	return c
 }
 
-// reapplyCommand is the import that restores the rows of path that verify
-// found missing: import --reapply with the mapping and target flags this
-// verify was given (a DSN that holds a secret given as "$IDEMPORT_INTO").
-func reapplyCommand(c *cobra.Command, path string) string {
-	words := []string{"idemport", "import", "--reapply"}
+// notRecorded is the report of a file verify found no import of.
+func notRecorded(c *cobra.Command, path, table string) *pipeline.VerifyReport {
+	where := ""
+	if table != "" {
+		where = " into " + table
+	}
+	rep := &pipeline.VerifyReport{File: path, Table: table, State: "unknown",
+		Differences: []string{fmt.Sprintf("the ledger has no import of %s%s, by its content or by its path (was it imported into another database, or with --file-id?)", remote.Redact(path), where)}}
+	words := append([]string{"idemport", "import"}, givenFlags(c, true)...)
+	rep.Next = strings.Join(append(words, shellWord(remote.Redact(path))), " ")
+	return rep
+}
+
+// candidates is the report of a file that matches several imports: each
+// with the verify that chooses it.
+func candidates(c *cobra.Command, path string, ops []ledger.Operation) *pipeline.VerifyReport {
+	rep := &pipeline.VerifyReport{File: path, State: "ambiguous",
+		Differences: []string{fmt.Sprintf("matches %d imports: choose one", len(ops))}}
+	tables := map[string]int{}
+	for _, op := range ops {
+		tables[op.Table]++
+	}
+	for _, op := range ops {
+		words := append([]string{"idemport", "verify"}, givenFlags(c, false)...)
+		words = append(words, "--table", shellWord(op.Table))
+		if tables[op.Table] > 1 {
+			words = append(words, "--file-id", shellWord(op.FileID))
+		}
+		rep.Candidates = append(rep.Candidates, pipeline.Candidate{Table: op.Table, FileID: op.FileID,
+			Command: strings.Join(append(words, shellWord(remote.Redact(path))), " ")})
+	}
+	return rep
+}
+
+// keyText is a row's key as column=value, in the key's order.
+func keyText(columns, values []string) string {
+	parts := make([]string, len(values))
+	for i, v := range values {
+		parts[i] = v
+		if i < len(columns) {
+			parts[i] = columns[i] + "=" + v
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// sqlText shows a stored value: quoted text, or NULL.
+func sqlText(v *string) string {
+	if v == nil {
+		return "NULL"
+	}
+	return strconv.Quote(*v)
+}
+
+// mappingWords spells m as the flags that give it, for a command that must
+// identify the file as its import did (with --file-id fileID unless that
+// is the content digest, the default).
+func mappingWords(m pipeline.Mapping, fileID, contentDigest string) []string {
+	var w []string
+	flag := func(name string, values ...string) {
+		for _, v := range values {
+			w = append(w, "--"+name, shellWord(v))
+		}
+	}
+	// csvWord quotes a name for a comma-separated flag as encoding/csv
+	// reads it.
+	csvWord := func(names []string) []string {
+		out := make([]string, len(names))
+		for i, n := range names {
+			out[i] = n
+			if strings.ContainsAny(n, ",\"\n") {
+				out[i] = `"` + strings.ReplaceAll(n, `"`, `""`) + `"`
+			}
+		}
+		return out
+	}
+	flag("table", m.Table)
+	if fileID != contentDigest {
+		flag("file-id", fileID)
+	}
+	flag("key", csvWord(m.Key)...)
+	if m.Version != "" {
+		flag("version-col", m.Version)
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.Columns)) {
+		flag("column", name+":"+m.Columns[name].String())
+	}
+	if m.Format != "" {
+		flag("format", string(m.Format))
+	}
+	switch m.Delimiter {
+	case 0:
+	case '\t':
+		flag("delimiter", "tab")
+	default:
+		flag("delimiter", string(rune(m.Delimiter)))
+	}
+	if m.Quotes {
+		w = append(w, "--quotes")
+	}
+	if m.SkipLines > 0 {
+		flag("skip-lines", strconv.Itoa(m.SkipLines))
+	}
+	if m.NoHeader {
+		w = append(w, "--no-header")
+	}
+	flag("columns", csvWord(m.Names)...)
+	flag("select", csvWord(m.Select)...)
+	for _, old := range slices.Sorted(maps.Keys(m.Rename)) {
+		flag("rename", old+"="+m.Rename[old])
+	}
+	flag("null", m.Null...)
+	if m.Encoding != "" {
+		flag("encoding", m.Encoding)
+	}
+	if m.Sheet != "" {
+		flag("sheet", m.Sheet)
+	}
+	if m.Evolve != "" {
+		flag("evolve", m.Evolve)
+	}
+	if m.Atomic {
+		w = append(w, "--atomic")
+	}
+	if s := m.Snapshot; s != nil {
+		w = append(w, "--snapshot")
+		if s.Soft {
+			flag("delete", "soft")
+		}
+		for _, t := range s.Scope {
+			flag("snapshot-scope", t.Column+"="+t.Value)
+		}
+	}
+	return w
+}
+
+// givenFlags spells the flags this command was given that are not its
+// output or feed (a DSN that holds a secret given as "$IDEMPORT_INTO"):
+// with mapping, all of them; without, none that names the import
+// (--table, --file-id), which the caller spells.
+func givenFlags(c *cobra.Command, mapping bool) []string {
+	var words []string
 	c.Flags().Visit(func(f *pflag.Flag) {
 		switch f.Name {
 		case "output", "feed":
 			return
+		case "table", "file-id":
+			if !mapping {
+				return
+			}
 		}
 		if f.Value.Type() == "bool" {
 			words = append(words, "--"+f.Name+"="+f.Value.String())
@@ -163,6 +370,16 @@ func reapplyCommand(c *cobra.Command, path string) string {
 			words = append(words, "--"+f.Name, shellWord(v))
 		}
 	})
+	return words
+}
+
+// reapplyCommand is the import that restores the rows of path that verify
+// found missing or changed: import --reapply with the target and mapping
+// flags this verify was given, or with the mapping it found in the ledger
+// (mapping, spelled by mappingWords) when it was given none.
+func reapplyCommand(c *cobra.Command, path string, mapping []string) string {
+	words := append([]string{"idemport", "import", "--reapply"}, givenFlags(c, mapping == nil)...)
+	words = append(words, mapping...)
 	return strings.Join(append(words, shellWord(remote.Redact(path))), " ")
 }
 
