@@ -20,7 +20,10 @@ type RemoteStat struct {
 
 // KnownRemote returns the digests recorded for the object st describes: of
 // its bytes as stored and of its decoded data; both are "" when the object
-// is unknown, has changed since, or has no validator to compare.
+// is unknown, has changed since, or has no validator to compare. A st
+// without a version id (a listing names none) matches whatever version id
+// was recorded with the same ETag and size: the caller gives an ETag only
+// when it is strong, and a strong ETag and the size pin the bytes.
 func (l *Ledger) KnownRemote(ctx context.Context, q Querier, st RemoteStat) (stored, content string, err error) {
 	if st.ETag == "" && st.Version == "" {
 		return "", "", nil
@@ -29,7 +32,7 @@ func (l *Ledger) KnownRemote(ctx context.Context, q Querier, st RemoteStat) (sto
 		return "", "", err
 	}
 	err = q.QueryRowContext(ctx, l.q(`SELECT digest, content_digest FROM `+l.prefix+`remote
-		WHERE url = ? AND etag = ? AND version_id = ? AND size = ?`), st.URL, st.ETag, st.Version, st.Size).Scan(&stored, &content)
+		WHERE url = ? AND etag = ? AND (version_id = ? OR ? = '') AND size = ?`), st.URL, st.ETag, st.Version, st.Version, st.Size).Scan(&stored, &content)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", "", nil
 	}

@@ -47,7 +47,7 @@ func BenchmarkImportRemoteCSV(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				req := Request{Path: path, Mapping: Mapping{Table: "orders"}}
+				req := Request{Path: path, Mapping: Mapping{Table: "orders"}, SpoolDir: filepath.Join(dir, "spool")}
 				if src == "s3" {
 					req.Path = "s3://bkt/orders.csv"
 					req.Remote = remote.New(remote.Options{Endpoint: s3.URL, PathStyle: true})
@@ -66,4 +66,55 @@ func BenchmarkImportRemoteCSV(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkRemotePrefixRerun reruns the import of an S3 prefix of small
+// objects, all imported before, into SQLite, each rerun with a new client
+// as a new process has: IDEMPORT_BENCH_OBJECTS objects (default 1,000). It
+// reports each rerun's requests by kind.
+func BenchmarkRemotePrefixRerun(b *testing.B) {
+	n := 1000
+	if v := os.Getenv("IDEMPORT_BENCH_OBJECTS"); v != "" {
+		if _, err := fmt.Sscan(v, &n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	dir := b.TempDir()
+	s3 := remotetest.NewS3(b, "bkt")
+	for _, kv := range s3.Env(dir) {
+		k, v, _ := strings.Cut(kv, "=")
+		b.Setenv(k, v)
+	}
+	for i := range n {
+		s3.Put(b, "bkt", fmt.Sprintf("many/k%05d.csv", i), []byte(fmt.Sprintf("id,v\n%d,x\n", i)), time.Time{})
+	}
+	ctx := context.Background()
+	e, err := Open(ctx, filepath.Join(dir, "t.db"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	pass := func(want Outcome) {
+		c := remote.New(remote.Options{Endpoint: s3.URL, PathStyle: true})
+		urls, err := c.List(ctx, "s3://bkt/many/", "")
+		if err != nil || len(urls) != n {
+			b.Fatalf("list: %d objects, %v", len(urls), err)
+		}
+		for _, u := range urls {
+			res := e.Import(ctx, Request{Path: u, Mapping: Mapping{Table: "many"}, Remote: c, SpoolDir: filepath.Join(dir, "spool")})
+			if res.Err != nil || res.Outcome != want {
+				b.Fatalf("%s: %s, want %s: %v", u, res.Outcome, want, res.Err)
+			}
+		}
+	}
+	pass(Imported)
+	s3.Reset()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		pass(Duplicate)
+	}
+	c := s3.Counts()
+	b.ReportMetric(float64(c.List)/float64(b.N), "LIST/rerun")
+	b.ReportMetric(float64(c.Head)/float64(b.N), "HEAD/rerun")
+	b.ReportMetric(float64(c.Get)/float64(b.N), "GET/rerun")
 }

@@ -89,11 +89,14 @@ type Request struct {
 	// Remote opens a Path that is an s3:// or http(s):// URL; nil means a
 	// client with default options (the AWS configuration chain).
 	Remote *remote.Client
-	// SpoolDir, when set, is where a compressed remote input is copied to
-	// be read (each of its partitions decompresses from the first byte):
-	// the copy is resumed by range after an interruption and removed when
-	// the operation settles. Empty means such an input is streamed from
-	// the object for every partition.
+	// SpoolDir, when set, is where a remote input is copied while it is
+	// hashed, so that the plan pass and the partitions read the copy and
+	// a first import fetches the object once; a compressed input, each of
+	// whose partitions decompresses from the first byte, is copied
+	// whenever it is read. The copy is resumed by range after an
+	// interruption and removed when the operation settles. Empty means
+	// each partition is read from the object again (a compressed one from
+	// its first byte).
 	SpoolDir string
 	// Name is the name a stream (Path "-", standard input; or a pipe, a
 	// FIFO, /dev/stdin) is known by: in the ledger, in results, for its
@@ -354,18 +357,29 @@ func (r *run) identify(ctx context.Context) error {
 		return errSkipped
 	}
 	_, comp, _ := reader.Detect(formatName(r.name()))
-	if r.obj != nil && comp != reader.None && r.req.SpoolDir != "" {
+	if r.obj != nil && r.req.SpoolDir != "" {
 		sp, err := remote.NewSpool(r.obj, r.req.SpoolDir)
 		if errors.Is(err, remote.ErrSpoolDir) {
 			return &UsageError{Err: err} // the user's to fix: a rerun meets it again
 		} else if err != nil {
 			return err
 		}
+		if comp == reader.None {
+			// Partitions are byte ranges: an attempt that does not hash
+			// the object (it resumes) fetches the ranges it applies.
+			sp.ReadThrough()
+		}
 		r.spool, r.src = sp, sp
 	}
 	src, err := r.source()
 	if err != nil {
 		return err
+	}
+	// A remote object is hashed from a stream that fills its spooled copy,
+	// which the plan pass and the partitions then read: one download.
+	hashSrc := src
+	if r.spool != nil {
+		hashSrc = r.spool.Copying()
 	}
 	if !r.req.Rehash && r.e.db != nil && !r.streaming {
 		if r.digests.Stored, r.digests.Content, err = r.knownDigests(ctx); err != nil {
@@ -393,7 +407,7 @@ func (r *run) identify(ctx context.Context) error {
 		// for a compressed file hashes the data it decodes. A local
 		// Parquet or Arrow file is read by random access, not from the
 		// hash's bytes, but is planned while it is hashed all the same.
-		sr, err := reader.StartHashRead(ctx, src, hashProgress)
+		sr, err := reader.StartHashRead(ctx, hashSrc, hashProgress)
 		if err != nil {
 			return err
 		}
@@ -424,7 +438,7 @@ func (r *run) identify(ctx context.Context) error {
 			}
 		}
 	default:
-		if r.digests, err = reader.Digest(ctx, src, hashProgress); err != nil {
+		if r.digests, err = reader.Digest(ctx, hashSrc, hashProgress); err != nil {
 			return err
 		}
 	}

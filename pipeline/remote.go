@@ -30,19 +30,39 @@ func newRun(e *Engine, req Request) *run {
 }
 
 // openRemote makes the HEAD request for the run's URL and keeps the object
-// as the run's source.
+// as the run's source. An object the client's listing named (an s3://
+// prefix expanded) with an ETag and size the quick check knows needs no
+// HEAD request: the listing proves it unchanged since it was imported, as
+// a HEAD request would, and the object is pinned at what the listing said
+// (reads, if any, are guarded by that ETag). --rehash always asks.
 func (r *run) openRemote(ctx context.Context) (*remote.Object, error) {
 	c := r.req.Remote
 	if c == nil {
 		c = remote.New(remote.Options{})
 		r.req.Remote = c
 	}
+	r.objCtx = ctx
+	if info, ok := c.Listed(r.url); ok && info.Proves() && !r.req.Rehash && r.e.db != nil {
+		obj, err := c.Pin(ctx, r.url, info)
+		if err != nil {
+			return nil, err
+		}
+		r.obj = obj
+		_, content, err := r.knownDigests(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if content != "" {
+			r.src = obj
+			return obj, nil
+		}
+		r.obj = nil
+	}
 	obj, err := c.Open(ctx, r.url)
 	if err != nil {
 		return nil, err
 	}
 	r.obj, r.src = obj, obj
-	r.objCtx = ctx
 	return obj, nil
 }
 
@@ -140,6 +160,9 @@ func (r *run) logFetched() {
 func (r *run) settleSpool() {
 	if r.spool == nil {
 		return
+	}
+	if err := r.spool.GaveUp(); err != nil { // the import read the object instead, as without a spool
+		r.e.log.Warn("could not copy the object into the spool directory; its partitions were fetched again", "file", r.req.Path, "error", err)
 	}
 	switch r.res.Outcome {
 	case Failed, Interrupted, Busy:

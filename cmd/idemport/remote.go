@@ -24,10 +24,10 @@ func (f *remoteFlags) register(c *cobra.Command) {
 	fl := c.Flags()
 	fl.StringVar(&f.endpoint, "s3-endpoint", "", "S3 endpoint URL for MinIO, R2, Ceph and friends (default $AWS_ENDPOINT_URL, else AWS)")
 	fl.BoolVar(&f.pathStyle, "s3-path-style", false, "address S3 buckets as ENDPOINT/BUCKET/KEY (MinIO and most self-hosted stores need it)")
-	fl.StringVar(&f.spoolDir, "spool-dir", "", "where a compressed remote input is copied while it is imported, resumed by range and removed when done; a directory of the user's own that no one else may write (default: idemport/spool in the user's cache directory)")
+	fl.StringVar(&f.spoolDir, "spool-dir", "", "where a remote input is copied while it is imported (read once, its partitions then read from the copy), resumed by range and removed when done; a directory of the user's own that no one else may write (default: idemport/spool in the user's cache directory)")
 }
 
-// spool returns the directory compressed remote inputs are copied to: in
+// spool returns the directory remote inputs are copied to: in
 // the user's cache directory, else one of the user's own (by uid) in the
 // temporary directory, which the spool refuses when another user made it.
 func (f *remoteFlags) spool() string {

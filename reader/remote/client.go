@@ -46,6 +46,9 @@ type Client struct {
 	s3Err error
 	http  *http.Client // for HTTP(S) when Options.HTTPClient is nil
 	Stats Stats        // what every object opened through the client fetched
+
+	mu     sync.Mutex
+	listed map[string]Info // what List found, by URL
 }
 
 // New returns a Client with opts.
@@ -69,13 +72,11 @@ func (c *Client) s3Client(ctx context.Context) (*s3.Client, error) {
 // for the object's ReadAt calls. A missing object or denied access is a
 // *StatusError naming the URL.
 func (c *Client) Open(ctx context.Context, name string) (*Object, error) {
-	b, err := c.backend(ctx, name)
+	o, err := c.Pin(ctx, name, Info{})
 	if err != nil {
 		return nil, err
 	}
-	key := sha256.Sum256([]byte(name))
-	o := &Object{url: Redact(name), rawKey: hex.EncodeToString(key[:]), byPath: namedByPath(name), b: b, retry: c.opts.Retry, stats: Stats{parent: &c.Stats}, ctx: ctx}
-	if o.info, err = statRetrying(ctx, b, c.opts.Retry, &o.stats); err != nil {
+	if o.info, err = statRetrying(ctx, o.b, c.opts.Retry, &o.stats); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -127,13 +128,46 @@ func (c *Client) List(ctx context.Context, name, glob string) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	keys, err := listS3(ctx, client, bucket, prefix, glob, Redact(name), c.opts.Retry, &c.Stats)
+	objs, err := listS3(ctx, client, bucket, prefix, glob, Redact(name), c.opts.Retry, &c.Stats)
 	if err != nil {
 		return nil, err
 	}
-	urls := make([]string, len(keys))
-	for i, k := range keys {
-		urls[i] = "s3://" + bucket + "/" + k
+	urls := make([]string, len(objs))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.listed == nil {
+		c.listed = map[string]Info{}
+	}
+	for i, o := range objs {
+		urls[i] = "s3://" + bucket + "/" + o.key
+		if o.info.Size >= 0 {
+			c.listed[urls[i]] = o.info
+		}
 	}
 	return urls, nil
+}
+
+// Listed returns the identity the last List that named the object at name
+// (an s3:// URL it returned) found: its size, ETag and modification time
+// as the LIST page gave them, never a version id. ok is false for an
+// object no List named.
+func (c *Client) Listed(name string) (info Info, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	info, ok = c.listed[name]
+	return info, ok
+}
+
+// Pin returns the object at name pinned at info without a request, as Open
+// does after its HEAD request: every read is guarded by info's ETag, so a
+// version other than the one info describes fails the read with
+// reader.ErrSourceChanged. It is for an identity a listing gave (Listed).
+func (c *Client) Pin(ctx context.Context, name string, info Info) (*Object, error) {
+	b, err := c.backend(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	key := sha256.Sum256([]byte(name))
+	return &Object{url: Redact(name), rawKey: hex.EncodeToString(key[:]), byPath: namedByPath(name), info: info, b: b,
+		retry: c.opts.Retry, stats: Stats{parent: &c.Stats}, ctx: ctx}, nil
 }

@@ -215,7 +215,9 @@ func (o *Object) Check(ctx context.Context) error {
 		}
 		return err
 	}
-	if now.Size != o.info.Size || now.ETag != o.info.ETag || now.Version != o.info.Version ||
+	// An object pinned from a listing knows no version id: its ETag and
+	// size say which version it is.
+	if now.Size != o.info.Size || now.ETag != o.info.ETag || (o.info.Version != "" && now.Version != o.info.Version) ||
 		(!o.info.Proves() && !now.ModTime.Equal(o.info.ModTime)) {
 		return fmt.Errorf("%w: %s was replaced (ETag %s, size %d; now %s, size %d)",
 			reader.ErrSourceChanged, o.url, o.info.ETag, o.info.Size, now.ETag, now.Size)

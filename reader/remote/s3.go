@@ -138,11 +138,17 @@ func s3Error(ctx context.Context, shown string, err error) error {
 	return fmt.Errorf("%s: %w", shown, err)
 }
 
-// list returns the keys below prefix in bucket, in key order, whose base
+// listed is an object as a LIST page names it.
+type listed struct {
+	key  string
+	info Info // no version id: a listing names none
+}
+
+// list returns the objects below prefix in bucket, in key order, whose base
 // name matches glob (every key when glob is ""); keys ending in "/" (folder
 // markers) are left out.
-func listS3(ctx context.Context, client *s3.Client, bucket, prefix, glob, shown string, r Retry, stats *Stats) ([]string, error) {
-	var keys []string
+func listS3(ctx context.Context, client *s3.Client, bucket, prefix, glob, shown string, r Retry, stats *Stats) ([]listed, error) {
+	var objs []listed
 	in := &s3.ListObjectsV2Input{Bucket: &bucket}
 	if prefix != "" {
 		in.Prefix = &prefix
@@ -177,9 +183,13 @@ func listS3(ctx context.Context, client *s3.Client, bucket, prefix, glob, shown 
 					continue
 				}
 			}
-			keys = append(keys, key)
+			info := Info{ETag: aws.ToString(obj.ETag), ModTime: aws.ToTime(obj.LastModified), Size: -1}
+			if obj.Size != nil {
+				info.Size = *obj.Size
+			}
+			objs = append(objs, listed{key: key, info: info})
 		}
 	}
-	sort.Strings(keys)
-	return keys, nil
+	sort.Slice(objs, func(i, j int) bool { return objs[i].key < objs[j].key })
+	return objs, nil
 }

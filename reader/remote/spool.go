@@ -7,21 +7,26 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/idemport/idemport/idemtype"
 )
 
 // Spool is a remote object read from a local copy: for a compressed
 // stream, every partition decompresses from the first byte, which from the
-// object itself would be a download per partition. The copy is filled on
-// first read, with ranged GETs guarded by the object's ETag, and resumed
-// from where it stopped by a later Spool of the same object version (by
-// this process or another; one fills it at a time). It implements the same
-// methods as Object.
+// object itself would be a download per partition; for any object, the
+// copy filled while it is hashed ([Spool.Copying]) spares the partitions a
+// second download. The copy is filled on first read (or, for a spool made
+// ReadThrough, only by a Copying stream), with ranged GETs guarded by the
+// object's ETag, and resumed from where it stopped by a later Spool of the
+// same object version (by this process or another; one fills it at a
+// time). It implements the same methods as Object.
 //
 // A local copy is only as trustworthy as the place it is kept, so the
 // spool directory must be private: it is created 0700, and one that
@@ -36,11 +41,16 @@ type Spool struct {
 	dir  string
 	name string // of the copy; the sums file is name+".sums"
 
-	mu   sync.Mutex
-	root *os.Root // the directory, opened and checked
-	f    *os.File // the copy
-	sums *os.File // its ranges' digests
-	full bool
+	mu      sync.Mutex
+	root    *os.Root      // the directory, opened and checked
+	f       *os.File      // the copy
+	sums    *os.File      // its ranges' digests
+	full    bool          // the copy is complete and checked
+	through bool          // until then, reads are the object's ranged GETs (ReadThrough)
+	copying bool          // a stream from Copying's Open is filling the copy
+	have    int64         // bytes of the copy, from its first, that stream wrote
+	moved   chan struct{} // closed when have, copying or full change
+	gaveUp  error         // why a read-through copy was given up, if it was
 }
 
 // ErrSpoolDir means the spool directory is not private to the user
@@ -62,7 +72,7 @@ func NewSpool(obj *Object, dir string) (*Spool, error) {
 		id = obj.rawKey + "\x00" + strconv.FormatInt(obj.info.Size, 10) + "\x00" + strconv.FormatInt(obj.info.ModTime.UnixNano(), 10)
 	}
 	sum := sha256.Sum256([]byte(id))
-	s := &Spool{obj: obj, dir: dir, name: "idemport-" + hex.EncodeToString(sum[:12]) + ".spool"}
+	s := &Spool{obj: obj, dir: dir, name: "idemport-" + hex.EncodeToString(sum[:12]) + ".spool", moved: make(chan struct{})}
 	root, err := openPrivateDir(dir)
 	if err != nil {
 		return nil, err
@@ -117,10 +127,69 @@ const (
 	sumsRecord = 8 + 8 + sha256.Size
 )
 
-// fill completes the local copy, downloading what it lacks.
-func (s *Spool) fill(ctx context.Context) error {
+// ReadThrough makes the spool's reads, until its copy is complete, the
+// object's own ranged GETs rather than a download of the whole copy: for
+// an uncompressed object, whose partitions are byte ranges, so that an
+// attempt that resumes fetches only the partitions it applies. Only a
+// stream of [Spool.Copying] fills such a spool, and when the copy cannot
+// be written (a full disk) that stream gives it up and reads on from the
+// object ([Spool.GaveUp] says why). Call it before the first read.
+func (s *Spool) ReadThrough() {
+	s.mu.Lock()
+	s.through = true
+	s.mu.Unlock()
+}
+
+// GaveUp returns why a read-through spool stopped filling its copy (see
+// ReadThrough), or nil.
+func (s *Spool) GaveUp() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.gaveUp
+}
+
+// ctx returns ctx, or the object's context when ctx is never done (as
+// context.Background), as ReadAt's callers pass.
+func (s *Spool) ctx(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		if s.obj.ctx != nil {
+			return s.obj.ctx
+		}
+		return context.Background()
+	}
+	return ctx
+}
+
+// notifyLocked wakes the readers waiting for the copying stream.
+func (s *Spool) notifyLocked() {
+	close(s.moved)
+	s.moved = make(chan struct{})
+}
+
+// waitLocked waits, with s.mu held on entry and on return, until the
+// copying stream moves on or ends.
+func (s *Spool) waitLocked(ctx context.Context) error {
+	ch := s.moved
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// fill completes the local copy, downloading what it lacks.
+func (s *Spool) fill(ctx context.Context) error {
+	ctx = s.ctx(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.copying {
+		if err := s.waitLocked(ctx); err != nil {
+			return err
+		}
+	}
 	if s.full {
 		return nil
 	}
@@ -131,10 +200,9 @@ func (s *Spool) fill(ctx context.Context) error {
 	return nil
 }
 
-func (s *Spool) fillLocked(ctx context.Context) error {
-	if ctx.Done() == nil {
-		ctx = s.obj.ctx
-	}
+// openLocked opens the directory, the copy and its sums file, when they
+// are not open.
+func (s *Spool) openLocked() error {
 	if s.root == nil {
 		root, err := openPrivateDir(s.dir)
 		if err != nil {
@@ -153,6 +221,13 @@ func (s *Spool) fillLocked(ctx context.Context) error {
 			return err
 		}
 		s.f, s.sums = f, sums
+	}
+	return nil
+}
+
+func (s *Spool) fillLocked(ctx context.Context) error {
+	if err := s.openLocked(); err != nil {
+		return err
 	}
 	// One process fills a copy at a time: another may be truncating what
 	// it cannot verify.
@@ -312,20 +387,367 @@ func openPrivate(root *os.Root, name string) (*os.File, error) {
 	return nil, fmt.Errorf("%s: replaced while being opened", name)
 }
 
-// ReadAt reads from the local copy, filling it first.
+// ReadAt reads from the local copy, filling it first; a read-through
+// spool reads the object while its copy is incomplete. While a stream of
+// Copying fills the copy, a read of bytes it has not reached yet waits for
+// them.
 func (s *Spool) ReadAt(p []byte, off int64) (int, error) {
-	if err := s.fill(context.Background()); err != nil {
-		return 0, err
+	s.mu.Lock()
+	for !s.full {
+		end := min(off+int64(len(p)), s.obj.Size())
+		if s.f != nil && end <= s.have {
+			break
+		}
+		if s.copying {
+			if err := s.waitLocked(s.ctx(context.Background())); err != nil {
+				s.mu.Unlock()
+				return 0, err
+			}
+			continue
+		}
+		through := s.through
+		s.mu.Unlock()
+		if through {
+			return s.obj.ReadAt(p, off)
+		}
+		if err := s.fill(context.Background()); err != nil {
+			return 0, err
+		}
+		s.mu.Lock()
 	}
-	return s.f.ReadAt(p, off)
+	f := s.f
+	s.mu.Unlock()
+	return f.ReadAt(p, off)
 }
 
-// Open returns the local copy's bytes from off, filling it first.
+// Open returns the object's bytes from off, from the local copy as ReadAt
+// does.
 func (s *Spool) Open(ctx context.Context, off int64) (io.ReadCloser, error) {
+	return s.openRange(ctx, off, s.obj.Size())
+}
+
+// OpenRange returns the object's bytes [off, end), from the local copy as
+// ReadAt does: a read-through spool whose copy is incomplete fetches that
+// range alone.
+func (s *Spool) OpenRange(ctx context.Context, off, end int64) io.ReadCloser {
+	rc, err := s.openRange(ctx, off, end)
+	if err != nil {
+		return errReader{err}
+	}
+	return rc
+}
+
+func (s *Spool) openRange(ctx context.Context, off, end int64) (io.ReadCloser, error) {
+	if off < 0 || off > end || end > s.obj.Size() {
+		return nil, fmt.Errorf("%s: range %d-%d outside the object's %d bytes", s.obj.url, off, end, s.obj.Size())
+	}
+	s.mu.Lock()
+	full, f, through := s.full, s.f, s.through
+	follow := s.copying || (s.f != nil && off < s.have)
+	s.mu.Unlock()
+	switch {
+	case full:
+		return io.NopCloser(io.NewSectionReader(f, off, end-off)), nil
+	case follow:
+		return &follower{s: s, ctx: s.ctx(ctx), off: off, end: end}, nil
+	case through:
+		return s.obj.OpenRange(ctx, off, end), nil
+	}
 	if err := s.fill(ctx); err != nil {
 		return nil, err
 	}
-	return io.NopCloser(io.NewSectionReader(s.f, off, s.obj.Size()-off)), nil
+	return io.NopCloser(io.NewSectionReader(s.f, off, end-off)), nil
+}
+
+// errReader is a stream that fails with err.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+func (r errReader) Close() error             { return nil }
+
+// follower reads a range from the copy as the copying stream writes it,
+// waiting for bytes it has not reached; when that stream ends short of
+// them, it reads on as the spool reads otherwise.
+type follower struct {
+	s        *Spool
+	ctx      context.Context
+	off, end int64
+	rest     io.ReadCloser // the rest of the range, once the copy cannot give it
+}
+
+func (r *follower) Read(p []byte) (int, error) {
+	s := r.s
+	for {
+		if r.rest != nil {
+			n, err := r.rest.Read(p)
+			r.off += int64(n)
+			return n, err
+		}
+		if r.off >= r.end {
+			return 0, io.EOF
+		}
+		s.mu.Lock()
+		lim := s.have
+		if s.full {
+			lim = s.obj.Size()
+		}
+		if s.f != nil && r.off < lim {
+			f := s.f
+			s.mu.Unlock()
+			n, err := f.ReadAt(p[:min(int64(len(p)), min(lim, r.end)-r.off)], r.off)
+			r.off += int64(n)
+			if err == io.EOF {
+				if err = nil; n == 0 {
+					err = io.ErrUnexpectedEOF
+				}
+			}
+			return n, err
+		}
+		if s.copying {
+			err := s.waitLocked(r.ctx)
+			s.mu.Unlock()
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		s.mu.Unlock()
+		rest, err := s.openRange(r.ctx, r.off, r.end)
+		if err != nil {
+			return 0, err
+		}
+		r.rest = rest
+	}
+}
+
+func (r *follower) Close() error {
+	if r.rest != nil {
+		return r.rest.Close()
+	}
+	return nil
+}
+
+// Copying returns the spool as a source whose stream from the first byte
+// (Open at offset 0) is the object's bytes, copied into the spool as they
+// are read, so that one read of an object both hashes it and fills the
+// copy the partitions are then read from: what a copy left earlier holds
+// (checked against its sums) is read from it, the rest is fetched once.
+// Its other reads are the spool's, and a read of bytes the stream has not
+// reached waits for them. Only one such stream fills a spool at a time;
+// another Open at 0 meanwhile reads as the spool does.
+func (s *Spool) Copying() idemtype.Source { return copyingSource{s} }
+
+type copyingSource struct{ *Spool }
+
+func (c copyingSource) Open(ctx context.Context, off int64) (io.ReadCloser, error) {
+	if off != 0 {
+		return c.Spool.Open(ctx, off)
+	}
+	return c.copyStream(ctx)
+}
+
+func (s *Spool) copyStream(ctx context.Context) (io.ReadCloser, error) {
+	ctx = s.ctx(ctx)
+	s.mu.Lock()
+	if s.full || s.copying || s.gaveUp != nil {
+		s.mu.Unlock()
+		return s.Open(ctx, 0)
+	}
+	c, err := s.startCopyLocked(ctx)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("spool %s: %w", s.obj.url, err)
+	}
+	if c == nil { // the copy was complete
+		return s.Open(ctx, 0)
+	}
+	return c, nil
+}
+
+// startCopyLocked takes the copy for one copying stream: it returns nil
+// when the copy, checked, turns out complete.
+func (s *Spool) startCopyLocked(ctx context.Context) (*copier, error) {
+	if err := s.openLocked(); err != nil {
+		return nil, err
+	}
+	unlock, err := lockFile(ctx, s.sums)
+	if err != nil {
+		return nil, err
+	}
+	have, err := s.verify()
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	if have == s.obj.Size() {
+		unlock()
+		s.full, s.have = true, have
+		return nil, nil
+	}
+	end, err := s.sums.Seek(0, io.SeekEnd)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	s.copying, s.have = true, have
+	s.notifyLocked()
+	return &copier{s: s, ctx: ctx, unlock: unlock, verified: have, recorded: have, sumsEnd: end, h: sha256.New()}, nil
+}
+
+// copier is the copying stream: it reads the bytes the copy held from the
+// copy, then fetches the rest, writing each byte into the copy before it
+// yields it and recording the digest of each range once it is written, in
+// ranges of 64 KiB doubling to 16 MiB (as download does).
+type copier struct {
+	s        *Spool
+	ctx      context.Context
+	unlock   func() // the file lock; nil once released
+	off      int64  // next byte to yield
+	verified int64  // bytes the copy held, checked, when the stream began
+	recorded int64  // end of the last range whose digest is recorded
+	rangeEnd int64
+	chunk    int64
+	sumsEnd  int64
+	h        hash.Hash
+	rc       io.ReadCloser // the object, from verified
+	writing  bool          // the copy is still being written
+	err      error
+}
+
+func (c *copier) Read(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	s, size := c.s, c.s.obj.Size()
+	if c.off >= size {
+		return 0, io.EOF
+	}
+	if c.off < c.verified {
+		n, err := s.f.ReadAt(p[:min(int64(len(p)), c.verified-c.off)], c.off)
+		c.off += int64(n)
+		if err == io.EOF {
+			if err = nil; n == 0 {
+				err = io.ErrUnexpectedEOF
+			}
+		}
+		c.err = err
+		return n, err
+	}
+	if c.rc == nil {
+		c.rc = s.obj.OpenRange(c.ctx, c.off, size)
+		c.chunk = firstWindow
+		c.rangeEnd = min(size, c.off+c.chunk)
+		c.writing = true
+	}
+	if rest := c.rangeEnd - c.off; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	n, err := c.rc.Read(p)
+	if n > 0 && c.writing {
+		if werr := c.write(p[:n]); werr != nil {
+			if !s.through {
+				c.err = fmt.Errorf("spool %s: %w", s.obj.url, werr)
+				c.end()
+				return 0, c.err
+			}
+			c.giveUp(werr)
+		}
+	}
+	c.off += int64(n)
+	if c.off >= c.rangeEnd && c.off < size {
+		c.chunk = min(2*c.chunk, maxWindow)
+		c.rangeEnd = min(size, c.off+c.chunk)
+	}
+	if err != nil && err != io.EOF {
+		c.err = err
+	}
+	return n, err
+}
+
+// write writes b, the bytes at c.off, into the copy, and records the
+// range's digest when b ends it; when b is the object's last bytes the
+// copy is complete.
+func (c *copier) write(b []byte) error {
+	s := c.s
+	if _, err := s.f.WriteAt(b, c.off); err != nil {
+		return err
+	}
+	c.h.Write(b)
+	end := c.off + int64(len(b))
+	if end == c.rangeEnd {
+		rec := make([]byte, sumsRecord)
+		binary.LittleEndian.PutUint64(rec, uint64(c.recorded))
+		binary.LittleEndian.PutUint64(rec[8:], uint64(end))
+		c.h.Sum(rec[:16])
+		if _, err := s.sums.WriteAt(rec, c.sumsEnd); err != nil {
+			return err
+		}
+		c.sumsEnd += sumsRecord
+		c.recorded = end
+		c.h.Reset()
+	}
+	complete := end == s.obj.Size()
+	if complete {
+		if err := s.f.Sync(); err != nil {
+			return err
+		}
+		if err := s.sums.Sync(); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	s.have = end
+	if complete {
+		s.full, s.copying = true, false
+		c.release()
+	}
+	s.notifyLocked()
+	s.mu.Unlock()
+	return nil
+}
+
+// giveUp stops writing a read-through copy that could not be written: the
+// stream reads on from the object, and the spool's other reads go to the
+// object for bytes the copy did not get.
+func (c *copier) giveUp(err error) {
+	c.writing = false
+	s := c.s
+	s.mu.Lock()
+	s.gaveUp = err
+	s.mu.Unlock()
+	c.end()
+}
+
+// end lets the copy go: the bytes written but not recorded do not count.
+func (c *copier) end() {
+	s := c.s
+	s.mu.Lock()
+	if s.copying {
+		s.copying = false
+		s.have = c.recorded
+		s.notifyLocked()
+	}
+	c.release()
+	s.mu.Unlock()
+}
+
+func (c *copier) release() {
+	if c.unlock != nil {
+		c.unlock()
+		c.unlock = nil
+	}
+}
+
+func (c *copier) Close() error {
+	c.writing = false
+	c.end()
+	if c.rc != nil {
+		c.rc.Close()
+	}
+	if c.err == nil {
+		c.err = errors.New("read after close")
+	}
+	return nil
 }
 
 // Close closes the local copy, which stays for a later run to resume or
@@ -344,7 +766,7 @@ func (s *Spool) closeLocked() error {
 	if s.root != nil {
 		errs = append(errs, s.root.Close())
 	}
-	s.f, s.sums, s.root, s.full = nil, nil, nil, false
+	s.f, s.sums, s.root, s.full, s.have = nil, nil, nil, false, 0
 	return errors.Join(errs...)
 }
 

@@ -147,3 +147,88 @@ func TestSpoolFillersTakeTurns(t *testing.T) {
 		t.Fatalf("fetched %d bytes of a %d-byte object", c.Bytes, len(want))
 	}
 }
+
+// TestSpoolCopying: a read-through spool fetches ranges of the object
+// until a Copying stream fills it; the stream fills the copy as it is read
+// (a reader of the spool meanwhile waits for its bytes, fetching none), a
+// stream broken off leaves what it recorded for the next to resume, and a
+// complete copy serves every read without a request.
+func TestSpoolCopying(t *testing.T) {
+	for _, s := range stores(t) {
+		t.Run(s.name, func(t *testing.T) {
+			want := data(500_000)
+			s.put(t, "z.csv", want)
+			ctx := context.Background()
+			dir := filepath.Join(t.TempDir(), "spool")
+			obj, err := client(s).Open(ctx, s.url("z.csv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sp := newSpool(t, obj, dir)
+			sp.ReadThrough()
+			s.srv.Reset()
+			p := make([]byte, 1000)
+			if _, err := sp.ReadAt(p, 200_000); err != nil || !bytes.Equal(p, want[200_000:201_000]) {
+				t.Fatalf("ReadAt: %v", err)
+			}
+			if c := s.srv.Counts(); c.Bytes != 1000 {
+				t.Fatalf("a read-through ReadAt of 1000 bytes fetched %d", c.Bytes)
+			}
+
+			// Broken off after 100,000 bytes: 64 KiB were recorded.
+			src := sp.Copying()
+			rc, err := src.Open(ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			head, err := sp.Open(ctx, 0) // follows the stream
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, 100_000)
+			if _, err := io.ReadFull(rc, got); err != nil || !bytes.Equal(got, want[:100_000]) {
+				t.Fatalf("copying stream: %v", err)
+			}
+			h := make([]byte, 50_000)
+			if _, err := io.ReadFull(head, h); err != nil || !bytes.Equal(h, want[:50_000]) {
+				t.Fatalf("a reader following the stream: %v", err)
+			}
+			head.Close()
+			rc.Close()
+			sp.Close()
+
+			obj, err = client(s).Open(ctx, s.url("z.csv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sp = newSpool(t, obj, dir)
+			sp.ReadThrough()
+			s.srv.Reset()
+			rc, err = sp.Copying().Open(ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all, err := io.ReadAll(rc)
+			rc.Close()
+			if err != nil || !bytes.Equal(all, want) {
+				t.Fatalf("resumed copying stream: %d bytes, %v", len(all), err)
+			}
+			if c := s.srv.Counts(); c.Bytes != 500_000-64<<10 {
+				t.Fatalf("the resumed stream fetched %d bytes, want the %d the copy lacked (%+v)", c.Bytes, 500_000-64<<10, c)
+			}
+			s.srv.Reset()
+			part := sp.OpenRange(ctx, 300_000, 400_000)
+			b, err := io.ReadAll(part)
+			part.Close()
+			if err != nil || !bytes.Equal(b, want[300_000:400_000]) {
+				t.Fatalf("OpenRange: %v", err)
+			}
+			if _, err := sp.ReadAt(p, 499_000); err != nil || !bytes.Equal(p, want[499_000:]) {
+				t.Fatalf("ReadAt: %v", err)
+			}
+			if c := s.srv.Counts(); c.Requests() != 0 {
+				t.Fatalf("reads of a complete copy made %+v", c)
+			}
+		})
+	}
+}
