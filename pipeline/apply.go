@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,8 +33,11 @@ func (r *run) apply(ctx context.Context) error {
 	r.res.Partitions.Skipped = start.Done
 	r.doneRows = r.rowsDone(ctx)
 	r.progress(Progress{Phase: "apply", Rows: r.doneRows, TotalRows: r.plan.Rows, Partitions: start.Done, TotalParts: start.Total, Skipped: start.Done})
+	if err := r.expectAs(ctx); err != nil {
+		return err
+	}
 	var mu sync.Mutex
-	reconnects, deadlocks := 0, 0
+	reconnects, deadlocks, rereads := 0, 0, 0
 	for {
 		before := r.committed
 		r.log.Debug("claiming partitions")
@@ -53,6 +57,17 @@ func (r *run) apply(ctx context.Context) error {
 				return err
 			}
 			if err := sleep(ctx, rand.N(time.Duration(deadlocks)*deadlockPause)); err != nil {
+				return err
+			}
+			continue
+		}
+		if errors.Is(err, errReread) && rereads < maxRereads && ctx.Err() == nil {
+			// A worker read a partition's values for the table's columns
+			// as they were before another import changed them: give back
+			// this attempt's partitions and read them again.
+			rereads++
+			r.log.Info("the table's columns changed while a partition was read; reading it again", "err", err)
+			if err := r.e.cp.Release(ctx, r.e.db, r.op, r.attempt.ID); err != nil {
 				return err
 			}
 			continue
@@ -161,6 +176,7 @@ func (r *run) applyRound(ctx context.Context, mu *sync.Mutex) error {
 // partition, one of its batches, or its end.
 type item struct {
 	claim *checkpoint.Claim
+	as    []idemtype.Type // with claim: the types its batches hand values as (run.valuesAs)
 	batch reader.Batch
 	end   bool
 }
@@ -242,11 +258,21 @@ func (r *run) read(ctx context.Context, claims <-chan *checkpoint.Claim, items c
 		if err := r.e.fp.Hit("after-partition-claim"); err != nil {
 			return err
 		}
-		pr, err := r.file.Partition(r.plan, c.Partition.Partition, r.req.BatchRows)
+		var as []idemtype.Type
+		if p := r.lastAs.Load(); p != nil {
+			as = *p
+		}
+		plan := r.plan
+		if as != nil {
+			p := *r.plan
+			p.As = as
+			plan = &p
+		}
+		pr, err := r.file.Partition(plan, c.Partition.Partition, r.req.BatchRows)
 		if err != nil {
 			return err
 		}
-		if err := send(item{claim: c}); err != nil {
+		if err := send(item{claim: c, as: as}); err != nil {
 			pr.Close()
 			return err
 		}
@@ -353,6 +379,12 @@ func (r *run) write(ctx context.Context, conn *sql.Conn, w *partitionWriter, see
 			if evolved, err = w.prepare(ctx, r, conn, tx.Tx); err != nil {
 				return fmt.Errorf("partition %d: %w", claim.Index, err)
 			}
+			if !slices.Equal(it.as, w.as) {
+				// The table changed (another import widened a column)
+				// after the partition's rows were read for it as it was:
+				// read them again, as the writer now takes them.
+				return fmt.Errorf("%w: partition %d", errReread, claim.Index)
+			}
 			if scope, err = r.countScope(ctx, tx.Tx); err != nil {
 				return fmt.Errorf("partition %d: %w", claim.Index, err)
 			}
@@ -458,6 +490,18 @@ const (
 	maxDeadlocks  = 8
 	deadlockPause = 100 * time.Millisecond
 )
+
+// errReread ends a round of workers one of which found, inside a
+// partition's transaction, the table's columns changed since the
+// partition's rows were read (partitionWriter.prepare): apply reads them
+// again in a new round, as the changed columns take them. Columns only
+// widen (int64 → decimal → text), so this happens a bounded number of
+// times; maxRereads bounds it all the same.
+var errReread = errors.New("the table changed since the partition was read")
+
+// maxRereads is how many times one run reads partitions again for a
+// table changed under it before it fails (a rerun resumes).
+const maxRereads = 8
 
 // errReconnect ends a round of workers whose one lost its connection at a
 // partition's COMMIT: apply goes on with new connections.

@@ -5,11 +5,13 @@ import (
 	"database/sql"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -161,8 +163,9 @@ func (r *run) evolvesInPartitions() bool {
 // the worker's partition transactions (prepare) for the table's columns as
 // each transaction holds them.
 type partitionWriter struct {
-	sink.Writer             // nil until prepared
-	table       *sink.Table // the table as the Writer was prepared for
+	sink.Writer                 // nil until prepared
+	table       *sink.Table     // the table as the Writer was prepared for
+	as          []idemtype.Type // the types it writes values as (valuesAs)
 }
 
 // prepare readies w inside tx, a partition transaction begun on conn,
@@ -214,6 +217,8 @@ func (w *partitionWriter) prepare(ctx context.Context, r *run, conn *sql.Conn, t
 	if w.Writer != nil && reflect.DeepEqual(table, w.table) {
 		return ev, nil
 	}
+	as := r.valuesAs(table)
+	r.lastAs.Store(&as)
 	if w.Writer != nil {
 		r.log.Debug("the table's columns changed; preparing the writer again", "table", tg.Table)
 		err := w.Close()
@@ -222,11 +227,102 @@ func (w *partitionWriter) prepare(ctx context.Context, r *run, conn *sql.Conn, t
 			return nil, err
 		}
 	}
-	if w.Writer, err = r.e.sink.Writer(ctx, conn, tg, schema); err != nil {
+	if w.Writer, err = r.e.sink.Writer(ctx, conn, tg, schemaAs(r.plan.Schema, as).Arrow()); err != nil {
 		return nil, err
 	}
-	w.table = table
+	w.table, w.as = table, as
 	return ev, nil
+}
+
+// valuesAs returns the types the values of a text file's columns are
+// written as into table (nil: each as the plan reads it). A column the
+// plan reads as int64, float64 or decimal goes into a text column as the
+// file's text, and one read as float64 into a decimal column as the number
+// the file wrote, never through a float64: 4 stays 4 (not 4.0), 4.50 stays
+// 4.50 (not 4.5), and 476316062747.79 stays that (not 4.7631606274779e+11).
+// A Parquet or Arrow float has only its float64; the driver writes it as
+// its shortest decimal text (sink.FloatText). Key, version and scope
+// columns are read as the plan says: their types key the rows.
+func (r *run) valuesAs(table *sink.Table) []idemtype.Type {
+	if table == nil || !r.textFormat() {
+		return nil
+	}
+	m := r.req.Mapping
+	var as []idemtype.Type
+	for i, c := range r.plan.Schema {
+		t := table.Column(c.Name)
+		if t == nil || slices.Contains(m.Key, c.Name) || c.Name == m.Version || (m.Snapshot != nil && slices.ContainsFunc(m.Snapshot.Scope, func(s sink.Term) bool { return s.Column == c.Name })) {
+			continue
+		}
+		to := c.Type
+		switch {
+		case t.Kind == idemtype.String && (c.Type == idemtype.Int64 || c.Type == idemtype.Float64 || c.Type == idemtype.Decimal):
+			to = idemtype.String
+		case t.Kind == idemtype.Decimal && c.Type == idemtype.Float64:
+			to = idemtype.Decimal
+		}
+		if to == c.Type {
+			continue
+		}
+		if as == nil {
+			as = make([]idemtype.Type, len(r.plan.Schema))
+			for j, c := range r.plan.Schema {
+				as[j] = c.Type
+			}
+		}
+		as[i] = to
+	}
+	return as
+}
+
+// expectAs sets the types the first partitions are read as (lastAs) for
+// the table as it is, or as the first partition transaction is to change
+// it (--evolve): a partition read otherwise would be read again.
+func (r *run) expectAs(ctx context.Context) error {
+	if !r.textFormat() || r.lastAs.Load() != nil {
+		return nil
+	}
+	table, err := r.e.sink.Describe(ctx, r.e.db, r.writeTarget().Table)
+	if err != nil || table == nil {
+		return err
+	}
+	if r.evolvesInPartitions() {
+		table = r.widened(table)
+	}
+	as := r.valuesAs(table)
+	r.lastAs.Store(&as)
+	return nil
+}
+
+// widened returns table with the columns the file widens (--evolve widen)
+// of the kinds they are widened to: as the transaction that changes it
+// leaves it.
+func (r *run) widened(table *sink.Table) *sink.Table {
+	ev, err := r.evolve(table, r.plan.Schema.Arrow())
+	if err != nil || len(ev.widen) == 0 {
+		return table
+	}
+	after := *table
+	after.Columns = slices.Clone(table.Columns)
+	for _, w := range ev.widen {
+		if c := after.Column(w.column); c != nil {
+			c.Kind = w.kind
+		}
+	}
+	return &after
+}
+
+// schemaAs returns s with the types as gives (s itself when as is nil):
+// the schema of the batches a partition read with them has.
+func schemaAs(s reader.Schema, as []idemtype.Type) reader.Schema {
+	if as == nil {
+		return s
+	}
+	s = slices.Clone(s)
+	for i := range s {
+		s[i].Type = as[i]
+	}
+	return s
 }
 
 // evolveTarget returns the changes the target, as tx sees it, needs to

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -174,6 +175,9 @@ type run struct {
 	committed  int64
 	rows       idemtype.Rows
 	doneRows   int64 // rows of partitions done, by anyone, for progress
+	// lastAs is what valuesAs returned for the table as the last partition
+	// transaction found it (nil: none yet), for the partitions read next.
+	lastAs atomic.Pointer[[]idemtype.Type]
 }
 
 // Import imports one file and reports what happened. It never panics on bad

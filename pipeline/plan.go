@@ -354,7 +354,15 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 				return err
 			}
 		}
-		if err := r.ensureStage(ctx, tx, schema); err != nil {
+		// An --atomic import stages the values a decimal or text column
+		// of the table (as it is to become) takes as the file wrote them
+		// (valuesAs), so that the move at completion copies text, not a
+		// float64's digits.
+		staged := schema
+		if existing != nil {
+			staged = schemaAs(plan.Schema, r.valuesAs(r.widened(existing))).Arrow()
+		}
+		if err := r.ensureStage(ctx, tx, staged); err != nil {
 			return err
 		}
 		if err := r.ensureSnapshot(ctx, tx, schema); err != nil {

@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -277,6 +278,57 @@ func Textual(rec arrow.RecordBatch) arrow.RecordBatch {
 		cols[i] = b.NewArray()
 		defer cols[i].Release()
 		fields[i] = arrow.Field{Name: fields[i].Name, Type: arrow.BinaryTypes.String, Nullable: true}
+		b.Release()
+	}
+	if cols == nil {
+		rec.Retain()
+		return rec
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
+}
+
+// FormatFloat renders a float64 that goes into an exact column (decimal
+// or text) as the shortest plain decimal that reads back as it: never an
+// exponent (4.7631606274779e+11 is 476316062747.79) and no trailing zero
+// (4, not 4.0). Into a decimal column (decimal true) zero has no sign, as
+// numeric keeps it.
+func FormatFloat(f float64, decimal bool) string {
+	if decimal && f == 0 {
+		return "0"
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// FloatText returns rec with each float64 column i for which exact[i] is
+// not Unknown as its text (FormatFloat, for a decimal column when exact[i]
+// is Decimal), for a target that would otherwise store the float64 and
+// print it its own way (SQLite's 4.0); the caller releases it. It returns
+// rec itself, retained, when there is none. Only a float the file holds as
+// one (Parquet, Arrow) comes here: a text file's number goes into such a
+// column as the file wrote it.
+func FloatText(rec arrow.RecordBatch, exact []idemtype.Type) arrow.RecordBatch {
+	var cols []arrow.Array
+	var fields []arrow.Field
+	for i, c := range rec.Columns() {
+		a, ok := c.(*array.Float64)
+		if !ok || i >= len(exact) || exact[i] == idemtype.Unknown {
+			continue
+		}
+		b := array.NewStringBuilder(memory.DefaultAllocator)
+		for j := 0; j < a.Len(); j++ {
+			if a.IsNull(j) {
+				b.AppendNull()
+			} else {
+				b.Append(FormatFloat(a.Value(j), exact[i] == idemtype.Decimal))
+			}
+		}
+		if cols == nil {
+			cols = slices.Clone(rec.Columns())
+			fields = slices.Clone(rec.Schema().Fields())
+		}
+		cols[i] = b.NewArray()
+		defer cols[i].Release()
+		fields[i] = exact[i].Field(fields[i].Name)
 		b.Release()
 	}
 	if cols == nil {

@@ -38,7 +38,7 @@ const (
 
 // evolveRound writes the files of one round into dir: the seed and the
 // generations' files. n is an int64 in the seed and, in each file after
-// it, int64, decimal (20 digits, a trailing zero: never a float) or text
+// it, int64, decimal (13 or 14 digits, 2 decimals: read as float64) or text
 // (words, leading zeros); the first file of generation 1 has decimals and
 // that of generation 2 text, so every round widens int64 → decimal →
 // text. Files of int64 values add columns (--evolve add), the others
@@ -48,9 +48,12 @@ func evolveRound(t *testing.T, rng *rand.Rand, dir string) (seed evolveFile, fil
 	value := func(kind string) string {
 		switch kind {
 		case "decimal":
-			// 20 significant digits: no float64 holds it, so the file's
-			// column is read as decimals.
-			return fmt.Sprintf("%d.%04d0", rng.Int64N(9e14)+1e14, rng.IntN(10000))
+			// 13 or 14 significant digits, 2 of them decimals (often a
+			// trailing zero): the file's column is read as float64, and
+			// each value must land as written all the same, in the
+			// decimal column it widens to or in a column another file
+			// made text meanwhile.
+			return fmt.Sprintf("%d.%02d", rng.Int64N(9e11)+1e10, rng.IntN(100))
 		case "text":
 			if rng.IntN(2) == 0 {
 				return fmt.Sprintf("0%d", rng.IntN(10000))

@@ -178,6 +178,7 @@ type PartitionReader struct {
 	sc       rowScanner
 	p        idemtype.Partition
 	schema   value.Schema
+	as       []value.Type // the types values are handed as (Plan.As), or nil
 	required []bool
 	limits   []*value.Limit
 	bb       *batchBuilder
@@ -209,10 +210,17 @@ func (f *File) Partition(plan *partition.Plan, p idemtype.Partition, batchRows i
 	for i, c := range plan.Schema {
 		names[i] = c.Name
 	}
+	built := plan.Schema
+	if plan.As != nil {
+		built = slices.Clone(plan.Schema)
+		for i := range built {
+			built[i].Type = plan.As[i]
+		}
+	}
 	r := &PartitionReader{
-		f: f, s: s, p: p, schema: plan.Schema, size: batchRows,
+		f: f, s: s, p: p, schema: plan.Schema, as: plan.As, size: batchRows,
 		sc:   f.scanner(s, p.Offset, names, false),
-		bb:   newBatchBuilder(f.Opts.Allocator, plan.Schema),
+		bb:   newBatchBuilder(f.Opts.Allocator, built),
 		vals: make([]value.Value, len(plan.Schema)),
 	}
 	for _, c := range plan.Schema {
@@ -260,6 +268,9 @@ func (r *PartitionReader) Next() (partition.Batch, error) {
 			if code != "" || (v.Null && r.required[i]) {
 				ok = false
 				break
+			}
+			if r.as != nil {
+				v = value.FromText(c, v, r.schema[i].Type, r.as[i])
 			}
 			r.vals[i] = v
 		}

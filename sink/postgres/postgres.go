@@ -312,7 +312,9 @@ func text(a arrow.Array, i int) string {
 	case *array.Int64:
 		return strconv.FormatInt(a.Value(i), 10)
 	case *array.Float64:
-		return strconv.FormatFloat(a.Value(i), 'g', -1, 64)
+		// Into numeric or text (a float64 column takes the float8 itself):
+		// plain digits, never an exponent.
+		return sink.FormatFloat(a.Value(i), false)
 	case *array.Boolean:
 		return strconv.FormatBool(a.Value(i))
 	case *array.Timestamp:

@@ -400,6 +400,11 @@ type writer struct {
 	rekey *stmt
 	cols  *colBuffers
 	batch batch // ordinal mode: what the batch table reads
+	// floatText gives, for each float64 column of the file going into a
+	// decimal or text column, that column's kind (else Unknown): such
+	// floats are bound as their text (sink.FloatText), which SQLite would
+	// otherwise make of the REAL its own way (4.0).
+	floatText []idemtype.Type
 	// stored is whether most rows of the last natural-key batch had their
 	// key stored already: then the next batch skips the plain insert,
 	// which would fail for most of its rows.
@@ -428,6 +433,12 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 		names = append(names, f.Name)
 		if f.Name == tg.Version {
 			w.verCol = i
+		}
+		if k := t.Kind(f.Name); idemtype.TypeOf(f) == idemtype.Float64 && (k == idemtype.Decimal || k == idemtype.String) {
+			if w.floatText == nil {
+				w.floatText = make([]idemtype.Type, len(schema.Fields()))
+			}
+			w.floatText[i] = k
 		}
 	}
 	for _, k := range tg.Key {
@@ -571,6 +582,10 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	total.Read = int64(n)
 	rec = sink.Textual(rec) // dates and zone-less timestamps are stored as their text
 	defer rec.Release()
+	if w.floatText != nil {
+		rec = sink.FloatText(rec, w.floatText)
+		defer rec.Release()
+	}
 	if err := w.cols.set(rec); err != nil {
 		w.cols.release()
 		return total, err

@@ -40,6 +40,14 @@ type Plan struct {
 	Partitions []idemtype.Partition `json:"partitions"`
 	// Rejects lists the first bad rows, up to ScanOptions.KeepRejects.
 	Rejects []idemtype.Reject `json:"-"`
+	// As, when not nil, gives for each column of Schema the type a text
+	// file's partition readers hand its values as (nil: Schema's own). A
+	// value is checked as Schema says, so that every reader decides the
+	// same rows are bad, and then taken from its text as As says: an
+	// int64, float64 or decimal column as string keeps the file's text, a
+	// float64 as decimal the canonical text of the number the file wrote
+	// (value.FromText). Parquet and Arrow files ignore it.
+	As []value.Type `json:"-"`
 }
 
 // Batch is a run of rows as an Arrow record batch, with the ordinal of each

@@ -164,6 +164,27 @@ func ConvertText(c Cell, t Type, clean bool) (Value, string, string) {
 	return Value{}, CodeType, "not a valid " + t.String()
 }
 
+// FromText returns v, a value c converted to type t, as a value of type as
+// taken from c's text rather than through t: as string, an int64, float64
+// or decimal is the text the file wrote (4.50, 1e3, -0); as decimal, an
+// int64 or float64 is the canonical text of the number written
+// (DecimalValue: 4.50, 1000, 0), never a float64's digits. Any other
+// pair, and a null, returns v unchanged.
+func FromText(c Cell, v Value, t, as Type) Value {
+	if v.Null || t == as {
+		return v
+	}
+	switch {
+	case as == String && (t == Int64 || t == Float64 || t == Decimal):
+		return Value{B: c.B}
+	case as == Decimal && (t == Int64 || t == Float64):
+		if b, code, _ := DecimalValue(c.B); code == "" {
+			return Value{B: b}
+		}
+	}
+	return v
+}
+
 // leadingZero reports whether the integer b, after its sign, starts with a
 // zero that is not its only digit.
 func leadingZero(b []byte) bool {
