@@ -209,29 +209,18 @@ func runFeeds(c *cobra.Command, e *env, o *importOptions, r *runFlags, names []s
 	if err != nil {
 		return err
 	}
-	progress := o.progress
-	if o.quiet && !c.Flags().Changed("progress") {
-		progress = "never"
-	}
-	ui, err := newProgressUI(e.stderr, progress)
-	if err != nil {
-		return err
-	}
-	log, err := o.logs.logger(ui)
+	ui, log, err := o.progressUI(c, e)
 	if err != nil {
 		return err
 	}
 	ctx := c.Context()
-	targets := &targetSet{e: e, log: log}
-	defer func() { targets.close(run.eng) }() // run.eng is withMetrics' to close
-	var b *batch
-	var bad []*pipeline.Result
-	dryCode := exitOK // the most severe code a --dry-run predicts
+	fs := &feedsRun{c: c, e: e, o: o, ui: ui, run: run, targets: &targetSet{e: e, log: log}, dryCode: exitOK}
+	defer func() { fs.targets.close(run.eng) }() // run.eng is withMetrics' to close
 	for i, fr := range feeds {
 		if ctx.Err() != nil {
 			break
 		}
-		if r.failFast && len(bad) > 0 {
+		if r.failFast && len(fs.bad) > 0 {
 			rest := make([]string, 0, len(feeds)-i)
 			for _, f := range feeds[i:] {
 				rest = append(rest, f.feed.Name)
@@ -239,71 +228,89 @@ func runFeeds(c *cobra.Command, e *env, o *importOptions, r *runFlags, names []s
 			textf(e.stderr, "idemport: --fail-fast: not run: %s\n", strings.Join(rest, ", "))
 			break
 		}
-		fr.o.output, fr.o.quiet = o.output, o.quiet
-		reqs, err := fr.requests(ctx)
-		if err == nil && len(reqs) == 0 {
-			shown := make([]string, len(fr.feed.Source))
-			for i, a := range fr.feed.Source {
-				shown[i] = remote.Redact(a)
-			}
-			textf(e.stderr, "idemport: feed %s: no files to import in %s\n", fr.feed.Name, strings.Join(shown, " "))
-			continue
-		}
-		if err == nil && o.dryRun {
-			var dry dryRunError
-			if err = dryRun(c, e, fr.o, fr.feed.Name, reqs); err == nil || errors.As(err, &dry) {
-				dryCode = mostSevere(dryCode, dry.code)
-				continue
-			}
-		}
-		var t *openTarget
-		if err == nil {
-			t, err = targets.open(ctx, fr.o)
-		}
-		if err != nil {
-			// The feed stops before its first file: one failed result
-			// says why, and the other feeds go on.
-			res := feedFailure(fr, err)
-			if b == nil {
-				b = &batch{e: e, o: o, ui: ui}
-			}
-			if err := b.record(fr.feed.Name, res); err != nil {
-				return err
-			}
-			bad = append(bad, res)
-			continue
-		}
-		if run.eng == nil {
-			run.eng = t.eng
-		}
-		if b == nil {
-			b = &batch{e: e, o: o, ui: ui}
-		}
-		b.eng, b.sinks, b.notifyBudget, b.notified, b.delivered = t.eng, t.sinks, fr.o.notify.timeout, pipeline.DeliveryReport{}, false
-		feedBad, err := b.importEach(ctx, reqs, fr.feed.Name)
-		bad = append(bad, feedBad...)
-		if err != nil {
+		if err := fs.feed(ctx, fr); err != nil {
 			return err
 		}
-		if len(t.sinks) > 0 {
-			reportDelivery(e, b.notified)
-		}
 	}
-	if b != nil {
-		run.results, run.feeds = b.results, b.feeds
-		if o.output == "text" && len(b.results) > 1 && !o.quiet {
-			fmt.Fprintln(e.stdout, summary(b.results))
-		}
+	if o.output == "text" && len(fs.results) > 1 && !o.quiet {
+		fmt.Fprintln(e.stdout, summary(fs.results))
 	}
-	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case len(bad) > 0:
-		return outcomeError{results: bad}
-	case dryCode != exitOK:
-		return dryRunError{dryCode}
+	if err := outcome(ctx, fs.bad); err != nil {
+		return err
+	}
+	if fs.dryCode != exitOK {
+		return dryRunError{fs.dryCode}
 	}
 	return nil
+}
+
+// feedsRun is one run of feeds: its output, its targets, and what its
+// feeds did so far.
+type feedsRun struct {
+	c       *cobra.Command
+	e       *env
+	o       *importOptions // the command line's: output and quiet
+	ui      *progressUI
+	run     *importRun
+	targets *targetSet
+	results []*pipeline.Result
+	bad     []*pipeline.Result // the results that did not import cleanly
+	dryCode int                // the most severe code a --dry-run predicts
+}
+
+// feed runs the files of one feed, each delivery pass within the feed's
+// budget; a feed that stops before its first file has one failed result
+// saying why, and the other feeds go on. Its error is a failure to print.
+func (fs *feedsRun) feed(ctx context.Context, fr *feedRun) error {
+	fr.o.output, fr.o.quiet = fs.o.output, fs.o.quiet
+	reqs, err := fr.requests(ctx)
+	if err == nil && len(reqs) == 0 {
+		textf(fs.e.stderr, "idemport: feed %s: no files to import in %s\n", fr.feed.Name, redacted(fr.feed.Source))
+		return nil
+	}
+	if err == nil && fs.o.dryRun {
+		var dry dryRunError
+		if err = dryRun(fs.c, fs.e, fr.o, fr.feed.Name, reqs); err == nil || errors.As(err, &dry) {
+			fs.dryCode = mostSevere(fs.dryCode, dry.code)
+			return nil
+		}
+	}
+	var t *openTarget
+	if err == nil {
+		t, err = fs.targets.open(ctx, fr.o)
+	}
+	if err != nil {
+		res := feedFailure(fr, err)
+		if err := printOne(fs.e, fs.o, fr.feed.Name, res); err != nil {
+			return err
+		}
+		fs.keep(fr.feed.Name, res)
+		return nil
+	}
+	if fs.run.eng == nil {
+		fs.run.eng = t.eng
+	}
+	sum, err := importBatch(ctx, fs.e, fr.o, fs.ui, t.eng, reqs, fr.feed.Name)
+	fs.keep(fr.feed.Name, sum.Results...)
+	if err != nil {
+		return err
+	}
+	if len(t.sinks) > 0 {
+		reportDelivery(fs.e, sum.Delivery)
+	}
+	return nil
+}
+
+// keep keeps the results of feed, for the summary line, the exit code and
+// the metrics file.
+func (fs *feedsRun) keep(feed string, rs ...*pipeline.Result) {
+	fs.results = append(fs.results, rs...)
+	fs.run.metrics.Add(feed, rs...)
+	for _, r := range rs {
+		if !r.Clean() {
+			fs.bad = append(fs.bad, r)
+		}
+	}
 }
 
 // selectFeeds is the feeds named, in the file's order, or all of them.
@@ -337,21 +344,11 @@ func selectFeeds(all []*feedRun, names []string, path string) ([]*feedRun, error
 // requests expands the feed's source into one request per file, as
 // import expands its arguments.
 func (fr *feedRun) requests(ctx context.Context) ([]pipeline.Request, error) {
-	files, err := expandArgs(fr.feed.Source, fr.o.format, func(prefix string) ([]string, error) {
-		return fr.o.remote.client().List(ctx, prefix, fr.o.remote.glob)
-	})
+	files, err := fr.o.expand(ctx, fr.feed.Source)
 	if err != nil {
 		return nil, err
 	}
-	if fr.o.fileID != "" && len(files) > 1 && !pipeline.FileIDVaries(fr.o.fileID) {
-		return nil, usageError{fmt.Errorf("--file-id names one file, but %d were given (a template such as 'orders/{name}' names each)", len(files))}
-	}
-	reqs := make([]pipeline.Request, len(files))
-	for i, f := range files {
-		reqs[i] = fr.base
-		reqs[i].Path = f
-	}
-	return reqs, nil
+	return requests(fr.base, files), nil
 }
 
 // feedFailure is the result of a feed that stopped before its first file.

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"github.com/idemport/idemport/internal/english"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline"
 	"github.com/idemport/idemport/reader"
@@ -304,18 +304,8 @@ func withMetrics(c *cobra.Command, e *env, o *importOptions, body func(*importRu
 	if o.metricsFile == "" || o.dryRun {
 		return err
 	}
-	ctx := context.WithoutCancel(c.Context())
-	m := runMetrics{job: job, results: run.results, feeds: run.feeds, code: exitCode(c.Context(), err), took: time.Since(started), end: time.Now()}
-	var ledgerErr error
-	if run.eng == nil && m.code == exitOK { // no file to import: the ledger's gauges still belong in the file
-		run.eng, ledgerErr = openReadOnly(c, o.into)
-	}
-	if run.eng != nil && ledgerErr == nil {
-		m.ops, ledgerErr = ledgerOperations(ctx, run.eng)
-		if ledgerErr == nil {
-			m.outboxPending, ledgerErr = run.eng.PendingDeliveries(ctx)
-		}
-	}
+	m := runMetrics{job: job, run: run.metrics, code: exitCode(c.Context(), err), took: time.Since(started), end: time.Now()}
+	ledgerErr := run.ledgerMetrics(c, o, &m)
 	if ledgerErr != nil && m.code == exitOK {
 		m.code = exitCode(c.Context(), ledgerErr) // as this run will exit
 	}
@@ -333,25 +323,31 @@ func withMetrics(c *cobra.Command, e *env, o *importOptions, body func(*importRu
 	return err
 }
 
-// importRun is what importFiles leaves for the metrics file: the results,
-// and the target once opened (closed by runImport).
+// importRun is what importFiles leaves for the metrics file: the numbers
+// of its results, and the target once opened (closed by withMetrics).
 type importRun struct {
 	eng     *pipeline.Engine
-	results []*pipeline.Result
-	feeds   map[*pipeline.Result]string // with run: each result's feed
+	metrics pipeline.RunMetrics
 }
 
-// ledgerOperations lists every operation in the ledger, for its gauges.
-func ledgerOperations(ctx context.Context, eng *pipeline.Engine) ([]ledger.Operation, error) {
-	ops, err := eng.Status(ctx, ledger.Filter{})
-	if err != nil {
-		return nil, fmt.Errorf("read the ledger: %w", err)
+// ledgerMetrics reads the ledger's numbers into m, opening the target
+// read-only when the run did not open it and ended well (no file to
+// import: the ledger's gauges still belong in the file).
+func (run *importRun) ledgerMetrics(c *cobra.Command, o *importOptions, m *runMetrics) error {
+	if run.eng == nil && m.code == exitOK {
+		var err error
+		if run.eng, err = openReadOnly(c, o.into); err != nil {
+			return err
+		}
 	}
-	list := make([]ledger.Operation, len(ops))
-	for i, op := range ops {
-		list[i] = op.Operation
+	if run.eng == nil {
+		return nil
 	}
-	return list, nil
+	lm, err := run.eng.LedgerMetrics(context.WithoutCancel(c.Context()))
+	if lm.Operations != nil {
+		m.ledger = &lm
+	}
+	return err
 }
 
 func importFiles(c *cobra.Command, e *env, o *importOptions, args []string, run *importRun) error {
@@ -364,46 +360,25 @@ func importFiles(c *cobra.Command, e *env, o *importOptions, args []string, run 
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
-	files, err := expandArgs(args, o.format, func(prefix string) ([]string, error) {
-		return o.remote.client().List(c.Context(), prefix, o.remote.glob)
-	})
+	files, err := o.expand(c.Context(), args)
 	if err != nil {
 		return err
-	}
-	if o.fileID != "" && len(files) > 1 && !pipeline.FileIDVaries(o.fileID) {
-		return usageError{fmt.Errorf("--file-id names one file, but %d were given (a template such as 'orders/{name}' names each)", len(files))}
 	}
 	base, err := o.request("") // every flag is checked, even when there is no file
 	if err != nil {
 		return err
 	}
-	progress := o.progress
-	if o.quiet && !c.Flags().Changed("progress") {
-		progress = "never"
-	}
-	ui, err := newProgressUI(e.stderr, progress)
-	if err != nil {
-		return err
-	}
-	log, err := o.logs.logger(ui) // a log line first takes the bar off its line
+	ui, log, err := o.progressUI(c, e)
 	if err != nil {
 		return err
 	}
 	if len(files) == 0 {
 		// A drop directory on a day without a file, or a glob that matched
 		// nothing: not an error, so that a scheduled run stays green.
-		shown := make([]string, len(args))
-		for i, a := range args {
-			shown[i] = remote.Redact(a)
-		}
-		textf(e.stderr, "idemport: no files to import in %s\n", strings.Join(shown, " "))
+		textf(e.stderr, "idemport: no files to import in %s\n", redacted(args))
 		return nil
 	}
-	reqs := make([]pipeline.Request, len(files))
-	for i, f := range files {
-		reqs[i] = base
-		reqs[i].Path = f
-	}
+	reqs := requests(base, files)
 	if o.dryRun {
 		return dryRun(c, e, o, "", reqs)
 	}
@@ -418,102 +393,108 @@ func importFiles(c *cobra.Command, e *env, o *importOptions, args []string, run 
 		return err
 	}
 	run.eng = eng
-	b := &batch{e: e, o: o, ui: ui, eng: eng, sinks: sinks, notifyBudget: o.notify.timeout}
-	bad, err := b.importEach(ctx, reqs, "")
-	run.results = b.results
+	sum, err := importBatch(ctx, e, o, ui, eng, reqs, "")
+	run.metrics.Add("", sum.Results...)
 	if err != nil {
 		return err
 	}
-	if o.output == "text" && len(run.results) > 1 && !o.quiet {
-		fmt.Fprintln(e.stdout, summary(run.results))
+	if o.output == "text" && len(sum.Results) > 1 && !o.quiet {
+		fmt.Fprintln(e.stdout, summary(sum.Results))
 	}
 	if len(sinks) > 0 {
-		reportDelivery(e, b.notified)
+		reportDelivery(e, sum.Delivery)
 	}
+	return outcome(ctx, sum.NotClean())
+}
+
+// expand expands import's arguments (or a feed's source) into the files
+// they name, in order.
+func (o *importOptions) expand(ctx context.Context, args []string) ([]string, error) {
+	files, err := expandArgs(args, o.format, func(prefix string) ([]string, error) {
+		return o.remote.client().List(ctx, prefix, o.remote.glob)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if o.fileID != "" && len(files) > 1 && !pipeline.FileIDVaries(o.fileID) {
+		return nil, usageError{fmt.Errorf("--file-id names one file, but %d were given (a template such as 'orders/{name}' names each)", len(files))}
+	}
+	return files, nil
+}
+
+// requests is one request per file, each base with its path.
+func requests(base pipeline.Request, files []string) []pipeline.Request {
+	reqs := make([]pipeline.Request, len(files))
+	for i, f := range files {
+		reqs[i] = base
+		reqs[i].Path = f
+	}
+	return reqs
+}
+
+// redacted is args as they may be shown, joined by spaces.
+func redacted(args []string) string {
+	shown := make([]string, len(args))
+	for i, a := range args {
+		shown[i] = remote.Redact(a)
+	}
+	return strings.Join(shown, " ")
+}
+
+// progressUI is the progress bar of --progress on stderr (never with -q
+// unless --progress is given), and the logger of --log-*, which takes the
+// bar off its line before each log line.
+func (o *importOptions) progressUI(c *cobra.Command, e *env) (*progressUI, *slog.Logger, error) {
+	progress := o.progress
+	if o.quiet && !c.Flags().Changed("progress") {
+		progress = "never"
+	}
+	ui, err := newProgressUI(e.stderr, progress)
+	if err != nil {
+		return nil, nil, err
+	}
+	log, err := o.logs.logger(ui)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ui, log, nil
+}
+
+// importBatch imports reqs on eng through pipeline.ImportAll, with o's
+// delivery budget: it shows each file's progress on ui, prints each
+// result as it comes (unless -q and a duplicate) and what went wrong
+// delivering events on stderr. feed, when not empty, names the feed of
+// run the files belong to. Its error is a failure to print.
+func importBatch(ctx context.Context, e *env, o *importOptions, ui *progressUI, eng *pipeline.Engine, reqs []pipeline.Request, feed string) (*pipeline.Summary, error) {
+	return eng.ImportAll(ctx, reqs, pipeline.BatchOptions{
+		DeliveryBudget: o.notify.timeout,
+		OnStart: func(i, n int, req *pipeline.Request) {
+			ui.startFile(i+1, n, req.Path)
+			req.Progress = ui.update
+		},
+		OnImported: func(*pipeline.Result) { ui.clear() },
+		OnResult:   func(r *pipeline.Result) error { return printOne(e, o, feed, r) },
+		OnWarning:  func(err error) { textf(e.stderr, "idemport: %v\n", err) },
+	})
+}
+
+// printOne prints r, unless -q and a duplicate.
+func printOne(e *env, o *importOptions, feed string, r *pipeline.Result) error {
+	if o.quiet && r.Outcome == pipeline.Duplicate {
+		return nil
+	}
+	return printResult(e.stdout, o.output, feed, r)
+}
+
+// outcome is how a run of files ends: interrupted when ctx is done, else
+// with the results that did not import cleanly, whose exit code exitCode
+// decides.
+func outcome(ctx context.Context, bad []*pipeline.Result) error {
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case len(bad) > 0:
 		return outcomeError{results: bad}
-	}
-	return nil
-}
-
-// batch imports requests one after another on one engine, printing each
-// result as it comes and delivering events after each file, within one
-// budget for the run (what is left goes out on the next run).
-type batch struct {
-	e            *env
-	o            *importOptions // output and quiet
-	ui           *progressUI
-	eng          *pipeline.Engine
-	sinks        []idemtype.EventSink
-	notifyBudget time.Duration
-	notified     pipeline.DeliveryReport
-	delivered    bool
-	results      []*pipeline.Result
-	feeds        map[*pipeline.Result]string // the feed of each result, for run
-}
-
-// importEach imports reqs in order, until ctx is done, appending to
-// b.results; feed, when not empty, names the feed they belong to in the
-// output. It returns the results that did not import cleanly. Its error
-// is a failure to print.
-func (b *batch) importEach(ctx context.Context, reqs []pipeline.Request, feed string) ([]*pipeline.Result, error) {
-	e, eng, sinks := b.e, b.eng, b.sinks
-	var bad []*pipeline.Result
-	var err error
-	for i, req := range reqs {
-		if ctx.Err() != nil {
-			break
-		}
-		b.ui.startFile(i+1, len(reqs), req.Path)
-		req.Progress = b.ui.update
-		res := eng.Import(ctx, req)
-		b.ui.clear()
-		if len(sinks) > 0 && ctx.Err() == nil && (res.EventID != "" || !b.delivered) {
-			t0 := time.Now()
-			rep := deliverAfter(ctx, e, eng, max(b.notifyBudget, time.Millisecond))
-			b.notifyBudget -= time.Since(t0)
-			b.notified.Delivered += rep.Delivered
-			b.notified.Failed += rep.Failed
-			b.notified.Pending = rep.Pending
-			if b.notified.Errors == nil {
-				b.notified.Errors = map[string]string{}
-			}
-			for k, v := range rep.Errors {
-				b.notified.Errors[k] = v
-			}
-			b.delivered = true
-			if res.EventID != "" {
-				if res.Notified, err = eng.EventState(context.WithoutCancel(ctx), res.EventID); err != nil {
-					textf(e.stderr, "idemport: read delivery of event %s: %v\n", res.EventID, err)
-				}
-			}
-		}
-		if err := b.record(feed, res); err != nil {
-			return bad, err
-		}
-		if resultCode(res) != exitOK {
-			bad = append(bad, res)
-		}
-	}
-	return bad, nil
-}
-
-// record prints res (unless quiet and a duplicate) and keeps it.
-func (b *batch) record(feed string, res *pipeline.Result) error {
-	if !b.o.quiet || res.Outcome != pipeline.Duplicate {
-		if err := printResult(b.e.stdout, b.o.output, feed, res); err != nil {
-			return err
-		}
-	}
-	b.results = append(b.results, res)
-	if feed != "" {
-		if b.feeds == nil {
-			b.feeds = map[*pipeline.Result]string{}
-		}
-		b.feeds[res] = feed
 	}
 	return nil
 }

@@ -242,9 +242,10 @@ func resultCode(r *pipeline.Result) int {
 	if r.Outcome == pipeline.Failed && errors.As(r.Err, new(*pipeline.UsageError)) {
 		return exitUsage
 	}
-	switch r.Outcome {
-	case pipeline.Imported, pipeline.Resumed, pipeline.Duplicate, pipeline.Skipped, pipeline.Stale:
+	if r.Clean() {
 		return exitOK
+	}
+	switch r.Outcome {
 	case pipeline.Conflict:
 		return exitConflict
 	case pipeline.Busy:

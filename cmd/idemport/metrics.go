@@ -12,7 +12,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline"
 )
 
@@ -32,21 +31,18 @@ func metricsJob(file, job string) (string, error) {
 
 // runMetrics is what one run of import reports in its metrics file.
 type runMetrics struct {
-	job     string
-	results []*pipeline.Result
-	// feeds names the feed of each result, with run: its samples of the
-	// last run then carry a feed label.
-	feeds map[*pipeline.Result]string
-	code  int
-	took  time.Duration
-	end   time.Time
-	// ops are the ledger's operations; nil when the ledger could not be
-	// read (the run stopped before it opened the database), in which case
-	// the ledger-wide gauges are left out.
-	ops []ledger.Operation
-	// outboxPending is the event deliveries the outbox still owes, read
-	// with ops.
-	outboxPending int64
+	job string
+	// run counts the run's results; with run, by feed, whose samples of
+	// the last run then carry a feed label.
+	run  pipeline.RunMetrics
+	code int
+	took time.Duration
+	end  time.Time
+	// ledger holds the ledger's numbers and the deliveries the outbox
+	// still owes; nil when the ledger could not be read (the run stopped
+	// before it opened the database), in which case the ledger-wide gauges
+	// are left out.
+	ledger *pipeline.LedgerMetrics
 }
 
 // writeMetrics writes the Prometheus text format file for node_exporter's
@@ -68,85 +64,27 @@ func writeMetrics(path string, m runMetrics) error {
 		}
 		f.Metric = append(f.Metric, &dto.Metric{Label: pairs, Gauge: &dto.Gauge{Value: new(v)}})
 	}
-
-	type key struct{ feed, table, what string }
-	files := map[key]float64{}
-	rows := map[key]float64{}
-	parts := map[key]float64{}
-	recovered := map[key]float64{}
-	for _, r := range m.results {
-		feed := m.feeds[r]
-		files[key{feed, r.Table, string(r.Outcome)}]++
-		for kind, n := range map[string]int64{"read": r.Rows.Read, "inserted": r.Rows.Inserted, "updated": r.Rows.Updated,
-			"unchanged": r.Rows.Unchanged, "stale": r.Rows.Stale, "superseded": r.Rows.Superseded, "rejected": r.Rows.Rejected, "deleted": r.Deleted} {
-			rows[key{feed, r.Table, kind}] += float64(n) // what this run did: zero for a duplicate
-		}
-		for kind, n := range map[string]int64{"total": r.Partitions.Total, "skipped": r.Partitions.Skipped, "committed": r.Partitions.Committed} {
-			parts[key{feed, r.Table, kind}] += float64(n)
-		}
-		recovered[key{feed, r.Table, ""}] += float64(len(r.RecoveredFrom))
-	}
-	// labels are a key's labels: feed (when the run had feeds), table and,
-	// when it has one, the family's own label.
-	labels := func(k key, label string) []string {
-		var l []string
-		if k.feed != "" {
-			l = append(l, "feed", k.feed)
-		}
-		l = append(l, "table", k.table)
-		if label != "" {
-			l = append(l, label, k.what)
-		}
-		return l
-	}
-	sortKeys := func(values map[key]float64) []key {
-		keys := make([]key, 0, len(values))
-		for k := range values {
-			keys = append(keys, k)
-		}
-		sort.Slice(keys, func(i, j int) bool {
-			if keys[i].feed != keys[j].feed {
-				return keys[i].feed < keys[j].feed
-			}
-			if keys[i].table != keys[j].table {
-				return keys[i].table < keys[j].table
-			}
-			return keys[i].what < keys[j].what
-		})
-		return keys
-	}
-	byTable := func(name, label, help string, values map[key]float64) {
+	byTable := func(name, label, help string, values map[pipeline.MetricKey]int64) {
 		f := gauge(name, help)
-		for _, k := range sortKeys(values) {
-			sample(f, values[k], labels(k, label)...)
+		for _, k := range sortedMetricKeys(values) {
+			sample(f, float64(values[k]), metricLabels(k, label)...)
 		}
 	}
-	byTable("idemport_last_run_files", "outcome", "Files of the last run by outcome (imported, resumed, duplicate, conflict, busy, refused, failed).", files)
-	byTable("idemport_last_run_rows", "kind", "Rows the last run read, inserted, updated, left unchanged, found stale, superseded or rejected, and deleted by snapshot sweeps.", rows)
-	byTable("idemport_last_run_partitions", "kind", "Partitions of the last run's files: total, skipped (done before) and committed.", parts)
-	f := gauge("idemport_last_run_recovered_leases", "Leases of dead or stalled attempts the last run took over.")
-	for _, k := range sortKeys(recovered) {
-		sample(f, recovered[k], labels(k, "")...)
-	}
+	byTable("idemport_last_run_files", "outcome", "Files of the last run by outcome (imported, resumed, duplicate, conflict, busy, refused, failed).", m.run.Files)
+	byTable("idemport_last_run_rows", "kind", "Rows the last run read, inserted, updated, left unchanged, found stale, superseded or rejected, and deleted by snapshot sweeps.", m.run.Rows)
+	byTable("idemport_last_run_partitions", "kind", "Partitions of the last run's files: total, skipped (done before) and committed.", m.run.Partitions)
+	byTable("idemport_last_run_recovered_leases", "", "Leases of dead or stalled attempts the last run took over.", m.run.RecoveredLeases)
 	sample(gauge("idemport_last_run_duration_seconds", "How long the last run took."), m.took.Seconds())
 	sample(gauge("idemport_last_run_exit_code", "The last run's exit code."), float64(m.code))
 	sample(gauge("idemport_last_run_timestamp_seconds", "When the last run ended, as a Unix time."), float64(m.end.UnixMilli())/1000)
 
-	if m.ops != nil {
-		last := map[string]float64{}
-		states := map[key]float64{}
-		for _, op := range m.ops {
-			states[key{"", op.Table, string(op.State)}]++
-			if op.State == ledger.Completed && float64(op.CompletedAt)/1000 > last[op.Table] {
-				last[op.Table] = float64(op.CompletedAt) / 1000
-			}
-		}
+	if l := m.ledger; l != nil {
 		f := gauge("idemport_last_success_timestamp_seconds", "When an import into the table last completed, as a Unix time (from the ledger).")
-		for _, t := range sortedKeys(last) {
-			sample(f, last[t], "table", t)
+		for _, t := range sortedKeys(l.LastSuccess) {
+			sample(f, float64(l.LastSuccess[t])/1000, "table", t)
 		}
-		byTable("idemport_operations", "state", "Operations in the ledger by table and state.", states)
-		sample(gauge("idemport_outbox_pending", "Event deliveries the outbox still owes to a sink (after this run's delivery)."), float64(m.outboxPending))
+		byTable("idemport_operations", "state", "Operations in the ledger by table and state.", l.Operations)
+		sample(gauge("idemport_outbox_pending", "Event deliveries the outbox still owes to a sink (after this run's delivery)."), float64(l.OutboxPending))
 	}
 
 	var b bytes.Buffer
@@ -159,6 +97,38 @@ func writeMetrics(path string, m runMetrics) error {
 		}
 	}
 	return writeAtomic(path, b.Bytes())
+}
+
+// metricLabels are the labels of a sample: feed (when the run had feeds),
+// table and, when the family has one (label), its own label.
+func metricLabels(k pipeline.MetricKey, label string) []string {
+	var l []string
+	if k.Feed != "" {
+		l = append(l, "feed", k.Feed)
+	}
+	l = append(l, "table", k.Table)
+	if label != "" {
+		l = append(l, label, k.Label)
+	}
+	return l
+}
+
+// sortedMetricKeys is the keys of values by feed, table and label.
+func sortedMetricKeys(values map[pipeline.MetricKey]int64) []pipeline.MetricKey {
+	keys := make([]pipeline.MetricKey, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Feed != keys[j].Feed {
+			return keys[i].Feed < keys[j].Feed
+		}
+		if keys[i].Table != keys[j].Table {
+			return keys[i].Table < keys[j].Table
+		}
+		return keys[i].Label < keys[j].Label
+	})
+	return keys
 }
 
 func sortedKeys[V any](m map[string]V) []string {
