@@ -23,5 +23,10 @@
 //     all or nothing of a partition;
 //   - finalize stores the outcome, which reruns return.
 //
-// The command-line tool is a thin shell over [Engine].
+// The command-line tool is a thin shell over [Engine]: [Engine.Import]
+// imports one file; [Engine.ImportAll] imports many as `idemport import`
+// and each feed of `idemport run` do, one after another, delivering their
+// events within one budget, and its [Summary] gives the results, what the
+// exit status depends on ([Summary.NotClean]) and the numbers of the
+// metrics file ([Summary.Metrics], with [Engine.LedgerMetrics]).
 package pipeline
