@@ -63,11 +63,11 @@ func (r *run) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all, min
 		return 0, all, mine, err
 	}
 	attempts, group := stageGroups(r.e.sink, parts)
-	classes, err := sink.Classify(ctx, tx, r.e.sink, r.target, r.stageTable(), names, group)
+	classes, err := r.e.sink.Classify(ctx, tx, r.target, r.stageTable(), names, group)
 	if err != nil {
 		return 0, all, mine, err
 	}
-	staged, fresh, written, err := sink.Merge(ctx, tx, r.e.sink, r.target, r.stageTable(), names)
+	staged, fresh, written, err := r.e.sink.Merge(ctx, tx, r.target, r.stageTable(), names)
 	if err != nil {
 		return 0, all, mine, err
 	}

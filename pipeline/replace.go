@@ -57,7 +57,7 @@ func (r *run) replacedWhat() string {
 // prepareReplaced readies, inside tx, the table for the new version when
 // the run's operation replaces an earlier one: in ordinal mode it removes
 // the rows of the file ID (the earlier version's); by key it forgets their
-// ordinals (sink.ForgetOrdinals), so that the new version's rows write
+// ordinals (sink.Driver.ForgetOrdinals), so that the new version's rows write
 // over them as over rows of another file. atCompletion says which
 // transaction calls it: the plan's (false), or the completing one (true),
 // before the staged rows move in; it acts in the plan's, or with --atomic
@@ -72,7 +72,7 @@ func (r *run) prepareReplaced(ctx context.Context, tx *sql.Tx, atCompletion bool
 			return fmt.Errorf("remove the replaced version's rows: %w", err)
 		}
 		r.res.Removed = n
-	} else if _, err := sink.ForgetOrdinals(ctx, tx, r.e.sink, r.target.Table, r.id.FileKey); err != nil {
+	} else if _, err := r.e.sink.ForgetOrdinals(ctx, tx, r.target.Table, r.id.FileKey); err != nil {
 		return err
 	}
 	return r.e.fp.Hit("replace-prepared")

@@ -135,14 +135,14 @@ func scopeSuffix(s *Snapshot) string {
 // that readers see nothing of the import before it completes).
 func (r *run) ensureSnapshot(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
 	if s := r.snapshot(); s != nil && s.Soft && !r.req.Mapping.Atomic {
-		if err := sink.EnsureDeleted(ctx, tx, r.e.sink, r.target.Table); err != nil {
+		if err := r.e.sink.EnsureDeleted(ctx, tx, r.target.Table); err != nil {
 			return err
 		}
 	}
 	if !r.keysSeen() {
 		return nil
 	}
-	return sink.EnsureSeen(ctx, tx, r.e.sink, r.seenTable(), r.target.Key, keySchema(schema, r.target.Key))
+	return r.e.sink.EnsureSeen(ctx, tx, r.seenTable(), r.target.Key, keySchema(schema, r.target.Key))
 }
 
 // keySchema is the part of schema that holds the key columns.
@@ -158,7 +158,7 @@ func keySchema(schema *arrow.Schema, key []string) *arrow.Schema {
 // partition's transaction. It is nil when the run records no keys.
 //
 // The seen table is keyed by row ordinal, not by the key
-// (sink.EnsureSeen): the plan gives each key of the file to one row, and a
+// (sink.Driver.EnsureSeen): the plan gives each key of the file to one row, and a
 // partition's keys are written once, by the transaction that commits it, so
 // the table holds each key once without a unique constraint on it, and a
 // batch is copied in as it is, without an upsert. A seen table keyed by
@@ -341,7 +341,7 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64, kno
 			r.target.Table, scopeSuffix(s), last.FileID, stamp(last.AsOf), stamp(r.asOf()))
 	}
 	if s.Soft && r.req.Mapping.Atomic {
-		if err := sink.EnsureDeleted(ctx, tx, r.e.sink, r.target.Table); err != nil {
+		if err := r.e.sink.EnsureDeleted(ctx, tx, r.target.Table); err != nil {
 			return 0, err
 		}
 	}

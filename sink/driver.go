@@ -35,11 +35,11 @@ var (
 // outside the drivers never asks which database it is; it asks the driver.
 //
 // The contract is moving from SQL spelling to database operations: the
-// checkpoints' operations (Checkpoints), savepoints and DropTable are
+// checkpoints' operations (Checkpoints), savepoints, DropTable, the
+// merge of an atomic import's stage and the snapshot's sweep are
 // operations, and their statements live in the drivers; the ledger, the
-// merge of an atomic import's stage, the snapshot's sweep and the
-// operator commands' queries still build their statements above the
-// drivers from the spelling methods (the arch test's sqlAllowed lists
+// migration runner and the operator commands' queries still build their
+// statements above the drivers from the spelling methods (the arch test's sqlAllowed lists
 // where, in internal/archtest).
 //
 // How to add a database (MariaDB, say) — one new package under sink/:
@@ -90,7 +90,8 @@ var (
 //     database's Limits, and the batch Writer, which upserts rows with
 //     their lineage and counts what happened to them. Staging tables of
 //     --atomic imports are target tables named StagePrefix…, written by the
-//     same Writer and merged by Merge through the methods above; the
+//     same Writer and merged by Merge; a snapshot's sweep (Sweep…,
+//     EnsureDeleted, EnsureSeen) and --replace's ForgetOrdinals; the
 //     savepoints that let a transaction go on after a row was refused
 //     (Savepoint, ReleaseSavepoint, RollbackToSavepoint), and DropTable.
 //
@@ -237,6 +238,49 @@ type Driver interface {
 	// DropTable drops, inside tx, the table named name (a staging table,
 	// a table of seen keys) if it exists.
 	DropTable(ctx context.Context, tx *sql.Tx, name string) error
+
+	// Merge moves, inside tx, the rows of the staging table stage (written
+	// by a Writer for a Target like tg but naming stage) into tg's table:
+	// an upsert on tg's key with the lineage columns, that leaves
+	// unchanged rows untouched and, with a version column, does not apply
+	// a row older than the stored one. Keys compare as KeyValue compares
+	// them, and a changed row takes the staged row's values, the text of
+	// its decimal key columns included (Rewritten). columns are the file's
+	// columns. It returns the rows of the stage and how many of them were
+	// new to the table and how many the upsert wrote (new plus changed).
+	// The stage is left for the caller to drop.
+	Merge(ctx context.Context, tx *sql.Tx, tg Target, stage string, columns []string) (staged, fresh, written int64, err error)
+	// Classify says, before Merge moves the staged rows of stage into tg's
+	// table in the same transaction, what the move does to each of them,
+	// by group: Read counts the group's staged rows, each of which is new
+	// to the table (Inserted), changed (Updated), identical in the file's
+	// columns (Unchanged) or, by tg.Version, older than the stored row
+	// (Stale). group is an SQL expression over the staged row (alias s)
+	// giving an integer; columns are the file's columns. It judges as
+	// Merge's upsert does.
+	Classify(ctx context.Context, tx *sql.Tx, tg Target, stage string, columns []string, group string) (map[int64]idemtype.Rows, error)
+	// SweepCount, SweepLive, SweepApply and SweepUnmark are the
+	// operations of a snapshot's Sweep, whose methods say what they do.
+	SweepCount(ctx context.Context, q Querier, s Sweep) (missing, live int64, err error)
+	SweepLive(ctx context.Context, q Querier, s Sweep) (int64, error)
+	SweepApply(ctx context.Context, tx *sql.Tx, s Sweep, now any) (int64, error)
+	SweepUnmark(ctx context.Context, tx *sql.Tx, s Sweep, mark any) (int64, error)
+	// EnsureDeleted adds DeletedColumn to table inside tx when it lacks it.
+	EnsureDeleted(ctx context.Context, tx *sql.Tx, table string) error
+	// EnsureSeen creates, inside tx, the table a Sweep by key reads as
+	// Seen: the key columns of schema, keyed by row ordinal (a Writer of
+	// an ordinal Target copies batches into it without an upsert), with an
+	// index on the key as KeyValue compares it, for the sweep's anti-join.
+	EnsureSeen(ctx context.Context, tx *sql.Tx, table string, key []string, schema *arrow.Schema) error
+	// ForgetOrdinals clears, inside tx, the ordinal (RowColumn) of the
+	// rows of table that the file with key fileKey last wrote, keeping
+	// their file key, and returns how many it changed. A new version of
+	// the file (--replace) then writes over them whatever its rows'
+	// ordinals, as over rows of unknown lineage, instead of finding them
+	// written by a later row of the same file; and a Sweep scoped to their
+	// file key still finds those the new version lacks. A table that does
+	// not exist has none.
+	ForgetOrdinals(ctx context.Context, tx *sql.Tx, table string, fileKey int64) (int64, error)
 }
 
 // Settings are how a driver opens its database.

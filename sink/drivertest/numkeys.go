@@ -73,12 +73,12 @@ func decimalKeysByValue(t *testing.T, f *Fx) {
 	sw := f.Writer(stg, s)
 	f.Write(sw, 4, Batch(t, s, []any{"1.500", "a"}, []any{"10.0", "e"}, []any{"100", "d"}, []any{"3", "z"}), Seq(1, 4))
 	f.inTx(func(tx *sql.Tx) {
-		classes, err := sink.Classify(f.Ctx, tx, f.Env.Driver, tg, stage, []string{"k", "v"}, "0")
+		classes, err := f.Env.Driver.Classify(f.Ctx, tx, tg, stage, []string{"k", "v"}, "0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		WantRows(t, "classify", classes[0], idemtype.Rows{Read: 4, Inserted: 1, Updated: 2, Unchanged: 1})
-		staged, fresh, written, err := sink.Merge(f.Ctx, tx, f.Env.Driver, tg, stage, []string{"k", "v"})
+		staged, fresh, written, err := f.Env.Driver.Merge(f.Ctx, tx, tg, stage, []string{"k", "v"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func decimalKeysByValue(t *testing.T, f *Fx) {
 	// kept them); every other row goes.
 	seen := "_idemport_seen_t"
 	f.inTx(func(tx *sql.Tx) {
-		if err := sink.EnsureSeen(f.Ctx, tx, f.Env.Driver, seen, []string{"k"}, Schema(Dec("k"))); err != nil {
+		if err := f.Env.Driver.EnsureSeen(f.Ctx, tx, seen, []string{"k"}, Schema(Dec("k"))); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -36,6 +36,8 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
@@ -215,6 +217,51 @@ func (Driver) RollbackToSavepoint(ctx context.Context, tx *sql.Tx, name string) 
 // DropTable implements sink.Driver in standard SQL.
 func (d Driver) DropTable(ctx context.Context, tx *sql.Tx, name string) error {
 	return stdsql.DropTable(ctx, tx, d.QuoteTable(name))
+}
+
+// Merge implements sink.Driver in standard SQL.
+func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage string, columns []string) (staged, fresh, written int64, err error) {
+	return stdsql.Merge(ctx, tx, d, tg, stage, columns)
+}
+
+// Classify implements sink.Driver in standard SQL.
+func (d Driver) Classify(ctx context.Context, tx *sql.Tx, tg sink.Target, stage string, columns []string, group string) (map[int64]idemtype.Rows, error) {
+	return stdsql.Classify(ctx, tx, d, tg, stage, columns, group)
+}
+
+// SweepCount implements sink.Driver in standard SQL.
+func (Driver) SweepCount(ctx context.Context, q sink.Querier, s sink.Sweep) (missing, live int64, err error) {
+	return stdsql.SweepCount(ctx, q, s)
+}
+
+// SweepLive implements sink.Driver in standard SQL.
+func (Driver) SweepLive(ctx context.Context, q sink.Querier, s sink.Sweep) (int64, error) {
+	return stdsql.SweepLive(ctx, q, s)
+}
+
+// SweepApply implements sink.Driver in standard SQL.
+func (Driver) SweepApply(ctx context.Context, tx *sql.Tx, s sink.Sweep, now any) (int64, error) {
+	return stdsql.SweepApply(ctx, tx, s, now)
+}
+
+// SweepUnmark implements sink.Driver in standard SQL.
+func (Driver) SweepUnmark(ctx context.Context, tx *sql.Tx, s sink.Sweep, mark any) (int64, error) {
+	return stdsql.SweepUnmark(ctx, tx, s, mark)
+}
+
+// EnsureDeleted implements sink.Driver in standard SQL.
+func (d Driver) EnsureDeleted(ctx context.Context, tx *sql.Tx, table string) error {
+	return stdsql.EnsureDeleted(ctx, tx, d, table)
+}
+
+// EnsureSeen implements sink.Driver in standard SQL.
+func (d Driver) EnsureSeen(ctx context.Context, tx *sql.Tx, table string, key []string, schema *arrow.Schema) error {
+	return stdsql.EnsureSeen(ctx, tx, d, table, key, schema)
+}
+
+// ForgetOrdinals implements sink.Driver in standard SQL.
+func (d Driver) ForgetOrdinals(ctx context.Context, tx *sql.Tx, table string, fileKey int64) (int64, error) {
+	return stdsql.ForgetOrdinals(ctx, tx, d, table, fileKey)
 }
 
 // Rebind implements sink.Driver: SQLite takes ? as it is.

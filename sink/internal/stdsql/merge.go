@@ -1,0 +1,171 @@
+package stdsql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/sink"
+)
+
+// Merge moves, inside tx, the rows of the staging table stage (written by
+// a Writer for a sink.Target like tg but naming stage) into tg's table: an
+// upsert on tg's key with the lineage columns, that leaves unchanged rows
+// untouched and, with a version column, does not apply a row older than
+// the stored one. Keys compare as the driver compares them (KeyValue: a
+// decimal key by its number), and a changed row takes the staged row's
+// values, the text of its decimal key columns included (sink.Rewritten).
+// columns are the file's columns. It returns the rows of the stage and
+// how many of them were new to the table and how many the upsert wrote
+// (new plus changed). The stage is left for the caller to drop.
+func Merge(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, stage string, columns []string) (staged, fresh, written int64, err error) {
+	t, err := describeTarget(ctx, tx, d, tg)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	table, st := d.QuoteTable(tg.Table), d.QuoteTable(stage)
+	conflict := conflictColumns(tg)
+	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM `+table+` t WHERE `+
+		keyMatch(d, t, conflict, "t.", "s.")+`) THEN 0 ELSE 1 END), 0) FROM `+st+` s`).Scan(&staged, &fresh); err != nil {
+		return 0, 0, 0, fmt.Errorf("count staged rows of %s: %w", tg.Table, err)
+	}
+	cols := append(slices.Clone(columns), sink.FileColumn, sink.RowColumn)
+	data := sink.Rewritten(t, tg, columns)
+	set := make([]string, 0, len(data)+2)
+	for _, c := range data {
+		set = append(set, d.Quote(c)+" = excluded."+d.Quote(c))
+	}
+	if !tg.Ordinal() {
+		set = append(set, d.Quote(sink.FileColumn)+" = excluded."+d.Quote(sink.FileColumn),
+			d.Quote(sink.RowColumn)+" = excluded."+d.Quote(sink.RowColumn))
+	}
+	target := make([]string, len(conflict))
+	for i, k := range conflict {
+		target[i] = d.KeyValue(d.Quote(k), t.Kind(k))
+	}
+	q := `INSERT INTO ` + table + ` (` + quoteList(d, cols, "") + `) SELECT ` + quoteList(d, cols, "") + ` FROM ` + st +
+		` WHERE true ON CONFLICT (` + strings.Join(target, ", ") + `) `
+	if len(data) == 0 {
+		q += `DO NOTHING`
+	} else {
+		guard := []string{d.Distinct(exact(d, t, data, table+"."), exact(d, t, data, "excluded."))}
+		if tg.Version != "" {
+			stored, v := table+"."+d.Quote(tg.Version), "excluded."+d.Quote(tg.Version)
+			guard = append(guard, "NOT ("+stored+" IS NOT NULL AND ("+v+" IS NULL OR "+v+" < "+stored+"))")
+		}
+		q += `DO UPDATE SET ` + strings.Join(set, ", ") + ` WHERE ` + strings.Join(guard, " AND ")
+	}
+	res, err := tx.ExecContext(ctx, q)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("move staged rows into %s: %w", tg.Table, err)
+	}
+	if written, err = res.RowsAffected(); err != nil {
+		return 0, 0, 0, err
+	}
+	return staged, fresh, written, nil
+}
+
+// Classify says, before Merge moves the staged rows of stage into tg's
+// table in the same transaction, what the move does to each of them, by
+// group: Read counts the group's staged rows, each of which is new to the
+// table (Inserted), changed (Updated), identical in the file's columns
+// (Unchanged) or, by tg.Version, older than the stored row (Stale). group
+// is an SQL expression over the staged row (alias s) giving an integer;
+// columns are the file's columns. It uses the predicates of Merge's upsert.
+func Classify(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, stage string, columns []string, group string) (map[int64]idemtype.Rows, error) {
+	t, err := describeTarget(ctx, tx, d, tg)
+	if err != nil {
+		return nil, err
+	}
+	conflict := conflictColumns(tg)
+	data := sink.Rewritten(t, tg, columns)
+	stale, changed := "1 = 0", "1 = 0" // no data columns: an existing row is left as it is
+	if len(data) > 0 {
+		changed = d.Distinct(exact(d, t, data, "t."), exact(d, t, data, "s."))
+		if tg.Version != "" {
+			stored, v := "t."+d.Quote(tg.Version), "s."+d.Quote(tg.Version)
+			stale = stored + " IS NOT NULL AND (" + v + " IS NULL OR " + v + " < " + stored + ")"
+		}
+	}
+	present := "t." + d.Quote(conflict[0]) + " IS NOT NULL"
+	rows, err := tx.QueryContext(ctx, `SELECT `+group+`, count(*),
+		coalesce(sum(CASE WHEN `+present+` THEN 0 ELSE 1 END), 0),
+		coalesce(sum(CASE WHEN `+present+` AND (`+stale+`) THEN 1 ELSE 0 END), 0),
+		coalesce(sum(CASE WHEN `+present+` AND NOT (`+stale+`) AND (`+changed+`) THEN 1 ELSE 0 END), 0)
+		FROM `+d.QuoteTable(stage)+` s LEFT JOIN `+d.QuoteTable(tg.Table)+` t ON `+keyMatch(d, t, conflict, "t.", "s.")+` GROUP BY 1`)
+	if err != nil {
+		return nil, fmt.Errorf("classify staged rows of %s: %w", tg.Table, err)
+	}
+	defer rows.Close()
+	out := map[int64]idemtype.Rows{}
+	for rows.Next() {
+		var g int64
+		var c idemtype.Rows
+		if err := rows.Scan(&g, &c.Read, &c.Inserted, &c.Stale, &c.Updated); err != nil {
+			return nil, fmt.Errorf("classify staged rows of %s: %w", tg.Table, err)
+		}
+		c.Unchanged = c.Read - c.Inserted - c.Stale - c.Updated
+		out[g] = c
+	}
+	return out, rows.Err()
+}
+
+// describeTarget describes tg's table, which must exist.
+func describeTarget(ctx context.Context, q sink.Querier, d sink.Driver, tg sink.Target) (*sink.Table, error) {
+	t, err := d.Describe(ctx, q, tg.Table)
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, fmt.Errorf("table %s does not exist", tg.Table)
+	}
+	return t, nil
+}
+
+// conflictColumns are the columns rows of tg are keyed by: the natural key,
+// or in ordinal mode the lineage columns.
+func conflictColumns(tg sink.Target) []string {
+	if tg.Ordinal() {
+		return []string{sink.FileColumn, sink.RowColumn}
+	}
+	return tg.Key
+}
+
+// keyMatch is the condition that the rows aliased a and b (as "t.") have
+// the same key cols, compared as the driver compares the keys of t
+// (KeyValue).
+func keyMatch(d sink.Driver, t *sink.Table, cols []string, a, b string) string {
+	match := make([]string, len(cols))
+	for i, k := range cols {
+		match[i] = d.KeyValue(a+d.Quote(k), t.Kind(k)) + " = " + d.KeyValue(b+d.Quote(k), t.Kind(k))
+	}
+	return strings.Join(match, " AND ")
+}
+
+// exact quotes each name, prefixed, as the driver tells stored values of
+// t's columns apart (Exact).
+func exact(d sink.Driver, t *sink.Table, names []string, prefix string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = d.Exact(prefix+d.Quote(n), t.Kind(n))
+	}
+	return out
+}
+
+// prefixed quotes each name with d.Quote, prefixed (e.g. "excluded.").
+func prefixed(d sink.Driver, names []string, prefix string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + d.Quote(n)
+	}
+	return out
+}
+
+// quoteList quotes each name with d.Quote, prefixed, and joins them with
+// commas.
+func quoteList(d sink.Driver, names []string, prefix string) string {
+	return strings.Join(prefixed(d, names, prefix), ", ")
+}
