@@ -60,6 +60,8 @@ type Driver interface {
 	idemtype.StateDriver
 	// Lock keeps two deciders from deciding for one operation.
 	Lock(ctx context.Context, tx *sql.Tx, key string) error
+	// Ledger returns the ledger's operations on the tables prefix places.
+	Ledger(prefix string) Ops
 }
 
 // Ledger reads and writes idemport's operation records. It is safe for
@@ -67,6 +69,7 @@ type Driver interface {
 type Ledger struct {
 	db     *sql.DB
 	d      Driver
+	ops    Ops
 	prefix string
 
 	// replaceCols says whether the columns of migration replaceMigration
@@ -84,7 +87,7 @@ const replaceMigration = 14
 // New returns a Ledger over db, whose driver is d, with tables named with
 // prefix (the driver's sink.Database.Prefix).
 func New(db *sql.DB, d Driver, prefix string) *Ledger {
-	return &Ledger{db: db, d: d, prefix: prefix}
+	return &Ledger{db: db, d: d, ops: d.Ledger(prefix), prefix: prefix}
 }
 
 // Migrate creates or upgrades the ledger's tables.

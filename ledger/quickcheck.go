@@ -1,11 +1,6 @@
 package ledger
 
-import (
-	"context"
-	"database/sql"
-	"errors"
-	"fmt"
-)
+import "context"
 
 // FileStat is what the quick check compares: a file whose path, size,
 // modification and change times, inode and device are all as they were is
@@ -29,31 +24,14 @@ func (l *Ledger) KnownDigest(ctx context.Context, q Querier, st FileStat) (store
 	if ok, err := l.d.TableExists(ctx, q, l.prefix+"quickcheck"); err != nil || !ok {
 		return "", "", err
 	}
-	err = q.QueryRowContext(ctx, l.q(`SELECT digest, coalesce(content_digest, '') FROM `+l.prefix+`quickcheck WHERE host = ? AND path = ?
-		AND size = ? AND mtime_ns = ? AND ctime_ns = ? AND inode = ? AND device = ?`),
-		st.Host, st.Path, st.Size, st.MtimeNs, st.CtimeNs, int64(st.Inode), int64(st.Device)).Scan(&stored, &content)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", nil
-	}
-	if err != nil {
-		return "", "", fmt.Errorf("read quick check: %w", err)
-	}
-	return stored, content, nil
+	stored, content, _, err = l.ops.QuickCheck(ctx, q, st)
+	return stored, content, err
 }
 
 // RememberDigest records that the file described by st hashed to stored
 // (its bytes as stored) and content (its decoded data).
 func (l *Ledger) RememberDigest(ctx context.Context, q Querier, st FileStat, stored, content string) error {
-	_, err := q.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`quickcheck
-		(host, path, size, mtime_ns, ctime_ns, inode, device, digest, content_digest, checked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, `+l.d.Now()+`)
-		ON CONFLICT (host, path) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, ctime_ns = excluded.ctime_ns,
-		inode = excluded.inode, device = excluded.device, digest = excluded.digest, content_digest = excluded.content_digest,
-		checked_at = excluded.checked_at`),
-		st.Host, st.Path, st.Size, st.MtimeNs, st.CtimeNs, int64(st.Inode), int64(st.Device), stored, content)
-	if err != nil {
-		return fmt.Errorf("record quick check: %w", err)
-	}
-	return nil
+	return l.ops.RememberQuickCheck(ctx, q, st, stored, content)
 }
 
 // ContentOf returns the decoded data's digest recorded with a file whose
@@ -63,16 +41,8 @@ func (l *Ledger) ContentOf(ctx context.Context, q Querier, stored string) (strin
 	if ok, err := l.d.TableExists(ctx, q, l.prefix+"quickcheck"); err != nil || !ok {
 		return "", err
 	}
-	var content string
-	err := q.QueryRowContext(ctx, l.q(`SELECT content_digest FROM `+l.prefix+`quickcheck
-		WHERE digest = ? AND content_digest IS NOT NULL LIMIT 1`), stored).Scan(&content)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read quick check: %w", err)
-	}
-	return content, nil
+	content, _, err := l.ops.QuickCheckContent(ctx, q, stored)
+	return content, err
 }
 
 // StoredOf returns the distinct stored digests of the files recorded as
@@ -81,19 +51,5 @@ func (l *Ledger) StoredOf(ctx context.Context, q Querier, content string) ([]str
 	if ok, err := l.d.TableExists(ctx, q, l.prefix+"quickcheck"); err != nil || !ok {
 		return nil, err
 	}
-	rows, err := q.QueryContext(ctx, l.q(`SELECT DISTINCT digest FROM `+l.prefix+`quickcheck
-		WHERE content_digest = ? AND digest <> content_digest LIMIT 16`), content)
-	if err != nil {
-		return nil, fmt.Errorf("read quick check: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return l.ops.QuickCheckStored(ctx, q, content)
 }

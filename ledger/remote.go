@@ -1,11 +1,6 @@
 package ledger
 
-import (
-	"context"
-	"database/sql"
-	"errors"
-	"fmt"
-)
+import "context"
 
 // RemoteStat is what the remote quick check compares: an object at URL
 // whose ETag, version id and size are all as they were is taken to hold
@@ -31,15 +26,8 @@ func (l *Ledger) KnownRemote(ctx context.Context, q Querier, st RemoteStat) (sto
 	if ok, err := l.d.TableExists(ctx, q, l.prefix+"remote"); err != nil || !ok {
 		return "", "", err
 	}
-	err = q.QueryRowContext(ctx, l.q(`SELECT digest, content_digest FROM `+l.prefix+`remote
-		WHERE url = ? AND etag = ? AND (version_id = ? OR ? = '') AND size = ?`), st.URL, st.ETag, st.Version, st.Version, st.Size).Scan(&stored, &content)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", nil
-	}
-	if err != nil {
-		return "", "", fmt.Errorf("read remote quick check: %w", err)
-	}
-	return stored, content, nil
+	stored, content, _, err = l.ops.Remote(ctx, q, st)
+	return stored, content, err
 }
 
 // RememberRemote records that the object st describes hashed to stored
@@ -49,13 +37,5 @@ func (l *Ledger) RememberRemote(ctx context.Context, q Querier, st RemoteStat, s
 	if st.ETag == "" && st.Version == "" {
 		return nil
 	}
-	_, err := q.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`remote
-		(url, etag, version_id, size, digest, content_digest, checked_at) VALUES (?, ?, ?, ?, ?, ?, `+l.d.Now()+`)
-		ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, version_id = excluded.version_id, size = excluded.size,
-		digest = excluded.digest, content_digest = excluded.content_digest, checked_at = excluded.checked_at`),
-		st.URL, st.ETag, st.Version, st.Size, stored, content)
-	if err != nil {
-		return fmt.Errorf("record remote quick check: %w", err)
-	}
-	return nil
+	return l.ops.RememberRemote(ctx, q, st, stored, content)
 }

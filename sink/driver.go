@@ -14,6 +14,7 @@ import (
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/secret"
+	"github.com/idemport/idemport/ledger"
 )
 
 // Querier is what *sql.DB, *sql.Conn and *sql.Tx have in common.
@@ -35,9 +36,10 @@ var (
 // outside the drivers never asks which database it is; it asks the driver.
 //
 // The contract is moving from SQL spelling to database operations: the
-// checkpoints' operations (Checkpoints), savepoints, DropTable, the
-// merge of an atomic import's stage and the snapshot's sweep are
-// operations, and their statements live in the drivers; the ledger, the
+// checkpoints' operations (Checkpoints), the ledger's quick checks
+// (Ledger), savepoints, DropTable, the merge of an atomic import's stage
+// and the snapshot's sweep are operations, and their statements live in
+// the drivers; the rest of the ledger, the
 // migration runner and the operator commands' queries still build their
 // statements above the drivers from the spelling methods (the arch test's sqlAllowed lists
 // where, in internal/archtest).
@@ -71,7 +73,8 @@ var (
 //   - Migrations: the ledger's and the checkpoints' numbered migration
 //     files in its SQL (Migrations), each "{{prefix}}" placing a table.
 //   - Operations on idemport's own state: the checkpoints' (Checkpoints:
-//     save and load a plan, claim, fence and complete a partition, leases).
+//     save and load a plan, claim, fence and complete a partition, leases)
+//     and the ledger's (Ledger: the local and remote quick checks).
 //     Drivers whose SQL is near the standard return, or embed and
 //     override, the shared implementation in sink/internal/stdsql.
 //   - SQL spelling: placeholders (Rebind), the database clock in Unix
@@ -119,6 +122,10 @@ type Driver interface {
 	// Checkpoints returns the checkpoint store's operations on the tables
 	// prefix places (Database.Prefix), as its migrations create them.
 	Checkpoints(prefix string) checkpoint.Ops
+	// Ledger returns the ledger's operations on the tables prefix places
+	// (Database.Prefix), as its migrations create them; so far the local
+	// and remote quick checks.
+	Ledger(prefix string) ledger.Ops
 
 	// Rebind rewrites the ? placeholders of query into the database's
 	// style. Question marks inside quoted strings or names are left alone.

@@ -123,6 +123,7 @@ func RunLedger(t *testing.T, open func(t *testing.T) Store) {
 		{"Rejects", ledgerRejects},
 		{"List", ledgerList},
 		{"RememberKnowRemote", ledgerRemote},
+		{"QuickCheck", ledgerQuickCheck},
 		{"Snapshots", ledgerSnapshots},
 		{"OutboxRecordOnce", outboxRecordOnce},
 		{"OutboxClaimIsExclusive", outboxClaimIsExclusive},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/sink"
 	"github.com/idemport/idemport/sink/internal/stdsql"
 )
@@ -131,6 +132,12 @@ func createSchema(ctx context.Context, db *sql.DB, schema string) error {
 // Migrations implements sink.Driver.
 func (Driver) Migrations(component string) (fs.FS, error) {
 	return fs.Sub(migrations, "migrations/"+component)
+}
+
+// Ledger implements sink.Driver with the shared statements, in
+// PostgreSQL's spelling.
+func (d Driver) Ledger(prefix string) ledger.Ops {
+	return stdsql.Ledger{S: d, Prefix: prefix}
 }
 
 // Checkpoints implements sink.Driver with the shared statements, in

@@ -40,6 +40,7 @@ import (
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/sink"
 	"github.com/idemport/idemport/sink/internal/stdsql"
 )
@@ -191,6 +192,12 @@ func ConnString(path string, s sink.Settings) string {
 // Migrations implements sink.Driver.
 func (Driver) Migrations(component string) (fs.FS, error) {
 	return fs.Sub(migrations, "migrations/"+component)
+}
+
+// Ledger implements sink.Driver with the shared statements, in
+// SQLite's spelling.
+func (d Driver) Ledger(prefix string) ledger.Ops {
+	return stdsql.Ledger{S: d, Prefix: prefix}
 }
 
 // Checkpoints implements sink.Driver with the shared statements, in

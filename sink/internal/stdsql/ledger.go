@@ -1,0 +1,108 @@
+package stdsql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/ledger"
+)
+
+// Ledger implements ledger.Ops in the SQL S spells, on the tables Prefix
+// places. The value is safe for concurrent use.
+type Ledger struct {
+	S      Spelling
+	Prefix string
+}
+
+var _ ledger.Ops = Ledger{}
+
+func (l Ledger) q(x string) string { return l.S.Rebind(x) }
+
+// QuickCheck implements ledger.Ops.
+func (l Ledger) QuickCheck(ctx context.Context, q idemtype.Querier, st ledger.FileStat) (stored, content string, found bool, err error) {
+	err = q.QueryRowContext(ctx, l.q(`SELECT digest, coalesce(content_digest, '') FROM `+l.Prefix+`quickcheck WHERE host = ? AND path = ?
+		AND size = ? AND mtime_ns = ? AND ctime_ns = ? AND inode = ? AND device = ?`),
+		st.Host, st.Path, st.Size, st.MtimeNs, st.CtimeNs, int64(st.Inode), int64(st.Device)).Scan(&stored, &content)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, fmt.Errorf("read quick check: %w", err)
+	}
+	return stored, content, true, nil
+}
+
+// RememberQuickCheck implements ledger.Ops.
+func (l Ledger) RememberQuickCheck(ctx context.Context, q idemtype.Querier, st ledger.FileStat, stored, content string) error {
+	_, err := q.ExecContext(ctx, l.q(`INSERT INTO `+l.Prefix+`quickcheck
+		(host, path, size, mtime_ns, ctime_ns, inode, device, digest, content_digest, checked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, `+l.S.Now()+`)
+		ON CONFLICT (host, path) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, ctime_ns = excluded.ctime_ns,
+		inode = excluded.inode, device = excluded.device, digest = excluded.digest, content_digest = excluded.content_digest,
+		checked_at = excluded.checked_at`),
+		st.Host, st.Path, st.Size, st.MtimeNs, st.CtimeNs, int64(st.Inode), int64(st.Device), stored, content)
+	if err != nil {
+		return fmt.Errorf("record quick check: %w", err)
+	}
+	return nil
+}
+
+// QuickCheckContent implements ledger.Ops.
+func (l Ledger) QuickCheckContent(ctx context.Context, q idemtype.Querier, stored string) (content string, found bool, err error) {
+	err = q.QueryRowContext(ctx, l.q(`SELECT content_digest FROM `+l.Prefix+`quickcheck
+		WHERE digest = ? AND content_digest IS NOT NULL LIMIT 1`), stored).Scan(&content)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read quick check: %w", err)
+	}
+	return content, true, nil
+}
+
+// QuickCheckStored implements ledger.Ops.
+func (l Ledger) QuickCheckStored(ctx context.Context, q idemtype.Querier, content string) ([]string, error) {
+	rows, err := q.QueryContext(ctx, l.q(`SELECT DISTINCT digest FROM `+l.Prefix+`quickcheck
+		WHERE content_digest = ? AND digest <> content_digest LIMIT 16`), content)
+	if err != nil {
+		return nil, fmt.Errorf("read quick check: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// Remote implements ledger.Ops.
+func (l Ledger) Remote(ctx context.Context, q idemtype.Querier, st ledger.RemoteStat) (stored, content string, found bool, err error) {
+	err = q.QueryRowContext(ctx, l.q(`SELECT digest, content_digest FROM `+l.Prefix+`remote
+		WHERE url = ? AND etag = ? AND (version_id = ? OR ? = '') AND size = ?`), st.URL, st.ETag, st.Version, st.Version, st.Size).Scan(&stored, &content)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, fmt.Errorf("read remote quick check: %w", err)
+	}
+	return stored, content, true, nil
+}
+
+// RememberRemote implements ledger.Ops.
+func (l Ledger) RememberRemote(ctx context.Context, q idemtype.Querier, st ledger.RemoteStat, stored, content string) error {
+	_, err := q.ExecContext(ctx, l.q(`INSERT INTO `+l.Prefix+`remote
+		(url, etag, version_id, size, digest, content_digest, checked_at) VALUES (?, ?, ?, ?, ?, ?, `+l.S.Now()+`)
+		ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, version_id = excluded.version_id, size = excluded.size,
+		digest = excluded.digest, content_digest = excluded.content_digest, checked_at = excluded.checked_at`),
+		st.URL, st.ETag, st.Version, st.Size, stored, content)
+	if err != nil {
+		return fmt.Errorf("record remote quick check: %w", err)
+	}
+	return nil
+}
