@@ -1,6 +1,11 @@
 package ledger
 
-import "context"
+import (
+	"context"
+	"database/sql"
+
+	"github.com/idemport/idemport/idemtype"
+)
 
 // Ops are the ledger's database operations, implemented by the target
 // database's driver (sink.Driver.Ledger) on idemport's tables as its
@@ -10,7 +15,7 @@ import "context"
 // Ledger. An Ops is safe for concurrent use.
 //
 // The ledger's operations move here area by area (issue 28); so far the
-// local and remote quick checks.
+// local and remote quick checks and the replay of rejects.
 type Ops interface {
 	// QuickCheck returns the digests recorded for st, found false when
 	// no row matches every field of st.
@@ -31,4 +36,17 @@ type Ops interface {
 	// RememberRemote records st with its digests, replacing the row of
 	// st's URL.
 	RememberRemote(ctx context.Context, q Querier, st RemoteStat, stored, content string) error
+
+	// RejectedOrdinals returns those of ordinals (at most 500) that are
+	// stored rejects of operation k, in no particular order.
+	RejectedOrdinals(ctx context.Context, q Querier, k Key, ordinals []int64) ([]int64, error)
+	// MarkReplayed marks the rejects of k at ordinals as applied by
+	// attempt, now.
+	MarkReplayed(ctx context.Context, tx *sql.Tx, k Key, attempt string, ordinals []int64) error
+	// CountReplay adds r to the counters of attempt and renews its
+	// heartbeat.
+	CountReplay(ctx context.Context, tx *sql.Tx, attempt string, r idemtype.Rows) error
+	// DropRejectPayloads clears the raw value, row and fields of k's
+	// rejects that hold any, and returns how many it cleared.
+	DropRejectPayloads(ctx context.Context, tx *sql.Tx, k Key) (int64, error)
 }

@@ -36,8 +36,8 @@ var (
 // outside the drivers never asks which database it is; it asks the driver.
 //
 // The contract is moving from SQL spelling to database operations: the
-// checkpoints' operations (Checkpoints), the ledger's quick checks
-// (Ledger), savepoints, DropTable, the merge of an atomic import's stage
+// checkpoints' operations (Checkpoints), the ledger's quick checks and
+// replay (Ledger), savepoints, DropTable, the merge of an atomic import's stage
 // and the snapshot's sweep are operations, and their statements live in
 // the drivers; the rest of the ledger, the
 // migration runner and the operator commands' queries still build their
@@ -74,7 +74,8 @@ var (
 //     files in its SQL (Migrations), each "{{prefix}}" placing a table.
 //   - Operations on idemport's own state: the checkpoints' (Checkpoints:
 //     save and load a plan, claim, fence and complete a partition, leases)
-//     and the ledger's (Ledger: the local and remote quick checks).
+//     and the ledger's (Ledger: the local and remote quick checks, the
+//     replay of rejects).
 //     Drivers whose SQL is near the standard return, or embed and
 //     override, the shared implementation in sink/internal/stdsql.
 //   - SQL spelling: placeholders (Rebind), the database clock in Unix
@@ -124,7 +125,7 @@ type Driver interface {
 	Checkpoints(prefix string) checkpoint.Ops
 	// Ledger returns the ledger's operations on the tables prefix places
 	// (Database.Prefix), as its migrations create them; so far the local
-	// and remote quick checks.
+	// and remote quick checks and the replay of rejects.
 	Ledger(prefix string) ledger.Ops
 
 	// Rebind rewrites the ? placeholders of query into the database's

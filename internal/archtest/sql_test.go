@@ -71,7 +71,6 @@ var sqlAllowed = []string{
 	"ledger/lifecycle.go",
 	"ledger/outbox.go",
 	"ledger/query.go",
-	"ledger/replay.go",
 	"ledger/snapshot.go",
 	"pipeline/inspect.go",
 	"pipeline/maintain.go",

@@ -124,6 +124,7 @@ func RunLedger(t *testing.T, open func(t *testing.T) Store) {
 		{"List", ledgerList},
 		{"RememberKnowRemote", ledgerRemote},
 		{"QuickCheck", ledgerQuickCheck},
+		{"Replay", ledgerReplay},
 		{"Snapshots", ledgerSnapshots},
 		{"OutboxRecordOnce", outboxRecordOnce},
 		{"OutboxClaimIsExclusive", outboxClaimIsExclusive},

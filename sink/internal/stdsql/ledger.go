@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/ledger"
@@ -105,4 +106,63 @@ func (l Ledger) RememberRemote(ctx context.Context, q idemtype.Querier, st ledge
 		return fmt.Errorf("record remote quick check: %w", err)
 	}
 	return nil
+}
+
+// RejectedOrdinals implements ledger.Ops.
+func (l Ledger) RejectedOrdinals(ctx context.Context, q idemtype.Querier, k ledger.Key, ordinals []int64) ([]int64, error) {
+	args := []any{k.Table, k.FileID}
+	for _, o := range ordinals {
+		args = append(args, o)
+	}
+	rows, err := q.QueryContext(ctx, l.q(`SELECT ordinal FROM `+l.Prefix+`rejects WHERE table_name = ? AND file_id = ?
+			AND ordinal IN (`+strings.TrimSuffix(strings.Repeat("?,", len(ordinals)), ",")+`)`), args...)
+	if err != nil {
+		return nil, fmt.Errorf("read rejects: %w", err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var o int64
+		if err := rows.Scan(&o); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// MarkReplayed implements ledger.Ops.
+func (l Ledger) MarkReplayed(ctx context.Context, tx *sql.Tx, k ledger.Key, attempt string, ordinals []int64) error {
+	stmt, err := tx.PrepareContext(ctx, l.q(`UPDATE `+l.Prefix+`rejects SET replayed_by = ?, replayed_at = `+l.S.Now()+`
+		WHERE table_name = ? AND file_id = ? AND ordinal = ?`))
+	if err != nil {
+		return fmt.Errorf("mark rejects replayed: %w", err)
+	}
+	defer stmt.Close()
+	for _, o := range ordinals {
+		if _, err := stmt.ExecContext(ctx, attempt, k.Table, k.FileID, o); err != nil {
+			return fmt.Errorf("mark reject %d replayed: %w", o, err)
+		}
+	}
+	return nil
+}
+
+// CountReplay implements ledger.Ops.
+func (l Ledger) CountReplay(ctx context.Context, tx *sql.Tx, attempt string, r idemtype.Rows) error {
+	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.Prefix+`attempts SET rows_read = rows_read + ?, rows_inserted = rows_inserted + ?,
+		rows_updated = rows_updated + ?, rows_unchanged = rows_unchanged + ?, rows_stale = rows_stale + ?,
+		heartbeat_at = `+l.S.Now()+` WHERE attempt_id = ?`), r.Read, r.Inserted, r.Updated, r.Unchanged, r.Stale, attempt); err != nil {
+		return fmt.Errorf("count replay: %w", err)
+	}
+	return nil
+}
+
+// DropRejectPayloads implements ledger.Ops.
+func (l Ledger) DropRejectPayloads(ctx context.Context, tx *sql.Tx, k ledger.Key) (int64, error) {
+	res, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.Prefix+`rejects SET raw_value = NULL, raw_row = NULL, raw_fields = NULL
+		WHERE table_name = ? AND file_id = ? AND (raw_value IS NOT NULL OR raw_row IS NOT NULL OR raw_fields IS NOT NULL)`), k.Table, k.FileID)
+	if err != nil {
+		return 0, fmt.Errorf("drop reject payloads: %w", err)
+	}
+	return res.RowsAffected()
 }
