@@ -640,33 +640,8 @@ func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, pla
 	if err != nil {
 		return 0, 0, err
 	}
-	sel := make([]string, len(r.target.Key))
-	for i, k := range r.target.Key {
-		sel[i] = "CAST(t." + r.e.sink.Quote(k) + " AS TEXT)"
-	}
-	where := []string{"1 = 1"}
-	var args []any
-	for _, term := range s.Scope {
-		where = append(where, "t."+r.e.sink.Quote(term.Column)+" = ?")
-		args = append(args, term.Value)
-	}
-	if s.Soft {
-		where = append(where, "t."+r.e.sink.Quote(sink.DeletedColumn)+" IS NULL")
-	}
-	rows, err := r.e.db.QueryContext(ctx, r.e.sink.Rebind(`SELECT `+strings.Join(sel, ", ")+` FROM `+r.e.sink.QuoteTable(r.target.Table)+` t WHERE `+strings.Join(where, " AND ")), args...)
-	if err != nil {
-		return 0, 0, fmt.Errorf("read the keys of %s: %w", r.target.Table, err)
-	}
-	defer rows.Close()
-	vals := make([]sql.NullString, len(sel))
-	ptrs := make([]any, len(sel))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return 0, 0, err
-		}
+	sw := sink.Sweep{Driver: r.e.sink, Table: r.target.Table, Key: r.target.Key, Scope: s.Scope, Soft: s.Soft}
+	err = r.e.sink.SweepKeys(ctx, r.e.db, sw, func(vals []sql.NullString) error {
 		live++
 		var k strings.Builder
 		for _, v := range vals {
@@ -676,6 +651,10 @@ func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, pla
 		if !keys[k.String()] {
 			missing++
 		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
 	}
-	return missing, live, rows.Err()
+	return missing, live, nil
 }

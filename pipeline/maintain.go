@@ -135,8 +135,7 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 	// Superseded rows were never applied: the file's scan below skips them too.
 	rep.Expected = op.Rows.Read - op.Rows.Rejected - op.Rows.Superseded + replayed
 	if r.target.Ordinal() {
-		err = e.db.QueryRowContext(ctx, e.sink.Rebind(`SELECT count(*) FROM `+e.sink.QuoteTable(r.target.Table)+
-			` WHERE `+e.sink.Quote(sink.FileColumn)+` = ?`), r.id.FileKey).Scan(&rep.Found)
+		rep.Found, err = e.sink.CountFile(ctx, e.db, r.target.Table, r.id.FileKey)
 		if err != nil {
 			return nil, fmt.Errorf("count rows of %s: %w", r.target.Table, err)
 		}
@@ -618,7 +617,7 @@ func (e *Engine) dropOrphans(ctx context.Context, tx *sql.Tx) ([]string, error) 
 		}
 	}
 	for _, name := range drop {
-		if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+e.sink.QuoteTable(name)); err != nil {
+		if err := e.sink.DropTable(ctx, tx, name); err != nil {
 			return nil, fmt.Errorf("drop %s: %w", name, err)
 		}
 	}

@@ -95,7 +95,8 @@ var (
 //     their lineage and counts what happened to them. Staging tables of
 //     --atomic imports are target tables named StagePrefix…, written by the
 //     same Writer and merged by Merge; a snapshot's sweep (Sweep…,
-//     EnsureDeleted, EnsureSeen) and --replace's ForgetOrdinals; the
+//     EnsureDeleted, EnsureSeen) and --replace's ForgetOrdinals; verify's
+//     CountFile; the
 //     savepoints that let a transaction go on after a row was refused
 //     (Savepoint, ReleaseSavepoint, RollbackToSavepoint), and DropTable.
 //
@@ -273,6 +274,14 @@ type Driver interface {
 	SweepLive(ctx context.Context, q Querier, s Sweep) (int64, error)
 	SweepApply(ctx context.Context, tx *sql.Tx, s Sweep, now any) (int64, error)
 	SweepUnmark(ctx context.Context, tx *sql.Tx, s Sweep, mark any) (int64, error)
+	// SweepKeys calls each, inside q, with the key (s.Key) of every live
+	// row of s's scope, each value cast to text; an error each returns
+	// stops it. verify and a dry run's snapshot read them.
+	SweepKeys(ctx context.Context, q Querier, s Sweep, each func(key []sql.NullString) error) error
+	// CountFile returns, inside q, how many rows of table the file with
+	// key fileKey (FileColumn) last wrote: verify's count of an ordinal
+	// import.
+	CountFile(ctx context.Context, q Querier, table string, fileKey int64) (int64, error)
 	// EnsureDeleted adds DeletedColumn to table inside tx when it lacks it.
 	EnsureDeleted(ctx context.Context, tx *sql.Tx, table string) error
 	// EnsureSeen creates, inside tx, the table a Sweep by key reads as

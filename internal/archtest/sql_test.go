@@ -72,7 +72,6 @@ var sqlAllowed = []string{
 	"ledger/outbox.go",
 	"ledger/query.go",
 	"ledger/snapshot.go",
-	"pipeline/inspect.go",
 	"pipeline/maintain.go",
 }
 

@@ -256,6 +256,16 @@ func (Driver) SweepUnmark(ctx context.Context, tx *sql.Tx, s sink.Sweep, mark an
 	return stdsql.SweepUnmark(ctx, tx, s, mark)
 }
 
+// SweepKeys implements sink.Driver with the shared statements.
+func (Driver) SweepKeys(ctx context.Context, q sink.Querier, s sink.Sweep, each func(key []sql.NullString) error) error {
+	return stdsql.SweepKeys(ctx, q, s, each)
+}
+
+// CountFile implements sink.Driver with the shared statements.
+func (d Driver) CountFile(ctx context.Context, q sink.Querier, table string, fileKey int64) (int64, error) {
+	return stdsql.CountFile(ctx, q, d, table, fileKey)
+}
+
 // EnsureDeleted implements sink.Driver in standard SQL.
 func (d Driver) EnsureDeleted(ctx context.Context, tx *sql.Tx, table string) error {
 	return stdsql.EnsureDeleted(ctx, tx, d, table)

@@ -192,3 +192,41 @@ func ForgetOrdinals(ctx context.Context, tx *sql.Tx, d sink.Driver, table string
 	}
 	return res.RowsAffected()
 }
+
+// SweepKeys implements sink.Driver.SweepKeys: it calls each, inside q,
+// with the key of every live row of the scope, each column as text.
+func SweepKeys(ctx context.Context, q sink.Querier, s sink.Sweep, each func(key []sql.NullString) error) error {
+	sel := make([]string, len(s.Key))
+	for i, k := range s.Key {
+		sel[i] = "CAST(t." + s.Driver.Quote(k) + " AS TEXT)"
+	}
+	w, args := sweepLive(s)
+	rows, err := q.QueryContext(ctx, s.Driver.Rebind(`SELECT `+strings.Join(sel, ", ")+` FROM `+s.Quoted(s.Table)+` t WHERE `+w), args...)
+	if err != nil {
+		return fmt.Errorf("read the keys of %s: %w", s.Table, err)
+	}
+	defer rows.Close()
+	vals := make([]sql.NullString, len(sel))
+	ptrs := make([]any, len(sel))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		if err := each(vals); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// CountFile implements sink.Driver.CountFile: it returns, inside q, how
+// many rows of table the file with key fileKey last wrote.
+func CountFile(ctx context.Context, q sink.Querier, d sink.Driver, table string, fileKey int64) (int64, error) {
+	var n int64
+	err := q.QueryRowContext(ctx, d.Rebind(`SELECT count(*) FROM `+d.QuoteTable(table)+
+		` WHERE `+d.Quote(sink.FileColumn)+` = ?`), fileKey).Scan(&n)
+	return n, err
+}
