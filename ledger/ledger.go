@@ -325,9 +325,11 @@ func (l *Ledger) insertAttempt(ctx context.Context, tx *sql.Tx, k Key, a Attempt
 	if a.RecoveredFrom != "" {
 		rec = a.RecoveredFrom
 	}
+	// The clock is read once: a new attempt's first heartbeat is its start
+	// (PostgreSQL's clock_timestamp() read twice in one statement can differ).
 	_, err := tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`attempts
 		(attempt_id, table_name, file_id, trigger, host, pid, proc_start, file_path, started_at, heartbeat_at, recovered_from)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, `+now+`, `+now+`, ?)`),
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, clock.now, clock.now, ? FROM (SELECT `+now+` AS now) AS clock`),
 		a.ID, k.Table, k.FileID, a.Trigger, a.Host, a.PID, int64(a.ProcStart), a.Path, rec)
 	if err != nil {
 		return fmt.Errorf("record attempt %s: %w", a.ID, err)
