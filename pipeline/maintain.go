@@ -246,7 +246,7 @@ func (e *Engine) replayedCount(ctx context.Context, k ledger.Key) (int64, error)
 
 // checkKeys reads the whole file and counts, in rep.Found, its good rows
 // whose natural key is present in the target, and compares the values of
-// those the file last wrote (valueDifferences). The file is read as the
+// those the file last wrote (compareKeys). The file is read as the
 // import read it: with the table's column types (text formats) and the
 // forced ones, so that a value is the one that was stored, not what
 // inference makes of it alone; and with its superseded rows skipped, as
@@ -281,80 +281,29 @@ func (e *Engine) checkKeys(ctx context.Context, r *run, rep *VerifyReport) error
 	// the databases (SQLite's 32766).
 	batch := max(1, min(500, 30000/(len(r.target.Key)+len(cols)+1)))
 	return eachBatch(f, plan, batch, func(rec arrow.RecordBatch) error {
-		n, err := e.presentKeys(ctx, r.target, table, rec, plan.Schema)
+		n, err := e.compareKeys(ctx, sink.Comparison{Target: r.target, Table: table, FileKey: r.id.FileKey, Columns: cols}, rec, plan.Schema, rep)
 		rep.Found += n
-		if err == nil && len(cols) > 0 {
-			err = e.valueDifferences(ctx, r.target, table, r.id.FileKey, cols, rec, plan.Schema, rep)
-		}
 		return err
 	})
 }
 
-// valueDifferences finds the rows of rec whose key the target holds in a
-// row last written by the file with key fileKey (its lineage) and whose
-// value in one of cols is not rec's: it adds them to rep.DifferingRows
-// and, up to MaxValueDifferences, to rep.Values. Each value of rec is
-// bound as a key is (KeyParam, KeyArg: PostgreSQL casts it to the
-// column's type), and compared as an upsert decides that a row is
-// unchanged (Distinct of Exact): 1.50 and 1.5 in a PostgreSQL numeric
-// differ, as do NULL and an empty string.
-func (e *Engine) valueDifferences(ctx context.Context, tg sink.Target, table *sink.Table, fileKey int64, cols []string, rec arrow.RecordBatch, schema reader.Schema, rep *VerifyReport) error {
+// compareKeys compares the rows of rec with the target (sink.Driver.Compare,
+// c given rec's key and value columns): it returns how many of rec's keys
+// the target holds, and adds the rows that the file with key c.FileKey
+// last wrote whose values in c.Columns are not rec's to rep.DifferingRows
+// and, up to MaxValueDifferences, to rep.Values.
+func (e *Engine) compareKeys(ctx context.Context, c sink.Comparison, rec arrow.RecordBatch, schema reader.Schema, rep *VerifyReport) (int64, error) {
 	n := int(rec.NumRows())
-	if n == 0 {
-		return nil
-	}
-	d := e.sink
-	param := func(name string) string {
-		if c := table.Column(name); c != nil {
-			return d.KeyParam(c.SQLType)
+	c.Rows = make([][]any, n)
+	for i := range c.Rows {
+		row := make([]any, 0, len(c.Target.Key)+len(c.Columns))
+		for _, k := range c.Target.Key {
+			row = append(row, keyValue(rec.Column(schema.Index(k)), i))
 		}
-		return d.KeyParam("")
-	}
-	var names, params, on, sel, differ []string
-	for i, k := range tg.Key {
-		names = append(names, fmt.Sprintf("k%d", i))
-		params = append(params, param(k))
-		kind := table.Kind(k)
-		on = append(on, d.KeyValue("t."+d.Quote(k), kind)+" = "+d.KeyValue(fmt.Sprintf("b.k%d", i), kind))
-		sel = append(sel, "CAST(t."+d.Quote(k)+" AS TEXT)")
-	}
-	for j, c := range cols {
-		names = append(names, fmt.Sprintf("v%d", j))
-		params = append(params, param(c))
-		kind := table.Kind(c)
-		dj := d.Distinct([]string{d.Exact("t."+d.Quote(c), kind)}, []string{d.Exact(fmt.Sprintf("b.v%d", j), kind)})
-		differ = append(differ, dj)
-		sel = append(sel, "CASE WHEN "+dj+" THEN 1 ELSE 0 END", "CAST(t."+d.Quote(c)+" AS TEXT)", fmt.Sprintf("CAST(b.v%d AS TEXT)", j))
-	}
-	tuple := "(" + strings.Join(params, ", ") + ")"
-	args := make([]any, 0, n*len(params)+1)
-	for i := 0; i < n; i++ {
-		for _, k := range tg.Key {
-			args = append(args, d.KeyArg(keyValue(rec.Column(schema.Index(k)), i)))
+		for _, col := range c.Columns {
+			row = append(row, storedValue(rec.Column(schema.Index(col)), i))
 		}
-		for _, c := range cols {
-			args = append(args, d.KeyArg(storedValue(rec.Column(schema.Index(c)), i)))
-		}
-	}
-	args = append(args, fileKey)
-	q := `WITH b(` + strings.Join(names, ", ") + `) AS (VALUES ` + strings.TrimSuffix(strings.Repeat(tuple+",", n), ",") +
-		`) SELECT ` + strings.Join(sel, ", ") + ` FROM b JOIN ` + d.QuoteTable(tg.Table) + ` t ON ` + strings.Join(on, " AND ") +
-		` WHERE t.` + d.Quote(sink.FileColumn) + ` = ? AND (` + strings.Join(differ, " OR ") + `)`
-	rows, err := e.db.QueryContext(ctx, d.Rebind(q), args...)
-	if err != nil {
-		return fmt.Errorf("compare the values of %s: %w", tg.Table, err)
-	}
-	defer rows.Close()
-	keys := make([]sql.NullString, len(tg.Key))
-	flags := make([]int, len(cols))
-	stored := make([]sql.NullString, len(cols))
-	file := make([]sql.NullString, len(cols))
-	dest := make([]any, 0, len(keys)+3*len(cols))
-	for i := range keys {
-		dest = append(dest, &keys[i])
-	}
-	for j := range cols {
-		dest = append(dest, &flags[j], &stored[j], &file[j])
+		c.Rows[i] = row
 	}
 	text := func(v sql.NullString) *string {
 		if !v.Valid {
@@ -362,25 +311,19 @@ func (e *Engine) valueDifferences(ctx context.Context, tg sink.Target, table *si
 		}
 		return &v.String
 	}
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return fmt.Errorf("compare the values of %s: %w", tg.Table, err)
-		}
+	return e.sink.Compare(ctx, e.db, c, func(d sink.Differing) error {
 		rep.DifferingRows++
-		key := make([]string, len(keys))
-		for i, k := range keys {
+		key := make([]string, len(d.Key))
+		for i, k := range d.Key {
 			key[i] = k.String
 		}
-		for j, c := range cols {
-			if flags[j] != 0 && len(rep.Values) < MaxValueDifferences {
-				rep.Values = append(rep.Values, ValueDifference{KeyValues: key, Column: c, Stored: text(stored[j]), File: text(file[j])})
+		for j, col := range c.Columns {
+			if d.Differs[j] && len(rep.Values) < MaxValueDifferences {
+				rep.Values = append(rep.Values, ValueDifference{KeyValues: key, Column: col, Stored: text(d.Stored[j]), File: text(d.File[j])})
 			}
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("compare the values of %s: %w", tg.Table, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // storedValue returns row i of a as a value column is bound to be compared
@@ -415,44 +358,6 @@ func eachBatch(f *reader.File, plan *reader.Plan, batchRows int, fn func(arrow.R
 		}
 	}
 	return nil
-}
-
-// presentKeys counts the rows of rec whose key is present in the target
-// table (a key that appears twice in rec counts twice). Each key value is
-// bound as the driver compares it with its column (KeyParam, KeyArg), and
-// compared as the driver compares keys (KeyValue: 1.5 finds a stored
-// 1.50).
-func (e *Engine) presentKeys(ctx context.Context, tg sink.Target, table *sink.Table, rec arrow.RecordBatch, schema reader.Schema) (int64, error) {
-	n := int(rec.NumRows())
-	if n == 0 {
-		return 0, nil
-	}
-	names := make([]string, len(tg.Key))
-	on := make([]string, len(tg.Key))
-	params := make([]string, len(tg.Key))
-	for i, k := range tg.Key {
-		names[i] = fmt.Sprintf("k%d", i)
-		kind := table.Kind(k)
-		on[i] = e.sink.KeyValue("t."+e.sink.Quote(k), kind) + " = " + e.sink.KeyValue(fmt.Sprintf("b.k%d", i), kind)
-		params[i] = e.sink.KeyParam("")
-		if c := table.Column(k); c != nil {
-			params[i] = e.sink.KeyParam(c.SQLType)
-		}
-	}
-	tuple := "(" + strings.Join(params, ", ") + ")"
-	args := make([]any, 0, n*len(tg.Key))
-	for i := 0; i < n; i++ {
-		for _, k := range tg.Key {
-			args = append(args, e.sink.KeyArg(keyValue(rec.Column(schema.Index(k)), i)))
-		}
-	}
-	q := `WITH b(` + strings.Join(names, ", ") + `) AS (VALUES ` + strings.TrimSuffix(strings.Repeat(tuple+",", n), ",") +
-		`) SELECT count(*) FROM b JOIN ` + e.sink.QuoteTable(tg.Table) + ` t ON ` + strings.Join(on, " AND ")
-	var c int64
-	if err := e.db.QueryRowContext(ctx, e.sink.Rebind(q), args...).Scan(&c); err != nil {
-		return 0, fmt.Errorf("look up keys in %s: %w", tg.Table, err)
-	}
-	return c, nil
 }
 
 // keyValue returns row i of a as the value a key lookup binds: the Go value

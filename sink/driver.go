@@ -37,11 +37,11 @@ var (
 //
 // The contract is moving from SQL spelling to database operations: the
 // checkpoints' operations (Checkpoints), the ledger's quick checks and
-// replay (Ledger), savepoints, DropTable, the merge of an atomic import's stage
-// and the snapshot's sweep are operations, and their statements live in
-// the drivers; the rest of the ledger, the
-// migration runner and the operator commands' queries still build their
-// statements above the drivers from the spelling methods (the arch test's sqlAllowed lists
+// replay (Ledger), savepoints, DropTable, the merge of an atomic import's stage,
+// the snapshot's sweep and verify's reads (CountFile, Compare) are
+// operations, and their statements live in the drivers; the rest of the
+// ledger and the migration runner still build their statements above the
+// drivers from the spelling methods (the arch test's sqlAllowed lists
 // where, in internal/archtest).
 //
 // How to add a database (MariaDB, say) — one new package under sink/:
@@ -96,7 +96,7 @@ var (
 //     --atomic imports are target tables named StagePrefix…, written by the
 //     same Writer and merged by Merge; a snapshot's sweep (Sweep…,
 //     EnsureDeleted, EnsureSeen) and --replace's ForgetOrdinals; verify's
-//     CountFile; the
+//     CountFile and Compare; the
 //     savepoints that let a transaction go on after a row was refused
 //     (Savepoint, ReleaseSavepoint, RollbackToSavepoint), and DropTable.
 //
@@ -282,6 +282,17 @@ type Driver interface {
 	// key fileKey (FileColumn) last wrote: verify's count of an ordinal
 	// import.
 	CountFile(ctx context.Context, q Querier, table string, fileKey int64) (int64, error)
+	// Compare looks up, inside q, the rows of c in c.Target's table by
+	// their key, compared as KeyValue compares keys (1.5 finds a stored
+	// 1.50), and returns how many of them the table holds (a key c has
+	// twice counts twice). With c.Columns it also calls each with every
+	// stored row that the file with key c.FileKey last wrote whose value
+	// in one of c.Columns is not that of c's row of the same key, compared
+	// as an upsert finds a row changed (Distinct of Exact: 1.50 and 1.5
+	// differ, as do NULL and an empty string); an error each returns
+	// stops it; the Differing is valid only during the call. Each value
+	// of c is bound as KeyParam and KeyArg bind a key. It is verify's comparison of a natural-key import.
+	Compare(ctx context.Context, q Querier, c Comparison, each func(Differing) error) (present int64, err error)
 	// EnsureDeleted adds DeletedColumn to table inside tx when it lacks it.
 	EnsureDeleted(ctx context.Context, tx *sql.Tx, table string) error
 	// EnsureSeen creates, inside tx, the table a Sweep by key reads as

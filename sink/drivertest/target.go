@@ -45,6 +45,7 @@ func RunTarget(t *testing.T, open func(t *testing.T) Env) {
 		{"SavepointUndoesAWrite", savepointUndoesAWrite},
 		{"DropTableIfExists", dropTableIfExists},
 		{"VerifyReads", verifyReads},
+		{"CompareFindsKeysAndValues", compareFindsKeysAndValues},
 		{"OrdinalInsertUnchangedUpdated", ordinalInsertUnchangedUpdated},
 		{"OrdinalGaps", ordinalGaps},
 		{"OrdinalFileKeysDoNotCollide", ordinalFileKeysDoNotCollide},

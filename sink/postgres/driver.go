@@ -206,6 +206,11 @@ func (d Driver) CountFile(ctx context.Context, q sink.Querier, table string, fil
 	return stdsql.CountFile(ctx, q, d, table, fileKey)
 }
 
+// Compare implements sink.Driver with the shared statements.
+func (d Driver) Compare(ctx context.Context, q sink.Querier, c sink.Comparison, each func(sink.Differing) error) (int64, error) {
+	return stdsql.Compare(ctx, q, d, c, each)
+}
+
 // EnsureDeleted implements sink.Driver in standard SQL.
 func (d Driver) EnsureDeleted(ctx context.Context, tx *sql.Tx, table string) error {
 	return stdsql.EnsureDeleted(ctx, tx, d, table)
