@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -537,6 +538,19 @@ func checkAgreement(t *testing.T, f *fx, row decisionRow, req Request) {
 		t.Errorf("import decides %s (%s %v), want %s", decided, res.Outcome, res.Err, want)
 	}
 	for name, rep := range reports {
+		// What a dry run prints with --output json, as a script reads it.
+		var line struct {
+			Would string `json:"would"`
+		}
+		if b, err := json.Marshal(rep); err != nil {
+			t.Fatal(err)
+		} else if err := json.Unmarshal(b, &line); err != nil {
+			t.Fatal(err)
+		}
+		if w := wouldOf(res.Outcome); line.Would != w {
+			t.Errorf("%s reports %q in JSON (decision %s, %s), import ends %s (%v), which is %q",
+				name, line.Would, rep.Decision, rep.Refusal(), res.Outcome, res.Err, w)
+		}
 		p, why := predicted(rep)
 		if p != res.Outcome || why != refusedFor(res) {
 			t.Errorf("%s predicts %s %s (decision %s, %d of %d rows bad, at most %s; %s%s), import ends %s %s (%v)",
@@ -549,6 +563,30 @@ func checkAgreement(t *testing.T, f *fx, row decisionRow, req Request) {
 	if row.check != nil && !t.Failed() {
 		row.check(t, f, res)
 	}
+}
+
+// wouldOf is the outcome a plan report's Would names for an import that
+// ended o.
+func wouldOf(o Outcome) string {
+	switch o {
+	case Imported:
+		return WouldImport
+	case Resumed:
+		return WouldResume
+	case Duplicate:
+		return WouldDuplicate
+	case Refused:
+		return WouldRefuse
+	case Conflict:
+		return WouldConflict
+	case Busy:
+		return WouldBusy
+	case Skipped:
+		return WouldSkip
+	case Stale:
+		return WouldStale
+	}
+	return string(o)
 }
 
 // outcomeDecision is the decision behind an outcome reached without a
