@@ -142,11 +142,10 @@ const (
 
 // run is the state of one file's import.
 type run struct {
-	e       *Engine
-	req     Request
-	res     *Result
-	id      ledger.Identity
-	op      checkpoint.Op
+	e   *Engine
+	req Request
+	res *Result
+	identity
 	attempt ledger.Attempt
 	target  sink.Target
 	log     *slog.Logger
@@ -160,10 +159,7 @@ type run struct {
 	obj        *remote.Object  // a remote input, pinned at the version identify saw
 	spool      *remote.Spool   // its local copy, for a compressed one
 	objCtx     context.Context // the run's context, for checks of obj
-	stat       ledger.FileStat
-	digests    reader.Digests // the file's, whatever identity it is imported under
-	quick      bool           // the digests came from the quick check, not from hashing
-	sharesRead bool           // plan while hashing (imports do; dry runs and verify do not)
+	sharesRead bool            // plan while hashing (imports do; dry runs and verify do not)
 	spec       *speculation
 	newer      *ledger.Snapshot // the last snapshot applied to the scope, when this run's is older
 	created    bool             // this run created the operation
@@ -255,11 +251,16 @@ func (r *run) progress(p Progress) {
 
 func (r *run) run(ctx context.Context) error {
 	defer func() { r.spec.stop() }()
-	if err := r.identify(ctx); errors.Is(err, errSkipped) {
+	ident, err := r.identify(ctx)
+	if young := (*tooYoungError)(nil); errors.As(err, &young) {
+		r.res.Outcome = Skipped
+		r.note("%s", young)
 		return nil
 	} else if err != nil {
 		return err
 	}
+	r.identified(ident)
+	r.res.FileID, r.res.ContentDigest, r.res.MappingDigest = r.id.FileID, r.id.ContentDigest, r.id.MappingDigest
 	if err := r.preflight(); err != nil {
 		return err
 	}
@@ -300,162 +301,254 @@ func (r *run) run(ctx context.Context) error {
 	return r.abandon(ctx, err)
 }
 
-// errSkipped stops a run whose file is too recently modified (--min-age).
-var errSkipped = errors.New("skipped")
+// identity is what the identify stage finds a file to be: the operation it
+// is imported under and the digests that say so. identify returns it; the
+// claim, plan and apply stages read it (the claim only completes id.ReadAs,
+// see readAs).
+type identity struct {
+	id      ledger.Identity
+	op      checkpoint.Op
+	stat    ledger.FileStat // the quick check's key: size and time (and path, inode) of the file as identify saw it
+	digests reader.Digests  // the file's, whatever identity it is imported under
+	quick   bool            // the digests came from the quick check, not from hashing
+}
 
-// identify hashes the file and computes the operation's fingerprint.
-func (r *run) identify(ctx context.Context) error {
-	m := r.req.Mapping
-	if err := m.Check(); err != nil {
-		return err
+// tooYoungError stops a run whose file is too recently modified
+// (--min-age): the outcome is Skipped, its text the note that says why.
+type tooYoungError struct {
+	age, minAge time.Duration
+}
+
+func (e *tooYoungError) Error() string {
+	return fmt.Sprintf("modified %s ago, less than --min-age %s: it may still be being written; a later run imports it",
+		e.age.Round(time.Second), e.minAge)
+}
+
+// located is what identify learns of the file before hashing it.
+type located struct {
+	size    int64
+	modTime time.Time
+	stat    ledger.FileStat
+	format  reader.Format
+	comp    reader.Compression
+}
+
+// identify finds the file, hashes it (or takes its digests from the quick
+// check) and computes the operation's fingerprint. It opens the run's
+// source, and for an import starts the plan pass on the hash's read (see
+// speculate).
+func (r *run) identify(ctx context.Context) (identity, error) {
+	if err := r.req.Mapping.Check(); err != nil {
+		return identity{}, err
 	}
 	if r.req.Replace && (r.req.FileID == "" || strings.Contains(r.req.FileID, "{digest}")) {
-		return usagef("--replace needs a --file-id that names the file, such as --file-id '{path}' or '{name}': a file known by its content (the default) has no other version to replace")
+		return identity{}, usagef("--replace needs a --file-id that names the file, such as --file-id '{path}' or '{name}': a file known by its content (the default) has no other version to replace")
 	}
-	var size int64
-	var modTime time.Time
-	host, _ := os.Hostname()
-	if r.streaming {
+	at, err := r.locate(ctx)
+	if err != nil {
+		return identity{}, err
+	}
+	if age, young := r.tooYoung(at.modTime); young {
+		return identity{}, &tooYoungError{age: age, minAge: r.req.MinAge}
+	}
+	if err := r.openSpool(at.comp); err != nil {
+		return identity{}, err
+	}
+	digests, quick, err := r.hash(ctx, at)
+	if err != nil {
+		return identity{}, err
+	}
+	id, err := r.fingerprint(ctx, at, digests)
+	if err != nil {
+		return identity{}, err
+	}
+	return identity{id: id, op: checkpoint.Op{Table: id.Key.Table, FileID: id.Key.FileID}, stat: at.stat, digests: digests, quick: quick}, nil
+}
+
+// locate finds the file and its format: a stream is spooled (it cannot be
+// read twice), a remote object asked for, a local file stat'ed.
+func (r *run) locate(ctx context.Context) (located, error) {
+	var at located
+	m := r.req.Mapping
+	switch {
+	case r.streaming:
 		// Its name, not its bytes, says its format: asked before the
 		// stream is read, which cannot be read twice.
 		if _, _, err := reader.Detect(r.name()); err != nil && m.Format == "" {
-			return usagef("reading a stream (%s) needs --format, or a --name with the format's extension, such as orders.csv", r.req.Path)
+			return at, usagef("reading a stream (%s) needs --format, or a --name with the format's extension, such as orders.csv", r.req.Path)
 		}
 		if err := r.spoolStream(ctx); err != nil {
-			return err
+			return at, err
 		}
-		size = r.stream.Size
-	} else if r.url != "" {
+		at.size = r.stream.Size
+	case r.url != "":
 		obj, err := r.openRemote(ctx)
 		if err != nil {
-			return err
+			return at, err
 		}
-		size, modTime = obj.Size(), obj.ModTime()
-		r.stat = ledger.FileStat{Size: size, MtimeNs: modTime.UnixNano()} // no path: the remote quick check is keyed by URL
-	} else {
+		at.size, at.modTime = obj.Size(), obj.ModTime()
+		at.stat = ledger.FileStat{Size: at.size, MtimeNs: at.modTime.UnixNano()} // no path: the remote quick check is keyed by URL
+	default:
 		// A missing file or directory is said as such before its name is
 		// read for a format.
 		st, err := os.Stat(r.req.Path)
 		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
-			return pe.Err // the result names the path
+			return at, pe.Err // the result names the path
 		} else if err != nil {
-			return err
+			return at, err
 		}
 		if st.IsDir() {
-			return usagef("%s is a directory", r.req.Path)
+			return at, usagef("%s is a directory", r.req.Path)
 		}
-		size, modTime = st.Size(), st.ModTime()
-		r.stat = fileStat(host, r.req.Path, st)
+		host, _ := os.Hostname()
+		at.size, at.modTime, at.stat = st.Size(), st.ModTime(), fileStat(host, r.req.Path, st)
 	}
-	format, _, err := reader.Detect(formatName(r.name()))
+	format, comp, err := reader.Detect(formatName(r.name()))
 	if m.Format != "" {
 		format, err = m.Format, nil
 	}
 	if err != nil {
-		return &UsageError{Err: err}
+		return at, &UsageError{Err: err}
 	}
-	if age, young := r.tooYoung(modTime); young {
-		r.res.Outcome = Skipped
-		r.note("modified %s ago, less than --min-age %s: it may still be being written; a later run imports it",
-			age.Round(time.Second), r.req.MinAge)
-		return errSkipped
+	at.format, at.comp = format, comp
+	return at, nil
+}
+
+// openSpool makes a spooled copy of a remote object the run's source, when
+// Request.SpoolDir asks for one.
+func (r *run) openSpool(comp reader.Compression) error {
+	if r.obj == nil || r.req.SpoolDir == "" {
+		return nil
 	}
-	_, comp, _ := reader.Detect(formatName(r.name()))
-	if r.obj != nil && r.req.SpoolDir != "" {
-		sp, err := remote.NewSpool(r.obj, r.req.SpoolDir)
-		if errors.Is(err, remote.ErrSpoolDir) {
-			return &UsageError{Err: err} // the user's to fix: a rerun meets it again
-		} else if err != nil {
-			return err
-		}
-		if comp == reader.None {
-			// Partitions are byte ranges: an attempt that does not hash
-			// the object (it resumes) fetches the ranges it applies.
-			sp.ReadThrough()
-		}
-		r.spool, r.src = sp, sp
-	}
-	src, err := r.source()
-	if err != nil {
+	sp, err := remote.NewSpool(r.obj, r.req.SpoolDir)
+	if errors.Is(err, remote.ErrSpoolDir) {
+		return &UsageError{Err: err} // the user's to fix: a rerun meets it again
+	} else if err != nil {
 		return err
 	}
-	// A remote object is hashed from a stream that fills its spooled copy,
-	// which the plan pass and the partitions then read: one download.
+	if comp == reader.None {
+		// Partitions are byte ranges: an attempt that does not hash
+		// the object (it resumes) fetches the ranges it applies.
+		sp.ReadThrough()
+	}
+	r.spool, r.src = sp, sp
+	return nil
+}
+
+// hash returns the file's digests and whether the quick check gave them.
+// A remote object is hashed from a stream that fills its spooled copy,
+// which the plan pass and the partitions then read: one download.
+func (r *run) hash(ctx context.Context, at located) (reader.Digests, bool, error) {
+	var d reader.Digests
+	src, err := r.source()
+	if err != nil {
+		return d, false, err
+	}
 	hashSrc := src
 	if r.spool != nil {
 		hashSrc = r.spool.Copying()
 	}
 	if !r.req.Rehash && r.e.db != nil && !r.streaming {
-		if r.digests.Stored, r.digests.Content, err = r.knownDigests(ctx); err != nil {
-			return err
+		if d.Stored, d.Content, err = r.knownDigests(ctx, at.stat); err != nil {
+			return d, false, err
 		}
-		if r.digests.Content == "" && comp == reader.None {
-			r.digests.Content = r.digests.Stored // recorded by an older version: the same for uncompressed files
+		if d.Content == "" && at.comp == reader.None {
+			d.Content = d.Stored // recorded by an older version: the same for uncompressed files
 		}
-		r.quick = r.digests.Content != ""
+		if d.Content != "" {
+			return d, true, nil
+		}
 	}
-	hashProgress := func(n int64) {
-		r.progress(Progress{Phase: "hash", Bytes: n, TotalBytes: size})
-	}
+	compressed := at.comp != reader.None
 	switch {
-	case r.quick:
 	case r.streaming:
-		r.digests.Stored, r.digests.Content = r.stream.Digest, r.stream.Digest
-		if comp != reader.None {
-			if r.digests, err = reader.Digest(ctx, src, nil); err != nil {
-				return err
-			}
+		d.Stored, d.Content = r.stream.Digest, r.stream.Digest
+		if compressed {
+			d, err = reader.Digest(ctx, src, nil)
 		}
-	case r.sharesRead && (r.textFormat() || (r.obj == nil && comp == reader.None)):
-		// Hash and plan on one read: the plan pass follows the hash, and
-		// for a compressed file hashes the data it decodes. A local
-		// Parquet or Arrow file is read by random access, not from the
-		// hash's bytes, but is planned while it is hashed all the same.
-		sr, err := reader.StartHashRead(ctx, hashSrc, hashProgress)
-		if err != nil {
-			return err
-		}
-		r.speculate(ctx, sr, comp != reader.None)
-		if r.digests.Stored, err = sr.Digest(); err != nil {
-			return err
-		}
-		r.digests.Content = r.digests.Stored
-		if comp != reader.None && r.e.db != nil {
-			// Bytes hashed before (another path, or --rehash) need not
-			// wait for the plan pass to be decoded.
-			if r.digests.Content, err = r.e.ledger.ContentOf(ctx, r.e.db, r.digests.Stored); err != nil {
-				return err
-			}
-		}
-		if comp != reader.None && r.digests.Content == "" {
-			r.digests.Content = r.digests.Stored
-			content, ok, err := r.spec.content()
-			switch {
-			case err != nil:
-				return err
-			case !ok: // the plan pass did not run: hash on its own
-				if r.digests, err = reader.Digest(ctx, src, nil); err != nil {
-					return err
-				}
-			case content != "":
-				r.digests.Content = content
-			}
-		}
+	case r.sharesRead && (r.textFormat() || (r.obj == nil && !compressed)):
+		d, err = r.hashAndPlan(ctx, src, hashSrc, at)
 	default:
-		if r.digests, err = reader.Digest(ctx, hashSrc, hashProgress); err != nil {
-			return err
+		d, err = reader.Digest(ctx, hashSrc, func(n int64) {
+			r.progress(Progress{Phase: "hash", Bytes: n, TotalBytes: at.size})
+		})
+	}
+	return d, false, err
+}
+
+// hashAndPlan hashes and plans on one read: the plan pass follows the
+// hash, and for a compressed file hashes the data it decodes. A local
+// Parquet or Arrow file is read by random access, not from the hash's
+// bytes, but is planned while it is hashed all the same.
+func (r *run) hashAndPlan(ctx context.Context, src, hashSrc idemtype.Source, at located) (reader.Digests, error) {
+	var d reader.Digests
+	sr, err := reader.StartHashRead(ctx, hashSrc, func(n int64) {
+		r.progress(Progress{Phase: "hash", Bytes: n, TotalBytes: at.size})
+	})
+	if err != nil {
+		return d, err
+	}
+	compressed := at.comp != reader.None
+	r.speculate(ctx, sr, compressed)
+	if d.Stored, err = sr.Digest(); err != nil {
+		return d, err
+	}
+	d.Content = d.Stored
+	if !compressed {
+		return d, nil
+	}
+	if r.e.db != nil {
+		// Bytes hashed before (another path, or --rehash) need not
+		// wait for the plan pass to be decoded.
+		if d.Content, err = r.e.ledger.ContentOf(ctx, r.e.db, d.Stored); err != nil || d.Content != "" {
+			return d, err
 		}
 	}
-	digest := r.digests.Content
+	d.Content = d.Stored
+	content, ok, err := r.spec.content()
+	switch {
+	case err != nil:
+		return d, err
+	case !ok: // the plan pass did not run: hash on its own
+		return reader.Digest(ctx, src, nil)
+	case content != "":
+		d.Content = content
+	}
+	return d, nil
+}
+
+// fingerprint is the ledger identity of a file with digests d: its file
+// ID (see FileID and legacyIdentity), content and mapping.
+func (r *run) fingerprint(ctx context.Context, at located, d reader.Digests) (ledger.Identity, error) {
+	m := r.req.Mapping
+	digest := d.Content
 	fileID := FileID(r.req.FileID, r.name(), digest)
 	if fileID == "" {
 		fileID = digest
 	}
 	if r.e.db != nil {
-		if fileID, digest, err = r.legacyIdentity(ctx, m.Table, fileID); err != nil {
-			return err
+		var err error
+		if fileID, digest, err = r.legacyIdentity(ctx, m.Table, fileID, d); err != nil {
+			return ledger.Identity{}, err
 		}
 	}
+	mapping, mdigest, equivalent := m.identity(at.format)
+	return ledger.Identity{
+		Key:           ledger.Key{Table: m.Table, FileID: fileID},
+		FileKey:       FileKey(fileID),
+		ContentDigest: digest,
+		MappingDigest: mdigest,
+		Mapping:       mapping,
+		Equivalent:    equivalent,
+		Path:          r.name(),
+		Size:          at.size,
+	}, nil
+}
+
+// identity returns the canonical text of m for a file of format, its
+// digest, and the digests of the mappings that mean the same to an
+// operation made by an older version.
+func (m Mapping) identity(format reader.Format) (mapping, digest string, equivalent []string) {
 	delim := m.Delimiter
 	if delim == 0 {
 		delim = ','
@@ -464,10 +557,10 @@ func (r *run) identify(ctx context.Context) error {
 		}
 	}
 	quotes := format == reader.CSV || m.Quotes
-	mapping, mdigest := m.canonical(MappingVersion, format, delim, quotes)
+	mapping, digest = m.canonical(MappingVersion, format, delim, quotes)
 	// A file imported under mapping version 1 keeps its identity.
 	_, v1 := m.canonical(1, format, delim, quotes)
-	equivalent := []string{v1}
+	equivalent = []string{v1}
 	// The mapping with its snapshot scope spelt unescaped, as operations
 	// made before scopes were escaped stored it, means the same.
 	if s := m.Snapshot; s != nil && s.legacyScopeText() != s.ScopeText() {
@@ -478,25 +571,20 @@ func (r *run) identify(ctx context.Context) error {
 			equivalent = append(equivalent, d)
 		}
 	}
-	r.id = ledger.Identity{
-		Key:           ledger.Key{Table: m.Table, FileID: fileID},
-		FileKey:       FileKey(fileID),
-		ContentDigest: digest,
-		MappingDigest: mdigest,
-		Mapping:       mapping,
-		Equivalent:    equivalent,
-		Path:          r.name(),
-		Size:          size,
-	}
-	r.op = checkpoint.Op{Table: m.Table, FileID: fileID}
-	r.res.FileID, r.res.ContentDigest, r.res.MappingDigest = fileID, digest, mdigest
+	return mapping, digest, equivalent
+}
+
+// identified makes ident the run's identity and starts its attempt: an ID
+// and a logger that names them.
+func (r *run) identified(ident identity) {
+	r.identity = ident
+	host, _ := os.Hostname()
 	r.attempt = ledger.Attempt{ID: uuid.Must(uuid.NewV7()).String(), Trigger: r.req.Trigger, Host: host, PID: os.Getpid(),
 		ProcStart: proc.Start(os.Getpid()), Path: r.name()}
-	r.log = r.e.log.With("file", r.name(), "operation", r.id.Key.String(), "file_id", fileID, "attempt_id", r.attempt.ID)
-	if digest != r.digests.Content {
+	r.log = r.e.log.With("file", r.name(), "operation", r.id.Key.String(), "file_id", r.id.FileID, "attempt_id", r.attempt.ID)
+	if r.id.ContentDigest != r.digests.Content {
 		r.log.Info("identified by the digest of its stored bytes, as an older version recorded it", "content_digest", r.digests.Content)
 	}
-	return nil
 }
 
 // legacyIdentity returns the file ID and content digest the file is
@@ -507,8 +595,8 @@ func (r *run) identify(ctx context.Context) error {
 // digest of any file the quick check saw decode to this file's data — the
 // run takes that operation's identity, so the same data is a duplicate (or
 // resumes) instead of being imported again.
-func (r *run) legacyIdentity(ctx context.Context, table, fileID string) (string, string, error) {
-	content, stored := r.digests.Content, r.digests.Stored
+func (r *run) legacyIdentity(ctx context.Context, table, fileID string, d reader.Digests) (string, string, error) {
+	content, stored := d.Content, d.Stored
 	op, _, err := r.e.ledger.Get(ctx, r.e.db, ledger.Key{Table: table, FileID: fileID})
 	if err != nil {
 		return "", "", err

@@ -148,11 +148,13 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 	if e.log == nil {
 		e.log = discardLogger()
 	}
-	if err := r.identify(ctx); errors.Is(err, errSkipped) {
-		return (&PlanReport{File: r.name(), Table: r.target.Table, Decision: string(Skipped), Detail: r.res.Notes[0]}).would(), nil
+	ident, err := r.identify(ctx)
+	if young := (*tooYoungError)(nil); errors.As(err, &young) {
+		return (&PlanReport{File: r.name(), Table: r.target.Table, Decision: string(Skipped), Detail: young.Error()}).would(), nil
 	} else if err != nil {
 		return nil, err
 	}
+	r.identified(ident)
 	if err := r.preflight(); err != nil {
 		return nil, err
 	}

@@ -94,9 +94,11 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 	defer r.closeSource()
 	r.defaults()
 	r.res = &Result{}
-	if err := r.identify(ctx); err != nil {
+	ident, err := r.identify(ctx)
+	if err != nil {
 		return nil, err
 	}
+	r.identified(ident)
 	rep := &VerifyReport{File: r.req.Path, Table: r.target.Table, FileID: r.id.FileID, ContentDigest: r.id.ContentDigest, Key: r.target.Key}
 	op, now, err := e.ledger.Get(ctx, e.db, r.id.Key)
 	if err != nil {

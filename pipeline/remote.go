@@ -48,7 +48,7 @@ func (r *run) openRemote(ctx context.Context) (*remote.Object, error) {
 			return nil, err
 		}
 		r.obj = obj
-		_, content, err := r.knownDigests(ctx)
+		_, content, err := r.knownDigests(ctx, ledger.FileStat{})
 		if err != nil {
 			return nil, err
 		}
@@ -80,12 +80,12 @@ func (r *run) remoteStat() ledger.RemoteStat {
 }
 
 // knownDigests returns the digests the quick check recorded for the run's
-// input, local or remote.
-func (r *run) knownDigests(ctx context.Context) (stored, content string, err error) {
+// input, local or remote; stat is a local file's.
+func (r *run) knownDigests(ctx context.Context, stat ledger.FileStat) (stored, content string, err error) {
 	if r.obj != nil {
 		return r.e.ledger.KnownRemote(ctx, r.e.db, r.remoteStat())
 	}
-	return r.e.ledger.KnownDigest(ctx, r.e.db, r.stat)
+	return r.e.ledger.KnownDigest(ctx, r.e.db, stat)
 }
 
 // rememberDigests records the run's digests for the quick check of its

@@ -36,10 +36,11 @@ func TestImportPlansWhileHashing(t *testing.T) {
 			// the one planning uses.
 			r := &run{e: e, req: Request{Path: c.path, PartitionRows: 1000}, sharesRead: true}
 			r.defaults()
-			r.res = &Result{}
-			if err := r.identify(ctx); err != nil {
+			ident, err := r.identify(ctx)
+			if err != nil {
 				t.Fatal(err)
 			}
+			r.identified(ident)
 			in, _, err := r.planInputs(ctx)
 			if err != nil {
 				t.Fatal(err)
