@@ -15,7 +15,7 @@ import (
 // Ledger. An Ops is safe for concurrent use.
 //
 // The ledger's operations move here area by area (issue 28); so far the
-// local and remote quick checks and the replay of rejects.
+// local and remote quick checks, the replay of rejects and the snapshots.
 type Ops interface {
 	// QuickCheck returns the digests recorded for st, found false when
 	// no row matches every field of st.
@@ -49,4 +49,29 @@ type Ops interface {
 	// DropRejectPayloads clears the raw value, row and fields of k's
 	// rejects that hold any, and returns how many it cleared.
 	DropRejectPayloads(ctx context.Context, tx *sql.Tx, k Key) (int64, error)
+
+	// LastSnapshot returns, of the snapshots of table recorded under any
+	// of scopes, the one with the latest as-of time, the last applied
+	// among equals; found false when there is none.
+	LastSnapshot(ctx context.Context, q Querier, table string, scopes []string) (s Snapshot, found bool, err error)
+	// SnapshotOf returns the snapshot the operation of fileID applied to
+	// table, found false when none is recorded.
+	SnapshotOf(ctx context.Context, q Querier, table, fileID string) (s Snapshot, found bool, err error)
+	// RecordSnapshot records that the snapshot of fileID as of asOf was
+	// applied to scope of table, now, with the mark markedAt (0: none),
+	// replacing the record of the same table, scope and file ID.
+	RecordSnapshot(ctx context.Context, tx *sql.Tx, table, scope string, asOf int64, fileID string, markedAt int64) error
+	// ForgetSnapshot deletes the records of the snapshots of fileID on
+	// table, under any scope.
+	ForgetSnapshot(ctx context.Context, tx *sql.Tx, table, fileID string) error
+	// ScopeRows returns the rows in scope stored with operation k; found
+	// false when none is stored (or k is unknown).
+	ScopeRows(ctx context.Context, q Querier, k Key) (n int64, found bool, err error)
+	// RecordScopeRows stores n as the rows in scope of operation k unless
+	// a number is stored already.
+	RecordScopeRows(ctx context.Context, tx *sql.Tx, k Key, n int64) error
+	// AddSwept adds n to the rows attempt's sweep deleted.
+	AddSwept(ctx context.Context, tx *sql.Tx, attempt string, n int64) error
+	// RecordSchemaChanges sets the schema changes attempt made, in words.
+	RecordSchemaChanges(ctx context.Context, tx *sql.Tx, attempt, changes string) error
 }

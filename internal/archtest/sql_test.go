@@ -71,7 +71,6 @@ var sqlAllowed = []string{
 	"ledger/lifecycle.go",
 	"ledger/outbox.go",
 	"ledger/query.go",
-	"ledger/snapshot.go",
 }
 
 // TestNoSQLOutsideDrivers guards the drivers' contract: the database's

@@ -138,4 +138,36 @@ func ledgerSnapshots(t *testing.T, open func(t *testing.T) Store) {
 		t.Fatal(err)
 	}
 	rows("0 false")
+	if n, ok, err := f.l.ScopeRows(f.ctx, st.DB, ledger.Key{Table: "items", FileID: "unknown"}); err != nil || ok || n != 0 {
+		t.Errorf("rows in scope of an unknown operation: %d %v %v", n, ok, err)
+	}
+
+	// The attempt's sweeps add up; its schema changes are recorded as
+	// said, another attempt's left alone.
+	f.create(ledger.Identity{Key: ledger.Key{Table: "items", FileID: "file-2"}, FileKey: 2, Mapping: "{}"}, attempt("a2"))
+	for _, n := range []int64{3, 4_000_000_000} {
+		if err := f.tx(func(tx *sql.Tx) error { return f.l.Swept(f.ctx, tx, "a1", n) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.SchemaChanged(f.ctx, tx, "a1", "added note text") }); err != nil {
+		t.Fatal(err)
+	}
+	as := f.attempts(id.Key)
+	if len(as) != 1 || as[0].Deleted != 4_000_000_003 || as[0].SchemaChanges != "added note text" {
+		t.Errorf("the attempt that swept and evolved: %s", attemptsText(as))
+	}
+	if as := f.attempts(ledger.Key{Table: "items", FileID: "file-2"}); len(as) != 1 || as[0].Deleted != 0 || as[0].SchemaChanges != "" {
+		t.Errorf("another attempt: %s", attemptsText(as))
+	}
+}
+
+// attemptsText renders what the ledger's attempt records hold of their
+// work (an AttemptRecord prints as its Key).
+func attemptsText(as []ledger.AttemptRecord) string {
+	var out []string
+	for _, a := range as {
+		out = append(out, fmt.Sprintf("%s: %s %q rows %+v partitions %+v deleted %d schema %q", a.ID, a.Outcome, a.Error, a.Rows, a.Partitions, a.Deleted, a.SchemaChanges))
+	}
+	return strings.Join(out, "; ")
 }
