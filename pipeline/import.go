@@ -261,8 +261,12 @@ func (r *run) run(ctx context.Context) error {
 	}
 	r.identified(ident)
 	r.res.FileID, r.res.ContentDigest, r.res.MappingDigest = r.id.FileID, r.id.ContentDigest, r.id.MappingDigest
-	if err := r.preflight(); err != nil {
+	note, err := r.preflight()
+	if err != nil {
 		return err
+	}
+	if note != "" {
+		r.note("%s", note)
 	}
 	if err := r.e.fp.Hit("after-identify"); err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -135,19 +134,17 @@ func (p *PlanReport) would() *PlanReport {
 	return p
 }
 
-// PlanFile identifies and plans the file of req without writing anything.
-// e may be nil when the target database does not exist yet.
+// PlanFile identifies and plans the file of req without writing anything:
+// the identify and plan stages of an import, and the decision its claim
+// would make. e may be nil when the target database does not exist yet;
+// the file is then planned as one never imported.
 func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) {
 	if e == nil {
-		e = &Engine{}
+		e = &Engine{log: discardLogger()}
 	}
 	r := newRun(e, req)
 	defer r.closeSource()
 	r.defaults()
-	r.res = &Result{}
-	if e.log == nil {
-		e.log = discardLogger()
-	}
 	ident, err := r.identify(ctx)
 	if young := (*tooYoungError)(nil); errors.As(err, &young) {
 		return (&PlanReport{File: r.name(), Table: r.target.Table, Decision: string(Skipped), Detail: young.Error()}).would(), nil
@@ -155,69 +152,26 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		return nil, err
 	}
 	r.identified(ident)
-	if err := r.preflight(); err != nil {
+	if _, err := r.preflight(); err != nil {
 		return nil, err
 	}
 	rep := &PlanReport{File: r.name(), FileID: r.id.FileID, FileKey: r.id.FileKey, ContentDigest: r.id.ContentDigest,
 		MappingDigest: r.id.MappingDigest, Mapping: r.id.Mapping, Table: r.target.Table, Decision: ledger.Create.String(),
 		MaxRejects: r.req.MaxRejects, PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes}
-	in := planInput{types: maps.Clone(req.Mapping.Columns)}
-	var inserted int64 // rows the operation an import would carry on has inserted
-	if e.db != nil {
-		op, now, err := e.ledger.Get(ctx, e.db, r.id.Key)
-		if err != nil {
-			return nil, err
-		}
-		s, err := r.situation(ctx, e.db, op, now)
-		if err != nil {
-			return nil, err
-		}
-		d, _ := ledger.Decide(s)
-		rep.Decision = d.String()
-		switch d {
-		case ledger.Stale: // nothing is read
-			rep.Detail = r.staleText()
-			return rep.would(), nil
-		case ledger.Conflict:
-			what, how := ledger.Difference(op, r.id)
-			rep.Detail = what + " differs: " + how
-		case ledger.Supersede:
-			rep.Detail = fmt.Sprintf("supersedes the %s operation (%s differs; it had no effect)", op.State, differs(op, r.id))
-		case ledger.Replace:
-			r.replaces = op.ContentDigest
-			rep.Detail = fmt.Sprintf("replaces the version completed on %s (content %s, %s): its %s",
-				formatMs(op.CompletedAt), ledger.ShortDigest(op.ContentDigest), english.Plural(op.Rows.Read-op.Rows.Rejected, "row"), r.replacedWhat())
-		case ledger.Resume:
-			inserted = op.Rows.Inserted
-			if req.Mapping.Atomic {
-				inserted = 0 // its rows wait in the staging table
-			}
-		case ledger.Reapply:
-			rep.Detail = "applies the completed file again"
-			if s.TableMissing {
-				rep.Detail = "imports the completed file again: its table no longer exists"
-			}
-		}
-		// What the plan pass is told about the table, as import tells it.
-		if in, _, err = r.planInputs(ctx); err != nil {
-			return nil, err
-		}
+	inserted, settled, err := r.dryDecide(ctx, rep)
+	if err != nil {
+		return nil, err
 	}
-	f, err := r.open(r.readerOptions(in))
+	if settled {
+		return rep.would(), nil
+	}
+	p, err := r.planPass(ctx, nil)
+	defer p.spill.close()
+	if p.file != nil {
+		rep.Format, rep.Compression = p.file.Format(), p.file.Compression()
+	}
 	if err == nil {
-		rep.Format, rep.Compression = f.Format(), f.Compression()
-		var plan *reader.Plan
-		plan, err = f.Scan(ctx, reader.ScanOptions{PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes, KeepRejects: maxReported})
-		if err == nil {
-			// JSONL names its columns only in its rows: a mapping column
-			// it lacks shows after the plan pass, where import finds it.
-			if err := r.checkColumns(columnNames(plan.Schema)); err != nil {
-				return nil, err
-			}
-			rep.Schema, rep.Rows, rep.Rejected, rep.Partitions, rep.Rejects = plan.Schema, plan.Rows, plan.Rejected, plan.Partitions, plan.Rejects
-			rep.Superseded = plan.Superseded
-			err = r.dryWriteModes(ctx, rep, f, plan, inserted)
-		}
+		err = r.reportPlan(ctx, rep, p, inserted)
 	}
 	var pe *reader.ParseError
 	if errors.As(err, &pe) {
@@ -233,6 +187,65 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		}
 	}
 	return rep.would(), nil
+}
+
+// dryDecide sets rep.Decision (and its Detail) to what an import's claim
+// would decide now, and returns the rows the operation it would carry on
+// has inserted. settled is true when the import would read nothing more
+// (a stale snapshot). Without a database the file is new.
+func (r *run) dryDecide(ctx context.Context, rep *PlanReport) (inserted int64, settled bool, err error) {
+	if r.e.db == nil {
+		return 0, false, nil
+	}
+	op, now, err := r.e.ledger.Get(ctx, r.e.db, r.id.Key)
+	if err != nil {
+		return 0, false, err
+	}
+	s, err := r.situation(ctx, r.e.db, op, now)
+	if err != nil {
+		return 0, false, err
+	}
+	d, _ := ledger.Decide(s)
+	rep.Decision = d.String()
+	switch d {
+	case ledger.Stale: // nothing is read
+		rep.Detail = r.staleText()
+		return 0, true, nil
+	case ledger.Conflict:
+		what, how := ledger.Difference(op, r.id)
+		rep.Detail = what + " differs: " + how
+	case ledger.Supersede:
+		rep.Detail = fmt.Sprintf("supersedes the %s operation (%s differs; it had no effect)", op.State, differs(op, r.id))
+	case ledger.Replace:
+		r.replaces = op.ContentDigest
+		rep.Detail = fmt.Sprintf("replaces the version completed on %s (content %s, %s): its %s",
+			formatMs(op.CompletedAt), ledger.ShortDigest(op.ContentDigest), english.Plural(op.Rows.Read-op.Rows.Rejected, "row"), r.replacedWhat())
+	case ledger.Resume:
+		inserted = op.Rows.Inserted
+		if r.req.Mapping.Atomic {
+			inserted = 0 // its rows wait in the staging table
+		}
+	case ledger.Reapply:
+		rep.Detail = "applies the completed file again"
+		if s.TableMissing {
+			rep.Detail = "imports the completed file again: its table no longer exists"
+		}
+	}
+	return inserted, false, nil
+}
+
+// reportPlan fills in rep what plan p found, and what --evolve and
+// --snapshot would do with it.
+func (r *run) reportPlan(ctx context.Context, rep *PlanReport, p planned, inserted int64) error {
+	plan := p.plan
+	// JSONL names its columns only in its rows: a mapping column it
+	// lacks shows after the plan pass, where import finds it.
+	if err := r.checkColumns(columnNames(plan.Schema)); err != nil {
+		return err
+	}
+	rep.Schema, rep.Rows, rep.Rejected, rep.Partitions, rep.Rejects = plan.Schema, plan.Rows, plan.Rejected, plan.Partitions, plan.Rejects
+	rep.Superseded = plan.Superseded
+	return r.dryWriteModes(ctx, rep, p.file, plan, inserted)
 }
 
 // OperationStatus is an operation with the state of its partitions.

@@ -93,7 +93,6 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 	r := newRun(e, req)
 	defer r.closeSource()
 	r.defaults()
-	r.res = &Result{}
 	ident, err := r.identify(ctx)
 	if err != nil {
 		return nil, err

@@ -125,29 +125,30 @@ func (r *run) textFormat() bool {
 }
 
 // preflight checks, before anything is claimed, what can be checked from the
-// file's header: the mapping's columns must exist.
-func (r *run) preflight() error {
+// file's header: the mapping's columns must exist. It returns a note for
+// the result, when the header looks like data.
+func (r *run) preflight() (note string, err error) {
 	if r.obj != nil && r.quick && !r.req.Mapping.namesColumns() {
 		// An object hashed before was read before: its header holds no
 		// reserved name, and the mapping names no column to look for, so
 		// a rerun costs its HEAD request alone.
-		return nil
+		return "", nil
 	}
 	f, err := r.open(r.readerOptions(planInput{}))
 	if errors.Is(err, reader.ErrOption) {
-		return &UsageError{Err: err}
+		return "", &UsageError{Err: err}
 	}
 	if err != nil {
-		return nil // a bad header is the file's defect: the plan pass refuses it
+		return "", nil // a bad header is the file's defect: the plan pass refuses it
 	}
 	if f.HeaderLooksLikeData() && !r.req.Mapping.NoHeader {
-		r.note("the header of %s (%s) looks like data: if the file has no header, import it with --no-header (and --columns to name them)",
+		note = fmt.Sprintf("the header of %s (%s) looks like data: if the file has no header, import it with --no-header (and --columns to name them)",
 			r.name(), strings.Join(f.Header(), ","))
 	}
 	if h := f.Header(); h != nil {
-		return r.checkColumns(h)
+		return note, r.checkColumns(h)
 	}
-	return nil
+	return note, nil
 }
 
 // planInputs returns what the plan pass is told: the types forced with
@@ -265,36 +266,58 @@ func (r *run) scan(ctx context.Context, in planInput, shared *reader.HashRead, d
 	return f, plan, spill, err
 }
 
-// planFile runs the plan pass and stores the plan, or refuses the file. It
-// reports whether the file was refused.
+// planned is what the plan stage makes of a file: the plan pass's result,
+// run as the target table asks. An import stores it or refuses the file
+// for it; plan and --dry-run report it.
+type planned struct {
+	in       planInput
+	existing *sink.Table // the table the rows go into; nil when it does not exist yet or there is no database
+	file     *reader.File
+	plan     *reader.Plan
+	spill    *rejectSpill // every bad row the quarantine is to keep; the caller closes it
+}
+
+// planPass is the plan stage: it tells the plan pass what the target table
+// holds (when there is a database) and runs it, or takes the pass started
+// while the file was hashed when that was told the same. A defect of the
+// file stops it with a *reader.ParseError, its file still set.
+func (r *run) planPass(ctx context.Context, progress func(b, rows int64)) (planned, error) {
+	p := planned{in: planInput{types: maps.Clone(r.req.Mapping.Columns)}}
+	var err error
+	if r.e.db != nil {
+		if p.in, p.existing, err = r.planInputs(ctx); err != nil {
+			return p, err
+		}
+	}
+	p.file, p.plan, p.spill, err = r.spec.result(p.in, progress)
+	if p.file == nil && err == nil { // no speculative plan to use: plan now
+		p.file, p.plan, p.spill, err = r.scan(ctx, p.in, nil, nil, progress)
+	}
+	return p, err
+}
+
+// planFile runs the plan stage and stores the plan, or refuses the file.
+// It reports whether the file was refused.
 func (r *run) planFile(ctx context.Context) (bool, error) {
-	limits := r.e.sink.Limits()
-	if err := limits.CheckTable(r.target.Table); err != nil {
+	if err := r.e.sink.Limits().CheckTable(r.target.Table); err != nil {
 		return true, r.refuse(ctx, &Refusal{Error: err.Error()})
 	}
-	in, existing, err := r.planInputs(ctx)
+	p, err := r.planPass(ctx, func(b, rows int64) {
+		r.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: r.id.Size, Rows: rows})
+	})
+	defer p.spill.close()
 	if errors.Is(err, sink.ErrNoSchema) {
 		return false, r.retract(ctx, &UsageError{Err: err})
 	}
 	if err != nil {
-		return false, err
-	}
-	progress := func(b, rows int64) {
-		r.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: r.id.Size, Rows: rows})
-	}
-	f, plan, spill, err := r.spec.result(in, progress)
-	if f == nil && err == nil { // no speculative plan to use: plan now
-		f, plan, spill, err = r.scan(ctx, in, nil, nil, progress)
-	}
-	defer spill.close()
-	if err != nil {
 		return r.refuseDefect(ctx, err)
 	}
+	plan := p.plan
 	// The pass is done: say so even when it reported nothing (a
 	// speculative pass that finished while the file was hashed, or a
 	// columnar file whose footer and unread pages never count as read).
 	r.progress(Progress{Phase: "plan", Bytes: r.id.Size, TotalBytes: r.id.Size, Rows: plan.Rows})
-	r.file = f
+	r.file = p.file
 	if err := r.checkSource(); err != nil {
 		return false, err
 	}
@@ -302,7 +325,26 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 		return false, r.retract(ctx, err)
 	}
 	r.plan = plan
-	if err := limits.CheckColumns(r.target, plan.Schema.Arrow()); err != nil {
+	if refused, err := r.admit(ctx, p); refused || err != nil {
+		return refused, err
+	}
+	ev, err := r.evolve(p.existing, plan.Schema.Arrow())
+	if err != nil {
+		return true, r.refuseUnfit(ctx, plan, err)
+	}
+	if err := r.storePlan(ctx, p, ev); err != nil {
+		return false, fmt.Errorf("store plan: %w", err)
+	}
+	r.log.Info("planned", "rows", plan.Rows, "rejected", plan.Rejected, "superseded", plan.Superseded, "partitions", len(plan.Partitions))
+	return false, nil
+}
+
+// admit refuses the file of plan p, and reports so, when the import may not
+// write it: its columns break a limit of the database, or it has more bad
+// rows than --max-rejects allows.
+func (r *run) admit(ctx context.Context, p planned) (bool, error) {
+	plan := p.plan
+	if err := r.e.sink.Limits().CheckColumns(r.target, plan.Schema.Arrow()); err != nil {
 		return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Error: err.Error()})
 	}
 	r.rows.Read, r.rows.Rejected = plan.Rows, plan.Rejected // reported if refused
@@ -310,41 +352,49 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 		rf := &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects,
 			Rejects: plan.Rejects[:min(len(plan.Rejects), maxReported)]}
 		for _, b := range rf.Rejects {
-			if b.Code == "type" && in.widens[b.Column] && !slices.Contains(rf.Widen, b.Column) {
+			if b.Code == "type" && p.in.widens[b.Column] && !slices.Contains(rf.Widen, b.Column) {
 				rf.Widen = append(rf.Widen, b.Column)
 			}
 		}
 		return true, r.refuse(ctx, rf)
 	}
 	r.rows = idemtype.Rows{}
-	schema := plan.Schema.Arrow()
-	ev, err := r.evolve(existing, schema)
-	if err != nil {
-		// The table, not the file, is wrong: refuse the file without
-		// remembering a refusal, so that a rerun once the table is altered
-		// (or with --evolve) imports it.
-		// An operation that cannot be retracted (planned before, as by
-		// --reapply) records the refusal instead.
-		rerr := r.retract(ctx, err)
-		if r.res.Outcome == Refused { // a replacing operation, refused instead
-			return true, rerr
-		}
-		if !errors.As(rerr, new(errRetracted)) {
-			return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects, Error: err.Error()})
-		}
-		r.res.Outcome = Refused
-		return true, fmt.Errorf("refused: %w", err)
+	return false, nil
+}
+
+// refuseUnfit refuses the file of plan because its table, not the file, is
+// wrong (unfit says how), without remembering a refusal, so that a rerun
+// once the table is altered (or with --evolve) imports it. An operation
+// that cannot be retracted (planned before, as by --reapply) records the
+// refusal instead.
+func (r *run) refuseUnfit(ctx context.Context, plan *reader.Plan, unfit error) error {
+	rerr := r.retract(ctx, unfit)
+	if r.res.Outcome == Refused { // a replacing operation, refused instead
+		return rerr
 	}
+	if !errors.As(rerr, new(errRetracted)) {
+		return r.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects, Error: unfit.Error()})
+	}
+	r.res.Outcome = Refused
+	return fmt.Errorf("refused: %w", unfit)
+}
+
+// storePlan stores plan p for the operation, with every bad row, and
+// readies the tables its rows go through: the target (a new one is
+// created, empty), the staging table of --atomic, the snapshot's.
+func (r *run) storePlan(ctx context.Context, p planned, ev *evolution) error {
+	plan, existing := p.plan, p.existing
 	body, err := json.Marshal(storedPlan{Version: 1, Schema: plan.Schema, Rows: plan.Rows, Rejected: plan.Rejected, Superseded: plan.Superseded,
-		PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes, Limits: in.limits, JSONB: in.jsonb})
+		PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes, Limits: p.in.limits, JSONB: p.in.jsonb})
 	if err != nil {
-		return false, err
+		return err
 	}
 	parts := make([]checkpoint.Partition, len(plan.Partitions))
-	for i, p := range plan.Partitions {
-		parts[i] = checkpoint.Partition{Partition: p}
+	for i, pt := range plan.Partitions {
+		parts[i] = checkpoint.Partition{Partition: pt}
 	}
-	err = r.withTx(ctx, func(tx *sql.Tx) error {
+	schema := plan.Schema.Arrow()
+	return r.withTx(ctx, func(tx *sql.Tx) error {
 		// An existing table that does not fit the file changes with
 		// the rows: in the first partition's transaction
 		// (partitionWriter.prepare), with --atomic in the completing one
@@ -374,27 +424,25 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 		if err := r.e.cp.Save(ctx, tx, r.op, r.attempt.ID, body, plan.Rows, parts); err != nil {
 			return err
 		}
-		// Every bad row, with the plan: an admitted file has them all in
-		// the quarantine, or nothing is stored.
-		var rejects []ledger.Reject
-		err := spill.each(func(rs []reader.Reject) error {
-			rejects = rejects[:0]
-			for _, b := range rs {
-				b.Value, b.Row = shown(b.Value), storable(b.Row)
-				rejects = append(rejects, ledger.Reject{Reject: b})
-			}
-			return r.e.ledger.AddRejects(ctx, tx, r.id.Key, r.attempt.ID, rejects)
-		})
-		if err != nil {
+		if err := r.storeRejects(ctx, tx, p.spill); err != nil {
 			return err
 		}
 		return r.e.ledger.Planned(ctx, tx, r.id.Key, r.attempt.ID)
 	})
-	if err != nil {
-		return false, fmt.Errorf("store plan: %w", err)
-	}
-	r.log.Info("planned", "rows", plan.Rows, "rejected", plan.Rejected, "superseded", plan.Superseded, "partitions", len(plan.Partitions))
-	return false, nil
+}
+
+// storeRejects stores every bad row of spill, with the plan: an admitted
+// file has them all in the quarantine, or nothing is stored.
+func (r *run) storeRejects(ctx context.Context, tx *sql.Tx, spill *rejectSpill) error {
+	var rejects []ledger.Reject
+	return spill.each(func(rs []reader.Reject) error {
+		rejects = rejects[:0]
+		for _, b := range rs {
+			b.Value, b.Row = shown(b.Value), storable(b.Row)
+			rejects = append(rejects, ledger.Reject{Reject: b})
+		}
+		return r.e.ledger.AddRejects(ctx, tx, r.id.Key, r.attempt.ID, rejects)
+	})
 }
 
 // refuseDefect refuses the file for a defect that stopped the plan pass, or
