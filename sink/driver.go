@@ -46,16 +46,22 @@ var (
 //
 // How to add a database (MariaDB, say) — one new package under sink/:
 //
-//  1. Create sink/<name> with a Driver type; assert var _ sink.Driver =
-//     Driver{} in it.
+//  1. Create sink/<name> with a Driver type that holds no state and
+//     embeds the shared operations in its own spelling, "type Driver
+//     struct{ stdsql.Operations[Driver] }", and assert "var _
+//     sink.Driver = Driver{}".
 //  2. Write its migrations (ledger, checkpoint) as numbered .sql files
 //     embedded in the package, each "{{prefix}}" placing a table, and
 //     serve them from Migrations.
 //  3. Implement connecting (Claims, Forms, Redact, Open), the spelling,
 //     the locking and the target-table methods below, and the Limits.
-//  4. For the operations, return or embed the standard statements of
-//     sink/internal/stdsql (stdsql.Checkpoints, stdsql.Savepoint…) and
-//     override only what the database spells apart.
+//  4. The operations (Ledger, Checkpoints, the savepoints, DropTable,
+//     Merge, Classify, Sweep…, CountFile, Compare…) come from the
+//     embedded stdsql.Operations, spelled by Driver's own methods
+//     (Rebind, Quote, KeyValue…). Declare on Driver only those the
+//     database spells apart: the method replaces the embedded one, and
+//     the embedded ones call it. It may call stdsql's functions
+//     (stdsql.Merge, stdsql.SweepApply…) for the part it keeps.
 //  5. Pass the conformance suite from the package's tests against a real
 //     server: drivertest.RunTarget, drivertest.RunLedger and
 //     drivertest.RunCheckpoint, skipped with a message when its test DSN
@@ -76,8 +82,8 @@ var (
 //     save and load a plan, claim, fence and complete a partition, leases)
 //     and the ledger's (Ledger: the local and remote quick checks, the
 //     replay of rejects).
-//     Drivers whose SQL is near the standard return, or embed and
-//     override, the shared implementation in sink/internal/stdsql.
+//     Drivers embed the shared implementation, stdsql.Operations, and
+//     override what their database spells apart.
 //   - SQL spelling: placeholders (Rebind), the database clock in Unix
 //     milliseconds (Now), quoting of names and table names (Quote,
 //     QuoteTable), row comparison (Distinct), how key values are compared

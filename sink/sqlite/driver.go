@@ -36,11 +36,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
-	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/sink"
 	"github.com/idemport/idemport/sink/internal/stdsql"
 )
@@ -50,7 +46,12 @@ import (
 // writer: every transaction of a connection Open makes begins with BEGIN
 // IMMEDIATE, taking the write lock at once, which is what serializes
 // deciding transactions (Lock) and claims (SkipLocked).
-type Driver struct{}
+type Driver struct {
+	// The operations written once in sink/internal/stdsql (the
+	// ledger's, the checkpoints', savepoints, the merge, the sweep,
+	// verify's reads), in this driver's spelling.
+	stdsql.Operations[Driver]
+}
 
 var _ sink.Driver = Driver{}
 
@@ -192,98 +193,6 @@ func ConnString(path string, s sink.Settings) string {
 // Migrations implements sink.Driver.
 func (Driver) Migrations(component string) (fs.FS, error) {
 	return fs.Sub(migrations, "migrations/"+component)
-}
-
-// Ledger implements sink.Driver with the shared statements, in
-// SQLite's spelling.
-func (d Driver) Ledger(prefix string) ledger.Ops {
-	return stdsql.Ledger{S: d, Prefix: prefix}
-}
-
-// Checkpoints implements sink.Driver with the shared statements, in
-// SQLite's spelling.
-func (d Driver) Checkpoints(prefix string) checkpoint.Ops {
-	return stdsql.Checkpoints{S: d, Prefix: prefix}
-}
-
-// Savepoint implements sink.Driver in standard SQL.
-func (Driver) Savepoint(ctx context.Context, tx *sql.Tx, name string) error {
-	return stdsql.Savepoint(ctx, tx, name)
-}
-
-// ReleaseSavepoint implements sink.Driver in standard SQL.
-func (Driver) ReleaseSavepoint(ctx context.Context, tx *sql.Tx, name string) error {
-	return stdsql.ReleaseSavepoint(ctx, tx, name)
-}
-
-// RollbackToSavepoint implements sink.Driver in standard SQL.
-func (Driver) RollbackToSavepoint(ctx context.Context, tx *sql.Tx, name string) error {
-	return stdsql.RollbackToSavepoint(ctx, tx, name)
-}
-
-// DropTable implements sink.Driver in standard SQL.
-func (d Driver) DropTable(ctx context.Context, tx *sql.Tx, name string) error {
-	return stdsql.DropTable(ctx, tx, d.QuoteTable(name))
-}
-
-// Merge implements sink.Driver in standard SQL.
-func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage string, columns []string) (staged, fresh, written int64, err error) {
-	return stdsql.Merge(ctx, tx, d, tg, stage, columns)
-}
-
-// Classify implements sink.Driver in standard SQL.
-func (d Driver) Classify(ctx context.Context, tx *sql.Tx, tg sink.Target, stage string, columns []string, group string) (map[int64]idemtype.Rows, error) {
-	return stdsql.Classify(ctx, tx, d, tg, stage, columns, group)
-}
-
-// SweepCount implements sink.Driver in standard SQL.
-func (Driver) SweepCount(ctx context.Context, q sink.Querier, s sink.Sweep) (missing, live int64, err error) {
-	return stdsql.SweepCount(ctx, q, s)
-}
-
-// SweepLive implements sink.Driver in standard SQL.
-func (Driver) SweepLive(ctx context.Context, q sink.Querier, s sink.Sweep) (int64, error) {
-	return stdsql.SweepLive(ctx, q, s)
-}
-
-// SweepApply implements sink.Driver in standard SQL.
-func (Driver) SweepApply(ctx context.Context, tx *sql.Tx, s sink.Sweep, now any) (int64, error) {
-	return stdsql.SweepApply(ctx, tx, s, now)
-}
-
-// SweepUnmark implements sink.Driver in standard SQL.
-func (Driver) SweepUnmark(ctx context.Context, tx *sql.Tx, s sink.Sweep, mark any) (int64, error) {
-	return stdsql.SweepUnmark(ctx, tx, s, mark)
-}
-
-// SweepKeys implements sink.Driver with the shared statements.
-func (Driver) SweepKeys(ctx context.Context, q sink.Querier, s sink.Sweep, each func(key []sql.NullString) error) error {
-	return stdsql.SweepKeys(ctx, q, s, each)
-}
-
-// CountFile implements sink.Driver with the shared statements.
-func (d Driver) CountFile(ctx context.Context, q sink.Querier, table string, fileKey int64) (int64, error) {
-	return stdsql.CountFile(ctx, q, d, table, fileKey)
-}
-
-// Compare implements sink.Driver with the shared statements.
-func (d Driver) Compare(ctx context.Context, q sink.Querier, c sink.Comparison, each func(sink.Differing) error) (int64, error) {
-	return stdsql.Compare(ctx, q, d, c, each)
-}
-
-// EnsureDeleted implements sink.Driver in standard SQL.
-func (d Driver) EnsureDeleted(ctx context.Context, tx *sql.Tx, table string) error {
-	return stdsql.EnsureDeleted(ctx, tx, d, table)
-}
-
-// EnsureSeen implements sink.Driver in standard SQL.
-func (d Driver) EnsureSeen(ctx context.Context, tx *sql.Tx, table string, key []string, schema *arrow.Schema) error {
-	return stdsql.EnsureSeen(ctx, tx, d, table, key, schema)
-}
-
-// ForgetOrdinals implements sink.Driver in standard SQL.
-func (d Driver) ForgetOrdinals(ctx context.Context, tx *sql.Tx, table string, fileKey int64) (int64, error) {
-	return stdsql.ForgetOrdinals(ctx, tx, d, table, fileKey)
 }
 
 // Rebind implements sink.Driver: SQLite takes ? as it is.

@@ -3,9 +3,9 @@
 // operations on idemport's own state in the target database (the
 // checkpoints, and the ledger as it moves here) and on target tables
 // (savepoints, dropping a stage). The
-// statements are parameterised by the driver's Spelling, and a driver
-// returns these types from its operations (sink.Driver.Checkpoints), or
-// embeds them and overrides the operations its database spells apart.
+// statements are parameterised by the driver's spelling, and a driver
+// embeds Operations, which makes them its methods, and declares itself
+// the operations its database spells apart.
 //
 // It holds statements only; what the results mean (a claim not held, a
 // lease recovered) is decided above the contract, in checkpoint and
