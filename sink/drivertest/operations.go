@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/idemport/idemport/idemtype"
@@ -64,5 +65,30 @@ func dropTableIfExists(t *testing.T, f *Fx) {
 		if ok, err := f.Env.Driver.TableExists(f.Ctx, f.Conn, name); err != nil || ok {
 			t.Errorf("%s after DropTable: exists %v (%v)", name, ok, err)
 		}
+	}
+}
+
+// tablesByPrefix: Tables lists the tables whose name begins with one of
+// the prefixes, schema-qualified where the database has schemas, and
+// reads a prefix's _ and % as themselves.
+func tablesByPrefix(t *testing.T, f *Fx) {
+	for _, name := range []string{"st_a", "st_b", "seen_c", "stxd", "other"} {
+		f.MustEnsure(sink.Target{Table: name, Key: []string{"id"}}, named)
+	}
+	d := f.Env.Driver
+	schema, err := d.CurrentSchema(f.Ctx, f.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if schema != "" {
+		schema += "."
+	}
+	got, err := d.Tables(f.Ctx, f.Conn, "st_", "seen_")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if want := []string{schema + "seen_c", schema + "st_a", schema + "st_b"}; !slices.Equal(got, want) {
+		t.Errorf("tables: %q, want %q", got, want)
 	}
 }

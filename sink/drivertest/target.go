@@ -44,6 +44,7 @@ func RunTarget(t *testing.T, open func(t *testing.T) Env) {
 		{"OrdinalTableKeyedByLineage", ordinalTableKeyedByLineage},
 		{"SavepointUndoesAWrite", savepointUndoesAWrite},
 		{"DropTableIfExists", dropTableIfExists},
+		{"TablesByPrefix", tablesByPrefix},
 		{"VerifyReads", verifyReads},
 		{"CompareFindsKeysAndValues", compareFindsKeysAndValues},
 		{"OrdinalInsertUnchangedUpdated", ordinalInsertUnchangedUpdated},

@@ -264,16 +264,7 @@ func (Driver) Tables(ctx context.Context, qr sink.Querier, prefixes ...string) (
 	if err != nil {
 		return nil, fmt.Errorf("list tables: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return stdsql.Strings(rows)
 }
 
 // CurrentSchema implements sink.Driver: the first schema of the search

@@ -302,16 +302,7 @@ func names(ctx context.Context, qr sink.Querier, query string, args ...any) ([]s
 	if err != nil {
 		return nil, fmt.Errorf("list tables: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return stdsql.Strings(rows)
 }
 
 // Lock implements sink.Driver. It takes nothing more: a transaction on a

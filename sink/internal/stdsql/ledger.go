@@ -70,16 +70,7 @@ func (l Ledger) QuickCheckStored(ctx context.Context, q idemtype.Querier, conten
 	if err != nil {
 		return nil, fmt.Errorf("read quick check: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return Strings(rows)
 }
 
 // Remote implements ledger.Ops.
