@@ -52,29 +52,21 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// claimed is what the claim stage recorded for the run's attempt, beside
+// the decision: whether it made the operation, and what that replaces.
+type claimed struct {
+	created  bool   // the claim created the operation, or reset it to be applied again
+	replaces string // the content digest of the version the operation replaces (ledger.Operation.Replaces)
+}
+
 // claim makes the decision of the claim table and records it. Terminal
 // outcomes that write nothing (duplicate, conflict, refused) are decided
 // without taking the write lock: completed and refused operations never
 // change their fingerprint or state.
 func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
-	op, now, err := r.e.ledger.Get(ctx, r.e.db, r.id.Key)
-	if err != nil {
-		return 0, err
-	}
-	if op != nil {
-		s, err := r.situation(ctx, r.e.db, op, now)
-		if err != nil {
-			return 0, err
-		}
-		if d, _ := ledger.Decide(s); settles(d) && d != ledger.Busy {
-			if !r.quick {
-				// The file was hashed: remember it, so the next run need not.
-				if err := r.rememberDigests(ctx, r.e.db); err != nil && !r.e.sink.Locked(err) {
-					return 0, err
-				}
-			}
-			return d, r.settle(ctx, d, op)
-		}
+	op, d, settled, err := r.claimUnlocked(ctx)
+	if settled || err != nil {
+		return d, err
 	}
 	tx, err := beginTx(ctx, r.e.db)
 	if err != nil {
@@ -85,121 +77,176 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 		return 0, fmt.Errorf("begin claim: %w", err)
 	}
 	defer tx.Rollback()
-	if err := r.e.ledger.Lock(ctx, tx.Tx, r.id.Key); err != nil {
-		return 0, err
-	}
-	if op != nil && op.State == ledger.Processing {
-		if err := r.reapDead(ctx, tx.Tx, op); err != nil {
-			return 0, err
-		}
-	}
-	op, now, err = r.e.ledger.Get(ctx, tx, r.id.Key)
-	if err != nil {
-		return 0, err
-	}
-	s, err := r.situation(ctx, tx, op, now)
+	op, s, err := r.lockedSituation(ctx, tx.Tx, op)
 	if err != nil {
 		return 0, err
 	}
 	d, from := ledger.Decide(s)
+	if settles(d) {
+		if op != nil {
+			r.replaces = op.Replaces
+		}
+		// A settled decision keeps nothing of the claim transaction. End
+		// it before settle writes through the pool (a duplicate records
+		// the path it was seen under): on SQLite that write would
+		// otherwise wait, until the busy timeout, for the lock this very
+		// transaction holds.
+		if err := tx.Rollback(); err != nil {
+			return 0, fmt.Errorf("end claim: %w", err)
+		}
+		return d, r.settle(ctx, d, op)
+	}
+	c, err := r.take(ctx, tx.Tx, d, s, from)
+	if err != nil {
+		return 0, err
+	}
+	if !r.quick {
+		if err := r.rememberDigests(ctx, tx); err != nil {
+			return 0, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("commit claim: %w", err)
+	}
+	r.claimed, r.created, r.replaces = true, c.created, c.replaces
+	r.res.AttemptID, r.res.Replaces = r.attempt.ID, r.replaces
+	return d, nil
+}
+
+// claimUnlocked decides, without the write lock, a claim that settles (a
+// duplicate, a conflict, a refusal): it reports settled, and settles it.
+// Otherwise it returns the operation as stored, if any.
+func (r *run) claimUnlocked(ctx context.Context) (*ledger.Operation, ledger.Decision, bool, error) {
+	op, now, err := r.e.ledger.Get(ctx, r.e.db, r.id.Key)
+	if err != nil || op == nil {
+		return nil, 0, false, err
+	}
+	s, err := r.situation(ctx, r.e.db, op, now)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	d, _ := ledger.Decide(s)
+	if !settles(d) || d == ledger.Busy {
+		return op, d, false, nil
+	}
+	if !r.quick {
+		// The file was hashed: remember it, so the next run need not.
+		if err := r.rememberDigests(ctx, r.e.db); err != nil && !r.e.sink.Locked(err) {
+			return nil, 0, true, err
+		}
+	}
+	return nil, d, true, r.settle(ctx, d, op)
+}
+
+// lockedSituation takes the operation's write lock in tx, reaps the dead
+// holders of op (the operation as read before) when it was processing, and
+// returns the operation and the situation the claim decides on.
+func (r *run) lockedSituation(ctx context.Context, tx *sql.Tx, op *ledger.Operation) (*ledger.Operation, ledger.Situation, error) {
+	if err := r.e.ledger.Lock(ctx, tx, r.id.Key); err != nil {
+		return nil, ledger.Situation{}, err
+	}
+	if op != nil && op.State == ledger.Processing {
+		if err := r.reapDead(ctx, tx, op); err != nil {
+			return nil, ledger.Situation{}, err
+		}
+	}
+	op, now, err := r.e.ledger.Get(ctx, tx, r.id.Key)
+	if err != nil {
+		return nil, ledger.Situation{}, err
+	}
+	s, err := r.situation(ctx, tx, op, now)
+	return op, s, err
+}
+
+// take records decision d, which does not settle, in tx: the operation
+// created (or superseded, replaced, reset to be applied again) and this
+// run's attempt started on it. from is a dead attempt whose planning lease
+// it recovers.
+func (r *run) take(ctx context.Context, tx *sql.Tx, d ledger.Decision, s ledger.Situation, from string) (claimed, error) {
+	op := s.Op
+	var c claimed
 	if op != nil {
-		r.replaces = op.Replaces
+		c.replaces = op.Replaces
 	}
 	switch d {
 	case ledger.Create, ledger.Supersede, ledger.Replace:
-		r.replaces = ""
-		if op != nil {
-			by := ""
-			switch d {
-			case ledger.Supersede:
-				r.note("supersedes the %s operation of %s (%s differs; it had no effect)", op.State, op.Key, differs(op, r.id))
-				// It was replacing an earlier version: this one
-				// finishes that replacement.
-				r.replaces = op.Replaces
-			case ledger.Replace:
-				r.note("replaces the version of %s completed on %s (content %s, %s)",
-					op.Key, formatMs(op.CompletedAt), ledger.ShortDigest(op.ContentDigest), english.Plural(op.Rows.Read-op.Rows.Rejected-op.Rows.Superseded, "row"))
-				by, r.replaces = r.id.ContentDigest, op.ContentDigest
-			}
-			if _, _, err := r.e.cp.Drop(ctx, tx.Tx, r.op); err != nil {
-				return 0, err
-			}
-			if err := r.e.ledger.Replace(ctx, tx.Tx, r.id.Key, by); err != nil {
-				return 0, err
-			}
-		}
-		if err := r.e.ledger.Create(ctx, tx.Tx, r.id, r.attempt, r.leaseMs); err != nil {
-			return 0, err
-		}
-		if r.replaces != "" {
-			if err := r.e.ledger.MarkReplaces(ctx, tx.Tx, r.id.Key, r.replaces); err != nil {
-				return 0, err
-			}
-		}
-		r.created = true
+		return r.create(ctx, tx, d, op)
 	case ledger.Reapply:
-		r.replaces = "" // applied again, it replaces nothing (ledger.Reset)
-		if s.TableMissing {
-			r.note("imported again: %s was completed on %s, but its table %s no longer exists", op.Key, formatMs(op.CompletedAt), op.Table)
-		} else {
-			r.note("applied again (--reapply): %s was completed on %s", op.Key, formatMs(op.CompletedAt))
-		}
-		if !r.target.Ordinal() && r.target.Version == "" {
-			r.note("rows are upserted by key without --version-col: this file's values overwrite any newer ones written since")
-		}
-		// The file is planned again (its stored plan may have been
-		// collected by gc) and every partition applied again: the target
-		// keys are deterministic, so rows that are still there are
-		// unchanged.
-		if _, _, err := r.e.cp.Drop(ctx, tx.Tx, r.op); err != nil {
-			return 0, err
-		}
-		if err := r.e.ledger.Reset(ctx, tx.Tx, r.id.Key); err != nil {
-			return 0, err
-		}
-		if err := r.e.ledger.Start(ctx, tx.Tx, r.id.Key, r.attempt, true, r.leaseMs); err != nil {
-			return 0, err
-		}
-		r.created = true
+		return claimed{created: true}, r.reset(ctx, tx, s) // applied again, it replaces nothing (ledger.Reset)
 	case ledger.Plan:
 		if from != "" {
 			r.attempt.RecoveredFrom = from
 			r.recovered = append(r.recovered, from)
 			r.log.Warn("recovered the planning lease of a dead attempt", "from", from)
 			if err := r.e.ledger.Died(ctx, tx, from); err != nil {
-				return 0, err
+				return c, err
 			}
 		}
-		if err := r.e.ledger.Start(ctx, tx.Tx, r.id.Key, r.attempt, true, r.leaseMs); err != nil {
-			return 0, err
-		}
+		return c, r.e.ledger.Start(ctx, tx, r.id.Key, r.attempt, true, r.leaseMs)
 	case ledger.Resume:
-		if err := r.e.ledger.Start(ctx, tx.Tx, r.id.Key, r.attempt, false, r.leaseMs); err != nil {
-			return 0, err
+		return c, r.e.ledger.Start(ctx, tx, r.id.Key, r.attempt, false, r.leaseMs)
+	}
+	return c, nil
+}
+
+// create records a new operation for decision d (create, supersede or
+// replace), moving the stored operation op, if any, among past ones.
+func (r *run) create(ctx context.Context, tx *sql.Tx, d ledger.Decision, op *ledger.Operation) (claimed, error) {
+	c := claimed{created: true}
+	if op != nil {
+		by := ""
+		switch d {
+		case ledger.Supersede:
+			r.note("supersedes the %s operation of %s (%s differs; it had no effect)", op.State, op.Key, differs(op, r.id))
+			// It was replacing an earlier version: this one
+			// finishes that replacement.
+			c.replaces = op.Replaces
+		case ledger.Replace:
+			r.note("replaces the version of %s completed on %s (content %s, %s)",
+				op.Key, formatMs(op.CompletedAt), ledger.ShortDigest(op.ContentDigest), english.Plural(op.Rows.Read-op.Rows.Rejected-op.Rows.Superseded, "row"))
+			by, c.replaces = r.id.ContentDigest, op.ContentDigest
+		}
+		if _, _, err := r.e.cp.Drop(ctx, tx, r.op); err != nil {
+			return c, err
+		}
+		if err := r.e.ledger.Replace(ctx, tx, r.id.Key, by); err != nil {
+			return c, err
 		}
 	}
-	if !settles(d) {
-		if !r.quick {
-			if err := r.rememberDigests(ctx, tx); err != nil {
-				return 0, err
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			return 0, fmt.Errorf("commit claim: %w", err)
-		}
-		r.claimed = true
-		r.res.AttemptID = r.attempt.ID
-		r.res.Replaces = r.replaces
-		return d, nil
+	if err := r.e.ledger.Create(ctx, tx, r.id, r.attempt, r.leaseMs); err != nil {
+		return c, err
 	}
-	// A settled decision keeps nothing of the claim transaction. End it
-	// before settle writes through the pool (a duplicate records the path
-	// it was seen under): on SQLite that write would otherwise wait, until
-	// the busy timeout, for the lock this very transaction holds.
-	if err := tx.Rollback(); err != nil {
-		return 0, fmt.Errorf("end claim: %w", err)
+	if c.replaces != "" {
+		if err := r.e.ledger.MarkReplaces(ctx, tx, r.id.Key, c.replaces); err != nil {
+			return c, err
+		}
 	}
-	return d, r.settle(ctx, d, op)
+	return c, nil
+}
+
+// reset makes the completed operation of s be applied again (--reapply, or
+// its table is gone): its plan is dropped and this run's attempt plans it
+// anew.
+func (r *run) reset(ctx context.Context, tx *sql.Tx, s ledger.Situation) error {
+	op := s.Op
+	if s.TableMissing {
+		r.note("imported again: %s was completed on %s, but its table %s no longer exists", op.Key, formatMs(op.CompletedAt), op.Table)
+	} else {
+		r.note("applied again (--reapply): %s was completed on %s", op.Key, formatMs(op.CompletedAt))
+	}
+	if !r.target.Ordinal() && r.target.Version == "" {
+		r.note("rows are upserted by key without --version-col: this file's values overwrite any newer ones written since")
+	}
+	// The file is planned again (its stored plan may have been collected
+	// by gc) and every partition applied again: the target keys are
+	// deterministic, so rows that are still there are unchanged.
+	if _, _, err := r.e.cp.Drop(ctx, tx, r.op); err != nil {
+		return err
+	}
+	if err := r.e.ledger.Reset(ctx, tx, r.id.Key); err != nil {
+		return err
+	}
+	return r.e.ledger.Start(ctx, tx, r.id.Key, r.attempt, true, r.leaseMs)
 }
 
 // situation gathers, through q, what the claim decision depends on for the
