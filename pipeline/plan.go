@@ -42,6 +42,9 @@ type planInput struct {
 	types  map[string]idemtype.Type
 	limits map[string]reader.Limit
 	jsonb  bool
+	// rules are the database's value rules (sink.Limits.Rules), which
+	// limits and jsonb refer to; its driver gives the same every time.
+	rules idemtype.ValueRules
 	// widens are the columns read as the existing table's numeric type
 	// that --evolve widen would infer from the file instead (and widen).
 	widens map[string]bool
@@ -60,7 +63,7 @@ const maxReported = 20
 func (r *run) readerOptions(in planInput) reader.Options {
 	m := r.req.Mapping
 	return reader.Options{Format: m.Format, Delimiter: m.Delimiter, Quotes: m.Quotes, Types: in.types, NotNull: m.Key, Exact: m.Key, Key: m.Key, Version: m.Version,
-		Limits: in.limits, JSONB: in.jsonb,
+		Limits: in.limits, Rules: in.rules, AllJSON: in.jsonb,
 		SkipLines: m.SkipLines, NoHeader: m.NoHeader, Names: m.Names, Select: m.Select, Rename: m.Rename, Null: m.Null, Encoding: m.Encoding, Sheet: m.Sheet,
 		InferDates: true} // mapping version 2; a plan stored under version 1 fixes every type
 }
@@ -160,7 +163,7 @@ func (r *run) planInputs(ctx context.Context) (planInput, *sink.Table, error) {
 	for n, t := range r.req.Mapping.Columns {
 		types[n] = t
 	}
-	in := planInput{types: types}
+	in := planInput{types: types, rules: r.e.sink.Limits().Rules}
 	if err := r.e.sink.Limits().CheckTable(r.target.Table); err != nil {
 		// The name would be cut short: describe nothing under it.
 		return in, nil, nil
@@ -225,14 +228,14 @@ func columnLimits(t *sink.Table) map[string]reader.Limit {
 		if strings.HasPrefix(c.Name, sink.Reserved) {
 			continue
 		}
-		l := reader.Limit{MaxChars: c.MaxChars, Numeric: c.Numeric, Precision: c.Precision, Scale: c.Scale, NotNull: c.NotNull}
+		l := reader.Limit{MaxChars: c.MaxChars, Decimal: c.Numeric, Precision: c.Precision, Scale: c.Scale, NotNull: c.NotNull}
 		if c.IntBits > 0 && c.IntBits < 64 {
 			l.MinInt, l.MaxInt = -1<<(c.IntBits-1), 1<<(c.IntBits-1)-1
 		}
 		if l == (reader.Limit{}) && !c.JSONB {
 			continue
 		}
-		l.JSONB, l.Table = c.JSONB, t.Name
+		l.JSON, l.Table = c.JSONB, t.Name
 		out[c.Name] = l
 	}
 	return out
@@ -529,7 +532,7 @@ func (r *run) loadPlan(ctx context.Context) error {
 	for _, c := range sp.Schema {
 		types[c.Name] = c.Type
 	}
-	f, err := r.open(r.readerOptions(planInput{types: types, limits: sp.Limits, jsonb: sp.JSONB}))
+	f, err := r.open(r.readerOptions(planInput{types: types, limits: sp.Limits, jsonb: sp.JSONB, rules: r.e.sink.Limits().Rules}))
 	if err != nil {
 		return fmt.Errorf("reopen %s: %w", r.req.Path, err)
 	}

@@ -41,7 +41,8 @@
 //     ([Plan], [Batch], the scan options, the partition sizes);
 //   - value: cells, typed values and their conversion, type inference,
 //     decimals, the column schema, the reject codes and text checks, and
-//     the target's limits ([Limit]);
+//     the target's limits ([Limit]), checked with the value rules its
+//     driver supplies (Options.Rules: its decimal and JSON types);
 //   - keys: the key bytes and hashes that find superseded rows;
 //   - reject: the fields a rejected row keeps ([RejectFields]);
 //   - charset: the decoding of text in other encodings than UTF-8.

@@ -13,14 +13,17 @@ import (
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/pgtest"
 	"github.com/idemport/idemport/reader/internal/value"
+	"github.com/idemport/idemport/sink/postgres"
 )
 
 // TestLimitsAgreeWithPostgres asks the real server, for each value, whether
-// its column type takes it, and compares with the plan pass's verdict, so
-// that a value the checks pass never fails the write and a value they
-// refuse is one the server refuses (or would silently change).
+// its column type takes it, and compares with the plan pass's verdict under
+// the rules the PostgreSQL driver supplies, so that a value the checks pass
+// never fails the write and a value they refuse is one the server refuses
+// (or would silently change).
 func TestLimitsAgreeWithPostgres(t *testing.T) {
 	db, _ := pgtest.Open(t)
+	rules := postgres.Driver{}.Limits().Rules
 	cases := []struct {
 		typ  string
 		lim  Limit
@@ -31,11 +34,11 @@ func TestLimitsAgreeWithPostgres(t *testing.T) {
 		{"integer", Limit{MinInt: -1 << 31, MaxInt: 1<<31 - 1}, idemtype.Int64, []string{"2147483647", "2147483648", "-2147483648", "-2147483649"}},
 		{"varchar(3)", Limit{MaxChars: 3}, idemtype.String, []string{"abc", "abcd", "äöü", "äöüx", "", "ab "}},
 		{"char(2)", Limit{MaxChars: 2}, idemtype.String, []string{"ab", "abc", "é"}},
-		{"numeric(5,2)", Limit{Numeric: true, Precision: 5, Scale: 2}, idemtype.String, []string{
+		{"numeric(5,2)", Limit{Decimal: true, Precision: 5, Scale: 2}, idemtype.String, []string{
 			"123.45", "1234.5", "123.456", "123.450", "-999.99", "999.995", "0.001", "0.0", "1e2", "1e3", "12345e-2", "12345e-3",
 			"0.000000", "00123.45", "+1.5", "1.5e-2"}},
-		{"numeric(3,0)", Limit{Numeric: true, Precision: 3}, idemtype.String, []string{"999", "1000", "999.4", "1e2", "0.5"}},
-		{"numeric", Limit{Numeric: true}, idemtype.String, []string{"1e131071", "1e131072", "1e-16383", "1e-16384", "0e99999999",
+		{"numeric(3,0)", Limit{Decimal: true, Precision: 3}, idemtype.String, []string{"999", "1000", "999.4", "1e2", "0.5"}},
+		{"numeric", Limit{Decimal: true}, idemtype.String, []string{"1e131071", "1e131072", "1e-16383", "1e-16384", "0e99999999",
 			"0.5e-16383", "12e-16384", "123456789012345678901234567890.123456789", "1e1000000", "-1e-400", "0.000e-16384"}},
 	}
 	for _, c := range cases {
@@ -44,7 +47,7 @@ func TestLimitsAgreeWithPostgres(t *testing.T) {
 			cl := value.Cell{B: []byte(v), Kind: value.CellText}
 			x, code, msg := value.Convert(cl, c.t)
 			if code == "" {
-				code, msg = value.CheckLimits(&c.lim, false, cl, x, c.t)
+				code, msg = value.CheckLimits(&rules, &c.lim, false, cl, x, c.t)
 			}
 			refused := code != ""
 			want := pgRefuses(t, db, v, c.typ)
@@ -55,7 +58,7 @@ func TestLimitsAgreeWithPostgres(t *testing.T) {
 	}
 	for _, j := range []string{`{"a":"\u0000"}`, `{"a\u0000":1}`, `["\\u0000"]`, `[1e1000000]`, `{"n":-1e131072}`, `{"n":1e131071}`,
 		`[0.5e-16383]`, `[1e-16383]`, `{"s":"x\"\\u0000"}`, `{"s":"x\\\u0000"}`, `[true,null,"\u00e9"]`, `[-0.0e5]`} {
-		refused := value.JsonbRefuses([]byte(j)) != ""
+		refused := value.JSONRefuses(&rules, []byte(j)) != ""
 		var ok bool
 		err := db.QueryRow(`SELECT $1::jsonb IS NOT NULL`, j).Scan(&ok)
 		if refused != (err != nil) {
@@ -126,8 +129,9 @@ func TestLimitsInTypedFiles(t *testing.T) {
 	path := writeParquetRecord(t, "l.parquet", rec, 3, true)
 	opts := Options{
 		Types: map[string]idemtype.Type{"doc": idemtype.JSON},
+		Rules: postgres.Driver{}.Limits().Rules,
 		Limits: map[string]Limit{"s": {MinInt: -32768, MaxInt: 32767, Table: "t"}, "v": {MaxChars: 3, Table: "t"},
-			"nn": {NotNull: true, Table: "t"}, "doc": {JSONB: true, Table: "t"}},
+			"nn": {NotNull: true, Table: "t"}, "doc": {JSON: true, Table: "t"}},
 	}
 	f, plan := scanChecked(t, path, opts, ScanOptions{KeepRejects: 100})
 	var got [][2]any
@@ -145,3 +149,43 @@ func TestLimitsInTypedFiles(t *testing.T) {
 }
 
 func ptr(v int64) *int64 { return &v }
+
+// TestRulesComeFromTheDriver checks that the decimal and JSON rules a value
+// is refused by are those Options.Rules gives, not the reader's own: the
+// same file, read for a table of the same columns, is refused or taken as
+// the database's types hold it, and the reason code is the database's.
+func TestRulesComeFromTheDriver(t *testing.T) {
+	// A database whose decimal type holds 65 digits, 30 after the point
+	// (MariaDB's DECIMAL), and whose JSON type takes any valid JSON.
+	decimal65 := idemtype.ValueRules{Decimal: idemtype.DecimalRule{Name: "decimal", Code: "decimal", MaxDigits: 65, MaxScale: 30}}
+	pg := postgres.Driver{}.Limits().Rules
+	digits66 := "1" + strings.Repeat("0", 65)
+	scale31 := "0." + strings.Repeat("0", 30) + "1"
+	path := writeFile(t, "r.csv", []byte("n,doc\n1.5,{}\n"+digits66+",{}\n"+scale31+",{}\n7,\"{\"\"a\"\":\"\"\\u0000\"\"}\"\n"))
+	opts := Options{
+		Types:  map[string]idemtype.Type{"n": idemtype.String, "doc": idemtype.JSON},
+		Limits: map[string]Limit{"n": {Decimal: true, Table: "t"}, "doc": {JSON: true, Table: "t"}},
+	}
+	for _, c := range []struct {
+		name  string
+		rules idemtype.ValueRules
+		want  [][2]any
+	}{
+		{"none", idemtype.ValueRules{}, nil},
+		{"decimal(65,30)", decimal65, [][2]any{{int64(2), "decimal"}, {int64(3), "decimal"}}},
+		{"postgres", pg, [][2]any{{int64(4), "jsonb"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := opts
+			o.Rules = c.rules
+			_, plan := scanChecked(t, path, o, ScanOptions{KeepRejects: 10})
+			var got [][2]any
+			for _, r := range plan.Rejects {
+				got = append(got, [2]any{r.Ordinal, r.Code})
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("rejects %v, want %v", got, c.want)
+			}
+		})
+	}
+}

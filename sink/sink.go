@@ -356,6 +356,11 @@ type Limits struct {
 	FoldsCase bool
 	// JSONB says json columns are created as PostgreSQL jsonb.
 	JSONB bool
+	// Rules are what the database's decimal and JSON types hold, which
+	// the plan pass checks values of Column.Numeric and Column.JSONB
+	// columns (and with JSONB, every JSON value of a table it creates)
+	// against. The zero Rules check nothing.
+	Rules idemtype.ValueRules
 }
 
 // CheckTable reports a table name the database cannot hold as it is

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/valyala/fastjson"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/reader/internal/partition"
 	"github.com/idemport/idemport/reader/internal/reject"
 	"github.com/idemport/idemport/reader/internal/value"
@@ -30,10 +31,12 @@ type converter struct {
 	slabs []slab       // rendered values of columns that render
 	r     renderer
 
-	// What the target's columns hold (nil where nothing is checked), and
-	// whether json goes to jsonb; limited says some column has a limit.
+	// What the target's columns hold (nil where nothing is checked), what
+	// its database's types hold, and whether all json goes to its JSON
+	// type; limited says some column has a limit.
 	limits  []*value.Limit
-	jsonb   bool
+	rules   idemtype.ValueRules
+	allJSON bool
 	limited bool
 }
 
@@ -174,7 +177,7 @@ func (c *converter) check(rec arrow.RecordBatch) int {
 			c.render(k, col.mode, v, n, mark)
 		}
 	}
-	if c.limited || c.jsonb {
+	if c.limited || c.allJSON {
 		c.checkLimits(rec, mark)
 	}
 	if c.nbad > 0 {
@@ -501,7 +504,7 @@ func (f *File) converter(schema value.Schema) *converter {
 	for i, c := range f.cols {
 		names[i] = c.name
 	}
-	cv.limits, cv.jsonb = value.LimitsOf(f.Opts.Limits, names), f.Opts.JSONB
+	cv.limits, cv.rules, cv.allJSON = value.LimitsOf(f.Opts.Limits, names), f.Opts.Rules, f.Opts.AllJSON
 	for _, l := range cv.limits {
 		cv.limited = cv.limited || l != nil
 	}
@@ -510,14 +513,14 @@ func (f *File) converter(schema value.Schema) *converter {
 
 // checkLimits marks the rows of rec, not bad yet, whose value of a column
 // does not fit its limit: a null in a NOT NULL column, an integer out of
-// range, text too long, JSON jsonb refuses. (Floats into numeric columns
+// range, text too long, JSON the database's JSON type refuses. (Floats into numeric columns
 // are not checked.) Call it at the end of check, after render.
 func (c *converter) checkLimits(rec arrow.RecordBatch, mark func(i, col int, code, msg string)) {
 	n := int(rec.NumRows())
 	for k, col := range c.cols {
 		l := c.limits[k]
-		jsonb := (c.jsonb || (l != nil && l.JSONB)) && col.typ == value.JSON
-		if l == nil && !jsonb {
+		json := (c.allJSON || (l != nil && l.JSON)) && col.typ == value.JSON
+		if l == nil && !json {
 			continue
 		}
 		v := newView(rec.Column(k))
@@ -551,7 +554,7 @@ func (c *converter) checkLimits(rec arrow.RecordBatch, mark func(i, col int, cod
 			if cl.Kind == value.CellBool {
 				t = value.Unknown
 			}
-			if code, msg := value.CheckLimits(l, jsonb, cl, x, t); code != "" {
+			if code, msg := value.CheckLimits(&c.rules, l, json, cl, x, t); code != "" {
 				mark(i, k, code, msg)
 			}
 		}

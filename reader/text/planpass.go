@@ -323,8 +323,8 @@ func (v *validator) row(r tokenRow, cells []value.Cell, raw []byte) {
 					// A quoted empty field is null for a non-text type.
 					c, code, msg = value.Cell{}, value.CodeNull, "a key column must have a value"
 				}
-				if code == "" && (v.limits[i] != nil || (v.f.Opts.JSONB && (fixed[i] == value.JSON || c.Kind == value.CellJSON))) {
-					code, msg = value.CheckLimits(v.limits[i], v.f.Opts.JSONB, c, x, fixed[i])
+				if code == "" && (v.limits[i] != nil || (v.f.Opts.AllJSON && (fixed[i] == value.JSON || c.Kind == value.CellJSON))) {
+					code, msg = value.CheckLimits(&v.f.Opts.Rules, v.limits[i], v.f.Opts.AllJSON, c, x, fixed[i])
 				}
 				if code == value.CodeInexact {
 					msg += "; " + value.InexactHint(v.names[i], fixed[i])
@@ -341,8 +341,8 @@ func (v *validator) row(r tokenRow, cells []value.Cell, raw []byte) {
 					break
 				}
 			}
-			if v.limits[i] != nil || (v.f.Opts.JSONB && c.Kind == value.CellJSON) {
-				if code, msg := value.CheckLimits(v.limits[i], v.f.Opts.JSONB, c, value.Value{Null: c.Kind == value.CellNull}, value.Unknown); code != "" {
+			if v.limits[i] != nil || (v.f.Opts.AllJSON && c.Kind == value.CellJSON) {
+				if code, msg := value.CheckLimits(&v.f.Opts.Rules, v.limits[i], v.f.Opts.AllJSON, c, value.Value{Null: c.Kind == value.CellNull}, value.Unknown); code != "" {
 					reject(i, "", c, code, msg)
 					break
 				}

@@ -262,8 +262,8 @@ func (r *PartitionReader) Next() (partition.Batch, error) {
 				c = cells[i]
 			}
 			v, code, _ := value.ConvertText(c, r.schema[i].Type, clean)
-			if code == "" && (r.limits[i] != nil || (r.f.Opts.JSONB && (r.schema[i].Type == value.JSON || c.Kind == value.CellJSON))) {
-				code, _ = value.CheckLimits(r.limits[i], r.f.Opts.JSONB, c, v, r.schema[i].Type)
+			if code == "" && (r.limits[i] != nil || (r.f.Opts.AllJSON && (r.schema[i].Type == value.JSON || c.Kind == value.CellJSON))) {
+				code, _ = value.CheckLimits(&r.f.Opts.Rules, r.limits[i], r.f.Opts.AllJSON, c, v, r.schema[i].Type)
 			}
 			if code != "" || (v.Null && r.required[i]) {
 				ok = false

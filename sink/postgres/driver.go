@@ -297,5 +297,5 @@ func (Driver) SkipLocked(of string) (string, bool) {
 // many), names of at most 63 bytes (NAMEDATALEN - 1), quoted names that
 // keep their case, and json as jsonb.
 func (Driver) Limits() sink.Limits {
-	return sink.Limits{MaxColumns: 1600, Reserved: 2, MaxNameBytes: 63, QualifiedNames: true, JSONB: true}
+	return sink.Limits{MaxColumns: 1600, Reserved: 2, MaxNameBytes: 63, QualifiedNames: true, JSONB: true, Rules: valueRules}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/reader/internal/value"
 )
 
@@ -36,9 +37,14 @@ type Options struct {
 	// Limits are what the target's columns hold, by column name: a value
 	// outside its column's Limit is a bad row.
 	Limits map[string]value.Limit
-	// JSONB says JSON goes to PostgreSQL's jsonb: a nested JSON value, or
-	// a json column's value, that jsonb refuses is a bad row.
-	JSONB bool
+	// Rules are what the target database's decimal and JSON types hold,
+	// as its driver says: a value of a Limit.Decimal or Limit.JSON column
+	// that they refuse is a bad row. The zero Rules check nothing.
+	Rules idemtype.ValueRules
+	// AllJSON says every JSON value goes to the database's JSON type (the
+	// json columns of a table the import creates): a nested JSON value,
+	// or a json column's value, that Rules.JSON refuses is a bad row.
+	AllJSON bool
 	// Exact names columns whose inferred type must hold every value
 	// exactly in a comparison too: never float64 (a natural key column of
 	// 9007199254740992 and 9007199254740993 is decimal, not two equal

@@ -21,10 +21,10 @@ const (
 	CodeNull       = "null"        // a column that must have a value is null
 	CodeInexact    = "inexact"     // the column's type would store another value than the file's (02134 in an int64 column)
 
-	// Values the target column cannot hold (Options.Limits, Options.JSONB).
-	CodeLength  = "length"  // text longer than the column's varchar(n) or char(n)
-	CodeNumeric = "numeric" // a number the column's numeric(p,s) would round or cannot hold
-	CodeJSONB   = "jsonb"   // a JSON value PostgreSQL's jsonb refuses (\u0000, a number beyond numeric)
+	// Values the target column cannot hold (Options.Limits). Those its
+	// database's decimal or JSON type refuses take the codes of its
+	// Options.Rules.
+	CodeLength = "length" // text longer than the column's varchar(n) or char(n)
 
 	// Found only in Parquet and Arrow files.
 	CodeRange     = "range"     // the value is outside what the column's type holds (uint64 above int64, a year outside 0000-9999)
