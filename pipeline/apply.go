@@ -25,78 +25,24 @@ import (
 // it waits for them, and takes over any whose lease expires. Each round of
 // claims is logged (debug), so that a test can count them.
 func (r *run) apply(ctx context.Context) error {
-	start, err := r.e.cp.Progress(ctx, r.e.db, r.op, r.attempt.ID)
-	if err != nil {
-		return err
-	}
-	r.res.Partitions.Total = start.Total
-	r.res.Partitions.Skipped = start.Done
-	r.doneRows = r.rowsDone(ctx)
-	r.progress(Progress{Phase: "apply", Rows: r.doneRows, TotalRows: r.plan.Rows, Partitions: start.Done, TotalParts: start.Total, Skipped: start.Done})
-	if err := r.expectAs(ctx); err != nil {
+	if err := r.startApply(ctx); err != nil {
 		return err
 	}
 	var mu sync.Mutex
-	reconnects, deadlocks, rereads := 0, 0, 0
+	var n retries
 	for {
 		before := r.committed
 		r.log.Debug("claiming partitions")
 		err := r.applyRound(ctx, &mu)
 		if r.committed > before {
-			deadlocks = 0
+			n.deadlocks = 0
 		}
-		if errors.Is(err, errDeadlock) && deadlocks < maxDeadlocks && ctx.Err() == nil {
-			// A partition's transaction was a deadlock's victim and rolled
-			// back, releasing the rows it held, so that the other
-			// transaction went on: give back this attempt's partitions and
-			// run them again, after a pause that differs from run to run
-			// so that the two do not meet the same way again.
-			deadlocks++
-			r.log.Warn("a partition's transaction was a deadlock's victim; running it again", "err", err, "time", deadlocks)
-			if err := r.e.cp.Release(ctx, r.e.db, r.op, r.attempt.ID); err != nil {
-				return err
-			}
-			if err := sleep(ctx, rand.N(time.Duration(deadlocks)*deadlockPause)); err != nil {
-				return err
-			}
-			continue
-		}
-		if errors.Is(err, errReread) && rereads < maxRereads && ctx.Err() == nil {
-			// A worker read a partition's values for the table's columns
-			// as they were before another import changed them: give back
-			// this attempt's partitions and read them again.
-			rereads++
-			r.log.Info("the table's columns changed while a partition was read; reading it again", "err", err)
-			if err := r.e.cp.Release(ctx, r.e.db, r.op, r.attempt.ID); err != nil {
-				return err
-			}
-			continue
-		}
-		if errors.Is(err, errReconnect) && reconnects < maxReconnects && ctx.Err() == nil {
-			// A worker's connection was lost at a COMMIT; the checkpoint
-			// said whether it committed. No worker runs now: give back the
-			// partitions this attempt still holds, and go on with new
-			// connections.
-			reconnects++
-			r.log.Warn("going on with new connections", "err", err)
-			if err := r.e.cp.Release(ctx, r.e.db, r.op, r.attempt.ID); err != nil {
-				return err
-			}
-			continue
-		} else if err != nil && r.e.sink.Locked(err) && r.req.Wait > 0 && time.Since(r.started) <= r.req.Wait && ctx.Err() == nil {
-			// A lock a partition needed stayed held past --busy-timeout
-			// (a frozen holder's): asked to wait, give back the claims
-			// and try again.
-			r.log.Info("waiting for a lock another transaction holds", "err", err)
-			if err := r.e.cp.Release(ctx, r.e.db, r.op, r.attempt.ID); err != nil {
-				return err
-			}
-			if err := sleep(ctx, min(time.Second, r.req.Lease/4)); err != nil {
-				return err
-			}
-			continue
-		} else if err != nil {
+		again, err := r.again(ctx, err, &n)
+		if err != nil {
 			return err
+		}
+		if again {
+			continue
 		}
 		p, err := r.e.cp.Progress(ctx, r.e.db, r.op, r.attempt.ID)
 		if err != nil {
@@ -118,34 +64,104 @@ func (r *run) apply(ctx context.Context) error {
 		if p.Claimable > 0 && r.committed > before {
 			continue
 		}
-		// A holder frozen inside its partition's transaction cannot be
-		// taken over, even once its lease expires: an expired lease whose
-		// row is still locked (PostgreSQL's SKIP LOCKED passed it over),
-		// or a holder stopped on this host with its row locked. That makes
-		// the run busy, unless it was asked to wait and may wait still.
-		// (On SQLite such a holder keeps the write lock: see stopBusy.)
-		if b := r.busy(ctx, "holds a partition inside its transaction"); (p.Claimable > 0 && r.expiredInTransaction(ctx)) || r.frozenInTransaction(ctx, b) {
-			if r.req.Wait <= 0 || time.Since(r.started) > r.req.Wait {
-				return b
-			}
-		}
-		// Other attempts hold the rest: wait for them, and take over the
-		// partitions of any that dies.
-		r.log.Debug("waiting for the partitions other attempts hold", "claimable", p.Claimable, "held", p.Held)
-		if err := sleep(ctx, min(time.Second, r.req.Lease/4)); err != nil {
-			return err
-		}
-		err = r.withTx(ctx, func(tx *sql.Tx) error {
-			op, _, err := r.e.ledger.Get(ctx, tx, r.id.Key)
-			if err != nil || op == nil {
-				return err
-			}
-			return r.reapDead(ctx, tx, op)
-		})
-		if err != nil {
+		if err := r.awaitOthers(ctx, p); err != nil {
 			return err
 		}
 	}
+}
+
+// startApply reports how far the operation is as this attempt begins
+// applying, and learns the types the table's values are read as.
+func (r *run) startApply(ctx context.Context) error {
+	start, err := r.e.cp.Progress(ctx, r.e.db, r.op, r.attempt.ID)
+	if err != nil {
+		return err
+	}
+	r.res.Partitions.Total = start.Total
+	r.res.Partitions.Skipped = start.Done
+	r.doneRows = r.rowsDone(ctx)
+	r.progress(Progress{Phase: "apply", Rows: r.doneRows, TotalRows: r.plan.Rows, Partitions: start.Done, TotalParts: start.Total, Skipped: start.Done})
+	return r.expectAs(ctx)
+}
+
+// retries counts the rounds of apply run again, by cause.
+type retries struct {
+	reconnects, deadlocks, rereads int
+}
+
+// again says whether the round of apply that failed with err is run again
+// (its partitions given back first), counting it in n; otherwise it
+// returns err.
+func (r *run) again(ctx context.Context, err error, n *retries) (bool, error) {
+	if err == nil || ctx.Err() != nil {
+		return false, err
+	}
+	switch {
+	case errors.Is(err, errDeadlock) && n.deadlocks < maxDeadlocks:
+		// A partition's transaction was a deadlock's victim and rolled
+		// back, releasing the rows it held, so that the other
+		// transaction went on: give back this attempt's partitions and
+		// run them again, after a pause that differs from run to run
+		// so that the two do not meet the same way again.
+		n.deadlocks++
+		r.log.Warn("a partition's transaction was a deadlock's victim; running it again", "err", err, "time", n.deadlocks)
+		if err := r.e.cp.Release(ctx, r.e.db, r.op, r.attempt.ID); err != nil {
+			return false, err
+		}
+		return true, sleep(ctx, rand.N(time.Duration(n.deadlocks)*deadlockPause))
+	case errors.Is(err, errReread) && n.rereads < maxRereads:
+		// A worker read a partition's values for the table's columns
+		// as they were before another import changed them: give back
+		// this attempt's partitions and read them again.
+		n.rereads++
+		r.log.Info("the table's columns changed while a partition was read; reading it again", "err", err)
+		return true, r.e.cp.Release(ctx, r.e.db, r.op, r.attempt.ID)
+	case errors.Is(err, errReconnect) && n.reconnects < maxReconnects:
+		// A worker's connection was lost at a COMMIT; the checkpoint
+		// said whether it committed. No worker runs now: give back the
+		// partitions this attempt still holds, and go on with new
+		// connections.
+		n.reconnects++
+		r.log.Warn("going on with new connections", "err", err)
+		return true, r.e.cp.Release(ctx, r.e.db, r.op, r.attempt.ID)
+	case r.e.sink.Locked(err) && r.req.Wait > 0 && time.Since(r.started) <= r.req.Wait:
+		// A lock a partition needed stayed held past --busy-timeout
+		// (a frozen holder's): asked to wait, give back the claims
+		// and try again.
+		r.log.Info("waiting for a lock another transaction holds", "err", err)
+		if err := r.e.cp.Release(ctx, r.e.db, r.op, r.attempt.ID); err != nil {
+			return false, err
+		}
+		return true, sleep(ctx, min(time.Second, r.req.Lease/4))
+	}
+	return false, err
+}
+
+// awaitOthers waits while other attempts hold the partitions left (p), and
+// takes over those of any that died. A holder frozen inside its
+// partition's transaction cannot be taken over, even once its lease
+// expires: an expired lease whose row is still locked (PostgreSQL's SKIP
+// LOCKED passed it over), or a holder stopped on this host with its row
+// locked. That makes the run busy, unless it was asked to wait and may
+// wait still. (On SQLite such a holder keeps the write lock: see
+// stopBusy.)
+func (r *run) awaitOthers(ctx context.Context, p checkpoint.Progress) error {
+	if b := r.busy(ctx, "holds a partition inside its transaction"); (p.Claimable > 0 && r.expiredInTransaction(ctx)) || r.frozenInTransaction(ctx, b) {
+		if r.req.Wait <= 0 || time.Since(r.started) > r.req.Wait {
+			return b
+		}
+	}
+	r.log.Debug("waiting for the partitions other attempts hold", "claimable", p.Claimable, "held", p.Held)
+	if err := sleep(ctx, min(time.Second, r.req.Lease/4)); err != nil {
+		return err
+	}
+	return r.withTx(ctx, func(tx *sql.Tx) error {
+		op, _, err := r.e.ledger.Get(ctx, tx, r.id.Key)
+		if err != nil || op == nil {
+			return err
+		}
+		return r.reapDead(ctx, tx, op)
+	})
 }
 
 // rowsDone sums the rows of partitions already done, for progress reports.
@@ -552,109 +568,14 @@ func (r *run) finalize(ctx context.Context) error {
 	if err := r.e.fp.Hit("before-finalize"); err != nil {
 		return err
 	}
-	var moved idemtype.Rows // this attempt's counters recounted by an --atomic move
-	var evolved *evolution  // the schema changes an --atomic completion made
-	var completer string    // the attempt that completed the operation
-	sent := false           // the transaction did its work: an error now is its COMMIT's
-
+	var c completion
 	removed := r.res.Removed // the replaced version's rows the plan's transaction removed (ordinal mode)
-	err := r.withTx(ctx, func(tx *sql.Tx) error {
-		moved, evolved, completer, sent = idemtype.Rows{}, nil, "", false
+	err := r.withTx(ctx, func(tx *sql.Tx) (err error) {
 		r.res.Removed = removed
-		// One transaction completes the operation at a time, and none
-		// while a run decides to join it (claim takes the same lock): each
-		// finds the operation as the last one left it. Without it, two
-		// attempts of an --atomic import would both move the staged rows,
-		// and one would find the staging table dropped by the other.
-		if err := r.e.ledger.Lock(ctx, tx, r.id.Key); err != nil {
-			return err
-		}
-		op, now, err := r.e.ledger.Get(ctx, tx, r.id.Key)
-		if err != nil {
-			return err
-		}
-		if op.State == ledger.Completed {
-			completer = op.CompletedBy
-			return nil // another attempt completed it (and swept) first
-		}
-		if restored, err := r.e.ledger.Restore(ctx, tx, r.id.Key); err != nil {
-			return err
-		} else if restored {
-			completer = op.CompletedBy
-			r.note("%s had completed on %s (attempt %s), and a run of an earlier version that joined it then recorded it %s: it is completed again; nothing was applied twice",
-				op.Key, formatMs(op.CompletedAt), op.CompletedBy, op.State)
-			return nil
-		}
-		totals, err := r.e.cp.Totals(ctx, tx, r.op)
-		if err != nil {
-			return err
-		}
-		inserted := totals.Inserted
-		if r.req.Mapping.Atomic {
-			if evolved, err = r.evolveAtCompletion(ctx, tx); err != nil {
-				return err
-			}
-		}
-		before, known, err := r.scopeBefore(ctx, tx) // with --atomic, before the move
-		if err != nil {
-			return err
-		}
-		if err := r.prepareReplaced(ctx, tx, true); err != nil { // with --atomic, before the move
-			return err
-		}
-		if r.req.Mapping.Atomic {
-			var all idemtype.Rows
-			if inserted, all, moved, err = r.moveStaged(ctx, tx); err != nil {
-				return err
-			}
-			totals.Add(all)
-		}
-		if r.res.Deleted, err = r.sweep(ctx, tx, inserted, before, known); err != nil {
-			return err
-		}
-		if err := r.sweepReplaced(ctx, tx); err != nil {
-			return err
-		}
-		if err := r.dropSeen(ctx, tx); err != nil {
-			return err
-		}
-		if err := r.dropStage(ctx, tx); err != nil {
-			return err
-		}
-		body, err := json.Marshal(storedOutcome{Rows: totals, Partitions: r.res.Partitions.Total, ContentDigest: r.id.ContentDigest,
-			CompletedBy: r.attempt.ID, Attempts: op.Attempts, DurationMs: now - op.CreatedAt, Deleted: r.res.Deleted})
-		if err != nil {
-			return err
-		}
-		done, err := r.e.ledger.Complete(ctx, tx, r.id.Key, r.attempt.ID, string(body))
-		if err != nil || !done {
-			return err // completed by another attempt: its event says so
-		}
-		completer = r.attempt.ID
-		outcome := Resumed
-		if r.created {
-			outcome = Imported
-		}
-		// The attempt's end commits with the completion it made, so that no
-		// kill, and no lost reply, leaves the completer recorded otherwise.
-		if err := r.e.ledger.End(ctx, tx, r.attempt.ID, string(outcome), "", r.res.Partitions.Total-r.committed, int64(len(r.recovered))); err != nil {
-			return err
-		}
-		var deleted *int64
-		if r.snapshot() != nil {
-			deleted = &r.res.Deleted
-		}
-		rows := r.rows
-		rows.Add(moved)
-		if r.res.EventID, err = r.e.recordEvent(ctx, tx, EventCompleted, r.id.Key, r.attempt, string(outcome), rows, deleted); err != nil {
-			return err
-		}
-		if err := r.e.fp.Hit("inside-finalize"); err != nil {
-			return err
-		}
-		sent = true
-		return nil
+		c, err = r.complete(ctx, tx)
+		return err
 	})
+	moved, evolved, completer, sent := c.moved, c.evolved, c.completer, c.sent
 	if err != nil && sent {
 		// The COMMIT failed. If the server answered, it did not commit;
 		// if the reply was lost, it may have: the ledger says which.
@@ -686,6 +607,131 @@ func (r *run) finalize(ctx context.Context) error {
 		return err
 	}
 	return r.succeed(ctx, completer)
+}
+
+// completion is what the completing transaction did.
+type completion struct {
+	moved     idemtype.Rows // this attempt's counters recounted by an --atomic move
+	evolved   *evolution    // the schema changes an --atomic completion made
+	completer string        // the attempt that completed the operation
+	sent      bool          // the transaction did its work: an error now is its COMMIT's
+}
+
+// complete completes the operation in tx, unless another attempt did: the
+// work left for the completing transaction (see finish), the stored
+// outcome, the attempt's end and the event.
+func (r *run) complete(ctx context.Context, tx *sql.Tx) (completion, error) {
+	var c completion
+	// One transaction completes the operation at a time, and none while a
+	// run decides to join it (claim takes the same lock): each finds the
+	// operation as the last one left it. Without it, two attempts of an
+	// --atomic import would both move the staged rows, and one would find
+	// the staging table dropped by the other.
+	if err := r.e.ledger.Lock(ctx, tx, r.id.Key); err != nil {
+		return c, err
+	}
+	op, now, err := r.e.ledger.Get(ctx, tx, r.id.Key)
+	if err != nil {
+		return c, err
+	}
+	if op.State == ledger.Completed {
+		c.completer = op.CompletedBy
+		return c, nil // another attempt completed it (and swept) first
+	}
+	if restored, err := r.e.ledger.Restore(ctx, tx, r.id.Key); err != nil {
+		return c, err
+	} else if restored {
+		c.completer = op.CompletedBy
+		r.note("%s had completed on %s (attempt %s), and a run of an earlier version that joined it then recorded it %s: it is completed again; nothing was applied twice",
+			op.Key, formatMs(op.CompletedAt), op.CompletedBy, op.State)
+		return c, nil
+	}
+	totals, err := r.finish(ctx, tx, &c)
+	if err != nil {
+		return c, err
+	}
+	body, err := json.Marshal(storedOutcome{Rows: totals, Partitions: r.res.Partitions.Total, ContentDigest: r.id.ContentDigest,
+		CompletedBy: r.attempt.ID, Attempts: op.Attempts, DurationMs: now - op.CreatedAt, Deleted: r.res.Deleted})
+	if err != nil {
+		return c, err
+	}
+	done, err := r.e.ledger.Complete(ctx, tx, r.id.Key, r.attempt.ID, string(body))
+	if err != nil || !done {
+		return c, err // completed by another attempt: its event says so
+	}
+	c.completer = r.attempt.ID
+	if err := r.recordEnd(ctx, tx, c.moved); err != nil {
+		return c, err
+	}
+	if err := r.e.fp.Hit("inside-finalize"); err != nil {
+		return c, err
+	}
+	c.sent = true
+	return c, nil
+}
+
+// finish does in the completing transaction tx what is left of the
+// operation's work: an --atomic import's schema changes and move of the
+// staged rows (into c), the snapshot's sweep, the removal of a replaced
+// version, the staging tables dropped. It returns the operation's rows.
+func (r *run) finish(ctx context.Context, tx *sql.Tx, c *completion) (idemtype.Rows, error) {
+	totals, err := r.e.cp.Totals(ctx, tx, r.op)
+	if err != nil {
+		return totals, err
+	}
+	inserted := totals.Inserted
+	if r.req.Mapping.Atomic {
+		if c.evolved, err = r.evolveAtCompletion(ctx, tx); err != nil {
+			return totals, err
+		}
+	}
+	before, known, err := r.scopeBefore(ctx, tx) // with --atomic, before the move
+	if err != nil {
+		return totals, err
+	}
+	if err := r.prepareReplaced(ctx, tx, true); err != nil { // with --atomic, before the move
+		return totals, err
+	}
+	if r.req.Mapping.Atomic {
+		var all idemtype.Rows
+		if inserted, all, c.moved, err = r.moveStaged(ctx, tx); err != nil {
+			return totals, err
+		}
+		totals.Add(all)
+	}
+	if r.res.Deleted, err = r.sweep(ctx, tx, inserted, before, known); err != nil {
+		return totals, err
+	}
+	if err := r.sweepReplaced(ctx, tx); err != nil {
+		return totals, err
+	}
+	if err := r.dropSeen(ctx, tx); err != nil {
+		return totals, err
+	}
+	return totals, r.dropStage(ctx, tx)
+}
+
+// recordEnd records, in the transaction tx that completed the operation,
+// the end of this attempt and the completed event, so that no kill, and
+// no lost reply, leaves the completer recorded otherwise. moved is what
+// an --atomic move recounted of this attempt's rows.
+func (r *run) recordEnd(ctx context.Context, tx *sql.Tx, moved idemtype.Rows) error {
+	outcome := Resumed
+	if r.created {
+		outcome = Imported
+	}
+	if err := r.e.ledger.End(ctx, tx, r.attempt.ID, string(outcome), "", r.res.Partitions.Total-r.committed, int64(len(r.recovered))); err != nil {
+		return err
+	}
+	var deleted *int64
+	if r.snapshot() != nil {
+		deleted = &r.res.Deleted
+	}
+	rows := r.rows
+	rows.Add(moved)
+	var err error
+	r.res.EventID, err = r.e.recordEvent(ctx, tx, EventCompleted, r.id.Key, r.attempt, string(outcome), rows, deleted)
+	return err
 }
 
 // settledOp reads the operation in a transaction of its own that holds its
