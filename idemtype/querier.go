@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"io/fs"
+	"time"
 )
 
 // Querier is what *sql.DB, *sql.Conn and *sql.Tx have in common: the
@@ -17,13 +18,17 @@ type Querier = interface {
 }
 
 // Migrator is what applying idemport's own migrations needs of the target
-// database's driver: its migration files, its placeholders and its
-// catalogue. Every sink.Driver is one; the methods mean what sink.Driver
+// database's driver: its migration files, its placeholders, its catalogue
+// and the operations on the table recording the applied versions. Every sink.Driver is one; the methods mean what sink.Driver
 // says.
 type Migrator interface {
 	Migrations(component string) (fs.FS, error)
 	Rebind(query string) string
 	TableExists(ctx context.Context, q Querier, name string) (bool, error)
+	CreateVersions(ctx context.Context, q Querier, table string) error
+	Versions(ctx context.Context, q Querier, table, component string) ([]int, error)
+	VersionRecorded(ctx context.Context, q Querier, table, component string, version int) (bool, error)
+	RecordVersion(ctx context.Context, q Querier, table, component string, version int, at time.Time) error
 }
 
 // StateDriver is what the ledger, the store of idemport's operations in

@@ -38,10 +38,11 @@ var (
 // The contract is moving from SQL spelling to database operations: the
 // checkpoints' operations (Checkpoints), the ledger's quick checks and
 // replay (Ledger), savepoints, DropTable, the merge of an atomic import's stage,
-// the snapshot's sweep and verify's reads (CountFile, Compare) are
+// the snapshot's sweep, verify's reads (CountFile, Compare) and the
+// migrations' table of versions (CreateVersions, Versions…) are
 // operations, and their statements live in the drivers; the rest of the
-// ledger and the migration runner still build their statements above the
-// drivers from the spelling methods (the arch test's sqlAllowed lists
+// ledger still builds its statements above the drivers from the spelling
+// methods (the arch test's sqlAllowed lists
 // where, in internal/archtest).
 //
 // How to add a database (MariaDB, say) — one new package under sink/:
@@ -127,6 +128,19 @@ type Driver interface {
 	// Migrations returns the numbered migrations (NNNN_name.up.sql) of
 	// component ("ledger", "checkpoint") in the driver's SQL.
 	Migrations(component string) (fs.FS, error)
+	// CreateVersions creates table, which records the migrations applied
+	// (Migrations), when it does not exist. Concurrent callers are safe
+	// where the database makes them (CREATE TABLE IF NOT EXISTS); the
+	// caller checks with TableExists after an error.
+	CreateVersions(ctx context.Context, q Querier, table string) error
+	// Versions returns the versions of component that table records.
+	Versions(ctx context.Context, q Querier, table, component string) ([]int, error)
+	// VersionRecorded reports whether table records version of component.
+	VersionRecorded(ctx context.Context, q Querier, table, component string, version int) (bool, error)
+	// RecordVersion records in table, inside q (the migration's
+	// transaction), version of component as applied at at. A version
+	// recorded already fails on the table's primary key.
+	RecordVersion(ctx context.Context, q Querier, table, component string, version int, at time.Time) error
 	// Checkpoints returns the checkpoint store's operations on the tables
 	// prefix places (Database.Prefix), as its migrations create them.
 	Checkpoints(prefix string) checkpoint.Ops

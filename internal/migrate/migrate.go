@@ -21,7 +21,9 @@ import (
 type Querier = idemtype.Querier
 
 // Driver is what migrating needs of the database's driver (a sink.Driver
-// is one): its migration files, its placeholders, its catalogue.
+// is one): its migration files, its catalogue, and the statements that
+// create, read and write the table of applied versions. The order of the
+// files and the handling of concurrent callers are this package's.
 type Driver = idemtype.Migrator
 
 // Apply runs, in order, the migrations of component that d provides and
@@ -80,11 +82,7 @@ func Apply(ctx context.Context, db *sql.DB, d Driver, prefix, component string) 
 	if len(applied) >= len(ms) && (len(ms) == 0 || applied[ms[len(ms)-1].version]) {
 		return nil // the common case reads and writes nothing more
 	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
-		component  TEXT NOT NULL,
-		version    INTEGER NOT NULL,
-		applied_at TEXT NOT NULL,
-		PRIMARY KEY (component, version))`); err != nil {
+	if err := d.CreateVersions(ctx, db, table); err != nil {
 		// On PostgreSQL, two sessions that both found the table missing
 		// both create it, and the loser fails on the catalog's unique
 		// index once the winner commits.
@@ -119,17 +117,13 @@ func applyOne(ctx context.Context, db *sql.DB, d Driver, table, component string
 		return err
 	}
 	defer tx.Rollback()
-	var n int
-	if err := tx.QueryRowContext(ctx, d.Rebind(`SELECT count(*) FROM `+table+` WHERE component = ? AND version = ?`), component, version).Scan(&n); err != nil {
+	if done, err := d.VersionRecorded(ctx, tx, table, component, version); err != nil || done {
 		return err
-	}
-	if n > 0 {
-		return nil
 	}
 	if _, err := tx.ExecContext(ctx, body); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, d.Rebind(`INSERT INTO `+table+` (component, version, applied_at) VALUES (?, ?, ?)`), component, version, time.Now().UTC().Format("2006-01-02T15:04:05Z")); err != nil {
+	if err := d.RecordVersion(ctx, tx, table, component, version, time.Now()); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -145,23 +139,15 @@ func appliedVersions(ctx context.Context, db *sql.DB, d Driver, table, component
 	if !exists {
 		return map[int]bool{}, nil
 	}
-	rows, err := db.QueryContext(ctx, `SELECT component, version FROM `+table)
+	versions, err := d.Versions(ctx, db, table, component)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", table, err)
+		return nil, err
 	}
-	defer rows.Close()
 	out := map[int]bool{}
-	for rows.Next() {
-		var c string
-		var v int
-		if err := rows.Scan(&c, &v); err != nil {
-			return nil, err
-		}
-		if c == component {
-			out[v] = true
-		}
+	for _, v := range versions {
+		out[v] = true
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Applied reports whether migration version of component is applied in

@@ -3,6 +3,7 @@ package stdsql
 import (
 	"context"
 	"database/sql"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -123,4 +124,27 @@ func (Operations[D]) EnsureSeen(ctx context.Context, tx *sql.Tx, table string, k
 func (Operations[D]) ForgetOrdinals(ctx context.Context, tx *sql.Tx, table string, fileKey int64) (int64, error) {
 	var d D
 	return ForgetOrdinals(ctx, tx, d, table, fileKey)
+}
+
+// CreateVersions implements sink.Driver.CreateVersions (CreateVersions).
+func (Operations[D]) CreateVersions(ctx context.Context, q sink.Querier, table string) error {
+	return CreateVersions(ctx, q, table)
+}
+
+// Versions implements sink.Driver.Versions (Versions).
+func (Operations[D]) Versions(ctx context.Context, q sink.Querier, table, component string) ([]int, error) {
+	return Versions(ctx, q, table, component)
+}
+
+// VersionRecorded implements sink.Driver.VersionRecorded
+// (VersionRecorded).
+func (Operations[D]) VersionRecorded(ctx context.Context, q sink.Querier, table, component string, version int) (bool, error) {
+	var d D
+	return VersionRecorded(ctx, q, d, table, component, version)
+}
+
+// RecordVersion implements sink.Driver.RecordVersion (RecordVersion).
+func (Operations[D]) RecordVersion(ctx context.Context, q sink.Querier, table, component string, version int, at time.Time) error {
+	var d D
+	return RecordVersion(ctx, q, d, table, component, version, at)
 }
