@@ -15,7 +15,8 @@ import (
 // Ledger. An Ops is safe for concurrent use.
 //
 // The ledger's operations move here area by area (issue 28); so far the
-// local and remote quick checks, the replay of rejects and the snapshots.
+// local and remote quick checks, the replay of rejects, the snapshots and
+// the lifecycle of an operation after its import.
 type Ops interface {
 	// QuickCheck returns the digests recorded for st, found false when
 	// no row matches every field of st.
@@ -74,4 +75,33 @@ type Ops interface {
 	AddSwept(ctx context.Context, tx *sql.Tx, attempt string, n int64) error
 	// RecordSchemaChanges sets the schema changes attempt made, in words.
 	RecordSchemaChanges(ctx context.Context, tx *sql.Tx, attempt, changes string) error
+
+	// MoveToPast copies operation k, if there is one, to the past
+	// operations, replaced now, and deletes it and its rejects. The past
+	// record keeps the state undone or abandoned; a completed one, with
+	// by not empty, becomes replaced (by by); any other superseded.
+	MoveToPast(ctx context.Context, tx *sql.Tx, k Key, by string) error
+	// MarkReplaces sets digest as what operation k replaces.
+	MarkReplaces(ctx context.Context, tx *sql.Tx, k Key, digest string) error
+	// CloseOperation sets operation k to state, ending any planning
+	// lease; unless evenCompleted, not when it is completed. It reports
+	// whether it set an operation.
+	CloseOperation(ctx context.Context, tx *sql.Tx, k Key, state State, evenCompleted bool) (bool, error)
+	// DropRejects deletes the rejects of operation k.
+	DropRejects(ctx context.Context, tx *sql.Tx, k Key) error
+	// ResetOperation sets operation k processing, with no outcome,
+	// completion, rows in scope, replacement or counters.
+	ResetOperation(ctx context.Context, tx *sql.Tx, k Key) error
+	// RestoreCompleted sets operation k completed, ending any planning
+	// lease, when it is processing or failed and records its completion;
+	// it reports whether it did.
+	RestoreCompleted(ctx context.Context, tx *sql.Tx, k Key) (bool, error)
+	// RecordDied ends attempt now with the outcome died, unless it ended.
+	RecordDied(ctx context.Context, q Querier, attempt string) error
+	// Past returns the past operations matching f, newest first, their
+	// UpdatedAt when they were replaced; ReplacedBy is read only with
+	// replacedBy (the ledger has the column).
+	Past(ctx context.Context, q Querier, f Filter, replacedBy bool) ([]Operation, error)
+	// RecordPath sets path as the path of operation k.
+	RecordPath(ctx context.Context, q Querier, k Key, path string) error
 }

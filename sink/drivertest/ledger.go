@@ -126,6 +126,7 @@ func RunLedger(t *testing.T, open func(t *testing.T) Store) {
 		{"QuickCheck", ledgerQuickCheck},
 		{"Replay", ledgerReplay},
 		{"Snapshots", ledgerSnapshots},
+		{"Lifecycle", ledgerLifecycle},
 		{"OutboxRecordOnce", outboxRecordOnce},
 		{"OutboxClaimIsExclusive", outboxClaimIsExclusive},
 		{"OutboxLeaseAndFencing", outboxLeaseAndFencing},
