@@ -15,8 +15,8 @@ import (
 // Ledger. An Ops is safe for concurrent use.
 //
 // The ledger's operations move here area by area (issue 28); so far the
-// local and remote quick checks, the replay of rejects, the snapshots and
-// the lifecycle of an operation after its import.
+// local and remote quick checks, the replay of rejects, the snapshots,
+// the lifecycle of an operation after its import and the outbox.
 type Ops interface {
 	// QuickCheck returns the digests recorded for st, found false when
 	// no row matches every field of st.
@@ -104,4 +104,50 @@ type Ops interface {
 	Past(ctx context.Context, q Querier, f Filter, replacedBy bool) ([]Operation, error)
 	// RecordPath sets path as the path of operation k.
 	RecordPath(ctx context.Context, q Querier, k Key, path string) error
+
+	// RecordEvent inserts ev into the outbox, unless its ID is there, and
+	// a pending delivery of it to each of sinks, unless there is one.
+	RecordEvent(ctx context.Context, tx *sql.Tx, ev Event, sinks []SinkRef) error
+	// ClaimDelivery leases to by, for leaseMs from now, the oldest
+	// pending delivery owed to one of sinks (at least one) whose next
+	// try is due and whose lease, if any, has ended, locking its row
+	// where the database has row locks; found false when there is none.
+	// The delivery's State is left empty.
+	ClaimDelivery(ctx context.Context, tx *sql.Tx, sinks []string, by Lessee, leaseMs int64) (d Delivery, found bool, err error)
+	// LeaseHolders returns the distinct lessees other than owner, with
+	// their pid and process start, of live leases on pending deliveries
+	// taken on host. Their Host is left empty.
+	LeaseHolders(ctx context.Context, q Querier, host, owner string) ([]Lessee, error)
+	// ReleaseLeases ends the leases owner holds on pending deliveries and
+	// returns how many.
+	ReleaseLeases(ctx context.Context, tx *sql.Tx, owner string) (int64, error)
+	// MarkDelivered sets the pending delivery of event to sink delivered
+	// now, a try more, its lease and last error cleared, if owner holds
+	// its lease; held reports whether it did.
+	MarkDelivered(ctx context.Context, q Querier, event, sink, owner string) (held bool, err error)
+	// RecordTry sets the pending delivery of event to sink to state, a
+	// try more, with errMsg, next tried afterMs from now, its lease
+	// cleared, if owner holds its lease; held reports whether it did.
+	RecordTry(ctx context.Context, q Querier, event, sink, owner, state, errMsg string, afterMs int64) (held bool, err error)
+	// Deliveries returns every event with each of its deliveries (an
+	// event owed to none once, with an empty SinkID), oldest event
+	// first, only those whose delivery state is state unless state is
+	// empty.
+	Deliveries(ctx context.Context, q Querier, state string) ([]Delivery, error)
+	// DeliveryStates counts the deliveries of event id by state.
+	DeliveryStates(ctx context.Context, q Querier, id string) (map[string]int64, error)
+	// PendingDeliveries counts the pending deliveries.
+	PendingDeliveries(ctx context.Context, q Querier) (int64, error)
+	// NextDelivery returns, of the pending deliveries owed to one of sinks
+	// (at least one), the earliest time one may be tried (its next try,
+	// or the end of a later live lease), less now, in milliseconds;
+	// found false when none is pending.
+	NextDelivery(ctx context.Context, q Querier, sinks []string) (ms int64, found bool, err error)
+	// PruneEvents deletes the events created before cutoff whose every
+	// delivery was delivered before cutoff, then the deliveries of events
+	// no longer there, and returns how many events it deleted.
+	PruneEvents(ctx context.Context, tx *sql.Tx, cutoff int64) (int64, error)
+	// AttemptIDs returns the IDs of the attempts on operation k, oldest
+	// first.
+	AttemptIDs(ctx context.Context, q Querier, k Key) ([]string, error)
 }

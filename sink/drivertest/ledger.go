@@ -130,6 +130,7 @@ func RunLedger(t *testing.T, open func(t *testing.T) Store) {
 		{"OutboxRecordOnce", outboxRecordOnce},
 		{"OutboxClaimIsExclusive", outboxClaimIsExclusive},
 		{"OutboxLeaseAndFencing", outboxLeaseAndFencing},
+		{"OutboxLeaseHoldersAndPrune", outboxLeaseHoldersAndPrune},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

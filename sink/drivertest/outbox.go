@@ -180,3 +180,151 @@ func outboxLeaseAndFencing(t *testing.T, open func(t *testing.T) Store) {
 		t.Fatalf("pending %d, want 1", n)
 	}
 }
+
+// outboxLeaseHoldersAndPrune: a claim records the process that holds the
+// lease, found by host for others; releasing a dead owner's leases makes
+// its deliveries claimable at once; deliveries are counted and listed by
+// state; pruning deletes only the events that owe nothing, with their
+// deliveries; an operation's attempt IDs are listed oldest first.
+func outboxLeaseHoldersAndPrune(t *testing.T, open func(t *testing.T) Store) {
+	f := newLedger(t, open)
+	f.record("e1")
+	if err := f.tx(func(tx *sql.Tx) error {
+		return f.l.RecordEvent(f.ctx, tx, ledger.Event{ID: "e2", Kind: "import.undone", Key: identity().Key, AttemptID: "a2", Payload: "{}", CreatedAt: 2}, nil)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	claimAs := func(by ledger.Lessee, sink string) *ledger.Delivery {
+		t.Helper()
+		var d *ledger.Delivery
+		if err := f.tx(func(tx *sql.Tx) (err error) {
+			d, err = f.l.ClaimDeliveryAs(f.ctx, tx, []string{sink}, by, leaseMs)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	w1 := ledger.Lessee{Owner: "w1", Host: "h1", PID: 11, Start: 1<<63 + 5}
+	w2 := ledger.Lessee{Owner: "w2", Host: "h2", PID: 22, Start: 7}
+	if d := claimAs(w1, "s1"); d == nil || d.EventID != "e1" || d.State != ledger.DeliveryPending {
+		t.Fatalf("w1 claimed %+v", d)
+	}
+	d2 := claimAs(w2, "s2")
+	if d2 == nil || d2.EventID != "e1" {
+		t.Fatalf("w2 claimed %+v", d2)
+	}
+	holders := func(host, owner string) string {
+		t.Helper()
+		hs, err := f.l.LeaseHolders(f.ctx, f.st.DB, host, owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(hs)
+	}
+	for _, c := range []struct{ host, owner, want string }{
+		{"h1", "w9", fmt.Sprint([]ledger.Lessee{w1})},
+		{"h1", "w1", "[]"},
+		{"h2", "w1", fmt.Sprint([]ledger.Lessee{w2})},
+		{"h3", "w9", "[]"},
+	} {
+		if got := holders(c.host, c.owner); got != c.want {
+			t.Errorf("lease holders on %s but %s: %s, want %s", c.host, c.owner, got, c.want)
+		}
+	}
+	release := func(owner string) int64 {
+		t.Helper()
+		var n int64
+		if err := f.tx(func(tx *sql.Tx) (err error) { n, err = f.l.ReleaseLeases(f.ctx, tx, owner); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := release("w1"); n != 1 {
+		t.Errorf("released %d leases of w1, want 1", n)
+	}
+	if n := release("w1"); n != 0 {
+		t.Errorf("released %d leases of w1 again, want 0", n)
+	}
+	if got := holders("h1", "w9"); got != "[]" {
+		t.Errorf("lease holders on h1 after the release: %s", got)
+	}
+	d1 := f.claimDelivery("w3", leaseMs, "s1")
+	if d1 == nil || d1.EventID != "e1" {
+		t.Fatalf("claim of a released delivery: %+v", d1)
+	}
+	if err := f.l.Delivered(f.ctx, f.st.DB, d1, "w3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.l.Retry(f.ctx, f.st.DB, d2, "w2", "422 refused", 0, true); err != nil {
+		t.Fatal(err)
+	}
+	states, err := f.l.DeliveryStates(f.ctx, f.st.DB, "e1")
+	if err != nil || fmt.Sprint(states) != "map[delivered:1 failed:1]" {
+		t.Errorf("states of e1: %v %v", states, err)
+	}
+	if states, err := f.l.DeliveryStates(f.ctx, f.st.DB, "e2"); err != nil || len(states) != 0 {
+		t.Errorf("states of e2, owed to none: %v %v", states, err)
+	}
+	listed := func(state string) string {
+		t.Helper()
+		ds, err := f.l.Deliveries(f.ctx, f.st.DB, state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.EventID+"/"+d.SinkID+" "+d.State)
+		}
+		return fmt.Sprint(out)
+	}
+	if got := listed(ledger.DeliveryDelivered); got != "[e1/s1 delivered]" {
+		t.Errorf("delivered: %s", got)
+	}
+	if got := listed(""); got != "[e1/s1 delivered e1/s2 failed e2/ ]" {
+		t.Errorf("all: %s", got)
+	}
+
+	// e3 is delivered; e1 has a delivery refused for good; e2 owes nothing.
+	if err := f.tx(func(tx *sql.Tx) error {
+		return f.l.RecordEvent(f.ctx, tx, ledger.Event{ID: "e3", Kind: "import.completed", Key: identity().Key, AttemptID: "a3", Payload: "{}", CreatedAt: 3}, sinks[:1])
+	}); err != nil {
+		t.Fatal(err)
+	}
+	d3 := f.claimDelivery("w3", leaseMs, "s1")
+	if d3 == nil || d3.EventID != "e3" {
+		t.Fatalf("claim of e3: %+v", d3)
+	}
+	if err := f.l.Delivered(f.ctx, f.st.DB, d3, "w3"); err != nil {
+		t.Fatal(err)
+	}
+	prune := func(cutoff int64) int64 {
+		t.Helper()
+		var n int64
+		if err := f.tx(func(tx *sql.Tx) (err error) { n, err = f.l.PruneEvents(f.ctx, tx, cutoff); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := prune(3); n != 1 || listed("") != "[e1/s1 delivered e1/s2 failed e3/s1 delivered]" {
+		t.Errorf("pruned %d before 3, left %s; want e2 pruned", n, listed(""))
+	}
+	if n := prune(1 << 60); n != 1 || listed("") != "[e1/s1 delivered e1/s2 failed]" {
+		t.Errorf("pruned %d, left %s; want e3 pruned", n, listed(""))
+	}
+	if n := len(Strings(t, f.st.DB, `SELECT sink_id FROM `+f.st.Prefix+`outbox_deliveries`)); n != 2 {
+		t.Errorf("%d deliveries left, want e1's 2", n)
+	}
+
+	id := identity()
+	f.create(id, attempt("a1"))
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.Start(f.ctx, tx, id.Key, attempt("a2"), false, leaseMs) }); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := f.l.AttemptIDs(f.ctx, f.st.DB, id.Key); err != nil || fmt.Sprint(ids) != "[a1 a2]" {
+		t.Errorf("attempt IDs: %v %v, want [a1 a2]", ids, err)
+	}
+	if ids, err := f.l.AttemptIDs(f.ctx, f.st.DB, ledger.Key{Table: "orders", FileID: "file-2"}); err != nil || len(ids) != 0 {
+		t.Errorf("attempt IDs of another operation: %v %v", ids, err)
+	}
+}
