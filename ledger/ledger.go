@@ -118,21 +118,6 @@ func (l *Ledger) hasReplaceCols(ctx context.Context) (bool, error) {
 	return ok, nil
 }
 
-// opColumns are the columns scanOp reads, for a ledger with or without
-// the columns of replacements.
-func (l *Ledger) opColumns(ctx context.Context) (string, error) {
-	ok, err := l.hasReplaceCols(ctx)
-	if err != nil {
-		return "", err
-	}
-	if ok {
-		return opColumns + `, coalesce(replaces, '')`, nil
-	}
-	return opColumns + `, ''`, nil
-}
-
-func (l *Ledger) q(s string) string { return l.d.Rebind(s) }
-
 // Key identifies an operation.
 type Key struct {
 	Table  string
@@ -237,47 +222,29 @@ type Operation struct {
 	ReplacedBy string
 }
 
-const opColumns = `table_name, file_id, file_key, state, content_digest, mapping_digest, mapping,
-	file_path, file_size, planned, coalesce(lease_attempt, ''), coalesce(lease_expires, 0),
-	created_at, updated_at, coalesce(completed_at, 0), coalesce(completed_by, ''), coalesce(outcome, ''),
-	attempts, rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected`
-
-func scanOp(sc interface{ Scan(...any) error }) (*Operation, error) {
-	var o Operation
-	var planned int64
-	err := sc.Scan(&o.Table, &o.FileID, &o.FileKey, &o.State, &o.ContentDigest, &o.MappingDigest, &o.Mapping,
-		&o.Path, &o.Size, &planned, &o.LeaseAttempt, &o.LeaseExpires,
-		&o.CreatedAt, &o.UpdatedAt, &o.CompletedAt, &o.CompletedBy, &o.Outcome,
-		&o.Attempts, &o.Rows.Read, &o.Rows.Inserted, &o.Rows.Updated, &o.Rows.Unchanged, &o.Rows.Stale, &o.Rows.Superseded, &o.Rows.Rejected,
-		&o.Replaces)
-	o.Planned = planned != 0
-	return &o, err
-}
-
 // Get returns the operation for k, or nil when there is none, and the
 // database's current time in Unix milliseconds. A ledger whose tables do
 // not exist yet has no operations.
 func (l *Ledger) Get(ctx context.Context, q Querier, k Key) (*Operation, int64, error) {
-	var now int64
-	if err := q.QueryRowContext(ctx, `SELECT `+l.d.Now()).Scan(&now); err != nil {
-		return nil, 0, fmt.Errorf("read clock: %w", err)
-	}
-	cols, err := l.opColumns(ctx)
+	now, err := l.ops.Clock(ctx, q)
 	if err != nil {
 		return nil, 0, err
 	}
-	row := q.QueryRowContext(ctx, l.q(`SELECT `+cols+` FROM `+l.prefix+`operations WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID)
-	op, err := scanOp(row)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, now, nil
+	replaces, err := l.hasReplaceCols(ctx)
+	if err != nil {
+		return nil, 0, err
 	}
+	op, found, err := l.ops.Operation(ctx, q, k, replaces)
 	if err != nil {
 		if ok, terr := l.d.TableExists(ctx, q, l.prefix+"operations"); terr == nil && !ok {
 			return nil, now, nil // a database idemport has not written to yet
 		}
-		return nil, 0, fmt.Errorf("read operation %s: %w", k, err)
+		return nil, 0, err
 	}
-	return op, now, nil
+	if !found {
+		return nil, now, nil
+	}
+	return &op, now, nil
 }
 
 // Attempt describes an invocation as it starts.
@@ -296,45 +263,21 @@ type Attempt struct {
 func (l *Ledger) Create(ctx context.Context, tx *sql.Tx, id Identity, a Attempt, leaseMs int64) error {
 	// Insert-or-keep, then read: two operations of one file (into two
 	// tables) may record its key at once.
-	if _, err := tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`files (file_key, file_id) VALUES (?, ?) ON CONFLICT (file_key) DO NOTHING`),
-		id.FileKey, id.FileID); err != nil {
-		return fmt.Errorf("record file key: %w", err)
-	}
-	var other string
-	if err := tx.QueryRowContext(ctx, l.q(`SELECT file_id FROM `+l.prefix+`files WHERE file_key = ?`), id.FileKey).Scan(&other); err != nil {
-		return fmt.Errorf("read file key: %w", err)
+	other, err := l.ops.RecordFileKey(ctx, tx, id.FileKey, id.FileID)
+	if err != nil {
+		return err
 	}
 	if other != id.FileID {
 		return fmt.Errorf("%w: file IDs %q and %q share key %d; give one of them another --file-id", ErrFileKeyCollision, other, id.FileID, id.FileKey)
 	}
-	now := l.d.Now()
-	_, err := tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`operations
-		(table_name, file_id, file_key, state, content_digest, mapping_digest, mapping, file_path, file_size,
-		 lease_attempt, lease_expires, created_at, updated_at, attempts)
-		VALUES (?, ?, ?, 'processing', ?, ?, ?, ?, ?, ?, `+now+` + ?, `+now+`, `+now+`, 1)`),
-		id.Table, id.FileID, id.FileKey, id.ContentDigest, id.MappingDigest, id.Mapping, id.Path, id.Size, a.ID, leaseMs)
-	if err != nil {
-		return fmt.Errorf("create operation %s: %w", id.Key, err)
+	if err := l.ops.CreateOperation(ctx, tx, id, a.ID, leaseMs); err != nil {
+		return err
 	}
 	return l.insertAttempt(ctx, tx, id.Key, a)
 }
 
 func (l *Ledger) insertAttempt(ctx context.Context, tx *sql.Tx, k Key, a Attempt) error {
-	now := l.d.Now()
-	var rec any
-	if a.RecoveredFrom != "" {
-		rec = a.RecoveredFrom
-	}
-	// The clock is read once: a new attempt's first heartbeat is its start
-	// (PostgreSQL's clock_timestamp() read twice in one statement can differ).
-	_, err := tx.ExecContext(ctx, l.q(`INSERT INTO `+l.prefix+`attempts
-		(attempt_id, table_name, file_id, trigger, host, pid, proc_start, file_path, started_at, heartbeat_at, recovered_from)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, clock.now, clock.now, ? FROM (SELECT `+now+` AS now) AS clock`),
-		a.ID, k.Table, k.FileID, a.Trigger, a.Host, a.PID, int64(a.ProcStart), a.Path, rec)
-	if err != nil {
-		return fmt.Errorf("record attempt %s: %w", a.ID, err)
-	}
-	return nil
+	return l.ops.RecordAttempt(ctx, tx, k, a)
 }
 
 // Start records a as a new attempt on an existing operation and sets the
@@ -346,24 +289,11 @@ func (l *Ledger) Start(ctx context.Context, tx *sql.Tx, k Key, a Attempt, plan b
 	if err := l.insertAttempt(ctx, tx, k, a); err != nil {
 		return err
 	}
-	lease := ``
-	args := []any{}
-	if plan {
-		// Nothing was applied before a plan exists: counters left by a
-		// refusal start again from zero.
-		lease = `, lease_attempt = ?, lease_expires = ` + l.d.Now() + ` + ?, outcome = NULL,
-			rows_read = 0, rows_inserted = 0, rows_updated = 0, rows_unchanged = 0, rows_stale = 0, rows_superseded = 0, rows_rejected = 0`
-		args = append(args, a.ID, leaseMs)
-	}
-	args = append(args, k.Table, k.FileID)
-	res, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = 'processing', attempts = attempts + 1,
-		updated_at = `+l.d.Now()+lease+` WHERE table_name = ? AND file_id = ? AND state <> 'completed'`), args...)
+	started, err := l.ops.StartOperation(ctx, tx, k, a.ID, plan, leaseMs)
 	if err != nil {
-		return fmt.Errorf("start attempt on %s: %w", k, err)
+		return err
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("start attempt on %s: %w", k, err)
-	} else if n != 1 {
+	if !started {
 		return fmt.Errorf("start attempt on %s: %w", k, ErrCompleted)
 	}
 	return nil
@@ -372,33 +302,16 @@ func (l *Ledger) Start(ctx context.Context, tx *sql.Tx, k Key, a Attempt, plan b
 // Planned marks the operation's plan as stored and releases the planning
 // lease. It fails with ErrLeaseLost when attempt no longer holds that lease.
 func (l *Ledger) Planned(ctx context.Context, tx *sql.Tx, k Key, attempt string) error {
-	res, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET planned = 1, lease_attempt = NULL, lease_expires = NULL,
-		updated_at = `+l.d.Now()+` WHERE table_name = ? AND file_id = ? AND lease_attempt = ?`), k.Table, k.FileID, attempt)
-	return l.fenced(res, err, "mark planned")
+	held, err := l.ops.MarkPlanned(ctx, tx, k, attempt)
+	return leaseHeld(held, err, "mark planned")
 }
 
 // Refuse records that the plan pass refused the file, with report (JSON)
 // as the stored outcome. It fails with ErrLeaseLost when attempt no longer
 // holds the planning lease.
 func (l *Ledger) Refuse(ctx context.Context, tx *sql.Tx, k Key, attempt, report string, rows idemtype.Rows) error {
-	res, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = 'refused', outcome = ?,
-		lease_attempt = NULL, lease_expires = NULL, rows_read = ?, rows_rejected = ?, updated_at = `+l.d.Now()+`
-		WHERE table_name = ? AND file_id = ? AND lease_attempt = ?`), report, rows.Read, rows.Rejected, k.Table, k.FileID, attempt)
-	return l.fenced(res, err, "record refusal")
-}
-
-func (l *Ledger) fenced(res sql.Result, err error, what string) error {
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if n != 1 {
-		return fmt.Errorf("%s: %w", what, ErrLeaseLost)
-	}
-	return nil
+	held, err := l.ops.RecordRefusal(ctx, tx, k, attempt, report, rows)
+	return leaseHeld(held, err, "record refusal")
 }
 
 // Count adds a committed partition's counters to the attempt and the
@@ -416,32 +329,14 @@ func (l *Ledger) Recount(ctx context.Context, tx *sql.Tx, k Key, attempt string,
 }
 
 func (l *Ledger) count(ctx context.Context, tx *sql.Tx, k Key, attempt string, r idemtype.Rows, partitions int) error {
-	set := `rows_read = rows_read + ?, rows_inserted = rows_inserted + ?, rows_updated = rows_updated + ?,
-		rows_unchanged = rows_unchanged + ?, rows_stale = rows_stale + ?, rows_superseded = rows_superseded + ?, rows_rejected = rows_rejected + ?`
-	args := []any{r.Read, r.Inserted, r.Updated, r.Unchanged, r.Stale, r.Superseded, r.Rejected}
-	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`attempts SET `+set+`, partitions_committed = partitions_committed + ?,
-		heartbeat_at = `+l.d.Now()+` WHERE attempt_id = ?`), append(args, partitions, attempt)...); err != nil {
-		return fmt.Errorf("count attempt: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET `+set+`, updated_at = `+l.d.Now()+`
-		WHERE table_name = ? AND file_id = ?`), append(args, k.Table, k.FileID)...); err != nil {
-		return fmt.Errorf("count operation: %w", err)
-	}
-	return nil
+	return l.ops.Count(ctx, tx, k, attempt, r, partitions)
 }
 
 // Complete marks the operation completed by attempt with outcome (JSON)
 // stored for replay. It reports false when another attempt completed it
 // first, in which case nothing changes.
 func (l *Ledger) Complete(ctx context.Context, tx *sql.Tx, k Key, attempt, outcome string) (bool, error) {
-	res, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = 'completed', outcome = ?, completed_by = ?,
-		completed_at = `+l.d.Now()+`, updated_at = `+l.d.Now()+`, lease_attempt = NULL, lease_expires = NULL
-		WHERE table_name = ? AND file_id = ? AND state <> 'completed'`), outcome, attempt, k.Table, k.FileID)
-	if err != nil {
-		return false, fmt.Errorf("complete operation: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	return l.ops.CompleteOperation(ctx, tx, k, attempt, outcome)
 }
 
 // Fail records that attempt stopped with an error: it releases the planning
@@ -452,27 +347,20 @@ func (l *Ledger) Complete(ctx context.Context, tx *sql.Tx, k Key, attempt, outco
 // done. Call it in a transaction that holds the operation's Lock, so that
 // no completing transaction is in flight.
 func (l *Ledger) Fail(ctx context.Context, q Querier, k Key, attempt string, othersLive bool) error {
-	var state State
-	err := q.QueryRowContext(ctx, l.q(`SELECT state FROM `+l.prefix+`operations WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID).Scan(&state)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("read operation %s: %w", k, err)
+	state, err := l.ops.OperationState(ctx, q, k)
+	if err != nil {
+		return err
 	}
 	if state == Completed {
 		return fmt.Errorf("record the failure of attempt %s: %w", attempt, ErrCompleted)
 	}
-	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET lease_attempt = NULL, lease_expires = NULL,
-		updated_at = `+l.d.Now()+` WHERE table_name = ? AND file_id = ? AND lease_attempt = ?`), k.Table, k.FileID, attempt); err != nil {
-		return fmt.Errorf("release planning lease: %w", err)
+	if err := l.ops.ReleaseLease(ctx, q, k, attempt); err != nil {
+		return err
 	}
 	if othersLive {
 		return nil
 	}
-	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET state = 'failed', updated_at = `+l.d.Now()+`
-		WHERE table_name = ? AND file_id = ? AND state = 'processing' AND (lease_attempt IS NULL OR lease_expires < `+l.d.Now()+`)`),
-		k.Table, k.FileID); err != nil {
-		return fmt.Errorf("mark failed: %w", err)
-	}
-	return nil
+	return l.ops.MarkFailed(ctx, q, k)
 }
 
 // End records how attempt ended: its outcome word, its error message (empty
@@ -480,31 +368,16 @@ func (l *Ledger) Fail(ctx context.Context, q Querier, k Key, attempt string, oth
 // An attempt that completed its operation never ends with an error: End
 // then fails with ErrCompleted and records nothing.
 func (l *Ledger) End(ctx context.Context, q Querier, attempt, outcome, errMsg string, skipped, recovered int64) error {
-	var e any
-	fence := ``
-	if errMsg != "" {
-		e = errMsg
-		fence = ` AND NOT EXISTS (SELECT 1 FROM ` + l.prefix + `operations o WHERE o.table_name = ` + l.prefix + `attempts.table_name
-			AND o.file_id = ` + l.prefix + `attempts.file_id AND o.state = 'completed' AND o.completed_by = ` + l.prefix + `attempts.attempt_id)`
+	ended, err := l.ops.EndAttempt(ctx, q, attempt, outcome, errMsg, skipped, recovered)
+	if err != nil || errMsg == "" || ended {
+		return err
 	}
-	res, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`attempts SET ended_at = `+l.d.Now()+`, outcome = ?, error = ?,
-		partitions_skipped = ?, recovered_leases = ? WHERE attempt_id = ?`+fence), outcome, e, skipped, recovered, attempt)
+	known, err := l.ops.AttemptExists(ctx, q, attempt)
 	if err != nil {
-		return fmt.Errorf("end attempt: %w", err)
+		return err
 	}
-	if errMsg == "" {
-		return nil
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("end attempt: %w", err)
-	} else if n == 0 {
-		var known int64
-		if err := q.QueryRowContext(ctx, l.q(`SELECT count(*) FROM `+l.prefix+`attempts WHERE attempt_id = ?`), attempt).Scan(&known); err != nil {
-			return fmt.Errorf("end attempt: %w", err)
-		}
-		if known > 0 {
-			return fmt.Errorf("end attempt %s as %s: %w", attempt, outcome, ErrCompleted)
-		}
+	if known {
+		return fmt.Errorf("end attempt %s as %s: %w", attempt, outcome, ErrCompleted)
 	}
 	return nil
 }
@@ -512,53 +385,27 @@ func (l *Ledger) End(ctx context.Context, q Querier, attempt, outcome, errMsg st
 // Heartbeat renews attempt's planning lease, if it holds it, and records
 // that the attempt is alive.
 func (l *Ledger) Heartbeat(ctx context.Context, q Querier, k Key, attempt string, leaseMs int64) error {
-	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET lease_expires = `+l.d.Now()+` + ?
-		WHERE table_name = ? AND file_id = ? AND lease_attempt = ?`), leaseMs, k.Table, k.FileID, attempt); err != nil {
-		return fmt.Errorf("renew planning lease: %w", err)
-	}
-	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`attempts SET heartbeat_at = `+l.d.Now()+` WHERE attempt_id = ?`), attempt); err != nil {
-		return fmt.Errorf("record heartbeat: %w", err)
-	}
-	return nil
+	return l.ops.Heartbeat(ctx, q, k, attempt, leaseMs)
 }
 
 // Retract deletes operation k and its attempts when it has no plan yet and
 // attempt holds its planning lease: the run found the command itself wrong
 // before anything was planned, so nothing of it should be remembered.
 func (l *Ledger) Retract(ctx context.Context, tx *sql.Tx, k Key, attempt string) error {
-	res, err := tx.ExecContext(ctx, l.q(`DELETE FROM `+l.prefix+`operations
-		WHERE table_name = ? AND file_id = ? AND planned = 0 AND lease_attempt = ?`), k.Table, k.FileID, attempt)
-	if err := l.fenced(res, err, "retract operation"); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, l.q(`DELETE FROM `+l.prefix+`attempts WHERE table_name = ? AND file_id = ?`), k.Table, k.FileID); err != nil {
-		return fmt.Errorf("retract attempts: %w", err)
-	}
-	return nil
+	held, err := l.ops.Retract(ctx, tx, k, attempt)
+	return leaseHeld(held, err, "retract operation")
 }
 
 // Process returns where attempt ran: its host, pid and process start
 // identity. ok is false when the attempt is unknown.
 func (l *Ledger) Process(ctx context.Context, q Querier, attempt string) (host string, pid int, start uint64, ok bool, err error) {
-	var st int64
-	err = q.QueryRowContext(ctx, l.q(`SELECT host, pid, proc_start FROM `+l.prefix+`attempts WHERE attempt_id = ?`), attempt).Scan(&host, &pid, &st)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", 0, 0, false, nil
-	}
-	if err != nil {
-		return "", 0, 0, false, fmt.Errorf("read attempt %s: %w", attempt, err)
-	}
-	return host, pid, uint64(st), true, nil
+	return l.ops.Process(ctx, q, attempt)
 }
 
 // Expire ends the planning lease of attempt on k now, so another attempt
 // may take it over. Use it only for an attempt known to be dead.
 func (l *Ledger) Expire(ctx context.Context, q Querier, k Key, attempt string) error {
-	if _, err := q.ExecContext(ctx, l.q(`UPDATE `+l.prefix+`operations SET lease_expires = 0
-		WHERE table_name = ? AND file_id = ? AND lease_attempt = ?`), k.Table, k.FileID, attempt); err != nil {
-		return fmt.Errorf("expire planning lease: %w", err)
-	}
-	return nil
+	return l.ops.ExpireLease(ctx, q, k, attempt)
 }
 
 // Lock makes the caller's transaction the only one deciding for operation k
@@ -578,22 +425,5 @@ func (l *Ledger) Lock(ctx context.Context, tx *sql.Tx, k Key) error {
 // end stays here until another attempt finds it dead; callers that can
 // tell (proc.Gone on the attempt's host) leave such attempts out.
 func (l *Ledger) Running(ctx context.Context, q Querier) ([]Attempt, error) {
-	rows, err := q.QueryContext(ctx, l.q(`SELECT a.attempt_id, a.trigger, a.host, a.pid, a.proc_start, a.file_path, coalesce(a.recovered_from, '')
-		FROM `+l.prefix+`attempts a JOIN `+l.prefix+`operations o ON o.table_name = a.table_name AND o.file_id = a.file_id
-		WHERE a.ended_at IS NULL AND o.state = 'processing' ORDER BY a.started_at, a.attempt_id`))
-	if err != nil {
-		return nil, fmt.Errorf("list running attempts: %w", err)
-	}
-	defer rows.Close()
-	var out []Attempt
-	for rows.Next() {
-		var a Attempt
-		var start int64
-		if err := rows.Scan(&a.ID, &a.Trigger, &a.Host, &a.PID, &start, &a.Path, &a.RecoveredFrom); err != nil {
-			return nil, fmt.Errorf("list running attempts: %w", err)
-		}
-		a.ProcStart = uint64(start)
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return l.ops.Running(ctx, q)
 }

@@ -13,11 +13,85 @@ import (
 // given and wraps its errors with what it was doing; what a result means
 // (a file unknown, an object without validators) is decided here, in
 // Ledger. An Ops is safe for concurrent use.
-//
-// The ledger's operations move here area by area (issue 28); so far the
-// local and remote quick checks, the replay of rejects, the snapshots,
-// the lifecycle of an operation after its import and the outbox.
 type Ops interface {
+	// Clock returns the database's current time in Unix milliseconds.
+	Clock(ctx context.Context, q Querier) (int64, error)
+	// Operation returns the record of operation k, found false when there
+	// is none; its Replaces is read only with replaces (the ledger has the
+	// column).
+	Operation(ctx context.Context, q Querier, k Key, replaces bool) (op Operation, found bool, err error)
+	// RecordFileKey records fileID as the file ID of fileKey unless one
+	// is recorded, and returns the one recorded.
+	RecordFileKey(ctx context.Context, tx *sql.Tx, fileKey int64, fileID string) (string, error)
+	// CreateOperation inserts operation id, processing, created now, one
+	// attempt, attempt holding its planning lease for leaseMs.
+	CreateOperation(ctx context.Context, tx *sql.Tx, id Identity, attempt string, leaseMs int64) error
+	// RecordAttempt inserts attempt a on operation k, started now, its
+	// first heartbeat its start (the clock read once).
+	RecordAttempt(ctx context.Context, tx *sql.Tx, k Key, a Attempt) error
+	// StartOperation sets operation k processing with an attempt more,
+	// unless it is completed; with plan, attempt takes its planning
+	// lease for leaseMs and its outcome and counters are cleared. It
+	// reports whether it set the operation.
+	StartOperation(ctx context.Context, tx *sql.Tx, k Key, attempt string, plan bool, leaseMs int64) (bool, error)
+	// MarkPlanned sets operation k planned, its planning lease ended, if
+	// attempt holds that lease; held reports whether it did.
+	MarkPlanned(ctx context.Context, tx *sql.Tx, k Key, attempt string) (held bool, err error)
+	// RecordRefusal sets operation k refused with report as its outcome,
+	// rows' read and rejected as its counters, its planning lease ended,
+	// if attempt holds that lease; held reports whether it did.
+	RecordRefusal(ctx context.Context, tx *sql.Tx, k Key, attempt, report string, rows idemtype.Rows) (held bool, err error)
+	// Count adds r, and partitions committed, to the counters of attempt
+	// (renewing its heartbeat), and r to those of operation k.
+	Count(ctx context.Context, tx *sql.Tx, k Key, attempt string, r idemtype.Rows, partitions int) error
+	// CompleteOperation sets operation k completed by attempt with
+	// outcome, its planning lease ended, unless it is completed; it
+	// reports whether it did.
+	CompleteOperation(ctx context.Context, tx *sql.Tx, k Key, attempt, outcome string) (bool, error)
+	// OperationState returns the state of operation k, "" when there is
+	// none.
+	OperationState(ctx context.Context, q Querier, k Key) (State, error)
+	// ReleaseLease ends the planning lease of operation k if attempt
+	// holds it.
+	ReleaseLease(ctx context.Context, q Querier, k Key, attempt string) error
+	// MarkFailed sets operation k failed if it is processing and no live
+	// planning lease holds it.
+	MarkFailed(ctx context.Context, q Querier, k Key) error
+	// EndAttempt records attempt's end now, with outcome, errMsg (none
+	// when empty), skipped partitions and recovered leases; with an
+	// errMsg, not when attempt completed its operation. It reports
+	// whether it recorded the end.
+	EndAttempt(ctx context.Context, q Querier, attempt, outcome, errMsg string, skipped, recovered int64) (bool, error)
+	// AttemptExists reports whether attempt is recorded.
+	AttemptExists(ctx context.Context, q Querier, attempt string) (bool, error)
+	// Heartbeat renews the planning lease of operation k for leaseMs if
+	// attempt holds it, and sets attempt's heartbeat now.
+	Heartbeat(ctx context.Context, q Querier, k Key, attempt string, leaseMs int64) error
+	// Retract deletes operation k, and then all its attempts, if it has
+	// no plan and attempt holds its planning lease; held reports whether
+	// it did.
+	Retract(ctx context.Context, tx *sql.Tx, k Key, attempt string) (held bool, err error)
+	// Process returns the host, pid and process start of attempt, found
+	// false when it is not recorded.
+	Process(ctx context.Context, q Querier, attempt string) (host string, pid int, start uint64, found bool, err error)
+	// ExpireLease ends now the planning lease of operation k if attempt
+	// holds it.
+	ExpireLease(ctx context.Context, q Querier, k Key, attempt string) error
+	// Running returns the attempts with no recorded end on processing
+	// operations, oldest first.
+	Running(ctx context.Context, q Querier) ([]Attempt, error)
+	// List returns the operations matching f, newest first; Replaces is
+	// read only with replaces.
+	List(ctx context.Context, q Querier, f Filter, replaces bool) ([]Operation, error)
+	// Attempts returns the attempts on operation k, oldest first.
+	Attempts(ctx context.Context, q Querier, k Key) ([]AttemptRecord, error)
+	// StoreRejects inserts rs, rejects of operation k found by attempt,
+	// in one statement (so len(rs) is bounded by the caller), keeping a
+	// reject already stored at the same ordinal.
+	StoreRejects(ctx context.Context, tx *sql.Tx, k Key, attempt string, rs []Reject) error
+	// Rejects returns the rejects of operation k in ordinal order.
+	Rejects(ctx context.Context, q Querier, k Key) ([]Reject, error)
+
 	// QuickCheck returns the digests recorded for st, found false when
 	// no row matches every field of st.
 	QuickCheck(ctx context.Context, q Querier, st FileStat) (stored, content string, found bool, err error)
