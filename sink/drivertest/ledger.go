@@ -121,6 +121,7 @@ func RunLedger(t *testing.T, open func(t *testing.T) Store) {
 		{"FailHeartbeatEnd", ledgerFailHeartbeatEnd},
 		{"Retract", ledgerRetract},
 		{"Rejects", ledgerRejects},
+		{"RunningAndRecount", ledgerRunningAndRecount},
 		{"List", ledgerList},
 		{"RememberKnowRemote", ledgerRemote},
 		{"QuickCheck", ledgerQuickCheck},
