@@ -145,8 +145,9 @@ type Driver interface {
 	// prefix places (Database.Prefix), as its migrations create them.
 	Checkpoints(prefix string) checkpoint.Ops
 	// Ledger returns the ledger's operations on the tables prefix places
-	// (Database.Prefix), as its migrations create them; so far the local
-	// and remote quick checks and the replay of rejects.
+	// (Database.Prefix), as its migrations create them: every statement
+	// the ledger runs (operations, attempts, leases, rejects, quick
+	// checks, lifecycle, snapshots, the outbox).
 	Ledger(prefix string) ledger.Ops
 
 	// Rebind rewrites the ? placeholders of query into the database's
