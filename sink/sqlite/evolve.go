@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/sink/internal/stdsql"
 )
 
 // AddColumn implements sink.Driver.
@@ -46,23 +47,19 @@ func (Driver) Widen(ctx context.Context, tx *sql.Tx, table, column string, kind 
 	if decl == "" {
 		return fmt.Errorf("widen column %s of %s: its declaration is not one idemport can rewrite; change it to %s by hand", column, table, sqlType(kind))
 	}
-	var indexes []string
 	rows, err := tx.QueryContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL`, table)
 	if err != nil {
-		return fmt.Errorf("widen column %s of %s: %w", column, table, err)
+		return fmt.Errorf("widen column %s of %s: read its indexes: %w", column, table, err)
 	}
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			rows.Close()
-			return err
-		}
-		if kind != idemtype.Decimal {
-			s = strings.ReplaceAll(s, numberExpr(q(column)), q(column))
-		}
-		indexes = append(indexes, s)
+	indexes, err := stdsql.Strings(rows)
+	if err != nil {
+		return fmt.Errorf("widen column %s of %s: read its indexes: %w", column, table, err)
 	}
-	rows.Close()
+	if kind != idemtype.Decimal {
+		for i, s := range indexes {
+			indexes[i] = strings.ReplaceAll(s, numberExpr(q(column)), q(column))
+		}
+	}
 	tmp := table + "_idemport_widen"
 	head := "CREATE TABLE " + q(table)
 	if !strings.HasPrefix(create, head) {

@@ -77,7 +77,10 @@ func TestDecimalKeyIndex(t *testing.T) {
 		t.Fatalf("dup has %d indexes after the refused Ensure, want its own 1", n)
 	}
 
-	// Widened to text, the key compares as text.
+	// Widened to text, the key compares as text, and every index of the
+	// table, the user's own included, is there again after the rebuild.
+	f.Exec(`CREATE INDEX t_by_v ON t (v)`)
+	before := f.Int(`SELECT count(*) FROM pragma_index_list('t')`)
 	tx, err := f.Conn.BeginTx(f.Ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +90,9 @@ func TestDecimalKeyIndex(t *testing.T) {
 	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
+	}
+	if n := f.Int(`SELECT count(*) FROM pragma_index_list('t')`); n != before || before < 2 {
+		t.Fatalf("t has %d indexes after widening, had %d", n, before)
 	}
 	ts := drivertest.Schema(drivertest.Str("k"), drivertest.Str("v"))
 	f.MustEnsure(tg, ts)
