@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -309,8 +310,21 @@ func outboxLeaseHoldersAndPrune(t *testing.T, open func(t *testing.T) Store) {
 	if n := prune(3); n != 1 || listed("") != "[e1/s1 delivered e1/s2 failed e3/s1 delivered]" {
 		t.Errorf("pruned %d before 3, left %s; want e2 pruned", n, listed(""))
 	}
-	if n := prune(1 << 60); n != 1 || listed("") != "[e1/s1 delivered e1/s2 failed]" {
-		t.Errorf("pruned %d, left %s; want e3 pruned", n, listed(""))
+	// e3 was delivered at the clock's millisecond at: a cutoff of at keeps
+	// it (delivered at, not before, the cutoff), at+1 prunes it.
+	ats := Strings(t, f.st.DB, `SELECT delivered_at FROM `+f.st.Prefix+`outbox_deliveries WHERE event_id = 'e3'`)
+	if len(ats) != 1 {
+		t.Fatalf("e3's delivery times: %v", ats)
+	}
+	at, err := strconv.ParseInt(ats[0], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := prune(at); n != 0 || listed("") != "[e1/s1 delivered e1/s2 failed e3/s1 delivered]" {
+		t.Errorf("pruned %d at e3's delivery time, left %s; want e3 kept", n, listed(""))
+	}
+	if n := prune(at + 1); n != 1 || listed("") != "[e1/s1 delivered e1/s2 failed]" {
+		t.Errorf("pruned %d after e3's delivery time, left %s; want e3 pruned", n, listed(""))
 	}
 	if n := len(Strings(t, f.st.DB, `SELECT sink_id FROM `+f.st.Prefix+`outbox_deliveries`)); n != 2 {
 		t.Errorf("%d deliveries left, want e1's 2", n)
