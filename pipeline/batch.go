@@ -90,6 +90,9 @@ func (r *Result) Clean() bool {
 // The summary is never nil. ImportAll is safe to call concurrently with
 // other imports on e.
 func (e *Engine) ImportAll(ctx context.Context, reqs []Request, o BatchOptions) (*Summary, error) {
+	if err := e.present(); err != nil {
+		return &Summary{}, err
+	}
 	b := newBatch(e, o)
 	err := b.run(ctx, reqs)
 	return b.sum, err

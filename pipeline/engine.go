@@ -33,6 +33,14 @@ var (
 type Options struct {
 	// ReadOnly opens the target without creating or migrating anything.
 	ReadOnly bool
+	// AllowMissing, with ReadOnly, accepts a database that does not exist
+	// yet: Open then returns an Engine without one ([Engine.Exists] reports
+	// false) instead of ErrNoDatabase, and creates nothing. Such an Engine
+	// plans every file as one never imported ([PlanFile]), with the
+	// driver's rules and limits; it finds no operations ([Engine.Status]),
+	// no events ([Engine.Outbox]) and no ledger numbers
+	// ([Engine.LedgerMetrics]); its other methods return ErrNoDatabase.
+	AllowMissing bool
 	// Logger receives the engine's logs; nil discards them.
 	Logger *slog.Logger
 	// Failpoints, when not nil, arms failure injection (tests only).
@@ -81,7 +89,7 @@ const DefaultStateSchema = "idemport"
 // Engine is an open target database with its ledger and checkpoints. It is
 // safe for concurrent use by several imports.
 type Engine struct {
-	db     *sql.DB
+	db     *sql.DB // nil when the database does not exist yet (Options.AllowMissing)
 	prefix string
 	name   string // the target as shown to users
 	disk   string // where the target keeps its data, for a user told to free space
@@ -105,7 +113,8 @@ func Redact(dsn string) string {
 // Open opens the target named by dsn (DefaultDSN when empty) through the
 // driver o.Drivers chooses for it and, unless o.ReadOnly, creates or
 // upgrades idemport's tables there. A DSN or build no driver can serve is
-// a *UsageError; a read-only open of a missing database is ErrNoDatabase.
+// a *UsageError; a read-only open of a missing database is ErrNoDatabase,
+// unless o.AllowMissing.
 func Open(ctx context.Context, dsn string, o Options) (*Engine, error) {
 	if dsn == "" {
 		dsn = DefaultDSN
@@ -127,6 +136,10 @@ func Open(ctx context.Context, dsn string, o Options) (*Engine, error) {
 		return nil, usage(err)
 	}
 	db, err := drv.Open(ctx, dsn, sink.Settings{ReadOnly: o.ReadOnly, BusyTimeout: o.BusyTimeout, StateSchema: o.StateSchema})
+	if errors.Is(err, ErrNoDatabase) && o.ReadOnly && o.AllowMissing {
+		name := drv.Redact(dsn)
+		return &Engine{name: name, disk: name, sink: drv, log: o.Logger, fp: failpoints{o.Failpoints}, sinks: o.Notify}, nil
+	}
 	if err != nil {
 		return nil, usage(err)
 	}
@@ -170,10 +183,28 @@ func (e *Engine) diskFull(err error) error {
 }
 
 // Close closes the database.
-func (e *Engine) Close() error { return e.db.Close() }
+func (e *Engine) Close() error {
+	if e.db == nil {
+		return nil
+	}
+	return e.db.Close()
+}
+
+// Exists reports whether the engine's database exists: false only for an
+// Engine opened with Options.AllowMissing where there was none.
+func (e *Engine) Exists() bool { return e.db != nil }
+
+// present returns ErrNoDatabase for an Engine without a database, for the
+// methods that need one.
+func (e *Engine) present() error {
+	if e.db == nil {
+		return fmt.Errorf("%w at %s", ErrNoDatabase, e.name)
+	}
+	return nil
+}
 
 // DB returns the engine's database handle, for callers that query the
-// target tables themselves.
+// target tables themselves; nil when the database does not exist.
 func (e *Engine) DB() *sql.DB { return e.db }
 
 // Name returns the target as shown to users.

@@ -26,6 +26,9 @@ import (
 // it back to the same values. Rows already replayed are skipped unless all
 // is set.
 func (e *Engine) ExportRejects(ctx context.Context, w io.Writer, fileOrID, table string, all bool) error {
+	if err := e.present(); err != nil {
+		return err
+	}
 	ops, err := e.Operations(ctx, fileOrID, table)
 	if err != nil {
 		return err

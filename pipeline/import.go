@@ -183,7 +183,10 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 	r.started, r.sharesRead = time.Now(), true
 	r.defaults()
 	r.res = &Result{File: r.name(), Table: r.target.Table, Outcome: Failed}
-	err := r.run(ctx)
+	err := e.present()
+	if err == nil {
+		err = r.run(ctx)
+	}
 	r.logFetched()
 	r.settleSpool()
 	r.closeSource()
@@ -645,7 +648,7 @@ func (r *run) readAs(ctx context.Context, q sink.Querier, op *ledger.Operation) 
 	}
 	readAs := map[string]string{}
 	if r.textFormat() {
-		if r.e.db == nil || r.e.sink.Limits().CheckTable(r.target.Table) != nil {
+		if !r.e.Exists() || r.e.sink.Limits().CheckTable(r.target.Table) != nil {
 			return nil
 		}
 		t, err := r.e.sink.Describe(ctx, q, r.target.Table)

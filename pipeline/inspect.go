@@ -136,12 +136,9 @@ func (p *PlanReport) would() *PlanReport {
 
 // PlanFile identifies and plans the file of req without writing anything:
 // the identify and plan stages of an import, and the decision its claim
-// would make. e may be nil when the target database does not exist yet;
-// the file is then planned as one never imported.
+// would make. When e has no database yet (Options.AllowMissing) the file
+// is planned as one never imported, into a table that does not exist.
 func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) {
-	if e == nil {
-		e = &Engine{log: discardLogger()}
-	}
 	r := newRun(e, req)
 	defer r.closeSource()
 	r.defaults()
@@ -179,7 +176,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 	} else if err != nil {
 		return nil, err
 	}
-	if e.sink != nil && rep.Error == "" {
+	if rep.Error == "" {
 		// The limits import refuses the file for.
 		l := e.sink.Limits()
 		if lerr := errors.Join(l.CheckTable(r.target.Table), l.CheckColumns(r.target, rep.Schema.Arrow())); lerr != nil {
@@ -194,7 +191,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 // has inserted. settled is true when the import would read nothing more
 // (a stale snapshot). Without a database the file is new.
 func (r *run) dryDecide(ctx context.Context, rep *PlanReport) (inserted int64, settled bool, err error) {
-	if r.e.db == nil {
+	if !r.e.Exists() {
 		return 0, false, nil
 	}
 	op, now, err := r.e.ledger.Get(ctx, r.e.db, r.id.Key)
@@ -312,7 +309,11 @@ func AttemptOutcome(a ledger.AttemptRecord, op OperationStatus) string {
 
 // Status lists operations matching f, newest first. Without a state in f,
 // undone operations are left out: they are resolved, and shown by History.
+// An Engine without a database has none.
 func (e *Engine) Status(ctx context.Context, f ledger.Filter) ([]OperationStatus, error) {
+	if !e.Exists() {
+		return nil, nil
+	}
 	ops, err := e.ledger.List(ctx, f)
 	if err != nil {
 		return nil, err
@@ -392,6 +393,9 @@ func (e *Engine) judgeLeases(ctx context.Context, o *OperationStatus) error {
 // operation), each with its attempts, oldest attempt first. The past
 // operations of the file IDs of the current ones found are among them.
 func (e *Engine) History(ctx context.Context, fileOrID string, table string) ([]OperationStatus, [][]ledger.AttemptRecord, error) {
+	if err := e.present(); err != nil {
+		return nil, nil, err
+	}
 	filters, err := e.fileFilters(ctx, fileOrID, table)
 	if err != nil {
 		return nil, nil, err
@@ -449,6 +453,9 @@ func (e *Engine) History(ctx context.Context, fileOrID string, table string) ([]
 // Operations returns the current operations of a file (given as a path,
 // which is hashed, or as a file ID), or an error when there are none.
 func (e *Engine) Operations(ctx context.Context, fileOrID string, table string) ([]ledger.Operation, error) {
+	if err := e.present(); err != nil {
+		return nil, err
+	}
 	filters, err := e.fileFilters(ctx, fileOrID, table)
 	if err != nil {
 		return nil, err
@@ -550,6 +557,9 @@ func (e *Engine) matching(ctx context.Context, f ledger.Filter) ([]ledger.Operat
 
 // Rejects returns the stored rejects of operation k, in ordinal order.
 func (e *Engine) Rejects(ctx context.Context, k ledger.Key) ([]ledger.Reject, error) {
+	if err := e.present(); err != nil {
+		return nil, err
+	}
 	return e.ledger.Rejects(ctx, e.db, k)
 }
 
@@ -559,7 +569,7 @@ func (e *Engine) Rejects(ctx context.Context, k ledger.Key) ([]ledger.Reject, er
 // that, for an import that applies the file (the operation of which has
 // already inserted inserted rows).
 func (r *run) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader.File, plan *reader.Plan, inserted int64) error {
-	if r.e.db == nil {
+	if !r.e.Exists() {
 		return nil
 	}
 	t, err := r.e.sink.Describe(ctx, r.e.db, r.target.Table)

@@ -89,6 +89,9 @@ const MaxValueDifferences = 10
 // are not compared. It reads the file one batch at a time: memory is
 // bounded by a batch and a partition's plan, whatever the file's size.
 func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error) {
+	if err := e.present(); err != nil {
+		return nil, err
+	}
 	req.Rehash, req.Reapply = true, false
 	r := newRun(e, req)
 	defer r.closeSource()
@@ -165,6 +168,9 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 // verified by the mapping given. A local file that does not exist is an
 // error.
 func (e *Engine) Recorded(ctx context.Context, path, table, fileID string) (ops []ledger.Operation, ok bool, err error) {
+	if err := e.present(); err != nil {
+		return nil, false, err
+	}
 	if isStream(path) {
 		return nil, false, nil
 	}
@@ -410,6 +416,9 @@ type GCReport struct {
 // cutoff whose every delivery was made before it (or that are owed to no
 // sink) are deleted; events still pending or refused by a sink are kept.
 func (e *Engine) GC(ctx context.Context, olderThan time.Duration, dryRun bool) (*GCReport, error) {
+	if err := e.present(); err != nil {
+		return nil, err
+	}
 	rep := &GCReport{Cutoff: time.Now().Add(-olderThan).UTC(), DryRun: dryRun}
 	ops, err := e.ledger.List(ctx, ledger.Filter{State: ledger.Completed})
 	if err != nil {

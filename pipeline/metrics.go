@@ -68,6 +68,9 @@ type LedgerMetrics struct {
 // maps) and the error; when only the outbox cannot, the ledger's numbers
 // and the error.
 func (e *Engine) LedgerMetrics(ctx context.Context) (LedgerMetrics, error) {
+	if !e.Exists() {
+		return LedgerMetrics{}, nil
+	}
 	ops, err := e.Status(ctx, ledger.Filter{})
 	if err != nil {
 		return LedgerMetrics{}, fmt.Errorf("read the ledger: %w", err)

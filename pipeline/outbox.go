@@ -152,6 +152,9 @@ func backoff(tries int64) time.Duration {
 // when its lease ends.
 // A failed delivery is an error only in the report: err is for the ledger.
 func (e *Engine) Deliver(ctx context.Context, timeout time.Duration) (DeliveryReport, error) {
+	if err := e.present(); err != nil {
+		return DeliveryReport{}, err
+	}
 	rep := DeliveryReport{Errors: map[string]string{}}
 	if len(e.sinks) == 0 {
 		n, err := e.pending(ctx)
@@ -285,12 +288,20 @@ func (e *Engine) pending(ctx context.Context) (int64, error) {
 
 // PendingDeliveries counts the deliveries the outbox still owes, to any
 // sink (refused ones not included).
-func (e *Engine) PendingDeliveries(ctx context.Context) (int64, error) { return e.pending(ctx) }
+func (e *Engine) PendingDeliveries(ctx context.Context) (int64, error) {
+	if err := e.present(); err != nil {
+		return 0, err
+	}
+	return e.pending(ctx)
+}
 
 // EventState says how far event id is delivered: "delivered" when every
 // sink it is owed to acknowledged it, "failed" when a sink refused it for
 // good, else "pending". It is "" for an event owed to no sink.
 func (e *Engine) EventState(ctx context.Context, id string) (string, error) {
+	if err := e.present(); err != nil {
+		return "", err
+	}
 	states, err := e.ledger.DeliveryStates(ctx, e.db, id)
 	switch {
 	case err != nil:
@@ -307,8 +318,11 @@ func (e *Engine) EventState(ctx context.Context, id string) (string, error) {
 
 // Outbox lists the outbox's deliveries (of state only, unless empty),
 // oldest event first; an event owed to no sink is listed once with an empty
-// sink.
+// sink. An Engine without a database has none.
 func (e *Engine) Outbox(ctx context.Context, state string) ([]ledger.Delivery, error) {
+	if !e.Exists() {
+		return nil, nil
+	}
 	if ok, err := e.sink.TableExists(ctx, e.db, e.prefix+"outbox"); err != nil || !ok {
 		return nil, err
 	}

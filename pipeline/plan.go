@@ -158,6 +158,7 @@ func (r *run) preflight() (note string, err error) {
 // --column and, for text, those of the table the rows go into, which it
 // also returns (nil when it does not exist yet), and what that table's
 // columns can hold (or, for a new table, what the database's json holds).
+// Without a database the table does not exist yet.
 func (r *run) planInputs(ctx context.Context) (planInput, *sink.Table, error) {
 	types := map[string]idemtype.Type{}
 	for n, t := range r.req.Mapping.Columns {
@@ -168,9 +169,12 @@ func (r *run) planInputs(ctx context.Context) (planInput, *sink.Table, error) {
 		// The name would be cut short: describe nothing under it.
 		return in, nil, nil
 	}
-	existing, err := r.e.sink.Describe(ctx, r.e.db, r.target.Table)
-	if err != nil {
-		return in, nil, err
+	var existing *sink.Table
+	if r.e.Exists() {
+		var err error
+		if existing, err = r.e.sink.Describe(ctx, r.e.db, r.target.Table); err != nil {
+			return in, nil, err
+		}
 	}
 	if existing == nil {
 		in.jsonb = r.e.sink.Limits().JSONB
@@ -281,16 +285,14 @@ type planned struct {
 }
 
 // planPass is the plan stage: it tells the plan pass what the target table
-// holds (when there is a database) and runs it, or takes the pass started
-// while the file was hashed when that was told the same. A defect of the
-// file stops it with a *reader.ParseError, its file still set.
+// holds and runs it, or takes the pass started while the file was hashed
+// when that was told the same. A defect of the file stops it with a
+// *reader.ParseError, its file still set.
 func (r *run) planPass(ctx context.Context, progress func(b, rows int64)) (planned, error) {
-	p := planned{in: planInput{types: maps.Clone(r.req.Mapping.Columns)}}
+	var p planned
 	var err error
-	if r.e.db != nil {
-		if p.in, p.existing, err = r.planInputs(ctx); err != nil {
-			return p, err
-		}
+	if p.in, p.existing, err = r.planInputs(ctx); err != nil {
+		return p, err
 	}
 	p.file, p.plan, p.spill, err = r.spec.result(p.in, progress)
 	if p.file == nil && err == nil { // no speculative plan to use: plan now

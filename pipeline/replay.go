@@ -58,6 +58,9 @@ var ErrReplay = errors.New("replay refused")
 // stored rejects and must now be valid; otherwise nothing is applied.
 // Replaying the same rows again changes nothing.
 func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error) {
+	if err := e.present(); err != nil {
+		return nil, err
+	}
 	started := time.Now()
 	key, err := replayKey(path)
 	if err != nil {

@@ -86,6 +86,9 @@ type SnapshotRef struct {
 // --snapshot import withdraws its snapshot in the same transaction
 // (undoSnapshot), and the result says which snapshot is current now.
 func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error) {
+	if err := e.present(); err != nil {
+		return nil, err
+	}
 	ops, err := e.Operations(ctx, req.FileOrID, req.Table)
 	if err != nil {
 		return nil, err

@@ -541,10 +541,10 @@ func lastOutcome(c *cobra.Command, fr *feedRun, now time.Time) feedStatus {
 		l.Error = err.Error()
 		return l
 	}
-	if eng == nil {
+	defer eng.Close()
+	if !eng.Exists() {
 		return l // no database yet: never imported
 	}
-	defer eng.Close()
 	ops, err := eng.Status(c.Context(), ledger.Filter{Table: l.Table})
 	if err == nil { // status leaves undone operations out unless asked
 		var undone []pipeline.OperationStatus

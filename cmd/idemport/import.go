@@ -654,9 +654,7 @@ func dryRun(c *cobra.Command, e *env, o *importOptions, feed string, reqs []pipe
 	if err != nil {
 		return err
 	}
-	if eng != nil {
-		defer eng.Close()
-	}
+	defer eng.Close()
 	code := exitOK
 	for _, req := range reqs {
 		rep, err := pipeline.PlanFile(c.Context(), eng, req)

@@ -27,13 +27,10 @@ func openExisting(c *cobra.Command, into target) (*pipeline.Engine, error) {
 }
 
 // openReadOnly opens the target for a command that only reads. A missing
-// SQLite file is an empty ledger, reported as nil.
+// SQLite file is an empty ledger: an Engine without a database, which
+// creates none.
 func openReadOnly(c *cobra.Command, into target) (*pipeline.Engine, error) {
-	eng, err := into.open(c.Context(), pipeline.Options{ReadOnly: true})
-	if errors.Is(err, pipeline.ErrNoDatabase) {
-		return nil, nil
-	}
-	return eng, err
+	return into.open(c.Context(), pipeline.Options{ReadOnly: true, AllowMissing: true})
 }
 
 func newStatusCmd(e *env) *cobra.Command {

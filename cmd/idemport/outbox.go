@@ -121,12 +121,10 @@ func newOutboxListCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var ds []ledger.Delivery
-			if eng != nil {
-				defer eng.Close()
-				if ds, err = eng.Outbox(c.Context(), state); err != nil {
-					return err
-				}
+			defer eng.Close()
+			ds, err := eng.Outbox(c.Context(), state)
+			if err != nil {
+				return err
 			}
 			if output == "json" {
 				return writeJSON(e.stdout, deliveriesJSON(ds)...)

@@ -37,9 +37,7 @@ that changes what an import decides (--reapply, --replace, --min-age, --as-of, -
 			if err != nil {
 				return err
 			}
-			if eng != nil {
-				defer eng.Close()
-			}
+			defer eng.Close()
 			rep, err := pipeline.PlanFile(c.Context(), eng, req)
 			if err != nil {
 				return err

@@ -1,0 +1,77 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/idemport/idemport/ledger"
+)
+
+// TestMissingDatabase checks an Engine opened read-only where no database
+// exists yet (Options.AllowMissing), as plan and --dry-run open one: it
+// creates nothing, plans a file as one never imported with the driver's
+// limits (the case-folded duplicate column that import refuses), finds no
+// operations or events, and refuses what needs a database.
+func TestMissingDatabase(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "never.db")
+	if _, err := Open(ctx, db, Options{ReadOnly: true}); !errors.Is(err, ErrNoDatabase) {
+		t.Fatalf("read-only open of a missing database: %v, want ErrNoDatabase", err)
+	}
+	e, err := Open(ctx, db, Options{ReadOnly: true, AllowMissing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if e.Exists() {
+		t.Error("Exists() = true for a database that does not exist")
+	}
+
+	good := filepath.Join(dir, "orders.csv")
+	if err := os.WriteFile(good, []byte("id,price\n1,2.5\n2,3.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := PlanFile(ctx, e, Request{Path: good})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Decision != ledger.Create.String() || rep.Would != WouldImport || rep.Rows != 2 || rep.Error != "" {
+		t.Errorf("plan: decision %s, would %s, %d rows, error %q; want create, %s, 2 rows, none", rep.Decision, rep.Would, rep.Rows, rep.Error, WouldImport)
+	}
+
+	// SQLite folds the case of column names: import refuses the file, and
+	// so must its plan, database or not.
+	folded := filepath.Join(dir, "folded.csv")
+	if err := os.WriteFile(folded, []byte("id,price,PRICE\n1,2.5,3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = PlanFile(ctx, e, Request{Path: folded}); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Error == "" || rep.Would != WouldRefuse {
+		t.Errorf("plan of columns price and PRICE: would %s, error %q; want %s with the driver's limit", rep.Would, rep.Error, WouldRefuse)
+	}
+
+	if ops, err := e.Status(ctx, ledger.Filter{}); err != nil || len(ops) != 0 {
+		t.Errorf("Status: %v, %v; want nothing", ops, err)
+	}
+	if ds, err := e.Outbox(ctx, ""); err != nil || len(ds) != 0 {
+		t.Errorf("Outbox: %v, %v; want nothing", ds, err)
+	}
+	if lm, err := e.LedgerMetrics(ctx); err != nil || lm.Operations != nil {
+		t.Errorf("LedgerMetrics: %+v, %v; want none", lm, err)
+	}
+	if _, err := e.Undo(ctx, UndoRequest{FileOrID: good}); !errors.Is(err, ErrNoDatabase) {
+		t.Errorf("Undo: %v, want ErrNoDatabase", err)
+	}
+	if res := e.Import(ctx, Request{Path: good}); !errors.Is(res.Err, ErrNoDatabase) {
+		t.Errorf("Import: %v, want ErrNoDatabase", res.Err)
+	}
+	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s: %v; want it not created", db, err)
+	}
+}
