@@ -1,0 +1,95 @@
+package mysql
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/idemport/idemport/sink"
+)
+
+// sqlMode is every session's sql_mode. Strict mode makes a value that does
+// not fit its column an error instead of a warning and a truncated value;
+// ANSI_QUOTES makes "name" a name and PIPES_AS_CONCAT makes || concatenate,
+// as in standard SQL, which the statements shared with the other databases
+// are written in; NO_BACKSLASH_ESCAPES makes a backslash in a string an
+// ordinary character, as there.
+const sqlMode = "STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ZERO_DATE,NO_ZERO_IN_DATE," +
+	"NO_ENGINE_SUBSTITUTION,ANSI_QUOTES,PIPES_AS_CONCAT,NO_BACKSLASH_ESCAPES"
+
+// maxLockWait is the longest lock wait the server takes, in seconds: the
+// wait of a Settings.BusyTimeout of 0.
+const maxLockWait = 31536000
+
+// session returns the statements that give a new connection its settings:
+// sql_mode; the time zone UTC, so that NOW() and DATETIME values mean the
+// same on every host; READ COMMITTED, so that a statement reads what
+// others committed before it, and a claim's scan does not keep locks on
+// rows it passed over, as REPEATABLE READ's gap locks would (a claimer
+// then waited on another's finished partition); lock waits of at most
+// s.BusyTimeout, for rows (innodb_lock_wait_timeout) and for tables
+// (lock_wait_timeout), in whole seconds, the server's unit, rounded up;
+// and a read-only session for a read-only Open.
+func session(s sink.Settings) []string {
+	wait := int64(maxLockWait)
+	if s.BusyTimeout > 0 {
+		wait = min(int64(math.Ceil(s.BusyTimeout.Seconds())), maxLockWait)
+	}
+	tx := "ISOLATION LEVEL READ COMMITTED"
+	if s.ReadOnly {
+		tx += ", READ ONLY"
+	}
+	return []string{
+		fmt.Sprintf(`SET SESSION sql_mode = '%s', time_zone = '+00:00', innodb_lock_wait_timeout = %d, lock_wait_timeout = %d`,
+			sqlMode, wait, wait),
+		"SET SESSION TRANSACTION " + tx,
+	}
+}
+
+// connector opens connections of go-sql-driver/mysql, each set up with
+// the session's statements before database/sql hands it out.
+type connector struct {
+	driver.Connector
+	setup []string
+}
+
+// newConnector returns the connector of cfg's connections for s: utf8mb4
+// (4-byte characters round-trip), times in UTC, several statements in
+// one Exec (the migration files), and the session's settings.
+func newConnector(cfg *mysql.Config, s sink.Settings) (driver.Connector, error) {
+	cfg = cfg.Clone()
+	cfg.Collation = "utf8mb4_bin"
+	cfg.Loc = time.UTC
+	cfg.MultiStatements = true
+	cfg.InterpolateParams = false
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return connector{Connector: c, setup: session(s)}, nil
+}
+
+// Connect implements driver.Connector.
+func (c connector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ex, ok := conn.(driver.ExecerContext)
+	if !ok {
+		conn.Close()
+		return nil, fmt.Errorf("set up the session: the connection runs no statements")
+	}
+	for _, s := range c.setup {
+		if _, err := ex.ExecContext(ctx, s, nil); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("set up the session (%s): %w", strings.Fields(s)[2], err)
+		}
+	}
+	return conn, nil
+}

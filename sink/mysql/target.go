@@ -1,0 +1,53 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/sink"
+)
+
+// errTarget is the error of the target-table operations this driver does
+// not have yet (see the package documentation): the driver is not in the
+// registry, so no command reaches them.
+var errTarget = &sink.ConfigError{Err: errors.New("MariaDB/MySQL target tables are not supported yet")}
+
+// HoldColumns implements sink.Driver; not yet (errTarget).
+func (Driver) HoldColumns(context.Context, *sql.Tx, string) error { return errTarget }
+
+// Describe implements sink.Driver; not yet (errTarget).
+func (Driver) Describe(context.Context, sink.Querier, string) (*sink.Table, error) {
+	return nil, errTarget
+}
+
+// Ensure implements sink.Driver; not yet (errTarget).
+func (Driver) Ensure(context.Context, *sql.Tx, sink.Target, *arrow.Schema) error { return errTarget }
+
+// DeleteFile implements sink.Driver; not yet (errTarget).
+func (Driver) DeleteFile(context.Context, *sql.Tx, string, int64) (int64, error) {
+	return 0, errTarget
+}
+
+// AddColumn implements sink.Driver; not yet (errTarget).
+func (Driver) AddColumn(context.Context, *sql.Tx, string, arrow.Field) error { return errTarget }
+
+// Widen implements sink.Driver; not yet (errTarget).
+func (Driver) Widen(context.Context, *sql.Tx, string, string, idemtype.Type) error {
+	return errTarget
+}
+
+// Writer implements sink.Driver; not yet (errTarget).
+func (Driver) Writer(context.Context, *sql.Conn, sink.Target, *arrow.Schema) (sink.Writer, error) {
+	return nil, errTarget
+}
+
+// Limits implements sink.Driver: at most 1,017 columns in an InnoDB table,
+// of which the lineage columns take 2; names of at most 64 bytes; a dotted
+// name is database.table; column names fold case.
+func (Driver) Limits() sink.Limits {
+	return sink.Limits{MaxColumns: 1017, Reserved: 2, MaxNameBytes: 64, QualifiedNames: true, FoldsCase: true}
+}
