@@ -2,10 +2,12 @@
 // progress: it connects, migrates and runs the ledger's and the
 // checkpoints' operations, and passes the conformance suite's
 // drivertest.RunLedger (the outbox included) and drivertest.RunCheckpoint
-// on MariaDB 10.11. Its target tables (Describe, Ensure, the Writer,
-// evolving, and drivertest.RunTarget) are not written yet: those methods
-// fail with a *sink.ConfigError, and the driver is not in the registry
-// (pipeline.Drivers), so no --into URL reaches it.
+// on MariaDB 10.11. Of its target tables it describes them (Describe, with
+// the value rules of DECIMAL), holds their columns and deletes a file's
+// rows; creating and evolving them and the Writer (Ensure, AddColumn,
+// Widen, Writer), and so drivertest.RunTarget, are not written yet: those
+// methods fail with a *sink.ConfigError, and the driver is not in the
+// registry (pipeline.Drivers), so no --into URL reaches it.
 //
 // It takes mysql://user:password@host:3306/database and mariadb://…
 // URLs (parseDSN), through github.com/go-sql-driver/mysql. Idemport's own

@@ -16,21 +16,8 @@ import (
 // registry, so no command reaches them.
 var errTarget = &sink.ConfigError{Err: errors.New("MariaDB/MySQL target tables are not supported yet")}
 
-// HoldColumns implements sink.Driver; not yet (errTarget).
-func (Driver) HoldColumns(context.Context, *sql.Tx, string) error { return errTarget }
-
-// Describe implements sink.Driver; not yet (errTarget).
-func (Driver) Describe(context.Context, sink.Querier, string) (*sink.Table, error) {
-	return nil, errTarget
-}
-
 // Ensure implements sink.Driver; not yet (errTarget).
 func (Driver) Ensure(context.Context, *sql.Tx, sink.Target, *arrow.Schema) error { return errTarget }
-
-// DeleteFile implements sink.Driver; not yet (errTarget).
-func (Driver) DeleteFile(context.Context, *sql.Tx, string, int64) (int64, error) {
-	return 0, errTarget
-}
 
 // AddColumn implements sink.Driver; not yet (errTarget).
 func (Driver) AddColumn(context.Context, *sql.Tx, string, arrow.Field) error { return errTarget }
@@ -49,5 +36,5 @@ func (Driver) Writer(context.Context, *sql.Conn, sink.Target, *arrow.Schema) (si
 // of which the lineage columns take 2; names of at most 64 bytes; a dotted
 // name is database.table; column names fold case.
 func (Driver) Limits() sink.Limits {
-	return sink.Limits{MaxColumns: 1017, Reserved: 2, MaxNameBytes: 64, QualifiedNames: true, FoldsCase: true}
+	return sink.Limits{MaxColumns: 1017, Reserved: 2, MaxNameBytes: 64, QualifiedNames: true, FoldsCase: true, Rules: valueRules}
 }

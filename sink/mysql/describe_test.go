@@ -1,0 +1,167 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemport/idemport/sink"
+)
+
+// openTarget opens a database of its own through the driver, with
+// settings s.
+func openTarget(t *testing.T, s sink.Settings) (*sql.DB, string) {
+	t.Helper()
+	dsn := freshDSN(t)
+	db, err := Driver{}.Open(t.Context(), dsn, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.DB.Close() })
+	return db.DB, dsn
+}
+
+func exec(t *testing.T, db *sql.DB, stmts ...string) {
+	t.Helper()
+	for _, s := range stmts {
+		if _, err := db.ExecContext(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	db, dsn := openTarget(t, sink.Settings{})
+	exec(t, db, `CREATE TABLE "T" (
+		id BIGINT NOT NULL, code VARCHAR(12) NOT NULL, flag BOOLEAN, small SMALLINT, mid INT DEFAULT 7,
+		u BIGINT UNSIGNED, amount DECIMAL(12,3), x DOUBLE, at DATETIME(6), day DATE, doc JSON, note LONGTEXT,
+		fixed CHAR(3), blobby BLOB, name VARCHAR(200),
+		PRIMARY KEY (id), UNIQUE KEY by_code (code, flag), UNIQUE KEY by_prefix (name(10)), KEY plain (x))`)
+	d := Driver{}
+	tbl, err := d.Describe(t.Context(), db, "T")
+	if err != nil || tbl == nil {
+		t.Fatalf("describe: %+v, %v", tbl, err)
+	}
+	var got []string
+	for _, c := range tbl.Columns {
+		got = append(got, fmt.Sprintf("%s %s %s notnull=%v default=%v bits=%d chars=%d numeric=%v(%d,%d)",
+			c.Name, c.SQLType, c.Kind, c.NotNull, c.Default, c.IntBits, c.MaxChars, c.Numeric, c.Precision, c.Scale))
+	}
+	want := []string{
+		"id bigint(20) int64 notnull=true default=false bits=0 chars=0 numeric=false(0,0)",
+		"code varchar(12) string notnull=true default=false bits=0 chars=12 numeric=false(0,0)",
+		"flag tinyint(1) bool notnull=false default=true bits=0 chars=0 numeric=false(0,0)",
+		"small smallint(6) int64 notnull=false default=true bits=16 chars=0 numeric=false(0,0)",
+		"mid int(11) int64 notnull=false default=true bits=32 chars=0 numeric=false(0,0)",
+		"u bigint(20) unsigned unknown notnull=false default=true bits=0 chars=0 numeric=false(0,0)",
+		"amount decimal(12,3) decimal notnull=false default=true bits=0 chars=0 numeric=true(12,3)",
+		"x double float64 notnull=false default=true bits=0 chars=0 numeric=false(0,0)",
+		"at datetime(6) timestamptz notnull=false default=true bits=0 chars=0 numeric=false(0,0)",
+		"day date date notnull=false default=true bits=0 chars=0 numeric=false(0,0)",
+		"doc longtext json notnull=false default=true bits=0 chars=0 numeric=false(0,0)",
+		"note longtext string notnull=false default=true bits=0 chars=0 numeric=false(0,0)",
+		"fixed char(3) string notnull=false default=true bits=0 chars=3 numeric=false(0,0)",
+		"blobby blob unknown notnull=false default=true bits=0 chars=0 numeric=false(0,0)",
+		"name varchar(200) string notnull=false default=true bits=0 chars=200 numeric=false(0,0)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("columns:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if k := fmt.Sprint(tbl.Keys); k != "[[id] [code flag]]" {
+		t.Errorf("keys %s, want the primary key first, then the unique index on whole columns", k)
+	}
+	if tbl, err := d.Describe(t.Context(), db, "t"); tbl != nil || err != nil {
+		t.Errorf("describe of t, the name in another case: %+v, %v", tbl, err)
+	}
+	if tbl, err := d.Describe(t.Context(), db, "nope"); tbl != nil || err != nil {
+		t.Errorf("describe of a missing table: %+v, %v", tbl, err)
+	}
+	u, _ := url.Parse(dsn)
+	own := strings.TrimPrefix(u.Path, "/")
+	if tbl, err := d.Describe(t.Context(), db, own+".T"); err != nil || tbl == nil || len(tbl.Columns) != len(want) {
+		t.Errorf("describe qualified by its database: %+v, %v", tbl, err)
+	}
+	if _, err := d.Describe(t.Context(), db, "no_such_db_here.T"); !errors.Is(err, sink.ErrNoSchema) {
+		t.Errorf("describe in a database that does not exist: %v, want ErrNoSchema", err)
+	}
+}
+
+// TestHoldColumns: a transaction that holds a table's columns makes an
+// ALTER TABLE of another connection wait, and fail as Locked once the
+// busy timeout passes; after it ends, the change goes through.
+func TestHoldColumns(t *testing.T) {
+	db, _ := openTarget(t, sink.Settings{BusyTimeout: time.Second})
+	exec(t, db, `CREATE TABLE t (id BIGINT PRIMARY KEY)`)
+	d := Driver{}
+	tx, err := db.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if err := d.HoldColumns(t.Context(), tx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(t.Context(), `ALTER TABLE t ADD COLUMN c BIGINT`); err == nil || !d.Locked(err) {
+		t.Fatalf("ALTER TABLE while the columns are held: %v, want an error Locked recognises", err)
+	}
+	tx.Rollback()
+	exec(t, db, `ALTER TABLE t ADD COLUMN c BIGINT`)
+}
+
+func TestDeleteFile(t *testing.T) {
+	db, _ := openTarget(t, sink.Settings{})
+	exec(t, db, `CREATE TABLE t (id BIGINT PRIMARY KEY, "_idemport_file" BIGINT, "_idemport_row" BIGINT)`,
+		`INSERT INTO t VALUES (1, 7, 1), (2, 7, 2), (3, 8, 1), (4, NULL, NULL)`)
+	d := Driver{}
+	tx, err := db.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if n, err := d.DeleteFile(t.Context(), tx, "t", 7); n != 2 || err != nil {
+		t.Errorf("delete file 7: %d, %v; want 2", n, err)
+	}
+	if n, err := d.DeleteFile(t.Context(), tx, "missing", 7); n != 0 || err != nil {
+		t.Errorf("delete from a missing table: %d, %v; want 0, nil", n, err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&left); err != nil || left != 2 {
+		t.Errorf("%d rows left (%v), want 2", left, err)
+	}
+}
+
+// TestDecimalRounds: the server rounds a value with more digits after the
+// point than a DECIMAL column's scale, with no error even in strict mode,
+// and refuses one too large for it; the plan pass refuses the first by
+// Limits().Rules, with the column's precision and scale from Describe.
+func TestDecimalRounds(t *testing.T) {
+	db, _ := openTarget(t, sink.Settings{})
+	exec(t, db, `CREATE TABLE t (id BIGINT PRIMARY KEY, d DECIMAL(12,3))`,
+		`INSERT INTO t VALUES (1, '1.0005')`)
+	var got string
+	if err := db.QueryRow(`SELECT CAST(d AS CHAR) FROM t WHERE id = 1`).Scan(&got); err != nil || got != "1.001" {
+		t.Errorf("1.0005 into DECIMAL(12,3) became %q (%v); the server no longer rounds it: revisit valueRules", got, err)
+	}
+	if _, err := db.Exec(`INSERT INTO t VALUES (2, '1234567890.5')`); err == nil {
+		t.Error("a value too large for DECIMAL(12,3) went in")
+	}
+	r := Driver{}.Limits().Rules.Decimal
+	if r.MaxDigits != 65 || r.MaxScale != 30 || r.Code == "" {
+		t.Errorf("decimal rule %+v, want DECIMAL's 65 digits, 30 after the point", r)
+	}
+	tbl, err := Driver{}.Describe(t.Context(), db, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := tbl.Column("d"); c == nil || !c.Numeric || c.Precision != 12 || c.Scale != 3 {
+		t.Errorf("column d: %+v, want numeric (12,3)", c)
+	}
+}
