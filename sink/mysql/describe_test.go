@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,5 +164,40 @@ func TestDecimalRounds(t *testing.T) {
 	}
 	if c := tbl.Column("d"); c == nil || !c.Numeric || c.Precision != 12 || c.Scale != 3 {
 		t.Errorf("column d: %+v, want numeric (12,3)", c)
+	}
+}
+
+// TestTables: Tables finds the tables whose names begin with a prefix, as
+// written (its _ and % are not patterns, and case counts), qualified by
+// their database, which CurrentSchema names; TableExists finds a table by
+// a plain, quoted or qualified name.
+func TestTables(t *testing.T) {
+	db, _ := openTarget(t, sink.Settings{})
+	exec(t, db, `CREATE TABLE st_a (id BIGINT)`, `CREATE TABLE "St_b" (id BIGINT)`, `CREATE TABLE stxc (id BIGINT)`,
+		`CREATE TABLE "st%d" (id BIGINT)`, `CREATE TABLE seen_e (id BIGINT)`)
+	d := Driver{}
+	schema, err := d.CurrentSchema(t.Context(), db)
+	if err != nil || !strings.HasPrefix(schema, "idemport_test_") {
+		t.Fatalf("current schema %q (%v), want the test's database", schema, err)
+	}
+	all, err := d.Tables(t.Context(), db, "st_", "seen_")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range all {
+		if strings.HasPrefix(n, schema+".") { // other tests' databases run alongside
+			got = append(got, n)
+		}
+	}
+	slices.Sort(got)
+	if want := []string{schema + ".seen_e", schema + ".st_a"}; !slices.Equal(got, want) {
+		t.Errorf("tables %q, want %q", got, want)
+	}
+	for name, want := range map[string]bool{"st_a": true, `"st_a"`: true, schema + ".st_a": true, q(schema) + `."st_a"`: true,
+		"ST_A": false, "st_b": false, "St_b": true, "nope": false, "nope.st_a": false} {
+		if ok, err := d.TableExists(t.Context(), db, name); ok != want || err != nil {
+			t.Errorf("TableExists(%s) = %v, %v; want %v", name, ok, err, want)
+		}
 	}
 }
