@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
@@ -169,7 +170,9 @@ func Parse(path string, data []byte, lookupEnv func(string) (string, bool)) (*Fi
 // metrics labels, the ledger and command lines.
 const FeedNamePattern = `^[A-Za-z0-9][A-Za-z0-9._-]*$`
 
-var feedName = regexp.MustCompile(FeedNamePattern)
+// The package's regular expressions are compiled on first use, not at
+// start: every run of the command would pay for them, most never use them.
+var feedName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(FeedNamePattern) })
 
 type parser struct {
 	path string
@@ -201,7 +204,7 @@ func (p *parser) each(m *yaml.Node, fn func(k, v *yaml.Node)) {
 }
 
 func (p *parser) feed(k, v *yaml.Node) *Feed {
-	if !feedName.MatchString(k.Value) {
+	if !feedName().MatchString(k.Value) {
 		p.fail(errorf(p.pos(k), "feed name %q: want letters, digits, '.', '_' or '-', starting with a letter or digit", k.Value))
 		return nil
 	}
@@ -291,14 +294,14 @@ func (p *parser) setting(k, v *yaml.Node) (Setting, bool) {
 	return s, scalar(v)
 }
 
-var varRef = regexp.MustCompile(`\$\$\{|\$\{([^}]*)\}`)
+var varRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\$\{|\$\{([^}]*)\}`) })
 
 // expand replaces each ${NAME} in s by its value in the environment, and
 // $${ by ${. It reports whether s held a variable.
 func expand(s string, lookupEnv func(string) (string, bool)) (string, bool, error) {
 	var err error
 	expanded := false
-	out := varRef.ReplaceAllStringFunc(s, func(m string) string {
+	out := varRef().ReplaceAllStringFunc(s, func(m string) string {
 		if m == "$${" {
 			return "${"
 		}
@@ -346,12 +349,12 @@ func nodeKind(n *yaml.Node) string {
 	return fmt.Sprintf("%q", n.Value)
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // syntaxError places a YAML syntax error: the parser names only the line,
 // in its message (go.yaml.in/yaml/v3 has no error type for it).
 func syntaxError(path string, err error) error {
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+	if m := yamlLine().FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		return errorf(Pos{File: path, Line: line}, "%s", m[2])
 	}

@@ -73,14 +73,16 @@ func Parse(address string, getenv func(string) string) (idemtype.EventSink, erro
 	return &httpSink{id: id, name: name, url: full, secrets: secrets, client: &http.Client{}}, nil
 }
 
-// envRef is a reference to an environment variable in an address.
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+// envRef is a reference to an environment variable in an address,
+// compiled on first use, not at start (as is assignment): most runs of
+// the command have no event sink.
+var envRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`) })
 
 // expand replaces each ${NAME} of address by the value getenv gives NAME.
 func expand(address string, getenv func(string) string) (string, error) {
 	var missing []string
-	out := envRef.ReplaceAllStringFunc(address, func(ref string) string {
-		name := envRef.FindStringSubmatch(ref)[1]
+	out := envRef().ReplaceAllStringFunc(address, func(ref string) string {
+		name := envRef().FindStringSubmatch(ref)[1]
 		v := ""
 		if getenv != nil {
 			v = getenv(name)
@@ -115,7 +117,7 @@ func Mask(address string) string {
 }
 
 // assignment is a shell word that assigns an environment variable.
-var assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+var assignment = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`) })
 
 // maskCommand shows a shell command by its leading assignments, with their
 // values masked, and its program; the rest is "…".
@@ -123,7 +125,7 @@ func maskCommand(cmd string) string {
 	words := shellWords(cmd)
 	var out []string
 	for i, w := range words {
-		if name := assignment.FindString(w); name != "" {
+		if name := assignment().FindString(w); name != "" {
 			out = append(out, name+secret.Mask)
 			continue
 		}

@@ -4,22 +4,19 @@ package text
 // cells that the same plan pass, validator and partition reader take. The
 // "offset" of a row is its index among the sheet's rows, and its bytes are
 // a CSV rendering of its cells, which the partition checksums cover. The
-// sheet is decoded whole, once per File (excelize reads a workbook into
-// memory), so that a partition reads only its rows.
+// sheet is decoded whole, once per File, so that a partition reads only
+// its rows.
 
 import (
 	"bytes"
 	"fmt"
 	"hash/crc32"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/xuri/excelize/v2"
 
 	"github.com/idemport/idemport/reader/internal/input"
 	"github.com/idemport/idemport/reader/internal/partition"
@@ -58,44 +55,41 @@ func (f *File) loadSheet() (_ *sheet, err error) {
 			err = &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: corrupt workbook (%v)", input.ErrFormat, v)}
 		}
 	}()
-	src := io.NewSectionReader(f.In, 0, f.In.Size())
-	x, err := excelize.OpenReader(&countingReaderAt{r: src, f: f.File})
+	wb, err := openWorkbook(&countingReaderAt{r: f.In, f: f.File}, f.In.Size())
 	if err != nil {
 		return nil, &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: not an Excel workbook: %v", input.ErrFormat, err)}
 	}
-	defer x.Close()
 	name := f.Opts.Sheet
-	list := x.GetSheetList()
+	var list []string
+	for _, sh := range wb.sheets {
+		list = append(list, sh.name)
+	}
 	if name == "" && len(list) > 0 {
 		name = list[0]
 	}
-	if !slices.Contains(list, name) {
+	i := slices.Index(list, name)
+	if i < 0 {
 		return nil, fmt.Errorf("%w: --sheet: the workbook has no sheet %q (it has %s)", input.ErrOption, name, strings.Join(list, ", "))
 	}
-	raw, err := x.GetRows(name, excelize.Options{RawCellValue: true})
+	raw, err := wb.rows(wb.sheets[i])
 	if err != nil {
 		return nil, &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: sheet %q: %v", input.ErrFormat, name, err)}
 	}
-	date1904 := false
-	if p, err := x.GetWorkbookProps(); err == nil && p.Date1904 != nil {
-		date1904 = *p.Date1904
-	}
 	formats := map[int]timeFormat{}
 	s := &sheet{}
-	for r, row := range raw {
+	for _, row := range raw {
 		cells := make([]value.Cell, len(row))
-		for c, v := range row {
+		for c, x := range row {
+			v := x.v
 			if v == "" {
 				cells[c] = value.Cell{Kind: value.CellNull}
 				continue
 			}
-			ref, _ := excelize.CoordinatesToCellName(c+1, r+1)
-			typ, _ := x.GetCellType(name, ref)
-			switch typ {
-			case excelize.CellTypeBool:
+			switch x.t {
+			case "b":
 				cells[c] = value.Cell{B: []byte(map[bool]string{true: "true", false: "false"}[v == "1" || strings.EqualFold(v, "true")]), Kind: value.CellBool}
 				continue
-			case excelize.CellTypeSharedString, excelize.CellTypeInlineString, excelize.CellTypeError, excelize.CellTypeDate:
+			case "s", "inlineStr", "e", "d": // text, an error (#N/A), or a date stored as ISO 8601 text
 				cells[c] = value.Cell{B: []byte(v), Kind: value.CellString}
 				continue
 			}
@@ -104,14 +98,13 @@ func (f *File) loadSheet() (_ *sheet, err error) {
 				cells[c] = value.Cell{B: []byte(v), Kind: value.CellString}
 				continue
 			}
-			style, _ := x.GetCellStyle(name, ref)
-			tf, seen := formats[style]
+			tf, seen := formats[x.style]
 			if !seen {
-				tf = styleTimeFormat(x, style)
-				formats[style] = tf
+				tf = styleTimeFormat(wb.numFmt(x.style))
+				formats[x.style] = tf
 			}
 			if tf != notTime {
-				if t, err := excelize.ExcelDateToTime(num, date1904); err == nil && !math.IsInf(num, 0) {
+				if t, err := excelTime(num, wb.date1904); err == nil {
 					cells[c] = value.Cell{B: []byte(formatTime(t, tf)), Kind: value.CellString}
 					continue
 				}
@@ -144,21 +137,14 @@ const (
 // styleTimeFormat tells whether the number format of a style is a date or
 // time format: a built-in one (14-22, 45-47) or a custom code with date or
 // time letters outside its quoted text and brackets.
-func styleTimeFormat(x *excelize.File, style int) timeFormat {
-	st, err := x.GetStyle(style)
-	if err != nil || st == nil {
-		return notTime
-	}
-	code := ""
-	if st.CustomNumFmt != nil {
-		code = *st.CustomNumFmt
-	}
+func styleTimeFormat(numFmt int, code string) timeFormat {
 	switch {
-	case st.NumFmt == 14 || st.NumFmt == 15 || st.NumFmt == 16 || st.NumFmt == 17:
+	case code != "":
+	case numFmt == 14 || numFmt == 15 || numFmt == 16 || numFmt == 17:
 		return dateOnly
-	case st.NumFmt == 22:
+	case numFmt == 22:
 		return dateTime
-	case st.NumFmt >= 18 && st.NumFmt <= 21, st.NumFmt >= 45 && st.NumFmt <= 47:
+	case numFmt >= 18 && numFmt <= 21, numFmt >= 45 && numFmt <= 47:
 		return dateTime // times of day: on the day Excel counts from
 	case code == "":
 		return notTime
@@ -234,14 +220,15 @@ func csvText(cells []value.Cell) []byte {
 	return b
 }
 
-// countingReaderAt counts the bytes excelize reads into the File's stats.
+// countingReaderAt counts the bytes the workbook's reader reads into the
+// File's stats.
 type countingReaderAt struct {
-	r *io.SectionReader
+	r io.ReaderAt
 	f *input.File
 }
 
-func (c *countingReaderAt) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
 	c.f.Stats.Bytes.Add(int64(n))
 	return n, err
 }
