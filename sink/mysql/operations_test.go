@@ -1,0 +1,74 @@
+package mysql
+
+import (
+	"testing"
+	"time"
+
+	"github.com/idemport/idemport/sink"
+)
+
+// TestSharedOperations: the target operations this driver takes from
+// stdsql as they are work on MariaDB: savepoints, CountFile,
+// ForgetOrdinals, and a snapshot's soft sweep of an ordinal scope (count,
+// mark, unmark) on a table with the lineage and deletion columns.
+func TestSharedOperations(t *testing.T) {
+	db, _ := openTarget(t, sink.Settings{})
+	exec(t, db, `CREATE TABLE t ("_idemport_file" BIGINT NOT NULL, "_idemport_row" BIGINT, region VARCHAR(8), v BIGINT,
+		"_idemport_deleted_at" DATETIME(6), UNIQUE (v))`,
+		`INSERT INTO t VALUES (7, 1, 'eu', 1, NULL), (7, 2, 'eu', 2, NULL), (8, 1, 'eu', 3, NULL), (8, 2, 'us', 4, NULL)`)
+	ctx, d := t.Context(), Driver{}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+
+	if err := d.Savepoint(ctx, tx, "sp"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO t VALUES (9, 1, 'eu', 1, NULL)`); err == nil {
+		t.Fatal("a duplicate v went in")
+	}
+	if err := d.RollbackToSavepoint(ctx, tx, "sp"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ReleaseSavepoint(ctx, tx, "sp"); err != nil {
+		t.Fatal(err)
+	}
+
+	if n, err := d.CountFile(ctx, tx, "t", 7); n != 2 || err != nil {
+		t.Errorf("CountFile: %d, %v; want 2", n, err)
+	}
+	// File 7's scope eu, swept by file 8: file 8's rows stay.
+	s := sink.Sweep{Driver: d, Table: "t", FileKey: 8, Scope: []sink.Term{{Column: "region", Value: "eu"}}, Soft: true}
+	missing, live, err := d.SweepCount(ctx, tx, s)
+	if missing != 2 || live != 3 || err != nil {
+		t.Errorf("SweepCount: %d missing of %d live (%v), want 2 of 3", missing, live, err)
+	}
+	mark := time.Date(2026, 12, 2, 4, 0, 0, 123456000, time.UTC)
+	if n, err := d.SweepApply(ctx, tx, s, d.TimeValue(mark)); n != 2 || err != nil {
+		t.Errorf("SweepApply: %d, %v; want 2 marked", n, err)
+	}
+	if n, err := d.SweepLive(ctx, tx, s); n != 1 || err != nil {
+		t.Errorf("SweepLive after the sweep: %d, %v; want 1", n, err)
+	}
+	if n, err := d.SweepUnmark(ctx, tx, s, d.TimeValue(mark)); n != 2 || err != nil {
+		t.Errorf("SweepUnmark: %d, %v; want the 2 marks cleared", n, err)
+	}
+	if n, err := d.ForgetOrdinals(ctx, tx, "t", 7); n != 2 || err != nil {
+		t.Errorf("ForgetOrdinals: %d, %v; want 2", n, err)
+	}
+	if n, err := d.CountFile(ctx, tx, "t", 7); n != 2 || err != nil {
+		t.Errorf("CountFile after ForgetOrdinals: %d, %v; want the file's 2 rows still", n, err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var rows, nullRows, marks int
+	if err := db.QueryRow(`SELECT count(*), sum("_idemport_row" IS NULL), sum("_idemport_deleted_at" IS NOT NULL) FROM t`).Scan(&rows, &nullRows, &marks); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 4 || nullRows != 2 || marks != 0 {
+		t.Errorf("%d rows, %d without ordinal, %d marked; want 4, 2, 0", rows, nullRows, marks)
+	}
+}
