@@ -72,3 +72,43 @@ func TestSharedOperations(t *testing.T) {
 		t.Errorf("%d rows, %d without ordinal, %d marked; want 4, 2, 0", rows, nullRows, marks)
 	}
 }
+
+// TestHardSweep: a hard sweep deletes the rows of its scope that the
+// file does not have: in ordinal mode those another file wrote, by key
+// those whose key the seen table lacks.
+func TestHardSweep(t *testing.T) {
+	db, _ := openTarget(t, sink.Settings{})
+	exec(t, db, `CREATE TABLE o ("_idemport_file" BIGINT NOT NULL, "_idemport_row" BIGINT NOT NULL, region VARCHAR(8), PRIMARY KEY ("_idemport_file", "_idemport_row"))`,
+		`INSERT INTO o VALUES (7, 1, 'eu'), (7, 2, 'us'), (8, 1, 'eu')`,
+		`CREATE TABLE n (a VARCHAR(8) NOT NULL, b BIGINT NOT NULL, region VARCHAR(8), PRIMARY KEY (a, b))`,
+		`INSERT INTO n VALUES ('x', 1, 'eu'), ('x', 2, 'eu'), ('y', 1, 'eu'), ('z', 1, 'us')`,
+		`CREATE TABLE seen (ordinal BIGINT PRIMARY KEY, a VARCHAR(8), b BIGINT)`,
+		`INSERT INTO seen VALUES (1, 'x', 2), (2, 'y', 1)`)
+	ctx, d := t.Context(), Driver{}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	eu := []sink.Term{{Column: "region", Value: "eu"}}
+	if n, err := d.SweepApply(ctx, tx, sink.Sweep{Driver: d, Table: "o", FileKey: 8, Scope: eu}, nil); n != 1 || err != nil {
+		t.Errorf("ordinal sweep: %d, %v; want file 7's eu row deleted", n, err)
+	}
+	if n, err := d.SweepApply(ctx, tx, sink.Sweep{Driver: d, Table: "n", Key: []string{"a", "b"}, Seen: "seen", Scope: eu}, nil); n != 1 || err != nil {
+		t.Errorf("sweep by key: %d, %v; want (x, 1) deleted", n, err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for table, want := range map[string]string{"o": "7/2/us,8/1/eu", "n": "x/2/eu,y/1/eu,z/1/us"} {
+		cols := `"_idemport_file" || '/' || "_idemport_row"`
+		if table == "n" {
+			cols = `a || '/' || b`
+		}
+		row := cols + ` || '/' || region`
+		var got string
+		if err := db.QueryRow(`SELECT group_concat(` + row + ` ORDER BY ` + row + ` SEPARATOR ',') FROM ` + table).Scan(&got); err != nil || got != want {
+			t.Errorf("%s after the sweep: %s (%v), want %s", table, got, err, want)
+		}
+	}
+}

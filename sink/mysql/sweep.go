@@ -1,0 +1,58 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/sink/internal/stdsql"
+)
+
+// SweepApply implements sink.Driver: a soft sweep is stdsql's; a hard one
+// deletes with DELETE t FROM table AS t, since MariaDB before 11.6 takes
+// no alias in DELETE FROM. Its conditions are stdsql's (sweepWhere).
+func (d Driver) SweepApply(ctx context.Context, tx *sql.Tx, s sink.Sweep, now any) (int64, error) {
+	if s.Soft {
+		return stdsql.SweepApply(ctx, tx, s, now)
+	}
+	t, err := d.Describe(ctx, tx, s.Table)
+	if err != nil {
+		return 0, err
+	}
+	if t == nil {
+		return 0, fmt.Errorf("table %s does not exist", s.Table)
+	}
+	w, args := sweepWhere(d, s, t)
+	res, err := tx.ExecContext(ctx, `DELETE t FROM `+d.QuoteTable(s.Table)+` AS t WHERE `+w, args...)
+	if err != nil {
+		return 0, fmt.Errorf("sweep rows missing from the snapshot out of %s: %w", s.Table, err)
+	}
+	return res.RowsAffected()
+}
+
+// sweepWhere returns the conditions (and their arguments) of the rows of
+// the scope of table t (alias t) that the file does not have, as stdsql's
+// hard sweep finds them: in the scope's columns' values, and not written
+// by the file (ordinal mode) or without a key in the table s.Seen (alias
+// k), keys compared as KeyValue compares them.
+func sweepWhere(d Driver, s sink.Sweep, t *sink.Table) (string, []any) {
+	var conds []string
+	var args []any
+	for _, term := range s.Scope {
+		conds = append(conds, "t."+q(term.Column)+" = ?")
+		args = append(args, term.Value)
+	}
+	if len(s.Key) == 0 {
+		conds = append(conds, "NOT t."+q(sink.FileColumn)+" = ?")
+		args = append(args, s.FileKey)
+	} else {
+		match := make([]string, len(s.Key))
+		for i, k := range s.Key {
+			match[i] = d.KeyValue("k."+q(k), t.Kind(k)) + " = " + d.KeyValue("t."+q(k), t.Kind(k))
+		}
+		conds = append(conds, "NOT EXISTS (SELECT 1 FROM "+d.QuoteTable(s.Seen)+" k WHERE "+strings.Join(match, " AND ")+")")
+	}
+	return strings.Join(conds, " AND "), args
+}
