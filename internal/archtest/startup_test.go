@@ -7,9 +7,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -17,58 +15,7 @@ import (
 // Every run of the command pays, before main, for the package
 // initialisation of every package linked into it, whether the run uses
 // them or not: a rerun of a completed file, which costs a stat and one
-// query, must not pay for reading workbooks. These tests keep out what
-// was measured to cost most at start.
-
-// costlyAtStart lists packages the command must not link, with what their
-// initialisation cost (GODEBUG=inittrace=1, 2 cores).
-var costlyAtStart = map[string]string{
-	// Compiles about 100 regular expressions and builds its tables at
-	// start: 14 ms and 21,400 of the command's 37,700 allocations before
-	// main, half its start-up. Workbooks are read by reader/text's own
-	// workbook.go; tests may still write workbooks with it.
-	"github.com/xuri/excelize/v2": "14 ms and 21,400 allocations at every start",
-}
-
-// linkedCostly returns the packages of deps (the command's dependencies)
-// that costlyAtStart names.
-func linkedCostly(deps []string) []string {
-	var found []string
-	for _, d := range deps {
-		if why, ok := costlyAtStart[d]; ok {
-			found = append(found, fmt.Sprintf("the command links %s (%s)", d, why))
-		}
-	}
-	return found
-}
-
-// TestCommandStartsLight checks that the command links none of the
-// packages whose initialisation costlyAtStart names.
-func TestCommandStartsLight(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", modulePath+"/cmd/idemport").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	deps := strings.Fields(string(out))
-	if !slices.Contains(deps, modulePath+"/reader/text") {
-		t.Fatalf("go list -deps of the command has no reader/text: %d packages", len(deps))
-	}
-	for _, f := range linkedCostly(deps) {
-		t.Error(f)
-	}
-}
-
-// TestLinkedCostlyFinds proves the check above finds a listed package
-// among others.
-func TestLinkedCostlyFinds(t *testing.T) {
-	if got := linkedCostly([]string{"fmt", modulePath + "/reader/text"}); got != nil {
-		t.Errorf("found %q in a light command", got)
-	}
-	got := linkedCostly([]string{"fmt", "github.com/xuri/excelize/v2", "os"})
-	if len(got) != 1 || !strings.Contains(got[0], "excelize") {
-		t.Errorf("found %q, want the spreadsheet library", got)
-	}
-}
+// query, must not also compile regular expressions it never uses.
 
 // compiledAtStart returns where the Go source src (file name) compiles a
 // regular expression in the initialiser of a package-level variable,
