@@ -66,8 +66,22 @@ func limits(c *sink.Column, dataType, columnType string, chars, precision, scale
 	}
 }
 
+// marked sets the kind of a column Ensure made whose SQL type does not say
+// it (see markDecimal): a text column marked a decimal holds decimals, a
+// DATETIME marked local holds local timestamps.
+func marked(c *sink.Column, comment string) {
+	switch {
+	case comment == markDecimal && c.Kind == idemtype.String:
+		c.Kind = idemtype.Decimal
+	case comment == markLocal && c.Kind == idemtype.Timestamp && strings.HasPrefix(c.SQLType, "datetime"):
+		c.Kind = idemtype.LocalTimestamp
+	}
+}
+
 // Describe implements sink.Driver: an unqualified name is in the
-// connection's database. A name qualified by a database that does not
+// connection's database. The number columns that key a decimal column
+// (markKey) are not listed: a key on one is listed as on its decimal
+// column. A name qualified by a database that does not
 // exist is ErrNoSchema.
 func (d Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, error) {
 	db, table := splitName(name)
@@ -76,7 +90,8 @@ func (d Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*si
 		c.character_maximum_length, c.numeric_precision, c.numeric_scale,
 		EXISTS (SELECT 1 FROM information_schema.check_constraints k
 			WHERE k.constraint_schema = c.table_schema AND k.table_name = c.table_name
-			AND k.check_clause = 'json_valid(' || '"' || c.column_name || '"' || ')')
+			AND k.check_clause = 'json_valid(' || '"' || c.column_name || '"' || ')'),
+		c.column_comment
 		FROM information_schema.columns c
 		WHERE c.table_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(c.table_name AS BINARY) = CAST(? AS BINARY)
 		ORDER BY c.ordinal_position`, db, table)
@@ -84,17 +99,23 @@ func (d Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*si
 		return nil, fmt.Errorf("describe table %s: %w", name, err)
 	}
 	t := &sink.Table{Name: name}
+	keyOf := map[string]string{} // a number key column (markKey): the column it keys
 	for rows.Next() {
 		var c sink.Column
-		var dataType string
+		var dataType, comment string
 		var json bool
 		var chars, precision, scale sql.NullInt64
-		if err := rows.Scan(&c.Name, &c.SQLType, &dataType, &c.NotNull, &c.Default, &chars, &precision, &scale, &json); err != nil {
+		if err := rows.Scan(&c.Name, &c.SQLType, &dataType, &c.NotNull, &c.Default, &chars, &precision, &scale, &json, &comment); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("describe table %s: %w", name, err)
 		}
+		if of, ok := strings.CutPrefix(comment, markKey); ok && c.Default {
+			keyOf[c.Name] = of
+			continue
+		}
 		c.Kind = kindOf(dataType, c.SQLType, json)
 		limits(&c, dataType, c.SQLType, chars, precision, scale)
+		marked(&c, comment)
 		t.Columns = append(t.Columns, c)
 	}
 	rows.Close()
@@ -126,6 +147,9 @@ func (d Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*si
 			t.Keys = append(t.Keys, nil)
 			prefix = append(prefix, false)
 			last = index
+		}
+		if of, ok := keyOf[col]; ok {
+			col = of
 		}
 		t.Keys[len(t.Keys)-1] = append(t.Keys[len(t.Keys)-1], col)
 		prefix[len(prefix)-1] = prefix[len(prefix)-1] || part

@@ -2,14 +2,49 @@
 // progress: it connects, migrates and runs the ledger's and the
 // checkpoints' operations, and passes the conformance suite's
 // drivertest.RunLedger (the outbox included) and drivertest.RunCheckpoint
-// on MariaDB 10.11. Of its target tables it describes them (Describe, with
-// the value rules of DECIMAL), holds their columns, deletes a file's rows
-// and sweeps a snapshot's scope (SweepApply: DELETE t FROM … AS t, since
-// MariaDB before 11.6 takes no alias in DELETE FROM); Compare, Merge and
-// Classify still have the other databases' spelling; creating and evolving them and the Writer (Ensure, AddColumn,
-// Widen, Writer), and so drivertest.RunTarget, are not written yet: those
-// methods fail with a *sink.ConfigError, and the driver is not in the
-// registry (pipeline.Drivers), so no --into URL reaches it.
+// on MariaDB 10.11. Of its target tables it creates them (Ensure), adds
+// and widens their columns (AddColumn, Widen), describes them (Describe,
+// with the value rules of DECIMAL), holds their columns, deletes a file's
+// rows and sweeps a snapshot's scope (SweepApply: DELETE t FROM … AS t,
+// since MariaDB before 11.6 takes no alias in DELETE FROM); Compare, Merge
+// and Classify still have the other databases' spelling; the Writer, and
+// so most of drivertest.RunTarget, is not written yet: it fails with a
+// *sink.ConfigError, and the driver is not in the registry
+// (pipeline.Drivers), so no --into URL reaches it.
+//
+// The tables Ensure creates (ensure.go) hold what idemport's kinds hold,
+// exactly:
+//   - A decimal is its canonical text (MEDIUMTEXT), not DECIMAL(65,30),
+//     which would keep 1.50 as 1.5 (or 1.500000…) and round or refuse
+//     what has more than 30 digits after the point. The column's comment
+//     (idemport:decimal) tells Describe it holds decimals; a DECIMAL
+//     column a user made is described as one, with its precision, scale
+//     and value rules.
+//   - A decimal key column keeps the text written and is keyed by its
+//     number: a stored generated column (idemport_key_N, commented
+//     idemport:key:<column>) holds the text less the zeros ending its
+//     fraction (keyExpr, as KeyValue compares keys), and the key is a
+//     UNIQUE index on it, since MariaDB takes no generated column in a
+//     primary key. So 1.5 and 1.50 are one key, and keys differing past
+//     the 30th digit after the point stay two. Describe hides that
+//     column and lists the key on the decimal column.
+//   - Text key columns (strings, decimals) are VARCHAR, as InnoDB indexes
+//     no whole TEXT: together they share the index's 3,072 bytes, 4 per
+//     utf8mb4 character, after 8 for each other key column (a key of one
+//     string column holds 766 characters with a BIGINT beside it, 768
+//     alone). Strict mode refuses a longer value rather than cut it; the
+//     plan pass does not find it yet (sink.Limits has no key length).
+//   - A DATETIME(6) holds a point in time in UTC (the session's zone); a
+//     local timestamp is a DATETIME(6) too, commented idemport:local, and
+//     Describe tells the two apart by that comment alone.
+//   - JSON is a LONGTEXT checked by json_valid, as MariaDB's JSON type is.
+//
+// Widen changes a column outside every key (MODIFY COLUMN, keeping NOT
+// NULL; MariaDB's casts to text are exact); a key column is not widened
+// yet (a *sink.ConfigError). Each of these statements commits the
+// transaction it runs in (see below), so the table and its columns are
+// made before any row is written, and each is idempotent (IF NOT EXISTS),
+// so a second Ensure or AddColumn finds them made.
 //
 // It takes mysql://user:password@host:3306/database and mariadb://…
 // URLs (parseDSN), through github.com/go-sql-driver/mysql. Idemport's own

@@ -117,9 +117,16 @@ func (Driver) Distinct(a, b []string) string {
 	return "NOT ((" + strings.Join(a, ", ") + ") <=> (" + strings.Join(b, ", ") + "))"
 }
 
-// KeyValue implements sink.Driver: DECIMAL compares by value already
-// (1.5 = 1.50), and so does its unique index.
-func (Driver) KeyValue(expr string, _ idemtype.Type) string { return expr }
+// KeyValue implements sink.Driver: a decimal is compared by its number,
+// spelled out of its text by keyExpr, as the number column that keys a
+// decimal column Ensure made holds it (1.50 is 1.5). A DECIMAL column's
+// text, which has its scale's zeros, is spelled out alike.
+func (Driver) KeyValue(expr string, kind idemtype.Type) string {
+	if kind == idemtype.Decimal {
+		return keyExpr(expr)
+	}
+	return expr
+}
 
 // Exact implements sink.Driver: DECIMAL's equality ignores the scale its
 // text keeps, and a type idemport does not know may have looser equality

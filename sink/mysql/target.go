@@ -7,7 +7,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -15,17 +14,6 @@ import (
 // not have yet (see the package documentation): the driver is not in the
 // registry, so no command reaches them.
 var errTarget = &sink.ConfigError{Err: errors.New("MariaDB/MySQL target tables are not supported yet")}
-
-// Ensure implements sink.Driver; not yet (errTarget).
-func (Driver) Ensure(context.Context, *sql.Tx, sink.Target, *arrow.Schema) error { return errTarget }
-
-// AddColumn implements sink.Driver; not yet (errTarget).
-func (Driver) AddColumn(context.Context, *sql.Tx, string, arrow.Field) error { return errTarget }
-
-// Widen implements sink.Driver; not yet (errTarget).
-func (Driver) Widen(context.Context, *sql.Tx, string, string, idemtype.Type) error {
-	return errTarget
-}
 
 // Writer implements sink.Driver; not yet (errTarget).
 func (Driver) Writer(context.Context, *sql.Conn, sink.Target, *arrow.Schema) (sink.Writer, error) {
