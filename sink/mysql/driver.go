@@ -222,8 +222,10 @@ func (Driver) TableExists(ctx context.Context, qr sink.Querier, name string) (bo
 	return n > 0, err
 }
 
-// Tables implements sink.Driver: in every database the user sees but the
-// server's own.
+// Tables implements sink.Driver: in the DSN's database only, where
+// idemport keeps its own tables (Prefix) and its staging tables. Another
+// database on the server is another idemport's, or no idemport's, and
+// what Tables lists may be dropped (gc).
 func (Driver) Tables(ctx context.Context, qr sink.Querier, prefixes ...string) ([]string, error) {
 	var like []string
 	var args []any
@@ -235,7 +237,7 @@ func (Driver) Tables(ctx context.Context, qr sink.Querier, prefixes ...string) (
 		return nil, nil
 	}
 	rows, err := qr.QueryContext(ctx, `SELECT table_schema || '.' || table_name FROM information_schema.tables
-		WHERE table_schema NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys') AND (`+strings.Join(like, " OR ")+`)`, args...)
+		WHERE table_schema = DATABASE() AND (`+strings.Join(like, " OR ")+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list tables: %w", err)
 	}
