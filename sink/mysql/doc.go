@@ -7,10 +7,11 @@
 // with the value rules of DECIMAL), holds their columns, deletes a file's
 // rows and sweeps a snapshot's scope (SweepApply: DELETE t FROM … AS t,
 // since MariaDB before 11.6 takes no alias in DELETE FROM); Compare, Merge
-// and Classify still have the other databases' spelling; the Writer, and
-// so most of drivertest.RunTarget, is not written yet: it fails with a
-// *sink.ConfigError, and the driver is not in the registry
-// (pipeline.Drivers), so no --into URL reaches it.
+// and Classify still have the other databases' spelling; the Writer is
+// not written yet: it fails with a *sink.ConfigError, the cases of
+// drivertest.RunTarget that write rows are skipped (target_test.go), and
+// the driver is not in the registry (pipeline.Drivers), so no --into URL
+// reaches it. Tables lists the DSN's database alone.
 //
 // The tables Ensure creates (ensure.go) hold what idemport's kinds hold,
 // exactly:
