@@ -33,8 +33,11 @@
 //     no whole TEXT: together they share the index's 3,072 bytes, 4 per
 //     utf8mb4 character, after 8 for each other key column (a key of one
 //     string column holds 766 characters with a BIGINT beside it, 768
-//     alone). Strict mode refuses a longer value rather than cut it; the
-//     plan pass does not find it yet (sink.Limits has no key length).
+//     alone). Once the table exists the plan pass refuses a longer string
+//     as a bad row (Describe's MaxChars, the reader's length limit); on the
+//     load that creates it, and for a decimal key longer than its share,
+//     only strict mode refuses it, failing the write: sink.Limits has no
+//     key length yet.
 //   - A DATETIME(6) holds a point in time in UTC (the session's zone); a
 //     local timestamp is a DATETIME(6) too, commented idemport:local, and
 //     Describe tells the two apart by that comment alone.
