@@ -44,7 +44,7 @@ func (r *run) apply(ctx context.Context) error {
 		if again {
 			continue
 		}
-		p, err := r.e.cp.Progress(ctx, r.e.db, r.op, r.attempt.ID)
+		p, err := r.e.st.CP.Progress(ctx, r.e.st.DB, r.op, r.attempt.ID)
 		if err != nil {
 			return err
 		}
@@ -73,7 +73,7 @@ func (r *run) apply(ctx context.Context) error {
 // startApply reports how far the operation is as this attempt begins
 // applying, and learns the types the table's values are read as.
 func (r *run) startApply(ctx context.Context) error {
-	start, err := r.e.cp.Progress(ctx, r.e.db, r.op, r.attempt.ID)
+	start, err := r.e.st.CP.Progress(ctx, r.e.st.DB, r.op, r.attempt.ID)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (r *run) again(ctx context.Context, err error, n *retries) (bool, error) {
 		// so that the two do not meet the same way again.
 		n.deadlocks++
 		r.log.Warn("a partition's transaction was a deadlock's victim; running it again", "err", err, "time", n.deadlocks)
-		if err := r.e.cp.Release(ctx, r.e.db, r.op, r.attempt.ID); err != nil {
+		if err := r.e.st.CP.Release(ctx, r.e.st.DB, r.op, r.attempt.ID); err != nil {
 			return false, err
 		}
 		return true, sleep(ctx, rand.N(time.Duration(n.deadlocks)*deadlockPause))
@@ -115,7 +115,7 @@ func (r *run) again(ctx context.Context, err error, n *retries) (bool, error) {
 		// this attempt's partitions and read them again.
 		n.rereads++
 		r.log.Info("the table's columns changed while a partition was read; reading it again", "err", err)
-		return true, r.e.cp.Release(ctx, r.e.db, r.op, r.attempt.ID)
+		return true, r.e.st.CP.Release(ctx, r.e.st.DB, r.op, r.attempt.ID)
 	case errors.Is(err, errReconnect) && n.reconnects < maxReconnects:
 		// A worker's connection was lost at a COMMIT; the checkpoint
 		// said whether it committed. No worker runs now: give back the
@@ -123,13 +123,13 @@ func (r *run) again(ctx context.Context, err error, n *retries) (bool, error) {
 		// connections.
 		n.reconnects++
 		r.log.Warn("going on with new connections", "err", err)
-		return true, r.e.cp.Release(ctx, r.e.db, r.op, r.attempt.ID)
-	case r.e.sink.Locked(err) && r.req.Wait > 0 && time.Since(r.started) <= r.req.Wait:
+		return true, r.e.st.CP.Release(ctx, r.e.st.DB, r.op, r.attempt.ID)
+	case r.e.st.Driver.Locked(err) && r.req.Wait > 0 && time.Since(r.started) <= r.req.Wait:
 		// A lock a partition needed stayed held past --busy-timeout
 		// (a frozen holder's): asked to wait, give back the claims
 		// and try again.
 		r.log.Info("waiting for a lock another transaction holds", "err", err)
-		if err := r.e.cp.Release(ctx, r.e.db, r.op, r.attempt.ID); err != nil {
+		if err := r.e.st.CP.Release(ctx, r.e.st.DB, r.op, r.attempt.ID); err != nil {
 			return false, err
 		}
 		return true, sleep(ctx, min(time.Second, r.req.Lease/4))
@@ -156,7 +156,7 @@ func (r *run) awaitOthers(ctx context.Context, p checkpoint.Progress) error {
 		return err
 	}
 	return r.withTx(ctx, func(tx *sql.Tx) error {
-		op, _, err := r.e.ledger.Get(ctx, tx, r.id.Key)
+		op, _, err := r.e.st.Ledger.Get(ctx, tx, r.id.Key)
 		if err != nil || op == nil {
 			return err
 		}
@@ -166,7 +166,7 @@ func (r *run) awaitOthers(ctx context.Context, p checkpoint.Progress) error {
 
 // rowsDone sums the rows of partitions already done, for progress reports.
 func (r *run) rowsDone(ctx context.Context) int64 {
-	parts, err := r.e.cp.Partitions(ctx, r.e.db, r.op)
+	parts, err := r.e.st.CP.Partitions(ctx, r.e.st.DB, r.op)
 	if err != nil {
 		return 0
 	}
@@ -204,7 +204,7 @@ type item struct {
 // commits the current one, so parsing and writing overlap, and a worker
 // never holds more than two claims.
 func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
-	conn, err := r.e.db.Conn(ctx)
+	conn, err := r.e.st.DB.Conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -243,7 +243,7 @@ func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
 	for it := range items { // release what the writer did not take
 		it.batch.Release()
 	}
-	if err != nil && r.e.sink.Deadlock(err) {
+	if err != nil && r.e.st.Driver.Deadlock(err) {
 		return fmt.Errorf("%w: %w", errDeadlock, err)
 	}
 	return err
@@ -271,7 +271,7 @@ func (r *run) read(ctx context.Context, claims <-chan *checkpoint.Claim, items c
 		if c == nil {
 			return nil
 		}
-		if err := r.e.fp.Hit("after-partition-claim"); err != nil {
+		if err := r.e.st.Hit("after-partition-claim"); err != nil {
 			return err
 		}
 		var as []idemtype.Type
@@ -331,7 +331,7 @@ func (r *run) claimAlone(ctx context.Context, conn *sql.Conn) (*checkpoint.Claim
 
 // claimNext leases the next free partition inside tx.
 func (r *run) claimNext(ctx context.Context, tx *sql.Tx) (*checkpoint.Claim, error) {
-	c, err := r.e.cp.Claim(ctx, tx, r.op, r.attempt.ID, r.leaseMs)
+	c, err := r.e.st.CP.Claim(ctx, tx, r.op, r.attempt.ID, r.leaseMs)
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +340,7 @@ func (r *run) claimNext(ctx context.Context, tx *sql.Tx) (*checkpoint.Claim, err
 		r.recovered = append(r.recovered, c.RecoveredFrom)
 		// Taken over, it is dead to the operation: a stalled process that
 		// wakes can no longer commit (fencing), and records its own end.
-		if err := r.e.ledger.Died(ctx, tx, c.RecoveredFrom); err != nil {
+		if err := r.e.st.Ledger.Died(ctx, tx, c.RecoveredFrom); err != nil {
 			return nil, err
 		}
 	}
@@ -380,7 +380,7 @@ func (r *run) write(ctx context.Context, conn *sql.Conn, w *partitionWriter, see
 			if tx, err = beginTx(ctx, conn); err != nil {
 				return fmt.Errorf("begin partition %d: %w", claim.Index, err)
 			}
-			if err := r.e.cp.Fence(ctx, tx.Tx, r.op, claim.Index, r.attempt.ID, r.leaseMs); err != nil {
+			if err := r.e.st.CP.Fence(ctx, tx.Tx, r.op, claim.Index, r.attempt.ID, r.leaseMs); err != nil {
 				return r.lost(err)
 			}
 			next, err := r.claimNext(ctx, tx.Tx)
@@ -452,29 +452,29 @@ func (r *run) commit(ctx context.Context, conn *sql.Conn, tx *txn, c *checkpoint
 	if counts.Read != c.Rows || !counts.Balanced() {
 		return fmt.Errorf("partition %d: counted %+v for %d rows", c.Index, counts, c.Rows)
 	}
-	if err := r.e.fp.Hit("inside-partition"); err != nil {
+	if err := r.e.st.Hit("inside-partition"); err != nil {
 		return err
 	}
 	if err := r.checkSource(); err != nil {
 		return err
 	}
-	if err := r.e.cp.Complete(ctx, tx.Tx, r.op, c.Index, r.attempt.ID, counts); err != nil {
+	if err := r.e.st.CP.Complete(ctx, tx.Tx, r.op, c.Index, r.attempt.ID, counts); err != nil {
 		return r.lost(err)
 	}
-	if err := r.e.ledger.Count(ctx, tx.Tx, r.id.Key, r.attempt.ID, counts); err != nil {
+	if err := r.e.st.Ledger.Count(ctx, tx.Tx, r.id.Key, r.attempt.ID, counts); err != nil {
 		return err
 	}
 	if err := r.quarantine(ctx, tx.Tx, c, refused); err != nil {
 		return err
 	}
-	if err := r.e.fp.Hit("before-partition-commit"); err != nil {
+	if err := r.e.st.Hit("before-partition-commit"); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return r.unanswered(ctx, conn, c, counts, evolved, mu, err)
 	}
 	r.committedPartition(c, counts, evolved, mu)
-	return r.e.fp.Hit("after-partition-commit")
+	return r.e.st.Hit("after-partition-commit")
 }
 
 // committedPartition counts partition c, committed by this attempt with
@@ -543,7 +543,7 @@ func (r *run) unanswered(ctx context.Context, conn *sql.Conn, c *checkpoint.Clai
 	defer cancel()
 	var by string
 	err := r.withTx(qctx, func(tx *sql.Tx) (err error) {
-		by, err = r.e.cp.DoneBy(qctx, tx, r.op, c.Index)
+		by, err = r.e.st.CP.DoneBy(qctx, tx, r.op, c.Index)
 		return err
 	})
 	if err != nil {
@@ -565,7 +565,7 @@ const unansweredWait = 30 * time.Second
 
 // finalize completes the operation and ends the attempt.
 func (r *run) finalize(ctx context.Context) error {
-	if err := r.e.fp.Hit("before-finalize"); err != nil {
+	if err := r.e.st.Hit("before-finalize"); err != nil {
 		return err
 	}
 	var c completion
@@ -603,7 +603,7 @@ func (r *run) finalize(ctx context.Context) error {
 			r.res.Removed = 0 // removed by the completing transaction, not this one's
 		}
 	}
-	if err := r.e.fp.Hit("after-finalize"); err != nil {
+	if err := r.e.st.Hit("after-finalize"); err != nil {
 		return err
 	}
 	return r.succeed(ctx, completer)
@@ -627,10 +627,10 @@ func (r *run) complete(ctx context.Context, tx *sql.Tx) (completion, error) {
 	// operation as the last one left it. Without it, two attempts of an
 	// --atomic import would both move the staged rows, and one would find
 	// the staging table dropped by the other.
-	if err := r.e.ledger.Lock(ctx, tx, r.id.Key); err != nil {
+	if err := r.e.st.Ledger.Lock(ctx, tx, r.id.Key); err != nil {
 		return c, err
 	}
-	op, now, err := r.e.ledger.Get(ctx, tx, r.id.Key)
+	op, now, err := r.e.st.Ledger.Get(ctx, tx, r.id.Key)
 	if err != nil {
 		return c, err
 	}
@@ -638,7 +638,7 @@ func (r *run) complete(ctx context.Context, tx *sql.Tx) (completion, error) {
 		c.completer = op.CompletedBy
 		return c, nil // another attempt completed it (and swept) first
 	}
-	if restored, err := r.e.ledger.Restore(ctx, tx, r.id.Key); err != nil {
+	if restored, err := r.e.st.Ledger.Restore(ctx, tx, r.id.Key); err != nil {
 		return c, err
 	} else if restored {
 		c.completer = op.CompletedBy
@@ -655,7 +655,7 @@ func (r *run) complete(ctx context.Context, tx *sql.Tx) (completion, error) {
 	if err != nil {
 		return c, err
 	}
-	done, err := r.e.ledger.Complete(ctx, tx, r.id.Key, r.attempt.ID, string(body))
+	done, err := r.e.st.Ledger.Complete(ctx, tx, r.id.Key, r.attempt.ID, string(body))
 	if err != nil || !done {
 		return c, err // completed by another attempt: its event says so
 	}
@@ -663,7 +663,7 @@ func (r *run) complete(ctx context.Context, tx *sql.Tx) (completion, error) {
 	if err := r.recordEnd(ctx, tx, c.moved); err != nil {
 		return c, err
 	}
-	if err := r.e.fp.Hit("inside-finalize"); err != nil {
+	if err := r.e.st.Hit("inside-finalize"); err != nil {
 		return c, err
 	}
 	c.sent = true
@@ -675,7 +675,7 @@ func (r *run) complete(ctx context.Context, tx *sql.Tx) (completion, error) {
 // staged rows (into c), the snapshot's sweep, the removal of a replaced
 // version, the staging tables dropped. It returns the operation's rows.
 func (r *run) finish(ctx context.Context, tx *sql.Tx, c *completion) (idemtype.Rows, error) {
-	totals, err := r.e.cp.Totals(ctx, tx, r.op)
+	totals, err := r.e.st.CP.Totals(ctx, tx, r.op)
 	if err != nil {
 		return totals, err
 	}
@@ -720,7 +720,7 @@ func (r *run) recordEnd(ctx context.Context, tx *sql.Tx, moved idemtype.Rows) er
 	if r.created {
 		outcome = Imported
 	}
-	if err := r.e.ledger.End(ctx, tx, r.attempt.ID, string(outcome), "", r.res.Partitions.Total-r.committed, int64(len(r.recovered))); err != nil {
+	if err := r.e.st.Ledger.End(ctx, tx, r.attempt.ID, string(outcome), "", r.res.Partitions.Total-r.committed, int64(len(r.recovered))); err != nil {
 		return err
 	}
 	var deleted *int64
@@ -743,10 +743,10 @@ func (r *run) settledOp(ctx context.Context) (*ledger.Operation, error) {
 	defer cancel()
 	var op *ledger.Operation
 	err := r.withTx(ctx, func(tx *sql.Tx) (err error) {
-		if err := r.e.ledger.Lock(ctx, tx, r.id.Key); err != nil {
+		if err := r.e.st.Ledger.Lock(ctx, tx, r.id.Key); err != nil {
 			return err
 		}
-		op, _, err = r.e.ledger.Get(ctx, tx, r.id.Key)
+		op, _, err = r.e.st.Ledger.Get(ctx, tx, r.id.Key)
 		return err
 	})
 	return op, err
@@ -771,14 +771,14 @@ func (r *run) succeed(ctx context.Context, completer string) error {
 		r.res.Outcome = Imported
 	}
 	if r.res.Partitions.Total == 0 { // it stopped before applying
-		if p, err := r.e.cp.Progress(ctx, r.e.db, r.op, r.attempt.ID); err == nil {
+		if p, err := r.e.st.CP.Progress(ctx, r.e.st.DB, r.op, r.attempt.ID); err == nil {
 			r.res.Partitions.Total = p.Total
 		}
 	}
 	r.res.Partitions.Committed = r.committed
 	r.res.Partitions.Skipped = r.res.Partitions.Total - r.committed
 	if completer != r.attempt.ID { // the completer's end committed with the completion
-		if err := r.e.ledger.End(ctx, r.e.db, r.attempt.ID, string(r.res.Outcome), "", r.res.Partitions.Skipped, int64(len(r.recovered))); err != nil {
+		if err := r.e.st.Ledger.End(ctx, r.e.st.DB, r.attempt.ID, string(r.res.Outcome), "", r.res.Partitions.Skipped, int64(len(r.recovered))); err != nil {
 			r.log.Warn("could not record the end of the attempt", "err", err)
 		}
 	}
@@ -791,7 +791,7 @@ func (r *run) succeed(ctx context.Context, completer string) error {
 // another attempt's completion of an --atomic import recounted the rows
 // this one staged as what the move did to the target.
 func (r *run) recountedRows(ctx context.Context) error {
-	as, err := r.e.ledger.Attempts(ctx, r.id.Key)
+	as, err := r.e.st.Ledger.Attempts(ctx, r.id.Key)
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ func (r *run) ensureStage(ctx context.Context, tx *sql.Tx, schema *arrow.Schema)
 	if !r.req.Mapping.Atomic {
 		return nil
 	}
-	return r.e.sink.Ensure(ctx, tx, r.writeTarget(), schema)
+	return r.e.st.Driver.Ensure(ctx, tx, r.writeTarget(), schema)
 }
 
 // moveStaged moves the staged rows into the target inside the completing
@@ -58,16 +58,16 @@ func (r *run) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all, min
 	for i, c := range r.plan.Schema {
 		names[i] = c.Name
 	}
-	parts, err := r.e.cp.Partitions(ctx, tx, r.op)
+	parts, err := r.e.st.CP.Partitions(ctx, tx, r.op)
 	if err != nil {
 		return 0, all, mine, err
 	}
-	attempts, group := stageGroups(r.e.sink, parts)
-	classes, err := r.e.sink.Classify(ctx, tx, r.target, r.stageTable(), names, group)
+	attempts, group := stageGroups(r.e.st.Driver, parts)
+	classes, err := r.e.st.Driver.Classify(ctx, tx, r.target, r.stageTable(), names, group)
 	if err != nil {
 		return 0, all, mine, err
 	}
-	staged, fresh, written, err := r.e.sink.Merge(ctx, tx, r.target, r.stageTable(), names)
+	staged, fresh, written, err := r.e.st.Driver.Merge(ctx, tx, r.target, r.stageTable(), names)
 	if err != nil {
 		return 0, all, mine, err
 	}
@@ -76,7 +76,7 @@ func (r *run) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all, min
 			return 0, all, mine, fmt.Errorf("staged rows of %s outside every partition", r.target.Table)
 		}
 		delta := idemtype.Rows{Inserted: c.Inserted - c.Read, Updated: c.Updated, Unchanged: c.Unchanged, Stale: c.Stale}
-		if err := r.e.ledger.Recount(ctx, tx, r.id.Key, attempts[g], delta); err != nil {
+		if err := r.e.st.Ledger.Recount(ctx, tx, r.id.Key, attempts[g], delta); err != nil {
 			return 0, all, mine, err
 		}
 		all.Add(delta)
@@ -123,7 +123,7 @@ func (r *run) dropStage(ctx context.Context, tx *sql.Tx) error {
 	if !r.req.Mapping.Atomic {
 		return nil
 	}
-	if err := r.e.sink.DropTable(ctx, tx, r.stageTable()); err != nil {
+	if err := r.e.st.Driver.DropTable(ctx, tx, r.stageTable()); err != nil {
 		return fmt.Errorf("drop staging table %s: %w", r.stageTable(), err)
 	}
 	return nil

@@ -129,7 +129,7 @@ func (b *batch) run(ctx context.Context, reqs []Request) error {
 		if b.o.OnImported != nil {
 			b.o.OnImported(res)
 		}
-		if len(b.e.sinks) > 0 && ctx.Err() == nil && (res.EventID != "" || !b.sum.Delivered) {
+		if len(b.e.st.Sinks) > 0 && ctx.Err() == nil && (res.EventID != "" || !b.sum.Delivered) {
 			b.deliverAfter(ctx, res)
 		}
 		b.sum.Results = append(b.sum.Results, res)

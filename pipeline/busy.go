@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/idemport/idemport/internal/proc"
+	"github.com/idemport/idemport/pipeline/internal/store"
 )
 
 // BusyError says which attempts hold what a run needed and could not take
@@ -70,7 +71,7 @@ func (r *run) busy(ctx context.Context, what string) *BusyError {
 	e := &BusyError{What: what, Waited: r.req.Wait > 0}
 	held := map[string][]int{}
 	var ids []string
-	if parts, err := r.e.cp.Partitions(ctx, r.e.db, r.op); err == nil {
+	if parts, err := r.e.st.CP.Partitions(ctx, r.e.st.DB, r.op); err == nil {
 		for _, p := range parts {
 			if !p.Done && p.LeaseAttempt != "" && p.LeaseAttempt != r.attempt.ID {
 				if _, ok := held[p.LeaseAttempt]; !ok {
@@ -80,11 +81,11 @@ func (r *run) busy(ctx context.Context, what string) *BusyError {
 			}
 		}
 	}
-	if op, _, err := r.e.ledger.Get(ctx, r.e.db, r.id.Key); err == nil && op != nil && op.LeaseAttempt != "" && held[op.LeaseAttempt] == nil && op.LeaseAttempt != r.attempt.ID {
+	if op, _, err := r.e.st.Ledger.Get(ctx, r.e.st.DB, r.id.Key); err == nil && op != nil && op.LeaseAttempt != "" && held[op.LeaseAttempt] == nil && op.LeaseAttempt != r.attempt.ID {
 		ids = append(ids, op.LeaseAttempt)
 	}
 	for _, a := range ids {
-		h, pid, _, ok, err := r.e.ledger.Process(ctx, r.e.db, a)
+		h, pid, _, ok, err := r.e.st.Ledger.Process(ctx, r.e.st.DB, a)
 		if err != nil || !ok {
 			continue
 		}
@@ -105,34 +106,14 @@ func newHolder(id, host string, pid int, partitions []int) Holder {
 const (
 	// HolderRunning: its process runs (or runs on another host with a live
 	// lease).
-	HolderRunning = "running"
+	HolderRunning = store.HolderRunning
 	// HolderStopped: its process, on this host, is stopped (SIGSTOP,
 	// Ctrl-Z); it holds its leases until resumed or ended.
-	HolderStopped = "stopped"
+	HolderStopped = store.HolderStopped
 	// HolderGone: its process, on this host, has ended, or its lease has
 	// expired: a rerun takes its work over.
-	HolderGone = "gone"
+	HolderGone = store.HolderGone
 )
-
-// holderState judges an attempt that recorded no end as an import judges a
-// holder: its process, pid on host with start identity start, is gone
-// (proc.Gone) or stopped when it runs on this host; whatever the host, an
-// attempt whose lease has expired (live is false) is gone, for a rerun
-// takes it over.
-func holderState(host string, pid int, start uint64, live bool) string {
-	if here, _ := os.Hostname(); host == here {
-		if proc.Gone(pid, start) {
-			return HolderGone
-		}
-		if proc.IsStopped(pid) {
-			return HolderStopped
-		}
-	}
-	if !live {
-		return HolderGone
-	}
-	return HolderRunning
-}
 
 // locked returns the BusyError of a run that waited as long as the
 // database allows (--busy-timeout) for a lock another transaction holds:
@@ -142,11 +123,11 @@ func holderState(host string, pid int, start uint64, live bool) string {
 // alone when there are any. Attempts found dead on this host are left out.
 func (r *run) locked(ctx context.Context) *BusyError {
 	what := "holds a lock this import needs, inside its transaction"
-	if _, rowLocks := r.e.sink.SkipLocked(""); !rowLocks {
+	if _, rowLocks := r.e.st.Driver.SkipLocked(""); !rowLocks {
 		what = "holds the database's write lock inside its transaction"
 	}
 	e := &BusyError{What: what, Waited: r.req.Wait > 0}
-	running, err := r.e.ledger.Running(ctx, r.e.db)
+	running, err := r.e.st.Ledger.Running(ctx, r.e.st.DB)
 	if err != nil {
 		r.log.Warn("could not read which attempts are running", "err", err)
 		return e
@@ -177,7 +158,7 @@ func (r *run) frozenInTransaction(ctx context.Context, e *BusyError) bool {
 			continue
 		}
 		for _, idx := range h.partitions {
-			if locked, err := r.e.cp.InTransaction(ctx, r.e.db, r.op, idx); err == nil && locked {
+			if locked, err := r.e.st.CP.InTransaction(ctx, r.e.st.DB, r.op, idx); err == nil && locked {
 				return true
 			}
 		}
@@ -193,11 +174,11 @@ func (r *run) frozenInTransaction(ctx context.Context, e *BusyError) bool {
 // attempt's claim of it was not yet committed, or its lease ran out after
 // this run's last claim): that is no reason to be busy.
 func (r *run) expiredInTransaction(ctx context.Context) bool {
-	_, now, err := r.e.ledger.Get(ctx, r.e.db, r.id.Key)
+	_, now, err := r.e.st.Ledger.Get(ctx, r.e.st.DB, r.id.Key)
 	if err != nil {
 		return false
 	}
-	parts, err := r.e.cp.Partitions(ctx, r.e.db, r.op)
+	parts, err := r.e.st.CP.Partitions(ctx, r.e.st.DB, r.op)
 	if err != nil {
 		return false
 	}
@@ -205,7 +186,7 @@ func (r *run) expiredInTransaction(ctx context.Context) bool {
 		if p.Done || p.LeaseAttempt == "" || p.LeaseAttempt == r.attempt.ID || p.LeaseExpires > now {
 			continue
 		}
-		if locked, err := r.e.cp.InTransaction(ctx, r.e.db, r.op, p.Index); err == nil && locked {
+		if locked, err := r.e.st.CP.InTransaction(ctx, r.e.st.DB, r.op, p.Index); err == nil && locked {
 			return true
 		}
 	}

@@ -26,7 +26,7 @@ func (r *run) claimWaiting(ctx context.Context) (ledger.Decision, error) {
 	for {
 		r.log.Debug("claiming the operation")
 		d, err := r.claim(ctx)
-		if err != nil && ctx.Err() == nil && r.e.sink.Locked(err) {
+		if err != nil && ctx.Err() == nil && r.e.st.Driver.Locked(err) {
 			// A lock the claim needed stayed held past --busy-timeout.
 			r.res.Outcome = Busy
 			d, err = ledger.Busy, r.locked(ctx)
@@ -68,9 +68,9 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 	if settled || err != nil {
 		return d, err
 	}
-	tx, err := beginTx(ctx, r.e.db)
+	tx, err := beginTx(ctx, r.e.st.DB)
 	if err != nil {
-		if r.e.sink.Locked(err) {
+		if r.e.st.Driver.Locked(err) {
 			r.res.Outcome = Busy
 			return ledger.Busy, r.locked(ctx)
 		}
@@ -117,11 +117,11 @@ func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
 // duplicate, a conflict, a refusal): it reports settled, and settles it.
 // Otherwise it returns the operation as stored, if any.
 func (r *run) claimUnlocked(ctx context.Context) (*ledger.Operation, ledger.Decision, bool, error) {
-	op, now, err := r.e.ledger.Get(ctx, r.e.db, r.id.Key)
+	op, now, err := r.e.st.Ledger.Get(ctx, r.e.st.DB, r.id.Key)
 	if err != nil || op == nil {
 		return nil, 0, false, err
 	}
-	s, err := r.situation(ctx, r.e.db, op, now)
+	s, err := r.situation(ctx, r.e.st.DB, op, now)
 	if err != nil {
 		return nil, 0, false, err
 	}
@@ -131,7 +131,7 @@ func (r *run) claimUnlocked(ctx context.Context) (*ledger.Operation, ledger.Deci
 	}
 	if !r.quick {
 		// The file was hashed: remember it, so the next run need not.
-		if err := r.rememberDigests(ctx, r.e.db); err != nil && !r.e.sink.Locked(err) {
+		if err := r.rememberDigests(ctx, r.e.st.DB); err != nil && !r.e.st.Driver.Locked(err) {
 			return nil, 0, true, err
 		}
 	}
@@ -142,7 +142,7 @@ func (r *run) claimUnlocked(ctx context.Context) (*ledger.Operation, ledger.Deci
 // holders of op (the operation as read before) when it was processing, and
 // returns the operation and the situation the claim decides on.
 func (r *run) lockedSituation(ctx context.Context, tx *sql.Tx, op *ledger.Operation) (*ledger.Operation, ledger.Situation, error) {
-	if err := r.e.ledger.Lock(ctx, tx, r.id.Key); err != nil {
+	if err := r.e.st.Ledger.Lock(ctx, tx, r.id.Key); err != nil {
 		return nil, ledger.Situation{}, err
 	}
 	if op != nil && op.State == ledger.Processing {
@@ -150,7 +150,7 @@ func (r *run) lockedSituation(ctx context.Context, tx *sql.Tx, op *ledger.Operat
 			return nil, ledger.Situation{}, err
 		}
 	}
-	op, now, err := r.e.ledger.Get(ctx, tx, r.id.Key)
+	op, now, err := r.e.st.Ledger.Get(ctx, tx, r.id.Key)
 	if err != nil {
 		return nil, ledger.Situation{}, err
 	}
@@ -178,13 +178,13 @@ func (r *run) take(ctx context.Context, tx *sql.Tx, d ledger.Decision, s ledger.
 			r.attempt.RecoveredFrom = from
 			r.recovered = append(r.recovered, from)
 			r.log.Warn("recovered the planning lease of a dead attempt", "from", from)
-			if err := r.e.ledger.Died(ctx, tx, from); err != nil {
+			if err := r.e.st.Ledger.Died(ctx, tx, from); err != nil {
 				return c, err
 			}
 		}
-		return c, r.e.ledger.Start(ctx, tx, r.id.Key, r.attempt, true, r.leaseMs)
+		return c, r.e.st.Ledger.Start(ctx, tx, r.id.Key, r.attempt, true, r.leaseMs)
 	case ledger.Resume:
-		return c, r.e.ledger.Start(ctx, tx, r.id.Key, r.attempt, false, r.leaseMs)
+		return c, r.e.st.Ledger.Start(ctx, tx, r.id.Key, r.attempt, false, r.leaseMs)
 	}
 	return c, nil
 }
@@ -206,18 +206,18 @@ func (r *run) create(ctx context.Context, tx *sql.Tx, d ledger.Decision, op *led
 				op.Key, formatMs(op.CompletedAt), ledger.ShortDigest(op.ContentDigest), english.Plural(op.Rows.Read-op.Rows.Rejected-op.Rows.Superseded, "row"))
 			by, c.replaces = r.id.ContentDigest, op.ContentDigest
 		}
-		if _, _, err := r.e.cp.Drop(ctx, tx, r.op); err != nil {
+		if _, _, err := r.e.st.CP.Drop(ctx, tx, r.op); err != nil {
 			return c, err
 		}
-		if err := r.e.ledger.Replace(ctx, tx, r.id.Key, by); err != nil {
+		if err := r.e.st.Ledger.Replace(ctx, tx, r.id.Key, by); err != nil {
 			return c, err
 		}
 	}
-	if err := r.e.ledger.Create(ctx, tx, r.id, r.attempt, r.leaseMs); err != nil {
+	if err := r.e.st.Ledger.Create(ctx, tx, r.id, r.attempt, r.leaseMs); err != nil {
 		return c, err
 	}
 	if c.replaces != "" {
-		if err := r.e.ledger.MarkReplaces(ctx, tx, r.id.Key, c.replaces); err != nil {
+		if err := r.e.st.Ledger.MarkReplaces(ctx, tx, r.id.Key, c.replaces); err != nil {
 			return c, err
 		}
 	}
@@ -240,13 +240,13 @@ func (r *run) reset(ctx context.Context, tx *sql.Tx, s ledger.Situation) error {
 	// The file is planned again (its stored plan may have been collected
 	// by gc) and every partition applied again: the target keys are
 	// deterministic, so rows that are still there are unchanged.
-	if _, _, err := r.e.cp.Drop(ctx, tx, r.op); err != nil {
+	if _, _, err := r.e.st.CP.Drop(ctx, tx, r.op); err != nil {
 		return err
 	}
-	if err := r.e.ledger.Reset(ctx, tx, r.id.Key); err != nil {
+	if err := r.e.st.Ledger.Reset(ctx, tx, r.id.Key); err != nil {
 		return err
 	}
-	return r.e.ledger.Start(ctx, tx, r.id.Key, r.attempt, true, r.leaseMs)
+	return r.e.st.Ledger.Start(ctx, tx, r.id.Key, r.attempt, true, r.leaseMs)
 }
 
 // situation gathers, through q, what the claim decision depends on for the
@@ -271,7 +271,7 @@ func (r *run) situation(ctx context.Context, q sink.Querier, op *ledger.Operatio
 		}
 	}
 	if op.Planned {
-		p, err := r.e.cp.Progress(ctx, q, r.op, r.attempt.ID)
+		p, err := r.e.st.CP.Progress(ctx, q, r.op, r.attempt.ID)
 		if err != nil {
 			return s, err
 		}
@@ -279,7 +279,7 @@ func (r *run) situation(ctx context.Context, q sink.Querier, op *ledger.Operatio
 		s.Claimable, s.Held = p.Claimable, p.Held
 		if len(s.Gone) > 0 && p.Held > 0 {
 			// The partitions of gone holders are taken over at once.
-			parts, err := r.e.cp.Partitions(ctx, q, r.op)
+			parts, err := r.e.st.CP.Partitions(ctx, q, r.op)
 			if err != nil {
 				return s, err
 			}
@@ -292,7 +292,7 @@ func (r *run) situation(ctx context.Context, q sink.Querier, op *ledger.Operatio
 		}
 	}
 	if op.State == ledger.Completed {
-		t, err := r.e.sink.Describe(ctx, q, op.Table)
+		t, err := r.e.st.Driver.Describe(ctx, q, op.Table)
 		if err != nil {
 			return s, err
 		}
@@ -327,13 +327,13 @@ func (r *run) reapDead(ctx context.Context, tx *sql.Tx, op *ledger.Operation) er
 	}
 	for _, a := range gone {
 		r.log.Info("the process holding a lease is gone", "holder", a)
-		if err := r.e.cp.Expire(ctx, tx, r.op, a); err != nil {
+		if err := r.e.st.CP.Expire(ctx, tx, r.op, a); err != nil {
 			return err
 		}
-		if err := r.e.ledger.Expire(ctx, tx, r.id.Key, a); err != nil {
+		if err := r.e.st.Ledger.Expire(ctx, tx, r.id.Key, a); err != nil {
 			return err
 		}
-		if err := r.e.ledger.Died(ctx, tx, a); err != nil {
+		if err := r.e.st.Ledger.Died(ctx, tx, a); err != nil {
 			return err
 		}
 	}
@@ -345,7 +345,7 @@ func (r *run) reapDead(ctx context.Context, tx *sql.Tx, op *ledger.Operation) er
 // have since died. It writes nothing: import takes their leases over
 // (reapDead), plan and --dry-run decide as if it had.
 func (r *run) goneHolders(ctx context.Context, q sink.Querier, op *ledger.Operation) ([]string, error) {
-	holders, err := r.e.cp.Holders(ctx, q, r.op)
+	holders, err := r.e.st.CP.Holders(ctx, q, r.op)
 	if err != nil {
 		return nil, err
 	}
@@ -354,7 +354,7 @@ func (r *run) goneHolders(ctx context.Context, q sink.Querier, op *ledger.Operat
 	}
 	var gone []string
 	for _, a := range holders {
-		host, pid, start, ok, err := r.e.ledger.Process(ctx, q, a)
+		host, pid, start, ok, err := r.e.st.Ledger.Process(ctx, q, a)
 		if err != nil {
 			return nil, err
 		}
@@ -392,7 +392,7 @@ func (r *run) refusedByDefect(op *ledger.Operation) bool {
 // file's values, and a delivery that repeats old bytes needs its own
 // --file-id to be applied again.
 func (r *run) noteNewerWrites(ctx context.Context, op *ledger.Operation) error {
-	ops, err := r.e.ledger.List(ctx, ledger.Filter{Table: op.Table, State: ledger.Completed})
+	ops, err := r.e.st.Ledger.List(ctx, ledger.Filter{Table: op.Table, State: ledger.Completed})
 	if err != nil {
 		return err
 	}
@@ -434,7 +434,7 @@ func (r *run) settle(ctx context.Context, d ledger.Decision, op *ledger.Operatio
 		}
 		r.res.AttemptID = op.CompletedBy
 		r.log.Info("duplicate", "completed_by", op.CompletedBy)
-		if err := r.e.ledger.Seen(ctx, r.e.db, op.Key, r.name()); err != nil {
+		if err := r.e.st.Ledger.Seen(ctx, r.e.st.DB, op.Key, r.name()); err != nil {
 			return err
 		}
 		if !r.target.Ordinal() {

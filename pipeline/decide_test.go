@@ -439,7 +439,7 @@ func (f *fx) wantOutcome(t *testing.T, res *Result, want Outcome) {
 func (f *fx) waitLeasesExpired(t *testing.T) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		p, err := f.e.cp.Progress(context.Background(), f.e.db, f.operation(t), "")
+		p, err := f.e.st.CP.Progress(context.Background(), f.e.st.DB, f.operation(t), "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,5 +28,7 @@
 // and each feed of `idemport run` do, one after another, delivering their
 // events within one budget, and its [Summary] gives the results, what the
 // exit status depends on ([Summary.NotClean]) and the numbers of the
-// metrics file ([Summary.Metrics], with [Engine.LedgerMetrics]).
+// metrics file ([Summary.Metrics], with [Engine.LedgerMetrics]). The
+// operator's commands on what imports left (status, history, gc…) are in
+// package pipeline/ops, which imports this one.
 package pipeline

@@ -5,15 +5,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
-	"syscall"
 	"time"
 
-	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/pipeline/internal/store"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -37,9 +33,9 @@ type Options struct {
 	// yet: Open then returns an Engine without one ([Engine.Exists] reports
 	// false) instead of ErrNoDatabase, and creates nothing. Such an Engine
 	// plans every file as one never imported ([PlanFile]), with the
-	// driver's rules and limits; it finds no operations ([Engine.Status]),
-	// no events ([Engine.Outbox]) and no ledger numbers
-	// ([Engine.LedgerMetrics]); its other methods return ErrNoDatabase.
+	// driver's rules and limits; it finds no events ([Engine.Outbox]) and
+	// no ledger numbers ([Engine.LedgerMetrics]); its other methods return
+	// ErrNoDatabase. ops.Open takes the same option.
 	AllowMissing bool
 	// Logger receives the engine's logs; nil discards them.
 	Logger *slog.Logger
@@ -70,18 +66,6 @@ type Failpoints interface {
 	Hit(name string) error
 }
 
-// failpoints holds an engine's Failpoints; its zero value, like a nil
-// Failpoints, lets every point pass.
-type failpoints struct{ f Failpoints }
-
-// Hit tells f that the engine passed point name.
-func (fp failpoints) Hit(name string) error {
-	if fp.f == nil {
-		return nil
-	}
-	return fp.f.Hit(name)
-}
-
 // DefaultStateSchema is the PostgreSQL schema idemport keeps its ledger and
 // checkpoints in, unless told otherwise.
 const DefaultStateSchema = "idemport"
@@ -89,17 +73,7 @@ const DefaultStateSchema = "idemport"
 // Engine is an open target database with its ledger and checkpoints. It is
 // safe for concurrent use by several imports.
 type Engine struct {
-	db     *sql.DB // nil when the database does not exist yet (Options.AllowMissing)
-	prefix string
-	name   string // the target as shown to users
-	disk   string // where the target keeps its data, for a user told to free space
-	ledger *ledger.Ledger
-	cp     *checkpoint.Store
-	sink   sink.Driver
-	log    *slog.Logger
-	fp     failpoints
-	batch  int // rows per batch handed to the sink; 0 means a partition's
-	sinks  []idemtype.EventSink
+	st *store.Store
 }
 
 // Redact returns dsn as users may see it, its password masked.
@@ -116,48 +90,21 @@ func Redact(dsn string) string {
 // a *UsageError; a read-only open of a missing database is ErrNoDatabase,
 // unless o.AllowMissing.
 func Open(ctx context.Context, dsn string, o Options) (*Engine, error) {
-	if dsn == "" {
-		dsn = DefaultDSN
-	}
-	if o.Drivers == nil {
-		o.Drivers = Drivers()
-	}
-	if o.Logger == nil {
-		o.Logger = discardLogger()
-	}
-	if o.BusyTimeout <= 0 {
-		o.BusyTimeout = 30 * time.Second
-	}
-	if o.StateSchema == "" {
-		o.StateSchema = DefaultStateSchema
-	}
-	drv, err := o.Drivers.Lookup(dsn)
+	st, err := store.Open(ctx, cmp.Or(dsn, DefaultDSN), o.store())
 	if err != nil {
 		return nil, usage(err)
 	}
-	db, err := drv.Open(ctx, dsn, sink.Settings{ReadOnly: o.ReadOnly, BusyTimeout: o.BusyTimeout, StateSchema: o.StateSchema})
-	if errors.Is(err, ErrNoDatabase) && o.ReadOnly && o.AllowMissing {
-		name := drv.Redact(dsn)
-		return &Engine{name: name, disk: name, sink: drv, log: o.Logger, fp: failpoints{o.Failpoints}, sinks: o.Notify}, nil
+	return &Engine{st: st}, nil
+}
+
+// store returns what store.Open is told for o, its defaults filled in.
+func (o Options) store() store.Options {
+	so := store.Options{ReadOnly: o.ReadOnly, AllowMissing: o.AllowMissing, Logger: o.Logger, Failpoints: o.Failpoints,
+		BusyTimeout: o.BusyTimeout, StateSchema: cmp.Or(o.StateSchema, DefaultStateSchema), Notify: o.Notify, Drivers: o.Drivers}
+	if so.Drivers == nil {
+		so.Drivers = Drivers()
 	}
-	if err != nil {
-		return nil, usage(err)
-	}
-	e := &Engine{db: db.DB, prefix: db.Prefix, name: db.Name, disk: cmp.Or(db.Disk, db.Name), sink: drv, batch: db.BatchRows,
-		log: o.Logger, fp: failpoints{o.Failpoints}, sinks: o.Notify}
-	e.ledger = ledger.New(e.db, drv, e.prefix)
-	e.cp = checkpoint.New(e.db, drv, e.prefix)
-	if !o.ReadOnly {
-		if err := e.ledger.Migrate(ctx); err != nil {
-			e.db.Close()
-			return nil, e.diskFull(err)
-		}
-		if err := e.cp.Migrate(ctx); err != nil {
-			e.db.Close()
-			return nil, e.diskFull(err)
-		}
-	}
-	return e, nil
+	return so
 }
 
 // usage makes a driver's *sink.ConfigError a *UsageError.
@@ -170,55 +117,30 @@ func usage(err error) error {
 }
 
 // diskFull returns err saying what to do when it says the disk is full
-// (the database's, or the spool's): free space and rerun, which resumes
-// from what was committed. Other errors are returned as they are.
-func (e *Engine) diskFull(err error) error {
-	switch {
-	case e.sink.Full(err):
-		return fmt.Errorf("%w: free space on %s and rerun; it resumes", err, e.disk)
-	case errors.Is(err, syscall.ENOSPC):
-		return fmt.Errorf("%w: free space and rerun; it resumes", err)
-	}
-	return err
-}
+// (store.Store.DiskFull).
+func (e *Engine) diskFull(err error) error { return e.st.DiskFull(err) }
 
 // Close closes the database.
-func (e *Engine) Close() error {
-	if e.db == nil {
-		return nil
-	}
-	return e.db.Close()
-}
+func (e *Engine) Close() error { return e.st.Close() }
 
 // Exists reports whether the engine's database exists: false only for an
 // Engine opened with Options.AllowMissing where there was none.
-func (e *Engine) Exists() bool { return e.db != nil }
+func (e *Engine) Exists() bool { return e.st.Exists() }
 
 // present returns ErrNoDatabase for an Engine without a database, for the
 // methods that need one.
-func (e *Engine) present() error {
-	if e.db == nil {
-		return fmt.Errorf("%w at %s", ErrNoDatabase, e.name)
-	}
-	return nil
-}
+func (e *Engine) present() error { return e.st.Present() }
 
 // DB returns the engine's database handle, for callers that query the
 // target tables themselves; nil when the database does not exist.
-func (e *Engine) DB() *sql.DB { return e.db }
+func (e *Engine) DB() *sql.DB { return e.st.DB }
 
 // Name returns the target as shown to users.
-func (e *Engine) Name() string { return e.name }
+func (e *Engine) Name() string { return e.st.Name }
 
 // UsageError is a request that is wrong whatever the file holds: a flag
-// that names a column the file does not have, an unusable target.
-type UsageError struct{ Err error }
+// that names a column the file does not have, an unusable target. Callers
+// find it with errors.As; its Err says what is wrong.
+type UsageError = store.UsageError
 
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
-
-func usagef(format string, args ...any) error {
-	return &UsageError{Err: fmt.Errorf(format, args...)}
-}
-
-func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func usagef(format string, args ...any) error { return store.Usagef(format, args...) }

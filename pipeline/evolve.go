@@ -124,7 +124,7 @@ func (ev *evolution) apply(ctx context.Context, r *run, tx *sql.Tx) error {
 	if ev == nil || ev.text == "" {
 		return nil
 	}
-	e := r.e.sink
+	e := r.e.st.Driver
 	for _, f := range ev.add {
 		if err := e.AddColumn(ctx, tx, r.target.Table, f); err != nil {
 			return err
@@ -135,7 +135,7 @@ func (ev *evolution) apply(ctx context.Context, r *run, tx *sql.Tx) error {
 			return err
 		}
 	}
-	return r.e.ledger.SchemaChanged(ctx, tx, r.attempt.ID, ev.text)
+	return r.e.st.Ledger.SchemaChanged(ctx, tx, r.attempt.ID, ev.text)
 }
 
 // report adds the changes to the run's result.
@@ -195,7 +195,7 @@ func (w *partitionWriter) prepare(ctx context.Context, r *run, conn *sql.Conn, t
 		if err == nil && ev.text != "" {
 			// A table found fitting needs no lock. One that does not is
 			// looked at again under it.
-			if err = r.e.sink.Lock(ctx, tx, "evolve "+r.target.Table); err == nil {
+			if err = r.e.st.Driver.Lock(ctx, tx, "evolve "+r.target.Table); err == nil {
 				ev, err = r.evolveTarget(ctx, tx, schema, true)
 			}
 		}
@@ -204,10 +204,10 @@ func (w *partitionWriter) prepare(ctx context.Context, r *run, conn *sql.Conn, t
 		}
 	}
 	tg := r.writeTarget()
-	if err := r.e.sink.HoldColumns(ctx, tx, tg.Table); err != nil {
+	if err := r.e.st.Driver.HoldColumns(ctx, tx, tg.Table); err != nil {
 		return nil, err
 	}
-	table, err := r.e.sink.Describe(ctx, tx, tg.Table)
+	table, err := r.e.st.Driver.Describe(ctx, tx, tg.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +227,7 @@ func (w *partitionWriter) prepare(ctx context.Context, r *run, conn *sql.Conn, t
 			return nil, err
 		}
 	}
-	if w.Writer, err = r.e.sink.Writer(ctx, conn, tg, schemaAs(r.plan.Schema, as).Arrow()); err != nil {
+	if w.Writer, err = r.e.st.Driver.Writer(ctx, conn, tg, schemaAs(r.plan.Schema, as).Arrow()); err != nil {
 		return nil, err
 	}
 	w.table, w.as = table, as
@@ -282,7 +282,7 @@ func (r *run) expectAs(ctx context.Context) error {
 	if !r.textFormat() || r.lastAs.Load() != nil {
 		return nil
 	}
-	table, err := r.e.sink.Describe(ctx, r.e.db, r.writeTarget().Table)
+	table, err := r.e.st.Driver.Describe(ctx, r.e.st.DB, r.writeTarget().Table)
 	if err != nil || table == nil {
 		return err
 	}
@@ -329,7 +329,7 @@ func schemaAs(s reader.Schema, as []idemtype.Type) reader.Schema {
 // take rows of schema; with change it also makes them inside tx, records
 // them, and checks the table (Ensure) as the plan does for one that fits.
 func (r *run) evolveTarget(ctx context.Context, tx *sql.Tx, schema *arrow.Schema, change bool) (*evolution, error) {
-	table, err := r.e.sink.Describe(ctx, tx, r.target.Table)
+	table, err := r.e.st.Driver.Describe(ctx, tx, r.target.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +340,7 @@ func (r *run) evolveTarget(ctx context.Context, tx *sql.Tx, schema *arrow.Schema
 	if err := ev.apply(ctx, r, tx); err != nil {
 		return nil, err
 	}
-	return ev, r.e.sink.Ensure(ctx, tx, r.target, schema)
+	return ev, r.e.st.Driver.Ensure(ctx, tx, r.target, schema)
 }
 
 // evolveAtCompletion makes, for an --atomic import, the schema changes its

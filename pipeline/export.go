@@ -29,7 +29,7 @@ func (e *Engine) ExportRejects(ctx context.Context, w io.Writer, fileOrID, table
 	if err := e.present(); err != nil {
 		return err
 	}
-	ops, err := e.Operations(ctx, fileOrID, table)
+	ops, err := e.st.Operations(ctx, fileOrID, table)
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func (e *Engine) ExportRejects(ctx context.Context, w io.Writer, fileOrID, table
 		return usagef("%s was imported into %d tables (%s); choose one with --table", fileOrID, len(ops), strings.Join(tables, ", "))
 	}
 	op := ops[0]
-	body, _, err := e.cp.Load(ctx, e.db, checkpoint.Op{Table: op.Table, FileID: op.FileID})
+	body, _, err := e.st.CP.Load(ctx, e.st.DB, checkpoint.Op{Table: op.Table, FileID: op.FileID})
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (e *Engine) ExportRejects(ctx context.Context, w io.Writer, fileOrID, table
 	if err := json.Unmarshal([]byte(op.Mapping), &m); err != nil {
 		return fmt.Errorf("read stored mapping: %w", err)
 	}
-	rejects, err := e.ledger.Rejects(ctx, e.db, op.Key)
+	rejects, err := e.st.Ledger.Rejects(ctx, e.st.DB, op.Key)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/pipeline/internal/store"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/reader/remote"
 	"github.com/idemport/idemport/sink"
@@ -237,7 +238,7 @@ func (r *run) defaults() {
 		q.PartitionBytes = reader.DefaultPartitionBytes
 	}
 	if q.BatchRows <= 0 {
-		q.BatchRows = r.e.batch
+		q.BatchRows = r.e.st.Batch
 		if q.BatchRows <= 0 { // the whole partition: one COPY and one merge
 			q.BatchRows = int(min(q.PartitionRows, maxBatchRows))
 		}
@@ -271,7 +272,7 @@ func (r *run) run(ctx context.Context) error {
 	if note != "" {
 		r.note("%s", note)
 	}
-	if err := r.e.fp.Hit("after-identify"); err != nil {
+	if err := r.e.st.Hit("after-identify"); err != nil {
 		return err
 	}
 	decision, err := r.claimWaiting(ctx)
@@ -279,7 +280,7 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	}
 	r.log.Info("claimed", "decision", decision.String(), "recovered_from", r.attempt.RecoveredFrom)
-	if err := r.e.fp.Hit("after-claim"); err != nil {
+	if err := r.e.st.Hit("after-claim"); err != nil {
 		return r.abandon(ctx, err)
 	}
 	wctx, stop := r.heartbeat(ctx)
@@ -296,7 +297,7 @@ func (r *run) run(ctx context.Context) error {
 		return retracted.error
 	case errors.Is(err, reader.ErrSourceChanged) && ctx.Err() == nil:
 		return r.abandonChanged(ctx, err)
-	case ctx.Err() == nil && (errors.As(err, new(*BusyError)) || r.e.sink.Locked(err)):
+	case ctx.Err() == nil && (errors.As(err, new(*BusyError)) || r.e.st.Driver.Locked(err)):
 		return r.stopBusy(ctx, err)
 	}
 	var guard *DeleteGuardError
@@ -455,7 +456,7 @@ func (r *run) hash(ctx context.Context, at located) (reader.Digests, bool, error
 	if r.spool != nil {
 		hashSrc = r.spool.Copying()
 	}
-	if !r.req.Rehash && r.e.db != nil && !r.streaming {
+	if !r.req.Rehash && r.e.st.DB != nil && !r.streaming {
 		if d.Stored, d.Content, err = r.knownDigests(ctx, at.stat); err != nil {
 			return d, false, err
 		}
@@ -504,10 +505,10 @@ func (r *run) hashAndPlan(ctx context.Context, src, hashSrc idemtype.Source, at 
 	if !compressed {
 		return d, nil
 	}
-	if r.e.db != nil {
+	if r.e.st.DB != nil {
 		// Bytes hashed before (another path, or --rehash) need not
 		// wait for the plan pass to be decoded.
-		if d.Content, err = r.e.ledger.ContentOf(ctx, r.e.db, d.Stored); err != nil || d.Content != "" {
+		if d.Content, err = r.e.st.Ledger.ContentOf(ctx, r.e.st.DB, d.Stored); err != nil || d.Content != "" {
 			return d, err
 		}
 	}
@@ -533,7 +534,7 @@ func (r *run) fingerprint(ctx context.Context, at located, d reader.Digests) (le
 	if fileID == "" {
 		fileID = digest
 	}
-	if r.e.db != nil {
+	if r.e.st.DB != nil {
 		var err error
 		if fileID, digest, err = r.legacyIdentity(ctx, m.Table, fileID, d); err != nil {
 			return ledger.Identity{}, err
@@ -588,7 +589,7 @@ func (r *run) identified(ident identity) {
 	host, _ := os.Hostname()
 	r.attempt = ledger.Attempt{ID: uuid.Must(uuid.NewV7()).String(), Trigger: r.req.Trigger, Host: host, PID: os.Getpid(),
 		ProcStart: proc.Start(os.Getpid()), Path: r.name()}
-	r.log = r.e.log.With("file", r.name(), "operation", r.id.Key.String(), "file_id", r.id.FileID, "attempt_id", r.attempt.ID)
+	r.log = r.e.st.Log.With("file", r.name(), "operation", r.id.Key.String(), "file_id", r.id.FileID, "attempt_id", r.attempt.ID)
 	if r.id.ContentDigest != r.digests.Content {
 		r.log.Info("identified by the digest of its stored bytes, as an older version recorded it", "content_digest", r.digests.Content)
 	}
@@ -604,7 +605,7 @@ func (r *run) identified(ident identity) {
 // resumes) instead of being imported again.
 func (r *run) legacyIdentity(ctx context.Context, table, fileID string, d reader.Digests) (string, string, error) {
 	content, stored := d.Content, d.Stored
-	op, _, err := r.e.ledger.Get(ctx, r.e.db, ledger.Key{Table: table, FileID: fileID})
+	op, _, err := r.e.st.Ledger.Get(ctx, r.e.st.DB, ledger.Key{Table: table, FileID: fileID})
 	if err != nil {
 		return "", "", err
 	}
@@ -614,7 +615,7 @@ func (r *run) legacyIdentity(ctx context.Context, table, fileID string, d reader
 		}
 		return fileID, content, nil
 	}
-	candidates, err := r.e.ledger.StoredOf(ctx, r.e.db, content)
+	candidates, err := r.e.st.Ledger.StoredOf(ctx, r.e.st.DB, content)
 	if err != nil {
 		return "", "", err
 	}
@@ -622,7 +623,7 @@ func (r *run) legacyIdentity(ctx context.Context, table, fileID string, d reader
 		candidates = append([]string{stored}, candidates...)
 	}
 	for _, s := range candidates {
-		op, _, err := r.e.ledger.Get(ctx, r.e.db, ledger.Key{Table: table, FileID: s})
+		op, _, err := r.e.st.Ledger.Get(ctx, r.e.st.DB, ledger.Key{Table: table, FileID: s})
 		if err != nil {
 			return "", "", err
 		}
@@ -648,10 +649,10 @@ func (r *run) readAs(ctx context.Context, q sink.Querier, op *ledger.Operation) 
 	}
 	readAs := map[string]string{}
 	if r.textFormat() {
-		if !r.e.Exists() || r.e.sink.Limits().CheckTable(r.target.Table) != nil {
+		if !r.e.Exists() || r.e.st.Driver.Limits().CheckTable(r.target.Table) != nil {
 			return nil
 		}
-		t, err := r.e.sink.Describe(ctx, q, r.target.Table)
+		t, err := r.e.st.Driver.Describe(ctx, q, r.target.Table)
 		if err != nil {
 			return err
 		}
@@ -672,52 +673,14 @@ func (r *run) readAs(ctx context.Context, q sink.Querier, op *ledger.Operation) 
 }
 
 // txn is a transaction that a cancel of its context stops up to its
-// COMMIT but not during it. A cancel that arrives during a COMMIT's round
-// trip (pgx cancels the statement in flight) would leave the client not
-// knowing whether it committed, and an interrupted run would report fewer
-// partitions than it committed. So Commit decides once: if the context
-// was cancelled first, the transaction is rolled back and Commit returns
-// the context's error; otherwise the COMMIT is sent and waited for,
-// whatever happens to the context meanwhile.
-type txn struct {
-	*sql.Tx
-	ctx    context.Context
-	detach func() bool // stops forwarding ctx's cancel; false if it already happened
-	cancel context.CancelFunc
-}
+// COMMIT but not during it (store.Txn).
+type txn = store.Txn
 
-// beginTx begins a txn on db (a *sql.DB or *sql.Conn). The caller must
-// end it with Commit or Rollback (a deferred Rollback after Commit is a
-// no-op).
+// beginTx begins a txn on db (store.BeginTx).
 func beginTx(ctx context.Context, db interface {
 	BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
 }) (*txn, error) {
-	txCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	detach := context.AfterFunc(ctx, cancel)
-	tx, err := db.BeginTx(txCtx, nil)
-	if err != nil {
-		detach()
-		cancel()
-		return nil, err
-	}
-	return &txn{Tx: tx, ctx: ctx, detach: detach, cancel: cancel}, nil
-}
-
-// Commit commits t unless its context was cancelled before; see txn.
-func (t *txn) Commit() error {
-	defer t.cancel()
-	if !t.detach() {
-		t.Tx.Rollback()
-		return t.ctx.Err()
-	}
-	return t.Tx.Commit()
-}
-
-// Rollback rolls t back; after Commit it returns sql.ErrTxDone.
-func (t *txn) Rollback() error {
-	t.detach()
-	defer t.cancel()
-	return t.Tx.Rollback()
+	return store.BeginTx(ctx, db)
 }
 
 // errUnanswered stops the work of an attempt whose database stopped
@@ -770,7 +733,7 @@ func (r *run) heartbeat(ctx context.Context) (context.Context, func()) {
 			}
 			// The leases ran out: does the database answer at all?
 			pctx, pcancel := context.WithTimeout(ctx, max(every, pingWait))
-			perr := r.e.db.PingContext(pctx)
+			perr := r.e.st.DB.PingContext(pctx)
 			pcancel()
 			switch {
 			case ctx.Err() != nil:
@@ -797,10 +760,10 @@ const pingWait = 2 * time.Second
 func (r *run) renew(ctx context.Context, wait time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	if err := r.e.ledger.Heartbeat(ctx, r.e.db, r.id.Key, r.attempt.ID, r.leaseMs); err != nil {
+	if err := r.e.st.Ledger.Heartbeat(ctx, r.e.st.DB, r.id.Key, r.attempt.ID, r.leaseMs); err != nil {
 		return err
 	}
-	_, err := r.e.cp.Renew(ctx, r.e.db, r.op, r.attempt.ID, r.leaseMs)
+	_, err := r.e.st.CP.Renew(ctx, r.e.st.DB, r.op, r.attempt.ID, r.leaseMs)
 	return err
 }
 
@@ -818,7 +781,7 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 				r.log.Warn("could not look for other content imported from the same path", "err", err)
 			}
 		}
-		if err := r.e.fp.Hit("after-plan"); err != nil {
+		if err := r.e.st.Hit("after-plan"); err != nil {
 			return err
 		}
 	default:
@@ -888,7 +851,7 @@ func (r *run) abandon(ctx context.Context, err error) error {
 // or by this one (an error after its completing transaction committed):
 // the import is done, and the run succeeds.
 func (r *run) completedMeanwhile(ctx context.Context, cause error) error {
-	op, _, err := r.e.ledger.Get(ctx, r.e.db, r.id.Key)
+	op, _, err := r.e.st.Ledger.Get(ctx, r.e.st.DB, r.id.Key)
 	if err != nil || op == nil || op.State != ledger.Completed {
 		return cause
 	}
@@ -907,22 +870,22 @@ func (r *run) completedMeanwhile(ctx context.Context, cause error) error {
 // attempt whose work another took over failed, and is recorded so (the
 // completed operation stays as it is).
 func (r *run) record(ctx context.Context, outcome string, failure error) error {
-	tx, err := r.e.db.BeginTx(ctx, nil)
+	tx, err := r.e.st.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if err := r.e.ledger.Lock(ctx, tx, r.id.Key); err != nil {
+	if err := r.e.st.Ledger.Lock(ctx, tx, r.id.Key); err != nil {
 		return err
 	}
-	if err := r.e.cp.Release(ctx, tx, r.op, r.attempt.ID); err != nil {
+	if err := r.e.st.CP.Release(ctx, tx, r.op, r.attempt.ID); err != nil {
 		return err
 	}
-	p, err := r.e.cp.Progress(ctx, tx, r.op, r.attempt.ID)
+	p, err := r.e.st.CP.Progress(ctx, tx, r.op, r.attempt.ID)
 	if err != nil {
 		return err
 	}
-	if err := r.e.ledger.Fail(ctx, tx, r.id.Key, r.attempt.ID, p.Held > 0); err != nil &&
+	if err := r.e.st.Ledger.Fail(ctx, tx, r.id.Key, r.attempt.ID, p.Held > 0); err != nil &&
 		(!errors.Is(err, ledger.ErrCompleted) || !errors.Is(failure, ledger.ErrLeaseLost)) {
 		return err
 	}
@@ -930,7 +893,7 @@ func (r *run) record(ctx context.Context, outcome string, failure error) error {
 	// others meanwhile); those nobody finished are neither.
 	skipped := p.Done - r.committed
 	r.res.Partitions = idemtype.Partitions{Total: p.Total, Skipped: skipped, Committed: r.committed}
-	if err := r.e.ledger.End(ctx, tx, r.attempt.ID, outcome, failure.Error(), skipped, int64(len(r.recovered))); err != nil {
+	if err := r.e.st.Ledger.End(ctx, tx, r.attempt.ID, outcome, failure.Error(), skipped, int64(len(r.recovered))); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -938,7 +901,7 @@ func (r *run) record(ctx context.Context, outcome string, failure error) error {
 
 // withTx runs f in a transaction and commits it.
 func (r *run) withTx(ctx context.Context, f func(*sql.Tx) error) error {
-	tx, err := beginTx(ctx, r.e.db)
+	tx, err := beginTx(ctx, r.e.st.DB)
 	if err != nil {
 		return err
 	}
@@ -970,7 +933,7 @@ func (r *run) closeSource() {
 	}
 	if r.stream != nil { // a stream's private copy: the stream is gone with the run
 		if err := r.stream.Remove(); err != nil {
-			r.e.log.Warn("could not remove the copy of the stream", "path", r.stream.Path, "err", err)
+			r.e.st.Log.Warn("could not remove the copy of the stream", "path", r.stream.Path, "err", err)
 		}
 		r.stream = nil
 	}

@@ -6,20 +6,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
-	"github.com/idemport/idemport/reader/remote"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -178,7 +172,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 	}
 	if rep.Error == "" {
 		// The limits import refuses the file for.
-		l := e.sink.Limits()
+		l := e.st.Driver.Limits()
 		if lerr := errors.Join(l.CheckTable(r.target.Table), l.CheckColumns(r.target, rep.Schema.Arrow())); lerr != nil {
 			rep.Error = lerr.Error()
 		}
@@ -194,11 +188,11 @@ func (r *run) dryDecide(ctx context.Context, rep *PlanReport) (inserted int64, s
 	if !r.e.Exists() {
 		return 0, false, nil
 	}
-	op, now, err := r.e.ledger.Get(ctx, r.e.db, r.id.Key)
+	op, now, err := r.e.st.Ledger.Get(ctx, r.e.st.DB, r.id.Key)
 	if err != nil {
 		return 0, false, err
 	}
-	s, err := r.situation(ctx, r.e.db, op, now)
+	s, err := r.situation(ctx, r.e.st.DB, op, now)
 	if err != nil {
 		return 0, false, err
 	}
@@ -245,324 +239,6 @@ func (r *run) reportPlan(ctx context.Context, rep *PlanReport, p planned, insert
 	return r.dryWriteModes(ctx, rep, p.file, plan, inserted)
 }
 
-// OperationStatus is an operation with the state of its partitions.
-type OperationStatus struct {
-	ledger.Operation
-	Partitions checkpoint.Progress
-	// Holders lists attempts holding leases on its unfinished partitions.
-	Holders []string
-	// Live lists the attempts whose lease (planning or partition) has not
-	// expired: those still running.
-	Live []string
-	// Leases describes each attempt holding a lease on the operation (its
-	// partitions', or its planning lease) as an import would judge it.
-	Leases []Lease
-}
-
-// Lease is an attempt that holds a lease on an operation: where it runs,
-// and whether it runs, is stopped or is gone (holderState).
-type Lease struct {
-	Attempt string `json:"attempt_id"`
-	Host    string `json:"host"`
-	PID     int    `json:"pid"`
-	// Planning is true for the operation's planning lease.
-	Planning bool `json:"planning,omitempty"`
-	// State is HolderRunning, HolderStopped or HolderGone.
-	State string `json:"state"`
-}
-
-// Holding returns how the operation's lease holders stand together:
-// HolderRunning when one of them runs, else HolderStopped when one is
-// stopped, else HolderGone; "" when none holds a lease.
-func (o OperationStatus) Holding() string {
-	state := ""
-	for _, l := range o.Leases {
-		switch {
-		case l.State == HolderRunning:
-			return HolderRunning
-		case l.State == HolderStopped, state == "":
-			state = l.State
-		}
-	}
-	return state
-}
-
-// AttemptOutcome is how attempt a ended, in the words history, JSON and
-// metrics share: imported, resumed, failed, interrupted, died, undone...
-// as recorded. An attempt that recorded no end and holds a lease on op is
-// as its Lease says (running, stopped, gone); one that holds none "died"
-// (its process was killed, or its lease expired and was taken over).
-func AttemptOutcome(a ledger.AttemptRecord, op OperationStatus) string {
-	if a.Outcome != "" {
-		return a.Outcome
-	}
-	for _, l := range op.Leases {
-		if l.Attempt == a.ID {
-			return l.State
-		}
-	}
-	if slices.Contains(op.Live, a.ID) {
-		return HolderRunning
-	}
-	return "died"
-}
-
-// Status lists operations matching f, newest first. Without a state in f,
-// undone operations are left out: they are resolved, and shown by History.
-// An Engine without a database has none.
-func (e *Engine) Status(ctx context.Context, f ledger.Filter) ([]OperationStatus, error) {
-	if !e.Exists() {
-		return nil, nil
-	}
-	ops, err := e.ledger.List(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	if f.State == "" {
-		ops = slices.DeleteFunc(ops, func(op ledger.Operation) bool { return op.State == ledger.Undone })
-	}
-	return e.withProgress(ctx, ops)
-}
-
-// withProgress adds the state of their partitions to operations.
-func (e *Engine) withProgress(ctx context.Context, ops []ledger.Operation) ([]OperationStatus, error) {
-	out := make([]OperationStatus, len(ops))
-	now := time.Now().UnixMilli()
-	for i, op := range ops {
-		out[i].Operation = op
-		if op.LeaseAttempt != "" && op.LeaseExpires > now {
-			out[i].Live = append(out[i].Live, op.LeaseAttempt)
-		}
-		k := checkpoint.Op{Table: op.Table, FileID: op.FileID}
-		p, err := e.cp.Progress(ctx, e.db, k, "")
-		if err != nil {
-			return nil, err
-		}
-		out[i].Partitions = p
-		if p.Held > 0 {
-			parts, err := e.cp.Partitions(ctx, e.db, k)
-			if err != nil {
-				return nil, err
-			}
-			seen := map[string]bool{}
-			for _, pt := range parts {
-				if !pt.Done && pt.LeaseAttempt != "" && !seen[pt.LeaseAttempt] {
-					seen[pt.LeaseAttempt] = true
-					out[i].Holders = append(out[i].Holders, pt.LeaseAttempt)
-					if pt.LeaseExpires > now && !slices.Contains(out[i].Live, pt.LeaseAttempt) {
-						out[i].Live = append(out[i].Live, pt.LeaseAttempt)
-					}
-				}
-			}
-		}
-		if op.State == ledger.Processing {
-			if err := e.judgeLeases(ctx, &out[i]); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return out, nil
-}
-
-// judgeLeases fills o.Leases: each attempt holding a lease on o, with
-// where it runs and how it stands.
-func (e *Engine) judgeLeases(ctx context.Context, o *OperationStatus) error {
-	holders := slices.Clone(o.Holders)
-	planning := ""
-	if !o.Planned && o.LeaseAttempt != "" && !slices.Contains(holders, o.LeaseAttempt) {
-		planning = o.LeaseAttempt
-		holders = append(holders, planning)
-	}
-	for _, a := range holders {
-		host, pid, start, ok, err := e.ledger.Process(ctx, e.db, a)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue
-		}
-		o.Leases = append(o.Leases, Lease{Attempt: a, Host: host, PID: pid, Planning: a == planning,
-			State: holderState(host, pid, start, slices.Contains(o.Live, a))})
-	}
-	return nil
-}
-
-// History returns the operations of a file (given as a path, which is
-// hashed, or as a file ID), current ones first and then past ones
-// (superseded, replaced, undone or abandoned: replaced by a newer
-// operation), each with its attempts, oldest attempt first. The past
-// operations of the file IDs of the current ones found are among them.
-func (e *Engine) History(ctx context.Context, fileOrID string, table string) ([]OperationStatus, [][]ledger.AttemptRecord, error) {
-	if err := e.present(); err != nil {
-		return nil, nil, err
-	}
-	filters, err := e.fileFilters(ctx, fileOrID, table)
-	if err != nil {
-		return nil, nil, err
-	}
-	ops, err := e.listAll(ctx, filters, e.ledger.List)
-	if err != nil {
-		return nil, nil, err
-	}
-	past, err := e.listAll(ctx, filters, e.ledger.Past)
-	if err != nil {
-		return nil, nil, err
-	}
-	// A file found by its content shows the versions its file ID had
-	// before (replaced, superseded) too.
-	for _, op := range ops {
-		earlier, err := e.ledger.Past(ctx, ledger.Filter{Table: op.Table, FileID: op.FileID})
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, p := range earlier {
-			if !slices.ContainsFunc(past, func(q ledger.Operation) bool { return q.Key == p.Key && q.CreatedAt == p.CreatedAt }) {
-				past = append(past, p)
-			}
-		}
-	}
-	if len(ops)+len(past) == 0 {
-		return nil, nil, fmt.Errorf("no operation for %s: it is not a file here, a file ID, a path an import has seen, or the start of a file ID", fileOrID)
-	}
-	var attempts [][]ledger.AttemptRecord
-	for i, op := range append(ops, past...) {
-		as, err := e.ledger.Attempts(ctx, op.Key)
-		if err != nil {
-			return nil, nil, err
-		}
-		// Attempts are kept per (table, file ID): give each operation
-		// those of its own lifetime.
-		var own []ledger.AttemptRecord
-		for _, a := range as {
-			if a.StartedAt >= op.CreatedAt && (i < len(ops) || a.StartedAt < op.UpdatedAt) {
-				own = append(own, a)
-			}
-		}
-		attempts = append(attempts, own)
-	}
-	st, err := e.withProgress(ctx, ops)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, op := range past {
-		st = append(st, OperationStatus{Operation: op})
-	}
-	return st, attempts, nil
-}
-
-// Operations returns the current operations of a file (given as a path,
-// which is hashed, or as a file ID), or an error when there are none.
-func (e *Engine) Operations(ctx context.Context, fileOrID string, table string) ([]ledger.Operation, error) {
-	if err := e.present(); err != nil {
-		return nil, err
-	}
-	filters, err := e.fileFilters(ctx, fileOrID, table)
-	if err != nil {
-		return nil, err
-	}
-	ops, err := e.listAll(ctx, filters, e.ledger.List)
-	if err != nil {
-		return nil, err
-	}
-	if len(ops) == 0 {
-		return nil, fmt.Errorf("no operation for %s", fileOrID)
-	}
-	return ops, nil
-}
-
-// listAll lists, with list, the operations matching any of filters.
-func (e *Engine) listAll(ctx context.Context, filters []ledger.Filter, list func(context.Context, ledger.Filter) ([]ledger.Operation, error)) ([]ledger.Operation, error) {
-	var out []ledger.Operation
-	for _, f := range filters {
-		ops, err := list(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ops...)
-	}
-	return out, nil
-}
-
-// fileFilters select the operations of a file given as an existing path
-// (by its content digest), as a file ID, as a path the ledger has seen it
-// under (moved away since), or as an unambiguous prefix of a file ID, in
-// that order.
-func (e *Engine) fileFilters(ctx context.Context, fileOrID string, table string) ([]ledger.Filter, error) {
-	if st, err := os.Stat(fileOrID); err == nil && !st.IsDir() {
-		src, err := reader.OpenFileSource(fileOrID)
-		if err != nil {
-			return nil, err
-		}
-		defer src.Close()
-		digests, err := reader.Digest(ctx, src, nil)
-		if err != nil {
-			return nil, err
-		}
-		filters := []ledger.Filter{{Table: table, Digest: digests.Content}}
-		if digests.Stored != digests.Content {
-			filters = append(filters, ledger.Filter{Table: table, Digest: digests.Stored})
-		}
-		return filters, nil
-	}
-	byID := ledger.Filter{Table: table, FileID: fileOrID}
-	candidates := []ledger.Filter{byID, {Table: table, Path: fileOrID}}
-	if remote.IsURL(fileOrID) {
-		// A remote input is recorded under its URL, credentials masked.
-		candidates = append(candidates, ledger.Filter{Table: table, Path: remote.Redact(fileOrID)})
-	} else if clean := filepath.Clean(fileOrID); clean != fileOrID {
-		candidates = append(candidates, ledger.Filter{Table: table, Path: clean})
-	}
-	for _, f := range candidates {
-		ops, err := e.matching(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		if len(ops) > 0 {
-			return []ledger.Filter{f}, nil
-		}
-	}
-	ops, err := e.matching(ctx, ledger.Filter{Table: table, FileIDPrefix: fileOrID})
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, op := range ops {
-		if !slices.Contains(ids, op.FileID) {
-			ids = append(ids, op.FileID)
-		}
-	}
-	switch {
-	case len(ids) == 1:
-		return []ledger.Filter{{Table: table, FileID: ids[0]}}, nil
-	case len(ids) > 1:
-		n := len(ids)
-		slices.Sort(ids)
-		if n > 5 {
-			ids = append(ids[:5], "…")
-		}
-		return nil, usagef("%s is the start of %d file IDs: %s; give more of it", fileOrID, n, strings.Join(ids, ", "))
-	}
-	return []ledger.Filter{byID}, nil // matches nothing: the caller says so
-}
-
-// matching lists the current and past operations matching f.
-func (e *Engine) matching(ctx context.Context, f ledger.Filter) ([]ledger.Operation, error) {
-	ops, err := e.ledger.List(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	past, err := e.ledger.Past(ctx, f)
-	return append(ops, past...), err
-}
-
-// Rejects returns the stored rejects of operation k, in ordinal order.
-func (e *Engine) Rejects(ctx context.Context, k ledger.Key) ([]ledger.Reject, error) {
-	if err := e.present(); err != nil {
-		return nil, err
-	}
-	return e.ledger.Rejects(ctx, e.db, k)
-}
-
 // dryWriteModes fills in what --evolve and --snapshot would do to the
 // existing table, writing nothing: the columns added and widened, the rows
 // the sweep would remove, and whether the --max-delete guard would refuse
@@ -572,7 +248,7 @@ func (r *run) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader.File
 	if !r.e.Exists() {
 		return nil
 	}
-	t, err := r.e.sink.Describe(ctx, r.e.db, r.target.Table)
+	t, err := r.e.st.Driver.Describe(ctx, r.e.st.DB, r.target.Table)
 	if err != nil || t == nil {
 		return err
 	}
@@ -614,7 +290,7 @@ func (r *run) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader.File
 			var stored int64
 			var ok bool
 			if rep.Decision == ledger.Resume.String() {
-				if stored, ok, err = r.e.ledger.ScopeRows(ctx, r.e.db, r.id.Key); err != nil {
+				if stored, ok, err = r.e.st.Ledger.ScopeRows(ctx, r.e.st.DB, r.id.Key); err != nil {
 					return err
 				}
 			}
@@ -638,7 +314,7 @@ func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, pla
 		s = &Snapshot{Scope: s.Scope} // no row is marked yet
 	}
 	if r.target.Ordinal() {
-		missing, _, err := sink.Sweep{Driver: r.e.sink, Table: r.target.Table, FileKey: r.id.FileKey, Scope: s.Scope, Soft: s.Soft}.Count(ctx, r.e.db)
+		missing, _, err := sink.Sweep{Driver: r.e.st.Driver, Table: r.target.Table, FileKey: r.id.FileKey, Scope: s.Scope, Soft: s.Soft}.Count(ctx, r.e.st.DB)
 		return missing, 0, err
 	}
 	schema := plan.Schema.Arrow()
@@ -665,8 +341,8 @@ func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, pla
 	if err != nil {
 		return 0, 0, err
 	}
-	sw := sink.Sweep{Driver: r.e.sink, Table: r.target.Table, Key: r.target.Key, Scope: s.Scope, Soft: s.Soft}
-	err = r.e.sink.SweepKeys(ctx, r.e.db, sw, func(vals []sql.NullString) error {
+	sw := sink.Sweep{Driver: r.e.st.Driver, Table: r.target.Table, Key: r.target.Key, Scope: s.Scope, Soft: s.Soft}
+	err = r.e.st.Driver.SweepKeys(ctx, r.e.st.DB, sw, func(vals []sql.NullString) error {
 		live++
 		var k strings.Builder
 		for _, v := range vals {

@@ -47,24 +47,24 @@ var errTooManyRefused = errors.New("too many rows refused")
 // over its limit whatever the other partitions hold; past it, writeBatch
 // stops with errTooManyRefused.
 func (r *run) writeBatch(ctx context.Context, tx *sql.Tx, w sink.Writer, rec arrow.RecordBatch, ordinals []int64, room int64) (idemtype.Rows, []refusedRow, error) {
-	if err := r.e.sink.Savepoint(ctx, tx, savepoint); err != nil {
+	if err := r.e.st.Driver.Savepoint(ctx, tx, savepoint); err != nil {
 		return idemtype.Rows{}, nil, err
 	}
 	c, err := w.Write(ctx, tx, r.id.FileKey, rec, ordinals)
 	var re *sink.RowError
 	if err == nil || !errors.As(err, &re) {
 		if err == nil {
-			err = r.e.sink.ReleaseSavepoint(ctx, tx, savepoint)
+			err = r.e.st.Driver.ReleaseSavepoint(ctx, tx, savepoint)
 		}
 		return c, nil, err
 	}
-	if err := r.e.sink.RollbackToSavepoint(ctx, tx, savepoint); err != nil {
+	if err := r.e.st.Driver.RollbackToSavepoint(ctx, tx, savepoint); err != nil {
 		return idemtype.Rows{}, nil, err
 	}
-	if err := r.e.sink.ReleaseSavepoint(ctx, tx, savepoint); err != nil {
+	if err := r.e.st.Driver.ReleaseSavepoint(ctx, tx, savepoint); err != nil {
 		return idemtype.Rows{}, nil, err
 	}
-	if err := r.e.fp.Hit("inside-isolation"); err != nil {
+	if err := r.e.st.Hit("inside-isolation"); err != nil {
 		return idemtype.Rows{}, nil, err
 	}
 	n := rec.NumRows()
@@ -131,10 +131,10 @@ func (r *run) quarantine(ctx context.Context, tx *sql.Tx, c *checkpoint.Claim, r
 		}
 		rejects[i] = rj
 	}
-	if err := r.e.ledger.AddRejects(ctx, tx, r.id.Key, r.attempt.ID, rejects); err != nil {
+	if err := r.e.st.Ledger.AddRejects(ctx, tx, r.id.Key, r.attempt.ID, rejects); err != nil {
 		return err
 	}
-	total, err := r.e.cp.Rejected(ctx, tx, r.op)
+	total, err := r.e.st.CP.Rejected(ctx, tx, r.op)
 	if err != nil {
 		return err
 	}

@@ -9,14 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
@@ -102,7 +98,7 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 	}
 	r.identified(ident)
 	rep := &VerifyReport{File: r.req.Path, Table: r.target.Table, FileID: r.id.FileID, ContentDigest: r.id.ContentDigest, Key: r.target.Key}
-	op, now, err := e.ledger.Get(ctx, e.db, r.id.Key)
+	op, now, err := e.st.Ledger.Get(ctx, e.st.DB, r.id.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +109,7 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 	}
 	rep.State = string(op.State)
 	// The file checks out where an import of it would be a duplicate.
-	s, err := r.situation(ctx, e.db, op, now)
+	s, err := r.situation(ctx, e.st.DB, op, now)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +135,7 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 	// Superseded rows were never applied: the file's scan below skips them too.
 	rep.Expected = op.Rows.Read - op.Rows.Rejected - op.Rows.Superseded + replayed
 	if r.target.Ordinal() {
-		rep.Found, err = e.sink.CountFile(ctx, e.db, r.target.Table, r.id.FileKey)
+		rep.Found, err = e.st.Driver.CountFile(ctx, e.st.DB, r.target.Table, r.id.FileKey)
 		if err != nil {
 			return nil, fmt.Errorf("count rows of %s: %w", r.target.Table, err)
 		}
@@ -192,11 +188,11 @@ func (e *Engine) Recorded(ctx context.Context, path, table, fileID string) (ops 
 		})
 	}
 	if st, err := os.Stat(path); err == nil && !st.IsDir() && !remote.IsURL(path) {
-		filters, err := e.fileFilters(ctx, path, table)
+		filters, err := e.st.FileFilters(ctx, path, table)
 		if err != nil {
 			return nil, false, err
 		}
-		if ops, err = e.listAll(ctx, filters, e.ledger.List); err != nil {
+		if ops, err = e.st.ListAll(ctx, filters, e.st.Ledger.List); err != nil {
 			return nil, false, err
 		}
 		ops = narrow(ops)
@@ -209,7 +205,7 @@ func (e *Engine) Recorded(ctx context.Context, path, table, fileID string) (ops 
 			paths = append(paths, clean)
 		}
 		for _, p := range paths {
-			found, err := e.ledger.List(ctx, ledger.Filter{Table: table, Path: p})
+			found, err := e.st.Ledger.List(ctx, ledger.Filter{Table: table, Path: p})
 			if err != nil {
 				return nil, false, err
 			}
@@ -238,7 +234,7 @@ func RequestFor(op ledger.Operation, path string) (Request, error) {
 
 // replayedCount counts the rejects of k that a replay applied.
 func (e *Engine) replayedCount(ctx context.Context, k ledger.Key) (int64, error) {
-	rs, err := e.ledger.Rejects(ctx, e.db, k)
+	rs, err := e.st.Ledger.Rejects(ctx, e.st.DB, k)
 	if err != nil {
 		return 0, err
 	}
@@ -318,7 +314,7 @@ func (e *Engine) compareKeys(ctx context.Context, c sink.Comparison, rec arrow.R
 		}
 		return &v.String
 	}
-	return e.sink.Compare(ctx, e.db, c, func(d sink.Differing) error {
+	return e.st.Driver.Compare(ctx, e.st.DB, c, func(d sink.Differing) error {
 		rep.DifferingRows++
 		key := make([]string, len(d.Key))
 		for i, k := range d.Key {
@@ -387,154 +383,4 @@ func keyValue(a arrow.Array, i int) any {
 		return sink.FormatTimestamp(int64(a.Value(i)))
 	}
 	return a.ValueStr(i)
-}
-
-// GCReport says what GC removed, or would remove with DryRun.
-type GCReport struct {
-	Cutoff         time.Time `json:"cutoff"`
-	Operations     int       `json:"operations"`      // completed operations whose detail was dropped
-	Partitions     int64     `json:"partitions"`      // per-partition rows deleted
-	Plans          int64     `json:"plans"`           // stored plans deleted
-	RejectPayloads int64     `json:"reject_payloads"` // rejects whose raw value and row were cleared
-	Retired        int64     `json:"retired"`         // undone and abandoned operations moved to history
-	Events         int64     `json:"events"`          // outbox events delivered (or owed to no sink) before the cutoff, deleted
-	// Dropped names the staging (--atomic) and key (--snapshot) tables of
-	// operations that will never complete (undone, abandoned, refused or
-	// superseded), which GC drops whatever their age.
-	Dropped []string `json:"dropped_tables,omitempty"`
-	DryRun  bool     `json:"dry_run"`
-}
-
-// GC drops the bulky data of operations completed before now - olderThan:
-// their stored plans, per-partition rows, and the raw values and rows of
-// their rejects. It keeps the identity evidence: operations (key,
-// fingerprint, state, counts, stored outcome), attempts, and the rejects'
-// ordinals and reasons, so duplicate detection and history keep working.
-// Undone and abandoned operations older than the window move to the past
-// operations, out of status and into history. Other operations that are
-// not completed are never touched. Outbox events recorded before the
-// cutoff whose every delivery was made before it (or that are owed to no
-// sink) are deleted; events still pending or refused by a sink are kept.
-func (e *Engine) GC(ctx context.Context, olderThan time.Duration, dryRun bool) (*GCReport, error) {
-	if err := e.present(); err != nil {
-		return nil, err
-	}
-	rep := &GCReport{Cutoff: time.Now().Add(-olderThan).UTC(), DryRun: dryRun}
-	ops, err := e.ledger.List(ctx, ledger.Filter{State: ledger.Completed})
-	if err != nil {
-		return nil, err
-	}
-	tx, err := beginTx(ctx, e.db)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	for _, op := range ops {
-		if op.CompletedAt >= rep.Cutoff.UnixMilli() {
-			continue
-		}
-		k := checkpoint.Op{Table: op.Table, FileID: op.FileID}
-		plans, parts, err := e.cp.Drop(ctx, tx.Tx, k)
-		if err != nil {
-			return nil, err
-		}
-		payloads, err := e.ledger.DropRejectPayloads(ctx, tx.Tx, op.Key)
-		if err != nil {
-			return nil, err
-		}
-		if plans+parts+payloads > 0 {
-			rep.Operations++
-		}
-		rep.Plans += plans
-		rep.Partitions += parts
-		rep.RejectPayloads += payloads
-	}
-	// Undone and abandoned operations are resolved: past the window they
-	// leave status for history (their detail went when they ended).
-	for _, state := range []ledger.State{ledger.Undone, ledger.Abandoned} {
-		ended, err := e.ledger.List(ctx, ledger.Filter{State: state})
-		if err != nil {
-			return nil, err
-		}
-		for _, op := range ended {
-			if op.UpdatedAt >= rep.Cutoff.UnixMilli() {
-				continue
-			}
-			if err := e.ledger.Replace(ctx, tx.Tx, op.Key, ""); err != nil {
-				return nil, err
-			}
-			rep.Retired++
-		}
-	}
-	if rep.Events, err = e.ledger.PruneEvents(ctx, tx.Tx, rep.Cutoff.UnixMilli()); err != nil {
-		return nil, err
-	}
-	if rep.Dropped, err = e.dropOrphans(ctx, tx.Tx); err != nil {
-		return nil, err
-	}
-	if dryRun {
-		return rep, nil // the deferred rollback undoes it all
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("commit gc: %w", err)
-	}
-	return rep, nil
-}
-
-// dropOrphans drops, inside tx, the staging and key tables of this
-// ledger's operations that are not processing or failed (and so will never
-// complete and drop them itself), and returns their names. Tables of
-// operations this ledger does not have are left alone: where the database
-// has schemas they may belong to another ledger (another state schema)
-// importing the same file into a table of the same name elsewhere.
-func (e *Engine) dropOrphans(ctx context.Context, tx *sql.Tx) ([]string, error) {
-	current, err := e.sink.CurrentSchema(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
-	// tables names the staging and key tables of op as the driver's Tables
-	// lists them: schema.name beside the target where the database has
-	// schemas (current when the target's name is unqualified), else name.
-	tables := func(op ledger.Operation) [2]string {
-		h := strconv.FormatUint(uint64(FileKey(op.Table+"\x00"+op.FileID)), 16)
-		schema := current
-		if e.sink.Limits().QualifiedNames {
-			if i := strings.LastIndexByte(op.Table, '.'); i >= 0 {
-				schema = strings.Trim(op.Table[:i], `"`)
-			}
-		}
-		if schema != "" {
-			schema += "."
-		}
-		return [2]string{schema + sink.StagePrefix + h, schema + "_idemport_seen_" + h}
-	}
-	ops, err := e.ledger.List(ctx, ledger.Filter{})
-	if err != nil {
-		return nil, err
-	}
-	mine, live := map[string]bool{}, map[string]bool{}
-	for _, op := range ops {
-		for _, name := range tables(op) {
-			mine[name] = true
-			if op.State == ledger.Processing || op.State == ledger.Failed {
-				live[name] = true
-			}
-		}
-	}
-	names, err := e.sink.Tables(ctx, tx, sink.StagePrefix, "_idemport_seen_")
-	if err != nil {
-		return nil, fmt.Errorf("list staging tables: %w", err)
-	}
-	var drop []string
-	for _, name := range names {
-		if mine[name] && !live[name] {
-			drop = append(drop, name)
-		}
-	}
-	for _, name := range drop {
-		if err := e.sink.DropTable(ctx, tx, name); err != nil {
-			return nil, fmt.Errorf("drop %s: %w", name, err)
-		}
-	}
-	return drop, nil
 }

@@ -214,7 +214,7 @@ func TestResumeByteBoundedPartitions(t *testing.T) {
 		path := f.write(t, "wide.csv", content)
 		f.killedHolding(t, helperJob{Path: path, PartitionRows: 1000, PartitionBytes: 3000, Failpoint: "after-partition-commit:3"})
 		op := f.operation(t)
-		stored, err := f.e.cp.Partitions(ctx, f.e.db, op)
+		stored, err := f.e.st.CP.Partitions(ctx, f.e.st.DB, op)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,7 +232,7 @@ func TestResumeByteBoundedPartitions(t *testing.T) {
 		if res.Partitions.Total != int64(n) || res.Partitions.Skipped != 3 {
 			t.Errorf("resumed %+v, want %d partitions, 3 done before", res.Partitions, n)
 		}
-		after, err := f.e.cp.Partitions(ctx, f.e.db, op)
+		after, err := f.e.st.CP.Partitions(ctx, f.e.st.DB, op)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/idemport/idemport/ledger"
 )
@@ -57,7 +58,7 @@ type LedgerMetrics struct {
 	// Unix milliseconds; a table without a completed import is absent.
 	LastSuccess map[string]int64
 	// Operations counts the operations of the ledger by table and state
-	// (Label); undone operations are left out, as Status leaves them out.
+	// (Label); undone operations are left out, as status leaves them out.
 	Operations map[MetricKey]int64
 	// OutboxPending is the event deliveries the outbox still owes to a sink.
 	OutboxPending int64
@@ -71,10 +72,12 @@ func (e *Engine) LedgerMetrics(ctx context.Context) (LedgerMetrics, error) {
 	if !e.Exists() {
 		return LedgerMetrics{}, nil
 	}
-	ops, err := e.Status(ctx, ledger.Filter{})
+	ops, err := e.st.Ledger.List(ctx, ledger.Filter{})
 	if err != nil {
 		return LedgerMetrics{}, fmt.Errorf("read the ledger: %w", err)
 	}
+	// As status counts them: undone operations are resolved.
+	ops = slices.DeleteFunc(ops, func(op ledger.Operation) bool { return op.State == ledger.Undone })
 	m := LedgerMetrics{LastSuccess: map[string]int64{}, Operations: map[MetricKey]int64{}}
 	for _, op := range ops {
 		m.Operations[MetricKey{Table: op.Table, Label: string(op.State)}]++

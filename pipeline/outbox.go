@@ -83,17 +83,17 @@ func (e *Engine) recordEvent(ctx context.Context, tx *sql.Tx, kind string, k led
 	rows idemtype.Rows, deleted *int64) (string, error) {
 	// The effect is written in tx: a crash from here to its COMMIT must
 	// lose the effect with its event, never one of them alone.
-	if err := e.fp.Hit("before-event"); err != nil {
+	if err := e.st.Hit("before-event"); err != nil {
 		return "", err
 	}
-	op, now, err := e.ledger.Get(ctx, tx, k)
+	op, now, err := e.st.Ledger.Get(ctx, tx, k)
 	if err != nil {
 		return "", err
 	}
 	if op == nil {
 		return "", fmt.Errorf("record %s: no operation %s", kind, k)
 	}
-	ids, err := e.ledger.AttemptIDs(ctx, tx, k)
+	ids, err := e.st.Ledger.AttemptIDs(ctx, tx, k)
 	if err != nil {
 		return "", err
 	}
@@ -110,11 +110,11 @@ func (e *Engine) recordEvent(ctx context.Context, tx *sql.Tx, kind string, k led
 	if err != nil {
 		return "", err
 	}
-	refs := make([]ledger.SinkRef, len(e.sinks))
-	for i, s := range e.sinks {
+	refs := make([]ledger.SinkRef, len(e.st.Sinks))
+	for i, s := range e.st.Sinks {
 		refs[i] = ledger.SinkRef{ID: s.ID(), Name: s.Name()}
 	}
-	err = e.ledger.RecordEvent(ctx, tx, ledger.Event{ID: ev.EventID, Kind: kind, Key: k, AttemptID: a.ID, Payload: string(body), CreatedAt: now}, refs)
+	err = e.st.Ledger.RecordEvent(ctx, tx, ledger.Event{ID: ev.EventID, Kind: kind, Key: k, AttemptID: a.ID, Payload: string(body), CreatedAt: now}, refs)
 	return ev.EventID, err
 }
 
@@ -156,7 +156,7 @@ func (e *Engine) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRe
 		return DeliveryReport{}, err
 	}
 	rep := DeliveryReport{Errors: map[string]string{}}
-	if len(e.sinks) == 0 {
+	if len(e.st.Sinks) == 0 {
 		n, err := e.pending(ctx)
 		rep.Pending = n
 		return rep, err
@@ -168,9 +168,9 @@ func (e *Engine) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRe
 	host, _ := os.Hostname()
 	me := ledger.Lessee{Owner: uuid.Must(uuid.NewV7()).String(), Host: host, PID: os.Getpid(), Start: proc.Start(os.Getpid())}
 	owner := me.Owner
-	ids := make([]string, len(e.sinks))
+	ids := make([]string, len(e.st.Sinks))
 	byID := map[string]idemtype.EventSink{}
-	for i, s := range e.sinks {
+	for i, s := range e.st.Sinks {
 		ids[i] = s.ID()
 		byID[s.ID()] = s
 	}
@@ -185,13 +185,13 @@ func (e *Engine) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRe
 			if err := e.reapDeliverers(ctx, tx, me); err != nil {
 				return err
 			}
-			d, err = e.ledger.ClaimDeliveryAs(ctx, tx, ids, me, (left + time.Second).Milliseconds())
+			d, err = e.st.Ledger.ClaimDeliveryAs(ctx, tx, ids, me, (left + time.Second).Milliseconds())
 			return err
 		}); err != nil {
 			return rep, err
 		}
 		if d == nil {
-			wait, ok, err := e.ledger.NextDeliveryIn(ctx, e.db, ids)
+			wait, ok, err := e.st.Ledger.NextDeliveryIn(ctx, e.st.DB, ids)
 			if err != nil {
 				return rep, err
 			}
@@ -204,11 +204,11 @@ func (e *Engine) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRe
 			}
 			continue
 		}
-		if err := e.fp.Hit("before-publish"); err != nil {
+		if err := e.st.Hit("before-publish"); err != nil {
 			return rep, err
 		}
 		if d.Tries > 0 {
-			if err := e.fp.Hit("during-retry"); err != nil {
+			if err := e.st.Hit("during-retry"); err != nil {
 				return rep, err
 			}
 		}
@@ -217,14 +217,14 @@ func (e *Engine) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRe
 		err := s.Deliver(tctx, idemtype.EventMessage{ID: d.EventID, Body: []byte(d.Payload)})
 		cancel()
 		if err == nil {
-			if err := e.fp.Hit("after-publish"); err != nil {
+			if err := e.st.Hit("after-publish"); err != nil {
 				return rep, err
 			}
-			if err := e.ledger.Delivered(bg, e.db, d, owner); err != nil && !errors.Is(err, ledger.ErrLeaseLost) {
+			if err := e.st.Ledger.Delivered(bg, e.st.DB, d, owner); err != nil && !errors.Is(err, ledger.ErrLeaseLost) {
 				return rep, err
 			}
 			rep.Delivered++
-			e.log.Info("event delivered", "event_id", d.EventID, "kind", d.Kind, "sink", s.Name(), "operation", d.Key.String())
+			e.st.Log.Info("event delivered", "event_id", d.EventID, "kind", d.Kind, "sink", s.Name(), "operation", d.Key.String())
 			continue
 		}
 		permanent := errors.Is(err, idemtype.ErrPermanent)
@@ -238,9 +238,9 @@ func (e *Engine) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRe
 		if permanent {
 			rep.Failed++
 		}
-		e.log.Info("event not delivered", "event_id", d.EventID, "kind", d.Kind, "sink", s.Name(), "tries", d.Tries+1,
+		e.st.Log.Info("event not delivered", "event_id", d.EventID, "kind", d.Kind, "sink", s.Name(), "tries", d.Tries+1,
 			"permanent", permanent, "err", err)
-		if err := e.ledger.Retry(bg, e.db, d, owner, msg, backoff(d.Tries).Milliseconds(), permanent); err != nil &&
+		if err := e.st.Ledger.Retry(bg, e.st.DB, d, owner, msg, backoff(d.Tries).Milliseconds(), permanent); err != nil &&
 			!errors.Is(err, ledger.ErrLeaseLost) {
 			return rep, err
 		}
@@ -259,7 +259,7 @@ func (e *Engine) reapDeliverers(ctx context.Context, tx *sql.Tx, me ledger.Lesse
 	if me.Host == "" {
 		return nil
 	}
-	holders, err := e.ledger.LeaseHolders(ctx, tx, me.Host, me.Owner)
+	holders, err := e.st.Ledger.LeaseHolders(ctx, tx, me.Host, me.Owner)
 	if err != nil {
 		return err
 	}
@@ -267,11 +267,11 @@ func (e *Engine) reapDeliverers(ctx context.Context, tx *sql.Tx, me ledger.Lesse
 		if !proc.Gone(h.PID, h.Start) {
 			continue
 		}
-		n, err := e.ledger.ReleaseLeases(ctx, tx, h.Owner)
+		n, err := e.st.Ledger.ReleaseLeases(ctx, tx, h.Owner)
 		if err != nil {
 			return err
 		}
-		e.log.Info("the process holding delivery leases is gone", "holder", h.Owner, "pid", h.PID, "leases", n)
+		e.st.Log.Info("the process holding delivery leases is gone", "holder", h.Owner, "pid", h.PID, "leases", n)
 	}
 	return nil
 }
@@ -280,10 +280,10 @@ func (e *Engine) reapDeliverers(ctx context.Context, tx *sql.Tx, me ledger.Lesse
 const DefaultNotifyTimeout = 30 * time.Second
 
 func (e *Engine) pending(ctx context.Context) (int64, error) {
-	if ok, err := e.sink.TableExists(ctx, e.db, e.prefix+"outbox_deliveries"); err != nil || !ok {
+	if ok, err := e.st.Driver.TableExists(ctx, e.st.DB, e.st.Prefix+"outbox_deliveries"); err != nil || !ok {
 		return 0, err
 	}
-	return e.ledger.PendingDeliveries(ctx, e.db)
+	return e.st.Ledger.PendingDeliveries(ctx, e.st.DB)
 }
 
 // PendingDeliveries counts the deliveries the outbox still owes, to any
@@ -302,7 +302,7 @@ func (e *Engine) EventState(ctx context.Context, id string) (string, error) {
 	if err := e.present(); err != nil {
 		return "", err
 	}
-	states, err := e.ledger.DeliveryStates(ctx, e.db, id)
+	states, err := e.st.Ledger.DeliveryStates(ctx, e.st.DB, id)
 	switch {
 	case err != nil:
 		return "", err
@@ -323,15 +323,15 @@ func (e *Engine) Outbox(ctx context.Context, state string) ([]ledger.Delivery, e
 	if !e.Exists() {
 		return nil, nil
 	}
-	if ok, err := e.sink.TableExists(ctx, e.db, e.prefix+"outbox"); err != nil || !ok {
+	if ok, err := e.st.Driver.TableExists(ctx, e.st.DB, e.st.Prefix+"outbox"); err != nil || !ok {
 		return nil, err
 	}
-	return e.ledger.Deliveries(ctx, e.db, state)
+	return e.st.Ledger.Deliveries(ctx, e.st.DB, state)
 }
 
 // tx runs f in a transaction and commits it.
 func (e *Engine) tx(ctx context.Context, f func(*sql.Tx) error) error {
-	tx, err := e.db.BeginTx(ctx, nil)
+	tx, err := e.st.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

@@ -164,20 +164,20 @@ func (r *run) planInputs(ctx context.Context) (planInput, *sink.Table, error) {
 	for n, t := range r.req.Mapping.Columns {
 		types[n] = t
 	}
-	in := planInput{types: types, rules: r.e.sink.Limits().Rules}
-	if err := r.e.sink.Limits().CheckTable(r.target.Table); err != nil {
+	in := planInput{types: types, rules: r.e.st.Driver.Limits().Rules}
+	if err := r.e.st.Driver.Limits().CheckTable(r.target.Table); err != nil {
 		// The name would be cut short: describe nothing under it.
 		return in, nil, nil
 	}
 	var existing *sink.Table
 	if r.e.Exists() {
 		var err error
-		if existing, err = r.e.sink.Describe(ctx, r.e.db, r.target.Table); err != nil {
+		if existing, err = r.e.st.Driver.Describe(ctx, r.e.st.DB, r.target.Table); err != nil {
 			return in, nil, err
 		}
 	}
 	if existing == nil {
-		in.jsonb = r.e.sink.Limits().JSONB
+		in.jsonb = r.e.st.Driver.Limits().JSONB
 	} else {
 		in.limits = columnLimits(existing)
 	}
@@ -304,7 +304,7 @@ func (r *run) planPass(ctx context.Context, progress func(b, rows int64)) (plann
 // planFile runs the plan stage and stores the plan, or refuses the file.
 // It reports whether the file was refused.
 func (r *run) planFile(ctx context.Context) (bool, error) {
-	if err := r.e.sink.Limits().CheckTable(r.target.Table); err != nil {
+	if err := r.e.st.Driver.Limits().CheckTable(r.target.Table); err != nil {
 		return true, r.refuse(ctx, &Refusal{Error: err.Error()})
 	}
 	p, err := r.planPass(ctx, func(b, rows int64) {
@@ -349,7 +349,7 @@ func (r *run) planFile(ctx context.Context) (bool, error) {
 // rows than --max-rejects allows.
 func (r *run) admit(ctx context.Context, p planned) (bool, error) {
 	plan := p.plan
-	if err := r.e.sink.Limits().CheckColumns(r.target, plan.Schema.Arrow()); err != nil {
+	if err := r.e.st.Driver.Limits().CheckColumns(r.target, plan.Schema.Arrow()); err != nil {
 		return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Error: err.Error()})
 	}
 	r.rows.Read, r.rows.Rejected = plan.Rows, plan.Rejected // reported if refused
@@ -405,7 +405,7 @@ func (r *run) storePlan(ctx context.Context, p planned, ev *evolution) error {
 		// (partitionWriter.prepare), with --atomic in the completing one
 		// (evolveAtCompletion). A new one is created here, empty.
 		if existing == nil || (!r.req.Mapping.Atomic && ev.text == "") {
-			if err := r.e.sink.Ensure(ctx, tx, r.target, schema); err != nil {
+			if err := r.e.st.Driver.Ensure(ctx, tx, r.target, schema); err != nil {
 				return err
 			}
 		}
@@ -426,13 +426,13 @@ func (r *run) storePlan(ctx context.Context, p planned, ev *evolution) error {
 		if err := r.prepareReplaced(ctx, tx, false); err != nil {
 			return err
 		}
-		if err := r.e.cp.Save(ctx, tx, r.op, r.attempt.ID, body, plan.Rows, parts); err != nil {
+		if err := r.e.st.CP.Save(ctx, tx, r.op, r.attempt.ID, body, plan.Rows, parts); err != nil {
 			return err
 		}
 		if err := r.storeRejects(ctx, tx, p.spill); err != nil {
 			return err
 		}
-		return r.e.ledger.Planned(ctx, tx, r.id.Key, r.attempt.ID)
+		return r.e.st.Ledger.Planned(ctx, tx, r.id.Key, r.attempt.ID)
 	})
 }
 
@@ -446,7 +446,7 @@ func (r *run) storeRejects(ctx context.Context, tx *sql.Tx, spill *rejectSpill) 
 			b.Value, b.Row = shown(b.Value), storable(b.Row)
 			rejects = append(rejects, ledger.Reject{Reject: b})
 		}
-		return r.e.ledger.AddRejects(ctx, tx, r.id.Key, r.attempt.ID, rejects)
+		return r.e.st.Ledger.AddRejects(ctx, tx, r.id.Key, r.attempt.ID, rejects)
 	})
 }
 
@@ -476,10 +476,10 @@ func (r *run) refuse(ctx context.Context, ref *Refusal) error {
 		return err
 	}
 	err = r.withTx(ctx, func(tx *sql.Tx) error {
-		if err := r.e.ledger.Refuse(ctx, tx, r.id.Key, r.attempt.ID, string(body), r.rows); err != nil {
+		if err := r.e.st.Ledger.Refuse(ctx, tx, r.id.Key, r.attempt.ID, string(body), r.rows); err != nil {
 			return err
 		}
-		return r.e.ledger.End(ctx, tx, r.attempt.ID, string(Refused), refusalText(ref), 0, int64(len(r.recovered)))
+		return r.e.st.Ledger.End(ctx, tx, r.attempt.ID, string(Refused), refusalText(ref), 0, int64(len(r.recovered)))
 	})
 	if err != nil {
 		return fmt.Errorf("record refusal: %w", err)
@@ -501,7 +501,7 @@ func (r *run) retract(ctx context.Context, usage error) error {
 		return r.refuse(ctx, &Refusal{Error: usage.Error()})
 	}
 	err := r.withTx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
-		return r.e.ledger.Retract(ctx, tx, r.id.Key, r.attempt.ID)
+		return r.e.st.Ledger.Retract(ctx, tx, r.id.Key, r.attempt.ID)
 	})
 	if err != nil {
 		return errors.Join(usage, err)
@@ -519,7 +519,7 @@ func (e errRetracted) Unwrap() error { return e.error }
 
 // loadPlan reads the stored plan for a resumed operation.
 func (r *run) loadPlan(ctx context.Context) error {
-	body, parts, err := r.e.cp.Load(ctx, r.e.db, r.op)
+	body, parts, err := r.e.st.CP.Load(ctx, r.e.st.DB, r.op)
 	if err != nil {
 		return err
 	}
@@ -534,7 +534,7 @@ func (r *run) loadPlan(ctx context.Context) error {
 	for _, c := range sp.Schema {
 		types[c.Name] = c.Type
 	}
-	f, err := r.open(r.readerOptions(planInput{types: types, limits: sp.Limits, jsonb: sp.JSONB, rules: r.e.sink.Limits().Rules}))
+	f, err := r.open(r.readerOptions(planInput{types: types, limits: sp.Limits, jsonb: sp.JSONB, rules: r.e.st.Driver.Limits().Rules}))
 	if err != nil {
 		return fmt.Errorf("reopen %s: %w", r.req.Path, err)
 	}

@@ -42,7 +42,7 @@ func (r *run) openRemote(ctx context.Context) (*remote.Object, error) {
 		r.req.Remote = c
 	}
 	r.objCtx = ctx
-	if info, ok := c.Listed(r.url); ok && info.Proves() && !r.req.Rehash && r.e.db != nil {
+	if info, ok := c.Listed(r.url); ok && info.Proves() && !r.req.Rehash && r.e.st.DB != nil {
 		obj, err := c.Pin(ctx, r.url, info)
 		if err != nil {
 			return nil, err
@@ -83,9 +83,9 @@ func (r *run) remoteStat() ledger.RemoteStat {
 // input, local or remote; stat is a local file's.
 func (r *run) knownDigests(ctx context.Context, stat ledger.FileStat) (stored, content string, err error) {
 	if r.obj != nil {
-		return r.e.ledger.KnownRemote(ctx, r.e.db, r.remoteStat())
+		return r.e.st.Ledger.KnownRemote(ctx, r.e.st.DB, r.remoteStat())
 	}
-	return r.e.ledger.KnownDigest(ctx, r.e.db, stat)
+	return r.e.st.Ledger.KnownDigest(ctx, r.e.st.DB, stat)
 }
 
 // rememberDigests records the run's digests for the quick check of its
@@ -93,9 +93,9 @@ func (r *run) knownDigests(ctx context.Context, stat ledger.FileStat) (stored, c
 func (r *run) rememberDigests(ctx context.Context, q ledger.Querier) error {
 	switch {
 	case r.obj != nil:
-		return r.e.ledger.RememberRemote(ctx, q, r.remoteStat(), r.digests.Stored, r.digests.Content)
+		return r.e.st.Ledger.RememberRemote(ctx, q, r.remoteStat(), r.digests.Stored, r.digests.Content)
 	case r.stat.Path != "":
-		return r.e.ledger.RememberDigest(ctx, q, r.stat, r.digests.Stored, r.digests.Content)
+		return r.e.st.Ledger.RememberDigest(ctx, q, r.stat, r.digests.Stored, r.digests.Content)
 	}
 	return nil
 }
@@ -144,7 +144,7 @@ func (r *run) logFetched() {
 	}
 	log := r.log // names the file, operation and attempt
 	if log == nil {
-		log = r.e.log.With("file", r.req.Path)
+		log = r.e.st.Log.With("file", r.req.Path)
 	}
 	requests, bytes, retries := r.obj.Fetched()
 	level := slog.LevelInfo
@@ -162,14 +162,14 @@ func (r *run) settleSpool() {
 		return
 	}
 	if err := r.spool.GaveUp(); err != nil { // the import read the object instead, as without a spool
-		r.e.log.Warn("could not copy the object into the spool directory; its partitions were fetched again", "file", r.req.Path, "error", err)
+		r.e.st.Log.Warn("could not copy the object into the spool directory; its partitions were fetched again", "file", r.req.Path, "error", err)
 	}
 	switch r.res.Outcome {
 	case Failed, Interrupted, Busy:
 		r.spool.Close()
 	default:
 		if err := r.spool.Remove(); err != nil {
-			r.e.log.Warn("remove spooled copy", "file", r.req.Path, "path", r.spool.Path(), "error", err)
+			r.e.st.Log.Warn("remove spooled copy", "file", r.req.Path, "path", r.spool.Path(), "error", err)
 		}
 	}
 }

@@ -67,15 +67,15 @@ func (r *run) prepareReplaced(ctx context.Context, tx *sql.Tx, atCompletion bool
 		return nil
 	}
 	if r.target.Ordinal() {
-		n, err := r.e.sink.DeleteFile(ctx, tx, r.target.Table, r.id.FileKey)
+		n, err := r.e.st.Driver.DeleteFile(ctx, tx, r.target.Table, r.id.FileKey)
 		if err != nil {
 			return fmt.Errorf("remove the replaced version's rows: %w", err)
 		}
 		r.res.Removed = n
-	} else if _, err := r.e.sink.ForgetOrdinals(ctx, tx, r.target.Table, r.id.FileKey); err != nil {
+	} else if _, err := r.e.st.Driver.ForgetOrdinals(ctx, tx, r.target.Table, r.id.FileKey); err != nil {
 		return err
 	}
-	return r.e.fp.Hit("replace-prepared")
+	return r.e.st.Hit("replace-prepared")
 }
 
 // sweepReplaced deletes, inside the completing transaction, the rows the
@@ -85,13 +85,13 @@ func (r *run) sweepReplaced(ctx context.Context, tx *sql.Tx) error {
 	if !r.replacing() || r.target.Ordinal() {
 		return nil
 	}
-	sw := sink.Sweep{Driver: r.e.sink, Table: r.target.Table, Key: r.target.Key, Seen: r.seenTable(),
+	sw := sink.Sweep{Driver: r.e.st.Driver, Table: r.target.Table, Key: r.target.Key, Seen: r.seenTable(),
 		Scope: []sink.Term{{Column: sink.FileColumn, Value: strconv.FormatInt(r.id.FileKey, 10)}}}
 	n, err := sw.Apply(ctx, tx, nil)
 	if err != nil {
 		return fmt.Errorf("delete the replaced version's keys: %w", err)
 	}
-	if err := r.e.fp.Hit("replace-swept"); err != nil {
+	if err := r.e.st.Hit("replace-swept"); err != nil {
 		return err
 	}
 	r.res.Removed = n
@@ -122,7 +122,7 @@ func (r *run) noteSamePath(ctx context.Context) error {
 	if !r.target.Ordinal() || r.snapshot() != nil || r.replacing() || r.plan == nil || r.streaming {
 		return nil // a stream's name is no path: each content piped in is a file of its own
 	}
-	ops, err := r.e.ledger.List(ctx, ledger.Filter{Table: r.target.Table, State: ledger.Completed, Path: r.id.Path})
+	ops, err := r.e.st.Ledger.List(ctx, ledger.Filter{Table: r.target.Table, State: ledger.Completed, Path: r.id.Path})
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error)
 		return nil, err
 	}
 	res := &ReplayResult{File: path, Table: key.Table, FileID: key.FileID}
-	op, _, err := e.ledger.Get(ctx, e.db, key)
+	op, _, err := e.st.Ledger.Get(ctx, e.st.DB, key)
 	if err != nil {
 		return res, err
 	}
@@ -77,7 +77,7 @@ func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error)
 	if op.State != ledger.Completed {
 		return res, fmt.Errorf("%w: operation %s is %s, not completed; finish its import first", ErrReplay, key, op.State)
 	}
-	body, _, err := e.cp.Load(ctx, e.db, checkpoint.Op{Table: key.Table, FileID: key.FileID})
+	body, _, err := e.st.CP.Load(ctx, e.st.DB, checkpoint.Op{Table: key.Table, FileID: key.FileID})
 	if err != nil {
 		return res, err
 	}
@@ -103,7 +103,7 @@ func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error)
 			b.Release()
 		}
 	}()
-	missing, err := e.ledger.NotRejected(ctx, e.db, key, ordinals)
+	missing, err := e.st.Ledger.NotRejected(ctx, e.st.DB, key, ordinals)
 	if err != nil {
 		return res, err
 	}
@@ -115,12 +115,12 @@ func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error)
 	a := ledger.Attempt{ID: uuid.Must(uuid.NewV7()).String(), Trigger: "replay", Host: host, PID: os.Getpid(),
 		ProcStart: proc.Start(os.Getpid()), Path: path}
 	res.AttemptID = a.ID
-	conn, err := e.db.Conn(ctx)
+	conn, err := e.st.DB.Conn(ctx)
 	if err != nil {
 		return res, err
 	}
 	defer conn.Close()
-	w, err := e.sink.Writer(ctx, conn, target, sp.Schema.Arrow())
+	w, err := e.st.Driver.Writer(ctx, conn, target, sp.Schema.Arrow())
 	if err != nil {
 		return res, err
 	}
@@ -130,7 +130,7 @@ func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error)
 		return res, err
 	}
 	defer tx.Rollback()
-	if err := e.ledger.StartReplay(ctx, tx.Tx, key, a); err != nil {
+	if err := e.st.Ledger.StartReplay(ctx, tx.Tx, key, a); err != nil {
 		return res, err
 	}
 	fileKey := FileKey(key.FileID)
@@ -141,10 +141,10 @@ func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error)
 		}
 		res.Rows.Add(c)
 	}
-	if err := e.ledger.Replayed(ctx, tx.Tx, key, a.ID, ordinals, res.Rows); err != nil {
+	if err := e.st.Ledger.Replayed(ctx, tx.Tx, key, a.ID, ordinals, res.Rows); err != nil {
 		return res, err
 	}
-	if err := e.ledger.End(ctx, tx, a.ID, "replayed", "", 0, 0); err != nil {
+	if err := e.st.Ledger.End(ctx, tx, a.ID, "replayed", "", 0, 0); err != nil {
 		return res, err
 	}
 	if res.EventID, err = e.recordEvent(ctx, tx.Tx, EventReplayed, key, a, "replayed", res.Rows, nil); err != nil {

@@ -75,7 +75,7 @@ func (r *run) seenTable() string {
 // beside the target table (in its schema, where table names are qualified).
 func (r *run) beside(prefix string) string {
 	name := prefix + strconv.FormatUint(uint64(FileKey(r.id.Table+"\x00"+r.id.FileID)), 16)
-	if r.e.sink.Limits().QualifiedNames {
+	if r.e.st.Driver.Limits().QualifiedNames {
 		for i := len(r.target.Table) - 1; i >= 0; i-- {
 			if r.target.Table[i] == '.' {
 				return r.target.Table[:i+1] + name
@@ -98,7 +98,7 @@ func (r *run) stale(ctx context.Context, q sink.Querier) (bool, error) {
 	if r.snapshot() == nil {
 		return false, nil
 	}
-	last, err := r.e.ledger.LastSnapshot(ctx, q, r.target.Table, r.snapshot().scopeTexts()...)
+	last, err := r.e.st.Ledger.LastSnapshot(ctx, q, r.target.Table, r.snapshot().scopeTexts()...)
 	if err != nil || last == nil || last.AsOf <= r.asOf() {
 		return false, err
 	}
@@ -135,14 +135,14 @@ func scopeSuffix(s *Snapshot) string {
 // that readers see nothing of the import before it completes).
 func (r *run) ensureSnapshot(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
 	if s := r.snapshot(); s != nil && s.Soft && !r.req.Mapping.Atomic {
-		if err := r.e.sink.EnsureDeleted(ctx, tx, r.target.Table); err != nil {
+		if err := r.e.st.Driver.EnsureDeleted(ctx, tx, r.target.Table); err != nil {
 			return err
 		}
 	}
 	if !r.keysSeen() {
 		return nil
 	}
-	return r.e.sink.EnsureSeen(ctx, tx, r.seenTable(), r.target.Key, keySchema(schema, r.target.Key))
+	return r.e.st.Driver.EnsureSeen(ctx, tx, r.seenTable(), r.target.Key, keySchema(schema, r.target.Key))
 }
 
 // keySchema is the part of schema that holds the key columns.
@@ -177,14 +177,14 @@ func (r *run) newSeenWriter(ctx context.Context, conn *sql.Conn) (*seenWriter, e
 	full := r.plan.Schema.Arrow()
 	schema := keySchema(full, r.target.Key)
 	tg := sink.Target{Table: r.seenTable()}
-	t, err := r.e.sink.Describe(ctx, conn, tg.Table)
+	t, err := r.e.st.Driver.Describe(ctx, conn, tg.Table)
 	if err != nil {
 		return nil, fmt.Errorf("record snapshot keys: %w", err)
 	}
 	if t != nil && !t.HasKey([]string{sink.FileColumn, sink.RowColumn}) {
 		tg.Key = r.target.Key
 	}
-	w, err := r.e.sink.Writer(ctx, conn, tg, schema)
+	w, err := r.e.st.Driver.Writer(ctx, conn, tg, schema)
 	if err != nil {
 		return nil, fmt.Errorf("record snapshot keys: %w", err)
 	}
@@ -247,7 +247,7 @@ func (r *run) deleteGuard(missing, live, before int64, plan *reader.Plan) error 
 // scopeSweep is the sweep of the run's snapshot over its table and scope.
 func (r *run) scopeSweep() sink.Sweep {
 	s := r.snapshot()
-	return sink.Sweep{Driver: r.e.sink, Table: r.target.Table, Key: r.target.Key, Seen: r.seenTable(), FileKey: r.id.FileKey, Scope: s.Scope, Soft: s.Soft}
+	return sink.Sweep{Driver: r.e.st.Driver, Table: r.target.Table, Key: r.target.Key, Seen: r.seenTable(), FileKey: r.id.FileKey, Scope: s.Scope, Soft: s.Soft}
 }
 
 // countScope counts, inside tx, the live rows of the snapshot's scope
@@ -264,7 +264,7 @@ func (r *run) countScope(ctx context.Context, tx *sql.Tx) (int64, error) {
 	if r.snapshot() == nil || r.target.Ordinal() || r.req.Mapping.Atomic {
 		return -1, nil
 	}
-	if _, ok, err := r.e.ledger.ScopeRows(ctx, tx, r.id.Key); err != nil || ok {
+	if _, ok, err := r.e.st.Ledger.ScopeRows(ctx, tx, r.id.Key); err != nil || ok {
 		return -1, err
 	}
 	return r.scopeSweep().Live(ctx, tx)
@@ -276,7 +276,7 @@ func (r *run) recordScope(ctx context.Context, tx *sql.Tx, n int64) error {
 	if n < 0 {
 		return nil
 	}
-	return r.e.ledger.RecordScopeRows(ctx, tx, r.id.Key, n)
+	return r.e.st.Ledger.RecordScopeRows(ctx, tx, r.id.Key, n)
 }
 
 // scopeBefore returns, inside tx, the live rows the snapshot's scope held
@@ -290,13 +290,13 @@ func (r *run) scopeBefore(ctx context.Context, tx *sql.Tx) (n int64, ok bool, er
 	if r.snapshot() == nil || r.target.Ordinal() {
 		return 0, false, nil
 	}
-	if n, ok, err := r.e.ledger.ScopeRows(ctx, tx, r.id.Key); err != nil || ok || !r.req.Mapping.Atomic {
+	if n, ok, err := r.e.st.Ledger.ScopeRows(ctx, tx, r.id.Key); err != nil || ok || !r.req.Mapping.Atomic {
 		return n, ok, err
 	}
 	sw := r.scopeSweep()
 	if sw.Soft {
 		// The deletion mark column is added by the sweep, after the move.
-		t, err := r.e.sink.Describe(ctx, tx, r.target.Table)
+		t, err := r.e.st.Driver.Describe(ctx, tx, r.target.Table)
 		if err != nil {
 			return 0, false, err
 		}
@@ -328,11 +328,11 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64, kno
 	if s == nil {
 		return 0, nil
 	}
-	if err := r.e.fp.Hit("before-sweep"); err != nil {
+	if err := r.e.st.Hit("before-sweep"); err != nil {
 		return 0, err
 	}
 	scope := s.ScopeText()
-	last, err := r.e.ledger.LastSnapshot(ctx, tx, r.target.Table, s.scopeTexts()...)
+	last, err := r.e.st.Ledger.LastSnapshot(ctx, tx, r.target.Table, s.scopeTexts()...)
 	if err != nil {
 		return 0, err
 	}
@@ -341,7 +341,7 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64, kno
 			r.target.Table, scopeSuffix(s), last.FileID, stamp(last.AsOf), stamp(r.asOf()))
 	}
 	if s.Soft && r.req.Mapping.Atomic {
-		if err := r.e.sink.EnsureDeleted(ctx, tx, r.target.Table); err != nil {
+		if err := r.e.st.Driver.EnsureDeleted(ctx, tx, r.target.Table); err != nil {
 			return 0, err
 		}
 	}
@@ -356,7 +356,7 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64, kno
 	// The mark is recorded in microseconds, as both databases keep it, so
 	// that undo can find the rows this sweep marked.
 	now := time.Now().Truncate(time.Microsecond)
-	deleted, err := sw.Apply(ctx, tx, r.e.sink.TimeValue(now))
+	deleted, err := sw.Apply(ctx, tx, r.e.st.Driver.TimeValue(now))
 	if err != nil {
 		return 0, err
 	}
@@ -364,13 +364,13 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64, kno
 	if s.Soft {
 		marked = now.UnixMicro()
 	}
-	if err := r.e.ledger.RecordSnapshot(ctx, tx, r.target.Table, scope, r.asOf(), r.id.FileID, marked); err != nil {
+	if err := r.e.st.Ledger.RecordSnapshot(ctx, tx, r.target.Table, scope, r.asOf(), r.id.FileID, marked); err != nil {
 		return 0, err
 	}
-	if err := r.e.ledger.Swept(ctx, tx, r.attempt.ID, deleted); err != nil {
+	if err := r.e.st.Ledger.Swept(ctx, tx, r.attempt.ID, deleted); err != nil {
 		return 0, err
 	}
-	if err := r.e.fp.Hit("after-sweep"); err != nil {
+	if err := r.e.st.Hit("after-sweep"); err != nil {
 		return 0, err
 	}
 	return deleted, nil
@@ -382,7 +382,7 @@ func (r *run) dropSeen(ctx context.Context, tx *sql.Tx) error {
 	if !r.keysSeen() {
 		return nil
 	}
-	if err := r.e.sink.DropTable(ctx, tx, r.seenTable()); err != nil {
+	if err := r.e.st.Driver.DropTable(ctx, tx, r.seenTable()); err != nil {
 		return fmt.Errorf("drop the file's keys: %w", err)
 	}
 	return nil

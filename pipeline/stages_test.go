@@ -157,7 +157,7 @@ func TestPlanPartitionsRejectsAndTypes(t *testing.T) {
 			t.Fatalf("import: %+v %+v", res.Rows, res.Partitions)
 		}
 		// The import stored the partitions plan showed.
-		stored, err := f.e.cp.Partitions(ctx, f.e.db, f.operation(t))
+		stored, err := f.e.st.CP.Partitions(ctx, f.e.st.DB, f.operation(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +167,7 @@ func TestPlanPartitionsRejectsAndTypes(t *testing.T) {
 				t.Errorf("stored partition %d %+v, plan showed %+v", i, p, r)
 			}
 		}
-		rejects, err := f.e.Rejects(ctx, f.key(t))
+		rejects, err := f.e.st.Ledger.Rejects(ctx, f.e.st.DB, f.key(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +179,7 @@ func TestPlanPartitionsRejectsAndTypes(t *testing.T) {
 			t.Errorf("quarantined %v, want %v", bad, want)
 		}
 		// The table has the plan's types.
-		tbl, err := f.e.sink.Describe(ctx, f.e.db, "mixed")
+		tbl, err := f.e.st.Driver.Describe(ctx, f.e.st.DB, "mixed")
 		if err != nil || tbl == nil {
 			t.Fatalf("describe mixed: %v", err)
 		}

@@ -89,7 +89,7 @@ func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error)
 	if err := e.present(); err != nil {
 		return nil, err
 	}
-	ops, err := e.Operations(ctx, req.FileOrID, req.Table)
+	ops, err := e.st.Operations(ctx, req.FileOrID, req.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -114,15 +114,15 @@ func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error)
 	a := ledger.Attempt{ID: uuid.Must(uuid.NewV7()).String(), Trigger: "undo", Host: host, PID: os.Getpid(),
 		ProcStart: proc.Start(os.Getpid()), Path: req.FileOrID}
 	res := &UndoResult{Table: k.Table, FileID: k.FileID, AttemptID: a.ID, Forgot: req.Forget}
-	tx, err := e.db.BeginTx(ctx, nil)
+	tx, err := e.st.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin undo: %w", err)
 	}
 	defer tx.Rollback()
-	if err := e.ledger.Lock(ctx, tx, k); err != nil {
+	if err := e.st.Ledger.Lock(ctx, tx, k); err != nil {
 		return nil, err
 	}
-	op, _, err := e.ledger.Get(ctx, tx, k)
+	op, _, err := e.st.Ledger.Get(ctx, tx, k)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error)
 			// Said again, for a rerun after an undo whose report was
 			// lost: which snapshot is current, and that --reapply of it
 			// restores the table to its extract.
-			cur, err := e.ledger.LastSnapshot(ctx, tx, k.Table, m.Snapshot.Scope)
+			cur, err := e.st.Ledger.LastSnapshot(ctx, tx, k.Table, m.Snapshot.Scope)
 			if err != nil {
 				return nil, err
 			}
@@ -150,11 +150,11 @@ func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error)
 	// Partitions first: on PostgreSQL this waits for a holder inside its
 	// partition transaction, whose rows the delete below then sees; and a
 	// holder that had not begun it can no longer commit (fencing).
-	if _, _, err := e.cp.Drop(ctx, tx, checkpoint.Op{Table: k.Table, FileID: k.FileID}); err != nil {
+	if _, _, err := e.st.CP.Drop(ctx, tx, checkpoint.Op{Table: k.Table, FileID: k.FileID}); err != nil {
 		return nil, err
 	}
 	if !req.Forget {
-		if res.Deleted, err = e.sink.DeleteFile(ctx, tx, k.Table, op.FileKey); err != nil {
+		if res.Deleted, err = e.st.Driver.DeleteFile(ctx, tx, k.Table, op.FileKey); err != nil {
 			return nil, err
 		}
 	}
@@ -163,10 +163,10 @@ func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error)
 			return nil, err
 		}
 	}
-	if err := e.ledger.Close(ctx, tx, k, ledger.Undone); err != nil {
+	if err := e.st.Ledger.Close(ctx, tx, k, ledger.Undone); err != nil {
 		return nil, err
 	}
-	if err := e.ledger.Record(ctx, tx, k, a, string(ledger.Undone)); err != nil {
+	if err := e.st.Ledger.Record(ctx, tx, k, a, string(ledger.Undone)); err != nil {
 		return nil, err
 	}
 	outcome := "undone"
@@ -176,16 +176,16 @@ func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error)
 	if res.EventID, err = e.recordEvent(ctx, tx, EventUndone, k, a, outcome, idemtype.Rows{}, &res.Deleted); err != nil {
 		return nil, err
 	}
-	if err := e.fp.Hit("inside-undo"); err != nil {
+	if err := e.st.Hit("inside-undo"); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("commit undo: %w", err)
 	}
-	if err := e.fp.Hit("after-undo"); err != nil {
+	if err := e.st.Hit("after-undo"); err != nil {
 		return nil, err
 	}
-	e.log.Info("undone", "operation", k.String(), "attempt_id", a.ID, "deleted", res.Deleted, "forgot", req.Forget)
+	e.st.Log.Info("undone", "operation", k.String(), "attempt_id", a.ID, "deleted", res.Deleted, "forgot", req.Forget)
 	return res, nil
 }
 
@@ -199,7 +199,7 @@ func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error)
 // brought back: the result says so (Restore), and --reapply of the
 // snapshot now current restores them.
 func (e *Engine) undoSnapshot(ctx context.Context, tx *sql.Tx, k ledger.Key, s *canonicalSnapshot, keep bool) (*UndoSnapshot, error) {
-	rec, err := e.ledger.SnapshotOf(ctx, tx, k.Table, k.FileID)
+	rec, err := e.st.Ledger.SnapshotOf(ctx, tx, k.Table, k.FileID)
 	if err != nil {
 		return nil, err
 	}
@@ -209,14 +209,14 @@ func (e *Engine) undoSnapshot(ctx context.Context, tx *sql.Tx, k ledger.Key, s *
 	if rec != nil && rec.Scope != s.Scope {
 		scopes = append(scopes, rec.Scope)
 	}
-	was, err := e.ledger.LastSnapshot(ctx, tx, k.Table, scopes...)
+	was, err := e.st.Ledger.LastSnapshot(ctx, tx, k.Table, scopes...)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.ledger.ForgetSnapshot(ctx, tx, k.Table, k.FileID); err != nil {
+	if err := e.st.Ledger.ForgetSnapshot(ctx, tx, k.Table, k.FileID); err != nil {
 		return nil, err
 	}
-	cur, err := e.ledger.LastSnapshot(ctx, tx, k.Table, scopes...)
+	cur, err := e.st.Ledger.LastSnapshot(ctx, tx, k.Table, scopes...)
 	if err != nil {
 		return nil, err
 	}
@@ -233,8 +233,8 @@ func (e *Engine) undoSnapshot(ctx context.Context, tx *sql.Tx, k ledger.Key, s *
 		if err != nil {
 			return nil, err
 		}
-		sw := sink.Sweep{Driver: e.sink, Table: k.Table, Scope: terms, Soft: true}
-		if res.Unmarked, err = sw.Unmark(ctx, tx, e.sink.TimeValue(time.UnixMicro(rec.MarkedAt))); err != nil {
+		sw := sink.Sweep{Driver: e.st.Driver, Table: k.Table, Scope: terms, Soft: true}
+		if res.Unmarked, err = sw.Unmark(ctx, tx, e.st.Driver.TimeValue(time.UnixMicro(rec.MarkedAt))); err != nil {
 			return nil, err
 		}
 		return res, nil
@@ -252,7 +252,7 @@ func (e *Engine) undoneSnapshot(ctx context.Context, tx *sql.Tx, table, scope st
 		return res, nil
 	}
 	res.Current = &SnapshotRef{FileID: cur.FileID, Path: cur.FileID, AsOf: time.UnixMilli(cur.AsOf).UTC()}
-	op, _, err := e.ledger.Get(ctx, tx, ledger.Key{Table: table, FileID: cur.FileID})
+	op, _, err := e.st.Ledger.Get(ctx, tx, ledger.Key{Table: table, FileID: cur.FileID})
 	if err != nil {
 		return nil, err
 	}
@@ -272,29 +272,29 @@ func (r *run) abandonChanged(ctx context.Context, cause error) error {
 	defer cancel()
 	var deleted int64
 	err := r.withTx(ctx, func(tx *sql.Tx) error {
-		if err := r.e.ledger.Lock(ctx, tx, r.id.Key); err != nil {
+		if err := r.e.st.Ledger.Lock(ctx, tx, r.id.Key); err != nil {
 			return err
 		}
 		// Another attempt, reading its own unchanged copy, may have
 		// completed the operation meanwhile: that stays.
-		if op, _, err := r.e.ledger.Get(ctx, tx, r.id.Key); err != nil {
+		if op, _, err := r.e.st.Ledger.Get(ctx, tx, r.id.Key); err != nil {
 			return err
 		} else if op != nil && op.State == ledger.Completed {
 			return ledger.ErrCompleted
 		}
-		if _, _, err := r.e.cp.Drop(ctx, tx, r.op); err != nil {
+		if _, _, err := r.e.st.CP.Drop(ctx, tx, r.op); err != nil {
 			return err
 		}
 		if r.target.Ordinal() {
 			var err error
-			if deleted, err = r.e.sink.DeleteFile(ctx, tx, r.target.Table, r.id.FileKey); err != nil {
+			if deleted, err = r.e.st.Driver.DeleteFile(ctx, tx, r.target.Table, r.id.FileKey); err != nil {
 				return err
 			}
 		}
-		if err := r.e.ledger.Close(ctx, tx, r.id.Key, ledger.Abandoned); err != nil {
+		if err := r.e.st.Ledger.Close(ctx, tx, r.id.Key, ledger.Abandoned); err != nil {
 			return err
 		}
-		return r.e.ledger.End(ctx, tx, r.attempt.ID, string(ledger.Abandoned), cause.Error(), 0, int64(len(r.recovered)))
+		return r.e.st.Ledger.End(ctx, tx, r.attempt.ID, string(ledger.Abandoned), cause.Error(), 0, int64(len(r.recovered)))
 	})
 	if errors.Is(err, ledger.ErrCompleted) {
 		r.note("%s changed while this run read it, but another attempt had completed its import meanwhile; the changed file is another file to import", r.req.Path)

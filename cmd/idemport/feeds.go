@@ -16,6 +16,7 @@ import (
 	"github.com/idemport/idemport/internal/config"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline"
+	"github.com/idemport/idemport/pipeline/ops"
 	"github.com/idemport/idemport/reader/remote"
 )
 
@@ -536,7 +537,7 @@ func lastOutcome(c *cobra.Command, fr *feedRun, now time.Time) feedStatus {
 	if l.Table == "" {
 		return l
 	}
-	eng, err := openReadOnly(c, fr.o.into)
+	eng, err := fr.o.into.operator(c.Context(), pipeline.Options{ReadOnly: true, AllowMissing: true})
 	if err != nil {
 		l.Error = err.Error()
 		return l
@@ -545,20 +546,20 @@ func lastOutcome(c *cobra.Command, fr *feedRun, now time.Time) feedStatus {
 	if !eng.Exists() {
 		return l // no database yet: never imported
 	}
-	ops, err := eng.Status(c.Context(), ledger.Filter{Table: l.Table})
+	found, err := eng.Status(c.Context(), ledger.Filter{Table: l.Table})
 	if err == nil { // status leaves undone operations out unless asked
-		var undone []pipeline.OperationStatus
+		var undone []ops.OperationStatus
 		undone, err = eng.Status(c.Context(), ledger.Filter{Table: l.Table, State: ledger.Undone})
-		ops = append(ops, undone...)
+		found = append(found, undone...)
 	}
 	if err != nil {
 		l.Error = err.Error()
 		return l
 	}
-	var last *pipeline.OperationStatus
-	for i := range ops {
-		if last == nil || ops[i].UpdatedAt > last.UpdatedAt {
-			last = &ops[i]
+	var last *ops.OperationStatus
+	for i := range found {
+		if last == nil || found[i].UpdatedAt > last.UpdatedAt {
+			last = &found[i]
 		}
 	}
 	if last == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline"
+	"github.com/idemport/idemport/pipeline/ops"
 )
 
 // openExisting opens the target for a command that reads what imports left
@@ -20,10 +21,23 @@ import (
 // not create it.
 func openExisting(c *cobra.Command, into target) (*pipeline.Engine, error) {
 	eng, err := into.open(c.Context(), pipeline.Options{ReadOnly: true})
+	return eng, noDatabase(into, err)
+}
+
+// existingOperator opens the target, as openExisting does, for an
+// operator's command that only reads.
+func existingOperator(c *cobra.Command, into target) (*ops.Operator, error) {
+	op, err := into.operator(c.Context(), pipeline.Options{ReadOnly: true})
+	return op, noDatabase(into, err)
+}
+
+// noDatabase says what a missing database means to a command that reads
+// what imports left there; other errors are returned as they are.
+func noDatabase(into target, err error) error {
 	if errors.Is(err, pipeline.ErrNoDatabase) {
-		return nil, fmt.Errorf("%s does not exist: nothing was imported there (check --into, or $IDEMPORT_INTO)", into)
+		return fmt.Errorf("%s does not exist: nothing was imported there (check --into, or $IDEMPORT_INTO)", into)
 	}
-	return eng, err
+	return err
 }
 
 // openReadOnly opens the target for a command that only reads. A missing
@@ -52,7 +66,7 @@ func newStatusCmd(e *env) *cobra.Command {
 			default:
 				return usageError{fmt.Errorf("--state %q: want processing, failed, completed, refused, undone or abandoned", state)}
 			}
-			eng, err := openExisting(c, into)
+			eng, err := existingOperator(c, into)
 			if err != nil {
 				return err
 			}
@@ -87,13 +101,13 @@ type operationJSON struct {
 		Total int64 `json:"total"`
 		Done  int64 `json:"done"`
 	} `json:"partitions"`
-	Attempts    int64            `json:"attempts"`
-	LeasedBy    []string         `json:"leased_by,omitempty"`
-	Leases      []pipeline.Lease `json:"leases,omitempty"`
-	CreatedAt   string           `json:"created_at"`
-	UpdatedAt   string           `json:"updated_at"`
-	CompletedAt string           `json:"completed_at,omitempty"`
-	CompletedBy string           `json:"completed_by,omitempty"`
+	Attempts    int64       `json:"attempts"`
+	LeasedBy    []string    `json:"leased_by,omitempty"`
+	Leases      []ops.Lease `json:"leases,omitempty"`
+	CreatedAt   string      `json:"created_at"`
+	UpdatedAt   string      `json:"updated_at"`
+	CompletedAt string      `json:"completed_at,omitempty"`
+	CompletedBy string      `json:"completed_by,omitempty"`
 	// Replaces is the content digest of the version this operation
 	// replaced (--replace); ReplacedBy, of a replaced one, the content
 	// digest of the version that replaced it.
@@ -101,7 +115,7 @@ type operationJSON struct {
 	ReplacedBy string `json:"replaced_by,omitempty"`
 }
 
-func statusJSON(ops []pipeline.OperationStatus) []operationJSON {
+func statusJSON(ops []ops.OperationStatus) []operationJSON {
 	out := make([]operationJSON, 0, len(ops))
 	for _, o := range ops {
 		j := operationJSON{Table: o.Table, FileID: o.FileID, State: string(o.State), ContentDigest: o.ContentDigest,
@@ -117,8 +131,8 @@ func statusJSON(ops []pipeline.OperationStatus) []operationJSON {
 	return out
 }
 
-func statusText(w io.Writer, ops []pipeline.OperationStatus) error {
-	return writeTable(w, "no operations", "TABLE\tFILE\tFILE ID\tSTATE\tROWS\tPARTITIONS\tATTEMPTS\tLEASE\tUPDATED", ops, func(o pipeline.OperationStatus) []any {
+func statusText(w io.Writer, list []ops.OperationStatus) error {
+	return writeTable(w, "no operations", "TABLE\tFILE\tFILE ID\tSTATE\tROWS\tPARTITIONS\tATTEMPTS\tLEASE\tUPDATED", list, func(o ops.OperationStatus) []any {
 		state := string(o.State)
 		switch o.Holding() {
 		case pipeline.HolderStopped:
@@ -186,7 +200,7 @@ file was moved away), or as the start of a file ID that only one file ID has.`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			eng, err := openExisting(c, into)
+			eng, err := existingOperator(c, into)
 			if err != nil {
 				return err
 			}
@@ -234,13 +248,13 @@ type historyEntry struct {
 	History []attemptJSON `json:"attempts_detail"`
 }
 
-func historyJSON(ops []pipeline.OperationStatus, attempts [][]ledger.AttemptRecord) []historyEntry {
-	out := make([]historyEntry, len(ops))
-	for i, op := range ops {
-		out[i].operationJSON = statusJSON([]pipeline.OperationStatus{op})[0]
+func historyJSON(list []ops.OperationStatus, attempts [][]ledger.AttemptRecord) []historyEntry {
+	out := make([]historyEntry, len(list))
+	for i, op := range list {
+		out[i].operationJSON = statusJSON([]ops.OperationStatus{op})[0]
 		for _, a := range attempts[i] {
 			j := attemptJSON{AttemptID: a.ID, Trigger: a.Trigger, Host: a.Host, PID: a.PID, File: a.Path,
-				StartedAt: jsonTime(a.StartedAt), EndedAt: jsonTime(a.EndedAt), Outcome: pipeline.AttemptOutcome(a, op), RecoveredFrom: a.RecoveredFrom,
+				StartedAt: jsonTime(a.StartedAt), EndedAt: jsonTime(a.EndedAt), Outcome: ops.AttemptOutcome(a, op), RecoveredFrom: a.RecoveredFrom,
 				Rows: a.Rows, RecoveredLeases: a.Recovered, Deleted: a.Deleted, SchemaChanges: a.SchemaChanges, Error: a.Error}
 			j.Partitions.Skipped, j.Partitions.Committed = a.Partitions.Skipped, a.Partitions.Committed
 			out[i].History = append(out[i].History, j)
@@ -249,8 +263,8 @@ func historyJSON(ops []pipeline.OperationStatus, attempts [][]ledger.AttemptReco
 	return out
 }
 
-func historyText(w io.Writer, ops []pipeline.OperationStatus, attempts [][]ledger.AttemptRecord) error {
-	for i, op := range ops {
+func historyText(w io.Writer, list []ops.OperationStatus, attempts [][]ledger.AttemptRecord) error {
+	for i, op := range list {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
@@ -274,7 +288,7 @@ func historyText(w io.Writer, ops []pipeline.OperationStatus, attempts [][]ledge
 			if a.SchemaChanges != "" {
 				note = strings.TrimSuffix("schema: "+a.SchemaChanges+"; "+note, "; ")
 			}
-			return []any{a.ID, a.Trigger, fmt.Sprintf("%s:%d", a.Host, a.PID), msTime(a.StartedAt), holderText(pipeline.AttemptOutcome(a, op)),
+			return []any{a.ID, a.Trigger, fmt.Sprintf("%s:%d", a.Host, a.PID), msTime(a.StartedAt), holderText(ops.AttemptOutcome(a, op)),
 				a.Rows.Inserted, a.Rows.Updated, a.Rows.Unchanged, a.Rows.Stale, a.Rows.Superseded, a.Rows.Rejected,
 				fmt.Sprintf("%d committed, %d skipped", a.Partitions.Committed, a.Partitions.Skipped), note}
 		})

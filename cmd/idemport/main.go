@@ -20,6 +20,7 @@ import (
 	"github.com/idemport/idemport/internal/config"
 	"github.com/idemport/idemport/internal/failpoint"
 	"github.com/idemport/idemport/pipeline"
+	"github.com/idemport/idemport/pipeline/ops"
 )
 
 // Exit codes. With several files, the most severe seen wins:
@@ -428,6 +429,13 @@ func (t target) String() string { return pipeline.Redact(t.resolved()) }
 func (t target) open(ctx context.Context, o pipeline.Options) (*pipeline.Engine, error) {
 	o.StateSchema = t.stateSchema
 	return pipeline.Open(ctx, t.resolved(), o)
+}
+
+// operator opens the target for the operator's commands (package ops), as
+// open does for imports.
+func (t target) operator(ctx context.Context, o pipeline.Options) (*ops.Operator, error) {
+	o.StateSchema = t.stateSchema
+	return ops.Open(ctx, t.resolved(), o)
 }
 
 // intoFlag registers --into, whose default is $IDEMPORT_INTO, else

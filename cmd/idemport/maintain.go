@@ -16,6 +16,7 @@ import (
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline"
+	"github.com/idemport/idemport/pipeline/ops"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/reader/remote"
 )
@@ -429,7 +430,7 @@ deleted; events still pending or refused by a sink are kept.`,
 			if err != nil {
 				return usageError{fmt.Errorf("--older-than %v", err)}
 			}
-			eng, err := into.open(c.Context(), pipeline.Options{})
+			eng, err := into.operator(c.Context(), pipeline.Options{})
 			if err != nil {
 				return err
 			}
@@ -440,7 +441,7 @@ deleted; events still pending or refused by a sink are kept.`,
 			}
 			if output == "json" {
 				type gcJSON struct {
-					*pipeline.GCReport
+					*ops.GCReport
 					Cutoff string `json:"cutoff"` // RFC 3339, whole seconds
 				}
 				return writeJSON(e.stdout, gcJSON{rep, jsonTime(rep.Cutoff.UnixMilli())})

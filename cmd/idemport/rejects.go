@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline"
+	"github.com/idemport/idemport/pipeline/ops"
 )
 
 func newRejectsCmd(e *env) *cobra.Command {
@@ -29,8 +30,8 @@ attempt with trigger "replay". Replaying the same file again changes nothing.`,
 }
 
 // rejectsOf finds the operations of a file (path or file ID) and their rejects.
-func rejectsOf(c *cobra.Command, into target, fileOrID, table string) (*pipeline.Engine, []ledger.Operation, [][]ledger.Reject, error) {
-	eng, err := openExisting(c, into)
+func rejectsOf(c *cobra.Command, into target, fileOrID, table string) (*ops.Operator, []ledger.Operation, [][]ledger.Reject, error) {
+	eng, err := existingOperator(c, into)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -33,6 +33,9 @@ type rule struct {
 //     implement, never the other way;
 //     the drivers' shared SQL (sink/internal/stdsql) imports the contract
 //     but no driver; nothing imports the command;
+//   - the operator's commands (pipeline/ops) sit above import (pipeline):
+//     ops imports pipeline, never the other way, and both are built on
+//     pipeline/internal/store, which imports neither;
 //   - internal/secret, the masking of secrets, imports none of them, nor
 //     idemtype;
 //   - the reader's facade imports its two wings; a wing never imports the
@@ -53,7 +56,9 @@ var rules = []rule{
 	{pkg: "ledger", not: []string{"reader", "sink", "sink/sqlite", "sink/postgres", "sink/mysql", "checkpoint", "pipeline", "cmd/idemport"}},
 	{pkg: "checkpoint", not: []string{"reader", "sink", "sink/sqlite", "sink/postgres", "sink/mysql", "ledger", "pipeline", "cmd/idemport"}},
 	{pkg: "internal/migrate", not: []string{"sink", "sink/sqlite", "sink/postgres", "sink/mysql", "ledger", "checkpoint", "pipeline"}},
-	{pkg: "pipeline", not: []string{"cmd/idemport"}},
+	{pkg: "pipeline", tests: true, not: []string{"cmd/idemport", "pipeline/ops"}},
+	{pkg: "pipeline/internal/store", tests: true, not: []string{"pipeline", "pipeline/ops", "cmd/idemport"}},
+	{pkg: "pipeline/ops", not: []string{"cmd/idemport"}, must: []string{"pipeline/internal/store"}},
 	{pkg: "internal/notify", not: []string{"reader", "sink", "ledger", "checkpoint", "pipeline", "cmd/idemport"}},
 	{pkg: "internal/secret", not: []string{"idemtype", "reader", "sink", "ledger", "checkpoint", "pipeline", "cmd/idemport", "internal/notify"}},
 	{pkg: "reader/text", tests: true, not: []string{"reader", "reader/columnar", "reader/remote"}},

@@ -1,0 +1,176 @@
+// Package store holds what import (package pipeline) and the operator's
+// commands (package pipeline/ops) share: the open target database with
+// its driver, ledger, checkpoints, logger, failpoints and event sinks, and
+// the judgements both make of what the ledger records. It sits below both;
+// neither of them is imported here.
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/internal/proc"
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/sink"
+)
+
+// Failpoints is told each time the engine passes a named point (see
+// pipeline.Failpoints).
+type Failpoints interface {
+	Hit(name string) error
+}
+
+// Options are what Open is told; pipeline.Options documents each.
+type Options struct {
+	ReadOnly     bool
+	AllowMissing bool
+	Logger       *slog.Logger // nil discards
+	Failpoints   Failpoints
+	BusyTimeout  time.Duration // 0 means 30s
+	StateSchema  string        // not empty
+	Notify       []idemtype.EventSink
+	Drivers      sink.Registry // not nil
+}
+
+// Store is an open target database with its ledger and checkpoints. Its
+// fields are set by Open and never change; it is safe for concurrent use.
+type Store struct {
+	// DB is the database; nil when it does not exist yet (AllowMissing).
+	DB *sql.DB
+	// Prefix names idemport's own tables (ledger, checkpoints, outbox).
+	Prefix string
+	// Name is the target as shown to users; Disk where it keeps its data,
+	// for a user told to free space.
+	Name, Disk string
+	Ledger     *ledger.Ledger
+	CP         *checkpoint.Store
+	Driver     sink.Driver
+	Log        *slog.Logger
+	// Batch is the rows per batch handed to the driver's writer; 0 means a
+	// partition's.
+	Batch int
+	// Sinks are the event sinks each event recorded is owed to.
+	Sinks []idemtype.EventSink
+	fp    Failpoints
+}
+
+// Open opens the target named by dsn through the driver o.Drivers chooses
+// for it and, unless o.ReadOnly, creates or upgrades idemport's tables
+// there. The driver's errors are returned as they are (a *sink.ConfigError
+// for a DSN or build it cannot serve, ErrNoDatabase for a read-only open
+// of a missing database, unless o.AllowMissing).
+func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 30 * time.Second
+	}
+	drv, err := o.Drivers.Lookup(dsn)
+	if err != nil {
+		return nil, err
+	}
+	db, err := drv.Open(ctx, dsn, sink.Settings{ReadOnly: o.ReadOnly, BusyTimeout: o.BusyTimeout, StateSchema: o.StateSchema})
+	if errors.Is(err, sink.ErrNoDatabase) && o.ReadOnly && o.AllowMissing {
+		name := drv.Redact(dsn)
+		return &Store{Name: name, Disk: name, Driver: drv, Log: o.Logger, fp: o.Failpoints, Sinks: o.Notify}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{DB: db.DB, Prefix: db.Prefix, Name: db.Name, Disk: cmp.Or(db.Disk, db.Name), Driver: drv, Batch: db.BatchRows,
+		Log: o.Logger, fp: o.Failpoints, Sinks: o.Notify}
+	s.Ledger = ledger.New(s.DB, drv, s.Prefix)
+	s.CP = checkpoint.New(s.DB, drv, s.Prefix)
+	if !o.ReadOnly {
+		if err := s.Ledger.Migrate(ctx); err != nil {
+			s.DB.Close()
+			return nil, s.DiskFull(err)
+		}
+		if err := s.CP.Migrate(ctx); err != nil {
+			s.DB.Close()
+			return nil, s.DiskFull(err)
+		}
+	}
+	return s, nil
+}
+
+// Close closes the database, if there is one.
+func (s *Store) Close() error {
+	if s.DB == nil {
+		return nil
+	}
+	return s.DB.Close()
+}
+
+// Exists reports whether the database exists: false only for a Store
+// opened with AllowMissing where there was none.
+func (s *Store) Exists() bool { return s.DB != nil }
+
+// Present returns an error wrapping sink.ErrNoDatabase for a Store without
+// a database, for the methods that need one; nil otherwise.
+func (s *Store) Present() error {
+	if s.DB == nil {
+		return fmt.Errorf("%w at %s", sink.ErrNoDatabase, s.Name)
+	}
+	return nil
+}
+
+// Hit tells the failpoints, if any, that the engine passed point name.
+func (s *Store) Hit(name string) error {
+	if s.fp == nil {
+		return nil
+	}
+	return s.fp.Hit(name)
+}
+
+// DiskFull returns err saying what to do when it says the disk is full
+// (the database's, or the spool's): free space and rerun, which resumes
+// from what was committed. Other errors are returned as they are.
+func (s *Store) DiskFull(err error) error {
+	switch {
+	case s.Driver.Full(err):
+		return fmt.Errorf("%w: free space on %s and rerun; it resumes", err, s.Disk)
+	case errors.Is(err, syscall.ENOSPC):
+		return fmt.Errorf("%w: free space and rerun; it resumes", err)
+	}
+	return err
+}
+
+// The states of an attempt that recorded no end, as an import judges a
+// lease holder and status and history show it (pipeline.HolderRunning…).
+const (
+	HolderRunning = "running"
+	HolderStopped = "stopped"
+	HolderGone    = "gone"
+)
+
+// HolderState judges an attempt that recorded no end as an import judges a
+// holder: its process, pid on host with start identity start, is gone
+// (proc.Gone) or stopped when it runs on this host; whatever the host, an
+// attempt whose lease has expired (live is false) is gone, for a rerun
+// takes it over.
+func HolderState(host string, pid int, start uint64, live bool) string {
+	if here, _ := os.Hostname(); host == here {
+		if proc.Gone(pid, start) {
+			return HolderGone
+		}
+		if proc.IsStopped(pid) {
+			return HolderStopped
+		}
+	}
+	if !live {
+		return HolderGone
+	}
+	return HolderRunning
+}
