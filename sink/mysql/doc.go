@@ -6,8 +6,10 @@
 // and widens their columns (AddColumn, Widen), describes them (Describe,
 // with the value rules of DECIMAL), holds their columns, deletes a file's
 // rows and sweeps a snapshot's scope (SweepApply: DELETE t FROM … AS t,
-// since MariaDB before 11.6 takes no alias in DELETE FROM); Compare, Merge
-// and Classify still have the other databases' spelling; the Writer is
+// since MariaDB before 11.6 takes no alias in DELETE FROM) and merges a
+// stage into them (Merge: UPDATE … JOIN, then INSERT … SELECT … WHERE NOT
+// EXISTS, merge.go; Classify runs as written for every database); Compare
+// still has the other databases' spelling; the Writer is
 // not written yet: it fails with a *sink.ConfigError, the cases of
 // drivertest.RunTarget that write rows are skipped (target_test.go), and
 // the driver is not in the registry (pipeline.Drivers), so no --into URL

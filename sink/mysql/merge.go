@@ -1,0 +1,87 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/idemport/idemport/sink"
+)
+
+// Merge implements sink.Driver as stdsql.Merge does, in the statements
+// MariaDB has: it has no INSERT … ON CONFLICT … DO UPDATE … WHERE, and its
+// ON DUPLICATE KEY UPDATE assigns left to right, so that a guard reading
+// the columns would see values already changed. So the changed rows are
+// updated first, by a multi-table UPDATE of the table joined to the stage
+// on the key (its WHERE, the guard, reads the stored row before any
+// assignment), and then the rows new to the table are inserted, those of
+// the stage whose key it lacks. Keys compare by KeyValue (a decimal by
+// its number), and a changed row takes the staged row's values, the text
+// of its decimal key columns included (sink.Rewritten).
+func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage string, columns []string) (staged, fresh, written int64, err error) {
+	t, err := d.Describe(ctx, tx, tg.Table)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if t == nil {
+		return 0, 0, 0, fmt.Errorf("table %s does not exist", tg.Table)
+	}
+	table, st := d.QuoteTable(tg.Table), d.QuoteTable(stage)
+	conflict := tg.Key
+	if tg.Ordinal() {
+		conflict = []string{sink.FileColumn, sink.RowColumn}
+	}
+	match := make([]string, len(conflict))
+	for i, k := range conflict {
+		match[i] = d.KeyValue("t."+q(k), t.Kind(k)) + " = " + d.KeyValue("s."+q(k), t.Kind(k))
+	}
+	on := strings.Join(match, " AND ")
+	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM `+table+` t WHERE `+
+		on+`) THEN 0 ELSE 1 END), 0) FROM `+st+` s`).Scan(&staged, &fresh); err != nil {
+		return 0, 0, 0, fmt.Errorf("count staged rows of %s: %w", tg.Table, err)
+	}
+	data := sink.Rewritten(t, tg, columns)
+	if len(data) > 0 {
+		set := make([]string, 0, len(data)+2)
+		stored, incoming := make([]string, len(data)), make([]string, len(data))
+		for i, c := range data {
+			set = append(set, "t."+q(c)+" = s."+q(c))
+			stored[i], incoming[i] = d.Exact("t."+q(c), t.Kind(c)), d.Exact("s."+q(c), t.Kind(c))
+		}
+		if !tg.Ordinal() {
+			for _, c := range []string{sink.FileColumn, sink.RowColumn} {
+				set = append(set, "t."+q(c)+" = s."+q(c))
+			}
+		}
+		guard := []string{d.Distinct(stored, incoming)}
+		if tg.Version != "" {
+			sv, v := "t."+q(tg.Version), "s."+q(tg.Version)
+			guard = append(guard, "NOT ("+sv+" IS NOT NULL AND ("+v+" IS NULL OR "+v+" < "+sv+"))")
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE `+table+` t JOIN `+st+` s ON `+on+` SET `+strings.Join(set, ", ")+
+			` WHERE `+strings.Join(guard, " AND "))
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("update rows of %s from the stage: %w", tg.Table, err)
+		}
+		if written, err = res.RowsAffected(); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	cols := append(slices.Clone(columns), sink.FileColumn, sink.RowColumn)
+	list := make([]string, len(cols))
+	for i, c := range cols {
+		list[i] = q(c)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO `+table+` (`+strings.Join(list, ", ")+`) SELECT s.`+strings.Join(list, ", s.")+
+		` FROM `+st+` s WHERE NOT EXISTS (SELECT 1 FROM `+table+` t WHERE `+on+`)`)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("insert staged rows into %s: %w", tg.Table, err)
+	}
+	inserted, err := res.RowsAffected()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return staged, fresh, written + inserted, nil
+}
