@@ -8,8 +8,8 @@
 // rows and sweeps a snapshot's scope (SweepApply: DELETE t FROM … AS t,
 // since MariaDB before 11.6 takes no alias in DELETE FROM) and merges a
 // stage into them (Merge: UPDATE … JOIN, then INSERT … SELECT … WHERE NOT
-// EXISTS, merge.go; Classify runs as written for every database); Compare
-// still has the other databases' spelling; the Writer is
+// EXISTS, merge.go; Classify runs as written for every database) and
+// compares a file's rows with them (Compare, compare.go); the Writer is
 // not written yet: it fails with a *sink.ConfigError, the cases of
 // drivertest.RunTarget that write rows are skipped (target_test.go), and
 // the driver is not in the registry (pipeline.Drivers), so no --into URL
@@ -44,6 +44,9 @@
 //     local timestamp is a DATETIME(6) too, commented idemport:local, and
 //     Describe tells the two apart by that comment alone.
 //   - JSON is a LONGTEXT checked by json_valid, as MariaDB's JSON type is.
+//   - Text is utf8mb4_nopad_bin, whatever the database's default, as in
+//     idemport's own tables: keys that differ in case or in trailing
+//     spaces are two keys, as in the file.
 //
 // Widen changes a column outside every key (MODIFY COLUMN, keeping NOT
 // NULL; MariaDB's casts to text are exact); a key column is not widened

@@ -13,6 +13,12 @@ import (
 	"github.com/idemport/idemport/sink"
 )
 
+// collation is the collation of the text columns of the tables Ensure
+// makes, whatever the database's default, as of idemport's own: byte by
+// byte and without padding, so that keys that differ in case or in
+// trailing spaces are two keys, as a file's are.
+const collation = "utf8mb4_nopad_bin"
+
 // The comments that mark what a column Ensure made holds, where its SQL
 // type alone cannot say (Describe reads them):
 //   - markDecimal: a decimal's canonical text (MEDIUMTEXT, or VARCHAR in
@@ -128,6 +134,9 @@ func keyExpr(expr string) string {
 	return "CASE WHEN LOCATE('.', " + expr + ") > 0 THEN TRIM(TRAILING '.' FROM TRIM(TRAILING '0' FROM " + expr + ")) ELSE " + expr + " END"
 }
 
+// tableOptions end the CREATE TABLE of a target table.
+const tableOptions = " ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = " + collation
+
 // keyColumn names the stored column that keys the i-th key column by its
 // number (markKey).
 func keyColumn(i int) string { return fmt.Sprintf("idemport_key_%d", i+1) }
@@ -161,7 +170,7 @@ func createSQL(tg sink.Target, schema *arrow.Schema) string {
 		b.WriteString("  " + columnDef(f.Name, kind(f.Name), c, key) + ",\n")
 	}
 	if tg.Ordinal() {
-		fmt.Fprintf(&b, "  PRIMARY KEY (%s, %s)\n)", q(sink.FileColumn), q(sink.RowColumn))
+		fmt.Fprintf(&b, "  PRIMARY KEY (%s, %s)\n)%s", q(sink.FileColumn), q(sink.RowColumn), tableOptions)
 		return b.String()
 	}
 	fmt.Fprintf(&b, "  %s BIGINT,\n  %s BIGINT,\n", q(sink.FileColumn), q(sink.RowColumn))
@@ -176,9 +185,9 @@ func createSQL(tg sink.Target, schema *arrow.Schema) string {
 		}
 	}
 	if generated {
-		fmt.Fprintf(&b, "  UNIQUE KEY %s (%s)\n)", q("idemport_key"), strings.Join(cols, ", "))
+		fmt.Fprintf(&b, "  UNIQUE KEY %s (%s)\n)%s", q("idemport_key"), strings.Join(cols, ", "), tableOptions)
 	} else {
-		fmt.Fprintf(&b, "  PRIMARY KEY (%s)\n)", strings.Join(cols, ", "))
+		fmt.Fprintf(&b, "  PRIMARY KEY (%s)\n)%s", strings.Join(cols, ", "), tableOptions)
 	}
 	return b.String()
 }

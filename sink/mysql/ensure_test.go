@@ -152,3 +152,17 @@ func TestAddColumnAndWiden(t *testing.T) {
 		t.Errorf("widen a key column: %v, want a ConfigError", err)
 	}
 }
+
+// TestEnsureCollation: in a database whose default collation folds case
+// and pads, the keys of a table Ensure makes are still told apart byte by
+// byte: a, A and "a " are three keys.
+func TestEnsureCollation(t *testing.T) {
+	db, _ := openTarget(t, sink.Settings{})
+	exec(t, db, `ALTER DATABASE CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci`)
+	f := drivertest.Open(t, drivertest.Env{DB: db, Driver: Driver{}})
+	f.MustEnsure(sink.Target{Table: "t", Key: []string{"s"}}, drivertest.Schema(drivertest.Str("s"), drivertest.Str("v")))
+	f.Exec(`INSERT INTO t (s, v) VALUES ('a', '1'), ('A', '2'), ('a ', '3')`)
+	if n := f.Int(`SELECT count(*) FROM t WHERE v = 'x' OR s = 'a'`); n != 1 {
+		t.Errorf("%d rows of key a, want 1", n)
+	}
+}
