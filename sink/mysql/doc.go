@@ -9,7 +9,8 @@
 // since MariaDB before 11.6 takes no alias in DELETE FROM) and merges a
 // stage into them (Merge: UPDATE … JOIN, then INSERT … SELECT … WHERE NOT
 // EXISTS, merge.go; Classify runs as written for every database) and
-// compares a file's rows with them (Compare, compare.go); the Writer is
+// compares a file's rows with them (Compare, compare.go) and reads a
+// snapshot scope's keys (SweepKeys); the Writer is
 // not written yet: it fails with a *sink.ConfigError, the cases of
 // drivertest.RunTarget that write rows are skipped (target_test.go), and
 // the driver is not in the registry (pipeline.Drivers), so no --into URL

@@ -1,6 +1,8 @@
 package mysql
 
 import (
+	"database/sql"
+	"slices"
 	"testing"
 	"time"
 
@@ -110,5 +112,24 @@ func TestHardSweep(t *testing.T) {
 		if err := db.QueryRow(`SELECT group_concat(` + row + ` ORDER BY ` + row + ` SEPARATOR ',') FROM ` + table).Scan(&got); err != nil || got != want {
 			t.Errorf("%s after the sweep: %s (%v), want %s", table, got, err, want)
 		}
+	}
+}
+
+// TestSweepKeys: SweepKeys reads the keys of the live rows of a scope as
+// text, decimals as written and a soft sweep's deleted rows left out.
+func TestSweepKeys(t *testing.T) {
+	db, _ := openTarget(t, sink.Settings{})
+	exec(t, db, `CREATE TABLE n (a VARCHAR(8) NOT NULL, b DECIMAL(10,2) NOT NULL, region VARCHAR(8), "_idemport_deleted_at" DATETIME(6), PRIMARY KEY (a, b))`,
+		`INSERT INTO n VALUES ('x', 1.5, 'eu', NULL), ('y', 2, 'eu', '2026-01-01'), ('z', 3, 'us', NULL), ('w', 4, 'eu', NULL)`)
+	d := Driver{}
+	var got []string
+	err := d.SweepKeys(t.Context(), db, sink.Sweep{Driver: d, Table: "n", Key: []string{"a", "b"}, Soft: true,
+		Scope: []sink.Term{{Column: "region", Value: "eu"}}}, func(key []sql.NullString) error {
+		got = append(got, key[0].String+"/"+key[1].String)
+		return nil
+	})
+	slices.Sort(got)
+	if want := []string{"w/4.00", "x/1.50"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("keys %q (%v), want %q", got, err, want)
 	}
 }

@@ -56,3 +56,41 @@ func sweepWhere(d Driver, s sink.Sweep, t *sink.Table) (string, []any) {
 	}
 	return strings.Join(conds, " AND "), args
 }
+
+// SweepKeys implements sink.Driver as stdsql.SweepKeys does, reading each
+// key column as text by CAST … AS CHAR (MariaDB has no CAST … AS TEXT):
+// it calls each, inside qr, with the key of every live row of the scope.
+func (d Driver) SweepKeys(ctx context.Context, qr sink.Querier, s sink.Sweep, each func(key []sql.NullString) error) error {
+	sel := make([]string, len(s.Key))
+	for i, k := range s.Key {
+		sel[i] = "CAST(t." + q(k) + " AS CHAR)"
+	}
+	conds := []string{"1 = 1"}
+	var args []any
+	for _, term := range s.Scope {
+		conds = append(conds, "t."+q(term.Column)+" = ?")
+		args = append(args, term.Value)
+	}
+	if s.Soft {
+		conds = append(conds, "t."+q(sink.DeletedColumn)+" IS NULL")
+	}
+	rows, err := qr.QueryContext(ctx, `SELECT `+strings.Join(sel, ", ")+` FROM `+d.QuoteTable(s.Table)+` t WHERE `+strings.Join(conds, " AND "), args...)
+	if err != nil {
+		return fmt.Errorf("read the keys of %s: %w", s.Table, err)
+	}
+	defer rows.Close()
+	vals := make([]sql.NullString, len(sel))
+	ptrs := make([]any, len(sel))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		if err := each(vals); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
