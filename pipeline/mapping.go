@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/pipeline/internal/store"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/sink"
 )
@@ -171,37 +172,11 @@ func parseScopeText(text string) ([]sink.Term, error) {
 	return out, nil
 }
 
-// canonicalMapping is the versioned, stable form of a Mapping that is hashed.
-// Field order is fixed by the struct; map keys are sorted by encoding/json.
-type canonicalMapping struct {
-	Version   int               `json:"mapping_version"`
-	Table     string            `json:"table"`
-	Key       []string          `json:"key"`
-	VersionBy string            `json:"version_column"`
-	Columns   map[string]string `json:"columns"`
-	Format    string            `json:"format"`
-	Delimiter string            `json:"delimiter"`
-	Quotes    bool              `json:"quotes"`
-	// Added later: omitted when unset, so that the mapping digests of
-	// imports without them stay what they were.
-	Snapshot *canonicalSnapshot `json:"snapshot,omitempty"`
-	Evolve   string             `json:"evolve,omitempty"`
-	Atomic   bool               `json:"atomic,omitempty"`
-	// How the file is read, when not by default.
-	SkipLines int               `json:"skip_lines,omitempty"`
-	NoHeader  bool              `json:"no_header,omitempty"`
-	Names     []string          `json:"names,omitempty"`
-	Select    []string          `json:"select,omitempty"`
-	Rename    map[string]string `json:"rename,omitempty"`
-	Null      []string          `json:"null,omitempty"`
-	Encoding  string            `json:"encoding,omitempty"`
-	Sheet     string            `json:"sheet,omitempty"`
-}
+// canonicalMapping is the versioned, stable form of a Mapping that is
+// hashed and stored with each operation (store.Mapping).
+type canonicalMapping = store.Mapping
 
-type canonicalSnapshot struct {
-	Delete string `json:"delete"` // hard or soft
-	Scope  string `json:"scope"`
-}
+type canonicalSnapshot = store.MappingSnapshot
 
 // MappingVersion is the version of the canonical mapping new imports
 // record. Version 2 infers ISO dates as date and timestamps without a

@@ -14,27 +14,13 @@ import (
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/pipeline/internal/store"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/sink"
 )
 
-// storedPlan is the body of a stored plan: what a later attempt needs,
-// beside the partitions, to read the file exactly as the planner did.
-type storedPlan struct {
-	Version       int           `json:"plan_version"`
-	Schema        reader.Schema `json:"schema"`
-	Rows          int64         `json:"rows"`
-	Rejected      int64         `json:"rejected"`
-	Superseded    int64         `json:"superseded,omitempty"`
-	PartitionRows int64         `json:"partition_rows"`
-	// PartitionBytes is 0 in plans stored before partitions were bounded
-	// by bytes; their partitions are resumed as stored all the same.
-	PartitionBytes int64 `json:"partition_bytes,omitempty"`
-	// Limits and JSONB are what the plan pass checked values against, so
-	// that every attempt decides the same rows are bad.
-	Limits map[string]reader.Limit `json:"limits,omitempty"`
-	JSONB  bool                    `json:"jsonb,omitempty"`
-}
+// storedPlan is the body of a stored plan (store.Plan).
+type storedPlan = store.Plan
 
 // planInput is what the plan pass is told about the target: the types it
 // fixes, and what the target's columns can hold.

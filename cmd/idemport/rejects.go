@@ -156,7 +156,7 @@ replay'. Rows already replayed are left out unless --all.`,
 		Example: "  idemport rejects export orders.csv > fix.csv",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			eng, err := openExisting(c, into)
+			eng, err := existingOperator(c, into)
 			if err != nil {
 				return err
 			}

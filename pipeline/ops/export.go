@@ -1,4 +1,4 @@
-package pipeline
+package ops
 
 import (
 	"bufio"
@@ -13,6 +13,8 @@ import (
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/pipeline"
+	"github.com/idemport/idemport/pipeline/internal/store"
 	"github.com/idemport/idemport/reader"
 )
 
@@ -22,14 +24,14 @@ import (
 // identity columns, then the source file's columns holding the values as
 // they were read (a null as an empty unquoted field, an empty string as
 // "", a json column's JSON document as the import stores it), then the
-// fields rows had beyond those columns, in ReplayExtra columns. Replay reads
+// fields rows had beyond those columns, in pipeline.ReplayExtra columns. Replay reads
 // it back to the same values. Rows already replayed are skipped unless all
 // is set.
-func (e *Engine) ExportRejects(ctx context.Context, w io.Writer, fileOrID, table string, all bool) error {
-	if err := e.present(); err != nil {
+func (o *Operator) ExportRejects(ctx context.Context, w io.Writer, fileOrID, table string, all bool) error {
+	if err := o.st.Present(); err != nil {
 		return err
 	}
-	ops, err := e.st.Operations(ctx, fileOrID, table)
+	ops, err := o.st.Operations(ctx, fileOrID, table)
 	if err != nil {
 		return err
 	}
@@ -38,25 +40,25 @@ func (e *Engine) ExportRejects(ctx context.Context, w io.Writer, fileOrID, table
 		for _, op := range ops {
 			tables = append(tables, op.Table)
 		}
-		return usagef("%s was imported into %d tables (%s); choose one with --table", fileOrID, len(ops), strings.Join(tables, ", "))
+		return store.Usagef("%s was imported into %d tables (%s); choose one with --table", fileOrID, len(ops), strings.Join(tables, ", "))
 	}
 	op := ops[0]
-	body, _, err := e.st.CP.Load(ctx, e.st.DB, checkpoint.Op{Table: op.Table, FileID: op.FileID})
+	body, _, err := o.st.CP.Load(ctx, o.st.DB, checkpoint.Op{Table: op.Table, FileID: op.FileID})
 	if err != nil {
 		return err
 	}
 	if body == nil {
 		return fmt.Errorf("the plan of %s was removed (gc); its rejects cannot be exported", op.Key)
 	}
-	var sp storedPlan
+	var sp store.Plan
 	if err := json.Unmarshal(body, &sp); err != nil {
 		return fmt.Errorf("read stored plan: %w", err)
 	}
-	var m canonicalMapping
+	var m store.Mapping
 	if err := json.Unmarshal([]byte(op.Mapping), &m); err != nil {
 		return fmt.Errorf("read stored mapping: %w", err)
 	}
-	rejects, err := e.st.Ledger.Rejects(ctx, e.st.DB, op.Key)
+	rejects, err := o.st.Ledger.Rejects(ctx, o.st.DB, op.Key)
 	if err != nil {
 		return err
 	}
@@ -83,12 +85,12 @@ func (e *Engine) ExportRejects(ctx context.Context, w io.Writer, fileOrID, table
 		rows = append(rows, row{r.Ordinal, cols, extra})
 	}
 	bw := bufio.NewWriter(w)
-	header := []string{ReplayTable, ReplayFileID, ReplayRow}
+	header := []string{pipeline.ReplayTable, pipeline.ReplayFileID, pipeline.ReplayRow}
 	for _, c := range sp.Schema {
 		header = append(header, c.Name)
 	}
 	for i := range extras {
-		header = append(header, ReplayExtra+strconv.Itoa(i+1))
+		header = append(header, pipeline.ReplayExtra+strconv.Itoa(i+1))
 	}
 	rec := make([]reader.Field, len(header))
 	for i, h := range header {
@@ -132,7 +134,7 @@ func writeCSV(w *bufio.Writer, rec []reader.Field) {
 // legacyFields splits the raw row of a reject stored by an older version,
 // which kept no fields: empty values come back as nulls, extra fields are
 // dropped, and Parquet and Arrow rows have no values.
-func legacyFields(r ledger.Reject, m canonicalMapping, schema reader.Schema) []reader.Field {
+func legacyFields(r ledger.Reject, m store.Mapping, schema reader.Schema) []reader.Field {
 	out := make([]reader.Field, len(schema))
 	for i, v := range splitRow(r, m, schema) {
 		out[i] = reader.Field{Text: v, Null: v == ""}
@@ -143,7 +145,7 @@ func legacyFields(r ledger.Reject, m canonicalMapping, schema reader.Schema) []r
 // splitRow turns a reject's raw row back into one value per column, as
 // text, so it can be edited. A row that had too few fields is padded with
 // empty values; fields beyond the columns are dropped.
-func splitRow(r ledger.Reject, m canonicalMapping, schema reader.Schema) []string {
+func splitRow(r ledger.Reject, m store.Mapping, schema reader.Schema) []string {
 	out := make([]string, len(schema))
 	if r.Row == "" {
 		return out
