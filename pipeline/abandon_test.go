@@ -37,6 +37,7 @@ func (p *atPoint) Hit(name string) error {
 // (the resumed one committed none); the file, imported again, then lands
 // exactly once.
 func TestSourceChangedUnderResumedAttempt(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		ctx := context.Background()
 		f := newFx(t, name)

@@ -38,6 +38,7 @@ func (s *recordingSink) Deliver(_ context.Context, m idemtype.EventMessage) erro
 // files are delivered in order and each result says so, and the metrics
 // count the rows the table holds.
 func TestImportAllDoesWhatTheCommandDoes(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
@@ -150,6 +151,7 @@ func (f *fx) count(t *testing.T, q string) int64 {
 // recorded an event, not after a duplicate. The clock and the pass are
 // the test's, so no time is measured.
 func TestImportAllSpendsOneDeliveryBudget(t *testing.T) {
+	t.Parallel()
 	testkit.Available(t, testkit.SQLite)
 	f := newFx(t, testkit.SQLite)
 	ctx := context.Background()
@@ -192,6 +194,7 @@ func TestImportAllSpendsOneDeliveryBudget(t *testing.T) {
 // TestImportAllStopsWhenCancelled: once ctx is done, no file starts and no
 // delivery pass runs; the results so far are returned.
 func TestImportAllStopsWhenCancelled(t *testing.T) {
+	t.Parallel()
 	testkit.Available(t, testkit.SQLite)
 	f := newFx(t, testkit.SQLite)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -108,6 +108,7 @@ func (a *armOnWait) Handle(_ context.Context, r slog.Record) error {
 // target holds every row once. The clock jump makes the moment exact
 // instead of a matter of timing.
 func TestJustExpiredLeaseIsNotBusy(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
 		req := Request{Path: f.write(t, "items.csv", items(300, 1)), Mapping: Mapping{Table: "items"}, PartitionRows: 100, Lease: 10 * time.Minute}

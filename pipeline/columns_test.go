@@ -21,6 +21,7 @@ import (
 // pass: the import claims, then retracts the claim, leaving no operation
 // and no attempt (only the file's digests, remembered at the claim).
 func TestMissingColumnIsAUsageErrorForPlanAndImport(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, m := range []struct {
 			flag    string

@@ -462,6 +462,7 @@ func (f *fx) waitLeasesExpired(t *testing.T) {
 // nothing, and that the import then decides the same and ends as that
 // decision predicts.
 func TestDecisionTable(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, row := range decisionRows() {
 			t.Run(row.name, func(t *testing.T) {
@@ -673,6 +674,7 @@ func refusedFor(res *Result) string {
 // TestDecisionTableCoversTheREADME checks that every decision of the
 // claim table has a row in TestDecisionTable.
 func TestDecisionTableCoversTheREADME(t *testing.T) {
+	t.Parallel()
 	var have []ledger.Decision
 	for _, r := range decisionRows() {
 		have = append(have, r.want)

@@ -14,6 +14,7 @@ import (
 // driver that owns it, bare paths SQLite, and a URL of an unknown scheme a
 // usage error naming every form, its password masked.
 func TestDriversChooseByDSN(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		dsn  string
 		want sink.Driver
@@ -53,6 +54,7 @@ func TestDriversChooseByDSN(t *testing.T) {
 // TestOpenUsageErrors checks that a DSN no driver can serve is a
 // *UsageError, as it was when pipeline parsed DSNs itself.
 func TestOpenUsageErrors(t *testing.T) {
+	t.Parallel()
 	for dsn, want := range map[string]string{
 		"sqlite:":      `"sqlite:" names no file`,
 		"mysql://h/db": `unsupported target "mysql://h/db" (want a SQLite path, sqlite://PATH, postgres://… or host=… dbname=…)`,

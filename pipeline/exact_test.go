@@ -55,6 +55,7 @@ func wantTable(t *testing.T, f *fx, table string, want map[string]string) {
 // staging table); a decimal column takes such a file the same way, and a
 // text column the file's text itself.
 func TestWidenKeepsTheFileDigits(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
@@ -108,6 +109,7 @@ func TestWidenKeepsTheFileDigits(t *testing.T) {
 // into the text column, never a float64's digits nor a decimal's
 // canonical text.
 func TestWidenedUnderAPartitionKeepsTheFileText(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
@@ -149,6 +151,7 @@ func TestWidenedUnderAPartitionKeepsTheFileText(t *testing.T) {
 // decimal that reads back as it (476316062747.79, never
 // 4.7631606274779e+11, and 4, never 4.0).
 func TestParquetFloatIntoExactColumns(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()

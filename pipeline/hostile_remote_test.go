@@ -71,6 +71,7 @@ func fastRetries() *remote.Client {
 // N-20 bytes were imported (the last row lost, the one before cut short)
 // and the run exited 0.
 func TestRemoteShortHeadChunkedGet(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
 		body := []byte(items(200, 1))
@@ -96,6 +97,7 @@ func TestRemoteShortHeadChunkedGet(t *testing.T) {
 // unchanged content is a duplicate found by its digest, not by the ETag.
 // A strong ETag still lets a rerun stop at the HEAD request.
 func TestRemoteWeakETag(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
@@ -145,6 +147,7 @@ func TestRemoteWeakETag(t *testing.T) {
 // an object its URL names without the query (or with a presigned URL's
 // signature only): these are read and hashed each time.
 func TestRemoteQueryNamesTheObject(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()

@@ -83,6 +83,7 @@ func jsonlAgainstCSV() (csv, jsonl string, want [][]string, bad int) {
 // compares both tables, value by value, with the rows the file holds: every
 // string, escaped or not, lands exactly; both refuse the same bad rows.
 func TestJSONLMatchesCSV(t *testing.T) {
+	t.Parallel()
 	csv, jsonl, want, bad := jsonlAgainstCSV()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := openValues(t, name)

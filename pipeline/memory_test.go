@@ -137,6 +137,7 @@ func (f *fx) checkWide(t *testing.T, table string, rows []wideRow) {
 // cut by bytes as well as rows, for each text format, and that the rows
 // land exactly; and that Parquet and Arrow files keep a partition per unit.
 func TestPartitionsBoundedByBytes(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
@@ -207,6 +208,7 @@ func TestPartitionsBoundedByBytes(t *testing.T) {
 // cut by bytes, then resumes it with other bounds: the stored plan's
 // partitions are the ones applied, and the rows land exactly once.
 func TestResumeByteBoundedPartitions(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
@@ -264,6 +266,7 @@ func allBad(n, good int) string {
 // and admits one with that many within its limit, every bad row in the
 // quarantine.
 func TestBadRowsBeyondMemory(t *testing.T) {
+	t.Parallel()
 	const many = 1<<20 + 5
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)

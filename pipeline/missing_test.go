@@ -16,6 +16,7 @@ import (
 // limits (the case-folded duplicate column that import refuses), finds no
 // events or ledger numbers, and refuses what needs a database.
 func TestMissingDatabase(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "never.db")

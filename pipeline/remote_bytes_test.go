@@ -20,6 +20,8 @@ import (
 // about once (before, each partition's range was fetched again, 2×). The
 // copy is removed when the import completes.
 func TestRemoteFirstImportFetchesOnce(t *testing.T) {
+	// Not parallel: the S3 client reads its configuration from the
+	// environment of this process (remotetest.Server.SetEnv).
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, store := range []string{"s3", "http"} {
 			t.Run(store, func(t *testing.T) {
@@ -74,6 +76,8 @@ func TestRemoteFirstImportFetchesOnce(t *testing.T) {
 // request and no HEAD or GET. --rehash reads every object again; an object
 // replaced since (same size, another ETag) is opened, read and imported.
 func TestRemotePrefixRerunListsOnly(t *testing.T) {
+	// Not parallel: the S3 client reads its configuration from the
+	// environment of this process (remotetest.Server.SetEnv).
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
 		srv := remotetest.NewS3(t, "bkt")

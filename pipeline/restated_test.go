@@ -18,6 +18,7 @@ import (
 // stays that of the flags given. A type that changes how the column is
 // read is still another mapping, and the conflict names only it.
 func TestRestatedTypesAreTheSameMapping(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()

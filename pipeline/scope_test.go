@@ -18,6 +18,7 @@ import (
 // (and parse back), while a scope without such characters is spelt as
 // before escaping, keeping its mapping digest and its snapshots' records.
 func TestScopeText(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		terms  []sink.Term
@@ -68,6 +69,7 @@ func TestScopeText(t *testing.T) {
 // scope's: a rerun is a duplicate, not a conflict, an older extract is
 // stale, and a newer one applies and records the scope as now spelt.
 func TestScopeLegacyLedger(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		f := newFx(t, name)

@@ -13,6 +13,7 @@ import (
 // own reads for Parquet) is used, and a rerun with --rehash is a duplicate
 // that stops the speculative plan.
 func TestImportPlansWhileHashing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	csv := filepath.Join(dir, "orders.csv")
 	testkit.Orders(t, csv, 5000, 9)

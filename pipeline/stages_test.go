@@ -26,6 +26,7 @@ import (
 // another; an unchanged file is not hashed again; a --column naming the
 // type the table already has does not change the mapping.
 func TestIdentifyFingerprint(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
@@ -92,6 +93,7 @@ func TestIdentifyFingerprint(t *testing.T) {
 // their ordinal, column and value; and infer the types the created
 // table's columns then have.
 func TestPlanPartitionsRejectsAndTypes(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
@@ -221,6 +223,7 @@ func TestPlanPartitionsRejectsAndTypes(t *testing.T) {
 // partitions, only the last occurrence of a key (the others counted
 // superseded), a later file updating, and an unchanged row counted so.
 func TestApplyWritesEveryValue(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()

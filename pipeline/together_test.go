@@ -20,6 +20,7 @@ import (
 // counted every row inserted that the table holds, and each effect has
 // exactly one event.
 func TestWhatCommitsTogetherFailsTogether(t *testing.T) {
+	t.Parallel()
 	const n = 9
 	var content strings.Builder
 	content.WriteString("id,v\n")

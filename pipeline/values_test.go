@@ -79,6 +79,7 @@ func wantImported(t *testing.T, res *Result, rows int64) {
 // JSONL, in ordinal and natural-key mode, and compares every stored value
 // with the file's as text: nothing rounded, nothing turned to NULL.
 func TestTrickyValuesLandExactly(t *testing.T) {
+	t.Parallel()
 	csv, jsonl, cols := testkit.Tricky()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := openValues(t, name)
@@ -114,6 +115,7 @@ func TestTrickyValuesLandExactly(t *testing.T) {
 // TestKeysBeyondFloatStayDistinct: keys that one float64 cannot tell apart
 // (2^53 and 2^53+1, beside a decimal) stay two rows, as CSV and JSONL.
 func TestKeysBeyondFloatStayDistinct(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := openValues(t, name)
 		for _, file := range []struct{ name, content string }{
@@ -133,6 +135,7 @@ func TestKeysBeyondFloatStayDistinct(t *testing.T) {
 // had no leading zero has an integer column; a later file's 02134 is a bad
 // row that says why, never 2134, and keys 007 and 7 never merge.
 func TestLeadingZerosIntoIntegerColumn(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := openValues(t, name)
 		wantImported(t, f.importText(t, "zips1.csv", "zip,city\n2134,Boston\n10001,New York\n", Request{Mapping: Mapping{Table: "zips"}}), 2)
@@ -191,6 +194,7 @@ func (f *valuesFx) list(t *testing.T, q string) string {
 // document it is (an object stays an object), and text that is not JSON is
 // a bad row.
 func TestJSONColumnOnCSV(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := openValues(t, name)
 		content := "id,doc\n" +
@@ -227,6 +231,7 @@ func TestJSONColumnOnCSV(t *testing.T) {
 // 12345678901234567890.123456789 exactly, from CSV and from JSONL, and
 // columns of types idemport does not create take the file's text.
 func TestNumericColumnExact(t *testing.T) {
+	t.Parallel()
 	testkit.Available(t, testkit.Postgres)
 	f := openValues(t, testkit.Postgres)
 	f.exec(t, `CREATE TABLE amounts (id bigint PRIMARY KEY, amount numeric(38,9), qty integer, code varchar(10),
@@ -250,6 +255,7 @@ func TestNumericColumnExact(t *testing.T) {
 // TestVerifyNaturalKeyWhateverTheTypes: verify recounts a natural-key
 // import whose file, read alone, infers other types than the table's.
 func TestVerifyNaturalKeyWhateverTheTypes(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := openValues(t, name)
 		for _, tc := range []struct{ table, first, second, name string }{
@@ -288,6 +294,7 @@ func TestVerifyNaturalKeyWhateverTheTypes(t *testing.T) {
 // and 7, which it updates only where it means one of them (-0 and 0.0 are
 // 0, +7 is 7; 07 never is).
 func TestShortNumberForms(t *testing.T) {
+	t.Parallel()
 	forms := testkit.ZeroForms()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := openValues(t, name)

@@ -13,6 +13,7 @@ import (
 // why, from the same decision: a dropped table (an import would apply it
 // again), other content (a conflict), an import that did not complete.
 func TestVerifyDecidesAsImport(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()

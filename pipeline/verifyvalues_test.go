@@ -18,6 +18,7 @@ import (
 // mapping digest), for every option the canonical form spells, and leaves
 // at their defaults the format options the file's name already gives.
 func TestRecordedMappingRoundTrips(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		path string
@@ -76,6 +77,7 @@ func canonicalOf(m Mapping, path string) (string, string) {
 // not. Applied again (--reapply), the file puts them back and verify is
 // clean.
 func TestVerifyComparesValues(t *testing.T) {
+	t.Parallel()
 	const file = "id,v,amount,big,note\n" +
 		"1,1,1.50,9223372036854775807,x\n" +
 		"2,1,2.25,-9223372036854775808,\"\"\n" +
