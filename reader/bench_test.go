@@ -116,7 +116,7 @@ func BenchmarkKeyIndex(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		b.StartTimer()
-		k := keys.NewIndex()
+		k := keys.NewIndex("", 0)
 		var buf []byte
 		for i := range int64(n) {
 			buf = keys.AppendValue(buf[:0], value.Value{I: i * 7919}, idemtype.Int64)
@@ -127,7 +127,7 @@ func BenchmarkKeyIndex(b *testing.B) {
 		perKey = float64(after.HeapAlloc-before.HeapAlloc) / n
 		b.StartTimer()
 		t0 := time.Now()
-		if c := k.Candidates(); len(c) != 0 {
+		if c, err := k.Candidates(); err != nil || len(c) != 0 {
 			b.Fatalf("%d candidates among distinct keys", len(c))
 		}
 		search += time.Since(t0)

@@ -56,6 +56,14 @@ type ScanOptions struct {
 	// the decoded data's digest without decompressing the file twice. Text
 	// formats only; the others never call it.
 	ContentDigest func(string)
+	// TempDir is where the pass spills what it would otherwise hold in
+	// memory past a bound (the key hashes of a keyed file, KeysHeld); ""
+	// means os.TempDir(). What it spills is removed before Scan returns.
+	TempDir string
+	// KeysHeld is how many key hashes (8 bytes each) the pass of a keyed
+	// file holds in memory before it spills them to a file in TempDir; 0
+	// means 4Mi (32 MiB). The plan is the same whatever it is.
+	KeysHeld int
 
 	// secondCore, if set, keeps the pass on one goroutine until it is
 	// closed. Nil lets the pass use a second goroutine from the start: text
@@ -75,7 +83,7 @@ type ScanOptions struct {
 // stop it: they are counted in the plan.
 func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 	wo := partition.ScanOptions{PartitionRows: o.PartitionRows, PartitionBytes: o.PartitionBytes, KeepRejects: o.KeepRejects, Spill: o.Spill, Progress: o.Progress,
-		ContentDigest: o.ContentDigest, SecondCore: o.secondCore}
+		ContentDigest: o.ContentDigest, SecondCore: o.secondCore, TempDir: o.TempDir, KeysHeld: o.KeysHeld}
 	var plan *Plan
 	var cands []int64
 	var err error

@@ -88,7 +88,8 @@ func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (plan *partiti
 	var keyCols []int
 	var rr renderer
 	if len(f.Opts.Key) > 0 {
-		index = keys.NewIndex()
+		index = keys.NewIndex(o.TempDir, o.KeysHeld)
+		defer index.Close() // on every path: what the index spilled is removed
 		names := make([]string, len(f.cols))
 		for i, c := range f.cols {
 			names[i] = c.name
@@ -194,7 +195,11 @@ func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (plan *partiti
 	}
 	plan.Rows = ordinal
 	if index != nil {
-		return plan, index.Candidates(), nil
+		cands, err := index.Candidates()
+		if err != nil {
+			return nil, nil, err
+		}
+		return plan, cands, nil
 	}
 	return plan, nil, nil
 }

@@ -213,7 +213,7 @@ type validator struct {
 func newValidator(f *File, o partition.ScanOptions) *validator {
 	v := &validator{f: f, o: o}
 	if len(f.Opts.Key) > 0 {
-		v.keys = keys.NewIndex()
+		v.keys = keys.NewIndex(o.TempDir, o.KeysHeld)
 	}
 	return v
 }

@@ -95,6 +95,7 @@ func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (*partition.Pl
 		free <- &rowChunk{}
 	}
 	v := newValidator(f, o)
+	defer v.keys.Close() // on every path: what the index spilled is removed
 	v.stop = cancel
 	validated := make(chan struct{})
 	go func() {
@@ -129,7 +130,11 @@ func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (*partition.Pl
 		plan.Schema = append(plan.Schema, value.Column{Name: name, Type: t})
 	}
 	if v.keys != nil {
-		return plan, v.keys.Candidates(), nil
+		cands, err := v.keys.Candidates()
+		if err != nil {
+			return nil, nil, err
+		}
+		return plan, cands, nil
 	}
 	return plan, nil, nil
 }

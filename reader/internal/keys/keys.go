@@ -11,9 +11,13 @@ package keys
 // whose keys do not repeat costs the hashing alone.
 
 import (
+	"bufio"
 	"encoding/binary"
+	"fmt"
 	"hash/maphash"
+	"io"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 
@@ -24,24 +28,98 @@ import (
 // grows a chunk at a time, so no slice of all the hashes is ever copied.
 const keyChunk = 1 << 16
 
+// DefaultHeld is how many key hashes an Index holds in memory (8 bytes
+// each: 32 MiB) before it spills them to a temporary file.
+const DefaultHeld = 4 << 20
+
 // Index collects the key hashes of a plan pass: 8 bytes a row, and 8
-// more while candidates runs. It is not safe for concurrent use.
+// more while candidates runs, up to its bound; past it the hashes go to a
+// temporary file, and Candidates finds the repeated ones partition by
+// partition of their top bits, each partition's table within the bound.
+// It is not safe for concurrent use.
 type Index struct {
 	seed   maphash.Seed
-	chunks [][]uint64 // hash of row ordinal i+1 at chunks[i/keyChunk][i%keyChunk]; 0 for a bad row
+	chunks [][]uint64 // hash of row ordinal spilled+i+1 at chunks[i/chunk][i%chunk]; 0 for a bad row
 	n      int64      // rows recorded
 	Buf    []byte     // scratch for one row's key
+
+	held    int64  // the bound: hashes held in memory
+	chunk   int    // hashes a chunk holds
+	dir     string // where the spill goes
+	spill   *os.File
+	w       *bufio.Writer
+	spilled int64 // rows whose hashes are in the spill, in ordinal order
+	err     error // the spill's first error, returned by Candidates
+	parts   []*os.File
+	maxOpen int // partition files open at once: maxParts
 }
 
-func NewIndex() *Index { return &Index{seed: maphash.MakeSeed()} }
+// NewIndex returns an index that holds up to held hashes in memory (0
+// means DefaultHeld) and spills the rest to a temporary file in dir ("":
+// os.TempDir()). Candidates or Close removes what it spilled.
+func NewIndex(dir string, held int) *Index {
+	if held <= 0 {
+		held = DefaultHeld
+	}
+	return &Index{seed: maphash.MakeSeed(), held: int64(held), chunk: min(keyChunk, held), dir: dir, maxOpen: maxParts}
+}
 
 func (k *Index) push(h uint64) {
-	if k.n%keyChunk == 0 {
-		k.chunks = append(k.chunks, make([]uint64, 0, keyChunk))
+	if (k.n-k.spilled)%int64(k.chunk) == 0 {
+		if k.n-k.spilled >= k.held {
+			k.spillHeld()
+		}
+		if i := (k.n - k.spilled) / int64(k.chunk); i < int64(len(k.chunks)) {
+			k.chunks[i] = k.chunks[i][:0] // reused after a spill
+		} else {
+			k.chunks = append(k.chunks, make([]uint64, 0, k.chunk))
+		}
 	}
-	c := &k.chunks[len(k.chunks)-1]
+	c := &k.chunks[(k.n-k.spilled)/int64(k.chunk)]
 	*c = append(*c, h)
 	k.n++
+}
+
+// spillHeld writes the hashes held in memory to the spill, in ordinal
+// order, and empties the chunks for reuse.
+func (k *Index) spillHeld() {
+	if k.err == nil && k.spill == nil {
+		k.spill, k.err = os.CreateTemp(k.dir, "idemport-keys-*")
+		if k.err == nil {
+			k.w = bufio.NewWriterSize(k.spill, 1<<20)
+		}
+	}
+	var b [8]byte
+	for _, c := range k.chunks {
+		for _, h := range c {
+			if k.err == nil {
+				binary.LittleEndian.PutUint64(b[:], h)
+				_, k.err = k.w.Write(b[:])
+			}
+		}
+	}
+	for i := range k.chunks {
+		k.chunks[i] = k.chunks[i][:0]
+	}
+	k.spilled = k.n
+}
+
+// Spilled reports whether the index has moved hashes to a temporary file.
+func (k *Index) Spilled() bool { return k.spill != nil }
+
+// Close removes the index's temporary files and frees it; it may be
+// called more than once, and on a nil Index.
+func (k *Index) Close() {
+	if k == nil {
+		return
+	}
+	for _, f := range append(k.parts, k.spill) {
+		if f != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}
+	k.spill, k.w, k.parts, k.chunks, k.Buf = nil, nil, nil, nil, nil
 }
 
 // add records the key bytes of the good row with the given ordinal; rows
@@ -53,13 +131,171 @@ func (k *Index) Add(ordinal int64, key []byte) {
 	k.push(maphash.Bytes(k.seed, key) | 1) // never 0
 }
 
-// candidates returns, in ordinal order, the ordinals of the rows whose key
-// hash occurs more than once, and frees the index. It copies the hashes
-// grouped by their top bits (8 more bytes a row), finds the repeated ones
-// group by group in a table that fits a cache, and only when there are
-// any, looks the rows up in order.
-func (k *Index) Candidates() []int64 {
-	defer func() { k.chunks, k.Buf = nil, nil }()
+// Candidates returns, in ordinal order, the ordinals of the rows whose key
+// hash occurs more than once, and frees the index (as Close does). An
+// error is the spill's: the temporary file could not be written or read.
+func (k *Index) Candidates() ([]int64, error) {
+	defer k.Close()
+	if k.spill == nil && k.err == nil {
+		return k.candidatesHeld(), nil
+	}
+	k.spillHeld()
+	if k.err == nil {
+		k.err = k.w.Flush()
+	}
+	if k.err != nil {
+		return nil, fmt.Errorf("spill key hashes: %w", k.err)
+	}
+	k.chunks = nil
+	repeated, err := k.repeatedSpilled()
+	if err != nil {
+		return nil, fmt.Errorf("spill key hashes: %w", err)
+	}
+	if len(repeated) == 0 {
+		return nil, nil
+	}
+	var out []int64
+	var i int64
+	err = k.eachSpilled(func(h uint64) {
+		i++
+		if h != 0 && repeated[h] {
+			out = append(out, i)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("spill key hashes: %w", err)
+	}
+	return out, nil
+}
+
+// eachSpilled calls fn with every hash of the spill, in ordinal order.
+func (k *Index) eachSpilled(fn func(uint64)) error {
+	return eachHash(k.spill, fn)
+}
+
+func eachHash(f *os.File, fn func(uint64)) error {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(f, 1<<20)
+	var b [8]byte
+	for {
+		if _, err := io.ReadFull(r, b[:]); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		fn(binary.LittleEndian.Uint64(b[:]))
+	}
+}
+
+// maxParts is how many partition files are open at once; more partitions
+// take more reads of the spill. minPart is the fewest hashes a partition
+// is made for: smaller ones would cost more files than they save memory.
+const (
+	maxParts = 256
+	minPart  = 256
+)
+
+// repeatedSpilled returns the hashes of the spill that occur more than
+// once. The hashes are split by their top bits into partitions of about
+// held/4 each, written to files; each partition is then read into a table
+// that holds its distinct hashes, so memory stays within the bound
+// whatever the row count (a partition of one repeated hash holds it once).
+func (k *Index) repeatedSpilled() (map[uint64]bool, error) {
+	bits := 0
+	for k.n>>bits > max(k.held/4, minPart) && bits < 32 {
+		bits++
+	}
+	nparts := 1 << bits
+	repeated := map[uint64]bool{}
+	var table []uint64
+	for base := 0; base < nparts; base += k.maxOpen {
+		count := min(k.maxOpen, nparts-base)
+		k.parts = make([]*os.File, count)
+		ws := make([]*bufio.Writer, count)
+		for i := range k.parts {
+			f, err := os.CreateTemp(k.dir, "idemport-keys-part-*")
+			if err != nil {
+				return nil, err
+			}
+			k.parts[i], ws[i] = f, bufio.NewWriterSize(f, max(4096, (4<<20)/count))
+		}
+		var werr error
+		var b [8]byte
+		err := k.eachSpilled(func(h uint64) {
+			p := 0
+			if bits > 0 {
+				p = int(h>>(64-bits)) - base
+			}
+			if h == 0 || p < 0 || p >= count || werr != nil {
+				return
+			}
+			binary.LittleEndian.PutUint64(b[:], h)
+			_, werr = ws[p].Write(b[:])
+		})
+		if err == nil {
+			err = werr
+		}
+		for i := 0; err == nil && i < count; i++ {
+			err = ws[i].Flush()
+		}
+		if err != nil {
+			return nil, err
+		}
+		for i, f := range k.parts {
+			distinct := 0
+			table = slices.Grow(table[:0], 1024)[:1024]
+			clear(table)
+			err := eachHash(f, func(h uint64) {
+				if 2*(distinct+1) > len(table) {
+					old := slices.Clone(table)
+					table = slices.Grow(table[:0], 2*len(old))[:2*len(old)]
+					clear(table)
+					for _, o := range old {
+						if o != 0 {
+							insertHash(table, o)
+						}
+					}
+				}
+				if insertHash(table, h) {
+					distinct++
+				} else {
+					repeated[h] = true
+				}
+			})
+			f.Close()
+			os.Remove(f.Name())
+			k.parts[i] = nil
+			if err != nil {
+				return nil, err
+			}
+		}
+		k.parts = nil
+	}
+	return repeated, nil
+}
+
+// insertHash puts h into an open-addressing table (0 marks a free slot,
+// its size a power of two) and reports whether it was not there.
+func insertHash(table []uint64, h uint64) bool {
+	mask := uint64(len(table) - 1)
+	j := h & mask
+	for table[j] != 0 {
+		if table[j] == h {
+			return false
+		}
+		j = (j + 1) & mask
+	}
+	table[j] = h
+	return true
+}
+
+// candidatesHeld is Candidates of an index whose hashes are all held in
+// memory. It copies the hashes grouped by their top bits (8 more bytes a
+// row), finds the repeated ones group by group in a table that fits a
+// cache, and only when there are any, looks the rows up in order.
+func (k *Index) candidatesHeld() []int64 {
 	if k.n < 2 {
 		return nil
 	}

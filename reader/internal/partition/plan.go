@@ -97,6 +97,9 @@ type ScanOptions struct {
 	// formats validate rows on it, Parquet files decode half the columns on
 	// it.
 	SecondCore <-chan struct{}
+	// TempDir and KeysHeld are as in the facade's ScanOptions.
+	TempDir  string
+	KeysHeld int
 }
 
 // Castagnoli is the CRC-32 table of the partition checksums (Partition.CRC)
