@@ -148,7 +148,11 @@ var ErrNoSchema = errors.New("no such schema")
 type Writer interface {
 	// Write upserts the rows of rec, whose ordinals in the file with key
 	// fileKey are ordinals, inside tx, and counts what happened to them.
-	// Rows of one Write are applied in order.
+	// Rows of one Write are applied in order. Every row it writes is
+	// inside tx: a Write into a transaction that is over, or under a
+	// cancelled ctx, fails and writes nothing, and a rollback of tx while
+	// a Write runs (database/sql rolls back a transaction whose context
+	// is cancelled, from its own goroutine) undoes all of it.
 	Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error)
 	// Close releases the Writer's prepared statements.
 	Close() error

@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -187,6 +188,49 @@ func rolledBackWriteLeavesNothing(t *testing.T, f *Fx) {
 			again = idemtype.Rows{Read: 3, Unchanged: 2, Stale: 1} // row 1 is older than row 3
 		}
 		WantRows(t, tg.Table+" again", f.Write(w, 3, rec, Seq(1, 3)), again)
+	}
+}
+
+// writeOutsideItsTransactionWritesNothing: a Write into a transaction that
+// is over, or under a cancelled context, fails and writes nothing. The
+// pipeline meets both when a run is cancelled (Ctrl-C, a failed worker):
+// database/sql then rolls the transaction back from a goroutine of its
+// own, and a writer stepping statements on the raw connection outside the
+// transaction would commit each row by itself.
+func writeOutsideItsTransactionWritesNothing(t *testing.T, f *Fx) {
+	for _, tg := range []sink.Target{{Table: "ord"}, {Table: "nat", Key: []string{"id"}}} {
+		f.MustEnsure(tg, named)
+		w := f.Writer(tg, named)
+		rec := Batch(t, named, []any{1, "a"}, []any{2, "b"})
+		tx, err := f.Conn.BeginTx(f.Ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(f.Ctx, tx, 3, rec, Seq(1, 2)); err == nil {
+			t.Errorf("%s: a Write into a rolled-back transaction succeeded", tg.Table)
+		}
+		if n := f.Int(`SELECT count(*) FROM ` + tg.Table); n != 0 {
+			t.Errorf("%s: %d rows written outside the rolled-back transaction", tg.Table, n)
+		}
+
+		ctx, cancel := context.WithCancel(f.Ctx)
+		cancel()
+		if tx, err = f.Conn.BeginTx(f.Ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(ctx, tx, 3, rec, Seq(1, 2)); err == nil {
+			t.Errorf("%s: a Write under a cancelled context succeeded", tg.Table)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if n := f.Int(`SELECT count(*) FROM ` + tg.Table); n != 0 {
+			t.Errorf("%s: %d rows written under a cancelled context", tg.Table, n)
+		}
+		WantRows(t, tg.Table+" afterwards", f.Write(w, 3, rec, Seq(1, 2)), idemtype.Rows{Read: 2, Inserted: 2})
 	}
 }
 

@@ -53,6 +53,7 @@ func RunTarget(t *testing.T, open func(t *testing.T) Env) {
 		{"OrdinalLargeBatch", ordinalLargeBatch},
 		{"SeveralWritesInOneTransaction", severalWritesInOneTransaction},
 		{"RolledBackWriteLeavesNothing", rolledBackWriteLeavesNothing},
+		{"WriteOutsideItsTransactionWritesNothing", writeOutsideItsTransactionWritesNothing},
 		{"NaturalKeyKeepsLineageOfUnchangedRows", naturalKeyKeepsLineageOfUnchangedRows},
 		{"NaturalKeyDuplicatesInOneBatch", naturalKeyDuplicatesInOneBatch},
 		{"NaturalKeyManyDuplicates", naturalKeyManyDuplicates},

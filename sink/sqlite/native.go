@@ -42,6 +42,31 @@ func handle(conn *sql.Conn) (*C.sqlite3, error) {
 	return h, err
 }
 
+// errNoTx is what a write on the raw handle answers when the connection
+// has no transaction open: its transaction was rolled back (database/sql
+// rolls back a transaction whose context is cancelled, from a goroutine of
+// its own) or committed. Stepping the statements then would commit each
+// row by itself.
+var errNoTx = errors.New("the transaction is no longer open; nothing written")
+
+// inTx runs fn, which steps statements on s's handle, the raw handle of conn, only
+// while conn's transaction is open, and keeps it open until fn returns:
+// database/sql rolls a transaction back under the connection's lock, which
+// Conn.Raw holds, so a rollback for a cancelled context waits for the
+// batch instead of ending the transaction under it (after which the rest
+// of the batch would commit row by row).
+func (s *stmt) inTx(ctx context.Context, conn *sql.Conn, fn func() error) error {
+	return conn.Raw(func(any) error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+		if C.sqlite3_get_autocommit(s.db) != 0 {
+			return fmt.Errorf("write: %w", errNoTx)
+		}
+		return fn()
+	})
+}
+
 // stmt is a statement prepared on the connection's handle. SQLite
 // statements outlive transactions, so it is prepared once per writer.
 type stmt struct {

@@ -386,6 +386,7 @@ func createSQL(tg sink.Target, schema *arrow.Schema) []string {
 // go one row per step: a plain insert first while most rows are new, and
 // for a row whose key is stored, a probe that classifies it, then the upsert.
 type writer struct {
+	conn    *sql.Conn // the connection the statements are prepared on
 	tg      sink.Target
 	keyCols []C.int // schema positions of the key columns
 	verCol  int     // schema position of the version column, or -1
@@ -425,7 +426,7 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	if t == nil {
 		return nil, fmt.Errorf("write %s: no such table", tg.Table)
 	}
-	w := &writer{tg: tg, verCol: -1}
+	w := &writer{conn: conn, tg: tg, verCol: -1}
 	var cols, names []string
 	cols = append(cols, q(sink.FileColumn), q(sink.RowColumn))
 	for i, f := range schema.Fields() {
@@ -600,9 +601,17 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		if existing == 0 {
 			st = w.insert
 		}
-		changed, failed, err := st.run(w.batch, w.cols, fileKey, ordinals)
+		var changed int64
+		err = st.inTx(ctx, w.conn, func() error {
+			var failed int
+			var err error
+			if changed, failed, err = st.run(w.batch, w.cols, fileKey, ordinals); err != nil {
+				return fmt.Errorf("write row %d into %s: %w", ordinals[failed], w.tg.Table, err)
+			}
+			return nil
+		})
 		if err != nil {
-			return total, fmt.Errorf("write row %d into %s: %w", ordinals[failed], w.tg.Table, err)
+			return total, err
 		}
 		total.Inserted = int64(n) - existing
 		total.Updated = changed - total.Inserted
@@ -616,9 +625,17 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	if w.stored {
 		ins = nil
 	}
-	c, failed, err := w.upsert.natural(ins, w.probe, w.rekey, w.keyCols, w.verCol, w.cols, fileKey, ordinals)
+	var c [4]int64
+	err := w.upsert.inTx(ctx, w.conn, func() error {
+		var failed int
+		var err error
+		if c, failed, err = w.upsert.natural(ins, w.probe, w.rekey, w.keyCols, w.verCol, w.cols, fileKey, ordinals); err != nil {
+			return fmt.Errorf("write row %d into %s: %w", ordinals[failed], w.tg.Table, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return total, fmt.Errorf("write row %d into %s: %w", ordinals[failed], w.tg.Table, err)
+		return total, err
 	}
 	total.Inserted, total.Updated, total.Unchanged, total.Stale = c[0], c[1], c[2], c[3]
 	w.stored = 2*total.Inserted < int64(n)
