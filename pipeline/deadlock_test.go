@@ -73,9 +73,7 @@ func (w *deadlockingWriter) Write(ctx context.Context, tx *sql.Tx, fileKey int64
 // only. A run whose every round deadlocks stops after a bounded number
 // of rounds, failed (a rerun resumes), having committed nothing.
 func TestDeadlockedPartitionRunsAgain(t *testing.T) {
-	// Not parallel: run alongside the other tests, its always-deadlocking
-	// run once left rows of its file in the table (natural key, SQLite);
-	// until that is understood it runs alone, as it always has.
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, mode := range []string{"ordinal", "natural"} {
 			t.Run(mode, func(t *testing.T) {
