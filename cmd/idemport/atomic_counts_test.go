@@ -101,6 +101,7 @@ func versionedTable(t *testing.T, tg *testkit.Target) (rows, lineage []string) {
 // sum of its attempts (each non-negative), clean and when killed after a
 // partition and resumed by a second attempt.
 func TestAtomicWithVersionCol(t *testing.T) {
+	t.Parallel()
 	want := rowCounts{13, 3, 4, 1, 3, 2, 0}
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, kill := range []string{"", "after-partition-commit:2", "inside-partition:4"} {
@@ -157,6 +158,7 @@ func TestAtomicWithVersionCol(t *testing.T) {
 // adds and widens them, and the whole table holds both files' values. The
 // schema change is recorded with the attempt that completed it.
 func TestAtomicEvolveAtCompletion(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, mode := range []string{"key", "ordinal"} {
 			t.Run(mode, func(t *testing.T) {
@@ -213,6 +215,7 @@ func TestAtomicEvolveAtCompletion(t *testing.T) {
 // (it belongs to an operation it does not know), and the killed import
 // then resumes and completes.
 func TestGCLeavesOtherLedgersStaging(t *testing.T) {
+	t.Parallel()
 	testkit.Available(t, testkit.Postgres)
 	dirA, dirB := t.TempDir(), t.TempDir()
 	a, b := testkit.NewTarget(t, testkit.Postgres, dirA), testkit.NewTarget(t, testkit.Postgres, dirB)
@@ -245,6 +248,7 @@ func TestGCLeavesOtherLedgersStaging(t *testing.T) {
 // (idemport's own included) nor its rows; resumed, the rows the file lacks
 // are marked, the others live, every value exact.
 func TestAtomicSoftDeleteMarkAtCompletion(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, kill := range []string{"before-finalize:1", "before-sweep:1", "before-event:1"} {
 			t.Run(kill, func(t *testing.T) {

@@ -123,6 +123,7 @@ func checkAtomicSettled(t *testing.T, tg *testkit.Target, dir, mode string, rows
 // moved back to processing or failed), nothing recorded failed, the table
 // exact, and a rerun a duplicate.
 func TestAtomicJoinersOfACompletingImport(t *testing.T) {
+	t.Parallel()
 	type tc struct {
 		name      string
 		first     string // the failpoints of the completing process
@@ -218,6 +219,7 @@ type hostRun struct {
 // up to four times as many, until it has at least one kill per round asked
 // for and a concurrent join per two, and fails if it still has not.
 func TestAtomicJoinSoak(t *testing.T) {
+	// Not parallel: its kills are aimed within the time a run takes, timed alone.
 	testkit.Each(t, func(t *testing.T, name string) {
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("seed %d", seed)
@@ -340,6 +342,7 @@ func TestAtomicJoinSoak(t *testing.T) {
 // the operation completed again, applies nothing twice and exits 0; the
 // table holds the file exactly and a rerun is a duplicate.
 func TestAtomicMovedBackByAnEarlierVersion(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, state := range []string{"failed", "processing"} {
 			t.Run(state, func(t *testing.T) {

@@ -117,6 +117,7 @@ func (p *poller) stop() map[string]int {
 // without --atomic, polled the same way, is seen half done (so the poller
 // can see what --atomic hides).
 func TestAtomicReadersSeeOldOrNew(t *testing.T) {
+	t.Parallel()
 	const old, upd, extra = 40000, 40000, 8000
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, atomic := range []bool{true, false} {
@@ -186,6 +187,7 @@ func TestAtomicReadersSeeOldOrNew(t *testing.T) {
 // import killed midway survives gc while the import can resume, and goes
 // with the next gc once the import is undone; the file then imports anew.
 func TestGCDropsStagingOfUndoneImports(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()

@@ -41,6 +41,7 @@ func writeCompressed(t *testing.T, path string, data []byte, enc func(*bytes.Buf
 // compressed file is then identified by the quick check, without hashing,
 // and `plan` (which hashes without planning) agrees.
 func TestCompressedCopyIsTheSameFile(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -111,6 +112,7 @@ func TestCompressedCopyIsTheSameFile(t *testing.T) {
 // uncompressed copy. (Earlier versions pass the first part by construction;
 // they import the copy again.)
 func TestCompressedFileOfAnOlderLedgerIsStillADuplicate(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

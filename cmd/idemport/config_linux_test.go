@@ -15,6 +15,7 @@ import (
 // free space on that directory; with space freed the rerun resumes and the
 // table holds the file exactly. It mounts a small tmpfs, which needs root.
 func TestFullDiskSaysFreeSpace(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a small file system needs root")
 	}

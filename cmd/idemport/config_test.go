@@ -44,6 +44,7 @@ func configError(t *testing.T, what string, r testkit.Run, want []string, unwant
 // do; the test then does what the line says and reruns, which imports the
 // file exactly.
 func TestConfigurationErrorsExit2(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) {
 		dir := t.TempDir()
 		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 71)

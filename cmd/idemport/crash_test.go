@@ -109,6 +109,7 @@ var killedElsewhere = map[string]string{
 // natural-key mode, then reruns it. A new failpoint fails the test until
 // it is killed at here or named in killedElsewhere.
 func TestCrashAtEveryBoundary(t *testing.T) {
+	t.Parallel()
 	type tc struct {
 		point   string
 		n       int   // which pass of the point
@@ -278,6 +279,7 @@ func fullRun(t *testing.T, name, dir string, args ...string) time.Duration {
 // proves something when run alone. -soak=N sets the number of iterations
 // (default 50 on SQLite, 15 on PostgreSQL).
 func TestRandomKillSoak(t *testing.T) {
+	// Not parallel: its kills are aimed within the time a run takes, timed alone.
 	testkit.Each(t, func(t *testing.T, name string) {
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("seed %d", seed)
@@ -332,6 +334,7 @@ func TestRandomKillSoak(t *testing.T) {
 // TestConcurrentRuns starts 8 runs of the same import at once: exactly one
 // effect, every partition committed once, documented exit codes.
 func TestConcurrentRuns(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -376,6 +379,7 @@ func TestConcurrentRuns(t *testing.T) {
 // after it committed three partitions, lets a second run take over its
 // lease and finish, then thaws the first: it must stop without writing.
 func TestStalledHolderCommitsNothingAfterTakeover(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -405,6 +409,7 @@ func TestStalledHolderCommitsNothingAfterTakeover(t *testing.T) {
 // TestLedgerWipedAfterPartialRun drops idemport's tables after a run was
 // killed halfway, and reruns: no row is duplicated.
 func TestLedgerWipedAfterPartialRun(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -427,6 +432,7 @@ func TestLedgerWipedAfterPartialRun(t *testing.T) {
 // that partition, exits 130 saying how many partitions it committed,
 // releases its claims, and a rerun is exact.
 func TestInterruptRollsBackAndReleases(t *testing.T) {
+	t.Parallel()
 	// Small partitions: after the stopped run is let go, the signal it
 	// got while stopped must be seen before it could apply the rest of the
 	// file; with 96 partitions left (a commit each) it always is, where
@@ -480,6 +486,7 @@ func TestInterruptRollsBackAndReleases(t *testing.T) {
 // row. SQLite's COMMIT cannot be cancelled or held open this way, so the
 // test runs on PostgreSQL only.
 func TestInterruptDuringCommitFinishesIt(t *testing.T) {
+	t.Parallel()
 	testkit.Available(t, testkit.Postgres)
 	dir := t.TempDir()
 	tg := testkit.NewTarget(t, testkit.Postgres, dir)
@@ -540,6 +547,7 @@ func TestInterruptDuringCommitFinishesIt(t *testing.T) {
 // it: the run is busy (exit 4) saying another process holds the lock, and a
 // rerun resumes.
 func TestLockedDatabaseFailsCleanly(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 17)
 	cmd := stopped(t, launch(t, testkit.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:2:stop"},
@@ -574,6 +582,7 @@ func TestLockedDatabaseFailsCleanly(t *testing.T) {
 // full disk: it fails with exit 1 and a clear error, and a rerun with room
 // resumes exactly.
 func TestDiskFullFailsCleanly(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 3000, 18)
 	// RLIMIT_FSIZE in 1 KiB blocks: the database (and its WAL, which the
@@ -598,6 +607,7 @@ func TestDiskFullFailsCleanly(t *testing.T) {
 // partial run (as root too: see modesBind): the rerun fails with exit 1 and
 // says the database is read-only; once writable again, a rerun is exact.
 func TestReadOnlyDatabaseFailsCleanly(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 19)
 	killed := testkit.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:3"}, "import", "--partition-rows", "100", "orders.csv")

@@ -20,6 +20,7 @@ import (
 // --evolve add, which imports it; a key the table does not have proposes
 // no --evolve (it cannot help) but another table, which works.
 func TestProposalsWork(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

@@ -144,6 +144,7 @@ func parseExamples(t *testing.T, page string) []example {
 // TestDocExamples runs every console block of README.md and docs/*.md.
 // The sessions are written for Linux (GNU touch -d, /proc), where CI runs them.
 func TestDocExamples(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("the examples' sessions are written for Linux")
 	}
@@ -463,6 +464,7 @@ func matchLines(want, have []string) bool {
 // TestDocLinks checks that every relative link of README.md and docs/*.md
 // names a file that exists and, with #anchor, a heading of it.
 func TestDocLinks(t *testing.T) {
+	t.Parallel()
 	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
 	heading := regexp.MustCompile(`(?m)^#+ (.*)$`)
 	anchors := func(path string) map[string]bool {

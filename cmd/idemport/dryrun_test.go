@@ -17,6 +17,7 @@ import (
 // the import that follows has that outcome and exits with that code. The
 // text never says an import would create a file it would refuse.
 func TestDryRunExitsAsTheImportWould(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

@@ -54,6 +54,7 @@ func envTable(root *cobra.Command, allowed map[string]bool) string {
 // TestEnvTable: the table of variables in docs/reference.md lists every
 // flag of every command (rewrite it with -update).
 func TestEnvTable(t *testing.T) {
+	t.Parallel()
 	e := &env{getenv: func(string) string { return "" }}
 	table := envTable(newRootCmd(e), envFlagNames(e))
 	path := filepath.Join("..", "..", "docs", "reference.md")
@@ -82,6 +83,7 @@ func TestEnvTable(t *testing.T) {
 // environment variable, the variable over the feeds file, a feed's key
 // over the file's defaults, and the defaults over the flag's default.
 func TestFeedsPrecedence(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -152,6 +154,7 @@ func TestFeedsPrecedence(t *testing.T) {
 // unless given on the command line; a value the flag refuses exits 2
 // naming the variable.
 func TestEnvFlags(t *testing.T) {
+	// Not parallel: runInProcess changes the working directory of the test process.
 	dir := t.TempDir()
 	csv := filepath.Join(dir, "o.csv")
 	if err := os.WriteFile(csv, []byte("id\n1\n"), 0o644); err != nil {

@@ -20,6 +20,7 @@ import (
 // finds both files whole, and the table holds every value as the file
 // wrote it, in ordinal and in --key mode.
 func TestWidenUnderARunningImport(t *testing.T) {
+	t.Parallel()
 	const first = "id,n\n1,9223372036854775807\n2,-9223372036854775808\n3,0\n4,42\n5,-1\n6,9007199254740993\n"
 	cases := []struct{ name, second, want string }{
 		{"to decimal", "id,n\n11,1.50\n12,12345678901234567890.123\n", "1.50\n12345678901234567890.123"},

@@ -178,6 +178,7 @@ func evolveWant(files ...evolveFile) []string {
 // least one kill and one such change per round asked for, and fails if it
 // still has not.
 func TestEvolveSoak(t *testing.T) {
+	// Not parallel: its kills are aimed within the time a run takes, timed alone.
 	testkit.Each(t, func(t *testing.T, name string) {
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("seed %d", seed)

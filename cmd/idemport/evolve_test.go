@@ -17,6 +17,7 @@ import (
 // a fraction, a word), each crash-resumed midway; the whole table is
 // compared after each file, old integers kept as their exact text.
 func TestEvolveAddThenWiden(t *testing.T) {
+	t.Parallel()
 	files := []string{
 		"id,a\n1,-9223372036854775808\n2,9223372036854775807\n3,9007199254740993\n4,0\n5,-1\n6,42\n",
 		"id,a,b\n7,7,\"\"\n8,8,\n9,9,nine\n10,10,ten\n11,11,eleven\n12,12,twelve\n",
@@ -102,6 +103,7 @@ func TestEvolveAddThenWiden(t *testing.T) {
 // stored value exact at each step (int64 edges, a 23-digit decimal, the
 // scale as written).
 func TestWidenThroughDecimal(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -161,6 +163,7 @@ func tableColumns(t *testing.T, tg *testkit.Target, table string, own bool) stri
 // value exactly. Killed after the first partition committed, the table
 // holds the new columns with that partition's rows and no other.
 func TestEvolveWithTheFirstPartition(t *testing.T) {
+	t.Parallel()
 	const f1 = "id,a\n1,-9223372036854775808\n2,9223372036854775807\n3,0\n"
 	// a's decimals do not fit int64 (widened to decimal); b is new.
 	const f2 = "id,a,b\n4,12345678901234567890.123,\"\"\n5,-0.5,\n2,9223372036854775807,two\n6,1.50,six\n7,-9223372036854775808,seven\n8,0.000000000000000001,eight\n"

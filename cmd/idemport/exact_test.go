@@ -17,6 +17,7 @@ import (
 // as the files wrote them (the decimal's canonical text until the column
 // is text), never a float64's digits (4.0, 4.7631606274779e+11).
 func TestWidenByFloatsKeepsTheDigits(t *testing.T) {
+	t.Parallel()
 	floats := []string{"4", "4.0", "4.50", "-0", "1e3", "476316062747.79", "0.1", "9007199254740992", "-12345678901.25"}
 	decimal := []string{"4", "4.0", "4.50", "0", "1000", "476316062747.79", "0.1", "9007199254740992", "-12345678901.25"}
 	testkit.Each(t, func(t *testing.T, name string) {

@@ -40,6 +40,7 @@ func runInProcess(t *testing.T, dir string, env map[string]string, args ...strin
 // the database is not even created, though the feeds before the bad one
 // are fine.
 func TestFeedsFileRefused(t *testing.T) {
+	// Not parallel: runInProcess changes the working directory of the test process.
 	const good = "feeds:\n  first:\n    source: a.csv\n    key: id\n"
 	for _, tc := range []struct {
 		name, yaml string
@@ -108,6 +109,7 @@ func TestFeedsFileRefused(t *testing.T) {
 // TestFeedsFileAllMistakes: the whole file is checked, and each mistake
 // is named, not only the first.
 func TestFeedsFileAllMistakes(t *testing.T) {
+	// Not parallel: runInProcess changes the working directory of the test process.
 	dir := t.TempDir()
 	yaml := "feeds:\n  a:\n    source: a.csv\n    workers: x\n  b:\n    source: b.csv\n    tabel: b\n"
 	if err := os.WriteFile(filepath.Join(dir, "feeds.yaml"), []byte(yaml), 0o644); err != nil {
@@ -128,6 +130,7 @@ func TestFeedsFileAllMistakes(t *testing.T) {
 // flag the parser takes is in the schema; a key the schema lacks is
 // refused.
 func TestFeedsSchema(t *testing.T) {
+	t.Parallel()
 	e := &env{getenv: func(string) string { return "" }}
 	fs, _ := feedFlags(e)
 	got, err := config.Schema(fs)

@@ -130,6 +130,7 @@ func checkTables(t *testing.T, tg *testkit.Target, orders, products, events []st
 // is refused (exit 5) while the others import, and a run killed in the
 // middle of the second feed is finished exactly by a rerun.
 func TestRunFeeds(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -280,6 +281,7 @@ func TestRunFeedsFailFastDryRunMetrics(t *testing.T) {
 // NAME and need nothing else: the feed's target, table and mapping come
 // from the feeds file; "idemport feeds" lists each feed's last outcome.
 func TestFeedsOperatorCommands(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()

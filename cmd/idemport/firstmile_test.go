@@ -115,6 +115,7 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 // row lands, the first one too, under the names given. A first line of
 // numbers imported with a header gets a note naming --no-header.
 func TestHeaderless(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -152,6 +153,7 @@ func TestHeaderless(t *testing.T) {
 // holds exactly the columns chosen, in --select's order, with the file's
 // values; a key and a type name the column as renamed.
 func TestChoosingColumnsText(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -179,6 +181,7 @@ func TestChoosingColumnsText(t *testing.T) {
 // file with each reading option: every rerun is a conflict (exit 3) naming
 // the option, never a second import.
 func TestReadingOptionsChangeTheFingerprint(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -266,6 +269,7 @@ func writeColumnar(t *testing.T, path string, n, group int) {
 // file read again with a partition at a time (--workers, resumed by a
 // reapply) gives the same rows.
 func TestChoosingColumnsColumnar(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -308,6 +312,7 @@ func TestChoosingColumnsColumnar(t *testing.T) {
 // one stays empty; a numeric column with NA in it is still numeric. A
 // rerun with other markers is a conflict.
 func TestNullMarkers(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -345,6 +350,7 @@ func TestNullMarkers(t *testing.T) {
 // The content digest is over the file's own bytes. A Windows-1252 file
 // read as UTF-8 is refused with advice to give --encoding.
 func TestEncodings(t *testing.T) {
+	t.Parallel()
 	src, err := filepath.Abs("../../testdata/encodings")
 	if err != nil {
 		t.Fatal(err)
@@ -410,6 +416,7 @@ func TestEncodings(t *testing.T) {
 // 80 characters of the value (the JSON result keeps it whole), and a rerun
 // says "refused earlier" in one line.
 func TestQuoteErrors(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("0123456789", 30)
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
@@ -457,6 +464,7 @@ func TestQuoteErrors(t *testing.T) {
 // with SQL type names read the same; values that are not strict ISO 8601
 // are bad rows naming the form expected, quarantined with --max-rejects.
 func TestDatesAndTimes(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -522,6 +530,7 @@ func TestDatesAndTimes(t *testing.T) {
 // mapping_version 1, and its digest): a rerun is still a duplicate, not a
 // conflict, though version 2 reads dates otherwise.
 func TestMappingVersion1KeepsItsIdentity(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

@@ -17,6 +17,7 @@ import (
 // shows them escaped (\n, \r, \x1b), on stdout and stderr alike, and
 // JSON output stays JSON.
 func TestControlCharactersInNames(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

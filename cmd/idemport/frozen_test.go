@@ -92,6 +92,7 @@ func checkNamesHolder(t *testing.T, res result, holder string, pid int) {
 // Resumed, the frozen run finishes; the other, rerun, finishes too, and
 // the table holds both files applied in that order, value by value.
 func TestFrozenHolderOfAnotherFile(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()

@@ -85,6 +85,7 @@ func csvRows(n int, prefix string) string {
 // file is untouched and nothing is imported. Before, the linked file was
 // truncated and overwritten by the download.
 func TestSpoolNeighbourDirectory(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to act as the user nobody")
 	}
@@ -138,6 +139,7 @@ func TestSpoolNeighbourDirectory(t *testing.T) {
 // table holds the object's rows. Before, the planted rows were imported
 // under the object's identity (300 of 300, reported imported).
 func TestSpoolPlantedCopy(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s3 := remotetest.NewS3(t, "bkt")
 	env := s3.Env(dir)

@@ -160,6 +160,7 @@ func fileSum(t *testing.T, path string) string {
 }
 
 func TestImportThenRerunIsDuplicateWithZeroWrites(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -211,6 +212,7 @@ func TestImportThenRerunIsDuplicateWithZeroWrites(t *testing.T) {
 }
 
 func TestFileIDReuseConflicts(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -245,6 +247,7 @@ func TestFileIDReuseConflicts(t *testing.T) {
 // TestKillInsidePartitionThenResume kills the process while partition 4 is
 // written but not committed, and reruns.
 func TestKillInsidePartitionThenResume(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, mode := range []string{"ordinal", "natural"} {
 			t.Run(mode, func(t *testing.T) {
@@ -297,6 +300,7 @@ func TestKillInsidePartitionThenResume(t *testing.T) {
 // a third run takes it over and finishes, then wakes the first: it must fail
 // without committing.
 func TestHeldLeaseIsBusyAndExpiredLeaseIsRecovered(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -332,6 +336,7 @@ func TestHeldLeaseIsBusyAndExpiredLeaseIsRecovered(t *testing.T) {
 }
 
 func TestRefusedFileWritesNothing(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -378,6 +383,7 @@ func TestRefusedFileWritesNothing(t *testing.T) {
 }
 
 func TestLedgerWipedRerunMakesNoDuplicates(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -394,6 +400,7 @@ func TestLedgerWipedRerunMakesNoDuplicates(t *testing.T) {
 }
 
 func TestCSVSpectrumImportsExactly(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("../../testdata/csv-spectrum/csvs/*.csv")
 	if err != nil || len(files) != 12 {
 		t.Fatalf("csv-spectrum files: %d %v", len(files), err)
@@ -460,6 +467,7 @@ func dropLedger(t *testing.T, tg *testkit.Target) {
 // unchanged, and the file is hashed again when any of them changes — even a
 // rewrite that restores the modification time.
 func TestQuickCheckSkipsHashingUnchangedFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "orders.csv")
 	testkit.Orders(t, path, 100, 21)
@@ -498,6 +506,7 @@ func TestQuickCheckSkipsHashingUnchangedFiles(t *testing.T) {
 // TestMaxRejectsPercentage refuses a file with more bad rows than a
 // percentage allows, and imports it when a rerun allows more.
 func TestMaxRejectsPercentage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var b strings.Builder
 	b.WriteString("id,qty\n")
@@ -528,6 +537,7 @@ func TestMaxRejectsPercentage(t *testing.T) {
 // the run meets it live however slowly the machine runs; it runs out once
 // the run says it waits.
 func TestWaitInsteadOfBusy(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()

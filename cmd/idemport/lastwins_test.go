@@ -83,6 +83,7 @@ func checkOperationCounts(t *testing.T, tg *testkit.Target, fileID string, rows,
 // file's last values, key 2 with the other file's; the first occurrences
 // are counted superseded.
 func TestLastOccurrenceWinsOutOfOrder(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, how := range []string{"continue", "kill"} {
 			t.Run(how, func(t *testing.T) {
@@ -166,6 +167,7 @@ func TestLastOccurrenceWinsOutOfOrder(t *testing.T) {
 // counted and must prove something (soakKills.check). -soak=N raises the
 // iterations (default 8 on SQLite, 4 on PostgreSQL).
 func TestLastWinsSoak(t *testing.T) {
+	// Not parallel: its kills are aimed within the time a run takes, timed alone.
 	testkit.Each(t, func(t *testing.T, name string) {
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("seed %d", seed)

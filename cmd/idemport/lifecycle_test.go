@@ -98,6 +98,7 @@ func (l *life) wantStates(table, current, past string) {
 }
 
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	scenarios := []struct {
 		name string
 		f    func(l *life)

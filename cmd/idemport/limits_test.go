@@ -75,6 +75,7 @@ func write(t *testing.T, dir, name, data string) {
 // any effect; within it they are quarantined with their reason and every
 // other row lands exactly, in partitions after them too.
 func TestValuesTheTableCannotHoldAreBadRows(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -150,6 +151,7 @@ func TestValuesTheTableCannotHoldAreBadRows(t *testing.T) {
 // \u0000 or a number beyond numeric, which PostgreSQL's jsonb refuses: on
 // PostgreSQL they are bad rows found by the plan; SQLite stores their text.
 func TestJSONThatJSONBRefusesIsABadRow(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -227,6 +229,7 @@ var accountsRejects = map[int64][2]string{6: {"constraint", "unique constraint"}
 // uncommitted (its rows and rejects too), and a rerun with a higher limit
 // completes exactly.
 func TestRowsRefusedAtApplyTimeAreQuarantined(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -283,6 +286,7 @@ func TestRowsRefusedAtApplyTimeAreQuarantined(t *testing.T) {
 // refused rows of a partition; the rerun ends exact, each refused row
 // quarantined once.
 func TestKillDuringIsolationThenRerun(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, n := range []int{1, 3, 6} {
 			t.Run(fmt.Sprint(n), func(t *testing.T) {
@@ -376,6 +380,7 @@ func refusedUpFront(t *testing.T, tg *testkit.Target, dir, table string, want []
 // effect, exit 5, naming the limit and the column; just within each limit
 // the file imports exactly.
 func TestLimitsAreRefusedUpFront(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -439,6 +444,7 @@ func TestLimitsAreRefusedUpFront(t *testing.T) {
 // committed than --max-rejects allows, and a rerun with a higher limit
 // completes exactly.
 func TestRefusedRowsWithWorkers(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		for range 3 {
@@ -479,6 +485,7 @@ func TestRefusedRowsWithWorkers(t *testing.T) {
 // before the failure), and within it every other row lands exactly.
 // PostgreSQL only: SQLite has no integer widths.
 func TestParquetValuesTheTableCannotHold(t *testing.T) {
+	t.Parallel()
 	testkit.Available(t, testkit.Postgres)
 	dir := t.TempDir()
 	tg := testkit.NewTarget(t, testkit.Postgres, dir)
@@ -525,6 +532,7 @@ func TestParquetValuesTheTableCannotHold(t *testing.T) {
 // a natural key, a key repeated in the file included: the later
 // occurrence of key 4 wins, and the rows refused are quarantined.
 func TestRefusedRowsInNaturalKeyMode(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

@@ -44,6 +44,7 @@ func exportReplay(t *testing.T, tg *testkit.Target, dir, file, fileID, want stri
 // the bad value and replays them: the export holds exactly what the file
 // said, and the target ends with exactly the source's values.
 func TestRejectsExportAndReplayAreLossless(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		t.Run("csv", func(t *testing.T) {

@@ -213,6 +213,7 @@ func throughProxy(t *testing.T, tg *testkit.Target, cut string, loseCommit bool)
 // retried: the run exits 1 with the operation failed, and the rerun
 // completes it.
 func TestLostCommitReply(t *testing.T) {
+	t.Parallel()
 	testkit.Available(t, testkit.Postgres)
 	for _, c := range []struct{ name, cut string }{
 		{"completing transaction", "SET state = 'completed'"},

@@ -8,6 +8,7 @@ import (
 // TestTuneGC: a run bounds its heap with a soft limit and collects less
 // often below it, unless GOMEMLIMIT or GOGC say otherwise.
 func TestTuneGC(t *testing.T) {
+	// Not parallel: it changes the GC settings of the whole test process.
 	limit, percent := debug.SetMemoryLimit(-1), debug.SetGCPercent(-1)
 	debug.SetGCPercent(percent)
 	t.Cleanup(func() {

@@ -93,6 +93,7 @@ func hasLabel(s *dto.Metric, name string) bool {
 // the file, and a table name with a tab, a quote and a backslash comes
 // back exact.
 func TestMetricsFileParses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	testkit.Orders(t, filepath.Join(dir, "a.csv"), 120, 23)
 	os.WriteFile(filepath.Join(dir, "b.csv"), []byte("order_id,quantity\n1,x\n"), 0o644)
@@ -141,6 +142,7 @@ func TestMetricsFileParses(t *testing.T) {
 // one, a usage error found after parsing, an unreachable database, an
 // interrupted run; --metrics-job names the job.
 func TestMetricsWrittenOnEveryExit(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -193,6 +195,7 @@ func TestMetricsWrittenOnEveryExit(t *testing.T) {
 // that does not exist: a clean run exits 1 and says why; a refused run
 // keeps its exit code 5 and still says why.
 func TestMetricsWriteErrorIsReported(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	testkit.Orders(t, filepath.Join(dir, "orders.csv"), 20, 64)
 	os.WriteFile(filepath.Join(dir, "bad.csv"), []byte("id,qty\n1,x\n"), 0o644)
@@ -219,6 +222,7 @@ func TestMetricsWriteErrorIsReported(t *testing.T) {
 // collector must report no error. Without node_exporter it skips, or fails
 // when the run requires it (IDEMPORT_REQUIRE=node_exporter, as in CI).
 func TestNodeExporterScrapesTwoJobs(t *testing.T) {
+	t.Parallel()
 	bin, err := exec.LookPath("prometheus-node-exporter")
 	if err != nil {
 		if bin, err = exec.LookPath("node_exporter"); err != nil {

@@ -44,6 +44,7 @@ func writeFile(t *testing.T, dir, name, content string) {
 }
 
 func TestDecimalKeysCompareByValue(t *testing.T) {
+	t.Parallel()
 	// a.csv: 24 rows, 11 of them superseded by a later row with a key
 	// equal in value: 1.5 and 1.50 by the last 1.50, 1 by 1.0, -0 by 0.00, 10 by 10.0, an int64
 	// edge by its decimal form, 25 by 2.50e1 (stored as its canonical

@@ -178,6 +178,7 @@ func commandBullets(cmd string, bullet func(string) string) string {
 // TestGoldenOutputs runs a fixed scenario and compares the text and JSON of
 // every command with golden files.
 func TestGoldenOutputs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	orders, err := os.ReadFile("../../testdata/orders.csv")
 	if err != nil {
@@ -234,6 +235,7 @@ func TestGoldenOutputs(t *testing.T) {
 // TestVerifyCatchesARowDeletedByHand deletes a target row behind idemport's
 // back: verify must say so and exit 1.
 func TestVerifyCatchesARowDeletedByHand(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"ordinal", "natural"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
@@ -262,6 +264,7 @@ func TestVerifyCatchesARowDeletedByHand(t *testing.T) {
 // TestGCKeepsDuplicateDetection trims an old import and reruns its file:
 // still a duplicate, nothing written; the trimmed detail is gone.
 func TestGCKeepsDuplicateDetection(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	testkit.Orders(t, filepath.Join(dir, "orders.csv"), 250, 25)
 	os.WriteFile(filepath.Join(dir, "items.csv"), []byte("id,qty\n1,5\n2,five\n"), 0o644)
@@ -291,6 +294,7 @@ func TestGCKeepsDuplicateDetection(t *testing.T) {
 // TestDryRunWritesNothing plans a file with import --dry-run: the output is
 // the plan, and no database is created.
 func TestDryRunWritesNothing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	testkit.Orders(t, filepath.Join(dir, "orders.csv"), 250, 26)
 	r := testkit.Exec(t, dir, nil, "import", "--dry-run", "--partition-rows", "100", "orders.csv")

@@ -57,6 +57,7 @@ func leases(t *testing.T, tg *testkit.Target) []lease {
 // on this host takes it over at once and delivers it, with the same event
 // ID: one JetStream message, every HTTP delivery with that key.
 func TestOutboxDeadDelivererIsTakenOverAtOnce(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, point := range []string{"before-publish", "after-publish"} {
 			t.Run(point, func(t *testing.T) {
@@ -221,6 +222,7 @@ type deliverJSON struct {
 // killed after publishing is raced for by two processes: exactly one sends
 // it again, with the same ID.
 func TestOutboxTwoDeliverersRace(t *testing.T) {
+	t.Parallel()
 	const files = 40
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()

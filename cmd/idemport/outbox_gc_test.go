@@ -18,6 +18,7 @@ import (
 // only lately. --dry-run deletes nothing. A pruned event is never sent
 // again; the kept pending ones are delivered later with their IDs.
 func TestOutboxGCPrunesDeliveredEvents(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()

@@ -38,6 +38,7 @@ func snapIdentities(t *testing.T, tg *testkit.Target, ordinal, soft bool) map[st
 // --delete soft), and that number is exactly the rows that left the table
 // (or became marked) with it, day by day; 0 is said, not left out.
 func TestOutboxSnapshotEventCarriesDeleted(t *testing.T) {
+	t.Parallel()
 	modes := map[string][]string{
 		"key":            {"--key", "id"},
 		"key-soft":       {"--key", "id", "--delete", "soft"},

@@ -216,6 +216,7 @@ func checkDelivered(t *testing.T, s *natsStream, h *hook, events []outboxEvent) 
 // one JetStream message per event, and every HTTP delivery of the event
 // carries its ID.
 func TestOutboxKillAtEachDeliveryBoundary(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, point := range []string{"after-finalize", "before-publish:1", "before-publish:2", "after-publish:1", "after-publish:2", "during-retry:1"} {
 			t.Run(point, func(t *testing.T) {
@@ -274,6 +275,7 @@ func TestOutboxKillAtEachDeliveryBoundary(t *testing.T) {
 // recorded in a transaction of its own, after its effect committed, would
 // be lost for ever by such a crash.
 func TestOutboxKillBeforeEventRecorded(t *testing.T) {
+	t.Parallel()
 	const rows = 300
 	type state struct {
 		op   string // the state of the operation the command works on
@@ -427,6 +429,7 @@ func outboxList(t *testing.T, tg *testkit.Target, dir string) []deliveryJSON {
 // JSON and in metrics); the next run delivers it with the same key, and
 // 'outbox deliver' delivers what a later outage left.
 func TestOutboxEndpointDownThenUp(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -509,6 +512,7 @@ func TestOutboxEndpointDownThenUp(t *testing.T) {
 // retried, and outbox list shows it failed with the endpoint's answer; a
 // 409 counts as delivered.
 func TestOutboxRefusedDeliveryFailsForGood(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -540,6 +544,7 @@ func TestOutboxRefusedDeliveryFailsForGood(t *testing.T) {
 // import.undone; the import after it is a new event; every event goes to
 // NATS, HTTP and a command, each once.
 func TestOutboxEventsOfTheLifecycle(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -626,6 +631,7 @@ func TestOutboxEventsOfTheLifecycle(t *testing.T) {
 // one operation both reach its completion at once; only the one whose
 // transaction completes it records an event.
 func TestOutboxOneEventWhenWorkersFinishTogether(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -664,6 +670,7 @@ func TestOutboxOneEventWhenWorkersFinishTogether(t *testing.T) {
 // TestOutboxReplayEvents: each replay of corrected rejects is its own
 // rejects.replayed event, even when it changes nothing, with its own ID.
 func TestOutboxReplayEvents(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

@@ -45,6 +45,7 @@ func planTo(t *testing.T, tg *testkit.Target, dir string, args ...string) planJS
 // otherwise than without it, and predicts what the import given the same
 // flags then does.
 func TestPlanTakesEveryFlagThatChangesTheDecision(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, tc := range []struct {
 			name string

@@ -3,6 +3,7 @@ package main
 import "testing"
 
 func TestEsc(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"orders.csv":               "orders.csv",
 		`C:\data\orders.csv`:       `C:\data\orders.csv`,

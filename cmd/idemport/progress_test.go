@@ -127,6 +127,7 @@ func parseFrame(t *testing.T, s string) (frame, bool) {
 // from a jump at a phase's start over a few microseconds, as "hash 2%
 // (865 GB/s)" was, breaks the bound by orders of magnitude.
 func TestProgressBarUnderATerminal(t *testing.T) {
+	// Not parallel: it checks the rates the bar draws against the time since the command started.
 	dir := t.TempDir()
 	const rows = 400000
 	testkit.Orders(t, filepath.Join(dir, "big.csv"), rows, 7)
@@ -221,6 +222,7 @@ func TestProgressBarUnderATerminal(t *testing.T) {
 // TestProgressOnlyOnATerminal checks where no bar may be drawn: stderr on a
 // pipe (cron), --progress never, and -q on a terminal.
 func TestProgressOnlyOnATerminal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	testkit.Orders(t, filepath.Join(dir, "big.csv"), 200000, 22)
 

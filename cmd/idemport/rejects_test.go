@@ -15,6 +15,7 @@ import (
 // and ordinal), as an attempt with trigger replay, and a second replay
 // changes nothing.
 func TestRejectsReplayKeepsIdentity(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	data := "id,qty,note\n1,5,ok\n2,five,\"needs, a fix\"\n3,7,ok\n4,x,fix me too\n5,9,ok\n"
 	os.WriteFile(filepath.Join(dir, "items.csv"), []byte(data), 0o644)

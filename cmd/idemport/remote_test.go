@@ -125,6 +125,7 @@ func tableRows(t *testing.T, tg *testkit.Target, table string) []string {
 // disk; then reruns it: every object is a duplicate by the LIST request
 // alone, with no HEAD request and no byte downloaded.
 func TestRemotePrefixImport(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		f := newRemoteFixture(t)
@@ -208,6 +209,7 @@ func first(s []string) string {
 // the rerun knows the object by its HEAD request and fetches the last
 // partition's byte range, not the object.
 func TestRemoteResumeFetchesOnlyUnfinished(t *testing.T) {
+	t.Parallel()
 	t.Run("csv", func(t *testing.T) {
 		dir := t.TempDir()
 		s3 := remotetest.NewS3(t, "bkt")
@@ -299,6 +301,7 @@ func remoteRun(t *testing.T, dir string, env []string, code int, args ...string)
 // committed, and the new version, imported next, is the only one in the
 // table.
 func TestRemoteObjectReplacedMidImport(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s3 := remotetest.NewS3(t, "bkt")
 	env := s3.Env(dir)
@@ -348,6 +351,7 @@ func TestRemoteObjectReplacedMidImport(t *testing.T) {
 // the retries end with exactly the rows of the same files imported from
 // disk.
 func TestRemoteFaultsEndExact(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -401,6 +405,7 @@ func TestRemoteFaultsEndExact(t *testing.T) {
 // TestRemoteMissingObjects: a missing object is an error naming the URL (exit 1), with the other inputs still imported, and
 // credentials in a URL never shown.
 func TestRemoteMissingObjects(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s3 := remotetest.NewS3(t, "bkt")
 	web := remotetest.NewHTTP(t)
@@ -428,6 +433,7 @@ func TestRemoteMissingObjects(t *testing.T) {
 // starts three worker processes on it against PostgreSQL: they share the
 // partitions, and together fetch about one object's bytes, not three.
 func TestRemoteWorkersShareOneObject(t *testing.T) {
+	t.Parallel()
 	testkit.Available(t, testkit.Postgres)
 	dir := t.TempDir()
 	tg := testkit.NewTarget(t, testkit.Postgres, dir)
@@ -514,6 +520,7 @@ func gzipFile(t *testing.T, path string) []byte {
 // run killed midway leaves the copy, which the rerun reads without
 // downloading again; the copy is removed when the import completes.
 func TestRemoteCompressedSpool(t *testing.T) {
+	t.Parallel()
 	dir, s3, env, gz, spool, args := spooledObject(t, 111)
 	spooled := func() []string { // the copy and its sums file
 		names, _ := filepath.Glob(filepath.Join(spool, "*"))
@@ -555,6 +562,7 @@ func TestRemoteCompressedSpool(t *testing.T) {
 // resumes the spooled copy where it stopped, fetching only the bytes the
 // copy lacks, and imports the file exactly.
 func TestRemoteSpoolKilledMidDownload(t *testing.T) {
+	t.Parallel()
 	dir, s3, env, gz, spool, args := spooledObject(t, 121)
 
 	cmd := testkit.Cmd(t, dir, env, args...)

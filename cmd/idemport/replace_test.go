@@ -108,6 +108,7 @@ func checkReplaced(t *testing.T, tg *testkit.Target, v1, v2 string) {
 // with --atomic or not), history showing the old one replaced by the new,
 // and a rerun a duplicate.
 func TestReplaceCorrectedFile(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, m := range replaceModes {
 			t.Run(m.name, func(t *testing.T) {
@@ -181,6 +182,7 @@ func TestReplaceCorrectedFile(t *testing.T) {
 // TestReplaceNeedsANamingFileID refuses --replace (exit 2) for a file
 // known by its content, which has no other version.
 func TestReplaceNeedsANamingFileID(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tg := testkit.NewTarget(t, testkit.SQLite, dir)
 	testkit.Orders(t, filepath.Join(dir, "orders.csv"), 10, 1)
@@ -211,6 +213,7 @@ func replaceKills(m replaceMode) []string {
 // the replacement once. With --atomic, the table holds exactly the first
 // version until the completing transaction commits.
 func TestReplaceKilledAtEachBoundary(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, m := range replaceModes {
 			for i, kill := range replaceKills(m) {
@@ -258,6 +261,7 @@ func TestReplaceKilledAtEachBoundary(t *testing.T) {
 // exactly the corrected file. The same content imported from the same path
 // under another file ID says so too.
 func TestOrdinalImportNotesOtherContentAtSamePath(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -306,6 +310,7 @@ func TestOrdinalImportNotesOtherContentAtSamePath(t *testing.T) {
 // version corrected again supersedes the refused one and finishes the
 // replacement: the table holds exactly it.
 func TestReplaceRefusedThenCorrected(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -337,6 +342,7 @@ func TestReplaceRefusedThenCorrected(t *testing.T) {
 // rows go, and the replaced version does not come back (its rows were
 // removed); the next import of the file starts over.
 func TestUndoAReplacement(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -376,6 +382,7 @@ func fileDigest(t *testing.T, path string) string {
 // columns of replacements: they read it as it is. The next import
 // migrates it.
 func TestReadOnlyCommandsOnALedgerBeforeReplace(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -411,6 +418,7 @@ func TestReadOnlyCommandsOnALedgerBeforeReplace(t *testing.T) {
 // once, in each mode: exactly one replaces (the others join it, wait for
 // it, or find it done), and the table holds exactly the corrected version.
 func TestConcurrentReplacements(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, m := range replaceModes {
 			t.Run(m.name, func(t *testing.T) {
@@ -458,6 +466,7 @@ func TestConcurrentReplacements(t *testing.T) {
 // (--reapply): it is no replacement any more, so it removes nothing and
 // finds every row of the file unchanged.
 func TestReapplyAReplacement(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -479,6 +488,7 @@ func TestReapplyAReplacement(t *testing.T) {
 // has a name, not a path, so the second adds its rows without a note about
 // rows from the same path.
 func TestStreamsHaveNoPath(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tg := testkit.NewTarget(t, testkit.SQLite, dir)
 	for i, data := range []string{"id,v\n1,a\n2,b\n", "id,v\n1,c\n"} {

@@ -17,6 +17,7 @@ import (
 // numeric --column out under --evolve widen, which infers numeric columns
 // from the file instead of reading them as the table's.
 func TestRestatedColumnTypesKeepTheFingerprint(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

@@ -45,6 +45,7 @@ func importRead(t *testing.T, dir string, code int, args ...string) (result, rea
 // partitions committed; the rerun must read only the last partition's
 // bytes (it seeks there) and no row group but the last.
 func TestResumeReadsOnlyUnfinishedPartitions(t *testing.T) {
+	t.Parallel()
 	t.Run("csv", func(t *testing.T) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "orders.csv")
@@ -132,6 +133,7 @@ func writeRowGroups(t *testing.T, path string, groups, n int) {
 // frozen between partitions: the attempt stops with "source changed"
 // instead of committing rows of another version of the file.
 func TestSourceChangedStopsTheAttempt(t *testing.T) {
+	t.Parallel()
 	for _, change := range []string{"append", "rewrite"} {
 		t.Run(change, func(t *testing.T) {
 			dir := t.TempDir()
@@ -184,6 +186,7 @@ func TestSourceChangedStopsTheAttempt(t *testing.T) {
 // the attempt that found the change (none). A later import of the changed
 // file then holds exactly its rows, each once.
 func TestSourceChangedUnderResumedAttempt(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, change := range []string{"append", "rewrite"} {
 			t.Run(change, func(t *testing.T) {

@@ -36,6 +36,7 @@ var secretRE = regexp.MustCompile(`SECRET-[a-z0-9]+`)
 // ledger included; the secrets still reach where they are needed (the
 // input's server, the webhook's path, the exec command's environment).
 func TestSecretsNeverShownOrStored(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

@@ -26,6 +26,7 @@ import (
 // days, as --min-age and gc take them: each is accepted and the import
 // runs; a --lease of 0d is refused as not positive.
 func TestDurationsTakeDays(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -46,6 +47,7 @@ func TestDurationsTakeDays(t *testing.T) {
 
 // TestParseDuration reads durations with and without days.
 func TestParseDuration(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]time.Duration{
 		"0": 0, "0s": 0, "90s": 90 * time.Second, "1d": 24 * time.Hour, "1d12h": 36 * time.Hour, "7d30m": 7*24*time.Hour + 30*time.Minute,
 	} {
@@ -64,6 +66,7 @@ func TestParseDuration(t *testing.T) {
 // sink that appends its standard input to a file: the file is JSON Lines,
 // one event per newline-terminated line, as `while read` and jq -c read it.
 func TestExecSinkWritesLines(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -104,6 +107,7 @@ func TestExecSinkWritesLines(t *testing.T) {
 // instead of a bare "no response from stream"; once a stream captures it,
 // outbox deliver delivers the event, once.
 func TestJetStreamSubjectWithoutStream(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -156,6 +160,7 @@ func TestJetStreamSubjectWithoutStream(t *testing.T) {
 // says; Go does not look for a git worktree's repository (its .git is a
 // file), where the README's -ldflags form stamps it.
 func TestVersionPrintsTheCommit(t *testing.T) {
+	t.Parallel()
 	git, err := exec.LookPath("git")
 	if err != nil {
 		t.Fatalf("this test needs git: %v", err)

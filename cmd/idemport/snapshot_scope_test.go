@@ -21,6 +21,7 @@ import (
 // before its sweep (the resumed attempt counts the same 4), and the dry run
 // says so; --max-delete 100% completes it, also killed after its sweep.
 func TestSnapshotScopeGuardCountsBefore(t *testing.T) {
+	t.Parallel()
 	type kill struct {
 		point string
 		run   int // 1: the refused run, 3: the one that completes
@@ -154,6 +155,7 @@ func idOf(line string) int64 {
 // rows"), the second deletes 1 of the scope's 2 rows, refused at the
 // default 10% and done at 50%.
 func TestSnapshotScopeOutOfScopeRow(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, mode := range []string{"key", "key-atomic"} {
 			t.Run(mode, func(t *testing.T) {
@@ -190,6 +192,7 @@ func TestSnapshotScopeOutOfScopeRow(t *testing.T) {
 // each has its own last snapshot, its own sweep, and the same file under
 // each is a different mapping.
 func TestSnapshotScopeEscaped(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()

@@ -127,6 +127,7 @@ func snapTable(t *testing.T, tg *testkit.Target, soft bool) []string {
 }
 
 func TestSnapshotSequence(t *testing.T) {
+	t.Parallel()
 	type kill struct {
 		point string
 		n     int
@@ -245,6 +246,7 @@ func (m *snapModel) withDay(day []snapRow) []string {
 // higher --max-delete completes; a stale snapshot writes nothing; a scoped
 // snapshot sweeps only its slice of the table.
 func TestSnapshotGuardOrderAndScope(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -336,6 +338,7 @@ func TestSnapshotGuardOrderAndScope(t *testing.T) {
 // TestSnapshotSaysOneRow: the counts a snapshot prints agree with their
 // noun: "1 row", not "1 rows", in the dry run, the result and history.
 func TestSnapshotSaysOneRow(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -365,6 +368,7 @@ func TestSnapshotSaysOneRow(t *testing.T) {
 // marked and the day's own live; a mark, once set, is never set again, and
 // the run's deleted counts the rows it marked.
 func TestSnapshotOrdinalSoftDelete(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -432,6 +436,7 @@ func TestSnapshotOrdinalSoftDelete(t *testing.T) {
 // resumes over that table: its keys are recorded there and the sweep
 // removes exactly the row the file lacks.
 func TestSnapshotResumesOverKeyedSeenTable(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()

@@ -91,6 +91,7 @@ func keyedLines(soft bool, days ...[]snapRow) []string {
 // changed nothing) and after its commit (a rerun says it is already done and
 // says again what is current).
 func TestSnapshotUndo(t *testing.T) {
+	t.Parallel()
 	modes := []string{"key", "key-soft", "ordinal", "ordinal-soft"}
 	kills := []string{"", "inside-undo", "after-undo"}
 	mon, tue, mid := snapDays[0], snapDays[1], snapDays[2]
@@ -235,6 +236,7 @@ func TestSnapshotUndo(t *testing.T) {
 // says nothing about restoring; undoing the latest then leaves no snapshot
 // current, so any extract applies.
 func TestSnapshotUndoNotLatest(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, mode := range []string{"key", "ordinal-soft"} {
 			t.Run(mode, func(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 // both leases are still live. A rerun then takes over from the killed one
 // and the table holds the file exactly.
 func TestStatusJudgesHolders(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -97,6 +98,7 @@ func TestStatusJudgesHolders(t *testing.T) {
 // PostgreSQL as a role that may only SELECT. Each works, as it does for
 // its owner; and none writes.
 func TestReadOnlyCommandsOnAReadOnlyDatabase(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		data := filepath.Join(dir, "data")

@@ -22,6 +22,7 @@ import (
 // stopped by a stored key and the batch merged instead, and copying
 // resumed after a merge that inserted every row.
 func TestKeyedLoadOverStoredKeysSurvivesKills(t *testing.T) {
+	t.Parallel()
 	base := [][2]any{{10, "base-10"}, {11, "base-11"}, {12, "same-12"}, {13, "same-13"}, {40, "base-40"}, {99, "base-99"}}
 	file := [][2]any{
 		{10, "new-10"}, {11, "new-11"}, {12, "same-12"}, {13, "same-13"}, // 1: stored keys, two changed

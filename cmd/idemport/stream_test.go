@@ -32,6 +32,7 @@ func pipe(t *testing.T, tg *testkit.Target, dir string, env []string, in string,
 // are piped again, and the table ends exact; the private copies are
 // removed.
 func TestStandardInput(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("id,name,amount\n")
 	want := [][]string{{"id", "name", "amount"}}

@@ -14,6 +14,7 @@ import (
 
 // TestFIFO imports a named pipe by its path, its format from --name.
 func TestFIFO(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

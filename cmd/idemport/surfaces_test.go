@@ -38,6 +38,7 @@ func history(t *testing.T, tg *testkit.Target, dir string, wantCode int, args ..
 // by the path it had, status shows the last path seen, and a file ID
 // prefix finds it when it is unambiguous.
 func TestHistoryFindsAMovedFile(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -88,6 +89,7 @@ func TestHistoryFindsAMovedFile(t *testing.T) {
 // in its JSON result and in history. (TestStatusJudgesHolders: killed
 // while holding a partition, it is gone until a rerun takes it over.)
 func TestOutcomesAgree(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -124,6 +126,7 @@ func TestOutcomesAgree(t *testing.T) {
 // compares what it says with a golden file: every message names the file,
 // what is wrong and the command or flag that moves the user on.
 func TestMessagesSayWhatToDoNext(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -171,6 +174,7 @@ func TestMessagesSayWhatToDoNext(t *testing.T) {
 // where the schema does not exist: exit 2 naming it, and no operation left
 // in the ledger.
 func TestMissingSchemaIsAUsageError(t *testing.T) {
+	t.Parallel()
 	testkit.Available(t, testkit.Postgres)
 	dir := t.TempDir()
 	tg := testkit.NewTarget(t, testkit.Postgres, dir)
@@ -190,6 +194,7 @@ func TestMissingSchemaIsAUsageError(t *testing.T) {
 // TestLogsCarryPathAndError reads the JSON log of a refused import: it
 // names the file and says why.
 func TestLogsCarryPathAndError(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "items.csv"), []byte("id,qty\n1,5\n2,five\n"), 0o644)
 	r := testkit.Exec(t, dir, nil, "import", "--log-format", "json", "--column", "qty:int64", "items.csv")

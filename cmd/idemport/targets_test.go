@@ -16,6 +16,7 @@ import (
 )
 
 func TestSQLiteTargetForms(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "kv.csv"), []byte("k,v\n1,a\n2,b\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -65,6 +66,7 @@ func TestSQLiteTargetForms(t *testing.T) {
 // TestReadOnlyCommandsNeedAnExistingDatabase: a typo in --into must not
 // read as "nothing imported" (exit 0), nor create the file.
 func TestReadOnlyCommandsNeedAnExistingDatabase(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "kv.csv"), []byte("k,v\n1,a\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -88,6 +90,7 @@ func TestReadOnlyCommandsNeedAnExistingDatabase(t *testing.T) {
 }
 
 func TestPostgresTargetForms(t *testing.T) {
+	t.Parallel()
 	db, schema := pgtest.Open(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "kv.csv"), []byte("k,v\n1,a\n2,b\n"), 0o644); err != nil {

@@ -13,6 +13,7 @@ import (
 // in every command: each must exit 2, say what was wrong on stderr, print
 // no help on stdout and create no database.
 func TestEveryUsageErrorExits2(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		says string
@@ -63,6 +64,7 @@ func TestEveryUsageErrorExits2(t *testing.T) {
 // TestWaitTakesAValue passes --wait in each form: the value is the wait,
 // never a file to import.
 func TestWaitTakesAValue(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	testkit.Orders(t, filepath.Join(dir, "orders.csv"), 30, 61)
 	for i, wait := range [][]string{{"--wait", "30m"}, {"--wait=30m"}, {"--wait", "forever"}, {"--wait=forever"}, {"--wait", "0"}} {
@@ -79,6 +81,7 @@ func TestWaitTakesAValue(t *testing.T) {
 // gauges. A named file or a glob's directory that does not exist stays an
 // error.
 func TestNoFilesToImport(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

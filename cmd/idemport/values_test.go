@@ -18,6 +18,7 @@ import (
 // text; then a later file's 02134 into the integer column the first made
 // is refused (exit 5) saying why, and nothing of it is written.
 func TestTrickyValuesThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	csv, jsonl, cols := testkit.Tricky()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
@@ -63,6 +64,7 @@ func TestTrickyValuesThroughTheBinary(t *testing.T) {
 // 07 and -07 are bad rows, never 7 or -7, +7 updates 7, and 0, -0 and
 // 0.0 (where the column takes it) are one key, the last of them winning.
 func TestShortNumberFormsThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	forms := testkit.ZeroForms()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()

@@ -46,6 +46,7 @@ var nextLine = regexp.MustCompile(`(?m)^  next: (idemport .*)$`)
 // NULL, an int64 edge) is reported row by row with a next: line that,
 // run as printed, repairs the table, after which verify passes again.
 func TestVerifyFindsItsImport(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []struct {
 		name  string
 		flags []string
@@ -119,6 +120,7 @@ func TestVerifyFindsItsImport(t *testing.T) {
 // import of is a difference whose next: (the import), run as printed,
 // makes verify pass.
 func TestVerifyListsSeveralImports(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

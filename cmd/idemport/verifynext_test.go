@@ -15,6 +15,7 @@ import (
 // --reapply that restores them with the flags verify was given (a DSN
 // with query values as "$IDEMPORT_INTO"); run in a shell as printed, it restores the table exactly, and verify is clean.
 func TestVerifyDifferenceProposesReapply(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"ordinal", "natural"} {
 		t.Run(mode, func(t *testing.T) {
 			testkit.Each(t, func(t *testing.T, name string) {

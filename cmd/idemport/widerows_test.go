@@ -21,6 +21,7 @@ import (
 // values, quotes, commas, line breaks and multi-byte characters included,
 // every row once.
 func TestWideRowsSurviveKills(t *testing.T) {
+	t.Parallel()
 	const rows = 500
 	value := func(i int, tag string) string {
 		v := fmt.Sprintf("%s %04d é, \"q\"\n", tag, i) + strings.Repeat(string(rune('a'+i%26)), 1200)

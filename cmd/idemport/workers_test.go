@@ -123,6 +123,7 @@ func regexpLine(s, re string) bool {
 // duplicate, refused, conflict) must write nothing: on PostgreSQL not even
 // a new row version.
 func TestClaimDecisionTable(t *testing.T) {
+	t.Parallel()
 	rows := []struct {
 		name string
 		run  func(t *testing.T, tg *testkit.Target, dir string)
@@ -276,6 +277,9 @@ func TestClaimDecisionTable(t *testing.T) {
 // one's lease at once (it died on this host), and finish; every partition
 // is committed exactly once and counted once.
 func TestWorkerProcessesShareOneFile(t *testing.T) {
+	// Not parallel: it polls for a moment when one of four processes holds
+	// a lease with free partitions left, which the load of other tests can
+	// make too short to see.
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -387,6 +391,7 @@ func TestWorkerProcessesShareOneFile(t *testing.T) {
 // TestWorkersInOneProcess applies a 20-partition file with --workers 4:
 // exact target, each partition committed once by the one attempt.
 func TestWorkersInOneProcess(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -410,6 +415,7 @@ func TestWorkersInOneProcess(t *testing.T) {
 // nothing: not the target, not the partitions, not the operation (on
 // PostgreSQL not even a row version).
 func TestFrozenWorkerCommitsNothingAfterTakeover(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -472,6 +478,7 @@ func TestFrozenWorkerCommitsNothingAfterTakeover(t *testing.T) {
 // table is created in that schema, not in the one on the search path, and
 // status, history and verify name it.
 func TestQualifiedTableOnPostgres(t *testing.T) {
+	t.Parallel()
 	testkit.Available(t, testkit.Postgres)
 	dir := t.TempDir()
 	tg := testkit.NewTarget(t, testkit.Postgres, dir)
@@ -543,6 +550,7 @@ func TestQualifiedTableOnPostgres(t *testing.T) {
 // partitions committed: the ledger and the rerun agree it committed three,
 // and so must its own JSON result.
 func TestFailedAttemptReportsItsPartitions(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -571,6 +579,7 @@ func TestFailedAttemptReportsItsPartitions(t *testing.T) {
 // the process no longer exists, so a rerun on this host should take its
 // lease over at once rather than report busy until the lease expires.
 func TestDeadUnreapedHolderIsRecoveredAtOnce(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -618,6 +627,7 @@ func waitZombie(t *testing.T, pid int) {
 // when the stretch began; a loaded machine only makes it try less. A run
 // that tries again without pausing tries hundreds of times.
 func TestWaitForPartitionLockedByFrozenHolder(t *testing.T) {
+	t.Parallel()
 	const poll = 250 * time.Millisecond // --lease 1s: lease/4
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
@@ -745,6 +755,7 @@ func readLog(t *testing.T, path string) []logLine {
 // if a stalled holder locked the partition; thawed, the first finishes and
 // both exit 0 with the file imported exactly once.
 func TestLiveHolderMidTransactionIsNotBusy(t *testing.T) {
+	t.Parallel()
 	testkit.Available(t, testkit.Postgres) // SQLite's writer holds the whole write lock instead
 	dir := t.TempDir()
 	tg := testkit.NewTarget(t, testkit.Postgres, dir)
@@ -836,6 +847,7 @@ func expireLeases(t *testing.T, tg *testkit.Target) {
 // partition forever (PostgreSQL). Whatever it committed meanwhile stays
 // committed, once, and a run after the holder is resumed ends exact.
 func TestFrozenHolderMakesOthersBusy(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()

@@ -64,6 +64,7 @@ func writeWorkbook(t *testing.T, path string, rows int) {
 // sheet is cut into partitions, resumed after a kill, and a rerun is a
 // duplicate; another sheet is another mapping.
 func TestExcel(t *testing.T) {
+	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
