@@ -2,9 +2,9 @@ package main
 
 // Snapshot imports: a nightly full extract whose missing rows were deleted
 // at the source. The sequence Mon/Tue/Wed inserts, updates, deletes and
-// brings a key back; it is run clean and with a kill at every failpoint of
-// each day's import, and after every day the whole table must be what the
-// day's file says.
+// brings a key back; it is run clean and with its imports killed at every
+// failpoint a snapshot import passes (see TestSnapshotSequence), and after
+// every day the whole table must be what the day's file says.
 
 import (
 	"cmp"
@@ -126,113 +126,180 @@ func snapTable(t *testing.T, tg *testkit.Target, soft bool) []string {
 	return out
 }
 
+// snapKill is a kill at the n-th pass of a failpoint.
+type snapKill struct {
+	point string
+	n     int
+}
+
+func (k snapKill) String() string { return fmt.Sprintf("%s:%d", k.point, k.n) }
+
+// snapChains are the kill chains of TestSnapshotSequence. A day's import
+// is killed at each kill of its chain in turn, each rerun at the next one,
+// and then run to completion. Each chain starts with a fresh run and is
+// ordered so that every rerun reaches its kill: the points before the plan
+// in the order a run passes them (after-plan only where the plan is not
+// stored yet); partition points whose count the partitions left still
+// reach (a count of 3 only when all three of a day's partitions are left);
+// the completing transaction's points, which every rerun passes again,
+// last. The sweep's two points are in two chains, so every mode is killed
+// inside a sweep on a day that deletes (day 2 or 3).
+var snapChains = [3][]snapKill{
+	{{"after-identify", 1}, {"after-claim", 1}, {"after-plan", 1}, {"inside-partition", 3}, {"inside-partition", 1},
+		{"before-sweep", 1}, {"after-sweep", 1}},
+	{{"before-partition-commit", 2}, {"after-partition-claim", 2}, {"after-partition-commit", 1},
+		{"before-finalize", 1}, {"inside-finalize", 1}},
+	{{"after-partition-commit", 3}, {"before-sweep", 1}, {"after-sweep", 1}, {"before-event", 1}, {"after-finalize", 1}},
+}
+
+// snapModes are the modes of TestSnapshotSequence.
+var snapModes = []string{"key", "key-soft", "ordinal", "key-atomic", "ordinal-atomic"}
+
+// snapChainOf returns the chain mode number m's killed sequence runs on
+// day d (0-based): the chains rotate over the days from mode to mode.
+func snapChainOf(m, d int) []snapKill { return snapChains[(m+d)%len(snapChains)] }
+
+// TestSnapshotSequence runs the sequence in each mode on each target, once
+// clean and once killed. The killed run kills each day's import at every
+// kill of one chain (snapChains) before running it to completion, the
+// three chains rotating over the days from mode to mode; after every day
+// the whole table must be what the day's file says, value by value.
+//
+// What it covers: every failpoint a snapshot import passes is killed at in
+// every mode on both targets (the sweep in key, soft and ordinal sweeps, the
+// completing transaction of --atomic, which moves the staged rows), each
+// chain on each of the three days in some mode, and the sweep's points on
+// a day that deletes in every mode. It no longer kills every point on every
+// day of every mode (16 runs of the sequence a mode, 160 subtests of seven
+// or eight processes); a kill after the first of a chain hits a rerun
+// rather than a fresh run, which leaves what a fresh run's kill there
+// leaves, with more attempts recorded (the completing transaction's points
+// roll back the same transaction either way).
 func TestSnapshotSequence(t *testing.T) {
 	t.Parallel()
-	type kill struct {
-		point string
-		n     int
-	}
-	kills := []kill{{}, {"after-identify", 1}, {"after-claim", 1}, {"after-plan", 1},
-		{"after-partition-claim", 2}, {"inside-partition", 1}, {"inside-partition", 3}, {"before-partition-commit", 2},
-		{"after-partition-commit", 1}, {"after-partition-commit", 3}, {"before-finalize", 1},
-		{"before-sweep", 1}, {"after-sweep", 1}, {"before-event", 1}, {"inside-finalize", 1}, {"after-finalize", 1}}
-	// Every failpoint a snapshot import passes is killed at.
+	// Every failpoint a snapshot import passes is killed at in every mode
+	// (each mode runs all three chains, one a day).
 	for _, point := range failpoint.Names {
 		passed := !slices.Contains([]string{"inside-isolation", "replace-prepared", "replace-swept", "inside-undo", "after-undo", "before-publish", "after-publish", "during-retry"}, point)
-		if passed && !slices.ContainsFunc(kills, func(k kill) bool { return k.point == point }) {
-			t.Fatalf("a snapshot import passes failpoint %s, which the sequence never kills at", point)
+		if !passed {
+			continue
 		}
-	}
-	modes := []string{"key", "key-soft", "ordinal", "key-atomic", "ordinal-atomic"}
-	testkit.Each(t, func(t *testing.T, name string) {
-		for _, mode := range modes {
-			for _, k := range kills {
-				label := "clean"
-				if k.point != "" {
-					label = fmt.Sprintf("%s:%d", k.point, k.n)
-				}
-				t.Run(mode+"/"+label, func(t *testing.T) {
-					t.Parallel()
-					dir := t.TempDir()
-					tg := testkit.NewTarget(t, name, dir)
-					m := &snapModel{soft: mode == "key-soft", rows: map[string]snapRow{}, dead: map[string]bool{}}
-					var ordinal []string // ordinal mode: the last file's rows
-					for i, day := range snapDays {
-						file := fmt.Sprintf("day%d.csv", i+1)
-						writeSnapDay(t, filepath.Join(dir, file), day)
-						args := []string{"--table", "items", "--snapshot", "--as-of", fmt.Sprintf("2026-11-%02d", 23+i), "--partition-rows", "4"}
-						switch mode {
-						case "key":
-							args = append(args, "--key", "id")
-						case "key-soft":
-							args = append(args, "--key", "id", "--delete", "soft")
-						case "key-atomic":
-							args = append(args, "--key", "id", "--atomic")
-						case "ordinal-atomic":
-							args = append(args, "--atomic")
-						}
-						args = append(args, file)
-						if k.point != "" {
-							env := []string{fmt.Sprintf("IDEMPORT_FAILPOINT=%s:%d", k.point, k.n)}
-							killed := tg.Exec(t, dir, env, append([]string{"import"}, args...)...)
-							if killed.Signal != syscall.SIGKILL {
-								t.Fatalf("%s: not killed at %s: exit %d\n%s%s", file, label, killed.Code, killed.Stdout, killed.Stderr)
-							}
-						}
-						res := importTo(t, tg, dir, nil, 0, args...)
-						want := []string{"imported", "resumed"}
-						if k.point == "after-finalize" {
-							want = []string{"duplicate"}
-						}
-						if !slices.Contains(want, res.Outcome) {
-							t.Fatalf("%s: rerun outcome %s, want one of %v", file, res.Outcome, want)
-						}
-						m.apply(day)
-						if strings.HasPrefix(mode, "ordinal") {
-							ordinal = (&snapModel{rows: map[string]snapRow{}, dead: map[string]bool{}}).withDay(day)
-							if got := snapTable(t, tg, false); !slices.Equal(got, ordinal) {
-								t.Fatalf("after %s the table holds\n%s\nwant\n%s", file, strings.Join(got, "\n"), strings.Join(ordinal, "\n"))
-							}
-							if n := testkit.Int(t, tg.DB, `SELECT count(DISTINCT _idemport_file) FROM items`); n != 1 {
-								t.Fatalf("after %s rows of %d files remain, want only the last file's", file, n)
-							}
-						} else if got := snapTable(t, tg, m.soft); !slices.Equal(got, m.want()) {
-							t.Fatalf("after %s the table holds\n%s\nwant\n%s", file, strings.Join(got, "\n"), strings.Join(m.want(), "\n"))
-						}
-						if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("operations")+` WHERE state <> 'completed'`); n != 0 {
-							t.Fatalf("after %s %d operations are not completed", file, n)
-						}
-					}
-					// A rerun of the last file deletes nothing and writes nothing.
-					before := tg.Snapshot(t, "quickcheck")
-					args := []string{"--table", "items", "--snapshot", "--as-of", "2026-11-25", "--partition-rows", "4"}
-					switch mode {
-					case "key":
-						args = append(args, "--key", "id")
-					case "key-soft":
-						args = append(args, "--key", "id", "--delete", "soft")
-					case "key-atomic":
-						args = append(args, "--key", "id", "--atomic")
-					case "ordinal-atomic":
-						args = append(args, "--atomic")
-					}
-					res := importTo(t, tg, dir, nil, 0, append(args, "day3.csv")...)
-					if res.Outcome != "duplicate" || res.Deleted != 0 {
-						t.Fatalf("rerun of the last day: outcome %s deleted %d, want duplicate deleted 0", res.Outcome, res.Deleted)
-					}
-					if d := before.Diff(tg.Snapshot(t, "quickcheck")); d != "" {
-						t.Fatalf("rerun of the last day changed %s", d)
-					}
-					// The keys the snapshots recorded are gone with their operations.
-					for _, tbl := range tg.Tables(t) {
-						if strings.Contains(tbl, "_idemport_seen_") || strings.Contains(tbl, "_idemport_stage_") {
-							t.Fatalf("table %s of recorded keys left behind", tbl)
-						}
-					}
-				})
+		for m, mode := range snapModes {
+			killed := false
+			for d := range snapDays {
+				killed = killed || slices.ContainsFunc(snapChainOf(m, d), func(k snapKill) bool { return k.point == point })
+			}
+			if !killed {
+				t.Fatalf("a snapshot import passes failpoint %s, which the %s sequence never kills at", point, mode)
 			}
 		}
+	}
+	// Each chain runs on each day in some mode, and every mode is killed in
+	// the sweep on a day that deletes.
+	for c := range snapChains {
+		for d := range snapDays {
+			if !slices.ContainsFunc(snapModes, func(mode string) bool {
+				return slices.Equal(snapChainOf(slices.Index(snapModes, mode), d), snapChains[c])
+			}) {
+				t.Fatalf("chain %d never runs on day %d", c, d+1)
+			}
+		}
+	}
+	for m, mode := range snapModes {
+		for _, point := range []string{"before-sweep", "after-sweep"} {
+			if !slices.ContainsFunc(snapChainOf(m, 1), func(k snapKill) bool { return k.point == point }) &&
+				!slices.ContainsFunc(snapChainOf(m, 2), func(k snapKill) bool { return k.point == point }) {
+				t.Fatalf("the %s sequence is never killed at %s on a day that deletes", mode, point)
+			}
+		}
+	}
+	testkit.Each(t, func(t *testing.T, name string) {
+		for m, mode := range snapModes {
+			t.Run(mode+"/clean", func(t *testing.T) {
+				t.Parallel()
+				snapSequence(t, name, mode, func(int) []snapKill { return nil })
+			})
+			t.Run(mode+"/killed", func(t *testing.T) {
+				t.Parallel()
+				snapSequence(t, name, mode, func(d int) []snapKill { return snapChainOf(m, d) })
+			})
+		}
 	})
+}
+
+// snapSequence imports the days in mode, killing day d's import at each
+// kill of chain(d) before running it to completion, and checks the table
+// after each day and a rerun of the last.
+func snapSequence(t *testing.T, name, mode string, chain func(d int) []snapKill) {
+	dir := t.TempDir()
+	tg := testkit.NewTarget(t, name, dir)
+	m := &snapModel{soft: mode == "key-soft", rows: map[string]snapRow{}, dead: map[string]bool{}}
+	modeArgs := func(asOf string) []string {
+		args := []string{"--table", "items", "--snapshot", "--as-of", asOf, "--partition-rows", "4"}
+		switch mode {
+		case "key":
+			args = append(args, "--key", "id")
+		case "key-soft":
+			args = append(args, "--key", "id", "--delete", "soft")
+		case "key-atomic":
+			args = append(args, "--key", "id", "--atomic")
+		case "ordinal-atomic":
+			args = append(args, "--atomic")
+		}
+		return args
+	}
+	var ordinal []string // ordinal mode: the last file's rows
+	for i, day := range snapDays {
+		file := fmt.Sprintf("day%d.csv", i+1)
+		writeSnapDay(t, filepath.Join(dir, file), day)
+		args := append(modeArgs(fmt.Sprintf("2026-11-%02d", 23+i)), file)
+		kills := chain(i)
+		for _, k := range kills {
+			env := []string{"IDEMPORT_FAILPOINT=" + k.String()}
+			killed := tg.Exec(t, dir, env, append([]string{"import"}, args...)...)
+			if killed.Signal != syscall.SIGKILL {
+				t.Fatalf("%s: not killed at %s (chain %v): exit %d\n%s%s", file, k, kills, killed.Code, killed.Stdout, killed.Stderr)
+			}
+		}
+		res := importTo(t, tg, dir, nil, 0, args...)
+		want := []string{"imported", "resumed"}
+		if len(kills) > 0 && kills[len(kills)-1].point == "after-finalize" {
+			want = []string{"duplicate"}
+		}
+		if !slices.Contains(want, res.Outcome) {
+			t.Fatalf("%s: rerun outcome %s, want one of %v", file, res.Outcome, want)
+		}
+		m.apply(day)
+		if strings.HasPrefix(mode, "ordinal") {
+			ordinal = (&snapModel{rows: map[string]snapRow{}, dead: map[string]bool{}}).withDay(day)
+			if got := snapTable(t, tg, false); !slices.Equal(got, ordinal) {
+				t.Fatalf("after %s the table holds\n%s\nwant\n%s", file, strings.Join(got, "\n"), strings.Join(ordinal, "\n"))
+			}
+			if n := testkit.Int(t, tg.DB, `SELECT count(DISTINCT _idemport_file) FROM items`); n != 1 {
+				t.Fatalf("after %s rows of %d files remain, want only the last file's", file, n)
+			}
+		} else if got := snapTable(t, tg, m.soft); !slices.Equal(got, m.want()) {
+			t.Fatalf("after %s the table holds\n%s\nwant\n%s", file, strings.Join(got, "\n"), strings.Join(m.want(), "\n"))
+		}
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("operations")+` WHERE state <> 'completed'`); n != 0 {
+			t.Fatalf("after %s %d operations are not completed", file, n)
+		}
+	}
+	// A rerun of the last file deletes nothing and writes nothing.
+	before := tg.Snapshot(t, "quickcheck")
+	res := importTo(t, tg, dir, nil, 0, append(modeArgs("2026-11-25"), "day3.csv")...)
+	if res.Outcome != "duplicate" || res.Deleted != 0 {
+		t.Fatalf("rerun of the last day: outcome %s deleted %d, want duplicate deleted 0", res.Outcome, res.Deleted)
+	}
+	if d := before.Diff(tg.Snapshot(t, "quickcheck")); d != "" {
+		t.Fatalf("rerun of the last day changed %s", d)
+	}
+	// The keys the snapshots recorded are gone with their operations.
+	for _, tbl := range tg.Tables(t) {
+		if strings.Contains(tbl, "_idemport_seen_") || strings.Contains(tbl, "_idemport_stage_") {
+			t.Fatalf("table %s of recorded keys left behind", tbl)
+		}
+	}
 }
 
 // withDay returns the lines of a table holding exactly day's rows.
