@@ -730,7 +730,7 @@ func (r *run) recordEnd(ctx context.Context, tx *sql.Tx, moved idemtype.Rows) er
 	rows := r.rows
 	rows.Add(moved)
 	var err error
-	r.res.EventID, err = r.e.recordEvent(ctx, tx, EventCompleted, r.id.Key, r.attempt, string(outcome), rows, deleted)
+	r.res.EventID, err = r.e.st.RecordEvent(ctx, tx, EventCompleted, r.id.Key, r.attempt, string(outcome), rows, deleted)
 	return err
 }
 

@@ -99,7 +99,7 @@ func (e *Engine) ImportAll(ctx context.Context, reqs []Request, o BatchOptions) 
 }
 
 func newBatch(e *Engine, o BatchOptions) *batch {
-	b := &batch{e: e, o: o, deliver: e.Deliver, now: time.Now, left: o.DeliveryBudget, sum: &Summary{}}
+	b := &batch{e: e, o: o, deliver: e.st.Deliver, now: time.Now, left: o.DeliveryBudget, sum: &Summary{}}
 	if b.left <= 0 {
 		b.left = DefaultNotifyTimeout
 	}
@@ -164,7 +164,7 @@ func (b *batch) deliverAfter(ctx context.Context, res *Result) {
 	}
 	b.sum.Delivered = true
 	if res.EventID != "" {
-		if res.Notified, err = b.e.EventState(context.WithoutCancel(ctx), res.EventID); err != nil {
+		if res.Notified, err = b.e.st.EventState(context.WithoutCancel(ctx), res.EventID); err != nil {
 			b.warn(fmt.Errorf("read delivery of event %s: %w", res.EventID, err))
 		}
 	}

@@ -33,9 +33,10 @@ type Options struct {
 	// yet: Open then returns an Engine without one ([Engine.Exists] reports
 	// false) instead of ErrNoDatabase, and creates nothing. Such an Engine
 	// plans every file as one never imported ([PlanFile]), with the
-	// driver's rules and limits; it finds no events ([Engine.Outbox]) and
-	// no ledger numbers ([Engine.LedgerMetrics]); its other methods return
-	// ErrNoDatabase. ops.Open takes the same option.
+	// driver's rules and limits; it finds no ledger numbers
+	// ([Engine.LedgerMetrics]); its other methods return ErrNoDatabase.
+	// ops.Open takes the same option (such an Operator finds no operations
+	// and no events).
 	AllowMissing bool
 	// Logger receives the engine's logs; nil discards them.
 	Logger *slog.Logger

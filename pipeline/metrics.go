@@ -85,6 +85,6 @@ func (e *Engine) LedgerMetrics(ctx context.Context) (LedgerMetrics, error) {
 			m.LastSuccess[op.Table] = op.CompletedAt
 		}
 	}
-	m.OutboxPending, err = e.PendingDeliveries(ctx)
+	m.OutboxPending, err = e.st.PendingDeliveries(ctx)
 	return m, err
 }

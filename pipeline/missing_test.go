@@ -57,9 +57,6 @@ func TestMissingDatabase(t *testing.T) {
 		t.Errorf("plan of columns price and PRICE: would %s, error %q; want %s with the driver's limit", rep.Would, rep.Error, WouldRefuse)
 	}
 
-	if ds, err := e.Outbox(ctx, ""); err != nil || len(ds) != 0 {
-		t.Errorf("Outbox: %v, %v; want nothing", ds, err)
-	}
 	if lm, err := e.LedgerMetrics(ctx); err != nil || lm.Operations != nil {
 		t.Errorf("LedgerMetrics: %+v, %v; want none", lm, err)
 	}

@@ -147,7 +147,7 @@ func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error)
 	if err := e.st.Ledger.End(ctx, tx, a.ID, "replayed", "", 0, 0); err != nil {
 		return res, err
 	}
-	if res.EventID, err = e.recordEvent(ctx, tx.Tx, EventReplayed, key, a, "replayed", res.Rows, nil); err != nil {
+	if res.EventID, err = e.st.RecordEvent(ctx, tx.Tx, EventReplayed, key, a, "replayed", res.Rows, nil); err != nil {
 		return res, err
 	}
 	if err := tx.Commit(); err != nil {

@@ -173,7 +173,7 @@ func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error)
 	if req.Forget {
 		outcome = "forgotten"
 	}
-	if res.EventID, err = e.recordEvent(ctx, tx, EventUndone, k, a, outcome, idemtype.Rows{}, &res.Deleted); err != nil {
+	if res.EventID, err = e.st.RecordEvent(ctx, tx, EventUndone, k, a, outcome, idemtype.Rows{}, &res.Deleted); err != nil {
 		return nil, err
 	}
 	if err := e.st.Hit("inside-undo"); err != nil {

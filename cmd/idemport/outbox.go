@@ -117,12 +117,12 @@ func newOutboxListCmd(e *env) *cobra.Command {
 			default:
 				return usageError{fmt.Errorf("--state %q: want pending, delivered or failed", state)}
 			}
-			eng, err := openReadOnly(c, into)
+			op, err := into.operator(c.Context(), pipeline.Options{ReadOnly: true, AllowMissing: true})
 			if err != nil {
 				return err
 			}
-			defer eng.Close()
-			ds, err := eng.Outbox(c.Context(), state)
+			defer op.Close()
+			ds, err := op.Outbox(c.Context(), state)
 			if err != nil {
 				return err
 			}
@@ -194,12 +194,12 @@ give the same addresses. Exit 0 when nothing is left pending, 1 otherwise.`,
 			if len(sinks) == 0 {
 				return usageError{errors.New("no sink: give --notify or set IDEMPORT_NOTIFY")}
 			}
-			eng, err := into.open(c.Context(), pipeline.Options{Notify: sinks, Failpoints: e.failpoints})
+			op, err := into.operator(c.Context(), pipeline.Options{Notify: sinks, Failpoints: e.failpoints})
 			if err != nil {
 				return err
 			}
-			defer eng.Close()
-			rep, err := eng.Deliver(c.Context(), nf.timeout)
+			defer op.Close()
+			rep, err := op.Deliver(c.Context(), nf.timeout)
 			if err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline"
@@ -34,6 +35,12 @@ func TestMissingDatabase(t *testing.T) {
 	}
 	if _, _, err := o.History(ctx, "orders.csv", ""); !errors.Is(err, pipeline.ErrNoDatabase) {
 		t.Errorf("History: %v, want ErrNoDatabase", err)
+	}
+	if ds, err := o.Outbox(ctx, ""); err != nil || len(ds) != 0 {
+		t.Errorf("Outbox: %v, %v; want nothing", ds, err)
+	}
+	if _, err := o.Deliver(ctx, time.Second); !errors.Is(err, pipeline.ErrNoDatabase) {
+		t.Errorf("Deliver: %v, want ErrNoDatabase", err)
 	}
 	if _, err := o.GC(ctx, 0, true); !errors.Is(err, pipeline.ErrNoDatabase) {
 		t.Errorf("GC: %v, want ErrNoDatabase", err)
