@@ -1,20 +1,32 @@
 // Package mysql is the MariaDB and MySQL driver of package sink, in
-// progress: it connects, migrates and runs the ledger's and the
-// checkpoints' operations, and passes the conformance suite's
-// drivertest.RunLedger (the outbox included) and drivertest.RunCheckpoint
-// on MariaDB 10.11. Of its target tables it creates them (Ensure), adds
-// and widens their columns (AddColumn, Widen), describes them (Describe,
-// with the value rules of DECIMAL), holds their columns, deletes a file's
-// rows and sweeps a snapshot's scope (SweepApply: DELETE t FROM … AS t,
-// since MariaDB before 11.6 takes no alias in DELETE FROM) and merges a
-// stage into them (Merge: UPDATE … JOIN, then INSERT … SELECT … WHERE NOT
-// EXISTS, merge.go; Classify runs as written for every database) and
-// compares a file's rows with them (Compare, compare.go) and reads a
-// snapshot scope's keys (SweepKeys); the Writer is
-// not written yet: it fails with a *sink.ConfigError, the cases of
-// drivertest.RunTarget that write rows are skipped (target_test.go), and
-// the driver is not in the registry (pipeline.Drivers), so no --into URL
-// reaches it. Tables lists the DSN's database alone.
+// progress: it connects, migrates, runs the ledger's and the checkpoints'
+// operations, creates, describes and evolves target tables, and writes
+// rows into them; it passes the whole conformance suite
+// (drivertest.RunLedger with the outbox, drivertest.RunCheckpoint and
+// drivertest.RunTarget) on MariaDB 10.11. It is not in the registry
+// (pipeline.Drivers) yet, so no --into URL reaches it: the DDL of an
+// import (creating its table, --evolve, lineage columns) commits the
+// transaction it runs in (see below), which the pipeline does not yet
+// record and resume step by step. Tables lists the DSN's database alone.
+//
+// The Writer (writer.go) writes a batch in one of two ways. A range of
+// the file none of whose rows is stored (ordinal mode's first load) is
+// inserted straight into the table. Otherwise the batch goes into a
+// TEMPORARY staging table of the connection (its creation commits
+// nothing), and is moved in per round of repeated keys, in file order:
+// UPDATE … JOIN of the changed rows that are not older (by the version
+// column, or by their place in the same file), then INSERT … SELECT …
+// WHERE NOT EXISTS of the new ones; the rows left are counted stale by a
+// join, or unchanged. Rows go in multi-row INSERT statements of at most
+// 65,535 placeholders and a quarter of max_allowed_packet (insert.go),
+// each value bound exactly (bind.go): integers as BIGINT, decimals and
+// strings as their text, times as DATETIME text in UTC. A value a column
+// cannot hold, or a row a constraint refuses, fails the Write with a
+// *sink.RowError (rowerror.go), and InnoDB undoes the failed statement
+// alone. Of the other target operations, SweepApply deletes with DELETE
+// t FROM … AS t, since MariaDB before 11.6 takes no alias in DELETE FROM;
+// Merge updates and inserts as the Writer does (merge.go); Classify runs
+// as written for every database.
 //
 // The tables Ensure creates (ensure.go) hold what idemport's kinds hold,
 // exactly:
@@ -39,8 +51,8 @@
 //     alone). Once the table exists the plan pass refuses a longer string
 //     as a bad row (Describe's MaxChars, the reader's length limit); on the
 //     load that creates it, and for a decimal key longer than its share,
-//     only strict mode refuses it, failing the write: sink.Limits has no
-//     key length yet.
+//     only strict mode refuses it, failing the write with a
+//     *sink.RowError: sink.Limits has no key length yet.
 //   - A DATETIME(6) holds a point in time in UTC (the session's zone); a
 //     local timestamp is a DATETIME(6) too, commented idemport:local, and
 //     Describe tells the two apart by that comment alone.

@@ -59,12 +59,18 @@ type connector struct {
 }
 
 // newConnector returns the connector of cfg's connections for s: utf8mb4
-// (4-byte characters round-trip), times in UTC, several statements in
-// one Exec (the migration files), and the session's settings.
+// (4-byte characters round-trip), times in UTC and DATETIME values read
+// as time.Time, as the other drivers read timestamps; the server's
+// max_allowed_packet, read on connecting, so that the driver sends a
+// value too long for one packet in pieces the server takes; several
+// statements in one Exec (the migration files); and the session's
+// settings.
 func newConnector(cfg *mysql.Config, s sink.Settings) (driver.Connector, error) {
 	cfg = cfg.Clone()
 	cfg.Collation = "utf8mb4_bin"
 	cfg.Loc = time.UTC
+	cfg.ParseTime = true
+	cfg.MaxAllowedPacket = 0
 	cfg.MultiStatements = true
 	cfg.InterpolateParams = false
 	c, err := mysql.NewConnector(cfg)

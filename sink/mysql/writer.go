@@ -1,0 +1,320 @@
+package mysql
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/sink"
+)
+
+// Columns of the staging table besides the file's.
+const (
+	roundColumn = "_idemport_round" // the occurrence of the row's key in the batch, from 0 (natural keys)
+)
+
+// maxStatementBytes bounds the values of one INSERT, below the server's
+// max_allowed_packet (a quarter of it): large enough that a statement
+// costs little more than its rows, small enough that the server does not
+// hold much of a batch at once.
+const maxStatementBytes = 8 << 20
+
+// writer upserts batches into a target table through a temporary staging
+// table of its connection.
+type writer struct {
+	conn   *sql.Conn
+	tg     sink.Target
+	stage  string // the staging table's name, quoted
+	fields []field
+	keyIdx []int // schema positions of the key columns
+	// direct inserts a batch straight into the target (ordinal mode, a
+	// range of the file none of whose rows is stored); staged into the
+	// staging table.
+	direct, staged *inserter
+	present        string // ordinal mode: ? file key, ? first and ? last ordinal
+	clear          string
+	update         string // "" when the table has no columns to rewrite
+	insert         string
+	stale          string // natural keys: counts a round's stale rows
+	rounds         []int32
+	seen           map[string]int32
+	keyBuf         []byte
+}
+
+var _ sink.Writer = (*writer)(nil)
+
+// Writer implements sink.Driver. The table must exist (Ensure creates it).
+// Writer creates on conn a TEMPORARY staging table of the file's columns
+// in the target's types, which Close drops; creating or dropping a
+// temporary table commits nothing, so Writer may be called inside a
+// transaction. Write must then be given transactions begun on conn.
+func (d Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema) (sink.Writer, error) {
+	t, err := d.Describe(ctx, conn, tg.Table)
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, fmt.Errorf("write %s: no such table", tg.Table)
+	}
+	var packet int
+	if err := conn.QueryRowContext(ctx, `SELECT @@max_allowed_packet`).Scan(&packet); err != nil {
+		return nil, fmt.Errorf("write %s: read max_allowed_packet: %w", tg.Table, err)
+	}
+	b := make([]byte, 8)
+	rand.Read(b)
+	w := &writer{conn: conn, tg: tg, stage: q("idemport_stage_" + hex.EncodeToString(b)), seen: map[string]int32{}}
+	var names, quoted, sel []string
+	for _, f := range schema.Fields() {
+		c := t.Column(f.Name)
+		if c == nil {
+			return nil, fmt.Errorf("write %s: it has no column %q", tg.Table, f.Name)
+		}
+		w.fields = append(w.fields, field{name: f.Name, file: idemtype.TypeOf(f), target: c.Kind})
+		names = append(names, f.Name)
+		quoted = append(quoted, q(f.Name))
+		sel = append(sel, "t."+q(f.Name))
+	}
+	for _, k := range tg.Key {
+		w.keyIdx = append(w.keyIdx, schema.FieldIndices(k)[0])
+	}
+	table := d.QuoteTable(tg.Table)
+
+	// The staging table: the round, the row ordinal, and the file's
+	// columns in the target's types (NOT NULL and collations too), so that
+	// a value the target cannot hold fails as it is staged. InnoDB, so
+	// that its rows are the transaction's, undone by its rollback.
+	ddl := "CREATE TEMPORARY TABLE " + w.stage + " (" + q(roundColumn) + " INT, " + q(sink.RowColumn) +
+		" BIGINT) ENGINE = InnoDB SELECT " + strings.Join(sel, ", ") + " FROM " + table + " t WHERE 1 = 0"
+	if _, err := conn.ExecContext(ctx, ddl); err != nil {
+		return nil, fmt.Errorf("create staging table for %s: %w", tg.Table, err)
+	}
+	w.clear = "DELETE FROM " + w.stage
+	budget := min(packet/4, maxStatementBytes)
+	w.staged = newInserter(w.stage, append([]string{q(roundColumn), q(sink.RowColumn)}, quoted...), budget)
+	w.direct = newInserter(table, append([]string{q(sink.FileColumn), q(sink.RowColumn)}, quoted...), budget)
+
+	// A stored row matches a staged one by the key: in ordinal mode the
+	// file key (the statement's first argument) and the ordinal; by
+	// natural key the key columns, as KeyValue compares them.
+	match := "t." + q(sink.FileColumn) + " = ? AND t." + q(sink.RowColumn) + " = s." + q(sink.RowColumn)
+	if !tg.Ordinal() {
+		var m []string
+		for _, k := range tg.Key {
+			m = append(m, d.KeyValue("t."+q(k), t.Kind(k))+" = "+d.KeyValue("s."+q(k), t.Kind(k)))
+		}
+		match = strings.Join(m, " AND ")
+	}
+	round := ""
+	if !tg.Ordinal() {
+		round = "s." + q(roundColumn) + " = ? AND "
+	}
+	w.insert = "INSERT INTO " + table + " (" + strings.Join(quoted, ", ") + ", " + q(sink.FileColumn) + ", " + q(sink.RowColumn) + ")" +
+		" SELECT " + prefixed(quoted, "s.") + ", ?, s." + q(sink.RowColumn) + " FROM " + w.stage + " s WHERE " + round +
+		"NOT EXISTS (SELECT 1 FROM " + table + " t WHERE " + match + ")"
+	w.present = "SELECT EXISTS (SELECT 1 FROM " + table + " WHERE " + q(sink.FileColumn) + " = ? AND " + q(sink.RowColumn) + " BETWEEN ? AND ?)"
+
+	// A changed row is written whole (sink.Rewritten), when it differs
+	// from the stored row as Exact tells values apart and, by natural
+	// key, is not older (staleSQL); its lineage then becomes the row's.
+	data := sink.Rewritten(t, tg, names)
+	if len(data) > 0 {
+		var set, stored, incoming []string
+		for _, c := range data {
+			set = append(set, "t."+q(c)+" = s."+q(c))
+			stored, incoming = append(stored, d.Exact("t."+q(c), t.Kind(c))), append(incoming, d.Exact("s."+q(c), t.Kind(c)))
+		}
+		where := d.Distinct(stored, incoming)
+		if !tg.Ordinal() {
+			set = append(set, "t."+q(sink.FileColumn)+" = ?", "t."+q(sink.RowColumn)+" = s."+q(sink.RowColumn))
+			where = round + "NOT " + staleSQL(tg.Version) + " AND " + where
+		}
+		w.update = "UPDATE " + table + " t JOIN " + w.stage + " s ON " + match + " SET " + strings.Join(set, ", ") + " WHERE " + where
+	}
+	if !tg.Ordinal() {
+		w.stale = "SELECT count(*) FROM " + w.stage + " s JOIN " + table + " t ON " + match + " WHERE " + round + staleSQL(tg.Version)
+	}
+	return w, nil
+}
+
+// staleSQL is the condition under which the staged row s is older than
+// the stored row t: the stored version is newer (NULL is older than any),
+// or, with equal versions or no version column, a later row of the same
+// file (the statement's argument) was already applied. It is never NULL
+// (stored rows with NULL lineage are never newer by position), so that
+// the count and the update agree.
+func staleSQL(version string) string {
+	cond := "coalesce(t." + q(sink.FileColumn) + " = ? AND t." + q(sink.RowColumn) + " > s." + q(sink.RowColumn) + ", false)"
+	if version == "" {
+		return cond
+	}
+	stored, v := "t."+q(version), "s."+q(version)
+	return "((" + stored + " IS NOT NULL AND (" + v + " IS NULL OR " + v + " < " + stored + ")) OR ((" + v + " <=> " + stored + ") AND " + cond + "))"
+}
+
+// prefixed joins names, each prefixed.
+func prefixed(names []string, prefix string) string {
+	return prefix + strings.Join(names, ", "+prefix)
+}
+
+// Write implements sink.Writer. Every statement runs in tx, so a Write into
+// a transaction that is over, or under a cancelled ctx, fails at its first
+// and writes nothing. A failure caused by the rows' values is a
+// *sink.RowError; InnoDB undoes the failed statement, and the rows the
+// Write staged or wrote before it stay in tx until the caller rolls back
+// (to a savepoint).
+func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error) {
+	c, err := w.write(ctx, tx, fileKey, rec, ordinals)
+	return c, rowError(err)
+}
+
+func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error) {
+	var total idemtype.Rows
+	n := int(rec.NumRows())
+	if n == 0 {
+		return total, nil
+	}
+	total.Read = int64(n)
+	span := fmt.Sprintf("rows %d-%d", ordinals[0], ordinals[n-1])
+	cols := rec.Columns()
+	values := func(r int, args []any) []any {
+		for c := range w.fields {
+			args = append(args, w.fields[c].value(cols[c], r))
+		}
+		return args
+	}
+	if w.tg.Ordinal() {
+		// The first load of a range of the file: none of its rows is
+		// stored (the partition's claim keeps other attempts out of the
+		// range), so they are inserted as they are.
+		var present bool
+		if err := tx.QueryRowContext(ctx, w.present, fileKey, ordinals[0], ordinals[n-1]).Scan(&present); err != nil {
+			return total, fmt.Errorf("look for %s in %s: %w", span, w.tg.Table, err)
+		}
+		if !present {
+			_, err := w.direct.insert(ctx, tx, n, func(r int, args []any) []any {
+				return values(r, append(args, fileKey, ordinals[r]))
+			})
+			if err != nil {
+				return total, fmt.Errorf("insert %s into %s: %w", span, w.tg.Table, err)
+			}
+			total.Inserted = int64(n)
+			return total, nil
+		}
+	}
+	rounds := int32(1)
+	if !w.tg.Ordinal() {
+		rounds = w.number(rec)
+	}
+	if _, err := tx.ExecContext(ctx, w.clear); err != nil {
+		return total, fmt.Errorf("clear the staging table of %s: %w", w.tg.Table, err)
+	}
+	_, err := w.staged.insert(ctx, tx, n, func(r int, args []any) []any {
+		round := int32(0)
+		if !w.tg.Ordinal() {
+			round = w.rounds[r]
+		}
+		return values(r, append(args, round, ordinals[r]))
+	})
+	if err != nil {
+		return total, fmt.Errorf("stage %s for %s: %w", span, w.tg.Table, err)
+	}
+	if w.tg.Ordinal() {
+		upd, err := w.exec(ctx, tx, w.update, fileKey)
+		if err != nil {
+			return total, fmt.Errorf("update %s of %s: %w", span, w.tg.Table, err)
+		}
+		ins, err := w.exec(ctx, tx, w.insert, fileKey, fileKey)
+		if err != nil {
+			return total, fmt.Errorf("insert %s into %s: %w", span, w.tg.Table, err)
+		}
+		total.Inserted, total.Updated, total.Unchanged = ins, upd, int64(n)-ins-upd
+		return total, nil
+	}
+	// Rows of one key are applied in file order, a round at a time: the
+	// first occurrence of each key, then the second, …
+	per := make([]int64, rounds)
+	for _, r := range w.rounds {
+		per[r]++
+	}
+	for r := range rounds {
+		upd, err := w.exec(ctx, tx, w.update, fileKey, r, fileKey)
+		if err != nil {
+			return total, fmt.Errorf("update %s of %s: %w", span, w.tg.Table, err)
+		}
+		ins, err := w.exec(ctx, tx, w.insert, fileKey, r)
+		if err != nil {
+			return total, fmt.Errorf("insert %s into %s: %w", span, w.tg.Table, err)
+		}
+		// The rows neither inserted nor updated are stale or unchanged,
+		// told apart by a join only when there are any. The update left
+		// them as they were, and reading them now judges them as it did;
+		// a row it inserted or updated is never stale against itself. A
+		// row another transaction changed since (the update locks only
+		// the rows it changes) may count as either; the count stays
+		// within the rows left.
+		var stale int64
+		rest := per[r] - ins - upd
+		if rest > 0 {
+			if err := tx.QueryRowContext(ctx, w.stale, r, fileKey).Scan(&stale); err != nil {
+				return total, fmt.Errorf("count stale rows of %s (%s): %w", w.tg.Table, span, err)
+			}
+		}
+		stale = min(stale, rest)
+		total.Inserted += ins
+		total.Updated += upd
+		total.Stale += stale
+		total.Unchanged += rest - stale
+	}
+	return total, nil
+}
+
+// exec runs query inside tx and returns the rows it changed; an empty
+// query changes none.
+func (w *writer) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
+	if query == "" {
+		return 0, nil
+	}
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// number sets w.rounds[i] to the number of earlier rows of rec with row
+// i's key, and returns the number of rounds.
+func (w *writer) number(rec arrow.RecordBatch) int32 {
+	n := int(rec.NumRows())
+	w.rounds = w.rounds[:0]
+	clear(w.seen)
+	rounds := int32(1)
+	for i := range n {
+		w.keyBuf = w.keyBuf[:0]
+		for _, k := range w.keyIdx {
+			w.keyBuf = w.fields[k].key(w.keyBuf, rec.Column(k), i)
+		}
+		r := w.seen[string(w.keyBuf)]
+		w.seen[string(w.keyBuf)] = r + 1
+		w.rounds = append(w.rounds, r)
+		rounds = max(rounds, r+1)
+	}
+	return rounds
+}
+
+// Close implements sink.Writer: it drops the staging table, which commits
+// nothing.
+func (w *writer) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := w.conn.ExecContext(ctx, "DROP TEMPORARY TABLE IF EXISTS "+w.stage); err != nil {
+		return fmt.Errorf("drop staging table of %s: %w", w.tg.Table, err)
+	}
+	return nil
+}

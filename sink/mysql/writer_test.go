@@ -1,0 +1,242 @@
+package mysql
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/sink/drivertest"
+)
+
+// writerFx returns a fixture on a database of its own.
+func writerFx(t *testing.T) *drivertest.Fx {
+	t.Helper()
+	db, _ := openTarget(t, sink.Settings{})
+	return drivertest.Open(t, drivertest.Env{DB: db, Driver: Driver{}})
+}
+
+// TestWriterExactValues writes the values that lose something on the way
+// when bound or cast carelessly, in both modes, and reads back their
+// text as the server stores it: BIGINT's edges, decimals longer than a
+// float or DECIMAL(65,30) holds, 4-byte UTF-8, the empty string apart
+// from NULL, times to the microsecond in UTC whatever the zone they were
+// written in, a local time as its wall clock, and floats as DOUBLE holds
+// them. A second write of the same rows changes nothing.
+func TestWriterExactValues(t *testing.T) {
+	f := writerFx(t)
+	local := arrow.Field{Name: "wall", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true}
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.I64("n"), drivertest.Dec("d"), drivertest.Str("s"),
+		drivertest.TS("at"), local, drivertest.F64("x"))
+	longDec := "-" + strings.Repeat("9", 40) + "." + strings.Repeat("0", 34) + "1"
+	at := time.Date(2026, 3, 29, 2, 30, 0, 999999000, time.FixedZone("x", 5*3600+1800))
+	rows := [][]any{
+		{1, math.MaxInt64, longDec, "𝄞 😀 ünï", at, at, 0.1},
+		{2, math.MinInt64, "1.50", "", time.UnixMicro(-1), time.UnixMicro(0), 1e300},
+		{3, nil, "0.000", nil, nil, nil, nil},
+		{4, math.MaxInt64 - 1, "0", nil, nil, nil, nil},
+		{5, 1<<53 + 1, "0", nil, nil, nil, nil},
+		{6, math.MinInt64 + 1, "0", nil, nil, nil, nil},
+	}
+	want := []string{
+		"1|9223372036854775807|" + longDec + "|𝄞 😀 ünï|2026-03-28 21:00:00.999999|2026-03-28 21:00:00.999999|0.1",
+		"2|-9223372036854775808|1.50||1969-12-31 23:59:59.999999|1970-01-01 00:00:00.000000|1e300",
+		"3|NULL|0.000|NULL|NULL|NULL|NULL",
+		"4|9223372036854775806|0|NULL|NULL|NULL|NULL",
+		"5|9007199254740993|0|NULL|NULL|NULL|NULL",
+		"6|-9223372036854775807|0|NULL|NULL|NULL|NULL",
+	}
+	for _, tg := range []sink.Target{{Table: "ord"}, {Table: "nat", Key: []string{"id"}}} {
+		f.MustEnsure(tg, s)
+		w := f.Writer(tg, s)
+		rec := batch(t, s, rows)
+		drivertest.WantRows(t, tg.Table, f.Write(w, 1, rec, drivertest.Seq(1, 6)), idemtype.Rows{Read: 6, Inserted: 6})
+		got := drivertest.Strings(t, f.Env.DB, `SELECT concat_ws('|', id, coalesce(n, 'NULL'), d, coalesce(s, 'NULL'),
+			coalesce(at, 'NULL'), coalesce(wall, 'NULL'), coalesce(x, 'NULL')) FROM `+q(tg.Table)+` ORDER BY id`)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s holds\n\t%s\nwant\n\t%s", tg.Table, strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+		}
+		drivertest.WantRows(t, tg.Table+" again", f.Write(w, 1, rec, drivertest.Seq(1, 6)), idemtype.Rows{Read: 6, Unchanged: 6})
+	}
+}
+
+// batch builds a record batch of schema from rows of Go values, as
+// drivertest.Batch does, with int64 values too (BIGINT's edges) and
+// zone-less timestamps. It is released when t ends.
+func batch(t *testing.T, schema *arrow.Schema, rows [][]any) arrow.RecordBatch {
+	t.Helper()
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for _, row := range rows {
+		for i, v := range row {
+			fb := b.Field(i)
+			if v == nil {
+				fb.AppendNull()
+				continue
+			}
+			switch fb := fb.(type) {
+			case *array.Int64Builder:
+				switch v := v.(type) {
+				case int:
+					fb.Append(int64(v))
+				case int64:
+					fb.Append(v)
+				}
+			case *array.Float64Builder:
+				fb.Append(v.(float64))
+			case *array.StringBuilder:
+				fb.Append(v.(string))
+			case *array.TimestampBuilder:
+				fb.Append(arrow.Timestamp(v.(time.Time).UnixMicro()))
+			default:
+				t.Fatalf("no builder for %T", fb)
+			}
+		}
+	}
+	rec := b.NewRecordBatch()
+	t.Cleanup(rec.Release)
+	return rec
+}
+
+// TestWriterStatementLimits writes batches beyond what one statement
+// holds: more values than a prepared statement's 65,535 placeholders, and
+// more bytes than the server's max_allowed_packet; the Writer splits
+// them, in order, into statements the server takes.
+func TestWriterStatementLimits(t *testing.T) {
+	f := writerFx(t)
+	var packet int64 = f.Int(`SELECT @@max_allowed_packet`)
+
+	var fields []arrow.Field
+	for i := range 40 {
+		fields = append(fields, drivertest.I64(fmt.Sprintf("c%d", i)))
+	}
+	wide := arrow.NewSchema(fields, nil)
+	const n = 2000 // 2,000 rows of 42 values: 84,000 placeholders
+	var rows [][]any
+	for r := range n {
+		row := make([]any, len(fields))
+		for i := range row {
+			row[i] = r*100 + i
+		}
+		rows = append(rows, row)
+	}
+	for _, tg := range []sink.Target{{Table: "wide_ord"}, {Table: "wide_nat", Key: []string{"c0"}}} {
+		f.MustEnsure(tg, wide)
+		w := f.Writer(tg, wide)
+		rec := batch(t, wide, rows)
+		drivertest.WantRows(t, tg.Table, f.Write(w, 1, rec, drivertest.Seq(1, n)), idemtype.Rows{Read: n, Inserted: n})
+		drivertest.WantRows(t, tg.Table+" again", f.Write(w, 1, rec, drivertest.Seq(1, n)), idemtype.Rows{Read: n, Unchanged: n})
+		if got := f.Int(`SELECT sum(c39 - c0) FROM ` + q(tg.Table)); got != 39*n {
+			t.Errorf("%s: columns do not line up: %d", tg.Table, got)
+		}
+	}
+
+	// Rows of ten 40 KiB strings, together twice the packet the server
+	// takes: each value short enough to go inside the statement's packet.
+	const cols, width = 10, 40 << 10
+	fields = []arrow.Field{drivertest.I64("id")}
+	for i := range cols {
+		fields = append(fields, drivertest.Str(fmt.Sprintf("s%d", i)))
+	}
+	s := arrow.NewSchema(fields, nil)
+	big := int(2*packet/(cols*width)) + 1
+	rows = nil
+	for r := range big {
+		row := []any{r}
+		for range cols {
+			row = append(row, strings.Repeat(string(rune('a'+r%26)), width))
+		}
+		rows = append(rows, row)
+	}
+	for _, tg := range []sink.Target{{Table: "big_ord"}, {Table: "big_nat", Key: []string{"id"}}} {
+		f.MustEnsure(tg, s)
+		w := f.Writer(tg, s)
+		rec := batch(t, s, rows)
+		drivertest.WantRows(t, tg.Table, f.Write(w, 1, rec, drivertest.Seq(1, int64(big))), idemtype.Rows{Read: int64(big), Inserted: int64(big)})
+		if got := f.Int(`SELECT count(*) FROM `+q(tg.Table)+` WHERE length(s9) = ? AND s0 LIKE concat(char(97 + mod(id, 26)), '%')`, width); got != int64(big) {
+			t.Errorf("%s: %d of %d rows stored whole", tg.Table, got, big)
+		}
+	}
+}
+
+// TestWriterRowErrors: a value the column cannot hold (strict mode makes
+// it an error, not a truncation) and a row a constraint refuses fail the
+// Write with a *sink.RowError naming the reason and, where the server
+// says, the column; the transaction goes on, without the failed
+// statement's rows.
+func TestWriterRowErrors(t *testing.T) {
+	f := writerFx(t)
+	f.Exec(`CREATE TABLE t (id BIGINT PRIMARY KEY, small SMALLINT, code VARCHAR(3), u INT, UNIQUE KEY t_u (u))`)
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.I64("small"), drivertest.Str("code"), drivertest.I64("u"))
+	tg := sink.Target{Table: "t", Key: []string{"id"}}
+	f.MustEnsure(tg, s)
+	w := f.Writer(tg, s)
+	cases := []struct {
+		name   string
+		row    []any
+		code   string
+		column string
+	}{
+		{"out of range", []any{2, 40000, "ok", 2}, sink.CodeRefused, "small"},
+		{"too long", []any{2, 1, "long", 2}, sink.CodeRefused, "code"},
+		{"unique", []any{2, 1, "ok", 1}, sink.CodeConstraint, ""},
+	}
+	tx, err := f.Conn.BeginTx(f.Ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	f.WriteIn(tx, w, 1, batch(t, s, [][]any{{1, 1, "ok", 1}}), drivertest.Ords(1))
+	for _, c := range cases {
+		_, err := w.Write(f.Ctx, tx, 1, batch(t, s, [][]any{c.row}), drivertest.Ords(2))
+		var re *sink.RowError
+		if !errors.As(err, &re) {
+			t.Errorf("%s: %v, want a *sink.RowError", c.name, err)
+			continue
+		}
+		if re.Code != c.code || re.Column != c.column || re.Reason == "" {
+			t.Errorf("%s: code %q, column %q, reason %q; want %q, %q and a reason", c.name, re.Code, re.Column, re.Reason, c.code, c.column)
+		}
+	}
+	f.WriteIn(tx, w, 1, batch(t, s, [][]any{{3, 3, "ok", 3}}), drivertest.Ords(3))
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	drivertest.WantTable(t, "after the refused rows", drivertest.Strings(t, f.Env.DB, `SELECT concat_ws('|', id, small, code, u) FROM t ORDER BY id`),
+		"1|1|ok|1", "3|3|ok|3")
+}
+
+// TestWriterInsideATransaction: a Writer made inside a transaction (to
+// write to a table that transaction changed) commits nothing of it: its
+// staging table is TEMPORARY, whose creation is not DDL that ends the
+// transaction.
+func TestWriterInsideATransaction(t *testing.T) {
+	f := writerFx(t)
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("name"))
+	tg := sink.Target{Table: "t", Key: []string{"id"}}
+	f.MustEnsure(tg, s)
+	tx, err := f.Conn.BeginTx(f.Ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(f.Ctx, `INSERT INTO t (id, name) VALUES (1, 'before the writer')`); err != nil {
+		t.Fatal(err)
+	}
+	w := f.Writer(tg, s)
+	f.WriteIn(tx, w, 1, batch(t, s, [][]any{{2, "b"}}), drivertest.Ords(1))
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.Int(`SELECT count(*) FROM t`); n != 0 {
+		t.Errorf("%d rows after the rollback", n)
+	}
+}
