@@ -26,7 +26,8 @@
 // alone. Of the other target operations, SweepApply deletes with DELETE
 // t FROM … AS t, since MariaDB before 11.6 takes no alias in DELETE FROM;
 // Merge updates and inserts as the Writer does (merge.go); Classify runs
-// as written for every database.
+// as written for every database; EnsureSeen indexes a decimal key through
+// a generated column (seen.go).
 //
 // The tables Ensure creates (ensure.go) hold what idemport's kinds hold,
 // exactly:

@@ -12,8 +12,7 @@ import (
 // skipped are the cases of drivertest.RunTarget that need what the driver
 // lacks yet, and why.
 var skipped = map[string]string{
-	"DecimalKeysByValue": "EnsureSeen's index on the key's number is an expression, which MariaDB does not index",
-	"UniqueIndexKey":     "the fixture makes a partial index, which MariaDB does not have",
+	"UniqueIndexKey": "the fixture makes a partial index, which MariaDB does not have",
 }
 
 // openEnv returns a database of its own as a drivertest.Env, or skips a
