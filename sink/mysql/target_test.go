@@ -2,28 +2,18 @@ package mysql
 
 import (
 	"database/sql"
-	"path"
 	"testing"
 
 	"github.com/idemport/idemport/sink"
 	"github.com/idemport/idemport/sink/drivertest"
 )
 
-// skipped are the cases of drivertest.RunTarget that need what the driver
-// lacks yet, and why.
-var skipped = map[string]string{
-	"UniqueIndexKey": "the fixture makes a partial index, which MariaDB does not have",
-}
-
-// openEnv returns a database of its own as a drivertest.Env, or skips a
-// case that needs what the driver lacks (skipped).
+// openEnv returns a database of its own as a drivertest.Env. MariaDB has
+// no partial indexes (NoPartialIndexes).
 func openEnv(t *testing.T) drivertest.Env {
 	t.Helper()
-	if why, ok := skipped[path.Base(t.Name())]; ok {
-		t.Skip(why)
-	}
 	db, _ := openTarget(t, sink.Settings{})
-	return drivertest.Env{DB: db, Driver: Driver{}, AutoKey: "BIGINT AUTO_INCREMENT PRIMARY KEY", CountUpdates: countUpdates}
+	return drivertest.Env{DB: db, Driver: Driver{}, AutoKey: "BIGINT AUTO_INCREMENT PRIMARY KEY", CountUpdates: countUpdates, NoPartialIndexes: true}
 }
 
 // countUpdates counts the updated rows of table with a row trigger.
