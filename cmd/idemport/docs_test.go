@@ -41,6 +41,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/idemport/idemport/internal/pgtest"
@@ -152,8 +154,11 @@ func TestDocExamples(t *testing.T) {
 	if err := os.Symlink(testkit.Binary(t), filepath.Join(pathDir, "idemport")); err != nil {
 		t.Fatal(err)
 	}
+	var genMu sync.Mutex // the pages run in parallel
 	built := false
 	gen := func(t *testing.T) {
+		genMu.Lock()
+		defer genMu.Unlock()
 		if built {
 			return
 		}
@@ -164,53 +169,66 @@ func TestDocExamples(t *testing.T) {
 		}
 		built = true
 	}
+	// The pages run in parallel, each in directories of its own (and a
+	// PostgreSQL database of its own where a block asks for one); the
+	// blocks of a page run in order, since a block may continue in the
+	// directory of the one before.
 	for _, page := range pages(t) {
-		var prevDir string
-		var updated map[int][]string // opening fence line → the block's new body
-		for _, e := range parseExamples(t, page) {
-			name := fmt.Sprintf("%s:%d", strings.TrimPrefix(page, "../../"), e.line)
-			parent := t
-			t.Run(name, func(t *testing.T) {
-				if r := e.directive["skip"]; r != nil {
-					t.Skip(r[0])
+		t.Run(strings.TrimPrefix(page, "../../"), func(t *testing.T) {
+			t.Parallel()
+			docPage(t, page, pathDir, gen)
+		})
+	}
+}
+
+// docPage runs the console blocks of page, in order, and rewrites them
+// with -update-docs.
+func docPage(t *testing.T, page, pathDir string, gen func(*testing.T)) {
+	var prevDir string
+	var updated map[int][]string // opening fence line → the block's new body
+	for _, e := range parseExamples(t, page) {
+		name := fmt.Sprintf("%d", e.line)
+		parent := t
+		t.Run(name, func(t *testing.T) {
+			if r := e.directive["skip"]; r != nil {
+				t.Skip(r[0])
+			}
+			for _, tool := range []string{"bash", "jq", "sqlite3"} {
+				if _, err := exec.LookPath(tool); err != nil && strings.Contains(blockText(e), tool) {
+					t.Skipf("%s is not installed", tool)
 				}
-				for _, tool := range []string{"bash", "jq", "sqlite3"} {
-					if _, err := exec.LookPath(tool); err != nil && strings.Contains(blockText(e), tool) {
-						t.Skipf("%s is not installed", tool)
-					}
+			}
+			dir := prevDir
+			if !e.has("continue") || dir == "" {
+				dir = sandbox(parent)
+			}
+			prevDir = dir
+			env := []string{"PATH=" + pathDir + string(os.PathListSeparator) + os.Getenv("PATH"),
+				"HOME=" + filepath.Join(dir, ".home"), "TZ=UTC", "LC_ALL=C.UTF-8", "TERM=dumb"}
+			if e.has("postgres") {
+				env = append(env, "PG="+freshDatabase(t))
+			}
+			if strings.Contains(strings.Join(e.directive["setup"], "\n")+strings.Join(e.directive["before"], "\n"), "gen ") {
+				gen(t)
+			}
+			got := runExample(t, e, dir, env)
+			if *updateDocs {
+				if updated == nil {
+					updated = map[int][]string{}
 				}
-				dir := prevDir
-				if !e.has("continue") || dir == "" {
-					dir = sandbox(parent)
+				var body []string
+				for i, c := range e.cmds {
+					body = append(body, c.host+"$ "+c.text)
+					body = append(body, got[i]...)
 				}
-				prevDir = dir
-				env := []string{"PATH=" + pathDir + string(os.PathListSeparator) + os.Getenv("PATH"),
-					"HOME=" + filepath.Join(dir, ".home"), "TZ=UTC", "LC_ALL=C.UTF-8", "TERM=dumb"}
-				if e.has("postgres") {
-					env = append(env, "PG="+freshDatabase(t))
-				}
-				if strings.Contains(strings.Join(e.directive["setup"], "\n")+strings.Join(e.directive["before"], "\n"), "gen ") {
-					gen(t)
-				}
-				got := runExample(t, e, dir, env)
-				if *updateDocs {
-					if updated == nil {
-						updated = map[int][]string{}
-					}
-					var body []string
-					for i, c := range e.cmds {
-						body = append(body, c.host+"$ "+c.text)
-						body = append(body, got[i]...)
-					}
-					updated[e.line] = body
-					return
-				}
-				compareExample(t, e, got)
-			})
-		}
-		if updated != nil {
-			rewritePage(t, page, updated)
-		}
+				updated[e.line] = body
+				return
+			}
+			compareExample(t, e, got)
+		})
+	}
+	if updated != nil {
+		rewritePage(t, page, updated)
 	}
 }
 
@@ -271,6 +289,9 @@ func sandbox(t *testing.T) string {
 	return dir
 }
 
+// docDatabases numbers the databases of one test process's examples.
+var docDatabases atomic.Int64
+
 // freshDatabase creates a PostgreSQL database of its own for an example,
 // dropped when t ends, and returns its URL.
 func freshDatabase(t *testing.T) string {
@@ -280,7 +301,7 @@ func freshDatabase(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	name := fmt.Sprintf("idemport_docs_%d", os.Getpid())
+	name := fmt.Sprintf("idemport_docs_%d_%d", os.Getpid(), docDatabases.Add(1))
 	db.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`)
 	if _, err := db.Exec(`CREATE DATABASE ` + name); err != nil {
 		t.Fatal(err)
