@@ -17,24 +17,31 @@ import (
 // TestSnapshotScopeGuardCountsBefore: regions holds 4 EU rows and 36 US
 // rows; the EU feed's snapshot has the 36 as EU rows and lacks the 4. It
 // deletes every row the EU scope held before it, 100%, so the default
-// guard of 10% refuses it, also after a kill between its partitions or
-// before its sweep (the resumed attempt counts the same 4), and the dry run
-// says so; --max-delete 100% completes it, also killed after its sweep.
+// guard of 10% refuses it, also after kills between its partitions and
+// before its sweep (the resumed attempts count the same 4), and the dry run
+// says so; --max-delete 100% completes it, also killed before and after its
+// sweep.
+//
+// Each mode runs clean and killed. The killed run kills the refused
+// import at each point of a chain, each rerun at the next (after the 2nd
+// partition's commit, then after the 5th of those left, then before the
+// sweep), and the completing one before its sweep and then after it: the
+// kill points of the earlier design, which ran one kill per subtest (30
+// killed subtests, now 6); a kill after the first hits a resumed run,
+// whose guard must still count the 4 the scope held before the first.
 func TestSnapshotScopeGuardCountsBefore(t *testing.T) {
 	t.Parallel()
-	type kill struct {
-		point string
-		run   int // 1: the refused run, 3: the one that completes
-	}
-	kills := []kill{{}, {"after-partition-commit:2", 1}, {"after-partition-commit:5", 1}, {"before-sweep:1", 1},
-		{"before-sweep:1", 3}, {"after-sweep:1", 3}}
+	// The kills of the killed run: the refused run's chain, then the
+	// completing run's.
+	chains := map[int][]string{1: {"after-partition-commit:2", "after-partition-commit:5", "before-sweep:1"},
+		3: {"before-sweep:1", "after-sweep:1"}}
 	modes := []string{"key", "key-soft", "key-atomic"}
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, mode := range modes {
-			for _, k := range kills {
-				label := "clean"
-				if k.point != "" {
-					label = fmt.Sprintf("%s@%d", k.point, k.run)
+			for _, label := range []string{"clean", "killed"} {
+				kills := map[int][]string{}
+				if label == "killed" {
+					kills = chains
 				}
 				t.Run(mode+"/"+label, func(t *testing.T) {
 					t.Parallel()
@@ -63,12 +70,11 @@ func TestSnapshotScopeGuardCountsBefore(t *testing.T) {
 					}
 					killAt := func(run int, extra ...string) {
 						t.Helper()
-						if k.run != run {
-							return
-						}
-						a := append(append(append([]string{"import"}, args...), extra...), "eu.csv")
-						if r := l.tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=" + k.point}, a...); r.Signal != syscall.SIGKILL {
-							t.Fatalf("not killed at %s: exit %d\n%s%s", k.point, r.Code, r.Stdout, r.Stderr)
+						for _, point := range kills[run] {
+							a := append(append(append([]string{"import"}, args...), extra...), "eu.csv")
+							if r := l.tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=" + point}, a...); r.Signal != syscall.SIGKILL {
+								t.Fatalf("not killed at %s (chain %v): exit %d\n%s%s", point, kills[run], r.Code, r.Stdout, r.Stderr)
+							}
 						}
 					}
 					killAt(1)
