@@ -285,10 +285,9 @@ func decisionRows() []decisionRow {
 		{name: "undone/create", want: ledger.Create, outcome: Imported, check: imported(3),
 			setup: func(t *testing.T, f *fx) Request {
 				req := Request{Path: f.write(t, "items.csv", items(3, 1))}
-				f.wantOutcome(t, f.e.Import(context.Background(), req), Imported)
-				if _, err := f.e.Undo(context.Background(), UndoRequest{FileOrID: req.Path}); err != nil {
-					t.Fatal(err)
-				}
+				res := f.e.Import(context.Background(), req)
+				f.wantOutcome(t, res, Imported)
+				f.undo(t, res)
 				return req
 			}},
 		{name: "abandoned-source-changed/create", want: ledger.Create, outcome: Imported, check: imported(5),

@@ -23,12 +23,13 @@ import (
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/internal/failpoint"
 	"github.com/idemport/idemport/internal/testkit"
+	"github.com/idemport/idemport/ledger"
 )
 
 // fx is a real target (a SQLite file, or a PostgreSQL schema of its own)
 // with an engine open on it, as the command opens one, and a directory for
 // the test's files. The tests of this package drive the pipeline through
-// its entry points (Open, Import, PlanFile, Verify, Undo) on it.
+// its entry points (Open, Import, PlanFile, Verify) on it.
 type fx struct {
 	tg    *testkit.Target
 	dir   string
@@ -75,6 +76,38 @@ func (f *fx) failing(t *testing.T, spec string) *Engine {
 		t.Fatal(err)
 	}
 	return f.open(t, Options{Failpoints: fp})
+}
+
+// undo retracts the operation res imported by place, as ops.Operator.Undo
+// does for the states that follow it: in one transaction its partitions
+// and its rows go and it becomes undone. (ops imports this package, so
+// these tests cannot call Undo; the tests of ops and of the command prove
+// Undo itself.)
+func (f *fx) undo(t *testing.T, res *Result) {
+	t.Helper()
+	ctx := context.Background()
+	st := f.e.st
+	k := ledger.Key{Table: res.Table, FileID: res.FileID}
+	tx, err := st.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if err := st.Ledger.Lock(ctx, tx, k); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.CP.Drop(ctx, tx, checkpoint.Op{Table: k.Table, FileID: k.FileID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Driver.DeleteFile(ctx, tx, k.Table, FileKey(k.FileID)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Ledger.Close(ctx, tx, k, ledger.Undone); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // write writes content to the file name in the test's directory and

@@ -845,6 +845,55 @@ func (r *run) abandon(ctx context.Context, err error) error {
 	return err
 }
 
+// abandonChanged records that the source of r's operation changed under this
+// attempt: in one transaction, the operation's partitions are dropped, in
+// ordinal mode the rows it committed are deleted (the changed file is
+// another file, which then imports cleanly), and it becomes abandoned.
+func (r *run) abandonChanged(ctx context.Context, cause error) error {
+	r.res.Outcome = Failed
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var deleted int64
+	err := r.withTx(ctx, func(tx *sql.Tx) error {
+		if err := r.e.st.Ledger.Lock(ctx, tx, r.id.Key); err != nil {
+			return err
+		}
+		// Another attempt, reading its own unchanged copy, may have
+		// completed the operation meanwhile: that stays.
+		if op, _, err := r.e.st.Ledger.Get(ctx, tx, r.id.Key); err != nil {
+			return err
+		} else if op != nil && op.State == ledger.Completed {
+			return ledger.ErrCompleted
+		}
+		if _, _, err := r.e.st.CP.Drop(ctx, tx, r.op); err != nil {
+			return err
+		}
+		if r.target.Ordinal() {
+			var err error
+			if deleted, err = r.e.st.Driver.DeleteFile(ctx, tx, r.target.Table, r.id.FileKey); err != nil {
+				return err
+			}
+		}
+		if err := r.e.st.Ledger.Close(ctx, tx, r.id.Key, ledger.Abandoned); err != nil {
+			return err
+		}
+		return r.e.st.Ledger.End(ctx, tx, r.attempt.ID, string(ledger.Abandoned), cause.Error(), 0, int64(len(r.recovered)))
+	})
+	if errors.Is(err, ledger.ErrCompleted) {
+		r.note("%s changed while this run read it, but another attempt had completed its import meanwhile; the changed file is another file to import", r.req.Path)
+		return r.completedMeanwhile(ctx, cause)
+	}
+	if err != nil {
+		r.log.Error("could not abandon the operation; the lease will expire instead", "err", err)
+		return cause
+	}
+	r.log.Warn("source changed: operation abandoned", "deleted", deleted, "err", cause)
+	if r.target.Ordinal() {
+		return fmt.Errorf("%w; the import was abandoned and the %s it had committed %s removed: import the file again once it is complete (--min-age helps)", cause, english.Plural(deleted, "row"), english.Verb(deleted, "was", "were"))
+	}
+	return fmt.Errorf("%w; the import was abandoned (rows it committed by key stay): import the file again once it is complete (--min-age helps)", cause)
+}
+
 // completedMeanwhile ends the attempt of a run that stopped with cause
 // while its operation was completed, by another attempt (which finished
 // the work: a partition or staging table this run wanted was done or gone)

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -146,30 +145,6 @@ func (s *Snapshot) scopeTexts() []string {
 		texts = append(texts, old)
 	}
 	return texts
-}
-
-// parseScopeText returns the terms of a scope's ScopeText.
-func parseScopeText(text string) ([]sink.Term, error) {
-	if text == "" {
-		return nil, nil
-	}
-	var out []sink.Term
-	for _, term := range strings.Split(text, "&") {
-		col, val, ok := strings.Cut(term, "=")
-		if !ok {
-			return nil, fmt.Errorf("snapshot scope %q: term %q lacks '='", text, term)
-		}
-		c, err := url.PathUnescape(col)
-		if err != nil {
-			return nil, fmt.Errorf("snapshot scope %q: %w", text, err)
-		}
-		v, err := url.PathUnescape(val)
-		if err != nil {
-			return nil, fmt.Errorf("snapshot scope %q: %w", text, err)
-		}
-		out = append(out, sink.Term{Column: c, Value: v})
-	}
-	return out, nil
 }
 
 // canonicalMapping is the versioned, stable form of a Mapping that is
@@ -401,7 +376,7 @@ func parseMapping(text, path string) (Mapping, error) {
 	}
 	m.Quotes = c.Quotes && f != reader.CSV
 	if c.Snapshot != nil {
-		scope, err := parseScopeText(c.Snapshot.Scope)
+		scope, err := store.ParseScope(c.Snapshot.Scope)
 		if err != nil {
 			return Mapping{}, fmt.Errorf("read the recorded mapping: %w", err)
 		}

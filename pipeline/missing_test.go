@@ -60,9 +60,6 @@ func TestMissingDatabase(t *testing.T) {
 	if lm, err := e.LedgerMetrics(ctx); err != nil || lm.Operations != nil {
 		t.Errorf("LedgerMetrics: %+v, %v; want none", lm, err)
 	}
-	if _, err := e.Undo(ctx, UndoRequest{FileOrID: good}); !errors.Is(err, ErrNoDatabase) {
-		t.Errorf("Undo: %v, want ErrNoDatabase", err)
-	}
 	if res := e.Import(ctx, Request{Path: good}); !errors.Is(res.Err, ErrNoDatabase) {
 		t.Errorf("Import: %v, want ErrNoDatabase", res.Err)
 	}

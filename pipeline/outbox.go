@@ -1,11 +1,6 @@
 package pipeline
 
-import (
-	"context"
-	"time"
-
-	"github.com/idemport/idemport/pipeline/internal/store"
-)
+import "github.com/idemport/idemport/pipeline/internal/store"
 
 // The kinds of event idemport records in its outbox.
 const (
@@ -36,9 +31,3 @@ type DeliveryReport = store.DeliveryReport
 
 // DefaultNotifyTimeout bounds a delivery pass when none is given.
 const DefaultNotifyTimeout = store.DefaultNotifyTimeout
-
-// Deliver sends the events the outbox owes to the engine's sinks, as
-// ops.Operator.Deliver does.
-func (e *Engine) Deliver(ctx context.Context, timeout time.Duration) (DeliveryReport, error) {
-	return e.st.Deliver(ctx, timeout)
-}

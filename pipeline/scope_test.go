@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemport/idemport/internal/testkit"
+	"github.com/idemport/idemport/pipeline/internal/store"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/sink"
 )
@@ -41,7 +42,7 @@ func TestScopeText(t *testing.T) {
 			if got := s.legacyScopeText(); got != c.legacy {
 				t.Errorf("legacy text: %q, want %q", got, c.legacy)
 			}
-			back, err := parseScopeText(c.text)
+			back, err := store.ParseScope(c.text)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,11 +14,11 @@ import (
 // as one in the middle, after all of it is written and before its COMMIT
 // (failpoints before-partition-commit and before-event, with the error
 // action): a partition's rows with its done mark and counts, an
-// operation's completion with its import.completed event, an undo with its
-// import.undone event. Nothing of the write may then be seen; the rerun
-// does it once, and the counts agree with the table: the operation
-// counted every row inserted that the table holds, and each effect has
-// exactly one event.
+// operation's completion with its import.completed event (an undo with
+// its import.undone event: TestUndoCommitsWithItsEvent, in package ops).
+// Nothing of the write may then be seen; the rerun does it once, and the
+// counts agree with the table: the operation counted every row inserted
+// that the table holds, and each effect has exactly one event.
 func TestWhatCommitsTogetherFailsTogether(t *testing.T) {
 	t.Parallel()
 	const n = 9
@@ -62,26 +62,6 @@ func TestWhatCommitsTogetherFailsTogether(t *testing.T) {
 						FROM `+f.tg.Ledger("operations")+` o`, res.AttemptID)
 					if want := [][]any{{"completed", int64(n), int64(0), int64(n), int64(1)}}; !reflect.DeepEqual(got, want) {
 						t.Fatalf("after the rerun: operation (state, inserted, unchanged), table rows, its events %v, want %v", got, want)
-					}
-					if key != nil || !strings.HasPrefix(point, "before-event") {
-						return // undo takes back imports by place only; once is enough
-					}
-					if _, err := f.failing(t, "before-event:1:error").Undo(ctx, UndoRequest{FileOrID: req.Path}); err == nil {
-						t.Fatal("the undo did not fail at before-event")
-					}
-					got = f.rows(t, `SELECT o.state, (SELECT count(*) FROM items), (SELECT count(*) FROM `+f.tg.Ledger("outbox")+` WHERE kind = 'import.undone')
-						FROM `+f.tg.Ledger("operations")+` o`)
-					if want := [][]any{{"completed", int64(n), int64(0)}}; !reflect.DeepEqual(got, want) {
-						t.Fatalf("undo failed before its event: operation state, table rows, undone events %v, want %v", got, want)
-					}
-					u, err := f.e.Undo(ctx, UndoRequest{FileOrID: req.Path})
-					if err != nil || u.Deleted != n || u.EventID == "" {
-						t.Fatalf("undo: %+v %v", u, err)
-					}
-					got = f.rows(t, `SELECT o.state, (SELECT count(*) FROM items), (SELECT count(*) FROM `+f.tg.Ledger("outbox")+` WHERE kind = 'import.undone')
-						FROM `+f.tg.Ledger("operations")+` o`)
-					if want := [][]any{{"undone", int64(0), int64(1)}}; !reflect.DeepEqual(got, want) {
-						t.Fatalf("after the undo: operation state, table rows, undone events %v, want %v", got, want)
 					}
 				})
 			}

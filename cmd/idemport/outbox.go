@@ -16,6 +16,7 @@ import (
 	"github.com/idemport/idemport/internal/notify"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline"
+	"github.com/idemport/idemport/pipeline/ops"
 )
 
 // notifyFlags are --notify and --notify-timeout, shared by the commands
@@ -230,8 +231,8 @@ var errDeliveryIncomplete = errors.New("some events are not delivered")
 // deliverAfter runs a delivery pass after a command that recorded events,
 // within budget, reports what it left undone on stderr, and returns what
 // the outbox still owes. It never fails the command.
-func deliverAfter(ctx context.Context, e *env, eng *pipeline.Engine, budget time.Duration) pipeline.DeliveryReport {
-	rep, err := eng.Deliver(ctx, budget)
+func deliverAfter(ctx context.Context, e *env, op *ops.Operator, budget time.Duration) pipeline.DeliveryReport {
+	rep, err := op.Deliver(ctx, budget)
 	if err != nil {
 		textf(e.stderr, "idemport: deliver events: %v\n", err)
 	}

@@ -193,20 +193,20 @@ otherwise nothing is applied (exit 5). Replaying the same file again changes not
 				return err
 			}
 			defer closeSinks(sinks)
-			eng, err := into.open(c.Context(), pipeline.Options{Notify: sinks, Failpoints: e.failpoints})
+			op, err := into.operator(c.Context(), pipeline.Options{Notify: sinks, Failpoints: e.failpoints})
 			if err != nil {
 				return err
 			}
-			defer eng.Close()
-			res, err := eng.Replay(c.Context(), args[0])
+			defer op.Close()
+			res, err := op.Replay(c.Context(), args[0])
 			if err != nil {
-				if errors.Is(err, pipeline.ErrReplay) {
+				if errors.Is(err, ops.ErrReplay) {
 					return refusedError{err}
 				}
 				return err
 			}
 			if len(sinks) > 0 {
-				defer reportDelivery(e, deliverAfter(c.Context(), e, eng, nf.timeout))
+				defer reportDelivery(e, deliverAfter(c.Context(), e, op, nf.timeout))
 			}
 			if output == "json" {
 				return writeJSON(e.stdout, res)

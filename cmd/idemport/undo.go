@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemport/idemport/pipeline"
+	"github.com/idemport/idemport/pipeline/ops"
 	"github.com/idemport/idemport/reader/remote"
 )
 
@@ -41,28 +42,28 @@ snapshot's file again with --reapply, as undo says.`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			eng, err := openExisting(c, into)
+			op, err := existingOperator(c, into)
 			if err != nil {
 				return err
 			}
-			eng.Close()
+			op.Close()
 			sinks, err := nf.sinks(e)
 			if err != nil {
 				return err
 			}
 			defer closeSinks(sinks)
 			// Undo writes: open the target for writing once it is known to exist.
-			eng, err = into.open(c.Context(), pipeline.Options{Notify: sinks, Failpoints: e.failpoints})
+			op, err = into.operator(c.Context(), pipeline.Options{Notify: sinks, Failpoints: e.failpoints})
 			if err != nil {
 				return err
 			}
-			defer eng.Close()
-			res, err := eng.Undo(c.Context(), pipeline.UndoRequest{FileOrID: args[0], Table: table, Forget: forget})
+			defer op.Close()
+			res, err := op.Undo(c.Context(), ops.UndoRequest{FileOrID: args[0], Table: table, Forget: forget})
 			if err != nil {
 				return err
 			}
 			if len(sinks) > 0 {
-				defer reportDelivery(e, deliverAfter(c.Context(), e, eng, nf.timeout))
+				defer reportDelivery(e, deliverAfter(c.Context(), e, op, nf.timeout))
 			}
 			if output == "json" {
 				return writeJSON(e.stdout, res)
@@ -93,7 +94,7 @@ snapshot's file again with --reapply, as undo says.`,
 // undoSnapshotText says which snapshot of its table and scope is current
 // after the undo of a snapshot import, what the undo brought back, and how
 // to restore the table to the current snapshot's extract when it could not.
-func undoSnapshotText(res *pipeline.UndoResult) string {
+func undoSnapshotText(res *ops.UndoResult) string {
 	s := res.Snapshot
 	where := res.Table
 	if s.Scope != "" {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/ledger"
-	"github.com/idemport/idemport/pipeline"
 	"github.com/idemport/idemport/pipeline/internal/store"
 	"github.com/idemport/idemport/reader"
 )
@@ -24,7 +23,7 @@ import (
 // identity columns, then the source file's columns holding the values as
 // they were read (a null as an empty unquoted field, an empty string as
 // "", a json column's JSON document as the import stores it), then the
-// fields rows had beyond those columns, in pipeline.ReplayExtra columns. Replay reads
+// fields rows had beyond those columns, in ReplayExtra columns. Replay reads
 // it back to the same values. Rows already replayed are skipped unless all
 // is set.
 func (o *Operator) ExportRejects(ctx context.Context, w io.Writer, fileOrID, table string, all bool) error {
@@ -85,12 +84,12 @@ func (o *Operator) ExportRejects(ctx context.Context, w io.Writer, fileOrID, tab
 		rows = append(rows, row{r.Ordinal, cols, extra})
 	}
 	bw := bufio.NewWriter(w)
-	header := []string{pipeline.ReplayTable, pipeline.ReplayFileID, pipeline.ReplayRow}
+	header := []string{ReplayTable, ReplayFileID, ReplayRow}
 	for _, c := range sp.Schema {
 		header = append(header, c.Name)
 	}
 	for i := range extras {
-		header = append(header, pipeline.ReplayExtra+strconv.Itoa(i+1))
+		header = append(header, ReplayExtra+strconv.Itoa(i+1))
 	}
 	rec := make([]reader.Field, len(header))
 	for i, h := range header {

@@ -42,6 +42,12 @@ func TestMissingDatabase(t *testing.T) {
 	if _, err := o.Deliver(ctx, time.Second); !errors.Is(err, pipeline.ErrNoDatabase) {
 		t.Errorf("Deliver: %v, want ErrNoDatabase", err)
 	}
+	if _, err := o.Undo(ctx, UndoRequest{FileOrID: "orders.csv"}); !errors.Is(err, pipeline.ErrNoDatabase) {
+		t.Errorf("Undo: %v, want ErrNoDatabase", err)
+	}
+	if _, err := o.Replay(ctx, "fixed.csv"); !errors.Is(err, pipeline.ErrNoDatabase) {
+		t.Errorf("Replay: %v, want ErrNoDatabase", err)
+	}
 	if _, err := o.GC(ctx, 0, true); !errors.Is(err, pipeline.ErrNoDatabase) {
 		t.Errorf("GC: %v, want ErrNoDatabase", err)
 	}

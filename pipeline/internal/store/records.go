@@ -1,6 +1,13 @@
 package store
 
-import "github.com/idemport/idemport/reader"
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/idemport/idemport/reader"
+	"github.com/idemport/idemport/sink"
+)
 
 // Mapping is the versioned, stable form of a pipeline.Mapping that is
 // hashed and stored with each operation: the JSON an operation records.
@@ -52,4 +59,31 @@ type Plan struct {
 	// that every attempt decides the same rows are bad.
 	Limits map[string]reader.Limit `json:"limits,omitempty"`
 	JSONB  bool                    `json:"jsonb,omitempty"`
+}
+
+// ParseScope returns the terms of a snapshot scope's canonical text, as
+// MappingSnapshot.Scope and the ledger's snapshot records store it
+// (pipeline.Snapshot.ScopeText): terms joined by '&', column and value
+// path-escaped and joined by '='. The empty text is the whole table.
+func ParseScope(text string) ([]sink.Term, error) {
+	if text == "" {
+		return nil, nil
+	}
+	var out []sink.Term
+	for _, term := range strings.Split(text, "&") {
+		col, val, ok := strings.Cut(term, "=")
+		if !ok {
+			return nil, fmt.Errorf("snapshot scope %q: term %q lacks '='", text, term)
+		}
+		c, err := url.PathUnescape(col)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot scope %q: %w", text, err)
+		}
+		v, err := url.PathUnescape(val)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot scope %q: %w", text, err)
+		}
+		out = append(out, sink.Term{Column: c, Value: v})
+	}
+	return out, nil
 }

@@ -1,4 +1,4 @@
-package pipeline
+package ops
 
 import (
 	"context"
@@ -20,6 +20,8 @@ import (
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/pipeline"
+	"github.com/idemport/idemport/pipeline/internal/store"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/sink"
 )
@@ -57,8 +59,8 @@ var ErrReplay = errors.New("replay refused")
 // attempt with trigger "replay". Every row must be one of the operation's
 // stored rejects and must now be valid; otherwise nothing is applied.
 // Replaying the same rows again changes nothing.
-func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error) {
-	if err := e.present(); err != nil {
+func (o *Operator) Replay(ctx context.Context, path string) (*ReplayResult, error) {
+	if err := o.st.Present(); err != nil {
 		return nil, err
 	}
 	started := time.Now()
@@ -67,7 +69,7 @@ func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error)
 		return nil, err
 	}
 	res := &ReplayResult{File: path, Table: key.Table, FileID: key.FileID}
-	op, _, err := e.st.Ledger.Get(ctx, e.st.DB, key)
+	op, _, err := o.st.Ledger.Get(ctx, o.st.DB, key)
 	if err != nil {
 		return res, err
 	}
@@ -77,18 +79,18 @@ func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error)
 	if op.State != ledger.Completed {
 		return res, fmt.Errorf("%w: operation %s is %s, not completed; finish its import first", ErrReplay, key, op.State)
 	}
-	body, _, err := e.st.CP.Load(ctx, e.st.DB, checkpoint.Op{Table: key.Table, FileID: key.FileID})
+	body, _, err := o.st.CP.Load(ctx, o.st.DB, checkpoint.Op{Table: key.Table, FileID: key.FileID})
 	if err != nil {
 		return res, err
 	}
 	if body == nil {
 		return res, fmt.Errorf("%w: the plan of %s was removed (gc); its rejects cannot be replayed", ErrReplay, key)
 	}
-	var sp storedPlan
+	var sp store.Plan
 	if err := json.Unmarshal(body, &sp); err != nil {
 		return res, fmt.Errorf("read stored plan: %w", err)
 	}
-	var mapping canonicalMapping
+	var mapping store.Mapping
 	if err := json.Unmarshal([]byte(op.Mapping), &mapping); err != nil {
 		return res, fmt.Errorf("read stored mapping: %w", err)
 	}
@@ -103,7 +105,7 @@ func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error)
 			b.Release()
 		}
 	}()
-	missing, err := e.st.Ledger.NotRejected(ctx, e.st.DB, key, ordinals)
+	missing, err := o.st.Ledger.NotRejected(ctx, o.st.DB, key, ordinals)
 	if err != nil {
 		return res, err
 	}
@@ -115,25 +117,25 @@ func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error)
 	a := ledger.Attempt{ID: uuid.Must(uuid.NewV7()).String(), Trigger: "replay", Host: host, PID: os.Getpid(),
 		ProcStart: proc.Start(os.Getpid()), Path: path}
 	res.AttemptID = a.ID
-	conn, err := e.st.DB.Conn(ctx)
+	conn, err := o.st.DB.Conn(ctx)
 	if err != nil {
 		return res, err
 	}
 	defer conn.Close()
-	w, err := e.st.Driver.Writer(ctx, conn, target, sp.Schema.Arrow())
+	w, err := o.st.Driver.Writer(ctx, conn, target, sp.Schema.Arrow())
 	if err != nil {
 		return res, err
 	}
 	defer w.Close()
-	tx, err := beginTx(ctx, conn)
+	tx, err := store.BeginTx(ctx, conn)
 	if err != nil {
 		return res, err
 	}
 	defer tx.Rollback()
-	if err := e.st.Ledger.StartReplay(ctx, tx.Tx, key, a); err != nil {
+	if err := o.st.Ledger.StartReplay(ctx, tx.Tx, key, a); err != nil {
 		return res, err
 	}
-	fileKey := FileKey(key.FileID)
+	fileKey := pipeline.FileKey(key.FileID)
 	for _, b := range batches {
 		c, err := w.Write(ctx, tx.Tx, fileKey, b.Record, b.Ordinals)
 		if err != nil {
@@ -141,13 +143,13 @@ func (e *Engine) Replay(ctx context.Context, path string) (*ReplayResult, error)
 		}
 		res.Rows.Add(c)
 	}
-	if err := e.st.Ledger.Replayed(ctx, tx.Tx, key, a.ID, ordinals, res.Rows); err != nil {
+	if err := o.st.Ledger.Replayed(ctx, tx.Tx, key, a.ID, ordinals, res.Rows); err != nil {
 		return res, err
 	}
-	if err := e.st.Ledger.End(ctx, tx, a.ID, "replayed", "", 0, 0); err != nil {
+	if err := o.st.Ledger.End(ctx, tx, a.ID, "replayed", "", 0, 0); err != nil {
 		return res, err
 	}
-	if res.EventID, err = e.st.RecordEvent(ctx, tx.Tx, EventReplayed, key, a, "replayed", res.Rows, nil); err != nil {
+	if res.EventID, err = o.st.RecordEvent(ctx, tx.Tx, pipeline.EventReplayed, key, a, "replayed", res.Rows, nil); err != nil {
 		return res, err
 	}
 	if err := tx.Commit(); err != nil {

@@ -1,10 +1,9 @@
-package pipeline
+package ops
 
 import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -14,9 +13,10 @@ import (
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/pipeline"
+	"github.com/idemport/idemport/pipeline/internal/store"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -85,44 +85,44 @@ type SnapshotRef struct {
 // "undo". Undoing an undone operation changes nothing. The undo of a
 // --snapshot import withdraws its snapshot in the same transaction
 // (undoSnapshot), and the result says which snapshot is current now.
-func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error) {
-	if err := e.present(); err != nil {
+func (o *Operator) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error) {
+	if err := o.st.Present(); err != nil {
 		return nil, err
 	}
-	ops, err := e.st.Operations(ctx, req.FileOrID, req.Table)
+	found, err := o.st.Operations(ctx, req.FileOrID, req.Table)
 	if err != nil {
 		return nil, err
 	}
-	if len(ops) != 1 {
+	if len(found) != 1 {
 		var cands []string
-		for _, op := range ops {
+		for _, op := range found {
 			cands = append(cands, fmt.Sprintf("%s ← %s (idemport undo --table %s %s)", op.Table, op.FileID, op.Table, op.FileID))
 		}
-		return nil, usagef("%s matches %d imports; undo one of them by its table and file ID: %s", req.FileOrID, len(ops), strings.Join(cands, "; "))
+		return nil, store.Usagef("%s matches %d imports; undo one of them by its table and file ID: %s", req.FileOrID, len(found), strings.Join(cands, "; "))
 	}
-	k := ops[0].Key
-	var m canonicalMapping
-	if err := json.Unmarshal([]byte(ops[0].Mapping), &m); err != nil {
+	k := found[0].Key
+	var m store.Mapping
+	if err := json.Unmarshal([]byte(found[0].Mapping), &m); err != nil {
 		return nil, fmt.Errorf("read stored mapping: %w", err)
 	}
 	natural := len(m.Key) > 0
 	if natural && !req.Forget {
-		return nil, usagef("%s was imported into %s by key (%s): its rows may since have been written by other files, so undo cannot remove them; give --forget to keep the rows and forget the import",
+		return nil, store.Usagef("%s was imported into %s by key (%s): its rows may since have been written by other files, so undo cannot remove them; give --forget to keep the rows and forget the import",
 			req.FileOrID, k.Table, strings.Join(m.Key, ", "))
 	}
 	host, _ := os.Hostname()
 	a := ledger.Attempt{ID: uuid.Must(uuid.NewV7()).String(), Trigger: "undo", Host: host, PID: os.Getpid(),
 		ProcStart: proc.Start(os.Getpid()), Path: req.FileOrID}
 	res := &UndoResult{Table: k.Table, FileID: k.FileID, AttemptID: a.ID, Forgot: req.Forget}
-	tx, err := e.st.DB.BeginTx(ctx, nil)
+	tx, err := o.st.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin undo: %w", err)
 	}
 	defer tx.Rollback()
-	if err := e.st.Ledger.Lock(ctx, tx, k); err != nil {
+	if err := o.st.Ledger.Lock(ctx, tx, k); err != nil {
 		return nil, err
 	}
-	op, _, err := e.st.Ledger.Get(ctx, tx, k)
+	op, _, err := o.st.Ledger.Get(ctx, tx, k)
 	if err != nil {
 		return nil, err
 	}
@@ -136,11 +136,11 @@ func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error)
 			// Said again, for a rerun after an undo whose report was
 			// lost: which snapshot is current, and that --reapply of it
 			// restores the table to its extract.
-			cur, err := e.st.Ledger.LastSnapshot(ctx, tx, k.Table, m.Snapshot.Scope)
+			cur, err := o.st.Ledger.LastSnapshot(ctx, tx, k.Table, m.Snapshot.Scope)
 			if err != nil {
 				return nil, err
 			}
-			if res.Snapshot, err = e.undoneSnapshot(ctx, tx, k.Table, m.Snapshot.Scope, cur); err != nil {
+			if res.Snapshot, err = o.undoneSnapshot(ctx, tx, k.Table, m.Snapshot.Scope, cur); err != nil {
 				return nil, err
 			}
 			res.Snapshot.Restore = cur != nil
@@ -150,42 +150,42 @@ func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error)
 	// Partitions first: on PostgreSQL this waits for a holder inside its
 	// partition transaction, whose rows the delete below then sees; and a
 	// holder that had not begun it can no longer commit (fencing).
-	if _, _, err := e.st.CP.Drop(ctx, tx, checkpoint.Op{Table: k.Table, FileID: k.FileID}); err != nil {
+	if _, _, err := o.st.CP.Drop(ctx, tx, checkpoint.Op{Table: k.Table, FileID: k.FileID}); err != nil {
 		return nil, err
 	}
 	if !req.Forget {
-		if res.Deleted, err = e.st.Driver.DeleteFile(ctx, tx, k.Table, op.FileKey); err != nil {
+		if res.Deleted, err = o.st.Driver.DeleteFile(ctx, tx, k.Table, op.FileKey); err != nil {
 			return nil, err
 		}
 	}
 	if m.Snapshot != nil {
-		if res.Snapshot, err = e.undoSnapshot(ctx, tx, k, m.Snapshot, req.Forget); err != nil {
+		if res.Snapshot, err = o.undoSnapshot(ctx, tx, k, m.Snapshot, req.Forget); err != nil {
 			return nil, err
 		}
 	}
-	if err := e.st.Ledger.Close(ctx, tx, k, ledger.Undone); err != nil {
+	if err := o.st.Ledger.Close(ctx, tx, k, ledger.Undone); err != nil {
 		return nil, err
 	}
-	if err := e.st.Ledger.Record(ctx, tx, k, a, string(ledger.Undone)); err != nil {
+	if err := o.st.Ledger.Record(ctx, tx, k, a, string(ledger.Undone)); err != nil {
 		return nil, err
 	}
 	outcome := "undone"
 	if req.Forget {
 		outcome = "forgotten"
 	}
-	if res.EventID, err = e.st.RecordEvent(ctx, tx, EventUndone, k, a, outcome, idemtype.Rows{}, &res.Deleted); err != nil {
+	if res.EventID, err = o.st.RecordEvent(ctx, tx, pipeline.EventUndone, k, a, outcome, idemtype.Rows{}, &res.Deleted); err != nil {
 		return nil, err
 	}
-	if err := e.st.Hit("inside-undo"); err != nil {
+	if err := o.st.Hit("inside-undo"); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("commit undo: %w", err)
 	}
-	if err := e.st.Hit("after-undo"); err != nil {
+	if err := o.st.Hit("after-undo"); err != nil {
 		return nil, err
 	}
-	e.st.Log.Info("undone", "operation", k.String(), "attempt_id", a.ID, "deleted", res.Deleted, "forgot", req.Forget)
+	o.st.Log.Info("undone", "operation", k.String(), "attempt_id", a.ID, "deleted", res.Deleted, "forgot", req.Forget)
 	return res, nil
 }
 
@@ -198,8 +198,8 @@ func (e *Engine) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error)
 // its hard sweep deleted, and by key the values it wrote, cannot be
 // brought back: the result says so (Restore), and --reapply of the
 // snapshot now current restores them.
-func (e *Engine) undoSnapshot(ctx context.Context, tx *sql.Tx, k ledger.Key, s *canonicalSnapshot, keep bool) (*UndoSnapshot, error) {
-	rec, err := e.st.Ledger.SnapshotOf(ctx, tx, k.Table, k.FileID)
+func (o *Operator) undoSnapshot(ctx context.Context, tx *sql.Tx, k ledger.Key, s *store.MappingSnapshot, keep bool) (*UndoSnapshot, error) {
+	rec, err := o.st.Ledger.SnapshotOf(ctx, tx, k.Table, k.FileID)
 	if err != nil {
 		return nil, err
 	}
@@ -209,18 +209,18 @@ func (e *Engine) undoSnapshot(ctx context.Context, tx *sql.Tx, k ledger.Key, s *
 	if rec != nil && rec.Scope != s.Scope {
 		scopes = append(scopes, rec.Scope)
 	}
-	was, err := e.st.Ledger.LastSnapshot(ctx, tx, k.Table, scopes...)
+	was, err := o.st.Ledger.LastSnapshot(ctx, tx, k.Table, scopes...)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.st.Ledger.ForgetSnapshot(ctx, tx, k.Table, k.FileID); err != nil {
+	if err := o.st.Ledger.ForgetSnapshot(ctx, tx, k.Table, k.FileID); err != nil {
 		return nil, err
 	}
-	cur, err := e.st.Ledger.LastSnapshot(ctx, tx, k.Table, scopes...)
+	cur, err := o.st.Ledger.LastSnapshot(ctx, tx, k.Table, scopes...)
 	if err != nil {
 		return nil, err
 	}
-	res, err := e.undoneSnapshot(ctx, tx, k.Table, s.Scope, cur)
+	res, err := o.undoneSnapshot(ctx, tx, k.Table, s.Scope, cur)
 	if err != nil {
 		return nil, err
 	}
@@ -229,12 +229,12 @@ func (e *Engine) undoSnapshot(ctx context.Context, tx *sql.Tx, k ledger.Key, s *
 		return res, nil
 	}
 	if s.Delete == "soft" && !keep && rec.MarkedAt != 0 {
-		terms, err := parseScopeText(rec.Scope)
+		terms, err := store.ParseScope(rec.Scope)
 		if err != nil {
 			return nil, err
 		}
-		sw := sink.Sweep{Driver: e.st.Driver, Table: k.Table, Scope: terms, Soft: true}
-		if res.Unmarked, err = sw.Unmark(ctx, tx, e.st.Driver.TimeValue(time.UnixMicro(rec.MarkedAt))); err != nil {
+		sw := sink.Sweep{Driver: o.st.Driver, Table: k.Table, Scope: terms, Soft: true}
+		if res.Unmarked, err = sw.Unmark(ctx, tx, o.st.Driver.TimeValue(time.UnixMicro(rec.MarkedAt))); err != nil {
 			return nil, err
 		}
 		return res, nil
@@ -246,13 +246,13 @@ func (e *Engine) undoSnapshot(ctx context.Context, tx *sql.Tx, k ledger.Key, s *
 // undoneSnapshot describes cur, the snapshot current for scope of table
 // after an undo (nil when none is), with the path its file was last
 // imported from.
-func (e *Engine) undoneSnapshot(ctx context.Context, tx *sql.Tx, table, scope string, cur *ledger.Snapshot) (*UndoSnapshot, error) {
+func (o *Operator) undoneSnapshot(ctx context.Context, tx *sql.Tx, table, scope string, cur *ledger.Snapshot) (*UndoSnapshot, error) {
 	res := &UndoSnapshot{Scope: scope}
 	if cur == nil {
 		return res, nil
 	}
 	res.Current = &SnapshotRef{FileID: cur.FileID, Path: cur.FileID, AsOf: time.UnixMilli(cur.AsOf).UTC()}
-	op, _, err := e.st.Ledger.Get(ctx, tx, ledger.Key{Table: table, FileID: cur.FileID})
+	op, _, err := o.st.Ledger.Get(ctx, tx, ledger.Key{Table: table, FileID: cur.FileID})
 	if err != nil {
 		return nil, err
 	}
@@ -260,53 +260,4 @@ func (e *Engine) undoneSnapshot(ctx context.Context, tx *sql.Tx, table, scope st
 		res.Current.Path = op.Path
 	}
 	return res, nil
-}
-
-// abandonChanged records that the source of r's operation changed under this
-// attempt: in one transaction, the operation's partitions are dropped, in
-// ordinal mode the rows it committed are deleted (the changed file is
-// another file, which then imports cleanly), and it becomes abandoned.
-func (r *run) abandonChanged(ctx context.Context, cause error) error {
-	r.res.Outcome = Failed
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	var deleted int64
-	err := r.withTx(ctx, func(tx *sql.Tx) error {
-		if err := r.e.st.Ledger.Lock(ctx, tx, r.id.Key); err != nil {
-			return err
-		}
-		// Another attempt, reading its own unchanged copy, may have
-		// completed the operation meanwhile: that stays.
-		if op, _, err := r.e.st.Ledger.Get(ctx, tx, r.id.Key); err != nil {
-			return err
-		} else if op != nil && op.State == ledger.Completed {
-			return ledger.ErrCompleted
-		}
-		if _, _, err := r.e.st.CP.Drop(ctx, tx, r.op); err != nil {
-			return err
-		}
-		if r.target.Ordinal() {
-			var err error
-			if deleted, err = r.e.st.Driver.DeleteFile(ctx, tx, r.target.Table, r.id.FileKey); err != nil {
-				return err
-			}
-		}
-		if err := r.e.st.Ledger.Close(ctx, tx, r.id.Key, ledger.Abandoned); err != nil {
-			return err
-		}
-		return r.e.st.Ledger.End(ctx, tx, r.attempt.ID, string(ledger.Abandoned), cause.Error(), 0, int64(len(r.recovered)))
-	})
-	if errors.Is(err, ledger.ErrCompleted) {
-		r.note("%s changed while this run read it, but another attempt had completed its import meanwhile; the changed file is another file to import", r.req.Path)
-		return r.completedMeanwhile(ctx, cause)
-	}
-	if err != nil {
-		r.log.Error("could not abandon the operation; the lease will expire instead", "err", err)
-		return cause
-	}
-	r.log.Warn("source changed: operation abandoned", "deleted", deleted, "err", cause)
-	if r.target.Ordinal() {
-		return fmt.Errorf("%w; the import was abandoned and the %s it had committed %s removed: import the file again once it is complete (--min-age helps)", cause, english.Plural(deleted, "row"), english.Verb(deleted, "was", "were"))
-	}
-	return fmt.Errorf("%w; the import was abandoned (rows it committed by key stay): import the file again once it is complete (--min-age helps)", cause)
 }
