@@ -125,6 +125,19 @@ func TestRemotePrefixRerunListsOnly(t *testing.T) {
 			t.Fatalf("a rerun with --rehash made %+v; want each object opened and read", c)
 		}
 
+		// The size is part of the identity as much as the ETag: with
+		// another size recorded for k011 under the same ETag, the listing
+		// proves nothing about it, so it is opened and hashed again (and
+		// found to be the content imported).
+		f.exec(t, `UPDATE `+f.tg.Ledger("remote")+` SET size = size + 1 WHERE url = 's3://bkt/many/k011.csv'`)
+		srv.Reset()
+		if seen := pass(false); seen[Duplicate] != n {
+			t.Fatalf("rerun with another size recorded: %v", seen)
+		}
+		if c := srv.Counts(); c.List != 1 || c.Head < 1 || c.Head > 2 || c.Get < 1 {
+			t.Fatalf("a rerun with another size recorded for one object made %+v; want one LIST, and that object opened and read", c)
+		}
+
 		// Replaced since: same size, other bytes, so another ETag.
 		srv.Put(t, "bkt", "many/k007.csv", []byte("id,v\n7,y007\n"), time.Time{})
 		srv.Reset()
