@@ -282,6 +282,9 @@ func (r *run) planPass(ctx context.Context, progress func(b, rows int64)) (plann
 	}
 	p.file, p.plan, p.spill, err = r.spec.result(p.in, progress)
 	if p.file == nil && err == nil { // no speculative plan to use: plan now
+		if err := r.fillSpool(ctx); err != nil {
+			return p, err
+		}
 		p.file, p.plan, p.spill, err = r.scan(ctx, p.in, nil, nil, progress)
 	}
 	return p, err

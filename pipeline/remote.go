@@ -2,11 +2,14 @@ package pipeline
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"time"
 
 	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/reader/remote"
 )
 
@@ -152,6 +155,27 @@ func (r *run) logFetched() {
 		level = slog.LevelWarn
 	}
 	log.Log(context.Background(), level, "fetched", "requests", requests, "bytes", bytes, "retries", retries)
+}
+
+// fillSpool completes the run's spooled copy before a plan pass that
+// shares no hash's read: an import that knows its object from the quick
+// check but has no plan stored yet (an earlier attempt stopped between
+// its claim and its plan) would otherwise fetch the object for the plan
+// pass and each partition's range again after it. The copy an earlier
+// attempt left is read as far as its sums check, and only the rest is
+// fetched. When the copy cannot be completed for want of room, the import
+// goes on reading the object, with a warning, as it does without a spool.
+func (r *run) fillSpool(ctx context.Context) error {
+	if r.spool == nil || !r.sharesRead {
+		return nil
+	}
+	err := r.spool.Fill(ctx)
+	var pe *fs.PathError // the copy's file, not the object
+	if err == nil || ctx.Err() != nil || errors.Is(err, reader.ErrSourceChanged) || !errors.As(err, &pe) {
+		return err
+	}
+	r.e.st.Log.Warn("could not complete the spooled copy of the object; the plan pass and the partitions read the object", "file", r.req.Path, "error", err)
+	return nil
 }
 
 // settleSpool removes the run's spooled copy once the operation needs it no

@@ -200,6 +200,16 @@ func (s *Spool) fill(ctx context.Context) error {
 	return nil
 }
 
+// Fill completes the local copy now, fetching only what it lacks (a copy
+// an earlier attempt left counts as far as its sums check), so that every
+// later read is the copy's, a read-through spool's too. It is for a reader
+// about to read the whole object without a stream of [Spool.Copying]: a
+// plan pass on an object whose hash the quick check gave. On an error the
+// spool reads as before it was called.
+func (s *Spool) Fill(ctx context.Context) error {
+	return s.fill(ctx)
+}
+
 // openLocked opens the directory, the copy and its sums file, when they
 // are not open.
 func (s *Spool) openLocked() error {

@@ -1,0 +1,148 @@
+//go:build !windows
+
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/idemport/idemport/internal/remotetest"
+	"github.com/idemport/idemport/internal/testkit"
+)
+
+// A first import of a remote object hashes it from a stream that fills
+// the spooled copy its partitions are then read from. These tests kill or
+// freeze such an import between the hash and its first committed
+// partition, where the copy is complete and nothing is written yet.
+
+// remoteCrashObject puts 20,000 orders (seed) on a new S3 server as
+// s3://bkt/in/orders.csv and returns the test's directory, a SQLite
+// target in it, the server, a run's environment, the object's rows and
+// bytes, the spool directory and the arguments of an import of it in 10
+// partitions (without the command).
+func remoteCrashObject(t *testing.T, seed int) (dir string, tg *testkit.Target, s3 *remotetest.Server, env []string, want [][]string, data []byte, spool string, args []string) {
+	t.Helper()
+	dir = t.TempDir()
+	tg = testkit.NewTarget(t, testkit.SQLite, dir)
+	s3 = remotetest.NewS3(t, "bkt")
+	env = s3.Env(dir)
+	want = testkit.Orders(t, filepath.Join(dir, "orders.csv"), 20000, seed)
+	data, err := os.ReadFile(filepath.Join(dir, "orders.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3.Put(t, "bkt", "in/orders.csv", data, time.Time{})
+	spool = filepath.Join(dir, "spool")
+	args = []string{"--s3-endpoint", s3.URL, "--s3-path-style", "--spool-dir", spool, "--partition-rows", "2000", "s3://bkt/in/orders.csv"}
+	return dir, tg, s3, env, want, data, spool, args
+}
+
+// TestRemoteKilledBetweenHashAndWrite kills (SIGKILL) the import of a
+// 10-partition CSV object at each point between its hash and its first
+// commit. The killed run fetched the object once; the rerun imports it
+// exactly (every row once, the operation completed, the counters adding
+// up), fetches at most the object once more, and leaves the spool empty.
+func TestRemoteKilledBetweenHashAndWrite(t *testing.T) {
+	t.Parallel()
+	for _, point := range []string{"after-identify", "after-claim", "after-plan", "after-partition-claim", "inside-partition"} {
+		t.Run(point, func(t *testing.T) {
+			t.Parallel()
+			dir, tg, s3, env, want, data, spool, args := remoteCrashObject(t, 141)
+			size := int64(len(data))
+			killed := tg.Exec(t, dir, append(env, "IDEMPORT_FAILPOINT="+point), append([]string{"import"}, args...)...)
+			if killed.Signal != syscall.SIGKILL {
+				t.Fatalf("not killed at %s: exit %d\n%s%s", point, killed.Code, killed.Stdout, killed.Stderr)
+			}
+			first := s3.Counts()
+			if first.Bytes < size || first.Bytes > size*11/10 {
+				t.Fatalf("the killed run fetched %d bytes of a %d-byte object, want it once (%+v)", first.Bytes, size, first)
+			}
+			s3.Reset()
+			res := remoteImport(t, tg, dir, env, 0, args...)
+			if len(res) != 1 || (res[0].Outcome != "imported" && res[0].Outcome != "resumed") {
+				t.Fatalf("rerun after a kill at %s: %+v", point, res)
+			}
+			again := s3.Counts()
+			t.Logf("%s: the killed run fetched %d bytes (%.2f×), the rerun %d (%.2f×) in %d GETs and %d HEADs",
+				point, first.Bytes, float64(first.Bytes)/float64(size), again.Bytes, float64(again.Bytes)/float64(size), again.Get, again.Head)
+			if again.Bytes > size*11/10 {
+				t.Fatalf("the rerun fetched %d bytes of a %d-byte object, want at most about once (%+v)", again.Bytes, size, again)
+			}
+			checkExact(t, tg, "ordinal", want)
+			if left, _ := filepath.Glob(filepath.Join(spool, "*")); len(left) != 0 {
+				t.Fatalf("the spool holds %v after the import completed", left)
+			}
+		})
+	}
+}
+
+// TestRemoteReplacedBetweenHashAndWrite replaces the object (same size,
+// other bytes) after its hash filled the spooled copy and before any
+// partition was written: frozen there, the attempt stops with "source
+// changed" and writes nothing, though the copy holds every hashed byte;
+// killed there, the rerun hashes the new version, which the copy of the
+// old one is not taken for. Either way the table ends up holding the new
+// version's rows alone, as an import of it from disk makes them.
+func TestRemoteReplacedBetweenHashAndWrite(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"frozen", "killed"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			dir, tg, s3, env, _, v1, spool, args := remoteCrashObject(t, 151)
+			v2 := bytes.Clone(v1)
+			v2[len(v2)-5] = 'Z' // inside the last partition, same size
+			if how == "frozen" {
+				cmd := tg.Cmd(t, dir, append(env, "IDEMPORT_FAILPOINT=after-plan:1:stop"), append([]string{"import", "--output", "json"}, args...)...)
+				var out bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &out
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { cmd.Process.Kill() })
+				testkit.WaitStopped(t, cmd.Process.Pid)
+				if names, _ := filepath.Glob(filepath.Join(spool, "*.spool")); len(names) != 1 {
+					t.Fatalf("spool after the hash: %v, want the copy", names)
+				} else if got, _ := os.ReadFile(names[0]); !bytes.Equal(got, v1) {
+					t.Fatalf("the copy holds %d bytes, not the %d hashed", len(got), len(v1))
+				}
+				s3.Put(t, "bkt", "in/orders.csv", v2, time.Time{})
+				testkit.Continue(cmd.Process)
+				r := testkit.Wait(t, cmd)
+				if r.Code != 1 || !strings.Contains(r.Stdout, "source changed") {
+					t.Fatalf("exit %d: %s", r.Code, r.Stdout)
+				}
+				if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM orders`); n != 0 {
+					t.Fatalf("%d rows written by the attempt whose object changed", n)
+				}
+			} else {
+				killed := tg.Exec(t, dir, append(env, "IDEMPORT_FAILPOINT=after-plan"), append([]string{"import"}, args...)...)
+				if killed.Signal != syscall.SIGKILL {
+					t.Fatalf("not killed: exit %d\n%s%s", killed.Code, killed.Stdout, killed.Stderr)
+				}
+				s3.Put(t, "bkt", "in/orders.csv", v2, time.Time{})
+			}
+			res := remoteImport(t, tg, dir, env, 0, args...)
+			if len(res) != 1 || res[0].Outcome != "imported" {
+				t.Fatalf("the new version: %+v", res)
+			}
+			localDir := filepath.Join(dir, "local")
+			if err := os.Mkdir(localDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(localDir, "orders.csv"), v2, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			local := testkit.NewTarget(t, testkit.SQLite, localDir)
+			remoteImport(t, local, localDir, nil, 0, "orders.csv")
+			if got, want := tableRows(t, tg, "orders"), tableRows(t, local, "orders"); len(got) != 20000 || !slices.Equal(got, want) {
+				t.Fatalf("%d rows, want the new version's %d alone", len(got), len(want))
+			}
+		})
+	}
+}
