@@ -89,26 +89,9 @@ func (o *Operator) Undo(ctx context.Context, req UndoRequest) (*UndoResult, erro
 	if err := o.st.Present(); err != nil {
 		return nil, err
 	}
-	found, err := o.st.Operations(ctx, req.FileOrID, req.Table)
+	k, m, err := o.undoTarget(ctx, req)
 	if err != nil {
 		return nil, err
-	}
-	if len(found) != 1 {
-		var cands []string
-		for _, op := range found {
-			cands = append(cands, fmt.Sprintf("%s ← %s (idemport undo --table %s %s)", op.Table, op.FileID, op.Table, op.FileID))
-		}
-		return nil, store.Usagef("%s matches %d imports; undo one of them by its table and file ID: %s", req.FileOrID, len(found), strings.Join(cands, "; "))
-	}
-	k := found[0].Key
-	var m store.Mapping
-	if err := json.Unmarshal([]byte(found[0].Mapping), &m); err != nil {
-		return nil, fmt.Errorf("read stored mapping: %w", err)
-	}
-	natural := len(m.Key) > 0
-	if natural && !req.Forget {
-		return nil, store.Usagef("%s was imported into %s by key (%s): its rows may since have been written by other files, so undo cannot remove them; give --forget to keep the rows and forget the import",
-			req.FileOrID, k.Table, strings.Join(m.Key, ", "))
 	}
 	host, _ := os.Hostname()
 	a := ledger.Attempt{ID: uuid.Must(uuid.NewV7()).String(), Trigger: "undo", Host: host, PID: os.Getpid(),
@@ -131,21 +114,7 @@ func (o *Operator) Undo(ctx context.Context, req UndoRequest) (*UndoResult, erro
 	}
 	res.Previous = op.State
 	if op.State == ledger.Undone {
-		res.Already = true
-		if m.Snapshot != nil {
-			// Said again, for a rerun after an undo whose report was
-			// lost: which snapshot is current, and that --reapply of it
-			// restores the table to its extract.
-			cur, err := o.st.Ledger.LastSnapshot(ctx, tx, k.Table, m.Snapshot.Scope)
-			if err != nil {
-				return nil, err
-			}
-			if res.Snapshot, err = o.undoneSnapshot(ctx, tx, k.Table, m.Snapshot.Scope, cur); err != nil {
-				return nil, err
-			}
-			res.Snapshot.Restore = cur != nil
-		}
-		return res, nil
+		return o.alreadyUndone(ctx, tx, k, m, res)
 	}
 	// Partitions first: on PostgreSQL this waits for a holder inside its
 	// partition transaction, whose rows the delete below then sees; and a
@@ -186,6 +155,53 @@ func (o *Operator) Undo(ctx context.Context, req UndoRequest) (*UndoResult, erro
 		return nil, err
 	}
 	o.st.Log.Info("undone", "operation", k.String(), "attempt_id", a.ID, "deleted", res.Deleted, "forgot", req.Forget)
+	return res, nil
+}
+
+// undoTarget returns the one operation req names and its stored mapping:
+// a usage error when req names several (each shown with the command that
+// undoes it alone), or one imported by key without req.Forget.
+func (o *Operator) undoTarget(ctx context.Context, req UndoRequest) (ledger.Key, store.Mapping, error) {
+	var m store.Mapping
+	found, err := o.st.Operations(ctx, req.FileOrID, req.Table)
+	if err != nil {
+		return ledger.Key{}, m, err
+	}
+	if len(found) != 1 {
+		var cands []string
+		for _, op := range found {
+			cands = append(cands, fmt.Sprintf("%s ← %s (idemport undo --table %s %s)", op.Table, op.FileID, op.Table, op.FileID))
+		}
+		return ledger.Key{}, m, store.Usagef("%s matches %d imports; undo one of them by its table and file ID: %s", req.FileOrID, len(found), strings.Join(cands, "; "))
+	}
+	k := found[0].Key
+	if err := json.Unmarshal([]byte(found[0].Mapping), &m); err != nil {
+		return ledger.Key{}, m, fmt.Errorf("read stored mapping: %w", err)
+	}
+	if natural := len(m.Key) > 0; natural && !req.Forget {
+		return ledger.Key{}, m, store.Usagef("%s was imported into %s by key (%s): its rows may since have been written by other files, so undo cannot remove them; give --forget to keep the rows and forget the import",
+			req.FileOrID, k.Table, strings.Join(m.Key, ", "))
+	}
+	return k, m, nil
+}
+
+// alreadyUndone completes res for operation k, found undone in tx: nothing
+// changes. For a snapshot import (mapping m) it says again which snapshot
+// is current, for a rerun after an undo whose report was lost, and that
+// --reapply of it restores the table to its extract.
+func (o *Operator) alreadyUndone(ctx context.Context, tx *sql.Tx, k ledger.Key, m store.Mapping, res *UndoResult) (*UndoResult, error) {
+	res.Already = true
+	if m.Snapshot == nil {
+		return res, nil
+	}
+	cur, err := o.st.Ledger.LastSnapshot(ctx, tx, k.Table, m.Snapshot.Scope)
+	if err != nil {
+		return nil, err
+	}
+	if res.Snapshot, err = o.undoneSnapshot(ctx, tx, k.Table, m.Snapshot.Scope, cur); err != nil {
+		return nil, err
+	}
+	res.Snapshot.Restore = cur != nil
 	return res, nil
 }
 
