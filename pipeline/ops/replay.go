@@ -69,33 +69,10 @@ func (o *Operator) Replay(ctx context.Context, path string) (*ReplayResult, erro
 		return nil, err
 	}
 	res := &ReplayResult{File: path, Table: key.Table, FileID: key.FileID}
-	op, _, err := o.st.Ledger.Get(ctx, o.st.DB, key)
+	sp, target, err := o.replayTarget(ctx, path, key)
 	if err != nil {
 		return res, err
 	}
-	if op == nil {
-		return res, fmt.Errorf("%w: %s names no operation (%s)", ErrReplay, path, key)
-	}
-	if op.State != ledger.Completed {
-		return res, fmt.Errorf("%w: operation %s is %s, not completed; finish its import first", ErrReplay, key, op.State)
-	}
-	body, _, err := o.st.CP.Load(ctx, o.st.DB, checkpoint.Op{Table: key.Table, FileID: key.FileID})
-	if err != nil {
-		return res, err
-	}
-	if body == nil {
-		return res, fmt.Errorf("%w: the plan of %s was removed (gc); its rejects cannot be replayed", ErrReplay, key)
-	}
-	var sp store.Plan
-	if err := json.Unmarshal(body, &sp); err != nil {
-		return res, fmt.Errorf("read stored plan: %w", err)
-	}
-	var mapping store.Mapping
-	if err := json.Unmarshal([]byte(op.Mapping), &mapping); err != nil {
-		return res, fmt.Errorf("read stored mapping: %w", err)
-	}
-	target := sink.Target{Table: key.Table, Key: mapping.Key, Version: mapping.VersionBy}
-
 	batches, ordinals, err := readReplay(ctx, path, sp.Schema, target.Key)
 	if err != nil {
 		return res, err
@@ -157,6 +134,39 @@ func (o *Operator) Replay(ctx context.Context, path string) (*ReplayResult, erro
 	}
 	res.Duration = time.Since(started)
 	return res, nil
+}
+
+// replayTarget returns the stored plan of operation key, named by the
+// replay file path, and the target its rows go to, as its stored mapping
+// says. The operation must be completed and its plan still stored (not
+// removed by gc); otherwise the error is ErrReplay.
+func (o *Operator) replayTarget(ctx context.Context, path string, key ledger.Key) (store.Plan, sink.Target, error) {
+	var sp store.Plan
+	op, _, err := o.st.Ledger.Get(ctx, o.st.DB, key)
+	if err != nil {
+		return sp, sink.Target{}, err
+	}
+	if op == nil {
+		return sp, sink.Target{}, fmt.Errorf("%w: %s names no operation (%s)", ErrReplay, path, key)
+	}
+	if op.State != ledger.Completed {
+		return sp, sink.Target{}, fmt.Errorf("%w: operation %s is %s, not completed; finish its import first", ErrReplay, key, op.State)
+	}
+	body, _, err := o.st.CP.Load(ctx, o.st.DB, checkpoint.Op{Table: key.Table, FileID: key.FileID})
+	if err != nil {
+		return sp, sink.Target{}, err
+	}
+	if body == nil {
+		return sp, sink.Target{}, fmt.Errorf("%w: the plan of %s was removed (gc); its rejects cannot be replayed", ErrReplay, key)
+	}
+	if err := json.Unmarshal(body, &sp); err != nil {
+		return sp, sink.Target{}, fmt.Errorf("read stored plan: %w", err)
+	}
+	var mapping store.Mapping
+	if err := json.Unmarshal([]byte(op.Mapping), &mapping); err != nil {
+		return sp, sink.Target{}, fmt.Errorf("read stored mapping: %w", err)
+	}
+	return sp, sink.Target{Table: key.Table, Key: mapping.Key, Version: mapping.VersionBy}, nil
 }
 
 // replayKey reads the operation a replay file names; every row must name
