@@ -164,6 +164,7 @@ func (r *run) planInputs(ctx context.Context) (planInput, *sink.Table, error) {
 	}
 	if existing == nil {
 		in.jsonb = r.e.st.Driver.Limits().JSONB
+		in.limits = keyLimits(r.target, r.e.st.Driver.Limits())
 	} else {
 		in.limits = columnLimits(existing)
 	}
@@ -207,6 +208,22 @@ func tableTypes(t *sink.Table, widen bool) map[string]idemtype.Type {
 		default:
 			out[c.Name] = c.Kind
 		}
+	}
+	return out
+}
+
+// keyLimits returns the limits of the key columns of a table the driver
+// will create for tg (nil when it bounds no key, or in ordinal mode): the
+// characters of text each holds (sink.Limits.KeyChars), so that a longer
+// value is a bad row of the plan, never cut short nor a failed write.
+func keyLimits(tg sink.Target, l sink.Limits) map[string]reader.Limit {
+	chars := l.KeyChars(len(tg.Key))
+	if chars == 0 {
+		return nil
+	}
+	out := map[string]reader.Limit{}
+	for _, k := range tg.Key {
+		out[k] = reader.Limit{MaxChars: chars, Key: true, Table: tg.Table}
 	}
 	return out
 }

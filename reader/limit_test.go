@@ -189,3 +189,23 @@ func TestRulesComeFromTheDriver(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyLengthOfANewTable: the key columns of a table the driver will
+// create hold a bounded text each (Limit.Key), checked whatever kind the
+// plan pass infers for the column, in characters: a longer key is a bad
+// row naming its row and column, and a key of as many four-byte
+// characters as the bound is not.
+func TestKeyLengthOfANewTable(t *testing.T) {
+	path := writeFile(t, "k.csv", []byte("k,d,v\nabcd,1.50,a\nabcde,1,b\n😀😀😀😀,2,c\nx,1.2345,d\nxyz,1.23,e\n"))
+	key := Limit{MaxChars: 4, Key: true, Table: "t"}
+	opts := Options{Key: []string{"k", "d"}, Limits: map[string]Limit{"k": key, "d": key}}
+	_, plan := scanChecked(t, path, opts, ScanOptions{KeepRejects: 10})
+	var got [][3]any
+	for _, r := range plan.Rejects {
+		got = append(got, [3]any{r.Ordinal, r.Column, r.Code})
+	}
+	want := [][3]any{{int64(2), "k", value.CodeLength}, {int64(4), "d", value.CodeLength}}
+	if !reflect.DeepEqual(got, want) || plan.Rejected != 2 {
+		t.Fatalf("rejects %v (%d), want %v", got, plan.Rejected, want)
+	}
+}

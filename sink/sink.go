@@ -360,11 +360,32 @@ type Limits struct {
 	FoldsCase bool
 	// JSONB says json columns are created as PostgreSQL jsonb.
 	JSONB bool
+	// KeyBytes bounds the index of a natural key in bytes (InnoDB's
+	// 3,072), and CharBytes is what the index reserves for a character of
+	// text (4 in utf8mb4); 0 means no limit. Each column of a key of n
+	// columns in a table the driver creates holds KeyChars(n) characters
+	// of text, its even share whatever the kinds of the others, so that
+	// the plan pass, which checks a key's text before it has inferred the
+	// column's kind, refuses exactly the values the table would. (InnoDB
+	// keys have at most 32 columns, so a share is at least 24 characters,
+	// more than an integer's text.)
+	KeyBytes  int
+	CharBytes int
 	// Rules are what the database's decimal and JSON types hold, which
 	// the plan pass checks values of Column.Numeric and Column.JSONB
 	// columns (and with JSONB, every JSON value of a table it creates)
 	// against. The zero Rules check nothing.
 	Rules idemtype.ValueRules
+}
+
+// KeyChars returns how many characters of text each column of a key of n
+// columns may hold in a table the driver creates (KeyBytes), or 0 when
+// there is no limit.
+func (l Limits) KeyChars(n int) int {
+	if l.KeyBytes <= 0 || l.CharBytes <= 0 || n <= 0 {
+		return 0
+	}
+	return l.KeyBytes / l.CharBytes / n
 }
 
 // CheckTable reports a table name the database cannot hold as it is

@@ -46,14 +46,13 @@
 //     the 30th digit after the point stay two. Describe hides that
 //     column and lists the key on the decimal column.
 //   - Text key columns (strings, decimals) are VARCHAR, as InnoDB indexes
-//     no whole TEXT: together they share the index's 3,072 bytes, 4 per
-//     utf8mb4 character, after 8 for each other key column (a key of one
-//     string column holds 766 characters with a BIGINT beside it, 768
-//     alone). Once the table exists the plan pass refuses a longer string
-//     as a bad row (Describe's MaxChars, the reader's length limit); on the
-//     load that creates it, and for a decimal key longer than its share,
-//     only strict mode refuses it, failing the write with a
-//     *sink.RowError: sink.Limits has no key length yet.
+//     no whole TEXT: each column of a key of n holds an even share of the
+//     index's 3,072 bytes, 4 per utf8mb4 character, whatever the kinds of
+//     the others (768 characters alone, 384 beside a BIGINT), since the
+//     plan pass checks the key's text before it has inferred their kinds
+//     (sink.Limits.KeyChars). On the load that creates the table and after
+//     it (Describe's MaxChars), a longer value is a bad row of the plan,
+//     named by file, row and column, never cut short.
 //   - A DATETIME(6) holds a point in time in UTC (the session's zone); a
 //     local timestamp is a DATETIME(6) too, commented idemport:local, and
 //     Describe tells the two apart by that comment alone.

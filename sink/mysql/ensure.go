@@ -91,27 +91,20 @@ func columnDef(name string, kind idemtype.Type, chars int, notNull bool) string 
 	return def
 }
 
-// keyChars is how many characters each text (string or decimal) column of
-// key may hold, of the fields' kinds: the index's keyBytes shared out
-// evenly among them, after the other key columns' 8 bytes each (BIGINT,
-// DOUBLE, DATETIME(6), and less for BOOLEAN and DATE). Zero when the key
-// has no text column.
+// keyChars is how many characters each text (string, decimal or JSON)
+// column of key may hold, of the fields' kinds: its even share of the
+// index's keyBytes (sink.Limits.KeyChars), whatever the kinds of the other
+// key columns, as the plan pass checks a key before it knows them. Zero
+// when the key has no text column. A decimal key column is indexed
+// through its number column, as long as the text itself.
 func keyChars(key []string, kind func(string) idemtype.Type) int {
-	texts, fixed := 0, 0
 	for _, k := range key {
 		switch kind(k) {
 		case idemtype.String, idemtype.Decimal, idemtype.JSON:
-			texts++
-		default:
-			fixed += 8
+			return Driver{}.Limits().KeyChars(len(key))
 		}
 	}
-	if texts == 0 {
-		return 0
-	}
-	// A decimal key column is indexed through its number column, as
-	// long as the text itself.
-	return (keyBytes - fixed) / charBytes / texts
+	return 0
 }
 
 // keyType is the column type of a key column of kind that may hold chars

@@ -52,17 +52,20 @@ func TestEnsureCreates(t *testing.T) {
 	}
 	keyed := drivertest.Schema(drivertest.Str("code"), drivertest.I64("n"), local, drivertest.Dec("amount"))
 	f.MustEnsure(sink.Target{Table: "k", Key: []string{"code", "n"}}, keyed)
-	want = "code:varchar(766):string n:bigint(20):int64 l:datetime(6):timestamp amount:mediumtext:decimal " +
+	want = "code:varchar(384):string n:bigint(20):int64 l:datetime(6):timestamp amount:mediumtext:decimal " +
 		"_idemport_file:bigint(20):int64 _idemport_row:bigint(20):int64 keys=[[code n]]"
 	if got := kinds(t, db, "k"); got != want {
 		t.Errorf("keyed table:\n%s\nwant\n%s", got, want)
 	}
 	// Strict mode refuses a key too long for its VARCHAR, never cuts it.
-	if _, err := db.Exec(`INSERT INTO k (code, n) VALUES (?, 1)`, strings.Repeat("é", 767)); err == nil {
-		t.Error("a key of 767 characters went into VARCHAR(766)")
+	if _, err := db.Exec(`INSERT INTO k (code, n) VALUES (?, 1)`, strings.Repeat("é", 385)); err == nil {
+		t.Error("a key of 385 characters went into VARCHAR(384)")
 	}
-	if _, err := db.Exec(`INSERT INTO k (code, n) VALUES (?, 1)`, strings.Repeat("😀", 766)); err != nil {
-		t.Errorf("a key of 766 four-byte characters: %v", err)
+	if _, err := db.Exec(`INSERT INTO k (code, n) VALUES (?, 1)`, strings.Repeat("😀", 384)); err != nil {
+		t.Errorf("a key of 384 four-byte characters: %v", err)
+	}
+	if got := (Driver{}).Limits().KeyChars(2); got != 384 {
+		t.Errorf("the plan pass bounds each column of a two-column key at %d characters, the table at 384", got)
 	}
 }
 

@@ -31,6 +31,11 @@ type Limit struct {
 	JSON bool `json:"jsonb,omitempty"`
 	// NotNull says the column refuses nulls.
 	NotNull bool `json:"not_null,omitempty"`
+	// Key says the column is part of the natural key of a table the
+	// driver will create, whose text MaxChars bounds whatever kind the
+	// plan pass infers for it (a number's text, too: a decimal key is
+	// stored as its text), since the key's index holds no more.
+	Key bool `json:"key,omitempty"`
 	// Table names the table in messages.
 	Table string `json:"table,omitempty"`
 }
@@ -45,6 +50,15 @@ func (l *Limit) check(r *idemtype.ValueRules, c Cell, v Value, t Type) (string, 
 			return CodeNull, fmt.Sprintf("column is NOT NULL in table %s", l.Table)
 		}
 		return "", ""
+	}
+	if l.Key && l.MaxChars > 0 && !v.Null && (t == Unknown || t == String || t == Decimal || t == JSON) {
+		b := c.B // the text written: a decimal key is stored as it
+		if t == String || t == JSON {
+			b = v.B
+		}
+		if len(b) > l.MaxChars && utf8.RuneCount(b) > l.MaxChars {
+			return CodeLength, fmt.Sprintf("key text is %d characters, more than the %d each column of the key holds in table %s (the database's index of a key is bounded)", utf8.RuneCount(b), l.MaxChars, l.Table)
+		}
 	}
 	if v.Null || t == Unknown {
 		return "", ""
