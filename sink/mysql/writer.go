@@ -102,12 +102,23 @@ func (d Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, sche
 
 	// A stored row matches a staged one by the key: in ordinal mode the
 	// file key (the statement's first argument) and the ordinal; by
-	// natural key the key columns, as KeyValue compares them.
+	// natural key the key columns, as KeyValue compares them. A decimal
+	// key column Ensure made is matched through the stored column of its
+	// number, which is what its key indexes: MariaDB finds no index for
+	// the expression KeyValue spells.
 	match := "t." + q(sink.FileColumn) + " = ? AND t." + q(sink.RowColumn) + " = s." + q(sink.RowColumn)
 	if !tg.Ordinal() {
+		numbers, err := numberColumns(ctx, conn, tg.Table)
+		if err != nil {
+			return nil, err
+		}
 		var m []string
 		for _, k := range tg.Key {
-			m = append(m, d.KeyValue("t."+q(k), t.Kind(k))+" = "+d.KeyValue("s."+q(k), t.Kind(k)))
+			stored := d.KeyValue("t."+q(k), t.Kind(k))
+			if n, ok := numbers[k]; ok && t.Kind(k) == idemtype.Decimal {
+				stored = "t." + q(n)
+			}
+			m = append(m, stored+" = "+d.KeyValue("s."+q(k), t.Kind(k)))
 		}
 		match = strings.Join(m, " AND ")
 	}
@@ -141,6 +152,28 @@ func (d Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, sche
 		w.stale = "SELECT count(*) FROM " + w.stage + " s JOIN " + table + " t ON " + match + " WHERE " + round + staleSQL(tg.Version)
 	}
 	return w, nil
+}
+
+// numberColumns returns, for each decimal column of table that a stored
+// column of its number keys (markKey), that column's name.
+func numberColumns(ctx context.Context, qr sink.Querier, table string) (map[string]string, error) {
+	db, name := splitName(table)
+	rows, err := qr.QueryContext(ctx, `SELECT column_name, column_comment FROM information_schema.columns
+		WHERE table_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(table_name AS BINARY) = CAST(? AS BINARY)
+		AND column_comment LIKE ? AND extra LIKE '%GENERATED%'`, db, name, markKey+"%")
+	if err != nil {
+		return nil, fmt.Errorf("find the number columns of %s: %w", table, err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var col, comment string
+		if err := rows.Scan(&col, &comment); err != nil {
+			return nil, fmt.Errorf("find the number columns of %s: %w", table, err)
+		}
+		out[strings.TrimPrefix(comment, markKey)] = col
+	}
+	return out, rows.Err()
 }
 
 // staleSQL is the condition under which the staged row s is older than
