@@ -16,7 +16,7 @@ import (
 
 // openTarget opens a database of its own through the driver, with
 // settings s.
-func openTarget(t *testing.T, s sink.Settings) (*sql.DB, string) {
+func openTarget(t testing.TB, s sink.Settings) (*sql.DB, string) {
 	t.Helper()
 	dsn := freshDSN(t)
 	db, err := Driver{}.Open(t.Context(), dsn, s)

@@ -22,7 +22,7 @@ const testEnv = "IDEMPORT_TEST_MARIADB"
 // serverDSN returns the test server's URL, or skips t (fails it when the
 // run requires MariaDB: internal/testenv) when it is unset or the server
 // does not answer.
-func serverDSN(t *testing.T) string {
+func serverDSN(t testing.TB) string {
 	t.Helper()
 	dsn := os.Getenv(testEnv)
 	if dsn == "" {
@@ -38,7 +38,7 @@ func serverDSN(t *testing.T) string {
 
 // freshDSN creates a database of its own for t on the test server and
 // returns its URL; the database is dropped when t ends.
-func freshDSN(t *testing.T) string {
+func freshDSN(t testing.TB) string {
 	t.Helper()
 	dsn := serverDSN(t)
 	b := make([]byte, 6)
