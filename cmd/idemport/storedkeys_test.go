@@ -5,7 +5,6 @@ import (
 	"math"
 	"reflect"
 	"sort"
-	"syscall"
 	"testing"
 
 	"github.com/idemport/idemport/internal/testkit"
@@ -21,6 +20,15 @@ import (
 // path of the writer: new keys copied straight into the table, a COPY
 // stopped by a stored key and the batch merged instead, and copying
 // resumed after a merge that inserted every row.
+//
+// The kills run along one chain (keyedChain), each rerun killed at the
+// next, and the partitions done after each kill are counted, so each kill
+// is known to have hit the partition it names: inside the 1st, inside the
+// 3rd, inside the 4th, before and after the 4th's commit, inside the 6th.
+// Each kill had a subtest of its own before (6 per target, of three
+// processes each; now one of eight): what is given up is the table and
+// the counters checked after each single kill's rerun; they are checked
+// once, after the rerun that completes the chain, over six attempts.
 func TestKeyedLoadOverStoredKeysSurvivesKills(t *testing.T) {
 	t.Parallel()
 	base := [][2]any{{10, "base-10"}, {11, "base-11"}, {12, "same-12"}, {13, "same-13"}, {40, "base-40"}, {99, "base-99"}}
@@ -44,32 +52,44 @@ func TestKeyedLoadOverStoredKeysSurvivesKills(t *testing.T) {
 	const inserted, updated, unchanged, superseded = 18, 3, 2, 1
 
 	testkit.Each(t, func(t *testing.T, name string) {
-		for _, kill := range []string{"inside-partition:1", "inside-partition:3", "inside-partition:4", "before-partition-commit:4", "after-partition-commit:4", "inside-partition:6"} {
-			t.Run(kill, func(t *testing.T) {
-				t.Parallel()
-				dir := t.TempDir()
-				tg := testkit.NewTarget(t, name, dir)
-				writeKeyed(t, dir, "base.csv", base)
-				writeKeyed(t, dir, "file.csv", file)
-				importTo(t, tg, dir, nil, 0, "--table", "t", "--key", "id", "base.csv")
-				args := []string{"import", "--table", "t", "--key", "id", "--partition-rows", "4", "file.csv"}
-				killed := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=" + kill}, args...)
-				if killed.Signal != syscall.SIGKILL {
-					t.Fatalf("not killed at %s: exit %d\n%s%s", kill, killed.Code, killed.Stdout, killed.Stderr)
-				}
-				res := importTo(t, tg, dir, nil, 0, "--table", "t", "--key", "id", "--partition-rows", "4", "file.csv")
-				if res.Outcome != "resumed" || res.Partitions.Total != 6 {
-					t.Fatalf("rerun: %+v", res)
-				}
-				if got := keyValues(t, tg); !reflect.DeepEqual(got, wantRows) {
-					t.Fatalf("table t:\n got  %v\n want %v", got, wantRows)
-				}
-				checkOperationCounts(t, tg, res.FileID, int64(len(file)), superseded)
-				got := testkit.Query(t, tg.DB, tg.Rebind(`SELECT rows_inserted, rows_updated, rows_unchanged, rows_stale FROM `+tg.Ledger("operations")+` WHERE file_id = ?`), res.FileID)
-				if w := [][]any{{int64(inserted), int64(updated), int64(unchanged), int64(0)}}; !reflect.DeepEqual(got, w) {
-					t.Fatalf("operation (inserted, updated, unchanged, stale) %v, want %v", got, w)
-				}
-			})
+		t.Parallel()
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		writeKeyed(t, dir, "base.csv", base)
+		writeKeyed(t, dir, "file.csv", file)
+		importTo(t, tg, dir, nil, 0, "--table", "t", "--key", "id", "base.csv")
+		doneBefore := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("partitions")+` WHERE done = 1`)
+		args := []string{"--table", "t", "--key", "id", "--partition-rows", "4", "file.csv"}
+		killAlong(t, tg, dir, keyedChain, append([]string{"import"}, args...), func(i int) {
+			done := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("partitions")+` WHERE done = 1`) - doneBefore
+			if done != keyedChainDone[i] {
+				t.Fatalf("after the kill at %s (chain %v) %d partitions are done, want %d", keyedChain[i], keyedChain, done, keyedChainDone[i])
+			}
+		})
+		res := importTo(t, tg, dir, nil, 0, args...)
+		if res.Outcome != "resumed" || res.Partitions.Total != 6 {
+			t.Fatalf("rerun: %+v", res)
+		}
+		if got := keyValues(t, tg); !reflect.DeepEqual(got, wantRows) {
+			t.Fatalf("table t:\n got  %v\n want %v", got, wantRows)
+		}
+		checkOperationCounts(t, tg, res.FileID, int64(len(file)), superseded)
+		got := testkit.Query(t, tg.DB, tg.Rebind(`SELECT rows_inserted, rows_updated, rows_unchanged, rows_stale FROM `+tg.Ledger("operations")+` WHERE file_id = ?`), res.FileID)
+		if w := [][]any{{int64(inserted), int64(updated), int64(unchanged), int64(0)}}; !reflect.DeepEqual(got, w) {
+			t.Fatalf("operation (inserted, updated, unchanged, stale) %v, want %v", got, w)
+		}
+		if n := testkit.Int(t, tg.DB, tg.Rebind(`SELECT count(*) FROM `+tg.Ledger("attempts")+` WHERE file_id = ?`), res.FileID); n != int64(len(keyedChain)+1) {
+			t.Fatalf("%d attempts, want %d (each kill's and the completing one)", n, len(keyedChain)+1)
 		}
 	})
 }
+
+// keyedChain is TestKeyedLoadOverStoredKeysSurvivesKills' chain of kills.
+// A failpoint's count is of the passes in that run, and a rerun passes
+// only the partitions not yet done, so inside-partition:2 after three are
+// done is inside the 4th, and after five inside the 6th. keyedChainDone is
+// how many of the file's partitions are done after each kill.
+var (
+	keyedChain     = []string{"inside-partition:1", "inside-partition:3", "inside-partition:2", "before-partition-commit:1", "after-partition-commit:1", "inside-partition:2"}
+	keyedChainDone = []int64{0, 2, 3, 3, 4, 5}
+)
