@@ -98,8 +98,17 @@ type Request struct {
 	// whenever it is read. The copy is resumed by range after an
 	// interruption and removed when the operation settles. Empty means
 	// each partition is read from the object again (a compressed one from
-	// its first byte).
+	// its first byte). The plan pass of a keyed file spills there too the
+	// key hashes it cannot hold in memory (KeysHeld), and removes them
+	// before it ends; SpoolDir is created 0700 when missing, and one that
+	// cannot be used fails a keyed run. Empty means they spill to the
+	// system's temporary directory, which may be held in memory (tmpfs).
 	SpoolDir string
+	// KeysHeld is how many key hashes the plan pass of a keyed file holds
+	// in memory before it spills them to SpoolDir (reader.ScanOptions.
+	// KeysHeld); 0 means the reader's default. The plan is the same
+	// whatever it is: tests set it small to make a pass spill.
+	KeysHeld int
 	// Name is the name a stream (Path "-", standard input; or a pipe, a
 	// FIFO, /dev/stdin) is known by: in the ledger, in results, for its
 	// format and compression by extension, and for the default table.

@@ -263,11 +263,15 @@ func (e *Engine) checkKeys(ctx context.Context, r *run, rep *VerifyReport) error
 	if table == nil {
 		return nil
 	}
+	tmp, err := r.keySpillDir()
+	if err != nil {
+		return err
+	}
 	f, err := r.open(r.readerOptions(in))
 	if err != nil {
 		return err
 	}
-	plan, err := f.Scan(ctx, reader.ScanOptions{PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes})
+	plan, err := f.Scan(ctx, reader.ScanOptions{PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes, TempDir: tmp, KeysHeld: r.req.KeysHeld})
 	if err != nil {
 		return err
 	}

@@ -255,6 +255,10 @@ func columnLimits(t *sink.Table) map[string]reader.Limit {
 // the spill returned, which the caller must close, has every one that the
 // quarantine is to keep.
 func (r *run) scan(ctx context.Context, in planInput, shared *reader.HashRead, digest func(string), progress func(b, rows int64)) (*reader.File, *reader.Plan, *rejectSpill, error) {
+	tmp, err := r.keySpillDir()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	f, err := r.open(r.readerOptions(in))
 	if err != nil {
 		return nil, nil, nil, err
@@ -268,6 +272,8 @@ func (r *run) scan(ctx context.Context, in planInput, shared *reader.HashRead, d
 		Progress:       progress,
 		Shared:         shared,
 		ContentDigest:  digest,
+		TempDir:        tmp,
+		KeysHeld:       r.req.KeysHeld,
 	})
 	if err != nil {
 		spill.close()

@@ -9,7 +9,24 @@ import (
 	"os"
 
 	"github.com/idemport/idemport/reader"
+	"github.com/idemport/idemport/reader/remote"
 )
+
+// keySpillDir returns where the plan pass of a keyed file spills the key
+// hashes it cannot hold (reader.ScanOptions.TempDir): Request.SpoolDir,
+// created 0700 when missing, or "" (os.TempDir()) when the file has no key
+// or there is no SpoolDir. A SpoolDir that cannot be used fails the run,
+// as it fails a stream's copy, rather than falling back to a temporary
+// directory that may be held in memory.
+func (r *run) keySpillDir() (string, error) {
+	if len(r.req.Mapping.Key) == 0 || r.req.SpoolDir == "" {
+		return "", nil
+	}
+	if err := remote.PrivateDir(r.req.SpoolDir); err != nil {
+		return "", &UsageError{Err: fmt.Errorf("spill key hashes: %w", err)}
+	}
+	return r.req.SpoolDir, nil
+}
 
 // spillHeld is how many bad rows a spill holds in memory before it moves
 // them to a temporary file, and how many it hands on at a time.

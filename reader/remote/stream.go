@@ -41,7 +41,7 @@ func (s *Stream) Remove() error {
 // that processes which have since died left behind are removed first.
 // Cancelling ctx stops the copy and removes it.
 func SpoolStream(ctx context.Context, r io.Reader, dir string, progress func(int64)) (*Stream, error) {
-	if err := privateDir(dir); err != nil {
+	if err := PrivateDir(dir); err != nil {
 		return nil, err
 	}
 	sweepStreams(dir)
@@ -84,10 +84,12 @@ func SpoolStream(ctx context.Context, r io.Reader, dir string, progress func(int
 	return s, nil
 }
 
-// privateDir makes sure dir exists and is this user's alone.
-func privateDir(dir string) error {
+// PrivateDir makes sure dir exists, creating it 0700 when missing, and is
+// a directory (not a link) of this user's that no one else may enter, as
+// a spool directory must be; its errors name dir and --spool-dir.
+func PrivateDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("spool directory: %w", err)
+		return fmt.Errorf("spool directory: %w: give --spool-dir a directory of your own", err)
 	}
 	st, err := os.Lstat(dir)
 	if err != nil {
@@ -95,7 +97,7 @@ func privateDir(dir string) error {
 	}
 	switch {
 	case !st.IsDir():
-		return fmt.Errorf("spool directory %s is not a directory (a link is not taken)", dir)
+		return fmt.Errorf("spool directory %s is not a directory (a link is not taken): give --spool-dir a directory of your own", dir)
 	case !ownedByMe(st):
 		return fmt.Errorf("spool directory %s belongs to another user: give --spool-dir a directory of your own", dir)
 	case privateModes && st.Mode().Perm()&0o077 != 0:
