@@ -8,7 +8,6 @@ package main
 import (
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/idemport/idemport/internal/testkit"
@@ -70,12 +69,7 @@ func TestSnapshotScopeGuardCountsBefore(t *testing.T) {
 					}
 					killAt := func(run int, extra ...string) {
 						t.Helper()
-						for _, point := range kills[run] {
-							a := append(append(append([]string{"import"}, args...), extra...), "eu.csv")
-							if r := l.tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=" + point}, a...); r.Signal != syscall.SIGKILL {
-								t.Fatalf("not killed at %s (chain %v): exit %d\n%s%s", point, kills[run], r.Code, r.Stdout, r.Stderr)
-							}
-						}
+						killAlong(t, l.tg, dir, kills[run], append(append(append([]string{"import"}, args...), extra...), "eu.csv"), nil)
 					}
 					killAt(1)
 					dry := l.tg.Exec(t, dir, nil, append(append([]string{"import", "--dry-run"}, args...), "eu.csv")...)

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/idemport/idemport/internal/testkit"
@@ -146,12 +145,8 @@ func TestSnapshotUndo(t *testing.T) {
 						undo = append(undo, "--forget")
 					}
 					undo = append(undo, "day2.csv")
-					for _, kill := range kills {
-						r := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=" + kill}, undo...)
-						if r.Signal != syscall.SIGKILL {
-							t.Fatalf("undo not killed at %s: exit %d\n%s%s", kill, r.Code, r.Stdout, r.Stderr)
-						}
-						if kill == "inside-undo" {
+					killAlong(t, tg, dir, kills, undo, func(i int) {
+						if kills[i] == "inside-undo" {
 							check("after a kill inside the undo", afterTue)
 							// Tue is still current: Mon's extract is stale.
 							args := []string{"import", "--dry-run", "--output", "json", "--table", "items", "--snapshot", "--as-of", "2026-11-23T12:00:00Z"}
@@ -167,7 +162,7 @@ func TestSnapshotUndo(t *testing.T) {
 								t.Fatalf("after a kill inside the undo, an extract older than Tue: decision %q (%v), want stale\n%s%s", rep.Decision, err, dry.Stdout, dry.Stderr)
 							}
 						}
-					}
+					})
 					r := tg.Exec(t, dir, nil, undo...)
 					if r.Code != 0 {
 						t.Fatalf("undo: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
