@@ -10,17 +10,23 @@
 // record and resume step by step. Tables lists the DSN's database alone.
 //
 // The Writer (writer.go) writes a batch in one of two ways. A range of
-// the file none of whose rows is stored (ordinal mode's first load) is
-// inserted straight into the table. Otherwise the batch goes into a
+// the file none of whose rows is stored (ordinal mode's first load), or
+// a batch of distinct natural keys none of which is stored (the key's
+// unique index tells, under a savepoint), is loaded straight into the
+// table. Otherwise the batch goes into a
 // TEMPORARY staging table of the connection (its creation commits
 // nothing), and is moved in per round of repeated keys, in file order:
 // UPDATE … JOIN of the changed rows that are not older (by the version
 // column, or by their place in the same file), then INSERT … SELECT …
 // WHERE NOT EXISTS of the new ones; the rows left are counted stale by a
-// join, or unchanged. Rows go in multi-row INSERT statements of at most
-// 65,535 placeholders and a quarter of max_allowed_packet (insert.go),
-// each value bound exactly (bind.go): integers as BIGINT, decimals and
-// strings as their text, times as DATETIME text in UTC. A value a column
+// join, or unchanged. Rows go through LOAD DATA LOCAL INFILE from a
+// buffer in memory (load.go), when the server's local_infile allows,
+// or in multi-row INSERT statements of at most 65,535 placeholders and a
+// quarter of max_allowed_packet (insert.go), each value exact (bind.go):
+// integers as BIGINT, decimals and strings as their text, times as
+// DATETIME text in UTC. With LOCAL the server makes warnings of what
+// strict mode refuses, cutting or skipping rows, so a load with any
+// warning is undone and its batch goes through the INSERTs. A value a column
 // cannot hold, or a row a constraint refuses, fails the Write with a
 // *sink.RowError (rowerror.go), and InnoDB undoes the failed statement
 // alone. Of the other target operations, SweepApply deletes with DELETE

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,14 +39,24 @@ type writer struct {
 	// range of the file none of whose rows is stored); staged into the
 	// staging table.
 	direct, staged *inserter
-	present        string // ordinal mode: ? file key, ? first and ? last ordinal
-	clear          string
-	update         string // "" when the table has no columns to rewrite
-	insert         string
-	stale          string // natural keys: counts a round's stale rows
-	rounds         []int32
-	seen           map[string]int32
-	keyBuf         []byte
+	// When the server takes LOAD DATA LOCAL (local_infile), the rows go
+	// through loadDirect and loadStaged instead, and a batch the server
+	// does not take whole through the inserters (see loader).
+	local                  bool
+	loadDirect, loadStaged *loader
+	// Natural-key mode: whether the next batch is tried straight into the
+	// target. A batch that found a stored key turns it off, so that a
+	// file of stored keys pays for one failed load rather than one per
+	// batch; a merged batch that inserted every row turns it back on.
+	tryDirect bool
+	present   string // ordinal mode: ? file key, ? first and ? last ordinal
+	clear     string
+	update    string // "" when the table has no columns to rewrite
+	insert    string
+	stale     string // natural keys: counts a round's stale rows
+	rounds    []int32
+	seen      map[string]int32
+	keyBuf    []byte
 }
 
 var _ sink.Writer = (*writer)(nil)
@@ -64,12 +75,14 @@ func (d Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, sche
 		return nil, fmt.Errorf("write %s: no such table", tg.Table)
 	}
 	var packet int
-	if err := conn.QueryRowContext(ctx, `SELECT @@max_allowed_packet`).Scan(&packet); err != nil {
+	var local bool
+	if err := conn.QueryRowContext(ctx, `SELECT @@max_allowed_packet, @@local_infile`).Scan(&packet, &local); err != nil {
 		return nil, fmt.Errorf("write %s: read max_allowed_packet: %w", tg.Table, err)
 	}
 	b := make([]byte, 8)
 	rand.Read(b)
-	w := &writer{conn: conn, tg: tg, stage: q("idemport_stage_" + hex.EncodeToString(b)), seen: map[string]int32{}}
+	id := hex.EncodeToString(b)
+	w := &writer{conn: conn, tg: tg, stage: q("idemport_stage_" + id), seen: map[string]int32{}, local: local, tryDirect: true}
 	var names, quoted, sel []string
 	for _, f := range schema.Fields() {
 		c := t.Column(f.Name)
@@ -99,6 +112,8 @@ func (d Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, sche
 	budget := min(packet/4, maxStatementBytes)
 	w.staged = newInserter(w.stage, append([]string{q(roundColumn), q(sink.RowColumn)}, quoted...), budget)
 	w.direct = newInserter(table, append([]string{q(sink.FileColumn), q(sink.RowColumn)}, quoted...), budget)
+	w.loadStaged = newLoader(w.stage, append([]string{q(roundColumn), q(sink.RowColumn)}, quoted...), "idemport_stage_"+id)
+	w.loadDirect = newLoader(table, append([]string{q(sink.RowColumn)}, quoted...), "idemport_load_"+id)
 
 	// A stored row matches a staged one by the key: in ordinal mode the
 	// file key (the statement's first argument) and the ordinal; by
@@ -222,6 +237,17 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		}
 		return args
 	}
+	line := func(r int, b []byte) []byte {
+		for c := range w.fields {
+			b = append(b, '\t')
+			b = w.fields[c].appendLoad(b, cols[c], r)
+		}
+		return append(b, '\n')
+	}
+	rounds := int32(1)
+	if !w.tg.Ordinal() {
+		rounds = w.number(rec)
+	}
 	if w.tg.Ordinal() {
 		// The first load of a range of the file: none of its rows is
 		// stored (the partition's claim keeps other attempts out of the
@@ -231,32 +257,76 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 			return total, fmt.Errorf("look for %s in %s: %w", span, w.tg.Table, err)
 		}
 		if !present {
-			_, err := w.direct.insert(ctx, tx, n, func(r int, args []any) []any {
-				return values(r, append(args, fileKey, ordinals[r]))
-			})
+			ok, err := w.loadNew(ctx, tx, fileKey, n, ordinals, line)
 			if err != nil {
-				return total, fmt.Errorf("insert %s into %s: %w", span, w.tg.Table, err)
+				return total, fmt.Errorf("load %s into %s: %w", span, w.tg.Table, err)
+			}
+			if !ok {
+				_, err = w.direct.insert(ctx, tx, n, func(r int, args []any) []any {
+					return values(r, append(args, fileKey, ordinals[r]))
+				})
+				if err != nil {
+					return total, fmt.Errorf("insert %s into %s: %w", span, w.tg.Table, err)
+				}
 			}
 			total.Inserted = int64(n)
 			return total, nil
 		}
-	}
-	rounds := int32(1)
-	if !w.tg.Ordinal() {
-		rounds = w.number(rec)
+	} else if w.tryDirect && rounds == 1 {
+		// A batch of distinct keys none of which is stored is loaded
+		// straight into the target; the key's unique index finds a stored
+		// one (see loadNew).
+		ok, err := w.loadNew(ctx, tx, fileKey, n, ordinals, line)
+		if err != nil {
+			return total, fmt.Errorf("load %s into %s: %w", span, w.tg.Table, err)
+		}
+		if ok {
+			total.Inserted = int64(n)
+			return total, nil
+		}
+		w.tryDirect = false
 	}
 	if _, err := tx.ExecContext(ctx, w.clear); err != nil {
 		return total, fmt.Errorf("clear the staging table of %s: %w", w.tg.Table, err)
 	}
-	_, err := w.staged.insert(ctx, tx, n, func(r int, args []any) []any {
-		round := int32(0)
-		if !w.tg.Ordinal() {
-			round = w.rounds[r]
+	staged := false
+	if w.local {
+		ok, err := w.loadStaged.load(ctx, tx, n, func(r int, b []byte) []byte {
+			round := int32(0)
+			if !w.tg.Ordinal() {
+				round = w.rounds[r]
+			}
+			b = strconv.AppendInt(b, int64(round), 10)
+			b = append(b, '\t')
+			b = strconv.AppendInt(b, ordinals[r], 10)
+			return line(r, b)
+		}, "")
+		switch {
+		case loadRefused(err):
+			w.local = false
+		case err != nil:
+			return total, fmt.Errorf("stage %s for %s: %w", span, w.tg.Table, err)
+		case !ok:
+			// Some rows were cut, clamped or skipped: stage the batch
+			// again with INSERTs, which fail where the load warned.
+			if _, err := tx.ExecContext(ctx, w.clear); err != nil {
+				return total, fmt.Errorf("clear the staging table of %s: %w", w.tg.Table, err)
+			}
+		default:
+			staged = true
 		}
-		return values(r, append(args, round, ordinals[r]))
-	})
-	if err != nil {
-		return total, fmt.Errorf("stage %s for %s: %w", span, w.tg.Table, err)
+	}
+	if !staged {
+		_, err := w.staged.insert(ctx, tx, n, func(r int, args []any) []any {
+			round := int32(0)
+			if !w.tg.Ordinal() {
+				round = w.rounds[r]
+			}
+			return values(r, append(args, round, ordinals[r]))
+		})
+		if err != nil {
+			return total, fmt.Errorf("stage %s for %s: %w", span, w.tg.Table, err)
+		}
 	}
 	if w.tg.Ordinal() {
 		upd, err := w.exec(ctx, tx, w.update, fileKey)
@@ -305,7 +375,48 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		total.Stale += stale
 		total.Unchanged += rest - stale
 	}
+	w.tryDirect = total.Inserted == int64(n)
 	return total, nil
+}
+
+// loadSavepoint names the savepoint a batch is loaded straight into the
+// target under. It nests inside any savepoint of the caller.
+const loadSavepoint = "idemport_load"
+
+// loadNew loads the rows of a batch (their lines appended by line) straight
+// into the target with LOAD DATA LOCAL, under a savepoint, and reports
+// whether the server took every one of them unchanged. When it did not,
+// the savepoint's rollback undoes what the load wrote, and the batch must
+// take another path: in ordinal mode a value the server cut or clamped
+// (the INSERTs then fail on it); by natural key also a stored key, which
+// the key's unique index skips (every natural-key target has one: see
+// sink.Check). It reports false, having written nothing, when the server
+// takes no LOAD DATA LOCAL, and stops trying.
+func (w *writer) loadNew(ctx context.Context, tx *sql.Tx, fileKey int64, n int, ordinals []int64, line func(int, []byte) []byte) (bool, error) {
+	if !w.local {
+		return false, nil
+	}
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+loadSavepoint); err != nil {
+		return false, fmt.Errorf("savepoint: %w", err)
+	}
+	ok, err := w.loadDirect.load(ctx, tx, n, func(r int, b []byte) []byte {
+		return line(r, strconv.AppendInt(b, ordinals[r], 10))
+	}, q(sink.FileColumn)+" = "+strconv.FormatInt(fileKey, 10))
+	if loadRefused(err) {
+		w.local, err = false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+loadSavepoint); err != nil {
+			return false, fmt.Errorf("roll back to savepoint: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+loadSavepoint); err != nil {
+		return false, fmt.Errorf("release savepoint: %w", err)
+	}
+	return ok, nil
 }
 
 // exec runs query inside tx and returns the rows it changed; an empty

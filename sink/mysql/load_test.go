@@ -1,0 +1,218 @@
+package mysql
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/sink/drivertest"
+)
+
+// statements returns a function that tells how many LOAD DATA and
+// INSERT … VALUES statements f's connection has run since statements was
+// called (the server's Com_load and Com_insert; INSERT … SELECT and
+// UPDATE count apart).
+func statements(f *drivertest.Fx) func() (loads, inserts int64) {
+	f.T.Helper()
+	read := func() (int64, int64) {
+		f.T.Helper()
+		rows, err := f.Conn.QueryContext(f.Ctx, `SHOW SESSION STATUS WHERE Variable_name IN ('Com_load', 'Com_insert')`)
+		if err != nil {
+			f.T.Fatal(err)
+		}
+		defer rows.Close()
+		var loads, inserts int64
+		for rows.Next() {
+			var name string
+			var v int64
+			if err := rows.Scan(&name, &v); err != nil {
+				f.T.Fatal(err)
+			}
+			if name == "Com_load" {
+				loads = v
+			} else {
+				inserts = v
+			}
+		}
+		if err := rows.Err(); err != nil {
+			f.T.Fatal(err)
+		}
+		return loads, inserts
+	}
+	l0, i0 := read()
+	return func() (int64, int64) {
+		f.T.Helper()
+		l, i := read()
+		return l - l0, i - i0
+	}
+}
+
+// TestWriterLoadsEveryByte: the rows go through LOAD DATA LOCAL, straight
+// into the table (ordinal mode's first load, and natural keys none of
+// which is stored) and into the staging table (a second load, which
+// changes rows), and every string keeps its bytes: tabs, newlines,
+// carriage returns, backslashes, NUL, the texts \N and NULL, 4-byte UTF-8,
+// the empty string apart from NULL, and JSON as written. No batch falls
+// back to INSERT statements, which would hide a line the server read
+// otherwise than it was meant.
+func TestWriterLoadsEveryByte(t *testing.T) {
+	f := writerFx(t)
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("s"), drivertest.JSON("j"), drivertest.Dec("d"), drivertest.F64("x"))
+	texts := []any{"tab\there", "line\nbreak", "cr\r\nlf", `back\slash\`, `\N`, "NULL", "nul\x00byte", `\`, "", nil,
+		"\\t\\n", "𝄞 😀\tü", "end\t", "\t", "\n", "\\\\N"}
+	var rows, changed [][]any
+	var want, wantChanged []string
+	for i, v := range texts {
+		j, d := any(fmt.Sprintf(`{"k": %q, "n": [1, 2.50]}`, fmt.Sprint(v))), any(fmt.Sprintf("%d.50", i))
+		x, cx := any(0.1*float64(i)), any(2.5)
+		if v == nil {
+			j, d, x, cx = nil, nil, nil, nil
+		}
+		rows = append(rows, []any{i + 1, v, j, d, x})
+		changed = append(changed, []any{i + 1, v, j, d, cx})
+		want = append(want, fmt.Sprintf("%d|%s|%s|%s|%s", i+1, sqlText(v), sqlText(j), sqlText(d), floatText(x)))
+		wantChanged = append(wantChanged, fmt.Sprintf("%d|%s|%s|%s|%s", i+1, sqlText(v), sqlText(j), sqlText(d), floatText(cx)))
+	}
+	n := int64(len(rows))
+	for _, tg := range []sink.Target{{Table: "ord"}, {Table: "nat", Key: []string{"id"}}} {
+		f.MustEnsure(tg, s)
+		w := f.Writer(tg, s)
+		for _, step := range []struct {
+			what string
+			rows [][]any
+			want []string
+			rc   idemtype.Rows
+		}{
+			{"first", rows, want, idemtype.Rows{Read: n, Inserted: n}},
+			{"changed", changed, wantChanged, idemtype.Rows{Read: n, Updated: n - 1, Unchanged: 1}},
+		} {
+			count := statements(f)
+			drivertest.WantRows(t, tg.Table+" "+step.what, f.Write(w, 1, batch(t, s, step.rows), drivertest.Seq(1, n)), step.rc)
+			drivertest.WantTable(t, tg.Table+" "+step.what, f.Table(tg.Table, "id", "id", "s", "j:string", "d:string", "x"), step.want...)
+			// By natural key the changed rows are first tried straight into
+			// the table, whose key refuses them: two loads.
+			if loads, inserts := count(); loads == 0 || inserts != 0 {
+				t.Errorf("%s %s: %d loads and %d INSERT statements, want loads and no INSERT", tg.Table, step.what, loads, inserts)
+			}
+		}
+	}
+}
+
+// sqlText is v as drivertest.Fx.Table renders a string column.
+func sqlText(v any) string {
+	if v == nil {
+		return "NULL"
+	}
+	return "'" + v.(string) + "'"
+}
+
+// floatText is v as drivertest.Fx.Table renders a float column.
+func floatText(v any) string {
+	if v == nil {
+		return "NULL"
+	}
+	s := strconv.FormatFloat(v.(float64), 'f', -1, 64)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s
+}
+
+// TestWriterLoadWarnings: with LOCAL the server turns what strict mode
+// refuses into warnings, cutting, clamping or skipping the row; the
+// Writer sees the warnings, undoes the load and fails the Write with the
+// *sink.RowError an INSERT gets, in ordinal mode as by natural key, and
+// the transaction goes on without any of the refused rows.
+func TestWriterLoadWarnings(t *testing.T) {
+	f := writerFx(t)
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.I64("small"), drivertest.Str("code"), drivertest.I64("u"), drivertest.JSON("j"))
+	for _, tg := range []sink.Target{{Table: "ord"}, {Table: "nat", Key: []string{"id"}}} {
+		key := `PRIMARY KEY (id)`
+		if tg.Ordinal() {
+			key = `PRIMARY KEY (` + q(sink.FileColumn) + `, ` + q(sink.RowColumn) + `)`
+		}
+		f.Exec(`CREATE TABLE ` + q(tg.Table) + ` (id BIGINT, small SMALLINT, code VARCHAR(3), u INT, j LONGTEXT CHECK (json_valid(j)),
+			` + q(sink.FileColumn) + ` BIGINT, ` + q(sink.RowColumn) + ` BIGINT, ` + key + `, UNIQUE KEY u (u))`)
+		f.MustEnsure(tg, s)
+		w := f.Writer(tg, s)
+		cases := []struct {
+			name   string
+			row    []any
+			code   string
+			column string
+		}{
+			{"out of range", []any{2, 40000, "ok", 2, "[]"}, sink.CodeRefused, "small"},
+			{"too long", []any{2, 1, "long", 2, "[]"}, sink.CodeRefused, "code"},
+			{"a good row", []any{2, 1, "ok", 2, "[]"}, "", ""},
+			{"unique", []any{3, 1, "ok", 1, "[]"}, sink.CodeConstraint, ""},
+			{"check", []any{3, 1, "ok", 3, "{"}, sink.CodeConstraint, ""},
+		}
+		tx, err := f.Conn.BeginTx(f.Ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteIn(tx, w, 1, batch(t, s, [][]any{{1, 1, "ok", 1, "{}"}}), drivertest.Ords(1))
+		for i, c := range cases {
+			_, err := w.Write(f.Ctx, tx, 1, batch(t, s, [][]any{c.row}), drivertest.Ords(int64(i+2)))
+			if c.code == "" {
+				if err != nil {
+					t.Errorf("%s %s: %v", tg.Table, c.name, err)
+				}
+				continue
+			}
+			var re *sink.RowError
+			if !errors.As(err, &re) {
+				t.Errorf("%s %s: %v, want a *sink.RowError", tg.Table, c.name, err)
+				continue
+			}
+			if re.Code != c.code || re.Column != c.column || re.Reason == "" {
+				t.Errorf("%s %s: code %q, column %q, reason %q; want %q, %q and a reason", tg.Table, c.name, re.Code, re.Column, re.Reason, c.code, c.column)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		drivertest.WantTable(t, tg.Table+" after the refused rows", f.Table(tg.Table, "id", "id", "small", "code", "u", "j:string"),
+			"1|1|'ok'|1|'{}'", "2|1|'ok'|2|'[]'")
+	}
+}
+
+// TestWriterWithoutLocalInfile: a server that takes no LOAD DATA LOCAL
+// (local_infile off) gets the rows in INSERT statements, whether it was
+// off when the Writer was made or turned off after. The test turns the
+// server's global setting off for its length; the Writers of other tests
+// that meet it take the same path.
+func TestWriterWithoutLocalInfile(t *testing.T) {
+	f := writerFx(t)
+	if f.Int(`SELECT @@GLOBAL.local_infile`) == 0 {
+		t.Skip("local_infile is off on the test server")
+	}
+	t.Cleanup(func() { f.Exec(`SET GLOBAL local_infile = 1`) })
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("s"))
+	rows := [][]any{{1, "a\tb"}, {2, ""}, {3, nil}}
+	want := []string{"1|'a\tb'", "2|''", "3|NULL"}
+	for _, tg := range []sink.Target{{Table: "ord"}, {Table: "nat", Key: []string{"id"}}} {
+		for _, made := range []string{"before", "after"} {
+			f.Exec(`SET GLOBAL local_infile = 1`)
+			table := tg
+			table.Table += "_" + made
+			f.MustEnsure(table, s)
+			if made == "before" {
+				f.Exec(`SET GLOBAL local_infile = 0`)
+			}
+			w := f.Writer(table, s)
+			f.Exec(`SET GLOBAL local_infile = 0`)
+			count := statements(f)
+			drivertest.WantRows(t, table.Table, f.Write(w, 1, batch(t, s, rows), drivertest.Seq(1, 3)), idemtype.Rows{Read: 3, Inserted: 3})
+			drivertest.WantRows(t, table.Table+" again", f.Write(w, 1, batch(t, s, rows), drivertest.Seq(1, 3)), idemtype.Rows{Read: 3, Unchanged: 3})
+			drivertest.WantTable(t, table.Table, f.Table(table.Table, "id", "id", "s"), want...)
+			if loads, inserts := count(); inserts == 0 {
+				t.Errorf("%s: %d loads and no INSERT statement", table.Table, loads)
+			}
+		}
+	}
+}
