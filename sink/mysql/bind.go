@@ -3,7 +3,6 @@ package mysql
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/sink/internal/batchkey"
 )
 
 // field is a column of a file and the column of the target table of the
@@ -82,32 +82,21 @@ func size(v any) int {
 	return 10
 }
 
-// key appends row i of a to a batch key, so that values the key column
-// holds as one key append the same bytes: a decimal by its number (the
-// text less the zeros ending its fraction, as keyExpr), 0 and -0 alike,
-// and other values by their text. Text compares byte by byte, as in the
-// tables Ensure makes (utf8mb4_nopad_bin); keys equal only under a
-// looser collation of a table made otherwise are not found equal here,
-// and such a batch fails on the table's key instead.
+// key appends row i of a to a batch key (batchkey.Append): a decimal by
+// its number, as keyExpr and KeyValue compare keys, and other values by
+// their text. Text compares byte by byte, as in the tables Ensure makes
+// (utf8mb4_nopad_bin); keys equal only under a looser collation of a
+// table made otherwise are not found equal here, and such a batch fails
+// on the table's key instead.
 func (f *field) key(buf []byte, a arrow.Array, i int) []byte {
-	if a.IsNull(i) {
-		return append(buf, 0, 0xff)
+	cmp := batchkey.Text
+	if f.target == idemtype.Decimal {
+		cmp = batchkey.Number
 	}
-	buf = append(buf, 1)
-	switch v := a.(type) {
-	case *array.Float64:
-		if v.Value(i) == 0 {
-			return append(buf, '0', 0xff)
-		}
-		buf = strconv.AppendFloat(buf, v.Value(i), 'g', -1, 64)
-	case *array.Int64:
-		buf = strconv.AppendInt(buf, v.Value(i), 10)
-	default:
-		t := fmt.Sprint(f.value(a, i))
-		if f.target == idemtype.Decimal && strings.Contains(t, ".") {
-			t = strings.TrimRight(strings.TrimRight(t, "0"), ".")
-		}
-		buf = append(buf, t...)
-	}
-	return append(buf, 0xff)
+	return batchkey.Append(buf, a, i, cmp, f.text)
+}
+
+// text is row i of a as the text of the value bound to f's column.
+func (f *field) text(a arrow.Array, i int) string {
+	return fmt.Sprint(f.value(a, i))
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/sink/internal/batchkey"
 )
 
 // Columns of the staging table besides the file's.
@@ -54,9 +55,7 @@ type writer struct {
 	update    string // "" when the table has no columns to rewrite
 	insert    string
 	stale     string // natural keys: counts a round's stale rows
-	rounds    []int32
-	seen      map[string]int32
-	keyBuf    []byte
+	rounds    batchkey.Rounds
 }
 
 var _ sink.Writer = (*writer)(nil)
@@ -82,7 +81,7 @@ func (d Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, sche
 	b := make([]byte, 8)
 	rand.Read(b)
 	id := hex.EncodeToString(b)
-	w := &writer{conn: conn, tg: tg, stage: q("idemport_stage_" + id), seen: map[string]int32{}, local: local, tryDirect: true}
+	w := &writer{conn: conn, tg: tg, stage: q("idemport_stage_" + id), local: local, tryDirect: true}
 	var names, quoted, sel []string
 	for _, f := range schema.Fields() {
 		c := t.Column(f.Name)
@@ -246,7 +245,12 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	}
 	rounds := int32(1)
 	if !w.tg.Ordinal() {
-		rounds = w.number(rec)
+		rounds = w.rounds.Number(n, func(buf []byte, i int) []byte {
+			for _, k := range w.keyIdx {
+				buf = w.fields[k].key(buf, cols[k], i)
+			}
+			return buf
+		})
 	}
 	if w.tg.Ordinal() {
 		// The first load of a range of the file: none of its rows is
@@ -294,7 +298,7 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		ok, err := w.loadStaged.load(ctx, tx, n, func(r int, b []byte) []byte {
 			round := int32(0)
 			if !w.tg.Ordinal() {
-				round = w.rounds[r]
+				round = w.rounds.Of[r]
 			}
 			b = strconv.AppendInt(b, int64(round), 10)
 			b = append(b, '\t')
@@ -320,7 +324,7 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		_, err := w.staged.insert(ctx, tx, n, func(r int, args []any) []any {
 			round := int32(0)
 			if !w.tg.Ordinal() {
-				round = w.rounds[r]
+				round = w.rounds.Of[r]
 			}
 			return values(r, append(args, round, ordinals[r]))
 		})
@@ -343,7 +347,7 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	// Rows of one key are applied in file order, a round at a time: the
 	// first occurrence of each key, then the second, …
 	per := make([]int64, rounds)
-	for _, r := range w.rounds {
+	for _, r := range w.rounds.Of {
 		per[r]++
 	}
 	for r := range rounds {
@@ -430,26 +434,6 @@ func (w *writer) exec(ctx context.Context, tx *sql.Tx, query string, args ...any
 		return 0, err
 	}
 	return res.RowsAffected()
-}
-
-// number sets w.rounds[i] to the number of earlier rows of rec with row
-// i's key, and returns the number of rounds.
-func (w *writer) number(rec arrow.RecordBatch) int32 {
-	n := int(rec.NumRows())
-	w.rounds = w.rounds[:0]
-	clear(w.seen)
-	rounds := int32(1)
-	for i := range n {
-		w.keyBuf = w.keyBuf[:0]
-		for _, k := range w.keyIdx {
-			w.keyBuf = w.fields[k].key(w.keyBuf, rec.Column(k), i)
-		}
-		r := w.seen[string(w.keyBuf)]
-		w.seen[string(w.keyBuf)] = r + 1
-		w.rounds = append(w.rounds, r)
-		rounds = max(rounds, r+1)
-	}
-	return rounds
 }
 
 // Close implements sink.Writer: it drops the staging table, which commits

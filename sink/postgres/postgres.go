@@ -20,6 +20,7 @@ import (
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/sink/internal/batchkey"
 )
 
 // sqlType is the column type for a kind.
@@ -366,9 +367,7 @@ type writer struct {
 	copyStage  string
 	copyDirect string
 	row        []any
-	rounds     []int32
-	seen       map[string]int32
-	keyBuf     []byte
+	rounds     batchkey.Rounds
 }
 
 // Writer implements sink.Driver. The table must exist (Ensure creates it),
@@ -390,7 +389,7 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	}
 	b := make([]byte, 8)
 	rand.Read(b)
-	w := &writer{conn: conn, tg: tg, stage: "idemport_stage_" + hex.EncodeToString(b), seen: map[string]int32{}}
+	w := &writer{conn: conn, tg: tg, stage: "idemport_stage_" + hex.EncodeToString(b)}
 	for _, f := range schema.Fields() {
 		c, ok := byName[f.Name]
 		if !ok {
@@ -567,7 +566,12 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	total.Read = int64(n)
 	rounds := int32(1)
 	if !w.tg.Ordinal() {
-		rounds = w.number(rec)
+		rounds = w.rounds.Number(n, func(buf []byte, i int) []byte {
+			for _, k := range w.keyIdx {
+				buf = w.fields[k].key(buf, rec.Column(k), i)
+			}
+			return buf
+		})
 	}
 	if w.direct && !w.tg.Ordinal() && w.tryDirect && rounds == 1 {
 		ok, err := w.copyNew(ctx, tx, rec, fileKey, ordinals)
@@ -607,7 +611,7 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		return total, nil
 	}
 	per := make([]int64, rounds)
-	for _, r := range w.rounds {
+	for _, r := range w.rounds.Of {
 		per[r]++
 	}
 	for r := range rounds {
@@ -698,55 +702,21 @@ func columnNames(fields []field) []string {
 	return out
 }
 
-// key appends row i of a to a batch key, so that values the key column
-// holds as equal append the same bytes: -0 is 0, char(n) ignores trailing
-// spaces, and numeric compares numbers by value (1.5 is 1.50, 1 is 1.0).
-// Values equal only under rules idemport does not know (a
-// case-insensitive type or collation) are not found equal: such a batch
-// fails to merge with PostgreSQL's "cannot affect row a second time".
+// key appends row i of a to a batch key (batchkey.Append): char(n)
+// ignores trailing spaces, and numeric compares numbers by value (1.5 is
+// 1.50, 1 is 1.0). Values equal only under rules idemport does not know
+// (a case-insensitive type or collation) are not found equal: such a
+// batch fails to merge with PostgreSQL's "cannot affect row a second
+// time".
 func (f *field) key(buf []byte, a arrow.Array, i int) []byte {
-	if a.IsNull(i) {
-		return append(buf, 0, 0xff)
+	cmp := batchkey.Text
+	switch f.target.typname {
+	case "bpchar":
+		cmp = batchkey.Padded
+	case "numeric":
+		cmp = batchkey.Number
 	}
-	buf = append(buf, 1)
-	switch v := a.(type) {
-	case *array.Float64:
-		if v.Value(i) == 0 {
-			buf = append(buf, '0')
-			break
-		}
-		buf = append(buf, text(a, i)...)
-	default:
-		t := text(a, i)
-		switch {
-		case f.target.typname == "bpchar":
-			t = strings.TrimRight(t, " ")
-		case f.target.typname == "numeric" && strings.Contains(t, "."):
-			t = strings.TrimRight(strings.TrimRight(t, "0"), ".")
-		}
-		buf = append(buf, t...)
-	}
-	return append(buf, 0xff)
-}
-
-// number sets w.rounds[i] to the number of earlier rows of rec with row
-// i's key, and returns the number of rounds.
-func (w *writer) number(rec arrow.RecordBatch) int32 {
-	n := int(rec.NumRows())
-	w.rounds = w.rounds[:0]
-	clear(w.seen)
-	rounds := int32(1)
-	for i := range n {
-		w.keyBuf = w.keyBuf[:0]
-		for _, k := range w.keyIdx {
-			w.keyBuf = w.fields[k].key(w.keyBuf, rec.Column(k), i)
-		}
-		r := w.seen[string(w.keyBuf)]
-		w.seen[string(w.keyBuf)] = r + 1
-		w.rounds = append(w.rounds, r)
-		rounds = max(rounds, r+1)
-	}
-	return rounds
+	return batchkey.Append(buf, a, i, cmp, text)
 }
 
 // copy copies the rows of rec into the staging table with COPY, through
@@ -773,7 +743,7 @@ func (w *writer) copy(ctx context.Context, rec arrow.RecordBatch, ordinals []int
 			}
 			data := w.enc.stream(rec, nlead, func(b []byte, i int) []byte {
 				if nlead == 2 {
-					b = appendInt4(b, w.rounds[i])
+					b = appendInt4(b, w.rounds.Of[i])
 				}
 				return appendInt8(b, ordinals[i])
 			})
@@ -851,7 +821,7 @@ func (s *source) Values() ([]any, error) {
 	if s.fileKey != nil {
 		row = append(row, *s.fileKey)
 	} else if !s.w.tg.Ordinal() {
-		row = append(row, s.w.rounds[s.i])
+		row = append(row, s.w.rounds.Of[s.i])
 	}
 	row = append(row, s.ordinals[s.i])
 	for c := range s.w.fields {
