@@ -91,7 +91,7 @@ func TestWriterLoadsEveryByte(t *testing.T) {
 			{"changed", changed, wantChanged, idemtype.Rows{Read: n, Updated: n - 1, Unchanged: 1}},
 		} {
 			count := statements(f)
-			drivertest.WantRows(t, tg.Table+" "+step.what, f.Write(w, 1, batch(t, s, step.rows), drivertest.Seq(1, n)), step.rc)
+			drivertest.WantRows(t, tg.Table+" "+step.what, f.Write(w, 1, drivertest.Batch(t, s, step.rows...), drivertest.Seq(1, n)), step.rc)
 			drivertest.WantTable(t, tg.Table+" "+step.what, f.Table(tg.Table, "id", "id", "s", "j:string", "d:string", "x"), step.want...)
 			// By natural key the changed rows are first tried straight into
 			// the table, whose key refuses them: two loads.
@@ -155,9 +155,9 @@ func TestWriterLoadWarnings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.WriteIn(tx, w, 1, batch(t, s, [][]any{{1, 1, "ok", 1, "{}"}}), drivertest.Ords(1))
+		f.WriteIn(tx, w, 1, drivertest.Batch(t, s, []any{1, 1, "ok", 1, "{}"}), drivertest.Ords(1))
 		for i, c := range cases {
-			_, err := w.Write(f.Ctx, tx, 1, batch(t, s, [][]any{c.row}), drivertest.Ords(int64(i+2)))
+			_, err := w.Write(f.Ctx, tx, 1, drivertest.Batch(t, s, c.row), drivertest.Ords(int64(i+2)))
 			if c.code == "" {
 				if err != nil {
 					t.Errorf("%s %s: %v", tg.Table, c.name, err)
@@ -207,8 +207,8 @@ func TestWriterWithoutLocalInfile(t *testing.T) {
 			w := f.Writer(table, s)
 			f.Exec(`SET GLOBAL local_infile = 0`)
 			count := statements(f)
-			drivertest.WantRows(t, table.Table, f.Write(w, 1, batch(t, s, rows), drivertest.Seq(1, 3)), idemtype.Rows{Read: 3, Inserted: 3})
-			drivertest.WantRows(t, table.Table+" again", f.Write(w, 1, batch(t, s, rows), drivertest.Seq(1, 3)), idemtype.Rows{Read: 3, Unchanged: 3})
+			drivertest.WantRows(t, table.Table, f.Write(w, 1, drivertest.Batch(t, s, rows...), drivertest.Seq(1, 3)), idemtype.Rows{Read: 3, Inserted: 3})
+			drivertest.WantRows(t, table.Table+" again", f.Write(w, 1, drivertest.Batch(t, s, rows...), drivertest.Seq(1, 3)), idemtype.Rows{Read: 3, Unchanged: 3})
 			drivertest.WantTable(t, table.Table, f.Table(table.Table, "id", "id", "s"), want...)
 			if loads, inserts := count(); inserts == 0 {
 				t.Errorf("%s: %d loads and no INSERT statement", table.Table, loads)

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
@@ -58,7 +56,7 @@ func TestWriterExactValues(t *testing.T) {
 	for _, tg := range []sink.Target{{Table: "ord"}, {Table: "nat", Key: []string{"id"}}} {
 		f.MustEnsure(tg, s)
 		w := f.Writer(tg, s)
-		rec := batch(t, s, rows)
+		rec := drivertest.Batch(t, s, rows...)
 		drivertest.WantRows(t, tg.Table, f.Write(w, 1, rec, drivertest.Seq(1, 6)), idemtype.Rows{Read: 6, Inserted: 6})
 		got := drivertest.Strings(t, f.Env.DB, `SELECT concat_ws('|', id, coalesce(n, 'NULL'), d, coalesce(s, 'NULL'),
 			coalesce(at, 'NULL'), coalesce(wall, 'NULL'), coalesce(x, 'NULL')) FROM `+q(tg.Table)+` ORDER BY id`)
@@ -67,44 +65,6 @@ func TestWriterExactValues(t *testing.T) {
 		}
 		drivertest.WantRows(t, tg.Table+" again", f.Write(w, 1, rec, drivertest.Seq(1, 6)), idemtype.Rows{Read: 6, Unchanged: 6})
 	}
-}
-
-// batch builds a record batch of schema from rows of Go values, as
-// drivertest.Batch does, with int64 values too (BIGINT's edges) and
-// zone-less timestamps. It is released when t ends.
-func batch(t *testing.T, schema *arrow.Schema, rows [][]any) arrow.RecordBatch {
-	t.Helper()
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
-	for _, row := range rows {
-		for i, v := range row {
-			fb := b.Field(i)
-			if v == nil {
-				fb.AppendNull()
-				continue
-			}
-			switch fb := fb.(type) {
-			case *array.Int64Builder:
-				switch v := v.(type) {
-				case int:
-					fb.Append(int64(v))
-				case int64:
-					fb.Append(v)
-				}
-			case *array.Float64Builder:
-				fb.Append(v.(float64))
-			case *array.StringBuilder:
-				fb.Append(v.(string))
-			case *array.TimestampBuilder:
-				fb.Append(arrow.Timestamp(v.(time.Time).UnixMicro()))
-			default:
-				t.Fatalf("no builder for %T", fb)
-			}
-		}
-	}
-	rec := b.NewRecordBatch()
-	t.Cleanup(rec.Release)
-	return rec
 }
 
 // TestWriterStatementLimits writes batches beyond what one statement
@@ -132,7 +92,7 @@ func TestWriterStatementLimits(t *testing.T) {
 	for _, tg := range []sink.Target{{Table: "wide_ord"}, {Table: "wide_nat", Key: []string{"c0"}}} {
 		f.MustEnsure(tg, wide)
 		w := f.Writer(tg, wide)
-		rec := batch(t, wide, rows)
+		rec := drivertest.Batch(t, wide, rows...)
 		drivertest.WantRows(t, tg.Table, f.Write(w, 1, rec, drivertest.Seq(1, n)), idemtype.Rows{Read: n, Inserted: n})
 		drivertest.WantRows(t, tg.Table+" again", f.Write(w, 1, rec, drivertest.Seq(1, n)), idemtype.Rows{Read: n, Unchanged: n})
 		if got := f.Int(`SELECT sum(c39 - c0) FROM ` + q(tg.Table)); got != 39*n {
@@ -160,7 +120,7 @@ func TestWriterStatementLimits(t *testing.T) {
 	for _, tg := range []sink.Target{{Table: "big_ord"}, {Table: "big_nat", Key: []string{"id"}}} {
 		f.MustEnsure(tg, s)
 		w := f.Writer(tg, s)
-		rec := batch(t, s, rows)
+		rec := drivertest.Batch(t, s, rows...)
 		drivertest.WantRows(t, tg.Table, f.Write(w, 1, rec, drivertest.Seq(1, int64(big))), idemtype.Rows{Read: int64(big), Inserted: int64(big)})
 		if got := f.Int(`SELECT count(*) FROM `+q(tg.Table)+` WHERE length(s9) = ? AND s0 LIKE concat(char(97 + mod(id, 26)), '%')`, width); got != int64(big) {
 			t.Errorf("%s: %d of %d rows stored whole", tg.Table, got, big)
@@ -195,9 +155,9 @@ func TestWriterRowErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	f.WriteIn(tx, w, 1, batch(t, s, [][]any{{1, 1, "ok", 1}}), drivertest.Ords(1))
+	f.WriteIn(tx, w, 1, drivertest.Batch(t, s, []any{1, 1, "ok", 1}), drivertest.Ords(1))
 	for _, c := range cases {
-		_, err := w.Write(f.Ctx, tx, 1, batch(t, s, [][]any{c.row}), drivertest.Ords(2))
+		_, err := w.Write(f.Ctx, tx, 1, drivertest.Batch(t, s, c.row), drivertest.Ords(2))
 		var re *sink.RowError
 		if !errors.As(err, &re) {
 			t.Errorf("%s: %v, want a *sink.RowError", c.name, err)
@@ -207,7 +167,7 @@ func TestWriterRowErrors(t *testing.T) {
 			t.Errorf("%s: code %q, column %q, reason %q; want %q, %q and a reason", c.name, re.Code, re.Column, re.Reason, c.code, c.column)
 		}
 	}
-	f.WriteIn(tx, w, 1, batch(t, s, [][]any{{3, 3, "ok", 3}}), drivertest.Ords(3))
+	f.WriteIn(tx, w, 1, drivertest.Batch(t, s, []any{3, 3, "ok", 3}), drivertest.Ords(3))
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +192,7 @@ func TestWriterInsideATransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := f.Writer(tg, s)
-	f.WriteIn(tx, w, 1, batch(t, s, [][]any{{2, "b"}}), drivertest.Ords(1))
+	f.WriteIn(tx, w, 1, drivertest.Batch(t, s, []any{2, "b"}), drivertest.Ords(1))
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +217,7 @@ func TestWriterDecimalKeyUsesItsIndex(t *testing.T) {
 	for i := range n {
 		rows = append(rows, []any{fmt.Sprintf("%d.5", i), "a"})
 	}
-	f.Write(w, 1, batch(t, s, rows), drivertest.Seq(1, n))
+	f.Write(w, 1, drivertest.Batch(t, s, rows...), drivertest.Seq(1, n))
 	scanned := func() int64 {
 		var name string
 		var v int64
@@ -268,7 +228,7 @@ func TestWriterDecimalKeyUsesItsIndex(t *testing.T) {
 	}
 	w = f.Writer(tg, s) // whose staging table holds no earlier batch to clear
 	before := scanned()
-	drivertest.WantRows(t, "one row", f.Write(w, 2, batch(t, s, [][]any{{"1500.50", "b"}, {"-1", "c"}}), drivertest.Seq(1, 2)),
+	drivertest.WantRows(t, "one row", f.Write(w, 2, drivertest.Batch(t, s, []any{"1500.50", "b"}, []any{"-1", "c"}), drivertest.Seq(1, 2)),
 		idemtype.Rows{Read: 2, Inserted: 1, Updated: 1})
 	if read := scanned() - before; read >= n {
 		t.Errorf("a batch of 2 rows read %d rows in table order, the table has %d", read, n)
