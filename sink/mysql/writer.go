@@ -51,6 +51,7 @@ type writer struct {
 	// batch; a merged batch that inserted every row turns it back on.
 	tryDirect bool
 	present   string // ordinal mode: ? file key, ? first and ? last ordinal
+	unload    string // ordinal mode: deletes the rows present finds
 	clear     string
 	update    string // "" when the table has no columns to rewrite
 	insert    string
@@ -144,6 +145,7 @@ func (d Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, sche
 		" SELECT " + prefixed(quoted, "s.") + ", ?, s." + q(sink.RowColumn) + " FROM " + w.stage + " s WHERE " + round +
 		"NOT EXISTS (SELECT 1 FROM " + table + " t WHERE " + match + ")"
 	w.present = "SELECT EXISTS (SELECT 1 FROM " + table + " WHERE " + q(sink.FileColumn) + " = ? AND " + q(sink.RowColumn) + " BETWEEN ? AND ?)"
+	w.unload = "DELETE FROM " + table + " WHERE " + q(sink.FileColumn) + " = ? AND " + q(sink.RowColumn) + " BETWEEN ? AND ?"
 
 	// A changed row is written whole (sink.Rewritten), when it differs
 	// from the stored row as Exact tells values apart and, by natural
@@ -383,44 +385,56 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	return total, nil
 }
 
-// loadSavepoint names the savepoint a batch is loaded straight into the
-// target under. It nests inside any savepoint of the caller.
+// loadSavepoint names the savepoint a batch of natural keys is loaded
+// straight into the target under. It nests inside any savepoint of the
+// caller; a later batch's sets it anew, so a load that counts leaves it
+// set, saving a round trip.
 const loadSavepoint = "idemport_load"
 
 // loadNew loads the rows of a batch (their lines appended by line) straight
-// into the target with LOAD DATA LOCAL, under a savepoint, and reports
-// whether the server took every one of them unchanged. When it did not,
-// the savepoint's rollback undoes what the load wrote, and the batch must
-// take another path: in ordinal mode a value the server cut or clamped
-// (the INSERTs then fail on it); by natural key also a stored key, which
-// the key's unique index skips (every natural-key target has one: see
-// sink.Check). It reports false, having written nothing, when the server
-// takes no LOAD DATA LOCAL, and stops trying.
+// into the target with LOAD DATA LOCAL, and reports whether the server
+// took every one of them unchanged. When it did not, what the load wrote
+// is undone, and the batch must take another path: in ordinal mode a value
+// the server cut or clamped (the INSERTs then fail on it); by natural key
+// also a stored key, which the key's unique index skips (every natural-key
+// target has one: see sink.Check). It reports false, having written
+// nothing, when the server takes no LOAD DATA LOCAL, and stops trying.
+//
+// In ordinal mode none of the batch's rows was stored (write looked), so
+// deleting the batch's range of ordinals undoes the load; by natural key
+// the load runs under a savepoint, rolled back to.
 func (w *writer) loadNew(ctx context.Context, tx *sql.Tx, fileKey int64, n int, ordinals []int64, line func(int, []byte) []byte) (bool, error) {
 	if !w.local {
 		return false, nil
 	}
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+loadSavepoint); err != nil {
-		return false, fmt.Errorf("savepoint: %w", err)
+	if !w.tg.Ordinal() {
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT "+loadSavepoint); err != nil {
+			return false, fmt.Errorf("savepoint: %w", err)
+		}
 	}
 	ok, err := w.loadDirect.load(ctx, tx, n, func(r int, b []byte) []byte {
 		return line(r, strconv.AppendInt(b, ordinals[r], 10))
 	}, q(sink.FileColumn)+" = "+strconv.FormatInt(fileKey, 10))
 	if loadRefused(err) {
-		w.local, err = false, nil
+		w.local = false
+		return false, nil
 	}
-	if err != nil {
-		return false, err
+	if err != nil || ok {
+		return ok, err
 	}
-	if !ok {
-		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+loadSavepoint); err != nil {
-			return false, fmt.Errorf("roll back to savepoint: %w", err)
+	if w.tg.Ordinal() {
+		if _, err := tx.ExecContext(ctx, w.unload, fileKey, ordinals[0], ordinals[n-1]); err != nil {
+			return false, fmt.Errorf("undo the load: %w", err)
 		}
+		return false, nil
+	}
+	if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+loadSavepoint); err != nil {
+		return false, fmt.Errorf("roll back to savepoint: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+loadSavepoint); err != nil {
 		return false, fmt.Errorf("release savepoint: %w", err)
 	}
-	return ok, nil
+	return false, nil
 }
 
 // exec runs query inside tx and returns the rows it changed; an empty
