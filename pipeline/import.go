@@ -162,14 +162,8 @@ type run struct {
 	leaseMs int64
 	started time.Time
 
-	src        idemtype.Source // the file's bytes, once identify opened them
-	streaming  bool            // Path is a stream (see Request.Name)
-	stream     *remote.Stream  // its private copy, once spooled
-	url        string          // a remote input's URL as given (it may hold credentials); Path shows it masked
-	obj        *remote.Object  // a remote input, pinned at the version identify saw
-	spool      *remote.Spool   // its local copy, for a compressed one
-	objCtx     context.Context // the run's context, for checks of obj
-	sharesRead bool            // plan while hashing (imports do; dry runs and verify do not)
+	in         *input // what is imported: made by newRun, opened by identify
+	sharesRead bool   // plan while hashing (imports do; dry runs and verify do not)
 	spec       *speculation
 	newer      *ledger.Snapshot // the last snapshot applied to the scope, when this run's is older
 	created    bool             // this run created the operation
@@ -198,8 +192,8 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 		err = r.run(ctx)
 	}
 	r.logFetched()
-	r.settleSpool()
-	r.closeSource()
+	r.in.settleSpool(r.res.Outcome == Failed || r.res.Outcome == Interrupted || r.res.Outcome == Busy, r.e.st.Log)
+	r.in.close(r.e.st.Log)
 	if err != nil && r.res.Err == nil {
 		r.res.Err = err
 	}
@@ -223,7 +217,7 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 
 func (r *run) defaults() {
 	q := &r.req
-	if r.streaming = isStream(q.Path); r.streaming {
+	if r.in.streaming {
 		if q.Name == "" {
 			q.Name = "stdin"
 		}
@@ -388,7 +382,7 @@ func (r *run) locate(ctx context.Context) (located, error) {
 	var at located
 	m := r.req.Mapping
 	switch {
-	case r.streaming:
+	case r.in.streaming:
 		// Its name, not its bytes, says its format: asked before the
 		// stream is read, which cannot be read twice.
 		if _, _, err := reader.Detect(r.name()); err != nil && m.Format == "" {
@@ -397,8 +391,8 @@ func (r *run) locate(ctx context.Context) (located, error) {
 		if err := r.spoolStream(ctx); err != nil {
 			return at, err
 		}
-		at.size = r.stream.Size
-	case r.url != "":
+		at.size = r.in.stream.Size
+	case r.in.url != "":
 		obj, err := r.openRemote(ctx)
 		if err != nil {
 			return at, err
@@ -434,10 +428,10 @@ func (r *run) locate(ctx context.Context) (located, error) {
 // openSpool makes a spooled copy of a remote object the run's source, when
 // Request.SpoolDir asks for one.
 func (r *run) openSpool(comp reader.Compression) error {
-	if r.obj == nil || r.req.SpoolDir == "" {
+	if r.in.obj == nil || r.req.SpoolDir == "" {
 		return nil
 	}
-	sp, err := remote.NewSpool(r.obj, r.req.SpoolDir)
+	sp, err := remote.NewSpool(r.in.obj, r.req.SpoolDir)
 	if errors.Is(err, remote.ErrSpoolDir) {
 		return &UsageError{Err: err} // the user's to fix: a rerun meets it again
 	} else if err != nil {
@@ -448,7 +442,7 @@ func (r *run) openSpool(comp reader.Compression) error {
 		// the object (it resumes) fetches the ranges it applies.
 		sp.ReadThrough()
 	}
-	r.spool, r.src = sp, sp
+	r.in.spool, r.in.src = sp, sp
 	return nil
 }
 
@@ -457,15 +451,15 @@ func (r *run) openSpool(comp reader.Compression) error {
 // which the plan pass and the partitions then read: one download.
 func (r *run) hash(ctx context.Context, at located) (reader.Digests, bool, error) {
 	var d reader.Digests
-	src, err := r.source()
+	src, err := r.in.source()
 	if err != nil {
 		return d, false, err
 	}
 	hashSrc := src
-	if r.spool != nil {
-		hashSrc = r.spool.Copying()
+	if r.in.spool != nil {
+		hashSrc = r.in.spool.Copying()
 	}
-	if !r.req.Rehash && r.e.st.DB != nil && !r.streaming {
+	if !r.req.Rehash && r.e.st.DB != nil && !r.in.streaming {
 		if d.Stored, d.Content, err = r.knownDigests(ctx, at.stat); err != nil {
 			return d, false, err
 		}
@@ -478,12 +472,12 @@ func (r *run) hash(ctx context.Context, at located) (reader.Digests, bool, error
 	}
 	compressed := at.comp != reader.None
 	switch {
-	case r.streaming:
-		d.Stored, d.Content = r.stream.Digest, r.stream.Digest
+	case r.in.streaming:
+		d.Stored, d.Content = r.in.stream.Digest, r.in.stream.Digest
 		if compressed {
 			d, err = reader.Digest(ctx, src, nil)
 		}
-	case r.sharesRead && (r.textFormat() || (r.obj == nil && !compressed)):
+	case r.sharesRead && (r.textFormat() || (r.in.obj == nil && !compressed)):
 		d, err = r.hashAndPlan(ctx, src, hashSrc, at)
 	default:
 		d, err = reader.Digest(ctx, hashSrc, func(n int64) {
@@ -669,7 +663,7 @@ func (r *run) readAs(ctx context.Context, q sink.Querier, op *ledger.Operation) 
 			readAs[name] = typ.StoredName()
 		}
 	} else {
-		f, err := r.open(reader.Options{Format: r.req.Mapping.Format})
+		f, err := r.in.open(reader.Options{Format: r.req.Mapping.Format})
 		if err != nil {
 			return nil // the plan pass reports a file it cannot read
 		}
@@ -968,40 +962,4 @@ func (r *run) withTx(ctx context.Context, f func(*sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
-}
-
-// source returns the file's bytes, opening them on first use.
-func (r *run) source() (idemtype.Source, error) {
-	if r.src == nil {
-		src, err := reader.OpenFileSource(r.req.Path)
-		if err != nil {
-			return nil, err
-		}
-		r.src = src
-	}
-	return r.src, nil
-}
-
-// closeSource closes the file's source, if it was opened. Nothing that
-// read it is used afterwards.
-func (r *run) closeSource() {
-	if r.src != nil {
-		r.src.Close() // everything read from it is in hand: a failed close loses nothing
-		r.src = nil
-	}
-	if r.stream != nil { // a stream's private copy: the stream is gone with the run
-		if err := r.stream.Remove(); err != nil {
-			r.e.st.Log.Warn("could not remove the copy of the stream", "path", r.stream.Path, "err", err)
-		}
-		r.stream = nil
-	}
-}
-
-// open opens the file's source for reading with opts.
-func (r *run) open(opts reader.Options) (*reader.File, error) {
-	src, err := r.source()
-	if err != nil {
-		return nil, err
-	}
-	return reader.Open(src, opts)
 }

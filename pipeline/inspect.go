@@ -134,7 +134,7 @@ func (p *PlanReport) would() *PlanReport {
 // is planned as one never imported, into a table that does not exist.
 func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) {
 	r := newRun(e, req)
-	defer r.closeSource()
+	defer r.in.close(e.st.Log)
 	r.defaults()
 	ident, err := r.identify(ctx)
 	if young := (*tooYoungError)(nil); errors.As(err, &young) {

@@ -90,7 +90,7 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 	}
 	req.Rehash, req.Reapply = true, false
 	r := newRun(e, req)
-	defer r.closeSource()
+	defer r.in.close(e.st.Log)
 	r.defaults()
 	ident, err := r.identify(ctx)
 	if err != nil {
@@ -267,7 +267,7 @@ func (e *Engine) checkKeys(ctx context.Context, r *run, rep *VerifyReport) error
 	if err != nil {
 		return err
 	}
-	f, err := r.open(r.readerOptions(in))
+	f, err := r.in.open(r.readerOptions(in))
 	if err != nil {
 		return err
 	}

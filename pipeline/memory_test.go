@@ -287,7 +287,7 @@ func TestBadRowsBeyondMemory(t *testing.T) {
 				plan.Rejected, len(plan.Rejects), len(spill.held), spill.n, spill.f != nil)
 		}
 		spill.close()
-		r.closeSource()
+		r.in.close(f.e.st.Log)
 
 		res := f.e.Import(ctx, req)
 		f.wantOutcome(t, res, Refused)

@@ -117,13 +117,13 @@ func (r *run) textFormat() bool {
 // file's header: the mapping's columns must exist. It returns a note for
 // the result, when the header looks like data.
 func (r *run) preflight() (note string, err error) {
-	if r.obj != nil && r.quick && !r.req.Mapping.namesColumns() {
+	if r.in.obj != nil && r.quick && !r.req.Mapping.namesColumns() {
 		// An object hashed before was read before: its header holds no
 		// reserved name, and the mapping names no column to look for, so
 		// a rerun costs its HEAD request alone.
 		return "", nil
 	}
-	f, err := r.open(r.readerOptions(planInput{}))
+	f, err := r.in.open(r.readerOptions(planInput{}))
 	if errors.Is(err, reader.ErrOption) {
 		return "", &UsageError{Err: err}
 	}
@@ -259,7 +259,7 @@ func (r *run) scan(ctx context.Context, in planInput, shared *reader.HashRead, d
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	f, err := r.open(r.readerOptions(in))
+	f, err := r.in.open(r.readerOptions(in))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -546,7 +546,7 @@ func (r *run) loadPlan(ctx context.Context) error {
 	for _, c := range sp.Schema {
 		types[c.Name] = c.Type
 	}
-	f, err := r.open(r.readerOptions(planInput{types: types, limits: sp.Limits, jsonb: sp.JSONB, rules: r.e.st.Driver.Limits().Rules}))
+	f, err := r.in.open(r.readerOptions(planInput{types: types, limits: sp.Limits, jsonb: sp.JSONB, rules: r.e.st.Driver.Limits().Rules}))
 	if err != nil {
 		return fmt.Errorf("reopen %s: %w", r.req.Path, err)
 	}

@@ -119,7 +119,7 @@ func (r *run) noteReplaced() {
 // copy, has two copies now: the note names the ways to say what the file
 // is, and the undo that removes the earlier rows.
 func (r *run) noteSamePath(ctx context.Context) error {
-	if !r.target.Ordinal() || r.snapshot() != nil || r.replacing() || r.plan == nil || r.streaming {
+	if !r.target.Ordinal() || r.snapshot() != nil || r.replacing() || r.plan == nil || r.in.streaming {
 		return nil // a stream's name is no path: each content piped in is a file of its own
 	}
 	ops, err := r.e.st.Ledger.List(ctx, ledger.Filter{Table: r.target.Table, State: ledger.Completed, Path: r.id.Path})

@@ -29,7 +29,7 @@ func isStream(path string) bool {
 // name is what the run's input is known by: its path or URL, or a
 // stream's name.
 func (r *run) name() string {
-	if r.streaming {
+	if r.in.streaming {
 		return r.req.Name
 	}
 	return r.req.Path
@@ -57,12 +57,12 @@ func (r *run) spoolStream(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.stream = s
+	r.in.stream = s
 	src, err := reader.OpenFileSource(s.Path)
 	if err != nil {
 		return err
 	}
-	r.src = named{Source: src, name: r.req.Name}
+	r.in.src = named{Source: src, name: r.req.Name}
 	return nil
 }
 
