@@ -153,12 +153,14 @@ func TestJetStreamSubjectWithoutStream(t *testing.T) {
 	})
 }
 
-// TestVersionPrintsTheCommit builds the binary from this checkout as the
-// README says, and --version prints the checkout's commit: in a clone,
-// go install -buildvcs=true ./cmd/idemport (here go build) stamps it, marked
-// -dirty when the checkout has changes not committed, whatever GOFLAGS
-// says; Go does not look for a git worktree's repository (its .git is a
-// file), where the README's -ldflags form stamps it.
+// TestVersionPrintsTheCommit checks that the binary built from this
+// checkout as the README says prints the checkout's commit with --version:
+// in a clone, go install -buildvcs=true ./cmd/idemport (here go build)
+// stamps it, marked -dirty when the checkout has changes not committed,
+// whatever GOFLAGS says; Go does not look for a git worktree's repository
+// (its .git is a file), where the README's -ldflags form stamps it. The
+// binary is the one every test runs: testkit builds it that way (goBuild),
+// so this test links no binary of its own.
 func TestVersionPrintsTheCommit(t *testing.T) {
 	t.Parallel()
 	git, err := exec.LookPath("git")
@@ -174,21 +176,14 @@ func TestVersionPrintsTheCommit(t *testing.T) {
 		t.Fatalf("this test runs from a git checkout: %v", err)
 	}
 	want := strings.TrimSpace(string(head))
-	bin := filepath.Join(t.TempDir(), "idemport")
-	build := exec.Command("go", "build", "-buildvcs=true", "-o", bin, "./cmd/idemport")
 	if st, err := os.Stat(filepath.Join(root, ".git")); err == nil && st.IsDir() {
 		if status, err := exec.Command(git, "-C", root, "status", "--porcelain").Output(); err != nil {
 			t.Fatal(err)
 		} else if len(bytes.TrimSpace(status)) > 0 {
 			want += "-dirty"
 		}
-	} else {
-		build = exec.Command("go", "build", "-ldflags", "-X main.commit="+want, "-o", bin, "./cmd/idemport")
 	}
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testkit.Binary(t)
 	out, err := exec.Command(bin, "--version").Output()
 	if err != nil || !strings.Contains(string(out), "(commit "+want+", ") {
 		t.Fatalf("--version: %q, %v; want commit %s", out, err, want)

@@ -121,15 +121,39 @@ func (k *kit) binary(t testing.TB) string {
 	return k.path
 }
 
-// goBuild builds cmd/idemport of this module into path.
+// goBuild builds cmd/idemport of this module into path as the README tells
+// people to, so that the binary every test runs also carries the commit
+// (cmd's TestVersionPrintsTheCommit checks it there rather than linking a
+// second binary, several CPU-seconds): in a clone, with -buildvcs=true,
+// whatever GOFLAGS says; in a git worktree, whose repository Go does not
+// find (its .git is a file), with -ldflags -X main.commit= and the
+// worktree's HEAD. Without git, or outside a checkout, it builds plainly.
 func goBuild(path string) error {
 	_, file, _, _ := runtime.Caller(0)
-	cmd := exec.Command("go", "build", "-o", path, "./cmd/idemport")
-	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	cmd := exec.Command("go", append(append([]string{"build"}, stampFlags(root)...), "-o", path, "./cmd/idemport")...)
+	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	return nil
+}
+
+// stampFlags are the flags of go build that stamp the commit of the
+// checkout at root, as goBuild says.
+func stampFlags(root string) []string {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return nil
+	}
+	if st, err := os.Stat(filepath.Join(root, ".git")); err == nil && st.IsDir() {
+		return []string{"-buildvcs=true"}
+	}
+	head, err := exec.Command(git, "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return nil
+	}
+	return []string{"-ldflags", "-X main.commit=" + strings.TrimSpace(string(head))}
 }
 
 // Run is a finished run of the binary.
