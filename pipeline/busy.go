@@ -37,6 +37,15 @@ type Holder struct {
 }
 
 func (e *BusyError) Error() string {
+	if e.Waited {
+		return e.Holding() + "; waited as long as --wait allowed"
+	}
+	return e.Holding() + "; rerun later, or with --wait to wait for it"
+}
+
+// Holding says who holds what ("busy: attempt … (host:pid) holds …"),
+// without what to do about it: Error's text up to its advice.
+func (e *BusyError) Holding() string {
 	var b strings.Builder
 	b.WriteString("busy: ")
 	switch len(e.Holders) {
@@ -54,11 +63,6 @@ func (e *BusyError) Error() string {
 			b.WriteString(")")
 		}
 		b.WriteString(" " + e.What)
-	}
-	if e.Waited {
-		b.WriteString("; waited as long as --wait allowed")
-	} else {
-		b.WriteString("; rerun later, or with --wait to wait for it")
 	}
 	return b.String()
 }

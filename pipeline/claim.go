@@ -456,12 +456,18 @@ func (r *run) settle(ctx context.Context, d ledger.Decision, op *ledger.Operatio
 		return fmt.Errorf("refused earlier on %s: %s", formatMs(op.UpdatedAt), refusalLine(r.res.Refusal))
 	case ledger.Busy:
 		r.res.Outcome = Busy
-		if op.LeaseAttempt != "" && !op.Planned {
-			return r.busy(ctx, fmt.Sprintf("is planning this file (lease until %s)", formatMs(op.LeaseExpires)))
-		}
-		return r.busy(ctx, "holds every unfinished partition")
+		return r.heldBy(ctx, op)
 	}
 	return nil
+}
+
+// heldBy returns the BusyError of op, which live attempts hold (the
+// decision ledger.Busy): the planner's, or those of its partitions.
+func (r *run) heldBy(ctx context.Context, op *ledger.Operation) *BusyError {
+	if op.LeaseAttempt != "" && !op.Planned {
+		return r.busy(ctx, fmt.Sprintf("is planning this file (lease until %s)", formatMs(op.LeaseExpires)))
+	}
+	return r.busy(ctx, "holds every unfinished partition")
 }
 
 func formatMs(ms int64) string {

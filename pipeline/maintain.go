@@ -40,6 +40,10 @@ type VerifyReport struct {
 	// (at most MaxValueDifferences), one per row and column.
 	DifferingRows int64             `json:"differing_rows,omitempty"`
 	Values        []ValueDifference `json:"value_differences,omitempty"`
+	// Busy, when not empty, says which live import holds the file's
+	// operation (State "processing"; a BusyError's Holding): the file is
+	// not checked, and shows no difference, until that import ends.
+	Busy string `json:"busy,omitempty"`
 	// Next is the command that repairs the difference, when one does.
 	Next string `json:"next,omitempty"`
 	// Candidates lists, when the file matches several imports (State
@@ -83,7 +87,9 @@ const MaxValueDifferences = 10
 // version column the newest), compared as the import compares a row it
 // may leave unchanged (sink.Driver.Exact). Rows another file wrote since
 // are not compared. It reads the file one batch at a time: memory is
-// bounded by a batch and a partition's plan, whatever the file's size.
+// bounded by a batch and a partition's plan, whatever the file's size. An
+// import another live attempt holds is not checked: the report says who
+// holds it (VerifyReport.Busy).
 func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error) {
 	if err := e.present(); err != nil {
 		return nil, err
@@ -120,6 +126,9 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 	}
 	switch d {
 	case ledger.Duplicate:
+	case ledger.Busy:
+		rep.Busy = r.heldBy(ctx, op).Holding()
+		return rep, nil
 	case ledger.Reapply:
 		rep.Differences = append(rep.Differences, fmt.Sprintf("the import is completed, but its table %s no longer exists", op.Table))
 		rep.Reapply = true

@@ -235,6 +235,9 @@ func exitCode(ctx context.Context, err error) int {
 	if errors.As(err, new(refusedError)) {
 		return exitRefused
 	}
+	if errors.As(err, new(verifyBusyError)) {
+		return exitBusy
+	}
 	return exitFailed
 }
 

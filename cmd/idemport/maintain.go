@@ -63,6 +63,17 @@ func (e verifyError) Error() string {
 	return fmt.Sprintf("%d files do not match the ledger", e.n)
 }
 
+// verifyBusyError is a file verify could not check because a live import
+// holds it (exit 4).
+type verifyBusyError struct{ n int }
+
+func (e verifyBusyError) Error() string {
+	if e.n == 1 {
+		return "1 file is being imported: verify it once the import ends"
+	}
+	return fmt.Sprintf("%d files are being imported: verify them once the imports end", e.n)
+}
+
 // lookupFlags are the mapping flags a verify without them finds in the
 // ledger (the mapping its import recorded) instead of taking from the
 // command line. --table and --file-id narrow the lookup.
@@ -87,7 +98,8 @@ tables, verify lists them and exits 2: choose one with --table. With mapping fla
 the import those flags name, as import would identify it.
 
 It exits 1 on any difference, 0 when everything matches, and writes nothing. A difference
-import --reapply repairs is followed by that command (next:).`,
+import --reapply repairs is followed by that command (next:). A file another import is
+importing right now is not checked: verify names that import and exits 4 (busy).`,
 		Example: `  idemport verify orders.csv
   idemport verify --table orders day1.csv day2.csv
   idemport verify --table orders --key order_id day1.csv   # the import these flags name
@@ -117,7 +129,7 @@ import --reapply repairs is followed by that command (next:).`,
 				return err
 			}
 			defer eng.Close()
-			bad, ambiguous := 0, 0
+			bad, ambiguous, busy := 0, 0, 0
 			for _, path := range args {
 				req, err := o.request(path)
 				if err != nil {
@@ -153,6 +165,10 @@ import --reapply repairs is followed by that command (next:).`,
 					if rep.Reapply {
 						rep.Next = reapplyCommand(c, path, mapping)
 					}
+					if rep.Busy != "" {
+						busy++
+						rep.Next = "verify it again once that import ends: " + strings.Join(append(append([]string{"idemport", "verify"}, givenFlags(c, true)...), shellWord(remote.Redact(path))), " ")
+					}
 				}
 				if len(rep.Differences) > 0 && rep.State != "ambiguous" {
 					bad++
@@ -172,6 +188,8 @@ import --reapply repairs is followed by that command (next:).`,
 					for _, cand := range rep.Candidates {
 						textf(e.stdout, "  %s ← %s: %s\n", cand.Table, cand.FileID, cand.Command)
 					}
+				case rep.Busy != "":
+					textf(e.stdout, "%s: %s\n  next: %s\n", remote.Redact(path), rep.Busy, rep.Next)
 				case len(rep.Differences) == 0:
 					textf(e.stdout, "%s: ok: %s holds all %s, content %s\n", remote.Redact(path), rep.Table, english.Plural(rep.Found, "row"), rep.ContentDigest)
 				default:
@@ -192,6 +210,9 @@ import --reapply repairs is followed by that command (next:).`,
 			}
 			if bad > 0 {
 				return verifyError{bad}
+			}
+			if busy > 0 {
+				return verifyBusyError{busy}
 			}
 			return nil
 		},
