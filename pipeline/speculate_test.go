@@ -35,7 +35,8 @@ func TestImportPlansWhileHashing(t *testing.T) {
 			defer e.Close()
 			// Identifying a new file starts the plan pass, and its plan is
 			// the one planning uses.
-			r := &run{e: e, req: Request{Path: c.path, PartitionRows: 1000}, sharesRead: true}
+			r := newRun(e, Request{Path: c.path, PartitionRows: 1000})
+			r.sharesRead = true
 			r.defaults()
 			ident, err := r.identify(ctx)
 			if err != nil {
