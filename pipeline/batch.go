@@ -90,7 +90,7 @@ func (r *Result) Clean() bool {
 // The summary is never nil. ImportAll is safe to call concurrently with
 // other imports on e.
 func (e *Engine) ImportAll(ctx context.Context, reqs []Request, o BatchOptions) (*Summary, error) {
-	if err := e.present(); err != nil {
+	if err := e.st.Present(); err != nil {
 		return &Summary{}, err
 	}
 	b := newBatch(e, o)

@@ -30,8 +30,8 @@ type Options struct {
 	// ReadOnly opens the target without creating or migrating anything.
 	ReadOnly bool
 	// AllowMissing, with ReadOnly, accepts a database that does not exist
-	// yet: Open then returns an Engine without one ([Engine.Exists] reports
-	// false) instead of ErrNoDatabase, and creates nothing. Such an Engine
+	// yet: Open then returns an Engine without one ([Engine.DB] is nil)
+	// instead of ErrNoDatabase, and creates nothing. Such an Engine
 	// plans every file as one never imported ([PlanFile]), with the
 	// driver's rules and limits; it finds no ledger numbers
 	// ([Engine.LedgerMetrics]); its other methods return ErrNoDatabase.
@@ -123,14 +123,6 @@ func (e *Engine) diskFull(err error) error { return e.st.DiskFull(err) }
 
 // Close closes the database.
 func (e *Engine) Close() error { return e.st.Close() }
-
-// Exists reports whether the engine's database exists: false only for an
-// Engine opened with Options.AllowMissing where there was none.
-func (e *Engine) Exists() bool { return e.st.Exists() }
-
-// present returns ErrNoDatabase for an Engine without a database, for the
-// methods that need one.
-func (e *Engine) present() error { return e.st.Present() }
 
 // DB returns the engine's database handle, for callers that query the
 // target tables themselves; nil when the database does not exist.

@@ -187,7 +187,7 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 	r.started, r.sharesRead = time.Now(), true
 	r.defaults()
 	r.res = &Result{File: r.name(), Table: r.target.Table, Outcome: Failed}
-	err := e.present()
+	err := e.st.Present()
 	if err == nil {
 		err = r.run(ctx)
 	}
@@ -652,7 +652,7 @@ func (r *run) readAs(ctx context.Context, q sink.Querier, op *ledger.Operation) 
 	}
 	readAs := map[string]string{}
 	if r.textFormat() {
-		if !r.e.Exists() || r.e.st.Driver.Limits().CheckTable(r.target.Table) != nil {
+		if !r.e.st.Exists() || r.e.st.Driver.Limits().CheckTable(r.target.Table) != nil {
 			return nil
 		}
 		t, err := r.e.st.Driver.Describe(ctx, q, r.target.Table)

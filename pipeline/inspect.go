@@ -185,7 +185,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 // has inserted. settled is true when the import would read nothing more
 // (a stale snapshot). Without a database the file is new.
 func (r *run) dryDecide(ctx context.Context, rep *PlanReport) (inserted int64, settled bool, err error) {
-	if !r.e.Exists() {
+	if !r.e.st.Exists() {
 		return 0, false, nil
 	}
 	op, now, err := r.e.st.Ledger.Get(ctx, r.e.st.DB, r.id.Key)
@@ -245,7 +245,7 @@ func (r *run) reportPlan(ctx context.Context, rep *PlanReport, p planned, insert
 // that, for an import that applies the file (the operation of which has
 // already inserted inserted rows).
 func (r *run) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader.File, plan *reader.Plan, inserted int64) error {
-	if !r.e.Exists() {
+	if !r.e.st.Exists() {
 		return nil
 	}
 	t, err := r.e.st.Driver.Describe(ctx, r.e.st.DB, r.target.Table)

@@ -91,7 +91,7 @@ const MaxValueDifferences = 10
 // import another live attempt holds is not checked: the report says who
 // holds it (VerifyReport.Busy).
 func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error) {
-	if err := e.present(); err != nil {
+	if err := e.st.Present(); err != nil {
 		return nil, err
 	}
 	req.Rehash, req.Reapply = true, false
@@ -173,7 +173,7 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 // verified by the mapping given. A local file that does not exist is an
 // error.
 func (e *Engine) Recorded(ctx context.Context, path, table, fileID string) (ops []ledger.Operation, ok bool, err error) {
-	if err := e.present(); err != nil {
+	if err := e.st.Present(); err != nil {
 		return nil, false, err
 	}
 	if isStream(path) {

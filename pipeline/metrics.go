@@ -69,7 +69,7 @@ type LedgerMetrics struct {
 // maps) and the error; when only the outbox cannot, the ledger's numbers
 // and the error.
 func (e *Engine) LedgerMetrics(ctx context.Context) (LedgerMetrics, error) {
-	if !e.Exists() {
+	if !e.st.Exists() {
 		return LedgerMetrics{}, nil
 	}
 	ops, err := e.st.Ledger.List(ctx, ledger.Filter{})

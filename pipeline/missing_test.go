@@ -28,8 +28,8 @@ func TestMissingDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if e.Exists() {
-		t.Error("Exists() = true for a database that does not exist")
+	if e.DB() != nil {
+		t.Error("DB() is not nil for a database that does not exist")
 	}
 
 	good := filepath.Join(dir, "orders.csv")
@@ -62,6 +62,15 @@ func TestMissingDatabase(t *testing.T) {
 	}
 	if res := e.Import(ctx, Request{Path: good}); !errors.Is(res.Err, ErrNoDatabase) {
 		t.Errorf("Import: %v, want ErrNoDatabase", res.Err)
+	}
+	if _, err := e.ImportAll(ctx, []Request{{Path: good}}, BatchOptions{}); !errors.Is(err, ErrNoDatabase) {
+		t.Errorf("ImportAll: %v, want ErrNoDatabase", err)
+	}
+	if _, err := e.Verify(ctx, Request{Path: good}); !errors.Is(err, ErrNoDatabase) {
+		t.Errorf("Verify: %v, want ErrNoDatabase", err)
+	}
+	if _, _, err := e.Recorded(ctx, good, "", ""); !errors.Is(err, ErrNoDatabase) {
+		t.Errorf("Recorded: %v, want ErrNoDatabase", err)
 	}
 	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s: %v; want it not created", db, err)

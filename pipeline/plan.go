@@ -156,7 +156,7 @@ func (r *run) planInputs(ctx context.Context) (planInput, *sink.Table, error) {
 		return in, nil, nil
 	}
 	var existing *sink.Table
-	if r.e.Exists() {
+	if r.e.st.Exists() {
 		var err error
 		if existing, err = r.e.st.Driver.Describe(ctx, r.e.st.DB, r.target.Table); err != nil {
 			return in, nil, err
