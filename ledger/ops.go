@@ -149,6 +149,20 @@ type Ops interface {
 	AddSwept(ctx context.Context, tx *sql.Tx, attempt string, n int64) error
 	// RecordSchemaChanges sets the schema changes attempt made, in words.
 	RecordSchemaChanges(ctx context.Context, tx *sql.Tx, attempt, changes string) error
+	// Created returns the tables operation k is recorded to have created
+	// (RecordCreated), sorted by name.
+	Created(ctx context.Context, q Querier, k Key) ([]CreatedTable, error)
+	// CreatedByOthers returns how many operations other than k are
+	// recorded to have created table.
+	CreatedByOthers(ctx context.Context, q Querier, k Key, table string) (int64, error)
+	// RecordCreated records that operation k creates table; a table
+	// recorded already for k fails on the primary key.
+	RecordCreated(ctx context.Context, tx *sql.Tx, k Key, table string) error
+	// PlanCreated marks every table operation k is recorded to have
+	// created as planned.
+	PlanCreated(ctx context.Context, tx *sql.Tx, k Key) error
+	// ForgetCreated deletes the record that operation k created table.
+	ForgetCreated(ctx context.Context, tx *sql.Tx, k Key, table string) error
 
 	// MoveToPast copies operation k, if there is one, to the past
 	// operations, replaced now, and deletes it and its rejects. The past

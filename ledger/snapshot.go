@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"database/sql"
+	"slices"
 )
 
 // Snapshot is a snapshot applied to a table's scope: the record its
@@ -83,4 +84,51 @@ func (l *Ledger) Swept(ctx context.Context, tx *sql.Tx, attempt string, n int64)
 // words.
 func (l *Ledger) SchemaChanged(ctx context.Context, tx *sql.Tx, attempt, changes string) error {
 	return l.ops.RecordSchemaChanges(ctx, tx, attempt, changes)
+}
+
+// Created returns the tables operation k is recorded to have created, on
+// a database whose DDL commits the transaction it runs in: what dropping
+// the operation's DDL steps drops.
+func (l *Ledger) Created(ctx context.Context, q Querier, k Key) ([]CreatedTable, error) {
+	return l.ops.Created(ctx, q, k)
+}
+
+// CreatedTable is a table an operation is recorded to have created.
+type CreatedTable struct {
+	Name string
+	// Planned says the plan that needs it committed: an unplanned one
+	// was made by an attempt killed before it stored its plan.
+	Planned bool
+}
+
+// PlanCreated marks, inside tx (the one that stores the plan), the tables
+// operation k created as planned: a rerun no longer drops them before it
+// plans (they are the plan's), but an abandon or undo of k still does.
+func (l *Ledger) PlanCreated(ctx context.Context, tx *sql.Tx, k Key) error {
+	return l.ops.PlanCreated(ctx, tx, k)
+}
+
+// CreatedByOthers returns how many operations other than k are recorded
+// to have created table: one that two operations created is dropped by
+// neither while the other's record stays.
+func (l *Ledger) CreatedByOthers(ctx context.Context, q Querier, k Key, table string) (int64, error) {
+	return l.ops.CreatedByOthers(ctx, q, k, table)
+}
+
+// RecordCreated records, inside tx, that operation k creates table; the
+// caller commits it before the statement that creates the table, so that
+// no kill leaves a table it made unrecorded. A record there already is
+// kept.
+func (l *Ledger) RecordCreated(ctx context.Context, tx *sql.Tx, k Key, table string) error {
+	have, err := l.ops.Created(ctx, tx, k)
+	if err != nil || slices.ContainsFunc(have, func(c CreatedTable) bool { return c.Name == table }) {
+		return err
+	}
+	return l.ops.RecordCreated(ctx, tx, k, table)
+}
+
+// ForgetCreated deletes, inside tx, the record that operation k created
+// table: it was dropped, or is kept for good.
+func (l *Ledger) ForgetCreated(ctx context.Context, tx *sql.Tx, k Key, table string) error {
+	return l.ops.ForgetCreated(ctx, tx, k, table)
 }

@@ -127,6 +127,7 @@ func RunLedger(t *testing.T, open func(t *testing.T) Store) {
 		{"QuickCheck", ledgerQuickCheck},
 		{"Replay", ledgerReplay},
 		{"Snapshots", ledgerSnapshots},
+		{"CreatedTables", ledgerCreatedTables},
 		{"Lifecycle", ledgerLifecycle},
 		{"OutboxRecordOnce", outboxRecordOnce},
 		{"OutboxClaimIsExclusive", outboxClaimIsExclusive},

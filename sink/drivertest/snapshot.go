@@ -171,3 +171,53 @@ func attemptsText(as []ledger.AttemptRecord) string {
 	}
 	return strings.Join(out, "; ")
 }
+
+// ledgerCreatedTables checks the record of the tables an operation created
+// (where DDL commits apart from rows): recorded once, per operation,
+// marked planned, counted for others, forgotten one by one.
+func ledgerCreatedTables(t *testing.T, open func(t *testing.T) Store) {
+	f := newLedger(t, open)
+	st := f.st
+	a, b := ledger.Key{Table: "items", FileID: "f1"}, ledger.Key{Table: "items", FileID: "f2"}
+	created := func(k ledger.Key, want string) {
+		t.Helper()
+		cs, err := f.l.Created(f.ctx, st.DB, k)
+		var got []string
+		for _, c := range cs {
+			got = append(got, fmt.Sprintf("%s:%v", c.Name, c.Planned))
+		}
+		if err != nil || strings.Join(got, " ") != want {
+			t.Fatalf("tables %s created: %q (%v), want %q", k, strings.Join(got, " "), err, want)
+		}
+	}
+	created(a, "")
+	for _, name := range []string{"items", "stage_1", "items"} { // recorded once
+		if err := f.tx(func(tx *sql.Tx) error { return f.l.RecordCreated(f.ctx, tx, a, name) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.RecordCreated(f.ctx, tx, b, "items") }); err != nil {
+		t.Fatal(err)
+	}
+	created(a, "items:false stage_1:false")
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.PlanCreated(f.ctx, tx, a) }); err != nil {
+		t.Fatal(err)
+	}
+	created(a, "items:true stage_1:true")
+	created(b, "items:false")
+	for k, want := range map[ledger.Key]int64{a: 1, b: 1} {
+		if n, err := f.l.CreatedByOthers(f.ctx, st.DB, k, "items"); err != nil || n != want {
+			t.Errorf("others than %s that created items: %d (%v), want %d", k, n, err, want)
+		}
+	}
+	if n, err := f.l.CreatedByOthers(f.ctx, st.DB, b, "stage_1"); err != nil || n != 1 {
+		t.Errorf("others than %s that created stage_1: %d (%v), want 1", b, n, err)
+	}
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.ForgetCreated(f.ctx, tx, a, "items") }); err != nil {
+		t.Fatal(err)
+	}
+	created(a, "stage_1:true")
+	if n, err := f.l.CreatedByOthers(f.ctx, st.DB, b, "items"); err != nil || n != 0 {
+		t.Errorf("others than %s that created items, once forgotten: %d (%v)", b, n, err)
+	}
+}

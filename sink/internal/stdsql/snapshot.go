@@ -104,3 +104,60 @@ func (l Ledger) RecordSchemaChanges(ctx context.Context, tx *sql.Tx, attempt, ch
 	}
 	return nil
 }
+
+// Created implements ledger.Ops.
+func (l Ledger) Created(ctx context.Context, q idemtype.Querier, k ledger.Key) ([]ledger.CreatedTable, error) {
+	rows, err := q.QueryContext(ctx, l.q(`SELECT created, planned FROM `+l.Prefix+`created WHERE table_name = ? AND file_id = ? ORDER BY created`), k.Table, k.FileID)
+	if err != nil {
+		return nil, fmt.Errorf("read the tables %s created: %w", k, err)
+	}
+	defer rows.Close()
+	var out []ledger.CreatedTable
+	for rows.Next() {
+		var c ledger.CreatedTable
+		var planned int64
+		if err := rows.Scan(&c.Name, &planned); err != nil {
+			return nil, fmt.Errorf("read the tables %s created: %w", k, err)
+		}
+		c.Planned = planned != 0
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the tables %s created: %w", k, err)
+	}
+	return out, nil
+}
+
+// CreatedByOthers implements ledger.Ops.
+func (l Ledger) CreatedByOthers(ctx context.Context, q idemtype.Querier, k ledger.Key, table string) (int64, error) {
+	var n int64
+	if err := q.QueryRowContext(ctx, l.q(`SELECT count(*) FROM `+l.Prefix+`created WHERE created = ? AND NOT (table_name = ? AND file_id = ?)`),
+		table, k.Table, k.FileID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read who created %s: %w", table, err)
+	}
+	return n, nil
+}
+
+// RecordCreated implements ledger.Ops.
+func (l Ledger) RecordCreated(ctx context.Context, tx *sql.Tx, k ledger.Key, table string) error {
+	if _, err := tx.ExecContext(ctx, l.q(`INSERT INTO `+l.Prefix+`created (table_name, file_id, created) VALUES (?, ?, ?)`), k.Table, k.FileID, table); err != nil {
+		return fmt.Errorf("record that %s creates %s: %w", k, table, err)
+	}
+	return nil
+}
+
+// ForgetCreated implements ledger.Ops.
+func (l Ledger) ForgetCreated(ctx context.Context, tx *sql.Tx, k ledger.Key, table string) error {
+	if _, err := tx.ExecContext(ctx, l.q(`DELETE FROM `+l.Prefix+`created WHERE table_name = ? AND file_id = ? AND created = ?`), k.Table, k.FileID, table); err != nil {
+		return fmt.Errorf("forget that %s created %s: %w", k, table, err)
+	}
+	return nil
+}
+
+// PlanCreated implements ledger.Ops.
+func (l Ledger) PlanCreated(ctx context.Context, tx *sql.Tx, k ledger.Key) error {
+	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.Prefix+`created SET planned = 1 WHERE table_name = ? AND file_id = ? AND planned = 0`), k.Table, k.FileID); err != nil {
+		return fmt.Errorf("record the tables %s created as planned: %w", k, err)
+	}
+	return nil
+}
