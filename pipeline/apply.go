@@ -568,9 +568,13 @@ func (r *run) finalize(ctx context.Context) error {
 	if err := r.e.st.Hit("before-finalize"); err != nil {
 		return err
 	}
+	var err error
+	if r.evolvedApart, err = r.completionDDL(ctx); err != nil {
+		return fmt.Errorf("finalize: %w", err)
+	}
 	var c completion
 	removed := r.res.Removed // the replaced version's rows the plan's transaction removed (ordinal mode)
-	err := r.withTx(ctx, func(tx *sql.Tx) (err error) {
+	err = r.withTx(ctx, func(tx *sql.Tx) (err error) {
 		r.res.Removed = removed
 		c, err = r.complete(ctx, tx)
 		return err
@@ -603,6 +607,7 @@ func (r *run) finalize(ctx context.Context) error {
 			r.res.Removed = 0 // removed by the completing transaction, not this one's
 		}
 	}
+	r.dropAfterCompletion(ctx)
 	if err := r.e.st.Hit("after-finalize"); err != nil {
 		return err
 	}

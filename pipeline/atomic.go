@@ -120,7 +120,7 @@ func stageGroups(d sink.Driver, parts []checkpoint.Partition) (attempts []string
 
 // dropStage drops the staging table inside the completing transaction.
 func (r *run) dropStage(ctx context.Context, tx *sql.Tx) error {
-	if !r.req.Mapping.Atomic {
+	if !r.req.Mapping.Atomic || r.e.st.DDLCommits() { // else dropped after tx (dropAfterCompletion)
 		return nil
 	}
 	if err := r.e.st.Driver.DropTable(ctx, tx, r.stageTable()); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/sink/mysql"
 	"github.com/idemport/idemport/sink/postgres"
 	"github.com/idemport/idemport/sink/sqlite"
 )
@@ -28,15 +29,18 @@ func TestDriversChooseByDSN(t *testing.T) {
 		{"postgresql://h/db", postgres.Driver{}},
 		{"host=h dbname=db password=secret", postgres.Driver{}},
 		{" dbname=db", postgres.Driver{}},
+		{"mysql://u:secret@h:3306/db", mysql.Driver{}},
+		{"mariadb://h/db", mysql.Driver{}},
+		{"MariaDB://h/db", mysql.Driver{}},
 	} {
 		got, err := Drivers().Lookup(c.dsn)
 		if err != nil || got != c.want {
 			t.Errorf("%q: %T %v, want %T", c.dsn, got, err, c.want)
 		}
 	}
-	_, err := Drivers().Lookup("mysql://u:secret@h/db")
+	_, err := Drivers().Lookup("oracle://u:secret@h/db")
 	var ce *sink.ConfigError
-	want := `unsupported target "mysql://u:xxxxx@h/db" (want a SQLite path, sqlite://PATH, postgres://… or host=… dbname=…)`
+	want := `unsupported target "oracle://u:xxxxx@h/db" (want a SQLite path, sqlite://PATH, postgres://… or host=… dbname=…, mysql://user:password@host:3306/database or mariadb://…)`
 	if !errors.As(err, &ce) || err.Error() != want {
 		t.Errorf("unknown scheme: %v, want %s", err, want)
 	}
@@ -56,8 +60,8 @@ func TestDriversChooseByDSN(t *testing.T) {
 func TestOpenUsageErrors(t *testing.T) {
 	t.Parallel()
 	for dsn, want := range map[string]string{
-		"sqlite:":      `"sqlite:" names no file`,
-		"mysql://h/db": `unsupported target "mysql://h/db" (want a SQLite path, sqlite://PATH, postgres://… or host=… dbname=…)`,
+		"sqlite:":       `"sqlite:" names no file`,
+		"oracle://h/db": `unsupported target "oracle://h/db" (want a SQLite path, sqlite://PATH, postgres://… or host=… dbname=…, mysql://user:password@host:3306/database or mariadb://…)`,
 	} {
 		_, err := Open(t.Context(), dsn, Options{})
 		var ue *UsageError

@@ -189,7 +189,17 @@ type partitionWriter struct {
 func (w *partitionWriter) prepare(ctx context.Context, r *run, conn *sql.Conn, tx *sql.Tx) (*evolution, error) {
 	schema := r.plan.Schema.Arrow()
 	var ev *evolution
-	if w.Writer == nil && r.evolvesInPartitions() {
+	if w.Writer == nil && r.evolvesInPartitions() && r.e.st.DDLCommits() {
+		// The DDL commits: it runs apart, before tx writes (evolveApart),
+		// and tx records it.
+		var err error
+		if ev, err = r.evolveApart(ctx); err == nil {
+			err = r.recordEvolved(ctx, tx, ev)
+		}
+		if err != nil {
+			return nil, err
+		}
+	} else if w.Writer == nil && r.evolvesInPartitions() {
 		var err error
 		ev, err = r.evolveTarget(ctx, tx, schema, false)
 		if err == nil && ev.text != "" {
@@ -352,6 +362,10 @@ func (r *run) evolveTarget(ctx context.Context, tx *sql.Tx, schema *arrow.Schema
 func (r *run) evolveAtCompletion(ctx context.Context, tx *sql.Tx) (*evolution, error) {
 	if !r.req.Mapping.Atomic {
 		return nil, nil
+	}
+	if r.e.st.DDLCommits() {
+		// Made before tx began (completionDDL): recorded here.
+		return r.evolvedApart, r.recordEvolved(ctx, tx, r.evolvedApart)
 	}
 	return r.evolveTarget(ctx, tx, r.plan.Schema.Arrow(), true)
 }

@@ -178,6 +178,9 @@ type run struct {
 	// lastAs is what valuesAs returned for the table as the last partition
 	// transaction found it (nil: none yet), for the partitions read next.
 	lastAs atomic.Pointer[[]idemtype.Type]
+	// evolvedApart are the schema changes an --atomic import made before
+	// its completing transaction, where DDL commits (completionDDL).
+	evolvedApart *evolution
 }
 
 // Import imports one file and reports what happened. It never panics on bad
@@ -891,6 +894,7 @@ func (r *run) abandonChanged(ctx context.Context, cause error) error {
 		return cause
 	}
 	r.log.Warn("source changed: operation abandoned", "deleted", deleted, "err", cause)
+	r.dropAbandoned(ctx)
 	if r.target.Ordinal() {
 		return fmt.Errorf("%w; the import was abandoned and the %s it had committed %s removed: import the file again once it is complete (--min-age helps)", cause, english.Plural(deleted, "row"), english.Verb(deleted, "was", "were"))
 	}

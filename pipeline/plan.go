@@ -316,6 +316,9 @@ func (r *run) planPass(ctx context.Context, progress func(b, rows int64)) (plann
 // planFile runs the plan stage and stores the plan, or refuses the file.
 // It reports whether the file was refused.
 func (r *run) planFile(ctx context.Context) (bool, error) {
+	if err := r.undoPlanDDL(ctx); err != nil {
+		return false, err
+	}
 	if err := r.e.st.Driver.Limits().CheckTable(r.target.Table); err != nil {
 		return true, r.refuse(ctx, &Refusal{Error: err.Error()})
 	}
@@ -411,29 +414,40 @@ func (r *run) storePlan(ctx context.Context, p planned, ev *evolution) error {
 		parts[i] = checkpoint.Partition{Partition: pt}
 	}
 	schema := plan.Schema.Arrow()
+	// An existing table that does not fit the file changes with the rows:
+	// in the first partition's transaction (partitionWriter.prepare), with
+	// --atomic in the completing one (evolveAtCompletion). A new one is
+	// created with the plan, empty.
+	ensure := existing == nil || (!r.req.Mapping.Atomic && ev.text == "")
+	// An --atomic import stages the values a decimal or text column of the
+	// table (as it is to become) takes as the file wrote them (valuesAs),
+	// so that the move at completion copies text, not a float64's digits.
+	staged := schema
+	if existing != nil {
+		staged = schemaAs(plan.Schema, r.valuesAs(r.widened(existing))).Arrow()
+	}
+	ddl := r.e.st.DDLCommits()
+	if ddl {
+		// Each DDL statement commits: the tables are made first, each
+		// in a step of its own (planDDL), and the plan's transaction
+		// writes rows alone.
+		if err := r.planDDL(ctx, ensure, schema, staged); err != nil {
+			return err
+		}
+	}
 	return r.withTx(ctx, func(tx *sql.Tx) error {
-		// An existing table that does not fit the file changes with
-		// the rows: in the first partition's transaction
-		// (partitionWriter.prepare), with --atomic in the completing one
-		// (evolveAtCompletion). A new one is created here, empty.
-		if existing == nil || (!r.req.Mapping.Atomic && ev.text == "") {
-			if err := r.e.st.Driver.Ensure(ctx, tx, r.target, schema); err != nil {
+		if !ddl {
+			if ensure {
+				if err := r.e.st.Driver.Ensure(ctx, tx, r.target, schema); err != nil {
+					return err
+				}
+			}
+			if err := r.ensureStage(ctx, tx, staged); err != nil {
 				return err
 			}
-		}
-		// An --atomic import stages the values a decimal or text column
-		// of the table (as it is to become) takes as the file wrote them
-		// (valuesAs), so that the move at completion copies text, not a
-		// float64's digits.
-		staged := schema
-		if existing != nil {
-			staged = schemaAs(plan.Schema, r.valuesAs(r.widened(existing))).Arrow()
-		}
-		if err := r.ensureStage(ctx, tx, staged); err != nil {
-			return err
-		}
-		if err := r.ensureSnapshot(ctx, tx, schema); err != nil {
-			return err
+			if err := r.ensureSnapshot(ctx, tx, schema); err != nil {
+				return err
+			}
 		}
 		if err := r.prepareReplaced(ctx, tx, false); err != nil {
 			return err
@@ -442,6 +456,9 @@ func (r *run) storePlan(ctx context.Context, p planned, ev *evolution) error {
 			return err
 		}
 		if err := r.storeRejects(ctx, tx, p.spill); err != nil {
+			return err
+		}
+		if err := r.planCreated(ctx, tx); err != nil {
 			return err
 		}
 		return r.e.st.Ledger.Planned(ctx, tx, r.id.Key, r.attempt.ID)

@@ -340,7 +340,7 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64, kno
 		return 0, fmt.Errorf("a newer snapshot of %s%s (%s, as of %s) was applied while this one (as of %s) was being imported; not sweeping: undo this import or import a newer snapshot",
 			r.target.Table, scopeSuffix(s), last.FileID, stamp(last.AsOf), stamp(r.asOf()))
 	}
-	if s.Soft && r.req.Mapping.Atomic {
+	if s.Soft && r.req.Mapping.Atomic && !r.e.st.DDLCommits() { // else added before tx (completionDDL)
 		if err := r.e.st.Driver.EnsureDeleted(ctx, tx, r.target.Table); err != nil {
 			return 0, err
 		}
@@ -379,7 +379,7 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64, kno
 // dropSeen drops, inside the completing transaction, the table of the keys
 // the file had, once the sweeps that read it ran.
 func (r *run) dropSeen(ctx context.Context, tx *sql.Tx) error {
-	if !r.keysSeen() {
+	if !r.keysSeen() || r.e.st.DDLCommits() { // else dropped after tx (dropAfterCompletion)
 		return nil
 	}
 	if err := r.e.st.Driver.DropTable(ctx, tx, r.seenTable()); err != nil {

@@ -371,6 +371,12 @@ type Limits struct {
 	// more than an integer's text.)
 	KeyBytes  int
 	CharBytes int
+	// DDLCommits says that every DDL statement (CREATE, ALTER, DROP)
+	// commits the transaction it runs in and runs outside any (MariaDB,
+	// MySQL): the pipeline then runs each DDL step of an import in a step
+	// of its own, recorded in the ledger, before the transaction whose
+	// rows need it (Ledger.RecordCreated), instead of inside it.
+	DDLCommits bool
 	// Rules are what the database's decimal and JSON types hold, which
 	// the plan pass checks values of Column.Numeric and Column.JSONB
 	// columns (and with JSONB, every JSON value of a table it creates)

@@ -91,6 +91,8 @@ func checkByKey(t *testing.T, tg *testkit.Target, rows [][]string) {
 // killedElsewhere names the failpoints a plain import of an orders file
 // does not pass, each with the test that kills there.
 var killedElsewhere = map[string]string{
+	"after-ddl-record": "TestMariaDBKilledAtDDLSteps", // where DDL commits alone
+	"after-ddl":        "TestMariaDBKilledAtDDLSteps",
 	"inside-isolation": "TestKillDuringIsolationThenRerun",
 	"before-sweep":     "TestSnapshotSequence",
 	"replace-prepared": "TestReplaceKilledAtEachBoundary",

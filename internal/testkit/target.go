@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/idemport/idemport/internal/pgtest"
+	"github.com/idemport/idemport/sink/mysql"
 	"github.com/idemport/idemport/sink/postgres"
 	"github.com/idemport/idemport/sink/sqlite"
 )
@@ -26,10 +27,11 @@ const (
 func TargetNames() []string { return []string{SQLite, Postgres} }
 
 // Target is a fresh, empty target database for one test: a SQLite file in
-// the test's directory, or a schema of its own on the PostgreSQL test
-// server, which holds both the target tables and idemport's ledger.
+// the test's directory, a schema of its own on the PostgreSQL test
+// server, or a database of its own on the MariaDB test server, which holds
+// both the target tables and idemport's ledger.
 type Target struct {
-	// Name is SQLite or Postgres.
+	// Name is SQLite, Postgres or MariaDB.
 	Name string
 	// Args are the flags that point the binary at the target: --into, and
 	// --state-schema on PostgreSQL. Pass them after the subcommand.
@@ -59,12 +61,15 @@ func Each(t *testing.T, f func(t *testing.T, name string)) {
 	}
 }
 
-// Available skips t (or fails it, see internal/pgtest) when the target
-// named name cannot be had here.
+// Available skips t (or fails it, see internal/pgtest and
+// internal/testenv) when the target named name cannot be had here.
 func Available(t testing.TB, name string) {
 	t.Helper()
-	if name == Postgres {
+	switch name {
+	case Postgres:
 		pgtest.DSN(t)
+	case MariaDB:
+		mariaDSN(t)
 	}
 }
 
@@ -86,6 +91,9 @@ func NewTarget(t testing.TB, name, dir string) *Target {
 	case Postgres:
 		db, schema := pgtest.Open(t)
 		return &Target{Name: Postgres, Args: []string{"--into", pgtest.URL(t, schema), "--state-schema", schema}, DB: db, Schema: schema}
+	case MariaDB:
+		dsn, db := newMariaDB(t)
+		return &Target{Name: MariaDB, Args: []string{"--into", dsn}, DB: db}
 	}
 	t.Fatalf("unknown target %q", name)
 	return nil
@@ -93,6 +101,9 @@ func NewTarget(t testing.TB, name, dir string) *Target {
 
 // IsPostgres reports whether the target is PostgreSQL.
 func (tg *Target) IsPostgres() bool { return tg.Name == Postgres }
+
+// IsMariaDB reports whether the target is MariaDB.
+func (tg *Target) IsMariaDB() bool { return tg.Name == MariaDB }
 
 // Ledger returns the SQL name of one of idemport's own tables, given its
 // bare name (operations, attempts, partitions, …): idemport_operations on
@@ -111,6 +122,9 @@ func (tg *Target) TimeText(col string) string {
 	if tg.IsPostgres() {
 		return fmt.Sprintf(`to_char(%s AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`, col)
 	}
+	if tg.IsMariaDB() {
+		return fmt.Sprintf(`DATE_FORMAT(%s, '%%Y-%%m-%%dT%%H:%%i:%%s.%%fZ')`, col)
+	}
 	return "CAST(" + col + " AS TEXT)"
 }
 
@@ -119,6 +133,9 @@ func (tg *Target) TimeText(col string) string {
 func (tg *Target) Now() string {
 	if tg.IsPostgres() {
 		return postgres.Driver{}.Now()
+	}
+	if tg.IsMariaDB() {
+		return mysql.Driver{}.Now()
 	}
 	return sqlite.Driver{}.Now()
 }
@@ -172,6 +189,9 @@ func (tg *Target) TableExists(t testing.TB, name string) bool {
 	if tg.IsPostgres() {
 		return Int(t, tg.DB, `SELECT count(*) FROM (SELECT to_regclass($1) AS r) x WHERE r IS NOT NULL`, QuoteTable(name)) == 1
 	}
+	if tg.IsMariaDB() {
+		return Int(t, tg.DB, `SELECT count(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?`, name) == 1
+	}
 	return Int(t, tg.DB, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, name) == 1
 }
 
@@ -182,6 +202,8 @@ func (tg *Target) Tables(t testing.TB) []string {
 	var rows [][]any
 	if tg.IsPostgres() {
 		rows = Query(t, tg.DB, `SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY tablename`, tg.Schema)
+	} else if tg.IsMariaDB() {
+		rows = Query(t, tg.DB, `SELECT CAST(table_name AS CHAR) FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY 1`)
 	} else {
 		rows = Query(t, tg.DB, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
 	}

@@ -79,6 +79,8 @@ func CheckTricky(t testing.TB, db *sql.DB, target, table, order string, c Tricky
 		expr = `"` + c.Name + `"` // read as a float64: SQLite prints 15 digits
 	case target == Postgres:
 		expr = `"` + c.Name + `"::text`
+	case target == MariaDB:
+		expr = `CAST("` + c.Name + `" AS CHAR)`
 	}
 	rows, err := db.Query(`SELECT ` + expr + ` FROM "` + table + `" ORDER BY ` + order)
 	if err != nil {

@@ -47,6 +47,9 @@ type UndoResult struct {
 	// Snapshot says, for the undo of a --snapshot import, which snapshot
 	// of its table and scope is current now.
 	Snapshot *UndoSnapshot `json:"snapshot,omitempty"`
+	// Dropped are the tables the undone import had created, dropped with
+	// its rows, where DDL commits apart from rows (MariaDB, MySQL).
+	Dropped []string `json:"dropped_tables,omitempty"`
 }
 
 // UndoSnapshot is what undoing a snapshot import left current. An undone
@@ -114,7 +117,12 @@ func (o *Operator) Undo(ctx context.Context, req UndoRequest) (*UndoResult, erro
 	}
 	res.Previous = op.State
 	if op.State == ledger.Undone {
-		return o.alreadyUndone(ctx, tx, k, m, res)
+		res, err := o.alreadyUndone(ctx, tx, k, m, res)
+		if err == nil && !req.Forget && o.st.DDLCommits() {
+			tx.Rollback() // what an undo killed before dropping them left
+			res.Dropped, err = o.st.DropCreated(ctx, k, nil)
+		}
+		return res, err
 	}
 	// Partitions first: on PostgreSQL this waits for a holder inside its
 	// partition transaction, whose rows the delete below then sees; and a
@@ -153,6 +161,15 @@ func (o *Operator) Undo(ctx context.Context, req UndoRequest) (*UndoResult, erro
 	}
 	if err := o.st.Hit("after-undo"); err != nil {
 		return nil, err
+	}
+	if !req.Forget && o.st.DDLCommits() {
+		// The DDL of the import committed apart from its rows: the
+		// tables it created go with them, unless another operation holds
+		// rows there (store.Store.DropCreated). A kill before leaves them
+		// recorded, and an undo of the undone operation drops them.
+		if res.Dropped, err = o.st.DropCreated(ctx, k, nil); err != nil {
+			return nil, err
+		}
 	}
 	o.st.Log.Info("undone", "operation", k.String(), "attempt_id", a.ID, "deleted", res.Deleted, "forgot", req.Forget)
 	return res, nil

@@ -10,5 +10,5 @@ import (
 // 3,072 bytes, 4 for each character of text (keyBytes, charBytes).
 func (Driver) Limits() sink.Limits {
 	return sink.Limits{MaxColumns: 1017, Reserved: 2, MaxNameBytes: 64, QualifiedNames: true, FoldsCase: true,
-		KeyBytes: keyBytes, CharBytes: charBytes, Rules: valueRules}
+		KeyBytes: keyBytes, CharBytes: charBytes, Rules: valueRules, DDLCommits: true}
 }

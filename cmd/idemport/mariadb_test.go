@@ -1,0 +1,323 @@
+package main
+
+// MariaDB, where every DDL statement commits the transaction it runs in:
+// the values land exactly, and each DDL step an import takes (the table it
+// creates, the staging table of --atomic, --evolve's columns) is resumed
+// exactly after a kill, and leaves no trace when the import is refused,
+// abandoned or undone. Only these tests run on MariaDB (testkit.MariaDB is
+// not among testkit.Each's targets): the command's other tests cover SQLite
+// and PostgreSQL.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/idemport/idemport/internal/testkit"
+)
+
+// onMariaDB runs f as a subtest on a fresh MariaDB target.
+func onMariaDB(t *testing.T, f func(t *testing.T, dir string, tg *testkit.Target)) {
+	t.Helper()
+	testkit.EachOf(t, []string{testkit.MariaDB}, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		f(t, dir, testkit.NewTarget(t, name, dir))
+	})
+}
+
+// userTables returns the target's tables that are not idemport's ledger.
+func userTables(t *testing.T, tg *testkit.Target) []string {
+	t.Helper()
+	var out []string
+	for _, name := range tg.Tables(t) {
+		if !strings.HasPrefix(name, "idemport_") {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// createdRecords returns the ledger's record of the tables operations
+// created (table, file ID, created, planned), sorted.
+func createdRecords(t *testing.T, tg *testkit.Target) [][]any {
+	t.Helper()
+	return testkit.Query(t, tg.DB, `SELECT table_name, file_id, created, planned FROM `+tg.Ledger("created")+` ORDER BY 1, 2, 3`)
+}
+
+// TestMariaDBTrickyValues imports the tricky values with the real binary
+// into MariaDB, CSV and JSONL by key and CSV by ordinal, with 4-byte UTF-8
+// beside them, and compares every stored value with the file's as text:
+// BIGINT edges, integers beyond them and long decimals as their text,
+// empty text apart from NULL, JSON as written. A later file's 02134 into
+// the integer column the first made is refused (exit 5), writing nothing.
+func TestMariaDBTrickyValues(t *testing.T) {
+	t.Parallel()
+	csv, jsonl, cols := testkit.Tricky()
+	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
+		for file, content := range map[string]string{"tricky.csv": csv, "tricky.jsonl": jsonl} {
+			if err := os.WriteFile(filepath.Join(dir, file), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range []struct{ file, table, order string }{
+			{"tricky.csv", "by_key", "id"},
+			{"tricky.jsonl", "json_key", "id"},
+			{"tricky.csv", "by_row", "_idemport_row"},
+		} {
+			args := []string{"--table", c.table, c.file}
+			if c.order == "id" {
+				args = append([]string{"--key", "id"}, args...)
+			}
+			if r := importTo(t, tg, dir, nil, 0, args...); r.Rows.Inserted != int64(len(cols[0].Want)) {
+				t.Fatalf("%s: %+v", c.table, r)
+			}
+			check := cols
+			if strings.HasSuffix(c.file, ".jsonl") {
+				check = append(check[:len(check):len(check)], testkit.TrickyJSON)
+			}
+			for _, col := range check {
+				testkit.CheckTricky(t, tg.DB, testkit.MariaDB, c.table, c.order, col)
+			}
+		}
+
+		utf8 := "k,s\n1,😀 𝄞 ok\n2,\"\"\n3,\n4,Ünïcödé 中文 🇫🇷\n"
+		os.WriteFile(filepath.Join(dir, "utf8.csv"), []byte(utf8), 0o644)
+		importTo(t, tg, dir, nil, 0, "--table", "utf8", "--key", "k", "utf8.csv")
+		testkit.CheckTricky(t, tg.DB, testkit.MariaDB, "utf8", "k", testkit.TrickyColumn{Name: "s", Want: []string{"😀 𝄞 ok", "", testkit.Null, "Ünïcödé 中文 🇫🇷"}})
+
+		os.WriteFile(filepath.Join(dir, "zips1.csv"), []byte("zip\n2134\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "zips2.csv"), []byte("zip\n02134\n"), 0o644)
+		importTo(t, tg, dir, nil, 0, "--table", "zips", "zips1.csv")
+		run := tg.Exec(t, dir, nil, "import", "--table", "zips", "zips2.csv")
+		if run.Code != 5 || !strings.Contains(run.Stdout+run.Stderr, "leading zeros would be lost") {
+			t.Fatalf("02134 into an integer column: exit %d\n%s%s", run.Code, run.Stdout, run.Stderr)
+		}
+		testkit.CheckTricky(t, tg.DB, testkit.MariaDB, "zips", "zip", testkit.TrickyColumn{Name: "zip", Want: []string{"2134"}})
+	})
+}
+
+// TestMariaDBKilledAtDDLSteps kills an --atomic import by key into a new
+// table along the DDL steps it takes before its plan's transaction (the
+// target recorded, created; the staging table recorded, created), then
+// after the plan, before and after the completion, each run resuming what
+// the one before left. The last run completes it: the table holds the
+// file's rows exactly, counted once, the staging table is gone, and the
+// ledger records the target alone as the operation's creation, planned.
+// An import with --evolve add into it, killed after it added its column,
+// is resumed by a rerun with the file's values.
+func TestMariaDBKilledAtDDLSteps(t *testing.T) {
+	t.Parallel()
+	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
+		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 200, 7)
+		args := []string{"import", "--atomic", "--key", "order_id", "--partition-rows", "50", "orders.csv"}
+		chain := []string{"after-ddl-record", "after-ddl", "after-ddl-record:2", "after-ddl:2", "after-plan", "after-partition-commit:2", "before-finalize", "inside-finalize"}
+		killAlong(t, tg, dir, chain, args, func(i int) {
+			if chain[i] == "after-ddl:2" {
+				// Both tables made, the plan not stored: the rerun drops
+				// and makes them again.
+				if got := userTables(t, tg); len(got) != 2 {
+					t.Fatalf("after %s the tables are %v, want orders and its staging table", chain[i], got)
+				}
+				if got := createdRecords(t, tg); len(got) != 2 || got[0][3] != int64(0) {
+					t.Fatalf("after %s the ledger records %v created, want two tables, not planned", chain[i], got)
+				}
+			}
+		})
+		if r := importTo(t, tg, dir, nil, 0, args[1:]...); r.Outcome != "resumed" {
+			t.Fatalf("the last rerun: %s, want resumed", r.Outcome)
+		}
+		checkMariaSettled(t, tg, dir, "key", rows, args[1:]...)
+		if got := userTables(t, tg); !slices.Equal(got, []string{"orders"}) {
+			t.Fatalf("tables left: %v, want orders alone", got)
+		}
+		want := [][]any{{"orders", "orders.csv", "orders", int64(1)}}
+		if got := createdRecords(t, tg); len(got) != 1 || !reflect.DeepEqual(got[0][2:], want[0][2:]) {
+			t.Fatalf("created: %v, want the target alone, planned", got)
+		}
+
+		// --evolve add: the column is added before the partition's
+		// transaction; killed between, the rerun writes the new column.
+		var b strings.Builder
+		b.WriteString("order_id,sku,extra\n")
+		for _, r := range rows[:60] {
+			fmt.Fprintf(&b, "%s,%s,x%s\n", r[0], r[2], r[0])
+		}
+		os.WriteFile(filepath.Join(dir, "more.csv"), []byte(b.String()), 0o644)
+		evolve := []string{"import", "--table", "orders", "--key", "order_id", "--evolve", "add", "--partition-rows", "20", "more.csv"}
+		killAlong(t, tg, dir, []string{"after-ddl", "after-partition-commit"}, evolve, nil)
+		importTo(t, tg, dir, nil, 0, evolve[1:]...)
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM orders WHERE extra = CONCAT('x', order_id)`); n != 60 {
+			t.Fatalf("%d rows hold their extra, want 60", n)
+		}
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM orders WHERE extra IS NULL`); n != int64(len(rows)-60) {
+			t.Fatalf("%d rows without extra, want %d", n, len(rows)-60)
+		}
+	})
+}
+
+// TestMariaDBRefusedLeavesNoTable refuses a file with a bad row before any
+// effect: no table is made. Then an import of it allowed one bad row is
+// killed once it created its table, before its plan committed, and a rerun
+// allowed none refuses the file: the table that run made is dropped, as a
+// rollback would have, and nothing of it is recorded. A table that existed
+// before a refused import stays.
+func TestMariaDBRefusedLeavesNoTable(t *testing.T) {
+	t.Parallel()
+	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
+		os.WriteFile(filepath.Join(dir, "bad.csv"), []byte("id,n\n1,2\n2,x\n3,4\n"), 0o644)
+		typed := []string{"import", "--table", "t", "--column", "n:int64", "bad.csv"}
+		if r := tg.Exec(t, dir, nil, typed...); r.Code != 5 {
+			t.Fatalf("refused file: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+		if got := userTables(t, tg); len(got) != 0 {
+			t.Fatalf("a refused file left tables %v", got)
+		}
+
+		allowed := append(slices.Clone(typed[:len(typed)-1]), "--max-rejects", "1", "bad.csv")
+		killAlong(t, tg, dir, []string{"after-ddl"}, []string{"import", "--table", "u", "--column", "n:int64", "--max-rejects", "1", "bad.csv"}, func(int) {
+			if !tg.TableExists(t, "u") {
+				t.Fatal("the killed run made no table")
+			}
+		})
+		if r := tg.Exec(t, dir, nil, "import", "--table", "u", "--column", "n:int64", "bad.csv"); r.Code != 5 {
+			t.Fatalf("rerun refusing: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+		if got := userTables(t, tg); len(got) != 0 {
+			t.Fatalf("the refusal after a killed run left tables %v", got)
+		}
+		if got := createdRecords(t, tg); len(got) != 0 {
+			t.Fatalf("the refusal left records of tables created: %v", got)
+		}
+
+		// A table that exists is never dropped by a refusal.
+		importTo(t, tg, dir, nil, 0, allowed[1:]...)
+		os.WriteFile(filepath.Join(dir, "worse.csv"), []byte("id,n\n1,y\n"), 0o644)
+		if r := tg.Exec(t, dir, nil, "import", "--table", "t", "--column", "n:int64", "worse.csv"); r.Code != 5 {
+			t.Fatalf("refused into an existing table: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM t`); n != 2 {
+			t.Fatalf("t holds %d rows, want the first import's 2", n)
+		}
+	})
+}
+
+// TestMariaDBUndoDropsCreatedTable undoes an ordinal import that created
+// its table: the table goes with its rows. One that another import also
+// wrote into stays, with that import's rows.
+func TestMariaDBUndoDropsCreatedTable(t *testing.T) {
+	t.Parallel()
+	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
+		os.WriteFile(filepath.Join(dir, "a.csv"), []byte("id,s\n1,a\n2,b\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "b.csv"), []byte("id,s\n3,c\n"), 0o644)
+		importTo(t, tg, dir, nil, 0, "--table", "t", "a.csv")
+		if r := tg.Exec(t, dir, nil, "undo", "a.csv"); r.Code != 0 {
+			t.Fatalf("undo: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+		if got := userTables(t, tg); len(got) != 0 {
+			t.Fatalf("the undone import left tables %v", got)
+		}
+		if got := createdRecords(t, tg); len(got) != 0 {
+			t.Fatalf("the undo left records of tables created: %v", got)
+		}
+
+		importTo(t, tg, dir, nil, 0, "--table", "t", "a.csv")
+		importTo(t, tg, dir, nil, 0, "--table", "t", "b.csv")
+		if r := tg.Exec(t, dir, nil, "undo", "a.csv"); r.Code != 0 {
+			t.Fatalf("undo: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+		if got := testkit.Query(t, tg.DB, `SELECT id, s FROM t ORDER BY id`); !reflect.DeepEqual(got, [][]any{{int64(3), "c"}}) {
+			t.Fatalf("t after undoing a.csv: %v, want b.csv's row", got)
+		}
+	})
+}
+
+// TestMariaDBTwoProcessesOnOneAtomicImport stops a process of an --atomic
+// import once it stored its plan (its target and staging table made), and
+// starts another on the same import, which joins it, writes every
+// partition and completes it; the first, continued, finds it done. The
+// table is exact, the staging table dropped, and a rerun a duplicate.
+func TestMariaDBTwoProcessesOnOneAtomicImport(t *testing.T) {
+	t.Parallel()
+	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
+		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 200, 11)
+		args := []string{"--atomic", "--workers", "2", "--partition-rows", "40", "orders.csv"}
+		run := func(fp string) *started {
+			return launch(t, tg.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=" + fp}, append([]string{"import", "--output", "json"}, args...)...))
+		}
+		first := stopped(t, run("after-plan:stop"))
+		second := finished(t, run(""), "the joining run", 0)
+		if second.Outcome != "resumed" || second.Partitions.Committed != 5 {
+			t.Fatalf("the joining run: %s committing %d partitions", second.Outcome, second.Partitions.Committed)
+		}
+		continued(t, first)
+		if res := finished(t, first, "the first run", 0); res.Partitions.Committed != 0 {
+			t.Fatalf("the first run committed %d partitions after the other completed", res.Partitions.Committed)
+		}
+		checkMariaSettled(t, tg, dir, "ordinal", rows, args...)
+		if got := userTables(t, tg); !slices.Equal(got, []string{"orders"}) {
+			t.Fatalf("tables left: %v, want orders alone", got)
+		}
+	})
+}
+
+// TestMariaDBAbandonDropsCreatedTable changes the file under an ordinal
+// import that created its table: the operation is abandoned, its rows
+// removed, and the table it made dropped.
+func TestMariaDBAbandonDropsCreatedTable(t *testing.T) {
+	t.Parallel()
+	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
+		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 100, 3)
+		s := launch(t, tg.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:stop"}, "import", "--output", "json", "--partition-rows", "25", "orders.csv"))
+		stopped(t, s)
+		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 100, 4) // another content, same size or not
+		continued(t, s)
+		r := testkit.Wait(t, s.cmd)
+		if r.Code == 0 || !strings.Contains(r.Stdout+r.Stderr, "abandoned") {
+			t.Fatalf("a file changed under the import: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+		if got := userTables(t, tg); len(got) != 0 {
+			t.Fatalf("the abandoned import left tables %v", got)
+		}
+		if got := createdRecords(t, tg); len(got) != 0 {
+			t.Fatalf("the abandon left records of tables created: %v", got)
+		}
+	})
+}
+
+// checkMariaSettled is checkAtomicSettled in MariaDB's SQL: the table
+// exact, the operation completed with the table's rows inserted, every
+// row counted once by the attempts, no attempt failed, no staging table
+// left, and a rerun a duplicate.
+func checkMariaSettled(t *testing.T, tg *testkit.Target, dir, mode string, rows [][]string, args ...string) {
+	t.Helper()
+	if mode == "ordinal" {
+		checkOrders(t, tg, "orders", rows)
+	} else {
+		checkByKey(t, tg, rows)
+	}
+	op := testkit.Query(t, tg.DB, `SELECT state, rows_read, rows_inserted, rows_updated + rows_unchanged + rows_stale, rows_rejected FROM `+tg.Ledger("operations"))
+	if want := [][]any{{"completed", int64(len(rows)), testkit.Int(t, tg.DB, `SELECT count(*) FROM orders`), int64(0), int64(0)}}; !reflect.DeepEqual(op, want) {
+		t.Fatalf("operation (state, read, inserted, updated+unchanged+stale, rejected) %v, want %v", op, want)
+	}
+	if n := testkit.Int(t, tg.DB, `SELECT CAST(sum(rows_inserted) AS SIGNED) FROM `+tg.Ledger("attempts")); n != int64(len(rows)) {
+		t.Fatalf("the attempts inserted %d rows in all, want %d", n, len(rows))
+	}
+	if n := testkit.Int(t, tg.DB, `SELECT CAST(sum(row_count) AS SIGNED) FROM `+tg.Ledger("partitions")+` WHERE done = 1`); n != int64(len(rows)) {
+		t.Fatalf("done partitions cover %d rows, want %d", n, len(rows))
+	}
+	if failed := testkit.Query(t, tg.DB, `SELECT attempt_id, outcome, error FROM `+tg.Ledger("attempts")+` WHERE outcome = 'failed'`); len(failed) > 0 {
+		t.Fatalf("attempts recorded failed: %v", failed)
+	}
+	for _, name := range tg.Tables(t) {
+		if strings.HasPrefix(name, "_idemport_") {
+			t.Fatalf("table %s left behind", name)
+		}
+	}
+	if again := importTo(t, tg, dir, nil, 0, args...); again.Outcome != "duplicate" {
+		t.Fatalf("rerun: %s, want duplicate", again.Outcome)
+	}
+}

@@ -1,0 +1,189 @@
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/idemport/idemport/ledger"
+)
+
+// On a database whose DDL commits the transaction it runs in (MariaDB,
+// MySQL: store.Store.DDLCommits), no DDL runs inside a transaction of
+// rows. Each DDL step of an import runs alone, before the transaction
+// that needs it, and is idempotent (IF NOT EXISTS), so that a kill
+// between the step and that transaction is resumed by a rerun:
+//
+//   - the plan's tables (planDDL): the target when new, --atomic's
+//     staging table, the snapshot's table of keys seen, the lineage and
+//     deletion mark columns, before the plan's transaction. A table that
+//     did not exist is recorded in the ledger as the operation's first
+//     (store.Store.Create), and marked planned in the plan's transaction.
+//     An attempt that plans finds the tables recorded but not planned, made
+//     by an attempt killed before its plan committed, and drops them
+//     (undoPlanDDL) before it plans, as a rollback would have: it then
+//     plans, or refuses the file, as if they had never been made;
+//   - --evolve's columns (evolveApart): added or widened before the first
+//     partition's transaction, which records the change; with --atomic
+//     before the completing transaction (completionDDL), so readers may
+//     see the new columns, empty, before the rows;
+//   - the drops of the staging table and the table of keys seen, after
+//     the completing transaction commits (dropAfterCompletion); one a
+//     kill leaves is dropped by gc;
+//   - an abandoned import, or an undone one (pipeline/ops), drops the
+//     tables its operation created, unless another operation holds rows
+//     there (store.Store.DropCreated). A table that existed before the
+//     operation is never dropped.
+//
+// Elsewhere (SQLite, PostgreSQL) each DDL step runs inside the
+// transaction whose rows need it, as before.
+
+// planDDL makes, one DDL step at a time, the tables and columns the plan's
+// transaction would make elsewhere: the target (when ensure, as storePlan
+// decides), the staging table of --atomic for staged, the deletion mark
+// column of a soft snapshot and the table of keys seen.
+func (r *run) planDDL(ctx context.Context, ensure bool, schema, staged *arrow.Schema) error {
+	st, k := r.e.st, r.id.Key
+	if ensure {
+		if err := st.Create(ctx, k, r.target.Table, func(tx *sql.Tx) error {
+			return st.Driver.Ensure(ctx, tx, r.target, schema)
+		}); err != nil {
+			return err
+		}
+	}
+	if r.req.Mapping.Atomic {
+		if err := st.Create(ctx, k, r.stageTable(), func(tx *sql.Tx) error {
+			return r.ensureStage(ctx, tx, staged)
+		}); err != nil {
+			return err
+		}
+	}
+	if s := r.snapshot(); s != nil && s.Soft && !r.req.Mapping.Atomic {
+		if err := st.Alter(ctx, func(tx *sql.Tx) error { return st.Driver.EnsureDeleted(ctx, tx, r.target.Table) }); err != nil {
+			return err
+		}
+	}
+	if r.keysSeen() {
+		return st.Create(ctx, k, r.seenTable(), func(tx *sql.Tx) error {
+			return st.Driver.EnsureSeen(ctx, tx, r.seenTable(), r.target.Key, keySchema(schema, r.target.Key))
+		})
+	}
+	return nil
+}
+
+// undoPlanDDL drops, before the operation is planned, the tables an
+// earlier attempt made for it (planDDL) without committing its plan.
+func (r *run) undoPlanDDL(ctx context.Context) error {
+	if !r.e.st.DDLCommits() {
+		return nil
+	}
+	dropped, err := r.e.st.DropCreated(ctx, r.id.Key, func(c ledger.CreatedTable) bool { return !c.Planned })
+	if len(dropped) > 0 {
+		r.log.Info("dropped the tables an earlier attempt created without storing its plan", "tables", strings.Join(dropped, ", "))
+	}
+	return err
+}
+
+// planCreated marks, inside the plan's transaction tx, the tables planDDL
+// created as the plan's.
+func (r *run) planCreated(ctx context.Context, tx *sql.Tx) error {
+	if !r.e.st.DDLCommits() {
+		return nil
+	}
+	return r.e.st.Ledger.PlanCreated(ctx, tx, r.id.Key)
+}
+
+// dropAbandoned drops, once the operation is abandoned, the tables it
+// created: all of them in ordinal mode, whose rows the abandon removed;
+// by key, where the rows it committed stay, all but the target.
+func (r *run) dropAbandoned(ctx context.Context) {
+	if !r.e.st.DDLCommits() {
+		return
+	}
+	dropped, err := r.e.st.DropCreated(ctx, r.id.Key, func(c ledger.CreatedTable) bool {
+		return r.target.Ordinal() || c.Name != r.target.Table
+	})
+	if err != nil {
+		r.log.Warn("could not drop the tables the abandoned operation created", "err", err)
+	} else if len(dropped) > 0 {
+		r.note("dropped %s, which the abandoned import had created", strings.Join(dropped, ", "))
+	}
+}
+
+// evolveApart makes, as a DDL step of its own, the changes the target
+// needs to take the file's rows (--evolve), before the transaction that
+// writes them, and returns them: that transaction records them
+// (recordEvolved). Several workers or runs may make them at once: each
+// step is idempotent (a column added IF NOT EXISTS, a widening to what
+// the column holds already), and one that finds them made changes nothing.
+func (r *run) evolveApart(ctx context.Context) (*evolution, error) {
+	schema := r.plan.Schema.Arrow()
+	table, err := r.e.st.Driver.Describe(ctx, r.e.st.DB, r.target.Table)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := r.evolve(table, schema)
+	if err != nil || ev.text == "" {
+		return ev, err
+	}
+	d := r.e.st.Driver
+	err = r.e.st.Alter(ctx, func(tx *sql.Tx) error {
+		for _, f := range ev.add {
+			if err := d.AddColumn(ctx, tx, r.target.Table, f); err != nil {
+				return err
+			}
+		}
+		for _, w := range ev.widen {
+			if err := d.Widen(ctx, tx, r.target.Table, w.column, w.kind); err != nil {
+				return err
+			}
+		}
+		return d.Ensure(ctx, tx, r.target, schema)
+	})
+	return ev, err
+}
+
+// recordEvolved records, inside tx, the changes evolveApart made.
+func (r *run) recordEvolved(ctx context.Context, tx *sql.Tx, ev *evolution) error {
+	if ev == nil || ev.text == "" {
+		return nil
+	}
+	return r.e.st.Ledger.SchemaChanged(ctx, tx, r.attempt.ID, ev.text)
+}
+
+// completionDDL makes, before an --atomic import's completing
+// transaction, the DDL steps that transaction would make elsewhere: the
+// schema changes of --evolve and the deletion mark column of a soft
+// snapshot. It returns the changes, which the completing transaction
+// records (evolveAtCompletion).
+func (r *run) completionDDL(ctx context.Context) (*evolution, error) {
+	if !r.e.st.DDLCommits() || !r.req.Mapping.Atomic {
+		return nil, nil
+	}
+	ev, err := r.evolveApart(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s := r.snapshot(); s != nil && s.Soft {
+		err = r.e.st.Alter(ctx, func(tx *sql.Tx) error { return r.e.st.Driver.EnsureDeleted(ctx, tx, r.target.Table) })
+	}
+	return ev, err
+}
+
+// dropAfterCompletion drops, once the operation completed, its staging
+// table and its table of keys seen, which the completing transaction
+// drops elsewhere. A kill before leaves them for gc.
+func (r *run) dropAfterCompletion(ctx context.Context) {
+	if !r.e.st.DDLCommits() {
+		return
+	}
+	stage, seen := r.req.Mapping.Atomic, r.keysSeen()
+	_, err := r.e.st.DropCreated(ctx, r.id.Key, func(c ledger.CreatedTable) bool {
+		return stage && c.Name == r.stageTable() || seen && c.Name == r.seenTable()
+	})
+	if err != nil {
+		r.log.Warn("could not drop the import's staging tables; gc drops them", "err", err)
+	}
+}
