@@ -1,13 +1,18 @@
-// Package mysql is the MariaDB and MySQL driver of package sink, in
-// progress: it connects, migrates, runs the ledger's and the checkpoints'
-// operations, creates, describes and evolves target tables, and writes
-// rows into them; it passes the whole conformance suite
+// Package mysql is the MariaDB driver of package sink (MySQL 8 not yet:
+// see the end): it connects, migrates, runs the ledger's and the
+// checkpoints' operations, creates, describes and evolves target tables,
+// and writes rows into them; it passes the whole conformance suite
 // (drivertest.RunLedger with the outbox, drivertest.RunCheckpoint and
-// drivertest.RunTarget) on MariaDB 10.11. It is not in the registry
-// (pipeline.Drivers) yet, so no --into URL reaches it: the DDL of an
-// import (creating its table, --evolve, lineage columns) commits the
-// transaction it runs in (see below), which the pipeline does not yet
-// record and resume step by step. Tables lists the DSN's database alone.
+// drivertest.RunTarget) on MariaDB 10.11, and is in the registry
+// (pipeline.Drivers) for mysql:// and mariadb:// URLs. The DDL of an
+// import (creating its tables, --evolve, lineage columns, dropping its
+// staging tables) commits the transaction it runs in (see below), which
+// Limits declares (sink.Limits.DDLCommits): the pipeline runs each DDL
+// step alone, outside the transactions of rows, records each table an
+// operation creates in the ledger (the table created, migration 0015)
+// before it creates it, and drops it when the operation's plan never
+// commits, or the operation is abandoned or undone. Tables lists the
+// DSN's database alone.
 //
 // The Writer (writer.go) writes a batch in one of two ways. A range of
 // the file none of whose rows is stored (ordinal mode's first load), or
@@ -70,9 +75,10 @@
 // Widen changes a column outside every key (MODIFY COLUMN, keeping NOT
 // NULL; MariaDB's casts to text are exact); a key column is not widened
 // yet (a *sink.ConfigError). Each of these statements commits the
-// transaction it runs in (see below), so the table and its columns are
-// made before any row is written, and each is idempotent (IF NOT EXISTS),
-// so a second Ensure or AddColumn finds them made.
+// transaction it runs in (see below), so the pipeline makes the table and
+// its columns before any row is written, each in a step of its own, and
+// each is idempotent (IF NOT EXISTS), so a second Ensure or AddColumn, by
+// a rerun after a kill or by another worker, finds them made.
 //
 // It takes mysql://user:password@host:3306/database and mariadb://…
 // URLs (parseDSN), through github.com/go-sql-driver/mysql. Idemport's own
@@ -94,7 +100,14 @@
 // Any DDL commits the transaction it runs in, on MariaDB and MySQL alike.
 // A migration file therefore cannot share a transaction with the row that
 // records it: each of its statements is idempotent (IF NOT EXISTS), so that
-// a process killed between them runs the file again harmlessly.
+// a process killed between them runs the file again harmlessly. Imports
+// differ from SQLite and PostgreSQL in what readers and users see: an
+// --evolve column appears, empty, before the rows that need it (with
+// --atomic too); a staging table outlives its completing transaction by a
+// statement, or until gc after a kill; a first import killed before its
+// plan committed leaves its empty table until a rerun drops and remakes
+// it; an undone or abandoned import drops the table it created, unless
+// another operation holds rows there.
 //
 // MariaDB 10.6 or later is needed (SKIP LOCKED). MySQL 8 would need: a
 // collation of its own for keys (utf8mb4_0900_bin; utf8mb4_nopad_bin is
