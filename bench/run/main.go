@@ -10,7 +10,8 @@
 // The sections (-sections, default all of them):
 //
 //	first         first import into an empty keyed table, ordinal and --key order_id,
-//	              against sqlite3 .import and psql \copy into the same table
+//	              against sqlite3 .import, psql \copy and the mariadb client's
+//	              LOAD DATA LOCAL INFILE into the same table
 //	delta         a daily delta (bench/gen -delta: N/10 rows, half new keys, half
 //	              changed) with --key into the N-row table, against the CLI doing
 //	              .import / \copy into a temp table, then INSERT … ON CONFLICT DO
@@ -33,7 +34,9 @@
 // still gives a fair ratio. Peak RSS is the largest resident set of the
 // command's own process (for psql and pgx clients, not the server's).
 // PostgreSQL comparisons run when -postgres is set (or
-// IDEMPORT_TEST_POSTGRES); pgloader runs when it is installed. Data sets
+// IDEMPORT_TEST_POSTGRES), and MariaDB's rows of first when -mariadb is
+// (or IDEMPORT_TEST_MARIADB: it makes and drops the database
+// idemport_bench there); pgloader runs when it is installed. Data sets
 // missing from -data are generated there (the memory files take 3 GiB).
 package main
 
@@ -151,7 +154,8 @@ func main() {
 	runs := flag.Int("runs", 3, "timed runs of each command (after one warm-up of the data in the page cache)")
 	data := flag.String("data", "bench/data", "where the data sets are (generated if missing)")
 	pg := flag.String("postgres", os.Getenv("IDEMPORT_TEST_POSTGRES"), "PostgreSQL DSN for the PostgreSQL comparisons (empty: skip them)")
-	only := flag.String("only", "", "run only this database's rows: sqlite or postgres")
+	maria := flag.String("mariadb", os.Getenv("IDEMPORT_TEST_MARIADB"), "MariaDB URL (mysql://user@host:3306/db) for the MariaDB rows of first (empty: skip them)")
+	only := flag.String("only", "", "run only this database's rows: sqlite, postgres or mariadb")
 	sel := flag.String("sections", strings.Join(sections, ","), "sections to run, comma-separated")
 	modes := flag.Bool("modes", false, "time the write modes (--atomic, --snapshot) against plain keyed imports instead of the comparisons")
 	file := flag.String("file", "", "time this CSV file instead of the generated data set (sections first, rerun and resume)")
@@ -203,7 +207,8 @@ func main() {
 	}
 	fmt.Printf("\nload average at start: %s; ratios are paired medians (A B A B …) unless marked\n", loadavg())
 	fmt.Printf("%-62s %9s %11s %9s   %s\n", "command", "median s", "rows/s", "RSS MiB", "ratio")
-	sqlite, postgres := *only != "postgres", *pg != "" && *only != "sqlite"
+	sqlite, postgres := *only == "" || *only == "sqlite", *pg != "" && (*only == "" || *only == "postgres")
+	mariadb := *maria != "" && (*only == "" || *only == "mariadb")
 	for _, s := range strings.Split(*sel, ",") {
 		switch s {
 		case "first":
@@ -212,6 +217,9 @@ func main() {
 			}
 			if postgres {
 				e.postgresFirst(*pg)
+			}
+			if mariadb {
+				e.mariadbFirst(*maria)
 			}
 		case "delta":
 			if sqlite {
