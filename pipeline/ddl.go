@@ -114,8 +114,8 @@ func (r *run) dropAbandoned(ctx context.Context) {
 
 // evolveApart makes, as a DDL step of its own, the changes the target
 // needs to take the file's rows (--evolve), before the transaction that
-// writes them, and returns them: that transaction records them
-// (recordEvolved). Several workers or runs may make them at once: each
+// writes them, and returns them: they are recorded with the attempt
+// before the step, and again by that transaction (recordEvolved). Several workers or runs may make them at once: each
 // step is idempotent (a column added IF NOT EXISTS, a widening to what
 // the column holds already), and one that finds them made changes nothing.
 func (r *run) evolveApart(ctx context.Context) (*evolution, error) {
@@ -127,6 +127,12 @@ func (r *run) evolveApart(ctx context.Context) (*evolution, error) {
 	ev, err := r.evolve(table, schema)
 	if err != nil || ev.text == "" {
 		return ev, err
+	}
+	// Recorded first, with this attempt, so that a kill between the DDL
+	// and the rows' transaction, whose rerun finds the table changed and
+	// changes nothing, leaves the change in the attempt that made it.
+	if err := r.withTx(ctx, func(tx *sql.Tx) error { return r.recordEvolved(ctx, tx, ev) }); err != nil {
+		return nil, err
 	}
 	d := r.e.st.Driver
 	err = r.e.st.Alter(ctx, func(tx *sql.Tx) error {

@@ -108,7 +108,8 @@ func TestMariaDBTrickyValues(t *testing.T) {
 // file's rows exactly, counted once, the staging table is gone, and the
 // ledger records the target alone as the operation's creation, planned.
 // An import with --evolve add into it, killed after it added its column,
-// is resumed by a rerun with the file's values.
+// is resumed by a rerun with the file's values, and history keeps the
+// column added by the attempt that added it.
 func TestMariaDBKilledAtDDLSteps(t *testing.T) {
 	t.Parallel()
 	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
@@ -150,6 +151,10 @@ func TestMariaDBKilledAtDDLSteps(t *testing.T) {
 		evolve := []string{"import", "--table", "orders", "--key", "order_id", "--evolve", "add", "--partition-rows", "20", "more.csv"}
 		killAlong(t, tg, dir, []string{"after-ddl", "after-partition-commit"}, evolve, nil)
 		importTo(t, tg, dir, nil, 0, evolve[1:]...)
+		// The killed attempt that added the column says so in history.
+		if got := testkit.Query(t, tg.DB, `SELECT schema_changes FROM `+tg.Ledger("attempts")+` WHERE schema_changes IS NOT NULL`); !reflect.DeepEqual(got, [][]any{{"added extra (string)"}}) {
+			t.Fatalf("schema changes recorded: %v, want the column added, once", got)
+		}
 		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM orders WHERE extra = CONCAT('x', order_id)`); n != 60 {
 			t.Fatalf("%d rows hold their extra, want 60", n)
 		}
