@@ -546,7 +546,10 @@ type errRetracted struct{ error }
 
 func (e errRetracted) Unwrap() error { return e.error }
 
-// loadPlan reads the stored plan for a resumed operation.
+// loadPlan reads the stored plan for a resumed operation. The rows a
+// partition skips as superseded come with its claim (the checkpoint's
+// partitions table), not from the plan read here: the plan's Superseded
+// and its partitions' copies are read by nothing that writes rows.
 func (r *run) loadPlan(ctx context.Context) error {
 	body, parts, err := r.e.st.CP.Load(ctx, r.e.st.DB, r.op)
 	if err != nil {
