@@ -115,9 +115,10 @@ func (r *run) dropAbandoned(ctx context.Context) {
 // evolveApart makes, as a DDL step of its own, the changes the target
 // needs to take the file's rows (--evolve), before the transaction that
 // writes them, and returns them: they are recorded with the attempt
-// before the step, and again by that transaction (recordEvolved). Several workers or runs may make them at once: each
-// step is idempotent (a column added IF NOT EXISTS, a widening to what
-// the column holds already), and one that finds them made changes nothing.
+// before the step, and again by that transaction (recordEvolved).
+// Several workers or runs may make them at once: each step is idempotent
+// (a column added IF NOT EXISTS, a widening to what the column holds
+// already), and one that finds them made changes nothing.
 func (r *run) evolveApart(ctx context.Context) (*evolution, error) {
 	schema := r.plan.Schema.Arrow()
 	table, err := r.e.st.Driver.Describe(ctx, r.e.st.DB, r.target.Table)
