@@ -55,16 +55,16 @@ func checkExact(t *testing.T, tg *testkit.Target, mode string, rows [][]string) 
 	if want := [][]any{{"completed", int64(len(rows)), testkit.Int(t, tg.DB, `SELECT count(*) FROM orders`), int64(0), int64(0)}}; !reflect.DeepEqual(op, want) {
 		t.Fatalf("operation (state, read, inserted, updated+unchanged+stale, rejected) %v, want %v: inserted must be the table's rows", op, want)
 	}
-	if n := testkit.Int(t, tg.DB, `SELECT sum(rows_inserted) FROM `+tg.Ledger("attempts")); n != int64(len(rows)) {
+	if n := testkit.Int(t, tg.DB, `SELECT `+tg.Sum("rows_inserted")+` FROM `+tg.Ledger("attempts")); n != int64(len(rows)) {
 		t.Fatalf("the attempts inserted %d rows in all, want %d", n, len(rows))
 	}
 	// Each partition committed once, and the attempts' counters add up to
 	// the partitions' and to the file.
-	if got := testkit.Query(t, tg.DB, `SELECT count(*), CAST(sum(row_count) AS BIGINT) FROM `+tg.Ledger("partitions")+` WHERE done = 1`); got[0][1] != int64(len(rows)) {
+	if got := testkit.Query(t, tg.DB, `SELECT count(*), `+tg.Sum("row_count")+` FROM `+tg.Ledger("partitions")+` WHERE done = 1`); got[0][1] != int64(len(rows)) {
 		t.Fatalf("done partitions cover %v rows, want %d", got[0][1], len(rows))
 	}
-	att := testkit.Query(t, tg.DB, `SELECT CAST(sum(rows_read) AS BIGINT), CAST(sum(partitions_committed) AS BIGINT) FROM `+tg.Ledger("attempts"))
-	part := testkit.Query(t, tg.DB, `SELECT CAST(sum(row_count) AS BIGINT), count(*) FROM `+tg.Ledger("partitions"))
+	att := testkit.Query(t, tg.DB, `SELECT `+tg.Sum("rows_read")+`, `+tg.Sum("partitions_committed")+` FROM `+tg.Ledger("attempts"))
+	part := testkit.Query(t, tg.DB, `SELECT `+tg.Sum("row_count")+`, count(*) FROM `+tg.Ledger("partitions"))
 	if !reflect.DeepEqual(att, part) {
 		t.Fatalf("attempts counted %v (rows, partitions), partitions hold %v", att, part)
 	}

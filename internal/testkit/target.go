@@ -115,6 +115,15 @@ func (tg *Target) Ledger(name string) string {
 	return "idemport_" + name
 }
 
+// Sum returns an SQL expression summing the integer column col as a
+// BIGINT on every target (MariaDB's SUM is a DECIMAL, cast as SIGNED).
+func (tg *Target) Sum(col string) string {
+	if tg.IsMariaDB() {
+		return "CAST(sum(" + col + ") AS SIGNED)"
+	}
+	return "CAST(sum(" + col + ") AS BIGINT)"
+}
+
 // TimeText returns an SQL expression rendering the timestamp column col as
 // the fixed-width UTC text SQLite stores (2026-11-28T09:30:00.000000Z), so
 // that one comparison serves both targets.
