@@ -40,6 +40,55 @@ func (e *env) useFile(csv, keyCol string) {
 	e.cols, e.rows, e.name = plan.Schema, plan.Rows, filepath.Base(csv)
 }
 
+// columnar reports whether files, comma-separated, are Parquet or Arrow
+// files (by their names, as idemport tells formats apart).
+func columnar(files string) bool {
+	for _, f := range strings.Split(files, ",") {
+		switch strings.ToLower(filepath.Ext(f)) {
+		case ".parquet", ".arrow", ".feather", ".ipc", ".arrows":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// useColumnar makes files, comma-separated Parquet or Arrow files, the
+// data set, timed against csv, the CSV file of the same data (section
+// formats: rows per second of each against the CSV import's). Each must
+// plan to as many rows as csv.
+func (e *env) useColumnar(files, csv string) {
+	if csv == "" {
+		check(fmt.Errorf("-file %s: give -csv, the CSV file of the same data, to time it against", files))
+	}
+	e.useFile(csv, "")
+	rows := e.rows
+	e.others = strings.Split(files, ",")
+	for _, f := range e.others {
+		e.useFile(f, "")
+		if e.rows != rows {
+			check(fmt.Errorf("%s has %d rows, %s has %d: not the same data", f, e.rows, csv, rows))
+		}
+	}
+	e.useFile(csv, "")
+	for _, f := range append([]string{csv}, e.others...) {
+		exec.Command("cat", f).Run() // warm the page cache
+	}
+}
+
+// otherNames names e.others in the report: format and file name.
+func (e *env) otherNames() []string {
+	var names []string
+	for _, f := range e.others {
+		format := "Arrow"
+		if strings.EqualFold(filepath.Ext(f), ".parquet") {
+			format = "Parquet"
+		}
+		names = append(names, format+" "+filepath.Base(f))
+	}
+	return names
+}
+
 // createTable is the CREATE TABLE of the anchors' table for the -file
 // data set on SQLite (sqlite, as idemport's SQLite driver declares the
 // types) or PostgreSQL, keyed by e.keyCol when it is set.

@@ -158,7 +158,8 @@ func main() {
 	only := flag.String("only", "", "run only this database's rows: sqlite, postgres or mariadb")
 	sel := flag.String("sections", strings.Join(sections, ","), "sections to run, comma-separated")
 	modes := flag.Bool("modes", false, "time the write modes (--atomic, --snapshot) against plain keyed imports instead of the comparisons")
-	file := flag.String("file", "", "time this CSV file instead of the generated data set (sections first, rerun and resume)")
+	file := flag.String("file", "", "time this CSV file instead of the generated data set (sections first, rerun and resume), or these Parquet and Arrow files, comma-separated, against -csv (section formats)")
+	csvOf := flag.String("csv", "", "with Parquet or Arrow -file: the CSV file of the same data, whose import's rows/s theirs are timed against")
 	keyCol := flag.String("key", "", "with -file: the key column of the --key rows and of the anchors' tables (default: no keyed rows)")
 	flag.Parse()
 	if *file == "" && *keyCol != "" || *file != "" && *modes {
@@ -176,7 +177,12 @@ func main() {
 	check(err)
 	defer os.RemoveAll(e.work)
 	e.db = filepath.Join(e.work, "i.db")
-	if *file != "" {
+	if *file != "" && columnar(*file) {
+		e.useColumnar(*file, *csvOf)
+		if !isFlagSet("sections") {
+			*sel = "formats"
+		}
+	} else if *file != "" {
 		e.useFile(*file, *keyCol)
 		if !isFlagSet("sections") {
 			*sel = "first,rerun,resume"
@@ -201,7 +207,10 @@ func main() {
 	}
 
 	for _, s := range strings.Split(*sel, ",") {
-		if *file != "" && s != "first" && s != "rerun" && s != "resume" {
+		if *file != "" && e.others != nil && s != "formats" {
+			check(fmt.Errorf("-sections: %s needs a CSV -file or the generated data set, not Parquet or Arrow files", s))
+		}
+		if *file != "" && e.others == nil && s != "first" && s != "rerun" && s != "resume" {
 			check(fmt.Errorf("-sections: %s needs the generated data set, not -file", s))
 		}
 	}
@@ -261,6 +270,7 @@ type env struct {
 	idemport, anchor    string
 	csv, jsonl, parquet string
 	day2                string   // the next day's extract of csv
+	others              []string // with Parquet or Arrow -file: those files, timed against csv
 	cols                []column // with -file: its columns (nil: the orders data set)
 	keyCol              string   // the key column of the --key rows; empty: none
 	work, db            string
@@ -453,14 +463,19 @@ func (e *env) resume() {
 // formats times the JSONL and Parquet imports against the CSV import;
 // their ratios are of rows per second (higher is faster).
 func (e *env) formats() {
+	files, names := []string{e.csv, e.jsonl, e.parquet}, []string{"CSV", "JSONL", "Parquet"}
+	if e.others != nil {
+		files, names = append([]string{e.csv}, e.others...), append([]string{"CSV"}, e.otherNames()...)
+	}
 	var cs []cmd
-	for _, f := range []string{e.csv, e.jsonl, e.parquet} {
+	for _, f := range files {
 		cs = append(cs, cmd{name: f, setup: fresh(e.db), argv: e.importArgs(f)})
 	}
 	ms, r := race(e.runs, cs...)
-	e.add(summary("idemport import CSV → SQLite", ms[0], e.rows))
-	e.add(withRatio(summary("idemport import JSONL → SQLite", ms[1], e.rows), "CSV's rows/s", 1/r[1]))
-	e.add(withRatio(summary("idemport import Parquet → SQLite", ms[2], e.rows), "CSV's rows/s", 1/r[2]))
+	e.add(summary("idemport import "+names[0]+" → SQLite", ms[0], e.rows))
+	for i := 1; i < len(files); i++ {
+		e.add(withRatio(summary("idemport import "+names[i]+" → SQLite", ms[i], e.rows), "CSV's rows/s", 1/r[i]))
+	}
 }
 
 // memory reports idemport's peak RSS on wide rows, and on the refusal of a
