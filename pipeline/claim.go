@@ -21,22 +21,22 @@ import (
 // claimWaiting claims, and when busy and asked to wait, polls until the
 // other attempt is done or the wait is over. Each try is logged (debug),
 // so that a test can count them.
-func (r *run) claimWaiting(ctx context.Context) (ledger.Decision, error) {
+func (r *run) claimWaiting(ctx context.Context) (claimed, error) {
 	deadline := time.Now().Add(r.req.Wait)
 	for {
 		r.log.Debug("claiming the operation")
-		d, err := r.claim(ctx)
+		c, err := r.claim(ctx)
 		if err != nil && ctx.Err() == nil && r.e.st.Driver.Locked(err) {
 			// A lock the claim needed stayed held past --busy-timeout.
 			r.res.Outcome = Busy
-			d, err = ledger.Busy, r.locked(ctx)
+			c, err = claimed{decision: ledger.Busy}, r.locked(ctx)
 		}
-		if d != ledger.Busy || time.Now().After(deadline) {
-			return d, err
+		if c.decision != ledger.Busy || time.Now().After(deadline) {
+			return c, err
 		}
 		r.log.Debug("busy; waiting", "err", err)
 		if err := sleep(ctx, min(time.Second, r.req.Lease/4)); err != nil {
-			return d, err
+			return c, err
 		}
 	}
 }
@@ -52,127 +52,157 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// claimed is what the claim stage recorded for the run's attempt, beside
-// the decision: whether it made the operation, and what that replaces.
+// claimed is what the claim stage decided and recorded for the run's
+// attempt: the decision, whether it took the operation (an attempt row
+// exists for this run), whether it made it, and what that replaces.
 type claimed struct {
-	created  bool   // the claim created the operation, or reset it to be applied again
-	replaces string // the content digest of the version the operation replaces (ledger.Operation.Replaces)
+	decision ledger.Decision
+	taken    bool             // the decision did not settle: this run's attempt works on the operation
+	created  bool             // the claim created the operation, or reset it to be applied again
+	replaces string           // the content digest of the version the operation replaces (ledger.Operation.Replaces)
+	newer    *ledger.Snapshot // the last snapshot applied to the scope, when this run's is older (ledger.Stale)
 }
 
 // claim makes the decision of the claim table and records it. Terminal
 // outcomes that write nothing (duplicate, conflict, refused) are decided
 // without taking the write lock: completed and refused operations never
 // change their fingerprint or state.
-func (r *run) claim(ctx context.Context) (ledger.Decision, error) {
-	op, d, settled, err := r.claimUnlocked(ctx)
+func (r *run) claim(ctx context.Context) (claimed, error) {
+	op, c, settled, err := r.claimUnlocked(ctx)
 	if settled || err != nil {
-		return d, err
+		return c, err
 	}
 	tx, err := beginTx(ctx, r.e.st.DB)
 	if err != nil {
 		if r.e.st.Driver.Locked(err) {
 			r.res.Outcome = Busy
-			return ledger.Busy, r.locked(ctx)
+			return claimed{decision: ledger.Busy}, r.locked(ctx)
 		}
-		return 0, fmt.Errorf("begin claim: %w", err)
+		return claimed{}, fmt.Errorf("begin claim: %w", err)
 	}
 	defer tx.Rollback()
-	op, s, err := r.lockedSituation(ctx, tx.Tx, op)
+	dd, err := r.lockedDecision(ctx, tx.Tx, op)
 	if err != nil {
-		return 0, err
+		return claimed{}, err
 	}
-	d, from := ledger.Decide(s)
-	if settles(d) {
-		if op != nil {
-			r.replaces = op.Replaces
-		}
+	if settles(dd.decision) {
 		// A settled decision keeps nothing of the claim transaction. End
 		// it before settle writes through the pool (a duplicate records
 		// the path it was seen under): on SQLite that write would
 		// otherwise wait, until the busy timeout, for the lock this very
 		// transaction holds.
 		if err := tx.Rollback(); err != nil {
-			return 0, fmt.Errorf("end claim: %w", err)
+			return claimed{}, fmt.Errorf("end claim: %w", err)
 		}
-		return d, r.settle(ctx, d, op)
+		return dd.claimed(), r.settle(ctx, dd)
 	}
-	c, err := r.take(ctx, tx.Tx, d, s, from)
+	c, err = r.take(ctx, tx.Tx, dd)
 	if err != nil {
-		return 0, err
+		return claimed{}, err
 	}
 	if !r.quick {
 		if err := r.rememberDigests(ctx, tx); err != nil {
-			return 0, err
+			return claimed{}, err
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("commit claim: %w", err)
+		return claimed{}, fmt.Errorf("commit claim: %w", err)
 	}
-	r.claimed, r.created, r.replaces = true, c.created, c.replaces
-	r.res.AttemptID, r.res.Replaces = r.attempt.ID, r.replaces
-	return d, nil
+	r.res.AttemptID, r.res.Replaces = r.attempt.ID, c.replaces
+	return c, nil
 }
 
 // claimUnlocked decides, without the write lock, a claim that settles (a
 // duplicate, a conflict, a refusal): it reports settled, and settles it.
 // Otherwise it returns the operation as stored, if any.
-func (r *run) claimUnlocked(ctx context.Context) (*ledger.Operation, ledger.Decision, bool, error) {
+func (r *run) claimUnlocked(ctx context.Context) (*ledger.Operation, claimed, bool, error) {
 	op, now, err := r.e.st.Ledger.Get(ctx, r.e.st.DB, r.id.Key)
 	if err != nil || op == nil {
-		return nil, 0, false, err
+		return nil, claimed{}, false, err
 	}
-	s, err := r.situation(ctx, r.e.st.DB, op, now)
+	dd, err := r.decide(ctx, r.e.st.DB, op, now)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, claimed{}, false, err
 	}
-	d, _ := ledger.Decide(s)
-	if !settles(d) || d == ledger.Busy {
-		return op, d, false, nil
+	if !settles(dd.decision) || dd.decision == ledger.Busy {
+		return op, claimed{decision: dd.decision}, false, nil
 	}
 	if !r.quick {
 		// The file was hashed: remember it, so the next run need not.
 		if err := r.rememberDigests(ctx, r.e.st.DB); err != nil && !r.e.st.Driver.Locked(err) {
-			return nil, 0, true, err
+			return nil, claimed{}, true, err
 		}
 	}
-	return nil, d, true, r.settle(ctx, d, op)
+	return nil, claimed{decision: dd.decision}, true, r.settle(ctx, dd)
 }
 
-// lockedSituation takes the operation's write lock in tx, reaps the dead
+// lockedDecision takes the operation's write lock in tx, reaps the dead
 // holders of op (the operation as read before) when it was processing, and
-// returns the operation and the situation the claim decides on.
-func (r *run) lockedSituation(ctx context.Context, tx *sql.Tx, op *ledger.Operation) (*ledger.Operation, ledger.Situation, error) {
+// decides on the operation as it is then.
+func (r *run) lockedDecision(ctx context.Context, tx *sql.Tx, op *ledger.Operation) (decided, error) {
 	if err := r.e.st.Ledger.Lock(ctx, tx, r.id.Key); err != nil {
-		return nil, ledger.Situation{}, err
+		return decided{}, err
 	}
 	if op != nil && op.State == ledger.Processing {
 		if err := r.reapDead(ctx, tx, op); err != nil {
-			return nil, ledger.Situation{}, err
+			return decided{}, err
 		}
 	}
 	op, now, err := r.e.st.Ledger.Get(ctx, tx, r.id.Key)
 	if err != nil {
-		return nil, ledger.Situation{}, err
+		return decided{}, err
 	}
-	s, err := r.situation(ctx, tx, op, now)
-	return op, s, err
+	return r.decide(ctx, tx, op, now)
 }
 
-// take records decision d, which does not settle, in tx: the operation
-// created (or superseded, replaced, reset to be applied again) and this
-// run's attempt started on it. from is a dead attempt whose planning lease
-// it recovers.
-func (r *run) take(ctx context.Context, tx *sql.Tx, d ledger.Decision, s ledger.Situation, from string) (claimed, error) {
-	op := s.Op
-	var c claimed
-	if op != nil {
-		c.replaces = op.Replaces
+// decided is what the claim table decides for a file's identity on the
+// ledger as it is: the stored operation (nil when none), the situation
+// read from it, the decision and, for ledger.Plan, the dead attempt whose
+// planning lease it recovers. Import records it (take) or settles it;
+// plan, --dry-run and verify report it.
+type decided struct {
+	op       *ledger.Operation
+	s        ledger.Situation
+	decision ledger.Decision
+	from     string
+	newer    *ledger.Snapshot // see claimed.newer
+}
+
+// claimed returns the claim of a decision that settles: nothing taken.
+func (dd decided) claimed() claimed {
+	c := claimed{decision: dd.decision, newer: dd.newer}
+	if dd.op != nil {
+		c.replaces = dd.op.Replaces
 	}
-	switch d {
+	return c
+}
+
+// decide gathers, through q, the situation of the stored operation op (nil
+// when none) at database time now, and decides on it (ledger.Decide).
+func (r *run) decide(ctx context.Context, q sink.Querier, op *ledger.Operation, now int64) (decided, error) {
+	s, newer, err := r.situation(ctx, q, op, now)
+	if err != nil {
+		return decided{}, err
+	}
+	d, from := ledger.Decide(s)
+	return decided{op: op, s: s, decision: d, from: from, newer: newer}, nil
+}
+
+// take records decision dd, which does not settle, in tx: the operation
+// created (or superseded, replaced, reset to be applied again) and this
+// run's attempt started on it, recovering the planning lease of dd.from
+// when set.
+func (r *run) take(ctx context.Context, tx *sql.Tx, dd decided) (claimed, error) {
+	c := claimed{decision: dd.decision, taken: true}
+	if dd.op != nil {
+		c.replaces = dd.op.Replaces
+	}
+	switch from := dd.from; dd.decision {
 	case ledger.Create, ledger.Supersede, ledger.Replace:
-		return r.create(ctx, tx, d, op)
+		return r.create(ctx, tx, dd.decision, dd.op)
 	case ledger.Reapply:
-		return claimed{created: true}, r.reset(ctx, tx, s) // applied again, it replaces nothing (ledger.Reset)
+		c.created, c.replaces = true, "" // applied again, it replaces nothing (ledger.Reset)
+		return c, r.reset(ctx, tx, dd.s)
 	case ledger.Plan:
 		if from != "" {
 			r.attempt.RecoveredFrom = from
@@ -192,7 +222,7 @@ func (r *run) take(ctx context.Context, tx *sql.Tx, d ledger.Decision, s ledger.
 // create records a new operation for decision d (create, supersede or
 // replace), moving the stored operation op, if any, among past ones.
 func (r *run) create(ctx context.Context, tx *sql.Tx, d ledger.Decision, op *ledger.Operation) (claimed, error) {
-	c := claimed{created: true}
+	c := claimed{decision: d, taken: true, created: true}
 	if op != nil {
 		by := ""
 		switch d {
@@ -250,13 +280,23 @@ func (r *run) reset(ctx context.Context, tx *sql.Tx, s ledger.Situation) error {
 }
 
 // situation gathers, through q, what the claim decision depends on for the
-// stored operation op (nil when none) at database time now.
-func (r *run) situation(ctx context.Context, q sink.Querier, op *ledger.Operation, now int64) (ledger.Situation, error) {
-	s := ledger.Situation{Op: op, ID: r.id, Now: now, Reapply: r.req.Reapply, Replace: r.req.Replace}
-	var err error
-	if s.Stale, err = r.stale(ctx, q); err != nil {
-		return s, err
+// stored operation op (nil when none) at database time now, and the newer
+// snapshot that makes this run's stale (s.Stale).
+func (r *run) situation(ctx context.Context, q sink.Querier, op *ledger.Operation, now int64) (s ledger.Situation, newer *ledger.Snapshot, err error) {
+	s = ledger.Situation{Op: op, ID: r.id, Now: now, Reapply: r.req.Reapply, Replace: r.req.Replace}
+	if newer, err = r.stale(ctx, q); err != nil {
+		return s, nil, err
 	}
+	s.Stale = newer != nil
+	s, err = r.situationOf(ctx, q, s)
+	return s, newer, err
+}
+
+// situationOf completes s with what the decision depends on for its
+// stored operation s.Op, when there is one.
+func (r *run) situationOf(ctx context.Context, q sink.Querier, s ledger.Situation) (ledger.Situation, error) {
+	op, now := s.Op, s.Now
+	var err error
 	if op == nil {
 		return s, nil
 	}
@@ -410,10 +450,11 @@ func (r *run) noteNewerWrites(ctx context.Context, op *ledger.Operation) error {
 }
 
 // settle fills the result of a decision that ends the run without effect.
-func (r *run) settle(ctx context.Context, d ledger.Decision, op *ledger.Operation) error {
+func (r *run) settle(ctx context.Context, dd decided) error {
+	d, op := dd.decision, dd.op
 	if d == ledger.Stale { // op may be nil
 		r.res.Outcome = Stale
-		r.note("%s", r.staleText())
+		r.note("%s", r.staleText(dd.newer))
 		return nil
 	}
 	r.res.Stored = op

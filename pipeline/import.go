@@ -165,10 +165,7 @@ type run struct {
 	in         *input // what is imported: made by newRun, opened by identify
 	sharesRead bool   // plan while hashing (imports do; dry runs and verify do not)
 	spec       *speculation
-	newer      *ledger.Snapshot // the last snapshot applied to the scope, when this run's is older
-	created    bool             // this run created the operation
-	replaces   string           // the content digest of the version the operation replaces (ledger.Operation.Replaces)
-	claimed    bool             // an attempt row exists for this run
+	claimed    // what the claim stage decided: set once, from its result
 	file       *reader.File
 	plan       *reader.Plan
 	recovered  []string
@@ -281,16 +278,17 @@ func (r *run) run(ctx context.Context) error {
 	if err := r.e.st.Hit("after-identify"); err != nil {
 		return err
 	}
-	decision, err := r.claimWaiting(ctx)
-	if err != nil || !r.claimed {
+	c, err := r.claimWaiting(ctx)
+	if err != nil || !c.taken {
 		return err
 	}
-	r.log.Info("claimed", "decision", decision.String(), "recovered_from", r.attempt.RecoveredFrom)
+	r.claimed = c
+	r.log.Info("claimed", "decision", c.decision.String(), "recovered_from", r.attempt.RecoveredFrom)
 	if err := r.e.st.Hit("after-claim"); err != nil {
 		return r.abandon(ctx, err)
 	}
 	wctx, stop := r.heartbeat(ctx)
-	err = r.work(wctx, decision)
+	err = r.work(wctx, c.decision)
 	stop()
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), errUnanswered) {
 		err = context.Cause(wctx)

@@ -192,15 +192,14 @@ func (r *run) dryDecide(ctx context.Context, rep *PlanReport) (inserted int64, s
 	if err != nil {
 		return 0, false, err
 	}
-	s, err := r.situation(ctx, r.e.st.DB, op, now)
+	dd, err := r.decide(ctx, r.e.st.DB, op, now)
 	if err != nil {
 		return 0, false, err
 	}
-	d, _ := ledger.Decide(s)
-	rep.Decision = d.String()
-	switch d {
+	rep.Decision = dd.decision.String()
+	switch dd.decision {
 	case ledger.Stale: // nothing is read
-		rep.Detail = r.staleText()
+		rep.Detail = r.staleText(dd.newer)
 		return 0, true, nil
 	case ledger.Conflict:
 		what, how := ledger.Difference(op, r.id)
@@ -208,7 +207,6 @@ func (r *run) dryDecide(ctx context.Context, rep *PlanReport) (inserted int64, s
 	case ledger.Supersede:
 		rep.Detail = fmt.Sprintf("supersedes the %s operation (%s differs; it had no effect)", op.State, differs(op, r.id))
 	case ledger.Replace:
-		r.replaces = op.ContentDigest
 		rep.Detail = fmt.Sprintf("replaces the version completed on %s (content %s, %s): its %s",
 			formatMs(op.CompletedAt), ledger.ShortDigest(op.ContentDigest), english.Plural(op.Rows.Read-op.Rows.Rejected, "row"), r.replacedWhat())
 	case ledger.Resume:
@@ -218,7 +216,7 @@ func (r *run) dryDecide(ctx context.Context, rep *PlanReport) (inserted int64, s
 		}
 	case ledger.Reapply:
 		rep.Detail = "applies the completed file again"
-		if s.TableMissing {
+		if dd.s.TableMissing {
 			rep.Detail = "imports the completed file again: its table no longer exists"
 		}
 	}

@@ -115,16 +115,15 @@ func (e *Engine) Verify(ctx context.Context, req Request) (*VerifyReport, error)
 	}
 	rep.State = string(op.State)
 	// The file checks out where an import of it would be a duplicate.
-	s, err := r.situation(ctx, e.st.DB, op, now)
+	dd, err := r.decide(ctx, e.st.DB, op, now)
 	if err != nil {
 		return nil, err
 	}
-	d, _ := ledger.Decide(s)
 	if what, how := ledger.Difference(op, r.id); what != "" {
 		rep.Differences = append(rep.Differences, fmt.Sprintf("%s differs from the ledger's (%s)", what, how))
 		return rep, nil
 	}
-	switch d {
+	switch dd.decision {
 	case ledger.Duplicate:
 	case ledger.Busy:
 		rep.Busy = r.heldBy(ctx, op).Holding()

@@ -535,7 +535,6 @@ func (r *run) retract(ctx context.Context, usage error) error {
 	if err != nil {
 		return errors.Join(usage, err)
 	}
-	r.claimed = false
 	r.res.AttemptID = ""
 	return errRetracted{usage}
 }

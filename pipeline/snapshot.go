@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/idemport/idemport/internal/english"
+	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/sink"
 )
@@ -93,29 +94,28 @@ func (r *run) keysSeen() bool {
 
 // stale reports, through q, whether the run's file is a snapshot older than
 // the last one applied to the same table and scope (ledger.Situation.Stale),
-// and remembers that one for staleText.
-func (r *run) stale(ctx context.Context, q sink.Querier) (bool, error) {
+// and returns that one (nil when it is not).
+func (r *run) stale(ctx context.Context, q sink.Querier) (*ledger.Snapshot, error) {
 	if r.snapshot() == nil {
-		return false, nil
+		return nil, nil
 	}
 	last, err := r.e.st.Ledger.LastSnapshot(ctx, q, r.target.Table, r.snapshot().scopeTexts()...)
 	if err != nil || last == nil || last.AsOf <= r.asOf() {
-		return false, err
+		return nil, err
 	}
-	r.newer = last
-	return true, nil
+	return last, nil
 }
 
-// staleText says why the run decided ledger.Stale.
-func (r *run) staleText() string {
+// staleText says why the run decided ledger.Stale: newer was applied.
+func (r *run) staleText(newer *ledger.Snapshot) string {
 	text := fmt.Sprintf("snapshot as of %s is older than the one already applied to %s%s (%s, as of %s): nothing written",
-		stamp(r.asOf()), r.target.Table, scopeSuffix(r.snapshot()), r.newer.FileID, stamp(r.newer.AsOf))
+		stamp(r.asOf()), r.target.Table, scopeSuffix(r.snapshot()), newer.FileID, stamp(newer.AsOf))
 	if r.req.Reapply {
 		forget := ""
 		if !r.target.Ordinal() {
 			forget = "--forget "
 		}
-		text += fmt.Sprintf("; to make this one current again, undo the newer one first (idemport undo %s--table %s %s)", forget, r.target.Table, r.newer.FileID)
+		text += fmt.Sprintf("; to make this one current again, undo the newer one first (idemport undo %s--table %s %s)", forget, r.target.Table, newer.FileID)
 	}
 	return text
 }
