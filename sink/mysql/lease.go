@@ -1,0 +1,73 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/sink/internal/stdsql"
+)
+
+// Checkpoints implements sink.Driver: the shared statements, but for the
+// renewal of leases (checkpointOps).
+func (d Driver) Checkpoints(prefix string) checkpoint.Ops {
+	return checkpointOps{stdsql.Checkpoints{S: d, Prefix: prefix}}
+}
+
+// checkpointOps is the checkpoint store's operations on MariaDB: stdsql's,
+// but Renew retries when InnoDB chose it to break a deadlock (1213) or it
+// waited too long for a row (1205). The renewal's UPDATE locks every
+// unfinished partition the attempt holds, in key order, while the
+// attempt's workers each lock theirs in their partition transactions, so
+// a renewal meeting a worker's transaction that reaches for another row
+// (the next partition's claim, the operation's) can deadlock, and InnoDB
+// rolls back the renewal, which changed least. On PostgreSQL and SQLite
+// the same renewal waits instead.
+type checkpointOps struct{ stdsql.Checkpoints }
+
+// Renew implements checkpoint.Ops, retried on a deadlock or a lock wait
+// timeout when q is not a transaction (renewLocked).
+func (c checkpointOps) Renew(ctx context.Context, q idemtype.Querier, op checkpoint.Op, attempt string, leaseMs int64) (int64, error) {
+	var n int64
+	err := renewLocked(ctx, q, func() error {
+		var err error
+		n, err = c.Checkpoints.Renew(ctx, q, op, attempt, leaseMs)
+		return err
+	})
+	return n, err
+}
+
+// renewRetries is how many times renewLocked runs a renewal InnoDB
+// rolled back, at most; renewBackoff the pause before the first retry,
+// doubled before each next.
+const (
+	renewRetries = 5
+	renewBackoff = 10 * time.Millisecond
+)
+
+// renewLocked runs renew, a renewal of leases whose statements each set an
+// expiry from the database's clock (so running them again is harmless),
+// and runs it again while it fails with a deadlock or a lock wait timeout,
+// up to renewRetries times or until ctx ends. In a transaction (q a
+// *sql.Tx) it runs once: a deadlock rolled the whole transaction back, and
+// only its owner may decide what to do then.
+func renewLocked(ctx context.Context, q idemtype.Querier, renew func() error) error {
+	if _, ok := q.(*sql.Tx); ok {
+		return renew()
+	}
+	wait := renewBackoff
+	for i := 1; ; i++ {
+		err := renew()
+		if n := number(err); err == nil || n != erLockDeadlock && n != erLockWait || i == renewRetries {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}

@@ -1,0 +1,114 @@
+package mysql
+
+import (
+	"testing"
+	"time"
+
+	"github.com/idemport/idemport/checkpoint"
+)
+
+// TestRenewRetriesDeadlock: a renewal of an attempt's partition leases
+// that InnoDB rolls back to break a deadlock is run again, and renews
+// them once the other transaction ends. The deadlock is real: another
+// transaction, made the heavier by the rows it wrote, locks partition 1;
+// the renewal locks partition 0 and waits for 1; the other then reaches
+// for 0, and InnoDB rolls back the renewal, which changed less. (The
+// renewal failed with error 1213 before, and the heartbeat warned
+// "renew partition leases: Error 1213 … Deadlock found" during large
+// imports with several workers.)
+func TestRenewRetriesDeadlock(t *testing.T) {
+	st := openStore(t)
+	ctx := t.Context()
+	cp := checkpoint.New(st.DB, st.Driver, st.Prefix)
+	if err := cp.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	op := checkpoint.Op{Table: "orders", FileID: "f1"}
+	for idx := range 2 {
+		if _, err := st.DB.ExecContext(ctx, `INSERT INTO `+st.Prefix+`partitions
+			(table_name, file_id, idx, first_row, row_count, rejected, byte_offset, byte_length, crc, lease_attempt, lease_expires)
+			VALUES (?, ?, ?, ?, 10, 0, 0, 0, 0, 'a1', 1)`, op.Table, op.FileID, idx, 1+10*idx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.DB.ExecContext(ctx, `CREATE TABLE weight (n INT PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+
+	other, err := st.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback()
+	for n := range 200 { // InnoDB rolls back the transaction that changed least
+		if _, err := other.ExecContext(ctx, `INSERT INTO weight VALUES (?)`, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock := func(idx int) error {
+		_, err := other.ExecContext(ctx, `UPDATE `+st.Prefix+`partitions SET rows_stale = rows_stale + 1
+			WHERE table_name = ? AND file_id = ? AND idx = ?`, op.Table, op.FileID, idx)
+		return err
+	}
+	if err := lock(1); err != nil {
+		t.Fatal(err)
+	}
+
+	type renewed struct {
+		n   int64
+		err error
+	}
+	done := make(chan renewed, 1)
+	go func() {
+		n, err := st.Driver.Checkpoints(st.Prefix).Renew(ctx, st.DB, op, "a1", 60_000)
+		done <- renewed{n, err}
+	}()
+	// The renewal holds partition 0 and waits for 1.
+	for waiting := false; !waiting; {
+		select {
+		case r := <-done:
+			t.Fatalf("the renewal ended (%d, %v) before waiting for the other transaction", r.n, r.err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		var n int
+		if err := st.DB.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.INNODB_TRX
+			WHERE trx_state = 'LOCK WAIT' AND trx_mysql_thread_id IN (SELECT ID FROM information_schema.PROCESSLIST WHERE DB = DATABASE())`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		waiting = n > 0
+	}
+	deadlocks := func() int64 {
+		var name string
+		var n int64
+		if err := st.DB.QueryRowContext(ctx, `SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'`).Scan(&name, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := deadlocks()
+	if err := lock(0); err != nil {
+		t.Fatalf("the heavier transaction was rolled back, not the renewal: %v", err)
+	}
+	if deadlocks() == before {
+		t.Fatal("InnoDB found no deadlock")
+	}
+	if err := other.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var r renewed
+	select {
+	case r = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the renewal did not end after the other transaction committed")
+	}
+	if r.err != nil || r.n != 2 {
+		t.Fatalf("renewal: %d renewed, %v; want 2 and no error", r.n, r.err)
+	}
+	var expires int64
+	if err := st.DB.QueryRowContext(ctx, `SELECT min(lease_expires) FROM `+st.Prefix+`partitions`).Scan(&expires); err != nil {
+		t.Fatal(err)
+	}
+	if expires <= 1 {
+		t.Fatalf("leases expire at %d: not renewed", expires)
+	}
+}
