@@ -27,7 +27,7 @@ type input struct {
 	// url is a remote input's URL as given (it may hold credentials), for
 	// its requests; empty for a local file or a stream.
 	url string
-	// streaming is true when path is a stream (see isStream), read once.
+	// streaming is true when path is a stream (see IsStream), read once.
 	streaming bool
 	// stream is a stream's private copy, once spooled.
 	stream *remote.Stream
@@ -43,7 +43,7 @@ type input struct {
 
 // newInput returns the unopened input at path (see Request.Path).
 func newInput(path string) *input {
-	in := &input{path: path, streaming: isStream(path)}
+	in := &input{path: path, streaming: IsStream(path)}
 	if remote.IsURL(path) {
 		in.url, in.path = path, remote.Redact(path)
 	}

@@ -12,10 +12,11 @@ import (
 	"github.com/idemport/idemport/reader/remote"
 )
 
-// isStream reports whether path names a stream rather than a file: "-"
+// IsStream reports whether path names a stream rather than a file: "-"
 // (standard input), or a local path that is neither a regular file nor a
-// directory (a pipe, a FIFO, /dev/stdin on a pipe).
-func isStream(path string) bool {
+// directory (a pipe, a FIFO, /dev/stdin on a pipe). A stream is read once
+// (Request.Name).
+func IsStream(path string) bool {
 	if path == "-" {
 		return true
 	}

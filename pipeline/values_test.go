@@ -252,37 +252,6 @@ func TestNumericColumnExact(t *testing.T) {
 	}
 }
 
-// TestVerifyNaturalKeyWhateverTheTypes: verify recounts a natural-key
-// import whose file, read alone, infers other types than the table's.
-func TestVerifyNaturalKeyWhateverTheTypes(t *testing.T) {
-	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
-		f := openValues(t, name)
-		for _, tc := range []struct{ table, first, second, name string }{
-			// A text key; the second file's keys alone are integers.
-			{"codes", "id,v\nA1,x\nB2,y\n", "id,v\n3,c\n4,d\n", "codes2.csv"},
-			// A decimal key; the second file's keys alone are integers.
-			{"decs", "id,v\n9007199254740993,x\n1.5,y\n", "id,v\n3,c\n4,d\n", "decs2.csv"},
-			// An integer key; the second file's keys alone are text.
-			{"ints", "id,v\n1,x\n2,y\n", `{"id": "3", "v": "c"}` + "\n" + `{"id": "4", "v": "d"}` + "\n", "ints2.jsonl"},
-		} {
-			t.Run(tc.table, func(t *testing.T) {
-				req := Request{Mapping: Mapping{Table: tc.table, Key: []string{"id"}}}
-				wantImported(t, f.importText(t, tc.table+"1.csv", tc.first, req), 2)
-				wantImported(t, f.importText(t, tc.name, tc.second, req), 2)
-				req.Path = filepath.Join(f.dir, tc.name)
-				rep, err := f.e.Verify(context.Background(), req)
-				if err != nil {
-					t.Fatalf("verify: %v", err)
-				}
-				if len(rep.Differences) != 0 || rep.Found != 2 || rep.Expected != 2 {
-					t.Fatalf("verify: %+v", rep)
-				}
-			})
-		}
-	})
-}
-
 // TestShortNumberForms: every short form of a number with zeros or a sign
 // (testkit.ZeroForms: 0, 00, 07, -07, +7, -0, 0.0, 00.5), written as CSV
 // text, as a JSON string and bare in JSONL, lands as the contract says: in

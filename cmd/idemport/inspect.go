@@ -15,17 +15,10 @@ import (
 	"github.com/idemport/idemport/pipeline/ops"
 )
 
-// openExisting opens the target for a command that reads what imports left
-// there. A SQLite file that does not exist is an error (exit 1), not an
-// empty ledger: --into most likely names the wrong file, and reading must
-// not create it.
-func openExisting(c *cobra.Command, into target) (*pipeline.Engine, error) {
-	eng, err := into.open(c.Context(), pipeline.Options{ReadOnly: true})
-	return eng, noDatabase(into, err)
-}
-
-// existingOperator opens the target, as openExisting does, for an
-// operator's command that only reads.
+// existingOperator opens the target for an operator's command that reads
+// what imports left there. A SQLite file that does not exist is an error
+// (exit 1), not an empty ledger: --into most likely names the wrong file,
+// and reading must not create it.
 func existingOperator(c *cobra.Command, into target) (*ops.Operator, error) {
 	op, err := into.operator(c.Context(), pipeline.Options{ReadOnly: true})
 	return op, noDatabase(into, err)

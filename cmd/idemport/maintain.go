@@ -124,42 +124,42 @@ importing right now is not checked: verify names that import and exits 4 (busy).
 					lookup = false
 				}
 			}
-			eng, err := openExisting(c, o.into)
+			op, err := existingOperator(c, o.into)
 			if err != nil {
 				return err
 			}
-			defer eng.Close()
+			defer op.Close()
 			bad, ambiguous, busy := 0, 0, 0
 			for _, path := range args {
 				req, err := o.request(path)
 				if err != nil {
 					return err
 				}
-				var rep *pipeline.VerifyReport
+				var rep *ops.VerifyReport
 				var mapping []string // the flags of the mapping found in the ledger
 				if lookup {
-					ops, ok, err := eng.Recorded(c.Context(), path, o.table, o.fileID)
+					recorded, ok, err := op.Recorded(c.Context(), path, o.table, o.fileID)
 					if err != nil {
 						return err
 					}
 					switch {
 					case !ok: // a stream: verified by the flags given
-					case len(ops) == 0:
+					case len(recorded) == 0:
 						rep = notRecorded(c, path, o.table)
-					case len(ops) == 1:
-						found, err := pipeline.RequestFor(ops[0], path)
+					case len(recorded) == 1:
+						found, err := pipeline.RequestFor(recorded[0], path)
 						if err != nil {
 							return err
 						}
 						req.FileID, req.Mapping = found.FileID, found.Mapping
-						mapping = mappingWords(found.Mapping, ops[0].FileID, ops[0].ContentDigest)
+						mapping = mappingWords(found.Mapping, recorded[0].FileID, recorded[0].ContentDigest)
 					default:
 						ambiguous++
-						rep = candidates(c, path, ops)
+						rep = candidates(c, path, recorded)
 					}
 				}
 				if rep == nil {
-					if rep, err = eng.Verify(c.Context(), req); err != nil {
+					if rep, err = op.Verify(c.Context(), req); err != nil {
 						return err
 					}
 					if rep.Reapply {
@@ -224,12 +224,12 @@ importing right now is not checked: verify names that import and exits 4 (busy).
 }
 
 // notRecorded is the report of a file verify found no import of.
-func notRecorded(c *cobra.Command, path, table string) *pipeline.VerifyReport {
+func notRecorded(c *cobra.Command, path, table string) *ops.VerifyReport {
 	where := ""
 	if table != "" {
 		where = " into " + table
 	}
-	rep := &pipeline.VerifyReport{File: path, Table: table, State: "unknown",
+	rep := &ops.VerifyReport{File: path, Table: table, State: "unknown",
 		Differences: []string{fmt.Sprintf("the ledger has no import of %s%s, by its content or by its path (was it imported into another database, or with --file-id?)", remote.Redact(path), where)}}
 	words := append([]string{"idemport", "import"}, givenFlags(c, true)...)
 	rep.Next = strings.Join(append(words, shellWord(remote.Redact(path))), " ")
@@ -238,20 +238,20 @@ func notRecorded(c *cobra.Command, path, table string) *pipeline.VerifyReport {
 
 // candidates is the report of a file that matches several imports: each
 // with the verify that chooses it.
-func candidates(c *cobra.Command, path string, ops []ledger.Operation) *pipeline.VerifyReport {
-	rep := &pipeline.VerifyReport{File: path, State: "ambiguous",
-		Differences: []string{fmt.Sprintf("matches %d imports: choose one", len(ops))}}
+func candidates(c *cobra.Command, path string, found []ledger.Operation) *ops.VerifyReport {
+	rep := &ops.VerifyReport{File: path, State: "ambiguous",
+		Differences: []string{fmt.Sprintf("matches %d imports: choose one", len(found))}}
 	tables := map[string]int{}
-	for _, op := range ops {
+	for _, op := range found {
 		tables[op.Table]++
 	}
-	for _, op := range ops {
+	for _, op := range found {
 		words := append([]string{"idemport", "verify"}, givenFlags(c, false)...)
 		words = append(words, "--table", shellWord(op.Table))
 		if tables[op.Table] > 1 {
 			words = append(words, "--file-id", shellWord(op.FileID))
 		}
-		rep.Candidates = append(rep.Candidates, pipeline.Candidate{Table: op.Table, FileID: op.FileID,
+		rep.Candidates = append(rep.Candidates, ops.Candidate{Table: op.Table, FileID: op.FileID,
 			Command: strings.Join(append(words, shellWord(remote.Redact(path))), " ")})
 	}
 	return rep

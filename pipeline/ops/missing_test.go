@@ -51,6 +51,12 @@ func TestMissingDatabase(t *testing.T) {
 	if _, err := o.GC(ctx, 0, true); !errors.Is(err, pipeline.ErrNoDatabase) {
 		t.Errorf("GC: %v, want ErrNoDatabase", err)
 	}
+	if _, err := o.Verify(ctx, pipeline.Request{Path: "orders.csv"}); !errors.Is(err, pipeline.ErrNoDatabase) {
+		t.Errorf("Verify: %v, want ErrNoDatabase", err)
+	}
+	if _, _, err := o.Recorded(ctx, "orders.csv", "", ""); !errors.Is(err, pipeline.ErrNoDatabase) {
+		t.Errorf("Recorded: %v, want ErrNoDatabase", err)
+	}
 	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s: %v; want it not created", db, err)
 	}
