@@ -460,16 +460,23 @@ func (r *run) hash(ctx context.Context, at located) (reader.Digests, bool, error
 	if r.in.spool != nil {
 		hashSrc = r.in.spool.Copying()
 	}
-	if !r.req.Rehash && r.e.st.DB != nil && !r.in.streaming {
+	// known: the quick check knows the local file as it is (uncompressed:
+	// a compressed one is known again by the hash of its bytes alone), so
+	// a rehash (--rehash) most likely finds a duplicate, which needs no
+	// plan pass: it hashes alone, and a file that turns out to be new
+	// after all is planned after its hash, on a second read.
+	known := false
+	if r.e.st.DB != nil && !r.in.streaming && (!r.req.Rehash || (r.in.obj == nil && at.comp == reader.None)) {
 		if d.Stored, d.Content, err = r.knownDigests(ctx, at.stat); err != nil {
 			return d, false, err
 		}
 		if d.Content == "" && at.comp == reader.None {
 			d.Content = d.Stored // recorded by an older version: the same for uncompressed files
 		}
-		if d.Content != "" {
+		if d.Content != "" && !r.req.Rehash {
 			return d, true, nil
 		}
+		known, d = d.Content != "", reader.Digests{}
 	}
 	compressed := at.comp != reader.None
 	switch {
@@ -478,7 +485,7 @@ func (r *run) hash(ctx context.Context, at located) (reader.Digests, bool, error
 		if compressed {
 			d, err = reader.Digest(ctx, src, nil)
 		}
-	case r.sharesRead && (r.textFormat() || (r.in.obj == nil && !compressed)):
+	case r.sharesRead && !known && (r.textFormat() || (r.in.obj == nil && !compressed)):
 		d, err = r.hashAndPlan(ctx, src, hashSrc, at)
 	default:
 		d, err = reader.Digest(ctx, hashSrc, func(n int64) {

@@ -1,0 +1,82 @@
+package pipeline
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestRehashOfKnownFile covers --rehash of a file the quick check knows as
+// it is: a duplicate is found by its hash alone, with no plan pass started
+// beside it, and a file whose bytes changed where its stat cannot tell (a
+// file system with coarse times, a platform without inodes: here the quick
+// check's record is made to match the new stat) is hashed, found new, and
+// planned and imported all the same.
+func TestRehashOfKnownFile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "prices.csv")
+	if err := os.WriteFile(csv, []byte("id,price\n1,10\n2,20\n3,30\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Open(ctx, filepath.Join(dir, "t.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	req := Request{Path: csv, Mapping: Mapping{Table: "prices"}}
+	first := e.Import(ctx, req)
+	if first.Err != nil || first.Outcome != Imported {
+		t.Fatalf("first import: %+v %v", first, first.Err)
+	}
+
+	t.Run("duplicate", func(t *testing.T) {
+		r := newRun(e, Request{Path: csv, Mapping: Mapping{Table: "prices"}, Rehash: true})
+		r.sharesRead = true
+		r.defaults()
+		ident, err := r.identify(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.spec.stop()
+		if ident.quick || r.spec != nil {
+			t.Fatalf("rehash of a known file: from the quick check %v, plan pass started %v; want hashed alone", ident.quick, r.spec != nil)
+		}
+		res := e.Import(ctx, Request{Path: csv, Mapping: Mapping{Table: "prices"}, Rehash: true})
+		if res.Err != nil || res.Outcome != Duplicate || res.QuickCheck {
+			t.Fatalf("rehashed rerun: %+v %v", res, res.Err)
+		}
+	})
+
+	t.Run("changed unseen", func(t *testing.T) {
+		// The same size, other bytes; then the quick check's record of
+		// the first version's digests is made to match the new stat.
+		if err := os.WriteFile(csv, []byte("id,price\n1,10\n2,20\n3,31\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		old := first.ContentDigest
+		st, err := os.Stat(csv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		host, _ := os.Hostname()
+		if err := e.st.Ledger.RememberDigest(ctx, e.st.DB, fileStat(host, csv, st), old, old); err != nil {
+			t.Fatal(err)
+		}
+		if res := e.Import(ctx, req); res.Outcome != Duplicate || !res.QuickCheck {
+			t.Fatalf("without --rehash the quick check answers: %+v %v", res, res.Err)
+		}
+		again := req
+		again.Rehash = true
+		res := e.Import(ctx, again)
+		if res.Err != nil || res.Outcome != Imported || res.QuickCheck || res.Rows.Inserted != 3 || res.ContentDigest == old {
+			t.Fatalf("rehash of a file changed where its stat cannot tell: %+v %v", res, res.Err)
+		}
+		var n int
+		if err := e.st.DB.QueryRowContext(ctx, `SELECT count(*) FROM prices WHERE price = 31`).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("rows of the second version: %d %v", n, err)
+		}
+	})
+}
