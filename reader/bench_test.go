@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,6 +174,47 @@ func BenchmarkRead(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+			b.ReportMetric(float64((cpuTime()-before).Milliseconds())/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+// BenchmarkFiles measures the plan pass and the read pass over the files
+// that IDEMPORT_BENCH_FILES names (comma-separated: the same data as CSV,
+// Parquet and Arrow from other writers, say), to set the readers side by
+// side on data bench/gen did not write. Without the variable it skips.
+func BenchmarkFiles(b *testing.B) {
+	list := os.Getenv("IDEMPORT_BENCH_FILES")
+	if list == "" {
+		b.Skip("IDEMPORT_BENCH_FILES names no files")
+	}
+	for _, path := range strings.Split(list, ",") {
+		f, err := OpenPath(path, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		plan, err := f.Scan(context.Background(), ScanOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		name := filepath.Base(path)
+		b.Run(name+"/plan", func(b *testing.B) { benchPlan(b, path, plan.Rows, Options{}) })
+		b.Run(name+"/read", func(b *testing.B) {
+			before := cpuTime()
+			for range b.N {
+				var got int64
+				for batch, err := range f.Batches(plan, plan.Partitions, 0) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					got += batch.Record.NumRows()
+					batch.Release()
+				}
+				if got != plan.Rows {
+					b.Fatalf("read %d rows, want %d", got, plan.Rows)
+				}
+			}
+			b.ReportMetric(float64(plan.Rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 			b.ReportMetric(float64((cpuTime()-before).Milliseconds())/float64(b.N), "cpu-ms/op")
 		})
 	}
