@@ -38,15 +38,15 @@ func Digest(ctx context.Context, src idemtype.Source, progress func(int64)) (Dig
 	}
 	defer f.Close()
 	stored := sha256.New()
-	raw := &input.HashingReader{Ctx: ctx, R: f, H: stored, Progress: progress}
 	_, comp, _ := Detect(path)
 	if comp == None {
-		if _, err := io.Copy(io.Discard, raw); err != nil {
+		if err := hashAll(ctx, f, stored, progress); err != nil {
 			return Digests{}, fmt.Errorf("hash %s: %w", path, err)
 		}
 		d := HashText(stored)
 		return Digests{Content: d, Stored: d}, nil
 	}
+	raw := &input.HashingReader{Ctx: ctx, R: f, H: stored, Progress: progress}
 	content := sha256.New()
 	decodeErr := decodeInto(path, comp, raw, content)
 	if err := raw.Err; err != nil { // reading the file failed, not decoding it
@@ -60,6 +60,80 @@ func Digest(ctx context.Context, src idemtype.Source, progress func(int64)) (Dig
 		d.Content = d.Stored
 	}
 	return d, nil
+}
+
+// digestChunk is the size of hashAll's reads (io.Copy's are 8 KiB: a
+// read call per 8 KiB). Reading the 1 GiB of a file in the page cache
+// took a third of the CPU time of hashing it (0.20 s against 0.57 s, with
+// the SHA extensions), which hashAll takes off the hash's path.
+const digestChunk = 1 << 20
+
+// hashAll writes all of r to h, reading the next chunk on another
+// goroutine while h hashes the last, so that on two cores a file costs its
+// hash alone, not its hash and its reads. progress, if set, is called with
+// the bytes hashed so far. It returns ctx's error once ctx is done, and
+// does not return before its reading goroutine has ended, so the caller may
+// close r.
+func hashAll(ctx context.Context, r io.Reader, h hash.Hash, progress func(int64)) error {
+	type block struct {
+		b   []byte
+		err error
+	}
+	full := make(chan block, 1)
+	free := make(chan []byte, 2)
+	free <- make([]byte, digestChunk)
+	free <- make([]byte, digestChunk)
+	stop, done := make(chan struct{}), make(chan struct{})
+	defer func() { close(stop); <-done }()
+	go func() {
+		defer close(done)
+		for {
+			var b []byte
+			select {
+			case b = <-free:
+			case <-stop:
+				return
+			}
+			n, err := io.ReadFull(r, b)
+			if err == io.ErrUnexpectedEOF {
+				err = io.EOF
+			}
+			select {
+			case full <- block{b[:n], err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var n int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var blk block
+		select {
+		case blk = <-full:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if len(blk.b) > 0 {
+			h.Write(blk.b)
+			n += int64(len(blk.b))
+			if progress != nil {
+				progress(n)
+			}
+		}
+		switch {
+		case blk.err == io.EOF:
+			return nil
+		case blk.err != nil:
+			return blk.err
+		}
+		free <- blk.b[:cap(blk.b)]
+	}
 }
 
 // decodeInto decompresses raw into w.
