@@ -1,6 +1,10 @@
 package main
 
-import "runtime/debug"
+import (
+	"runtime/debug"
+
+	"github.com/idemport/idemport/internal/gcstart"
+)
 
 // The garbage collector's settings for a run, unless the environment sets
 // its own (GOGC, GOMEMLIMIT). With Go's defaults the heap grows to twice
@@ -19,12 +23,17 @@ const (
 	gcPercent     = 400
 )
 
-// tuneGC applies the settings above where getenv leaves them unset.
+// tuneGC applies the settings above where getenv leaves them unset. The
+// collector is off when it is called (package gcstart turned it off while
+// the packages initialised): it is turned on again, with GOGC's setting
+// when GOGC is set.
 func tuneGC(getenv func(string) string) {
 	if getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(gcMemoryLimit)
 	}
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
+	percent := gcPercent
+	if getenv("GOGC") != "" {
+		percent = gcstart.Percent() // GOGC's, as the runtime read it
 	}
+	debug.SetGCPercent(percent)
 }
