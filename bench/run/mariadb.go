@@ -76,23 +76,108 @@ func (m mariaTarget) recreate() string {
 func (m mariaTarget) reset() error { return m.sql(m.recreate()) }
 
 // loadTable is the SQL making the anchor's table: orders keyed by order_id,
-// its columns declared as idemport's MariaDB driver declares them.
+// or with -file the file's columns (mariaTable); its columns declared as
+// idemport's MariaDB driver declares them.
 func (m mariaTarget) loadTable() string {
+	if m.e.cols != nil {
+		return m.recreate() + "; " + m.e.mariaTable(mariaDatabase+".bench_load")
+	}
 	return m.recreate() + "; CREATE TABLE " + mariaDatabase + ".bench_load(order_id BIGINT NOT NULL PRIMARY KEY, customer_id BIGINT, " +
 		"sku LONGTEXT, quantity BIGINT, unit_price DOUBLE, status LONGTEXT, created_at DATETIME(6), note LONGTEXT)"
+}
+
+// mariaTable is the CREATE TABLE of the anchor's table for the -file data
+// set on MariaDB: the plan's types as idemport's MariaDB driver declares
+// them (decimals as text), keyed by e.keyCol when it is set (a text key
+// column as the VARCHAR(768) idemport makes of it).
+func (e *env) mariaTable(table string) string {
+	var defs []string
+	for _, c := range e.cols {
+		t := mariaType(c.Type)
+		if c.Name == e.keyCol {
+			switch t {
+			case "LONGTEXT", "MEDIUMTEXT":
+				t = "VARCHAR(768)"
+			}
+			t += " NOT NULL"
+		}
+		defs = append(defs, mariaName(c.Name)+" "+t)
+	}
+	if e.keyCol != "" {
+		defs = append(defs, "PRIMARY KEY ("+mariaName(e.keyCol)+")")
+	}
+	return "CREATE TABLE " + table + "(" + strings.Join(defs, ", ") + ")"
+}
+
+// mariaType is the MariaDB type of a column of the plan's type, as
+// idemport's MariaDB driver declares it.
+func mariaType(t string) string {
+	switch t {
+	case "bool":
+		return "BOOLEAN"
+	case "int64":
+		return "BIGINT"
+	case "float64":
+		return "DOUBLE"
+	case "timestamp", "localtimestamp":
+		return "DATETIME(6)"
+	case "date":
+		return "DATE"
+	case "decimal":
+		return "MEDIUMTEXT"
+	}
+	return "LONGTEXT"
+}
+
+// mariaName quotes a column name for MariaDB.
+func mariaName(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }
+
+// mariaColumns are the column list and the SET clause of the anchor's
+// LOAD DATA for the -file data set, as a user would write them for a CSV
+// file: text and JSON as they are, every other field read into a variable and an empty
+// one made NULL (as an unquoted empty field of psql's CSV is), true and
+// false as 1 and 0, and a timestamp's T and Z dropped so that the server
+// reads it (the plan's other offsets are beyond the client's LOAD DATA).
+func (e *env) mariaColumns() (cols, set []string) {
+	for i, c := range e.cols {
+		if mariaType(c.Type) == "LONGTEXT" {
+			cols = append(cols, mariaName(c.Name))
+			continue
+		}
+		v := fmt.Sprintf("@v%d", i+1)
+		cols = append(cols, v)
+		x := "NULLIF(" + v + ", '')"
+		switch c.Type {
+		case "bool":
+			x = "CASE LOWER(" + v + ") WHEN 'true' THEN 1 WHEN 'false' THEN 0 ELSE " + x + " END"
+		case "timestamp", "localtimestamp":
+			x = "REPLACE(REPLACE(" + x + ", 'T', ' '), 'Z', '')"
+		}
+		set = append(set, mariaName(c.Name)+" = "+x)
+	}
+	return cols, set
 }
 
 // resetLoad makes mariaDatabase anew with the anchor's empty table.
 func (m mariaTarget) resetLoad() error { return m.sql(m.loadTable()) }
 
-// loadArgs is the mariadb client's LOAD DATA LOCAL INFILE of the orders
-// CSV file csv into bench_load: quoted fields with doubled quotes, the
-// header skipped, created_at (RFC 3339, UTC) parsed to a DATETIME.
+// loadArgs is the mariadb client's LOAD DATA LOCAL INFILE of the CSV file
+// csv into bench_load: quoted fields with doubled quotes, the header
+// skipped; for the orders data set created_at (RFC 3339, UTC) parsed to a
+// DATETIME, for -file the columns as mariaColumns reads them.
 func (m mariaTarget) loadArgs(csv string) []string {
-	return m.client(mariaDatabase, "LOAD DATA LOCAL INFILE '"+strings.ReplaceAll(csv, "'", "''")+"' INTO TABLE bench_load CHARACTER SET utf8mb4"+
-		` FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '"' ESCAPED BY '' LINES TERMINATED BY '\n' IGNORE 1 LINES`+
-		" (order_id, customer_id, sku, quantity, unit_price, status, @created_at, note)"+
-		" SET created_at = STR_TO_DATE(@created_at, '%Y-%m-%dT%H:%i:%sZ')")
+	cols := []string{"order_id", "customer_id", "sku", "quantity", "unit_price", "status", "@created_at", "note"}
+	set := []string{"created_at = STR_TO_DATE(@created_at, '%Y-%m-%dT%H:%i:%sZ')"}
+	if m.e.cols != nil {
+		cols, set = m.e.mariaColumns()
+	}
+	sql := "LOAD DATA LOCAL INFILE '" + strings.ReplaceAll(csv, "'", "''") + "' INTO TABLE bench_load CHARACTER SET utf8mb4" +
+		` FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '"' ESCAPED BY '' LINES TERMINATED BY '\n' IGNORE 1 LINES` +
+		" (" + strings.Join(cols, ", ") + ")"
+	if len(set) > 0 {
+		sql += " SET " + strings.Join(set, ", ")
+	}
+	return m.client(mariaDatabase, sql)
 }
 
 func (m mariaTarget) importArgs(extra ...string) []string {
@@ -101,18 +186,16 @@ func (m mariaTarget) importArgs(extra ...string) []string {
 
 // mariadbFirst times the first import into an empty MariaDB table,
 // ordinal and --key, against the mariadb client's LOAD DATA LOCAL INFILE
-// of the same file into the same keyed table. It needs the orders data
-// set: the anchor's statement spells its columns.
+// of the same file into the same keyed table (with -file and no -key, a
+// table without a key, and only the ordinal import).
 func (e *env) mariadbFirst(dsn string) {
-	if e.cols != nil {
-		fmt.Println("(MariaDB rows skipped: they run on the generated orders data set, not -file)")
-		return
-	}
 	m := e.maria(dsn)
 	cs := []cmd{
 		{name: "mariadb load data", setup: m.resetLoad, argv: m.loadArgs(e.csv), env: m.env()},
 		{name: "idemport", setup: m.reset, argv: m.importArgs(e.csv)},
-		{name: "idemport --key", setup: m.reset, argv: m.importArgs(append(e.key(), e.csv)...)},
+	}
+	if e.keyCol != "" {
+		cs = append(cs, cmd{name: "idemport --key", setup: m.reset, argv: m.importArgs(append(e.key(), e.csv)...)})
 	}
 	ms, r := race(e.runs, cs...)
 	e.add(summary("mariadb LOAD DATA LOCAL INFILE → "+e.keyedTable("PRIMARY KEY"), ms[0], e.rows))
@@ -122,6 +205,8 @@ func (e *env) mariadbFirst(dsn string) {
 	}
 	e.show(cs[0].argv, strings.Join(setup, " "))
 	e.add(withRatio(summary("idemport import CSV → MariaDB, ordinal", ms[1], e.rows), "mariadb LOAD DATA", r[1]))
-	e.add(withRatio(summary("idemport import CSV → MariaDB, --key "+e.keyCol, ms[2], e.rows), "mariadb LOAD DATA", r[2]))
+	if e.keyCol != "" {
+		e.add(withRatio(summary("idemport import CSV → MariaDB, --key "+e.keyCol, ms[2], e.rows), "mariadb LOAD DATA", r[2]))
+	}
 	m.sql("DROP DATABASE IF EXISTS " + mariaDatabase)
 }
