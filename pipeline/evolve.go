@@ -227,7 +227,7 @@ func (w *partitionWriter) prepare(ctx context.Context, r *run, conn *sql.Conn, t
 	if w.Writer != nil && reflect.DeepEqual(table, w.table) {
 		return ev, nil
 	}
-	as := r.valuesAs(table)
+	as := r.valuesAs(table, r.plan.Schema)
 	r.lastAs.Store(&as)
 	if w.Writer != nil {
 		r.log.Debug("the table's columns changed; preparing the writer again", "table", tg.Table)
@@ -253,13 +253,13 @@ func (w *partitionWriter) prepare(ctx context.Context, r *run, conn *sql.Conn, t
 // A Parquet or Arrow float has only its float64; the driver writes it as
 // its shortest decimal text (sink.FloatText). Key, version and scope
 // columns are read as the plan says: their types key the rows.
-func (r *run) valuesAs(table *sink.Table) []idemtype.Type {
+func (r *run) valuesAs(table *sink.Table, schema reader.Schema) []idemtype.Type {
 	if table == nil || !r.textFormat() {
 		return nil
 	}
 	m := r.req.Mapping
 	var as []idemtype.Type
-	for i, c := range r.plan.Schema {
+	for i, c := range schema {
 		t := table.Column(c.Name)
 		if t == nil || slices.Contains(m.Key, c.Name) || c.Name == m.Version || (m.Snapshot != nil && slices.ContainsFunc(m.Snapshot.Scope, func(s sink.Term) bool { return s.Column == c.Name })) {
 			continue
@@ -275,8 +275,8 @@ func (r *run) valuesAs(table *sink.Table) []idemtype.Type {
 			continue
 		}
 		if as == nil {
-			as = make([]idemtype.Type, len(r.plan.Schema))
-			for j, c := range r.plan.Schema {
+			as = make([]idemtype.Type, len(schema))
+			for j, c := range schema {
 				as[j] = c.Type
 			}
 		}
@@ -297,9 +297,9 @@ func (r *run) expectAs(ctx context.Context) error {
 		return err
 	}
 	if r.evolvesInPartitions() {
-		table = r.widened(table)
+		table = r.widened(table, r.plan.Schema)
 	}
-	as := r.valuesAs(table)
+	as := r.valuesAs(table, r.plan.Schema)
 	r.lastAs.Store(&as)
 	return nil
 }
@@ -307,8 +307,8 @@ func (r *run) expectAs(ctx context.Context) error {
 // widened returns table with the columns the file widens (--evolve widen)
 // of the kinds they are widened to: as the transaction that changes it
 // leaves it.
-func (r *run) widened(table *sink.Table) *sink.Table {
-	ev, err := r.evolve(table, r.plan.Schema.Arrow())
+func (r *run) widened(table *sink.Table, schema reader.Schema) *sink.Table {
+	ev, err := r.evolve(table, schema.Arrow())
 	if err != nil || len(ev.widen) == 0 {
 		return table
 	}

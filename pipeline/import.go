@@ -166,8 +166,7 @@ type run struct {
 	sharesRead bool   // plan while hashing (imports do; dry runs and verify do not)
 	spec       *speculation
 	claimed    // what the claim stage decided: set once, from its result
-	file       *reader.File
-	plan       *reader.Plan
+	planned    // what the plan stage made, or loadPlan read: set once, from its result
 	recovered  []string
 	committed  int64
 	rows       idemtype.Rows
@@ -783,7 +782,8 @@ func (r *run) renew(ctx context.Context, wait time.Duration) error {
 func (r *run) work(ctx context.Context, d ledger.Decision) error {
 	switch d {
 	case ledger.Create, ledger.Supersede, ledger.Replace, ledger.Plan, ledger.Reapply:
-		refused, err := r.planFile(ctx)
+		p, refused, err := r.planFile(ctx)
+		r.planned = p // what it read counts even when refused (Result.Read)
 		if err != nil || refused {
 			return err
 		}
@@ -798,9 +798,11 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 	default:
 		r.spec.stop() // a stored plan is used instead
 		r.spec = nil
-		if err := r.loadPlan(ctx); err != nil {
+		p, err := r.loadPlan(ctx)
+		if err != nil {
 			return err
 		}
+		r.planned = p
 	}
 	if err := r.apply(ctx); err != nil {
 		return err

@@ -286,7 +286,7 @@ func (r *run) scan(ctx context.Context, in planInput, shared *reader.HashRead, d
 // run as the target table asks. An import stores it or refuses the file
 // for it; plan and --dry-run report it.
 type planned struct {
-	in       planInput
+	inputs   planInput
 	existing *sink.Table // the table the rows go into; nil when it does not exist yet or there is no database
 	file     *reader.File
 	plan     *reader.Plan
@@ -300,51 +300,60 @@ type planned struct {
 func (r *run) planPass(ctx context.Context, progress func(b, rows int64)) (planned, error) {
 	var p planned
 	var err error
-	if p.in, p.existing, err = r.planInputs(ctx); err != nil {
+	if p.inputs, p.existing, err = r.planInputs(ctx); err != nil {
 		return p, err
 	}
-	p.file, p.plan, p.spill, err = r.spec.result(p.in, progress)
+	p.file, p.plan, p.spill, err = r.spec.result(p.inputs, progress)
 	if p.file == nil && err == nil { // no speculative plan to use: plan now
 		if err := r.fillSpool(ctx); err != nil {
 			return p, err
 		}
-		p.file, p.plan, p.spill, err = r.scan(ctx, p.in, nil, nil, progress)
+		p.file, p.plan, p.spill, err = r.scan(ctx, p.inputs, nil, nil, progress)
 	}
 	return p, err
 }
 
 // planFile runs the plan stage and stores the plan, or refuses the file.
-// It reports whether the file was refused.
-func (r *run) planFile(ctx context.Context) (bool, error) {
+// It returns what the stage made (its reject spill closed; nothing when the
+// plan pass failed) and whether the file was refused.
+func (r *run) planFile(ctx context.Context) (planned, bool, error) {
 	if err := r.undoPlanDDL(ctx); err != nil {
-		return false, err
+		return planned{}, false, err
 	}
 	if err := r.e.st.Driver.Limits().CheckTable(r.target.Table); err != nil {
-		return true, r.refuse(ctx, &Refusal{Error: err.Error()})
+		return planned{}, true, r.refuse(ctx, &Refusal{Error: err.Error()})
 	}
 	p, err := r.planPass(ctx, func(b, rows int64) {
 		r.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: r.id.Size, Rows: rows})
 	})
 	defer p.spill.close()
 	if errors.Is(err, sink.ErrNoSchema) {
-		return false, r.retract(ctx, &UsageError{Err: err})
+		return planned{}, false, r.retract(ctx, &UsageError{Err: err})
 	}
 	if err != nil {
-		return r.refuseDefect(ctx, err)
+		refused, err := r.refuseDefect(ctx, err)
+		return planned{}, refused, err
 	}
-	plan := p.plan
 	// The pass is done: say so even when it reported nothing (a
 	// speculative pass that finished while the file was hashed, or a
 	// columnar file whose footer and unread pages never count as read).
-	r.progress(Progress{Phase: "plan", Bytes: r.id.Size, TotalBytes: r.id.Size, Rows: plan.Rows})
-	r.file = p.file
+	r.progress(Progress{Phase: "plan", Bytes: r.id.Size, TotalBytes: r.id.Size, Rows: p.plan.Rows})
+	kept := p
+	kept.spill = nil
+	refused, err := r.keepPlan(ctx, p)
+	return kept, refused, err
+}
+
+// keepPlan stores the plan p of the file, or refuses the file for it, and
+// reports whether it was refused.
+func (r *run) keepPlan(ctx context.Context, p planned) (bool, error) {
+	plan := p.plan
 	if err := r.checkSource(); err != nil {
 		return false, err
 	}
 	if err := r.checkColumns(columnNames(plan.Schema)); err != nil {
 		return false, r.retract(ctx, err)
 	}
-	r.plan = plan
 	if refused, err := r.admit(ctx, p); refused || err != nil {
 		return refused, err
 	}
@@ -372,7 +381,7 @@ func (r *run) admit(ctx context.Context, p planned) (bool, error) {
 		rf := &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects,
 			Rejects: plan.Rejects[:min(len(plan.Rejects), maxReported)]}
 		for _, b := range rf.Rejects {
-			if b.Code == "type" && p.in.widens[b.Column] && !slices.Contains(rf.Widen, b.Column) {
+			if b.Code == "type" && p.inputs.widens[b.Column] && !slices.Contains(rf.Widen, b.Column) {
 				rf.Widen = append(rf.Widen, b.Column)
 			}
 		}
@@ -405,7 +414,7 @@ func (r *run) refuseUnfit(ctx context.Context, plan *reader.Plan, unfit error) e
 func (r *run) storePlan(ctx context.Context, p planned, ev *evolution) error {
 	plan, existing := p.plan, p.existing
 	body, err := json.Marshal(storedPlan{Version: 1, Schema: plan.Schema, Rows: plan.Rows, Rejected: plan.Rejected, Superseded: plan.Superseded,
-		PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes, Limits: p.in.limits, JSONB: p.in.jsonb})
+		PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes, Limits: p.inputs.limits, JSONB: p.inputs.jsonb})
 	if err != nil {
 		return err
 	}
@@ -424,7 +433,7 @@ func (r *run) storePlan(ctx context.Context, p planned, ev *evolution) error {
 	// so that the move at completion copies text, not a float64's digits.
 	staged := schema
 	if existing != nil {
-		staged = schemaAs(plan.Schema, r.valuesAs(r.widened(existing))).Arrow()
+		staged = schemaAs(plan.Schema, r.valuesAs(r.widened(existing, plan.Schema), plan.Schema)).Arrow()
 	}
 	ddl := r.e.st.DDLCommits()
 	if ddl {
@@ -545,36 +554,36 @@ type errRetracted struct{ error }
 
 func (e errRetracted) Unwrap() error { return e.error }
 
-// loadPlan reads the stored plan for a resumed operation. The rows a
-// partition skips as superseded come with its claim (the checkpoint's
-// partitions table), not from the plan read here: the plan's Superseded
-// and its partitions' copies are read by nothing that writes rows.
-func (r *run) loadPlan(ctx context.Context) error {
+// loadPlan reads the stored plan of a resumed operation, and opens the
+// file to be read as it says. The rows a partition skips as superseded
+// come with its claim (the checkpoint's partitions table), not from the
+// plan read here: the plan's Superseded and its partitions' copies are read
+// by nothing that writes rows.
+func (r *run) loadPlan(ctx context.Context) (planned, error) {
 	body, parts, err := r.e.st.CP.Load(ctx, r.e.st.DB, r.op)
 	if err != nil {
-		return err
+		return planned{}, err
 	}
 	if body == nil {
-		return fmt.Errorf("operation %s is planned but its plan is missing", r.id.Key)
+		return planned{}, fmt.Errorf("operation %s is planned but its plan is missing", r.id.Key)
 	}
 	var sp storedPlan
 	if err := json.Unmarshal(body, &sp); err != nil {
-		return fmt.Errorf("read stored plan: %w", err)
+		return planned{}, fmt.Errorf("read stored plan: %w", err)
 	}
 	types := map[string]idemtype.Type{}
 	for _, c := range sp.Schema {
 		types[c.Name] = c.Type
 	}
-	f, err := r.in.open(r.readerOptions(planInput{types: types, limits: sp.Limits, jsonb: sp.JSONB, rules: r.e.st.Driver.Limits().Rules}))
-	if err != nil {
-		return fmt.Errorf("reopen %s: %w", r.req.Path, err)
+	p := planned{inputs: planInput{types: types, limits: sp.Limits, jsonb: sp.JSONB, rules: r.e.st.Driver.Limits().Rules}}
+	if p.file, err = r.in.open(r.readerOptions(p.inputs)); err != nil {
+		return planned{}, fmt.Errorf("reopen %s: %w", r.req.Path, err)
 	}
-	r.file = f
-	r.plan = &reader.Plan{Schema: sp.Schema, Rows: sp.Rows, Rejected: sp.Rejected, Superseded: sp.Superseded}
-	for _, p := range parts {
-		r.plan.Partitions = append(r.plan.Partitions, p.Partition)
+	p.plan = &reader.Plan{Schema: sp.Schema, Rows: sp.Rows, Rejected: sp.Rejected, Superseded: sp.Superseded}
+	for _, pt := range parts {
+		p.plan.Partitions = append(p.plan.Partitions, pt.Partition)
 	}
-	return nil
+	return p, nil
 }
 
 // storable returns s, or "" when no database can store it as text (it is
