@@ -102,6 +102,47 @@ func TestWriterLoadsEveryByte(t *testing.T) {
 	}
 }
 
+// TestWriterLoadsLinesAcrossReads: a load's lines are made as the driver
+// reads them, a packet at a time, and a batch of many rows, some longer
+// than a packet and some escaped, arrives whole and in order, each value
+// exact, in ordinal mode as by natural key, through loads alone.
+func TestWriterLoadsLinesAcrossReads(t *testing.T) {
+	f := writerFx(t)
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("s"), drivertest.I64("n"))
+	const n = 3000
+	var rows [][]any
+	var want []string
+	for i := range n {
+		v := any(fmt.Sprintf("%d:%s", i, strings.Repeat("ab\\t\tc\n", i%37)))
+		switch {
+		case i%500 == 7:
+			v = strings.Repeat(fmt.Sprintf("%d\t", i), 40<<10/4) // longer than a packet (16 KiB)
+		case i%11 == 0:
+			v = nil
+		}
+		rows = append(rows, []any{i + 1, v, i * 3})
+		want = append(want, fmt.Sprintf("%d|%s|%d", i+1, sqlText(v), i*3))
+	}
+	for _, tg := range []sink.Target{{Table: "ord"}, {Table: "nat", Key: []string{"id"}}} {
+		f.MustEnsure(tg, s)
+		w := f.Writer(tg, s)
+		count := statements(f)
+		drivertest.WantRows(t, tg.Table, f.Write(w, 1, drivertest.Batch(t, s, rows...), drivertest.Seq(1, n)), idemtype.Rows{Read: n, Inserted: n})
+		got := f.Table(tg.Table, "id", "id", "s", "n")
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d rows, want %d", tg.Table, len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%s: row %d differs:\n got %.200s\nwant %.200s", tg.Table, i+1, got[i], want[i])
+			}
+		}
+		if loads, inserts := count(); loads != 1 || inserts != 0 {
+			t.Errorf("%s: %d loads and %d INSERT statements, want one load", tg.Table, loads, inserts)
+		}
+	}
+}
+
 // sqlText is v as drivertest.Fx.Table renders a string column.
 func sqlText(v any) string {
 	if v == nil {
