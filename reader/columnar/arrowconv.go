@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/valyala/fastjson"
 
@@ -29,7 +30,10 @@ type converter struct {
 	nbad  int
 	probs []rowProblem // bad rows in row order, with their first problem
 	slabs []slab       // rendered values of columns that render
-	r     renderer
+	// deferred[k] says check left column k's slab for build to fill:
+	// its values cannot fail to render and no limit needs their text.
+	deferred []bool
+	r        renderer
 
 	// What the target's columns hold (nil where nothing is checked), what
 	// its database's types hold, and whether all json goes to its JSON
@@ -56,7 +60,7 @@ type slab struct {
 }
 
 func newConverter(cols []arrowColumn, s value.Schema, mem memory.Allocator) *converter {
-	return &converter{cols: cols, schema: s.Arrow(), mem: mem, slabs: make([]slab, len(cols))}
+	return &converter{cols: cols, schema: s.Arrow(), mem: mem, slabs: make([]slab, len(cols)), deferred: make([]bool, len(cols))}
 }
 
 // view resolves the dictionary and extension wrapping of a column.
@@ -156,8 +160,13 @@ func (c *converter) check(rec arrow.RecordBatch) int {
 				}
 			}
 		case modeString, modeJSONText:
-			if col.mode == modeString && v.dict == nil && textClean(v.vals) {
-				continue // every value is clean: no row to mark
+			// Every value is clean (of a dictionary: every entry, so every
+			// row's): no row to mark. A dictionary is looked at whole only
+			// when it is no longer than the batch: a file's dictionary can
+			// hold more values than a batch has rows, and each batch (and
+			// each slice of one) would check all of it again.
+			if col.mode == modeString && (v.dict == nil || v.vals.Len() <= n) && textClean(v.vals) {
+				continue
 			}
 			for i := 0; i < n; i++ {
 				j, ok := v.at(i)
@@ -174,7 +183,12 @@ func (c *converter) check(rec arrow.RecordBatch) int {
 				}
 			}
 		case modeQuote, modeText, modeJSON:
-			c.render(k, col.mode, v, n, mark)
+			// A decimal always renders, as ASCII digits: unless a limit
+			// needs its text, the plan pass need not render it at all.
+			c.deferred[k] = col.mode == modeText && (c.limits == nil || c.limits[k] == nil) && isDecimal(v.vals.DataType())
+			if !c.deferred[k] {
+				c.render(k, col.mode, v, n, mark)
+			}
 		}
 	}
 	if c.limited || c.allJSON {
@@ -226,6 +240,15 @@ func textClean(a arrow.Array) bool {
 	return value.TextClean(data)
 }
 
+// isDecimal reports whether dt is a decimal type.
+func isDecimal(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.DECIMAL32, arrow.DECIMAL64, arrow.DECIMAL128, arrow.DECIMAL256:
+		return true
+	}
+	return false
+}
+
 // render renders column k's values into its slab, marking the rows whose
 // value cannot be rendered faithfully.
 func (c *converter) render(k int, mode arrowMode, v view, n int, mark func(i, col int, code, msg string)) {
@@ -233,6 +256,9 @@ func (c *converter) render(k int, mode arrowMode, v view, n int, mark func(i, co
 	s.buf = s.buf[:0]
 	s.offs = append(s.offs[:0], 0)
 	s.null = falses(s.null, n)
+	if mode == modeText && v.dict == nil && c.renderDecimals(s, v.vals, n) {
+		return
+	}
 	for i := 0; i < n; i++ {
 		j, ok := v.at(i)
 		if !ok || c.bad[i] {
@@ -262,6 +288,45 @@ func (c *converter) render(k int, mode arrowMode, v view, n int, mark func(i, co
 		if c.r.code != "" {
 			s.buf = s.buf[:start]
 			mark(i, k, c.r.code, c.r.msg)
+		}
+		s.offs = append(s.offs, len(s.buf))
+	}
+}
+
+// renderDecimals renders a, n values of a decimal array of up to 128
+// bits, into s as text would, without a look at each value's type, and
+// reports whether it did: a decimal's text needs no check.
+func (c *converter) renderDecimals(s *slab, a arrow.Array, n int) bool {
+	switch a := a.(type) {
+	case *array.Decimal32:
+		renderScaled(s, a, a.Values()[:n], a.DataType().(arrow.DecimalType).GetScale(), c.bad)
+	case *array.Decimal64:
+		renderScaled(s, a, a.Values()[:n], a.DataType().(arrow.DecimalType).GetScale(), c.bad)
+	case *array.Decimal128:
+		vals, scale := a.Values()[:n], a.DataType().(arrow.DecimalType).GetScale()
+		nulls := a.NullN() > 0
+		for i, v := range vals {
+			if nulls && a.IsNull(i) {
+				s.null[i] = true
+			} else if !c.bad[i] {
+				s.buf = appendDecimal128(s.buf, v, scale)
+			}
+			s.offs = append(s.offs, len(s.buf))
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// renderScaled renders vals, the values of a, as appendScaled writes them.
+func renderScaled[T ~int32 | ~int64](s *slab, a arrow.Array, vals []T, scale int32, bad []bool) {
+	nulls := a.NullN() > 0
+	for i, v := range vals {
+		if nulls && a.IsNull(i) {
+			s.null[i] = true
+		} else if !bad[i] {
+			s.buf = appendScaled(s.buf, int64(v), scale)
 		}
 		s.offs = append(s.offs, len(s.buf))
 	}
@@ -430,6 +495,9 @@ func (c *converter) column(k int, v view, n, good int) arrow.Array {
 		if whole && v.vals.DataType().ID() == arrow.STRING {
 			return retype(v.vals, dt)
 		}
+		if dict, ok := v.vals.(*array.String); ok && v.dict != nil {
+			return c.gather(v, dict, dt, n, good)
+		}
 		b := array.NewStringBuilder(c.mem)
 		defer b.Release()
 		b.Reserve(good)
@@ -445,7 +513,12 @@ func (c *converter) column(k int, v view, n, good int) arrow.Array {
 		}
 		return b.NewArray()
 	}
-	// Rendered columns: the slab check filled.
+	// Rendered columns: the slab check filled, or leaves to fill here.
+	if c.deferred[k] {
+		c.render(k, col.mode, v, n, func(int, int, string, string) {
+			panic("a decimal did not render") // recovered as a data error
+		})
+	}
 	s := &c.slabs[k]
 	b := array.NewStringBuilder(c.mem)
 	defer b.Release()
@@ -462,6 +535,72 @@ func (c *converter) column(k int, v view, n, good int) arrow.Array {
 		}
 	}
 	return b.NewArray()
+}
+
+// gather returns the good rows of v, a dictionary of the strings dict, as
+// a string array of type dt: the values' bytes are summed, then copied
+// into buffers of that size, with no builder in between.
+func (c *converter) gather(v view, dict *array.String, dt arrow.DataType, n, good int) arrow.Array {
+	total, nulls := 0, 0
+	for i := 0; i < n; i++ {
+		if c.bad[i] {
+			continue
+		}
+		if j, ok := v.at(i); ok {
+			total += dict.ValueLen(j)
+		} else {
+			nulls++
+		}
+	}
+	if total > math.MaxInt32 {
+		// More than 32-bit offsets hold: left to the builder, which says so.
+		b := array.NewStringBuilder(c.mem)
+		defer b.Release()
+		for i := 0; i < n; i++ {
+			if j, ok := v.at(i); !c.bad[i] && ok {
+				b.BinaryBuilder.Append(bytesOf(dict, j))
+			} else if !c.bad[i] {
+				b.AppendNull()
+			}
+		}
+		return b.NewArray()
+	}
+	offBuf := memory.NewResizableBuffer(c.mem)
+	offBuf.Resize((good + 1) * arrow.Int32SizeBytes)
+	dataBuf := memory.NewResizableBuffer(c.mem)
+	dataBuf.Resize(total)
+	var valid *memory.Buffer
+	var bits []byte
+	if nulls > 0 {
+		valid = memory.NewResizableBuffer(c.mem)
+		valid.Resize(int(bitutil.BytesForBits(int64(good))))
+		bits = valid.Bytes()
+		clear(bits)
+	}
+	offs, data := arrow.Int32Traits.CastFromBytes(offBuf.Bytes()), dataBuf.Bytes()
+	at, o := 0, 0
+	for i := 0; i < n; i++ {
+		if c.bad[i] {
+			continue
+		}
+		offs[at] = int32(o)
+		if j, ok := v.at(i); ok {
+			o += copy(data[o:], dict.Value(j))
+			if bits != nil {
+				bitutil.SetBit(bits, at)
+			}
+		}
+		at++
+	}
+	offs[at] = int32(o)
+	d := array.NewData(dt, good, []*memory.Buffer{valid, offBuf, dataBuf}, nil, nulls, 0)
+	defer d.Release()
+	for _, b := range []*memory.Buffer{valid, offBuf, dataBuf} {
+		if b != nil {
+			b.Release()
+		}
+	}
+	return array.MakeFromData(d)
 }
 
 // appendInts appends the good rows of an integer column to b.

@@ -104,6 +104,7 @@ func (f *File) openParquet() (err error) {
 	if err != nil {
 		return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: cannot map the Parquet schema: %w", input.ErrType, err)}
 	}
+	as = plainSchema(as)
 	for k := 0; k < src.groups; k++ {
 		if _, err := src.spans(md, k); err != nil {
 			return err
@@ -212,7 +213,52 @@ func (s *parquetFile) reader(md *metadata.FileMetaData, ld *loaded, batchRows in
 	if err != nil {
 		return nil, err
 	}
-	return pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: int64(batchRows)}, s.f.Opts.Allocator)
+	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: int64(batchRows)}, s.f.Opts.Allocator)
+	if err != nil {
+		return nil, err
+	}
+	for i := range fr.Manifest.Fields {
+		if fld := fr.Manifest.Fields[i].Field; fld != nil && fr.Manifest.Fields[i].IsLeaf() {
+			if dt := plainType(fld.Type); dt != fld.Type {
+				plain := *fld
+				plain.Type = dt
+				fr.Manifest.Fields[i].Field = &plain
+			}
+		}
+	}
+	return fr, nil
+}
+
+// plainType returns the value type of dt when dt is a dictionary of
+// strings or binary values, else dt.
+//
+// A Parquet column that a writer stored as an Arrow dictionary (pandas'
+// and Polars' categoricals) would be decoded into a dictionary array:
+// every dictionary page's values hashed into a memo table and each value
+// looked up in it, twice per import (the plan pass and the partition
+// reader), only for the converter to copy the values out again. Read as
+// plain strings, the decoder copies each value once from the page's
+// dictionary, and the array is the converter's output as it is.
+func plainType(dt arrow.DataType) arrow.DataType {
+	if d, ok := dt.(*arrow.DictionaryType); ok {
+		switch d.ValueType.ID() {
+		case arrow.STRING, arrow.BINARY, arrow.LARGE_STRING, arrow.LARGE_BINARY:
+			return d.ValueType
+		}
+	}
+	return dt
+}
+
+// plainSchema returns s with the types of its top-level columns as
+// plainType makes them, the schema of the record batches reader's
+// decoders return.
+func plainSchema(s *arrow.Schema) *arrow.Schema {
+	fields := s.Fields()
+	for i, f := range fields {
+		fields[i].Type = plainType(f.Type)
+	}
+	md := s.Metadata()
+	return arrow.NewSchema(fields, &md)
 }
 
 // batchRows returns at most n: the rows of row group k that fit in
