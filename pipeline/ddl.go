@@ -116,11 +116,23 @@ func (r *run) dropAbandoned(ctx context.Context) {
 // needs to take the file's rows (--evolve), before the transaction that
 // writes them, and returns them: they are recorded with the attempt
 // before the step, and again by that transaction (recordEvolved).
-// Several workers or runs may make them at once: each step is idempotent
-// (a column added IF NOT EXISTS, a widening to what the column holds
-// already), and one that finds them made changes nothing.
+// Several workers or runs may come to make them at once: one at a time
+// looks at the table and changes it, under a lock held until it is done
+// (a transaction of its own), so that the others find the table changed
+// and change nothing, rather than each finding it unchanged and recording
+// and reporting the change as its own. Each step is idempotent besides (a
+// column added IF NOT EXISTS, a widening to what the column holds
+// already).
 func (r *run) evolveApart(ctx context.Context) (*evolution, error) {
 	schema := r.plan.Schema.Arrow()
+	lock, err := beginTx(ctx, r.e.st.DB)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Rollback()
+	if err := r.e.st.Driver.Lock(ctx, lock.Tx, "evolve "+r.target.Table); err != nil {
+		return nil, err
+	}
 	table, err := r.e.st.Driver.Describe(ctx, r.e.st.DB, r.target.Table)
 	if err != nil {
 		return nil, err
@@ -133,6 +145,9 @@ func (r *run) evolveApart(ctx context.Context) (*evolution, error) {
 	// and the rows' transaction, whose rerun finds the table changed and
 	// changes nothing, leaves the change in the attempt that made it.
 	if err := r.withTx(ctx, func(tx *sql.Tx) error { return r.recordEvolved(ctx, tx, ev) }); err != nil {
+		return nil, err
+	}
+	if err := r.e.st.Hit("after-ddl-record"); err != nil {
 		return nil, err
 	}
 	d := r.e.st.Driver

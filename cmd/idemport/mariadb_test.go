@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemport/idemport/internal/testkit"
 )
@@ -343,4 +344,74 @@ func TestMariaDBKilledAtEveryBoundary(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestMariaDBOneEvolvesTheTable: two processes of one --evolve add import
+// meet where the table does not fit the file yet. The first stops once it
+// found the table needs a column and recorded that it adds it, before it
+// adds it (after-ddl-record); the second, joining the import, must wait
+// for it rather than find the column missing too and add it as well. The
+// first goes on and adds the column; the second then finds it there and
+// changes nothing. The column is recorded added once, by the first, and
+// named once among the runs' columns_added; the table holds every row.
+// (Before, each of several workers or runs that looked at the table before
+// one changed it recorded and reported the column as its own.)
+func TestMariaDBOneEvolvesTheTable(t *testing.T) {
+	t.Parallel()
+	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
+		os.WriteFile(filepath.Join(dir, "base.csv"), []byte("id,a\n1,x\n"), 0o644)
+		importTo(t, tg, dir, nil, 0, "--table", "t", "--key", "id", "base.csv")
+		var b strings.Builder
+		b.WriteString("id,a,extra\n")
+		for i := 1; i <= 40; i++ {
+			fmt.Fprintf(&b, "%d,a%d,e%d\n", i, i, i)
+		}
+		os.WriteFile(filepath.Join(dir, "more.csv"), []byte(b.String()), 0o644)
+		args := []string{"import", "--output", "json", "--table", "t", "--key", "id", "--evolve", "add", "--partition-rows", "10", "more.csv"}
+		// One worker first, so that the lock waited for is the second run's.
+		first := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-ddl-record:stop"}, append(slices.Clone(args[:len(args)-1]), "--workers", "1", "more.csv")...))
+		second := start(t, tg, dir, nil, append(slices.Clone(args[:len(args)-1]), "--workers", "2", "more.csv")...)
+		// The second waits for the first's lock, or goes on and records a
+		// change of its own.
+		changes := `SELECT count(*) FROM ` + tg.Ledger("attempts") + ` WHERE schema_changes IS NOT NULL`
+		for deadline := time.Now().Add(2 * time.Minute); ; {
+			if n := testkit.Int(t, tg.DB, changes); n > 1 {
+				t.Fatalf("the second run recorded the column added too, while the first had not added it yet")
+			}
+			if time.Now().After(deadline) {
+				r := testkit.Wait(t, second.cmd)
+				t.Fatalf("the second run never waited for the first: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+			if testkit.Int(t, tg.DB, `SELECT count(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'
+				AND trx_mysql_thread_id IN (SELECT ID FROM information_schema.PROCESSLIST WHERE DB = DATABASE())`) > 0 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		continued(t, first)
+		var added []string
+		for _, s := range []*started{first, second} {
+			r := testkit.Wait(t, s.cmd)
+			if r.Code != 0 && r.Code != 4 {
+				t.Fatalf("exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+			if r.Code == 0 {
+				added = append(added, parsed(t, r, "a run", 0).ColumnsAdded...)
+			}
+		}
+		if res := importTo(t, tg, dir, nil, 0, args[3:]...); res.Outcome != "duplicate" && res.Outcome != "resumed" {
+			t.Fatalf("the last run: %s", res.Outcome)
+		} else {
+			added = append(added, res.ColumnsAdded...)
+		}
+		if !slices.Equal(added, []string{"extra"}) {
+			t.Fatalf("the runs say they added %v, want extra once", added)
+		}
+		if got := testkit.Query(t, tg.DB, `SELECT schema_changes FROM `+tg.Ledger("attempts")+` WHERE schema_changes IS NOT NULL`); !reflect.DeepEqual(got, [][]any{{"added extra (string)"}}) {
+			t.Fatalf("schema changes recorded: %v, want the column added, once", got)
+		}
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM t WHERE a = CONCAT('a', id) AND extra = CONCAT('e', id)`); n != 40 {
+			t.Fatalf("%d rows hold the file's values, want 40", n)
+		}
+	})
 }

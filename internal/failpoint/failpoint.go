@@ -37,7 +37,7 @@ var Names = []string{
 	"after-identify",          // the file is hashed, nothing is claimed
 	"after-claim",             // the attempt is recorded, nothing is planned
 	"replace-prepared",        // --replace: inside the plan's transaction (with --atomic, the completing one), the earlier version's rows removed (ordinal mode) or their ordinals forgotten (by key), not committed
-	"after-ddl-record",        // where DDL commits (MariaDB): a table the operation creates is recorded as its own, not yet created
+	"after-ddl-record",        // where DDL commits (MariaDB): a table the operation creates is recorded as its own, not yet created; or --evolve's changes are recorded with the attempt, not yet made
 	"after-ddl",               // where DDL commits: a DDL step (a table created, columns added or widened) committed, the transaction that needs it not begun
 	"after-plan",              // the plan is stored, no partition is applied
 	"after-partition-claim",   // a partition is leased, its transaction not begun
