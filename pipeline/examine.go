@@ -14,6 +14,9 @@ import (
 // anything: what verify (package pipeline/ops) checks the target against.
 // It holds the file open: Close releases it.
 type Examination struct {
+	// File is the file's path as results show it: a URL with its
+	// credentials masked.
+	File string
 	// Target is the table, key and version column the file goes into,
 	// defaults applied.
 	Target sink.Target
@@ -41,7 +44,7 @@ func Examine(ctx context.Context, st *store.Store, req Request) (*Examination, e
 	req.Rehash, req.Reapply = true, false
 	r := newRun(&Engine{st: st}, req)
 	r.defaults()
-	x := &Examination{Target: r.target, r: r}
+	x := &Examination{File: r.req.Path, Target: r.target, r: r}
 	ident, err := r.identify(ctx)
 	if err != nil {
 		x.Close()

@@ -98,7 +98,7 @@ func (o *Operator) Verify(ctx context.Context, req pipeline.Request) (*VerifyRep
 		return nil, err
 	}
 	defer x.Close()
-	rep := &VerifyReport{File: req.Path, Table: x.Target.Table, FileID: x.ID.FileID, ContentDigest: x.ID.ContentDigest, Key: x.Target.Key}
+	rep := &VerifyReport{File: x.File, Table: x.Target.Table, FileID: x.ID.FileID, ContentDigest: x.ID.ContentDigest, Key: x.Target.Key}
 	if !o.settled(ctx, x, rep) {
 		return rep, nil
 	}
