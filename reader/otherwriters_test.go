@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -127,6 +128,39 @@ func TestDictionaryTextChecked(t *testing.T) {
 		rows, ords := readPlan(t, f, plan, batchRows)
 		if got := fmt.Sprint(rows, ords); got != "[[0 red] [3 red] [6 red] [9 red]] [1 4 7 10]" {
 			t.Errorf("batches of %d rows: read %s", batchRows, got)
+		}
+	}
+}
+
+// TestIPCPartitionsShareDictionaries reads the record batches of an IPC
+// file whose batches share large dictionaries (Arrow JS's), each several
+// times and all at once, on one File: every read must give the rows a
+// read alone gives, whichever partition read the dictionaries first.
+func TestIPCPartitionsShareDictionaries(t *testing.T) {
+	path := "../testdata/otherwriters/orders-arrowjs.arrow"
+	_, want := readRows(t, path, Options{}, 0)
+	f, plan := scanChecked(t, path, Options{}, ScanOptions{})
+	if len(plan.Partitions) < 2 {
+		t.Fatalf("%d partitions", len(plan.Partitions))
+	}
+	got := make([][][]any, 4*len(plan.Partitions))
+	errs := make([]error, len(got))
+	var wg sync.WaitGroup
+	for r := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[r], _, _, errs[r] = readPart(f, plan, plan.Partitions[r%len(plan.Partitions)], 7)
+		}()
+	}
+	wg.Wait()
+	for r, rows := range got {
+		p := plan.Partitions[r%len(plan.Partitions)]
+		if errs[r] != nil {
+			t.Fatalf("read %d of partition %d: %v", r, p.Index, errs[r])
+		}
+		if g, w := fmt.Sprint(rows), fmt.Sprint(want[p.First-1:p.First-1+p.Rows]); g != w {
+			t.Errorf("read %d of partition %d: %s, want %s", r, p.Index, g, w)
 		}
 	}
 }

@@ -495,8 +495,13 @@ func (c *converter) column(k int, v view, n, good int) arrow.Array {
 		if whole && v.vals.DataType().ID() == arrow.STRING {
 			return retype(v.vals, dt)
 		}
-		if dict, ok := v.vals.(*array.String); ok && v.dict != nil {
-			return c.gather(v, dict, dt, n, good)
+		switch a := v.vals.(type) {
+		case *array.String:
+			if v.dict != nil {
+				return c.gather(v, a.Value, dt, n, good)
+			}
+		case *array.StringView:
+			return c.gather(v, a.Value, dt, n, good)
 		}
 		b := array.NewStringBuilder(c.mem)
 		defer b.Release()
@@ -537,17 +542,18 @@ func (c *converter) column(k int, v view, n, good int) arrow.Array {
 	return b.NewArray()
 }
 
-// gather returns the good rows of v, a dictionary of the strings dict, as
-// a string array of type dt: the values' bytes are summed, then copied
-// into buffers of that size, with no builder in between.
-func (c *converter) gather(v view, dict *array.String, dt arrow.DataType, n, good int) arrow.Array {
+// gather returns the good rows of v as a string array of type dt, value
+// giving the text at an index of v.vals (a dictionary's strings, or a
+// string view array): the values' bytes are summed, then copied into
+// buffers of that size, with no builder in between.
+func (c *converter) gather(v view, value func(int) string, dt arrow.DataType, n, good int) arrow.Array {
 	total, nulls := 0, 0
 	for i := 0; i < n; i++ {
 		if c.bad[i] {
 			continue
 		}
 		if j, ok := v.at(i); ok {
-			total += dict.ValueLen(j)
+			total += len(value(j))
 		} else {
 			nulls++
 		}
@@ -558,7 +564,7 @@ func (c *converter) gather(v view, dict *array.String, dt arrow.DataType, n, goo
 		defer b.Release()
 		for i := 0; i < n; i++ {
 			if j, ok := v.at(i); !c.bad[i] && ok {
-				b.BinaryBuilder.Append(bytesOf(dict, j))
+				b.Append(value(j))
 			} else if !c.bad[i] {
 				b.AppendNull()
 			}
@@ -585,7 +591,7 @@ func (c *converter) gather(v view, dict *array.String, dt arrow.DataType, n, goo
 		}
 		offs[at] = int32(o)
 		if j, ok := v.at(i); ok {
-			o += copy(data[o:], dict.Value(j))
+			o += copy(data[o:], value(j))
 			if bits != nil {
 				bitutil.SetBit(bits, at)
 			}

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -45,6 +46,15 @@ type ipcFile struct {
 	dicts  []ipcBlock
 	blocks []ipcBlock
 	schema *arrow.Schema
+
+	// verified holds the footer's and the dictionaries' bytes, and their
+	// CRC-32C, once a partition read with them matched its plan's CRC:
+	// later partitions reuse them instead of reading and checksumming
+	// every dictionary again (a file's dictionaries can be larger than a
+	// record batch). What is decoded is still what the plan checksummed.
+	mu          sync.Mutex
+	verified    []loadedRange
+	verifiedCRC uint32
 }
 
 // ipcBlock is a file block of an IPC file: an encapsulated message, meta
@@ -286,11 +296,19 @@ func (s *ipcFile) open(p idemtype.Partition, _ int) (unit, error) {
 			Err: fmt.Errorf("%w: the plan's partition %d is record batch %d (+%d), the file has %d", input.ErrSourceChanged, p.Index, p.Offset, p.Length, len(s.blocks))}
 	}
 	k := int(p.Offset)
-	ld, crc, err := s.loadDicts()
-	if err != nil {
-		return nil, err
+	s.mu.Lock()
+	dicts, dictCRC := s.verified, s.verifiedCRC
+	s.mu.Unlock()
+	ld := &loaded{size: s.size, ranges: slices.Clone(dicts)} // load appends to its ranges
+	if dicts == nil {
+		var err error
+		if ld, dictCRC, err = s.loadDicts(); err != nil {
+			return nil, err
+		}
+		dicts = slices.Clone(ld.ranges)
 	}
-	if crc, err = ld.load(s.f, where, spans(s.blocks[k:k+1]), crc); err != nil {
+	crc, err := ld.load(s.f, where, spans(s.blocks[k:k+1]), dictCRC)
+	if err != nil {
 		return nil, err
 	}
 	if crc != p.CRC {
@@ -300,6 +318,11 @@ func (s *ipcFile) open(p idemtype.Partition, _ int) (unit, error) {
 	if err := s.checkBlocks(ld, where, s.blocks[k:k+1]); err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	if s.verified == nil {
+		s.verified, s.verifiedCRC = dicts, dictCRC
+	}
+	s.mu.Unlock()
 	fr, err := ipc.NewFileReader(ld, ipc.WithAllocator(s.f.Opts.Allocator))
 	if err != nil {
 		return nil, s.f.unitError(err, where)
