@@ -46,15 +46,27 @@ func withApp(t *testing.T, tg *testkit.Target, app string) []string {
 // waits for a lock held by another transaction. SQLite cannot show that
 // (a writer waits for the write lock in its busy handler), so there it
 // gives the process a moment to get there; the test must hold either way.
+// MariaDB names no connection, so there it waits until any connection to
+// the target's database waits: for a row lock (information_schema's
+// INNODB_TRX says LOCK WAIT; the process list's state then says only
+// where the statement is, "Statistics" or "Updating") or for a table's
+// metadata lock (the process list's state: "Waiting for table metadata
+// lock"). The tests stop every other process on the target while the one
+// named app runs into the lock.
 func waitForLock(t *testing.T, tg *testkit.Target, app string) {
 	t.Helper()
-	if !tg.IsPostgres() {
+	if !tg.IsPostgres() && !tg.IsMariaDB() {
 		time.Sleep(500 * time.Millisecond)
 		return
 	}
+	waiting, args := `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, []any{app}
+	if tg.IsMariaDB() {
+		waiting, args = `SELECT count(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND ID <> CONNECTION_ID()
+			AND (STATE LIKE 'Waiting for %lock%' OR ID IN (SELECT trx_mysql_thread_id FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'))`, nil
+	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
-		if testkit.Int(t, tg.DB, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app) > 0 {
+		if testkit.Int(t, tg.DB, waiting, args...) > 0 {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -136,7 +148,7 @@ func TestAtomicJoinersOfACompletingImport(t *testing.T) {
 		{"completes while the other completes", "before-finalize:stop,inside-finalize:stop", "before-finalize:stop", "resumed", 0},
 		{"claims while the other completes", "inside-finalize:stop", "", "duplicate", 0},
 	}
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
@@ -220,7 +232,7 @@ type hostRun struct {
 // for and a concurrent join per two, and fails if it still has not.
 func TestAtomicJoinSoak(t *testing.T) {
 	// Not parallel: its kills are aimed within the time a run takes, timed alone.
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("seed %d", seed)
 		rng := rand.New(rand.NewPCG(seed, 9))

@@ -265,9 +265,9 @@ func TestEvolveSoak(t *testing.T) {
 						}
 					}
 				}
-				sel := []string{"CAST(id AS TEXT)", "CAST(v AS TEXT)", "coalesce(CAST(n AS TEXT), 'NULL')"}
+				sel := []string{tg.Text("id"), tg.Text("v"), "coalesce(" + tg.Text("n") + ", 'NULL')"}
 				for c := 1; c <= evolveGens; c++ {
-					sel = append(sel, fmt.Sprintf("coalesce(CAST(c%d AS TEXT), 'NULL')", c))
+					sel = append(sel, "coalesce("+tg.Text(fmt.Sprintf("c%d", c))+", 'NULL')")
 				}
 				var got []string
 				for _, r := range testkit.Query(t, tg.DB, `SELECT `+strings.Join(sel, ` || '|' || `)+` FROM t ORDER BY id`) {

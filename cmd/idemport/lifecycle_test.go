@@ -57,7 +57,7 @@ func (l *life) rows(table string, cols ...string) string {
 	}
 	sel := make([]string, len(cols))
 	for i, c := range cols {
-		sel[i] = "coalesce(CAST(" + c + " AS TEXT), 'NULL')"
+		sel[i] = "coalesce(" + l.tg.Text(c) + ", 'NULL')"
 	}
 	got := testkit.Query(l.t, l.tg.DB, `SELECT `+strings.Join(sel, ` || '|' || `)+` FROM `+table+` ORDER BY `+cols[0])
 	var lines []string

@@ -4,9 +4,12 @@ package main
 // the values land exactly, and each DDL step an import takes (the table it
 // creates, the staging table of --atomic, --evolve's columns) is resumed
 // exactly after a kill, and leaves no trace when the import is refused,
-// abandoned or undone. Only these tests run on MariaDB (testkit.MariaDB is
-// not among testkit.Each's targets): the command's other tests cover SQLite
-// and PostgreSQL.
+// abandoned or undone. testkit.MariaDB is not among testkit.Each's
+// targets: besides these, the command's tests that run on it name it
+// (testkit.EachOf with testkit.AllTargetNames): the snapshot, --replace
+// and wide-row kill chains, the soak of --atomic, several
+// processes on one --atomic import, concurrent replacements, and verify
+// while an import runs.
 
 import (
 	"fmt"

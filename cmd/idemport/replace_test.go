@@ -230,12 +230,12 @@ func replaceChain(m replaceMode) []string {
 // when i is even and without it (the ledger knows what the operation
 // replaces) when odd, as when each kill had a subtest of its own (76
 // subtests of three processes; now 8 of 12 or 13): every point is still
-// killed at in every mode on both targets, and followed by the same kind
+// killed at in every mode on every target, and followed by the same kind
 // of run, but the table is compared after the whole chain rather than
 // after each kill's rerun.
 func TestReplaceKilledAtEachBoundary(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, m := range replaceModes {
 			t.Run(m.name, func(t *testing.T) {
 				t.Parallel()
@@ -441,7 +441,7 @@ func TestReadOnlyCommandsOnALedgerBeforeReplace(t *testing.T) {
 // it, or find it done), and the table holds exactly the corrected version.
 func TestConcurrentReplacements(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, m := range replaceModes {
 			t.Run(m.name, func(t *testing.T) {
 				t.Parallel()

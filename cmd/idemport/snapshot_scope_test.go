@@ -35,7 +35,7 @@ func TestSnapshotScopeGuardCountsBefore(t *testing.T) {
 	chains := map[int][]string{1: {"after-partition-commit:2", "after-partition-commit:5", "before-sweep:1"},
 		3: {"before-sweep:1", "after-sweep:1"}}
 	modes := []string{"key", "key-soft", "key-atomic"}
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, mode := range modes {
 			for _, label := range []string{"clean", "killed"} {
 				kills := map[int][]string{}

@@ -40,7 +40,7 @@ func undoTable(t *testing.T, tg *testkit.Target, soft bool) []string {
 		state = `CASE WHEN _idemport_deleted_at IS NULL THEN 'live' ELSE 'deleted' END`
 	}
 	var out []string
-	for _, r := range testkit.Query(t, tg.DB, `SELECT CAST(id AS TEXT) || '|' || coalesce(name, 'NULL') || '|' || CAST(v AS TEXT) || '|' || `+state+` FROM items`) {
+	for _, r := range testkit.Query(t, tg.DB, `SELECT `+tg.Text("id")+` || '|' || coalesce(name, 'NULL') || '|' || `+tg.Text("v")+` || '|' || `+state+` FROM items`) {
 		out = append(out, r[0].(string))
 	}
 	slices.Sort(out)
@@ -96,7 +96,7 @@ func TestSnapshotUndo(t *testing.T) {
 	t.Parallel()
 	modes := []string{"key", "key-soft", "ordinal", "ordinal-soft"}
 	mon, tue, mid := snapDays[0], snapDays[1], snapDays[2]
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, mode := range modes {
 			for _, label := range []string{"clean", "killed"} {
 				var kills []string

@@ -16,7 +16,7 @@ import (
 // holder finishes, verify finds the import complete and exact.
 func TestVerifyWhileImporting(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 41)

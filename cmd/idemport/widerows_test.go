@@ -55,7 +55,7 @@ func TestWideRowsSurviveKills(t *testing.T) {
 	for i := range rows {
 		want = append(want, []any{int64(i), fmt.Sprintf("key-%05d", i), value(i, "new")})
 	}
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, mode := range []struct {
 			name string
 			key  []string

@@ -124,6 +124,18 @@ func (tg *Target) Sum(col string) string {
 	return "CAST(sum(" + col + ") AS BIGINT)"
 }
 
+// Text returns an SQL expression casting the expression x to text on
+// every target. MariaDB has no TEXT type to cast to, and its cast takes
+// the connection's collation, which || will not mix with the columns'
+// (utf8mb4_nopad_bin): there it is CAST … AS CHAR in the columns'
+// collation.
+func (tg *Target) Text(x string) string {
+	if tg.IsMariaDB() {
+		return "CAST(" + x + " AS CHAR) COLLATE utf8mb4_nopad_bin"
+	}
+	return "CAST(" + x + " AS TEXT)"
+}
+
 // TimeText returns an SQL expression rendering the timestamp column col as
 // the fixed-width UTC text SQLite stores (2026-11-28T09:30:00.000000Z), so
 // that one comparison serves both targets.
