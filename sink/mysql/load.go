@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -19,11 +20,9 @@ import (
 )
 
 // loader writes rows into one table with LOAD DATA LOCAL INFILE, the
-// server's bulk path, reading them from memory through a reader handler
-// of the driver (mysql.RegisterReaderHandler) registered under a name of
-// its own for the statement and deregistered after it. The lines are made
-// as the driver sends them (lineReader), so that the server stores rows
-// while the next are made.
+// server's bulk path, reading them from a buffer in memory through a
+// reader handler of the driver (mysql.RegisterReaderHandler) registered
+// under a name of its own for the statement and deregistered after it.
 //
 // The rows go as tab-separated lines in utf8mb4, each value as the INSERT
 // path binds it (field.value) in text: NULL as \N, and a backslash, tab,
@@ -43,7 +42,7 @@ type loader struct {
 	tail  string // the format, the columns, and a SET clause to end
 	name  string // a prefix of the handler's names, unique to the loader
 	calls int
-	data  []byte // the lines' buffer, kept for the next load
+	data  []byte
 }
 
 // newLoader returns a loader into table (quoted) of lines of the columns
@@ -68,12 +67,15 @@ func newLoader(table string, columns []string, name string) *loader {
 // failure of the statement itself (loadRefused tells whether the server
 // takes no LOAD DATA LOCAL at all), which wrote nothing.
 func (l *loader) load(ctx context.Context, tx *sql.Tx, n int, row func(r int, b []byte) []byte, set string) (ok bool, err error) {
+	l.data = l.data[:0]
+	for r := range n {
+		l.data = row(r, l.data)
+	}
 	l.calls++
 	name := l.name + "_" + strconv.Itoa(l.calls)
-	lines := &lineReader{n: n, row: row, buf: l.data[:0]}
-	mysql.RegisterReaderHandler(name, func() io.Reader { return lines })
+	data := l.data
+	mysql.RegisterReaderHandler(name, func() io.Reader { return bytes.NewReader(data) })
 	defer mysql.DeregisterReaderHandler(name)
-	defer func() { l.data = lines.buf[:0] }()
 	query := l.head + "'Reader::" + name + "'" + l.tail
 	if set != "" {
 		query += " SET " + set
@@ -91,36 +93,6 @@ func (l *loader) load(ctx context.Context, tx *sql.Tx, n int, row func(r int, b 
 		return false, fmt.Errorf("count the load's warnings: %w", err)
 	}
 	return loaded == int64(n) && warnings == 0, nil
-}
-
-// lineReader reads the lines of n rows, row r's appended by row(r, b),
-// making them as the driver reads: the server parses and stores the lines
-// sent while the next are made, rather than waiting for the whole batch.
-// It holds no more than a read's worth of lines and the longest line.
-type lineReader struct {
-	n, r int // the rows, and the next row to make
-	row  func(r int, b []byte) []byte
-	buf  []byte // lines made, read up to off
-	off  int
-}
-
-func (l *lineReader) Read(p []byte) (int, error) {
-	if rest := len(l.buf) - l.off; rest < len(p) && l.r < l.n {
-		// Keep what is left unread, then make lines behind it until a
-		// read's worth is ready.
-		l.buf = l.buf[:copy(l.buf, l.buf[l.off:])]
-		l.off = 0
-		for len(l.buf) < len(p) && l.r < l.n {
-			l.buf = l.row(l.r, l.buf)
-			l.r++
-		}
-	}
-	if l.off == len(l.buf) {
-		return 0, io.EOF
-	}
-	c := copy(p, l.buf[l.off:])
-	l.off += c
-	return c, nil
 }
 
 // loadRefused reports whether err says the server takes no LOAD DATA

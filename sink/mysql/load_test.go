@@ -102,11 +102,11 @@ func TestWriterLoadsEveryByte(t *testing.T) {
 	}
 }
 
-// TestWriterLoadsLinesAcrossReads: a load's lines are made as the driver
-// reads them, a packet at a time, and a batch of many rows, some longer
-// than a packet and some escaped, arrives whole and in order, each value
-// exact, in ordinal mode as by natural key, through loads alone.
-func TestWriterLoadsLinesAcrossReads(t *testing.T) {
+// TestWriterLoadsLinesAcrossPackets: the driver sends a load's lines a
+// packet (16 KiB) at a time, and a batch of many rows, some longer than a
+// packet and some escaped, arrives whole and in order, each value exact,
+// in ordinal mode as by natural key, through loads alone.
+func TestWriterLoadsLinesAcrossPackets(t *testing.T) {
 	f := writerFx(t)
 	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("s"), drivertest.I64("n"))
 	const n = 3000
