@@ -129,7 +129,11 @@ func (r *run) evolveApart(ctx context.Context) (*evolution, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Rollback()
+	// Committed, not rolled back: the lock's key (a row on MariaDB) then
+	// stays, and the next that wait for it take it in turn. Rolled back,
+	// the key a first locker made goes, and the waiters, all making it
+	// again, deadlock.
+	defer lock.Commit()
 	if err := r.e.st.Driver.Lock(ctx, lock.Tx, "evolve "+r.target.Table); err != nil {
 		return nil, err
 	}
