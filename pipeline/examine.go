@@ -45,7 +45,7 @@ func Examine(ctx context.Context, st *store.Store, req Request) (*Examination, e
 	r := newRun(&Engine{st: st}, req)
 	r.defaults()
 	x := &Examination{File: r.req.Path, Target: r.target, r: r}
-	ident, err := r.identify(ctx)
+	ident, _, err := r.identifier().identify(ctx) // no plan pass: it hashes alone
 	if err != nil {
 		x.Close()
 		return nil, err

@@ -6,16 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/internal/proc"
@@ -162,11 +159,11 @@ type run struct {
 	leaseMs int64
 	started time.Time
 
-	in         *input // what is imported: made by newRun, opened by identify
-	sharesRead bool   // plan while hashing (imports do; dry runs and verify do not)
-	spec       *speculation
-	claimed    // what the claim stage decided: set once, from its result
-	planned    // what the plan stage made, or loadPlan read: set once, from its result
+	in         *input       // what is imported: made by newRun, opened by identify
+	sharesRead bool         // plan while hashing (imports do; dry runs and verify do not)
+	spec       *speculation // the plan pass identify started on the hash's read (identify returns it)
+	claimed                 // what the claim stage decided: set once, from its result
+	planned                 // what the plan stage made, or loadPlan read: set once, from its result
 	recovered  []string
 	committed  int64
 	rows       idemtype.Rows
@@ -257,7 +254,8 @@ func (r *run) progress(p Progress) {
 
 func (r *run) run(ctx context.Context) error {
 	defer func() { r.spec.stop() }()
-	ident, err := r.identify(ctx)
+	ident, spec, err := r.identifier().identify(ctx)
+	r.spec = spec
 	if young := (*tooYoungError)(nil); errors.As(err, &young) {
 		r.res.Outcome = Skipped
 		r.note("%s", young)
@@ -312,286 +310,6 @@ func (r *run) run(ctx context.Context) error {
 	return r.abandon(ctx, err)
 }
 
-// identity is what the identify stage finds a file to be: the operation it
-// is imported under and the digests that say so. identify returns it; the
-// claim, plan and apply stages read it (the claim only completes id.ReadAs,
-// see readAs).
-type identity struct {
-	id      ledger.Identity
-	op      checkpoint.Op
-	stat    ledger.FileStat // the quick check's key: size and time (and path, inode) of the file as identify saw it
-	digests reader.Digests  // the file's, whatever identity it is imported under
-	quick   bool            // the digests came from the quick check, not from hashing
-}
-
-// tooYoungError stops a run whose file is too recently modified
-// (--min-age): the outcome is Skipped, its text the note that says why.
-type tooYoungError struct {
-	age, minAge time.Duration
-}
-
-func (e *tooYoungError) Error() string {
-	return fmt.Sprintf("modified %s ago, less than --min-age %s: it may still be being written; a later run imports it",
-		e.age.Round(time.Second), e.minAge)
-}
-
-// located is what identify learns of the file before hashing it.
-type located struct {
-	size    int64
-	modTime time.Time
-	stat    ledger.FileStat
-	format  reader.Format
-	comp    reader.Compression
-}
-
-// identify finds the file, hashes it (or takes its digests from the quick
-// check) and computes the operation's fingerprint. It opens the run's
-// source, and for an import starts the plan pass on the hash's read (see
-// speculate).
-func (r *run) identify(ctx context.Context) (identity, error) {
-	if err := r.req.Mapping.Check(); err != nil {
-		return identity{}, err
-	}
-	if r.req.Replace && (r.req.FileID == "" || strings.Contains(r.req.FileID, "{digest}")) {
-		return identity{}, usagef("--replace needs a --file-id that names the file, such as --file-id '{path}' or '{name}': a file known by its content (the default) has no other version to replace")
-	}
-	at, err := r.locate(ctx)
-	if err != nil {
-		return identity{}, err
-	}
-	if age, young := r.tooYoung(at.modTime); young {
-		return identity{}, &tooYoungError{age: age, minAge: r.req.MinAge}
-	}
-	if err := r.openSpool(at.comp); err != nil {
-		return identity{}, err
-	}
-	digests, quick, err := r.hash(ctx, at)
-	if err != nil {
-		return identity{}, err
-	}
-	id, err := r.fingerprint(ctx, at, digests)
-	if err != nil {
-		return identity{}, err
-	}
-	return identity{id: id, op: checkpoint.Op{Table: id.Key.Table, FileID: id.Key.FileID}, stat: at.stat, digests: digests, quick: quick}, nil
-}
-
-// locate finds the file and its format: a stream is spooled (it cannot be
-// read twice), a remote object asked for, a local file stat'ed.
-func (r *run) locate(ctx context.Context) (located, error) {
-	var at located
-	m := r.req.Mapping
-	switch {
-	case r.in.streaming:
-		// Its name, not its bytes, says its format: asked before the
-		// stream is read, which cannot be read twice.
-		if _, _, err := reader.Detect(r.name()); err != nil && m.Format == "" {
-			return at, usagef("reading a stream (%s) needs --format, or a --name with the format's extension, such as orders.csv", r.req.Path)
-		}
-		if err := r.spoolStream(ctx); err != nil {
-			return at, err
-		}
-		at.size = r.in.stream.Size
-	case r.in.url != "":
-		obj, err := r.openRemote(ctx)
-		if err != nil {
-			return at, err
-		}
-		at.size, at.modTime = obj.Size(), obj.ModTime()
-		at.stat = ledger.FileStat{Size: at.size, MtimeNs: at.modTime.UnixNano()} // no path: the remote quick check is keyed by URL
-	default:
-		// A missing file or directory is said as such before its name is
-		// read for a format.
-		st, err := os.Stat(r.req.Path)
-		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
-			return at, pe.Err // the result names the path
-		} else if err != nil {
-			return at, err
-		}
-		if st.IsDir() {
-			return at, usagef("%s is a directory", r.req.Path)
-		}
-		host, _ := os.Hostname()
-		at.size, at.modTime, at.stat = st.Size(), st.ModTime(), fileStat(host, r.req.Path, st)
-	}
-	format, comp, err := reader.Detect(formatName(r.name()))
-	if m.Format != "" {
-		format, err = m.Format, nil
-	}
-	if err != nil {
-		return at, &UsageError{Err: err}
-	}
-	at.format, at.comp = format, comp
-	return at, nil
-}
-
-// openSpool makes a spooled copy of a remote object the run's source, when
-// Request.SpoolDir asks for one.
-func (r *run) openSpool(comp reader.Compression) error {
-	if r.in.obj == nil || r.req.SpoolDir == "" {
-		return nil
-	}
-	sp, err := remote.NewSpool(r.in.obj, r.req.SpoolDir)
-	if errors.Is(err, remote.ErrSpoolDir) {
-		return &UsageError{Err: err} // the user's to fix: a rerun meets it again
-	} else if err != nil {
-		return err
-	}
-	if comp == reader.None {
-		// Partitions are byte ranges: an attempt that does not hash
-		// the object (it resumes) fetches the ranges it applies.
-		sp.ReadThrough()
-	}
-	r.in.spool, r.in.src = sp, sp
-	return nil
-}
-
-// hash returns the file's digests and whether the quick check gave them.
-// A remote object is hashed from a stream that fills its spooled copy,
-// which the plan pass and the partitions then read: one download.
-func (r *run) hash(ctx context.Context, at located) (reader.Digests, bool, error) {
-	var d reader.Digests
-	src, err := r.in.source()
-	if err != nil {
-		return d, false, err
-	}
-	hashSrc := src
-	if r.in.spool != nil {
-		hashSrc = r.in.spool.Copying()
-	}
-	// known: the quick check knows the local file as it is (uncompressed:
-	// a compressed one is known again by the hash of its bytes alone), so
-	// a rehash (--rehash) most likely finds a duplicate, which needs no
-	// plan pass: it hashes alone, and a file that turns out to be new
-	// after all is planned after its hash, on a second read.
-	known := false
-	if r.e.st.DB != nil && !r.in.streaming && (!r.req.Rehash || (r.in.obj == nil && at.comp == reader.None)) {
-		if d.Stored, d.Content, err = r.knownDigests(ctx, at.stat); err != nil {
-			return d, false, err
-		}
-		if d.Content == "" && at.comp == reader.None {
-			d.Content = d.Stored // recorded by an older version: the same for uncompressed files
-		}
-		if d.Content != "" && !r.req.Rehash {
-			return d, true, nil
-		}
-		known, d = d.Content != "", reader.Digests{}
-	}
-	compressed := at.comp != reader.None
-	switch {
-	case r.in.streaming:
-		d.Stored, d.Content = r.in.stream.Digest, r.in.stream.Digest
-		if compressed {
-			d, err = reader.Digest(ctx, src, nil)
-		}
-	case r.sharesRead && !known && (r.textFormat() || (r.in.obj == nil && !compressed)):
-		d, err = r.hashAndPlan(ctx, src, hashSrc, at)
-	default:
-		d, err = reader.Digest(ctx, hashSrc, func(n int64) {
-			r.progress(Progress{Phase: "hash", Bytes: n, TotalBytes: at.size})
-		})
-	}
-	return d, false, err
-}
-
-// hashAndPlan hashes and plans on one read: the plan pass follows the
-// hash, and for a compressed file hashes the data it decodes. A local
-// Parquet or Arrow file is read by random access, not from the hash's
-// bytes, but is planned while it is hashed all the same.
-func (r *run) hashAndPlan(ctx context.Context, src, hashSrc idemtype.Source, at located) (reader.Digests, error) {
-	var d reader.Digests
-	sr, err := reader.StartHashRead(ctx, hashSrc, func(n int64) {
-		r.progress(Progress{Phase: "hash", Bytes: n, TotalBytes: at.size})
-	})
-	if err != nil {
-		return d, err
-	}
-	compressed := at.comp != reader.None
-	r.speculate(ctx, sr, compressed)
-	if d.Stored, err = sr.Digest(); err != nil {
-		return d, err
-	}
-	d.Content = d.Stored
-	if !compressed {
-		return d, nil
-	}
-	if r.e.st.DB != nil {
-		// Bytes hashed before (another path, or --rehash) need not
-		// wait for the plan pass to be decoded.
-		if d.Content, err = r.e.st.Ledger.ContentOf(ctx, r.e.st.DB, d.Stored); err != nil || d.Content != "" {
-			return d, err
-		}
-	}
-	d.Content = d.Stored
-	content, ok, err := r.spec.content()
-	switch {
-	case err != nil:
-		return d, err
-	case !ok: // the plan pass did not run: hash on its own
-		return reader.Digest(ctx, src, nil)
-	case content != "":
-		d.Content = content
-	}
-	return d, nil
-}
-
-// fingerprint is the ledger identity of a file with digests d: its file
-// ID (see FileID and legacyIdentity), content and mapping.
-func (r *run) fingerprint(ctx context.Context, at located, d reader.Digests) (ledger.Identity, error) {
-	m := r.req.Mapping
-	digest := d.Content
-	fileID := FileID(r.req.FileID, r.name(), digest)
-	if fileID == "" {
-		fileID = digest
-	}
-	if r.e.st.DB != nil {
-		var err error
-		if fileID, digest, err = r.legacyIdentity(ctx, m.Table, fileID, d); err != nil {
-			return ledger.Identity{}, err
-		}
-	}
-	mapping, mdigest, equivalent := m.identity(at.format)
-	return ledger.Identity{
-		Key:           ledger.Key{Table: m.Table, FileID: fileID},
-		FileKey:       FileKey(fileID),
-		ContentDigest: digest,
-		MappingDigest: mdigest,
-		Mapping:       mapping,
-		Equivalent:    equivalent,
-		Path:          r.name(),
-		Size:          at.size,
-	}, nil
-}
-
-// identity returns the canonical text of m for a file of format, its
-// digest, and the digests of the mappings that mean the same to an
-// operation made by an older version.
-func (m Mapping) identity(format reader.Format) (mapping, digest string, equivalent []string) {
-	delim := m.Delimiter
-	if delim == 0 {
-		delim = ','
-		if format == reader.TSV {
-			delim = '\t'
-		}
-	}
-	quotes := format == reader.CSV || m.Quotes
-	mapping, digest = m.canonical(MappingVersion, format, delim, quotes)
-	// A file imported under mapping version 1 keeps its identity.
-	_, v1 := m.canonical(1, format, delim, quotes)
-	equivalent = []string{v1}
-	// The mapping with its snapshot scope spelt unescaped, as operations
-	// made before scopes were escaped stored it, means the same.
-	if s := m.Snapshot; s != nil && s.legacyScopeText() != s.ScopeText() {
-		old := m
-		old.Snapshot = &Snapshot{Soft: s.Soft, Scope: s.Scope, legacy: true}
-		for _, v := range []int{MappingVersion, 1} {
-			_, d := old.canonical(v, format, delim, quotes)
-			equivalent = append(equivalent, d)
-		}
-	}
-	return mapping, digest, equivalent
-}
-
 // identified makes ident the run's identity and starts its attempt: an ID
 // and a logger that names them.
 func (r *run) identified(ident identity) {
@@ -603,45 +321,6 @@ func (r *run) identified(ident identity) {
 	if r.id.ContentDigest != r.digests.Content {
 		r.log.Info("identified by the digest of its stored bytes, as an older version recorded it", "content_digest", r.digests.Content)
 	}
-}
-
-// legacyIdentity returns the file ID and content digest the file is
-// imported under. Older versions identified a compressed file by the digest
-// of its bytes as stored. When the ledger holds an operation of this table
-// that recorded such a digest — this file's stored digest (under the file
-// ID given, or as the file ID), or under the default file ID, the stored
-// digest of any file the quick check saw decode to this file's data — the
-// run takes that operation's identity, so the same data is a duplicate (or
-// resumes) instead of being imported again.
-func (r *run) legacyIdentity(ctx context.Context, table, fileID string, d reader.Digests) (string, string, error) {
-	content, stored := d.Content, d.Stored
-	op, _, err := r.e.st.Ledger.Get(ctx, r.e.st.DB, ledger.Key{Table: table, FileID: fileID})
-	if err != nil {
-		return "", "", err
-	}
-	if op != nil || r.req.FileID != "" {
-		if op != nil && stored != content && op.ContentDigest == stored {
-			return fileID, stored, nil
-		}
-		return fileID, content, nil
-	}
-	candidates, err := r.e.st.Ledger.StoredOf(ctx, r.e.st.DB, content)
-	if err != nil {
-		return "", "", err
-	}
-	if stored != content {
-		candidates = append([]string{stored}, candidates...)
-	}
-	for _, s := range candidates {
-		op, _, err := r.e.st.Ledger.Get(ctx, r.e.st.DB, ledger.Key{Table: table, FileID: s})
-		if err != nil {
-			return "", "", err
-		}
-		if op != nil && op.ContentDigest == s {
-			return s, s, nil
-		}
-	}
-	return fileID, content, nil
 }
 
 // readAs sets r.id.ReadAs, once, when the stored operation op was made

@@ -136,7 +136,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 	r := newRun(e, req)
 	defer r.in.close(e.st.Log)
 	r.defaults()
-	ident, err := r.identify(ctx)
+	ident, _, err := r.identifier().identify(ctx) // no plan pass: it hashes alone
 	if young := (*tooYoungError)(nil); errors.As(err, &young) {
 		return (&PlanReport{File: r.name(), Table: r.target.Table, Decision: string(Skipped), Detail: young.Error()}).would(), nil
 	} else if err != nil {

@@ -158,7 +158,7 @@ type canonicalSnapshot = store.MappingSnapshot
 // zone as timestamp (without time zone), where version 1 kept the first
 // as text and took the second as UTC points in time. A file imported
 // under version 1 keeps its identity: the version 1 digest of the same
-// mapping is equivalent (see run.identify).
+// mapping is equivalent (see identifier.fingerprint).
 const MappingVersion = 2
 
 // canonical returns the canonical JSON of m for a file of format f, in

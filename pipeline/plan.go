@@ -106,9 +106,14 @@ func columnNames(s reader.Schema) []string {
 // textFormat reports whether the file's format is text (CSV, TSV, JSONL),
 // whose values take the types they are read as.
 func (r *run) textFormat() bool {
-	f := r.req.Mapping.Format
+	return isTextFormat(r.req.Mapping.Format, r.name())
+}
+
+// isTextFormat says whether a file of format f (empty: told by its name)
+// is text.
+func isTextFormat(f reader.Format, name string) bool {
 	if f == "" {
-		f, _, _ = reader.Detect(formatName(r.name()))
+		f, _, _ = reader.Detect(formatName(name))
 	}
 	return f == reader.CSV || f == reader.TSV || f == reader.JSONL || f == reader.XLSX
 }

@@ -36,13 +36,13 @@ func TestRehashOfKnownFile(t *testing.T) {
 		r := newRun(e, Request{Path: csv, Mapping: Mapping{Table: "prices"}, Rehash: true})
 		r.sharesRead = true
 		r.defaults()
-		ident, err := r.identify(ctx)
+		ident, spec, err := r.identifier().identify(ctx)
+		defer spec.stop()
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer r.spec.stop()
-		if ident.quick || r.spec != nil {
-			t.Fatalf("rehash of a known file: from the quick check %v, plan pass started %v; want hashed alone", ident.quick, r.spec != nil)
+		if ident.quick || spec != nil {
+			t.Fatalf("rehash of a known file: from the quick check %v, plan pass started %v; want hashed alone", ident.quick, spec != nil)
 		}
 		res := e.Import(ctx, Request{Path: csv, Mapping: Mapping{Table: "prices"}, Rehash: true})
 		if res.Err != nil || res.Outcome != Duplicate || res.QuickCheck {

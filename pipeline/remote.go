@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"net/url"
-	"time"
 
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader/remote"
@@ -24,53 +23,6 @@ func newRun(e *Engine, req Request) *run {
 	r := &run{e: e, req: req, in: newInput(req.Path)}
 	r.req.Path = r.in.path
 	return r
-}
-
-// openRemote makes the HEAD request for the input's URL and keeps the
-// object as the input's source. An object the client's listing named (an s3://
-// prefix expanded) with an ETag and size the quick check knows needs no
-// HEAD request: the listing proves it unchanged since it was imported, as
-// a HEAD request would, and the object is pinned at what the listing said
-// (reads, if any, are guarded by that ETag). --rehash always asks.
-func (r *run) openRemote(ctx context.Context) (*remote.Object, error) {
-	c := r.req.Remote
-	if c == nil {
-		c = remote.New(remote.Options{})
-		r.req.Remote = c
-	}
-	in := r.in
-	in.objCtx = ctx
-	if info, ok := c.Listed(in.url); ok && info.Proves() && !r.req.Rehash && r.e.st.DB != nil {
-		obj, err := c.Pin(ctx, in.url, info)
-		if err != nil {
-			return nil, err
-		}
-		in.obj = obj
-		_, content, err := r.knownDigests(ctx, ledger.FileStat{})
-		if err != nil {
-			return nil, err
-		}
-		if content != "" {
-			in.src = obj
-			return obj, nil
-		}
-		in.obj = nil
-	}
-	obj, err := c.Open(ctx, in.url)
-	if err != nil {
-		return nil, err
-	}
-	in.obj, in.src = obj, obj
-	return obj, nil
-}
-
-// knownDigests returns the digests the quick check recorded for the run's
-// input, local or remote; stat is a local file's.
-func (r *run) knownDigests(ctx context.Context, stat ledger.FileStat) (stored, content string, err error) {
-	if r.in.obj != nil {
-		return r.e.st.Ledger.KnownRemote(ctx, r.e.st.DB, r.in.remoteStat())
-	}
-	return r.e.st.Ledger.KnownDigest(ctx, r.e.st.DB, stat)
 }
 
 // rememberDigests records the run's digests for the quick check of its
@@ -95,16 +47,6 @@ func formatName(path string) string {
 		return u.Path
 	}
 	return path
-}
-
-// tooYoung says whether an object modified at mod is too young for
-// --min-age; an object without Last-Modified is taken as old enough.
-func (r *run) tooYoung(mod time.Time) (time.Duration, bool) {
-	if r.req.MinAge <= 0 || mod.IsZero() {
-		return 0, false
-	}
-	age := time.Since(mod)
-	return age, age < r.req.MinAge
 }
 
 // namesColumns reports whether the mapping names any of the file's

@@ -31,10 +31,9 @@ type speculation struct {
 // compressed file) the pass also hashes the data it decodes, which makes
 // it the source of the content digest (and the pass then runs on both
 // cores from the start, since the claim waits for it anyway).
-func (r *run) speculate(ctx context.Context, sr *reader.HashRead, content bool) {
+func (r *run) speculate(ctx context.Context, sr *reader.HashRead, content bool) *speculation {
 	ctx, cancel := context.WithCancel(ctx)
 	sp := &speculation{cancel: cancel, done: make(chan struct{})}
-	r.spec = sp
 	go func() {
 		defer close(sp.done)
 		defer sr.Release() // a lossless hash waits for no plan pass once this one is over
@@ -54,6 +53,7 @@ func (r *run) speculate(ctx context.Context, sr *reader.HashRead, content bool) 
 			}
 		})
 	}()
+	return sp
 }
 
 // result waits for the speculative plan pass and returns it, when it ran

@@ -38,7 +38,7 @@ func TestImportPlansWhileHashing(t *testing.T) {
 			r := newRun(e, Request{Path: c.path, PartitionRows: 1000})
 			r.sharesRead = true
 			r.defaults()
-			ident, err := r.identify(ctx)
+			ident, spec, err := r.identifier().identify(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +47,7 @@ func TestImportPlansWhileHashing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, plan, spill, err := r.spec.result(in, nil)
+			f, plan, spill, err := spec.result(in, nil)
 			spill.close()
 			if err != nil || f == nil || plan.Rows != 5000 || len(plan.Partitions) != c.parts {
 				t.Fatalf("speculative plan: %v %v", plan, err)

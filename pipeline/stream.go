@@ -1,14 +1,10 @@
 package pipeline
 
 import (
-	"context"
 	"io"
 	"os"
-	"path/filepath"
-	"strconv"
 
 	"github.com/idemport/idemport/idemtype"
-	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/reader/remote"
 )
 
@@ -30,41 +26,16 @@ func IsStream(path string) bool {
 // name is what the run's input is known by: its path or URL, or a
 // stream's name.
 func (r *run) name() string {
-	if r.in.streaming {
-		return r.req.Name
-	}
-	return r.req.Path
+	return inputName(r.in, &r.req)
 }
 
-// spoolStream copies the stream into a private file while hashing it, and
-// makes that file the run's source, known by the stream's name.
-func (r *run) spoolStream(ctx context.Context) error {
-	in := r.req.Stdin
-	if r.req.Path != "-" {
-		f, err := os.Open(r.req.Path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		in = f
-	} else if in == nil {
-		in = eof{}
+// inputName is what input in of req is known by: its path or URL, or a
+// stream's name.
+func inputName(in *input, req *Request) string {
+	if in.streaming {
+		return req.Name
 	}
-	dir := r.req.SpoolDir
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "idemport-"+strconv.Itoa(os.Getuid()))
-	}
-	s, err := remote.SpoolStream(ctx, in, dir, func(n int64) { r.progress(Progress{Phase: "hash", Bytes: n}) })
-	if err != nil {
-		return err
-	}
-	r.in.stream = s
-	src, err := reader.OpenFileSource(s.Path)
-	if err != nil {
-		return err
-	}
-	r.in.src = named{Source: src, name: r.req.Name}
-	return nil
+	return req.Path
 }
 
 // named is a source known by another name than its path's.
