@@ -179,7 +179,7 @@ func evolveWant(files ...evolveFile) []string {
 // still has not.
 func TestEvolveSoak(t *testing.T) {
 	// Not parallel: its kills are aimed within the time a run takes, timed alone.
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("seed %d", seed)
 		rng := rand.New(rand.NewPCG(seed, 11))

@@ -7,7 +7,7 @@ package main
 // abandoned or undone. testkit.MariaDB is not among testkit.Each's
 // targets: besides these, the command's tests that run on it name it
 // (testkit.EachOf with testkit.AllTargetNames): the snapshot, --replace
-// and wide-row kill chains, the soak of --atomic, several
+// and wide-row kill chains, the soaks of --atomic and --evolve, several
 // processes on one --atomic import, concurrent replacements, and verify
 // while an import runs.
 
