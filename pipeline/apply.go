@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -19,6 +20,22 @@ import (
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
 )
+
+// applying is what an attempt has done so far, which the apply stage adds
+// to and the attempt's end reports: the plan stage sets the rows it read
+// and rejected, the claim and apply stages the leases they recovered.
+type applying struct {
+	recovered []string // the attempts whose leases this one took over
+	committed int64    // partitions this attempt committed
+	rows      idemtype.Rows
+	doneRows  int64 // rows of partitions done, by anyone, for progress
+	// lastAs is what valuesAs returned for the table as the last partition
+	// transaction found it (nil: none yet), for the partitions read next.
+	lastAs atomic.Pointer[[]idemtype.Type]
+	// evolvedApart are the schema changes an --atomic import made before
+	// its completing transaction, where DDL commits (completionDDL).
+	evolvedApart *evolution
+}
 
 // apply claims and commits partitions until every partition of the plan is
 // done. When the only unfinished partitions are held by other live attempts,
@@ -31,10 +48,10 @@ func (r *run) apply(ctx context.Context) error {
 	var mu sync.Mutex
 	var n retries
 	for {
-		before := r.committed
+		before := r.ap.committed
 		r.log.Debug("claiming partitions")
 		err := r.applyRound(ctx, &mu)
-		if r.committed > before {
+		if r.ap.committed > before {
 			n.deadlocks = 0
 		}
 		again, err := r.again(ctx, err, &n)
@@ -61,7 +78,7 @@ func (r *run) apply(ctx context.Context) error {
 		// partition that only looked free: another live attempt's claim of
 		// it not yet committed, or a lease that ran out after this round's
 		// last claim.
-		if p.Claimable > 0 && r.committed > before {
+		if p.Claimable > 0 && r.ap.committed > before {
 			continue
 		}
 		if err := r.awaitOthers(ctx, p); err != nil {
@@ -79,8 +96,8 @@ func (r *run) startApply(ctx context.Context) error {
 	}
 	r.res.Partitions.Total = start.Total
 	r.res.Partitions.Skipped = start.Done
-	r.doneRows = r.rowsDone(ctx)
-	r.progress(Progress{Phase: "apply", Rows: r.doneRows, TotalRows: r.plan.Rows, Partitions: start.Done, TotalParts: start.Total, Skipped: start.Done})
+	r.ap.doneRows = r.rowsDone(ctx)
+	r.progress(Progress{Phase: "apply", Rows: r.ap.doneRows, TotalRows: r.plan.Rows, Partitions: start.Done, TotalParts: start.Total, Skipped: start.Done})
 	return r.expectAs(ctx)
 }
 
@@ -275,7 +292,7 @@ func (r *run) read(ctx context.Context, claims <-chan *checkpoint.Claim, items c
 			return err
 		}
 		var as []idemtype.Type
-		if p := r.lastAs.Load(); p != nil {
+		if p := r.ap.lastAs.Load(); p != nil {
 			as = *p
 		}
 		plan := r.plan
@@ -337,7 +354,7 @@ func (r *run) claimNext(ctx context.Context, tx *sql.Tx) (*checkpoint.Claim, err
 	}
 	if c != nil && c.RecoveredFrom != "" {
 		r.log.Warn("recovered the lease of a dead or stalled attempt", "partition", c.Index, "from", c.RecoveredFrom)
-		r.recovered = append(r.recovered, c.RecoveredFrom)
+		r.ap.recovered = append(r.ap.recovered, c.RecoveredFrom)
 		// Taken over, it is dead to the operation: a stalled process that
 		// wakes can no longer commit (fencing), and records its own end.
 		if err := r.e.st.Ledger.Died(ctx, tx, c.RecoveredFrom); err != nil {
@@ -482,10 +499,10 @@ func (r *run) commit(ctx context.Context, conn *sql.Conn, tx *txn, c *checkpoint
 func (r *run) committedPartition(c *checkpoint.Claim, counts idemtype.Rows, evolved *evolution, mu *sync.Mutex) {
 	mu.Lock()
 	evolved.report(r.res)
-	r.committed++
-	r.rows.Add(counts)
-	r.doneRows += c.Rows
-	p := Progress{Phase: "apply", Rows: r.doneRows, TotalRows: r.plan.Rows, Partitions: r.res.Partitions.Skipped + r.committed,
+	r.ap.committed++
+	r.ap.rows.Add(counts)
+	r.ap.doneRows += c.Rows
+	p := Progress{Phase: "apply", Rows: r.ap.doneRows, TotalRows: r.plan.Rows, Partitions: r.res.Partitions.Skipped + r.ap.committed,
 		TotalParts: r.res.Partitions.Total, Skipped: r.res.Partitions.Skipped}
 	r.progress(p) // under mu: reports stay in order
 	mu.Unlock()
@@ -569,7 +586,7 @@ func (r *run) finalize(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if r.evolvedApart, err = r.completionDDL(ctx); err != nil {
+	if r.ap.evolvedApart, err = r.completionDDL(ctx); err != nil {
 		return fmt.Errorf("finalize: %w", err)
 	}
 	var c completion
@@ -598,7 +615,7 @@ func (r *run) finalize(ctx context.Context) error {
 		return fmt.Errorf("finalize: %w", err)
 	}
 	if completer == r.attempt.ID {
-		r.rows.Add(moved)
+		r.ap.rows.Add(moved)
 		evolved.report(r.res)
 		r.noteReplaced()
 	} else {
@@ -725,14 +742,14 @@ func (r *run) recordEnd(ctx context.Context, tx *sql.Tx, moved idemtype.Rows) er
 	if r.created {
 		outcome = Imported
 	}
-	if err := r.e.st.Ledger.End(ctx, tx, r.attempt.ID, string(outcome), "", r.res.Partitions.Total-r.committed, int64(len(r.recovered))); err != nil {
+	if err := r.e.st.Ledger.End(ctx, tx, r.attempt.ID, string(outcome), "", r.res.Partitions.Total-r.ap.committed, int64(len(r.ap.recovered))); err != nil {
 		return err
 	}
 	var deleted *int64
 	if r.snapshot() != nil {
 		deleted = &r.res.Deleted
 	}
-	rows := r.rows
+	rows := r.ap.rows
 	rows.Add(moved)
 	var err error
 	r.res.EventID, err = r.e.st.RecordEvent(ctx, tx, EventCompleted, r.id.Key, r.attempt, string(outcome), rows, deleted)
@@ -765,7 +782,7 @@ func (r *run) succeed(ctx context.Context, completer string) error {
 	ctx = context.WithoutCancel(ctx)
 	if completer != r.attempt.ID {
 		r.log.Info("completed by another attempt", "completed_by", completer)
-		if r.req.Mapping.Atomic && r.committed > 0 {
+		if r.req.Mapping.Atomic && r.ap.committed > 0 {
 			if err := r.recountedRows(ctx); err != nil {
 				r.log.Warn("could not read this attempt's recounted rows", "err", err)
 			}
@@ -780,15 +797,15 @@ func (r *run) succeed(ctx context.Context, completer string) error {
 			r.res.Partitions.Total = p.Total
 		}
 	}
-	r.res.Partitions.Committed = r.committed
-	r.res.Partitions.Skipped = r.res.Partitions.Total - r.committed
+	r.res.Partitions.Committed = r.ap.committed
+	r.res.Partitions.Skipped = r.res.Partitions.Total - r.ap.committed
 	if completer != r.attempt.ID { // the completer's end committed with the completion
-		if err := r.e.st.Ledger.End(ctx, r.e.st.DB, r.attempt.ID, string(r.res.Outcome), "", r.res.Partitions.Skipped, int64(len(r.recovered))); err != nil {
+		if err := r.e.st.Ledger.End(ctx, r.e.st.DB, r.attempt.ID, string(r.res.Outcome), "", r.res.Partitions.Skipped, int64(len(r.ap.recovered))); err != nil {
 			r.log.Warn("could not record the end of the attempt", "err", err)
 		}
 	}
-	r.log.Info("completed", "outcome", r.res.Outcome, "inserted", r.rows.Inserted, "updated", r.rows.Updated,
-		"unchanged", r.rows.Unchanged, "stale", r.rows.Stale, "superseded", r.rows.Superseded, "rejected", r.rows.Rejected)
+	r.log.Info("completed", "outcome", r.res.Outcome, "inserted", r.ap.rows.Inserted, "updated", r.ap.rows.Updated,
+		"unchanged", r.ap.rows.Unchanged, "stale", r.ap.rows.Stale, "superseded", r.ap.rows.Superseded, "rejected", r.ap.rows.Rejected)
 	return nil
 }
 
@@ -802,7 +819,7 @@ func (r *run) recountedRows(ctx context.Context) error {
 	}
 	for _, a := range as {
 		if a.ID == r.attempt.ID {
-			r.rows = a.Rows
+			r.ap.rows = a.Rows
 			return nil
 		}
 	}

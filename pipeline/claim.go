@@ -206,7 +206,7 @@ func (r *run) take(ctx context.Context, tx *sql.Tx, dd decided) (claimed, error)
 	case ledger.Plan:
 		if from != "" {
 			r.attempt.RecoveredFrom = from
-			r.recovered = append(r.recovered, from)
+			r.ap.recovered = append(r.ap.recovered, from)
 			r.log.Warn("recovered the planning lease of a dead attempt", "from", from)
 			if err := r.e.st.Ledger.Died(ctx, tx, from); err != nil {
 				return c, err

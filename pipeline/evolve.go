@@ -228,7 +228,7 @@ func (w *partitionWriter) prepare(ctx context.Context, r *run, conn *sql.Conn, t
 		return ev, nil
 	}
 	as := r.valuesAs(table, r.plan.Schema)
-	r.lastAs.Store(&as)
+	r.ap.lastAs.Store(&as)
 	if w.Writer != nil {
 		r.log.Debug("the table's columns changed; preparing the writer again", "table", tg.Table)
 		err := w.Close()
@@ -289,7 +289,7 @@ func (r *run) valuesAs(table *sink.Table, schema reader.Schema) []idemtype.Type 
 // the table as it is, or as the first partition transaction is to change
 // it (--evolve): a partition read otherwise would be read again.
 func (r *run) expectAs(ctx context.Context) error {
-	if !r.textFormat() || r.lastAs.Load() != nil {
+	if !r.textFormat() || r.ap.lastAs.Load() != nil {
 		return nil
 	}
 	table, err := r.e.st.Driver.Describe(ctx, r.e.st.DB, r.writeTarget().Table)
@@ -300,7 +300,7 @@ func (r *run) expectAs(ctx context.Context) error {
 		table = r.widened(table, r.plan.Schema)
 	}
 	as := r.valuesAs(table, r.plan.Schema)
-	r.lastAs.Store(&as)
+	r.ap.lastAs.Store(&as)
 	return nil
 }
 
@@ -365,7 +365,7 @@ func (r *run) evolveAtCompletion(ctx context.Context, tx *sql.Tx) (*evolution, e
 	}
 	if r.e.st.DDLCommits() {
 		// Made before tx began (completionDDL): recorded here.
-		return r.evolvedApart, r.recordEvolved(ctx, tx, r.evolvedApart)
+		return r.ap.evolvedApart, r.recordEvolved(ctx, tx, r.ap.evolvedApart)
 	}
 	return r.evolveTarget(ctx, tx, r.plan.Schema.Arrow(), true)
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -164,16 +163,7 @@ type run struct {
 	spec       *speculation // the plan pass identify started on the hash's read (identify returns it)
 	claimed                 // what the claim stage decided: set once, from its result
 	planned                 // what the plan stage made, or loadPlan read: set once, from its result
-	recovered  []string
-	committed  int64
-	rows       idemtype.Rows
-	doneRows   int64 // rows of partitions done, by anyone, for progress
-	// lastAs is what valuesAs returned for the table as the last partition
-	// transaction found it (nil: none yet), for the partitions read next.
-	lastAs atomic.Pointer[[]idemtype.Type]
-	// evolvedApart are the schema changes an --atomic import made before
-	// its completing transaction, where DDL commits (completionDDL).
-	evolvedApart *evolution
+	ap         applying     // what this attempt has done so far: counts, commits, leases recovered
 }
 
 // Import imports one file and reports what happened. It never panics on bad
@@ -199,14 +189,14 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 	if r.res.Outcome == Failed && ctx.Err() != nil {
 		r.res.Outcome = Interrupted // stopped before it had an attempt to record
 	}
-	r.res.Rows = r.rows
+	r.res.Rows = r.ap.rows
 	r.res.QuickCheck = r.quick
 	if r.file != nil {
 		r.res.Read = r.file.Stats()
 	}
 	r.res.Duration = time.Since(r.started)
-	if len(r.recovered) > 0 {
-		r.res.RecoveredLease, r.res.RecoveredFrom = true, r.recovered
+	if len(r.ap.recovered) > 0 {
+		r.res.RecoveredLease, r.res.RecoveredFrom = true, r.ap.recovered
 	}
 	return r.res
 }
@@ -516,7 +506,7 @@ func (r *run) abandon(ctx context.Context, err error) error {
 	outcome := "failed"
 	if ctx.Err() != nil {
 		outcome = string(Interrupted)
-		err = fmt.Errorf("%w (this run committed %s)", ErrInterrupted, english.Plural(r.committed, "partition"))
+		err = fmt.Errorf("%w (this run committed %s)", ErrInterrupted, english.Plural(r.ap.committed, "partition"))
 	}
 	level := slog.LevelError
 	if outcome == "interrupted" {
@@ -569,7 +559,7 @@ func (r *run) abandonChanged(ctx context.Context, cause error) error {
 		if err := r.e.st.Ledger.Close(ctx, tx, r.id.Key, ledger.Abandoned); err != nil {
 			return err
 		}
-		return r.e.st.Ledger.End(ctx, tx, r.attempt.ID, string(ledger.Abandoned), cause.Error(), 0, int64(len(r.recovered)))
+		return r.e.st.Ledger.End(ctx, tx, r.attempt.ID, string(ledger.Abandoned), cause.Error(), 0, int64(len(r.ap.recovered)))
 	})
 	if errors.Is(err, ledger.ErrCompleted) {
 		r.note("%s changed while this run read it, but another attempt had completed its import meanwhile; the changed file is another file to import", r.req.Path)
@@ -633,9 +623,9 @@ func (r *run) record(ctx context.Context, outcome string, failure error) error {
 	}
 	// Skipped: partitions done, but not by this attempt (before it, or by
 	// others meanwhile); those nobody finished are neither.
-	skipped := p.Done - r.committed
-	r.res.Partitions = idemtype.Partitions{Total: p.Total, Skipped: skipped, Committed: r.committed}
-	if err := r.e.st.Ledger.End(ctx, tx, r.attempt.ID, outcome, failure.Error(), skipped, int64(len(r.recovered))); err != nil {
+	skipped := p.Done - r.ap.committed
+	r.res.Partitions = idemtype.Partitions{Total: p.Total, Skipped: skipped, Committed: r.ap.committed}
+	if err := r.e.st.Ledger.End(ctx, tx, r.attempt.ID, outcome, failure.Error(), skipped, int64(len(r.ap.recovered))); err != nil {
 		return err
 	}
 	return tx.Commit()

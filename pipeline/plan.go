@@ -381,7 +381,7 @@ func (r *run) admit(ctx context.Context, p planned) (bool, error) {
 	if err := r.e.st.Driver.Limits().CheckColumns(r.target, plan.Schema.Arrow()); err != nil {
 		return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Error: err.Error()})
 	}
-	r.rows.Read, r.rows.Rejected = plan.Rows, plan.Rejected // reported if refused
+	r.ap.rows.Read, r.ap.rows.Rejected = plan.Rows, plan.Rejected // reported if refused
 	if !r.req.MaxRejects.Allows(plan.Rejected, plan.Rows) {
 		rf := &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects,
 			Rejects: plan.Rejects[:min(len(plan.Rejects), maxReported)]}
@@ -392,7 +392,7 @@ func (r *run) admit(ctx context.Context, p planned) (bool, error) {
 		}
 		return true, r.refuse(ctx, rf)
 	}
-	r.rows = idemtype.Rows{}
+	r.ap.rows = idemtype.Rows{}
 	return false, nil
 }
 
@@ -500,7 +500,7 @@ func (r *run) refuseDefect(ctx context.Context, err error) (bool, error) {
 	if !errors.As(err, &pe) || ctx.Err() != nil || errors.Is(err, reader.ErrSourceChanged) {
 		return false, err // a file that changed is abandoned, not refused
 	}
-	return true, r.refuse(ctx, &Refusal{Rows: r.rows.Read, Rejected: r.rows.Rejected, MaxRejects: r.req.MaxRejects, Error: pe.Error()})
+	return true, r.refuse(ctx, &Refusal{Rows: r.ap.rows.Read, Rejected: r.ap.rows.Rejected, MaxRejects: r.req.MaxRejects, Error: pe.Error()})
 }
 
 // refuse records the refusal and ends the attempt: nothing reaches the target.
@@ -519,10 +519,10 @@ func (r *run) refuse(ctx context.Context, ref *Refusal) error {
 		return err
 	}
 	err = r.withTx(ctx, func(tx *sql.Tx) error {
-		if err := r.e.st.Ledger.Refuse(ctx, tx, r.id.Key, r.attempt.ID, string(body), r.rows); err != nil {
+		if err := r.e.st.Ledger.Refuse(ctx, tx, r.id.Key, r.attempt.ID, string(body), r.ap.rows); err != nil {
 			return err
 		}
-		return r.e.st.Ledger.End(ctx, tx, r.attempt.ID, string(Refused), refusalText(ref), 0, int64(len(r.recovered)))
+		return r.e.st.Ledger.End(ctx, tx, r.attempt.ID, string(Refused), refusalText(ref), 0, int64(len(r.ap.recovered)))
 	})
 	if err != nil {
 		return fmt.Errorf("record refusal: %w", err)
