@@ -386,8 +386,7 @@ func TestMariaDBOneEvolvesTheTable(t *testing.T) {
 				r := testkit.Wait(t, second.cmd)
 				t.Fatalf("the second run never waited for the first: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 			}
-			if testkit.Int(t, tg.DB, `SELECT count(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'
-				AND trx_mysql_thread_id IN (SELECT ID FROM information_schema.PROCESSLIST WHERE DB = DATABASE())`) > 1 {
+			if testkit.Int(t, tg.DB, mariaWaiting) > 1 {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
