@@ -13,6 +13,7 @@ import (
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/pipeline/internal/store"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/sink"
 )
@@ -325,7 +326,7 @@ func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, pla
 		idx = append(idx, i)
 	}
 	keys := map[string]bool{}
-	err = eachBatch(f, plan, 1<<16, func(rec arrow.RecordBatch) error {
+	err = store.EachBatch(f, plan, 1<<16, func(rec arrow.RecordBatch) error {
 		for row := range int(rec.NumRows()) {
 			var k strings.Builder
 			for _, c := range idx {

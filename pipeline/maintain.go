@@ -1,10 +1,7 @@
 package pipeline
 
 import (
-	"github.com/apache/arrow-go/v18/arrow"
-
 	"github.com/idemport/idemport/ledger"
-	"github.com/idemport/idemport/reader"
 )
 
 // RequestFor returns the request that verifies the file at path as op
@@ -17,20 +14,4 @@ func RequestFor(op ledger.Operation, path string) (Request, error) {
 	}
 	m.Table = op.Table
 	return Request{Path: path, FileID: op.FileID, Mapping: m}, nil
-}
-
-// eachBatch reads every partition of plan from f, in batches of at most
-// batchRows rows, and calls fn with each batch's record, which is valid only
-// during the call. It stops at fn's first error and returns it.
-func eachBatch(f *reader.File, plan *reader.Plan, batchRows int, fn func(arrow.RecordBatch) error) error {
-	for b, err := range f.Batches(plan, plan.Partitions, batchRows) {
-		if err == nil {
-			err = fn(b.Record)
-			b.Release()
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline"
+	"github.com/idemport/idemport/pipeline/internal/store"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/reader/remote"
 	"github.com/idemport/idemport/sink"
@@ -269,7 +270,7 @@ func (o *Operator) checkKeys(ctx context.Context, x *pipeline.Examination, rep *
 	// Bound the parameters of a statement well below the least limit of
 	// the databases (SQLite's 32766).
 	batch := max(1, min(500, 30000/(len(x.Target.Key)+len(cols)+1)))
-	return eachBatch(f, plan, batch, func(rec arrow.RecordBatch) error {
+	return store.EachBatch(f, plan, batch, func(rec arrow.RecordBatch) error {
 		n, err := o.compareKeys(ctx, sink.Comparison{Target: x.Target, Table: table, FileKey: x.ID.FileKey, Columns: cols}, rec, plan.Schema, rep)
 		rep.Found += n
 		return err
@@ -331,22 +332,6 @@ func storedValue(a arrow.Array, i int) any {
 		return sink.FormatDate(int32(a.Value(i)))
 	}
 	return keyValue(a, i)
-}
-
-// eachBatch reads every partition of plan from f, in batches of at most
-// batchRows rows, and calls fn with each batch's record, which is valid only
-// during the call. It stops at fn's first error and returns it.
-func eachBatch(f *reader.File, plan *reader.Plan, batchRows int, fn func(arrow.RecordBatch) error) error {
-	for b, err := range f.Batches(plan, plan.Partitions, batchRows) {
-		if err == nil {
-			err = fn(b.Record)
-			b.Release()
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // keyValue returns row i of a as the value a key lookup binds: the Go value
