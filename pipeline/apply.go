@@ -291,45 +291,59 @@ func (r *run) read(ctx context.Context, claims <-chan *checkpoint.Claim, items c
 		if err := r.e.st.Hit("after-partition-claim"); err != nil {
 			return err
 		}
-		var as []idemtype.Type
-		if p := r.ap.lastAs.Load(); p != nil {
-			as = *p
-		}
-		plan := r.plan
-		if as != nil {
-			p := *r.plan
-			p.As = as
-			plan = &p
-		}
-		pr, err := r.file.Partition(plan, c.Partition.Partition, r.req.BatchRows)
-		if err != nil {
-			return err
-		}
-		if err := send(item{claim: c, as: as}); err != nil {
-			pr.Close()
-			return err
-		}
-		for {
-			b, err := pr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				pr.Close()
-				return err
-			}
-			if err := send(item{batch: b}); err != nil {
-				pr.Close()
-				return err
-			}
-		}
-		if err := pr.Close(); err != nil {
-			return err
-		}
-		if err := send(item{end: true}); err != nil {
+		if err := r.readPartition(c, send); err != nil {
 			return err
 		}
 	}
+}
+
+// readPartition decodes the partition of claim c, handing send its start
+// (with the types its values are read as), each of its batches, and its
+// end.
+func (r *run) readPartition(c *checkpoint.Claim, send func(item) error) error {
+	plan, as := r.partitionPlan()
+	pr, err := r.file.Partition(plan, c.Partition.Partition, r.req.BatchRows)
+	if err != nil {
+		return err
+	}
+	if err := send(item{claim: c, as: as}); err != nil {
+		pr.Close()
+		return err
+	}
+	for {
+		b, err := pr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err == nil {
+			err = send(item{batch: b})
+		}
+		if err != nil {
+			pr.Close()
+			return err
+		}
+	}
+	if err := pr.Close(); err != nil {
+		return err
+	}
+	return send(item{end: true})
+}
+
+// partitionPlan returns the plan a partition is read by, and the types its
+// values are read as: those the last partition transaction found the
+// table takes (applying.lastAs), once one has; until then the plan's own
+// (as nil).
+func (r *run) partitionPlan() (*reader.Plan, []idemtype.Type) {
+	var as []idemtype.Type
+	if p := r.ap.lastAs.Load(); p != nil {
+		as = *p
+	}
+	if as == nil {
+		return r.plan, nil
+	}
+	p := *r.plan
+	p.As = as
+	return &p, as
 }
 
 // claimAlone leases the first partition of a worker in its own transaction.
@@ -368,84 +382,134 @@ func (r *run) claimNext(ctx context.Context, tx *sql.Tx) (*checkpoint.Claim, err
 // claims the next partition for the reader, writes the batches, and marks
 // the partition done and counts it.
 func (r *run) write(ctx context.Context, conn *sql.Conn, w *partitionWriter, seen *seenWriter, claims chan<- *checkpoint.Claim, items <-chan item, mu *sync.Mutex) error {
-	var (
-		tx      *txn
-		claim   *checkpoint.Claim
-		counts  idemtype.Rows
-		refused []refusedRow // rows the database refused in this partition
-		evolved *evolution   // the schema changes this partition made
-		scope   int64        // the rows of a snapshot's scope before it, or -1 (countScope)
-		handoff = true       // claims is open
-	)
-	stopClaims := func() {
-		if handoff {
-			close(claims)
-			handoff = false
-		}
-	}
-	defer stopClaims()
-	defer func() {
-		if tx != nil {
-			tx.Rollback()
-		}
-	}()
+	next := &handoff{claims: claims}
+	defer next.close()
+	var p partitionTx
+	defer p.rollback()
 	for it := range items {
+		var err error
 		switch {
 		case it.claim != nil:
-			claim, counts, refused = it.claim, idemtype.Rows{}, nil
-			var err error
-			if tx, err = beginTx(ctx, conn); err != nil {
-				return fmt.Errorf("begin partition %d: %w", claim.Index, err)
-			}
-			if err := r.e.st.CP.Fence(ctx, tx.Tx, r.op, claim.Index, r.attempt.ID, r.leaseMs); err != nil {
-				return r.lost(err)
-			}
-			next, err := r.claimNext(ctx, tx.Tx)
-			if err != nil {
-				return err
-			}
-			if next == nil {
-				stopClaims()
-			} else {
-				claims <- next // the reader took the previous claim: room for one
-			}
-			if evolved, err = w.prepare(ctx, r, conn, tx.Tx); err != nil {
-				return fmt.Errorf("partition %d: %w", claim.Index, err)
-			}
-			if !slices.Equal(it.as, w.as) {
-				// The table changed (another import widened a column)
-				// after the partition's rows were read for it as it was:
-				// read them again, as the writer now takes them.
-				return fmt.Errorf("%w: partition %d", errReread, claim.Index)
-			}
-			if scope, err = r.countScope(ctx, tx.Tx); err != nil {
-				return fmt.Errorf("partition %d: %w", claim.Index, err)
-			}
+			err = r.beginPartition(ctx, conn, w, &p, it, next)
 		case it.end:
-			if err := r.recordScope(ctx, tx.Tx, scope); err != nil {
-				return fmt.Errorf("partition %d: %w", claim.Index, err)
-			}
-			if err := r.commit(ctx, conn, tx, claim, counts, refused, evolved, mu); err != nil {
-				return err
-			}
-			tx, evolved = nil, nil
+			err = r.endPartition(ctx, conn, &p, mu)
 		default:
-			c, bad, err := r.writeBatch(ctx, tx.Tx, w.Writer, it.batch.Record, it.batch.Ordinals, r.room()-int64(len(refused)))
-			if err == nil {
-				err = seen.write(ctx, tx.Tx, r.id.FileKey, it.batch.Record, it.batch.Ordinals)
-			}
-			it.batch.Release()
-			refused = append(refused, bad...)
-			if errors.Is(err, errTooManyRefused) {
-				return r.overLimit(claim, refused, -1)
-			}
-			if err != nil {
-				return fmt.Errorf("partition %d: %w", claim.Index, err)
-			}
-			counts.Add(c)
+			err = r.writeRows(ctx, w, seen, &p, it.batch)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return ctx.Err()
+}
+
+// handoff passes the partitions a worker's writer claims to its reader,
+// until it is closed.
+type handoff struct {
+	claims chan<- *checkpoint.Claim
+	closed bool
+}
+
+// pass hands c to the reader, which took the previous claim (there is room
+// for one); nil, no partition left, closes h.
+func (h *handoff) pass(c *checkpoint.Claim) {
+	if c == nil {
+		h.close()
+		return
+	}
+	h.claims <- c
+}
+
+// close tells the reader no claim follows; it may be called again.
+func (h *handoff) close() {
+	if !h.closed {
+		close(h.claims)
+		h.closed = true
+	}
+}
+
+// partitionTx is the open transaction of the partition a worker's writer
+// is writing, and what it wrote so far.
+type partitionTx struct {
+	tx      *txn
+	claim   *checkpoint.Claim
+	counts  idemtype.Rows
+	refused []refusedRow // rows the database refused in this partition
+	evolved *evolution   // the schema changes this partition made
+	scope   int64        // the rows of a snapshot's scope before it, or -1 (countScope)
+}
+
+// rollback rolls back the transaction, if one is open.
+func (p *partitionTx) rollback() {
+	if p.tx != nil {
+		p.tx.Rollback()
+	}
+}
+
+// beginPartition begins p, the transaction of the partition whose start is
+// it: it fences the partition's claim, claims the next partition and
+// passes it to the reader, readies the writer for the table as it is, and
+// counts the snapshot's scope. Rows read for the table as it was before
+// another import changed it are read again (errReread).
+func (r *run) beginPartition(ctx context.Context, conn *sql.Conn, w *partitionWriter, p *partitionTx, it item, next *handoff) error {
+	*p = partitionTx{claim: it.claim}
+	index := it.claim.Index
+	var err error
+	if p.tx, err = beginTx(ctx, conn); err != nil {
+		return fmt.Errorf("begin partition %d: %w", index, err)
+	}
+	if err := r.e.st.CP.Fence(ctx, p.tx.Tx, r.op, index, r.attempt.ID, r.leaseMs); err != nil {
+		return r.lost(err)
+	}
+	c, err := r.claimNext(ctx, p.tx.Tx)
+	if err != nil {
+		return err
+	}
+	next.pass(c)
+	if p.evolved, err = w.prepare(ctx, r, conn, p.tx.Tx); err != nil {
+		return fmt.Errorf("partition %d: %w", index, err)
+	}
+	if !slices.Equal(it.as, w.as) {
+		// The table changed (another import widened a column) after
+		// the partition's rows were read for it as it was: read them
+		// again, as the writer now takes them.
+		return fmt.Errorf("%w: partition %d", errReread, index)
+	}
+	if p.scope, err = r.countScope(ctx, p.tx.Tx); err != nil {
+		return fmt.Errorf("partition %d: %w", index, err)
+	}
+	return nil
+}
+
+// writeRows writes batch b of partition p, and records the keys it saw;
+// the rows the database refuses count against --max-rejects.
+func (r *run) writeRows(ctx context.Context, w *partitionWriter, seen *seenWriter, p *partitionTx, b reader.Batch) error {
+	c, bad, err := r.writeBatch(ctx, p.tx.Tx, w.Writer, b.Record, b.Ordinals, r.room()-int64(len(p.refused)))
+	if err == nil {
+		err = seen.write(ctx, p.tx.Tx, r.id.FileKey, b.Record, b.Ordinals)
+	}
+	b.Release()
+	p.refused = append(p.refused, bad...)
+	if errors.Is(err, errTooManyRefused) {
+		return r.overLimit(p.claim, p.refused, -1)
+	}
+	if err != nil {
+		return fmt.Errorf("partition %d: %w", p.claim.Index, err)
+	}
+	p.counts.Add(c)
+	return nil
+}
+
+// endPartition records the snapshot's scope and commits partition p.
+func (r *run) endPartition(ctx context.Context, conn *sql.Conn, p *partitionTx, mu *sync.Mutex) error {
+	if err := r.recordScope(ctx, p.tx.Tx, p.scope); err != nil {
+		return fmt.Errorf("partition %d: %w", p.claim.Index, err)
+	}
+	if err := r.commit(ctx, conn, p.tx, p.claim, p.counts, p.refused, p.evolved, mu); err != nil {
+		return err
+	}
+	p.tx, p.evolved = nil, nil
+	return nil
 }
 
 // lost explains a failed fence: this attempt stalled past its lease and

@@ -251,19 +251,7 @@ func (r *run) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader.File
 	if err != nil || t == nil {
 		return err
 	}
-	ev, err := r.evolve(t, plan.Schema.Arrow())
-	if err != nil {
-		rep.Unfit = err.Error()
-		return nil
-	}
-	for _, a := range ev.add {
-		rep.ColumnsAdded = append(rep.ColumnsAdded, a.Name)
-	}
-	for _, w := range ev.widen {
-		rep.ColumnsWidened = append(rep.ColumnsWidened, w.column)
-	}
-	s := r.snapshot()
-	if s == nil {
+	if !r.dryEvolve(rep, t, plan) || r.snapshot() == nil {
 		return nil
 	}
 	n, live, err := r.wouldSweep(ctx, t, f, plan)
@@ -276,28 +264,55 @@ func (r *run) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader.File
 	default:
 		return nil // the import would not sweep
 	}
-	if n >= 0 {
-		var before int64
-		if r.target.Ordinal() {
-			// The sweep counts the file's rows in the table: all of
-			// them, once applied.
-			live = n + plan.Rows - plan.Rejected
-		} else {
-			// By key it counts the rows the scope held before the
-			// operation wrote any: as its first partition stored them
-			// (a resumed one), or those now.
-			var stored int64
-			var ok bool
-			if rep.Decision == ledger.Resume.String() {
-				if stored, ok, err = r.e.st.Ledger.ScopeRows(ctx, r.e.st.DB, r.id.Key); err != nil {
-					return err
-				}
+	if n < 0 {
+		return nil
+	}
+	return r.dryDeleteGuard(ctx, rep, plan, n, live, inserted)
+}
+
+// dryEvolve fills in the columns --evolve would add to and widen in table
+// t for plan, and reports whether t fits the file then; when it does not,
+// rep.Unfit says why.
+func (r *run) dryEvolve(rep *PlanReport, t *sink.Table, plan *reader.Plan) bool {
+	ev, err := r.evolve(t, plan.Schema.Arrow())
+	if err != nil {
+		rep.Unfit = err.Error()
+		return false
+	}
+	for _, a := range ev.add {
+		rep.ColumnsAdded = append(rep.ColumnsAdded, a.Name)
+	}
+	for _, w := range ev.widen {
+		rep.ColumnsWidened = append(rep.ColumnsWidened, w.column)
+	}
+	return true
+}
+
+// dryDeleteGuard sets rep.SweepRefused when the --max-delete guard would
+// refuse a sweep of missing rows (of live ones in the scope; by key) for
+// plan, the operation having inserted inserted rows already.
+func (r *run) dryDeleteGuard(ctx context.Context, rep *PlanReport, plan *reader.Plan, missing, live, inserted int64) error {
+	var before int64
+	if r.target.Ordinal() {
+		// The sweep counts the file's rows in the table: all of them,
+		// once applied.
+		live = missing + plan.Rows - plan.Rejected
+	} else {
+		// By key it counts the rows the scope held before the operation
+		// wrote any: as its first partition stored them (a resumed one),
+		// or those now.
+		var stored int64
+		var ok bool
+		if rep.Decision == ledger.Resume.String() {
+			var err error
+			if stored, ok, err = r.e.st.Ledger.ScopeRows(ctx, r.e.st.DB, r.id.Key); err != nil {
+				return err
 			}
-			before = guardBefore(stored, ok, live, inserted)
 		}
-		if gerr := r.deleteGuard(n, live, before, plan); gerr != nil {
-			rep.SweepRefused = gerr.Error()
-		}
+		before = guardBefore(stored, ok, live, inserted)
+	}
+	if gerr := r.deleteGuard(missing, live, before, plan); gerr != nil {
+		rep.SweepRefused = gerr.Error()
 	}
 	return nil
 }

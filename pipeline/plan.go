@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/ledger"
@@ -417,66 +419,103 @@ func (r *run) refuseUnfit(ctx context.Context, plan *reader.Plan, unfit error) e
 // readies the tables its rows go through: the target (a new one is
 // created, empty), the staging table of --atomic, the snapshot's.
 func (r *run) storePlan(ctx context.Context, p planned, ev *evolution) error {
-	plan, existing := p.plan, p.existing
-	body, err := json.Marshal(storedPlan{Version: 1, Schema: plan.Schema, Rows: plan.Rows, Rejected: plan.Rejected, Superseded: plan.Superseded,
-		PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes, Limits: p.inputs.limits, JSONB: p.inputs.jsonb})
+	body, parts, err := r.planRecord(p)
 	if err != nil {
 		return err
 	}
-	parts := make([]checkpoint.Partition, len(plan.Partitions))
-	for i, pt := range plan.Partitions {
-		parts[i] = checkpoint.Partition{Partition: pt}
-	}
-	schema := plan.Schema.Arrow()
-	// An existing table that does not fit the file changes with the rows:
-	// in the first partition's transaction (partitionWriter.prepare), with
-	// --atomic in the completing one (evolveAtCompletion). A new one is
-	// created with the plan, empty.
-	ensure := existing == nil || (!r.req.Mapping.Atomic && ev.text == "")
-	// An --atomic import stages the values a decimal or text column of the
-	// table (as it is to become) takes as the file wrote them (valuesAs),
-	// so that the move at completion copies text, not a float64's digits.
-	staged := schema
-	if existing != nil {
-		staged = schemaAs(plan.Schema, r.valuesAs(r.widened(existing, plan.Schema), plan.Schema)).Arrow()
-	}
+	tables := r.planTables(p, ev)
 	ddl := r.e.st.DDLCommits()
 	if ddl {
 		// Each DDL statement commits: the tables are made first, each
 		// in a step of its own (planDDL), and the plan's transaction
 		// writes rows alone.
-		if err := r.planDDL(ctx, ensure, schema, staged); err != nil {
+		if err := r.planDDL(ctx, tables.ensure, tables.schema, tables.staged); err != nil {
 			return err
 		}
 	}
 	return r.withTx(ctx, func(tx *sql.Tx) error {
 		if !ddl {
-			if ensure {
-				if err := r.e.st.Driver.Ensure(ctx, tx, r.target, schema); err != nil {
-					return err
-				}
-			}
-			if err := r.ensureStage(ctx, tx, staged); err != nil {
-				return err
-			}
-			if err := r.ensureSnapshot(ctx, tx, schema); err != nil {
+			if err := r.readyTables(ctx, tx, tables); err != nil {
 				return err
 			}
 		}
-		if err := r.prepareReplaced(ctx, tx, false); err != nil {
-			return err
-		}
-		if err := r.e.st.CP.Save(ctx, tx, r.op, r.attempt.ID, body, plan.Rows, parts); err != nil {
-			return err
-		}
-		if err := r.storeRejects(ctx, tx, p.spill); err != nil {
-			return err
-		}
-		if err := r.planCreated(ctx, tx); err != nil {
-			return err
-		}
-		return r.e.st.Ledger.Planned(ctx, tx, r.id.Key, r.attempt.ID)
+		return r.savePlan(ctx, tx, p, body, parts)
 	})
+}
+
+// planRecord returns what the checkpoints store of plan p: its body and
+// its partitions.
+func (r *run) planRecord(p planned) ([]byte, []checkpoint.Partition, error) {
+	plan := p.plan
+	body, err := json.Marshal(storedPlan{Version: 1, Schema: plan.Schema, Rows: plan.Rows, Rejected: plan.Rejected, Superseded: plan.Superseded,
+		PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes, Limits: p.inputs.limits, JSONB: p.inputs.jsonb})
+	if err != nil {
+		return nil, nil, err
+	}
+	parts := make([]checkpoint.Partition, len(plan.Partitions))
+	for i, pt := range plan.Partitions {
+		parts[i] = checkpoint.Partition{Partition: pt}
+	}
+	return body, parts, nil
+}
+
+// planTables says which tables the plan readies for the rows of a file,
+// and with what columns.
+type planTables struct {
+	ensure bool          // the target is created (or checked) with the plan
+	schema *arrow.Schema // the file's columns: the target's and the snapshot's
+	staged *arrow.Schema // the columns an --atomic import stages
+}
+
+// planTables returns the tables the plan of p readies, the existing table
+// to change as ev says.
+func (r *run) planTables(p planned, ev *evolution) planTables {
+	schema := p.plan.Schema.Arrow()
+	// An existing table that does not fit the file changes with the rows:
+	// in the first partition's transaction (partitionWriter.prepare), with
+	// --atomic in the completing one (evolveAtCompletion). A new one is
+	// created with the plan, empty.
+	t := planTables{ensure: p.existing == nil || (!r.req.Mapping.Atomic && ev.text == ""), schema: schema, staged: schema}
+	if p.existing != nil {
+		// An --atomic import stages the values a decimal or text column
+		// of the table (as it is to become) takes as the file wrote them
+		// (valuesAs), so that the move at completion copies text, not a
+		// float64's digits.
+		t.staged = schemaAs(p.plan.Schema, r.valuesAs(r.widened(p.existing, p.plan.Schema), p.plan.Schema)).Arrow()
+	}
+	return t
+}
+
+// readyTables readies in tx the tables t says, where DDL does not commit.
+func (r *run) readyTables(ctx context.Context, tx *sql.Tx, t planTables) error {
+	if t.ensure {
+		if err := r.e.st.Driver.Ensure(ctx, tx, r.target, t.schema); err != nil {
+			return err
+		}
+	}
+	if err := r.ensureStage(ctx, tx, t.staged); err != nil {
+		return err
+	}
+	return r.ensureSnapshot(ctx, tx, t.schema)
+}
+
+// savePlan stores in tx plan p (its record body and parts), its bad rows,
+// the removal of a replaced version's rows the plan does, and that the
+// operation is planned.
+func (r *run) savePlan(ctx context.Context, tx *sql.Tx, p planned, body []byte, parts []checkpoint.Partition) error {
+	if err := r.prepareReplaced(ctx, tx, false); err != nil {
+		return err
+	}
+	if err := r.e.st.CP.Save(ctx, tx, r.op, r.attempt.ID, body, p.plan.Rows, parts); err != nil {
+		return err
+	}
+	if err := r.storeRejects(ctx, tx, p.spill); err != nil {
+		return err
+	}
+	if err := r.planCreated(ctx, tx); err != nil {
+		return err
+	}
+	return r.e.st.Ledger.Planned(ctx, tx, r.id.Key, r.attempt.ID)
 }
 
 // storeRejects stores every bad row of spill, with the plan: an admitted
