@@ -159,16 +159,16 @@ func (e *env) show(argv []string, before string, scripts ...string) {
 		}
 		line = strings.Join(words, " ")
 	}
-	fmt.Printf("    $ %s\n", line)
+	fmt.Fprintf(e.out, "    $ %s\n", line)
 	if before != "" {
-		fmt.Printf("      (before each run, untimed: %s)\n", before)
+		fmt.Fprintf(e.out, "      (before each run, untimed: %s)\n", before)
 	}
 	for _, s := range scripts {
 		b, err := os.ReadFile(s)
 		check(err)
-		fmt.Printf("      %s:\n", s)
+		fmt.Fprintf(e.out, "      %s:\n", s)
 		for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-			fmt.Printf("        %s\n", l)
+			fmt.Fprintf(e.out, "        %s\n", l)
 		}
 	}
 }

@@ -6,6 +6,7 @@
 //	go run ./bench/run -rows 10m -runs 3 -sections first,delta
 //	go run ./bench/run -rows 1m -modes     # --atomic and --snapshot against plain imports
 //	go run ./bench/run -file my.csv -key id   # any CSV instead of the generated data set
+//	go run ./bench/run -rows 10m -readme   # docs/development.md's table, in its shape
 //
 // The sections (-sections, default all of them):
 //
@@ -27,7 +28,10 @@
 //
 // With -file, the data set is that CSV file (its columns and types as
 // idemport's plan pass infers them, the anchors' tables declared alike and
-// keyed by -key) and the sections are first, rerun and resume. Each
+// keyed by -key) and the sections are first, rerun and resume, and delta
+// when -delta names a daily delta of it. With -readme the rows print as
+// the Markdown table of docs/development.md, each beside its anchor, and
+// the anchors' commands after it. Each
 // anchor's command is printed under its row, with its scripts.
 //
 // Each comparison runs its commands in turn (A B A B …) and the ratio is
@@ -45,6 +49,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -116,6 +121,21 @@ type row struct {
 	rss   int64 // KiB, max
 	vs    string
 	ratio float64
+	label string // of an anchor: the vs of the rows timed against it
+}
+
+// anchor returns r as the anchor that rows with vs label are timed against.
+func anchor(label string, r row) row {
+	r.label = label
+	return r
+}
+
+// race runs cs with the env's timer: race, unless a test set another.
+func (e *env) race(n int, cs ...cmd) ([][]measure, []float64) {
+	if e.timer != nil {
+		return e.timer(n, cs...)
+	}
+	return race(n, cs...)
 }
 
 // race runs cs in turn, n rounds (A B C A B C …), and returns each one's
@@ -162,16 +182,29 @@ func main() {
 	file := flag.String("file", "", "time this CSV file instead of the generated data set (sections first, rerun and resume), or these Parquet and Arrow files, comma-separated, against -csv (section formats)")
 	csvOf := flag.String("csv", "", "with Parquet or Arrow -file: the CSV file of the same data, whose import's rows/s theirs are timed against")
 	keyCol := flag.String("key", "", "with -file: the key column of the --key rows and of the anchors' tables (default: no keyed rows)")
+	delta := flag.String("delta", "", "with -file and -key: a daily delta of that file (a CSV file of the same columns), timed into the imported file's table in section delta")
+	readme := flag.Bool("readme", false, "print the table of docs/development.md's benchmark section (default sections first,delta,rerun,resume,formats,memory), each row beside its anchor, and the anchors' commands under it")
 	flag.Parse()
 	if *file == "" && *keyCol != "" || *file != "" && *modes {
 		check(fmt.Errorf("-key goes with -file, and -file does not go with -modes"))
+	}
+	if *delta != "" && (*file == "" || *keyCol == "") {
+		check(fmt.Errorf("-delta goes with -file and -key"))
 	}
 
 	rows, name := parseRows(*rowsFlag)
 	bin, err := os.MkdirTemp("", "idemport-bench-")
 	check(err)
 	defer os.RemoveAll(bin)
-	e := &env{runs: *runs, rows: rows, name: name, data: *data, idemport: filepath.Join(bin, "idemport"), anchor: filepath.Join(bin, "anchor"), add: report}
+	e := &env{runs: *runs, rows: rows, name: name, data: *data, idemport: filepath.Join(bin, "idemport"), anchor: filepath.Join(bin, "anchor"), add: report, out: os.Stdout}
+	var md *markdown
+	if *readme {
+		md = newMarkdown()
+		e.add, e.out = md.add, md
+		if !isFlagSet("sections") {
+			*sel = readmeSections
+		}
+	}
 	check(goBuild(e.idemport, "./cmd/idemport"))
 	check(goBuild(e.anchor, "./bench/anchor"))
 	e.work, err = os.MkdirTemp("", "idemport-bench-db-")
@@ -184,8 +217,14 @@ func main() {
 			*sel = "formats"
 		}
 	} else if *file != "" {
+		if *delta != "" {
+			e.useFile(*delta, *keyCol)
+			e.delta, e.deltaRows = *delta, e.rows
+		}
 		e.useFile(*file, *keyCol)
-		if !isFlagSet("sections") {
+		if !isFlagSet("sections") && *delta != "" {
+			*sel = "first,delta,rerun,resume"
+		} else if !isFlagSet("sections") {
 			*sel = "first,rerun,resume"
 		}
 		exec.Command("cat", e.csv).Run() // warm the page cache
@@ -211,12 +250,14 @@ func main() {
 		if *file != "" && e.others != nil && s != "formats" {
 			check(fmt.Errorf("-sections: %s needs a CSV -file or the generated data set, not Parquet or Arrow files", s))
 		}
-		if *file != "" && e.others == nil && s != "first" && s != "rerun" && s != "resume" {
-			check(fmt.Errorf("-sections: %s needs the generated data set, not -file", s))
+		if *file != "" && e.others == nil && s != "first" && s != "rerun" && s != "resume" && (s != "delta" || e.delta == "") {
+			check(fmt.Errorf("-sections: %s needs the generated data set, or with -file a -delta, not -file alone", s))
 		}
 	}
 	fmt.Printf("\nload average at start: %s; ratios are paired medians (A B A B …) unless marked\n", loadavg())
-	fmt.Printf("%-62s %9s %11s %9s   %s\n", "command", "median s", "rows/s", "RSS MiB", "ratio")
+	if md == nil {
+		fmt.Printf("%-62s %9s %11s %9s   %s\n", "command", "median s", "rows/s", "RSS MiB", "ratio")
+	}
 	sqlite, postgres := *only == "" || *only == "sqlite", *pg != "" && (*only == "" || *only == "postgres")
 	mariadb := *maria != "" && (*only == "" || *only == "mariadb")
 	for _, s := range strings.Split(*sel, ",") {
@@ -259,6 +300,9 @@ func main() {
 			check(fmt.Errorf("-sections: unknown section %q (known: %s)", s, strings.Join(sections, ", ")))
 		}
 	}
+	if md != nil {
+		md.print(os.Stdout)
+	}
 	fmt.Printf("load average at end: %s\n\n", loadavg())
 }
 
@@ -275,7 +319,20 @@ type env struct {
 	cols                []column // with -file: its columns (nil: the orders data set)
 	keyCol              string   // the key column of the --key rows; empty: none
 	work, db            string
+	delta               string // the daily delta of csv; "": bench/gen's, made when the delta section needs it
+	deltaRows           int64  // its rows
 	add                 func(row)
+	out                 io.Writer                                  // where show prints the anchors' commands
+	timer               func(int, ...cmd) ([][]measure, []float64) // nil: race
+}
+
+// deltaFile returns the daily delta of the data set and its rows: -delta,
+// or bench/gen's delta of the orders (N/10 rows), generated if missing.
+func (e *env) deltaFile() (string, int64) {
+	if e.delta != "" {
+		return e.delta, e.deltaRows
+	}
+	return e.gen("orders_"+e.name+"_delta.csv", "-rows", fmt.Sprint(e.rows), "-delta"), e.rows / 10
 }
 
 // gen writes file into the data directory with bench/gen and args,
@@ -371,17 +428,39 @@ func dotArg(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
 
-// upsert is the hand-written merge of the temp table d into orders: every
-// column but order_id updated where it differs. distinct is the SQL for
-// "is distinct from".
-func upsert(distinct string) string {
-	cols := orders.Columns[1:]
-	set, mine, theirs := make([]string, len(cols)), make([]string, len(cols)), make([]string, len(cols))
-	for i, c := range cols {
-		set[i], mine[i], theirs[i] = c+" = excluded."+c, "orders."+c, "excluded."+c
+// upsert is the hand-written merge of the temp table d into table: every
+// column of the data set but the key updated where it differs. distinct is
+// the SQL for "is distinct from".
+func (e *env) upsert(table, distinct string) string {
+	cols := orders.Columns
+	if e.cols != nil {
+		cols = nil
+		for _, c := range e.cols {
+			cols = append(cols, c.Name)
+		}
 	}
-	return "INSERT INTO orders SELECT * FROM d WHERE true ON CONFLICT (order_id) DO UPDATE SET " + strings.Join(set, ", ") +
+	var set, mine, theirs []string
+	for _, c := range cols {
+		if c != e.keyCol {
+			c = ident(c)
+			set, mine, theirs = append(set, c+" = excluded."+c), append(mine, table+"."+c), append(theirs, "excluded."+c)
+		}
+	}
+	merge := "INSERT INTO " + table + " SELECT * FROM d WHERE true ON CONFLICT (" + ident(e.keyCol) + ") DO "
+	if len(set) == 0 {
+		return merge + "NOTHING;\n"
+	}
+	return merge + "UPDATE SET " + strings.Join(set, ", ") +
 		" WHERE (" + strings.Join(mine, ", ") + ") " + distinct + " (" + strings.Join(theirs, ", ") + ");\n"
+}
+
+// ident returns the SQL identifier name, double-quoted unless it is lower
+// case letters, digits and underscores.
+func ident(name string) string {
+	if name != "" && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == "" && (name[0] < '0' || name[0] > '9') {
+		return name
+	}
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
 func (e *env) sqliteFirst() {
@@ -393,8 +472,8 @@ func (e *env) sqliteFirst() {
 	if e.keyCol != "" {
 		cs = append(cs, cmd{name: "idemport --key", setup: fresh(e.db), argv: e.importArgs(append(e.key(), e.csv)...)})
 	}
-	ms, r := race(e.runs, cs...)
-	e.add(summary("sqlite3 .import → "+e.keyedTable("INTEGER PRIMARY KEY")+" (WAL)", ms[0], e.rows))
+	ms, r := e.race(e.runs, cs...)
+	e.add(anchor("sqlite3 .import", summary("sqlite3 .import → "+e.keyedTable("INTEGER PRIMARY KEY")+" (WAL)", ms[0], e.rows)))
 	e.show(cs[0].argv, "rm -f "+quote(sdb)+"*", script)
 	e.add(withRatio(summary("idemport import CSV → SQLite, ordinal", ms[1], e.rows), "sqlite3 .import", r[1]))
 	if e.keyCol != "" {
@@ -405,20 +484,21 @@ func (e *env) sqliteFirst() {
 // sqliteDelta times the daily delta into a copy of the N-row table, made
 // once by each tool.
 func (e *env) sqliteDelta() {
-	delta := e.gen("orders_"+e.name+"_delta.csv", "-rows", fmt.Sprint(e.rows), "-delta")
+	delta, rows := e.deltaFile()
 	sdb, baseI, baseS := filepath.Join(e.work, "s.db"), filepath.Join(e.work, "base-i.db"), filepath.Join(e.work, "base-s.db")
 	fresh(baseI, baseS)()
-	_, err := run(cmd{name: "day 1", argv: append([]string{e.idemport, "import", "--progress", "never", "--into", baseI, "--table", "orders"}, append(e.key(), e.csv)...)})
-	check(err)
-	_, err = run(cmd{name: "sqlite3 day 1", argv: sqlite3(baseS, e.sqliteImport(e.csv))})
-	check(err)
+	e.race(1, cmd{name: "day 1", argv: append([]string{e.idemport, "import", "--progress", "never", "--into", baseI, "--table", "orders"}, append(e.key(), e.csv)...)},
+		cmd{name: "sqlite3 day 1", argv: sqlite3(baseS, e.sqliteImport(e.csv))})
+	temp := strings.Replace(ordersSQLite, "TABLE orders", "TEMP TABLE d", 1)
+	if e.cols != nil {
+		temp = strings.Replace(e.createTable("d", true), "TABLE d", "TEMP TABLE d", 1)
+	}
 	merge := e.script("delta.sql", "PRAGMA journal_mode=WAL;\nPRAGMA synchronous=NORMAL;\n"+
-		strings.Replace(ordersSQLite, "TABLE orders", "TEMP TABLE d", 1)+"\n.mode csv\n.import --skip 1 "+dotArg(delta)+" d\n"+upsert("IS NOT"))
-	ms, r := race(e.runs,
+		temp+"\n.mode csv\n.import --skip 1 "+dotArg(delta)+" d\n"+e.upsert("orders", "IS NOT"))
+	ms, r := e.race(e.runs,
 		cmd{name: "sqlite3 merge", setup: restore(baseS, sdb), argv: sqlite3(sdb, merge)},
 		cmd{name: "idemport delta", setup: restore(baseI, e.db), argv: e.importArgs(append(e.key(), delta)...)})
-	rows := e.rows / 10
-	e.add(summary("sqlite3 .import into temp + INSERT … ON CONFLICT DO UPDATE", ms[0], rows))
+	e.add(anchor("sqlite3 merge", summary("sqlite3 .import into temp + INSERT … ON CONFLICT DO UPDATE", ms[0], rows)))
 	e.show(sqlite3(sdb, merge), "cp "+quote(baseS)+" "+quote(sdb)+", the day-1 table loaded by sqlite3 .import as in first", merge)
 	e.add(withRatio(summary("idemport --key delta (½ new, ½ changed) → N-row SQLite", ms[1], rows), "sqlite3 merge", r[1]))
 	fresh(baseI, baseS)()
@@ -439,19 +519,19 @@ func (e *env) rerun() {
 	if err == nil {
 		cs = append(cs, cmd{name: "sha256sum", argv: []string{sum, e.csv}})
 	}
-	ms, r := race(e.runs, cs...)
-	e.add(summary("SHA-256 of the file (Go)", ms[0], e.rows))
+	ms, r := e.race(e.runs, cs...)
+	e.add(anchor("SHA-256 of the file", summary("SHA-256 of the file (Go)", ms[0], e.rows)))
 	e.show(goSHA, "")
 	if len(ms) > 2 {
-		e.add(withRatio(summary("sha256sum of the file", ms[2], e.rows), "SHA-256 of the file", r[2]))
+		e.add(anchor("sha256sum", withRatio(summary("sha256sum of the file", ms[2], e.rows), "SHA-256 of the file", r[2])))
 		e.show([]string{"sha256sum", e.csv}, "")
 		e.add(withRatio(summary("idemport rerun of the completed file (--rehash)", ms[1], e.rows), "sha256sum", paired(ms[1], ms[2])))
 	}
 	e.add(withRatio(summary("idemport rerun of the completed file (--rehash)", ms[1], e.rows), "SHA-256 of the file", r[1]))
-	ms, r = race(max(e.runs, 10),
+	ms, r = e.race(max(e.runs, 10),
 		cmd{name: "version", argv: []string{e.idemport, "version"}},
 		cmd{name: "quick", argv: e.importArgs(e.csv)})
-	e.add(summary("idemport version (the process's start alone)", ms[0], 0))
+	e.add(anchor("idemport version", summary("idemport version (the process's start alone)", ms[0], 0)))
 	e.add(withRatio(summary("idemport rerun, quick check hit", ms[1], 0), "idemport version", r[1]))
 }
 
@@ -480,9 +560,10 @@ func (e *env) resume() {
 		x.Run() // killed on purpose
 		return nil
 	}
-	ms, r := race(e.runs,
+	ms, r := e.race(e.runs,
 		cmd{name: "full", setup: fresh(e.db), argv: e.importArgs(append(part, e.csv)...)},
 		cmd{name: "resume", setup: kill, argv: e.importArgs(append(part, e.csv)...)})
+	e.add(anchor("full import", summary("idemport full import, 10 partitions", ms[0], e.rows)))
 	e.add(withRatio(summary("idemport resume after a kill at 90 %", ms[1], e.rows/10), "full import", r[1]))
 }
 
@@ -497,8 +578,8 @@ func (e *env) formats() {
 	for _, f := range files {
 		cs = append(cs, cmd{name: f, setup: fresh(e.db), argv: e.importArgs(f)})
 	}
-	ms, r := race(e.runs, cs...)
-	e.add(summary("idemport import "+names[0]+" → SQLite", ms[0], e.rows))
+	ms, r := e.race(e.runs, cs...)
+	e.add(anchor("CSV's rows/s", summary("idemport import "+names[0]+" → SQLite", ms[0], e.rows)))
 	for i := 1; i < len(files); i++ {
 		e.add(withRatio(summary("idemport import "+names[i]+" → SQLite", ms[i], e.rows), "CSV's rows/s", 1/r[i]))
 	}
@@ -559,7 +640,7 @@ func (e *env) parse() {
 // user would, against idemport's.
 func (e *env) sqliteAlternatives() {
 	sdb := filepath.Join(e.work, "s.db")
-	ms, r := race(e.runs,
+	ms, r := e.race(e.runs,
 		cmd{name: "idemport", setup: fresh(e.db), argv: e.importArgs(e.csv)},
 		cmd{name: "upsert 1", setup: fresh(sdb), argv: []string{e.anchor, "sqlite-upsert", "1", sdb, e.csv}},
 		cmd{name: "upsert 100", setup: fresh(sdb), argv: []string{e.anchor, "sqlite-upsert", "100", sdb, e.csv}})
@@ -633,8 +714,8 @@ func (e *env) postgresFirst(dsn string) {
 	if e.keyCol != "" {
 		cs = append(cs, cmd{name: "idemport --key", setup: p.reset, argv: p.importArgs(append(e.key(), e.csv)...)})
 	}
-	ms, r := race(e.runs, cs...)
-	e.add(summary(`psql \copy → `+e.keyedTable("PRIMARY KEY"), ms[0], e.rows))
+	ms, r := e.race(e.runs, cs...)
+	e.add(anchor(`psql \copy`, summary(`psql \copy → `+e.keyedTable("PRIMARY KEY"), ms[0], e.rows)))
 	e.show(cs[0].argv, "psql "+quote(dsn)+" -c "+quote(p.copyTable()))
 	e.add(withRatio(summary("idemport import CSV → PostgreSQL, ordinal", ms[1], e.rows), `psql \copy`, r[1]))
 	if e.keyCol != "" {
@@ -647,7 +728,7 @@ func (e *env) postgresFirst(dsn string) {
 // each tool's day 1 is loaded once into the database idemport_bench_base,
 // and each run starts from a copy of it, idemport_bench_run.
 func (e *env) postgresDelta(dsn string) {
-	delta := e.gen("orders_"+e.name+"_delta.csv", "-rows", fmt.Sprint(e.rows), "-delta")
+	delta, rows := e.deltaFile()
 	server := psql(dsn)
 	u, err := url.Parse(dsn)
 	check(err)
@@ -676,12 +757,11 @@ func (e *env) postgresDelta(dsn string) {
 		return server(`CREATE DATABASE idemport_bench_run TEMPLATE idemport_bench_base`)
 	}
 	merge := e.script("delta-pg.sql", "BEGIN;\nCREATE TEMP TABLE d (LIKE bench_copy) ON COMMIT DROP;\n\\copy d FROM '"+delta+"' CSV HEADER\n"+
-		strings.ReplaceAll(upsert("IS DISTINCT FROM"), "orders", "bench_copy")+"COMMIT;\n")
-	ms, r := race(e.runs,
+		e.upsert("bench_copy", "IS DISTINCT FROM")+"COMMIT;\n")
+	ms, r := e.race(e.runs,
 		cmd{name: "psql merge", setup: again, argv: []string{"psql", copy.dsn, "-v", "ON_ERROR_STOP=1", "-qf", merge}},
 		cmd{name: "idemport delta", setup: again, argv: copy.importArgs(append(e.key(), delta)...)})
-	rows := e.rows / 10
-	e.add(summary(`psql \copy into temp + INSERT … ON CONFLICT DO UPDATE`, ms[0], rows))
+	e.add(anchor("psql merge", summary(`psql \copy into temp + INSERT … ON CONFLICT DO UPDATE`, ms[0], rows)))
 	e.show([]string{"psql", copy.dsn, "-v", "ON_ERROR_STOP=1", "-qf", merge},
 		`CREATE DATABASE idemport_bench_run TEMPLATE idemport_bench_base, the day-1 table loaded by psql \copy as in first`, merge)
 	e.add(withRatio(summary("idemport --key delta (½ new, ½ changed) → N-row PostgreSQL", ms[1], rows), "psql merge", r[1]))
@@ -692,7 +772,7 @@ func (e *env) postgresDelta(dsn string) {
 // ordinal import.
 func (e *env) postgresAlternatives(dsn string) {
 	p := e.pg(dsn)
-	ms, r := race(e.runs,
+	ms, r := e.race(e.runs,
 		cmd{name: "idemport", setup: p.reset, argv: p.importArgs(e.csv)},
 		cmd{name: "pgx-copy", argv: []string{e.anchor, "pgx-copy", dsn, e.csv}},
 		cmd{name: "pgx-merge", argv: []string{e.anchor, "pgx-merge", dsn, e.csv}})
@@ -713,7 +793,7 @@ func (e *env) postgresAlternatives(dsn string) {
 	script := e.script("idemport-bench.load", fmt.Sprintf(`LOAD CSV FROM '%s' (order_id, customer_id, sku, quantity, unit_price, status, created_at, note)
 INTO %s?bench_copy (order_id, customer_id, sku, quantity, unit_price, status, created_at, note)
 WITH truncate, skip header = 1, fields optionally enclosed by '"', fields escaped by double-quote, fields terminated by ',';`, e.csv, u.String()))
-	ms, r = race(1,
+	ms, r = e.race(1,
 		cmd{name: "psql copy", setup: p.resetCopy, argv: p.copyArgs(e.csv)},
 		cmd{name: "pgloader", setup: p.resetCopy, argv: []string{"pgloader", script}})
 	e.add(withRatio(summary("pgloader LOAD CSV → PRIMARY KEY table (1 run)", ms[1], e.rows), `psql \copy`, r[1]))

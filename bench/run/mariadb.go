@@ -197,8 +197,8 @@ func (e *env) mariadbFirst(dsn string) {
 	if e.keyCol != "" {
 		cs = append(cs, cmd{name: "idemport --key", setup: m.reset, argv: m.importArgs(append(e.key(), e.csv)...)})
 	}
-	ms, r := race(e.runs, cs...)
-	e.add(summary("mariadb LOAD DATA LOCAL INFILE → "+e.keyedTable("PRIMARY KEY"), ms[0], e.rows))
+	ms, r := e.race(e.runs, cs...)
+	e.add(anchor("mariadb LOAD DATA", summary("mariadb LOAD DATA LOCAL INFILE → "+e.keyedTable("PRIMARY KEY"), ms[0], e.rows)))
 	var setup []string
 	for _, w := range m.client("", m.loadTable()) {
 		setup = append(setup, quote(w))
