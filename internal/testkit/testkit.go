@@ -214,21 +214,35 @@ func finish(t testing.TB, err error, out, errb string) Run {
 	return r
 }
 
-// WaitStopped waits until process pid is stopped, as after it sent itself
-// SIGSTOP. Where the platform has no SIGSTOP (Windows) it skips the test.
+// stopWait is how long WaitStopped waits for a process to stop: a guard
+// against one that hangs, not a measure of speed. On a shared machine
+// under load a process can take tens of seconds to start, connect and
+// reach its failpoint.
+const stopWait = 2 * time.Minute
+
+// WaitStopped waits until process pid, a child of the test not yet waited
+// for, is stopped, as after it sent itself SIGSTOP. It fails t when the
+// process ends first (it never reached its failpoint: the test's Wait then
+// tells how it ended) or has not stopped within stopWait. Where the
+// platform has no SIGSTOP (Windows) it skips the test.
 func WaitStopped(t testing.TB, pid int) {
 	t.Helper()
 	if !proc.CanTellStopped {
 		t.Skipf("%s has no SIGSTOP: the failpoints cannot stop a process", runtime.GOOS)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if proc.IsStopped(pid) {
+	deadline := time.Now().Add(stopWait)
+	for {
+		switch proc.Inspect(pid).State {
+		case proc.Stopped:
 			return
+		case proc.Exited, proc.Absent:
+			t.Fatalf("process %d ended before it stopped", pid)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not stop within %v", pid, stopWait)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("process %d did not stop", pid)
 }
 
 // Open opens a SQLite file for the test to query; it is closed at cleanup.

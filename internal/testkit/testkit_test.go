@@ -4,10 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/idemport/idemport/internal/proc"
 )
 
 // runner is a package's tests, as Main runs them.
@@ -49,6 +53,11 @@ type fatalTB struct {
 func (f *fatalTB) Helper() {}
 
 func (f *fatalTB) Fatal(args ...any) { f.msg = fmt.Sprint(args...); runtime.Goexit() }
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
 
 // fatalOf runs f with a fatalTB in a goroutine of its own and returns what
 // it failed with ("" if it did not).
@@ -137,5 +146,26 @@ func TestBinaryNeedsMain(t *testing.T) {
 	}
 	if left := leftIn(t, tmp); len(left) != 0 {
 		t.Fatalf("left behind in the temporary directory: %q", left)
+	}
+}
+
+// TestWaitStoppedSaysAProcessEnded: a process that exits without stopping
+// (it never reached its failpoint) fails WaitStopped at once, saying so,
+// rather than after stopWait as a process that "did not stop".
+func TestWaitStoppedSaysAProcessEnded(t *testing.T) {
+	if !proc.CanTellStopped {
+		t.Skipf("%s has no SIGSTOP", runtime.GOOS)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	for proc.Inspect(cmd.Process.Pid).State == proc.Running {
+		time.Sleep(10 * time.Millisecond)
+	}
+	msg := fatalOf(t, func(tb testing.TB) { WaitStopped(tb, cmd.Process.Pid) })
+	if want := fmt.Sprintf("process %d ended before it stopped", cmd.Process.Pid); msg != want {
+		t.Fatalf("WaitStopped failed with %q, want %q", msg, want)
 	}
 }
