@@ -241,8 +241,8 @@ type hostRun struct {
 // up to four times as many, until it has at least one kill per round asked
 // for and a concurrent join per two, and fails if it still has not.
 func TestAtomicJoinSoak(t *testing.T) {
-	// Not parallel: its kills are aimed within the time a run takes, timed alone.
-	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
+	// Not parallel: its kills are aimed within the time a run takes (see eachSoakTarget).
+	eachSoakTarget(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("seed %d", seed)
 		rng := rand.New(rand.NewPCG(seed, 9))

@@ -220,6 +220,23 @@ func killPoint(t *testing.T, tg *testkit.Target, file string) string {
 	return fmt.Sprintf("%s, %d of %d partitions done", state, done, total)
 }
 
+// eachSoakTarget runs a soak's f as one subtest per target named, the
+// targets at the same time. A soak aims its kills within the time a run
+// takes, timed by runs of its own before its rounds; so it runs alone,
+// apart from the package's other tests, whose load would come and go
+// under it, but its targets run together: each works in targets,
+// directories and processes of its own, and times its runs under the load
+// of the others, the load its rounds then meet. Where the others end first
+// and its runs get quicker, kills land late: the soaks count their kills
+// and run more rounds until they have enough.
+func eachSoakTarget(t *testing.T, names []string, f func(t *testing.T, name string)) {
+	t.Helper()
+	testkit.EachOf(t, names, func(t *testing.T, name string) {
+		t.Parallel()
+		f(t, name)
+	})
+}
+
 // soakKills counts the runs a soak killed at each point (killPoint).
 type soakKills map[string]int
 
@@ -281,8 +298,8 @@ func fullRun(t *testing.T, name, dir string, args ...string) time.Duration {
 // proves something when run alone. -soak=N sets the number of iterations
 // (default 50 on SQLite, 15 on PostgreSQL).
 func TestRandomKillSoak(t *testing.T) {
-	// Not parallel: its kills are aimed within the time a run takes, timed alone.
-	testkit.Each(t, func(t *testing.T, name string) {
+	// Not parallel: its kills are aimed within the time a run takes (see eachSoakTarget).
+	eachSoakTarget(t, testkit.TargetNames(), func(t *testing.T, name string) {
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("seed %d", seed)
 		rng := rand.New(rand.NewPCG(seed, 1))

@@ -178,8 +178,8 @@ func evolveWant(files ...evolveFile) []string {
 // least one kill and one such change per round asked for, and fails if it
 // still has not.
 func TestEvolveSoak(t *testing.T) {
-	// Not parallel: its kills are aimed within the time a run takes, timed alone.
-	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
+	// Not parallel: its kills are aimed within the time a run takes (see eachSoakTarget).
+	eachSoakTarget(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("seed %d", seed)
 		rng := rand.New(rand.NewPCG(seed, 11))

@@ -167,8 +167,8 @@ func TestLastOccurrenceWinsOutOfOrder(t *testing.T) {
 // counted and must prove something (soakKills.check). -soak=N raises the
 // iterations (default 8 on SQLite, 4 on PostgreSQL).
 func TestLastWinsSoak(t *testing.T) {
-	// Not parallel: its kills are aimed within the time a run takes, timed alone.
-	testkit.Each(t, func(t *testing.T, name string) {
+	// Not parallel: its kills are aimed within the time a run takes (see eachSoakTarget).
+	eachSoakTarget(t, testkit.TargetNames(), func(t *testing.T, name string) {
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("seed %d", seed)
 		rng := rand.New(rand.NewPCG(seed, 7))
