@@ -39,6 +39,9 @@ type parquetFile struct {
 	size   int64 // file size at Open
 	md     *metadata.FileMetaData
 	groups int
+	// stamps are the stored Arrow timestamp types of the top-level
+	// columns stored as bare INT64 (see storedStamps).
+	stamps map[int]*arrow.TimestampType
 }
 
 func (s *parquetFile) unitName() string { return "row group" }
@@ -104,7 +107,8 @@ func (f *File) openParquet() (err error) {
 	if err != nil {
 		return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: cannot map the Parquet schema: %w", input.ErrType, err)}
 	}
-	as = plainSchema(as)
+	src.stamps = storedStamps(md)
+	as = stampSchema(plainSchema(as), src.stamps)
 	for k := 0; k < src.groups; k++ {
 		if _, err := src.spans(md, k); err != nil {
 			return err
@@ -325,6 +329,7 @@ func (s *parquetFile) scan(ctx context.Context, secondCore <-chan struct{}, fn f
 		if err != nil {
 			return err
 		}
+		u = s.stamped(u)
 		err = func() error {
 			defer u.close()
 			return fn(idemtype.Partition{Rows: md.RowGroup(k).NumRows(), Offset: int64(k), Length: 1, CRC: crc}, u)
@@ -361,7 +366,11 @@ func (s *parquetFile) open(p idemtype.Partition, batchRows int) (unit, error) {
 	if err != nil {
 		return nil, s.f.unitError(err, where)
 	}
-	return s.records(fr, k)
+	u, err := s.records(fr, k)
+	if err != nil {
+		return nil, err
+	}
+	return s.stamped(u), nil
 }
 
 // pqUnit yields the record batches of one row group.
