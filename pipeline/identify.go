@@ -24,7 +24,7 @@ import (
 // starts the plan pass on the hash's read. identify returns what it found.
 type identifier struct {
 	st  *store.Store
-	req *Request // openRemote keeps the client it makes in Remote
+	req Request
 	in  *input
 	// plan starts the plan pass on the bytes sr hashes (see speculate);
 	// nil: the file is hashed alone, as dry runs and verify read it once.
@@ -34,7 +34,7 @@ type identifier struct {
 // identifier returns the run's identify stage: an import's plans while it
 // hashes.
 func (r *run) identifier() *identifier {
-	s := &identifier{st: r.e.st, req: &r.req, in: r.in}
+	s := &identifier{st: r.e.st, req: r.req, in: r.in}
 	if r.sharesRead {
 		s.plan = r.speculate
 	}
@@ -43,7 +43,7 @@ func (r *run) identifier() *identifier {
 
 // name is what the input is known by (see run.name).
 func (s *identifier) name() string {
-	return inputName(s.in, s.req)
+	return inputName(s.in, &s.req)
 }
 
 func (s *identifier) progress(p Progress) {
@@ -392,7 +392,6 @@ func (s *identifier) openRemote(ctx context.Context) (*remote.Object, error) {
 	c := s.req.Remote
 	if c == nil {
 		c = remote.New(remote.Options{})
-		s.req.Remote = c
 	}
 	in := s.in
 	in.objCtx = ctx
