@@ -45,28 +45,36 @@ func Examine(ctx context.Context, st *store.Store, req Request) (*Examination, e
 	r := newRun(&Engine{st: st}, req)
 	r.defaults()
 	x := &Examination{File: r.req.Path, Target: r.target, r: r}
-	ident, _, err := r.identifier().identify(ctx) // no plan pass: it hashes alone
+	dd, err := r.examine(ctx)
 	if err != nil {
 		x.Close()
 		return nil, err
+	}
+	x.ID = r.id
+	if dd.op != nil {
+		x.Op, x.Decision = dd.op, dd.decision
+	}
+	return x, nil
+}
+
+// examine is what plan, --dry-run and verify share of an import: its
+// identify stage, hashing alone (no plan pass), and the decision its claim
+// would make now (for a target without a database, that of a file never
+// imported), found without writing anything.
+func (r *run) examine(ctx context.Context) (decided, error) {
+	ident, _, err := r.identifier().identify(ctx)
+	if err != nil {
+		return decided{}, err
 	}
 	r.identified(ident)
-	x.ID = r.id
-	op, now, err := st.Ledger.Get(ctx, st.DB, r.id.Key)
+	if !r.e.st.Exists() {
+		return decided{decision: ledger.Create}, nil
+	}
+	op, now, err := r.e.st.Ledger.Get(ctx, r.e.st.DB, r.id.Key)
 	if err != nil {
-		x.Close()
-		return nil, err
+		return decided{}, err
 	}
-	if op == nil {
-		return x, nil
-	}
-	dd, err := r.decide(ctx, st.DB, op, now)
-	if err != nil {
-		x.Close()
-		return nil, err
-	}
-	x.Op, x.Decision, x.ID = op, dd.decision, r.id
-	return x, nil
+	return r.decide(ctx, r.e.st.DB, op, now)
 }
 
 // Holding says which live import holds the file's operation, for the

@@ -137,23 +137,19 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 	r := newRun(e, req)
 	defer r.in.close(e.st.Log)
 	r.defaults()
-	ident, _, err := r.identifier().identify(ctx) // no plan pass: it hashes alone
+	dd, err := r.examine(ctx)
 	if young := (*tooYoungError)(nil); errors.As(err, &young) {
 		return (&PlanReport{File: r.name(), Table: r.target.Table, Decision: string(Skipped), Detail: young.Error()}).would(), nil
 	} else if err != nil {
 		return nil, err
 	}
-	r.identified(ident)
 	if _, err := r.preflight(); err != nil {
 		return nil, err
 	}
 	rep := &PlanReport{File: r.name(), FileID: r.id.FileID, FileKey: r.id.FileKey, ContentDigest: r.id.ContentDigest,
-		MappingDigest: r.id.MappingDigest, Mapping: r.id.Mapping, Table: r.target.Table, Decision: ledger.Create.String(),
+		MappingDigest: r.id.MappingDigest, Mapping: r.id.Mapping, Table: r.target.Table,
 		MaxRejects: r.req.MaxRejects, PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes}
-	inserted, settled, err := r.dryDecide(ctx, rep)
-	if err != nil {
-		return nil, err
-	}
+	inserted, settled := r.dryDecision(rep, dd)
 	if settled {
 		return rep.would(), nil
 	}
@@ -181,27 +177,17 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 	return rep.would(), nil
 }
 
-// dryDecide sets rep.Decision (and its Detail) to what an import's claim
-// would decide now, and returns the rows the operation it would carry on
-// has inserted. settled is true when the import would read nothing more
-// (a stale snapshot). Without a database the file is new.
-func (r *run) dryDecide(ctx context.Context, rep *PlanReport) (inserted int64, settled bool, err error) {
-	if !r.e.st.Exists() {
-		return 0, false, nil
-	}
-	op, now, err := r.e.st.Ledger.Get(ctx, r.e.st.DB, r.id.Key)
-	if err != nil {
-		return 0, false, err
-	}
-	dd, err := r.decide(ctx, r.e.st.DB, op, now)
-	if err != nil {
-		return 0, false, err
-	}
+// dryDecision sets rep.Decision (and its Detail) to dd, what an import's
+// claim would decide now, and returns the rows the operation it would
+// carry on has inserted. settled is true when the import would read
+// nothing more (a stale snapshot).
+func (r *run) dryDecision(rep *PlanReport, dd decided) (inserted int64, settled bool) {
+	op := dd.op
 	rep.Decision = dd.decision.String()
 	switch dd.decision {
 	case ledger.Stale: // nothing is read
 		rep.Detail = r.staleText(dd.newer)
-		return 0, true, nil
+		return 0, true
 	case ledger.Conflict:
 		what, how := ledger.Difference(op, r.id)
 		rep.Detail = what + " differs: " + how
@@ -221,7 +207,7 @@ func (r *run) dryDecide(ctx context.Context, rep *PlanReport) (inserted int64, s
 			rep.Detail = "imports the completed file again: its table no longer exists"
 		}
 	}
-	return inserted, false, nil
+	return inserted, false
 }
 
 // reportPlan fills in rep what plan p found, and what --evolve and
