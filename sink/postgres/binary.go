@@ -2,9 +2,11 @@ package postgres
 
 import (
 	"encoding/binary"
+	"errors"
 	"io"
 	"math"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -109,6 +111,13 @@ func (e *encoder) stream(rec arrow.RecordBatch, nlead int, lead func(b []byte, i
 
 // stream is a batch being encoded as it is read (encoder.stream).
 type stream struct {
+	// mu makes close wait for a Read under way. pgconn's CopyFrom reads
+	// the stream in a goroutine of its own, and when the server ends the
+	// connection it returns without waiting for that goroutine, which may
+	// be encoding rows then, or Read again, after the caller has released
+	// the batch.
+	mu     sync.Mutex
+	closed bool
 	fields []wire
 	cols   []arrow.Array
 	n      int // rows
@@ -124,6 +133,11 @@ type stream struct {
 // Read implements io.Reader. The stream holds about streamChunk bytes
 // encoded at a time, whatever the batch's size.
 func (s *stream) Read(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, errStreamClosed
+	}
 	if s.off == len(s.buf) && s.ended {
 		if s.back != nil {
 			s.back.buf, s.back = s.buf, nil
@@ -160,6 +174,18 @@ func (s *stream) row(b []byte, i int) []byte {
 		b = appendValue(b, s.fields[c], col, i)
 	}
 	return b
+}
+
+// errStreamClosed is what a stream's Read returns once it is closed.
+var errStreamClosed = errors.New("COPY stream closed: the COPY ended")
+
+// close ends the stream: it waits for a Read under way, and a Read after
+// it reads nothing of the batch. Once close returns, the batch may be
+// released. A stream closed before its end does not hand its buffer back.
+func (s *stream) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 }
 
 func appendInt8(b []byte, v int64) []byte {

@@ -747,6 +747,7 @@ func (w *writer) copy(ctx context.Context, rec arrow.RecordBatch, ordinals []int
 				}
 				return appendInt8(b, ordinals[i])
 			})
+			defer data.close() // before rec may be released: see stream.mu
 			tag, err := c.Conn().PgConn().CopyFrom(ctx, data, w.copyStage)
 			copied = tag.RowsAffected()
 			return err
@@ -779,6 +780,7 @@ func (w *writer) copyInto(ctx context.Context, rec arrow.RecordBatch, fileKey in
 			data := w.enc.stream(rec, 2, func(b []byte, i int) []byte {
 				return appendInt8(appendInt8(b, fileKey), ordinals[i])
 			})
+			defer data.close() // before rec may be released: see stream.mu
 			tag, err := c.Conn().PgConn().CopyFrom(ctx, data, w.copyDirect)
 			copied = tag.RowsAffected()
 			return err
