@@ -245,15 +245,6 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		}
 		return append(b, '\n')
 	}
-	rounds := int32(1)
-	if !w.tg.Ordinal() {
-		rounds = w.rounds.Number(n, func(buf []byte, i int) []byte {
-			for _, k := range w.keyIdx {
-				buf = w.fields[k].key(buf, cols[k], i)
-			}
-			return buf
-		})
-	}
 	if w.tg.Ordinal() {
 		// The first load of a range of the file: none of its rows is
 		// stored (the partition's claim keeps other attempts out of the
@@ -278,10 +269,13 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 			total.Inserted = int64(n)
 			return total, nil
 		}
-	} else if w.tryDirect && rounds == 1 {
+	} else if w.tryDirect {
 		// A batch of distinct keys none of which is stored is loaded
-		// straight into the target; the key's unique index finds a stored
-		// one (see loadNew).
+		// straight into the target. The key's unique index finds a stored
+		// key, and a key the batch repeats, as batchkey would (see
+		// loadNew): a NULL key, the one value it lets repeat, is a bad
+		// row of the plan. So the batch is numbered by its keys only when
+		// it takes the other path.
 		ok, err := w.loadNew(ctx, tx, fileKey, n, ordinals, line)
 		if err != nil {
 			return total, fmt.Errorf("load %s into %s: %w", span, w.tg.Table, err)
@@ -291,6 +285,15 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 			return total, nil
 		}
 		w.tryDirect = false
+	}
+	rounds := int32(1)
+	if !w.tg.Ordinal() {
+		rounds = w.rounds.Number(n, func(buf []byte, i int) []byte {
+			for _, k := range w.keyIdx {
+				buf = w.fields[k].key(buf, cols[k], i)
+			}
+			return buf
+		})
 	}
 	if _, err := tx.ExecContext(ctx, w.clear); err != nil {
 		return total, fmt.Errorf("clear the staging table of %s: %w", w.tg.Table, err)
@@ -396,8 +399,8 @@ const loadSavepoint = "idemport_load"
 // took every one of them unchanged. When it did not, what the load wrote
 // is undone, and the batch must take another path: in ordinal mode a value
 // the server cut or clamped (the INSERTs then fail on it); by natural key
-// also a stored key, which the key's unique index skips (every natural-key
-// target has one: see sink.Check). It reports false, having written
+// also a stored key, or a key repeated in the batch, which the key's
+// unique index skips (every natural-key target has one: see sink.Check). It reports false, having written
 // nothing, when the server takes no LOAD DATA LOCAL, and stops trying.
 //
 // In ordinal mode none of the batch's rows was stored (write looked), so
