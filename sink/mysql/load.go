@@ -131,12 +131,52 @@ func (f *field) appendLoad(b []byte, a arrow.Array, i int) []byte {
 	case *array.Timestamp:
 		if f.target != idemtype.String {
 			t := a.DataType().(*arrow.TimestampType)
-			return time.UnixMicro(a.Value(i).ToTime(t.Unit).UnixMicro()).UTC().AppendFormat(b, datetimeLayout)
+			return appendDatetime(b, a.Value(i).ToTime(t.Unit).UnixMicro())
 		}
 	case *array.String:
 		return appendEscaped(b, a.Value(i))
 	}
 	return appendEscaped(b, fmt.Sprint(f.value(a, i)))
+}
+
+// appendDatetime appends the point in time us microseconds after the
+// Unix epoch as DATETIME text in UTC, the text
+// time.UnixMicro(us).UTC().AppendFormat(b, datetimeLayout) makes, without
+// reading the layout for every value: a line of a load spends its time on
+// its timestamps otherwise. A year outside 0 through 9999, which no
+// DATETIME holds, is left to AppendFormat, so that the server refuses
+// the same text as before.
+func appendDatetime(b []byte, us int64) []byte {
+	t := time.UnixMicro(us).UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, datetimeLayout)
+	}
+	hour, minute, second := t.Clock()
+	b = appendDigits(b, year, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(month), 2)
+	b = append(b, '-')
+	b = appendDigits(b, day, 2)
+	b = append(b, ' ')
+	b = appendDigits(b, hour, 2)
+	b = append(b, ':')
+	b = appendDigits(b, minute, 2)
+	b = append(b, ':')
+	b = appendDigits(b, second, 2)
+	b = append(b, '.')
+	return appendDigits(b, t.Nanosecond()/1000, 6)
+}
+
+// appendDigits appends v, which is not negative and has at most width
+// digits, in exactly width digits, zeros first.
+func appendDigits(b []byte, v, width int) []byte {
+	b = append(b, "000000"[:width]...)
+	for i := len(b) - 1; v > 0; i-- {
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return b
 }
 
 // appendEscaped appends s to a line of a load, its backslashes, tabs,
