@@ -15,10 +15,19 @@ type batchBuilder struct {
 	types    []value.Type
 	builders []array.Builder
 	ordinals []int64
+	// rows and data size the builders when a batch starts: the rows and
+	// each text column's bytes of the batch before, so that a batch is
+	// built in buffers of its size rather than grown to it by doubling
+	// (copying each buffer about as many times as it doubles); the text a
+	// little more, as a batch of longer texts would grow it once more.
+	rows int
+	data []int
 }
 
-func newBatchBuilder(mem memory.Allocator, s value.Schema) *batchBuilder {
-	b := &batchBuilder{schema: s.Arrow()}
+// newBatchBuilder returns a builder of batches of schema s; rows, when
+// positive, is how many rows the first batch is expected to hold.
+func newBatchBuilder(mem memory.Allocator, s value.Schema, rows int) *batchBuilder {
+	b := &batchBuilder{schema: s.Arrow(), rows: rows, data: make([]int, len(s))}
 	for i, c := range s {
 		b.types = append(b.types, c.Type)
 		b.builders = append(b.builders, array.NewBuilder(mem, b.schema.Field(i).Type))
@@ -27,6 +36,9 @@ func newBatchBuilder(mem memory.Allocator, s value.Schema) *batchBuilder {
 }
 
 func (b *batchBuilder) add(ordinal int64, vals []value.Value) {
+	if len(b.ordinals) == 0 && b.rows > 0 {
+		b.reserve()
+	}
 	b.ordinals = append(b.ordinals, ordinal)
 	for i, v := range vals {
 		bl := b.builders[i]
@@ -53,12 +65,26 @@ func (b *batchBuilder) add(ordinal int64, vals []value.Value) {
 
 func (b *batchBuilder) len() int { return len(b.ordinals) }
 
+// reserve sizes the empty builders for a batch like the one before.
+func (b *batchBuilder) reserve() {
+	for i, bl := range b.builders {
+		bl.Reserve(b.rows)
+		if bb, ok := bl.(*array.StringBuilder); ok && b.data[i] > 0 {
+			bb.ReserveData(b.data[i] + b.data[i]/16)
+		}
+	}
+}
+
 // flush returns the rows added so far as a Batch and starts a new one.
 func (b *batchBuilder) flush() partition.Batch {
 	cols := make([]arrow.Array, len(b.builders))
 	for i, bl := range b.builders {
+		if bb, ok := bl.(*array.StringBuilder); ok {
+			b.data[i] = bb.DataLen()
+		}
 		cols[i] = bl.NewArray()
 	}
+	b.rows = len(b.ordinals)
 	rec := array.NewRecordBatch(b.schema, cols, int64(len(b.ordinals)))
 	for _, c := range cols {
 		c.Release()

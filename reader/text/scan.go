@@ -225,7 +225,7 @@ func (f *File) Partition(plan *partition.Plan, p idemtype.Partition, batchRows i
 	r := &PartitionReader{
 		f: f, s: s, p: p, schema: plan.Schema, as: plan.As, size: batchRows,
 		sc:   f.scanner(s, p.Offset, names, false),
-		bb:   newBatchBuilder(f.Opts.Allocator, built),
+		bb:   newBatchBuilder(f.Opts.Allocator, built, firstBatchRows(p, batchRows)),
 		vals: make([]value.Value, len(plan.Schema)),
 	}
 	for _, c := range plan.Schema {
@@ -233,6 +233,17 @@ func (f *File) Partition(plan *partition.Plan, p idemtype.Partition, batchRows i
 	}
 	r.limits = value.LimitsOf(f.Opts.Limits, names)
 	return r, nil
+}
+
+// firstBatchRows estimates the rows of p's first batch of at most
+// batchRows rows: fewer when p's rows are so wide that the batch ends at
+// partition.BatchBytes first.
+func firstBatchRows(p idemtype.Partition, batchRows int) int {
+	n := min(int64(batchRows), p.Rows)
+	if p.Length > 0 {
+		n = min(n, partition.BatchBytes*p.Rows/p.Length+1)
+	}
+	return int(max(n, 0))
 }
 
 // Next returns the next batch of good rows. It returns io.EOF after the
