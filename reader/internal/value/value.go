@@ -93,7 +93,11 @@ func ConvertText(c Cell, t Type, clean bool) (Value, string, string) {
 		if c.Kind != CellText && c.Kind != CellNumber && c.Kind != CellString {
 			break
 		}
-		n, err := strconv.ParseInt(Str(c.B), 10, 64)
+		n, ok := shortInt(c.B)
+		var err error
+		if !ok {
+			n, err = strconv.ParseInt(Str(c.B), 10, 64)
+		}
 		if err != nil {
 			if c.Kind == CellNumber { // 3.0 is a JSON number that is an integer
 				if f, ferr := strconv.ParseFloat(Str(c.B), 64); ferr == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
@@ -183,6 +187,31 @@ func FromText(c Cell, v Value, t, as Type) Value {
 		}
 	}
 	return v
+}
+
+// shortInt reads b as strconv.ParseInt(b, 10, 64) does when b is a sign
+// and at most 18 digits, which no int64 overflows; otherwise, or when b
+// holds anything else, it reports false and leaves b to ParseInt.
+func shortInt(b []byte) (int64, bool) {
+	i := 0
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		i = 1
+	}
+	if n := len(b) - i; n == 0 || n > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b[i:] {
+		d := c - '0'
+		if d > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(d)
+	}
+	if b[0] == '-' {
+		n = -n
+	}
+	return n, true
 }
 
 // leadingZero reports whether the integer b, after its sign, starts with a

@@ -342,3 +342,53 @@ func FuzzDecimal(f *testing.F) {
 		}
 	})
 }
+
+// intEdges are texts around the ends of what shortInt reads and of an
+// int64, and near-integers ParseInt refuses.
+var intEdges = []string{
+	"", "-", "+", "0", "-0", "+0", "7", "-7", "+7", "00", "007", "-007",
+	"999999999999999999", "-999999999999999999", "+999999999999999999",
+	"1000000000000000000", "-1000000000000000000",
+	"9223372036854775807", "-9223372036854775808", "+9223372036854775807",
+	"9223372036854775808", "-9223372036854775809", "99999999999999999999",
+	"0000000000000000001", "1_000", "1,000", " 1", "1 ", "1\n", "0x10", "1e3", "1.0",
+	"+-1", "-+1", "--1", "12a", "a12", "/", ":", "1/", "1:", "١٢", "\x00", "1\x00",
+}
+
+// TestShortIntIsParseInt checks that the int64 fast path of ConvertText
+// reads what strconv.ParseInt reads, and nothing it refuses.
+func TestShortIntIsParseInt(t *testing.T) {
+	for _, s := range intEdges {
+		checkShortInt(t, s)
+	}
+}
+
+func FuzzShortInt(f *testing.F) {
+	for _, s := range intEdges {
+		f.Add(s)
+	}
+	f.Fuzz(checkShortInt)
+}
+
+func checkShortInt(t *testing.T, s string) {
+	want, err := strconv.ParseInt(s, 10, 64)
+	got, ok := shortInt([]byte(s))
+	if ok && (err != nil || got != want) {
+		t.Errorf("shortInt(%q) = %d, ParseInt = %d, %v", s, got, want, err)
+	}
+	if !ok && err == nil && len(strings.TrimLeft(s, "+-")) <= 18 {
+		t.Errorf("shortInt(%q) refused what ParseInt reads as %d", s, want)
+	}
+	// Through ConvertText, as the plan and read passes call it.
+	v, code, _ := ConvertText(Cell{B: []byte(s), Kind: CellText}, Int64, false)
+	switch {
+	case s == "":
+		if !v.Null {
+			t.Errorf("ConvertText(%q) = %+v, want null", s, v)
+		}
+	case err != nil && code == "":
+		t.Errorf("ConvertText(%q) = %d, ParseInt refuses it: %v", s, v.I, err)
+	case err == nil && !leadingZero([]byte(s)) && (code != "" || v.I != want):
+		t.Errorf("ConvertText(%q) = %d %q, want %d", s, v.I, code, want)
+	}
+}
