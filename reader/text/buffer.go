@@ -36,6 +36,11 @@ type rowScanner interface {
 	verbatim() bool
 	// crcNow returns the CRC-32C of the bytes consumed since resetCRC.
 	crcNow() uint32
+	// crcTo returns the CRC-32C of the bytes consumed since resetCRC up
+	// to offset end, where the row last returned by next ended: once next
+	// has returned io.EOF, the blank lines it consumed after that row are
+	// not counted.
+	crcTo(end int64) uint32
 	resetCRC()
 }
 
@@ -49,8 +54,17 @@ type buffer struct {
 	base   int64
 	eof    bool
 	maxRow int
+	// crc is the CRC-32C of the bytes consumed up to buf[crcPos]; the
+	// bytes consumed after it, buf[crcPos:pos], are added when the CRC is
+	// asked for or the buffer moves, in long runs rather than a row at a
+	// time (a call per row of 100 bytes cost about three times as much).
 	crc    uint32
-	start  int64 // offset of the current row
+	crcPos int
+	// blankCRC is the CRC when skipBlank last began consuming blank
+	// lines, at offset blankAt: where the row before them ended.
+	blankCRC uint32
+	blankAt  int64
+	start    int64 // offset of the current row
 	// lines counts the line ends consumed, where the scanner counts them
 	// (from the file's start in a plan pass, see input.File.DataLine):
 	// the current row starts on line lines+1.
@@ -74,6 +88,8 @@ func (b *buffer) fill() error {
 		return nil
 	}
 	if b.pos > 0 {
+		b.sumCRC()
+		b.crcPos = 0
 		n := copy(b.buf, b.buf[b.pos:b.end])
 		b.base += int64(b.pos)
 		b.end = n
@@ -122,9 +138,14 @@ func (b *buffer) avail(i int) (bool, error) {
 }
 
 // consume marks n bytes from pos as read.
-func (b *buffer) consume(n int) {
-	b.crc = crc32.Update(b.crc, partition.Castagnoli, b.buf[b.pos:b.pos+n])
-	b.pos += n
+func (b *buffer) consume(n int) { b.pos += n }
+
+// sumCRC adds the bytes consumed since the last call to the CRC.
+func (b *buffer) sumCRC() {
+	if b.crcPos < b.pos {
+		b.crc = crc32.Update(b.crc, partition.Castagnoli, b.buf[b.crcPos:b.pos])
+	}
+	b.crcPos = b.pos
 }
 
 func (b *buffer) offset() int64 { return b.base + int64(b.pos) }
@@ -137,8 +158,21 @@ func (b *buffer) rowStart() int64 { return b.start }
 // verbatim is true for CSV and TSV, whose cells are runs of the row's
 // bytes (a quote doubled inside a quoted field is one of them).
 func (b *buffer) verbatim() bool { return true }
-func (b *buffer) crcNow() uint32 { return b.crc }
-func (b *buffer) resetCRC()      { b.crc = 0 }
+func (b *buffer) crcNow() uint32 {
+	b.sumCRC()
+	return b.crc
+}
+
+func (b *buffer) crcTo(end int64) uint32 {
+	if end != b.offset() && end == b.blankAt {
+		return b.blankCRC
+	}
+	return b.crcNow()
+}
+
+func (b *buffer) resetCRC() {
+	b.crc, b.crcPos = 0, b.pos
+}
 
 // skipBOM drops a UTF-8 byte order mark at the start of the stream.
 func (b *buffer) skipBOM() error {
@@ -149,17 +183,22 @@ func (b *buffer) skipBOM() error {
 		}
 	}
 	if bytes.HasPrefix(b.buf[b.pos:b.end], []byte("\xef\xbb\xbf")) {
+		b.sumCRC()
 		b.pos += 3
+		b.crcPos = b.pos
 	}
 	return nil
 }
 
 // skipBlank consumes empty lines before a row. It reports false at the end.
 func (b *buffer) skipBlank() (bool, error) {
-	for {
+	for first := true; ; first = false {
 		ok, err := b.avail(0)
 		if err != nil || !ok {
 			return false, err
+		}
+		if c := b.buf[b.pos]; first && (c == '\n' || c == '\r') {
+			b.blankCRC, b.blankAt = b.crcNow(), b.offset()
 		}
 		switch b.buf[b.pos] {
 		case '\n':

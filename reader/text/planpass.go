@@ -95,7 +95,6 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o p
 		plan    = &partition.Plan{}
 		part    *idemtype.Partition
 		rowEnd  int64
-		rowCRC  uint32
 		ordinal int64
 		c       *rowChunk
 		sent    int // names the validator has
@@ -162,9 +161,9 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o p
 			r.missing = missingKey(f.Opts.NotNull, sc)
 		}
 		c.add(r, sc, cells)
-		rowEnd, rowCRC = sc.offset(), sc.crcNow()
+		rowEnd = sc.offset()
 		if part.Rows == o.PartitionRows || (o.PartitionBytes > 0 && rowEnd-part.Offset >= o.PartitionBytes) {
-			part.Length, part.CRC = rowEnd-part.Offset, rowCRC
+			part.Length, part.CRC = rowEnd-part.Offset, sc.crcNow()
 			plan.Partitions = append(plan.Partitions, *part)
 			part = nil
 			sc.resetCRC()
@@ -176,7 +175,8 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o p
 		}
 	}
 	if part != nil {
-		part.Length, part.CRC = rowEnd-part.Offset, rowCRC
+		// The scanner may have consumed blank lines after the last row.
+		part.Length, part.CRC = rowEnd-part.Offset, sc.crcTo(rowEnd)
 		plan.Partitions = append(plan.Partitions, *part)
 	}
 	if c != nil {

@@ -248,12 +248,13 @@ func (c *countingReaderAt) Read(p []byte) (int, error) {
 
 // sheetScanner yields the rows of a sheet from index pos on.
 type sheetScanner struct {
-	s     *sheet
-	pos   int // next row
-	start int // the row next returned last
-	width int // the file's columns: shorter rows are padded with nulls
-	crc   uint32
-	cells []value.Cell
+	s      *sheet
+	pos    int // next row
+	start  int // the row next returned last
+	width  int // the file's columns: shorter rows are padded with nulls
+	crc    uint32
+	cells  []value.Cell
+	rowCRC uint32 // the CRC after the row next returned last
 }
 
 func newSheetScanner(s *sheet, offset int64, width int) *sheetScanner {
@@ -285,6 +286,7 @@ func (sc *sheetScanner) next() ([]value.Cell, *problem, error) {
 	row := sc.s.rows[sc.pos]
 	sc.consume(sc.pos)
 	sc.pos++
+	sc.rowCRC = sc.crc
 	sc.cells = append(sc.cells[:0], row...)
 	for len(sc.cells) < sc.width {
 		sc.cells = append(sc.cells, value.Cell{Kind: value.CellNull})
@@ -307,3 +309,6 @@ func (sc *sheetScanner) raw() []byte     { return sc.s.text[sc.start] }
 func (sc *sheetScanner) verbatim() bool  { return false }
 func (sc *sheetScanner) crcNow() uint32  { return sc.crc }
 func (sc *sheetScanner) resetCRC()       { sc.crc = 0 }
+
+// crcTo is the CRC after the last row: end is where it ended.
+func (sc *sheetScanner) crcTo(int64) uint32 { return sc.rowCRC }
