@@ -57,6 +57,9 @@ func Open(f *input.File) (*File, error) {
 		return nil, err
 	}
 	if c.proj != nil {
+		if pq, ok := c.units.(*parquetFile); ok {
+			c.proj = pq.project(c.proj) // decode only the fields selected
+		}
 		c.units = &projected{unitFile: c.units, proj: c.proj}
 	}
 	for _, col := range c.schema {

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -40,8 +41,12 @@ type parquetFile struct {
 	md     *metadata.FileMetaData
 	groups int
 	// stamps are the stored Arrow timestamp types of the top-level
-	// columns stored as bare INT64 (see storedStamps).
+	// columns stored as bare INT64 (see storedStamps), by their place in
+	// the record batches the decoders return.
 	stamps map[int]*arrow.TimestampType
+	// keep lists, in file order, the top-level fields the decoders read
+	// (Options.Select; nil: all of them). See project.
+	keep []int
 }
 
 func (s *parquetFile) unitName() string { return "row group" }
@@ -286,10 +291,38 @@ func (s *parquetFile) load(md *metadata.FileMetaData, ld *loaded, k int) (uint32
 	return ld.load(s.f, fmt.Sprintf("row group %d", k), spans, 0)
 }
 
+// project makes the decoders read only the top-level fields at proj
+// (Options.Select) and returns where each of them is in the record batches
+// they then return. The other columns' chunks are still read and checked
+// against the plan's CRC, but their pages are never decompressed or
+// decoded. A file with a nested column is decoded whole, and proj comes
+// back as it is.
+func (s *parquetFile) project(proj []int) []int {
+	root := s.md.Schema.Root()
+	for i := 0; i < root.NumFields(); i++ {
+		if _, ok := root.Field(i).(*schema.PrimitiveNode); !ok {
+			return proj // a leaf's column index is its field's only when all are flat
+		}
+	}
+	keep := slices.Compact(slices.Sorted(slices.Values(proj)))
+	at := make([]int, len(proj))
+	for j, i := range proj {
+		at[j], _ = slices.BinarySearch(keep, i)
+	}
+	stamps := map[int]*arrow.TimestampType{}
+	for j, i := range keep {
+		if ts, ok := s.stamps[i]; ok {
+			stamps[j] = ts
+		}
+	}
+	s.keep, s.stamps = keep, stamps
+	return at
+}
+
 // records opens a record reader over row group k, whose bytes are loaded.
 func (s *parquetFile) records(fr *pqarrow.FileReader, k int) (*pqUnit, error) {
 	s.f.Stats.Groups.Add(1)
-	rr, err := fr.GetRecordReader(context.Background(), nil, []int{k})
+	rr, err := fr.GetRecordReader(context.Background(), s.keep, []int{k})
 	if err != nil {
 		return nil, s.f.unitError(err, fmt.Sprintf("row group %d", k))
 	}

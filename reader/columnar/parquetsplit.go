@@ -27,20 +27,27 @@ import (
 // for the plan pass.
 func (s *parquetFile) planUnit(fr, frB *pqarrow.FileReader, k int, secondCore <-chan struct{}) (unit, error) {
 	fields := fr.Manifest.Fields
-	if len(fields) < 2 || slices.ContainsFunc(fields, func(f pqarrow.SchemaField) bool { return !f.IsLeaf() }) {
+	read := s.keep // the fields decoded, in file order
+	if read == nil {
+		read = make([]int, len(fields))
+		for i := range read {
+			read[i] = i
+		}
+	}
+	if len(read) < 2 || slices.ContainsFunc(fields, func(f pqarrow.SchemaField) bool { return !f.IsLeaf() }) {
 		return s.records(fr, k)
 	}
 	// Split the columns in two halves of about equal decoded size.
 	rg := s.md.RowGroup(k)
 	type col struct {
-		field int
-		size  int64
+		at   int // place in the batch
+		size int64
 	}
-	cols := make([]col, len(fields))
-	for i, f := range fields {
-		cols[i] = col{field: i}
-		if cc, err := rg.ColumnChunk(f.ColIndex); err == nil {
-			cols[i].size = cc.TotalUncompressedSize()
+	cols := make([]col, len(read))
+	for j, i := range read {
+		cols[j] = col{at: j}
+		if cc, err := rg.ColumnChunk(fields[i].ColIndex); err == nil {
+			cols[j].size = cc.TotalUncompressedSize()
 		}
 	}
 	slices.SortStableFunc(cols, func(a, b col) int { return cmp.Compare(b.size, a.size) }) // largest first
@@ -51,20 +58,20 @@ func (s *parquetFile) planUnit(fr, frB *pqarrow.FileReader, k int, secondCore <-
 		if load[1] < load[0] {
 			h = 1
 		}
-		half[h] = append(half[h], c.field)
+		half[h] = append(half[h], c.at)
 		load[h] += c.size
 	}
-	u := &splitUnit{second: secondCore, where: make([][2]int, len(fields))}
+	u := &splitUnit{second: secondCore, where: make([][2]int, len(read))}
 	for h := range half {
 		slices.Sort(half[h])
-		for j, f := range half[h] {
-			u.where[f] = [2]int{h, j}
+		for j, at := range half[h] {
+			u.where[at] = [2]int{h, j}
 		}
 	}
-	leavesOf := func(fs []int) []int {
-		out := make([]int, len(fs))
-		for i, f := range fs {
-			out[i] = fields[f].ColIndex
+	leavesOf := func(ats []int) []int {
+		out := make([]int, len(ats))
+		for i, at := range ats {
+			out[i] = fields[read[at]].ColIndex
 		}
 		return out
 	}
@@ -78,7 +85,7 @@ func (s *parquetFile) planUnit(fr, frB *pqarrow.FileReader, k int, secondCore <-
 		return nil, s.f.unitError(err, fmt.Sprintf("row group %d", k))
 	}
 	sc0, sc1 := u.rr[0].Schema(), u.rr[1].Schema()
-	all := make([]arrow.Field, len(fields))
+	all := make([]arrow.Field, len(read))
 	for f, w := range u.where {
 		all[f] = []*arrow.Schema{sc0, sc1}[w[0]].Field(w[1])
 	}
