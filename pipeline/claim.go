@@ -467,21 +467,7 @@ func (r *run) settle(ctx context.Context, dd decided) error {
 	}
 	switch d {
 	case ledger.Duplicate:
-		r.res.Outcome = Duplicate
-		var so storedOutcome
-		if err := json.Unmarshal([]byte(op.Outcome), &so); err == nil {
-			r.res.Previous.Rows = so.Rows
-			r.res.Partitions = idemtype.Partitions{Total: so.Partitions, Skipped: so.Partitions}
-		}
-		r.res.AttemptID = op.CompletedBy
-		r.log.Info("duplicate", "completed_by", op.CompletedBy)
-		if err := r.e.st.Ledger.Seen(ctx, r.e.st.DB, op.Key, r.name()); err != nil {
-			return err
-		}
-		if !r.target.Ordinal() {
-			return r.noteNewerWrites(ctx, op)
-		}
-		return nil
+		return r.settleDuplicate(ctx, op)
 	case ledger.Conflict:
 		r.res.Outcome = Conflict
 		what, how := ledger.Difference(op, r.id)
@@ -498,6 +484,27 @@ func (r *run) settle(ctx context.Context, dd decided) error {
 	case ledger.Busy:
 		r.res.Outcome = Busy
 		return r.heldBy(ctx, op)
+	}
+	return nil
+}
+
+// settleDuplicate fills the result of a duplicate of the completed
+// operation op from its stored outcome, and records that its file was
+// seen again.
+func (r *run) settleDuplicate(ctx context.Context, op *ledger.Operation) error {
+	r.res.Outcome = Duplicate
+	var so storedOutcome
+	if err := json.Unmarshal([]byte(op.Outcome), &so); err == nil {
+		r.res.Previous.Rows = so.Rows
+		r.res.Partitions = idemtype.Partitions{Total: so.Partitions, Skipped: so.Partitions}
+	}
+	r.res.AttemptID = op.CompletedBy
+	r.log.Info("duplicate", "completed_by", op.CompletedBy)
+	if err := r.e.st.Ledger.Seen(ctx, r.e.st.DB, op.Key, r.name()); err != nil {
+		return err
+	}
+	if !r.target.Ordinal() {
+		return r.noteNewerWrites(ctx, op)
 	}
 	return nil
 }

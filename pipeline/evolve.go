@@ -187,45 +187,59 @@ type partitionWriter struct {
 // one committed, find the table changed and change nothing. Changes only
 // add or widen: a table that fits the file keeps fitting it.
 func (w *partitionWriter) prepare(ctx context.Context, r *run, conn *sql.Conn, tx *sql.Tx) (*evolution, error) {
-	schema := r.plan.Schema.Arrow()
 	var ev *evolution
-	if w.Writer == nil && r.evolvesInPartitions() && r.e.st.DDLCommits() {
-		// The DDL commits: it runs apart, before tx writes (evolveApart),
-		// and tx records it.
+	if w.Writer == nil && r.evolvesInPartitions() {
 		var err error
-		if ev, err = r.evolveApart(ctx); err == nil {
-			err = r.recordEvolved(ctx, tx, ev)
-		}
-		if err != nil {
-			return nil, err
-		}
-	} else if w.Writer == nil && r.evolvesInPartitions() {
-		var err error
-		ev, err = r.evolveTarget(ctx, tx, schema, false)
-		if err == nil && ev.text != "" {
-			// A table found fitting needs no lock. One that does not is
-			// looked at again under it.
-			if err = r.e.st.Driver.Lock(ctx, tx, "evolve "+r.target.Table); err == nil {
-				ev, err = r.evolveTarget(ctx, tx, schema, true)
-			}
-		}
-		if err != nil {
+		if ev, err = r.evolveInPartition(ctx, tx); err != nil {
 			return nil, err
 		}
 	}
+	if err := w.ready(ctx, r, conn, tx); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// evolveInPartition changes the table, for the worker's first partition
+// transaction tx, where it does not fit the file yet (see prepare).
+func (r *run) evolveInPartition(ctx context.Context, tx *sql.Tx) (*evolution, error) {
+	if r.e.st.DDLCommits() {
+		// The DDL commits: it runs apart, before tx writes (evolveApart),
+		// and tx records it.
+		ev, err := r.evolveApart(ctx)
+		if err == nil {
+			err = r.recordEvolved(ctx, tx, ev)
+		}
+		return ev, err
+	}
+	schema := r.plan.Schema.Arrow()
+	ev, err := r.evolveTarget(ctx, tx, schema, false)
+	if err == nil && ev.text != "" {
+		// A table found fitting needs no lock. One that does not is
+		// looked at again under it.
+		if err = r.e.st.Driver.Lock(ctx, tx, "evolve "+r.target.Table); err == nil {
+			ev, err = r.evolveTarget(ctx, tx, schema, true)
+		}
+	}
+	return ev, err
+}
+
+// ready holds the table's columns until tx ends and prepares w for them,
+// again when they changed since it was last prepared (see prepare).
+func (w *partitionWriter) ready(ctx context.Context, r *run, conn *sql.Conn, tx *sql.Tx) error {
 	tg := r.writeTarget()
 	if err := r.e.st.Driver.HoldColumns(ctx, tx, tg.Table); err != nil {
-		return nil, err
+		return err
 	}
 	table, err := r.e.st.Driver.Describe(ctx, tx, tg.Table)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if table == nil {
-		return nil, fmt.Errorf("write %s: no such table", tg.Table)
+		return fmt.Errorf("write %s: no such table", tg.Table)
 	}
 	if w.Writer != nil && reflect.DeepEqual(table, w.table) {
-		return ev, nil
+		return nil
 	}
 	as := r.valuesAs(table, r.plan.Schema)
 	r.ap.lastAs.Store(&as)
@@ -234,14 +248,14 @@ func (w *partitionWriter) prepare(ctx context.Context, r *run, conn *sql.Conn, t
 		err := w.Close()
 		w.Writer, w.table = nil, nil
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if w.Writer, err = r.e.st.Driver.Writer(ctx, conn, tg, schemaAs(r.plan.Schema, as).Arrow()); err != nil {
-		return nil, err
+		return err
 	}
 	w.table, w.as = table, as
-	return ev, nil
+	return nil
 }
 
 // valuesAs returns the types the values of a text file's columns are

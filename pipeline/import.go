@@ -244,23 +244,8 @@ func (r *run) progress(p Progress) {
 
 func (r *run) run(ctx context.Context) error {
 	defer func() { r.spec.stop() }()
-	ident, spec, err := r.identifier().identify(ctx)
-	r.spec = spec
-	if young := (*tooYoungError)(nil); errors.As(err, &young) {
-		r.res.Outcome = Skipped
-		r.note("%s", young)
-		return nil
-	} else if err != nil {
+	if skipped, err := r.identify(ctx); skipped || err != nil {
 		return err
-	}
-	r.identified(ident)
-	r.res.FileID, r.res.ContentDigest, r.res.MappingDigest = r.id.FileID, r.id.ContentDigest, r.id.MappingDigest
-	note, err := r.preflight()
-	if err != nil {
-		return err
-	}
-	if note != "" {
-		r.note("%s", note)
 	}
 	if err := r.e.st.Hit("after-identify"); err != nil {
 		return err
@@ -280,6 +265,38 @@ func (r *run) run(ctx context.Context) error {
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), errUnanswered) {
 		err = context.Cause(wctx)
 	}
+	return r.stopped(ctx, err)
+}
+
+// identify runs the identify stage and checks the mapping against the
+// file (preflight). skipped says the file is too young to import
+// (--min-age): the run ends there, without error.
+func (r *run) identify(ctx context.Context) (skipped bool, err error) {
+	ident, spec, err := r.identifier().identify(ctx)
+	r.spec = spec
+	if young := (*tooYoungError)(nil); errors.As(err, &young) {
+		r.res.Outcome = Skipped
+		r.note("%s", young)
+		return true, nil
+	} else if err != nil {
+		return false, err
+	}
+	r.identified(ident)
+	r.res.FileID, r.res.ContentDigest, r.res.MappingDigest = r.id.FileID, r.id.ContentDigest, r.id.MappingDigest
+	note, err := r.preflight()
+	if err != nil {
+		return false, err
+	}
+	if note != "" {
+		r.note("%s", note)
+	}
+	return false, nil
+}
+
+// stopped ends the attempt whose work stopped with err (nil: it
+// completed): a retraction, a changed source, a busy holder, a refused
+// sweep or any other failure is recorded as such.
+func (r *run) stopped(ctx context.Context, err error) error {
 	var retracted errRetracted
 	switch {
 	case err == nil, r.res.Outcome == Refused:

@@ -303,6 +303,40 @@ func (r *run) dryDeleteGuard(ctx context.Context, rep *PlanReport, plan *reader.
 	return nil
 }
 
+// keyColumns returns the indices of the key columns in the plan's schema,
+// or nil when a key column has a type whose text the file and the table
+// may spell differently (neither int64 nor string).
+func (r *run) keyColumns(plan *reader.Plan) []int {
+	schema := plan.Schema.Arrow()
+	var idx []int
+	for _, k := range r.target.Key {
+		i := schema.FieldIndices(k)[0]
+		if kind := idemtype.TypeOf(schema.Field(i)); kind != idemtype.Int64 && kind != idemtype.String {
+			return nil
+		}
+		idx = append(idx, i)
+	}
+	return idx
+}
+
+// fileKeys reads the keys of the file's rows (their columns idx) into a
+// set of their texts.
+func fileKeys(f *reader.File, plan *reader.Plan, idx []int) (map[string]bool, error) {
+	keys := map[string]bool{}
+	err := store.EachBatch(f, plan, 1<<16, func(rec arrow.RecordBatch) error {
+		for row := range int(rec.NumRows()) {
+			var k strings.Builder
+			for _, c := range idx {
+				k.WriteString(rec.Column(c).ValueStr(row))
+				k.WriteByte(0)
+			}
+			keys[k.String()] = true
+		}
+		return nil
+	})
+	return keys, err
+}
+
 // wouldSweep counts the live rows of the snapshot's scope whose key the
 // file lacks (in ordinal mode: the rows of other files), reading the
 // file's keys into memory; -1 when the key has a type whose text the file
@@ -317,27 +351,11 @@ func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, pla
 		missing, _, err := sink.Sweep{Driver: r.e.st.Driver, Table: r.target.Table, FileKey: r.id.FileKey, Scope: s.Scope, Soft: s.Soft}.Count(ctx, r.e.st.DB)
 		return missing, 0, err
 	}
-	schema := plan.Schema.Arrow()
-	var idx []int
-	for _, k := range r.target.Key {
-		i := schema.FieldIndices(k)[0]
-		if kind := idemtype.TypeOf(schema.Field(i)); kind != idemtype.Int64 && kind != idemtype.String {
-			return -1, 0, nil
-		}
-		idx = append(idx, i)
+	idx := r.keyColumns(plan)
+	if idx == nil {
+		return -1, 0, nil
 	}
-	keys := map[string]bool{}
-	err = store.EachBatch(f, plan, 1<<16, func(rec arrow.RecordBatch) error {
-		for row := range int(rec.NumRows()) {
-			var k strings.Builder
-			for _, c := range idx {
-				k.WriteString(rec.Column(c).ValueStr(row))
-				k.WriteByte(0)
-			}
-			keys[k.String()] = true
-		}
-		return nil
-	})
+	keys, err := fileKeys(f, plan, idx)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -332,13 +332,8 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64, kno
 		return 0, err
 	}
 	scope := s.ScopeText()
-	last, err := r.e.st.Ledger.LastSnapshot(ctx, tx, r.target.Table, s.scopeTexts()...)
-	if err != nil {
+	if err := r.noNewerSnapshot(ctx, tx, s); err != nil {
 		return 0, err
-	}
-	if last != nil && last.AsOf > r.asOf() {
-		return 0, fmt.Errorf("a newer snapshot of %s%s (%s, as of %s) was applied while this one (as of %s) was being imported; not sweeping: undo this import or import a newer snapshot",
-			r.target.Table, scopeSuffix(s), last.FileID, stamp(last.AsOf), stamp(r.asOf()))
 	}
 	if s.Soft && r.req.Mapping.Atomic && !r.e.st.DDLCommits() { // else added before tx (completionDDL)
 		if err := r.e.st.Driver.EnsureDeleted(ctx, tx, r.target.Table); err != nil {
@@ -360,20 +355,41 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64, kno
 	if err != nil {
 		return 0, err
 	}
-	var marked int64
-	if s.Soft {
-		marked = now.UnixMicro()
-	}
-	if err := r.e.st.Ledger.RecordSnapshot(ctx, tx, r.target.Table, scope, r.asOf(), r.id.FileID, marked); err != nil {
-		return 0, err
-	}
-	if err := r.e.st.Ledger.Swept(ctx, tx, r.attempt.ID, deleted); err != nil {
+	if err := r.recordSweep(ctx, tx, s, scope, now, deleted); err != nil {
 		return 0, err
 	}
 	if err := r.e.st.Hit("after-sweep"); err != nil {
 		return 0, err
 	}
 	return deleted, nil
+}
+
+// noNewerSnapshot fails the sweep of snapshot s when a newer snapshot of
+// its scope was applied while this one was being imported.
+func (r *run) noNewerSnapshot(ctx context.Context, tx *sql.Tx, s *Snapshot) error {
+	last, err := r.e.st.Ledger.LastSnapshot(ctx, tx, r.target.Table, s.scopeTexts()...)
+	if err != nil {
+		return err
+	}
+	if last != nil && last.AsOf > r.asOf() {
+		return fmt.Errorf("a newer snapshot of %s%s (%s, as of %s) was applied while this one (as of %s) was being imported; not sweeping: undo this import or import a newer snapshot",
+			r.target.Table, scopeSuffix(s), last.FileID, stamp(last.AsOf), stamp(r.asOf()))
+	}
+	return nil
+}
+
+// recordSweep records, in tx, snapshot s as applied to its scope (the rows
+// it marked deleted at now, when soft) and the rows this attempt's sweep
+// removed.
+func (r *run) recordSweep(ctx context.Context, tx *sql.Tx, s *Snapshot, scope string, now time.Time, deleted int64) error {
+	var marked int64
+	if s.Soft {
+		marked = now.UnixMicro()
+	}
+	if err := r.e.st.Ledger.RecordSnapshot(ctx, tx, r.target.Table, scope, r.asOf(), r.id.FileID, marked); err != nil {
+		return err
+	}
+	return r.e.st.Ledger.Swept(ctx, tx, r.attempt.ID, deleted)
 }
 
 // dropSeen drops, inside the completing transaction, the table of the keys
