@@ -192,14 +192,24 @@ func (s *csvScanner) slow() (int, *problem, error) {
 			}
 			continue
 		}
-		// Unquoted field: up to the next delimiter or line end.
+		// Unquoted field: up to the next delimiter or line end, looked
+		// for in the bytes buffered, reading more only when they run out.
 		start := i
 		for {
-			ok, err := s.avail(i)
-			if err != nil {
-				return 0, nil, err
+			w := s.buf[s.pos+i : s.end]
+			j := 0
+			for j < len(w) && w[j] != s.comma && w[j] != '\n' {
+				j++
 			}
-			if !ok {
+			i += j
+			if j == len(w) {
+				ok, err := s.avail(i)
+				if err != nil {
+					return 0, nil, err
+				}
+				if ok {
+					continue
+				}
 				end := i
 				if end > start && s.buf[s.pos+end-1] == '\r' {
 					end--
@@ -207,21 +217,17 @@ func (s *csvScanner) slow() (int, *problem, error) {
 				s.spans = append(s.spans, span{start: start, end: end})
 				return i, prob, nil
 			}
-			c := s.buf[s.pos+i]
-			if c == s.comma {
+			if w[j] == s.comma {
 				s.spans = append(s.spans, span{start: start, end: i})
 				i++
 				break
 			}
-			if c == '\n' {
-				end := i
-				if end > start && s.buf[s.pos+end-1] == '\r' {
-					end--
-				}
-				s.spans = append(s.spans, span{start: start, end: end})
-				return i + 1, prob, nil
+			end := i // at a line end
+			if end > start && s.buf[s.pos+end-1] == '\r' {
+				end--
 			}
-			i++
+			s.spans = append(s.spans, span{start: start, end: end})
+			return i + 1, prob, nil
 		}
 	}
 }
