@@ -392,3 +392,19 @@ func checkShortInt(t *testing.T, s string) {
 		t.Errorf("ConvertText(%q) = %d %q, want %d", s, v.I, code, want)
 	}
 }
+
+// TestTwoDigits checks the timestamp fields' reader on every pair of
+// bytes: two digits are their number, anything else is refused.
+func TestTwoDigits(t *testing.T) {
+	for a := range 256 {
+		for b := range 256 {
+			in := []byte{byte(a), byte(b)}
+			got, ok := two(in)
+			want, err := strconv.Atoi(string(in))
+			wantOK := err == nil && in[0] >= '0' && in[0] <= '9' && in[1] >= '0' && in[1] <= '9'
+			if ok != wantOK || (ok && got != want) {
+				t.Fatalf("two(%q) = %d, %v; want %d, %v", in, got, ok, want, wantOK)
+			}
+		}
+	}
+}
