@@ -22,8 +22,8 @@ import (
 )
 
 // applying is what an attempt has done so far, which the apply stage adds
-// to and the attempt's end reports: the plan stage sets the rows it read
-// and rejected, the claim and apply stages the leases they recovered.
+// to and the attempt's end reports; the claim and apply stages add the
+// leases they recovered.
 type applying struct {
 	recovered []string // the attempts whose leases this one took over
 	committed int64    // partitions this attempt committed

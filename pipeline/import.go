@@ -189,7 +189,7 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 	if r.res.Outcome == Failed && ctx.Err() != nil {
 		r.res.Outcome = Interrupted // stopped before it had an attempt to record
 	}
-	r.res.Rows = r.ap.rows
+	r.res.Rows.Add(r.ap.rows) // a refusal's counts are there already (refuse)
 	r.res.QuickCheck = r.quick
 	if r.file != nil {
 		r.res.Read = r.file.Stats()

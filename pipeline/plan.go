@@ -328,7 +328,7 @@ func (r *run) planFile(ctx context.Context) (planned, bool, error) {
 		return planned{}, false, err
 	}
 	if err := r.e.st.Driver.Limits().CheckTable(r.target.Table); err != nil {
-		return planned{}, true, r.refuse(ctx, &Refusal{Error: err.Error()})
+		return planned{}, true, r.refuse(ctx, &Refusal{Error: err.Error()}, idemtype.Rows{})
 	}
 	p, err := r.planPass(ctx, func(b, rows int64) {
 		r.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: r.id.Size, Rows: rows})
@@ -381,9 +381,8 @@ func (r *run) keepPlan(ctx context.Context, p planned) (bool, error) {
 func (r *run) admit(ctx context.Context, p planned) (bool, error) {
 	plan := p.plan
 	if err := r.e.st.Driver.Limits().CheckColumns(r.target, plan.Schema.Arrow()); err != nil {
-		return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Error: err.Error()})
+		return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Error: err.Error()}, idemtype.Rows{})
 	}
-	r.ap.rows.Read, r.ap.rows.Rejected = plan.Rows, plan.Rejected // reported if refused
 	if !r.req.MaxRejects.Allows(plan.Rejected, plan.Rows) {
 		rf := &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects,
 			Rejects: plan.Rejects[:min(len(plan.Rejects), maxReported)]}
@@ -392,9 +391,8 @@ func (r *run) admit(ctx context.Context, p planned) (bool, error) {
 				rf.Widen = append(rf.Widen, b.Column)
 			}
 		}
-		return true, r.refuse(ctx, rf)
+		return true, r.refuse(ctx, rf, idemtype.Rows{Read: plan.Rows, Rejected: plan.Rejected})
 	}
-	r.ap.rows = idemtype.Rows{}
 	return false, nil
 }
 
@@ -409,7 +407,7 @@ func (r *run) refuseUnfit(ctx context.Context, plan *reader.Plan, unfit error) e
 		return rerr
 	}
 	if !errors.As(rerr, new(errRetracted)) {
-		return r.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects, Error: unfit.Error()})
+		return r.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects, Error: unfit.Error()}, idemtype.Rows{})
 	}
 	r.res.Outcome = Refused
 	return fmt.Errorf("refused: %w", unfit)
@@ -539,11 +537,15 @@ func (r *run) refuseDefect(ctx context.Context, err error) (bool, error) {
 	if !errors.As(err, &pe) || ctx.Err() != nil || errors.Is(err, reader.ErrSourceChanged) {
 		return false, err // a file that changed is abandoned, not refused
 	}
-	return true, r.refuse(ctx, &Refusal{Rows: r.ap.rows.Read, Rejected: r.ap.rows.Rejected, MaxRejects: r.req.MaxRejects, Error: pe.Error()})
+	return true, r.refuse(ctx, &Refusal{MaxRejects: r.req.MaxRejects, Error: pe.Error()}, idemtype.Rows{})
 }
 
-// refuse records the refusal and ends the attempt: nothing reaches the target.
-func (r *run) refuse(ctx context.Context, ref *Refusal) error {
+// refuse records the refusal and ends the attempt: nothing reaches the
+// target. counted is what the attempt counted of the file's rows (read and
+// rejected, for a file refused for its bad rows), which the ledger and the
+// result report.
+func (r *run) refuse(ctx context.Context, ref *Refusal, counted idemtype.Rows) error {
+	r.res.Rows = counted // reported even when the refusal is not recorded
 	if e := r.req.Mapping.Encoding; e == "" || e == "utf-8" {
 		n := 0
 		for _, b := range ref.Rejects {
@@ -558,7 +560,7 @@ func (r *run) refuse(ctx context.Context, ref *Refusal) error {
 		return err
 	}
 	err = r.withTx(ctx, func(tx *sql.Tx) error {
-		if err := r.e.st.Ledger.Refuse(ctx, tx, r.id.Key, r.attempt.ID, string(body), r.ap.rows); err != nil {
+		if err := r.e.st.Ledger.Refuse(ctx, tx, r.id.Key, r.attempt.ID, string(body), counted); err != nil {
 			return err
 		}
 		return r.e.st.Ledger.End(ctx, tx, r.attempt.ID, string(Refused), refusalText(ref), 0, int64(len(r.ap.recovered)))
@@ -580,7 +582,7 @@ func (r *run) retract(ctx context.Context, usage error) error {
 		// The earlier version is among past operations already: the
 		// replacing operation stays, refused, and a rerun with a
 		// corrected command supersedes it and finishes the replacement.
-		return r.refuse(ctx, &Refusal{Error: usage.Error()})
+		return r.refuse(ctx, &Refusal{Error: usage.Error()}, idemtype.Rows{})
 	}
 	err := r.withTx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
 		return r.e.st.Ledger.Retract(ctx, tx, r.id.Key, r.attempt.ID)

@@ -289,3 +289,30 @@ func (f *fx) key(t *testing.T) ledger.Key {
 	op := f.operation(t)
 	return ledger.Key{Table: op.Table, FileID: op.FileID}
 }
+
+// TestRefusedReportsItsRows: a file refused for more bad rows than
+// --max-rejects reports, in its result and in the ledger's refused
+// operation, the rows the plan read and rejected, and nothing else.
+func TestRefusedReportsItsRows(t *testing.T) {
+	t.Parallel()
+	testkit.Each(t, func(t *testing.T, name string) {
+		f := newFx(t, name)
+		ctx := context.Background()
+		path := f.write(t, "bad.csv", "id,qty\n1,10\n2,x\n3,30\n4,y\n5,50\n")
+		res := f.e.Import(ctx, Request{Path: path, MaxRejects: RejectLimit{Count: 1},
+			Mapping: Mapping{Columns: map[string]idemtype.Type{"qty": idemtype.Int64}}})
+		f.wantOutcome(t, res, Refused)
+		want := idemtype.Rows{Read: 5, Rejected: 2}
+		if res.Rows != want {
+			t.Errorf("result's rows %+v, want %+v", res.Rows, want)
+		}
+		o := f.operation(t)
+		op, _, err := f.e.st.Ledger.Get(ctx, f.e.st.DB, ledger.Key{Table: o.Table, FileID: o.FileID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if op == nil || op.State != ledger.Refused || op.Rows != want {
+			t.Fatalf("stored operation %+v, want refused with rows %+v", op, want)
+		}
+	})
+}
