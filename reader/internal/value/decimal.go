@@ -269,6 +269,9 @@ func floatValue(b []byte) (float64, string, string) {
 	if d.zeros {
 		return 0, CodeInexact, "leading zeros would be lost"
 	}
+	if f, ok := shortFloat(&d); ok {
+		return f, "", ""
+	}
 	f, err := strconv.ParseFloat(Str(b), 64)
 	if err != nil && !isRange(err) {
 		return 0, CodeType, "not a valid float64"
@@ -280,6 +283,33 @@ func floatValue(b []byte) (float64, string, string) {
 		return 0, CodeInexact, "a float64 would store it as " + strconv.FormatFloat(f, 'g', -1, 64)
 	}
 	return f, "", ""
+}
+
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
+
+// shortFloat returns the float64 of d, written without an exponent in at
+// most 15 digits, as strconv.ParseFloat would: its digits are an integer
+// below 2^53 and a power of ten up to 10^15, both exact in a float64, and
+// one division of exact operands is correctly rounded (ParseFloat's own
+// exact path). Such a number is always exact (ExactFloat). Otherwise it
+// reports false.
+func shortFloat(d *decimalText) (float64, bool) {
+	if d.exp || len(d.ip)+len(d.fp) > 15 {
+		return 0, false
+	}
+	var m int64
+	for _, c := range d.ip {
+		m = m*10 + int64(c-'0')
+	}
+	for _, c := range d.fp {
+		m = m*10 + int64(c-'0')
+	}
+	f := float64(m) / pow10[len(d.fp)]
+	if d.neg {
+		f = -f
+	}
+	return f, true
 }
 
 func isRange(err error) bool { return errors.Is(err, strconv.ErrRange) }

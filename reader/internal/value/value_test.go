@@ -1,6 +1,7 @@
 package value
 
 import (
+	"math"
 	"math/big"
 	"strconv"
 	"strings"
@@ -406,5 +407,45 @@ func TestTwoDigits(t *testing.T) {
 				t.Fatalf("two(%q) = %d, %v; want %d, %v", in, got, ok, want, wantOK)
 			}
 		}
+	}
+}
+
+// floatEdges are decimals around the ends of shortFloat's reach (15
+// digits, no exponent) and the ones whose nearest float64 is a rounding.
+var floatEdges = []string{
+	"0", "-0", "+0", "0.0", "-0.00", ".5", "-.5", "+.5", "5.", "-5.", "0.1", "0.2", "0.3", "1.1",
+	"2.675", "4.35", "77.06", "696.86", "-123.456", "0.000000000000001", "0.00000000000001",
+	"999999999999999", "-999999999999999", "9999999999999999", "123456789012345",
+	"1234567.89012345", "12345678.9012345", "9007199254740993", "1e3", "1.5e-3", "100000000000000.0",
+	"99999999999999.9", "0.999999999999999", "00.5", "1.2.3", "", "-", ".", "1_0.5",
+}
+
+// TestShortFloatIsParseFloat checks that floatValue's fast path gives the
+// float64 strconv.ParseFloat gives, bit for bit.
+func TestShortFloatIsParseFloat(t *testing.T) {
+	for _, s := range floatEdges {
+		checkShortFloat(t, s)
+	}
+}
+
+func FuzzShortFloat(f *testing.F) {
+	for _, s := range floatEdges {
+		f.Add(s)
+	}
+	f.Fuzz(checkShortFloat)
+}
+
+func checkShortFloat(t *testing.T, s string) {
+	d, ok := ParseDecimal([]byte(s))
+	if !ok {
+		return
+	}
+	got, fast := shortFloat(&d)
+	if !fast {
+		return
+	}
+	want, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.Float64bits(got) != math.Float64bits(want) || !ExactFloat(&d, []byte(s)) {
+		t.Errorf("shortFloat(%q) = %v (%x), ParseFloat = %v (%x), %v", s, got, math.Float64bits(got), want, math.Float64bits(want), err)
 	}
 }
