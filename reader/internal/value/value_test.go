@@ -1,12 +1,14 @@
 package value
 
 import (
+	"bytes"
 	"math"
 	"math/big"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestParseTimestamp(t *testing.T) {
@@ -447,5 +449,34 @@ func checkShortFloat(t *testing.T, s string) {
 	want, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.Float64bits(got) != math.Float64bits(want) || !ExactFloat(&d, []byte(s)) {
 		t.Errorf("shortFloat(%q) = %v (%x), ParseFloat = %v (%x), %v", s, got, math.Float64bits(got), want, math.Float64bits(want), err)
+	}
+}
+
+// TestTextCleanIsValidWithoutNUL checks TextClean's ASCII fast path against
+// utf8.Valid and a search for NUL, with the byte that matters at every
+// place of rows around the 16 bytes it reads at a time.
+func TestTextCleanIsValidWithoutNUL(t *testing.T) {
+	for _, odd := range []string{"\x00", "\x7f", "\x80", "\xff", "é", "\xc3", "€", "\xe2\x82", "𝄞", "\xf0\x9d\x84"} {
+		for n := range 40 {
+			for at := 0; at <= n; at++ {
+				b := []byte(strings.Repeat("a,1\r\n\"", 7)[:n])
+				b = append(b[:at], append([]byte(odd), b[at:]...)...)
+				checkTextClean(t, b)
+			}
+		}
+	}
+}
+
+func FuzzTextClean(f *testing.F) {
+	for _, s := range []string{"", "abc", "1,2,3\n", "a\x00b", "caf\xc3\xa9", "\xff" + strings.Repeat("x", 20), strings.Repeat("x", 17) + "\x00"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkTextClean(t, b) })
+}
+
+func checkTextClean(t *testing.T, b []byte) {
+	want := utf8.Valid(b) && !bytes.Contains(b, []byte{0})
+	if got := TextClean(b); got != want {
+		t.Errorf("TextClean(%q) = %v, want %v", b, got, want)
 	}
 }
