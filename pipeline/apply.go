@@ -22,8 +22,8 @@ import (
 )
 
 // applying is what an attempt has done so far, which the apply stage adds
-// to and the attempt's end reports; the claim and apply stages add the
-// leases they recovered.
+// to and the attempt's end reports. It starts with the leases the claim
+// recovered (claimed.recovered).
 type applying struct {
 	recovered []string // the attempts whose leases this one took over
 	committed int64    // partitions this attempt committed

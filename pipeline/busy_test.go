@@ -144,3 +144,47 @@ func TestJustExpiredLeaseIsNotBusy(t *testing.T) {
 		}
 	})
 }
+
+// TestClaimStoppedReportsRecoveredLease: a run whose claim takes over the
+// planning lease of a dead attempt reports that it recovered it even when
+// the claim's transaction then does not commit (here a cancel as it
+// recovers the lease); a rerun recovers it again and imports the file.
+func TestClaimStoppedReportsRecoveredLease(t *testing.T) {
+	t.Parallel()
+	testkit.Each(t, func(t *testing.T, name string) {
+		f := newFx(t, name)
+		req := Request{Path: f.write(t, "items.csv", items(3, 1))}
+		f.killedHolding(t, helperJob{Path: req.Path, Failpoint: "after-claim"})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		e := f.open(t, Options{Logger: slog.New(&cancelAt{at: "recovered the planning lease of a dead attempt", cancel: cancel})})
+		res := e.Import(ctx, req)
+		if res.Outcome != Interrupted || !res.RecoveredLease || len(res.RecoveredFrom) != 1 {
+			t.Fatalf("stopped in its claim: %s %v, recovered %v %v; want interrupted, one lease recovered",
+				res.Outcome, res.Err, res.RecoveredLease, res.RecoveredFrom)
+		}
+		again := f.e.Import(context.Background(), req)
+		if again.Outcome != Resumed || !again.RecoveredLease || again.Rows.Inserted != 3 ||
+			len(again.RecoveredFrom) != 1 || again.RecoveredFrom[0] != res.RecoveredFrom[0] {
+			t.Fatalf("rerun: %s %v, %+v, recovered %v; want resumed, 3 rows, the lease of %v recovered",
+				again.Outcome, again.Err, again.Rows, again.RecoveredFrom, res.RecoveredFrom)
+		}
+	})
+}
+
+// cancelAt cancels a context when a log record with message at is
+// written.
+type cancelAt struct {
+	at     string
+	cancel context.CancelFunc
+}
+
+func (c *cancelAt) Enabled(context.Context, slog.Level) bool { return true }
+func (c *cancelAt) WithAttrs([]slog.Attr) slog.Handler       { return c }
+func (c *cancelAt) WithGroup(string) slog.Handler            { return c }
+func (c *cancelAt) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == c.at {
+		c.cancel()
+	}
+	return nil
+}

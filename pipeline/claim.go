@@ -23,14 +23,17 @@ import (
 // so that a test can count them.
 func (r *run) claimWaiting(ctx context.Context) (claimed, error) {
 	deadline := time.Now().Add(r.req.Wait)
+	var recovered []string // by every try, as the tries recorded them
 	for {
 		r.log.Debug("claiming the operation")
 		c, err := r.claim(ctx)
+		recovered = append(recovered, c.recovered...)
 		if err != nil && ctx.Err() == nil && r.e.st.Driver.Locked(err) {
 			// A lock the claim needed stayed held past --busy-timeout.
 			r.res.Outcome = Busy
 			c, err = claimed{decision: ledger.Busy}, r.locked(ctx)
 		}
+		c.recovered = recovered
 		if c.decision != ledger.Busy || time.Now().After(deadline) {
 			return c, err
 		}
@@ -61,6 +64,10 @@ type claimed struct {
 	created  bool             // the claim created the operation, or reset it to be applied again
 	replaces string           // the content digest of the version the operation replaces (ledger.Operation.Replaces)
 	newer    *ledger.Snapshot // the last snapshot applied to the scope, when this run's is older (ledger.Stale)
+	// recovered are the dead attempts whose planning lease the claim took
+	// over, set with the claim's error too: a claim whose transaction
+	// then did not commit reports them all the same.
+	recovered []string
 }
 
 // claim makes the decision of the claim table and records it. Terminal
@@ -97,16 +104,17 @@ func (r *run) claim(ctx context.Context) (claimed, error) {
 		return dd.claimed(), r.settle(ctx, dd)
 	}
 	c, err = r.take(ctx, tx.Tx, dd)
+	stopped := claimed{recovered: c.recovered} // what a claim that fails from here reports
 	if err != nil {
-		return claimed{}, err
+		return stopped, err
 	}
 	if !r.quick {
 		if err := r.rememberDigests(ctx, tx); err != nil {
-			return claimed{}, err
+			return stopped, err
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return claimed{}, fmt.Errorf("commit claim: %w", err)
+		return stopped, fmt.Errorf("commit claim: %w", err)
 	}
 	r.res.AttemptID, r.res.Replaces = r.attempt.ID, c.replaces
 	return c, nil
@@ -206,7 +214,7 @@ func (r *run) take(ctx context.Context, tx *sql.Tx, dd decided) (claimed, error)
 	case ledger.Plan:
 		if from != "" {
 			r.attempt.RecoveredFrom = from
-			r.ap.recovered = append(r.ap.recovered, from)
+			c.recovered = append(c.recovered, from)
 			r.log.Warn("recovered the planning lease of a dead attempt", "from", from)
 			if err := r.e.st.Ledger.Died(ctx, tx, from); err != nil {
 				return c, err

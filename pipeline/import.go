@@ -251,6 +251,7 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	}
 	c, err := r.claimWaiting(ctx)
+	r.ap.recovered = c.recovered // the attempt starts applying with the leases its claim recovered
 	if err != nil || !c.taken {
 		return err
 	}
