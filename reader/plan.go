@@ -13,9 +13,11 @@ import (
 // ScanOptions control the plan pass.
 type ScanOptions struct {
 	// PartitionRows is the number of rows per partition; 0 means
-	// DefaultPartitionRows. Parquet and Arrow files are not cut by rows:
-	// each row group or record batch is one partition, since it is the
-	// unit their decoders can read alone.
+	// DefaultPartitionRows. A Parquet row group is one partition, or, when
+	// it holds at least twice PartitionRows rows, as many partitions of
+	// about PartitionRows rows as it holds whole PartitionRows (ranges of
+	// its rows, decoded once when read in order). An Arrow record batch is
+	// always one partition.
 	PartitionRows int64
 	// PartitionBytes bounds a text file's partitions by their bytes (in the
 	// decompressed stream) as well: a partition ends with the row that

@@ -20,8 +20,11 @@ import (
 // (parquet/pqarrow, arrow/ipc), and their record batches are converted to
 // the reader's types by a converter. Their partitions are their units, one
 // per Parquet row group or Arrow record batch: Partition.Offset is the
-// unit's index and Length is 1. ScanOptions.PartitionRows does not split
-// units, because a unit is what the decoders can read alone.
+// unit's index and Length is 1. A Parquet row group of at least twice
+// ScanOptions.PartitionRows rows is cut into ranges of its rows instead
+// (see File.rowRanges), so that a file written as one large row group
+// still commits, resumes and overlaps decoding with writing partition by
+// partition.
 
 // unitFile is a Parquet or Arrow IPC file seen as a sequence of units.
 type unitFile interface {
@@ -78,7 +81,8 @@ func (f *File) where(u string, p idemtype.Partition) string {
 }
 
 // Scan is the plan pass of a Parquet or Arrow file: it decodes every
-// unit, checks every value, and makes one partition per non-empty unit.
+// unit, checks every value, and makes one partition per non-empty unit,
+// or several per large Parquet row group (File.rowRanges).
 // With a key (Options.Key) it also returns, in ordinal order, the
 // candidate superseded rows: the good rows whose key hash repeats.
 func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (plan *partition.Plan, cands []int64, err error) {
@@ -105,18 +109,12 @@ func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (plan *partiti
 			plan, cands, err = nil, nil, f.recovered(v, where)
 		}
 	}()
-	err = f.units.scan(ctx, o.SecondCore, func(p idemtype.Partition, u unit) error {
-		if before >= p.Rows {
-			before -= p.Rows // the whole unit is before the table
-			return nil
-		}
-		if before > 0 {
-			// Recorded in Length, so that a partition reader leaves them
-			// out too (see idemtype.Partition).
-			p.Rows, p.Length = p.Rows-before, 1+before
-			u = &skipping{unit: u, skip: before}
-			before = 0
-		}
+	partRows := o.PartitionRows
+	if partRows <= 0 {
+		partRows = partition.DefaultRows
+	}
+	// part plans one partition, whose rows u yields.
+	part := func(p idemtype.Partition, u unit) error {
 		p.Index, p.First = len(plan.Partitions), ordinal+1
 		where = f.where(f.units.unitName(), p)
 		var read int64
@@ -189,6 +187,57 @@ func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (plan *partiti
 			o.Progress(f.Stats.Bytes.Load()-start, ordinal)
 		}
 		return nil
+	}
+	err = f.units.scan(ctx, o.SecondCore, func(p idemtype.Partition, u unit) error {
+		if before >= p.Rows {
+			before -= p.Rows // the whole unit is before the table
+			return nil
+		}
+		if before > 0 {
+			// Recorded in Length, so that a partition reader leaves them
+			// out too (see idemtype.Partition).
+			p.Rows, p.Length = p.Rows-before, 1+before
+			u = &skipping{unit: u, skip: before}
+			before = 0
+		}
+		pieces := int64(1)
+		if f.rowRanges() {
+			pieces = max(p.Rows/partRows, 1)
+		}
+		if pieces == 1 {
+			return part(p, u)
+		}
+		// A row group of at least twice PartitionRows rows is cut into
+		// pieces of about equal rows, each a partition of its own.
+		rr := &rowRange{unit: u}
+		defer rr.release()
+		rows, start := p.Rows, int64(0)
+		for j := range pieces {
+			n := rows / pieces
+			if j < rows%pieces {
+				n++
+			}
+			q := p
+			q.Rows, q.Length, rr.left = n, p.Length+start, n
+			if err := part(q, rr); err != nil {
+				return err
+			}
+			start += n
+		}
+		group := fmt.Sprintf("%s %d", f.units.unitName(), p.Offset)
+		rec, err := rr.rest, error(nil)
+		if rr.rest == nil {
+			rec, err = rr.unit.next()
+		}
+		rr.rest = nil
+		switch {
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return f.unitError(err, group)
+		}
+		rec.Release()
+		return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s holds more rows than its metadata says", input.ErrFormat, group)}
 	})
 	if err != nil {
 		return nil, nil, err
@@ -331,14 +380,20 @@ func (r *PartitionReader) Rejected() int64 { return r.rejected }
 // Superseded returns how many superseded rows the reader has skipped so far.
 func (r *PartitionReader) Superseded() int64 { return int64(r.skipped) }
 
-// Close releases the reader's decoder and memory. It is safe to call twice.
+// Close releases the reader's decoder and memory. It is safe to call
+// twice. A reader that read its partition, a range of a row group's rows,
+// to the end leaves its decoder for the next partition's (File.keep).
 func (r *PartitionReader) Close() {
 	if r.cur != nil {
 		r.cur.Release()
 		r.cur = nil
 	}
 	if r.u != nil {
-		r.u.close()
+		if rr, ok := r.u.(*rowRange); ok && r.done && r.err == nil && rr.left == 0 {
+			r.f.keep(r.p, rr)
+		} else {
+			r.u.close()
+		}
 		r.u = nil
 	}
 }

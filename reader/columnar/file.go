@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -25,6 +26,9 @@ type File struct {
 	schema value.Schema
 	units  unitFile
 	proj   []int // the positions of the fields read, when Options.Select leaves some out
+
+	keptMu sync.Mutex
+	kept   []keptUnit // decoders left at the start of a partition (see keep)
 }
 
 // Open reads the footer or schema of f, a Parquet or Arrow file, from
@@ -126,13 +130,160 @@ func (f *File) RawRows(plan *partition.Plan, p idemtype.Partition, want map[int6
 }
 
 // open opens the unit of partition p, leaving out the rows before the
-// table (Options.SkipLines) that it starts with.
+// table (Options.SkipLines) that it starts with, or, for a partition that
+// is a range of a row group's rows, the rows before the range: those the
+// reader of the partition before it left in the decoder (see keep), or
+// else decoded and dropped.
 func (f *File) open(p idemtype.Partition, batchRows int) (unit, error) {
-	u, err := f.units.open(p, batchRows)
-	if err != nil || p.Length <= 1 {
-		return u, err
+	if !f.rowRanges() {
+		u, err := f.units.open(p, batchRows)
+		if err != nil || p.Length <= 1 {
+			return u, err
+		}
+		return &skipping{unit: u, skip: p.Length - 1}, nil
 	}
-	return &skipping{unit: u, skip: p.Length - 1}, nil
+	if rr := f.resume(p); rr != nil {
+		return rr, nil
+	}
+	u, err := f.units.open(p, batchRows)
+	if err != nil {
+		return nil, err
+	}
+	if p.Length > 1 {
+		u = &skipping{unit: u, skip: p.Length - 1}
+	}
+	return &rowRange{unit: u, left: p.Rows}, nil
+}
+
+// rowRanges reports whether f's partitions may be ranges of a unit's rows:
+// a Parquet row group of at least twice ScanOptions.PartitionRows rows is
+// cut into partitions of about PartitionRows rows. Such a partition's
+// Offset is its row group, and Length is 1 plus the rows of the group
+// before it (as for rows before the table, see idemtype.Partition); its CRC
+// is the whole group's. An Arrow record batch is always one partition.
+func (f *File) rowRanges() bool {
+	u := f.units
+	if p, ok := u.(*projected); ok {
+		u = p.unitFile
+	}
+	_, ok := u.(*parquetFile)
+	return ok
+}
+
+// A row group cut into partitions is decoded once when they are read in
+// order: the reader of one partition leaves its decoder, at the first row
+// of the next, for the reader of that partition to take (keep, resume).
+// A partition read out of order, or first after a resume, decodes the
+// rows before it to drop them.
+
+// keptUnit is a decoder left by a partition reader at the start of the
+// partition named by key.
+type keptUnit struct {
+	key idemtype.Partition // Offset, Length and CRC of the next partition
+	rr  *rowRange
+}
+
+// maxKept bounds the decoders kept at once (workers reading a row group's
+// partitions out of order leave some that no reader takes).
+const maxKept = 2
+
+// keep leaves rr, a decoder read to the end of partition p, for the reader
+// of the partition after p, when p's row group has rows after it.
+// Otherwise, and when the oldest kept decoder has to make room, it closes.
+func (f *File) keep(p idemtype.Partition, rr *rowRange) {
+	pq := f.parquet()
+	if pq == nil || p.Offset < 0 || p.Offset >= int64(pq.groups) || pq.md.RowGroup(int(p.Offset)).NumRows() <= skipped(p)+p.Rows {
+		rr.close()
+		return
+	}
+	f.keptMu.Lock()
+	defer f.keptMu.Unlock()
+	f.kept = append(f.kept, keptUnit{key: idemtype.Partition{Offset: p.Offset, Length: p.Length + p.Rows, CRC: p.CRC}, rr: rr})
+	if len(f.kept) > maxKept {
+		f.kept[0].rr.close()
+		f.kept = slices.Delete(f.kept, 0, 1)
+	}
+}
+
+// resume returns the decoder a partition reader left at the start of p,
+// limited to p's rows, or nil.
+func (f *File) resume(p idemtype.Partition) *rowRange {
+	f.keptMu.Lock()
+	defer f.keptMu.Unlock()
+	for i, k := range f.kept {
+		if k.key.Offset == p.Offset && k.key.Length == p.Length && k.key.CRC == p.CRC {
+			f.kept = slices.Delete(f.kept, i, i+1)
+			k.rr.left = p.Rows
+			return k.rr
+		}
+	}
+	return nil
+}
+
+// Close releases the decoders f keeps for partitions not read yet. It is
+// safe to call twice, and f stays usable.
+func (f *File) Close() {
+	f.keptMu.Lock()
+	defer f.keptMu.Unlock()
+	for _, k := range f.kept {
+		k.rr.close()
+	}
+	f.kept = nil
+}
+
+// parquet returns f's Parquet file, or nil.
+func (f *File) parquet() *parquetFile {
+	u := f.units
+	if p, ok := u.(*projected); ok {
+		u = p.unitFile
+	}
+	pq, _ := u.(*parquetFile)
+	return pq
+}
+
+// rowRange is the next left rows of a unit; rest holds the rows of the
+// last record batch past them.
+type rowRange struct {
+	unit
+	rest arrow.RecordBatch
+	left int64
+}
+
+func (u *rowRange) next() (arrow.RecordBatch, error) {
+	if u.left <= 0 {
+		return nil, io.EOF
+	}
+	rec := u.rest
+	u.rest = nil
+	if rec == nil {
+		var err error
+		if rec, err = u.unit.next(); err != nil {
+			return nil, err
+		}
+	}
+	n := rec.NumRows()
+	if n <= u.left {
+		u.left -= n
+		return rec, nil
+	}
+	head := rec.NewSlice(0, u.left)
+	u.rest = rec.NewSlice(u.left, n)
+	rec.Release()
+	u.left = 0
+	return head, nil
+}
+
+// release frees the rows held past the range, leaving the unit open.
+func (u *rowRange) release() {
+	if u.rest != nil {
+		u.rest.Release()
+		u.rest = nil
+	}
+}
+
+func (u *rowRange) close() {
+	u.release()
+	u.unit.close()
 }
 
 // skipped returns how many rows the unit of partition p has before its
