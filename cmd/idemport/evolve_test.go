@@ -146,6 +146,10 @@ func tableColumns(t *testing.T, tg *testkit.Target, table string, own bool) stri
 		q = tg.Rebind(`SELECT column_name || ':' || data_type FROM information_schema.columns WHERE table_schema = ? AND table_name = ?
 			AND ` + notMine("column_name") + ` ORDER BY ordinal_position`)
 		args = append(args, tg.Schema, table)
+	} else if tg.IsMariaDB() {
+		q = `SELECT CAST(CONCAT(column_name, ':', column_type) AS CHAR) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ?
+			AND ` + notMine("column_name") + ` ORDER BY ordinal_position`
+		args = append(args, table)
 	}
 	var out []string
 	for _, r := range testkit.Query(t, tg.DB, q, args...) {
