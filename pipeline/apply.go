@@ -37,38 +37,48 @@ type applying struct {
 	evolvedApart *evolution
 }
 
+// applier is the apply stage of an attempt: the identity, claim and plan
+// the earlier stages returned, on the run that holds the engine, the
+// request, the attempt, its result and what it applied so far (run.ap).
+type applier struct {
+	*run
+	identity
+	claimed
+	planned
+}
+
 // apply claims and commits partitions until every partition of the plan is
 // done. When the only unfinished partitions are held by other live attempts,
 // it waits for them, and takes over any whose lease expires. Each round of
 // claims is logged (debug), so that a test can count them.
-func (r *run) apply(ctx context.Context) error {
-	if err := r.startApply(ctx); err != nil {
+func (a *applier) apply(ctx context.Context) error {
+	if err := a.startApply(ctx); err != nil {
 		return err
 	}
 	var mu sync.Mutex
 	var n retries
 	for {
-		before := r.ap.committed
-		r.log.Debug("claiming partitions")
-		err := r.applyRound(ctx, &mu)
-		if r.ap.committed > before {
+		before := a.ap.committed
+		a.log.Debug("claiming partitions")
+		err := a.applyRound(ctx, &mu)
+		if a.ap.committed > before {
 			n.deadlocks = 0
 		}
-		again, err := r.again(ctx, err, &n)
+		again, err := a.again(ctx, err, &n)
 		if err != nil {
 			return err
 		}
 		if again {
 			continue
 		}
-		p, err := r.e.st.CP.Progress(ctx, r.e.st.DB, r.op, r.attempt.ID)
+		p, err := a.e.st.CP.Progress(ctx, a.e.st.DB, a.op, a.attempt.ID)
 		if err != nil {
 			return err
 		}
 		if p.Done == p.Total {
 			// Other attempts may have done some: the last report says all.
-			r.progress(Progress{Phase: "apply", Rows: r.plan.Rows, TotalRows: r.plan.Rows, Partitions: p.Total, TotalParts: p.Total,
-				Skipped: r.res.Partitions.Skipped})
+			a.progress(Progress{Phase: "apply", Rows: a.plan.Rows, TotalRows: a.plan.Rows, Partitions: p.Total, TotalParts: p.Total,
+				Skipped: a.res.Partitions.Skipped})
 			return nil
 		}
 		// A partition whose lease expired while its holder's transaction
@@ -78,10 +88,10 @@ func (r *run) apply(ctx context.Context) error {
 		// partition that only looked free: another live attempt's claim of
 		// it not yet committed, or a lease that ran out after this round's
 		// last claim.
-		if p.Claimable > 0 && r.ap.committed > before {
+		if p.Claimable > 0 && a.ap.committed > before {
 			continue
 		}
-		if err := r.awaitOthers(ctx, p); err != nil {
+		if err := a.awaitOthers(ctx, p); err != nil {
 			return err
 		}
 	}
@@ -89,16 +99,16 @@ func (r *run) apply(ctx context.Context) error {
 
 // startApply reports how far the operation is as this attempt begins
 // applying, and learns the types the table's values are read as.
-func (r *run) startApply(ctx context.Context) error {
-	start, err := r.e.st.CP.Progress(ctx, r.e.st.DB, r.op, r.attempt.ID)
+func (a *applier) startApply(ctx context.Context) error {
+	start, err := a.e.st.CP.Progress(ctx, a.e.st.DB, a.op, a.attempt.ID)
 	if err != nil {
 		return err
 	}
-	r.res.Partitions.Total = start.Total
-	r.res.Partitions.Skipped = start.Done
-	r.ap.doneRows = r.rowsDone(ctx)
-	r.progress(Progress{Phase: "apply", Rows: r.ap.doneRows, TotalRows: r.plan.Rows, Partitions: start.Done, TotalParts: start.Total, Skipped: start.Done})
-	return r.expectAs(ctx)
+	a.res.Partitions.Total = start.Total
+	a.res.Partitions.Skipped = start.Done
+	a.ap.doneRows = a.rowsDone(ctx)
+	a.progress(Progress{Phase: "apply", Rows: a.ap.doneRows, TotalRows: a.plan.Rows, Partitions: start.Done, TotalParts: start.Total, Skipped: start.Done})
+	return a.expectAs(ctx)
 }
 
 // retries counts the rounds of apply run again, by cause.
@@ -109,7 +119,7 @@ type retries struct {
 // again says whether the round of apply that failed with err is run again
 // (its partitions given back first), counting it in n; otherwise it
 // returns err.
-func (r *run) again(ctx context.Context, err error, n *retries) (bool, error) {
+func (a *applier) again(ctx context.Context, err error, n *retries) (bool, error) {
 	if err == nil || ctx.Err() != nil {
 		return false, err
 	}
@@ -121,8 +131,8 @@ func (r *run) again(ctx context.Context, err error, n *retries) (bool, error) {
 		// run them again, after a pause that differs from run to run
 		// so that the two do not meet the same way again.
 		n.deadlocks++
-		r.log.Warn("a partition's transaction was a deadlock's victim; running it again", "err", err, "time", n.deadlocks)
-		if err := r.e.st.CP.Release(ctx, r.e.st.DB, r.op, r.attempt.ID); err != nil {
+		a.log.Warn("a partition's transaction was a deadlock's victim; running it again", "err", err, "time", n.deadlocks)
+		if err := a.e.st.CP.Release(ctx, a.e.st.DB, a.op, a.attempt.ID); err != nil {
 			return false, err
 		}
 		return true, sleep(ctx, rand.N(time.Duration(n.deadlocks)*deadlockPause))
@@ -131,25 +141,25 @@ func (r *run) again(ctx context.Context, err error, n *retries) (bool, error) {
 		// as they were before another import changed them: give back
 		// this attempt's partitions and read them again.
 		n.rereads++
-		r.log.Info("the table's columns changed while a partition was read; reading it again", "err", err)
-		return true, r.e.st.CP.Release(ctx, r.e.st.DB, r.op, r.attempt.ID)
+		a.log.Info("the table's columns changed while a partition was read; reading it again", "err", err)
+		return true, a.e.st.CP.Release(ctx, a.e.st.DB, a.op, a.attempt.ID)
 	case errors.Is(err, errReconnect) && n.reconnects < maxReconnects:
 		// A worker's connection was lost at a COMMIT; the checkpoint
 		// said whether it committed. No worker runs now: give back the
 		// partitions this attempt still holds, and go on with new
 		// connections.
 		n.reconnects++
-		r.log.Warn("going on with new connections", "err", err)
-		return true, r.e.st.CP.Release(ctx, r.e.st.DB, r.op, r.attempt.ID)
-	case r.e.st.Driver.Locked(err) && r.req.Wait > 0 && time.Since(r.started) <= r.req.Wait:
+		a.log.Warn("going on with new connections", "err", err)
+		return true, a.e.st.CP.Release(ctx, a.e.st.DB, a.op, a.attempt.ID)
+	case a.e.st.Driver.Locked(err) && a.req.Wait > 0 && time.Since(a.started) <= a.req.Wait:
 		// A lock a partition needed stayed held past --busy-timeout
 		// (a frozen holder's): asked to wait, give back the claims
 		// and try again.
-		r.log.Info("waiting for a lock another transaction holds", "err", err)
-		if err := r.e.st.CP.Release(ctx, r.e.st.DB, r.op, r.attempt.ID); err != nil {
+		a.log.Info("waiting for a lock another transaction holds", "err", err)
+		if err := a.e.st.CP.Release(ctx, a.e.st.DB, a.op, a.attempt.ID); err != nil {
 			return false, err
 		}
-		return true, sleep(ctx, min(time.Second, r.req.Lease/4))
+		return true, sleep(ctx, min(time.Second, a.req.Lease/4))
 	}
 	return false, err
 }
@@ -162,28 +172,28 @@ func (r *run) again(ctx context.Context, err error, n *retries) (bool, error) {
 // locked. That makes the run busy, unless it was asked to wait and may
 // wait still. (On SQLite such a holder keeps the write lock: see
 // stopBusy.)
-func (r *run) awaitOthers(ctx context.Context, p checkpoint.Progress) error {
-	if b := r.busy(ctx, "holds a partition inside its transaction"); (p.Claimable > 0 && r.expiredInTransaction(ctx)) || r.frozenInTransaction(ctx, b) {
-		if r.req.Wait <= 0 || time.Since(r.started) > r.req.Wait {
+func (a *applier) awaitOthers(ctx context.Context, p checkpoint.Progress) error {
+	if b := a.busy(ctx, "holds a partition inside its transaction"); (p.Claimable > 0 && a.expiredInTransaction(ctx)) || a.frozenInTransaction(ctx, b) {
+		if a.req.Wait <= 0 || time.Since(a.started) > a.req.Wait {
 			return b
 		}
 	}
-	r.log.Debug("waiting for the partitions other attempts hold", "claimable", p.Claimable, "held", p.Held)
-	if err := sleep(ctx, min(time.Second, r.req.Lease/4)); err != nil {
+	a.log.Debug("waiting for the partitions other attempts hold", "claimable", p.Claimable, "held", p.Held)
+	if err := sleep(ctx, min(time.Second, a.req.Lease/4)); err != nil {
 		return err
 	}
-	return r.withTx(ctx, func(tx *sql.Tx) error {
-		op, _, err := r.e.st.Ledger.Get(ctx, tx, r.id.Key)
+	return a.withTx(ctx, func(tx *sql.Tx) error {
+		op, _, err := a.e.st.Ledger.Get(ctx, tx, a.id.Key)
 		if err != nil || op == nil {
 			return err
 		}
-		return r.reapDead(ctx, tx, op)
+		return a.reapDead(ctx, tx, op)
 	})
 }
 
 // rowsDone sums the rows of partitions already done, for progress reports.
-func (r *run) rowsDone(ctx context.Context) int64 {
-	parts, err := r.e.st.CP.Partitions(ctx, r.e.st.DB, r.op)
+func (a *applier) rowsDone(ctx context.Context) int64 {
+	parts, err := a.e.st.CP.Partitions(ctx, a.e.st.DB, a.op)
 	if err != nil {
 		return 0
 	}
@@ -197,10 +207,10 @@ func (r *run) rowsDone(ctx context.Context) int64 {
 }
 
 // applyRound runs the workers until none can claim another partition.
-func (r *run) applyRound(ctx context.Context, mu *sync.Mutex) error {
+func (a *applier) applyRound(ctx context.Context, mu *sync.Mutex) error {
 	g, ctx := errgroup.WithContext(ctx)
-	for range r.req.Workers {
-		g.Go(func() error { return r.worker(ctx, mu) })
+	for range a.req.Workers {
+		g.Go(func() error { return a.worker(ctx, mu) })
 	}
 	return g.Wait()
 }
@@ -220,8 +230,8 @@ type item struct {
 // done. Its reader goroutine decodes the next partition while the writer
 // commits the current one, so parsing and writing overlap, and a worker
 // never holds more than two claims.
-func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
-	conn, err := r.e.st.DB.Conn(ctx)
+func (a *applier) worker(ctx context.Context, mu *sync.Mutex) error {
+	conn, err := a.e.st.DB.Conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -231,7 +241,7 @@ func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
 	// (an --atomic staging table, a snapshot's key table), which the
 	// completing transaction drops, still exist. A worker of a run that
 	// joins as others finish finds nothing to claim and touches neither.
-	first, err := r.claimAlone(ctx, conn)
+	first, err := a.claimAlone(ctx, conn)
 	if err != nil || first == nil {
 		return err
 	}
@@ -241,7 +251,7 @@ func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
 			w.Close()
 		}
 	}()
-	seen, err := r.newSeenWriter(ctx, conn)
+	seen, err := a.newSeenWriter(ctx, conn)
 	if err != nil {
 		return err
 	}
@@ -253,14 +263,14 @@ func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		defer close(items)
-		return r.read(gctx, claims, items)
+		return a.read(gctx, claims, items)
 	})
-	g.Go(func() error { return r.write(gctx, conn, w, seen, claims, items, mu) })
+	g.Go(func() error { return a.write(gctx, conn, w, seen, claims, items, mu) })
 	err = g.Wait()
 	for it := range items { // release what the writer did not take
 		it.batch.Release()
 	}
-	if err != nil && r.e.st.Driver.Deadlock(err) {
+	if err != nil && a.e.st.Driver.Deadlock(err) {
 		return fmt.Errorf("%w: %w", errDeadlock, err)
 	}
 	return err
@@ -268,7 +278,7 @@ func (r *run) worker(ctx context.Context, mu *sync.Mutex) error {
 
 // read decodes each partition the writer claimed into items. It stops when
 // the writer closes claims.
-func (r *run) read(ctx context.Context, claims <-chan *checkpoint.Claim, items chan<- item) error {
+func (a *applier) read(ctx context.Context, claims <-chan *checkpoint.Claim, items chan<- item) error {
 	send := func(it item) error {
 		select {
 		case items <- it:
@@ -288,10 +298,10 @@ func (r *run) read(ctx context.Context, claims <-chan *checkpoint.Claim, items c
 		if c == nil {
 			return nil
 		}
-		if err := r.e.st.Hit("after-partition-claim"); err != nil {
+		if err := a.e.st.Hit("after-partition-claim"); err != nil {
 			return err
 		}
-		if err := r.readPartition(c, send); err != nil {
+		if err := a.readPartition(c, send); err != nil {
 			return err
 		}
 	}
@@ -300,9 +310,9 @@ func (r *run) read(ctx context.Context, claims <-chan *checkpoint.Claim, items c
 // readPartition decodes the partition of claim c, handing send its start
 // (with the types its values are read as), each of its batches, and its
 // end.
-func (r *run) readPartition(c *checkpoint.Claim, send func(item) error) error {
-	plan, as := r.partitionPlan()
-	pr, err := r.file.Partition(plan, c.Partition.Partition, r.req.BatchRows)
+func (a *applier) readPartition(c *checkpoint.Claim, send func(item) error) error {
+	plan, as := a.partitionPlan()
+	pr, err := a.file.Partition(plan, c.Partition.Partition, a.req.BatchRows)
 	if err != nil {
 		return err
 	}
@@ -333,27 +343,27 @@ func (r *run) readPartition(c *checkpoint.Claim, send func(item) error) error {
 // values are read as: those the last partition transaction found the
 // table takes (applying.lastAs), once one has; until then the plan's own
 // (as nil).
-func (r *run) partitionPlan() (*reader.Plan, []idemtype.Type) {
+func (a *applier) partitionPlan() (*reader.Plan, []idemtype.Type) {
 	var as []idemtype.Type
-	if p := r.ap.lastAs.Load(); p != nil {
+	if p := a.ap.lastAs.Load(); p != nil {
 		as = *p
 	}
 	if as == nil {
-		return r.plan, nil
+		return a.plan, nil
 	}
-	p := *r.plan
+	p := *a.plan
 	p.As = as
 	return &p, as
 }
 
 // claimAlone leases the first partition of a worker in its own transaction.
-func (r *run) claimAlone(ctx context.Context, conn *sql.Conn) (*checkpoint.Claim, error) {
+func (a *applier) claimAlone(ctx context.Context, conn *sql.Conn) (*checkpoint.Claim, error) {
 	tx, err := beginTx(ctx, conn)
 	if err != nil {
 		return nil, fmt.Errorf("begin claim: %w", err)
 	}
 	defer tx.Rollback()
-	c, err := r.claimNext(ctx, tx.Tx)
+	c, err := a.claimNext(ctx, tx.Tx)
 	if err != nil {
 		return nil, err
 	}
@@ -361,17 +371,17 @@ func (r *run) claimAlone(ctx context.Context, conn *sql.Conn) (*checkpoint.Claim
 }
 
 // claimNext leases the next free partition inside tx.
-func (r *run) claimNext(ctx context.Context, tx *sql.Tx) (*checkpoint.Claim, error) {
-	c, err := r.e.st.CP.Claim(ctx, tx, r.op, r.attempt.ID, r.leaseMs)
+func (a *applier) claimNext(ctx context.Context, tx *sql.Tx) (*checkpoint.Claim, error) {
+	c, err := a.e.st.CP.Claim(ctx, tx, a.op, a.attempt.ID, a.leaseMs)
 	if err != nil {
 		return nil, err
 	}
 	if c != nil && c.RecoveredFrom != "" {
-		r.log.Warn("recovered the lease of a dead or stalled attempt", "partition", c.Index, "from", c.RecoveredFrom)
-		r.ap.recovered = append(r.ap.recovered, c.RecoveredFrom)
+		a.log.Warn("recovered the lease of a dead or stalled attempt", "partition", c.Index, "from", c.RecoveredFrom)
+		a.ap.recovered = append(a.ap.recovered, c.RecoveredFrom)
 		// Taken over, it is dead to the operation: a stalled process that
 		// wakes can no longer commit (fencing), and records its own end.
-		if err := r.e.st.Ledger.Died(ctx, tx, c.RecoveredFrom); err != nil {
+		if err := a.e.st.Ledger.Died(ctx, tx, c.RecoveredFrom); err != nil {
 			return nil, err
 		}
 	}
@@ -381,7 +391,7 @@ func (r *run) claimNext(ctx context.Context, tx *sql.Tx) (*checkpoint.Claim, err
 // write commits each partition in one transaction: it fences the claim,
 // claims the next partition for the reader, writes the batches, and marks
 // the partition done and counts it.
-func (r *run) write(ctx context.Context, conn *sql.Conn, w *partitionWriter, seen *seenWriter, claims chan<- *checkpoint.Claim, items <-chan item, mu *sync.Mutex) error {
+func (a *applier) write(ctx context.Context, conn *sql.Conn, w *partitionWriter, seen *seenWriter, claims chan<- *checkpoint.Claim, items <-chan item, mu *sync.Mutex) error {
 	next := &handoff{claims: claims}
 	defer next.close()
 	var p partitionTx
@@ -390,11 +400,11 @@ func (r *run) write(ctx context.Context, conn *sql.Conn, w *partitionWriter, see
 		var err error
 		switch {
 		case it.claim != nil:
-			err = r.beginPartition(ctx, conn, w, &p, it, next)
+			err = a.beginPartition(ctx, conn, w, &p, it, next)
 		case it.end:
-			err = r.endPartition(ctx, conn, &p, mu)
+			err = a.endPartition(ctx, conn, &p, mu)
 		default:
-			err = r.writeRows(ctx, w, seen, &p, it.batch)
+			err = a.writeRows(ctx, w, seen, &p, it.batch)
 		}
 		if err != nil {
 			return err
@@ -451,22 +461,22 @@ func (p *partitionTx) rollback() {
 // passes it to the reader, readies the writer for the table as it is, and
 // counts the snapshot's scope. Rows read for the table as it was before
 // another import changed it are read again (errReread).
-func (r *run) beginPartition(ctx context.Context, conn *sql.Conn, w *partitionWriter, p *partitionTx, it item, next *handoff) error {
+func (a *applier) beginPartition(ctx context.Context, conn *sql.Conn, w *partitionWriter, p *partitionTx, it item, next *handoff) error {
 	*p = partitionTx{claim: it.claim}
 	index := it.claim.Index
 	var err error
 	if p.tx, err = beginTx(ctx, conn); err != nil {
 		return fmt.Errorf("begin partition %d: %w", index, err)
 	}
-	if err := r.e.st.CP.Fence(ctx, p.tx.Tx, r.op, index, r.attempt.ID, r.leaseMs); err != nil {
-		return r.lost(err)
+	if err := a.e.st.CP.Fence(ctx, p.tx.Tx, a.op, index, a.attempt.ID, a.leaseMs); err != nil {
+		return a.lost(err)
 	}
-	c, err := r.claimNext(ctx, p.tx.Tx)
+	c, err := a.claimNext(ctx, p.tx.Tx)
 	if err != nil {
 		return err
 	}
 	next.pass(c)
-	if p.evolved, err = w.prepare(ctx, r, conn, p.tx.Tx); err != nil {
+	if p.evolved, err = w.prepare(ctx, a.run, conn, p.tx.Tx); err != nil {
 		return fmt.Errorf("partition %d: %w", index, err)
 	}
 	if !slices.Equal(it.as, w.as) {
@@ -475,7 +485,7 @@ func (r *run) beginPartition(ctx context.Context, conn *sql.Conn, w *partitionWr
 		// again, as the writer now takes them.
 		return fmt.Errorf("%w: partition %d", errReread, index)
 	}
-	if p.scope, err = r.countScope(ctx, p.tx.Tx); err != nil {
+	if p.scope, err = a.countScope(ctx, p.tx.Tx); err != nil {
 		return fmt.Errorf("partition %d: %w", index, err)
 	}
 	return nil
@@ -483,15 +493,15 @@ func (r *run) beginPartition(ctx context.Context, conn *sql.Conn, w *partitionWr
 
 // writeRows writes batch b of partition p, and records the keys it saw;
 // the rows the database refuses count against --max-rejects.
-func (r *run) writeRows(ctx context.Context, w *partitionWriter, seen *seenWriter, p *partitionTx, b reader.Batch) error {
-	c, bad, err := r.writeBatch(ctx, p.tx.Tx, w.Writer, b.Record, b.Ordinals, r.room()-int64(len(p.refused)))
+func (a *applier) writeRows(ctx context.Context, w *partitionWriter, seen *seenWriter, p *partitionTx, b reader.Batch) error {
+	c, bad, err := a.writeBatch(ctx, p.tx.Tx, w.Writer, b.Record, b.Ordinals, a.room()-int64(len(p.refused)))
 	if err == nil {
-		err = seen.write(ctx, p.tx.Tx, r.id.FileKey, b.Record, b.Ordinals)
+		err = seen.write(ctx, p.tx.Tx, a.id.FileKey, b.Record, b.Ordinals)
 	}
 	b.Release()
 	p.refused = append(p.refused, bad...)
 	if errors.Is(err, errTooManyRefused) {
-		return r.overLimit(p.claim, p.refused, -1)
+		return a.overLimit(p.claim, p.refused, -1)
 	}
 	if err != nil {
 		return fmt.Errorf("partition %d: %w", p.claim.Index, err)
@@ -501,11 +511,11 @@ func (r *run) writeRows(ctx context.Context, w *partitionWriter, seen *seenWrite
 }
 
 // endPartition records the snapshot's scope and commits partition p.
-func (r *run) endPartition(ctx context.Context, conn *sql.Conn, p *partitionTx, mu *sync.Mutex) error {
-	if err := r.recordScope(ctx, p.tx.Tx, p.scope); err != nil {
+func (a *applier) endPartition(ctx context.Context, conn *sql.Conn, p *partitionTx, mu *sync.Mutex) error {
+	if err := a.recordScope(ctx, p.tx.Tx, p.scope); err != nil {
 		return fmt.Errorf("partition %d: %w", p.claim.Index, err)
 	}
-	if err := r.commit(ctx, conn, p.tx, p.claim, p.counts, p.refused, p.evolved, mu); err != nil {
+	if err := a.commit(ctx, conn, p.tx, p.claim, p.counts, p.refused, p.evolved, mu); err != nil {
 		return err
 	}
 	p.tx, p.evolved = nil, nil
@@ -524,7 +534,7 @@ func (r *run) lost(err error) error {
 // commit completes a partition: marks it done and counts it in the same
 // transaction as its effects (with the schema changes it made, evolved).
 // tx was begun on conn.
-func (r *run) commit(ctx context.Context, conn *sql.Conn, tx *txn, c *checkpoint.Claim, counts idemtype.Rows, refused []refusedRow, evolved *evolution, mu *sync.Mutex) error {
+func (a *applier) commit(ctx context.Context, conn *sql.Conn, tx *txn, c *checkpoint.Claim, counts idemtype.Rows, refused []refusedRow, evolved *evolution, mu *sync.Mutex) error {
 	// Bad and superseded rows never reach the writer; the plan counted them.
 	superseded := int64(len(c.Superseded))
 	counts.Read += c.Rejected + superseded
@@ -533,44 +543,44 @@ func (r *run) commit(ctx context.Context, conn *sql.Conn, tx *txn, c *checkpoint
 	if counts.Read != c.Rows || !counts.Balanced() {
 		return fmt.Errorf("partition %d: counted %+v for %d rows", c.Index, counts, c.Rows)
 	}
-	if err := r.e.st.Hit("inside-partition"); err != nil {
+	if err := a.e.st.Hit("inside-partition"); err != nil {
 		return err
 	}
-	if err := r.checkSource(); err != nil {
+	if err := a.checkSource(); err != nil {
 		return err
 	}
-	if err := r.e.st.CP.Complete(ctx, tx.Tx, r.op, c.Index, r.attempt.ID, counts); err != nil {
-		return r.lost(err)
+	if err := a.e.st.CP.Complete(ctx, tx.Tx, a.op, c.Index, a.attempt.ID, counts); err != nil {
+		return a.lost(err)
 	}
-	if err := r.e.st.Ledger.Count(ctx, tx.Tx, r.id.Key, r.attempt.ID, counts); err != nil {
+	if err := a.e.st.Ledger.Count(ctx, tx.Tx, a.id.Key, a.attempt.ID, counts); err != nil {
 		return err
 	}
-	if err := r.quarantine(ctx, tx.Tx, c, refused); err != nil {
+	if err := a.quarantine(ctx, tx.Tx, c, refused); err != nil {
 		return err
 	}
-	if err := r.e.st.Hit("before-partition-commit"); err != nil {
+	if err := a.e.st.Hit("before-partition-commit"); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return r.unanswered(ctx, conn, c, counts, evolved, mu, err)
+		return a.unanswered(ctx, conn, c, counts, evolved, mu, err)
 	}
-	r.committedPartition(c, counts, evolved, mu)
-	return r.e.st.Hit("after-partition-commit")
+	a.committedPartition(c, counts, evolved, mu)
+	return a.e.st.Hit("after-partition-commit")
 }
 
 // committedPartition counts partition c, committed by this attempt with
 // counts (and the schema changes evolved), for the result and progress.
-func (r *run) committedPartition(c *checkpoint.Claim, counts idemtype.Rows, evolved *evolution, mu *sync.Mutex) {
+func (a *applier) committedPartition(c *checkpoint.Claim, counts idemtype.Rows, evolved *evolution, mu *sync.Mutex) {
 	mu.Lock()
-	evolved.report(r.res)
-	r.ap.committed++
-	r.ap.rows.Add(counts)
-	r.ap.doneRows += c.Rows
-	p := Progress{Phase: "apply", Rows: r.ap.doneRows, TotalRows: r.plan.Rows, Partitions: r.res.Partitions.Skipped + r.ap.committed,
-		TotalParts: r.res.Partitions.Total, Skipped: r.res.Partitions.Skipped}
-	r.progress(p) // under mu: reports stay in order
+	evolved.report(a.res)
+	a.ap.committed++
+	a.ap.rows.Add(counts)
+	a.ap.doneRows += c.Rows
+	p := Progress{Phase: "apply", Rows: a.ap.doneRows, TotalRows: a.plan.Rows, Partitions: a.res.Partitions.Skipped + a.ap.committed,
+		TotalParts: a.res.Partitions.Total, Skipped: a.res.Partitions.Skipped}
+	a.progress(p) // under mu: reports stay in order
 	mu.Unlock()
-	r.log.Debug("partition committed", "partition", c.Index, "inserted", counts.Inserted, "updated", counts.Updated,
+	a.log.Debug("partition committed", "partition", c.Index, "inserted", counts.Inserted, "updated", counts.Updated,
 		"unchanged", counts.Unchanged, "stale", counts.Stale, "superseded", counts.Superseded, "rejected", counts.Rejected)
 }
 
@@ -615,7 +625,7 @@ const maxReconnects = 3
 // once that transaction has ended, says whether it did, and a partition
 // that did is counted as this attempt's, as its transaction counted it in
 // the ledger. The worker then stops with errReconnect.
-func (r *run) unanswered(ctx context.Context, conn *sql.Conn, c *checkpoint.Claim, counts idemtype.Rows, evolved *evolution, mu *sync.Mutex, cerr error) error {
+func (a *applier) unanswered(ctx context.Context, conn *sql.Conn, c *checkpoint.Claim, counts idemtype.Rows, evolved *evolution, mu *sync.Mutex, cerr error) error {
 	cerr = fmt.Errorf("commit partition %d: %w", c.Index, cerr)
 	if ctx.Err() != nil || conn.PingContext(ctx) == nil {
 		return cerr
@@ -623,18 +633,18 @@ func (r *run) unanswered(ctx context.Context, conn *sql.Conn, c *checkpoint.Clai
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unansweredWait)
 	defer cancel()
 	var by string
-	err := r.withTx(qctx, func(tx *sql.Tx) (err error) {
-		by, err = r.e.st.CP.DoneBy(qctx, tx, r.op, c.Index)
+	err := a.withTx(qctx, func(tx *sql.Tx) (err error) {
+		by, err = a.e.st.CP.DoneBy(qctx, tx, a.op, c.Index)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("%w; whether it committed could not be read: %w", cerr, err)
 	}
-	if by == r.attempt.ID {
-		r.log.Warn("the reply to a partition's COMMIT was lost; the checkpoint says it committed", "partition", c.Index, "err", cerr)
-		r.committedPartition(c, counts, evolved, mu)
+	if by == a.attempt.ID {
+		a.log.Warn("the reply to a partition's COMMIT was lost; the checkpoint says it committed", "partition", c.Index, "err", cerr)
+		a.committedPartition(c, counts, evolved, mu)
 	} else {
-		r.log.Warn("a partition's COMMIT failed with the connection; the checkpoint says it did not commit", "partition", c.Index, "err", cerr)
+		a.log.Warn("a partition's COMMIT failed with the connection; the checkpoint says it did not commit", "partition", c.Index, "err", cerr)
 	}
 	return fmt.Errorf("%w: %w", errReconnect, cerr)
 }

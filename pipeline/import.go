@@ -491,7 +491,8 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 		}
 		r.planned = p
 	}
-	if err := r.apply(ctx); err != nil {
+	a := &applier{run: r, identity: r.identity, claimed: r.claimed, planned: r.planned}
+	if err := a.apply(ctx); err != nil {
 		return err
 	}
 	return r.finalize(ctx)
