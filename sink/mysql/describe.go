@@ -85,19 +85,16 @@ func marked(c *sink.Column, comment string) {
 // exist is ErrNoSchema.
 func (d Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, error) {
 	db, table := splitName(name)
-	// The table's JSON columns are those with a json_valid check. The
-	// checks are listed once, not per column: a subquery on
-	// information_schema correlated with each column's row is run again for
-	// each, each time through on-disk temporary tables.
 	rows, err := qr.QueryContext(ctx, `SELECT c.column_name, c.column_type, c.data_type, c.is_nullable = 'NO',
 		c.column_default IS NOT NULL OR c.extra LIKE '%auto_increment%' OR c.extra LIKE '%GENERATED%',
 		c.character_maximum_length, c.numeric_precision, c.numeric_scale,
-		'json_valid(' || '"' || c.column_name || '"' || ')' IN (SELECT k.check_clause FROM information_schema.check_constraints k
-			WHERE k.constraint_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(k.table_name AS BINARY) = CAST(? AS BINARY)),
+		EXISTS (SELECT 1 FROM information_schema.check_constraints k
+			WHERE k.constraint_schema = c.table_schema AND k.table_name = c.table_name
+			AND k.check_clause = 'json_valid(' || '"' || c.column_name || '"' || ')'),
 		c.column_comment
 		FROM information_schema.columns c
 		WHERE c.table_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(c.table_name AS BINARY) = CAST(? AS BINARY)
-		ORDER BY c.ordinal_position`, db, table, db, table)
+		ORDER BY c.ordinal_position`, db, table)
 	if err != nil {
 		return nil, fmt.Errorf("describe table %s: %w", name, err)
 	}
