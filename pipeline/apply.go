@@ -476,7 +476,7 @@ func (a *applier) beginPartition(ctx context.Context, conn *sql.Conn, w *partiti
 		return err
 	}
 	next.pass(c)
-	if p.evolved, err = w.prepare(ctx, a.run, conn, p.tx.Tx); err != nil {
+	if p.evolved, err = w.prepare(ctx, a, conn, p.tx.Tx); err != nil {
 		return fmt.Errorf("partition %d: %w", index, err)
 	}
 	if !slices.Equal(it.as, w.as) {

@@ -186,15 +186,15 @@ type partitionWriter struct {
 // first to take it changes the table and the others, taking it after that
 // one committed, find the table changed and change nothing. Changes only
 // add or widen: a table that fits the file keeps fitting it.
-func (w *partitionWriter) prepare(ctx context.Context, r *run, conn *sql.Conn, tx *sql.Tx) (*evolution, error) {
+func (w *partitionWriter) prepare(ctx context.Context, a *applier, conn *sql.Conn, tx *sql.Tx) (*evolution, error) {
 	var ev *evolution
-	if w.Writer == nil && r.evolvesInPartitions() {
+	if w.Writer == nil && a.evolvesInPartitions() {
 		var err error
-		if ev, err = r.evolveInPartition(ctx, tx); err != nil {
+		if ev, err = a.evolveInPartition(ctx, tx); err != nil {
 			return nil, err
 		}
 	}
-	if err := w.ready(ctx, r, conn, tx); err != nil {
+	if err := w.ready(ctx, a, conn, tx); err != nil {
 		return nil, err
 	}
 	return ev, nil
@@ -202,23 +202,23 @@ func (w *partitionWriter) prepare(ctx context.Context, r *run, conn *sql.Conn, t
 
 // evolveInPartition changes the table, for the worker's first partition
 // transaction tx, where it does not fit the file yet (see prepare).
-func (r *run) evolveInPartition(ctx context.Context, tx *sql.Tx) (*evolution, error) {
-	if r.e.st.DDLCommits() {
+func (a *applier) evolveInPartition(ctx context.Context, tx *sql.Tx) (*evolution, error) {
+	if a.e.st.DDLCommits() {
 		// The DDL commits: it runs apart, before tx writes (evolveApart),
 		// and tx records it.
-		ev, err := r.evolveApart(ctx)
+		ev, err := a.evolveApart(ctx)
 		if err == nil {
-			err = r.recordEvolved(ctx, tx, ev)
+			err = a.recordEvolved(ctx, tx, ev)
 		}
 		return ev, err
 	}
-	schema := r.plan.Schema.Arrow()
-	ev, err := r.evolveTarget(ctx, tx, schema, false)
+	schema := a.plan.Schema.Arrow()
+	ev, err := a.evolveTarget(ctx, tx, schema, false)
 	if err == nil && ev.text != "" {
 		// A table found fitting needs no lock. One that does not is
 		// looked at again under it.
-		if err = r.e.st.Driver.Lock(ctx, tx, "evolve "+r.target.Table); err == nil {
-			ev, err = r.evolveTarget(ctx, tx, schema, true)
+		if err = a.e.st.Driver.Lock(ctx, tx, "evolve "+a.target.Table); err == nil {
+			ev, err = a.evolveTarget(ctx, tx, schema, true)
 		}
 	}
 	return ev, err
@@ -226,12 +226,12 @@ func (r *run) evolveInPartition(ctx context.Context, tx *sql.Tx) (*evolution, er
 
 // ready holds the table's columns until tx ends and prepares w for them,
 // again when they changed since it was last prepared (see prepare).
-func (w *partitionWriter) ready(ctx context.Context, r *run, conn *sql.Conn, tx *sql.Tx) error {
-	tg := r.writeTarget()
-	if err := r.e.st.Driver.HoldColumns(ctx, tx, tg.Table); err != nil {
+func (w *partitionWriter) ready(ctx context.Context, a *applier, conn *sql.Conn, tx *sql.Tx) error {
+	tg := a.writeTarget()
+	if err := a.e.st.Driver.HoldColumns(ctx, tx, tg.Table); err != nil {
 		return err
 	}
-	table, err := r.e.st.Driver.Describe(ctx, tx, tg.Table)
+	table, err := a.e.st.Driver.Describe(ctx, tx, tg.Table)
 	if err != nil {
 		return err
 	}
@@ -241,17 +241,17 @@ func (w *partitionWriter) ready(ctx context.Context, r *run, conn *sql.Conn, tx 
 	if w.Writer != nil && reflect.DeepEqual(table, w.table) {
 		return nil
 	}
-	as := r.valuesAs(table, r.plan.Schema)
-	r.ap.lastAs.Store(&as)
+	as := a.valuesAs(table, a.plan.Schema)
+	a.ap.lastAs.Store(&as)
 	if w.Writer != nil {
-		r.log.Debug("the table's columns changed; preparing the writer again", "table", tg.Table)
+		a.log.Debug("the table's columns changed; preparing the writer again", "table", tg.Table)
 		err := w.Close()
 		w.Writer, w.table = nil, nil
 		if err != nil {
 			return err
 		}
 	}
-	if w.Writer, err = r.e.st.Driver.Writer(ctx, conn, tg, schemaAs(r.plan.Schema, as).Arrow()); err != nil {
+	if w.Writer, err = a.e.st.Driver.Writer(ctx, conn, tg, schemaAs(a.plan.Schema, as).Arrow()); err != nil {
 		return err
 	}
 	w.table, w.as = table, as
@@ -302,19 +302,19 @@ func (r *run) valuesAs(table *sink.Table, schema reader.Schema) []idemtype.Type 
 // expectAs sets the types the first partitions are read as (lastAs) for
 // the table as it is, or as the first partition transaction is to change
 // it (--evolve): a partition read otherwise would be read again.
-func (r *run) expectAs(ctx context.Context) error {
-	if !r.textFormat() || r.ap.lastAs.Load() != nil {
+func (a *applier) expectAs(ctx context.Context) error {
+	if !a.textFormat() || a.ap.lastAs.Load() != nil {
 		return nil
 	}
-	table, err := r.e.st.Driver.Describe(ctx, r.e.st.DB, r.writeTarget().Table)
+	table, err := a.e.st.Driver.Describe(ctx, a.e.st.DB, a.writeTarget().Table)
 	if err != nil || table == nil {
 		return err
 	}
-	if r.evolvesInPartitions() {
-		table = r.widened(table, r.plan.Schema)
+	if a.evolvesInPartitions() {
+		table = a.widened(table, a.plan.Schema)
 	}
-	as := r.valuesAs(table, r.plan.Schema)
-	r.ap.lastAs.Store(&as)
+	as := a.valuesAs(table, a.plan.Schema)
+	a.ap.lastAs.Store(&as)
 	return nil
 }
 

@@ -46,25 +46,25 @@ var errTooManyRefused = errors.New("too many rows refused")
 // is how many more refused rows the partition may have before the file is
 // over its limit whatever the other partitions hold; past it, writeBatch
 // stops with errTooManyRefused.
-func (r *run) writeBatch(ctx context.Context, tx *sql.Tx, w sink.Writer, rec arrow.RecordBatch, ordinals []int64, room int64) (idemtype.Rows, []refusedRow, error) {
-	if err := r.e.st.Driver.Savepoint(ctx, tx, savepoint); err != nil {
+func (a *applier) writeBatch(ctx context.Context, tx *sql.Tx, w sink.Writer, rec arrow.RecordBatch, ordinals []int64, room int64) (idemtype.Rows, []refusedRow, error) {
+	if err := a.e.st.Driver.Savepoint(ctx, tx, savepoint); err != nil {
 		return idemtype.Rows{}, nil, err
 	}
-	c, err := w.Write(ctx, tx, r.id.FileKey, rec, ordinals)
+	c, err := w.Write(ctx, tx, a.id.FileKey, rec, ordinals)
 	var re *sink.RowError
 	if err == nil || !errors.As(err, &re) {
 		if err == nil {
-			err = r.e.st.Driver.ReleaseSavepoint(ctx, tx, savepoint)
+			err = a.e.st.Driver.ReleaseSavepoint(ctx, tx, savepoint)
 		}
 		return c, nil, err
 	}
-	if err := r.e.st.Driver.RollbackToSavepoint(ctx, tx, savepoint); err != nil {
+	if err := a.e.st.Driver.RollbackToSavepoint(ctx, tx, savepoint); err != nil {
 		return idemtype.Rows{}, nil, err
 	}
-	if err := r.e.st.Driver.ReleaseSavepoint(ctx, tx, savepoint); err != nil {
+	if err := a.e.st.Driver.ReleaseSavepoint(ctx, tx, savepoint); err != nil {
 		return idemtype.Rows{}, nil, err
 	}
-	if err := r.e.st.Hit("inside-isolation"); err != nil {
+	if err := a.e.st.Hit("inside-isolation"); err != nil {
 		return idemtype.Rows{}, nil, err
 	}
 	n := rec.NumRows()
@@ -82,7 +82,7 @@ func (r *run) writeBatch(ctx context.Context, tx *sql.Tx, w sink.Writer, rec arr
 	var bad []refusedRow
 	for _, half := range [][2]int64{{0, n / 2}, {n / 2, n}} {
 		sub := rec.NewSlice(half[0], half[1])
-		c, b, err := r.writeBatch(ctx, tx, w, sub, ordinals[half[0]:half[1]], room-int64(len(bad)))
+		c, b, err := a.writeBatch(ctx, tx, w, sub, ordinals[half[0]:half[1]], room-int64(len(bad)))
 		sub.Release()
 		bad = append(bad, b...)
 		if err != nil {
@@ -97,13 +97,13 @@ func (r *run) writeBatch(ctx context.Context, tx *sql.Tx, w sink.Writer, rec arr
 // the file is over --max-rejects, counting only the plan's bad rows
 // besides: the exact count, with the other partitions' refused rows, is
 // checked when the partition commits.
-func (r *run) room() int64 {
-	l := r.req.MaxRejects
+func (a *applier) room() int64 {
+	l := a.req.MaxRejects
 	allowed := l.Count
 	if l.Percent > 0 {
-		allowed = int64(l.Percent / 100 * float64(r.plan.Rows))
+		allowed = int64(l.Percent / 100 * float64(a.plan.Rows))
 	}
-	return allowed - r.plan.Rejected
+	return allowed - a.plan.Rejected
 }
 
 // quarantine stores the rows of partition c the database refused as
@@ -111,7 +111,7 @@ func (r *run) room() int64 {
 // more than --max-rejects allows. Call it after the partition's counts are
 // added to the operation, whose row the update locks: concurrent
 // partitions then check the limit one after another.
-func (r *run) quarantine(ctx context.Context, tx *sql.Tx, c *checkpoint.Claim, refused []refusedRow) error {
+func (a *applier) quarantine(ctx context.Context, tx *sql.Tx, c *checkpoint.Claim, refused []refusedRow) error {
 	if len(refused) == 0 {
 		return nil
 	}
@@ -119,7 +119,7 @@ func (r *run) quarantine(ctx context.Context, tx *sql.Tx, c *checkpoint.Claim, r
 	for i, b := range refused {
 		ordinals[i] = b.ordinal
 	}
-	raw, err := r.file.RawRows(r.plan, c.Partition.Partition, ordinals)
+	raw, err := a.file.RawRows(a.plan, c.Partition.Partition, ordinals)
 	if err != nil {
 		return fmt.Errorf("partition %d: re-read refused rows: %w", c.Index, err)
 	}
@@ -131,15 +131,15 @@ func (r *run) quarantine(ctx context.Context, tx *sql.Tx, c *checkpoint.Claim, r
 		}
 		rejects[i] = rj
 	}
-	if err := r.e.st.Ledger.AddRejects(ctx, tx, r.id.Key, r.attempt.ID, rejects); err != nil {
+	if err := a.e.st.Ledger.AddRejects(ctx, tx, a.id.Key, a.attempt.ID, rejects); err != nil {
 		return err
 	}
-	total, err := r.e.st.CP.Rejected(ctx, tx, r.op)
+	total, err := a.e.st.CP.Rejected(ctx, tx, a.op)
 	if err != nil {
 		return err
 	}
-	if !r.req.MaxRejects.Allows(total, r.plan.Rows) {
-		return r.overLimit(c, refused, total)
+	if !a.req.MaxRejects.Allows(total, a.plan.Rows) {
+		return a.overLimit(c, refused, total)
 	}
 	return nil
 }
@@ -147,7 +147,7 @@ func (r *run) quarantine(ctx context.Context, tx *sql.Tx, c *checkpoint.Claim, r
 // overLimit is the failure of a partition whose refused rows put the file
 // over --max-rejects (total bad rows in all, or -1 when not counted): it
 // names the rows, and the partition stays uncommitted.
-func (r *run) overLimit(c *checkpoint.Claim, refused []refusedRow, total int64) error {
+func (a *applier) overLimit(c *checkpoint.Claim, refused []refusedRow, total int64) error {
 	var rows []string
 	for i, b := range refused {
 		if i == 5 {
@@ -168,5 +168,5 @@ func (r *run) overLimit(c *checkpoint.Claim, refused []refusedRow, total int64) 
 		count = "more bad rows"
 	}
 	return fmt.Errorf("the database refused rows of %s: %s; with them the file has %s than --max-rejects %s allows, so partition %d is not committed; fix the rows, or rerun with a higher --max-rejects to quarantine them",
-		r.req.Path, strings.Join(rows, "; "), count, r.req.MaxRejects, c.Index)
+		a.req.Path, strings.Join(rows, "; "), count, a.req.MaxRejects, c.Index)
 }

@@ -170,26 +170,26 @@ type seenWriter struct {
 	cols   []int
 }
 
-func (r *run) newSeenWriter(ctx context.Context, conn *sql.Conn) (*seenWriter, error) {
-	if !r.keysSeen() {
+func (a *applier) newSeenWriter(ctx context.Context, conn *sql.Conn) (*seenWriter, error) {
+	if !a.keysSeen() {
 		return nil, nil
 	}
-	full := r.plan.Schema.Arrow()
-	schema := keySchema(full, r.target.Key)
-	tg := sink.Target{Table: r.seenTable()}
-	t, err := r.e.st.Driver.Describe(ctx, conn, tg.Table)
+	full := a.plan.Schema.Arrow()
+	schema := keySchema(full, a.target.Key)
+	tg := sink.Target{Table: a.seenTable()}
+	t, err := a.e.st.Driver.Describe(ctx, conn, tg.Table)
 	if err != nil {
 		return nil, fmt.Errorf("record snapshot keys: %w", err)
 	}
 	if t != nil && !t.HasKey([]string{sink.FileColumn, sink.RowColumn}) {
-		tg.Key = r.target.Key
+		tg.Key = a.target.Key
 	}
-	w, err := r.e.st.Driver.Writer(ctx, conn, tg, schema)
+	w, err := a.e.st.Driver.Writer(ctx, conn, tg, schema)
 	if err != nil {
 		return nil, fmt.Errorf("record snapshot keys: %w", err)
 	}
 	s := &seenWriter{w: w, schema: schema}
-	for _, k := range r.target.Key {
+	for _, k := range a.target.Key {
 		s.cols = append(s.cols, full.FieldIndices(k)[0])
 	}
 	return s, nil
@@ -260,23 +260,23 @@ func (r *run) scopeSweep() sink.Sweep {
 // count is stored at the end, not here, so that the operation's record is
 // not locked while the partition is written.) With --atomic nothing is
 // written before the completing transaction, which counts there.
-func (r *run) countScope(ctx context.Context, tx *sql.Tx) (int64, error) {
-	if r.snapshot() == nil || r.target.Ordinal() || r.req.Mapping.Atomic {
+func (a *applier) countScope(ctx context.Context, tx *sql.Tx) (int64, error) {
+	if a.snapshot() == nil || a.target.Ordinal() || a.req.Mapping.Atomic {
 		return -1, nil
 	}
-	if _, ok, err := r.e.st.Ledger.ScopeRows(ctx, tx, r.id.Key); err != nil || ok {
+	if _, ok, err := a.e.st.Ledger.ScopeRows(ctx, tx, a.id.Key); err != nil || ok {
 		return -1, err
 	}
-	return r.scopeSweep().Live(ctx, tx)
+	return a.scopeSweep().Live(ctx, tx)
 }
 
 // recordScope stores, inside tx, n as counted by countScope, unless it is
 // -1 or a count is stored already.
-func (r *run) recordScope(ctx context.Context, tx *sql.Tx, n int64) error {
+func (a *applier) recordScope(ctx context.Context, tx *sql.Tx, n int64) error {
 	if n < 0 {
 		return nil
 	}
-	return r.e.st.Ledger.RecordScopeRows(ctx, tx, r.id.Key, n)
+	return a.e.st.Ledger.RecordScopeRows(ctx, tx, a.id.Key, n)
 }
 
 // scopeBefore returns, inside tx, the live rows the snapshot's scope held
