@@ -37,9 +37,10 @@ type applying struct {
 	evolvedApart *evolution
 }
 
-// applier is the apply stage of an attempt: the identity, claim and plan
-// the earlier stages returned, on the run that holds the engine, the
-// request, the attempt, its result and what it applied so far (run.ap).
+// applier is the apply and finalize stages of an attempt: the identity,
+// claim and plan the earlier stages returned, on the run that holds the
+// engine, the request, the attempt, its result and what it applied so far
+// (run.ap).
 type applier struct {
 	*run
 	identity
@@ -655,32 +656,32 @@ func (a *applier) unanswered(ctx context.Context, conn *sql.Conn, c *checkpoint.
 const unansweredWait = 30 * time.Second
 
 // finalize completes the operation and ends the attempt.
-func (r *run) finalize(ctx context.Context) error {
-	if err := r.e.st.Hit("before-finalize"); err != nil {
+func (a *applier) finalize(ctx context.Context) error {
+	if err := a.e.st.Hit("before-finalize"); err != nil {
 		return err
 	}
 	var err error
-	if r.ap.evolvedApart, err = r.completionDDL(ctx); err != nil {
+	if a.ap.evolvedApart, err = a.completionDDL(ctx); err != nil {
 		return fmt.Errorf("finalize: %w", err)
 	}
 	var c completion
-	removed := r.res.Removed // the replaced version's rows the plan's transaction removed (ordinal mode)
-	err = r.withTx(ctx, func(tx *sql.Tx) (err error) {
-		r.res.Removed = removed
-		c, err = r.complete(ctx, tx)
+	removed := a.res.Removed // the replaced version's rows the plan's transaction removed (ordinal mode)
+	err = a.withTx(ctx, func(tx *sql.Tx) (err error) {
+		a.res.Removed = removed
+		c, err = a.complete(ctx, tx)
 		return err
 	})
 	moved, evolved, completer, sent := c.moved, c.evolved, c.completer, c.sent
 	if err != nil && sent {
 		// The COMMIT failed. If the server answered, it did not commit;
 		// if the reply was lost, it may have: the ledger says which.
-		op, serr := r.settledOp(ctx)
+		op, serr := a.settledOp(ctx)
 		switch {
 		case serr != nil:
 			err = fmt.Errorf("%w; whether it committed could not be read: %w", err, serr)
 		case op != nil && op.State == ledger.Completed:
-			if op.CompletedBy == r.attempt.ID {
-				r.log.Warn("the reply to the completing transaction's COMMIT was lost; the ledger says it committed", "err", err)
+			if op.CompletedBy == a.attempt.ID {
+				a.log.Warn("the reply to the completing transaction's COMMIT was lost; the ledger says it committed", "err", err)
 			}
 			completer, err = op.CompletedBy, nil
 		}
@@ -688,21 +689,21 @@ func (r *run) finalize(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("finalize: %w", err)
 	}
-	if completer == r.attempt.ID {
-		r.ap.rows.Add(moved)
-		evolved.report(r.res)
-		r.noteReplaced()
+	if completer == a.attempt.ID {
+		a.ap.rows.Add(moved)
+		evolved.report(a.res)
+		a.noteReplaced()
 	} else {
-		r.res.EventID, r.res.Deleted = "", 0
-		if r.req.Mapping.Atomic || !r.target.Ordinal() {
-			r.res.Removed = 0 // removed by the completing transaction, not this one's
+		a.res.EventID, a.res.Deleted = "", 0
+		if a.req.Mapping.Atomic || !a.target.Ordinal() {
+			a.res.Removed = 0 // removed by the completing transaction, not this one's
 		}
 	}
-	r.dropAfterCompletion(ctx)
-	if err := r.e.st.Hit("after-finalize"); err != nil {
+	a.dropAfterCompletion(ctx)
+	if err := a.e.st.Hit("after-finalize"); err != nil {
 		return err
 	}
-	return r.succeed(ctx, completer)
+	return a.succeed(ctx, completer)
 }
 
 // completion is what the completing transaction did.
@@ -716,17 +717,17 @@ type completion struct {
 // complete completes the operation in tx, unless another attempt did: the
 // work left for the completing transaction (see finish), the stored
 // outcome, the attempt's end and the event.
-func (r *run) complete(ctx context.Context, tx *sql.Tx) (completion, error) {
+func (a *applier) complete(ctx context.Context, tx *sql.Tx) (completion, error) {
 	var c completion
 	// One transaction completes the operation at a time, and none while a
 	// run decides to join it (claim takes the same lock): each finds the
 	// operation as the last one left it. Without it, two attempts of an
 	// --atomic import would both move the staged rows, and one would find
 	// the staging table dropped by the other.
-	if err := r.e.st.Ledger.Lock(ctx, tx, r.id.Key); err != nil {
+	if err := a.e.st.Ledger.Lock(ctx, tx, a.id.Key); err != nil {
 		return c, err
 	}
-	op, now, err := r.e.st.Ledger.Get(ctx, tx, r.id.Key)
+	op, now, err := a.e.st.Ledger.Get(ctx, tx, a.id.Key)
 	if err != nil {
 		return c, err
 	}
@@ -734,32 +735,32 @@ func (r *run) complete(ctx context.Context, tx *sql.Tx) (completion, error) {
 		c.completer = op.CompletedBy
 		return c, nil // another attempt completed it (and swept) first
 	}
-	if restored, err := r.e.st.Ledger.Restore(ctx, tx, r.id.Key); err != nil {
+	if restored, err := a.e.st.Ledger.Restore(ctx, tx, a.id.Key); err != nil {
 		return c, err
 	} else if restored {
 		c.completer = op.CompletedBy
-		r.note("%s had completed on %s (attempt %s), and a run of an earlier version that joined it then recorded it %s: it is completed again; nothing was applied twice",
+		a.note("%s had completed on %s (attempt %s), and a run of an earlier version that joined it then recorded it %s: it is completed again; nothing was applied twice",
 			op.Key, formatMs(op.CompletedAt), op.CompletedBy, op.State)
 		return c, nil
 	}
-	totals, err := r.finish(ctx, tx, &c)
+	totals, err := a.finish(ctx, tx, &c)
 	if err != nil {
 		return c, err
 	}
-	body, err := json.Marshal(storedOutcome{Rows: totals, Partitions: r.res.Partitions.Total, ContentDigest: r.id.ContentDigest,
-		CompletedBy: r.attempt.ID, Attempts: op.Attempts, DurationMs: now - op.CreatedAt, Deleted: r.res.Deleted})
+	body, err := json.Marshal(storedOutcome{Rows: totals, Partitions: a.res.Partitions.Total, ContentDigest: a.id.ContentDigest,
+		CompletedBy: a.attempt.ID, Attempts: op.Attempts, DurationMs: now - op.CreatedAt, Deleted: a.res.Deleted})
 	if err != nil {
 		return c, err
 	}
-	done, err := r.e.st.Ledger.Complete(ctx, tx, r.id.Key, r.attempt.ID, string(body))
+	done, err := a.e.st.Ledger.Complete(ctx, tx, a.id.Key, a.attempt.ID, string(body))
 	if err != nil || !done {
 		return c, err // completed by another attempt: its event says so
 	}
-	c.completer = r.attempt.ID
-	if err := r.recordEnd(ctx, tx, c.moved); err != nil {
+	c.completer = a.attempt.ID
+	if err := a.recordEnd(ctx, tx, c.moved); err != nil {
 		return c, err
 	}
-	if err := r.e.st.Hit("inside-finalize"); err != nil {
+	if err := a.e.st.Hit("inside-finalize"); err != nil {
 		return c, err
 	}
 	c.sent = true
@@ -770,63 +771,63 @@ func (r *run) complete(ctx context.Context, tx *sql.Tx) (completion, error) {
 // operation's work: an --atomic import's schema changes and move of the
 // staged rows (into c), the snapshot's sweep, the removal of a replaced
 // version, the staging tables dropped. It returns the operation's rows.
-func (r *run) finish(ctx context.Context, tx *sql.Tx, c *completion) (idemtype.Rows, error) {
-	totals, err := r.e.st.CP.Totals(ctx, tx, r.op)
+func (a *applier) finish(ctx context.Context, tx *sql.Tx, c *completion) (idemtype.Rows, error) {
+	totals, err := a.e.st.CP.Totals(ctx, tx, a.op)
 	if err != nil {
 		return totals, err
 	}
 	inserted := totals.Inserted
-	if r.req.Mapping.Atomic {
-		if c.evolved, err = r.evolveAtCompletion(ctx, tx); err != nil {
+	if a.req.Mapping.Atomic {
+		if c.evolved, err = a.evolveAtCompletion(ctx, tx); err != nil {
 			return totals, err
 		}
 	}
-	before, known, err := r.scopeBefore(ctx, tx) // with --atomic, before the move
+	before, known, err := a.scopeBefore(ctx, tx) // with --atomic, before the move
 	if err != nil {
 		return totals, err
 	}
-	if err := r.prepareReplaced(ctx, tx, true); err != nil { // with --atomic, before the move
+	if err := a.prepareReplaced(ctx, tx, true); err != nil { // with --atomic, before the move
 		return totals, err
 	}
-	if r.req.Mapping.Atomic {
+	if a.req.Mapping.Atomic {
 		var all idemtype.Rows
-		if inserted, all, c.moved, err = r.moveStaged(ctx, tx); err != nil {
+		if inserted, all, c.moved, err = a.moveStaged(ctx, tx); err != nil {
 			return totals, err
 		}
 		totals.Add(all)
 	}
-	if r.res.Deleted, err = r.sweep(ctx, tx, inserted, before, known); err != nil {
+	if a.res.Deleted, err = a.sweep(ctx, tx, inserted, before, known); err != nil {
 		return totals, err
 	}
-	if err := r.sweepReplaced(ctx, tx); err != nil {
+	if err := a.sweepReplaced(ctx, tx); err != nil {
 		return totals, err
 	}
-	if err := r.dropSeen(ctx, tx); err != nil {
+	if err := a.dropSeen(ctx, tx); err != nil {
 		return totals, err
 	}
-	return totals, r.dropStage(ctx, tx)
+	return totals, a.dropStage(ctx, tx)
 }
 
 // recordEnd records, in the transaction tx that completed the operation,
 // the end of this attempt and the completed event, so that no kill, and
 // no lost reply, leaves the completer recorded otherwise. moved is what
 // an --atomic move recounted of this attempt's rows.
-func (r *run) recordEnd(ctx context.Context, tx *sql.Tx, moved idemtype.Rows) error {
+func (a *applier) recordEnd(ctx context.Context, tx *sql.Tx, moved idemtype.Rows) error {
 	outcome := Resumed
-	if r.created {
+	if a.created {
 		outcome = Imported
 	}
-	if err := r.e.st.Ledger.End(ctx, tx, r.attempt.ID, string(outcome), "", r.res.Partitions.Total-r.ap.committed, int64(len(r.ap.recovered))); err != nil {
+	if err := a.e.st.Ledger.End(ctx, tx, a.attempt.ID, string(outcome), "", a.res.Partitions.Total-a.ap.committed, int64(len(a.ap.recovered))); err != nil {
 		return err
 	}
 	var deleted *int64
-	if r.snapshot() != nil {
-		deleted = &r.res.Deleted
+	if a.snapshot() != nil {
+		deleted = &a.res.Deleted
 	}
-	rows := r.ap.rows
+	rows := a.ap.rows
 	rows.Add(moved)
 	var err error
-	r.res.EventID, err = r.e.st.RecordEvent(ctx, tx, EventCompleted, r.id.Key, r.attempt, string(outcome), rows, deleted)
+	a.res.EventID, err = a.e.st.RecordEvent(ctx, tx, EventCompleted, a.id.Key, a.attempt, string(outcome), rows, deleted)
 	return err
 }
 
@@ -834,15 +835,15 @@ func (r *run) recordEnd(ctx context.Context, tx *sql.Tx, moved idemtype.Rows) er
 // Lock: once every transaction that was completing it has ended (one whose
 // COMMIT's reply was lost, say), so it finds whether that one committed.
 // It waits at most unansweredWait.
-func (r *run) settledOp(ctx context.Context) (*ledger.Operation, error) {
+func (a *applier) settledOp(ctx context.Context) (*ledger.Operation, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unansweredWait)
 	defer cancel()
 	var op *ledger.Operation
-	err := r.withTx(ctx, func(tx *sql.Tx) (err error) {
-		if err := r.e.st.Ledger.Lock(ctx, tx, r.id.Key); err != nil {
+	err := a.withTx(ctx, func(tx *sql.Tx) (err error) {
+		if err := a.e.st.Ledger.Lock(ctx, tx, a.id.Key); err != nil {
 			return err
 		}
-		op, _, err = r.e.st.Ledger.Get(ctx, tx, r.id.Key)
+		op, _, err = a.e.st.Ledger.Get(ctx, tx, a.id.Key)
 		return err
 	})
 	return op, err

@@ -50,45 +50,45 @@ func (r *run) ensureStage(ctx context.Context, tx *sql.Tx, schema *arrow.Schema)
 // the attempt that committed each partition (and so for the operation),
 // and returns the change to the operation's counters (all) and to this
 // attempt's (mine), for the caller to add once the transaction commits.
-func (r *run) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all, mine idemtype.Rows, err error) {
-	if !r.req.Mapping.Atomic {
+func (a *applier) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all, mine idemtype.Rows, err error) {
+	if !a.req.Mapping.Atomic {
 		return 0, all, mine, nil
 	}
-	names := make([]string, len(r.plan.Schema))
-	for i, c := range r.plan.Schema {
+	names := make([]string, len(a.plan.Schema))
+	for i, c := range a.plan.Schema {
 		names[i] = c.Name
 	}
-	parts, err := r.e.st.CP.Partitions(ctx, tx, r.op)
+	parts, err := a.e.st.CP.Partitions(ctx, tx, a.op)
 	if err != nil {
 		return 0, all, mine, err
 	}
-	attempts, group := stageGroups(r.e.st.Driver, parts)
-	classes, err := r.e.st.Driver.Classify(ctx, tx, r.target, r.stageTable(), names, group)
+	attempts, group := stageGroups(a.e.st.Driver, parts)
+	classes, err := a.e.st.Driver.Classify(ctx, tx, a.target, a.stageTable(), names, group)
 	if err != nil {
 		return 0, all, mine, err
 	}
-	staged, fresh, written, err := r.e.st.Driver.Merge(ctx, tx, r.target, r.stageTable(), names)
+	staged, fresh, written, err := a.e.st.Driver.Merge(ctx, tx, a.target, a.stageTable(), names)
 	if err != nil {
 		return 0, all, mine, err
 	}
 	for g, c := range classes {
 		if g < 0 || int(g) >= len(attempts) {
-			return 0, all, mine, fmt.Errorf("staged rows of %s outside every partition", r.target.Table)
+			return 0, all, mine, fmt.Errorf("staged rows of %s outside every partition", a.target.Table)
 		}
 		delta := idemtype.Rows{Inserted: c.Inserted - c.Read, Updated: c.Updated, Unchanged: c.Unchanged, Stale: c.Stale}
-		if err := r.e.st.Ledger.Recount(ctx, tx, r.id.Key, attempts[g], delta); err != nil {
+		if err := a.e.st.Ledger.Recount(ctx, tx, a.id.Key, attempts[g], delta); err != nil {
 			return 0, all, mine, err
 		}
 		all.Add(delta)
-		if attempts[g] == r.attempt.ID {
+		if attempts[g] == a.attempt.ID {
 			mine.Add(delta)
 		}
 	}
 	if moved := all.Inserted + staged; moved != fresh || all.Updated != written-fresh {
-		r.log.Warn("the staged rows' classification differs from what the move wrote", "new", moved, "changed", all.Updated,
+		a.log.Warn("the staged rows' classification differs from what the move wrote", "new", moved, "changed", all.Updated,
 			"moved_new", fresh, "moved_changed", written-fresh)
 	}
-	r.note("moved %d staged rows into %s in one transaction: %d new, %d changed, %d unchanged or older", staged, r.target.Table, fresh, written-fresh, staged-written)
+	a.note("moved %d staged rows into %s in one transaction: %d new, %d changed, %d unchanged or older", staged, a.target.Table, fresh, written-fresh, staged-written)
 	return fresh, all, mine, nil
 }
 
@@ -119,12 +119,12 @@ func stageGroups(d sink.Driver, parts []checkpoint.Partition) (attempts []string
 }
 
 // dropStage drops the staging table inside the completing transaction.
-func (r *run) dropStage(ctx context.Context, tx *sql.Tx) error {
-	if !r.req.Mapping.Atomic || r.e.st.DDLCommits() { // else dropped after tx (dropAfterCompletion)
+func (a *applier) dropStage(ctx context.Context, tx *sql.Tx) error {
+	if !a.req.Mapping.Atomic || a.e.st.DDLCommits() { // else dropped after tx (dropAfterCompletion)
 		return nil
 	}
-	if err := r.e.st.Driver.DropTable(ctx, tx, r.stageTable()); err != nil {
-		return fmt.Errorf("drop staging table %s: %w", r.stageTable(), err)
+	if err := a.e.st.Driver.DropTable(ctx, tx, a.stageTable()); err != nil {
+		return fmt.Errorf("drop staging table %s: %w", a.stageTable(), err)
 	}
 	return nil
 }

@@ -184,16 +184,16 @@ func (r *run) recordEvolved(ctx context.Context, tx *sql.Tx, ev *evolution) erro
 // schema changes of --evolve and the deletion mark column of a soft
 // snapshot. It returns the changes, which the completing transaction
 // records (evolveAtCompletion).
-func (r *run) completionDDL(ctx context.Context) (*evolution, error) {
-	if !r.e.st.DDLCommits() || !r.req.Mapping.Atomic {
+func (a *applier) completionDDL(ctx context.Context) (*evolution, error) {
+	if !a.e.st.DDLCommits() || !a.req.Mapping.Atomic {
 		return nil, nil
 	}
-	ev, err := r.evolveApart(ctx)
+	ev, err := a.evolveApart(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if s := r.snapshot(); s != nil && s.Soft {
-		err = r.e.st.Alter(ctx, func(tx *sql.Tx) error { return r.e.st.Driver.EnsureDeleted(ctx, tx, r.target.Table) })
+	if s := a.snapshot(); s != nil && s.Soft {
+		err = a.e.st.Alter(ctx, func(tx *sql.Tx) error { return a.e.st.Driver.EnsureDeleted(ctx, tx, a.target.Table) })
 	}
 	return ev, err
 }
@@ -201,15 +201,15 @@ func (r *run) completionDDL(ctx context.Context) (*evolution, error) {
 // dropAfterCompletion drops, once the operation completed, its staging
 // table and its table of keys seen, which the completing transaction
 // drops elsewhere. A kill before leaves them for gc.
-func (r *run) dropAfterCompletion(ctx context.Context) {
-	if !r.e.st.DDLCommits() {
+func (a *applier) dropAfterCompletion(ctx context.Context) {
+	if !a.e.st.DDLCommits() {
 		return
 	}
-	stage, seen := r.req.Mapping.Atomic, r.keysSeen()
-	_, err := r.e.st.DropCreated(ctx, r.id.Key, func(c ledger.CreatedTable) bool {
-		return stage && c.Name == r.stageTable() || seen && c.Name == r.seenTable()
+	stage, seen := a.req.Mapping.Atomic, a.keysSeen()
+	_, err := a.e.st.DropCreated(ctx, a.id.Key, func(c ledger.CreatedTable) bool {
+		return stage && c.Name == a.stageTable() || seen && c.Name == a.seenTable()
 	})
 	if err != nil {
-		r.log.Warn("could not drop the import's staging tables; gc drops them", "err", err)
+		a.log.Warn("could not drop the import's staging tables; gc drops them", "err", err)
 	}
 }

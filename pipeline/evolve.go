@@ -373,13 +373,13 @@ func (r *run) evolveTarget(ctx context.Context, tx *sql.Tx, schema *arrow.Schema
 // with the rows, or neither. The changes are computed again from the table
 // as it is then (another import may have changed it since the plan) and
 // recorded with the attempt that completes the operation; it returns them.
-func (r *run) evolveAtCompletion(ctx context.Context, tx *sql.Tx) (*evolution, error) {
-	if !r.req.Mapping.Atomic {
+func (a *applier) evolveAtCompletion(ctx context.Context, tx *sql.Tx) (*evolution, error) {
+	if !a.req.Mapping.Atomic {
 		return nil, nil
 	}
-	if r.e.st.DDLCommits() {
+	if a.e.st.DDLCommits() {
 		// Made before tx began (completionDDL): recorded here.
-		return r.ap.evolvedApart, r.recordEvolved(ctx, tx, r.ap.evolvedApart)
+		return a.ap.evolvedApart, a.recordEvolved(ctx, tx, a.ap.evolvedApart)
 	}
-	return r.evolveTarget(ctx, tx, r.plan.Schema.Arrow(), true)
+	return a.evolveTarget(ctx, tx, a.plan.Schema.Arrow(), true)
 }

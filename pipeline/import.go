@@ -495,7 +495,7 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 	if err := a.apply(ctx); err != nil {
 		return err
 	}
-	return r.finalize(ctx)
+	return a.finalize(ctx)
 }
 
 // stopBusy ends an attempt that found its operation's remaining work held

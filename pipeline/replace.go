@@ -81,34 +81,34 @@ func (r *run) prepareReplaced(ctx context.Context, tx *sql.Tx, atCompletion bool
 // sweepReplaced deletes, inside the completing transaction, the rows the
 // file ID last wrote whose keys the new version lacks, when the run's
 // operation replaces one by key; the new version's rows are written.
-func (r *run) sweepReplaced(ctx context.Context, tx *sql.Tx) error {
-	if !r.replacing() || r.target.Ordinal() {
+func (a *applier) sweepReplaced(ctx context.Context, tx *sql.Tx) error {
+	if !a.replacing() || a.target.Ordinal() {
 		return nil
 	}
-	sw := sink.Sweep{Driver: r.e.st.Driver, Table: r.target.Table, Key: r.target.Key, Seen: r.seenTable(),
-		Scope: []sink.Term{{Column: sink.FileColumn, Value: strconv.FormatInt(r.id.FileKey, 10)}}}
+	sw := sink.Sweep{Driver: a.e.st.Driver, Table: a.target.Table, Key: a.target.Key, Seen: a.seenTable(),
+		Scope: []sink.Term{{Column: sink.FileColumn, Value: strconv.FormatInt(a.id.FileKey, 10)}}}
 	n, err := sw.Apply(ctx, tx, nil)
 	if err != nil {
 		return fmt.Errorf("delete the replaced version's keys: %w", err)
 	}
-	if err := r.e.st.Hit("replace-swept"); err != nil {
+	if err := a.e.st.Hit("replace-swept"); err != nil {
 		return err
 	}
-	r.res.Removed = n
+	a.res.Removed = n
 	return nil
 }
 
 // noteReplaced says, once the operation completed, what the replacement
 // removed.
-func (r *run) noteReplaced() {
-	if !r.replacing() || r.res.Removed == 0 {
+func (a *applier) noteReplaced() {
+	if !a.replacing() || a.res.Removed == 0 {
 		return
 	}
-	if r.target.Ordinal() {
-		r.note("removed the %s of the replaced version (%s)", english.Plural(r.res.Removed, "row"), ledger.ShortDigest(r.replaces))
+	if a.target.Ordinal() {
+		a.note("removed the %s of the replaced version (%s)", english.Plural(a.res.Removed, "row"), ledger.ShortDigest(a.replaces))
 		return
 	}
-	r.note("deleted %s of the replaced version (%s) that this version lacks", english.Plural(r.res.Removed, "key"), ledger.ShortDigest(r.replaces))
+	a.note("deleted %s of the replaced version (%s) that this version lacks", english.Plural(a.res.Removed, "key"), ledger.ShortDigest(a.replaces))
 }
 
 // noteSamePath says so when an ordinal import that creates an operation

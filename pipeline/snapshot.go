@@ -286,17 +286,17 @@ func (a *applier) recordScope(ctx context.Context, tx *sql.Tx, n int64) error {
 // by a version that did not count them. (One such operation resumed by
 // this version counts at its next partition, with what its earlier
 // partitions wrote: an approximation, as earlier versions' was.)
-func (r *run) scopeBefore(ctx context.Context, tx *sql.Tx) (n int64, ok bool, err error) {
-	if r.snapshot() == nil || r.target.Ordinal() {
+func (a *applier) scopeBefore(ctx context.Context, tx *sql.Tx) (n int64, ok bool, err error) {
+	if a.snapshot() == nil || a.target.Ordinal() {
 		return 0, false, nil
 	}
-	if n, ok, err := r.e.st.Ledger.ScopeRows(ctx, tx, r.id.Key); err != nil || ok || !r.req.Mapping.Atomic {
+	if n, ok, err := a.e.st.Ledger.ScopeRows(ctx, tx, a.id.Key); err != nil || ok || !a.req.Mapping.Atomic {
 		return n, ok, err
 	}
-	sw := r.scopeSweep()
+	sw := a.scopeSweep()
 	if sw.Soft {
 		// The deletion mark column is added by the sweep, after the move.
-		t, err := r.e.st.Driver.Describe(ctx, tx, r.target.Table)
+		t, err := a.e.st.Driver.Describe(ctx, tx, a.target.Table)
 		if err != nil {
 			return 0, false, err
 		}
@@ -323,42 +323,42 @@ func guardBefore(stored int64, ok bool, live, inserted int64) int64 {
 // removes (or marks) the rows of the scope the file does not have, and
 // records the snapshot as applied to its scope (dropSeen then drops the
 // table of keys seen). It returns the rows removed.
-func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64, known bool) (int64, error) {
-	s := r.snapshot()
+func (a *applier) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64, known bool) (int64, error) {
+	s := a.snapshot()
 	if s == nil {
 		return 0, nil
 	}
-	if err := r.e.st.Hit("before-sweep"); err != nil {
+	if err := a.e.st.Hit("before-sweep"); err != nil {
 		return 0, err
 	}
 	scope := s.ScopeText()
-	if err := r.noNewerSnapshot(ctx, tx, s); err != nil {
+	if err := a.noNewerSnapshot(ctx, tx, s); err != nil {
 		return 0, err
 	}
-	if s.Soft && r.req.Mapping.Atomic && !r.e.st.DDLCommits() { // else added before tx (completionDDL)
-		if err := r.e.st.Driver.EnsureDeleted(ctx, tx, r.target.Table); err != nil {
+	if s.Soft && a.req.Mapping.Atomic && !a.e.st.DDLCommits() { // else added before tx (completionDDL)
+		if err := a.e.st.Driver.EnsureDeleted(ctx, tx, a.target.Table); err != nil {
 			return 0, err
 		}
 	}
-	sw := r.scopeSweep()
+	sw := a.scopeSweep()
 	missing, live, err := sw.Count(ctx, tx)
 	if err != nil {
 		return 0, err
 	}
-	if err := r.deleteGuard(missing, live, guardBefore(before, known, live, inserted), r.plan); err != nil {
+	if err := a.deleteGuard(missing, live, guardBefore(before, known, live, inserted), a.plan); err != nil {
 		return 0, err
 	}
 	// The mark is recorded in microseconds, as both databases keep it, so
 	// that undo can find the rows this sweep marked.
 	now := time.Now().Truncate(time.Microsecond)
-	deleted, err := sw.Apply(ctx, tx, r.e.st.Driver.TimeValue(now))
+	deleted, err := sw.Apply(ctx, tx, a.e.st.Driver.TimeValue(now))
 	if err != nil {
 		return 0, err
 	}
-	if err := r.recordSweep(ctx, tx, s, scope, now, deleted); err != nil {
+	if err := a.recordSweep(ctx, tx, s, scope, now, deleted); err != nil {
 		return 0, err
 	}
-	if err := r.e.st.Hit("after-sweep"); err != nil {
+	if err := a.e.st.Hit("after-sweep"); err != nil {
 		return 0, err
 	}
 	return deleted, nil
@@ -366,14 +366,14 @@ func (r *run) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64, kno
 
 // noNewerSnapshot fails the sweep of snapshot s when a newer snapshot of
 // its scope was applied while this one was being imported.
-func (r *run) noNewerSnapshot(ctx context.Context, tx *sql.Tx, s *Snapshot) error {
-	last, err := r.e.st.Ledger.LastSnapshot(ctx, tx, r.target.Table, s.scopeTexts()...)
+func (a *applier) noNewerSnapshot(ctx context.Context, tx *sql.Tx, s *Snapshot) error {
+	last, err := a.e.st.Ledger.LastSnapshot(ctx, tx, a.target.Table, s.scopeTexts()...)
 	if err != nil {
 		return err
 	}
-	if last != nil && last.AsOf > r.asOf() {
+	if last != nil && last.AsOf > a.asOf() {
 		return fmt.Errorf("a newer snapshot of %s%s (%s, as of %s) was applied while this one (as of %s) was being imported; not sweeping: undo this import or import a newer snapshot",
-			r.target.Table, scopeSuffix(s), last.FileID, stamp(last.AsOf), stamp(r.asOf()))
+			a.target.Table, scopeSuffix(s), last.FileID, stamp(last.AsOf), stamp(a.asOf()))
 	}
 	return nil
 }
@@ -381,24 +381,24 @@ func (r *run) noNewerSnapshot(ctx context.Context, tx *sql.Tx, s *Snapshot) erro
 // recordSweep records, in tx, snapshot s as applied to its scope (the rows
 // it marked deleted at now, when soft) and the rows this attempt's sweep
 // removed.
-func (r *run) recordSweep(ctx context.Context, tx *sql.Tx, s *Snapshot, scope string, now time.Time, deleted int64) error {
+func (a *applier) recordSweep(ctx context.Context, tx *sql.Tx, s *Snapshot, scope string, now time.Time, deleted int64) error {
 	var marked int64
 	if s.Soft {
 		marked = now.UnixMicro()
 	}
-	if err := r.e.st.Ledger.RecordSnapshot(ctx, tx, r.target.Table, scope, r.asOf(), r.id.FileID, marked); err != nil {
+	if err := a.e.st.Ledger.RecordSnapshot(ctx, tx, a.target.Table, scope, a.asOf(), a.id.FileID, marked); err != nil {
 		return err
 	}
-	return r.e.st.Ledger.Swept(ctx, tx, r.attempt.ID, deleted)
+	return a.e.st.Ledger.Swept(ctx, tx, a.attempt.ID, deleted)
 }
 
 // dropSeen drops, inside the completing transaction, the table of the keys
 // the file had, once the sweeps that read it ran.
-func (r *run) dropSeen(ctx context.Context, tx *sql.Tx) error {
-	if !r.keysSeen() || r.e.st.DDLCommits() { // else dropped after tx (dropAfterCompletion)
+func (a *applier) dropSeen(ctx context.Context, tx *sql.Tx) error {
+	if !a.keysSeen() || a.e.st.DDLCommits() { // else dropped after tx (dropAfterCompletion)
 		return nil
 	}
-	if err := r.e.st.Driver.DropTable(ctx, tx, r.seenTable()); err != nil {
+	if err := a.e.st.Driver.DropTable(ctx, tx, a.seenTable()); err != nil {
 		return fmt.Errorf("drop the file's keys: %w", err)
 	}
 	return nil
