@@ -112,7 +112,7 @@ func (Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Data
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if err := db.PingContext(ctx); err != nil {
+	if err := ping(ctx, db, s.BusyTimeout); err != nil {
 		db.Close()
 		if !s.ReadOnly || walInUse(path) {
 			return nil, openError(path, s, err)
@@ -136,6 +136,27 @@ func (Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Data
 		disk = abs
 	}
 	return &sink.Database{DB: db, Name: path, Disk: disk, Prefix: "idemport_", BatchRows: batchRows}, nil
+}
+
+// ping opens db's first connection. A connection's first statement turns
+// a new file to WAL, which takes the file's exclusive lock; of two
+// connections upgrading their lock at once SQLite answers one "database
+// is locked" at once, without calling the busy handler (it would wait for
+// the other forever), so a locked answer is retried here, as the busy
+// timeout would, until busy has passed.
+func ping(ctx context.Context, db *sql.DB, busy time.Duration) error {
+	deadline := time.Now().Add(busy)
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		err := db.PingContext(ctx)
+		if err == nil || !(Driver{}).Locked(err) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // walInUse reports whether the database at path has a write-ahead log
