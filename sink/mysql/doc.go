@@ -23,8 +23,11 @@
 // nothing), and is moved in per round of repeated keys, in file order:
 // UPDATE … JOIN of the changed rows that are not older (by the version
 // column, or by their place in the same file), then INSERT … SELECT …
-// WHERE NOT EXISTS of the new ones; the rows left are counted stale by a
-// join, or unchanged. Rows go through LOAD DATA LOCAL INFILE from a
+// WHERE NOT EXISTS of the new ones; when rows are left, the UPDATE again
+// (sessions read committed, so a key another transaction committed after
+// the first UPDATE looked is one the INSERT skips: the second UPDATE,
+// reading as it locks, writes it when it is not older); the rows still
+// left are counted stale by a join, or unchanged. Rows go through LOAD DATA LOCAL INFILE from a
 // buffer in memory (load.go), when the server's local_infile allows,
 // or in multi-row INSERT statements of at most 65,535 placeholders and a
 // quarter of max_allowed_packet (insert.go), each value exact (bind.go):

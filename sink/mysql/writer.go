@@ -374,6 +374,20 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		var stale int64
 		rest := per[r] - ins - upd
 		if rest > 0 {
+			// A key another transaction stored and committed after the
+			// update looked for it (READ COMMITTED: each statement reads
+			// what is committed when it starts) is one the insert finds
+			// and skips: neither statement wrote it. The update again
+			// reads it (as it locks, the latest committed row) and
+			// writes it when it is not older.
+			again, err := w.exec(ctx, tx, w.update, fileKey, r, fileKey)
+			if err != nil {
+				return total, fmt.Errorf("update %s of %s: %w", span, w.tg.Table, err)
+			}
+			upd += again
+			rest -= again
+		}
+		if rest > 0 {
 			if err := tx.QueryRowContext(ctx, w.stale, r, fileKey).Scan(&stale); err != nil {
 				return total, fmt.Errorf("count stale rows of %s (%s): %w", w.tg.Table, span, err)
 			}

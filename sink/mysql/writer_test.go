@@ -272,3 +272,84 @@ func TestWriterRepeatedKeysInANewBatch(t *testing.T) {
 			idemtype.Rows{Read: c.want.Read, Unchanged: int64(len(c.rest)), Stale: c.want.Read - int64(len(c.rest))})
 	}
 }
+
+// TestWriterKeyStoredBetweenItsStatements: a key another transaction
+// stores and commits after the Writer's update looked for it, and before
+// its insert does, is found by the insert, which skips it; the Writer's
+// newer row must still be written. A trigger on the update of the batch's
+// other row holds the Writer between its statements (on a row lock the
+// test holds) while another connection stores the key.
+func TestWriterKeyStoredBetweenItsStatements(t *testing.T) {
+	f := writerFx(t)
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.I64("v"), drivertest.Str("n"))
+	tg := sink.Target{Table: "t", Key: []string{"id"}, Version: "v"}
+	f.MustEnsure(tg, s)
+	f.Exec(`CREATE TABLE gate (k INT PRIMARY KEY)`)
+	f.Exec(`INSERT INTO gate VALUES (1)`)
+	f.Exec(`INSERT INTO t (id, v, n) VALUES (2, 1, 'stored')`)
+	f.Exec(`CREATE TRIGGER hold AFTER UPDATE ON t FOR EACH ROW UPDATE gate SET k = k WHERE k = 1`)
+	w := f.Writer(tg, s)
+	writer := f.Int(`SELECT CONNECTION_ID()`)
+
+	gate, err := f.Env.DB.BeginTx(f.Ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gate.Rollback()
+	if _, err := gate.ExecContext(f.Ctx, `UPDATE gate SET k = k WHERE k = 1`); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		c   idemtype.Rows
+		err error
+	}
+	done := make(chan result, 1)
+	batch := drivertest.Batch(t, s, []any{1, 2, "new"}, []any{2, 2, "changed"})
+	go func() {
+		tx, err := f.Conn.BeginTx(f.Ctx, nil)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		c, err := w.Write(f.Ctx, tx, 1, batch, drivertest.Seq(1, 2))
+		if err == nil {
+			err = tx.Commit()
+		} else {
+			tx.Rollback()
+		}
+		done <- result{c, err}
+	}()
+	// The Writer's update has changed key 2 and waits, in the trigger,
+	// for the gate.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		select {
+		case res := <-done:
+			t.Fatalf("the Writer ended without waiting for the gate: %+v, %v", res.c, res.err)
+		default:
+		}
+		var waiting int64
+		if err := f.Env.DB.QueryRowContext(f.Ctx, `SELECT count(*) FROM information_schema.processlist WHERE id = ? AND info LIKE 'UPDATE gate%'`, writer).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Writer never waited for the gate")
+		}
+	}
+	if _, err := f.Env.DB.ExecContext(f.Ctx, `INSERT INTO t (id, v, n) VALUES (1, 1, 'meanwhile')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := gate.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("write: %v", res.err)
+	}
+	drivertest.WantRows(t, "write", res.c, idemtype.Rows{Read: 2, Updated: 2})
+	if got, want := drivertest.Strings(t, f.Env.DB, `SELECT CONCAT(id, '|', v, '|', n) FROM t ORDER BY id`), []string{"1|2|new", "2|2|changed"}; !slices.Equal(got, want) {
+		t.Errorf("t holds %q, want %q", got, want)
+	}
+}
