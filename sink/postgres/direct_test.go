@@ -198,27 +198,27 @@ func TestNaturalKeyDirectCopiesDeadlock(t *testing.T) {
 				// however loaded the machine.
 				b.Exec(`SET deadlock_timeout = '3s'`)
 			}
-			// again runs a failed transaction of f again: its batches (each
-			// with its ordinal) in a new transaction, committed.
+			// again runs a failed transaction of f again, as the pipeline
+			// runs a partition again: its batches (each with its ordinal) in
+			// a new transaction, committed. The new transaction may meet the
+			// other once more (its first COPY can take a key back before the
+			// other, woken by the rollback, looks again), and is then rolled
+			// back and run again, until it commits.
 			again := func(f *drivertest.Fx, who string, err error, fileKey int64, rows ...[]any) idemtype.Rows {
-				if !(Driver{}).Deadlock(err) {
-					t.Errorf("%s: %v, not a deadlock Deadlock recognises", who, err)
-					return idemtype.Rows{}
+				for try := 1; ; try++ {
+					if !(Driver{}).Deadlock(err) {
+						t.Errorf("%s (try %d): %v, not a deadlock Deadlock recognises", who, try, err)
+						return idemtype.Rows{}
+					}
+					if try > 5 {
+						t.Errorf("%s: still deadlocked after %d tries: %v", who, try, err)
+						return idemtype.Rows{}
+					}
+					var c idemtype.Rows
+					if c, err = writeAll(f, tg, s, fileKey, rows); err == nil {
+						return c
+					}
 				}
-				w := f.Writer(tg, s)
-				tx, err := f.Conn.BeginTx(f.Ctx, nil)
-				if err != nil {
-					t.Error(err)
-					return idemtype.Rows{}
-				}
-				var c idemtype.Rows
-				for i, r := range rows {
-					c.Add(f.WriteIn(tx, w, fileKey, drivertest.Batch(t, s, r), drivertest.Ords(int64(i+1))))
-				}
-				if err := tx.Commit(); err != nil {
-					t.Error(err)
-				}
-				return c
 			}
 			wa, wb := a.Writer(tg, s), b.Writer(tg, s)
 			txa, err := a.Conn.BeginTx(a.Ctx, nil)
@@ -280,4 +280,26 @@ func TestNaturalKeyDirectCopiesDeadlock(t *testing.T) {
 				fmt.Sprintf("1|'%s'|%d", victim, file), fmt.Sprintf("2|'%s'|%d", victim, file))
 		})
 	}
+}
+
+// writeAll writes rows, each its own batch with its ordinal, through a new
+// writer in one transaction of f, and commits it; on an error the
+// transaction is rolled back.
+func writeAll(f *drivertest.Fx, tg sink.Target, s *arrow.Schema, fileKey int64, rows [][]any) (idemtype.Rows, error) {
+	w := f.Writer(tg, s)
+	defer w.Close()
+	tx, err := f.Conn.BeginTx(f.Ctx, nil)
+	if err != nil {
+		return idemtype.Rows{}, err
+	}
+	var c idemtype.Rows
+	for i, r := range rows {
+		n, err := w.Write(f.Ctx, tx, fileKey, drivertest.Batch(f.T, s, r), drivertest.Ords(int64(i+1)))
+		if err != nil {
+			tx.Rollback()
+			return idemtype.Rows{}, err
+		}
+		c.Add(n)
+	}
+	return c, tx.Commit()
 }
