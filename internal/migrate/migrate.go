@@ -1,5 +1,6 @@
 // Package migrate applies embedded, numbered SQL migrations. Each migration
-// runs in its own transaction together with the row that records it, so a
+// runs in a transaction together with the row that records it (its own, or
+// where the driver can, one with the other migrations found missing), so a
 // crash never leaves a version half applied.
 package migrate
 
@@ -90,6 +91,32 @@ func Apply(ctx context.Context, db *sql.DB, d Driver, prefix, component string) 
 			return fmt.Errorf("create %s: %w", table, err)
 		}
 	}
+	if t, ok := d.(together); ok {
+		var versions []int
+		var bodies []string
+		for _, m := range ms {
+			if applied[m.version] {
+				continue
+			}
+			body, err := fs.ReadFile(fsys, m.name)
+			if err != nil {
+				return err
+			}
+			versions = append(versions, m.version)
+			bodies = append(bodies, strings.ReplaceAll(string(body), "{{prefix}}", prefix))
+		}
+		if len(versions) > 1 {
+			if err := t.ApplyTogether(ctx, db, table, component, versions, bodies, time.Now()); err == nil {
+				return nil
+			}
+			// Another process applied some of them first (its tables or
+			// version rows conflict with these), or one failed: apply
+			// what is still missing one at a time, which tells which.
+			if applied, err = appliedVersions(ctx, db, d, table, component); err != nil {
+				return err
+			}
+		}
+	}
 	for _, m := range ms {
 		if applied[m.version] {
 			continue
@@ -109,6 +136,19 @@ func Apply(ctx context.Context, db *sql.DB, d Driver, prefix, component string) 
 		}
 	}
 	return nil
+}
+
+// together is a Driver whose database can apply several migrations of a
+// component, with the rows that record them, in one transaction sent in a
+// few round trips (PostgreSQL, whose DDL is transactional): on a fresh
+// database that is one transaction instead of one per migration, with a
+// handful of round trips and one commit instead of five round trips and a
+// commit per migration, which is what creating the ledger cost when the
+// server waited for the CPU. ApplyTogether applies bodies (the texts of
+// versions, in order) and records each version as applied at at, all or
+// nothing.
+type together interface {
+	ApplyTogether(ctx context.Context, db *sql.DB, table, component string, versions []int, bodies []string, at time.Time) error
 }
 
 func applyOne(ctx context.Context, db *sql.DB, d Driver, table, component string, version int, body string) error {
