@@ -23,6 +23,9 @@
 // With -width W it writes only orders_<N>_w<W>.csv, the orders with each
 // note padded so that every line is W bytes (W ≥ 200), for memory tests.
 //
+// Formats: csv, jsonl, parquet, and arrows (an Arrow IPC stream of
+// record batches of -batch-rows rows).
+//
 // With -bad it writes only orders_<N>_bad.csv, the orders with quantity
 // "n/a" on every row: every row is bad for a quantity typed as int64.
 package main
@@ -43,6 +46,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -108,6 +112,12 @@ func generate(rng *rand.Rand, id int64) order {
 	o.note = s
 	return o
 }
+
+// Options of the columnar formats.
+var (
+	batchRows    = flag.Int("batch-rows", 1000, "rows in each record batch of an Arrow IPC stream (format arrows)")
+	rowGroupRows = flag.Int("row-group", 0, "rows in each Parquet row group (0: one per 131,072 rows)")
+)
 
 func main() {
 	rows := flag.Int64("rows", 1_000_000, "rows to write")
@@ -297,8 +307,11 @@ func writeFile(path, format string, iter func(func(order) error) error) error {
 		return err
 	}
 	defer f.Close()
-	if format == "parquet" {
+	switch format {
+	case "parquet":
 		return writeParquet(f, iter)
+	case "arrows":
+		return writeArrows(f, iter)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	var buf []byte
@@ -330,20 +343,52 @@ func writeFile(path, format string, iter func(func(order) error) error) error {
 
 func writeParquet(f *os.File, iter func(func(order) error) error) error {
 	schema := orders.Schema(arrow.Second)
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithDictionaryDefault(true))
-	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
+	opts := []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Snappy), parquet.WithDictionaryDefault(true)}
+	if *rowGroupRows > 0 {
+		opts = append(opts, parquet.WithMaxRowGroupLength(int64(*rowGroupRows)))
+	}
+	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(opts...), pqarrow.DefaultWriterProps())
 	if err != nil {
 		return err
 	}
+	write := w.Write // a row group per batch
+	if *rowGroupRows > 0 {
+		write = w.WriteBuffered // row groups of -row-group rows, whatever the batches
+	}
+	if err := batches(schema, 131072, iter, write); err != nil {
+		return err
+	}
+	return w.Close()
+}
+
+// writeArrows writes an Arrow IPC stream of record batches of -batch-rows
+// rows, as streaming writers (a Flight endpoint, a Kafka consumer) leave
+// many small batches.
+func writeArrows(f *os.File, iter func(func(order) error) error) error {
+	schema := orders.Schema(arrow.Second)
+	bw := bufio.NewWriterSize(f, 1<<20)
+	w := ipc.NewWriter(bw, ipc.WithSchema(schema))
+	if err := batches(schema, *batchRows, iter, w.Write); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// batches calls write with the orders iter yields, in record batches of n
+// rows.
+func batches(schema *arrow.Schema, n int, iter func(func(order) error) error, write func(arrow.RecordBatch) error) error {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
 	flush := func() error {
 		rec := b.NewRecordBatch()
 		defer rec.Release()
-		return w.Write(rec)
+		return write(rec)
 	}
-	n := 0
-	err = iter(func(o order) error {
+	rows := 0
+	err := iter(func(o order) error {
 		b.Field(0).(*array.Int64Builder).Append(o.id)
 		b.Field(1).(*array.Int64Builder).Append(o.customer)
 		b.Field(2).(*array.StringBuilder).Append(o.sku)
@@ -356,7 +401,7 @@ func writeParquet(f *os.File, iter func(func(order) error) error) error {
 		} else {
 			b.Field(7).(*array.StringBuilder).Append(o.note)
 		}
-		if n++; n%131072 == 0 {
+		if rows++; rows%n == 0 {
 			return flush()
 		}
 		return nil
@@ -364,10 +409,8 @@ func writeParquet(f *os.File, iter func(func(order) error) error) error {
 	if err != nil {
 		return err
 	}
-	if n%131072 != 0 {
-		if err := flush(); err != nil {
-			return err
-		}
+	if rows%n != 0 {
+		return flush()
 	}
-	return w.Close()
+	return nil
 }
