@@ -247,7 +247,8 @@ func TestIPCReadsOnlyItsBatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, plan := scanChecked(t, path, Options{}, ScanOptions{})
+			// PartitionRows 1: a stream's partition is one record batch.
+			f, plan := scanChecked(t, path, Options{}, ScanOptions{PartitionRows: 1})
 			if len(plan.Partitions) != 10 {
 				t.Fatalf("%d partitions", len(plan.Partitions))
 			}
@@ -303,7 +304,7 @@ func TestIPCSourceChanged(t *testing.T) {
 			}
 			path := filepath.Join(t.TempDir(), name)
 			writeCompressed(t, path, data)
-			f, plan := scanChecked(t, path, Options{}, ScanOptions{})
+			f, plan := scanChecked(t, path, Options{}, ScanOptions{PartitionRows: 1})
 			edited := append([]byte(nil), data...)
 			edited[flip] ^= 0x10
 			writeCompressed(t, path, edited)
@@ -542,9 +543,12 @@ func TestIPCStreamDictionaryReplacement(t *testing.T) {
 	for _, r := range recs {
 		r.Release()
 	}
-	f, plan := scanChecked(t, writeFile(t, "d.arrows", data), Options{}, ScanOptions{})
-	rows, ords := readPlan(t, f, plan, 2)
-	if !reflect.DeepEqual(rows, want) || !reflect.DeepEqual(ords, seq(1, 12)) {
-		t.Fatalf("rows %q", rows)
+	path := writeFile(t, "d.arrows", data)
+	for _, rows := range []int64{1, 0} { // a partition per record batch, and one of them all
+		f, plan := scanChecked(t, path, Options{}, ScanOptions{PartitionRows: rows})
+		rows, ords := readPlan(t, f, plan, 2)
+		if !reflect.DeepEqual(rows, want) || !reflect.DeepEqual(ords, seq(1, 12)) {
+			t.Fatalf("rows %q", rows)
+		}
 	}
 }

@@ -49,6 +49,9 @@ func openChecked(t *testing.T, path string, opts Options) *File {
 	if err != nil {
 		t.Fatalf("open %s: %v", filepath.Base(path), err)
 	}
+	if f.cols != nil {
+		t.Cleanup(f.cols.Close) // the decoders kept for partitions not read (before AssertSize)
+	}
 	return f
 }
 

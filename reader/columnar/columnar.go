@@ -21,21 +21,23 @@ import (
 // the reader's types by a converter. Their partitions are their units, one
 // per Parquet row group or Arrow record batch: Partition.Offset is the
 // unit's index and Length is 1. A Parquet row group of at least twice
-// ScanOptions.PartitionRows rows is cut into ranges of its rows instead
-// (see File.rowRanges), so that a file written as one large row group
-// still commits, resumes and overlaps decoding with writing partition by
-// partition.
+// ScanOptions.PartitionRows rows is cut into ranges of its rows instead,
+// so that a file written as one large row group still commits, resumes
+// and overlaps decoding with writing partition by partition; and an IPC
+// stream's record batches are gathered into partitions of about
+// PartitionRows rows (see File.keep, and ipcStream).
 
 // unitFile is a Parquet or Arrow IPC file seen as a sequence of units.
 type unitFile interface {
 	// unitName names a unit in messages: "row group" or "record batch".
 	unitName() string
 	// scan reads every unit in order for the plan pass. It calls fn with a
-	// partition whose Rows, Offset, Length and CRC describe the unit, and
-	// the unit's record batches; it closes the unit after fn returns. A
-	// file that can decode a unit on two goroutines does so once
-	// secondCore is closed (nil: at once), as ScanOptions.SecondCore says.
-	scan(ctx context.Context, secondCore <-chan struct{}, fn func(p idemtype.Partition, u unit) error) error
+	// partition whose Rows, Offset, Length and CRC describe the unit (an
+	// IPC stream's: a run of record batches, see ipcStream), and its
+	// record batches; it closes the unit after fn returns. A file that can
+	// decode a unit on two goroutines does so once o.SecondCore is closed
+	// (nil: at once). o.PartitionRows and o.PartitionBytes are set.
+	scan(ctx context.Context, o partition.ScanOptions, fn func(p idemtype.Partition, u unit) error) error
 	// open returns the record batches of the unit of partition p, each at
 	// most batchRows long where the decoder can split, after checking the
 	// unit's row count and bytes against p. A difference is a *ParseError
@@ -82,7 +84,8 @@ func (f *File) where(u string, p idemtype.Partition) string {
 
 // Scan is the plan pass of a Parquet or Arrow file: it decodes every
 // unit, checks every value, and makes one partition per non-empty unit,
-// or several per large Parquet row group (File.rowRanges).
+// or several per large Parquet row group, or one per run of an IPC
+// stream's record batches (see File.keep).
 // With a key (Options.Key) it also returns, in ordinal order, the
 // candidate superseded rows: the good rows whose key hash repeats.
 func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (plan *partition.Plan, cands []int64, err error) {
@@ -109,10 +112,13 @@ func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (plan *partiti
 			plan, cands, err = nil, nil, f.recovered(v, where)
 		}
 	}()
-	partRows := o.PartitionRows
-	if partRows <= 0 {
-		partRows = partition.DefaultRows
+	if o.PartitionRows <= 0 {
+		o.PartitionRows = partition.DefaultRows
 	}
+	if o.PartitionBytes <= 0 {
+		o.PartitionBytes = partition.DefaultBytes
+	}
+	partRows := o.PartitionRows
 	// part plans one partition, whose rows u yields.
 	part := func(p idemtype.Partition, u unit) error {
 		p.Index, p.First = len(plan.Partitions), ordinal+1
@@ -188,7 +194,7 @@ func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (plan *partiti
 		}
 		return nil
 	}
-	err = f.units.scan(ctx, o.SecondCore, func(p idemtype.Partition, u unit) error {
+	err = f.units.scan(ctx, o, func(p idemtype.Partition, u unit) error {
 		if before >= p.Rows {
 			before -= p.Rows // the whole unit is before the table
 			return nil
@@ -201,7 +207,7 @@ func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (plan *partiti
 			before = 0
 		}
 		pieces := int64(1)
-		if f.rowRanges() {
+		if f.parquet() != nil {
 			pieces = max(p.Rows/partRows, 1)
 		}
 		if pieces == 1 {
@@ -267,6 +273,7 @@ type PartitionReader struct {
 	skipped  int   // superseded rows skipped
 	err      error // sticky: a failed reader stays failed
 	done     bool
+	last     bool // p is the plan's last partition: no reader takes up its decoder
 }
 
 // Next returns the next batch of good rows, or io.EOF after the unit's
@@ -381,17 +388,16 @@ func (r *PartitionReader) Rejected() int64 { return r.rejected }
 func (r *PartitionReader) Superseded() int64 { return int64(r.skipped) }
 
 // Close releases the reader's decoder and memory. It is safe to call
-// twice. A reader that read its partition, a range of a row group's rows,
-// to the end leaves its decoder for the next partition's (File.keep).
+// twice. A reader that read its partition (a range of a row group's rows,
+// or of an IPC stream's record batches) to the end leaves its decoder for
+// the next partition's (File.keep).
 func (r *PartitionReader) Close() {
 	if r.cur != nil {
 		r.cur.Release()
 		r.cur = nil
 	}
 	if r.u != nil {
-		if rr, ok := r.u.(*rowRange); ok && r.done && r.err == nil && rr.left == 0 {
-			r.f.keep(r.p, rr)
-		} else {
+		if !r.done || r.err != nil || r.last || !r.f.keep(r.p, r.u) {
 			r.u.close()
 		}
 		r.u = nil

@@ -76,18 +76,21 @@ func Open(f *input.File) (*File, error) {
 // copy).
 func (f *File) Schema() value.Schema { return slices.Clone(f.schema) }
 
-// Partition opens a reader over partition p of plan, a unit: a Parquet
-// partition reads only its row group, and an Arrow IPC file partition only
-// its record batch (and the file's dictionaries); an Arrow IPC stream
-// partition re-reads the stream up to its record batch. Their bytes are
-// read and checked against the plan before they are decoded; each Batch
-// holds at most batchRows rows.
+// Partition opens a reader over partition p of plan: a Parquet partition
+// reads only its row group, and an Arrow IPC file partition only its
+// record batch (and the file's dictionaries); an Arrow IPC stream
+// partition, its record batches, takes up the stream where the reader of
+// the partition before it left it, or else re-reads the stream up to its
+// first record batch. A file's bytes are read and checked against the
+// plan before they are decoded, a stream's as they are read (its reader
+// fails before it reports the partition's end); each Batch holds at most
+// batchRows rows.
 func (f *File) Partition(plan *partition.Plan, p idemtype.Partition, batchRows int) (*PartitionReader, error) {
 	if !slices.Equal(plan.Schema, f.schema) {
 		return nil, &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: the file's columns (%s) differ from the plan's (%s)",
 			input.ErrSourceChanged, value.SchemaText(f.schema), value.SchemaText(plan.Schema))}
 	}
-	return &PartitionReader{f: f, p: p, size: batchRows, cv: f.converter(plan.Schema)}, nil
+	return &PartitionReader{f: f, p: p, size: batchRows, cv: f.converter(plan.Schema), last: p.Index >= len(plan.Partitions)-1}, nil
 }
 
 // RawRows re-reads partition p of plan and returns the fields of the rows
@@ -131,19 +134,13 @@ func (f *File) RawRows(plan *partition.Plan, p idemtype.Partition, want map[int6
 
 // open opens the unit of partition p, leaving out the rows before the
 // table (Options.SkipLines) that it starts with, or, for a partition that
-// is a range of a row group's rows, the rows before the range: those the
-// reader of the partition before it left in the decoder (see keep), or
-// else decoded and dropped.
+// is a range of a row group's rows, the rows before the range. A unit the
+// reader of the partition before p left where p starts (see keep) is taken
+// up instead; a Parquet row range is otherwise decoded from its group's
+// first row and an IPC stream read from its start.
 func (f *File) open(p idemtype.Partition, batchRows int) (unit, error) {
-	if !f.rowRanges() {
-		u, err := f.units.open(p, batchRows)
-		if err != nil || p.Length <= 1 {
-			return u, err
-		}
-		return &skipping{unit: u, skip: p.Length - 1}, nil
-	}
-	if rr := f.resume(p); rr != nil {
-		return rr, nil
+	if u := f.resume(p); u != nil {
+		return u, nil
 	}
 	u, err := f.units.open(p, batchRows)
 	if err != nil {
@@ -152,70 +149,104 @@ func (f *File) open(p idemtype.Partition, batchRows int) (unit, error) {
 	if p.Length > 1 {
 		u = &skipping{unit: u, skip: p.Length - 1}
 	}
-	return &rowRange{unit: u, left: p.Rows}, nil
-}
-
-// rowRanges reports whether f's partitions may be ranges of a unit's rows:
-// a Parquet row group of at least twice ScanOptions.PartitionRows rows is
-// cut into partitions of about PartitionRows rows. Such a partition's
-// Offset is its row group, and Length is 1 plus the rows of the group
-// before it (as for rows before the table, see idemtype.Partition); its CRC
-// is the whole group's. An Arrow record batch is always one partition.
-func (f *File) rowRanges() bool {
-	u := f.units
-	if p, ok := u.(*projected); ok {
-		u = p.unitFile
+	if f.parquet() != nil {
+		u = &rowRange{unit: u, left: p.Rows}
 	}
-	_, ok := u.(*parquetFile)
-	return ok
+	return u, nil
 }
 
-// A row group cut into partitions is decoded once when they are read in
-// order: the reader of one partition leaves its decoder, at the first row
-// of the next, for the reader of that partition to take (keep, resume).
-// A partition read out of order, or first after a resume, decodes the
-// rows before it to drop them.
+// Partitions that are more than a unit, or less, are read from one decoder
+// when they are read in order: the reader of one partition leaves its
+// decoder, at the first row of the next, for the reader of that partition
+// to take (keep, resume). A Parquet row group of at least twice
+// ScanOptions.PartitionRows rows is cut into partitions of about
+// PartitionRows rows; such a partition's Offset is its row group, and
+// Length is 1 plus the rows of the group before it (as for rows before the
+// table, see idemtype.Partition); its CRC is the whole group's. An IPC
+// stream's partitions are runs of its record batches (see ipcStream). A
+// partition read out of order, or first after a resume, decodes the rows
+// before it to drop them.
 
 // keptUnit is a decoder left by a partition reader at the start of the
-// partition named by key.
+// partition named by key: a Parquet row range (rr) or an IPC stream (st,
+// whose next partition's CRC its reader does not know: key.CRC is 0).
 type keptUnit struct {
 	key idemtype.Partition // Offset, Length and CRC of the next partition
+	u   unit               // as the partition reader read it
 	rr  *rowRange
+	st  *streamUnit
 }
 
 // maxKept bounds the decoders kept at once (workers reading a row group's
 // partitions out of order leave some that no reader takes).
 const maxKept = 2
 
-// keep leaves rr, a decoder read to the end of partition p, for the reader
-// of the partition after p, when p's row group has rows after it.
-// Otherwise, and when the oldest kept decoder has to make room, it closes.
-func (f *File) keep(p idemtype.Partition, rr *rowRange) {
-	pq := f.parquet()
-	if pq == nil || p.Offset < 0 || p.Offset >= int64(pq.groups) || pq.md.RowGroup(int(p.Offset)).NumRows() <= skipped(p)+p.Rows {
-		rr.close()
-		return
+// keep leaves u, the unit of partition p read to its end, for the reader
+// of the partition after p, when there may be one: a Parquet row range
+// whose group has rows after it, or an IPC stream. Otherwise, and when the
+// oldest kept decoder has to make room, it closes. It reports whether u is
+// kept or closed; false leaves u to the caller.
+func (f *File) keep(p idemtype.Partition, u unit) bool {
+	k := keptUnit{u: u}
+	switch inner := unwrap(u).(type) {
+	case *rowRange:
+		pq := f.parquet()
+		if inner.left != 0 {
+			return false
+		}
+		if p.Offset < 0 || p.Offset >= int64(pq.groups) || pq.md.RowGroup(int(p.Offset)).NumRows() <= skipped(p)+p.Rows {
+			u.close()
+			return true
+		}
+		k.key, k.rr = idemtype.Partition{Offset: p.Offset, Length: p.Length + p.Rows, CRC: p.CRC}, inner
+	case *streamUnit:
+		if inner.left != 0 {
+			return false
+		}
+		k.key, k.st = inner.following(), inner
+	default:
+		return false
 	}
 	f.keptMu.Lock()
 	defer f.keptMu.Unlock()
-	f.kept = append(f.kept, keptUnit{key: idemtype.Partition{Offset: p.Offset, Length: p.Length + p.Rows, CRC: p.CRC}, rr: rr})
+	f.kept = append(f.kept, k)
 	if len(f.kept) > maxKept {
-		f.kept[0].rr.close()
+		f.kept[0].u.close()
 		f.kept = slices.Delete(f.kept, 0, 1)
+	}
+	return true
+}
+
+// unwrap returns the decoder under u's projection and skipping.
+func unwrap(u unit) unit {
+	for {
+		switch w := u.(type) {
+		case *projUnit:
+			u = w.unit
+		case *skipping:
+			u = w.unit
+		default:
+			return u
+		}
 	}
 }
 
 // resume returns the decoder a partition reader left at the start of p,
 // limited to p's rows, or nil.
-func (f *File) resume(p idemtype.Partition) *rowRange {
+func (f *File) resume(p idemtype.Partition) unit {
 	f.keptMu.Lock()
 	defer f.keptMu.Unlock()
 	for i, k := range f.kept {
-		if k.key.Offset == p.Offset && k.key.Length == p.Length && k.key.CRC == p.CRC {
-			f.kept = slices.Delete(f.kept, i, i+1)
-			k.rr.left = p.Rows
-			return k.rr
+		if k.key.Offset != p.Offset || k.key.Length != p.Length || (k.rr != nil && k.key.CRC != p.CRC) {
+			continue
 		}
+		f.kept = slices.Delete(f.kept, i, i+1)
+		if k.rr != nil {
+			k.rr.left = p.Rows
+		} else {
+			k.st.start(p)
+		}
+		return k.u
 	}
 	return nil
 }
@@ -226,12 +257,13 @@ func (f *File) Close() {
 	f.keptMu.Lock()
 	defer f.keptMu.Unlock()
 	for _, k := range f.kept {
-		k.rr.close()
+		k.u.close()
 	}
 	f.kept = nil
 }
 
-// parquet returns f's Parquet file, or nil.
+// parquet returns f's Parquet file, or nil. Only a Parquet file's
+// partitions may be ranges of a unit's rows.
 func (f *File) parquet() *parquetFile {
 	u := f.units
 	if p, ok := u.(*projected); ok {
@@ -323,8 +355,8 @@ type projected struct {
 	proj []int
 }
 
-func (p *projected) scan(ctx context.Context, secondCore <-chan struct{}, fn func(p idemtype.Partition, u unit) error) error {
-	return p.unitFile.scan(ctx, secondCore, func(part idemtype.Partition, u unit) error {
+func (p *projected) scan(ctx context.Context, o partition.ScanOptions, fn func(p idemtype.Partition, u unit) error) error {
+	return p.unitFile.scan(ctx, o, func(part idemtype.Partition, u unit) error {
 		return fn(part, &projUnit{unit: u, proj: p.proj})
 	})
 }

@@ -28,13 +28,22 @@ import (
 // memory speed). As for Parquet, the blocks are read into memory and
 // checked before the decoder reads them from there.
 //
-// An Arrow IPC stream can only be read from its start. A partition reader
-// re-reads the stream up to its record batch, passing over the batches
-// before it without decoding them; its CRC covers the messages from the end
-// of the previous record batch to the end of its own (its dictionaries or
-// their replacements and deltas, and itself). The reader reads the
-// messages itself (messages), so that each is checked before arrow-go
-// decodes it.
+// An Arrow IPC stream can only be read from its start. Its record batches
+// are often small (a writer flushing as rows arrive), so a partition is a
+// run of them: it ends with the record batch that brings it to
+// ScanOptions.PartitionRows rows or PartitionBytes bytes. Its Offset is
+// its first record batch, Length is 1 plus the rows before the table
+// (Options.SkipLines) it starts with, and its CRC covers the messages from
+// the end of the record batch before it to the end of its last (its
+// dictionaries or their replacements and deltas, and its record batches).
+// A partition reader opened alone re-reads the stream up to its first
+// record batch, passing over those before it without decoding them; one
+// that read its partition to the end leaves the stream, positioned at the
+// next partition, for that partition's reader (File.keep), so partitions
+// read in order read the stream once. The reader reads the messages itself
+// (messages), so that each is checked before arrow-go decodes it; a
+// partition's bytes are checked against its CRC as its last record batch
+// is read, before its reader reports its end.
 
 var ipcMagic = []byte("ARROW1")
 
@@ -248,7 +257,7 @@ func (s *ipcFile) loadDicts() (*loaded, uint32, error) {
 	return ld, crc, s.checkBlocks(ld, "dictionary", s.dicts)
 }
 
-func (s *ipcFile) scan(ctx context.Context, _ <-chan struct{}, fn func(p idemtype.Partition, u unit) error) error {
+func (s *ipcFile) scan(ctx context.Context, _ partition.ScanOptions, fn func(p idemtype.Partition, u unit) error) error {
 	ld, dictCRC, err := s.loadDicts()
 	if err != nil {
 		return err
@@ -354,15 +363,23 @@ func (s *ipcStream) unitName() string { return "record batch" }
 // decoding them. It notes the CRC-32C of the bytes from the end of the
 // previous record batch message to the end of the last one it returned.
 type messages struct {
-	r    io.Reader
-	mem  memory.Allocator
-	crc  uint32 // of the bytes read since the last record batch
-	last uint32 // CRC of the last record batch returned, and what preceded it
-	skip int64
-	seen int64
-	msg  *ipc.Message
-	refs atomic.Int64
-	hdr  [8]byte
+	r         io.Reader
+	mem       memory.Allocator
+	span      uint32 // CRC of the bytes read since the last cut or skipped record batch
+	spanBytes int64  // and their number
+	skip      int64
+	seen      int64 // record batches read, skipped ones included
+	msg       *ipc.Message
+	refs      atomic.Int64
+	hdr       [8]byte
+}
+
+// cut returns the CRC-32C of the bytes read since the last cut (or since
+// the last record batch passed over) and starts the next span.
+func (m *messages) cut() uint32 {
+	crc := m.span
+	m.span, m.spanBytes = 0, 0
+	return crc
 }
 
 var _ ipc.MessageReader = (*messages)(nil)
@@ -375,7 +392,8 @@ const (
 
 func (m *messages) read(p []byte) error {
 	n, err := io.ReadFull(m.r, p)
-	m.crc = crc32.Update(m.crc, partition.Castagnoli, p[:n])
+	m.span = crc32.Update(m.span, partition.Castagnoli, p[:n])
+	m.spanBytes += int64(n)
 	return err
 }
 
@@ -388,11 +406,11 @@ func (m *messages) Message() (*ipc.Message, error) {
 		if kind != fbHeaderRecords {
 			return msg, nil
 		}
-		m.last, m.crc = m.crc, 0
 		m.seen++
 		if m.seen > m.skip {
 			return msg, nil
 		}
+		m.cut() // a partition starts after the record batches passed over
 	}
 }
 
@@ -538,14 +556,26 @@ func (f *File) openIPCStream() (err error) {
 	return nil
 }
 
-func (s *ipcStream) scan(ctx context.Context, _ <-chan struct{}, fn func(p idemtype.Partition, u unit) error) error {
+// scan reads the stream's record batches in order, holding those of a
+// partition until it ends (see the top of this file).
+func (s *ipcStream) scan(ctx context.Context, o partition.ScanOptions, fn func(p idemtype.Partition, u unit) error) error {
 	rdr, msgs, c, err := s.stream(0)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	defer rdr.Release()
+	part := &batchList{}
+	defer part.close()
+	var p idemtype.Partition
 	var k int64
+	flush := func() error {
+		msgs.cut()
+		u := part
+		part = &batchList{}
+		defer u.close()
+		return fn(p, u)
+	}
 	for ; ; k++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -556,23 +586,28 @@ func (s *ipcStream) scan(ctx context.Context, _ <-chan struct{}, fn func(p idemt
 		s.f.Stats.Groups.Add(1)
 		rec := rdr.RecordBatch()
 		rec.Retain()
-		u := &oneBatch{rec: rec}
-		err := func() error {
-			defer u.close()
-			return fn(idemtype.Partition{Rows: rec.NumRows(), Offset: k, Length: 1, CRC: msgs.last}, u)
-		}()
-		if err != nil {
-			return err
+		if len(part.recs) == 0 {
+			p = idemtype.Partition{Offset: k, Length: 1}
+		}
+		part.recs = append(part.recs, rec)
+		p.Rows += rec.NumRows()
+		p.CRC = msgs.span // to the end of this record batch: what follows the last is not the partition's
+		if p.Rows >= o.PartitionRows || msgs.spanBytes >= o.PartitionBytes {
+			if err := flush(); err != nil {
+				return err
+			}
 		}
 	}
 	if err := rdr.Err(); err != nil {
 		return s.f.unitError(err, fmt.Sprintf("record batch %d", k))
 	}
+	if len(part.recs) > 0 {
+		return flush()
+	}
 	return nil
 }
 
 func (s *ipcStream) open(p idemtype.Partition, _ int) (unit, error) {
-	where := s.f.where("record batch", p)
 	if p.Offset < 0 || p.Length < 1 {
 		return nil, &input.ParseError{Path: s.f.Path, Offset: -1,
 			Err: fmt.Errorf("%w: the plan's partition %d is record batch %d (+%d)", input.ErrSourceChanged, p.Index, p.Offset, p.Length)}
@@ -581,23 +616,84 @@ func (s *ipcStream) open(p idemtype.Partition, _ int) (unit, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	defer rdr.Release()
-	s.f.Stats.Groups.Add(1)
-	if !rdr.Next() {
-		if err := rdr.Err(); err != nil {
-			return nil, s.f.unitError(err, where)
-		}
-		return nil, &input.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: the stream ends before %s", input.ErrSourceChanged, where)}
+	u := &streamUnit{s: s, rdr: rdr, msgs: msgs, c: c}
+	u.start(p)
+	return u, nil
+}
+
+// streamUnit reads the record batches of a stream partition, from a stream
+// positioned at its first; read to the end, it is positioned at the next
+// partition's (File.keep).
+type streamUnit struct {
+	s    *ipcStream
+	rdr  *ipc.Reader
+	msgs *messages
+	c    io.Closer
+	p    idemtype.Partition
+	left int64 // rows of p, those before the table included, not read yet
+}
+
+// start readies u to read partition p, which starts where the stream is.
+func (u *streamUnit) start(p idemtype.Partition) {
+	u.p, u.left = p, p.Rows+skipped(p)
+}
+
+// next returns the partition's next record batch, and io.EOF after its
+// last, whose bytes it checks against the plan's CRC before returning it.
+func (u *streamUnit) next() (arrow.RecordBatch, error) {
+	if u.left <= 0 {
+		return nil, io.EOF
 	}
-	rec := rdr.RecordBatch()
-	switch {
-	case msgs.last != p.CRC:
-		return nil, &input.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: %s's bytes differ from the plan", input.ErrSourceChanged, where)}
-	case rec.NumRows() != p.Rows+skipped(p):
-		return nil, &input.ParseError{Path: s.f.Path, Offset: -1,
-			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", input.ErrSourceChanged, where, rec.NumRows(), p.Rows+skipped(p))}
+	where := u.s.f.where("record batch", u.p)
+	if !u.rdr.Next() {
+		if err := u.rdr.Err(); err != nil {
+			return nil, u.s.f.unitError(err, where)
+		}
+		return nil, &input.ParseError{Path: u.s.f.Path, Offset: -1, Err: fmt.Errorf("%w: the stream ends before the end of %s", input.ErrSourceChanged, where)}
+	}
+	u.s.f.Stats.Groups.Add(1)
+	rec := u.rdr.RecordBatch()
+	if n := rec.NumRows(); n > u.left {
+		return nil, &input.ParseError{Path: u.s.f.Path, Offset: -1,
+			Err: fmt.Errorf("%w: %s: record batch %d has %d rows, more than the %d the plan has left", input.ErrSourceChanged, where, u.msgs.seen-1, n, u.left)}
+	}
+	u.left -= rec.NumRows()
+	if u.left == 0 && u.msgs.cut() != u.p.CRC {
+		return nil, &input.ParseError{Path: u.s.f.Path, Offset: -1, Err: fmt.Errorf("%w: %s's bytes differ from the plan", input.ErrSourceChanged, where)}
 	}
 	rec.Retain()
-	return &oneBatch{rec: rec}, nil
+	return rec, nil
+}
+
+// following returns the partition that starts where u stands, as far as
+// its reader can tell: Offset and Length.
+func (u *streamUnit) following() idemtype.Partition {
+	return idemtype.Partition{Offset: u.msgs.seen, Length: 1}
+}
+
+func (u *streamUnit) close() {
+	if u.rdr != nil {
+		u.rdr.Release()
+		u.c.Close()
+		u.rdr = nil
+	}
+}
+
+// batchList is a unit of decoded record batches.
+type batchList struct{ recs []arrow.RecordBatch }
+
+func (u *batchList) next() (arrow.RecordBatch, error) {
+	if len(u.recs) == 0 {
+		return nil, io.EOF
+	}
+	rec := u.recs[0]
+	u.recs = u.recs[1:]
+	return rec, nil
+}
+
+func (u *batchList) close() {
+	for _, r := range u.recs {
+		r.Release()
+	}
+	u.recs = nil
 }

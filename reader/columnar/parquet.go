@@ -24,7 +24,7 @@ import (
 )
 
 // A Parquet file is read one row group at a time. Its partitions are its
-// row groups, or ranges of a large row group's rows (File.rowRanges), and
+// row groups, or ranges of a large row group's rows (File.keep), and
 // a partition's CRC is the CRC-32C of the row group's column chunks, in column order, exactly the byte ranges the decoder reads.
 // Those bytes are read into memory and checked before the decoder sees
 // them, and the decoder reads them from memory (see loaded): what is
@@ -329,7 +329,7 @@ func (s *parquetFile) records(fr *pqarrow.FileReader, k int) (*pqUnit, error) {
 	return &pqUnit{rr: rr}, nil
 }
 
-func (s *parquetFile) scan(ctx context.Context, secondCore <-chan struct{}, fn func(p idemtype.Partition, u unit) error) error {
+func (s *parquetFile) scan(ctx context.Context, o partition.ScanOptions, fn func(p idemtype.Partition, u unit) error) error {
 	md := s.md
 	ld := &loaded{size: s.size}
 	batch := planBatchRows
@@ -358,7 +358,7 @@ func (s *parquetFile) scan(ctx context.Context, secondCore <-chan struct{}, fn f
 			return err
 		}
 		view.ranges = ld.ranges
-		u, err := s.planUnit(fr, frB, k, secondCore)
+		u, err := s.planUnit(fr, frB, k, o.SecondCore)
 		if err != nil {
 			return err
 		}
@@ -382,7 +382,7 @@ func (s *parquetFile) open(p idemtype.Partition, batchRows int) (unit, error) {
 	}
 	k := int(p.Offset)
 	md := s.md
-	// A partition may be a range of the group's rows (File.rowRanges): the
+	// A partition may be a range of the group's rows (File.keep): the
 	// group holds at least its rows and those before it. The CRC is the
 	// whole group's, so a group that changed is caught below.
 	if n := md.RowGroup(k).NumRows(); n < p.Rows+skipped(p) {
