@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
+	"github.com/idemport/idemport/sink"
 )
 
 // applying is what an attempt has done so far, which the apply stage adds
@@ -38,14 +40,25 @@ type applying struct {
 }
 
 // applier is the apply and finalize stages of an attempt: the identity,
-// claim and plan the earlier stages returned, on the run that holds the
-// engine, the request, the attempt, its result and what it applied so far
-// (run.ap).
+// claim and plan the earlier stages returned, with what it needs of the
+// attempt they were made for. Its fields are set once, by work; what it
+// applied so far (ap) is the run's, which reports it when the attempt ends.
 type applier struct {
-	*run
+	e       *Engine
+	req     Request
+	res     *Result
+	attempt ledger.Attempt
+	target  sink.Target
+	log     *slog.Logger
+	leaseMs int64
+	started time.Time
+	ap      *applying
 	identity
 	claimed
 	planned
+	// run is the attempt's run, for what the applier still shares with
+	// the stages before it: notes, transactions, the names of its tables.
+	run *run
 }
 
 // apply claims and commits partitions until every partition of the plan is
@@ -78,7 +91,7 @@ func (a *applier) apply(ctx context.Context) error {
 		}
 		if p.Done == p.Total {
 			// Other attempts may have done some: the last report says all.
-			a.progress(Progress{Phase: "apply", Rows: a.plan.Rows, TotalRows: a.plan.Rows, Partitions: p.Total, TotalParts: p.Total,
+			a.run.progress(Progress{Phase: "apply", Rows: a.plan.Rows, TotalRows: a.plan.Rows, Partitions: p.Total, TotalParts: p.Total,
 				Skipped: a.res.Partitions.Skipped})
 			return nil
 		}
@@ -108,7 +121,7 @@ func (a *applier) startApply(ctx context.Context) error {
 	a.res.Partitions.Total = start.Total
 	a.res.Partitions.Skipped = start.Done
 	a.ap.doneRows = a.rowsDone(ctx)
-	a.progress(Progress{Phase: "apply", Rows: a.ap.doneRows, TotalRows: a.plan.Rows, Partitions: start.Done, TotalParts: start.Total, Skipped: start.Done})
+	a.run.progress(Progress{Phase: "apply", Rows: a.ap.doneRows, TotalRows: a.plan.Rows, Partitions: start.Done, TotalParts: start.Total, Skipped: start.Done})
 	return a.expectAs(ctx)
 }
 
@@ -174,7 +187,7 @@ func (a *applier) again(ctx context.Context, err error, n *retries) (bool, error
 // wait still. (On SQLite such a holder keeps the write lock: see
 // stopBusy.)
 func (a *applier) awaitOthers(ctx context.Context, p checkpoint.Progress) error {
-	if b := a.busy(ctx, "holds a partition inside its transaction"); (p.Claimable > 0 && a.expiredInTransaction(ctx)) || a.frozenInTransaction(ctx, b) {
+	if b := a.run.busy(ctx, "holds a partition inside its transaction"); (p.Claimable > 0 && a.expiredInTransaction(ctx)) || a.frozenInTransaction(ctx, b) {
 		if a.req.Wait <= 0 || time.Since(a.started) > a.req.Wait {
 			return b
 		}
@@ -183,12 +196,12 @@ func (a *applier) awaitOthers(ctx context.Context, p checkpoint.Progress) error 
 	if err := sleep(ctx, min(time.Second, a.req.Lease/4)); err != nil {
 		return err
 	}
-	return a.withTx(ctx, func(tx *sql.Tx) error {
+	return a.run.withTx(ctx, func(tx *sql.Tx) error {
 		op, _, err := a.e.st.Ledger.Get(ctx, tx, a.id.Key)
 		if err != nil || op == nil {
 			return err
 		}
-		return a.reapDead(ctx, tx, op)
+		return a.run.reapDead(ctx, tx, op)
 	})
 }
 
@@ -525,7 +538,7 @@ func (a *applier) endPartition(ctx context.Context, conn *sql.Conn, p *partition
 
 // lost explains a failed fence: this attempt stalled past its lease and
 // another took its partition over.
-func (r *run) lost(err error) error {
+func (a *applier) lost(err error) error {
 	if errors.Is(err, checkpoint.ErrNotHeld) {
 		return fmt.Errorf("%w: %w (this process stalled past its lease; the other attempt finishes the work)", ledger.ErrLeaseLost, err)
 	}
@@ -547,7 +560,7 @@ func (a *applier) commit(ctx context.Context, conn *sql.Conn, tx *txn, c *checkp
 	if err := a.e.st.Hit("inside-partition"); err != nil {
 		return err
 	}
-	if err := a.checkSource(); err != nil {
+	if err := a.run.checkSource(); err != nil {
 		return err
 	}
 	if err := a.e.st.CP.Complete(ctx, tx.Tx, a.op, c.Index, a.attempt.ID, counts); err != nil {
@@ -579,7 +592,7 @@ func (a *applier) committedPartition(c *checkpoint.Claim, counts idemtype.Rows, 
 	a.ap.doneRows += c.Rows
 	p := Progress{Phase: "apply", Rows: a.ap.doneRows, TotalRows: a.plan.Rows, Partitions: a.res.Partitions.Skipped + a.ap.committed,
 		TotalParts: a.res.Partitions.Total, Skipped: a.res.Partitions.Skipped}
-	a.progress(p) // under mu: reports stay in order
+	a.run.progress(p) // under mu: reports stay in order
 	mu.Unlock()
 	a.log.Debug("partition committed", "partition", c.Index, "inserted", counts.Inserted, "updated", counts.Updated,
 		"unchanged", counts.Unchanged, "stale", counts.Stale, "superseded", counts.Superseded, "rejected", counts.Rejected)
@@ -634,7 +647,7 @@ func (a *applier) unanswered(ctx context.Context, conn *sql.Conn, c *checkpoint.
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unansweredWait)
 	defer cancel()
 	var by string
-	err := a.withTx(qctx, func(tx *sql.Tx) (err error) {
+	err := a.run.withTx(qctx, func(tx *sql.Tx) (err error) {
 		by, err = a.e.st.CP.DoneBy(qctx, tx, a.op, c.Index)
 		return err
 	})
@@ -666,7 +679,7 @@ func (a *applier) finalize(ctx context.Context) error {
 	}
 	var c completion
 	removed := a.res.Removed // the replaced version's rows the plan's transaction removed (ordinal mode)
-	err = a.withTx(ctx, func(tx *sql.Tx) (err error) {
+	err = a.run.withTx(ctx, func(tx *sql.Tx) (err error) {
 		a.res.Removed = removed
 		c, err = a.complete(ctx, tx)
 		return err
@@ -703,7 +716,7 @@ func (a *applier) finalize(ctx context.Context) error {
 	if err := a.e.st.Hit("after-finalize"); err != nil {
 		return err
 	}
-	return a.succeed(ctx, completer)
+	return a.run.succeed(ctx, completer)
 }
 
 // completion is what the completing transaction did.
@@ -739,7 +752,7 @@ func (a *applier) complete(ctx context.Context, tx *sql.Tx) (completion, error) 
 		return c, err
 	} else if restored {
 		c.completer = op.CompletedBy
-		a.note("%s had completed on %s (attempt %s), and a run of an earlier version that joined it then recorded it %s: it is completed again; nothing was applied twice",
+		a.run.note("%s had completed on %s (attempt %s), and a run of an earlier version that joined it then recorded it %s: it is completed again; nothing was applied twice",
 			op.Key, formatMs(op.CompletedAt), op.CompletedBy, op.State)
 		return c, nil
 	}
@@ -786,7 +799,7 @@ func (a *applier) finish(ctx context.Context, tx *sql.Tx, c *completion) (idemty
 	if err != nil {
 		return totals, err
 	}
-	if err := a.prepareReplaced(ctx, tx, true); err != nil { // with --atomic, before the move
+	if err := a.run.prepareReplaced(ctx, tx, true); err != nil { // with --atomic, before the move
 		return totals, err
 	}
 	if a.req.Mapping.Atomic {
@@ -821,7 +834,7 @@ func (a *applier) recordEnd(ctx context.Context, tx *sql.Tx, moved idemtype.Rows
 		return err
 	}
 	var deleted *int64
-	if a.snapshot() != nil {
+	if a.run.snapshot() != nil {
 		deleted = &a.res.Deleted
 	}
 	rows := a.ap.rows
@@ -839,7 +852,7 @@ func (a *applier) settledOp(ctx context.Context) (*ledger.Operation, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unansweredWait)
 	defer cancel()
 	var op *ledger.Operation
-	err := a.withTx(ctx, func(tx *sql.Tx) (err error) {
+	err := a.run.withTx(ctx, func(tx *sql.Tx) (err error) {
 		if err := a.e.st.Ledger.Lock(ctx, tx, a.id.Key); err != nil {
 			return err
 		}

@@ -63,11 +63,11 @@ func (a *applier) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all,
 		return 0, all, mine, err
 	}
 	attempts, group := stageGroups(a.e.st.Driver, parts)
-	classes, err := a.e.st.Driver.Classify(ctx, tx, a.target, a.stageTable(), names, group)
+	classes, err := a.e.st.Driver.Classify(ctx, tx, a.target, a.run.stageTable(), names, group)
 	if err != nil {
 		return 0, all, mine, err
 	}
-	staged, fresh, written, err := a.e.st.Driver.Merge(ctx, tx, a.target, a.stageTable(), names)
+	staged, fresh, written, err := a.e.st.Driver.Merge(ctx, tx, a.target, a.run.stageTable(), names)
 	if err != nil {
 		return 0, all, mine, err
 	}
@@ -88,7 +88,7 @@ func (a *applier) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all,
 		a.log.Warn("the staged rows' classification differs from what the move wrote", "new", moved, "changed", all.Updated,
 			"moved_new", fresh, "moved_changed", written-fresh)
 	}
-	a.note("moved %d staged rows into %s in one transaction: %d new, %d changed, %d unchanged or older", staged, a.target.Table, fresh, written-fresh, staged-written)
+	a.run.note("moved %d staged rows into %s in one transaction: %d new, %d changed, %d unchanged or older", staged, a.target.Table, fresh, written-fresh, staged-written)
 	return fresh, all, mine, nil
 }
 
@@ -123,8 +123,8 @@ func (a *applier) dropStage(ctx context.Context, tx *sql.Tx) error {
 	if !a.req.Mapping.Atomic || a.e.st.DDLCommits() { // else dropped after tx (dropAfterCompletion)
 		return nil
 	}
-	if err := a.e.st.Driver.DropTable(ctx, tx, a.stageTable()); err != nil {
-		return fmt.Errorf("drop staging table %s: %w", a.stageTable(), err)
+	if err := a.e.st.Driver.DropTable(ctx, tx, a.run.stageTable()); err != nil {
+		return fmt.Errorf("drop staging table %s: %w", a.run.stageTable(), err)
 	}
 	return nil
 }

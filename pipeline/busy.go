@@ -153,16 +153,16 @@ func (r *run) locked(ctx context.Context) *BusyError {
 	return e
 }
 
-// frozenInTransaction reports whether a holder of r's operation that is
+// frozenInTransaction reports whether a holder of a's operation that is
 // stopped on this host holds one of its partitions inside an open
 // transaction: it cannot be taken over even once its lease expires.
-func (r *run) frozenInTransaction(ctx context.Context, e *BusyError) bool {
+func (a *applier) frozenInTransaction(ctx context.Context, e *BusyError) bool {
 	for _, h := range e.Holders {
 		if !h.Stopped {
 			continue
 		}
 		for _, idx := range h.partitions {
-			if locked, err := r.e.st.CP.InTransaction(ctx, r.e.st.DB, r.op, idx); err == nil && locked {
+			if locked, err := a.e.st.CP.InTransaction(ctx, a.e.st.DB, a.op, idx); err == nil && locked {
 				return true
 			}
 		}
@@ -170,27 +170,27 @@ func (r *run) frozenInTransaction(ctx context.Context, e *BusyError) bool {
 	return false
 }
 
-// expiredInTransaction reports whether a partition of r's operation whose
+// expiredInTransaction reports whether a partition of a's operation whose
 // lease another attempt let expire is still locked by an open transaction:
 // Claim's SKIP LOCKED passes it over, so it cannot be taken over until that
 // transaction ends. A claimable partition that is not so locked, or whose
 // lease has not expired, only looked free for a moment (another live
 // attempt's claim of it was not yet committed, or its lease ran out after
 // this run's last claim): that is no reason to be busy.
-func (r *run) expiredInTransaction(ctx context.Context) bool {
-	_, now, err := r.e.st.Ledger.Get(ctx, r.e.st.DB, r.id.Key)
+func (a *applier) expiredInTransaction(ctx context.Context) bool {
+	_, now, err := a.e.st.Ledger.Get(ctx, a.e.st.DB, a.id.Key)
 	if err != nil {
 		return false
 	}
-	parts, err := r.e.st.CP.Partitions(ctx, r.e.st.DB, r.op)
+	parts, err := a.e.st.CP.Partitions(ctx, a.e.st.DB, a.op)
 	if err != nil {
 		return false
 	}
 	for _, p := range parts {
-		if p.Done || p.LeaseAttempt == "" || p.LeaseAttempt == r.attempt.ID || p.LeaseExpires > now {
+		if p.Done || p.LeaseAttempt == "" || p.LeaseAttempt == a.attempt.ID || p.LeaseExpires > now {
 			continue
 		}
-		if locked, err := r.e.st.CP.InTransaction(ctx, r.e.st.DB, r.op, p.Index); err == nil && locked {
+		if locked, err := a.e.st.CP.InTransaction(ctx, a.e.st.DB, a.op, p.Index); err == nil && locked {
 			return true
 		}
 	}

@@ -123,9 +123,9 @@ func (r *run) dropAbandoned(ctx context.Context) {
 // and reporting the change as its own. Each step is idempotent besides (a
 // column added IF NOT EXISTS, a widening to what the column holds
 // already).
-func (r *run) evolveApart(ctx context.Context) (*evolution, error) {
-	schema := r.plan.Schema.Arrow()
-	lock, err := beginTx(ctx, r.e.st.DB)
+func (a *applier) evolveApart(ctx context.Context) (*evolution, error) {
+	schema := a.plan.Schema.Arrow()
+	lock, err := beginTx(ctx, a.e.st.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -134,39 +134,39 @@ func (r *run) evolveApart(ctx context.Context) (*evolution, error) {
 	// the key a first locker made goes, and the waiters, all making it
 	// again, deadlock.
 	defer lock.Commit()
-	if err := r.e.st.Driver.Lock(ctx, lock.Tx, "evolve "+r.target.Table); err != nil {
+	if err := a.e.st.Driver.Lock(ctx, lock.Tx, "evolve "+a.target.Table); err != nil {
 		return nil, err
 	}
-	table, err := r.e.st.Driver.Describe(ctx, r.e.st.DB, r.target.Table)
+	table, err := a.e.st.Driver.Describe(ctx, a.e.st.DB, a.target.Table)
 	if err != nil {
 		return nil, err
 	}
-	ev, err := r.evolve(table, schema)
+	ev, err := a.run.evolve(table, schema)
 	if err != nil || ev.text == "" {
 		return ev, err
 	}
 	// Recorded first, with this attempt, so that a kill between the DDL
 	// and the rows' transaction, whose rerun finds the table changed and
 	// changes nothing, leaves the change in the attempt that made it.
-	if err := r.withTx(ctx, func(tx *sql.Tx) error { return r.recordEvolved(ctx, tx, ev) }); err != nil {
+	if err := a.run.withTx(ctx, func(tx *sql.Tx) error { return a.run.recordEvolved(ctx, tx, ev) }); err != nil {
 		return nil, err
 	}
-	if err := r.e.st.Hit("after-ddl-record"); err != nil {
+	if err := a.e.st.Hit("after-ddl-record"); err != nil {
 		return nil, err
 	}
-	d := r.e.st.Driver
-	err = r.e.st.Alter(ctx, func(tx *sql.Tx) error {
+	d := a.e.st.Driver
+	err = a.e.st.Alter(ctx, func(tx *sql.Tx) error {
 		for _, f := range ev.add {
-			if err := d.AddColumn(ctx, tx, r.target.Table, f); err != nil {
+			if err := d.AddColumn(ctx, tx, a.target.Table, f); err != nil {
 				return err
 			}
 		}
 		for _, w := range ev.widen {
-			if err := d.Widen(ctx, tx, r.target.Table, w.column, w.kind); err != nil {
+			if err := d.Widen(ctx, tx, a.target.Table, w.column, w.kind); err != nil {
 				return err
 			}
 		}
-		return d.Ensure(ctx, tx, r.target, schema)
+		return d.Ensure(ctx, tx, a.target, schema)
 	})
 	return ev, err
 }
@@ -192,7 +192,7 @@ func (a *applier) completionDDL(ctx context.Context) (*evolution, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s := a.snapshot(); s != nil && s.Soft {
+	if s := a.run.snapshot(); s != nil && s.Soft {
 		err = a.e.st.Alter(ctx, func(tx *sql.Tx) error { return a.e.st.Driver.EnsureDeleted(ctx, tx, a.target.Table) })
 	}
 	return ev, err
@@ -205,9 +205,9 @@ func (a *applier) dropAfterCompletion(ctx context.Context) {
 	if !a.e.st.DDLCommits() {
 		return
 	}
-	stage, seen := a.req.Mapping.Atomic, a.keysSeen()
+	stage, seen := a.req.Mapping.Atomic, a.run.keysSeen()
 	_, err := a.e.st.DropCreated(ctx, a.id.Key, func(c ledger.CreatedTable) bool {
-		return stage && c.Name == a.stageTable() || seen && c.Name == a.seenTable()
+		return stage && c.Name == a.run.stageTable() || seen && c.Name == a.run.seenTable()
 	})
 	if err != nil {
 		a.log.Warn("could not drop the import's staging tables; gc drops them", "err", err)

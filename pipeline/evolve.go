@@ -155,8 +155,8 @@ func (ev *evolution) report(res *Result) {
 // have to change the target before writing to it: --evolve without
 // --atomic. The plan changes nothing of an existing table; the first
 // partition transaction to commit does, with its rows.
-func (r *run) evolvesInPartitions() bool {
-	return r.req.Mapping.Evolve != EvolveNone && !r.req.Mapping.Atomic
+func (a *applier) evolvesInPartitions() bool {
+	return a.req.Mapping.Evolve != EvolveNone && !a.req.Mapping.Atomic
 }
 
 // partitionWriter is a worker's writer of the target, prepared inside
@@ -208,7 +208,7 @@ func (a *applier) evolveInPartition(ctx context.Context, tx *sql.Tx) (*evolution
 		// and tx records it.
 		ev, err := a.evolveApart(ctx)
 		if err == nil {
-			err = a.recordEvolved(ctx, tx, ev)
+			err = a.run.recordEvolved(ctx, tx, ev)
 		}
 		return ev, err
 	}
@@ -227,7 +227,7 @@ func (a *applier) evolveInPartition(ctx context.Context, tx *sql.Tx) (*evolution
 // ready holds the table's columns until tx ends and prepares w for them,
 // again when they changed since it was last prepared (see prepare).
 func (w *partitionWriter) ready(ctx context.Context, a *applier, conn *sql.Conn, tx *sql.Tx) error {
-	tg := a.writeTarget()
+	tg := a.run.writeTarget()
 	if err := a.e.st.Driver.HoldColumns(ctx, tx, tg.Table); err != nil {
 		return err
 	}
@@ -241,7 +241,7 @@ func (w *partitionWriter) ready(ctx context.Context, a *applier, conn *sql.Conn,
 	if w.Writer != nil && reflect.DeepEqual(table, w.table) {
 		return nil
 	}
-	as := a.valuesAs(table, a.plan.Schema)
+	as := a.run.valuesAs(table, a.plan.Schema)
 	a.ap.lastAs.Store(&as)
 	if w.Writer != nil {
 		a.log.Debug("the table's columns changed; preparing the writer again", "table", tg.Table)
@@ -303,17 +303,17 @@ func (r *run) valuesAs(table *sink.Table, schema reader.Schema) []idemtype.Type 
 // the table as it is, or as the first partition transaction is to change
 // it (--evolve): a partition read otherwise would be read again.
 func (a *applier) expectAs(ctx context.Context) error {
-	if !a.textFormat() || a.ap.lastAs.Load() != nil {
+	if !a.run.textFormat() || a.ap.lastAs.Load() != nil {
 		return nil
 	}
-	table, err := a.e.st.Driver.Describe(ctx, a.e.st.DB, a.writeTarget().Table)
+	table, err := a.e.st.Driver.Describe(ctx, a.e.st.DB, a.run.writeTarget().Table)
 	if err != nil || table == nil {
 		return err
 	}
 	if a.evolvesInPartitions() {
-		table = a.widened(table, a.plan.Schema)
+		table = a.run.widened(table, a.plan.Schema)
 	}
-	as := a.valuesAs(table, a.plan.Schema)
+	as := a.run.valuesAs(table, a.plan.Schema)
 	a.ap.lastAs.Store(&as)
 	return nil
 }
@@ -352,19 +352,19 @@ func schemaAs(s reader.Schema, as []idemtype.Type) reader.Schema {
 // evolveTarget returns the changes the target, as tx sees it, needs to
 // take rows of schema; with change it also makes them inside tx, records
 // them, and checks the table (Ensure) as the plan does for one that fits.
-func (r *run) evolveTarget(ctx context.Context, tx *sql.Tx, schema *arrow.Schema, change bool) (*evolution, error) {
-	table, err := r.e.st.Driver.Describe(ctx, tx, r.target.Table)
+func (a *applier) evolveTarget(ctx context.Context, tx *sql.Tx, schema *arrow.Schema, change bool) (*evolution, error) {
+	table, err := a.e.st.Driver.Describe(ctx, tx, a.target.Table)
 	if err != nil {
 		return nil, err
 	}
-	ev, err := r.evolve(table, schema)
+	ev, err := a.run.evolve(table, schema)
 	if err != nil || !change {
 		return ev, err
 	}
-	if err := ev.apply(ctx, r, tx); err != nil {
+	if err := ev.apply(ctx, a.run, tx); err != nil {
 		return nil, err
 	}
-	return ev, r.e.st.Driver.Ensure(ctx, tx, r.target, schema)
+	return ev, a.e.st.Driver.Ensure(ctx, tx, a.target, schema)
 }
 
 // evolveAtCompletion makes, for an --atomic import, the schema changes its
@@ -379,7 +379,7 @@ func (a *applier) evolveAtCompletion(ctx context.Context, tx *sql.Tx) (*evolutio
 	}
 	if a.e.st.DDLCommits() {
 		// Made before tx began (completionDDL): recorded here.
-		return a.ap.evolvedApart, a.recordEvolved(ctx, tx, a.ap.evolvedApart)
+		return a.ap.evolvedApart, a.run.recordEvolved(ctx, tx, a.ap.evolvedApart)
 	}
 	return a.evolveTarget(ctx, tx, a.plan.Schema.Arrow(), true)
 }

@@ -491,11 +491,19 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 		}
 		r.planned = p
 	}
-	a := &applier{run: r, identity: r.identity, claimed: r.claimed, planned: r.planned}
+	a := r.applier()
 	if err := a.apply(ctx); err != nil {
 		return err
 	}
 	return a.finalize(ctx)
+}
+
+// applier is the apply and finalize stages of r's attempt, with the
+// identity, claim and plan its earlier stages made.
+func (r *run) applier() *applier {
+	return &applier{e: r.e, req: r.req, res: r.res, attempt: r.attempt, target: r.target, log: r.log,
+		leaseMs: r.leaseMs, started: r.started, ap: &r.ap,
+		identity: r.identity, claimed: r.claimed, planned: r.planned, run: r}
 }
 
 // stopBusy ends an attempt that found its operation's remaining work held

@@ -38,7 +38,7 @@ import (
 // rerun goes on from there).
 
 // replacing reports whether the run's operation replaces an earlier version.
-func (r *run) replacing() bool { return r.replaces != "" }
+func (c claimed) replacing() bool { return c.replaces != "" }
 
 // replacedWhat says, for the claim's note, what happens to the earlier
 // version's rows.
@@ -85,7 +85,7 @@ func (a *applier) sweepReplaced(ctx context.Context, tx *sql.Tx) error {
 	if !a.replacing() || a.target.Ordinal() {
 		return nil
 	}
-	sw := sink.Sweep{Driver: a.e.st.Driver, Table: a.target.Table, Key: a.target.Key, Seen: a.seenTable(),
+	sw := sink.Sweep{Driver: a.e.st.Driver, Table: a.target.Table, Key: a.target.Key, Seen: a.run.seenTable(),
 		Scope: []sink.Term{{Column: sink.FileColumn, Value: strconv.FormatInt(a.id.FileKey, 10)}}}
 	n, err := sw.Apply(ctx, tx, nil)
 	if err != nil {
@@ -105,10 +105,10 @@ func (a *applier) noteReplaced() {
 		return
 	}
 	if a.target.Ordinal() {
-		a.note("removed the %s of the replaced version (%s)", english.Plural(a.res.Removed, "row"), ledger.ShortDigest(a.replaces))
+		a.run.note("removed the %s of the replaced version (%s)", english.Plural(a.res.Removed, "row"), ledger.ShortDigest(a.replaces))
 		return
 	}
-	a.note("deleted %s of the replaced version (%s) that this version lacks", english.Plural(a.res.Removed, "key"), ledger.ShortDigest(a.replaces))
+	a.run.note("deleted %s of the replaced version (%s) that this version lacks", english.Plural(a.res.Removed, "key"), ledger.ShortDigest(a.replaces))
 }
 
 // noteSamePath says so when an ordinal import that creates an operation

@@ -171,12 +171,12 @@ type seenWriter struct {
 }
 
 func (a *applier) newSeenWriter(ctx context.Context, conn *sql.Conn) (*seenWriter, error) {
-	if !a.keysSeen() {
+	if !a.run.keysSeen() {
 		return nil, nil
 	}
 	full := a.plan.Schema.Arrow()
 	schema := keySchema(full, a.target.Key)
-	tg := sink.Target{Table: a.seenTable()}
+	tg := sink.Target{Table: a.run.seenTable()}
 	t, err := a.e.st.Driver.Describe(ctx, conn, tg.Table)
 	if err != nil {
 		return nil, fmt.Errorf("record snapshot keys: %w", err)
@@ -245,9 +245,9 @@ func (r *run) deleteGuard(missing, live, before int64, plan *reader.Plan) error 
 }
 
 // scopeSweep is the sweep of the run's snapshot over its table and scope.
-func (r *run) scopeSweep() sink.Sweep {
-	s := r.snapshot()
-	return sink.Sweep{Driver: r.e.st.Driver, Table: r.target.Table, Key: r.target.Key, Seen: r.seenTable(), FileKey: r.id.FileKey, Scope: s.Scope, Soft: s.Soft}
+func (a *applier) scopeSweep() sink.Sweep {
+	s := a.run.snapshot()
+	return sink.Sweep{Driver: a.e.st.Driver, Table: a.target.Table, Key: a.target.Key, Seen: a.run.seenTable(), FileKey: a.id.FileKey, Scope: s.Scope, Soft: s.Soft}
 }
 
 // countScope counts, inside tx, the live rows of the snapshot's scope
@@ -261,7 +261,7 @@ func (r *run) scopeSweep() sink.Sweep {
 // not locked while the partition is written.) With --atomic nothing is
 // written before the completing transaction, which counts there.
 func (a *applier) countScope(ctx context.Context, tx *sql.Tx) (int64, error) {
-	if a.snapshot() == nil || a.target.Ordinal() || a.req.Mapping.Atomic {
+	if a.run.snapshot() == nil || a.target.Ordinal() || a.req.Mapping.Atomic {
 		return -1, nil
 	}
 	if _, ok, err := a.e.st.Ledger.ScopeRows(ctx, tx, a.id.Key); err != nil || ok {
@@ -287,7 +287,7 @@ func (a *applier) recordScope(ctx context.Context, tx *sql.Tx, n int64) error {
 // this version counts at its next partition, with what its earlier
 // partitions wrote: an approximation, as earlier versions' was.)
 func (a *applier) scopeBefore(ctx context.Context, tx *sql.Tx) (n int64, ok bool, err error) {
-	if a.snapshot() == nil || a.target.Ordinal() {
+	if a.run.snapshot() == nil || a.target.Ordinal() {
 		return 0, false, nil
 	}
 	if n, ok, err := a.e.st.Ledger.ScopeRows(ctx, tx, a.id.Key); err != nil || ok || !a.req.Mapping.Atomic {
@@ -324,7 +324,7 @@ func guardBefore(stored int64, ok bool, live, inserted int64) int64 {
 // records the snapshot as applied to its scope (dropSeen then drops the
 // table of keys seen). It returns the rows removed.
 func (a *applier) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64, known bool) (int64, error) {
-	s := a.snapshot()
+	s := a.run.snapshot()
 	if s == nil {
 		return 0, nil
 	}
@@ -345,7 +345,7 @@ func (a *applier) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64,
 	if err != nil {
 		return 0, err
 	}
-	if err := a.deleteGuard(missing, live, guardBefore(before, known, live, inserted), a.plan); err != nil {
+	if err := a.run.deleteGuard(missing, live, guardBefore(before, known, live, inserted), a.plan); err != nil {
 		return 0, err
 	}
 	// The mark is recorded in microseconds, as both databases keep it, so
@@ -371,9 +371,9 @@ func (a *applier) noNewerSnapshot(ctx context.Context, tx *sql.Tx, s *Snapshot) 
 	if err != nil {
 		return err
 	}
-	if last != nil && last.AsOf > a.asOf() {
+	if last != nil && last.AsOf > a.run.asOf() {
 		return fmt.Errorf("a newer snapshot of %s%s (%s, as of %s) was applied while this one (as of %s) was being imported; not sweeping: undo this import or import a newer snapshot",
-			a.target.Table, scopeSuffix(s), last.FileID, stamp(last.AsOf), stamp(a.asOf()))
+			a.target.Table, scopeSuffix(s), last.FileID, stamp(last.AsOf), stamp(a.run.asOf()))
 	}
 	return nil
 }
@@ -386,7 +386,7 @@ func (a *applier) recordSweep(ctx context.Context, tx *sql.Tx, s *Snapshot, scop
 	if s.Soft {
 		marked = now.UnixMicro()
 	}
-	if err := a.e.st.Ledger.RecordSnapshot(ctx, tx, a.target.Table, scope, a.asOf(), a.id.FileID, marked); err != nil {
+	if err := a.e.st.Ledger.RecordSnapshot(ctx, tx, a.target.Table, scope, a.run.asOf(), a.id.FileID, marked); err != nil {
 		return err
 	}
 	return a.e.st.Ledger.Swept(ctx, tx, a.attempt.ID, deleted)
@@ -395,10 +395,10 @@ func (a *applier) recordSweep(ctx context.Context, tx *sql.Tx, s *Snapshot, scop
 // dropSeen drops, inside the completing transaction, the table of the keys
 // the file had, once the sweeps that read it ran.
 func (a *applier) dropSeen(ctx context.Context, tx *sql.Tx) error {
-	if !a.keysSeen() || a.e.st.DDLCommits() { // else dropped after tx (dropAfterCompletion)
+	if !a.run.keysSeen() || a.e.st.DDLCommits() { // else dropped after tx (dropAfterCompletion)
 		return nil
 	}
-	if err := a.e.st.Driver.DropTable(ctx, tx, a.seenTable()); err != nil {
+	if err := a.e.st.Driver.DropTable(ctx, tx, a.run.seenTable()); err != nil {
 		return fmt.Errorf("drop the file's keys: %w", err)
 	}
 	return nil
