@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/idemport/idemport/idemtype"
@@ -78,37 +79,258 @@ func marked(c *sink.Column, comment string) {
 	}
 }
 
+// describeAttempts bounds how many times Describe reads a table that
+// changes while it reads it before it gives up.
+const describeAttempts = 50
+
 // Describe implements sink.Driver: an unqualified name is in the
 // connection's database. The number columns that key a decimal column
 // (markKey) are not listed: a key on one is listed as on its decimal
 // column. A name qualified by a database that does not
 // exist is ErrNoSchema.
+//
+// The columns, checks and keys come from information_schema, which does
+// not hold the table's metadata lock from one of its reads to the next,
+// and may pass a table over: inside a transaction that holds another
+// table's lock, the server does not wait for the exclusive lock of an
+// ALTER TABLE in its last step but skips the table (with a warning no
+// one reads), and elsewhere it can miss the table's files while a copying
+// ALTER renames them. A table being altered then looked absent, keyless,
+// or with its JSON columns as text, or its columns came from before an
+// ALTER and its keys from after. So Describe checks what it read against
+// the table's definition, read next with SHOW CREATE TABLE: that
+// statement waits for an ALTER in its last step (its lock jumps the queue
+// of waiting ALTERs, as information_schema's does, so it waits for none
+// that has not got that far), and lets the lock go when it ends, in a
+// transaction too, so Describe holds no lock on the table afterwards. Only
+// its "no such table" says a table is absent; the answer is taken when
+// the definition shows the same columns in the same order, with the same
+// types and JSON checks, the same primary and unique keys, and checks
+// when and only when information_schema found some. Otherwise the table
+// changed or was passed over, and Describe reads it again. The check
+// costs one statement that reads the definition from the server's cache,
+// a fraction of information_schema's reads.
 func (d Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, error) {
 	db, table := splitName(name)
+	var last string // what the last attempt read, and the definition it was checked against
+	for range describeAttempts {
+		t, saw, err := d.read(ctx, qr, name, db, table)
+		if err != nil {
+			return nil, err
+		}
+		def, err := d.definition(ctx, qr, db, table)
+		if err != nil {
+			return nil, err
+		}
+		if def == "" {
+			return nil, d.noDatabase(ctx, qr, name, db)
+		}
+		if saw.shows(def) {
+			return t, nil
+		}
+		// A definition that information_schema disagrees with in the
+		// same way twice running is not a race but a form shows does not
+		// know: Describe says what information_schema says, as before,
+		// unless information_schema passed over a part of the table (an
+		// ALTER TABLE holds the exclusive lock briefly as it starts, too,
+		// without changing the definition).
+		this := fmt.Sprint(saw, def)
+		if this == last && saw.whole(def) {
+			return t, nil
+		}
+		last = this
+	}
+	return nil, fmt.Errorf("describe table %s: it changed each of the %d times it was read", name, describeAttempts)
+}
+
+// withoutCounter returns def, a table's definition, without the
+// auto-increment counter among its options, which inserts move and which
+// is not part of its columns.
+func withoutCounter(def string) string {
+	i := strings.LastIndex(def, "\n) ")
+	if i < 0 {
+		return def
+	}
+	opts := slices.DeleteFunc(strings.Split(def[i+3:], " "), func(o string) bool { return strings.HasPrefix(o, "AUTO_INCREMENT=") })
+	return def[:i+3] + strings.Join(opts, " ")
+}
+
+// definition returns table's CREATE statement as SHOW CREATE TABLE gives
+// it (the auto-increment counter left out), or "" when no table (or view)
+// has that name, in that case. It waits for an ALTER TABLE in its last
+// step, and takes no lock that lasts beyond it.
+func (d Driver) definition(ctx context.Context, qr sink.Querier, db, table string) (string, error) {
+	ref := q(table)
+	if db != "" {
+		ref = q(db) + "." + ref
+	}
+	rows, err := qr.QueryContext(ctx, `SHOW CREATE TABLE `+ref)
+	if n := number(err); n == erNoTable || n == erBadDB {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("describe table %s: %w", ref, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return "", fmt.Errorf("describe table %s: %w", ref, err)
+	}
+	got := make([]sql.NullString, len(cols)) // a view's has four
+	dest := make([]any, len(cols))
+	for i := range got {
+		dest[i] = &got[i]
+	}
+	if !rows.Next() || len(cols) < 2 {
+		if err := rows.Err(); err != nil {
+			return "", fmt.Errorf("describe table %s: %w", ref, err)
+		}
+		return "", fmt.Errorf("describe table %s: SHOW CREATE TABLE gave no definition", ref)
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return "", fmt.Errorf("describe table %s: %w", ref, err)
+	}
+	if got[0].String != table {
+		return "", nil // another case of the name, where names do not keep case
+	}
+	return withoutCounter(got[1].String), rows.Close()
+}
+
+// found is what information_schema showed Describe of a table: its
+// columns, how many checks it has, and its primary and unique keys, each
+// as its columns' names joined by commas, sorted.
+type found struct {
+	columns []foundColumn
+	checks  int
+	keys    []string
+}
+
+// foundColumn is a column's name, type (column_type), and whether a
+// json_valid check keeps it JSON.
+type foundColumn struct {
+	name, sqlType string
+	json          bool
+}
+
+// shows reports whether def, the table's definition as SHOW CREATE TABLE
+// gives it, has the columns, JSON checks and keys that information_schema
+// showed, and checks when and only when it showed some.
+func (f found) shows(def string) bool {
+	var cols []foundColumn
+	var keys []string
+	for _, line := range strings.Split(def, "\n") {
+		if rest, ok := strings.CutPrefix(line, `  "`); ok {
+			name, rest := ident(`"` + rest)
+			i := len(cols)
+			if i >= len(f.columns) {
+				return false
+			}
+			// The type is column_type, then a space or the line's end.
+			typ := f.columns[i].sqlType
+			after, ok := strings.CutPrefix(rest, " "+typ)
+			if !ok || (after != "" && after[0] != ' ' && after[0] != ',') {
+				return false
+			}
+			cols = append(cols, foundColumn{name, typ, strings.Contains(after, ` CHECK (json_valid("`+name+`"))`)})
+			continue
+		}
+		for _, p := range []string{"  PRIMARY KEY (", "  UNIQUE KEY "} {
+			rest, ok := strings.CutPrefix(line, p)
+			if !ok {
+				continue
+			}
+			if p != "  PRIMARY KEY (" {
+				_, rest = ident(rest)
+				rest = strings.TrimPrefix(rest, " (")
+			}
+			var names []string
+			for strings.HasPrefix(rest, `"`) {
+				var n string
+				n, rest = ident(rest)
+				names = append(names, n)
+				rest = strings.TrimLeft(rest, "0123456789() ADESC,") // a prefix's length, DESC, the comma
+			}
+			keys = append(keys, strings.Join(names, ","))
+		}
+	}
+	slices.Sort(keys)
+	return slices.Equal(cols, f.columns) && slices.Equal(keys, f.keys) && f.whole(def)
+}
+
+// whole reports whether information_schema showed each part of the table
+// that def has: columns, checks, primary or unique keys. It passes a table
+// over in each of its views whole or not at all.
+func (f found) whole(def string) bool {
+	unique := strings.Contains(def, "\n  PRIMARY KEY (") || strings.Contains(def, "\n  UNIQUE KEY ")
+	return len(f.columns) > 0 && (f.checks > 0) == strings.Contains(def, " CHECK (") && (len(f.keys) > 0) == unique
+}
+
+// ident returns the name s begins with, quoted with " (its "" one "),
+// and what follows it.
+func ident(s string) (name, rest string) {
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		if s[i] != '"' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == '"' {
+			b.WriteByte('"')
+			i++
+			continue
+		}
+		return b.String(), s[i+1:]
+	}
+	return b.String(), ""
+}
+
+// read reads table's columns, checks and keys from information_schema.
+// The table's JSON columns are those with a json_valid check, listed once,
+// not per column: a subquery on information_schema correlated with each
+// column's row is run again for each, each time through on-disk temporary
+// tables.
+func (d Driver) read(ctx context.Context, qr sink.Querier, name, db, table string) (*sink.Table, found, error) {
+	var f found
+	checks := map[string]bool{}
+	ck, err := qr.QueryContext(ctx, `SELECT k.check_clause FROM information_schema.check_constraints k
+		WHERE k.constraint_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(k.table_name AS BINARY) = CAST(? AS BINARY)`, db, table)
+	if err != nil {
+		return nil, f, fmt.Errorf("describe checks of %s: %w", name, err)
+	}
+	for ck.Next() {
+		var clause string
+		if err := ck.Scan(&clause); err != nil {
+			ck.Close()
+			return nil, f, fmt.Errorf("describe checks of %s: %w", name, err)
+		}
+		checks[clause] = true
+		f.checks++
+	}
+	ck.Close()
+	if err := ck.Err(); err != nil {
+		return nil, f, fmt.Errorf("describe checks of %s: %w", name, err)
+	}
 	rows, err := qr.QueryContext(ctx, `SELECT c.column_name, c.column_type, c.data_type, c.is_nullable = 'NO',
 		c.column_default IS NOT NULL OR c.extra LIKE '%auto_increment%' OR c.extra LIKE '%GENERATED%',
-		c.character_maximum_length, c.numeric_precision, c.numeric_scale,
-		EXISTS (SELECT 1 FROM information_schema.check_constraints k
-			WHERE k.constraint_schema = c.table_schema AND k.table_name = c.table_name
-			AND k.check_clause = 'json_valid(' || '"' || c.column_name || '"' || ')'),
-		c.column_comment
+		c.character_maximum_length, c.numeric_precision, c.numeric_scale, c.column_comment
 		FROM information_schema.columns c
 		WHERE c.table_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(c.table_name AS BINARY) = CAST(? AS BINARY)
 		ORDER BY c.ordinal_position`, db, table)
 	if err != nil {
-		return nil, fmt.Errorf("describe table %s: %w", name, err)
+		return nil, f, fmt.Errorf("describe table %s: %w", name, err)
 	}
 	t := &sink.Table{Name: name}
 	keyOf := map[string]string{} // a number key column (markKey): the column it keys
 	for rows.Next() {
 		var c sink.Column
 		var dataType, comment string
-		var json bool
 		var chars, precision, scale sql.NullInt64
-		if err := rows.Scan(&c.Name, &c.SQLType, &dataType, &c.NotNull, &c.Default, &chars, &precision, &scale, &json, &comment); err != nil {
+		if err := rows.Scan(&c.Name, &c.SQLType, &dataType, &c.NotNull, &c.Default, &chars, &precision, &scale, &comment); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("describe table %s: %w", name, err)
+			return nil, f, fmt.Errorf("describe table %s: %w", name, err)
 		}
+		json := checks[`json_valid("`+c.Name+`")`]
+		f.columns = append(f.columns, foundColumn{c.Name, c.SQLType, json})
 		if of, ok := strings.CutPrefix(comment, markKey); ok && c.Default {
 			keyOf[c.Name] = of
 			continue
@@ -120,10 +342,10 @@ func (d Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*si
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("describe table %s: %w", name, err)
+		return nil, f, fmt.Errorf("describe table %s: %w", name, err)
 	}
-	if len(t.Columns) == 0 {
-		return nil, d.noDatabase(ctx, qr, name, db)
+	if len(f.columns) == 0 {
+		return nil, f, nil
 	}
 	// Keys are the primary key and the unique indexes on whole columns:
 	// a prefix index (sub_part) does not make its columns unique.
@@ -132,22 +354,25 @@ func (d Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*si
 		AND s.non_unique = 0
 		ORDER BY s.index_name <> 'PRIMARY', s.index_name, s.seq_in_index`, db, table)
 	if err != nil {
-		return nil, fmt.Errorf("describe keys of %s: %w", name, err)
+		return nil, f, fmt.Errorf("describe keys of %s: %w", name, err)
 	}
 	defer idx.Close()
 	var last string
 	var prefix []bool
+	var raw [][]string // each key's columns as information_schema names them
 	for idx.Next() {
 		var index, col string
 		var part bool
 		if err := idx.Scan(&index, &col, &part); err != nil {
-			return nil, fmt.Errorf("describe keys of %s: %w", name, err)
+			return nil, f, fmt.Errorf("describe keys of %s: %w", name, err)
 		}
 		if index != last || len(t.Keys) == 0 {
 			t.Keys = append(t.Keys, nil)
 			prefix = append(prefix, false)
+			raw = append(raw, nil)
 			last = index
 		}
+		raw[len(raw)-1] = append(raw[len(raw)-1], col)
 		if of, ok := keyOf[col]; ok {
 			col = of
 		}
@@ -155,8 +380,12 @@ func (d Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*si
 		prefix[len(prefix)-1] = prefix[len(prefix)-1] || part
 	}
 	if err := idx.Err(); err != nil {
-		return nil, fmt.Errorf("describe keys of %s: %w", name, err)
+		return nil, f, fmt.Errorf("describe keys of %s: %w", name, err)
 	}
+	for _, k := range raw {
+		f.keys = append(f.keys, strings.Join(k, ","))
+	}
+	slices.Sort(f.keys)
 	keys := t.Keys[:0]
 	for i, k := range t.Keys {
 		if !prefix[i] {
@@ -164,7 +393,7 @@ func (d Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*si
 		}
 	}
 	t.Keys = keys
-	return t, nil
+	return t, f, nil
 }
 
 // noDatabase returns, for a table name found to have no columns, an

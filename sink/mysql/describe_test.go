@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -89,6 +90,46 @@ func TestDescribe(t *testing.T) {
 	}
 	if _, err := d.Describe(t.Context(), db, "no_such_db_here.T"); !errors.Is(err, sink.ErrNoSchema) {
 		t.Errorf("describe in a database that does not exist: %v, want ErrNoSchema", err)
+	}
+}
+
+// TestDescribeCostDoesNotGrowWithColumns: Describe's temporary tables on
+// disk (information_schema's, counted by the session) are as many for a
+// table of 40 columns as for one of 2. A query that looks up the table's
+// checks once per column makes dozens for each, and an import describes
+// its tables many times.
+func TestDescribeCostDoesNotGrowWithColumns(t *testing.T) {
+	db, _ := openTarget(t, sink.Settings{})
+	cols := make([]string, 40)
+	for i := range cols {
+		cols[i] = fmt.Sprintf("c%d BIGINT", i)
+	}
+	exec(t, db, `CREATE TABLE narrow (id BIGINT PRIMARY KEY, doc JSON)`,
+		`CREATE TABLE wide (id BIGINT PRIMARY KEY, doc JSON, `+strings.Join(cols, ", ")+`)`)
+	conn, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	onDisk := func(table string) int64 {
+		t.Helper()
+		count := func() int64 {
+			var name string
+			var n int64
+			if err := conn.QueryRowContext(t.Context(), `SHOW SESSION STATUS LIKE 'Created_tmp_disk_tables'`).Scan(&name, &n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := count()
+		tbl, err := Driver{}.Describe(t.Context(), conn, table)
+		if err != nil || tbl == nil || tbl.Columns[1].Kind != idemtype.JSON {
+			t.Fatalf("describe %s: %+v, %v", table, tbl, err)
+		}
+		return count() - before
+	}
+	if n, w := onDisk("narrow"), onDisk("wide"); w != n {
+		t.Errorf("describing a table of 42 columns made %d temporary tables on disk, one of 2 columns %d", w, n)
 	}
 }
 
