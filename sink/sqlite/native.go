@@ -70,28 +70,61 @@ func (s *stmt) inTx(ctx context.Context, conn *sql.Conn, fn func() error) error 
 // stmt is a statement prepared on the connection's handle. SQLite
 // statements outlive transactions, so it is prepared once per writer.
 type stmt struct {
-	db *C.sqlite3
-	st *C.sqlite3_stmt
+	conn *sql.Conn
+	db   *C.sqlite3
+	st   *C.sqlite3_stmt
 }
 
-func prepare(db *C.sqlite3, query string) (*stmt, error) {
+// prepare prepares query on db, the raw handle of conn. Like every use of
+// the handle, it runs inside conn.Raw: the connections are opened without
+// SQLite's own mutex (ConnString), and conn.Raw holds the lock under which
+// database/sql uses the connection, also from its own goroutines (the
+// rollback of a transaction whose context was cancelled).
+func prepare(conn *sql.Conn, db *C.sqlite3, query string) (*stmt, error) {
 	q := C.CString(query)
 	defer C.free(unsafe.Pointer(q))
 	var st *C.sqlite3_stmt
-	if rc := C.sqlite3_prepare_v2(db, q, -1, &st, nil); rc != 0 {
-		return nil, fmt.Errorf("prepare %q: %s", query, C.GoString(C.sqlite3_errmsg(db)))
+	err := conn.Raw(func(any) error {
+		if rc := C.sqlite3_prepare_v2(db, q, -1, &st, nil); rc != 0 {
+			return fmt.Errorf("prepare %q: %s", query, C.GoString(C.sqlite3_errmsg(db)))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return &stmt{db: db, st: st}, nil
+	return &stmt{conn: conn, db: db, st: st}, nil
 }
 
 // runs is how many times s has run (SQLITE_STMTSTATUS_RUN).
 func (s *stmt) runs() int { return int(C.sqlite3_stmt_status(s.st, 6, 0)) }
 
+// close finalizes s inside conn.Raw (see prepare). On a connection
+// already closed, whose handle may be in use by another caller of the
+// pool, it leaves s to the connection's own close.
 func (s *stmt) close() {
 	if s != nil && s.st != nil {
-		C.sqlite3_finalize(s.st)
+		s.conn.Raw(func(any) error {
+			C.sqlite3_finalize(s.st)
+			return nil
+		})
 		s.st = nil
 	}
+}
+
+// serialized reports whether conn's SQLite handle has a mutex of its own
+// (SQLite's serialized mode), which Open's connections go without.
+func serialized(conn *sql.Conn) (bool, error) {
+	db, err := handle(conn)
+	if err != nil {
+		return false, err
+	}
+	var yes bool
+	err = conn.Raw(func(any) error {
+		yes = C.sqlite3_db_mutex(db) != nil
+		return nil
+	})
+	return yes, err
 }
 
 // colBuffers describes a record batch's columns to C. Their buffers are pinned
@@ -179,10 +212,12 @@ func register(ctx context.Context, conn *sql.Conn, db *C.sqlite3, ncols int) err
 	if n > 0 {
 		return nil
 	}
-	if rc := C.idp_register(db, C.int(ncols)); rc != 0 {
-		return fmt.Errorf("register the batch table: %s", C.GoString(C.sqlite3_errmsg(db)))
-	}
-	return nil
+	return conn.Raw(func(any) error {
+		if rc := C.idp_register(db, C.int(ncols)); rc != 0 {
+			return fmt.Errorf("register the batch table: %s", C.GoString(C.sqlite3_errmsg(db)))
+		}
+		return nil
+	})
 }
 
 // batchTable names the batch table of ncols columns in SQL.

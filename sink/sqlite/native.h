@@ -30,6 +30,7 @@ int sqlite3_column_int(sqlite3_stmt*, int);
 int sqlite3_stmt_status(sqlite3_stmt*, int, int);
 const char *sqlite3_errmsg(sqlite3*);
 int sqlite3_get_autocommit(sqlite3*);
+void *sqlite3_db_mutex(sqlite3*); // sqlite3_mutex*, NULL without a mutex of its own
 
 #define IDP_OK 0
 #define IDP_ROW 100

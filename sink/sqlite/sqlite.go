@@ -505,10 +505,10 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 			sel = append(sel, fmt.Sprintf("c%d", i))
 		}
 		insert += "SELECT " + strings.Join(sel, ", ") + " FROM " + batchTable(n) + " WHERE batch = ?1"
-		if w.insert, err = prepare(db, insert); err != nil {
+		if w.insert, err = prepare(conn, db, insert); err != nil {
 			return nil, err
 		}
-		if w.upsert, err = prepare(db, insert+onConflict(data)); err != nil {
+		if w.upsert, err = prepare(conn, db, insert+onConflict(data)); err != nil {
 			w.insert.close()
 			return nil, err
 		}
@@ -517,10 +517,10 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	}
 	// Natural keys: one row per step, each counted exactly.
 	insert += "VALUES (" + strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",") + ")"
-	if w.insert, err = prepare(db, insert); err != nil {
+	if w.insert, err = prepare(conn, db, insert); err != nil {
 		return nil, err
 	}
-	if w.upsert, err = prepare(db, insert+onConflict(data)); err != nil {
+	if w.upsert, err = prepare(conn, db, insert+onConflict(data)); err != nil {
 		w.insert.close()
 		return nil, err
 	}
@@ -539,13 +539,13 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	sel := staleSQL(table, fmt.Sprintf("?%d", n+1), fmt.Sprintf("?%d", n+2), fmt.Sprintf("?%d", n+3), tg.Version)
 	if len(rekey) > 0 {
 		sel += ", (" + strings.Join(stored, ", ") + ") IS NOT (" + strings.Join(incoming, ", ") + ")"
-		if w.rekey, err = prepare(db, insert+onConflict(append(slices.Clone(data), rekey...))); err != nil {
+		if w.rekey, err = prepare(conn, db, insert+onConflict(append(slices.Clone(data), rekey...))); err != nil {
 			w.insert.close()
 			w.upsert.close()
 			return nil, err
 		}
 	}
-	if w.probe, err = prepare(db, "SELECT "+sel+" FROM "+table+" WHERE "+strings.Join(where, " AND ")); err != nil {
+	if w.probe, err = prepare(conn, db, "SELECT "+sel+" FROM "+table+" WHERE "+strings.Join(where, " AND ")); err != nil {
 		w.insert.close()
 		w.upsert.close()
 		w.rekey.close()
