@@ -34,9 +34,6 @@ type applying struct {
 	// lastAs is what valuesAs returned for the table as the last partition
 	// transaction found it (nil: none yet), for the partitions read next.
 	lastAs atomic.Pointer[[]idemtype.Type]
-	// evolvedApart are the schema changes an --atomic import made before
-	// its completing transaction, where DDL commits (completionDDL).
-	evolvedApart *evolution
 }
 
 // applier is the apply and finalize stages of an attempt: the identity,
@@ -668,24 +665,41 @@ func (a *applier) unanswered(ctx context.Context, conn *sql.Conn, c *checkpoint.
 // for the transaction to end on the server.
 const unansweredWait = 30 * time.Second
 
-// finalize completes the operation and ends the attempt.
-func (a *applier) finalize(ctx context.Context) error {
+// finalize completes the operation and returns the attempt that
+// completed it (this one, or another that finished the work while it ran),
+// for the run to end its attempt with (run.succeed).
+func (a *applier) finalize(ctx context.Context) (completer string, err error) {
 	if err := a.e.st.Hit("before-finalize"); err != nil {
-		return err
+		return "", err
 	}
-	var err error
-	if a.ap.evolvedApart, err = a.completionDDL(ctx); err != nil {
-		return fmt.Errorf("finalize: %w", err)
+	apart, err := a.completionDDL(ctx)
+	if err != nil {
+		return "", fmt.Errorf("finalize: %w", err)
 	}
+	c, err := a.completeOnce(ctx, apart)
+	if err != nil {
+		return "", fmt.Errorf("finalize: %w", err)
+	}
+	a.completed(c)
+	a.dropAfterCompletion(ctx)
+	if err := a.e.st.Hit("after-finalize"); err != nil {
+		return "", err
+	}
+	return c.completer, nil
+}
+
+// completeOnce runs the completing transaction (complete), apart being
+// the schema changes made before it where DDL commits. When its COMMIT
+// failed, the ledger says whether it committed all the same.
+func (a *applier) completeOnce(ctx context.Context, apart *evolution) (completion, error) {
 	var c completion
 	removed := a.res.Removed // the replaced version's rows the plan's transaction removed (ordinal mode)
-	err = a.run.withTx(ctx, func(tx *sql.Tx) (err error) {
+	err := a.run.withTx(ctx, func(tx *sql.Tx) (err error) {
 		a.res.Removed = removed
-		c, err = a.complete(ctx, tx)
+		c, err = a.complete(ctx, tx, apart)
 		return err
 	})
-	moved, evolved, completer, sent := c.moved, c.evolved, c.completer, c.sent
-	if err != nil && sent {
+	if err != nil && c.sent {
 		// The COMMIT failed. If the server answered, it did not commit;
 		// if the reply was lost, it may have: the ledger says which.
 		op, serr := a.settledOp(ctx)
@@ -696,27 +710,26 @@ func (a *applier) finalize(ctx context.Context) error {
 			if op.CompletedBy == a.attempt.ID {
 				a.log.Warn("the reply to the completing transaction's COMMIT was lost; the ledger says it committed", "err", err)
 			}
-			completer, err = op.CompletedBy, nil
+			c.completer, err = op.CompletedBy, nil
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("finalize: %w", err)
-	}
-	if completer == a.attempt.ID {
-		a.ap.rows.Add(moved)
-		evolved.report(a.res)
+	return c, err
+}
+
+// completed reports what the completion c did: this attempt's rows,
+// schema changes and replaced version when it completed the operation;
+// no event, deletion or removal of its own when another attempt did.
+func (a *applier) completed(c completion) {
+	if c.completer == a.attempt.ID {
+		a.ap.rows.Add(c.moved)
+		c.evolved.report(a.res)
 		a.noteReplaced()
-	} else {
-		a.res.EventID, a.res.Deleted = "", 0
-		if a.req.Mapping.Atomic || !a.target.Ordinal() {
-			a.res.Removed = 0 // removed by the completing transaction, not this one's
-		}
+		return
 	}
-	a.dropAfterCompletion(ctx)
-	if err := a.e.st.Hit("after-finalize"); err != nil {
-		return err
+	a.res.EventID, a.res.Deleted = "", 0
+	if a.req.Mapping.Atomic || !a.target.Ordinal() {
+		a.res.Removed = 0 // removed by the completing transaction, not this one's
 	}
-	return a.run.succeed(ctx, completer)
 }
 
 // completion is what the completing transaction did.
@@ -729,43 +742,23 @@ type completion struct {
 
 // complete completes the operation in tx, unless another attempt did: the
 // work left for the completing transaction (see finish), the stored
-// outcome, the attempt's end and the event.
-func (a *applier) complete(ctx context.Context, tx *sql.Tx) (completion, error) {
+// outcome, the attempt's end and the event. apart are the schema changes
+// an --atomic import made before tx, where DDL commits.
+func (a *applier) complete(ctx context.Context, tx *sql.Tx, apart *evolution) (completion, error) {
 	var c completion
-	// One transaction completes the operation at a time, and none while a
-	// run decides to join it (claim takes the same lock): each finds the
-	// operation as the last one left it. Without it, two attempts of an
-	// --atomic import would both move the staged rows, and one would find
-	// the staging table dropped by the other.
-	if err := a.e.st.Ledger.Lock(ctx, tx, a.id.Key); err != nil {
-		return c, err
-	}
-	op, now, err := a.e.st.Ledger.Get(ctx, tx, a.id.Key)
+	op, now, settled, err := a.completedBefore(ctx, tx)
 	if err != nil {
 		return c, err
 	}
-	if op.State == ledger.Completed {
+	if settled {
 		c.completer = op.CompletedBy
-		return c, nil // another attempt completed it (and swept) first
-	}
-	if restored, err := a.e.st.Ledger.Restore(ctx, tx, a.id.Key); err != nil {
-		return c, err
-	} else if restored {
-		c.completer = op.CompletedBy
-		a.run.note("%s had completed on %s (attempt %s), and a run of an earlier version that joined it then recorded it %s: it is completed again; nothing was applied twice",
-			op.Key, formatMs(op.CompletedAt), op.CompletedBy, op.State)
 		return c, nil
 	}
-	totals, err := a.finish(ctx, tx, &c)
+	totals, err := a.finish(ctx, tx, &c, apart)
 	if err != nil {
 		return c, err
 	}
-	body, err := json.Marshal(storedOutcome{Rows: totals, Partitions: a.res.Partitions.Total, ContentDigest: a.id.ContentDigest,
-		CompletedBy: a.attempt.ID, Attempts: op.Attempts, DurationMs: now - op.CreatedAt, Deleted: a.res.Deleted})
-	if err != nil {
-		return c, err
-	}
-	done, err := a.e.st.Ledger.Complete(ctx, tx, a.id.Key, a.attempt.ID, string(body))
+	done, err := a.storeOutcome(ctx, tx, op, now, totals)
 	if err != nil || !done {
 		return c, err // completed by another attempt: its event says so
 	}
@@ -780,18 +773,60 @@ func (a *applier) complete(ctx context.Context, tx *sql.Tx) (completion, error) 
 	return c, nil
 }
 
+// completedBefore takes the operation's Lock in tx and reads it, with the
+// database's time; settled says it is completed already: by another
+// attempt first (which swept too), or completed again as it was before a
+// run of an earlier version recorded it otherwise.
+func (a *applier) completedBefore(ctx context.Context, tx *sql.Tx) (op *ledger.Operation, now int64, settled bool, err error) {
+	// One transaction completes the operation at a time, and none while a
+	// run decides to join it (claim takes the same lock): each finds the
+	// operation as the last one left it. Without it, two attempts of an
+	// --atomic import would both move the staged rows, and one would find
+	// the staging table dropped by the other.
+	if err := a.e.st.Ledger.Lock(ctx, tx, a.id.Key); err != nil {
+		return nil, 0, false, err
+	}
+	op, now, err = a.e.st.Ledger.Get(ctx, tx, a.id.Key)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	if op.State == ledger.Completed {
+		return op, now, true, nil // another attempt completed it (and swept) first
+	}
+	if restored, err := a.e.st.Ledger.Restore(ctx, tx, a.id.Key); err != nil {
+		return nil, 0, false, err
+	} else if restored {
+		a.run.note("%s had completed on %s (attempt %s), and a run of an earlier version that joined it then recorded it %s: it is completed again; nothing was applied twice",
+			op.Key, formatMs(op.CompletedAt), op.CompletedBy, op.State)
+		return op, now, true, nil
+	}
+	return op, now, false, nil
+}
+
+// storeOutcome completes the operation op in tx with its stored outcome
+// (totals, the rows of its partitions); done is false when another
+// attempt completed it first.
+func (a *applier) storeOutcome(ctx context.Context, tx *sql.Tx, op *ledger.Operation, now int64, totals idemtype.Rows) (done bool, err error) {
+	body, err := json.Marshal(storedOutcome{Rows: totals, Partitions: a.res.Partitions.Total, ContentDigest: a.id.ContentDigest,
+		CompletedBy: a.attempt.ID, Attempts: op.Attempts, DurationMs: now - op.CreatedAt, Deleted: a.res.Deleted})
+	if err != nil {
+		return false, err
+	}
+	return a.e.st.Ledger.Complete(ctx, tx, a.id.Key, a.attempt.ID, string(body))
+}
+
 // finish does in the completing transaction tx what is left of the
 // operation's work: an --atomic import's schema changes and move of the
 // staged rows (into c), the snapshot's sweep, the removal of a replaced
 // version, the staging tables dropped. It returns the operation's rows.
-func (a *applier) finish(ctx context.Context, tx *sql.Tx, c *completion) (idemtype.Rows, error) {
+func (a *applier) finish(ctx context.Context, tx *sql.Tx, c *completion, apart *evolution) (idemtype.Rows, error) {
 	totals, err := a.e.st.CP.Totals(ctx, tx, a.op)
 	if err != nil {
 		return totals, err
 	}
 	inserted := totals.Inserted
 	if a.req.Mapping.Atomic {
-		if c.evolved, err = a.evolveAtCompletion(ctx, tx); err != nil {
+		if c.evolved, err = a.evolveAtCompletion(ctx, tx, apart); err != nil {
 			return totals, err
 		}
 	}
@@ -871,8 +906,10 @@ func (r *run) succeed(ctx context.Context, completer string) error {
 	if completer != r.attempt.ID {
 		r.log.Info("completed by another attempt", "completed_by", completer)
 		if r.req.Mapping.Atomic && r.ap.committed > 0 {
-			if err := r.recountedRows(ctx); err != nil {
+			if rows, err := r.recountedRows(ctx); err != nil {
 				r.log.Warn("could not read this attempt's recounted rows", "err", err)
+			} else {
+				r.ap.rows = rows
 			}
 		}
 	}
@@ -900,16 +937,15 @@ func (r *run) succeed(ctx context.Context, completer string) error {
 // recountedRows reads this attempt's counters from the ledger, where
 // another attempt's completion of an --atomic import recounted the rows
 // this one staged as what the move did to the target.
-func (r *run) recountedRows(ctx context.Context) error {
+func (r *run) recountedRows(ctx context.Context) (idemtype.Rows, error) {
 	as, err := r.e.st.Ledger.Attempts(ctx, r.id.Key)
 	if err != nil {
-		return err
+		return idemtype.Rows{}, err
 	}
 	for _, a := range as {
 		if a.ID == r.attempt.ID {
-			r.ap.rows = a.Rows
-			return nil
+			return a.Rows, nil
 		}
 	}
-	return fmt.Errorf("attempt %s not found", r.attempt.ID)
+	return idemtype.Rows{}, fmt.Errorf("attempt %s not found", r.attempt.ID)
 }

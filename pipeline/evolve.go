@@ -373,13 +373,13 @@ func (a *applier) evolveTarget(ctx context.Context, tx *sql.Tx, schema *arrow.Sc
 // with the rows, or neither. The changes are computed again from the table
 // as it is then (another import may have changed it since the plan) and
 // recorded with the attempt that completes the operation; it returns them.
-func (a *applier) evolveAtCompletion(ctx context.Context, tx *sql.Tx) (*evolution, error) {
+func (a *applier) evolveAtCompletion(ctx context.Context, tx *sql.Tx, apart *evolution) (*evolution, error) {
 	if !a.req.Mapping.Atomic {
 		return nil, nil
 	}
 	if a.e.st.DDLCommits() {
 		// Made before tx began (completionDDL): recorded here.
-		return a.ap.evolvedApart, a.run.recordEvolved(ctx, tx, a.ap.evolvedApart)
+		return apart, a.run.recordEvolved(ctx, tx, apart)
 	}
 	return a.evolveTarget(ctx, tx, a.plan.Schema.Arrow(), true)
 }

@@ -495,7 +495,11 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 	if err := a.apply(ctx); err != nil {
 		return err
 	}
-	return a.finalize(ctx)
+	completer, err := a.finalize(ctx)
+	if err != nil {
+		return err
+	}
+	return r.succeed(ctx, completer)
 }
 
 // applier is the apply and finalize stages of r's attempt, with the
