@@ -1,7 +1,9 @@
 package main
 
 import (
+	"runtime"
 	"runtime/debug"
+	runtimemetrics "runtime/metrics"
 
 	"github.com/idemport/idemport/internal/gcstart"
 )
@@ -13,15 +15,33 @@ import (
 // peaked at 420 MiB of RSS, and peaks at 225 MiB with these settings. A
 // soft limit keeps the heap near gcMemoryLimit instead, and because the
 // limit bounds the heap, collections may be rarer below it (gcPercent): an
-// import of a million rows spends less time collecting. The limit is
-// soft: a run whose live data is larger (the key hashes of a keyed file of
-// more than about 8 million rows, while repeats are found) grows past it
-// and collects more often, rather than failing; those hashes hold no
-// pointers, so each collection stays cheap.
+// import of a million rows spends less time collecting.
+//
+// The limit follows what a run holds (memoryLimit): a file that needs more
+// than half of gcMemoryLimit live, such as a Parquet file of one large row
+// group (whose column chunks are held in memory while the group is
+// decoded: 107 MB for a million orders rows stored plain), would keep the
+// heap at the limit and collect all the time, a third of its CPU time; the
+// limit is raised to twice the heap left live by the last collection, up
+// to gcMemoryLimitMax, and comes down again with it, so that a CSV file
+// imported after such a file keeps its small heap. Past gcMemoryLimitMax
+// the limit stays there and the heap grows past it (the limit is soft),
+// collecting more often, rather than failing.
 const (
-	gcMemoryLimit = 128 << 20 // bytes
-	gcPercent     = 400
+	gcMemoryLimit    = 128 << 20 // bytes
+	gcMemoryLimitMax = 1 << 30   // bytes
+	gcPercent        = 400
 )
+
+// memoryLimit returns the soft limit for a heap of which live bytes
+// survived the last collection: gcMemoryLimit, or twice live when that is
+// more, at most gcMemoryLimitMax.
+func memoryLimit(live uint64) int64 {
+	if live >= gcMemoryLimitMax/2 {
+		return gcMemoryLimitMax
+	}
+	return max(gcMemoryLimit, 2*int64(live))
+}
 
 // tuneGC applies the settings above where getenv leaves them unset. The
 // collector is off when it is called (package gcstart turned it off while
@@ -30,10 +50,40 @@ const (
 func tuneGC(getenv func(string) string) {
 	if getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(gcMemoryLimit)
+		followHeap()
 	}
 	percent := gcPercent
 	if getenv("GOGC") != "" {
 		percent = gcstart.Percent() // GOGC's, as the runtime read it
 	}
 	debug.SetGCPercent(percent)
+}
+
+// gcCycle is an object that the next collection finds unreachable; its
+// finalizer runs after it, once per collection. Its pointer keeps it out
+// of the tiny allocator, whose objects share a block and may never be
+// finalized.
+type gcCycle struct{ _ *gcCycle }
+
+// followHeap sets the soft limit to memoryLimit of the live heap after
+// every collection, until the limit is found set by someone else (who
+// then owns it: a test restoring its own).
+func followHeap() {
+	sample := []runtimemetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	set := debug.SetMemoryLimit(-1)
+	var arm func()
+	arm = func() {
+		runtime.SetFinalizer(&gcCycle{}, func(*gcCycle) {
+			if debug.SetMemoryLimit(-1) != set {
+				return
+			}
+			runtimemetrics.Read(sample)
+			if sample[0].Value.Kind() == runtimemetrics.KindUint64 {
+				set = memoryLimit(sample[0].Value.Uint64())
+				debug.SetMemoryLimit(set)
+			}
+			arm()
+		})
+	}
+	arm()
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 
 	"github.com/idemport/idemport/internal/gcstart"
 )
@@ -39,4 +41,69 @@ func TestTuneGC(t *testing.T) {
 	if l, p := current(); l != 1<<62 || p != gcstart.Percent() || p == -1 {
 		t.Errorf("with GOMEMLIMIT and GOGC set: limit %d, GOGC %d; want the limit left alone (%d) and GOGC's setting as the runtime read it (%d)", l, p, int64(1)<<62, gcstart.Percent())
 	}
+}
+
+// TestMemoryLimit: the soft limit is gcMemoryLimit until the live heap is
+// more than half of it, then twice the live heap, up to gcMemoryLimitMax.
+func TestMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		live uint64
+		want int64
+	}{
+		{0, gcMemoryLimit},
+		{30 << 20, gcMemoryLimit},
+		{64 << 20, gcMemoryLimit},
+		{64<<20 + 1, 128<<20 + 2},
+		{107 << 20, 214 << 20},
+		{512<<20 - 1, 1<<30 - 2},
+		{512 << 20, gcMemoryLimitMax},
+		{5 << 30, gcMemoryLimitMax},
+		{1 << 63, gcMemoryLimitMax},
+	} {
+		if got := memoryLimit(tc.live); got != tc.want {
+			t.Errorf("memoryLimit(%d) = %d, want %d", tc.live, got, tc.want)
+		}
+	}
+}
+
+// TestTuneGCFollowsTheHeap: after tuneGC, a collection that leaves 80 MiB
+// live raises the soft limit to at least twice that, and once they are
+// gone the limit comes back to gcMemoryLimit; a limit set by someone else
+// stops the following.
+func TestTuneGCFollowsTheHeap(t *testing.T) {
+	// Not parallel: it changes the GC settings of the whole test process.
+	limit, percent := debug.SetMemoryLimit(-1), debug.SetGCPercent(-1)
+	debug.SetGCPercent(percent)
+	t.Cleanup(func() {
+		debug.SetMemoryLimit(limit) // which also stops the following
+		debug.SetGCPercent(percent)
+		runtime.GC()
+	})
+	// wait collects until cond holds of the limit, for up to 10 seconds.
+	wait := func(what string, cond func(int64) bool) {
+		t.Helper()
+		for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(10 * time.Millisecond) {
+			runtime.GC()
+			if cond(debug.SetMemoryLimit(-1)) {
+				return
+			}
+		}
+		t.Fatalf("%s: the limit is %d", what, debug.SetMemoryLimit(-1))
+	}
+	tuneGC(func(string) string { return "" })
+	held := make([]byte, 80<<20)
+	wait("80 MiB live", func(l int64) bool { return l >= 160<<20 && l <= gcMemoryLimitMax })
+	runtime.KeepAlive(held)
+	held = nil
+	wait("80 MiB let go", func(l int64) bool { return l == gcMemoryLimit })
+
+	debug.SetMemoryLimit(gcMemoryLimit + 1) // someone else's
+	held = make([]byte, 80<<20)
+	runtime.GC()
+	runtime.GC()
+	time.Sleep(50 * time.Millisecond) // the finalizer's goroutine
+	if l := debug.SetMemoryLimit(-1); l != gcMemoryLimit+1 {
+		t.Fatalf("a limit set by someone else became %d", l)
+	}
+	runtime.KeepAlive(held)
 }
