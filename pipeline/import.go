@@ -260,7 +260,7 @@ func (r *run) run(ctx context.Context) error {
 	if err := r.e.st.Hit("after-claim"); err != nil {
 		return r.abandon(ctx, err)
 	}
-	wctx, stop := r.heartbeat(ctx)
+	wctx, stop := heartbeat(ctx, r.leases())
 	err = r.work(wctx, c.decision)
 	stop()
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), errUnanswered) {
@@ -378,90 +378,6 @@ func beginTx(ctx context.Context, db interface {
 	BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
 }) (*txn, error) {
 	return store.BeginTx(ctx, db)
-}
-
-// errUnanswered stops the work of an attempt whose database stopped
-// answering for longer than its lease: see heartbeat.
-var errUnanswered = errors.New("the database stopped answering")
-
-// unansweredRecord bounds how long a run whose database stopped answering
-// tries to record its end: its leases have run out already, and the next
-// run finds it dead or expired whether it records it or not.
-const unansweredRecord = 2 * time.Second
-
-// heartbeat renews this attempt's leases until the returned stop is
-// called. The work runs under the returned context, derived from ctx: when
-// the leases ran out without the database answering a renewal, nor then a
-// ping (the network to it stalled without closing, say), others may take
-// the work over, and the statements in flight (a COPY waiting on the
-// stalled connection) would wait for ever holding their locks: that
-// context is then cancelled, its cause wrapping errUnanswered. A renewal
-// may wait until the leases would run out; one that only waits for a lock
-// (of this attempt's own partition transaction, say) while the database
-// answers the ping cancels nothing.
-func (r *run) heartbeat(ctx context.Context) (context.Context, func()) {
-	work, stopWork := context.WithCancelCause(ctx)
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		every := max(r.req.Lease/3, 10*time.Millisecond)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		renewed := time.Now() // the claim just took or renewed the leases
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			asked := time.Now()
-			err := r.renew(ctx, max(every, time.Until(renewed.Add(r.req.Lease))))
-			if ctx.Err() != nil {
-				return
-			}
-			if err == nil {
-				renewed = asked
-				continue
-			}
-			r.log.Warn("heartbeat failed", "err", err)
-			if time.Since(renewed) < r.req.Lease {
-				continue
-			}
-			// The leases ran out: does the database answer at all?
-			pctx, pcancel := context.WithTimeout(ctx, max(every, pingWait))
-			perr := r.e.st.DB.PingContext(pctx)
-			pcancel()
-			switch {
-			case ctx.Err() != nil:
-				return
-			case perr == nil:
-				renewed = time.Now() // it does: the next renewal may wait a lease again
-			default:
-				silent := time.Since(renewed)
-				stopWork(fmt.Errorf("%w for %s, longer than the lease (%s): this attempt's leases ran out, so it stopped its work; a rerun resumes (%w)",
-					errUnanswered, silent.Round(time.Second), r.req.Lease, err))
-				return
-			}
-		}
-	}()
-	return work, func() { cancel(); <-done; stopWork(nil) }
-}
-
-// pingWait is how long, at least, heartbeat waits for the database to
-// answer a ping once the leases ran out unrenewed.
-const pingWait = 2 * time.Second
-
-// renew renews the attempt's planning lease and its partitions' leases,
-// waiting at most wait.
-func (r *run) renew(ctx context.Context, wait time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	if err := r.e.st.Ledger.Heartbeat(ctx, r.e.st.DB, r.id.Key, r.attempt.ID, r.leaseMs); err != nil {
-		return err
-	}
-	_, err := r.e.st.CP.Renew(ctx, r.e.st.DB, r.op, r.attempt.ID, r.leaseMs)
-	return err
 }
 
 // work plans if the claim made this run the planner, then applies and
