@@ -17,7 +17,9 @@ import (
 // updated first, by a multi-table UPDATE of the table joined to the stage
 // on the key (its WHERE, the guard, reads the stored row before any
 // assignment), and then the rows new to the table are inserted, those of
-// the stage whose key it lacks. Keys compare by KeyValue (a decimal by
+// the stage whose key it lacks; when staged rows are left, the update
+// runs again, for a key another import committed between the two (as the
+// Writer's does). Keys compare by KeyValue (a decimal by
 // its number), and a changed row takes the staged row's values, the text
 // of its decimal key columns included (sink.Rewritten).
 func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage string, columns []string) (staged, fresh, written int64, err error) {
@@ -43,6 +45,7 @@ func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage str
 		return 0, 0, 0, fmt.Errorf("count staged rows of %s: %w", tg.Table, err)
 	}
 	data := sink.Rewritten(t, tg, columns)
+	var update string
 	if len(data) > 0 {
 		set := make([]string, 0, len(data)+2)
 		stored, incoming := make([]string, len(data)), make([]string, len(data))
@@ -60,13 +63,10 @@ func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage str
 			sv, v := "t."+q(tg.Version), "s."+q(tg.Version)
 			guard = append(guard, "NOT ("+sv+" IS NOT NULL AND ("+v+" IS NULL OR "+v+" < "+sv+"))")
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE `+table+` t JOIN `+st+` s ON `+on+` SET `+strings.Join(set, ", ")+
-			` WHERE `+strings.Join(guard, " AND "))
-		if err != nil {
+		update = `UPDATE ` + table + ` t JOIN ` + st + ` s ON ` + on + ` SET ` + strings.Join(set, ", ") +
+			` WHERE ` + strings.Join(guard, " AND ")
+		if written, err = changed(ctx, tx, update); err != nil {
 			return 0, 0, 0, fmt.Errorf("update rows of %s from the stage: %w", tg.Table, err)
-		}
-		if written, err = res.RowsAffected(); err != nil {
-			return 0, 0, 0, err
 		}
 	}
 	cols := append(slices.Clone(columns), sink.FileColumn, sink.RowColumn)
@@ -74,14 +74,33 @@ func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage str
 	for i, c := range cols {
 		list[i] = q(c)
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO `+table+` (`+strings.Join(list, ", ")+`) SELECT s.`+strings.Join(list, ", s.")+
+	inserted, err := changed(ctx, tx, `INSERT INTO `+table+` (`+strings.Join(list, ", ")+`) SELECT s.`+strings.Join(list, ", s.")+
 		` FROM `+st+` s WHERE NOT EXISTS (SELECT 1 FROM `+table+` t WHERE `+on+`)`)
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("insert staged rows into %s: %w", tg.Table, err)
 	}
-	inserted, err := res.RowsAffected()
-	if err != nil {
-		return 0, 0, 0, err
+	if update != "" && staged > written+inserted {
+		// A key another transaction stored and committed after the
+		// update looked for it (READ COMMITTED: each statement reads what
+		// is committed when it starts) is one the insert finds and skips:
+		// neither statement wrote it. The update again reads it (as it
+		// locks, the latest committed row) and writes it when it is not
+		// older. A key committed during the insert fails it with a
+		// duplicate key.
+		again, err := changed(ctx, tx, update)
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("update rows of %s from the stage: %w", tg.Table, err)
+		}
+		written += again
 	}
 	return staged, fresh, written + inserted, nil
+}
+
+// changed runs stmt in tx and returns how many rows it changed.
+func changed(ctx context.Context, tx *sql.Tx, stmt string) (int64, error) {
+	res, err := tx.ExecContext(ctx, stmt)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }

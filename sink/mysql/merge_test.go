@@ -3,6 +3,7 @@ package mysql
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
@@ -51,5 +52,99 @@ func TestMerge(t *testing.T) {
 	want := []string{"1.500|a|1|4|1", "10.0|E|2|4|2", "100|d|1|1|3", "3|z|1|4|4", "7|old|5|1|4"}
 	if !slices.Equal(got, want) {
 		t.Errorf("after the merge:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestMergeKeyStoredBetweenItsStatements: a key another transaction
+// stores and commits after Merge's update looked for it, and before its
+// insert does, is found by the insert, which skips it; the staged row,
+// newer, must still be written. A trigger on the update of the stage's
+// other row holds Merge between its statements (on a row lock the test
+// holds) while another connection stores the key.
+func TestMergeKeyStoredBetweenItsStatements(t *testing.T) {
+	db, _ := openTarget(t, sink.Settings{})
+	f := drivertest.Open(t, drivertest.Env{DB: db, Driver: Driver{}})
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.I64("v"), drivertest.Str("n"))
+	tg := sink.Target{Table: "t", Key: []string{"id"}, Version: "v"}
+	stage := sink.StagePrefix + "t"
+	f.MustEnsure(tg, s)
+	f.MustEnsure(sink.Target{Table: stage, Key: []string{"id"}}, s)
+	f.Exec(`CREATE TABLE gate (k INT PRIMARY KEY)`)
+	f.Exec(`INSERT INTO gate VALUES (1)`)
+	f.Exec(`INSERT INTO t (id, v, n, _idemport_file, _idemport_row) VALUES (2, 1, 'stored', 1, 1)`)
+	f.Exec(`INSERT INTO ` + q(stage) + ` (id, v, n, _idemport_file, _idemport_row) VALUES (1, 2, 'new', 4, 1), (2, 2, 'changed', 4, 2)`)
+	f.Exec(`CREATE TRIGGER hold AFTER UPDATE ON t FOR EACH ROW UPDATE gate SET k = k WHERE k = 1`)
+	conn, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var merger int64
+	if err := conn.QueryRowContext(t.Context(), `SELECT CONNECTION_ID()`).Scan(&merger); err != nil {
+		t.Fatal(err)
+	}
+
+	gate, err := db.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gate.Rollback()
+	if _, err := gate.ExecContext(t.Context(), `UPDATE gate SET k = k WHERE k = 1`); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		staged, fresh, written int64
+		err                    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		tx, err := conn.BeginTx(t.Context(), nil)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		var r result
+		r.staged, r.fresh, r.written, r.err = Driver{}.Merge(t.Context(), tx, tg, stage, []string{"id", "v", "n"})
+		if r.err == nil {
+			r.err = tx.Commit()
+		} else {
+			tx.Rollback()
+		}
+		done <- r
+	}()
+	// Merge's update has changed key 2 and waits, in the trigger, for the
+	// gate.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		select {
+		case r := <-done:
+			t.Fatalf("Merge ended without waiting for the gate: %+v", r)
+		default:
+		}
+		var waiting int64
+		if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM information_schema.processlist WHERE id = ? AND info LIKE 'UPDATE gate%'`, merger).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Merge never waited for the gate")
+		}
+	}
+	if _, err := db.ExecContext(t.Context(), `INSERT INTO t (id, v, n) VALUES (1, 1, 'meanwhile')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := gate.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("merge: %v", r.err)
+	}
+	if r.staged != 2 || r.written != 2 {
+		t.Errorf("merge: staged %d, fresh %d, written %d; want 2 staged, 2 written", r.staged, r.fresh, r.written)
+	}
+	if got, want := drivertest.Strings(t, db, `SELECT CONCAT(id, '|', v, '|', n) FROM t ORDER BY id`), []string{"1|2|new", "2|2|changed"}; !slices.Equal(got, want) {
+		t.Errorf("t holds %q, want %q", got, want)
 	}
 }
