@@ -49,6 +49,7 @@ type applier struct {
 	log     *slog.Logger
 	leaseMs int64
 	started time.Time
+	text    bool // the file is read as text (run.textFormat)
 	ap      *applying
 	identity
 	claimed
@@ -193,7 +194,7 @@ func (a *applier) awaitOthers(ctx context.Context, p checkpoint.Progress) error 
 	if err := sleep(ctx, min(time.Second, a.req.Lease/4)); err != nil {
 		return err
 	}
-	return a.run.withTx(ctx, func(tx *sql.Tx) error {
+	return withTx(ctx, a.e.st.DB, func(tx *sql.Tx) error {
 		op, _, err := a.e.st.Ledger.Get(ctx, tx, a.id.Key)
 		if err != nil || op == nil {
 			return err
@@ -644,7 +645,7 @@ func (a *applier) unanswered(ctx context.Context, conn *sql.Conn, c *checkpoint.
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unansweredWait)
 	defer cancel()
 	var by string
-	err := a.run.withTx(qctx, func(tx *sql.Tx) (err error) {
+	err := withTx(qctx, a.e.st.DB, func(tx *sql.Tx) (err error) {
 		by, err = a.e.st.CP.DoneBy(qctx, tx, a.op, c.Index)
 		return err
 	})
@@ -694,7 +695,7 @@ func (a *applier) finalize(ctx context.Context) (completer string, err error) {
 func (a *applier) completeOnce(ctx context.Context, apart *evolution) (completion, error) {
 	var c completion
 	removed := a.res.Removed // the replaced version's rows the plan's transaction removed (ordinal mode)
-	err := a.run.withTx(ctx, func(tx *sql.Tx) (err error) {
+	err := withTx(ctx, a.e.st.DB, func(tx *sql.Tx) (err error) {
 		a.res.Removed = removed
 		c, err = a.complete(ctx, tx, apart)
 		return err
@@ -869,7 +870,7 @@ func (a *applier) recordEnd(ctx context.Context, tx *sql.Tx, moved idemtype.Rows
 		return err
 	}
 	var deleted *int64
-	if a.run.snapshot() != nil {
+	if a.req.Mapping.Snapshot != nil {
 		deleted = &a.res.Deleted
 	}
 	rows := a.ap.rows
@@ -887,7 +888,7 @@ func (a *applier) settledOp(ctx context.Context) (*ledger.Operation, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unansweredWait)
 	defer cancel()
 	var op *ledger.Operation
-	err := a.run.withTx(ctx, func(tx *sql.Tx) (err error) {
+	err := withTx(ctx, a.e.st.DB, func(tx *sql.Tx) (err error) {
 		if err := a.e.st.Ledger.Lock(ctx, tx, a.id.Key); err != nil {
 			return err
 		}

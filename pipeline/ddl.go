@@ -148,7 +148,7 @@ func (a *applier) evolveApart(ctx context.Context) (*evolution, error) {
 	// Recorded first, with this attempt, so that a kill between the DDL
 	// and the rows' transaction, whose rerun finds the table changed and
 	// changes nothing, leaves the change in the attempt that made it.
-	if err := a.run.withTx(ctx, func(tx *sql.Tx) error { return a.run.recordEvolved(ctx, tx, ev) }); err != nil {
+	if err := withTx(ctx, a.e.st.DB, func(tx *sql.Tx) error { return a.run.recordEvolved(ctx, tx, ev) }); err != nil {
 		return nil, err
 	}
 	if err := a.e.st.Hit("after-ddl-record"); err != nil {
@@ -192,7 +192,7 @@ func (a *applier) completionDDL(ctx context.Context) (*evolution, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s := a.run.snapshot(); s != nil && s.Soft {
+	if s := a.req.Mapping.Snapshot; s != nil && s.Soft {
 		err = a.e.st.Alter(ctx, func(tx *sql.Tx) error { return a.e.st.Driver.EnsureDeleted(ctx, tx, a.target.Table) })
 	}
 	return ev, err

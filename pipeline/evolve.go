@@ -241,7 +241,7 @@ func (w *partitionWriter) ready(ctx context.Context, a *applier, conn *sql.Conn,
 	if w.Writer != nil && reflect.DeepEqual(table, w.table) {
 		return nil
 	}
-	as := a.run.valuesAs(table, a.plan.Schema)
+	as := valuesAs(a.req.Mapping, a.text, table, a.plan.Schema)
 	a.ap.lastAs.Store(&as)
 	if w.Writer != nil {
 		a.log.Debug("the table's columns changed; preparing the writer again", "table", tg.Table)
@@ -259,7 +259,8 @@ func (w *partitionWriter) ready(ctx context.Context, a *applier, conn *sql.Conn,
 }
 
 // valuesAs returns the types the values of a text file's columns are
-// written as into table (nil: each as the plan reads it). A column the
+// written as into table (nil: each as the plan reads it, and for a file
+// not read as text), m being the file's mapping. A column the
 // plan reads as int64, float64 or decimal goes into a text column as the
 // file's text, and one read as float64 into a decimal column as the number
 // the file wrote, never through a float64: 4 stays 4 (not 4.0), 4.50 stays
@@ -267,11 +268,10 @@ func (w *partitionWriter) ready(ctx context.Context, a *applier, conn *sql.Conn,
 // A Parquet or Arrow float has only its float64; the driver writes it as
 // its shortest decimal text (sink.FloatText). Key, version and scope
 // columns are read as the plan says: their types key the rows.
-func (r *run) valuesAs(table *sink.Table, schema reader.Schema) []idemtype.Type {
-	if table == nil || !r.textFormat() {
+func valuesAs(m Mapping, text bool, table *sink.Table, schema reader.Schema) []idemtype.Type {
+	if table == nil || !text {
 		return nil
 	}
-	m := r.req.Mapping
 	var as []idemtype.Type
 	for i, c := range schema {
 		t := table.Column(c.Name)
@@ -303,7 +303,7 @@ func (r *run) valuesAs(table *sink.Table, schema reader.Schema) []idemtype.Type 
 // the table as it is, or as the first partition transaction is to change
 // it (--evolve): a partition read otherwise would be read again.
 func (a *applier) expectAs(ctx context.Context) error {
-	if !a.run.textFormat() || a.ap.lastAs.Load() != nil {
+	if !a.text || a.ap.lastAs.Load() != nil {
 		return nil
 	}
 	table, err := a.e.st.Driver.Describe(ctx, a.e.st.DB, a.run.writeTarget().Table)
@@ -313,7 +313,7 @@ func (a *applier) expectAs(ctx context.Context) error {
 	if a.evolvesInPartitions() {
 		table = a.run.widened(table, a.plan.Schema)
 	}
-	as := a.run.valuesAs(table, a.plan.Schema)
+	as := valuesAs(a.req.Mapping, a.text, table, a.plan.Schema)
 	a.ap.lastAs.Store(&as)
 	return nil
 }

@@ -391,7 +391,7 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 			return err
 		}
 		if d == ledger.Create {
-			if err := r.noteSamePath(ctx); err != nil {
+			if err := r.noteSamePath(ctx, p.plan); err != nil {
 				r.log.Warn("could not look for other content imported from the same path", "err", err)
 			}
 		}
@@ -422,7 +422,7 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 // identity, claim and plan its earlier stages made.
 func (r *run) applier() *applier {
 	return &applier{e: r.e, req: r.req, res: r.res, attempt: r.attempt, target: r.target, log: r.log,
-		leaseMs: r.leaseMs, started: r.started, ap: &r.ap,
+		leaseMs: r.leaseMs, started: r.started, text: r.textFormat(), ap: &r.ap,
 		identity: r.identity, claimed: r.claimed, planned: r.planned, run: r}
 }
 
@@ -483,7 +483,7 @@ func (r *run) abandonChanged(ctx context.Context, cause error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	var deleted int64
-	err := r.withTx(ctx, func(tx *sql.Tx) error {
+	err := withTx(ctx, r.e.st.DB, func(tx *sql.Tx) error {
 		if err := r.e.st.Ledger.Lock(ctx, tx, r.id.Key); err != nil {
 			return err
 		}
@@ -578,9 +578,9 @@ func (r *run) record(ctx context.Context, outcome string, failure error) error {
 	return tx.Commit()
 }
 
-// withTx runs f in a transaction and commits it.
-func (r *run) withTx(ctx context.Context, f func(*sql.Tx) error) error {
-	tx, err := beginTx(ctx, r.e.st.DB)
+// withTx runs f in a transaction on db and commits it.
+func withTx(ctx context.Context, db *sql.DB, f func(*sql.Tx) error) error {
+	tx, err := beginTx(ctx, db)
 	if err != nil {
 		return err
 	}

@@ -431,7 +431,7 @@ func (r *run) storePlan(ctx context.Context, p planned, ev *evolution) error {
 			return err
 		}
 	}
-	return r.withTx(ctx, func(tx *sql.Tx) error {
+	return withTx(ctx, r.e.st.DB, func(tx *sql.Tx) error {
 		if !ddl {
 			if err := r.readyTables(ctx, tx, tables); err != nil {
 				return err
@@ -479,7 +479,7 @@ func (r *run) planTables(p planned, ev *evolution) planTables {
 		// of the table (as it is to become) takes as the file wrote them
 		// (valuesAs), so that the move at completion copies text, not a
 		// float64's digits.
-		t.staged = schemaAs(p.plan.Schema, r.valuesAs(r.widened(p.existing, p.plan.Schema), p.plan.Schema)).Arrow()
+		t.staged = schemaAs(p.plan.Schema, valuesAs(r.req.Mapping, r.textFormat(), r.widened(p.existing, p.plan.Schema), p.plan.Schema)).Arrow()
 	}
 	return t
 }
@@ -559,7 +559,7 @@ func (r *run) refuse(ctx context.Context, ref *Refusal, counted idemtype.Rows) e
 	if err != nil {
 		return err
 	}
-	err = r.withTx(ctx, func(tx *sql.Tx) error {
+	err = withTx(ctx, r.e.st.DB, func(tx *sql.Tx) error {
 		if err := r.e.st.Ledger.Refuse(ctx, tx, r.id.Key, r.attempt.ID, string(body), counted); err != nil {
 			return err
 		}
@@ -584,7 +584,7 @@ func (r *run) retract(ctx context.Context, usage error) error {
 		// corrected command supersedes it and finishes the replacement.
 		return r.refuse(ctx, &Refusal{Error: usage.Error()}, idemtype.Rows{})
 	}
-	err := r.withTx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
+	err := withTx(context.WithoutCancel(ctx), r.e.st.DB, func(tx *sql.Tx) error {
 		return r.e.st.Ledger.Retract(ctx, tx, r.id.Key, r.attempt.ID)
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -118,8 +119,8 @@ func (a *applier) noteReplaced() {
 // template changed). A user who meant to correct the file, or to keep one
 // copy, has two copies now: the note names the ways to say what the file
 // is, and the undo that removes the earlier rows.
-func (r *run) noteSamePath(ctx context.Context) error {
-	if !r.target.Ordinal() || r.snapshot() != nil || r.replacing() || r.plan == nil || r.in.streaming {
+func (r *run) noteSamePath(ctx context.Context, plan *reader.Plan) error {
+	if !r.target.Ordinal() || r.snapshot() != nil || r.replacing() || plan == nil || r.in.streaming {
 		return nil // a stream's name is no path: each content piped in is a file of its own
 	}
 	ops, err := r.e.st.Ledger.List(ctx, ledger.Filter{Table: r.target.Table, State: ledger.Completed, Path: r.id.Path})
@@ -130,7 +131,7 @@ func (r *run) noteSamePath(ctx context.Context) error {
 		if op.Path != r.id.Path || op.FileID == r.id.FileID {
 			continue
 		}
-		rows, adds := english.Plural(op.Rows.Read-op.Rows.Rejected-op.Rows.Superseded, "row"), r.plan.Rows-r.plan.Rejected
+		rows, adds := english.Plural(op.Rows.Read-op.Rows.Rejected-op.Rows.Superseded, "row"), plan.Rows-plan.Rejected
 		undo := fmt.Sprintf("to remove the earlier rows: idemport undo %s --table %s", op.FileID, r.target.Table)
 		if op.ContentDigest == r.id.ContentDigest {
 			r.note("%s already holds %s of this content from %s, imported as file ID %s: this adds %d more under file ID %s; %s",

@@ -246,7 +246,7 @@ func (r *run) deleteGuard(missing, live, before int64, plan *reader.Plan) error 
 
 // scopeSweep is the sweep of the run's snapshot over its table and scope.
 func (a *applier) scopeSweep() sink.Sweep {
-	s := a.run.snapshot()
+	s := a.req.Mapping.Snapshot
 	return sink.Sweep{Driver: a.e.st.Driver, Table: a.target.Table, Key: a.target.Key, Seen: a.run.seenTable(), FileKey: a.id.FileKey, Scope: s.Scope, Soft: s.Soft}
 }
 
@@ -261,7 +261,7 @@ func (a *applier) scopeSweep() sink.Sweep {
 // not locked while the partition is written.) With --atomic nothing is
 // written before the completing transaction, which counts there.
 func (a *applier) countScope(ctx context.Context, tx *sql.Tx) (int64, error) {
-	if a.run.snapshot() == nil || a.target.Ordinal() || a.req.Mapping.Atomic {
+	if a.req.Mapping.Snapshot == nil || a.target.Ordinal() || a.req.Mapping.Atomic {
 		return -1, nil
 	}
 	if _, ok, err := a.e.st.Ledger.ScopeRows(ctx, tx, a.id.Key); err != nil || ok {
@@ -287,7 +287,7 @@ func (a *applier) recordScope(ctx context.Context, tx *sql.Tx, n int64) error {
 // this version counts at its next partition, with what its earlier
 // partitions wrote: an approximation, as earlier versions' was.)
 func (a *applier) scopeBefore(ctx context.Context, tx *sql.Tx) (n int64, ok bool, err error) {
-	if a.run.snapshot() == nil || a.target.Ordinal() {
+	if a.req.Mapping.Snapshot == nil || a.target.Ordinal() {
 		return 0, false, nil
 	}
 	if n, ok, err := a.e.st.Ledger.ScopeRows(ctx, tx, a.id.Key); err != nil || ok || !a.req.Mapping.Atomic {
@@ -324,7 +324,7 @@ func guardBefore(stored int64, ok bool, live, inserted int64) int64 {
 // records the snapshot as applied to its scope (dropSeen then drops the
 // table of keys seen). It returns the rows removed.
 func (a *applier) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64, known bool) (int64, error) {
-	s := a.run.snapshot()
+	s := a.req.Mapping.Snapshot
 	if s == nil {
 		return 0, nil
 	}
