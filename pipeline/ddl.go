@@ -154,8 +154,14 @@ func (a *applier) evolveApart(ctx context.Context) (*evolution, error) {
 	if err := a.e.st.Hit("after-ddl-record"); err != nil {
 		return nil, err
 	}
+	return ev, a.alter(ctx, ev, schema)
+}
+
+// alter makes the changes ev to the target, as DDL steps of their own
+// (store.Alter), and checks the table (Ensure) for rows of schema.
+func (a *applier) alter(ctx context.Context, ev *evolution, schema *arrow.Schema) error {
 	d := a.e.st.Driver
-	err = a.e.st.Alter(ctx, func(tx *sql.Tx) error {
+	return a.e.st.Alter(ctx, func(tx *sql.Tx) error {
 		for _, f := range ev.add {
 			if err := d.AddColumn(ctx, tx, a.target.Table, f); err != nil {
 				return err
@@ -168,7 +174,6 @@ func (a *applier) evolveApart(ctx context.Context) (*evolution, error) {
 		}
 		return d.Ensure(ctx, tx, a.target, schema)
 	})
-	return ev, err
 }
 
 // recordEvolved records, inside tx, the changes evolveApart made.
