@@ -89,7 +89,7 @@ func (a *applier) apply(ctx context.Context) error {
 		}
 		if p.Done == p.Total {
 			// Other attempts may have done some: the last report says all.
-			a.run.progress(Progress{Phase: "apply", Rows: a.plan.Rows, TotalRows: a.plan.Rows, Partitions: p.Total, TotalParts: p.Total,
+			a.req.progress(Progress{Phase: "apply", Rows: a.plan.Rows, TotalRows: a.plan.Rows, Partitions: p.Total, TotalParts: p.Total,
 				Skipped: a.res.Partitions.Skipped})
 			return nil
 		}
@@ -119,7 +119,7 @@ func (a *applier) startApply(ctx context.Context) error {
 	a.res.Partitions.Total = start.Total
 	a.res.Partitions.Skipped = start.Done
 	a.ap.doneRows = a.rowsDone(ctx)
-	a.run.progress(Progress{Phase: "apply", Rows: a.ap.doneRows, TotalRows: a.plan.Rows, Partitions: start.Done, TotalParts: start.Total, Skipped: start.Done})
+	a.req.progress(Progress{Phase: "apply", Rows: a.ap.doneRows, TotalRows: a.plan.Rows, Partitions: start.Done, TotalParts: start.Total, Skipped: start.Done})
 	return a.expectAs(ctx)
 }
 
@@ -590,7 +590,7 @@ func (a *applier) committedPartition(c *checkpoint.Claim, counts idemtype.Rows, 
 	a.ap.doneRows += c.Rows
 	p := Progress{Phase: "apply", Rows: a.ap.doneRows, TotalRows: a.plan.Rows, Partitions: a.res.Partitions.Skipped + a.ap.committed,
 		TotalParts: a.res.Partitions.Total, Skipped: a.res.Partitions.Skipped}
-	a.run.progress(p) // under mu: reports stay in order
+	a.req.progress(p) // under mu: reports stay in order
 	mu.Unlock()
 	a.log.Debug("partition committed", "partition", c.Index, "inserted", counts.Inserted, "updated", counts.Updated,
 		"unchanged", counts.Unchanged, "stale", counts.Stale, "superseded", counts.Superseded, "rejected", counts.Rejected)

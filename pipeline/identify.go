@@ -46,12 +46,6 @@ func (s *identifier) name() string {
 	return inputName(s.in, &s.req)
 }
 
-func (s *identifier) progress(p Progress) {
-	if s.req.Progress != nil {
-		s.req.Progress(p)
-	}
-}
-
 // identity is what the identify stage finds a file to be: the operation it
 // is imported under and the digests that say so. identify returns it; the
 // claim, plan and apply stages read it (the claim only completes id.ReadAs,
@@ -237,7 +231,7 @@ func (s *identifier) hash(ctx context.Context, at located) (hashed, error) {
 		d, spec, err = s.hashAndPlan(ctx, src, hashSrc, at)
 	default:
 		d, err = reader.Digest(ctx, hashSrc, func(n int64) {
-			s.progress(Progress{Phase: "hash", Bytes: n, TotalBytes: at.size})
+			s.req.progress(Progress{Phase: "hash", Bytes: n, TotalBytes: at.size})
 		})
 	}
 	return hashed{digests: d, spec: spec}, err
@@ -251,7 +245,7 @@ func (s *identifier) hash(ctx context.Context, at located) (hashed, error) {
 func (s *identifier) hashAndPlan(ctx context.Context, src, hashSrc idemtype.Source, at located) (reader.Digests, *speculation, error) {
 	var d reader.Digests
 	sr, err := reader.StartHashRead(ctx, hashSrc, func(n int64) {
-		s.progress(Progress{Phase: "hash", Bytes: n, TotalBytes: at.size})
+		s.req.progress(Progress{Phase: "hash", Bytes: n, TotalBytes: at.size})
 	})
 	if err != nil {
 		return d, nil, err
@@ -456,7 +450,7 @@ func (s *identifier) spoolStream(ctx context.Context) error {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "idemport-"+strconv.Itoa(os.Getuid()))
 	}
-	sp, err := remote.SpoolStream(ctx, in, dir, func(n int64) { s.progress(Progress{Phase: "hash", Bytes: n}) })
+	sp, err := remote.SpoolStream(ctx, in, dir, func(n int64) { s.req.progress(Progress{Phase: "hash", Bytes: n}) })
 	if err != nil {
 		return err
 	}

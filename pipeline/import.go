@@ -236,9 +236,10 @@ func (r *run) defaults() {
 	r.target = sink.Target{Table: q.Mapping.Table, Key: q.Mapping.Key, Version: q.Mapping.Version}
 }
 
-func (r *run) progress(p Progress) {
-	if r.req.Progress != nil {
-		r.req.Progress(p)
+// progress reports p to q's Progress, if set.
+func (q *Request) progress(p Progress) {
+	if q.Progress != nil {
+		q.Progress(p)
 	}
 }
 

@@ -331,7 +331,7 @@ func (r *run) planFile(ctx context.Context) (planned, bool, error) {
 		return planned{}, true, r.refuse(ctx, &Refusal{Error: err.Error()}, idemtype.Rows{})
 	}
 	p, err := r.planPass(ctx, func(b, rows int64) {
-		r.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: r.id.Size, Rows: rows})
+		r.req.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: r.id.Size, Rows: rows})
 	})
 	defer p.spill.close()
 	if errors.Is(err, sink.ErrNoSchema) {
@@ -344,7 +344,7 @@ func (r *run) planFile(ctx context.Context) (planned, bool, error) {
 	// The pass is done: say so even when it reported nothing (a
 	// speculative pass that finished while the file was hashed, or a
 	// columnar file whose footer and unread pages never count as read).
-	r.progress(Progress{Phase: "plan", Bytes: r.id.Size, TotalBytes: r.id.Size, Rows: p.plan.Rows})
+	r.req.progress(Progress{Phase: "plan", Bytes: r.id.Size, TotalBytes: r.id.Size, Rows: p.plan.Rows})
 	kept := p
 	kept.spill = nil
 	refused, err := r.keepPlan(ctx, p)
