@@ -54,8 +54,9 @@ type applier struct {
 	identity
 	claimed
 	planned
+	tables tables // the names of the tables the import uses (newTables)
 	// run is the attempt's run, for what the applier still shares with
-	// the stages before it: notes, transactions, the names of its tables.
+	// the stages before it: notes, evolution, the sweep's guard, busy holders.
 	run *run
 }
 

@@ -15,29 +15,12 @@ import (
 	"github.com/idemport/idemport/sink"
 )
 
-// stageTable names the staging table of an --atomic operation: the
-// target's columns and key, beside it. Partitions are written into it with
-// their checkpoints; the completing transaction moves its rows into the
-// target and drops it.
-func (r *run) stageTable() string { return r.beside(sink.StagePrefix) }
-
-// writeTarget is where partitions write: the target, or with --atomic its
-// staging table.
-func (r *run) writeTarget() sink.Target {
-	if !r.req.Mapping.Atomic {
-		return r.target
-	}
-	t := r.target
-	t.Table = r.stageTable()
-	return t
-}
-
 // ensureStage creates the staging table inside the plan's transaction.
 func (r *run) ensureStage(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
 	if !r.req.Mapping.Atomic {
 		return nil
 	}
-	return r.e.st.Driver.Ensure(ctx, tx, r.writeTarget(), schema)
+	return r.e.st.Driver.Ensure(ctx, tx, r.tables.write, schema)
 }
 
 // moveStaged moves the staged rows into the target inside the completing
@@ -63,11 +46,11 @@ func (a *applier) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all,
 		return 0, all, mine, err
 	}
 	attempts, group := stageGroups(a.e.st.Driver, parts)
-	classes, err := a.e.st.Driver.Classify(ctx, tx, a.target, a.run.stageTable(), names, group)
+	classes, err := a.e.st.Driver.Classify(ctx, tx, a.target, a.tables.stage, names, group)
 	if err != nil {
 		return 0, all, mine, err
 	}
-	staged, fresh, written, err := a.e.st.Driver.Merge(ctx, tx, a.target, a.run.stageTable(), names)
+	staged, fresh, written, err := a.e.st.Driver.Merge(ctx, tx, a.target, a.tables.stage, names)
 	if err != nil {
 		return 0, all, mine, err
 	}
@@ -123,8 +106,8 @@ func (a *applier) dropStage(ctx context.Context, tx *sql.Tx) error {
 	if !a.req.Mapping.Atomic || a.e.st.DDLCommits() { // else dropped after tx (dropAfterCompletion)
 		return nil
 	}
-	if err := a.e.st.Driver.DropTable(ctx, tx, a.run.stageTable()); err != nil {
-		return fmt.Errorf("drop staging table %s: %w", a.run.stageTable(), err)
+	if err := a.e.st.Driver.DropTable(ctx, tx, a.tables.stage); err != nil {
+		return fmt.Errorf("drop staging table %s: %w", a.tables.stage, err)
 	}
 	return nil
 }

@@ -54,7 +54,7 @@ func (r *run) planDDL(ctx context.Context, ensure bool, schema, staged *arrow.Sc
 		}
 	}
 	if r.req.Mapping.Atomic {
-		if err := st.Create(ctx, k, r.stageTable(), func(tx *sql.Tx) error {
+		if err := st.Create(ctx, k, r.tables.stage, func(tx *sql.Tx) error {
 			return r.ensureStage(ctx, tx, staged)
 		}); err != nil {
 			return err
@@ -65,9 +65,9 @@ func (r *run) planDDL(ctx context.Context, ensure bool, schema, staged *arrow.Sc
 			return err
 		}
 	}
-	if r.keysSeen() {
-		return st.Create(ctx, k, r.seenTable(), func(tx *sql.Tx) error {
-			return st.Driver.EnsureSeen(ctx, tx, r.seenTable(), r.target.Key, keySchema(schema, r.target.Key))
+	if r.tables.keysSeen {
+		return st.Create(ctx, k, r.tables.seen, func(tx *sql.Tx) error {
+			return st.Driver.EnsureSeen(ctx, tx, r.tables.seen, r.target.Key, keySchema(schema, r.target.Key))
 		})
 	}
 	return nil
@@ -210,9 +210,9 @@ func (a *applier) dropAfterCompletion(ctx context.Context) {
 	if !a.e.st.DDLCommits() {
 		return
 	}
-	stage, seen := a.req.Mapping.Atomic, a.run.keysSeen()
+	stage, seen := a.req.Mapping.Atomic, a.tables.keysSeen
 	_, err := a.e.st.DropCreated(ctx, a.id.Key, func(c ledger.CreatedTable) bool {
-		return stage && c.Name == a.run.stageTable() || seen && c.Name == a.run.seenTable()
+		return stage && c.Name == a.tables.stage || seen && c.Name == a.tables.seen
 	})
 	if err != nil {
 		a.log.Warn("could not drop the import's staging tables; gc drops them", "err", err)

@@ -227,7 +227,7 @@ func (a *applier) evolveInPartition(ctx context.Context, tx *sql.Tx) (*evolution
 // ready holds the table's columns until tx ends and prepares w for them,
 // again when they changed since it was last prepared (see prepare).
 func (w *partitionWriter) ready(ctx context.Context, a *applier, conn *sql.Conn, tx *sql.Tx) error {
-	tg := a.run.writeTarget()
+	tg := a.tables.write
 	if err := a.e.st.Driver.HoldColumns(ctx, tx, tg.Table); err != nil {
 		return err
 	}
@@ -306,7 +306,7 @@ func (a *applier) expectAs(ctx context.Context) error {
 	if !a.text || a.ap.lastAs.Load() != nil {
 		return nil
 	}
-	table, err := a.e.st.Driver.Describe(ctx, a.e.st.DB, a.run.writeTarget().Table)
+	table, err := a.e.st.Driver.Describe(ctx, a.e.st.DB, a.tables.write.Table)
 	if err != nil || table == nil {
 		return err
 	}

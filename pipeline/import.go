@@ -163,6 +163,7 @@ type run struct {
 	spec       *speculation // the plan pass identify started on the hash's read (identify returns it)
 	claimed                 // what the claim stage decided: set once, from its result
 	planned                 // what the plan stage made, or loadPlan read: set once, from its result
+	tables     tables       // the names of the tables the import uses: set once, after the claim
 	ap         applying     // what this attempt has done so far: counts, commits, leases recovered
 }
 
@@ -257,6 +258,7 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	}
 	r.claimed = c
+	r.tables = newTables(r.req, r.target, r.identity, c, r.e.st.Driver.Limits().QualifiedNames)
 	r.log.Info("claimed", "decision", c.decision.String(), "recovered_from", r.attempt.RecoveredFrom)
 	if err := r.e.st.Hit("after-claim"); err != nil {
 		return r.abandon(ctx, err)
@@ -424,7 +426,7 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 func (r *run) applier() *applier {
 	return &applier{e: r.e, req: r.req, res: r.res, attempt: r.attempt, target: r.target, log: r.log,
 		leaseMs: r.leaseMs, started: r.started, text: r.textFormat(), ap: &r.ap,
-		identity: r.identity, claimed: r.claimed, planned: r.planned, run: r}
+		identity: r.identity, claimed: r.claimed, planned: r.planned, tables: r.tables, run: r}
 }
 
 // stopBusy ends an attempt that found its operation's remaining work held

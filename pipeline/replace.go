@@ -86,7 +86,7 @@ func (a *applier) sweepReplaced(ctx context.Context, tx *sql.Tx) error {
 	if !a.replacing() || a.target.Ordinal() {
 		return nil
 	}
-	sw := sink.Sweep{Driver: a.e.st.Driver, Table: a.target.Table, Key: a.target.Key, Seen: a.run.seenTable(),
+	sw := sink.Sweep{Driver: a.e.st.Driver, Table: a.target.Table, Key: a.target.Key, Seen: a.tables.seen,
 		Scope: []sink.Term{{Column: sink.FileColumn, Value: strconv.FormatInt(a.id.FileKey, 10)}}}
 	n, err := sw.Apply(ctx, tx, nil)
 	if err != nil {

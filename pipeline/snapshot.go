@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -53,45 +52,6 @@ func (e *DeleteGuardError) Error() string {
 // snapshot returns the mapping's snapshot mode, or nil.
 func (r *run) snapshot() *Snapshot { return r.req.Mapping.Snapshot }
 
-// asOf is the time the snapshot's data is as of, in Unix milliseconds:
-// --as-of, or the file's modification time.
-func (r *run) asOf() int64 {
-	if !r.req.AsOf.IsZero() {
-		return r.req.AsOf.UnixMilli()
-	}
-	return r.stat.MtimeNs / int64(time.Millisecond)
-}
-
-// seenTable names the table that holds the keys a natural-key snapshot
-// file had, one per operation, beside the target table (in its schema on
-// PostgreSQL). It lives from the plan to the completing transaction.
-func (r *run) seenTable() string {
-	if r.req.Mapping.Atomic {
-		return r.stageTable() // it holds every key of the file
-	}
-	return r.beside("_idemport_seen_")
-}
-
-// beside names a table of this operation, prefix and the operation's hash,
-// beside the target table (in its schema, where table names are qualified).
-func (r *run) beside(prefix string) string {
-	name := prefix + strconv.FormatUint(uint64(FileKey(r.id.Table+"\x00"+r.id.FileID)), 16)
-	if r.e.st.Driver.Limits().QualifiedNames {
-		for i := len(r.target.Table) - 1; i >= 0; i-- {
-			if r.target.Table[i] == '.' {
-				return r.target.Table[:i+1] + name
-			}
-		}
-	}
-	return name
-}
-
-// keysSeen reports whether this run records the keys its file has: for a
-// snapshot's sweep, or a replacement's (sweepReplaced).
-func (r *run) keysSeen() bool {
-	return (r.snapshot() != nil || r.replacing()) && !r.target.Ordinal() && !r.req.Mapping.Atomic
-}
-
 // stale reports, through q, whether the run's file is a snapshot older than
 // the last one applied to the same table and scope (ledger.Situation.Stale),
 // and returns that one (nil when it is not).
@@ -100,7 +60,7 @@ func (r *run) stale(ctx context.Context, q sink.Querier) (*ledger.Snapshot, erro
 		return nil, nil
 	}
 	last, err := r.e.st.Ledger.LastSnapshot(ctx, q, r.target.Table, r.snapshot().scopeTexts()...)
-	if err != nil || last == nil || last.AsOf <= r.asOf() {
+	if err != nil || last == nil || last.AsOf <= asOf(r.req.AsOf, r.stat) {
 		return nil, err
 	}
 	return last, nil
@@ -109,7 +69,7 @@ func (r *run) stale(ctx context.Context, q sink.Querier) (*ledger.Snapshot, erro
 // staleText says why the run decided ledger.Stale: newer was applied.
 func (r *run) staleText(newer *ledger.Snapshot) string {
 	text := fmt.Sprintf("snapshot as of %s is older than the one already applied to %s%s (%s, as of %s): nothing written",
-		stamp(r.asOf()), r.target.Table, scopeSuffix(r.snapshot()), newer.FileID, stamp(newer.AsOf))
+		stamp(asOf(r.req.AsOf, r.stat)), r.target.Table, scopeSuffix(r.snapshot()), newer.FileID, stamp(newer.AsOf))
 	if r.req.Reapply {
 		forget := ""
 		if !r.target.Ordinal() {
@@ -139,10 +99,10 @@ func (r *run) ensureSnapshot(ctx context.Context, tx *sql.Tx, schema *arrow.Sche
 			return err
 		}
 	}
-	if !r.keysSeen() {
+	if !r.tables.keysSeen {
 		return nil
 	}
-	return r.e.st.Driver.EnsureSeen(ctx, tx, r.seenTable(), r.target.Key, keySchema(schema, r.target.Key))
+	return r.e.st.Driver.EnsureSeen(ctx, tx, r.tables.seen, r.target.Key, keySchema(schema, r.target.Key))
 }
 
 // keySchema is the part of schema that holds the key columns.
@@ -171,12 +131,12 @@ type seenWriter struct {
 }
 
 func (a *applier) newSeenWriter(ctx context.Context, conn *sql.Conn) (*seenWriter, error) {
-	if !a.run.keysSeen() {
+	if !a.tables.keysSeen {
 		return nil, nil
 	}
 	full := a.plan.Schema.Arrow()
 	schema := keySchema(full, a.target.Key)
-	tg := sink.Target{Table: a.run.seenTable()}
+	tg := sink.Target{Table: a.tables.seen}
 	t, err := a.e.st.Driver.Describe(ctx, conn, tg.Table)
 	if err != nil {
 		return nil, fmt.Errorf("record snapshot keys: %w", err)
@@ -247,7 +207,7 @@ func (r *run) deleteGuard(missing, live, before int64, plan *reader.Plan) error 
 // scopeSweep is the sweep of the run's snapshot over its table and scope.
 func (a *applier) scopeSweep() sink.Sweep {
 	s := a.req.Mapping.Snapshot
-	return sink.Sweep{Driver: a.e.st.Driver, Table: a.target.Table, Key: a.target.Key, Seen: a.run.seenTable(), FileKey: a.id.FileKey, Scope: s.Scope, Soft: s.Soft}
+	return sink.Sweep{Driver: a.e.st.Driver, Table: a.target.Table, Key: a.target.Key, Seen: a.tables.seen, FileKey: a.id.FileKey, Scope: s.Scope, Soft: s.Soft}
 }
 
 // countScope counts, inside tx, the live rows of the snapshot's scope
@@ -371,9 +331,9 @@ func (a *applier) noNewerSnapshot(ctx context.Context, tx *sql.Tx, s *Snapshot) 
 	if err != nil {
 		return err
 	}
-	if last != nil && last.AsOf > a.run.asOf() {
+	if last != nil && last.AsOf > a.tables.asOf {
 		return fmt.Errorf("a newer snapshot of %s%s (%s, as of %s) was applied while this one (as of %s) was being imported; not sweeping: undo this import or import a newer snapshot",
-			a.target.Table, scopeSuffix(s), last.FileID, stamp(last.AsOf), stamp(a.run.asOf()))
+			a.target.Table, scopeSuffix(s), last.FileID, stamp(last.AsOf), stamp(a.tables.asOf))
 	}
 	return nil
 }
@@ -386,7 +346,7 @@ func (a *applier) recordSweep(ctx context.Context, tx *sql.Tx, s *Snapshot, scop
 	if s.Soft {
 		marked = now.UnixMicro()
 	}
-	if err := a.e.st.Ledger.RecordSnapshot(ctx, tx, a.target.Table, scope, a.run.asOf(), a.id.FileID, marked); err != nil {
+	if err := a.e.st.Ledger.RecordSnapshot(ctx, tx, a.target.Table, scope, a.tables.asOf, a.id.FileID, marked); err != nil {
 		return err
 	}
 	return a.e.st.Ledger.Swept(ctx, tx, a.attempt.ID, deleted)
@@ -395,10 +355,10 @@ func (a *applier) recordSweep(ctx context.Context, tx *sql.Tx, s *Snapshot, scop
 // dropSeen drops, inside the completing transaction, the table of the keys
 // the file had, once the sweeps that read it ran.
 func (a *applier) dropSeen(ctx context.Context, tx *sql.Tx) error {
-	if !a.run.keysSeen() || a.e.st.DDLCommits() { // else dropped after tx (dropAfterCompletion)
+	if !a.tables.keysSeen || a.e.st.DDLCommits() { // else dropped after tx (dropAfterCompletion)
 		return nil
 	}
-	if err := a.e.st.Driver.DropTable(ctx, tx, a.run.seenTable()); err != nil {
+	if err := a.e.st.Driver.DropTable(ctx, tx, a.tables.seen); err != nil {
 		return fmt.Errorf("drop the file's keys: %w", err)
 	}
 	return nil
