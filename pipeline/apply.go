@@ -798,7 +798,7 @@ func (a *applier) completedBefore(ctx context.Context, tx *sql.Tx) (op *ledger.O
 	if restored, err := a.e.st.Ledger.Restore(ctx, tx, a.id.Key); err != nil {
 		return nil, 0, false, err
 	} else if restored {
-		a.run.note("%s had completed on %s (attempt %s), and a run of an earlier version that joined it then recorded it %s: it is completed again; nothing was applied twice",
+		a.res.note(a.log, "%s had completed on %s (attempt %s), and a run of an earlier version that joined it then recorded it %s: it is completed again; nothing was applied twice",
 			op.Key, formatMs(op.CompletedAt), op.CompletedBy, op.State)
 		return op, now, true, nil
 	}

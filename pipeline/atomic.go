@@ -71,7 +71,7 @@ func (a *applier) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all,
 		a.log.Warn("the staged rows' classification differs from what the move wrote", "new", moved, "changed", all.Updated,
 			"moved_new", fresh, "moved_changed", written-fresh)
 	}
-	a.run.note("moved %d staged rows into %s in one transaction: %d new, %d changed, %d unchanged or older", staged, a.target.Table, fresh, written-fresh, staged-written)
+	a.res.note(a.log, "moved %d staged rows into %s in one transaction: %d new, %d changed, %d unchanged or older", staged, a.target.Table, fresh, written-fresh, staged-written)
 	return fresh, all, mine, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"time"
@@ -235,12 +236,12 @@ func (r *run) create(ctx context.Context, tx *sql.Tx, d ledger.Decision, op *led
 		by := ""
 		switch d {
 		case ledger.Supersede:
-			r.note("supersedes the %s operation of %s (%s differs; it had no effect)", op.State, op.Key, differs(op, r.id))
+			r.res.note(r.log, "supersedes the %s operation of %s (%s differs; it had no effect)", op.State, op.Key, differs(op, r.id))
 			// It was replacing an earlier version: this one
 			// finishes that replacement.
 			c.replaces = op.Replaces
 		case ledger.Replace:
-			r.note("replaces the version of %s completed on %s (content %s, %s)",
+			r.res.note(r.log, "replaces the version of %s completed on %s (content %s, %s)",
 				op.Key, formatMs(op.CompletedAt), ledger.ShortDigest(op.ContentDigest), english.Plural(op.Rows.Read-op.Rows.Rejected-op.Rows.Superseded, "row"))
 			by, c.replaces = r.id.ContentDigest, op.ContentDigest
 		}
@@ -268,12 +269,12 @@ func (r *run) create(ctx context.Context, tx *sql.Tx, d ledger.Decision, op *led
 func (r *run) reset(ctx context.Context, tx *sql.Tx, s ledger.Situation) error {
 	op := s.Op
 	if s.TableMissing {
-		r.note("imported again: %s was completed on %s, but its table %s no longer exists", op.Key, formatMs(op.CompletedAt), op.Table)
+		r.res.note(r.log, "imported again: %s was completed on %s, but its table %s no longer exists", op.Key, formatMs(op.CompletedAt), op.Table)
 	} else {
-		r.note("applied again (--reapply): %s was completed on %s", op.Key, formatMs(op.CompletedAt))
+		r.res.note(r.log, "applied again (--reapply): %s was completed on %s", op.Key, formatMs(op.CompletedAt))
 	}
 	if !r.target.Ordinal() && r.target.Version == "" {
-		r.note("rows are upserted by key without --version-col: this file's values overwrite any newer ones written since")
+		r.res.note(r.log, "rows are upserted by key without --version-col: this file's values overwrite any newer ones written since")
 	}
 	// The file is planned again (its stored plan may have been collected
 	// by gc) and every partition applied again: the target keys are
@@ -349,12 +350,13 @@ func (r *run) situationOf(ctx context.Context, q sink.Querier, s ledger.Situatio
 	return s, nil
 }
 
-// note records a sentence for the result and the log.
-func (r *run) note(format string, args ...any) {
+// note records a sentence for the result res and the log (when there is
+// one yet: a run has none before it is identified).
+func (res *Result) note(log *slog.Logger, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	r.res.Notes = append(r.res.Notes, msg)
-	if r.log != nil {
-		r.log.Info(msg)
+	res.Notes = append(res.Notes, msg)
+	if log != nil {
+		log.Info(msg)
 	}
 }
 
@@ -451,7 +453,7 @@ func (r *run) noteNewerWrites(ctx context.Context, op *ledger.Operation) error {
 		}
 	}
 	if n > 0 {
-		r.note("%s was written by %s since this file was imported, so it may no longer hold this file's values; if this is a new delivery of the same data, give it its own --file-id (e.g. --file-id '%s/{name}')",
+		r.res.note(r.log, "%s was written by %s since this file was imported, so it may no longer hold this file's values; if this is a new delivery of the same data, give it its own --file-id (e.g. --file-id '%s/{name}')",
 			op.Table, english.Plural(n, "other import"), op.Table)
 	}
 	return nil
@@ -462,7 +464,7 @@ func (r *run) settle(ctx context.Context, dd decided) error {
 	d, op := dd.decision, dd.op
 	if d == ledger.Stale { // op may be nil
 		r.res.Outcome = Stale
-		r.note("%s", r.staleText(dd.newer))
+		r.res.note(r.log, "%s", r.staleText(dd.newer))
 		return nil
 	}
 	r.res.Stored = op

@@ -108,7 +108,7 @@ func (r *run) dropAbandoned(ctx context.Context) {
 	if err != nil {
 		r.log.Warn("could not drop the tables the abandoned operation created", "err", err)
 	} else if len(dropped) > 0 {
-		r.note("dropped %s, which the abandoned import had created", strings.Join(dropped, ", "))
+		r.res.note(r.log, "dropped %s, which the abandoned import had created", strings.Join(dropped, ", "))
 	}
 }
 

@@ -280,7 +280,7 @@ func (r *run) identify(ctx context.Context) (skipped bool, err error) {
 	r.spec = spec
 	if young := (*tooYoungError)(nil); errors.As(err, &young) {
 		r.res.Outcome = Skipped
-		r.note("%s", young)
+		r.res.note(r.log, "%s", young)
 		return true, nil
 	} else if err != nil {
 		return false, err
@@ -292,7 +292,7 @@ func (r *run) identify(ctx context.Context) (skipped bool, err error) {
 		return false, err
 	}
 	if note != "" {
-		r.note("%s", note)
+		r.res.note(r.log, "%s", note)
 	}
 	return false, nil
 }
@@ -512,7 +512,7 @@ func (r *run) abandonChanged(ctx context.Context, cause error) error {
 		return r.e.st.Ledger.End(ctx, tx, r.attempt.ID, string(ledger.Abandoned), cause.Error(), 0, int64(len(r.ap.recovered)))
 	})
 	if errors.Is(err, ledger.ErrCompleted) {
-		r.note("%s changed while this run read it, but another attempt had completed its import meanwhile; the changed file is another file to import", r.req.Path)
+		r.res.note(r.log, "%s changed while this run read it, but another attempt had completed its import meanwhile; the changed file is another file to import", r.req.Path)
 		return r.completedMeanwhile(ctx, cause)
 	}
 	if err != nil {

@@ -106,10 +106,10 @@ func (a *applier) noteReplaced() {
 		return
 	}
 	if a.target.Ordinal() {
-		a.run.note("removed the %s of the replaced version (%s)", english.Plural(a.res.Removed, "row"), ledger.ShortDigest(a.replaces))
+		a.res.note(a.log, "removed the %s of the replaced version (%s)", english.Plural(a.res.Removed, "row"), ledger.ShortDigest(a.replaces))
 		return
 	}
-	a.run.note("deleted %s of the replaced version (%s) that this version lacks", english.Plural(a.res.Removed, "key"), ledger.ShortDigest(a.replaces))
+	a.res.note(a.log, "deleted %s of the replaced version (%s) that this version lacks", english.Plural(a.res.Removed, "key"), ledger.ShortDigest(a.replaces))
 }
 
 // noteSamePath says so when an ordinal import that creates an operation
@@ -134,11 +134,11 @@ func (r *run) noteSamePath(ctx context.Context, plan *reader.Plan) error {
 		rows, adds := english.Plural(op.Rows.Read-op.Rows.Rejected-op.Rows.Superseded, "row"), plan.Rows-plan.Rejected
 		undo := fmt.Sprintf("to remove the earlier rows: idemport undo %s --table %s", op.FileID, r.target.Table)
 		if op.ContentDigest == r.id.ContentDigest {
-			r.note("%s already holds %s of this content from %s, imported as file ID %s: this adds %d more under file ID %s; %s",
+			r.res.note(r.log, "%s already holds %s of this content from %s, imported as file ID %s: this adds %d more under file ID %s; %s",
 				r.target.Table, rows, op.Path, op.FileID, adds, r.id.FileID, undo)
 			return nil
 		}
-		r.note("%s already holds %s of %s with other content (%s): this adds %d more; use --replace with --file-id '{path}', --key, or --snapshot; %s",
+		r.res.note(r.log, "%s already holds %s of %s with other content (%s): this adds %d more; use --replace with --file-id '{path}', --key, or --snapshot; %s",
 			r.target.Table, rows, op.Path, ledger.ShortDigest(op.ContentDigest), adds, undo)
 		return nil // the newest is enough
 	}
