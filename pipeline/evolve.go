@@ -47,15 +47,14 @@ type evolution struct {
 	text  string // the changes in words, for history and the result
 }
 
-// evolve returns the changes table needs to take rows of schema under the
-// mapping's --evolve mode, or an error naming every difference that
-// remains (the file is then refused before any effect). A nil table (it
-// does not exist yet) needs none.
-func (r *run) evolve(table *sink.Table, schema *arrow.Schema) (*evolution, error) {
+// evolve returns the changes table, the table of target, needs to take
+// rows of schema under --evolve mode (Mapping.Evolve), or an error naming
+// every difference that remains (the file is then refused before any
+// effect). A nil table (it does not exist yet) needs none.
+func evolve(mode string, target sink.Target, table *sink.Table, schema *arrow.Schema) (*evolution, error) {
 	if table == nil {
 		return &evolution{}, nil
 	}
-	mode := r.req.Mapping.Evolve
 	ev := &evolution{}
 	after := *table
 	after.Columns = append([]sink.Column{}, table.Columns...)
@@ -80,13 +79,13 @@ func (r *run) evolve(table *sink.Table, schema *arrow.Schema) (*evolution, error
 			}
 		}
 	}
-	if err := sink.Check(&after, r.target, schema); err != nil {
+	if err := sink.Check(&after, target, schema); err != nil {
 		// Propose the mode that makes the table fit, and only one that does.
 		hint := "; nothing was written; --evolve cannot make this table fit (it never changes a key, narrows or drops a column): import into another table (--table NAME)"
 		switch {
-		case mode == EvolveNone && evolvedFits(table, r.target, schema, EvolveAdd):
+		case mode == EvolveNone && evolvedFits(table, target, schema, EvolveAdd):
 			hint = "; nothing was written; rerun with --evolve add to add the file's new columns"
-		case mode != EvolveWiden && evolvedFits(table, r.target, schema, EvolveWiden):
+		case mode != EvolveWiden && evolvedFits(table, target, schema, EvolveWiden):
 			hint = "; nothing was written; rerun with --evolve widen to add the file's new columns and widen int64 → decimal → text, float64 → text"
 		}
 		return nil, fmt.Errorf("%w%s", err, hint)
@@ -311,18 +310,18 @@ func (a *applier) expectAs(ctx context.Context) error {
 		return err
 	}
 	if a.evolvesInPartitions() {
-		table = a.run.widened(table, a.plan.Schema)
+		table = widened(a.req.Mapping.Evolve, a.target, table, a.plan.Schema)
 	}
 	as := valuesAs(a.req.Mapping, a.text, table, a.plan.Schema)
 	a.ap.lastAs.Store(&as)
 	return nil
 }
 
-// widened returns table with the columns the file widens (--evolve widen)
-// of the kinds they are widened to: as the transaction that changes it
-// leaves it.
-func (r *run) widened(table *sink.Table, schema reader.Schema) *sink.Table {
-	ev, err := r.evolve(table, schema.Arrow())
+// widened returns table, the table of target, with the columns a file of
+// schema widens (--evolve widen, as mode says) of the kinds they are
+// widened to: as the transaction that changes it leaves it.
+func widened(mode string, target sink.Target, table *sink.Table, schema reader.Schema) *sink.Table {
+	ev, err := evolve(mode, target, table, schema.Arrow())
 	if err != nil || len(ev.widen) == 0 {
 		return table
 	}
@@ -357,7 +356,7 @@ func (a *applier) evolveTarget(ctx context.Context, tx *sql.Tx, schema *arrow.Sc
 	if err != nil {
 		return nil, err
 	}
-	ev, err := a.run.evolve(table, schema)
+	ev, err := evolve(a.req.Mapping.Evolve, a.target, table, schema)
 	if err != nil || !change {
 		return ev, err
 	}

@@ -260,7 +260,7 @@ func (r *run) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader.File
 // t for plan, and reports whether t fits the file then; when it does not,
 // rep.Unfit says why.
 func (r *run) dryEvolve(rep *PlanReport, t *sink.Table, plan *reader.Plan) bool {
-	ev, err := r.evolve(t, plan.Schema.Arrow())
+	ev, err := evolve(r.req.Mapping.Evolve, r.target, t, plan.Schema.Arrow())
 	if err != nil {
 		rep.Unfit = err.Error()
 		return false

@@ -364,7 +364,7 @@ func (r *run) keepPlan(ctx context.Context, p planned) (bool, error) {
 	if refused, err := r.admit(ctx, p); refused || err != nil {
 		return refused, err
 	}
-	ev, err := r.evolve(p.existing, plan.Schema.Arrow())
+	ev, err := evolve(r.req.Mapping.Evolve, r.target, p.existing, plan.Schema.Arrow())
 	if err != nil {
 		return true, r.refuseUnfit(ctx, plan, err)
 	}
@@ -479,7 +479,7 @@ func (r *run) planTables(p planned, ev *evolution) planTables {
 		// of the table (as it is to become) takes as the file wrote them
 		// (valuesAs), so that the move at completion copies text, not a
 		// float64's digits.
-		t.staged = schemaAs(p.plan.Schema, valuesAs(r.req.Mapping, r.textFormat(), r.widened(p.existing, p.plan.Schema), p.plan.Schema)).Arrow()
+		t.staged = schemaAs(p.plan.Schema, valuesAs(r.req.Mapping, r.textFormat(), widened(r.req.Mapping.Evolve, r.target, p.existing, p.plan.Schema), p.plan.Schema)).Arrow()
 	}
 	return t
 }
