@@ -148,7 +148,7 @@ func (a *applier) evolveApart(ctx context.Context) (*evolution, error) {
 	// Recorded first, with this attempt, so that a kill between the DDL
 	// and the rows' transaction, whose rerun finds the table changed and
 	// changes nothing, leaves the change in the attempt that made it.
-	if err := withTx(ctx, a.e.st.DB, func(tx *sql.Tx) error { return a.run.recordEvolved(ctx, tx, ev) }); err != nil {
+	if err := withTx(ctx, a.e.st.DB, func(tx *sql.Tx) error { return a.recordEvolved(ctx, tx, ev) }); err != nil {
 		return nil, err
 	}
 	if err := a.e.st.Hit("after-ddl-record"); err != nil {
@@ -177,11 +177,11 @@ func (a *applier) alter(ctx context.Context, ev *evolution, schema *arrow.Schema
 }
 
 // recordEvolved records, inside tx, the changes evolveApart made.
-func (r *run) recordEvolved(ctx context.Context, tx *sql.Tx, ev *evolution) error {
+func (a *applier) recordEvolved(ctx context.Context, tx *sql.Tx, ev *evolution) error {
 	if ev == nil || ev.text == "" {
 		return nil
 	}
-	return r.e.st.Ledger.SchemaChanged(ctx, tx, r.attempt.ID, ev.text)
+	return a.e.st.Ledger.SchemaChanged(ctx, tx, a.attempt.ID, ev.text)
 }
 
 // completionDDL makes, before an --atomic import's completing

@@ -207,7 +207,7 @@ func (a *applier) evolveInPartition(ctx context.Context, tx *sql.Tx) (*evolution
 		// and tx records it.
 		ev, err := a.evolveApart(ctx)
 		if err == nil {
-			err = a.run.recordEvolved(ctx, tx, ev)
+			err = a.recordEvolved(ctx, tx, ev)
 		}
 		return ev, err
 	}
@@ -378,7 +378,7 @@ func (a *applier) evolveAtCompletion(ctx context.Context, tx *sql.Tx, apart *evo
 	}
 	if a.e.st.DDLCommits() {
 		// Made before tx began (completionDDL): recorded here.
-		return apart, a.run.recordEvolved(ctx, tx, apart)
+		return apart, a.recordEvolved(ctx, tx, apart)
 	}
 	return a.evolveTarget(ctx, tx, a.plan.Schema.Arrow(), true)
 }
