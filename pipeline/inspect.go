@@ -297,7 +297,7 @@ func (r *run) dryDeleteGuard(ctx context.Context, rep *PlanReport, plan *reader.
 		}
 		before = guardBefore(stored, ok, live, inserted)
 	}
-	if gerr := r.deleteGuard(missing, live, before, plan); gerr != nil {
+	if gerr := deleteGuard(r.req.MaxDelete, r.target, missing, live, before, plan); gerr != nil {
 		rep.SweepRefused = gerr.Error()
 	}
 	return nil

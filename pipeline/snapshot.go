@@ -178,28 +178,29 @@ func (s *seenWriter) close() {
 	}
 }
 
-// deleteGuard is the --max-delete guard of a sweep: given how many live rows
-// of the scope the sweep would remove (missing), how many it holds (live)
-// with the file's rows in the table, how many it held before the operation
+// deleteGuard is the --max-delete guard (maxDelete, nil for the default)
+// of a sweep of target: given how many live rows of the scope the sweep
+// would remove (missing), how many it holds (live) with the file's rows
+// in the table, how many it held before the operation
 // wrote any (before, by key: see scopeBefore), and the file's plan, it
 // returns the sweep's refusal, or nil. The sweep calls it before removing
 // anything; plan and --dry-run call it with the counts the table would
 // have, to predict the refusal.
-func (r *run) deleteGuard(missing, live, before int64, plan *reader.Plan) error {
+func deleteGuard(maxDelete *RejectLimit, target sink.Target, missing, live, before int64, plan *reader.Plan) error {
 	limit := DefaultMaxDelete
-	if r.req.MaxDelete != nil {
-		limit = *r.req.MaxDelete
+	if maxDelete != nil {
+		limit = *maxDelete
 	}
 	empty := plan.Rows-plan.Rejected == 0
 	lost := missing // by key: the keys gone, of those there were
-	if r.target.Ordinal() {
+	if target.Ordinal() {
 		lost, before = max(0, missing-(live-missing)), missing // the rows replaced by fewer
 	}
 	switch {
 	case empty && missing > 0 && limit.Percent < 100:
-		return &DeleteGuardError{Table: r.target.Table, Missing: missing, Live: live, Limit: limit, Empty: true}
+		return &DeleteGuardError{Table: target.Table, Missing: missing, Live: live, Limit: limit, Empty: true}
 	case !limit.Allows(lost, before):
-		return &DeleteGuardError{Table: r.target.Table, Missing: lost, Live: before, Limit: limit, Ordinal: r.target.Ordinal()}
+		return &DeleteGuardError{Table: target.Table, Missing: lost, Live: before, Limit: limit, Ordinal: target.Ordinal()}
 	}
 	return nil
 }
@@ -305,7 +306,7 @@ func (a *applier) sweep(ctx context.Context, tx *sql.Tx, inserted, before int64,
 	if err != nil {
 		return 0, err
 	}
-	if err := a.run.deleteGuard(missing, live, guardBefore(before, known, live, inserted), a.plan); err != nil {
+	if err := deleteGuard(a.req.MaxDelete, a.target, missing, live, guardBefore(before, known, live, inserted), a.plan); err != nil {
 		return 0, err
 	}
 	// The mark is recorded in microseconds, as both databases keep it, so
