@@ -119,22 +119,22 @@ func evolvedFits(table *sink.Table, t sink.Target, schema *arrow.Schema, mode st
 // table not fitting (partitionWriter.prepare), with --atomic in the one
 // that completes the operation (evolveAtCompletion). report adds them to
 // the run's result once that transaction commits.
-func (ev *evolution) apply(ctx context.Context, r *run, tx *sql.Tx) error {
+func (ev *evolution) apply(ctx context.Context, a *applier, tx *sql.Tx) error {
 	if ev == nil || ev.text == "" {
 		return nil
 	}
-	e := r.e.st.Driver
+	e := a.e.st.Driver
 	for _, f := range ev.add {
-		if err := e.AddColumn(ctx, tx, r.target.Table, f); err != nil {
+		if err := e.AddColumn(ctx, tx, a.target.Table, f); err != nil {
 			return err
 		}
 	}
 	for _, w := range ev.widen {
-		if err := e.Widen(ctx, tx, r.target.Table, w.column, w.kind); err != nil {
+		if err := e.Widen(ctx, tx, a.target.Table, w.column, w.kind); err != nil {
 			return err
 		}
 	}
-	return r.e.st.Ledger.SchemaChanged(ctx, tx, r.attempt.ID, ev.text)
+	return a.e.st.Ledger.SchemaChanged(ctx, tx, a.attempt.ID, ev.text)
 }
 
 // report adds the changes to the run's result.
@@ -360,7 +360,7 @@ func (a *applier) evolveTarget(ctx context.Context, tx *sql.Tx, schema *arrow.Sc
 	if err != nil || !change {
 		return ev, err
 	}
-	if err := ev.apply(ctx, a.run, tx); err != nil {
+	if err := ev.apply(ctx, a, tx); err != nil {
 		return nil, err
 	}
 	return ev, a.e.st.Driver.Ensure(ctx, tx, a.target, schema)
