@@ -49,7 +49,8 @@ type applier struct {
 	log     *slog.Logger
 	leaseMs int64
 	started time.Time
-	text    bool // the file is read as text (run.textFormat)
+	text    bool   // the file is read as text (run.textFormat)
+	in      *input // what is imported, to check it is unchanged (input.check)
 	ap      *applying
 	identity
 	claimed
@@ -559,7 +560,7 @@ func (a *applier) commit(ctx context.Context, conn *sql.Conn, tx *txn, c *checkp
 	if err := a.e.st.Hit("inside-partition"); err != nil {
 		return err
 	}
-	if err := a.run.checkSource(); err != nil {
+	if err := a.in.check(a.stat); err != nil {
 		return err
 	}
 	if err := a.e.st.CP.Complete(ctx, tx.Tx, a.op, c.Index, a.attempt.ID, counts); err != nil {

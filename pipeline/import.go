@@ -425,7 +425,7 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 // identity, claim and plan its earlier stages made.
 func (r *run) applier() *applier {
 	return &applier{e: r.e, req: r.req, res: r.res, attempt: r.attempt, target: r.target, log: r.log,
-		leaseMs: r.leaseMs, started: r.started, text: r.textFormat(), ap: &r.ap,
+		leaseMs: r.leaseMs, started: r.started, text: r.textFormat(), in: r.in, ap: &r.ap,
 		identity: r.identity, claimed: r.claimed, planned: r.planned, tables: r.tables, run: r}
 }
 

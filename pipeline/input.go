@@ -74,7 +74,11 @@ func (in *input) open(opts reader.Options) (*reader.File, error) {
 // check fails with an error wrapping reader.ErrSourceChanged when the
 // input is no longer as identify found it: a remote object's version (one
 // HEAD request), a local file's stat (stat: what identify saw). A stream's
-// private copy, which nothing else writes, always checks out.
+// private copy, which nothing else writes, always checks out. A local
+// file fails it with another size, modification or change time, or
+// another inode (appended, truncated or replaced). It is called after the
+// plan pass and before each partition commits; each partition's bytes are
+// also checked against the plan as they are read.
 func (in *input) check(stat ledger.FileStat) error {
 	switch {
 	case in.obj != nil:

@@ -355,7 +355,7 @@ func (r *run) planFile(ctx context.Context) (planned, bool, error) {
 // reports whether it was refused.
 func (r *run) keepPlan(ctx context.Context, p planned) (bool, error) {
 	plan := p.plan
-	if err := r.checkSource(); err != nil {
+	if err := r.in.check(r.stat); err != nil {
 		return false, err
 	}
 	if err := r.checkColumns(columnNames(plan.Schema)); err != nil {

@@ -19,11 +19,3 @@ func fileStat(host, path string, st fs.FileInfo) ledger.FileStat {
 	fs.Inode, fs.Device, fs.CtimeNs = fileID(path, st)
 	return fs
 }
-
-// checkSource fails with an error wrapping reader.ErrSourceChanged when the
-// file is no longer as it was identified: another size, modification or
-// change time, or another inode (appended, truncated or replaced); see
-// input.check. It is called after the plan pass and before each partition
-// commits; each partition's bytes are also checked against the plan as
-// they are read.
-func (r *run) checkSource() error { return r.in.check(r.stat) }
