@@ -267,7 +267,10 @@ func writeColumnar(t *testing.T, path string, n, group int) {
 // into the next), a column left out and two renamed: the table holds
 // exactly the rows and columns chosen; a rerun is a duplicate, and the
 // file read again with a partition at a time (--workers, resumed by a
-// reapply) gives the same rows.
+// reapply) gives the same rows. Partitions of 3 rows make each row group
+// or record batch of 3 rows a partition of its own (an Arrow IPC file's
+// would otherwise be gathered into one), so that the skip passes over a
+// whole partition and into the next: of the 4, the 3 left are planned.
 func TestChoosingColumnsColumnar(t *testing.T) {
 	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
@@ -277,7 +280,7 @@ func TestChoosingColumnsColumnar(t *testing.T) {
 			writeColumnar(t, filepath.Join(dir, file), 10, 3)
 			table := strings.ReplaceAll(file, ".", "_")
 			args := []string{"--table", table, "--skip-lines", "4", "--select", "Customer Name,id",
-				"--rename", "Customer Name=customer", "--rename", "id=order_id", "--key", "order_id", file}
+				"--rename", "Customer Name=customer", "--rename", "id=order_id", "--key", "order_id", "--partition-rows", "3", file}
 			res := importTo(t, tg, dir, nil, 0, args...)
 			if res.Rows.Inserted != 6 || res.Partitions.Total != 3 {
 				t.Fatalf("%s: %+v", file, res)
