@@ -16,11 +16,12 @@ import (
 	"github.com/idemport/idemport/idemtype"
 )
 
-// smallBatches re-encodes the IPC file at path as an IPC stream of record
-// batches of n rows (each a copy, not a slice, of the file's rows), as a
-// writer flushing rows as they arrive leaves them. It returns the stream,
-// the offset at which each record batch ends and its rows.
-func smallBatches(t testing.TB, path string, n int) ([]byte, []int, []int64) {
+// smallBatches re-encodes the IPC file at path as an IPC stream (or file,
+// by name, as ipcBytes) of record batches of n rows (each a copy, not a
+// slice, of the file's rows), as a writer flushing rows as they arrive
+// leaves them. It returns the bytes, the offset at which each record batch
+// of a stream ends, and the rows of each.
+func smallBatches(t testing.TB, path, name string, n int) ([]byte, []int, []int64) {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -60,7 +61,7 @@ func smallBatches(t testing.TB, path string, n int) ([]byte, []int, []int64) {
 		}
 		rec.Release()
 	}
-	data, ends := ipcBytes(t, "s.arrows", fr.Schema(), recs)
+	data, ends := ipcBytes(t, name, fr.Schema(), recs)
 	rows := make([]int64, len(recs))
 	for k, r := range recs {
 		rows[k] = r.NumRows()
@@ -69,18 +70,20 @@ func smallBatches(t testing.TB, path string, n int) ([]byte, []int, []int64) {
 }
 
 // TestIPCStreamOfSmallBatches reads the orders data as Arrow JS wrote it
-// (decimals, timestamps of seconds, dictionaries) re-encoded as a stream
-// of record batches of 7 rows: the plan gathers them into partitions of
+// (decimals, timestamps of seconds, dictionaries) re-encoded as a stream,
+// and as an IPC file, of record batches of 7 rows: the plan gathers them into partitions of
 // about PartitionRows rows, each ending with the batch that brings it
 // there; every value of every row reads as the CSV file's text, whether
 // the partitions are read in order (the stream read once, each partition
-// taking it up where the one before left it), in reverse, or one alone (as
-// a resumed import reads them: from the stream's start); and a changed
-// byte in the middle of one partition fails that partition only.
+// taking it up where the one before left it; a file's read by random
+// access), in reverse, or one alone (as a resumed import reads them: a
+// stream from its start); and a changed byte in the middle of one
+// partition fails that partition only.
 func TestIPCStreamOfSmallBatches(t *testing.T) {
 	dir := "../testdata/otherwriters"
 	_, want := readRows(t, filepath.Join(dir, "orders.csv"), Options{Types: map[string]idemtype.Type{"unit_price": idemtype.Decimal}}, 0)
-	data, ends, sizes := smallBatches(t, filepath.Join(dir, "orders-arrowjs.arrow"), 7)
+	data, ends, sizes := smallBatches(t, filepath.Join(dir, "orders-arrowjs.arrow"), "s.arrows", 7)
+	file, _, _ := smallBatches(t, filepath.Join(dir, "orders-arrowjs.arrow"), "s.arrow", 7)
 	batches := len(ends) // the file's batches of 64 rows make 9 of 7 and one of 1
 	if len(want) != 300 || batches != 47 {
 		t.Fatalf("%d rows, %d record batches", len(want), batches)
@@ -93,9 +96,13 @@ func TestIPCStreamOfSmallBatches(t *testing.T) {
 		}
 		shape[len(shape)-1][1] += n
 	}
-	for _, name := range []string{"o.arrows", "o.arrows.zst"} {
+	for _, name := range []string{"o.arrows", "o.arrows.zst", "o.arrow"} {
 		path := filepath.Join(t.TempDir(), name)
-		writeCompressed(t, path, data)
+		if name == "o.arrow" {
+			writeCompressed(t, path, file)
+		} else {
+			writeCompressed(t, path, data)
+		}
 		for _, order := range []string{"in_order", "reversed", "alone"} {
 			t.Run(name+"/"+order, func(t *testing.T) {
 				f, plan := scanChecked(t, path, Options{}, ScanOptions{PartitionRows: 50})
@@ -151,39 +158,59 @@ func TestIPCStreamOfSmallBatches(t *testing.T) {
 			})
 		}
 	}
-	t.Run("changed", func(t *testing.T) {
-		path := writeFile(t, "c.arrows", data)
-		f, plan := scanChecked(t, path, Options{}, ScanOptions{PartitionRows: 50})
-		p := plan.Partitions[2]
-		inside := p.Offset + 3 // the fourth of its record batches
-		edited := append([]byte(nil), data...)
-		edited[ends[inside]-9] ^= 0x10 // inside its body
-		if err := os.WriteFile(path, edited, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		for k, p := range plan.Partitions {
-			_, _, _, err := readPart(f, plan, p, 0)
-			if k == 2 {
-				if !errors.Is(err, ErrSourceChanged) {
-					t.Fatalf("partition 2: got %v, want ErrSourceChanged", err)
+	for _, name := range []string{"c.arrows", "c.arrow"} {
+		t.Run("changed/"+name, func(t *testing.T) {
+			raw, at := data, 0
+			if name == "c.arrow" {
+				// A file holds the messages of a stream after its 8 bytes
+				// of magic and padding.
+				raw, at = file, 8
+				if !bytes.Equal(file[8:8+ends[len(ends)-1]], data[:ends[len(ends)-1]]) {
+					t.Fatal("the file's record batches are not the stream's")
 				}
-				continue
 			}
-			if err != nil {
-				t.Fatalf("partition %d: %v", k, err)
+			path := writeFile(t, name, raw)
+			f, plan := scanChecked(t, path, Options{}, ScanOptions{PartitionRows: 50})
+			p := plan.Partitions[2]
+			inside := p.Offset + 3 // the fourth of its record batches
+			edited := append([]byte(nil), raw...)
+			edited[at+ends[inside]-9] ^= 0x10 // inside its body
+			if err := os.WriteFile(path, edited, 0o644); err != nil {
+				t.Fatal(err)
 			}
+			changed(t, f, plan)
+		})
+	}
+	for name, raw := range map[string][]byte{"k.arrows": data, "k.arrow": file} {
+		t.Run("skip_lines/"+name, func(t *testing.T) {
+			// 60 rows before the table: the first partition starts in the
+			// ninth record batch, 4 rows into it.
+			f, plan := scanChecked(t, writeFile(t, name, raw), Options{SkipLines: 60}, ScanOptions{PartitionRows: 50})
+			if p := plan.Partitions[0]; p.Offset != 8 || p.Length != 5 {
+				t.Fatalf("first partition %+v", p)
+			}
+			rows, _ := readPlan(t, f, plan, 0)
+			if !reflect.DeepEqual(rows, want[60:]) {
+				t.Fatalf("%d rows, want the CSV's last %d", len(rows), len(want)-60)
+			}
+		})
+	}
+}
+
+// changed reads every partition of plan: partition 2, whose bytes changed,
+// must fail with ErrSourceChanged, and the others read.
+func changed(t *testing.T, f *File, plan *Plan) {
+	t.Helper()
+	for k, p := range plan.Partitions {
+		_, _, _, err := readPart(f, plan, p, 0)
+		if k == 2 {
+			if !errors.Is(err, ErrSourceChanged) {
+				t.Fatalf("partition 2: got %v, want ErrSourceChanged", err)
+			}
+			continue
 		}
-	})
-	t.Run("skip_lines", func(t *testing.T) {
-		// 60 rows before the table: the first partition starts in the
-		// stream's ninth record batch, 4 rows into it.
-		f, plan := scanChecked(t, writeFile(t, "k.arrows", data), Options{SkipLines: 60}, ScanOptions{PartitionRows: 50})
-		if p := plan.Partitions[0]; p.Offset != 8 || p.Length != 5 {
-			t.Fatalf("first partition %+v", p)
+		if err != nil {
+			t.Fatalf("partition %d: %v", k, err)
 		}
-		rows, _ := readPlan(t, f, plan, 0)
-		if !reflect.DeepEqual(rows, want[60:]) {
-			t.Fatalf("%d rows, want the CSV's last %d", len(rows), len(want)-60)
-		}
-	})
+	}
 }

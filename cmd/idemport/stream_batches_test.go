@@ -27,6 +27,22 @@ import (
 // what the import of the same rows as CSV holds.
 func TestStreamOfSmallBatchesResumes(t *testing.T) {
 	t.Parallel()
+	smallBatchesResume(t, "orders.arrows")
+}
+
+// TestFileOfSmallBatchesResumes is TestStreamOfSmallBatchesResumes for an
+// Arrow IPC file of the same record batches, whose partitions gather them
+// as a stream's do: the rerun decodes only the record batches of the
+// partitions left, reads none of the bytes of those before, and the table
+// holds exactly the CSV file's rows.
+func TestFileOfSmallBatchesResumes(t *testing.T) {
+	t.Parallel()
+	smallBatchesResume(t, "orders.arrow")
+}
+
+// smallBatchesResume runs TestStreamOfSmallBatchesResumes for name, an IPC
+// stream (.arrows) or file (.arrow).
+func smallBatchesResume(t *testing.T, name string) {
 	dir := t.TempDir()
 	src := "../../testdata/otherwriters"
 	csv, err := os.ReadFile(filepath.Join(src, "orders.csv"))
@@ -36,8 +52,9 @@ func TestStreamOfSmallBatchesResumes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "orders.csv"), csv, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stream, batches := streamOfBatches(t, filepath.Join(src, "orders-arrowjs.arrow"), 7)
-	if err := os.WriteFile(filepath.Join(dir, "orders.arrows"), stream, 0o644); err != nil {
+	isFile := filepath.Ext(name) == ".arrow"
+	stream, batches := streamOfBatches(t, filepath.Join(src, "orders-arrowjs.arrow"), 7, isFile)
+	if err := os.WriteFile(filepath.Join(dir, name), stream, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// Partitions end with the batch that brings them to 50 rows: 8 batches
@@ -54,7 +71,7 @@ func TestStreamOfSmallBatchesResumes(t *testing.T) {
 		t.Fatalf("%d record batches, %d partitions", len(batches), len(parts))
 	}
 
-	args := []string{"--table", "s", "--partition-rows", "50", "orders.arrows"}
+	args := []string{"--table", "s", "--partition-rows", "50", name}
 	killed := testkit.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:3"}, append([]string{"import"}, args...)...)
 	if killed.Signal != syscall.SIGKILL {
 		t.Fatalf("not killed: %d %s", killed.Code, killed.Stderr)
@@ -67,8 +84,11 @@ func TestStreamOfSmallBatchesResumes(t *testing.T) {
 	if read.RowGroupsRead != int64(left) {
 		t.Fatalf("the resumed run decoded %d record batches, want the %d of the partitions left", read.RowGroupsRead, left)
 	}
-	if read.BytesRead > int64(len(stream))+4<<10 { // the stream once, and its schema to open it
+	if !isFile && read.BytesRead > int64(len(stream))+4<<10 { // the stream once, and its schema to open it
 		t.Fatalf("the resumed run read %d bytes of a %d-byte stream: the stream was read again for a partition", read.BytesRead, len(stream))
+	}
+	if isFile && read.BytesRead >= int64(len(stream)) { // a partition of a file reads its own batches alone
+		t.Fatalf("the resumed run read %d bytes of a %d-byte file: it read the batches of the partitions done", read.BytesRead, len(stream))
 	}
 	importRead(t, dir, 0, "--table", "c", "--column", "unit_price:decimal", "orders.csv")
 
@@ -76,19 +96,19 @@ func TestStreamOfSmallBatchesResumes(t *testing.T) {
 	q := `SELECT order_id, customer_id, sku, quantity, CAST(unit_price AS TEXT), status, created_at, note FROM %s ORDER BY order_id`
 	got, want := testkit.Query(t, db, fmt.Sprintf(q, "s")), testkit.Query(t, db, fmt.Sprintf(q, "c"))
 	if len(want) != 300 || len(got) != len(want) {
-		t.Fatalf("%d rows from the stream, %d from the CSV file", len(got), len(want))
+		t.Fatalf("%d rows from %s, %d from the CSV file", len(got), name, len(want))
 	}
 	for i := range want {
 		if !reflect.DeepEqual(got[i], want[i]) {
-			t.Fatalf("row %d: the stream's %v, the CSV file's %v", i+1, got[i], want[i])
+			t.Fatalf("row %d: %s's %v, the CSV file's %v", i+1, name, got[i], want[i])
 		}
 	}
 }
 
-// streamOfBatches re-encodes the IPC file at path as an IPC stream of
-// record batches of n rows (copies, not slices), and returns it and the
-// rows of each record batch.
-func streamOfBatches(t *testing.T, path string, n int) ([]byte, []int) {
+// streamOfBatches re-encodes the IPC file at path as an IPC stream (an
+// IPC file if asFile) of record batches of n rows (copies, not slices),
+// and returns it and the rows of each record batch.
+func streamOfBatches(t *testing.T, path string, n int, asFile bool) ([]byte, []int) {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -101,7 +121,15 @@ func streamOfBatches(t *testing.T, path string, n int) ([]byte, []int) {
 	}
 	defer fr.Close()
 	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(fr.Schema()), ipc.WithAllocator(mem))
+	var w interface {
+		Write(arrow.RecordBatch) error
+		Close() error
+	} = ipc.NewWriter(&buf, ipc.WithSchema(fr.Schema()), ipc.WithAllocator(mem))
+	if asFile {
+		if w, err = ipc.NewFileWriter(&buf, ipc.WithSchema(fr.Schema()), ipc.WithAllocator(mem)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var sizes []int
 	for k := 0; k < fr.NumRecords(); k++ {
 		rec, err := fr.RecordBatchAt(k)

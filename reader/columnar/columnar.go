@@ -403,22 +403,3 @@ func (r *PartitionReader) Close() {
 		r.u = nil
 	}
 }
-
-// oneBatch is a unit of one decoded record batch.
-type oneBatch struct{ rec arrow.RecordBatch }
-
-func (u *oneBatch) next() (arrow.RecordBatch, error) {
-	if u.rec == nil {
-		return nil, io.EOF
-	}
-	rec := u.rec
-	u.rec = nil
-	return rec, nil
-}
-
-func (u *oneBatch) close() {
-	if u.rec != nil {
-		u.rec.Release()
-		u.rec = nil
-	}
-}

@@ -20,13 +20,15 @@ import (
 	"github.com/idemport/idemport/reader/internal/partition"
 )
 
-// An Arrow IPC file (Feather v2) is read one record batch at a time, by
-// random access. Its footer lists the file blocks of its dictionaries and
-// record batches; a partition's CRC is the CRC-32C of the bytes of every
-// dictionary block followed by those of its record batch block: the exact
-// bytes its values are decoded from, checked cheaply (CRC-32C runs at
-// memory speed). As for Parquet, the blocks are read into memory and
-// checked before the decoder reads them from there.
+// An Arrow IPC file (Feather v2) is read by random access. Its footer
+// lists the file blocks of its dictionaries and record batches. A
+// partition is a run of record batches, as in a stream (below), read
+// alone: its CRC is the CRC-32C of the bytes of every dictionary block
+// followed by those of its record batch blocks, the exact bytes its values
+// are decoded from, checked cheaply (CRC-32C runs at memory speed). As for
+// Parquet, the blocks are read into memory and checked before the decoder
+// reads them from there; the record batches are then decoded one at a
+// time.
 //
 // An Arrow IPC stream can only be read from its start. Its record batches
 // are often small (a writer flushing as rows arrive), so a partition is a
@@ -257,7 +259,12 @@ func (s *ipcFile) loadDicts() (*loaded, uint32, error) {
 	return ld, crc, s.checkBlocks(ld, "dictionary", s.dicts)
 }
 
-func (s *ipcFile) scan(ctx context.Context, _ partition.ScanOptions, fn func(p idemtype.Partition, u unit) error) error {
+// scan reads the file's record batches in order, holding those of a
+// partition until it ends: like a stream's, an IPC file's partitions are
+// runs of its record batches, each ending with the batch that brings it to
+// o.PartitionRows rows or o.PartitionBytes bytes (a writer of small
+// batches would otherwise make a transaction of each).
+func (s *ipcFile) scan(ctx context.Context, o partition.ScanOptions, fn func(p idemtype.Partition, u unit) error) error {
 	ld, dictCRC, err := s.loadDicts()
 	if err != nil {
 		return err
@@ -268,13 +275,26 @@ func (s *ipcFile) scan(ctx context.Context, _ partition.ScanOptions, fn func(p i
 		return s.f.unitError(err, "footer")
 	}
 	defer fr.Close()
+	part := &batchList{}
+	defer part.close()
+	var p idemtype.Partition
+	var size int64
+	flush := func() error {
+		u := part
+		part = &batchList{}
+		defer u.close()
+		return fn(p, u)
+	}
 	for k, b := range s.blocks {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		ld.reset(base)
 		where := fmt.Sprintf("record batch %d", k)
-		crc, err := ld.load(s.f, where, []span64{b.span()}, dictCRC)
+		if len(part.recs) == 0 {
+			p, size = idemtype.Partition{Offset: int64(k), Length: 1, CRC: dictCRC}, 0
+		}
+		crc, err := ld.load(s.f, where, []span64{b.span()}, p.CRC) // the dictionaries', then the partition's batches'
 		if err != nil {
 			return err
 		}
@@ -284,27 +304,73 @@ func (s *ipcFile) scan(ctx context.Context, _ partition.ScanOptions, fn func(p i
 		s.f.Stats.Groups.Add(1)
 		rec, err := fr.RecordBatchAt(k)
 		if err != nil {
-			return s.f.unitError(err, fmt.Sprintf("record batch %d", k))
+			return s.f.unitError(err, where)
 		}
-		u := &oneBatch{rec: rec}
-		err = func() error {
-			defer u.close()
-			return fn(idemtype.Partition{Rows: rec.NumRows(), Offset: int64(k), Length: 1, CRC: crc}, u)
-		}()
-		if err != nil {
-			return err
+		part.recs = append(part.recs, rec)
+		p.Rows += rec.NumRows()
+		p.CRC = crc
+		if size += b.meta + b.body; p.Rows >= o.PartitionRows || size >= o.PartitionBytes {
+			if err := flush(); err != nil {
+				return err
+			}
 		}
+	}
+	if len(part.recs) > 0 {
+		return flush()
 	}
 	return nil
 }
 
+// batchRows returns the rows of the record batch in block b, from its
+// message's metadata alone.
+func (s *ipcFile) batchRows(b ipcBlock) (int64, error) {
+	raw := make([]byte, b.meta)
+	if err := s.f.readAt(raw, b.off); err != nil {
+		return 0, err
+	}
+	meta, err := messageMeta(raw)
+	if err == nil {
+		err = checkMessage(meta)
+	}
+	if err != nil {
+		return 0, err
+	}
+	m, err := (&fbCheck{buf: meta}).root()
+	if err != nil {
+		return 0, err
+	}
+	if kind, err := m.u8(1); err != nil || kind != fbHeaderRecords {
+		return 0, fmt.Errorf("%w: block at byte %d is not a record batch", errFlatbuffer, b.off)
+	}
+	h, _, err := m.sub(2)
+	if err != nil {
+		return 0, err
+	}
+	return h.i64(0)
+}
+
+// open reads the record batches of partition p: the run of them from
+// record batch p.Offset that holds its rows, as their metadata count them.
+// Their bytes, after the dictionaries', are read and checked against p's
+// CRC before any is decoded; they are decoded one at a time.
 func (s *ipcFile) open(p idemtype.Partition, _ int) (unit, error) {
 	where := s.f.where("record batch", p)
 	if p.Offset < 0 || p.Offset >= int64(len(s.blocks)) || p.Length < 1 {
 		return nil, &input.ParseError{Path: s.f.Path, Offset: -1,
 			Err: fmt.Errorf("%w: the plan's partition %d is record batch %d (+%d), the file has %d", input.ErrSourceChanged, p.Index, p.Offset, p.Length, len(s.blocks))}
 	}
-	k := int(p.Offset)
+	k, n := int(p.Offset), 0
+	for rows := int64(0); rows < p.Rows+skipped(p); n++ {
+		if k+n == len(s.blocks) {
+			return nil, &input.ParseError{Path: s.f.Path, Offset: -1,
+				Err: fmt.Errorf("%w: the file ends before the %d rows of %s", input.ErrSourceChanged, p.Rows+skipped(p), where)}
+		}
+		r, err := s.batchRows(s.blocks[k+n])
+		if err != nil {
+			return nil, &input.ParseError{Path: s.f.Path, Offset: s.blocks[k+n].off, Err: fmt.Errorf("%w: %s: %w", input.ErrFormat, where, err)}
+		}
+		rows += r
+	}
 	s.mu.Lock()
 	dicts, dictCRC := s.verified, s.verifiedCRC
 	s.mu.Unlock()
@@ -316,7 +382,7 @@ func (s *ipcFile) open(p idemtype.Partition, _ int) (unit, error) {
 		}
 		dicts = slices.Clone(ld.ranges)
 	}
-	crc, err := ld.load(s.f, where, spans(s.blocks[k:k+1]), dictCRC)
+	crc, err := ld.load(s.f, where, spans(s.blocks[k:k+n]), dictCRC)
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +390,7 @@ func (s *ipcFile) open(p idemtype.Partition, _ int) (unit, error) {
 		return nil, &input.ParseError{Path: s.f.Path, Offset: s.blocks[k].off,
 			Err: fmt.Errorf("%w: %s's bytes differ from the plan", input.ErrSourceChanged, where)}
 	}
-	if err := s.checkBlocks(ld, where, s.blocks[k:k+1]); err != nil {
+	if err := s.checkBlocks(ld, where, s.blocks[k:k+n]); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -336,18 +402,36 @@ func (s *ipcFile) open(p idemtype.Partition, _ int) (unit, error) {
 	if err != nil {
 		return nil, s.f.unitError(err, where)
 	}
-	defer fr.Close()
-	s.f.Stats.Groups.Add(1)
-	rec, err := fr.RecordBatchAt(k)
+	return &fileBatches{s: s, fr: fr, at: k, end: k + n, where: where}, nil
+}
+
+// fileBatches decodes record batches at to end-1 of an IPC file whose
+// bytes are loaded.
+type fileBatches struct {
+	s       *ipcFile
+	fr      *ipc.FileReader
+	at, end int
+	where   string
+}
+
+func (u *fileBatches) next() (arrow.RecordBatch, error) {
+	if u.at == u.end {
+		return nil, io.EOF
+	}
+	u.s.f.Stats.Groups.Add(1)
+	rec, err := u.fr.RecordBatchAt(u.at)
 	if err != nil {
-		return nil, s.f.unitError(err, where)
+		return nil, u.s.f.unitError(err, u.where)
 	}
-	if rec.NumRows() != p.Rows+skipped(p) {
-		rec.Release()
-		return nil, &input.ParseError{Path: s.f.Path, Offset: s.blocks[k].off,
-			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", input.ErrSourceChanged, where, rec.NumRows(), p.Rows+skipped(p))}
+	u.at++
+	return rec, nil
+}
+
+func (u *fileBatches) close() {
+	if u.fr != nil {
+		u.fr.Close()
+		u.fr = nil
 	}
-	return &oneBatch{rec: rec}, nil
 }
 
 // ipcStream is an opened Arrow IPC stream.
