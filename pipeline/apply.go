@@ -56,6 +56,7 @@ type applier struct {
 	claimed
 	planned
 	tables tables // the names of the tables the import uses (newTables)
+	leases leases // the attempt's leases (run.leases)
 	// run is the attempt's run, for what the applier still shares with
 	// the stages before it: notes, evolution, the sweep's guard, busy holders.
 	run *run
@@ -187,7 +188,7 @@ func (a *applier) again(ctx context.Context, err error, n *retries) (bool, error
 // wait still. (On SQLite such a holder keeps the write lock: see
 // stopBusy.)
 func (a *applier) awaitOthers(ctx context.Context, p checkpoint.Progress) error {
-	if b := a.run.busy(ctx, "holds a partition inside its transaction"); (p.Claimable > 0 && a.expiredInTransaction(ctx)) || a.frozenInTransaction(ctx, b) {
+	if b := a.leases.busy(ctx, "holds a partition inside its transaction", a.req.Wait > 0); (p.Claimable > 0 && a.expiredInTransaction(ctx)) || a.frozenInTransaction(ctx, b) {
 		if a.req.Wait <= 0 || time.Since(a.started) > a.req.Wait {
 			return b
 		}

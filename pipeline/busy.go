@@ -67,17 +67,18 @@ func (e *BusyError) Holding() string {
 	return b.String()
 }
 
-// busy returns a BusyError naming the attempts that hold leases on r's
-// operation (its partitions' and its planning lease), live or expired:
-// a frozen holder's lease may have run out while it still holds its
-// transaction's locks.
-func (r *run) busy(ctx context.Context, what string) *BusyError {
-	e := &BusyError{What: what, Waited: r.req.Wait > 0}
+// busy returns a BusyError naming the attempts other than l's that hold
+// leases on its operation (its partitions' and its planning lease), live
+// or expired: a frozen holder's lease may have run out while it still
+// holds its transaction's locks. waited says the run waited for them
+// (--wait).
+func (l leases) busy(ctx context.Context, what string, waited bool) *BusyError {
+	e := &BusyError{What: what, Waited: waited}
 	held := map[string][]int{}
 	var ids []string
-	if parts, err := r.e.st.CP.Partitions(ctx, r.e.st.DB, r.op); err == nil {
+	if parts, err := l.st.CP.Partitions(ctx, l.st.DB, l.op); err == nil {
 		for _, p := range parts {
-			if !p.Done && p.LeaseAttempt != "" && p.LeaseAttempt != r.attempt.ID {
+			if !p.Done && p.LeaseAttempt != "" && p.LeaseAttempt != l.attempt {
 				if _, ok := held[p.LeaseAttempt]; !ok {
 					ids = append(ids, p.LeaseAttempt)
 				}
@@ -85,11 +86,11 @@ func (r *run) busy(ctx context.Context, what string) *BusyError {
 			}
 		}
 	}
-	if op, _, err := r.e.st.Ledger.Get(ctx, r.e.st.DB, r.id.Key); err == nil && op != nil && op.LeaseAttempt != "" && held[op.LeaseAttempt] == nil && op.LeaseAttempt != r.attempt.ID {
+	if op, _, err := l.st.Ledger.Get(ctx, l.st.DB, l.key); err == nil && op != nil && op.LeaseAttempt != "" && held[op.LeaseAttempt] == nil && op.LeaseAttempt != l.attempt {
 		ids = append(ids, op.LeaseAttempt)
 	}
 	for _, a := range ids {
-		h, pid, _, ok, err := r.e.st.Ledger.Process(ctx, r.e.st.DB, a)
+		h, pid, _, ok, err := l.st.Ledger.Process(ctx, l.st.DB, a)
 		if err != nil || !ok {
 			continue
 		}

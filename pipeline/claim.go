@@ -523,9 +523,9 @@ func (r *run) settleDuplicate(ctx context.Context, op *ledger.Operation) error {
 // decision ledger.Busy): the planner's, or those of its partitions.
 func (r *run) heldBy(ctx context.Context, op *ledger.Operation) *BusyError {
 	if op.LeaseAttempt != "" && !op.Planned {
-		return r.busy(ctx, fmt.Sprintf("is planning this file (lease until %s)", formatMs(op.LeaseExpires)))
+		return r.leases().busy(ctx, fmt.Sprintf("is planning this file (lease until %s)", formatMs(op.LeaseExpires)), r.req.Wait > 0)
 	}
-	return r.busy(ctx, "holds every unfinished partition")
+	return r.leases().busy(ctx, "holds every unfinished partition", r.req.Wait > 0)
 }
 
 func formatMs(ms int64) string {

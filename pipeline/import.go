@@ -426,7 +426,7 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 func (r *run) applier() *applier {
 	return &applier{e: r.e, req: r.req, res: r.res, attempt: r.attempt, target: r.target, log: r.log,
 		leaseMs: r.leaseMs, started: r.started, text: r.textFormat(), in: r.in, ap: &r.ap,
-		identity: r.identity, claimed: r.claimed, planned: r.planned, tables: r.tables, run: r}
+		identity: r.identity, claimed: r.claimed, planned: r.planned, tables: r.tables, leases: r.leases(), run: r}
 }
 
 // stopBusy ends an attempt that found its operation's remaining work held
