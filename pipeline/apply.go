@@ -202,7 +202,7 @@ func (a *applier) awaitOthers(ctx context.Context, p checkpoint.Progress) error 
 		if err != nil || op == nil {
 			return err
 		}
-		return a.run.reapDead(ctx, tx, op)
+		return a.leases.reapDead(ctx, tx, op)
 	})
 }
 

@@ -153,7 +153,7 @@ func (r *run) lockedDecision(ctx context.Context, tx *sql.Tx, op *ledger.Operati
 		return decided{}, err
 	}
 	if op != nil && op.State == ledger.Processing {
-		if err := r.reapDead(ctx, tx, op); err != nil {
+		if err := r.leases().reapDead(ctx, tx, op); err != nil {
 			return decided{}, err
 		}
 	}
@@ -315,7 +315,7 @@ func (r *run) situationOf(ctx context.Context, q sink.Querier, s ledger.Situatio
 	s.ID = r.id
 	s.Admits = r.admits(op)
 	if op.State == ledger.Processing {
-		if s.Gone, err = r.goneHolders(ctx, q, op); err != nil {
+		if s.Gone, err = r.leases().goneHolders(ctx, q, op); err != nil {
 			return s, err
 		}
 	}
@@ -370,20 +370,20 @@ func differs(op *ledger.Operation, id ledger.Identity) string {
 // processes that have since died, so a rerun after a crash need not wait
 // for them to expire. Leases of live processes, and of other hosts, are
 // left to expire on their own.
-func (r *run) reapDead(ctx context.Context, tx *sql.Tx, op *ledger.Operation) error {
-	gone, err := r.goneHolders(ctx, tx, op)
+func (l leases) reapDead(ctx context.Context, tx *sql.Tx, op *ledger.Operation) error {
+	gone, err := l.goneHolders(ctx, tx, op)
 	if err != nil {
 		return err
 	}
 	for _, a := range gone {
-		r.log.Info("the process holding a lease is gone", "holder", a)
-		if err := r.e.st.CP.Expire(ctx, tx, r.op, a); err != nil {
+		l.log.Info("the process holding a lease is gone", "holder", a)
+		if err := l.st.CP.Expire(ctx, tx, l.op, a); err != nil {
 			return err
 		}
-		if err := r.e.st.Ledger.Expire(ctx, tx, r.id.Key, a); err != nil {
+		if err := l.st.Ledger.Expire(ctx, tx, l.key, a); err != nil {
 			return err
 		}
-		if err := r.e.st.Ledger.Died(ctx, tx, a); err != nil {
+		if err := l.st.Ledger.Died(ctx, tx, a); err != nil {
 			return err
 		}
 	}
@@ -394,8 +394,8 @@ func (r *run) reapDead(ctx context.Context, tx *sql.Tx, op *ledger.Operation) er
 // or live leases on its partitions) that ran on this host in processes that
 // have since died. It writes nothing: import takes their leases over
 // (reapDead), plan and --dry-run decide as if it had.
-func (r *run) goneHolders(ctx context.Context, q sink.Querier, op *ledger.Operation) ([]string, error) {
-	holders, err := r.e.st.CP.Holders(ctx, q, r.op)
+func (l leases) goneHolders(ctx context.Context, q sink.Querier, op *ledger.Operation) ([]string, error) {
+	holders, err := l.st.CP.Holders(ctx, q, l.op)
 	if err != nil {
 		return nil, err
 	}
@@ -404,11 +404,11 @@ func (r *run) goneHolders(ctx context.Context, q sink.Querier, op *ledger.Operat
 	}
 	var gone []string
 	for _, a := range holders {
-		host, pid, start, ok, err := r.e.st.Ledger.Process(ctx, q, a)
+		host, pid, start, ok, err := l.st.Ledger.Process(ctx, q, a)
 		if err != nil {
 			return nil, err
 		}
-		if ok && host == r.attempt.Host && proc.Gone(pid, start) {
+		if ok && host == l.host && proc.Gone(pid, start) {
 			gone = append(gone, a)
 		}
 	}

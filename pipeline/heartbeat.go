@@ -26,12 +26,15 @@ const unansweredRecord = 2 * time.Second
 const pingWait = 2 * time.Second
 
 // leases are an attempt's leases: its planning lease on the operation and
-// those of the partitions it holds, which heartbeat renews.
+// those of the partitions it holds, which heartbeat renews. Through them
+// the attempt also names (busy) and reaps (reapDead) the other holders of
+// the operation's leases.
 type leases struct {
 	st      *store.Store
 	key     ledger.Key
 	op      checkpoint.Op
 	attempt string
+	host    string // the attempt's (ledger.Attempt.Host)
 	lease   time.Duration
 	leaseMs int64
 	log     *slog.Logger
@@ -39,7 +42,7 @@ type leases struct {
 
 // leases are the leases of r's attempt.
 func (r *run) leases() leases {
-	return leases{st: r.e.st, key: r.id.Key, op: r.op, attempt: r.attempt.ID, lease: r.req.Lease, leaseMs: r.leaseMs, log: r.log}
+	return leases{st: r.e.st, key: r.id.Key, op: r.op, attempt: r.attempt.ID, host: r.attempt.Host, lease: r.req.Lease, leaseMs: r.leaseMs, log: r.log}
 }
 
 // heartbeat renews this attempt's leases until the returned stop is
