@@ -57,8 +57,9 @@ type applier struct {
 	planned
 	tables tables // the names of the tables the import uses (newTables)
 	leases leases // the attempt's leases (run.leases)
-	// run is the attempt's run, for what the applier still shares with
-	// the stages before it: notes, evolution, the sweep's guard, busy holders.
+	// run is the attempt's run, for the one step the applier still
+	// shares with the plan stage through it: readying the rows of the
+	// version a --replace replaces (prepareReplaced).
 	run *run
 }
 
