@@ -91,6 +91,11 @@ func Apply(ctx context.Context, db *sql.DB, d Driver, prefix, component string) 
 			return fmt.Errorf("create %s: %w", table, err)
 		}
 	}
+	// text reads the migration file name with its tables' prefix in place.
+	text := func(name string) (string, error) {
+		body, err := fs.ReadFile(fsys, name)
+		return strings.ReplaceAll(string(body), "{{prefix}}", prefix), err
+	}
 	if t, ok := d.(together); ok {
 		var versions []int
 		var bodies []string
@@ -98,12 +103,12 @@ func Apply(ctx context.Context, db *sql.DB, d Driver, prefix, component string) 
 			if applied[m.version] {
 				continue
 			}
-			body, err := fs.ReadFile(fsys, m.name)
+			body, err := text(m.name)
 			if err != nil {
 				return err
 			}
 			versions = append(versions, m.version)
-			bodies = append(bodies, strings.ReplaceAll(string(body), "{{prefix}}", prefix))
+			bodies = append(bodies, body)
 		}
 		if len(versions) > 1 {
 			if err := t.ApplyTogether(ctx, db, table, component, versions, bodies, time.Now()); err == nil {
@@ -121,11 +126,10 @@ func Apply(ctx context.Context, db *sql.DB, d Driver, prefix, component string) 
 		if applied[m.version] {
 			continue
 		}
-		body, err := fs.ReadFile(fsys, m.name)
+		sqlText, err := text(m.name)
 		if err != nil {
 			return err
 		}
-		sqlText := strings.ReplaceAll(string(body), "{{prefix}}", prefix)
 		if err := applyOne(ctx, db, d, table, component, m.version, sqlText); err != nil {
 			// Another process may have applied it first.
 			again, rerr := appliedVersions(ctx, db, d, table, component)
