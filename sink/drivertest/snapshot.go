@@ -27,6 +27,10 @@ func (d upTo) Migrations(component string) (fs.FS, error) {
 	return filtered{fsys, d.last}, nil
 }
 
+// Earlier returns d as an earlier version of idemport had it: its ledger
+// migrations stop at version last (the checkpoints' are all there).
+func Earlier(d sink.Driver, last int) sink.Driver { return upTo{d, last} }
+
 // filtered lists only the migrations of fsys numbered up to last.
 type filtered struct {
 	fs.FS

@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"io/fs"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -18,41 +16,6 @@ import (
 // oneByOne is the driver without ApplyTogether: internal/migrate then
 // applies each migration in a transaction of its own.
 type oneByOne struct{ sink.Driver }
-
-// earlier is the driver as an earlier version of idemport was, one
-// migration at a time: its ledger migrations stop at last.
-type earlier struct {
-	sink.Driver
-	last int
-}
-
-func (d earlier) Migrations(component string) (fs.FS, error) {
-	fsys, err := d.Driver.Migrations(component)
-	if err != nil || component != "ledger" {
-		return fsys, err
-	}
-	return upTo{fsys, d.last}, nil
-}
-
-// upTo lists only the migrations of fsys numbered up to last.
-type upTo struct {
-	fs.FS
-	last int
-}
-
-func (f upTo) ReadDir(name string) ([]fs.DirEntry, error) {
-	all, err := fs.ReadDir(f.FS, name)
-	if err != nil {
-		return nil, err
-	}
-	var out []fs.DirEntry
-	for _, e := range all {
-		if v, err := strconv.Atoi(strings.SplitN(e.Name(), "_", 2)[0]); err == nil && v <= f.last {
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}
 
 // TestMigrationsTogether: the ledger and checkpoints created in one
 // transaction (ApplyTogether) are what one transaction per migration
@@ -96,7 +59,7 @@ func TestMigrationsTogether(t *testing.T) {
 		upTo sink.Driver
 	}{
 		{"fresh", nil},
-		{"from version 7", earlier{Driver{}, 7}},
+		{"from version 7", drivertest.Earlier(Driver{}, 7)},
 	} {
 		if got := migrate(Driver{}, c.upTo); !slices.Equal(got, want) {
 			t.Errorf("%s: together:\n%s\n\none by one:\n%s", c.name, strings.Join(got, "\n"), strings.Join(want, "\n"))
