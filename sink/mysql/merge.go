@@ -96,9 +96,13 @@ func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage str
 	return staged, fresh, written + inserted, nil
 }
 
-// changed runs stmt in tx and returns how many rows it changed.
-func changed(ctx context.Context, tx *sql.Tx, stmt string) (int64, error) {
-	res, err := tx.ExecContext(ctx, stmt)
+// changed runs query inside tx and returns the rows it changed; an empty
+// query changes none.
+func changed(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
+	if query == "" {
+		return 0, nil
+	}
+	res, err := tx.ExecContext(ctx, query, args...)
 	if err != nil {
 		return 0, err
 	}

@@ -338,11 +338,11 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		}
 	}
 	if w.tg.Ordinal() {
-		upd, err := w.exec(ctx, tx, w.update, fileKey)
+		upd, err := changed(ctx, tx, w.update, fileKey)
 		if err != nil {
 			return total, fmt.Errorf("update %s of %s: %w", span, w.tg.Table, err)
 		}
-		ins, err := w.exec(ctx, tx, w.insert, fileKey, fileKey)
+		ins, err := changed(ctx, tx, w.insert, fileKey, fileKey)
 		if err != nil {
 			return total, fmt.Errorf("insert %s into %s: %w", span, w.tg.Table, err)
 		}
@@ -356,11 +356,11 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		per[r]++
 	}
 	for r := range rounds {
-		upd, err := w.exec(ctx, tx, w.update, fileKey, r, fileKey)
+		upd, err := changed(ctx, tx, w.update, fileKey, r, fileKey)
 		if err != nil {
 			return total, fmt.Errorf("update %s of %s: %w", span, w.tg.Table, err)
 		}
-		ins, err := w.exec(ctx, tx, w.insert, fileKey, r)
+		ins, err := changed(ctx, tx, w.insert, fileKey, r)
 		if err != nil {
 			return total, fmt.Errorf("insert %s into %s: %w", span, w.tg.Table, err)
 		}
@@ -380,7 +380,7 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 			// and skips: neither statement wrote it. The update again
 			// reads it (as it locks, the latest committed row) and
 			// writes it when it is not older.
-			again, err := w.exec(ctx, tx, w.update, fileKey, r, fileKey)
+			again, err := changed(ctx, tx, w.update, fileKey, r, fileKey)
 			if err != nil {
 				return total, fmt.Errorf("update %s of %s: %w", span, w.tg.Table, err)
 			}
@@ -452,19 +452,6 @@ func (w *writer) loadNew(ctx context.Context, tx *sql.Tx, fileKey int64, n int, 
 		return false, fmt.Errorf("release savepoint: %w", err)
 	}
 	return false, nil
-}
-
-// exec runs query inside tx and returns the rows it changed; an empty
-// query changes none.
-func (w *writer) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
-	if query == "" {
-		return 0, nil
-	}
-	res, err := tx.ExecContext(ctx, query, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
 }
 
 // Close implements sink.Writer: it drops the staging table, which commits
