@@ -212,6 +212,30 @@ func replayKey(path string) (ledger.Key, error) {
 // as batches in that schema with the rows' original ordinals. A row that is
 // still bad refuses the whole replay.
 func readReplay(ctx context.Context, path string, schema reader.Schema, key []string) ([]reader.Batch, []int64, error) {
+	types := replayTypes(schema)
+	f, err := reader.OpenPath(path, reader.Options{Format: reader.CSV, Types: types, NotNull: append([]string{ReplayRow}, key...)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrReplay, err)
+	}
+	extras, err := replayColumns(path, f.Header(), schema, types)
+	if err != nil {
+		return nil, nil, err
+	}
+	plan, err := scanReplay(ctx, path, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	batches, ordinals, err := collectReplayBatches(path, f, plan, schema, extras)
+	if err != nil {
+		return nil, nil, err
+	}
+	sort.Slice(ordinals, func(i, j int) bool { return ordinals[i] < ordinals[j] })
+	return batches, ordinals, nil
+}
+
+// replayTypes returns the types a replay file is read with: the identity
+// columns', then the plan's.
+func replayTypes(schema reader.Schema) map[string]idemtype.Type {
 	types := map[string]idemtype.Type{ReplayTable: idemtype.String, ReplayFileID: idemtype.String, ReplayRow: idemtype.Int64}
 	for _, c := range schema {
 		types[c.Name] = c.Type
@@ -221,16 +245,19 @@ func readReplay(ctx context.Context, path string, schema reader.Schema, key []st
 			types[c.Name] = idemtype.String
 		}
 	}
-	f, err := reader.OpenPath(path, reader.Options{Format: reader.CSV, Types: types, NotNull: append([]string{ReplayRow}, key...)})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrReplay, err)
-	}
+	return types
+}
+
+// replayColumns checks that header, the replay file's columns, holds the
+// identity columns and the plan's, besides ReplayExtra ones, and returns
+// those, adding each to types as a string column.
+func replayColumns(path string, header []string, schema reader.Schema, types map[string]idemtype.Type) ([]string, error) {
 	want := []string{ReplayTable, ReplayFileID, ReplayRow}
 	for _, c := range schema {
 		want = append(want, c.Name)
 	}
 	var extras []string
-	got := f.Header()
+	got := header
 	for _, h := range got {
 		if strings.HasPrefix(h, ReplayExtra) && !slices.Contains(want, h) {
 			extras = append(extras, h)
@@ -238,19 +265,32 @@ func readReplay(ctx context.Context, path string, schema reader.Schema, key []st
 		}
 	}
 	if !sameSet(got, append(slices.Clone(want), extras...)) {
-		return nil, nil, fmt.Errorf("%w: %s has columns %s; the plan needs %s", ErrReplay, path, strings.Join(got, ", "), strings.Join(want, ", "))
+		return nil, fmt.Errorf("%w: %s has columns %s; the plan needs %s", ErrReplay, path, strings.Join(got, ", "), strings.Join(want, ", "))
 	}
+	return extras, nil
+}
+
+// scanReplay plans the replay file f; a bad row refuses the replay, naming
+// the first few.
+func scanReplay(ctx context.Context, path string, f *reader.File) (*reader.Plan, error) {
 	plan, err := f.Scan(ctx, reader.ScanOptions{KeepRejects: 5})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrReplay, err)
+		return nil, fmt.Errorf("%w: %w", ErrReplay, err)
 	}
 	if plan.Rejected > 0 {
 		var bad []string
 		for _, r := range plan.Rejects {
 			bad = append(bad, fmt.Sprintf("row %d column %q value %q: %s", r.Ordinal, r.Column, r.Value, r.Message))
 		}
-		return nil, nil, fmt.Errorf("%w: %s of %s %s still bad: %s", ErrReplay, english.Plural(plan.Rejected, "row"), path, english.Verb(plan.Rejected, "is", "are"), strings.Join(bad, "; "))
+		return nil, fmt.Errorf("%w: %s of %s %s still bad: %s", ErrReplay, english.Plural(plan.Rejected, "row"), path, english.Verb(plan.Rejected, "is", "are"), strings.Join(bad, "; "))
 	}
+	return plan, nil
+}
+
+// collectReplayBatches reads the rows of f's plan as batches in schema,
+// with their ordinals in file order. On an error it releases what it read,
+// and the error is ErrReplay: nothing of the file can be applied.
+func collectReplayBatches(path string, f *reader.File, plan *reader.Plan, schema reader.Schema, extras []string) ([]reader.Batch, []int64, error) {
 	out := schema.Arrow()
 	idx := make([]int, len(schema))
 	for i, c := range schema {
@@ -280,22 +320,31 @@ func readReplay(ctx context.Context, path string, schema reader.Schema, key []st
 			b.Release()
 			return nil, nil, fmt.Errorf("%w: %s: %w", ErrReplay, path, err)
 		}
-		ords := make([]int64, rows.Len())
-		for i := range ords {
-			ords[i] = rows.Value(i)
-			if seen[ords[i]] {
-				release()
-				b.Release()
-				return nil, nil, fmt.Errorf("%w: row %d appears twice in %s", ErrReplay, ords[i], path)
-			}
-			seen[ords[i]] = true
+		ords, err := replayOrdinals(path, rows, seen)
+		if err != nil {
+			release()
+			b.Release()
+			return nil, nil, err
 		}
 		batches = append(batches, reader.Batch{Record: array.NewRecordBatch(out, cols, b.Record.NumRows()), Ordinals: ords})
 		ordinals = append(ordinals, ords...)
 		b.Release()
 	}
-	sort.Slice(ordinals, func(i, j int) bool { return ordinals[i] < ordinals[j] })
 	return batches, ordinals, nil
+}
+
+// replayOrdinals returns the ordinals in rows, adding each to seen; one
+// seen before, in this batch or an earlier one, refuses the replay.
+func replayOrdinals(path string, rows *array.Int64, seen map[int64]bool) ([]int64, error) {
+	ords := make([]int64, rows.Len())
+	for i := range ords {
+		ords[i] = rows.Value(i)
+		if seen[ords[i]] {
+			return nil, fmt.Errorf("%w: row %d appears twice in %s", ErrReplay, ords[i], path)
+		}
+		seen[ords[i]] = true
+	}
+	return ords, nil
 }
 
 // checkReplayBatch checks what the reader cannot: a row's fields beyond
