@@ -308,7 +308,7 @@ func collectReplayBatches(path string, f *reader.File, plan *reader.Plan, schema
 	for b, err := range f.Batches(plan, plan.Partitions, 4096) {
 		if err != nil {
 			release()
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("%w: %w", ErrReplay, err)
 		}
 		cols := make([]arrow.Array, len(idx))
 		for i, j := range idx {
