@@ -82,58 +82,85 @@ func (o *Operator) Replay(ctx context.Context, path string) (*ReplayResult, erro
 			b.Release()
 		}
 	}()
-	missing, err := o.st.Ledger.NotRejected(ctx, o.st.DB, key, ordinals)
-	if err != nil {
+	if err := o.checkRejected(ctx, key, ordinals); err != nil {
 		return res, err
 	}
-	if len(missing) > 0 {
-		return res, fmt.Errorf("%w: rows %s of %s were not rejected; replay applies only quarantined rows", ErrReplay, ints(missing, 10), key)
-	}
+	return res, o.applyReplay(ctx, path, key, sp.Schema, target, batches, ordinals, res, started)
+}
 
+// checkRejected refuses a replay of ordinals unless every one is a stored
+// reject of operation key.
+func (o *Operator) checkRejected(ctx context.Context, key ledger.Key, ordinals []int64) error {
+	missing, err := o.st.Ledger.NotRejected(ctx, o.st.DB, key, ordinals)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: rows %s of %s were not rejected; replay applies only quarantined rows", ErrReplay, ints(missing, 10), key)
+	}
+	return nil
+}
+
+// applyReplay writes batches to target as a new replay attempt on
+// operation key, in one transaction with its ledger records and event,
+// filling in res.
+func (o *Operator) applyReplay(ctx context.Context, path string, key ledger.Key, schema reader.Schema, target sink.Target,
+	batches []reader.Batch, ordinals []int64, res *ReplayResult, started time.Time) error {
 	host, _ := os.Hostname()
 	a := ledger.Attempt{ID: uuid.Must(uuid.NewV7()).String(), Trigger: "replay", Host: host, PID: os.Getpid(),
 		ProcStart: proc.Start(os.Getpid()), Path: path}
 	res.AttemptID = a.ID
 	conn, err := o.st.DB.Conn(ctx)
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer conn.Close()
-	w, err := o.st.Driver.Writer(ctx, conn, target, sp.Schema.Arrow())
+	w, err := o.st.Driver.Writer(ctx, conn, target, schema.Arrow())
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer w.Close()
 	tx, err := store.BeginTx(ctx, conn)
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer tx.Rollback()
+	if err := o.recordReplay(ctx, tx, w, key, a, batches, ordinals, res); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit replay: %w", err)
+	}
+	res.Duration = time.Since(started)
+	return nil
+}
+
+// recordReplay writes batches with w and records attempt a, the replayed
+// rows and the rejects.replayed event, all inside tx.
+func (o *Operator) recordReplay(ctx context.Context, tx *store.Txn, w sink.Writer, key ledger.Key, a ledger.Attempt,
+	batches []reader.Batch, ordinals []int64, res *ReplayResult) error {
 	if err := o.st.Ledger.StartReplay(ctx, tx.Tx, key, a); err != nil {
-		return res, err
+		return err
 	}
 	fileKey := pipeline.FileKey(key.FileID)
 	for _, b := range batches {
 		c, err := w.Write(ctx, tx.Tx, fileKey, b.Record, b.Ordinals)
 		if err != nil {
-			return res, err
+			return err
 		}
 		res.Rows.Add(c)
 	}
 	if err := o.st.Ledger.Replayed(ctx, tx.Tx, key, a.ID, ordinals, res.Rows); err != nil {
-		return res, err
+		return err
 	}
 	if err := o.st.Ledger.End(ctx, tx, a.ID, "replayed", "", 0, 0); err != nil {
-		return res, err
+		return err
 	}
+	var err error
 	if res.EventID, err = o.st.RecordEvent(ctx, tx.Tx, pipeline.EventReplayed, key, a, "replayed", res.Rows, nil); err != nil {
-		return res, err
+		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return res, fmt.Errorf("commit replay: %w", err)
-	}
-	res.Duration = time.Since(started)
-	return res, nil
+	return nil
 }
 
 // replayTarget returns the stored plan of operation key, named by the
