@@ -172,6 +172,19 @@ func (s *Store) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRep
 	deadline := time.Now().Add(timeout)
 	host, _ := os.Hostname()
 	me := ledger.Lessee{Owner: uuid.Must(uuid.NewV7()).String(), Host: host, PID: os.Getpid(), Start: proc.Start(os.Getpid())}
+	if err := s.deliverUntil(ctx, me, deadline, &rep); err != nil {
+		return rep, err
+	}
+	bg := context.WithoutCancel(ctx)
+	n, err := s.pending(bg)
+	rep.Pending = n
+	return rep, err
+}
+
+// deliverUntil delivers, as me, the events due to the store's sinks one by
+// one until none is due before deadline or ctx is cancelled, counting them
+// in rep.
+func (s *Store) deliverUntil(ctx context.Context, me ledger.Lessee, deadline time.Time, rep *DeliveryReport) error {
 	owner := me.Owner
 	ids := make([]string, len(s.Sinks))
 	byID := map[string]idemtype.EventSink{}
@@ -179,80 +192,117 @@ func (s *Store) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRep
 		ids[i] = sk.ID()
 		byID[sk.ID()] = sk
 	}
-	bg := context.WithoutCancel(ctx)
 	for ctx.Err() == nil {
 		left := time.Until(deadline)
 		if left <= 0 {
 			break
 		}
-		var d *ledger.Delivery
-		if err := s.tx(ctx, func(tx *sql.Tx) (err error) {
-			if err := s.reapDeliverers(ctx, tx, me); err != nil {
-				return err
-			}
-			d, err = s.Ledger.ClaimDeliveryAs(ctx, tx, ids, me, (left + time.Second).Milliseconds())
+		d, err := s.claimDelivery(ctx, me, ids, left)
+		if err != nil {
 			return err
-		}); err != nil {
-			return rep, err
 		}
 		if d == nil {
-			wait, ok, err := s.Ledger.NextDeliveryIn(ctx, s.DB, ids)
+			more, err := s.awaitDelivery(ctx, ids, deadline)
 			if err != nil {
-				return rep, err
+				return err
 			}
-			if !ok || time.Duration(wait)*time.Millisecond >= time.Until(deadline) {
+			if !more {
 				break
 			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Duration(wait)*time.Millisecond + 10*time.Millisecond):
-			}
 			continue
 		}
-		if err := s.Hit("before-publish"); err != nil {
-			return rep, err
-		}
-		if d.Tries > 0 {
-			if err := s.Hit("during-retry"); err != nil {
-				return rep, err
-			}
-		}
-		sk := byID[d.SinkID]
-		tctx, cancel := context.WithDeadline(ctx, deadline)
-		err := sk.Deliver(tctx, idemtype.EventMessage{ID: d.EventID, Body: []byte(d.Payload)})
-		cancel()
-		if err == nil {
-			if err := s.Hit("after-publish"); err != nil {
-				return rep, err
-			}
-			if err := s.Ledger.Delivered(bg, s.DB, d, owner); err != nil && !errors.Is(err, ledger.ErrLeaseLost) {
-				return rep, err
-			}
-			rep.Delivered++
-			s.Log.Info("event delivered", "event_id", d.EventID, "kind", d.Kind, "sink", sk.Name(), "operation", d.Key.String())
-			continue
-		}
-		permanent := errors.Is(err, idemtype.ErrPermanent)
-		msg := err.Error()
-		if errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(deadline) && d.LastError != "" {
-			// Cut short by this run's own budget: the sink's last answer
-			// says more than that.
-			msg = d.LastError
-		}
-		rep.Errors[sk.Name()] = msg
-		if permanent {
-			rep.Failed++
-		}
-		s.Log.Info("event not delivered", "event_id", d.EventID, "kind", d.Kind, "sink", sk.Name(), "tries", d.Tries+1,
-			"permanent", permanent, "err", err)
-		if err := s.Ledger.Retry(bg, s.DB, d, owner, msg, backoff(d.Tries).Milliseconds(), permanent); err != nil &&
-			!errors.Is(err, ledger.ErrLeaseLost) {
-			return rep, err
+		if err := s.deliverOne(ctx, d, byID[d.SinkID], owner, deadline, rep); err != nil {
+			return err
 		}
 	}
-	n, err := s.pending(bg)
-	rep.Pending = n
-	return rep, err
+	return nil
+}
+
+// claimDelivery reaps dead deliverers and claims, for me, the next event
+// due to one of the sinks ids, leased for left and a second; nil when none
+// is due.
+func (s *Store) claimDelivery(ctx context.Context, me ledger.Lessee, ids []string, left time.Duration) (*ledger.Delivery, error) {
+	var d *ledger.Delivery
+	if err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		if err := s.reapDeliverers(ctx, tx, me); err != nil {
+			return err
+		}
+		d, err = s.Ledger.ClaimDeliveryAs(ctx, tx, ids, me, (left + time.Second).Milliseconds())
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// awaitDelivery waits until the next event for the sinks ids is due, and
+// reports false when none will be before deadline.
+func (s *Store) awaitDelivery(ctx context.Context, ids []string, deadline time.Time) (bool, error) {
+	wait, ok, err := s.Ledger.NextDeliveryIn(ctx, s.DB, ids)
+	if err != nil {
+		return false, err
+	}
+	if !ok || time.Duration(wait)*time.Millisecond >= time.Until(deadline) {
+		return false, nil
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Duration(wait)*time.Millisecond + 10*time.Millisecond):
+	}
+	return true, nil
+}
+
+// deliverOne publishes d through sk, cut short at deadline, and records in
+// the ledger that it was delivered, or when to try again, counting it in
+// rep. The record is written even when ctx is cancelled meanwhile.
+func (s *Store) deliverOne(ctx context.Context, d *ledger.Delivery, sk idemtype.EventSink, owner string, deadline time.Time, rep *DeliveryReport) error {
+	bg := context.WithoutCancel(ctx)
+	if err := s.Hit("before-publish"); err != nil {
+		return err
+	}
+	if d.Tries > 0 {
+		if err := s.Hit("during-retry"); err != nil {
+			return err
+		}
+	}
+	tctx, cancel := context.WithDeadline(ctx, deadline)
+	err := sk.Deliver(tctx, idemtype.EventMessage{ID: d.EventID, Body: []byte(d.Payload)})
+	cancel()
+	if err == nil {
+		if err := s.Hit("after-publish"); err != nil {
+			return err
+		}
+		if err := s.Ledger.Delivered(bg, s.DB, d, owner); err != nil && !errors.Is(err, ledger.ErrLeaseLost) {
+			return err
+		}
+		rep.Delivered++
+		s.Log.Info("event delivered", "event_id", d.EventID, "kind", d.Kind, "sink", sk.Name(), "operation", d.Key.String())
+		return nil
+	}
+	return s.undelivered(bg, d, sk, owner, deadline, err, rep)
+}
+
+// undelivered records that d was not delivered through sk (err), to be
+// tried again after a backoff unless err is permanent, counting it in rep.
+func (s *Store) undelivered(bg context.Context, d *ledger.Delivery, sk idemtype.EventSink, owner string, deadline time.Time, err error, rep *DeliveryReport) error {
+	permanent := errors.Is(err, idemtype.ErrPermanent)
+	msg := err.Error()
+	if errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(deadline) && d.LastError != "" {
+		// Cut short by this run's own budget: the sink's last answer
+		// says more than that.
+		msg = d.LastError
+	}
+	rep.Errors[sk.Name()] = msg
+	if permanent {
+		rep.Failed++
+	}
+	s.Log.Info("event not delivered", "event_id", d.EventID, "kind", d.Kind, "sink", sk.Name(), "tries", d.Tries+1,
+		"permanent", permanent, "err", err)
+	if err := s.Ledger.Retry(bg, s.DB, d, owner, msg, backoff(d.Tries).Milliseconds(), permanent); err != nil &&
+		!errors.Is(err, ledger.ErrLeaseLost) {
+		return err
+	}
+	return nil
 }
 
 // reapDeliverers ends, inside tx, the delivery leases of processes that
