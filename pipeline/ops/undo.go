@@ -105,6 +105,30 @@ func (o *Operator) Undo(ctx context.Context, req UndoRequest) (*UndoResult, erro
 		return nil, fmt.Errorf("begin undo: %w", err)
 	}
 	defer tx.Rollback()
+	op, err := o.lockUndone(ctx, tx, k, req.FileOrID)
+	if err != nil {
+		return nil, err
+	}
+	res.Previous = op.State
+	if op.State == ledger.Undone {
+		return o.undoAgain(ctx, tx, k, m, req.Forget, res)
+	}
+	if err := o.undoInTx(ctx, tx, k, m, op, a, req.Forget, res); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("commit undo: %w", err)
+	}
+	if err := o.afterUndo(ctx, k, req.Forget, res); err != nil {
+		return nil, err
+	}
+	o.st.Log.Info("undone", "operation", k.String(), "attempt_id", a.ID, "deleted", res.Deleted, "forgot", req.Forget)
+	return res, nil
+}
+
+// lockUndone locks operation k, named by fileOrID, inside tx and returns
+// it; that there is none is an error.
+func (o *Operator) lockUndone(ctx context.Context, tx *sql.Tx, k ledger.Key, fileOrID string) (*ledger.Operation, error) {
 	if err := o.st.Ledger.Lock(ctx, tx, k); err != nil {
 		return nil, err
 	}
@@ -113,66 +137,77 @@ func (o *Operator) Undo(ctx context.Context, req UndoRequest) (*UndoResult, erro
 		return nil, err
 	}
 	if op == nil {
-		return nil, fmt.Errorf("no operation for %s", req.FileOrID)
+		return nil, fmt.Errorf("no operation for %s", fileOrID)
 	}
-	res.Previous = op.State
-	if op.State == ledger.Undone {
-		res, err := o.alreadyUndone(ctx, tx, k, m, res)
-		if err == nil && !req.Forget && o.st.DDLCommits() {
-			tx.Rollback() // what an undo killed before dropping them left
-			res.Dropped, err = o.st.DropCreated(ctx, k, nil)
-		}
-		return res, err
+	return op, nil
+}
+
+// undoAgain is an undo of operation k, already undone: it reports what the
+// first undo did and drops the tables that one was killed before dropping.
+func (o *Operator) undoAgain(ctx context.Context, tx *sql.Tx, k ledger.Key, m store.Mapping, forget bool, res *UndoResult) (*UndoResult, error) {
+	res, err := o.alreadyUndone(ctx, tx, k, m, res)
+	if err == nil && !forget && o.st.DDLCommits() {
+		tx.Rollback() // what an undo killed before dropping them left
+		res.Dropped, err = o.st.DropCreated(ctx, k, nil)
 	}
+	return res, err
+}
+
+// undoInTx undoes operation op (k, mapped as m) inside tx as attempt a:
+// its partitions, its rows unless forget, its snapshot's deletions, its
+// state and the import.undone event, filling in res.
+func (o *Operator) undoInTx(ctx context.Context, tx *sql.Tx, k ledger.Key, m store.Mapping, op *ledger.Operation, a ledger.Attempt,
+	forget bool, res *UndoResult) error {
+	var err error
 	// Partitions first: on PostgreSQL this waits for a holder inside its
 	// partition transaction, whose rows the delete below then sees; and a
 	// holder that had not begun it can no longer commit (fencing).
 	if _, _, err := o.st.CP.Drop(ctx, tx, checkpoint.Op{Table: k.Table, FileID: k.FileID}); err != nil {
-		return nil, err
+		return err
 	}
-	if !req.Forget {
+	if !forget {
 		if res.Deleted, err = o.st.Driver.DeleteFile(ctx, tx, k.Table, op.FileKey); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if m.Snapshot != nil {
-		if res.Snapshot, err = o.undoSnapshot(ctx, tx, k, m.Snapshot, req.Forget); err != nil {
-			return nil, err
+		if res.Snapshot, err = o.undoSnapshot(ctx, tx, k, m.Snapshot, forget); err != nil {
+			return err
 		}
 	}
 	if err := o.st.Ledger.Close(ctx, tx, k, ledger.Undone); err != nil {
-		return nil, err
+		return err
 	}
 	if err := o.st.Ledger.Record(ctx, tx, k, a, string(ledger.Undone)); err != nil {
-		return nil, err
+		return err
 	}
 	outcome := "undone"
-	if req.Forget {
+	if forget {
 		outcome = "forgotten"
 	}
 	if res.EventID, err = o.st.RecordEvent(ctx, tx, pipeline.EventUndone, k, a, outcome, idemtype.Rows{}, &res.Deleted); err != nil {
-		return nil, err
+		return err
 	}
-	if err := o.st.Hit("inside-undo"); err != nil {
-		return nil, err
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("commit undo: %w", err)
-	}
+	return o.st.Hit("inside-undo")
+}
+
+// afterUndo runs after the undo committed: the tables the import created
+// go with its rows when their DDL committed apart from them.
+func (o *Operator) afterUndo(ctx context.Context, k ledger.Key, forget bool, res *UndoResult) error {
 	if err := o.st.Hit("after-undo"); err != nil {
-		return nil, err
+		return err
 	}
-	if !req.Forget && o.st.DDLCommits() {
+	var err error
+	if !forget && o.st.DDLCommits() {
 		// The DDL of the import committed apart from its rows: the
 		// tables it created go with them, unless another operation holds
 		// rows there (store.Store.DropCreated). A kill before leaves them
 		// recorded, and an undo of the undone operation drops them.
 		if res.Dropped, err = o.st.DropCreated(ctx, k, nil); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	o.st.Log.Info("undone", "operation", k.String(), "attempt_id", a.ID, "deleted", res.Deleted, "forgot", req.Forget)
-	return res, nil
+	return nil
 }
 
 // undoTarget returns the one operation req names and its stored mapping:
