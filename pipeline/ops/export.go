@@ -30,42 +30,74 @@ func (o *Operator) ExportRejects(ctx context.Context, w io.Writer, fileOrID, tab
 	if err := o.st.Present(); err != nil {
 		return err
 	}
-	ops, err := o.st.Operations(ctx, fileOrID, table)
+	op, err := o.exportedOperation(ctx, fileOrID, table)
 	if err != nil {
 		return err
+	}
+	sp, m, err := o.exportedPlan(ctx, op)
+	if err != nil {
+		return err
+	}
+	rejects, err := o.st.Ledger.Rejects(ctx, o.st.DB, op.Key)
+	if err != nil {
+		return err
+	}
+	rows, extras, err := exportRows(rejects, m, sp.Schema, all)
+	if err != nil {
+		return err
+	}
+	return writeExport(w, op, sp.Schema, rows, extras)
+}
+
+// exportedOperation returns the one operation of fileOrID (in table, when
+// given); one in several tables is a usage error asking for --table.
+func (o *Operator) exportedOperation(ctx context.Context, fileOrID, table string) (ledger.Operation, error) {
+	ops, err := o.st.Operations(ctx, fileOrID, table)
+	if err != nil {
+		return ledger.Operation{}, err
 	}
 	if len(ops) != 1 {
 		var tables []string
 		for _, op := range ops {
 			tables = append(tables, op.Table)
 		}
-		return store.Usagef("%s was imported into %d tables (%s); choose one with --table", fileOrID, len(ops), strings.Join(tables, ", "))
+		return ledger.Operation{}, store.Usagef("%s was imported into %d tables (%s); choose one with --table", fileOrID, len(ops), strings.Join(tables, ", "))
 	}
-	op := ops[0]
+	return ops[0], nil
+}
+
+// exportedPlan returns the stored plan and mapping of op; a plan removed
+// by gc is an error.
+func (o *Operator) exportedPlan(ctx context.Context, op ledger.Operation) (store.Plan, store.Mapping, error) {
+	var sp store.Plan
+	var m store.Mapping
 	body, _, err := o.st.CP.Load(ctx, o.st.DB, checkpoint.Op{Table: op.Table, FileID: op.FileID})
 	if err != nil {
-		return err
+		return sp, m, err
 	}
 	if body == nil {
-		return fmt.Errorf("the plan of %s was removed (gc); its rejects cannot be exported", op.Key)
+		return sp, m, fmt.Errorf("the plan of %s was removed (gc); its rejects cannot be exported", op.Key)
 	}
-	var sp store.Plan
 	if err := json.Unmarshal(body, &sp); err != nil {
-		return fmt.Errorf("read stored plan: %w", err)
+		return sp, m, fmt.Errorf("read stored plan: %w", err)
 	}
-	var m store.Mapping
 	if err := json.Unmarshal([]byte(op.Mapping), &m); err != nil {
-		return fmt.Errorf("read stored mapping: %w", err)
+		return sp, m, fmt.Errorf("read stored mapping: %w", err)
 	}
-	rejects, err := o.st.Ledger.Rejects(ctx, o.st.DB, op.Key)
-	if err != nil {
-		return err
-	}
-	type row struct {
-		ordinal     int64
-		cols, extra []reader.Field
-	}
-	var rows []row
+	return sp, m, nil
+}
+
+// exportRow is one reject as exported: its ordinal, its fields in the
+// plan's columns and those beyond them.
+type exportRow struct {
+	ordinal     int64
+	cols, extra []reader.Field
+}
+
+// exportRows returns the rejects to export (all, or those not replayed
+// yet) as rows of schema, and the most fields beyond its columns any has.
+func exportRows(rejects []ledger.Reject, m store.Mapping, schema reader.Schema, all bool) ([]exportRow, int, error) {
+	var rows []exportRow
 	extras := 0
 	for _, r := range rejects {
 		if r.ReplayedBy != "" && !all {
@@ -73,19 +105,27 @@ func (o *Operator) ExportRejects(ctx context.Context, w io.Writer, fileOrID, tab
 		}
 		var cols, extra []reader.Field
 		if r.Fields != "" {
-			cols, extra, err = reader.RejectFields(r.Fields, reader.Format(m.Format), sp.Schema)
+			var err error
+			cols, extra, err = reader.RejectFields(r.Fields, reader.Format(m.Format), schema)
 			if err != nil {
-				return fmt.Errorf("row %d: %w", r.Ordinal, err)
+				return nil, 0, fmt.Errorf("row %d: %w", r.Ordinal, err)
 			}
 		} else {
-			cols = legacyFields(r, m, sp.Schema)
+			cols = legacyFields(r, m, schema)
 		}
 		extras = max(extras, len(extra))
-		rows = append(rows, row{r.Ordinal, cols, extra})
+		rows = append(rows, exportRow{r.Ordinal, cols, extra})
 	}
+	return rows, extras, nil
+}
+
+// writeExport writes rows of operation op to w as CSV: a header of the
+// identity columns, schema's and extras ReplayExtra ones, then each row
+// under its identity, padded with nulls.
+func writeExport(w io.Writer, op ledger.Operation, schema reader.Schema, rows []exportRow, extras int) error {
 	bw := bufio.NewWriter(w)
 	header := []string{ReplayTable, ReplayFileID, ReplayRow}
-	for _, c := range sp.Schema {
+	for _, c := range schema {
 		header = append(header, c.Name)
 	}
 	for i := range extras {
