@@ -55,42 +55,11 @@ func (o *Operator) GC(ctx context.Context, olderThan time.Duration, dryRun bool)
 		return nil, err
 	}
 	defer tx.Rollback()
-	for _, op := range ops {
-		if op.CompletedAt >= rep.Cutoff.UnixMilli() {
-			continue
-		}
-		k := checkpoint.Op{Table: op.Table, FileID: op.FileID}
-		plans, parts, err := o.st.CP.Drop(ctx, tx.Tx, k)
-		if err != nil {
-			return nil, err
-		}
-		payloads, err := o.st.Ledger.DropRejectPayloads(ctx, tx.Tx, op.Key)
-		if err != nil {
-			return nil, err
-		}
-		if plans+parts+payloads > 0 {
-			rep.Operations++
-		}
-		rep.Plans += plans
-		rep.Partitions += parts
-		rep.RejectPayloads += payloads
+	if err := o.gcCompleted(ctx, tx.Tx, ops, rep); err != nil {
+		return nil, err
 	}
-	// Undone and abandoned operations are resolved: past the window they
-	// leave status for history (their detail went when they ended).
-	for _, state := range []ledger.State{ledger.Undone, ledger.Abandoned} {
-		ended, err := o.st.Ledger.List(ctx, ledger.Filter{State: state})
-		if err != nil {
-			return nil, err
-		}
-		for _, op := range ended {
-			if op.UpdatedAt >= rep.Cutoff.UnixMilli() {
-				continue
-			}
-			if err := o.st.Ledger.Replace(ctx, tx.Tx, op.Key, ""); err != nil {
-				return nil, err
-			}
-			rep.Retired++
-		}
+	if err := o.retireEnded(ctx, tx.Tx, rep); err != nil {
+		return nil, err
 	}
 	if rep.Events, err = o.st.Ledger.PruneEvents(ctx, tx.Tx, rep.Cutoff.UnixMilli()); err != nil {
 		return nil, err
@@ -107,6 +76,56 @@ func (o *Operator) GC(ctx context.Context, olderThan time.Duration, dryRun bool)
 	return rep, nil
 }
 
+// gcCompleted drops, inside tx, the stored plans, per-partition rows and
+// reject payloads of the operations ops completed before rep's cutoff,
+// counting them in rep.
+func (o *Operator) gcCompleted(ctx context.Context, tx *sql.Tx, ops []ledger.Operation, rep *GCReport) error {
+	for _, op := range ops {
+		if op.CompletedAt >= rep.Cutoff.UnixMilli() {
+			continue
+		}
+		k := checkpoint.Op{Table: op.Table, FileID: op.FileID}
+		plans, parts, err := o.st.CP.Drop(ctx, tx, k)
+		if err != nil {
+			return err
+		}
+		payloads, err := o.st.Ledger.DropRejectPayloads(ctx, tx, op.Key)
+		if err != nil {
+			return err
+		}
+		if plans+parts+payloads > 0 {
+			rep.Operations++
+		}
+		rep.Plans += plans
+		rep.Partitions += parts
+		rep.RejectPayloads += payloads
+	}
+	return nil
+}
+
+// retireEnded moves, inside tx, the undone and abandoned operations last
+// changed before rep's cutoff to the past operations, counting them in rep.
+func (o *Operator) retireEnded(ctx context.Context, tx *sql.Tx, rep *GCReport) error {
+	// Undone and abandoned operations are resolved: past the window they
+	// leave status for history (their detail went when they ended).
+	for _, state := range []ledger.State{ledger.Undone, ledger.Abandoned} {
+		ended, err := o.st.Ledger.List(ctx, ledger.Filter{State: state})
+		if err != nil {
+			return err
+		}
+		for _, op := range ended {
+			if op.UpdatedAt >= rep.Cutoff.UnixMilli() {
+				continue
+			}
+			if err := o.st.Ledger.Replace(ctx, tx, op.Key, ""); err != nil {
+				return err
+			}
+			rep.Retired++
+		}
+	}
+	return nil
+}
+
 // dropOrphans drops, inside tx, the staging and key tables of this
 // ledger's operations that are not processing or failed (and so will never
 // complete and drop them itself), and returns their names. Tables of
@@ -118,34 +137,9 @@ func (o *Operator) dropOrphans(ctx context.Context, tx *sql.Tx) ([]string, error
 	if err != nil {
 		return nil, err
 	}
-	// tables names the staging and key tables of op as the driver's Tables
-	// lists them: schema.name beside the target where the database has
-	// schemas (current when the target's name is unqualified), else name.
-	tables := func(op ledger.Operation) [2]string {
-		h := strconv.FormatUint(uint64(pipeline.FileKey(op.Table+"\x00"+op.FileID)), 16)
-		schema := current
-		if o.st.Driver.Limits().QualifiedNames {
-			if i := strings.LastIndexByte(op.Table, '.'); i >= 0 {
-				schema = strings.Trim(op.Table[:i], `"`)
-			}
-		}
-		if schema != "" {
-			schema += "."
-		}
-		return [2]string{schema + sink.StagePrefix + h, schema + "_idemport_seen_" + h}
-	}
-	ops, err := o.st.Ledger.List(ctx, ledger.Filter{})
+	mine, live, err := o.ownTables(ctx, current)
 	if err != nil {
 		return nil, err
-	}
-	mine, live := map[string]bool{}, map[string]bool{}
-	for _, op := range ops {
-		for _, name := range tables(op) {
-			mine[name] = true
-			if op.State == ledger.Processing || op.State == ledger.Failed {
-				live[name] = true
-			}
-		}
 	}
 	names, err := o.st.Driver.Tables(ctx, tx, sink.StagePrefix, "_idemport_seen_")
 	if err != nil {
@@ -163,4 +157,41 @@ func (o *Operator) dropOrphans(ctx context.Context, tx *sql.Tx) ([]string, error
 		}
 	}
 	return drop, nil
+}
+
+// ownTables returns the staging and key tables of this ledger's
+// operations (mine), and those of the ones still processing or failed
+// (live), as workTables names them.
+func (o *Operator) ownTables(ctx context.Context, current string) (mine, live map[string]bool, err error) {
+	ops, err := o.st.Ledger.List(ctx, ledger.Filter{})
+	if err != nil {
+		return nil, nil, err
+	}
+	mine, live = map[string]bool{}, map[string]bool{}
+	for _, op := range ops {
+		for _, name := range o.workTables(current, op) {
+			mine[name] = true
+			if op.State == ledger.Processing || op.State == ledger.Failed {
+				live[name] = true
+			}
+		}
+	}
+	return mine, live, nil
+}
+
+// workTables names the staging and key tables of op as the driver's Tables
+// lists them: schema.name beside the target where the database has
+// schemas (current when the target's name is unqualified), else name.
+func (o *Operator) workTables(current string, op ledger.Operation) [2]string {
+	h := strconv.FormatUint(uint64(pipeline.FileKey(op.Table+"\x00"+op.FileID)), 16)
+	schema := current
+	if o.st.Driver.Limits().QualifiedNames {
+		if i := strings.LastIndexByte(op.Table, '.'); i >= 0 {
+			schema = strings.Trim(op.Table[:i], `"`)
+		}
+	}
+	if schema != "" {
+		schema += "."
+	}
+	return [2]string{schema + sink.StagePrefix + h, schema + "_idemport_seen_" + h}
 }
