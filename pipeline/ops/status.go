@@ -175,12 +175,35 @@ func (o *Operator) History(ctx context.Context, fileOrID string, table string) (
 	if err != nil {
 		return nil, nil, err
 	}
+	if past, err = o.earlierVersions(ctx, ops, past); err != nil {
+		return nil, nil, err
+	}
+	if len(ops)+len(past) == 0 {
+		return nil, nil, fmt.Errorf("no operation for %s: it is not a file here, a file ID, a path an import has seen, or the start of a file ID", fileOrID)
+	}
+	attempts, err := o.ownAttempts(ctx, ops, past)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := o.withProgress(ctx, ops)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, op := range past {
+		st = append(st, OperationStatus{Operation: op})
+	}
+	return st, attempts, nil
+}
+
+// earlierVersions adds to past the past operations of the file IDs of ops
+// it does not hold yet, and returns it.
+func (o *Operator) earlierVersions(ctx context.Context, ops, past []ledger.Operation) ([]ledger.Operation, error) {
 	// A file found by its content shows the versions its file ID had
 	// before (replaced, superseded) too.
 	for _, op := range ops {
 		earlier, err := o.st.Ledger.Past(ctx, ledger.Filter{Table: op.Table, FileID: op.FileID})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		for _, p := range earlier {
 			if !slices.ContainsFunc(past, func(q ledger.Operation) bool { return q.Key == p.Key && q.CreatedAt == p.CreatedAt }) {
@@ -188,14 +211,17 @@ func (o *Operator) History(ctx context.Context, fileOrID string, table string) (
 			}
 		}
 	}
-	if len(ops)+len(past) == 0 {
-		return nil, nil, fmt.Errorf("no operation for %s: it is not a file here, a file ID, a path an import has seen, or the start of a file ID", fileOrID)
-	}
+	return past, nil
+}
+
+// ownAttempts returns the attempts of each of ops, then of each of past,
+// each operation's those of its own lifetime.
+func (o *Operator) ownAttempts(ctx context.Context, ops, past []ledger.Operation) ([][]ledger.AttemptRecord, error) {
 	var attempts [][]ledger.AttemptRecord
 	for i, op := range append(ops, past...) {
 		as, err := o.st.Ledger.Attempts(ctx, op.Key)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		// Attempts are kept per (table, file ID): give each operation
 		// those of its own lifetime.
@@ -207,14 +233,7 @@ func (o *Operator) History(ctx context.Context, fileOrID string, table string) (
 		}
 		attempts = append(attempts, own)
 	}
-	st, err := o.withProgress(ctx, ops)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, op := range past {
-		st = append(st, OperationStatus{Operation: op})
-	}
-	return st, attempts, nil
+	return attempts, nil
 }
 
 // Rejects returns the stored rejects of operation k, in ordinal order.
