@@ -184,54 +184,87 @@ func (o *Operator) Recorded(ctx context.Context, path, table, fileID string) (op
 	if pipeline.IsStream(path) {
 		return nil, false, nil
 	}
-	if !remote.IsURL(path) {
-		if _, err := os.Stat(path); err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				return nil, false, fmt.Errorf("%s: %w", path, pe.Err)
-			}
-			return nil, false, err
-		}
+	if err := statRecorded(path); err != nil {
+		return nil, false, err
 	}
-	narrow := func(ops []ledger.Operation) []ledger.Operation {
-		if fileID == "" {
-			return ops
-		}
-		return slices.DeleteFunc(ops, func(op ledger.Operation) bool {
-			return op.FileID != pipeline.FileID(fileID, path, op.ContentDigest)
-		})
-	}
-	if st, err := os.Stat(path); err == nil && !st.IsDir() && !remote.IsURL(path) {
-		filters, err := o.st.FileFilters(ctx, path, table)
-		if err != nil {
-			return nil, false, err
-		}
-		if ops, err = o.st.ListAll(ctx, filters, o.st.Ledger.List); err != nil {
-			return nil, false, err
-		}
-		ops = narrow(ops)
+	if ops, err = o.recordedByContent(ctx, path, table, fileID); err != nil {
+		return nil, false, err
 	}
 	if len(ops) == 0 {
-		paths := []string{path}
-		if remote.IsURL(path) {
-			paths = []string{remote.Redact(path)}
-		} else if clean := filepath.Clean(path); clean != path {
-			paths = append(paths, clean)
-		}
-		for _, p := range paths {
-			found, err := o.st.Ledger.List(ctx, ledger.Filter{Table: table, Path: p})
-			if err != nil {
-				return nil, false, err
-			}
-			if ops = narrow(found); len(ops) > 0 {
-				break
-			}
+		if ops, err = o.recordedByPath(ctx, path, table, fileID); err != nil {
+			return nil, false, err
 		}
 	}
 	if live := slices.DeleteFunc(slices.Clone(ops), func(op ledger.Operation) bool { return op.State == ledger.Undone }); len(live) > 0 {
 		ops = live
 	}
 	return ops, true, nil
+}
+
+// statRecorded checks that path, unless a URL, names something that
+// exists; the error is path and the reason, as the file system gives it.
+func statRecorded(path string) error {
+	if !remote.IsURL(path) {
+		if _, err := os.Stat(path); err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				return fmt.Errorf("%s: %w", path, pe.Err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// recordedByContent returns the operations of the local file at path (in
+// table, when given) found as FileFilters finds them, narrowed to fileID.
+func (o *Operator) recordedByContent(ctx context.Context, path, table, fileID string) ([]ledger.Operation, error) {
+	var ops []ledger.Operation
+	if st, err := os.Stat(path); err == nil && !st.IsDir() && !remote.IsURL(path) {
+		filters, err := o.st.FileFilters(ctx, path, table)
+		if err != nil {
+			return nil, err
+		}
+		if ops, err = o.st.ListAll(ctx, filters, o.st.Ledger.List); err != nil {
+			return nil, err
+		}
+		ops = narrowFileID(ops, fileID, path)
+	}
+	return ops, nil
+}
+
+// recordedByPath returns the operations recorded under path as given (a
+// URL without its secrets), or else as cleaned, narrowed to fileID.
+func (o *Operator) recordedByPath(ctx context.Context, path, table, fileID string) ([]ledger.Operation, error) {
+	var ops []ledger.Operation
+	paths := []string{path}
+	if remote.IsURL(path) {
+		paths = []string{remote.Redact(path)}
+	} else if clean := filepath.Clean(path); clean != path {
+		paths = append(paths, clean)
+	}
+	for _, p := range paths {
+		found, err := o.st.Ledger.List(ctx, ledger.Filter{Table: table, Path: p})
+		if err != nil {
+			return nil, err
+		}
+		if ops = narrowFileID(found, fileID, path); len(ops) > 0 {
+			break
+		}
+	}
+	return ops, nil
+}
+
+// narrowFileID keeps of ops those whose file ID is what fileID, a
+// --file-id template, makes of path and their content; all when it is
+// empty.
+func narrowFileID(ops []ledger.Operation, fileID, path string) []ledger.Operation {
+	if fileID == "" {
+		return ops
+	}
+	return slices.DeleteFunc(ops, func(op ledger.Operation) bool {
+		return op.FileID != pipeline.FileID(fileID, path, op.ContentDigest)
+	})
 }
 
 // replayedCount counts the rejects of k that a replay applied.
