@@ -65,21 +65,41 @@ func (s *Store) ListAll(ctx context.Context, filters []ledger.Filter, list func(
 // that order.
 func (s *Store) FileFilters(ctx context.Context, fileOrID string, table string) ([]ledger.Filter, error) {
 	if st, err := os.Stat(fileOrID); err == nil && !st.IsDir() {
-		src, err := reader.OpenFileSource(fileOrID)
-		if err != nil {
-			return nil, err
-		}
-		defer src.Close()
-		digests, err := reader.Digest(ctx, src, nil)
-		if err != nil {
-			return nil, err
-		}
-		filters := []ledger.Filter{{Table: table, Digest: digests.Content}}
-		if digests.Stored != digests.Content {
-			filters = append(filters, ledger.Filter{Table: table, Digest: digests.Stored})
-		}
-		return filters, nil
+		return contentFilters(ctx, fileOrID, table)
 	}
+	f, ok, err := s.namedFilter(ctx, fileOrID, table)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return []ledger.Filter{f}, nil
+	}
+	return s.prefixFilters(ctx, fileOrID, table)
+}
+
+// contentFilters returns the filters of the local file at path's content:
+// its decoded digest, and its stored bytes' when they differ.
+func contentFilters(ctx context.Context, path string, table string) ([]ledger.Filter, error) {
+	src, err := reader.OpenFileSource(path)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	digests, err := reader.Digest(ctx, src, nil)
+	if err != nil {
+		return nil, err
+	}
+	filters := []ledger.Filter{{Table: table, Digest: digests.Content}}
+	if digests.Stored != digests.Content {
+		filters = append(filters, ledger.Filter{Table: table, Digest: digests.Stored})
+	}
+	return filters, nil
+}
+
+// namedFilter returns the first filter that finds operations of fileOrID
+// taken as a file ID, a path as given, and that path with its credentials
+// masked or cleaned; ok is false when none does.
+func (s *Store) namedFilter(ctx context.Context, fileOrID string, table string) (f ledger.Filter, ok bool, err error) {
 	byID := ledger.Filter{Table: table, FileID: fileOrID}
 	candidates := []ledger.Filter{byID, {Table: table, Path: fileOrID}}
 	if remote.IsURL(fileOrID) {
@@ -91,12 +111,20 @@ func (s *Store) FileFilters(ctx context.Context, fileOrID string, table string) 
 	for _, f := range candidates {
 		ops, err := s.matching(ctx, f)
 		if err != nil {
-			return nil, err
+			return ledger.Filter{}, false, err
 		}
 		if len(ops) > 0 {
-			return []ledger.Filter{f}, nil
+			return f, true, nil
 		}
 	}
+	return ledger.Filter{}, false, nil
+}
+
+// prefixFilters returns the filter of the one file ID that starts with
+// fileOrID; several are a usage error naming the first few, and none
+// returns the file ID filter, which matches nothing.
+func (s *Store) prefixFilters(ctx context.Context, fileOrID string, table string) ([]ledger.Filter, error) {
+	byID := ledger.Filter{Table: table, FileID: fileOrID}
 	ops, err := s.matching(ctx, ledger.Filter{Table: table, FileIDPrefix: fileOrID})
 	if err != nil {
 		return nil, err
