@@ -105,122 +105,162 @@ importing right now is not checked: verify names that import and exits 4 (busy).
   idemport verify --table orders --key order_id day1.csv   # the import these flags name
   idemport verify --feed orders            # the feed's files, with its target and mapping`,
 		Args: cobra.ArbitraryArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := checkOutput(o.output); err != nil {
-				return err
-			}
-			if len(args) == 0 {
-				var err error
-				if args, err = feedFiles(c, e); err != nil {
-					return err
-				}
-				if len(args) == 0 {
-					return usageError{errors.New("verify needs at least one FILE, or --feed NAME to verify the feed's files")}
-				}
-			}
-			lookup := e.feed == nil
-			for _, name := range lookupFlags {
-				if c.Flags().Changed(name) {
-					lookup = false
-				}
-			}
-			op, err := existingOperator(c, o.into)
-			if err != nil {
-				return err
-			}
-			defer op.Close()
-			bad, ambiguous, busy := 0, 0, 0
-			for _, path := range args {
-				req, err := o.request(path)
-				if err != nil {
-					return err
-				}
-				var rep *ops.VerifyReport
-				var mapping []string // the flags of the mapping found in the ledger
-				if lookup {
-					recorded, ok, err := op.Recorded(c.Context(), path, o.table, o.fileID)
-					if err != nil {
-						return err
-					}
-					switch {
-					case !ok: // a stream: verified by the flags given
-					case len(recorded) == 0:
-						rep = notRecorded(c, path, o.table)
-					case len(recorded) == 1:
-						found, err := pipeline.RequestFor(recorded[0], path)
-						if err != nil {
-							return err
-						}
-						req.FileID, req.Mapping = found.FileID, found.Mapping
-						mapping = mappingWords(found.Mapping, recorded[0].FileID, recorded[0].ContentDigest)
-					default:
-						ambiguous++
-						rep = candidates(c, path, recorded)
-					}
-				}
-				if rep == nil {
-					if rep, err = op.Verify(c.Context(), req); err != nil {
-						return err
-					}
-					if rep.Reapply {
-						rep.Next = reapplyCommand(c, path, mapping)
-					}
-					if rep.Busy != "" {
-						busy++
-						rep.Next = "verify it again once that import ends: " + strings.Join(append(append([]string{"idemport", "verify"}, givenFlags(c, true)...), shellWord(remote.Redact(path))), " ")
-					}
-				}
-				if len(rep.Differences) > 0 && rep.State != "ambiguous" {
-					bad++
-				}
-				if o.output == "json" {
-					if rep.Differences == nil {
-						rep.Differences = []string{} // an empty list, not null
-					}
-					if err := writeJSON(e.stdout, rep); err != nil {
-						return err
-					}
-					continue
-				}
-				switch {
-				case rep.State == "ambiguous":
-					textf(e.stdout, "%s: matches %d imports; verify one of them:\n", remote.Redact(path), len(rep.Candidates))
-					for _, cand := range rep.Candidates {
-						textf(e.stdout, "  %s ← %s: %s\n", cand.Table, cand.FileID, cand.Command)
-					}
-				case rep.Busy != "":
-					textf(e.stdout, "%s: %s\n  next: %s\n", remote.Redact(path), rep.Busy, rep.Next)
-				case len(rep.Differences) == 0:
-					textf(e.stdout, "%s: ok: %s holds all %s, content %s\n", remote.Redact(path), rep.Table, english.Plural(rep.Found, "row"), rep.ContentDigest)
-				default:
-					textf(e.stdout, "%s: DIFFERS: %s\n", remote.Redact(path), strings.Join(rep.Differences, "; "))
-					for _, d := range rep.Values {
-						textf(e.stdout, "  %s: %s is %s, the file's is %s\n", keyText(rep.Key, d.KeyValues), d.Column, sqlText(d.Stored), sqlText(d.File))
-					}
-					if n := rep.DifferingRows; n > 0 && int64(len(rep.Values)) < n {
-						textf(e.stdout, "  (the first %d differences shown, of %s)\n", len(rep.Values), english.Plural(n, "row"))
-					}
-					if rep.Next != "" {
-						textf(e.stdout, "  next: %s\n", rep.Next)
-					}
-				}
-			}
-			if ambiguous > 0 {
-				return &pipeline.UsageError{Err: fmt.Errorf("%s several imports: choose one with a command shown", english.Verb(ambiguous, "1 file matches", fmt.Sprintf("%d files match", ambiguous)))}
-			}
-			if bad > 0 {
-				return verifyError{bad}
-			}
-			if busy > 0 {
-				return verifyBusyError{busy}
-			}
-			return nil
-		},
+		RunE: func(c *cobra.Command, args []string) error { return runVerify(c, e, o, args) },
 	}
 	mappingFlags(e, c, o)
 	outputFlag(c, &o.output)
 	feedFlag(c)
 	return c
+}
+
+// runVerify verifies each of args (or the files of --feed) and prints a
+// report of each; the error is the most severe finding.
+func runVerify(c *cobra.Command, e *env, o *importOptions, args []string) error {
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		var err error
+		if args, err = feedFiles(c, e); err != nil {
+			return err
+		}
+		if len(args) == 0 {
+			return usageError{errors.New("verify needs at least one FILE, or --feed NAME to verify the feed's files")}
+		}
+	}
+	lookup := e.feed == nil
+	for _, name := range lookupFlags {
+		if c.Flags().Changed(name) {
+			lookup = false
+		}
+	}
+	op, err := existingOperator(c, o.into)
+	if err != nil {
+		return err
+	}
+	defer op.Close()
+	bad, ambiguous, busy := 0, 0, 0
+	for _, path := range args {
+		rep, err := verifyFile(c, o, op, path, lookup, &ambiguous, &busy)
+		if err != nil {
+			return err
+		}
+		if len(rep.Differences) > 0 && rep.State != "ambiguous" {
+			bad++
+		}
+		if err := writeVerify(e, o.output, path, rep); err != nil {
+			return err
+		}
+	}
+	if ambiguous > 0 {
+		return &pipeline.UsageError{Err: fmt.Errorf("%s several imports: choose one with a command shown", english.Verb(ambiguous, "1 file matches", fmt.Sprintf("%d files match", ambiguous)))}
+	}
+	if bad > 0 {
+		return verifyError{bad}
+	}
+	if busy > 0 {
+		return verifyBusyError{busy}
+	}
+	return nil
+}
+
+// verifyFile verifies the file at path, with the mapping its import
+// recorded when lookup says so and one is found, and returns its report,
+// counting the files that match several imports and those being imported.
+func verifyFile(c *cobra.Command, o *importOptions, op *ops.Operator, path string, lookup bool, ambiguous, busy *int) (*ops.VerifyReport, error) {
+	req, err := o.request(path)
+	if err != nil {
+		return nil, err
+	}
+	var rep *ops.VerifyReport
+	var mapping []string // the flags of the mapping found in the ledger
+	if lookup {
+		if rep, mapping, err = verifyLookup(c, o, op, path, &req, ambiguous); err != nil {
+			return nil, err
+		}
+	}
+	if rep == nil {
+		if rep, err = op.Verify(c.Context(), req); err != nil {
+			return nil, err
+		}
+		if rep.Reapply {
+			rep.Next = reapplyCommand(c, path, mapping)
+		}
+		if rep.Busy != "" {
+			*busy++
+			rep.Next = "verify it again once that import ends: " + strings.Join(append(append([]string{"idemport", "verify"}, givenFlags(c, true)...), shellWord(remote.Redact(path))), " ")
+		}
+	}
+	return rep, nil
+}
+
+// verifyLookup finds the import of path in the ledger: when there is one,
+// it sets req's file ID and mapping to that import's and returns the
+// mapping's flags; when there is none, or several (counted in ambiguous),
+// it returns the report that says so. A stream is verified by req as given.
+func verifyLookup(c *cobra.Command, o *importOptions, op *ops.Operator, path string, req *pipeline.Request, ambiguous *int) (*ops.VerifyReport, []string, error) {
+	var rep *ops.VerifyReport
+	var mapping []string
+	recorded, ok, err := op.Recorded(c.Context(), path, o.table, o.fileID)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case !ok: // a stream: verified by the flags given
+	case len(recorded) == 0:
+		rep = notRecorded(c, path, o.table)
+	case len(recorded) == 1:
+		found, err := pipeline.RequestFor(recorded[0], path)
+		if err != nil {
+			return nil, nil, err
+		}
+		req.FileID, req.Mapping = found.FileID, found.Mapping
+		mapping = mappingWords(found.Mapping, recorded[0].FileID, recorded[0].ContentDigest)
+	default:
+		*ambiguous++
+		rep = candidates(c, path, recorded)
+	}
+	return rep, mapping, nil
+}
+
+// writeVerify prints rep, the report of the file at path, as a JSON line
+// or as text.
+func writeVerify(e *env, output, path string, rep *ops.VerifyReport) error {
+	if output == "json" {
+		if rep.Differences == nil {
+			rep.Differences = []string{} // an empty list, not null
+		}
+		return writeJSON(e.stdout, rep)
+	}
+	switch {
+	case rep.State == "ambiguous":
+		textf(e.stdout, "%s: matches %d imports; verify one of them:\n", remote.Redact(path), len(rep.Candidates))
+		for _, cand := range rep.Candidates {
+			textf(e.stdout, "  %s ← %s: %s\n", cand.Table, cand.FileID, cand.Command)
+		}
+	case rep.Busy != "":
+		textf(e.stdout, "%s: %s\n  next: %s\n", remote.Redact(path), rep.Busy, rep.Next)
+	case len(rep.Differences) == 0:
+		textf(e.stdout, "%s: ok: %s holds all %s, content %s\n", remote.Redact(path), rep.Table, english.Plural(rep.Found, "row"), rep.ContentDigest)
+	default:
+		writeDifferences(e, path, rep)
+	}
+	return nil
+}
+
+// writeDifferences prints the differences verify found in the file at
+// path, the first values that differ, and the command that repairs them.
+func writeDifferences(e *env, path string, rep *ops.VerifyReport) {
+	textf(e.stdout, "%s: DIFFERS: %s\n", remote.Redact(path), strings.Join(rep.Differences, "; "))
+	for _, d := range rep.Values {
+		textf(e.stdout, "  %s: %s is %s, the file's is %s\n", keyText(rep.Key, d.KeyValues), d.Column, sqlText(d.Stored), sqlText(d.File))
+	}
+	if n := rep.DifferingRows; n > 0 && int64(len(rep.Values)) < n {
+		textf(e.stdout, "  (the first %d differences shown, of %s)\n", len(rep.Values), english.Plural(n, "row"))
+	}
+	if rep.Next != "" {
+		textf(e.stdout, "  next: %s\n", rep.Next)
+	}
 }
 
 // notRecorded is the report of a file verify found no import of.
