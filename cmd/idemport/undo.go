@@ -13,11 +13,16 @@ import (
 	"github.com/idemport/idemport/reader/remote"
 )
 
+// undoOptions are the flags of undo.
+type undoOptions struct {
+	into          target
+	output, table string
+	forget        bool
+	nf            notifyFlags
+}
+
 func newUndoCmd(e *env) *cobra.Command {
-	var into target
-	var output, table string
-	var forget bool
-	var nf notifyFlags
+	o := &undoOptions{}
 	c := &cobra.Command{
 		Use:   "undo [flags] FILE|FILE-ID",
 		Short: "Retract an import: remove its rows and forget it, so the file can be imported again",
@@ -38,57 +43,66 @@ snapshot's file again with --reapply, as undo says.`,
   idemport undo --table orders sha256:9fce7cbabe9b…
   idemport undo --forget --table customers customers-2026-11-28.csv`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			op, err := existingOperator(c, into)
-			if err != nil {
-				return err
-			}
-			op.Close()
-			sinks, err := nf.sinks(e)
-			if err != nil {
-				return err
-			}
-			defer closeSinks(sinks)
-			// Undo writes: open the target for writing once it is known to exist.
-			op, err = into.operator(c.Context(), pipeline.Options{Notify: sinks, Failpoints: e.failpoints})
-			if err != nil {
-				return err
-			}
-			defer op.Close()
-			res, err := op.Undo(c.Context(), ops.UndoRequest{FileOrID: args[0], Table: table, Forget: forget})
-			if err != nil {
-				return err
-			}
-			if len(sinks) > 0 {
-				defer reportDelivery(e, deliverAfter(c.Context(), e, op, nf.timeout))
-			}
-			if output == "json" {
-				return writeJSON(e.stdout, res)
-			}
-			switch {
-			case res.Already:
-				_, err = textf(e.stdout, "%s: already undone; nothing to do\n", remote.Redact(args[0]))
-			case res.Forgot:
-				_, err = textf(e.stdout, "%s: forgot the import into %s (was %s); its rows are kept, and the file can be imported again\n", remote.Redact(args[0]), res.Table, res.Previous)
-			default:
-				_, err = textf(e.stdout, "%s: undone: removed %s from %s (was %s); the file can be imported again\n", remote.Redact(args[0]), english.Plural(res.Deleted, "row"), res.Table, res.Previous)
-			}
-			if err == nil && res.Snapshot != nil {
-				_, err = textf(e.stdout, "  snapshot: %s\n", undoSnapshotText(res))
-			}
-			return err
-		},
+		RunE: func(c *cobra.Command, args []string) error { return runUndo(c, e, o, args[0]) },
 	}
-	e.intoFlag(c, &into)
-	outputFlag(c, &output)
-	c.Flags().StringVar(&table, "table", "", "the table the file was imported into, when it went to several")
-	c.Flags().BoolVar(&forget, "forget", false, "keep the rows and only forget the import (required for imports by --key)")
-	nf.register(c)
+	e.intoFlag(c, &o.into)
+	outputFlag(c, &o.output)
+	c.Flags().StringVar(&o.table, "table", "", "the table the file was imported into, when it went to several")
+	c.Flags().BoolVar(&o.forget, "forget", false, "keep the rows and only forget the import (required for imports by --key)")
+	o.nf.register(c)
 	feedFlag(c)
 	return c
+}
+
+// runUndo undoes the import of fileOrID and prints what it did.
+func runUndo(c *cobra.Command, e *env, o *undoOptions, fileOrID string) error {
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	op, err := existingOperator(c, o.into)
+	if err != nil {
+		return err
+	}
+	op.Close()
+	sinks, err := o.nf.sinks(e)
+	if err != nil {
+		return err
+	}
+	defer closeSinks(sinks)
+	// Undo writes: open the target for writing once it is known to exist.
+	op, err = o.into.operator(c.Context(), pipeline.Options{Notify: sinks, Failpoints: e.failpoints})
+	if err != nil {
+		return err
+	}
+	defer op.Close()
+	res, err := op.Undo(c.Context(), ops.UndoRequest{FileOrID: fileOrID, Table: o.table, Forget: o.forget})
+	if err != nil {
+		return err
+	}
+	if len(sinks) > 0 {
+		defer reportDelivery(e, deliverAfter(c.Context(), e, op, o.nf.timeout))
+	}
+	if o.output == "json" {
+		return writeJSON(e.stdout, res)
+	}
+	return undoText(e, fileOrID, res)
+}
+
+// undoText prints what the undo of fileOrID did.
+func undoText(e *env, fileOrID string, res *ops.UndoResult) error {
+	var err error
+	switch {
+	case res.Already:
+		_, err = textf(e.stdout, "%s: already undone; nothing to do\n", remote.Redact(fileOrID))
+	case res.Forgot:
+		_, err = textf(e.stdout, "%s: forgot the import into %s (was %s); its rows are kept, and the file can be imported again\n", remote.Redact(fileOrID), res.Table, res.Previous)
+	default:
+		_, err = textf(e.stdout, "%s: undone: removed %s from %s (was %s); the file can be imported again\n", remote.Redact(fileOrID), english.Plural(res.Deleted, "row"), res.Table, res.Previous)
+	}
+	if err == nil && res.Snapshot != nil {
+		_, err = textf(e.stdout, "  snapshot: %s\n", undoSnapshotText(res))
+	}
+	return err
 }
 
 // undoSnapshotText says which snapshot of its table and scope is current
