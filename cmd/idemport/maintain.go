@@ -466,10 +466,15 @@ func parseAge(s string) (time.Duration, error) {
 	return total, nil
 }
 
+// gcOptions are the flags of gc.
+type gcOptions struct {
+	into          target
+	output, older string
+	dryRun        bool
+}
+
 func newGCCmd(e *env) *cobra.Command {
-	var into target
-	var output, older string
-	var dryRun bool
+	o := &gcOptions{}
 	c := &cobra.Command{
 		Use:   "gc --older-than AGE",
 		Short: "Drop bulky detail of old completed imports, keeping their identity",
@@ -483,50 +488,58 @@ deleted; events still pending or refused by a sink are kept.`,
 		Example: `  idemport gc --older-than 90d
   idemport gc --older-than 30d --dry-run`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			age, err := parseAge(older)
-			if err != nil {
-				return usageError{fmt.Errorf("--older-than %v", err)}
-			}
-			eng, err := into.operator(c.Context(), pipeline.Options{})
-			if err != nil {
-				return err
-			}
-			defer eng.Close()
-			rep, err := eng.GC(c.Context(), age, dryRun)
-			if err != nil {
-				return err
-			}
-			if output == "json" {
-				type gcJSON struct {
-					*ops.GCReport
-					Cutoff string `json:"cutoff"` // RFC 3339, whole seconds
-				}
-				return writeJSON(e.stdout, gcJSON{rep, jsonTime(rep.Cutoff.UnixMilli())})
-			}
-			verb := "removed"
-			if dryRun {
-				verb = "would remove"
-			}
-			_, err = fmt.Fprintf(e.stdout, "gc %s the detail of %s completed before %s: %s, %s, %s; their identity is kept\n",
-				verb, english.Plural(rep.Operations, "operation"), rep.Cutoff.Format(time.RFC3339), english.Plural(rep.Plans, "plan"),
-				english.Plural(rep.Partitions, "partition row"), english.Plural(rep.RejectPayloads, "reject payload"))
-			if err == nil && rep.Events > 0 {
-				_, err = fmt.Fprintf(e.stdout, "gc %s %s delivered before %s\n", verb, english.Plural(rep.Events, "outbox event"), rep.Cutoff.Format(time.RFC3339))
-			}
-			if err == nil && len(rep.Dropped) > 0 {
-				_, err = textf(e.stdout, "gc %s the staging and key tables of %s that will not complete: %s\n", verb, english.Plural(len(rep.Dropped), "import"), strings.Join(rep.Dropped, ", "))
-			}
-			return err
-		},
+		RunE: func(c *cobra.Command, args []string) error { return runGC(c, e, o) },
 	}
-	e.intoFlag(c, &into)
-	outputFlag(c, &output)
-	c.Flags().StringVar(&older, "older-than", "90d", "age of completed imports to trim, e.g. 90d or 36h")
-	c.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be removed, remove nothing")
+	e.intoFlag(c, &o.into)
+	outputFlag(c, &o.output)
+	c.Flags().StringVar(&o.older, "older-than", "90d", "age of completed imports to trim, e.g. 90d or 36h")
+	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "report what would be removed, remove nothing")
 	feedFlag(c)
 	return c
+}
+
+// runGC runs gc and prints its report.
+func runGC(c *cobra.Command, e *env, o *gcOptions) error {
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	age, err := parseAge(o.older)
+	if err != nil {
+		return usageError{fmt.Errorf("--older-than %v", err)}
+	}
+	eng, err := o.into.operator(c.Context(), pipeline.Options{})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	rep, err := eng.GC(c.Context(), age, o.dryRun)
+	if err != nil {
+		return err
+	}
+	if o.output == "json" {
+		type gcJSON struct {
+			*ops.GCReport
+			Cutoff string `json:"cutoff"` // RFC 3339, whole seconds
+		}
+		return writeJSON(e.stdout, gcJSON{rep, jsonTime(rep.Cutoff.UnixMilli())})
+	}
+	return gcText(e, rep, o.dryRun)
+}
+
+// gcText prints what gc removed, or would remove with dryRun.
+func gcText(e *env, rep *ops.GCReport, dryRun bool) error {
+	verb := "removed"
+	if dryRun {
+		verb = "would remove"
+	}
+	_, err := fmt.Fprintf(e.stdout, "gc %s the detail of %s completed before %s: %s, %s, %s; their identity is kept\n",
+		verb, english.Plural(rep.Operations, "operation"), rep.Cutoff.Format(time.RFC3339), english.Plural(rep.Plans, "plan"),
+		english.Plural(rep.Partitions, "partition row"), english.Plural(rep.RejectPayloads, "reject payload"))
+	if err == nil && rep.Events > 0 {
+		_, err = fmt.Fprintf(e.stdout, "gc %s %s delivered before %s\n", verb, english.Plural(rep.Events, "outbox event"), rep.Cutoff.Format(time.RFC3339))
+	}
+	if err == nil && len(rep.Dropped) > 0 {
+		_, err = textf(e.stdout, "gc %s the staging and key tables of %s that will not complete: %s\n", verb, english.Plural(len(rep.Dropped), "import"), strings.Join(rep.Dropped, ", "))
+	}
+	return err
 }
