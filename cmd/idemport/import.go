@@ -157,68 +157,16 @@ func decisionFlags(c *cobra.Command, o *importOptions) {
 }
 
 func (o *importOptions) request(path string) (pipeline.Request, error) {
-	cols, err := pipeline.ParseColumns(o.columns)
+	m, err := o.mapping()
 	if err != nil {
-		return pipeline.Request{}, usageError{err}
-	}
-	m := pipeline.Mapping{Table: o.table, Key: o.key, Version: o.versionCol, Columns: cols, Quotes: o.quotes, Atomic: o.atomic,
-		NoHeader: o.noHeader, Names: o.names, Select: o.selects, SkipLines: o.skipLines, Null: o.nulls, Sheet: o.sheet}
-	if m.Rename, err = pipeline.ParseRename(o.rename); err != nil {
-		return pipeline.Request{}, usageError{err}
-	}
-	if o.encoding != "" {
-		if m.Encoding, err = reader.EncodingName(o.encoding); err != nil {
-			return pipeline.Request{}, usageError{fmt.Errorf("--encoding: %w", err)}
-		}
-	}
-	if o.skipLines < 0 {
-		return pipeline.Request{}, usageError{fmt.Errorf("--skip-lines must not be negative")}
-	}
-	if m.Evolve, err = pipeline.ParseEvolve(o.evolve); err != nil {
-		return pipeline.Request{}, usageError{err}
-	}
-	if !o.snapshot && (len(o.scope) > 0 || (o.deleteMode != "" && o.deleteMode != "hard")) {
-		return pipeline.Request{}, usageError{fmt.Errorf("--delete and --snapshot-scope need --snapshot")}
-	}
-	if o.snapshot {
-		m.Snapshot = &pipeline.Snapshot{}
-		switch o.deleteMode {
-		case "", "hard":
-		case "soft":
-			m.Snapshot.Soft = true
-		default:
-			return pipeline.Request{}, usageError{fmt.Errorf("--delete %q: want hard or soft", o.deleteMode)}
-		}
-		if m.Snapshot.Scope, err = pipeline.ParseScope(o.scope); err != nil {
-			return pipeline.Request{}, usageError{err}
-		}
-	}
-	if o.format != "" {
-		if m.Format, err = reader.ParseFormat(o.format); err != nil {
-			return pipeline.Request{}, usageError{err}
-		}
-	}
-	if o.delimiter != "" {
-		d := o.delimiter
-		if d == `\t` || d == "tab" {
-			d = "\t"
-		}
-		if len(d) != 1 || d == `"` || d == "\n" || d == "\r" {
-			return pipeline.Request{}, usageError{fmt.Errorf("--delimiter %q: want one ASCII character other than a quote or line end", o.delimiter)}
-		}
-		m.Delimiter = d[0]
+		return pipeline.Request{}, err
 	}
 	wait, err := parseWait(o.wait)
 	if err != nil {
 		return pipeline.Request{}, err
 	}
-	switch o.trigger {
-	case "manual", "cron", "ci", "replay":
-	default:
-		return pipeline.Request{}, usageError{fmt.Errorf("--trigger %q: want manual, cron, ci or replay", o.trigger)}
-	}
-	if o.partitionRows <= 0 || o.workers <= 0 || o.lease <= 0 {
-		return pipeline.Request{}, usageError{fmt.Errorf("--partition-rows, --workers and --lease must be positive")}
+	if err := o.checkRun(); err != nil {
+		return pipeline.Request{}, err
 	}
 	partBytes, err := english.ParseBytes(o.partBytes)
 	if err != nil {
@@ -234,21 +182,13 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 	if err != nil {
 		return pipeline.Request{}, usageError{fmt.Errorf("--max-rejects %v", err)}
 	}
-	var maxDelete *pipeline.RejectLimit
-	if o.maxDelete != "" {
-		l, err := pipeline.ParseRejectLimit(o.maxDelete)
-		if err != nil {
-			return pipeline.Request{}, usageError{fmt.Errorf("--max-delete %v", err)}
-		}
-		maxDelete = &l
+	maxDelete, err := parseMaxDelete(o.maxDelete)
+	if err != nil {
+		return pipeline.Request{}, err
 	}
-	var asOf time.Time
-	if o.asOf != "" {
-		if asOf, err = time.Parse(time.RFC3339Nano, o.asOf); err != nil {
-			if asOf, err = time.Parse(time.DateOnly, o.asOf); err != nil {
-				return pipeline.Request{}, usageError{fmt.Errorf("--as-of %q: want RFC 3339 (2026-11-30T02:00:00Z) or YYYY-MM-DD", o.asOf)}
-			}
-		}
+	asOf, err := parseAsOf(o.asOf)
+	if err != nil {
+		return pipeline.Request{}, err
 	}
 	return pipeline.Request{
 		MaxDelete: maxDelete, AsOf: asOf,
@@ -256,6 +196,122 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 		Path: path, FileID: o.fileID, Mapping: m, Remote: o.remote.client(), SpoolDir: o.remote.spool(), PartitionRows: o.partitionRows, PartitionBytes: partBytes, MaxRejects: limit,
 		Lease: o.lease, Trigger: o.trigger, Wait: wait, Workers: o.workers, Rehash: o.rehash, Reapply: o.reapply, Replace: o.replace, MinAge: minAge,
 	}, nil
+}
+
+// mapping returns the mapping the flags say; a flag it cannot take is a
+// usage error.
+func (o *importOptions) mapping() (pipeline.Mapping, error) {
+	cols, err := pipeline.ParseColumns(o.columns)
+	if err != nil {
+		return pipeline.Mapping{}, usageError{err}
+	}
+	m := pipeline.Mapping{Table: o.table, Key: o.key, Version: o.versionCol, Columns: cols, Quotes: o.quotes, Atomic: o.atomic,
+		NoHeader: o.noHeader, Names: o.names, Select: o.selects, SkipLines: o.skipLines, Null: o.nulls, Sheet: o.sheet}
+	if m.Rename, err = pipeline.ParseRename(o.rename); err != nil {
+		return pipeline.Mapping{}, usageError{err}
+	}
+	if o.encoding != "" {
+		if m.Encoding, err = reader.EncodingName(o.encoding); err != nil {
+			return pipeline.Mapping{}, usageError{fmt.Errorf("--encoding: %w", err)}
+		}
+	}
+	if o.skipLines < 0 {
+		return pipeline.Mapping{}, usageError{fmt.Errorf("--skip-lines must not be negative")}
+	}
+	if m.Evolve, err = pipeline.ParseEvolve(o.evolve); err != nil {
+		return pipeline.Mapping{}, usageError{err}
+	}
+	if m.Snapshot, err = o.snapshotMapping(); err != nil {
+		return pipeline.Mapping{}, err
+	}
+	if o.format != "" {
+		if m.Format, err = reader.ParseFormat(o.format); err != nil {
+			return pipeline.Mapping{}, usageError{err}
+		}
+	}
+	if o.delimiter != "" {
+		if m.Delimiter, err = parseDelimiter(o.delimiter); err != nil {
+			return pipeline.Mapping{}, err
+		}
+	}
+	return m, nil
+}
+
+// snapshotMapping returns the snapshot --snapshot, --delete and
+// --snapshot-scope say; nil without --snapshot.
+func (o *importOptions) snapshotMapping() (*pipeline.Snapshot, error) {
+	if !o.snapshot && (len(o.scope) > 0 || (o.deleteMode != "" && o.deleteMode != "hard")) {
+		return nil, usageError{fmt.Errorf("--delete and --snapshot-scope need --snapshot")}
+	}
+	if !o.snapshot {
+		return nil, nil
+	}
+	s := &pipeline.Snapshot{}
+	switch o.deleteMode {
+	case "", "hard":
+	case "soft":
+		s.Soft = true
+	default:
+		return nil, usageError{fmt.Errorf("--delete %q: want hard or soft", o.deleteMode)}
+	}
+	var err error
+	if s.Scope, err = pipeline.ParseScope(o.scope); err != nil {
+		return nil, usageError{err}
+	}
+	return s, nil
+}
+
+// parseDelimiter returns the one-byte field delimiter --delimiter names
+// (\t and tab name the tab).
+func parseDelimiter(given string) (byte, error) {
+	d := given
+	if d == `\t` || d == "tab" {
+		d = "\t"
+	}
+	if len(d) != 1 || d == `"` || d == "\n" || d == "\r" {
+		return 0, usageError{fmt.Errorf("--delimiter %q: want one ASCII character other than a quote or line end", given)}
+	}
+	return d[0], nil
+}
+
+// checkRun checks the flags of how an import runs that need no parsing.
+func (o *importOptions) checkRun() error {
+	switch o.trigger {
+	case "manual", "cron", "ci", "replay":
+	default:
+		return usageError{fmt.Errorf("--trigger %q: want manual, cron, ci or replay", o.trigger)}
+	}
+	if o.partitionRows <= 0 || o.workers <= 0 || o.lease <= 0 {
+		return usageError{fmt.Errorf("--partition-rows, --workers and --lease must be positive")}
+	}
+	return nil
+}
+
+// parseMaxDelete returns the limit --max-delete gives; nil when empty.
+func parseMaxDelete(given string) (*pipeline.RejectLimit, error) {
+	if given == "" {
+		return nil, nil
+	}
+	l, err := pipeline.ParseRejectLimit(given)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--max-delete %v", err)}
+	}
+	return &l, nil
+}
+
+// parseAsOf returns the time --as-of gives, RFC 3339 or a date; zero when
+// empty.
+func parseAsOf(given string) (time.Time, error) {
+	var asOf time.Time
+	var err error
+	if given != "" {
+		if asOf, err = time.Parse(time.RFC3339Nano, given); err != nil {
+			if asOf, err = time.Parse(time.DateOnly, given); err != nil {
+				return time.Time{}, usageError{fmt.Errorf("--as-of %q: want RFC 3339 (2026-11-30T02:00:00Z) or YYYY-MM-DD", given)}
+			}
+		}
+	}
+	return asOf, nil
 }
 
 // parseWait reads --wait: a duration, 0 (do not wait), or forever.
