@@ -321,82 +321,105 @@ func sqlText(v *string) string {
 // identify the file as its import did (with --file-id fileID unless that
 // is the content digest, the default).
 func mappingWords(m pipeline.Mapping, fileID, contentDigest string) []string {
-	var w []string
-	flag := func(name string, values ...string) {
-		for _, v := range values {
-			w = append(w, "--"+name, shellWord(v))
-		}
+	var w flagWords
+	w.identity(m, fileID, contentDigest)
+	w.reading(m)
+	w.writing(m)
+	return w
+}
+
+// flagWords are the words of command-line flags, each value quoted for a
+// shell.
+type flagWords []string
+
+// flag adds --name and one of values, for each of them.
+func (w *flagWords) flag(name string, values ...string) {
+	for _, v := range values {
+		*w = append(*w, "--"+name, shellWord(v))
 	}
-	// csvWord quotes a name for a comma-separated flag as encoding/csv
-	// reads it.
-	csvWord := func(names []string) []string {
-		out := make([]string, len(names))
-		for i, n := range names {
-			out[i] = n
-			if strings.ContainsAny(n, ",\"\n") {
-				out[i] = `"` + strings.ReplaceAll(n, `"`, `""`) + `"`
-			}
-		}
-		return out
-	}
-	flag("table", m.Table)
+}
+
+// identity adds the flags of what identifies the import of m: its table,
+// file ID, key, version column and column types.
+func (w *flagWords) identity(m pipeline.Mapping, fileID, contentDigest string) {
+	w.flag("table", m.Table)
 	if fileID != contentDigest {
-		flag("file-id", fileID)
+		w.flag("file-id", fileID)
 	}
-	flag("key", csvWord(m.Key)...)
+	w.flag("key", csvWords(m.Key)...)
 	if m.Version != "" {
-		flag("version-col", m.Version)
+		w.flag("version-col", m.Version)
 	}
 	for _, name := range slices.Sorted(maps.Keys(m.Columns)) {
-		flag("column", name+":"+m.Columns[name].String())
+		w.flag("column", name+":"+m.Columns[name].String())
 	}
+}
+
+// reading adds the flags of how m reads the file.
+func (w *flagWords) reading(m pipeline.Mapping) {
 	if m.Format != "" {
-		flag("format", string(m.Format))
+		w.flag("format", string(m.Format))
 	}
 	switch m.Delimiter {
 	case 0:
 	case '\t':
-		flag("delimiter", "tab")
+		w.flag("delimiter", "tab")
 	default:
-		flag("delimiter", string(rune(m.Delimiter)))
+		w.flag("delimiter", string(rune(m.Delimiter)))
 	}
 	if m.Quotes {
-		w = append(w, "--quotes")
+		*w = append(*w, "--quotes")
 	}
 	if m.SkipLines > 0 {
-		flag("skip-lines", strconv.Itoa(m.SkipLines))
+		w.flag("skip-lines", strconv.Itoa(m.SkipLines))
 	}
 	if m.NoHeader {
-		w = append(w, "--no-header")
+		*w = append(*w, "--no-header")
 	}
-	flag("columns", csvWord(m.Names)...)
-	flag("select", csvWord(m.Select)...)
+	w.flag("columns", csvWords(m.Names)...)
+	w.flag("select", csvWords(m.Select)...)
 	for _, old := range slices.Sorted(maps.Keys(m.Rename)) {
-		flag("rename", old+"="+m.Rename[old])
+		w.flag("rename", old+"="+m.Rename[old])
 	}
-	flag("null", m.Null...)
+	w.flag("null", m.Null...)
 	if m.Encoding != "" {
-		flag("encoding", m.Encoding)
+		w.flag("encoding", m.Encoding)
 	}
 	if m.Sheet != "" {
-		flag("sheet", m.Sheet)
+		w.flag("sheet", m.Sheet)
 	}
+}
+
+// writing adds the flags of how m writes the table.
+func (w *flagWords) writing(m pipeline.Mapping) {
 	if m.Evolve != "" {
-		flag("evolve", m.Evolve)
+		w.flag("evolve", m.Evolve)
 	}
 	if m.Atomic {
-		w = append(w, "--atomic")
+		*w = append(*w, "--atomic")
 	}
 	if s := m.Snapshot; s != nil {
-		w = append(w, "--snapshot")
+		*w = append(*w, "--snapshot")
 		if s.Soft {
-			flag("delete", "soft")
+			w.flag("delete", "soft")
 		}
 		for _, t := range s.Scope {
-			flag("snapshot-scope", t.Column+"="+t.Value)
+			w.flag("snapshot-scope", t.Column+"="+t.Value)
 		}
 	}
-	return w
+}
+
+// csvWords quotes names for a comma-separated flag as encoding/csv reads
+// them.
+func csvWords(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = n
+		if strings.ContainsAny(n, ",\"\n") {
+			out[i] = `"` + strings.ReplaceAll(n, `"`, `""`) + `"`
+		}
+	}
+	return out
 }
 
 // givenFlags spells the flags this command was given that are not its
