@@ -84,6 +84,18 @@ type dryRunError struct{ code int }
 func (e dryRunError) Error() string { return fmt.Sprintf("an import would exit %d", e.code) }
 
 func planText(w io.Writer, p *pipeline.PlanReport) error {
+	planHead(w, p)
+	if p.Error != "" {
+		return nil
+	}
+	planCounts(w, p)
+	planSchema(w, p)
+	return planPartitions(w, p)
+}
+
+// planHead writes what identifies the file and its import, and what an
+// import would do.
+func planHead(w io.Writer, p *pipeline.PlanReport) {
 	textf(w, "file:        %s (%s%s)\n", p.File, p.Format, map[bool]string{true: ", " + string(p.Compression), false: ""}[p.Compression != ""])
 	textf(w, "file ID:     %s\n", p.FileID)
 	textf(w, "content:     %s\n", p.ContentDigest)
@@ -99,9 +111,11 @@ func planText(w io.Writer, p *pipeline.PlanReport) error {
 		would += ": " + p.Detail
 	}
 	textf(w, "an import would: %s\n", would)
-	if p.Error != "" {
-		return nil
-	}
+}
+
+// planCounts writes the plan's rows and what the import would change in
+// the table.
+func planCounts(w io.Writer, p *pipeline.PlanReport) {
 	textf(w, "rows:        %d (%d bad, at most %s allowed)\n", p.Rows, p.Rejected, p.MaxRejects)
 	if p.Superseded > 0 {
 		textf(w, "superseded:  %d (a later row of the file has the same key)\n", p.Superseded)
@@ -125,6 +139,10 @@ func planText(w io.Writer, p *pipeline.PlanReport) error {
 	if p.SweepRefused != "" && p.SweepRefused != p.Refusal() {
 		textf(w, "sweep:       %s\n", p.SweepRefused)
 	}
+}
+
+// planSchema writes the file's schema and its bad rows.
+func planSchema(w io.Writer, p *pipeline.PlanReport) {
 	fmt.Fprintln(w, "schema:")
 	for _, c := range p.Schema {
 		textf(w, "  %-24s %s\n", c.Name, c.Type)
@@ -136,6 +154,10 @@ func planText(w io.Writer, p *pipeline.PlanReport) error {
 		}
 		fmt.Fprintf(w, "bad row %d%s column %q value %q: %s\n", b.Ordinal, where, b.Column, clip(b.Value, 80), esc(b.Message))
 	}
+}
+
+// planPartitions writes the plan's partitions as a table.
+func planPartitions(w io.Writer, p *pipeline.PlanReport) error {
 	switch p.Format {
 	case reader.Parquet:
 		textf(w, "partitions:  %d (one per row group)\n", len(p.Partitions))
