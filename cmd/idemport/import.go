@@ -612,41 +612,9 @@ func printResult(w io.Writer, output, feed string, r *pipeline.Result) error {
 func resultText(r *pipeline.Result) string {
 	var b strings.Builder
 	textf(&b, "%s: ", r.File)
-	rows := r.Rows
 	switch r.Outcome {
 	case pipeline.Imported, pipeline.Resumed:
-		written := rows.Inserted + rows.Updated
-		if r.Outcome == pipeline.Imported {
-			textf(&b, "imported %s into %s", english.Plural(written, "row"), r.Table)
-		} else {
-			textf(&b, "resumed: imported %s more into %s in %d of %s (the other %d were done by other attempts)",
-				english.Plural(written, "row"), r.Table, r.Partitions.Committed,
-				english.Plural(r.Partitions.Total, "partition"), r.Partitions.Skipped)
-		}
-		var extra []string
-		if rows.Inserted > 0 && rows.Updated > 0 {
-			extra = append(extra, fmt.Sprintf("%d new, %d updated", rows.Inserted, rows.Updated))
-		}
-		if rows.Unchanged > 0 {
-			extra = append(extra, fmt.Sprintf("%d unchanged", rows.Unchanged))
-		}
-		if rows.Stale > 0 {
-			extra = append(extra, fmt.Sprintf("%d stale (older than the stored row)", rows.Stale))
-		}
-		if rows.Superseded > 0 {
-			extra = append(extra, fmt.Sprintf("%d superseded (a later row of the file has the same key)", rows.Superseded))
-		}
-		if rows.Rejected > 0 {
-			extra = append(extra, english.Plural(rows.Rejected, "bad row")+" quarantined")
-		}
-		if r.Deleted > 0 {
-			extra = append(extra, english.Plural(r.Deleted, "row")+" not in the snapshot deleted")
-		}
-		if r.RecoveredLease {
-			extra = append(extra, "took over the lease of "+strings.Join(r.RecoveredFrom, ", "))
-		}
-		extra = append(extra, r.Duration.Round(time.Millisecond).String())
-		textf(&b, " (%s)", strings.Join(extra, "; "))
+		importedText(&b, r)
 	case pipeline.Skipped:
 		textf(&b, "skipped: %s", strings.Join(r.Notes, "; "))
 		return b.String()
@@ -660,19 +628,68 @@ func resultText(r *pipeline.Result) string {
 		}
 		textf(&b, "already imported into %s by attempt %s%s (%s); nothing to do", r.Table, r.AttemptID, when, english.Plural(stored, "row"))
 	default:
-		if r.Outcome == pipeline.Failed && resultCode(r) != exitUsage {
-			b.WriteString("failed: ")
-		}
-		if r.Err != nil {
-			b.WriteString(esc(r.Err.Error()))
-		} else {
-			b.WriteString(string(r.Outcome))
-		}
-		if next := nextStep(r); next != "" {
-			b.WriteString("\n  next: " + esc(next))
-		}
+		failedText(&b, r)
 	}
 	return b.String()
+}
+
+// importedText says what an import or a resumed one wrote.
+func importedText(b *strings.Builder, r *pipeline.Result) {
+	rows := r.Rows
+	written := rows.Inserted + rows.Updated
+	if r.Outcome == pipeline.Imported {
+		textf(b, "imported %s into %s", english.Plural(written, "row"), r.Table)
+	} else {
+		textf(b, "resumed: imported %s more into %s in %d of %s (the other %d were done by other attempts)",
+			english.Plural(written, "row"), r.Table, r.Partitions.Committed,
+			english.Plural(r.Partitions.Total, "partition"), r.Partitions.Skipped)
+	}
+	textf(b, " (%s)", strings.Join(importedDetail(r), "; "))
+}
+
+// importedDetail lists, of the rows an import read, those it did not
+// simply write, what else it did, and how long it took.
+func importedDetail(r *pipeline.Result) []string {
+	rows := r.Rows
+	var extra []string
+	if rows.Inserted > 0 && rows.Updated > 0 {
+		extra = append(extra, fmt.Sprintf("%d new, %d updated", rows.Inserted, rows.Updated))
+	}
+	if rows.Unchanged > 0 {
+		extra = append(extra, fmt.Sprintf("%d unchanged", rows.Unchanged))
+	}
+	if rows.Stale > 0 {
+		extra = append(extra, fmt.Sprintf("%d stale (older than the stored row)", rows.Stale))
+	}
+	if rows.Superseded > 0 {
+		extra = append(extra, fmt.Sprintf("%d superseded (a later row of the file has the same key)", rows.Superseded))
+	}
+	if rows.Rejected > 0 {
+		extra = append(extra, english.Plural(rows.Rejected, "bad row")+" quarantined")
+	}
+	if r.Deleted > 0 {
+		extra = append(extra, english.Plural(r.Deleted, "row")+" not in the snapshot deleted")
+	}
+	if r.RecoveredLease {
+		extra = append(extra, "took over the lease of "+strings.Join(r.RecoveredFrom, ", "))
+	}
+	extra = append(extra, r.Duration.Round(time.Millisecond).String())
+	return extra
+}
+
+// failedText says why a file was not imported, and what to do next.
+func failedText(b *strings.Builder, r *pipeline.Result) {
+	if r.Outcome == pipeline.Failed && resultCode(r) != exitUsage {
+		b.WriteString("failed: ")
+	}
+	if r.Err != nil {
+		b.WriteString(esc(r.Err.Error()))
+	} else {
+		b.WriteString(string(r.Outcome))
+	}
+	if next := nextStep(r); next != "" {
+		b.WriteString("\n  next: " + esc(next))
+	}
 }
 
 // nextStep says what a user can do about a result that did not import:
