@@ -214,17 +214,9 @@ func replayKey(path string) (ledger.Key, error) {
 	if err != nil {
 		return ledger.Key{}, fmt.Errorf("%w: %w", ErrReplay, err)
 	}
-	keys := map[ledger.Key]bool{}
-	for b, err := range f.Batches(plan, plan.Partitions, 4096) {
-		if err != nil {
-			return ledger.Key{}, err
-		}
-		t := b.Record.Column(plan.Schema.Index(ReplayTable)).(*array.String)
-		id := b.Record.Column(plan.Schema.Index(ReplayFileID)).(*array.String)
-		for i := 0; i < int(b.Record.NumRows()); i++ {
-			keys[ledger.Key{Table: t.Value(i), FileID: id.Value(i)}] = true
-		}
-		b.Release()
+	keys, err := replayKeys(f, plan)
+	if err != nil {
+		return ledger.Key{}, err
 	}
 	if len(keys) != 1 {
 		return ledger.Key{}, fmt.Errorf("%w: %s must hold rows of exactly one operation (one table and file ID), it has %d", ErrReplay, path, len(keys))
@@ -233,6 +225,23 @@ func replayKey(path string) (ledger.Key, error) {
 		return k, nil
 	}
 	panic("unreachable")
+}
+
+// replayKeys returns the operations the rows of the replay file f name.
+func replayKeys(f *reader.File, plan *reader.Plan) (map[ledger.Key]bool, error) {
+	keys := map[ledger.Key]bool{}
+	for b, err := range f.Batches(plan, plan.Partitions, 4096) {
+		if err != nil {
+			return nil, err
+		}
+		t := b.Record.Column(plan.Schema.Index(ReplayTable)).(*array.String)
+		id := b.Record.Column(plan.Schema.Index(ReplayFileID)).(*array.String)
+		for i := 0; i < int(b.Record.NumRows()); i++ {
+			keys[ledger.Key{Table: t.Value(i), FileID: id.Value(i)}] = true
+		}
+		b.Release()
+	}
+	return keys, nil
 }
 
 // readReplay reads the corrected rows, validated against the plan's schema,
