@@ -232,7 +232,7 @@ func replayKeys(f *reader.File, plan *reader.Plan) (map[ledger.Key]bool, error) 
 	keys := map[ledger.Key]bool{}
 	for b, err := range f.Batches(plan, plan.Partitions, 4096) {
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrReplay, err)
 		}
 		t := b.Record.Column(plan.Schema.Index(ReplayTable)).(*array.String)
 		id := b.Record.Column(plan.Schema.Index(ReplayFileID)).(*array.String)
