@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -20,7 +19,6 @@ import (
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
-	"github.com/idemport/idemport/sink"
 )
 
 // applying is what an attempt has done so far, which the apply stage adds
@@ -41,21 +39,11 @@ type applying struct {
 // attempt they were made for. Its fields are set once, by work; what it
 // applied so far (ap) is the run's, which reports it when the attempt ends.
 type applier struct {
-	e       *Engine
-	req     Request
-	res     *Result
-	attempt ledger.Attempt
-	target  sink.Target
-	log     *slog.Logger
+	holding // a copy of the run's, whose applying (ap) it adds to
 	leaseMs int64
 	started time.Time
-	text    bool   // the file is read as text (run.textFormat)
-	in      *input // what is imported, to check it is unchanged (input.check)
-	ap      *applying
-	identity
-	claimed
+	text    bool // the file is read as text (run.textFormat)
 	planned
-	tables tables // the names of the tables the import uses (newTables)
 	leases leases // the attempt's leases (run.leases)
 	// run is the attempt's run, for the one step the applier still
 	// shares with the plan stage through it: readying the rows of the
@@ -906,51 +894,51 @@ func (a *applier) settledOp(ctx context.Context) (*ledger.Operation, error) {
 // (completer is its ID), or by another attempt that finished the work
 // while it ran, which then recounted, for an --atomic import, what this
 // attempt staged. The result says what this attempt did.
-func (r *run) succeed(ctx context.Context, completer string) error {
+func (h *holding) succeed(ctx context.Context, completer string) error {
 	ctx = context.WithoutCancel(ctx)
-	if completer != r.attempt.ID {
-		r.log.Info("completed by another attempt", "completed_by", completer)
-		if r.req.Mapping.Atomic && r.ap.committed > 0 {
-			if rows, err := r.recountedRows(ctx); err != nil {
-				r.log.Warn("could not read this attempt's recounted rows", "err", err)
+	if completer != h.attempt.ID {
+		h.log.Info("completed by another attempt", "completed_by", completer)
+		if h.req.Mapping.Atomic && h.ap.committed > 0 {
+			if rows, err := h.recountedRows(ctx); err != nil {
+				h.log.Warn("could not read this attempt's recounted rows", "err", err)
 			} else {
-				r.ap.rows = rows
+				h.ap.rows = rows
 			}
 		}
 	}
-	r.res.Outcome = Resumed
-	if r.created {
-		r.res.Outcome = Imported
+	h.res.Outcome = Resumed
+	if h.created {
+		h.res.Outcome = Imported
 	}
-	if r.res.Partitions.Total == 0 { // it stopped before applying
-		if p, err := r.e.st.CP.Progress(ctx, r.e.st.DB, r.op, r.attempt.ID); err == nil {
-			r.res.Partitions.Total = p.Total
+	if h.res.Partitions.Total == 0 { // it stopped before applying
+		if p, err := h.e.st.CP.Progress(ctx, h.e.st.DB, h.op, h.attempt.ID); err == nil {
+			h.res.Partitions.Total = p.Total
 		}
 	}
-	r.res.Partitions.Committed = r.ap.committed
-	r.res.Partitions.Skipped = r.res.Partitions.Total - r.ap.committed
-	if completer != r.attempt.ID { // the completer's end committed with the completion
-		if err := r.e.st.Ledger.End(ctx, r.e.st.DB, r.attempt.ID, string(r.res.Outcome), "", r.res.Partitions.Skipped, int64(len(r.ap.recovered))); err != nil {
-			r.log.Warn("could not record the end of the attempt", "err", err)
+	h.res.Partitions.Committed = h.ap.committed
+	h.res.Partitions.Skipped = h.res.Partitions.Total - h.ap.committed
+	if completer != h.attempt.ID { // the completer's end committed with the completion
+		if err := h.e.st.Ledger.End(ctx, h.e.st.DB, h.attempt.ID, string(h.res.Outcome), "", h.res.Partitions.Skipped, int64(len(h.ap.recovered))); err != nil {
+			h.log.Warn("could not record the end of the attempt", "err", err)
 		}
 	}
-	r.log.Info("completed", "outcome", r.res.Outcome, "inserted", r.ap.rows.Inserted, "updated", r.ap.rows.Updated,
-		"unchanged", r.ap.rows.Unchanged, "stale", r.ap.rows.Stale, "superseded", r.ap.rows.Superseded, "rejected", r.ap.rows.Rejected)
+	h.log.Info("completed", "outcome", h.res.Outcome, "inserted", h.ap.rows.Inserted, "updated", h.ap.rows.Updated,
+		"unchanged", h.ap.rows.Unchanged, "stale", h.ap.rows.Stale, "superseded", h.ap.rows.Superseded, "rejected", h.ap.rows.Rejected)
 	return nil
 }
 
 // recountedRows reads this attempt's counters from the ledger, where
 // another attempt's completion of an --atomic import recounted the rows
 // this one staged as what the move did to the target.
-func (r *run) recountedRows(ctx context.Context) (idemtype.Rows, error) {
-	as, err := r.e.st.Ledger.Attempts(ctx, r.id.Key)
+func (h *holding) recountedRows(ctx context.Context) (idemtype.Rows, error) {
+	as, err := h.e.st.Ledger.Attempts(ctx, h.id.Key)
 	if err != nil {
 		return idemtype.Rows{}, err
 	}
 	for _, a := range as {
-		if a.ID == r.attempt.ID {
+		if a.ID == h.attempt.ID {
 			return a.Rows, nil
 		}
 	}
-	return idemtype.Rows{}, fmt.Errorf("attempt %s not found", r.attempt.ID)
+	return idemtype.Rows{}, fmt.Errorf("attempt %s not found", h.attempt.ID)
 }

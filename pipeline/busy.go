@@ -126,26 +126,26 @@ const (
 // running attempt, of any operation, may hold it; those that run on this
 // host in a stopped process are the ones that cannot let go, and are named
 // alone when there are any. Attempts found dead on this host are left out.
-func (r *run) locked(ctx context.Context) *BusyError {
+func (h *holding) locked(ctx context.Context) *BusyError {
 	what := "holds a lock this import needs, inside its transaction"
-	if _, rowLocks := r.e.st.Driver.SkipLocked(""); !rowLocks {
+	if _, rowLocks := h.e.st.Driver.SkipLocked(""); !rowLocks {
 		what = "holds the database's write lock inside its transaction"
 	}
-	e := &BusyError{What: what, Waited: r.req.Wait > 0}
-	running, err := r.e.st.Ledger.Running(ctx, r.e.st.DB)
+	e := &BusyError{What: what, Waited: h.req.Wait > 0}
+	running, err := h.e.st.Ledger.Running(ctx, h.e.st.DB)
 	if err != nil {
-		r.log.Warn("could not read which attempts are running", "err", err)
+		h.log.Warn("could not read which attempts are running", "err", err)
 		return e
 	}
 	var stopped []Holder
 	for _, a := range running {
-		if a.ID == r.attempt.ID || (a.Host == r.attempt.Host && proc.Gone(a.PID, a.ProcStart)) {
+		if a.ID == h.attempt.ID || (a.Host == h.attempt.Host && proc.Gone(a.PID, a.ProcStart)) {
 			continue
 		}
-		h := newHolder(a.ID, a.Host, a.PID, nil)
-		e.Holders = append(e.Holders, h)
-		if h.Stopped {
-			stopped = append(stopped, h)
+		holder := newHolder(a.ID, a.Host, a.PID, nil)
+		e.Holders = append(e.Holders, holder)
+		if holder.Stopped {
+			stopped = append(stopped, holder)
 		}
 	}
 	if len(stopped) > 0 {

@@ -98,17 +98,17 @@ func (r *run) planCreated(ctx context.Context, tx *sql.Tx) error {
 // dropAbandoned drops, once the operation is abandoned, the tables it
 // created: all of them in ordinal mode, whose rows the abandon removed;
 // by key, where the rows it committed stay, all but the target.
-func (r *run) dropAbandoned(ctx context.Context) {
-	if !r.e.st.DDLCommits() {
+func (h *holding) dropAbandoned(ctx context.Context) {
+	if !h.e.st.DDLCommits() {
 		return
 	}
-	dropped, err := r.e.st.DropCreated(ctx, r.id.Key, func(c ledger.CreatedTable) bool {
-		return r.target.Ordinal() || c.Name != r.target.Table
+	dropped, err := h.e.st.DropCreated(ctx, h.id.Key, func(c ledger.CreatedTable) bool {
+		return h.target.Ordinal() || c.Name != h.target.Table
 	})
 	if err != nil {
-		r.log.Warn("could not drop the tables the abandoned operation created", "err", err)
+		h.log.Warn("could not drop the tables the abandoned operation created", "err", err)
 	} else if len(dropped) > 0 {
-		r.res.note(r.log, "dropped %s, which the abandoned import had created", strings.Join(dropped, ", "))
+		h.res.note(h.log, "dropped %s, which the abandoned import had created", strings.Join(dropped, ", "))
 	}
 }
 

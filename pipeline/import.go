@@ -146,8 +146,23 @@ const (
 	DefaultTrigger = "manual"
 )
 
-// run is the state of one file's import.
+// run is the state of one file's import: its holding, which the identify
+// and claim stages fill in, and what the run keeps besides.
 type run struct {
+	holding
+	leaseMs int64
+	started time.Time
+
+	sharesRead bool         // plan while hashing (imports do; dry runs and verify do not)
+	spec       *speculation // the plan pass identify started on the hash's read (identify returns it)
+	planned                 // what the plan stage made, or loadPlan read: set once, from its result
+}
+
+// holding is an attempt holding its claimed operation: the identity and
+// claim the identify and claim stages returned, with what the later stages
+// need of the attempt to store its plan, refuse its file or record its end.
+// The run fills it in; the applier takes a copy once the plan is made.
+type holding struct {
 	e   *Engine
 	req Request
 	res *Result
@@ -155,16 +170,10 @@ type run struct {
 	attempt ledger.Attempt
 	target  sink.Target
 	log     *slog.Logger
-	leaseMs int64
-	started time.Time
-
-	in         *input       // what is imported: made by newRun, opened by identify
-	sharesRead bool         // plan while hashing (imports do; dry runs and verify do not)
-	spec       *speculation // the plan pass identify started on the hash's read (identify returns it)
-	claimed                 // what the claim stage decided: set once, from its result
-	planned                 // what the plan stage made, or loadPlan read: set once, from its result
-	tables     tables       // the names of the tables the import uses: set once, after the claim
-	ap         applying     // what this attempt has done so far: counts, commits, leases recovered
+	in      *input    // what is imported: made by newRun, opened by identify
+	claimed           // what the claim stage decided: set once, from its result
+	tables  tables    // the names of the tables the import uses: set once, after the claim
+	ap      *applying // what this attempt has done so far: counts, commits, leases recovered
 }
 
 // Import imports one file and reports what happened. It never panics on bad
@@ -424,104 +433,103 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 // applier is the apply and finalize stages of r's attempt, with the
 // identity, claim and plan its earlier stages made.
 func (r *run) applier() *applier {
-	return &applier{e: r.e, req: r.req, res: r.res, attempt: r.attempt, target: r.target, log: r.log,
-		leaseMs: r.leaseMs, started: r.started, text: r.textFormat(), in: r.in, ap: &r.ap,
-		identity: r.identity, claimed: r.claimed, planned: r.planned, tables: r.tables, leases: r.leases(), run: r}
+	return &applier{holding: r.holding, leaseMs: r.leaseMs, started: r.started, text: r.textFormat(),
+		planned: r.planned, leases: r.leases(), run: r}
 }
 
 // stopBusy ends an attempt that found its operation's remaining work held
 // by a holder that cannot be taken over: its claims are released and it is
 // recorded as busy, and the outcome is Busy (exit 4).
-func (r *run) stopBusy(ctx context.Context, err error) error {
+func (h *holding) stopBusy(ctx context.Context, err error) error {
 	var b *BusyError
 	if !errors.As(err, &b) {
-		b = r.locked(ctx)
+		b = h.locked(ctx)
 	}
-	r.log.Warn("busy", "err", b)
+	h.log.Warn("busy", "err", b)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if cerr := r.record(cctx, "busy", b); errors.Is(cerr, ledger.ErrCompleted) {
-		return r.completedMeanwhile(cctx, b)
+	if cerr := h.record(cctx, "busy", b); errors.Is(cerr, ledger.ErrCompleted) {
+		return h.completedMeanwhile(cctx, b)
 	} else if cerr != nil {
-		r.log.Error("could not record the end of the attempt; its leases will expire instead", "err", cerr)
+		h.log.Error("could not record the end of the attempt; its leases will expire instead", "err", cerr)
 	}
-	r.res.Outcome = Busy
+	h.res.Outcome = Busy
 	return b
 }
 
 // abandon records a failed or interrupted attempt, releasing its claims so
 // the next run can resume at once, and returns err.
-func (r *run) abandon(ctx context.Context, err error) error {
-	r.res.Outcome = Failed
+func (h *holding) abandon(ctx context.Context, err error) error {
+	h.res.Outcome = Failed
 	outcome := "failed"
 	if ctx.Err() != nil {
 		outcome = string(Interrupted)
-		err = fmt.Errorf("%w (this run committed %s)", ErrInterrupted, english.Plural(r.ap.committed, "partition"))
+		err = fmt.Errorf("%w (this run committed %s)", ErrInterrupted, english.Plural(h.ap.committed, "partition"))
 	}
 	level := slog.LevelError
 	if outcome == "interrupted" {
 		level = slog.LevelWarn
 	}
-	r.log.Log(context.WithoutCancel(ctx), level, "attempt stopped", "outcome", outcome, "err", err)
+	h.log.Log(context.WithoutCancel(ctx), level, "attempt stopped", "outcome", outcome, "err", err)
 	wait := 30 * time.Second
 	if errors.Is(err, errUnanswered) {
 		wait = unansweredRecord // it may not answer now either
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 	defer cancel()
-	if cerr := r.record(cctx, outcome, err); errors.Is(cerr, ledger.ErrCompleted) {
-		return r.completedMeanwhile(cctx, err)
+	if cerr := h.record(cctx, outcome, err); errors.Is(cerr, ledger.ErrCompleted) {
+		return h.completedMeanwhile(cctx, err)
 	} else if cerr != nil {
-		r.log.Error("could not record the failure; the lease will expire instead", "err", cerr)
+		h.log.Error("could not record the failure; the lease will expire instead", "err", cerr)
 	}
 	return err
 }
 
-// abandonChanged records that the source of r's operation changed under this
+// abandonChanged records that the source of h's operation changed under this
 // attempt: in one transaction, the operation's partitions are dropped, in
 // ordinal mode the rows it committed are deleted (the changed file is
 // another file, which then imports cleanly), and it becomes abandoned.
-func (r *run) abandonChanged(ctx context.Context, cause error) error {
-	r.res.Outcome = Failed
+func (h *holding) abandonChanged(ctx context.Context, cause error) error {
+	h.res.Outcome = Failed
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	var deleted int64
-	err := withTx(ctx, r.e.st.DB, func(tx *sql.Tx) error {
-		if err := r.e.st.Ledger.Lock(ctx, tx, r.id.Key); err != nil {
+	err := withTx(ctx, h.e.st.DB, func(tx *sql.Tx) error {
+		if err := h.e.st.Ledger.Lock(ctx, tx, h.id.Key); err != nil {
 			return err
 		}
 		// Another attempt, reading its own unchanged copy, may have
 		// completed the operation meanwhile: that stays.
-		if op, _, err := r.e.st.Ledger.Get(ctx, tx, r.id.Key); err != nil {
+		if op, _, err := h.e.st.Ledger.Get(ctx, tx, h.id.Key); err != nil {
 			return err
 		} else if op != nil && op.State == ledger.Completed {
 			return ledger.ErrCompleted
 		}
-		if _, _, err := r.e.st.CP.Drop(ctx, tx, r.op); err != nil {
+		if _, _, err := h.e.st.CP.Drop(ctx, tx, h.op); err != nil {
 			return err
 		}
-		if r.target.Ordinal() {
+		if h.target.Ordinal() {
 			var err error
-			if deleted, err = r.e.st.Driver.DeleteFile(ctx, tx, r.target.Table, r.id.FileKey); err != nil {
+			if deleted, err = h.e.st.Driver.DeleteFile(ctx, tx, h.target.Table, h.id.FileKey); err != nil {
 				return err
 			}
 		}
-		if err := r.e.st.Ledger.Close(ctx, tx, r.id.Key, ledger.Abandoned); err != nil {
+		if err := h.e.st.Ledger.Close(ctx, tx, h.id.Key, ledger.Abandoned); err != nil {
 			return err
 		}
-		return r.e.st.Ledger.End(ctx, tx, r.attempt.ID, string(ledger.Abandoned), cause.Error(), 0, int64(len(r.ap.recovered)))
+		return h.e.st.Ledger.End(ctx, tx, h.attempt.ID, string(ledger.Abandoned), cause.Error(), 0, int64(len(h.ap.recovered)))
 	})
 	if errors.Is(err, ledger.ErrCompleted) {
-		r.res.note(r.log, "%s changed while this run read it, but another attempt had completed its import meanwhile; the changed file is another file to import", r.req.Path)
-		return r.completedMeanwhile(ctx, cause)
+		h.res.note(h.log, "%s changed while this run read it, but another attempt had completed its import meanwhile; the changed file is another file to import", h.req.Path)
+		return h.completedMeanwhile(ctx, cause)
 	}
 	if err != nil {
-		r.log.Error("could not abandon the operation; the lease will expire instead", "err", err)
+		h.log.Error("could not abandon the operation; the lease will expire instead", "err", err)
 		return cause
 	}
-	r.log.Warn("source changed: operation abandoned", "deleted", deleted, "err", cause)
-	r.dropAbandoned(ctx)
-	if r.target.Ordinal() {
+	h.log.Warn("source changed: operation abandoned", "deleted", deleted, "err", cause)
+	h.dropAbandoned(ctx)
+	if h.target.Ordinal() {
 		return fmt.Errorf("%w; the import was abandoned and the %s it had committed %s removed: import the file again once it is complete (--min-age helps)", cause, english.Plural(deleted, "row"), english.Verb(deleted, "was", "were"))
 	}
 	return fmt.Errorf("%w; the import was abandoned (rows it committed by key stay): import the file again once it is complete (--min-age helps)", cause)
@@ -532,17 +540,17 @@ func (r *run) abandonChanged(ctx context.Context, cause error) error {
 // the work: a partition or staging table this run wanted was done or gone)
 // or by this one (an error after its completing transaction committed):
 // the import is done, and the run succeeds.
-func (r *run) completedMeanwhile(ctx context.Context, cause error) error {
-	op, _, err := r.e.st.Ledger.Get(ctx, r.e.st.DB, r.id.Key)
+func (h *holding) completedMeanwhile(ctx context.Context, cause error) error {
+	op, _, err := h.e.st.Ledger.Get(ctx, h.e.st.DB, h.id.Key)
 	if err != nil || op == nil || op.State != ledger.Completed {
 		return cause
 	}
-	r.log.Info("the operation was completed while this attempt ran; what stopped it is moot", "completed_by", op.CompletedBy, "err", cause)
-	r.res.Err = nil
-	if op.CompletedBy != r.attempt.ID {
-		r.res.EventID, r.res.Deleted = "", 0
+	h.log.Info("the operation was completed while this attempt ran; what stopped it is moot", "completed_by", op.CompletedBy, "err", cause)
+	h.res.Err = nil
+	if op.CompletedBy != h.attempt.ID {
+		h.res.EventID, h.res.Deleted = "", 0
 	}
-	return r.succeed(ctx, op.CompletedBy)
+	return h.succeed(ctx, op.CompletedBy)
 }
 
 // record ends the attempt as outcome, for failure, and releases its
@@ -551,31 +559,31 @@ func (r *run) completedMeanwhile(ctx context.Context, cause error) error {
 // whatever stopped this attempt. Except when its lease was lost: a stalled
 // attempt whose work another took over failed, and is recorded so (the
 // completed operation stays as it is).
-func (r *run) record(ctx context.Context, outcome string, failure error) error {
-	tx, err := r.e.st.DB.BeginTx(ctx, nil)
+func (h *holding) record(ctx context.Context, outcome string, failure error) error {
+	tx, err := h.e.st.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if err := r.e.st.Ledger.Lock(ctx, tx, r.id.Key); err != nil {
+	if err := h.e.st.Ledger.Lock(ctx, tx, h.id.Key); err != nil {
 		return err
 	}
-	if err := r.e.st.CP.Release(ctx, tx, r.op, r.attempt.ID); err != nil {
+	if err := h.e.st.CP.Release(ctx, tx, h.op, h.attempt.ID); err != nil {
 		return err
 	}
-	p, err := r.e.st.CP.Progress(ctx, tx, r.op, r.attempt.ID)
+	p, err := h.e.st.CP.Progress(ctx, tx, h.op, h.attempt.ID)
 	if err != nil {
 		return err
 	}
-	if err := r.e.st.Ledger.Fail(ctx, tx, r.id.Key, r.attempt.ID, p.Held > 0); err != nil &&
+	if err := h.e.st.Ledger.Fail(ctx, tx, h.id.Key, h.attempt.ID, p.Held > 0); err != nil &&
 		(!errors.Is(err, ledger.ErrCompleted) || !errors.Is(failure, ledger.ErrLeaseLost)) {
 		return err
 	}
 	// Skipped: partitions done, but not by this attempt (before it, or by
 	// others meanwhile); those nobody finished are neither.
-	skipped := p.Done - r.ap.committed
-	r.res.Partitions = idemtype.Partitions{Total: p.Total, Skipped: skipped, Committed: r.ap.committed}
-	if err := r.e.st.Ledger.End(ctx, tx, r.attempt.ID, outcome, failure.Error(), skipped, int64(len(r.ap.recovered))); err != nil {
+	skipped := p.Done - h.ap.committed
+	h.res.Partitions = idemtype.Partitions{Total: p.Total, Skipped: skipped, Committed: h.ap.committed}
+	if err := h.e.st.Ledger.End(ctx, tx, h.attempt.ID, outcome, failure.Error(), skipped, int64(len(h.ap.recovered))); err != nil {
 		return err
 	}
 	return tx.Commit()

@@ -20,7 +20,7 @@ import (
 // input, for its requests; its Path, which results, logs and the ledger
 // show, has them masked.
 func newRun(e *Engine, req Request) *run {
-	r := &run{e: e, req: req, in: newInput(req.Path)}
+	r := &run{holding: holding{e: e, req: req, in: newInput(req.Path), ap: &applying{}}}
 	r.req.Path = r.in.path
 	return r
 }
