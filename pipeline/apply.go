@@ -42,13 +42,9 @@ type applier struct {
 	holding // a copy of the run's, whose applying (ap) it adds to
 	leaseMs int64
 	started time.Time
-	text    bool // the file is read as text (run.textFormat)
+	text    bool // the file is read as text (holding.textFormat)
 	planned
 	leases leases // the attempt's leases (run.leases)
-	// run is the attempt's run, for the one step the applier still
-	// shares with the plan stage through it: readying the rows of the
-	// version a --replace replaces (prepareReplaced).
-	run *run
 }
 
 // apply claims and commits partitions until every partition of the plan is
@@ -223,7 +219,7 @@ func (a *applier) applyRound(ctx context.Context, mu *sync.Mutex) error {
 // partition, one of its batches, or its end.
 type item struct {
 	claim *checkpoint.Claim
-	as    []idemtype.Type // with claim: the types its batches hand values as (run.valuesAs)
+	as    []idemtype.Type // with claim: the types its batches hand values as (valuesAs)
 	batch reader.Batch
 	end   bool
 }
@@ -660,7 +656,7 @@ const unansweredWait = 30 * time.Second
 
 // finalize completes the operation and returns the attempt that
 // completed it (this one, or another that finished the work while it ran),
-// for the run to end its attempt with (run.succeed).
+// for the run to end its attempt with (holding.succeed).
 func (a *applier) finalize(ctx context.Context) (completer string, err error) {
 	if err := a.e.st.Hit("before-finalize"); err != nil {
 		return "", err
@@ -827,7 +823,7 @@ func (a *applier) finish(ctx context.Context, tx *sql.Tx, c *completion, apart *
 	if err != nil {
 		return totals, err
 	}
-	if err := a.run.prepareReplaced(ctx, tx, true); err != nil { // with --atomic, before the move
+	if err := a.prepareReplaced(ctx, tx, true); err != nil { // with --atomic, before the move
 		return totals, err
 	}
 	if a.req.Mapping.Atomic {

@@ -16,11 +16,11 @@ import (
 )
 
 // ensureStage creates the staging table inside the plan's transaction.
-func (r *run) ensureStage(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
-	if !r.req.Mapping.Atomic {
+func (h *holding) ensureStage(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
+	if !h.req.Mapping.Atomic {
 		return nil
 	}
-	return r.e.st.Driver.Ensure(ctx, tx, r.tables.write, schema)
+	return h.e.st.Driver.Ensure(ctx, tx, h.tables.write, schema)
 }
 
 // moveStaged moves the staged rows into the target inside the completing

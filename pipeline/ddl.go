@@ -44,30 +44,30 @@ import (
 // transaction would make elsewhere: the target (when ensure, as storePlan
 // decides), the staging table of --atomic for staged, the deletion mark
 // column of a soft snapshot and the table of keys seen.
-func (r *run) planDDL(ctx context.Context, ensure bool, schema, staged *arrow.Schema) error {
-	st, k := r.e.st, r.id.Key
+func (h *holding) planDDL(ctx context.Context, ensure bool, schema, staged *arrow.Schema) error {
+	st, k := h.e.st, h.id.Key
 	if ensure {
-		if err := st.Create(ctx, k, r.target.Table, func(tx *sql.Tx) error {
-			return st.Driver.Ensure(ctx, tx, r.target, schema)
+		if err := st.Create(ctx, k, h.target.Table, func(tx *sql.Tx) error {
+			return st.Driver.Ensure(ctx, tx, h.target, schema)
 		}); err != nil {
 			return err
 		}
 	}
-	if r.req.Mapping.Atomic {
-		if err := st.Create(ctx, k, r.tables.stage, func(tx *sql.Tx) error {
-			return r.ensureStage(ctx, tx, staged)
+	if h.req.Mapping.Atomic {
+		if err := st.Create(ctx, k, h.tables.stage, func(tx *sql.Tx) error {
+			return h.ensureStage(ctx, tx, staged)
 		}); err != nil {
 			return err
 		}
 	}
-	if s := r.snapshot(); s != nil && s.Soft && !r.req.Mapping.Atomic {
-		if err := st.Alter(ctx, func(tx *sql.Tx) error { return st.Driver.EnsureDeleted(ctx, tx, r.target.Table) }); err != nil {
+	if s := h.snapshot(); s != nil && s.Soft && !h.req.Mapping.Atomic {
+		if err := st.Alter(ctx, func(tx *sql.Tx) error { return st.Driver.EnsureDeleted(ctx, tx, h.target.Table) }); err != nil {
 			return err
 		}
 	}
-	if r.tables.keysSeen {
-		return st.Create(ctx, k, r.tables.seen, func(tx *sql.Tx) error {
-			return st.Driver.EnsureSeen(ctx, tx, r.tables.seen, r.target.Key, keySchema(schema, r.target.Key))
+	if h.tables.keysSeen {
+		return st.Create(ctx, k, h.tables.seen, func(tx *sql.Tx) error {
+			return st.Driver.EnsureSeen(ctx, tx, h.tables.seen, h.target.Key, keySchema(schema, h.target.Key))
 		})
 	}
 	return nil
@@ -75,24 +75,24 @@ func (r *run) planDDL(ctx context.Context, ensure bool, schema, staged *arrow.Sc
 
 // undoPlanDDL drops, before the operation is planned, the tables an
 // earlier attempt made for it (planDDL) without committing its plan.
-func (r *run) undoPlanDDL(ctx context.Context) error {
-	if !r.e.st.DDLCommits() {
+func (h *holding) undoPlanDDL(ctx context.Context) error {
+	if !h.e.st.DDLCommits() {
 		return nil
 	}
-	dropped, err := r.e.st.DropCreated(ctx, r.id.Key, func(c ledger.CreatedTable) bool { return !c.Planned })
+	dropped, err := h.e.st.DropCreated(ctx, h.id.Key, func(c ledger.CreatedTable) bool { return !c.Planned })
 	if len(dropped) > 0 {
-		r.log.Info("dropped the tables an earlier attempt created without storing its plan", "tables", strings.Join(dropped, ", "))
+		h.log.Info("dropped the tables an earlier attempt created without storing its plan", "tables", strings.Join(dropped, ", "))
 	}
 	return err
 }
 
 // planCreated marks, inside the plan's transaction tx, the tables planDDL
 // created as the plan's.
-func (r *run) planCreated(ctx context.Context, tx *sql.Tx) error {
-	if !r.e.st.DDLCommits() {
+func (h *holding) planCreated(ctx context.Context, tx *sql.Tx) error {
+	if !h.e.st.DDLCommits() {
 		return nil
 	}
-	return r.e.st.Ledger.PlanCreated(ctx, tx, r.id.Key)
+	return h.e.st.Ledger.PlanCreated(ctx, tx, h.id.Key)
 }
 
 // dropAbandoned drops, once the operation is abandoned, the tables it

@@ -41,7 +41,7 @@ func (r *run) identifier() *identifier {
 	return s
 }
 
-// name is what the input is known by (see run.name).
+// name is what the input is known by (see holding.name).
 func (s *identifier) name() string {
 	return inputName(s.in, &s.req)
 }

@@ -434,7 +434,7 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 // identity, claim and plan its earlier stages made.
 func (r *run) applier() *applier {
 	return &applier{holding: r.holding, leaseMs: r.leaseMs, started: r.started, text: r.textFormat(),
-		planned: r.planned, leases: r.leases(), run: r}
+		planned: r.planned, leases: r.leases()}
 }
 
 // stopBusy ends an attempt that found its operation's remaining work held

@@ -63,20 +63,20 @@ func (r *run) replacedWhat() string {
 // transaction calls it: the plan's (false), or the completing one (true),
 // before the staged rows move in; it acts in the plan's, or with --atomic
 // in the completing one.
-func (r *run) prepareReplaced(ctx context.Context, tx *sql.Tx, atCompletion bool) error {
-	if !r.replacing() || r.req.Mapping.Atomic != atCompletion {
+func (h *holding) prepareReplaced(ctx context.Context, tx *sql.Tx, atCompletion bool) error {
+	if !h.replacing() || h.req.Mapping.Atomic != atCompletion {
 		return nil
 	}
-	if r.target.Ordinal() {
-		n, err := r.e.st.Driver.DeleteFile(ctx, tx, r.target.Table, r.id.FileKey)
+	if h.target.Ordinal() {
+		n, err := h.e.st.Driver.DeleteFile(ctx, tx, h.target.Table, h.id.FileKey)
 		if err != nil {
 			return fmt.Errorf("remove the replaced version's rows: %w", err)
 		}
-		r.res.Removed = n
-	} else if _, err := r.e.st.Driver.ForgetOrdinals(ctx, tx, r.target.Table, r.id.FileKey); err != nil {
+		h.res.Removed = n
+	} else if _, err := h.e.st.Driver.ForgetOrdinals(ctx, tx, h.target.Table, h.id.FileKey); err != nil {
 		return err
 	}
-	return r.e.st.Hit("replace-prepared")
+	return h.e.st.Hit("replace-prepared")
 }
 
 // sweepReplaced deletes, inside the completing transaction, the rows the

@@ -50,7 +50,7 @@ func (e *DeleteGuardError) Error() string {
 }
 
 // snapshot returns the mapping's snapshot mode, or nil.
-func (r *run) snapshot() *Snapshot { return r.req.Mapping.Snapshot }
+func (h *holding) snapshot() *Snapshot { return h.req.Mapping.Snapshot }
 
 // stale reports, through q, whether the run's file is a snapshot older than
 // the last one applied to the same table and scope (ledger.Situation.Stale),
@@ -93,16 +93,16 @@ func scopeSuffix(s *Snapshot) string {
 // (a snapshot's or a replacement's) needs: the table of keys seen, and the deletion mark column (with
 // --atomic the sweep adds that column, in the completing transaction, so
 // that readers see nothing of the import before it completes).
-func (r *run) ensureSnapshot(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
-	if s := r.snapshot(); s != nil && s.Soft && !r.req.Mapping.Atomic {
-		if err := r.e.st.Driver.EnsureDeleted(ctx, tx, r.target.Table); err != nil {
+func (h *holding) ensureSnapshot(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
+	if s := h.snapshot(); s != nil && s.Soft && !h.req.Mapping.Atomic {
+		if err := h.e.st.Driver.EnsureDeleted(ctx, tx, h.target.Table); err != nil {
 			return err
 		}
 	}
-	if !r.tables.keysSeen {
+	if !h.tables.keysSeen {
 		return nil
 	}
-	return r.e.st.Driver.EnsureSeen(ctx, tx, r.tables.seen, r.target.Key, keySchema(schema, r.target.Key))
+	return h.e.st.Driver.EnsureSeen(ctx, tx, h.tables.seen, h.target.Key, keySchema(schema, h.target.Key))
 }
 
 // keySchema is the part of schema that holds the key columns.

@@ -25,8 +25,8 @@ func IsStream(path string) bool {
 
 // name is what the run's input is known by: its path or URL, or a
 // stream's name.
-func (r *run) name() string {
-	return inputName(r.in, &r.req)
+func (h *holding) name() string {
+	return inputName(h.in, &h.req)
 }
 
 // inputName is what input in of req is known by: its path or URL, or a
