@@ -40,7 +40,6 @@ type applying struct {
 // applied so far (ap) is the run's, which reports it when the attempt ends.
 type applier struct {
 	holding // a copy of the run's, whose applying (ap) it adds to
-	leaseMs int64
 	started time.Time
 	text    bool // the file is read as text (holding.textFormat)
 	planned

@@ -19,27 +19,41 @@ import (
 	"github.com/idemport/idemport/sink"
 )
 
+// claimer is the claim stage of an attempt: it decides, on the ledger, what
+// the attempt of its holding does with the operation of the holding's
+// identity, records that, and returns it (claimed). It completes the
+// holding as it goes: the identity's ReadAs (readAs), the lease the
+// attempt recovers, and the result of a decision that settles.
+type claimer struct {
+	*holding
+}
+
+// claimer returns the run's claim stage.
+func (r *run) claimer() *claimer {
+	return &claimer{holding: &r.holding}
+}
+
 // claimWaiting claims, and when busy and asked to wait, polls until the
 // other attempt is done or the wait is over. Each try is logged (debug),
 // so that a test can count them.
-func (r *run) claimWaiting(ctx context.Context) (claimed, error) {
-	deadline := time.Now().Add(r.req.Wait)
+func (cl *claimer) claimWaiting(ctx context.Context) (claimed, error) {
+	deadline := time.Now().Add(cl.req.Wait)
 	var recovered []string // by every try, as the tries recorded them
 	for {
-		r.log.Debug("claiming the operation")
-		c, err := r.claim(ctx)
+		cl.log.Debug("claiming the operation")
+		c, err := cl.claim(ctx)
 		recovered = append(recovered, c.recovered...)
-		if err != nil && ctx.Err() == nil && r.e.st.Driver.Locked(err) {
+		if err != nil && ctx.Err() == nil && cl.e.st.Driver.Locked(err) {
 			// A lock the claim needed stayed held past --busy-timeout.
-			r.res.Outcome = Busy
-			c, err = claimed{decision: ledger.Busy}, r.locked(ctx)
+			cl.res.Outcome = Busy
+			c, err = claimed{decision: ledger.Busy}, cl.locked(ctx)
 		}
 		c.recovered = recovered
 		if c.decision != ledger.Busy || time.Now().After(deadline) {
 			return c, err
 		}
-		r.log.Debug("busy; waiting", "err", err)
-		if err := sleep(ctx, min(time.Second, r.req.Lease/4)); err != nil {
+		cl.log.Debug("busy; waiting", "err", err)
+		if err := sleep(ctx, min(time.Second, cl.req.Lease/4)); err != nil {
 			return c, err
 		}
 	}
@@ -75,21 +89,21 @@ type claimed struct {
 // outcomes that write nothing (duplicate, conflict, refused) are decided
 // without taking the write lock: completed and refused operations never
 // change their fingerprint or state.
-func (r *run) claim(ctx context.Context) (claimed, error) {
-	op, c, settled, err := r.claimUnlocked(ctx)
+func (cl *claimer) claim(ctx context.Context) (claimed, error) {
+	op, c, settled, err := cl.claimUnlocked(ctx)
 	if settled || err != nil {
 		return c, err
 	}
-	tx, err := beginTx(ctx, r.e.st.DB)
+	tx, err := beginTx(ctx, cl.e.st.DB)
 	if err != nil {
-		if r.e.st.Driver.Locked(err) {
-			r.res.Outcome = Busy
-			return claimed{decision: ledger.Busy}, r.locked(ctx)
+		if cl.e.st.Driver.Locked(err) {
+			cl.res.Outcome = Busy
+			return claimed{decision: ledger.Busy}, cl.locked(ctx)
 		}
 		return claimed{}, fmt.Errorf("begin claim: %w", err)
 	}
 	defer tx.Rollback()
-	dd, err := r.lockedDecision(ctx, tx.Tx, op)
+	dd, err := cl.lockedDecision(ctx, tx.Tx, op)
 	if err != nil {
 		return claimed{}, err
 	}
@@ -102,66 +116,66 @@ func (r *run) claim(ctx context.Context) (claimed, error) {
 		if err := tx.Rollback(); err != nil {
 			return claimed{}, fmt.Errorf("end claim: %w", err)
 		}
-		return dd.claimed(), r.settle(ctx, dd)
+		return dd.claimed(), cl.settle(ctx, dd)
 	}
-	c, err = r.take(ctx, tx.Tx, dd)
+	c, err = cl.take(ctx, tx.Tx, dd)
 	stopped := claimed{recovered: c.recovered} // what a claim that fails from here reports
 	if err != nil {
 		return stopped, err
 	}
-	if !r.quick {
-		if err := r.rememberDigests(ctx, tx); err != nil {
+	if !cl.quick {
+		if err := cl.rememberDigests(ctx, tx); err != nil {
 			return stopped, err
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return stopped, fmt.Errorf("commit claim: %w", err)
 	}
-	r.res.AttemptID, r.res.Replaces = r.attempt.ID, c.replaces
+	cl.res.AttemptID, cl.res.Replaces = cl.attempt.ID, c.replaces
 	return c, nil
 }
 
 // claimUnlocked decides, without the write lock, a claim that settles (a
 // duplicate, a conflict, a refusal): it reports settled, and settles it.
 // Otherwise it returns the operation as stored, if any.
-func (r *run) claimUnlocked(ctx context.Context) (*ledger.Operation, claimed, bool, error) {
-	op, now, err := r.e.st.Ledger.Get(ctx, r.e.st.DB, r.id.Key)
+func (cl *claimer) claimUnlocked(ctx context.Context) (*ledger.Operation, claimed, bool, error) {
+	op, now, err := cl.e.st.Ledger.Get(ctx, cl.e.st.DB, cl.id.Key)
 	if err != nil || op == nil {
 		return nil, claimed{}, false, err
 	}
-	dd, err := r.decide(ctx, r.e.st.DB, op, now)
+	dd, err := cl.decide(ctx, cl.e.st.DB, op, now)
 	if err != nil {
 		return nil, claimed{}, false, err
 	}
 	if !settles(dd.decision) || dd.decision == ledger.Busy {
 		return op, claimed{decision: dd.decision}, false, nil
 	}
-	if !r.quick {
+	if !cl.quick {
 		// The file was hashed: remember it, so the next run need not.
-		if err := r.rememberDigests(ctx, r.e.st.DB); err != nil && !r.e.st.Driver.Locked(err) {
+		if err := cl.rememberDigests(ctx, cl.e.st.DB); err != nil && !cl.e.st.Driver.Locked(err) {
 			return nil, claimed{}, true, err
 		}
 	}
-	return nil, claimed{decision: dd.decision}, true, r.settle(ctx, dd)
+	return nil, claimed{decision: dd.decision}, true, cl.settle(ctx, dd)
 }
 
 // lockedDecision takes the operation's write lock in tx, reaps the dead
 // holders of op (the operation as read before) when it was processing, and
 // decides on the operation as it is then.
-func (r *run) lockedDecision(ctx context.Context, tx *sql.Tx, op *ledger.Operation) (decided, error) {
-	if err := r.e.st.Ledger.Lock(ctx, tx, r.id.Key); err != nil {
+func (cl *claimer) lockedDecision(ctx context.Context, tx *sql.Tx, op *ledger.Operation) (decided, error) {
+	if err := cl.e.st.Ledger.Lock(ctx, tx, cl.id.Key); err != nil {
 		return decided{}, err
 	}
 	if op != nil && op.State == ledger.Processing {
-		if err := r.leases().reapDead(ctx, tx, op); err != nil {
+		if err := cl.leases().reapDead(ctx, tx, op); err != nil {
 			return decided{}, err
 		}
 	}
-	op, now, err := r.e.st.Ledger.Get(ctx, tx, r.id.Key)
+	op, now, err := cl.e.st.Ledger.Get(ctx, tx, cl.id.Key)
 	if err != nil {
 		return decided{}, err
 	}
-	return r.decide(ctx, tx, op, now)
+	return cl.decide(ctx, tx, op, now)
 }
 
 // decided is what the claim table decides for a file's identity on the
@@ -188,8 +202,8 @@ func (dd decided) claimed() claimed {
 
 // decide gathers, through q, the situation of the stored operation op (nil
 // when none) at database time now, and decides on it (ledger.Decide).
-func (r *run) decide(ctx context.Context, q sink.Querier, op *ledger.Operation, now int64) (decided, error) {
-	s, newer, err := r.situation(ctx, q, op, now)
+func (cl *claimer) decide(ctx context.Context, q sink.Querier, op *ledger.Operation, now int64) (decided, error) {
+	s, newer, err := cl.situation(ctx, q, op, now)
 	if err != nil {
 		return decided{}, err
 	}
@@ -201,62 +215,62 @@ func (r *run) decide(ctx context.Context, q sink.Querier, op *ledger.Operation, 
 // created (or superseded, replaced, reset to be applied again) and this
 // run's attempt started on it, recovering the planning lease of dd.from
 // when set.
-func (r *run) take(ctx context.Context, tx *sql.Tx, dd decided) (claimed, error) {
+func (cl *claimer) take(ctx context.Context, tx *sql.Tx, dd decided) (claimed, error) {
 	c := claimed{decision: dd.decision, taken: true}
 	if dd.op != nil {
 		c.replaces = dd.op.Replaces
 	}
 	switch from := dd.from; dd.decision {
 	case ledger.Create, ledger.Supersede, ledger.Replace:
-		return r.create(ctx, tx, dd.decision, dd.op)
+		return cl.create(ctx, tx, dd.decision, dd.op)
 	case ledger.Reapply:
 		c.created, c.replaces = true, "" // applied again, it replaces nothing (ledger.Reset)
-		return c, r.reset(ctx, tx, dd.s)
+		return c, cl.reset(ctx, tx, dd.s)
 	case ledger.Plan:
 		if from != "" {
-			r.attempt.RecoveredFrom = from
+			cl.attempt.RecoveredFrom = from
 			c.recovered = append(c.recovered, from)
-			r.log.Warn("recovered the planning lease of a dead attempt", "from", from)
-			if err := r.e.st.Ledger.Died(ctx, tx, from); err != nil {
+			cl.log.Warn("recovered the planning lease of a dead attempt", "from", from)
+			if err := cl.e.st.Ledger.Died(ctx, tx, from); err != nil {
 				return c, err
 			}
 		}
-		return c, r.e.st.Ledger.Start(ctx, tx, r.id.Key, r.attempt, true, r.leaseMs)
+		return c, cl.e.st.Ledger.Start(ctx, tx, cl.id.Key, cl.attempt, true, cl.leaseMs)
 	case ledger.Resume:
-		return c, r.e.st.Ledger.Start(ctx, tx, r.id.Key, r.attempt, false, r.leaseMs)
+		return c, cl.e.st.Ledger.Start(ctx, tx, cl.id.Key, cl.attempt, false, cl.leaseMs)
 	}
 	return c, nil
 }
 
 // create records a new operation for decision d (create, supersede or
 // replace), moving the stored operation op, if any, among past ones.
-func (r *run) create(ctx context.Context, tx *sql.Tx, d ledger.Decision, op *ledger.Operation) (claimed, error) {
+func (cl *claimer) create(ctx context.Context, tx *sql.Tx, d ledger.Decision, op *ledger.Operation) (claimed, error) {
 	c := claimed{decision: d, taken: true, created: true}
 	if op != nil {
 		by := ""
 		switch d {
 		case ledger.Supersede:
-			r.res.note(r.log, "supersedes the %s operation of %s (%s differs; it had no effect)", op.State, op.Key, differs(op, r.id))
+			cl.res.note(cl.log, "supersedes the %s operation of %s (%s differs; it had no effect)", op.State, op.Key, differs(op, cl.id))
 			// It was replacing an earlier version: this one
 			// finishes that replacement.
 			c.replaces = op.Replaces
 		case ledger.Replace:
-			r.res.note(r.log, "replaces the version of %s completed on %s (content %s, %s)",
+			cl.res.note(cl.log, "replaces the version of %s completed on %s (content %s, %s)",
 				op.Key, formatMs(op.CompletedAt), ledger.ShortDigest(op.ContentDigest), english.Plural(op.Rows.Read-op.Rows.Rejected-op.Rows.Superseded, "row"))
-			by, c.replaces = r.id.ContentDigest, op.ContentDigest
+			by, c.replaces = cl.id.ContentDigest, op.ContentDigest
 		}
-		if _, _, err := r.e.st.CP.Drop(ctx, tx, r.op); err != nil {
+		if _, _, err := cl.e.st.CP.Drop(ctx, tx, cl.op); err != nil {
 			return c, err
 		}
-		if err := r.e.st.Ledger.Replace(ctx, tx, r.id.Key, by); err != nil {
+		if err := cl.e.st.Ledger.Replace(ctx, tx, cl.id.Key, by); err != nil {
 			return c, err
 		}
 	}
-	if err := r.e.st.Ledger.Create(ctx, tx, r.id, r.attempt, r.leaseMs); err != nil {
+	if err := cl.e.st.Ledger.Create(ctx, tx, cl.id, cl.attempt, cl.leaseMs); err != nil {
 		return c, err
 	}
 	if c.replaces != "" {
-		if err := r.e.st.Ledger.MarkReplaces(ctx, tx, r.id.Key, c.replaces); err != nil {
+		if err := cl.e.st.Ledger.MarkReplaces(ctx, tx, cl.id.Key, c.replaces); err != nil {
 			return c, err
 		}
 	}
@@ -266,61 +280,61 @@ func (r *run) create(ctx context.Context, tx *sql.Tx, d ledger.Decision, op *led
 // reset makes the completed operation of s be applied again (--reapply, or
 // its table is gone): its plan is dropped and this run's attempt plans it
 // anew.
-func (r *run) reset(ctx context.Context, tx *sql.Tx, s ledger.Situation) error {
+func (cl *claimer) reset(ctx context.Context, tx *sql.Tx, s ledger.Situation) error {
 	op := s.Op
 	if s.TableMissing {
-		r.res.note(r.log, "imported again: %s was completed on %s, but its table %s no longer exists", op.Key, formatMs(op.CompletedAt), op.Table)
+		cl.res.note(cl.log, "imported again: %s was completed on %s, but its table %s no longer exists", op.Key, formatMs(op.CompletedAt), op.Table)
 	} else {
-		r.res.note(r.log, "applied again (--reapply): %s was completed on %s", op.Key, formatMs(op.CompletedAt))
+		cl.res.note(cl.log, "applied again (--reapply): %s was completed on %s", op.Key, formatMs(op.CompletedAt))
 	}
-	if !r.target.Ordinal() && r.target.Version == "" {
-		r.res.note(r.log, "rows are upserted by key without --version-col: this file's values overwrite any newer ones written since")
+	if !cl.target.Ordinal() && cl.target.Version == "" {
+		cl.res.note(cl.log, "rows are upserted by key without --version-col: this file's values overwrite any newer ones written since")
 	}
 	// The file is planned again (its stored plan may have been collected
 	// by gc) and every partition applied again: the target keys are
 	// deterministic, so rows that are still there are unchanged.
-	if _, _, err := r.e.st.CP.Drop(ctx, tx, r.op); err != nil {
+	if _, _, err := cl.e.st.CP.Drop(ctx, tx, cl.op); err != nil {
 		return err
 	}
-	if err := r.e.st.Ledger.Reset(ctx, tx, r.id.Key); err != nil {
+	if err := cl.e.st.Ledger.Reset(ctx, tx, cl.id.Key); err != nil {
 		return err
 	}
-	return r.e.st.Ledger.Start(ctx, tx, r.id.Key, r.attempt, true, r.leaseMs)
+	return cl.e.st.Ledger.Start(ctx, tx, cl.id.Key, cl.attempt, true, cl.leaseMs)
 }
 
 // situation gathers, through q, what the claim decision depends on for the
 // stored operation op (nil when none) at database time now, and the newer
 // snapshot that makes this run's stale (s.Stale).
-func (r *run) situation(ctx context.Context, q sink.Querier, op *ledger.Operation, now int64) (s ledger.Situation, newer *ledger.Snapshot, err error) {
-	s = ledger.Situation{Op: op, ID: r.id, Now: now, Reapply: r.req.Reapply, Replace: r.req.Replace}
-	if newer, err = r.stale(ctx, q); err != nil {
+func (cl *claimer) situation(ctx context.Context, q sink.Querier, op *ledger.Operation, now int64) (s ledger.Situation, newer *ledger.Snapshot, err error) {
+	s = ledger.Situation{Op: op, ID: cl.id, Now: now, Reapply: cl.req.Reapply, Replace: cl.req.Replace}
+	if newer, err = cl.stale(ctx, q); err != nil {
 		return s, nil, err
 	}
 	s.Stale = newer != nil
-	s, err = r.situationOf(ctx, q, s)
+	s, err = cl.situationOf(ctx, q, s)
 	return s, newer, err
 }
 
 // situationOf completes s with what the decision depends on for its
 // stored operation s.Op, when there is one.
-func (r *run) situationOf(ctx context.Context, q sink.Querier, s ledger.Situation) (ledger.Situation, error) {
+func (cl *claimer) situationOf(ctx context.Context, q sink.Querier, s ledger.Situation) (ledger.Situation, error) {
 	op, now := s.Op, s.Now
 	var err error
 	if op == nil {
 		return s, nil
 	}
-	if err := r.readAs(ctx, q, op); err != nil {
+	if err := cl.readAs(ctx, q, op); err != nil {
 		return s, err
 	}
-	s.ID = r.id
-	s.Admits = r.admits(op)
+	s.ID = cl.id
+	s.Admits = cl.admits(op)
 	if op.State == ledger.Processing {
-		if s.Gone, err = r.leases().goneHolders(ctx, q, op); err != nil {
+		if s.Gone, err = cl.leases().goneHolders(ctx, q, op); err != nil {
 			return s, err
 		}
 	}
 	if op.Planned {
-		p, err := r.e.st.CP.Progress(ctx, q, r.op, r.attempt.ID)
+		p, err := cl.e.st.CP.Progress(ctx, q, cl.op, cl.attempt.ID)
 		if err != nil {
 			return s, err
 		}
@@ -328,7 +342,7 @@ func (r *run) situationOf(ctx context.Context, q sink.Querier, s ledger.Situatio
 		s.Claimable, s.Held = p.Claimable, p.Held
 		if len(s.Gone) > 0 && p.Held > 0 {
 			// The partitions of gone holders are taken over at once.
-			parts, err := r.e.st.CP.Partitions(ctx, q, r.op)
+			parts, err := cl.e.st.CP.Partitions(ctx, q, cl.op)
 			if err != nil {
 				return s, err
 			}
@@ -341,7 +355,7 @@ func (r *run) situationOf(ctx context.Context, q sink.Querier, s ledger.Situatio
 		}
 	}
 	if op.State == ledger.Completed {
-		t, err := r.e.st.Driver.Describe(ctx, q, op.Table)
+		t, err := cl.e.st.Driver.Describe(ctx, q, op.Table)
 		if err != nil {
 			return s, err
 		}
@@ -426,13 +440,13 @@ func settles(d ledger.Decision) bool {
 
 // admits reports whether this run's reject limit lets a refused operation be
 // planned again: the stored report counted fewer bad rows than it allows.
-func (r *run) admits(op *ledger.Operation) bool {
-	return op.State == ledger.Refused && r.req.MaxRejects.Allows(op.Rows.Rejected, op.Rows.Read) && !r.refusedByDefect(op)
+func (cl *claimer) admits(op *ledger.Operation) bool {
+	return op.State == ledger.Refused && cl.req.MaxRejects.Allows(op.Rows.Rejected, op.Rows.Read) && !cl.refusedByDefect(op)
 }
 
 // refusedByDefect reports whether the stored refusal was for a defect that
 // stopped the plan pass (no limit admits those).
-func (r *run) refusedByDefect(op *ledger.Operation) bool {
+func (cl *claimer) refusedByDefect(op *ledger.Operation) bool {
 	var ref Refusal
 	return json.Unmarshal([]byte(op.Outcome), &ref) == nil && ref.Error != ""
 }
@@ -441,8 +455,8 @@ func (r *run) refusedByDefect(op *ledger.Operation) bool {
 // by other operations after op completed: the table may no longer hold the
 // file's values, and a delivery that repeats old bytes needs its own
 // --file-id to be applied again.
-func (r *run) noteNewerWrites(ctx context.Context, op *ledger.Operation) error {
-	ops, err := r.e.st.Ledger.List(ctx, ledger.Filter{Table: op.Table, State: ledger.Completed})
+func (cl *claimer) noteNewerWrites(ctx context.Context, op *ledger.Operation) error {
+	ops, err := cl.e.st.Ledger.List(ctx, ledger.Filter{Table: op.Table, State: ledger.Completed})
 	if err != nil {
 		return err
 	}
@@ -453,47 +467,47 @@ func (r *run) noteNewerWrites(ctx context.Context, op *ledger.Operation) error {
 		}
 	}
 	if n > 0 {
-		r.res.note(r.log, "%s was written by %s since this file was imported, so it may no longer hold this file's values; if this is a new delivery of the same data, give it its own --file-id (e.g. --file-id '%s/{name}')",
+		cl.res.note(cl.log, "%s was written by %s since this file was imported, so it may no longer hold this file's values; if this is a new delivery of the same data, give it its own --file-id (e.g. --file-id '%s/{name}')",
 			op.Table, english.Plural(n, "other import"), op.Table)
 	}
 	return nil
 }
 
 // settle fills the result of a decision that ends the run without effect.
-func (r *run) settle(ctx context.Context, dd decided) error {
+func (cl *claimer) settle(ctx context.Context, dd decided) error {
 	d, op := dd.decision, dd.op
 	if d == ledger.Stale { // op may be nil
-		r.res.Outcome = Stale
-		r.res.note(r.log, "%s", r.staleText(dd.newer))
+		cl.res.Outcome = Stale
+		cl.res.note(cl.log, "%s", cl.staleText(dd.newer))
 		return nil
 	}
-	r.res.Stored = op
+	cl.res.Stored = op
 	at := op.UpdatedAt
 	if op.CompletedAt != 0 {
 		at = op.CompletedAt
 	}
 	if d != ledger.Busy {
-		r.res.Previous = &Previous{State: string(op.State), AttemptID: op.CompletedBy, At: formatMs(at), Rows: op.Rows}
+		cl.res.Previous = &Previous{State: string(op.State), AttemptID: op.CompletedBy, At: formatMs(at), Rows: op.Rows}
 	}
 	switch d {
 	case ledger.Duplicate:
-		return r.settleDuplicate(ctx, op)
+		return cl.settleDuplicate(ctx, op)
 	case ledger.Conflict:
-		r.res.Outcome = Conflict
-		what, how := ledger.Difference(op, r.id)
-		r.res.Differs = what
+		cl.res.Outcome = Conflict
+		what, how := ledger.Difference(op, cl.id)
+		cl.res.Differs = what
 		return fmt.Errorf("conflict: %s differs from the file %s as %s into %s on %s (%s)",
 			what, map[bool]string{true: "refused", false: "imported"}[op.State == ledger.Refused], op.FileID, op.Table, formatMs(op.CreatedAt), how)
 	case ledger.Refuse:
-		r.res.Outcome = Refused
+		cl.res.Outcome = Refused
 		var ref Refusal
 		if err := json.Unmarshal([]byte(op.Outcome), &ref); err == nil {
-			r.res.Refusal = &ref
+			cl.res.Refusal = &ref
 		}
-		return fmt.Errorf("refused earlier on %s: %s", formatMs(op.UpdatedAt), refusalLine(r.res.Refusal))
+		return fmt.Errorf("refused earlier on %s: %s", formatMs(op.UpdatedAt), refusalLine(cl.res.Refusal))
 	case ledger.Busy:
-		r.res.Outcome = Busy
-		return r.heldBy(ctx, op)
+		cl.res.Outcome = Busy
+		return cl.heldBy(ctx, op)
 	}
 	return nil
 }
@@ -501,31 +515,31 @@ func (r *run) settle(ctx context.Context, dd decided) error {
 // settleDuplicate fills the result of a duplicate of the completed
 // operation op from its stored outcome, and records that its file was
 // seen again.
-func (r *run) settleDuplicate(ctx context.Context, op *ledger.Operation) error {
-	r.res.Outcome = Duplicate
+func (cl *claimer) settleDuplicate(ctx context.Context, op *ledger.Operation) error {
+	cl.res.Outcome = Duplicate
 	var so storedOutcome
 	if err := json.Unmarshal([]byte(op.Outcome), &so); err == nil {
-		r.res.Previous.Rows = so.Rows
-		r.res.Partitions = idemtype.Partitions{Total: so.Partitions, Skipped: so.Partitions}
+		cl.res.Previous.Rows = so.Rows
+		cl.res.Partitions = idemtype.Partitions{Total: so.Partitions, Skipped: so.Partitions}
 	}
-	r.res.AttemptID = op.CompletedBy
-	r.log.Info("duplicate", "completed_by", op.CompletedBy)
-	if err := r.e.st.Ledger.Seen(ctx, r.e.st.DB, op.Key, r.name()); err != nil {
+	cl.res.AttemptID = op.CompletedBy
+	cl.log.Info("duplicate", "completed_by", op.CompletedBy)
+	if err := cl.e.st.Ledger.Seen(ctx, cl.e.st.DB, op.Key, cl.name()); err != nil {
 		return err
 	}
-	if !r.target.Ordinal() {
-		return r.noteNewerWrites(ctx, op)
+	if !cl.target.Ordinal() {
+		return cl.noteNewerWrites(ctx, op)
 	}
 	return nil
 }
 
 // heldBy returns the BusyError of op, which live attempts hold (the
 // decision ledger.Busy): the planner's, or those of its partitions.
-func (r *run) heldBy(ctx context.Context, op *ledger.Operation) *BusyError {
+func (cl *claimer) heldBy(ctx context.Context, op *ledger.Operation) *BusyError {
 	if op.LeaseAttempt != "" && !op.Planned {
-		return r.leases().busy(ctx, fmt.Sprintf("is planning this file (lease until %s)", formatMs(op.LeaseExpires)), r.req.Wait > 0)
+		return cl.leases().busy(ctx, fmt.Sprintf("is planning this file (lease until %s)", formatMs(op.LeaseExpires)), cl.req.Wait > 0)
 	}
-	return r.leases().busy(ctx, "holds every unfinished partition", r.req.Wait > 0)
+	return cl.leases().busy(ctx, "holds every unfinished partition", cl.req.Wait > 0)
 }
 
 func formatMs(ms int64) string {

@@ -74,13 +74,13 @@ func (r *run) examine(ctx context.Context) (decided, error) {
 	if err != nil {
 		return decided{}, err
 	}
-	return r.decide(ctx, r.e.st.DB, op, now)
+	return r.claimer().decide(ctx, r.e.st.DB, op, now)
 }
 
 // Holding says which live import holds the file's operation, for the
 // decision ledger.Busy (BusyError.Holding).
 func (x *Examination) Holding(ctx context.Context) string {
-	return x.r.heldBy(ctx, x.Op).Holding()
+	return x.r.claimer().heldBy(ctx, x.Op).Holding()
 }
 
 // Read opens the file as its import read it and plans it as the import's

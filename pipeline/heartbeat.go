@@ -40,9 +40,9 @@ type leases struct {
 	log     *slog.Logger
 }
 
-// leases are the leases of r's attempt.
-func (r *run) leases() leases {
-	return leases{st: r.e.st, key: r.id.Key, op: r.op, attempt: r.attempt.ID, host: r.attempt.Host, lease: r.req.Lease, leaseMs: r.leaseMs, log: r.log}
+// leases are the leases of h's attempt.
+func (h *holding) leases() leases {
+	return leases{st: h.e.st, key: h.id.Key, op: h.op, attempt: h.attempt.ID, host: h.attempt.Host, lease: h.req.Lease, leaseMs: h.leaseMs, log: h.log}
 }
 
 // heartbeat renews this attempt's leases until the returned stop is

@@ -150,7 +150,6 @@ const (
 // and claim stages fill in, and what the run keeps besides.
 type run struct {
 	holding
-	leaseMs int64
 	started time.Time
 
 	sharesRead bool         // plan while hashing (imports do; dry runs and verify do not)
@@ -174,6 +173,7 @@ type holding struct {
 	claimed           // what the claim stage decided: set once, from its result
 	tables  tables    // the names of the tables the import uses: set once, after the claim
 	ap      *applying // what this attempt has done so far: counts, commits, leases recovered
+	leaseMs int64     // the attempt's lease (Request.Lease) in milliseconds
 }
 
 // Import imports one file and reports what happened. It never panics on bad
@@ -261,7 +261,7 @@ func (r *run) run(ctx context.Context) error {
 	if err := r.e.st.Hit("after-identify"); err != nil {
 		return err
 	}
-	c, err := r.claimWaiting(ctx)
+	c, err := r.claimer().claimWaiting(ctx)
 	r.ap.recovered = c.recovered // the attempt starts applying with the leases its claim recovered
 	if err != nil || !c.taken {
 		return err
@@ -352,24 +352,24 @@ func (r *run) identified(ident identity) {
 // numeric columns only without --evolve widen, which infers them from the
 // file); a Parquet or Arrow file with its own. The table is read through
 // q, once a run.
-func (r *run) readAs(ctx context.Context, q sink.Querier, op *ledger.Operation) error {
-	if op == nil || op.MappingDigest == r.id.MappingDigest || r.id.ReadAs != nil {
+func (cl *claimer) readAs(ctx context.Context, q sink.Querier, op *ledger.Operation) error {
+	if op == nil || op.MappingDigest == cl.id.MappingDigest || cl.id.ReadAs != nil {
 		return nil
 	}
 	readAs := map[string]string{}
-	if r.textFormat() {
-		if !r.e.st.Exists() || r.e.st.Driver.Limits().CheckTable(r.target.Table) != nil {
+	if cl.textFormat() {
+		if !cl.e.st.Exists() || cl.e.st.Driver.Limits().CheckTable(cl.target.Table) != nil {
 			return nil
 		}
-		t, err := r.e.st.Driver.Describe(ctx, q, r.target.Table)
+		t, err := cl.e.st.Driver.Describe(ctx, q, cl.target.Table)
 		if err != nil {
 			return err
 		}
-		for name, typ := range tableTypes(t, r.req.Mapping.Evolve == EvolveWiden) {
+		for name, typ := range tableTypes(t, cl.req.Mapping.Evolve == EvolveWiden) {
 			readAs[name] = typ.StoredName()
 		}
 	} else {
-		f, err := r.in.open(reader.Options{Format: r.req.Mapping.Format})
+		f, err := cl.in.open(reader.Options{Format: cl.req.Mapping.Format})
 		if err != nil {
 			return nil // the plan pass reports a file it cannot read
 		}
@@ -377,7 +377,7 @@ func (r *run) readAs(ctx context.Context, q sink.Querier, op *ledger.Operation) 
 			readAs[c.Name] = c.Type.StoredName()
 		}
 	}
-	r.id.ReadAs = readAs
+	cl.id.ReadAs = readAs
 	return nil
 }
 
@@ -433,7 +433,7 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 // applier is the apply and finalize stages of r's attempt, with the
 // identity, claim and plan its earlier stages made.
 func (r *run) applier() *applier {
-	return &applier{holding: r.holding, leaseMs: r.leaseMs, started: r.started, text: r.textFormat(),
+	return &applier{holding: r.holding, started: r.started, text: r.textFormat(),
 		planned: r.planned, leases: r.leases()}
 }
 

@@ -186,7 +186,7 @@ func (r *run) dryDecision(rep *PlanReport, dd decided) (inserted int64, settled 
 	rep.Decision = dd.decision.String()
 	switch dd.decision {
 	case ledger.Stale: // nothing is read
-		rep.Detail = r.staleText(dd.newer)
+		rep.Detail = r.claimer().staleText(dd.newer)
 		return 0, true
 	case ledger.Conflict:
 		what, how := ledger.Difference(op, r.id)

@@ -27,12 +27,12 @@ func newRun(e *Engine, req Request) *run {
 
 // rememberDigests records the run's digests for the quick check of its
 // input, local or remote.
-func (r *run) rememberDigests(ctx context.Context, q ledger.Querier) error {
+func (cl *claimer) rememberDigests(ctx context.Context, q ledger.Querier) error {
 	switch {
-	case r.in.obj != nil:
-		return r.e.st.Ledger.RememberRemote(ctx, q, r.in.remoteStat(), r.digests.Stored, r.digests.Content)
-	case r.stat.Path != "":
-		return r.e.st.Ledger.RememberDigest(ctx, q, r.stat, r.digests.Stored, r.digests.Content)
+	case cl.in.obj != nil:
+		return cl.e.st.Ledger.RememberRemote(ctx, q, cl.in.remoteStat(), cl.digests.Stored, cl.digests.Content)
+	case cl.stat.Path != "":
+		return cl.e.st.Ledger.RememberDigest(ctx, q, cl.stat, cl.digests.Stored, cl.digests.Content)
 	}
 	return nil
 }

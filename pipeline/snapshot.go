@@ -55,27 +55,27 @@ func (h *holding) snapshot() *Snapshot { return h.req.Mapping.Snapshot }
 // stale reports, through q, whether the run's file is a snapshot older than
 // the last one applied to the same table and scope (ledger.Situation.Stale),
 // and returns that one (nil when it is not).
-func (r *run) stale(ctx context.Context, q sink.Querier) (*ledger.Snapshot, error) {
-	if r.snapshot() == nil {
+func (cl *claimer) stale(ctx context.Context, q sink.Querier) (*ledger.Snapshot, error) {
+	if cl.snapshot() == nil {
 		return nil, nil
 	}
-	last, err := r.e.st.Ledger.LastSnapshot(ctx, q, r.target.Table, r.snapshot().scopeTexts()...)
-	if err != nil || last == nil || last.AsOf <= asOf(r.req.AsOf, r.stat) {
+	last, err := cl.e.st.Ledger.LastSnapshot(ctx, q, cl.target.Table, cl.snapshot().scopeTexts()...)
+	if err != nil || last == nil || last.AsOf <= asOf(cl.req.AsOf, cl.stat) {
 		return nil, err
 	}
 	return last, nil
 }
 
 // staleText says why the run decided ledger.Stale: newer was applied.
-func (r *run) staleText(newer *ledger.Snapshot) string {
+func (cl *claimer) staleText(newer *ledger.Snapshot) string {
 	text := fmt.Sprintf("snapshot as of %s is older than the one already applied to %s%s (%s, as of %s): nothing written",
-		stamp(asOf(r.req.AsOf, r.stat)), r.target.Table, scopeSuffix(r.snapshot()), newer.FileID, stamp(newer.AsOf))
-	if r.req.Reapply {
+		stamp(asOf(cl.req.AsOf, cl.stat)), cl.target.Table, scopeSuffix(cl.snapshot()), newer.FileID, stamp(newer.AsOf))
+	if cl.req.Reapply {
 		forget := ""
-		if !r.target.Ordinal() {
+		if !cl.target.Ordinal() {
 			forget = "--forget "
 		}
-		text += fmt.Sprintf("; to make this one current again, undo the newer one first (idemport undo %s--table %s %s)", forget, r.target.Table, newer.FileID)
+		text += fmt.Sprintf("; to make this one current again, undo the newer one first (idemport undo %s--table %s %s)", forget, cl.target.Table, newer.FileID)
 	}
 	return text
 }
