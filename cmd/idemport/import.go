@@ -407,13 +407,7 @@ func (run *importRun) ledgerMetrics(c *cobra.Command, o *importOptions, m *runMe
 }
 
 func importFiles(c *cobra.Command, e *env, o *importOptions, args []string, run *importRun) error {
-	if _, err := parseWait(o.wait); err != nil { // first: "--wait FILE" reads FILE as the duration
-		return err
-	}
-	if len(args) == 0 {
-		return usageError{errors.New("import needs at least one FILE, DIR or GLOB")}
-	}
-	if err := checkOutput(o.output); err != nil {
+	if err := checkImportArgs(o, args); err != nil {
 		return err
 	}
 	files, err := o.expand(c.Context(), args)
@@ -438,6 +432,24 @@ func importFiles(c *cobra.Command, e *env, o *importOptions, args []string, run 
 	if o.dryRun {
 		return dryRun(c, e, o, "", reqs)
 	}
+	return importRequests(c, e, o, ui, log, reqs, run)
+}
+
+// checkImportArgs checks what import must check before it looks at its
+// arguments' files.
+func checkImportArgs(o *importOptions, args []string) error {
+	if _, err := parseWait(o.wait); err != nil { // first: "--wait FILE" reads FILE as the duration
+		return err
+	}
+	if len(args) == 0 {
+		return usageError{errors.New("import needs at least one FILE, DIR or GLOB")}
+	}
+	return checkOutput(o.output)
+}
+
+// importRequests imports reqs into the target, with their events, prints
+// what happened and returns the error whose exit code is the run's.
+func importRequests(c *cobra.Command, e *env, o *importOptions, ui *progressUI, log *slog.Logger, reqs []pipeline.Request, run *importRun) error {
 	sinks, err := o.notify.sinks(e)
 	if err != nil {
 		return err
