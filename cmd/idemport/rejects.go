@@ -73,25 +73,7 @@ func newRejectsListCmd(e *env) *cobra.Command {
 			}
 			defer eng.Close()
 			if output == "json" {
-				type rejectJSON struct {
-					Table      string `json:"table"`
-					FileID     string `json:"file_id"`
-					Ordinal    int64  `json:"ordinal"`
-					Offset     int64  `json:"byte_offset"`
-					Column     string `json:"column,omitempty"`
-					Value      string `json:"value"`
-					Code       string `json:"code"`
-					Message    string `json:"message"`
-					AttemptID  string `json:"attempt_id"`
-					ReplayedBy string `json:"replayed_by,omitempty"`
-				}
-				out := []rejectJSON{}
-				for i, op := range ops {
-					for _, r := range all[i] {
-						out = append(out, rejectJSON{op.Table, op.FileID, r.Ordinal, r.Offset, r.Column, r.Value, r.Code, r.Message, r.Attempt, r.ReplayedBy})
-					}
-				}
-				return writeJSON(e.stdout, out...)
+				return rejectsJSON(e.stdout, ops, all)
 			}
 			return rejectsText(e.stdout, ops, all)
 		},
@@ -101,6 +83,30 @@ func newRejectsListCmd(e *env) *cobra.Command {
 	c.Flags().StringVar(&table, "table", "", "only the operation on this table")
 	feedFlag(c)
 	return c
+}
+
+// rejectsJSON writes the rejects all of ops, all[i] those of ops[i], as
+// JSON lines.
+func rejectsJSON(w io.Writer, ops []ledger.Operation, all [][]ledger.Reject) error {
+	type rejectJSON struct {
+		Table      string `json:"table"`
+		FileID     string `json:"file_id"`
+		Ordinal    int64  `json:"ordinal"`
+		Offset     int64  `json:"byte_offset"`
+		Column     string `json:"column,omitempty"`
+		Value      string `json:"value"`
+		Code       string `json:"code"`
+		Message    string `json:"message"`
+		AttemptID  string `json:"attempt_id"`
+		ReplayedBy string `json:"replayed_by,omitempty"`
+	}
+	out := []rejectJSON{}
+	for i, op := range ops {
+		for _, r := range all[i] {
+			out = append(out, rejectJSON{op.Table, op.FileID, r.Ordinal, r.Offset, r.Column, r.Value, r.Code, r.Message, r.Attempt, r.ReplayedBy})
+		}
+	}
+	return writeJSON(w, out...)
 }
 
 func rejectsText(w io.Writer, ops []ledger.Operation, all [][]ledger.Reject) error {
@@ -171,10 +177,15 @@ replay'. Rows already replayed are left out unless --all.`,
 	return c
 }
 
+// replayOptions are the flags of rejects replay.
+type replayOptions struct {
+	into   target
+	output string
+	nf     notifyFlags
+}
+
 func newRejectsReplayCmd(e *env) *cobra.Command {
-	var into target
-	var output string
-	var nf notifyFlags
+	o := &replayOptions{}
 	c := &cobra.Command{
 		Use:   "replay FIXED.csv",
 		Short: "Apply corrected rejects under their original identity",
@@ -184,43 +195,47 @@ each under its original identity (file ID and row ordinal), as a new attempt wit
 otherwise nothing is applied (exit 5). Replaying the same file again changes nothing.`,
 		Example: "  idemport rejects replay fix.csv",
 		Args:    cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			sinks, err := nf.sinks(e)
-			if err != nil {
-				return err
-			}
-			defer closeSinks(sinks)
-			op, err := into.operator(c.Context(), pipeline.Options{Notify: sinks, Failpoints: e.failpoints})
-			if err != nil {
-				return err
-			}
-			defer op.Close()
-			res, err := op.Replay(c.Context(), args[0])
-			if err != nil {
-				if errors.Is(err, ops.ErrReplay) {
-					return refusedError{err}
-				}
-				return err
-			}
-			if len(sinks) > 0 {
-				defer reportDelivery(e, deliverAfter(c.Context(), e, op, nf.timeout))
-			}
-			if output == "json" {
-				return writeJSON(e.stdout, res)
-			}
-			_, err = textf(e.stdout, "%s: replayed %s into %s under their identity in %s (%d inserted, %d updated, %d unchanged, %d stale)\n",
-				res.File, english.Plural(res.Rows.Read, "row"), res.Table, res.FileID, res.Rows.Inserted, res.Rows.Updated, res.Rows.Unchanged, res.Rows.Stale)
-			return err
-		},
+		RunE:    func(c *cobra.Command, args []string) error { return runReplay(c, e, o, args[0]) },
 	}
-	e.intoFlag(c, &into)
-	outputFlag(c, &output)
-	nf.register(c)
+	e.intoFlag(c, &o.into)
+	outputFlag(c, &o.output)
+	o.nf.register(c)
 	feedFlag(c)
 	return c
+}
+
+// runReplay replays the corrected rejects in path and prints what it did;
+// a file it refuses is a refusedError.
+func runReplay(c *cobra.Command, e *env, o *replayOptions, path string) error {
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	sinks, err := o.nf.sinks(e)
+	if err != nil {
+		return err
+	}
+	defer closeSinks(sinks)
+	op, err := o.into.operator(c.Context(), pipeline.Options{Notify: sinks, Failpoints: e.failpoints})
+	if err != nil {
+		return err
+	}
+	defer op.Close()
+	res, err := op.Replay(c.Context(), path)
+	if err != nil {
+		if errors.Is(err, ops.ErrReplay) {
+			return refusedError{err}
+		}
+		return err
+	}
+	if len(sinks) > 0 {
+		defer reportDelivery(e, deliverAfter(c.Context(), e, op, o.nf.timeout))
+	}
+	if o.output == "json" {
+		return writeJSON(e.stdout, res)
+	}
+	_, err = textf(e.stdout, "%s: replayed %s into %s under their identity in %s (%d inserted, %d updated, %d unchanged, %d stale)\n",
+		res.File, english.Plural(res.Rows.Read, "row"), res.Table, res.FileID, res.Rows.Inserted, res.Rows.Updated, res.Rows.Unchanged, res.Rows.Stale)
+	return err
 }
 
 // refusedError is a command refused for its input, with nothing applied
