@@ -170,10 +170,15 @@ func deliveriesJSON(ds []ledger.Delivery) []deliveryJSON {
 	return out
 }
 
+// deliverOptions are the flags of outbox deliver.
+type deliverOptions struct {
+	into   target
+	output string
+	nf     notifyFlags
+}
+
 func newOutboxDeliverCmd(e *env) *cobra.Command {
-	var into target
-	var output string
-	var nf notifyFlags
+	o := &deliverOptions{}
 	c := &cobra.Command{
 		Use:   "deliver",
 		Short: "Deliver the events still owed to the --notify sinks",
@@ -183,45 +188,49 @@ give the same addresses. Exit 0 when nothing is left pending, 1 otherwise.`,
 		Example: `  idemport outbox deliver --notify nats://127.0.0.1:4222/imports
   IDEMPORT_NOTIFY=https://hooks.example.com/idemport idemport outbox deliver --notify-timeout 2m`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			sinks, err := nf.sinks(e)
-			if err != nil {
-				return err
-			}
-			defer closeSinks(sinks)
-			if len(sinks) == 0 {
-				return usageError{errors.New("no sink: give --notify or set IDEMPORT_NOTIFY")}
-			}
-			op, err := into.operator(c.Context(), pipeline.Options{Notify: sinks, Failpoints: e.failpoints})
-			if err != nil {
-				return err
-			}
-			defer op.Close()
-			rep, err := op.Deliver(c.Context(), nf.timeout)
-			if err != nil {
-				return err
-			}
-			if output == "json" {
-				if err := writeJSON(e.stdout, map[string]int64{"delivered": rep.Delivered, "failed": rep.Failed, "pending": rep.Pending}); err != nil {
-					return err
-				}
-			} else {
-				fmt.Fprintf(e.stdout, "delivered %s; %d pending\n", english.Plural(rep.Delivered, "event delivery"), rep.Pending)
-			}
-			reportDelivery(e, rep)
-			if rep.Pending > 0 || rep.Failed > 0 {
-				return errDeliveryIncomplete
-			}
-			return nil
-		},
+		RunE: func(c *cobra.Command, args []string) error { return runDeliver(c, e, o) },
 	}
-	e.intoFlag(c, &into)
-	outputFlag(c, &output)
-	nf.register(c)
+	e.intoFlag(c, &o.into)
+	outputFlag(c, &o.output)
+	o.nf.register(c)
 	return c
+}
+
+// runDeliver delivers the events owed to the sinks --notify names and
+// prints how many went out; any left pending or failed is an error.
+func runDeliver(c *cobra.Command, e *env, o *deliverOptions) error {
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	sinks, err := o.nf.sinks(e)
+	if err != nil {
+		return err
+	}
+	defer closeSinks(sinks)
+	if len(sinks) == 0 {
+		return usageError{errors.New("no sink: give --notify or set IDEMPORT_NOTIFY")}
+	}
+	op, err := o.into.operator(c.Context(), pipeline.Options{Notify: sinks, Failpoints: e.failpoints})
+	if err != nil {
+		return err
+	}
+	defer op.Close()
+	rep, err := op.Deliver(c.Context(), o.nf.timeout)
+	if err != nil {
+		return err
+	}
+	if o.output == "json" {
+		if err := writeJSON(e.stdout, map[string]int64{"delivered": rep.Delivered, "failed": rep.Failed, "pending": rep.Pending}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "delivered %s; %d pending\n", english.Plural(rep.Delivered, "event delivery"), rep.Pending)
+	}
+	reportDelivery(e, rep)
+	if rep.Pending > 0 || rep.Failed > 0 {
+		return errDeliveryIncomplete
+	}
+	return nil
 }
 
 // errDeliveryIncomplete ends 'outbox deliver' with exit 1 when events are
