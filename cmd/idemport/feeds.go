@@ -198,15 +198,7 @@ func runFeeds(c *cobra.Command, e *env, o *importOptions, r *runFlags, names []s
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
-	path, err := r.configPath(e)
-	if err != nil {
-		return err
-	}
-	all, err := loadFeeds(e, path, c.Flags())
-	if err != nil {
-		return err
-	}
-	feeds, err := selectFeeds(all, names, path)
+	feeds, err := r.feeds(c, e, names)
 	if err != nil {
 		return err
 	}
@@ -217,21 +209,8 @@ func runFeeds(c *cobra.Command, e *env, o *importOptions, r *runFlags, names []s
 	ctx := c.Context()
 	fs := &feedsRun{c: c, e: e, o: o, ui: ui, run: run, targets: &targetSet{e: e, log: log}, dryCode: exitOK}
 	defer func() { fs.targets.close(run.eng) }() // run.eng is withMetrics' to close
-	for i, fr := range feeds {
-		if ctx.Err() != nil {
-			break
-		}
-		if r.failFast && len(fs.bad) > 0 {
-			rest := make([]string, 0, len(feeds)-i)
-			for _, f := range feeds[i:] {
-				rest = append(rest, f.feed.Name)
-			}
-			textf(e.stderr, "idemport: --fail-fast: not run: %s\n", strings.Join(rest, ", "))
-			break
-		}
-		if err := fs.feed(ctx, fr); err != nil {
-			return err
-		}
+	if err := fs.each(ctx, feeds, r.failFast); err != nil {
+		return err
 	}
 	if o.output == "text" && len(fs.results) > 1 && !o.quiet {
 		fmt.Fprintln(e.stdout, summary(fs.results))
@@ -257,6 +236,28 @@ type feedsRun struct {
 	results []*pipeline.Result
 	bad     []*pipeline.Result // the results that did not import cleanly
 	dryCode int                // the most severe code a --dry-run predicts
+}
+
+// each runs feeds in turn until ctx is cancelled or, with failFast, one
+// has failed: the feeds not run are named on stderr.
+func (fs *feedsRun) each(ctx context.Context, feeds []*feedRun, failFast bool) error {
+	for i, fr := range feeds {
+		if ctx.Err() != nil {
+			break
+		}
+		if failFast && len(fs.bad) > 0 {
+			rest := make([]string, 0, len(feeds)-i)
+			for _, f := range feeds[i:] {
+				rest = append(rest, f.feed.Name)
+			}
+			textf(fs.e.stderr, "idemport: --fail-fast: not run: %s\n", strings.Join(rest, ", "))
+			break
+		}
+		if err := fs.feed(ctx, fr); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // feed runs the files of one feed, each delivery pass within the feed's
@@ -312,6 +313,20 @@ func (fs *feedsRun) keep(feed string, rs ...*pipeline.Result) {
 			fs.bad = append(fs.bad, r)
 		}
 	}
+}
+
+// feeds loads the feeds file and returns the feeds names select (all of
+// them when names is empty).
+func (r *runFlags) feeds(c *cobra.Command, e *env, names []string) ([]*feedRun, error) {
+	path, err := r.configPath(e)
+	if err != nil {
+		return nil, err
+	}
+	all, err := loadFeeds(e, path, c.Flags())
+	if err != nil {
+		return nil, err
+	}
+	return selectFeeds(all, names, path)
 }
 
 // selectFeeds is the feeds named, in the file's order, or all of them.
@@ -488,44 +503,48 @@ It writes nothing.`,
 		Example: `  idemport feeds
   idemport feeds --output json | jq -c 'select(.last_state != "completed")'`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			path, err := (&runFlags{config: configPath}).configPath(e)
-			if err != nil {
-				return err
-			}
-			all, err := loadFeeds(e, path, pflag.NewFlagSet("none", pflag.ContinueOnError))
-			if err != nil {
-				return err
-			}
-			now := time.Now()
-			var lines []feedStatus
-			for _, fr := range all {
-				lines = append(lines, lastOutcome(c, fr, now))
-			}
-			if output == "json" {
-				return writeJSON(e.stdout, lines...)
-			}
-			return writeTable(e.stdout, "no feeds", "FEED\tTABLE\tLAST\tROWS\tAGE\tFILE", lines, func(l feedStatus) []any {
-				last, rows, age := orDash(l.Last), "-", "-"
-				if l.Error != "" {
-					last = "error: " + l.Error
-				}
-				if l.Rows != nil {
-					rows = fmt.Sprint(*l.Rows)
-				}
-				if l.AgeS != nil {
-					age = (time.Duration(*l.AgeS) * time.Second).String()
-				}
-				return []any{l.Feed, orDash(l.Table), last, rows, age, orDash(l.File)}
-			})
-		},
+		RunE: func(c *cobra.Command, _ []string) error { return listFeeds(c, e, output, configPath) },
 	}
 	outputFlag(c, &output)
 	c.Flags().StringVar(&configPath, "config", "", "the feeds file (default $IDEMPORT_CONFIG, else ./idemport.yaml)")
 	return c
+}
+
+// listFeeds prints each feed of the feeds file at configPath (or its
+// default) with the last operation on its table.
+func listFeeds(c *cobra.Command, e *env, output, configPath string) error {
+	if err := checkOutput(output); err != nil {
+		return err
+	}
+	path, err := (&runFlags{config: configPath}).configPath(e)
+	if err != nil {
+		return err
+	}
+	all, err := loadFeeds(e, path, pflag.NewFlagSet("none", pflag.ContinueOnError))
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	var lines []feedStatus
+	for _, fr := range all {
+		lines = append(lines, lastOutcome(c, fr, now))
+	}
+	if output == "json" {
+		return writeJSON(e.stdout, lines...)
+	}
+	return writeTable(e.stdout, "no feeds", "FEED\tTABLE\tLAST\tROWS\tAGE\tFILE", lines, func(l feedStatus) []any {
+		last, rows, age := orDash(l.Last), "-", "-"
+		if l.Error != "" {
+			last = "error: " + l.Error
+		}
+		if l.Rows != nil {
+			rows = fmt.Sprint(*l.Rows)
+		}
+		if l.AgeS != nil {
+			age = (time.Duration(*l.AgeS) * time.Second).String()
+		}
+		return []any{l.Feed, orDash(l.Table), last, rows, age, orDash(l.File)}
+	})
 }
 
 // lastOutcome reads the last operation on fr's table in its target.
