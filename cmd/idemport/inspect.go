@@ -50,29 +50,7 @@ func newStatusCmd(e *env) *cobra.Command {
   idemport status --state failed --table orders
   idemport status --output json | jq -c 'select(.state != "completed")'`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			switch ledger.State(state) {
-			case "", ledger.Processing, ledger.Failed, ledger.Completed, ledger.Refused, ledger.Undone, ledger.Abandoned:
-			default:
-				return usageError{fmt.Errorf("--state %q: want processing, failed, completed, refused, undone or abandoned", state)}
-			}
-			eng, err := existingOperator(c, into)
-			if err != nil {
-				return err
-			}
-			defer eng.Close()
-			ops, err := eng.Status(c.Context(), ledger.Filter{Table: table, State: ledger.State(state)})
-			if err != nil {
-				return err
-			}
-			if output == "json" {
-				return writeJSON(e.stdout, statusJSON(ops)...)
-			}
-			return statusText(e.stdout, ops)
-		},
+		RunE: func(c *cobra.Command, args []string) error { return runStatus(c, e, into, output, table, state) },
 	}
 	e.intoFlag(c, &into)
 	outputFlag(c, &output)
@@ -80,6 +58,31 @@ func newStatusCmd(e *env) *cobra.Command {
 	c.Flags().StringVar(&state, "state", "", "only operations in this state: processing, failed, completed, refused, undone or abandoned (default: all but undone)")
 	feedFlag(c)
 	return c
+}
+
+// runStatus lists the operations on table in state (any, when empty).
+func runStatus(c *cobra.Command, e *env, into target, output, table, state string) error {
+	if err := checkOutput(output); err != nil {
+		return err
+	}
+	switch ledger.State(state) {
+	case "", ledger.Processing, ledger.Failed, ledger.Completed, ledger.Refused, ledger.Undone, ledger.Abandoned:
+	default:
+		return usageError{fmt.Errorf("--state %q: want processing, failed, completed, refused, undone or abandoned", state)}
+	}
+	eng, err := existingOperator(c, into)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	ops, err := eng.Status(c.Context(), ledger.Filter{Table: table, State: ledger.State(state)})
+	if err != nil {
+		return err
+	}
+	if output == "json" {
+		return writeJSON(e.stdout, statusJSON(ops)...)
+	}
+	return statusText(e.stdout, ops)
 }
 
 type operationJSON struct {
@@ -189,30 +192,33 @@ file was moved away), or as the start of a file ID that only one file ID has.`,
   idemport history sha256:9fce7cbabe9b
   idemport history orders/2026-11-28 --table orders --output json`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			eng, err := existingOperator(c, into)
-			if err != nil {
-				return err
-			}
-			defer eng.Close()
-			ops, attempts, err := eng.History(c.Context(), args[0], table)
-			if err != nil {
-				return err
-			}
-			if output == "json" {
-				return writeJSON(e.stdout, historyJSON(ops, attempts)...)
-			}
-			return historyText(e.stdout, ops, attempts)
-		},
+		RunE: func(c *cobra.Command, args []string) error { return runHistory(c, e, into, output, table, args[0]) },
 	}
 	e.intoFlag(c, &into)
 	outputFlag(c, &output)
 	c.Flags().StringVar(&table, "table", "", "only the operation on this table")
 	feedFlag(c)
 	return c
+}
+
+// runHistory shows the attempts of the operations of fileOrID.
+func runHistory(c *cobra.Command, e *env, into target, output, table, fileOrID string) error {
+	if err := checkOutput(output); err != nil {
+		return err
+	}
+	eng, err := existingOperator(c, into)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	ops, attempts, err := eng.History(c.Context(), fileOrID, table)
+	if err != nil {
+		return err
+	}
+	if output == "json" {
+		return writeJSON(e.stdout, historyJSON(ops, attempts)...)
+	}
+	return historyText(e.stdout, ops, attempts)
 }
 
 type attemptJSON struct {

@@ -109,40 +109,44 @@ func newOutboxListCmd(e *env) *cobra.Command {
 		Example: `  idemport outbox list
   idemport outbox list --state pending --output json`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			switch state {
-			case "", ledger.DeliveryPending, ledger.DeliveryDelivered, ledger.DeliveryFailed:
-			default:
-				return usageError{fmt.Errorf("--state %q: want pending, delivered or failed", state)}
-			}
-			op, err := into.operator(c.Context(), pipeline.Options{ReadOnly: true, AllowMissing: true})
-			if err != nil {
-				return err
-			}
-			defer op.Close()
-			ds, err := op.Outbox(c.Context(), state)
-			if err != nil {
-				return err
-			}
-			if output == "json" {
-				return writeJSON(e.stdout, deliveriesJSON(ds)...)
-			}
-			return writeTable(e.stdout, "no events", "EVENT\tKIND\tTABLE\tFILE ID\tRECORDED\tSINK\tSTATE\tATTEMPTS\tLAST ERROR", ds, func(d ledger.Delivery) []any {
-				sink, st := d.SinkName, d.State
-				if d.SinkID == "" {
-					sink, st = "-", "no sink"
-				}
-				return []any{d.EventID, d.Kind, d.Key.Table, d.Key.FileID, msTime(d.CreatedAt), sink, st, d.Tries, orDash(d.LastError)}
-			})
-		},
+		RunE: func(c *cobra.Command, args []string) error { return listOutbox(c, e, into, output, state) },
 	}
 	e.intoFlag(c, &into)
 	outputFlag(c, &output)
 	c.Flags().StringVar(&state, "state", "", "only deliveries in this state: pending, delivered or failed")
 	return c
+}
+
+// listOutbox lists the outbox's events and their deliveries in state (any,
+// when empty).
+func listOutbox(c *cobra.Command, e *env, into target, output, state string) error {
+	if err := checkOutput(output); err != nil {
+		return err
+	}
+	switch state {
+	case "", ledger.DeliveryPending, ledger.DeliveryDelivered, ledger.DeliveryFailed:
+	default:
+		return usageError{fmt.Errorf("--state %q: want pending, delivered or failed", state)}
+	}
+	op, err := into.operator(c.Context(), pipeline.Options{ReadOnly: true, AllowMissing: true})
+	if err != nil {
+		return err
+	}
+	defer op.Close()
+	ds, err := op.Outbox(c.Context(), state)
+	if err != nil {
+		return err
+	}
+	if output == "json" {
+		return writeJSON(e.stdout, deliveriesJSON(ds)...)
+	}
+	return writeTable(e.stdout, "no events", "EVENT\tKIND\tTABLE\tFILE ID\tRECORDED\tSINK\tSTATE\tATTEMPTS\tLAST ERROR", ds, func(d ledger.Delivery) []any {
+		sink, st := d.SinkName, d.State
+		if d.SinkID == "" {
+			sink, st = "-", "no sink"
+		}
+		return []any{d.EventID, d.Kind, d.Key.Table, d.Key.FileID, msTime(d.CreatedAt), sink, st, d.Tries, orDash(d.LastError)}
+	})
 }
 
 // deliveryJSON is one line of 'outbox list --output json'.

@@ -25,34 +25,37 @@ that changes what an import decides (--reapply, --replace, --min-age, --as-of, -
 		Example: `  idemport plan orders.csv
   idemport plan --key order_id --partition-rows 50000 --output json orders.csv`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			if err := checkOutput(o.output); err != nil {
-				return err
-			}
-			req, err := o.request(args[0])
-			if err != nil {
-				return err
-			}
-			eng, err := openReadOnly(c, o.into)
-			if err != nil {
-				return err
-			}
-			defer eng.Close()
-			rep, err := pipeline.PlanFile(c.Context(), eng, req)
-			if err != nil {
-				return err
-			}
-			if o.output == "json" {
-				return writeJSON(e.stdout, planLine{PlanReport: rep, ExitCode: wouldCode(rep.Would)})
-			}
-			return planText(e.stdout, rep)
-		},
+		RunE: func(c *cobra.Command, args []string) error { return runPlan(c, e, o, args[0]) },
 	}
 	mappingFlags(e, c, o)
 	decisionFlags(c, o)
 	outputFlag(c, &o.output)
 	feedFlag(c)
 	return c
+}
+
+// runPlan shows what an import of path would decide, writing nothing.
+func runPlan(c *cobra.Command, e *env, o *importOptions, path string) error {
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	req, err := o.request(path)
+	if err != nil {
+		return err
+	}
+	eng, err := openReadOnly(c, o.into)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	rep, err := pipeline.PlanFile(c.Context(), eng, req)
+	if err != nil {
+		return err
+	}
+	if o.output == "json" {
+		return writeJSON(e.stdout, planLine{PlanReport: rep, ExitCode: wouldCode(rep.Would)})
+	}
+	return planText(e.stdout, rep)
 }
 
 // planLine is one line of plan --output json and of import --dry-run
