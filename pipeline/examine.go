@@ -90,7 +90,7 @@ func (x *Examination) Holding(ctx context.Context) string {
 // that each key's row is the one the import applied. table is the table
 // the rows went into; when that does not exist, all three are nil.
 func (x *Examination) Read(ctx context.Context) (f *reader.File, plan *reader.Plan, table *sink.Table, err error) {
-	r := x.r
+	r := x.r.planner()
 	in, table, err := r.planInputs(ctx)
 	if err != nil || table == nil {
 		return nil, nil, nil, err

@@ -36,7 +36,7 @@ type identifier struct {
 func (r *run) identifier() *identifier {
 	s := &identifier{st: r.e.st, req: r.req, in: r.in}
 	if r.sharesRead {
-		s.plan = r.speculate
+		s.plan = r.planner().speculate
 	}
 	return s
 }

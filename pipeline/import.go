@@ -296,7 +296,7 @@ func (r *run) identify(ctx context.Context) (skipped bool, err error) {
 	}
 	r.identified(ident)
 	r.res.FileID, r.res.ContentDigest, r.res.MappingDigest = r.id.FileID, r.id.ContentDigest, r.id.MappingDigest
-	note, err := r.preflight()
+	note, err := r.planner().preflight()
 	if err != nil {
 		return false, err
 	}
@@ -397,13 +397,13 @@ func beginTx(ctx context.Context, db interface {
 func (r *run) work(ctx context.Context, d ledger.Decision) error {
 	switch d {
 	case ledger.Create, ledger.Supersede, ledger.Replace, ledger.Plan, ledger.Reapply:
-		p, refused, err := r.planFile(ctx)
+		p, refused, err := r.planner().planFile(ctx)
 		r.planned = p // what it read counts even when refused (Result.Read)
 		if err != nil || refused {
 			return err
 		}
 		if d == ledger.Create {
-			if err := r.noteSamePath(ctx, p.plan); err != nil {
+			if err := r.planner().noteSamePath(ctx, p.plan); err != nil {
 				r.log.Warn("could not look for other content imported from the same path", "err", err)
 			}
 		}
@@ -413,7 +413,7 @@ func (r *run) work(ctx context.Context, d ledger.Decision) error {
 	default:
 		r.spec.stop() // a stored plan is used instead
 		r.spec = nil
-		p, err := r.loadPlan(ctx)
+		p, err := r.planner().loadPlan(ctx)
 		if err != nil {
 			return err
 		}

@@ -143,7 +143,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 	} else if err != nil {
 		return nil, err
 	}
-	if _, err := r.preflight(); err != nil {
+	if _, err := r.planner().preflight(); err != nil {
 		return nil, err
 	}
 	rep := &PlanReport{File: r.name(), FileID: r.id.FileID, FileKey: r.id.FileKey, ContentDigest: r.id.ContentDigest,
@@ -153,7 +153,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 	if settled {
 		return rep.would(), nil
 	}
-	p, err := r.planPass(ctx, nil)
+	p, err := r.planner().planPass(ctx, nil)
 	defer p.spill.close()
 	if p.file != nil {
 		rep.Format, rep.Compression = p.file.Format(), p.file.Compression()
@@ -216,7 +216,7 @@ func (r *run) reportPlan(ctx context.Context, rep *PlanReport, p planned, insert
 	plan := p.plan
 	// JSONL names its columns only in its rows: a mapping column it
 	// lacks shows after the plan pass, where import finds it.
-	if err := r.checkColumns(columnNames(plan.Schema)); err != nil {
+	if err := r.planner().checkColumns(columnNames(plan.Schema)); err != nil {
 		return err
 	}
 	rep.Schema, rep.Rows, rep.Rejected, rep.Partitions, rep.Rejects = plan.Schema, plan.Rows, plan.Rejected, plan.Partitions, plan.Rejects

@@ -48,8 +48,8 @@ const maxReported = 20
 
 // readerOptions are the reader options of the mapping, with types fixed and
 // values checked as in.
-func (r *run) readerOptions(in planInput) reader.Options {
-	m := r.req.Mapping
+func (pl *planner) readerOptions(in planInput) reader.Options {
+	m := pl.req.Mapping
 	return reader.Options{Format: m.Format, Delimiter: m.Delimiter, Quotes: m.Quotes, Types: in.types, NotNull: m.Key, Exact: m.Key, Key: m.Key, Version: m.Version,
 		Limits: in.limits, Rules: in.rules, AllJSON: in.jsonb,
 		SkipLines: m.SkipLines, NoHeader: m.NoHeader, Names: m.Names, Select: m.Select, Rename: m.Rename, Null: m.Null, Encoding: m.Encoding, Sheet: m.Sheet,
@@ -58,12 +58,12 @@ func (r *run) readerOptions(in planInput) reader.Options {
 
 // checkColumns reports mapping columns that the file does not have. It is a
 // usage error: the command, not the file, is wrong.
-func (r *run) checkColumns(names []string) error {
+func (pl *planner) checkColumns(names []string) error {
 	have := map[string]bool{}
 	for _, n := range names {
 		have[n] = true
 	}
-	m := r.req.Mapping
+	m := pl.req.Mapping
 	var missing []string
 	for _, n := range sortedNames(m.Columns) {
 		if !have[n] {
@@ -86,11 +86,11 @@ func (r *run) checkColumns(names []string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return usagef("%s: not a column of %s (it has %s)", strings.Join(missing, ", "), r.name(), strings.Join(names, ", "))
+		return usagef("%s: not a column of %s (it has %s)", strings.Join(missing, ", "), pl.name(), strings.Join(names, ", "))
 	}
 	for _, n := range names {
 		if strings.HasPrefix(n, sink.Reserved) {
-			return usagef("column %q of %s uses the prefix %s, which idemport keeps for its lineage columns", n, r.name(), sink.Reserved)
+			return usagef("column %q of %s uses the prefix %s, which idemport keeps for its lineage columns", n, pl.name(), sink.Reserved)
 		}
 	}
 	return nil
@@ -123,26 +123,26 @@ func isTextFormat(f reader.Format, name string) bool {
 // preflight checks, before anything is claimed, what can be checked from the
 // file's header: the mapping's columns must exist. It returns a note for
 // the result, when the header looks like data.
-func (r *run) preflight() (note string, err error) {
-	if r.in.obj != nil && r.quick && !r.req.Mapping.namesColumns() {
+func (pl *planner) preflight() (note string, err error) {
+	if pl.in.obj != nil && pl.quick && !pl.req.Mapping.namesColumns() {
 		// An object hashed before was read before: its header holds no
 		// reserved name, and the mapping names no column to look for, so
 		// a rerun costs its HEAD request alone.
 		return "", nil
 	}
-	f, err := r.in.open(r.readerOptions(planInput{}))
+	f, err := pl.in.open(pl.readerOptions(planInput{}))
 	if errors.Is(err, reader.ErrOption) {
 		return "", &UsageError{Err: err}
 	}
 	if err != nil {
 		return "", nil // a bad header is the file's defect: the plan pass refuses it
 	}
-	if f.HeaderLooksLikeData() && !r.req.Mapping.NoHeader {
+	if f.HeaderLooksLikeData() && !pl.req.Mapping.NoHeader {
 		note = fmt.Sprintf("the header of %s (%s) looks like data: if the file has no header, import it with --no-header (and --columns to name them)",
-			r.name(), strings.Join(f.Header(), ","))
+			pl.name(), strings.Join(f.Header(), ","))
 	}
 	if h := f.Header(); h != nil {
-		return note, r.checkColumns(h)
+		return note, pl.checkColumns(h)
 	}
 	return note, nil
 }
@@ -152,35 +152,35 @@ func (r *run) preflight() (note string, err error) {
 // also returns (nil when it does not exist yet), and what that table's
 // columns can hold (or, for a new table, what the database's json holds).
 // Without a database the table does not exist yet.
-func (r *run) planInputs(ctx context.Context) (planInput, *sink.Table, error) {
+func (pl *planner) planInputs(ctx context.Context) (planInput, *sink.Table, error) {
 	types := map[string]idemtype.Type{}
-	for n, t := range r.req.Mapping.Columns {
+	for n, t := range pl.req.Mapping.Columns {
 		types[n] = t
 	}
-	in := planInput{types: types, rules: r.e.st.Driver.Limits().Rules}
-	if err := r.e.st.Driver.Limits().CheckTable(r.target.Table); err != nil {
+	in := planInput{types: types, rules: pl.e.st.Driver.Limits().Rules}
+	if err := pl.e.st.Driver.Limits().CheckTable(pl.target.Table); err != nil {
 		// The name would be cut short: describe nothing under it.
 		return in, nil, nil
 	}
 	var existing *sink.Table
-	if r.e.st.Exists() {
+	if pl.e.st.Exists() {
 		var err error
-		if existing, err = r.e.st.Driver.Describe(ctx, r.e.st.DB, r.target.Table); err != nil {
+		if existing, err = pl.e.st.Driver.Describe(ctx, pl.e.st.DB, pl.target.Table); err != nil {
 			return in, nil, err
 		}
 	}
 	if existing == nil {
-		in.jsonb = r.e.st.Driver.Limits().JSONB
-		in.limits = keyLimits(r.target, r.e.st.Driver.Limits())
+		in.jsonb = pl.e.st.Driver.Limits().JSONB
+		in.limits = keyLimits(pl.target, pl.e.st.Driver.Limits())
 	} else {
 		in.limits = columnLimits(existing)
 	}
-	if existing != nil && r.textFormat() {
+	if existing != nil && pl.textFormat() {
 		// Text is validated against the types of the table it goes into;
 		// typed formats (Parquet, Arrow) carry their own types, which the
 		// table check compares with the table's.
 		wide := tableTypes(existing, true)
-		for name, typ := range tableTypes(existing, r.req.Mapping.Evolve == EvolveWiden) {
+		for name, typ := range tableTypes(existing, pl.req.Mapping.Evolve == EvolveWiden) {
 			if _, forced := types[name]; !forced {
 				types[name] = typ
 				if _, kept := wide[name]; !kept {
@@ -261,32 +261,48 @@ func columnLimits(t *sink.Table) map[string]reader.Limit {
 // (reader.ScanOptions.ContentDigest). The plan lists the first bad rows;
 // the spill returned, which the caller must close, has every one that the
 // quarantine is to keep.
-func (r *run) scan(ctx context.Context, in planInput, shared *reader.HashRead, digest func(string), progress func(b, rows int64)) (*reader.File, *reader.Plan, *rejectSpill, error) {
-	tmp, err := r.keySpillDir()
+func (pl *planner) scan(ctx context.Context, in planInput, shared *reader.HashRead, digest func(string), progress func(b, rows int64)) (*reader.File, *reader.Plan, *rejectSpill, error) {
+	tmp, err := pl.keySpillDir()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	f, err := r.in.open(r.readerOptions(in))
+	f, err := pl.in.open(pl.readerOptions(in))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	spill := newRejectSpill(r.req.MaxRejects)
+	spill := newRejectSpill(pl.req.MaxRejects)
 	plan, err := f.Scan(ctx, reader.ScanOptions{
-		PartitionRows:  r.req.PartitionRows,
-		PartitionBytes: r.req.PartitionBytes,
+		PartitionRows:  pl.req.PartitionRows,
+		PartitionBytes: pl.req.PartitionBytes,
 		KeepRejects:    maxReported,
 		Spill:          spill.add,
 		Progress:       progress,
 		Shared:         shared,
 		ContentDigest:  digest,
 		TempDir:        tmp,
-		KeysHeld:       r.req.KeysHeld,
+		KeysHeld:       pl.req.KeysHeld,
 	})
 	if err != nil {
 		spill.close()
 		spill = nil
 	}
 	return f, plan, spill, err
+}
+
+// planner is the plan stage of an attempt: it runs the plan pass on the
+// file of its holding's identity, as the target table asks, or takes the
+// pass started while the file was hashed (spec), and stores the plan it
+// returns (planned), or refuses the file for it. Plan and --dry-run run its
+// plan pass alone; verify reads the file as it plans it.
+type planner struct {
+	*holding
+	spec       *speculation // the plan pass identify started on the hash's read, if any
+	sharesRead bool         // the run plans while hashing (see fillSpool)
+}
+
+// planner returns the run's plan stage.
+func (r *run) planner() *planner {
+	return &planner{holding: &r.holding, spec: r.spec, sharesRead: r.sharesRead}
 }
 
 // planned is what the plan stage makes of a file: the plan pass's result,
@@ -304,18 +320,18 @@ type planned struct {
 // holds and runs it, or takes the pass started while the file was hashed
 // when that was told the same. A defect of the file stops it with a
 // *reader.ParseError, its file still set.
-func (r *run) planPass(ctx context.Context, progress func(b, rows int64)) (planned, error) {
+func (pl *planner) planPass(ctx context.Context, progress func(b, rows int64)) (planned, error) {
 	var p planned
 	var err error
-	if p.inputs, p.existing, err = r.planInputs(ctx); err != nil {
+	if p.inputs, p.existing, err = pl.planInputs(ctx); err != nil {
 		return p, err
 	}
-	p.file, p.plan, p.spill, err = r.spec.result(p.inputs, progress)
+	p.file, p.plan, p.spill, err = pl.spec.result(p.inputs, progress)
 	if p.file == nil && err == nil { // no speculative plan to use: plan now
-		if err := r.fillSpool(ctx); err != nil {
+		if err := pl.fillSpool(ctx); err != nil {
 			return p, err
 		}
-		p.file, p.plan, p.spill, err = r.scan(ctx, p.inputs, nil, nil, progress)
+		p.file, p.plan, p.spill, err = pl.scan(ctx, p.inputs, nil, nil, progress)
 	}
 	return p, err
 }
@@ -323,75 +339,75 @@ func (r *run) planPass(ctx context.Context, progress func(b, rows int64)) (plann
 // planFile runs the plan stage and stores the plan, or refuses the file.
 // It returns what the stage made (its reject spill closed; nothing when the
 // plan pass failed) and whether the file was refused.
-func (r *run) planFile(ctx context.Context) (planned, bool, error) {
-	if err := r.undoPlanDDL(ctx); err != nil {
+func (pl *planner) planFile(ctx context.Context) (planned, bool, error) {
+	if err := pl.undoPlanDDL(ctx); err != nil {
 		return planned{}, false, err
 	}
-	if err := r.e.st.Driver.Limits().CheckTable(r.target.Table); err != nil {
-		return planned{}, true, r.refuse(ctx, &Refusal{Error: err.Error()}, idemtype.Rows{})
+	if err := pl.e.st.Driver.Limits().CheckTable(pl.target.Table); err != nil {
+		return planned{}, true, pl.refuse(ctx, &Refusal{Error: err.Error()}, idemtype.Rows{})
 	}
-	p, err := r.planPass(ctx, func(b, rows int64) {
-		r.req.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: r.id.Size, Rows: rows})
+	p, err := pl.planPass(ctx, func(b, rows int64) {
+		pl.req.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: pl.id.Size, Rows: rows})
 	})
 	defer p.spill.close()
 	if errors.Is(err, sink.ErrNoSchema) {
-		return planned{}, false, r.retract(ctx, &UsageError{Err: err})
+		return planned{}, false, pl.retract(ctx, &UsageError{Err: err})
 	}
 	if err != nil {
-		refused, err := r.refuseDefect(ctx, err)
+		refused, err := pl.refuseDefect(ctx, err)
 		return planned{}, refused, err
 	}
 	// The pass is done: say so even when it reported nothing (a
 	// speculative pass that finished while the file was hashed, or a
 	// columnar file whose footer and unread pages never count as read).
-	r.req.progress(Progress{Phase: "plan", Bytes: r.id.Size, TotalBytes: r.id.Size, Rows: p.plan.Rows})
+	pl.req.progress(Progress{Phase: "plan", Bytes: pl.id.Size, TotalBytes: pl.id.Size, Rows: p.plan.Rows})
 	kept := p
 	kept.spill = nil
-	refused, err := r.keepPlan(ctx, p)
+	refused, err := pl.keepPlan(ctx, p)
 	return kept, refused, err
 }
 
 // keepPlan stores the plan p of the file, or refuses the file for it, and
 // reports whether it was refused.
-func (r *run) keepPlan(ctx context.Context, p planned) (bool, error) {
+func (pl *planner) keepPlan(ctx context.Context, p planned) (bool, error) {
 	plan := p.plan
-	if err := r.in.check(r.stat); err != nil {
+	if err := pl.in.check(pl.stat); err != nil {
 		return false, err
 	}
-	if err := r.checkColumns(columnNames(plan.Schema)); err != nil {
-		return false, r.retract(ctx, err)
+	if err := pl.checkColumns(columnNames(plan.Schema)); err != nil {
+		return false, pl.retract(ctx, err)
 	}
-	if refused, err := r.admit(ctx, p); refused || err != nil {
+	if refused, err := pl.admit(ctx, p); refused || err != nil {
 		return refused, err
 	}
-	ev, err := evolve(r.req.Mapping.Evolve, r.target, p.existing, plan.Schema.Arrow())
+	ev, err := evolve(pl.req.Mapping.Evolve, pl.target, p.existing, plan.Schema.Arrow())
 	if err != nil {
-		return true, r.refuseUnfit(ctx, plan, err)
+		return true, pl.refuseUnfit(ctx, plan, err)
 	}
-	if err := r.storePlan(ctx, p, ev); err != nil {
+	if err := pl.storePlan(ctx, p, ev); err != nil {
 		return false, fmt.Errorf("store plan: %w", err)
 	}
-	r.log.Info("planned", "rows", plan.Rows, "rejected", plan.Rejected, "superseded", plan.Superseded, "partitions", len(plan.Partitions))
+	pl.log.Info("planned", "rows", plan.Rows, "rejected", plan.Rejected, "superseded", plan.Superseded, "partitions", len(plan.Partitions))
 	return false, nil
 }
 
 // admit refuses the file of plan p, and reports so, when the import may not
 // write it: its columns break a limit of the database, or it has more bad
 // rows than --max-rejects allows.
-func (r *run) admit(ctx context.Context, p planned) (bool, error) {
+func (pl *planner) admit(ctx context.Context, p planned) (bool, error) {
 	plan := p.plan
-	if err := r.e.st.Driver.Limits().CheckColumns(r.target, plan.Schema.Arrow()); err != nil {
-		return true, r.refuse(ctx, &Refusal{Rows: plan.Rows, Error: err.Error()}, idemtype.Rows{})
+	if err := pl.e.st.Driver.Limits().CheckColumns(pl.target, plan.Schema.Arrow()); err != nil {
+		return true, pl.refuse(ctx, &Refusal{Rows: plan.Rows, Error: err.Error()}, idemtype.Rows{})
 	}
-	if !r.req.MaxRejects.Allows(plan.Rejected, plan.Rows) {
-		rf := &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: r.req.MaxRejects,
+	if !pl.req.MaxRejects.Allows(plan.Rejected, plan.Rows) {
+		rf := &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: pl.req.MaxRejects,
 			Rejects: plan.Rejects[:min(len(plan.Rejects), maxReported)]}
 		for _, b := range rf.Rejects {
 			if b.Code == "type" && p.inputs.widens[b.Column] && !slices.Contains(rf.Widen, b.Column) {
 				rf.Widen = append(rf.Widen, b.Column)
 			}
 		}
-		return true, r.refuse(ctx, rf, idemtype.Rows{Read: plan.Rows, Rejected: plan.Rejected})
+		return true, pl.refuse(ctx, rf, idemtype.Rows{Read: plan.Rows, Rejected: plan.Rejected})
 	}
 	return false, nil
 }
@@ -605,13 +621,13 @@ func (e errRetracted) Unwrap() error { return e.error }
 // come with its claim (the checkpoint's partitions table), not from the
 // plan read here: the plan's Superseded and its partitions' copies are read
 // by nothing that writes rows.
-func (r *run) loadPlan(ctx context.Context) (planned, error) {
-	body, parts, err := r.e.st.CP.Load(ctx, r.e.st.DB, r.op)
+func (pl *planner) loadPlan(ctx context.Context) (planned, error) {
+	body, parts, err := pl.e.st.CP.Load(ctx, pl.e.st.DB, pl.op)
 	if err != nil {
 		return planned{}, err
 	}
 	if body == nil {
-		return planned{}, fmt.Errorf("operation %s is planned but its plan is missing", r.id.Key)
+		return planned{}, fmt.Errorf("operation %s is planned but its plan is missing", pl.id.Key)
 	}
 	var sp storedPlan
 	if err := json.Unmarshal(body, &sp); err != nil {
@@ -621,9 +637,9 @@ func (r *run) loadPlan(ctx context.Context) (planned, error) {
 	for _, c := range sp.Schema {
 		types[c.Name] = c.Type
 	}
-	p := planned{inputs: planInput{types: types, limits: sp.Limits, jsonb: sp.JSONB, rules: r.e.st.Driver.Limits().Rules}}
-	if p.file, err = r.in.open(r.readerOptions(p.inputs)); err != nil {
-		return planned{}, fmt.Errorf("reopen %s: %w", r.req.Path, err)
+	p := planned{inputs: planInput{types: types, limits: sp.Limits, jsonb: sp.JSONB, rules: pl.e.st.Driver.Limits().Rules}}
+	if p.file, err = pl.in.open(pl.readerOptions(p.inputs)); err != nil {
+		return planned{}, fmt.Errorf("reopen %s: %w", pl.req.Path, err)
 	}
 	p.plan = &reader.Plan{Schema: sp.Schema, Rows: sp.Rows, Rejected: sp.Rejected, Superseded: sp.Superseded}
 	for _, pt := range parts {

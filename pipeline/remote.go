@@ -70,9 +70,9 @@ func (r *run) logFetched() {
 // fillSpool completes the input's spooled copy before a plan pass that
 // shares no hash's read (see input.fillSpool); a dry run or verify, which
 // reads the file once, leaves it as it is.
-func (r *run) fillSpool(ctx context.Context) error {
-	if !r.sharesRead {
+func (pl *planner) fillSpool(ctx context.Context) error {
+	if !pl.sharesRead {
 		return nil
 	}
-	return r.in.fillSpool(ctx, r.e.st.Log)
+	return pl.in.fillSpool(ctx, pl.e.st.Log)
 }

@@ -119,27 +119,27 @@ func (a *applier) noteReplaced() {
 // template changed). A user who meant to correct the file, or to keep one
 // copy, has two copies now: the note names the ways to say what the file
 // is, and the undo that removes the earlier rows.
-func (r *run) noteSamePath(ctx context.Context, plan *reader.Plan) error {
-	if !r.target.Ordinal() || r.snapshot() != nil || r.replacing() || plan == nil || r.in.streaming {
+func (pl *planner) noteSamePath(ctx context.Context, plan *reader.Plan) error {
+	if !pl.target.Ordinal() || pl.snapshot() != nil || pl.replacing() || plan == nil || pl.in.streaming {
 		return nil // a stream's name is no path: each content piped in is a file of its own
 	}
-	ops, err := r.e.st.Ledger.List(ctx, ledger.Filter{Table: r.target.Table, State: ledger.Completed, Path: r.id.Path})
+	ops, err := pl.e.st.Ledger.List(ctx, ledger.Filter{Table: pl.target.Table, State: ledger.Completed, Path: pl.id.Path})
 	if err != nil {
 		return err
 	}
 	for _, op := range ops {
-		if op.Path != r.id.Path || op.FileID == r.id.FileID {
+		if op.Path != pl.id.Path || op.FileID == pl.id.FileID {
 			continue
 		}
 		rows, adds := english.Plural(op.Rows.Read-op.Rows.Rejected-op.Rows.Superseded, "row"), plan.Rows-plan.Rejected
-		undo := fmt.Sprintf("to remove the earlier rows: idemport undo %s --table %s", op.FileID, r.target.Table)
-		if op.ContentDigest == r.id.ContentDigest {
-			r.res.note(r.log, "%s already holds %s of this content from %s, imported as file ID %s: this adds %d more under file ID %s; %s",
-				r.target.Table, rows, op.Path, op.FileID, adds, r.id.FileID, undo)
+		undo := fmt.Sprintf("to remove the earlier rows: idemport undo %s --table %s", op.FileID, pl.target.Table)
+		if op.ContentDigest == pl.id.ContentDigest {
+			pl.res.note(pl.log, "%s already holds %s of this content from %s, imported as file ID %s: this adds %d more under file ID %s; %s",
+				pl.target.Table, rows, op.Path, op.FileID, adds, pl.id.FileID, undo)
 			return nil
 		}
-		r.res.note(r.log, "%s already holds %s of %s with other content (%s): this adds %d more; use --replace with --file-id '{path}', --key, or --snapshot; %s",
-			r.target.Table, rows, op.Path, ledger.ShortDigest(op.ContentDigest), adds, undo)
+		pl.res.note(pl.log, "%s already holds %s of %s with other content (%s): this adds %d more; use --replace with --file-id '{path}', --key, or --snapshot; %s",
+			pl.target.Table, rows, op.Path, ledger.ShortDigest(op.ContentDigest), adds, undo)
 		return nil // the newest is enough
 	}
 	return nil

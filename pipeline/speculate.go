@@ -31,13 +31,13 @@ type speculation struct {
 // compressed file) the pass also hashes the data it decodes, which makes
 // it the source of the content digest (and the pass then runs on both
 // cores from the start, since the claim waits for it anyway).
-func (r *run) speculate(ctx context.Context, sr *reader.HashRead, content bool) *speculation {
+func (pl *planner) speculate(ctx context.Context, sr *reader.HashRead, content bool) *speculation {
 	ctx, cancel := context.WithCancel(ctx)
 	sp := &speculation{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(sp.done)
 		defer sr.Release() // a lossless hash waits for no plan pass once this one is over
-		in, _, err := r.planInputs(ctx)
+		in, _, err := pl.planInputs(ctx)
 		if err != nil {
 			sp.err = err
 			return
@@ -47,7 +47,7 @@ func (r *run) speculate(ctx context.Context, sr *reader.HashRead, content bool) 
 		if content {
 			digest = func(d string) { sp.digest, sp.scanned = d, true }
 		}
-		sp.file, sp.plan, sp.spill, sp.err = r.scan(ctx, in, sr, digest, func(b, rows int64) {
+		sp.file, sp.plan, sp.spill, sp.err = pl.scan(ctx, in, sr, digest, func(b, rows int64) {
 			if p := sp.progress.Load(); p != nil {
 				(*p)(b, rows)
 			}

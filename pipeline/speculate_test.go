@@ -43,7 +43,7 @@ func TestImportPlansWhileHashing(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.identified(ident)
-			in, _, err := r.planInputs(ctx)
+			in, _, err := r.planner().planInputs(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

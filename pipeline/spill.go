@@ -18,14 +18,14 @@ import (
 // or there is no SpoolDir. A SpoolDir that cannot be used fails the run,
 // as it fails a stream's copy, rather than falling back to a temporary
 // directory that may be held in memory.
-func (r *run) keySpillDir() (string, error) {
-	if len(r.req.Mapping.Key) == 0 || r.req.SpoolDir == "" {
+func (pl *planner) keySpillDir() (string, error) {
+	if len(pl.req.Mapping.Key) == 0 || pl.req.SpoolDir == "" {
 		return "", nil
 	}
-	if err := remote.PrivateDir(r.req.SpoolDir); err != nil {
+	if err := remote.PrivateDir(pl.req.SpoolDir); err != nil {
 		return "", &UsageError{Err: fmt.Errorf("spill key hashes: %w", err)}
 	}
-	return r.req.SpoolDir, nil
+	return pl.req.SpoolDir, nil
 }
 
 // spillHeld is how many bad rows a spill holds in memory before it moves
