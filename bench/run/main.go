@@ -1,6 +1,7 @@
 // Command run is idemport's benchmark: it times idemport and the tools a
 // user could pick instead on the same files, in one run, and prints one
-// table of median wall times, rows per second, peak RSS and paired ratios.
+// table of median wall and CPU times, rows per second, peak RSS and paired
+// ratios.
 //
 //	go run ./bench/run -rows 1m            # generates bench/data/orders_1m.* if missing
 //	go run ./bench/run -rows 10m -runs 3 -sections first,delta
@@ -13,6 +14,9 @@
 //	first         first import into an empty keyed table, ordinal and --key order_id,
 //	              against sqlite3 .import, psql \copy and the mariadb client's
 //	              LOAD DATA LOCAL INFILE into the same table
+//	fixed         each first import beside the same import resumed after its plan
+//	              pass (killed at failpoint after-plan, rerun with --rehash): what
+//	              the import spends before its first write
 //	delta         a daily delta (bench/gen -delta: N/10 rows, half new keys, half
 //	              changed) with --key into the N-row table, against the CLI doing
 //	              .import / \copy into a temp table, then INSERT … ON CONFLICT DO
@@ -37,7 +41,8 @@
 // Each comparison runs its commands in turn (A B A B …) and the ratio is
 // the median of the per-round ratios, so a machine whose speed drifts
 // still gives a fair ratio. Peak RSS is the largest resident set of the
-// command's own process (for psql and pgx clients, not the server's).
+// command's own process (for psql and pgx clients, not the server's), and
+// CPU time its user and system time (not the server's either).
 // PostgreSQL comparisons run when -postgres is set (or
 // IDEMPORT_TEST_POSTGRES), and MariaDB's rows of first when -mariadb is
 // (or IDEMPORT_TEST_MARIADB: it makes and drops the database
@@ -54,6 +59,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -63,7 +69,8 @@ import (
 
 type measure struct {
 	wall time.Duration
-	rss  int64 // KiB
+	cpu  time.Duration // user and system time of the process (a database server's is not in it)
+	rss  int64         // KiB
 }
 
 // cmd is a command to time, with a setup that runs untimed before it.
@@ -102,7 +109,8 @@ func run(c cmd) (measure, error) {
 		b, _ := os.ReadFile(out.Name())
 		return measure{}, fmt.Errorf("%s: %v\n%s", c.name, err, b)
 	}
-	return measure{wall: wall, rss: peakRSS(x.ProcessState)}, nil
+	cpu := x.ProcessState.UserTime() + x.ProcessState.SystemTime()
+	return measure{wall: wall, cpu: cpu, rss: peakRSS(x.ProcessState)}, nil
 }
 
 func median(ds []float64) float64 {
@@ -117,11 +125,14 @@ func median(ds []float64) float64 {
 type row struct {
 	name  string
 	wall  float64 // median seconds
+	cpu   float64 // median seconds of user and system time
 	rows  int64
 	rss   int64 // KiB, max
 	vs    string
 	ratio float64
-	label string // of an anchor: the vs of the rows timed against it
+	// cpuRatio, when set, is the paired ratio of CPU times beside ratio.
+	cpuRatio float64
+	label    string // of an anchor: the vs of the rows timed against it
 }
 
 // anchor returns r as the anchor that rows with vs label are timed against.
@@ -159,16 +170,17 @@ func race(n int, cs ...cmd) ([][]measure, []float64) {
 }
 
 func summary(name string, ms []measure, rows int64) row {
-	var ws []float64
+	var ws, cs []float64
 	var rss int64
 	for _, m := range ms {
 		ws = append(ws, m.wall.Seconds())
+		cs = append(cs, m.cpu.Seconds())
 		rss = max(rss, m.rss)
 	}
-	return row{name: name, wall: median(ws), rows: rows, rss: rss}
+	return row{name: name, wall: median(ws), cpu: median(cs), rows: rows, rss: rss}
 }
 
-var sections = []string{"first", "delta", "rerun", "resume", "formats", "memory", "parse", "alternatives"}
+var sections = []string{"first", "fixed", "delta", "rerun", "resume", "formats", "memory", "parse", "alternatives"}
 
 func main() {
 	rowsFlag := flag.String("rows", "1m", "data set size: 1m, 10m, or a row count")
@@ -250,13 +262,13 @@ func main() {
 		if *file != "" && e.others != nil && s != "formats" {
 			check(fmt.Errorf("-sections: %s needs a CSV -file or the generated data set, not Parquet or Arrow files", s))
 		}
-		if *file != "" && e.others == nil && s != "first" && s != "rerun" && s != "resume" && (s != "delta" || e.delta == "") {
+		if *file != "" && e.others == nil && s != "first" && s != "fixed" && s != "rerun" && s != "resume" && (s != "delta" || e.delta == "") {
 			check(fmt.Errorf("-sections: %s needs the generated data set, or with -file a -delta, not -file alone", s))
 		}
 	}
 	fmt.Printf("\nload average at start: %s; ratios are paired medians (A B A B …) unless marked\n", loadavg())
 	if md == nil {
-		fmt.Printf("%-62s %9s %11s %9s   %s\n", "command", "median s", "rows/s", "RSS MiB", "ratio")
+		fmt.Printf("%-62s %9s %9s %11s %9s   %s\n", "command", "median s", "CPU s", "rows/s", "RSS MiB", "ratio")
 	}
 	sqlite, postgres := *only == "" || *only == "sqlite", *pg != "" && (*only == "" || *only == "postgres")
 	mariadb := *maria != "" && (*only == "" || *only == "mariadb")
@@ -272,6 +284,8 @@ func main() {
 			if mariadb {
 				e.mariadbFirst(*maria)
 			}
+		case "fixed":
+			e.fixed(*pg, sqlite, postgres)
 		case "delta":
 			if sqlite {
 				e.sqliteDelta()
@@ -479,6 +493,76 @@ func (e *env) sqliteFirst() {
 	if e.keyCol != "" {
 		e.add(withRatio(summary("idemport import CSV → SQLite, --key "+e.keyCol, ms[2], e.rows), "sqlite3 .import", r[2]))
 	}
+}
+
+// fixed times what a first import spends before its first write: each
+// import of section first beside the same import resumed where a kill
+// after its plan pass (failpoint after-plan) left it, with --rehash so
+// that it reads and hashes the file as the first run did. The resumed run
+// is the import without its plan pass; its paired ratio, wall and CPU, is
+// the share of the import that comes after the plan pass.
+func (e *env) fixed(dsn string, sqlite, postgres bool) {
+	type target struct {
+		name  string
+		setup func() error
+		args  func(...string) []string
+	}
+	var ts []target
+	if sqlite {
+		ts = append(ts, target{"SQLite", fresh(e.db), e.importArgs})
+	}
+	if postgres {
+		p := e.pg(dsn)
+		ts = append(ts, target{"PostgreSQL", p.reset, p.importArgs})
+		defer p.drop()
+	}
+	modes := [][]string{nil}
+	if e.keyCol != "" {
+		modes = append(modes, e.key())
+	}
+	for _, t := range ts {
+		for _, m := range modes {
+			args := t.args(append(slices.Clone(m), e.csv)...)
+			kill := func() error {
+				if err := t.setup(); err != nil {
+					return err
+				}
+				x := exec.Command(args[0], args[1:]...)
+				x.Env = append(os.Environ(), "IDEMPORT_FAILPOINT=after-plan")
+				if err := x.Run(); err == nil {
+					return fmt.Errorf("the import was not killed after its plan pass")
+				}
+				return nil
+			}
+			ms, r := e.race(e.runs,
+				cmd{name: "import", setup: t.setup, argv: args},
+				cmd{name: "after its plan", setup: kill, argv: t.args(append(slices.Clone(m), "--rehash", e.csv)...)})
+			mode := "ordinal"
+			if m != nil {
+				mode = strings.Join(m, " ")
+			}
+			label := t.name + " " + mode
+			e.add(anchor(label, summary("idemport import CSV → "+t.name+", "+mode, ms[0], e.rows)))
+			after := withRatio(summary("  resumed after its plan pass (--rehash)", ms[1], e.rows), label, r[1])
+			after.cpuRatio = pairedCPU(ms[0], ms[1])
+			e.add(after)
+		}
+	}
+}
+
+// pairedCPU returns the median of the per-round ratios of b's CPU time to
+// a's.
+func pairedCPU(a, b []measure) float64 {
+	var rs []float64
+	for i := range min(len(a), len(b)) {
+		if a[i].cpu > 0 {
+			rs = append(rs, b[i].cpu.Seconds()/a[i].cpu.Seconds())
+		}
+	}
+	if len(rs) == 0 {
+		return 0
+	}
+	return median(rs)
 }
 
 // sqliteDelta times the daily delta into a copy of the N-row table, made
@@ -844,12 +928,15 @@ func report(r row) {
 	ratio := ""
 	if r.vs != "" {
 		ratio = fmt.Sprintf("%.2f× %s", r.ratio, r.vs)
+		if r.cpuRatio > 0 {
+			ratio += fmt.Sprintf(" (CPU %.2f×)", r.cpuRatio)
+		}
 	}
 	wall := fmt.Sprintf("%9.2f", r.wall)
 	if r.wall < 0.1 { // a process that does next to nothing: its milliseconds
 		wall = fmt.Sprintf("%9.3f", r.wall)
 	}
-	fmt.Printf("%-62s %s %11s %9.0f   %s\n", r.name, wall, rate, float64(r.rss)/1024, ratio)
+	fmt.Printf("%-62s %s %9.2f %11s %9.0f   %s\n", r.name, wall, r.cpu, rate, float64(r.rss)/1024, ratio)
 }
 
 // parseRows returns the row count s names (1m, 10m, 20k or a count) and

@@ -25,7 +25,7 @@ func (e *env) allModes(data, dsn, only string) {
 	for _, f := range []string{e.csv, e.day2} { // warm the page cache
 		exec.Command("cat", f).Run()
 	}
-	fmt.Printf("\n%-62s %9s %11s %9s   %s\n", "command", "median s", "rows/s", "RSS MiB", "ratio (paired, median)")
+	fmt.Printf("\n%-62s %9s %9s %11s %9s   %s\n", "command", "median s", "CPU s", "rows/s", "RSS MiB", "ratio (paired, median)")
 	if only != "postgres" {
 		e.modes("SQLite", fresh(e.db), func(file string, extra ...string) []string {
 			return e.importArgs(append(extra, file)...)

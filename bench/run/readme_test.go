@@ -21,7 +21,7 @@ func (f *fakeTimer) race(n int, cs ...cmd) ([][]measure, []float64) {
 			wall = 2 * time.Second
 		}
 		for range n {
-			ms[j] = append(ms[j], measure{wall: wall, rss: 100 << 10})
+			ms[j] = append(ms[j], measure{wall: wall, cpu: wall / 2, rss: 100 << 10})
 		}
 		r[j] = wall.Seconds() / 2
 	}
