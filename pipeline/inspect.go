@@ -149,7 +149,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 	rep := &PlanReport{File: r.name(), FileID: r.id.FileID, FileKey: r.id.FileKey, ContentDigest: r.id.ContentDigest,
 		MappingDigest: r.id.MappingDigest, Mapping: r.id.Mapping, Table: r.target.Table,
 		MaxRejects: r.req.MaxRejects, PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes}
-	inserted, settled := r.dryDecision(rep, dd)
+	inserted, settled := r.claimer().dryDecision(rep, dd)
 	if settled {
 		return rep.would(), nil
 	}
@@ -159,7 +159,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		rep.Format, rep.Compression = p.file.Format(), p.file.Compression()
 	}
 	if err == nil {
-		err = r.reportPlan(ctx, rep, p, inserted)
+		err = r.planner().reportPlan(ctx, rep, p, inserted)
 	}
 	var pe *reader.ParseError
 	if errors.As(err, &pe) {
@@ -181,24 +181,24 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 // claim would decide now, and returns the rows the operation it would
 // carry on has inserted. settled is true when the import would read
 // nothing more (a stale snapshot).
-func (r *run) dryDecision(rep *PlanReport, dd decided) (inserted int64, settled bool) {
+func (cl *claimer) dryDecision(rep *PlanReport, dd decided) (inserted int64, settled bool) {
 	op := dd.op
 	rep.Decision = dd.decision.String()
 	switch dd.decision {
 	case ledger.Stale: // nothing is read
-		rep.Detail = r.claimer().staleText(dd.newer)
+		rep.Detail = cl.staleText(dd.newer)
 		return 0, true
 	case ledger.Conflict:
-		what, how := ledger.Difference(op, r.id)
+		what, how := ledger.Difference(op, cl.id)
 		rep.Detail = what + " differs: " + how
 	case ledger.Supersede:
-		rep.Detail = fmt.Sprintf("supersedes the %s operation (%s differs; it had no effect)", op.State, differs(op, r.id))
+		rep.Detail = fmt.Sprintf("supersedes the %s operation (%s differs; it had no effect)", op.State, differs(op, cl.id))
 	case ledger.Replace:
 		rep.Detail = fmt.Sprintf("replaces the version completed on %s (content %s, %s): its %s",
-			formatMs(op.CompletedAt), ledger.ShortDigest(op.ContentDigest), english.Plural(op.Rows.Read-op.Rows.Rejected, "row"), r.replacedWhat())
+			formatMs(op.CompletedAt), ledger.ShortDigest(op.ContentDigest), english.Plural(op.Rows.Read-op.Rows.Rejected, "row"), cl.replacedWhat())
 	case ledger.Resume:
 		inserted = op.Rows.Inserted
-		if r.req.Mapping.Atomic {
+		if cl.req.Mapping.Atomic {
 			inserted = 0 // its rows wait in the staging table
 		}
 	case ledger.Reapply:
@@ -212,16 +212,16 @@ func (r *run) dryDecision(rep *PlanReport, dd decided) (inserted int64, settled 
 
 // reportPlan fills in rep what plan p found, and what --evolve and
 // --snapshot would do with it.
-func (r *run) reportPlan(ctx context.Context, rep *PlanReport, p planned, inserted int64) error {
+func (pl *planner) reportPlan(ctx context.Context, rep *PlanReport, p planned, inserted int64) error {
 	plan := p.plan
 	// JSONL names its columns only in its rows: a mapping column it
 	// lacks shows after the plan pass, where import finds it.
-	if err := r.planner().checkColumns(columnNames(plan.Schema)); err != nil {
+	if err := pl.checkColumns(columnNames(plan.Schema)); err != nil {
 		return err
 	}
 	rep.Schema, rep.Rows, rep.Rejected, rep.Partitions, rep.Rejects = plan.Schema, plan.Rows, plan.Rejected, plan.Partitions, plan.Rejects
 	rep.Superseded = plan.Superseded
-	return r.dryWriteModes(ctx, rep, p.file, plan, inserted)
+	return pl.dryWriteModes(ctx, rep, p.file, plan, inserted)
 }
 
 // dryWriteModes fills in what --evolve and --snapshot would do to the
@@ -229,18 +229,18 @@ func (r *run) reportPlan(ctx context.Context, rep *PlanReport, p planned, insert
 // the sweep would remove, and whether the --max-delete guard would refuse
 // that, for an import that applies the file (the operation of which has
 // already inserted inserted rows).
-func (r *run) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader.File, plan *reader.Plan, inserted int64) error {
-	if !r.e.st.Exists() {
+func (pl *planner) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader.File, plan *reader.Plan, inserted int64) error {
+	if !pl.e.st.Exists() {
 		return nil
 	}
-	t, err := r.e.st.Driver.Describe(ctx, r.e.st.DB, r.target.Table)
+	t, err := pl.e.st.Driver.Describe(ctx, pl.e.st.DB, pl.target.Table)
 	if err != nil || t == nil {
 		return err
 	}
-	if !r.dryEvolve(rep, t, plan) || r.snapshot() == nil {
+	if !pl.dryEvolve(rep, t, plan) || pl.snapshot() == nil {
 		return nil
 	}
-	n, live, err := r.wouldSweep(ctx, t, f, plan)
+	n, live, err := pl.wouldSweep(ctx, t, f, plan)
 	if err != nil {
 		return err
 	}
@@ -253,14 +253,14 @@ func (r *run) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader.File
 	if n < 0 {
 		return nil
 	}
-	return r.dryDeleteGuard(ctx, rep, plan, n, live, inserted)
+	return pl.dryDeleteGuard(ctx, rep, plan, n, live, inserted)
 }
 
 // dryEvolve fills in the columns --evolve would add to and widen in table
 // t for plan, and reports whether t fits the file then; when it does not,
 // rep.Unfit says why.
-func (r *run) dryEvolve(rep *PlanReport, t *sink.Table, plan *reader.Plan) bool {
-	ev, err := evolve(r.req.Mapping.Evolve, r.target, t, plan.Schema.Arrow())
+func (pl *planner) dryEvolve(rep *PlanReport, t *sink.Table, plan *reader.Plan) bool {
+	ev, err := evolve(pl.req.Mapping.Evolve, pl.target, t, plan.Schema.Arrow())
 	if err != nil {
 		rep.Unfit = err.Error()
 		return false
@@ -277,9 +277,9 @@ func (r *run) dryEvolve(rep *PlanReport, t *sink.Table, plan *reader.Plan) bool 
 // dryDeleteGuard sets rep.SweepRefused when the --max-delete guard would
 // refuse a sweep of missing rows (of live ones in the scope; by key) for
 // plan, the operation having inserted inserted rows already.
-func (r *run) dryDeleteGuard(ctx context.Context, rep *PlanReport, plan *reader.Plan, missing, live, inserted int64) error {
+func (pl *planner) dryDeleteGuard(ctx context.Context, rep *PlanReport, plan *reader.Plan, missing, live, inserted int64) error {
 	var before int64
-	if r.target.Ordinal() {
+	if pl.target.Ordinal() {
 		// The sweep counts the file's rows in the table: all of them,
 		// once applied.
 		live = missing + plan.Rows - plan.Rejected
@@ -291,13 +291,13 @@ func (r *run) dryDeleteGuard(ctx context.Context, rep *PlanReport, plan *reader.
 		var ok bool
 		if rep.Decision == ledger.Resume.String() {
 			var err error
-			if stored, ok, err = r.e.st.Ledger.ScopeRows(ctx, r.e.st.DB, r.id.Key); err != nil {
+			if stored, ok, err = pl.e.st.Ledger.ScopeRows(ctx, pl.e.st.DB, pl.id.Key); err != nil {
 				return err
 			}
 		}
 		before = guardBefore(stored, ok, live, inserted)
 	}
-	if gerr := deleteGuard(r.req.MaxDelete, r.target, missing, live, before, plan); gerr != nil {
+	if gerr := deleteGuard(pl.req.MaxDelete, pl.target, missing, live, before, plan); gerr != nil {
 		rep.SweepRefused = gerr.Error()
 	}
 	return nil
@@ -306,10 +306,10 @@ func (r *run) dryDeleteGuard(ctx context.Context, rep *PlanReport, plan *reader.
 // keyColumns returns the indices of the key columns in the plan's schema,
 // or nil when a key column has a type whose text the file and the table
 // may spell differently (neither int64 nor string).
-func (r *run) keyColumns(plan *reader.Plan) []int {
+func (pl *planner) keyColumns(plan *reader.Plan) []int {
 	schema := plan.Schema.Arrow()
 	var idx []int
-	for _, k := range r.target.Key {
+	for _, k := range pl.target.Key {
 		i := schema.FieldIndices(k)[0]
 		if kind := idemtype.TypeOf(schema.Field(i)); kind != idemtype.Int64 && kind != idemtype.String {
 			return nil
@@ -342,16 +342,16 @@ func fileKeys(f *reader.File, plan *reader.Plan, idx []int) (map[string]bool, er
 // file's keys into memory; -1 when the key has a type whose text the file
 // and the table may spell differently. By key it also returns how many
 // live rows the scope holds.
-func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, plan *reader.Plan) (missing, live int64, err error) {
-	s := r.snapshot()
+func (pl *planner) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, plan *reader.Plan) (missing, live int64, err error) {
+	s := pl.snapshot()
 	if s.Soft && t.Column(sink.DeletedColumn) == nil {
 		s = &Snapshot{Scope: s.Scope} // no row is marked yet
 	}
-	if r.target.Ordinal() {
-		missing, _, err := sink.Sweep{Driver: r.e.st.Driver, Table: r.target.Table, FileKey: r.id.FileKey, Scope: s.Scope, Soft: s.Soft}.Count(ctx, r.e.st.DB)
+	if pl.target.Ordinal() {
+		missing, _, err := sink.Sweep{Driver: pl.e.st.Driver, Table: pl.target.Table, FileKey: pl.id.FileKey, Scope: s.Scope, Soft: s.Soft}.Count(ctx, pl.e.st.DB)
 		return missing, 0, err
 	}
-	idx := r.keyColumns(plan)
+	idx := pl.keyColumns(plan)
 	if idx == nil {
 		return -1, 0, nil
 	}
@@ -359,8 +359,8 @@ func (r *run) wouldSweep(ctx context.Context, t *sink.Table, f *reader.File, pla
 	if err != nil {
 		return 0, 0, err
 	}
-	sw := sink.Sweep{Driver: r.e.st.Driver, Table: r.target.Table, Key: r.target.Key, Scope: s.Scope, Soft: s.Soft}
-	err = r.e.st.Driver.SweepKeys(ctx, r.e.st.DB, sw, func(vals []sql.NullString) error {
+	sw := sink.Sweep{Driver: pl.e.st.Driver, Table: pl.target.Table, Key: pl.target.Key, Scope: s.Scope, Soft: s.Soft}
+	err = pl.e.st.Driver.SweepKeys(ctx, pl.e.st.DB, sw, func(vals []sql.NullString) error {
 		live++
 		var k strings.Builder
 		for _, v := range vals {

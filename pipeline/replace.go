@@ -43,13 +43,13 @@ func (c claimed) replacing() bool { return c.replaces != "" }
 
 // replacedWhat says, for the claim's note, what happens to the earlier
 // version's rows.
-func (r *run) replacedWhat() string {
+func (cl *claimer) replacedWhat() string {
 	switch {
-	case r.target.Ordinal() && r.req.Mapping.Atomic:
+	case cl.target.Ordinal() && cl.req.Mapping.Atomic:
 		return "rows are removed in the transaction that moves this version's in"
-	case r.target.Ordinal():
+	case cl.target.Ordinal():
 		return "rows are removed when this version's plan is stored, before its rows are written"
-	case r.req.Mapping.Atomic:
+	case cl.req.Mapping.Atomic:
 		return "keys this version lacks are deleted in the transaction that moves this version's rows in"
 	}
 	return "keys this version lacks are deleted when this version completes"
