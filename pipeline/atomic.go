@@ -16,11 +16,11 @@ import (
 )
 
 // ensureStage creates the staging table inside the plan's transaction.
-func (h *holding) ensureStage(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
-	if !h.req.Mapping.Atomic {
+func (pl *planner) ensureStage(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
+	if !pl.req.Mapping.Atomic {
 		return nil
 	}
-	return h.e.st.Driver.Ensure(ctx, tx, h.tables.write, schema)
+	return pl.e.st.Driver.Ensure(ctx, tx, pl.tables.write, schema)
 }
 
 // moveStaged moves the staged rows into the target inside the completing

@@ -44,30 +44,30 @@ import (
 // transaction would make elsewhere: the target (when ensure, as storePlan
 // decides), the staging table of --atomic for staged, the deletion mark
 // column of a soft snapshot and the table of keys seen.
-func (h *holding) planDDL(ctx context.Context, ensure bool, schema, staged *arrow.Schema) error {
-	st, k := h.e.st, h.id.Key
+func (pl *planner) planDDL(ctx context.Context, ensure bool, schema, staged *arrow.Schema) error {
+	st, k := pl.e.st, pl.id.Key
 	if ensure {
-		if err := st.Create(ctx, k, h.target.Table, func(tx *sql.Tx) error {
-			return st.Driver.Ensure(ctx, tx, h.target, schema)
+		if err := st.Create(ctx, k, pl.target.Table, func(tx *sql.Tx) error {
+			return st.Driver.Ensure(ctx, tx, pl.target, schema)
 		}); err != nil {
 			return err
 		}
 	}
-	if h.req.Mapping.Atomic {
-		if err := st.Create(ctx, k, h.tables.stage, func(tx *sql.Tx) error {
-			return h.ensureStage(ctx, tx, staged)
+	if pl.req.Mapping.Atomic {
+		if err := st.Create(ctx, k, pl.tables.stage, func(tx *sql.Tx) error {
+			return pl.ensureStage(ctx, tx, staged)
 		}); err != nil {
 			return err
 		}
 	}
-	if s := h.snapshot(); s != nil && s.Soft && !h.req.Mapping.Atomic {
-		if err := st.Alter(ctx, func(tx *sql.Tx) error { return st.Driver.EnsureDeleted(ctx, tx, h.target.Table) }); err != nil {
+	if s := pl.snapshot(); s != nil && s.Soft && !pl.req.Mapping.Atomic {
+		if err := st.Alter(ctx, func(tx *sql.Tx) error { return st.Driver.EnsureDeleted(ctx, tx, pl.target.Table) }); err != nil {
 			return err
 		}
 	}
-	if h.tables.keysSeen {
-		return st.Create(ctx, k, h.tables.seen, func(tx *sql.Tx) error {
-			return st.Driver.EnsureSeen(ctx, tx, h.tables.seen, h.target.Key, keySchema(schema, h.target.Key))
+	if pl.tables.keysSeen {
+		return st.Create(ctx, k, pl.tables.seen, func(tx *sql.Tx) error {
+			return st.Driver.EnsureSeen(ctx, tx, pl.tables.seen, pl.target.Key, keySchema(schema, pl.target.Key))
 		})
 	}
 	return nil
@@ -75,24 +75,24 @@ func (h *holding) planDDL(ctx context.Context, ensure bool, schema, staged *arro
 
 // undoPlanDDL drops, before the operation is planned, the tables an
 // earlier attempt made for it (planDDL) without committing its plan.
-func (h *holding) undoPlanDDL(ctx context.Context) error {
-	if !h.e.st.DDLCommits() {
+func (pl *planner) undoPlanDDL(ctx context.Context) error {
+	if !pl.e.st.DDLCommits() {
 		return nil
 	}
-	dropped, err := h.e.st.DropCreated(ctx, h.id.Key, func(c ledger.CreatedTable) bool { return !c.Planned })
+	dropped, err := pl.e.st.DropCreated(ctx, pl.id.Key, func(c ledger.CreatedTable) bool { return !c.Planned })
 	if len(dropped) > 0 {
-		h.log.Info("dropped the tables an earlier attempt created without storing its plan", "tables", strings.Join(dropped, ", "))
+		pl.log.Info("dropped the tables an earlier attempt created without storing its plan", "tables", strings.Join(dropped, ", "))
 	}
 	return err
 }
 
 // planCreated marks, inside the plan's transaction tx, the tables planDDL
 // created as the plan's.
-func (h *holding) planCreated(ctx context.Context, tx *sql.Tx) error {
-	if !h.e.st.DDLCommits() {
+func (pl *planner) planCreated(ctx context.Context, tx *sql.Tx) error {
+	if !pl.e.st.DDLCommits() {
 		return nil
 	}
-	return h.e.st.Ledger.PlanCreated(ctx, tx, h.id.Key)
+	return pl.e.st.Ledger.PlanCreated(ctx, tx, pl.id.Key)
 }
 
 // dropAbandoned drops, once the operation is abandoned, the tables it

@@ -158,9 +158,12 @@ type run struct {
 }
 
 // holding is an attempt holding its claimed operation: the identity and
-// claim the identify and claim stages returned, with what the later stages
-// need of the attempt to store its plan, refuse its file or record its end.
-// The run fills it in; the applier takes a copy once the plan is made.
+// claim the identify and claim stages returned, with what the stages need
+// of the attempt (its leases, its result, the tables it uses) and the
+// steps they share: recording the attempt's end, readying the rows of a
+// replaced version (prepareReplaced). The run fills it in; the claimer and
+// the planner work on it, and the applier takes a copy once the plan is
+// made.
 type holding struct {
 	e   *Engine
 	req Request

@@ -417,52 +417,52 @@ func (pl *planner) admit(ctx context.Context, p planned) (bool, error) {
 // once the table is altered (or with --evolve) imports it. An operation
 // that cannot be retracted (planned before, as by --reapply) records the
 // refusal instead.
-func (h *holding) refuseUnfit(ctx context.Context, plan *reader.Plan, unfit error) error {
-	rerr := h.retract(ctx, unfit)
-	if h.res.Outcome == Refused { // a replacing operation, refused instead
+func (pl *planner) refuseUnfit(ctx context.Context, plan *reader.Plan, unfit error) error {
+	rerr := pl.retract(ctx, unfit)
+	if pl.res.Outcome == Refused { // a replacing operation, refused instead
 		return rerr
 	}
 	if !errors.As(rerr, new(errRetracted)) {
-		return h.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: h.req.MaxRejects, Error: unfit.Error()}, idemtype.Rows{})
+		return pl.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: pl.req.MaxRejects, Error: unfit.Error()}, idemtype.Rows{})
 	}
-	h.res.Outcome = Refused
+	pl.res.Outcome = Refused
 	return fmt.Errorf("refused: %w", unfit)
 }
 
 // storePlan stores plan p for the operation, with every bad row, and
 // readies the tables its rows go through: the target (a new one is
 // created, empty), the staging table of --atomic, the snapshot's.
-func (h *holding) storePlan(ctx context.Context, p planned, ev *evolution) error {
-	body, parts, err := h.planRecord(p)
+func (pl *planner) storePlan(ctx context.Context, p planned, ev *evolution) error {
+	body, parts, err := pl.planRecord(p)
 	if err != nil {
 		return err
 	}
-	tables := h.planTables(p, ev)
-	ddl := h.e.st.DDLCommits()
+	tables := pl.planTables(p, ev)
+	ddl := pl.e.st.DDLCommits()
 	if ddl {
 		// Each DDL statement commits: the tables are made first, each
 		// in a step of its own (planDDL), and the plan's transaction
 		// writes rows alone.
-		if err := h.planDDL(ctx, tables.ensure, tables.schema, tables.staged); err != nil {
+		if err := pl.planDDL(ctx, tables.ensure, tables.schema, tables.staged); err != nil {
 			return err
 		}
 	}
-	return withTx(ctx, h.e.st.DB, func(tx *sql.Tx) error {
+	return withTx(ctx, pl.e.st.DB, func(tx *sql.Tx) error {
 		if !ddl {
-			if err := h.readyTables(ctx, tx, tables); err != nil {
+			if err := pl.readyTables(ctx, tx, tables); err != nil {
 				return err
 			}
 		}
-		return h.savePlan(ctx, tx, p, body, parts)
+		return pl.savePlan(ctx, tx, p, body, parts)
 	})
 }
 
 // planRecord returns what the checkpoints store of plan p: its body and
 // its partitions.
-func (h *holding) planRecord(p planned) ([]byte, []checkpoint.Partition, error) {
+func (pl *planner) planRecord(p planned) ([]byte, []checkpoint.Partition, error) {
 	plan := p.plan
 	body, err := json.Marshal(storedPlan{Version: 1, Schema: plan.Schema, Rows: plan.Rows, Rejected: plan.Rejected, Superseded: plan.Superseded,
-		PartitionRows: h.req.PartitionRows, PartitionBytes: h.req.PartitionBytes, Limits: p.inputs.limits, JSONB: p.inputs.jsonb})
+		PartitionRows: pl.req.PartitionRows, PartitionBytes: pl.req.PartitionBytes, Limits: p.inputs.limits, JSONB: p.inputs.jsonb})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -483,58 +483,58 @@ type planTables struct {
 
 // planTables returns the tables the plan of p readies, the existing table
 // to change as ev says.
-func (h *holding) planTables(p planned, ev *evolution) planTables {
+func (pl *planner) planTables(p planned, ev *evolution) planTables {
 	schema := p.plan.Schema.Arrow()
 	// An existing table that does not fit the file changes with the rows:
 	// in the first partition's transaction (partitionWriter.prepare), with
 	// --atomic in the completing one (evolveAtCompletion). A new one is
 	// created with the plan, empty.
-	t := planTables{ensure: p.existing == nil || (!h.req.Mapping.Atomic && ev.text == ""), schema: schema, staged: schema}
+	t := planTables{ensure: p.existing == nil || (!pl.req.Mapping.Atomic && ev.text == ""), schema: schema, staged: schema}
 	if p.existing != nil {
 		// An --atomic import stages the values a decimal or text column
 		// of the table (as it is to become) takes as the file wrote them
 		// (valuesAs), so that the move at completion copies text, not a
 		// float64's digits.
-		t.staged = schemaAs(p.plan.Schema, valuesAs(h.req.Mapping, h.textFormat(), widened(h.req.Mapping.Evolve, h.target, p.existing, p.plan.Schema), p.plan.Schema)).Arrow()
+		t.staged = schemaAs(p.plan.Schema, valuesAs(pl.req.Mapping, pl.textFormat(), widened(pl.req.Mapping.Evolve, pl.target, p.existing, p.plan.Schema), p.plan.Schema)).Arrow()
 	}
 	return t
 }
 
 // readyTables readies in tx the tables t says, where DDL does not commit.
-func (h *holding) readyTables(ctx context.Context, tx *sql.Tx, t planTables) error {
+func (pl *planner) readyTables(ctx context.Context, tx *sql.Tx, t planTables) error {
 	if t.ensure {
-		if err := h.e.st.Driver.Ensure(ctx, tx, h.target, t.schema); err != nil {
+		if err := pl.e.st.Driver.Ensure(ctx, tx, pl.target, t.schema); err != nil {
 			return err
 		}
 	}
-	if err := h.ensureStage(ctx, tx, t.staged); err != nil {
+	if err := pl.ensureStage(ctx, tx, t.staged); err != nil {
 		return err
 	}
-	return h.ensureSnapshot(ctx, tx, t.schema)
+	return pl.ensureSnapshot(ctx, tx, t.schema)
 }
 
 // savePlan stores in tx plan p (its record body and parts), its bad rows,
 // the removal of a replaced version's rows the plan does, and that the
 // operation is planned.
-func (h *holding) savePlan(ctx context.Context, tx *sql.Tx, p planned, body []byte, parts []checkpoint.Partition) error {
-	if err := h.prepareReplaced(ctx, tx, false); err != nil {
+func (pl *planner) savePlan(ctx context.Context, tx *sql.Tx, p planned, body []byte, parts []checkpoint.Partition) error {
+	if err := pl.prepareReplaced(ctx, tx, false); err != nil {
 		return err
 	}
-	if err := h.e.st.CP.Save(ctx, tx, h.op, h.attempt.ID, body, p.plan.Rows, parts); err != nil {
+	if err := pl.e.st.CP.Save(ctx, tx, pl.op, pl.attempt.ID, body, p.plan.Rows, parts); err != nil {
 		return err
 	}
-	if err := h.storeRejects(ctx, tx, p.spill); err != nil {
+	if err := pl.storeRejects(ctx, tx, p.spill); err != nil {
 		return err
 	}
-	if err := h.planCreated(ctx, tx); err != nil {
+	if err := pl.planCreated(ctx, tx); err != nil {
 		return err
 	}
-	return h.e.st.Ledger.Planned(ctx, tx, h.id.Key, h.attempt.ID)
+	return pl.e.st.Ledger.Planned(ctx, tx, pl.id.Key, pl.attempt.ID)
 }
 
 // storeRejects stores every bad row of spill, with the plan: an admitted
 // file has them all in the quarantine, or nothing is stored.
-func (h *holding) storeRejects(ctx context.Context, tx *sql.Tx, spill *rejectSpill) error {
+func (pl *planner) storeRejects(ctx context.Context, tx *sql.Tx, spill *rejectSpill) error {
 	var rejects []ledger.Reject
 	return spill.each(func(rs []reader.Reject) error {
 		rejects = rejects[:0]
@@ -542,27 +542,27 @@ func (h *holding) storeRejects(ctx context.Context, tx *sql.Tx, spill *rejectSpi
 			b.Value, b.Row = shown(b.Value), storable(b.Row)
 			rejects = append(rejects, ledger.Reject{Reject: b})
 		}
-		return h.e.st.Ledger.AddRejects(ctx, tx, h.id.Key, h.attempt.ID, rejects)
+		return pl.e.st.Ledger.AddRejects(ctx, tx, pl.id.Key, pl.attempt.ID, rejects)
 	})
 }
 
 // refuseDefect refuses the file for a defect that stopped the plan pass, or
 // returns err when it is not a defect of the file.
-func (h *holding) refuseDefect(ctx context.Context, err error) (bool, error) {
+func (pl *planner) refuseDefect(ctx context.Context, err error) (bool, error) {
 	var pe *reader.ParseError
 	if !errors.As(err, &pe) || ctx.Err() != nil || errors.Is(err, reader.ErrSourceChanged) {
 		return false, err // a file that changed is abandoned, not refused
 	}
-	return true, h.refuse(ctx, &Refusal{MaxRejects: h.req.MaxRejects, Error: pe.Error()}, idemtype.Rows{})
+	return true, pl.refuse(ctx, &Refusal{MaxRejects: pl.req.MaxRejects, Error: pe.Error()}, idemtype.Rows{})
 }
 
 // refuse records the refusal and ends the attempt: nothing reaches the
 // target. counted is what the attempt counted of the file's rows (read and
 // rejected, for a file refused for its bad rows), which the ledger and the
 // result report.
-func (h *holding) refuse(ctx context.Context, ref *Refusal, counted idemtype.Rows) error {
-	h.res.Rows = counted // reported even when the refusal is not recorded
-	if e := h.req.Mapping.Encoding; e == "" || e == "utf-8" {
+func (pl *planner) refuse(ctx context.Context, ref *Refusal, counted idemtype.Rows) error {
+	pl.res.Rows = counted // reported even when the refusal is not recorded
+	if e := pl.req.Mapping.Encoding; e == "" || e == "utf-8" {
 		n := 0
 		for _, b := range ref.Rejects {
 			if b.Code == reader.CodeUTF8 {
@@ -575,38 +575,38 @@ func (h *holding) refuse(ctx context.Context, ref *Refusal, counted idemtype.Row
 	if err != nil {
 		return err
 	}
-	err = withTx(ctx, h.e.st.DB, func(tx *sql.Tx) error {
-		if err := h.e.st.Ledger.Refuse(ctx, tx, h.id.Key, h.attempt.ID, string(body), counted); err != nil {
+	err = withTx(ctx, pl.e.st.DB, func(tx *sql.Tx) error {
+		if err := pl.e.st.Ledger.Refuse(ctx, tx, pl.id.Key, pl.attempt.ID, string(body), counted); err != nil {
 			return err
 		}
-		return h.e.st.Ledger.End(ctx, tx, h.attempt.ID, string(Refused), refusalText(ref), 0, int64(len(h.ap.recovered)))
+		return pl.e.st.Ledger.End(ctx, tx, pl.attempt.ID, string(Refused), refusalText(ref), 0, int64(len(pl.ap.recovered)))
 	})
 	if err != nil {
 		return fmt.Errorf("record refusal: %w", err)
 	}
-	h.res.Outcome, h.res.Refusal = Refused, ref
-	h.res.Err = fmt.Errorf("refused: %s", refusalText(ref))
-	h.log.Warn("refused", "rows", ref.Rows, "rejected", ref.Rejected, "error", refusalText(ref))
-	return h.res.Err
+	pl.res.Outcome, pl.res.Refusal = Refused, ref
+	pl.res.Err = fmt.Errorf("refused: %s", refusalText(ref))
+	pl.log.Warn("refused", "rows", ref.Rows, "rejected", ref.Rejected, "error", refusalText(ref))
+	return pl.res.Err
 }
 
 // retract removes the operation this run claimed when the command turned out
 // to be wrong for the file before anything was planned: a usage error leaves
 // no record, so the corrected command is not a conflict.
-func (h *holding) retract(ctx context.Context, usage error) error {
-	if h.replacing() {
+func (pl *planner) retract(ctx context.Context, usage error) error {
+	if pl.replacing() {
 		// The earlier version is among past operations already: the
 		// replacing operation stays, refused, and a rerun with a
 		// corrected command supersedes it and finishes the replacement.
-		return h.refuse(ctx, &Refusal{Error: usage.Error()}, idemtype.Rows{})
+		return pl.refuse(ctx, &Refusal{Error: usage.Error()}, idemtype.Rows{})
 	}
-	err := withTx(context.WithoutCancel(ctx), h.e.st.DB, func(tx *sql.Tx) error {
-		return h.e.st.Ledger.Retract(ctx, tx, h.id.Key, h.attempt.ID)
+	err := withTx(context.WithoutCancel(ctx), pl.e.st.DB, func(tx *sql.Tx) error {
+		return pl.e.st.Ledger.Retract(ctx, tx, pl.id.Key, pl.attempt.ID)
 	})
 	if err != nil {
 		return errors.Join(usage, err)
 	}
-	h.res.AttemptID = ""
+	pl.res.AttemptID = ""
 	return errRetracted{usage}
 }
 

@@ -93,16 +93,16 @@ func scopeSuffix(s *Snapshot) string {
 // (a snapshot's or a replacement's) needs: the table of keys seen, and the deletion mark column (with
 // --atomic the sweep adds that column, in the completing transaction, so
 // that readers see nothing of the import before it completes).
-func (h *holding) ensureSnapshot(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
-	if s := h.snapshot(); s != nil && s.Soft && !h.req.Mapping.Atomic {
-		if err := h.e.st.Driver.EnsureDeleted(ctx, tx, h.target.Table); err != nil {
+func (pl *planner) ensureSnapshot(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
+	if s := pl.snapshot(); s != nil && s.Soft && !pl.req.Mapping.Atomic {
+		if err := pl.e.st.Driver.EnsureDeleted(ctx, tx, pl.target.Table); err != nil {
 			return err
 		}
 	}
-	if !h.tables.keysSeen {
+	if !pl.tables.keysSeen {
 		return nil
 	}
-	return h.e.st.Driver.EnsureSeen(ctx, tx, h.tables.seen, h.target.Key, keySchema(schema, h.target.Key))
+	return pl.e.st.Driver.EnsureSeen(ctx, tx, pl.tables.seen, pl.target.Key, keySchema(schema, pl.target.Key))
 }
 
 // keySchema is the part of schema that holds the key columns.
