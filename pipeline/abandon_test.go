@@ -38,7 +38,7 @@ func (p *atPoint) Hit(name string) error {
 // exactly once.
 func TestSourceChangedUnderResumedAttempt(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		ctx := context.Background()
 		f := newFx(t, name)
 		var content strings.Builder
@@ -67,7 +67,11 @@ func TestSourceChangedUnderResumedAttempt(t *testing.T) {
 		if res.Outcome != Failed || !errors.Is(res.Err, reader.ErrSourceChanged) || res.Partitions.Committed != 0 {
 			t.Fatalf("resumed under a growing file: %s, %d partitions committed, %v; want failed, none, source changed", res.Outcome, res.Partitions.Committed, res.Err)
 		}
-		got := f.rows(t, `SELECT o.state, (SELECT count(*) FROM items), (SELECT count(*) FROM `+f.tg.Ledger("partitions")+`) FROM `+f.tg.Ledger("operations")+` o`)
+		items := `(SELECT count(*) FROM items)`
+		if f.tg.IsMariaDB() && !f.tg.TableExists(t, "items") {
+			items = `0` // MariaDB: an abandoned import drops the table it created
+		}
+		got := f.rows(t, `SELECT o.state, `+items+`, (SELECT count(*) FROM `+f.tg.Ledger("partitions")+`) FROM `+f.tg.Ledger("operations")+` o`)
 		if want := [][]any{{"abandoned", int64(0), int64(0)}}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("operation state, table rows, partitions %v, want %v: the killed attempt's rows go with the abandoned operation", got, want)
 		}

@@ -39,7 +39,7 @@ func (s *recordingSink) Deliver(_ context.Context, m idemtype.EventMessage) erro
 // count the rows the table holds.
 func TestImportAllDoesWhatTheCommandDoes(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
 		sink := &recordingSink{}

@@ -109,7 +109,7 @@ func (a *armOnWait) Handle(_ context.Context, r slog.Record) error {
 // instead of a matter of timing.
 func TestJustExpiredLeaseIsNotBusy(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		f := newFx(t, name)
 		req := Request{Path: f.write(t, "items.csv", items(300, 1)), Mapping: Mapping{Table: "items"}, PartitionRows: 100, Lease: 10 * time.Minute}
 		// Committed partition 0; holds partition 1's lease, out of any
@@ -151,7 +151,7 @@ func TestJustExpiredLeaseIsNotBusy(t *testing.T) {
 // recovers the lease); a rerun recovers it again and imports the file.
 func TestClaimStoppedReportsRecoveredLease(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		f := newFx(t, name)
 		req := Request{Path: f.write(t, "items.csv", items(3, 1))}
 		f.killedHolding(t, helperJob{Path: req.Path, Failpoint: "after-claim"})

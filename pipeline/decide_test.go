@@ -462,7 +462,7 @@ func (f *fx) waitLeasesExpired(t *testing.T) {
 // decision predicts.
 func TestDecisionTable(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, row := range decisionRows() {
 			t.Run(row.name, func(t *testing.T) {
 				t.Parallel()

@@ -29,7 +29,7 @@ var floatExact = []exactValue{
 func tableText(t *testing.T, f *fx, table string) map[string]string {
 	t.Helper()
 	got := map[string]string{}
-	for _, r := range f.rows(t, `SELECT CAST(id AS TEXT), CAST(v AS TEXT) FROM `+table) {
+	for _, r := range f.rows(t, `SELECT `+f.tg.Text("id")+`, `+f.tg.Text("v")+` FROM `+table) {
 		got[asText(r[0])] = asText(r[1])
 	}
 	return got
@@ -56,7 +56,7 @@ func wantTable(t *testing.T, f *fx, table string, want map[string]string) {
 // text column the file's text itself.
 func TestWidenKeepsTheFileDigits(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
 		for _, format := range []string{"csv", "jsonl"} {
@@ -110,7 +110,7 @@ func TestWidenKeepsTheFileDigits(t *testing.T) {
 // canonical text.
 func TestWidenedUnderAPartitionKeepsTheFileText(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
 		res := f.e.Import(ctx, Request{Path: f.write(t, "seed.csv", "id,v\n1,7\n"), Mapping: Mapping{Table: "u", Key: []string{"id"}}})
@@ -152,7 +152,7 @@ func TestWidenedUnderAPartitionKeepsTheFileText(t *testing.T) {
 // 4.7631606274779e+11, and 4, never 4.0).
 func TestParquetFloatIntoExactColumns(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
 		prices := []float64{4, 4.5, 476316062747.79, 418225651099.5, 0.1, 1e21, 2.5e-7, -12345678901.25}
@@ -175,7 +175,7 @@ func TestParquetFloatIntoExactColumns(t *testing.T) {
 					want[fmt.Sprint(i+1)] = p
 				}
 				got := map[string]string{}
-				for _, r := range f.rows(t, `SELECT CAST(id AS TEXT), CAST(price AS TEXT) FROM `+table) {
+				for _, r := range f.rows(t, `SELECT `+f.tg.Text("id")+`, `+f.tg.Text("price")+` FROM `+table) {
 					got[asText(r[0])] = asText(r[1])
 				}
 				for id, w := range want {

@@ -118,7 +118,7 @@ func checkByteBounds(t *testing.T, parts []reader.Partition, lines []int64, limi
 // checkWide compares the whole table with rows, value by value.
 func (f *fx) checkWide(t *testing.T, table string, rows []wideRow) {
 	t.Helper()
-	got := f.rows(t, `SELECT id, CAST(n AS TEXT), text FROM `+table+` ORDER BY id`)
+	got := f.rows(t, `SELECT id, `+f.tg.Text("n")+`, text FROM `+table+` ORDER BY id`)
 	if len(got) != len(rows) {
 		t.Fatalf("%s has %d rows, want %d", table, len(got), len(rows))
 	}
@@ -138,7 +138,7 @@ func (f *fx) checkWide(t *testing.T, table string, rows []wideRow) {
 // land exactly; and that Parquet and Arrow files keep a partition per unit.
 func TestPartitionsBoundedByBytes(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
 		const limit = 2000
@@ -209,7 +209,7 @@ func TestPartitionsBoundedByBytes(t *testing.T) {
 // partitions are the ones applied, and the rows land exactly once.
 func TestResumeByteBoundedPartitions(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
 		content, rows, lines := wideFile(200, "csv", 9)

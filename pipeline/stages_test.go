@@ -27,7 +27,7 @@ import (
 // type the table already has does not change the mapping.
 func TestIdentifyFingerprint(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
 		content := items(50, 1)
@@ -94,7 +94,7 @@ func TestIdentifyFingerprint(t *testing.T) {
 // table's columns then have.
 func TestPlanPartitionsRejectsAndTypes(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
 		content := "id,qty,price,exact,ok,at,zip,note\n" +
@@ -211,7 +211,7 @@ func TestPlanPartitionsRejectsAndTypes(t *testing.T) {
 			t.Errorf("into the table: types %v, want the table's %v", types, wantTypes)
 		}
 		f.wantOutcome(t, f.e.Import(ctx, more), Imported)
-		if got := f.rows(t, `SELECT CAST(price AS TEXT), exact, zip FROM mixed WHERE id = 8`); fmt.Sprint(got) != "[[8.5 8 99501]]" {
+		if got := f.rows(t, `SELECT `+f.tg.Text("price")+`, exact, zip FROM mixed WHERE id = 8`); fmt.Sprint(got) != "[[8.5 8 99501]]" {
 			t.Errorf("row 8: %v", got)
 		}
 	})
@@ -224,13 +224,13 @@ func TestPlanPartitionsRejectsAndTypes(t *testing.T) {
 // superseded), a later file updating, and an unchanged row counted so.
 func TestApplyWritesEveryValue(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
 		content := "id,name,qty\n1,apple,3\n2,\"\",\n3,\"pear, ripe\",-7\n4,\"\"\"quoted\"\"\",9223372036854775807\n"
 		res := f.e.Import(ctx, Request{Path: f.write(t, "fruit.csv", content), PartitionRows: 2})
 		f.wantOutcome(t, res, Imported)
-		got := f.rows(t, `SELECT _idemport_file, _idemport_row, id, name, CAST(qty AS TEXT) FROM fruit ORDER BY _idemport_row`)
+		got := f.rows(t, `SELECT _idemport_file, _idemport_row, id, name, `+f.tg.Text("qty")+` FROM fruit ORDER BY _idemport_row`)
 		key := FileKey(res.FileID)
 		want := [][]any{
 			{key, int64(1), int64(1), "apple", "3"},
@@ -295,7 +295,7 @@ func (f *fx) key(t *testing.T) ledger.Key {
 // operation, the rows the plan read and rejected, and nothing else.
 func TestRefusedReportsItsRows(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		f := newFx(t, name)
 		ctx := context.Background()
 		path := f.write(t, "bad.csv", "id,qty\n1,10\n2,x\n3,30\n4,y\n5,50\n")

@@ -27,7 +27,7 @@ func TestWhatCommitsTogetherFailsTogether(t *testing.T) {
 	for i := 1; i <= n; i++ {
 		fmt.Fprintf(&content, "%d,v%d\n", i, i)
 	}
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, point := range []string{"before-partition-commit:1", "before-partition-commit:2", "before-event:1"} {
 			for _, key := range [][]string{nil, {"id"}} {
 				mode := "ordinal"

@@ -86,8 +86,8 @@ func opCounts(t *testing.T, tg *testkit.Target, fileID string) (op, attempts row
 // (file, row) of each, in id order.
 func versionedTable(t *testing.T, tg *testkit.Target) (rows, lineage []string) {
 	t.Helper()
-	for _, r := range testkit.Query(t, tg.DB, `SELECT CAST(id AS TEXT) || '|' || name || '|' || coalesce(CAST(ts AS TEXT), 'NULL'),
-		CAST(_idemport_file AS TEXT) || ':' || CAST(_idemport_row AS TEXT) FROM v ORDER BY id`) {
+	for _, r := range testkit.Query(t, tg.DB, `SELECT `+tg.Text("id")+` || '|' || name || '|' || coalesce(`+tg.Text("ts")+`, 'NULL'),
+		`+tg.Text("_idemport_file")+` || ':' || `+tg.Text("_idemport_row")+` FROM v ORDER BY id`) {
 		rows, lineage = append(rows, r[0].(string)), append(lineage, r[1].(string))
 	}
 	return rows, lineage
@@ -111,7 +111,7 @@ func versionedTable(t *testing.T, tg *testkit.Target) (rows, lineage []string) {
 func TestAtomicWithVersionCol(t *testing.T) {
 	t.Parallel()
 	want := rowCounts{13, 3, 4, 1, 3, 2, 0}
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, chain := range [][]string{nil, {"after-partition-commit:2", "inside-partition:2"}} {
 			t.Run(fmt.Sprintf("kills=%v", chain), func(t *testing.T) {
 				t.Parallel()
@@ -166,7 +166,7 @@ func TestAtomicWithVersionCol(t *testing.T) {
 // schema change is recorded with the attempt that completed it.
 func TestAtomicEvolveAtCompletion(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, mode := range []string{"key", "ordinal"} {
 			t.Run(mode, func(t *testing.T) {
 				t.Parallel()
@@ -181,7 +181,7 @@ func TestAtomicEvolveAtCompletion(t *testing.T) {
 				importTo(t, l.tg, dir, nil, 0, append(args, "f1.csv")...)
 				columns := func() string { return tableColumns(t, l.tg, "items", false) }
 				content := func() string {
-					return l.rows("items", "CAST(id AS TEXT) || '|' || CAST(a AS TEXT)", "_idemport_file", "_idemport_row")
+					return l.rows("items", l.tg.Text("id")+" || '|' || "+l.tg.Text("a"), "_idemport_file", "_idemport_row")
 				}
 				cols, before := columns(), content()
 				killed := l.tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=before-finalize:1"}, append(append([]string{"import"}, args...), "f2.csv")...)
@@ -202,7 +202,7 @@ func TestAtomicEvolveAtCompletion(t *testing.T) {
 				if mode == "key" {
 					want = "1|10|NULL\n2|2.50|two\n3|-3|NULL\n4|12345678901234567890.123|four"
 				}
-				l.wantRows("items", want, "CAST(id AS TEXT) || '|' || CAST(a AS TEXT)", "b")
+				l.wantRows("items", want, l.tg.Text("id")+" || '|' || "+l.tg.Text("a"), "b")
 				if got := columns(); got == cols || !strings.Contains(got, "b:") {
 					t.Fatalf("after completing, the table's columns are %s (were %s)", got, cols)
 				}
@@ -256,7 +256,7 @@ func TestGCLeavesOtherLedgersStaging(t *testing.T) {
 // are marked, the others live, every value exact.
 func TestAtomicSoftDeleteMarkAtCompletion(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, kill := range []string{"before-finalize:1", "before-sweep:1", "before-event:1"} {
 			t.Run(kill, func(t *testing.T) {
 				t.Parallel()
@@ -274,7 +274,9 @@ func TestAtomicSoftDeleteMarkAtCompletion(t *testing.T) {
 				if killed.Signal != syscall.SIGKILL {
 					t.Fatalf("not killed at %s: exit %d\n%s%s", kill, killed.Code, killed.Stdout, killed.Stderr)
 				}
-				if got := tableColumns(t, l.tg, "items", true); got != cols {
+				// Where DDL commits alone (MariaDB) the mark's column comes
+				// before the completion (sink/mysql's doc); the rows do not.
+				if got := tableColumns(t, l.tg, "items", true); got != cols && !l.tg.IsMariaDB() {
 					t.Fatalf("killed at %s, before completing, the table's columns changed from %s to %s", kill, cols, got)
 				}
 				if got := content(); got != before {

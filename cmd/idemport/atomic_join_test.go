@@ -369,7 +369,7 @@ func TestAtomicJoinSoak(t *testing.T) {
 // table holds the file exactly and a rerun is a duplicate.
 func TestAtomicMovedBackByAnEarlierVersion(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, state := range []string{"failed", "processing"} {
 			t.Run(state, func(t *testing.T) {
 				t.Parallel()

@@ -26,7 +26,7 @@ func TestWidenUnderARunningImport(t *testing.T) {
 		{"to decimal", "id,n\n11,1.50\n12,12345678901234567890.123\n", "1.50\n12345678901234567890.123"},
 		{"to text", "id,n\n11,0050\n12,abc\n", "0050\nabc"},
 	}
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, c := range cases {
 			for _, mode := range []string{"ordinal", "natural"} {
 				t.Run(c.name+" "+mode, func(t *testing.T) {

@@ -29,7 +29,7 @@ func TestEvolveAddThenWiden(t *testing.T) {
 		{"1|0050|one", "13|1.5|x", "14|abc|y", "15|9223372036854775807|z", "16|-0|w", "17|1e3|v"},
 	}
 	kills := []string{"after-plan:1", "inside-partition:2", "after-partition-commit:1"}
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, kill := range kills {
 			t.Run(kill, func(t *testing.T) {
 				t.Parallel()
@@ -38,7 +38,7 @@ func TestEvolveAddThenWiden(t *testing.T) {
 				rows := map[string]string{}
 				check := func(after string) {
 					t.Helper()
-					got := testkit.Query(t, l.tg.DB, `SELECT CAST(id AS TEXT) || '|' || coalesce(CAST(a AS TEXT), 'NULL') || '|' || `+
+					got := testkit.Query(t, l.tg.DB, `SELECT `+l.tg.Text("id")+` || '|' || coalesce(`+l.tg.Text("a")+`, 'NULL') || '|' || `+
 						map[bool]string{true: `coalesce(b, 'NULL')`, false: `'NULL'`}[after != "f1.csv"]+` FROM items ORDER BY id`)
 					var lines, exp []string
 					for _, r := range got {
@@ -61,14 +61,14 @@ func TestEvolveAddThenWiden(t *testing.T) {
 					evolve := []string{"--evolve", []string{"none", "add", "widen"}[i]}
 					if i > 0 {
 						// Without --evolve the table does not fit: refused, nothing written.
-						before := l.tg.Snapshot(t, "quickcheck", "operations", "operations_past", "attempts", "rejects", "files")
+						before := l.tg.Snapshot(t, "quickcheck", "operations", "operations_past", "attempts", "rejects", "files", "locks")
 						prev := []string{"none", "add"}[i-1]
 						r := importTo(t, l.tg, dir, nil, 5, append(append(slices.Clone(base), "--evolve", prev), file)...)
 						// f2 has a column the table lacks; f3's values of a do not fit int64.
 						if r.Outcome != "refused" || !strings.Contains(r.Error, []string{"does not fit", "not a valid int64"}[i-1]) {
 							t.Fatalf("%s with --evolve %s: outcome %s error %q, want refused as not fitting", file, prev, r.Outcome, r.Error)
 						}
-						if d := before.Diff(l.tg.Snapshot(t, "quickcheck", "operations", "operations_past", "attempts", "rejects", "files")); d != "" {
+						if d := before.Diff(l.tg.Snapshot(t, "quickcheck", "operations", "operations_past", "attempts", "rejects", "files", "locks")); d != "" {
 							t.Fatalf("the refused %s changed %s", file, d)
 						}
 						killed := l.tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=" + kill}, append(append(append([]string{"import"}, base...), evolve...), file)...)
@@ -104,7 +104,7 @@ func TestEvolveAddThenWiden(t *testing.T) {
 // scale as written).
 func TestWidenThroughDecimal(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		l := &life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir}
@@ -118,12 +118,12 @@ func TestWidenThroughDecimal(t *testing.T) {
 			t.Fatalf("w2: columns_widened %v, want [a]", r.ColumnsWidened)
 		}
 		want := "1|10\n2|9223372036854775807\n3|-9223372036854775808\n4|1.50\n5|12345678901234567890.123"
-		l.wantRows("w", want, "CAST(id AS TEXT)", "CAST(a AS TEXT)")
+		l.wantRows("w", want, l.tg.Text("id"), l.tg.Text("a"))
 		if h := l.run(0, l.tg.With("history", "--table", "w", "w2.csv")...); !strings.Contains(h.Stdout, "schema: widened a int64 → decimal") {
 			t.Fatalf("history:\n%s", h.Stdout)
 		}
 		importTo(t, l.tg, dir, nil, 0, append(args, "w3.csv")...)
-		l.wantRows("w", want+"\n6|abc\n7|0050", "CAST(id AS TEXT)", "CAST(a AS TEXT)")
+		l.wantRows("w", want+"\n6|abc\n7|0050", l.tg.Text("id"), l.tg.Text("a"))
 		if h := l.run(0, l.tg.With("history", "--table", "w", "w3.csv")...); !strings.Contains(h.Stdout, "schema: widened a decimal → text") {
 			t.Fatalf("history:\n%s", h.Stdout)
 		}
@@ -175,7 +175,7 @@ func TestEvolveWithTheFirstPartition(t *testing.T) {
 	after := "1|-9223372036854775808|NULL\n2|9223372036854775807|two\n3|0|NULL\n4|12345678901234567890.123|\n5|-0.5|NULL\n" +
 		"6|1.50|six\n7|-9223372036854775808|seven\n8|0.000000000000000001|eight"
 	firstPartition := "1|-9223372036854775808|NULL\n2|9223372036854775807|NULL\n3|0|NULL\n4|12345678901234567890.123|\n5|-0.5|NULL"
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, kill := range []string{"after-plan:1", "inside-partition:1", "after-partition-commit:1"} {
 			t.Run(kill, func(t *testing.T) {
 				t.Parallel()
@@ -198,7 +198,9 @@ func TestEvolveWithTheFirstPartition(t *testing.T) {
 					}
 					l.wantRows("items", firstPartition, "id", "a", "b")
 				} else {
-					if got := tableColumns(t, l.tg, "items", false); got != cols {
+					// Where DDL commits alone (MariaDB) the columns change
+					// before the rows that need them (sink/mysql's doc).
+					if got := tableColumns(t, l.tg, "items", false); got != cols && !l.tg.IsMariaDB() {
 						t.Fatalf("killed at %s, before any partition committed, the table's columns changed from %s to %s", kill, cols, got)
 					}
 					l.wantRows("items", before, "id", "a")
@@ -207,7 +209,9 @@ func TestEvolveWithTheFirstPartition(t *testing.T) {
 				if res.Outcome != "resumed" {
 					t.Fatalf("resumed: outcome %s", res.Outcome)
 				}
-				if kill != "after-partition-commit:1" && (fmt.Sprint(res.ColumnsAdded) != "[b]" || fmt.Sprint(res.ColumnsWidened) != "[a]") {
+				// Where DDL commits alone (MariaDB) the killed attempt made
+				// the changes: history names them once, below.
+				if kill != "after-partition-commit:1" && !l.tg.IsMariaDB() && (fmt.Sprint(res.ColumnsAdded) != "[b]" || fmt.Sprint(res.ColumnsWidened) != "[a]") {
 					t.Fatalf("resumed: columns added %v, widened %v; want [b] and [a]", res.ColumnsAdded, res.ColumnsWidened)
 				}
 				l.wantRows("items", after, "id", "a", "b")

@@ -93,7 +93,7 @@ func checkNamesHolder(t *testing.T, res result, holder string, pid int) {
 // the table holds both files applied in that order, value by value.
 func TestFrozenHolderOfAnotherFile(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

@@ -248,7 +248,7 @@ func TestFileIDReuseConflicts(t *testing.T) {
 // written but not committed, and reruns.
 func TestKillInsidePartitionThenResume(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, mode := range []string{"ordinal", "natural"} {
 			t.Run(mode, func(t *testing.T) {
 				t.Parallel()
@@ -301,7 +301,7 @@ func TestKillInsidePartitionThenResume(t *testing.T) {
 // without committing.
 func TestHeldLeaseIsBusyAndExpiredLeaseIsRecovered(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -384,7 +384,7 @@ func TestRefusedFileWritesNothing(t *testing.T) {
 
 func TestLedgerWipedRerunMakesNoDuplicates(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -45,7 +46,7 @@ func exportReplay(t *testing.T, tg *testkit.Target, dir, file, fileID, want stri
 // said, and the target ends with exactly the source's values.
 func TestRejectsExportAndReplayAreLossless(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		t.Run("csv", func(t *testing.T) {
 			dir := t.TempDir()
@@ -109,7 +110,8 @@ func TestRejectsExportAndReplayAreLossless(t *testing.T) {
 				t.Fatalf("row 1: %v", got)
 			}
 			g := got[0]
-			if g[0] != "object" || g[1] != "array" || !truthy(g[2]) || !truthy(g[3]) || g[4] != "" || g[5] != nil || g[6] != int64(7) {
+			// MariaDB's JSON_TYPE names the types in capitals.
+			if !strings.EqualFold(fmt.Sprint(g[0]), "object") || !strings.EqualFold(fmt.Sprint(g[1]), "array") || !truthy(g[2]) || !truthy(g[3]) || g[4] != "" || g[5] != nil || g[6] != int64(7) {
 				t.Fatalf("row 1 after replay: %#v (want an object and an array equal to the source's, \"\", NULL, 7)", g)
 			}
 		})
@@ -138,7 +140,7 @@ func TestRejectsExportAndReplayAreLossless(t *testing.T) {
 					t.Fatalf("target: %v", got)
 				}
 				g := got[1]
-				if g[0] != int64(2) || g[1] != int64(2) || g[2] != "" || g[3] != "array" || !truthy(g[4]) || g[5] != "12.50" || g[6] != int64(math.MaxInt64) {
+				if g[0] != int64(2) || g[1] != int64(2) || g[2] != "" || !strings.EqualFold(fmt.Sprint(g[3]), "array") || !truthy(g[4]) || g[5] != "12.50" || g[6] != int64(math.MaxInt64) {
 					t.Fatalf("row 2 after replay: %#v (want \"\", the array, 12.50, the fixed int64)", g)
 				}
 			})

@@ -62,13 +62,13 @@ func TestDecimalKeysCompareByValue(t *testing.T) {
 		{"7", "u"}, {"7.001", "w"}, {"9223372036854775807.0", "l"},
 	}
 	const supersededA = 11 // 1.5 (a, x), 1.50 (b), 1, -0, 10, the int64 edge, 25, the long decimal, -3.10, 7.0
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		table := func(name string) [][]any {
 			t.Helper()
-			return sortedRows(t, tg, `SELECT CAST(id AS TEXT), v FROM `+name)
+			return sortedRows(t, tg, `SELECT `+tg.Text("id")+`, v FROM `+name)
 		}
 		writeFile(t, dir, "a.csv", a)
 		first := importTo(t, tg, dir, nil, 0, "--table", "t", "--key", "id", "--partition-rows", "5", "a.csv")
@@ -127,7 +127,7 @@ func TestDecimalKeysCompareByValue(t *testing.T) {
 			t.Fatalf("snapshot s2.csv: deleted %d, rows %+v", s.Deleted, s.Rows)
 		}
 		wantS := [][]any{{"1.500", "2", "s1"}, {"2.0", "1", "s2"}, {"7.00", "1", "s3"}}
-		if got := sortedRows(t, tg, `SELECT CAST(id AS TEXT), CAST(ver AS TEXT), v FROM s`); !reflect.DeepEqual(got, wantS) {
+		if got := sortedRows(t, tg, `SELECT `+tg.Text("id")+`, `+tg.Text("ver")+`, v FROM s`); !reflect.DeepEqual(got, wantS) {
 			t.Fatalf("after the snapshot, table s:\n got  %v\n want %v", got, wantS)
 		}
 		if again := importTo(t, tg, dir, nil, 0, "--table", "s", "--key", "id", "--version-col", "ver", "--snapshot", "--max-delete", "50%", "s2.csv"); again.Outcome != "duplicate" {
@@ -142,7 +142,7 @@ func TestDecimalKeysCompareByValue(t *testing.T) {
 			t.Fatalf("atomic snapshot s3.csv: deleted %d, rows %+v", s3.Deleted, s3.Rows)
 		}
 		wantS3 := [][]any{{"1.500", "2", "s1"}, {"2.00", "1", "s2"}}
-		if got := sortedRows(t, tg, `SELECT CAST(id AS TEXT), CAST(ver AS TEXT), v FROM s`); !reflect.DeepEqual(got, wantS3) {
+		if got := sortedRows(t, tg, `SELECT `+tg.Text("id")+`, `+tg.Text("ver")+`, v FROM s`); !reflect.DeepEqual(got, wantS3) {
 			t.Fatalf("after the atomic snapshot, table s:\n got  %v\n want %v", got, wantS3)
 		}
 
@@ -151,6 +151,18 @@ func TestDecimalKeysCompareByValue(t *testing.T) {
 		writeFile(t, dir, "w1.csv", "id,v\n1,a\n2,b\n")
 		importTo(t, tg, dir, nil, 0, "--table", "w", "--key", "id", "w1.csv")
 		writeFile(t, dir, "w2.csv", "id,v\n1.0,c\n2.5,d\n")
+		if tg.IsMariaDB() {
+			// The MariaDB driver does not widen a key column yet: the
+			// import fails saying so, and the table keeps its rows.
+			r := tg.Exec(t, dir, nil, "import", "--table", "w", "--key", "id", "--evolve", "widen", "w2.csv")
+			if r.Code == 0 || !strings.Contains(r.Stdout+r.Stderr, "part of a key") {
+				t.Fatalf("widen of a key on MariaDB: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+			if got := table("w"); !reflect.DeepEqual(got, [][]any{{"1", "a"}, {"2", "b"}}) {
+				t.Fatalf("after the refused widen, table w: %v", got)
+			}
+			return
+		}
 		w := importTo(t, tg, dir, nil, 0, "--table", "w", "--key", "id", "--evolve", "widen", "w2.csv")
 		if w.Rows.Updated != 1 || w.Rows.Inserted != 1 || len(w.ColumnsWidened) != 1 {
 			t.Fatalf("widen w2.csv: %+v", w)

@@ -58,7 +58,7 @@ func leases(t *testing.T, tg *testkit.Target) []lease {
 // ID: one JetStream message, every HTTP delivery with that key.
 func TestOutboxDeadDelivererIsTakenOverAtOnce(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, point := range []string{"before-publish", "after-publish"} {
 			t.Run(point, func(t *testing.T) {
 				t.Parallel()
@@ -224,7 +224,7 @@ type deliverJSON struct {
 func TestOutboxTwoDeliverersRace(t *testing.T) {
 	t.Parallel()
 	const files = 40
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

@@ -19,7 +19,7 @@ import (
 // again; the kept pending ones are delivered later with their IDs.
 func TestOutboxGCPrunesDeliveredEvents(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

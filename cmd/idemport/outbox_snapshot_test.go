@@ -16,9 +16,9 @@ import (
 // live (not marked deleted).
 func snapIdentities(t *testing.T, tg *testkit.Target, ordinal, soft bool) map[string]bool {
 	t.Helper()
-	id, live := `CAST(id AS TEXT)`, `1`
+	id, live := tg.Text("id"), `1`
 	if ordinal {
-		id = `CAST(_idemport_file AS TEXT) || ':' || CAST(_idemport_row AS TEXT)`
+		id = tg.Text("_idemport_file") + ` || ':' || ` + tg.Text("_idemport_row")
 	}
 	if soft {
 		live = `CASE WHEN _idemport_deleted_at IS NULL THEN 1 ELSE 0 END`
@@ -46,7 +46,7 @@ func TestOutboxSnapshotEventCarriesDeleted(t *testing.T) {
 		"key-atomic":     {"--key", "id", "--atomic"},
 		"ordinal-atomic": {"--atomic"},
 	}
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for mode, extra := range modes {
 			t.Run(mode, func(t *testing.T) {
 				t.Parallel()

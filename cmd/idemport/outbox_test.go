@@ -217,7 +217,7 @@ func checkDelivered(t *testing.T, s *natsStream, h *hook, events []outboxEvent) 
 // carries its ID.
 func TestOutboxKillAtEachDeliveryBoundary(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, point := range []string{"after-finalize", "before-publish:1", "before-publish:2", "after-publish:1", "after-publish:2", "during-retry:1"} {
 			t.Run(point, func(t *testing.T) {
 				t.Parallel()
@@ -321,7 +321,7 @@ func TestOutboxKillBeforeEventRecorded(t *testing.T) {
 			cmd:   []string{"rejects", "replay", "fix.csv"},
 			kinds: []string{"import.completed", "rejects.replayed"}, killed: state{"completed", 2}, done: state{"completed", 3}},
 	}
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
@@ -430,7 +430,7 @@ func outboxList(t *testing.T, tg *testkit.Target, dir string) []deliveryJSON {
 // 'outbox deliver' delivers what a later outage left.
 func TestOutboxEndpointDownThenUp(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		h := newHook(t)
@@ -513,7 +513,7 @@ func TestOutboxEndpointDownThenUp(t *testing.T) {
 // 409 counts as delivered.
 func TestOutboxRefusedDeliveryFailsForGood(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		h := newHook(t)
@@ -545,7 +545,7 @@ func TestOutboxRefusedDeliveryFailsForGood(t *testing.T) {
 // NATS, HTTP and a command, each once.
 func TestOutboxEventsOfTheLifecycle(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		stream, h := newStream(t), newHook(t)
@@ -632,7 +632,7 @@ func TestOutboxEventsOfTheLifecycle(t *testing.T) {
 // transaction completes it records an event.
 func TestOutboxOneEventWhenWorkersFinishTogether(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		stream := newStream(t)
@@ -671,7 +671,7 @@ func TestOutboxOneEventWhenWorkersFinishTogether(t *testing.T) {
 // rejects.replayed event, even when it changes nothing, with its own ID.
 func TestOutboxReplayEvents(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		h := newHook(t)

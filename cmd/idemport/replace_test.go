@@ -110,7 +110,7 @@ func checkReplaced(t *testing.T, tg *testkit.Target, v1, v2 string) {
 // and a rerun a duplicate.
 func TestReplaceCorrectedFile(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, m := range replaceModes {
 			t.Run(m.name, func(t *testing.T) {
 				t.Parallel()
@@ -333,7 +333,7 @@ func TestOrdinalImportNotesOtherContentAtSamePath(t *testing.T) {
 // replacement: the table holds exactly it.
 func TestReplaceRefusedThenCorrected(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -365,7 +365,7 @@ func TestReplaceRefusedThenCorrected(t *testing.T) {
 // removed); the next import of the file starts over.
 func TestUndoAReplacement(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -377,7 +377,7 @@ func TestUndoAReplacement(t *testing.T) {
 		if run := tg.Exec(t, dir, nil, "undo", "orders.csv"); run.Code != 0 {
 			t.Fatalf("undo: exit %d\n%s%s", run.Code, run.Stdout, run.Stderr)
 		}
-		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM orders`); n != 0 {
+		if n := rowsLeft(t, tg, "orders"); n != 0 {
 			t.Fatalf("orders holds %d rows after the undo, want 0", n)
 		}
 		if res := importTo(t, tg, dir, nil, 0, m.args()...); res.Outcome != "imported" {
@@ -489,7 +489,7 @@ func TestConcurrentReplacements(t *testing.T) {
 // finds every row of the file unchanged.
 func TestReapplyAReplacement(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

@@ -156,7 +156,7 @@ func idOf(line string) int64 {
 // default 10% and done at 50%.
 func TestSnapshotScopeOutOfScopeRow(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, mode := range []string{"key", "key-atomic"} {
 			t.Run(mode, func(t *testing.T) {
 				t.Parallel()
@@ -193,7 +193,7 @@ func TestSnapshotScopeOutOfScopeRow(t *testing.T) {
 // each is a different mapping.
 func TestSnapshotScopeEscaped(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		l := &life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir}

@@ -314,7 +314,7 @@ func (m *snapModel) withDay(day []snapRow) []string {
 // snapshot sweeps only its slice of the table.
 func TestSnapshotGuardOrderAndScope(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		l := &life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir}
@@ -339,14 +339,14 @@ func TestSnapshotGuardOrderAndScope(t *testing.T) {
 		if r := snap(0, "2026-11-23", "mon.csv"); r.Outcome != "imported" || r.Rows.Inserted != 10 {
 			t.Fatalf("mon: %+v", r)
 		}
-		l.wantRows("items", monRows, "CAST(id AS TEXT)", "name")
+		l.wantRows("items", monRows, l.tg.Text("id"), "name")
 
 		// Half the keys gone: refused, nothing deleted, resumable.
 		r := snap(5, "2026-11-24", "tue.csv")
 		if r.Outcome != "refused" || r.Deleted != 0 || !strings.Contains(r.Error, "would delete 5 of the 10 rows") {
 			t.Fatalf("tue: outcome %s deleted %d error %q, want refused by the guard", r.Outcome, r.Deleted, r.Error)
 		}
-		l.wantRows("items", monRows, "CAST(id AS TEXT)", "name")
+		l.wantRows("items", monRows, l.tg.Text("id"), "name")
 		l.wantStates("items", "completed,failed", "")
 		r = snap(5, "2026-11-24", "tue.csv", "--max-delete", "4")
 		if r.Outcome != "refused" {
@@ -356,7 +356,7 @@ func TestSnapshotGuardOrderAndScope(t *testing.T) {
 		if r.Outcome != "resumed" || r.Deleted != 5 {
 			t.Fatalf("tue with --max-delete 50%%: outcome %s deleted %d, want resumed deleted 5", r.Outcome, r.Deleted)
 		}
-		l.wantRows("items", "10|n10\n2|n2\n4|n4\n6|n6\n8|n8", "CAST(id AS TEXT)", "name")
+		l.wantRows("items", "10|n10\n2|n2\n4|n4\n6|n6\n8|n8", l.tg.Text("id"), "name")
 
 		// An empty file sweeps only with 100%.
 		for _, limit := range []string{"10%", "99%", "1000"} {
@@ -364,7 +364,7 @@ func TestSnapshotGuardOrderAndScope(t *testing.T) {
 			if r.Outcome != "refused" || !strings.Contains(r.Error, "has no rows") {
 				t.Fatalf("empty file with --max-delete %s: outcome %s error %q, want refused", limit, r.Outcome, r.Error)
 			}
-			l.wantRows("items", "10|n10\n2|n2\n4|n4\n6|n6\n8|n8", "CAST(id AS TEXT)", "name")
+			l.wantRows("items", "10|n10\n2|n2\n4|n4\n6|n6\n8|n8", l.tg.Text("id"), "name")
 		}
 
 		// Older than the last applied: stale, nothing written anywhere.
@@ -380,7 +380,7 @@ func TestSnapshotGuardOrderAndScope(t *testing.T) {
 		if r.Outcome != "resumed" || r.Deleted != 5 {
 			t.Fatalf("empty file with --max-delete 100%%: outcome %s deleted %d, want resumed deleted 5", r.Outcome, r.Deleted)
 		}
-		l.wantRows("items", "", "CAST(id AS TEXT)", "name")
+		l.wantRows("items", "", l.tg.Text("id"), "name")
 
 		// A scope: the EU feed's snapshot leaves the US rows alone.
 		l.write("all.csv", "id,region,v\n1,EU,a\n2,EU,b\n3,US,c\n4,US,d\n5,EU,e\n6,EU,f\n7,EU,g\n8,EU,h\n9,EU,i\n10,EU,j\n11,EU,k\n")
@@ -391,14 +391,14 @@ func TestSnapshotGuardOrderAndScope(t *testing.T) {
 			t.Fatalf("EU snapshot deleted %d rows, want 0", r.Deleted)
 		}
 		l.wantRows("regions", "1|EU|a2\n10|EU|j\n11|EU|k\n12|EU|l\n2|EU|b\n3|US|c\n4|US|d\n5|EU|e\n6|EU|f\n7|EU|g\n8|EU|h\n9|EU|i",
-			"CAST(id AS TEXT)", "region", "v")
+			l.tg.Text("id"), "region", "v")
 		l.write("eu2.csv", "id,region,v\n1,EU,a2\n2,EU,b\n5,EU,e\n6,EU,f\n7,EU,g\n8,EU,h\n9,EU,i\n10,EU,j\n11,EU,k\n")
 		r = importTo(t, l.tg, dir, nil, 0, "--table", "regions", "--key", "id", "--snapshot", "--snapshot-scope", "region=EU", "eu2.csv")
 		if r.Deleted != 1 {
 			t.Fatalf("second EU snapshot deleted %d rows, want 1", r.Deleted)
 		}
 		l.wantRows("regions", "1|EU|a2\n10|EU|j\n11|EU|k\n2|EU|b\n3|US|c\n4|US|d\n5|EU|e\n6|EU|f\n7|EU|g\n8|EU|h\n9|EU|i",
-			"CAST(id AS TEXT)", "region", "v")
+			l.tg.Text("id"), "region", "v")
 	})
 }
 
@@ -406,7 +406,7 @@ func TestSnapshotGuardOrderAndScope(t *testing.T) {
 // noun: "1 row", not "1 rows", in the dry run, the result and history.
 func TestSnapshotSaysOneRow(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		os.WriteFile(filepath.Join(dir, "a.csv"), []byte("id,name,v\n1,a,1\n2,b,2\n"), 0o644)
@@ -436,7 +436,7 @@ func TestSnapshotSaysOneRow(t *testing.T) {
 // the run's deleted counts the rows it marked.
 func TestSnapshotOrdinalSoftDelete(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -469,8 +469,8 @@ func TestSnapshotOrdinalSoftDelete(t *testing.T) {
 				want = append(want, fmt.Sprintf("day%d|%s|live", i+1, l))
 			}
 			var got []string
-			for _, r := range testkit.Query(t, tg.DB, `SELECT CAST(_idemport_file AS TEXT), CAST(_idemport_row AS TEXT),
-				CAST(id AS TEXT) || '|' || coalesce(name, 'NULL') || '|' || CAST(v AS TEXT), coalesce(`+tg.TimeText("_idemport_deleted_at")+`, '')
+			for _, r := range testkit.Query(t, tg.DB, `SELECT `+tg.Text("_idemport_file")+`, `+tg.Text("_idemport_row")+`,
+				`+tg.Text("id")+` || '|' || coalesce(name, 'NULL') || '|' || `+tg.Text("v")+`, coalesce(`+tg.TimeText("_idemport_deleted_at")+`, '')
 				FROM items ORDER BY _idemport_row, id`) {
 				fk, lineage, mark := r[0].(string), r[0].(string)+":"+r[1].(string), r[3].(string)
 				d, ok := fileDay[fk]
@@ -504,7 +504,7 @@ func TestSnapshotOrdinalSoftDelete(t *testing.T) {
 // removes exactly the row the file lacks.
 func TestSnapshotResumesOverKeyedSeenTable(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		l := &life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir}
@@ -525,7 +525,7 @@ func TestSnapshotResumesOverKeyedSeenTable(t *testing.T) {
 		if seen == "" {
 			t.Fatalf("no table of keys seen among %v", l.tg.Tables(t))
 		}
-		typ := map[bool]string{true: "bigint", false: "INTEGER"}[l.tg.IsPostgres()]
+		typ := map[bool]string{true: "bigint", false: "INTEGER"}[l.tg.IsPostgres() || l.tg.IsMariaDB()]
 		ref := testkit.QuoteOne(seen)
 		if l.tg.IsPostgres() {
 			ref = testkit.QuoteOne(l.tg.Schema) + "." + ref

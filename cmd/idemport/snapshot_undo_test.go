@@ -235,7 +235,7 @@ func TestSnapshotUndo(t *testing.T) {
 // current, so any extract applies.
 func TestSnapshotUndoNotLatest(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, mode := range []string{"key", "ordinal-soft"} {
 			t.Run(mode, func(t *testing.T) {
 				t.Parallel()

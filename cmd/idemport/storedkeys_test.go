@@ -51,7 +51,7 @@ func TestKeyedLoadOverStoredKeysSurvivesKills(t *testing.T) {
 	sort.Slice(wantRows, func(i, j int) bool { return wantRows[i][0].(int64) < wantRows[j][0].(int64) })
 	const inserted, updated, unchanged, superseded = 18, 3, 2, 1
 
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

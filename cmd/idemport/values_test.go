@@ -20,7 +20,7 @@ import (
 func TestTrickyValuesThroughTheBinary(t *testing.T) {
 	t.Parallel()
 	csv, jsonl, cols := testkit.Tricky()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		for file, content := range map[string]string{"tricky.csv": csv, "tricky.jsonl": jsonl} {
@@ -66,7 +66,7 @@ func TestTrickyValuesThroughTheBinary(t *testing.T) {
 func TestShortNumberFormsThroughTheBinary(t *testing.T) {
 	t.Parallel()
 	forms := testkit.ZeroForms()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		for _, as := range []string{testkit.AsCSV, testkit.AsString, testkit.AsNumber} {

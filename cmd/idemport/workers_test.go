@@ -95,7 +95,7 @@ func checkCommittedOnce(t *testing.T, tg *testkit.Target, partitions int) map[st
 	}
 	rows := testkit.Query(t, tg.DB, `SELECT a.attempt_id, a.partitions_committed, a.rows_read,
 		(SELECT count(*) FROM `+p+` d WHERE d.done_by = a.attempt_id),
-		(SELECT CAST(coalesce(sum(d.row_count), 0) AS BIGINT) FROM `+p+` d WHERE d.done_by = a.attempt_id)
+		(SELECT coalesce(`+tg.Sum("d.row_count")+`, 0) FROM `+p+` d WHERE d.done_by = a.attempt_id)
 		FROM `+tg.Ledger("attempts")+` a ORDER BY a.attempt_id`)
 	by := map[string]int64{}
 	var total int64
@@ -260,7 +260,7 @@ func TestClaimDecisionTable(t *testing.T) {
 			}
 		}},
 	}
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, row := range rows {
 			t.Run(row.name, func(t *testing.T) {
 				t.Parallel()
@@ -280,7 +280,7 @@ func TestWorkerProcessesShareOneFile(t *testing.T) {
 	// Not parallel: it polls for a moment when one of four processes holds
 	// a lease with free partitions left, which the load of other tests can
 	// make too short to see.
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		const partitions, per = 20, 2500
@@ -392,7 +392,7 @@ func TestWorkerProcessesShareOneFile(t *testing.T) {
 // exact target, each partition committed once by the one attempt.
 func TestWorkersInOneProcess(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 20000, 42)
@@ -416,7 +416,7 @@ func TestWorkersInOneProcess(t *testing.T) {
 // PostgreSQL not even a row version).
 func TestFrozenWorkerCommitsNothingAfterTakeover(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -551,7 +551,7 @@ func TestQualifiedTableOnPostgres(t *testing.T) {
 // and so must its own JSON result.
 func TestFailedAttemptReportsItsPartitions(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 200, 45)
@@ -580,7 +580,7 @@ func TestFailedAttemptReportsItsPartitions(t *testing.T) {
 // lease over at once rather than report busy until the lease expires.
 func TestDeadUnreapedHolderIsRecoveredAtOnce(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 46)
@@ -629,7 +629,7 @@ func waitZombie(t *testing.T, pid int) {
 func TestWaitForPartitionLockedByFrozenHolder(t *testing.T) {
 	t.Parallel()
 	const poll = 250 * time.Millisecond // --lease 1s: lease/4
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -848,7 +848,7 @@ func expireLeases(t *testing.T, tg *testkit.Target) {
 // committed, once, and a run after the holder is resumed ends exact.
 func TestFrozenHolderMakesOthersBusy(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

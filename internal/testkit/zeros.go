@@ -107,8 +107,8 @@ func (z ZeroForm) Want(target, typ, as string) string {
 	case "decimal":
 		return z.Decimal
 	case "float64":
-		if z.Float == "-0" && target == SQLite {
-			return "0" // SQLite keeps no sign of a zero
+		if z.Float == "-0" && (target == SQLite || target == MariaDB) {
+			return "0" // SQLite and MariaDB's DOUBLE keep no sign of a zero
 		}
 		return z.Float
 	}
@@ -133,10 +133,16 @@ func (tg *Target) ColumnType(t testing.TB, table, col string) string {
 	t.Helper()
 	var decl string
 	var err error
-	if tg.IsPostgres() {
+	switch {
+	case tg.IsPostgres():
 		err = tg.DB.QueryRow(`SELECT data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = $3`,
 			tg.Schema, table, col).Scan(&decl)
-	} else {
+	case tg.IsMariaDB():
+		// A decimal beyond DECIMAL(65) is text the driver marks decimal.
+		err = tg.DB.QueryRow(`SELECT CASE WHEN column_comment = 'idemport:decimal' THEN 'decimal' ELSE data_type END
+			FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ? AND column_name = ?`,
+			table, col).Scan(&decl)
+	default:
 		err = tg.DB.QueryRow(`SELECT type FROM pragma_table_info(?) WHERE name = ?`, table, col).Scan(&decl)
 	}
 	if err != nil {
@@ -145,11 +151,11 @@ func (tg *Target) ColumnType(t testing.TB, table, col string) string {
 	switch strings.ToLower(decl) {
 	case "integer", "bigint":
 		return "int64"
-	case "real", "double precision":
+	case "real", "double precision", "double":
 		return "float64"
-	case "decimal text", "numeric":
+	case "decimal text", "numeric", "decimal":
 		return "decimal"
-	case "text":
+	case "text", "mediumtext", "longtext", "varchar":
 		return "string"
 	}
 	return decl
@@ -162,7 +168,7 @@ func (tg *Target) ColumnType(t testing.TB, table, col string) string {
 // order of order.
 func (tg *Target) Texts(t testing.TB, table, col, typ, where, order string) []string {
 	t.Helper()
-	expr := `CAST(` + QuoteOne(col) + ` AS TEXT)`
+	expr := tg.Text(QuoteOne(col))
 	if typ == "float64" {
 		expr = QuoteOne(col)
 	}

@@ -27,7 +27,7 @@ func TestUndoCommitsWithItsEvent(t *testing.T) {
 	for i := 1; i <= n; i++ {
 		fmt.Fprintf(&content, "%d,v%d\n", i, i)
 	}
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		ctx := context.Background()
 		dir := t.TempDir()
@@ -63,7 +63,11 @@ func TestUndoCommitsWithItsEvent(t *testing.T) {
 			return op
 		}
 		state3 := func() [][]any {
-			return testkit.Query(t, tg.DB, `SELECT o.state, (SELECT count(*) FROM items), (SELECT count(*) FROM `+tg.Ledger("outbox")+` WHERE kind = 'import.undone')
+			items := `(SELECT count(*) FROM items)`
+			if tg.IsMariaDB() && !tg.TableExists(t, "items") {
+				items = `0` // MariaDB: an undone import drops the table it created
+			}
+			return testkit.Query(t, tg.DB, `SELECT o.state, `+items+`, (SELECT count(*) FROM `+tg.Ledger("outbox")+` WHERE kind = 'import.undone')
 				FROM `+tg.Ledger("operations")+` o`)
 		}
 		if _, err := open("before-event:1:error").Undo(ctx, UndoRequest{FileOrID: path}); err == nil {

@@ -106,7 +106,7 @@ func items(n, seed int) string {
 // again), other content (a conflict), an import that did not complete.
 func TestVerifyDecidesAsImport(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		f := newVerifyFx(t, name)
 		ctx := context.Background()
 		verify := func(req pipeline.Request) []string {
@@ -164,13 +164,13 @@ func TestVerifyComparesValues(t *testing.T) {
 		{"version", "v", []string{"3.10", "0", "winner"}},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			testkit.Each(t, func(t *testing.T, name string) {
+			testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 				f := newVerifyFx(t, name)
 				ctx := context.Background()
 				req := pipeline.Request{Path: f.write(t, "prices.csv", file), Mapping: pipeline.Mapping{Table: "prices", Key: []string{"id"}, Version: mode.version,
 					Columns: map[string]idemtype.Type{"amount": idemtype.Decimal}}}
 				wantOutcome(t, f.e.Import(ctx, req), pipeline.Imported)
-				got := fmt.Sprint(testkit.Query(t, f.tg.DB, `SELECT CAST(amount AS TEXT), CAST(big AS TEXT), note FROM prices WHERE id = 1`))
+				got := fmt.Sprint(testkit.Query(t, f.tg.DB, `SELECT `+f.tg.Text("amount")+`, `+f.tg.Text("big")+`, note FROM prices WHERE id = 1`))
 				if want := fmt.Sprint([][]any{{mode.winner[0], mode.winner[1], mode.winner[2]}}); got != want {
 					t.Fatalf("id 1 holds %s, want %s", got, want)
 				}
@@ -219,7 +219,7 @@ func textOf(s *string) string {
 // import whose file, read alone, infers other types than the table's.
 func TestVerifyNaturalKeyWhateverTheTypes(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		f := newVerifyFx(t, name)
 		ctx := context.Background()
 		for _, tc := range []struct{ table, first, second, name string }{
