@@ -18,7 +18,7 @@ import (
 // text never says an import would create a file it would refuse.
 func TestDryRunExitsAsTheImportWould(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 300, 95)

@@ -213,7 +213,7 @@ func TestImportThenRerunIsDuplicateWithZeroWrites(t *testing.T) {
 
 func TestFileIDReuseConflicts(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -337,7 +337,7 @@ func TestHeldLeaseIsBusyAndExpiredLeaseIsRecovered(t *testing.T) {
 
 func TestRefusedFileWritesNothing(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -538,7 +538,7 @@ func TestMaxRejectsPercentage(t *testing.T) {
 // the run says it waits.
 func TestWaitInsteadOfBusy(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

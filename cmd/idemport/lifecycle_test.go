@@ -174,7 +174,7 @@ func TestLifecycle(t *testing.T) {
 			l.run(exitOK, "import", "--table", "u", f)
 			l.wantRows("u", "1|a\n2|NULL\n3|\n9|z", "id", "v")
 			l.wantStates("u", "completed,completed", "undone")
-			n := testkit.Int(l.t, l.tg.DB, `SELECT count(*) FROM `+l.tg.Ledger("attempts")+` WHERE trigger = 'undo'`)
+			n := testkit.Int(l.t, l.tg.DB, `SELECT count(*) FROM `+l.tg.Ledger("attempts")+` WHERE "trigger" = 'undo'`)
 			if n != 1 {
 				l.t.Fatalf("%d undo attempts recorded, want 1", n)
 			}
@@ -324,7 +324,11 @@ func TestLifecycle(t *testing.T) {
 			if !strings.Contains(s.stdout.String()+s.stderr.String(), "abandoned") {
 				l.t.Fatalf("no word of the abandoned import:\n%s\n%s", s.stdout.String(), s.stderr.String())
 			}
-			l.wantRows("upload", "", "id")
+			if l.tg.IsMariaDB() {
+				l.wantRows("upload", "(no table)", "id") // the abandoned import drops the table it created
+			} else {
+				l.wantRows("upload", "", "id")
+			}
 			l.wantStates("upload", "abandoned", "")
 			r := l.run(exitOK, "status")
 			if !strings.Contains(r.Stdout, "abandoned") {
@@ -339,7 +343,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			testkit.Each(t, func(t *testing.T, name string) {
+			testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 				t.Parallel()
 				dir := t.TempDir()
 				sc.f(&life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir})

@@ -6,10 +6,11 @@ package main
 // exactly after a kill, and leaves no trace when the import is refused,
 // abandoned or undone. testkit.MariaDB is not among testkit.Each's
 // targets: besides these, the command's tests that run on it name it
-// (testkit.EachOf with testkit.AllTargetNames): the snapshot, --replace
-// and wide-row kill chains, the soaks of --atomic and --evolve, several
-// processes on one --atomic import, concurrent replacements, and verify
-// while an import runs.
+// (testkit.EachOf with testkit.AllTargetNames): the crash suite, the
+// kill, stall and interrupt tests, the whole-table value comparisons, the
+// snapshot, --atomic, --evolve, --replace and undo tests and kill chains,
+// the outbox's, several workers and processes, the soaks of --atomic and
+// --evolve, and verify while an import runs.
 
 import (
 	"fmt"

@@ -284,7 +284,7 @@ func TestReplaceKilledAtEachBoundary(t *testing.T) {
 // under another file ID says so too.
 func TestOrdinalImportNotesOtherContentAtSamePath(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
@@ -405,7 +405,7 @@ func fileDigest(t *testing.T, path string) string {
 // migrates it.
 func TestReadOnlyCommandsOnALedgerBeforeReplace(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)

@@ -23,7 +23,7 @@ import (
 // and the table holds the file exactly.
 func TestStatusJudgesHolders(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		host, _ := os.Hostname()

@@ -56,7 +56,7 @@ func TestVerifyFindsItsImport(t *testing.T) {
 		{"version", []string{"--key", "id", "--version-col", "ver"}},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			testkit.Each(t, func(t *testing.T, name string) {
+			testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 				dir := t.TempDir()
 				tg := testkit.NewTarget(t, name, dir)
 				if err := os.WriteFile(filepath.Join(dir, "prices.csv"), []byte(pricesCSV), 0o644); err != nil {
@@ -121,7 +121,7 @@ func TestVerifyFindsItsImport(t *testing.T) {
 // makes verify pass.
 func TestVerifyListsSeveralImports(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		if err := os.WriteFile(filepath.Join(dir, "prices.csv"), []byte(pricesCSV), 0o644); err != nil {

@@ -18,7 +18,7 @@ func TestVerifyDifferenceProposesReapply(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"ordinal", "natural"} {
 		t.Run(mode, func(t *testing.T) {
-			testkit.Each(t, func(t *testing.T, name string) {
+			testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 				dir := t.TempDir()
 				tg := testkit.NewTarget(t, name, dir)
 				rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 120, 97)
