@@ -16,11 +16,11 @@ import (
 )
 
 // ensureStage creates the staging table inside the plan's transaction.
-func (pl *planner) ensureStage(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
-	if !pl.req.Mapping.Atomic {
+func (kp *keeper) ensureStage(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
+	if !kp.req.Mapping.Atomic {
 		return nil
 	}
-	return pl.e.st.Driver.Ensure(ctx, tx, pl.tables.write, schema)
+	return kp.e.st.Driver.Ensure(ctx, tx, kp.tables.write, schema)
 }
 
 // moveStaged moves the staged rows into the target inside the completing

@@ -44,30 +44,30 @@ import (
 // transaction would make elsewhere: the target (when ensure, as storePlan
 // decides), the staging table of --atomic for staged, the deletion mark
 // column of a soft snapshot and the table of keys seen.
-func (pl *planner) planDDL(ctx context.Context, ensure bool, schema, staged *arrow.Schema) error {
-	st, k := pl.e.st, pl.id.Key
+func (kp *keeper) planDDL(ctx context.Context, ensure bool, schema, staged *arrow.Schema) error {
+	st, k := kp.e.st, kp.id.Key
 	if ensure {
-		if err := st.Create(ctx, k, pl.target.Table, func(tx *sql.Tx) error {
-			return st.Driver.Ensure(ctx, tx, pl.target, schema)
+		if err := st.Create(ctx, k, kp.target.Table, func(tx *sql.Tx) error {
+			return st.Driver.Ensure(ctx, tx, kp.target, schema)
 		}); err != nil {
 			return err
 		}
 	}
-	if pl.req.Mapping.Atomic {
-		if err := st.Create(ctx, k, pl.tables.stage, func(tx *sql.Tx) error {
-			return pl.ensureStage(ctx, tx, staged)
+	if kp.req.Mapping.Atomic {
+		if err := st.Create(ctx, k, kp.tables.stage, func(tx *sql.Tx) error {
+			return kp.ensureStage(ctx, tx, staged)
 		}); err != nil {
 			return err
 		}
 	}
-	if s := pl.snapshot(); s != nil && s.Soft && !pl.req.Mapping.Atomic {
-		if err := st.Alter(ctx, func(tx *sql.Tx) error { return st.Driver.EnsureDeleted(ctx, tx, pl.target.Table) }); err != nil {
+	if s := kp.snapshot(); s != nil && s.Soft && !kp.req.Mapping.Atomic {
+		if err := st.Alter(ctx, func(tx *sql.Tx) error { return st.Driver.EnsureDeleted(ctx, tx, kp.target.Table) }); err != nil {
 			return err
 		}
 	}
-	if pl.tables.keysSeen {
-		return st.Create(ctx, k, pl.tables.seen, func(tx *sql.Tx) error {
-			return st.Driver.EnsureSeen(ctx, tx, pl.tables.seen, pl.target.Key, keySchema(schema, pl.target.Key))
+	if kp.tables.keysSeen {
+		return st.Create(ctx, k, kp.tables.seen, func(tx *sql.Tx) error {
+			return st.Driver.EnsureSeen(ctx, tx, kp.tables.seen, kp.target.Key, keySchema(schema, kp.target.Key))
 		})
 	}
 	return nil
@@ -75,24 +75,24 @@ func (pl *planner) planDDL(ctx context.Context, ensure bool, schema, staged *arr
 
 // undoPlanDDL drops, before the operation is planned, the tables an
 // earlier attempt made for it (planDDL) without committing its plan.
-func (pl *planner) undoPlanDDL(ctx context.Context) error {
-	if !pl.e.st.DDLCommits() {
+func (kp *keeper) undoPlanDDL(ctx context.Context) error {
+	if !kp.e.st.DDLCommits() {
 		return nil
 	}
-	dropped, err := pl.e.st.DropCreated(ctx, pl.id.Key, func(c ledger.CreatedTable) bool { return !c.Planned })
+	dropped, err := kp.e.st.DropCreated(ctx, kp.id.Key, func(c ledger.CreatedTable) bool { return !c.Planned })
 	if len(dropped) > 0 {
-		pl.log.Info("dropped the tables an earlier attempt created without storing its plan", "tables", strings.Join(dropped, ", "))
+		kp.log.Info("dropped the tables an earlier attempt created without storing its plan", "tables", strings.Join(dropped, ", "))
 	}
 	return err
 }
 
 // planCreated marks, inside the plan's transaction tx, the tables planDDL
 // created as the plan's.
-func (pl *planner) planCreated(ctx context.Context, tx *sql.Tx) error {
-	if !pl.e.st.DDLCommits() {
+func (kp *keeper) planCreated(ctx context.Context, tx *sql.Tx) error {
+	if !kp.e.st.DDLCommits() {
 		return nil
 	}
-	return pl.e.st.Ledger.PlanCreated(ctx, tx, pl.id.Key)
+	return kp.e.st.Ledger.PlanCreated(ctx, tx, kp.id.Key)
 }
 
 // dropAbandoned drops, once the operation is abandoned, the tables it

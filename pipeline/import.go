@@ -400,7 +400,7 @@ func beginTx(ctx context.Context, db interface {
 func (r *run) work(ctx context.Context, d ledger.Decision) error {
 	switch d {
 	case ledger.Create, ledger.Supersede, ledger.Replace, ledger.Plan, ledger.Reapply:
-		p, refused, err := r.planner().planFile(ctx)
+		p, refused, err := r.keeper().planFile(ctx)
 		r.planned = p // what it read counts even when refused (Result.Read)
 		if err != nil || refused {
 			return err

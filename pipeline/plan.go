@@ -289,11 +289,12 @@ func (pl *planner) scan(ctx context.Context, in planInput, shared *reader.HashRe
 	return f, plan, spill, err
 }
 
-// planner is the plan stage of an attempt: it runs the plan pass on the
-// file of its holding's identity, as the target table asks, or takes the
-// pass started while the file was hashed (spec), and stores the plan it
-// returns (planned), or refuses the file for it. Plan and --dry-run run its
-// plan pass alone; verify reads the file as it plans it.
+// planner is the plan pass of an attempt: it runs the pass on the file of
+// its holding's identity, as the target table asks, or takes the pass
+// started while the file was hashed (spec), and returns the plan (planned);
+// a stored plan it reads back (loadPlan). An import keeps the plan it
+// returns (keeper); plan and --dry-run report it (reportPlan); verify reads
+// the file as it plans it.
 type planner struct {
 	*holding
 	spec       *speculation // the plan pass identify started on the hash's read, if any
@@ -303,6 +304,18 @@ type planner struct {
 // planner returns the run's plan stage.
 func (r *run) planner() *planner {
 	return &planner{holding: &r.holding, spec: r.spec, sharesRead: r.sharesRead}
+}
+
+// keeper is the plan stage of an import: it runs its planner's plan pass
+// and keeps the plan that returns, stored for every later attempt with
+// the tables its rows go through, or refuses the file for it (planFile).
+type keeper struct {
+	*planner
+}
+
+// keeper returns the run's plan stage as an import runs it.
+func (r *run) keeper() *keeper {
+	return &keeper{planner: r.planner()}
 }
 
 // planned is what the plan stage makes of a file: the plan pass's result,
@@ -339,75 +352,75 @@ func (pl *planner) planPass(ctx context.Context, progress func(b, rows int64)) (
 // planFile runs the plan stage and stores the plan, or refuses the file.
 // It returns what the stage made (its reject spill closed; nothing when the
 // plan pass failed) and whether the file was refused.
-func (pl *planner) planFile(ctx context.Context) (planned, bool, error) {
-	if err := pl.undoPlanDDL(ctx); err != nil {
+func (kp *keeper) planFile(ctx context.Context) (planned, bool, error) {
+	if err := kp.undoPlanDDL(ctx); err != nil {
 		return planned{}, false, err
 	}
-	if err := pl.e.st.Driver.Limits().CheckTable(pl.target.Table); err != nil {
-		return planned{}, true, pl.refuse(ctx, &Refusal{Error: err.Error()}, idemtype.Rows{})
+	if err := kp.e.st.Driver.Limits().CheckTable(kp.target.Table); err != nil {
+		return planned{}, true, kp.refuse(ctx, &Refusal{Error: err.Error()}, idemtype.Rows{})
 	}
-	p, err := pl.planPass(ctx, func(b, rows int64) {
-		pl.req.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: pl.id.Size, Rows: rows})
+	p, err := kp.planPass(ctx, func(b, rows int64) {
+		kp.req.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: kp.id.Size, Rows: rows})
 	})
 	defer p.spill.close()
 	if errors.Is(err, sink.ErrNoSchema) {
-		return planned{}, false, pl.retract(ctx, &UsageError{Err: err})
+		return planned{}, false, kp.retract(ctx, &UsageError{Err: err})
 	}
 	if err != nil {
-		refused, err := pl.refuseDefect(ctx, err)
+		refused, err := kp.refuseDefect(ctx, err)
 		return planned{}, refused, err
 	}
 	// The pass is done: say so even when it reported nothing (a
 	// speculative pass that finished while the file was hashed, or a
 	// columnar file whose footer and unread pages never count as read).
-	pl.req.progress(Progress{Phase: "plan", Bytes: pl.id.Size, TotalBytes: pl.id.Size, Rows: p.plan.Rows})
+	kp.req.progress(Progress{Phase: "plan", Bytes: kp.id.Size, TotalBytes: kp.id.Size, Rows: p.plan.Rows})
 	kept := p
 	kept.spill = nil
-	refused, err := pl.keepPlan(ctx, p)
+	refused, err := kp.keepPlan(ctx, p)
 	return kept, refused, err
 }
 
 // keepPlan stores the plan p of the file, or refuses the file for it, and
 // reports whether it was refused.
-func (pl *planner) keepPlan(ctx context.Context, p planned) (bool, error) {
+func (kp *keeper) keepPlan(ctx context.Context, p planned) (bool, error) {
 	plan := p.plan
-	if err := pl.in.check(pl.stat); err != nil {
+	if err := kp.in.check(kp.stat); err != nil {
 		return false, err
 	}
-	if err := pl.checkColumns(columnNames(plan.Schema)); err != nil {
-		return false, pl.retract(ctx, err)
+	if err := kp.checkColumns(columnNames(plan.Schema)); err != nil {
+		return false, kp.retract(ctx, err)
 	}
-	if refused, err := pl.admit(ctx, p); refused || err != nil {
+	if refused, err := kp.admit(ctx, p); refused || err != nil {
 		return refused, err
 	}
-	ev, err := evolve(pl.req.Mapping.Evolve, pl.target, p.existing, plan.Schema.Arrow())
+	ev, err := evolve(kp.req.Mapping.Evolve, kp.target, p.existing, plan.Schema.Arrow())
 	if err != nil {
-		return true, pl.refuseUnfit(ctx, plan, err)
+		return true, kp.refuseUnfit(ctx, plan, err)
 	}
-	if err := pl.storePlan(ctx, p, ev); err != nil {
+	if err := kp.storePlan(ctx, p, ev); err != nil {
 		return false, fmt.Errorf("store plan: %w", err)
 	}
-	pl.log.Info("planned", "rows", plan.Rows, "rejected", plan.Rejected, "superseded", plan.Superseded, "partitions", len(plan.Partitions))
+	kp.log.Info("planned", "rows", plan.Rows, "rejected", plan.Rejected, "superseded", plan.Superseded, "partitions", len(plan.Partitions))
 	return false, nil
 }
 
 // admit refuses the file of plan p, and reports so, when the import may not
 // write it: its columns break a limit of the database, or it has more bad
 // rows than --max-rejects allows.
-func (pl *planner) admit(ctx context.Context, p planned) (bool, error) {
+func (kp *keeper) admit(ctx context.Context, p planned) (bool, error) {
 	plan := p.plan
-	if err := pl.e.st.Driver.Limits().CheckColumns(pl.target, plan.Schema.Arrow()); err != nil {
-		return true, pl.refuse(ctx, &Refusal{Rows: plan.Rows, Error: err.Error()}, idemtype.Rows{})
+	if err := kp.e.st.Driver.Limits().CheckColumns(kp.target, plan.Schema.Arrow()); err != nil {
+		return true, kp.refuse(ctx, &Refusal{Rows: plan.Rows, Error: err.Error()}, idemtype.Rows{})
 	}
-	if !pl.req.MaxRejects.Allows(plan.Rejected, plan.Rows) {
-		rf := &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: pl.req.MaxRejects,
+	if !kp.req.MaxRejects.Allows(plan.Rejected, plan.Rows) {
+		rf := &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: kp.req.MaxRejects,
 			Rejects: plan.Rejects[:min(len(plan.Rejects), maxReported)]}
 		for _, b := range rf.Rejects {
 			if b.Code == "type" && p.inputs.widens[b.Column] && !slices.Contains(rf.Widen, b.Column) {
 				rf.Widen = append(rf.Widen, b.Column)
 			}
 		}
-		return true, pl.refuse(ctx, rf, idemtype.Rows{Read: plan.Rows, Rejected: plan.Rejected})
+		return true, kp.refuse(ctx, rf, idemtype.Rows{Read: plan.Rows, Rejected: plan.Rejected})
 	}
 	return false, nil
 }
@@ -417,52 +430,52 @@ func (pl *planner) admit(ctx context.Context, p planned) (bool, error) {
 // once the table is altered (or with --evolve) imports it. An operation
 // that cannot be retracted (planned before, as by --reapply) records the
 // refusal instead.
-func (pl *planner) refuseUnfit(ctx context.Context, plan *reader.Plan, unfit error) error {
-	rerr := pl.retract(ctx, unfit)
-	if pl.res.Outcome == Refused { // a replacing operation, refused instead
+func (kp *keeper) refuseUnfit(ctx context.Context, plan *reader.Plan, unfit error) error {
+	rerr := kp.retract(ctx, unfit)
+	if kp.res.Outcome == Refused { // a replacing operation, refused instead
 		return rerr
 	}
 	if !errors.As(rerr, new(errRetracted)) {
-		return pl.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: pl.req.MaxRejects, Error: unfit.Error()}, idemtype.Rows{})
+		return kp.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: kp.req.MaxRejects, Error: unfit.Error()}, idemtype.Rows{})
 	}
-	pl.res.Outcome = Refused
+	kp.res.Outcome = Refused
 	return fmt.Errorf("refused: %w", unfit)
 }
 
 // storePlan stores plan p for the operation, with every bad row, and
 // readies the tables its rows go through: the target (a new one is
 // created, empty), the staging table of --atomic, the snapshot's.
-func (pl *planner) storePlan(ctx context.Context, p planned, ev *evolution) error {
-	body, parts, err := pl.planRecord(p)
+func (kp *keeper) storePlan(ctx context.Context, p planned, ev *evolution) error {
+	body, parts, err := kp.planRecord(p)
 	if err != nil {
 		return err
 	}
-	tables := pl.planTables(p, ev)
-	ddl := pl.e.st.DDLCommits()
+	tables := kp.planTables(p, ev)
+	ddl := kp.e.st.DDLCommits()
 	if ddl {
 		// Each DDL statement commits: the tables are made first, each
 		// in a step of its own (planDDL), and the plan's transaction
 		// writes rows alone.
-		if err := pl.planDDL(ctx, tables.ensure, tables.schema, tables.staged); err != nil {
+		if err := kp.planDDL(ctx, tables.ensure, tables.schema, tables.staged); err != nil {
 			return err
 		}
 	}
-	return withTx(ctx, pl.e.st.DB, func(tx *sql.Tx) error {
+	return withTx(ctx, kp.e.st.DB, func(tx *sql.Tx) error {
 		if !ddl {
-			if err := pl.readyTables(ctx, tx, tables); err != nil {
+			if err := kp.readyTables(ctx, tx, tables); err != nil {
 				return err
 			}
 		}
-		return pl.savePlan(ctx, tx, p, body, parts)
+		return kp.savePlan(ctx, tx, p, body, parts)
 	})
 }
 
 // planRecord returns what the checkpoints store of plan p: its body and
 // its partitions.
-func (pl *planner) planRecord(p planned) ([]byte, []checkpoint.Partition, error) {
+func (kp *keeper) planRecord(p planned) ([]byte, []checkpoint.Partition, error) {
 	plan := p.plan
 	body, err := json.Marshal(storedPlan{Version: 1, Schema: plan.Schema, Rows: plan.Rows, Rejected: plan.Rejected, Superseded: plan.Superseded,
-		PartitionRows: pl.req.PartitionRows, PartitionBytes: pl.req.PartitionBytes, Limits: p.inputs.limits, JSONB: p.inputs.jsonb})
+		PartitionRows: kp.req.PartitionRows, PartitionBytes: kp.req.PartitionBytes, Limits: p.inputs.limits, JSONB: p.inputs.jsonb})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -483,58 +496,58 @@ type planTables struct {
 
 // planTables returns the tables the plan of p readies, the existing table
 // to change as ev says.
-func (pl *planner) planTables(p planned, ev *evolution) planTables {
+func (kp *keeper) planTables(p planned, ev *evolution) planTables {
 	schema := p.plan.Schema.Arrow()
 	// An existing table that does not fit the file changes with the rows:
 	// in the first partition's transaction (partitionWriter.prepare), with
 	// --atomic in the completing one (evolveAtCompletion). A new one is
 	// created with the plan, empty.
-	t := planTables{ensure: p.existing == nil || (!pl.req.Mapping.Atomic && ev.text == ""), schema: schema, staged: schema}
+	t := planTables{ensure: p.existing == nil || (!kp.req.Mapping.Atomic && ev.text == ""), schema: schema, staged: schema}
 	if p.existing != nil {
 		// An --atomic import stages the values a decimal or text column
 		// of the table (as it is to become) takes as the file wrote them
 		// (valuesAs), so that the move at completion copies text, not a
 		// float64's digits.
-		t.staged = schemaAs(p.plan.Schema, valuesAs(pl.req.Mapping, pl.textFormat(), widened(pl.req.Mapping.Evolve, pl.target, p.existing, p.plan.Schema), p.plan.Schema)).Arrow()
+		t.staged = schemaAs(p.plan.Schema, valuesAs(kp.req.Mapping, kp.textFormat(), widened(kp.req.Mapping.Evolve, kp.target, p.existing, p.plan.Schema), p.plan.Schema)).Arrow()
 	}
 	return t
 }
 
 // readyTables readies in tx the tables t says, where DDL does not commit.
-func (pl *planner) readyTables(ctx context.Context, tx *sql.Tx, t planTables) error {
+func (kp *keeper) readyTables(ctx context.Context, tx *sql.Tx, t planTables) error {
 	if t.ensure {
-		if err := pl.e.st.Driver.Ensure(ctx, tx, pl.target, t.schema); err != nil {
+		if err := kp.e.st.Driver.Ensure(ctx, tx, kp.target, t.schema); err != nil {
 			return err
 		}
 	}
-	if err := pl.ensureStage(ctx, tx, t.staged); err != nil {
+	if err := kp.ensureStage(ctx, tx, t.staged); err != nil {
 		return err
 	}
-	return pl.ensureSnapshot(ctx, tx, t.schema)
+	return kp.ensureSnapshot(ctx, tx, t.schema)
 }
 
 // savePlan stores in tx plan p (its record body and parts), its bad rows,
 // the removal of a replaced version's rows the plan does, and that the
 // operation is planned.
-func (pl *planner) savePlan(ctx context.Context, tx *sql.Tx, p planned, body []byte, parts []checkpoint.Partition) error {
-	if err := pl.prepareReplaced(ctx, tx, false); err != nil {
+func (kp *keeper) savePlan(ctx context.Context, tx *sql.Tx, p planned, body []byte, parts []checkpoint.Partition) error {
+	if err := kp.prepareReplaced(ctx, tx, false); err != nil {
 		return err
 	}
-	if err := pl.e.st.CP.Save(ctx, tx, pl.op, pl.attempt.ID, body, p.plan.Rows, parts); err != nil {
+	if err := kp.e.st.CP.Save(ctx, tx, kp.op, kp.attempt.ID, body, p.plan.Rows, parts); err != nil {
 		return err
 	}
-	if err := pl.storeRejects(ctx, tx, p.spill); err != nil {
+	if err := kp.storeRejects(ctx, tx, p.spill); err != nil {
 		return err
 	}
-	if err := pl.planCreated(ctx, tx); err != nil {
+	if err := kp.planCreated(ctx, tx); err != nil {
 		return err
 	}
-	return pl.e.st.Ledger.Planned(ctx, tx, pl.id.Key, pl.attempt.ID)
+	return kp.e.st.Ledger.Planned(ctx, tx, kp.id.Key, kp.attempt.ID)
 }
 
 // storeRejects stores every bad row of spill, with the plan: an admitted
 // file has them all in the quarantine, or nothing is stored.
-func (pl *planner) storeRejects(ctx context.Context, tx *sql.Tx, spill *rejectSpill) error {
+func (kp *keeper) storeRejects(ctx context.Context, tx *sql.Tx, spill *rejectSpill) error {
 	var rejects []ledger.Reject
 	return spill.each(func(rs []reader.Reject) error {
 		rejects = rejects[:0]
@@ -542,27 +555,27 @@ func (pl *planner) storeRejects(ctx context.Context, tx *sql.Tx, spill *rejectSp
 			b.Value, b.Row = shown(b.Value), storable(b.Row)
 			rejects = append(rejects, ledger.Reject{Reject: b})
 		}
-		return pl.e.st.Ledger.AddRejects(ctx, tx, pl.id.Key, pl.attempt.ID, rejects)
+		return kp.e.st.Ledger.AddRejects(ctx, tx, kp.id.Key, kp.attempt.ID, rejects)
 	})
 }
 
 // refuseDefect refuses the file for a defect that stopped the plan pass, or
 // returns err when it is not a defect of the file.
-func (pl *planner) refuseDefect(ctx context.Context, err error) (bool, error) {
+func (kp *keeper) refuseDefect(ctx context.Context, err error) (bool, error) {
 	var pe *reader.ParseError
 	if !errors.As(err, &pe) || ctx.Err() != nil || errors.Is(err, reader.ErrSourceChanged) {
 		return false, err // a file that changed is abandoned, not refused
 	}
-	return true, pl.refuse(ctx, &Refusal{MaxRejects: pl.req.MaxRejects, Error: pe.Error()}, idemtype.Rows{})
+	return true, kp.refuse(ctx, &Refusal{MaxRejects: kp.req.MaxRejects, Error: pe.Error()}, idemtype.Rows{})
 }
 
 // refuse records the refusal and ends the attempt: nothing reaches the
 // target. counted is what the attempt counted of the file's rows (read and
 // rejected, for a file refused for its bad rows), which the ledger and the
 // result report.
-func (pl *planner) refuse(ctx context.Context, ref *Refusal, counted idemtype.Rows) error {
-	pl.res.Rows = counted // reported even when the refusal is not recorded
-	if e := pl.req.Mapping.Encoding; e == "" || e == "utf-8" {
+func (kp *keeper) refuse(ctx context.Context, ref *Refusal, counted idemtype.Rows) error {
+	kp.res.Rows = counted // reported even when the refusal is not recorded
+	if e := kp.req.Mapping.Encoding; e == "" || e == "utf-8" {
 		n := 0
 		for _, b := range ref.Rejects {
 			if b.Code == reader.CodeUTF8 {
@@ -575,38 +588,38 @@ func (pl *planner) refuse(ctx context.Context, ref *Refusal, counted idemtype.Ro
 	if err != nil {
 		return err
 	}
-	err = withTx(ctx, pl.e.st.DB, func(tx *sql.Tx) error {
-		if err := pl.e.st.Ledger.Refuse(ctx, tx, pl.id.Key, pl.attempt.ID, string(body), counted); err != nil {
+	err = withTx(ctx, kp.e.st.DB, func(tx *sql.Tx) error {
+		if err := kp.e.st.Ledger.Refuse(ctx, tx, kp.id.Key, kp.attempt.ID, string(body), counted); err != nil {
 			return err
 		}
-		return pl.e.st.Ledger.End(ctx, tx, pl.attempt.ID, string(Refused), refusalText(ref), 0, int64(len(pl.ap.recovered)))
+		return kp.e.st.Ledger.End(ctx, tx, kp.attempt.ID, string(Refused), refusalText(ref), 0, int64(len(kp.ap.recovered)))
 	})
 	if err != nil {
 		return fmt.Errorf("record refusal: %w", err)
 	}
-	pl.res.Outcome, pl.res.Refusal = Refused, ref
-	pl.res.Err = fmt.Errorf("refused: %s", refusalText(ref))
-	pl.log.Warn("refused", "rows", ref.Rows, "rejected", ref.Rejected, "error", refusalText(ref))
-	return pl.res.Err
+	kp.res.Outcome, kp.res.Refusal = Refused, ref
+	kp.res.Err = fmt.Errorf("refused: %s", refusalText(ref))
+	kp.log.Warn("refused", "rows", ref.Rows, "rejected", ref.Rejected, "error", refusalText(ref))
+	return kp.res.Err
 }
 
 // retract removes the operation this run claimed when the command turned out
 // to be wrong for the file before anything was planned: a usage error leaves
 // no record, so the corrected command is not a conflict.
-func (pl *planner) retract(ctx context.Context, usage error) error {
-	if pl.replacing() {
+func (kp *keeper) retract(ctx context.Context, usage error) error {
+	if kp.replacing() {
 		// The earlier version is among past operations already: the
 		// replacing operation stays, refused, and a rerun with a
 		// corrected command supersedes it and finishes the replacement.
-		return pl.refuse(ctx, &Refusal{Error: usage.Error()}, idemtype.Rows{})
+		return kp.refuse(ctx, &Refusal{Error: usage.Error()}, idemtype.Rows{})
 	}
-	err := withTx(context.WithoutCancel(ctx), pl.e.st.DB, func(tx *sql.Tx) error {
-		return pl.e.st.Ledger.Retract(ctx, tx, pl.id.Key, pl.attempt.ID)
+	err := withTx(context.WithoutCancel(ctx), kp.e.st.DB, func(tx *sql.Tx) error {
+		return kp.e.st.Ledger.Retract(ctx, tx, kp.id.Key, kp.attempt.ID)
 	})
 	if err != nil {
 		return errors.Join(usage, err)
 	}
-	pl.res.AttemptID = ""
+	kp.res.AttemptID = ""
 	return errRetracted{usage}
 }
 

@@ -93,16 +93,16 @@ func scopeSuffix(s *Snapshot) string {
 // (a snapshot's or a replacement's) needs: the table of keys seen, and the deletion mark column (with
 // --atomic the sweep adds that column, in the completing transaction, so
 // that readers see nothing of the import before it completes).
-func (pl *planner) ensureSnapshot(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
-	if s := pl.snapshot(); s != nil && s.Soft && !pl.req.Mapping.Atomic {
-		if err := pl.e.st.Driver.EnsureDeleted(ctx, tx, pl.target.Table); err != nil {
+func (kp *keeper) ensureSnapshot(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
+	if s := kp.snapshot(); s != nil && s.Soft && !kp.req.Mapping.Atomic {
+		if err := kp.e.st.Driver.EnsureDeleted(ctx, tx, kp.target.Table); err != nil {
 			return err
 		}
 	}
-	if !pl.tables.keysSeen {
+	if !kp.tables.keysSeen {
 		return nil
 	}
-	return pl.e.st.Driver.EnsureSeen(ctx, tx, pl.tables.seen, pl.target.Key, keySchema(schema, pl.target.Key))
+	return kp.e.st.Driver.EnsureSeen(ctx, tx, kp.tables.seen, kp.target.Key, keySchema(schema, kp.target.Key))
 }
 
 // keySchema is the part of schema that holds the key columns.
