@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -240,7 +241,10 @@ type hostRun struct {
 // -soak=50). The kills and joins are aimed at random, so a loaded machine
 // can make a round end before any lands: the soak then runs more rounds,
 // up to four times as many, until it has at least one kill per round asked
-// for and a concurrent join per two, and fails if it still has not.
+// for and a concurrent join per two, and fails if it still has not. A round
+// in which no aimed kill landed (the processes were faster than the solo run that
+// aimed them, as when the other targets' soaks end) halves the span the
+// next round aims within.
 func TestAtomicJoinSoak(t *testing.T) {
 	// Not parallel: its kills are aimed within the time a run takes (see eachSoakTarget).
 	eachSoakTarget(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
@@ -281,6 +285,7 @@ func TestAtomicJoinSoak(t *testing.T) {
 				}
 				cmdArgs := append([]string{"import", "--output", "json", "--wait", "forever"}, args...)
 				var wg sync.WaitGroup
+				var aimed atomic.Int32 // processes with a kill aimed at them
 				hosts := make([][]hostRun, 3)
 				began := time.Now()
 				// The third host starts once a partition is done, so that
@@ -308,6 +313,7 @@ func TestAtomicJoinSoak(t *testing.T) {
 							s := launch(t, tg.Cmd(t, dir, nil, cmdArgs...))
 							hr := hostRun{began: time.Now()}
 							if k < len(killAt) {
+								aimed.Add(1)
 								time.AfterFunc(killAt[k], func() { s.cmd.Process.Signal(syscall.SIGKILL) })
 							}
 							hr.run = testkit.Wait(t, s.cmd)
@@ -320,6 +326,13 @@ func TestAtomicJoinSoak(t *testing.T) {
 					}()
 				}
 				wg.Wait()
+				before := kills
+				defer func() {
+					if aimed.Load() > 0 && kills == before {
+						span /= 2
+						t.Logf("no kill landed: the next round aims within %v", span)
+					}
+				}()
 				for h, runs := range hosts {
 					for i, hr := range runs {
 						if hr.run.Signal == syscall.SIGKILL {
