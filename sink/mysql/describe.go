@@ -414,12 +414,16 @@ func (Driver) noDatabase(ctx context.Context, qr sink.Querier, name, db string) 
 	return nil
 }
 
-// HoldColumns implements sink.Driver: a statement that reads table takes
-// its shared metadata lock, which lasts until tx ends, and ALTER TABLE
-// needs the exclusive one, so it waits for tx (and tx's read waits for an
-// ALTER TABLE under way).
+// HoldColumns implements sink.Driver: a statement that locks rows of
+// table takes the shared metadata lock of a writer, which lasts until tx
+// ends, and ALTER TABLE needs the exclusive one, so it waits for tx (and
+// tx's statement waits for an ALTER TABLE under way). The writer's lock,
+// not a reader's: an ALTER TABLE that copies the table blocks writers
+// while it copies, which a reader's lock lets it begin, and tx's first
+// write would then wait for it while it waits for tx
+// (TestHoldColumnsThenWrite).
 func (Driver) HoldColumns(ctx context.Context, tx *sql.Tx, table string) error {
-	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM `+Driver{}.QuoteTable(table)+` WHERE 1 = 0`); err != nil {
+	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM `+Driver{}.QuoteTable(table)+` WHERE 1 = 0 FOR UPDATE`); err != nil {
 		return fmt.Errorf("lock the columns of %s: %w", table, err)
 	}
 	return nil

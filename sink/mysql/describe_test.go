@@ -155,6 +155,58 @@ func TestHoldColumns(t *testing.T) {
 	exec(t, db, `ALTER TABLE t ADD COLUMN c BIGINT`)
 }
 
+// TestHoldColumnsThenWrite: a transaction that holds a table's columns
+// and then writes rows into it meets an ALTER TABLE that copies the table
+// (a column's type changed) begun between the two: the ALTER waits for
+// the transaction, and the rows go in. (Held by a plain read, the ALTER
+// took the lock that blocks writers, copied the table, and waited for the
+// transaction's read lock, while the transaction's write waited for the
+// ALTER: each until the busy timeout, and a partition of an --evolve
+// import meeting another's widening then ended busy, exit 4.)
+func TestHoldColumnsThenWrite(t *testing.T) {
+	db, _ := openTarget(t, sink.Settings{BusyTimeout: 5 * time.Second})
+	exec(t, db, `CREATE TABLE t (id BIGINT PRIMARY KEY, n BIGINT)`, `INSERT INTO t VALUES (1, 1)`)
+	d := Driver{}
+	tx, err := db.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if err := d.HoldColumns(t.Context(), tx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	altered := make(chan error, 1)
+	go func() {
+		_, err := db.ExecContext(t.Context(), `ALTER TABLE t MODIFY COLUMN n LONGTEXT`)
+		altered <- err
+	}()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM information_schema.processlist WHERE info LIKE 'ALTER TABLE t MODIFY%' AND state LIKE '%metadata lock%'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the ALTER TABLE never waited for the transaction")
+		}
+	}
+	if _, err := tx.ExecContext(t.Context(), `INSERT INTO t VALUES (2, 2)`); err != nil {
+		t.Fatalf("a write of the transaction that holds the columns, while an ALTER TABLE waits: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-altered; err != nil {
+		t.Fatalf("the ALTER TABLE after the transaction: %v", err)
+	}
+	var got string
+	if err := db.QueryRow(`SELECT GROUP_CONCAT(id, ':', n ORDER BY id) FROM t`).Scan(&got); err != nil || got != "1:1,2:2" {
+		t.Fatalf("t holds %q (%v), want 1:1,2:2", got, err)
+	}
+}
+
 func TestDeleteFile(t *testing.T) {
 	db, _ := openTarget(t, sink.Settings{})
 	exec(t, db, `CREATE TABLE t (id BIGINT PRIMARY KEY, "_idemport_file" BIGINT, "_idemport_row" BIGINT)`,
