@@ -19,6 +19,10 @@ import (
 	"github.com/idemport/idemport/sink"
 )
 
+// rawHandle names the sqlite3 handle type in this package's files that
+// have no C preamble of their own.
+type rawHandle = C.sqlite3
+
 // handle returns the sqlite3* of a database/sql connection of the mattn
 // driver. The driver keeps it unexported; reading the field by name keeps
 // this working as long as the driver names it db, which the tests check.

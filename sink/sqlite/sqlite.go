@@ -427,7 +427,34 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 		return nil, fmt.Errorf("write %s: no such table", tg.Table)
 	}
 	w := &writer{conn: conn, tg: tg, verCol: -1}
-	var cols, names []string
+	cols, names := w.columns(t, schema)
+	table := q(tg.Table)
+	key, rekey := keyForm(tg, t, indexes)
+	onConflict := upsertClause(tg, table, conflictTarget(tg, key))
+	data := dataColumns(tg, names)
+	insert := "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") "
+	st := statements{table: table, insert: insert, cols: cols, key: key, rekey: rekey, onConflict: onConflict, data: data}
+	if tg.Ordinal() {
+		return w.prepareOrdinal(ctx, conn, db, schema, st)
+	}
+	return w.prepareNatural(conn, db, schema, st)
+}
+
+// statements is what the writer's statements are built from.
+type statements struct {
+	table, insert string
+	cols          []string
+	key           func(k, expr string) string
+	rekey         []string
+	onConflict    func([]string) string
+	data          []string
+}
+
+// columns names the columns the writer inserts (quoted, and as the schema
+// has them) and notes the version column, the key columns and the floats
+// bound as text.
+func (w *writer) columns(t *sink.Table, schema *arrow.Schema) (cols, names []string) {
+	tg := w.tg
 	cols = append(cols, q(sink.FileColumn), q(sink.RowColumn))
 	for i, f := range schema.Fields() {
 		cols = append(cols, q(f.Name))
@@ -445,12 +472,15 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	for _, k := range tg.Key {
 		w.keyCols = append(w.keyCols, C.int(schema.FieldIndices(k)[0]))
 	}
-	table := q(tg.Table)
-	// The key as its index holds it: decimals by number (KeyValue), unless
-	// the table has only an older version's index on their text, which a
-	// plan by this version replaces (ensureNumberKey).
-	key := func(k, expr string) string { return expr }
-	var rekey []string // the decimal key columns, compared by number
+	return cols, names
+}
+
+// keyForm is the key as its index holds it: decimals by number (KeyValue),
+// unless the table has only an older version's index on their text, which
+// a plan by this version replaces (ensureNumberKey); and rekey, the decimal
+// key columns, compared by number.
+func keyForm(tg sink.Target, t *sink.Table, indexes []index) (key func(k, expr string) string, rekey []string) {
+	key = func(k, expr string) string { return expr }
 	if !tg.Ordinal() && numberKey(t, indexes, tg.Key) {
 		key = func(k, expr string) string { return Driver{}.KeyValue(expr, t.Kind(k)) }
 		for _, k := range tg.Key {
@@ -459,6 +489,12 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 			}
 		}
 	}
+	return key, rekey
+}
+
+// conflictTarget is the upsert's conflict target: the ordinal columns in
+// ordinal mode, then the key as its index holds it.
+func conflictTarget(tg sink.Target, key func(k, expr string) string) []string {
 	var conflict []string
 	if tg.Ordinal() {
 		conflict = []string{q(sink.FileColumn), q(sink.RowColumn)}
@@ -466,9 +502,13 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	for _, k := range tg.Key {
 		conflict = append(conflict, key(k, q(k)))
 	}
-	// onConflict is the upsert's clause that writes the columns data over
-	// a stored row that differs in them and is not newer.
-	onConflict := func(data []string) string {
+	return conflict
+}
+
+// upsertClause returns onConflict, the upsert's clause that writes the
+// columns data over a stored row that differs in them and is not newer.
+func upsertClause(tg sink.Target, table string, conflict []string) func(data []string) string {
+	return func(data []string) string {
 		var set, guard []string
 		for _, c := range data {
 			set = append(set, q(c)+" = excluded."+q(c))
@@ -483,39 +523,53 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 		guard = append(guard, "("+quoteList(data, table+".")+") IS NOT ("+quoteList(data, "excluded.")+")")
 		return " ON CONFLICT (" + strings.Join(conflict, ", ") + ") DO UPDATE SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(guard, " AND ")
 	}
-	// A changed row is written whole: the columns that are not the key,
-	// and, where it is written otherwise (rekey), the decimal key columns,
-	// whose stored text (1.5) the new row's (1.50) replaces, the two being
-	// one key (the rule of sink.Rewritten).
+}
+
+// dataColumns are the columns a changed row writes: a changed row is
+// written whole: the columns that are not the key, and, where it is written
+// otherwise (rekey), the decimal key columns, whose stored text (1.5) the
+// new row's (1.50) replaces, the two being one key (the rule of
+// sink.Rewritten).
+func dataColumns(tg sink.Target, names []string) []string {
 	var data []string
 	for _, c := range names {
 		if !slices.Contains(tg.Key, c) {
 			data = append(data, c)
 		}
 	}
-	insert := "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") "
-	if tg.Ordinal() {
-		// One statement step writes a whole batch, read from the batch table.
-		n := len(schema.Fields())
-		if err := register(ctx, conn, db, n); err != nil {
-			return nil, err
-		}
-		sel := []string{"f", "r"}
-		for i := range n {
-			sel = append(sel, fmt.Sprintf("c%d", i))
-		}
-		insert += "SELECT " + strings.Join(sel, ", ") + " FROM " + batchTable(n) + " WHERE batch = ?1"
-		if w.insert, err = prepare(conn, db, insert); err != nil {
-			return nil, err
-		}
-		if w.upsert, err = prepare(conn, db, insert+onConflict(data)); err != nil {
-			w.insert.close()
-			return nil, err
-		}
-		w.cols, w.batch = newColBuffers(n), newBatch()
-		return w, nil
+	return data
+}
+
+// prepareOrdinal prepares the ordinal mode's statements: one statement step
+// writes a whole batch, read from the batch table.
+func (w *writer) prepareOrdinal(ctx context.Context, conn *sql.Conn, db *rawHandle, schema *arrow.Schema, st statements) (sink.Writer, error) {
+	var err error
+	insert, onConflict, data := st.insert, st.onConflict, st.data
+	n := len(schema.Fields())
+	if err := register(ctx, conn, db, n); err != nil {
+		return nil, err
 	}
-	// Natural keys: one row per step, each counted exactly.
+	sel := []string{"f", "r"}
+	for i := range n {
+		sel = append(sel, fmt.Sprintf("c%d", i))
+	}
+	insert += "SELECT " + strings.Join(sel, ", ") + " FROM " + batchTable(n) + " WHERE batch = ?1"
+	if w.insert, err = prepare(conn, db, insert); err != nil {
+		return nil, err
+	}
+	if w.upsert, err = prepare(conn, db, insert+onConflict(data)); err != nil {
+		w.insert.close()
+		return nil, err
+	}
+	w.cols, w.batch = newColBuffers(n), newBatch()
+	return w, nil
+}
+
+// prepareNatural prepares the natural keys' statements: one row per step,
+// each counted exactly.
+func (w *writer) prepareNatural(conn *sql.Conn, db *rawHandle, schema *arrow.Schema, st statements) (sink.Writer, error) {
+	var err error
+	tg, table, insert, cols, key, rekey, onConflict, data := w.tg, st.table, st.insert, st.cols, st.key, st.rekey, st.onConflict, st.data
 	insert += "VALUES (" + strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",") + ")"
 	if w.insert, err = prepare(conn, db, insert); err != nil {
 		return nil, err
