@@ -390,10 +390,37 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	b := make([]byte, 8)
 	rand.Read(b)
 	w := &writer{conn: conn, tg: tg, stage: "idemport_stage_" + hex.EncodeToString(b)}
+	if err := w.fieldsOf(schema, byName); err != nil {
+		return nil, err
+	}
+	table := quoteTable(tg.Table)
+	stage := "pg_temp." + q(w.stage)
+	if err := w.createStage(ctx, conn, table, stage); err != nil {
+		return nil, err
+	}
+	m := w.mergeColumns(t)
+	m.conflict = quoteList([]string{sink.FileColumn, sink.RowColumn}, "")
+	m.from = " FROM " + stage + " s"
+	if !tg.Ordinal() {
+		w.naturalKeys(&m, schema, table, stage)
+	}
+	action := m.action()
+	w.copies(table, stage)
+	w.merge = "WITH m AS (INSERT INTO " + table + " AS t (" + q(sink.FileColumn) + ", " + q(sink.RowColumn) + ", " + strings.Join(m.names, ", ") + ")" +
+		" SELECT $1::bigint, s." + q(sink.RowColumn) + ", " + strings.Join(m.values, ", ") + m.from + m.order +
+		" ON CONFLICT (" + m.conflict + ") " + action + " RETURNING t.xmax = 0 AS inserted)" +
+		" SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM m"
+	return w, nil
+}
+
+// fieldsOf pairs each of the file's columns with the table's column of its
+// name, and says which are staged as text.
+func (w *writer) fieldsOf(schema *arrow.Schema, byName map[string]column) error {
+	tg := w.tg
 	for _, f := range schema.Fields() {
 		c, ok := byName[f.Name]
 		if !ok {
-			return nil, fmt.Errorf("write %s: it has no column %q", tg.Table, f.Name)
+			return fmt.Errorf("write %s: it has no column %q", tg.Table, f.Name)
 		}
 		fd := field{name: f.Name, file: idemtype.TypeOf(f), target: c}
 		switch {
@@ -409,12 +436,14 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	for _, k := range tg.Key {
 		w.keyIdx = append(w.keyIdx, schema.FieldIndices(k)[0])
 	}
+	return nil
+}
 
-	// The staging table: the round (natural keys), the row ordinal, and the
-	// file's columns in the target's types (typmods and collations too), or
-	// as text when they are staged as text.
-	table := quoteTable(tg.Table)
-	stage := "pg_temp." + q(w.stage)
+// createStage creates the staging table: the round (natural keys), the row
+// ordinal, and the file's columns in the target's types (typmods and
+// collations too), or as text when they are staged as text.
+func (w *writer) createStage(ctx context.Context, conn *sql.Conn, table, stage string) error {
+	tg := w.tg
 	var sel []string
 	if !tg.Ordinal() {
 		sel = append(sel, "NULL::integer AS "+q(roundColumn))
@@ -433,53 +462,77 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	ddl := "CREATE TEMP TABLE " + q(w.stage) + " ON COMMIT DELETE ROWS AS SELECT " + strings.Join(sel, ", ") + " FROM " + table + " t WITH NO DATA"
 	w.truncate = "TRUNCATE " + stage
 	if _, err := conn.ExecContext(ctx, ddl); err != nil {
-		return nil, fmt.Errorf("create staging table for %s: %w", tg.Table, err)
+		return fmt.Errorf("create staging table for %s: %w", tg.Table, err)
 	}
+	return nil
+}
 
-	// A changed row is written whole: the columns that are not the key,
-	// and the numeric key columns, whose stored text (1.5) the new row's
-	// (1.50) replaces though numeric finds them equal (sink.Rewritten).
-	rewritten := sink.Rewritten(t, tg, columnNames(w.fields))
-	var names, values, data, stored, incoming, set []string
+// mergeParts are the pieces the merge statement is built of.
+type mergeParts struct {
+	names, values, data, stored, incoming, set []string
+	conflict, from, order                      string
+	guard                                      []string
+}
+
+// mergeColumns lists the columns the merge inserts, and those a changed row
+// writes: a changed row is written whole: the columns that are not the key,
+// and the numeric key columns, whose stored text (1.5) the new row's (1.50)
+// replaces though numeric finds them equal (sink.Rewritten).
+func (w *writer) mergeColumns(t *sink.Table) mergeParts {
+	var m mergeParts
+	rewritten := sink.Rewritten(t, w.tg, columnNames(w.fields))
 	for _, f := range w.fields {
-		names = append(names, q(f.name))
-		values = append(values, f.expr("s"))
+		m.names = append(m.names, q(f.name))
+		m.values = append(m.values, f.expr("s"))
 		if !slices.Contains(rewritten, f.name) {
 			continue
 		}
-		data = append(data, f.name)
-		stored = append(stored, f.comparable("t"))
-		incoming = append(incoming, f.comparable("excluded"))
-		set = append(set, q(f.name)+" = excluded."+q(f.name))
+		m.data = append(m.data, f.name)
+		m.stored = append(m.stored, f.comparable("t"))
+		m.incoming = append(m.incoming, f.comparable("excluded"))
+		m.set = append(m.set, q(f.name)+" = excluded."+q(f.name))
 	}
-	conflict := quoteList([]string{sink.FileColumn, sink.RowColumn}, "")
-	from := " FROM " + stage + " s"
-	order := ""
-	var guard []string
-	if !tg.Ordinal() {
-		conflict = quoteList(tg.Key, "")
-		from += " WHERE s." + q(roundColumn) + " = $2"
-		var keys, on []string
-		for _, k := range w.keyIdx {
-			keys = append(keys, w.fields[k].expr("s"))
-			on = append(on, "t."+q(w.fields[k].name)+" = "+w.fields[k].expr("s"))
-		}
-		order = " ORDER BY " + strings.Join(keys, ", ")
-		set = append(set, q(sink.FileColumn)+" = excluded."+q(sink.FileColumn), q(sink.RowColumn)+" = excluded."+q(sink.RowColumn))
-		guard = append(guard, "NOT "+w.stale("excluded."+q(tg.Version), "excluded."+q(sink.FileColumn), "excluded."+q(sink.RowColumn)))
-		ver := "NULL"
-		if tg.Version != "" {
-			ver = w.fields[schema.FieldIndices(tg.Version)[0]].expr("s")
-		}
-		// The stale rows, counted after the merge (see write).
-		w.count = "SELECT count(*) FROM " + stage + " s JOIN " + table + " t ON " + strings.Join(on, " AND ") +
-			" WHERE s." + q(roundColumn) + " = $2 AND " + w.stale(ver, "$1::bigint", "s."+q(sink.RowColumn))
+	return m
+}
+
+// naturalKeys makes the merge one of a round's rows by key, guarded against
+// stale rows, and the statement that counts the stale rows.
+func (w *writer) naturalKeys(m *mergeParts, schema *arrow.Schema, table, stage string) {
+	tg := w.tg
+	m.conflict = quoteList(tg.Key, "")
+	m.from += " WHERE s." + q(roundColumn) + " = $2"
+	var keys, on []string
+	for _, k := range w.keyIdx {
+		keys = append(keys, w.fields[k].expr("s"))
+		on = append(on, "t."+q(w.fields[k].name)+" = "+w.fields[k].expr("s"))
 	}
+	m.order = " ORDER BY " + strings.Join(keys, ", ")
+	m.set = append(m.set, q(sink.FileColumn)+" = excluded."+q(sink.FileColumn), q(sink.RowColumn)+" = excluded."+q(sink.RowColumn))
+	m.guard = append(m.guard, "NOT "+w.stale("excluded."+q(tg.Version), "excluded."+q(sink.FileColumn), "excluded."+q(sink.RowColumn)))
+	ver := "NULL"
+	if tg.Version != "" {
+		ver = w.fields[schema.FieldIndices(tg.Version)[0]].expr("s")
+	}
+	// The stale rows, counted after the merge (see write).
+	w.count = "SELECT count(*) FROM " + stage + " s JOIN " + table + " t ON " + strings.Join(on, " AND ") +
+		" WHERE s." + q(roundColumn) + " = $2 AND " + w.stale(ver, "$1::bigint", "s."+q(sink.RowColumn))
+}
+
+// action is the merge's ON CONFLICT action.
+func (m *mergeParts) action() string {
 	action := "DO NOTHING"
-	if len(data) > 0 {
-		guard = append(guard, "("+strings.Join(stored, ", ")+") IS DISTINCT FROM ("+strings.Join(incoming, ", ")+")")
-		action = "DO UPDATE SET " + strings.Join(set, ", ") + " WHERE " + strings.Join(guard, " AND ")
+	if len(m.data) > 0 {
+		m.guard = append(m.guard, "("+strings.Join(m.stored, ", ")+") IS DISTINCT FROM ("+strings.Join(m.incoming, ", ")+")")
+		action = "DO UPDATE SET " + strings.Join(m.set, ", ") + " WHERE " + strings.Join(m.guard, " AND ")
 	}
+	return action
+}
+
+// copies sets up the copies: straight into the target when every column is
+// copied in its target type, and from the Arrow buffers when the encoder
+// takes every column.
+func (w *writer) copies(table, stage string) {
+	tg := w.tg
 	w.direct, w.tryDirect = true, true
 	for _, f := range w.fields {
 		w.direct = w.direct && !f.text
@@ -494,11 +547,6 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 			w.copyDirect = copySQL(table, w.directCols)
 		}
 	}
-	w.merge = "WITH m AS (INSERT INTO " + table + " AS t (" + q(sink.FileColumn) + ", " + q(sink.RowColumn) + ", " + strings.Join(names, ", ") + ")" +
-		" SELECT $1::bigint, s." + q(sink.RowColumn) + ", " + strings.Join(values, ", ") + from + order +
-		" ON CONFLICT (" + conflict + ") " + action + " RETURNING t.xmax = 0 AS inserted)" +
-		" SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM m"
-	return w, nil
 }
 
 // stale is the condition under which an incoming row (version v, file key
