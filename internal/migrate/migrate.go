@@ -41,13 +41,47 @@ func Apply(ctx context.Context, db *sql.DB, d Driver, prefix, component string) 
 	if err != nil {
 		return fmt.Errorf("read %s migrations: %w", component, err)
 	}
+	ms, err := migrations(fsys, component)
+	if err != nil {
+		return err
+	}
+	applied, err := appliedSoon(ctx, db, d, table, component)
+	if err != nil {
+		return err
+	}
+	if len(applied) >= len(ms) && (len(ms) == 0 || applied[ms[len(ms)-1].version]) {
+		return nil // the common case reads and writes nothing more
+	}
+	if err := createVersions(ctx, db, d, table); err != nil {
+		return err
+	}
+	// text reads the migration file name with its tables' prefix in place.
+	text := func(name string) (string, error) {
+		body, err := fs.ReadFile(fsys, name)
+		return strings.ReplaceAll(string(body), "{{prefix}}", prefix), err
+	}
+	if t, ok := d.(together); ok {
+		done, again, err := applyTogether(ctx, db, d, t, table, component, ms, applied, text)
+		if err != nil || done {
+			return err
+		}
+		applied = again
+	}
+	return applyEach(ctx, db, d, table, component, ms, applied, text)
+}
+
+// migration is one migration file and its version.
+type migration struct {
+	version int
+	name    string
+}
+
+// migrations lists the migration files of fsys in the order of their
+// numbers, which must differ.
+func migrations(fsys fs.FS, component string) ([]migration, error) {
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
-		return fmt.Errorf("read %s migrations: %w", component, err)
-	}
-	type migration struct {
-		version int
-		name    string
+		return nil, fmt.Errorf("read %s migrations: %w", component, err)
 	}
 	var ms []migration
 	for _, e := range entries {
@@ -56,7 +90,7 @@ func Apply(ctx context.Context, db *sql.DB, d Driver, prefix, component string) 
 		}
 		v, err := strconv.Atoi(strings.SplitN(e.Name(), "_", 2)[0])
 		if err != nil {
-			return fmt.Errorf("migration %s: name must start with a number", e.Name())
+			return nil, fmt.Errorf("migration %s: name must start with a number", e.Name())
 		}
 		ms = append(ms, migration{v, e.Name()})
 	}
@@ -65,10 +99,15 @@ func Apply(ctx context.Context, db *sql.DB, d Driver, prefix, component string) 
 		// Two files of one number: the second would be taken as applied
 		// with the first and never run.
 		if ms[i].version == ms[i-1].version {
-			return fmt.Errorf("%s migrations %s and %s have the same number", component, ms[i-1].name, ms[i].name)
+			return nil, fmt.Errorf("%s migrations %s and %s have the same number", component, ms[i-1].name, ms[i].name)
 		}
 	}
+	return ms, nil
+}
 
+// appliedSoon reads the applied versions, trying again for a while while
+// the database answers that it is locked.
+func appliedSoon(ctx context.Context, db *sql.DB, d Driver, table, component string) (map[int]bool, error) {
 	applied, err := appliedVersions(ctx, db, d, table, component)
 	for try := 0; err != nil && try < 20 && ctx.Err() == nil; try++ {
 		// A fresh SQLite file that another connection is switching to WAL
@@ -78,11 +117,13 @@ func Apply(ctx context.Context, db *sql.DB, d Driver, prefix, component string) 
 		applied, err = appliedVersions(ctx, db, d, table, component)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if len(applied) >= len(ms) && (len(ms) == 0 || applied[ms[len(ms)-1].version]) {
-		return nil // the common case reads and writes nothing more
-	}
+	return applied, nil
+}
+
+// createVersions creates the table of applied versions unless it exists.
+func createVersions(ctx context.Context, db *sql.DB, d Driver, table string) error {
 	if err := d.CreateVersions(ctx, db, table); err != nil {
 		// On PostgreSQL, two sessions that both found the table missing
 		// both create it, and the loser fails on the catalog's unique
@@ -91,37 +132,44 @@ func Apply(ctx context.Context, db *sql.DB, d Driver, prefix, component string) 
 			return fmt.Errorf("create %s: %w", table, err)
 		}
 	}
-	// text reads the migration file name with its tables' prefix in place.
-	text := func(name string) (string, error) {
-		body, err := fs.ReadFile(fsys, name)
-		return strings.ReplaceAll(string(body), "{{prefix}}", prefix), err
-	}
-	if t, ok := d.(together); ok {
-		var versions []int
-		var bodies []string
-		for _, m := range ms {
-			if applied[m.version] {
-				continue
-			}
-			body, err := text(m.name)
-			if err != nil {
-				return err
-			}
-			versions = append(versions, m.version)
-			bodies = append(bodies, body)
+	return nil
+}
+
+// applyTogether applies the missing migrations in one transaction, when
+// more than one is missing. It reports whether that was done, and
+// otherwise the versions applied by now.
+func applyTogether(ctx context.Context, db *sql.DB, d Driver, t together, table, component string, ms []migration, applied map[int]bool, text func(string) (string, error)) (bool, map[int]bool, error) {
+	var err error
+	var versions []int
+	var bodies []string
+	for _, m := range ms {
+		if applied[m.version] {
+			continue
 		}
-		if len(versions) > 1 {
-			if err := t.ApplyTogether(ctx, db, table, component, versions, bodies, time.Now()); err == nil {
-				return nil
-			}
-			// Another process applied some of them first (its tables or
-			// version rows conflict with these), or one failed: apply
-			// what is still missing one at a time, which tells which.
-			if applied, err = appliedVersions(ctx, db, d, table, component); err != nil {
-				return err
-			}
+		body, err := text(m.name)
+		if err != nil {
+			return false, nil, err
+		}
+		versions = append(versions, m.version)
+		bodies = append(bodies, body)
+	}
+	if len(versions) > 1 {
+		if err := t.ApplyTogether(ctx, db, table, component, versions, bodies, time.Now()); err == nil {
+			return true, nil, nil
+		}
+		// Another process applied some of them first (its tables or
+		// version rows conflict with these), or one failed: apply
+		// what is still missing one at a time, which tells which.
+		if applied, err = appliedVersions(ctx, db, d, table, component); err != nil {
+			return false, nil, err
 		}
 	}
+	return false, applied, nil
+}
+
+// applyEach applies the missing migrations one at a time, each in its own
+// transaction.
+func applyEach(ctx context.Context, db *sql.DB, d Driver, table, component string, ms []migration, applied map[int]bool, text func(string) (string, error)) error {
 	for _, m := range ms {
 		if applied[m.version] {
 			continue
