@@ -90,26 +90,21 @@ func (f *File) where(u string, p idemtype.Partition) string {
 // candidate superseded rows: the good rows whose key hash repeats.
 func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (plan *partition.Plan, cands []int64, err error) {
 	plan = &partition.Plan{Schema: append(value.Schema(nil), f.schema...)}
-	cv := f.converter(f.schema)
-	var index *keys.Index
-	var keyCols []int
-	var rr renderer
+	s := &planner{f: f, ctx: ctx, plan: plan, cv: f.converter(f.schema)}
 	if len(f.Opts.Key) > 0 {
-		index = keys.NewIndex(o.TempDir, o.KeysHeld)
-		defer index.Close() // on every path: what the index spilled is removed
+		s.index = keys.NewIndex(o.TempDir, o.KeysHeld)
+		defer s.index.Close() // on every path: what the index spilled is removed
 		names := make([]string, len(f.cols))
 		for i, c := range f.cols {
 			names[i] = c.name
 		}
-		keyCols = keys.Columns(names, f.Opts.Key)
+		s.keyCols = keys.Columns(names, f.Opts.Key)
 	}
-	start := f.Stats.Bytes.Load()
-	var ordinal int64
-	before := int64(f.Opts.SkipLines) // rows before the table, still to leave out
-	where := ""
+	s.start = f.Stats.Bytes.Load()
+	s.before = int64(f.Opts.SkipLines) // rows before the table, still to leave out
 	defer func() {
 		if v := recover(); v != nil {
-			plan, cands, err = nil, nil, f.recovered(v, where)
+			plan, cands, err = nil, nil, f.recovered(v, s.where)
 		}
 	}()
 	if o.PartitionRows <= 0 {
@@ -118,145 +113,190 @@ func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (plan *partiti
 	if o.PartitionBytes <= 0 {
 		o.PartitionBytes = partition.DefaultBytes
 	}
-	partRows := o.PartitionRows
-	// part plans one partition, whose rows u yields.
-	part := func(p idemtype.Partition, u unit) error {
-		p.Index, p.First = len(plan.Partitions), ordinal+1
-		where = f.where(f.units.unitName(), p)
-		var read int64
-		for {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			rec, err := u.next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return f.unitError(err, where)
-			}
-			n := rec.NumRows()
-			if read+n > p.Rows {
-				rec.Release()
-				return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s holds more rows than its metadata says", input.ErrFormat, where)}
-			}
-			bad := cv.check(rec)
-			for _, pr := range cv.probs {
-				plan.Rejected++
-				keep := len(plan.Rejects) < o.KeepRejects
-				if !keep && o.Spill == nil {
-					continue
-				}
-				r := idemtype.Reject{Ordinal: p.First + read + int64(pr.row), Offset: -1, Column: f.cols[pr.col].name,
-					Code: pr.code, Message: pr.msg}
-				if pr.code != value.CodeNull {
-					r.Value = cv.valueText(rec, pr.col, pr.row)
-				}
-				if fields := cv.arrowFields(rec, f.schema, pr.row); len(fields) <= reject.MaxRow {
-					r.Fields = fields
-				}
-				if o.Spill != nil {
-					if err := o.Spill(r); err != nil {
-						rec.Release()
-						return err
-					}
-				}
-				if keep {
-					plan.Rejects = append(plan.Rejects, r)
-				}
-			}
-			p.Rejected += int64(bad)
-			if index != nil {
-				for i := range int(n) {
-					if cv.bad[i] {
-						continue
-					}
-					buf := index.Buf[:0]
-					for _, k := range keyCols {
-						buf = rr.appendArrowKey(buf, rec.Column(k), i)
-					}
-					index.Buf = buf
-					index.Add(p.First+read+int64(i), buf)
-				}
-			}
-			read += n
-			rec.Release()
-		}
-		if read != p.Rows {
-			return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s holds %d rows, its metadata says %d", input.ErrFormat, where, read, p.Rows)}
-		}
-		if p.Rows > 0 {
-			ordinal += p.Rows
-			plan.Partitions = append(plan.Partitions, p)
-		}
-		if o.Progress != nil {
-			o.Progress(f.Stats.Bytes.Load()-start, ordinal)
-		}
-		return nil
-	}
-	err = f.units.scan(ctx, o, func(p idemtype.Partition, u unit) error {
-		if before >= p.Rows {
-			before -= p.Rows // the whole unit is before the table
-			return nil
-		}
-		if before > 0 {
-			// Recorded in Length, so that a partition reader leaves them
-			// out too (see idemtype.Partition).
-			p.Rows, p.Length = p.Rows-before, 1+before
-			u = &skipping{unit: u, skip: before}
-			before = 0
-		}
-		pieces := int64(1)
-		if f.parquet() != nil {
-			pieces = max(p.Rows/partRows, 1)
-		}
-		if pieces == 1 {
-			return part(p, u)
-		}
-		// A row group of at least twice PartitionRows rows is cut into
-		// pieces of about equal rows, each a partition of its own.
-		rr := &rowRange{unit: u}
-		defer rr.release()
-		rows, start := p.Rows, int64(0)
-		for j := range pieces {
-			n := rows / pieces
-			if j < rows%pieces {
-				n++
-			}
-			q := p
-			q.Rows, q.Length, rr.left = n, p.Length+start, n
-			if err := part(q, rr); err != nil {
-				return err
-			}
-			start += n
-		}
-		group := fmt.Sprintf("%s %d", f.units.unitName(), p.Offset)
-		rec, err := rr.rest, error(nil)
-		if rr.rest == nil {
-			rec, err = rr.unit.next()
-		}
-		rr.rest = nil
-		switch {
-		case err == io.EOF:
-			return nil
-		case err != nil:
-			return f.unitError(err, group)
-		}
-		rec.Release()
-		return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s holds more rows than its metadata says", input.ErrFormat, group)}
-	})
+	s.o, s.partRows = o, o.PartitionRows
+	err = f.units.scan(ctx, o, s.unit)
 	if err != nil {
 		return nil, nil, err
 	}
-	plan.Rows = ordinal
-	if index != nil {
-		cands, err := index.Candidates()
+	plan.Rows = s.ordinal
+	if s.index != nil {
+		cands, err := s.index.Candidates()
 		if err != nil {
 			return nil, nil, err
 		}
 		return plan, cands, nil
 	}
 	return plan, nil, nil
+}
+
+// planner is the state of one File.Scan.
+type planner struct {
+	f        *File
+	ctx      context.Context
+	o        partition.ScanOptions
+	plan     *partition.Plan
+	cv       *converter
+	index    *keys.Index
+	keyCols  []int
+	rr       renderer
+	start    int64  // the bytes read when the scan began
+	ordinal  int64  // the rows planned so far
+	before   int64  // rows before the table, still to leave out
+	where    string // the unit being decoded, for a decoder's panic
+	partRows int64
+}
+
+// unit plans the partitions of one unit, u, whose partition is p.
+func (s *planner) unit(p idemtype.Partition, u unit) error {
+	f := s.f
+	if s.before >= p.Rows {
+		s.before -= p.Rows // the whole unit is before the table
+		return nil
+	}
+	if s.before > 0 {
+		// Recorded in Length, so that a partition reader leaves them
+		// out too (see idemtype.Partition).
+		p.Rows, p.Length = p.Rows-s.before, 1+s.before
+		u = &skipping{unit: u, skip: s.before}
+		s.before = 0
+	}
+	pieces := int64(1)
+	if f.parquet() != nil {
+		pieces = max(p.Rows/s.partRows, 1)
+	}
+	if pieces == 1 {
+		return s.part(p, u)
+	}
+	return s.cut(p, u, pieces)
+}
+
+// cut plans a row group of at least twice PartitionRows rows as pieces of
+// about equal rows, each a partition of its own.
+func (s *planner) cut(p idemtype.Partition, u unit, pieces int64) error {
+	f := s.f
+	rr := &rowRange{unit: u}
+	defer rr.release()
+	rows, start := p.Rows, int64(0)
+	for j := range pieces {
+		n := rows / pieces
+		if j < rows%pieces {
+			n++
+		}
+		q := p
+		q.Rows, q.Length, rr.left = n, p.Length+start, n
+		if err := s.part(q, rr); err != nil {
+			return err
+		}
+		start += n
+	}
+	group := fmt.Sprintf("%s %d", f.units.unitName(), p.Offset)
+	rec, err := rr.rest, error(nil)
+	if rr.rest == nil {
+		rec, err = rr.unit.next()
+	}
+	rr.rest = nil
+	switch {
+	case err == io.EOF:
+		return nil
+	case err != nil:
+		return f.unitError(err, group)
+	}
+	rec.Release()
+	return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s holds more rows than its metadata says", input.ErrFormat, group)}
+}
+
+// part plans one partition, whose rows u yields.
+func (s *planner) part(p idemtype.Partition, u unit) error {
+	f, plan, o, cv := s.f, s.plan, s.o, s.cv
+	p.Index, p.First = len(plan.Partitions), s.ordinal+1
+	s.where = f.where(f.units.unitName(), p)
+	var read int64
+	for {
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
+		rec, err := u.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return f.unitError(err, s.where)
+		}
+		n := rec.NumRows()
+		if read+n > p.Rows {
+			rec.Release()
+			return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s holds more rows than its metadata says", input.ErrFormat, s.where)}
+		}
+		bad := cv.check(rec)
+		if err := s.rejects(rec, p.First, read); err != nil {
+			rec.Release()
+			return err
+		}
+		p.Rejected += int64(bad)
+		if s.index != nil {
+			s.addKeys(rec, p.First, read, n)
+		}
+		read += n
+		rec.Release()
+	}
+	if read != p.Rows {
+		return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s holds %d rows, its metadata says %d", input.ErrFormat, s.where, read, p.Rows)}
+	}
+	if p.Rows > 0 {
+		s.ordinal += p.Rows
+		plan.Partitions = append(plan.Partitions, p)
+	}
+	if o.Progress != nil {
+		o.Progress(f.Stats.Bytes.Load()-s.start, s.ordinal)
+	}
+	return nil
+}
+
+// rejects records the problems the converter found in rec, whose rows
+// follow read rows of the partition that begins at ordinal first.
+func (s *planner) rejects(rec arrow.RecordBatch, first, read int64) error {
+	f, plan, o, cv := s.f, s.plan, s.o, s.cv
+	for _, pr := range cv.probs {
+		plan.Rejected++
+		keep := len(plan.Rejects) < o.KeepRejects
+		if !keep && o.Spill == nil {
+			continue
+		}
+		r := idemtype.Reject{Ordinal: first + read + int64(pr.row), Offset: -1, Column: f.cols[pr.col].name,
+			Code: pr.code, Message: pr.msg}
+		if pr.code != value.CodeNull {
+			r.Value = cv.valueText(rec, pr.col, pr.row)
+		}
+		if fields := cv.arrowFields(rec, f.schema, pr.row); len(fields) <= reject.MaxRow {
+			r.Fields = fields
+		}
+		if o.Spill != nil {
+			if err := o.Spill(r); err != nil {
+				return err
+			}
+		}
+		if keep {
+			plan.Rejects = append(plan.Rejects, r)
+		}
+	}
+	return nil
+}
+
+// addKeys adds the keys of rec's good rows to the index; rec's rows follow
+// read rows of the partition that begins at ordinal first.
+func (s *planner) addKeys(rec arrow.RecordBatch, first, read, n int64) {
+	index, keyCols, rr, cv := s.index, s.keyCols, &s.rr, s.cv
+	for i := range int(n) {
+		if cv.bad[i] {
+			continue
+		}
+		buf := index.Buf[:0]
+		for _, k := range keyCols {
+			buf = rr.appendArrowKey(buf, rec.Column(k), i)
+		}
+		index.Buf = buf
+		index.Add(first+read+int64(i), buf)
+	}
 }
 
 // PartitionReader reads one partition, a unit, of a Parquet or Arrow file.
