@@ -91,12 +91,51 @@ type index struct {
 // describe returns the table named name (nil when it does not exist) and
 // its unique indexes, the primary key's among them.
 func describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, []index, error) {
+	t, pkPos, err := tableColumns(ctx, qr, name)
+	if err != nil || t == nil {
+		return nil, nil, err
+	}
+	var pk []string
+	for i := 1; i <= len(pkPos); i++ {
+		pk = append(pk, pkPos[i])
+	}
+	var indexes []index
+	if len(pk) > 0 {
+		t.Keys = append(t.Keys, pk)
+		indexes = append(indexes, index{columns: pk, number: make([]bool, len(pk))})
+	}
+	list, pkIndex, err := uniqueIndexes(ctx, qr, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	// A primary key that is one INTEGER column and has no index of its own
+	// is the rowid, which SQLite assigns when a row gives none.
+	if len(pk) == 1 && !pkIndex {
+		if c := t.Column(pk[0]); strings.EqualFold(c.SQLType, "INTEGER") {
+			c.Default = true
+		}
+	}
+	for _, l := range list {
+		ix, exprs, err := indexColumns(ctx, qr, l)
+		if err != nil {
+			return nil, nil, err
+		}
+		numbered(&ix, exprs, l.sql, t)
+		t.Keys = append(t.Keys, ix.columns)
+		indexes = append(indexes, ix)
+	}
+	return t, indexes, nil
+}
+
+// tableColumns returns the table named name with its columns (nil when it
+// does not exist), and the names of its primary key's columns by their
+// positions in the key, from 1.
+func tableColumns(ctx context.Context, qr sink.Querier, name string) (*sink.Table, map[int]string, error) {
 	rows, err := qr.QueryContext(ctx, `SELECT name, type, "notnull", dflt_value IS NOT NULL, pk FROM pragma_table_info(?) ORDER BY cid`, name)
 	if err != nil {
 		return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
 	}
 	t := &sink.Table{Name: name}
-	var pk []string
 	pkPos := map[int]string{}
 	for rows.Next() {
 		var c sink.Column
@@ -118,22 +157,22 @@ func describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, [
 	if len(t.Columns) == 0 {
 		return nil, nil, nil
 	}
-	for i := 1; i <= len(pkPos); i++ {
-		pk = append(pk, pkPos[i])
-	}
-	var indexes []index
-	if len(pk) > 0 {
-		t.Keys = append(t.Keys, pk)
-		indexes = append(indexes, index{columns: pk, number: make([]bool, len(pk))})
-	}
+	return t, pkPos, nil
+}
+
+// listed is a unique index of a table: its name and its statement.
+type listed struct {
+	name, sql string
+}
+
+// uniqueIndexes lists the full unique indexes of the table named name, and
+// reports whether its primary key has an index of its own.
+func uniqueIndexes(ctx context.Context, qr sink.Querier, name string) ([]listed, bool, error) {
 	idx, err := qr.QueryContext(ctx, `SELECT l.name, l.origin = 'pk', coalesce(m.sql, '') FROM pragma_index_list(?) l
 		LEFT JOIN sqlite_master m ON m.type = 'index' AND m.name = l.name
 		WHERE l."unique" = 1 AND l.partial = 0`, name)
 	if err != nil {
-		return nil, nil, fmt.Errorf("describe indexes of %s: %w", name, err)
-	}
-	type listed struct {
-		name, sql string
+		return nil, false, fmt.Errorf("describe indexes of %s: %w", name, err)
 	}
 	var list []listed
 	pkIndex := false
@@ -142,51 +181,45 @@ func describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, [
 		var isPK bool
 		if err := idx.Scan(&l.name, &isPK, &l.sql); err != nil {
 			idx.Close()
-			return nil, nil, err
+			return nil, false, err
 		}
 		list = append(list, l)
 		pkIndex = pkIndex || isPK
 	}
 	idx.Close()
 	if err := idx.Err(); err != nil {
-		return nil, nil, fmt.Errorf("describe indexes of %s: %w", name, err)
+		return nil, false, fmt.Errorf("describe indexes of %s: %w", name, err)
 	}
-	// A primary key that is one INTEGER column and has no index of its own
-	// is the rowid, which SQLite assigns when a row gives none.
-	if len(pk) == 1 && !pkIndex {
-		if c := t.Column(pk[0]); strings.EqualFold(c.SQLType, "INTEGER") {
-			c.Default = true
-		}
+	return list, pkIndex, nil
+}
+
+// indexColumns returns the columns of the index l, and the positions of
+// the expressions among them.
+func indexColumns(ctx context.Context, qr sink.Querier, l listed) (index, []int, error) {
+	cols, err := qr.QueryContext(ctx, `SELECT cid, coalesce(name, '') FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno`, l.name)
+	if err != nil {
+		return index{}, nil, fmt.Errorf("describe index %s: %w", l.name, err)
 	}
-	for _, l := range list {
-		cols, err := qr.QueryContext(ctx, `SELECT cid, coalesce(name, '') FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno`, l.name)
-		if err != nil {
-			return nil, nil, fmt.Errorf("describe index %s: %w", l.name, err)
+	var ix index
+	var exprs []int // positions of the expressions among the columns
+	for cols.Next() {
+		var cid int
+		var c string
+		if err := cols.Scan(&cid, &c); err != nil {
+			cols.Close()
+			return index{}, nil, err
 		}
-		var ix index
-		var exprs []int // positions of the expressions among the columns
-		for cols.Next() {
-			var cid int
-			var c string
-			if err := cols.Scan(&cid, &c); err != nil {
-				cols.Close()
-				return nil, nil, err
-			}
-			if cid == -2 {
-				exprs = append(exprs, len(ix.columns))
-			}
-			ix.columns = append(ix.columns, c)
-			ix.number = append(ix.number, false)
+		if cid == -2 {
+			exprs = append(exprs, len(ix.columns))
 		}
-		cols.Close()
-		if err := cols.Err(); err != nil {
-			return nil, nil, fmt.Errorf("describe index %s: %w", l.name, err)
-		}
-		numbered(&ix, exprs, l.sql, t)
-		t.Keys = append(t.Keys, ix.columns)
-		indexes = append(indexes, ix)
+		ix.columns = append(ix.columns, c)
+		ix.number = append(ix.number, false)
 	}
-	return t, indexes, nil
+	cols.Close()
+	if err := cols.Err(); err != nil {
+		return index{}, nil, fmt.Errorf("describe index %s: %w", l.name, err)
+	}
+	return ix, exprs, nil
 }
 
 // numbered names the columns of ix that are expressions (at the positions
