@@ -39,28 +39,8 @@ func missingKey(required []string, sc rowScanner) string {
 // compressed stream, an I/O error) returns a *ParseError. Bad rows do not
 // stop it: they are counted in the plan.
 func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (*partition.Plan, []int64, error) {
-	if o.PartitionRows <= 0 {
-		o.PartitionRows = partition.DefaultRows
-	}
-	if o.PartitionBytes == 0 {
-		o.PartitionBytes = partition.DefaultBytes
-	}
-	if report := o.Progress; report != nil {
-		start := f.Stats.Bytes.Load() // what Open read before does not count
-		o.Progress = func(_, rows int64) { report(f.Stats.Bytes.Load()-start, rows) }
-	}
-	var s *input.Stream
-	var err error
-	if o.Raw != nil {
-		raw := o.Raw
-		if s, err = f.Decompress(raw); err != nil {
-			raw.Close()
-		} else {
-			s.Closers = append([]io.Closer{raw}, s.Closers...)
-		}
-	} else {
-		s, err = f.Open(ctx, 0)
-	}
+	o = f.scanOptions(o)
+	s, err := f.scanStream(ctx, o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -84,18 +64,72 @@ func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (*partition.Pl
 	if err != nil {
 		return nil, nil, err
 	}
+	v := newValidator(f, o)
+	defer v.keys.Close() // on every path: what the index spilled is removed
+	plan, err := f.stages(ctx, sc, names, o, v)
+	if v.err != nil {
+		return nil, nil, v.err // it cancelled the pass
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	f.settle(plan, v, names)
+	if v.keys != nil {
+		cands, err := v.keys.Candidates()
+		if err != nil {
+			return nil, nil, err
+		}
+		return plan, cands, nil
+	}
+	return plan, nil, nil
+}
 
-	// Two stages on two cores: this goroutine's tokenizer finds the rows,
-	// cuts partitions and checksums them; the validator checks and infers
-	// the rows it hands over, a chunk at a time.
+// scanOptions fills in the defaults of o, and makes its progress count
+// only what the pass reads.
+func (f *File) scanOptions(o partition.ScanOptions) partition.ScanOptions {
+	if o.PartitionRows <= 0 {
+		o.PartitionRows = partition.DefaultRows
+	}
+	if o.PartitionBytes == 0 {
+		o.PartitionBytes = partition.DefaultBytes
+	}
+	if report := o.Progress; report != nil {
+		start := f.Stats.Bytes.Load() // what Open read before does not count
+		o.Progress = func(_, rows int64) { report(f.Stats.Bytes.Load()-start, rows) }
+	}
+	return o
+}
+
+// scanStream opens the file's decompressed stream, from o.Raw when given.
+func (f *File) scanStream(ctx context.Context, o partition.ScanOptions) (*input.Stream, error) {
+	var s *input.Stream
+	var err error
+	if o.Raw != nil {
+		raw := o.Raw
+		if s, err = f.Decompress(raw); err != nil {
+			raw.Close()
+		} else {
+			s.Closers = append([]io.Closer{raw}, s.Closers...)
+		}
+	} else {
+		s, err = f.Open(ctx, 0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// stages runs the pass in two stages on two cores: this goroutine's
+// tokenizer finds the rows, cuts partitions and checksums them; the
+// validator v checks and infers the rows it hands over, a chunk at a time.
+func (f *File) stages(ctx context.Context, sc rowScanner, names *[]string, o partition.ScanOptions, v *validator) (*partition.Plan, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	chunks, free := make(chan *rowChunk, 2), make(chan *rowChunk, 4)
 	for range cap(free) {
 		free <- &rowChunk{}
 	}
-	v := newValidator(f, o)
-	defer v.keys.Close() // on every path: what the index spilled is removed
 	v.stop = cancel
 	validated := make(chan struct{})
 	go func() {
@@ -108,12 +142,12 @@ func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (*partition.Pl
 	plan, err := f.tokenize(ctx, sc, names, o, v, free, chunks)
 	close(chunks)
 	<-validated
-	if v.err != nil {
-		return nil, nil, v.err // it cancelled the pass
-	}
-	if err != nil {
-		return nil, nil, err
-	}
+	return plan, err
+}
+
+// settle gives plan what the validator v found: the rejects, and the
+// columns' types.
+func (f *File) settle(plan *partition.Plan, v *validator, names *[]string) {
 	plan.Rejected, plan.Rejects = v.rejected, v.rejects
 	for i := range plan.Partitions {
 		if i < len(v.partRejected) {
@@ -129,14 +163,6 @@ func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (*partition.Pl
 		}
 		plan.Schema = append(plan.Schema, value.Column{Name: name, Type: t})
 	}
-	if v.keys != nil {
-		cands, err := v.keys.Candidates()
-		if err != nil {
-			return nil, nil, err
-		}
-		return plan, cands, nil
-	}
-	return plan, nil, nil
 }
 
 // startScan opens a scanner positioned at the first data row. names points
