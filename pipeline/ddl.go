@@ -141,7 +141,7 @@ func (a *applier) evolveApart(ctx context.Context) (*evolution, error) {
 	if err != nil {
 		return nil, err
 	}
-	ev, err := evolve(a.req.Mapping.Evolve, a.target, table, schema)
+	ev, err := evolve(a.req.Mapping.Evolve, a.e.st.Driver.Limits(), a.target, table, schema)
 	if err != nil || ev.text == "" {
 		return ev, err
 	}

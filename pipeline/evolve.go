@@ -48,20 +48,28 @@ type evolution struct {
 }
 
 // evolve returns the changes table, the table of target, needs to take
-// rows of schema under --evolve mode (Mapping.Evolve), or an error naming
-// every difference that remains (the file is then refused before any
-// effect). A nil table (it does not exist yet) needs none.
-func evolve(mode string, target sink.Target, table *sink.Table, schema *arrow.Schema) (*evolution, error) {
+// rows of schema under --evolve mode (Mapping.Evolve) in a database of
+// limits lim, or an error naming every difference that remains (the file
+// is then refused before any effect). A nil table (it does not exist yet)
+// needs none. A key column the database cannot widen (Limits.FixedKeys) is
+// such a difference: widening it would fail every attempt.
+func evolve(mode string, lim sink.Limits, target sink.Target, table *sink.Table, schema *arrow.Schema) (*evolution, error) {
 	if table == nil {
 		return &evolution{}, nil
 	}
 	ev := &evolution{}
 	after := *table
 	after.Columns = append([]sink.Column{}, table.Columns...)
-	var words []string
+	var words, fixed []string
 	for _, f := range schema.Fields() {
 		k := idemtype.TypeOf(f)
 		c := after.Column(f.Name)
+		if c != nil && fixedKey(lim, table, f.Name) {
+			if _, ok := sink.Widen(c.Kind, k); ok {
+				fixed = append(fixed, fmt.Sprintf("%q", f.Name))
+				continue
+			}
+		}
 		switch {
 		case c == nil && mode != EvolveNone:
 			ev.add = append(ev.add, f)
@@ -83,10 +91,12 @@ func evolve(mode string, target sink.Target, table *sink.Table, schema *arrow.Sc
 		// Propose the mode that makes the table fit, and only one that does.
 		hint := "; nothing was written; --evolve cannot make this table fit (it never changes a key, narrows or drops a column): import into another table (--table NAME)"
 		switch {
-		case mode == EvolveNone && evolvedFits(table, target, schema, EvolveAdd):
+		case mode == EvolveNone && evolvedFits(table, lim, target, schema, EvolveAdd):
 			hint = "; nothing was written; rerun with --evolve add to add the file's new columns"
-		case mode != EvolveWiden && evolvedFits(table, target, schema, EvolveWiden):
+		case mode != EvolveWiden && evolvedFits(table, lim, target, schema, EvolveWiden):
 			hint = "; nothing was written; rerun with --evolve widen to add the file's new columns and widen int64 → decimal → text, float64 → text"
+		case len(fixed) > 0:
+			hint = fmt.Sprintf("; nothing was written; --evolve cannot make this table fit: column %s is part of a key, whose type this database cannot widen: import into another table (--table NAME)", strings.Join(fixed, ", "))
 		}
 		return nil, fmt.Errorf("%w%s", err, hint)
 	}
@@ -94,9 +104,15 @@ func evolve(mode string, target sink.Target, table *sink.Table, schema *arrow.Sc
 	return ev, nil
 }
 
-// evolvedFits reports whether table, evolved by mode for schema, would fit
-// the file (sink.Check).
-func evolvedFits(table *sink.Table, t sink.Target, schema *arrow.Schema, mode string) bool {
+// fixedKey reports whether column of table is part of one of its keys and
+// the database cannot widen such a column (Limits.FixedKeys).
+func fixedKey(lim sink.Limits, table *sink.Table, column string) bool {
+	return lim.FixedKeys && slices.ContainsFunc(table.Keys, func(k []string) bool { return slices.Contains(k, column) })
+}
+
+// evolvedFits reports whether table, evolved by mode for schema in a
+// database of limits lim, would fit the file (sink.Check).
+func evolvedFits(table *sink.Table, lim sink.Limits, t sink.Target, schema *arrow.Schema, mode string) bool {
 	after := *table
 	after.Columns = append([]sink.Column{}, table.Columns...)
 	for _, f := range schema.Fields() {
@@ -105,7 +121,7 @@ func evolvedFits(table *sink.Table, t sink.Target, schema *arrow.Schema, mode st
 		switch {
 		case c == nil:
 			after.Columns = append(after.Columns, sink.Column{Name: f.Name, Kind: k})
-		case mode == EvolveWiden:
+		case mode == EvolveWiden && !fixedKey(lim, table, f.Name):
 			if to, ok := sink.Widen(c.Kind, k); ok {
 				c.Kind, c.SQLType = to, to.String()
 			}
@@ -310,18 +326,19 @@ func (a *applier) expectAs(ctx context.Context) error {
 		return err
 	}
 	if a.evolvesInPartitions() {
-		table = widened(a.req.Mapping.Evolve, a.target, table, a.plan.Schema)
+		table = widened(a.req.Mapping.Evolve, a.e.st.Driver.Limits(), a.target, table, a.plan.Schema)
 	}
 	as := valuesAs(a.req.Mapping, a.text, table, a.plan.Schema)
 	a.ap.lastAs.Store(&as)
 	return nil
 }
 
-// widened returns table, the table of target, with the columns a file of
-// schema widens (--evolve widen, as mode says) of the kinds they are
-// widened to: as the transaction that changes it leaves it.
-func widened(mode string, target sink.Target, table *sink.Table, schema reader.Schema) *sink.Table {
-	ev, err := evolve(mode, target, table, schema.Arrow())
+// widened returns table, the table of target in a database of limits lim,
+// with the columns a file of schema widens (--evolve widen, as mode says)
+// of the kinds they are widened to: as the transaction that changes it
+// leaves it.
+func widened(mode string, lim sink.Limits, target sink.Target, table *sink.Table, schema reader.Schema) *sink.Table {
+	ev, err := evolve(mode, lim, target, table, schema.Arrow())
 	if err != nil || len(ev.widen) == 0 {
 		return table
 	}
@@ -356,7 +373,7 @@ func (a *applier) evolveTarget(ctx context.Context, tx *sql.Tx, schema *arrow.Sc
 	if err != nil {
 		return nil, err
 	}
-	ev, err := evolve(a.req.Mapping.Evolve, a.target, table, schema)
+	ev, err := evolve(a.req.Mapping.Evolve, a.e.st.Driver.Limits(), a.target, table, schema)
 	if err != nil || !change {
 		return ev, err
 	}

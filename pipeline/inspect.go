@@ -260,7 +260,7 @@ func (pl *planner) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader
 // t for plan, and reports whether t fits the file then; when it does not,
 // rep.Unfit says why.
 func (pl *planner) dryEvolve(rep *PlanReport, t *sink.Table, plan *reader.Plan) bool {
-	ev, err := evolve(pl.req.Mapping.Evolve, pl.target, t, plan.Schema.Arrow())
+	ev, err := evolve(pl.req.Mapping.Evolve, pl.e.st.Driver.Limits(), pl.target, t, plan.Schema.Arrow())
 	if err != nil {
 		rep.Unfit = err.Error()
 		return false

@@ -183,7 +183,9 @@ func (pl *planner) planInputs(ctx context.Context) (planInput, *sink.Table, erro
 		for name, typ := range tableTypes(existing, pl.req.Mapping.Evolve == EvolveWiden) {
 			if _, forced := types[name]; !forced {
 				types[name] = typ
-				if _, kept := wide[name]; !kept {
+				// A key column the database cannot widen is no column
+				// --evolve widen would widen (evolve refuses it).
+				if _, kept := wide[name]; !kept && !fixedKey(pl.e.st.Driver.Limits(), existing, name) {
 					if in.widens == nil {
 						in.widens = map[string]bool{}
 					}
@@ -393,7 +395,7 @@ func (kp *keeper) keepPlan(ctx context.Context, p planned) (bool, error) {
 	if refused, err := kp.admit(ctx, p); refused || err != nil {
 		return refused, err
 	}
-	ev, err := evolve(kp.req.Mapping.Evolve, kp.target, p.existing, plan.Schema.Arrow())
+	ev, err := evolve(kp.req.Mapping.Evolve, kp.e.st.Driver.Limits(), kp.target, p.existing, plan.Schema.Arrow())
 	if err != nil {
 		return true, kp.refuseUnfit(ctx, plan, err)
 	}
@@ -508,7 +510,7 @@ func (kp *keeper) planTables(p planned, ev *evolution) planTables {
 		// of the table (as it is to become) takes as the file wrote them
 		// (valuesAs), so that the move at completion copies text, not a
 		// float64's digits.
-		t.staged = schemaAs(p.plan.Schema, valuesAs(kp.req.Mapping, kp.textFormat(), widened(kp.req.Mapping.Evolve, kp.target, p.existing, p.plan.Schema), p.plan.Schema)).Arrow()
+		t.staged = schemaAs(p.plan.Schema, valuesAs(kp.req.Mapping, kp.textFormat(), widened(kp.req.Mapping.Evolve, kp.e.st.Driver.Limits(), kp.target, p.existing, p.plan.Schema), p.plan.Schema)).Arrow()
 	}
 	return t
 }

@@ -246,7 +246,8 @@ type Driver interface {
 	AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.Field) error
 	// Widen changes column of table to hold kind (idemtype.Decimal or
 	// idemtype.String), keeping every stored value exactly (as its decimal
-	// or its text).
+	// or its text). A driver whose Limits say FixedKeys refuses a column
+	// of a key with a *ConfigError.
 	Widen(ctx context.Context, tx *sql.Tx, table, column string, kind idemtype.Type) error
 	// Writer returns a Writer bound to conn for batches of schema. The
 	// table must exist (Ensure it first), and Write must be given

@@ -377,6 +377,13 @@ type Limits struct {
 	// of its own, recorded in the ledger, before the transaction whose
 	// rows need it (Ledger.RecordCreated), instead of inside it.
 	DDLCommits bool
+	// FixedKeys says the type of a column of a key (the primary key or a
+	// unique index) cannot be widened (MariaDB, MySQL: Driver.Widen
+	// refuses it), so that --evolve widen refuses a file that needs one
+	// widened in its plan, before any effect, rather than failing the same
+	// way at every attempt. The zero value, widened like any column, is
+	// SQLite's and PostgreSQL's.
+	FixedKeys bool
 	// Rules are what the database's decimal and JSON types hold, which
 	// the plan pass checks values of Column.Numeric and Column.JSONB
 	// columns (and with JSONB, every JSON value of a table it creates)

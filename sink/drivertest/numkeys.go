@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"database/sql"
+	"errors"
 	"slices"
 	"testing"
 
@@ -138,5 +139,44 @@ func (f *Fx) inTx(fn func(tx *sql.Tx)) {
 	fn(tx)
 	if err := tx.Commit(); err != nil {
 		f.T.Fatal(err)
+	}
+}
+
+// keyWidensAsLimitsSay checks that a driver widens a key column exactly
+// when its Limits do not say FixedKeys, and otherwise refuses with a
+// *sink.ConfigError and leaves the column as it was: the plan trusts
+// FixedKeys to refuse, before any effect, a file whose key needs widening.
+func keyWidensAsLimitsSay(t *testing.T, f *Fx) {
+	s := Schema(I64("id"), Str("v"))
+	tg := sink.Target{Table: "t", Key: []string{"id"}}
+	f.MustEnsure(tg, s)
+	tx, err := f.Conn.BeginTx(f.Ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.Env.Driver.Widen(f.Ctx, tx, "t", "id", idemtype.Decimal)
+	if err == nil {
+		err = tx.Commit()
+	} else {
+		tx.Rollback()
+	}
+	fixed := f.Env.Driver.Limits().FixedKeys
+	var cerr *sink.ConfigError
+	switch {
+	case fixed && !errors.As(err, &cerr):
+		t.Fatalf("widen of a key column with Limits.FixedKeys: %v, want a *sink.ConfigError", err)
+	case !fixed && err != nil:
+		t.Fatalf("widen of a key column without Limits.FixedKeys: %v", err)
+	}
+	table, err := f.Env.Driver.Describe(f.Ctx, f.Env.DB, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := idemtype.Decimal
+	if fixed {
+		want = idemtype.Int64
+	}
+	if got := table.Kind("id"); got != want {
+		t.Fatalf("key column id after the widen: %s, want %s (Limits.FixedKeys %v)", got, want, fixed)
 	}
 }

@@ -75,6 +75,7 @@ func RunTarget(t *testing.T, open func(t *testing.T) Env) {
 		{"ExistingFloatRefusesInt64", existingFloatRefusesInt64},
 		{"DecimalsExact", decimalsExact},
 		{"DecimalKeysByValue", decimalKeysByValue},
+		{"KeyWidensAsLimitsSay", keyWidensAsLimitsSay},
 		{"CheckReportsEveryProblem", checkReportsEveryProblem},
 		{"UniqueIndexKey", uniqueIndexKey},
 		{"DescribeMissingTable", describeMissingTable},

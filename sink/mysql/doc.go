@@ -77,7 +77,9 @@
 //
 // Widen changes a column outside every key (MODIFY COLUMN, keeping NOT
 // NULL; MariaDB's casts to text are exact); a key column is not widened
-// yet (a *sink.ConfigError). Each of these statements commits the
+// (a *sink.ConfigError), and Limits says so (FixedKeys), so that the plan
+// refuses a file that needs one widened before any effect, exit 5, rather
+// than each attempt failing at it. Each of these statements commits the
 // transaction it runs in (see below), so the pipeline makes the table and
 // its columns before any row is written, each in a step of its own, and
 // each is idempotent (IF NOT EXISTS), so a second Ensure or AddColumn, by

@@ -232,7 +232,8 @@ func (d Driver) AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow
 // COLUMN gives it sqlType(kind), keeping NOT NULL. MariaDB's casts are
 // exact: BIGINT to its digits, DOUBLE to its shortest text, a decimal's
 // text as it is. A key column is not widened (its type is a VARCHAR of the
-// key's share, or is part of a number key): a *sink.ConfigError.
+// key's share, or is part of a number key): a *sink.ConfigError, which
+// the plan forestalls by refusing such a file (Limits.FixedKeys).
 func (d Driver) Widen(ctx context.Context, tx *sql.Tx, table, column string, kind idemtype.Type) error {
 	t, err := d.Describe(ctx, tx, table)
 	if err != nil {
