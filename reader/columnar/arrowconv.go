@@ -394,133 +394,164 @@ func (c *converter) column(k int, v view, n, good int) arrow.Array {
 		b.AppendNulls(good)
 		return b.NewArray()
 	case modeBool:
-		if whole && v.vals.DataType().ID() == arrow.BOOL {
-			return retype(v.vals, dt)
-		}
-		b := array.NewBooleanBuilder(c.mem)
-		defer b.Release()
-		b.Reserve(good)
-		for i := 0; i < n; i++ {
-			if c.bad[i] {
-				continue
-			}
-			j, ok := v.at(i)
-			switch {
-			case !ok:
-				b.AppendNull()
-			case v.vals.DataType().ID() == arrow.BOOL:
-				b.UnsafeAppend(v.vals.(*array.Boolean).Value(j))
-			default:
-				b.UnsafeAppend(bytesOf(v.vals, j)[0] != 0)
-			}
-		}
-		return b.NewArray()
+		return c.boolColumn(v, dt, n, good, whole)
 	case modeInt, modeUint64:
-		id := v.vals.DataType().ID()
-		if whole && (id == arrow.INT64 || id == arrow.UINT64) {
-			return retype(v.vals, dt) // uint64 values were checked to fit
-		}
-		b := array.NewInt64Builder(c.mem)
-		defer b.Release()
-		b.Reserve(good)
-		switch a := v.vals.(type) {
-		case *array.Int8:
-			appendInts(b, a.Values(), &v, c.bad)
-		case *array.Int16:
-			appendInts(b, a.Values(), &v, c.bad)
-		case *array.Int32:
-			appendInts(b, a.Values(), &v, c.bad)
-		case *array.Int64:
-			appendInts(b, a.Values(), &v, c.bad)
-		case *array.Uint8:
-			appendInts(b, a.Values(), &v, c.bad)
-		case *array.Uint16:
-			appendInts(b, a.Values(), &v, c.bad)
-		case *array.Uint32:
-			appendInts(b, a.Values(), &v, c.bad)
-		case *array.Uint64:
-			appendInts(b, a.Values(), &v, c.bad)
-		}
-		return b.NewArray()
+		return c.intColumn(v, dt, good, whole)
 	case modeFloat:
-		if whole && v.vals.DataType().ID() == arrow.FLOAT64 {
-			return retype(v.vals, dt)
-		}
-		b := array.NewFloat64Builder(c.mem)
-		defer b.Release()
-		b.Reserve(good)
-		for i := 0; i < n; i++ {
-			if c.bad[i] {
-				continue
-			}
-			j, ok := v.at(i)
-			if !ok {
-				b.AppendNull()
-				continue
-			}
-			switch a := v.vals.(type) {
-			case *array.Float16:
-				b.UnsafeAppend(float64(a.Value(j).Float32()))
-			case *array.Float32:
-				b.UnsafeAppend(float64(a.Value(j)))
-			case *array.Float64:
-				b.UnsafeAppend(a.Value(j))
-			}
-		}
-		return b.NewArray()
+		return c.floatColumn(v, dt, n, good, whole)
 	case modeTimestamp:
-		ts := v.vals.(*array.Timestamp)
-		unit := ts.DataType().(*arrow.TimestampType).Unit
-		if whole && unit == arrow.Microsecond {
-			return retype(v.vals, dt)
-		}
-		b := array.NewTimestampBuilder(c.mem, dt.(*arrow.TimestampType))
-		defer b.Release()
-		b.Reserve(good)
-		vals := ts.Values()
-		for i := 0; i < n; i++ {
-			if c.bad[i] {
-				continue
-			}
-			j, ok := v.at(i)
-			if !ok {
-				b.AppendNull()
-				continue
-			}
-			us, _, _ := toMicros(int64(vals[j]), unit)
-			b.UnsafeAppend(arrow.Timestamp(us))
-		}
-		return b.NewArray()
+		return c.timestampColumn(v, dt, n, good, whole)
 	case modeString, modeJSONText:
-		if whole && v.vals.DataType().ID() == arrow.STRING {
-			return retype(v.vals, dt)
-		}
-		switch a := v.vals.(type) {
-		case *array.String:
-			if v.dict != nil {
-				return c.gather(v, a.Value, dt, n, good)
-			}
-		case *array.StringView:
-			return c.gather(v, a.Value, dt, n, good)
-		}
-		b := array.NewStringBuilder(c.mem)
-		defer b.Release()
-		b.Reserve(good)
-		for i := 0; i < n; i++ {
-			if c.bad[i] {
-				continue
-			}
-			if j, ok := v.at(i); ok {
-				b.BinaryBuilder.Append(bytesOf(v.vals, j))
-			} else {
-				b.AppendNull()
-			}
-		}
-		return b.NewArray()
+		return c.stringColumn(v, dt, n, good, whole)
 	}
 	// Rendered columns: the slab check filled, or leaves to fill here.
+	return c.renderedColumn(k, col.mode, v, n, good)
+}
+
+// boolColumn builds the good rows of a boolean column.
+func (c *converter) boolColumn(v view, dt arrow.DataType, n, good int, whole bool) arrow.Array {
+	if whole && v.vals.DataType().ID() == arrow.BOOL {
+		return retype(v.vals, dt)
+	}
+	b := array.NewBooleanBuilder(c.mem)
+	defer b.Release()
+	b.Reserve(good)
+	for i := 0; i < n; i++ {
+		if c.bad[i] {
+			continue
+		}
+		j, ok := v.at(i)
+		switch {
+		case !ok:
+			b.AppendNull()
+		case v.vals.DataType().ID() == arrow.BOOL:
+			b.UnsafeAppend(v.vals.(*array.Boolean).Value(j))
+		default:
+			b.UnsafeAppend(bytesOf(v.vals, j)[0] != 0)
+		}
+	}
+	return b.NewArray()
+}
+
+// intColumn builds the good rows of an integer column.
+func (c *converter) intColumn(v view, dt arrow.DataType, good int, whole bool) arrow.Array {
+	id := v.vals.DataType().ID()
+	if whole && (id == arrow.INT64 || id == arrow.UINT64) {
+		return retype(v.vals, dt) // uint64 values were checked to fit
+	}
+	b := array.NewInt64Builder(c.mem)
+	defer b.Release()
+	b.Reserve(good)
+	switch a := v.vals.(type) {
+	case *array.Int8:
+		appendInts(b, a.Values(), &v, c.bad)
+	case *array.Int16:
+		appendInts(b, a.Values(), &v, c.bad)
+	case *array.Int32:
+		appendInts(b, a.Values(), &v, c.bad)
+	case *array.Int64:
+		appendInts(b, a.Values(), &v, c.bad)
+	case *array.Uint8:
+		appendInts(b, a.Values(), &v, c.bad)
+	case *array.Uint16:
+		appendInts(b, a.Values(), &v, c.bad)
+	case *array.Uint32:
+		appendInts(b, a.Values(), &v, c.bad)
+	case *array.Uint64:
+		appendInts(b, a.Values(), &v, c.bad)
+	}
+	return b.NewArray()
+}
+
+// floatColumn builds the good rows of a float column.
+func (c *converter) floatColumn(v view, dt arrow.DataType, n, good int, whole bool) arrow.Array {
+	if whole && v.vals.DataType().ID() == arrow.FLOAT64 {
+		return retype(v.vals, dt)
+	}
+	b := array.NewFloat64Builder(c.mem)
+	defer b.Release()
+	b.Reserve(good)
+	for i := 0; i < n; i++ {
+		if c.bad[i] {
+			continue
+		}
+		j, ok := v.at(i)
+		if !ok {
+			b.AppendNull()
+			continue
+		}
+		switch a := v.vals.(type) {
+		case *array.Float16:
+			b.UnsafeAppend(float64(a.Value(j).Float32()))
+		case *array.Float32:
+			b.UnsafeAppend(float64(a.Value(j)))
+		case *array.Float64:
+			b.UnsafeAppend(a.Value(j))
+		}
+	}
+	return b.NewArray()
+}
+
+// timestampColumn builds the good rows of a timestamp column, in microseconds.
+func (c *converter) timestampColumn(v view, dt arrow.DataType, n, good int, whole bool) arrow.Array {
+	ts := v.vals.(*array.Timestamp)
+	unit := ts.DataType().(*arrow.TimestampType).Unit
+	if whole && unit == arrow.Microsecond {
+		return retype(v.vals, dt)
+	}
+	b := array.NewTimestampBuilder(c.mem, dt.(*arrow.TimestampType))
+	defer b.Release()
+	b.Reserve(good)
+	vals := ts.Values()
+	for i := 0; i < n; i++ {
+		if c.bad[i] {
+			continue
+		}
+		j, ok := v.at(i)
+		if !ok {
+			b.AppendNull()
+			continue
+		}
+		us, _, _ := toMicros(int64(vals[j]), unit)
+		b.UnsafeAppend(arrow.Timestamp(us))
+	}
+	return b.NewArray()
+}
+
+// stringColumn builds the good rows of a string column.
+func (c *converter) stringColumn(v view, dt arrow.DataType, n, good int, whole bool) arrow.Array {
+	if whole && v.vals.DataType().ID() == arrow.STRING {
+		return retype(v.vals, dt)
+	}
+	switch a := v.vals.(type) {
+	case *array.String:
+		if v.dict != nil {
+			return c.gather(v, a.Value, dt, n, good)
+		}
+	case *array.StringView:
+		return c.gather(v, a.Value, dt, n, good)
+	}
+	b := array.NewStringBuilder(c.mem)
+	defer b.Release()
+	b.Reserve(good)
+	for i := 0; i < n; i++ {
+		if c.bad[i] {
+			continue
+		}
+		if j, ok := v.at(i); ok {
+			b.BinaryBuilder.Append(bytesOf(v.vals, j))
+		} else {
+			b.AppendNull()
+		}
+	}
+	return b.NewArray()
+}
+
+// renderedColumn builds the good rows of a rendered column k, from the
+// slab check filled, or fills it here.
+func (c *converter) renderedColumn(k int, mode arrowMode, v view, n, good int) arrow.Array {
 	if c.deferred[k] {
-		c.render(k, col.mode, v, n, func(int, int, string, string) {
+		c.render(k, mode, v, n, func(int, int, string, string) {
 			panic("a decimal did not render") // recovered as a data error
 		})
 	}
