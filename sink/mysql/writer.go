@@ -245,29 +245,51 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		}
 		return append(b, '\n')
 	}
+	done, err := w.tryNew(ctx, tx, fileKey, n, ordinals, span, line, values)
+	if err != nil {
+		return total, err
+	}
+	if done {
+		total.Inserted = int64(n)
+		return total, nil
+	}
+	rounds := w.number(n, cols)
+	if err := w.stageBatch(ctx, tx, n, ordinals, span, line, values); err != nil {
+		return total, err
+	}
+	if w.tg.Ordinal() {
+		err := w.applyOrdinal(ctx, tx, fileKey, n, span, &total)
+		return total, err
+	}
+	err = w.applyRounds(ctx, tx, fileKey, n, rounds, span, &total)
+	return total, err
+}
+
+// tryNew writes a batch straight into the target when it can, and reports
+// whether it did (every row inserted).
+func (w *writer) tryNew(ctx context.Context, tx *sql.Tx, fileKey int64, n int, ordinals []int64, span string, line func(int, []byte) []byte, values func(int, []any) []any) (bool, error) {
 	if w.tg.Ordinal() {
 		// The first load of a range of the file: none of its rows is
 		// stored (the partition's claim keeps other attempts out of the
 		// range), so they are inserted as they are.
 		var present bool
 		if err := tx.QueryRowContext(ctx, w.present, fileKey, ordinals[0], ordinals[n-1]).Scan(&present); err != nil {
-			return total, fmt.Errorf("look for %s in %s: %w", span, w.tg.Table, err)
+			return false, fmt.Errorf("look for %s in %s: %w", span, w.tg.Table, err)
 		}
 		if !present {
 			ok, err := w.loadNew(ctx, tx, fileKey, n, ordinals, line)
 			if err != nil {
-				return total, fmt.Errorf("load %s into %s: %w", span, w.tg.Table, err)
+				return false, fmt.Errorf("load %s into %s: %w", span, w.tg.Table, err)
 			}
 			if !ok {
 				_, err = w.direct.insert(ctx, tx, n, func(r int, args []any) []any {
 					return values(r, append(args, fileKey, ordinals[r]))
 				})
 				if err != nil {
-					return total, fmt.Errorf("insert %s into %s: %w", span, w.tg.Table, err)
+					return false, fmt.Errorf("insert %s into %s: %w", span, w.tg.Table, err)
 				}
 			}
-			total.Inserted = int64(n)
-			return total, nil
+			return true, nil
 		}
 	} else if w.tryDirect {
 		// A batch of distinct keys none of which is stored is loaded
@@ -278,14 +300,19 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		// it takes the other path.
 		ok, err := w.loadNew(ctx, tx, fileKey, n, ordinals, line)
 		if err != nil {
-			return total, fmt.Errorf("load %s into %s: %w", span, w.tg.Table, err)
+			return false, fmt.Errorf("load %s into %s: %w", span, w.tg.Table, err)
 		}
 		if ok {
-			total.Inserted = int64(n)
-			return total, nil
+			return true, nil
 		}
 		w.tryDirect = false
 	}
+	return false, nil
+}
+
+// number numbers the batch's rows by their keys' occurrences (natural
+// keys) and returns how many rounds they take: 1 in ordinal mode.
+func (w *writer) number(n int, cols []arrow.Array) int32 {
 	rounds := int32(1)
 	if !w.tg.Ordinal() {
 		rounds = w.rounds.Number(n, func(buf []byte, i int) []byte {
@@ -295,8 +322,14 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 			return buf
 		})
 	}
+	return rounds
+}
+
+// stageBatch replaces the staging table's rows with the batch's, loaded
+// when the server takes LOAD DATA LOCAL and inserted otherwise.
+func (w *writer) stageBatch(ctx context.Context, tx *sql.Tx, n int, ordinals []int64, span string, line func(int, []byte) []byte, values func(int, []any) []any) error {
 	if _, err := tx.ExecContext(ctx, w.clear); err != nil {
-		return total, fmt.Errorf("clear the staging table of %s: %w", w.tg.Table, err)
+		return fmt.Errorf("clear the staging table of %s: %w", w.tg.Table, err)
 	}
 	staged := false
 	if w.local {
@@ -314,12 +347,12 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		case loadRefused(err):
 			w.local = false
 		case err != nil:
-			return total, fmt.Errorf("stage %s for %s: %w", span, w.tg.Table, err)
+			return fmt.Errorf("stage %s for %s: %w", span, w.tg.Table, err)
 		case !ok:
 			// Some rows were cut, clamped or skipped: stage the batch
 			// again with INSERTs, which fail where the load warned.
 			if _, err := tx.ExecContext(ctx, w.clear); err != nil {
-				return total, fmt.Errorf("clear the staging table of %s: %w", w.tg.Table, err)
+				return fmt.Errorf("clear the staging table of %s: %w", w.tg.Table, err)
 			}
 		default:
 			staged = true
@@ -334,21 +367,30 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 			return values(r, append(args, round, ordinals[r]))
 		})
 		if err != nil {
-			return total, fmt.Errorf("stage %s for %s: %w", span, w.tg.Table, err)
+			return fmt.Errorf("stage %s for %s: %w", span, w.tg.Table, err)
 		}
 	}
-	if w.tg.Ordinal() {
-		upd, err := changed(ctx, tx, w.update, fileKey)
-		if err != nil {
-			return total, fmt.Errorf("update %s of %s: %w", span, w.tg.Table, err)
-		}
-		ins, err := changed(ctx, tx, w.insert, fileKey, fileKey)
-		if err != nil {
-			return total, fmt.Errorf("insert %s into %s: %w", span, w.tg.Table, err)
-		}
-		total.Inserted, total.Updated, total.Unchanged = ins, upd, int64(n)-ins-upd
-		return total, nil
+	return nil
+}
+
+// applyOrdinal applies the staged batch of a range of the file some of
+// whose rows are stored, counting into total.
+func (w *writer) applyOrdinal(ctx context.Context, tx *sql.Tx, fileKey int64, n int, span string, total *idemtype.Rows) error {
+	upd, err := changed(ctx, tx, w.update, fileKey)
+	if err != nil {
+		return fmt.Errorf("update %s of %s: %w", span, w.tg.Table, err)
 	}
+	ins, err := changed(ctx, tx, w.insert, fileKey, fileKey)
+	if err != nil {
+		return fmt.Errorf("insert %s into %s: %w", span, w.tg.Table, err)
+	}
+	total.Inserted, total.Updated, total.Unchanged = ins, upd, int64(n)-ins-upd
+	return nil
+}
+
+// applyRounds applies the staged batch of natural keys, a round at a time,
+// counting into total.
+func (w *writer) applyRounds(ctx context.Context, tx *sql.Tx, fileKey int64, n int, rounds int32, span string, total *idemtype.Rows) error {
 	// Rows of one key are applied in file order, a round at a time: the
 	// first occurrence of each key, then the second, …
 	per := make([]int64, rounds)
@@ -358,11 +400,11 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	for r := range rounds {
 		upd, err := changed(ctx, tx, w.update, fileKey, r, fileKey)
 		if err != nil {
-			return total, fmt.Errorf("update %s of %s: %w", span, w.tg.Table, err)
+			return fmt.Errorf("update %s of %s: %w", span, w.tg.Table, err)
 		}
 		ins, err := changed(ctx, tx, w.insert, fileKey, r)
 		if err != nil {
-			return total, fmt.Errorf("insert %s into %s: %w", span, w.tg.Table, err)
+			return fmt.Errorf("insert %s into %s: %w", span, w.tg.Table, err)
 		}
 		// The rows neither inserted nor updated are stale or unchanged,
 		// told apart by a join only when there are any. The update left
@@ -382,14 +424,14 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 			// writes it when it is not older.
 			again, err := changed(ctx, tx, w.update, fileKey, r, fileKey)
 			if err != nil {
-				return total, fmt.Errorf("update %s of %s: %w", span, w.tg.Table, err)
+				return fmt.Errorf("update %s of %s: %w", span, w.tg.Table, err)
 			}
 			upd += again
 			rest -= again
 		}
 		if rest > 0 {
 			if err := tx.QueryRowContext(ctx, w.stale, r, fileKey).Scan(&stale); err != nil {
-				return total, fmt.Errorf("count stale rows of %s (%s): %w", w.tg.Table, span, err)
+				return fmt.Errorf("count stale rows of %s (%s): %w", w.tg.Table, span, err)
 			}
 		}
 		stale = min(stale, rest)
@@ -399,7 +441,7 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		total.Unchanged += rest - stale
 	}
 	w.tryDirect = total.Inserted == int64(n)
-	return total, nil
+	return nil
 }
 
 // loadSavepoint names the savepoint a batch of natural keys is loaded
