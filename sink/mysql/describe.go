@@ -291,25 +291,50 @@ func ident(s string) (name, rest string) {
 // tables.
 func (d Driver) read(ctx context.Context, qr sink.Querier, name, db, table string) (*sink.Table, found, error) {
 	var f found
+	checks, err := readChecks(ctx, qr, name, db, table, &f)
+	if err != nil {
+		return nil, f, err
+	}
+	t, keyOf, err := readColumns(ctx, qr, name, db, table, checks, &f)
+	if err != nil {
+		return nil, f, err
+	}
+	if len(f.columns) == 0 {
+		return nil, f, nil
+	}
+	if err := readKeys(ctx, qr, name, db, table, t, keyOf, &f); err != nil {
+		return nil, f, err
+	}
+	return t, f, nil
+}
+
+// readChecks returns the check clauses of table, counting them in f.
+func readChecks(ctx context.Context, qr sink.Querier, name, db, table string, f *found) (map[string]bool, error) {
 	checks := map[string]bool{}
 	ck, err := qr.QueryContext(ctx, `SELECT k.check_clause FROM information_schema.check_constraints k
 		WHERE k.constraint_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(k.table_name AS BINARY) = CAST(? AS BINARY)`, db, table)
 	if err != nil {
-		return nil, f, fmt.Errorf("describe checks of %s: %w", name, err)
+		return nil, fmt.Errorf("describe checks of %s: %w", name, err)
 	}
 	for ck.Next() {
 		var clause string
 		if err := ck.Scan(&clause); err != nil {
 			ck.Close()
-			return nil, f, fmt.Errorf("describe checks of %s: %w", name, err)
+			return nil, fmt.Errorf("describe checks of %s: %w", name, err)
 		}
 		checks[clause] = true
 		f.checks++
 	}
 	ck.Close()
 	if err := ck.Err(); err != nil {
-		return nil, f, fmt.Errorf("describe checks of %s: %w", name, err)
+		return nil, fmt.Errorf("describe checks of %s: %w", name, err)
 	}
+	return checks, nil
+}
+
+// readColumns returns table's columns, and for each number key column
+// (markKey) the column it keys; it lists every column found in f.
+func readColumns(ctx context.Context, qr sink.Querier, name, db, table string, checks map[string]bool, f *found) (*sink.Table, map[string]string, error) {
 	rows, err := qr.QueryContext(ctx, `SELECT c.column_name, c.column_type, c.data_type, c.is_nullable = 'NO',
 		c.column_default IS NOT NULL OR c.extra LIKE '%auto_increment%' OR c.extra LIKE '%GENERATED%',
 		c.character_maximum_length, c.numeric_precision, c.numeric_scale, c.column_comment
@@ -317,7 +342,7 @@ func (d Driver) read(ctx context.Context, qr sink.Querier, name, db, table strin
 		WHERE c.table_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(c.table_name AS BINARY) = CAST(? AS BINARY)
 		ORDER BY c.ordinal_position`, db, table)
 	if err != nil {
-		return nil, f, fmt.Errorf("describe table %s: %w", name, err)
+		return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
 	}
 	t := &sink.Table{Name: name}
 	keyOf := map[string]string{} // a number key column (markKey): the column it keys
@@ -327,7 +352,7 @@ func (d Driver) read(ctx context.Context, qr sink.Querier, name, db, table strin
 		var chars, precision, scale sql.NullInt64
 		if err := rows.Scan(&c.Name, &c.SQLType, &dataType, &c.NotNull, &c.Default, &chars, &precision, &scale, &comment); err != nil {
 			rows.Close()
-			return nil, f, fmt.Errorf("describe table %s: %w", name, err)
+			return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
 		}
 		json := checks[`json_valid("`+c.Name+`")`]
 		f.columns = append(f.columns, foundColumn{c.Name, c.SQLType, json})
@@ -342,11 +367,14 @@ func (d Driver) read(ctx context.Context, qr sink.Querier, name, db, table strin
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, f, fmt.Errorf("describe table %s: %w", name, err)
+		return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
 	}
-	if len(f.columns) == 0 {
-		return nil, f, nil
-	}
+	return t, keyOf, nil
+}
+
+// readKeys sets t's keys, naming a number key column by the column it
+// keys (keyOf), and lists the keys found in f.
+func readKeys(ctx context.Context, qr sink.Querier, name, db, table string, t *sink.Table, keyOf map[string]string, f *found) error {
 	// Keys are the primary key and the unique indexes on whole columns:
 	// a prefix index (sub_part) does not make its columns unique.
 	idx, err := qr.QueryContext(ctx, `SELECT s.index_name, s.column_name, s.sub_part IS NOT NULL FROM information_schema.statistics s
@@ -354,7 +382,7 @@ func (d Driver) read(ctx context.Context, qr sink.Querier, name, db, table strin
 		AND s.non_unique = 0
 		ORDER BY s.index_name <> 'PRIMARY', s.index_name, s.seq_in_index`, db, table)
 	if err != nil {
-		return nil, f, fmt.Errorf("describe keys of %s: %w", name, err)
+		return fmt.Errorf("describe keys of %s: %w", name, err)
 	}
 	defer idx.Close()
 	var last string
@@ -364,7 +392,7 @@ func (d Driver) read(ctx context.Context, qr sink.Querier, name, db, table strin
 		var index, col string
 		var part bool
 		if err := idx.Scan(&index, &col, &part); err != nil {
-			return nil, f, fmt.Errorf("describe keys of %s: %w", name, err)
+			return fmt.Errorf("describe keys of %s: %w", name, err)
 		}
 		if index != last || len(t.Keys) == 0 {
 			t.Keys = append(t.Keys, nil)
@@ -380,7 +408,7 @@ func (d Driver) read(ctx context.Context, qr sink.Querier, name, db, table strin
 		prefix[len(prefix)-1] = prefix[len(prefix)-1] || part
 	}
 	if err := idx.Err(); err != nil {
-		return nil, f, fmt.Errorf("describe keys of %s: %w", name, err)
+		return fmt.Errorf("describe keys of %s: %w", name, err)
 	}
 	for _, k := range raw {
 		f.keys = append(f.keys, strings.Join(k, ","))
@@ -393,7 +421,7 @@ func (d Driver) read(ctx context.Context, qr sink.Querier, name, db, table strin
 		}
 	}
 	t.Keys = keys
-	return t, f, nil
+	return nil
 }
 
 // noDatabase returns, for a table name found to have no columns, an
