@@ -83,59 +83,17 @@ func (d Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, sche
 	rand.Read(b)
 	id := hex.EncodeToString(b)
 	w := &writer{conn: conn, tg: tg, stage: q("idemport_stage_" + id), local: local, tryDirect: true}
-	var names, quoted, sel []string
-	for _, f := range schema.Fields() {
-		c := t.Column(f.Name)
-		if c == nil {
-			return nil, fmt.Errorf("write %s: it has no column %q", tg.Table, f.Name)
-		}
-		w.fields = append(w.fields, field{name: f.Name, file: idemtype.TypeOf(f), target: c.Kind})
-		names = append(names, f.Name)
-		quoted = append(quoted, q(f.Name))
-		sel = append(sel, "t."+q(f.Name))
-	}
-	for _, k := range tg.Key {
-		w.keyIdx = append(w.keyIdx, schema.FieldIndices(k)[0])
+	names, quoted, sel, err := w.pair(t, schema)
+	if err != nil {
+		return nil, err
 	}
 	table := d.QuoteTable(tg.Table)
-
-	// The staging table: the round, the row ordinal, and the file's
-	// columns in the target's types (NOT NULL and collations too), so that
-	// a value the target cannot hold fails as it is staged. InnoDB, so
-	// that its rows are the transaction's, undone by its rollback.
-	ddl := "CREATE TEMPORARY TABLE " + w.stage + " (" + q(roundColumn) + " INT, " + q(sink.RowColumn) +
-		" BIGINT) ENGINE = InnoDB SELECT " + strings.Join(sel, ", ") + " FROM " + table + " t WHERE 1 = 0"
-	if _, err := conn.ExecContext(ctx, ddl); err != nil {
-		return nil, fmt.Errorf("create staging table for %s: %w", tg.Table, err)
+	if err := w.createStage(ctx, table, sel, quoted, packet, id); err != nil {
+		return nil, err
 	}
-	w.clear = "DELETE FROM " + w.stage
-	budget := min(packet/4, maxStatementBytes)
-	w.staged = newInserter(w.stage, append([]string{q(roundColumn), q(sink.RowColumn)}, quoted...), budget)
-	w.direct = newInserter(table, append([]string{q(sink.FileColumn), q(sink.RowColumn)}, quoted...), budget)
-	w.loadStaged = newLoader(w.stage, append([]string{q(roundColumn), q(sink.RowColumn)}, quoted...), "idemport_stage_"+id)
-	w.loadDirect = newLoader(table, append([]string{q(sink.RowColumn)}, quoted...), "idemport_load_"+id)
-
-	// A stored row matches a staged one by the key: in ordinal mode the
-	// file key (the statement's first argument) and the ordinal; by
-	// natural key the key columns, as KeyValue compares them. A decimal
-	// key column Ensure made is matched through the stored column of its
-	// number, which is what its key indexes: MariaDB finds no index for
-	// the expression KeyValue spells.
-	match := "t." + q(sink.FileColumn) + " = ? AND t." + q(sink.RowColumn) + " = s." + q(sink.RowColumn)
-	if !tg.Ordinal() {
-		numbers, err := numberColumns(ctx, conn, tg.Table)
-		if err != nil {
-			return nil, err
-		}
-		var m []string
-		for _, k := range tg.Key {
-			stored := d.KeyValue("t."+q(k), t.Kind(k))
-			if n, ok := numbers[k]; ok && t.Kind(k) == idemtype.Decimal {
-				stored = "t." + q(n)
-			}
-			m = append(m, stored+" = "+d.KeyValue("s."+q(k), t.Kind(k)))
-		}
-		match = strings.Join(m, " AND ")
+	match, err := w.match(ctx, d, t)
+	if err != nil {
+		return nil, err
 	}
 	round := ""
 	if !tg.Ordinal() {
@@ -146,11 +104,87 @@ func (d Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, sche
 		"NOT EXISTS (SELECT 1 FROM " + table + " t WHERE " + match + ")"
 	w.present = "SELECT EXISTS (SELECT 1 FROM " + table + " WHERE " + q(sink.FileColumn) + " = ? AND " + q(sink.RowColumn) + " BETWEEN ? AND ?)"
 	w.unload = "DELETE FROM " + table + " WHERE " + q(sink.FileColumn) + " = ? AND " + q(sink.RowColumn) + " BETWEEN ? AND ?"
+	w.rewrite(d, t, names, table, match, round)
+	return w, nil
+}
 
+// pair pairs each of the file's fields with its column of t, and returns
+// the fields' names, their quoted names, and the quoted names prefixed
+// by t.; it finds the key columns' positions in schema.
+func (w *writer) pair(t *sink.Table, schema *arrow.Schema) (names, quoted, sel []string, err error) {
+	for _, f := range schema.Fields() {
+		c := t.Column(f.Name)
+		if c == nil {
+			return nil, nil, nil, fmt.Errorf("write %s: it has no column %q", w.tg.Table, f.Name)
+		}
+		w.fields = append(w.fields, field{name: f.Name, file: idemtype.TypeOf(f), target: c.Kind})
+		names = append(names, f.Name)
+		quoted = append(quoted, q(f.Name))
+		sel = append(sel, "t."+q(f.Name))
+	}
+	for _, k := range w.tg.Key {
+		w.keyIdx = append(w.keyIdx, schema.FieldIndices(k)[0])
+	}
+	return names, quoted, sel, nil
+}
+
+// createStage creates the staging table on w's connection, and the
+// statements that clear it and the inserters and loaders that fill it and
+// the target.
+func (w *writer) createStage(ctx context.Context, table string, sel, quoted []string, packet int, id string) error {
+	// The staging table: the round, the row ordinal, and the file's
+	// columns in the target's types (NOT NULL and collations too), so that
+	// a value the target cannot hold fails as it is staged. InnoDB, so
+	// that its rows are the transaction's, undone by its rollback.
+	ddl := "CREATE TEMPORARY TABLE " + w.stage + " (" + q(roundColumn) + " INT, " + q(sink.RowColumn) +
+		" BIGINT) ENGINE = InnoDB SELECT " + strings.Join(sel, ", ") + " FROM " + table + " t WHERE 1 = 0"
+	if _, err := w.conn.ExecContext(ctx, ddl); err != nil {
+		return fmt.Errorf("create staging table for %s: %w", w.tg.Table, err)
+	}
+	w.clear = "DELETE FROM " + w.stage
+	budget := min(packet/4, maxStatementBytes)
+	w.staged = newInserter(w.stage, append([]string{q(roundColumn), q(sink.RowColumn)}, quoted...), budget)
+	w.direct = newInserter(table, append([]string{q(sink.FileColumn), q(sink.RowColumn)}, quoted...), budget)
+	w.loadStaged = newLoader(w.stage, append([]string{q(roundColumn), q(sink.RowColumn)}, quoted...), "idemport_stage_"+id)
+	w.loadDirect = newLoader(table, append([]string{q(sink.RowColumn)}, quoted...), "idemport_load_"+id)
+	return nil
+}
+
+// match returns the condition under which a stored row t matches a
+// staged row s.
+func (w *writer) match(ctx context.Context, d Driver, t *sink.Table) (string, error) {
+	// A stored row matches a staged one by the key: in ordinal mode the
+	// file key (the statement's first argument) and the ordinal; by
+	// natural key the key columns, as KeyValue compares them. A decimal
+	// key column Ensure made is matched through the stored column of its
+	// number, which is what its key indexes: MariaDB finds no index for
+	// the expression KeyValue spells.
+	match := "t." + q(sink.FileColumn) + " = ? AND t." + q(sink.RowColumn) + " = s." + q(sink.RowColumn)
+	if !w.tg.Ordinal() {
+		numbers, err := numberColumns(ctx, w.conn, w.tg.Table)
+		if err != nil {
+			return "", err
+		}
+		var m []string
+		for _, k := range w.tg.Key {
+			stored := d.KeyValue("t."+q(k), t.Kind(k))
+			if n, ok := numbers[k]; ok && t.Kind(k) == idemtype.Decimal {
+				stored = "t." + q(n)
+			}
+			m = append(m, stored+" = "+d.KeyValue("s."+q(k), t.Kind(k)))
+		}
+		match = strings.Join(m, " AND ")
+	}
+	return match, nil
+}
+
+// rewrite sets w's statements that rewrite changed rows and, by natural
+// key, count stale ones.
+func (w *writer) rewrite(d Driver, t *sink.Table, names []string, table, match, round string) {
 	// A changed row is written whole (sink.Rewritten), when it differs
 	// from the stored row as Exact tells values apart and, by natural
 	// key, is not older (staleSQL); its lineage then becomes the row's.
-	data := sink.Rewritten(t, tg, names)
+	data := sink.Rewritten(t, w.tg, names)
 	if len(data) > 0 {
 		var set, stored, incoming []string
 		for _, c := range data {
@@ -158,16 +192,15 @@ func (d Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, sche
 			stored, incoming = append(stored, d.Exact("t."+q(c), t.Kind(c))), append(incoming, d.Exact("s."+q(c), t.Kind(c)))
 		}
 		where := d.Distinct(stored, incoming)
-		if !tg.Ordinal() {
+		if !w.tg.Ordinal() {
 			set = append(set, "t."+q(sink.FileColumn)+" = ?", "t."+q(sink.RowColumn)+" = s."+q(sink.RowColumn))
-			where = round + "NOT " + staleSQL(tg.Version) + " AND " + where
+			where = round + "NOT " + staleSQL(w.tg.Version) + " AND " + where
 		}
 		w.update = "UPDATE " + table + " t JOIN " + w.stage + " s ON " + match + " SET " + strings.Join(set, ", ") + " WHERE " + where
 	}
-	if !tg.Ordinal() {
-		w.stale = "SELECT count(*) FROM " + w.stage + " s JOIN " + table + " t ON " + match + " WHERE " + round + staleSQL(tg.Version)
+	if !w.tg.Ordinal() {
+		w.stale = "SELECT count(*) FROM " + w.stage + " s JOIN " + table + " t ON " + match + " WHERE " + round + staleSQL(w.tg.Version)
 	}
-	return w, nil
 }
 
 // numberColumns returns, for each decimal column of table that a stored
