@@ -197,12 +197,7 @@ func main() {
 	delta := flag.String("delta", "", "with -file and -key: a daily delta of that file (a CSV file of the same columns), timed into the imported file's table in section delta")
 	readme := flag.Bool("readme", false, "print the table of docs/development.md's benchmark section (default sections first,delta,rerun,resume,formats,memory), each row beside its anchor, and the anchors' commands under it")
 	flag.Parse()
-	if *file == "" && *keyCol != "" || *file != "" && *modes {
-		check(fmt.Errorf("-key goes with -file, and -file does not go with -modes"))
-	}
-	if *delta != "" && (*file == "" || *keyCol == "") {
-		check(fmt.Errorf("-delta goes with -file and -key"))
-	}
+	checkFlags(*file, *keyCol, *delta, *modes)
 
 	rows, name := parseRows(*rowsFlag)
 	bin, err := os.MkdirTemp("", "idemport-bench-")
@@ -223,18 +218,39 @@ func main() {
 	check(err)
 	defer os.RemoveAll(e.work)
 	e.db = filepath.Join(e.work, "i.db")
-	if *file != "" && columnar(*file) {
-		e.useColumnar(*file, *csvOf)
+	if e.dataSet(*file, *csvOf, *keyCol, *delta, *data, *pg, *only, *modes, sel) {
+		return
+	}
+	e.checkSections(*sel, *file)
+	e.sections(md, *sel, *pg, *maria, *only)
+}
+
+// checkFlags refuses the flags that do not go together.
+func checkFlags(file, keyCol, delta string, modes bool) {
+	if file == "" && keyCol != "" || file != "" && modes {
+		check(fmt.Errorf("-key goes with -file, and -file does not go with -modes"))
+	}
+	if delta != "" && (file == "" || keyCol == "") {
+		check(fmt.Errorf("-delta goes with -file and -key"))
+	}
+}
+
+// dataSet chooses the data set (-file, or the generated one in data) and,
+// unless -sections is set, the sections that go with it. With -modes it
+// times the write modes instead, and reports true: nothing is left to run.
+func (e *env) dataSet(file, csvOf, keyCol, delta, data, pg, only string, modes bool, sel *string) bool {
+	if file != "" && columnar(file) {
+		e.useColumnar(file, csvOf)
 		if !isFlagSet("sections") {
 			*sel = "formats"
 		}
-	} else if *file != "" {
-		if *delta != "" {
-			e.useFile(*delta, *keyCol)
-			e.delta, e.deltaRows = *delta, e.rows
+	} else if file != "" {
+		if delta != "" {
+			e.useFile(delta, keyCol)
+			e.delta, e.deltaRows = delta, e.rows
 		}
-		e.useFile(*file, *keyCol)
-		if !isFlagSet("sections") && *delta != "" {
+		e.useFile(file, keyCol)
+		if !isFlagSet("sections") && delta != "" {
 			*sel = "first,delta,rerun,resume"
 		} else if !isFlagSet("sections") {
 			*sel = "first,rerun,resume"
@@ -242,82 +258,96 @@ func main() {
 		exec.Command("cat", e.csv).Run() // warm the page cache
 	} else {
 		e.keyCol = "order_id"
-		e.csv = filepath.Join(*data, "orders_"+name+".csv")
-		e.jsonl = filepath.Join(*data, "orders_"+name+".jsonl")
-		e.parquet = filepath.Join(*data, "orders_"+name+".parquet")
-		e.day2 = filepath.Join(*data, "orders_"+name+"_day2.csv")
-		if *modes {
-			e.allModes(*data, *pg, *only)
-			return
+		e.csv = filepath.Join(data, "orders_"+e.name+".csv")
+		e.jsonl = filepath.Join(data, "orders_"+e.name+".jsonl")
+		e.parquet = filepath.Join(data, "orders_"+e.name+".parquet")
+		e.day2 = filepath.Join(data, "orders_"+e.name+"_day2.csv")
+		if modes {
+			e.allModes(data, pg, only)
+			return true
 		}
 		if _, err := os.Stat(e.parquet); err != nil {
-			e.gen("orders_"+name+".parquet", "-rows", fmt.Sprint(rows))
+			e.gen("orders_"+e.name+".parquet", "-rows", fmt.Sprint(e.rows))
 		}
 		for _, f := range []string{e.csv, e.jsonl, e.parquet} { // warm the page cache
 			exec.Command("cat", f).Run()
 		}
 	}
+	return false
+}
 
-	for _, s := range strings.Split(*sel, ",") {
-		if *file != "" && e.others != nil && s != "formats" {
+// checkSections refuses the sections the data set cannot run.
+func (e *env) checkSections(sel, file string) {
+	for _, s := range strings.Split(sel, ",") {
+		if file != "" && e.others != nil && s != "formats" {
 			check(fmt.Errorf("-sections: %s needs a CSV -file or the generated data set, not Parquet or Arrow files", s))
 		}
-		if *file != "" && e.others == nil && s != "first" && s != "fixed" && s != "rerun" && s != "resume" && (s != "delta" || e.delta == "") {
+		if file != "" && e.others == nil && s != "first" && s != "fixed" && s != "rerun" && s != "resume" && (s != "delta" || e.delta == "") {
 			check(fmt.Errorf("-sections: %s needs the generated data set, or with -file a -delta, not -file alone", s))
 		}
 	}
+}
+
+// sections runs the sections of sel for the databases -only leaves, and
+// prints the report (as Markdown when md is not nil).
+func (e *env) sections(md *markdown, sel, pg, maria, only string) {
 	fmt.Printf("\nload average at start: %s; ratios are paired medians (A B A B …) unless marked\n", loadavg())
 	if md == nil {
 		fmt.Printf("%-62s %9s %9s %11s %9s   %s\n", "command", "median s", "CPU s", "rows/s", "RSS MiB", "ratio")
 	}
-	sqlite, postgres := *only == "" || *only == "sqlite", *pg != "" && (*only == "" || *only == "postgres")
-	mariadb := *maria != "" && (*only == "" || *only == "mariadb")
-	for _, s := range strings.Split(*sel, ",") {
-		switch s {
-		case "first":
-			if sqlite {
-				e.sqliteFirst()
-			}
-			if postgres {
-				e.postgresFirst(*pg)
-			}
-			if mariadb {
-				e.mariadbFirst(*maria)
-			}
-		case "fixed":
-			e.fixed(*pg, sqlite, postgres)
-		case "delta":
-			if sqlite {
-				e.sqliteDelta()
-			}
-			if postgres {
-				e.postgresDelta(*pg)
-			}
-		case "rerun":
-			e.rerun()
-		case "resume":
-			e.resume()
-		case "formats":
-			e.formats()
-		case "memory":
-			e.memory(*pg, sqlite, postgres)
-		case "parse":
-			e.parse()
-		case "alternatives":
-			if sqlite {
-				e.sqliteAlternatives()
-			}
-			if postgres {
-				e.postgresAlternatives(*pg)
-			}
-		default:
-			check(fmt.Errorf("-sections: unknown section %q (known: %s)", s, strings.Join(sections, ", ")))
-		}
+	sqlite, postgres := only == "" || only == "sqlite", pg != "" && (only == "" || only == "postgres")
+	mariadb := maria != "" && (only == "" || only == "mariadb")
+	for _, s := range strings.Split(sel, ",") {
+		e.section(s, pg, maria, sqlite, postgres, mariadb)
 	}
 	if md != nil {
 		md.print(os.Stdout)
 	}
 	fmt.Printf("load average at end: %s\n\n", loadavg())
+}
+
+// section runs one section against the databases chosen.
+func (e *env) section(s, pg, maria string, sqlite, postgres, mariadb bool) {
+	switch s {
+	case "first":
+		if sqlite {
+			e.sqliteFirst()
+		}
+		if postgres {
+			e.postgresFirst(pg)
+		}
+		if mariadb {
+			e.mariadbFirst(maria)
+		}
+	case "fixed":
+		e.fixed(pg, sqlite, postgres)
+	case "delta":
+		if sqlite {
+			e.sqliteDelta()
+		}
+		if postgres {
+			e.postgresDelta(pg)
+		}
+	case "rerun":
+		e.rerun()
+	case "resume":
+		e.resume()
+	case "formats":
+		e.formats()
+	case "memory":
+		e.memory(pg, sqlite, postgres)
+	case "parse":
+		e.parse()
+	case "alternatives":
+		if sqlite {
+			e.sqliteAlternatives()
+		}
+		if postgres {
+			e.postgresAlternatives(pg)
+		}
+	default:
+		check(fmt.Errorf("-sections: unknown section %q (known: %s)", s, strings.Join(sections, ", ")))
+	}
 }
 
 // env is one run of the benchmark: the binaries, the data set, a scratch
