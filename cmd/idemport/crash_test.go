@@ -185,13 +185,18 @@ func TestCrashAtEveryBoundary(t *testing.T) {
 }
 
 // soakIterations is how many iterations the soak runs on target name:
-// -soak when given, else its default on SQLite and 15 on PostgreSQL, where
-// each iteration costs more.
+// -soak when given, else its default on SQLite, 15 on PostgreSQL and 8 on
+// MariaDB, where each iteration costs more.
 func soakIterations(name string) int {
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "soak" })
-	if name == testkit.Postgres && !given {
+	switch {
+	case given:
+		return *soak
+	case name == testkit.Postgres:
 		return 15
+	case name == testkit.MariaDB:
+		return 8
 	}
 	return *soak
 }
@@ -303,10 +308,10 @@ func fullRun(t *testing.T, name, dir string, args ...string) time.Duration {
 // again at random, up to three times) until it completes, and checks every
 // iteration ends exact. It asserts the kills it made (soakKills.check), so it
 // proves something when run alone. -soak=N sets the number of iterations
-// (default 50 on SQLite, 15 on PostgreSQL).
+// (default 50 on SQLite, 15 on PostgreSQL, 8 on MariaDB).
 func TestRandomKillSoak(t *testing.T) {
 	// Not parallel: its kills are aimed within the time a run takes (see eachSoakTarget).
-	eachSoakTarget(t, testkit.TargetNames(), func(t *testing.T, name string) {
+	eachSoakTarget(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("seed %d", seed)
 		rng := rand.New(rand.NewPCG(seed, 1))

@@ -165,14 +165,14 @@ func TestLastOccurrenceWinsOutOfOrder(t *testing.T) {
 // After every iteration the whole table must equal the last-wins result
 // computed from the files, and the counters must add up; the kills are
 // counted and must prove something (soakKills.check). -soak=N raises the
-// iterations (default 8 on SQLite, 4 on PostgreSQL).
+// iterations (default 8 on SQLite, 4 on PostgreSQL and MariaDB).
 func TestLastWinsSoak(t *testing.T) {
 	// Not parallel: its kills are aimed within the time a run takes (see eachSoakTarget).
-	eachSoakTarget(t, testkit.TargetNames(), func(t *testing.T, name string) {
+	eachSoakTarget(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("seed %d", seed)
 		rng := rand.New(rand.NewPCG(seed, 7))
-		iterations := map[string]int{testkit.SQLite: 8, testkit.Postgres: 4}[name]
+		iterations := map[string]int{testkit.SQLite: 8, testkit.Postgres: 4, testkit.MariaDB: 4}[name]
 		flag.Visit(func(f *flag.Flag) {
 			if f.Name == "soak" {
 				iterations = *soak

@@ -9,8 +9,8 @@ package main
 // (testkit.EachOf with testkit.AllTargetNames): the crash suite, the
 // kill, stall and interrupt tests, the whole-table value comparisons, the
 // snapshot, --atomic, --evolve, --replace and undo tests and kill chains,
-// the outbox's, several workers and processes, the soaks of --atomic and
-// --evolve, and verify while an import runs.
+// the outbox's, several workers and processes, the soaks (random kills,
+// last wins, --atomic and --evolve), and verify while an import runs.
 
 import (
 	"fmt"
