@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -551,4 +552,81 @@ func TestIPCStreamDictionaryReplacement(t *testing.T) {
 			t.Fatalf("rows %q", rows)
 		}
 	}
+}
+
+// TestIPCFileBatchesNotCopied checks that the record batches of an Arrow
+// IPC file are decoded from the bytes read and checked, not from a copy of
+// them: a file of one large record batch (as Arrow JS writes a table) was
+// held twice, the bytes read and the decoder's copy of its body.
+func TestIPCFileBatchesNotCopied(t *testing.T) {
+	cs := commonSpecs()
+	specs := []colSpec{cs[4], cs[12], cs[13], cs[21], cs[23], cs[28]} // i64 dec128 ts_ms ts_us str dict
+	const n = 20000
+	path := writeIPC(t, "one.arrow", specs, n, n) // one record batch
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := &peakAllocator{Allocator: memory.NewCheckedAllocator(memory.NewGoAllocator())}
+	f, err := OpenPath(path, Options{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.cols.Close()
+	plan, err := f.Scan(context.Background(), ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scanned := mem.peak
+	rows, _, _, err := readPart(f, plan, plan.Partitions[0], 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := wantRows(specs, n, nil)
+	for i, row := range rows {
+		for c := range row {
+			if !reflect.DeepEqual(row[c], want[i][c]) {
+				t.Fatalf("row %d, column %s: got %#v, want %#v", i+1, specs[c].name, row[c], want[i][c])
+			}
+		}
+	}
+	if len(rows) != n {
+		t.Fatalf("%d rows, want %d", len(rows), n)
+	}
+	// The converter's batches of 300 rows take a few KB; a copy of the
+	// record batch's body takes most of the file.
+	if limit := st.Size() / 4; scanned > limit || mem.peak > limit {
+		t.Fatalf("the allocator held up to %d bytes in the plan pass, %d reading the partition, of a file of %d bytes: the record batch was copied",
+			scanned, mem.peak, st.Size())
+	}
+	mem.Allocator.(*memory.CheckedAllocator).AssertSize(t, 0)
+}
+
+// peakAllocator records the most bytes its allocator held at once.
+type peakAllocator struct {
+	memory.Allocator
+	mu        sync.Mutex
+	cur, peak int64
+}
+
+func (a *peakAllocator) add(n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cur += int64(n)
+	a.peak = max(a.peak, a.cur)
+}
+
+func (a *peakAllocator) Allocate(n int) []byte {
+	a.add(n)
+	return a.Allocator.Allocate(n)
+}
+
+func (a *peakAllocator) Reallocate(n int, b []byte) []byte {
+	a.add(n - len(b))
+	return a.Allocator.Reallocate(n, b)
+}
+
+func (a *peakAllocator) Free(b []byte) {
+	a.add(-len(b))
+	a.Allocator.Free(b)
 }

@@ -28,7 +28,12 @@ import (
 // are decoded from, checked cheaply (CRC-32C runs at memory speed). As for
 // Parquet, the blocks are read into memory and checked before the decoder
 // reads them from there; the record batches are then decoded one at a
-// time.
+// time, as a stream of the file's messages (a schema message made of the
+// footer's schema, the dictionaries, the record batches) whose bytes are
+// handed to the decoder as they lie in memory (blockMessages): arrow-go's
+// file reader copies each message's body out of the bytes it reads, and a
+// record batch of a million rows from Arrow JS, 108 MB, was then held
+// twice.
 //
 // An Arrow IPC stream can only be read from its start. Its record batches
 // are often small (a writer flushing as rows arrive), so a partition is a
@@ -54,6 +59,7 @@ type ipcFile struct {
 	f      *File
 	size   int64
 	tail   loadedRange // the footer, its length and the closing magic
+	head   []byte      // a Schema message of the footer's schema (schemaMessage)
 	dicts  []ipcBlock
 	blocks []ipcBlock
 	schema *arrow.Schema
@@ -158,6 +164,9 @@ func (f *File) openIPCFile() (err error) {
 		err = checkFooterSchema(tail[:n])
 	}
 	if err != nil {
+		return &input.ParseError{Path: f.Path, Offset: size - 10 - n, Err: fmt.Errorf("%w: corrupt footer: %w", input.ErrFormat, err)}
+	}
+	if s.head, err = schemaMessage(tail[:n]); err != nil {
 		return &input.ParseError{Path: f.Path, Offset: size - 10 - n, Err: fmt.Errorf("%w: corrupt footer: %w", input.ErrFormat, err)}
 	}
 	ld, _, err := s.loadDicts()
@@ -270,11 +279,11 @@ func (s *ipcFile) scan(ctx context.Context, o partition.ScanOptions, fn func(p i
 		return err
 	}
 	base := append([]loadedRange(nil), ld.ranges...)
-	fr, err := ipc.NewFileReader(ld, ipc.WithAllocator(s.f.Opts.Allocator))
+	u, err := s.batches(ld, s.blocks, "schema")
 	if err != nil {
-		return s.f.unitError(err, "footer")
+		return err
 	}
-	defer fr.Close()
+	defer u.close()
 	part := &batchList{}
 	defer part.close()
 	var p idemtype.Partition
@@ -301,8 +310,11 @@ func (s *ipcFile) scan(ctx context.Context, o partition.ScanOptions, fn func(p i
 		if err := s.checkBlocks(ld, where, s.blocks[k:k+1]); err != nil {
 			return err
 		}
-		s.f.Stats.Groups.Add(1)
-		rec, err := fr.RecordBatchAt(k)
+		u.where = where
+		rec, err := u.next()
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // not with blocks listed
+		}
 		if err != nil {
 			return s.f.unitError(err, where)
 		}
@@ -398,39 +410,145 @@ func (s *ipcFile) open(p idemtype.Partition, _ int) (unit, error) {
 		s.verified, s.verifiedCRC = dicts, dictCRC
 	}
 	s.mu.Unlock()
-	fr, err := ipc.NewFileReader(ld, ipc.WithAllocator(s.f.Opts.Allocator))
+	return s.batches(ld, s.blocks[k:k+n], where)
+}
+
+// schemaMessage returns the flatbuffer of a Schema message holding the
+// schema of footer, an IPC file's footer (checked): the message a stream
+// starts with, for arrow-go's stream reader to decode the file's record
+// batches with the footer's schema and dictionary ids. It is built rather
+// than read because not every writer starts a file's data with it (Arrow
+// JS does not). The footer is copied whole after a Message table
+// {version: the footer's, header_type: Schema, header: the footer's
+// schema, bodyLength: 0}: a flatbuffer's offsets are relative, so the
+// schema's own stay valid.
+func schemaMessage(footer []byte) ([]byte, error) {
+	f, err := (&fbCheck{buf: footer}).root()
+	if err != nil {
+		return nil, err
+	}
+	schema, ok, err := f.ref(1)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("%w: footer without a schema (%v)", errFlatbuffer, err)
+	}
+	var version uint16
+	if at, ok := f.field(0); ok && at+2 <= len(footer) {
+		version = binary.LittleEndian.Uint16(footer[at:])
+	}
+	const vtable, table, data = 4, 16, 40 // the footer's copy at data, 8-aligned
+	buf := make([]byte, data+len(footer))
+	le := binary.LittleEndian
+	le.PutUint32(buf[0:], table)
+	for i, v := range []uint16{12, 20, 16, 18, 4, 8} { // sizes; version, header_type, header, bodyLength
+		le.PutUint16(buf[vtable+2*i:], v)
+	}
+	le.PutUint32(buf[table:], table-vtable)
+	le.PutUint32(buf[table+4:], uint32(data+schema-(table+4)))
+	le.PutUint16(buf[table+16:], version)
+	buf[table+18] = fbHeaderSchema
+	copy(buf[data:], footer)
+	return buf, checkMessage(buf)
+}
+
+// batches returns a unit decoding the record batches in blocks, whose bytes
+// (as the dictionaries', see loadDicts) ld holds, or will hold, each by the
+// time its batch is asked for. The decoder is arrow-go's stream reader
+// over the file's messages (blockMessages).
+func (s *ipcFile) batches(ld *loaded, blocks []ipcBlock, where string) (*fileBatches, error) {
+	list := make([]ipcBlock, 0, len(s.dicts)+len(blocks))
+	list = append(append(list, s.dicts...), blocks...)
+	m := &blockMessages{ld: ld, head: s.head, list: list, batches: len(s.dicts)}
+	m.refs.Add(1)
+	rdr, err := ipc.NewReaderFromMessageReader(m, ipc.WithAllocator(s.f.Opts.Allocator), ipc.WithSchema(s.schema))
 	if err != nil {
 		return nil, s.f.unitError(err, where)
 	}
-	return &fileBatches{s: s, fr: fr, at: k, end: k + n, where: where}, nil
+	return &fileBatches{s: s, rdr: rdr, where: where}, nil
 }
 
-// fileBatches decodes record batches at to end-1 of an IPC file whose
-// bytes are loaded.
+// fileBatches decodes the record batches of an IPC file whose bytes are
+// loaded.
 type fileBatches struct {
-	s       *ipcFile
-	fr      *ipc.FileReader
-	at, end int
-	where   string
+	s     *ipcFile
+	rdr   *ipc.Reader
+	where string
 }
 
 func (u *fileBatches) next() (arrow.RecordBatch, error) {
-	if u.at == u.end {
+	u.s.f.Stats.Groups.Add(1)
+	if !u.rdr.Next() {
+		u.s.f.Stats.Groups.Add(-1)
+		if err := u.rdr.Err(); err != nil {
+			return nil, u.s.f.unitError(err, u.where)
+		}
 		return nil, io.EOF
 	}
-	u.s.f.Stats.Groups.Add(1)
-	rec, err := u.fr.RecordBatchAt(u.at)
-	if err != nil {
-		return nil, u.s.f.unitError(err, u.where)
-	}
-	u.at++
+	rec := u.rdr.RecordBatch()
+	rec.Retain()
 	return rec, nil
 }
 
 func (u *fileBatches) close() {
-	if u.fr != nil {
-		u.fr.Close()
-		u.fr = nil
+	if u.rdr != nil {
+		u.rdr.Release()
+		u.rdr = nil
+	}
+}
+
+// blockMessages hands arrow-go's stream reader a Schema message (head),
+// then the messages of an IPC file's blocks, in list's order, as buffers
+// over the loaded bytes: the arrays of a record batch are the loaded
+// bytes, not a copy of them. Blocks from batches on are record batches,
+// which must lie at multiples of 8 bytes, as arrow-go's file reader
+// requires.
+type blockMessages struct {
+	ld      *loaded
+	head    []byte // sent first, then nil
+	list    []ipcBlock
+	batches int
+	at      int
+	msg     *ipc.Message
+	refs    atomic.Int64
+}
+
+var _ ipc.MessageReader = (*blockMessages)(nil)
+
+func (m *blockMessages) Message() (*ipc.Message, error) {
+	if m.msg != nil {
+		m.msg.Release()
+		m.msg = nil
+	}
+	if m.head != nil {
+		m.msg = ipc.NewMessage(memory.NewBufferBytes(m.head), memory.NewBufferBytes(nil))
+		m.head = nil
+		return m.msg, nil
+	}
+	if m.at == len(m.list) {
+		return nil, io.EOF
+	}
+	b := m.list[m.at]
+	if m.at >= m.batches && (b.off%8 != 0 || b.meta%8 != 0 || b.body%8 != 0) {
+		return nil, fmt.Errorf("record batch at byte %d (%d+%d bytes) is not aligned to 8 bytes", b.off, b.meta, b.body)
+	}
+	m.at++
+	raw := m.ld.bytes(b.off, b.meta+b.body)
+	if raw == nil {
+		return nil, errOutside
+	}
+	meta, err := messageMeta(raw[:b.meta])
+	if err != nil {
+		return nil, err
+	}
+	m.msg = ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(raw[b.meta:]))
+	return m.msg, nil
+}
+
+func (m *blockMessages) Retain() { m.refs.Add(1) }
+
+func (m *blockMessages) Release() {
+	if m.refs.Add(-1) == 0 && m.msg != nil {
+		m.msg.Release()
+		m.msg = nil
 	}
 }
 
