@@ -107,101 +107,152 @@ func loadRefused(err error) bool {
 // appendLoad appends row i of a, as f's target column takes it, to a
 // line of a load: the text of what value binds (integers, floats and
 // booleans as the server parses them back to the same number), escaped,
-// or \N for NULL.
+// or \N for NULL. A batch's lines are made with loadAppender, which is
+// the same for every row of a column.
 func (f *field) appendLoad(b []byte, a arrow.Array, i int) []byte {
-	if a.IsNull(i) {
-		return append(b, '\\', 'N')
-	}
+	return f.loadAppender(a)(b, i)
+}
+
+// loadAppender returns the function that appends row i of a to a line of
+// a load, as appendLoad does: it reads a's type, and whether a has nulls,
+// once for all of its rows.
+func (f *field) loadAppender(a arrow.Array) func(b []byte, i int) []byte {
 	switch a := a.(type) {
 	case *array.Int64:
-		return strconv.AppendInt(b, a.Value(i), 10)
+		v := a.Int64Values()
+		return withNulls(a, func(b []byte, i int) []byte { return strconv.AppendInt(b, v[i], 10) })
 	case *array.Float64:
+		v := a.Float64Values()
 		if f.target == idemtype.Float64 {
-			return strconv.AppendFloat(b, a.Value(i), 'g', -1, 64)
+			return withNulls(a, func(b []byte, i int) []byte { return strconv.AppendFloat(b, v[i], 'g', -1, 64) })
 		}
-		return appendEscaped(b, sink.FormatFloat(a.Value(i), f.target == idemtype.Decimal))
+		decimal := f.target == idemtype.Decimal
+		return withNulls(a, func(b []byte, i int) []byte { return appendEscaped(b, sink.FormatFloat(v[i], decimal)) })
+	case *array.Timestamp:
+		if f.target == idemtype.String {
+			break
+		}
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		v := a.TimestampValues()
+		if unit == arrow.Microsecond {
+			return withNulls(a, func(b []byte, i int) []byte { return appendDatetime(b, int64(v[i])) })
+		}
+		return withNulls(a, func(b []byte, i int) []byte { return appendDatetime(b, v[i].ToTime(unit).UnixMicro()) })
+	case *array.String:
+		return withNulls(a, func(b []byte, i int) []byte { return appendEscaped(b, a.Value(i)) })
 	case *array.Boolean:
 		if f.target == idemtype.Bool {
-			if a.Value(i) {
-				return append(b, '1')
-			}
-			return append(b, '0')
+			return withNulls(a, func(b []byte, i int) []byte {
+				if a.Value(i) {
+					return append(b, '1')
+				}
+				return append(b, '0')
+			})
 		}
-		return strconv.AppendBool(b, a.Value(i))
-	case *array.Timestamp:
-		if f.target != idemtype.String {
-			t := a.DataType().(*arrow.TimestampType)
-			return appendDatetime(b, a.Value(i).ToTime(t.Unit).UnixMicro())
-		}
-	case *array.String:
-		return appendEscaped(b, a.Value(i))
+		return withNulls(a, func(b []byte, i int) []byte { return strconv.AppendBool(b, a.Value(i)) })
 	}
-	return appendEscaped(b, fmt.Sprint(f.value(a, i)))
+	return withNulls(a, func(b []byte, i int) []byte { return appendEscaped(b, fmt.Sprint(f.value(a, i))) })
+}
+
+// withNulls returns app, which appends a value of a, made to append \N
+// for a's nulls, when it has any.
+func withNulls(a arrow.Array, app func(b []byte, i int) []byte) func(b []byte, i int) []byte {
+	if a.NullN() == 0 {
+		return app
+	}
+	return func(b []byte, i int) []byte {
+		if a.IsNull(i) {
+			return append(b, '\\', 'N')
+		}
+		return app(b, i)
+	}
 }
 
 // appendDatetime appends the point in time us microseconds after the
 // Unix epoch as DATETIME text in UTC, the text
 // time.UnixMicro(us).UTC().AppendFormat(b, datetimeLayout) makes, without
-// reading the layout for every value: a line of a load spends its time on
-// its timestamps otherwise. A year outside 0 through 9999, which no
-// DATETIME holds, is left to AppendFormat, so that the server refuses
-// the same text as before.
+// reading the layout for every value, nor making a time.Time of it: a line
+// of a load spends its time on its timestamps otherwise. A year outside 0
+// through 9999, which no DATETIME holds, is left to AppendFormat, so that
+// the server refuses the same text as before.
 func appendDatetime(b []byte, us int64) []byte {
-	t := time.UnixMicro(us).UTC()
-	year, month, day := t.Date()
-	if year < 0 || year > 9999 {
-		return t.AppendFormat(b, datetimeLayout)
+	const usPerDay = 86_400_000_000
+	days, rest := us/usPerDay, us%usPerDay
+	if rest < 0 {
+		days, rest = days-1, rest+usPerDay
 	}
-	hour, minute, second := t.Clock()
-	b = appendDigits(b, year, 4)
-	b = append(b, '-')
-	b = appendDigits(b, int(month), 2)
-	b = append(b, '-')
-	b = appendDigits(b, day, 2)
-	b = append(b, ' ')
-	b = appendDigits(b, hour, 2)
-	b = append(b, ':')
-	b = appendDigits(b, minute, 2)
-	b = append(b, ':')
-	b = appendDigits(b, second, 2)
-	b = append(b, '.')
-	return appendDigits(b, t.Nanosecond()/1000, 6)
+	year, month, day := civil(days)
+	if year < 0 || year > 9999 {
+		return time.UnixMicro(us).UTC().AppendFormat(b, datetimeLayout)
+	}
+	sec := rest / 1_000_000
+	b = append(b, digits4[4*year:4*year+4]...)
+	b = append(b, '-', digits2[2*month], digits2[2*month+1], '-', digits2[2*day], digits2[2*day+1], ' ')
+	h, m, s := sec/3600, sec/60%60, sec%60
+	b = append(b, digits2[2*h], digits2[2*h+1], ':', digits2[2*m], digits2[2*m+1], ':', digits2[2*s], digits2[2*s+1], '.')
+	frac := rest % 1_000_000
+	hi, lo := frac/1000, frac%1000
+	b = append(b, digits4[4*hi+1:4*hi+4]...)
+	return append(b, digits4[4*lo+1:4*lo+4]...)
 }
 
-// appendDigits appends v, which is not negative and has at most width
-// digits, in exactly width digits, zeros first.
-func appendDigits(b []byte, v, width int) []byte {
-	b = append(b, "000000"[:width]...)
-	for i := len(b) - 1; v > 0; i-- {
-		b[i] = byte('0' + v%10)
-		v /= 10
+// civil returns the proleptic Gregorian date days days after 1970-01-01
+// (Howard Hinnant's days_from_civil, inverted).
+func civil(days int64) (year, month, day int64) {
+	z := days + 719_468
+	era := z / 146_097
+	if z < 0 && z%146_097 != 0 {
+		era--
 	}
-	return b
+	doe := z - era*146_097                                   // [0, 146096]
+	yoe := (doe - doe/1460 + doe/36_524 - doe/146_096) / 365 // [0, 399]
+	doy := doe - (365*yoe + yoe/4 - yoe/100)                 // [0, 365]
+	mp := (5*doy + 2) / 153                                  // [0, 11], from March
+	day = doy - (153*mp+2)/5 + 1
+	month = mp + 3
+	if month > 12 {
+		month -= 12
+	}
+	year = yoe + era*400
+	if month <= 2 {
+		year++
+	}
+	return year, month, day
 }
+
+// digits2 and digits4 are the numbers 0 through 99 and 0 through 9999 in
+// two and four digits, zeros first, back to back.
+var digits2, digits4 = makeDigits(100, 2), makeDigits(10_000, 4)
+
+func makeDigits(n, width int) string {
+	b := make([]byte, 0, n*width)
+	for v := range n {
+		for p := width - 1; p >= 0; p-- {
+			d := v
+			for range p {
+				d /= 10
+			}
+			b = append(b, byte('0'+d%10))
+		}
+	}
+	return string(b)
+}
+
+// loadEscapes is the letter that follows a backslash in place of each
+// byte a line of a load escapes (backslash, tab, newline, carriage
+// return, NUL), and 0 for every other byte.
+var loadEscapes = [256]byte{'\\': '\\', '\t': 't', '\n': 'n', '\r': 'r', 0: '0'}
 
 // appendEscaped appends s to a line of a load, its backslashes, tabs,
 // newlines, carriage returns and NULs escaped with a backslash.
 func appendEscaped(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
-		var e byte
-		switch s[i] {
-		case '\\':
-			e = '\\'
-		case '\t':
-			e = 't'
-		case '\n':
-			e = 'n'
-		case '\r':
-			e = 'r'
-		case 0:
-			e = '0'
-		default:
-			continue
+		if e := loadEscapes[s[i]]; e != 0 {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', e)
+			start = i + 1
 		}
-		b = append(b, s[start:i]...)
-		b = append(b, '\\', e)
-		start = i + 1
 	}
 	return append(b, s[start:]...)
 }

@@ -271,10 +271,14 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		}
 		return args
 	}
+	appenders := make([]func([]byte, int) []byte, len(w.fields))
+	for c := range w.fields {
+		appenders[c] = w.fields[c].loadAppender(cols[c])
+	}
 	line := func(r int, b []byte) []byte {
-		for c := range w.fields {
+		for _, app := range appenders {
 			b = append(b, '\t')
-			b = w.fields[c].appendLoad(b, cols[c], r)
+			b = app(b, r)
 		}
 		return append(b, '\n')
 	}
