@@ -128,6 +128,21 @@ func Open(src idemtype.Source, opts Options) (*File, error) {
 	return f, nil
 }
 
+// Close releases what the File keeps between partition readers: the
+// decoders that readers of ranges of a Parquet row group's rows, or of an
+// Arrow IPC stream's record batches, left for the partition after theirs,
+// so that partitions read in order decode the group, or read the stream,
+// once. A caller that reads partitions with Partition calls it when it
+// has read the last it will read. It does not close the source (see
+// Open). It is safe to call twice, and concurrently with partition
+// readers; the File stays usable, a partition read afterwards decoding
+// its unit from its start.
+func (f *File) Close() {
+	if f.cols != nil {
+		f.cols.Close()
+	}
+}
+
 // Format returns the file's format.
 func (f *File) Format() Format { return f.f.Format }
 

@@ -177,6 +177,10 @@ func (r *PartitionReader) Superseded() int64 {
 }
 
 // Close releases the reader's file and memory. It is safe to call twice.
+// A reader of a range of a Parquet row group's rows, or of an Arrow IPC
+// stream's record batches, that read its partition to the end leaves its
+// decoder with the File, for the reader of the partition after it, until
+// File.Close.
 func (r *PartitionReader) Close() error {
 	if r.cols != nil {
 		r.cols.Close()
@@ -191,7 +195,8 @@ func (r *PartitionReader) Close() error {
 // it. An error opening, reading or closing a partition (one wrapping
 // ErrSourceChanged when its bytes no longer match the plan) is yielded
 // once, with a zero Batch, and ends the sequence. A loop that stops early
-// closes the partition it was reading.
+// closes the partition it was reading, and a loop that ends, however it
+// ends, leaves no decoder kept for a partition after parts (see Close).
 func (f *File) Batches(plan *Plan, parts []Partition, batchRows int) iter.Seq2[Batch, error] {
 	return f.batches(plan, parts, batchRows, false)
 }
@@ -200,6 +205,7 @@ func (f *File) Batches(plan *Plan, parts []Partition, batchRows int) iter.Seq2[B
 // of the plan, whose checksums it cannot check (see text.PartitionReader).
 func (f *File) batches(plan *Plan, parts []Partition, batchRows int, span bool) iter.Seq2[Batch, error] {
 	return func(yield func(Batch, error) bool) {
+		defer f.Close()
 		for _, p := range parts {
 			pr, err := f.Partition(plan, p, batchRows)
 			if err != nil {

@@ -29,6 +29,10 @@ type File struct {
 
 	keptMu sync.Mutex
 	kept   []keptUnit // decoders left at the start of a partition (see keep)
+	// started holds the partitions (Offset and Length) whose readers have
+	// started decoding: a decoder left at the start of one of them would
+	// wait for a reader that never comes.
+	started map[[2]int64]bool
 }
 
 // Open reads the footer or schema of f, a Parquet or Arrow file, from
@@ -139,6 +143,7 @@ func (f *File) RawRows(plan *partition.Plan, p idemtype.Partition, want map[int6
 // up instead; a Parquet row range is otherwise decoded from its group's
 // first row and an IPC stream read from its start.
 func (f *File) open(p idemtype.Partition, batchRows int) (unit, error) {
+	f.start(p)
 	if u := f.resume(p); u != nil {
 		return u, nil
 	}
@@ -209,6 +214,10 @@ func (f *File) keep(p idemtype.Partition, u unit) bool {
 	}
 	f.keptMu.Lock()
 	defer f.keptMu.Unlock()
+	if f.started[[2]int64{k.key.Offset, k.key.Length}] {
+		u.close() // read already, or being read, by a reader of its own
+		return true
+	}
 	f.kept = append(f.kept, k)
 	if len(f.kept) > maxKept {
 		f.kept[0].u.close()
@@ -231,6 +240,16 @@ func unwrap(u unit) unit {
 	}
 }
 
+// start notes that a reader of p starts decoding it.
+func (f *File) start(p idemtype.Partition) {
+	f.keptMu.Lock()
+	defer f.keptMu.Unlock()
+	if f.started == nil {
+		f.started = map[[2]int64]bool{}
+	}
+	f.started[[2]int64{p.Offset, p.Length}] = true
+}
+
 // resume returns the decoder a partition reader left at the start of p,
 // limited to p's rows, or nil.
 func (f *File) resume(p idemtype.Partition) unit {
@@ -251,8 +270,10 @@ func (f *File) resume(p idemtype.Partition) unit {
 	return nil
 }
 
-// Close releases the decoders f keeps for partitions not read yet. It is
-// safe to call twice, and f stays usable.
+// Close releases the decoders f keeps for partitions not read yet (see
+// keep). It is safe to call twice, and concurrently with partition
+// readers, and f stays usable: a partition read afterwards decodes its
+// unit from its start.
 func (f *File) Close() {
 	f.keptMu.Lock()
 	defer f.keptMu.Unlock()
