@@ -314,6 +314,20 @@ func (l *Ledger) Refuse(ctx context.Context, tx *sql.Tx, k Key, attempt, report 
 	return leaseHeld(held, err, "record refusal")
 }
 
+// RefuseLate records that the file of operation k was refused while its
+// stored plan was being applied, before any partition of it committed
+// (its table no longer fits the plan), with report (JSON) as the stored
+// outcome. Call it in a transaction that holds the operation's Lock and
+// drops its checkpoints. It fails with ErrCompleted, changing nothing,
+// when the operation is completed.
+func (l *Ledger) RefuseLate(ctx context.Context, tx *sql.Tx, k Key, report string) error {
+	done, err := l.ops.RecordLateRefusal(ctx, tx, k, report)
+	if err == nil && !done {
+		err = fmt.Errorf("record the refusal of %s: %w", k, ErrCompleted)
+	}
+	return err
+}
+
 // Count adds a committed partition's counters to the attempt and the
 // operation. Call it in the partition's transaction.
 func (l *Ledger) Count(ctx context.Context, tx *sql.Tx, k Key, attempt string, r idemtype.Rows) error {

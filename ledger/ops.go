@@ -41,6 +41,10 @@ type Ops interface {
 	// rows' read and rejected as its counters, its planning lease ended,
 	// if attempt holds that lease; held reports whether it did.
 	RecordRefusal(ctx context.Context, tx *sql.Tx, k Key, attempt, report string, rows idemtype.Rows) (held bool, err error)
+	// RecordLateRefusal sets operation k refused with report as its
+	// outcome, its planning lease ended, unless it is completed; it
+	// reports whether it did. Its counters and planned mark stay.
+	RecordLateRefusal(ctx context.Context, tx *sql.Tx, k Key, report string) (bool, error)
 	// Count adds r, and partitions committed, to the counters of attempt
 	// (renewing its heartbeat), and r to those of operation k.
 	Count(ctx context.Context, tx *sql.Tx, k Key, attempt string, r idemtype.Rows, partitions int) error

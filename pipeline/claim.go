@@ -438,17 +438,20 @@ func settles(d ledger.Decision) bool {
 	return false
 }
 
-// admits reports whether this run's reject limit lets a refused operation be
-// planned again: the stored report counted fewer bad rows than it allows.
+// admits reports whether a refused operation is planned again by this run:
+// its reject limit allows the bad rows the stored report counted, or the
+// refusal was for a table that did not fit the file (Refusal.Unfit), which
+// may fit it now.
 func (cl *claimer) admits(op *ledger.Operation) bool {
-	return op.State == ledger.Refused && cl.req.MaxRejects.Allows(op.Rows.Rejected, op.Rows.Read) && !cl.refusedByDefect(op)
-}
-
-// refusedByDefect reports whether the stored refusal was for a defect that
-// stopped the plan pass (no limit admits those).
-func (cl *claimer) refusedByDefect(op *ledger.Operation) bool {
+	if op.State != ledger.Refused {
+		return false
+	}
 	var ref Refusal
-	return json.Unmarshal([]byte(op.Outcome), &ref) == nil && ref.Error != ""
+	if json.Unmarshal([]byte(op.Outcome), &ref) != nil {
+		return cl.req.MaxRejects.Allows(op.Rows.Rejected, op.Rows.Read)
+	}
+	// A defect that stopped the plan pass is admitted by no limit.
+	return ref.Unfit || ref.Error == "" && cl.req.MaxRejects.Allows(op.Rows.Rejected, op.Rows.Read)
 }
 
 // noteNewerWrites says so when a natural-key duplicate's table was written

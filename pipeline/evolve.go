@@ -98,7 +98,7 @@ func evolve(mode string, lim sink.Limits, target sink.Target, table *sink.Table,
 		case len(fixed) > 0:
 			hint = fmt.Sprintf("; nothing was written; --evolve cannot make this table fit: column %s is part of a key, whose type this database cannot widen: import into another table (--table NAME)", strings.Join(fixed, ", "))
 		}
-		return nil, fmt.Errorf("%w%s", err, hint)
+		return nil, &unfitError{check: err, hint: hint}
 	}
 	ev.text = strings.Join(words, ", ")
 	return ev, nil
@@ -255,6 +255,11 @@ func (w *partitionWriter) ready(ctx context.Context, a *applier, conn *sql.Conn,
 	}
 	if w.Writer != nil && reflect.DeepEqual(table, w.table) {
 		return nil
+	}
+	if !a.req.Mapping.Atomic { // the staging table is the import's own; the target is checked at completion
+		if err := a.fits(table); err != nil {
+			return err
+		}
 	}
 	as := valuesAs(a.req.Mapping, a.text, table, a.plan.Schema)
 	a.ap.lastAs.Store(&as)

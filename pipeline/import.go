@@ -324,6 +324,9 @@ func (r *run) stopped(ctx context.Context, err error) error {
 	case ctx.Err() == nil && (errors.As(err, new(*BusyError)) || r.e.st.Driver.Locked(err)):
 		return r.stopBusy(ctx, err)
 	}
+	if unfit := (*unfitError)(nil); errors.As(err, &unfit) && ctx.Err() == nil {
+		return r.refuseLate(ctx, unfit)
+	}
 	var guard *DeleteGuardError
 	if errors.As(err, &guard) && ctx.Err() == nil {
 		err = r.abandon(ctx, err)

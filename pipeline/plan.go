@@ -430,15 +430,16 @@ func (kp *keeper) admit(ctx context.Context, p planned) (bool, error) {
 // refuseUnfit refuses the file of plan because its table, not the file, is
 // wrong (unfit says how), without remembering a refusal, so that a rerun
 // once the table is altered (or with --evolve) imports it. An operation
-// that cannot be retracted (planned before, as by --reapply) records the
-// refusal instead.
+// that cannot be retracted (planned before, as by --reapply, or replacing
+// an earlier version) records the refusal instead, as the table's
+// (Refusal.Unfit), which a rerun plans again.
 func (kp *keeper) refuseUnfit(ctx context.Context, plan *reader.Plan, unfit error) error {
-	rerr := kp.retract(ctx, unfit)
-	if kp.res.Outcome == Refused { // a replacing operation, refused instead
-		return rerr
+	ref := &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: kp.req.MaxRejects, Error: unfit.Error(), Unfit: true}
+	if kp.replacing() {
+		return kp.refuse(ctx, ref, idemtype.Rows{})
 	}
-	if !errors.As(rerr, new(errRetracted)) {
-		return kp.refuse(ctx, &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: kp.req.MaxRejects, Error: unfit.Error()}, idemtype.Rows{})
+	if rerr := kp.retract(ctx, unfit); !errors.As(rerr, new(errRetracted)) {
+		return kp.refuse(ctx, ref, idemtype.Rows{})
 	}
 	kp.res.Outcome = Refused
 	return fmt.Errorf("refused: %w", unfit)

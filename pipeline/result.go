@@ -106,6 +106,10 @@ type Refusal struct {
 	// Widen names the existing table's numeric columns that bad rows do
 	// not fit by type and that --evolve widen would widen to take them.
 	Widen []string `json:"widen,omitempty"`
+	// Unfit says the file was refused because its table did not fit it
+	// (Error says how): the table's fault, not the file's, so a rerun
+	// plans the file again against the table as it is then.
+	Unfit bool `json:"unfit,omitempty"`
 }
 
 // storedOutcome is what finalize stores and a duplicate run returns.

@@ -137,6 +137,14 @@ func (l Ledger) RecordRefusal(ctx context.Context, tx *sql.Tx, k ledger.Key, att
 	return one(res, err, "record refusal")
 }
 
+// RecordLateRefusal implements ledger.Ops.
+func (l Ledger) RecordLateRefusal(ctx context.Context, tx *sql.Tx, k ledger.Key, report string) (bool, error) {
+	res, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.Prefix+`operations SET state = 'refused', outcome = ?,
+		lease_attempt = NULL, lease_expires = NULL, updated_at = `+l.S.Now()+`
+		WHERE table_name = ? AND file_id = ? AND state <> 'completed'`), report, k.Table, k.FileID)
+	return one(res, err, "record refusal")
+}
+
 // Count implements ledger.Ops.
 func (l Ledger) Count(ctx context.Context, tx *sql.Tx, k ledger.Key, attempt string, r idemtype.Rows, partitions int) error {
 	set := `rows_read = rows_read + ?, rows_inserted = rows_inserted + ?, rows_updated = rows_updated + ?,
