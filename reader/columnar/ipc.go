@@ -459,9 +459,16 @@ func (s *ipcFile) batches(ld *loaded, blocks []ipcBlock, where string) (*fileBat
 	list = append(append(list, s.dicts...), blocks...)
 	m := &blockMessages{ld: ld, head: s.head, list: list, batches: len(s.dicts)}
 	m.refs.Add(1)
-	rdr, err := ipc.NewReaderFromMessageReader(m, ipc.WithAllocator(s.f.Opts.Allocator), ipc.WithSchema(s.schema))
+	rdr, err := ipc.NewReaderFromMessageReader(m, ipc.WithAllocator(s.f.Opts.Allocator))
 	if err != nil {
 		return nil, s.f.unitError(err, where)
+	}
+	// The footer's schema, as the file reader made it (in the machine's
+	// byte order, as the stream reader makes it only after WithSchema's
+	// check would have compared it).
+	if !rdr.Schema().Equal(s.schema) {
+		rdr.Release()
+		return nil, &input.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: %s: the footer's schema decodes as %s, then as %s", input.ErrFormat, where, s.schema, rdr.Schema())}
 	}
 	return &fileBatches{s: s, rdr: rdr, where: where}, nil
 }
