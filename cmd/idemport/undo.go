@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/idemport/idemport/internal/english"
@@ -98,6 +99,9 @@ func undoText(e *env, fileOrID string, res *ops.UndoResult) error {
 		_, err = textf(e.stdout, "%s: forgot the import into %s (was %s); its rows are kept, and the file can be imported again\n", remote.Redact(fileOrID), res.Table, res.Previous)
 	default:
 		_, err = textf(e.stdout, "%s: undone: removed %s from %s (was %s); the file can be imported again\n", remote.Redact(fileOrID), english.Plural(res.Deleted, "row"), res.Table, res.Previous)
+	}
+	if err == nil && len(res.Dropped) > 0 {
+		_, err = textf(e.stdout, "  dropped: %s\n", strings.Join(res.Dropped, ", "))
 	}
 	if err == nil && res.Snapshot != nil {
 		_, err = textf(e.stdout, "  snapshot: %s\n", undoSnapshotText(res))

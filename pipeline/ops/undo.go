@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,8 +48,12 @@ type UndoResult struct {
 	// Snapshot says, for the undo of a --snapshot import, which snapshot
 	// of its table and scope is current now.
 	Snapshot *UndoSnapshot `json:"snapshot,omitempty"`
-	// Dropped are the tables the undone import had created, dropped with
-	// its rows, where DDL commits apart from rows (MariaDB, MySQL).
+	// Dropped are the tables the undo dropped: the staging table of an
+	// --atomic import and the table of keys a --snapshot import recorded,
+	// which its completion would have dropped; and where DDL commits
+	// apart from rows (MariaDB, MySQL), every table the undone import
+	// created, its target too unless --forget kept its rows or another
+	// import holds rows there.
 	Dropped []string `json:"dropped_tables,omitempty"`
 }
 
@@ -175,6 +180,11 @@ func (o *Operator) undoInTx(ctx context.Context, tx *sql.Tx, k ledger.Key, m sto
 			return err
 		}
 	}
+	if !o.st.DDLCommits() {
+		if res.Dropped, err = o.dropWorkTables(ctx, tx, op); err != nil {
+			return err
+		}
+	}
 	if err := o.st.Ledger.Close(ctx, tx, k, ledger.Undone); err != nil {
 		return err
 	}
@@ -197,17 +207,48 @@ func (o *Operator) afterUndo(ctx context.Context, k ledger.Key, forget bool, res
 	if err := o.st.Hit("after-undo"); err != nil {
 		return err
 	}
-	var err error
-	if !forget && o.st.DDLCommits() {
-		// The DDL of the import committed apart from its rows: the
-		// tables it created go with them, unless another operation holds
-		// rows there (store.Store.DropCreated). A kill before leaves them
-		// recorded, and an undo of the undone operation drops them.
-		if res.Dropped, err = o.st.DropCreated(ctx, k, nil); err != nil {
-			return err
-		}
+	if !o.st.DDLCommits() {
+		return nil
 	}
-	return nil
+	// The DDL of the import committed apart from its rows: the tables it
+	// created go with them (with --forget, which keeps the rows, all but
+	// the target), unless another operation holds rows there
+	// (store.Store.DropCreated). A kill before leaves them recorded, and
+	// an undo of the undone operation drops them.
+	var which func(ledger.CreatedTable) bool
+	if forget {
+		which = func(c ledger.CreatedTable) bool { return c.Name != k.Table }
+	}
+	var err error
+	res.Dropped, err = o.st.DropCreated(ctx, k, which)
+	return err
+}
+
+// dropWorkTables drops inside tx, where DDL does not commit, the staging
+// table (--atomic) and the table of keys seen (--snapshot) of op, which
+// its completing transaction would have dropped, and returns those it
+// dropped. Left, they would hold the undone import's rows for the next
+// import of the same table and file ID, whose completion would find them.
+func (o *Operator) dropWorkTables(ctx context.Context, tx *sql.Tx, op *ledger.Operation) ([]string, error) {
+	current, err := o.st.Driver.CurrentSchema(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	names, err := o.st.Driver.Tables(ctx, tx, sink.StagePrefix, "_idemport_seen_")
+	if err != nil {
+		return nil, fmt.Errorf("list staging tables: %w", err)
+	}
+	var dropped []string
+	for _, name := range o.workTables(current, *op) {
+		if !slices.Contains(names, name) {
+			continue
+		}
+		if err := o.st.Driver.DropTable(ctx, tx, name); err != nil {
+			return nil, fmt.Errorf("drop %s: %w", name, err)
+		}
+		dropped = append(dropped, name)
+	}
+	return dropped, nil
 }
 
 // undoTarget returns the one operation req names and its stored mapping:
