@@ -109,8 +109,10 @@ var killedElsewhere = map[string]string{
 // failpoint an import passes (failpoint.Names but those killedElsewhere),
 // at the first, a middle and the last partition, in ordinal and
 // natural-key mode, then reruns it, on every target (on MariaDB also at
-// the DDL steps a new table takes there). A new failpoint fails the test until
-// it is killed at here or named in killedElsewhere.
+// the DDL steps a new table takes there, and the ledger must record the
+// table made once, planned). No attempt may be recorded failed. A new
+// failpoint fails the test until it is killed at here or named in
+// killedElsewhere.
 func TestCrashAtEveryBoundary(t *testing.T) {
 	t.Parallel()
 	type tc struct {
@@ -177,6 +179,16 @@ func TestCrashAtEveryBoundary(t *testing.T) {
 					checkExact(t, tg, mode, rows)
 					if n := testkit.Int(t, tg.DB, `SELECT sum(rows_inserted) FROM `+tg.Ledger("attempts")); n != crashRows {
 						t.Fatalf("attempts inserted %d rows in all, want %d", n, crashRows)
+					}
+					if failed := testkit.Query(t, tg.DB, `SELECT attempt_id, outcome, error FROM `+tg.Ledger("attempts")+` WHERE outcome = 'failed'`); len(failed) > 0 {
+						t.Fatalf("attempts recorded failed: %v", failed)
+					}
+					if tg.IsMariaDB() {
+						// The table the import made is recorded once, as its
+						// own and planned, wherever the DDL steps were cut.
+						if got := createdRecords(t, tg); len(got) != 1 || got[0][2] != "orders" || got[0][3] != int64(1) {
+							t.Fatalf("created: %v, want orders alone, planned", got)
+						}
 					}
 				})
 			}

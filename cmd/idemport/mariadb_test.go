@@ -328,38 +328,6 @@ func checkMariaSettled(t *testing.T, tg *testkit.Target, dir, mode string, rows 
 	}
 }
 
-// TestMariaDBKilledAtEveryBoundary is the crash suite on MariaDB, along
-// chains: an import of an orders file into a new table, in ordinal and in
-// natural-key mode, is killed at every failpoint a plain import passes
-// (the DDL steps, the plan, a partition's claim, inside it, before and
-// after its commit, the completion's), each run resuming what the one
-// before left; the last run finds it completed, and the table holds the
-// file's rows exactly, each counted once. (TestCrashAtEveryBoundary kills
-// at each point in a fresh run of its own on SQLite and PostgreSQL.)
-func TestMariaDBKilledAtEveryBoundary(t *testing.T) {
-	t.Parallel()
-	chain := []string{"after-identify", "after-claim", "after-ddl-record", "after-ddl", "after-plan",
-		"after-partition-claim:2", "inside-partition", "before-partition-commit:2", "after-partition-commit:2",
-		"before-finalize", "before-event", "inside-finalize", "after-finalize"}
-	for _, mode := range []string{"ordinal", "natural"} {
-		t.Run(mode, func(t *testing.T) {
-			t.Parallel()
-			onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
-				rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 13)
-				args := []string{"--partition-rows", fmt.Sprint(crashRows / crashPartitions), "orders.csv"}
-				if mode == "natural" {
-					args = append([]string{"--key", "order_id"}, args...)
-				}
-				killAlong(t, tg, dir, chain, append([]string{"import"}, args...), nil)
-				checkMariaSettled(t, tg, dir, mode, rows, args...)
-				if got := createdRecords(t, tg); len(got) != 1 || got[0][2] != "orders" || got[0][3] != int64(1) {
-					t.Fatalf("created: %v, want orders alone, planned", got)
-				}
-			})
-		})
-	}
-}
-
 // TestMariaDBOneEvolvesTheTable: two processes of one --evolve add import
 // meet where the table does not fit the file yet. The first stops once it
 // found the table needs a column and recorded that it adds it, before it
