@@ -86,3 +86,56 @@ func TestSourceChangedUnderResumedAttempt(t *testing.T) {
 		}
 	})
 }
+
+// TestSourceChangedUnderAtomicImport: an --atomic import under a named
+// file ID stages 3 of its partitions (9 rows), and its file is then
+// rewritten shorter (5 rows) under it: the attempt abandons the operation.
+// The rewritten file, imported under the same file ID, lands exactly: the
+// abandoned operation's staging table went with it (before, on SQLite and
+// PostgreSQL, it stayed with its 9 rows, and every attempt at the new
+// version failed: staged rows outside every partition).
+func TestSourceChangedUnderAtomicImport(t *testing.T) {
+	t.Parallel()
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
+		ctx := context.Background()
+		f := newFx(t, name)
+		var content strings.Builder
+		content.WriteString("id,v\n")
+		for i := 1; i <= 30; i++ {
+			fmt.Fprintf(&content, "%d,v%d\n", i, i)
+		}
+		path := f.write(t, "items.csv", content.String())
+		n := 0
+		fp := failpointsFunc(func(name string) error {
+			if name == "after-partition-commit" {
+				if n++; n == 3 {
+					if err := os.WriteFile(path, []byte("id,v\n1,w1\n2,w2\n3,w3\n4,w4\n5,w5\n"), 0o644); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			return nil
+		})
+		req := Request{Path: path, FileID: "items", PartitionRows: 3, Mapping: Mapping{Table: "items", Atomic: true}}
+		res := f.open(t, Options{Failpoints: fp}).Import(ctx, req)
+		if res.Outcome != Failed || !errors.Is(res.Err, reader.ErrSourceChanged) {
+			t.Fatalf("an import whose file was rewritten under it: %s, %v; want failed, source changed", res.Outcome, res.Err)
+		}
+		if got := f.rows(t, `SELECT state FROM `+f.tg.Ledger("operations")); !reflect.DeepEqual(got, [][]any{{"abandoned"}}) {
+			t.Fatalf("operations: %v, want the one abandoned", got)
+		}
+		res = f.e.Import(ctx, req)
+		if res.Err != nil || res.Outcome != Imported || res.Rows.Inserted != 5 {
+			t.Fatalf("the rewritten file: %s %+v %v", res.Outcome, res.Rows, res.Err)
+		}
+		got := f.rows(t, `SELECT `+f.tg.Text("id")+`, v FROM items ORDER BY id`)
+		if want := [][]any{{"1", "w1"}, {"2", "w2"}, {"3", "w3"}, {"4", "w4"}, {"5", "w5"}}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("items %v, want %v", got, want)
+		}
+	})
+}
+
+// failpointsFunc is a Failpoints that calls itself at every point.
+type failpointsFunc func(name string) error
+
+func (f failpointsFunc) Hit(name string) error { return f(name) }

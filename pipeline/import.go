@@ -514,6 +514,9 @@ func (h *holding) abandonChanged(ctx context.Context, cause error) error {
 		if _, _, err := h.e.st.CP.Drop(ctx, tx, h.op); err != nil {
 			return err
 		}
+		if err := h.dropWorkTables(ctx, tx); err != nil {
+			return err
+		}
 		if h.target.Ordinal() {
 			var err error
 			if deleted, err = h.e.st.Driver.DeleteFile(ctx, tx, h.target.Table, h.id.FileKey); err != nil {
@@ -539,6 +542,23 @@ func (h *holding) abandonChanged(ctx context.Context, cause error) error {
 		return fmt.Errorf("%w; the import was abandoned and the %s it had committed %s removed: import the file again once it is complete (--min-age helps)", cause, english.Plural(deleted, "row"), english.Verb(deleted, "was", "were"))
 	}
 	return fmt.Errorf("%w; the import was abandoned (rows it committed by key stay): import the file again once it is complete (--min-age helps)", cause)
+}
+
+// dropWorkTables drops inside tx, where DDL does not commit, the staging
+// table of --atomic and the table of keys seen of h's operation, which
+// its completing transaction would have dropped: left, they would hold
+// the abandoned attempt's rows for the next operation of the same table
+// and file ID. (Where DDL commits, dropAbandoned drops them.)
+func (h *holding) dropWorkTables(ctx context.Context, tx *sql.Tx) error {
+	if h.e.st.DDLCommits() {
+		return nil
+	}
+	for _, name := range []string{h.tables.stage, h.tables.seen} {
+		if err := h.e.st.Driver.DropTable(ctx, tx, name); err != nil {
+			return fmt.Errorf("drop %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // completedMeanwhile ends the attempt of a run that stopped with cause
