@@ -115,6 +115,7 @@ func RunLedger(t *testing.T, open func(t *testing.T) Store) {
 		{"FileKeyCollision", ledgerFileKeyCollision},
 		{"PlannedAndRefuseAreFenced", ledgerPlannedAndRefuseAreFenced},
 		{"RefuseStoresTheReport", ledgerRefuseStoresTheReport},
+		{"RefuseLate", ledgerRefuseLate},
 		{"CountAddsToAttemptAndOperation", ledgerCount},
 		{"CompleteOnce", ledgerCompleteOnce},
 		{"CompletedIsNeverMovedBack", ledgerCompletedIsNeverMovedBack},
@@ -410,6 +411,42 @@ func ledgerRefuseStoresTheReport(t *testing.T, open func(t *testing.T) Store) {
 	}
 	if op, _ := f.get(id.Key); op.State != ledger.Processing || op.Outcome != "" || op.Rows != (idemtype.Rows{}) || op.LeaseAttempt != "a2" {
 		t.Errorf("replanned operation: %+v", op)
+	}
+}
+
+// ledgerRefuseLate: a planned operation whose planning lease is over
+// (its partitions being applied) is refused with its report, its
+// counters and planned mark kept, and planned again by the next attempt;
+// a completed one is never refused.
+func ledgerRefuseLate(t *testing.T, open func(t *testing.T) Store) {
+	f := newLedger(t, open)
+	id := identity()
+	f.create(id, attempt("a1"))
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.Planned(f.ctx, tx, id.Key, "a1") }); err != nil {
+		t.Fatal(err)
+	}
+	report := `{"error":"table t does not fit the file","unfit":true}`
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.RefuseLate(f.ctx, tx, id.Key, report) }); err != nil {
+		t.Fatalf("refuse late: %v", err)
+	}
+	op, _ := f.get(id.Key)
+	if op.State != ledger.Refused || op.Outcome != report || !op.Planned || op.LeaseAttempt != "" || op.Rows != (idemtype.Rows{}) {
+		t.Errorf("operation refused late: %+v", op)
+	}
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.Start(f.ctx, tx, id.Key, attempt("a2"), true, leaseMs) }); err != nil {
+		t.Fatal(err)
+	}
+	if op, _ := f.get(id.Key); op.State != ledger.Processing || op.Outcome != "" || op.LeaseAttempt != "a2" {
+		t.Errorf("operation planned again: %+v", op)
+	}
+	if err := f.tx(func(tx *sql.Tx) error { _, err := f.l.Complete(f.ctx, tx, id.Key, "a2", `{"n":1}`); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.tx(func(tx *sql.Tx) error { return f.l.RefuseLate(f.ctx, tx, id.Key, report) }); !errors.Is(err, ledger.ErrCompleted) {
+		t.Fatalf("refuse late of a completed operation: %v, want ErrCompleted", err)
+	}
+	if op, _ := f.get(id.Key); op.State != ledger.Completed || op.Outcome != `{"n":1}` {
+		t.Errorf("completed operation after a late refusal: %+v", op)
 	}
 }
 
