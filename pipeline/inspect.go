@@ -65,6 +65,9 @@ type PlanReport struct {
 	// sweep would remove more than it allows: the import would end
 	// refused (exit 5), nothing deleted, the operation resumable.
 	SweepRefused string `json:"sweep_refused,omitempty"`
+	// effect says the operation the import would resume has committed
+	// partitions: a table that no longer fits it leaves them (refuseLate).
+	effect bool
 }
 
 // The outcomes an import would have, as PlanReport.Would says them.
@@ -197,6 +200,7 @@ func (cl *claimer) dryDecision(rep *PlanReport, dd decided) (inserted int64, set
 		rep.Detail = fmt.Sprintf("replaces the version completed on %s (content %s, %s): its %s",
 			formatMs(op.CompletedAt), ledger.ShortDigest(op.ContentDigest), english.Plural(op.Rows.Read-op.Rows.Rejected, "row"), cl.replacedWhat())
 	case ledger.Resume:
+		rep.effect = dd.s.Effect
 		inserted = op.Rows.Inserted
 		if cl.req.Mapping.Atomic {
 			inserted = 0 // its rows wait in the staging table
@@ -261,6 +265,11 @@ func (pl *planner) dryWriteModes(ctx context.Context, rep *PlanReport, f *reader
 // rep.Unfit says why.
 func (pl *planner) dryEvolve(rep *PlanReport, t *sink.Table, plan *reader.Plan) bool {
 	ev, err := evolve(pl.req.Mapping.Evolve, pl.e.st.Driver.Limits(), pl.target, t, plan.Schema.Arrow())
+	if unfit := (*unfitError)(nil); errors.As(err, &unfit) && rep.effect {
+		// As the import would say it (refuseLate): rows are written.
+		rep.Unfit = unfit.check.Error() + "; the table changed after partitions of the file committed rows, which stay: make the table fit the file again and rerun to finish the import, or undo it ('idemport undo')"
+		return false
+	}
 	if err != nil {
 		rep.Unfit = err.Error()
 		return false

@@ -174,6 +174,12 @@ func TestTableChangedAfterCommitsIsRefused(t *testing.T) {
 				killedAt(t, tg, dir, c.point, args...)
 				testkit.Query(t, tg.DB, `ALTER TABLE t DROP COLUMN v`)
 				want := c.kept
+				// The dry run predicts the refusal, and says rows stay.
+				dry := tg.Exec(t, dir, nil, append([]string{"import", "--dry-run"}, args...)...)
+				if dry.Code != exitRefused || !strings.Contains(dry.Stdout, `no column "v"`) || strings.Contains(dry.Stdout, "nothing was written") ||
+					!strings.Contains(dry.Stdout, "idemport undo") {
+					t.Fatalf("dry run after the table lost a column: exit %d\n%s%s", dry.Code, dry.Stdout, dry.Stderr)
+				}
 				var r result
 				for range 2 {
 					r = importTo(t, tg, dir, nil, exitRefused, args...)
