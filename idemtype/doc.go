@@ -22,5 +22,6 @@
 //     import sink;
 //   - [EventSink], where pipeline delivers events ([EventMessage]), which
 //     the command's NATS, HTTP and exec sinks implement, and
-//     [ErrPermanent], a delivery refused for good.
+//     [ErrPermanent], a delivery refused for good, and [ErrMisconfigured],
+//     one a sink cannot take until it is set up otherwise.
 package idemtype

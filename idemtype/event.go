@@ -9,6 +9,13 @@ import (
 // other than 409): retrying it would be refused again.
 var ErrPermanent = errors.New("refused by the sink")
 
+// ErrMisconfigured marks a delivery the sink cannot take until it is set
+// up otherwise (a NATS subject no JetStream stream captures): trying again
+// soon would fail the same way, so a delivery pass stops trying that sink
+// at once. Unlike ErrPermanent, the delivery stays owed: a later pass
+// tries it again.
+var ErrMisconfigured = errors.New("the sink is not set up to take it")
+
 // EventMessage is one event to deliver: its ID, the idempotency key of
 // every delivery of it, and its JSON body.
 type EventMessage struct {
@@ -19,7 +26,8 @@ type EventMessage struct {
 // EventSink is where events go: a NATS subject, an HTTP endpoint, a
 // command, or anything else that accepts them. Deliver returns nil once the
 // sink acknowledged m; an error wrapping ErrPermanent when it refused m for
-// good; any other error when m may be tried again. Implementations are
+// good; one wrapping ErrMisconfigured when no try can succeed before the
+// sink is set up otherwise; any other error when m may be tried again. Implementations are
 // safe for use by one goroutine at a time.
 type EventSink interface {
 	// ID identifies the sink by a digest of its full address: stable across

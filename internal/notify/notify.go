@@ -220,8 +220,9 @@ func (s *natsSink) Deliver(ctx context.Context, m idemtype.EventMessage) error {
 	if _, err := s.js.Publish(ctx, s.subject, m.Body, jetstream.WithMsgID(m.ID)); err != nil {
 		if errors.Is(err, jetstream.ErrNoStreamResponse) {
 			// Nothing answered: no stream's subjects include this one (a
-			// plain NATS publish would be lost without a word).
-			return fmt.Errorf("publish to %s: no JetStream stream captures subject %q: add it to a stream's subjects (for example nats stream add EVENTS --subjects %q); the event stays in the outbox", s.name, s.subject, s.subject)
+			// plain NATS publish would be lost without a word). Trying
+			// again before someone adds a stream cannot help.
+			return misconfigured{fmt.Errorf("publish to %s: no JetStream stream captures subject %q: add it to a stream's subjects (for example nats stream add EVENTS --subjects %q); the event stays in the outbox, for idemport outbox deliver or the next run once a stream does", s.name, s.subject, s.subject)}
 		}
 		return fmt.Errorf("publish to %s: %w", s.name, err)
 	}
@@ -237,6 +238,13 @@ func (s *natsSink) Close() error {
 	}
 	return nil
 }
+
+// misconfigured is an error of a sink that cannot take any event until it
+// is set up otherwise: it reads as err, and is idemtype.ErrMisconfigured.
+type misconfigured struct{ err error }
+
+func (e misconfigured) Error() string   { return e.err.Error() }
+func (e misconfigured) Unwrap() []error { return []error{e.err, idemtype.ErrMisconfigured} }
 
 type httpSink struct {
 	id, name, url string

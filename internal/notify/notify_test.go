@@ -3,14 +3,20 @@ package notify
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/internal/testenv"
 )
 
 // getenv is the environment of the tests' sinks.
@@ -73,7 +79,7 @@ func TestHTTPStatuses(t *testing.T) {
 		{408, false, false}, {429, false, false}, {500, false, false}, {503, false, false}} {
 		status = c.status
 		err := s.Deliver(context.Background(), idemtype.EventMessage{ID: "ev-1", Body: []byte(`{}`)})
-		if (err == nil) != c.ok || errors.Is(err, idemtype.ErrPermanent) != c.final || key != "ev-1" {
+		if (err == nil) != c.ok || errors.Is(err, idemtype.ErrPermanent) != c.final || errors.Is(err, idemtype.ErrMisconfigured) || key != "ev-1" {
 			t.Errorf("status %d: err %v, key %q", c.status, err, key)
 		}
 		if err != nil && strings.Contains(err.Error(), "s3cr3t") {
@@ -81,8 +87,44 @@ func TestHTTPStatuses(t *testing.T) {
 		}
 	}
 	srv.Close()
-	if err := s.Deliver(context.Background(), idemtype.EventMessage{ID: "ev-1"}); err == nil || errors.Is(err, idemtype.ErrPermanent) || strings.Contains(err.Error(), "s3cr3t") {
+	if err := s.Deliver(context.Background(), idemtype.EventMessage{ID: "ev-1"}); err == nil || errors.Is(err, idemtype.ErrPermanent) ||
+		errors.Is(err, idemtype.ErrMisconfigured) || strings.Contains(err.Error(), "s3cr3t") {
 		t.Errorf("endpoint gone: %v", err)
+	}
+}
+
+// TestNATSSubjectWithoutStream: a publish no JetStream stream captures
+// fails as misconfigured (no try in this pass can succeed), naming the
+// subject, and is not refused for good; a server that is not there is
+// neither: it may be back at the next try.
+func TestNATSSubjectWithoutStream(t *testing.T) {
+	t.Parallel()
+	const server = "nats://127.0.0.1:4222"
+	nc, err := nats.Connect(server, nats.Timeout(3*time.Second))
+	if err != nil {
+		testenv.Unavailable(t, testenv.NATS, fmt.Sprintf("no NATS JetStream server at %s (%v): start one", server, err))
+	}
+	nc.Close()
+	subject := "idemport.test." + strings.ReplaceAll(uuid.NewString(), "-", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		address       string
+		misconfigured bool
+		says          string
+	}{
+		{server + "/" + subject, true, fmt.Sprintf("no JetStream stream captures subject %q", subject)},
+		{"nats://127.0.0.1:1/" + subject, false, "connect to nats://127.0.0.1:1/" + subject},
+	} {
+		s, err := Parse(c.address, getenv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Deliver(ctx, idemtype.EventMessage{ID: "ev-1", Body: []byte(`{}`)})
+		s.Close()
+		if err == nil || errors.Is(err, idemtype.ErrMisconfigured) != c.misconfigured || errors.Is(err, idemtype.ErrPermanent) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v; want an error saying %q, misconfigured %v", c.address, err, c.says, c.misconfigured)
+		}
 	}
 }
 
@@ -96,7 +138,8 @@ func TestExec(t *testing.T) {
 		t.Fatalf("the command got %q", b)
 	}
 	fail, _ := Parse("exec:echo no >&2; exit 3", getenv)
-	if err := fail.Deliver(context.Background(), idemtype.EventMessage{ID: "x"}); err == nil || errors.Is(err, idemtype.ErrPermanent) || !strings.Contains(err.Error(), "no") {
+	if err := fail.Deliver(context.Background(), idemtype.EventMessage{ID: "x"}); err == nil || errors.Is(err, idemtype.ErrPermanent) ||
+		errors.Is(err, idemtype.ErrMisconfigured) || !strings.Contains(err.Error(), "no") {
 		t.Fatalf("exit 3: %v", err)
 	}
 }

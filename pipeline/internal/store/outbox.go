@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -150,10 +151,13 @@ func backoff(tries int64) time.Duration {
 // Deliver sends the events the outbox owes to the store's sinks (those of
 // this run and those earlier runs left undelivered), trying each again with
 // backoff until it is delivered, refused for good, or timeout (0 means
-// DefaultNotifyTimeout) has passed. Each delivery is leased while it is
-// tried, so two processes never send one at once; a delivery whose process
-// died is taken over at once when that process ran on this host and is
-// certainly gone (see reapDeliverers), else when its lease ends.
+// DefaultNotifyTimeout) has passed. A sink that fails with
+// idemtype.ErrMisconfigured is tried no more in this pass: what it is owed
+// stays pending, its error in the report, and the other sinks go on. Each
+// delivery is leased while it is tried, so two processes never send one at
+// once; a delivery whose process died is taken over at once when that
+// process ran on this host and is certainly gone (see reapDeliverers),
+// else when its lease ends.
 // A failed delivery is an error only in the report: err is for the ledger,
 // or ErrNoDatabase (see Present).
 func (s *Store) Deliver(ctx context.Context, timeout time.Duration) (DeliveryReport, error) {
@@ -183,7 +187,8 @@ func (s *Store) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRep
 
 // deliverUntil delivers, as me, the events due to the store's sinks one by
 // one until none is due before deadline or ctx is cancelled, counting them
-// in rep.
+// in rep. A sink that cannot take any event until it is set up otherwise
+// leaves the pass at its first such error.
 func (s *Store) deliverUntil(ctx context.Context, me ledger.Lessee, deadline time.Time, rep *DeliveryReport) error {
 	owner := me.Owner
 	ids := make([]string, len(s.Sinks))
@@ -211,8 +216,16 @@ func (s *Store) deliverUntil(ctx context.Context, me ledger.Lessee, deadline tim
 			}
 			continue
 		}
-		if err := s.deliverOne(ctx, d, byID[d.SinkID], owner, deadline, rep); err != nil {
+		stuck, err := s.deliverOne(ctx, d, byID[d.SinkID], owner, deadline, rep)
+		if err != nil {
 			return err
+		}
+		if stuck {
+			s.Log.Info("sink not tried again in this pass", "sink", byID[d.SinkID].Name())
+			ids = slices.DeleteFunc(ids, func(id string) bool { return id == d.SinkID })
+			if len(ids) == 0 {
+				break
+			}
 		}
 	}
 	return nil
@@ -254,15 +267,17 @@ func (s *Store) awaitDelivery(ctx context.Context, ids []string, deadline time.T
 
 // deliverOne publishes d through sk, cut short at deadline, and records in
 // the ledger that it was delivered, or when to try again, counting it in
-// rep. The record is written even when ctx is cancelled meanwhile.
-func (s *Store) deliverOne(ctx context.Context, d *ledger.Delivery, sk idemtype.EventSink, owner string, deadline time.Time, rep *DeliveryReport) error {
+// rep. The record is written even when ctx is cancelled meanwhile. It
+// reports stuck when sk failed with idemtype.ErrMisconfigured: no other
+// try of it can succeed in this pass.
+func (s *Store) deliverOne(ctx context.Context, d *ledger.Delivery, sk idemtype.EventSink, owner string, deadline time.Time, rep *DeliveryReport) (stuck bool, _ error) {
 	bg := context.WithoutCancel(ctx)
 	if err := s.Hit("before-publish"); err != nil {
-		return err
+		return false, err
 	}
 	if d.Tries > 0 {
 		if err := s.Hit("during-retry"); err != nil {
-			return err
+			return false, err
 		}
 	}
 	tctx, cancel := context.WithDeadline(ctx, deadline)
@@ -270,16 +285,16 @@ func (s *Store) deliverOne(ctx context.Context, d *ledger.Delivery, sk idemtype.
 	cancel()
 	if err == nil {
 		if err := s.Hit("after-publish"); err != nil {
-			return err
+			return false, err
 		}
 		if err := s.Ledger.Delivered(bg, s.DB, d, owner); err != nil && !errors.Is(err, ledger.ErrLeaseLost) {
-			return err
+			return false, err
 		}
 		rep.Delivered++
 		s.Log.Info("event delivered", "event_id", d.EventID, "kind", d.Kind, "sink", sk.Name(), "operation", d.Key.String())
-		return nil
+		return false, nil
 	}
-	return s.undelivered(bg, d, sk, owner, deadline, err, rep)
+	return errors.Is(err, idemtype.ErrMisconfigured), s.undelivered(bg, d, sk, owner, deadline, err, rep)
 }
 
 // undelivered records that d was not delivered through sk (err), to be

@@ -1,0 +1,156 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/internal/testkit"
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/sink/mysql"
+	"github.com/idemport/idemport/sink/postgres"
+	"github.com/idemport/idemport/sink/sqlite"
+)
+
+// fakeSink is an event sink whose answer to each try is fail's, given the
+// number of tries it saw before (nil acknowledges); it keeps the IDs of the
+// events it acknowledged and counts its tries.
+type fakeSink struct {
+	id   string
+	fail func(tries int) error
+
+	mu    sync.Mutex
+	tries int
+	acked []string
+}
+
+func (s *fakeSink) ID() string   { return s.id }
+func (s *fakeSink) Name() string { return s.id }
+func (s *fakeSink) Close() error { return nil }
+func (s *fakeSink) Deliver(_ context.Context, m idemtype.EventMessage) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.tries
+	s.tries++
+	if s.fail != nil {
+		if err := s.fail(n); err != nil {
+			return err
+		}
+	}
+	s.acked = append(s.acked, m.ID)
+	return nil
+}
+
+func (s *fakeSink) seen() (int, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tries, slices.Clone(s.acked)
+}
+
+// errNoStream is what a NATS sink says of a subject no stream captures.
+var errNoStream = fmt.Errorf(`publish to nostream: no JetStream stream captures subject "x": %w`, idemtype.ErrMisconfigured)
+
+// TestDeliverLeavesAMisconfiguredSink: a sink that cannot take any event
+// until it is set up otherwise (no JetStream stream captures its subject)
+// is tried once in a pass, not again with backoff until the timeout: its
+// deliveries stay pending, the first with its try counted and its error in
+// the report, while the other sinks get every event, one of them after a
+// retry. Once the sink takes events, the next pass delivers each once.
+func TestDeliverLeavesAMisconfiguredSink(t *testing.T) {
+	t.Parallel()
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
+		t.Parallel()
+		tg := testkit.NewTarget(t, name, t.TempDir())
+		ctx := context.Background()
+		stuck := &fakeSink{id: "nostream", fail: func(int) error { return errNoStream }}
+		ok := &fakeSink{id: "ok"}
+		flaky := &fakeSink{id: "flaky", fail: func(n int) error {
+			if n == 0 {
+				return errors.New("connection refused")
+			}
+			return nil
+		}}
+		open := func(sinks ...idemtype.EventSink) *Store {
+			s, err := Open(ctx, tg.Args[1], Options{StateSchema: cmp.Or(tg.Schema, "idemport"), Notify: sinks,
+				Drivers: sink.Registry{sqlite.Driver{}, postgres.Driver{}, mysql.Driver{}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+		s := open(stuck, ok, flaky)
+		events := []string{"e1", "e2", "e3"}
+		refs := []ledger.SinkRef{{ID: stuck.ID(), Name: stuck.Name()}, {ID: ok.ID(), Name: ok.Name()}, {ID: flaky.ID(), Name: flaky.Name()}}
+		for i, id := range events {
+			ev := ledger.Event{ID: id, Kind: EventCompleted, Key: ledger.Key{Table: "orders", FileID: id}, AttemptID: "a-" + id,
+				Payload: `{"event_id":"` + id + `"}`, CreatedAt: int64(i + 1)}
+			if err := s.tx(ctx, func(tx *sql.Tx) error { return s.Ledger.RecordEvent(ctx, tx, ev, refs) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deliveries := func() string {
+			ds, err := s.Ledger.Deliveries(ctx, s.DB, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			for _, d := range ds {
+				fmt.Fprintf(&b, "%s %s %s tries=%d %s\n", d.EventID, d.SinkID, d.State, d.Tries, d.LastError)
+			}
+			return b.String()
+		}
+
+		rep, err := s.Deliver(ctx, 0) // the default timeout, 30s
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, acked := stuck.seen(); n != 1 || len(acked) != 0 {
+			t.Errorf("the misconfigured sink was tried %d times in the pass (acknowledged %v); want once", n, acked)
+		}
+		for _, sk := range []*fakeSink{ok, flaky} {
+			if _, acked := sk.seen(); !slices.Equal(slices.Sorted(slices.Values(acked)), events) {
+				t.Errorf("sink %s got %v, want each of %v once", sk.id, acked, events)
+			}
+		}
+		if n, _ := flaky.seen(); n != 4 {
+			t.Errorf("the flaky sink was tried %d times, want 4 (one retry)", n)
+		}
+		gotRep := fmt.Sprintf("delivered=%d failed=%d pending=%d errors=%v", rep.Delivered, rep.Failed, rep.Pending, rep.Errors)
+		wantRep := fmt.Sprintf("delivered=6 failed=0 pending=3 errors=%v", map[string]string{"flaky": "connection refused", "nostream": errNoStream.Error()})
+		if gotRep != wantRep {
+			t.Errorf("report\n%s\nwant\n%s", gotRep, wantRep)
+		}
+		want := ""
+		for _, id := range events {
+			flakyTries, stuckTries, stuckErr := 1, 0, ""
+			if id == "e1" { // the first of the pass: where each sink failed
+				flakyTries, stuckTries, stuckErr = 2, 1, errNoStream.Error()
+			}
+			want += fmt.Sprintf("%s flaky delivered tries=%d \n%s nostream pending tries=%d %s\n%s ok delivered tries=1 \n",
+				id, flakyTries, id, stuckTries, stuckErr, id)
+		}
+		if got := deliveries(); got != want {
+			t.Errorf("deliveries after the first pass\n%s\nwant\n%s", got, want)
+		}
+
+		// A stream now captures the subject: a later pass (outbox
+		// deliver, or the next import) delivers each event once.
+		fixed := &fakeSink{id: "nostream"}
+		rep, err = open(fixed).Deliver(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, acked := fixed.seen(); n != 3 || !slices.Equal(slices.Sorted(slices.Values(acked)), events) || rep.Delivered != 3 || rep.Pending != 0 {
+			t.Errorf("second pass: %d tries, acknowledged %v, report %+v; want each event once", n, acked, rep)
+		}
+	})
+}
