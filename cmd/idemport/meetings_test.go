@@ -8,13 +8,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/idemport/idemport/internal/testkit"
+	"github.com/idemport/idemport/ledger"
 )
 
 // lineRows returns the rows of query as lines of their values as text
@@ -444,6 +447,169 @@ func TestReplaceWithEvolve(t *testing.T) {
 					t.Fatalf("the first version again after the undo:\n got  %q\n want %q", got, want)
 				}
 			})
+		}
+	})
+}
+
+// boundedRun runs the binary against tg and fails t when it has not ended
+// within a minute (it is then killed): a read-only command must not hang
+// behind an import.
+func boundedRun(t *testing.T, tg *testkit.Target, dir string, args ...string) testkit.Run {
+	t.Helper()
+	s := start(t, tg, dir, nil, args...)
+	done := make(chan struct{})
+	timer := time.AfterFunc(time.Minute, func() { s.cmd.Process.Kill() })
+	defer timer.Stop()
+	go func() { s.cmd.Wait(); close(done) }()
+	<-done
+	if !timer.Stop() {
+		t.Fatalf("%v did not end within a minute\n%s%s", args, s.stdout.String(), s.stderr.String())
+	}
+	return testkit.Run{Code: s.cmd.ProcessState.ExitCode(), Stdout: s.stdout.String(), Stderr: s.stderr.String()}
+}
+
+// TestStatusWhileReplacing holds a replacement (--replace, without a key
+// and by key) at each of its steps on each database: stopped (SIGSTOP)
+// inside the plan's transaction that removes the earlier version's rows
+// or forgets their ordinals (replace-prepared), after its first partition
+// committed, before it completes, by key inside the completing
+// transaction that deletes the keys the new version lacks
+// (replace-swept); or killed inside a partition. Meanwhile status (text
+// and JSON) and history end within a minute, exit 0, and say what the
+// ledger holds: the operation processing with the new content, replacing
+// the earlier one (history: the earlier one replaced by it), its
+// partitions done and total and rows read and inserted as recorded, and
+// the leases the ledger holds: the held process's, stopped or gone (and
+// planning while it plans), until every partition is done, then none
+// (text: processing, no lease). A rerun meanwhile resumes and finishes it
+// or is busy (exit 4). The held import, continued (or rerun after the
+// kill), finishes the replacement exactly, and status then says
+// completed, replacing.
+func TestStatusWhileReplacing(t *testing.T) {
+	t.Parallel()
+	host, _ := os.Hostname()
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
+		for _, m := range []replaceMode{replaceModes[0], replaceModes[2]} {
+			holds := []string{"replace-prepared:1:stop", "after-partition-commit:1:stop", "inside-partition:2", "before-finalize:1:stop"}
+			if m.key {
+				holds = append(holds, "replace-swept:1:stop")
+			}
+			for _, hold := range holds {
+				t.Run(m.name+"/"+strings.Split(hold, ":")[0], func(t *testing.T) {
+					t.Parallel()
+					dir := t.TempDir()
+					tg := testkit.NewTarget(t, name, dir)
+					_, v2 := m.versions(t, dir)
+					first := importTo(t, tg, dir, nil, 0, m.args()...)
+					testkit.WriteOrders(t, filepath.Join(dir, "orders.csv"), v2)
+					v2digest := fileDigest(t, filepath.Join(dir, "orders.csv"))
+
+					held := start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=" + hold}, append([]string{"import", "--workers", "1"}, m.args("--replace")...)...)
+					pid := held.cmd.Process.Pid
+					killed := !strings.HasSuffix(hold, ":stop")
+					leaseState := "stopped"
+					if killed {
+						if r := testkit.Wait(t, held.cmd); r.Signal != syscall.SIGKILL {
+							t.Fatalf("not killed at %s: exit %d\n%s%s", hold, r.Code, r.Stdout, r.Stderr)
+						}
+						leaseState = "gone"
+					} else {
+						stopped(t, held)
+					}
+
+					// What the ledger holds of the operation, and who holds a
+					// lease on it or on an unfinished partition: the held
+					// process, until every partition is done.
+					op := lineRows(t, tg, `SELECT state, content_digest, coalesce(replaces, 'NULL'), `+tg.Text("rows_read")+`, `+tg.Text("rows_inserted")+` FROM `+tg.Ledger("operations"))
+					parts := lineRows(t, tg, `SELECT `+tg.Text("count(*)")+`, `+tg.Text("coalesce("+tg.Sum("done")+", 0)")+` FROM `+tg.Ledger("partitions"))
+					if want := "processing|" + v2digest + "|" + first.ContentDigest; len(op) != 1 || !strings.HasPrefix(op[0], want+"|") {
+						t.Fatalf("the ledger holds %q, want one operation %s", op, want)
+					}
+					holders := lineRows(t, tg, `SELECT lease_attempt FROM `+tg.Ledger("operations")+` WHERE lease_attempt IS NOT NULL
+						UNION SELECT lease_attempt FROM `+tg.Ledger("partitions")+` WHERE done = 0 AND lease_attempt IS NOT NULL`)
+					allDone := strings.HasPrefix(hold, "before-finalize") || strings.HasPrefix(hold, "replace-swept")
+					if want := map[bool]int{false: 1, true: 0}[allDone]; len(holders) != want || (want == 1 && holders[0] != attemptOf(t, tg, pid)) {
+						t.Fatalf("held at %s, the ledger's leases are held by %q, want %d by the held process", hold, holders, want)
+					}
+
+					st := boundedRun(t, tg, dir, "status", "-o", "json")
+					var ops []struct {
+						Table, State string
+						FileID       string `json:"file_id"`
+						Content      string `json:"content_digest"`
+						Replaces     string `json:"replaces"`
+						Rows         struct{ Read, Inserted int64 }
+						Partitions   struct{ Total, Done int64 }
+						Leases       []struct {
+							Attempt  string `json:"attempt_id"`
+							Host     string
+							PID      int
+							Planning bool
+							State    string
+						}
+					}
+					if err := decodeLines(st.Stdout, &ops); err != nil || st.Code != 0 || len(ops) != 1 {
+						t.Fatalf("status -o json: exit %d %v\n%s%s", st.Code, err, st.Stdout, st.Stderr)
+					}
+					o := ops[0]
+					said := fmt.Sprintf("%s|%s|%s|%d|%d", o.State, o.Content, o.Replaces, o.Rows.Read, o.Rows.Inserted)
+					if said != op[0] || fmt.Sprintf("%d|%d", o.Partitions.Total, o.Partitions.Done) != parts[0] || o.Table != "orders" || o.FileID != "orders.csv" {
+						t.Fatalf("status says %s, partitions %d/%d; the ledger holds %s, partitions %s\n%s", said, o.Partitions.Done, o.Partitions.Total, op[0], parts[0], st.Stdout)
+					}
+					planning := strings.HasPrefix(hold, "replace-prepared")
+					if len(o.Leases) != len(holders) || len(holders) == 1 && (o.Leases[0].Attempt != holders[0] || o.Leases[0].PID != pid || o.Leases[0].Host != host ||
+						o.Leases[0].State != leaseState || o.Leases[0].Planning != planning) {
+						t.Fatalf("status's leases %+v; the ledger's holders %q, want them %s by %s:%d, planning %v", o.Leases, holders, leaseState, host, pid, planning)
+					}
+					text := boundedRun(t, tg, dir, "status")
+					line := fmt.Sprintf(`^orders\s+orders\.csv\s+orders\.csv\s+%%s\s+%d\s+%d/%d\s+1\s+%%s\s`, o.Rows.Read, o.Partitions.Done, o.Partitions.Total)
+					switch {
+					case allDone:
+						line = fmt.Sprintf(line, "processing", "-")
+					case killed:
+						line = fmt.Sprintf(line, `gone \(a rerun takes over\)`, regexp.QuoteMeta(fmt.Sprintf("%s:%d", host, pid))+` \(gone\)`)
+					default:
+						line = fmt.Sprintf(line, "stopped", regexp.QuoteMeta(fmt.Sprintf("%s:%d", host, pid))+` \((planning, )?stopped\)`)
+					}
+					if text.Code != 0 || !regexpLine(text.Stdout, line) {
+						t.Fatalf("status: exit %d, want a line %s\n%s%s", text.Code, line, text.Stdout, text.Stderr)
+					}
+					h := boundedRun(t, tg, dir, "history", "orders.csv")
+					if h.Code != 0 || !strings.Contains(h.Stdout, "orders ← orders.csv: processing, replacing content "+ledger.ShortDigest(first.ContentDigest)) ||
+						!strings.Contains(h.Stdout, "orders ← orders.csv: replaced by content "+ledger.ShortDigest(v2digest)) {
+						t.Fatalf("history: exit %d\n%s%s", h.Code, h.Stdout, h.Stderr)
+					}
+
+					if killed {
+						importTo(t, tg, dir, nil, 0, m.args()...)
+					} else {
+						// A rerun meanwhile finishes what no lease holds, or
+						// finds the held process in its way, inside its
+						// transaction (busy). Between partitions it would
+						// wait out the held lease (60s) and take over.
+						if !strings.HasPrefix(hold, "after-partition-commit") {
+							r := tg.Exec(t, dir, nil, append([]string{"import", "--output", "json", "--busy-timeout", "2s"}, m.args()...)...)
+							res := parseResults(t, r.Stdout)
+							if len(res) != 1 || !(r.Code == 0 && res[0].Outcome == "resumed" || r.Code == exitBusy && res[0].Outcome == "busy") {
+								t.Fatalf("a rerun while held at %s: exit %d\n%s%s", hold, r.Code, r.Stdout, r.Stderr)
+							}
+						}
+						if err := testkit.Continue(held.cmd.Process); err != nil {
+							t.Fatal(err)
+						}
+						if r := testkit.Wait(t, held.cmd); r.Code != 0 {
+							t.Fatalf("the held replacement, continued: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+						}
+					}
+					m.check(t, tg, v2)
+					checkReplaced(t, tg, first.ContentDigest, v2digest)
+					st = boundedRun(t, tg, dir, "status", "-o", "json")
+					ops = nil
+					if err := decodeLines(st.Stdout, &ops); err != nil || len(ops) != 1 || ops[0].State != "completed" || ops[0].Replaces != first.ContentDigest || len(ops[0].Leases) != 0 {
+						t.Fatalf("status after the replacement: %v %+v", err, ops)
+					}
+				})
+			}
 		}
 	})
 }
