@@ -41,12 +41,7 @@ func TestSourceChangedUnderResumedAttempt(t *testing.T) {
 	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		ctx := context.Background()
 		f := newFx(t, name)
-		var content strings.Builder
-		content.WriteString("id,v\n")
-		for i := 1; i <= 30; i++ {
-			fmt.Fprintf(&content, "%d,v%d\n", i, i)
-		}
-		path := f.write(t, "items.csv", content.String())
+		path := f.write(t, "items.csv", itemsCSV(30))
 		f.killedHolding(t, helperJob{Path: path, PartitionRows: 3, Failpoint: "after-partition-commit:3"})
 		if got := f.rows(t, `SELECT count(*) FROM items`); !reflect.DeepEqual(got, [][]any{{int64(9)}}) {
 			t.Fatalf("the killed import left %v rows, want its 3 partitions' 9", got)
@@ -99,12 +94,7 @@ func TestSourceChangedUnderAtomicImport(t *testing.T) {
 	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		ctx := context.Background()
 		f := newFx(t, name)
-		var content strings.Builder
-		content.WriteString("id,v\n")
-		for i := 1; i <= 30; i++ {
-			fmt.Fprintf(&content, "%d,v%d\n", i, i)
-		}
-		path := f.write(t, "items.csv", content.String())
+		path := f.write(t, "items.csv", itemsCSV(30))
 		n := 0
 		fp := failpointsFunc(func(name string) error {
 			if name == "after-partition-commit" {
@@ -139,3 +129,13 @@ func TestSourceChangedUnderAtomicImport(t *testing.T) {
 type failpointsFunc func(name string) error
 
 func (f failpointsFunc) Hit(name string) error { return f(name) }
+
+// itemsCSV is a CSV file of n rows "i,vi", i from 1.
+func itemsCSV(n int) string {
+	var b strings.Builder
+	b.WriteString("id,v\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "%d,v%d\n", i, i)
+	}
+	return b.String()
+}

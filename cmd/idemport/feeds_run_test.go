@@ -27,11 +27,7 @@ type feedLine struct {
 // as a keyed snapshot, events by ordinal. The target comes from the
 // environment (${FEEDS_DSN}), as a secret would.
 func feedsFile(tg *testkit.Target) string {
-	y := "defaults:\n  into: ${FEEDS_DSN}\n  trigger: cron\n"
-	if tg.IsPostgres() {
-		y += "  state-schema: " + tg.Schema + "\n"
-	}
-	return y + `feeds:
+	return feedsDefaults(tg, "") + `feeds:
   orders:
     source: drop/orders-*.csv
     table: orders
@@ -50,6 +46,17 @@ func feedsFile(tg *testkit.Target) string {
     file-id: events/{name}
     partition-rows: 2
 `
+}
+
+// feedsDefaults is the defaults section of the tests' idemport.yaml files:
+// the target from the environment (${FEEDS_DSN}), as a secret would be,
+// trigger cron, tg's ledger schema on PostgreSQL, and the lines more.
+func feedsDefaults(tg *testkit.Target, more string) string {
+	y := "defaults:\n  into: ${FEEDS_DSN}\n  trigger: cron\n" + more
+	if tg.IsPostgres() {
+		y += "  state-schema: " + tg.Schema + "\n"
+	}
+	return y
 }
 
 // runFeedsJSON runs "idemport run --output json" in dir and returns its

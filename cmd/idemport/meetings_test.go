@@ -43,11 +43,7 @@ func lineRows(t *testing.T, tg *testkit.Target, query string) []string {
 // file cut into partitions of 25 rows so that two runs meet inside files:
 // orders by key, events by ordinal, products as a keyed snapshot.
 func meetingFeeds(tg *testkit.Target) string {
-	y := "defaults:\n  into: ${FEEDS_DSN}\n  trigger: cron\n  partition-rows: 25\n"
-	if tg.IsPostgres() {
-		y += "  state-schema: " + tg.Schema + "\n"
-	}
-	return y + `feeds:
+	return feedsDefaults(tg, "  partition-rows: 25\n") + `feeds:
   orders:
     source: drop/orders-*.csv
     table: orders
