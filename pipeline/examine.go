@@ -95,7 +95,7 @@ func (x *Examination) Read(ctx context.Context) (f *reader.File, plan *reader.Pl
 	if err != nil || table == nil {
 		return nil, nil, nil, err
 	}
-	tmp, err := r.keySpillDir()
+	tmp, err := r.req.keySpillDir()
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -89,6 +89,9 @@ func (s *identifier) identify(ctx context.Context) (identity, *speculation, erro
 	if s.req.Replace && (s.req.FileID == "" || strings.Contains(s.req.FileID, "{digest}")) {
 		return identity{}, nil, usagef("--replace needs a --file-id that names the file, such as --file-id '{path}' or '{name}': a file known by its content (the default) has no other version to replace")
 	}
+	if err := s.req.checkSpillDirs(); err != nil {
+		return identity{}, nil, err
+	}
 	at, err := s.locate(ctx)
 	if err != nil {
 		return identity{}, nil, err

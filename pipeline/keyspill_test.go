@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,6 +41,9 @@ func TestKeySpillGoesToSpoolDir(t *testing.T) {
 	if res.Outcome != Failed || res.Err == nil || !strings.Contains(res.Err.Error(), notDir) || !strings.Contains(res.Err.Error(), "--spool-dir") {
 		t.Fatalf("SpoolDir a regular file: %s (%v), want a failure naming %s and --spool-dir", res.Outcome, res.Err, notDir)
 	}
+	if got := f.rows(t, `SELECT state FROM `+f.tg.Ledger("operations")+` WHERE table_name = 'bad'`); len(got) != 0 {
+		t.Fatalf("the failed run left operations %v", got)
+	}
 
 	req.SpoolDir = filepath.Join(f.dir, "spool")
 	f.wantOutcome(t, f.e.Import(ctx, req), Imported)
@@ -53,5 +57,52 @@ func TestKeySpillGoesToSpoolDir(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(req.SpoolDir); len(left) != 0 {
 		t.Fatalf("left in the spool directory: %v", left)
+	}
+}
+
+// TestBadRowSpillGoesToSpoolDir: the bad rows a plan pass cannot hold in
+// memory go to a file in Request.SpoolDir, as the key hashes do, never into
+// the system's temporary directory (here a regular file, so that a spill
+// there fails the run); the file is gone when the import ends. A SpoolDir
+// that cannot be used fails, before the pass, only an import whose limit
+// lets more bad rows in than the spill holds in memory: as a usage error
+// naming it and --spool-dir, with nothing written and no operation left.
+func TestBadRowSpillGoesToSpoolDir(t *testing.T) {
+	f := newFx(t, testkit.SQLite)
+	ctx := context.Background()
+	notDir := f.write(t, "not-a-dir", "")
+	t.Setenv("TMPDIR", notDir)
+	many := spillHeld + 5
+	req := Request{Path: f.write(t, "mostly.csv", allBad(many, 3)), MaxRejects: RejectLimit{Percent: 100}}
+
+	few := Request{Path: f.write(t, "few.csv", allBad(2, 3)), MaxRejects: RejectLimit{Count: spillHeld - 1}, SpoolDir: notDir}
+	f.wantOutcome(t, f.e.Import(ctx, few), Imported) // held in memory: the directory is not needed
+
+	bad := req
+	bad.SpoolDir = notDir
+	res := f.e.Import(ctx, bad)
+	var usage *UsageError
+	if res.Outcome != Failed || !errors.As(res.Err, &usage) || !strings.Contains(res.Err.Error(), notDir) || !strings.Contains(res.Err.Error(), "--spool-dir") {
+		t.Fatalf("SpoolDir a regular file: %s (%v), want a usage error naming %s and --spool-dir", res.Outcome, res.Err, notDir)
+	}
+	if f.tg.TableExists(t, "mostly") {
+		t.Fatalf("the failed pass created its table")
+	}
+	if got := f.rows(t, `SELECT table_name, state FROM `+f.tg.Ledger("operations")+` WHERE table_name = 'mostly'`); len(got) != 0 {
+		t.Fatalf("the failed run left operations %v", got)
+	}
+
+	req.SpoolDir = filepath.Join(f.dir, "spool")
+	res = f.e.Import(ctx, req)
+	f.wantOutcome(t, res, Imported)
+	if res.Rows.Rejected != int64(many) || res.Rows.Inserted != 3 {
+		t.Fatalf("imported %+v, want %d bad rows and 3 inserted", res.Rows, many)
+	}
+	q := `SELECT count(*), count(DISTINCT ordinal), sum(ordinal) FROM ` + f.tg.Ledger("rejects") + ` WHERE table_name = 'mostly'`
+	if got, want := fmt.Sprint(f.rows(t, q)), fmt.Sprint([][]any{{many, many, many * (many + 1) / 2}}); got != want {
+		t.Errorf("quarantine: %s, want %s", got, want)
+	}
+	if left, err := os.ReadDir(req.SpoolDir); err != nil || len(left) != 0 {
+		t.Fatalf("left in the spool directory: %v (%v)", left, err)
 	}
 }

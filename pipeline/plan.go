@@ -264,7 +264,11 @@ func columnLimits(t *sink.Table) map[string]reader.Limit {
 // the spill returned, which the caller must close, has every one that the
 // quarantine is to keep.
 func (pl *planner) scan(ctx context.Context, in planInput, shared *reader.HashRead, digest func(string), progress func(b, rows int64)) (*reader.File, *reader.Plan, *rejectSpill, error) {
-	tmp, err := pl.keySpillDir()
+	tmp, err := pl.req.keySpillDir()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rejectsDir, err := pl.req.rejectSpillDir()
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -272,7 +276,7 @@ func (pl *planner) scan(ctx context.Context, in planInput, shared *reader.HashRe
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	spill := newRejectSpill(pl.req.MaxRejects)
+	spill := newRejectSpill(pl.req.MaxRejects, rejectsDir)
 	plan, err := f.Scan(ctx, reader.ScanOptions{
 		PartitionRows:  pl.req.PartitionRows,
 		PartitionBytes: pl.req.PartitionBytes,

@@ -12,20 +12,44 @@ import (
 	"github.com/idemport/idemport/reader/remote"
 )
 
-// keySpillDir returns where the plan pass of a keyed file spills the key
-// hashes it cannot hold (reader.ScanOptions.TempDir): Request.SpoolDir,
-// created 0700 when missing, or "" (os.TempDir()) when the file has no key
-// or there is no SpoolDir. A SpoolDir that cannot be used fails the run,
-// as it fails a stream's copy, rather than falling back to a temporary
-// directory that may be held in memory.
-func (pl *planner) keySpillDir() (string, error) {
-	if len(pl.req.Mapping.Key) == 0 || pl.req.SpoolDir == "" {
+// spillDir returns where the plan pass spills what (the key hashes of a
+// keyed file, reader.ScanOptions.TempDir; the bad rows past the first
+// spillHeld, rejectSpill) when it may not hold them in memory, which
+// spills says: SpoolDir, created 0700 when missing, or "" (os.TempDir())
+// when the pass spills nothing of the kind or there is no SpoolDir. A
+// SpoolDir that cannot be used fails the run, as it fails a stream's copy,
+// rather than falling back to a temporary directory that may be held in
+// memory: identify asks first (checkSpillDirs), so that it fails before an
+// operation is claimed.
+func (q *Request) spillDir(what string, spills bool) (string, error) {
+	if !spills || q.SpoolDir == "" {
 		return "", nil
 	}
-	if err := remote.PrivateDir(pl.req.SpoolDir); err != nil {
-		return "", &UsageError{Err: fmt.Errorf("spill key hashes: %w", err)}
+	if err := remote.PrivateDir(q.SpoolDir); err != nil {
+		return "", &UsageError{Err: fmt.Errorf("spill %s: %w", what, err)}
 	}
-	return pl.req.SpoolDir, nil
+	return q.SpoolDir, nil
+}
+
+// keySpillDir is spillDir for the key hashes of a keyed file.
+func (q *Request) keySpillDir() (string, error) {
+	return q.spillDir("key hashes", len(q.Mapping.Key) > 0)
+}
+
+// rejectSpillDir is spillDir for bad rows, which a pass moves to a file
+// only when its limit lets more of them in than it holds in memory.
+func (q *Request) rejectSpillDir() (string, error) {
+	return q.spillDir("bad rows", q.MaxRejects.Percent > 0 || q.MaxRejects.Count >= spillHeld)
+}
+
+// checkSpillDirs fails with spillDir's usage error when the plan pass of q
+// may spill into a SpoolDir that cannot be used.
+func (q *Request) checkSpillDirs() error {
+	if _, err := q.keySpillDir(); err != nil {
+		return err
+	}
+	_, err := q.rejectSpillDir()
+	return err
 }
 
 // spillHeld is how many bad rows a spill holds in memory before it moves
@@ -35,19 +59,22 @@ const spillHeld = 1024
 // rejectSpill receives every bad row of a plan pass (reader.ScanOptions.Spill)
 // so that the plan can be admitted with all of them quarantined while the
 // pass holds none: the first spillHeld stay in memory, the rest go with them
-// to a temporary file, removed by close. With a limit on their count, the
-// rows past the first over it are dropped: the file is refused then, and a
-// refusal lists only the first few (Plan.Rejects).
+// to a temporary file in dir, removed by close. With a limit on their
+// count, the rows past the first over it are dropped: the file is refused
+// then, and a refusal lists only the first few (Plan.Rejects).
 type rejectSpill struct {
 	limit RejectLimit
-	n     int64 // rows received
+	dir   string // where the temporary file goes: Request.rejectSpillDir's
+	n     int64  // rows received
 	held  []reader.Reject
 	f     *os.File
 	w     *bufio.Writer
 	enc   *gob.Encoder
 }
 
-func newRejectSpill(limit RejectLimit) *rejectSpill { return &rejectSpill{limit: limit} }
+func newRejectSpill(limit RejectLimit, dir string) *rejectSpill {
+	return &rejectSpill{limit: limit, dir: dir}
+}
 
 // add takes one bad row, in file order.
 func (s *rejectSpill) add(r reader.Reject) error {
@@ -60,7 +87,7 @@ func (s *rejectSpill) add(r reader.Reject) error {
 		return nil
 	}
 	if s.f == nil {
-		f, err := os.CreateTemp("", "idemport-rejects-*")
+		f, err := os.CreateTemp(s.dir, "idemport-rejects-*")
 		if err != nil {
 			return fmt.Errorf("spill bad rows: %w", err)
 		}
