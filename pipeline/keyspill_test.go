@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/internal/testkit"
 )
 
@@ -104,5 +106,60 @@ func TestBadRowSpillGoesToSpoolDir(t *testing.T) {
 	}
 	if left, err := os.ReadDir(req.SpoolDir); err != nil || len(left) != 0 {
 		t.Fatalf("left in the spool directory: %v (%v)", left, err)
+	}
+}
+
+// TestSpillsOfKilledPassesAreSwept: the spill files a plan pass killed
+// before it could remove them (key hashes, their partitions, bad rows) are
+// removed by the next pass that spills into the same directory, and only
+// those of processes that are gone: a live process's stay.
+func TestSpillsOfKilledPassesAreSwept(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil || proc.Start(os.Getpid()) == 0 {
+		t.Skip("needs sleep(1) and a platform that tells processes apart")
+	}
+	f := newFx(t, testkit.SQLite)
+	ctx := context.Background()
+	spool := filepath.Join(f.dir, "spool")
+	if err := os.Mkdir(spool, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	killed := exec.Command(sleep, "60")
+	if err := killed.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid, start := killed.Process.Pid, proc.Start(killed.Process.Pid)
+	killed.Process.Kill()
+	killed.Wait()
+	live := fmt.Sprintf("idemport-keys-%d-%d-1", os.Getppid(), proc.Start(os.Getppid()))
+	for _, name := range []string{"idemport-keys", "idemport-keyparts", "idemport-rejects"} {
+		if err := os.WriteFile(filepath.Join(spool, fmt.Sprintf("%s-%d-%d-1", name, pid, start)), []byte("left"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(spool, live), []byte("live"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	var csv strings.Builder
+	csv.WriteString("id,qty\n")
+	for i := 1; i <= 40; i++ {
+		fmt.Fprintf(&csv, "%d,%d\n", i, i)
+	}
+	keyed := Request{Path: f.write(t, "items.csv", csv.String()), Mapping: Mapping{Key: []string{"id"}}, KeysHeld: 4, SpoolDir: spool}
+	f.wantOutcome(t, f.e.Import(ctx, keyed), Imported)
+	bad := Request{Path: f.write(t, "mostly.csv", allBad(spillHeld+1, 1)), MaxRejects: RejectLimit{Percent: 100}, SpoolDir: spool}
+	f.wantOutcome(t, f.e.Import(ctx, bad), Imported)
+
+	entries, err := os.ReadDir(spool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if fmt.Sprint(left) != fmt.Sprint([]string{live}) {
+		t.Fatalf("left in the spool directory: %v, want only the live process's %s", left, live)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/reader/remote"
 )
@@ -87,7 +88,8 @@ func (s *rejectSpill) add(r reader.Reject) error {
 		return nil
 	}
 	if s.f == nil {
-		f, err := os.CreateTemp(s.dir, "idemport-rejects-*")
+		proc.SweepOwned(s.dir, "idemport-rejects", "") // what killed passes left
+		f, err := proc.CreateOwned(s.dir, "idemport-rejects", "")
 		if err != nil {
 			return fmt.Errorf("spill bad rows: %w", err)
 		}

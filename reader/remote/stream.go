@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/idemport/idemport/internal/proc"
 )
@@ -44,9 +41,8 @@ func SpoolStream(ctx context.Context, r io.Reader, dir string, progress func(int
 	if err := PrivateDir(dir); err != nil {
 		return nil, err
 	}
-	sweepStreams(dir)
-	pid := os.Getpid()
-	f, err := os.CreateTemp(dir, fmt.Sprintf("stdin-%d-%d-*.spool", pid, proc.Start(pid)))
+	proc.SweepOwned(dir, "stdin", ".spool")
+	f, err := proc.CreateOwned(dir, "stdin", ".spool")
 	if err != nil {
 		return nil, fmt.Errorf("spool the stream: %w", err)
 	}
@@ -104,17 +100,4 @@ func PrivateDir(dir string) error {
 		return fmt.Errorf("spool directory %s may be read by others (mode %s): make it 0700 (chmod 700 %s) or give another --spool-dir", dir, st.Mode().Perm(), dir)
 	}
 	return nil
-}
-
-// sweepStreams removes the copies of streams whose process is gone.
-func sweepStreams(dir string) {
-	names, _ := filepath.Glob(filepath.Join(dir, "stdin-*-*-*.spool"))
-	for _, name := range names {
-		parts := strings.SplitN(filepath.Base(name), "-", 4)
-		pid, err1 := strconv.Atoi(parts[1])
-		start, err2 := strconv.ParseUint(parts[2], 10, 64)
-		if err1 == nil && err2 == nil && proc.Gone(pid, start) {
-			os.Remove(name)
-		}
-	}
 }

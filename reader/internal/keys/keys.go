@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/reader/internal/value"
 )
 
@@ -84,7 +85,9 @@ func (k *Index) push(h uint64) {
 // order, and empties the chunks for reuse.
 func (k *Index) spillHeld() {
 	if k.err == nil && k.spill == nil {
-		k.spill, k.err = os.CreateTemp(k.dir, "idemport-keys-*")
+		proc.SweepOwned(k.dir, "idemport-keys", "") // what killed passes left
+		proc.SweepOwned(k.dir, "idemport-keyparts", "")
+		k.spill, k.err = proc.CreateOwned(k.dir, "idemport-keys", "")
 		if k.err == nil {
 			k.w = bufio.NewWriterSize(k.spill, 1<<20)
 		}
@@ -215,7 +218,7 @@ func (k *Index) repeatedSpilled() (map[uint64]bool, error) {
 		k.parts = make([]*os.File, count)
 		ws := make([]*bufio.Writer, count)
 		for i := range k.parts {
-			f, err := os.CreateTemp(k.dir, "idemport-keys-part-*")
+			f, err := proc.CreateOwned(k.dir, "idemport-keyparts", "")
 			if err != nil {
 				return nil, err
 			}
