@@ -165,6 +165,19 @@ func TestNaturalKeyFallbackKeepsGuards(t *testing.T) {
 	}
 	drivertest.WantTable(t, "file 4", f.Table("guarded", "id", cols...),
 		"1|5|'v5'|1|1", "2|1|'two'|2|1", "3|1|'three'|2|2", "4|1|'second'|4|3", "5|1|'five'|4|2", "9|1|'nine'|3|1")
+
+	// Keys in order but for one repeated: not all apart, so merged in
+	// rounds too.
+	drivertest.WantRows(t, "file 5", f.Write(w, 5, drivertest.Batch(t, s, []any{10, 1, "ten"}), drivertest.Ords(1)), idemtype.Rows{Read: 1, Inserted: 1})
+	rep = drivertest.Batch(t, s, []any{11, 1, "eleven"}, []any{12, 1, "first"}, []any{12, 1, "second"}, []any{13, 1, "thirteen"})
+	c, n = writeDirect(t, f, w, "guarded", 6, rep, drivertest.Seq(1, 4))
+	drivertest.WantRows(t, "file 6", c, idemtype.Rows{Read: 4, Inserted: 3, Updated: 1})
+	if n != 0 {
+		t.Errorf("file 6 repeats a key, yet %d of its rows were copied straight into the table", n)
+	}
+	drivertest.WantTable(t, "file 6", f.Table("guarded", "id", cols...),
+		"1|5|'v5'|1|1", "2|1|'two'|2|1", "3|1|'three'|2|2", "4|1|'second'|4|3", "5|1|'five'|4|2", "9|1|'nine'|3|1",
+		"10|1|'ten'|5|1", "11|1|'eleven'|6|1", "12|1|'second'|6|3", "13|1|'thirteen'|6|4")
 }
 
 // TestNaturalKeyDirectCopiesDeadlock has two transactions copy the same

@@ -368,6 +368,9 @@ type writer struct {
 	copyDirect string
 	row        []any
 	rounds     batchkey.Rounds
+	// ints counts the occurrences of each key of a batch whose key is one
+	// integer column without NULLs (numberInts).
+	ints map[int64]int32
 }
 
 // Writer implements sink.Driver. The table must exist (Ensure creates it),
@@ -614,12 +617,7 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	total.Read = int64(n)
 	rounds := int32(1)
 	if !w.tg.Ordinal() {
-		rounds = w.rounds.Number(n, func(buf []byte, i int) []byte {
-			for _, k := range w.keyIdx {
-				buf = w.fields[k].key(buf, rec.Column(k), i)
-			}
-			return buf
-		})
+		rounds = w.numberRounds(rec)
 	}
 	if w.direct && !w.tg.Ordinal() && w.tryDirect && rounds == 1 {
 		ok, err := w.copyNew(ctx, tx, rec, fileKey, ordinals)
@@ -692,6 +690,56 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	}
 	w.tryDirect = total.Inserted == int64(n)
 	return total, nil
+}
+
+// numberRounds numbers the rows of rec by the occurrence of their key
+// (batchkey.Rounds) and returns the number of rounds. A key of one integer
+// column without NULLs is counted by its integer: batchkey.Append makes
+// an integer its digits, so two such keys make the same bytes exactly when
+// their integers are equal, and the rounds are the same, for the cost of a
+// map of integers rather than a string per row.
+func (w *writer) numberRounds(rec arrow.RecordBatch) int32 {
+	n := int(rec.NumRows())
+	if len(w.keyIdx) == 1 {
+		if a, ok := rec.Column(w.keyIdx[0]).(*array.Int64); ok && a.NullN() == 0 {
+			return w.numberInts(a.Int64Values()[:n])
+		}
+	}
+	return w.rounds.Number(n, func(buf []byte, i int) []byte {
+		for _, k := range w.keyIdx {
+			buf = w.fields[k].key(buf, rec.Column(k), i)
+		}
+		return buf
+	})
+}
+
+// numberInts is batchkey.Rounds.Number for keys that are the integers
+// keys. Keys in increasing order (a file sorted by its key, as an export
+// by id is) are all apart, and need no map.
+func (w *writer) numberInts(keys []int64) int32 {
+	r := &w.rounds
+	r.Of = r.Of[:0]
+	increasing := true
+	for i := 1; i < len(keys) && increasing; i++ {
+		increasing = keys[i-1] < keys[i]
+	}
+	if increasing {
+		r.Of = slices.Grow(r.Of, len(keys))[:len(keys)]
+		clear(r.Of)
+		return 1
+	}
+	if w.ints == nil {
+		w.ints = make(map[int64]int32, len(keys))
+	}
+	clear(w.ints)
+	rounds := int32(1)
+	for _, k := range keys {
+		c := w.ints[k]
+		w.ints[k] = c + 1
+		r.Of = append(r.Of, c)
+		rounds = max(rounds, c+1)
+	}
+	return rounds
 }
 
 // directSavepoint names the savepoint a natural-key batch is copied
