@@ -347,7 +347,10 @@ type writer struct {
 	copyCols []string // staging columns in COPY order
 	truncate string
 	merge    string // $1 file key, $2 round (natural-key mode)
-	count    string // natural-key mode: counts a round's stale rows; $1 file key, $2 round
+	// Natural-key mode: the merge without its ORDER BY, for a batch staged
+	// in the order of its keys already (increasing).
+	mergeStaged string
+	count       string // natural-key mode: counts a round's stale rows; $1 file key, $2 round
 	// When every column is copied in its target type, a batch whose rows'
 	// keys are all absent is copied straight into the target, the cost of
 	// a plain COPY. In ordinal mode a query finds whether any is stored
@@ -371,6 +374,10 @@ type writer struct {
 	// ints counts the occurrences of each key of a batch whose key is one
 	// integer column without NULLs (numberInts).
 	ints map[int64]int32
+	// increasing: the batch numberRounds numbered last has one integer
+	// key column, of an integer or numeric target column (which orders
+	// the keys as integers do), in increasing order.
+	increasing bool
 }
 
 // Writer implements sink.Driver. The table must exist (Ensure creates it),
@@ -409,10 +416,13 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	}
 	action := m.action()
 	w.copies(table, stage)
-	w.merge = "WITH m AS (INSERT INTO " + table + " AS t (" + q(sink.FileColumn) + ", " + q(sink.RowColumn) + ", " + strings.Join(m.names, ", ") + ")" +
-		" SELECT $1::bigint, s." + q(sink.RowColumn) + ", " + strings.Join(m.values, ", ") + m.from + m.order +
-		" ON CONFLICT (" + m.conflict + ") " + action + " RETURNING t.xmax = 0 AS inserted)" +
-		" SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM m"
+	merge := func(order string) string {
+		return "WITH m AS (INSERT INTO " + table + " AS t (" + q(sink.FileColumn) + ", " + q(sink.RowColumn) + ", " + strings.Join(m.names, ", ") + ")" +
+			" SELECT $1::bigint, s." + q(sink.RowColumn) + ", " + strings.Join(m.values, ", ") + m.from + order +
+			" ON CONFLICT (" + m.conflict + ") " + action + " RETURNING t.xmax = 0 AS inserted)" +
+			" SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM m"
+	}
+	w.merge, w.mergeStaged = merge(m.order), merge("")
 	return w, nil
 }
 
@@ -660,9 +670,21 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	for _, r := range w.rounds.Of {
 		per[r]++
 	}
+	// The merge takes the staged rows in the order of their keys, so that
+	// merges of one key range, in concurrent transactions, lock its rows
+	// in the same order and do not deadlock. Rows copied in increasing
+	// order of their keys are in that order already: the staging table,
+	// emptied before the COPY and without an index, is read by a
+	// sequential scan in the order the COPY wrote it, and the sort is
+	// left out (a batch's rows are more than the default work_mem, so it
+	// went to disk).
+	merge := w.merge
+	if w.increasing {
+		merge = w.mergeStaged
+	}
 	for r := range rounds {
 		var ins, upd, stale int64
-		if err := tx.QueryRowContext(ctx, w.merge, fileKey, r).Scan(&ins, &upd); err != nil {
+		if err := tx.QueryRowContext(ctx, merge, fileKey, r).Scan(&ins, &upd); err != nil {
 			return total, fmt.Errorf("upsert into %s (rows %d-%d): %w", w.tg.Table, ordinals[0], ordinals[n-1], err)
 		}
 		// The rows neither inserted nor updated are stale or unchanged,
@@ -700,6 +722,7 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 // map of integers rather than a string per row.
 func (w *writer) numberRounds(rec arrow.RecordBatch) int32 {
 	n := int(rec.NumRows())
+	w.increasing = false
 	if len(w.keyIdx) == 1 {
 		if a, ok := rec.Column(w.keyIdx[0]).(*array.Int64); ok && a.NullN() == 0 {
 			return w.numberInts(a.Int64Values()[:n])
@@ -726,6 +749,10 @@ func (w *writer) numberInts(keys []int64) int32 {
 	if increasing {
 		r.Of = slices.Grow(r.Of, len(keys))[:len(keys)]
 		clear(r.Of)
+		switch w.fields[w.keyIdx[0]].target.typname {
+		case "int2", "int4", "int8", "numeric":
+			w.increasing = true
+		}
 		return 1
 	}
 	if w.ints == nil {
