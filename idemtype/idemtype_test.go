@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -81,6 +82,30 @@ func TestPlanJSON(t *testing.T) {
 		b, err := json.Marshal(v)
 		if err != nil || string(b) != want {
 			t.Errorf("%s (%v), want %s", b, err, want)
+		}
+	}
+}
+
+// TestRejectJSONKeepsBytes: a bad row's value that is not UTF-8 comes back
+// from its JSON form byte for byte (value_bytes), a UTF-8 one as it was,
+// with no value_bytes written for it; every other field survives.
+func TestRejectJSONKeepsBytes(t *testing.T) {
+	for _, v := range []string{"\xff\xfe", "a\x00b\xc3", "plain", "", "é\u2028"} {
+		r := idemtype.Reject{Ordinal: 3, Offset: 17, Column: "name", Value: v, Row: "3,7\n", Fields: "f", Code: "utf8", Message: "text is not valid UTF-8"}
+		b, err := json.Marshal([]idemtype.Reject{r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "value_bytes") == utf8.ValidString(v) {
+			t.Errorf("%q: value_bytes in %s", v, b)
+		}
+		var back []idemtype.Reject
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		r.Row, r.Fields = "", "" // not part of the JSON form
+		if len(back) != 1 || back[0] != r {
+			t.Errorf("%q: read back %+v from %s, want %+v", v, back, b, r)
 		}
 	}
 }

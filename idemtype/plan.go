@@ -1,5 +1,10 @@
 package idemtype
 
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
 // Partition is a contiguous run of a file's rows, as a plan cuts the file:
 // ordinals First..First+Rows-1. Offset and Length locate its bytes in the
 // decompressed stream and CRC is their CRC-32C, so a reader can seek to it
@@ -38,4 +43,39 @@ type Reject struct {
 	Fields  string `json:"-"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
+}
+
+// rejectJSON is Reject's JSON form: as its fields' tags say, and, when
+// Value is not UTF-8 (which JSON text cannot hold: encoding/json writes
+// U+FFFD for each such byte), its bytes exactly in value_bytes (base64),
+// so that a report stored as JSON and read back shows the value the
+// first refusal showed.
+type rejectJSON struct {
+	plainReject
+	ValueBytes []byte `json:"value_bytes,omitempty"`
+}
+
+type plainReject Reject // Reject without its methods
+
+// MarshalJSON writes r with value_bytes when its Value is not UTF-8.
+func (r Reject) MarshalJSON() ([]byte, error) {
+	v := rejectJSON{plainReject: plainReject(r)}
+	if !utf8.ValidString(r.Value) {
+		v.ValueBytes = []byte(r.Value)
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes: value_bytes, when present,
+// is the Value.
+func (r *Reject) UnmarshalJSON(b []byte) error {
+	var v rejectJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*r = Reject(v.plainReject)
+	if v.ValueBytes != nil {
+		r.Value = string(v.ValueBytes)
+	}
+	return nil
 }
