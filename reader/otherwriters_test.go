@@ -18,9 +18,10 @@ import (
 // and Arrow JS wrote it (testdata/otherwriters: decimals, timestamps of
 // three units, seconds in Parquet as the bare INT64 the Rust crate writes,
 // whose type only the stored Arrow schema gives, dictionaries, string
-// views, snappy and zstd) and checks that every value of every row reads
-// as the CSV file's text, with the
-// CSV's types (unit_price read as the decimal the CSV spells), in batches
+// views, snappy and zstd, several row groups whose chunks turn from
+// dictionary-encoded pages to PLAIN ones when the dictionary is full) and
+// checks that every value of every row reads as the CSV file's text, with
+// the CSV's types (unit_price read as the decimal the CSV spells), in batches
 // of 3 rows (slices of the files' batches, each with part of a
 // dictionary's values) and of the reader's own size (whole batches,
 // dictionaries longer and shorter than them).
@@ -32,7 +33,7 @@ func TestOtherWriters(t *testing.T) {
 		if len(want) != 300 {
 			t.Fatalf("the CSV file has %d rows", len(want))
 		}
-		for _, name := range []string{"orders-polars-zstd.parquet", "orders-arrow-rs-snappy.parquet", "orders-arrow-rs-seconds.parquet", "orders-polars.arrow", "orders-arrowjs.arrow"} {
+		for _, name := range []string{"orders-polars-zstd.parquet", "orders-arrow-rs-snappy.parquet", "orders-arrow-rs-seconds.parquet", "orders-arrow-rs-groups.parquet", "orders-polars.arrow", "orders-arrowjs.arrow"} {
 			t.Run(fmt.Sprintf("%s/batch-%d", name, batchRows), func(t *testing.T) {
 				plan, got := readRows(t, filepath.Join(dir, name), Options{}, batchRows)
 				if g, w := schemaString(plan.Schema), schemaString(wantPlan.Schema); g != w {
