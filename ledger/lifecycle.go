@@ -13,8 +13,32 @@ import (
 // becomes replaced, by that version; any other is superseded. Its
 // quarantined rows go with it: they belonged to a file that is no longer
 // k's.
+//
+// The record that it created k's table (Created, planned) goes with it
+// too: the table now holds, or will hold, the rows of an operation that
+// did not create it (the replacement, or an import after an undo that kept
+// the table), whose undo or abandon must not drop it, with whatever else
+// lives there. A record not yet planned stays: the next attempt drops that
+// table before it plans, as a rollback of the attempt that made it would
+// have. The records of its other tables (a staging table, a table of keys
+// seen, which the new operation makes under the same names) stay, so that
+// the new operation drops them when it is done with them.
 func (l *Ledger) Replace(ctx context.Context, tx *sql.Tx, k Key, by string) error {
-	return l.ops.MoveToPast(ctx, tx, k, by)
+	if err := l.ops.MoveToPast(ctx, tx, k, by); err != nil {
+		return err
+	}
+	created, err := l.ops.Created(ctx, tx, k)
+	if err != nil {
+		return err
+	}
+	for _, c := range created {
+		if c.Name == k.Table && c.Planned {
+			if err := l.ops.ForgetCreated(ctx, tx, k, c.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // MarkReplaces records that operation k, just created, replaces the
