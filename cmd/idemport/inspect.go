@@ -136,6 +136,9 @@ func statusText(w io.Writer, list []ops.OperationStatus) error {
 		case pipeline.HolderGone:
 			state = holderText(pipeline.HolderGone)
 		}
+		if replacing(o) {
+			state += ", replacing content " + ledger.ShortDigest(o.Replaces)
+		}
 		var leases []string
 		for _, l := range o.Leases {
 			lease := fmt.Sprintf("%s:%d", l.Host, l.PID)
@@ -159,6 +162,23 @@ func statusText(w io.Writer, list []ops.OperationStatus) error {
 		return []any{o.Table, o.Path, shortID(o.FileID), state, rows, fmt.Sprintf("%d/%d", o.Partitions.Done, o.Partitions.Total),
 			o.Attempts, orDash(lease), msTime(o.UpdatedAt)}
 	})
+}
+
+// replacing reports whether o is a replacement (--replace) that has not
+// finished: processing, failed, or refused (a version corrected again
+// supersedes it and finishes the replacement). The version it replaces is
+// among the past operations already, which status does not list, so its
+// line says which it is. A completed replacement shows as completed;
+// history says what it replaced.
+func replacing(o ops.OperationStatus) bool {
+	if o.Replaces == "" {
+		return false
+	}
+	switch o.State {
+	case ledger.Processing, ledger.Failed, ledger.Refused:
+		return true
+	}
+	return false
 }
 
 // holderText is how text output shows the state of an attempt that

@@ -471,10 +471,11 @@ func boundedRun(t *testing.T, tg *testkit.Target, dir string, args ...string) te
 // partitions done and total and rows read and inserted as recorded, and
 // the leases the ledger holds: the held process's, stopped or gone (and
 // planning while it plans), until every partition is done, then none
-// (text: processing, no lease). A rerun meanwhile resumes and finishes it
-// or is busy (exit 4). The held import, continued (or rerun after the
-// kill), finishes the replacement exactly, and status then says
-// completed, replacing.
+// (text: processing, no lease), text naming the content it replaces
+// ("processing, replacing content sha256:…"). A rerun meanwhile resumes
+// and finishes it or is busy (exit 4). The held import, continued (or
+// rerun after the kill), finishes the replacement exactly, and status
+// then says completed (JSON: replacing the earlier content).
 func TestStatusWhileReplacing(t *testing.T) {
 	t.Parallel()
 	host, _ := os.Hostname()
@@ -552,7 +553,8 @@ func TestStatusWhileReplacing(t *testing.T) {
 						t.Fatalf("status's leases %+v; the ledger's holders %q, want them %s by %s:%d, planning %v", o.Leases, holders, leaseState, host, pid, planning)
 					}
 					text := boundedRun(t, tg, dir, "status")
-					line := fmt.Sprintf(`^orders\s+orders\.csv\s+orders\.csv\s+%%s\s+%d\s+%d/%d\s+1\s+%%s\s`, o.Rows.Read, o.Partitions.Done, o.Partitions.Total)
+					line := fmt.Sprintf(`^orders\s+orders\.csv\s+orders\.csv\s+%%s, replacing content %s\s+%d\s+%d/%d\s+1\s+%%s\s`,
+						regexp.QuoteMeta(ledger.ShortDigest(first.ContentDigest)), o.Rows.Read, o.Partitions.Done, o.Partitions.Total)
 					switch {
 					case allDone:
 						line = fmt.Sprintf(line, "processing", "-")
@@ -597,6 +599,12 @@ func TestStatusWhileReplacing(t *testing.T) {
 					ops = nil
 					if err := decodeLines(st.Stdout, &ops); err != nil || len(ops) != 1 || ops[0].State != "completed" || ops[0].Replaces != first.ContentDigest || len(ops[0].Leases) != 0 {
 						t.Fatalf("status after the replacement: %v %+v", err, ops)
+					}
+					// Done, the replacement is completed (history says what
+					// it replaced).
+					text = boundedRun(t, tg, dir, "status")
+					if done := `^orders\s+orders\.csv\s+orders\.csv\s+completed\s+\d+\s+\d+/\d+\s`; text.Code != 0 || !regexpLine(text.Stdout, done) {
+						t.Fatalf("status after the replacement: exit %d, want a line %s\n%s%s", text.Code, done, text.Stdout, text.Stderr)
 					}
 				})
 			}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -328,7 +329,8 @@ func TestOrdinalImportNotesOtherContentAtSamePath(t *testing.T) {
 }
 
 // TestReplaceRefusedThenCorrected replaces a file with a version that has
-// a bad row: refused (exit 5), nothing of the first version removed. A
+// a bad row: refused (exit 5), nothing of the first version removed, and
+// status saying the refused version replaces the first's content. A
 // version corrected again supersedes the refused one and finishes the
 // replacement: the table holds exactly it.
 func TestReplaceRefusedThenCorrected(t *testing.T) {
@@ -347,6 +349,11 @@ func TestReplaceRefusedThenCorrected(t *testing.T) {
 			t.Fatalf("a bad version: %s %s", res.Outcome, res.Error)
 		}
 		m.check(t, tg, v1)
+		// The replacement waits for a corrected version: status says so.
+		st := tg.Exec(t, dir, nil, "status")
+		if want := `^orders\s+orders\.csv\s+orders\.csv\s+refused, replacing content ` + regexp.QuoteMeta(ledger.ShortDigest(first.ContentDigest)) + `\s`; st.Code != 0 || !regexpLine(st.Stdout, want) {
+			t.Fatalf("status after the refused version: exit %d, want a line %s\n%s%s", st.Code, want, st.Stdout, st.Stderr)
+		}
 		testkit.WriteOrders(t, filepath.Join(dir, "orders.csv"), v3)
 		res := importTo(t, tg, dir, nil, 0, m.args("--replace")...)
 		if res.Outcome != "imported" || res.Replaces != first.ContentDigest || res.Removed != 400 {
