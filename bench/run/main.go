@@ -828,14 +828,30 @@ func (e *env) postgresFirst(dsn string) {
 	if e.keyCol != "" {
 		cs = append(cs, cmd{name: "idemport --key", setup: p.reset, argv: p.importArgs(append(e.key(), e.csv)...)})
 	}
+	// The server does most of the work of every command: its CPU time is
+	// read around each one when it runs on this machine.
+	srv := newPostgresCPU(pgHost(dsn))
+	for j := range cs {
+		cs[j].setup = srv.around(j, cs[j].setup)
+	}
 	ms, r := e.race(e.runs, cs...)
-	e.add(anchor(`psql \copy`, summary(`psql \copy → `+e.keyedTable("PRIMARY KEY"), ms[0], e.rows)))
+	srv.stop()
+	e.add(anchor(`psql \copy`, summary(srv.named(0, `psql \copy → `+e.keyedTable("PRIMARY KEY")), ms[0], e.rows)))
 	e.show(cs[0].argv, "psql "+quote(dsn)+" -c "+quote(p.copyTable()))
-	e.add(withRatio(summary("idemport import CSV → PostgreSQL, ordinal", ms[1], e.rows), `psql \copy`, r[1]))
+	e.add(withRatio(summary(srv.named(1, "idemport import CSV → PostgreSQL, ordinal"), ms[1], e.rows), `psql \copy`, r[1]))
 	if e.keyCol != "" {
-		e.add(withRatio(summary("idemport import CSV → PostgreSQL, --key "+e.keyCol, ms[2], e.rows), `psql \copy`, r[2]))
+		e.add(withRatio(summary(srv.named(2, "idemport import CSV → PostgreSQL, --key "+e.keyCol), ms[2], e.rows), `psql \copy`, r[2]))
 	}
 	p.drop()
+}
+
+// pgHost returns the host of a PostgreSQL URL, or "" (a key=value DSN).
+func pgHost(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
 }
 
 // postgresDelta times the daily delta into a copy of the N-row tables:
@@ -872,13 +888,15 @@ func (e *env) postgresDelta(dsn string) {
 	}
 	merge := e.script("delta-pg.sql", "BEGIN;\nCREATE TEMP TABLE d (LIKE bench_copy) ON COMMIT DROP;\n\\copy d FROM '"+delta+"' CSV HEADER\n"+
 		e.upsert("bench_copy", "IS DISTINCT FROM")+"COMMIT;\n")
+	srv := newPostgresCPU(pgHost(dsn))
 	ms, r := e.race(e.runs,
-		cmd{name: "psql merge", setup: again, argv: []string{"psql", copy.dsn, "-v", "ON_ERROR_STOP=1", "-qf", merge}},
-		cmd{name: "idemport delta", setup: again, argv: copy.importArgs(append(e.key(), delta)...)})
-	e.add(anchor("psql merge", summary(`psql \copy into temp + INSERT … ON CONFLICT DO UPDATE`, ms[0], rows)))
+		cmd{name: "psql merge", setup: srv.around(0, again), argv: []string{"psql", copy.dsn, "-v", "ON_ERROR_STOP=1", "-qf", merge}},
+		cmd{name: "idemport delta", setup: srv.around(1, again), argv: copy.importArgs(append(e.key(), delta)...)})
+	srv.stop()
+	e.add(anchor("psql merge", summary(srv.named(0, `psql \copy into temp + INSERT … ON CONFLICT DO UPDATE`), ms[0], rows)))
 	e.show([]string{"psql", copy.dsn, "-v", "ON_ERROR_STOP=1", "-qf", merge},
 		`CREATE DATABASE idemport_bench_run TEMPLATE idemport_bench_base, the day-1 table loaded by psql \copy as in first`, merge)
-	e.add(withRatio(summary("idemport --key delta (½ new, ½ changed) → N-row PostgreSQL", ms[1], rows), "psql merge", r[1]))
+	e.add(withRatio(summary(srv.named(1, "idemport --key delta (½ new, ½ changed) → N-row PostgreSQL"), ms[1], rows), "psql merge", r[1]))
 	check(dropAll())
 }
 

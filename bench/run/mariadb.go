@@ -205,21 +205,15 @@ func (e *env) mariadbFirst(dsn string) {
 	}
 	ms, r := e.race(e.runs, cs...)
 	srv.stop()
-	name := func(j int, s string) string {
-		if n := srv.note(j); n != "" {
-			return s + " (" + n + ")"
-		}
-		return s
-	}
-	e.add(anchor("mariadb LOAD DATA", summary(name(0, "mariadb LOAD DATA LOCAL INFILE → "+e.keyedTable("PRIMARY KEY")), ms[0], e.rows)))
+	e.add(anchor("mariadb LOAD DATA", summary(srv.named(0, "mariadb LOAD DATA LOCAL INFILE → "+e.keyedTable("PRIMARY KEY")), ms[0], e.rows)))
 	var setup []string
 	for _, w := range m.client("", m.loadTable()) {
 		setup = append(setup, quote(w))
 	}
 	e.show(cs[0].argv, strings.Join(setup, " "))
-	e.add(withRatio(summary(name(1, "idemport import CSV → MariaDB, ordinal"), ms[1], e.rows), "mariadb LOAD DATA", r[1]))
+	e.add(withRatio(summary(srv.named(1, "idemport import CSV → MariaDB, ordinal"), ms[1], e.rows), "mariadb LOAD DATA", r[1]))
 	if e.keyCol != "" {
-		e.add(withRatio(summary(name(2, "idemport import CSV → MariaDB, --key "+e.keyCol), ms[2], e.rows), "mariadb LOAD DATA", r[2]))
+		e.add(withRatio(summary(srv.named(2, "idemport import CSV → MariaDB, --key "+e.keyCol), ms[2], e.rows), "mariadb LOAD DATA", r[2]))
 	}
 	m.sql("DROP DATABASE IF EXISTS " + mariaDatabase)
 }

@@ -72,20 +72,8 @@ func findProc(names ...string) string {
 // (fields 14 and 15, in clock ticks of 1/100 s, Linux's USER_HZ); the
 // command name, field 2, may hold spaces and parentheses.
 func procCPU(stat string) (time.Duration, bool) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(stat[i+1:]) // from field 3, the state
-	if len(f) < 13 {
-		return 0, false
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	s, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return time.Duration(u+s) * 10 * time.Millisecond, true
+	st, ok := parseStat(stat)
+	return st.self, ok
 }
 
 // around returns the setup of command j of the race: it ends the reading
@@ -141,4 +129,108 @@ func (s *serverCPU) note(j int) string {
 		out += fmt.Sprintf(", %.2f× paired", median(ratios))
 	}
 	return out
+}
+
+// named returns the row name s with command j's note, if any.
+func (s *serverCPU) named(j int, name string) string {
+	if n := s.note(j); n != "" {
+		return name + " (" + n + ")"
+	}
+	return name
+}
+
+// newPostgresCPU follows a local PostgreSQL server, whose work is done by
+// many processes: the postmaster's CPU time, that of the children it has
+// reaped (backends whose connection ended), and that of its children
+// still running (backends, the WAL writer, the checkpointer…), when host
+// is this machine and /proc shows the postmaster.
+func newPostgresCPU(host string) *serverCPU {
+	s := &serverCPU{cur: -1}
+	if !loopback(host) {
+		return s
+	}
+	if pm := postmaster(); pm != "" {
+		s.read = func() (time.Duration, bool) { return treeCPU(pm) }
+	}
+	return s
+}
+
+// postmaster returns the /proc directory of a process named postgres whose
+// parent is not one, or "".
+func postmaster() string {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		if comm(d) != "postgres" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(d, "stat"))
+		if err != nil {
+			continue
+		}
+		if st, ok := parseStat(string(b)); ok && comm(filepath.Join("/proc", strconv.Itoa(st.ppid))) != "postgres" {
+			return d
+		}
+	}
+	return ""
+}
+
+func comm(dir string) string {
+	b, _ := os.ReadFile(filepath.Join(dir, "comm"))
+	return strings.TrimSpace(string(b))
+}
+
+// treeCPU returns the CPU time of the process in dir, of its reaped
+// children and of its live children.
+func treeCPU(dir string) (time.Duration, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return 0, false
+	}
+	root, ok := parseStat(string(b))
+	if !ok {
+		return 0, false
+	}
+	total := root.self + root.children
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "stat"))
+		if err != nil {
+			continue
+		}
+		if st, ok := parseStat(string(b)); ok && st.ppid == root.pid {
+			total += st.self
+		}
+	}
+	return total, true
+}
+
+// stat is what a /proc/PID/stat line says of a process's CPU time.
+type stat struct {
+	pid, ppid int
+	// self: its user and system time (fields 14 and 15); children: that of
+	// the children it has waited for (fields 16 and 17).
+	self, children time.Duration
+}
+
+// parseStat reads a /proc/PID/stat line, in clock ticks of 1/100 s
+// (Linux's USER_HZ); the command name, field 2, may hold spaces and
+// parentheses.
+func parseStat(line string) (stat, bool) {
+	i := strings.LastIndexByte(line, ')')
+	if i < 0 {
+		return stat{}, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(line, " ", 2)[0]))
+	f := strings.Fields(line[i+1:]) // from field 3, the state
+	if err != nil || len(f) < 15 {
+		return stat{}, false
+	}
+	var n [5]int64
+	for k, j := range []int{1, 11, 12, 13, 14} { // ppid, utime, stime, cutime, cstime
+		if n[k], err = strconv.ParseInt(f[j], 10, 64); err != nil {
+			return stat{}, false
+		}
+	}
+	tick := 10 * time.Millisecond
+	return stat{pid: pid, ppid: int(n[0]), self: time.Duration(n[1]+n[2]) * tick, children: time.Duration(n[3]+n[4]) * tick}, true
 }

@@ -19,6 +19,24 @@ func TestProcCPU(t *testing.T) {
 	}
 }
 
+// TestParseStat reads a process's parent, its own CPU time and its
+// waited-for children's from its stat line: a PostgreSQL server's time is
+// the postmaster's, its ended backends' (the children's fields) and its
+// live children's.
+func TestParseStat(t *testing.T) {
+	line := "3826 (postgres (x)) S 812 3826 3826 0 -1 4194560 94510 0 12 0 150 50 2000 300 20 0 30 0 1234 1500000000 50000"
+	got, ok := parseStat(line)
+	want := stat{pid: 3826, ppid: 812, self: 2 * time.Second, children: 23 * time.Second}
+	if !ok || got != want {
+		t.Fatalf("parseStat = %+v, %v; want %+v, true", got, ok, want)
+	}
+	for _, bad := range []string{"3826 (cut", "x (postgres) S 812 3826 3826 0 -1 4194560 94510 0 12 0 150 50 2000 300", "3826 (postgres) S 812 3826 3826 0 -1 4194560 94510 0 12 0 150 50 2000"} {
+		if _, ok := parseStat(bad); ok {
+			t.Errorf("parseStat(%q) reported a time", bad)
+		}
+	}
+}
+
 // TestServerCPUAroundARace: in a race of two commands, two rounds (A B A
 // B, each run after its setup as race runs it), each command is given what
 // the server spent from the end of its setup to the start of the next
