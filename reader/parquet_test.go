@@ -1296,3 +1296,51 @@ func TestParquetSplitDecode(t *testing.T) {
 		t.Fatalf("two goroutines %+v\none %+v", two, one)
 	}
 }
+
+// TestParquetClaimedSizes reads a file whose footer claims that its string
+// column's chunk decompresses to far more than it does. The decoders
+// reserve each batch's string bytes by that claim: one no batch could
+// need must not become an allocation (of a terabyte, which ends the
+// process; or of a product past int64), and the file, whose pages give
+// their own sizes, reads as written.
+func TestParquetClaimedSizes(t *testing.T) {
+	specs := []colSpec{scalar("s", arrow.BinaryTypes.String, idemtype.String,
+		func(b array.Builder, i int) { b.(*array.StringBuilder).Append(strText(i)) }, strText)}
+	const n = 1000
+	orig, err := os.ReadFile(writeParquet(t, "s.parquet", specs, n, n, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := file.NewParquetReader(bytes.NewReader(orig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := r.MetaData().RowGroup(0).ColumnChunk(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unc, comp := cc.TotalUncompressedSize(), cc.TotalCompressedSize()
+	r.Close()
+	// Compact Thrift: ColumnMetaData's fields 6 and 7, each an i64 one
+	// field id after the last (0x16), as a zigzag varint.
+	sizes := func(unc, comp int64) []byte {
+		b := binary.AppendUvarint([]byte{0x16}, uint64(unc)<<1)
+		return binary.AppendUvarint(append(b, 0x16), uint64(comp)<<1)
+	}
+	footerLen := int(binary.LittleEndian.Uint32(orig[len(orig)-8:]))
+	body, footer := orig[:len(orig)-8-footerLen], orig[len(orig)-8-footerLen:len(orig)-8]
+	if c := bytes.Count(footer, sizes(unc, comp)); c != 1 {
+		t.Fatalf("the chunk's sizes are %d times in the footer", c)
+	}
+	for _, claim := range []int64{1 << 40, 1 << 62} {
+		t.Run(fmt.Sprint(claim), func(t *testing.T) {
+			f := bytes.Replace(footer, sizes(unc, comp), sizes(claim, comp), 1)
+			data := append(append(append([]byte(nil), body...), f...), binary.LittleEndian.AppendUint32(nil, uint32(len(f)))...)
+			path := writeFile(t, "claimed.parquet", append(data, "PAR1"...))
+			_, rows := readRows(t, path, Options{}, 0)
+			if got, want := fmt.Sprint(rows), fmt.Sprint(wantRows(specs, n, nil)); got != want {
+				t.Errorf("read %.200s…, want %.200s…", got, want)
+			}
+		})
+	}
+}
