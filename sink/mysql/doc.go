@@ -112,7 +112,9 @@
 // statement, or until gc after a kill; a first import killed before its
 // plan committed leaves its empty table until a rerun drops and remakes
 // it; an undone or abandoned import drops the table it created, unless
-// another operation holds rows there.
+// another operation holds rows there, never one an earlier operation of
+// its table and file ID created (the undo of a --replace import keeps the
+// table, as on SQLite and PostgreSQL).
 //
 // MariaDB 10.6 or later is needed (SKIP LOCKED). MySQL 8 would need: a
 // collation of its own for keys (utf8mb4_0900_bin; utf8mb4_nopad_bin is
