@@ -139,3 +139,60 @@ func itemsCSV(n int) string {
 	}
 	return b.String()
 }
+
+// TestSourceChangedUnderAReplacementKeepsTheTable: a --replace import
+// whose file is rewritten under it is abandoned (its own rows removed);
+// the table, which the first version's import created and the user then
+// gave an index, stays with the index, on every database: the replacement
+// did not create it (on MariaDB, where the ledger records the tables an
+// operation created, it once inherited the first version's record and its
+// abandon dropped the table). The rewritten file then replaces the first
+// version exactly.
+func TestSourceChangedUnderAReplacementKeepsTheTable(t *testing.T) {
+	t.Parallel()
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
+		ctx := context.Background()
+		f := newFx(t, name)
+		path := f.write(t, "items.csv", itemsCSV(6))
+		req := Request{Path: path, FileID: "items", PartitionRows: 3, Mapping: Mapping{Table: "items"}}
+		f.wantOutcome(t, f.e.Import(ctx, req), Imported)
+		testkit.Query(t, f.tg.DB, `CREATE INDEX items_by_v ON items (v)`)
+
+		f.write(t, "items.csv", itemsCSV(30))
+		n := 0
+		fp := failpointsFunc(func(name string) error {
+			if name == "after-partition-commit" {
+				if n++; n == 3 {
+					if err := os.WriteFile(path, []byte("id,v\n1,w1\n2,w2\n3,w3\n4,w4\n5,w5\n"), 0o644); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			return nil
+		})
+		replace := req
+		replace.Replace = true
+		res := f.open(t, Options{Failpoints: fp}).Import(ctx, replace)
+		if res.Outcome != Failed || !errors.Is(res.Err, reader.ErrSourceChanged) {
+			t.Fatalf("a replacement whose file was rewritten under it: %s, %v; want failed, source changed", res.Outcome, res.Err)
+		}
+		if got := f.rows(t, `SELECT state FROM `+f.tg.Ledger("operations")); !reflect.DeepEqual(got, [][]any{{"abandoned"}}) {
+			t.Fatalf("operations: %v, want the replacement abandoned", got)
+		}
+		if !f.tg.TableExists(t, "items") || !f.tg.IndexExists(t, "items_by_v") {
+			t.Fatalf("the abandoned replacement dropped items (there: %v) or its index", f.tg.TableExists(t, "items"))
+		}
+
+		res = f.e.Import(ctx, replace)
+		if res.Err != nil || res.Outcome != Imported || res.Rows.Inserted != 5 {
+			t.Fatalf("the rewritten file: %s %+v %v", res.Outcome, res.Rows, res.Err)
+		}
+		got := f.rows(t, `SELECT `+f.tg.Text("id")+`, v FROM items ORDER BY id`)
+		if want := [][]any{{"1", "w1"}, {"2", "w2"}, {"3", "w3"}, {"4", "w4"}, {"5", "w5"}}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("items %v, want %v", got, want)
+		}
+		if !f.tg.IndexExists(t, "items_by_v") {
+			t.Fatalf("items lost its index")
+		}
+	})
+}

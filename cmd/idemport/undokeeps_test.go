@@ -14,18 +14,6 @@ import (
 	"github.com/idemport/idemport/internal/testkit"
 )
 
-// indexExists reports whether the target has an index named name.
-func indexExists(t *testing.T, tg *testkit.Target, name string) bool {
-	t.Helper()
-	switch {
-	case tg.IsPostgres():
-		return testkit.Int(t, tg.DB, `SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND indexname = $2`, tg.Schema, name) == 1
-	case tg.IsMariaDB():
-		return testkit.Int(t, tg.DB, `SELECT count(DISTINCT index_name) FROM information_schema.statistics WHERE table_schema = DATABASE() AND index_name = ?`, name) == 1
-	}
-	return testkit.Int(t, tg.DB, `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?`, name) == 1
-}
-
 // keptTable asserts that table is there after the undo run printed out,
 // with the columns cols and the index the test added, and that the undo
 // did not say it dropped it.
@@ -40,7 +28,7 @@ func keptTable(t *testing.T, tg *testkit.Target, run testkit.Run, table, cols, i
 	if got := tableColumns(t, tg, table, false); got != cols {
 		t.Fatalf("the undo changed the columns of %s: %s, were %s", table, got, cols)
 	}
-	if !indexExists(t, tg, index) {
+	if !tg.IndexExists(t, index) {
 		t.Fatalf("the undo lost the index %s the user added to %s", index, table)
 	}
 }

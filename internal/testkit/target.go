@@ -216,6 +216,19 @@ func (tg *Target) TableExists(t testing.TB, name string) bool {
 	return Int(t, tg.DB, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, name) == 1
 }
 
+// IndexExists reports whether the target has an index named name (in its
+// schema on PostgreSQL, its database on MariaDB).
+func (tg *Target) IndexExists(t testing.TB, name string) bool {
+	t.Helper()
+	switch {
+	case tg.IsPostgres():
+		return Int(t, tg.DB, `SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND indexname = $2`, tg.Schema, name) == 1
+	case tg.IsMariaDB():
+		return Int(t, tg.DB, `SELECT count(DISTINCT index_name) FROM information_schema.statistics WHERE table_schema = DATABASE() AND index_name = ?`, name) == 1
+	}
+	return Int(t, tg.DB, `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?`, name) == 1
+}
+
 // Tables lists the tables of the target, its own and idemport's, by bare
 // name (idemport_operations on SQLite, operations on PostgreSQL), sorted.
 func (tg *Target) Tables(t testing.TB) []string {
