@@ -95,17 +95,7 @@ func TestSourceChangedUnderAtomicImport(t *testing.T) {
 		ctx := context.Background()
 		f := newFx(t, name)
 		path := f.write(t, "items.csv", itemsCSV(30))
-		n := 0
-		fp := failpointsFunc(func(name string) error {
-			if name == "after-partition-commit" {
-				if n++; n == 3 {
-					if err := os.WriteFile(path, []byte("id,v\n1,w1\n2,w2\n3,w3\n4,w4\n5,w5\n"), 0o644); err != nil {
-						t.Error(err)
-					}
-				}
-			}
-			return nil
-		})
+		fp := rewriteAfterCommits(t, path, 3, rewritten)
 		req := Request{Path: path, FileID: "items", PartitionRows: 3, Mapping: Mapping{Table: "items", Atomic: true}}
 		res := f.open(t, Options{Failpoints: fp}).Import(ctx, req)
 		if res.Outcome != Failed || !errors.Is(res.Err, reader.ErrSourceChanged) {
@@ -123,6 +113,26 @@ func TestSourceChangedUnderAtomicImport(t *testing.T) {
 			t.Fatalf("items %v, want %v", got, want)
 		}
 	})
+}
+
+// rewritten is what rewriteAfterCommits writes: five rows, so the file is
+// shorter than the one being imported, and the values differ.
+const rewritten = "id,v\n1,w1\n2,w2\n3,w3\n4,w4\n5,w5\n"
+
+// rewriteAfterCommits returns failpoints that write content over path
+// after the n-th partition commit of an import: its file changes under it.
+func rewriteAfterCommits(t *testing.T, path string, n int, content string) failpointsFunc {
+	commits := 0
+	return func(name string) error {
+		if name == "after-partition-commit" {
+			if commits++; commits == n {
+				if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		return nil
+	}
 }
 
 // failpointsFunc is a Failpoints that calls itself at every point.
@@ -159,17 +169,7 @@ func TestSourceChangedUnderAReplacementKeepsTheTable(t *testing.T) {
 		testkit.Query(t, f.tg.DB, `CREATE INDEX items_by_v ON items (v)`)
 
 		f.write(t, "items.csv", itemsCSV(30))
-		n := 0
-		fp := failpointsFunc(func(name string) error {
-			if name == "after-partition-commit" {
-				if n++; n == 3 {
-					if err := os.WriteFile(path, []byte("id,v\n1,w1\n2,w2\n3,w3\n4,w4\n5,w5\n"), 0o644); err != nil {
-						t.Error(err)
-					}
-				}
-			}
-			return nil
-		})
+		fp := rewriteAfterCommits(t, path, 3, rewritten)
 		replace := req
 		replace.Replace = true
 		res := f.open(t, Options{Failpoints: fp}).Import(ctx, replace)
