@@ -181,13 +181,22 @@ func (a *applier) awaitOthers(ctx context.Context, p checkpoint.Progress) error 
 	if err := sleep(ctx, min(time.Second, a.req.Lease/4)); err != nil {
 		return err
 	}
-	return withTx(ctx, a.e.st.DB, func(tx *sql.Tx) error {
+	err := withTx(ctx, a.e.st.DB, func(tx *sql.Tx) error {
 		op, _, err := a.e.st.Ledger.Get(ctx, tx, a.id.Key)
 		if err != nil || op == nil {
 			return err
 		}
 		return a.leases.reapDead(ctx, tx, op)
 	})
+	if err != nil && ctx.Err() == nil && a.e.st.Driver.Deadlock(err) {
+		// Taking the dead attempts' leases over was a deadlock's victim
+		// (on MariaDB, against another process's partition
+		// transactions) and rolled back: the next wait tries again, and
+		// the leases run out on their own meanwhile.
+		a.log.Info("taking over a dead attempt's leases was a deadlock's victim; trying again", "err", err)
+		return nil
+	}
+	return err
 }
 
 // rowsDone sums the rows of partitions already done, for progress reports.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"time"
@@ -39,10 +40,28 @@ func (r *run) claimer() *claimer {
 func (cl *claimer) claimWaiting(ctx context.Context) (claimed, error) {
 	deadline := time.Now().Add(cl.req.Wait)
 	var recovered []string // by every try, as the tries recorded them
+	deadlocks := 0
 	for {
 		cl.log.Debug("claiming the operation")
 		c, err := cl.claim(ctx)
-		recovered = append(recovered, c.recovered...)
+		for _, a := range c.recovered {
+			if !slices.Contains(recovered, a) {
+				recovered = append(recovered, a)
+			}
+		}
+		if err != nil && ctx.Err() == nil && cl.e.st.Driver.Deadlock(err) && deadlocks < maxDeadlocks {
+			// The claim's transaction was a deadlock's victim (on
+			// MariaDB, taking over a dead attempt's leases while
+			// another process's partition transactions lock the same
+			// rows in another order) and rolled back whole: claim
+			// again, after a pause that differs from run to run.
+			deadlocks++
+			cl.log.Warn("the claim's transaction was a deadlock's victim; claiming again", "err", err, "time", deadlocks)
+			if err := sleep(ctx, rand.N(time.Duration(deadlocks)*deadlockPause)); err != nil {
+				return claimed{recovered: recovered}, err
+			}
+			continue
+		}
 		if err != nil && ctx.Err() == nil && cl.e.st.Driver.Locked(err) {
 			// A lock the claim needed stayed held past --busy-timeout.
 			cl.res.Outcome = Busy

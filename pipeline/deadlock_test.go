@@ -5,14 +5,20 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/testkit"
+	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/sink"
 )
 
@@ -94,14 +100,7 @@ func TestDeadlockedPartitionRunsAgain(t *testing.T) {
 				if victim.failed != 2 {
 					t.Fatalf("%d writes failed as deadlocked, want 2", victim.failed)
 				}
-				got := f.rows(t, `SELECT `+f.tg.Text("id")+` || ',' || `+f.tg.Text("qty")+` || ',' || name FROM items ORDER BY id`)
-				var lines []string
-				for _, r := range got {
-					lines = append(lines, r[0].(string))
-				}
-				if want := strings.TrimSpace(strings.TrimPrefix(items(300, 7), "id,qty,name\n")); strings.Join(lines, "\n") != want {
-					t.Fatalf("items holds %d rows:\n%s", len(lines), strings.Join(lines, "\n"))
-				}
+				f.wantItems(t, 300, 7)
 				if op := f.rows(t, `SELECT state, rows_inserted, rows_read FROM `+f.tg.Ledger("operations")); fmt.Sprint(op) != "[[completed 300 300]]" {
 					t.Fatalf("operation (state, inserted, read): %v", op)
 				}
@@ -122,4 +121,134 @@ func TestDeadlockedPartitionRunsAgain(t *testing.T) {
 			})
 		}
 	})
+}
+
+// expireDeadlocking is a target's driver whose checkpoint store fails the
+// first expiry of a dead attempt's partition leases with an error the
+// driver reports as a deadlock, as InnoDB fails the taking over of leases
+// when another process's partition transactions lock the same rows in
+// another order.
+type expireDeadlocking struct {
+	sink.Driver
+	mu     sync.Mutex
+	failed int
+}
+
+func (d *expireDeadlocking) Deadlock(err error) bool {
+	return errors.Is(err, errVictim) || d.Driver.Deadlock(err)
+}
+
+func (d *expireDeadlocking) Checkpoints(prefix string) checkpoint.Ops {
+	return expireDeadlockingOps{Ops: d.Driver.Checkpoints(prefix), d: d}
+}
+
+type expireDeadlockingOps struct {
+	checkpoint.Ops
+	d *expireDeadlocking
+}
+
+func (o expireDeadlockingOps) Expire(ctx context.Context, q idemtype.Querier, op checkpoint.Op, attempt string) error {
+	o.d.mu.Lock()
+	defer o.d.mu.Unlock()
+	if o.d.failed == 0 {
+		o.d.failed++
+		return fmt.Errorf("expire leases: %w", errVictim)
+	}
+	return o.Ops.Expire(ctx, q, op, attempt)
+}
+
+// onLog runs do, once, when a log record with message at is written.
+type onLog struct {
+	at   string
+	once sync.Once
+	do   func()
+}
+
+func (h *onLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *onLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *onLog) WithGroup(string) slog.Handler            { return h }
+func (h *onLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.at {
+		h.once.Do(h.do)
+	}
+	return nil
+}
+
+// TestDeadlockedTakeOverRunsAgain: taking over the leases of a dead
+// attempt was a deadlock's victim (MariaDB, four processes on one file,
+// one killed), once, in the claim's transaction and in the wait for
+// others' partitions: the run tries again rather than fail, takes the
+// leases over, and imports every row once.
+func TestDeadlockedTakeOverRunsAgain(t *testing.T) {
+	t.Parallel()
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
+		d, err := Drivers().Lookup(newFx(t, name).dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run("claim", func(t *testing.T) {
+			f := newFx(t, name)
+			// A killed process holds partition 0's lease.
+			req := Request{Path: f.write(t, "items.csv", items(300, 3)), PartitionRows: 100}
+			f.killedHolding(t, helperJob{Path: req.Path, PartitionRows: 100, Failpoint: "after-partition-claim"})
+			victim := &expireDeadlocking{Driver: d}
+			res := f.open(t, Options{Drivers: sink.Registry{victim}}).Import(context.Background(), req)
+			if res.Outcome != Resumed || !res.RecoveredLease || res.Rows.Inserted != 300 || len(res.RecoveredFrom) != 1 {
+				t.Fatalf("%s (%v), rows %+v, recovered %v; want resumed, the dead attempt's leases taken over once, 300 rows", res.Outcome, res.Err, res.Rows, res.RecoveredFrom)
+			}
+			if victim.failed != 1 {
+				t.Fatalf("%d expiries failed as deadlocked, want 1", victim.failed)
+			}
+			f.wantItems(t, 300, 3)
+		})
+		t.Run("wait", func(t *testing.T) {
+			f := newFx(t, name)
+			req := Request{Path: f.write(t, "items.csv", items(300, 5)), Mapping: Mapping{Table: "items"}, PartitionRows: 100, Lease: 10 * time.Minute}
+			// Committed partition 0; holds partition 1's lease, out of
+			// any transaction, alive.
+			h := f.holdPartition(t, req)
+			holder := f.rows(t, `SELECT lease_attempt FROM `+f.tg.Ledger("partitions")+` WHERE done = 0 AND lease_attempt IS NOT NULL`)
+			if len(holder) != 1 {
+				t.Fatalf("partition leases held: %v", holder)
+			}
+			// Once the run waits for that partition, its holder looks
+			// dead: its process is one that has ended.
+			ended := exec.Command(os.Args[0], "-test.run=^$")
+			if err := ended.Run(); err != nil {
+				t.Fatal(err)
+			}
+			dies := &onLog{at: "waiting for the partitions other attempts hold", do: func() {
+				if _, err := f.tg.DB.Exec(`UPDATE ` + f.tg.Ledger("attempts") + ` SET pid = ` + fmt.Sprint(ended.Process.Pid) + ` WHERE attempt_id = '` + holder[0][0].(string) + `'`); err != nil {
+					t.Error(err)
+				}
+			}}
+			victim := &expireDeadlocking{Driver: d}
+			res := f.open(t, Options{Drivers: sink.Registry{victim}, Logger: slog.New(dies)}).Import(context.Background(), req)
+			if res.Outcome != Resumed || !res.RecoveredLease || res.Partitions.Committed != 2 {
+				t.Fatalf("%s (%v), partitions %+v, recovered %v; want resumed, the dead attempt's lease taken over, 2 partitions committed",
+					res.Outcome, res.Err, res.Partitions, res.RecoveredFrom)
+			}
+			if victim.failed != 1 {
+				t.Fatalf("%d expiries failed as deadlocked, want 1", victim.failed)
+			}
+			if hr := h.finish(); hr.Outcome != Failed || !errors.Is(hr.Err, ledger.ErrLeaseLost) {
+				t.Fatalf("the holder, let go: %s %v; want failed, lease lost", hr.Outcome, hr.Err)
+			}
+			f.wantItems(t, 300, 5)
+		})
+	})
+}
+
+// wantItems fails t unless the table items holds exactly items(n, seed)'s
+// rows, value by value.
+func (f *fx) wantItems(t *testing.T, n, seed int) {
+	t.Helper()
+	got := f.rows(t, `SELECT `+f.tg.Text("id")+` || ',' || `+f.tg.Text("qty")+` || ',' || name FROM items ORDER BY id`)
+	var lines []string
+	for _, r := range got {
+		lines = append(lines, r[0].(string))
+	}
+	if want := strings.TrimSpace(strings.TrimPrefix(items(n, seed), "id,qty,name\n")); strings.Join(lines, "\n") != want {
+		t.Fatalf("items holds %d rows:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
 }
