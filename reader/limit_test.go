@@ -209,3 +209,33 @@ func TestKeyLengthOfANewTable(t *testing.T) {
 		t.Fatalf("rejects %v (%d), want %v", got, plan.Rejected, want)
 	}
 }
+
+// TestAllJSONChecksInferredColumns: with Options.AllJSON, a JSON object or
+// array in a JSONL column whose type is inferred, in a row that is clean
+// UTF-8 and has no limit on any column, is still checked against the
+// database's JSON rules; the same text in a CSV field is text, not JSON,
+// and is not.
+func TestAllJSONChecksInferredColumns(t *testing.T) {
+	pg := postgres.Driver{}.Limits().Rules
+	huge := "1e" + strings.Repeat("9", 7)
+	jsonl := writeFile(t, "j.jsonl", []byte(`{"id":1,"doc":{"a":1}}`+"\n"+`{"id":2,"doc":{"a":`+huge+`}}`+"\n"+`{"id":3,"doc":[2]}`+"\n"))
+	csvPath := writeFile(t, "j.csv", []byte("id,doc\n1,\"{\"\"a\"\":1}\"\n2,\"{\"\"a\"\":"+huge+"}\"\n"))
+	for _, c := range []struct {
+		name, path string
+		want       [][2]any
+	}{
+		{"jsonl", jsonl, [][2]any{{int64(2), "jsonb"}}},
+		{"csv", csvPath, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, plan := scanChecked(t, c.path, Options{Rules: pg, AllJSON: true}, ScanOptions{KeepRejects: 10})
+			var got [][2]any
+			for _, r := range plan.Rejects {
+				got = append(got, [2]any{r.Ordinal, r.Code})
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("rejects %v, want %v", got, c.want)
+			}
+		})
+	}
+}

@@ -208,6 +208,9 @@ type validator struct {
 	stop         func()      // cancels the pass, on err
 	keys         *keys.Index // with a key: the good rows' key hashes
 	keyCols      []int       // positions of the key columns, once all are known
+	// checked says some column has a fixed type or a limit: a clean row
+	// whose columns have neither needs no check per cell.
+	checked bool
 }
 
 func newValidator(f *File, o partition.ScanOptions) *validator {
@@ -230,6 +233,7 @@ func (v *validator) grow(n int) {
 			lim = &l
 		}
 		v.limits = append(v.limits, lim)
+		v.checked = v.checked || v.fixed[len(v.fixed)-1] != value.Unknown || lim != nil
 	}
 }
 
@@ -316,6 +320,11 @@ func (v *validator) row(r tokenRow, cells []value.Cell, raw []byte) {
 		// check per field, unless its cells hold more than its bytes show
 		// (a JSONL \u0000 escape: see rowScanner.verbatim).
 		clean := r.verbatim && value.TextClean(raw)
+		if clean && !v.checked && !(v.f.Opts.AllJSON && v.f.Format == input.JSONL) {
+			// Every cell is text to infer from, with no limit to fit
+			// (only JSONL has JSON cells for AllJSON to check).
+			break
+		}
 		for i, c := range cells {
 			if fixed[i] != value.Unknown {
 				x, code, msg := value.ConvertText(c, fixed[i], clean)
