@@ -186,14 +186,14 @@ func appendDatetime(b []byte, us int64) []byte {
 		return time.UnixMicro(us).UTC().AppendFormat(b, datetimeLayout)
 	}
 	sec := rest / 1_000_000
-	b = append(b, digits4[4*year:4*year+4]...)
+	b = append(b, digits2[2*(year/100)], digits2[2*(year/100)+1], digits2[2*(year%100)], digits2[2*(year%100)+1])
 	b = append(b, '-', digits2[2*month], digits2[2*month+1], '-', digits2[2*day], digits2[2*day+1], ' ')
 	h, m, s := sec/3600, sec/60%60, sec%60
 	b = append(b, digits2[2*h], digits2[2*h+1], ':', digits2[2*m], digits2[2*m+1], ':', digits2[2*s], digits2[2*s+1], '.')
 	frac := rest % 1_000_000
 	hi, lo := frac/1000, frac%1000
-	b = append(b, digits4[4*hi+1:4*hi+4]...)
-	return append(b, digits4[4*lo+1:4*lo+4]...)
+	b = append(b, byte('0'+hi/100), digits2[2*(hi%100)], digits2[2*(hi%100)+1])
+	return append(b, byte('0'+lo/100), digits2[2*(lo%100)], digits2[2*(lo%100)+1])
 }
 
 // civil returns the proleptic Gregorian date days days after 1970-01-01
@@ -220,23 +220,19 @@ func civil(days int64) (year, month, day int64) {
 	return year, month, day
 }
 
-// digits2 and digits4 are the numbers 0 through 99 and 0 through 9999 in
-// two and four digits, zeros first, back to back.
-var digits2, digits4 = makeDigits(100, 2), makeDigits(10_000, 4)
-
-func makeDigits(n, width int) string {
-	b := make([]byte, 0, n*width)
-	for v := range n {
-		for p := width - 1; p >= 0; p-- {
-			d := v
-			for range p {
-				d /= 10
-			}
-			b = append(b, byte('0'+d%10))
-		}
-	}
-	return string(b)
-}
+// digits2 is the numbers 0 through 99 in two digits, zeros first, back to
+// back. A constant, not a table built at start: every run of the command
+// would pay for it, a rerun that writes nothing too.
+const digits2 = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
 
 // loadEscapes is the letter that follows a backslash in place of each
 // byte a line of a load escapes (backslash, tab, newline, carriage
