@@ -33,7 +33,13 @@ type converter struct {
 	// deferred[k] says check left column k's slab for build to fill:
 	// its values cannot fail to render and no limit needs their text.
 	deferred []bool
-	r        renderer
+	// clean[k] is the last dictionary of column k found clean whole
+	// (textClean), so that the batches and slices of batches sharing it
+	// (an IPC file's record batches) do not check it again. Only its
+	// identity is used: the Data is held, not retained, so no other
+	// dictionary can take its address while it is here.
+	clean []arrow.ArrayData
+	r     renderer
 
 	// What the target's columns hold (nil where nothing is checked), what
 	// its database's types hold, and whether all json goes to its JSON
@@ -60,7 +66,7 @@ type slab struct {
 }
 
 func newConverter(cols []arrowColumn, s value.Schema, mem memory.Allocator) *converter {
-	return &converter{cols: cols, schema: s.Arrow(), mem: mem, slabs: make([]slab, len(cols)), deferred: make([]bool, len(cols))}
+	return &converter{cols: cols, schema: s.Arrow(), mem: mem, slabs: make([]slab, len(cols)), deferred: make([]bool, len(cols)), clean: make([]arrow.ArrayData, len(cols))}
 }
 
 // view resolves the dictionary and extension wrapping of a column.
@@ -161,11 +167,11 @@ func (c *converter) check(rec arrow.RecordBatch) int {
 			}
 		case modeString, modeJSONText:
 			// Every value is clean (of a dictionary: every entry, so every
-			// row's): no row to mark. A dictionary is looked at whole only
-			// when it is no longer than the batch: a file's dictionary can
-			// hold more values than a batch has rows, and each batch (and
-			// each slice of one) would check all of it again.
-			if col.mode == modeString && (v.dict == nil || v.vals.Len() <= n) && textClean(v.vals) {
+			// row's): no row to mark. A dictionary longer than the batch
+			// (a file's dictionary can hold more values than a batch has
+			// rows) is looked at whole once, and its verdict kept for the
+			// batches and slices that share it.
+			if col.mode == modeString && c.cleanText(k, v, n) {
 				continue
 			}
 			for i := 0; i < n; i++ {
@@ -238,6 +244,24 @@ func textClean(a arrow.Array) bool {
 		}
 	}
 	return value.TextClean(data)
+}
+
+// cleanText reports whether every value of column k's view v, a batch of
+// n rows, is clean text (textClean), looking at a dictionary longer than
+// the batch only when it is not the one last found clean.
+func (c *converter) cleanText(k int, v view, n int) bool {
+	if v.dict == nil || v.vals.Len() <= n {
+		return textClean(v.vals)
+	}
+	d := v.vals.Data()
+	if c.clean[k] == d {
+		return true
+	}
+	if !textClean(v.vals) {
+		return false
+	}
+	c.clean[k] = d
+	return true
 }
 
 // isDecimal reports whether dt is a decimal type.
@@ -405,7 +429,7 @@ func (c *converter) column(k int, v view, n, good int) arrow.Array {
 		return c.stringColumn(v, dt, n, good, whole)
 	}
 	// Rendered columns: the slab check filled, or leaves to fill here.
-	return c.renderedColumn(k, col.mode, v, n, good)
+	return c.renderedColumn(k, col.mode, v, dt, n, good)
 }
 
 // boolColumn builds the good rows of a boolean column.
@@ -526,6 +550,9 @@ func (c *converter) stringColumn(v view, dt arrow.DataType, n, good int, whole b
 	switch a := v.vals.(type) {
 	case *array.String:
 		if v.dict != nil {
+			if out := c.gatherDict(v, a, dt, n, good); out != nil {
+				return out
+			}
 			return c.gather(v, a.Value, dt, n, good)
 		}
 	case *array.StringView:
@@ -549,28 +576,87 @@ func (c *converter) stringColumn(v view, dt arrow.DataType, n, good int, whole b
 
 // renderedColumn builds the good rows of a rendered column k, from the
 // slab check filled, or fills it here.
-func (c *converter) renderedColumn(k int, mode arrowMode, v view, n, good int) arrow.Array {
+func (c *converter) renderedColumn(k int, mode arrowMode, v view, dt arrow.DataType, n, good int) arrow.Array {
 	if c.deferred[k] {
 		c.render(k, mode, v, n, func(int, int, string, string) {
 			panic("a decimal did not render") // recovered as a data error
 		})
 	}
 	s := &c.slabs[k]
-	b := array.NewStringBuilder(c.mem)
-	defer b.Release()
-	b.Reserve(good)
-	b.ReserveData(len(s.buf))
-	for i := 0; i < n; i++ {
-		if c.bad[i] {
-			continue
+	if len(s.buf) > math.MaxInt32 {
+		// More than 32-bit offsets hold: left to the builder, which says so.
+		b := array.NewStringBuilder(c.mem)
+		defer b.Release()
+		for i := 0; i < n; i++ {
+			if c.bad[i] {
+				continue
+			}
+			if s.null[i] {
+				b.AppendNull()
+			} else {
+				b.BinaryBuilder.Append(s.buf[s.offs[i]:s.offs[i+1]])
+			}
 		}
-		if s.null[i] {
-			b.AppendNull()
-		} else {
-			b.BinaryBuilder.Append(s.buf[s.offs[i]:s.offs[i+1]])
+		return b.NewArray()
+	}
+	// The slab's bytes and offsets become the array's buffers: copied
+	// whole when every row is good, else value by value.
+	nulls := 0
+	for i := 0; i < n; i++ {
+		if s.null[i] && !c.bad[i] {
+			nulls++
 		}
 	}
-	return b.NewArray()
+	offBuf := memory.NewResizableBuffer(c.mem)
+	offBuf.Resize((good + 1) * arrow.Int32SizeBytes)
+	dataBuf := memory.NewResizableBuffer(c.mem)
+	dataBuf.Resize(len(s.buf)) // bad rows rendered nothing
+	var valid *memory.Buffer
+	var bits []byte
+	if nulls > 0 {
+		valid = memory.NewResizableBuffer(c.mem)
+		valid.Resize(int(bitutil.BytesForBits(int64(good))))
+		bits = valid.Bytes()
+		clear(bits)
+	}
+	out, dst := arrow.Int32Traits.CastFromBytes(offBuf.Bytes()), dataBuf.Bytes()
+	if c.nbad == 0 {
+		copy(dst, s.buf)
+		for i, o := range s.offs[:n+1] {
+			out[i] = int32(o)
+		}
+		if bits != nil {
+			for i, null := range s.null[:n] {
+				if !null {
+					bitutil.SetBit(bits, i)
+				}
+			}
+		}
+	} else {
+		at, o := 0, 0
+		for i := 0; i < n; i++ {
+			if c.bad[i] {
+				continue
+			}
+			out[at] = int32(o)
+			if !s.null[i] {
+				o += copy(dst[o:], s.buf[s.offs[i]:s.offs[i+1]])
+				if bits != nil {
+					bitutil.SetBit(bits, at)
+				}
+			}
+			at++
+		}
+		out[at] = int32(o)
+	}
+	d := array.NewData(dt, good, []*memory.Buffer{valid, offBuf, dataBuf}, nil, nulls, 0)
+	defer d.Release()
+	for _, b := range []*memory.Buffer{valid, offBuf, dataBuf} {
+		if b != nil {
+			b.Release()
+		}
+	}
+	return array.MakeFromData(d)
 }
 
 // gather returns the good rows of v as a string array of type dt, value
@@ -630,6 +716,96 @@ func (c *converter) gather(v view, value func(int) string, dt arrow.DataType, n,
 		at++
 	}
 	offs[at] = int32(o)
+	d := array.NewData(dt, good, []*memory.Buffer{valid, offBuf, dataBuf}, nil, nulls, 0)
+	defer d.Release()
+	for _, b := range []*memory.Buffer{valid, offBuf, dataBuf} {
+		if b != nil {
+			b.Release()
+		}
+	}
+	return array.MakeFromData(d)
+}
+
+// gatherDict returns the good rows of v, a dictionary of strings, as gather
+// does, reading the indexes as the integers they are and each value's
+// bytes by the dictionary's offsets, with no call per row; nil when the
+// indexes are not of an integer type or the values come to more than
+// 32-bit offsets hold (gather handles those).
+func (c *converter) gatherDict(v view, dict *array.String, dt arrow.DataType, n, good int) arrow.Array {
+	switch ix := v.dict.Indices().(type) {
+	case *array.Int8:
+		return gatherIndexes(c, v, ix.Int8Values(), dict, dt, n, good)
+	case *array.Int16:
+		return gatherIndexes(c, v, ix.Int16Values(), dict, dt, n, good)
+	case *array.Int32:
+		return gatherIndexes(c, v, ix.Int32Values(), dict, dt, n, good)
+	case *array.Int64:
+		return gatherIndexes(c, v, ix.Int64Values(), dict, dt, n, good)
+	case *array.Uint8:
+		return gatherIndexes(c, v, ix.Uint8Values(), dict, dt, n, good)
+	case *array.Uint16:
+		return gatherIndexes(c, v, ix.Uint16Values(), dict, dt, n, good)
+	case *array.Uint32:
+		return gatherIndexes(c, v, ix.Uint32Values(), dict, dt, n, good)
+	case *array.Uint64:
+		return gatherIndexes(c, v, ix.Uint64Values(), dict, dt, n, good)
+	}
+	return nil
+}
+
+// gatherIndexes is gatherDict over indexes idx, one per row. A row is null
+// when its index is null or indexes a null value. An index outside the
+// dictionary panics, as the dictionary's Value would (recovered as a data
+// error).
+func gatherIndexes[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](c *converter, v view, idx []T, dict *array.String, dt arrow.DataType, n, good int) arrow.Array {
+	idx = idx[:n]
+	offs := dict.ValueOffsets() // absolute offsets into the values buffer
+	var data []byte
+	if b := dict.Data().Buffers()[2]; b != nil {
+		data = b.Bytes()
+	}
+	rowNulls, dictNulls := v.a.NullN() > 0, dict.NullN() > 0
+	total, nulls := 0, 0
+	for i, j := range idx {
+		switch {
+		case c.bad[i]:
+		case (rowNulls && v.a.IsNull(i)) || (dictNulls && dict.IsNull(int(j))):
+			nulls++
+		default:
+			total += int(offs[j+1] - offs[j])
+		}
+	}
+	if total > math.MaxInt32 {
+		return nil
+	}
+	offBuf := memory.NewResizableBuffer(c.mem)
+	offBuf.Resize((good + 1) * arrow.Int32SizeBytes)
+	dataBuf := memory.NewResizableBuffer(c.mem)
+	dataBuf.Resize(total)
+	var valid *memory.Buffer
+	var bits []byte
+	if nulls > 0 {
+		valid = memory.NewResizableBuffer(c.mem)
+		valid.Resize(int(bitutil.BytesForBits(int64(good))))
+		bits = valid.Bytes()
+		clear(bits)
+	}
+	out, dst := arrow.Int32Traits.CastFromBytes(offBuf.Bytes()), dataBuf.Bytes()
+	at, o := 0, 0
+	for i, j := range idx {
+		if c.bad[i] {
+			continue
+		}
+		out[at] = int32(o)
+		if !(rowNulls && v.a.IsNull(i)) && !(dictNulls && dict.IsNull(int(j))) {
+			o += copy(dst[o:], data[offs[j]:offs[j+1]])
+			if bits != nil {
+				bitutil.SetBit(bits, at)
+			}
+		}
+		at++
+	}
+	out[at] = int32(o)
 	d := array.NewData(dt, good, []*memory.Buffer{valid, offBuf, dataBuf}, nil, nulls, 0)
 	defer d.Release()
 	for _, b := range []*memory.Buffer{valid, offBuf, dataBuf} {
