@@ -47,6 +47,10 @@ type parquetFile struct {
 	// keep lists, in file order, the top-level fields the decoders read
 	// (Options.Select; nil: all of them). See project.
 	keep []int
+	// decimals are, by top-level field, the Decimal32 or Decimal64 types
+	// of the decimal columns stored as INT32 or INT64 (see intDecimals),
+	// which the decoders read as those integers.
+	decimals map[int]arrow.DataType
 }
 
 func (s *parquetFile) unitName() string { return "row group" }
@@ -114,6 +118,7 @@ func (f *File) openParquet() (err error) {
 	}
 	src.stamps = storedStamps(md)
 	as = stampSchema(plainSchema(as), src.stamps)
+	src.decimals = intDecimals(md, as)
 	for k := 0; k < src.groups; k++ {
 		if _, err := src.spans(md, k); err != nil {
 			return err
@@ -230,6 +235,14 @@ func (s *parquetFile) reader(md *metadata.FileMetaData, ld *loaded, batchRows in
 	}
 	for i := range fr.Manifest.Fields {
 		if fld := fr.Manifest.Fields[i].Field; fld != nil && fr.Manifest.Fields[i].IsLeaf() {
+			if dt, ok := s.decimals[i]; ok {
+				stored := *fld
+				stored.Type = arrow.PrimitiveTypes.Int64
+				if dt.ID() == arrow.DECIMAL32 {
+					stored.Type = arrow.PrimitiveTypes.Int32
+				}
+				fr.Manifest.Fields[i].Field = &stored
+			}
 			if dt := plainType(fld.Type); dt != fld.Type {
 				plain := *fld
 				plain.Type = dt

@@ -3,6 +3,7 @@ package columnar
 import (
 	"bytes"
 	"encoding/base64"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -94,11 +95,54 @@ func stampSchema(s *arrow.Schema, stamps map[int]*arrow.TimestampType) *arrow.Sc
 	return arrow.NewSchema(fields, &md)
 }
 
-// stampUnit is a unit whose batches' bare INT64 columns of stored
-// timestamps take their stored type.
+// intDecimals returns, by top-level field, the Decimal32 or Decimal64 type
+// of each decimal column of as (the file's Arrow schema) that the Parquet
+// schema stores as INT32 (precision up to 9) or INT64 (up to 18), or nil
+// when there is none.
+//
+// pqarrow decodes such a column into a Decimal128 array, converting each
+// integer; read as the integers it stores (which pqarrow hands over
+// without a copy) and given the Decimal32 or Decimal64 type of the same
+// precision and scale, whose layout is theirs, it renders as the same
+// text, from the integer.
+func intDecimals(md *metadata.FileMetaData, as *arrow.Schema) map[int]arrow.DataType {
+	root := md.Schema.Root()
+	if root.NumFields() != as.NumFields() {
+		return nil
+	}
+	var out map[int]arrow.DataType
+	for i := 0; i < root.NumFields(); i++ {
+		p, ok := root.Field(i).(*schema.PrimitiveNode)
+		if !ok || p.RepetitionType() == parquet.Repetitions.Repeated {
+			continue
+		}
+		dec, ok := as.Field(i).Type.(arrow.DecimalType)
+		if !ok {
+			continue
+		}
+		prec, scale := dec.GetPrecision(), dec.GetScale()
+		var dt arrow.DataType
+		switch {
+		case p.PhysicalType() == parquet.Types.Int32 && prec >= 1 && prec <= 9:
+			dt = &arrow.Decimal32Type{Precision: prec, Scale: scale}
+		case p.PhysicalType() == parquet.Types.Int64 && prec >= 1 && prec <= 18:
+			dt = &arrow.Decimal64Type{Precision: prec, Scale: scale}
+		default:
+			continue
+		}
+		if out == nil {
+			out = map[int]arrow.DataType{}
+		}
+		out[i] = dt
+	}
+	return out
+}
+
+// stampUnit is a unit whose batches' integer columns of stored timestamps
+// and decimals take their types (by place in the batch).
 type stampUnit struct {
 	unit
-	stamps map[int]*arrow.TimestampType
+	stamps map[int]arrow.DataType
 }
 
 func (u *stampUnit) next() (arrow.RecordBatch, error) {
@@ -111,19 +155,46 @@ func (u *stampUnit) next() (arrow.RecordBatch, error) {
 	fields := make([]arrow.Field, rec.NumCols())
 	for i := range cols {
 		cols[i], fields[i] = rec.Column(i), rec.Schema().Field(i)
-		if ts, ok := u.stamps[i]; ok && cols[i].DataType().ID() == arrow.INT64 {
-			cols[i] = retype(cols[i], ts)
+		if dt, ok := u.stamps[i]; ok && sameWidth(cols[i].DataType(), dt) {
+			cols[i] = retype(cols[i], dt)
 			defer cols[i].Release()
-			fields[i].Type = ts
+			fields[i].Type = dt
 		}
 	}
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows()), nil
 }
 
-// stamped returns u, or u giving the stored timestamp types when there are.
+// sameWidth reports whether an integer array of type from can take type
+// to: both are 32-bit or both 64-bit values.
+func sameWidth(from, to arrow.DataType) bool {
+	switch to.ID() {
+	case arrow.TIMESTAMP, arrow.DECIMAL64:
+		return from.ID() == arrow.INT64
+	case arrow.DECIMAL32:
+		return from.ID() == arrow.INT32
+	}
+	return false
+}
+
+// stamped returns u, or u giving the stored timestamp types and the
+// decimal types of decimals read as integers when there are.
 func (s *parquetFile) stamped(u unit) unit {
-	if len(s.stamps) == 0 {
+	if len(s.stamps) == 0 && len(s.decimals) == 0 {
 		return u
 	}
-	return &stampUnit{unit: u, stamps: s.stamps}
+	types := make(map[int]arrow.DataType, len(s.stamps)+len(s.decimals))
+	for j, ts := range s.stamps {
+		types[j] = ts
+	}
+	for i, dt := range s.decimals {
+		j := i
+		if s.keep != nil {
+			var found bool
+			if j, found = slices.BinarySearch(s.keep, i); !found {
+				continue // not read
+			}
+		}
+		types[j] = dt
+	}
+	return &stampUnit{unit: u, stamps: types}
 }
