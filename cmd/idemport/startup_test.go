@@ -31,7 +31,8 @@ func TestPackagesAllocateLittleAtStart(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("idemport version: %v\n%s", err, stderr.String())
 	}
-	// A line reads "init PKG @T ms, C ms clock, B bytes, A allocs".
+	// A line reads "init PKG @T ms, C ms clock, B bytes, A allocs"; a
+	// package with nothing to initialise has none, the runtime always one.
 	seen := 0
 	sc := bufio.NewScanner(&stderr)
 	for sc.Scan() {
@@ -39,10 +40,10 @@ func TestPackagesAllocateLittleAtStart(t *testing.T) {
 		if len(f) < 11 || f[0] != "init" || f[8] != "bytes," {
 			continue
 		}
+		seen++
 		if f[1] != modulePath && !strings.HasPrefix(f[1], modulePath+"/") {
 			continue
 		}
-		seen++
 		n, err := strconv.Atoi(f[7])
 		if err != nil {
 			t.Fatalf("%q: %v", sc.Text(), err)
@@ -52,7 +53,7 @@ func TestPackagesAllocateLittleAtStart(t *testing.T) {
 		}
 	}
 	if seen == 0 {
-		t.Fatalf("no package of %s in the initialisation trace:\n%s", modulePath, stderr.String())
+		t.Fatalf("no initialisation trace (GODEBUG=inittrace=1):\n%s", stderr.String())
 	}
 }
 
