@@ -191,3 +191,63 @@ func TestReplacedDictionaryChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestTimestampUnitsConverted reads timestamps of seconds, milliseconds and
+// nanoseconds from an Arrow file, columns without nulls and with them: a
+// value past 9999-12-31 or with a part finer than a microsecond makes its
+// row bad, and every other reads as its instant, whether the batch has a
+// bad row or not.
+func TestTimestampUnitsConverted(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	ms := &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}
+	ns := &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
+	sec := &arrow.TimestampType{Unit: arrow.Second, TimeZone: "UTC"}
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "ms", Type: ms}, {Name: "ns", Type: ns}, {Name: "s", Type: sec, Nullable: true},
+	}, nil)
+	build := func(msv, nsv, sv []int64, sValid []bool) arrow.RecordBatch {
+		b := array.NewRecordBuilder(mem, schema)
+		defer b.Release()
+		for i := range msv {
+			b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(msv[i]))
+			b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(nsv[i]))
+			if sValid[i] {
+				b.Field(2).(*array.TimestampBuilder).Append(arrow.Timestamp(sv[i]))
+			} else {
+				b.Field(2).(*array.TimestampBuilder).AppendNull()
+			}
+		}
+		return b.NewRecordBatch()
+	}
+	recs := []arrow.RecordBatch{
+		// Every row good.
+		build([]int64{0, 1_700_000_000_123, -1}, []int64{1_000, -2_000, 1_700_000_000_123_456_000}, []int64{0, 1, -86_400}, []bool{true, false, true}),
+		// Row 5 past the year 9999 in ms, row 6 finer than a microsecond.
+		build([]int64{86_400_000, 253_402_300_800_000, 5}, []int64{0, 0, 1_001}, []int64{2, 3, 4}, []bool{true, true, true}),
+	}
+	data, _ := ipcBytes(t, "t.arrow", schema, recs)
+	for _, r := range recs {
+		r.Release()
+	}
+	path := writeFile(t, "t.arrow", data)
+	f := openChecked(t, path, Options{})
+	plan, err := f.Scan(context.Background(), ScanOptions{KeepRejects: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad []string
+	for _, r := range plan.Rejects {
+		bad = append(bad, fmt.Sprintf("%d:%s", r.Ordinal, r.Code))
+	}
+	if got := fmt.Sprint(bad); got != "[5:range 6:precision]" {
+		t.Fatalf("bad rows %s, want [5:range 6:precision]", got)
+	}
+	rows, ords := readPlan(t, f, plan, 0)
+	want := "[[1970-01-01T00:00:00.000000Z 1970-01-01T00:00:00.000001Z 1970-01-01T00:00:00.000000Z] " +
+		"[2023-11-14T22:13:20.123000Z 1969-12-31T23:59:59.999998Z <nil>] " +
+		"[1969-12-31T23:59:59.999000Z 2023-11-14T22:13:20.123456Z 1969-12-31T00:00:00.000000Z] " +
+		"[1970-01-02T00:00:00.000000Z 1970-01-01T00:00:00.000000Z 1970-01-01T00:00:02.000000Z]] [1 2 3 4]"
+	if got := fmt.Sprint(rows, ords); got != want {
+		t.Errorf("read\n%s\nwant\n%s", got, want)
+	}
+}

@@ -158,6 +158,14 @@ func (c *converter) check(rec arrow.RecordBatch) int {
 				continue
 			}
 			vals := ts.Values()
+			if v.plain() {
+				for i, t := range vals[:n] {
+					if _, code, msg := toMicros(int64(t), unit); code != "" && !c.bad[i] {
+						mark(i, k, code, msg)
+					}
+				}
+				continue
+			}
 			for i := 0; i < n; i++ {
 				if j, ok := v.at(i); ok && !c.bad[i] {
 					if _, code, msg := toMicros(int64(vals[j]), unit); code != "" {
@@ -523,10 +531,25 @@ func (c *converter) timestampColumn(v view, dt arrow.DataType, n, good int, whol
 	if whole && unit == arrow.Microsecond {
 		return retype(v.vals, dt)
 	}
+	vals := ts.Values()
+	if c.nbad == 0 && v.plain() {
+		// Every value converts (check found no row bad): into the
+		// array's buffer directly.
+		buf := memory.NewResizableBuffer(c.mem)
+		buf.Resize(n * arrow.TimestampSizeBytes)
+		out := arrow.TimestampTraits.CastFromBytes(buf.Bytes())
+		for i, t := range vals[:n] {
+			us, _, _ := toMicros(int64(t), unit)
+			out[i] = arrow.Timestamp(us)
+		}
+		d := array.NewData(dt, n, []*memory.Buffer{nil, buf}, nil, 0, 0)
+		defer d.Release()
+		buf.Release()
+		return array.MakeFromData(d)
+	}
 	b := array.NewTimestampBuilder(c.mem, dt.(*arrow.TimestampType))
 	defer b.Release()
 	b.Reserve(good)
-	vals := ts.Values()
 	for i := 0; i < n; i++ {
 		if c.bad[i] {
 			continue
