@@ -1441,3 +1441,38 @@ func TestSecondCore(t *testing.T) {
 		}
 	}
 }
+
+// TestNullMarkersInThePlanPass: the plan pass reads a CSV or TSV field
+// that is one of Options.Null unquoted as NULL, as the partition reader
+// does: an inferred column of numbers and markers is a number, a key
+// column's marker is a bad row, and the marker quoted is text.
+func TestNullMarkersInThePlanPass(t *testing.T) {
+	for _, c := range []struct{ name, data string }{
+		{"csv", "id,n,s\n1,NA,a\nNA,2,b\n3,4,\"NA\"\n4,\\N,c\n"},
+		{"tsv", "id\tn\ts\n1\tNA\ta\nNA\t2\tb\n3\t4\tNA x\n4\t\\N\tc\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := writeFile(t, "n."+c.name, []byte(c.data))
+			opts := Options{Null: []string{"NA", `\N`}, NotNull: []string{"id"}}
+			f, plan := scanChecked(t, path, opts, ScanOptions{KeepRejects: 10})
+			if got := schemaString(plan.Schema); got != "id:int64,n:int64,s:string" {
+				t.Errorf("schema %s", got)
+			}
+			var got [][2]any
+			for _, r := range plan.Rejects {
+				got = append(got, [2]any{r.Ordinal, r.Code})
+			}
+			if want := [][2]any{{int64(2), value.CodeNull}}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("rejects %v, want %v", got, want)
+			}
+			rows, _, rejected, err := readPart(f, plan, plan.Partitions[0], 10)
+			if err != nil || rejected != 1 {
+				t.Fatalf("read: %v, %d rejected", err, rejected)
+			}
+			want := map[string]string{"csv": "[[1 <nil> a] [3 4 NA] [4 <nil> c]]", "tsv": "[[1 <nil> a] [3 4 NA x] [4 <nil> c]]"}[c.name]
+			if got := fmt.Sprint(rows); got != want {
+				t.Fatalf("rows %s, want %s", got, want)
+			}
+		})
+	}
+}
