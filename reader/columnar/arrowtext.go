@@ -311,6 +311,32 @@ func appendScaled(dst []byte, v int64, scale int32) []byte {
 	} else {
 		abs = uint64(v)
 	}
+	if scale > 0 && scale <= 40 {
+		// Written backwards into one buffer: the scale's digits (zeros
+		// first as needed), the point, the whole part, the sign.
+		var buf [64]byte
+		i := len(buf)
+		for range scale {
+			i--
+			buf[i] = byte('0' + abs%10)
+			abs /= 10
+		}
+		i--
+		buf[i] = '.'
+		for {
+			i--
+			buf[i] = byte('0' + abs%10)
+			abs /= 10
+			if abs == 0 {
+				break
+			}
+		}
+		if neg {
+			i--
+			buf[i] = '-'
+		}
+		return append(dst, buf[i:]...)
+	}
 	var buf [24]byte
 	return appendDigits(dst, strconv.AppendUint(buf[:0], abs, 10), neg, scale)
 }
