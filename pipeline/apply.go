@@ -250,6 +250,14 @@ func (a *applier) worker(ctx context.Context, mu *sync.Mutex) error {
 	// completing transaction drops, still exist. A worker of a run that
 	// joins as others finish finds nothing to claim and touches neither.
 	first, err := a.claimAlone(ctx, conn)
+	if err != nil && a.e.st.Driver.Deadlock(err) {
+		// The claim's transaction takes the locks a partition's
+		// transaction takes when it claims the next partition (the
+		// partition's row, a dead holder's attempt row) and, on
+		// MariaDB, can be a deadlock's victim as that one can: it
+		// rolled back whole, and the round runs again.
+		return fmt.Errorf("%w: %w", errDeadlock, err)
+	}
 	if err != nil || first == nil {
 		return err
 	}
@@ -686,16 +694,34 @@ func (a *applier) finalize(ctx context.Context) (completer string, err error) {
 }
 
 // completeOnce runs the completing transaction (complete), apart being
-// the schema changes made before it where DDL commits. When its COMMIT
-// failed, the ledger says whether it committed all the same.
+// the schema changes made before it where DDL commits. A deadlock's victim
+// before its COMMIT is run again (at most maxDeadlocks times). When its
+// COMMIT failed, the ledger says whether it committed all the same.
 func (a *applier) completeOnce(ctx context.Context, apart *evolution) (completion, error) {
 	var c completion
-	removed := a.res.Removed // the replaced version's rows the plan's transaction removed (ordinal mode)
-	err := withTx(ctx, a.e.st.DB, func(tx *sql.Tx) (err error) {
-		a.res.Removed = removed
-		c, err = a.complete(ctx, tx, apart)
-		return err
-	})
+	removed := a.res.Removed  // the replaced version's rows the plan's transaction removed (ordinal mode)
+	notes := len(a.res.Notes) // a try rolled back leaves no note
+	var err error
+	for deadlocks := 0; ; {
+		err = withTx(ctx, a.e.st.DB, func(tx *sql.Tx) (err error) {
+			a.res.Removed, a.res.Notes = removed, a.res.Notes[:notes]
+			c, err = a.complete(ctx, tx, apart)
+			return err
+		})
+		if err == nil || c.sent || ctx.Err() != nil || !a.e.st.Driver.Deadlock(err) || deadlocks == maxDeadlocks {
+			break
+		}
+		// The completing transaction was a deadlock's victim (on
+		// MariaDB, a snapshot's sweep or a replaced version's removal
+		// meeting another import's partition transactions on the same
+		// table) before its COMMIT, and rolled back whole: run it
+		// again, after a pause that differs from run to run.
+		deadlocks++
+		a.log.Warn("the completing transaction was a deadlock's victim; running it again", "err", err, "time", deadlocks)
+		if err := sleep(ctx, rand.N(time.Duration(deadlocks)*deadlockPause)); err != nil {
+			return c, err
+		}
+	}
 	if err != nil && c.sent {
 		// The COMMIT failed. If the server answered, it did not commit;
 		// if the reply was lost, it may have: the ledger says which.

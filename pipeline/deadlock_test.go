@@ -252,3 +252,95 @@ func (f *fx) wantItems(t *testing.T, n, seed int) {
 		t.Fatalf("items holds %d rows:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 }
+
+// victimOnce is a target's driver whose first claim of a partition (at
+// "claim") or first completion of an operation (at "complete") fails with
+// an error the driver reports as a deadlock, as InnoDB fails either
+// transaction when another process's transactions lock the same rows in
+// another order.
+type victimOnce struct {
+	sink.Driver
+	at     string
+	mu     sync.Mutex
+	failed int
+}
+
+// fail reports whether the call at point should fail, counting it.
+func (d *victimOnce) fail(point string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if point != d.at || d.failed > 0 {
+		return false
+	}
+	d.failed++
+	return true
+}
+
+func (d *victimOnce) Deadlock(err error) bool {
+	return errors.Is(err, errVictim) || d.Driver.Deadlock(err)
+}
+
+func (d *victimOnce) Checkpoints(prefix string) checkpoint.Ops {
+	return victimOnceCheckpoints{Ops: d.Driver.Checkpoints(prefix), d: d}
+}
+
+func (d *victimOnce) Ledger(prefix string) ledger.Ops {
+	return victimOnceLedger{Ops: d.Driver.Ledger(prefix), d: d}
+}
+
+type victimOnceCheckpoints struct {
+	checkpoint.Ops
+	d *victimOnce
+}
+
+func (o victimOnceCheckpoints) ClaimPartition(ctx context.Context, tx *sql.Tx, op checkpoint.Op, attempt string, leaseMs int64) (*checkpoint.Partition, string, error) {
+	if o.d.fail("claim") {
+		return nil, "", fmt.Errorf("claim partition: %w", errVictim)
+	}
+	return o.Ops.ClaimPartition(ctx, tx, op, attempt, leaseMs)
+}
+
+type victimOnceLedger struct {
+	ledger.Ops
+	d *victimOnce
+}
+
+func (o victimOnceLedger) CompleteOperation(ctx context.Context, tx *sql.Tx, k ledger.Key, attempt, outcome string) (bool, error) {
+	if o.d.fail("complete") {
+		return false, fmt.Errorf("complete operation: %w", errVictim)
+	}
+	return o.Ops.CompleteOperation(ctx, tx, k, attempt, outcome)
+}
+
+// TestDeadlockedClaimOrCompletionRunsAgain: a worker's first claim of a
+// partition, in a transaction of its own, or the transaction that
+// completes the operation, was a deadlock's victim (MariaDB, processes
+// sharing a file, or imports meeting on one table) and rolled back: the
+// run runs it again rather than fail, and imports every row once.
+func TestDeadlockedClaimOrCompletionRunsAgain(t *testing.T) {
+	t.Parallel()
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
+		d, err := Drivers().Lookup(newFx(t, name).dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, at := range []string{"claim", "complete"} {
+			t.Run(at, func(t *testing.T) {
+				f := newFx(t, name)
+				req := Request{Path: f.write(t, "items.csv", items(300, 9)), Mapping: Mapping{Table: "items"}, PartitionRows: 100}
+				victim := &victimOnce{Driver: d, at: at}
+				res := f.open(t, Options{Drivers: sink.Registry{victim}}).Import(context.Background(), req)
+				if res.Outcome != Imported || res.Rows.Inserted != 300 || res.Partitions.Committed != 3 {
+					t.Fatalf("%s (%v), rows %+v, partitions %+v; want imported, 300 rows inserted, 3 partitions committed", res.Outcome, res.Err, res.Rows, res.Partitions)
+				}
+				if victim.failed != 1 {
+					t.Fatalf("%d calls failed as deadlocked, want 1", victim.failed)
+				}
+				f.wantItems(t, 300, 9)
+				if op := f.rows(t, `SELECT state, rows_inserted, rows_read FROM `+f.tg.Ledger("operations")); fmt.Sprint(op) != "[[completed 300 300]]" {
+					t.Fatalf("operation (state, inserted, read): %v", op)
+				}
+			})
+		}
+	})
+}
