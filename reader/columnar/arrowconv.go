@@ -630,19 +630,8 @@ func (c *converter) renderedColumn(k int, mode arrowMode, v view, dt arrow.DataT
 			nulls++
 		}
 	}
-	offBuf := memory.NewResizableBuffer(c.mem)
-	offBuf.Resize((good + 1) * arrow.Int32SizeBytes)
-	dataBuf := memory.NewResizableBuffer(c.mem)
-	dataBuf.Resize(len(s.buf)) // bad rows rendered nothing
-	var valid *memory.Buffer
-	var bits []byte
-	if nulls > 0 {
-		valid = memory.NewResizableBuffer(c.mem)
-		valid.Resize(int(bitutil.BytesForBits(int64(good))))
-		bits = valid.Bytes()
-		clear(bits)
-	}
-	out, dst := arrow.Int32Traits.CastFromBytes(offBuf.Bytes()), dataBuf.Bytes()
+	sb := newStringBuffers(c.mem, good, len(s.buf), nulls) // bad rows rendered nothing
+	out, dst, bits := sb.offsets, sb.data, sb.valid
 	if c.nbad == 0 {
 		copy(dst, s.buf)
 		for i, o := range s.offs[:n+1] {
@@ -672,14 +661,7 @@ func (c *converter) renderedColumn(k int, mode arrowMode, v view, dt arrow.DataT
 		}
 		out[at] = int32(o)
 	}
-	d := array.NewData(dt, good, []*memory.Buffer{valid, offBuf, dataBuf}, nil, nulls, 0)
-	defer d.Release()
-	for _, b := range []*memory.Buffer{valid, offBuf, dataBuf} {
-		if b != nil {
-			b.Release()
-		}
-	}
-	return array.MakeFromData(d)
+	return sb.array(dt, good, nulls)
 }
 
 // gather returns the good rows of v as a string array of type dt, value
@@ -711,19 +693,8 @@ func (c *converter) gather(v view, value func(int) string, dt arrow.DataType, n,
 		}
 		return b.NewArray()
 	}
-	offBuf := memory.NewResizableBuffer(c.mem)
-	offBuf.Resize((good + 1) * arrow.Int32SizeBytes)
-	dataBuf := memory.NewResizableBuffer(c.mem)
-	dataBuf.Resize(total)
-	var valid *memory.Buffer
-	var bits []byte
-	if nulls > 0 {
-		valid = memory.NewResizableBuffer(c.mem)
-		valid.Resize(int(bitutil.BytesForBits(int64(good))))
-		bits = valid.Bytes()
-		clear(bits)
-	}
-	offs, data := arrow.Int32Traits.CastFromBytes(offBuf.Bytes()), dataBuf.Bytes()
+	sb := newStringBuffers(c.mem, good, total, nulls)
+	offs, data, bits := sb.offsets, sb.data, sb.valid
 	at, o := 0, 0
 	for i := 0; i < n; i++ {
 		if c.bad[i] {
@@ -739,14 +710,7 @@ func (c *converter) gather(v view, value func(int) string, dt arrow.DataType, n,
 		at++
 	}
 	offs[at] = int32(o)
-	d := array.NewData(dt, good, []*memory.Buffer{valid, offBuf, dataBuf}, nil, nulls, 0)
-	defer d.Release()
-	for _, b := range []*memory.Buffer{valid, offBuf, dataBuf} {
-		if b != nil {
-			b.Release()
-		}
-	}
-	return array.MakeFromData(d)
+	return sb.array(dt, good, nulls)
 }
 
 // gatherDict returns the good rows of v, a dictionary of strings, as gather
@@ -801,19 +765,8 @@ func gatherIndexes[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | ui
 	if total > math.MaxInt32 {
 		return nil
 	}
-	offBuf := memory.NewResizableBuffer(c.mem)
-	offBuf.Resize((good + 1) * arrow.Int32SizeBytes)
-	dataBuf := memory.NewResizableBuffer(c.mem)
-	dataBuf.Resize(total)
-	var valid *memory.Buffer
-	var bits []byte
-	if nulls > 0 {
-		valid = memory.NewResizableBuffer(c.mem)
-		valid.Resize(int(bitutil.BytesForBits(int64(good))))
-		bits = valid.Bytes()
-		clear(bits)
-	}
-	out, dst := arrow.Int32Traits.CastFromBytes(offBuf.Bytes()), dataBuf.Bytes()
+	sb := newStringBuffers(c.mem, good, total, nulls)
+	out, dst, bits := sb.offsets, sb.data, sb.valid
 	at, o := 0, 0
 	for i, j := range idx {
 		if c.bad[i] {
@@ -829,14 +782,7 @@ func gatherIndexes[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | ui
 		at++
 	}
 	out[at] = int32(o)
-	d := array.NewData(dt, good, []*memory.Buffer{valid, offBuf, dataBuf}, nil, nulls, 0)
-	defer d.Release()
-	for _, b := range []*memory.Buffer{valid, offBuf, dataBuf} {
-		if b != nil {
-			b.Release()
-		}
-	}
-	return array.MakeFromData(d)
+	return sb.array(dt, good, nulls)
 }
 
 // appendInts appends the good rows of an integer column to b.
@@ -994,4 +940,44 @@ func (c *converter) arrowFields(rec arrow.RecordBatch, schema value.Schema, i in
 		dst = reject.AppendField(dst, kind, b)
 	}
 	return string(append(dst, ']'))
+}
+
+// stringBuffers are the buffers of a string array of good rows being
+// filled: offsets (good+1), data, and, when some rows are null, the
+// validity bitmap (cleared; nil otherwise).
+type stringBuffers struct {
+	offBuf, dataBuf, validBuf *memory.Buffer
+	offsets                   []int32
+	data                      []byte
+	valid                     []byte
+}
+
+// newStringBuffers allocates the buffers of a string array of good rows,
+// nulls of them null, whose values come to total bytes.
+func newStringBuffers(mem memory.Allocator, good, total, nulls int) *stringBuffers {
+	sb := &stringBuffers{offBuf: memory.NewResizableBuffer(mem), dataBuf: memory.NewResizableBuffer(mem)}
+	sb.offBuf.Resize((good + 1) * arrow.Int32SizeBytes)
+	sb.dataBuf.Resize(total)
+	if nulls > 0 {
+		sb.validBuf = memory.NewResizableBuffer(mem)
+		sb.validBuf.Resize(int(bitutil.BytesForBits(int64(good))))
+		sb.valid = sb.validBuf.Bytes()
+		clear(sb.valid)
+	}
+	sb.offsets, sb.data = arrow.Int32Traits.CastFromBytes(sb.offBuf.Bytes()), sb.dataBuf.Bytes()
+	return sb
+}
+
+// array makes the filled buffers a string array of type dt, of good rows
+// with nulls null, which then holds the only references to them.
+func (sb *stringBuffers) array(dt arrow.DataType, good, nulls int) arrow.Array {
+	bufs := []*memory.Buffer{sb.validBuf, sb.offBuf, sb.dataBuf}
+	d := array.NewData(dt, good, bufs, nil, nulls, 0)
+	defer d.Release()
+	for _, b := range bufs {
+		if b != nil {
+			b.Release()
+		}
+	}
+	return array.MakeFromData(d)
 }
