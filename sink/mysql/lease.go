@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"time"
 
 	"github.com/idemport/idemport/checkpoint"
@@ -11,7 +12,7 @@ import (
 )
 
 // Checkpoints implements sink.Driver: the shared statements, but for the
-// renewal of leases (checkpointOps).
+// renewal and the expiry of leases (checkpointOps).
 func (d Driver) Checkpoints(prefix string) checkpoint.Ops {
 	return checkpointOps{stdsql.Checkpoints{S: d, Prefix: prefix}}
 }
@@ -70,4 +71,21 @@ func renewLocked(ctx context.Context, q idemtype.Querier, renew func() error) er
 		}
 		wait *= 2
 	}
+}
+
+// Expire implements checkpoint.Ops: the shared statement, but reading the
+// partitions by the primary key. Through the index of holders
+// (partitions_lease), which the optimizer picks for a selective holder,
+// it locks the dead attempt's entry there before the partition's row,
+// while a claim of that partition, whose lease ran out, locks the row
+// before changing its holder, which needs that entry: InnoDB then rolls
+// one of them back. By the primary key it waits for the row holding
+// nothing the claim needs (READ COMMITTED releases the rows it passes
+// over), and changes no indexed column.
+func (c checkpointOps) Expire(ctx context.Context, q idemtype.Querier, op checkpoint.Op, attempt string) error {
+	if _, err := q.ExecContext(ctx, `UPDATE `+c.Prefix+`partitions FORCE INDEX (PRIMARY) SET lease_expires = 0
+		WHERE table_name = ? AND file_id = ? AND lease_attempt = ? AND done = 0`, op.Table, op.FileID, attempt); err != nil {
+		return fmt.Errorf("expire leases: %w", err)
+	}
+	return nil
 }

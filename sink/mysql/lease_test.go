@@ -1,10 +1,12 @@
 package mysql
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/sink/drivertest"
 )
 
 // TestRenewRetriesDeadlock: a renewal of an attempt's partition leases
@@ -110,5 +112,85 @@ func TestRenewRetriesDeadlock(t *testing.T) {
 	}
 	if expires <= 1 {
 		t.Fatalf("leases expire at %d: not renewed", expires)
+	}
+}
+
+// TestExpireMeetsAClaim: the expiry of a dead attempt's leases meets
+// another attempt's claim of one of its partitions, whose lease ran out,
+// without a deadlock. The claim has locked the partition's row and is
+// about to give it its own lease; the expiry, looking for the dead
+// attempt's rows, waits for that row; the claim then changes the row's
+// holder. Found through the index of holders, the expiry had locked the
+// dead attempt's entry there, which the claim's change needs: InnoDB
+// rolled one back (the expiry, in four processes sharing a file with one
+// killed: "expire leases: Error 1213 … Deadlock found").
+func TestExpireMeetsAClaim(t *testing.T) {
+	st := openStore(t)
+	ctx := t.Context()
+	cp := checkpoint.New(st.DB, st.Driver, st.Prefix)
+	if err := cp.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Partitions 3 and 5 of 60 held by the dead attempt, whose leases
+	// ran out; the others done.
+	op := checkpoint.Op{Table: "orders", FileID: "f1"}
+	for idx := range 60 {
+		holder, done := any(nil), 1
+		if idx == 3 || idx == 5 {
+			holder, done = "dead", 0
+		}
+		if _, err := st.DB.ExecContext(ctx, `INSERT INTO `+st.Prefix+`partitions
+			(table_name, file_id, idx, first_row, row_count, rejected, byte_offset, byte_length, crc, lease_attempt, lease_expires, done)
+			VALUES (?, ?, ?, ?, 10, 0, 0, 0, 0, ?, 1, ?)`, op.Table, op.FileID, idx, 1+10*idx, holder, done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.DB.ExecContext(ctx, `ANALYZE TABLE `+st.Prefix+`partitions`); err != nil {
+		t.Fatal(err)
+	}
+	claim, err := st.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer claim.Rollback()
+	var idx int
+	if err := claim.QueryRowContext(ctx, `SELECT idx FROM `+st.Prefix+`partitions
+		WHERE table_name = ? AND file_id = ? AND idx = 3 FOR UPDATE`, op.Table, op.FileID).Scan(&idx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- st.Driver.Checkpoints(st.Prefix).Expire(ctx, st.DB, op, "dead") }()
+	// The expiry waits for partition 3's row.
+	for waiting := false; !waiting; {
+		select {
+		case err := <-done:
+			t.Fatalf("the expiry ended (%v) before waiting for the claim", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		var n int
+		if err := st.DB.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.INNODB_TRX
+			WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE '%lease_expires = 0%'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		waiting = n > 0
+	}
+	if _, err := claim.ExecContext(ctx, `UPDATE `+st.Prefix+`partitions SET lease_attempt = 'live', lease_expires = 9000000000000
+		WHERE table_name = ? AND file_id = ? AND idx = 3`, op.Table, op.FileID); err != nil {
+		t.Fatalf("the claim: %v", err)
+	}
+	if err := claim.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the expiry did not end after the claim committed")
+	}
+	if err != nil {
+		t.Fatalf("the expiry: %v", err)
+	}
+	got := drivertest.Strings(t, st.DB, `SELECT concat(idx, ' ', lease_attempt, ' ', lease_expires) FROM `+st.Prefix+`partitions WHERE done = 0 ORDER BY idx`)
+	if want := []string{"3 live 9000000000000", "5 dead 0"}; !slices.Equal(got, want) {
+		t.Fatalf("partitions left: %q, want %q", got, want)
 	}
 }
