@@ -134,7 +134,7 @@ func (a *applier) again(ctx context.Context, err error, n *retries) (bool, error
 		if err := a.e.st.CP.Release(ctx, a.e.st.DB, a.op, a.attempt.ID); err != nil {
 			return false, err
 		}
-		return true, sleep(ctx, rand.N(time.Duration(n.deadlocks)*deadlockPause))
+		return true, afterDeadlock(ctx, n.deadlocks)
 	case errors.Is(err, errReread) && n.rereads < maxRereads:
 		// A worker read a partition's values for the table's columns
 		// as they were before another import changed them: give back
@@ -614,6 +614,14 @@ const (
 	deadlockPause = 100 * time.Millisecond
 )
 
+// afterDeadlock pauses before the n-th try (from 1) of work a deadlock
+// rolled back: a random time up to n times deadlockPause, which differs
+// from run to run so that the two transactions do not meet the same way
+// again.
+func afterDeadlock(ctx context.Context, n int) error {
+	return sleep(ctx, rand.N(time.Duration(n)*deadlockPause))
+}
+
 // errReread ends a round of workers one of which found, inside a
 // partition's transaction, the table's columns changed since the
 // partition's rows were read (partitionWriter.prepare): apply reads them
@@ -718,7 +726,7 @@ func (a *applier) completeOnce(ctx context.Context, apart *evolution) (completio
 		// again, after a pause that differs from run to run.
 		deadlocks++
 		a.log.Warn("the completing transaction was a deadlock's victim; running it again", "err", err, "time", deadlocks)
-		if err := sleep(ctx, rand.N(time.Duration(deadlocks)*deadlockPause)); err != nil {
+		if err := afterDeadlock(ctx, deadlocks); err != nil {
 			return c, err
 		}
 	}

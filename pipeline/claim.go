@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"time"
@@ -57,7 +56,7 @@ func (cl *claimer) claimWaiting(ctx context.Context) (claimed, error) {
 			// again, after a pause that differs from run to run.
 			deadlocks++
 			cl.log.Warn("the claim's transaction was a deadlock's victim; claiming again", "err", err, "time", deadlocks)
-			if err := sleep(ctx, rand.N(time.Duration(deadlocks)*deadlockPause)); err != nil {
+			if err := afterDeadlock(ctx, deadlocks); err != nil {
 				return claimed{recovered: recovered}, err
 			}
 			continue
