@@ -110,22 +110,14 @@ func TestDictionaryColumnsRead(t *testing.T) {
 			for from := 0; from < len(idx); from += 7 {
 				recs = append(recs, dictRecord(t, mem, schema, from+1, idx[from:from+7], dict, cents[from:from+7], valid[from:from+7]))
 			}
-			data, _ := ipcBytes(t, "d.arrow", schema, recs)
-			for _, r := range recs {
-				r.Release()
-			}
-			path := writeFile(t, "d.arrow", data)
+			path := writeRecords(t, "d.arrow", schema, recs)
 			for _, batchRows := range []int{2, 0} {
 				f := openChecked(t, path, Options{})
 				plan, err := f.Scan(context.Background(), ScanOptions{KeepRejects: 10})
 				if err != nil {
 					t.Fatal(err)
 				}
-				var bad []string
-				for _, r := range plan.Rejects {
-					bad = append(bad, fmt.Sprintf("%d:%s", r.Ordinal, r.Code))
-				}
-				if got := fmt.Sprint(bad); got != "[5:nul 11:nul]" {
+				if got := badRows(plan); got != "[5:nul 11:nul]" {
 					t.Fatalf("bad rows %s", got)
 				}
 				rows, ords := readPlan(t, f, plan, batchRows)
@@ -167,22 +159,14 @@ func TestReplacedDictionaryChecked(t *testing.T) {
 		dictRecord(t, mem, schema, 1, idx, first, cents, valid),
 		dictRecord(t, mem, schema, 5, idx, second, cents, valid),
 	}
-	data, _ := ipcBytes(t, "d.arrows", schema, recs)
-	for _, r := range recs {
-		r.Release()
-	}
-	path := writeFile(t, "d.arrows", data)
+	path := writeRecords(t, "d.arrows", schema, recs)
 	for _, batchRows := range []int{2, 0} {
 		f := openChecked(t, path, Options{})
 		plan, err := f.Scan(context.Background(), ScanOptions{KeepRejects: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var bad []string
-		for _, r := range plan.Rejects {
-			bad = append(bad, fmt.Sprintf("%d:%s", r.Ordinal, r.Code))
-		}
-		if got := fmt.Sprint(bad); got != "[6:nul 8:nul]" {
+		if got := badRows(plan); got != "[6:nul 8:nul]" {
 			t.Fatalf("bad rows %s, want [6:nul 8:nul]", got)
 		}
 		rows, ords := readPlan(t, f, plan, batchRows)
@@ -235,11 +219,7 @@ func TestTimestampUnitsConverted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bad []string
-	for _, r := range plan.Rejects {
-		bad = append(bad, fmt.Sprintf("%d:%s", r.Ordinal, r.Code))
-	}
-	if got := fmt.Sprint(bad); got != "[5:range 6:precision]" {
+	if got := badRows(plan); got != "[5:range 6:precision]" {
 		t.Fatalf("bad rows %s, want [5:range 6:precision]", got)
 	}
 	rows, ords := readPlan(t, f, plan, 0)
@@ -250,4 +230,25 @@ func TestTimestampUnitsConverted(t *testing.T) {
 	if got := fmt.Sprint(rows, ords); got != want {
 		t.Errorf("read\n%s\nwant\n%s", got, want)
 	}
+}
+
+// writeRecords writes recs (released) as an Arrow IPC file, or stream when
+// name ends in .arrows, named name in the test's directory, and returns
+// its path.
+func writeRecords(t *testing.T, name string, schema *arrow.Schema, recs []arrow.RecordBatch) string {
+	t.Helper()
+	data, _ := ipcBytes(t, name, schema, recs)
+	for _, r := range recs {
+		r.Release()
+	}
+	return writeFile(t, name, data)
+}
+
+// badRows lists the bad rows plan kept, as ordinal:code.
+func badRows(plan *Plan) string {
+	var bad []string
+	for _, r := range plan.Rejects {
+		bad = append(bad, fmt.Sprintf("%d:%s", r.Ordinal, r.Code))
+	}
+	return fmt.Sprint(bad)
 }

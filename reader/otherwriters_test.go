@@ -120,12 +120,8 @@ func TestDictionaryTextChecked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var codes []string
-		for _, r := range plan.Rejects {
-			codes = append(codes, fmt.Sprintf("%d:%s", r.Ordinal, r.Code))
-		}
 		want := "[2:nul 3:utf8 5:nul 6:utf8 8:nul 9:utf8 11:nul 12:utf8]"
-		if got := fmt.Sprint(codes); got != want {
+		if got := badRows(plan); got != want {
 			t.Fatalf("bad rows %s, want %s", got, want)
 		}
 		rows, ords := readPlan(t, f, plan, batchRows)
