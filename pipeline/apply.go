@@ -214,13 +214,39 @@ func (a *applier) rowsDone(ctx context.Context) int64 {
 	return n
 }
 
-// applyRound runs the workers until none can claim another partition.
+// applyRound runs the workers until none can claim another partition. A
+// worker whose partition's transaction was a deadlock's victim (errDeadlock)
+// stops alone: the others go on, so that the transaction the deadlock let
+// through, often another worker's of this round, commits rather than being
+// rolled back with the victim's, and the two meet the same way again in the
+// next round. Any other failure stops every worker. The round returns the
+// first failure that is not a deadlock, else the first deadlock.
 func (a *applier) applyRound(ctx context.Context, mu *sync.Mutex) error {
-	g, ctx := errgroup.WithContext(ctx)
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var (
+		wg       sync.WaitGroup
+		deadlock atomic.Pointer[error]
+	)
 	for range a.req.Workers {
-		g.Go(func() error { return a.worker(ctx, mu) })
+		wg.Go(func() {
+			err := a.worker(ctx, mu)
+			switch {
+			case errors.Is(err, errDeadlock):
+				deadlock.CompareAndSwap(nil, &err)
+			case err != nil:
+				stop(err)
+			}
+		})
 	}
-	return g.Wait()
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	if err := deadlock.Load(); err != nil {
+		return *err
+	}
+	return nil
 }
 
 // item is what a worker's reader hands its writer: the start of a claimed
@@ -600,9 +626,10 @@ func (a *applier) committedPartition(c *checkpoint.Claim, counts idemtype.Rows, 
 		"unchanged", counts.Unchanged, "stale", counts.Stale, "superseded", counts.Superseded, "rejected", counts.Rejected)
 }
 
-// errDeadlock ends a round of workers one of whose partition transactions
-// the database failed to break a deadlock (Driver.Deadlock): apply runs
-// the partitions again in a new round.
+// errDeadlock ends a worker one of whose partition transactions the
+// database failed to break a deadlock (Driver.Deadlock); the round's other
+// workers go on (applyRound), and apply runs the partitions left again in
+// a new round.
 var errDeadlock = errors.New("deadlock")
 
 // maxDeadlocks is how many rounds in a row, none committing a partition,
