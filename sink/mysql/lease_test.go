@@ -1,11 +1,15 @@
 package mysql
 
 import (
+	"database/sql"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/sink"
 	"github.com/idemport/idemport/sink/drivertest"
 )
 
@@ -19,7 +23,7 @@ import (
 // "renew partition leases: Error 1213 … Deadlock found" during large
 // imports with several workers.)
 func TestRenewRetriesDeadlock(t *testing.T) {
-	st := openStore(t)
+	st := openStoreWith(t, sink.Settings{BusyTimeout: lockWaitBound})
 	ctx := t.Context()
 	cp := checkpoint.New(st.DB, st.Driver, st.Prefix)
 	if err := cp.Migrate(ctx); err != nil {
@@ -60,25 +64,14 @@ func TestRenewRetriesDeadlock(t *testing.T) {
 		n   int64
 		err error
 	}
+	renewer, id := connection(t, st.DB)
 	done := make(chan renewed, 1)
 	go func() {
-		n, err := st.Driver.Checkpoints(st.Prefix).Renew(ctx, st.DB, op, "a1", 60_000)
+		n, err := st.Driver.Checkpoints(st.Prefix).Renew(ctx, renewer, op, "a1", 60_000)
 		done <- renewed{n, err}
 	}()
 	// The renewal holds partition 0 and waits for 1.
-	for waiting := false; !waiting; {
-		select {
-		case r := <-done:
-			t.Fatalf("the renewal ended (%d, %v) before waiting for the other transaction", r.n, r.err)
-		case <-time.After(10 * time.Millisecond):
-		}
-		var n int
-		if err := st.DB.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.INNODB_TRX
-			WHERE trx_state = 'LOCK WAIT' AND trx_mysql_thread_id IN (SELECT ID FROM information_schema.PROCESSLIST WHERE DB = DATABASE())`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		waiting = n > 0
-	}
+	awaitLockWait(t, st.DB, id, "the renewal", done)
 	deadlocks := func() int64 {
 		var name string
 		var n int64
@@ -125,7 +118,7 @@ func TestRenewRetriesDeadlock(t *testing.T) {
 // rolled one back (the expiry, in four processes sharing a file with one
 // killed: "expire leases: Error 1213 … Deadlock found").
 func TestExpireMeetsAClaim(t *testing.T) {
-	st := openStore(t)
+	st := openStoreWith(t, sink.Settings{BusyTimeout: lockWaitBound})
 	ctx := t.Context()
 	cp := checkpoint.New(st.DB, st.Driver, st.Prefix)
 	if err := cp.Migrate(ctx); err != nil {
@@ -158,22 +151,11 @@ func TestExpireMeetsAClaim(t *testing.T) {
 		WHERE table_name = ? AND file_id = ? AND idx = 3 FOR UPDATE`, op.Table, op.FileID).Scan(&idx); err != nil {
 		t.Fatal(err)
 	}
+	expirer, id := connection(t, st.DB)
 	done := make(chan error, 1)
-	go func() { done <- st.Driver.Checkpoints(st.Prefix).Expire(ctx, st.DB, op, "dead") }()
+	go func() { done <- st.Driver.Checkpoints(st.Prefix).Expire(ctx, expirer, op, "dead") }()
 	// The expiry waits for partition 3's row.
-	for waiting := false; !waiting; {
-		select {
-		case err := <-done:
-			t.Fatalf("the expiry ended (%v) before waiting for the claim", err)
-		case <-time.After(10 * time.Millisecond):
-		}
-		var n int
-		if err := st.DB.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.INNODB_TRX
-			WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE '%lease_expires = 0%'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		waiting = n > 0
-	}
+	awaitLockWait(t, st.DB, id, "the expiry", done)
 	if _, err := claim.ExecContext(ctx, `UPDATE `+st.Prefix+`partitions SET lease_attempt = 'live', lease_expires = 9000000000000
 		WHERE table_name = ? AND file_id = ? AND idx = 3`, op.Table, op.FileID); err != nil {
 		t.Fatalf("the claim: %v", err)
@@ -193,4 +175,88 @@ func TestExpireMeetsAClaim(t *testing.T) {
 	if want := []string{"3 live 9000000000000", "5 dead 0"}; !slices.Equal(got, want) {
 		t.Fatalf("partitions left: %q, want %q", got, want)
 	}
+}
+
+// lockWaitDeadline is how long awaitLockWait waits for a statement to
+// reach a lock: far longer than that takes on a loaded machine. It keeps a
+// test from hanging; it times nothing. lockWaitBound is the busy timeout
+// of the stores of the tests that stage a lock wait, longer, so that every
+// wait of theirs ends by itself, while the deadline is the first to pass.
+const (
+	lockWaitDeadline = 2 * time.Minute
+	lockWaitBound    = 3 * time.Minute
+)
+
+// connection returns a connection of db of its own, closed when t ends,
+// and its id on the server.
+func connection(t *testing.T, db *sql.DB) (*sql.Conn, int64) {
+	t.Helper()
+	conn, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	var id int64
+	if err := conn.QueryRowContext(t.Context(), `SELECT CONNECTION_ID()`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return conn, id
+}
+
+// awaitLockWait returns once the statement that what names, running on
+// the connection whose id is conn, waits for a row lock. It fails t when
+// done receives first (the statement ended without waiting), or after
+// lockWaitDeadline, showing the transactions and connections of the
+// test's database.
+//
+// It reads the wait from SHOW ENGINE INNODB STATUS, which InnoDB writes
+// from its lock system at each call. information_schema.INNODB_TRX (and
+// INNODB_LOCKS and INNODB_LOCK_WAITS) come from a copy that InnoDB makes
+// again only when nobody has read it for 0.1 s: polled every 10 ms, or
+// read by other tests meanwhile, it kept showing the transactions as they
+// were before the statement began to wait, and the poll ran on, 40
+// minutes in CI, until the package's timeout.
+func awaitLockWait[T any](t *testing.T, db *sql.DB, conn int64, what string, done <-chan T) {
+	t.Helper()
+	thread := fmt.Sprintf(" thread id %d,", conn)
+	for deadline := time.Now().Add(lockWaitDeadline); ; {
+		select {
+		case r := <-done:
+			t.Fatalf("%s ended (%+v) before waiting for a lock", what, r)
+		case <-time.After(10 * time.Millisecond):
+		}
+		// One block per transaction: "---TRANSACTION 3028, ACTIVE 1 sec",
+		// "LOCK WAIT 2 lock struct(s), …", "MariaDB thread id 3645, …".
+		for _, trx := range strings.Split(innodbStatus(t, db), "---TRANSACTION ")[1:] {
+			if strings.Contains(trx, "\nLOCK WAIT ") && strings.Contains(trx, thread) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			status := innodbStatus(t, db)
+			if i := strings.Index(status, "\nTRANSACTIONS\n"); i >= 0 {
+				status = status[i+1:]
+			}
+			if i := strings.Index(status, "\nFILE I/O\n"); i >= 0 {
+				status = status[:i]
+			}
+			t.Fatalf("%s (connection %d) did not wait for a lock in %v; the database's transactions (information_schema, perhaps stale):\n%s\nits connections:\n%s\nInnoDB's status:\n%s",
+				what, conn, lockWaitDeadline,
+				strings.Join(drivertest.Strings(t, db, `SELECT concat_ws(' ', trx_mysql_thread_id, trx_id, trx_state, trx_started, trx_wait_started, trx_rows_locked, trx_query)
+					FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id IN (SELECT ID FROM information_schema.PROCESSLIST WHERE DB = DATABASE())`), "\n"),
+				strings.Join(drivertest.Strings(t, db, `SELECT concat_ws(' ', ID, COMMAND, TIME, STATE, INFO)
+					FROM information_schema.PROCESSLIST WHERE DB = DATABASE()`), "\n"),
+				status)
+		}
+	}
+}
+
+// innodbStatus returns SHOW ENGINE INNODB STATUS's text.
+func innodbStatus(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var typ, name, status string
+	if err := db.QueryRowContext(t.Context(), `SHOW ENGINE INNODB STATUS`).Scan(&typ, &name, &status); err != nil {
+		t.Fatal(err)
+	}
+	return status
 }

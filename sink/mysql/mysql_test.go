@@ -74,7 +74,14 @@ func freshDSN(t testing.TB) string {
 // openStore returns a database of its own opened through the driver.
 func openStore(t *testing.T) drivertest.Store {
 	t.Helper()
-	return drivertest.OpenStore(t, Driver{}, freshDSN(t), sink.Settings{}, func(t *testing.T, db *sql.DB) []string {
+	return openStoreWith(t, sink.Settings{})
+}
+
+// openStoreWith returns a database of its own opened through the driver
+// with s.
+func openStoreWith(t *testing.T, s sink.Settings) drivertest.Store {
+	t.Helper()
+	return drivertest.OpenStore(t, Driver{}, freshDSN(t), s, func(t *testing.T, db *sql.DB) []string {
 		return drivertest.Strings(t, db, `SELECT table_name || ' ' || group_concat(column_name || ':' || column_type || ':' || is_nullable
 			ORDER BY ordinal_position SEPARATOR ',') FROM information_schema.columns
 			WHERE table_schema = DATABASE() GROUP BY table_name ORDER BY 1`)
