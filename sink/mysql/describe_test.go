@@ -198,7 +198,7 @@ func TestHoldColumnsThenWrite(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-altered; err != nil {
+	if err := receive(t, altered, "the ALTER TABLE, after the transaction,"); err != nil {
 		t.Fatalf("the ALTER TABLE after the transaction: %v", err)
 	}
 	var got string

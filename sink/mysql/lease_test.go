@@ -1,12 +1,8 @@
 package mysql
 
 import (
-	"database/sql"
-	"fmt"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/sink"
@@ -90,12 +86,7 @@ func TestRenewRetriesDeadlock(t *testing.T) {
 	if err := other.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	var r renewed
-	select {
-	case r = <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("the renewal did not end after the other transaction committed")
-	}
+	r := receive(t, done, "the renewal, after the other transaction committed,")
 	if r.err != nil || r.n != 2 {
 		t.Fatalf("renewal: %d renewed, %v; want 2 and no error", r.n, r.err)
 	}
@@ -163,100 +154,11 @@ func TestExpireMeetsAClaim(t *testing.T) {
 	if err := claim.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err = <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("the expiry did not end after the claim committed")
-	}
-	if err != nil {
+	if err := receive(t, done, "the expiry, after the claim committed,"); err != nil {
 		t.Fatalf("the expiry: %v", err)
 	}
 	got := drivertest.Strings(t, st.DB, `SELECT concat(idx, ' ', lease_attempt, ' ', lease_expires) FROM `+st.Prefix+`partitions WHERE done = 0 ORDER BY idx`)
 	if want := []string{"3 live 9000000000000", "5 dead 0"}; !slices.Equal(got, want) {
 		t.Fatalf("partitions left: %q, want %q", got, want)
 	}
-}
-
-// lockWaitDeadline is how long awaitLockWait waits for a statement to
-// reach a lock: far longer than that takes on a loaded machine. It keeps a
-// test from hanging; it times nothing. lockWaitBound is the busy timeout
-// of the stores of the tests that stage a lock wait, longer, so that every
-// wait of theirs ends by itself, while the deadline is the first to pass.
-const (
-	lockWaitDeadline = 2 * time.Minute
-	lockWaitBound    = 3 * time.Minute
-)
-
-// connection returns a connection of db of its own, closed when t ends,
-// and its id on the server.
-func connection(t *testing.T, db *sql.DB) (*sql.Conn, int64) {
-	t.Helper()
-	conn, err := db.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	var id int64
-	if err := conn.QueryRowContext(t.Context(), `SELECT CONNECTION_ID()`).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	return conn, id
-}
-
-// awaitLockWait returns once the statement that what names, running on
-// the connection whose id is conn, waits for a row lock. It fails t when
-// done receives first (the statement ended without waiting), or after
-// lockWaitDeadline, showing the transactions and connections of the
-// test's database.
-//
-// It reads the wait from SHOW ENGINE INNODB STATUS, which InnoDB writes
-// from its lock system at each call. information_schema.INNODB_TRX (and
-// INNODB_LOCKS and INNODB_LOCK_WAITS) come from a copy that InnoDB makes
-// again only when nobody has read it for 0.1 s: polled every 10 ms, or
-// read by other tests meanwhile, it kept showing the transactions as they
-// were before the statement began to wait, and the poll ran on, 40
-// minutes in CI, until the package's timeout.
-func awaitLockWait[T any](t *testing.T, db *sql.DB, conn int64, what string, done <-chan T) {
-	t.Helper()
-	thread := fmt.Sprintf(" thread id %d,", conn)
-	for deadline := time.Now().Add(lockWaitDeadline); ; {
-		select {
-		case r := <-done:
-			t.Fatalf("%s ended (%+v) before waiting for a lock", what, r)
-		case <-time.After(10 * time.Millisecond):
-		}
-		// One block per transaction: "---TRANSACTION 3028, ACTIVE 1 sec",
-		// "LOCK WAIT 2 lock struct(s), …", "MariaDB thread id 3645, …".
-		for _, trx := range strings.Split(innodbStatus(t, db), "---TRANSACTION ")[1:] {
-			if strings.Contains(trx, "\nLOCK WAIT ") && strings.Contains(trx, thread) {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			status := innodbStatus(t, db)
-			if i := strings.Index(status, "\nTRANSACTIONS\n"); i >= 0 {
-				status = status[i+1:]
-			}
-			if i := strings.Index(status, "\nFILE I/O\n"); i >= 0 {
-				status = status[:i]
-			}
-			t.Fatalf("%s (connection %d) did not wait for a lock in %v; the database's transactions (information_schema, perhaps stale):\n%s\nits connections:\n%s\nInnoDB's status:\n%s",
-				what, conn, lockWaitDeadline,
-				strings.Join(drivertest.Strings(t, db, `SELECT concat_ws(' ', trx_mysql_thread_id, trx_id, trx_state, trx_started, trx_wait_started, trx_rows_locked, trx_query)
-					FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id IN (SELECT ID FROM information_schema.PROCESSLIST WHERE DB = DATABASE())`), "\n"),
-				strings.Join(drivertest.Strings(t, db, `SELECT concat_ws(' ', ID, COMMAND, TIME, STATE, INFO)
-					FROM information_schema.PROCESSLIST WHERE DB = DATABASE()`), "\n"),
-				status)
-		}
-	}
-}
-
-// innodbStatus returns SHOW ENGINE INNODB STATUS's text.
-func innodbStatus(t *testing.T, db *sql.DB) string {
-	t.Helper()
-	var typ, name, status string
-	if err := db.QueryRowContext(t.Context(), `SHOW ENGINE INNODB STATUS`).Scan(&typ, &name, &status); err != nil {
-		t.Fatal(err)
-	}
-	return status
 }

@@ -137,7 +137,7 @@ func TestMergeKeyStoredBetweenItsStatements(t *testing.T) {
 	if err := gate.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	r := <-done
+	r := receive(t, done, "Merge, after the gate rolled back,")
 	if r.err != nil {
 		t.Fatalf("merge: %v", r.err)
 	}

@@ -344,7 +344,7 @@ func TestWriterKeyStoredBetweenItsStatements(t *testing.T) {
 	if err := gate.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	res := <-done
+	res := receive(t, done, "the Writer, after the gate rolled back,")
 	if res.err != nil {
 		t.Fatalf("write: %v", res.err)
 	}
