@@ -18,8 +18,9 @@ func (d Driver) Checkpoints(prefix string) checkpoint.Ops {
 }
 
 // checkpointOps is the checkpoint store's operations on MariaDB: stdsql's,
-// but Renew retries when InnoDB chose it to break a deadlock (1213) or it
-// waited too long for a row (1205). The renewal's UPDATE locks every
+// but Renew and Expire read the partitions by the primary key, and Renew
+// retries when InnoDB chose it to break a deadlock (1213) or it waited too
+// long for a row (1205). The renewal's UPDATE locks every
 // unfinished partition the attempt holds, in key order, while the
 // attempt's workers each lock theirs in their partition transactions, so
 // a renewal meeting a worker's transaction that reaches for another row
@@ -28,13 +29,23 @@ func (d Driver) Checkpoints(prefix string) checkpoint.Ops {
 // the same renewal waits instead.
 type checkpointOps struct{ stdsql.Checkpoints }
 
-// Renew implements checkpoint.Ops, retried on a deadlock or a lock wait
-// timeout when q is not a transaction (renewLocked).
+// Renew implements checkpoint.Ops: the shared statement, but reading the
+// partitions by the primary key, as Expire does and for the same reason: a
+// claim of one of the attempt's partitions whose lease ran out locks its
+// row and then changes its holder, which needs the attempt's entry in
+// partitions_lease, the entry a renewal through that index locks before
+// waiting for the row (InnoDB rolled back the claim). It is retried on a
+// deadlock or a lock wait timeout when q is not a transaction
+// (renewLocked).
 func (c checkpointOps) Renew(ctx context.Context, q idemtype.Querier, op checkpoint.Op, attempt string, leaseMs int64) (int64, error) {
 	var n int64
 	err := renewLocked(ctx, q, func() error {
-		var err error
-		n, err = c.Checkpoints.Renew(ctx, q, op, attempt, leaseMs)
+		res, err := q.ExecContext(ctx, `UPDATE `+c.Prefix+`partitions FORCE INDEX (PRIMARY) SET lease_expires = `+c.S.Now()+` + ?
+			WHERE table_name = ? AND file_id = ? AND lease_attempt = ? AND done = 0`, leaseMs, op.Table, op.FileID, attempt)
+		if err != nil {
+			return fmt.Errorf("renew partition leases: %w", err)
+		}
+		n, err = res.RowsAffected()
 		return err
 	})
 	return n, err

@@ -162,3 +162,86 @@ func TestExpireMeetsAClaim(t *testing.T) {
 		t.Fatalf("partitions left: %q, want %q", got, want)
 	}
 }
+
+// TestRenewMeetsAClaim: a renewal of an attempt's leases meets another
+// attempt's claim of one of its partitions, whose lease ran out, without a
+// deadlock, as the expiry does (TestExpireMeetsAClaim): the claim has
+// locked the partition's row and is about to give it its own lease; the
+// renewal waits for that row; the claim then changes the row's holder,
+// and the renewal renews the attempt's other partition. Found through the
+// index of holders, the renewal had locked the attempt's entry there,
+// which the claim's change needs: InnoDB rolled back the claim, whether
+// the renewal ran in a transaction or not. The renewal runs in one here,
+// where renewLocked does not run it again, so that a deadlock shows
+// whichever of the two InnoDB rolls back.
+func TestRenewMeetsAClaim(t *testing.T) {
+	st := openStoreWith(t, sink.Settings{BusyTimeout: lockWaitBound})
+	ctx := t.Context()
+	cp := checkpoint.New(st.DB, st.Driver, st.Prefix)
+	if err := cp.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Partitions 3 and 5 of 60 held by attempt a1, whose leases ran out;
+	// the others done.
+	op := checkpoint.Op{Table: "orders", FileID: "f1"}
+	for idx := range 60 {
+		holder, done := any(nil), 1
+		if idx == 3 || idx == 5 {
+			holder, done = "a1", 0
+		}
+		if _, err := st.DB.ExecContext(ctx, `INSERT INTO `+st.Prefix+`partitions
+			(table_name, file_id, idx, first_row, row_count, rejected, byte_offset, byte_length, crc, lease_attempt, lease_expires, done)
+			VALUES (?, ?, ?, ?, 10, 0, 0, 0, 0, ?, 1, ?)`, op.Table, op.FileID, idx, 1+10*idx, holder, done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.DB.ExecContext(ctx, `ANALYZE TABLE `+st.Prefix+`partitions`); err != nil {
+		t.Fatal(err)
+	}
+	claim, err := st.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer claim.Rollback()
+	var idx int
+	if err := claim.QueryRowContext(ctx, `SELECT idx FROM `+st.Prefix+`partitions
+		WHERE table_name = ? AND file_id = ? AND idx = 3 FOR UPDATE`, op.Table, op.FileID).Scan(&idx); err != nil {
+		t.Fatal(err)
+	}
+	renewer, id := connection(t, st.DB)
+	renewal, err := renewer.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer renewal.Rollback()
+	type renewed struct {
+		n   int64
+		err error
+	}
+	done := make(chan renewed, 1)
+	go func() {
+		n, err := st.Driver.Checkpoints(st.Prefix).Renew(ctx, renewal, op, "a1", 60_000)
+		done <- renewed{n, err}
+	}()
+	// The renewal waits for partition 3's row.
+	awaitLockWait(t, st.DB, id, "the renewal", done)
+	if _, err := claim.ExecContext(ctx, `UPDATE `+st.Prefix+`partitions SET lease_attempt = 'live', lease_expires = 9000000000000
+		WHERE table_name = ? AND file_id = ? AND idx = 3`, op.Table, op.FileID); err != nil {
+		t.Fatalf("the claim: %v", err)
+	}
+	if err := claim.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if r := receive(t, done, "the renewal, after the claim committed,"); r.err != nil || r.n != 1 {
+		t.Fatalf("the renewal: %d renewed, %v; want 1 and no error", r.n, r.err)
+	}
+	if err := renewal.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got := drivertest.Strings(t, st.DB, `SELECT concat(idx, ' ', lease_attempt, ' ',
+		CASE lease_expires WHEN 1 THEN 'ran out' WHEN 9000000000000 THEN 'claimed' ELSE 'renewed' END)
+		FROM `+st.Prefix+`partitions WHERE done = 0 ORDER BY idx`)
+	if want := []string{"3 live claimed", "5 a1 renewed"}; !slices.Equal(got, want) {
+		t.Fatalf("partitions left: %q, want %q", got, want)
+	}
+}
