@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -351,6 +352,9 @@ type writer struct {
 	// in the order of its keys already (increasing).
 	mergeStaged string
 	count       string // natural-key mode: counts a round's stale rows; $1 file key, $2 round
+	// stored: a key of one integer column: the greatest stored key from
+	// $1 to $2, NULL when there is none (see splitNew).
+	stored string
 	// When every column is copied in its target type, a batch whose rows'
 	// keys are all absent is copied straight into the target, the cost of
 	// a plain COPY. In ordinal mode a query finds whether any is stored
@@ -359,10 +363,11 @@ type writer struct {
 	direct     bool
 	directCols []string
 	present    string // $1 file key, $2 first ordinal, $3 last ordinal
-	// Natural-key mode: whether the next batch is tried straight into the
-	// target. A batch that found a stored key turns it off, so that a
-	// file of stored keys pays for one failed COPY rather than one per
-	// batch; a merged batch that inserted every row turns it back on.
+	// Natural-key mode, but for batches that splitNew writes: whether the
+	// next batch is tried straight into the target. A batch that found a
+	// stored key turns it off, so that a file of stored keys pays for one
+	// failed COPY rather than one per batch; a merged batch that inserted
+	// every row turns it back on.
 	tryDirect bool
 	// enc writes COPY data straight from the Arrow buffers, when every
 	// column's type allows; copyStage and copyDirect are its statements.
@@ -526,6 +531,10 @@ func (w *writer) naturalKeys(m *mergeParts, schema *arrow.Schema, table, stage s
 	if tg.Version != "" {
 		ver = w.fields[schema.FieldIndices(tg.Version)[0]].expr("s")
 	}
+	if k := w.fields[w.keyIdx[0]]; len(w.keyIdx) == 1 && slices.Contains([]string{"int2", "int4", "int8"}, k.target.typname) {
+		col := "t." + q(k.name)
+		w.stored = "SELECT max(" + col + ")::bigint FROM " + table + " t WHERE " + col + " BETWEEN $1::bigint AND $2::bigint"
+	}
 	// The stale rows, counted after the merge (see write).
 	w.count = "SELECT count(*) FROM " + stage + " s JOIN " + table + " t ON " + strings.Join(on, " AND ") +
 		" WHERE s." + q(roundColumn) + " = $2 AND " + w.stale(ver, "$1::bigint", "s."+q(sink.RowColumn))
@@ -629,6 +638,9 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	if !w.tg.Ordinal() {
 		rounds = w.numberRounds(rec)
 	}
+	if w.direct && w.increasing && w.stored != "" {
+		return w.splitNew(ctx, tx, fileKey, rec, ordinals)
+	}
 	if w.direct && !w.tg.Ordinal() && w.tryDirect && rounds == 1 {
 		ok, err := w.copyNew(ctx, tx, rec, fileKey, ordinals)
 		if err != nil {
@@ -655,6 +667,18 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 			return total, nil
 		}
 	}
+	c, err := w.stageAndMerge(ctx, tx, fileKey, rec, ordinals, rounds)
+	total.Add(c)
+	w.tryDirect = total.Inserted == int64(n)
+	return total, err
+}
+
+// stageAndMerge copies the rows of rec into the staging table and merges
+// them into the target, in rounds (natural-key mode). It counts all but
+// the rows read.
+func (w *writer) stageAndMerge(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64, rounds int32) (idemtype.Rows, error) {
+	var total idemtype.Rows
+	n := int(rec.NumRows())
 	if err := w.copy(ctx, rec, ordinals); err != nil {
 		return total, err
 	}
@@ -667,7 +691,7 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		return total, nil
 	}
 	per := make([]int64, rounds)
-	for _, r := range w.rounds.Of {
+	for _, r := range w.rounds.Of[:n] {
 		per[r]++
 	}
 	// The merge takes the staged rows in the order of their keys, so that
@@ -710,8 +734,58 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		total.Stale += stale
 		total.Unchanged += rest - stale
 	}
-	w.tryDirect = total.Inserted == int64(n)
 	return total, nil
+}
+
+// splitNew writes a batch whose keys are one integer column in increasing
+// order (w.increasing): the rows up to the greatest key of the batch's
+// range that is stored are merged, and the rows after it, whose keys are
+// not stored, are copied straight into the target (copyNew), as a daily
+// delta sorted by its key (changed keys, then new ones after the last)
+// has them. A COPY refused by a key stored since the look-up (another
+// transaction's) is rolled back, and its rows are merged too. Rows are
+// written in the order of their keys, as a merge writes them, so that
+// concurrent writers take the keys' locks in one order.
+func (w *writer) splitNew(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error) {
+	n := int(rec.NumRows())
+	total := idemtype.Rows{Read: int64(n)}
+	keys := rec.Column(w.keyIdx[0]).(*array.Int64).Int64Values()[:n]
+	var last sql.NullInt64
+	if err := tx.QueryRowContext(ctx, w.stored, keys[0], keys[n-1]).Scan(&last); err != nil {
+		return total, fmt.Errorf("look up stored keys of %s (rows %d-%d): %w", w.tg.Table, ordinals[0], ordinals[n-1], err)
+	}
+	split := 0
+	if last.Valid {
+		split = sort.Search(n, func(i int) bool { return keys[i] > last.Int64 })
+	}
+	if split > 0 {
+		head := rec.NewSlice(0, int64(split))
+		c, err := w.stageAndMerge(ctx, tx, fileKey, head, ordinals[:split], 1)
+		head.Release()
+		total.Add(c)
+		if err != nil {
+			return total, err
+		}
+	}
+	if split == n {
+		return total, nil
+	}
+	tail := rec
+	if split > 0 {
+		tail = rec.NewSlice(int64(split), int64(n))
+		defer tail.Release()
+	}
+	ok, err := w.copyNew(ctx, tx, tail, fileKey, ordinals[split:])
+	if err != nil {
+		return total, err
+	}
+	if ok {
+		total.Inserted += int64(n - split)
+		return total, nil
+	}
+	c, err := w.stageAndMerge(ctx, tx, fileKey, tail, ordinals[split:], 1)
+	total.Add(c)
+	return total, err
 }
 
 // numberRounds numbers the rows of rec by the occurrence of their key
