@@ -639,7 +639,7 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		rounds = w.numberRounds(rec)
 	}
 	if w.direct && w.increasing && w.stored != "" {
-		return w.splitNew(ctx, tx, fileKey, rec, ordinals)
+		return w.splitNew(ctx, tx, fileKey, rec, ordinals, 0)
 	}
 	if w.direct && !w.tg.Ordinal() && w.tryDirect && rounds == 1 {
 		ok, err := w.copyNew(ctx, tx, rec, fileKey, ordinals)
@@ -649,6 +649,16 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		if ok {
 			total.Inserted = int64(n)
 			return total, nil
+		}
+	}
+	if w.direct && w.stored != "" && rounds == 1 {
+		// Keys out of order that end with new keys above the rest, as a
+		// delta of changed keys in any order and new keys after them has
+		// them: the batch was not copied whole, its rising end may be.
+		if a, ok := rec.Column(w.keyIdx[0]).(*array.Int64); ok && a.NullN() == 0 {
+			if from := risingEnd(a.Int64Values()[:n]); from < n {
+				return w.splitNew(ctx, tx, fileKey, rec, ordinals, from)
+			}
 		}
 	}
 	if w.direct && w.tg.Ordinal() {
@@ -737,26 +747,28 @@ func (w *writer) stageAndMerge(ctx context.Context, tx *sql.Tx, fileKey int64, r
 	return total, nil
 }
 
-// splitNew writes a batch whose keys are one integer column in increasing
-// order (w.increasing): the rows up to the greatest key of the batch's
-// range that is stored are merged, and the rows after it, whose keys are
-// not stored, are copied straight into the target (copyNew), as a daily
-// delta sorted by its key (changed keys, then new ones after the last)
-// has them. A COPY refused by a key stored since the look-up (another
-// transaction's) is rolled back, and its rows are merged too. Rows are
-// written in the order of their keys, as a merge writes them, so that
-// concurrent writers take the keys' locks in one order.
-func (w *writer) splitNew(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error) {
+// splitNew writes a batch whose keys are one integer column, all apart,
+// those of rows from to the end in increasing order and greater than
+// every key before them (from is 0 for a batch in increasing order,
+// w.increasing): the rows up to the greatest key of that range that is
+// stored are merged, and the rows after it, whose keys are not stored, are
+// copied straight into the target (copyNew), as a daily delta (changed
+// keys, then new ones after the last) has them. A COPY refused by a key
+// stored since the look-up (another transaction's) is rolled back, and its
+// rows are merged too. Rows are written in the order of their keys, as a
+// merge writes them, so that concurrent writers take the keys' locks in
+// one order.
+func (w *writer) splitNew(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64, from int) (idemtype.Rows, error) {
 	n := int(rec.NumRows())
 	total := idemtype.Rows{Read: int64(n)}
 	keys := rec.Column(w.keyIdx[0]).(*array.Int64).Int64Values()[:n]
 	var last sql.NullInt64
-	if err := tx.QueryRowContext(ctx, w.stored, keys[0], keys[n-1]).Scan(&last); err != nil {
-		return total, fmt.Errorf("look up stored keys of %s (rows %d-%d): %w", w.tg.Table, ordinals[0], ordinals[n-1], err)
+	if err := tx.QueryRowContext(ctx, w.stored, keys[from], keys[n-1]).Scan(&last); err != nil {
+		return total, fmt.Errorf("look up stored keys of %s (rows %d-%d): %w", w.tg.Table, ordinals[from], ordinals[n-1], err)
 	}
-	split := 0
+	split := from
 	if last.Valid {
-		split = sort.Search(n, func(i int) bool { return keys[i] > last.Int64 })
+		split += sort.Search(n-from, func(i int) bool { return keys[from+i] > last.Int64 })
 	}
 	if split > 0 {
 		head := rec.NewSlice(0, int64(split))
@@ -786,6 +798,21 @@ func (w *writer) splitNew(ctx context.Context, tx *sql.Tx, fileKey int64, rec ar
 	c, err := w.stageAndMerge(ctx, tx, fileKey, tail, ordinals[split:], 1)
 	total.Add(c)
 	return total, err
+}
+
+// risingEnd returns where the keys that end keys in increasing order
+// start to be greater than every key before them, or len(keys) when none
+// are.
+func risingEnd(keys []int64) int {
+	j := len(keys) - 1
+	for j > 0 && keys[j-1] < keys[j] {
+		j--
+	}
+	if j == 0 {
+		return 0
+	}
+	m := slices.Max(keys[:j])
+	return j + sort.Search(len(keys)-j, func(i int) bool { return keys[j+i] > m })
 }
 
 // numberRounds numbers the rows of rec by the occurrence of their key

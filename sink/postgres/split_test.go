@@ -120,3 +120,57 @@ func TestNaturalKeyDeltaSplitRace(t *testing.T) {
 	drivertest.WantTable(t, "file 2", f.Table("race", "id", "id", "name", sink.FileColumn, sink.RowColumn),
 		"1|'ONE'|2|1", "2|'two'|2|2", "3|'three'|2|3", "4|'four'|2|4")
 }
+
+// TestNaturalKeyDeltaSplitRisingEnd writes a batch of keys out of order
+// that ends with keys in increasing order above all the others, as a
+// delta of changed keys in any order and then new keys has them: the rows
+// up to the greatest stored key of that end are merged (the keys before
+// it out of order among them), the rest copied straight into the table.
+func TestNaturalKeyDeltaSplitRisingEnd(t *testing.T) {
+	f := drivertest.Open(t, open(t))
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("name"))
+	tg := sink.Target{Table: "rising", Key: []string{"id"}}
+	f.MustEnsure(tg, s)
+	w := f.Writer(tg, s)
+	cols := []string{"id", "name", sink.FileColumn, sink.RowColumn}
+	drivertest.WantRows(t, "file 1", f.Write(w, 1, drivertest.Batch(t, s,
+		[]any{1, "one"}, []any{2, "two"}, []any{3, "three"}, []any{5, "five"}, []any{9, "nine"},
+	), drivertest.Seq(1, 5)), idemtype.Rows{Read: 5, Inserted: 5})
+	updates := countUpdates(t, f.Conn, "rising")
+
+	// 5 changed, 2 unchanged, 4 new, 3 changed, then in order above them
+	// 8 new (below 9, stored), 10 and 11 new.
+	delta := drivertest.Batch(t, s,
+		[]any{5, "FIVE"}, []any{2, "two"}, []any{4, "four"}, []any{3, "THREE"}, []any{8, "eight"}, []any{10, "ten"}, []any{11, "eleven"},
+	)
+	c, n := writeDirect(t, f, w, "rising", 2, delta, drivertest.Seq(1, 7))
+	drivertest.WantRows(t, "file 2", c, idemtype.Rows{Read: 7, Inserted: 4, Updated: 2, Unchanged: 1})
+	if n != 2 {
+		t.Errorf("file 2: %d rows copied straight into the table, want the 2 past the greatest stored key", n)
+	}
+	if got := updates(); got != 2 {
+		t.Errorf("file 2: %d rows updated, want the 2 changed", got)
+	}
+	drivertest.WantTable(t, "file 2", f.Table("rising", "id", cols...),
+		"1|'one'|1|1", "2|'two'|1|2", "3|'THREE'|2|4", "4|'four'|2|3", "5|'FIVE'|2|1",
+		"8|'eight'|2|5", "9|'nine'|1|5", "10|'ten'|2|6", "11|'eleven'|2|7")
+}
+
+func TestRisingEnd(t *testing.T) {
+	for _, c := range []struct {
+		keys []int64
+		want int
+	}{
+		{[]int64{7}, 0},
+		{[]int64{1, 2, 3}, 0},
+		{[]int64{3, 1, 2}, 3},           // 1, 2 rise, but not above 3
+		{[]int64{5, 2, 4, 3, 8, 10}, 4}, // 3, 8, 10 rise; 8 is above 5, 2 and 4
+		{[]int64{2, 1, 3}, 2},
+		{[]int64{2, 3, 1}, 3},
+		{[]int64{-1, -5, -9223372036854775808, 9223372036854775807}, 3},
+	} {
+		if got := risingEnd(c.keys); got != c.want {
+			t.Errorf("risingEnd(%v) = %d, want %d", c.keys, got, c.want)
+		}
+	}
+}
