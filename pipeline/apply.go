@@ -362,13 +362,16 @@ func (a *applier) readPartition(c *checkpoint.Claim, send func(item) error) erro
 		pr.Close()
 		return err
 	}
+	batch := func(b reader.Batch) error { return send(item{batch: b}) }
+	sorted := a.keyOrder()
+	defer sorted.release()
 	for {
 		b, err := pr.Next()
 		if err == io.EOF {
 			break
 		}
 		if err == nil {
-			err = send(item{batch: b})
+			err = sorted.add(b, batch)
 		}
 		if err != nil {
 			pr.Close()
@@ -376,6 +379,9 @@ func (a *applier) readPartition(c *checkpoint.Claim, send func(item) error) erro
 		}
 	}
 	if err := pr.Close(); err != nil {
+		return err
+	}
+	if err := sorted.flush(batch); err != nil {
 		return err
 	}
 	return send(item{end: true})

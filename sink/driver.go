@@ -362,6 +362,13 @@ type Database struct {
 	// BatchRows is how many rows a batch handed to a Writer should have;
 	// 0 means a partition's.
 	BatchRows int
+	// KeyOrder says a natural key's rows are written faster in the order
+	// of the key than in the file's (a B-tree whose pages the rows then
+	// reach one after another): the pipeline then hands a Writer each
+	// partition's rows (up to a bound of memory at a time) sorted by
+	// key, stably, each with its ordinal, so that a Writer must not take
+	// a batch's ordinals to be increasing. Ordinal mode keeps file order.
+	KeyOrder bool
 }
 
 // ErrNoDatabase means a read-only open found no database at the DSN.

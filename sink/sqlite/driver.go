@@ -135,7 +135,11 @@ func (Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Data
 	if abs, err := filepath.Abs(disk); err == nil {
 		disk = abs
 	}
-	return &sink.Database{DB: db, Name: path, Disk: disk, Prefix: "idemport_", BatchRows: batchRows}, nil
+	// KeyOrder: a natural key's rows in random order land each on a
+	// random page of the table's B-tree; in key order, one page after
+	// another (1M rows of shuffled integer keys: 9.7 s of CPU in file
+	// order, 5.5 s in key order, pipeline/keyorder.go).
+	return &sink.Database{DB: db, Name: path, Disk: disk, Prefix: "idemport_", BatchRows: batchRows, KeyOrder: true}, nil
 }
 
 // ping opens db's first connection. A connection's first statement turns

@@ -59,6 +59,9 @@ type Store struct {
 	// Batch is the rows per batch handed to the driver's writer; 0 means a
 	// partition's.
 	Batch int
+	// KeyOrder says the driver's writer takes a natural key's rows
+	// faster in key order (sink.Database.KeyOrder).
+	KeyOrder bool
 	// Sinks are the event sinks each event recorded is owed to.
 	Sinks []idemtype.EventSink
 	fp    Failpoints
@@ -88,7 +91,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{DB: db.DB, Prefix: db.Prefix, Name: db.Name, Disk: cmp.Or(db.Disk, db.Name), Driver: drv, Batch: db.BatchRows,
+	s := &Store{DB: db.DB, Prefix: db.Prefix, Name: db.Name, Disk: cmp.Or(db.Disk, db.Name), Driver: drv, Batch: db.BatchRows, KeyOrder: db.KeyOrder,
 		Log: o.Logger, fp: o.Failpoints, Sinks: o.Notify}
 	s.Ledger = ledger.New(s.DB, drv, s.Prefix)
 	s.CP = checkpoint.New(s.DB, drv, s.Prefix)

@@ -1,0 +1,416 @@
+package pipeline
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/idemport/idemport/reader"
+)
+
+// Rows in file order land each on a random leaf of a natural key's B-tree
+// when the file's keys are in random order: on SQLite, 1M rows of random
+// integer keys took 11.3–14.8 s in file order and 7.4–8.5 s when each
+// 64k rows were sorted by key. Where the driver says so
+// (sink.Database.KeyOrder), a worker's reader therefore hands the writer
+// each partition's rows sorted by their key (keyOrder), in batches as many
+// and as long as it read: those 1M rows then took 5.5 s of CPU instead of
+// 9.7 (docs/internals.md). The sort is stable: rows that repeat a key keep
+// their file order, so that the last of them would still be written last
+// (the plan drops all but the last already: Partition.Superseded); each
+// row keeps its ordinal, so lineage, rejects and errors name its row of
+// the file. Ordinal mode keeps the file's order, which is its key's.
+
+// keyOrderBytes bounds the Arrow memory of the rows a reader holds to sort
+// them: a partition's batches are held until they reach it (or the
+// partition ends), sorted, and handed on. A reader in key order thus holds
+// at most this much and one batch more than one in file order: the
+// batches held stay until the last of their sorted copies is handed on,
+// and the copies go one at a time into the writer's queue, which bounded
+// the batches read ahead before too (a worker's items). A partition of
+// short rows (100,000 rows of 50 bytes, about 6 MB of Arrow memory) is
+// sorted whole; one of 64 MiB of wide rows in two or three runs, each
+// sorted alone. The sort's own memory is 32–40 bytes a row held.
+const keyOrderBytes = 32 << 20
+
+// keyOrder sorts the batches of a partition by key before they are
+// handed on (see keyOrderBytes); nil hands each batch on as it comes.
+type keyOrder struct {
+	key   []string       // the key's column names
+	cols  []int          // their indexes in the batches, once the first came
+	off   bool           // the batches have a column gather cannot copy: file order
+	held  []reader.Batch // the batches of the partition not yet handed on
+	bytes int            // their Arrow memory
+	// limit is the Arrow memory at which the held batches are sorted
+	// and handed on (keyOrderBytes).
+	limit int
+}
+
+// keyOrder returns the sorter of the batches of a partition read for the
+// writer: nil (file order) in ordinal mode, or where the driver does not
+// ask for key order (sink.Database.KeyOrder).
+func (a *applier) keyOrder() *keyOrder {
+	key := a.tables.write.Key
+	if !a.e.st.KeyOrder || len(key) == 0 {
+		return nil
+	}
+	return &keyOrder{key: key, limit: keyOrderBytes}
+}
+
+// columns finds the key's columns in schema s, and turns k off when it
+// cannot order or copy the batches.
+func (k *keyOrder) columns(s *arrow.Schema) {
+	for _, f := range s.Fields() {
+		if !gatherable(f.Type) {
+			k.off = true
+			return
+		}
+	}
+	for _, name := range k.key {
+		idx := s.FieldIndices(name)
+		if len(idx) != 1 {
+			k.off = true
+			return
+		}
+		k.cols = append(k.cols, idx[0])
+	}
+}
+
+// add holds b; once the rows held reach the limit, it hands them on
+// sorted (flush).
+func (k *keyOrder) add(b reader.Batch, send func(reader.Batch) error) error {
+	if k == nil {
+		return send(b)
+	}
+	if k.cols == nil && !k.off {
+		k.columns(b.Record.Schema())
+	}
+	if k.off {
+		return send(b)
+	}
+	k.held = append(k.held, b)
+	for _, c := range b.Record.Columns() {
+		k.bytes += arrowBytes(c.Data())
+	}
+	if k.bytes < k.limit {
+		return nil
+	}
+	return k.flush(send)
+}
+
+// flush hands on the rows held, sorted by key, in batches as many and as
+// long as those it held, and releases those. On an error the batches not
+// handed on are released.
+func (k *keyOrder) flush(send func(reader.Batch) error) error {
+	if k == nil {
+		return nil
+	}
+	held := k.held
+	k.held, k.bytes = nil, 0
+	defer func() {
+		for _, b := range held {
+			b.Release()
+		}
+	}()
+	if len(held) == 0 {
+		return nil
+	}
+	order := k.order(held)
+	if inPlace(order) {
+		// Already in key order (a file sorted by its key): hand the
+		// batches on as they are, without a copy.
+		for i, h := range held {
+			held[i] = reader.Batch{}
+			if err := send(h); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	at := 0
+	for _, h := range held {
+		n := int(h.Record.NumRows())
+		b := gather(held, order[at:at+n])
+		at += n
+		if err := send(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// release releases the batches held, when the partition's reading fails.
+func (k *keyOrder) release() {
+	if k == nil {
+		return
+	}
+	for _, b := range k.held {
+		b.Release()
+	}
+	k.held, k.bytes = nil, 0
+}
+
+// rowRef is one row of the batches held: its batch and its row there.
+type rowRef struct {
+	b, r int32
+}
+
+// inPlace reports whether refs are the rows of the batches held in their
+// order there.
+func inPlace(refs []rowRef) bool {
+	var want rowRef
+	for _, x := range refs {
+		if x != want {
+			if x.r != 0 || x.b != want.b+1 {
+				return false
+			}
+			want = x
+		}
+		want.r++
+	}
+	return true
+}
+
+// order returns the rows of held sorted by key, rows of equal keys in
+// their order in held: sorting by (key, place in held) is a stable sort,
+// at the speed of an unstable one.
+func (k *keyOrder) order(held []reader.Batch) []rowRef {
+	var refs []rowRef
+	for bi, h := range held {
+		for r := range int(h.Record.NumRows()) {
+			refs = append(refs, rowRef{int32(bi), int32(r)})
+		}
+	}
+	place := func(x, y rowRef) int {
+		if c := cmp.Compare(x.b, y.b); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.r, y.r)
+	}
+	if len(k.cols) == 1 {
+		// One column (the common key): its values side by side, compared
+		// without a call per column.
+		switch held[0].Record.Column(k.cols[0]).(type) {
+		case *array.Int64:
+			return sortBy(held, refs, k.cols[0], func(a *array.Int64, r int) int64 { return a.Value(r) }, cmp.Compare[int64])
+		case *array.String:
+			return sortBy(held, refs, k.cols[0], func(a *array.String, r int) string { return a.Value(r) }, strings.Compare)
+		}
+	}
+	cmps := make([]func(x, y rowRef) int, len(k.cols))
+	for i, c := range k.cols {
+		cmps[i] = columnCompare(held, c)
+	}
+	slices.SortFunc(refs, func(x, y rowRef) int {
+		for _, f := range cmps {
+			if c := f(x, y); c != 0 {
+				return c
+			}
+		}
+		return place(x, y)
+	})
+	return refs
+}
+
+// sortBy sorts refs by the values value reads of column c of held, of
+// array type A, nulls first, then by their place in held.
+func sortBy[A arrow.Array, V any](held []reader.Batch, refs []rowRef, c int, value func(A, int) V, compare func(V, V) int) []rowRef {
+	type keyed struct {
+		v    V
+		null bool
+		at   int32 // the row's place in refs, which are in held's order
+	}
+	ks := make([]keyed, len(refs))
+	for i, x := range refs {
+		a := held[x.b].Record.Column(c).(A)
+		if a.IsNull(int(x.r)) {
+			ks[i] = keyed{null: true, at: int32(i)}
+			continue
+		}
+		ks[i] = keyed{v: value(a, int(x.r)), at: int32(i)}
+	}
+	slices.SortFunc(ks, func(x, y keyed) int {
+		switch {
+		case x.null != y.null:
+			if x.null {
+				return -1
+			}
+			return 1
+		case !x.null:
+			if c := compare(x.v, y.v); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(x.at, y.at)
+	})
+	out := make([]rowRef, len(refs))
+	for i, k := range ks {
+		out[i] = refs[k.at]
+	}
+	return out
+}
+
+// columnCompare compares two rows of held by column c, nulls first; a
+// column of a type it cannot order compares every row equal.
+func columnCompare(held []reader.Batch, c int) func(x, y rowRef) int {
+	arr := func(x rowRef) arrow.Array { return held[x.b].Record.Column(c) }
+	nulls := func(x, y rowRef) (int, bool) {
+		xn, yn := arr(x).IsNull(int(x.r)), arr(y).IsNull(int(y.r))
+		switch {
+		case xn && yn:
+			return 0, true
+		case xn:
+			return -1, true
+		case yn:
+			return 1, true
+		}
+		return 0, false
+	}
+	typed := func(f func(x, y rowRef) int) func(x, y rowRef) int {
+		return func(x, y rowRef) int {
+			if c, ok := nulls(x, y); ok {
+				return c
+			}
+			return f(x, y)
+		}
+	}
+	switch held[0].Record.Column(c).(type) {
+	case *array.Int64:
+		return typed(func(x, y rowRef) int {
+			return cmp.Compare(arr(x).(*array.Int64).Value(int(x.r)), arr(y).(*array.Int64).Value(int(y.r)))
+		})
+	case *array.String:
+		return typed(func(x, y rowRef) int {
+			return strings.Compare(arr(x).(*array.String).Value(int(x.r)), arr(y).(*array.String).Value(int(y.r)))
+		})
+	case *array.Date32:
+		return typed(func(x, y rowRef) int {
+			return cmp.Compare(arr(x).(*array.Date32).Value(int(x.r)), arr(y).(*array.Date32).Value(int(y.r)))
+		})
+	case *array.Timestamp:
+		return typed(func(x, y rowRef) int {
+			return cmp.Compare(arr(x).(*array.Timestamp).Value(int(x.r)), arr(y).(*array.Timestamp).Value(int(y.r)))
+		})
+	case *array.Float64:
+		return typed(func(x, y rowRef) int {
+			return cmp.Compare(arr(x).(*array.Float64).Value(int(x.r)), arr(y).(*array.Float64).Value(int(y.r)))
+		})
+	case *array.Boolean:
+		return typed(func(x, y rowRef) int {
+			xb, yb := arr(x).(*array.Boolean).Value(int(x.r)), arr(y).(*array.Boolean).Value(int(y.r))
+			switch {
+			case xb == yb:
+				return 0
+			case yb:
+				return -1
+			}
+			return 1
+		})
+	}
+	return func(rowRef, rowRef) int { return 0 }
+}
+
+// gatherable reports whether gather copies columns of type t.
+func gatherable(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.INT64, arrow.FLOAT64, arrow.STRING, arrow.BOOL, arrow.DATE32, arrow.TIMESTAMP:
+		return true
+	}
+	return false
+}
+
+// gather returns a batch of the rows of held at refs, in that order, with
+// their ordinals.
+func gather(held []reader.Batch, refs []rowRef) reader.Batch {
+	schema := held[0].Record.Schema()
+	cols := make([]arrow.Array, schema.NumFields())
+	for c, f := range schema.Fields() {
+		cols[c] = gatherColumn(held, refs, c, f.Type)
+	}
+	ordinals := make([]int64, len(refs))
+	for i, x := range refs {
+		ordinals[i] = held[x.b].Ordinals[x.r]
+	}
+	rec := array.NewRecordBatch(schema, cols, int64(len(refs)))
+	for _, a := range cols {
+		a.Release()
+	}
+	return reader.Batch{Record: rec, Ordinals: ordinals}
+}
+
+// gatherColumn copies column c of the rows of held at refs, of type t
+// (gatherable).
+func gatherColumn(held []reader.Batch, refs []rowRef, c int, t arrow.DataType) arrow.Array {
+	mem := memory.DefaultAllocator
+	switch t.ID() {
+	case arrow.INT64:
+		return gatherFixed(held, refs, c, array.NewInt64Builder(mem), (*array.Int64).Value)
+	case arrow.FLOAT64:
+		return gatherFixed(held, refs, c, array.NewFloat64Builder(mem), (*array.Float64).Value)
+	case arrow.DATE32:
+		return gatherFixed(held, refs, c, array.NewDate32Builder(mem), (*array.Date32).Value)
+	case arrow.TIMESTAMP:
+		return gatherFixed(held, refs, c, array.NewTimestampBuilder(mem, t.(*arrow.TimestampType)), (*array.Timestamp).Value)
+	case arrow.BOOL:
+		return gatherFixed(held, refs, c, array.NewBooleanBuilder(mem), (*array.Boolean).Value)
+	}
+	b := array.NewStringBuilder(mem)
+	defer b.Release()
+	b.Reserve(len(refs))
+	n := 0
+	for _, x := range refs {
+		if a := held[x.b].Record.Column(c).(*array.String); a.IsValid(int(x.r)) {
+			n += a.ValueLen(int(x.r))
+		}
+	}
+	b.ReserveData(n)
+	for _, x := range refs {
+		a := held[x.b].Record.Column(c).(*array.String)
+		if a.IsNull(int(x.r)) {
+			b.AppendNull()
+			continue
+		}
+		b.Append(a.Value(int(x.r)))
+	}
+	return b.NewArray()
+}
+
+// builder is what gatherFixed needs of an Arrow builder of values V.
+type builder[V any] interface {
+	array.Builder
+	Append(V)
+}
+
+// gatherFixed copies column c (arrays A of values V) of the rows of held
+// at refs into b, which it releases.
+func gatherFixed[A arrow.Array, V any, B builder[V]](held []reader.Batch, refs []rowRef, c int, b B, value func(A, int) V) arrow.Array {
+	defer b.Release()
+	b.Reserve(len(refs))
+	for _, x := range refs {
+		a := held[x.b].Record.Column(c).(A)
+		if a.IsNull(int(x.r)) {
+			b.AppendNull()
+			continue
+		}
+		b.Append(value(a, int(x.r)))
+	}
+	return b.NewArray()
+}
+
+// arrowBytes is the memory of the buffers of d and its children.
+func arrowBytes(d arrow.ArrayData) int {
+	n := 0
+	for _, b := range d.Buffers() {
+		if b != nil {
+			n += b.Len()
+		}
+	}
+	for _, c := range d.Children() {
+		n += arrowBytes(c)
+	}
+	return n
+}
