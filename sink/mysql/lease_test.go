@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"database/sql"
 	"slices"
 	"testing"
 
@@ -109,51 +110,14 @@ func TestRenewRetriesDeadlock(t *testing.T) {
 // rolled one back (the expiry, in four processes sharing a file with one
 // killed: "expire leases: Error 1213 … Deadlock found").
 func TestExpireMeetsAClaim(t *testing.T) {
-	st := openStoreWith(t, sink.Settings{BusyTimeout: lockWaitBound})
+	st, op, claim := claimingRunOut(t, "dead")
 	ctx := t.Context()
-	cp := checkpoint.New(st.DB, st.Driver, st.Prefix)
-	if err := cp.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// Partitions 3 and 5 of 60 held by the dead attempt, whose leases
-	// ran out; the others done.
-	op := checkpoint.Op{Table: "orders", FileID: "f1"}
-	for idx := range 60 {
-		holder, done := any(nil), 1
-		if idx == 3 || idx == 5 {
-			holder, done = "dead", 0
-		}
-		if _, err := st.DB.ExecContext(ctx, `INSERT INTO `+st.Prefix+`partitions
-			(table_name, file_id, idx, first_row, row_count, rejected, byte_offset, byte_length, crc, lease_attempt, lease_expires, done)
-			VALUES (?, ?, ?, ?, 10, 0, 0, 0, 0, ?, 1, ?)`, op.Table, op.FileID, idx, 1+10*idx, holder, done); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := st.DB.ExecContext(ctx, `ANALYZE TABLE `+st.Prefix+`partitions`); err != nil {
-		t.Fatal(err)
-	}
-	claim, err := st.DB.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer claim.Rollback()
-	var idx int
-	if err := claim.QueryRowContext(ctx, `SELECT idx FROM `+st.Prefix+`partitions
-		WHERE table_name = ? AND file_id = ? AND idx = 3 FOR UPDATE`, op.Table, op.FileID).Scan(&idx); err != nil {
-		t.Fatal(err)
-	}
 	expirer, id := connection(t, st.DB)
 	done := make(chan error, 1)
 	go func() { done <- st.Driver.Checkpoints(st.Prefix).Expire(ctx, expirer, op, "dead") }()
 	// The expiry waits for partition 3's row.
 	awaitLockWait(t, st.DB, id, "the expiry", done)
-	if _, err := claim.ExecContext(ctx, `UPDATE `+st.Prefix+`partitions SET lease_attempt = 'live', lease_expires = 9000000000000
-		WHERE table_name = ? AND file_id = ? AND idx = 3`, op.Table, op.FileID); err != nil {
-		t.Fatalf("the claim: %v", err)
-	}
-	if err := claim.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	claimCommits(t, st, op, claim)
 	if err := receive(t, done, "the expiry, after the claim committed,"); err != nil {
 		t.Fatalf("the expiry: %v", err)
 	}
@@ -175,39 +139,8 @@ func TestExpireMeetsAClaim(t *testing.T) {
 // where renewLocked does not run it again, so that a deadlock shows
 // whichever of the two InnoDB rolls back.
 func TestRenewMeetsAClaim(t *testing.T) {
-	st := openStoreWith(t, sink.Settings{BusyTimeout: lockWaitBound})
+	st, op, claim := claimingRunOut(t, "a1")
 	ctx := t.Context()
-	cp := checkpoint.New(st.DB, st.Driver, st.Prefix)
-	if err := cp.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// Partitions 3 and 5 of 60 held by attempt a1, whose leases ran out;
-	// the others done.
-	op := checkpoint.Op{Table: "orders", FileID: "f1"}
-	for idx := range 60 {
-		holder, done := any(nil), 1
-		if idx == 3 || idx == 5 {
-			holder, done = "a1", 0
-		}
-		if _, err := st.DB.ExecContext(ctx, `INSERT INTO `+st.Prefix+`partitions
-			(table_name, file_id, idx, first_row, row_count, rejected, byte_offset, byte_length, crc, lease_attempt, lease_expires, done)
-			VALUES (?, ?, ?, ?, 10, 0, 0, 0, 0, ?, 1, ?)`, op.Table, op.FileID, idx, 1+10*idx, holder, done); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := st.DB.ExecContext(ctx, `ANALYZE TABLE `+st.Prefix+`partitions`); err != nil {
-		t.Fatal(err)
-	}
-	claim, err := st.DB.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer claim.Rollback()
-	var idx int
-	if err := claim.QueryRowContext(ctx, `SELECT idx FROM `+st.Prefix+`partitions
-		WHERE table_name = ? AND file_id = ? AND idx = 3 FOR UPDATE`, op.Table, op.FileID).Scan(&idx); err != nil {
-		t.Fatal(err)
-	}
 	renewer, id := connection(t, st.DB)
 	renewal, err := renewer.BeginTx(ctx, nil)
 	if err != nil {
@@ -225,13 +158,7 @@ func TestRenewMeetsAClaim(t *testing.T) {
 	}()
 	// The renewal waits for partition 3's row.
 	awaitLockWait(t, st.DB, id, "the renewal", done)
-	if _, err := claim.ExecContext(ctx, `UPDATE `+st.Prefix+`partitions SET lease_attempt = 'live', lease_expires = 9000000000000
-		WHERE table_name = ? AND file_id = ? AND idx = 3`, op.Table, op.FileID); err != nil {
-		t.Fatalf("the claim: %v", err)
-	}
-	if err := claim.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	claimCommits(t, st, op, claim)
 	if r := receive(t, done, "the renewal, after the claim committed,"); r.err != nil || r.n != 1 {
 		t.Fatalf("the renewal: %d renewed, %v; want 1 and no error", r.n, r.err)
 	}
@@ -243,5 +170,58 @@ func TestRenewMeetsAClaim(t *testing.T) {
 		FROM `+st.Prefix+`partitions WHERE done = 0 ORDER BY idx`)
 	if want := []string{"3 live claimed", "5 a1 renewed"}; !slices.Equal(got, want) {
 		t.Fatalf("partitions left: %q, want %q", got, want)
+	}
+}
+
+// claimingRunOut returns a store whose operation op has 60 partitions,
+// 3 and 5 held by attempt holder, whose leases ran out, the others done;
+// and another attempt's claim of partition 3, a transaction that has
+// locked its row (rolled back when t ends). The table's statistics are
+// fresh, so that the server plans as on a table of real imports.
+func claimingRunOut(t *testing.T, holder string) (drivertest.Store, checkpoint.Op, *sql.Tx) {
+	t.Helper()
+	st := openStoreWith(t, sink.Settings{BusyTimeout: lockWaitBound})
+	ctx := t.Context()
+	cp := checkpoint.New(st.DB, st.Driver, st.Prefix)
+	if err := cp.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	op := checkpoint.Op{Table: "orders", FileID: "f1"}
+	for idx := range 60 {
+		lease, done := any(nil), 1
+		if idx == 3 || idx == 5 {
+			lease, done = holder, 0
+		}
+		if _, err := st.DB.ExecContext(ctx, `INSERT INTO `+st.Prefix+`partitions
+			(table_name, file_id, idx, first_row, row_count, rejected, byte_offset, byte_length, crc, lease_attempt, lease_expires, done)
+			VALUES (?, ?, ?, ?, 10, 0, 0, 0, 0, ?, 1, ?)`, op.Table, op.FileID, idx, 1+10*idx, lease, done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.DB.ExecContext(ctx, `ANALYZE TABLE `+st.Prefix+`partitions`); err != nil {
+		t.Fatal(err)
+	}
+	claim, err := st.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { claim.Rollback() })
+	var idx int
+	if err := claim.QueryRowContext(ctx, `SELECT idx FROM `+st.Prefix+`partitions
+		WHERE table_name = ? AND file_id = ? AND idx = 3 FOR UPDATE`, op.Table, op.FileID).Scan(&idx); err != nil {
+		t.Fatal(err)
+	}
+	return st, op, claim
+}
+
+// claimCommits gives partition 3 of op the claim's lease and commits it.
+func claimCommits(t *testing.T, st drivertest.Store, op checkpoint.Op, claim *sql.Tx) {
+	t.Helper()
+	if _, err := claim.ExecContext(t.Context(), `UPDATE `+st.Prefix+`partitions SET lease_attempt = 'live', lease_expires = 9000000000000
+		WHERE table_name = ? AND file_id = ? AND idx = 3`, op.Table, op.FileID); err != nil {
+		t.Fatalf("the claim: %v", err)
+	}
+	if err := claim.Commit(); err != nil {
+		t.Fatal(err)
 	}
 }
