@@ -229,6 +229,17 @@ func (d keyOrdered) Open(ctx context.Context, dsn string, s sink.Settings) (*sin
 	return db, err
 }
 
+// openKeyOrdered opens f's target through its driver, its writers handed
+// each partition's rows in key order (keyOrdered).
+func (f *fx) openKeyOrdered(t *testing.T) *Engine {
+	t.Helper()
+	d, err := Drivers().Lookup(f.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.open(t, Options{Drivers: sink.Registry{keyOrdered{d, true}}})
+}
+
 // keyedFile is a CSV file of keys that repeat up to four times, with other
 // values each time, in random order.
 type keyedFile struct {
@@ -273,9 +284,10 @@ func newKeyedFile(rng *rand.Rand, cols []string, nkey int) *keyedFile {
 }
 
 // TestKeyOrderKeepsTheLastValue imports, in key order on SQLite and on
-// PostgreSQL (whose driver does not ask for it: keyOrdered), files whose keys (an integer, a text, and a text and an
-// integer) repeat up to four times in a partition with other values, in
-// random order, partitions of several batches: the table holds, value by
+// PostgreSQL (whose driver does not ask for it: keyOrdered), files whose
+// keys (an integer, a text, and a text and an integer) repeat up to four
+// times in a partition with other values, in random order, partitions of
+// several batches: the table holds, value by
 // value, the file's last row of each key, whose row number its lineage
 // names; within each partition the rows were written in key order (the
 // order a text key's rows took their rowids on SQLite, the heap's order on
@@ -285,11 +297,7 @@ func TestKeyOrderKeepsTheLastValue(t *testing.T) {
 	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
-		d, err := Drivers().Lookup(f.dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e := f.open(t, Options{Drivers: sink.Registry{keyOrdered{d, true}}})
+		e := f.openKeyOrdered(t)
 		const partRows = 60
 		for i, tc := range []struct {
 			name string
@@ -390,21 +398,17 @@ func texts(tg *testkit.Target, cols []string) []string {
 	return out
 }
 
-// TestKeyOrderRejectsNameTheFileRows imports in key order, on SQLite and on
-// PostgreSQL (keyOrdered), a file of shuffled keys into a table whose CHECK refuses
-// some rows at apply time: over --max-rejects the error names the
-// refused rows by their row numbers in the file, in the file's order; within it
-// they are quarantined under those numbers with their own values, and the
-// rest land.
+// TestKeyOrderRejectsNameTheFileRows imports in key order, on SQLite and
+// on PostgreSQL (keyOrdered), a file of shuffled keys into a table whose
+// CHECK refuses some rows at apply time: over --max-rejects the error
+// names the refused rows by their row numbers in the file, in the file's
+// order; within it they are quarantined under those numbers with their
+// own values, and the rest land.
 func TestKeyOrderRejectsNameTheFileRows(t *testing.T) {
 	t.Parallel()
 	testkit.Each(t, func(t *testing.T, name string) {
 		f := newFx(t, name)
-		d, err := Drivers().Lookup(f.dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e := f.open(t, Options{Drivers: sink.Registry{keyOrdered{d, true}}})
+		e := f.openKeyOrdered(t)
 		f.exec(t, `CREATE TABLE checked (code text PRIMARY KEY, v text, n bigint CHECK (n >= 0), _idemport_file bigint, _idemport_row bigint)`)
 		rng := rand.New(rand.NewPCG(3, 3))
 		keys := rng.Perm(200)
