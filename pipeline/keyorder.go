@@ -280,38 +280,36 @@ func columnCompare(held []reader.Batch, c int) func(x, y rowRef) int {
 	}
 	switch held[0].Record.Column(c).(type) {
 	case *array.Int64:
-		return typed(func(x, y rowRef) int {
-			return cmp.Compare(arr(x).(*array.Int64).Value(int(x.r)), arr(y).(*array.Int64).Value(int(y.r)))
-		})
+		return typed(valueCompare(arr, (*array.Int64).Value, cmp.Compare[int64]))
 	case *array.String:
-		return typed(func(x, y rowRef) int {
-			return strings.Compare(arr(x).(*array.String).Value(int(x.r)), arr(y).(*array.String).Value(int(y.r)))
-		})
+		return typed(valueCompare(arr, (*array.String).Value, strings.Compare))
 	case *array.Date32:
-		return typed(func(x, y rowRef) int {
-			return cmp.Compare(arr(x).(*array.Date32).Value(int(x.r)), arr(y).(*array.Date32).Value(int(y.r)))
-		})
+		return typed(valueCompare(arr, (*array.Date32).Value, cmp.Compare[arrow.Date32]))
 	case *array.Timestamp:
-		return typed(func(x, y rowRef) int {
-			return cmp.Compare(arr(x).(*array.Timestamp).Value(int(x.r)), arr(y).(*array.Timestamp).Value(int(y.r)))
-		})
+		return typed(valueCompare(arr, (*array.Timestamp).Value, cmp.Compare[arrow.Timestamp]))
 	case *array.Float64:
-		return typed(func(x, y rowRef) int {
-			return cmp.Compare(arr(x).(*array.Float64).Value(int(x.r)), arr(y).(*array.Float64).Value(int(y.r)))
-		})
+		return typed(valueCompare(arr, (*array.Float64).Value, cmp.Compare[float64]))
 	case *array.Boolean:
-		return typed(func(x, y rowRef) int {
-			xb, yb := arr(x).(*array.Boolean).Value(int(x.r)), arr(y).(*array.Boolean).Value(int(y.r))
+		return typed(valueCompare(arr, (*array.Boolean).Value, func(x, y bool) int {
 			switch {
-			case xb == yb:
+			case x == y:
 				return 0
-			case yb:
+			case y:
 				return -1
 			}
 			return 1
-		})
+		}))
 	}
 	return func(rowRef, rowRef) int { return 0 }
+}
+
+// valueCompare compares two rows' values of the column arr returns, an
+// array of type A, read by value and compared by compare (not nulls: see
+// columnCompare).
+func valueCompare[A arrow.Array, V any](arr func(rowRef) arrow.Array, value func(A, int) V, compare func(V, V) int) func(x, y rowRef) int {
+	return func(x, y rowRef) int {
+		return compare(value(arr(x).(A), int(x.r)), value(arr(y).(A), int(y.r)))
+	}
 }
 
 // gatherable reports whether gather copies columns of type t.

@@ -20,12 +20,8 @@ import (
 // "renew partition leases: Error 1213 … Deadlock found" during large
 // imports with several workers.)
 func TestRenewRetriesDeadlock(t *testing.T) {
-	st := openStoreWith(t, sink.Settings{BusyTimeout: lockWaitBound})
+	st := leaseStore(t)
 	ctx := t.Context()
-	cp := checkpoint.New(st.DB, st.Driver, st.Prefix)
-	if err := cp.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	op := checkpoint.Op{Table: "orders", FileID: "f1"}
 	for idx := range 2 {
 		if _, err := st.DB.ExecContext(ctx, `INSERT INTO `+st.Prefix+`partitions
@@ -180,12 +176,8 @@ func TestRenewMeetsAClaim(t *testing.T) {
 // fresh, so that the server plans as on a table of real imports.
 func claimingRunOut(t *testing.T, holder string) (drivertest.Store, checkpoint.Op, *sql.Tx) {
 	t.Helper()
-	st := openStoreWith(t, sink.Settings{BusyTimeout: lockWaitBound})
+	st := leaseStore(t)
 	ctx := t.Context()
-	cp := checkpoint.New(st.DB, st.Driver, st.Prefix)
-	if err := cp.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	op := checkpoint.Op{Table: "orders", FileID: "f1"}
 	for idx := range 60 {
 		lease, done := any(nil), 1
@@ -224,4 +216,15 @@ func claimCommits(t *testing.T, st drivertest.Store, op checkpoint.Op, claim *sq
 	if err := claim.Commit(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// leaseStore returns a store with the checkpoint tables, whose lock waits
+// end after lockWaitBound, for the tests that stage a lock wait.
+func leaseStore(t *testing.T) drivertest.Store {
+	t.Helper()
+	st := openStoreWith(t, sink.Settings{BusyTimeout: lockWaitBound})
+	if err := checkpoint.New(st.DB, st.Driver, st.Prefix).Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
