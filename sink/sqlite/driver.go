@@ -199,21 +199,6 @@ func openError(path string, s sink.Settings, err error) error {
 // (the count of stored keys, the step, the call into C) over more rows.
 const batchRows = 8192
 
-// The write connection's page cache, in KiB, for the writes that may land
-// on any page of a table or index (cacheKiB: a natural key, an ordinal
-// import into a table with indexes of its own) and for those that append
-// (appendCacheKiB: an ordinal import into a table whose only index is the
-// file's rows'). Appending touches the last pages of the table and of
-// that index; a page cache larger than that is memory faulted in for
-// nothing: a 1M-row CSV import filled 64 MiB of cache, 16k of its 41k page
-// faults. A natural key's rows land on any page of its index, and 8 MiB
-// there read pages back from the OS again and again: 1M rows of shuffled
-// ids took 1.85 s of system time instead of 1.5 s.
-const (
-	cacheKiB       = 64 << 10
-	appendCacheKiB = 8 << 10
-)
-
 // ConnString is the database/sql connection string of driver "sqlite3"
 // that Open uses for the file at path.
 func ConnString(path string, s sink.Settings) string {
@@ -230,7 +215,7 @@ func ConnString(path string, s sink.Settings) string {
 		v.Set("_journal_mode", "WAL")
 		v.Set("_synchronous", "NORMAL")
 		v.Set("_txlock", "immediate")
-		v.Set("_cache_size", fmt.Sprint(-cacheKiB)) // until a writer sizes it (sizeCache)
+		v.Set("_cache_size", "-65536")
 	}
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + v.Encode()
 }

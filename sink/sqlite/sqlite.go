@@ -459,9 +459,6 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	if t == nil {
 		return nil, fmt.Errorf("write %s: no such table", tg.Table)
 	}
-	if err := sizeCache(ctx, conn, tg); err != nil {
-		return nil, err
-	}
 	w := &writer{conn: conn, tg: tg, verCol: -1}
 	cols, names := w.columns(t, schema)
 	table := q(tg.Table)
@@ -474,25 +471,6 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 		return w.prepareOrdinal(ctx, conn, db, schema, st)
 	}
 	return w.prepareNatural(conn, db, schema, st)
-}
-
-// sizeCache sets the page cache of conn for writes to tg: appendCacheKiB
-// when they append, else cacheKiB.
-func sizeCache(ctx context.Context, conn *sql.Conn, tg sink.Target) error {
-	kib := cacheKiB
-	if tg.Ordinal() {
-		var n int
-		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM pragma_index_list(?)`, tg.Table).Scan(&n); err != nil {
-			return fmt.Errorf("indexes of %s: %w", tg.Table, err)
-		}
-		if n <= 1 {
-			kib = appendCacheKiB
-		}
-	}
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = -%d", kib)); err != nil {
-		return fmt.Errorf("page cache for %s: %w", tg.Table, err)
-	}
-	return nil
 }
 
 // statements is what the writer's statements are built from.
