@@ -222,6 +222,21 @@ func compatible(table, file idemtype.Type) bool {
 	return false
 }
 
+// RowSpan names a batch's rows in a message: "rows L-H", L and H the
+// lowest and highest of their ordinals, or "row L" for one. A batch of a
+// natural key's rows in key order (Database.KeyOrder) has them out of the
+// file's order, so its first and last rows are not its bounds.
+func RowSpan(ordinals []int64) string {
+	if len(ordinals) == 0 {
+		return "no rows"
+	}
+	lo, hi := slices.Min(ordinals), slices.Max(ordinals)
+	if lo == hi {
+		return "row " + strconv.FormatInt(lo, 10)
+	}
+	return "rows " + strconv.FormatInt(lo, 10) + "-" + strconv.FormatInt(hi, 10)
+}
+
 // FormatTimestamp renders microseconds since the Unix epoch as targets store
 // timestamps in text: fixed width and UTC, so that text order is time order.
 func FormatTimestamp(us int64) string {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/sink"
 	"github.com/idemport/idemport/sink/drivertest"
 )
 
@@ -26,5 +27,22 @@ func TestKindOf(t *testing.T) {
 				t.Errorf("kind %s, want %s", c.got, c.kind)
 			}
 		})
+	}
+}
+
+func TestRowSpan(t *testing.T) {
+	for _, c := range []struct {
+		ordinals []int64
+		want     string
+	}{
+		{[]int64{1, 2, 3}, "rows 1-3"},
+		{[]int64{7, 3, 9, 5}, "rows 3-9"}, // a batch in key order
+		{[]int64{9, 4}, "rows 4-9"},
+		{[]int64{4}, "row 4"},
+		{nil, "no rows"},
+	} {
+		if got := sink.RowSpan(c.ordinals); got != c.want {
+			t.Errorf("RowSpan(%v) = %q, want %q", c.ordinals, got, c.want)
+		}
 	}
 }

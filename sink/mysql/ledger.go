@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/sink"
 	"github.com/idemport/idemport/sink/internal/stdsql"
 )
 
@@ -181,7 +182,11 @@ func (l ledgerOps) StoreRejects(ctx context.Context, tx *sql.Tx, k ledger.Key, a
 	if _, err := tx.ExecContext(ctx, `INSERT INTO `+l.Prefix+`rejects
 		(table_name, file_id, ordinal, byte_offset, column_name, raw_value, raw_row, raw_fields, code, message, attempt_id, created_at)
 		VALUES `+strings.Repeat(row+`, `, len(rs)-1)+row+` ON DUPLICATE KEY UPDATE ordinal = ordinal`, args...); err != nil {
-		return fmt.Errorf("store rejects of rows %d-%d: %w", rs[0].Ordinal, rs[len(rs)-1].Ordinal, err)
+		ords := make([]int64, len(rs))
+		for i, r := range rs {
+			ords[i] = r.Ordinal
+		}
+		return fmt.Errorf("store rejects of %s: %w", sink.RowSpan(ords), err)
 	}
 	return nil
 }

@@ -263,7 +263,7 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		return total, nil
 	}
 	total.Read = int64(n)
-	span := fmt.Sprintf("rows %d-%d", ordinals[0], ordinals[n-1])
+	span := sink.RowSpan(ordinals)
 	cols := rec.Columns()
 	values := func(r int, args []any) []any {
 		for c := range w.fields {
