@@ -284,7 +284,7 @@ func newKeyedFile(rng *rand.Rand, cols []string, nkey int) *keyedFile {
 }
 
 // TestKeyOrderKeepsTheLastValue imports, in key order on SQLite and on
-// PostgreSQL (whose driver does not ask for it: keyOrdered), files whose
+// PostgreSQL (keyOrdered, as their drivers ask), files whose
 // keys (an integer, a text, and a text and an integer) repeat up to four
 // times in a partition with other values, in random order, partitions of
 // several batches: the table holds, value by
@@ -477,6 +477,100 @@ func TestKeyOrderRejectsNameTheFileRows(t *testing.T) {
 			if stored[k] != v {
 				t.Fatalf("key %s holds %q, want %q", k, stored[k], v)
 			}
+		}
+	})
+}
+
+// TestKeyOrderDelta imports, through the drivers as they are (SQLite and
+// PostgreSQL ask for key order), a file of shuffled integer keys and then
+// a delta of it in random order: keys changed, unchanged, new between the
+// stored ones and new past them, in partitions of several batches whose
+// keys, sorted, span the stored ones (on PostgreSQL a batch after one
+// that met no stored key is tried as one COPY first). The table holds,
+// value by value, each key's last row, its lineage naming that row's
+// file and row number; an unchanged row keeps the first file's.
+func TestKeyOrderDelta(t *testing.T) {
+	t.Parallel()
+	testkit.Each(t, func(t *testing.T, name string) {
+		f := newFx(t, name)
+		rng := rand.New(rand.NewPCG(7, 7))
+		type stored struct {
+			v    string
+			file int
+			row  int64
+		}
+		want := map[int]stored{}
+		write := func(file int, keys []int, value func(k int) string) string {
+			var sb strings.Builder
+			sb.WriteString("id,v\n")
+			for i, k := range keys {
+				v := value(k)
+				fmt.Fprintf(&sb, "%d,%s\n", k, v)
+				if want[k].v != v {
+					want[k] = stored{v, file, int64(i + 1)}
+				}
+			}
+			return f.write(t, fmt.Sprintf("delta%d.csv", file), sb.String())
+		}
+		var first []int
+		for k := range 300 {
+			first = append(first, 2*k)
+		}
+		rng.Shuffle(len(first), func(i, j int) { first[i], first[j] = first[j], first[i] })
+		req := Request{PartitionRows: 60, BatchRows: 7, Mapping: Mapping{Table: "delta", Key: []string{"id"}}}
+		req.Path = write(1, first, func(k int) string { return fmt.Sprintf("a%d", k) })
+		if res := f.e.Import(context.Background(), req); res.Err != nil || res.Rows.Inserted != 300 {
+			t.Fatalf("file 1: %s %+v %v", res.Outcome, res.Rows, res.Err)
+		}
+		fileKey := map[string]int{}
+		for _, r := range f.rows(t, `SELECT DISTINCT `+f.tg.Text(sink.FileColumn)+` FROM delta`) {
+			fileKey[fmt.Sprint(r[0])] = 1
+		}
+
+		// 150 stored keys, those not a multiple of 3 changed; 100 new keys
+		// between the stored ones, 50 past them.
+		var delta []int
+		var updated int64
+		for _, k := range rng.Perm(300)[:150] {
+			delta = append(delta, 2*k)
+			if 2*k%3 != 0 {
+				updated++
+			}
+		}
+		for _, k := range rng.Perm(300)[:100] {
+			delta = append(delta, 2*k+1)
+		}
+		for k := range 50 {
+			delta = append(delta, 600+k)
+		}
+		rng.Shuffle(len(delta), func(i, j int) { delta[i], delta[j] = delta[j], delta[i] })
+		req.Path = write(2, delta, func(k int) string {
+			if k%2 == 0 && k < 600 && k%3 != 0 {
+				return fmt.Sprintf("b%d", k)
+			}
+			return fmt.Sprintf("a%d", k)
+		})
+		res := f.e.Import(context.Background(), req)
+		if res.Err != nil || res.Rows.Inserted != 150 || res.Rows.Updated != updated || res.Rows.Unchanged != 150-updated {
+			t.Fatalf("file 2: %s %+v %v", res.Outcome, res.Rows, res.Err)
+		}
+		got := f.rows(t, `SELECT `+f.tg.Text("id")+`, v, `+f.tg.Text(sink.FileColumn)+`, `+f.tg.Text(sink.RowColumn)+` FROM delta`)
+		if len(got) != len(want) {
+			t.Fatalf("%d rows, want %d", len(got), len(want))
+		}
+		for _, r := range got {
+			k, _ := strconv.Atoi(fmt.Sprint(r[0]))
+			fk := fmt.Sprint(r[2])
+			if _, ok := fileKey[fk]; !ok {
+				fileKey[fk] = 2
+			}
+			row, _ := strconv.ParseInt(fmt.Sprint(r[3]), 10, 64)
+			if w := want[k]; fmt.Sprint(r[1]) != w.v || fileKey[fk] != w.file || row != w.row {
+				t.Errorf("key %d holds %v (file %d), want %q of file %d row %d", k, r[1:], fileKey[fk], w.v, w.file, w.row)
+			}
+		}
+		if len(fileKey) != 2 {
+			t.Errorf("rows of %d files, want 2", len(fileKey))
 		}
 	})
 }

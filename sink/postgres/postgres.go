@@ -363,11 +363,12 @@ type writer struct {
 	direct     bool
 	directCols []string
 	present    string // $1 file key, $2 first ordinal, $3 last ordinal
-	// Natural-key mode, but for batches that splitNew writes: whether the
-	// next batch is tried straight into the target. A batch that found a
-	// stored key turns it off, so that a file of stored keys pays for one
-	// failed COPY rather than one per batch; a merged batch that inserted
-	// every row turns it back on.
+	// Natural-key mode: whether the next batch is tried straight into the
+	// target as one COPY, a batch of increasing integer keys before
+	// splitNew looks up the stored ones. A batch that found a stored key
+	// turns it off, so that a file of stored keys pays for one failed COPY
+	// rather than one per batch; a batch none of whose keys was stored
+	// (copied whole, or merged, every row inserted) turns it back on.
 	tryDirect bool
 	// enc writes COPY data straight from the Arrow buffers, when every
 	// column's type allows; copyStage and copyDirect are its statements.
@@ -639,6 +640,20 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		rounds = w.numberRounds(rec)
 	}
 	if w.direct && w.increasing && w.stored != "" {
+		// A batch of increasing keys after one that met no stored key (a
+		// partition of a first import, sorted by its key, spans the whole
+		// range of keys, stored ones among them) is tried as one COPY
+		// first; one that met stored keys (a delta's) is split at once.
+		if w.tryDirect {
+			ok, err := w.copyNew(ctx, tx, rec, fileKey, ordinals)
+			if err != nil {
+				return total, err
+			}
+			if ok {
+				total.Inserted = int64(n)
+				return total, nil
+			}
+		}
 		return w.splitNew(ctx, tx, fileKey, rec, ordinals, 0)
 	}
 	if w.direct && !w.tg.Ordinal() && w.tryDirect && rounds == 1 {
@@ -667,7 +682,7 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		// rows are copied into the target as they are, all inserted.
 		var present bool
 		if err := tx.QueryRowContext(ctx, w.present, fileKey, ordinals[0], ordinals[n-1]).Scan(&present); err != nil {
-			return total, fmt.Errorf("look for rows %d-%d in %s: %w", ordinals[0], ordinals[n-1], w.tg.Table, err)
+			return total, fmt.Errorf("look for %s in %s: %w", sink.RowSpan(ordinals), w.tg.Table, err)
 		}
 		if !present {
 			if err := w.copyInto(ctx, rec, fileKey, ordinals); err != nil {
@@ -695,7 +710,7 @@ func (w *writer) stageAndMerge(ctx context.Context, tx *sql.Tx, fileKey int64, r
 	if w.tg.Ordinal() {
 		var ins, upd int64
 		if err := tx.QueryRowContext(ctx, w.merge, fileKey).Scan(&ins, &upd); err != nil {
-			return total, fmt.Errorf("upsert into %s (rows %d-%d): %w", w.tg.Table, ordinals[0], ordinals[n-1], err)
+			return total, fmt.Errorf("upsert into %s (%s): %w", w.tg.Table, sink.RowSpan(ordinals), err)
 		}
 		total.Inserted, total.Updated, total.Unchanged = ins, upd, int64(n)-ins-upd
 		return total, nil
@@ -719,7 +734,7 @@ func (w *writer) stageAndMerge(ctx context.Context, tx *sql.Tx, fileKey int64, r
 	for r := range rounds {
 		var ins, upd, stale int64
 		if err := tx.QueryRowContext(ctx, merge, fileKey, r).Scan(&ins, &upd); err != nil {
-			return total, fmt.Errorf("upsert into %s (rows %d-%d): %w", w.tg.Table, ordinals[0], ordinals[n-1], err)
+			return total, fmt.Errorf("upsert into %s (%s): %w", w.tg.Table, sink.RowSpan(ordinals), err)
 		}
 		// The rows neither inserted nor updated are stale or unchanged,
 		// and are counted apart only when there are any: a join of the
@@ -732,7 +747,7 @@ func (w *writer) stageAndMerge(ctx context.Context, tx *sql.Tx, fileKey int64, r
 		rest := per[r] - ins - upd
 		if rest > 0 {
 			if err := tx.QueryRowContext(ctx, w.count, fileKey, r).Scan(&stale); err != nil {
-				return total, fmt.Errorf("count stale rows of %s (rows %d-%d): %w", w.tg.Table, ordinals[0], ordinals[n-1], err)
+				return total, fmt.Errorf("count stale rows of %s (%s): %w", w.tg.Table, sink.RowSpan(ordinals), err)
 			}
 		}
 		// Only a target without other columns than the key (DO NOTHING)
@@ -764,7 +779,7 @@ func (w *writer) splitNew(ctx context.Context, tx *sql.Tx, fileKey int64, rec ar
 	keys := rec.Column(w.keyIdx[0]).(*array.Int64).Int64Values()[:n]
 	var last sql.NullInt64
 	if err := tx.QueryRowContext(ctx, w.stored, keys[from], keys[n-1]).Scan(&last); err != nil {
-		return total, fmt.Errorf("look up stored keys of %s (rows %d-%d): %w", w.tg.Table, ordinals[from], ordinals[n-1], err)
+		return total, fmt.Errorf("look up stored keys of %s (%s): %w", w.tg.Table, sink.RowSpan(ordinals[from:]), err)
 	}
 	split := from
 	if last.Valid {
@@ -793,6 +808,9 @@ func (w *writer) splitNew(ctx context.Context, tx *sql.Tx, fileKey int64, rec ar
 	}
 	if ok {
 		total.Inserted += int64(n - split)
+		// The whole batch copied, none of its keys stored: the next is
+		// tried as one COPY.
+		w.tryDirect = split == 0
 		return total, nil
 	}
 	c, err := w.stageAndMerge(ctx, tx, fileKey, tail, ordinals[split:], 1)
@@ -981,7 +999,7 @@ func (w *writer) copy(ctx context.Context, rec arrow.RecordBatch, ordinals []int
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("copy rows %d-%d for %s: %w", ordinals[0], ordinals[len(ordinals)-1], w.tg.Table, err)
+		return fmt.Errorf("copy %s for %s: %w", sink.RowSpan(ordinals), w.tg.Table, err)
 	}
 	if copied != rec.NumRows() {
 		return fmt.Errorf("copy rows for %s: copied %d of %d", w.tg.Table, copied, rec.NumRows())
@@ -1014,7 +1032,7 @@ func (w *writer) copyInto(ctx context.Context, rec arrow.RecordBatch, fileKey in
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("copy rows %d-%d into %s: %w", ordinals[0], ordinals[len(ordinals)-1], w.tg.Table, err)
+		return fmt.Errorf("copy %s into %s: %w", sink.RowSpan(ordinals), w.tg.Table, err)
 	}
 	if copied != rec.NumRows() {
 		return fmt.Errorf("copy rows into %s: copied %d of %d", w.tg.Table, copied, rec.NumRows())

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -171,6 +172,103 @@ func TestRisingEnd(t *testing.T) {
 	} {
 		if got := risingEnd(c.keys); got != c.want {
 			t.Errorf("risingEnd(%v) = %d, want %d", c.keys, got, c.want)
+		}
+	}
+}
+
+// TestNaturalKeyIncreasingWhole writes batches of increasing integer keys
+// as the partitions of a file sorted by its key have them, each spanning
+// the keys stored before it, with their rows' ordinals out of order. A
+// batch after one that met no stored key is tried as one COPY: one of new
+// keys only is copied whole, though stored keys lie between them; one
+// with stored keys (changed, unchanged, stale, after new ones) is rolled
+// back and split, its stored keys and those before them merged, the rest
+// copied. A batch after one that met stored keys is split at once, and
+// one that it copies whole lets the next be tried as one COPY again. The
+// whole table, lineage included, is compared after each batch, and a
+// trigger counts the rows updated.
+func TestNaturalKeyIncreasingWhole(t *testing.T) {
+	f := drivertest.Open(t, open(t))
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.I64("v"), drivertest.Str("name"))
+	tg := sink.Target{Table: "whole", Key: []string{"id"}, Version: "v"}
+	f.MustEnsure(tg, s)
+	w := f.Writer(tg, s)
+	cols := []string{"id", "v", "name", sink.FileColumn, sink.RowColumn}
+	step := func(what string, fileKey int64, ordinals []int64, want idemtype.Rows, wantDirect int64, rows ...[]any) {
+		t.Helper()
+		c, n := writeDirect(t, f, w, "whole", fileKey, drivertest.Batch(t, s, rows...), ordinals)
+		drivertest.WantRows(t, what, c, want)
+		if n != wantDirect {
+			t.Errorf("%s: %d rows copied straight into the table, want %d", what, n, wantDirect)
+		}
+	}
+	step("file 1", 1, []int64{3, 1, 4, 2}, idemtype.Rows{Read: 4, Inserted: 4}, 4,
+		[]any{10, 1, "ten"}, []any{20, 1, "twenty"}, []any{30, 1, "thirty"}, []any{40, 1, "forty"})
+	updates := countUpdates(t, f.Conn, "whole")
+
+	// New keys between the stored ones: copied whole.
+	step("file 2", 2, []int64{5, 1, 4, 2, 3}, idemtype.Rows{Read: 5, Inserted: 5}, 5,
+		[]any{5, 1, "five"}, []any{15, 1, "fifteen"}, []any{25, 1, "twenty-five"}, []any{35, 1, "thirty-five"}, []any{45, 1, "forty-five"})
+	drivertest.WantTable(t, "file 2", f.Table("whole", "id", cols...),
+		"5|1|'five'|2|5", "10|1|'ten'|1|3", "15|1|'fifteen'|2|1", "20|1|'twenty'|1|1", "25|1|'twenty-five'|2|4",
+		"30|1|'thirty'|1|4", "35|1|'thirty-five'|2|2", "40|1|'forty'|1|2", "45|1|'forty-five'|2|3")
+
+	// 1 and 2 new, 20 changed, 30 stale, 35 unchanged; 50 and 60 new, past
+	// 45, the greatest stored key.
+	step("file 3", 3, []int64{7, 2, 5, 1, 6, 4, 3}, idemtype.Rows{Read: 7, Inserted: 4, Updated: 1, Unchanged: 1, Stale: 1}, 2,
+		[]any{1, 1, "one"}, []any{2, 1, "two"}, []any{20, 2, "TWENTY"}, []any{30, 0, "old thirty"},
+		[]any{35, 1, "thirty-five"}, []any{50, 1, "fifty"}, []any{60, 1, "sixty"})
+	if got := updates(); got != 1 {
+		t.Errorf("file 3: %d rows updated, want the 1 changed", got)
+	}
+	// New keys after a batch that met stored keys: split (none stored in
+	// their range), all copied.
+	step("file 4", 4, []int64{2, 1}, idemtype.Rows{Read: 2, Inserted: 2}, 2, []any{3, 1, "three"}, []any{4, 1, "four"})
+	// New keys around 60, stored: tried as one COPY again, copied whole.
+	step("file 5", 5, []int64{3, 1, 2}, idemtype.Rows{Read: 3, Inserted: 3}, 3,
+		[]any{55, 1, "fifty-five"}, []any{57, 1, "fifty-seven"}, []any{65, 1, "sixty-five"})
+	// The stored key last, most of the COPY run: all merged.
+	step("file 6", 6, []int64{2, 3, 1}, idemtype.Rows{Read: 3, Inserted: 2, Updated: 1}, 0,
+		[]any{6, 1, "six"}, []any{7, 1, "seven"}, []any{65, 2, "SIXTY-FIVE"})
+	if got := updates(); got != 2 {
+		t.Errorf("files 3 to 6: %d rows updated in all, want 2", got)
+	}
+	drivertest.WantTable(t, "file 6", f.Table("whole", "id", cols...),
+		"1|1|'one'|3|7", "2|1|'two'|3|2", "3|1|'three'|4|2", "4|1|'four'|4|1",
+		"5|1|'five'|2|5", "6|1|'six'|6|2", "7|1|'seven'|6|3", "10|1|'ten'|1|3", "15|1|'fifteen'|2|1",
+		"20|2|'TWENTY'|3|5", "25|1|'twenty-five'|2|4", "30|1|'thirty'|1|4", "35|1|'thirty-five'|2|2",
+		"40|1|'forty'|1|2", "45|1|'forty-five'|2|3", "50|1|'fifty'|3|4", "55|1|'fifty-five'|5|3",
+		"57|1|'fifty-seven'|5|1", "60|1|'sixty'|3|3", "65|2|'SIXTY-FIVE'|6|1")
+}
+
+// TestKeyOrderErrorNamesRows: a batch of a natural key's rows in key order
+// has its rows out of the file's order; an error names the lowest and the
+// highest of them, whether the batch was copied straight into the table
+// or merged.
+func TestKeyOrderErrorNamesRows(t *testing.T) {
+	f := drivertest.Open(t, open(t))
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.I64("n"))
+	tg := sink.Target{Table: "span", Key: []string{"id"}}
+	f.Exec(`CREATE TABLE span (id bigint PRIMARY KEY, n bigint CHECK (n >= 0))`)
+	f.MustEnsure(tg, s)
+	w := f.Writer(tg, s)
+	drivertest.WantRows(t, "file 1", f.Write(w, 1, drivertest.Batch(t, s, []any{5, 1}, []any{6, 1}), drivertest.Seq(1, 2)), idemtype.Rows{Read: 2, Inserted: 2})
+	for _, c := range []struct {
+		what string
+		keys []int // with 5 and 6 stored: merged
+	}{
+		{"copied", []int{1, 2, 3}},
+		{"merged", []int{1, 5, 6}},
+	} {
+		rec := drivertest.Batch(t, s, []any{c.keys[0], 1}, []any{c.keys[1], 1}, []any{c.keys[2], -1})
+		tx, err := f.Conn.BeginTx(f.Ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = w.Write(f.Ctx, tx, 2, rec, []int64{7, 3, 9})
+		tx.Rollback()
+		if err == nil || !strings.Contains(err.Error(), "rows 3-9") {
+			t.Errorf("%s: %v, want an error naming rows 3-9", c.what, err)
 		}
 	}
 }
