@@ -23,7 +23,10 @@ import (
 // their file order, so that the last of them would still be written last
 // (the plan drops all but the last already: Partition.Superseded); each
 // row keeps its ordinal, so lineage, rejects and errors name its row of
-// the file. Ordinal mode keeps the file's order, which is its key's.
+// the file. While a partition's rows come in key order (a file sorted by
+// its key), each batch is handed on as read, so that writing overlaps
+// reading; from the first batch that breaks the order, the batches are
+// held and sorted. Ordinal mode keeps the file's order, which is its key's.
 
 // keyOrderBytes bounds the Arrow memory of the rows a reader holds to sort
 // them: a partition's batches are held until they reach it (or the
@@ -48,6 +51,12 @@ type keyOrder struct {
 	// limit is the Arrow memory at which the held batches are sorted
 	// and handed on (keyOrderBytes).
 	limit int
+	// broken: a batch came whose rows, after those handed on, are not in
+	// key order. Until then each batch is handed on as read (a file
+	// sorted by its key is written while it is read), and last holds the
+	// last row handed on, a slice of its batch.
+	broken bool
+	last   arrow.RecordBatch
 }
 
 // keyOrder returns the sorter of the batches of a partition read for the
@@ -92,6 +101,18 @@ func (k *keyOrder) add(b reader.Batch, send func(reader.Batch) error) error {
 	if k.off {
 		return send(b)
 	}
+	if !k.broken {
+		if k.inOrder(b.Record) {
+			if k.last != nil {
+				k.last.Release()
+			}
+			n := b.Record.NumRows()
+			k.last = b.Record.NewSlice(n-1, n)
+			return send(b)
+		}
+		k.broken = true
+		k.dropLast()
+	}
 	k.held = append(k.held, b)
 	for _, c := range b.Record.Columns() {
 		k.bytes += arrowBytes(c.Data())
@@ -109,6 +130,7 @@ func (k *keyOrder) flush(send func(reader.Batch) error) error {
 	if k == nil {
 		return nil
 	}
+	k.dropLast()
 	held := k.held
 	k.held, k.bytes = nil, 0
 	defer func() {
@@ -148,10 +170,58 @@ func (k *keyOrder) release() {
 	if k == nil {
 		return
 	}
+	k.dropLast()
 	for _, b := range k.held {
 		b.Release()
 	}
 	k.held, k.bytes = nil, 0
+}
+
+// dropLast releases the last row handed on as read, if held.
+func (k *keyOrder) dropLast() {
+	if k.last != nil {
+		k.last.Release()
+		k.last = nil
+	}
+}
+
+// inOrder reports whether the rows of rec, after the last row handed on
+// as read, are in key order (rows of one key may follow each other).
+func (k *keyOrder) inOrder(rec arrow.RecordBatch) bool {
+	n := int(rec.NumRows())
+	if n == 0 {
+		return true
+	}
+	held := []reader.Batch{{Record: rec}}
+	if k.last != nil {
+		held = append(held, reader.Batch{Record: k.last})
+	}
+	cmps := make([]func(x, y rowRef) int, len(k.cols))
+	for i, c := range k.cols {
+		cmps[i] = columnCompare(held, c)
+	}
+	le := func(x, y rowRef) bool {
+		for _, f := range cmps {
+			if c := f(x, y); c != 0 {
+				return c < 0
+			}
+		}
+		return true
+	}
+	if k.last != nil && !le(rowRef{1, 0}, rowRef{0, 0}) {
+		return false
+	}
+	if len(k.cols) == 1 {
+		if a, ok := rec.Column(k.cols[0]).(*array.Int64); ok && a.NullN() == 0 {
+			return slices.IsSorted(a.Int64Values()[:n])
+		}
+	}
+	for r := 1; r < n; r++ {
+		if !le(rowRef{0, int32(r - 1)}, rowRef{0, int32(r)}) {
+			return false
+		}
+	}
+	return true
 }
 
 // rowRef is one row of the batches held: its batch and its row there.

@@ -111,6 +111,92 @@ func TestKeyOrderInPlace(t *testing.T) {
 	mem.AssertSize(t, 0)
 }
 
+// TestKeyOrderStreamsWhileInOrder: while a partition's rows come in key
+// order (rows of one key after each other among them), each batch is
+// handed on as it is read, not held to the partition's end; the first
+// batch whose rows, after those handed on, break the order is held, it and
+// the batches after it sorted at the end. For an integer key (its values
+// compared side by side) and a text key, the break at a batch's first row
+// (against the last row handed on) and inside a batch.
+func TestKeyOrderStreamsWhileInOrder(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		batches [][]string
+		streams int
+		sorted  []string // the keys of the held batches, as handed on
+	}{
+		{"integer across batches", [][]string{{"1", "2", "3"}, {"3", "4", "5"}, {"4", "6", "7"}, {"9", "8", "2"}}, 2, []string{"2", "4", "6", "7", "8", "9"}},
+		{"integer inside a batch", [][]string{{"1", "2", "2"}, {"3", "5", "4"}, {"6", "7", "8"}}, 1, []string{"3", "4", "5", "6", "7", "8"}},
+		{"text across batches", [][]string{{"a", "b", "b"}, {"b", "c", "d"}, {"c", "e", "f"}}, 2, []string{"c", "e", "f"}},
+		{"text inside a batch", [][]string{{"a", "c", "b"}, {"d", "e", "f"}}, 0, []string{"a", "b", "c", "d", "e", "f"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			typ, integer := arrow.DataType(arrow.BinaryTypes.String), strings.HasPrefix(tc.name, "integer")
+			if integer {
+				typ = arrow.PrimitiveTypes.Int64
+			}
+			schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: typ}}, nil)
+			var in []reader.Batch
+			ord := int64(0)
+			for _, keys := range tc.batches {
+				b := array.NewBuilder(mem, typ)
+				var ords []int64
+				for _, k := range keys {
+					if integer {
+						n, _ := strconv.ParseInt(k, 10, 64)
+						b.(*array.Int64Builder).Append(n)
+					} else {
+						b.(*array.StringBuilder).Append(k)
+					}
+					ord++
+					ords = append(ords, ord)
+				}
+				a := b.NewArray()
+				in = append(in, reader.Batch{Record: array.NewRecordBatch(schema, []arrow.Array{a}, int64(len(keys))), Ordinals: ords})
+				a.Release()
+				b.Release()
+			}
+			var out []reader.Batch
+			send := func(b reader.Batch) error { out = append(out, b); return nil }
+			k := &keyOrder{key: []string{"k"}, limit: 1 << 30}
+			for i, b := range in {
+				if err := k.add(b, send); err != nil {
+					t.Fatal(err)
+				}
+				if want := min(i+1, tc.streams); len(out) != want {
+					t.Fatalf("after batch %d: %d batches handed on, want %d", i+1, len(out), want)
+				}
+			}
+			if err := k.flush(send); err != nil {
+				t.Fatal(err)
+			}
+			if len(out) != len(in) {
+				t.Fatalf("%d batches handed on, want %d", len(out), len(in))
+			}
+			var keys []string
+			for i, b := range out {
+				if i < tc.streams {
+					if b.Record != in[i].Record {
+						t.Errorf("batch %d: not handed on as read", i+1)
+					}
+				} else {
+					for r := range int(b.Record.NumRows()) {
+						keys = append(keys, b.Record.Column(0).ValueStr(r))
+					}
+				}
+				b.Release()
+			}
+			if !slices.Equal(keys, tc.sorted) {
+				t.Errorf("held batches handed on as %v, want %v", keys, tc.sorted)
+			}
+			k.release()
+			mem.AssertSize(t, 0)
+		})
+	}
+}
+
 // keyedRow is a row of keyedBatches: its key columns and its value.
 type keyedRow struct {
 	id   int64
