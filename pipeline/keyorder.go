@@ -103,11 +103,11 @@ func (k *keyOrder) add(b reader.Batch, send func(reader.Batch) error) error {
 	}
 	if !k.broken {
 		if k.inOrder(b.Record) {
-			if k.last != nil {
-				k.last.Release()
+			// A batch of no rows leaves the last row handed on as it was.
+			if n := b.Record.NumRows(); n > 0 {
+				k.dropLast()
+				k.last = b.Record.NewSlice(n-1, n)
 			}
-			n := b.Record.NumRows()
-			k.last = b.Record.NewSlice(n-1, n)
 			return send(b)
 		}
 		k.broken = true

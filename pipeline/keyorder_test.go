@@ -130,6 +130,9 @@ func TestKeyOrderStreamsWhileInOrder(t *testing.T) {
 		{"integer inside a batch", [][]string{{"1", "2", "2"}, {"3", "5", "4"}, {"6", "7", "8"}}, 1, []string{"3", "4", "5", "6", "7", "8"}},
 		{"text across batches", [][]string{{"a", "b", "b"}, {"b", "c", "d"}, {"c", "e", "f"}}, 2, []string{"c", "e", "f"}},
 		{"text inside a batch", [][]string{{"a", "c", "b"}, {"d", "e", "f"}}, 0, []string{"a", "b", "c", "d", "e", "f"}},
+		// A record batch of no rows (an Arrow IPC stream may hold one).
+		{"integer with an empty batch", [][]string{{"1", "2"}, {}, {"3", "4"}}, 3, nil},
+		{"text after an empty batch", [][]string{{}, {"a", "b"}, {"a"}}, 2, []string{"a"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
