@@ -639,23 +639,12 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	if !w.tg.Ordinal() {
 		rounds = w.numberRounds(rec)
 	}
-	if w.direct && w.increasing && w.stored != "" {
-		// A batch of increasing keys after one that met no stored key (a
-		// partition of a first import, sorted by its key, spans the whole
-		// range of keys, stored ones among them) is tried as one COPY
-		// first; one that met stored keys (a delta's) is split at once.
-		if w.tryDirect {
-			ok, err := w.copyNew(ctx, tx, rec, fileKey, ordinals)
-			if err != nil {
-				return total, err
-			}
-			if ok {
-				total.Inserted = int64(n)
-				return total, nil
-			}
-		}
-		return w.splitNew(ctx, tx, fileKey, rec, ordinals, 0)
-	}
+	// A batch none of whose keys repeat, after one that met no stored
+	// key, is tried as one COPY first: in random order, or in increasing
+	// order (a partition of a first import, sorted by its key, spans the
+	// whole range of keys, stored ones among them, though none of its
+	// own). One of increasing keys after a batch that met stored keys (a
+	// delta's) is split at once.
 	if w.direct && !w.tg.Ordinal() && w.tryDirect && rounds == 1 {
 		ok, err := w.copyNew(ctx, tx, rec, fileKey, ordinals)
 		if err != nil {
@@ -665,6 +654,9 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 			total.Inserted = int64(n)
 			return total, nil
 		}
+	}
+	if w.direct && w.increasing && w.stored != "" {
+		return w.splitNew(ctx, tx, fileKey, rec, ordinals, 0)
 	}
 	if w.direct && w.stored != "" && rounds == 1 {
 		// Keys out of order that end with new keys above the rest, as a
