@@ -2,11 +2,15 @@ package pipeline
 
 import (
 	"cmp"
+	"math"
+	"math/bits"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/idemport/idemport/reader"
@@ -249,7 +253,11 @@ func inPlace(refs []rowRef) bool {
 // their order in held: sorting by (key, place in held) is a stable sort,
 // at the speed of an unstable one.
 func (k *keyOrder) order(held []reader.Batch) []rowRef {
-	var refs []rowRef
+	n := 0
+	for _, h := range held {
+		n += int(h.Record.NumRows())
+	}
+	refs := make([]rowRef, 0, n)
 	for bi, h := range held {
 		for r := range int(h.Record.NumRows()) {
 			refs = append(refs, rowRef{int32(bi), int32(r)})
@@ -266,6 +274,9 @@ func (k *keyOrder) order(held []reader.Batch) []rowRef {
 		// without a call per column.
 		switch held[0].Record.Column(k.cols[0]).(type) {
 		case *array.Int64:
+			if out, ok := radixInts(held, refs, k.cols[0]); ok {
+				return out
+			}
 			return sortBy(held, refs, k.cols[0], func(a *array.Int64, r int) int64 { return a.Value(r) }, cmp.Compare[int64])
 		case *array.String:
 			return sortBy(held, refs, k.cols[0], func(a *array.String, r int) string { return a.Value(r) }, strings.Compare)
@@ -284,6 +295,61 @@ func (k *keyOrder) order(held []reader.Batch) []rowRef {
 		return place(x, y)
 	})
 	return refs
+}
+
+// radixInts sorts refs, the rows of held in their order there, by integer
+// column c, when it has no nulls and its values span less than 2^32 (ids,
+// dates as numbers): each row becomes its value less the least one, above
+// its place in refs, in one word, and the words are sorted by their value
+// bits, 8 at a time from the lowest (a radix sort, stable: rows of one key
+// keep their places). 1M rows of shuffled ids in partitions of 100,000:
+// the sort's CPU time 0.03 s instead of 0.2 s (pdqsort, a call per
+// comparison). ok is false, and refs untouched, otherwise.
+func radixInts(held []reader.Batch, refs []rowRef, c int) (out []rowRef, ok bool) {
+	vals := make([][]int64, len(held))
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for i, h := range held {
+		a := h.Record.Column(c).(*array.Int64)
+		if a.NullN() > 0 {
+			return nil, false
+		}
+		vals[i] = a.Int64Values()
+		for _, v := range vals[i] {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+	}
+	if len(refs) == 0 {
+		return refs, true
+	}
+	width := bits.Len64(uint64(hi) - uint64(lo)) // two's complement: right for any lo <= hi
+	if width > 32 {
+		return nil, false
+	}
+	words := make([]uint64, len(refs))
+	for i, x := range refs {
+		words[i] = (uint64(vals[x.b][x.r])-uint64(lo))<<32 | uint64(i)
+	}
+	tmp := make([]uint64, len(refs))
+	for shift := 32; shift < 32+width; shift += 8 {
+		var count [257]int
+		for _, w := range words {
+			count[(w>>shift)&0xff+1]++
+		}
+		for d := 1; d < len(count); d++ {
+			count[d] += count[d-1]
+		}
+		for _, w := range words {
+			d := (w >> shift) & 0xff
+			tmp[count[d]] = w
+			count[d]++
+		}
+		words, tmp = tmp, words
+	}
+	out = make([]rowRef, len(refs))
+	for i, w := range words {
+		out[i] = refs[uint32(w)]
+	}
+	return out, true
 }
 
 // sortBy sorts refs by the values value reads of column c of held, of
@@ -411,62 +477,98 @@ func gather(held []reader.Batch, refs []rowRef) reader.Batch {
 }
 
 // gatherColumn copies column c of the rows of held at refs, of type t
-// (gatherable).
+// (gatherable), into buffers it fills itself, sized once: through Arrow's
+// builders, an append per value with its checks, the 1M rows of shuffled
+// ids took 0.29 s of CPU to copy, 0.15 s now.
 func gatherColumn(held []reader.Batch, refs []rowRef, c int, t arrow.DataType) arrow.Array {
 	mem := memory.DefaultAllocator
+	src := make([]arrow.Array, len(held))
+	anyNull := false
+	for i, h := range held {
+		src[i] = h.Record.Column(c)
+		anyNull = anyNull || src[i].NullN() > 0
+	}
+	n := len(refs)
+	var valid *memory.Buffer
+	nulls := 0
+	if anyNull {
+		valid = newBuffer(mem, int(bitutil.BytesForBits(int64(n))))
+		bm := valid.Bytes()
+		for i, x := range refs {
+			ok := src[x.b].IsValid(int(x.r))
+			bitutil.SetBitTo(bm, i, ok)
+			if !ok {
+				nulls++
+			}
+		}
+	}
+	var bufs []*memory.Buffer
 	switch t.ID() {
-	case arrow.INT64:
-		return gatherFixed(held, refs, c, array.NewInt64Builder(mem), (*array.Int64).Value)
-	case arrow.FLOAT64:
-		return gatherFixed(held, refs, c, array.NewFloat64Builder(mem), (*array.Float64).Value)
+	case arrow.INT64, arrow.FLOAT64, arrow.TIMESTAMP:
+		bufs = []*memory.Buffer{valid, gatherWords(mem, src, refs, arrow.Uint64Traits.CastFromBytes)}
 	case arrow.DATE32:
-		return gatherFixed(held, refs, c, array.NewDate32Builder(mem), (*array.Date32).Value)
-	case arrow.TIMESTAMP:
-		return gatherFixed(held, refs, c, array.NewTimestampBuilder(mem, t.(*arrow.TimestampType)), (*array.Timestamp).Value)
+		bufs = []*memory.Buffer{valid, gatherWords(mem, src, refs, arrow.Uint32Traits.CastFromBytes)}
 	case arrow.BOOL:
-		return gatherFixed(held, refs, c, array.NewBooleanBuilder(mem), (*array.Boolean).Value)
+		out := newBuffer(mem, int(bitutil.BytesForBits(int64(n))))
+		bm := out.Bytes()
+		for i, x := range refs {
+			bitutil.SetBitTo(bm, i, src[x.b].(*array.Boolean).Value(int(x.r)))
+		}
+		bufs = []*memory.Buffer{valid, out}
+	default: // arrow.STRING
+		strs := make([]*array.String, len(src))
+		size := 0
+		for i, a := range src {
+			strs[i] = a.(*array.String)
+		}
+		for _, x := range refs {
+			size += strs[x.b].ValueLen(int(x.r)) // 0 for a null
+		}
+		offsets := newBuffer(mem, (n+1)*arrow.Int32SizeBytes)
+		offs := arrow.Int32Traits.CastFromBytes(offsets.Bytes())
+		data := newBuffer(mem, size)
+		bytes := data.Bytes()
+		at := 0
+		for i, x := range refs {
+			offs[i] = int32(at)
+			at += copy(bytes[at:], strs[x.b].Value(int(x.r)))
+		}
+		offs[n] = int32(at)
+		bufs = []*memory.Buffer{valid, offsets, data}
 	}
-	b := array.NewStringBuilder(mem)
-	defer b.Release()
-	b.Reserve(len(refs))
-	n := 0
-	for _, x := range refs {
-		if a := held[x.b].Record.Column(c).(*array.String); a.IsValid(int(x.r)) {
-			n += a.ValueLen(int(x.r))
+	d := array.NewData(t, n, bufs, nil, nulls, 0)
+	for _, b := range bufs {
+		if b != nil {
+			b.Release()
 		}
 	}
-	b.ReserveData(n)
-	for _, x := range refs {
-		a := held[x.b].Record.Column(c).(*array.String)
-		if a.IsNull(int(x.r)) {
-			b.AppendNull()
-			continue
-		}
-		b.Append(a.Value(int(x.r)))
-	}
-	return b.NewArray()
+	defer d.Release()
+	return array.MakeFromData(d)
 }
 
-// builder is what gatherFixed needs of an Arrow builder of values V.
-type builder[V any] interface {
-	array.Builder
-	Append(V)
+// newBuffer returns a buffer of size bytes from mem.
+func newBuffer(mem memory.Allocator, size int) *memory.Buffer {
+	b := memory.NewResizableBuffer(mem)
+	b.Resize(size)
+	return b
 }
 
-// gatherFixed copies column c (arrays A of values V) of the rows of held
-// at refs into b, which it releases.
-func gatherFixed[A arrow.Array, V any, B builder[V]](held []reader.Batch, refs []rowRef, c int, b B, value func(A, int) V) arrow.Array {
-	defer b.Release()
-	b.Reserve(len(refs))
-	for _, x := range refs {
-		a := held[x.b].Record.Column(c).(A)
-		if a.IsNull(int(x.r)) {
-			b.AppendNull()
-			continue
-		}
-		b.Append(value(a, int(x.r)))
+// gatherWords copies the values, words W (as cast reads them from a
+// buffer), of arrays src at refs into a new buffer; a null's slot takes
+// whatever its array holds there.
+func gatherWords[W any](mem memory.Allocator, src []arrow.Array, refs []rowRef, cast func([]byte) []W) *memory.Buffer {
+	vals := make([][]W, len(src))
+	for i, a := range src {
+		d := a.Data()
+		vals[i] = cast(d.Buffers()[1].Bytes())[d.Offset():]
 	}
-	return b.NewArray()
+	var w W
+	out := newBuffer(mem, len(refs)*int(unsafe.Sizeof(w)))
+	words := cast(out.Bytes())
+	for i, x := range refs {
+		words[i] = vals[x.b][x.r]
+	}
+	return out
 }
 
 // arrowBytes is the memory of the buffers of d and its children.

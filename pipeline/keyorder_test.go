@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -662,4 +663,155 @@ func TestKeyOrderDelta(t *testing.T) {
 			t.Errorf("rows of %d files, want 2", len(fileKey))
 		}
 	})
+}
+
+// TestKeyOrderCopiesEveryType sorts batches with a column of each type
+// gather copies, nulls among them, some batches slices of larger ones
+// (their arrays start past their buffers' first value), by an integer key
+// of three kinds: one that spans less than 2^32 (sorted by its bits), one
+// that spans more, and one with nulls (both sorted by comparisons). Each
+// row handed on holds, column by column, the values of the row of its
+// ordinal, in key order, rows of one key in file order.
+func TestKeyOrderCopiesEveryType(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		key  func(rng *rand.Rand) (int64, bool) // a key, and whether it is null
+	}{
+		{"narrow", func(rng *rand.Rand) (int64, bool) { return rng.Int64N(1000) - 400, false }},
+		{"wide", func(rng *rand.Rand) (int64, bool) {
+			return []int64{math.MinInt64, math.MaxInt64, -1 << 40, 1 << 40, 0, 7}[rng.IntN(6)], false
+		}},
+		{"nulls", func(rng *rand.Rand) (int64, bool) { return rng.Int64N(50), rng.IntN(9) == 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			rng := rand.New(rand.NewPCG(3, 9))
+			ts := &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+			schema := arrow.NewSchema([]arrow.Field{
+				{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+				{Name: "f", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+				{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+				{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+				{Name: "d", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
+				{Name: "t", Type: ts, Nullable: true},
+			}, nil)
+			type row struct {
+				key  int64
+				null bool
+				vals []string
+			}
+			rows := map[int64]row{}
+			var in []reader.Batch
+			ordinal := int64(0)
+			for bi := range 6 {
+				b := array.NewRecordBuilder(mem, schema)
+				var ords []int64
+				for i := range 50 {
+					null := func() bool { return rng.IntN(5) == 0 }
+					k, kn := tc.key(rng)
+					if kn {
+						b.Field(0).AppendNull()
+					} else {
+						b.Field(0).(*array.Int64Builder).Append(k)
+					}
+					if null() {
+						b.Field(1).AppendNull()
+					} else {
+						b.Field(1).(*array.Float64Builder).Append(rng.NormFloat64())
+					}
+					if null() {
+						b.Field(2).AppendNull()
+					} else {
+						b.Field(2).(*array.StringBuilder).Append(strings.Repeat("x", rng.IntN(4)) + strconv.Itoa(i))
+					}
+					if null() {
+						b.Field(3).AppendNull()
+					} else {
+						b.Field(3).(*array.BooleanBuilder).Append(rng.IntN(2) == 0)
+					}
+					if null() {
+						b.Field(4).AppendNull()
+					} else {
+						b.Field(4).(*array.Date32Builder).Append(arrow.Date32(rng.Int32N(40000)))
+					}
+					if null() {
+						b.Field(5).AppendNull()
+					} else {
+						b.Field(5).(*array.TimestampBuilder).Append(arrow.Timestamp(rng.Int64()))
+					}
+				}
+				rec := b.NewRecordBatch()
+				b.Release()
+				if bi%2 == 1 { // a slice: the batch's arrays start at an offset
+					s := rec.NewSlice(7, 43)
+					rec.Release()
+					rec = s
+				}
+				for r := range int(rec.NumRows()) {
+					ordinal += 1 + rng.Int64N(2)
+					var vals []string
+					for c := range int(rec.NumCols()) {
+						vals = append(vals, rec.Column(c).ValueStr(r))
+					}
+					k := rec.Column(0).(*array.Int64)
+					rows[ordinal] = row{key: k.Value(r), null: k.IsNull(r), vals: vals}
+					ords = append(ords, ordinal)
+				}
+				in = append(in, reader.Batch{Record: rec, Ordinals: ords})
+			}
+			var out []reader.Batch
+			send := func(b reader.Batch) error { out = append(out, b); return nil }
+			k := &keyOrder{key: []string{"k"}, limit: 1 << 30}
+			for _, b := range in {
+				if err := k.add(b, send); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := k.flush(send); err != nil {
+				t.Fatal(err)
+			}
+			var prev *row
+			var prevOrd int64
+			seen := 0
+			for bi, b := range out {
+				if b.Record.NumRows() != in[bi].Record.NumRows() {
+					t.Fatalf("batch %d: %d rows, want %d", bi, b.Record.NumRows(), in[bi].Record.NumRows())
+				}
+				for r, o := range b.Ordinals {
+					want, ok := rows[o]
+					if !ok {
+						t.Fatalf("ordinal %d handed on, not read", o)
+					}
+					for c := range int(b.Record.NumCols()) {
+						if got := b.Record.Column(c).ValueStr(r); got != want.vals[c] {
+							t.Fatalf("ordinal %d, column %s: %q, want %q", o, schema.Field(c).Name, got, want.vals[c])
+						}
+					}
+					if prev != nil {
+						c := cmp.Compare(prev.key, want.key)
+						switch {
+						case prev.null != want.null:
+							c = -1 // nulls first
+							if want.null {
+								c = 1
+							}
+						case prev.null:
+							c = 0
+						}
+						if c > 0 || c == 0 && o < prevOrd {
+							t.Fatalf("ordinal %d (%v) after ordinal %d (%v): not in key order, or rows of one key out of file order", o, want.vals[0], prevOrd, prev.vals[0])
+						}
+					}
+					prev, prevOrd = &want, o
+					seen++
+				}
+				b.Release()
+			}
+			if seen != len(rows) {
+				t.Fatalf("%d rows handed on, want %d", seen, len(rows))
+			}
+			mem.AssertSize(t, 0)
+		})
+	}
 }
