@@ -353,8 +353,9 @@ type writer struct {
 	mergeStaged string
 	count       string // natural-key mode: counts a round's stale rows; $1 file key, $2 round
 	// stored: a key of one integer column: the greatest stored key from
-	// $1 to $2, NULL when there is none (see splitNew).
-	stored string
+	// $1 to $2, NULL when there is none (see splitNew); and storedKey,
+	// whether key $1 is stored (see firstStored).
+	stored, storedKey string
 	// When every column is copied in its target type, a batch whose rows'
 	// keys are all absent is copied straight into the target, the cost of
 	// a plain COPY. In ordinal mode a query finds whether any is stored
@@ -535,6 +536,7 @@ func (w *writer) naturalKeys(m *mergeParts, schema *arrow.Schema, table, stage s
 	if k := w.fields[w.keyIdx[0]]; len(w.keyIdx) == 1 && slices.Contains([]string{"int2", "int4", "int8"}, k.target.typname) {
 		col := "t." + q(k.name)
 		w.stored = "SELECT max(" + col + ")::bigint FROM " + table + " t WHERE " + col + " BETWEEN $1::bigint AND $2::bigint"
+		w.storedKey = "SELECT EXISTS (SELECT 1 FROM " + table + " t WHERE " + col + " = $1::bigint)"
 	}
 	// The stale rows, counted after the merge (see write).
 	w.count = "SELECT count(*) FROM " + stage + " s JOIN " + table + " t ON " + strings.Join(on, " AND ") +
@@ -645,6 +647,13 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	// whole range of keys, stored ones among them, though none of its
 	// own). One of increasing keys after a batch that met stored keys (a
 	// delta's) is split at once.
+	if w.direct && !w.tg.Ordinal() && w.tryDirect && rounds == 1 {
+		stored, err := w.firstStored(ctx, tx, rec, ordinals)
+		if err != nil {
+			return total, err
+		}
+		w.tryDirect = !stored
+	}
 	if w.direct && !w.tg.Ordinal() && w.tryDirect && rounds == 1 {
 		ok, err := w.copyNew(ctx, tx, rec, fileKey, ordinals)
 		if err != nil {
@@ -808,6 +817,28 @@ func (w *writer) splitNew(ctx context.Context, tx *sql.Tx, fileKey int64, rec ar
 	c, err := w.stageAndMerge(ctx, tx, fileKey, tail, ordinals[split:], 1)
 	total.Add(c)
 	return total, err
+}
+
+// firstStored reports whether the key of the first row of rec, one
+// integer column, is stored: a COPY of the batch would then fail at its
+// first row. A delta's first batch, its keys in key order, starts with
+// stored keys (changed rows) after a batch copied whole (the previous
+// partition's new keys): the doomed COPY, its encoding, its round trips and
+// its subtransaction's rollback took 25-40 ms a partition, the look-up
+// takes one index probe. A key of another kind is not looked up (false).
+func (w *writer) firstStored(ctx context.Context, tx *sql.Tx, rec arrow.RecordBatch, ordinals []int64) (bool, error) {
+	if w.storedKey == "" {
+		return false, nil
+	}
+	a, ok := rec.Column(w.keyIdx[0]).(*array.Int64)
+	if !ok || a.IsNull(0) {
+		return false, nil
+	}
+	var stored bool
+	if err := tx.QueryRowContext(ctx, w.storedKey, a.Value(0)).Scan(&stored); err != nil {
+		return false, fmt.Errorf("look up stored keys of %s (%s): %w", w.tg.Table, sink.RowSpan(ordinals[:1]), err)
+	}
+	return stored, nil
 }
 
 // risingEnd returns where the keys that end keys in increasing order

@@ -272,3 +272,48 @@ func TestKeyOrderErrorNamesRows(t *testing.T) {
 		}
 	}
 }
+
+// TestNaturalKeyStoredFirstKeyNotTried: a batch tried as one COPY (after
+// one copied whole) whose first key is stored would fail at its first row;
+// it is merged, or split, without the COPY. A sequence that a trigger
+// advances for every row the server is given to insert (a COPY's or a
+// merge's, rolled back or not) counts the rows tried; the whole table,
+// lineage included, is compared.
+func TestNaturalKeyStoredFirstKeyNotTried(t *testing.T) {
+	f := drivertest.Open(t, open(t))
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("name"))
+	tg := sink.Target{Table: "first", Key: []string{"id"}}
+	f.MustEnsure(tg, s)
+	w := f.Writer(tg, s)
+	f.Exec(`CREATE SEQUENCE tried`)
+	f.Exec(`CREATE FUNCTION count_tried() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM nextval('tried'); RETURN NEW; END $$`)
+	f.Exec(`CREATE TRIGGER first_tried BEFORE INSERT ON first FOR EACH ROW EXECUTE FUNCTION count_tried()`)
+	last := int64(0)
+	step := func(what string, fileKey int64, want idemtype.Rows, wantTried, wantDirect int64, rows ...[]any) {
+		t.Helper()
+		c, n := writeDirect(t, f, w, "first", fileKey, drivertest.Batch(t, s, rows...), drivertest.Seq(1, int64(len(rows))))
+		drivertest.WantRows(t, what, c, want)
+		if n != wantDirect {
+			t.Errorf("%s: %d rows copied straight into the table, want %d", what, n, wantDirect)
+		}
+		tried := f.Int(`SELECT last_value FROM tried`)
+		if tried-last != wantTried {
+			t.Errorf("%s: %d rows given to the server to insert, want %d", what, tried-last, wantTried)
+		}
+		last = tried
+	}
+	step("file 1", 1, idemtype.Rows{Read: 3, Inserted: 3}, 3, 3, []any{10, "ten"}, []any{20, "twenty"}, []any{30, "thirty"})
+	// Increasing, 10 stored: split, 10 and 15 merged, 40 copied.
+	step("file 2", 2, idemtype.Rows{Read: 3, Inserted: 2, Updated: 1}, 3, 1, []any{10, "TEN"}, []any{15, "fifteen"}, []any{40, "forty"})
+	step("file 3", 3, idemtype.Rows{Read: 2, Inserted: 2}, 2, 2, []any{50, "fifty"}, []any{60, "sixty"})
+	// Out of order, 20 stored: merged.
+	step("file 4", 4, idemtype.Rows{Read: 2, Inserted: 1, Updated: 1}, 2, 0, []any{20, "TWENTY"}, []any{5, "five"})
+	// Back to one COPY after a batch whose rows were all inserted.
+	step("file 5", 5, idemtype.Rows{Read: 2, Inserted: 2}, 2, 0, []any{7, "seven"}, []any{6, "six"})
+	step("file 6", 6, idemtype.Rows{Read: 2, Inserted: 2}, 2, 2, []any{70, "seventy"}, []any{65, "sixty-five"})
+	cols := []string{"id", "name", sink.FileColumn, sink.RowColumn}
+	drivertest.WantTable(t, "file 6", f.Table("first", "id", cols...),
+		"5|'five'|4|2", "6|'six'|5|2", "7|'seven'|5|1", "10|'TEN'|2|1", "15|'fifteen'|2|2", "20|'TWENTY'|4|1",
+		"30|'thirty'|1|3", "40|'forty'|2|3", "50|'fifty'|3|1", "60|'sixty'|3|2", "65|'sixty-five'|6|2", "70|'seventy'|6|1")
+}
