@@ -132,11 +132,13 @@ func Open(src idemtype.Source, opts Options) (*File, error) {
 // decoders that readers of ranges of a Parquet row group's rows, or of an
 // Arrow IPC stream's record batches, left for the partition after theirs,
 // so that partitions read in order decode the group, or read the stream,
-// once. A caller that reads partitions with Partition calls it when it
-// has read the last it will read. It does not close the source (see
-// Open). It is safe to call twice, and concurrently with partition
-// readers; the File stays usable, a partition read afterwards decoding
-// its unit from its start.
+// once; and the bytes a Parquet or Arrow IPC file's plan pass loaded for
+// its last partition, left for that partition's reader. A caller that
+// reads partitions with Partition calls it when it has read the last it
+// will read. It does not close the source (see Open). It is safe to call
+// twice, and concurrently with partition readers; the File stays usable, a
+// partition read afterwards decoding its unit from its start, from the
+// file's bytes.
 func (f *File) Close() {
 	if f.cols != nil {
 		f.cols.Close()

@@ -521,8 +521,12 @@ func checkTyped(t *testing.T, path string, opts Options, specs []colSpec, n int,
 			t.Fatalf("partition %d decoded %d units, want 1", k, d)
 		}
 		if groupBytes != nil {
-			if d := after.BytesRead - before.BytesRead; d != groupBytes[k] {
-				t.Fatalf("partition %d read %d bytes, its row group has %d", k, d, groupBytes[k])
+			want := groupBytes[k]
+			if k == len(plan.Partitions)-1 {
+				want = 0 // read first: the bytes the plan pass left (see TestPlanPassBytes)
+			}
+			if d := after.BytesRead - before.BytesRead; d != want {
+				t.Fatalf("partition %d read %d bytes, want %d (its row group has %d)", k, d, want, groupBytes[k])
 			}
 		}
 		if rejected != 0 {
@@ -647,6 +651,7 @@ func TestParquetSourceChanged(t *testing.T) {
 				t.Fatal(err)
 			}
 			f, plan := scanChecked(t, p2, Options{}, ScanOptions{})
+			f.Close() // the last group's reader reads the file too, not the plan pass's bytes (see TestPlanPassBytes)
 			if err := os.WriteFile(p2, tc.edit(append([]byte(nil), orig...)), 0o644); err != nil {
 				t.Fatal(err)
 			}

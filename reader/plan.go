@@ -129,7 +129,10 @@ type PartitionReader struct {
 // A Parquet partition reads only its row group, and an Arrow IPC file
 // partition only its record batch (and the file's dictionaries); an Arrow
 // IPC stream partition re-reads the stream up to its record batch. Their
-// bytes are read and checked against the plan before they are decoded.
+// bytes are read and checked against the plan before they are decoded. The
+// first reader of the partition that a Parquet or IPC file's Scan read
+// last, whose plan has the CRC that Scan computed, reads no bytes: it
+// decodes those Scan loaded and checked (see Close).
 //
 // The reader checks that the partition's bytes still match the plan; when
 // they do not, Next returns an error wrapping ErrSourceChanged.

@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"io"
 	"sort"
+	"sync"
 
 	"github.com/idemport/idemport/reader/internal/input"
 	"github.com/idemport/idemport/reader/internal/partition"
@@ -111,4 +112,56 @@ func (l *loaded) Seek(offset int64, whence int) (int64, error) {
 	}
 	l.pos = offset
 	return offset, nil
+}
+
+// planned is what the plan pass leaves for the partition reader of the
+// partition it read last: the bytes it loaded and checksummed for that
+// partition (a Parquet row group, an IPC file's run of record batches),
+// whose CRC-32C the plan records. A reader whose partition starts at the
+// same unit with the same CRC takes them (take) instead of reading and
+// checksumming them again: they are the bytes the plan's CRC was computed
+// over, so what is decoded is still what the plan checked. The plan pass
+// leaves only its last partition's bytes, which it held anyway when it
+// ended, so the pass holds no more memory than before; the first reader
+// to take them drops them, and File.Close drops them unread. Partitions
+// read in order start with the plan's first: a file of one row group or
+// one record batch, or one partition, is then read from disk once.
+type planned struct {
+	mu     sync.Mutex
+	unit   int64  // the partition's first unit: its row group, or record batch
+	units  int    // how many units the bytes hold (IPC: the run's record batches)
+	crc    uint32 // the CRC the plan pass computed over them, as Partition.CRC
+	ranges []loadedRange
+	// An IPC file's dictionaries (and footer), which ranges also hold,
+	// and their CRC-32C.
+	dicts   []loadedRange
+	dictCRC uint32
+}
+
+// leave keeps p, a partition's bytes, for the partition reader that takes
+// them.
+func (l *planned) leave(p *planned) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.unit, l.units, l.crc, l.ranges, l.dicts, l.dictCRC = p.unit, p.units, p.crc, p.ranges, p.dicts, p.dictCRC
+}
+
+// take returns the bytes left for the partition of units units from unit
+// whose CRC is crc, and forgets them; nil when none are.
+func (l *planned) take(unit int64, units int, crc uint32) *planned {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ranges == nil || l.unit != unit || l.units != units || l.crc != crc {
+		return nil
+	}
+	p := &planned{unit: l.unit, units: l.units, crc: l.crc, ranges: l.ranges, dicts: l.dicts, dictCRC: l.dictCRC}
+	l.ranges, l.dicts = nil, nil
+	return p
+}
+
+// drop forgets the bytes left.
+func (l *planned) drop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ranges, l.dicts = nil, nil
 }

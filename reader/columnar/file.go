@@ -33,6 +33,9 @@ type File struct {
 	// started decoding: a decoder left at the start of one of them would
 	// wait for a reader that never comes.
 	started map[[2]int64]bool
+	// left holds the bytes of the plan pass's last partition, for its
+	// partition reader (see planned).
+	left planned
 }
 
 // Open reads the footer or schema of f, a Parquet or Arrow file, from
@@ -86,9 +89,9 @@ func (f *File) Schema() value.Schema { return slices.Clone(f.schema) }
 // partition, its record batches, takes up the stream where the reader of
 // the partition before it left it, or else re-reads the stream up to its
 // first record batch. A file's bytes are read and checked against the
-// plan before they are decoded, a stream's as they are read (its reader
-// fails before it reports the partition's end); each Batch holds at most
-// batchRows rows.
+// plan before they are decoded (or are the bytes Scan left, see planned),
+// a stream's as they are read (its reader fails before it reports the
+// partition's end); each Batch holds at most batchRows rows.
 func (f *File) Partition(plan *partition.Plan, p idemtype.Partition, batchRows int) (*PartitionReader, error) {
 	if !slices.Equal(plan.Schema, f.schema) {
 		return nil, &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: the file's columns (%s) differ from the plan's (%s)",
@@ -271,10 +274,11 @@ func (f *File) resume(p idemtype.Partition) unit {
 }
 
 // Close releases the decoders f keeps for partitions not read yet (see
-// keep). It is safe to call twice, and concurrently with partition
+// keep), and the bytes the plan pass left (see planned). It is safe to call twice, and concurrently with partition
 // readers, and f stays usable: a partition read afterwards decodes its
 // unit from its start.
 func (f *File) Close() {
+	f.left.drop()
 	f.keptMu.Lock()
 	defer f.keptMu.Unlock()
 	for _, k := range f.kept {

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -288,11 +289,20 @@ func (s *ipcFile) scan(ctx context.Context, o partition.ScanOptions, fn func(p i
 	defer part.close()
 	var p idemtype.Partition
 	var size int64
-	flush := func() error {
+	var loads []loadedRange // the bytes of the partition's record batches
+	flush := func(k int) error {
 		u := part
 		part = &batchList{}
 		defer u.close()
-		return fn(p, u)
+		if err := fn(p, u); err != nil {
+			return err
+		}
+		if k == len(s.blocks)-1 { // the last partition: its bytes are left for its reader
+			ranges := append(slices.Clone(base), loads...)
+			sort.SliceStable(ranges, func(i, j int) bool { return ranges[i].off < ranges[j].off })
+			s.f.left.leave(&planned{unit: p.Offset, units: len(loads), crc: p.CRC, ranges: ranges, dicts: base, dictCRC: dictCRC})
+		}
+		return nil
 	}
 	for k, b := range s.blocks {
 		if err := ctx.Err(); err != nil {
@@ -301,11 +311,16 @@ func (s *ipcFile) scan(ctx context.Context, o partition.ScanOptions, fn func(p i
 		ld.reset(base)
 		where := fmt.Sprintf("record batch %d", k)
 		if len(part.recs) == 0 {
-			p, size = idemtype.Partition{Offset: int64(k), Length: 1, CRC: dictCRC}, 0
+			p, size, loads = idemtype.Partition{Offset: int64(k), Length: 1, CRC: dictCRC}, 0, nil
 		}
 		crc, err := ld.load(s.f, where, []span64{b.span()}, p.CRC) // the dictionaries', then the partition's batches'
 		if err != nil {
 			return err
+		}
+		for _, r := range ld.ranges {
+			if r.off == b.off {
+				loads = append(loads, r)
+			}
 		}
 		if err := s.checkBlocks(ld, where, s.blocks[k:k+1]); err != nil {
 			return err
@@ -322,13 +337,13 @@ func (s *ipcFile) scan(ctx context.Context, o partition.ScanOptions, fn func(p i
 		p.Rows += rec.NumRows()
 		p.CRC = crc
 		if size += b.meta + b.body; p.Rows >= o.PartitionRows || size >= o.PartitionBytes {
-			if err := flush(); err != nil {
+			if err := flush(k); err != nil {
 				return err
 			}
 		}
 	}
 	if len(part.recs) > 0 {
-		return flush()
+		return flush(len(s.blocks) - 1)
 	}
 	return nil
 }
@@ -383,24 +398,32 @@ func (s *ipcFile) open(p idemtype.Partition, _ int) (unit, error) {
 		}
 		rows += r
 	}
-	s.mu.Lock()
-	dicts, dictCRC := s.verified, s.verifiedCRC
-	s.mu.Unlock()
-	ld := &loaded{size: s.size, ranges: slices.Clone(dicts)} // load appends to its ranges
-	if dicts == nil {
-		var err error
-		if ld, dictCRC, err = s.loadDicts(); err != nil {
+	var ld *loaded
+	var dicts []loadedRange
+	var dictCRC uint32
+	if left := s.f.left.take(int64(k), n, p.CRC); left != nil {
+		// The plan pass's bytes, its CRC the plan's.
+		ld, dicts, dictCRC = &loaded{size: s.size, ranges: left.ranges}, left.dicts, left.dictCRC
+	} else {
+		s.mu.Lock()
+		dicts, dictCRC = s.verified, s.verifiedCRC
+		s.mu.Unlock()
+		ld = &loaded{size: s.size, ranges: slices.Clone(dicts)} // load appends to its ranges
+		if dicts == nil {
+			var err error
+			if ld, dictCRC, err = s.loadDicts(); err != nil {
+				return nil, err
+			}
+			dicts = slices.Clone(ld.ranges)
+		}
+		crc, err := ld.load(s.f, where, spans(s.blocks[k:k+n]), dictCRC)
+		if err != nil {
 			return nil, err
 		}
-		dicts = slices.Clone(ld.ranges)
-	}
-	crc, err := ld.load(s.f, where, spans(s.blocks[k:k+n]), dictCRC)
-	if err != nil {
-		return nil, err
-	}
-	if crc != p.CRC {
-		return nil, &input.ParseError{Path: s.f.Path, Offset: s.blocks[k].off,
-			Err: fmt.Errorf("%w: %s's bytes differ from the plan", input.ErrSourceChanged, where)}
+		if crc != p.CRC {
+			return nil, &input.ParseError{Path: s.f.Path, Offset: s.blocks[k].off,
+				Err: fmt.Errorf("%w: %s's bytes differ from the plan", input.ErrSourceChanged, where)}
+		}
 	}
 	if err := s.checkBlocks(ld, where, s.blocks[k:k+n]); err != nil {
 		return nil, err

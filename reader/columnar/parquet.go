@@ -408,6 +408,12 @@ func (s *parquetFile) scan(ctx context.Context, o partition.ScanOptions, fn func
 	if err != nil {
 		return s.f.unitError(err, "footer")
 	}
+	last := -1 // the last row group with rows, whose bytes are left for its partition reader
+	for k := 0; k < s.groups; k++ {
+		if md.RowGroup(k).NumRows() > 0 {
+			last = k
+		}
+	}
 	for k := 0; k < s.groups; k++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -432,6 +438,9 @@ func (s *parquetFile) scan(ctx context.Context, o partition.ScanOptions, fn func
 		if err != nil {
 			return err
 		}
+		if k == last {
+			s.f.left.leave(&planned{unit: int64(k), units: 1, crc: crc, ranges: slices.Clone(ld.ranges)})
+		}
 	}
 	return nil
 }
@@ -452,13 +461,17 @@ func (s *parquetFile) open(p idemtype.Partition, batchRows int) (unit, error) {
 			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", input.ErrSourceChanged, where, n, p.Rows+skipped(p))}
 	}
 	ld := &loaded{size: s.size}
-	crc, err := s.load(md, ld, k)
-	if err != nil {
-		return nil, err
-	}
-	if crc != p.CRC {
-		return nil, &input.ParseError{Path: s.f.Path, Offset: -1,
-			Err: fmt.Errorf("%w: %s's bytes differ from the plan", input.ErrSourceChanged, where)}
+	if left := s.f.left.take(int64(k), 1, p.CRC); left != nil {
+		ld.ranges = left.ranges // the plan pass's bytes, its CRC the plan's
+	} else {
+		crc, err := s.load(md, ld, k)
+		if err != nil {
+			return nil, err
+		}
+		if crc != p.CRC {
+			return nil, &input.ParseError{Path: s.f.Path, Offset: -1,
+				Err: fmt.Errorf("%w: %s's bytes differ from the plan", input.ErrSourceChanged, where)}
+		}
 	}
 	batchRows = s.batchRows(k, batchRows)
 	fr, err := s.reader(md, ld, batchRows, s.reserves(batchRows, k))
