@@ -170,16 +170,18 @@ func (f *File) openIPCFile() (err error) {
 	if s.head, err = schemaMessage(tail[:n]); err != nil {
 		return &input.ParseError{Path: f.Path, Offset: size - 10 - n, Err: fmt.Errorf("%w: corrupt footer: %w", input.ErrFormat, err)}
 	}
-	ld, _, err := s.loadDicts()
-	if err != nil {
-		return err
-	}
-	fr, err := ipc.NewFileReader(ld, ipc.WithAllocator(f.Opts.Allocator))
+	// The schema as the decoders read it, from the footer's alone: the
+	// dictionaries are read, checked and decoded by the plan pass and the
+	// partition readers (arrow-go's file reader would read and copy them
+	// all here, only to give the schema).
+	m := &blockMessages{head: s.head}
+	m.refs.Add(1)
+	rdr, err := ipc.NewReaderFromMessageReader(m, ipc.WithAllocator(f.Opts.Allocator))
 	if err != nil {
 		return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %w", input.ErrFormat, err)}
 	}
-	s.schema = fr.Schema()
-	fr.Close()
+	s.schema = rdr.Schema()
+	rdr.Release()
 	if f.cols, f.schema, err = f.arrowColumns(s.schema, nil); err != nil {
 		return err
 	}
@@ -486,9 +488,8 @@ func (s *ipcFile) batches(ld *loaded, blocks []ipcBlock, where string) (*fileBat
 	if err != nil {
 		return nil, s.f.unitError(err, where)
 	}
-	// The footer's schema, as the file reader made it (in the machine's
-	// byte order, as the stream reader makes it only after WithSchema's
-	// check would have compared it).
+	// The schema Open decoded from the same message, whose columns it
+	// mapped: a guard that the decoder reads those columns.
 	if !rdr.Schema().Equal(s.schema) {
 		rdr.Release()
 		return nil, &input.ParseError{Path: s.f.Path, Offset: -1, Err: fmt.Errorf("%w: %s: the footer's schema decodes as %s, then as %s", input.ErrFormat, where, s.schema, rdr.Schema())}
