@@ -27,8 +27,8 @@
 // (sessions read committed, so a key another transaction committed after
 // the first UPDATE looked is one the INSERT skips: the second UPDATE,
 // reading as it locks, writes it when it is not older); the rows still
-// left are counted stale by a join, or unchanged. Rows go through LOAD DATA LOCAL INFILE from a
-// buffer in memory (load.go), when the server's local_infile allows,
+// left are counted stale by a join, or unchanged. Rows go through LOAD DATA LOCAL INFILE from
+// lines made as the driver sends them (load.go), when the server's local_infile allows,
 // or in multi-row INSERT statements of at most 65,535 placeholders and a
 // quarter of max_allowed_packet (insert.go), each value exact (bind.go):
 // integers as BIGINT, decimals and strings as their text, times as

@@ -1,7 +1,6 @@
 package mysql
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -20,9 +19,10 @@ import (
 )
 
 // loader writes rows into one table with LOAD DATA LOCAL INFILE, the
-// server's bulk path, reading them from a buffer in memory through a
-// reader handler of the driver (mysql.RegisterReaderHandler) registered
-// under a name of its own for the statement and deregistered after it.
+// server's bulk path, reading them through a reader handler of the
+// driver (mysql.RegisterReaderHandler) registered under a name of its own
+// for the statement and deregistered after it; the handler's reader makes
+// the lines a chunk at a time as the driver sends them (lines).
 //
 // The rows go as tab-separated lines in utf8mb4, each value as the INSERT
 // path binds it (field.value) in text: NULL as \N, and a backslash, tab,
@@ -42,7 +42,40 @@ type loader struct {
 	tail  string // the format, the columns, and a SET clause to end
 	name  string // a prefix of the handler's names, unique to the loader
 	calls int
-	data  []byte
+	buf   []byte // the lines' buffer, kept for the next load
+}
+
+// linesChunk is how many bytes of lines a load makes at a time: the
+// driver sends them 16 KiB a packet, and the server stores the rows of
+// one chunk while the next is made.
+const linesChunk = 64 << 10
+
+// lines is the stream of a load's lines, made as the driver reads them
+// rather than all before the statement: while the whole batch was made
+// first, the server waited for it, and idemport waited for the server
+// while it stored the rows. Row r's line is appended to buf by row(r, b).
+type lines struct {
+	row  func(r int, b []byte) []byte
+	n, r int
+	buf  []byte
+	off  int // what of buf was read
+}
+
+// Read implements io.Reader.
+func (s *lines) Read(p []byte) (int, error) {
+	if s.off == len(s.buf) {
+		if s.r == s.n {
+			return 0, io.EOF
+		}
+		s.buf, s.off = s.buf[:0], 0
+		for s.r < s.n && len(s.buf) < linesChunk {
+			s.buf = s.row(s.r, s.buf)
+			s.r++
+		}
+	}
+	k := copy(p, s.buf[s.off:])
+	s.off += k
+	return k, nil
 }
 
 // newLoader returns a loader into table (quoted) of lines of the columns
@@ -67,14 +100,11 @@ func newLoader(table string, columns []string, name string) *loader {
 // failure of the statement itself (loadRefused tells whether the server
 // takes no LOAD DATA LOCAL at all), which wrote nothing.
 func (l *loader) load(ctx context.Context, tx *sql.Tx, n int, row func(r int, b []byte) []byte, set string) (ok bool, err error) {
-	l.data = l.data[:0]
-	for r := range n {
-		l.data = row(r, l.data)
-	}
 	l.calls++
 	name := l.name + "_" + strconv.Itoa(l.calls)
-	data := l.data
-	mysql.RegisterReaderHandler(name, func() io.Reader { return bytes.NewReader(data) })
+	lines := &lines{row: row, n: n, buf: l.buf[:0]}
+	defer func() { l.buf = lines.buf }()
+	mysql.RegisterReaderHandler(name, func() io.Reader { return lines })
 	defer mysql.DeregisterReaderHandler(name)
 	query := l.head + "'Reader::" + name + "'" + l.tail
 	if set != "" {

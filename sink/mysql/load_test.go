@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
@@ -254,6 +255,29 @@ func TestWriterWithoutLocalInfile(t *testing.T) {
 			if loads, inserts := count(); inserts == 0 {
 				t.Errorf("%s: %d loads and no INSERT statement", table.Table, loads)
 			}
+		}
+	}
+}
+
+// TestLinesStreamsEveryRow: a load's lines, made a chunk at a time as
+// they are read, are every row's line once and in order, whatever the
+// reads ask for, with lines longer than a chunk and chunks ending inside
+// a read.
+func TestLinesStreamsEveryRow(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 5000} {
+		row := func(r int, b []byte) []byte {
+			b = strconv.AppendInt(b, int64(r), 10)
+			if r%1000 == 3 {
+				b = append(b, strings.Repeat("x", linesChunk+r)...)
+			}
+			return append(b, '\n')
+		}
+		var want []byte
+		for r := range n {
+			want = row(r, want)
+		}
+		if err := iotest.TestReader(&lines{row: row, n: n}, want); err != nil {
+			t.Errorf("%d rows: %v", n, err)
 		}
 	}
 }
