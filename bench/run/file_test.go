@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestColumnar(t *testing.T) {
 	for files, want := range map[string]bool{
@@ -15,6 +18,22 @@ func TestColumnar(t *testing.T) {
 	} {
 		if got := columnar(files); got != want {
 			t.Errorf("columnar(%q) = %v, want %v", files, got, want)
+		}
+	}
+}
+
+func TestFormatsFor(t *testing.T) {
+	for sel, want := range map[string]string{
+		"first":                     "csv",
+		"first,delta,rerun":         "csv",
+		"fixed,resume,memory":       "csv",
+		"parse":                     "csv,jsonl",
+		"first,formats":             "csv,jsonl,parquet",
+		readmeSections:              "csv,jsonl,parquet",
+		strings.Join(sections, ","): "csv,jsonl,parquet",
+	} {
+		if got := strings.Join(formatsFor(sel), ","); got != want {
+			t.Errorf("formatsFor(%q) = %s, want %s", sel, got, want)
 		}
 	}
 }

@@ -266,14 +266,31 @@ func (e *env) dataSet(file, csvOf, keyCol, delta, data, pg, only string, modes b
 			e.allModes(data, pg, only)
 			return true
 		}
-		if _, err := os.Stat(e.parquet); err != nil {
-			e.gen("orders_"+e.name+".parquet", "-rows", fmt.Sprint(e.rows))
-		}
-		for _, f := range []string{e.csv, e.jsonl, e.parquet} { // warm the page cache
-			exec.Command("cat", f).Run()
+		files := map[string]string{"csv": e.csv, "jsonl": e.jsonl, "parquet": e.parquet}
+		for _, format := range formatsFor(*sel) {
+			f := files[format]
+			e.gen(filepath.Base(f), "-rows", fmt.Sprint(e.rows), "-formats", format)
+			exec.Command("cat", f).Run() // warm the page cache
 		}
 	}
 	return false
+}
+
+// formatsFor returns the formats of the generated data set that sections
+// sel read: the CSV always, JSONL for formats and parse, Parquet for
+// formats. Only those are generated when missing (bench/gen writes each
+// format from the same seeded rows, so a format written later holds the
+// same orders), since the 10M JSONL and Parquet files take minutes.
+func formatsFor(sel string) []string {
+	secs := strings.Split(sel, ",")
+	out := []string{"csv"}
+	if slices.Contains(secs, "formats") || slices.Contains(secs, "parse") {
+		out = append(out, "jsonl")
+	}
+	if slices.Contains(secs, "formats") {
+		out = append(out, "parquet")
+	}
+	return out
 }
 
 // checkSections refuses the sections the data set cannot run.
