@@ -7,6 +7,11 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
@@ -279,5 +284,47 @@ func TestLinesStreamsEveryRow(t *testing.T) {
 		if err := iotest.TestReader(&lines{row: row, n: n}, want); err != nil {
 			t.Errorf("%d rows: %v", n, err)
 		}
+	}
+}
+
+// TestWriterLoadsDates: a date goes into a DATE column through the load
+// as the text the INSERTs bind (sink.FormatDate), in ordinal mode as by
+// natural key: DATE's least and greatest, around the epoch, leap days,
+// and NULL.
+func TestWriterLoadsDates(t *testing.T) {
+	f := writerFx(t)
+	s := drivertest.Schema(drivertest.I64("id"), arrow.Field{Name: "day", Type: arrow.FixedWidthTypes.Date32, Nullable: true})
+	want := []string{"1000-01-01", "9999-12-31", "1969-12-31", "1970-01-01", "1970-01-02", "2000-02-29",
+		"1900-02-28", "1900-03-01", "2024-12-31", "2026-12-04", "NULL"}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+	defer b.Release()
+	var wantRows []string
+	for i, d := range want {
+		b.Field(0).(*array.Int64Builder).Append(int64(i + 1))
+		if d == "NULL" {
+			b.Field(1).AppendNull()
+		} else {
+			day, err := time.Parse(time.DateOnly, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Field(1).(*array.Date32Builder).Append(arrow.Date32FromTime(day))
+		}
+		wantRows = append(wantRows, fmt.Sprintf("%d|%s", i+1, d))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	n := int64(len(want))
+	for _, tg := range []sink.Target{{Table: "ord"}, {Table: "nat", Key: []string{"id"}}} {
+		f.MustEnsure(tg, s)
+		w := f.Writer(tg, s)
+		count := statements(f)
+		drivertest.WantRows(t, tg.Table, f.Write(w, 1, rec, drivertest.Seq(1, n)), idemtype.Rows{Read: n, Inserted: n})
+		if loads, inserts := count(); loads != 1 || inserts != 0 {
+			t.Errorf("%s: %d loads and %d INSERT statements, want one load", tg.Table, loads, inserts)
+		}
+		got := drivertest.Strings(t, f.Env.DB, `SELECT concat_ws('|', id, coalesce(day, 'NULL')) FROM `+q(tg.Table)+` ORDER BY id`)
+		drivertest.WantTable(t, tg.Table, got, wantRows...)
+		drivertest.WantRows(t, tg.Table+" again", f.Write(w, 1, rec, drivertest.Seq(1, n)), idemtype.Rows{Read: n, Unchanged: n})
 	}
 }
