@@ -60,7 +60,12 @@ func (d Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Da
 		return nil, &sink.ConfigError{Err: fmt.Errorf("%s: %w", d.Redact(dsn), err)}
 	}
 	db := sql.OpenDB(c)
-	out := &sink.Database{DB: db, Name: name(cfg), Prefix: Prefix}
+	// KeyOrder: InnoDB keeps a table's rows in its primary key's B-tree,
+	// and a natural key's rows in random order land each on a random
+	// page of it; in key order, one page after another (1M rows of
+	// shuffled ids: the server's CPU about 0.8x of file order's, the
+	// same as the mariadb client's LOAD DATA of the file; docs/internals.md).
+	out := &sink.Database{DB: db, Name: name(cfg), Prefix: Prefix, KeyOrder: true}
 	out.Disk = "the server's disk (" + out.Name + ")"
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
