@@ -183,6 +183,18 @@ type partitionWriter struct {
 	as          []idemtype.Type // the types it writes values as (valuesAs)
 }
 
+// lazyCommitter is a driver whose partition transactions may commit
+// without waiting for the database's log to reach the disk, because a
+// later commit that waits makes them durable, in their order, and a crash
+// before it loses each partition's rows together with its done mark
+// (docs/internals.md, "PostgreSQL: partition commits that do not wait
+// for the disk"). Only partition transactions
+// call it (prepare), never the transaction that completes the operation,
+// nor any whose commit is reported or acted on outside the database.
+type lazyCommitter interface {
+	CommitLazily(ctx context.Context, tx *sql.Tx) error
+}
+
 // prepare readies w inside tx, a partition transaction begun on conn,
 // before the partition's first row is written, and returns the schema
 // changes tx made, for the result once tx commits.
@@ -201,7 +213,17 @@ type partitionWriter struct {
 // first to take it changes the table and the others, taking it after that
 // one committed, find the table changed and change nothing. Changes only
 // add or widen: a table that fits the file keeps fitting it.
+//
+// A partition transaction commits without waiting for the log's flush
+// where the driver allows it (lazyCommitter): nothing outside the
+// database acts on a partition's commit before the operation's completing
+// transaction, which waits, commits.
 func (w *partitionWriter) prepare(ctx context.Context, a *applier, conn *sql.Conn, tx *sql.Tx) (*evolution, error) {
+	if l, ok := a.e.st.Driver.(lazyCommitter); ok {
+		if err := l.CommitLazily(ctx, tx); err != nil {
+			return nil, err
+		}
+	}
 	var ev *evolution
 	if w.Writer == nil && a.evolvesInPartitions() {
 		var err error

@@ -1,0 +1,115 @@
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/internal/testkit"
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/sink"
+)
+
+// commitWatch is a target's driver that records, in the transaction of
+// each partition's done mark (at "partition") and in the one completing
+// the operation (at "complete"), the transaction's synchronous_commit.
+type commitWatch struct {
+	sink.Driver
+	mu   sync.Mutex
+	seen map[string][]string
+}
+
+func (d *commitWatch) record(ctx context.Context, tx *sql.Tx, at string) error {
+	var v string
+	if err := tx.QueryRowContext(ctx, `SELECT current_setting('synchronous_commit')`).Scan(&v); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.seen[at] = append(d.seen[at], v)
+	return nil
+}
+
+func (d *commitWatch) CommitLazily(ctx context.Context, tx *sql.Tx) error {
+	return d.Driver.(lazyCommitter).CommitLazily(ctx, tx)
+}
+
+func (d *commitWatch) Checkpoints(prefix string) checkpoint.Ops {
+	return commitWatchCheckpoints{Ops: d.Driver.Checkpoints(prefix), d: d}
+}
+
+func (d *commitWatch) Ledger(prefix string) ledger.Ops {
+	return commitWatchLedger{Ops: d.Driver.Ledger(prefix), d: d}
+}
+
+type commitWatchCheckpoints struct {
+	checkpoint.Ops
+	d *commitWatch
+}
+
+func (o commitWatchCheckpoints) Complete(ctx context.Context, tx *sql.Tx, op checkpoint.Op, idx int, attempt string, c idemtype.Rows) (int64, error) {
+	if err := o.d.record(ctx, tx, "partition"); err != nil {
+		return 0, err
+	}
+	return o.Ops.Complete(ctx, tx, op, idx, attempt, c)
+}
+
+type commitWatchLedger struct {
+	ledger.Ops
+	d *commitWatch
+}
+
+func (o commitWatchLedger) CompleteOperation(ctx context.Context, tx *sql.Tx, k ledger.Key, attempt, outcome string) (bool, error) {
+	if err := o.d.record(ctx, tx, "complete"); err != nil {
+		return false, err
+	}
+	return o.Ops.CompleteOperation(ctx, tx, k, attempt, outcome)
+}
+
+// TestOnlyPartitionsCommitLazily: on PostgreSQL the partition
+// transactions commit without waiting for the log's flush, and the
+// transaction that completes the operation (which makes them durable, and
+// which the run reports and events follow) waits as the server's setting
+// says, on the connections the partitions used too: with one worker and
+// several, with --atomic (whose completion moves the rows) and
+// --evolve.
+func TestOnlyPartitionsCommitLazily(t *testing.T) {
+	t.Parallel()
+	testkit.EachOf(t, []string{testkit.Postgres}, func(t *testing.T, name string) {
+		cases := []struct {
+			name string
+			m    Mapping
+			w    int
+		}{
+			{"key", Mapping{Key: []string{"id"}}, 1},
+			{"ordinal, 2 workers", Mapping{}, 2},
+			{"atomic evolve", Mapping{Key: []string{"id"}, Atomic: true, Evolve: EvolveWiden}, 1},
+		}
+		for i, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				f := newFx(t, name)
+				server := fmt.Sprint(f.rows(t, `SELECT current_setting('synchronous_commit')`)[0][0])
+				d, err := Drivers().Lookup(f.dsn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w := &commitWatch{Driver: d, seen: map[string][]string{}}
+				c.m.Table = fmt.Sprintf("items%d", i)
+				req := Request{Path: f.write(t, "items.csv", items(300, 7)), Mapping: c.m, PartitionRows: 50, Workers: c.w}
+				res := f.open(t, Options{Drivers: sink.Registry{w}}).Import(context.Background(), req)
+				wantImported(t, res, 300)
+				if got := w.seen["partition"]; len(got) != 6 || slices.ContainsFunc(got, func(v string) bool { return v != "off" }) {
+					t.Fatalf("partition transactions' synchronous_commit %v, want off in each of 6", got)
+				}
+				if got := fmt.Sprint(w.seen["complete"]); got != "["+server+"]" {
+					t.Fatalf("the completing transaction's synchronous_commit %s, want the server's %s", got, server)
+				}
+			})
+		}
+	})
+}
