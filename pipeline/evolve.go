@@ -180,7 +180,18 @@ func (a *applier) evolvesInPartitions() bool {
 type partitionWriter struct {
 	sink.Writer                 // nil until prepared
 	table       *sink.Table     // the table as the Writer was prepared for
+	version     string          // the table's columnsVersion then, or ""
 	as          []idemtype.Type // the types it writes values as (valuesAs)
+}
+
+// columnsVersioner is a driver that tells, inside a transaction that
+// holds a table's columns (Driver.HoldColumns), whether they may have
+// changed since it last looked, for less than a Describe: version
+// differs from the one before whenever the columns or keys a Describe
+// reads differ (it may differ with none changed), and is "" for a table
+// that does not exist.
+type columnsVersioner interface {
+	ColumnsVersion(ctx context.Context, tx *sql.Tx, table string) (version string, err error)
 }
 
 // lazyCommitter is a driver whose partition transactions may commit
@@ -202,10 +213,11 @@ type lazyCommitter interface {
 // Another import may change the table's columns between two partitions
 // of this one (its --evolve adds a column or widens one this file writes),
 // so every partition transaction holds the table's columns until it ends
-// (Driver.HoldColumns) and describes them: a Writer prepared for other
-// columns (an int64 column that is now numeric or text) would write the
-// rows in the old column's form, which the new type reads as other values
-// or refuses. It is prepared again for the columns as they are.
+// (Driver.HoldColumns) and describes them, or learns from the driver that
+// they have not changed since the Writer was prepared (columnsVersioner):
+// a Writer prepared for other columns (an int64 column that is now numeric
+// or text) would write the rows in the old column's form, which the new
+// type reads as other values or refuses. It is prepared again for the columns as they are.
 //
 // With --evolve (evolvesInPartitions) the worker's first partition
 // transaction also changes a table that does not fit the file yet, under
@@ -262,11 +274,24 @@ func (a *applier) evolveInPartition(ctx context.Context, tx *sql.Tx) (*evolution
 }
 
 // ready holds the table's columns until tx ends and prepares w for them,
-// again when they changed since it was last prepared (see prepare).
+// again when they changed since it was last prepared (see prepare). A
+// driver that tells cheaply whether they may have changed
+// (columnsVersioner) is asked that first, and the table described only
+// when they may have.
 func (w *partitionWriter) ready(ctx context.Context, a *applier, conn *sql.Conn, tx *sql.Tx) error {
 	tg := a.tables.write
 	if err := a.e.st.Driver.HoldColumns(ctx, tx, tg.Table); err != nil {
 		return err
+	}
+	var version string
+	if v, ok := a.e.st.Driver.(columnsVersioner); ok {
+		var err error
+		if version, err = v.ColumnsVersion(ctx, tx, tg.Table); err != nil {
+			return err
+		}
+		if w.Writer != nil && version != "" && version == w.version {
+			return nil
+		}
 	}
 	table, err := a.e.st.Driver.Describe(ctx, tx, tg.Table)
 	if err != nil {
@@ -276,6 +301,7 @@ func (w *partitionWriter) ready(ctx context.Context, a *applier, conn *sql.Conn,
 		return fmt.Errorf("write %s: no such table", tg.Table)
 	}
 	if w.Writer != nil && reflect.DeepEqual(table, w.table) {
+		w.version = version
 		return nil
 	}
 	if !a.req.Mapping.Atomic { // the staging table is the import's own; the target is checked at completion
@@ -288,7 +314,7 @@ func (w *partitionWriter) ready(ctx context.Context, a *applier, conn *sql.Conn,
 	if w.Writer != nil {
 		a.log.Debug("the table's columns changed; preparing the writer again", "table", tg.Table)
 		err := w.Close()
-		w.Writer, w.table = nil, nil
+		w.Writer, w.table, w.version = nil, nil, ""
 		if err != nil {
 			return err
 		}
@@ -296,7 +322,7 @@ func (w *partitionWriter) ready(ctx context.Context, a *applier, conn *sql.Conn,
 	if w.Writer, err = a.e.st.Driver.Writer(ctx, conn, tg, schemaAs(a.plan.Schema, as).Arrow()); err != nil {
 		return err
 	}
-	w.table, w.as = table, as
+	w.table, w.version, w.as = table, version, as
 	return nil
 }
 
