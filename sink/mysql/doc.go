@@ -14,6 +14,11 @@
 // commits, or the operation is abandoned or undone. Tables lists the
 // DSN's database alone.
 //
+// Open asks the pipeline for a natural key's rows in key order
+// (sink.Database.KeyOrder): InnoDB keeps a table's rows in its primary
+// key's B-tree, which rows in key order reach one page after another, so
+// the Writer takes each row's ordinal from the batch, never its place.
+//
 // The Writer (writer.go) writes a batch in one of two ways. A range of
 // the file none of whose rows is stored (ordinal mode's first load), or
 // a batch of distinct natural keys none of which is stored (the key's
