@@ -56,7 +56,8 @@ func envTable(root *cobra.Command, allowed map[string]bool) string {
 func TestEnvTable(t *testing.T) {
 	t.Parallel()
 	e := &env{getenv: func(string) string { return "" }}
-	table := envTable(newRootCmd(e), envFlagNames(e))
+	root := newRootCmd(e)
+	table := envTable(root, envFlagNames(root))
 	path := filepath.Join("..", "..", "docs", "reference.md")
 	doc, err := os.ReadFile(path)
 	if err != nil {

@@ -72,9 +72,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		e.into = pipeline.DefaultDSN
 	}
 	root := newRootCmd(e)
+	allowed := envFlagNames(root)
 	root.InitDefaultCompletionCmd(args...)
 	usageArgs(root)
-	allowed := envFlagNames(e)
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if err := envFlags(c.Flags(), getenv, allowed); err != nil {
 			return err
@@ -145,10 +145,15 @@ func envName(flag string) string {
 // are import's and run's own (--config, --fail-fast). A command that takes
 // one of them takes its variable too; the choices of one invocation of
 // other commands (undo --forget, gc --older-than…) are not read from the
-// environment.
-func envFlagNames(e *env) map[string]bool {
+// environment. root is the command tree (newRootCmd), whose run command
+// is read rather than a second one built.
+func envFlagNames(root *cobra.Command) map[string]bool {
 	names := map[string]bool{}
-	newRunCmd(e).Flags().VisitAll(func(fl *pflag.Flag) { names[fl.Name] = true })
+	for _, c := range root.Commands() {
+		if c.Name() == "run" {
+			c.Flags().VisitAll(func(fl *pflag.Flag) { names[fl.Name] = true })
+		}
+	}
 	delete(names, "help")
 	return names
 }

@@ -27,7 +27,7 @@ type notifyFlags struct {
 }
 
 func (n *notifyFlags) register(c *cobra.Command) {
-	c.Flags().StringArrayVar(&n.urls, "notify", nil, "deliver events to nats://HOST:PORT/SUBJECT, http(s)://… or exec:COMMAND (repeatable; default $IDEMPORT_NOTIFY, one per line)")
+	stringArrayVar(c.Flags(), &n.urls, "notify", "deliver events to nats://HOST:PORT/SUBJECT, http(s)://… or exec:COMMAND (repeatable; default $IDEMPORT_NOTIFY, one per line)")
 	c.Flags().Var(newDurationFlag(&n.timeout, pipeline.DefaultNotifyTimeout), "notify-timeout", "how long this run keeps trying to deliver events before leaving them to the next run")
 }
 
