@@ -91,7 +91,9 @@ func Path(dsn string) (string, error) {
 
 // Open implements sink.Driver. The connection string is written here
 // only: WAL so readers never block the writer, synchronous=NORMAL
-// (durable at each checkpoint of the WAL, and safe against corruption),
+// (durable at each checkpoint of the WAL, and safe against corruption; a
+// writer's connection syncs the log in the COMMIT that would have
+// checkpointed and checkpoints on a thread of its own, ckpt.c),
 // BEGIN IMMEDIATE so a transaction that will write takes the write lock
 // first, and s.BusyTimeout for other writers. A read-only Open opens the
 // file read-only and fails with sink.ErrNoDatabase when it does not exist.

@@ -302,3 +302,64 @@ func (Driver) Full(err error) bool {
 	var se sqlite3.Error
 	return errors.As(err, &se) && se.Code == sqlite3.ErrFull
 }
+
+// walLimit is the frames of the write-ahead log at which a writer
+// checkpoints on its own connection rather than in the background (see
+// ckpt.c): 64 MiB of 4 KiB pages. The log file stays below walLimit frames
+// and one transaction's (of an import, one partition's), plus its header.
+var walLimit = 16384
+
+// checkpointer runs the automatic checkpoints of a writer's connection on
+// a thread of its own; a nil *checkpointer does nothing.
+type checkpointer struct {
+	c         *C.idp_ckpt
+	threshold C.int
+}
+
+// startCheckpointer moves the automatic checkpoints of conn, whose handle is
+// db, to a thread of its own. Without a threshold (wal_autocheckpoint 0),
+// a file, or a thread, it returns nil and conn checkpoints as before.
+func startCheckpointer(ctx context.Context, conn *sql.Conn, db *C.sqlite3) (*checkpointer, error) {
+	var threshold int
+	if err := conn.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&threshold); err != nil {
+		return nil, fmt.Errorf("read wal_autocheckpoint: %w", err)
+	}
+	var c *C.idp_ckpt
+	err := conn.Raw(func(any) error {
+		c = C.idp_ckpt_start(db, C.int(threshold), C.int(walLimit))
+		return nil
+	})
+	if err != nil || c == nil {
+		return nil, err
+	}
+	return &checkpointer{c: c, threshold: C.int(threshold)}, nil
+}
+
+// stop gives conn, whose handle is db, its automatic checkpoint back, and
+// stops and joins the thread, whose connection it closes. A checkpoint
+// running finishes first; one only asked for is left to SQLite's.
+func (k *checkpointer) stop(conn *sql.Conn, db *C.sqlite3) {
+	if k == nil || k.c == nil {
+		return
+	}
+	err := conn.Raw(func(any) error {
+		C.idp_ckpt_stop(db, k.c, k.threshold)
+		return nil
+	})
+	if err != nil {
+		// conn was closed before the writer: its handle may be back in
+		// database/sql's pool with the hook on it, which from now on
+		// checkpoints on that connection as SQLite's does.
+		C.idp_ckpt_stop(nil, k.c, k.threshold)
+	}
+	k.c = nil
+}
+
+// stats returns the checkpoints the thread ran, those the writer ran at
+// the limit, and whether the thread is checkpointing now.
+func (k *checkpointer) stats() (bg, fg int64, busy bool) {
+	var b, f C.int64_t
+	var r C.int
+	C.idp_ckpt_stats(k.c, &b, &f, &r)
+	return int64(b), int64(f), r != 0
+}

@@ -82,3 +82,15 @@ int idp_run(sqlite3 *db, sqlite3_stmt *st, idp_batch *b, int64_t *changed);
 // idp_natural applies rows by natural key one at a time; see native.c.
 int idp_natural(sqlite3 *db, sqlite3_stmt *ins, sqlite3_stmt *probe, sqlite3_stmt *st, sqlite3_stmt *rekey, int nkey, const int *keycols, int vercol,
 		int64_t filekey, const int64_t *ord, int64_t n, int ncols, const idp_col *cols, int64_t *counts, int64_t *failed);
+
+// idp_ckpt moves the automatic checkpoints of a writer's connection to a
+// thread of its own (ckpt.c). idp_ckpt_start installs it on db, whose
+// automatic checkpoint runs at threshold frames, and lets the log grow to
+// limit frames before the writer checkpoints itself again; it returns NULL
+// (and changes nothing) where it cannot. idp_ckpt_stop gives db back
+// SQLite's automatic checkpoint at threshold (db NULL: the connection is
+// closed), stops and joins the thread and closes its connection.
+typedef struct idp_ckpt idp_ckpt;
+idp_ckpt *idp_ckpt_start(sqlite3 *db, int threshold, int limit);
+void idp_ckpt_stop(sqlite3 *db, idp_ckpt *c, int threshold);
+void idp_ckpt_stats(idp_ckpt *c, int64_t *bg, int64_t *fg, int *busy);

@@ -443,6 +443,10 @@ type writer struct {
 	// key stored already: then the next batch skips the plain insert,
 	// which would fail for most of its rows.
 	stored bool
+	// ckpt runs the automatic checkpoints of the connection's write-ahead
+	// log on a thread of its own while the writer lives (ckpt.c).
+	ckpt *checkpointer
+	db   *rawHandle
 }
 
 // Writer implements sink.Driver. The returned Writer must be used only on
@@ -467,10 +471,21 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	data := dataColumns(tg, names)
 	insert := "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") "
 	st := statements{table: table, insert: insert, cols: cols, key: key, rekey: rekey, onConflict: onConflict, data: data}
+	var sw sink.Writer
 	if tg.Ordinal() {
-		return w.prepareOrdinal(ctx, conn, db, schema, st)
+		sw, err = w.prepareOrdinal(ctx, conn, db, schema, st)
+	} else {
+		sw, err = w.prepareNatural(conn, db, schema, st)
 	}
-	return w.prepareNatural(conn, db, schema, st)
+	if err != nil {
+		return sw, err
+	}
+	w.db = db
+	if w.ckpt, err = startCheckpointer(ctx, conn, db); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return sw, nil
 }
 
 // statements is what the writer's statements are built from.
@@ -759,6 +774,8 @@ func (w *writer) existing(ctx context.Context, tx *sql.Tx, fileKey int64, ordina
 
 // Close implements sink.Writer.
 func (w *writer) Close() error {
+	w.ckpt.stop(w.conn, w.db)
+	w.ckpt = nil
 	w.upsert.close()
 	w.insert.close()
 	w.probe.close()

@@ -1,0 +1,173 @@
+// The writer's checkpoints of the write-ahead log, moved off its commits.
+//
+// SQLite's automatic checkpoint runs on the committing connection, inside
+// its COMMIT, once the log holds wal_autocheckpoint pages (1000): for a
+// partition of an import that is the whole partition's pages read back
+// from the log and written to the database, and two fsyncs, 130-210 ms of
+// a 300-400 ms partition. Here the writer's connection runs a hook of its
+// own instead (sqlite3_wal_hook replaces the automatic checkpoint's):
+//
+//   - Below the same threshold it does nothing, as SQLite's would.
+//   - At or above it, it syncs the log, as the checkpoint would have done
+//     first, so a commit is on disk when COMMIT returns exactly when it
+//     was before (synchronous=NORMAL: at each checkpoint's sync), and
+//     hands the checkpoint to a thread with a connection of its own, which
+//     runs it (PASSIVE) while the writer goes on with its next partition.
+//   - Once the log holds limit frames, it waits for that thread's
+//     checkpoint and checkpoints on its own connection, as SQLite's would:
+//     a checkpoint that overlaps the writer's next transaction never lets
+//     SQLite start the log over (the writer has read the log by then), so
+//     without this the log grew to the size of the database. After it the
+//     next transaction writes the log from its start again, so the log
+//     file stays below limit frames and one transaction's.
+//
+// Every call to the writer's handle (the hook runs inside its COMMIT)
+// happens on the goroutine that holds the connection; the thread uses
+// only its own handle. Connections are opened without SQLite's mutex, but
+// SQLite's global state (the file locks of the unix VFS, the page cache's
+// memory, pagemem.c) is guarded by its own mutexes.
+#include <pthread.h>
+
+#include "native.h"
+
+typedef struct sqlite3_io_methods sqlite3_io_methods;
+typedef struct sqlite3_file {
+	const sqlite3_io_methods *pMethods;
+} sqlite3_file;
+// sqlite3_io_methods, as far as xSync.
+struct sqlite3_io_methods {
+	int iVersion;
+	int (*xClose)(sqlite3_file*);
+	int (*xRead)(sqlite3_file*, void*, int, int64_t);
+	int (*xWrite)(sqlite3_file*, const void*, int, int64_t);
+	int (*xTruncate)(sqlite3_file*, int64_t);
+	int (*xSync)(sqlite3_file*, int);
+};
+
+void *sqlite3_wal_hook(sqlite3*, int (*)(void*, sqlite3*, const char*, int), void*);
+int sqlite3_wal_autocheckpoint(sqlite3*, int);
+int sqlite3_wal_checkpoint_v2(sqlite3*, const char*, int, int*, int*);
+int sqlite3_open_v2(const char*, sqlite3**, int, const char*);
+int sqlite3_close(sqlite3*);
+int sqlite3_exec(sqlite3*, const char*, void*, void*, char**);
+const char *sqlite3_db_filename(sqlite3*, const char*);
+int sqlite3_file_control(sqlite3*, const char*, int, void*);
+
+#define IDP_OPEN_READWRITE 0x00000002
+#define IDP_OPEN_NOMUTEX 0x00008000
+#define IDP_FCNTL_JOURNAL_POINTER 28
+#define IDP_SYNC_NORMAL 0x00002
+#define IDP_CHECKPOINT_PASSIVE 0
+
+struct idp_ckpt {
+	sqlite3 *db; // the thread's own connection
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int want, busy, stop; // under mu
+	int threshold, limit; // frames
+	int64_t bg, fg;       // checkpoints by the thread, by the writer (under mu)
+};
+
+static void *idp_ckpt_main(void *arg) {
+	idp_ckpt *c = arg;
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		while (!c->want && !c->stop) pthread_cond_wait(&c->cv, &c->mu);
+		if (c->stop) break;
+		c->want = 0;
+		c->busy = 1;
+		pthread_mutex_unlock(&c->mu);
+		// PASSIVE: copies what no reader still needs, waits for no one,
+		// and syncs the log and then the database as every checkpoint
+		// does. A failure (another checkpoint running) leaves the frames
+		// to the next one.
+		sqlite3_wal_checkpoint_v2(c->db, "main", IDP_CHECKPOINT_PASSIVE, NULL, NULL);
+		pthread_mutex_lock(&c->mu);
+		c->busy = 0;
+		c->bg++;
+		pthread_cond_broadcast(&c->cv);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+static int idp_ckpt_hook(void *arg, sqlite3 *db, const char *name, int frames) {
+	idp_ckpt *c = arg;
+	if (frames < c->threshold) return 0;
+	pthread_mutex_lock(&c->mu);
+	int stopped = c->stop;
+	pthread_mutex_unlock(&c->mu);
+	if (frames < c->limit && !stopped) {
+		sqlite3_file *f = NULL;
+		if (sqlite3_file_control(db, name, IDP_FCNTL_JOURNAL_POINTER, &f) == 0 && f && f->pMethods) {
+			// The log on disk before COMMIT returns, as SQLite's
+			// checkpoint here would have had it. Should the sync fail,
+			// the checkpoint below is run here, and fails as SQLite's
+			// own would have (whose failure its hook ignores too).
+			if (f->pMethods->xSync(f, IDP_SYNC_NORMAL) == 0) {
+				pthread_mutex_lock(&c->mu);
+				c->want = 1;
+				pthread_cond_signal(&c->cv);
+				pthread_mutex_unlock(&c->mu);
+				return 0;
+			}
+		}
+	}
+	pthread_mutex_lock(&c->mu);
+	c->want = 0;
+	while (c->busy) pthread_cond_wait(&c->cv, &c->mu);
+	c->fg++;
+	pthread_mutex_unlock(&c->mu);
+	sqlite3_wal_checkpoint_v2(db, name, IDP_CHECKPOINT_PASSIVE, NULL, NULL);
+	return 0;
+}
+
+idp_ckpt *idp_ckpt_start(sqlite3 *db, int threshold, int limit) {
+	const char *path = sqlite3_db_filename(db, "main");
+	if (!path || !*path || threshold <= 0) return NULL; // in memory, or no automatic checkpoints to move
+	idp_ckpt *c = calloc(1, sizeof *c);
+	if (!c) return NULL;
+	c->threshold = threshold;
+	c->limit = limit;
+	if (sqlite3_open_v2(path, &c->db, IDP_OPEN_READWRITE | IDP_OPEN_NOMUTEX, NULL) != 0 ||
+	    sqlite3_exec(c->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != 0) {
+		sqlite3_close(c->db);
+		free(c);
+		return NULL;
+	}
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	if (pthread_create(&c->th, NULL, idp_ckpt_main, c) != 0) {
+		pthread_cond_destroy(&c->cv);
+		pthread_mutex_destroy(&c->mu);
+		sqlite3_close(c->db);
+		free(c);
+		return NULL;
+	}
+	sqlite3_wal_hook(db, idp_ckpt_hook, c);
+	return c;
+}
+
+void idp_ckpt_stop(sqlite3 *db, idp_ckpt *c, int threshold) {
+	if (db) sqlite3_wal_autocheckpoint(db, threshold); // SQLite's hook again
+	pthread_mutex_lock(&c->mu);
+	c->stop = 1;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	pthread_join(c->th, NULL);
+	sqlite3_close(c->db);
+	c->db = NULL;
+	if (!db) return; // the hook may still run, on a connection database/sql keeps: it checkpoints as SQLite's (c is kept)
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+void idp_ckpt_stats(idp_ckpt *c, int64_t *bg, int64_t *fg, int *busy) {
+	pthread_mutex_lock(&c->mu);
+	*bg = c->bg;
+	*fg = c->fg;
+	*busy = c->busy;
+	pthread_mutex_unlock(&c->mu);
+}

@@ -1,0 +1,289 @@
+//go:build cgo
+
+package sqlite
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/sink/drivertest"
+)
+
+// ckptRows is the rows of one transaction of these tests: with rows of
+// about 400 bytes, some 150 pages of the log.
+const ckptRows = 1500
+
+// ckptFixture is a file opened as the pipeline opens its targets, a
+// table, and a writer on one connection whose automatic checkpoint runs
+// at 100 frames (SQLite's default is 1000; fewer keep the tests small).
+type ckptFixture struct {
+	t      *testing.T
+	ctx    context.Context
+	path   string
+	db     *sql.DB
+	conn   *sql.Conn
+	w      sink.Writer
+	schema *arrow.Schema
+	txs    int64
+}
+
+func newCkptFixture(t *testing.T, path string) *ckptFixture {
+	ctx := context.Background()
+	db, err := Driver{}.Open(ctx, "sqlite://"+path, sink.Settings{BusyTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &ckptFixture{t: t, ctx: ctx, path: path, db: db.DB, schema: drivertest.Schema(drivertest.I64("id"), drivertest.Str("s"))}
+	if f.conn, err = f.db.Conn(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.exec(`PRAGMA wal_autocheckpoint=100`)
+	tg := sink.Target{Table: "t"}
+	tx, err := f.conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (Driver{}).Ensure(ctx, tx, tg, f.schema); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if f.w, err = (Driver{}).Writer(ctx, f.conn, tg, f.schema); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.conn.QueryRowContext(ctx, `SELECT count(*) / ? FROM t`, ckptRows).Scan(&f.txs); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *ckptFixture) exec(query string) {
+	if _, err := f.conn.ExecContext(f.ctx, query); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// commit writes the next ckptRows rows in one transaction.
+func (f *ckptFixture) commit() {
+	rows := make([][]any, ckptRows)
+	for i := range rows {
+		rows[i] = []any{int(f.txs)*ckptRows + i, strings.Repeat("x", 400)}
+	}
+	rec := drivertest.Batch(f.t, f.schema, rows...)
+	defer rec.Release()
+	tx, err := f.conn.BeginTx(f.ctx, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.w.Write(f.ctx, tx, 1, rec, drivertest.Seq(f.txs*ckptRows+1, (f.txs+1)*ckptRows)); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		f.t.Fatal(err)
+	}
+	f.txs++
+}
+
+func (f *ckptFixture) close() {
+	if err := f.w.Close(); err != nil {
+		f.t.Error(err)
+	}
+	f.conn.Close()
+	f.db.Close()
+}
+
+func walFrames(t *testing.T, path string) int64 {
+	st, err := os.Stat(path + "-wal")
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return (st.Size() - 32) / (4096 + 24)
+}
+
+// TestWALBounded: a writer's checkpoints run in the background, and the
+// write-ahead log stays below walLimit frames and one transaction's
+// however many transactions commit (a background checkpoint overlapping
+// the next transaction never lets SQLite start the log over: without the
+// writer's own checkpoint at the limit it grew by every transaction). The
+// writer's Close gives the connection SQLite's automatic checkpoint back,
+// and stops the thread and closes its connection: closing the database
+// then checkpoints and removes the log, and the file holds every row.
+func TestWALBounded(t *testing.T) {
+	old := walLimit
+	walLimit = 400
+	defer func() { walLimit = old }()
+	path := filepath.Join(t.TempDir(), "wal.db")
+	f := newCkptFixture(t, path)
+	k := f.w.(*writer).ckpt
+	if k == nil {
+		t.Fatal("the writer runs no checkpointer")
+	}
+	var most int64
+	for range 40 {
+		before := walFrames(t, path)
+		f.commit()
+		most = max(most, walFrames(t, path)-before) // at least a transaction's frames
+		if n := walFrames(t, path); n > int64(walLimit)+300 {
+			t.Fatalf("after %d transactions the log holds %d frames, want at most %d", f.txs, n, walLimit+300)
+		}
+	}
+	bg, fg, _ := k.stats()
+	t.Logf("checkpoints in the background %d, by the writer %d; most frames a transaction wrote %d", bg, fg, most)
+	// How many the writer runs itself depends on how the thread's overlap
+	// its transactions (none when each ends before the next begins).
+	if bg == 0 || fg >= bg {
+		t.Errorf("checkpoints in the background %d, by the writer %d: want most in the background", bg, fg)
+	}
+	if most < 100 || most > 300 {
+		t.Errorf("a transaction grew the log by at most %d frames, want 100-300 (above the threshold, below the bound's slack)", most)
+	}
+	f.close()
+	if _, err := os.Stat(path + "-wal"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after the database closed its log is still there (%v): a connection is left open", err)
+	}
+	db, err := sql.Open("sqlite3", ConnString(path, sink.Settings{BusyTimeout: time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int64
+	var ok string
+	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n != 40*ckptRows {
+		t.Errorf("rows: %d (%v), want %d", n, err, 40*ckptRows)
+	}
+	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
+		t.Errorf("integrity_check: %q (%v)", ok, err)
+	}
+}
+
+// TestWriterCloseRestoresCheckpoint: the connection a writer was on goes
+// back to the pool checkpointing as SQLite does by itself.
+func TestWriterCloseRestoresCheckpoint(t *testing.T) {
+	f := newCkptFixture(t, filepath.Join(t.TempDir(), "restore.db"))
+	defer f.db.Close()
+	defer f.conn.Close()
+	var auto int
+	if err := f.conn.QueryRowContext(f.ctx, `PRAGMA wal_autocheckpoint`).Scan(&auto); err != nil || auto != 0 {
+		t.Errorf("with the writer: wal_autocheckpoint %d (%v), want 0 (the writer's hook)", auto, err)
+	}
+	f.commit()
+	if err := f.w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.conn.QueryRowContext(f.ctx, `PRAGMA wal_autocheckpoint`).Scan(&auto); err != nil || auto != 100 {
+		t.Errorf("after the writer: wal_autocheckpoint %d (%v), want 100", auto, err)
+	}
+}
+
+// TestKilledDuringBackgroundCheckpoint kills (SIGKILL) a process that
+// commits transaction after transaction while its background checkpoint
+// runs, three times: each time the file opens, passes integrity_check, and
+// holds whole transactions, at least those the process reported committed
+// (it may have committed more than it said), and the next process goes on writing in it.
+func TestKilledDuringBackgroundCheckpoint(t *testing.T) {
+	if path := os.Getenv("IDEMPORT_CKPT_CHILD"); path != "" {
+		ckptChild(t, path)
+		return
+	}
+	if testing.Short() {
+		t.Skip("kills processes")
+	}
+	path := filepath.Join(t.TempDir(), "kill.db")
+	for round := range 3 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestKilledDuringBackgroundCheckpoint$")
+		cmd.Env = append(os.Environ(), "IDEMPORT_CKPT_CHILD="+path)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var reported, during int64 = -1, 0
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			what, n, _ := strings.Cut(sc.Text(), " ")
+			v, _ := strconv.ParseInt(n, 10, 64)
+			switch what {
+			case "committed":
+				reported = v
+			case "checkpointing":
+				during++
+			}
+			if during > int64(round) && reported >= 0 {
+				cmd.Process.Signal(syscall.SIGKILL)
+				break
+			}
+		}
+		err = cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("round %d: the process ended with %v, not killed while checkpointing", round, err)
+		}
+		db, err := sql.Open("sqlite3", ConnString(path, sink.Settings{BusyTimeout: time.Second}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		var ok string
+		if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
+			t.Errorf("round %d: integrity_check %q (%v)", round, ok, err)
+		}
+		if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n%ckptRows != 0 || n/ckptRows < reported {
+			t.Errorf("round %d: %d rows (%v), want whole transactions of %d, at least the %d reported committed", round, n, err, ckptRows, reported)
+		}
+		db.Close()
+	}
+}
+
+// ckptChild commits transactions into path until killed (or 200 of them),
+// saying after each how many transactions the file holds, and when its
+// checkpointer is seen running, so.
+func ckptChild(t *testing.T, path string) {
+	walLimit = 400 // the writer's own checkpoints too
+	f := newCkptFixture(t, path)
+	k := f.w.(*writer).ckpt
+	done := make(chan struct{})
+	lines := make(chan string, 1000)
+	go func() {
+		for l := range lines {
+			fmt.Println(l)
+		}
+		close(done)
+	}()
+	go func() {
+		for {
+			if _, _, busy := k.stats(); busy {
+				lines <- "checkpointing 0"
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	for range 200 {
+		f.commit()
+		lines <- fmt.Sprint("committed ", f.txs)
+	}
+	close(lines)
+	<-done
+	t.Fatal("not killed")
+}
