@@ -26,9 +26,37 @@
 // only its own handle. Connections are opened without SQLite's mutex, but
 // SQLite's global state (the file locks of the unix VFS, the page cache's
 // memory, pagemem.c) is guarded by its own mutexes.
-#include <pthread.h>
-
+//
+// On Windows there is no thread: idp_ckpt_start returns NULL, and the
+// writer's connection checkpoints inside its COMMIT as SQLite does by
+// itself.
 #include "native.h"
+
+#ifdef _WIN32
+
+idp_ckpt *idp_ckpt_start(sqlite3 *db, int threshold, int limit) {
+	(void)db;
+	(void)threshold;
+	(void)limit;
+	return NULL;
+}
+
+void idp_ckpt_stop(sqlite3 *db, idp_ckpt *c, int threshold) {
+	(void)db;
+	(void)c;
+	(void)threshold;
+}
+
+void idp_ckpt_stats(idp_ckpt *c, int64_t *bg, int64_t *fg, int *busy) {
+	(void)c;
+	*bg = 0;
+	*fg = 0;
+	*busy = 0;
+}
+
+#else
+
+#include <pthread.h>
 
 typedef struct sqlite3_io_methods sqlite3_io_methods;
 typedef struct sqlite3_file {
@@ -171,3 +199,5 @@ void idp_ckpt_stats(idp_ckpt *c, int64_t *bg, int64_t *fg, int *busy) {
 	*busy = c->busy;
 	pthread_mutex_unlock(&c->mu);
 }
+
+#endif

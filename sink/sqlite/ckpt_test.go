@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -127,6 +128,7 @@ func walFrames(t *testing.T, path string) int64 {
 // and stops the thread and closes its connection: closing the database
 // then checkpoints and removes the log, and the file holds every row.
 func TestWALBounded(t *testing.T) {
+	skipWithoutCheckpointThread(t)
 	old := walLimit
 	walLimit = 400
 	defer func() { walLimit = old }()
@@ -174,9 +176,19 @@ func TestWALBounded(t *testing.T) {
 	}
 }
 
+// skipWithoutCheckpointThread skips a test of the checkpoint thread where
+// ckpt.c has none (Windows: the writer checkpoints inside its COMMIT, as
+// SQLite does by itself).
+func skipWithoutCheckpointThread(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no checkpoint thread on Windows")
+	}
+}
+
 // TestWriterCloseRestoresCheckpoint: the connection a writer was on goes
 // back to the pool checkpointing as SQLite does by itself.
 func TestWriterCloseRestoresCheckpoint(t *testing.T) {
+	skipWithoutCheckpointThread(t)
 	f := newCkptFixture(t, filepath.Join(t.TempDir(), "restore.db"))
 	defer f.db.Close()
 	defer f.conn.Close()
@@ -199,6 +211,7 @@ func TestWriterCloseRestoresCheckpoint(t *testing.T) {
 // holds whole transactions, at least those the process reported committed
 // (it may have committed more than it said), and the next process goes on writing in it.
 func TestKilledDuringBackgroundCheckpoint(t *testing.T) {
+	skipWithoutCheckpointThread(t)
 	if path := os.Getenv("IDEMPORT_CKPT_CHILD"); path != "" {
 		ckptChild(t, path)
 		return

@@ -318,7 +318,8 @@ type checkpointer struct {
 
 // startCheckpointer moves the automatic checkpoints of conn, whose handle is
 // db, to a thread of its own. Without a threshold (wal_autocheckpoint 0),
-// a file, or a thread, it returns nil and conn checkpoints as before.
+// a file, or a thread (on Windows there is none), it returns nil and conn
+// checkpoints as before.
 func startCheckpointer(ctx context.Context, conn *sql.Conn, db *C.sqlite3) (*checkpointer, error) {
 	var threshold int
 	if err := conn.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&threshold); err != nil {
