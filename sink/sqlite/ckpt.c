@@ -47,6 +47,16 @@ void idp_ckpt_stop(sqlite3 *db, idp_ckpt *c, int threshold) {
 	(void)threshold;
 }
 
+void idp_ckpt_hold(idp_ckpt *c, int on) {
+	(void)c;
+	(void)on;
+}
+
+int idp_ckpt_pending(idp_ckpt *c) {
+	(void)c;
+	return 0;
+}
+
 void idp_ckpt_stats(idp_ckpt *c, int64_t *bg, int64_t *fg, int *busy) {
 	(void)c;
 	*bg = 0;
@@ -93,6 +103,7 @@ struct idp_ckpt {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int want, busy, stop; // under mu
+	int held, pending;    // under mu: the thread's checkpoints held back (tests); one waiting for that to end
 	int threshold, limit; // frames
 	int64_t bg, fg;       // checkpoints by the thread, by the writer (under mu)
 };
@@ -104,6 +115,12 @@ static void *idp_ckpt_main(void *arg) {
 		while (!c->want && !c->stop) pthread_cond_wait(&c->cv, &c->mu);
 		if (c->stop) break;
 		c->want = 0;
+		while (c->held && !c->stop) {
+			c->pending = 1;
+			pthread_cond_wait(&c->cv, &c->mu);
+		}
+		c->pending = 0;
+		if (c->stop) break;
 		c->busy = 1;
 		pthread_mutex_unlock(&c->mu);
 		// PASSIVE: copies what no reader still needs, waits for no one,
@@ -190,6 +207,20 @@ void idp_ckpt_stop(sqlite3 *db, idp_ckpt *c, int threshold) {
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
+}
+
+void idp_ckpt_hold(idp_ckpt *c, int on) {
+	pthread_mutex_lock(&c->mu);
+	c->held = on;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+int idp_ckpt_pending(idp_ckpt *c) {
+	pthread_mutex_lock(&c->mu);
+	int p = c->pending;
+	pthread_mutex_unlock(&c->mu);
+	return p;
 }
 
 void idp_ckpt_stats(idp_ckpt *c, int64_t *bg, int64_t *fg, int *busy) {

@@ -40,6 +40,7 @@ type ckptFixture struct {
 	w      sink.Writer
 	schema *arrow.Schema
 	txs    int64
+	during func() // called inside each transaction, after its rows are written
 }
 
 func newCkptFixture(t *testing.T, path string) *ckptFixture {
@@ -94,6 +95,9 @@ func (f *ckptFixture) commit() {
 	if _, err := f.w.Write(f.ctx, tx, 1, rec, drivertest.Seq(f.txs*ckptRows+1, (f.txs+1)*ckptRows)); err != nil {
 		f.t.Fatal(err)
 	}
+	if f.during != nil {
+		f.during()
+	}
 	if err := tx.Commit(); err != nil {
 		f.t.Fatal(err)
 	}
@@ -138,6 +142,28 @@ func TestWALBounded(t *testing.T) {
 	if k == nil {
 		t.Fatal("the writer runs no checkpointer")
 	}
+	// Each background checkpoint runs inside the writer's next
+	// transaction, as it may whenever the thread is slower than the
+	// writer: held back until that transaction has written its rows, then
+	// waited for. It then copies all but that transaction's frames, so
+	// SQLite never starts the log over by itself.
+	k.hold(true)
+	f.during = func() {
+		if !k.pending() {
+			return
+		}
+		before, _, _ := k.stats()
+		k.hold(false)
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+			if bg, _, _ := k.stats(); bg > before {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the thread's checkpoint did not run within a minute of being let go")
+			}
+		}
+		k.hold(true)
+	}
 	var most int64
 	for range 40 {
 		before := walFrames(t, path)
@@ -147,6 +173,7 @@ func TestWALBounded(t *testing.T) {
 			t.Fatalf("after %d transactions the log holds %d frames, want at most %d", f.txs, n, walLimit+300)
 		}
 	}
+	k.hold(false)
 	bg, fg, _ := k.stats()
 	t.Logf("checkpoints in the background %d, by the writer %d; most frames a transaction wrote %d", bg, fg, most)
 	// How many the writer runs itself depends on how the thread's overlap

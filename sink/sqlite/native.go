@@ -356,6 +356,22 @@ func (k *checkpointer) stop(conn *sql.Conn, db *C.sqlite3) {
 	k.c = nil
 }
 
+// hold holds the thread's checkpoints back (on) or lets them run: a test
+// that needs a checkpoint to run inside the writer's next transaction holds
+// them, and lets the one pending (see pending) run there.
+func (k *checkpointer) hold(on bool) {
+	var v C.int
+	if on {
+		v = 1
+	}
+	C.idp_ckpt_hold(k.c, v)
+}
+
+// pending says whether a checkpoint the writer asked for waits for hold(false).
+func (k *checkpointer) pending() bool {
+	return C.idp_ckpt_pending(k.c) != 0
+}
+
 // stats returns the checkpoints the thread ran, those the writer ran at
 // the limit, and whether the thread is checkpointing now.
 func (k *checkpointer) stats() (bg, fg int64, busy bool) {
