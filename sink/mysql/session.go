@@ -68,7 +68,12 @@ type connector struct {
 // as time.Time, as the other drivers read timestamps; the server's
 // max_allowed_packet, read on connecting, so that the driver sends a
 // value too long for one packet in pieces the server takes; several
-// statements in one Exec (the migration files); UPDATEs counting the
+// statements in one Exec (the migration files); a statement's arguments
+// written into its text by the driver, escaped as the session's
+// NO_BACKSLASH_ESCAPES reads it (the server's status flag tells the
+// driver), rather than bound to a statement prepared on the server, which
+// cost a round trip to prepare and a packet to close for each statement
+// with arguments (TestArgumentsGoInTheStatement); UPDATEs counting the
 // rows they found, as on the other databases, not only those they changed
 // (a lease renewed twice in one millisecond is still held: see
 // TestFenceRightAfterClaim); and the session's settings.
@@ -79,7 +84,7 @@ func newConnector(cfg *mysql.Config, s sink.Settings) (driver.Connector, error) 
 	cfg.ParseTime = true
 	cfg.MaxAllowedPacket = 0
 	cfg.MultiStatements = true
-	cfg.InterpolateParams = false
+	cfg.InterpolateParams = true
 	cfg.ClientFoundRows = true
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {
