@@ -443,9 +443,11 @@ func (w *writer) applyOrdinal(ctx context.Context, tx *sql.Tx, fileKey int64, n 
 	if err != nil {
 		return fmt.Errorf("update %s of %s: %w", span, w.tg.Table, err)
 	}
-	ins, err := changed(ctx, tx, w.insert, fileKey, fileKey)
-	if err != nil {
-		return fmt.Errorf("insert %s into %s: %w", span, w.tg.Table, err)
+	var ins int64
+	if upd < int64(n) { // else every row was stored: none to insert (see applyRounds)
+		if ins, err = changed(ctx, tx, w.insert, fileKey, fileKey); err != nil {
+			return fmt.Errorf("insert %s into %s: %w", span, w.tg.Table, err)
+		}
 	}
 	total.Inserted, total.Updated, total.Unchanged = ins, upd, int64(n)-ins-upd
 	return nil
@@ -465,9 +467,16 @@ func (w *writer) applyRounds(ctx context.Context, tx *sql.Tx, fileKey int64, n i
 		if err != nil {
 			return fmt.Errorf("update %s of %s: %w", span, w.tg.Table, err)
 		}
-		ins, err := changed(ctx, tx, w.insert, fileKey, r)
-		if err != nil {
-			return fmt.Errorf("insert %s into %s: %w", span, w.tg.Table, err)
+		// A round whose every row the update found (the session counts
+		// found rows, and a round's keys are distinct) has no key left to
+		// insert: the insert would look each of them up again, and the
+		// pages of a delta's changed rows, spread over a table larger than
+		// the buffer pool, were read from disk twice.
+		var ins int64
+		if upd < per[r] {
+			if ins, err = changed(ctx, tx, w.insert, fileKey, r); err != nil {
+				return fmt.Errorf("insert %s into %s: %w", span, w.tg.Table, err)
+			}
 		}
 		// The rows neither inserted nor updated are stale or unchanged,
 		// told apart by a join only when there are any. The update left

@@ -353,3 +353,51 @@ func TestWriterKeyStoredBetweenItsStatements(t *testing.T) {
 		t.Errorf("t holds %q, want %q", got, want)
 	}
 }
+
+// TestWriterStoredRoundSkipsTheInsert: a staged batch (or, by natural key,
+// a round of it) whose every row the update rewrote runs no INSERT …
+// SELECT, which would only look every key up again; a batch with some
+// keys new still inserts them, and unchanged rows are still told from
+// new ones. Both modes.
+func TestWriterStoredRoundSkipsTheInsert(t *testing.T) {
+	f := writerFx(t)
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("v"))
+	insertSelects := func() int64 {
+		return f.Int(`SELECT variable_value FROM information_schema.session_status WHERE variable_name = 'Com_insert_select'`)
+	}
+	for _, tg := range []sink.Target{{Table: "ord"}, {Table: "nat", Key: []string{"id"}}} {
+		f.MustEnsure(tg, s)
+		w := f.Writer(tg, s)
+		for _, step := range []struct {
+			what    string
+			rows    [][]any
+			ords    []int64
+			rc      idemtype.Rows
+			inserts int64
+			want    []string
+		}{
+			{"first", [][]any{{1, "a"}, {2, "b"}, {3, "c"}}, drivertest.Seq(1, 3), idemtype.Rows{Read: 3, Inserted: 3}, 0,
+				[]string{"1|a", "2|b", "3|c"}},
+			{"all changed", [][]any{{1, "A"}, {2, "B"}, {3, "C"}}, drivertest.Seq(1, 3), idemtype.Rows{Read: 3, Updated: 3}, 0,
+				[]string{"1|A", "2|B", "3|C"}},
+			{"some unchanged", [][]any{{1, "A"}, {2, "bb"}, {3, "C"}}, drivertest.Seq(1, 3), idemtype.Rows{Read: 3, Updated: 1, Unchanged: 2}, 1,
+				[]string{"1|A", "2|bb", "3|C"}},
+			{"a repeated key, all changed", [][]any{{1, "x"}, {2, "y"}, {1, "z"}}, drivertest.Seq(1, 3), idemtype.Rows{Read: 3, Updated: 3}, 0,
+				[]string{"1|z", "2|y", "3|C"}},
+		} {
+			if tg.Ordinal() && step.what == "a repeated key, all changed" {
+				step.rc, step.want = idemtype.Rows{Read: 3, Updated: 3}, []string{"1|x", "2|y", "1|z"}
+			}
+			before := insertSelects()
+			drivertest.WantRows(t, tg.Table+" "+step.what, f.Write(w, 1, drivertest.Batch(t, s, step.rows...), step.ords), step.rc)
+			if n := insertSelects() - before; n != step.inserts {
+				t.Errorf("%s %s: %d INSERT … SELECT statements, want %d", tg.Table, step.what, n, step.inserts)
+			}
+			order := "id"
+			if tg.Ordinal() {
+				order = q(sink.RowColumn)
+			}
+			drivertest.WantTable(t, tg.Table+" "+step.what, drivertest.Strings(t, f.Env.DB, `SELECT CONCAT(id, '|', v) FROM `+q(tg.Table)+` ORDER BY `+order), step.want...)
+		}
+	}
+}
