@@ -686,7 +686,7 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 			return total, fmt.Errorf("look for %s in %s: %w", sink.RowSpan(ordinals), w.tg.Table, err)
 		}
 		if !present {
-			if err := w.copyInto(ctx, rec, fileKey, ordinals); err != nil {
+			if err := w.copyInto(ctx, rec, fileKey, ordinals, ""); err != nil {
 				return total, err
 			}
 			total.Inserted = int64(n)
@@ -932,11 +932,20 @@ const directSavepoint = "idemport_direct"
 // wait on each other) is handled the same way: the savepoint's rollback
 // releases the keys the COPY had written, and the merge, in key order,
 // waits for the other transaction instead.
+//
+// With the encoder, the savepoint is taken by the COPY's own message
+// ("SAVEPOINT …; COPY …", one round trip where two were): the server runs
+// the two in order and stops at the first that fails, so the COPY runs
+// only under the savepoint.
 func (w *writer) copyNew(ctx context.Context, tx *sql.Tx, rec arrow.RecordBatch, fileKey int64, ordinals []int64) (bool, error) {
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+directSavepoint); err != nil {
-		return false, fmt.Errorf("savepoint: %w", err)
+	prefix := "SAVEPOINT " + directSavepoint + "; "
+	if w.enc == nil {
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT "+directSavepoint); err != nil {
+			return false, fmt.Errorf("savepoint: %w", err)
+		}
+		prefix = ""
 	}
-	err := w.copyInto(ctx, rec, fileKey, ordinals)
+	err := w.copyInto(ctx, rec, fileKey, ordinals, prefix)
 	if err == nil {
 		if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+directSavepoint); err != nil {
 			return false, fmt.Errorf("release savepoint: %w", err)
@@ -948,11 +957,8 @@ func (w *writer) copyNew(ctx context.Context, tx *sql.Tx, rec arrow.RecordBatch,
 	if !errors.As(err, &pe) || (pe.Code != "23505" && pe.Code != "40P01") {
 		return false, err
 	}
-	if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+directSavepoint); err != nil {
+	if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+directSavepoint+"; RELEASE SAVEPOINT "+directSavepoint); err != nil {
 		return false, fmt.Errorf("roll back to savepoint: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+directSavepoint); err != nil {
-		return false, fmt.Errorf("release savepoint: %w", err)
 	}
 	w.tryDirect = false
 	return false, nil
@@ -1032,8 +1038,9 @@ func (w *writer) copy(ctx context.Context, rec arrow.RecordBatch, ordinals []int
 
 // copyInto copies the rows of rec straight into the target table, with
 // their file key and ordinals, inside the transaction open on the Writer's
-// connection.
-func (w *writer) copyInto(ctx context.Context, rec arrow.RecordBatch, fileKey int64, ordinals []int64) error {
+// connection. With the encoder, prefix (statements, each ended by "; ")
+// runs first in the COPY's message; without it, prefix must be "".
+func (w *writer) copyInto(ctx context.Context, rec arrow.RecordBatch, fileKey int64, ordinals []int64, prefix string) error {
 	src := &source{w: w, rec: rec, ordinals: ordinals, i: -1, fileKey: &fileKey}
 	var copied int64
 	err := w.conn.Raw(func(dc any) error {
@@ -1046,7 +1053,8 @@ func (w *writer) copyInto(ctx context.Context, rec arrow.RecordBatch, fileKey in
 				return appendInt8(appendInt8(b, fileKey), ordinals[i])
 			})
 			defer data.close() // before rec may be released: see stream.mu
-			tag, err := c.Conn().PgConn().CopyFrom(ctx, data, w.copyDirect)
+			// The tag is the message's last statement's: the COPY's.
+			tag, err := c.Conn().PgConn().CopyFrom(ctx, data, prefix+w.copyDirect)
 			copied = tag.RowsAffected()
 			return err
 		}
