@@ -39,6 +39,10 @@ func (d *commitWatch) CommitLazily(ctx context.Context, tx *sql.Tx) error {
 	return d.Driver.(lazyCommitter).CommitLazily(ctx, tx)
 }
 
+func (d *commitWatch) OpenPartition(ctx context.Context, conn *sql.Conn, table string) (string, error) {
+	return d.Driver.(partitionOpener).OpenPartition(ctx, conn, table)
+}
+
 func (d *commitWatch) ColumnsVersion(ctx context.Context, tx *sql.Tx, table string) (string, error) {
 	return d.Driver.(columnsVersioner).ColumnsVersion(ctx, tx, table)
 }

@@ -206,6 +206,16 @@ type lazyCommitter interface {
 	CommitLazily(ctx context.Context, tx *sql.Tx) error
 }
 
+// partitionOpener is a driver that does at once what a partition
+// transaction does first where the worker's Writer needs no schema change:
+// commit lazily (lazyCommitter), hold the table's columns
+// (Driver.HoldColumns) and return their version (columnsVersioner), in
+// that order, inside the transaction open on conn: one round trip where
+// there were three.
+type partitionOpener interface {
+	OpenPartition(ctx context.Context, conn *sql.Conn, table string) (version string, err error)
+}
+
 // prepare readies w inside tx, a partition transaction begun on conn,
 // before the partition's first row is written, and returns the schema
 // changes tx made, for the result once tx commits.
@@ -231,13 +241,21 @@ type lazyCommitter interface {
 // database acts on a partition's commit before the operation's completing
 // transaction, which waits, commits.
 func (w *partitionWriter) prepare(ctx context.Context, a *applier, conn *sql.Conn, tx *sql.Tx) (*evolution, error) {
+	evolve := w.Writer == nil && a.evolvesInPartitions()
+	if o, ok := a.e.st.Driver.(partitionOpener); ok && !evolve {
+		version, err := o.OpenPartition(ctx, conn, a.tables.write.Table)
+		if err != nil {
+			return nil, err
+		}
+		return nil, w.readyAt(ctx, a, conn, tx, version, true)
+	}
 	if l, ok := a.e.st.Driver.(lazyCommitter); ok {
 		if err := l.CommitLazily(ctx, tx); err != nil {
 			return nil, err
 		}
 	}
 	var ev *evolution
-	if w.Writer == nil && a.evolvesInPartitions() {
+	if evolve {
 		var err error
 		if ev, err = a.evolveInPartition(ctx, tx); err != nil {
 			return nil, err
@@ -284,14 +302,22 @@ func (w *partitionWriter) ready(ctx context.Context, a *applier, conn *sql.Conn,
 		return err
 	}
 	var version string
-	if v, ok := a.e.st.Driver.(columnsVersioner); ok {
+	v, versioned := a.e.st.Driver.(columnsVersioner)
+	if versioned {
 		var err error
 		if version, err = v.ColumnsVersion(ctx, tx, tg.Table); err != nil {
 			return err
 		}
-		if w.Writer != nil && version != "" && version == w.version {
-			return nil
-		}
+	}
+	return w.readyAt(ctx, a, conn, tx, version, versioned)
+}
+
+// readyAt is ready once the columns are held, version being their
+// version when the driver tells it (versioned).
+func (w *partitionWriter) readyAt(ctx context.Context, a *applier, conn *sql.Conn, tx *sql.Tx, version string, versioned bool) error {
+	tg := a.tables.write
+	if versioned && w.Writer != nil && version != "" && version == w.version {
+		return nil
 	}
 	table, err := a.e.st.Driver.Describe(ctx, tx, tg.Table)
 	if err != nil {

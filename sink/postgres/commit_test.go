@@ -1,7 +1,10 @@
 package postgres
 
 import (
+	"context"
+	"database/sql"
 	"testing"
+	"time"
 
 	"github.com/idemport/idemport/internal/pgtest"
 )
@@ -55,5 +58,112 @@ func TestCommitLazilyOnlyThatTransaction(t *testing.T) {
 		if after := setting(); after != before {
 			t.Fatalf("after the transaction's %s: synchronous_commit %s, want the session's %s", end, after, before)
 		}
+	}
+}
+
+// TestOpenPartitionInOneMessage: OpenPartition does what CommitLazily,
+// HoldColumns and ColumnsVersion do, in that order: synchronous_commit
+// off for its transaction alone, the table's lock held until the
+// transaction ends, and the version of the columns as ColumnsVersion reads
+// it, read after the lock was granted, so that an ALTER TABLE that
+// committed while the lock waited for it shows. A missing table is an
+// error, as HoldColumns's.
+func TestOpenPartitionInOneMessage(t *testing.T) {
+	db, _ := pgtest.Open(t)
+	ctx := t.Context()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE t (id bigint PRIMARY KEY, n bigint)`); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	setting := func(q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}) string {
+		t.Helper()
+		var v string
+		if err := q.QueryRowContext(ctx, `SELECT current_setting('synchronous_commit')`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := setting(conn)
+	if before == "off" {
+		t.Fatalf("the session's synchronous_commit is already off")
+	}
+	// alter, on another connection, widens n and holds its lock until
+	// commit is called.
+	alter := func() (commit func()) {
+		t.Helper()
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE t ALTER COLUMN n TYPE numeric`); err != nil {
+			t.Fatal(err)
+		}
+		return func() {
+			if err := tx.Commit(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	for _, end := range []string{"commit", "rollback"} {
+		commitAlter := alter()
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// On failure: the test's schema is dropped at its end, once the
+		// lock is let go.
+		defer tx.Rollback()
+		time.AfterFunc(300*time.Millisecond, commitAlter) // while OpenPartition waits for the lock
+		v, err := Driver{}.OpenPartition(ctx, conn, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Driver{}.ColumnsVersion(ctx, tx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v == "" || v != want {
+			t.Fatalf("version %q, want ColumnsVersion's %q after the ALTER TABLE", v, want)
+		}
+		if in := setting(tx); in != "off" {
+			t.Fatalf("inside the transaction: synchronous_commit %s, want off", in)
+		}
+		other, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = other.ExecContext(ctx, `LOCK TABLE t IN ACCESS EXCLUSIVE MODE NOWAIT`)
+		other.Rollback()
+		if !lockNotAvailable(err) {
+			t.Fatalf("another transaction's ALTER TABLE lock while the columns are held: %v, want lock_not_available", err)
+		}
+		if end == "commit" {
+			err = tx.Commit()
+		} else {
+			err = tx.Rollback()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after := setting(conn); after != before {
+			t.Fatalf("after the transaction's %s: synchronous_commit %s, want the session's %s", end, after, before)
+		}
+		if _, err := db.ExecContext(ctx, `ALTER TABLE t ALTER COLUMN n TYPE bigint`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := (Driver{}).OpenPartition(ctx, conn, "missing"); err == nil {
+		t.Fatal("OpenPartition of a missing table: no error")
 	}
 }
