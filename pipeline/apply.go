@@ -104,9 +104,11 @@ func (a *applier) startApply(ctx context.Context) error {
 		return err
 	}
 	a.res.Partitions.Total = start.Total
-	a.res.Partitions.Skipped = start.Done
+	// Done by others, or before this attempt: those this attempt
+	// committed with its plan (an overlap) are not skipped.
+	a.res.Partitions.Skipped = start.Done - a.ap.committed
 	a.ap.doneRows = a.rowsDone(ctx)
-	a.req.progress(Progress{Phase: "apply", Rows: a.ap.doneRows, TotalRows: a.plan.Rows, Partitions: start.Done, TotalParts: start.Total, Skipped: start.Done})
+	a.req.progress(Progress{Phase: "apply", Rows: a.ap.doneRows, TotalRows: a.plan.Rows, Partitions: start.Done, TotalParts: start.Total, Skipped: a.res.Partitions.Skipped})
 	return a.expectAs(ctx)
 }
 

@@ -284,7 +284,7 @@ func TestBadRowsBeyondMemory(t *testing.T) {
 		// bounded number in memory.
 		r := newRun(f.e, req)
 		r.defaults()
-		_, plan, spill, err := r.planner().scan(ctx, planInput{}, nil, nil, nil)
+		_, plan, spill, err := r.planner().scan(ctx, planInput{}, nil, nil, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

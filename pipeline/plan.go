@@ -262,8 +262,9 @@ func columnLimits(t *sink.Table) map[string]reader.Limit {
 // receives the digest of the data the pass decoded
 // (reader.ScanOptions.ContentDigest). The plan lists the first bad rows;
 // the spill returned, which the caller must close, has every one that the
-// quarantine is to keep.
-func (pl *planner) scan(ctx context.Context, in planInput, shared *reader.HashRead, digest func(string), progress func(b, rows int64)) (*reader.File, *reader.Plan, *rejectSpill, error) {
+// quarantine is to keep. cut, if set, is told each partition the pass
+// finishes before its end (reader.ScanOptions.Partitioned).
+func (pl *planner) scan(ctx context.Context, in planInput, shared *reader.HashRead, digest func(string), progress func(b, rows int64), cut func(reader.Cut)) (*reader.File, *reader.Plan, *rejectSpill, error) {
 	tmp, err := pl.req.keySpillDir()
 	if err != nil {
 		return nil, nil, nil, err
@@ -287,6 +288,7 @@ func (pl *planner) scan(ctx context.Context, in planInput, shared *reader.HashRe
 		ContentDigest:  digest,
 		TempDir:        tmp,
 		KeysHeld:       pl.req.KeysHeld,
+		Partitioned:    cut,
 	})
 	if err != nil {
 		spill.close()
@@ -317,6 +319,7 @@ func (r *run) planner() *planner {
 // the tables its rows go through, or refuses the file for it (planFile).
 type keeper struct {
 	*planner
+	ov *overlap // writing while the plan pass runs, if it does (nil: not)
 }
 
 // keeper returns the run's plan stage as an import runs it.
@@ -333,6 +336,9 @@ type planned struct {
 	file     *reader.File
 	plan     *reader.Plan
 	spill    *rejectSpill // every bad row the quarantine is to keep; the caller closes it
+	// speculated says the plan is the speculation's, the pass started
+	// while the file was hashed.
+	speculated bool
 }
 
 // planPass is the plan stage: it tells the plan pass what the target table
@@ -346,11 +352,12 @@ func (pl *planner) planPass(ctx context.Context, progress func(b, rows int64)) (
 		return p, err
 	}
 	p.file, p.plan, p.spill, err = pl.spec.result(p.inputs, progress)
+	p.speculated = p.file != nil || err != nil
 	if p.file == nil && err == nil { // no speculative plan to use: plan now
 		if err := pl.fillSpool(ctx); err != nil {
 			return p, err
 		}
-		p.file, p.plan, p.spill, err = pl.scan(ctx, p.inputs, nil, nil, progress)
+		p.file, p.plan, p.spill, err = pl.scan(ctx, p.inputs, nil, nil, progress, nil)
 	}
 	return p, err
 }
@@ -365,10 +372,15 @@ func (kp *keeper) planFile(ctx context.Context) (planned, bool, error) {
 	if err := kp.e.st.Driver.Limits().CheckTable(kp.target.Table); err != nil {
 		return planned{}, true, kp.refuse(ctx, &Refusal{Error: err.Error()}, idemtype.Rows{})
 	}
+	ov, own := kp.startOverlap(ctx)
+	kp.ov = ov
+	defer own.stop()
+	defer kp.ov.abort() // unless kept and committed
 	p, err := kp.planPass(ctx, func(b, rows int64) {
 		kp.req.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: kp.id.Size, Rows: rows})
 	})
 	defer p.spill.close()
+	kp.ov.settle(p, err) // rolled back now, unless the plan keeps it
 	if errors.Is(err, sink.ErrNoSchema) {
 		return planned{}, false, kp.retract(ctx, &UsageError{Err: err})
 	}
@@ -467,14 +479,20 @@ func (kp *keeper) storePlan(ctx context.Context, p planned, ev *evolution) error
 			return err
 		}
 	}
-	return withTx(ctx, kp.e.st.DB, func(tx *sql.Tx) error {
+	store := func(tx *sql.Tx) error {
 		if !ddl {
 			if err := kp.readyTables(ctx, tx, tables); err != nil {
 				return err
 			}
 		}
 		return kp.savePlan(ctx, tx, p, body, parts)
-	})
+	}
+	if kp.ov.kept() {
+		// The transaction that wrote the first partitions while the plan
+		// pass ran stores the plan, with their done marks.
+		return kp.ov.commit(ctx, store)
+	}
+	return withTx(ctx, kp.e.st.DB, store)
 }
 
 // planRecord returns what the checkpoints store of plan p: its body and
@@ -581,6 +599,7 @@ func (kp *keeper) refuseDefect(ctx context.Context, err error) (bool, error) {
 // rejected, for a file refused for its bad rows), which the ledger and the
 // result report.
 func (kp *keeper) refuse(ctx context.Context, ref *Refusal, counted idemtype.Rows) error {
+	kp.ov.abort()         // before anything is recorded: it may hold the write lock
 	kp.res.Rows = counted // reported even when the refusal is not recorded
 	if e := kp.req.Mapping.Encoding; e == "" || e == "utf-8" {
 		n := 0
@@ -614,6 +633,7 @@ func (kp *keeper) refuse(ctx context.Context, ref *Refusal, counted idemtype.Row
 // to be wrong for the file before anything was planned: a usage error leaves
 // no record, so the corrected command is not a conflict.
 func (kp *keeper) retract(ctx context.Context, usage error) error {
+	kp.ov.abort() // before anything is recorded: it may hold the write lock
 	if kp.replacing() {
 		// The earlier version is among past operations already: the
 		// replacing operation stays, refused, and a rerun with a

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 
 	"github.com/idemport/idemport/reader"
@@ -25,18 +26,33 @@ type speculation struct {
 
 	digest  string // the decoded data's digest, when asked for
 	scanned bool   // the pass ran, so digest is its answer
+
+	// The partitions the pass finished before its end, as it finished
+	// them (reader.ScanOptions.Partitioned), for an overlap to write;
+	// cut is signalled after each.
+	mu   sync.Mutex
+	cuts []reader.Cut
+	cut  chan struct{}
 }
 
-// speculate starts the plan pass on the bytes of sr. With content set (a
+// maxCuts is how many finished partitions a speculation keeps for an
+// overlap: more than an overlap writes within its time (overlapTime).
+const maxCuts = 1024
+
+// speculate starts the plan pass on the bytes of sr, or on the file's own
+// when sr is nil (an overlap's pass, started by the plan stage of a file
+// its hash did not read: see startOverlap). With content set (a
 // compressed file) the pass also hashes the data it decodes, which makes
 // it the source of the content digest (and the pass then runs on both
 // cores from the start, since the claim waits for it anyway).
 func (pl *planner) speculate(ctx context.Context, sr *reader.HashRead, content bool) *speculation {
 	ctx, cancel := context.WithCancel(ctx)
-	sp := &speculation{cancel: cancel, done: make(chan struct{})}
+	sp := &speculation{cancel: cancel, done: make(chan struct{}), cut: make(chan struct{}, 1)}
 	go func() {
 		defer close(sp.done)
-		defer sr.Release() // a lossless hash waits for no plan pass once this one is over
+		if sr != nil {
+			defer sr.Release() // a lossless hash waits for no plan pass once this one is over
+		}
 		in, _, err := pl.planInputs(ctx)
 		if err != nil {
 			sp.err = err
@@ -51,7 +67,7 @@ func (pl *planner) speculate(ctx context.Context, sr *reader.HashRead, content b
 			if p := sp.progress.Load(); p != nil {
 				(*p)(b, rows)
 			}
-		})
+		}, sp.add)
 	}()
 	return sp
 }
@@ -93,6 +109,30 @@ func (sp *speculation) content() (digest string, ok bool, err error) {
 		}
 	}
 	return sp.digest, sp.scanned, nil
+}
+
+// add keeps c, a partition the pass finished, for an overlap.
+func (sp *speculation) add(c reader.Cut) {
+	sp.mu.Lock()
+	if len(sp.cuts) < maxCuts {
+		sp.cuts = append(sp.cuts, c)
+	}
+	sp.mu.Unlock()
+	select {
+	case sp.cut <- struct{}{}:
+	default:
+	}
+}
+
+// cutAt returns the i-th partition the pass finished, ok false while it
+// has not (yet) finished that many.
+func (sp *speculation) cutAt(i int) (c reader.Cut, ok bool) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if i < len(sp.cuts) {
+		return sp.cuts[i], true
+	}
+	return reader.Cut{}, false
 }
 
 // stop cancels the speculation, if any, and waits for it to end.

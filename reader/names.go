@@ -57,6 +57,10 @@ type Schema = value.Schema
 // its bad rows and where each partition starts.
 type Plan = partition.Plan
 
+// Cut is a partition the plan pass finished before its end, with the
+// columns the rows so far infer (ScanOptions.Partitioned).
+type Cut = partition.Cut
+
 // Partition is a contiguous run of rows of a plan (see idemtype.Partition).
 type Partition = idemtype.Partition
 

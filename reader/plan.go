@@ -66,6 +66,19 @@ type ScanOptions struct {
 	// file holds in memory before it spills them to a file in TempDir; 0
 	// means 4Mi (32 MiB). The plan is the same whatever it is.
 	KeysHeld int
+	// Partitioned, if set, is called for each partition of a text file
+	// (CSV, TSV, JSONL, a sheet) that reaches PartitionRows or
+	// PartitionBytes (every one but a last one the file's end cuts short)
+	// as soon as the pass has checked its rows,
+	// before the pass ends, in order, from the pass's goroutine (it must
+	// be quick): with the partition as the plan will have it, its bad rows
+	// counted (Rejected) but not its superseded rows (a key's later rows
+	// settle those at the end), and the file's columns with the types the
+	// rows so far infer, which later rows may change. Reading it with
+	// Partition under a plan of that schema reads what the final plan
+	// reads, when the final plan has that schema and the partition has no
+	// superseded rows. Other formats never call it.
+	Partitioned func(Cut)
 
 	// secondCore, if set, keeps the pass on one goroutine until it is
 	// closed. Nil lets the pass use a second goroutine from the start: text
@@ -86,6 +99,9 @@ type ScanOptions struct {
 func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 	wo := partition.ScanOptions{PartitionRows: o.PartitionRows, PartitionBytes: o.PartitionBytes, KeepRejects: o.KeepRejects, Spill: o.Spill, Progress: o.Progress,
 		ContentDigest: o.ContentDigest, SecondCore: o.secondCore, TempDir: o.TempDir, KeysHeld: o.KeysHeld}
+	if f.cols == nil {
+		wo.Partitioned = o.Partitioned
+	}
 	var plan *Plan
 	var cands []int64
 	var err error

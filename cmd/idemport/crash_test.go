@@ -94,6 +94,8 @@ var killedElsewhere = map[string]string{
 	"after-ddl-record": "TestMariaDBKilledAtDDLSteps", // where DDL commits alone
 	"after-ddl":        "TestMariaDBKilledAtDDLSteps",
 	"inside-isolation": "TestKillDuringIsolationThenRerun",
+	"inside-overlap":   "TestOverlapKilledThenRerun", // a file of 8 MiB or more
+
 	"before-sweep":     "TestSnapshotSequence",
 	"replace-prepared": "TestReplaceKilledAtEachBoundary",
 	"replace-swept":    "TestReplaceKilledAtEachBoundary",

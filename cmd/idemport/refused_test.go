@@ -66,6 +66,8 @@ func refusedCases() []refusedCase {
 	rangeBad := refusedPre + "3,9223372036854775808,c\n"
 	utfBad := refusedPre + "3,7,\xff\xfe\n"
 	extraBad := "id,qty,name,extra\n1,5,a,x\n2,6,b,y\n3,7,c,z\n"
+	late, lateRows := lateRefusal()
+	lateUTF := map[string]string{"": fmt.Sprintf(`1 of %d rows is bad (at most 0 allowed); row %d column "name" value "\xff\xfe": text is not valid UTF-8`, lateRows, lateRows)}
 	return []refusedCase{
 		{name: "ordinal/type/new", args: []string{"--column", "qty:int64"}, bad: typeBad, reason: typ, remembered: true},
 		{name: "ordinal/range", pre: true, bad: rangeBad, reason: rng, remembered: true},
@@ -77,6 +79,8 @@ func refusedCases() []refusedCase {
 			bad: refusedPre + "3,x,c\n4,8,d,extra\n5,9,e\n", remembered: true, reason: map[string]string{
 				"": `2 of 5 rows are bad (at most 1 allowed); row 3 column "qty" value "x": not a valid int64; row 4`},
 			again: []string{`2 of 5 rows are bad (at most 1 allowed); row 3 column "qty" value "x": not a valid int64; … 1 more`}},
+		{name: "ordinal/late/new", args: []string{"--partition-rows", "100"}, bad: late, reason: lateUTF, remembered: true},
+		{name: "key/late/new", args: []string{"--key", "id", "--partition-rows", "100"}, bad: late, reason: lateUTF, remembered: true},
 		{name: "key/unfit", args: []string{"--key", "id"}, pre: true, bad: extraBad, reason: unfit},
 		{name: "snapshot/type", args: []string{"--key", "id", "--snapshot"}, pre: true, bad: typeBad, reason: typ, remembered: true},
 		{name: "snapshot-soft/range", args: []string{"--key", "id", "--snapshot", "--delete", "soft"}, pre: true, bad: rangeBad, reason: rng, remembered: true},
@@ -158,6 +162,12 @@ func checkRefusedLeavesNoTrace(t *testing.T, name string, c refusedCase) {
 	run, killed := refuseAlong(t, tg, dir, args, before)
 	if killed < 2 {
 		t.Fatalf("killed at %d points before the refusal, want at least after-identify and after-claim", killed)
+	}
+	if overlapsBefore(c) && !tg.IsMariaDB() && killed < 3 {
+		// Whether the overlap writes a partition before the pass ends
+		// is a race the pass usually loses on a file this size, not
+		// always: say so rather than fail.
+		t.Logf("killed at %d points before the refusal: the plan pass ended before the overlap wrote a partition", killed)
 	}
 	if run.Code != 5 || !strings.Contains(run.Stdout, "data.csv: refused: "+reason) {
 		t.Fatalf("exit %d, want 5 and %q\nstdout: %s\nstderr: %s", run.Code, "data.csv: refused: "+reason, run.Stdout, run.Stderr)

@@ -39,6 +39,7 @@ var Names = []string{
 	"replace-prepared",        // --replace: inside the plan's transaction (with --atomic, the completing one), the earlier version's rows removed (ordinal mode) or their ordinals forgotten (by key), not committed
 	"after-ddl-record",        // where DDL commits (MariaDB): a table the operation creates is recorded as its own, not yet created; or --evolve's changes are recorded with the attempt, not yet made
 	"after-ddl",               // where DDL commits: a DDL step (a table created, columns added or widened) committed, the transaction that needs it not begun
+	"inside-overlap",          // a new file's partition is written while the plan pass runs, in the transaction that is to store the plan, not committed
 	"after-plan",              // the plan is stored, no partition is applied
 	"after-partition-claim",   // a partition is leased, its transaction not begun
 	"inside-isolation",        // a batch the database refused is rolled back to its savepoint, to be written in halves

@@ -43,6 +43,9 @@ type tokenRow struct {
 	missing      string // JSONL: a key column no row so far has had
 	fields, cols int    // the row's fields, and the file's columns after it
 	verbatim     bool   // the scanner's verbatim for the row
+	// end, on the last row of a partition the tokenizer cut before the
+	// end of the file, is that partition (ScanOptions.Partitioned).
+	end *idemtype.Partition
 }
 
 // A chunk is handed over when it holds chunkRows rows or chunkBytes bytes.
@@ -165,6 +168,10 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o p
 		if part.Rows == o.PartitionRows || (o.PartitionBytes > 0 && rowEnd-part.Offset >= o.PartitionBytes) {
 			part.Length, part.CRC = rowEnd-part.Offset, sc.crcNow()
 			plan.Partitions = append(plan.Partitions, *part)
+			if o.Partitioned != nil {
+				end := *part
+				c.rows[len(c.rows)-1].end = &end
+			}
 			part = nil
 			sc.resetCRC()
 		}
@@ -243,7 +250,29 @@ func (v *validator) chunk(c *rowChunk) {
 	}
 	for _, r := range c.rows {
 		v.row(r, c.cells[r.cells[0]:r.cells[1]], c.arena[r.raw[0]:r.raw[1]])
+		if r.end != nil && v.err == nil {
+			v.cut(*r.end)
+		}
 	}
+}
+
+// cut reports partition p, whose last row the validator has just checked,
+// to ScanOptions.Partitioned, with its bad rows and the columns' types as
+// the rows so far make them.
+func (v *validator) cut(p idemtype.Partition) {
+	if p.Index < len(v.partRejected) {
+		p.Rejected = v.partRejected[p.Index]
+	}
+	v.grow(len(v.names))
+	schema := make(value.Schema, len(v.names))
+	for i, name := range v.names {
+		t := v.fixed[i]
+		if t == value.Unknown {
+			t = v.infer[i].Result(slices.Contains(v.f.Opts.Exact, name))
+		}
+		schema[i] = value.Column{Name: name, Type: t}
+	}
+	v.o.Partitioned(partition.Cut{Partition: p, Schema: schema})
 }
 
 // row checks one row; on its first problem it records a reject and stops.

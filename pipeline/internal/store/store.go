@@ -64,7 +64,10 @@ type Store struct {
 	KeyOrder bool
 	// Sinks are the event sinks each event recorded is owed to.
 	Sinks []idemtype.EventSink
-	fp    Failpoints
+	// BusyTimeout is how long a statement waits for a lock another
+	// transaction holds (Options.BusyTimeout, its default filled in).
+	BusyTimeout time.Duration
+	fp          Failpoints
 }
 
 // Open opens the target named by dsn through the driver o.Drivers chooses
@@ -91,7 +94,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{DB: db.DB, Prefix: db.Prefix, Name: db.Name, Disk: cmp.Or(db.Disk, db.Name), Driver: drv, Batch: db.BatchRows, KeyOrder: db.KeyOrder,
+	s := &Store{BusyTimeout: o.BusyTimeout, DB: db.DB, Prefix: db.Prefix, Name: db.Name, Disk: cmp.Or(db.Disk, db.Name), Driver: drv, Batch: db.BatchRows, KeyOrder: db.KeyOrder,
 		Log: o.Logger, fp: o.Failpoints, Sinks: o.Notify}
 	s.Ledger = ledger.New(s.DB, drv, s.Prefix)
 	s.CP = checkpoint.New(s.DB, drv, s.Prefix)

@@ -100,6 +100,18 @@ type ScanOptions struct {
 	// TempDir and KeysHeld are as in the facade's ScanOptions.
 	TempDir  string
 	KeysHeld int
+	// Partitioned is as in the facade's ScanOptions.
+	Partitioned func(Cut)
+}
+
+// Cut is a partition the plan pass has finished before its end (see the
+// facade's ScanOptions.Partitioned): its span as the plan will have it,
+// with its bad rows (Rejected) but not its superseded ones, which only the
+// end of the pass tells, and the file's columns as the rows up to its end
+// make them.
+type Cut struct {
+	Partition idemtype.Partition
+	Schema    value.Schema
 }
 
 // Castagnoli is the CRC-32 table of the partition checksums (Partition.CRC)

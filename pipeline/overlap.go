@@ -1,0 +1,467 @@
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/idemport/idemport/checkpoint"
+	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/reader"
+)
+
+// An overlap writes the first partitions of a new file while its plan
+// pass still runs, so that the rows start going into the target before
+// the pass has read the whole file. It writes them in one transaction,
+// which creates the table, with the columns' types the rows of the first
+// partition the pass finished infer, and which nothing else sees until it
+// commits. When the pass ends and the file is admitted, the same
+// transaction stores the plan, its bad rows and the written partitions'
+// done marks, and commits: the partitions left are applied as ever.
+// Otherwise it rolls back, leaving nothing, and the file goes the way it
+// goes without it (refused, or planned and applied from its first
+// partition).
+//
+// What the overlap wrote is what the apply would have written, or it does
+// not commit: a partition is read as the plan's partitions are
+// (reader.File.Partition) under a plan of the types it was written with,
+// and it commits only when the final plan has those types, and the
+// written partitions as the pass reported them (offsets, lengths, CRCs,
+// rows, bad rows) and none of their rows superseded by a later row of the
+// same key (the pass tells those only at its end). A row the database
+// refuses, a table that changed, a partition whose bytes changed: it
+// rolls back.
+//
+// It serves only a plain first import: a new operation (ledger.Create),
+// or one without a plan yet (ledger.Plan: its first attempt died before
+// storing one, or was refused and may now be admitted),
+// of a local CSV, TSV or JSONL file of at least overlapBytes into a table that does not exist yet,
+// one worker, ordinal or by key without a version column, and none of
+// --atomic, --snapshot, --replace, --reapply, --evolve, on a database
+// whose DDL is transactional. Its transaction holds the table's creation
+// (on SQLite the whole database's write lock) while the pass runs, so it
+// is bounded in time (overlapTime): an overlap still waiting for the
+// pass past it rolls back.
+type overlap struct {
+	kp     *keeper
+	sp     *speculation
+	in     planInput
+	file   *reader.File
+	time   time.Duration // how long it may wait for the pass (overlapTime)
+	began  time.Time
+	cancel context.CancelFunc
+	done   chan struct{} // closed when its goroutines end
+	final  chan struct{} // closed by settle: the plan is final, admitted
+	limit  int           // once final: the partitions it may write are those before it
+
+	// Set by its goroutines; read by the keeper once done is closed.
+	a       *applier // the writer's applier, for the schema of the first partition
+	conn    *sql.Conn
+	tx      *txn
+	w       partitionWriter
+	written []overlapped
+	err     error // why it rolled back
+}
+
+// overlapped is a partition an overlap wrote, and what writing it did.
+type overlapped struct {
+	part   reader.Partition
+	counts idemtype.Rows
+}
+
+// overlapBytes is the least size of a file an overlap serves: a smaller
+// file's plan pass ends within a few tens of milliseconds (8 MiB of CSV
+// in 20–40 ms), too soon for writing beside it to gain anything.
+const overlapBytes = 8 << 20
+
+// overlapTime bounds how long an overlap's transaction waits for the
+// plan pass, lease being the attempt's lease and busy the database's
+// --busy-timeout: others wait for its locks (SQLite's write lock), and on
+// SQLite this attempt's heartbeat waits for it too.
+func overlapTime(lease, busy time.Duration) time.Duration {
+	return min(lease/4, busy/4, 10*time.Second)
+}
+
+// overlapWrite bounds the bytes of the file whose partitions an overlap
+// writes: a larger transaction costs more than it saves. On SQLite its
+// pages go to the log uncommitted, which no checkpoint can copy until it
+// commits; past 16,384 frames (64 MiB) the writer then checkpoints the
+// whole log itself, inside that COMMIT (sink/sqlite/ckpt.c).
+const overlapWrite = 24 << 20
+
+// errOverlapTime stops an overlap whose plan pass ran past overlapTime.
+var errOverlapTime = errors.New("the plan pass took longer than an overlap may hold its transaction")
+
+// overlaps says whether the file of kp's attempt is one an overlap serves.
+func (kp *keeper) overlaps() bool {
+	m, q := kp.req.Mapping, kp.req
+	f := m.Format
+	if f == "" {
+		f, _, _ = reader.Detect(formatName(kp.name()))
+	}
+	return kp.id.Size >= overlapBytes && (kp.decision == ledger.Create || kp.decision == ledger.Plan) && !kp.e.st.DDLCommits() && q.Workers == 1 &&
+		(f == reader.CSV || f == reader.TSV || f == reader.JSONL) && kp.in.obj == nil && !kp.in.streaming &&
+		!m.Atomic && m.Snapshot == nil && m.Evolve == EvolveNone && m.Version == "" && !q.Replace && !q.Reapply &&
+		!kp.tables.keysSeen && kp.e.st.Driver.Limits().CheckTable(kp.target.Table) == nil
+}
+
+// startOverlap starts an overlap for kp's file when it serves it, and
+// returns it; nil otherwise (a nil overlap does nothing). When no plan
+// pass was started while the file was hashed (the quick check knew it:
+// a rerun after an attempt that died before storing its plan), it starts
+// one now, as the speculation the plan stage then takes (planPass), and
+// returns it to be stopped once the stage is over.
+func (kp *keeper) startOverlap(ctx context.Context) (*overlap, *speculation) {
+	if !kp.overlaps() {
+		return nil, nil
+	}
+	in, existing, err := kp.planInputs(ctx)
+	if err != nil || existing != nil {
+		return nil, nil
+	}
+	var own *speculation
+	if kp.spec == nil {
+		own = kp.speculate(ctx, nil, false)
+		kp.spec = own
+	}
+	f, err := kp.in.open(kp.readerOptions(in))
+	if err != nil {
+		return nil, own
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	ov := &overlap{kp: kp, sp: kp.spec, in: in, file: f, time: overlapTime(kp.req.Lease, kp.e.st.BusyTimeout),
+		began: time.Now(), cancel: cancel, done: make(chan struct{}), final: make(chan struct{})}
+	go ov.run(ctx)
+	return ov, own
+}
+
+// run reads and writes the partitions the pass finishes, on two
+// goroutines as a worker does, until there are no more to write or
+// something stops it; then it rolls back, unless it stopped with nothing
+// wrong.
+func (ov *overlap) run(ctx context.Context) {
+	defer close(ov.done)
+	items := make(chan item, 8)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(items)
+		return ov.read(gctx, items)
+	})
+	g.Go(func() error { return ov.write(gctx, ctx, items) })
+	err := g.Wait()
+	for it := range items {
+		it.batch.Release()
+	}
+	if err != nil {
+		ov.rollback(err)
+	}
+}
+
+// read decodes each partition the pass finishes into items, as the
+// worker's reader does.
+func (ov *overlap) read(ctx context.Context, items chan<- item) error {
+	send := func(it item) error {
+		select {
+		case items <- it:
+			return nil
+		case <-ctx.Done():
+			it.batch.Release()
+			return ctx.Err()
+		}
+	}
+	var bytes int64
+	for i := 0; ; i++ {
+		c, ok, err := ov.next(ctx, i, bytes)
+		if err != nil || !ok {
+			return err
+		}
+		bytes += c.Partition.Length
+		if i == 0 {
+			ov.a = ov.applier(c.Schema)
+		} else if !slices.Equal(c.Schema, ov.a.plan.Schema) {
+			return fmt.Errorf("the columns' types changed at partition %d", c.Partition.Index)
+		}
+		if err := ov.a.readPartition(&checkpoint.Claim{Partition: checkpoint.Partition{Partition: c.Partition}}, send); err != nil {
+			return err
+		}
+	}
+}
+
+// next returns the i-th partition the pass finished, waiting for it; ok
+// is false when none is to be written any more: the plan is final and i
+// is past its limit or the overlap's time, or the pass ended without it,
+// or the partitions written hold overlapWrite bytes of the file (written)
+// already, after which it waits for the plan to be final.
+// Past its time while the pass runs, it fails with errOverlapTime.
+func (ov *overlap) next(ctx context.Context, i int, written int64) (c reader.Cut, ok bool, err error) {
+	for {
+		final := closed(ov.final)
+		if final && (i >= ov.limit || time.Since(ov.began) > ov.time || written >= overlapWrite) {
+			return c, false, nil
+		}
+		if written >= overlapWrite {
+			select {
+			case <-ov.final:
+				continue
+			case <-ctx.Done():
+				return c, false, ctx.Err()
+			case <-time.After(ov.time - time.Since(ov.began)):
+				return c, false, errOverlapTime
+			}
+		}
+		if !final && time.Since(ov.began) > ov.time {
+			return c, false, errOverlapTime
+		}
+		if c, ok := ov.sp.cutAt(i); ok {
+			return c, true, nil
+		}
+		left := time.NewTimer(ov.time - time.Since(ov.began))
+		select {
+		case <-ov.sp.cut:
+		case <-ov.sp.done:
+			if _, ok := ov.sp.cutAt(i); !ok {
+				// No more: the keeper settles or aborts the overlap.
+				select {
+				case <-ov.final:
+				case <-ctx.Done():
+				}
+				left.Stop()
+				if !closed(ov.final) {
+					return c, false, ctx.Err()
+				}
+				return c, false, nil
+			}
+		case <-ov.final:
+		case <-left.C:
+		case <-ctx.Done():
+			left.Stop()
+			return c, false, ctx.Err()
+		}
+		left.Stop()
+	}
+}
+
+// closed reports whether ch is closed.
+func closed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// applier returns the applier the overlap writes with: the attempt's,
+// with the plan's schema as the first partition's rows inferred it.
+func (ov *overlap) applier(schema reader.Schema) *applier {
+	kp := ov.kp
+	a := &applier{holding: *kp.holding, text: true, leases: kp.leases(),
+		planned: planned{inputs: ov.in, file: ov.file, plan: &reader.Plan{Schema: schema}}}
+	a.ap = &applying{} // its own: the attempt counts what commits
+	return a
+}
+
+// write writes the items read into the overlap's transaction, which it
+// begins with the first, under txCtx, which outlives ctx (the goroutines'):
+// the table created, and the writer readied for it.
+func (ov *overlap) write(ctx, txCtx context.Context, items <-chan item) error {
+	var (
+		cur    *checkpoint.Claim
+		counts idemtype.Rows
+	)
+	for it := range items {
+		switch {
+		case it.claim != nil:
+			if ov.tx == nil {
+				if err := ov.begin(txCtx); err != nil {
+					return err
+				}
+			}
+			if !slices.Equal(it.as, ov.w.as) {
+				return fmt.Errorf("partition %d was read for other types than the table takes", it.claim.Index)
+			}
+			cur, counts = it.claim, idemtype.Rows{}
+		case it.end:
+			counts.Read += cur.Rejected
+			counts.Rejected += cur.Rejected
+			if counts.Read != cur.Rows || !counts.Balanced() {
+				return fmt.Errorf("partition %d: counted %+v for %d rows", cur.Index, counts, cur.Rows)
+			}
+			ov.written = append(ov.written, overlapped{part: cur.Partition.Partition, counts: counts})
+			if err := ov.kp.e.st.Hit("inside-overlap"); err != nil {
+				return err
+			}
+		default:
+			c, bad, err := ov.a.writeBatch(ctx, ov.tx.Tx, ov.w.Writer, it.batch.Record, it.batch.Ordinals, 0)
+			it.batch.Release()
+			if err == nil && len(bad) > 0 {
+				err = fmt.Errorf("the database refused row %d", bad[0].ordinal)
+			}
+			if err != nil {
+				return err
+			}
+			counts.Add(c)
+		}
+	}
+	return ctx.Err()
+}
+
+// begin begins the overlap's transaction on a connection of its own,
+// creates the table in it and readies the writer. The transaction
+// commits as the server says (not lazily): it stores the plan.
+func (ov *overlap) begin(ctx context.Context) error {
+	st := ov.kp.e.st
+	var err error
+	if ov.conn, err = st.DB.Conn(ctx); err != nil {
+		return err
+	}
+	if ov.tx, err = beginTx(ctx, ov.conn); err != nil {
+		return err
+	}
+	if err := st.Driver.Ensure(ctx, ov.tx.Tx, ov.kp.target, ov.a.plan.Schema.Arrow()); err != nil {
+		return err
+	}
+	return ov.w.ready(ctx, ov.a, ov.conn, ov.tx.Tx)
+}
+
+// rollback rolls the overlap's transaction back, for err, and releases
+// its writer and connection.
+func (ov *overlap) rollback(err error) {
+	if ov.tx != nil {
+		ov.tx.Rollback()
+		ov.tx = nil
+		if ov.err == nil {
+			ov.err = err
+		}
+		ov.kp.log.Info("the partitions written while the plan pass ran were rolled back", "partitions", len(ov.written), "why", err)
+	}
+	ov.release()
+}
+
+// release closes the overlap's writer, connection and file.
+func (ov *overlap) release() {
+	if ov.w.Writer != nil {
+		ov.w.Close()
+		ov.w.Writer = nil
+	}
+	if ov.conn != nil {
+		ov.conn.Close()
+		ov.conn = nil
+	}
+	if ov.file != nil {
+		ov.file.Close()
+		ov.file = nil
+	}
+}
+
+// abort stops the overlap, if any, and rolls back what it wrote. It may
+// be called again, and after keep.
+func (ov *overlap) abort() {
+	if ov == nil {
+		return
+	}
+	ov.cancel()
+	<-ov.done
+	ov.rollback(errors.New("the file's plan does not keep them"))
+}
+
+// settle decides, once the plan pass ended, whether the overlap is kept:
+// p is the plan stage's result, and the file is admitted as far as the
+// plan alone tells (its bad rows within --max-rejects, its columns within
+// the database's limits and the mapping's). A kept overlap writes the
+// partitions the pass finished before the first whose rows a later key
+// supersedes, within its time, and stops; it is then kept when what it
+// wrote is what the plan says. An overlap not kept is rolled back, before
+// anything else is written. It reports whether it was kept.
+func (ov *overlap) settle(p planned, err error) bool {
+	if ov == nil {
+		return false
+	}
+	first, cut := ov.sp.cutAt(0)
+	kp := ov.kp
+	ok := err == nil && cut && p.speculated && p.existing == nil && ov.in.equal(p.inputs) && slices.Equal(p.plan.Schema, first.Schema) &&
+		kp.req.MaxRejects.Allows(p.plan.Rejected, p.plan.Rows) &&
+		kp.e.st.Driver.Limits().CheckColumns(kp.target, p.plan.Schema.Arrow()) == nil &&
+		kp.checkColumns(columnNames(p.plan.Schema)) == nil
+	if !ok {
+		kp.log.Debug("the plan keeps nothing written while the plan pass ran", "err", err, "cut", cut, "speculated", p.speculated)
+		ov.abort()
+		return false
+	}
+	ov.limit = len(p.plan.Partitions) - 1 // the last is never cut before the end
+	for i, pt := range p.plan.Partitions {
+		if len(pt.Superseded) > 0 {
+			ov.limit = min(ov.limit, i)
+			break
+		}
+	}
+	close(ov.final)
+	<-ov.done
+	if ov.tx == nil || len(ov.written) == 0 {
+		ov.abort()
+		return false
+	}
+	for i, w := range ov.written {
+		pt := p.plan.Partitions[i]
+		if i >= ov.limit || w.part.Index != i || len(pt.Superseded) > 0 || pt.First != w.part.First || pt.Offset != w.part.Offset ||
+			pt.Length != w.part.Length || pt.CRC != w.part.CRC || pt.Rows != w.part.Rows || pt.Rejected != w.part.Rejected {
+			ov.abort()
+			return false
+		}
+	}
+	return true
+}
+
+// kept reports whether the overlap was settled and kept, and is still to
+// commit.
+func (ov *overlap) kept() bool {
+	return ov != nil && closed(ov.final) && ov.tx != nil
+}
+
+// commit does in the overlap's transaction what the plan's would do
+// (store, as storePlan), marks the partitions it wrote done by this
+// attempt with their counts, and commits. What it committed is then this
+// attempt's, as partitions it applied.
+func (ov *overlap) commit(ctx context.Context, store func(tx *sql.Tx) error) error {
+	kp, tx := ov.kp, ov.tx
+	defer ov.release()
+	ov.tx = nil
+	defer tx.Rollback()
+	if err := store(tx.Tx); err != nil {
+		return err
+	}
+	st := kp.e.st
+	for _, w := range ov.written {
+		c, err := st.CP.Claim(ctx, tx.Tx, kp.op, kp.attempt.ID, kp.leaseMs)
+		if err != nil {
+			return err
+		}
+		if c == nil || c.Index != w.part.Index {
+			return fmt.Errorf("partition %d written before the plan's end is not the first left to claim", w.part.Index)
+		}
+		if err := st.CP.Complete(ctx, tx.Tx, kp.op, c.Index, kp.attempt.ID, w.counts); err != nil {
+			return err
+		}
+		if err := st.Ledger.Count(ctx, tx.Tx, kp.id.Key, kp.attempt.ID, w.counts); err != nil {
+			return err
+		}
+	}
+	if err := kp.in.check(kp.stat); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	for _, w := range ov.written {
+		kp.ap.committed++
+		kp.ap.rows.Add(w.counts)
+	}
+	kp.log.Debug("partitions written while the plan pass ran committed with the plan", "partitions", len(ov.written))
+	return nil
+}
