@@ -40,6 +40,9 @@ type converter struct {
 	// dictionary can take its address while it is here.
 	clean []arrow.ArrayData
 	r     renderer
+	// skip, in a plan pass, marks the columns it does not decode (see
+	// planner.skips): their arrays are of the null type, not their own.
+	skip []bool
 
 	// What the target's columns hold (nil where nothing is checked), what
 	// its database's types hold, and whether all json goes to its JSON
@@ -136,6 +139,9 @@ func (c *converter) check(rec arrow.RecordBatch) int {
 		}
 	}
 	for k, col := range c.cols {
+		if c.skip != nil && c.skip[k] {
+			continue
+		}
 		v := newView(rec.Column(k))
 		switch col.mode {
 		case modeUint64:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -88,7 +89,22 @@ func (f *File) where(u string, p idemtype.Partition) string {
 // stream's record batches (see File.keep).
 // With a key (Options.Key) it also returns, in ordinal order, the
 // candidate superseded rows: the good rows whose key hash repeats.
-func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (plan *partition.Plan, cands []int64, err error) {
+func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (*partition.Plan, []int64, error) {
+	plan, cands, err := f.scan(ctx, o, true)
+	if errors.Is(err, errRescan) {
+		plan, cands, err = f.scan(ctx, o, false)
+	}
+	return plan, cands, err
+}
+
+// errRescan says that a plan pass that left columns undecoded (see
+// planSkips) met a bad row, whose reject holds all of its values: the
+// pass starts again, decoding every column.
+var errRescan = errors.New("a bad row: plan again with every column")
+
+// scan is one plan pass; skipping says it may leave undecoded the columns
+// planSkips finds nothing to check in.
+func (f *File) scan(ctx context.Context, o partition.ScanOptions, skipping bool) (plan *partition.Plan, cands []int64, err error) {
 	plan = &partition.Plan{Schema: append(value.Schema(nil), f.schema...)}
 	s := &planner{f: f, ctx: ctx, plan: plan, cv: f.converter(f.schema)}
 	if len(f.Opts.Key) > 0 {
@@ -99,6 +115,12 @@ func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (plan *partiti
 			names[i] = c.name
 		}
 		s.keyCols = keys.Columns(names, f.Opts.Key)
+	}
+	if pq := f.parquet(); pq != nil && skipping {
+		if s.cv.skip = s.skips(); s.cv.skip != nil {
+			pq.skip = f.skipsAt(s.cv.skip)
+			defer func() { pq.skip = nil }()
+		}
 	}
 	s.start = f.Stats.Bytes.Load()
 	s.before = int64(f.Opts.SkipLines) // rows before the table, still to leave out
@@ -127,6 +149,64 @@ func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (plan *partiti
 		return plan, cands, nil
 	}
 	return plan, nil, nil
+}
+
+// skips returns, by column, whether the plan pass can leave the column
+// undecoded, or nil when it must decode them all. The plan needs a
+// column's values only to check them: a column of integers (but uint64),
+// floats, booleans or decimals has no value the converter refuses, unless
+// the target limits it, it must not be null, or it is part of the key.
+// Only a column the reader's page decoder reads is left undecoded (see
+// parquetFile.unitOf): its pages are still run through as they will be
+// decoded, so that a chunk a partition reader would refuse refuses the
+// file before any row is written. A bad row found in such a pass makes it
+// start again (errRescan).
+func (s *planner) skips() []bool {
+	cv := s.cv
+	if cv.allJSON {
+		return nil
+	}
+	skip := make([]bool, len(s.f.cols))
+	some := false
+	for k, col := range s.f.cols {
+		switch {
+		case col.required, cv.limits != nil && cv.limits[k] != nil, slices.Contains(s.keyCols, k):
+		case col.mode == modeInt, col.mode == modeFloat, col.mode == modeBool,
+			col.mode == modeText && isDecimal(col.src):
+			skip[k], some = true, true
+		}
+	}
+	if !some {
+		return nil
+	}
+	return skip
+}
+
+// skipsAt returns skip, by column, as by place in the record batches of
+// the decoders: a place is skipped when every column read from it is.
+func (f *File) skipsAt(skip []bool) []bool {
+	at := func(k int) int {
+		if f.proj != nil {
+			return f.proj[k]
+		}
+		return k
+	}
+	n := 0
+	for k := range skip {
+		n = max(n, at(k)+1)
+	}
+	out := make([]bool, n)
+	for k, sk := range skip {
+		if sk {
+			out[at(k)] = true
+		}
+	}
+	for k, sk := range skip {
+		if !sk {
+			out[at(k)] = false
+		}
+	}
+	return out
 }
 
 // planner is the state of one File.Scan.
@@ -228,6 +308,10 @@ func (s *planner) part(p idemtype.Partition, u unit) error {
 			return &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: %s holds more rows than its metadata says", input.ErrFormat, s.where)}
 		}
 		bad := cv.check(rec)
+		if bad > 0 && cv.skip != nil {
+			rec.Release()
+			return errRescan
+		}
 		if err := s.rejects(rec, p.First, read); err != nil {
 			rec.Release()
 			return err

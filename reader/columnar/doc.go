@@ -5,7 +5,7 @@
 // A file is read by random access, one unit at a time: a Parquet row group
 // or an Arrow record batch is a partition, read alone and checked against
 // the plan before it is decoded (columnar.go, file.go). The formats
-// (parquet.go, parquetsplit.go, ipc.go) read only the byte ranges their
+// (parquet.go, parquetsplit.go, parquetchunk.go, ipc.go) read only the byte ranges their
 // metadata declares, checksummed as they are loaded (byterange.go); the
 // flatbuffer checks (fbcheck.go) refuse metadata that would make arrow-go
 // allocate without bound before it decodes anything, and decoder panics on

@@ -51,6 +51,9 @@ type parquetFile struct {
 	// of the decimal columns stored as INT32 or INT64 (see intDecimals),
 	// which the decoders read as those integers.
 	decimals map[int]arrow.DataType
+	// skip marks, by place in the record batches, the fields the plan
+	// pass under way leaves undecoded (File.skipsAt); nil: none.
+	skip []bool
 }
 
 func (s *parquetFile) unitName() string { return "row group" }
@@ -426,7 +429,7 @@ func (s *parquetFile) scan(ctx context.Context, o partition.ScanOptions, fn func
 			return err
 		}
 		view.ranges = ld.ranges
-		u, err := s.planUnit(fr, frB, k, o.SecondCore)
+		u, err := s.planUnit(fr, frB, k, batch, o.SecondCore)
 		if err != nil {
 			return err
 		}
@@ -478,7 +481,7 @@ func (s *parquetFile) open(p idemtype.Partition, batchRows int) (unit, error) {
 	if err != nil {
 		return nil, s.f.unitError(err, where)
 	}
-	u, err := s.records(fr, k)
+	u, err := s.unitOf(fr, nil, k, batchRows, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ func TestSplitUnitHalves(t *testing.T) {
 	close(closedCh)
 	for _, second := range []chan struct{}{closedCh, make(chan struct{})} {
 		for _, h := range []int{0, 1} {
-			u := &splitUnit{where: [][2]int{{0, 0}, {1, 0}}, second: second, schema: arrow.NewSchema(
+			u := &splitUnit{where: [][2]int{{0, 0}, {1, 0}}, second: second, left: 4, batch: 2, schema: arrow.NewSchema(
 				[]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}, {Name: "b", Type: arrow.PrimitiveTypes.Int64}}, nil)}
 			u.rr[0], u.rr[1] = good(), good()
 			u.rr[h] = boom

@@ -1,0 +1,196 @@
+package columnar
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/idemport/idemport/reader/internal/input"
+	"github.com/idemport/idemport/reader/internal/partition"
+)
+
+// TestPlanSkipsColumns checks that a plan pass that leaves the columns it
+// has nothing to check in undecoded (planner.skips) makes the plan a pass
+// decoding every column makes: the same partitions, CRCs, bad rows and
+// rejects, each with all of its row's values, and the same key
+// candidates. The files are the other writers' (decimals, timestamps,
+// dictionaries, several row groups) and one with bad rows: text that is
+// not UTF-8, a uint64 past the int64 maximum, a null in a NOT NULL column.
+func TestPlanSkipsColumns(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "otherwriters")
+	type file struct {
+		name string
+		data []byte
+	}
+	var files []file
+	for _, name := range []string{"orders-arrow-rs-groups.parquet", "orders-arrow-rs-snappy.parquet", "orders-arrow-rs-seconds.parquet", "orders-polars-zstd.parquet"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, file{name, data})
+	}
+	files = append(files, file{"bad.parquet", badRowsParquet(t, 50, 7)})
+	for _, fl := range files {
+		for _, o := range []struct {
+			name string
+			opts input.Options
+			only string // the only file the case is for
+		}{
+			{"plain", input.Options{}, ""},
+			{"key", input.Options{Key: []string{"order_id"}}, ""},
+			{"select", input.Options{Select: []string{"note", "order_id", "unit_price"}}, ""},
+			{"not_null", input.Options{NotNull: []string{"quantity"}}, ""},
+			{"select_ints", input.Options{Select: []string{"order_id", "big", "quantity"}}, "bad.parquet"},
+		} {
+			if o.only != "" && o.only != fl.name {
+				continue
+			}
+			t.Run(fl.name+"/"+o.name, func(t *testing.T) {
+				open := func() *File {
+					in := testFile(t, fl.name, fl.data)
+					in.Opts.Key, in.Opts.Select, in.Opts.NotNull = o.opts.Key, o.opts.Select, o.opts.NotNull
+					f, err := Open(in)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return f
+				}
+				so := partition.ScanOptions{PartitionRows: 20, KeepRejects: 1000}
+				whole := open()
+				want, wantCands, err := whole.scan(context.Background(), so, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				whole.Close()
+				f := open()
+				defer f.Close()
+				if s := (&planner{f: f, cv: f.converter(f.schema)}).skips(); s == nil && o.name == "plain" {
+					t.Fatal("no column is left undecoded")
+				}
+				got, gotCands, err := f.Scan(context.Background(), so)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got.Partitions) == 0 {
+					t.Fatal("no partitions")
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("plan:\n got %+v\nwant %+v", got, want)
+				}
+				if !reflect.DeepEqual(gotCands, wantCands) {
+					t.Errorf("key candidates %v, want %v", gotCands, wantCands)
+				}
+			})
+		}
+	}
+}
+
+// badRowsParquet returns a Parquet file of n rows in row groups of group
+// rows with the orders' column names: order_id int64 (repeating, for key
+// candidates), quantity int32 (null every 11th row), unit_price
+// decimal(12,2), score float64, big uint64 (past the int64 maximum every
+// 13th row), and note, text that is not UTF-8 every 9th row.
+func badRowsParquet(t *testing.T, n int, group int64) []byte {
+	t.Helper()
+	mem := memory.NewGoAllocator()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "order_id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "quantity", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "unit_price", Type: &arrow.Decimal128Type{Precision: 12, Scale: 2}, Nullable: true},
+		{Name: "score", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "big", Type: arrow.PrimitiveTypes.Uint64},
+		{Name: "note", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for i := range n {
+		b.Field(0).(*array.Int64Builder).Append(int64(i % 37))
+		if i%11 == 5 {
+			b.Field(1).AppendNull()
+		} else {
+			b.Field(1).(*array.Int32Builder).Append(int32(i * 3))
+		}
+		b.Field(2).(*array.Decimal128Builder).Append(decimal128.FromI64(int64(i)*1234 - 5000))
+		b.Field(3).(*array.Float64Builder).Append(float64(i) / 7)
+		big := uint64(i)
+		if i%13 == 4 {
+			big = math.MaxInt64 + uint64(i)
+		}
+		b.Field(4).(*array.Uint64Builder).Append(big)
+		note := []byte("note " + string(rune('a'+i%26)))
+		if i%9 == 2 {
+			note = append(note, 0xff, 0xfe)
+		}
+		b.Field(5).(*array.StringBuilder).BinaryBuilder.Append(note)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(group), parquet.WithDictionaryDefault(true)), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestPlanChecksSkippedColumns checks that the plan pass refuses a file
+// whose pages are corrupt in a column it leaves undecoded, as its
+// partition readers would: a data page of fewer values than its row
+// group's rows.
+func TestPlanChecksSkippedColumns(t *testing.T) {
+	data := badRowsParquet(t, 50, 7)
+	in := testFile(t, "bad.parquet", data)
+	in.Opts.Select = []string{"order_id", "quantity"}
+	f, err := Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := (&planner{f: f, cv: f.converter(f.schema)}).skips(); s == nil || !s[0] {
+		t.Fatal("order_id is decoded")
+	}
+	cc, err := f.parquet().md.RowGroup(1).ColumnChunk(0) // order_id
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	// The page header, whose bytes the loader checks, says the page holds
+	// 6 values (num_values, field 1 of the DataPageHeader, field 5: zigzag
+	// 12), not 7: the chunk's values end a row early.
+	bad := bytes.Clone(data)
+	hdr := bad[cc.DataPageOffset():][:32]
+	i := bytes.Index(hdr, []byte{0x2c, 0x15, 0x0e})
+	if i < 0 {
+		t.Fatalf("no data page header of 7 values in % x", hdr)
+	}
+	hdr[i+2] = 0x0c
+	in = testFile(t, "bad.parquet", bad)
+	in.Opts.Select = []string{"order_id", "quantity"}
+	f, err = Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, _, err := f.Scan(context.Background(), partition.ScanOptions{}); err == nil {
+		t.Fatal("the plan pass took the file")
+	} else {
+		t.Log(err)
+	}
+}
