@@ -41,7 +41,7 @@ type rule struct {
 //   - the reader's facade imports its two wings; a wing never imports the
 //     facade or the other wing, nor do their tests; the packages the wings
 //     share (reader/internal/...) import neither, and among themselves
-//     only downwards: value, charset and xlsx import none of the others, input
+//     only downwards: value and charset import none of the others, input
 //     imports those two, and partition, keys and reject what is below
 //     them (keys also internal/proc, a leaf, to name its spill files for
 //     the process that makes them).
@@ -66,7 +66,6 @@ var rules = []rule{
 	{pkg: "reader/columnar", tests: true, not: []string{"reader", "reader/text", "reader/remote"}},
 	{pkg: "reader/internal/value", tests: true, only: []string{"idemtype"}},
 	{pkg: "reader/internal/charset", tests: true, only: []string{}},
-	{pkg: "reader/internal/xlsx", tests: true, only: []string{}},
 	{pkg: "reader/internal/input", tests: true, only: []string{"idemtype", "reader/internal/value", "reader/internal/charset"}},
 	{pkg: "reader/internal/partition", tests: true, only: []string{"idemtype", "reader/internal/value", "reader/internal/charset", "reader/internal/input"}},
 	{pkg: "reader/internal/keys", tests: true, only: []string{"idemtype", "reader/internal/value", "internal/proc"}},

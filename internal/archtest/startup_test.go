@@ -7,9 +7,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -114,35 +112,6 @@ func TestCompiledAtStartFinds(t *testing.T) {
 		}
 		if len(found) != c.want {
 			t.Errorf("%s: found %q, want %d", c.src, found, c.want)
-		}
-	}
-}
-
-// notLinked are packages the command must not link, each for the tables
-// its package initialisation builds, which every run paid for (a rerun
-// that the quick check settles is little more than the process's start),
-// and what does their work instead.
-var notLinked = []struct{ pkg, why string }{
-	{"github.com/xuri/excelize/v2", "1.3 MB of tables at start, 12% of a quick-check rerun's CPU; workbooks are read by reader/internal/xlsx"},
-}
-
-// TestHeavyPackagesNotLinked checks that the command links none of
-// notLinked, directly or through another package.
-func TestHeavyPackagesNotLinked(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", modulePath+"/cmd/idemport").Output()
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			err = &listError{err, string(ee.Stderr)}
-		}
-		t.Fatalf("go list: %v", err)
-	}
-	deps := strings.Fields(string(out))
-	if !slices.Contains(deps, modulePath+"/reader") {
-		t.Fatalf("go list -deps of the command lists %d packages, not the reader", len(deps))
-	}
-	for _, n := range notLinked {
-		if slices.Contains(deps, n.pkg) {
-			t.Errorf("the command links %s again: %s", n.pkg, n.why)
 		}
 	}
 }

@@ -4,24 +4,26 @@ package text
 // cells that the same plan pass, validator and partition reader take. The
 // "offset" of a row is its index among the sheet's rows, and its bytes are
 // a CSV rendering of its cells, which the partition checksums cover. The
-// sheet is decoded whole, once per File, so that a partition reads only
-// its rows.
+// sheet is decoded whole, once per File (excelize reads a workbook into
+// memory), so that a partition reads only its rows.
 
 import (
 	"bytes"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/xuri/excelize/v2"
+
 	"github.com/idemport/idemport/reader/internal/input"
 	"github.com/idemport/idemport/reader/internal/partition"
 	"github.com/idemport/idemport/reader/internal/value"
-	"github.com/idemport/idemport/reader/internal/xlsx"
 )
 
 // sheet is the decoded rows of the sheet a File reads.
@@ -56,37 +58,44 @@ func (f *File) loadSheet() (_ *sheet, err error) {
 			err = &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: corrupt workbook (%v)", input.ErrFormat, v)}
 		}
 	}()
-	x, err := xlsx.Open(&countingReaderAt{r: f.In, f: f.File}, f.In.Size())
+	src := io.NewSectionReader(f.In, 0, f.In.Size())
+	x, err := excelize.OpenReader(&countingReaderAt{r: src, f: f.File})
 	if err != nil {
 		return nil, &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: not an Excel workbook: %v", input.ErrFormat, err)}
 	}
+	defer x.Close()
 	name := f.Opts.Sheet
-	list := x.Sheets
+	list := x.GetSheetList()
 	if name == "" && len(list) > 0 {
 		name = list[0]
 	}
 	if !slices.Contains(list, name) {
 		return nil, fmt.Errorf("%w: --sheet: the workbook has no sheet %q (it has %s)", input.ErrOption, name, strings.Join(list, ", "))
 	}
-	raw, err := x.Rows(name)
+	raw, err := x.GetRows(name, excelize.Options{RawCellValue: true})
 	if err != nil {
 		return nil, &input.ParseError{Path: f.Path, Offset: -1, Err: fmt.Errorf("%w: sheet %q: %v", input.ErrFormat, name, err)}
 	}
+	date1904 := false
+	if p, err := x.GetWorkbookProps(); err == nil && p.Date1904 != nil {
+		date1904 = *p.Date1904
+	}
 	formats := map[int]timeFormat{}
 	s := &sheet{}
-	for _, row := range raw {
+	for r, row := range raw {
 		cells := make([]value.Cell, len(row))
-		for c, xc := range row {
-			v := xc.Value
+		for c, v := range row {
 			if v == "" {
 				cells[c] = value.Cell{Kind: value.CellNull}
 				continue
 			}
-			switch xc.Type {
-			case "b":
+			ref, _ := excelize.CoordinatesToCellName(c+1, r+1)
+			typ, _ := x.GetCellType(name, ref)
+			switch typ {
+			case excelize.CellTypeBool:
 				cells[c] = value.Cell{B: []byte(map[bool]string{true: "true", false: "false"}[v == "1" || strings.EqualFold(v, "true")]), Kind: value.CellBool}
 				continue
-			case "s", "inlineStr", "e", "d":
+			case excelize.CellTypeSharedString, excelize.CellTypeInlineString, excelize.CellTypeError, excelize.CellTypeDate:
 				cells[c] = value.Cell{B: []byte(v), Kind: value.CellString}
 				continue
 			}
@@ -95,13 +104,14 @@ func (f *File) loadSheet() (_ *sheet, err error) {
 				cells[c] = value.Cell{B: []byte(v), Kind: value.CellString}
 				continue
 			}
-			tf, seen := formats[xc.Style]
+			style, _ := x.GetCellStyle(name, ref)
+			tf, seen := formats[style]
 			if !seen {
-				tf = styleTimeFormat(x.NumFmt(xc.Style))
-				formats[xc.Style] = tf
+				tf = styleTimeFormat(x, style)
+				formats[style] = tf
 			}
 			if tf != notTime {
-				if t, ok := xlsx.Time(num, x.Date1904); ok {
+				if t, err := excelize.ExcelDateToTime(num, date1904); err == nil && !math.IsInf(num, 0) {
 					cells[c] = value.Cell{B: []byte(formatTime(t, tf)), Kind: value.CellString}
 					continue
 				}
@@ -131,20 +141,24 @@ const (
 	dateTime
 )
 
-// styleTimeFormat tells whether a cell format's number format, the
-// built-in one numbered id or the custom one code, is a date or time
-// format: a built-in one (14-22, 45-47) or a custom code with date or
-// time letters outside its quoted text and brackets. ok is false for a
-// cell format the workbook does not have.
-func styleTimeFormat(id int, code string, ok bool) timeFormat {
-	switch {
-	case !ok:
+// styleTimeFormat tells whether the number format of a style is a date or
+// time format: a built-in one (14-22, 45-47) or a custom code with date or
+// time letters outside its quoted text and brackets.
+func styleTimeFormat(x *excelize.File, style int) timeFormat {
+	st, err := x.GetStyle(style)
+	if err != nil || st == nil {
 		return notTime
-	case id == 14 || id == 15 || id == 16 || id == 17:
+	}
+	code := ""
+	if st.CustomNumFmt != nil {
+		code = *st.CustomNumFmt
+	}
+	switch {
+	case st.NumFmt == 14 || st.NumFmt == 15 || st.NumFmt == 16 || st.NumFmt == 17:
 		return dateOnly
-	case id == 22:
+	case st.NumFmt == 22:
 		return dateTime
-	case id >= 18 && id <= 21, id >= 45 && id <= 47:
+	case st.NumFmt >= 18 && st.NumFmt <= 21, st.NumFmt >= 45 && st.NumFmt <= 47:
 		return dateTime // times of day: on the day Excel counts from
 	case code == "":
 		return notTime
@@ -220,15 +234,14 @@ func csvText(cells []value.Cell) []byte {
 	return b
 }
 
-// countingReaderAt counts the bytes the workbook's reader reads into the
-// File's stats.
+// countingReaderAt counts the bytes excelize reads into the File's stats.
 type countingReaderAt struct {
-	r io.ReaderAt
+	r *io.SectionReader
 	f *input.File
 }
 
-func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	n, err := c.r.ReadAt(p, off)
+func (c *countingReaderAt) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
 	c.f.Stats.Bytes.Add(int64(n))
 	return n, err
 }
