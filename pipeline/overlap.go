@@ -463,5 +463,13 @@ func (ov *overlap) commit(ctx context.Context, store func(tx *sql.Tx) error) err
 		kp.ap.rows.Add(w.counts)
 	}
 	kp.log.Debug("partitions written while the plan pass ran committed with the plan", "partitions", len(ov.written))
+	// Each partition committed passes the failpoint after-partition-commit,
+	// as one the apply commits does, so that its N-th pass is still the
+	// moment N partitions are committed.
+	for range ov.written {
+		if err := kp.e.st.Hit("after-partition-commit"); err != nil {
+			return err
+		}
+	}
 	return nil
 }
