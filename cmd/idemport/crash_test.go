@@ -511,7 +511,7 @@ func TestInterruptRollsBackAndReleases(t *testing.T) {
 				}
 				if got := testkit.Query(t, tg.DB, `SELECT o.state, (SELECT count(*) FROM `+tg.Ledger("partitions")+` WHERE lease_attempt IS NOT NULL),
 					(SELECT outcome FROM `+tg.Ledger("attempts")+`) FROM `+tg.Ledger("operations")+` o`); !reflect.DeepEqual(got, [][]any{{"failed", int64(0), "interrupted"}}) {
-					t.Fatalf("ledger after the interrupt: %v", got)
+					t.Fatalf("ledger after the interrupt: %v\nstdout %s\nstderr %s", got, r.Stdout, r.Stderr)
 				}
 				res := importTo(t, tg, dir, nil, 0, "--partition-rows", strconv.Itoa(partRows), "orders.csv")
 				if res.Outcome != "resumed" || res.RecoveredLease || res.Partitions.Skipped != committed {
