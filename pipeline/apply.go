@@ -599,11 +599,8 @@ func (a *applier) commit(ctx context.Context, conn *sql.Conn, tx *txn, c *checkp
 	if err := a.in.check(a.stat); err != nil {
 		return err
 	}
-	if err := a.e.st.CP.Complete(ctx, tx.Tx, a.op, c.Index, a.attempt.ID, counts); err != nil {
+	if err := a.e.st.CompletePartition(ctx, tx.Tx, a.id.Key, c.Index, a.attempt.ID, counts); err != nil {
 		return a.lost(err)
-	}
-	if err := a.e.st.Ledger.Count(ctx, tx.Tx, a.id.Key, a.attempt.ID, counts); err != nil {
-		return err
 	}
 	if err := a.quarantine(ctx, tx.Tx, c, refused); err != nil {
 		return err

@@ -47,6 +47,17 @@ func (d *commitWatch) ColumnsVersion(ctx context.Context, tx *sql.Tx, table stri
 	return d.Driver.(columnsVersioner).ColumnsVersion(ctx, tx, table)
 }
 
+// CompletePartition records, as Complete does where the driver marks a
+// partition done apart from its counts.
+func (d *commitWatch) CompletePartition(ctx context.Context, tx *sql.Tx, prefix string, op checkpoint.Op, idx int, attempt string, c idemtype.Rows) (int64, error) {
+	if err := d.record(ctx, tx, "partition"); err != nil {
+		return 0, err
+	}
+	return d.Driver.(interface {
+		CompletePartition(context.Context, *sql.Tx, string, checkpoint.Op, int, string, idemtype.Rows) (int64, error)
+	}).CompletePartition(ctx, tx, prefix, op, idx, attempt, c)
+}
+
 func (d *commitWatch) Checkpoints(prefix string) checkpoint.Ops {
 	return commitWatchCheckpoints{Ops: d.Driver.Checkpoints(prefix), d: d}
 }

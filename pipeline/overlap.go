@@ -445,10 +445,7 @@ func (ov *overlap) commit(ctx context.Context, store func(tx *sql.Tx) error) err
 		if c == nil || c.Index != w.part.Index {
 			return fmt.Errorf("partition %d written before the plan's end is not the first left to claim", w.part.Index)
 		}
-		if err := st.CP.Complete(ctx, tx.Tx, kp.op, c.Index, kp.attempt.ID, w.counts); err != nil {
-			return err
-		}
-		if err := st.Ledger.Count(ctx, tx.Tx, kp.id.Key, kp.attempt.ID, w.counts); err != nil {
+		if err := st.CompletePartition(ctx, tx.Tx, kp.id.Key, c.Index, kp.attempt.ID, w.counts); err != nil {
 			return err
 		}
 	}
