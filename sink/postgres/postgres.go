@@ -346,7 +346,11 @@ type writer struct {
 	fields   []field
 	keyIdx   []int    // schema positions of the key columns
 	copyCols []string // staging columns in COPY order
+	// truncate creates the staging table where it does not exist, and
+	// empties it: run before each batch is staged. staged: a batch was
+	// staged, so the table may exist (see copy), and Close drops it.
 	truncate string
+	staged   bool
 	merge    string // $1 file key, $2 round (natural-key mode)
 	// Natural-key mode: the merge without its ORDER BY, for a batch staged
 	// in the order of its keys already (increasing).
@@ -388,10 +392,12 @@ type writer struct {
 }
 
 // Writer implements sink.Driver. The table must exist (Ensure creates it),
-// and conn must be a connection of the pgx driver: Writer creates a
-// temporary staging table on it (inside the transaction open on conn, if
-// any), which Close drops. Write must then be given transactions begun on
-// conn.
+// and conn must be a connection of the pgx driver. A batch that is not
+// copied straight into the table is staged in a temporary table on conn,
+// which the first such batch creates (in its transaction), and Close
+// drops: a writer none of whose batches is staged (a first import by a
+// natural key, mostly) creates none. Write must be given transactions
+// begun on conn.
 func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema) (sink.Writer, error) {
 	t, cols, err := describe(ctx, conn, tg.Table)
 	if err != nil {
@@ -412,9 +418,7 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	}
 	table := quoteTable(tg.Table)
 	stage := "pg_temp." + q(w.stage)
-	if err := w.createStage(ctx, conn, table, stage); err != nil {
-		return nil, err
-	}
+	w.stageSQL(table, stage)
 	m := w.mergeColumns(t)
 	m.conflict = quoteList([]string{sink.FileColumn, sink.RowColumn}, "")
 	m.from = " FROM " + stage + " s"
@@ -459,10 +463,12 @@ func (w *writer) fieldsOf(schema *arrow.Schema, byName map[string]column) error 
 	return nil
 }
 
-// createStage creates the staging table: the round (natural keys), the row
-// ordinal, and the file's columns in the target's types (typmods and
-// collations too), or as text when they are staged as text.
-func (w *writer) createStage(ctx context.Context, conn *sql.Conn, table, stage string) error {
+// stageSQL makes the statements that create the staging table, when it
+// does not exist, and empty it (w.truncate): its columns are the round
+// (natural keys), the row ordinal, and the file's columns in the target's
+// types (typmods and collations too), or as text when they are staged as
+// text.
+func (w *writer) stageSQL(table, stage string) {
 	tg := w.tg
 	var sel []string
 	if !tg.Ordinal() {
@@ -479,12 +485,8 @@ func (w *writer) createStage(ctx context.Context, conn *sql.Conn, table, stage s
 		}
 		w.copyCols = append(w.copyCols, f.name)
 	}
-	ddl := "CREATE TEMP TABLE " + q(w.stage) + " ON COMMIT DELETE ROWS AS SELECT " + strings.Join(sel, ", ") + " FROM " + table + " t WITH NO DATA"
-	w.truncate = "TRUNCATE " + stage
-	if _, err := conn.ExecContext(ctx, ddl); err != nil {
-		return fmt.Errorf("create staging table for %s: %w", tg.Table, err)
-	}
-	return nil
+	w.truncate = "CREATE TEMP TABLE IF NOT EXISTS " + q(w.stage) + " ON COMMIT DELETE ROWS AS SELECT " + strings.Join(sel, ", ") +
+		" FROM " + table + " t WITH NO DATA; TRUNCATE " + stage
 }
 
 // mergeParts are the pieces the merge statement is built of.
@@ -1004,6 +1006,13 @@ func (w *writer) copy(ctx context.Context, rec arrow.RecordBatch, ordinals []int
 		// The previous batch of this transaction is still staged. DELETE
 		// would leave its rows dead, to be scanned by every later batch
 		// of the transaction, whereas TRUNCATE starts an empty file.
+		// The staging table is created first, in the same message, where
+		// it does not exist: by the first batch staged, and again after
+		// a rollback undid its creation (of that batch's savepoint, as a
+		// batch with a refused row's is, or of its transaction), which
+		// the writer cannot see. Where it exists, that costs a look-up
+		// of its name.
+		w.staged = true
 		if _, err := c.Conn().Exec(ctx, w.truncate); err != nil {
 			return err
 		}
@@ -1108,8 +1117,12 @@ func (s *source) Values() ([]any, error) {
 
 func (s *source) Err() error { return nil }
 
-// Close implements sink.Writer: it drops the staging table.
+// Close implements sink.Writer: it drops the staging table, if a batch
+// was staged.
 func (w *writer) Close() error {
+	if !w.staged {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := w.conn.ExecContext(ctx, "DROP TABLE IF EXISTS pg_temp."+q(w.stage)); err != nil {

@@ -238,12 +238,13 @@ func TestCopyRunsInTheTransaction(t *testing.T) {
 		t.Fatalf("the transaction sees %d staged rows, %d written by itself; want 3 and 3", staged, ours)
 	}
 	// The staged rows are merged by the transaction and go with its
-	// rollback, and so do the target's rows.
+	// rollback, and so do the target's rows. The staging table, which
+	// the transaction's first staged batch created, goes too.
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	if n := f.Int(`SELECT count(*) FROM pg_temp.` + q(w.stage)); n != 0 {
-		t.Errorf("%d staged rows survived the rollback", n)
+	if n := f.Int(`SELECT count(*) FROM pg_class WHERE oid = to_regclass(?)`, `pg_temp.`+q(w.stage)); n != 0 {
+		t.Errorf("the staging table created in the transaction survived its rollback")
 	}
 
 	tx, err = f.Conn.BeginTx(f.Ctx, nil)
@@ -264,6 +265,64 @@ func TestCopyRunsInTheTransaction(t *testing.T) {
 	// Another session never saw the staged or merged rows.
 	if n := f.Int(`SELECT count(*) FROM t`); n != 0 {
 		t.Errorf("%d rows visible after rollback", n)
+	}
+}
+
+// TestStagingTableOnlyWhenStaged: a writer creates its staging table
+// with the first batch it stages, not before, so that a writer whose
+// batches all go straight into the table (a first import by a natural
+// key) creates none. A batch staged after a rollback undid the table's
+// creation, to a savepoint (as a batch with a refused row is rolled back
+// before its rows are written again) or of the transaction, creates it
+// again; a writer that remembered its first creation would fail there.
+func TestStagingTableOnlyWhenStaged(t *testing.T) {
+	f := drivertest.Open(t, open(t))
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("name"))
+	tg := sink.Target{Table: "t", Key: []string{"id"}}
+	f.MustEnsure(tg, s)
+	sw := f.Writer(tg, s)
+	w := sw.(*writer)
+	staging := func() int64 {
+		t.Helper()
+		return f.Int(`SELECT count(*) FROM pg_class WHERE oid = to_regclass(?)`, `pg_temp.`+q(w.stage))
+	}
+	cols := []string{"id", "name", sink.FileColumn, sink.RowColumn}
+	drivertest.WantRows(t, "new keys", f.Write(sw, 1, drivertest.Batch(t, s, []any{1, "a"}, []any{2, "b"}), drivertest.Seq(1, 2)),
+		idemtype.Rows{Read: 2, Inserted: 2})
+	if n := staging(); n != 0 {
+		t.Fatalf("a writer that staged no batch has %d staging tables", n)
+	}
+	// A stored key: the batch is staged and merged.
+	changed := drivertest.Batch(t, s, []any{1, "A"}, []any{2, "b"})
+	tx, err := f.Conn.BeginTx(f.Ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	for _, stmt := range []string{"SAVEPOINT p", "", "ROLLBACK TO SAVEPOINT p", ""} {
+		if stmt == "" {
+			drivertest.WantRows(t, "stored keys", f.WriteIn(tx, sw, 2, changed, drivertest.Seq(1, 2)), idemtype.Rows{Read: 2, Updated: 1, Unchanged: 1})
+		} else if _, err := tx.ExecContext(f.Ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if n := staging(); n != 0 {
+		t.Fatalf("%d staging tables after the rollback of the transaction that created it", n)
+	}
+	drivertest.WantTable(t, "after the rollback", f.Table("t", "id", cols...), "1|'a'|1|1", "2|'b'|1|2")
+	drivertest.WantRows(t, "stored keys again", f.Write(sw, 2, changed, drivertest.Seq(1, 2)), idemtype.Rows{Read: 2, Updated: 1, Unchanged: 1})
+	if n := staging(); n != 1 {
+		t.Fatalf("%d staging tables after a committed staged batch, want 1", n)
+	}
+	drivertest.WantTable(t, "after the commit", f.Table("t", "id", cols...), "1|'A'|2|1", "2|'b'|1|2")
+	if err := sw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := staging(); n != 0 {
+		t.Fatalf("%d staging tables after Close", n)
 	}
 }
 
