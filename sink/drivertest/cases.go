@@ -3,6 +3,7 @@ package drivertest
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -330,6 +331,88 @@ func naturalCompositeKey(t *testing.T, f *Fx) {
 	WantRows(t, "upsert", f.Write(w, 2, second, Seq(1, 5)), idemtype.Rows{Read: 5, Inserted: 1, Updated: 2, Unchanged: 2})
 	WantTable(t, "composite", f.Table("c", "a, b", cols...),
 		"'x'|1|'X1'|2|1", "'x'|2|'x2'|1|2", "'y'|1|'Y1'|2|5", "'y'|2|'y2'|2|3")
+}
+
+// naturalKeyDeltaExact is DeltaExact into a table of its own.
+func naturalKeyDeltaExact(t *testing.T, f *Fx) { DeltaExact(t, f, "delta", nil) }
+
+// DeltaExact writes a delta into table (made by Ensure, then given to
+// setup when it is not nil) over rows of values that lose something when
+// cast or compared carelessly (BIGINT's edges, 2^53+1, a decimal longer
+// than DECIMAL(65,30) holds, the empty string apart from NULL, quotes and
+// backslashes), keyed by id and versioned by v, and checks its counts and
+// the whole table, lineage included, as text. The delta has rows where
+// only the last column changes, only the first (the version), several at
+// once, only a decimal's text (1.5 to 1.50, one number), text to empty
+// and to NULL; rows unchanged; rows older by their version (stale, NULL
+// older than any); keys repeated in it (a new key twice, a changed key
+// and then an older row of it, an unchanged key twice); and new keys.
+// Then an earlier row of the same file with a newer version, written
+// after a later one: the version decides, not the place.
+func DeltaExact(t *testing.T, f *Fx, table string, setup func()) {
+	t.Helper()
+	s := Schema(I64("id"), I64("v"), I64("n"), Dec("d"), Str("s"), Str("z"))
+	tg := sink.Target{Table: table, Key: []string{"id"}, Version: "v"}
+	f.MustEnsure(tg, s)
+	if setup != nil {
+		setup()
+	}
+	w := f.Writer(tg, s)
+	cols := lineageCols("id", "v", "n", "d", "s", "z")
+	longDec := "-" + strings.Repeat("9", 40) + "." + strings.Repeat("0", 34) + "1"
+	quoted := `it's "q" \ back\\slash`
+	WantRows(t, table+": stored", f.Write(w, 1, Batch(t, s,
+		[]any{1, 1, math.MaxInt64, "0.1", "plain", "last"},
+		[]any{2, 1, math.MinInt64, "-1.50", "", "x"},
+		[]any{3, 1, 0, longDec, "three", nil},
+		[]any{4, 1, 1<<53 + 1, "1.50", nil, ""},
+		[]any{5, 1, 5, "1.5", "a", "b"},
+		[]any{6, 5, 6, "6", "six", "six"},
+		[]any{7, 3, 7, "7", "s", "z"},
+		[]any{8, 1, 8, "8", `\`, "''"},
+	), Seq(1, 8)), idemtype.Rows{Read: 8, Inserted: 8})
+	WantTable(t, table+": stored", f.Table(table, "id", cols...),
+		"1|1|9223372036854775807|0.1|'plain'|'last'|1|1",
+		"2|1|-9223372036854775808|-1.50|''|'x'|1|2",
+		"3|1|0|"+longDec+"|'three'|NULL|1|3",
+		"4|1|9007199254740993|1.50|NULL|''|1|4",
+		"5|1|5|1.5|'a'|'b'|1|5",
+		"6|5|6|6|'six'|'six'|1|6",
+		"7|3|7|7|'s'|'z'|1|7",
+		`8|1|8|8|'\'|''''|1|8`)
+	WantRows(t, table+": delta", f.Write(w, 2, Batch(t, s,
+		[]any{1, 1, math.MaxInt64, "0.1", "plain", "LAST"},    // 11: the last column changes
+		[]any{2, 2, math.MinInt64, "-1.50", "", "x"},          // 12: the first (the version)
+		[]any{3, 1, -1, "0.000001", quoted, ""},               // 13: several
+		[]any{4, 1, 1<<53 + 1, "1.50", nil, ""},               // 14: unchanged
+		[]any{5, 1, 5, "1.50", "a", "b"},                      // 15: the decimal's text
+		[]any{6, 4, 60, "60", "SIX", "SIX"},                   // 16: older version: stale
+		[]any{7, nil, 70, "70", "x", "x"},                     // 17: NULL version: stale
+		[]any{8, 1, 8, "8", "", nil},                          // 18: empty and NULL
+		[]any{9, 1, math.MaxInt64, longDec[1:], "new'", `\"`}, // 19: new
+		[]any{10, 1, 1, "1", "ten-a", nil},                    // 20: new
+		[]any{2, 1, 0, "0", "older", "older"},                 // 21: older than row 12: stale
+		[]any{10, 1, 2, "2", "ten-b", "b"},                    // 22: a later row of the file: updated
+		[]any{4, 1, 1<<53 + 1, "1.50", nil, ""},               // 23: unchanged
+	), Seq(11, 23)), idemtype.Rows{Read: 13, Inserted: 2, Updated: 6, Unchanged: 2, Stale: 3})
+	want := []string{
+		"1|1|9223372036854775807|0.1|'plain'|'LAST'|2|11",
+		"2|2|-9223372036854775808|-1.50|''|'x'|2|12",
+		"3|1|-1|0.000001|'" + quoted + "'|''|2|13",
+		"4|1|9007199254740993|1.50|NULL|''|1|4",
+		"5|1|5|1.50|'a'|'b'|2|15",
+		"6|5|6|6|'six'|'six'|1|6",
+		"7|3|7|7|'s'|'z'|1|7",
+		"8|1|8|8|''|NULL|2|18",
+		"9|1|9223372036854775807|" + longDec[1:] + `|'new''|'\"'|2|19`,
+		"10|1|2|2|'ten-b'|'b'|2|22",
+	}
+	WantTable(t, table+": after the delta", f.Table(table, "id", cols...), want...)
+	WantRows(t, table+": an earlier row, newer", f.Write(w, 2, Batch(t, s,
+		[]any{1, 2, 1, "0.1", "plain", "earlier row, newer version"},
+	), Ords(5)), idemtype.Rows{Read: 1, Updated: 1})
+	want[0] = "1|2|1|0.1|'plain'|'earlier row, newer version'|2|5"
+	WantTable(t, table+": after the earlier row", f.Table(table, "id", cols...), want...)
 }
 
 // ---- version and order guards --------------------------------------------

@@ -62,6 +62,7 @@ func RunTarget(t *testing.T, open func(t *testing.T) Env) {
 		{"NaturalKeyDuplicatesInOneBatch", naturalKeyDuplicatesInOneBatch},
 		{"NaturalKeyManyDuplicates", naturalKeyManyDuplicates},
 		{"NaturalCompositeKey", naturalCompositeKey},
+		{"NaturalKeyDeltaExact", naturalKeyDeltaExact},
 		{"VersionGuard", versionGuard},
 		{"TimestampVersionGuard", timestampVersionGuard},
 		{"SameFileOrderGuard", sameFileOrderGuard},

@@ -25,14 +25,23 @@
 // unique index tells, under a savepoint), is loaded straight into the
 // table. Otherwise the batch goes into a
 // TEMPORARY staging table of the connection (its creation commits
-// nothing), and is moved in per round of repeated keys, in file order:
-// UPDATE … JOIN of the changed rows that are not older (by the version
-// column, or by their place in the same file), then INSERT … SELECT …
-// WHERE NOT EXISTS of the new ones; when rows are left, the UPDATE again
-// (sessions read committed, so a key another transaction committed after
-// the first UPDATE looked is one the INSERT skips: the second UPDATE,
-// reading as it locks, writes it when it is not older); the rows still
-// left are counted stale by a join, or unchanged. Rows go through LOAD DATA LOCAL INFILE from
+// nothing), and is moved in per round of repeated keys, in file order.
+// By natural key into a table whose one unique key is the key, with no
+// trigger (which would see every stored row met updated), a round is one INSERT … SELECT …
+// ON DUPLICATE KEY UPDATE: a stored row it meets is written, lineage
+// too, when the incoming row differs and is not older (by the version
+// column, or by its place in the same file). The assignments run left to
+// right, each reading the columns the earlier ones set, so the first
+// decides for all, reading the stored row before anything changes, into
+// a session variable, and the last ones count the rows met, the older
+// and the written, which the Writer reads after the statement: its
+// counts are the statement's own decisions. Otherwise a round is an
+// UPDATE … JOIN of the changed rows that are not older, then an INSERT
+// … SELECT … WHERE NOT EXISTS of the new ones; when rows are left, the
+// UPDATE again (sessions read committed, so a key another transaction
+// committed after the first UPDATE looked is one the INSERT skips: the
+// second UPDATE, reading as it locks, writes it when it is not older);
+// the rows still left are counted stale by a join, or unchanged. Rows go through LOAD DATA LOCAL INFILE from
 // lines made as the driver sends them (load.go), when the server's local_infile allows,
 // or in multi-row INSERT statements of at most 65,535 placeholders and a
 // quarter of max_allowed_packet (insert.go), each value exact (bind.go):

@@ -60,7 +60,12 @@ type writer struct {
 	update  string // "" when the table has no columns to rewrite
 	insert  string
 	stale   string // natural keys: counts a round's stale rows
-	rounds  batchkey.Rounds
+	// merge applies a round of natural keys in one statement (see
+	// upsert), when mergeable, read as a staged batch is applied, finds
+	// the table takes it; "" when the table has no columns to rewrite.
+	merge, mergeable string
+	tableArgs        []any // mergeable's arguments
+	rounds           batchkey.Rounds
 }
 
 var _ sink.Writer = (*writer)(nil)
@@ -114,6 +119,9 @@ func (d Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, sche
 		}
 	}
 	w.rewrite(d, t, names, table, match, round)
+	if !tg.Ordinal() {
+		w.upsert(d, t, names, table)
+	}
 	return w, nil
 }
 
@@ -241,12 +249,98 @@ func numberColumns(ctx context.Context, qr sink.Querier, table string) (map[stri
 // (stored rows with NULL lineage are never newer by position), so that
 // the count and the update agree.
 func staleSQL(version string) string {
-	cond := "coalesce(t." + q(sink.FileColumn) + " = ? AND t." + q(sink.RowColumn) + " > s." + q(sink.RowColumn) + ", false)"
+	return olderSQL(version, func(c string) string { return "t." + q(c) }, func(c string) string { return "s." + q(c) }, "?")
+}
+
+// olderSQL is staleSQL of the stored row's columns stored(name), the
+// incoming row's incoming(name), and the file key fileKey.
+func olderSQL(version string, stored, incoming func(string) string, fileKey string) string {
+	cond := "coalesce(" + stored(sink.FileColumn) + " = " + fileKey + " AND " + stored(sink.RowColumn) + " > " + incoming(sink.RowColumn) + ", false)"
 	if version == "" {
 		return cond
 	}
-	stored, v := "t."+q(version), "s."+q(version)
-	return "((" + stored + " IS NOT NULL AND (" + v + " IS NULL OR " + v + " < " + stored + ")) OR ((" + v + " <=> " + stored + ") AND " + cond + "))"
+	sv, v := stored(version), incoming(version)
+	return "((" + sv + " IS NOT NULL AND (" + v + " IS NULL OR " + v + " < " + sv + ")) OR ((" + v + " <=> " + sv + ") AND " + cond + "))"
+}
+
+// The session variables of the merge (upsert): of the stored row met,
+// whether the incoming row is older and whether it is written; and over
+// the statement, the stored rows met, the older and the written.
+const (
+	varOlder   = "@idemport_older"
+	varApply   = "@idemport_apply"
+	varFound   = "@idemport_found"
+	varStale   = "@idemport_stale"
+	varApplied = "@idemport_applied"
+)
+
+// upsert sets w's statement that applies a round of natural keys in one
+// pass over the stage, INSERT … SELECT … ON DUPLICATE KEY UPDATE, and the
+// query that tells whether the table takes it. A new key is inserted, and
+// a stored row met is written, lineage too, when the incoming row
+// differs and is not older (as by rewrite's UPDATE). MariaDB assigns the
+// columns left to right, and an assignment reads the columns earlier ones
+// set: a guard in each would, once the first changed columns are set,
+// find the row no longer differs (and the version, once set, equal),
+// and leave the rest, lineage and all, as they were. So the first
+// assignment decides, reading the stored row before any column changes,
+// into a session variable that the others read, and the lineage
+// assignments count: the rows met, the older, the written. The counts
+// are the statement's own decisions, whatever another transaction
+// committed meanwhile: a key stored after the stage was filled is met,
+// not inserted.
+func (w *writer) upsert(d Driver, t *sink.Table, names []string, table string) {
+	data := sink.Rewritten(t, w.tg, names)
+	if len(data) == 0 {
+		return
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = q(n)
+	}
+	// The stored row's columns by the table's name (the insert names no
+	// alias), the incoming row's by VALUES().
+	stored := func(c string) string { return table + "." + q(c) }
+	incoming := func(c string) string { return "VALUES(" + q(c) + ")" }
+	st, in := make([]string, len(data)), make([]string, len(data))
+	for i, c := range data {
+		st[i], in[i] = d.Exact(stored(c), t.Kind(c)), d.Exact(incoming(c), t.Kind(c))
+	}
+	decide := "(" + varApply + " := IF((" + varOlder + " := " + olderSQL(w.tg.Version, stored, incoming, incoming(sink.FileColumn)) +
+		"), FALSE, " + d.Distinct(st, in) + "))"
+	set := make([]string, 0, len(data)+2)
+	for i, c := range data {
+		cond := varApply
+		if i == 0 {
+			cond = decide
+		}
+		set = append(set, q(c)+" = IF("+cond+", "+incoming(c)+", "+stored(c)+")")
+	}
+	lineage := func(c string) string { return "IF(" + varApply + ", " + incoming(c) + ", " + stored(c) + ")" }
+	set = append(set,
+		q(sink.FileColumn)+" = "+after(varStale+" := "+varStale+" + "+varOlder, lineage(sink.FileColumn)),
+		q(sink.RowColumn)+" = "+after(varFound+" := "+varFound+" + 1", after(varApplied+" := "+varApplied+" + "+varApply, lineage(sink.RowColumn))))
+	w.merge = "INSERT INTO " + table + " (" + strings.Join(quoted, ", ") + ", " + q(sink.FileColumn) + ", " + q(sink.RowColumn) + ")" +
+		" SELECT " + strings.Join(quoted, ", ") + ", ?, " + q(sink.RowColumn) + " FROM " + w.stage + " WHERE " + q(roundColumn) + " = ?" +
+		" ON DUPLICATE KEY UPDATE " + strings.Join(set, ", ")
+	// ON DUPLICATE KEY UPDATE is the two statements' equal only where
+	// the key is the table's one unique key: another would make a row
+	// the key does not match a duplicate (the two statements' insert
+	// fails on it: TestWriterRowErrors). And a trigger would see every
+	// stored row met updated, unchanged or older ones too.
+	db, name := splitName(w.tg.Table)
+	w.tableArgs = []any{db, name, db, name}
+	where := func(schema, table string) string {
+		return " WHERE " + schema + " = coalesce(nullif(?, ''), DATABASE()) AND CAST(" + table + " AS BINARY) = CAST(? AS BINARY)"
+	}
+	w.mergeable = "SELECT (SELECT count(DISTINCT index_name) FROM information_schema.statistics" + where("table_schema", "table_name") + " AND non_unique = 0) = 1" +
+		" AND NOT EXISTS (SELECT 1 FROM information_schema.triggers" + where("event_object_schema", "event_object_table") + ")"
+}
+
+// after is value, evaluated after effect: IF evaluates its condition
+// first, and then one of its branches, here the same.
+func after(effect, value string) string {
+	return "IF((" + effect + ") IS NULL, " + value + ", " + value + ")"
 }
 
 // prefixed joins names, each prefixed.
@@ -454,7 +548,9 @@ func (w *writer) applyOrdinal(ctx context.Context, tx *sql.Tx, fileKey int64, n 
 }
 
 // applyRounds applies the staged batch of natural keys, a round at a time,
-// counting into total.
+// counting into total: each round in one statement (mergeRound) when the
+// table takes it (mergeable), else by an UPDATE of the stored keys and an
+// INSERT of the others.
 func (w *writer) applyRounds(ctx context.Context, tx *sql.Tx, fileKey int64, n int, rounds int32, span string, total *idemtype.Rows) error {
 	// Rows of one key are applied in file order, a round at a time: the
 	// first occurrence of each key, then the second, …
@@ -462,7 +558,21 @@ func (w *writer) applyRounds(ctx context.Context, tx *sql.Tx, fileKey int64, n i
 	for _, r := range w.rounds.Of {
 		per[r]++
 	}
+	merge := false
+	if w.merge != "" {
+		if err := tx.QueryRowContext(ctx, w.mergeable, w.tableArgs...).Scan(&merge); err != nil {
+			return fmt.Errorf("look up the unique keys and triggers of %s: %w", w.tg.Table, err)
+		}
+	}
 	for r := range rounds {
+		if merge {
+			c, err := w.mergeRound(ctx, tx, fileKey, r, per[r], span)
+			if err != nil {
+				return err
+			}
+			total.Add(c)
+			continue
+		}
 		upd, err := changed(ctx, tx, w.update, fileKey, r, fileKey)
 		if err != nil {
 			return fmt.Errorf("update %s of %s: %w", span, w.tg.Table, err)
@@ -514,6 +624,28 @@ func (w *writer) applyRounds(ctx context.Context, tx *sql.Tx, fileKey int64, n i
 	}
 	w.tryDirect = total.Inserted == int64(n)
 	return nil
+}
+
+// mergeRound applies round r of the staged batch, n rows of distinct keys,
+// by w.merge, and counts them: the rows it met stored were written,
+// older (stale) or unchanged, the others inserted.
+func (w *writer) mergeRound(ctx context.Context, tx *sql.Tx, fileKey int64, r int32, n int64, span string) (idemtype.Rows, error) {
+	var c idemtype.Rows
+	if _, err := tx.ExecContext(ctx, "SET "+varFound+" = 0, "+varStale+" = 0, "+varApplied+" = 0"); err != nil {
+		return c, fmt.Errorf("merge %s into %s: %w", span, w.tg.Table, err)
+	}
+	if _, err := tx.ExecContext(ctx, w.merge, fileKey, r); err != nil {
+		return c, fmt.Errorf("merge %s into %s: %w", span, w.tg.Table, err)
+	}
+	var found, stale, applied int64
+	if err := tx.QueryRowContext(ctx, "SELECT "+varFound+", "+varStale+", "+varApplied).Scan(&found, &stale, &applied); err != nil {
+		return c, fmt.Errorf("count the rows merged of %s into %s: %w", span, w.tg.Table, err)
+	}
+	if found < 0 || found > n || stale < 0 || applied < 0 || stale+applied > found {
+		return c, fmt.Errorf("merge %s into %s: of %d rows, %d met stored, %d of them older and %d written", span, w.tg.Table, n, found, stale, applied)
+	}
+	c.Inserted, c.Updated, c.Stale, c.Unchanged = n-found, applied, stale, found-stale-applied
+	return c, nil
 }
 
 // loadSavepoint names the savepoint a batch of natural keys is loaded

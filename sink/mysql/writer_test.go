@@ -358,7 +358,8 @@ func TestWriterKeyStoredBetweenItsStatements(t *testing.T) {
 // a round of it) whose every row the update rewrote runs no INSERT …
 // SELECT, which would only look every key up again; a batch with some
 // keys new still inserts them, and unchanged rows are still told from
-// new ones. Both modes.
+// new ones. Both modes; the natural-key table has a trigger, which keeps
+// it on the UPDATE and the INSERT (TestWriterMergesADeltaInOneStatement).
 func TestWriterStoredRoundSkipsTheInsert(t *testing.T) {
 	f := writerFx(t)
 	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("v"))
@@ -367,6 +368,9 @@ func TestWriterStoredRoundSkipsTheInsert(t *testing.T) {
 	}
 	for _, tg := range []sink.Target{{Table: "ord"}, {Table: "nat", Key: []string{"id"}}} {
 		f.MustEnsure(tg, s)
+		if !tg.Ordinal() {
+			f.Exec(`CREATE TRIGGER nat_noop AFTER UPDATE ON nat FOR EACH ROW SET @idemport_test_noop = 1`)
+		}
 		w := f.Writer(tg, s)
 		for _, step := range []struct {
 			what    string
@@ -400,4 +404,155 @@ func TestWriterStoredRoundSkipsTheInsert(t *testing.T) {
 			drivertest.WantTable(t, tg.Table+" "+step.what, drivertest.Strings(t, f.Env.DB, `SELECT CONCAT(id, '|', v) FROM `+q(tg.Table)+` ORDER BY `+order), step.want...)
 		}
 	}
+}
+
+// TestWriterMergesADeltaInOneStatement: a staged round of natural keys
+// goes into a table keyed by its one unique key in one INSERT … SELECT …
+// ON DUPLICATE KEY UPDATE, with no UPDATE statement, and the server
+// rewrites the rows counted updated and no other (Handler_update). The
+// same writes into a table with a trigger, which takes the UPDATE and the
+// INSERT instead (a trigger would see every stored row the merge meets
+// updated), land the same values and counts: DeltaExact checks both
+// against the same text, lineage included.
+func TestWriterMergesADeltaInOneStatement(t *testing.T) {
+	f := writerFx(t)
+	status := func(name string) int64 {
+		return f.Int(`SELECT variable_value FROM information_schema.session_status WHERE variable_name = ?`, name)
+	}
+	for _, c := range []struct {
+		table      string
+		setup      func(table string)
+		statements int64 // INSERT … SELECT
+		merged     bool
+	}{
+		{"one_pass", nil, 3, true},
+		{"two_statements", func(table string) {
+			f.Exec(`CREATE TRIGGER ` + q(table+"_noop") + ` AFTER UPDATE ON ` + q(table) + ` FOR EACH ROW SET @idemport_test_noop = 1`)
+		}, 0, false},
+	} {
+		names := []string{"Com_insert_select", "Com_update", "Com_update_multi", "Handler_update"}
+		before := map[string]int64{}
+		for _, n := range names {
+			before[n] = status(n)
+		}
+		var setup func()
+		if c.setup != nil {
+			setup = func() { c.setup(c.table) }
+		}
+		drivertest.DeltaExact(t, f, c.table, setup)
+		d := map[string]int64{}
+		for _, n := range names {
+			d[n] = status(n) - before[n]
+		}
+		if c.merged && (d["Com_insert_select"] != c.statements || d["Com_update"]+d["Com_update_multi"] != 0) {
+			t.Errorf("%s: %d INSERT … SELECT and %d UPDATE statements, want %d and none", c.table, d["Com_insert_select"], d["Com_update"]+d["Com_update_multi"], c.statements)
+		}
+		if !c.merged && d["Com_update_multi"] == 0 {
+			t.Errorf("%s: no UPDATE … JOIN: the table with a trigger was merged", c.table)
+		}
+		// 6 rows of the delta and then the earlier row of the file.
+		if d["Handler_update"] != 7 {
+			t.Errorf("%s: the server rewrote %d rows, want the 7 updated", c.table, d["Handler_update"])
+		}
+	}
+}
+
+// TestWriterStaleRowsKeepTheirValues: rows older than the stored ones by
+// the version column (an older version, or NULL over a version) are
+// counted stale, also when their values are the stored ones, and leave the
+// stored rows as they were, lineage included, with no row rewritten: in
+// one statement, and by the UPDATE and the INSERT (a table with a
+// trigger).
+func TestWriterStaleRowsKeepTheirValues(t *testing.T) {
+	f := writerFx(t)
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.I64("v"), drivertest.Str("name"))
+	for _, table := range []string{"merged", "two_statements"} {
+		tg := sink.Target{Table: table, Key: []string{"id"}, Version: "v"}
+		f.MustEnsure(tg, s)
+		if table == "two_statements" {
+			f.Exec(`CREATE TRIGGER two_noop AFTER UPDATE ON two_statements FOR EACH ROW SET @idemport_test_noop = 1`)
+		}
+		w := f.Writer(tg, s)
+		drivertest.WantRows(t, table+" stored", f.Write(w, 1, drivertest.Batch(t, s, []any{1, 5, "a"}, []any{2, 5, "b"}, []any{3, 5, "c"}), drivertest.Seq(1, 3)),
+			idemtype.Rows{Read: 3, Inserted: 3})
+		rewritten := f.Int(`SELECT variable_value FROM information_schema.session_status WHERE variable_name = 'Handler_update'`)
+		drivertest.WantRows(t, table+" older", f.Write(w, 2, drivertest.Batch(t, s, []any{1, 4, "older"}, []any{2, nil, "null version"}, []any{3, 4, "c"}), drivertest.Seq(1, 3)),
+			idemtype.Rows{Read: 3, Stale: 3})
+		if n := f.Int(`SELECT variable_value FROM information_schema.session_status WHERE variable_name = 'Handler_update'`) - rewritten; n != 0 {
+			t.Errorf("%s: %d rows rewritten by stale rows", table, n)
+		}
+		drivertest.WantTable(t, table, drivertest.Strings(t, f.Env.DB, `SELECT concat_ws('|', id, v, name, `+q(sink.FileColumn)+`, `+q(sink.RowColumn)+`) FROM `+table+` ORDER BY id`),
+			"1|5|a|1|1", "2|5|b|1|2", "3|5|c|1|3")
+	}
+}
+
+// TestWriterMergeMeetsAKeyCommittedMeanwhile: a key another transaction
+// stores after the Writer looked its batch's keys up, and commits while
+// the Writer's merge runs, is met, not inserted: the merge waits for that
+// transaction's row lock, and once it commits, writes the Writer's newer
+// row over it and counts it updated.
+func TestWriterMergeMeetsAKeyCommittedMeanwhile(t *testing.T) {
+	f := writerFx(t)
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.I64("v"), drivertest.Str("n"))
+	tg := sink.Target{Table: "t", Key: []string{"id"}, Version: "v"}
+	f.MustEnsure(tg, s)
+	f.Exec(`INSERT INTO t (id, v, n) VALUES (2, 1, 'stored')`)
+	w := f.Writer(tg, s)
+	writer := f.Int(`SELECT CONNECTION_ID()`)
+
+	other, err := f.Env.DB.BeginTx(f.Ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback()
+	if _, err := other.ExecContext(f.Ctx, `INSERT INTO t (id, v, n) VALUES (1, 1, 'meanwhile')`); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		c   idemtype.Rows
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		tx, err := f.Conn.BeginTx(f.Ctx, nil)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		c, err := w.Write(f.Ctx, tx, 1, drivertest.Batch(t, s, []any{1, 2, "new"}, []any{2, 2, "changed"}), drivertest.Seq(1, 2))
+		if err == nil {
+			err = tx.Commit()
+		} else {
+			tx.Rollback()
+		}
+		done <- result{c, err}
+	}()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		select {
+		case res := <-done:
+			t.Fatalf("the Writer ended without waiting for the other transaction: %+v, %v", res.c, res.err)
+		default:
+		}
+		var waiting int64
+		// (innodb_trx tells this lock wait as RUNNING, on MariaDB 10.11.)
+		if err := f.Env.DB.QueryRowContext(f.Ctx, `SELECT count(*) FROM information_schema.processlist WHERE id = ? AND info LIKE 'INSERT INTO%ON DUPLICATE KEY UPDATE%'`, writer).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Writer never ran its merge")
+		}
+	}
+	if err := other.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	res := receive(t, done, "the Writer, after the other transaction committed,")
+	if res.err != nil {
+		t.Fatalf("write: %v", res.err)
+	}
+	drivertest.WantRows(t, "write", res.c, idemtype.Rows{Read: 2, Updated: 2})
+	drivertest.WantTable(t, "t", drivertest.Strings(t, f.Env.DB, `SELECT concat_ws('|', id, v, n, `+q(sink.FileColumn)+`, `+q(sink.RowColumn)+`) FROM t ORDER BY id`),
+		"1|2|new|1|1", "2|2|changed|1|2")
 }
