@@ -20,7 +20,8 @@
 //	delta         a daily delta (bench/gen -delta: N/10 rows, half new keys, half
 //	              changed) with --key into the N-row table, against the CLI doing
 //	              .import / \copy into a temp table, then INSERT … ON CONFLICT DO
-//	              UPDATE … WHERE the row differs
+//	              UPDATE … WHERE the row differs (MariaDB: LOAD DATA into a
+//	              temporary table, then INSERT … SELECT … ON DUPLICATE KEY UPDATE)
 //	rerun         a rerun of the completed file (--rehash) against sha256sum and a
 //	              Go SHA-256 of it; through the quick check against idemport version
 //	resume        a resume after a kill at 90 % against the full import
@@ -44,9 +45,9 @@
 // command's own process (for psql and pgx clients, not the server's), and
 // CPU time its user and system time (not the server's either).
 // PostgreSQL comparisons run when -postgres is set (or
-// IDEMPORT_TEST_POSTGRES), and MariaDB's rows of first when -mariadb is
-// (or IDEMPORT_TEST_MARIADB: it makes and drops the database
-// idemport_bench there); pgloader runs when it is installed. Data sets
+// IDEMPORT_TEST_POSTGRES), and MariaDB's rows of first and delta when -mariadb is
+// (or IDEMPORT_TEST_MARIADB: it makes and drops the databases
+// idemport_bench and idemport_bench_base there); pgloader runs when it is installed. Data sets
 // missing from -data are generated there (the memory files take 3 GiB).
 package main
 
@@ -187,7 +188,7 @@ func main() {
 	runs := flag.Int("runs", 3, "timed runs of each command (after one warm-up of the data in the page cache)")
 	data := flag.String("data", "bench/data", "where the data sets are (generated if missing)")
 	pg := flag.String("postgres", os.Getenv("IDEMPORT_TEST_POSTGRES"), "PostgreSQL DSN for the PostgreSQL comparisons (empty: skip them)")
-	maria := flag.String("mariadb", os.Getenv("IDEMPORT_TEST_MARIADB"), "MariaDB URL (mysql://user@host:3306/db) for the MariaDB rows of first (empty: skip them)")
+	maria := flag.String("mariadb", os.Getenv("IDEMPORT_TEST_MARIADB"), "MariaDB URL (mysql://user@host:3306/db) for the MariaDB rows of first and delta (empty: skip them)")
 	only := flag.String("only", "", "run only this database's rows: sqlite, postgres or mariadb")
 	sel := flag.String("sections", strings.Join(sections, ","), "sections to run, comma-separated")
 	modes := flag.Bool("modes", false, "time the write modes (--atomic, --snapshot) against plain keyed imports instead of the comparisons")
@@ -344,6 +345,9 @@ func (e *env) section(s, pg, maria string, sqlite, postgres, mariadb bool) {
 		}
 		if postgres {
 			e.postgresDelta(pg)
+		}
+		if mariadb {
+			e.mariadbDelta(maria)
 		}
 	case "rerun":
 		e.rerun()

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+
+	"github.com/idemport/idemport/bench/orders"
 )
 
 // mariaDatabase is the database of the MariaDB rows, made anew before each
@@ -162,22 +164,120 @@ func (e *env) mariaColumns() (cols, set []string) {
 func (m mariaTarget) resetLoad() error { return m.sql(m.loadTable()) }
 
 // loadArgs is the mariadb client's LOAD DATA LOCAL INFILE of the CSV file
-// csv into bench_load: quoted fields with doubled quotes, the header
-// skipped; for the orders data set created_at (RFC 3339, UTC) parsed to a
-// DATETIME, for -file the columns as mariaColumns reads them.
+// csv into bench_load (loadSQL).
 func (m mariaTarget) loadArgs(csv string) []string {
+	return m.client(mariaDatabase, m.loadSQL(csv, "bench_load"))
+}
+
+// loadSQL is the LOAD DATA LOCAL INFILE of the CSV file csv into table:
+// quoted fields with doubled quotes, the header skipped; for the orders
+// data set created_at (RFC 3339, UTC) parsed to a DATETIME, for -file the
+// columns as mariaColumns reads them.
+func (m mariaTarget) loadSQL(csv, table string) string {
 	cols := []string{"order_id", "customer_id", "sku", "quantity", "unit_price", "status", "@created_at", "note"}
 	set := []string{"created_at = STR_TO_DATE(@created_at, '%Y-%m-%dT%H:%i:%sZ')"}
 	if m.e.cols != nil {
 		cols, set = m.e.mariaColumns()
 	}
-	sql := "LOAD DATA LOCAL INFILE '" + strings.ReplaceAll(csv, "'", "''") + "' INTO TABLE bench_load CHARACTER SET utf8mb4" +
+	sql := "LOAD DATA LOCAL INFILE '" + strings.ReplaceAll(csv, "'", "''") + "' INTO TABLE " + table + " CHARACTER SET utf8mb4" +
 		` FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '"' ESCAPED BY '' LINES TERMINATED BY '\n' IGNORE 1 LINES` +
 		" (" + strings.Join(cols, ", ") + ")"
 	if len(set) > 0 {
 		sql += " SET " + strings.Join(set, ", ")
 	}
-	return m.client(mariaDatabase, sql)
+	return sql
+}
+
+// mergeSQL is the hand-written merge of the delta file csv into
+// bench_load: LOAD DATA into a temporary table d like it, then one
+// INSERT … SELECT … ON DUPLICATE KEY UPDATE of every column but the key
+// (a row set to the values it has is not written).
+func (m mariaTarget) mergeSQL(csv string) string {
+	cols := orders.Columns
+	if m.e.cols != nil {
+		cols = nil
+		for _, c := range m.e.cols {
+			cols = append(cols, c.Name)
+		}
+	}
+	var set []string
+	for _, c := range cols {
+		if c != m.e.keyCol {
+			set = append(set, mariaName(c)+" = VALUES("+mariaName(c)+")")
+		}
+	}
+	merge := "INSERT INTO bench_load SELECT * FROM d"
+	if len(set) == 0 {
+		merge = "INSERT IGNORE INTO bench_load SELECT * FROM d"
+	} else {
+		merge += " ON DUPLICATE KEY UPDATE " + strings.Join(set, ", ")
+	}
+	return "CREATE TEMPORARY TABLE d LIKE bench_load; " + m.loadSQL(csv, "d") + "; " + merge
+}
+
+// mariaBase is the database of the delta section's day 1, which each run
+// starts from a copy of.
+const mariaBase = "idemport_bench_base"
+
+// copyTables returns a setup that makes database to anew with a copy of
+// the tables of database from that which says (an SQL condition on
+// table_name: the anchor's or idemport's): each made by CREATE TABLE …
+// LIKE and filled by INSERT … SELECT of its stored columns (a generated
+// column is computed again). MariaDB has no template databases.
+func (m mariaTarget) copyTables(from, to, which string) func() error {
+	return func() error {
+		argv := []string{"mariadb", "-h", m.host, "-P", m.port, "-u", m.user, "-N", "-B", "-e",
+			"SET SESSION group_concat_max_len = 1048576; SELECT table_name, GROUP_CONCAT(CONCAT('`', REPLACE(column_name, '`', '``'), '`')" +
+				" ORDER BY ordinal_position SEPARATOR ', ') FROM information_schema.columns WHERE table_schema = '" + from +
+				"' AND extra NOT LIKE '%GENERATED%' AND " + which + " GROUP BY table_name"}
+		x := exec.Command(argv[0], argv[1:]...)
+		x.Env = append(os.Environ(), m.env()...)
+		out, err := x.Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			return fmt.Errorf("list the tables of %s: %v %s", from, err, stderr)
+		}
+		stmts := []string{"DROP DATABASE IF EXISTS " + to, "CREATE DATABASE " + to + " CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin"}
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			table, cols, ok := strings.Cut(l, "\t")
+			if !ok {
+				continue
+			}
+			src, dst := from+"."+mariaName(table), to+"."+mariaName(table)
+			stmts = append(stmts, "CREATE TABLE "+dst+" LIKE "+src, "INSERT INTO "+dst+" ("+cols+") SELECT "+cols+" FROM "+src)
+		}
+		return m.sql(strings.Join(stmts, "; "))
+	}
+}
+
+// mariadbDelta times the daily delta into a copy of the N-row tables:
+// each tool's day 1 (the mariadb client's LOAD DATA into bench_load,
+// idemport's import by --key into orders) is made once and copied into
+// mariaBase, and each run starts from a copy of its tool's tables in
+// mariaDatabase. The anchor is the hand-written merge (mergeSQL).
+func (e *env) mariadbDelta(dsn string) {
+	delta, rows := e.deltaFile()
+	m := e.maria(dsn)
+	check(m.resetLoad())
+	for _, c := range []cmd{{name: "mariadb day 1", argv: m.loadArgs(e.csv), env: m.env()}, {name: "day 1", argv: m.importArgs(append(e.key(), e.csv)...)}} {
+		_, err := run(c)
+		check(err)
+	}
+	check(m.copyTables(mariaDatabase, mariaBase, "true")())
+	anchorTables, idemportTables := "table_name = 'bench_load'", "table_name <> 'bench_load'"
+	merge := m.client(mariaDatabase, m.mergeSQL(delta))
+	srv := newServerCPU(m.host, "mariadbd", "mysqld")
+	ms, r := e.race(e.runs,
+		cmd{name: "mariadb merge", setup: srv.around(0, m.copyTables(mariaBase, mariaDatabase, anchorTables)), argv: merge, env: m.env()},
+		cmd{name: "idemport delta", setup: srv.around(1, m.copyTables(mariaBase, mariaDatabase, idemportTables)), argv: m.importArgs(append(e.key(), delta)...)})
+	srv.stop()
+	e.add(anchor("mariadb merge", summary(srv.named(0, "mariadb LOAD DATA into temp + INSERT … ON DUPLICATE KEY UPDATE"), ms[0], rows)))
+	e.show(merge, "the day-1 table loaded by LOAD DATA as in first, copied into "+mariaDatabase+" by CREATE TABLE … LIKE and INSERT … SELECT")
+	e.add(withRatio(summary(srv.named(1, "idemport --key delta (½ new, ½ changed) → N-row MariaDB"), ms[1], rows), "mariadb merge", r[1]))
+	m.sql("DROP DATABASE IF EXISTS " + mariaDatabase + "; DROP DATABASE IF EXISTS " + mariaBase)
 }
 
 func (m mariaTarget) importArgs(extra ...string) []string {

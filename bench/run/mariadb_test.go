@@ -35,3 +35,23 @@ func TestMariaFileAnchor(t *testing.T) {
 		t.Errorf("without -key: %s", table)
 	}
 }
+
+// TestMariaMergeAnchor checks the hand-written merge of the delta section
+// on MariaDB: the delta loaded into a temporary table like the anchor's,
+// then every column but the key taken from it on a duplicate key.
+func TestMariaMergeAnchor(t *testing.T) {
+	e := &env{keyCol: "id", cols: []column{{"id", "int64"}, {"name", "string"}, {"n", "int64"}}}
+	m := mariaTarget{e: e}
+	got := m.mergeSQL("/data/delta.csv")
+	for _, want := range []string{
+		"CREATE TEMPORARY TABLE d LIKE bench_load; LOAD DATA LOCAL INFILE '/data/delta.csv' INTO TABLE d CHARACTER SET utf8mb4",
+		"; INSERT INTO bench_load SELECT * FROM d ON DUPLICATE KEY UPDATE `name` = VALUES(`name`), `n` = VALUES(`n`)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("mergeSQL:\n%s\nwants\n%s", got, want)
+		}
+	}
+	if !strings.HasSuffix(got, "VALUES(`n`)") {
+		t.Errorf("mergeSQL ends after the merge: %s", got)
+	}
+}
