@@ -373,8 +373,8 @@ func (ov *overlap) abort() {
 
 // settle decides, once the plan pass ended, whether the overlap is kept:
 // p is the plan stage's result, and the file is admitted as far as the
-// plan alone tells (its bad rows within --max-rejects, its columns within
-// the database's limits and the mapping's). A kept overlap writes the
+// plan alone tells (nothing bars it: keeper.barred, the function the
+// keeper's admit refuses the file by). A kept overlap writes the
 // partitions the pass finished before the first whose rows a later key
 // supersedes, within its time, and stops; it is then kept when what it
 // wrote is what the plan says. An overlap not kept is rolled back, before
@@ -385,12 +385,14 @@ func (ov *overlap) settle(p planned, err error) bool {
 	}
 	first, cut := ov.sp.cutAt(0)
 	kp := ov.kp
-	ok := err == nil && cut && p.speculated && p.existing == nil && ov.in.equal(p.inputs) && slices.Equal(p.plan.Schema, first.Schema) &&
-		kp.req.MaxRejects.Allows(p.plan.Rejected, p.plan.Rows) &&
-		kp.e.st.Driver.Limits().CheckColumns(kp.target, p.plan.Schema.Arrow()) == nil &&
-		kp.checkColumns(columnNames(p.plan.Schema)) == nil
+	ok := err == nil && cut && p.speculated && p.existing == nil && ov.in.equal(p.inputs) && slices.Equal(p.plan.Schema, first.Schema)
+	var barred error
+	if ok {
+		barred = kp.barred(p)
+		ok = barred == nil
+	}
 	if !ok {
-		kp.log.Debug("the plan keeps nothing written while the plan pass ran", "err", err, "cut", cut, "speculated", p.speculated)
+		kp.log.Debug("the plan keeps nothing written while the plan pass ran", "err", err, "barred", barred, "cut", cut, "speculated", p.speculated)
 		ov.abort()
 		return false
 	}

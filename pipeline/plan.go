@@ -380,6 +380,15 @@ func (kp *keeper) planFile(ctx context.Context) (planned, bool, error) {
 		kp.req.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: kp.id.Size, Rows: rows})
 	})
 	defer p.spill.close()
+	if err == nil {
+		// The pass is done: say so even when it reported nothing (a
+		// speculative pass that finished while the file was hashed, or a
+		// columnar file whose footer and unread pages never count as
+		// read), and before the overlap is settled, which may wait for
+		// its writes (the tests that need partitions written before the
+		// plan is known hold this report until they are).
+		kp.req.progress(Progress{Phase: "plan", Bytes: kp.id.Size, TotalBytes: kp.id.Size, Rows: p.plan.Rows})
+	}
 	kp.ov.settle(p, err) // rolled back now, unless the plan keeps it
 	if errors.Is(err, sink.ErrNoSchema) {
 		return planned{}, false, kp.retract(ctx, &UsageError{Err: err})
@@ -388,10 +397,6 @@ func (kp *keeper) planFile(ctx context.Context) (planned, bool, error) {
 		refused, err := kp.refuseDefect(ctx, err)
 		return planned{}, refused, err
 	}
-	// The pass is done: say so even when it reported nothing (a
-	// speculative pass that finished while the file was hashed, or a
-	// columnar file whose footer and unread pages never count as read).
-	kp.req.progress(Progress{Phase: "plan", Bytes: kp.id.Size, TotalBytes: kp.id.Size, Rows: p.plan.Rows})
 	kept := p
 	kept.spill = nil
 	refused, err := kp.keepPlan(ctx, p)
@@ -404,9 +409,6 @@ func (kp *keeper) keepPlan(ctx context.Context, p planned) (bool, error) {
 	plan := p.plan
 	if err := kp.in.check(kp.stat); err != nil {
 		return false, err
-	}
-	if err := kp.checkColumns(columnNames(plan.Schema)); err != nil {
-		return false, kp.retract(ctx, err)
 	}
 	if refused, err := kp.admit(ctx, p); refused || err != nil {
 		return refused, err
@@ -422,13 +424,37 @@ func (kp *keeper) keepPlan(ctx context.Context, p planned) (bool, error) {
 	return false, nil
 }
 
-// admit refuses the file of plan p, and reports so, when the import may not
-// write it: its columns break a limit of the database, or it has more bad
-// rows than --max-rejects allows.
+// admit refuses the file of plan p, or retracts the operation when the
+// command is wrong for the file, as the plan bars it (barred), and reports
+// whether it was refused.
 func (kp *keeper) admit(ctx context.Context, p planned) (bool, error) {
+	why := kp.barred(p)
+	var pr *planRefusal
+	switch {
+	case why == nil:
+		return false, nil
+	case errors.As(why, &pr):
+		return true, kp.refuse(ctx, pr.ref, pr.counted)
+	default:
+		return false, kp.retract(ctx, why)
+	}
+}
+
+// barred returns why the plan p alone bars the import from writing its
+// file, or nil when nothing does: the mapping names a column the file
+// lacks, or the file has a column of a name idemport keeps (a usage error:
+// the command, not the file, is wrong); or a *planRefusal: the file's
+// columns break a limit of the database, or it has more bad rows than
+// --max-rejects allows. It is the one home of that decision: admit acts on
+// it, and an overlap is kept only when it is nil (overlap.settle), so that
+// what the overlap wrote can never commit for a file the import refuses.
+func (kp *keeper) barred(p planned) error {
 	plan := p.plan
+	if err := kp.checkColumns(columnNames(plan.Schema)); err != nil {
+		return err
+	}
 	if err := kp.e.st.Driver.Limits().CheckColumns(kp.target, plan.Schema.Arrow()); err != nil {
-		return true, kp.refuse(ctx, &Refusal{Rows: plan.Rows, Error: err.Error()}, idemtype.Rows{})
+		return &planRefusal{ref: &Refusal{Rows: plan.Rows, Error: err.Error()}}
 	}
 	if !kp.req.MaxRejects.Allows(plan.Rejected, plan.Rows) {
 		rf := &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: kp.req.MaxRejects,
@@ -438,10 +464,19 @@ func (kp *keeper) admit(ctx context.Context, p planned) (bool, error) {
 				rf.Widen = append(rf.Widen, b.Column)
 			}
 		}
-		return true, kp.refuse(ctx, rf, idemtype.Rows{Read: plan.Rows, Rejected: plan.Rejected})
+		return &planRefusal{ref: rf, counted: idemtype.Rows{Read: plan.Rows, Rejected: plan.Rejected}}
 	}
-	return false, nil
+	return nil
 }
+
+// planRefusal is a refusal the plan decides (keeper.barred): the report
+// the ledger records, and what the attempt counted of the file's rows.
+type planRefusal struct {
+	ref     *Refusal
+	counted idemtype.Rows
+}
+
+func (r *planRefusal) Error() string { return refusalText(r.ref) }
 
 // refuseUnfit refuses the file of plan because its table, not the file, is
 // wrong (unfit says how), without remembering a refusal, so that a rerun

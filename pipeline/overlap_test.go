@@ -1,0 +1,255 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemport/idemport/internal/testkit"
+)
+
+// The overlap (overlap.go) writes a new file's first partitions while its
+// plan pass runs. Whether it has written a partition before the pass ends
+// is a race the pass of a file of a few MiB may win; the tests here take
+// the race away (passHold), so that the partitions they need written are
+// written before the plan is known, on every run.
+const (
+	overlapKeptLog    = "partitions written while the plan pass ran committed with the plan"
+	overlapDroppedLog = "the plan keeps nothing written while the plan pass ran"
+	overlapRolledLog  = "the partitions written while the plan pass ran were rolled back"
+)
+
+// passHold holds an import's plan stage at the end of its plan pass until
+// the overlap has written n partitions. The plan stage reports the plan
+// phase done (bytes = total) before it settles the overlap
+// (keeper.planFile); its Progress callback (progress) waits there for the
+// n-th pass of failpoint inside-overlap (Hit), which the overlap passes
+// after each partition it writes. The overlap, which learns the plan only
+// once it is settled, meanwhile writes the partitions the pass finished:
+// so those n were written before the plan was known, however fast the
+// pass was.
+type passHold struct {
+	n       int64
+	written atomic.Int64  // partitions the overlap wrote
+	atHold  atomic.Int64  // of those, written when the hold let the plan stage go on
+	reached chan struct{} // closed at the n-th
+	once    sync.Once
+}
+
+func newPassHold(n int) *passHold {
+	return &passHold{n: int64(n), reached: make(chan struct{})}
+}
+
+// Hit counts the partitions the overlap writes.
+func (h *passHold) Hit(name string) error {
+	if name == "inside-overlap" && h.written.Add(1) == h.n {
+		close(h.reached)
+	}
+	return nil
+}
+
+// progress holds the first report of the plan phase done until the
+// overlap wrote n partitions, or half a minute passed (the overlap gave
+// up: the test then fails on atHold).
+func (h *passHold) progress(p Progress) {
+	if p.Phase == "plan" && p.TotalBytes > 0 && p.Bytes >= p.TotalBytes {
+		h.once.Do(func() {
+			select {
+			case <-h.reached:
+			case <-time.After(30 * time.Second):
+			}
+			h.atHold.Store(h.written.Load())
+		})
+	}
+}
+
+// logRecorder is a log handler that keeps every record: its message, and
+// its message with its attributes for a failure to show.
+type logRecorder struct {
+	mu    sync.Mutex
+	msgs  []string
+	lines []string
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler            { return l }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	line := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		line += " " + a.String()
+		return true
+	})
+	l.mu.Lock()
+	l.msgs = append(l.msgs, r.Message)
+	l.lines = append(l.lines, line)
+	l.mu.Unlock()
+	return nil
+}
+
+// String returns every record kept, one a line.
+func (l *logRecorder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// has reports whether a record with message msg was logged.
+func (l *logRecorder) has(msg string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Contains(l.msgs, msg)
+}
+
+// openHeld opens an engine on f's target whose imports pass hold's
+// failpoints and log to a recorder, which it returns; its leases and busy
+// timeout let an overlap wait the most it may (10 s) for the pass.
+func (f *fx) openHeld(t *testing.T, hold *passHold) (*Engine, *logRecorder) {
+	t.Helper()
+	rec := &logRecorder{}
+	return f.open(t, Options{Failpoints: hold, Logger: slog.New(rec), BusyTimeout: time.Minute}), rec
+}
+
+// catalog lists every table, index and sequence of f's target, from its
+// catalog, sorted.
+func (f *fx) catalog(t *testing.T) []string {
+	t.Helper()
+	var rows [][]any
+	if f.tg.IsPostgres() {
+		rows = f.rows(t, `SELECT relkind::text || ' ' || relname FROM pg_class WHERE relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = ?)`, f.tg.Schema)
+	} else {
+		rows = f.rows(t, `SELECT type || ' ' || name FROM sqlite_master`)
+	}
+	var out []string
+	for _, r := range rows {
+		out = append(out, r[0].(string))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// lateBadFile returns a CSV file of id, qty and name over 8 MiB whose
+// rows are good but for those at the ordinals bad (a name that is not
+// UTF-8) and its last row, and its row count.
+func lateBadFile(bad ...int) (string, int64) {
+	var b strings.Builder
+	b.WriteString("id,qty,name\n")
+	n := int64(0)
+	row := func(name string) {
+		n++
+		fmt.Fprintf(&b, "%d,%d,%s\n", n, n%100, name)
+	}
+	for b.Len() < overlapBytes+1<<20 {
+		if slices.Contains(bad, int(n+1)) {
+			row("\xff\xfe")
+		} else {
+			row(fmt.Sprintf("name %d", n+1))
+		}
+	}
+	row("\xff\xfe")
+	return b.String(), n
+}
+
+// TestOverlapOfARefusedFile imports files the plan refuses only at the
+// end of its pass, for bad rows over --max-rejects (the last row, in
+// ordinal mode and by key; one early and the last with one allowed),
+// their first partitions written by the overlap before (passHold). Each
+// is refused and leaves no trace: no table, no staging table or index
+// (the catalog is as before), no plan, no partition, the ledger's
+// operation refused; and the overlap was dropped by settle itself, as the
+// plan bars the file (the log says so), not only rolled back when the
+// refusal aborts it: settle and admit decide by one function
+// (keeper.barred), and settle keeping a refused file's partitions is one
+// step from committing them. A file a limit of the database refuses is
+// not among them: the overlap cannot write one (on SQLite a name it folds
+// is a duplicate column, and too many columns fail the CREATE TABLE; on
+// PostgreSQL, which cuts a long name short, the table made does not fit
+// the file), so it rolls back on its own.
+func TestOverlapOfARefusedFile(t *testing.T) {
+	t.Parallel()
+	late, lateRows := lateBadFile()
+	early, earlyRows := lateBadFile(2500)
+	cases := []struct {
+		name     string
+		file     string
+		key      []string
+		max      RejectLimit
+		rows     int64
+		rejected int64
+		reason   string
+	}{
+		{name: "bad-rows/ordinal", file: late, rows: lateRows, rejected: 1,
+			reason: fmt.Sprintf(`1 of %d rows is bad (at most 0 allowed); row %d column "name"`, lateRows, lateRows)},
+		{name: "bad-rows/key", file: late, key: []string{"id"}, rows: lateRows, rejected: 1,
+			reason: fmt.Sprintf(`1 of %d rows is bad (at most 0 allowed); row %d column "name"`, lateRows, lateRows)},
+		{name: "over-max-rejects", file: early, max: RejectLimit{Count: 1}, rows: earlyRows, rejected: 2,
+			reason: fmt.Sprintf(`2 of %d rows are bad (at most 1 allowed); row 2500 column "name"`, earlyRows)},
+	}
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				f := newFx(t, name)
+				path := f.write(t, "data.csv", c.file)
+				before := f.catalog(t)
+				hold := newPassHold(1)
+				e, log := f.openHeld(t, hold)
+				req := Request{Path: path, Mapping: Mapping{Table: "t", Key: c.key}, PartitionRows: 2000, MaxRejects: c.max,
+					Lease: time.Minute, Progress: hold.progress}
+				res := e.Import(context.Background(), req)
+				if res.Outcome != Refused || res.Refusal == nil || !strings.Contains(refusalText(res.Refusal), c.reason) {
+					t.Fatalf("%s %+v (%v), want refused: %s", res.Outcome, res.Refusal, res.Err, c.reason)
+				}
+				if res.Refusal.Rows != c.rows || res.Refusal.Rejected != c.rejected {
+					t.Fatalf("refusal counts %d rows, %d bad; want %d, %d", res.Refusal.Rows, res.Refusal.Rejected, c.rows, c.rejected)
+				}
+				if n := hold.atHold.Load(); n < 1 {
+					t.Fatalf("the overlap wrote no partition before the plan was known: this test proves nothing\n%s", log)
+				}
+				checkNoTrace(t, f, before)
+				if !log.has(overlapDroppedLog) || !log.has(overlapRolledLog) || log.has(overlapKeptLog) {
+					t.Fatalf("the overlap was not dropped as the plan bars the file (settle and admit disagree):\n%s", log)
+				}
+
+				// Refused again from the stored report, still without a trace.
+				again := e.Import(context.Background(), req)
+				if again.Outcome != Refused {
+					t.Fatalf("rerun: %s (%v), want refused", again.Outcome, again.Err)
+				}
+				checkNoTrace(t, f, before)
+			})
+		}
+	})
+}
+
+// checkNoTrace fails t unless f's target holds what before lists of its
+// catalog, and of the refused file one operation, refused, without a plan,
+// a partition, a reject or a live lease.
+func checkNoTrace(t *testing.T, f *fx, before []string) {
+	t.Helper()
+	if now := f.catalog(t); !slices.Equal(now, before) {
+		t.Fatalf("the refused file changed the catalog:\n was: %q\n now: %q", before, now)
+	}
+	if f.tg.TableExists(t, "t") {
+		t.Fatal("the refused file's table exists")
+	}
+	ops := f.rows(t, `SELECT state, rows_inserted FROM `+f.tg.Ledger("operations"))
+	if fmt.Sprint(ops) != "[[refused 0]]" {
+		t.Fatalf("operations %v, want one refused with no row inserted", ops)
+	}
+	for _, table := range []string{"plans", "partitions", "rejects"} {
+		if n := f.count(t, `SELECT count(*) FROM `+f.tg.Ledger(table)); n != 0 {
+			t.Fatalf("%d rows in %s", n, table)
+		}
+	}
+	if n := f.tg.LiveLeases(t); n != 0 {
+		t.Fatalf("%d live leases", n)
+	}
+}
