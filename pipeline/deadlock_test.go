@@ -254,7 +254,8 @@ func (f *fx) wantItems(t *testing.T, n, seed int) {
 }
 
 // victimOnce is a target's driver whose first claim of a partition (at
-// "claim") or first completion of an operation (at "complete") fails with
+// "claim"), first completion of an operation (at "complete") or first
+// release of an attempt's partitions (at "release") fails with
 // an error the driver reports as a deadlock, as InnoDB fails either
 // transaction when another process's transactions lock the same rows in
 // another order.
@@ -298,6 +299,13 @@ func (o victimOnceCheckpoints) ClaimPartition(ctx context.Context, tx *sql.Tx, o
 		return nil, "", fmt.Errorf("claim partition: %w", errVictim)
 	}
 	return o.Ops.ClaimPartition(ctx, tx, op, attempt, leaseMs)
+}
+
+func (o victimOnceCheckpoints) Release(ctx context.Context, q idemtype.Querier, op checkpoint.Op, attempt string) error {
+	if o.d.fail("release") {
+		return fmt.Errorf("release partitions: %w", errVictim)
+	}
+	return o.Ops.Release(ctx, q, op, attempt)
 }
 
 type victimOnceLedger struct {
@@ -451,5 +459,49 @@ func TestDeadlockVictimStopsAlone(t *testing.T) {
 		if op := f.rows(t, `SELECT state, rows_inserted, rows_read FROM `+f.tg.Ledger("operations")); fmt.Sprint(op) != "[[completed 300 300]]" {
 			t.Fatalf("operation (state, inserted, read): %v", op)
 		}
+	})
+}
+
+// TestDeadlockedRecordRunsAgain: the transaction that records the end of
+// an interrupted attempt and releases its partitions was a deadlock's
+// victim (MariaDB: the attempt's last partition transaction, rolled back
+// as its connection closed, still held its partition's row): the record is
+// made again, so that the operation is failed, no lease is left held and a
+// rerun resumes at once, instead of the operation looking in progress
+// until its leases expire.
+func TestDeadlockedRecordRunsAgain(t *testing.T) {
+	t.Parallel()
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
+		d, err := Drivers().Lookup(newFx(t, name).dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := newFx(t, name)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		req := Request{Path: f.write(t, "items.csv", items(1000, 11)), Mapping: Mapping{Table: "items"}, PartitionRows: 100,
+			Progress: func(p Progress) {
+				if p.Phase == "apply" && p.Partitions >= 2 {
+					cancel() // interrupted after two partitions
+				}
+			}}
+		victim := &victimOnce{Driver: d, at: "release"}
+		res := f.open(t, Options{Drivers: sink.Registry{victim}}).Import(ctx, req)
+		if !errors.Is(res.Err, ErrInterrupted) {
+			t.Fatalf("%s (%v); want interrupted", res.Outcome, res.Err)
+		}
+		if victim.failed != 1 {
+			t.Fatalf("%d releases failed as deadlocked, want 1", victim.failed)
+		}
+		got := f.rows(t, `SELECT o.state, (SELECT count(*) FROM `+f.tg.Ledger("partitions")+` WHERE lease_attempt IS NOT NULL),
+			(SELECT outcome FROM `+f.tg.Ledger("attempts")+`) FROM `+f.tg.Ledger("operations")+` o`)
+		if fmt.Sprint(got) != "[[failed 0 interrupted]]" {
+			t.Fatalf("ledger after the interrupt (operation, leases held, attempt): %v", got)
+		}
+		res = f.open(t, Options{}).Import(context.Background(), Request{Path: req.Path, Mapping: req.Mapping, PartitionRows: 100})
+		if res.Outcome != Resumed || res.RecoveredLease || res.Partitions.Skipped < 2 {
+			t.Fatalf("rerun: %s (%v), recovered lease %v, partitions %+v; want resumed at once, no lease taken over", res.Outcome, res.Err, res.RecoveredLease, res.Partitions)
+		}
+		f.wantItems(t, 1000, 11)
 	})
 }

@@ -584,8 +584,25 @@ func (h *holding) completedMeanwhile(ctx context.Context, cause error) error {
 // fails with ledger.ErrCompleted, recording nothing: the import is done,
 // whatever stopped this attempt. Except when its lease was lost: a stalled
 // attempt whose work another took over failed, and is recorded so (the
-// completed operation stays as it is).
+// completed operation stays as it is). A record the database failed to
+// break a deadlock rolled back whole, and is made again (at most
+// maxDeadlocks times): an interrupted attempt's partition transaction,
+// rolled back by the server as its connection closes, still holds the
+// partition's row while the record, holding the operation's, releases the
+// partitions (MariaDB), and without the record the operation looked in
+// progress until the leases expired.
 func (h *holding) record(ctx context.Context, outcome string, failure error) error {
+	for deadlocks := 0; ; deadlocks++ {
+		err := h.recordOnce(ctx, outcome, failure)
+		if err == nil || ctx.Err() != nil || !h.e.st.Driver.Deadlock(err) || deadlocks == maxDeadlocks {
+			return err
+		}
+		h.log.Debug("recording the end of the attempt was a deadlock's victim; recording it again", "err", err)
+	}
+}
+
+// recordOnce is one transaction of record.
+func (h *holding) recordOnce(ctx context.Context, outcome string, failure error) error {
 	tx, err := h.e.st.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return err
