@@ -299,45 +299,10 @@ func TestWriterKeyStoredBetweenItsStatements(t *testing.T) {
 	if _, err := gate.ExecContext(f.Ctx, `UPDATE gate SET k = k WHERE k = 1`); err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		c   idemtype.Rows
-		err error
-	}
-	done := make(chan result, 1)
-	batch := drivertest.Batch(t, s, []any{1, 2, "new"}, []any{2, 2, "changed"})
-	go func() {
-		tx, err := f.Conn.BeginTx(f.Ctx, nil)
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		c, err := w.Write(f.Ctx, tx, 1, batch, drivertest.Seq(1, 2))
-		if err == nil {
-			err = tx.Commit()
-		} else {
-			tx.Rollback()
-		}
-		done <- result{c, err}
-	}()
+	done := writeAside(f, w, drivertest.Batch(t, s, []any{1, 2, "new"}, []any{2, 2, "changed"}))
 	// The Writer's update has changed key 2 and waits, in the trigger,
 	// for the gate.
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		select {
-		case res := <-done:
-			t.Fatalf("the Writer ended without waiting for the gate: %+v, %v", res.c, res.err)
-		default:
-		}
-		var waiting int64
-		if err := f.Env.DB.QueryRowContext(f.Ctx, `SELECT count(*) FROM information_schema.processlist WHERE id = ? AND info LIKE 'UPDATE gate%'`, writer).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the Writer never waited for the gate")
-		}
-	}
+	awaitStatement(t, f, writer, done, "UPDATE gate%", "wait for the gate")
 	if _, err := f.Env.DB.ExecContext(f.Ctx, `INSERT INTO t (id, v, n) VALUES (1, 1, 'meanwhile')`); err != nil {
 		t.Fatal(err)
 	}
@@ -508,43 +473,9 @@ func TestWriterMergeMeetsAKeyCommittedMeanwhile(t *testing.T) {
 	if _, err := other.ExecContext(f.Ctx, `INSERT INTO t (id, v, n) VALUES (1, 1, 'meanwhile')`); err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		c   idemtype.Rows
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		tx, err := f.Conn.BeginTx(f.Ctx, nil)
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		c, err := w.Write(f.Ctx, tx, 1, drivertest.Batch(t, s, []any{1, 2, "new"}, []any{2, 2, "changed"}), drivertest.Seq(1, 2))
-		if err == nil {
-			err = tx.Commit()
-		} else {
-			tx.Rollback()
-		}
-		done <- result{c, err}
-	}()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		select {
-		case res := <-done:
-			t.Fatalf("the Writer ended without waiting for the other transaction: %+v, %v", res.c, res.err)
-		default:
-		}
-		var waiting int64
-		// (innodb_trx tells this lock wait as RUNNING, on MariaDB 10.11.)
-		if err := f.Env.DB.QueryRowContext(f.Ctx, `SELECT count(*) FROM information_schema.processlist WHERE id = ? AND info LIKE 'INSERT INTO%ON DUPLICATE KEY UPDATE%'`, writer).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the Writer never ran its merge")
-		}
-	}
+	done := writeAside(f, w, drivertest.Batch(t, s, []any{1, 2, "new"}, []any{2, 2, "changed"}))
+	// (innodb_trx tells this lock wait as RUNNING, on MariaDB 10.11.)
+	awaitStatement(t, f, writer, done, "INSERT INTO%ON DUPLICATE KEY UPDATE%", "run its merge")
 	if err := other.Commit(); err != nil {
 		t.Fatal(err)
 	}
@@ -555,4 +486,58 @@ func TestWriterMergeMeetsAKeyCommittedMeanwhile(t *testing.T) {
 	drivertest.WantRows(t, "write", res.c, idemtype.Rows{Read: 2, Updated: 2})
 	drivertest.WantTable(t, "t", drivertest.Strings(t, f.Env.DB, `SELECT concat_ws('|', id, v, n, `+q(sink.FileColumn)+`, `+q(sink.RowColumn)+`) FROM t ORDER BY id`),
 		"1|2|new|1|1", "2|2|changed|1|2")
+}
+
+// written is what a Writer's Write in a transaction of its own returned.
+type written struct {
+	c   idemtype.Rows
+	err error
+}
+
+// writeAside writes batch (its rows the file's 1 and 2) with w in a
+// transaction of its own on f's connection, in another goroutine, and
+// commits it; the channel receives what the Write returned, or the
+// failure of its BEGIN or COMMIT.
+func writeAside(f *drivertest.Fx, w sink.Writer, batch arrow.RecordBatch) <-chan written {
+	done := make(chan written, 1)
+	go func() {
+		tx, err := f.Conn.BeginTx(f.Ctx, nil)
+		if err != nil {
+			done <- written{err: err}
+			return
+		}
+		c, err := w.Write(f.Ctx, tx, 1, batch, drivertest.Seq(1, 2))
+		if err == nil {
+			err = tx.Commit()
+		} else {
+			tx.Rollback()
+		}
+		done <- written{c, err}
+	}()
+	return done
+}
+
+// awaitStatement waits, at most a minute, until connection writer runs a
+// statement LIKE like (the Writer waits inside it for a lock the test
+// holds); it fails t if the Write ends first (done) or the minute passes,
+// naming what the Writer should have done (what).
+func awaitStatement(t *testing.T, f *drivertest.Fx, writer int64, done <-chan written, like, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		select {
+		case res := <-done:
+			t.Fatalf("the Writer ended before it would %s: %+v, %v", what, res.c, res.err)
+		default:
+		}
+		var running int64
+		if err := f.Env.DB.QueryRowContext(f.Ctx, `SELECT count(*) FROM information_schema.processlist WHERE id = ? AND info LIKE ?`, writer, like).Scan(&running); err != nil {
+			t.Fatal(err)
+		}
+		if running > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Writer never came to %s", what)
+		}
+	}
 }
