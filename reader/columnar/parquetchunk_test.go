@@ -24,14 +24,9 @@ import (
 // with data pages of both versions, small pages and dictionaries, nulls
 // and required columns, dictionary and PLAIN pages.
 func TestPageChunkMatchesPqarrow(t *testing.T) {
-	dir := filepath.Join("..", "..", "testdata", "otherwriters")
 	files := map[string][]byte{}
-	for _, name := range []string{"orders-arrow-rs-groups.parquet", "orders-arrow-rs-snappy.parquet", "orders-arrow-rs-seconds.parquet", "orders-polars-zstd.parquet"} {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[name] = data
+	for _, f := range otherWritersParquet(t) {
+		files[f.name] = f.data
 	}
 	for _, v := range []parquet.DataPageVersion{parquet.DataPageV1, parquet.DataPageV2} {
 		for _, dict := range []bool{true, false} {
@@ -160,8 +155,36 @@ func textParquet(t *testing.T, n int, group int64, opts ...parquet.WriterPropert
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
+	return parquetOf(t, rec, append(opts, parquet.WithMaxRowGroupLength(group))...)
+}
+
+// fixtureFile is a test Parquet file's name and bytes.
+type fixtureFile struct {
+	name string
+	data []byte
+}
+
+// otherWritersParquet returns the Parquet files of testdata/otherwriters
+// that other writers wrote (the Rust crate's row groups, snappy pages and
+// second timestamps; Polars' zstd).
+func otherWritersParquet(t *testing.T) []fixtureFile {
+	t.Helper()
+	var files []fixtureFile
+	for _, name := range []string{"orders-arrow-rs-groups.parquet", "orders-arrow-rs-snappy.parquet", "orders-arrow-rs-seconds.parquet", "orders-polars-zstd.parquet"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "otherwriters", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, fixtureFile{name, data})
+	}
+	return files
+}
+
+// parquetOf returns rec written by arrow-go's Parquet writer with props.
+func parquetOf(t *testing.T, rec arrow.RecordBatch, props ...parquet.WriterProperty) []byte {
+	t.Helper()
 	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(append(opts, parquet.WithMaxRowGroupLength(group))...), pqarrow.DefaultWriterProps())
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, parquet.NewWriterProperties(props...), pqarrow.DefaultWriterProps())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -14,7 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/idemport/idemport/reader/internal/input"
 	"github.com/idemport/idemport/reader/internal/partition"
@@ -28,20 +25,7 @@ import (
 // dictionaries, several row groups) and one with bad rows: text that is
 // not UTF-8, a uint64 past the int64 maximum, a null in a NOT NULL column.
 func TestPlanSkipsColumns(t *testing.T) {
-	dir := filepath.Join("..", "..", "testdata", "otherwriters")
-	type file struct {
-		name string
-		data []byte
-	}
-	var files []file
-	for _, name := range []string{"orders-arrow-rs-groups.parquet", "orders-arrow-rs-snappy.parquet", "orders-arrow-rs-seconds.parquet", "orders-polars-zstd.parquet"} {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, file{name, data})
-	}
-	files = append(files, file{"bad.parquet", badRowsParquet(t, 50, 7)})
+	files := append(otherWritersParquet(t), fixtureFile{"bad.parquet", badRowsParquet(t, 50, 7)})
 	for _, fl := range files {
 		for _, o := range []struct {
 			name string
@@ -137,18 +121,7 @@ func badRowsParquet(t *testing.T, n int, group int64) []byte {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(group), parquet.WithDictionaryDefault(true)), pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return parquetOf(t, rec, parquet.WithMaxRowGroupLength(group), parquet.WithDictionaryDefault(true))
 }
 
 // TestPlanChecksSkippedColumns checks that the plan pass refuses a file
