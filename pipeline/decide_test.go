@@ -100,6 +100,14 @@ func decisionRows() []decisionRow {
 				f.exec(t, `CREATE TABLE items (id BIGINT PRIMARY KEY, price INTEGER)`)
 				return Request{Path: f.writeParquet(t, "items.parquet", []int64{1, 2}, []float64{1, 2}), Mapping: Mapping{Key: []string{"id"}}}
 			}},
+		{name: "nothing/bad-rows-over-max-rejects/create", want: ledger.Create, outcome: Refused,
+			setup: func(t *testing.T, f *fx) Request {
+				return Request{Path: f.write(t, "items.csv", "id,qty\n1,5\n2,five\n3,six\n"), Mapping: Mapping{Columns: intQty}, MaxRejects: RejectLimit{Count: 1}}
+			}},
+		{name: "nothing/bad-rows-within-max-rejects/create", want: ledger.Create, outcome: Imported, check: imported(1),
+			setup: func(t *testing.T, f *fx) Request {
+				return Request{Path: f.write(t, "items.csv", "id,qty\n1,5\n2,five\n3,six\n"), Mapping: Mapping{Columns: intQty}, MaxRejects: RejectLimit{Count: 2}}
+			}},
 		{name: "processing/planning-lease-live/busy", want: ledger.Busy, outcome: Busy, live: true,
 			setup: func(t *testing.T, f *fx) Request {
 				req := Request{Path: f.write(t, "items.csv", items(3, 1))}

@@ -68,6 +68,9 @@ type PlanReport struct {
 	// effect says the operation the import would resume has committed
 	// partitions: a table that no longer fits it leaves them (refuseLate).
 	effect bool
+	// badRows is the refusal of a file with more bad rows than
+	// --max-rejects allows, as the import would word it (planner.barred).
+	badRows string
 }
 
 // The outcomes an import would have, as PlanReport.Would says them.
@@ -92,8 +95,8 @@ func (p *PlanReport) Refusal() string {
 		return cmp.Or(p.Detail, "refused before with this fingerprint")
 	case p.Error != "":
 		return p.Error
-	case !p.MaxRejects.Allows(p.Rejected, p.Rows):
-		return fmt.Sprintf("%d of %d rows are bad (at most %s allowed)", p.Rejected, p.Rows, p.MaxRejects)
+	case p.badRows != "":
+		return p.badRows
 	case p.Unfit != "":
 		return p.Unfit
 	case p.SweepRefused != "":
@@ -171,13 +174,35 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 		return nil, err
 	}
 	if rep.Error == "" {
-		// The limits import refuses the file for.
-		l := e.st.Driver.Limits()
-		if lerr := errors.Join(l.CheckTable(r.target.Table), l.CheckColumns(r.target, rep.Schema.Arrow())); lerr != nil {
-			rep.Error = lerr.Error()
+		if err := r.planner().bars(rep, p); err != nil {
+			return nil, err
 		}
 	}
 	return rep.would(), nil
+}
+
+// bars fills in rep why the import would refuse the file of plan p for
+// the plan alone, as the import decides it (barred), or returns the usage
+// error it would end with: a table name over the database's limit, a
+// column over one of its limits (rep.Error), more bad rows than
+// --max-rejects allows (rep.badRows).
+func (pl *planner) bars(rep *PlanReport, p planned) error {
+	if err := pl.e.st.Driver.Limits().CheckTable(pl.target.Table); err != nil {
+		rep.Error = err.Error()
+		return nil
+	}
+	why := pl.barred(p)
+	var pr *planRefusal
+	switch {
+	case why == nil:
+	case !errors.As(why, &pr):
+		return why
+	case pr.ref.Error != "":
+		rep.Error = pr.ref.Error
+	default:
+		rep.badRows = refusalLine(pr.ref)
+	}
+	return nil
 }
 
 // dryDecision sets rep.Decision (and its Detail) to dd, what an import's

@@ -446,18 +446,18 @@ func (kp *keeper) admit(ctx context.Context, p planned) (bool, error) {
 // the command, not the file, is wrong); or a *planRefusal: the file's
 // columns break a limit of the database, or it has more bad rows than
 // --max-rejects allows. It is the one home of that decision: admit acts on
-// it, and an overlap is kept only when it is nil (overlap.settle), so that
+// it, plan and --dry-run report it (bars), and an overlap is kept only when it is nil (overlap.settle), so that
 // what the overlap wrote can never commit for a file the import refuses.
-func (kp *keeper) barred(p planned) error {
+func (pl *planner) barred(p planned) error {
 	plan := p.plan
-	if err := kp.checkColumns(columnNames(plan.Schema)); err != nil {
+	if err := pl.checkColumns(columnNames(plan.Schema)); err != nil {
 		return err
 	}
-	if err := kp.e.st.Driver.Limits().CheckColumns(kp.target, plan.Schema.Arrow()); err != nil {
+	if err := pl.e.st.Driver.Limits().CheckColumns(pl.target, plan.Schema.Arrow()); err != nil {
 		return &planRefusal{ref: &Refusal{Rows: plan.Rows, Error: err.Error()}}
 	}
-	if !kp.req.MaxRejects.Allows(plan.Rejected, plan.Rows) {
-		rf := &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: kp.req.MaxRejects,
+	if !pl.req.MaxRejects.Allows(plan.Rejected, plan.Rows) {
+		rf := &Refusal{Rows: plan.Rows, Rejected: plan.Rejected, MaxRejects: pl.req.MaxRejects,
 			Rejects: plan.Rejects[:min(len(plan.Rejects), maxReported)]}
 		for _, b := range rf.Rejects {
 			if b.Code == "type" && p.inputs.widens[b.Column] && !slices.Contains(rf.Widen, b.Column) {

@@ -53,8 +53,12 @@ func TestDryRunExitsAsTheImportWould(t *testing.T) {
 		step("the same file again", "duplicate", "duplicate", 0, "--partition-rows", "100", "orders.csv")
 		step("too recent for --min-age", "skip", "skipped", 0, "--min-age", "1d", "--table", "recent", "orders.csv")
 		step("bad rows", "refuse", "refused", exitRefused, "--column", "qty:int64", "items.csv")
-		if text := tg.Exec(t, dir, nil, "import", "--dry-run", "--column", "qty:int64", "--table", "items_new", "items.csv"); !strings.Contains(text.Stdout, "an import would: refuse (create): 1 of 3 rows are bad (at most 0 allowed)") {
-			t.Fatalf("a new file with bad rows:\n%s", text.Stdout)
+		// The dry run says why in the import's words (the refusal's line).
+		dry := tg.Exec(t, dir, nil, "import", "--dry-run", "--column", "qty:int64", "--table", "items_new", "items.csv")
+		real := tg.Exec(t, dir, nil, "import", "--column", "qty:int64", "--table", "items_new", "items.csv")
+		why := `1 of 3 rows is bad (at most 0 allowed); row 2 column "qty" value "five": not a valid int64`
+		if !strings.Contains(dry.Stdout, "an import would: refuse (create): "+why+"\n") || !strings.Contains(real.Stdout, "refused: "+why) {
+			t.Fatalf("a new file with bad rows: the dry run:\n%s\nthe import:\n%s", dry.Stdout, real.Stdout)
 		}
 		step("bad rows within --max-rejects", "import", "imported", 0, "--column", "qty:int64", "--max-rejects", "1", "--table", "items2", "items.csv")
 		step("refused before", "refuse", "refused", exitRefused, "--column", "qty:int64", "items.csv")
