@@ -258,6 +258,9 @@ type item struct {
 	as    []idemtype.Type // with claim: the types its batches hand values as (valuesAs)
 	batch reader.Batch
 	end   bool
+	// shuffled, with end: the partition's keys came out of key order
+	// (keyOrder.broken), so that it may join a group (group.go).
+	shuffled bool
 }
 
 // worker applies partitions one after another. Its writer goroutine does
@@ -386,7 +389,7 @@ func (a *applier) readPartition(c *checkpoint.Claim, send func(item) error) erro
 	if err := sorted.flush(batch); err != nil {
 		return err
 	}
-	return send(item{end: true})
+	return send(item{end: true, shuffled: sorted.shuffled()})
 }
 
 // partitionPlan returns the plan a partition is read by, and the types its
@@ -450,9 +453,9 @@ func (a *applier) write(ctx context.Context, conn *sql.Conn, w *partitionWriter,
 		var err error
 		switch {
 		case it.claim != nil:
-			err = a.beginPartition(ctx, conn, w, &p, it, next)
+			err = a.beginPartition(ctx, conn, w, &p, it, next, mu)
 		case it.end:
-			err = a.endPartition(ctx, conn, &p, mu)
+			err = a.endPartition(ctx, conn, &p, it.shuffled, mu)
 		default:
 			err = a.writeRows(ctx, w, seen, &p, it.batch)
 		}
@@ -489,7 +492,8 @@ func (h *handoff) close() {
 }
 
 // partitionTx is the open transaction of the partition a worker's writer
-// is writing, and what it wrote so far.
+// is writing, and what it wrote so far. The transaction may hold, done
+// and not committed, the partitions of its group before it (group.go).
 type partitionTx struct {
 	tx      *txn
 	claim   *checkpoint.Claim
@@ -497,6 +501,8 @@ type partitionTx struct {
 	refused []refusedRow // rows the database refused in this partition
 	evolved *evolution   // the schema changes this partition made
 	scope   int64        // the rows of a snapshot's scope before it, or -1 (countScope)
+	last    bool         // no partition was left to claim after it
+	group   group        // the partitions the transaction marked done
 }
 
 // rollback rolls back the transaction, if one is open.
@@ -507,16 +513,20 @@ func (p *partitionTx) rollback() {
 }
 
 // beginPartition begins p, the transaction of the partition whose start is
-// it: it fences the partition's claim, claims the next partition and
-// passes it to the reader, readies the writer for the table as it is, and
-// counts the snapshot's scope. Rows read for the table as it was before
-// another import changed it are read again (errReread).
-func (a *applier) beginPartition(ctx context.Context, conn *sql.Conn, w *partitionWriter, p *partitionTx, it item, next *handoff) error {
-	*p = partitionTx{claim: it.claim}
+// it, unless its group's transaction is open still (group.go): it fences
+// the partition's claim, claims the next partition and passes it to the
+// reader, readies the writer for the table as it is, and counts the
+// snapshot's scope. Rows read for the table as it was before another
+// import changed it are read again (errReread).
+func (a *applier) beginPartition(ctx context.Context, conn *sql.Conn, w *partitionWriter, p *partitionTx, it item, next *handoff, mu *sync.Mutex) error {
+	*p = partitionTx{claim: it.claim, tx: p.tx, group: p.group}
 	index := it.claim.Index
 	var err error
-	if p.tx, err = beginTx(ctx, conn); err != nil {
-		return fmt.Errorf("begin partition %d: %w", index, err)
+	if p.tx == nil {
+		if p.tx, err = beginTx(ctx, conn); err != nil {
+			return fmt.Errorf("begin partition %d: %w", index, err)
+		}
+		p.group = a.startGroup(mu)
 	}
 	if err := a.e.st.CP.Fence(ctx, p.tx.Tx, a.op, index, a.attempt.ID, a.leaseMs); err != nil {
 		return a.lost(err)
@@ -526,6 +536,7 @@ func (a *applier) beginPartition(ctx context.Context, conn *sql.Conn, w *partiti
 		return err
 	}
 	next.pass(c)
+	p.last = c == nil
 	if p.evolved, err = w.prepare(ctx, a, conn, p.tx.Tx); err != nil {
 		return fmt.Errorf("partition %d: %w", index, err)
 	}
@@ -560,15 +571,26 @@ func (a *applier) writeRows(ctx context.Context, w *partitionWriter, seen *seenW
 	return nil
 }
 
-// endPartition records the snapshot's scope and commits partition p.
-func (a *applier) endPartition(ctx context.Context, conn *sql.Conn, p *partitionTx, mu *sync.Mutex) error {
+// endPartition records the snapshot's scope and marks partition p done,
+// and commits its transaction, unless the next partition joins its group
+// (shuffled: p's keys came out of key order; see group.go).
+func (a *applier) endPartition(ctx context.Context, conn *sql.Conn, p *partitionTx, shuffled bool, mu *sync.Mutex) error {
 	if err := a.recordScope(ctx, p.tx.Tx, p.scope); err != nil {
 		return fmt.Errorf("partition %d: %w", p.claim.Index, err)
 	}
-	if err := a.commit(ctx, conn, p.tx, p.claim, p.counts, p.refused, p.evolved, mu); err != nil {
+	m, err := a.markDone(ctx, p.tx, p.claim, p.counts, p.refused, p.evolved)
+	if err != nil {
 		return err
 	}
-	p.tx, p.evolved = nil, nil
+	p.group.done = append(p.group.done, m)
+	p.group.rows += p.claim.Rows
+	if a.grows(p, shuffled) {
+		return nil // the next partition's transaction is this one (beginPartition)
+	}
+	if err := a.commit(ctx, conn, p.tx, p.group.done, mu); err != nil {
+		return err
+	}
+	p.tx, p.evolved, p.group = nil, nil, group{}
 	return nil
 }
 
@@ -581,38 +603,52 @@ func (a *applier) lost(err error) error {
 	return err
 }
 
-// commit completes a partition: marks it done and counts it in the same
-// transaction as its effects (with the schema changes it made, evolved).
-// tx was begun on conn.
-func (a *applier) commit(ctx context.Context, conn *sql.Conn, tx *txn, c *checkpoint.Claim, counts idemtype.Rows, refused []refusedRow, evolved *evolution, mu *sync.Mutex) error {
+// markDone marks partition c done and counts it (counts, its rows the
+// database refused quarantined) in tx, the transaction of its effects
+// (with the schema changes it made, evolved), and returns it as a
+// member of tx's group, to be reported once tx commits.
+func (a *applier) markDone(ctx context.Context, tx *txn, c *checkpoint.Claim, counts idemtype.Rows, refused []refusedRow, evolved *evolution) (groupMember, error) {
+	m := groupMember{claim: c, evolved: evolved}
 	// Bad and superseded rows never reach the writer; the plan counted them.
 	superseded := int64(len(c.Superseded))
 	counts.Read += c.Rejected + superseded
 	counts.Rejected += c.Rejected
 	counts.Superseded = superseded
 	if counts.Read != c.Rows || !counts.Balanced() {
-		return fmt.Errorf("partition %d: counted %+v for %d rows", c.Index, counts, c.Rows)
+		return m, fmt.Errorf("partition %d: counted %+v for %d rows", c.Index, counts, c.Rows)
 	}
+	m.counts = counts
 	if err := a.e.st.Hit("inside-partition"); err != nil {
-		return err
+		return m, err
 	}
 	if err := a.in.check(a.stat); err != nil {
-		return err
+		return m, err
 	}
 	if err := a.e.st.CompletePartition(ctx, tx.Tx, a.id.Key, c.Index, a.attempt.ID, counts); err != nil {
-		return a.lost(err)
+		return m, a.lost(err)
 	}
 	if err := a.quarantine(ctx, tx.Tx, c, refused); err != nil {
-		return err
+		return m, err
 	}
-	if err := a.e.st.Hit("before-partition-commit"); err != nil {
-		return err
-	}
+	return m, a.e.st.Hit("before-partition-commit")
+}
+
+// commit commits tx, begun on conn, which marked the partitions done
+// done (a group's, in order), and then counts each for the result and
+// progress.
+func (a *applier) commit(ctx context.Context, conn *sql.Conn, tx *txn, done []groupMember, mu *sync.Mutex) error {
 	if err := tx.Commit(); err != nil {
-		return a.unanswered(ctx, conn, c, counts, evolved, mu, err)
+		return a.unanswered(ctx, conn, done, mu, err)
 	}
-	a.committedPartition(c, counts, evolved, mu)
-	return a.e.st.Hit("after-partition-commit")
+	for _, m := range done {
+		a.committedPartition(m.claim, m.counts, m.evolved, mu)
+	}
+	for range done {
+		if err := a.e.st.Hit("after-partition-commit"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // committedPartition counts partition c, committed by this attempt with
@@ -674,33 +710,40 @@ var errReconnect = errors.New("connection lost at COMMIT")
 // at a partition's COMMIT before it fails (a rerun resumes).
 const maxReconnects = 3
 
-// unanswered handles the failed COMMIT of partition c's transaction, begun
-// on conn. When the server answered, the partition did not commit: that is
-// the error. When the connection is gone, the reply may have been lost
-// after the server committed: the checkpoint, read on another connection
-// once that transaction has ended, says whether it did, and a partition
-// that did is counted as this attempt's, as its transaction counted it in
-// the ledger. The worker then stops with errReconnect.
-func (a *applier) unanswered(ctx context.Context, conn *sql.Conn, c *checkpoint.Claim, counts idemtype.Rows, evolved *evolution, mu *sync.Mutex, cerr error) error {
-	cerr = fmt.Errorf("commit partition %d: %w", c.Index, cerr)
+// unanswered handles the failed COMMIT of the transaction, begun on conn,
+// of the partitions done (a group's). When the server answered, they did
+// not commit: that is the error. When the connection is gone, the reply
+// may have been lost after the server committed: the checkpoint, read on
+// another connection once that transaction has ended, says whether it
+// did, and a partition that did is counted as this attempt's, as its
+// transaction counted it in the ledger. The worker then stops with
+// errReconnect.
+func (a *applier) unanswered(ctx context.Context, conn *sql.Conn, done []groupMember, mu *sync.Mutex, cerr error) error {
+	cerr = fmt.Errorf("commit partition %d: %w", done[len(done)-1].claim.Index, cerr)
 	if ctx.Err() != nil || conn.PingContext(ctx) == nil {
 		return cerr
 	}
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unansweredWait)
 	defer cancel()
-	var by string
+	by := make([]string, len(done))
 	err := withTx(qctx, a.e.st.DB, func(tx *sql.Tx) (err error) {
-		by, err = a.e.st.CP.DoneBy(qctx, tx, a.op, c.Index)
-		return err
+		for i, m := range done {
+			if by[i], err = a.e.st.CP.DoneBy(qctx, tx, a.op, m.claim.Index); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("%w; whether it committed could not be read: %w", cerr, err)
 	}
-	if by == a.attempt.ID {
-		a.log.Warn("the reply to a partition's COMMIT was lost; the checkpoint says it committed", "partition", c.Index, "err", cerr)
-		a.committedPartition(c, counts, evolved, mu)
-	} else {
-		a.log.Warn("a partition's COMMIT failed with the connection; the checkpoint says it did not commit", "partition", c.Index, "err", cerr)
+	for i, m := range done {
+		if by[i] == a.attempt.ID {
+			a.log.Warn("the reply to a partition's COMMIT was lost; the checkpoint says it committed", "partition", m.claim.Index, "err", cerr)
+			a.committedPartition(m.claim, m.counts, m.evolved, mu)
+		} else {
+			a.log.Warn("a partition's COMMIT failed with the connection; the checkpoint says it did not commit", "partition", m.claim.Index, "err", cerr)
+		}
 	}
 	return fmt.Errorf("%w: %w", errReconnect, cerr)
 }

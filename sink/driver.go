@@ -369,6 +369,14 @@ type Database struct {
 	// key, stably, each with its ordinal, so that a Writer must not take
 	// a batch's ordinals to be increasing. Ordinal mode keeps file order.
 	KeyOrder bool
+	// GroupCommits says that committing rows whose keys are out of order
+	// rewrites most of a table's pages at each commit (a B-tree whose
+	// pages each commit writes whole to a log): the pipeline then lets
+	// one transaction hold the partitions of a run of them (pipeline's
+	// partition groups, docs/internals.md), so that a page is written
+	// once for many partitions' rows. The database must have one writer
+	// at a time, so that a longer transaction only makes others wait.
+	GroupCommits bool
 }
 
 // ErrNoDatabase means a read-only open found no database at the DSN.

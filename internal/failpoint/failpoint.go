@@ -44,8 +44,8 @@ var Names = []string{
 	"after-partition-claim",   // a partition is leased, its transaction not begun
 	"inside-isolation",        // a batch the database refused is rolled back to its savepoint, to be written in halves
 	"inside-partition",        // a partition's rows are written but not committed
-	"before-partition-commit", // a partition's rows, its done mark and its counts are written, the COMMIT not sent
-	"after-partition-commit",  // a partition committed
+	"before-partition-commit", // a partition's rows, its done mark and its counts are written, the COMMIT not sent (in a group of partitions on SQLite, the next one may follow in the same transaction)
+	"after-partition-commit",  // a partition committed (passed once for each partition of a group, after its COMMIT)
 	"before-finalize",         // every partition committed, the operation not completed
 	"before-sweep",            // snapshot: inside the completing transaction, before the sweep
 	"after-sweep",             // snapshot: inside the completing transaction, swept but not committed
