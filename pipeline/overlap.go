@@ -41,7 +41,7 @@ import (
 // It serves only a plain first import: a new operation (ledger.Create),
 // or one without a plan yet (ledger.Plan: its first attempt died before
 // storing one, or was refused and may now be admitted),
-// of a local CSV, TSV or JSONL file of at least overlapBytes into a table that does not exist yet,
+// of a local CSV, TSV, JSONL or Parquet file of at least overlapBytes into a table that does not exist yet,
 // one worker, ordinal or by key without a version column, and none of
 // --atomic, --snapshot, --replace, --reapply, --evolve, on a database
 // whose DDL is transactional. Its transaction holds the table's creation
@@ -89,7 +89,8 @@ func overlapTime(lease, busy time.Duration) time.Duration {
 }
 
 // overlapWrite bounds the bytes of the file whose partitions an overlap
-// writes: a larger transaction costs more than it saves. On SQLite its
+// writes (of a Parquet file, its row groups' uncompressed size:
+// reader.Cut's Bytes): a larger transaction costs more than it saves. On SQLite its
 // pages go to the log uncommitted, which no checkpoint can copy until it
 // commits; past 16,384 frames (64 MiB) the writer then checkpoints the
 // whole log itself, inside that COMMIT (sink/sqlite/ckpt.c).
@@ -106,7 +107,7 @@ func (kp *keeper) overlaps() bool {
 		f, _, _ = reader.Detect(formatName(kp.name()))
 	}
 	return kp.id.Size >= overlapBytes && (kp.decision == ledger.Create || kp.decision == ledger.Plan) && !kp.e.st.DDLCommits() && q.Workers == 1 &&
-		(f == reader.CSV || f == reader.TSV || f == reader.JSONL) && kp.in.obj == nil && !kp.in.streaming &&
+		(f == reader.CSV || f == reader.TSV || f == reader.JSONL || f == reader.Parquet) && kp.in.obj == nil && !kp.in.streaming &&
 		!m.Atomic && m.Snapshot == nil && m.Evolve == EvolveNone && m.Version == "" && !q.Replace && !q.Reapply &&
 		!kp.tables.keysSeen && kp.e.st.Driver.Limits().CheckTable(kp.target.Table) == nil
 }
@@ -181,7 +182,7 @@ func (ov *overlap) read(ctx context.Context, items chan<- item) error {
 		if err != nil || !ok {
 			return err
 		}
-		bytes += c.Partition.Length
+		bytes += c.Bytes
 		if i == 0 {
 			ov.a = ov.applier(c.Schema)
 		} else if !slices.Equal(c.Schema, ov.a.plan.Schema) {
@@ -261,7 +262,7 @@ func closed(ch chan struct{}) bool {
 // with the plan's schema as the first partition's rows inferred it.
 func (ov *overlap) applier(schema reader.Schema) *applier {
 	kp := ov.kp
-	a := &applier{holding: *kp.holding, text: true, leases: kp.leases(),
+	a := &applier{holding: *kp.holding, text: kp.textFormat(), leases: kp.leases(),
 		planned: planned{inputs: ov.in, file: ov.file, plan: &reader.Plan{Schema: schema}}}
 	a.ap = &applying{} // its own: the attempt counts what commits
 	return a

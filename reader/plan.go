@@ -68,7 +68,9 @@ type ScanOptions struct {
 	KeysHeld int
 	// Partitioned, if set, is called for each partition of a text file
 	// (CSV, TSV, JSONL, a sheet) that reaches PartitionRows or
-	// PartitionBytes (every one but a last one the file's end cuts short)
+	// PartitionBytes (every one but a last one the file's end cuts short),
+	// and for each partition of a Parquet file that is a whole row group
+	// but its last partition (not the ranges of a large row group's rows),
 	// as soon as the pass has checked its rows,
 	// before the pass ends, in order, from the pass's goroutine (it must
 	// be quick): with the partition as the plan will have it, its bad rows
@@ -77,7 +79,7 @@ type ScanOptions struct {
 	// rows so far infer, which later rows may change. Reading it with
 	// Partition under a plan of that schema reads what the final plan
 	// reads, when the final plan has that schema and the partition has no
-	// superseded rows. Other formats never call it.
+	// superseded rows. Arrow IPC files and streams never call it.
 	Partitioned func(Cut)
 
 	// secondCore, if set, keeps the pass on one goroutine until it is
@@ -99,9 +101,7 @@ type ScanOptions struct {
 func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 	wo := partition.ScanOptions{PartitionRows: o.PartitionRows, PartitionBytes: o.PartitionBytes, KeepRejects: o.KeepRejects, Spill: o.Spill, Progress: o.Progress,
 		ContentDigest: o.ContentDigest, SecondCore: o.secondCore, TempDir: o.TempDir, KeysHeld: o.KeysHeld}
-	if f.cols == nil {
-		wo.Partitioned = o.Partitioned
-	}
+	wo.Partitioned = o.Partitioned
 	var plan *Plan
 	var cands []int64
 	var err error

@@ -345,6 +345,16 @@ func (s *parquetFile) batchRows(k, n int) int {
 	return n
 }
 
+// whole reports whether partition p is a whole row group, and the group's
+// uncompressed size.
+func (s *parquetFile) whole(p idemtype.Partition) (int64, bool) {
+	if p.Offset < 0 || p.Offset >= int64(s.groups) || p.Length != 1 {
+		return 0, false
+	}
+	rg := s.md.RowGroup(int(p.Offset))
+	return rg.TotalByteSize(), rg.NumRows() == p.Rows
+}
+
 // load reads row group k's chunks into ld and returns their CRC-32C.
 func (s *parquetFile) load(md *metadata.FileMetaData, ld *loaded, k int) (uint32, error) {
 	spans, err := s.spans(md, k)

@@ -53,7 +53,7 @@ func TestPlanSkipsColumns(t *testing.T) {
 				}
 				so := partition.ScanOptions{PartitionRows: 20, KeepRejects: 1000}
 				whole := open()
-				want, wantCands, err := whole.scan(context.Background(), so, false)
+				want, wantCands, err := whole.scan(context.Background(), so, false, new(int))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -272,7 +272,7 @@ func (v *validator) cut(p idemtype.Partition) {
 		}
 		schema[i] = value.Column{Name: name, Type: t}
 	}
-	v.o.Partitioned(partition.Cut{Partition: p, Schema: schema})
+	v.o.Partitioned(partition.Cut{Partition: p, Schema: schema, Bytes: p.Length})
 }
 
 // row checks one row; on its first problem it records a reject and stops.

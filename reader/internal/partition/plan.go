@@ -108,10 +108,12 @@ type ScanOptions struct {
 // facade's ScanOptions.Partitioned): its span as the plan will have it,
 // with its bad rows (Rejected) but not its superseded ones, which only the
 // end of the pass tells, and the file's columns as the rows up to its end
-// make them.
+// make them. Bytes is about how much of the file's data it holds: a text
+// file's bytes (its Length), a Parquet row group's uncompressed size.
 type Cut struct {
 	Partition idemtype.Partition
 	Schema    value.Schema
+	Bytes     int64
 }
 
 // Castagnoli is the CRC-32 table of the partition checksums (Partition.CRC)
