@@ -384,3 +384,69 @@ func TestOverlapNeverCommitsSupersededRows(t *testing.T) {
 		}
 	})
 }
+
+// TestOverlapWritesOnWhileThePassRuns imports, on PostgreSQL, a new file
+// of 8 full partitions of about 4.4 MB, in ordinal mode and by key,
+// holding the plan stage (passHold) until the overlap has written all 8:
+// 35 MB, past the 24 MiB at which SQLite's overlap stops and waits for the
+// plan (sink.Database.HeldBytes). PostgreSQL sets no bound, so that its
+// server writes while the pass runs, however long the pass takes. The
+// last partition, full, is cut by the pass with the file's last row and
+// written before the plan is known; the overlap keeps it with the others
+// (overlap.settle), and the counts and the table are exact.
+func TestOverlapWritesOnWhileThePassRuns(t *testing.T) {
+	t.Parallel()
+	const partRows, parts, hold = 20000, 8, 8
+	var b strings.Builder
+	b.WriteString("id,qty,name\n")
+	pad := strings.Repeat("x", 200)
+	for id := 1; id <= parts*partRows; id++ {
+		fmt.Fprintf(&b, "%d,%d,name %d %s\n", id, id%100, id, pad)
+	}
+	if b.Len() <= 24<<20+5<<20 {
+		t.Fatalf("the file has %d bytes, not a partition past 24 MiB", b.Len())
+	}
+	rows := int64(parts * partRows)
+	for _, c := range []struct {
+		name string
+		key  []string
+	}{{"ordinal", nil}, {"key", []string{"id"}}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			testkit.EachOf(t, []string{testkit.Postgres}, func(t *testing.T, name string) {
+				f := newFx(t, name)
+				path := f.write(t, "data.csv", b.String())
+				h := newPassHold(hold)
+				e, log := f.openHeld(t, h)
+				req := Request{Path: path, Mapping: Mapping{Table: "t", Key: c.key}, PartitionRows: partRows,
+					Lease: time.Minute, Progress: h.progress}
+				res := e.Import(context.Background(), req)
+				if res.Err != nil || res.Outcome != Imported {
+					t.Fatalf("%s: %v", res.Outcome, res.Err)
+				}
+				if n := h.atHold.Load(); n < hold {
+					t.Fatalf("the overlap wrote %d partitions before the plan was known, want all %d (past 24 MiB, the last one full)\n%s", n, hold, log)
+				}
+				if !log.has(overlapKeptLog) || log.has(overlapRolledLog) {
+					t.Fatalf("the overlap was not kept:\n%s", log)
+				}
+				if got := res.Rows; got.Read != rows || got.Inserted != rows || got.Updated != 0 || got.Unchanged != 0 {
+					t.Fatalf("rows %+v, want %d read and inserted", got, rows)
+				}
+				if res.Partitions.Committed != parts || res.Partitions.Total != parts {
+					t.Fatalf("partitions %+v, want %d, all committed by this run", res.Partitions, parts)
+				}
+				if n := f.count(t, `SELECT count(*) FROM t WHERE qty = id % 100 AND name = 'name ' || id || ' `+pad+`'`); n != rows {
+					t.Fatalf("t holds %d rows of the file, want %d", n, rows)
+				}
+				if n := f.count(t, `SELECT count(*) FROM t`); n != rows {
+					t.Fatalf("t holds %d rows, want %d", n, rows)
+				}
+				ops := f.rows(t, `SELECT state, rows_inserted FROM `+f.tg.Ledger("operations"))
+				if fmt.Sprint(ops) != fmt.Sprint([][]any{{"completed", rows}}) {
+					t.Fatalf("operations %v, want completed with %d rows inserted", ops, rows)
+				}
+			})
+		})
+	}
+}

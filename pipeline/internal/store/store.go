@@ -65,6 +65,9 @@ type Store struct {
 	// GroupCommits says partitions whose keys came out of order may
 	// commit together (sink.Database.GroupCommits).
 	GroupCommits bool
+	// HeldBytes bounds the bytes of a file an overlap's transaction
+	// writes (sink.Database.HeldBytes; 0: no bound).
+	HeldBytes int64
 	// Sinks are the event sinks each event recorded is owed to.
 	Sinks []idemtype.EventSink
 	// BusyTimeout is how long a statement waits for a lock another
@@ -97,7 +100,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{BusyTimeout: o.BusyTimeout, DB: db.DB, Prefix: db.Prefix, Name: db.Name, Disk: cmp.Or(db.Disk, db.Name), Driver: drv, Batch: db.BatchRows, KeyOrder: db.KeyOrder, GroupCommits: db.GroupCommits,
+	s := &Store{BusyTimeout: o.BusyTimeout, DB: db.DB, Prefix: db.Prefix, Name: db.Name, Disk: cmp.Or(db.Disk, db.Name), Driver: drv, Batch: db.BatchRows, KeyOrder: db.KeyOrder, GroupCommits: db.GroupCommits, HeldBytes: db.HeldBytes,
 		Log: o.Logger, fp: o.Failpoints, Sinks: o.Notify}
 	s.Ledger = ledger.New(s.DB, drv, s.Prefix)
 	s.CP = checkpoint.New(s.DB, drv, s.Prefix)
