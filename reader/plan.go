@@ -81,6 +81,16 @@ type ScanOptions struct {
 	// reads, when the final plan has that schema and the partition has no
 	// superseded rows. Arrow IPC files and streams never call it.
 	Partitioned func(Cut)
+	// GrowTo, when larger than PartitionRows, makes a text file's
+	// partitions grow: each holds at most as many rows as the partitions
+	// before it hold together, and at least PartitionRows and at most
+	// GrowTo (10, 10, 20, 40, 80, 100, 100, … for 10 and 100), each still
+	// bounded by PartitionBytes. The cuts depend on the file and the
+	// options only, as they do without it. Parquet and Arrow files ignore
+	// it. An importer into SQLite asks for it for keys in random order,
+	// whose rows each partition writes in one pass over the table's B-tree
+	// (see docs/internals.md).
+	GrowTo int64
 
 	// secondCore, if set, keeps the pass on one goroutine until it is
 	// closed. Nil lets the pass use a second goroutine from the start: text
@@ -100,7 +110,7 @@ type ScanOptions struct {
 // stop it: they are counted in the plan.
 func (f *File) Scan(ctx context.Context, o ScanOptions) (*Plan, error) {
 	wo := partition.ScanOptions{PartitionRows: o.PartitionRows, PartitionBytes: o.PartitionBytes, KeepRejects: o.KeepRejects, Spill: o.Spill, Progress: o.Progress,
-		ContentDigest: o.ContentDigest, SecondCore: o.secondCore, TempDir: o.TempDir, KeysHeld: o.KeysHeld}
+		ContentDigest: o.ContentDigest, SecondCore: o.secondCore, TempDir: o.TempDir, KeysHeld: o.KeysHeld, GrowTo: o.GrowTo}
 	wo.Partitioned = o.Partitioned
 	var plan *Plan
 	var cands []int64

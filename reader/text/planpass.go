@@ -97,6 +97,7 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o p
 	var (
 		plan    = &partition.Plan{}
 		part    *idemtype.Partition
+		bound   int64
 		rowEnd  int64
 		ordinal int64
 		c       *rowChunk
@@ -144,6 +145,7 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o p
 		ordinal++
 		if part == nil {
 			part = &idemtype.Partition{Index: len(plan.Partitions), First: ordinal, Offset: start}
+			bound = o.RowBound(ordinal - 1)
 		}
 		part.Rows++
 		if c == nil {
@@ -165,7 +167,7 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o p
 		}
 		c.add(r, sc, cells)
 		rowEnd = sc.offset()
-		if part.Rows == o.PartitionRows || (o.PartitionBytes > 0 && rowEnd-part.Offset >= o.PartitionBytes) {
+		if part.Rows == bound || (o.PartitionBytes > 0 && rowEnd-part.Offset >= o.PartitionBytes) {
 			part.Length, part.CRC = rowEnd-part.Offset, sc.crcNow()
 			plan.Partitions = append(plan.Partitions, *part)
 			if o.Partitioned != nil {

@@ -102,6 +102,18 @@ type ScanOptions struct {
 	KeysHeld int
 	// Partitioned is as in the facade's ScanOptions.
 	Partitioned func(Cut)
+	// GrowTo is as in the facade's ScanOptions.
+	GrowTo int64
+}
+
+// RowBound returns the rows at most of the partition that begins after
+// before rows (ScanOptions.GrowTo): PartitionRows, or, when GrowTo is
+// larger, as many rows as the partitions before it hold, up to GrowTo.
+func (o ScanOptions) RowBound(before int64) int64 {
+	if o.GrowTo <= o.PartitionRows {
+		return o.PartitionRows
+	}
+	return min(o.GrowTo, max(o.PartitionRows, before))
 }
 
 // Cut is a partition the plan pass has finished before its end (see the
