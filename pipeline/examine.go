@@ -102,7 +102,7 @@ func (x *Examination) Read(ctx context.Context) (f *reader.File, plan *reader.Pl
 	if f, err = r.in.open(r.readerOptions(in)); err != nil {
 		return nil, nil, nil, err
 	}
-	plan, err = f.Scan(ctx, reader.ScanOptions{PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes, TempDir: tmp, KeysHeld: r.req.KeysHeld})
+	plan, err = f.Scan(ctx, reader.ScanOptions{PartitionRows: r.req.PartitionRows, GrowTo: r.growTo, PartitionBytes: r.req.PartitionBytes, TempDir: tmp, KeysHeld: r.req.KeysHeld})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -48,10 +48,13 @@ type PlanReport struct {
 	Partitions []reader.Partition `json:"partitions"`
 	// PartitionRows and PartitionBytes are the bounds the partitions were
 	// cut by (a Parquet or Arrow file's are its units, whatever their size).
-	PartitionRows  int64           `json:"partition_rows"`
-	PartitionBytes int64           `json:"partition_bytes"`
-	Rejects        []reader.Reject `json:"first_bad_rows,omitempty"`
-	Error          string          `json:"error,omitempty"` // a defect that stops the plan pass
+	PartitionRows  int64 `json:"partition_rows"`
+	PartitionBytes int64 `json:"partition_bytes"`
+	// GrowTo, when set, is the rows the partitions grew to from
+	// PartitionRows (reader.ScanOptions.GrowTo).
+	GrowTo  int64           `json:"partition_grow_to,omitempty"`
+	Rejects []reader.Reject `json:"first_bad_rows,omitempty"`
+	Error   string          `json:"error,omitempty"` // a defect that stops the plan pass
 	// ColumnsAdded and ColumnsWidened are the schema changes --evolve
 	// would make; Unfit says why the table does not fit the file (the
 	// import would refuse it).
@@ -154,7 +157,7 @@ func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) 
 	}
 	rep := &PlanReport{File: r.name(), FileID: r.id.FileID, FileKey: r.id.FileKey, ContentDigest: r.id.ContentDigest,
 		MappingDigest: r.id.MappingDigest, Mapping: r.id.Mapping, Table: r.target.Table,
-		MaxRejects: r.req.MaxRejects, PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes}
+		MaxRejects: r.req.MaxRejects, PartitionRows: r.req.PartitionRows, PartitionBytes: r.req.PartitionBytes, GrowTo: r.growTo}
 	inserted, settled := r.claimer().dryDecision(rep, dd)
 	if settled {
 		return rep.would(), nil

@@ -280,6 +280,7 @@ func (pl *planner) scan(ctx context.Context, in planInput, shared *reader.HashRe
 	spill := newRejectSpill(pl.req.MaxRejects, rejectsDir)
 	plan, err := f.Scan(ctx, reader.ScanOptions{
 		PartitionRows:  pl.req.PartitionRows,
+		GrowTo:         pl.growTo,
 		PartitionBytes: pl.req.PartitionBytes,
 		KeepRejects:    maxReported,
 		Spill:          spill.add,
@@ -535,7 +536,7 @@ func (kp *keeper) storePlan(ctx context.Context, p planned, ev *evolution) error
 func (kp *keeper) planRecord(p planned) ([]byte, []checkpoint.Partition, error) {
 	plan := p.plan
 	body, err := json.Marshal(storedPlan{Version: 1, Schema: plan.Schema, Rows: plan.Rows, Rejected: plan.Rejected, Superseded: plan.Superseded,
-		PartitionRows: kp.req.PartitionRows, PartitionBytes: kp.req.PartitionBytes, Limits: p.inputs.limits, JSONB: p.inputs.jsonb})
+		PartitionRows: kp.req.PartitionRows, GrowTo: kp.growTo, PartitionBytes: kp.req.PartitionBytes, Limits: p.inputs.limits, JSONB: p.inputs.jsonb})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -389,6 +389,16 @@ type Database struct {
 	HeldBytes int64
 }
 
+// Traits is implemented by a driver whose databases' KeyOrder and
+// GroupCommits are known before one is opened: a read-only open of a
+// database that does not exist yet (a dry run before the first import)
+// takes them from it, so that it plans as the import will (pipeline's
+// growing partitions follow GroupCommits).
+type Traits interface {
+	// Traits returns a Database with only KeyOrder and GroupCommits set.
+	Traits() Database
+}
+
 // ErrNoDatabase means a read-only open found no database at the DSN.
 var ErrNoDatabase = errors.New("no database")
 

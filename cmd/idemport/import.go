@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline"
@@ -46,6 +47,7 @@ type importOptions struct {
 	maxDelete     string
 	asOf          string
 	partitionRows int64
+	rowsFlag      *pflag.Flag // --partition-rows, to tell whether it was given
 	partBytes     string
 	maxRejects    string
 	lease         time.Duration
@@ -147,7 +149,8 @@ func decisionFlags(c *cobra.Command, o *importOptions) {
 	f := c.Flags()
 	f.StringVar(&o.maxDelete, "max-delete", "10%", "with --snapshot: refuse (exit 5, nothing deleted, resumable) a sweep removing more rows than this, a count or a percentage of the scope; an empty file sweeps only with 100%")
 	f.StringVar(&o.asOf, "as-of", "", "with --snapshot: the time the file's data is as of (RFC 3339 or YYYY-MM-DD; default its modification time); an older snapshot than the last applied is stale and writes nothing")
-	f.Int64Var(&o.partitionRows, "partition-rows", reader.DefaultPartitionRows, "rows per partition, the unit of commit and resume")
+	f.Int64Var(&o.partitionRows, "partition-rows", reader.DefaultPartitionRows, "rows per partition, the unit of commit and resume (unset, on SQLite with --key: growing from this to ten times this)")
+	o.rowsFlag = f.Lookup("partition-rows")
 	f.StringVar(&o.partBytes, "partition-bytes", english.Bytes(reader.DefaultPartitionBytes), "bytes per partition at most (plus one row, or one record batch), as rows per partition are, e.g. 16MiB (CSV, TSV, JSONL, and Arrow IPC, whose partitions gather its record batches; a Parquet row group is cut by --partition-rows alone, and a record batch is never cut)")
 	f.StringVar(&o.maxRejects, "max-rejects", "0", "bad rows allowed before the file is refused, a count or a percentage such as 0.5%; allowed ones go to the rejects quarantine")
 	f.StringVar(&o.minAge, "min-age", "", "skip files modified more recently than this (e.g. 5m, 2h, 1d): they may still be being written")
@@ -193,7 +196,7 @@ func (o *importOptions) request(path string) (pipeline.Request, error) {
 	return pipeline.Request{
 		MaxDelete: maxDelete, AsOf: asOf,
 		Name: o.name, Stdin: os.Stdin,
-		Path: path, FileID: o.fileID, Mapping: m, Remote: o.remote.client(), SpoolDir: o.remote.spool(), PartitionRows: o.partitionRows, PartitionBytes: partBytes, MaxRejects: limit,
+		Path: path, FileID: o.fileID, Mapping: m, Remote: o.remote.client(), SpoolDir: o.remote.spool(), PartitionRows: o.requestRows(), PartitionBytes: partBytes, MaxRejects: limit,
 		Lease: o.lease, Trigger: o.trigger, Wait: wait, Workers: o.workers, Rehash: o.rehash, Reapply: o.reapply, Replace: o.replace, MinAge: minAge,
 	}, nil
 }
@@ -272,6 +275,16 @@ func parseDelimiter(given string) (byte, error) {
 		return 0, usageError{fmt.Errorf("--delimiter %q: want one ASCII character other than a quote or line end", given)}
 	}
 	return d[0], nil
+}
+
+// requestRows returns the request's PartitionRows: 0 when --partition-rows
+// was not given, which lets the import choose (growing partitions on
+// SQLite with a key: pipeline.Request.PartitionRows).
+func (o *importOptions) requestRows() int64 {
+	if o.rowsFlag != nil && !o.rowsFlag.Changed {
+		return 0
+	}
+	return o.partitionRows
 }
 
 // checkRun checks the flags of how an import runs that need no parsing.

@@ -167,6 +167,10 @@ func planPartitions(w io.Writer, p *pipeline.PlanReport) error {
 	case reader.Arrow, reader.Arrows:
 		textf(w, "partitions:  %d (one per record batch)\n", len(p.Partitions))
 	default:
+		if p.GrowTo > 0 {
+			textf(w, "partitions:  %d (growing from %d rows to %d, at most %s each)\n", len(p.Partitions), p.PartitionRows, p.GrowTo, english.Bytes(p.PartitionBytes))
+			break
+		}
 		textf(w, "partitions:  %d (at most %d rows or %s each)\n", len(p.Partitions), p.PartitionRows, english.Bytes(p.PartitionBytes))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

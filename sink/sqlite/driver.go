@@ -137,16 +137,21 @@ func (Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Data
 	if abs, err := filepath.Abs(disk); err == nil {
 		disk = abs
 	}
-	// KeyOrder: a natural key's rows in random order land each on a
-	// random page of the table's B-tree; in key order, one page after
-	// another (1M rows of shuffled integer keys: 9.7 s of CPU in file
-	// order, 5.5 s in key order, pipeline/keyorder.go). GroupCommits:
-	// each commit of rows in random key order writes nearly every leaf
-	// of a large table to the log, and the checkpoint copies them again
-	// (10M rows of shuffled keys in partitions of 100,000: 92 GB written
-	// for a 714 MB database).
-	return &sink.Database{DB: db, Name: path, Disk: disk, Prefix: "idemport_", BatchRows: batchRows, KeyOrder: true, GroupCommits: true, HeldBytes: heldBytes}, nil
+	t := Driver{}.Traits()
+	return &sink.Database{DB: db, Name: path, Disk: disk, Prefix: "idemport_", BatchRows: batchRows, KeyOrder: t.KeyOrder, GroupCommits: t.GroupCommits, HeldBytes: heldBytes}, nil
 }
+
+// Traits implements sink.Traits.
+//
+// KeyOrder: a natural key's rows in random order land each on a
+// random page of the table's B-tree; in key order, one page after
+// another (1M rows of shuffled integer keys: 9.7 s of CPU in file
+// order, 5.5 s in key order, pipeline/keyorder.go). GroupCommits:
+// each commit of rows in random key order writes nearly every leaf
+// of a large table to the log, and the checkpoint copies them again
+// (10M rows of shuffled keys in partitions of 100,000: 92 GB written
+// for a 714 MB database).
+func (Driver) Traits() sink.Database { return sink.Database{KeyOrder: true, GroupCommits: true} }
 
 // ping opens db's first connection. A connection's first statement turns
 // a new file to WAL, which takes the file's exclusive lock; of two

@@ -55,6 +55,9 @@ type Plan struct {
 	// PartitionBytes is 0 in plans stored before partitions were bounded
 	// by bytes; their partitions are resumed as stored all the same.
 	PartitionBytes int64 `json:"partition_bytes,omitempty"`
+	// GrowTo is set when the partitions grew from PartitionRows rows to
+	// GrowTo (reader.ScanOptions.GrowTo).
+	GrowTo int64 `json:"grow_to,omitempty"`
 	// Limits and JSONB are what the plan pass checked values against, so
 	// that every attempt decides the same rows are bad.
 	Limits map[string]reader.Limit `json:"limits,omitempty"`

@@ -95,7 +95,12 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	db, err := drv.Open(ctx, dsn, sink.Settings{ReadOnly: o.ReadOnly, BusyTimeout: o.BusyTimeout, StateSchema: o.StateSchema})
 	if errors.Is(err, sink.ErrNoDatabase) && o.ReadOnly && o.AllowMissing {
 		name := drv.Redact(dsn)
-		return &Store{Name: name, Disk: name, Driver: drv, Log: o.Logger, fp: o.Failpoints, Sinks: o.Notify}, nil
+		s := &Store{Name: name, Disk: name, Driver: drv, Log: o.Logger, fp: o.Failpoints, Sinks: o.Notify}
+		if t, ok := drv.(sink.Traits); ok {
+			tr := t.Traits()
+			s.KeyOrder, s.GroupCommits = tr.KeyOrder, tr.GroupCommits
+		}
+		return s, nil
 	}
 	if err != nil {
 		return nil, err
