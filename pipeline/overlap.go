@@ -88,6 +88,14 @@ func overlapTime(lease, busy time.Duration) time.Duration {
 	return min(lease/4, busy/4, 10*time.Second)
 }
 
+// overlapWrite bounds the bytes of the file whose partitions an overlap
+// writes (of a Parquet file, its row groups' uncompressed size:
+// reader.Cut's Bytes): a larger transaction costs more than it saves. On SQLite its
+// pages go to the log uncommitted, which no checkpoint can copy until it
+// commits; past 16,384 frames (64 MiB) the writer then checkpoints the
+// whole log itself, inside that COMMIT (sink/sqlite/ckpt.c).
+const overlapWrite = 24 << 20
+
 // errOverlapTime stops an overlap whose plan pass ran past overlapTime.
 var errOverlapTime = errors.New("the plan pass took longer than an overlap may hold its transaction")
 
@@ -188,22 +196,17 @@ func (ov *overlap) read(ctx context.Context, items chan<- item) error {
 
 // next returns the i-th partition the pass finished, waiting for it; ok
 // is false when none is to be written any more: the plan is final and i
-// is past its limit or the overlap's time, or the pass ended without it.
-// Where the database bounds the bytes its transaction holds
-// (store.Store.HeldBytes: SQLite), once the partitions written hold that
-// many bytes of the file (written) it waits for the plan to be final and
-// stops. Without a bound (PostgreSQL) it writes every partition the pass
-// finishes, while the pass runs and after, up to its limit and its time.
+// is past its limit or the overlap's time, or the pass ended without it,
+// or the partitions written hold overlapWrite bytes of the file (written)
+// already, after which it waits for the plan to be final.
 // Past its time while the pass runs, it fails with errOverlapTime.
 func (ov *overlap) next(ctx context.Context, i int, written int64) (c reader.Cut, ok bool, err error) {
-	bound := ov.kp.e.st.HeldBytes
-	held := bound > 0 && written >= bound
 	for {
 		final := closed(ov.final)
-		if final && (i >= ov.limit || time.Since(ov.began) > ov.time || held) {
+		if final && (i >= ov.limit || time.Since(ov.began) > ov.time || written >= overlapWrite) {
 			return c, false, nil
 		}
-		if held {
+		if written >= overlapWrite {
 			select {
 			case <-ov.final:
 				continue
@@ -394,12 +397,7 @@ func (ov *overlap) settle(p planned, err error) bool {
 		ov.abort()
 		return false
 	}
-	// The pass cuts the last partition before it ends only when the
-	// file's last row fills it (its rows a multiple of --partition-rows,
-	// as a file of 1M rows is): an overlap that writes while the pass
-	// runs may then have written it, as the plan has it, and keeps it
-	// rather than roll back everything it wrote.
-	ov.limit = len(p.plan.Partitions)
+	ov.limit = len(p.plan.Partitions) - 1 // the last is never cut before the end
 	for i, pt := range p.plan.Partitions {
 		if len(pt.Superseded) > 0 {
 			ov.limit = min(ov.limit, i)

@@ -377,16 +377,6 @@ type Database struct {
 	// once for many partitions' rows. The database must have one writer
 	// at a time, so that a longer transaction only makes others wait.
 	GroupCommits bool
-	// HeldBytes bounds the bytes of a file (of a Parquet file, its row
-	// groups' uncompressed size) whose rows one transaction
-	// may write while it waits for something else, to commit only then:
-	// the transaction that writes a new file's first partitions while
-	// its plan pass runs, and stores the plan with them when the pass
-	// ends. Past it, that transaction waits for the plan with what it
-	// wrote. 0 means no bound: it writes every partition the pass
-	// finishes, within its time. SQLite's pages stay in its log until
-	// their transaction commits, so it bounds it; PostgreSQL need not.
-	HeldBytes int64
 }
 
 // Traits is implemented by a driver whose databases' KeyOrder and

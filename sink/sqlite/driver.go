@@ -138,7 +138,7 @@ func (Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Data
 		disk = abs
 	}
 	t := Driver{}.Traits()
-	return &sink.Database{DB: db, Name: path, Disk: disk, Prefix: "idemport_", BatchRows: batchRows, KeyOrder: t.KeyOrder, GroupCommits: t.GroupCommits, HeldBytes: heldBytes}, nil
+	return &sink.Database{DB: db, Name: path, Disk: disk, Prefix: "idemport_", BatchRows: batchRows, KeyOrder: t.KeyOrder, GroupCommits: t.GroupCommits}, nil
 }
 
 // Traits implements sink.Traits.
@@ -209,14 +209,6 @@ func openError(path string, s sink.Settings, err error) error {
 // writes a batch in ordinal mode, and bigger batches spread its fixed cost
 // (the count of stored keys, the step, the call into C) over more rows.
 const batchRows = 8192
-
-// heldBytes bounds the bytes of a file one transaction writes while it
-// waits to commit (sink.Database.HeldBytes): its pages stay in the log,
-// which no checkpoint copies until it commits, and past 16,384 frames
-// (64 MiB) its COMMIT checkpoints the whole log itself (ckpt.c). One
-// transaction over 8-9 partitions of the 1M orders rows made imports
-// 1.8-2.2x slower.
-const heldBytes = 24 << 20
 
 // ConnString is the database/sql connection string of driver "sqlite3"
 // that Open uses for the file at path.

@@ -65,9 +65,6 @@ type Store struct {
 	// GroupCommits says partitions whose keys came out of order may
 	// commit together (sink.Database.GroupCommits).
 	GroupCommits bool
-	// HeldBytes bounds the bytes of a file an overlap's transaction
-	// writes (sink.Database.HeldBytes; 0: no bound).
-	HeldBytes int64
 	// Sinks are the event sinks each event recorded is owed to.
 	Sinks []idemtype.EventSink
 	// BusyTimeout is how long a statement waits for a lock another
@@ -105,7 +102,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{BusyTimeout: o.BusyTimeout, DB: db.DB, Prefix: db.Prefix, Name: db.Name, Disk: cmp.Or(db.Disk, db.Name), Driver: drv, Batch: db.BatchRows, KeyOrder: db.KeyOrder, GroupCommits: db.GroupCommits, HeldBytes: db.HeldBytes,
+	s := &Store{BusyTimeout: o.BusyTimeout, DB: db.DB, Prefix: db.Prefix, Name: db.Name, Disk: cmp.Or(db.Disk, db.Name), Driver: drv, Batch: db.BatchRows, KeyOrder: db.KeyOrder, GroupCommits: db.GroupCommits,
 		Log: o.Logger, fp: o.Failpoints, Sinks: o.Notify}
 	s.Ledger = ledger.New(s.DB, drv, s.Prefix)
 	s.CP = checkpoint.New(s.DB, drv, s.Prefix)
