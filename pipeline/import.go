@@ -129,7 +129,8 @@ type Request struct {
 // to do is left out); each phase's values only grow, and its last report
 // has them equal to its totals. Hash and plan count the bytes of the file
 // as stored (compressed bytes for a compressed file) against its size;
-// apply counts rows against the plan's.
+// apply counts rows against the plan's. The plan phase's bytes reach its
+// total only in the report that its pass has ended.
 type Progress struct {
 	Phase      string // "hash", "plan" or "apply"
 	Bytes      int64

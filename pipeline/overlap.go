@@ -397,7 +397,9 @@ func (ov *overlap) settle(p planned, err error) bool {
 		ov.abort()
 		return false
 	}
-	ov.limit = len(p.plan.Partitions) - 1 // the last is never cut before the end
+	// A last partition is cut before the pass ends only when it is full
+	// (reader.ScanOptions.Partitioned): written, it is the plan's as any.
+	ov.limit = len(p.plan.Partitions)
 	for i, pt := range p.plan.Partitions {
 		if len(pt.Superseded) > 0 {
 			ov.limit = min(ov.limit, i)
@@ -411,8 +413,12 @@ func (ov *overlap) settle(p planned, err error) bool {
 		return false
 	}
 	for i, w := range ov.written {
+		if i >= ov.limit {
+			ov.abort()
+			return false
+		}
 		pt := p.plan.Partitions[i]
-		if i >= ov.limit || w.part.Index != i || len(pt.Superseded) > 0 || pt.First != w.part.First || pt.Offset != w.part.Offset ||
+		if w.part.Index != i || len(pt.Superseded) > 0 || pt.First != w.part.First || pt.Offset != w.part.Offset ||
 			pt.Length != w.part.Length || pt.CRC != w.part.CRC || pt.Rows != w.part.Rows || pt.Rejected != w.part.Rejected {
 			ov.abort()
 			return false

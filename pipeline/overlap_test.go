@@ -384,3 +384,75 @@ func TestOverlapNeverCommitsSupersededRows(t *testing.T) {
 		}
 	})
 }
+
+// TestOverlapWritesAFullLastPartition imports a file over 8 MiB of two
+// full partitions, in ordinal mode and by key, holding the plan stage's
+// report that the pass is done until the overlap has written both
+// (passHold): the pass cuts a last partition that is full before it ends
+// (reader.ScanOptions.Partitioned), and the plan keeps it as any other,
+// both committed with the plan, never rolled back for being the last.
+// The pass's own reports never say the whole file is read before the pass
+// has ended: its reader reads ahead (the last rows of this file are in its
+// buffer by the 196,608th row), and a report of every byte read then
+// would be held as the end of the pass, holding the pass itself, so that
+// the overlap waits for the last partition until it gives up
+// (overlapTime). The table holds the file, value by value as text.
+func TestOverlapWritesAFullLastPartition(t *testing.T) {
+	t.Parallel()
+	const partRows, rows = 100000, 200000
+	var b strings.Builder
+	b.WriteString("id,v\n")
+	for i := 1; i <= rows; i++ {
+		fmt.Fprintf(&b, "%d,value of row %d %s\n", i, i, strings.Repeat("x", 40))
+	}
+	content := b.String()
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, mode := range []string{"ordinal", "key"} {
+			t.Run(mode, func(t *testing.T) {
+				t.Parallel()
+				f := newFx(t, name)
+				path := f.write(t, "data.csv", content)
+				hold := newPassHold(2)
+				e, log := f.openHeld(t, hold)
+				var (
+					mu    sync.Mutex
+					whole []Progress // plan reports of the whole file read
+				)
+				req := Request{Path: path, Mapping: Mapping{Table: "t"}, PartitionRows: partRows, Lease: time.Minute, Progress: func(p Progress) {
+					if p.Phase == "plan" && p.Bytes >= p.TotalBytes {
+						mu.Lock()
+						whole = append(whole, p)
+						mu.Unlock()
+					}
+					hold.progress(p)
+				}}
+				if mode == "key" {
+					req.Mapping.Key = []string{"id"}
+				}
+				res := e.Import(context.Background(), req)
+				if res.Err != nil || res.Outcome != Imported || res.Rows.Inserted != rows || res.Partitions.Committed != 2 {
+					t.Fatalf("%s (%v): rows %+v, partitions %+v; want imported, %d rows in 2 partitions", res.Outcome, res.Err, res.Rows, res.Partitions, rows)
+				}
+				if len(whole) != 1 || whole[0].Rows != rows {
+					t.Errorf("the plan phase reported the whole file read %d times (%+v), want once, at the end of its pass", len(whole), whole)
+				}
+				if n := hold.atHold.Load(); n != 2 || !log.has(overlapKeptLog) || log.has(overlapRolledLog) {
+					t.Fatalf("the overlap wrote %d partitions before the plan was known, want both, kept with the plan:\n%s", n, log)
+				}
+				done := f.rows(t, `SELECT count(*) FROM `+f.tg.Ledger("partitions")+` WHERE done = 1 AND done_by = ?`, res.AttemptID)
+				if fmt.Sprint(done) != "[[2]]" {
+					t.Fatalf("partitions done by the import: %v, want 2", done)
+				}
+				got := f.rows(t, `SELECT `+f.tg.Text("t.id")+`, v FROM t ORDER BY t.id`)
+				if len(got) != rows {
+					t.Fatalf("t holds %d rows, want %d", len(got), rows)
+				}
+				for i, r := range got {
+					if want := []any{fmt.Sprint(i + 1), fmt.Sprintf("value of row %d %s", i+1, strings.Repeat("x", 40))}; fmt.Sprint(r) != fmt.Sprint(want) {
+						t.Fatalf("row %d: %v, want %v", i+1, r, want)
+					}
+				}
+			})
+		}
+	})
+}

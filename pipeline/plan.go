@@ -378,6 +378,13 @@ func (kp *keeper) planFile(ctx context.Context) (planned, bool, error) {
 	defer own.stop()
 	defer kp.ov.abort() // unless kept and committed
 	p, err := kp.planPass(ctx, func(b, rows int64) {
+		// What the pass has read runs ahead of the rows it has checked
+		// (its reader's buffer can hold the file's last rows a partition
+		// before its end): it has read the whole file only once it has
+		// ended, which the report below says.
+		if kp.id.Size > 0 {
+			b = min(b, kp.id.Size-1)
+		}
 		kp.req.progress(Progress{Phase: "plan", Bytes: b, TotalBytes: kp.id.Size, Rows: rows})
 	})
 	defer p.spill.close()
