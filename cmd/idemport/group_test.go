@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,10 +42,7 @@ func TestGroupKilledThenRerun(t *testing.T) {
 				rand.New(rand.NewPCG(3, 5)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 				testkit.WriteOrders(t, path, shuffled)
 				args := []string{"--key", "order_id", "--partition-rows", fmt.Sprint(crashRows / crashPartitions), "orders.csv"}
-				killed := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=" + c.point}, append([]string{"import"}, args...)...)
-				if killed.Signal != syscall.SIGKILL {
-					t.Fatalf("not killed at %s: exit %d\n%s%s", c.point, killed.Code, killed.Stdout, killed.Stderr)
-				}
+				killAlong(t, tg, dir, []string{c.point}, append([]string{"import"}, args...), nil)
 				skipped := c.ungroup
 				if name == testkit.SQLite {
 					skipped = c.grouped

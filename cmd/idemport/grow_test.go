@@ -1,11 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,24 +22,14 @@ func TestPartitionRowsUnsetGrows(t *testing.T) {
 	for i := 1; i <= 300001; i++ {
 		fmt.Fprintf(&b, "%d,x\n", i)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "big.csv"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	write(t, dir, "big.csv", b.String())
 	tg := testkit.NewTarget(t, testkit.SQLite, dir)
 	for _, c := range []struct {
 		args   []string
 		parts  int
 		growTo int64
 	}{{nil, 3, 1000000}, {[]string{"--partition-rows", "100000"}, 4, 0}} {
-		args := append([]string{"plan", "--output", "json", "--key", "id"}, c.args...)
-		r := tg.Exec(t, dir, nil, append(args, "big.csv")...)
-		var p struct {
-			Partitions []json.RawMessage `json:"partitions"`
-			GrowTo     int64             `json:"partition_grow_to"`
-		}
-		if err := json.Unmarshal([]byte(r.Stdout), &p); err != nil || r.Code != 0 {
-			t.Fatalf("plan %v: exit %d, %v\n%s%s", c.args, r.Code, err, r.Stdout, r.Stderr)
-		}
+		p := planTo(t, tg, dir, append(append([]string{"--key", "id"}, c.args...), "big.csv")...)
 		if len(p.Partitions) != c.parts || p.GrowTo != c.growTo {
 			t.Errorf("plan %v: %d partitions growing to %d, want %d growing to %d", c.args, len(p.Partitions), p.GrowTo, c.parts, c.growTo)
 		}
@@ -94,9 +81,7 @@ func TestGrowingPartitionsKilledThenRerun(t *testing.T) {
 		}
 		want = append(want, []string{fmt.Sprint(id), v, n})
 	}
-	if err := os.WriteFile(filepath.Join(dir, "items.csv"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	write(t, dir, "items.csv", b.String())
 	args := []string{"import", "--table", "items", "--key", "id", "items.csv"}
 	partitions := func() []int64 {
 		var sizes []int64

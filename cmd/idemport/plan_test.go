@@ -11,9 +11,11 @@ import (
 
 // planJSON is the part of plan's JSON report these tests read.
 type planJSON struct {
-	Decision     string `json:"decision"`
-	Detail       string `json:"detail"`
-	SweepRefused string `json:"sweep_refused"`
+	Decision     string            `json:"decision"`
+	Detail       string            `json:"detail"`
+	SweepRefused string            `json:"sweep_refused"`
+	Partitions   []json.RawMessage `json:"partitions"`
+	GrowTo       int64             `json:"partition_grow_to"`
 }
 
 // prediction is the decision, and whether the --max-delete guard would
