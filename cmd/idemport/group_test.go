@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -63,9 +64,10 @@ func TestGroupKilledThenRerun(t *testing.T) {
 // sixth written, neither committed: four partitions done as another
 // connection sees them), whose transaction holds the database's write
 // lock, and meets it with other runs on the same table. A second import
-// of the same file, and an import of another file that adds a column
-// (--evolve add), each with a short --busy-timeout, exit 4 naming the
-// stopped holder, and the table keeps its columns. With a long
+// of the same file, an import of another file that adds a column
+// (--evolve add), and an undo of an earlier import into the table, each
+// with a short --busy-timeout, exit 4 naming the stopped holder, and the
+// table and the ledger keep what they held. With a long
 // --busy-timeout the file that adds a column waits, and so does the undo
 // (--forget, as the import was by --key) of an earlier import into the
 // table; once the holder is resumed, all three finish: the group commits
@@ -103,6 +105,17 @@ func TestGroupMeetsOtherRuns(t *testing.T) {
 	if cols := columnsOf(t, tg, "t"); !slices.Equal(cols, []string{"id", "v"}) {
 		t.Fatalf("the busy imports changed the table: columns %v", cols)
 	}
+	// An undo waits for the lock no longer than its --busy-timeout either,
+	// and exits 4 naming the holder, having changed nothing.
+	u := finishWithin(t, start(t, tg, dir, nil, "undo", "--busy-timeout", "1s", "--forget", "--table", "t", "early.csv"), 2*time.Minute, "the undo")
+	host, _ := os.Hostname()
+	if u.Code != exitBusy || !strings.Contains(u.Stderr, holder) || !strings.Contains(u.Stderr, fmt.Sprintf("%s:%d", host, frozen.cmd.Process.Pid)) ||
+		!strings.Contains(u.Stderr, fmt.Sprintf("kill -CONT %d", frozen.cmd.Process.Pid)) {
+		t.Fatalf("undo with the holder stopped: exit %d, want 4 naming the holder %s\n%s%s", u.Code, holder, u.Stdout, u.Stderr)
+	}
+	if states := testkit.Query(t, tg.DB, `SELECT state FROM `+tg.Ledger("operations")+` WHERE rows_inserted = 10`); fmt.Sprint(states) != "[[completed]]" {
+		t.Fatalf("early.csv's operation after the busy undo: %v, want completed", states)
+	}
 
 	evolving := start(t, tg, dir, nil, append(args, "--evolve", "add", "--busy-timeout", "10m", "extra.csv")...)
 	undoing := start(t, tg, dir, nil, "undo", "--output", "json", "--forget", "--table", "t", "early.csv")
@@ -116,7 +129,7 @@ func TestGroupMeetsOtherRuns(t *testing.T) {
 		!slices.Equal(r.ColumnsAdded, []string{"w"}) || r.Rows.Inserted != 3 {
 		t.Fatalf("extra.csv: %s, columns added %v, rows %+v", r.Outcome, r.ColumnsAdded, r.Rows)
 	}
-	u := finishWithin(t, undoing, 2*time.Minute, "the undo")
+	u = finishWithin(t, undoing, 2*time.Minute, "the undo")
 	if u.Code != 0 || !strings.Contains(u.Stdout, `"forgot":true`) {
 		t.Fatalf("undo: exit %d\n%s%s", u.Code, u.Stdout, u.Stderr)
 	}

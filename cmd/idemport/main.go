@@ -240,7 +240,7 @@ func exitCode(ctx context.Context, err error) int {
 	if errors.As(err, new(refusedError)) {
 		return exitRefused
 	}
-	if errors.As(err, new(verifyBusyError)) {
+	if errors.As(err, new(verifyBusyError)) || errors.As(err, new(*pipeline.BusyError)) {
 		return exitBusy
 	}
 	return exitFailed

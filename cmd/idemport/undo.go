@@ -19,6 +19,7 @@ type undoOptions struct {
 	into          target
 	output, table string
 	forget        bool
+	busyTimeout   time.Duration
 	nf            notifyFlags
 }
 
@@ -50,6 +51,7 @@ snapshot's file again with --reapply, as undo says.`,
 	outputFlag(c, &o.output)
 	c.Flags().StringVar(&o.table, "table", "", "the table the file was imported into, when it went to several")
 	c.Flags().BoolVar(&o.forget, "forget", false, "keep the rows and only forget the import (required for imports by --key)")
+	c.Flags().Var(newDurationFlag(&o.busyTimeout, 30*time.Second), "busy-timeout", "how long to wait for a lock an import holds (SQLite's write lock, a PostgreSQL row or table lock) before exiting busy (4)")
 	o.nf.register(c)
 	feedFlag(c)
 	return c
@@ -71,7 +73,7 @@ func runUndo(c *cobra.Command, e *env, o *undoOptions, fileOrID string) error {
 	}
 	defer closeSinks(sinks)
 	// Undo writes: open the target for writing once it is known to exist.
-	op, err = o.into.operator(c.Context(), pipeline.Options{Notify: sinks, Failpoints: e.failpoints})
+	op, err = o.into.operator(c.Context(), pipeline.Options{Notify: sinks, Failpoints: e.failpoints, BusyTimeout: o.busyTimeout})
 	if err != nil {
 		return err
 	}

@@ -93,7 +93,67 @@ type SnapshotRef struct {
 // "undo". Undoing an undone operation changes nothing. The undo of a
 // --snapshot import withdraws its snapshot in the same transaction
 // (undoSnapshot), and the result says which snapshot is current now.
+// A lock an import holds inside its transaction (SQLite's write lock, a
+// PostgreSQL row or table lock) is waited for as long as the database
+// allows (pipeline.Options.BusyTimeout); past that Undo changes nothing
+// and returns a *BusyError naming the import.
 func (o *Operator) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error) {
+	res, err := o.undo(ctx, req)
+	if err != nil && ctx.Err() == nil && o.st.Driver.Locked(err) {
+		return nil, &BusyError{BusyError: o.lockedBy(ctx)}
+	}
+	return res, err
+}
+
+// BusyError says which import holds a lock an operator's command waited
+// for as long as the database allows: its pipeline.BusyError, with the
+// advice an operator's command takes.
+type BusyError struct {
+	*pipeline.BusyError
+}
+
+func (e *BusyError) Error() string {
+	return e.Holding() + "; rerun later, or with a longer --busy-timeout"
+}
+
+func (e *BusyError) Unwrap() error { return e.BusyError }
+
+// lockedBy names the imports that may hold the lock an operator's command
+// waited for, as an import names them (pipeline's holding.locked): the
+// attempts running, of any operation, but those found dead on this host;
+// those stopped on this host alone when there are any, as they cannot let
+// go.
+func (o *Operator) lockedBy(ctx context.Context) *pipeline.BusyError {
+	what := "holds a lock this command needs, inside its transaction"
+	if _, rowLocks := o.st.Driver.SkipLocked(""); !rowLocks {
+		what = "holds the database's write lock inside its transaction"
+	}
+	e := &pipeline.BusyError{What: what}
+	running, err := o.st.Ledger.Running(ctx, o.st.DB)
+	if err != nil {
+		o.st.Log.Warn("could not read which attempts are running", "err", err)
+		return e
+	}
+	here, _ := os.Hostname()
+	var stopped []pipeline.Holder
+	for _, a := range running {
+		if a.Host == here && proc.Gone(a.PID, a.ProcStart) {
+			continue
+		}
+		h := pipeline.Holder{Attempt: a.ID, Host: a.Host, PID: a.PID, Stopped: a.Host == here && proc.IsStopped(a.PID)}
+		e.Holders = append(e.Holders, h)
+		if h.Stopped {
+			stopped = append(stopped, h)
+		}
+	}
+	if len(stopped) > 0 {
+		e.Holders = stopped
+	}
+	return e
+}
+
+// undo is Undo, but for what it makes of a lock held past the busy timeout.
+func (o *Operator) undo(ctx context.Context, req UndoRequest) (*UndoResult, error) {
 	if err := o.st.Present(); err != nil {
 		return nil, err
 	}
