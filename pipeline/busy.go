@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -121,25 +122,39 @@ const (
 )
 
 // locked returns the BusyError of a run that waited as long as the
-// database allows (--busy-timeout) for a lock another transaction holds:
-// SQLite's write lock, or on PostgreSQL a row, table or advisory lock. Any
-// running attempt, of any operation, may hold it; those that run on this
-// host in a stopped process are the ones that cannot let go, and are named
-// alone when there are any. Attempts found dead on this host are left out.
+// database allows (--busy-timeout) for a lock another transaction holds
+// (LockedBy, leaving this attempt out); Waited says the run waited (--wait).
 func (h *holding) locked(ctx context.Context) *BusyError {
-	what := "holds a lock this import needs, inside its transaction"
-	if _, rowLocks := h.e.st.Driver.SkipLocked(""); !rowLocks {
+	e := LockedBy(ctx, h.e.st, h.log, "this import", h.attempt.ID)
+	e.Waited = h.req.Wait > 0
+	return e
+}
+
+// LockedBy returns the BusyError of a command (an import, an operator's
+// command on st) that waited as long as the database allows
+// (--busy-timeout) for a lock another transaction holds: SQLite's write
+// lock, or on PostgreSQL and MariaDB a row, table or advisory lock. needs
+// names the command in its What ("this import"). Any running attempt, of
+// any operation, may hold the lock but self (the command's own attempt,
+// or ""); those that run on this host in a stopped process are the ones
+// that cannot let go, and are named alone when there are any. Attempts
+// found dead on this host are left out. When the running attempts cannot
+// be read, log gets a warning and the error names no one.
+func LockedBy(ctx context.Context, st *store.Store, log *slog.Logger, needs, self string) *BusyError {
+	what := "holds a lock " + needs + " needs, inside its transaction"
+	if _, rowLocks := st.Driver.SkipLocked(""); !rowLocks {
 		what = "holds the database's write lock inside its transaction"
 	}
-	e := &BusyError{What: what, Waited: h.req.Wait > 0}
-	running, err := h.e.st.Ledger.Running(ctx, h.e.st.DB)
+	e := &BusyError{What: what}
+	running, err := st.Ledger.Running(ctx, st.DB)
 	if err != nil {
-		h.log.Warn("could not read which attempts are running", "err", err)
+		log.Warn("could not read which attempts are running", "err", err)
 		return e
 	}
+	here, _ := os.Hostname()
 	var stopped []Holder
 	for _, a := range running {
-		if a.ID == h.attempt.ID || (a.Host == h.attempt.Host && proc.Gone(a.PID, a.ProcStart)) {
+		if a.ID == self || (a.Host == here && proc.Gone(a.PID, a.ProcStart)) {
 			continue
 		}
 		holder := newHolder(a.ID, a.Host, a.PID, nil)

@@ -100,7 +100,7 @@ type SnapshotRef struct {
 func (o *Operator) Undo(ctx context.Context, req UndoRequest) (*UndoResult, error) {
 	res, err := o.undo(ctx, req)
 	if err != nil && ctx.Err() == nil && o.st.Driver.Locked(err) {
-		return nil, &BusyError{BusyError: o.lockedBy(ctx)}
+		return nil, &BusyError{BusyError: pipeline.LockedBy(ctx, o.st, o.st.Log, "this command", "")}
 	}
 	return res, err
 }
@@ -117,40 +117,6 @@ func (e *BusyError) Error() string {
 }
 
 func (e *BusyError) Unwrap() error { return e.BusyError }
-
-// lockedBy names the imports that may hold the lock an operator's command
-// waited for, as an import names them (pipeline's holding.locked): the
-// attempts running, of any operation, but those found dead on this host;
-// those stopped on this host alone when there are any, as they cannot let
-// go.
-func (o *Operator) lockedBy(ctx context.Context) *pipeline.BusyError {
-	what := "holds a lock this command needs, inside its transaction"
-	if _, rowLocks := o.st.Driver.SkipLocked(""); !rowLocks {
-		what = "holds the database's write lock inside its transaction"
-	}
-	e := &pipeline.BusyError{What: what}
-	running, err := o.st.Ledger.Running(ctx, o.st.DB)
-	if err != nil {
-		o.st.Log.Warn("could not read which attempts are running", "err", err)
-		return e
-	}
-	here, _ := os.Hostname()
-	var stopped []pipeline.Holder
-	for _, a := range running {
-		if a.Host == here && proc.Gone(a.PID, a.ProcStart) {
-			continue
-		}
-		h := pipeline.Holder{Attempt: a.ID, Host: a.Host, PID: a.PID, Stopped: a.Host == here && proc.IsStopped(a.PID)}
-		e.Holders = append(e.Holders, h)
-		if h.Stopped {
-			stopped = append(stopped, h)
-		}
-	}
-	if len(stopped) > 0 {
-		e.Holders = stopped
-	}
-	return e
-}
 
 // undo is Undo, but for what it makes of a lock held past the busy timeout.
 func (o *Operator) undo(ctx context.Context, req UndoRequest) (*UndoResult, error) {
