@@ -134,7 +134,7 @@ func (a *applier) evolveApart(ctx context.Context) (*evolution, error) {
 	// the key a first locker made goes, and the waiters, all making it
 	// again, deadlock.
 	defer lock.Commit()
-	if err := a.e.st.Driver.Lock(ctx, lock.Tx, "evolve "+a.target.Table); err != nil {
+	if err := a.e.st.Driver.LockTable(ctx, lock.Tx, "evolve", a.target.Table); err != nil {
 		return nil, err
 	}
 	table, err := a.e.st.Driver.Describe(ctx, a.e.st.DB, a.target.Table)

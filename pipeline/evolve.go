@@ -284,7 +284,7 @@ func (a *applier) evolveInPartition(ctx context.Context, tx *sql.Tx) (*evolution
 	if err == nil && ev.text != "" {
 		// A table found fitting needs no lock. One that does not is
 		// looked at again under it.
-		if err = a.e.st.Driver.Lock(ctx, tx, "evolve "+a.target.Table); err == nil {
+		if err = a.e.st.Driver.LockTable(ctx, tx, "evolve", a.target.Table); err == nil {
 			ev, err = a.evolveTarget(ctx, tx, schema, true)
 		}
 	}

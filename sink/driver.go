@@ -203,6 +203,14 @@ type Driver interface {
 	// key: two transactions that both find nothing recorded for key
 	// cannot both record it.
 	Lock(ctx context.Context, tx *sql.Tx, key string) error
+	// LockTable is Lock for a key about a table: what the lock is for
+	// ("evolve") and the table's name as given (Target.Table). Where a
+	// lock is held across the database while an unqualified name means
+	// a table of the session's schema, the key names the table the name
+	// resolves to in tx's session, so that sessions that mean one table
+	// lock each other out and sessions whose same name means tables of
+	// different schemas do not.
+	LockTable(ctx context.Context, tx *sql.Tx, what, table string) error
 	// SkipLocked returns the clause ending a SELECT … LIMIT 1 that locks
 	// the selected row of table alias of ("" for the only one) and skips
 	// rows other transactions hold, so that concurrent claims take

@@ -266,6 +266,12 @@ func (Driver) Lock(ctx context.Context, tx *sql.Tx, key string) error {
 	return err
 }
 
+// LockTable implements sink.Driver: the lock table is the database's,
+// where an unqualified name means one table to every session.
+func (d Driver) LockTable(ctx context.Context, tx *sql.Tx, what, table string) error {
+	return d.Lock(ctx, tx, what+" "+table)
+}
+
 // SkipLocked implements sink.Driver. MariaDB has no FOR UPDATE OF: the
 // clause locks the rows of every table the SELECT reads, and of is not
 // used (the outbox's claim, which joins, is spelled apart: ledger.go).

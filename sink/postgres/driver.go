@@ -325,6 +325,22 @@ func (Driver) Lock(ctx context.Context, tx *sql.Tx, key string) error {
 	return err
 }
 
+// LockTable implements sink.Driver. An advisory lock is the whole
+// database's, and an unqualified name means a table of the first schema
+// of the session's search path that has it, or, where none has, of the
+// schema it would be created in (current_schema()): the key names that
+// schema, so that imports into tables of one name in different schemas
+// do not wait for each other.
+func (d Driver) LockTable(ctx context.Context, tx *sql.Tx, what, table string) error {
+	if strings.Contains(table, ".") {
+		return d.Lock(ctx, tx, what+" "+table)
+	}
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || coalesce(
+		(SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($2)), current_schema(), '') || '.' || $3, 0))`,
+		what+" ", quoteTable(table), table)
+	return err
+}
+
 // SkipLocked implements sink.Driver.
 func (Driver) SkipLocked(of string) (string, bool) {
 	if of != "" {

@@ -195,8 +195,7 @@ func (Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*sink
 // lock on the table's name, so that concurrent imports into a new table do
 // not both try to create it: the second waits and then finds it.
 func (d Driver) Ensure(ctx context.Context, tx *sql.Tx, tg sink.Target, schema *arrow.Schema) error {
-	table := quoteTable(tg.Table)
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "idemport ensure "+table); err != nil {
+	if err := d.LockTable(ctx, tx, "idemport ensure", tg.Table); err != nil {
 		return fmt.Errorf("lock table %s: %w", tg.Table, err)
 	}
 	t, err := d.Describe(ctx, tx, tg.Table)
@@ -214,7 +213,7 @@ func (d Driver) Ensure(ctx context.Context, tx *sql.Tx, tg sink.Target, schema *
 	}
 	for _, name := range []string{sink.FileColumn, sink.RowColumn} {
 		if t.Column(name) == nil {
-			if err := alter(ctx, tx, `ALTER TABLE `+table+` ADD COLUMN IF NOT EXISTS `+q(name)+` bigint`); err != nil {
+			if err := alter(ctx, tx, `ALTER TABLE `+quoteTable(tg.Table)+` ADD COLUMN IF NOT EXISTS `+q(name)+` bigint`); err != nil {
 				return fmt.Errorf("add lineage column %s to %s: %w", name, tg.Table, err)
 			}
 		}

@@ -352,6 +352,9 @@ func names(ctx context.Context, qr sink.Querier, query string, args ...any) ([]s
 // at the same time.
 func (Driver) Lock(context.Context, *sql.Tx, string) error { return nil }
 
+// LockTable implements sink.Driver, as Lock.
+func (Driver) LockTable(context.Context, *sql.Tx, string, string) error { return nil }
+
 // SkipLocked implements sink.Driver: SQLite has no row locks; a claiming
 // transaction holds the write lock (BEGIN IMMEDIATE) instead.
 func (Driver) SkipLocked(string) (string, bool) { return "", false }
