@@ -280,7 +280,7 @@ func (a *applier) worker(ctx context.Context, mu *sync.Mutex) error {
 	// (an --atomic staging table, a snapshot's key table), which the
 	// completing transaction drops, still exist. A worker of a run that
 	// joins as others finish finds nothing to claim and touches neither.
-	first, err := a.claimAlone(ctx, conn)
+	first, err := a.claimAlone(ctx, conn, mu)
 	if err != nil && a.e.st.Driver.Deadlock(err) {
 		// The claim's transaction takes the locks a partition's
 		// transaction takes when it claims the next partition (the
@@ -410,28 +410,31 @@ func (a *applier) partitionPlan() (*reader.Plan, []idemtype.Type) {
 }
 
 // claimAlone leases the first partition of a worker in its own transaction.
-func (a *applier) claimAlone(ctx context.Context, conn *sql.Conn) (*checkpoint.Claim, error) {
+func (a *applier) claimAlone(ctx context.Context, conn *sql.Conn, mu *sync.Mutex) (*checkpoint.Claim, error) {
 	tx, err := beginTx(ctx, conn)
 	if err != nil {
 		return nil, fmt.Errorf("begin claim: %w", err)
 	}
 	defer tx.Rollback()
-	c, err := a.claimNext(ctx, tx.Tx)
+	c, err := a.claimNext(ctx, tx.Tx, mu)
 	if err != nil {
 		return nil, err
 	}
 	return c, tx.Commit()
 }
 
-// claimNext leases the next free partition inside tx.
-func (a *applier) claimNext(ctx context.Context, tx *sql.Tx) (*checkpoint.Claim, error) {
+// claimNext leases the next free partition inside tx. mu guards what the
+// attempt's workers share (applying).
+func (a *applier) claimNext(ctx context.Context, tx *sql.Tx, mu *sync.Mutex) (*checkpoint.Claim, error) {
 	c, err := a.e.st.CP.Claim(ctx, tx, a.op, a.attempt.ID, a.leaseMs)
 	if err != nil {
 		return nil, err
 	}
 	if c != nil && c.RecoveredFrom != "" {
 		a.log.Warn("recovered the lease of a dead or stalled attempt", "partition", c.Index, "from", c.RecoveredFrom)
+		mu.Lock()
 		a.ap.recovered = append(a.ap.recovered, c.RecoveredFrom)
+		mu.Unlock()
 		// Taken over, it is dead to the operation: a stalled process that
 		// wakes can no longer commit (fencing), and records its own end.
 		if err := a.e.st.Ledger.Died(ctx, tx, c.RecoveredFrom); err != nil {
@@ -531,7 +534,7 @@ func (a *applier) beginPartition(ctx context.Context, conn *sql.Conn, w *partiti
 	if err := a.e.st.CP.Fence(ctx, p.tx.Tx, a.op, index, a.attempt.ID, a.leaseMs); err != nil {
 		return a.lost(err)
 	}
-	c, err := a.claimNext(ctx, p.tx.Tx)
+	c, err := a.claimNext(ctx, p.tx.Tx, mu)
 	if err != nil {
 		return err
 	}

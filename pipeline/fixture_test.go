@@ -264,6 +264,7 @@ type helperJob struct {
 	DSN, StateSchema, Path, FileID, Failpoint string
 	PartitionRows, PartitionBytes             int64
 	Lease                                     time.Duration
+	Workers                                   int
 }
 
 func TestMain(m *testing.M) {
@@ -292,7 +293,7 @@ func runHelper(spec string) int {
 		return 1
 	}
 	defer e.Close()
-	res := e.Import(ctx, Request{Path: j.Path, FileID: j.FileID, PartitionRows: j.PartitionRows, PartitionBytes: j.PartitionBytes, Lease: j.Lease})
+	res := e.Import(ctx, Request{Path: j.Path, FileID: j.FileID, PartitionRows: j.PartitionRows, PartitionBytes: j.PartitionBytes, Lease: j.Lease, Workers: j.Workers})
 	fmt.Println(res.Outcome, res.Err)
 	if res.Err != nil {
 		return 1
