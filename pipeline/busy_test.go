@@ -189,10 +189,12 @@ func (c *cancelAt) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
-// TestWorkersRecoverLeasesAtOnce: a run of two workers takes over, one
-// each, the two partitions a killed run of two workers held, so that both
-// workers record a recovered lease; the result names the dead attempt,
-// and the target holds every row once. Run with -race: the workers add to
+// TestWorkersRecoverLeasesAtOnce: a run of two workers takes over the
+// partitions a killed run of two workers held (one on SQLite, whose
+// single writer lets the killed run claim one at a time; on PostgreSQL
+// and MariaDB both, usually one by each worker): the result says it
+// recovered their leases, and the target holds every row once. Run with
+// -race: the workers add to
 // what the attempt shares (applying) under its lock (the race detector
 // does not see two workers' claims unordered here: database/sql's pool
 // orders them).
