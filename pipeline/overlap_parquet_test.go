@@ -33,6 +33,30 @@ const overlapParquetRows = 120_000
 // bad row. It returns the file's path.
 func writeOverlapParquet(t *testing.T, dir, name string, groupRows int64, bad int) string {
 	t.Helper()
+	rec := overlapRecord(t, bad)
+	defer rec.Release()
+	tbl := array.NewTableFromRecords(rec.Schema(), []arrow.RecordBatch{rec})
+	defer tbl.Release()
+	path := filepath.Join(dir, name)
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	props := parquet.NewWriterProperties(parquet.WithStoreDecimalAsInteger(true), parquet.WithMaxRowGroupLength(groupRows))
+	if err := pqarrow.WriteTable(tbl, out, groupRows, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema())); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() < overlapBytes {
+		t.Fatalf("the Parquet file is less than an overlap serves: %v %v", st, err)
+	}
+	return path
+}
+
+// overlapRecord returns the rows of writeOverlapParquet's files as one
+// record batch, the row at ordinal bad (0: none) a bad row.
+func overlapRecord(t *testing.T, bad int) arrow.RecordBatch {
+	t.Helper()
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "edge", Type: arrow.PrimitiveTypes.Int64},
@@ -95,24 +119,7 @@ func writeOverlapParquet(t *testing.T, dir, name string, groupRows int64, bad in
 		}
 		b.Field(10).(*array.Float64Builder).Append(floats[i%int64(len(floats))])
 	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	tbl := array.NewTableFromRecords(schema, []arrow.RecordBatch{rec})
-	defer tbl.Release()
-	path := filepath.Join(dir, name)
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	props := parquet.NewWriterProperties(parquet.WithStoreDecimalAsInteger(true), parquet.WithMaxRowGroupLength(groupRows))
-	if err := pqarrow.WriteTable(tbl, out, groupRows, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema())); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Stat(path); err != nil || st.Size() < overlapBytes {
-		t.Fatalf("the Parquet file is less than an overlap serves: %v %v", st, err)
-	}
-	return path
+	return b.NewRecordBatch()
 }
 
 // parquetTableText returns every row of table as its columns' text (timestamps

@@ -248,8 +248,9 @@ func TestIPCReadsOnlyItsBatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// PartitionRows 1: a stream's partition is one record batch.
-			f, plan := scanChecked(t, path, Options{}, ScanOptions{PartitionRows: 1})
+			// PartitionRows a batch's rows: a partition is one record
+			// batch (fewer would cut a file's batches into ranges).
+			f, plan := scanChecked(t, path, Options{}, ScanOptions{PartitionRows: 1000})
 			f.Close() // readers opened alone: not the bytes the plan pass left for the last
 			if len(plan.Partitions) != 10 {
 				t.Fatalf("%d partitions", len(plan.Partitions))
@@ -306,7 +307,7 @@ func TestIPCSourceChanged(t *testing.T) {
 			}
 			path := filepath.Join(t.TempDir(), name)
 			writeCompressed(t, path, data)
-			f, plan := scanChecked(t, path, Options{}, ScanOptions{PartitionRows: 1})
+			f, plan := scanChecked(t, path, Options{}, ScanOptions{PartitionRows: 3}) // a record batch each
 			edited := append([]byte(nil), data...)
 			edited[flip] ^= 0x10
 			writeCompressed(t, path, edited)
@@ -508,8 +509,8 @@ func TestIPCPartitionBatches(t *testing.T) {
 	for _, size := range []int{1, 7, 50, 1000} {
 		t.Run(fmt.Sprint("batch=", size), func(t *testing.T) {
 			f, plan := scanChecked(t, path, Options{}, ScanOptions{PartitionRows: 10})
-			if len(plan.Partitions) != 1 {
-				t.Fatalf("PartitionRows split a record batch: %+v", plan.Partitions)
+			if len(plan.Partitions) != 5 {
+				t.Fatalf("a record batch of 50 rows, 10 rows a partition: %+v, want 5 ranges of its rows", plan.Partitions)
 			}
 			rows, ords := readPlan(t, f, plan, size)
 			if !reflect.DeepEqual(ords, seq(1, 50)) || !reflect.DeepEqual(rows, wantRows(specs, 50, nil)) {

@@ -16,15 +16,16 @@ type ScanOptions struct {
 	// DefaultPartitionRows. A Parquet row group is one partition, or, when
 	// it holds at least twice PartitionRows rows, as many partitions of
 	// about PartitionRows rows as it holds whole PartitionRows (ranges of
-	// its rows, decoded once when read in order). An Arrow record batch is
-	// always one partition.
+	// its rows, decoded once when read in order), and so is a record
+	// batch of an Arrow IPC file; an IPC stream's record batch is always
+	// one partition, or part of a run of them.
 	PartitionRows int64
 	// PartitionBytes bounds a text file's partitions by their bytes (in the
 	// decompressed stream) as well: a partition ends with the row that
 	// brings it to PartitionBytes bytes, so it holds less than
 	// PartitionBytes plus one row. 0 means DefaultPartitionBytes; a
-	// negative value means no bound. Parquet and Arrow files keep one
-	// partition per unit, whatever its size: their batches are bounded
+	// negative value means no bound. A Parquet row group or an Arrow
+	// record batch is never cut by its bytes: its batches are bounded
 	// instead (see File.Partition).
 	PartitionBytes int64
 	// KeepRejects is how many bad rows to list in Plan.Rejects; the rest are

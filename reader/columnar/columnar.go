@@ -21,12 +21,13 @@ import (
 // (parquet/pqarrow, arrow/ipc), and their record batches are converted to
 // the reader's types by a converter. Their partitions are their units, one
 // per Parquet row group or Arrow record batch: Partition.Offset is the
-// unit's index and Length is 1. A Parquet row group of at least twice
-// ScanOptions.PartitionRows rows is cut into ranges of its rows instead,
-// so that a file written as one large row group still commits, resumes
-// and overlaps decoding with writing partition by partition; and an IPC
-// stream's record batches are gathered into partitions of about
-// PartitionRows rows (see File.keep, and ipcStream).
+// unit's index and Length is 1. A Parquet row group, or an IPC file's
+// record batch, of at least twice ScanOptions.PartitionRows rows is cut
+// into ranges of its rows instead, so that a file written as one large row
+// group or record batch (Arrow JS writes a table so) still commits,
+// resumes and overlaps decoding with writing partition by partition; and
+// an IPC file's or stream's smaller record batches are gathered into
+// partitions of about PartitionRows rows (see File.keep, and ipcStream).
 
 // unitFile is a Parquet or Arrow IPC file seen as a sequence of units.
 type unitFile interface {
@@ -276,8 +277,16 @@ func (s *planner) unit(p idemtype.Partition, u unit) error {
 		s.before = 0
 	}
 	pieces := int64(1)
-	if f.parquet() != nil {
-		pieces = max(p.Rows/s.partRows, 1)
+	if rf := f.ranged(); rf != nil && p.Rows >= 2*s.partRows {
+		// A unit of its own (an IPC file's partition may be a run of
+		// record batches): cut into ranges of its rows.
+		rows, err := rf.unitRows(p.Offset)
+		if err != nil {
+			return f.unitError(err, fmt.Sprintf("%s %d", f.units.unitName(), p.Offset))
+		}
+		if rows == p.Rows+skipped(p) {
+			pieces = p.Rows / s.partRows
+		}
 	}
 	if pieces == 1 {
 		return s.part(p, u)

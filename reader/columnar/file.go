@@ -157,7 +157,7 @@ func (f *File) open(p idemtype.Partition, batchRows int) (unit, error) {
 	if p.Length > 1 {
 		u = &skipping{unit: u, skip: p.Length - 1}
 	}
-	if f.parquet() != nil {
+	if f.ranged() != nil {
 		u = &rowRange{unit: u, left: p.Rows}
 	}
 	return u, nil
@@ -166,11 +166,12 @@ func (f *File) open(p idemtype.Partition, batchRows int) (unit, error) {
 // Partitions that are more than a unit, or less, are read from one decoder
 // when they are read in order: the reader of one partition leaves its
 // decoder, at the first row of the next, for the reader of that partition
-// to take (keep, resume). A Parquet row group of at least twice
-// ScanOptions.PartitionRows rows is cut into partitions of about
-// PartitionRows rows; such a partition's Offset is its row group, and
-// Length is 1 plus the rows of the group before it (as for rows before the
-// table, see idemtype.Partition); its CRC is the whole group's. An IPC
+// to take (keep, resume). A Parquet row group, or an IPC file's record
+// batch, of at least twice ScanOptions.PartitionRows rows is cut into
+// partitions of about PartitionRows rows; such a partition's Offset is its
+// row group (record batch), and Length is 1 plus the rows of the group
+// before it (as for rows before the table, see idemtype.Partition); its
+// CRC is the whole group's (the dictionaries' and the batch's). An IPC
 // stream's partitions are runs of its record batches (see ipcStream). A
 // partition read out of order, or first after a resume, decodes the rows
 // before it to drop them.
@@ -198,11 +199,15 @@ func (f *File) keep(p idemtype.Partition, u unit) bool {
 	k := keptUnit{u: u}
 	switch inner := unwrap(u).(type) {
 	case *rowRange:
-		pq := f.parquet()
 		if inner.left != 0 {
 			return false
 		}
-		if p.Offset < 0 || p.Offset >= int64(pq.groups) || pq.md.RowGroup(int(p.Offset)).NumRows() <= skipped(p)+p.Rows {
+		rf := f.ranged()
+		if p.Offset < 0 || p.Offset >= rf.units() {
+			u.close()
+			return true
+		}
+		if rows, err := rf.unitRows(p.Offset); err != nil || rows <= skipped(p)+p.Rows {
 			u.close()
 			return true
 		}
@@ -287,15 +292,35 @@ func (f *File) Close() {
 	f.kept = nil
 }
 
-// parquet returns f's Parquet file, or nil. Only a Parquet file's
-// partitions may be ranges of a unit's rows.
+// parquet returns f's Parquet file, or nil.
 func (f *File) parquet() *parquetFile {
+	pq, _ := f.inner().(*parquetFile)
+	return pq
+}
+
+// inner returns f's units under their projection.
+func (f *File) inner() unitFile {
 	u := f.units
 	if p, ok := u.(*projected); ok {
 		u = p.unitFile
 	}
-	pq, _ := u.(*parquetFile)
-	return pq
+	return u
+}
+
+// ranged is a file whose partitions may be ranges of a unit's rows: a
+// Parquet file's row groups, an IPC file's record batches (not an IPC
+// stream's, whose partitions are runs of them).
+type ranged interface {
+	// unitRows returns the rows of unit k, which exists.
+	unitRows(k int64) (int64, error)
+	// units returns how many units the file has.
+	units() int64
+}
+
+// ranged returns f's units if their partitions may be ranges, or nil.
+func (f *File) ranged() ranged {
+	r, _ := f.inner().(ranged)
+	return r
 }
 
 // rowRange is the next left rows of a unit; rest holds the rows of the

@@ -312,6 +312,19 @@ func (s *ipcFile) scan(ctx context.Context, o partition.ScanOptions, fn func(p i
 		}
 		ld.reset(base)
 		where := fmt.Sprintf("record batch %d", k)
+		if len(part.recs) > 0 {
+			// A record batch that the planner cuts into ranges of its
+			// rows (see planner.unit) is a partition of its own.
+			rows, err := s.batchRows(b)
+			if err != nil {
+				return &input.ParseError{Path: s.f.Path, Offset: b.off, Err: fmt.Errorf("%w: %s: %w", input.ErrFormat, where, err)}
+			}
+			if rows >= 2*o.PartitionRows {
+				if err := flush(k - 1); err != nil {
+					return err
+				}
+			}
+		}
 		if len(part.recs) == 0 {
 			p, size, loads = idemtype.Partition{Offset: int64(k), Length: 1, CRC: dictCRC}, 0, nil
 		}
@@ -349,6 +362,10 @@ func (s *ipcFile) scan(ctx context.Context, o partition.ScanOptions, fn func(p i
 	}
 	return nil
 }
+
+func (s *ipcFile) units() int64 { return int64(len(s.blocks)) }
+
+func (s *ipcFile) unitRows(k int64) (int64, error) { return s.batchRows(s.blocks[k]) }
 
 // batchRows returns the rows of the record batch in block b, from its
 // message's metadata alone.
@@ -543,6 +560,11 @@ type blockMessages struct {
 }
 
 var _ ipc.MessageReader = (*blockMessages)(nil)
+
+var (
+	_ ranged = (*ipcFile)(nil)
+	_ ranged = (*parquetFile)(nil)
+)
 
 func (m *blockMessages) Message() (*ipc.Message, error) {
 	if m.msg != nil {

@@ -345,6 +345,10 @@ func (s *parquetFile) batchRows(k, n int) int {
 	return n
 }
 
+func (s *parquetFile) units() int64 { return int64(s.groups) }
+
+func (s *parquetFile) unitRows(k int64) (int64, error) { return s.md.RowGroup(int(k)).NumRows(), nil }
+
 // whole reports whether partition p is a whole row group, and the group's
 // uncompressed size.
 func (s *parquetFile) whole(p idemtype.Partition) (int64, bool) {

@@ -1,0 +1,80 @@
+package pipeline
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	"github.com/idemport/idemport/internal/testkit"
+)
+
+// TestArrowRecordBatchRanges imports an Arrow IPC file of one record batch
+// (as Arrow JS writes a table) cut into partitions of ranges of its rows,
+// failing after the third partition commits, then again: the rerun
+// resumes from the fourth, and the whole table, value by value as text
+// with each row's lineage, is the table the same file makes imported as
+// one partition. In ordinal mode and by key.
+func TestArrowRecordBatchRanges(t *testing.T) {
+	t.Parallel()
+	const partRows = 10_000
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, key := range [][]string{nil, {"id"}} {
+			t.Run(map[bool]string{true: "key", false: "ordinal"}[key != nil], func(t *testing.T) {
+				t.Parallel()
+				f := newFx(t, name)
+				rec := overlapRecord(t, 0)
+				defer rec.Release()
+				path := filepath.Join(f.dir, "data.arrow")
+				out, err := os.Create(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, err := ipc.NewFileWriter(out, ipc.WithSchema(rec.Schema()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Write(rec); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if err := out.Close(); err != nil {
+					t.Fatal(err)
+				}
+				const n = int64(overlapParquetRows)
+				req := Request{Path: path, Mapping: Mapping{Table: "t", Key: key}, PartitionRows: partRows, Lease: time.Minute}
+				first := f.failing(t, "after-partition-commit:3:error").Import(context.Background(), req)
+				if first.Outcome != Failed || first.Partitions.Total != n/partRows || first.Partitions.Committed != 3 {
+					t.Fatalf("%s %+v (%v), want failed after 3 of %d partitions", first.Outcome, first.Partitions, first.Err, n/partRows)
+				}
+				res := f.open(t, Options{}).Import(context.Background(), req)
+				if res.Err != nil || res.Outcome != Resumed {
+					t.Fatalf("%s: %v", res.Outcome, res.Err)
+				}
+				if p := res.Partitions; p.Total != n/partRows || p.Skipped != 3 || p.Committed != n/partRows-3 {
+					t.Fatalf("the rerun's partitions %+v, want %d, the first 3 skipped", p, n/partRows)
+				}
+				ref := f.open(t, Options{})
+				refReq := Request{Path: path, Mapping: Mapping{Table: "ref", Key: key}, PartitionRows: n, Lease: time.Minute}
+				if r := ref.Import(context.Background(), refReq); r.Err != nil || r.Outcome != Imported || r.Partitions.Total != 1 {
+					t.Fatalf("the import as one partition: %s %+v (%v)", r.Outcome, r.Partitions, r.Err)
+				}
+				got, want := parquetTableText(t, f, "t"), parquetTableText(t, f, "ref")
+				if int64(len(got)) != n {
+					t.Fatalf("t holds %d rows, want %d", len(got), n)
+				}
+				for i := range max(len(got), len(want)) {
+					if i >= len(got) || i >= len(want) || got[i] != want[i] {
+						t.Fatalf("t holds %d rows, the import as one partition %d; they differ at row %d:\n%q\n%q",
+							len(got), len(want), i, got[min(i, len(got)-1)], want[min(i, len(want)-1)])
+					}
+				}
+			})
+		}
+	})
+}
