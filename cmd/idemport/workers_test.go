@@ -427,7 +427,7 @@ func TestFrozenWorkerCommitsNothingAfterTakeover(t *testing.T) {
 		// others work; theirs is long, so that however late a loaded
 		// machine runs their heartbeats, the frozen run's lease is the only
 		// one ever taken over.
-		frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:2:stop"}, slices.Concat(args, []string{"--lease", "2s"})...))
+		frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:2:stop"}, slices.Concat(args, []string{"--lease", "2s", "--workers", "1"})...))
 		stalled := attemptOf(t, tg, frozen.cmd.Process.Pid)
 		if n := testkit.Int(t, tg.DB, tg.Rebind(`SELECT count(*) FROM `+tg.Ledger("partitions")+` WHERE done = 0 AND lease_attempt = ?`), stalled); n != 1 {
 			t.Fatalf("the frozen run holds %d leases, want the one on its next partition", n)
@@ -635,7 +635,7 @@ func TestWaitForPartitionLockedByFrozenHolder(t *testing.T) {
 		tg := testkit.NewTarget(t, name, dir)
 		want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 1000, 47)
 		args := []string{"import", "--output", "json", "--lease", "1s", "--partition-rows", "100", "orders.csv"}
-		frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:2:stop"}, args...))
+		frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:2:stop"}, append(args, "--workers", "1")...))
 		waitLeasesExpired(t, tg)
 		log := filepath.Join(dir, "other.log")
 		other := startLogging(t, tg.Cmd(t, dir, nil, append(args, "--wait=5m", "--log-level", "debug", "--log-format", "json")...), log)
@@ -760,7 +760,7 @@ func TestLiveHolderMidTransactionIsNotBusy(t *testing.T) {
 	dir := t.TempDir()
 	tg := testkit.NewTarget(t, testkit.Postgres, dir)
 	want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 200, 48)
-	args := []string{"import", "--output", "json", "--lease", "10m", "--partition-rows", "100", "orders.csv"}
+	args := []string{"import", "--output", "json", "--lease", "10m", "--partition-rows", "100", "--workers", "1", "orders.csv"}
 	holder := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:1:stop"}, args...))
 	// Elsewhere, its process cannot be seen stopped: to the other run it is
 	// a live attempt in the middle of its transaction.
