@@ -33,8 +33,19 @@ type started struct {
 
 // start starts the binary against tg; it is killed at cleanup if still
 // running.
+//
+// An import frozen by a failpoint's stop runs one worker unless args
+// give --workers: the test freezes one worker's state, and a second
+// worker would be frozen wherever it was, perhaps inside a claim's or a
+// partition's transaction whose locks then hold every other run.
 func start(t *testing.T, tg *testkit.Target, dir string, env []string, args ...string) *started {
 	t.Helper()
+	if len(args) > 0 && args[0] == "import" && !slices.Contains(args, "--workers") &&
+		slices.ContainsFunc(env, func(v string) bool {
+			return strings.HasPrefix(v, "IDEMPORT_FAILPOINT=") && strings.HasSuffix(v, ":stop")
+		}) {
+		args = slices.Concat(args[:1], []string{"--workers", "1"}, args[1:])
+	}
 	return launch(t, tg.Cmd(t, dir, env, args...))
 }
 
