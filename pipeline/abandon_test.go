@@ -42,7 +42,7 @@ func TestSourceChangedUnderResumedAttempt(t *testing.T) {
 		ctx := context.Background()
 		f := newFx(t, name)
 		path := f.write(t, "items.csv", itemsCSV(30))
-		f.killedHolding(t, helperJob{Path: path, PartitionRows: 3, Workers: 1, Failpoint: "after-partition-commit:3"})
+		f.killedHolding(t, helperJob{Path: path, PartitionRows: 3, Failpoint: "after-partition-commit:3"})
 		if got := f.rows(t, `SELECT count(*) FROM items`); !reflect.DeepEqual(got, [][]any{{int64(9)}}) {
 			t.Fatalf("the killed import left %v rows, want its 3 partitions' 9", got)
 		}

@@ -111,7 +111,7 @@ func TestJustExpiredLeaseIsNotBusy(t *testing.T) {
 	t.Parallel()
 	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		f := newFx(t, name)
-		req := Request{Path: f.write(t, "items.csv", items(300, 1)), Mapping: Mapping{Table: "items"}, Workers: 1, PartitionRows: 100, Lease: 10 * time.Minute}
+		req := Request{Path: f.write(t, "items.csv", items(300, 1)), Mapping: Mapping{Table: "items"}, PartitionRows: 100, Lease: 10 * time.Minute}
 		// Committed partition 0; holds partition 1's lease, out of any
 		// transaction; partition 2 is free.
 		h := f.holdPartition(t, req)

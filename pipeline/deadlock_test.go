@@ -189,8 +189,8 @@ func TestDeadlockedTakeOverRunsAgain(t *testing.T) {
 		t.Run("claim", func(t *testing.T) {
 			f := newFx(t, name)
 			// A killed process holds partition 0's lease.
-			req := Request{Path: f.write(t, "items.csv", items(300, 3)), Workers: 1, PartitionRows: 100}
-			f.killedHolding(t, helperJob{Path: req.Path, PartitionRows: 100, Workers: 1, Failpoint: "after-partition-claim"})
+			req := Request{Path: f.write(t, "items.csv", items(300, 3)), PartitionRows: 100}
+			f.killedHolding(t, helperJob{Path: req.Path, PartitionRows: 100, Failpoint: "after-partition-claim"})
 			victim := &expireDeadlocking{Driver: d}
 			res := f.open(t, Options{Drivers: sink.Registry{victim}}).Import(context.Background(), req)
 			if res.Outcome != Resumed || !res.RecoveredLease || res.Rows.Inserted != 300 || len(res.RecoveredFrom) != 1 {
@@ -203,7 +203,7 @@ func TestDeadlockedTakeOverRunsAgain(t *testing.T) {
 		})
 		t.Run("wait", func(t *testing.T) {
 			f := newFx(t, name)
-			req := Request{Path: f.write(t, "items.csv", items(300, 5)), Mapping: Mapping{Table: "items"}, Workers: 1, PartitionRows: 100, Lease: 10 * time.Minute}
+			req := Request{Path: f.write(t, "items.csv", items(300, 5)), Mapping: Mapping{Table: "items"}, PartitionRows: 100, Lease: 10 * time.Minute}
 			// Committed partition 0; holds partition 1's lease, out of
 			// any transaction, alive.
 			h := f.holdPartition(t, req)

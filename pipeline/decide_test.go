@@ -170,7 +170,7 @@ func decisionRows() []decisionRow {
 				t.Skip("Windows has no SIGSTOP")
 			}
 			req := Request{Path: f.write(t, "items.csv", items(4, 1)), PartitionRows: 2, Lease: time.Second}
-			cmd := f.process(t, helperJob{Path: req.Path, PartitionRows: 2, Lease: time.Second, Workers: 1, Failpoint: "after-partition-claim:stop"})
+			cmd := f.process(t, helperJob{Path: req.Path, PartitionRows: 2, Lease: time.Second, Failpoint: "after-partition-claim:stop"})
 			testkit.WaitStopped(t, cmd.Process.Pid)
 			f.waitLeasesExpired(t)
 			return req
@@ -300,7 +300,7 @@ func decisionRows() []decisionRow {
 			}},
 		{name: "abandoned-source-changed/create", want: ledger.Create, outcome: Imported, check: imported(5),
 			setup: func(t *testing.T, f *fx) Request {
-				req := Request{Path: f.write(t, "items.csv", items(4, 1)), FileID: "day1", Workers: 1, PartitionRows: 2}
+				req := Request{Path: f.write(t, "items.csv", items(4, 1)), FileID: "day1", PartitionRows: 2}
 				changing := req
 				changing.Progress = func(p Progress) {
 					if p.Phase == "apply" && p.Partitions == 1 {

@@ -193,14 +193,11 @@ func (f *fx) holdPlanning(t *testing.T, req Request) *holder {
 	return f.hold(t, e, req, gate.reached, gate.release)
 }
 
-// holdPartition starts an import of req, by one worker unless req gives
-// Workers, that stops after committing its first partition, holding the
-// lease of the next one (claimed in the same transaction) until release.
+// holdPartition starts an import of req that stops after committing its
+// first partition, holding the lease of the next one (claimed in the same
+// transaction) until release.
 func (f *fx) holdPartition(t *testing.T, req Request) *holder {
 	t.Helper()
-	if req.Workers == 0 {
-		req.Workers = 1
-	}
 	reached, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	req.Progress = func(p Progress) {

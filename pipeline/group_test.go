@@ -98,7 +98,7 @@ func TestGroupFailsWholeThenResumes(t *testing.T) {
 					ctx := context.Background()
 					f := newFx(t, name)
 					content, want := groupFile(sorted)
-					req := Request{Path: f.write(t, "items.csv", content), Workers: 1, PartitionRows: groupPartRows, Mapping: Mapping{Table: "items", Key: []string{"id"}}}
+					req := Request{Path: f.write(t, "items.csv", content), PartitionRows: groupPartRows, Mapping: Mapping{Table: "items", Key: []string{"id"}}}
 					ends := groupsOf(f.e.st.GroupCommits && !sorted)
 					var k int64
 					fmt.Sscanf(point[strings.LastIndexByte(point, ':')+1:], "%d", &k)

@@ -51,10 +51,7 @@ type Request struct {
 	// Wait, when positive, makes a busy run wait up to that long for the
 	// other attempt instead of returning Busy.
 	Wait time.Duration
-	// Workers is how many partitions are applied at once, each in a
-	// transaction of its own; 0 takes the database's number
-	// (sink.Database.Workers): 2 on PostgreSQL and MariaDB, 1 on SQLite.
-	// The overlap of writing with the plan pass serves one worker only.
+	// Workers is how many partitions are applied at once (default 1).
 	Workers int
 	// BatchRows is the rows per batch handed to the sink: by default what
 	// the database's driver asks for (sink.Database.BatchRows), and for 0
@@ -239,7 +236,7 @@ func (r *run) defaults() {
 		q.Trigger = DefaultTrigger
 	}
 	if q.Workers <= 0 {
-		q.Workers = max(r.e.st.Workers, 1)
+		q.Workers = 1
 	}
 	if q.PartitionRows <= 0 {
 		q.PartitionRows = reader.DefaultPartitionRows

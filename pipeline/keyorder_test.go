@@ -441,7 +441,7 @@ func TestKeyOrderKeepsTheLastValue(t *testing.T) {
 
 		// Ordinal mode: the file's order, whatever the key order asked.
 		kf := newKeyedFile(rand.New(rand.NewPCG(5, 11)), []string{"code", "v", "n"}, 1)
-		req := Request{Path: f.write(t, "ordinal.csv", kf.text), Workers: 1, PartitionRows: partRows, BatchRows: 7, Mapping: Mapping{Table: "ordinal"}}
+		req := Request{Path: f.write(t, "ordinal.csv", kf.text), PartitionRows: partRows, BatchRows: 7, Mapping: Mapping{Table: "ordinal"}}
 		wantImported(t, e.Import(context.Background(), req), int64(len(kf.rows)))
 		var ords []int64
 		for _, r := range f.rows(t, `SELECT `+f.tg.Text(sink.RowColumn)+`, code, v FROM ordinal ORDER BY `+map[bool]string{false: "rowid", true: "ctid"}[f.tg.IsPostgres()]) {

@@ -214,7 +214,7 @@ func TestResumeByteBoundedPartitions(t *testing.T) {
 		ctx := context.Background()
 		content, rows, lines := wideFile(200, "csv", 9)
 		path := f.write(t, "wide.csv", content)
-		f.killedHolding(t, helperJob{Path: path, PartitionRows: 1000, PartitionBytes: 3000, Workers: 1, Failpoint: "after-partition-commit:3"})
+		f.killedHolding(t, helperJob{Path: path, PartitionRows: 1000, PartitionBytes: 3000, Failpoint: "after-partition-commit:3"})
 		op := f.operation(t)
 		stored, err := f.e.st.CP.Partitions(ctx, f.e.st.DB, op)
 		if err != nil {
@@ -229,7 +229,7 @@ func TestResumeByteBoundedPartitions(t *testing.T) {
 			t.Fatalf("after the kill the table has %d rows, want the first 3 partitions' %d", got, parts[0].Rows+parts[1].Rows+parts[2].Rows)
 		}
 		// The rerun asks for other bounds; the stored plan keeps its own.
-		res := f.e.Import(ctx, Request{Path: path, Workers: 1, PartitionRows: 7, PartitionBytes: 100 << 20})
+		res := f.e.Import(ctx, Request{Path: path, PartitionRows: 7, PartitionBytes: 100 << 20})
 		f.wantOutcome(t, res, Resumed)
 		if res.Partitions.Total != int64(n) || res.Partitions.Skipped != 3 {
 			t.Errorf("resumed %+v, want %d partitions, 3 done before", res.Partitions, n)

@@ -173,7 +173,7 @@ func TestOverlapLandsParquet(t *testing.T) {
 				overlaps := c.groupRows < overlapParquetRows
 				hold := newPassHold(3)
 				e, log := f.openHeld(t, hold)
-				req := Request{Path: path, Mapping: Mapping{Table: "t", Key: c.key}, Workers: 1, PartitionRows: partRows, MaxRejects: c.max,
+				req := Request{Path: path, Mapping: Mapping{Table: "t", Key: c.key}, PartitionRows: partRows, MaxRejects: c.max,
 					Lease: time.Minute}
 				if overlaps {
 					req.Progress = hold.progress
@@ -240,7 +240,7 @@ func TestOverlapOfARefusedParquetFile(t *testing.T) {
 		before := f.catalog(t)
 		hold := newPassHold(1)
 		e, log := f.openHeld(t, hold)
-		req := Request{Path: path, Mapping: Mapping{Table: "t"}, Workers: 1, PartitionRows: 10_000, Lease: time.Minute, Progress: hold.progress}
+		req := Request{Path: path, Mapping: Mapping{Table: "t"}, PartitionRows: 10_000, Lease: time.Minute, Progress: hold.progress}
 		res := e.Import(context.Background(), req)
 		reason := fmt.Sprintf(`1 of %d rows is bad (at most 0 allowed); row %d column "big"`, overlapParquetRows, overlapParquetRows-3)
 		if res.Outcome != Refused || res.Refusal == nil || !strings.Contains(refusalText(res.Refusal), reason) {

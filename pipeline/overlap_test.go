@@ -201,7 +201,7 @@ func TestOverlapOfARefusedFile(t *testing.T) {
 				before := f.catalog(t)
 				hold := newPassHold(1)
 				e, log := f.openHeld(t, hold)
-				req := Request{Path: path, Mapping: Mapping{Table: "t", Key: c.key}, Workers: 1, PartitionRows: 2000, MaxRejects: c.max,
+				req := Request{Path: path, Mapping: Mapping{Table: "t", Key: c.key}, PartitionRows: 2000, MaxRejects: c.max,
 					Lease: time.Minute, Progress: hold.progress}
 				res := e.Import(context.Background(), req)
 				if res.Outcome != Refused || res.Refusal == nil || !strings.Contains(refusalText(res.Refusal), c.reason) {
@@ -329,7 +329,7 @@ func TestOverlapNeverCommitsSupersededRows(t *testing.T) {
 				path := f.write(t, "data.csv", b.String())
 				hold := newPassHold(c.hold)
 				e, log := f.openHeld(t, hold)
-				req := Request{Path: path, Mapping: Mapping{Table: "t", Key: []string{"id"}}, Workers: 1, PartitionRows: partRows,
+				req := Request{Path: path, Mapping: Mapping{Table: "t", Key: []string{"id"}}, PartitionRows: partRows,
 					Lease: time.Minute, Progress: hold.progress}
 				res := e.Import(context.Background(), req)
 				if res.Err != nil || res.Outcome != Imported {
@@ -418,7 +418,7 @@ func TestOverlapWritesAFullLastPartition(t *testing.T) {
 					mu    sync.Mutex
 					whole []Progress // plan reports of the whole file read
 				)
-				req := Request{Path: path, Mapping: Mapping{Table: "t"}, Workers: 1, PartitionRows: partRows, Lease: time.Minute, Progress: func(p Progress) {
+				req := Request{Path: path, Mapping: Mapping{Table: "t"}, PartitionRows: partRows, Lease: time.Minute, Progress: func(p Progress) {
 					if p.Phase == "plan" && p.Bytes >= p.TotalBytes {
 						mu.Lock()
 						whole = append(whole, p)

@@ -37,7 +37,7 @@ func TestWhatCommitsTogetherFailsTogether(t *testing.T) {
 				t.Run(point+"/"+mode, func(t *testing.T) {
 					ctx := context.Background()
 					f := newFx(t, name)
-					req := Request{Path: f.write(t, "items.csv", content.String()), Workers: 1, PartitionRows: 3, Mapping: Mapping{Table: "items", Key: key}}
+					req := Request{Path: f.write(t, "items.csv", content.String()), PartitionRows: 3, Mapping: Mapping{Table: "items", Key: key}}
 					failed := f.failing(t, point+":error").Import(ctx, req)
 					f.wantOutcome(t, failed, Failed)
 					done := int64(0) // partitions the failed run committed

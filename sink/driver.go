@@ -370,12 +370,6 @@ type Database struct {
 	// BatchRows is how many rows a batch handed to a Writer should have;
 	// 0 means a partition's.
 	BatchRows int
-	// Workers is how many partitions an import applies at once, each in a
-	// transaction of its own, when it is not told (pipeline.Request.Workers);
-	// 0 means 1. A server that runs a partition's statements on one core
-	// per connection takes 2: the second worker gives it a second core
-	// (docs/internals.md). SQLite, which has one writer, takes 1.
-	Workers int
 	// KeyOrder says a natural key's rows are written faster in the order
 	// of the key than in the file's (a B-tree whose pages the rows then
 	// reach one after another): the pipeline then hands a Writer each

@@ -462,7 +462,7 @@ func TestLedgerWipedAfterPartialRun(t *testing.T) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 15)
-		killed := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:5"}, "import", "--partition-rows", "100", "--workers", "1", "orders.csv")
+		killed := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:5"}, "import", "--partition-rows", "100", "orders.csv")
 		if killed.Signal != syscall.SIGKILL {
 			t.Fatalf("not killed: %d", killed.Code)
 		}
@@ -492,7 +492,7 @@ func TestInterruptRollsBackAndReleases(t *testing.T) {
 				dir := t.TempDir()
 				tg := testkit.NewTarget(t, name, dir)
 				rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 16)
-				cmd := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:4:stop"}, "import", "--partition-rows", strconv.Itoa(partRows), "--workers", "1", "orders.csv")).cmd
+				cmd := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:4:stop"}, "import", "--partition-rows", strconv.Itoa(partRows), "orders.csv")).cmd
 				cmd.Process.Signal(sig)
 				testkit.Continue(cmd.Process)
 				r := testkit.Wait(t, cmd)

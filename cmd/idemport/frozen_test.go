@@ -101,7 +101,7 @@ func TestFrozenHolderOfAnotherFile(t *testing.T) {
 		writeKeyed(t, dir, "a.csv", a)
 		writeKeyed(t, dir, "b.csv", b)
 		args := []string{"import", "--output", "json", "--table", "t", "--key", "id", "--partition-rows", "100"}
-		frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:2:stop"}, append(args, "--workers", "1", "a.csv")...))
+		frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:2:stop"}, append(args, "a.csv")...))
 		holder := attemptOf(t, tg, frozen.cmd.Process.Pid)
 
 		other := start(t, tg, dir, nil, append(args, "--busy-timeout", "1s", "b.csv")...)
@@ -159,7 +159,7 @@ func TestFrozenHolderAndSchemaChange(t *testing.T) {
 	writeKeyed(t, dir, "a.csv", a)
 	write(t, dir, "c.csv", "id,v,w\n1000,c1000,x\n1001,c1001,y\n")
 	args := []string{"import", "--output", "json", "--table", table, "--key", "id", "--partition-rows", "100"}
-	frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:2:stop"}, append(args, "--workers", "1", "a.csv")...))
+	frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:2:stop"}, append(args, "a.csv")...))
 	holder := attemptOf(t, tg, frozen.cmd.Process.Pid)
 
 	short := start(t, tg, dir, nil, append(args, "--evolve", "add", "--busy-timeout", "1s", "c.csv")...)

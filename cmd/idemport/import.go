@@ -48,7 +48,6 @@ type importOptions struct {
 	asOf          string
 	partitionRows int64
 	rowsFlag      *pflag.Flag // --partition-rows, to tell whether it was given
-	workersFlag   *pflag.Flag // --workers, likewise
 	partBytes     string
 	maxRejects    string
 	lease         time.Duration
@@ -129,8 +128,7 @@ func importFlags(e *env, c *cobra.Command, o *importOptions) {
 	f.Var(newDurationFlag(&o.lease, pipeline.DefaultLease), "lease", "how long a claim survives without a heartbeat before another run may take it over")
 	f.StringVar(&o.trigger, "trigger", pipeline.DefaultTrigger, "who runs this: manual, cron, ci or replay (recorded with the attempt)")
 	f.StringVar(&o.wait, "wait", "0", "when another run holds the file, wait for it up to this long (a duration such as 30m, or forever) instead of exiting 4")
-	f.IntVar(&o.workers, "workers", 0, "partitions applied at once (default 2 on PostgreSQL and MariaDB, 1 on SQLite)")
-	o.workersFlag = f.Lookup("workers")
+	f.IntVar(&o.workers, "workers", 1, "partitions applied at once")
 	f.Var(newDurationFlag(&o.busyTimeout, 30*time.Second), "busy-timeout", "how long to wait for a lock another import holds (SQLite's write lock, a PostgreSQL row or table lock) before exiting busy (4)")
 	outputFlag(c, &o.output)
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print results only for files that were not duplicates (and no summary line)")
@@ -289,13 +287,6 @@ func (o *importOptions) requestRows() int64 {
 	return o.partitionRows
 }
 
-// workersGiven says whether --workers was given (or its IDEMPORT_
-// variable, or a feed's workers): unset, o.workers is 0 and the import
-// takes the database's number (pipeline.Request.Workers).
-func (o *importOptions) workersGiven() bool {
-	return o.workersFlag != nil && o.workersFlag.Changed
-}
-
 // checkRun checks the flags of how an import runs that need no parsing.
 func (o *importOptions) checkRun() error {
 	switch o.trigger {
@@ -303,7 +294,7 @@ func (o *importOptions) checkRun() error {
 	default:
 		return usageError{fmt.Errorf("--trigger %q: want manual, cron, ci or replay", o.trigger)}
 	}
-	if o.partitionRows <= 0 || o.workers < 0 || o.workers == 0 && o.workersGiven() || o.lease <= 0 {
+	if o.partitionRows <= 0 || o.workers <= 0 || o.lease <= 0 {
 		return usageError{fmt.Errorf("--partition-rows, --workers and --lease must be positive")}
 	}
 	return nil

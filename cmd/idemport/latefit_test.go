@@ -167,7 +167,7 @@ func TestTableChangedAfterCommitsIsRefused(t *testing.T) {
 				writeFile(t, dir, "base.csv", "id,v\n10,x\n")
 				importTo(t, tg, dir, nil, 0, "--table", "t", "base.csv")
 				writeFile(t, dir, "f.csv", "id,v\n1,a\n2,b\n3,c\n")
-				args := []string{"--table", "t", "--partition-rows", "1", "--workers", "1", "f.csv"}
+				args := []string{"--table", "t", "--partition-rows", "1", "f.csv"}
 				if c.atomic {
 					args = append(args, "--atomic")
 				}

@@ -290,7 +290,7 @@ func TestLifecycle(t *testing.T) {
 		}},
 		{"a killed attempt is recorded as died once taken over", func(l *life) {
 			f := l.write("d.csv", "id\n1\n2\n3\n4\n")
-			r := l.tg.Exec(l.t, l.dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit"}, "import", "--partition-rows", "2", "--workers", "1", f)
+			r := l.tg.Exec(l.t, l.dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit"}, "import", "--partition-rows", "2", f)
 			if r.Signal != syscall.SIGKILL {
 				l.t.Fatalf("want the first run killed, got %+v", r)
 			}

@@ -267,7 +267,7 @@ func TestRowsRefusedAtApplyTimeAreQuarantined(t *testing.T) {
 		tg := testkit.NewTarget(t, name, dir)
 		accountsTable(t, tg)
 		write(t, dir, "accounts.csv", accountsCSV)
-		args := []string{"--partition-rows", "4", "--workers", "1", "accounts.csv"}
+		args := []string{"--partition-rows", "4", "accounts.csv"}
 
 		// --max-rejects 1 admits row 6, not rows 10 and 12.
 		failed := importTo(t, tg, dir, nil, 1, append([]string{"--max-rejects", "1"}, args...)...)

@@ -291,7 +291,7 @@ func TestMariaDBAbandonDropsCreatedTable(t *testing.T) {
 	t.Parallel()
 	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
 		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 100, 3)
-		s := launch(t, tg.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:stop"}, "import", "--output", "json", "--partition-rows", "25", "--workers", "1", "orders.csv"))
+		s := launch(t, tg.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:stop"}, "import", "--output", "json", "--partition-rows", "25", "orders.csv"))
 		stopped(t, s)
 		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 100, 4) // another content, same size or not
 		continued(t, s)

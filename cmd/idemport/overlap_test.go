@@ -104,7 +104,7 @@ func TestOverlapLandsEveryValue(t *testing.T) {
 					dir := t.TempDir()
 					tg := testkit.NewTarget(t, name, dir)
 					cols := trickyOverlapFile(t, dir, late)
-					args := []string{"--table", "t", "--partition-rows", "20000", "--workers", "1"}
+					args := []string{"--table", "t", "--partition-rows", "20000"}
 					if mode == "key" {
 						args = append(args, "--key", "id")
 					}
@@ -158,7 +158,7 @@ func TestOverlapKilledThenRerun(t *testing.T) {
 					dir := t.TempDir()
 					tg := testkit.NewTarget(t, name, dir)
 					rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), overlapOrders, 5)
-					args := []string{"--partition-rows", "10000", "--workers", "1", "orders.csv"}
+					args := []string{"--partition-rows", "10000", "orders.csv"}
 					if mode == "natural" {
 						args = append([]string{"--key", "order_id"}, args...)
 					}
@@ -200,7 +200,7 @@ func TestOverlapMeetsAnotherImport(t *testing.T) {
 				tg := testkit.NewTarget(t, name, dir)
 				a := testkit.Orders(t, filepath.Join(dir, "a.csv"), overlapOrders, 1)
 				b := testkit.Orders(t, filepath.Join(dir, "b.csv"), 3000, 2)
-				args := []string{"import", "--table", "t", "--partition-rows", "10000", "--workers", "1"}
+				args := []string{"import", "--table", "t", "--partition-rows", "10000"}
 				first := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-overlap:2:stop"}, append(args, "a.csv")...))
 				second := start(t, tg, dir, nil, append(args, "--busy-timeout", busy, "b.csv")...)
 				time.Sleep(1500 * time.Millisecond)

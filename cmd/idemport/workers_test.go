@@ -33,19 +33,8 @@ type started struct {
 
 // start starts the binary against tg; it is killed at cleanup if still
 // running.
-//
-// An import frozen by a failpoint's stop runs one worker unless args
-// give --workers: the test freezes one worker's state, and a second
-// worker would be frozen wherever it was, perhaps inside a claim's or a
-// partition's transaction whose locks then hold every other run.
 func start(t *testing.T, tg *testkit.Target, dir string, env []string, args ...string) *started {
 	t.Helper()
-	if len(args) > 0 && args[0] == "import" && !slices.Contains(args, "--workers") &&
-		slices.ContainsFunc(env, func(v string) bool {
-			return strings.HasPrefix(v, "IDEMPORT_FAILPOINT=") && strings.HasSuffix(v, ":stop")
-		}) {
-		args = slices.Concat(args[:1], []string{"--workers", "1"}, args[1:])
-	}
 	return launch(t, tg.Cmd(t, dir, env, args...))
 }
 
@@ -438,7 +427,7 @@ func TestFrozenWorkerCommitsNothingAfterTakeover(t *testing.T) {
 		// others work; theirs is long, so that however late a loaded
 		// machine runs their heartbeats, the frozen run's lease is the only
 		// one ever taken over.
-		frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:2:stop"}, slices.Concat(args, []string{"--lease", "2s", "--workers", "1"})...))
+		frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:2:stop"}, slices.Concat(args, []string{"--lease", "2s"})...))
 		stalled := attemptOf(t, tg, frozen.cmd.Process.Pid)
 		if n := testkit.Int(t, tg.DB, tg.Rebind(`SELECT count(*) FROM `+tg.Ledger("partitions")+` WHERE done = 0 AND lease_attempt = ?`), stalled); n != 1 {
 			t.Fatalf("the frozen run holds %d leases, want the one on its next partition", n)
@@ -646,7 +635,7 @@ func TestWaitForPartitionLockedByFrozenHolder(t *testing.T) {
 		tg := testkit.NewTarget(t, name, dir)
 		want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 1000, 47)
 		args := []string{"import", "--output", "json", "--lease", "1s", "--partition-rows", "100", "orders.csv"}
-		frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:2:stop"}, append(args, "--workers", "1")...))
+		frozen := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:2:stop"}, args...))
 		waitLeasesExpired(t, tg)
 		log := filepath.Join(dir, "other.log")
 		other := startLogging(t, tg.Cmd(t, dir, nil, append(args, "--wait=5m", "--log-level", "debug", "--log-format", "json")...), log)
@@ -771,7 +760,7 @@ func TestLiveHolderMidTransactionIsNotBusy(t *testing.T) {
 	dir := t.TempDir()
 	tg := testkit.NewTarget(t, testkit.Postgres, dir)
 	want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 200, 48)
-	args := []string{"import", "--output", "json", "--lease", "10m", "--partition-rows", "100", "--workers", "1", "orders.csv"}
+	args := []string{"import", "--output", "json", "--lease", "10m", "--partition-rows", "100", "orders.csv"}
 	holder := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-partition:1:stop"}, args...))
 	// Elsewhere, its process cannot be seen stopped: to the other run it is
 	// a live attempt in the middle of its transaction.

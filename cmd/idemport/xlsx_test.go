@@ -69,7 +69,7 @@ func TestExcel(t *testing.T) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
 		writeWorkbook(t, filepath.Join(dir, "orders.xlsx"), 12)
-		args := []string{"import", "--sheet", "Orders", "--skip-lines", "1", "--partition-rows", "5", "--workers", "1", "orders.xlsx"}
+		args := []string{"import", "--sheet", "Orders", "--skip-lines", "1", "--partition-rows", "5", "orders.xlsx"}
 		run := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:1"}, args...)
 		if run.Code == 0 {
 			t.Fatalf("not killed:\n%s", run.Stdout)

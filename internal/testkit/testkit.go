@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -171,14 +170,6 @@ func Cmd(t testing.TB, dir string, env []string, args ...string) *exec.Cmd {
 	cmd := exec.Command(Binary(t), args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	// A run a failpoint kills, stops or fails is one worker's unless the
-	// test says otherwise (--workers, IDEMPORT_WORKERS): the counts of
-	// partitions done at the failpoint, and the locks a stopped run
-	// holds, are one worker's.
-	if slices.ContainsFunc(env, func(v string) bool { return strings.HasPrefix(v, "IDEMPORT_FAILPOINT=") }) &&
-		!slices.ContainsFunc(env, func(v string) bool { return strings.HasPrefix(v, "IDEMPORT_WORKERS=") }) {
-		cmd.Env = append(cmd.Env, "IDEMPORT_WORKERS=1")
-	}
 	return cmd
 }
 

@@ -65,7 +65,7 @@ func (d Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Da
 	// page of it; in key order, one page after another (1M rows of
 	// shuffled ids: the server's CPU about 0.8x of file order's, the
 	// same as the mariadb client's LOAD DATA of the file; docs/internals.md).
-	out := &sink.Database{DB: db, Name: name(cfg), Prefix: Prefix, KeyOrder: true, Workers: 2}
+	out := &sink.Database{DB: db, Name: name(cfg), Prefix: Prefix, KeyOrder: true}
 	out.Disk = "the server's disk (" + out.Name + ")"
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()

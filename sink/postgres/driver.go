@@ -100,7 +100,7 @@ func (d Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Da
 	// KeyOrder: a natural key's rows in random order land each on a
 	// random page of the key's index; in key order, one page after
 	// another (see the writer's tryDirect for a batch of increasing keys).
-	out := &sink.Database{DB: db, Name: d.name(dsn), Prefix: q(s.StateSchema) + ".", BatchRows: 0, KeyOrder: true, Workers: 2}
+	out := &sink.Database{DB: db, Name: d.name(dsn), Prefix: q(s.StateSchema) + ".", BatchRows: 0, KeyOrder: true}
 	out.Disk = "the server's disk (" + out.Name + ")"
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()

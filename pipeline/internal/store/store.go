@@ -59,9 +59,6 @@ type Store struct {
 	// Batch is the rows per batch handed to the driver's writer; 0 means a
 	// partition's.
 	Batch int
-	// Workers is how many partitions an import applies at once unless
-	// told (sink.Database.Workers); 0 means 1.
-	Workers int
 	// KeyOrder says the driver's writer takes a natural key's rows
 	// faster in key order (sink.Database.KeyOrder).
 	KeyOrder bool
@@ -105,7 +102,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{BusyTimeout: o.BusyTimeout, DB: db.DB, Prefix: db.Prefix, Name: db.Name, Disk: cmp.Or(db.Disk, db.Name), Driver: drv, Batch: db.BatchRows, Workers: db.Workers, KeyOrder: db.KeyOrder, GroupCommits: db.GroupCommits,
+	s := &Store{BusyTimeout: o.BusyTimeout, DB: db.DB, Prefix: db.Prefix, Name: db.Name, Disk: cmp.Or(db.Disk, db.Name), Driver: drv, Batch: db.BatchRows, KeyOrder: db.KeyOrder, GroupCommits: db.GroupCommits,
 		Log: o.Logger, fp: o.Failpoints, Sinks: o.Notify}
 	s.Ledger = ledger.New(s.DB, drv, s.Prefix)
 	s.CP = checkpoint.New(s.DB, drv, s.Prefix)
