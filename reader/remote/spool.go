@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"regexp"
 	"strconv"
 	"sync"
 	"time"
@@ -62,8 +63,9 @@ var ErrSpoolDir = errors.New("the spool directory is not private")
 // or, when it proved none or its masked URL does not name it alone (see
 // Object.NamedByPath), its whole URL, size and modification time. It
 // creates dir (0700) when missing and checks that it is private, a
-// failure that wraps ErrSpoolDir; nothing is read or written in it until
-// the first read.
+// failure that wraps ErrSpoolDir; nothing of this object's is read or
+// written in it until the first read. It removes other objects' copies in
+// dir that nothing has written for SpoolKeep (see sweepSpool).
 func NewSpool(obj *Object, dir string) (*Spool, error) {
 	var id string
 	if obj.info.Proves() && obj.byPath { // a presigned URL's copy survives a new signature
@@ -78,7 +80,79 @@ func NewSpool(obj *Object, dir string) (*Spool, error) {
 		return nil, err
 	}
 	s.root = root
+	sweepSpool(root, s.name, time.Now())
 	return s, nil
+}
+
+// SpoolKeep is how long a copy in the spool directory that nothing has
+// written is kept for a later attempt of its import. A copy outlives its
+// process only when its operation did not settle (the attempt failed, was
+// killed or interrupted); if no attempt ever settles it, or one on another
+// host or a command like abandon does, nothing else would remove it.
+const SpoolKeep = 7 * 24 * time.Hour
+
+// spoolCopy matches the names of copies (and, with ".sums", of their sums
+// files) that NewSpool makes.
+var spoolCopy = regexp.MustCompile(`^(idemport-[0-9a-f]{24}\.spool)(\.sums)?$`)
+
+// sweepSpool removes from root the copies, other than keep, whose copy and
+// sums file are both older than SpoolKeep at now, with their sums files.
+// A copy whose sums file another process holds locked (it is filling it)
+// stays, as do entries that are not regular files, names of another form,
+// and whatever cannot be removed: it reports nothing, since a copy it
+// leaves costs only room.
+func sweepSpool(root *os.Root, keep string, now time.Time) {
+	entries, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		return
+	}
+	seen := map[string]bool{keep: true}
+	for _, e := range entries {
+		m := spoolCopy.FindStringSubmatch(e.Name())
+		if m == nil || seen[m[1]] {
+			continue
+		}
+		name := m[1]
+		seen[name] = true
+		if !spoolStale(root, name, now) {
+			continue
+		}
+		sums, err := root.OpenFile(name+".sums", os.O_RDWR, 0)
+		if err == nil {
+			done, cancel := context.WithCancel(context.Background())
+			cancel() // one try: a filler holds the lock for as long as it fills
+			unlock, err := lockFile(done, sums)
+			if err != nil {
+				sums.Close()
+				continue
+			}
+			root.Remove(name)
+			unlock()
+			sums.Close() // before its removal, which Windows refuses for an open file
+			root.Remove(name + ".sums")
+			continue
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			root.Remove(name)
+		}
+	}
+}
+
+// spoolStale reports whether the copy name and its sums file, where they
+// exist, are regular files not written since SpoolKeep before now.
+func spoolStale(root *os.Root, name string, now time.Time) bool {
+	found := false
+	for _, n := range []string{name, name + ".sums"} {
+		st, err := root.Lstat(n)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil || !st.Mode().IsRegular() || now.Sub(st.ModTime()) < SpoolKeep {
+			return false
+		}
+		found = true
+	}
+	return found
 }
 
 // openPrivateDir creates dir (0700) when missing, opens it, and checks the

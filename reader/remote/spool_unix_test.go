@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/idemport/idemport/reader/remote"
 )
@@ -168,5 +169,93 @@ func TestSpoolPlantedEntries(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSpoolSweepsStaleCopies: a new spool removes the copies of other
+// objects that nothing has written for SpoolKeep, with their sums files,
+// and leaves its own object's copy however old, a recent copy, a stale
+// copy whose sums file another process holds locked (it is filling it),
+// and files of another name.
+func TestSpoolSweepsStaleCopies(t *testing.T) {
+	s := stores(t)[1]
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "spool")
+	copyOf := func(key string) (*remote.Object, string) {
+		t.Helper()
+		s.put(t, key, data(3000))
+		obj, err := client(s).Open(ctx, s.url(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := newSpool(t, obj, dir)
+		if got, err := readAll(t, sp); err != nil || !bytes.Equal(got, data(3000)) {
+			t.Fatalf("copy of %s: %v", key, err)
+		}
+		sp.Close()
+		return obj, sp.Path()
+	}
+	age := func(path string, by time.Duration) {
+		t.Helper()
+		at := time.Now().Add(-by)
+		if err := os.Chtimes(path, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	own, ownPath := copyOf("own.csv")
+	_, stale := copyOf("stale.csv")
+	_, recent := copyOf("recent.csv")
+	_, locked := copyOf("locked.csv")
+	_, halfRecent := copyOf("half.csv")
+	_, noSums := copyOf("nosums.csv")
+	if err := os.Remove(noSums + ".sums"); err != nil {
+		t.Fatal(err)
+	}
+	age(noSums, remote.SpoolKeep+time.Hour)
+	for _, p := range []string{ownPath, stale, locked, halfRecent} {
+		age(p, remote.SpoolKeep+time.Hour)
+		age(p+".sums", remote.SpoolKeep+time.Hour)
+	}
+	age(recent, remote.SpoolKeep-time.Hour)
+	age(recent+".sums", remote.SpoolKeep-time.Hour)
+	age(halfRecent+".sums", time.Minute) // its sums file was written a minute ago
+	orphan := filepath.Join(dir, "idemport-0123456789abcdef01234567.spool.sums")
+	other := filepath.Join(dir, "notes.spool")
+	for _, p := range []string{orphan, other} {
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		age(p, remote.SpoolKeep+time.Hour)
+	}
+	f, err := os.OpenFile(locked+".sums", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+
+	sp := newSpool(t, own, dir) // the sweep runs here
+	for path, want := range map[string]bool{
+		ownPath: true, ownPath + ".sums": true,
+		stale: false, stale + ".sums": false,
+		recent: true, recent + ".sums": true,
+		locked: true, locked + ".sums": true,
+		halfRecent: true, halfRecent + ".sums": true,
+		noSums: false, orphan: false, other: true,
+	} {
+		_, err := os.Lstat(path)
+		if got := err == nil; got != want {
+			t.Errorf("%s: exists %v after the sweep, want %v (%v)", filepath.Base(path), got, want, err)
+		}
+	}
+	// The old copy of its own object is still read from, not fetched again.
+	s.srv.Reset()
+	if got, err := readAll(t, sp); err != nil || !bytes.Equal(got, data(3000)) {
+		t.Fatalf("own copy: %v", err)
+	}
+	if c := s.srv.Counts(); c.Bytes != 0 {
+		t.Fatalf("the spool's own old copy was fetched again (%d bytes)", c.Bytes)
 	}
 }
