@@ -1,10 +1,10 @@
 package reader
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -37,63 +37,17 @@ func TestIPCRecordBatchRanges(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := wantRows(specs, 2250, nil)
-	type shape struct{ offset, length, rows int64 }
-	wantShape := []shape{{0, 1, 334}, {0, 335, 333}, {0, 668, 333}, {1, 1, 100}, {2, 1, 334}, {2, 335, 333}, {2, 668, 333}, {3, 1, 150}}
-	for _, order := range []string{"in_order", "reversed", "alone", "skip_lines"} {
-		t.Run(order, func(t *testing.T) {
-			opts, skip := Options{}, 0
-			if order == "skip_lines" {
-				opts.SkipLines, skip = 5, 5
-			}
-			f, plan := scanChecked(t, path, opts, ScanOptions{PartitionRows: 300})
-			t.Cleanup(f.cols.Close)
-			var got []shape
-			for _, p := range plan.Partitions {
-				got = append(got, shape{p.Offset, p.Length, p.Rows})
-			}
-			ws := wantShape
-			if skip > 0 { // 995 rows left in the first batch: 332, 332 and 331
-				ws = append([]shape{{0, 6, 332}, {0, 338, 332}, {0, 670, 331}}, ws[3:]...)
-			}
-			if !reflect.DeepEqual(got, ws) {
-				t.Fatalf("partitions %v, want %v", got, ws)
-			}
-			if plan.Partitions[0].CRC != plan.Partitions[1].CRC || plan.Partitions[0].CRC == plan.Partitions[4].CRC {
-				t.Fatalf("CRCs %+v: a record batch's partitions carry the batch's", plan.Partitions)
-			}
-			parts := plan.Partitions
-			switch order {
-			case "reversed":
-				parts = nil
-				for k := len(plan.Partitions) - 1; k >= 0; k-- {
-					parts = append(parts, plan.Partitions[k])
-				}
-			case "alone":
-				parts = plan.Partitions[5:6]
-			}
-			before := f.Stats().RowGroupsRead
-			for _, p := range parts {
-				rows, ords, _, err := readPart(f, plan, p, 64)
-				if err != nil {
-					t.Fatalf("partition %d: %v", p.Index, err)
-				}
-				if !reflect.DeepEqual(ords, seq(p.First, p.Rows)) {
-					t.Fatalf("partition %d: ordinals %v…", p.Index, ords[:min(len(ords), 5)])
-				}
-				for i, row := range rows {
-					if w := want[skip+int(p.First)-1+i]; !reflect.DeepEqual(row, w) {
-						t.Fatalf("partition %d, ordinal %d: got %v, want %v", p.Index, ords[i], row, w)
-					}
-				}
-			}
-			if order == "in_order" || order == "skip_lines" {
-				if d := f.Stats().RowGroupsRead - before; d != 4 {
-					t.Fatalf("reading the partitions in order decoded %d record batches, want 4", d)
-				}
-			}
-		})
-	}
+	checkRanges(t, rangeFile{
+		path:   path,
+		want:   wantRows(specs, 2250, nil),
+		shapes: []rangeShape{{0, 1, 334}, {0, 335, 333}, {0, 668, 333}, {1, 1, 100}, {2, 1, 334}, {2, 335, 333}, {2, 668, 333}, {3, 1, 150}},
+		// 995 rows left in the first batch: 332, 332 and 331.
+		skipped:  []rangeShape{{0, 6, 332}, {0, 338, 332}, {0, 670, 331}},
+		other:    4,
+		alone:    5,
+		units:    4,
+		unitName: "record batches",
+	})
 	t.Run("run", func(t *testing.T) {
 		// Record batches of 299 and 599 rows: a run of 898 rows, more
 		// than twice PartitionRows but not one batch, is not cut.
@@ -125,6 +79,31 @@ func TestIPCRecordBatchRanges(t *testing.T) {
 		bad.Length, bad.Rows = 900, 333 // past the batch's 1000 rows
 		if _, _, _, err := readPart(f, plan, bad, 64); !errors.Is(err, ErrSourceChanged) {
 			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("changed_dictionary", func(t *testing.T) {
+		// A range's CRC covers the dictionaries its values are decoded
+		// from: one of their strings changed in place (same length) after
+		// the plan, a rerun's reader of a range, opened alone, refuses
+		// the file instead of reading another colour.
+		path := filepath.Join(t.TempDir(), "r.arrow")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, plan := scanChecked(t, path, Options{}, ScanOptions{PartitionRows: 300})
+		if n := bytes.Count(data, []byte("green")); n != 1 {
+			t.Fatalf("%q occurs %d times in the file, want once (in its dictionary)", "green", n)
+		}
+		changed := bytes.Replace(data, []byte("green"), []byte("grEen"), 1)
+		if err := os.WriteFile(path, changed, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f := openChecked(t, path, Options{})
+		t.Cleanup(f.cols.Close)
+		for _, k := range []int{1, 5} {
+			if _, _, _, err := readPart(f, plan, plan.Partitions[k], 64); !errors.Is(err, ErrSourceChanged) {
+				t.Fatalf("partition %d: got %v, want the source changed", k, err)
+			}
 		}
 	})
 }

@@ -22,63 +22,17 @@ func TestParquetRowGroupRanges(t *testing.T) {
 	// Row groups of 1000, 1000 and 150 rows: the first two cut in 3
 	// partitions of 334, 333 and 333 rows, the last one whole.
 	path := writeParquet(t, "r.parquet", specs, 2150, 1000, true)
-	want := wantRows(specs, 2150, nil)
-	type shape struct{ offset, length, rows int64 }
-	wantShape := []shape{{0, 1, 334}, {0, 335, 333}, {0, 668, 333}, {1, 1, 334}, {1, 335, 333}, {1, 668, 333}, {2, 1, 150}}
-	for _, order := range []string{"in_order", "reversed", "alone", "skip_lines"} {
-		t.Run(order, func(t *testing.T) {
-			opts, skip := Options{}, 0
-			if order == "skip_lines" {
-				opts.SkipLines, skip = 5, 5
-			}
-			f, plan := scanChecked(t, path, opts, ScanOptions{PartitionRows: 300})
-			t.Cleanup(f.cols.Close)
-			var got []shape
-			for _, p := range plan.Partitions {
-				got = append(got, shape{p.Offset, p.Length, p.Rows})
-			}
-			ws := wantShape
-			if skip > 0 { // 995 rows left in the first group: 331, 332 and 332
-				ws = append([]shape{{0, 6, 332}, {0, 338, 332}, {0, 670, 331}}, ws[3:]...)
-			}
-			if !reflect.DeepEqual(got, ws) {
-				t.Fatalf("partitions %v, want %v", got, ws)
-			}
-			if plan.Partitions[0].CRC != plan.Partitions[1].CRC || plan.Partitions[0].CRC == plan.Partitions[3].CRC {
-				t.Fatalf("CRCs %+v: a group's partitions carry the group's", plan.Partitions)
-			}
-			parts := plan.Partitions
-			switch order {
-			case "reversed":
-				parts = nil
-				for k := len(plan.Partitions) - 1; k >= 0; k-- {
-					parts = append(parts, plan.Partitions[k])
-				}
-			case "alone":
-				parts = plan.Partitions[4:5]
-			}
-			before := f.Stats().RowGroupsRead
-			for _, p := range parts {
-				rows, ords, _, err := readPart(f, plan, p, 64)
-				if err != nil {
-					t.Fatalf("partition %d: %v", p.Index, err)
-				}
-				if !reflect.DeepEqual(ords, seq(p.First, p.Rows)) {
-					t.Fatalf("partition %d: ordinals %v…", p.Index, ords[:min(len(ords), 5)])
-				}
-				for i, row := range rows {
-					if w := want[skip+int(p.First)-1+i]; !reflect.DeepEqual(row, w) {
-						t.Fatalf("partition %d, ordinal %d: got %v, want %v", p.Index, ords[i], row, w)
-					}
-				}
-			}
-			if order == "in_order" || order == "skip_lines" {
-				if d := f.Stats().RowGroupsRead - before; d != 3 {
-					t.Fatalf("reading the partitions in order decoded %d row groups, want 3", d)
-				}
-			}
-		})
-	}
+	checkRanges(t, rangeFile{
+		path:   path,
+		want:   wantRows(specs, 2150, nil),
+		shapes: []rangeShape{{0, 1, 334}, {0, 335, 333}, {0, 668, 333}, {1, 1, 334}, {1, 335, 333}, {1, 668, 333}, {2, 1, 150}},
+		// 995 rows left in the first group: 332, 332 and 331.
+		skipped:  []rangeShape{{0, 6, 332}, {0, 338, 332}, {0, 670, 331}},
+		other:    3,
+		alone:    4,
+		units:    3,
+		unitName: "row groups",
+	})
 	t.Run("changed_group", func(t *testing.T) {
 		f, plan := scanChecked(t, path, Options{}, ScanOptions{PartitionRows: 300})
 		t.Cleanup(f.cols.Close)
