@@ -43,10 +43,10 @@ const (
 // Each ends with the table, value by value as text with each row's
 // lineage (file and row), the same as the files imported one after the
 // other, alone, into another table; each key or row once; the operations
-// completed with every row read counted once.
+// completed with every row read counted once. On every target.
 func TestArrowRangesMeet(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Run("join", func(t *testing.T) {
 			t.Parallel()
 			f := newFx(t, name)

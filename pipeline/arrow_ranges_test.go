@@ -18,7 +18,7 @@ import (
 // failing after the third partition commits, then again: the rerun
 // resumes from the fourth, and the whole table, value by value as text
 // with each row's lineage, is the table the same file makes imported as
-// one partition. In ordinal mode and by key.
+// one partition. In ordinal mode and by key, on every target.
 //
 // The ranges hold more rows than --partition-rows (17 of 7,058 or 7,059
 // rows), as most files' do: PostgreSQL reads a partition in batches of
@@ -28,7 +28,7 @@ import (
 func TestArrowRecordBatchRanges(t *testing.T) {
 	t.Parallel()
 	const partRows = 7_000
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, key := range [][]string{nil, {"id"}} {
 			t.Run(map[bool]string{true: "key", false: "ordinal"}[key != nil], func(t *testing.T) {
 				t.Parallel()

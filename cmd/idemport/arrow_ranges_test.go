@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -29,10 +30,10 @@ const arrowRangeRows = 60_000
 // every value compared as text with each row's lineage (file and row), is
 // the one the same file makes imported as one partition into another
 // table; each row once; the operation completed with its counts adding
-// up. In ordinal mode and by key.
+// up. In ordinal mode and by key, on every target.
 func TestArrowRangesKilledThenRerun(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		for _, mode := range []string{"ordinal", "key"} {
 			t.Run(mode, func(t *testing.T) {
 				t.Parallel()
@@ -67,13 +68,12 @@ func TestArrowRangesKilledThenRerun(t *testing.T) {
 				if r := importTo(t, tg, dir, nil, 0, ref...); r.Outcome != "imported" || r.Partitions.Total != 1 {
 					t.Fatalf("the import as one partition: %s %+v", r.Outcome, r.Partitions)
 				}
-				cols := []string{"id", "price", "at", "sku", "note", "f", "_idemport_file", "_idemport_row"}
-				got, want := tableText(t, tg, "t", cols...), tableText(t, tg, "ref", cols...)
+				got, want := arrowRangesText(t, tg, "t"), arrowRangesText(t, tg, "ref")
 				if len(want) != arrowRangeRows {
 					t.Fatalf("ref holds %d rows, want %d", len(want), arrowRangeRows)
 				}
 				for i := range max(len(got), len(want)) {
-					if i >= len(got) || i >= len(want) || fmt.Sprint(got[i]) != fmt.Sprint(want[i]) {
+					if i >= len(got) || i >= len(want) || got[i] != want[i] {
 						t.Fatalf("t holds %d rows, the import as one partition %d; they differ at row %d:\n%q\n%q",
 							len(got), len(want), i, got[min(i, len(got)-1)], want[min(i, len(want)-1)])
 					}
@@ -81,6 +81,23 @@ func TestArrowRangesKilledThenRerun(t *testing.T) {
 			})
 		}
 	})
+}
+
+// arrowRangesText returns every row of table, a file of writeArrowRanges
+// imported, as its columns' text (the timestamp as fixed-width UTC text)
+// and its lineage, the file and the row that wrote it, in file order.
+func arrowRangesText(t *testing.T, tg *testkit.Target, table string) []string {
+	t.Helper()
+	var cols []string
+	for _, c := range []string{"id", "price", "sku", "note", "f", "_idemport_file", "_idemport_row"} {
+		cols = append(cols, tg.Text(c))
+	}
+	cols = append(cols, tg.TimeText("at"))
+	var out []string
+	for _, r := range testkit.Query(t, tg.DB, `SELECT `+strings.Join(cols, ", ")+` FROM `+table+` ORDER BY _idemport_row`) {
+		out = append(out, fmt.Sprint(r...))
+	}
+	return out
 }
 
 // writeArrowRanges writes an Arrow IPC file of one record batch of n rows
