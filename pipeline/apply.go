@@ -18,6 +18,7 @@ import (
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/pipeline/internal/store"
 	"github.com/idemport/idemport/reader"
 )
 
@@ -726,7 +727,7 @@ func (a *applier) unanswered(ctx context.Context, conn *sql.Conn, done []groupMe
 	if ctx.Err() != nil || conn.PingContext(ctx) == nil {
 		return cerr
 	}
-	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unansweredWait)
+	qctx, cancel := detachedFor(ctx, unansweredWait)
 	defer cancel()
 	by := make([]string, len(done))
 	err := withTx(qctx, a.e.st.DB, func(tx *sql.Tx) (err error) {
@@ -993,7 +994,7 @@ func (a *applier) recordEnd(ctx context.Context, tx *sql.Tx, moved idemtype.Rows
 // COMMIT's reply was lost, say), so it finds whether that one committed.
 // It waits at most unansweredWait.
 func (a *applier) settledOp(ctx context.Context) (*ledger.Operation, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unansweredWait)
+	ctx, cancel := detachedFor(ctx, unansweredWait)
 	defer cancel()
 	var op *ledger.Operation
 	err := withTx(ctx, a.e.st.DB, func(tx *sql.Tx) (err error) {
@@ -1011,7 +1012,8 @@ func (a *applier) settledOp(ctx context.Context) (*ledger.Operation, error) {
 // while it ran, which then recounted, for an --atomic import, what this
 // attempt staged. The result says what this attempt did.
 func (h *holding) succeed(ctx context.Context, completer string) error {
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := store.Detached(ctx)
+	defer cancel()
 	if completer != h.attempt.ID {
 		h.log.Info("completed by another attempt", "completed_by", completer)
 		if h.req.Mapping.Atomic && h.ap.committed > 0 {

@@ -51,17 +51,24 @@ func (h *holding) leases() leases {
 // ping (the network to it stalled without closing, say), others may take
 // the work over, and the statements in flight (a COPY waiting on the
 // stalled connection) would wait for ever holding their locks: that
-// context is then cancelled, its cause wrapping errUnanswered. A renewal
-// may wait until the leases would run out; one that only waits for a lock
-// (of this attempt's own partition transaction, say) while the database
-// answers the ping cancels nothing.
+// context is then cancelled, its cause wrapping errUnanswered, and so
+// are the COMMITs and ROLLBACKs in flight under it and the contexts
+// detached from it (store.Unanswered), which a cancel does not otherwise
+// reach: with two workers, one may be waiting for its COMMIT's reply when
+// the network stalls. A renewal may wait until the leases would run out;
+// one that only waits for a lock (of this attempt's own partition
+// transaction, say) while the database answers the ping cancels nothing.
 func heartbeat(ctx context.Context, l leases) (context.Context, func()) {
-	work, stopWork := context.WithCancelCause(ctx)
+	work, silent := store.Unanswered(ctx)
+	work, stopWork := context.WithCancelCause(work)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		l.keep(ctx, stopWork)
+		l.keep(ctx, func(cause error) {
+			stopWork(cause) // first: a COMMIT it ends finds the work stopped
+			silent(cause)
+		})
 	}()
 	return work, func() { cancel(); <-done; stopWork(nil) }
 }

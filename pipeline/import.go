@@ -406,6 +406,16 @@ func beginTx(ctx context.Context, db interface {
 	return store.BeginTx(ctx, db)
 }
 
+// detachedFor returns ctx free of its cancel for at most wait, but not of
+// the database's silence (store.Detached): for what a run must still do
+// after an interrupt, such as learn whether a COMMIT whose reply was lost
+// committed.
+func detachedFor(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
+	d, cancel := store.Detached(ctx)
+	d, cancelWait := context.WithTimeout(d, wait)
+	return d, func() { cancelWait(); cancel() }
+}
+
 // work plans if the claim made this run the planner, then applies and
 // finalizes.
 func (r *run) work(ctx context.Context, d ledger.Decision) error {

@@ -683,7 +683,9 @@ func (kp *keeper) retract(ctx context.Context, usage error) error {
 		// corrected command supersedes it and finishes the replacement.
 		return kp.refuse(ctx, &Refusal{Error: usage.Error()}, idemtype.Rows{})
 	}
-	err := withTx(context.WithoutCancel(ctx), kp.e.st.DB, func(tx *sql.Tx) error {
+	dctx, cancel := store.Detached(ctx)
+	defer cancel()
+	err := withTx(dctx, kp.e.st.DB, func(tx *sql.Tx) error {
 		return kp.e.st.Ledger.Retract(ctx, tx, kp.id.Key, kp.attempt.ID)
 	})
 	if err != nil {

@@ -8,14 +8,17 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,14 +26,16 @@ import (
 )
 
 // stallProxy relays PostgreSQL connections to upstream until the client
-// sends its stallAt-th COPY statement: it forwards that one and then
-// stalls, forwarding nothing more on any connection. cut closes every
+// sends its stallAt-th statement that at matches: it forwards that one and
+// then stalls, forwarding nothing more on any connection. cut closes every
 // connection, as the network's end finally reaching both sides does.
 type stallProxy struct {
 	ln       net.Listener
 	upstream string
+	at       func(statement string) bool
 	stallAt  int32
-	copies   atomic.Int32
+	seen     atomic.Int32
+	trace    func(statement string)
 	stalled  chan struct{} // closed when the proxy stalls
 	once     sync.Once
 	mu       sync.Mutex
@@ -39,13 +44,13 @@ type stallProxy struct {
 
 // newStallProxy starts a stallProxy on a free local port; it is cut when t
 // ends.
-func newStallProxy(t *testing.T, upstream string, stallAt int32) *stallProxy {
+func newStallProxy(t *testing.T, upstream string, at func(statement string) bool, stallAt int32) *stallProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &stallProxy{ln: ln, upstream: upstream, stallAt: stallAt, stalled: make(chan struct{})}
+	p := &stallProxy{ln: ln, upstream: upstream, at: at, stallAt: stallAt, stalled: make(chan struct{})}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -147,6 +152,7 @@ func (p *stallProxy) relay(client net.Conn) {
 			break
 		}
 	}
+	prepared := map[string]string{}
 	for {
 		msg, err := readMessage(r, true)
 		p.hold()
@@ -157,57 +163,162 @@ func (p *stallProxy) relay(client net.Conn) {
 		if _, err := server.Write(msg); err != nil {
 			return
 		}
-		if (msg[0] == 'Q' || msg[0] == 'P') && strings.Contains(string(msg[5:]), "COPY ") && p.copies.Add(1) == p.stallAt {
+		sql := statement(msg, prepared)
+		if sql == "" {
+			continue
+		}
+		if p.trace != nil {
+			p.trace(sql)
+		}
+		if p.at(sql) && p.seen.Add(1) == p.stallAt {
 			p.once.Do(func() { close(p.stalled) })
 		}
 	}
 }
 
+// statement returns the SQL text msg runs: a simple Query's, or a Bind's
+// of the statement prepared (a Parse, which statement records in prepared,
+// by name, and returns "" for), or "" for any other message. A statement
+// prepared once on a connection is counted at each Bind of it.
+func statement(msg []byte, prepared map[string]string) string {
+	var f []string // the message's strings, each ended by a zero byte
+	for b := msg[5:]; len(f) < 2; {
+		i := bytes.IndexByte(b, 0)
+		if i < 0 {
+			break
+		}
+		f, b = append(f, string(b[:i])), b[i+1:]
+	}
+	switch {
+	case msg[0] == 'Q' && len(f) > 0:
+		return strings.TrimSpace(f[0])
+	case msg[0] == 'P' && len(f) > 1: // name, query
+		prepared[f[0]] = strings.TrimSpace(f[1])
+	case msg[0] == 'B' && len(f) > 1: // portal, statement
+		return prepared[f[1]]
+	}
+	return ""
+}
+
 // TestStalledConnectionEndsTheAttempt stalls the network to PostgreSQL
-// while an import sends its third partition's COPY: the statement, and
-// every later one (heartbeats, new connections), gets no answer and no
-// error. The import must not wait for ever: once its leases have run out
-// without the database answering, it stops its work and exits 1 (a rerun
-// resumes). Once the network's end reaches the server (the proxy closes),
-// the server rolls the stalled transaction back; a rerun resumes the file
-// and the table holds it exactly, every partition committed once.
+// while an import sends a statement: the statement, and every later one
+// (heartbeats, new connections), gets no answer and no error. The import
+// must not wait for ever, whatever its workers were doing: once its leases
+// have run out without the database answering, it stops its work and
+// exits 1 (a rerun resumes). Once the network's end reaches the server
+// (the proxy closes), the server rolls the stalled transactions back; a
+// rerun resumes the file and the table holds it exactly, every partition
+// committed once. The stall hits a partition's COPY, its merge (of a file
+// by key over the rows of another), or its COMMIT, which the server
+// receives and commits, its reply lost in the stall (then the partition is
+// kept; when it is the completion's, the rerun finds the file imported),
+// with one worker and with two, whose other worker is then anywhere in its
+// own partition, its COMMIT too. With one worker the partitions before the
+// stalled one are those kept.
 func TestStalledConnectionEndsTheAttempt(t *testing.T) {
 	testkit.Available(t, testkit.Postgres)
 	t.Parallel()
-	dir := t.TempDir()
-	tg := testkit.NewTarget(t, testkit.Postgres, dir)
-	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 53)
-	target := slices.Clone(tg.Args)
-	u, err := url.Parse(target[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newStallProxy(t, u.Host, 3)
-	u.Host = proxy.ln.Addr().String()
-	target[1] = u.String()
-	args := []string{"--partition-rows", "100", "orders.csv"}
+	for _, c := range []struct {
+		name    string
+		workers string
+		at      string // the start of the statement counted
+		n       int32  // the stall follows the n-th, counted from the first COPY
+		key     bool   // by key, over the rows of another file: a merge per partition
+		kept    int64  // with one worker: the partitions the rerun finds done
+		again   string // the rerun's outcome
+	}{
+		{"1/copy", "1", "COPY ", 3, false, 2, "resumed"},
+		{"2/copy", "2", "COPY ", 3, false, -1, "resumed"},
+		{"1/merge", "1", "WITH m AS (INSERT", 3, true, 2, "resumed"},
+		{"2/merge", "2", "WITH m AS (INSERT", 3, true, -1, "resumed"},
+		{"1/commit", "1", "commit", 2, false, 2, "resumed"},
+		{"2/commit", "2", "commit", 2, false, -1, "resumed"},
+		{"1/completion", "1", "commit", crashPartitions + 1, false, 0, "duplicate"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			tg := testkit.NewTarget(t, testkit.Postgres, dir)
+			args := []string{"--workers", c.workers, "--partition-rows", "100"}
+			parts := crashPartitions
+			if c.key {
+				args = append(args, "--key", "order_id")
+				testkit.Orders(t, filepath.Join(dir, "before.csv"), crashRows, 17)
+				args = append(args, "--table", "orders")
+				importTo(t, tg, dir, nil, 0, append(args, "before.csv")...)
+				parts *= 2
+			}
+			args = append(args, "orders.csv")
+			rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 53)
+			target := slices.Clone(tg.Args)
+			u, err := url.Parse(target[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var copied atomic.Bool
+			proxy := newStallProxy(t, u.Host, func(s string) bool {
+				if strings.HasPrefix(s, "COPY ") {
+					copied.Store(true)
+				}
+				return copied.Load() && len(s) >= len(c.at) && strings.EqualFold(s[:len(c.at)], c.at)
+			}, c.n)
+			if os.Getenv("STALL_TRACE") != "" {
+				proxy.trace = func(s string) { t.Logf("%s %.100s", time.Now().Format("05.000"), s) }
+			}
+			u.Host = proxy.ln.Addr().String()
+			target[1] = u.String()
 
-	cmd := testkit.Cmd(t, dir, nil, append(append([]string{"import", "--output", "json", "--lease", "3s"}, target...), args...)...)
-	begun := time.Now()
-	run := launch(t, cmd)
-	r := finishWithin(t, run, 2*time.Minute, "the import whose connection stalled")
-	t.Logf("the import ended %v after it began, with a lease of 3s", time.Since(begun).Round(100*time.Millisecond))
-	if !proxy.isStalled() {
-		t.Fatalf("the proxy never stalled (exit %d)\n%s%s", r.Code, r.Stdout, r.Stderr)
-	}
-	res := parsed(t, r, "the import whose connection stalled", 1)
-	if res.Outcome != "failed" || !strings.Contains(res.Error, "the database stopped answering") {
-		t.Fatalf("outcome %s, error %q; want failed because the database stopped answering", res.Outcome, res.Error)
-	}
+			cmd := testkit.Cmd(t, dir, nil, append(append([]string{"import", "--output", "json", "--lease", "3s"}, target...), args...)...)
+			begun := time.Now()
+			run := launch(t, cmd)
+			r := endWithin(t, run, time.Minute, "the import whose connection stalled")
+			t.Logf("the import ended %v after it began, with a lease of 3s", time.Since(begun).Round(100*time.Millisecond))
+			if !proxy.isStalled() {
+				t.Fatalf("the proxy never stalled (exit %d)\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+			res := parsed(t, r, "the import whose connection stalled", 1)
+			if res.Outcome != "failed" || !strings.Contains(res.Error, "the database stopped answering") {
+				t.Fatalf("outcome %s, error %q; want failed because the database stopped answering", res.Outcome, res.Error)
+			}
 
-	proxy.cut()
-	waitFor(t, time.Minute, "the server to end the stalled session", func() bool {
-		return testkit.Int(t, tg.DB, `SELECT count(*) FROM (SELECT 1 FROM `+tg.Ledger("partitions")+` FOR UPDATE SKIP LOCKED) p`) == crashPartitions
-	})
-	again := importTo(t, tg, dir, nil, 0, args...)
-	if again.Outcome != "resumed" || again.Partitions.Skipped != 2 || again.Partitions.Committed != 8 {
-		t.Fatalf("rerun: %s, %+v partitions", again.Outcome, again.Partitions)
+			proxy.cut()
+			waitFor(t, time.Minute, "the server to end the stalled sessions", func() bool {
+				return testkit.Int(t, tg.DB, `SELECT count(*) FROM (SELECT 1 FROM `+tg.Ledger("partitions")+` FOR UPDATE SKIP LOCKED) p`) == int64(parts)
+			})
+			again := importTo(t, tg, dir, nil, 0, args...)
+			kept := again.Partitions.Skipped
+			if again.Outcome != c.again || c.again == "resumed" && (kept+again.Partitions.Committed != crashPartitions || c.workers == "1" && kept != c.kept) {
+				t.Fatalf("rerun: %s, %+v partitions; want %s", again.Outcome, again.Partitions, c.again)
+			}
+			if c.key {
+				checkByKey(t, tg, rows)
+			} else {
+				checkExact(t, tg, "ordinal", rows)
+			}
+			checkCommittedOnce(t, tg, parts)
+		})
 	}
-	checkExact(t, tg, "ordinal", rows)
-	checkCommittedOnce(t, tg, crashPartitions)
+}
+
+// endWithin waits for s to end, as finishWithin does; one still running
+// after limit is sent SIGQUIT, so that its stderr shows where each of its
+// goroutines waits, and t fails with it.
+func endWithin(t *testing.T, s *started, limit time.Duration, who string) testkit.Run {
+	t.Helper()
+	done := make(chan testkit.Run, 1)
+	go func() { done <- testkit.Wait(t, s.cmd) }()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(limit):
+		s.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			s.cmd.Process.Kill()
+			<-done
+		}
+		t.Fatalf("%s was still running after %v: it waits without limit\n%s%s", who, limit, s.stdout.String(), s.stderr.String())
+	}
+	return testkit.Run{}
 }

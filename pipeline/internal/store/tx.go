@@ -12,7 +12,10 @@ import (
 // partitions than it committed. So Commit decides once: if the context
 // was cancelled first, the transaction is rolled back and Commit returns
 // the context's error; otherwise the COMMIT is sent and waited for,
-// whatever happens to the context meanwhile.
+// whatever happens to the context meanwhile, unless the database stops
+// answering (see Unanswered): no reply would ever come, and the COMMIT,
+// like the ROLLBACK, then ends with the connection, its outcome for the
+// checkpoint of a later run to tell.
 type Txn struct {
 	*sql.Tx
 	ctx    context.Context
@@ -26,7 +29,7 @@ type Txn struct {
 func BeginTx(ctx context.Context, db interface {
 	BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
 }) (*Txn, error) {
-	txCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	txCtx, cancel := Detached(ctx)
 	detach := context.AfterFunc(ctx, cancel)
 	tx, err := db.BeginTx(txCtx, nil)
 	if err != nil {
@@ -52,4 +55,39 @@ func (t *Txn) Rollback() error {
 	t.detach()
 	defer t.cancel()
 	return t.Tx.Rollback()
+}
+
+// unansweredKey is the context key of the context Unanswered returns
+// the end of.
+type unansweredKey struct{}
+
+// Unanswered returns a copy of ctx, and a function that says, with its
+// cause, that the database stopped answering (no reply, no error: a
+// network that stalled without closing). It ends whatever runs under the
+// copy and would otherwise outlive the copy's cancel: a Txn's COMMIT or
+// ROLLBACK in flight, and the contexts Detached from it. The function does
+// not cancel the copy itself; the caller cancels its work as it does for
+// any other failure. Calling it again does nothing.
+func Unanswered(ctx context.Context) (context.Context, context.CancelCauseFunc) {
+	silent, stop := context.WithCancelCause(context.Background())
+	return context.WithValue(ctx, unansweredKey{}, silent), stop
+}
+
+// Detached returns a context that ctx's cancel does not reach, as
+// context.WithoutCancel(ctx) does (for a rollback, a COMMIT, a record of
+// the attempt's end that must not be cut short by an interrupt), except
+// when the database stopped answering (Unanswered, in ctx or a parent):
+// then it ends with that cause, since no reply is coming to wait for.
+// The caller must call the returned cancel when done.
+func Detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	d, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	silent, ok := ctx.Value(unansweredKey{}).(context.Context)
+	if !ok {
+		return d, func() { cancel(context.Canceled) }
+	}
+	stop := context.AfterFunc(silent, func() { cancel(context.Cause(silent)) })
+	return d, func() {
+		stop()
+		cancel(context.Canceled)
+	}
 }

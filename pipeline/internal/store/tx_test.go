@@ -1,0 +1,96 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"testing"
+	"time"
+)
+
+// stalledConnector makes connections whose transactions' COMMIT and
+// ROLLBACK wait for a reply that never comes, as on a network that stalled
+// without closing: they end only when the context the transaction began
+// with ends, as pgx's do. committing is told when a COMMIT is sent.
+type stalledConnector struct{ committing chan struct{} }
+
+func (c stalledConnector) Connect(context.Context) (driver.Conn, error) { return stalledConn(c), nil }
+func (c stalledConnector) Driver() driver.Driver                        { return nil }
+
+type stalledConn stalledConnector
+
+func (stalledConn) Prepare(string) (driver.Stmt, error) { return nil, errors.New("not supported") }
+func (stalledConn) Close() error                        { return nil }
+func (stalledConn) Begin() (driver.Tx, error)           { return nil, errors.New("use BeginTx") }
+func (c stalledConn) BeginTx(ctx context.Context, _ driver.TxOptions) (driver.Tx, error) {
+	return stalledTx{ctx: ctx, committing: c.committing}, nil
+}
+
+type stalledTx struct {
+	ctx        context.Context
+	committing chan struct{}
+}
+
+func (t stalledTx) Commit() error {
+	t.committing <- struct{}{}
+	<-t.ctx.Done()
+	return driver.ErrBadConn
+}
+
+func (t stalledTx) Rollback() error {
+	<-t.ctx.Done()
+	return driver.ErrBadConn
+}
+
+// TestCommitEndsWhenUnanswered sends a Txn's COMMIT into a stalled
+// connection: the cancel of its work (another worker's failure, an
+// interrupt) does not end it, as a COMMIT must not be cut short by a
+// cancel; the database found not answering (Unanswered) does, and the
+// contexts Detached from the work end with it.
+func TestCommitEndsWhenUnanswered(t *testing.T) {
+	t.Parallel()
+	c := stalledConnector{committing: make(chan struct{}, 1)}
+	db := sql.OpenDB(c)
+	defer db.Close()
+	work, silent := Unanswered(context.Background())
+	work, stop := context.WithCancelCause(work)
+	tx, err := BeginTx(work, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	detached, cancelDetached := Detached(context.WithoutCancel(work))
+	defer cancelDetached()
+	committed := make(chan error, 1)
+	go func() { committed <- tx.Commit() }()
+	<-c.committing
+	stop(errors.New("the other worker failed"))
+	select {
+	case err := <-committed:
+		t.Fatalf("the COMMIT ended with the work's cancel (%v); it must wait for its reply", err)
+	case <-detached.Done():
+		t.Fatal("a detached context ended with the work's cancel")
+	case <-time.After(200 * time.Millisecond):
+	}
+	cause := errors.New("the database stopped answering")
+	silent(cause)
+	select {
+	case err := <-committed:
+		if err == nil {
+			t.Fatal("the COMMIT cut short by the silence succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the COMMIT still waits for its reply once the database was found not answering")
+	}
+	<-detached.Done()
+	if !errors.Is(context.Cause(detached), cause) {
+		t.Fatalf("the detached context ended with %v, want %v", context.Cause(detached), cause)
+	}
+	later, cancelLater := Detached(work)
+	defer cancelLater()
+	select {
+	case <-later.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a context detached once the database was found not answering does not end")
+	}
+}
