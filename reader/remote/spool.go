@@ -11,8 +11,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,9 +91,18 @@ func NewSpool(obj *Object, dir string) (*Spool, error) {
 // host or a command like abandon does, nothing else would remove it.
 const SpoolKeep = 7 * 24 * time.Hour
 
-// spoolCopy matches the names of copies (and, with ".sums", of their sums
-// files) that NewSpool makes.
-var spoolCopy = regexp.MustCompile(`^(idemport-[0-9a-f]{24}\.spool)(\.sums)?$`)
+// spoolCopy returns the name of the copy that name is, or whose sums file
+// it is, when it has the form of the names NewSpool gives
+// ("idemport-" 24 hex digits ".spool", with ".sums" for a sums file).
+func spoolCopy(name string) (string, bool) {
+	name = strings.TrimSuffix(name, ".sums")
+	hexed, ok := strings.CutPrefix(name, "idemport-")
+	hexed, ok2 := strings.CutSuffix(hexed, ".spool")
+	if !ok || !ok2 || len(hexed) != 24 || strings.Trim(hexed, "0123456789abcdef") != "" {
+		return "", false
+	}
+	return name, true
+}
 
 // sweepSpool removes from root the copies, other than keep, whose copy and
 // sums file are both older than SpoolKeep at now, with their sums files.
@@ -108,11 +117,10 @@ func sweepSpool(root *os.Root, keep string, now time.Time) {
 	}
 	seen := map[string]bool{keep: true}
 	for _, e := range entries {
-		m := spoolCopy.FindStringSubmatch(e.Name())
-		if m == nil || seen[m[1]] {
+		name, ok := spoolCopy(e.Name())
+		if !ok || seen[name] {
 			continue
 		}
-		name := m[1]
 		seen[name] = true
 		if !spoolStale(root, name, now) {
 			continue
