@@ -10,9 +10,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"flag"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -176,6 +176,8 @@ func (p *stallProxy) relay(client net.Conn) {
 	}
 }
 
+var stallTrace = flag.Bool("stall-trace", false, "log each statement TestStalledConnectionEndsTheAttempt's proxy relays")
+
 // statement returns the SQL text msg runs: a simple Query's, or a Bind's
 // of the statement prepared (a Parse, which statement records in prepared,
 // by name, and returns "" for), or "" for any other message. A statement
@@ -262,7 +264,7 @@ func TestStalledConnectionEndsTheAttempt(t *testing.T) {
 				}
 				return copied.Load() && len(s) >= len(c.at) && strings.EqualFold(s[:len(c.at)], c.at)
 			}, c.n)
-			if os.Getenv("STALL_TRACE") != "" {
+			if *stallTrace {
 				proxy.trace = func(s string) { t.Logf("%s %.100s", time.Now().Format("05.000"), s) }
 			}
 			u.Host = proxy.ln.Addr().String()
