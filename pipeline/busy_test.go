@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -210,6 +211,45 @@ func TestWorkersRecoverLeasesAtOnce(t *testing.T) {
 		}
 		if got := f.rows(t, `SELECT count(*), count(DISTINCT id), min(id), max(id) FROM items`); fmt.Sprint(got) != "[[400 400 1 400]]" {
 			t.Fatalf("items (rows, distinct ids, min, max): %v", got)
+		}
+	})
+}
+
+// TestRecoveredAttemptNamedOnce: a dead attempt that held the leases of
+// two partitions is named once among the attempts a run recovered from,
+// and both leases are counted, in the result, the ledger and the metrics.
+func TestRecoveredAttemptNamedOnce(t *testing.T) {
+	t.Parallel()
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
+		f := newFx(t, name)
+		req := Request{Path: f.write(t, "items.csv", items(400, 1)), Mapping: Mapping{Table: "items"}, PartitionRows: 100, Workers: 1}
+		f.killedHolding(t, helperJob{Path: req.Path, PartitionRows: 100, Workers: 1, Failpoint: "inside-partition"})
+		parts := f.tg.Ledger("partitions")
+		held := f.rows(t, `SELECT lease_attempt, lease_expires FROM `+parts+` WHERE done = 0 AND lease_attempt IS NOT NULL`)
+		free := f.rows(t, `SELECT min(idx) FROM `+parts+` WHERE done = 0 AND lease_attempt IS NULL`)
+		if len(held) != 1 || len(free) != 1 || free[0][0] == nil {
+			t.Fatalf("after the kill: leased %v, first free partition %v; want one of each", held, free)
+		}
+		dead := fmt.Sprint(held[0][0])
+		// The dead attempt held a second partition, as a run of two workers does.
+		if _, err := f.tg.DB.Exec(f.tg.Rebind(`UPDATE `+parts+` SET lease_attempt = ?, lease_expires = ? WHERE idx = ?`), dead, held[0][1], free[0][0]); err != nil {
+			t.Fatal(err)
+		}
+		res := f.e.Import(context.Background(), req)
+		if res.Err != nil || res.Outcome != Resumed || !res.RecoveredLease || !slices.Equal(res.RecoveredFrom, []string{dead}) || res.RecoveredLeases != 2 {
+			t.Fatalf("the run after the kill: %s (%v), recovered from %v, %d leases; want resumed, from %s once, 2 leases",
+				res.Outcome, res.Err, res.RecoveredFrom, res.RecoveredLeases, dead)
+		}
+		if got := f.rows(t, `SELECT recovered_leases FROM `+f.tg.Ledger("attempts")+` WHERE attempt_id = ?`, res.AttemptID); fmt.Sprint(got) != "[[2]]" {
+			t.Fatalf("the ledger's recovered_leases of the run: %v, want 2", got)
+		}
+		var m RunMetrics
+		m.Add("", res)
+		if n := m.RecoveredLeases[MetricKey{"", res.Table, ""}]; n != 2 {
+			t.Fatalf("metrics: %d recovered leases, want 2", n)
+		}
+		if got := f.rows(t, `SELECT count(*), count(DISTINCT id) FROM items`); fmt.Sprint(got) != "[[400 400]]" {
+			t.Fatalf("items (rows, distinct ids): %v", got)
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -214,7 +215,12 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 	}
 	r.res.Duration = time.Since(r.started)
 	if len(r.ap.recovered) > 0 {
-		r.res.RecoveredLease, r.res.RecoveredFrom = true, r.ap.recovered
+		r.res.RecoveredLease, r.res.RecoveredLeases = true, int64(len(r.ap.recovered))
+		for _, a := range r.ap.recovered { // an attempt holds a lease per partition it had claimed
+			if !slices.Contains(r.res.RecoveredFrom, a) {
+				r.res.RecoveredFrom = append(r.res.RecoveredFrom, a)
+			}
+		}
 	}
 	return r.res
 }

@@ -47,7 +47,7 @@ func (m *RunMetrics) Add(feed string, rs ...*Result) {
 		for kind, n := range map[string]int64{"total": r.Partitions.Total, "skipped": r.Partitions.Skipped, "committed": r.Partitions.Committed} {
 			m.Partitions[k(kind)] += n
 		}
-		m.RecoveredLeases[k("")] += int64(len(r.RecoveredFrom))
+		m.RecoveredLeases[k("")] += r.RecoveredLeases
 	}
 }
 

@@ -48,8 +48,11 @@ type Result struct {
 	ColumnsAdded   []string `json:"columns_added,omitempty"`
 	ColumnsWidened []string `json:"columns_widened,omitempty"`
 	// RecoveredLease is true when this run took over the expired lease of a
-	// dead or stalled attempt; RecoveredFrom names those attempts.
-	RecoveredLease bool `json:"recovered_lease"`
+	// dead or stalled attempt; RecoveredFrom names those attempts, each
+	// once, and RecoveredLeases counts the leases taken over (an
+	// operation's planning lease and each partition's).
+	RecoveredLease  bool  `json:"recovered_lease"`
+	RecoveredLeases int64 `json:"recovered_leases"`
 	// QuickCheck is true when the content digest came from the quick check
 	// (the file was unchanged since it was last hashed) instead of hashing.
 	QuickCheck bool `json:"quick_check"`
