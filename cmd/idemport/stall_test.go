@@ -1,6 +1,6 @@
 package main
 
-// A stalled connection: a proxy between the binary and PostgreSQL stops
+// A stalled connection: a proxy between the binary and the database stops
 // forwarding, in both directions and on every connection, new ones too,
 // without closing anything, as a network that silently drops everything
 // does. The kernel still acknowledges what is sent to the proxy, so TCP
@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"flag"
+	"io"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -25,13 +26,15 @@ import (
 	"github.com/idemport/idemport/internal/testkit"
 )
 
-// stallProxy relays PostgreSQL connections to upstream until the client
-// sends its stallAt-th statement that at matches: it forwards that one and
-// then stalls, forwarding nothing more on any connection. cut closes every
-// connection, as the network's end finally reaching both sides does.
+// stallProxy relays connections to upstream, whose client messages wire
+// reads, until the client sends its stallAt-th statement that at matches:
+// it forwards that one and then stalls, forwarding nothing more on any
+// connection. cut closes every connection, as the network's end finally
+// reaching both sides does.
 type stallProxy struct {
 	ln       net.Listener
 	upstream string
+	wire     func() wire
 	at       func(statement string) bool
 	stallAt  int32
 	seen     atomic.Int32
@@ -44,13 +47,13 @@ type stallProxy struct {
 
 // newStallProxy starts a stallProxy on a free local port; it is cut when t
 // ends.
-func newStallProxy(t *testing.T, upstream string, at func(statement string) bool, stallAt int32) *stallProxy {
+func newStallProxy(t *testing.T, upstream string, w func() wire, at func(statement string) bool, stallAt int32) *stallProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &stallProxy{ln: ln, upstream: upstream, at: at, stallAt: stallAt, stalled: make(chan struct{})}
+	p := &stallProxy{ln: ln, upstream: upstream, wire: w, at: at, stallAt: stallAt, stalled: make(chan struct{})}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -139,22 +142,9 @@ func (p *stallProxy) relay(client net.Conn) {
 		}
 	}()
 	r := bufio.NewReader(client)
-	for { // the untyped startup messages, as cutProxy reads them
-		msg, err := readMessage(r, false)
-		p.hold()
-		if err != nil {
-			return
-		}
-		if _, err := server.Write(msg); err != nil {
-			return
-		}
-		if code := binary.BigEndian.Uint32(msg[4:8]); code != 80877103 && code != 80877104 {
-			break
-		}
-	}
-	prepared := map[string]string{}
+	next := p.wire()
 	for {
-		msg, err := readMessage(r, true)
+		msg, sql, err := next(r)
 		p.hold()
 		if err != nil {
 			server.(*net.TCPConn).CloseWrite()
@@ -163,7 +153,6 @@ func (p *stallProxy) relay(client net.Conn) {
 		if _, err := server.Write(msg); err != nil {
 			return
 		}
-		sql := statement(msg, prepared)
 		if sql == "" {
 			continue
 		}
@@ -173,6 +162,54 @@ func (p *stallProxy) relay(client net.Conn) {
 		if p.at(sql) && p.seen.Add(1) == p.stallAt {
 			p.once.Do(func() { close(p.stalled) })
 		}
+	}
+}
+
+// A wire reads a client's messages on one connection, one at a time:
+// each message's bytes, and the SQL text it runs ("" for a message that
+// runs none).
+type wire func(r *bufio.Reader) (msg []byte, sql string, err error)
+
+// postgresWire reads PostgreSQL's messages: the untyped startup messages
+// first (as cutProxy reads them), then typed ones (statement).
+func postgresWire() wire {
+	started := false
+	prepared := map[string]string{}
+	return func(r *bufio.Reader) ([]byte, string, error) {
+		msg, err := readMessage(r, started)
+		if err != nil {
+			return nil, "", err
+		}
+		if !started {
+			code := binary.BigEndian.Uint32(msg[4:8])
+			started = code != 80877103 && code != 80877104 // not SSLRequest, GSSENCRequest
+			return msg, "", nil
+		}
+		return msg, statement(msg, prepared), nil
+	}
+}
+
+// mariadbWire reads MariaDB's packets: a 3-byte little-endian length and
+// a sequence number, then the payload. A command starts its sequence at
+// 0; COM_QUERY (3) runs the text after it. The client's other packets
+// (its handshake, a LOAD DATA LOCAL file's contents, a long command's
+// continuations) follow within a sequence.
+func mariadbWire() wire {
+	return func(r *bufio.Reader) ([]byte, string, error) {
+		var head [4]byte
+		if _, err := io.ReadFull(r, head[:]); err != nil {
+			return nil, "", err
+		}
+		n := int(head[0]) | int(head[1])<<8 | int(head[2])<<16
+		msg := make([]byte, 4+n)
+		copy(msg, head[:])
+		if _, err := io.ReadFull(r, msg[4:]); err != nil {
+			return nil, "", err
+		}
+		if head[3] == 0 && n > 0 && msg[4] == 3 {
+			return msg, strings.TrimSpace(string(msg[5:])), nil
+		}
+		return msg, "", nil
 	}
 }
 
@@ -203,7 +240,7 @@ func statement(msg []byte, prepared map[string]string) string {
 }
 
 // TestStalledConnectionEndsTheAttempt stalls the network to PostgreSQL
-// while an import sends a statement: the statement, and every later one
+// (or MariaDB) while an import sends a statement: the statement, and every later one
 // (heartbeats, new connections), gets no answer and no error. The import
 // must not wait for ever, whatever its workers were doing: once its leases
 // have run out without the database answering, it stops its work and
@@ -216,12 +253,15 @@ func statement(msg []byte, prepared map[string]string) string {
 // kept; when it is the completion's, the rerun finds the file imported),
 // with one worker and with two, whose other worker is then anywhere in its
 // own partition, its COMMIT too. With one worker the partitions before the
-// stalled one are those kept.
+// stalled one are those kept. On MariaDB (subtests mariadb/…), whose
+// driver sends a COMMIT with no context, the stall hits a COMMIT, the
+// load of a partition's rows (LOAD DATA, counted as a COPY is) and the
+// completion's.
 func TestStalledConnectionEndsTheAttempt(t *testing.T) {
-	testkit.Available(t, testkit.Postgres)
 	t.Parallel()
 	for _, c := range []struct {
 		name    string
+		db      string
 		workers string
 		at      string // the start of the statement counted
 		n       int32  // the stall follows the n-th, counted from the first COPY
@@ -229,18 +269,31 @@ func TestStalledConnectionEndsTheAttempt(t *testing.T) {
 		kept    int64  // with one worker: the partitions the rerun finds done
 		again   string // the rerun's outcome
 	}{
-		{"1/copy", "1", "COPY ", 3, false, 2, "resumed"},
-		{"2/copy", "2", "COPY ", 3, false, -1, "resumed"},
-		{"1/merge", "1", "WITH m AS (INSERT", 3, true, 2, "resumed"},
-		{"2/merge", "2", "WITH m AS (INSERT", 3, true, -1, "resumed"},
-		{"1/commit", "1", "commit", 2, false, 2, "resumed"},
-		{"2/commit", "2", "commit", 2, false, -1, "resumed"},
-		{"1/completion", "1", "commit", crashPartitions + 1, false, 0, "duplicate"},
+		{"1/copy", testkit.Postgres, "1", "COPY ", 3, false, 2, "resumed"},
+		{"2/copy", testkit.Postgres, "2", "COPY ", 3, false, -1, "resumed"},
+		{"1/merge", testkit.Postgres, "1", "WITH m AS (INSERT", 3, true, 2, "resumed"},
+		{"2/merge", testkit.Postgres, "2", "WITH m AS (INSERT", 3, true, -1, "resumed"},
+		{"1/commit", testkit.Postgres, "1", "commit", 2, false, 2, "resumed"},
+		{"2/commit", testkit.Postgres, "2", "commit", 2, false, -1, "resumed"},
+		{"1/completion", testkit.Postgres, "1", "commit", crashPartitions + 1, false, 0, "duplicate"},
+		{"mariadb/1/copy", testkit.MariaDB, "1", "COPY ", 3, false, 2, "resumed"},
+		{"mariadb/1/commit", testkit.MariaDB, "1", "commit", 2, false, 2, "resumed"},
+		{"mariadb/2/commit", testkit.MariaDB, "2", "commit", 2, false, -1, "resumed"},
+		{"mariadb/1/completion", testkit.MariaDB, "1", "commit", crashPartitions + 1, false, 0, "duplicate"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			testkit.Available(t, c.db)
 			t.Parallel()
 			dir := t.TempDir()
-			tg := testkit.NewTarget(t, testkit.Postgres, dir)
+			tg := testkit.NewTarget(t, c.db, dir)
+			w, load := postgresWire, "COPY "
+			if c.db == testkit.MariaDB {
+				w, load = mariadbWire, "LOAD DATA "
+			}
+			at := c.at
+			if at == "COPY " {
+				at = load
+			}
 			args := []string{"--workers", c.workers, "--partition-rows", "100"}
 			parts := crashPartitions
 			if c.key {
@@ -258,11 +311,11 @@ func TestStalledConnectionEndsTheAttempt(t *testing.T) {
 				t.Fatal(err)
 			}
 			var copied atomic.Bool
-			proxy := newStallProxy(t, u.Host, func(s string) bool {
-				if strings.HasPrefix(s, "COPY ") {
+			proxy := newStallProxy(t, u.Host, w, func(s string) bool {
+				if strings.HasPrefix(s, load) {
 					copied.Store(true)
 				}
-				return copied.Load() && len(s) >= len(c.at) && strings.EqualFold(s[:len(c.at)], c.at)
+				return copied.Load() && len(s) >= len(at) && strings.EqualFold(s[:len(at)], at)
 			}, c.n)
 			if *stallTrace {
 				proxy.trace = func(s string) { t.Logf("%s %.100s", time.Now().Format("05.000"), s) }

@@ -56,8 +56,8 @@ func session(s sink.Settings) []string {
 	}
 }
 
-// connector opens connections of go-sql-driver/mysql, each set up with
-// the session's statements before database/sql hands it out.
+// connector opens connections of go-sql-driver/mysql (conn), each set up
+// with the session's statements before database/sql hands it out.
 type connector struct {
 	driver.Connector
 	setup []string
@@ -76,7 +76,9 @@ type connector struct {
 // with arguments (TestArgumentsGoInTheStatement); UPDATEs counting the
 // rows they found, as on the other databases, not only those they changed
 // (a lease renewed twice in one millisecond is still held: see
-// TestFenceRightAfterClaim); and the session's settings.
+// TestFenceRightAfterClaim); connections made by dial (TCP keepalives and
+// a user timeout), whose transactions' COMMIT and ROLLBACK end with the
+// context the transaction began with (conn); and the session's settings.
 func newConnector(cfg *mysql.Config, s sink.Settings) (driver.Connector, error) {
 	cfg = cfg.Clone()
 	cfg.Collation = "utf8mb4_bin"
@@ -86,6 +88,7 @@ func newConnector(cfg *mysql.Config, s sink.Settings) (driver.Connector, error) 
 	cfg.MultiStatements = true
 	cfg.InterpolateParams = true
 	cfg.ClientFoundRows = true
+	cfg.DialFunc = dial
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, err
@@ -95,17 +98,19 @@ func newConnector(cfg *mysql.Config, s sink.Settings) (driver.Connector, error) 
 
 // Connect implements driver.Connector.
 func (c connector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.Connector.Connect(ctx)
+	var nc *netConn
+	dc, err := c.Connector.Connect(context.WithValue(ctx, dialedKey{}, &nc))
 	if err != nil {
 		return nil, err
 	}
-	ex, ok := conn.(driver.ExecerContext)
-	if !ok {
-		conn.Close()
-		return nil, fmt.Errorf("set up the session: the connection runs no statements")
+	d, ok := dc.(driverConn)
+	if !ok || nc == nil {
+		dc.Close()
+		return nil, fmt.Errorf("connect: the driver's connection is not one this driver made")
 	}
+	conn := conn{driverConn: d, net: nc}
 	for _, s := range c.setup {
-		if _, err := ex.ExecContext(ctx, s, nil); err != nil {
+		if _, err := conn.ExecContext(ctx, s, nil); err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("set up the session (%s): %w", strings.Fields(s)[2], err)
 		}

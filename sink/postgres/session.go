@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"time"
 
@@ -12,36 +11,16 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/sink/internal/netdial"
 )
 
-// How a connection finds out that the network to the server is gone, in
-// both directions. The client's socket sends keepalive probes once the
-// connection is idle (waiting for a reply counts) for keepAliveIdle, every
-// keepAliveInterval, and gives up after keepAliveCount unanswered ones;
-// data it sent that is not acknowledged for userTimeout ends the
-// connection too (TCP_USER_TIMEOUT, on Linux). The server is asked to do
-// the same (tcp_keepalives_*, tcp_user_timeout), so that a session whose
-// client vanished ends, and its transaction's locks are released, within
-// about as long instead of the system's default of two hours.
-const (
-	keepAliveIdle     = 15 * time.Second
-	keepAliveInterval = 5 * time.Second
-	keepAliveCount    = 3
-	userTimeout       = 30 * time.Second
-)
-
-// configure sets how cfg's connections are made and set up: TCP
-// keepalives and user timeout on every socket (dial), and the session's
-// settings once connected (setUp).
+// configure sets how cfg's connections are made: TCP keepalives and
+// user timeout on every socket (netdial.Dialer). setUp asks the server
+// for the same, so that a session whose client vanished ends, and its
+// transaction's locks are released, within about as long instead of the
+// system's default of two hours.
 func configure(cfg *pgx.ConnConfig) {
-	d := &net.Dialer{
-		Timeout: cfg.ConnectTimeout,
-		KeepAliveConfig: net.KeepAliveConfig{
-			Enable: true, Idle: keepAliveIdle, Interval: keepAliveInterval, Count: keepAliveCount,
-		},
-		Control: controlUserTimeout,
-	}
-	cfg.DialFunc = d.DialContext
+	cfg.DialFunc = netdial.Dialer(cfg.ConnectTimeout).DialContext
 }
 
 // setUp gives a new connection its session settings: lock_timeout is
@@ -58,8 +37,8 @@ func setUp(ctx context.Context, c *pgx.Conn, s sink.Settings) error {
 	}
 	_, _ = c.Exec(ctx, `SELECT set_config('tcp_keepalives_idle', $1, false), set_config('tcp_keepalives_interval', $2, false),
 		set_config('tcp_keepalives_count', $3, false), set_config('tcp_user_timeout', $4, false)`,
-		strconv.Itoa(int(keepAliveIdle/time.Second)), strconv.Itoa(int(keepAliveInterval/time.Second)),
-		strconv.Itoa(keepAliveCount), strconv.FormatInt(userTimeout.Milliseconds(), 10))
+		strconv.Itoa(int(netdial.KeepAliveIdle/time.Second)), strconv.Itoa(int(netdial.KeepAliveInterval/time.Second)),
+		strconv.Itoa(netdial.KeepAliveCount), strconv.FormatInt(netdial.UserTimeout.Milliseconds(), 10))
 	return nil
 }
 

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package postgres
+package netdial
 
 import "syscall"
 

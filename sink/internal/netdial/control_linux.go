@@ -1,4 +1,4 @@
-package postgres
+package netdial
 
 import (
 	"syscall"
@@ -6,7 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// controlUserTimeout sets TCP_USER_TIMEOUT (userTimeout) on a TCP socket
+// controlUserTimeout sets TCP_USER_TIMEOUT (UserTimeout) on a TCP socket
 // before it connects; other sockets (Unix sockets) are left alone. A
 // kernel that refuses the option only loses it: keepalives still apply.
 func controlUserTimeout(network, _ string, c syscall.RawConn) error {
@@ -16,6 +16,6 @@ func controlUserTimeout(network, _ string, c syscall.RawConn) error {
 		return nil
 	}
 	return c.Control(func(fd uintptr) {
-		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(userTimeout.Milliseconds()))
+		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(UserTimeout.Milliseconds()))
 	})
 }
