@@ -16,11 +16,22 @@ import (
 // answering (see Unanswered): no reply would ever come, and the COMMIT,
 // like the ROLLBACK, then ends with the connection, its outcome for the
 // checkpoint of a later run to tell.
+//
+// A Txn begun on a *sql.Conn whose context ended before it did closes
+// that Conn as Commit or Rollback returns: database/sql rolls such a
+// transaction back on a goroutine of its own and discards the connection
+// from there, and a statement sent on the Conn meanwhile (a writer
+// dropping its staging table) can find it half closed, which panics
+// inside database/sql. Closed by the Txn, the Conn is closed before any
+// later use, which then fails with sql.ErrConnDone.
 type Txn struct {
 	*sql.Tx
 	ctx    context.Context
-	detach func() bool // stops forwarding ctx's cancel; false if it already happened
+	txCtx  context.Context // what the transaction began with
+	conn   *sql.Conn       // what it began on, if a Conn
+	detach func() bool     // stops forwarding ctx's cancel; false if it already happened
 	cancel context.CancelFunc
+	ended  bool
 }
 
 // BeginTx begins a Txn on db (a *sql.DB or *sql.Conn). The caller must
@@ -37,12 +48,13 @@ func BeginTx(ctx context.Context, db interface {
 		cancel()
 		return nil, err
 	}
-	return &Txn{Tx: tx, ctx: ctx, detach: detach, cancel: cancel}, nil
+	conn, _ := db.(*sql.Conn)
+	return &Txn{Tx: tx, ctx: ctx, txCtx: txCtx, conn: conn, detach: detach, cancel: cancel}, nil
 }
 
 // Commit commits t unless its context was cancelled before; see Txn.
 func (t *Txn) Commit() error {
-	defer t.cancel()
+	defer t.end()
 	if !t.detach() {
 		t.Tx.Rollback()
 		return t.ctx.Err()
@@ -53,8 +65,21 @@ func (t *Txn) Commit() error {
 // Rollback rolls t back; after Commit it returns sql.ErrTxDone.
 func (t *Txn) Rollback() error {
 	t.detach()
-	defer t.cancel()
+	defer t.end()
 	return t.Tx.Rollback()
+}
+
+// end releases t's context, first closing its Conn if that context ended
+// while t was open (see Txn). Only the first call does anything.
+func (t *Txn) end() {
+	if t.ended {
+		return
+	}
+	t.ended = true
+	if t.conn != nil && t.txCtx.Err() != nil {
+		t.conn.Close()
+	}
+	t.cancel()
 }
 
 // unansweredKey is the context key of the context Unanswered returns

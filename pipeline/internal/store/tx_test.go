@@ -94,3 +94,112 @@ func TestCommitEndsWhenUnanswered(t *testing.T) {
 		t.Fatal("a context detached once the database was found not answering does not end")
 	}
 }
+
+// heldConnector makes connections whose ROLLBACK is held until release is
+// closed, telling rollingBack when one begins, and whose statements
+// succeed.
+type heldConnector struct {
+	rollingBack chan struct{}
+	release     chan struct{}
+}
+
+func (c heldConnector) Connect(context.Context) (driver.Conn, error) { return heldConn(c), nil }
+func (c heldConnector) Driver() driver.Driver                        { return nil }
+
+type heldConn heldConnector
+
+func (heldConn) Prepare(string) (driver.Stmt, error) { return nil, errors.New("not supported") }
+func (heldConn) Close() error                        { return nil }
+func (heldConn) Begin() (driver.Tx, error)           { return nil, errors.New("use BeginTx") }
+func (c heldConn) BeginTx(context.Context, driver.TxOptions) (driver.Tx, error) {
+	return heldTx(c), nil
+}
+func (heldConn) ExecContext(context.Context, string, []driver.NamedValue) (driver.Result, error) {
+	return driver.RowsAffected(0), nil
+}
+
+type heldTx heldConn
+
+func (heldTx) Commit() error { return nil }
+func (t heldTx) Rollback() error {
+	t.rollingBack <- struct{}{}
+	<-t.release
+	return nil
+}
+
+// TestTxnEndedByItsContextClosesItsConn cancels the work of a Txn begun on
+// a *sql.Conn. database/sql then rolls the transaction back on a goroutine
+// of its own and discards the connection; Commit or Rollback must not
+// return before that is over, or a statement sent next on the Conn (a
+// writer dropping its staging table) races the discard and can panic
+// inside database/sql. Once they return the Conn refuses statements. A
+// transaction that committed leaves its Conn open.
+func TestTxnEndedByItsContextClosesItsConn(t *testing.T) {
+	t.Parallel()
+	for _, end := range []string{"Commit", "Rollback"} {
+		t.Run(end, func(t *testing.T) {
+			t.Parallel()
+			c := heldConnector{rollingBack: make(chan struct{}, 1), release: make(chan struct{})}
+			db := sql.OpenDB(c)
+			defer db.Close()
+			conn, err := db.Conn(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			work, stop := context.WithCancel(context.Background())
+			tx, err := BeginTx(work, conn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop()
+			<-c.rollingBack // database/sql's own rollback is under way
+			ended := make(chan error, 1)
+			go func() {
+				if end == "Commit" {
+					ended <- tx.Commit()
+				} else {
+					ended <- tx.Rollback()
+				}
+			}()
+			select {
+			case err := <-ended:
+				close(c.release)
+				t.Fatalf("%s returned (%v) while database/sql still rolled back on the connection", end, err)
+			case <-time.After(200 * time.Millisecond):
+			}
+			close(c.release)
+			select {
+			case <-ended:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s does not return once the rollback is over", end)
+			}
+			if _, err := conn.ExecContext(context.Background(), "SELECT 1"); !errors.Is(err, sql.ErrConnDone) {
+				t.Fatalf("a statement on the Conn after %s: %v, want %v", end, err, sql.ErrConnDone)
+			}
+		})
+	}
+	t.Run("committed", func(t *testing.T) {
+		t.Parallel()
+		c := heldConnector{rollingBack: make(chan struct{}, 1), release: make(chan struct{})}
+		close(c.release)
+		db := sql.OpenDB(c)
+		defer db.Close()
+		conn, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		tx, err := BeginTx(context.Background(), conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		tx.Rollback() // as a deferred Rollback does
+		if _, err := conn.ExecContext(context.Background(), "SELECT 1"); err != nil {
+			t.Fatalf("a statement on the Conn after a committed Txn: %v", err)
+		}
+	})
+}
