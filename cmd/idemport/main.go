@@ -295,10 +295,10 @@ func newRootCmd(e *env) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "idemport",
 		Short: "Import data files into a database exactly once in effect",
-		Long: `idemport imports CSV, TSV, JSONL, Parquet and Arrow files (plain, gzip or zstd) into SQLite
-(the default, ./idemport.db) or PostgreSQL exactly once in effect: rerun it, kill it, run it
-twice at once — the target ends up as one clean run would leave it, and a rerun of a finished
-file does nothing and says so.
+		Long: `idemport imports CSV, TSV, JSONL, Parquet and Arrow files (plain, gzip or zstd) and Excel
+sheets into SQLite (the default, ./idemport.db), PostgreSQL or MariaDB exactly once in effect:
+rerun it, kill it, run it twice at once — the target ends up as one clean run would leave it,
+and a rerun of a finished file does nothing and says so.
 
 Exit codes: 0 done; 1 failed (rerun to resume); 2 usage error; 3 conflict; 4 busy;
 5 refused; 130 interrupted.`,
@@ -451,7 +451,7 @@ func (t target) operator(ctx context.Context, o pipeline.Options) (*ops.Operator
 // help: the environment's DSN may hold a password.
 func (e *env) intoFlag(c *cobra.Command, into *target) {
 	into.fallback = e.into
-	c.Flags().StringVar(&into.dsn, "into", "", "target database: a SQLite path (sqlite://PATH, sqlite:PATH, file:PATH or a bare path), or PostgreSQL (postgres://…, postgresql://… or a libpq key=value string; PG* variables fill what it leaves out) (default $IDEMPORT_INTO, else ./idemport.db)")
+	c.Flags().StringVar(&into.dsn, "into", "", "target database: a SQLite path (sqlite://PATH, sqlite:PATH, file:PATH or a bare path), PostgreSQL (postgres://…, postgresql://… or a libpq key=value string; PG* variables fill what it leaves out), or MariaDB (mysql://… or mariadb://…) (default $IDEMPORT_INTO, else ./idemport.db)")
 	c.Flags().StringVar(&into.stateSchema, "state-schema", pipeline.DefaultStateSchema, "PostgreSQL schema of idemport's ledger and checkpoints")
 }
 
