@@ -2,13 +2,11 @@ package pipeline
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 
 	"github.com/idemport/idemport/internal/testkit"
 )
@@ -74,22 +72,6 @@ func TestArrowRecordBatchRanges(t *testing.T) {
 func writeArrowFile(t *testing.T, dir, name string, rec arrow.RecordBatch) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := ipc.NewFileWriter(out, ipc.WithSchema(rec.Schema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteArrowFile(t, path, rec)
 	return path
 }
