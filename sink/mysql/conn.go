@@ -54,6 +54,7 @@ type netConn struct {
 	net.Conn
 	closed    atomic.Bool
 	abandoned atomic.Bool
+	discard   atomic.Bool // writes are dropped: see conn.Close
 }
 
 // abandon closes c, so that a read waiting for a reply returns
@@ -80,6 +81,9 @@ func (c *netConn) Read(b []byte) (int, error) {
 }
 
 func (c *netConn) Write(b []byte) (int, error) {
+	if c.discard.Load() {
+		return len(b), nil
+	}
 	n, err := c.Conn.Write(b)
 	if err != nil && c.abandoned.Load() {
 		err = errAbandoned
@@ -117,6 +121,32 @@ type conn struct {
 	net *netConn
 }
 
+// IsValid implements driver.Validator: a connection abandoned by its
+// transaction's end (txn.end) is not put back in the pool, though the
+// driver, which did not see a statement fail, may think it fine.
+func (c conn) IsValid() bool {
+	return !c.net.abandoned.Load() && c.driverConn.IsValid()
+}
+
+// ResetSession implements driver.SessionResetter; see IsValid.
+func (c conn) ResetSession(ctx context.Context) error {
+	if c.net.abandoned.Load() {
+		return driver.ErrBadConn
+	}
+	return c.driverConn.ResetSession(ctx)
+}
+
+// Close implements driver.Conn. The driver says goodbye to the server
+// (COM_QUIT) on a connection it has not seen fail; on one abandoned, whose
+// socket is closed, the write would fail and the driver log the failure,
+// so the goodbye is dropped instead.
+func (c conn) Close() error {
+	if c.net.abandoned.Load() {
+		c.net.discard.Store(true)
+	}
+	return c.driverConn.Close()
+}
+
 // BeginTx implements driver.ConnBeginTx.
 func (c conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	tx, err := c.driverConn.BeginTx(ctx, opts)
@@ -140,12 +170,25 @@ func (t txn) Commit() error { return t.end(t.Tx.Commit) }
 func (t txn) Rollback() error { return t.end(t.Tx.Rollback) }
 
 // end runs COMMIT or ROLLBACK (f), abandoning the connection if the
-// transaction's context ends (or ended) before it returns.
+// transaction's context ends (or ended) before it returns. It returns
+// only once the abandon, if one began, has closed the socket: the abandon
+// runs on a goroutine of its own, which may run after f returned (a
+// COMMIT or ROLLBACK that got its reply first), and database/sql, which
+// keeps a transaction's connection after its rollback, would otherwise
+// take the connection back as valid (the driver did not see it fail) and
+// hand it to the next statement, for the late close to cut.
 func (t txn) end(f func() error) error {
-	stop := context.AfterFunc(t.ctx, t.net.abandon)
+	abandoned := make(chan struct{})
+	stop := context.AfterFunc(t.ctx, func() {
+		defer close(abandoned)
+		t.net.abandon()
+	})
 	err := f()
-	if !stop() && err != nil {
-		err = fmt.Errorf("%w (%w)", err, context.Cause(t.ctx))
+	if !stop() {
+		<-abandoned
+		if err != nil {
+			err = fmt.Errorf("%w (%w)", err, context.Cause(t.ctx))
+		}
 	}
 	return err
 }
