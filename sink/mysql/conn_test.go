@@ -237,9 +237,17 @@ func TestAbandonedConnectionLeavesThePool(t *testing.T) {
 				l.onCommit = cancel
 				go func() { committed <- tx.Commit() }()
 			}
-			// While the socket is open, the connection must stay out of
-			// the pool.
+			// While the socket is open, the transaction must not end nor
+			// its connection go back to the pool.
 			for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				select {
+				case err := <-committed:
+					t.Fatalf("the COMMIT returned (%v) before its abandoned socket closed", err)
+				default:
+				}
+				if st := db.Stats(); st.OpenConnections == 0 {
+					t.Fatalf("the %s let its connection go before its abandoned socket closed", end)
+				}
 				if db.Stats().Idle == 0 {
 					continue
 				}
