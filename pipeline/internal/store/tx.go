@@ -19,11 +19,13 @@ import (
 //
 // A Txn begun on a *sql.Conn whose context ended before it did closes
 // that Conn as Commit or Rollback returns: database/sql rolls such a
-// transaction back on a goroutine of its own and discards the connection
-// from there, and a statement sent on the Conn meanwhile (a writer
-// dropping its staging table) can find it half closed, which panics
-// inside database/sql. Closed by the Txn, the Conn is closed before any
-// later use, which then fails with sql.ErrConnDone.
+// transaction back on a goroutine of its own, and closes the Conn from
+// there when the driver calls the connection bad, so a statement sent on
+// the Conn meanwhile (a writer dropping its staging table) can find it
+// half closed, which panics inside database/sql. Conn.Close waits for
+// that rollback; closed by the Txn, the Conn is closed before any later
+// use, which then fails with sql.ErrConnDone, and the pool checks the
+// connection it gets back (a driver's IsValid) before reusing it.
 type Txn struct {
 	*sql.Tx
 	ctx    context.Context

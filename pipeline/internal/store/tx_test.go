@@ -9,38 +9,50 @@ import (
 	"time"
 )
 
-// stalledConnector makes connections whose transactions' COMMIT and
-// ROLLBACK wait for a reply that never comes, as on a network that stalled
-// without closing: they end only when the context the transaction began
-// with ends, as pgx's do. committing is told when a COMMIT is sent.
-type stalledConnector struct{ committing chan struct{} }
+// fakeConnector makes connections whose statements succeed and whose
+// transactions end as commit and rollback say, given the context the
+// transaction began with.
+type fakeConnector struct{ commit, rollback func(context.Context) error }
 
-func (c stalledConnector) Connect(context.Context) (driver.Conn, error) { return stalledConn(c), nil }
-func (c stalledConnector) Driver() driver.Driver                        { return nil }
+func (c fakeConnector) Connect(context.Context) (driver.Conn, error) { return fakeConn(c), nil }
+func (c fakeConnector) Driver() driver.Driver                        { return nil }
 
-type stalledConn stalledConnector
+type fakeConn fakeConnector
 
-func (stalledConn) Prepare(string) (driver.Stmt, error) { return nil, errors.New("not supported") }
-func (stalledConn) Close() error                        { return nil }
-func (stalledConn) Begin() (driver.Tx, error)           { return nil, errors.New("use BeginTx") }
-func (c stalledConn) BeginTx(ctx context.Context, _ driver.TxOptions) (driver.Tx, error) {
-	return stalledTx{ctx: ctx, committing: c.committing}, nil
+func (fakeConn) Prepare(string) (driver.Stmt, error) { return nil, errors.New("not supported") }
+func (fakeConn) Close() error                        { return nil }
+func (fakeConn) Begin() (driver.Tx, error)           { return nil, errors.New("use BeginTx") }
+func (c fakeConn) BeginTx(ctx context.Context, _ driver.TxOptions) (driver.Tx, error) {
+	return fakeTx{ctx: ctx, c: fakeConnector(c)}, nil
+}
+func (fakeConn) ExecContext(context.Context, string, []driver.NamedValue) (driver.Result, error) {
+	return driver.RowsAffected(0), nil
 }
 
-type stalledTx struct {
-	ctx        context.Context
-	committing chan struct{}
+type fakeTx struct {
+	ctx context.Context
+	c   fakeConnector
 }
 
-func (t stalledTx) Commit() error {
-	t.committing <- struct{}{}
-	<-t.ctx.Done()
-	return driver.ErrBadConn
-}
+func (t fakeTx) Commit() error   { return t.c.commit(t.ctx) }
+func (t fakeTx) Rollback() error { return t.c.rollback(t.ctx) }
 
-func (t stalledTx) Rollback() error {
-	<-t.ctx.Done()
-	return driver.ErrBadConn
+// stalled makes connections whose transactions' COMMIT and ROLLBACK wait
+// for a reply that never comes, as on a network that stalled without
+// closing: they end only when the context the transaction began with
+// ends, as pgx's do. committing is told when a COMMIT is sent.
+func stalled(committing chan<- struct{}) fakeConnector {
+	return fakeConnector{
+		commit: func(ctx context.Context) error {
+			committing <- struct{}{}
+			<-ctx.Done()
+			return driver.ErrBadConn
+		},
+		rollback: func(ctx context.Context) error {
+			<-ctx.Done()
+			return driver.ErrBadConn
+		},
+	}
 }
 
 // TestCommitEndsWhenUnanswered sends a Txn's COMMIT into a stalled
@@ -50,8 +62,8 @@ func (t stalledTx) Rollback() error {
 // contexts Detached from the work end with it.
 func TestCommitEndsWhenUnanswered(t *testing.T) {
 	t.Parallel()
-	c := stalledConnector{committing: make(chan struct{}, 1)}
-	db := sql.OpenDB(c)
+	committing := make(chan struct{}, 1)
+	db := sql.OpenDB(stalled(committing))
 	defer db.Close()
 	work, silent := Unanswered(context.Background())
 	work, stop := context.WithCancelCause(work)
@@ -63,7 +75,7 @@ func TestCommitEndsWhenUnanswered(t *testing.T) {
 	defer cancelDetached()
 	committed := make(chan error, 1)
 	go func() { committed <- tx.Commit() }()
-	<-c.committing
+	<-committing
 	stop(errors.New("the other worker failed"))
 	select {
 	case err := <-committed:
@@ -95,36 +107,17 @@ func TestCommitEndsWhenUnanswered(t *testing.T) {
 	}
 }
 
-// heldConnector makes connections whose ROLLBACK is held until release is
-// closed, telling rollingBack when one begins, and whose statements
-// succeed.
-type heldConnector struct {
-	rollingBack chan struct{}
-	release     chan struct{}
-}
-
-func (c heldConnector) Connect(context.Context) (driver.Conn, error) { return heldConn(c), nil }
-func (c heldConnector) Driver() driver.Driver                        { return nil }
-
-type heldConn heldConnector
-
-func (heldConn) Prepare(string) (driver.Stmt, error) { return nil, errors.New("not supported") }
-func (heldConn) Close() error                        { return nil }
-func (heldConn) Begin() (driver.Tx, error)           { return nil, errors.New("use BeginTx") }
-func (c heldConn) BeginTx(context.Context, driver.TxOptions) (driver.Tx, error) {
-	return heldTx(c), nil
-}
-func (heldConn) ExecContext(context.Context, string, []driver.NamedValue) (driver.Result, error) {
-	return driver.RowsAffected(0), nil
-}
-
-type heldTx heldConn
-
-func (heldTx) Commit() error { return nil }
-func (t heldTx) Rollback() error {
-	t.rollingBack <- struct{}{}
-	<-t.release
-	return nil
+// held makes connections whose ROLLBACK is held until release is
+// closed, telling rollingBack when one begins.
+func held(rollingBack chan<- struct{}, release <-chan struct{}) fakeConnector {
+	return fakeConnector{
+		commit: func(context.Context) error { return nil },
+		rollback: func(context.Context) error {
+			rollingBack <- struct{}{}
+			<-release
+			return nil
+		},
+	}
 }
 
 // TestTxnEndedByItsContextClosesItsConn cancels the work of a Txn begun on
@@ -139,8 +132,8 @@ func TestTxnEndedByItsContextClosesItsConn(t *testing.T) {
 	for _, end := range []string{"Commit", "Rollback"} {
 		t.Run(end, func(t *testing.T) {
 			t.Parallel()
-			c := heldConnector{rollingBack: make(chan struct{}, 1), release: make(chan struct{})}
-			db := sql.OpenDB(c)
+			rollingBack, release := make(chan struct{}, 1), make(chan struct{})
+			db := sql.OpenDB(held(rollingBack, release))
 			defer db.Close()
 			conn, err := db.Conn(context.Background())
 			if err != nil {
@@ -153,7 +146,7 @@ func TestTxnEndedByItsContextClosesItsConn(t *testing.T) {
 				t.Fatal(err)
 			}
 			stop()
-			<-c.rollingBack // database/sql's own rollback is under way
+			<-rollingBack // database/sql's own rollback is under way
 			ended := make(chan error, 1)
 			go func() {
 				if end == "Commit" {
@@ -164,11 +157,11 @@ func TestTxnEndedByItsContextClosesItsConn(t *testing.T) {
 			}()
 			select {
 			case err := <-ended:
-				close(c.release)
+				close(release)
 				t.Fatalf("%s returned (%v) while database/sql still rolled back on the connection", end, err)
 			case <-time.After(200 * time.Millisecond):
 			}
-			close(c.release)
+			close(release)
 			select {
 			case <-ended:
 			case <-time.After(10 * time.Second):
@@ -181,9 +174,9 @@ func TestTxnEndedByItsContextClosesItsConn(t *testing.T) {
 	}
 	t.Run("committed", func(t *testing.T) {
 		t.Parallel()
-		c := heldConnector{rollingBack: make(chan struct{}, 1), release: make(chan struct{})}
-		close(c.release)
-		db := sql.OpenDB(c)
+		rollingBack, release := make(chan struct{}, 1), make(chan struct{})
+		close(release)
+		db := sql.OpenDB(held(rollingBack, release))
 		defer db.Close()
 		conn, err := db.Conn(context.Background())
 		if err != nil {
