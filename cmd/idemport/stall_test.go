@@ -332,6 +332,9 @@ func TestStalledConnectionEndsTheAttempt(t *testing.T) {
 				t.Fatalf("the proxy never stalled (exit %d)\n%s%s", r.Code, r.Stdout, r.Stderr)
 			}
 			res := parsed(t, r, "the import whose connection stalled", 1)
+			if strings.Contains(r.Stderr, "[mysql]") {
+				t.Fatalf("the database driver wrote its own log on stderr, beside the run's:\n%s", r.Stderr)
+			}
 			if res.Outcome != "failed" || !strings.Contains(res.Error, "the database stopped answering") {
 				t.Fatalf("outcome %s, error %q; want failed because the database stopped answering", res.Outcome, res.Error)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 	"time"
@@ -89,12 +90,22 @@ func newConnector(cfg *mysql.Config, s sink.Settings) (driver.Connector, error) 
 	cfg.InterpolateParams = true
 	cfg.ClientFoundRows = true
 	cfg.DialFunc = dial
+	cfg.Logger = driverLog{}
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, err
 	}
 	return connector{Connector: c, setup: session(s)}, nil
 }
+
+// driverLog takes the driver's own log lines ("closing bad idle
+// connection", a connection this package abandoned), which repeat what
+// the driver's errors already say, off stderr, where the driver's default
+// logger writes them beside a run's own messages, and gives them to
+// slog's default logger at debug level.
+type driverLog struct{}
+
+func (driverLog) Print(v ...any) { slog.Debug("mysql driver: " + fmt.Sprint(v...)) }
 
 // Connect implements driver.Connector.
 func (c connector) Connect(ctx context.Context) (driver.Conn, error) {
