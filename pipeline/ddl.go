@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/idemport/idemport/internal/english"
 	"github.com/idemport/idemport/ledger"
 )
 
@@ -97,19 +98,40 @@ func (kp *keeper) planCreated(ctx context.Context, tx *sql.Tx) error {
 
 // dropAbandoned drops, once the operation is abandoned, the tables it
 // created: all of them in ordinal mode, whose rows the abandon removed;
-// by key, where the rows it committed stay, all but the target.
+// by key, where the rows it committed stay, all but the target. Those it
+// could not drop (another table's foreign key refers to one, a lock held
+// past the busy timeout) stay recorded as the operation's, and the run
+// says so with the undo that drops them once what held them is gone.
 func (h *holding) dropAbandoned(ctx context.Context) {
 	if !h.e.st.DDLCommits() {
 		return
 	}
-	dropped, err := h.e.st.DropCreated(ctx, h.id.Key, func(c ledger.CreatedTable) bool {
-		return h.target.Ordinal() || c.Name != h.target.Table
-	})
-	if err != nil {
-		h.log.Warn("could not drop the tables the abandoned operation created", "err", err)
-	} else if len(dropped) > 0 {
+	which := func(c ledger.CreatedTable) bool { return h.target.Ordinal() || c.Name != h.target.Table }
+	dropped, err := h.e.st.DropCreated(ctx, h.id.Key, which)
+	if len(dropped) > 0 {
 		h.res.note(h.log, "dropped %s, which the abandoned import had created", strings.Join(dropped, ", "))
 	}
+	if err == nil {
+		return
+	}
+	var left []string
+	if created, lerr := h.e.st.Ledger.Created(ctx, h.e.st.DB, h.id.Key); lerr == nil {
+		for _, c := range created {
+			if which(c) {
+				left = append(left, c.Name)
+			}
+		}
+	}
+	tables, them := "the tables", "them"
+	if len(left) > 0 {
+		tables, them = strings.Join(left, ", "), english.Verb(len(left), "it", "them")
+	}
+	forget := ""
+	if !h.target.Ordinal() {
+		forget = "--forget "
+	}
+	h.res.note(h.log, "could not drop %s, which the abandoned import had created (%v): once nothing holds %s, `idemport undo %s--table %s %s` (with the same --into) drops %s",
+		tables, err, them, forget, h.target.Table, h.id.Key.FileID, them)
 }
 
 // evolveApart makes, as a DDL step of its own, the changes the target

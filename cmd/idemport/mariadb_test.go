@@ -13,6 +13,7 @@ package main
 // last wins, --atomic and --evolve), and verify while an import runs.
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -306,6 +307,60 @@ func TestMariaDBAbandonDropsCreatedTable(t *testing.T) {
 		}
 		if got := createdRecords(t, tg); len(got) != 0 {
 			t.Fatalf("the abandon left records of tables created: %v\n%s%s", got, r.Stdout, r.Stderr)
+		}
+	})
+}
+
+// TestMariaDBAbandonKeepsAHeldTable changes the file under an ordinal
+// import that created its table while another table's foreign key refers
+// to that table, so that the abandon cannot drop it: the run says which
+// table stays and the undo that drops it, and that undo, once the other
+// table is gone, does.
+func TestMariaDBAbandonKeepsAHeldTable(t *testing.T) {
+	t.Parallel()
+	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
+		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 100, 3)
+		s := launch(t, tg.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:stop"}, "import", "--output", "json", "--partition-rows", "25", "orders.csv"))
+		stopped(t, s)
+		if _, err := tg.DB.Exec(`CREATE TABLE held (f BIGINT NOT NULL, r BIGINT NOT NULL,
+			FOREIGN KEY (f, r) REFERENCES orders (_idemport_file, _idemport_row)) ENGINE = InnoDB`); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 100, 4)
+		continued(t, s)
+		r := testkit.Wait(t, s.cmd)
+		if r.Code == 0 || !strings.Contains(r.Stdout, "the import was abandoned") {
+			t.Fatalf("a file changed under the import: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+		var res struct{ Notes []string }
+		if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
+			t.Fatalf("%v\n%s", err, r.Stdout)
+		}
+		var undo []string
+		for _, n := range res.Notes {
+			if strings.HasPrefix(n, "could not drop orders, which the abandoned import had created (") {
+				if i, j := strings.Index(n, "`idemport "), strings.LastIndex(n, "`"); i >= 0 && j > i {
+					undo = strings.Fields(n[i+len("`idemport ") : j])
+				}
+			}
+		}
+		if !slices.Equal(undo[:min(len(undo), 3)], []string{"undo", "--table", "orders"}) || len(undo) != 4 {
+			t.Fatalf("the run does not say that orders stays and which undo drops it: notes %q\n%s", res.Notes, r.Stderr)
+		}
+		if got := userTables(t, tg); !slices.Equal(got, []string{"held", "orders"}) {
+			t.Fatalf("tables after the abandon: %v, want held and orders", got)
+		}
+		if _, err := tg.DB.Exec(`DROP TABLE held`); err != nil {
+			t.Fatal(err)
+		}
+		if r := tg.Exec(t, dir, nil, undo...); r.Code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", undo, r.Code, r.Stdout, r.Stderr)
+		}
+		if got := userTables(t, tg); len(got) != 0 {
+			t.Fatalf("the undo the run named left tables %v", got)
+		}
+		if got := createdRecords(t, tg); len(got) != 0 {
+			t.Fatalf("the undo left records of tables created: %v", got)
 		}
 	})
 }
