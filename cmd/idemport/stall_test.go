@@ -255,8 +255,9 @@ func statement(msg []byte, prepared map[string]string) string {
 // own partition, its COMMIT too. With one worker the partitions before the
 // stalled one are those kept. On MariaDB (subtests mariadb/…), whose
 // driver sends a COMMIT with no context, the stall hits a COMMIT, the
-// load of a partition's rows (LOAD DATA, counted as a COPY is) and the
-// completion's.
+// load of a partition's rows (LOAD DATA, counted as a COPY is), the
+// statement that moves a keyed partition's staged rows into the table
+// (INSERT … SELECT … ON DUPLICATE KEY UPDATE) and the completion's.
 func TestStalledConnectionEndsTheAttempt(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -277,6 +278,7 @@ func TestStalledConnectionEndsTheAttempt(t *testing.T) {
 		{"2/commit", testkit.Postgres, "2", "commit", 2, false, -1, "resumed"},
 		{"1/completion", testkit.Postgres, "1", "commit", crashPartitions + 1, false, 0, "duplicate"},
 		{"mariadb/1/copy", testkit.MariaDB, "1", "COPY ", 3, false, 2, "resumed"},
+		{"mariadb/1/merge", testkit.MariaDB, "1", `INSERT INTO "orders"`, 3, true, 2, "resumed"},
 		{"mariadb/1/commit", testkit.MariaDB, "1", "commit", 2, false, 2, "resumed"},
 		{"mariadb/2/commit", testkit.MariaDB, "2", "commit", 2, false, -1, "resumed"},
 		{"mariadb/1/completion", testkit.MariaDB, "1", "commit", crashPartitions + 1, false, 0, "duplicate"},
