@@ -285,23 +285,34 @@ func TestMariaDBTwoProcessesOnOneAtomicImport(t *testing.T) {
 	})
 }
 
+// abandonUnder runs an ordinal JSON import of 100 orders in partitions
+// of 25 into tg, stops it after its first commit, runs during, writes
+// other content over the file and lets the import go on: it must end
+// failed, saying the import was abandoned, and its run is returned.
+func abandonUnder(t *testing.T, dir string, tg *testkit.Target, during func()) testkit.Run {
+	t.Helper()
+	testkit.Orders(t, filepath.Join(dir, "orders.csv"), 100, 3)
+	s := launch(t, tg.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:stop"}, "import", "--output", "json", "--partition-rows", "25", "orders.csv"))
+	stopped(t, s)
+	during()
+	testkit.Orders(t, filepath.Join(dir, "orders.csv"), 100, 4) // another content, same size or not
+	continued(t, s)
+	r := testkit.Wait(t, s.cmd)
+	// Not "abandoned" alone: the driver's log of a connection abandoned
+	// (sink/mysql) says it too.
+	if r.Code == 0 || !strings.Contains(r.Stdout, "the import was abandoned") {
+		t.Fatalf("a file changed under the import: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	return r
+}
+
 // TestMariaDBAbandonDropsCreatedTable changes the file under an ordinal
 // import that created its table: the operation is abandoned, its rows
 // removed, and the table it made dropped.
 func TestMariaDBAbandonDropsCreatedTable(t *testing.T) {
 	t.Parallel()
 	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
-		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 100, 3)
-		s := launch(t, tg.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:stop"}, "import", "--output", "json", "--partition-rows", "25", "orders.csv"))
-		stopped(t, s)
-		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 100, 4) // another content, same size or not
-		continued(t, s)
-		r := testkit.Wait(t, s.cmd)
-		// Not "abandoned" alone: the driver's log of a connection
-		// abandoned (sink/mysql) says it too.
-		if r.Code == 0 || !strings.Contains(r.Stdout, "the import was abandoned") {
-			t.Fatalf("a file changed under the import: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
-		}
+		r := abandonUnder(t, dir, tg, func() {})
 		if got := userTables(t, tg); len(got) != 0 {
 			t.Fatalf("the abandoned import left tables %v\n%s%s", got, r.Stdout, r.Stderr)
 		}
@@ -319,19 +330,12 @@ func TestMariaDBAbandonDropsCreatedTable(t *testing.T) {
 func TestMariaDBAbandonKeepsAHeldTable(t *testing.T) {
 	t.Parallel()
 	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
-		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 100, 3)
-		s := launch(t, tg.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:stop"}, "import", "--output", "json", "--partition-rows", "25", "orders.csv"))
-		stopped(t, s)
-		if _, err := tg.DB.Exec(`CREATE TABLE held (f BIGINT NOT NULL, r BIGINT NOT NULL,
-			FOREIGN KEY (f, r) REFERENCES orders (_idemport_file, _idemport_row)) ENGINE = InnoDB`); err != nil {
-			t.Fatal(err)
-		}
-		testkit.Orders(t, filepath.Join(dir, "orders.csv"), 100, 4)
-		continued(t, s)
-		r := testkit.Wait(t, s.cmd)
-		if r.Code == 0 || !strings.Contains(r.Stdout, "the import was abandoned") {
-			t.Fatalf("a file changed under the import: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
-		}
+		r := abandonUnder(t, dir, tg, func() {
+			if _, err := tg.DB.Exec(`CREATE TABLE held (f BIGINT NOT NULL, r BIGINT NOT NULL,
+				FOREIGN KEY (f, r) REFERENCES orders (_idemport_file, _idemport_row)) ENGINE = InnoDB`); err != nil {
+				t.Fatal(err)
+			}
+		})
 		var res struct{ Notes []string }
 		if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
 			t.Fatalf("%v\n%s", err, r.Stdout)

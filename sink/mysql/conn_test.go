@@ -199,15 +199,7 @@ func (c *lateConn) Write(b []byte) (int, error) {
 // the close then cuts (an abandoned import's DROP of the table it made,
 // left with a warning).
 func TestAbandonedConnectionLeavesThePool(t *testing.T) {
-	dsn := freshDSN(t)
-	cfg, err := parseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := newConnector(cfg, sink.Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testConnector(t, freshDSN(t))
 	for _, end := range []string{"rollback", "commit"} {
 		t.Run(end, func(t *testing.T) {
 			l := &lateCloser{Connector: c, gate: make(chan struct{})}

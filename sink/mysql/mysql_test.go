@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
 	"net/url"
 	"os"
@@ -36,14 +37,10 @@ func serverDSN(t testing.TB) string {
 	return dsn
 }
 
-// freshDSN creates a database of its own for t on the test server and
-// returns its URL; the database is dropped when t ends.
-func freshDSN(t testing.TB) string {
+// testConnector returns this package's connector to dsn, with no
+// settings.
+func testConnector(t testing.TB, dsn string) driver.Connector {
 	t.Helper()
-	dsn := serverDSN(t)
-	b := make([]byte, 6)
-	rand.Read(b)
-	name := "idemport_test_" + hex.EncodeToString(b)
 	cfg, err := parseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +49,18 @@ func freshDSN(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := sql.OpenDB(c)
+	return c
+}
+
+// freshDSN creates a database of its own for t on the test server and
+// returns its URL; the database is dropped when t ends.
+func freshDSN(t testing.TB) string {
+	t.Helper()
+	dsn := serverDSN(t)
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "idemport_test_" + hex.EncodeToString(b)
+	admin := sql.OpenDB(testConnector(t, dsn))
 	if _, err := admin.ExecContext(t.Context(), `CREATE DATABASE `+q(name)+` CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin`); err != nil {
 		admin.Close()
 		t.Fatalf("create database %s: %v", name, err)

@@ -133,13 +133,7 @@ func TestTxnEndedByItsContextClosesItsConn(t *testing.T) {
 		t.Run(end, func(t *testing.T) {
 			t.Parallel()
 			rollingBack, release := make(chan struct{}, 1), make(chan struct{})
-			db := sql.OpenDB(held(rollingBack, release))
-			defer db.Close()
-			conn, err := db.Conn(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
+			conn := openConn(t, held(rollingBack, release))
 			work, stop := context.WithCancel(context.Background())
 			tx, err := BeginTx(work, conn)
 			if err != nil {
@@ -176,13 +170,7 @@ func TestTxnEndedByItsContextClosesItsConn(t *testing.T) {
 		t.Parallel()
 		rollingBack, release := make(chan struct{}, 1), make(chan struct{})
 		close(release)
-		db := sql.OpenDB(held(rollingBack, release))
-		defer db.Close()
-		conn, err := db.Conn(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := openConn(t, held(rollingBack, release))
 		tx, err := BeginTx(context.Background(), conn)
 		if err != nil {
 			t.Fatal(err)
@@ -195,4 +183,18 @@ func TestTxnEndedByItsContextClosesItsConn(t *testing.T) {
 			t.Fatalf("a statement on the Conn after a committed Txn: %v", err)
 		}
 	})
+}
+
+// openConn returns a connection of c's, closed with its database when t
+// ends.
+func openConn(t *testing.T, c fakeConnector) *sql.Conn {
+	t.Helper()
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { db.Close() })
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
