@@ -88,12 +88,17 @@ func overlapTime(lease, busy time.Duration) time.Duration {
 	return min(lease/4, busy/4, 10*time.Second)
 }
 
-// overlapWrite bounds the bytes of the file whose partitions an overlap
-// writes (of a Parquet file, its row groups' uncompressed size:
-// reader.Cut's Bytes): a larger transaction costs more than it saves. On SQLite its
-// pages go to the log uncommitted, which no checkpoint can copy until it
-// commits; past 16,384 frames (64 MiB) the writer then checkpoints the
-// whole log itself, inside that COMMIT (sink/sqlite/ckpt.c).
+// overlapWrite is how many bytes of the file (of a Parquet file, its row
+// groups' uncompressed size: reader.Cut's Bytes) an overlap writes before
+// the plan is final whatever the pass's pace; past them it writes on
+// only while the pass, at the pace it has kept, would end within half
+// the overlap's time (full), and never past the database's bound on a
+// held transaction (sink.Limits.HeldBytes: SQLite's log). Writing on
+// keeps the database busy while a large file's pass runs, where it would
+// otherwise wait for the pass; what a pass that ends too late makes the
+// overlap roll back is lost, so the bound leaves room for the pass's end
+// (a keyed file's duplicate check), its slowdown beside the writes, and
+// the commit.
 const overlapWrite = 24 << 20
 
 // errOverlapTime stops an overlap whose plan pass ran past overlapTime.
@@ -198,7 +203,8 @@ func (ov *overlap) read(ctx context.Context, items chan<- item) error {
 // is false when none is to be written any more: the plan is final and i
 // is past its limit or the overlap's time, or the pass ended without it,
 // or the partitions written hold overlapWrite bytes of the file (written)
-// already, after which it waits for the plan to be final.
+// already; before then, once they hold all it may write (full), it waits
+// for the plan to be final.
 // Past its time while the pass runs, it fails with errOverlapTime.
 func (ov *overlap) next(ctx context.Context, i int, written int64) (c reader.Cut, ok bool, err error) {
 	for {
@@ -206,7 +212,7 @@ func (ov *overlap) next(ctx context.Context, i int, written int64) (c reader.Cut
 		if final && (i >= ov.limit || time.Since(ov.began) > ov.time || written >= overlapWrite) {
 			return c, false, nil
 		}
-		if written >= overlapWrite {
+		if !final && ov.full(written) {
 			select {
 			case <-ov.final:
 				continue
@@ -246,6 +252,18 @@ func (ov *overlap) next(ctx context.Context, i int, written int64) (c reader.Cut
 		}
 		left.Stop()
 	}
+}
+
+// full reports whether the partitions written, written bytes of the
+// file, are all the overlap may write before the plan is final: the
+// database's bound on a held transaction (sink.Limits.HeldBytes), or
+// overlapWrite bytes once the pass, at its pace so far, would not end
+// within half the overlap's time.
+func (ov *overlap) full(written int64) bool {
+	if held := ov.kp.e.st.Driver.Limits().HeldBytes; held > 0 && written >= held {
+		return true
+	}
+	return written >= overlapWrite && !ov.sp.endsBy(ov.began.Add(ov.time/2), ov.kp.id.Size)
 }
 
 // closed reports whether ch is closed.

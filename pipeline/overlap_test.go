@@ -37,6 +37,7 @@ const (
 // pass was.
 type passHold struct {
 	n       int64
+	wait    time.Duration // the longest it holds the plan stage
 	written atomic.Int64  // partitions the overlap wrote
 	atHold  atomic.Int64  // of those, written when the hold let the plan stage go on
 	reached chan struct{} // closed at the n-th
@@ -44,7 +45,7 @@ type passHold struct {
 }
 
 func newPassHold(n int) *passHold {
-	return &passHold{n: int64(n), reached: make(chan struct{})}
+	return &passHold{n: int64(n), wait: 30 * time.Second, reached: make(chan struct{})}
 }
 
 // Hit counts the partitions the overlap writes.
@@ -56,14 +57,14 @@ func (h *passHold) Hit(name string) error {
 }
 
 // progress holds the first report of the plan phase done until the
-// overlap wrote n partitions, or half a minute passed (the overlap gave
-// up: the test then fails on atHold).
+// overlap wrote n partitions, or its wait passed (half a minute unless
+// set: the overlap gave up, and the test then fails on atHold).
 func (h *passHold) progress(p Progress) {
 	if p.Phase == "plan" && p.TotalBytes > 0 && p.Bytes >= p.TotalBytes {
 		h.once.Do(func() {
 			select {
 			case <-h.reached:
-			case <-time.After(30 * time.Second):
+			case <-time.After(h.wait):
 			}
 			h.atHold.Store(h.written.Load())
 		})
@@ -453,6 +454,80 @@ func TestOverlapWritesAFullLastPartition(t *testing.T) {
 					}
 				}
 			})
+		}
+	})
+}
+
+// TestOverlapWritesOnWhereTheDatabaseLets imports a keyed file of some
+// 37 MiB in twelve partitions whose plan pass ends before the plan stage
+// goes on (passHold). On PostgreSQL, which bounds no held transaction,
+// the overlap writes past overlapWrite, since the pass will end (has
+// ended) within its time: all twelve partitions before the plan is
+// known. On SQLite it stops at the partition that brings it to 24 MiB
+// (sink.Limits.HeldBytes) and writes no other while the plan stage is
+// held (two seconds), nor after. Either way the table is the file, value
+// by value, and every partition is done by the import.
+func TestOverlapWritesOnWhereTheDatabaseLets(t *testing.T) {
+	t.Parallel()
+	const partRows, parts = 40000, 12
+	var (
+		b     strings.Builder
+		bytes []int64 // of each partition's rows
+	)
+	b.WriteString("id,v\n")
+	pad := strings.Repeat("y", 60)
+	for i := 1; i <= partRows*parts; i++ {
+		start := b.Len()
+		fmt.Fprintf(&b, "%d,value of row %d %s\n", i, i, pad)
+		if (i-1)%partRows == 0 {
+			bytes = append(bytes, 0)
+		}
+		bytes[len(bytes)-1] += int64(b.Len() - start)
+	}
+	content := b.String()
+	floor, sum := 0, int64(0) // the partitions that hold 24 MiB
+	for sum < 24<<20 {
+		sum += bytes[floor]
+		floor++
+	}
+	if floor >= parts-1 {
+		t.Fatalf("the first %d partitions hold 24 MiB: the file is too small to tell", floor)
+	}
+	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
+		f := newFx(t, name)
+		if f.tg.IsMariaDB() {
+			t.Skip("no overlap where DDL commits")
+		}
+		path := f.write(t, "data.csv", content)
+		want := parts
+		hold := newPassHold(parts)
+		if !f.tg.IsPostgres() {
+			want = floor
+			hold = newPassHold(floor + 1)
+			hold.wait = 2 * time.Second
+		}
+		e, log := f.openHeld(t, hold)
+		res := e.Import(context.Background(), Request{Path: path, Mapping: Mapping{Table: "t", Key: []string{"id"}},
+			PartitionRows: partRows, Lease: time.Minute, Progress: hold.progress})
+		if res.Err != nil || res.Outcome != Imported || res.Rows.Inserted != partRows*parts || res.Partitions.Committed != parts {
+			t.Fatalf("%s (%v): rows %+v, partitions %+v; want imported, %d rows in %d partitions", res.Outcome, res.Err, res.Rows, res.Partitions, partRows*parts, parts)
+		}
+		if n, all := hold.atHold.Load(), hold.written.Load(); n != int64(want) || all != int64(want) || !log.has(overlapKeptLog) {
+			t.Fatalf("the overlap wrote %d partitions before the plan was known and %d in all, want %d (24 MiB end with partition %d), kept:\n%s", n, all, want, floor, log)
+		}
+		done := f.rows(t, `SELECT count(*) FROM `+f.tg.Ledger("partitions")+` WHERE done = 1 AND done_by = ?`, res.AttemptID)
+		if fmt.Sprint(done) != fmt.Sprintf("[[%d]]", parts) {
+			t.Fatalf("partitions done by the import: %v, want %d", done, parts)
+		}
+		got := f.rows(t, `SELECT `+f.tg.Text("t.id")+`, v FROM t ORDER BY t.id`)
+		if len(got) != partRows*parts {
+			t.Fatalf("t holds %d rows, want %d", len(got), partRows*parts)
+		}
+		for i, r := range got {
+			if want := []any{fmt.Sprint(i + 1), fmt.Sprintf("value of row %d %s", i+1, pad)}; fmt.Sprint(r) != fmt.Sprint(want) {
+				t.Fatalf("row %d: %v, want %v", i+1, r, want)
+			}
 		}
 	})
 }

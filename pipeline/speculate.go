@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/idemport/idemport/reader"
 )
@@ -16,6 +17,7 @@ import (
 // a plan to make) the speculation is cancelled, and the run cost one hash.
 type speculation struct {
 	cancel   context.CancelFunc
+	began    time.Time
 	done     chan struct{}
 	in       planInput // what the pass was told
 	file     *reader.File
@@ -47,7 +49,7 @@ const maxCuts = 1024
 // cores from the start, since the claim waits for it anyway).
 func (pl *planner) speculate(ctx context.Context, sr *reader.HashRead, content bool) *speculation {
 	ctx, cancel := context.WithCancel(ctx)
-	sp := &speculation{cancel: cancel, done: make(chan struct{}), cut: make(chan struct{}, 1)}
+	sp := &speculation{cancel: cancel, began: time.Now(), done: make(chan struct{}), cut: make(chan struct{}, 1)}
 	go func() {
 		defer close(sp.done)
 		if sr != nil {
@@ -133,6 +135,30 @@ func (sp *speculation) cutAt(i int) (c reader.Cut, ok bool) {
 		return sp.cuts[i], true
 	}
 	return reader.Cut{}, false
+}
+
+// endsBy reports whether the pass, at the pace it has kept since it
+// began, would have read the whole file, of size bytes, by t: the bytes
+// its finished partitions end at took the time since it began; one that
+// read them all says yes. Before its first partition it knows no pace,
+// and says no.
+func (sp *speculation) endsBy(t time.Time, size int64) bool {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if len(sp.cuts) == 0 {
+		return false
+	}
+	last := sp.cuts[len(sp.cuts)-1].Partition
+	read := last.Offset + last.Length
+	if read >= size {
+		return true
+	}
+	if read <= 0 {
+		return false
+	}
+	now := time.Now()
+	left := time.Duration(float64(now.Sub(sp.began)) * float64(size-read) / float64(read))
+	return !now.Add(left).After(t)
 }
 
 // stop cancels the speculation, if any, and waits for it to end.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/idemport/idemport/internal/testkit"
+	"github.com/idemport/idemport/reader"
 )
 
 // TestImportPlansWhileHashing imports in-process (run it with -race): the
@@ -61,5 +63,38 @@ func TestImportPlansWhileHashing(t *testing.T) {
 				t.Fatalf("rehashed rerun: %+v %v", again, again.Err)
 			}
 		})
+	}
+}
+
+// TestSpeculationEndsBy checks the pace an overlap asks of a plan pass
+// (speculation.endsBy): a pass that read a quarter of a file in its first
+// second ends three seconds later, not one; one that read all of it has
+// ended; one with no partition finished has no pace and is not counted
+// on.
+func TestSpeculationEndsBy(t *testing.T) {
+	const size = 400 << 20
+	cut := func(offset, length int64) reader.Cut {
+		var c reader.Cut
+		c.Partition.Offset, c.Partition.Length = offset, length
+		return c
+	}
+	now := time.Now()
+	sp := &speculation{began: now.Add(-time.Second), cut: make(chan struct{}, 1)}
+	if sp.endsBy(now.Add(time.Hour), size) {
+		t.Error("a pass with no partition finished ends within the hour, want not known")
+	}
+	sp.add(cut(100, size/8-100))
+	sp.add(cut(size/8, size/8))
+	for _, c := range []struct {
+		by   time.Duration
+		want bool
+	}{{time.Second, false}, {2900 * time.Millisecond, false}, {3200 * time.Millisecond, true}, {time.Minute, true}} {
+		if got := sp.endsBy(now.Add(c.by), size); got != c.want {
+			t.Errorf("a quarter read in 1 s: ends within %v: %v, want %v", c.by, got, c.want)
+		}
+	}
+	sp.add(cut(size/4, size*3/4))
+	if !sp.endsBy(time.Now(), size) {
+		t.Error("a pass that read the whole file does not end by now")
 	}
 }

@@ -386,6 +386,15 @@ type Limits struct {
 	// more than an integer's text.)
 	KeyBytes  int
 	CharBytes int
+	// HeldBytes bounds the bytes of a file worth writing in a transaction
+	// held open while the import waits for something else before it may
+	// commit (the partitions pipeline writes while the plan pass runs): on
+	// SQLite 24 MiB, since that transaction's pages stay in the log, which
+	// no checkpoint copies until it commits, and past 64 MiB (16,384
+	// frames) its COMMIT checkpoints the whole log itself. 0 means the
+	// database sets no bound: holding a large transaction costs it nothing
+	// more than committing it (PostgreSQL).
+	HeldBytes int64
 	// DDLCommits says that every DDL statement (CREATE, ALTER, DROP)
 	// commits the transaction it runs in and runs outside any (MariaDB,
 	// MySQL): the pipeline then runs each DDL step of an import in a step

@@ -372,7 +372,9 @@ func (Driver) Deadlock(error) bool { return false }
 // Limits implements sink.Driver: SQLITE_MAX_COLUMN (2000, as compiled)
 // columns per table, of which idemport needs 3 (the lineage columns, and
 // the batch table's batch column beside its copies of them), names of any
-// length, compared without regard to ASCII case.
+// length, compared without regard to ASCII case, and a held transaction's
+// writes bounded by what the log holds before a COMMIT checkpoints it
+// (sink.Limits.HeldBytes; walLimit).
 func (Driver) Limits() sink.Limits {
-	return sink.Limits{MaxColumns: 2000, Reserved: 3, FoldsCase: true}
+	return sink.Limits{MaxColumns: 2000, Reserved: 3, FoldsCase: true, HeldBytes: 24 << 20}
 }
