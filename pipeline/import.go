@@ -519,11 +519,18 @@ func (h *holding) abandon(ctx context.Context, err error) error {
 // attempt: in one transaction, the operation's partitions are dropped, in
 // ordinal mode the rows it committed are deleted (the changed file is
 // another file, which then imports cleanly), and it becomes abandoned.
+// The result then counts the partitions as a failed run's do (this run's
+// committed, the others' done before it skipped) and the rows deleted as
+// removed: its rows counted as inserted, of this run's partitions, are no
+// longer in the table.
 func (h *holding) abandonChanged(ctx context.Context, cause error) error {
 	h.res.Outcome = Failed
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	var deleted int64
+	var (
+		deleted int64
+		parts   idemtype.Partitions
+	)
 	err := withTx(ctx, h.e.st.DB, func(tx *sql.Tx) error {
 		if err := h.e.st.Ledger.Lock(ctx, tx, h.id.Key); err != nil {
 			return err
@@ -535,6 +542,11 @@ func (h *holding) abandonChanged(ctx context.Context, cause error) error {
 		} else if op != nil && op.State == ledger.Completed {
 			return ledger.ErrCompleted
 		}
+		p, err := h.e.st.CP.Progress(ctx, tx, h.op, h.attempt.ID)
+		if err != nil {
+			return err
+		}
+		parts = idemtype.Partitions{Total: p.Total, Skipped: p.Done - h.ap.committed, Committed: h.ap.committed}
 		if _, _, err := h.e.st.CP.Drop(ctx, tx, h.op); err != nil {
 			return err
 		}
@@ -560,6 +572,7 @@ func (h *holding) abandonChanged(ctx context.Context, cause error) error {
 		h.log.Error("could not abandon the operation; the lease will expire instead", "err", err)
 		return cause
 	}
+	h.res.Partitions, h.res.Removed = parts, deleted
 	h.log.Warn("source changed: operation abandoned", "deleted", deleted, "err", cause)
 	h.dropAbandoned(ctx)
 	if h.target.Ordinal() {

@@ -72,6 +72,10 @@ type Result struct {
 	Replaces string `json:"replaces,omitempty"`
 	// Removed is how many rows of that earlier version this run removed:
 	// its rows (ordinal mode), or its keys the new version lacks (by key).
+	// Of an import abandoned because its file changed under it, it is how
+	// many rows the operation had committed that the abandonment removed
+	// (ordinal mode; by key they stay): of this run's, counted as inserted,
+	// and of the attempts before it.
 	Removed  int64         `json:"removed,omitempty"`
 	Duration time.Duration `json:"-"`
 	Err      error         `json:"-"`

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -131,7 +132,9 @@ func writeRowGroups(t *testing.T, path string, groups, n int) {
 
 // TestSourceChangedStopsTheAttempt appends to a file while its import is
 // frozen between partitions: the attempt stops with "source changed"
-// instead of committing rows of another version of the file.
+// instead of committing rows of another version of the file, and its JSON
+// result says that the 300 rows of the 3 partitions it committed were
+// removed again.
 func TestSourceChangedStopsTheAttempt(t *testing.T) {
 	t.Parallel()
 	for _, change := range []string{"append", "rewrite"} {
@@ -139,7 +142,7 @@ func TestSourceChangedStopsTheAttempt(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "orders.csv")
 			testkit.Orders(t, path, 1000, 32)
-			cmd := testkit.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:3:stop"}, "import", "--partition-rows", "100", "orders.csv")
+			cmd := testkit.Cmd(t, dir, []string{"IDEMPORT_FAILPOINT=after-partition-commit:3:stop"}, "import", "--partition-rows", "100", "--output", "json", "orders.csv")
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {
@@ -171,6 +174,10 @@ func TestSourceChangedStopsTheAttempt(t *testing.T) {
 			if st := testkit.Query(t, db, `SELECT state FROM idemport_operations`); len(st) != 1 || st[0][0] != "abandoned" {
 				t.Fatalf("operation states %v, want abandoned", st)
 			}
+			res := lastResult(t, out.String())
+			if res.Rows.Inserted != 300 || res.Removed != 300 || res.Partitions.Total != 10 || res.Partitions.Committed != 3 || res.Partitions.Skipped != 0 {
+				t.Errorf("result rows %+v, removed %d, partitions %+v; want 300 inserted and removed, 3 of 10 partitions committed", res.Rows, res.Removed, res.Partitions)
+			}
 			if n := testkit.Int(t, db, `SELECT count(*) FROM idemport_partitions`); n != 0 {
 				t.Fatalf("%d partition rows left", n)
 			}
@@ -183,8 +190,9 @@ func TestSourceChangedStopsTheAttempt(t *testing.T) {
 // it, before that run commits anything (it is stopped after its claim):
 // the resumed attempt stops with "source changed", and the abandonment
 // removes the 300 rows the killed attempt committed, not only those of
-// the attempt that found the change (none). A later import of the changed
-// file then holds exactly its rows, each once.
+// the attempt that found the change (none), as its JSON result counts
+// them. A later import of the changed file then holds exactly its rows,
+// each once.
 func TestSourceChangedUnderResumedAttempt(t *testing.T) {
 	t.Parallel()
 	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
@@ -202,7 +210,7 @@ func TestSourceChangedUnderResumedAttempt(t *testing.T) {
 				if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM orders`); n != 300 {
 					t.Fatalf("the killed run left %d rows, want its 3 partitions' 300", n)
 				}
-				resumed := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-claim:1:stop"}, args...))
+				resumed := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-claim:1:stop"}, append(slices.Clone(args), "--output", "json")...))
 				if change == "append" {
 					extra := []string{"1999999998", "1", "SKU-X", "1", "1.00", "paid", "2024-01-01T00:00:00Z", "late"}
 					f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
@@ -242,6 +250,9 @@ func TestSourceChangedUnderResumedAttempt(t *testing.T) {
 				if !strings.Contains(r.Stdout, "the import was abandoned and the 300 rows it had committed were removed") {
 					t.Errorf("resumed run does not say the import was abandoned with its 300 rows:\n%s", r.Stdout)
 				}
+				if res := lastResult(t, r.Stdout); res.Rows.Inserted != 0 || res.Removed != 300 || res.Partitions.Total != 10 || res.Partitions.Committed != 0 || res.Partitions.Skipped != 3 {
+					t.Errorf("resumed run's result rows %+v, removed %d, partitions %+v; want none inserted, 300 removed, 3 of 10 partitions skipped", res.Rows, res.Removed, res.Partitions)
+				}
 				got := testkit.Query(t, tg.DB, `SELECT state, (SELECT count(*) FROM `+tg.Ledger("partitions")+`) FROM `+tg.Ledger("operations"))
 				if want := [][]any{{"abandoned", int64(0)}}; !reflect.DeepEqual(got, want) {
 					t.Fatalf("operations (state, partitions) %v, want %v", got, want)
@@ -259,4 +270,18 @@ func TestSourceChangedUnderResumedAttempt(t *testing.T) {
 			})
 		}
 	})
+}
+
+// lastResult returns the last JSON result line of out, which may hold
+// log lines besides.
+func lastResult(t *testing.T, out string) result {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "{") {
+			return parseResults(t, lines[i])[0]
+		}
+	}
+	t.Fatalf("no JSON result in:\n%s", out)
+	return result{}
 }
