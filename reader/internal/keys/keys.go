@@ -13,13 +13,17 @@ package keys
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/reader/internal/value"
@@ -36,8 +40,8 @@ const DefaultHeld = 4 << 20
 // Index collects the key hashes of a plan pass: 8 bytes a row, and 8
 // more while candidates runs, up to its bound; past it the hashes go to a
 // temporary file, and Candidates finds the repeated ones partition by
-// partition of their top bits, each partition's table within the bound.
-// It is not safe for concurrent use.
+// partition of their top bits, two partitions at a time, each searched
+// within about half the bound. It is not safe for concurrent use.
 type Index struct {
 	seed   maphash.Seed
 	chunks [][]uint64 // hash of row ordinal spilled+i+1 at chunks[i/chunk][i%chunk]; 0 for a bad row
@@ -53,6 +57,8 @@ type Index struct {
 	err     error // the spill's first error, returned by Candidates
 	parts   []*os.File
 	maxOpen int // partition files open at once: maxParts
+	workers int // goroutines that search for repeated hashes
+	r       hashReader
 }
 
 // NewIndex returns an index that holds up to held hashes in memory (0
@@ -62,7 +68,7 @@ func NewIndex(dir string, held int) *Index {
 	if held <= 0 {
 		held = DefaultHeld
 	}
-	return &Index{seed: maphash.MakeSeed(), held: int64(held), chunk: min(keyChunk, held), dir: dir, maxOpen: maxParts}
+	return &Index{seed: maphash.MakeSeed(), held: int64(held), chunk: min(keyChunk, held), dir: dir, maxOpen: maxParts, workers: min(2, runtime.GOMAXPROCS(0))}
 }
 
 func (k *Index) push(h uint64) {
@@ -92,13 +98,19 @@ func (k *Index) spillHeld() {
 			k.w = bufio.NewWriterSize(k.spill, 1<<20)
 		}
 	}
-	var b [8]byte
 	for _, c := range k.chunks {
-		for _, h := range c {
-			if k.err == nil {
-				binary.LittleEndian.PutUint64(b[:], h)
-				_, k.err = k.w.Write(b[:])
+		for len(c) > 0 && k.err == nil {
+			if k.w.Available() < 8 {
+				k.err = k.w.Flush()
+				continue
 			}
+			m := min(len(c), k.w.Available()/8)
+			b := k.w.AvailableBuffer()
+			for _, h := range c[:m] {
+				b = binary.LittleEndian.AppendUint64(b, h)
+			}
+			_, k.err = k.w.Write(b)
+			c = c[m:]
 		}
 	}
 	for i := range k.chunks {
@@ -122,7 +134,7 @@ func (k *Index) Close() {
 			os.Remove(f.Name())
 		}
 	}
-	k.spill, k.w, k.parts, k.chunks, k.Buf = nil, nil, nil, nil, nil
+	k.spill, k.w, k.parts, k.chunks, k.Buf, k.r = nil, nil, nil, nil, nil, hashReader{}
 }
 
 // add records the key bytes of the good row with the given ordinal; rows
@@ -137,6 +149,12 @@ func (k *Index) Add(ordinal int64, key []byte) {
 // Candidates returns, in ordinal order, the ordinals of the rows whose key
 // hash occurs more than once, and frees the index (as Close does). An
 // error is the spill's: the temporary file could not be written or read.
+//
+// It runs at the end of the plan pass, when the pass's second core is
+// idle and the writer waits for the plan: the search for repeated hashes
+// runs on two goroutines (one under GOMAXPROCS=1), each over hashes of its
+// own (a held index's half of the rows, then half of the groups; a
+// spilled index's partitions, one at a time each).
 func (k *Index) Candidates() ([]int64, error) {
 	defer k.Close()
 	if k.spill == nil && k.err == nil {
@@ -159,10 +177,12 @@ func (k *Index) Candidates() ([]int64, error) {
 	}
 	var out []int64
 	var i int64
-	err = k.eachSpilled(func(h uint64) {
-		i++
-		if h != 0 && repeated[h] {
-			out = append(out, i)
+	err = k.r.each(k.spill, func(hs []uint64) {
+		for _, h := range hs {
+			i++
+			if h != 0 && repeated[h] {
+				out = append(out, i)
+			}
 		}
 	})
 	if err != nil {
@@ -171,24 +191,45 @@ func (k *Index) Candidates() ([]int64, error) {
 	return out, nil
 }
 
-// eachSpilled calls fn with every hash of the spill, in ordinal order.
-func (k *Index) eachSpilled(fn func(uint64)) error {
-	return eachHash(k.spill, fn)
+// hashBlock is how many hashes a hashReader reads at once.
+const hashBlock = 1 << 17
+
+// hashReader reads files of hashes a block at a time, into buffers it
+// keeps for the next file.
+type hashReader struct {
+	b  []byte
+	hs []uint64
 }
 
-func eachHash(f *os.File, fn func(uint64)) error {
+// each calls fn with every hash of f from its start, in order, a block at
+// a time; fn must not keep the block.
+func (r *hashReader) each(f *os.File, fn func([]uint64)) error {
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return err
+	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	r := bufio.NewReaderSize(f, 1<<20)
-	var b [8]byte
+	if block := int(min(size/8+1, hashBlock)); len(r.hs) < block {
+		r.b, r.hs = make([]byte, 8*block), make([]uint64, block)
+	}
 	for {
-		if _, err := io.ReadFull(r, b[:]); err == io.EOF {
+		n, err := io.ReadFull(f, r.b)
+		if n%8 != 0 {
+			return fmt.Errorf("%s: %d bytes, not whole hashes", f.Name(), n)
+		}
+		for i := range n / 8 {
+			r.hs[i] = binary.LittleEndian.Uint64(r.b[8*i:])
+		}
+		if n > 0 {
+			fn(r.hs[:n/8])
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return nil
 		} else if err != nil {
 			return err
 		}
-		fn(binary.LittleEndian.Uint64(b[:]))
 	}
 }
 
@@ -202,81 +243,293 @@ const (
 
 // repeatedSpilled returns the hashes of the spill that occur more than
 // once. The hashes are split by their top bits into partitions of about
-// held/4 each, written to files; each partition is then read into a table
-// that holds its distinct hashes, so memory stays within the bound
-// whatever the row count (a partition of one repeated hash holds it once).
+// held/4 each, written to files; each partition is then searched on its
+// own, two at a time. One of the size expected is read into memory and
+// searched as a held index is (repeats); a larger one, which only a
+// repeated hash makes (a partition of one repeated hash holds it n times),
+// is read into a table of its distinct hashes (repeatsStreamed), so
+// memory stays within the bound whatever the row count.
 func (k *Index) repeatedSpilled() (map[uint64]bool, error) {
 	bits := 0
-	for k.n>>bits > max(k.held/4, minPart) && bits < 32 {
+	part := max(k.held/4, minPart)
+	for k.n>>bits > part && bits < 32 {
 		bits++
 	}
 	nparts := 1 << bits
 	repeated := map[uint64]bool{}
-	var table []uint64
+	workers := k.workers
+	scratch := make([]searcher, workers)
+	found := make([]map[uint64]bool, workers)
 	for base := 0; base < nparts; base += k.maxOpen {
 		count := min(k.maxOpen, nparts-base)
 		k.parts = make([]*os.File, count)
-		ws := make([]*bufio.Writer, count)
 		for i := range k.parts {
 			f, err := proc.CreateOwned(k.dir, "idemport-keyparts", "")
 			if err != nil {
 				return nil, err
 			}
-			k.parts[i], ws[i] = f, bufio.NewWriterSize(f, max(4096, (4<<20)/count))
+			k.parts[i] = f
 		}
+		// Each partition's hashes gather in a buffer of its own, written
+		// when full.
+		size := 8 * max(512, (4<<20)/8/count)
+		bufs := make([][]byte, count)
+		sizes := make([]int64, count) // hashes in each partition
 		var werr error
-		var b [8]byte
-		err := k.eachSpilled(func(h uint64) {
-			p := 0
-			if bits > 0 {
-				p = int(h>>(64-bits)) - base
+		err := k.r.each(k.spill, func(hs []uint64) {
+			for _, h := range hs {
+				p := 0
+				if bits > 0 {
+					p = int(h>>(64-bits)) - base
+				}
+				if h == 0 || p < 0 || p >= count {
+					continue
+				}
+				if bufs[p] == nil {
+					bufs[p] = make([]byte, 0, size)
+				}
+				bufs[p] = binary.LittleEndian.AppendUint64(bufs[p], h)
+				sizes[p]++
+				if len(bufs[p]) == size && werr == nil {
+					_, werr = k.parts[p].Write(bufs[p])
+					bufs[p] = bufs[p][:0]
+				}
 			}
-			if h == 0 || p < 0 || p >= count || werr != nil {
-				return
-			}
-			binary.LittleEndian.PutUint64(b[:], h)
-			_, werr = ws[p].Write(b[:])
 		})
 		if err == nil {
 			err = werr
 		}
 		for i := 0; err == nil && i < count; i++ {
-			err = ws[i].Flush()
+			if len(bufs[i]) > 0 {
+				_, err = k.parts[i].Write(bufs[i])
+			}
 		}
+		bufs = nil
 		if err != nil {
 			return nil, err
 		}
-		for i, f := range k.parts {
-			distinct := 0
-			table = slices.Grow(table[:0], 1024)[:1024]
-			clear(table)
-			err := eachHash(f, func(h uint64) {
-				if 2*(distinct+1) > len(table) {
-					old := slices.Clone(table)
-					table = slices.Grow(table[:0], 2*len(old))[:2*len(old)]
-					clear(table)
-					for _, o := range old {
-						if o != 0 {
-							insertHash(table, o)
-						}
+		var next atomic.Int64
+		errs := make([]error, workers)
+		var wg sync.WaitGroup
+		for w := range workers {
+			if found[w] == nil {
+				found[w] = map[uint64]bool{}
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1) - 1)
+					if i >= count || errs[w] != nil {
+						return
+					}
+					f := k.parts[i]
+					if sizes[i] <= part+part/4 {
+						errs[w] = scratch[w].repeatsRead(f, sizes[i], uint(bits), found[w])
+					} else {
+						errs[w] = scratch[w].repeatsStreamed(f, found[w])
 					}
 				}
-				if insertHash(table, h) {
-					distinct++
-				} else {
-					repeated[h] = true
-				}
-			})
+			}()
+		}
+		wg.Wait()
+		for i, f := range k.parts {
 			f.Close()
 			os.Remove(f.Name())
 			k.parts[i] = nil
-			if err != nil {
-				return nil, err
-			}
 		}
 		k.parts = nil
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+	}
+	for _, m := range found {
+		for h := range m {
+			repeated[h] = true
+		}
 	}
 	return repeated, nil
+}
+
+// searcher holds the scratch memory of one goroutine's search for
+// repeated hashes.
+type searcher struct {
+	hashes  []uint64 // a partition's, read from its file
+	grouped []uint64
+	count   []int64 // hashes a group holds, then where its next one goes
+	table   []uint64
+	found   map[uint64]bool
+	r       hashReader
+}
+
+// repeatsRead reads the n hashes of partition file f, whose top skip bits
+// are all the same, and adds those that occur more than once to
+// repeated.
+func (s *searcher) repeatsRead(f *os.File, n int64, skip uint, repeated map[uint64]bool) error {
+	s.hashes = slices.Grow(s.hashes[:0], int(n))
+	err := s.r.each(f, func(hs []uint64) { s.hashes = append(s.hashes, hs...) })
+	if err != nil {
+		return err
+	}
+	ss := []searcher{*s}
+	search([][]uint64{s.hashes}, skip, ss, repeated)
+	*s = ss[0]
+	return nil
+}
+
+// repeatsStreamed adds the hashes of partition file f that occur more
+// than once to repeated, reading them into a table of its distinct
+// hashes.
+func (s *searcher) repeatsStreamed(f *os.File, repeated map[uint64]bool) error {
+	s.hashes, s.grouped = nil, nil // the table alone takes the memory
+	distinct := 0
+	s.table = slices.Grow(s.table[:0], 1024)[:1024]
+	clear(s.table)
+	return s.r.each(f, func(hs []uint64) {
+		for _, h := range hs {
+			if 2*(distinct+1) > len(s.table) {
+				old := slices.Clone(s.table)
+				s.table = slices.Grow(s.table[:0], 2*len(old))[:2*len(old)]
+				clear(s.table)
+				for _, o := range old {
+					if o != 0 {
+						insertHash(s.table, o)
+					}
+				}
+			}
+			if insertHash(s.table, h) {
+				distinct++
+			} else {
+				repeated[h] = true
+			}
+		}
+	})
+}
+
+// parallel runs fn(0), …, fn(n-1), each on a goroutine of its own when n
+// is more than one, and waits for them.
+func parallel(n int, fn func(w int)) {
+	if n == 1 {
+		fn(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(w)
+		}()
+	}
+	wg.Wait()
+}
+
+// search adds to repeated the hashes in hss (0s aside, which are bad
+// rows) that occur more than once; their top skip bits are all the same.
+// It sorts them into groups by their next bits (8 more bytes a hash),
+// then finds the repeated ones group by group, in a table that fits a
+// cache. Each searcher in ss does its share of each step on a goroutine
+// of its own: it groups a part of hss, then searches a part of the
+// groups.
+func search(hss [][]uint64, skip uint, ss []searcher, repeated map[uint64]bool) {
+	var n int64
+	for _, hs := range hss {
+		n += int64(len(hs))
+	}
+	bits := uint(1)
+	for int64(1)<<bits < n/256 && bits < 24 {
+		bits++
+	}
+	shift := 64 - bits
+	groups := 1 << bits
+	// Searcher w groups the hashes from n*w/len(ss) to n*(w+1)/len(ss).
+	ins := make([][][]uint64, len(ss))
+	for w := range ss {
+		lo, hi := n*int64(w)/int64(len(ss)), n*int64(w+1)/int64(len(ss))
+		var off int64
+		for _, hs := range hss {
+			a, b := max(lo-off, 0), min(hi-off, int64(len(hs)))
+			if a < b {
+				ins[w] = append(ins[w], hs[a:b])
+			}
+			off += int64(len(hs))
+		}
+	}
+	parallel(len(ss), func(w int) {
+		s := &ss[w]
+		s.count = slices.Grow(s.count[:0], groups)[:groups]
+		clear(s.count)
+		for _, hs := range ins[w] {
+			for _, h := range hs {
+				if h != 0 {
+					s.count[(h<<skip)>>shift]++
+				}
+			}
+		}
+	})
+	// Group b holds grouped[start[b]:start[b+1]], searcher w's hashes of
+	// it after those of the searchers before it.
+	start := make([]int64, groups+1)
+	var total int64
+	for b := range groups {
+		start[b] = total
+		for w := range ss {
+			c := ss[w].count[b]
+			ss[w].count[b] = total
+			total += c
+		}
+	}
+	start[groups] = total
+	grouped := slices.Grow(ss[0].grouped[:0], int(total))[:total]
+	ss[0].grouped = grouped
+	parallel(len(ss), func(w int) {
+		next := ss[w].count
+		for _, hs := range ins[w] {
+			for _, h := range hs {
+				if h != 0 {
+					b := (h << skip) >> shift
+					grouped[next[b]] = h
+					next[b]++
+				}
+			}
+		}
+	})
+	parallel(len(ss), func(w int) {
+		s := &ss[w]
+		if s.found == nil {
+			s.found = map[uint64]bool{}
+		}
+		for b := groups * w / len(ss); b < groups*(w+1)/len(ss); b++ {
+			group := grouped[start[b]:start[b+1]]
+			if len(group) < 2 {
+				continue
+			}
+			size := 4
+			for size < 2*len(group) {
+				size <<= 1
+			}
+			s.table = slices.Grow(s.table[:0], size)[:size]
+			table := s.table
+			clear(table)
+			mask := uint64(size - 1)
+			for _, h := range group {
+				j := h & mask
+				for table[j] != 0 && table[j] != h {
+					j = (j + 1) & mask
+				}
+				if table[j] == h {
+					s.found[h] = true
+				}
+				table[j] = h
+			}
+		}
+	})
+	for w := range ss {
+		for h := range ss[w].found {
+			repeated[h] = true
+		}
+		clear(ss[w].found)
+	}
 }
 
 // insertHash puts h into an open-addressing table (0 marks a free slot,
@@ -295,67 +548,18 @@ func insertHash(table []uint64, h uint64) bool {
 }
 
 // candidatesHeld is Candidates of an index whose hashes are all held in
-// memory. It copies the hashes grouped by their top bits (8 more bytes a
-// row), finds the repeated ones group by group in a table that fits a
-// cache, and only when there are any, looks the rows up in order.
+// memory. It searches them for repeated ones on two goroutines (one for a
+// small index), and only when there are any, looks the rows up in order.
 func (k *Index) candidatesHeld() []int64 {
 	if k.n < 2 {
 		return nil
 	}
-	bits := 1
-	for int64(1)<<bits < k.n/256 && bits < 24 {
-		bits++
+	workers := k.workers
+	if k.n < 1<<16 {
+		workers = 1
 	}
-	shift := 64 - bits
-	start := make([]int64, 1<<bits+1)
-	for _, c := range k.chunks {
-		for _, h := range c {
-			if h != 0 {
-				start[h>>shift+1]++
-			}
-		}
-	}
-	for b := 1; b < len(start); b++ {
-		start[b] += start[b-1]
-	}
-	grouped := make([]uint64, start[len(start)-1])
-	next := slices.Clone(start[:len(start)-1])
-	for _, c := range k.chunks {
-		for _, h := range c {
-			if h != 0 {
-				b := h >> shift
-				grouped[next[b]] = h
-				next[b]++
-			}
-		}
-	}
-	next = nil
 	repeated := map[uint64]bool{}
-	var table []uint64 // open addressing; 0 marks a free slot
-	for b := 0; b+1 < len(start); b++ {
-		group := grouped[start[b]:start[b+1]]
-		if len(group) < 2 {
-			continue
-		}
-		size := 4
-		for size < 2*len(group) {
-			size <<= 1
-		}
-		table = slices.Grow(table[:0], size)[:size]
-		clear(table)
-		mask := uint64(size - 1)
-		for _, h := range group {
-			j := h & mask
-			for table[j] != 0 && table[j] != h {
-				j = (j + 1) & mask
-			}
-			if table[j] == h {
-				repeated[h] = true
-			}
-			table[j] = h
-		}
-	}
-	grouped = nil
+	search(k.chunks, 0, make([]searcher, workers), repeated)
 	if len(repeated) == 0 {
 		return nil
 	}

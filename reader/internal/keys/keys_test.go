@@ -144,3 +144,50 @@ func TestIndexSpillError(t *testing.T) {
 		t.Fatalf("no error, candidates %v", got)
 	}
 }
+
+// TestIndexSearchers finds the same candidates whatever the number of
+// goroutines that search, held in memory or spilled: repeats at either end,
+// across the points where the goroutines' shares of the rows meet, and at
+// random, among bad rows; and no false repeat where they meet.
+func TestIndexSearchers(t *testing.T) {
+	int64Key := func(n int64) []byte { return AppendValue(nil, value.Value{I: n}, value.Int64) }
+	const n = 1<<16 + 1000 // a held index this large is searched on several goroutines
+	ks := make([][]byte, n)
+	for i := range ks {
+		ks[i] = int64Key(int64(i) * 7919)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, p := range [][2]int{{0, n - 1}, {n/2 - 2, n/2 + 1}, {n/3 - 2, n/3 + 1}, {n/3 + 5, 2*n/3 + 3}, {n/4 - 2, 3*n/4 + 1}} {
+		ks[p[1]] = ks[p[0]]
+	}
+	for range 200 {
+		ks[rng.IntN(n)] = ks[rng.IntN(n)]
+	}
+	for range 50 {
+		ks[rng.IntN(n)] = nil // a bad row
+	}
+	want := repeatedOrdinals(ks)
+	for _, held := range []int{0, 5000} {
+		for _, workers := range []int{1, 2, 3} {
+			dir := t.TempDir()
+			k := NewIndex(dir, held)
+			k.workers = workers
+			for i, key := range ks {
+				if key != nil {
+					k.Add(int64(i+1), key)
+				}
+			}
+			if k.Spilled() != (held > 0) {
+				t.Fatalf("%d held: spilled %v", held, k.Spilled())
+			}
+			got, err := k.Candidates()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%d held, %d searchers: %d candidates, want %d", held, workers, len(got), len(want))
+			}
+			emptyDir(t, dir)
+		}
+	}
+}
