@@ -96,9 +96,13 @@ type pageChunk struct {
 	mem    memory.Allocator
 	maxDef int16
 	width  int // of a fixed-width value; 0: BYTE_ARRAY
+	// checkOnly says the chunk is only skipped (a column the plan pass
+	// leaves undecoded): a fixed-width dictionary's values are not kept.
+	checkOnly bool
 
-	// The dictionary: value i is dict[offs[i]:offs[i+1]], or of a fixed
-	// width, dict[i*width:(i+1)*width]; ndict values.
+	// The dictionary: value i is dict[offs[i]+4:offs[i+1]] (the page's
+	// PLAIN values as they are, each after its 4-byte length), or of a
+	// fixed width, dict[i*width:(i+1)*width]; ndict values.
 	dict  []byte
 	offs  []int32
 	ndict int
@@ -111,13 +115,12 @@ type pageChunk struct {
 	plain []byte
 	byIdx bool
 
-	// Scratch for a batch: which rows have a value, and where it is: an
-	// index into the dictionary, or (with plainBit, and its length) the
-	// next value in plainBuf, a PLAIN value copied there because the page
-	// reader reuses a page's memory for the next page.
-	present  []bool
-	index    []uint32
-	plainBuf []byte
+	// Scratch for the rows of a batch in one page: the dictionary
+	// indexes of those with a value, and their definition levels.
+	index  []uint32
+	levels []uint32
+	// perRow is the bytes of text per row of the batch read last.
+	perRow float64
 }
 
 func newPageChunk(fr *pqarrow.FileReader, k int, field pqarrow.SchemaField, mem memory.Allocator) (*pageChunk, error) {
@@ -137,9 +140,6 @@ func newPageChunk(fr *pqarrow.FileReader, k int, field pqarrow.SchemaField, mem 
 func (c *pageChunk) close() { c.pr.Close() }
 
 var errChunkPage = errors.New("corrupt page")
-
-// plainBit marks a pageChunk's index of a PLAIN value.
-const plainBit = 1 << 31
 
 // page moves to the chunk's next data page, reading a dictionary page on
 // the way.
@@ -166,6 +166,12 @@ func (c *pageChunk) page() error {
 				if n < 0 || n > len(data)/c.width {
 					return fmt.Errorf("%w: a dictionary page of %d values in %d bytes", errChunkPage, n, len(data))
 				}
+				if c.checkOnly {
+					// Its values are never read: the indexes are checked
+					// against ndict alone.
+					c.dict, c.ndict = []byte{}, n
+					continue
+				}
 				c.dict, c.ndict = slices.Clone(data[:n*c.width]), n
 				if c.dict == nil {
 					c.dict = []byte{}
@@ -177,16 +183,17 @@ func (c *pageChunk) page() error {
 			}
 			c.ndict = n
 			c.offs = make([]int32, n+1)
-			c.dict = make([]byte, 0, len(data)-4*n)
+			all, at := data, 0
 			for i := range n {
 				v, rest, err := plainValue(data)
 				if err != nil {
 					return err
 				}
-				c.dict = append(c.dict, v...)
-				c.offs[i+1] = int32(len(c.dict))
+				at += 4 + len(v)
+				c.offs[i+1] = int32(at)
 				data = rest
 			}
+			c.dict = append([]byte{}, all[:at]...)
 			continue
 		case *file.DataPageV1:
 			c.left = int(p.NumValues())
@@ -247,110 +254,148 @@ func plainValue(data []byte) ([]byte, []byte, error) {
 	return data[4 : 4+n], data[4+n:], nil
 }
 
-// read returns the chunk's next n rows as an array of c.dt.
+// read returns the chunk's next n rows as an array of c.dt. It reads them
+// a page at a time: the levels and indexes of the page's rows (a run at a
+// time, hybrid.fill), the size of their values, then the values, copied
+// into the batch's buffer straight from the dictionary or the page (whose
+// memory the page reader reuses for the next page). The buffer is reserved
+// for the bytes per row of the chunk's batch before (c.perRow).
 func (c *pageChunk) read(n int) (arrow.Array, error) {
 	if c.width > 0 {
 		return c.readFixed(n)
 	}
-	c.present = slices.Grow(c.present[:0], n)[:n]
-	c.index = slices.Grow(c.index[:0], n)[:n]
-	c.plainBuf = c.plainBuf[:0]
+	offBuf := memory.NewResizableBuffer(c.mem)
+	offBuf.Resize(4 * (n + 1))
+	dataBuf := memory.NewResizableBuffer(c.mem)
+	if c.perRow > 0 {
+		dataBuf.Reserve(int(min(c.perRow*float64(n)*1.125+64, maxReserve)))
+	}
+	var valid *memory.Buffer
+	var bits []byte
+	release := func() {
+		offBuf.Release()
+		dataBuf.Release()
+		if valid != nil {
+			valid.Release()
+		}
+	}
+	offs := arrow.Int32Traits.CastFromBytes(offBuf.Bytes())
+	offs[0] = 0
 	size, nulls := int64(0), 0
-	// First the levels and indexes, page by page, and the size of the
-	// values.
 	for i := 0; i < n; {
 		if c.left == 0 {
 			if err := c.page(); err != nil {
+				release()
 				return nil, err
 			}
 			continue
 		}
 		m := min(c.left, n-i)
-		for j := i; j < i+m; j++ {
-			if c.maxDef > 0 {
-				d, err := c.defs.next()
-				if err != nil {
-					return nil, err
-				}
+		// The rows of the page with a value: all m, or those whose
+		// definition level is not 0.
+		present := m
+		var defs []uint32
+		if c.maxDef > 0 {
+			c.levels = slices.Grow(c.levels[:0], m)[:m]
+			defs = c.levels
+			if err := c.defs.fill(defs); err != nil {
+				release()
+				return nil, err
+			}
+			for _, d := range defs {
 				if d == 0 {
-					c.present[j] = false
-					nulls++
-					continue
+					present--
 				}
 			}
-			c.present[j] = true
-			if c.byIdx {
-				v, err := c.idx.next()
-				if err != nil {
-					return nil, err
-				}
-				if int(v) >= c.ndict {
-					return nil, fmt.Errorf("%w: dictionary index %d of %d values", errChunkPage, v, c.ndict)
-				}
-				c.index[j] = v
-				size += int64(c.offs[v+1] - c.offs[v])
+			if present == m {
+				defs = nil
 			} else {
-				v, rest, err := plainValue(c.plain)
-				if err != nil {
-					return nil, err
+				if valid == nil {
+					valid = memory.NewResizableBuffer(c.mem)
+					valid.Resize(int(bitutil.BytesForBits(int64(n))))
+					bits = valid.Bytes()
+					bitutil.SetBitsTo(bits, 0, int64(n), true)
 				}
-				c.plain = rest
-				c.plainBuf = append(c.plainBuf, v...)
-				c.index[j] = plainBit | uint32(len(v)) // a page is less than 2 GiB
-				size += int64(len(v))
-			}
-			if size > math.MaxInt32 {
-				return nil, fmt.Errorf("a batch of more than 2 GiB of text in one column")
+				for j, d := range defs {
+					if d == 0 {
+						bitutil.ClearBit(bits, i+j)
+					}
+				}
+				nulls += m - present
 			}
 		}
+		// The size of the values, checked as they are found.
+		seg := int64(0)
+		var idx []uint32
+		plain := c.plain
+		if c.byIdx {
+			c.index = slices.Grow(c.index[:0], present)[:present]
+			idx = c.index
+			if err := c.idx.fill(idx); err != nil {
+				release()
+				return nil, err
+			}
+			for _, v := range idx {
+				if int(v) >= c.ndict {
+					release()
+					return nil, fmt.Errorf("%w: dictionary index %d of %d values", errChunkPage, v, c.ndict)
+				}
+				seg += int64(c.offs[v+1] - c.offs[v] - 4)
+			}
+		} else {
+			rest := c.plain
+			for range present {
+				v, r, err := plainValue(rest)
+				if err != nil {
+					release()
+					return nil, err
+				}
+				rest = r
+				seg += int64(len(v))
+			}
+			c.plain = rest
+		}
+		if size+seg > math.MaxInt32 {
+			release()
+			return nil, fmt.Errorf("a batch of more than 2 GiB of text in one column")
+		}
+		if need := int(size + seg); need > dataBuf.Cap() {
+			dataBuf.Reserve(max(need, 2*dataBuf.Cap()))
+		}
+		dataBuf.ResizeNoShrink(int(size + seg))
+		out := dataBuf.Bytes()
+		pos := int32(size)
+		q := 0
+		for j := range m {
+			if defs == nil || defs[j] != 0 {
+				if idx != nil {
+					x := idx[q]
+					pos += int32(copy(out[pos:], c.dict[c.offs[x]+4:c.offs[x+1]]))
+				} else {
+					l := binary.LittleEndian.Uint32(plain)
+					pos += int32(copy(out[pos:], plain[4:4+l]))
+					plain = plain[4+l:]
+				}
+				q++
+			}
+			offs[i+j+1] = pos
+		}
+		size += seg
 		c.left -= m
 		i += m
 	}
-	// Then the values, gathered into one buffer.
-	offBuf := memory.NewResizableBuffer(c.mem)
-	offBuf.Resize(4 * (n + 1))
-	dataBuf := memory.NewResizableBuffer(c.mem)
-	dataBuf.Resize(int(size))
-	offs := arrow.Int32Traits.CastFromBytes(offBuf.Bytes())
-	out := dataBuf.Bytes()
-	var valid *memory.Buffer
-	var bits []byte
-	if nulls > 0 {
-		valid = memory.NewResizableBuffer(c.mem)
-		valid.Resize(int(bitutil.BytesForBits(int64(n))))
-		bits = valid.Bytes()
-		clear(bits)
-	}
-	pos := int32(0)
-	offs[0] = 0
-	plain := c.plainBuf
-	for j := range n {
-		if c.present[j] {
-			if x := c.index[j]; x&plainBit == 0 {
-				pos += int32(copy(out[pos:], c.dict[c.offs[x]:c.offs[x+1]]))
-			} else {
-				m := int(x &^ plainBit)
-				pos += int32(copy(out[pos:], plain[:m]))
-				plain = plain[m:]
-			}
-			if bits != nil {
-				bitutil.SetBit(bits, j)
-			}
-		}
-		offs[j+1] = pos
+	if n > 0 {
+		c.perRow = float64(size) / float64(n)
 	}
 	data := array.NewData(c.dt, n, []*memory.Buffer{valid, offBuf, dataBuf}, nil, nulls, 0)
 	defer data.Release()
-	offBuf.Release()
-	dataBuf.Release()
-	if valid != nil {
-		valid.Release()
-	}
+	release()
 	return array.MakeFromData(data), nil
 }
 
 // skip reads the chunk's next n rows as read does, checking them as it
-// does, but keeps no value: what read would refuse, skip refuses.
+// does, but keeps no value: what read would refuse, skip refuses. A chunk
+// marked checkOnly must only be skipped.
 func (c *pageChunk) skip(n int) error {
 	if c.width == 0 {
 		a, err := c.read(n)
@@ -367,7 +412,8 @@ func (c *pageChunk) skip(n int) error {
 func (c *pageChunk) readFixed(n int) (arrow.Array, error) { return c.fixed(n, true) }
 
 // fixed reads the next n rows of values of c.width bytes, into an array
-// when keep is set.
+// when keep is set. A page's levels, and its indexes, are decoded a run at
+// a time (hybrid.fill) before its values are placed.
 func (c *pageChunk) fixed(n int, keep bool) (arrow.Array, error) {
 	w := c.width
 	var dataBuf *memory.Buffer
@@ -397,50 +443,68 @@ func (c *pageChunk) fixed(n int, keep bool) (arrow.Array, error) {
 			continue
 		}
 		m := min(c.left, n-i)
-		for j := i; j < i+m; j++ {
-			var dst []byte
-			if keep {
-				dst = out[j*w : (j+1)*w]
+		// The rows of the page with a value: all m, or those whose
+		// definition level is not 0.
+		present := m
+		var defs []uint32
+		if c.maxDef > 0 {
+			c.levels = slices.Grow(c.levels[:0], m)[:m]
+			defs = c.levels
+			if err := c.defs.fill(defs); err != nil {
+				release()
+				return nil, err
 			}
-			if c.maxDef > 0 {
-				d, err := c.defs.next()
-				if err != nil {
-					release()
-					return nil, err
-				}
+			for _, d := range defs {
 				if d == 0 {
-					if valid == nil && keep {
-						valid = memory.NewResizableBuffer(c.mem)
-						valid.Resize(int(bitutil.BytesForBits(int64(n))))
-						bits = valid.Bytes()
-						bitutil.SetBitsTo(bits, 0, int64(n), true)
-					}
-					if keep {
-						bitutil.ClearBit(bits, j)
-					}
-					nulls++
-					clear(dst)
-					continue
+					present--
 				}
 			}
-			if c.byIdx {
-				v, err := c.idx.next()
-				if err != nil {
-					release()
-					return nil, err
+			if present == m {
+				defs = nil
+			} else if keep {
+				if valid == nil {
+					valid = memory.NewResizableBuffer(c.mem)
+					valid.Resize(int(bitutil.BytesForBits(int64(n))))
+					bits = valid.Bytes()
+					bitutil.SetBitsTo(bits, 0, int64(n), true)
 				}
+				for j, d := range defs {
+					if d == 0 {
+						bitutil.ClearBit(bits, i+j)
+					}
+				}
+			}
+			nulls += m - present
+		}
+		var dst []byte
+		if keep {
+			dst = out[i*w : (i+m)*w]
+		}
+		if c.byIdx {
+			c.index = slices.Grow(c.index[:0], present)[:present]
+			idx := c.index
+			if err := c.idx.fill(idx); err != nil {
+				release()
+				return nil, err
+			}
+			for _, v := range idx {
 				if int(v) >= c.ndict {
 					release()
 					return nil, fmt.Errorf("%w: dictionary index %d of %d values", errChunkPage, v, c.ndict)
 				}
-				copy(dst, c.dict[int(v)*w:])
-			} else {
-				if len(c.plain) < w {
-					release()
-					return nil, fmt.Errorf("%w: PLAIN values cut short", errChunkPage)
-				}
-				copy(dst, c.plain[:w])
-				c.plain = c.plain[w:]
+			}
+			if keep {
+				c.gather(dst, idx, defs)
+			}
+		} else {
+			if len(c.plain) < present*w {
+				release()
+				return nil, fmt.Errorf("%w: PLAIN values cut short", errChunkPage)
+			}
+			vals := c.plain[:present*w]
+			c.plain = c.plain[present*w:]
+			if keep {
+				c.spread(dst, vals, defs)
 			}
 		}
 		c.left -= m
@@ -453,6 +517,54 @@ func (c *pageChunk) fixed(n int, keep bool) (arrow.Array, error) {
 	defer data.Release()
 	release()
 	return array.MakeFromData(data), nil
+}
+
+// gather writes into dst the dictionary values of indexes idx, one for
+// each row whose definition level in defs is not 0 (nil: every row), and
+// zeros for the others.
+func (c *pageChunk) gather(dst []byte, idx []uint32, defs []uint32) {
+	w, dict := c.width, c.dict
+	if defs == nil && w == 8 {
+		for j, v := range idx {
+			binary.LittleEndian.PutUint64(dst[j*8:], binary.LittleEndian.Uint64(dict[int(v)*8:]))
+		}
+		return
+	}
+	if defs == nil && w == 4 {
+		for j, v := range idx {
+			binary.LittleEndian.PutUint32(dst[j*4:], binary.LittleEndian.Uint32(dict[int(v)*4:]))
+		}
+		return
+	}
+	q := 0
+	for j := range len(dst) / w {
+		if defs != nil && defs[j] == 0 {
+			clear(dst[j*w : (j+1)*w])
+			continue
+		}
+		copy(dst[j*w:(j+1)*w], dict[int(idx[q])*w:])
+		q++
+	}
+}
+
+// spread writes into dst the PLAIN values vals, one for each row whose
+// definition level in defs is not 0 (nil: every row), and zeros for the
+// others.
+func (c *pageChunk) spread(dst, vals []byte, defs []uint32) {
+	w := c.width
+	if defs == nil {
+		copy(dst, vals)
+		return
+	}
+	q := 0
+	for j, d := range defs {
+		if d == 0 {
+			clear(dst[j*w : (j+1)*w])
+			continue
+		}
+		copy(dst[j*w:(j+1)*w], vals[q:q+w])
+		q += w
+	}
 }
 
 // hybrid reads values of the RLE / bit-packed hybrid encoding of width
@@ -469,11 +581,12 @@ type hybrid struct {
 
 var errHybrid = fmt.Errorf("%w: levels or indexes cut short", errChunkPage)
 
-func (h *hybrid) next() (uint32, error) {
+// run starts the next run when the current one is used up.
+func (h *hybrid) run() error {
 	for h.rle == 0 && h.nbits == 0 {
 		hdr, n := binary.Uvarint(h.buf)
 		if n <= 0 {
-			return 0, errHybrid
+			return errHybrid
 		}
 		h.buf = h.buf[n:]
 		if hdr&1 == 1 {
@@ -486,11 +599,11 @@ func (h *hybrid) next() (uint32, error) {
 					bytes = uint64(len(h.buf))
 					groups = bytes / uint64(h.width)
 					if groups == 0 {
-						return 0, errHybrid
+						return errHybrid
 					}
 					bytes = groups * uint64(h.width)
 				} else if h.width > 0 {
-					return 0, errHybrid
+					return errHybrid
 				}
 			}
 			h.bits, h.buf, h.nbits, h.at = h.buf[:bytes], h.buf[bytes:], int(groups*8), 0
@@ -499,7 +612,7 @@ func (h *hybrid) next() (uint32, error) {
 		run := hdr >> 1
 		w := int(h.width+7) / 8
 		if run == 0 || run > math.MaxInt32 || len(h.buf) < w {
-			return 0, errHybrid
+			return errHybrid
 		}
 		var v uint32
 		for i := range w {
@@ -508,20 +621,52 @@ func (h *hybrid) next() (uint32, error) {
 		h.buf = h.buf[w:]
 		h.rle, h.val = int(run), v
 	}
-	if h.rle > 0 {
-		h.rle--
-		return h.val, nil
-	}
-	h.nbits--
-	if h.width == 0 {
-		return 0, nil
-	}
-	// Bit-packed values are little-endian, least significant bit first.
+	return nil
+}
+
+// packed returns the bit-packed value at bit h.at of the current run.
+// Bit-packed values are little-endian, least significant bit first.
+func (h *hybrid) packed() uint32 {
 	byteAt, shift := h.at/8, h.at%8
 	var word uint64
-	for i := uint(0); i < 5 && int(byteAt+i) < len(h.bits); i++ {
-		word |= uint64(h.bits[byteAt+i]) << (8 * i)
+	if int(byteAt)+8 <= len(h.bits) {
+		word = binary.LittleEndian.Uint64(h.bits[byteAt:])
+	} else {
+		for i := uint(0); i < 5 && int(byteAt+i) < len(h.bits); i++ {
+			word |= uint64(h.bits[byteAt+i]) << (8 * i)
+		}
 	}
-	h.at += h.width
-	return uint32(word>>shift) & uint32(uint64(1)<<h.width-1), nil
+	return uint32(word>>shift) & uint32(uint64(1)<<h.width-1)
+}
+
+// fill reads the next len(dst) values into dst, a run at a time.
+func (h *hybrid) fill(dst []uint32) error {
+	for i := 0; i < len(dst); {
+		if err := h.run(); err != nil {
+			return err
+		}
+		if h.rle > 0 {
+			k := min(h.rle, len(dst)-i)
+			v := h.val
+			for j := range dst[i : i+k] {
+				dst[i+j] = v
+			}
+			h.rle -= k
+			i += k
+			continue
+		}
+		k := min(h.nbits, len(dst)-i)
+		h.nbits -= k
+		if h.width == 0 {
+			clear(dst[i : i+k])
+			i += k
+			continue
+		}
+		for j := range dst[i : i+k] {
+			dst[i+j] = h.packed()
+			h.at += h.width
+		}
+		i += k
+	}
+	return nil
 }

@@ -108,6 +108,7 @@ func (s *parquetFile) unitOf(fr, frB *pqarrow.FileReader, k, batch int, secondCo
 					u.close()
 					return nil, s.f.unitError(err, fmt.Sprintf("row group %d", k))
 				}
+				c.checkOnly = true
 				u.checks[h] = append(u.checks[h], c)
 				continue
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -166,4 +167,49 @@ func TestPlanChecksSkippedColumns(t *testing.T) {
 	} else {
 		t.Log(err)
 	}
+}
+
+// TestPlanChecksSkippedDictionaryIndexes checks that the plan pass refuses
+// a file whose dictionary indexes, in a column it leaves undecoded (whose
+// dictionary's values it does not keep), point past the dictionary, as its
+// partition readers would.
+func TestPlanChecksSkippedDictionaryIndexes(t *testing.T) {
+	data := textParquet(t, 3000, 700, parquet.WithDictionaryDefault(true))
+	f, err := Open(testFile(t, "bad.parquet", data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := f.parquet().md.RowGroup(1).ColumnChunk(4) // qty: 9 values
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if !cc.HasDictionaryPage() {
+		t.Fatalf("qty has no dictionary: %v", cc.Encodings())
+	}
+	// The dictionary page header says the page holds 4 values
+	// (num_values, field 1 of the DictionaryPageHeader, field 7: zigzag 8),
+	// not 9: the indexes 4 to 8 point past it.
+	bad := bytes.Clone(data)
+	hdr := bad[cc.DictionaryPageOffset():][:32]
+	i := bytes.Index(hdr, []byte{0x4c, 0x15, 0x12})
+	if i < 0 {
+		t.Fatalf("no dictionary page header of 9 values in % x", hdr)
+	}
+	hdr[i+2] = 0x08
+	in := testFile(t, "bad.parquet", bad)
+	in.Opts.Select = []string{"qty", "id"}
+	f, err = Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if s := (&planner{f: f, cv: f.converter(f.schema)}).skips(); s == nil || !s[0] {
+		t.Fatal("qty is decoded")
+	}
+	_, _, err = f.Scan(context.Background(), partition.ScanOptions{})
+	if err == nil || !strings.Contains(err.Error(), "dictionary index") {
+		t.Fatalf("the plan pass took the file: %v", err)
+	}
+	t.Log(err)
 }
