@@ -91,8 +91,8 @@ func overlapTime(lease, busy time.Duration) time.Duration {
 // overlapWrite is how many bytes of the file (of a Parquet file, its row
 // groups' uncompressed size: reader.Cut's Bytes) an overlap writes before
 // the plan is final whatever the pass's pace; past them it writes on
-// only while the pass, at the pace it has kept, would end within half
-// the overlap's time (full), and never past the database's bound on a
+// only while the pass, at the pace it has kept, would end within three
+// quarters of the overlap's time (full), and never past the database's bound on a
 // held transaction (sink.Limits.HeldBytes: SQLite's log). Writing on
 // keeps the database busy while a large file's pass runs, where it would
 // otherwise wait for the pass; what a pass that ends too late makes the
@@ -258,12 +258,14 @@ func (ov *overlap) next(ctx context.Context, i int, written int64) (c reader.Cut
 // file, are all the overlap may write before the plan is final: the
 // database's bound on a held transaction (sink.Limits.HeldBytes), or
 // overlapWrite bytes once the pass, at its pace so far, would not end
-// within half the overlap's time.
+// within three quarters of the overlap's time. The pace since the pass
+// began is a cautious one: while the file was hashed, the pass shared the
+// file's reads and a core with the hash.
 func (ov *overlap) full(written int64) bool {
 	if held := ov.kp.e.st.Driver.Limits().HeldBytes; held > 0 && written >= held {
 		return true
 	}
-	return written >= overlapWrite && !ov.sp.endsBy(ov.began.Add(ov.time/2), ov.kp.id.Size)
+	return written >= overlapWrite && !ov.sp.endsBy(ov.began.Add(ov.time*3/4), ov.kp.id.Size)
 }
 
 // closed reports whether ch is closed.
