@@ -254,6 +254,47 @@ func plainValue(data []byte) ([]byte, []byte, error) {
 	return data[4 : 4+n], data[4+n:], nil
 }
 
+// markNulls reads the definition levels of the page's next m rows, rows i
+// to i+m-1 of a batch of n, into c.levels, and returns them with present,
+// the count of those rows with a value (a level not 0). defs is nil when
+// all m rows have one (present is m), as is every row of a column without
+// levels. When some row has none and keep is set, its bit is cleared in
+// *valid, the batch's validity bitmap, which is made, n bits all set, at
+// the batch's first null row (nil until then: no row is null).
+func (c *pageChunk) markNulls(m, i, n int, keep bool, valid **memory.Buffer) (defs []uint32, present int, err error) {
+	if c.maxDef == 0 {
+		return nil, m, nil
+	}
+	c.levels = slices.Grow(c.levels[:0], m)[:m]
+	defs = c.levels
+	if err := c.defs.fill(defs); err != nil {
+		return nil, 0, err
+	}
+	present = m
+	for _, d := range defs {
+		if d == 0 {
+			present--
+		}
+	}
+	if present == m {
+		return nil, m, nil
+	}
+	if keep {
+		if *valid == nil {
+			*valid = memory.NewResizableBuffer(c.mem)
+			(*valid).Resize(int(bitutil.BytesForBits(int64(n))))
+			bitutil.SetBitsTo((*valid).Bytes(), 0, int64(n), true)
+		}
+		bits := (*valid).Bytes()
+		for j, d := range defs {
+			if d == 0 {
+				bitutil.ClearBit(bits, i+j)
+			}
+		}
+	}
+	return defs, present, nil
+}
+
 // read returns the chunk's next n rows as an array of c.dt. It reads them
 // a page at a time: the levels and indexes of the page's rows (a run at a
 // time, hybrid.fill), the size of their values, then the values, copied
@@ -271,7 +312,6 @@ func (c *pageChunk) read(n int) (arrow.Array, error) {
 		dataBuf.Reserve(int(min(c.perRow*float64(n)*1.125+64, maxReserve)))
 	}
 	var valid *memory.Buffer
-	var bits []byte
 	release := func() {
 		offBuf.Release()
 		dataBuf.Release()
@@ -291,39 +331,12 @@ func (c *pageChunk) read(n int) (arrow.Array, error) {
 			continue
 		}
 		m := min(c.left, n-i)
-		// The rows of the page with a value: all m, or those whose
-		// definition level is not 0.
-		present := m
-		var defs []uint32
-		if c.maxDef > 0 {
-			c.levels = slices.Grow(c.levels[:0], m)[:m]
-			defs = c.levels
-			if err := c.defs.fill(defs); err != nil {
-				release()
-				return nil, err
-			}
-			for _, d := range defs {
-				if d == 0 {
-					present--
-				}
-			}
-			if present == m {
-				defs = nil
-			} else {
-				if valid == nil {
-					valid = memory.NewResizableBuffer(c.mem)
-					valid.Resize(int(bitutil.BytesForBits(int64(n))))
-					bits = valid.Bytes()
-					bitutil.SetBitsTo(bits, 0, int64(n), true)
-				}
-				for j, d := range defs {
-					if d == 0 {
-						bitutil.ClearBit(bits, i+j)
-					}
-				}
-				nulls += m - present
-			}
+		defs, present, err := c.markNulls(m, i, n, true, &valid)
+		if err != nil {
+			release()
+			return nil, err
 		}
+		nulls += m - present
 		// The size of the values, checked as they are found.
 		seg := int64(0)
 		var idx []uint32
@@ -424,7 +437,6 @@ func (c *pageChunk) fixed(n int, keep bool) (arrow.Array, error) {
 		out = dataBuf.Bytes()
 	}
 	var valid *memory.Buffer
-	var bits []byte
 	nulls := 0
 	release := func() {
 		if dataBuf != nil {
@@ -443,39 +455,12 @@ func (c *pageChunk) fixed(n int, keep bool) (arrow.Array, error) {
 			continue
 		}
 		m := min(c.left, n-i)
-		// The rows of the page with a value: all m, or those whose
-		// definition level is not 0.
-		present := m
-		var defs []uint32
-		if c.maxDef > 0 {
-			c.levels = slices.Grow(c.levels[:0], m)[:m]
-			defs = c.levels
-			if err := c.defs.fill(defs); err != nil {
-				release()
-				return nil, err
-			}
-			for _, d := range defs {
-				if d == 0 {
-					present--
-				}
-			}
-			if present == m {
-				defs = nil
-			} else if keep {
-				if valid == nil {
-					valid = memory.NewResizableBuffer(c.mem)
-					valid.Resize(int(bitutil.BytesForBits(int64(n))))
-					bits = valid.Bytes()
-					bitutil.SetBitsTo(bits, 0, int64(n), true)
-				}
-				for j, d := range defs {
-					if d == 0 {
-						bitutil.ClearBit(bits, i+j)
-					}
-				}
-			}
-			nulls += m - present
+		defs, present, err := c.markNulls(m, i, n, keep, &valid)
+		if err != nil {
+			release()
+			return nil, err
 		}
+		nulls += m - present
 		var dst []byte
 		if keep {
 			dst = out[i*w : (i+m)*w]
