@@ -148,13 +148,7 @@ func TestPlanChecksSkippedColumns(t *testing.T) {
 	// The page header, whose bytes the loader checks, says the page holds
 	// 6 values (num_values, field 1 of the DataPageHeader, field 5: zigzag
 	// 12), not 7: the chunk's values end a row early.
-	bad := bytes.Clone(data)
-	hdr := bad[cc.DataPageOffset():][:32]
-	i := bytes.Index(hdr, []byte{0x2c, 0x15, 0x0e})
-	if i < 0 {
-		t.Fatalf("no data page header of 7 values in % x", hdr)
-	}
-	hdr[i+2] = 0x0c
+	bad := withPageHeader(t, data, cc.DataPageOffset(), []byte{0x2c, 0x15, 0x0e}, 0x0c)
 	in = testFile(t, "bad.parquet", bad)
 	in.Opts.Select = []string{"order_id", "quantity"}
 	f, err = Open(in)
@@ -190,13 +184,7 @@ func TestPlanChecksSkippedDictionaryIndexes(t *testing.T) {
 	// The dictionary page header says the page holds 4 values
 	// (num_values, field 1 of the DictionaryPageHeader, field 7: zigzag 8),
 	// not 9: the indexes 4 to 8 point past it.
-	bad := bytes.Clone(data)
-	hdr := bad[cc.DictionaryPageOffset():][:32]
-	i := bytes.Index(hdr, []byte{0x4c, 0x15, 0x12})
-	if i < 0 {
-		t.Fatalf("no dictionary page header of 9 values in % x", hdr)
-	}
-	hdr[i+2] = 0x08
+	bad := withPageHeader(t, data, cc.DictionaryPageOffset(), []byte{0x4c, 0x15, 0x12}, 0x08)
 	in := testFile(t, "bad.parquet", bad)
 	in.Opts.Select = []string{"qty", "id"}
 	f, err = Open(in)
@@ -212,4 +200,22 @@ func TestPlanChecksSkippedDictionaryIndexes(t *testing.T) {
 		t.Fatalf("the plan pass took the file: %v", err)
 	}
 	t.Log(err)
+}
+
+// withPageHeader returns a copy of the Parquet file data in which a field
+// of the page header at offset at is given another value: field is the
+// field's bytes as the file has them (Thrift compact: the nested header's
+// field, i32 num_values and its zigzag varint of one byte), found in the
+// header's first 32 bytes, and its last byte is set to v. It fails t when
+// the header holds no such bytes.
+func withPageHeader(t *testing.T, data []byte, at int64, field []byte, v byte) []byte {
+	t.Helper()
+	bad := bytes.Clone(data)
+	hdr := bad[at:][:32]
+	i := bytes.Index(hdr, field)
+	if i < 0 {
+		t.Fatalf("no page header field % x in % x", field, hdr)
+	}
+	hdr[i+len(field)-1] = v
+	return bad
 }
