@@ -41,7 +41,9 @@ func TestPartitionRowsUnsetGrows(t *testing.T) {
 // a last one of 50000. Groups of grown partitions form only from the
 // sixth (its 1000000 rows fewer than the 1600000 done before it), so
 // the file's partitions each commit alone; TestGroupKilledThenRerun
-// kills inside groups of partitions of a fixed size.
+// kills inside groups of partitions of a fixed size, and
+// TestGrownGroupKilledThenRerun inside a group of grown partitions that
+// --partition-bytes cut short.
 const growKillRows = 850000
 
 // growKillSizes is the partitions of growKillRows rows as they grow.
