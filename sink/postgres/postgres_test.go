@@ -275,6 +275,9 @@ func TestCopyRunsInTheTransaction(t *testing.T) {
 // creation, to a savepoint (as a batch with a refused row is rolled back
 // before its rows are written again) or of the transaction, creates it
 // again; a writer that remembered its first creation would fail there.
+// Close drops the table in a transaction that does not wait for the disk,
+// and leaves the session's synchronous_commit as it was, for the
+// transactions the connection serves next (the completion among them).
 func TestStagingTableOnlyWhenStaged(t *testing.T) {
 	f := drivertest.Open(t, open(t))
 	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("name"))
@@ -318,11 +321,26 @@ func TestStagingTableOnlyWhenStaged(t *testing.T) {
 		t.Fatalf("%d staging tables after a committed staged batch, want 1", n)
 	}
 	drivertest.WantTable(t, "after the commit", f.Table("t", "id", cols...), "1|'A'|2|1", "2|'b'|1|2")
+	setting := func() string {
+		t.Helper()
+		var v string
+		if err := f.Conn.QueryRowContext(f.Ctx, `SELECT current_setting('synchronous_commit')`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := setting()
+	if before == "off" {
+		t.Fatalf("the session's synchronous_commit is already off")
+	}
 	if err := sw.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if n := staging(); n != 0 {
 		t.Fatalf("%d staging tables after Close", n)
+	}
+	if after := setting(); after != before {
+		t.Fatalf("after Close: the session's synchronous_commit %s, want %s as before", after, before)
 	}
 }
 
