@@ -65,7 +65,7 @@ var ErrSpoolDir = errors.New("the spool directory is not private")
 // creates dir (0700) when missing and checks that it is private, a
 // failure that wraps ErrSpoolDir; nothing of this object's is read or
 // written in it until the first read. It removes other objects' copies in
-// dir that nothing has written for SpoolKeep (see sweepSpool).
+// dir that nothing has written or opened for SpoolKeep (see sweepSpool).
 func NewSpool(obj *Object, dir string) (*Spool, error) {
 	var id string
 	if obj.info.Proves() && obj.byPath { // a presigned URL's copy survives a new signature
@@ -85,10 +85,13 @@ func NewSpool(obj *Object, dir string) (*Spool, error) {
 }
 
 // SpoolKeep is how long a copy in the spool directory that nothing has
-// written is kept for a later attempt of its import. A copy outlives its
-// process only when its operation did not settle (the attempt failed, was
-// killed or interrupted); if no attempt ever settles it, or one on another
-// host or a command like abandon does, nothing else would remove it.
+// written or opened is kept for a later attempt of its import: a spool
+// that opens a copy marks it modified then (openLocked), so that a copy
+// an import reads, one an earlier attempt left long ago included, is not
+// swept under it. A copy outlives its process only when its operation did
+// not settle (the attempt failed, was killed or interrupted); if no
+// attempt ever settles it, or one on another host or a command like
+// abandon does, nothing else would remove it.
 const SpoolKeep = 7 * 24 * time.Hour
 
 // spoolCopy returns the name of the copy that name is, or whose sums file
@@ -293,7 +296,8 @@ func (s *Spool) Fill(ctx context.Context) error {
 }
 
 // openLocked opens the directory, the copy and its sums file, when they
-// are not open.
+// are not open, and marks both modified now, as SpoolKeep counts from
+// their last use.
 func (s *Spool) openLocked() error {
 	if s.root == nil {
 		root, err := openPrivateDir(s.dir)
@@ -313,6 +317,11 @@ func (s *Spool) openLocked() error {
 			return err
 		}
 		s.f, s.sums = f, sums
+		// Only what the sweep keeps rests on it: a copy it takes all the
+		// same is read on from the files open here.
+		now := time.Now()
+		s.root.Chtimes(s.name, now, now)
+		s.root.Chtimes(s.name+".sums", now, now)
 	}
 	return nil
 }
