@@ -131,6 +131,10 @@ func (kp *keeper) startOverlap(ctx context.Context) (*overlap, *speculation) {
 	if err != nil || existing != nil {
 		return nil, nil
 	}
+	// The plan stage takes these (planPass) rather than asking again:
+	// asked again while the overlap holds the connection it takes below,
+	// they needed another.
+	kp.asked = &askedInputs{in: in, existing: existing}
 	var own *speculation
 	if kp.spec == nil {
 		own = kp.speculate(ctx, nil, false)
@@ -140,8 +144,19 @@ func (kp *keeper) startOverlap(ctx context.Context) (*overlap, *speculation) {
 	if err != nil {
 		return nil, own
 	}
+	// The overlap's connection is taken now, before the plan stage goes
+	// on: the one the claim and planInputs have just used, idle, its
+	// statements prepared. Taken at the first write, it raced the plan
+	// stage's own query, and lost about half the time: it then waited for
+	// a connection dialed (on PostgreSQL a server process started, and
+	// each statement prepared again).
+	conn, err := kp.e.st.DB.Conn(ctx)
+	if err != nil {
+		f.Close()
+		return nil, own
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	ov := &overlap{kp: kp, sp: kp.spec, in: in, file: f, time: overlapTime(kp.req.Lease, kp.e.st.BusyTimeout),
+	ov := &overlap{kp: kp, sp: kp.spec, in: in, file: f, conn: conn, time: overlapTime(kp.req.Lease, kp.e.st.BusyTimeout),
 		began: time.Now(), cancel: cancel, done: make(chan struct{}), final: make(chan struct{})}
 	go ov.run(ctx)
 	return ov, own
@@ -333,15 +348,12 @@ func (ov *overlap) write(ctx, txCtx context.Context, items <-chan item) error {
 	return ctx.Err()
 }
 
-// begin begins the overlap's transaction on a connection of its own,
-// creates the table in it and readies the writer. The transaction
+// begin begins the overlap's transaction on its connection (taken by
+// startOverlap), creates the table in it and readies the writer. The transaction
 // commits as the server says (not lazily): it stores the plan.
 func (ov *overlap) begin(ctx context.Context) error {
 	st := ov.kp.e.st
 	var err error
-	if ov.conn, err = st.DB.Conn(ctx); err != nil {
-		return err
-	}
 	if ov.tx, err = beginTx(ctx, ov.conn); err != nil {
 		return err
 	}

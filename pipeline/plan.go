@@ -308,6 +308,16 @@ type planner struct {
 	*holding
 	spec       *speculation // the plan pass identify started on the hash's read, if any
 	sharesRead bool         // the run plans while hashing (see fillSpool)
+	// asked is what planInputs returned as the plan stage began (an
+	// overlap's start asked it), which planPass takes instead of asking
+	// again; nil: it asks.
+	asked *askedInputs
+}
+
+// askedInputs is a result of planInputs.
+type askedInputs struct {
+	in       planInput
+	existing *sink.Table
 }
 
 // planner returns the run's plan stage.
@@ -349,7 +359,10 @@ type planned struct {
 func (pl *planner) planPass(ctx context.Context, progress func(b, rows int64)) (planned, error) {
 	var p planned
 	var err error
-	if p.inputs, p.existing, err = pl.planInputs(ctx); err != nil {
+	if a := pl.asked; a != nil {
+		p.inputs, p.existing = a.in, a.existing
+		pl.asked = nil
+	} else if p.inputs, p.existing, err = pl.planInputs(ctx); err != nil {
 		return p, err
 	}
 	p.file, p.plan, p.spill, err = pl.spec.result(p.inputs, progress)
