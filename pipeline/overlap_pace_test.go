@@ -86,12 +86,11 @@ func TestOverlapStopsForASlowPass(t *testing.T) {
 	t.Parallel()
 	const partRows = 100000 // more than the 65,536 rows between the pass's reports
 	pad := strings.Repeat("y", 60)
-	line := func(i int) string { return fmt.Sprintf("%d,value of row %d %s\n", i, i, pad) }
 	var partBytes []int64
 	for p := 0; p < 8; p++ {
 		n := int64(0)
 		for i := p*partRows + 1; i <= (p+1)*partRows; i++ {
-			n += int64(len(line(i)))
+			n += int64(len(numberedLine(i, pad)))
 		}
 		partBytes = append(partBytes, n)
 	}
@@ -104,12 +103,7 @@ func TestOverlapStopsForASlowPass(t *testing.T) {
 	if parts > len(partBytes) {
 		t.Fatalf("24 MiB is %d partitions: the file is too large", floor)
 	}
-	var b strings.Builder
-	b.WriteString("id,v\n")
-	for i := 1; i <= parts*partRows; i++ {
-		b.WriteString(line(i))
-	}
-	content := b.String()
+	content := numberedFile(parts*partRows, pad)
 	// The pass, once it has read to the end of partition floor (r bytes of
 	// size) in d since it began, would end d*(size-r)/r later; the overlap
 	// began before the pass's first report: past held, it stops for sure.
@@ -167,15 +161,7 @@ func TestOverlapStopsForASlowPass(t *testing.T) {
 		if !rec.has(overlapKeptLog) || rec.has(overlapRolledLog) {
 			t.Fatalf("the overlap was not kept with the plan:\n%s", rec)
 		}
-		got := f.rows(t, `SELECT `+f.tg.Text("t.id")+`, v FROM t ORDER BY t.id`)
-		if len(got) != parts*partRows {
-			t.Fatalf("t holds %d rows, want %d", len(got), parts*partRows)
-		}
-		for i, row := range got {
-			if want := []any{fmt.Sprint(i + 1), fmt.Sprintf("value of row %d %s", i+1, pad)}; fmt.Sprint(row) != fmt.Sprint(want) {
-				t.Fatalf("row %d: %v, want %v", i+1, row, want)
-			}
-		}
+		f.wantNumbered(t, parts*partRows, pad)
 		op := f.rows(t, `SELECT state, rows_inserted FROM `+f.tg.Ledger("operations"))
 		if fmt.Sprint(op) != fmt.Sprint([][]any{{"completed", int64(parts * partRows)}}) {
 			t.Fatalf("operations %v, want one completed with %d rows inserted", op, parts*partRows)

@@ -401,12 +401,7 @@ func TestOverlapNeverCommitsSupersededRows(t *testing.T) {
 func TestOverlapWritesAFullLastPartition(t *testing.T) {
 	t.Parallel()
 	const partRows, rows = 100000, 200000
-	var b strings.Builder
-	b.WriteString("id,v\n")
-	for i := 1; i <= rows; i++ {
-		fmt.Fprintf(&b, "%d,value of row %d %s\n", i, i, strings.Repeat("x", 40))
-	}
-	content := b.String()
+	content := numberedFile(rows, strings.Repeat("x", 40))
 	testkit.Each(t, func(t *testing.T, name string) {
 		for _, mode := range []string{"ordinal", "key"} {
 			t.Run(mode, func(t *testing.T) {
@@ -444,15 +439,7 @@ func TestOverlapWritesAFullLastPartition(t *testing.T) {
 				if fmt.Sprint(done) != "[[2]]" {
 					t.Fatalf("partitions done by the import: %v, want 2", done)
 				}
-				got := f.rows(t, `SELECT `+f.tg.Text("t.id")+`, v FROM t ORDER BY t.id`)
-				if len(got) != rows {
-					t.Fatalf("t holds %d rows, want %d", len(got), rows)
-				}
-				for i, r := range got {
-					if want := []any{fmt.Sprint(i + 1), fmt.Sprintf("value of row %d %s", i+1, strings.Repeat("x", 40))}; fmt.Sprint(r) != fmt.Sprint(want) {
-						t.Fatalf("row %d: %v, want %v", i+1, r, want)
-					}
-				}
+				f.wantNumbered(t, rows, strings.Repeat("x", 40))
 			})
 		}
 	})
@@ -478,7 +465,7 @@ func TestOverlapWritesOnWhereTheDatabaseLets(t *testing.T) {
 	pad := strings.Repeat("y", 60)
 	for i := 1; i <= partRows*parts; i++ {
 		start := b.Len()
-		fmt.Fprintf(&b, "%d,value of row %d %s\n", i, i, pad)
+		b.WriteString(numberedLine(i, pad))
 		if (i-1)%partRows == 0 {
 			bytes = append(bytes, 0)
 		}
@@ -520,14 +507,37 @@ func TestOverlapWritesOnWhereTheDatabaseLets(t *testing.T) {
 		if fmt.Sprint(done) != fmt.Sprintf("[[%d]]", parts) {
 			t.Fatalf("partitions done by the import: %v, want %d", done, parts)
 		}
-		got := f.rows(t, `SELECT `+f.tg.Text("t.id")+`, v FROM t ORDER BY t.id`)
-		if len(got) != partRows*parts {
-			t.Fatalf("t holds %d rows, want %d", len(got), partRows*parts)
-		}
-		for i, r := range got {
-			if want := []any{fmt.Sprint(i + 1), fmt.Sprintf("value of row %d %s", i+1, pad)}; fmt.Sprint(r) != fmt.Sprint(want) {
-				t.Fatalf("row %d: %v, want %v", i+1, r, want)
-			}
-		}
+		f.wantNumbered(t, partRows*parts, pad)
 	})
+}
+
+// numberedLine is row i of a numbered file: "i,value of row i pad".
+func numberedLine(i int, pad string) string {
+	return fmt.Sprintf("%d,value of row %d %s\n", i, i, pad)
+}
+
+// numberedFile is a CSV file with the header "id,v" and numbered rows 1
+// to rows (numberedLine).
+func numberedFile(rows int, pad string) string {
+	var b strings.Builder
+	b.WriteString("id,v\n")
+	for i := 1; i <= rows; i++ {
+		b.WriteString(numberedLine(i, pad))
+	}
+	return b.String()
+}
+
+// wantNumbered fails t unless table t holds numberedFile(rows, pad),
+// value by value as text.
+func (f *fx) wantNumbered(t *testing.T, rows int, pad string) {
+	t.Helper()
+	got := f.rows(t, `SELECT `+f.tg.Text("t.id")+`, v FROM t ORDER BY t.id`)
+	if len(got) != rows {
+		t.Fatalf("t holds %d rows, want %d", len(got), rows)
+	}
+	for i, r := range got {
+		if want := []any{fmt.Sprint(i + 1), fmt.Sprintf("value of row %d %s", i+1, pad)}; fmt.Sprint(r) != fmt.Sprint(want) {
+			t.Fatalf("row %d: %v, want %v", i+1, r, want)
+		}
+	}
 }

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -25,12 +24,7 @@ import (
 func TestOverlapOnOneConnection(t *testing.T) {
 	t.Parallel()
 	const partRows, rows = 100000, 200000
-	var b strings.Builder
-	b.WriteString("id,v\n")
-	for i := 1; i <= rows; i++ {
-		fmt.Fprintf(&b, "%d,value of row %d %s\n", i, i, strings.Repeat("x", 40))
-	}
-	content := b.String()
+	content := numberedFile(rows, strings.Repeat("x", 40))
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
 		f := newFx(t, name)
@@ -51,14 +45,6 @@ func TestOverlapOnOneConnection(t *testing.T) {
 		if n := hold.atHold.Load(); n != 2 || !log.has(overlapKeptLog) || log.has(overlapRolledLog) {
 			t.Fatalf("the overlap wrote %d partitions before the plan was known, want both, kept with the plan:\n%s", n, log)
 		}
-		got := f.rows(t, `SELECT `+f.tg.Text("t.id")+`, v FROM t ORDER BY t.id`)
-		if len(got) != rows {
-			t.Fatalf("t holds %d rows, want %d", len(got), rows)
-		}
-		for i, r := range got {
-			if want := []any{fmt.Sprint(i + 1), fmt.Sprintf("value of row %d %s", i+1, strings.Repeat("x", 40))}; fmt.Sprint(r) != fmt.Sprint(want) {
-				t.Fatalf("row %d: %v, want %v", i+1, r, want)
-			}
-		}
+		f.wantNumbered(t, rows, strings.Repeat("x", 40))
 	})
 }
