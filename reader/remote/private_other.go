@@ -17,3 +17,6 @@ func ownFile(fs.FileInfo) error { return nil }
 
 // lockFile does not lock: this system has no file locks.
 func lockFile(context.Context, *os.File) (func(), error) { return func() {}, nil }
+
+// lockUse does not lock: this system has no file locks.
+func lockUse(context.Context, *os.File, bool) (func(), error) { return func() {}, nil }

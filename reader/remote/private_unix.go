@@ -50,8 +50,23 @@ func ownFile(st fs.FileInfo) error {
 // lockFile takes an exclusive lock on f, waiting while another process
 // holds it, and returns its release.
 func lockFile(ctx context.Context, f *os.File) (func(), error) {
+	return flock(ctx, f, syscall.LOCK_EX)
+}
+
+// lockUse takes the use lock on f, a copy: shared, as a spool holds it for
+// as long as it has the copy open, or exclusive, as Remove takes it to
+// learn that no other spool has; waiting while another holder's lock
+// conflicts, and returns its release.
+func lockUse(ctx context.Context, f *os.File, shared bool) (func(), error) {
+	if shared {
+		return flock(ctx, f, syscall.LOCK_SH)
+	}
+	return flock(ctx, f, syscall.LOCK_EX)
+}
+
+func flock(ctx context.Context, f *os.File, how int) (func(), error) {
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		if err == nil {
 			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }, nil
 		}

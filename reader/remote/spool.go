@@ -46,6 +46,7 @@ type Spool struct {
 	root    *os.Root      // the directory, opened and checked
 	f       *os.File      // the copy
 	sums    *os.File      // its ranges' digests
+	unuse   func()        // releases the copy's use lock, held while f is open
 	full    bool          // the copy is complete and checked
 	through bool          // until then, reads are the object's ranged GETs (ReadThrough)
 	copying bool          // a stream from Copying's Open is filling the copy
@@ -80,7 +81,7 @@ func NewSpool(obj *Object, dir string) (*Spool, error) {
 		return nil, err
 	}
 	s.root = root
-	sweepSpool(root, s.name, time.Now())
+	sweepSpool(root, s.name, time.Now(), nil)
 	return s, nil
 }
 
@@ -89,9 +90,10 @@ func NewSpool(obj *Object, dir string) (*Spool, error) {
 // that opens a copy marks it modified then (openLocked), so that a copy
 // an import reads, one an earlier attempt left long ago included, is not
 // swept under it. A copy outlives its process only when its operation did
-// not settle (the attempt failed, was killed or interrupted); if no
-// attempt ever settles it, or one on another host or a command like
-// abandon does, nothing else would remove it.
+// not settle (the attempt failed, was killed or interrupted) or another
+// spool had it open then (see Remove); if no attempt ever settles it, or
+// one on another host or a command like abandon does, nothing else would
+// remove it.
 const SpoolKeep = 7 * 24 * time.Hour
 
 // spoolCopy returns the name of the copy that name is, or whose sums file
@@ -109,11 +111,14 @@ func spoolCopy(name string) (string, bool) {
 
 // sweepSpool removes from root the copies, other than keep, whose copy and
 // sums file are both older than SpoolKeep at now, with their sums files.
-// A copy whose sums file another process holds locked (it is filling it)
-// stays, as do entries that are not regular files, names of another form,
-// and whatever cannot be removed: it reports nothing, since a copy it
-// leaves costs only room.
-func sweepSpool(root *os.Root, keep string, now time.Time) {
+// It decides under the copy's fill lock, which a spool that opens the copy
+// holds while it marks it used (openLocked): a copy another process is
+// filling or has opened since it was found old stays, as do entries that
+// are not regular files, names of another form, and whatever cannot be
+// removed: it reports nothing, since a copy it leaves costs only room.
+// meet, when not nil, is called with each copy found old before its lock
+// is taken (tests meet the sweep there).
+func sweepSpool(root *os.Root, keep string, now time.Time, meet func(name string)) {
 	entries, err := fs.ReadDir(root.FS(), ".")
 	if err != nil {
 		return
@@ -128,6 +133,9 @@ func sweepSpool(root *os.Root, keep string, now time.Time) {
 		if !spoolStale(root, name, now) {
 			continue
 		}
+		if meet != nil {
+			meet(name)
+		}
 		sums, err := root.OpenFile(name+".sums", os.O_RDWR, 0)
 		if err == nil {
 			done, cancel := context.WithCancel(context.Background())
@@ -137,10 +145,18 @@ func sweepSpool(root *os.Root, keep string, now time.Time) {
 				sums.Close()
 				continue
 			}
-			root.Remove(name)
+			// Again under the lock: a spool may have opened the copy since.
+			stale := spoolStale(root, name, now)
+			var serr error
+			if stale {
+				root.Remove(name)
+				serr = root.Remove(name + ".sums") // under the lock: a spool that opened it finds it gone
+			}
 			unlock()
-			sums.Close() // before its removal, which Windows refuses for an open file
-			root.Remove(name + ".sums")
+			sums.Close()
+			if stale && serr != nil { // Windows refuses to remove an open file
+				root.Remove(name + ".sums")
+			}
 			continue
 		}
 		if errors.Is(err, fs.ErrNotExist) {
@@ -296,43 +312,77 @@ func (s *Spool) Fill(ctx context.Context) error {
 }
 
 // openLocked opens the directory, the copy and its sums file, when they
-// are not open, and marks both modified now, as SpoolKeep counts from
-// their last use.
-func (s *Spool) openLocked() error {
+// are not open, and takes the copy's fill lock (on its sums file), which
+// it returns the release of: one process fills a copy at a time, as
+// another may be truncating what it cannot verify.
+//
+// While the copy is open the spool holds its use lock (shared), so that
+// another spool's Remove leaves it. When it opens them, it marks both
+// files modified now, as SpoolKeep counts from their last use, and checks
+// that their names still name the files opened, both under the fill
+// lock, under which the sweep decides: a copy swept (or removed) before
+// then is opened anew, and a sweep after it finds the copy used.
+func (s *Spool) openLocked(ctx context.Context) (func(), error) {
 	if s.root == nil {
 		root, err := openPrivateDir(s.dir)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		s.root = root
 	}
-	if s.f == nil {
+	if s.f != nil {
+		return lockFile(ctx, s.sums)
+	}
+	for range 3 {
 		f, err := openPrivate(s.root, s.name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		sums, err := openPrivate(s.root, s.name+".sums")
 		if err != nil {
 			f.Close()
-			return err
+			return nil, err
 		}
-		s.f, s.sums = f, sums
-		// Only what the sweep keeps rests on it: a copy it takes all the
-		// same is read on from the files open here.
+		unuse, err := lockUse(ctx, f, true)
+		if err != nil {
+			f.Close()
+			sums.Close()
+			return nil, err
+		}
+		unlock, err := lockFile(ctx, sums)
+		if err != nil {
+			unuse()
+			f.Close()
+			sums.Close()
+			return nil, err
+		}
 		now := time.Now()
 		s.root.Chtimes(s.name, now, now)
 		s.root.Chtimes(s.name+".sums", now, now)
+		if named(s.root, s.name, f) && named(s.root, s.name+".sums", sums) {
+			s.f, s.sums, s.unuse = f, sums, unuse
+			return unlock, nil
+		}
+		unlock()
+		unuse()
+		f.Close()
+		sums.Close()
 	}
-	return nil
+	return nil, fmt.Errorf("%s: removed while being opened", s.name)
+}
+
+// named reports whether name in root is still the file f.
+func named(root *os.Root, name string, f *os.File) bool {
+	lst, err := root.Lstat(name)
+	if err != nil {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && os.SameFile(lst, st)
 }
 
 func (s *Spool) fillLocked(ctx context.Context) error {
-	if err := s.openLocked(); err != nil {
-		return err
-	}
-	// One process fills a copy at a time: another may be truncating what
-	// it cannot verify.
-	unlock, err := lockFile(ctx, s.sums)
+	unlock, err := s.openLocked(ctx)
 	if err != nil {
 		return err
 	}
@@ -668,10 +718,7 @@ func (s *Spool) copyStream(ctx context.Context) (io.ReadCloser, error) {
 // startCopyLocked takes the copy for one copying stream: it returns nil
 // when the copy, checked, turns out complete.
 func (s *Spool) startCopyLocked(ctx context.Context) (*copier, error) {
-	if err := s.openLocked(); err != nil {
-		return nil, err
-	}
-	unlock, err := lockFile(ctx, s.sums)
+	unlock, err := s.openLocked(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -861,35 +908,86 @@ func (s *Spool) Close() error {
 
 func (s *Spool) closeLocked() error {
 	var errs []error
+	if s.unuse != nil {
+		s.unuse()
+	}
 	if s.f != nil {
-		errs = append(errs, s.f.Close(), s.sums.Close())
+		errs = append(errs, s.f.Close())
+	}
+	if s.sums != nil {
+		errs = append(errs, s.sums.Close())
 	}
 	if s.root != nil {
 		errs = append(errs, s.root.Close())
 	}
-	s.f, s.sums, s.root, s.full, s.have = nil, nil, nil, false, 0
+	s.f, s.sums, s.unuse, s.root, s.full, s.have = nil, nil, nil, nil, false, 0
 	return errors.Join(errs...)
 }
 
-// Remove closes and deletes the local copy.
+// Remove closes the spool and deletes its copy, with its sums file, unless
+// another spool, of this process or another, has that copy open (another
+// live import of the object, whose own Remove deletes it in turn) or the
+// copy under the spool's name is not the one this spool had open (one made
+// anew after this one's was swept): those stay, and Remove returns nil. A
+// spool that never opened its copy removes, on the same terms, the one an
+// earlier attempt left.
 func (s *Spool) Remove() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	root := s.root
-	s.root = nil // kept open for the removal
-	s.closeLocked()
-	if root == nil {
-		var err error
-		if root, err = openPrivateDir(s.dir); err != nil {
+	if s.root == nil {
+		root, err := openPrivateDir(s.dir)
+		if err != nil {
 			return err
 		}
+		s.root = root
 	}
-	defer root.Close()
-	var errs []error
-	for _, name := range []string{s.name, s.name + ".sums"} {
+	if s.f == nil { // the copy an earlier attempt left, if any
+		f, err := s.root.OpenFile(s.name, os.O_RDWR, 0)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				err = nil
+			}
+			return errors.Join(err, s.closeLocked())
+		}
+		s.f = f
+		if sums, err := s.root.OpenFile(s.name+".sums", os.O_RDWR, 0); err == nil {
+			s.sums = sums
+		}
+	}
+	if s.unuse != nil { // to take it exclusive: Windows converts no lock
+		s.unuse()
+		s.unuse = nil
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel() // one try: every other spool that has the copy open holds it shared
+	unlock, err := lockUse(done, s.f, false)
+	if err != nil {
+		if errors.Is(err, context.Canceled) { // another spool has it open
+			err = nil
+		}
+		return errors.Join(err, s.closeLocked())
+	}
+	var retry []string
+	if named(s.root, s.name, s.f) {
+		names := []string{s.name}
+		if s.sums != nil && named(s.root, s.name+".sums", s.sums) {
+			names = append(names, s.name+".sums")
+		}
+		for _, name := range names {
+			if err := s.root.Remove(name); err != nil {
+				retry = append(retry, name) // Windows refuses to remove an open file
+			}
+		}
+	}
+	unlock()
+	root := s.root
+	s.root = nil // kept open for the removal
+	errs := []error{s.closeLocked()}
+	for _, name := range retry {
 		if err := root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, root.Close())
 	return errors.Join(errs...)
 }
