@@ -91,8 +91,15 @@ func New(db *sql.DB, d Driver, prefix string) *Ledger {
 }
 
 // Migrate creates or upgrades the ledger's tables.
-func (l *Ledger) Migrate(ctx context.Context) error {
-	if err := migrate.Apply(ctx, l.db, l.d, l.prefix, "ledger"); err != nil {
+func (l *Ledger) Migrate(ctx context.Context) error { return l.MigrateWith(ctx) }
+
+// MigrateWith creates or upgrades the ledger's tables and those of the
+// other components named (as "checkpoint"), whose migrations the driver
+// holds and which share the ledger's versions table: on a driver that
+// applies migrations together, what all of them miss goes to the database
+// in one transaction. Concurrent callers are safe, as with Migrate.
+func (l *Ledger) MigrateWith(ctx context.Context, components ...string) error {
+	if err := migrate.ApplyAll(ctx, l.db, l.d, l.prefix, append([]string{"ledger"}, components...)...); err != nil {
 		return err
 	}
 	l.mu.Lock()

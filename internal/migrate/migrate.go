@@ -154,7 +154,11 @@ func applyTogether(ctx context.Context, db *sql.DB, d Driver, t together, table,
 		bodies = append(bodies, body)
 	}
 	if len(versions) > 1 {
-		if err := t.ApplyTogether(ctx, db, table, component, versions, bodies, time.Now()); err == nil {
+		components := make([]string, len(versions))
+		for i := range components {
+			components[i] = component
+		}
+		if err := t.ApplyTogether(ctx, db, table, components, versions, bodies, time.Now()); err == nil {
 			return true, nil, nil
 		}
 		// Another process applied some of them first (its tables or
@@ -190,17 +194,92 @@ func applyEach(ctx context.Context, db *sql.DB, d Driver, table, component strin
 	return nil
 }
 
-// together is a Driver whose database can apply several migrations of a
-// component, with the rows that record them, in one transaction sent in a
-// few round trips (PostgreSQL, whose DDL is transactional): on a fresh
-// database that is one transaction instead of one per migration, with a
-// handful of round trips and one commit instead of five round trips and a
-// commit per migration, which is what creating the ledger cost when the
-// server waited for the CPU. ApplyTogether applies bodies (the texts of
-// versions, in order) and records each version as applied at at, all or
-// nothing.
+// together is a Driver whose database can apply several migrations, of
+// one component or more, with the rows that record them, in one
+// transaction sent as one message (PostgreSQL, whose DDL is
+// transactional): on a fresh database that is one round trip instead of
+// five and a commit per migration, which is what creating the ledger cost
+// when the server waited for the CPU. ApplyTogether creates the versions
+// table unless it exists, applies bodies in order (bodies[i] the text of
+// version versions[i] of components[i]) and records each as applied at
+// at, all or nothing.
 type together interface {
-	ApplyTogether(ctx context.Context, db *sql.DB, table, component string, versions []int, bodies []string, at time.Time) error
+	ApplyTogether(ctx context.Context, db *sql.DB, table string, components []string, versions []int, bodies []string, at time.Time) error
+}
+
+// ApplyAll is Apply for each of components in turn, which share the
+// versions table prefix+"migrations". Where the driver applies migrations
+// together, it first reads what is applied of them all and sends
+// everything missing of every component, with the creation of the
+// versions table, in one transaction: a fresh database costs the read and
+// one round trip. Concurrent callers are safe as with Apply: a table or
+// version row that another process created first makes that transaction
+// fail whole, and ApplyAll then applies each component as Apply does,
+// which re-reads and applies only what is still missing.
+func ApplyAll(ctx context.Context, db *sql.DB, d Driver, prefix string, components ...string) error {
+	t, ok := d.(together)
+	if !ok {
+		return applyApart(ctx, db, d, prefix, components)
+	}
+	table := prefix + "migrations"
+	exists, err := d.TableExists(ctx, db, table)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", table, err)
+	}
+	var names, bodies []string
+	var versions []int
+	for _, component := range components {
+		fsys, err := d.Migrations(component)
+		if err != nil {
+			return fmt.Errorf("read %s migrations: %w", component, err)
+		}
+		ms, err := migrations(fsys, component)
+		if err != nil {
+			return err
+		}
+		applied := map[int]bool{}
+		if exists {
+			vs, err := d.Versions(ctx, db, table, component)
+			if err != nil {
+				return err
+			}
+			for _, v := range vs {
+				applied[v] = true
+			}
+		}
+		for _, m := range ms {
+			if applied[m.version] {
+				continue
+			}
+			body, err := fs.ReadFile(fsys, m.name)
+			if err != nil {
+				return err
+			}
+			names = append(names, component)
+			versions = append(versions, m.version)
+			bodies = append(bodies, strings.ReplaceAll(string(body), "{{prefix}}", prefix))
+		}
+	}
+	if len(versions) == 0 {
+		return nil // the common case reads and writes nothing more
+	}
+	if err := t.ApplyTogether(ctx, db, table, names, versions, bodies, time.Now()); err == nil {
+		return nil
+	}
+	// Another process applied some of them first (its tables or version
+	// rows conflict with these), or one failed: apply each component on
+	// its own, which tells which.
+	return applyApart(ctx, db, d, prefix, components)
+}
+
+// applyApart applies each of components with Apply.
+func applyApart(ctx context.Context, db *sql.DB, d Driver, prefix string, components []string) error {
+	for _, component := range components {
+		if err := Apply(ctx, db, d, prefix, component); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func applyOne(ctx context.Context, db *sql.DB, d Driver, table, component string, version int, body string) error {

@@ -178,19 +178,21 @@ func ledgerMigrateIsIdempotent(t *testing.T, open func(t *testing.T) Store) {
 	}
 }
 
-// concurrentMigrate starts 4 processes' worth of stores on an empty
+// concurrentMigrate starts 6 processes' worth of stores on an empty
 // database at once, as concurrent first runs do: each opens it through the
 // driver (creating the state schema, where there is one, that no one has
-// created yet) and migrates the ledger and the checkpoints. All must
-// succeed, and each migration must be recorded once.
+// created yet) and migrates the ledger and the checkpoints, four of them
+// together (Ledger.MigrateWith, as an import does: one transaction where
+// the driver allows) and two one after the other. All must succeed, and
+// each migration must be recorded once.
 func concurrentMigrate(t *testing.T, open func(t *testing.T) Store) {
 	st := open(t)
 	ctx := context.Background()
 	s := st.Settings
 	s.StateSchema += "_fresh"
 	var wg sync.WaitGroup
-	errs := make([]error, 4)
-	prefixes := make([]string, 4)
+	errs := make([]error, 6)
+	prefixes := make([]string, 6)
 	for i := range errs {
 		wg.Go(func() {
 			db, err := st.Open(ctx, s)
@@ -200,7 +202,12 @@ func concurrentMigrate(t *testing.T, open func(t *testing.T) Store) {
 			}
 			defer db.DB.Close()
 			prefixes[i] = db.Prefix
-			if err := ledger.New(db.DB, st.Driver, db.Prefix).Migrate(ctx); err != nil {
+			l := ledger.New(db.DB, st.Driver, db.Prefix)
+			if i%3 != 2 {
+				errs[i] = l.MigrateWith(ctx, "checkpoint")
+				return
+			}
+			if err := l.Migrate(ctx); err != nil {
 				errs[i] = err
 				return
 			}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/internal/pgtest"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/sink"
@@ -18,7 +17,7 @@ import (
 type oneByOne struct{ sink.Driver }
 
 // TestMigrationsTogether: the ledger and checkpoints created in one
-// transaction (ApplyTogether) are what one transaction per migration
+// transaction (Ledger.MigrateWith, ApplyTogether) are what one transaction per migration
 // creates, table by table, column by column (type, NOT NULL, default),
 // constraint by constraint and index by index, with every version recorded
 // once; and a ledger that an earlier version left is brought up to date
@@ -42,11 +41,8 @@ func TestMigrationsTogether(t *testing.T) {
 				t.Fatalf("migrate the earlier ledger: %v", err)
 			}
 		}
-		if err := ledger.New(db.DB, d, db.Prefix).Migrate(ctx); err != nil {
-			t.Fatalf("migrate the ledger: %v", err)
-		}
-		if err := checkpoint.New(db.DB, d, db.Prefix).Migrate(ctx); err != nil {
-			t.Fatalf("migrate the checkpoints: %v", err)
+		if err := ledger.New(db.DB, d, db.Prefix).MigrateWith(ctx, "checkpoint"); err != nil {
+			t.Fatalf("migrate the ledger and the checkpoints: %v", err)
 		}
 		return catalog(t, db, schema)
 	}
@@ -93,4 +89,32 @@ func catalog(t *testing.T, db *sink.Database, schema string) []string {
 		out[i] = strings.ReplaceAll(out[i], schema, "S")
 	}
 	return out
+}
+
+// TestMigrationsLeaveCommitsWaiting: the transaction that migrates a fresh
+// state schema commits without waiting for the log's flush, and only it:
+// the connection it ran on, which the pool hands to the claim and the
+// completion next, still commits as the server says.
+func TestMigrationsLeaveCommitsWaiting(t *testing.T) {
+	ctx := t.Context()
+	schema := pgtest.Name()
+	db, err := Driver{}.Open(ctx, pgtest.DSN(t), sink.Settings{StateSchema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.DB.ExecContext(context.Background(), `DROP SCHEMA IF EXISTS `+q(schema)+` CASCADE`)
+		db.DB.Close()
+	})
+	db.DB.SetMaxOpenConns(1)
+	var server string
+	if err := db.DB.QueryRowContext(ctx, `SELECT reset_val FROM pg_settings WHERE name = 'synchronous_commit'`).Scan(&server); err != nil {
+		t.Fatal(err)
+	}
+	if err := ledger.New(db.DB, Driver{}, db.Prefix).MigrateWith(ctx, "checkpoint"); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	if got := drivertest.Strings(t, db.DB, `SELECT current_setting('synchronous_commit')`); len(got) != 1 || got[0] != server {
+		t.Fatalf("after the migrations the connection's synchronous_commit is %v, want the server's %s", got, server)
+	}
 }

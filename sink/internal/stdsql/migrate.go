@@ -10,12 +10,18 @@ import (
 
 // CreateVersions implements sink.Driver.CreateVersions in standard SQL.
 func CreateVersions(ctx context.Context, q sink.Querier, table string) error {
-	_, err := q.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
+	_, err := q.ExecContext(ctx, CreateVersionsSQL(table))
+	return err
+}
+
+// CreateVersionsSQL is the statement of CreateVersions: it creates the
+// versions table named table unless it exists.
+func CreateVersionsSQL(table string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + table + ` (
 		component  TEXT NOT NULL,
 		version    INTEGER NOT NULL,
 		applied_at TEXT NOT NULL,
-		PRIMARY KEY (component, version))`)
-	return err
+		PRIMARY KEY (component, version))`
 }
 
 // Versions implements sink.Driver.Versions in standard SQL.
