@@ -427,7 +427,11 @@ func detachedFor(ctx context.Context, wait time.Duration) (context.Context, cont
 func (r *run) work(ctx context.Context, d ledger.Decision) error {
 	switch d {
 	case ledger.Create, ledger.Supersede, ledger.Replace, ledger.Plan, ledger.Reapply:
-		p, refused, err := r.keeper().planFile(ctx)
+		kp := r.keeper()
+		// A kept overlap's writer may still checkpoint what it committed
+		// (overlap.detach), beside the apply below.
+		defer func() { kp.ov.wait() }()
+		p, refused, err := kp.planFile(ctx)
 		r.planned = p // what it read counts even when refused (Result.Read)
 		if err != nil || refused {
 			return err

@@ -14,6 +14,7 @@ import (
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/reader"
+	"github.com/idemport/idemport/sink"
 )
 
 // An overlap writes the first partitions of a new file while its plan
@@ -67,6 +68,8 @@ type overlap struct {
 	w       partitionWriter
 	written []overlapped
 	err     error // why it rolled back
+
+	detached func() // set by detach: the wait for what its writer still does
 }
 
 // overlapped is a partition an overlap wrote, and what writing it did.
@@ -393,6 +396,28 @@ func (ov *overlap) release() {
 	}
 }
 
+// detach releases the overlap as release does once it has committed, but
+// leaves what its writer still does that no commit waits for
+// (sink.Detacher: on SQLite, the checkpoint of the pages the commit wrote
+// and synced, 0.1-0.2 s for the 300,000 rows of three partitions) to go
+// on beside the apply, which waited for it. wait waits for it.
+func (ov *overlap) detach() {
+	if d, ok := ov.w.Writer.(sink.Detacher); ok {
+		ov.detached = d.Detach()
+		ov.w.Writer = nil
+	}
+	ov.release()
+}
+
+// wait waits for what detach left going on, if anything: before the
+// attempt ends, so that all of it has ended before the database is closed.
+func (ov *overlap) wait() {
+	if ov != nil && ov.detached != nil {
+		ov.detached()
+		ov.detached = nil
+	}
+}
+
 // abort stops the overlap, if any, and rolls back what it wrote. It may
 // be called again, and after keep.
 func (ov *overlap) abort() {
@@ -471,7 +496,7 @@ func (ov *overlap) kept() bool {
 // attempt's, as partitions it applied.
 func (ov *overlap) commit(ctx context.Context, store func(tx *sql.Tx) error) error {
 	kp, tx := ov.kp, ov.tx
-	defer ov.release()
+	defer ov.detach()
 	ov.tx = nil
 	defer tx.Rollback()
 	if err := store(tx.Tx); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -540,4 +541,38 @@ func (f *fx) wantNumbered(t *testing.T, rows int, pad string) {
 			t.Fatalf("row %d: %v, want %v", i+1, r, want)
 		}
 	}
+}
+
+// TestOverlapCheckpointEndsWithTheImport imports into SQLite a file of
+// three partitions whose first two the overlap writes before the plan is
+// known (passHold). The overlap's COMMIT, some 3,000 pages, hands their
+// checkpoint to its writer's thread, which its release no longer waits
+// for (overlap.detach): the apply writes the third partition beside it.
+// The attempt still waits for that thread before it ends, so that once
+// the engines are closed no connection is left open on the file: the
+// last one closed checkpointed the whole log and removed it, as SQLite
+// does, and the file alone holds every row.
+func TestOverlapCheckpointEndsWithTheImport(t *testing.T) {
+	t.Parallel()
+	const partRows, rows = 100000, 300000
+	f := newFx(t, testkit.SQLite)
+	path := f.write(t, "data.csv", numberedFile(rows, strings.Repeat("x", 40)))
+	hold := newPassHold(2)
+	e, log := f.openHeld(t, hold)
+	res := e.Import(context.Background(), Request{Path: path, Mapping: Mapping{Table: "t"}, PartitionRows: partRows, Lease: time.Minute, Progress: hold.progress})
+	if res.Err != nil || res.Outcome != Imported || res.Rows.Inserted != rows || res.Partitions.Committed != 3 {
+		t.Fatalf("%s (%v): rows %+v, partitions %+v; want imported, %d rows in 3 partitions", res.Outcome, res.Err, res.Rows, res.Partitions, rows)
+	}
+	if !log.has(overlapKeptLog) {
+		t.Fatalf("the overlap was not kept:\n%s", log)
+	}
+	for _, e := range []*Engine{e, f.e} {
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := os.Stat(f.tg.Path + "-wal"); err == nil {
+		t.Fatalf("the write-ahead log is left after the import (%d bytes): a connection on the file outlived the engines", st.Size())
+	}
+	f.wantNumbered(t, rows, strings.Repeat("x", 40))
 }

@@ -158,6 +158,16 @@ type Writer interface {
 	Close() error
 }
 
+// A Detacher is a Writer whose Close may wait for work of its own that
+// no commit's durability waits for (SQLite's checkpoint of the log its
+// commits wrote and synced, on a thread of the Writer's). Detach does
+// what Close does but that wait, so that the Writer's connection is free
+// at once, and returns the wait, which joins that work; it must be
+// called before the database is closed.
+type Detacher interface {
+	Detach() (wait func())
+}
+
 // Check reports, in one error naming every problem, why table t cannot
 // receive rows of schema for target tg. A nil error means it can.
 func Check(t *Table, tg Target, schema *arrow.Schema) error {

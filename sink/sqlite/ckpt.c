@@ -47,6 +47,16 @@ void idp_ckpt_stop(sqlite3 *db, idp_ckpt *c, int threshold) {
 	(void)threshold;
 }
 
+void idp_ckpt_detach(sqlite3 *db, idp_ckpt *c, int threshold) {
+	(void)db;
+	(void)c;
+	(void)threshold;
+}
+
+void idp_ckpt_join(idp_ckpt *c) {
+	(void)c;
+}
+
 void idp_ckpt_hold(idp_ckpt *c, int on) {
 	(void)c;
 	(void)on;
@@ -195,7 +205,13 @@ idp_ckpt *idp_ckpt_start(sqlite3 *db, int threshold, int limit) {
 }
 
 void idp_ckpt_stop(sqlite3 *db, idp_ckpt *c, int threshold) {
-	if (db) sqlite3_wal_autocheckpoint(db, threshold); // SQLite's hook again
+	if (db) {
+		idp_ckpt_detach(db, c, threshold);
+		idp_ckpt_join(c);
+		return;
+	}
+	// The connection is closed: the hook may still run, on a connection
+	// database/sql keeps, where it checkpoints as SQLite's (c is kept).
 	pthread_mutex_lock(&c->mu);
 	c->stop = 1;
 	pthread_cond_broadcast(&c->cv);
@@ -203,7 +219,19 @@ void idp_ckpt_stop(sqlite3 *db, idp_ckpt *c, int threshold) {
 	pthread_join(c->th, NULL);
 	sqlite3_close(c->db);
 	c->db = NULL;
-	if (!db) return; // the hook may still run, on a connection database/sql keeps: it checkpoints as SQLite's (c is kept)
+}
+
+void idp_ckpt_detach(sqlite3 *db, idp_ckpt *c, int threshold) {
+	sqlite3_wal_autocheckpoint(db, threshold); // SQLite's hook again: nothing on db uses c from now on
+	pthread_mutex_lock(&c->mu);
+	c->stop = 1;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+void idp_ckpt_join(idp_ckpt *c) {
+	pthread_join(c->th, NULL);
+	sqlite3_close(c->db);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c);

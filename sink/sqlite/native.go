@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -354,6 +355,29 @@ func (k *checkpointer) stop(conn *sql.Conn, db *C.sqlite3) {
 		C.idp_ckpt_stop(nil, k.c, k.threshold)
 	}
 	k.c = nil
+}
+
+// detach is stop without the wait for a checkpoint the thread runs: it
+// gives conn, whose handle is db, its automatic checkpoint back and tells
+// the thread to stop, and returns the wait for the thread, which joins it
+// and closes its connection. Where conn was closed it stops as stop does,
+// and the wait does nothing.
+func (k *checkpointer) detach(conn *sql.Conn, db *C.sqlite3) (wait func()) {
+	if k == nil || k.c == nil {
+		return func() {}
+	}
+	c := k.c
+	err := conn.Raw(func(any) error {
+		C.idp_ckpt_detach(db, c, k.threshold)
+		return nil
+	})
+	if err != nil {
+		k.stop(conn, db)
+		return func() {}
+	}
+	k.c = nil
+	var once sync.Once
+	return func() { once.Do(func() { C.idp_ckpt_join(c) }) }
 }
 
 // hold holds the thread's checkpoints back (on) or lets them run: a test

@@ -90,12 +90,18 @@ int idp_natural(sqlite3 *db, sqlite3_stmt *ins, sqlite3_stmt *probe, sqlite3_stm
 // (and changes nothing) where it cannot. idp_ckpt_stop gives db back
 // SQLite's automatic checkpoint at threshold (db NULL: the connection is
 // closed), stops and joins the thread and closes its connection.
+// idp_ckpt_detach does the same for db but does not wait: the thread ends
+// once a checkpoint it runs has ended, and idp_ckpt_join, called once
+// after it (from any thread), waits for that, closes the thread's
+// connection and frees c.
 // idp_ckpt_hold holds the thread's checkpoints back (on) or lets them run,
 // and idp_ckpt_pending says whether one waits for that: for tests that need
 // a checkpoint to run inside the writer's next transaction.
 typedef struct idp_ckpt idp_ckpt;
 idp_ckpt *idp_ckpt_start(sqlite3 *db, int threshold, int limit);
 void idp_ckpt_stop(sqlite3 *db, idp_ckpt *c, int threshold);
+void idp_ckpt_detach(sqlite3 *db, idp_ckpt *c, int threshold);
+void idp_ckpt_join(idp_ckpt *c);
 void idp_ckpt_stats(idp_ckpt *c, int64_t *bg, int64_t *fg, int *busy);
 void idp_ckpt_hold(idp_ckpt *c, int on);
 int idp_ckpt_pending(idp_ckpt *c);

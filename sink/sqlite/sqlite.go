@@ -787,6 +787,17 @@ func (w *writer) Close() error {
 	return nil
 }
 
+// Detach implements sink.Detacher: it does what Close does but wait for a
+// checkpoint the writer's thread runs (the one its last COMMIT handed it,
+// after syncing the log: ckpt.c); wait waits for that and joins the
+// thread.
+func (w *writer) Detach() (wait func()) {
+	wait = w.ckpt.detach(w.conn, w.db)
+	w.ckpt = nil
+	w.Close()
+	return wait
+}
+
 // DeleteFile implements sink.Driver.
 func (d Driver) DeleteFile(ctx context.Context, tx *sql.Tx, table string, fileKey int64) (int64, error) {
 	t, err := d.Describe(ctx, tx, table)
