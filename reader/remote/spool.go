@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -60,29 +61,72 @@ type Spool struct {
 var ErrSpoolDir = errors.New("the spool directory is not private")
 
 // NewSpool returns a spool of obj in dir, named after the object's
-// identity: its URL (credentials masked) and the version its HEAD proved,
-// or, when it proved none or its masked URL does not name it alone (see
-// Object.NamedByPath), its whole URL, size and modification time. It
+// identity: its URL (credentials masked, or whole when its masked URL
+// does not name it alone: see Object.NamedByPath) and the version its
+// HEAD proved, so that a later spool of that version resumes or reuses
+// the copy. An object whose HEAD proved no version (no version id, no
+// strong ETag) gets a name of its own, partly random: a later spool, of
+// this process or another, cannot tell whether the object it opens still
+// has the bytes of the copy (a server that sends no validators, or only a
+// modification time to the second, serves new bytes of the same size
+// under the same ones), so it never reads that copy; it removes, as
+// Remove does, those of the object's copies that no spool has open. It
 // creates dir (0700) when missing and checks that it is private, a
 // failure that wraps ErrSpoolDir; nothing of this object's is read or
 // written in it until the first read. It removes other objects' copies in
 // dir that nothing has written or opened for SpoolKeep (see sweepSpool).
 func NewSpool(obj *Object, dir string) (*Spool, error) {
-	var id string
-	if obj.info.Proves() && obj.byPath { // a presigned URL's copy survives a new signature
-		id = obj.url + "\x00" + obj.info.ETag + "\x00" + obj.info.Version + "\x00" + strconv.FormatInt(obj.info.Size, 10)
-	} else { // the masked URL may name another object too
-		id = obj.rawKey + "\x00" + strconv.FormatInt(obj.info.Size, 10) + "\x00" + strconv.FormatInt(obj.info.ModTime.UnixNano(), 10)
+	var name string
+	proves := obj.info.Proves()
+	if proves {
+		id := obj.rawKey // the masked URL may name another object too
+		if obj.byPath {
+			id = obj.url // a presigned URL's copy survives a new signature
+		}
+		sum := sha256.Sum256([]byte(id + "\x00" + obj.info.ETag + "\x00" + obj.info.Version + "\x00" + strconv.FormatInt(obj.info.Size, 10)))
+		name = hex.EncodeToString(sum[:12])
+	} else {
+		var once [6]byte
+		rand.Read(once[:])
+		name = unprovenPrefix(obj) + hex.EncodeToString(once[:])
 	}
-	sum := sha256.Sum256([]byte(id))
-	s := &Spool{obj: obj, dir: dir, name: "idemport-" + hex.EncodeToString(sum[:12]) + ".spool", moved: make(chan struct{})}
+	s := &Spool{obj: obj, dir: dir, name: "idemport-" + name + ".spool", moved: make(chan struct{})}
 	root, err := openPrivateDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	s.root = root
 	sweepSpool(root, s.name, time.Now(), nil)
+	if !proves {
+		s.removeEarlier(root)
+	}
 	return s, nil
+}
+
+// unprovenPrefix is the start of the name of every copy of an object
+// whose HEAD proved no version (hex, after "idemport-"): a digest of its
+// whole URL, which the rest of the name, random, follows.
+func unprovenPrefix(obj *Object) string {
+	sum := sha256.Sum256([]byte("unproven\x00" + obj.rawKey))
+	return hex.EncodeToString(sum[:6])
+}
+
+// removeEarlier removes from root, as Remove does, the copies that other
+// spools of s's object, which proved no version, made: no spool reads
+// them again, so those that no spool has open (left by an attempt that was
+// killed or failed) are removed now rather than swept after SpoolKeep.
+func (s *Spool) removeEarlier(root *os.Root) {
+	entries, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		return
+	}
+	prefix := "idemport-" + unprovenPrefix(s.obj)
+	for _, e := range entries {
+		if name, ok := spoolCopy(e.Name()); ok && name == e.Name() && name != s.name && strings.HasPrefix(name, prefix) {
+			earlier := &Spool{obj: s.obj, dir: s.dir, name: name, moved: make(chan struct{})}
+			earlier.Remove() // one another spool has open stays: its own Remove removes it
+		}
+	}
 }
 
 // SpoolKeep is how long a copy in the spool directory that nothing has

@@ -6,8 +6,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -257,5 +262,101 @@ func TestSpoolSweepsStaleCopies(t *testing.T) {
 	}
 	if c := s.srv.Counts(); c.Bytes != 0 {
 		t.Fatalf("the spool's own old copy was fetched again (%d bytes)", c.Bytes)
+	}
+}
+
+// TestSpoolUnprovenCopyIsItsOwn: the copy of an object whose server sends
+// neither an ETag nor a Last-Modified, complete or cut short as a killed
+// attempt leaves it, is not read by a later spool of the object, which
+// reads the object as it is now (replaced by other bytes of the same
+// size); that spool removes the copy left, but not one another spool has
+// open, which reads on from it.
+func TestSpoolUnprovenCopyIsItsOwn(t *testing.T) {
+	for _, how := range []string{"complete", "partial"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := context.Background()
+			v1 := data(300_000)
+			v2 := bytes.Clone(v1)
+			v2[10]++
+			v2[len(v2)-10]++
+			var current atomic.Pointer[[]byte]
+			current.Store(&v1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(*current.Load()))
+			}))
+			t.Cleanup(srv.Close)
+			c := remote.New(remote.Options{})
+			open := func() *remote.Object {
+				t.Helper()
+				obj, err := c.Open(ctx, srv.URL+"/daily.csv")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return obj
+			}
+			copying := func(sp *remote.Spool, n int64) []byte {
+				t.Helper()
+				rc, err := sp.Copying().Open(ctx, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rc.Close()
+				got, err := io.ReadAll(io.LimitReader(rc, n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			dir := filepath.Join(t.TempDir(), "spool")
+			copies := func() []string {
+				names, _ := filepath.Glob(filepath.Join(dir, "*.spool"))
+				return names
+			}
+
+			live := newSpool(t, open(), dir) // another live import of v1, its copy open
+			if got := copying(live, int64(len(v1))); !bytes.Equal(got, v1) {
+				t.Fatal("the live spool read other bytes than the object's")
+			}
+			left := newSpool(t, open(), dir) // an attempt killed with its copy so far
+			n := int64(len(v1))
+			if how == "partial" {
+				n = 100_000 // the first range, of 64 KiB, is recorded
+			}
+			if got := copying(left, n); !bytes.Equal(got, v1[:n]) {
+				t.Fatal("the killed attempt read other bytes than the object's")
+			}
+			left.Close()
+			if names := copies(); len(names) != 2 {
+				t.Fatalf("spool before the rerun: %v, want two copies", names)
+			}
+
+			current.Store(&v2)
+			sp := newSpool(t, open(), dir)
+			if got := copying(sp, int64(len(v2))); !bytes.Equal(got, v2) {
+				i := 0
+				for i < len(got) && i < len(v2) && got[i] == v2[i] {
+					i++
+				}
+				t.Fatalf("the rerun read %d bytes that differ from the object's at byte %d (the copy left has %d bytes)", len(got), i, n)
+			}
+			buf := make([]byte, 20)
+			if _, err := sp.ReadAt(buf, int64(len(v2))-20); err != nil || !bytes.Equal(buf, v2[len(v2)-20:]) {
+				t.Fatalf("the rerun's copy reads %q, %v; want the object's last bytes", buf, err)
+			}
+			if _, err := os.Stat(left.Path()); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("the copy the killed attempt left is still there: %v", err)
+			}
+			if _, err := live.ReadAt(buf, int64(len(v1))-20); err != nil || !bytes.Equal(buf, v1[len(v1)-20:]) {
+				t.Fatalf("the live spool's copy reads %q, %v; want the bytes it read", buf, err)
+			}
+			for _, s := range []*remote.Spool{sp, live} {
+				if err := s.Remove(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
+				t.Fatalf("the spool holds %v once every import settled", left)
+			}
+		})
 	}
 }
