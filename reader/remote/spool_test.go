@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/idemport/idemport/internal/remotetest"
 	"github.com/idemport/idemport/reader"
@@ -232,5 +233,32 @@ func TestSpoolCopying(t *testing.T) {
 				t.Fatalf("reads of a complete copy made %+v", c)
 			}
 		})
+	}
+}
+
+// TestSpoolQueryNamedCopyIsOfItsVersion: an object whose URL names it by
+// its query (so its copy is named after the whole URL) and whose ETag
+// proves its version is replaced by other bytes of the same size in the
+// same second of Last-Modified: a later spool reads the new version, not
+// the copy of the old one.
+func TestSpoolQueryNamedCopyIsOfItsVersion(t *testing.T) {
+	ctx := context.Background()
+	srv := remotetest.NewHTTP(t)
+	at := time.Now().Add(-time.Hour)
+	v1 := data(200_000)
+	v2 := bytes.Clone(v1)
+	v2[100]++
+	dir := filepath.Join(t.TempDir(), "spool")
+	for i, v := range [][]byte{v1, v2} {
+		srv.Put(t, "", "d.csv", v, at)
+		obj, err := remote.New(remote.Options{}).Open(ctx, srv.URL+"/d.csv?day=2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := newSpool(t, obj, dir)
+		if got, err := readAll(t, sp); err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("version %d: the spool read %d bytes, %v; not the object's", i+1, len(got), err)
+		}
+		sp.Close() // the copy stays, as after a failed attempt
 	}
 }
