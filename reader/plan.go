@@ -269,7 +269,8 @@ func (f *File) batches(plan *Plan, parts []Partition, batchRows int, span bool) 
 }
 
 // RawRows re-reads partition p of plan and returns the rows with the given
-// ordinals.
+// ordinals; an error wrapping ErrSourceChanged says p's bytes no longer
+// match the plan.
 func (f *File) RawRows(plan *Plan, p Partition, ordinals []int64) (map[int64]RawRow, error) {
 	if len(ordinals) == 0 {
 		return map[int64]RawRow{}, nil

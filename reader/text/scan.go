@@ -383,7 +383,9 @@ func (r *PartitionReader) Close() error {
 }
 
 // RawRows re-reads partition p of plan and returns the rows whose ordinals
-// want holds.
+// want holds. It reads the whole partition and fails with an error
+// wrapping ErrSourceChanged when its bytes no longer match the plan, as
+// Partition's reader does.
 func (f *File) RawRows(plan *partition.Plan, p idemtype.Partition, want map[int64]bool) (out map[int64]reject.RawRow, err error) {
 	out = map[int64]reject.RawRow{}
 	s, err := f.OpenText(context.Background(), p.Offset, p.Length)
@@ -396,8 +398,16 @@ func (f *File) RawRows(plan *partition.Plan, p idemtype.Partition, want map[int6
 		names[i] = c.Name
 	}
 	sc := f.scanner(s, p.Offset, names, false)
-	for i := int64(0); i < p.Rows && len(out) < len(want); i++ {
+	// Every row, to the partition's end: its bytes are checked against
+	// the plan as the apply's are, since a source that cannot tell a
+	// version from another (a remote object that proves none) may have
+	// been replaced by bytes of the same size since the apply read them.
+	for i := int64(0); i < p.Rows; i++ {
 		cells, prob, err := sc.next()
+		if err == io.EOF {
+			return nil, &input.ParseError{Path: f.Path, Row: p.First + i, Offset: sc.offset(),
+				Err: fmt.Errorf("%w: the file ends before partition %d's row %d", input.ErrSourceChanged, p.Index, p.First+i)}
+		}
 		if err != nil {
 			return nil, f.Wrap(err, p.First+i, sc.offset(), "")
 		}
@@ -413,6 +423,10 @@ func (f *File) RawRows(plan *partition.Plan, p idemtype.Partition, want map[int6
 			}
 			out[o] = r
 		}
+	}
+	if end := sc.offset(); end-p.Offset != p.Length || sc.crcNow() != p.CRC {
+		return nil, &input.ParseError{Path: f.Path, Row: p.First, Offset: p.Offset,
+			Err: fmt.Errorf("%w: partition %d's bytes differ from the plan (read again for the rows the database refused)", input.ErrSourceChanged, p.Index)}
 	}
 	return out, nil
 }
