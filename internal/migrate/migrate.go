@@ -37,43 +37,66 @@ type Driver = idemtype.Migrator
 // primary key, and Apply then re-reads and continues.
 func Apply(ctx context.Context, db *sql.DB, d Driver, prefix, component string) error {
 	table := prefix + "migrations"
-	fsys, err := d.Migrations(component)
-	if err != nil {
-		return fmt.Errorf("read %s migrations: %w", component, err)
-	}
-	ms, err := migrations(fsys, component)
-	if err != nil {
-		return err
-	}
-	applied, err := appliedSoon(ctx, db, d, table, component)
-	if err != nil {
-		return err
-	}
-	if len(applied) >= len(ms) && (len(ms) == 0 || applied[ms[len(ms)-1].version]) {
-		return nil // the common case reads and writes nothing more
+	todo, err := missing(d, prefix, component, func() (map[int]bool, error) {
+		return appliedSoon(ctx, db, d, table, component)
+	})
+	if err != nil || len(todo) == 0 {
+		return err // the common case reads and writes nothing more
 	}
 	if err := createVersions(ctx, db, d, table); err != nil {
 		return err
 	}
-	// text reads the migration file name with its tables' prefix in place.
-	text := func(name string) (string, error) {
-		body, err := fs.ReadFile(fsys, name)
-		return strings.ReplaceAll(string(body), "{{prefix}}", prefix), err
-	}
-	if t, ok := d.(together); ok {
-		done, again, err := applyTogether(ctx, db, d, t, table, component, ms, applied, text)
-		if err != nil || done {
-			return err
+	if t, ok := d.(together); ok && len(todo) > 1 {
+		var b batch
+		b.add(component, todo)
+		if b.apply(ctx, db, t, table) == nil {
+			return nil
 		}
-		applied = again
+		// Another process applied some of them first (its tables or
+		// version rows conflict with these), or one failed: apply them
+		// one at a time, which skips those recorded by now and tells
+		// which failed.
 	}
-	return applyEach(ctx, db, d, table, component, ms, applied, text)
+	return applyEach(ctx, db, d, table, component, todo)
 }
 
 // migration is one migration file and its version.
 type migration struct {
 	version int
 	name    string
+	body    string // its text, "{{prefix}}" replaced: set by missing
+}
+
+// missing returns the migrations of component that d provides and that
+// applied, called once they are listed, does not return as recorded, in
+// the order of their numbers, each with its text and its tables' prefix in
+// place.
+func missing(d Driver, prefix, component string, applied func() (map[int]bool, error)) ([]migration, error) {
+	fsys, err := d.Migrations(component)
+	if err != nil {
+		return nil, fmt.Errorf("read %s migrations: %w", component, err)
+	}
+	ms, err := migrations(fsys, component)
+	if err != nil {
+		return nil, err
+	}
+	done, err := applied()
+	if err != nil {
+		return nil, err
+	}
+	var todo []migration
+	for _, m := range ms {
+		if done[m.version] {
+			continue
+		}
+		body, err := fs.ReadFile(fsys, m.name)
+		if err != nil {
+			return nil, err
+		}
+		m.body = strings.ReplaceAll(string(body), "{{prefix}}", prefix)
+		todo = append(todo, m)
+	}
+	return todo, nil
 }
 
 // migrations lists the migration files of fsys in the order of their
@@ -92,7 +115,7 @@ func migrations(fsys fs.FS, component string) ([]migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("migration %s: name must start with a number", e.Name())
 		}
-		ms = append(ms, migration{v, e.Name()})
+		ms = append(ms, migration{version: v, name: e.Name()})
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	for i := 1; i < len(ms); i++ {
@@ -135,54 +158,12 @@ func createVersions(ctx context.Context, db *sql.DB, d Driver, table string) err
 	return nil
 }
 
-// applyTogether applies the missing migrations in one transaction, when
-// more than one is missing. It reports whether that was done, and
-// otherwise the versions applied by now.
-func applyTogether(ctx context.Context, db *sql.DB, d Driver, t together, table, component string, ms []migration, applied map[int]bool, text func(string) (string, error)) (bool, map[int]bool, error) {
-	var err error
-	var versions []int
-	var bodies []string
-	for _, m := range ms {
-		if applied[m.version] {
-			continue
-		}
-		body, err := text(m.name)
-		if err != nil {
-			return false, nil, err
-		}
-		versions = append(versions, m.version)
-		bodies = append(bodies, body)
-	}
-	if len(versions) > 1 {
-		components := make([]string, len(versions))
-		for i := range components {
-			components[i] = component
-		}
-		if err := t.ApplyTogether(ctx, db, table, components, versions, bodies, time.Now()); err == nil {
-			return true, nil, nil
-		}
-		// Another process applied some of them first (its tables or
-		// version rows conflict with these), or one failed: apply
-		// what is still missing one at a time, which tells which.
-		if applied, err = appliedVersions(ctx, db, d, table, component); err != nil {
-			return false, nil, err
-		}
-	}
-	return false, applied, nil
-}
-
-// applyEach applies the missing migrations one at a time, each in its own
-// transaction.
-func applyEach(ctx context.Context, db *sql.DB, d Driver, table, component string, ms []migration, applied map[int]bool, text func(string) (string, error)) error {
-	for _, m := range ms {
-		if applied[m.version] {
-			continue
-		}
-		sqlText, err := text(m.name)
-		if err != nil {
-			return err
-		}
-		if err := applyOne(ctx, db, d, table, component, m.version, sqlText); err != nil {
+// applyEach applies the migrations todo of component one at a time, each
+// in its own transaction, which skips it when another process recorded it
+// first.
+func applyEach(ctx context.Context, db *sql.DB, d Driver, table, component string, todo []migration) error {
+	for _, m := range todo {
+		if err := applyOne(ctx, db, d, table, component, m.version, m.body); err != nil {
 			// Another process may have applied it first.
 			again, rerr := appliedVersions(ctx, db, d, table, component)
 			if rerr == nil && again[m.version] {
@@ -226,50 +207,48 @@ func ApplyAll(ctx context.Context, db *sql.DB, d Driver, prefix string, componen
 	if err != nil {
 		return fmt.Errorf("read %s: %w", table, err)
 	}
-	var names, bodies []string
-	var versions []int
+	var b batch
 	for _, component := range components {
-		fsys, err := d.Migrations(component)
-		if err != nil {
-			return fmt.Errorf("read %s migrations: %w", component, err)
-		}
-		ms, err := migrations(fsys, component)
+		todo, err := missing(d, prefix, component, func() (map[int]bool, error) {
+			return recorded(ctx, db, d, table, component, exists)
+		})
 		if err != nil {
 			return err
 		}
-		applied := map[int]bool{}
-		if exists {
-			vs, err := d.Versions(ctx, db, table, component)
-			if err != nil {
-				return err
-			}
-			for _, v := range vs {
-				applied[v] = true
-			}
-		}
-		for _, m := range ms {
-			if applied[m.version] {
-				continue
-			}
-			body, err := fs.ReadFile(fsys, m.name)
-			if err != nil {
-				return err
-			}
-			names = append(names, component)
-			versions = append(versions, m.version)
-			bodies = append(bodies, strings.ReplaceAll(string(body), "{{prefix}}", prefix))
-		}
+		b.add(component, todo)
 	}
-	if len(versions) == 0 {
+	if len(b.versions) == 0 {
 		return nil // the common case reads and writes nothing more
 	}
-	if err := t.ApplyTogether(ctx, db, table, names, versions, bodies, time.Now()); err == nil {
+	if err := b.apply(ctx, db, t, table); err == nil {
 		return nil
 	}
 	// Another process applied some of them first (its tables or version
 	// rows conflict with these), or one failed: apply each component on
 	// its own, which tells which.
 	return applyApart(ctx, db, d, prefix, components)
+}
+
+// batch is migrations to apply in one transaction: ApplyTogether's
+// components, versions and bodies.
+type batch struct {
+	components []string
+	versions   []int
+	bodies     []string
+}
+
+// add appends the migrations todo of component.
+func (b *batch) add(component string, todo []migration) {
+	for _, m := range todo {
+		b.components = append(b.components, component)
+		b.versions = append(b.versions, m.version)
+		b.bodies = append(b.bodies, m.body)
+	}
+}
+
+// apply applies the batch with t, recording its versions in table.
+func (b *batch) apply(ctx context.Context, db *sql.DB, t together, table string) error {
+	return t.ApplyTogether(ctx, db, table, b.components, b.versions, b.bodies, time.Now())
 }
 
 // applyApart applies each of components with Apply.
@@ -307,14 +286,20 @@ func appliedVersions(ctx context.Context, db *sql.DB, d Driver, table, component
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", table, err)
 	}
+	return recorded(ctx, db, d, table, component, exists)
+}
+
+// recorded returns the versions of component that table records, or none
+// when the table does not exist.
+func recorded(ctx context.Context, db *sql.DB, d Driver, table, component string, exists bool) (map[int]bool, error) {
+	out := map[int]bool{}
 	if !exists {
-		return map[int]bool{}, nil
+		return out, nil
 	}
 	versions, err := d.Versions(ctx, db, table, component)
 	if err != nil {
 		return nil, err
 	}
-	out := map[int]bool{}
 	for _, v := range versions {
 		out[v] = true
 	}
