@@ -77,7 +77,7 @@ func TestRemoteUnprovenRangesAfterHash(t *testing.T) {
 // imported.
 func TestRemoteUnprovenRawRowsAfterRead(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		f := newFx(t, name)
 		f.exec(t, `CREATE TABLE checked (v varchar(32), n bigint CHECK (n >= 0), _idemport_file bigint, _idemport_row bigint, PRIMARY KEY (_idemport_file, _idemport_row))`)
 		var sb strings.Builder

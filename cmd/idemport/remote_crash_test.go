@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -44,6 +43,32 @@ func remoteCrashObject(t *testing.T, seed int) (dir string, tg *testkit.Target, 
 	spool = filepath.Join(dir, "spool")
 	args = []string{"--s3-endpoint", s3.URL, "--s3-path-style", "--spool-dir", spool, "--partition-rows", "2000", "s3://bkt/in/orders.csv"}
 	return dir, tg, s3, env, want, data, spool, args
+}
+
+// checkAsFromDisk asserts that tg's table orders holds, value by value,
+// the rows an import of data from disk (as orders.csv, in dir/local) makes
+// in a fresh target of the same kind; res, the import's results, is shown
+// when it does not.
+func checkAsFromDisk(t *testing.T, tg *testkit.Target, dir string, data []byte, res []result) {
+	t.Helper()
+	localDir := filepath.Join(dir, "local")
+	if err := os.Mkdir(localDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(localDir, "orders.csv"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	local := testkit.NewTarget(t, tg.Name, localDir)
+	remoteImport(t, local, localDir, nil, 0, "orders.csv")
+	got, want := tableRows(t, tg, "orders"), tableRows(t, local, "orders")
+	if len(got) != len(want) {
+		t.Fatalf("%d rows, want the %d of the bytes the object now holds alone (import: %+v)", len(got), len(want), res)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("row %d (sorted) is\n%s\nwhere the object now holds\n%s\n(import: %+v)", i, got[i], want[i], res)
+		}
+	}
 }
 
 // TestRemoteKilledBetweenHashAndWrite kills (SIGKILL) the import of a
@@ -134,18 +159,7 @@ func TestRemoteReplacedBetweenHashAndWrite(t *testing.T) {
 			if len(res) != 1 || res[0].Outcome != "imported" {
 				t.Fatalf("the new version: %+v", res)
 			}
-			localDir := filepath.Join(dir, "local")
-			if err := os.Mkdir(localDir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(localDir, "orders.csv"), v2, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			local := testkit.NewTarget(t, testkit.SQLite, localDir)
-			remoteImport(t, local, localDir, nil, 0, "orders.csv")
-			if got, want := tableRows(t, tg, "orders"), tableRows(t, local, "orders"); len(got) != 20000 || !slices.Equal(got, want) {
-				t.Fatalf("%d rows, want the new version's %d alone", len(got), len(want))
-			}
+			checkAsFromDisk(t, tg, dir, v2, res)
 		})
 	}
 }
@@ -160,93 +174,78 @@ func TestRemoteReplacedBetweenHashAndWrite(t *testing.T) {
 // an import of the new bytes from disk makes.
 func TestRemoteUnprovenCopyNotReused(t *testing.T) {
 	t.Parallel()
-	for _, how := range []string{"complete", "partial"} {
-		t.Run(how, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			tg := testkit.NewTarget(t, testkit.SQLite, dir)
-			testkit.Orders(t, filepath.Join(dir, "orders.csv"), 20000, 161)
-			v1, err := os.ReadFile(filepath.Join(dir, "orders.csv"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			// v2: the same size, a digit changed in the first window and
-			// one in the last partition.
-			v2 := bytes.Clone(v1)
-			for _, from := range []int{1000, len(v2) - 40} {
-				i := from + bytes.IndexAny(v2[from:], "0123456789")
-				v2[i] = '0' + (v2[i]-'0'+1)%10
-			}
-			var current atomic.Pointer[[]byte]
-			current.Store(&v1)
-			var gets atomic.Int64
-			var onGet atomic.Pointer[func()]
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.Method == http.MethodGet {
-					gets.Add(1)
-					if f := onGet.Load(); f != nil {
-						(*f)()
-					}
-				}
-				// No ETag, no Last-Modified: nothing to tell versions apart.
-				http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(*current.Load()))
-			}))
-			t.Cleanup(srv.Close)
-			spool := filepath.Join(dir, "spool")
-			args := []string{"--spool-dir", spool, "--partition-rows", "2000", srv.URL + "/in/orders.csv"}
-
-			if how == "complete" {
-				killed := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=after-plan"}, append([]string{"import"}, args...)...)
-				if killed.Signal != syscall.SIGKILL {
-					t.Fatalf("not killed: exit %d\n%s%s", killed.Code, killed.Stdout, killed.Stderr)
-				}
-			} else {
-				cmd := tg.Cmd(t, dir, nil, append([]string{"import"}, args...)...)
-				kill := func() {
-					if gets.Load() == 3 {
-						cmd.Process.Kill()
-					}
-				}
-				onGet.Store(&kill)
-				if err := cmd.Start(); err != nil {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
+		for _, how := range []string{"complete", "partial"} {
+			t.Run(how, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				tg := testkit.NewTarget(t, name, dir)
+				testkit.Orders(t, filepath.Join(dir, "orders.csv"), 20000, 161)
+				v1, err := os.ReadFile(filepath.Join(dir, "orders.csv"))
+				if err != nil {
 					t.Fatal(err)
 				}
-				if r := testkit.Wait(t, cmd); r.Signal != syscall.SIGKILL {
-					t.Fatalf("not killed: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+				// v2: the same size, a digit changed in the first window and
+				// one in the last partition.
+				v2 := bytes.Clone(v1)
+				for _, from := range []int{1000, len(v2) - 40} {
+					i := from + bytes.IndexAny(v2[from:], "0123456789")
+					v2[i] = '0' + (v2[i]-'0'+1)%10
 				}
-				onGet.Store(nil)
-			}
-			names, _ := filepath.Glob(filepath.Join(spool, "*.spool"))
-			if len(names) != 1 {
-				t.Fatalf("spool after the kill: %v, want the copy", names)
-			}
-			if got, _ := os.ReadFile(names[0]); len(got) == 0 || !bytes.Equal(got, v1[:len(got)]) {
-				t.Fatalf("the copy holds %d bytes, not the first bytes of the version read", len(got))
-			}
-			current.Store(&v2)
+				var current atomic.Pointer[[]byte]
+				current.Store(&v1)
+				var gets atomic.Int64
+				var onGet atomic.Pointer[func()]
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Method == http.MethodGet {
+						gets.Add(1)
+						if f := onGet.Load(); f != nil {
+							(*f)()
+						}
+					}
+					// No ETag, no Last-Modified: nothing to tell versions apart.
+					http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(*current.Load()))
+				}))
+				t.Cleanup(srv.Close)
+				spool := filepath.Join(dir, "spool")
+				args := []string{"--spool-dir", spool, "--partition-rows", "2000", srv.URL + "/in/orders.csv"}
 
-			res := remoteImport(t, tg, dir, nil, 0, args...)
-			localDir := filepath.Join(dir, "local")
-			if err := os.Mkdir(localDir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(localDir, "orders.csv"), v2, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			local := testkit.NewTarget(t, testkit.SQLite, localDir)
-			remoteImport(t, local, localDir, nil, 0, "orders.csv")
-			got, want := tableRows(t, tg, "orders"), tableRows(t, local, "orders")
-			if len(got) != len(want) {
-				t.Fatalf("%d rows, want the new version's %d (rerun: %+v)", len(got), len(want), res)
-			}
-			for i := range got {
-				if got[i] != want[i] {
-					t.Fatalf("row %d (sorted) is\n%s\nwhere the object now holds\n%s\n(rerun: %+v)", i, got[i], want[i], res)
+				if how == "complete" {
+					killed := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=after-plan"}, append([]string{"import"}, args...)...)
+					if killed.Signal != syscall.SIGKILL {
+						t.Fatalf("not killed: exit %d\n%s%s", killed.Code, killed.Stdout, killed.Stderr)
+					}
+				} else {
+					cmd := tg.Cmd(t, dir, nil, append([]string{"import"}, args...)...)
+					kill := func() {
+						if gets.Load() == 3 {
+							cmd.Process.Kill()
+						}
+					}
+					onGet.Store(&kill)
+					if err := cmd.Start(); err != nil {
+						t.Fatal(err)
+					}
+					if r := testkit.Wait(t, cmd); r.Signal != syscall.SIGKILL {
+						t.Fatalf("not killed: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+					}
+					onGet.Store(nil)
 				}
-			}
-			if len(res) != 1 || res[0].Outcome != "imported" {
-				t.Fatalf("the new version: %+v", res)
-			}
-		})
-	}
+				names, _ := filepath.Glob(filepath.Join(spool, "*.spool"))
+				if len(names) != 1 {
+					t.Fatalf("spool after the kill: %v, want the copy", names)
+				}
+				if got, _ := os.ReadFile(names[0]); len(got) == 0 || !bytes.Equal(got, v1[:len(got)]) {
+					t.Fatalf("the copy holds %d bytes, not the first bytes of the version read", len(got))
+				}
+				current.Store(&v2)
+
+				res := remoteImport(t, tg, dir, nil, 0, args...)
+				checkAsFromDisk(t, tg, dir, v2, res)
+				if len(res) != 1 || res[0].Outcome != "imported" {
+					t.Fatalf("the new version: %+v", res)
+				}
+			})
+		}
+	})
 }
