@@ -4,10 +4,14 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -246,6 +250,85 @@ func TestRemoteUnprovenCopyNotReused(t *testing.T) {
 					t.Fatalf("the new version: %+v", res)
 				}
 			})
+		}
+	})
+}
+
+// TestRemoteRefusedRowsKilledThenRerun imports accountsCSV from a remote
+// object through a spooled copy: an S3 object (its ETag proves its
+// version, so a rerun may read the copy a killed run left), the same
+// gzip-compressed, and an HTTP object that proves no version (each attempt
+// makes a copy of its own). The import is killed while it isolates the
+// rows the database refused, whose text is read again from the copy; the
+// rerun ends exact, each refused row quarantined once with the object's
+// text, and the spool is left empty.
+func TestRemoteRefusedRowsKilledThenRerun(t *testing.T) {
+	t.Parallel()
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
+		for _, source := range []string{"s3", "s3-gzip", "http"} {
+			for _, n := range []int{1, 6} {
+				t.Run(fmt.Sprintf("%s/%d", source, n), func(t *testing.T) {
+					t.Parallel()
+					dir := t.TempDir()
+					tg := testkit.NewTarget(t, name, dir)
+					accountsTable(t, tg)
+					data := []byte(accountsCSV)
+					var env []string
+					spool := filepath.Join(dir, "spool")
+					args := []string{"import", "--table", "accounts", "--spool-dir", spool, "--max-rejects", "3", "--partition-rows", "4"}
+					switch source {
+					case "s3", "s3-gzip":
+						key := "in/accounts.csv"
+						if source == "s3-gzip" {
+							var b bytes.Buffer
+							zw := gzip.NewWriter(&b)
+							zw.Write(data)
+							if err := zw.Close(); err != nil {
+								t.Fatal(err)
+							}
+							data, key = b.Bytes(), key+".gz"
+						}
+						s3 := remotetest.NewS3(t, "bkt")
+						s3.Put(t, "bkt", key, data, time.Time{})
+						env = s3.Env(dir)
+						args = append(args, "--s3-endpoint", s3.URL, "--s3-path-style", "s3://bkt/"+key)
+					case "http":
+						srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+							// No ETag, no Last-Modified: nothing proves a version.
+							http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
+						}))
+						t.Cleanup(srv.Close)
+						args = append(args, srv.URL+"/in/accounts.csv")
+					}
+					killed := tg.Exec(t, dir, append(slices.Clone(env), fmt.Sprintf("IDEMPORT_FAILPOINT=inside-isolation:%d", n)), args...)
+					if killed.Signal != syscall.SIGKILL {
+						t.Fatalf("not killed: exit %d\n%s%s", killed.Code, killed.Stdout, killed.Stderr)
+					}
+					if names, _ := filepath.Glob(filepath.Join(spool, "*.spool")); len(names) != 1 {
+						t.Fatalf("spool after the kill: %v, want the copy", names)
+					}
+					if res := importTo(t, tg, dir, env, 0, args[1:]...); res.Outcome != "resumed" {
+						t.Fatalf("rerun: %+v", res)
+					}
+					if got := textRows(t, tg, "accounts", "id", "email", "age"); !reflect.DeepEqual(got, accountsWant) {
+						t.Fatalf("accounts:\n got  %q\n want %q", got, accountsWant)
+					}
+					checkRejects(t, tg, accountsRejects)
+					got := testkit.Query(t, tg.DB, `SELECT state, rows_read, rows_inserted, rows_rejected FROM `+tg.Ledger("operations"))
+					if !reflect.DeepEqual(got, [][]any{{"completed", int64(12), int64(9), int64(3)}}) {
+						t.Fatalf("operation: %v", got)
+					}
+					export := tg.Exec(t, dir, env, "rejects", "export", args[len(args)-1])
+					for _, row := range []string{",6,6,a@x,6\n", ",10,10,j@x,-1\n", ",12,13,m@x,12\n"} {
+						if export.Code != 0 || !strings.Contains(export.Stdout, row) {
+							t.Fatalf("rejects export lacks %q: %d %s%s", row, export.Code, export.Stdout, export.Stderr)
+						}
+					}
+					if left, _ := filepath.Glob(filepath.Join(spool, "*")); len(left) != 0 {
+						t.Fatalf("the spool holds %v after the import completed", left)
+					}
+				})
+			}
 		}
 	})
 }
