@@ -10,6 +10,6 @@ func SweepSpool(dir, keep string, now time.Time, meet func(name string)) error {
 		return err
 	}
 	defer root.Close()
-	sweepSpool(root, keep, now, meet)
+	sweepSpool(root, keep, now, nil, meet)
 	return nil
 }

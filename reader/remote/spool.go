@@ -96,10 +96,11 @@ func NewSpool(obj *Object, dir string) (*Spool, error) {
 		return nil, err
 	}
 	s.root = root
-	sweepSpool(root, s.name, time.Now(), nil)
+	var earlier func(name string)
 	if !proves {
-		s.removeEarlier(root)
+		earlier = s.removeEarlier
 	}
+	sweepSpool(root, s.name, time.Now(), earlier, nil)
 	return s, nil
 }
 
@@ -111,21 +112,15 @@ func unprovenPrefix(obj *Object) string {
 	return hex.EncodeToString(sum[:6])
 }
 
-// removeEarlier removes from root, as Remove does, the copies that other
-// spools of s's object, which proved no version, made: no spool reads
-// them again, so those that no spool has open (left by an attempt that was
-// killed or failed) are removed now rather than swept after SpoolKeep.
-func (s *Spool) removeEarlier(root *os.Root) {
-	entries, err := fs.ReadDir(root.FS(), ".")
-	if err != nil {
-		return
-	}
-	prefix := "idemport-" + unprovenPrefix(s.obj)
-	for _, e := range entries {
-		if name, ok := spoolCopy(e.Name()); ok && name == e.Name() && name != s.name && strings.HasPrefix(name, prefix) {
-			earlier := &Spool{obj: s.obj, dir: s.dir, name: name, moved: make(chan struct{})}
-			earlier.Remove() // one another spool has open stays: its own Remove removes it
-		}
+// removeEarlier removes, as Remove does, the copy name when another spool
+// of s's object, which proved no version, made it: no spool reads it
+// again, so one that no spool has open (left by an attempt that was killed
+// or failed) is removed now rather than swept after SpoolKeep. NewSpool's
+// sweep calls it with the name of each copy it finds.
+func (s *Spool) removeEarlier(name string) {
+	if strings.HasPrefix(name, "idemport-"+unprovenPrefix(s.obj)) {
+		earlier := &Spool{obj: s.obj, dir: s.dir, name: name, moved: make(chan struct{})}
+		earlier.Remove() // one another spool has open stays: its own Remove removes it
 	}
 }
 
@@ -160,9 +155,12 @@ func spoolCopy(name string) (string, bool) {
 // filling or has opened since it was found old stays, as do entries that
 // are not regular files, names of another form, and whatever cannot be
 // removed: it reports nothing, since a copy it leaves costs only room.
-// meet, when not nil, is called with each copy found old before its lock
-// is taken (tests meet the sweep there).
-func sweepSpool(root *os.Root, keep string, now time.Time, meet func(name string)) {
+// earlier, when not nil, is called first with the name of each copy other
+// than keep, in the same pass (NewSpool removes there the copies of an
+// object that proved no version: see Spool.removeEarlier); the sweep then
+// finds a copy it removed gone. meet, when not nil, is called with each
+// copy found old before its lock is taken (tests meet the sweep there).
+func sweepSpool(root *os.Root, keep string, now time.Time, earlier, meet func(name string)) {
 	entries, err := fs.ReadDir(root.FS(), ".")
 	if err != nil {
 		return
@@ -174,6 +172,9 @@ func sweepSpool(root *os.Root, keep string, now time.Time, meet func(name string
 			continue
 		}
 		seen[name] = true
+		if earlier != nil {
+			earlier(name)
+		}
 		if !spoolStale(root, name, now) {
 			continue
 		}
