@@ -21,42 +21,11 @@ import (
 // right, from the copy it holds open.
 func TestSpoolSweepKeepsACopyInUse(t *testing.T) {
 	s := stores(t)[1]
-	ctx := context.Background()
-	dir := t.TempDir() + "/spool"
-	open := func(key string) *remote.Spool {
-		t.Helper()
-		s.put(t, key, data(3000))
-		obj, err := client(s).Open(ctx, s.url(key))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return newSpool(t, obj, dir)
-	}
-	age := func(path string) {
-		t.Helper()
-		at := time.Now().Add(-remote.SpoolKeep - time.Hour)
-		for _, p := range []string{path, path + ".sums"} {
-			if err := os.Chtimes(p, at, at); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	kept := func(path string) bool {
-		_, err := os.Lstat(path)
-		_, serr := os.Lstat(path + ".sums")
-		return err == nil && serr == nil
-	}
-	read := func(sp *remote.Spool) {
-		t.Helper()
-		got := make([]byte, 3000)
-		if n, err := sp.ReadAt(got, 0); err != nil || n != 3000 || !bytes.Equal(got, data(3000)) {
-			t.Fatalf("read %d bytes of the copy: %v", n, err)
-		}
-	}
+	open, read := sweepSpools(t, s, t.TempDir()+"/spool")
 	left := open("used.csv")
 	read(left)
 	left.Close() // an attempt that ended, leaving its copy
-	age(left.Path())
+	age(t, left.Path())
 
 	used := open("used.csv")
 	s.srv.Reset()
@@ -68,7 +37,7 @@ func TestSpoolSweepKeepsACopyInUse(t *testing.T) {
 	if !kept(used.Path()) {
 		t.Fatal("a new spool swept a copy another spool reads")
 	}
-	age(used.Path())
+	age(t, used.Path())
 	open("third.csv")
 	if kept(used.Path()) {
 		t.Fatal("a copy unused for longer than SpoolKeep, which no one fills, stayed")
@@ -85,33 +54,12 @@ func TestSpoolSweepKeepsACopyInUse(t *testing.T) {
 // decides.)
 func TestSpoolSweepMeetsAnOpener(t *testing.T) {
 	s := stores(t)[1]
-	ctx := context.Background()
 	dir := t.TempDir() + "/spool"
-	open := func(key string) *remote.Spool {
-		t.Helper()
-		s.put(t, key, data(3000))
-		obj, err := client(s).Open(ctx, s.url(key))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return newSpool(t, obj, dir)
-	}
-	read := func(sp *remote.Spool) {
-		t.Helper()
-		got := make([]byte, 3000)
-		if n, err := sp.ReadAt(got, 0); err != nil || n != 3000 || !bytes.Equal(got, data(3000)) {
-			t.Fatalf("read %d bytes of the copy: %v", n, err)
-		}
-	}
+	open, read := sweepSpools(t, s, dir)
 	left := open("used.csv")
 	read(left)
 	left.Close() // an attempt that ended, leaving its copy
-	at := time.Now().Add(-remote.SpoolKeep - time.Hour)
-	for _, p := range []string{left.Path(), left.Path() + ".sums"} {
-		if err := os.Chtimes(p, at, at); err != nil {
-			t.Fatal(err)
-		}
-	}
+	age(t, left.Path())
 
 	met := false
 	err := remote.SweepSpool(dir, "", time.Now(), func(name string) {
@@ -144,31 +92,9 @@ func TestSpoolSweepMeetsAnOpener(t *testing.T) {
 // handle has open, whatever Remove decides.)
 func TestSpoolRemoveLeavesAnothersCopy(t *testing.T) {
 	s := stores(t)[1]
-	ctx := context.Background()
 	for _, tc := range []string{"in use", "made anew", "left"} {
 		t.Run(tc, func(t *testing.T) {
-			dir := t.TempDir() + "/spool"
-			open := func(key string) *remote.Spool {
-				t.Helper()
-				s.put(t, key, data(3000))
-				obj, err := client(s).Open(ctx, s.url(key))
-				if err != nil {
-					t.Fatal(err)
-				}
-				return newSpool(t, obj, dir)
-			}
-			read := func(sp *remote.Spool) {
-				t.Helper()
-				got := make([]byte, 3000)
-				if n, err := sp.ReadAt(got, 0); err != nil || n != 3000 || !bytes.Equal(got, data(3000)) {
-					t.Fatalf("read %d bytes of the copy: %v", n, err)
-				}
-			}
-			kept := func(sp *remote.Spool) bool {
-				_, err := os.Lstat(sp.Path())
-				_, serr := os.Lstat(sp.Path() + ".sums")
-				return err == nil && serr == nil
-			}
+			open, read := sweepSpools(t, s, t.TempDir()+"/spool")
 			settled := open("x.csv")
 			switch tc {
 			case "in use": // another import of the object reads the copy
@@ -176,14 +102,9 @@ func TestSpoolRemoveLeavesAnothersCopy(t *testing.T) {
 				read(open("x.csv"))
 			case "made anew": // its copy swept while it was stopped, then made again by another import, which failed
 				read(settled)
-				at := time.Now().Add(-remote.SpoolKeep - time.Hour)
-				for _, p := range []string{settled.Path(), settled.Path() + ".sums"} {
-					if err := os.Chtimes(p, at, at); err != nil {
-						t.Fatal(err)
-					}
-				}
+				age(t, settled.Path())
 				open("other.csv") // sweeps
-				if kept(settled) {
+				if kept(settled.Path()) {
 					t.Fatal("the old copy was not swept")
 				}
 				other := open("x.csv")
@@ -198,12 +119,12 @@ func TestSpoolRemoveLeavesAnothersCopy(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc == "left" {
-				if kept(settled) {
+				if kept(settled.Path()) {
 					t.Fatal("the copy an attempt left stayed once its import settled")
 				}
 				return
 			}
-			if !kept(settled) {
+			if !kept(settled.Path()) {
 				t.Fatal("a settled import removed another import's copy")
 			}
 			sp := open("x.csv")
@@ -215,9 +136,52 @@ func TestSpoolRemoveLeavesAnothersCopy(t *testing.T) {
 			if err := sp.Remove(); err != nil {
 				t.Fatal(err)
 			}
-			if tc == "made anew" && kept(sp) {
+			if tc == "made anew" && kept(sp.Path()) {
 				t.Fatal("the last import of the object to settle left its copy")
 			}
 		})
 	}
+}
+
+// sweepSpools returns the spools the sweep's tests use, all in dir: open
+// puts key in s, 3,000 bytes of data, and returns a new spool of it,
+// closed when t ends; read reads a spool whole and fails t unless it reads
+// those bytes.
+func sweepSpools(t *testing.T, s store, dir string) (open func(key string) *remote.Spool, read func(sp *remote.Spool)) {
+	open = func(key string) *remote.Spool {
+		t.Helper()
+		s.put(t, key, data(3000))
+		obj, err := client(s).Open(context.Background(), s.url(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newSpool(t, obj, dir)
+	}
+	read = func(sp *remote.Spool) {
+		t.Helper()
+		got := make([]byte, 3000)
+		if n, err := sp.ReadAt(got, 0); err != nil || n != 3000 || !bytes.Equal(got, data(3000)) {
+			t.Fatalf("read %d bytes of the copy: %v", n, err)
+		}
+	}
+	return open, read
+}
+
+// age makes the copy at path and its sums file look unused for longer
+// than SpoolKeep.
+func age(t *testing.T, path string) {
+	t.Helper()
+	at := time.Now().Add(-remote.SpoolKeep - time.Hour)
+	for _, p := range []string{path, path + ".sums"} {
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// kept reports whether the copy at path and its sums file are both there.
+func kept(path string) bool {
+	_, err := os.Lstat(path)
+	_, serr := os.Lstat(path + ".sums")
+	return err == nil && serr == nil
 }
