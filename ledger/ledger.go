@@ -99,7 +99,26 @@ func (l *Ledger) Migrate(ctx context.Context) error { return l.MigrateWith(ctx) 
 // applies migrations together, what all of them miss goes to the database
 // in one transaction. Concurrent callers are safe, as with Migrate.
 func (l *Ledger) MigrateWith(ctx context.Context, components ...string) error {
-	if err := migrate.ApplyAll(ctx, l.db, l.d, l.prefix, append([]string{"ledger"}, components...)...); err != nil {
+	return l.MigrateSeen(ctx, nil, components...)
+}
+
+// MigrateSeen is MigrateWith that tells seen, unless nil, what the first
+// look-up of the versions table found, as soon as it has: exists false
+// says the state held no tables of idemport's when the migration began
+// (a fresh state), so that a caller may start work that needs none of
+// them while the migration runs. seen is called at most once, on the
+// goroutine that migrates, and not at all when the migration fails before
+// that look-up.
+func (l *Ledger) MigrateSeen(ctx context.Context, seen func(exists bool), components ...string) error {
+	var d migrate.Driver = l.d
+	if seen != nil {
+		w := &watched{Migrator: l.d, table: l.prefix + "migrations", seen: seen}
+		d = w
+		if t, ok := l.d.(together); ok {
+			d = watchedTogether{w, t}
+		}
+	}
+	if err := migrate.ApplyAll(ctx, l.db, d, l.prefix, append([]string{"ledger"}, components...)...); err != nil {
 		return err
 	}
 	l.mu.Lock()

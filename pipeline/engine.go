@@ -89,7 +89,11 @@ func Redact(dsn string) string {
 // driver o.Drivers chooses for it and, unless o.ReadOnly, creates or
 // upgrades idemport's tables there. A DSN or build no driver can serve is
 // a *UsageError; a read-only open of a missing database is ErrNoDatabase,
-// unless o.AllowMissing.
+// unless o.AllowMissing. On a fresh PostgreSQL state schema Open returns
+// once it has found the schema without tables, and creates them while
+// the first import hashes its file: the Engine's methods (DB among them)
+// wait for them, and a failure to create them is the first import's
+// error (the file is then Failed, nothing of it recorded or written).
 func Open(ctx context.Context, dsn string, o Options) (*Engine, error) {
 	st, err := store.Open(ctx, cmp.Or(dsn, DefaultDSN), o.store())
 	if err != nil {
@@ -101,7 +105,8 @@ func Open(ctx context.Context, dsn string, o Options) (*Engine, error) {
 // store returns what store.Open is told for o, its defaults filled in.
 func (o Options) store() store.Options {
 	so := store.Options{ReadOnly: o.ReadOnly, AllowMissing: o.AllowMissing, Logger: o.Logger, Failpoints: o.Failpoints,
-		BusyTimeout: o.BusyTimeout, StateSchema: cmp.Or(o.StateSchema, DefaultStateSchema), Notify: o.Notify, Drivers: o.Drivers}
+		BusyTimeout: o.BusyTimeout, StateSchema: cmp.Or(o.StateSchema, DefaultStateSchema), Notify: o.Notify, Drivers: o.Drivers,
+		Early: true}
 	if so.Drivers == nil {
 		so.Drivers = Drivers()
 	}
@@ -125,8 +130,12 @@ func (e *Engine) diskFull(err error) error { return e.st.DiskFull(err) }
 func (e *Engine) Close() error { return e.st.Close() }
 
 // DB returns the engine's database handle, for callers that query the
-// target tables themselves; nil when the database does not exist.
-func (e *Engine) DB() *sql.DB { return e.st.DB }
+// target tables themselves; nil when the database does not exist. It
+// returns once idemport's tables are created.
+func (e *Engine) DB() *sql.DB {
+	e.st.Ready(context.Background()) // a failed migration is the next import's error
+	return e.st.DB
+}
 
 // Name returns the target as shown to users.
 func (e *Engine) Name() string { return e.st.Name }

@@ -64,6 +64,10 @@ func (f *fx) open(t *testing.T, o Options) *Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
+	// The tests compare the catalog and read the ledger through a pool of
+	// their own: they start once the state's tables exist, as Open left
+	// them before it left a fresh state's migrations running.
+	e.DB()
 	return e
 }
 

@@ -209,8 +209,11 @@ func (s *identifier) hash(ctx context.Context, at located) (hashed, error) {
 	// a rehash (--rehash) most likely finds a duplicate, which needs no
 	// plan pass: it hashes alone, and a file that turns out to be new
 	// after all is planned after its hash, on a second read.
+	// A state still being created (store.Store.Migrating) was found
+	// without tables: it holds no quick check, and the hash starts while
+	// the migrations run.
 	known := false
-	if s.st.DB != nil && !s.in.streaming && (!s.req.Rehash || (s.in.obj == nil && at.comp == reader.None)) {
+	if s.st.DB != nil && !s.st.Migrating() && !s.in.streaming && (!s.req.Rehash || (s.in.obj == nil && at.comp == reader.None)) {
 		if d.Stored, d.Content, err = s.knownDigests(ctx, at.stat); err != nil {
 			return hashed{digests: d}, err
 		}
@@ -263,6 +266,9 @@ func (s *identifier) hashAndPlan(ctx context.Context, src, hashSrc idemtype.Sour
 		return d, spec, nil
 	}
 	if s.st.DB != nil {
+		if err := s.st.Ready(ctx); err != nil {
+			return d, spec, err
+		}
 		// Bytes hashed before (another path, or --rehash) need not
 		// wait for the plan pass to be decoded.
 		if d.Content, err = s.st.Ledger.ContentOf(ctx, s.st.DB, d.Stored); err != nil || d.Content != "" {
@@ -293,6 +299,10 @@ func (s *identifier) fingerprint(ctx context.Context, at located, d reader.Diges
 		fileID = digest
 	}
 	if s.st.DB != nil {
+		// Everything from here on reads or writes idemport's tables.
+		if err := s.st.Ready(ctx); err != nil {
+			return ledger.Identity{}, err
+		}
 		var err error
 		if fileID, digest, err = s.legacyIdentity(ctx, m.Table, fileID, d); err != nil {
 			return ledger.Identity{}, err
@@ -392,7 +402,7 @@ func (s *identifier) openRemote(ctx context.Context) (*remote.Object, error) {
 	}
 	in := s.in
 	in.objCtx = ctx
-	if info, ok := c.Listed(in.url); ok && info.Proves() && !s.req.Rehash && s.st.DB != nil {
+	if info, ok := c.Listed(in.url); ok && info.Proves() && !s.req.Rehash && s.st.DB != nil && !s.st.Migrating() {
 		obj, err := c.Pin(ctx, in.url, info)
 		if err != nil {
 			return nil, err

@@ -195,6 +195,12 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 	err := e.st.Present()
 	if err == nil {
 		err = r.run(ctx)
+		// A run that failed before its identity was known may not have
+		// waited for the migrations Open left running: what follows
+		// (a delivery pass, the next file's quick check) reads the tables.
+		if merr := e.st.Ready(context.WithoutCancel(ctx)); merr != nil && err == nil {
+			err = merr
+		}
 	}
 	r.logFetched()
 	r.in.settleSpool(r.res.Outcome == Failed || r.res.Outcome == Interrupted || r.res.Outcome == Busy, r.e.st.Log)

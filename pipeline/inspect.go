@@ -143,6 +143,9 @@ func (p *PlanReport) would() *PlanReport {
 // would make. When e has no database yet (Options.AllowMissing) the file
 // is planned as one never imported, into a table that does not exist.
 func PlanFile(ctx context.Context, e *Engine, req Request) (*PlanReport, error) {
+	if err := e.st.Ready(ctx); err != nil {
+		return nil, err
+	}
 	r := newRun(e, req)
 	defer r.in.close(e.st.Log)
 	r.defaults()

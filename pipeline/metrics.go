@@ -72,6 +72,9 @@ func (e *Engine) LedgerMetrics(ctx context.Context) (LedgerMetrics, error) {
 	if !e.st.Exists() {
 		return LedgerMetrics{}, nil
 	}
+	if err := e.st.Ready(ctx); err != nil {
+		return LedgerMetrics{}, fmt.Errorf("read the ledger: %w", err)
+	}
 	ops, err := e.st.Ledger.List(ctx, ledger.Filter{})
 	if err != nil {
 		return LedgerMetrics{}, fmt.Errorf("read the ledger: %w", err)

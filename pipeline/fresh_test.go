@@ -1,0 +1,203 @@
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemport/idemport/internal/testkit"
+)
+
+// freshState is a PostgreSQL target whose state schema is empty, and a
+// transaction that holds the migrations of an Engine opened on it: it
+// creates, uncommitted, a table of the name the migrations create, so
+// that an Engine's look-up finds the schema fresh and its migrations wait
+// at that name until the transaction ends.
+type freshState struct {
+	tg   *testkit.Target
+	dir  string
+	hold *sql.Tx
+}
+
+func newFreshState(t *testing.T) *freshState {
+	t.Helper()
+	dir := t.TempDir()
+	s := &freshState{tg: testkit.NewTarget(t, testkit.Postgres, dir), dir: dir}
+	tx, err := s.tg.DB.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() })
+	s.hold = tx
+	return s
+}
+
+// holdAt creates table name of the state schema in the holding
+// transaction.
+func (s *freshState) holdAt(t *testing.T, name string) {
+	t.Helper()
+	if _, err := s.hold.Exec(`CREATE TABLE "` + s.tg.Schema + `".` + name + ` (x int)`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// open opens an Engine on the state, closed when t ends.
+func (s *freshState) open(t *testing.T) *Engine {
+	t.Helper()
+	e, err := Open(context.Background(), s.tg.Args[1], Options{StateSchema: s.tg.Schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// importing imports path on e in the background, telling hashed once the
+// hash has read the whole file; the result comes on the channel returned.
+func importing(e *Engine, path string, size int64, hashed chan<- struct{}) <-chan *Result {
+	out := make(chan *Result, 1)
+	var once sync.Once
+	req := Request{Path: path, Mapping: Mapping{Table: "orders", Key: []string{"order_id"}}}
+	req.Progress = func(p Progress) {
+		if p.Phase == "hash" && p.Bytes >= size && hashed != nil {
+			once.Do(func() { close(hashed) })
+		}
+	}
+	go func() { out <- e.Import(context.Background(), req) }()
+	return out
+}
+
+// TestFreshStateHashesWhileMigrating opens an import on a fresh
+// PostgreSQL state schema whose migrations are held: the file is hashed
+// while they wait, nothing reads or writes idemport's tables before they
+// are created (the import waits for them), and once they are the import
+// is exact, as is a rerun (a duplicate, found by the quick check). A
+// migration that fails (a table of its name committed meanwhile) fails
+// the import with nothing written, and a rerun once it is gone imports
+// the file exactly; two first imports of one file, both opened on the
+// fresh state, import it once, as two runs of one file at once
+// do (each imported, resumed, duplicate or busy).
+func TestFreshStateHashesWhileMigrating(t *testing.T) {
+	t.Parallel()
+	t.Run("held", func(t *testing.T) {
+		t.Parallel()
+		s := newFreshState(t)
+		rows := testkit.Orders(t, filepath.Join(s.dir, "orders.csv"), 500, 31)
+		path := filepath.Join(s.dir, "orders.csv")
+		size := fileSize(t, path)
+		s.holdAt(t, "migrations")
+		e := s.open(t)
+		if !e.st.Migrating() {
+			t.Fatal("the held migrations of a fresh state did not run past Open")
+		}
+		hashed := make(chan struct{})
+		done := importing(e, path, size, hashed)
+		select {
+		case <-hashed:
+		case res := <-done:
+			t.Fatalf("the import ended before its hash was read whole: %s %v", res.Outcome, res.Err)
+		case <-time.After(20 * time.Second):
+			t.Fatal("the file was not hashed while the migrations waited")
+		}
+		select {
+		case res := <-done:
+			t.Fatalf("the import went on before the migrations ended: %s %v", res.Outcome, res.Err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		if err := s.hold.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		res := <-done
+		if res.Outcome != Imported || res.Err != nil {
+			t.Fatalf("import: %s %v", res.Outcome, res.Err)
+		}
+		checkFresh(t, s.tg, len(rows))
+		again := s.open(t).Import(context.Background(), Request{Path: path, Mapping: Mapping{Table: "orders", Key: []string{"order_id"}}})
+		if again.Outcome != Duplicate || !again.QuickCheck {
+			t.Fatalf("rerun: %s (quick check %v) %v", again.Outcome, again.QuickCheck, again.Err)
+		}
+	})
+	t.Run("failed", func(t *testing.T) {
+		t.Parallel()
+		s := newFreshState(t)
+		rows := testkit.Orders(t, filepath.Join(s.dir, "orders.csv"), 500, 32)
+		path := filepath.Join(s.dir, "orders.csv")
+		s.holdAt(t, "operations")
+		e := s.open(t)
+		done := importing(e, path, fileSize(t, path), nil)
+		time.Sleep(100 * time.Millisecond)
+		if err := s.hold.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		res := <-done
+		if res.Outcome != Failed || res.Err == nil || !strings.Contains(res.Err.Error(), "migration") {
+			t.Fatalf("import with a failed migration: %s %v", res.Outcome, res.Err)
+		}
+		if s.tg.TableExists(t, "orders") {
+			t.Fatal("the target table was created by an import whose state was not")
+		}
+		if _, err := s.tg.DB.Exec(`DROP TABLE "` + s.tg.Schema + `".operations`); err != nil {
+			t.Fatal(err)
+		}
+		res = s.open(t).Import(context.Background(), Request{Path: path, Mapping: Mapping{Table: "orders", Key: []string{"order_id"}}})
+		if res.Outcome != Imported || res.Err != nil {
+			t.Fatalf("rerun: %s %v", res.Outcome, res.Err)
+		}
+		checkFresh(t, s.tg, len(rows))
+	})
+	t.Run("concurrent", func(t *testing.T) {
+		t.Parallel()
+		s := newFreshState(t)
+		rows := testkit.Orders(t, filepath.Join(s.dir, "orders.csv"), 500, 33)
+		path := filepath.Join(s.dir, "orders.csv")
+		size := fileSize(t, path)
+		s.holdAt(t, "migrations")
+		a, b := s.open(t), s.open(t)
+		ha, hb := make(chan struct{}), make(chan struct{})
+		da, db := importing(a, path, size, ha), importing(b, path, size, hb)
+		<-ha
+		<-hb
+		if err := s.hold.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		ra, rb := <-da, <-db
+		for _, r := range []*Result{ra, rb} {
+			switch r.Outcome {
+			case Imported, Resumed, Duplicate, Busy:
+			default:
+				t.Fatalf("two first imports: %s %v and %s %v, want each imported, resumed, duplicate or busy", ra.Outcome, ra.Err, rb.Outcome, rb.Err)
+			}
+		}
+		checkFresh(t, s.tg, len(rows))
+	})
+}
+
+// checkFresh checks that the target's orders table holds n rows, each key
+// once, and the ledger one completed operation.
+func checkFresh(t *testing.T, tg *testkit.Target, n int) {
+	t.Helper()
+	if got := testkit.Int(t, tg.DB, `SELECT count(*) FROM orders`); got != int64(n) {
+		t.Errorf("%d rows, want %d", got, n)
+	}
+	if got := testkit.Int(t, tg.DB, `SELECT count(DISTINCT order_id) FROM orders`); got != int64(n) {
+		t.Errorf("%d keys, want %d", got, n)
+	}
+	if got := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("operations")+` WHERE state = 'completed'`); got != 1 {
+		t.Errorf("%d completed operations, want 1", got)
+	}
+}
+
+// fileSize returns the size of the file at path.
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
