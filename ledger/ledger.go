@@ -78,6 +78,9 @@ type Ledger struct {
 	// read-only, may lack them, and reads then leave the fields empty.
 	mu          sync.Mutex
 	replaceCols *bool
+	// migrated says Migrate has run: every table of the ledger exists,
+	// and reads need not look them up first.
+	migrated bool
 }
 
 // replaceMigration is the ledger migration that adds the columns of
@@ -124,8 +127,21 @@ func (l *Ledger) MigrateSeen(ctx context.Context, seen func(exists bool), compon
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	yes := true
-	l.replaceCols = &yes
+	l.replaceCols, l.migrated = &yes, true
 	return nil
+}
+
+// exists reports whether the ledger's table name (unprefixed) exists:
+// after Migrate every one does, without asking; a ledger opened read-only
+// asks the database, which an earlier version may have written without it.
+func (l *Ledger) exists(ctx context.Context, q Querier, name string) (bool, error) {
+	l.mu.Lock()
+	migrated := l.migrated
+	l.mu.Unlock()
+	if migrated {
+		return true, nil
+	}
+	return l.d.TableExists(ctx, q, l.prefix+name)
 }
 
 // hasReplaceCols reports whether the ledger's tables have the columns of
@@ -256,21 +272,37 @@ func (l *Ledger) Get(ctx context.Context, q Querier, k Key) (*Operation, int64, 
 	if err != nil {
 		return nil, 0, err
 	}
-	replaces, err := l.hasReplaceCols(ctx)
+	op, err := l.Find(ctx, q, k)
 	if err != nil {
 		return nil, 0, err
+	}
+	return op, now, nil
+}
+
+// Clock returns the database's current time in Unix milliseconds, by
+// which leases are judged.
+func (l *Ledger) Clock(ctx context.Context, q Querier) (int64, error) {
+	return l.ops.Clock(ctx, q)
+}
+
+// Find is Get without the database's time, one round trip fewer, for
+// callers that judge no lease by it.
+func (l *Ledger) Find(ctx context.Context, q Querier, k Key) (*Operation, error) {
+	replaces, err := l.hasReplaceCols(ctx)
+	if err != nil {
+		return nil, err
 	}
 	op, found, err := l.ops.Operation(ctx, q, k, replaces)
 	if err != nil {
 		if ok, terr := l.d.TableExists(ctx, q, l.prefix+"operations"); terr == nil && !ok {
-			return nil, now, nil // a database idemport has not written to yet
+			return nil, nil // a database idemport has not written to yet
 		}
-		return nil, 0, err
+		return nil, err
 	}
 	if !found {
-		return nil, now, nil
+		return nil, nil
 	}
-	return &op, now, nil
+	return &op, nil
 }
 
 // Attempt describes an invocation as it starts.

@@ -21,7 +21,7 @@ type FileStat struct {
 // recorded the row); both are "" when the file is unknown or has changed in
 // any way since.
 func (l *Ledger) KnownDigest(ctx context.Context, q Querier, st FileStat) (stored, content string, err error) {
-	if ok, err := l.d.TableExists(ctx, q, l.prefix+"quickcheck"); err != nil || !ok {
+	if ok, err := l.exists(ctx, q, "quickcheck"); err != nil || !ok {
 		return "", "", err
 	}
 	stored, content, _, err = l.ops.QuickCheck(ctx, q, st)
@@ -38,7 +38,7 @@ func (l *Ledger) RememberDigest(ctx context.Context, q Querier, st FileStat, sto
 // stored bytes hashed to stored (on any host, at any path: the same bytes
 // decode to the same data), or "" when none was recorded.
 func (l *Ledger) ContentOf(ctx context.Context, q Querier, stored string) (string, error) {
-	if ok, err := l.d.TableExists(ctx, q, l.prefix+"quickcheck"); err != nil || !ok {
+	if ok, err := l.exists(ctx, q, "quickcheck"); err != nil || !ok {
 		return "", err
 	}
 	content, _, err := l.ops.QuickCheckContent(ctx, q, stored)
@@ -48,7 +48,7 @@ func (l *Ledger) ContentOf(ctx context.Context, q Querier, stored string) (strin
 // StoredOf returns the distinct stored digests of the files recorded as
 // decoding to content (on any host, at any path), at most 16 of them.
 func (l *Ledger) StoredOf(ctx context.Context, q Querier, content string) ([]string, error) {
-	if ok, err := l.d.TableExists(ctx, q, l.prefix+"quickcheck"); err != nil || !ok {
+	if ok, err := l.exists(ctx, q, "quickcheck"); err != nil || !ok {
 		return nil, err
 	}
 	return l.ops.QuickCheckStored(ctx, q, content)

@@ -23,7 +23,7 @@ func (l *Ledger) KnownRemote(ctx context.Context, q Querier, st RemoteStat) (sto
 	if st.ETag == "" && st.Version == "" {
 		return "", "", nil
 	}
-	if ok, err := l.d.TableExists(ctx, q, l.prefix+"remote"); err != nil || !ok {
+	if ok, err := l.exists(ctx, q, "remote"); err != nil || !ok {
 		return "", "", err
 	}
 	stored, content, _, err = l.ops.Remote(ctx, q, st)

@@ -185,7 +185,7 @@ func (a *applier) awaitOthers(ctx context.Context, p checkpoint.Progress) error 
 		return err
 	}
 	err := withTx(ctx, a.e.st.DB, func(tx *sql.Tx) error {
-		op, _, err := a.e.st.Ledger.Get(ctx, tx, a.id.Key)
+		op, err := a.e.st.Ledger.Find(ctx, tx, a.id.Key)
 		if err != nil || op == nil {
 			return err
 		}
@@ -1001,7 +1001,7 @@ func (a *applier) settledOp(ctx context.Context) (*ledger.Operation, error) {
 		if err := a.e.st.Ledger.Lock(ctx, tx, a.id.Key); err != nil {
 			return err
 		}
-		op, _, err = a.e.st.Ledger.Get(ctx, tx, a.id.Key)
+		op, err = a.e.st.Ledger.Find(ctx, tx, a.id.Key)
 		return err
 	})
 	return op, err

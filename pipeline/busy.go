@@ -87,7 +87,7 @@ func (l leases) busy(ctx context.Context, what string, waited bool) *BusyError {
 			}
 		}
 	}
-	if op, _, err := l.st.Ledger.Get(ctx, l.st.DB, l.key); err == nil && op != nil && op.LeaseAttempt != "" && held[op.LeaseAttempt] == nil && op.LeaseAttempt != l.attempt {
+	if op, err := l.st.Ledger.Find(ctx, l.st.DB, l.key); err == nil && op != nil && op.LeaseAttempt != "" && held[op.LeaseAttempt] == nil && op.LeaseAttempt != l.attempt {
 		ids = append(ids, op.LeaseAttempt)
 	}
 	for _, a := range ids {

@@ -157,8 +157,14 @@ func (cl *claimer) claim(ctx context.Context) (claimed, error) {
 // duplicate, a conflict, a refusal): it reports settled, and settles it.
 // Otherwise it returns the operation as stored, if any.
 func (cl *claimer) claimUnlocked(ctx context.Context) (*ledger.Operation, claimed, bool, error) {
-	op, now, err := cl.e.st.Ledger.Get(ctx, cl.e.st.DB, cl.id.Key)
+	// The clock only once there is an operation to judge: a new file's
+	// claim reads it under the lock.
+	op, err := cl.e.st.Ledger.Find(ctx, cl.e.st.DB, cl.id.Key)
 	if err != nil || op == nil {
+		return nil, claimed{}, false, err
+	}
+	now, err := cl.e.st.Ledger.Clock(ctx, cl.e.st.DB)
+	if err != nil {
 		return nil, claimed{}, false, err
 	}
 	dd, err := cl.decide(ctx, cl.e.st.DB, op, now)

@@ -360,7 +360,7 @@ func (m Mapping) identity(format reader.Format) (mapping, digest string, equival
 // resumes) instead of being imported again.
 func (s *identifier) legacyIdentity(ctx context.Context, table, fileID string, d reader.Digests) (string, string, error) {
 	content, stored := d.Content, d.Stored
-	op, _, err := s.st.Ledger.Get(ctx, s.st.DB, ledger.Key{Table: table, FileID: fileID})
+	op, err := s.st.Ledger.Find(ctx, s.st.DB, ledger.Key{Table: table, FileID: fileID})
 	if err != nil {
 		return "", "", err
 	}
@@ -378,7 +378,7 @@ func (s *identifier) legacyIdentity(ctx context.Context, table, fileID string, d
 		candidates = append([]string{stored}, candidates...)
 	}
 	for _, c := range candidates {
-		op, _, err := s.st.Ledger.Get(ctx, s.st.DB, ledger.Key{Table: table, FileID: c})
+		op, err := s.st.Ledger.Find(ctx, s.st.DB, ledger.Key{Table: table, FileID: c})
 		if err != nil {
 			return "", "", err
 		}

@@ -547,7 +547,7 @@ func (h *holding) abandonChanged(ctx context.Context, cause error) error {
 		}
 		// Another attempt, reading its own unchanged copy, may have
 		// completed the operation meanwhile: that stays.
-		if op, _, err := h.e.st.Ledger.Get(ctx, tx, h.id.Key); err != nil {
+		if op, err := h.e.st.Ledger.Find(ctx, tx, h.id.Key); err != nil {
 			return err
 		} else if op != nil && op.State == ledger.Completed {
 			return ledger.ErrCompleted
@@ -614,7 +614,7 @@ func (h *holding) dropWorkTables(ctx context.Context, tx *sql.Tx) error {
 // or by this one (an error after its completing transaction committed):
 // the import is done, and the run succeeds.
 func (h *holding) completedMeanwhile(ctx context.Context, cause error) error {
-	op, _, err := h.e.st.Ledger.Get(ctx, h.e.st.DB, h.id.Key)
+	op, err := h.e.st.Ledger.Find(ctx, h.e.st.DB, h.id.Key)
 	if err != nil || op == nil || op.State != ledger.Completed {
 		return cause
 	}
