@@ -116,55 +116,78 @@ func TestOverlapStopsForASlowPass(t *testing.T) {
 
 	testkit.Each(t, func(t *testing.T, name string) {
 		t.Parallel()
-		f := newFx(t, name)
-		path := f.write(t, "data.csv", content)
-		req := Request{Path: path, Mapping: Mapping{Table: "t", Key: []string{"id"}}, PartitionRows: partRows, Lease: time.Minute}
-		f.wantOutcome(t, f.failing(t, "after-claim:error").Import(context.Background(), req), Failed)
-
-		w := &overlapWrites{}
-		var atFirst, atSecond atomic.Int64 // partitions written when each stop let the pass go on
-		stops := &passStops{stops: []passStop{
-			{rows: int64(floor*partRows) + 1024, release: func(d time.Duration) bool {
-				if (w.n.Load() >= int64(floor) && d >= held) || d >= ovTime-2*time.Second {
-					atFirst.Store(w.n.Load())
-					return true
-				}
-				return false
-			}},
-			{rows: int64((floor+1)*partRows) + 1024, release: func(d time.Duration) bool {
-				if w.n.Load() > int64(floor) || d >= held+2*time.Second {
-					atSecond.Store(w.n.Load())
-					return true
-				}
-				return false
-			}},
-		}}
-		rec := &logRecorder{}
-		e := f.open(t, Options{Failpoints: w, Logger: slog.New(rec), BusyTimeout: time.Minute})
-		req.Progress = stops.progress
-		res := e.Import(context.Background(), req)
-		if res.Err != nil || res.Outcome != Resumed || res.Rows.Inserted != int64(parts*partRows) || res.Partitions.Committed != int64(parts) {
-			t.Fatalf("%s (%v): rows %+v, partitions %+v; want resumed, %d rows in %d partitions", res.Outcome, res.Err, res.Rows, res.Partitions, parts*partRows, parts)
+		// The pass and the overlap race on a loaded machine: an attempt whose
+		// timing did not set the scene (the pass not held beside the overlap,
+		// or the overlap past 24 MiB before the pass's pace said it would not
+		// end in time, which it may) proves nothing, and runs again on a fresh
+		// target, up to three times.
+		var why string
+		for attempt := 1; attempt <= 3; attempt++ {
+			if why = slowPassAttempt(t, name, content, parts, floor, partRows, held, ovTime, pad); why == "" {
+				return
+			}
+			t.Logf("attempt %d proves nothing: %s", attempt, why)
 		}
-		stops.mu.Lock()
-		first, next, atA := stops.first, stops.next, stops.stops[0].at
-		stops.mu.Unlock()
-		if next != 2 {
-			t.Fatalf("the pass was held %d times, want twice (its first report at row %d): it did not run beside the overlap, and this test proves nothing", next, first)
-		}
-		if n := atFirst.Load(); n != int64(floor) || atA < held {
-			t.Fatalf("the overlap had written %d partitions when the pass went on at %v, want %d (24 MiB) after %v: this test proves nothing\n%s", n, atA, floor, held, rec)
-		}
-		if n, all := atSecond.Load(), w.n.Load(); n != int64(floor) || all != int64(floor) {
-			t.Fatalf("the overlap wrote %d partitions while the pass was held past its time and %d in all, want %d: it wrote on past 24 MiB though the pass, at its pace, would not end in time\n%s", n, all, floor, rec)
-		}
-		if !rec.has(overlapKeptLog) || rec.has(overlapRolledLog) {
-			t.Fatalf("the overlap was not kept with the plan:\n%s", rec)
-		}
-		f.wantNumbered(t, parts*partRows, pad)
-		op := f.rows(t, `SELECT state, rows_inserted FROM `+f.tg.Ledger("operations"))
-		if fmt.Sprint(op) != fmt.Sprint([][]any{{"completed", int64(parts * partRows)}}) {
-			t.Fatalf("operations %v, want one completed with %d rows inserted", op, parts*partRows)
-		}
+		t.Fatalf("three attempts proved nothing; the last: %s", why)
 	})
+}
+
+// slowPassAttempt is one attempt of TestOverlapStopsForASlowPass on a fresh
+// target. It fails t when the overlap wrote on past 24 MiB though the pass
+// would not end in time, or the import did not end as it should, and
+// returns why the attempt proves nothing when its timing did not set the
+// scene ("" when it did).
+func slowPassAttempt(t *testing.T, name, content string, parts, floor, partRows int, held, ovTime time.Duration, pad string) string {
+	t.Helper()
+	f := newFx(t, name)
+	path := f.write(t, "data.csv", content)
+	req := Request{Path: path, Mapping: Mapping{Table: "t", Key: []string{"id"}}, PartitionRows: int64(partRows), Lease: time.Minute}
+	f.wantOutcome(t, f.failing(t, "after-claim:error").Import(context.Background(), req), Failed)
+
+	w := &overlapWrites{}
+	var atFirst, atSecond atomic.Int64 // partitions written when each stop let the pass go on
+	stops := &passStops{stops: []passStop{
+		{rows: int64(floor*partRows) + 1024, release: func(d time.Duration) bool {
+			if (w.n.Load() >= int64(floor) && d >= held) || d >= ovTime-2*time.Second {
+				atFirst.Store(w.n.Load())
+				return true
+			}
+			return false
+		}},
+		{rows: int64((floor+1)*partRows) + 1024, release: func(d time.Duration) bool {
+			if w.n.Load() > int64(floor) || d >= held+2*time.Second {
+				atSecond.Store(w.n.Load())
+				return true
+			}
+			return false
+		}},
+	}}
+	rec := &logRecorder{}
+	e := f.open(t, Options{Failpoints: w, Logger: slog.New(rec), BusyTimeout: time.Minute})
+	req.Progress = stops.progress
+	res := e.Import(context.Background(), req)
+	if res.Err != nil || res.Outcome != Resumed || res.Rows.Inserted != int64(parts*partRows) || res.Partitions.Committed != int64(parts) {
+		t.Fatalf("%s (%v): rows %+v, partitions %+v; want resumed, %d rows in %d partitions", res.Outcome, res.Err, res.Rows, res.Partitions, parts*partRows, parts)
+	}
+	stops.mu.Lock()
+	first, next, atA := stops.first, stops.next, stops.stops[0].at
+	stops.mu.Unlock()
+	if next != 2 {
+		return fmt.Sprintf("the pass was held %d times, want twice (its first report at row %d): it did not run beside the overlap", next, first)
+	}
+	if n := atFirst.Load(); n != int64(floor) || atA < held {
+		return fmt.Sprintf("the overlap had written %d partitions when the pass went on at %v, want %d (24 MiB) after %v\n%s", n, atA, floor, held, rec)
+	}
+	if n, all := atSecond.Load(), w.n.Load(); n != int64(floor) || all != int64(floor) {
+		t.Fatalf("the overlap wrote %d partitions while the pass was held past its time and %d in all, want %d: it wrote on past 24 MiB though the pass, at its pace, would not end in time\n%s", n, all, floor, rec)
+	}
+	if !rec.has(overlapKeptLog) || rec.has(overlapRolledLog) {
+		t.Fatalf("the overlap was not kept with the plan:\n%s", rec)
+	}
+	f.wantNumbered(t, parts*partRows, pad)
+	op := f.rows(t, `SELECT state, rows_inserted FROM `+f.tg.Ledger("operations"))
+	if fmt.Sprint(op) != fmt.Sprint([][]any{{"completed", int64(parts * partRows)}}) {
+		t.Fatalf("operations %v, want one completed with %d rows inserted", op, parts*partRows)
+	}
+	return ""
 }
