@@ -261,7 +261,9 @@ func TestRemoteUnprovenCopyNotReused(t *testing.T) {
 // makes a copy of its own). The import is killed while it isolates the
 // rows the database refused, whose text is read again from the copy; the
 // rerun ends exact, each refused row quarantined once with the object's
-// text, and the spool is left empty.
+// text, and the spool is left empty. A rerun of an S3 object reads its
+// partitions from the complete copy the killed run left and fetches none
+// of the object's bytes.
 func TestRemoteRefusedRowsKilledThenRerun(t *testing.T) {
 	t.Parallel()
 	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
@@ -274,6 +276,7 @@ func TestRemoteRefusedRowsKilledThenRerun(t *testing.T) {
 					accountsTable(t, tg)
 					data := []byte(accountsCSV)
 					var env []string
+					var s3 *remotetest.Server
 					spool := filepath.Join(dir, "spool")
 					args := []string{"import", "--table", "accounts", "--spool-dir", spool, "--max-rejects", "3", "--partition-rows", "4"}
 					switch source {
@@ -288,7 +291,7 @@ func TestRemoteRefusedRowsKilledThenRerun(t *testing.T) {
 							}
 							data, key = b.Bytes(), key+".gz"
 						}
-						s3 := remotetest.NewS3(t, "bkt")
+						s3 = remotetest.NewS3(t, "bkt")
 						s3.Put(t, "bkt", key, data, time.Time{})
 						env = s3.Env(dir)
 						args = append(args, "--s3-endpoint", s3.URL, "--s3-path-style", "s3://bkt/"+key)
@@ -307,8 +310,16 @@ func TestRemoteRefusedRowsKilledThenRerun(t *testing.T) {
 					if names, _ := filepath.Glob(filepath.Join(spool, "*.spool")); len(names) != 1 {
 						t.Fatalf("spool after the kill: %v, want the copy", names)
 					}
+					if s3 != nil {
+						s3.Reset()
+					}
 					if res := importTo(t, tg, dir, env, 0, args[1:]...); res.Outcome != "resumed" {
 						t.Fatalf("rerun: %+v", res)
+					}
+					if s3 != nil { // the copy the killed run left is complete, and its object proven
+						if c := s3.Counts(); c.Bytes != 0 {
+							t.Fatalf("the rerun fetched %d bytes of a %d-byte object, want none: the copy holds it (%+v)", c.Bytes, len(data), c)
+						}
 					}
 					if got := textRows(t, tg, "accounts", "id", "email", "age"); !reflect.DeepEqual(got, accountsWant) {
 						t.Fatalf("accounts:\n got  %q\n want %q", got, accountsWant)
@@ -331,4 +342,68 @@ func TestRemoteRefusedRowsKilledThenRerun(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRemoteRerunReadsTheCopy kills the import of a 10-partition CSV
+// object whose ETag proves its version after its first partition
+// committed, when the spooled copy is complete, and reruns it with the
+// copy as the killed run left it, cut short, or with a byte of it
+// changed on disk (the same size). The rerun reads the partitions it
+// applies from the copy as far as the copy matches the sums recorded
+// while it was written: a complete copy spares it any fetch, and the bytes
+// a copy no longer holds as written are fetched from the object again,
+// never imported from the copy: every value is the object's.
+func TestRemoteRerunReadsTheCopy(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"complete", "truncated", "corrupted"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			dir, tg, s3, env, want, data, spool, args := remoteCrashObject(t, 171)
+			size := int64(len(data))
+			killed := tg.Exec(t, dir, append(env, "IDEMPORT_FAILPOINT=after-partition-commit"), append([]string{"import"}, args...)...)
+			if killed.Signal != syscall.SIGKILL {
+				t.Fatalf("not killed: exit %d\n%s%s", killed.Code, killed.Stdout, killed.Stderr)
+			}
+			names, _ := filepath.Glob(filepath.Join(spool, "*.spool"))
+			if len(names) != 1 {
+				t.Fatalf("spool after the kill: %v, want the copy", names)
+			}
+			if got, _ := os.ReadFile(names[0]); !bytes.Equal(got, data) {
+				t.Fatalf("the copy holds %d bytes, not the %d hashed", len(got), len(data))
+			}
+			switch how {
+			case "truncated":
+				if err := os.Truncate(names[0], size/2); err != nil {
+					t.Fatal(err)
+				}
+			case "corrupted": // a digit of the last partition's, in the middle of the object's rows
+				b := bytes.Clone(data)
+				i := int(size) - 200
+				i += bytes.IndexAny(b[i:], "0123456789")
+				b[i] = '0' + (b[i]-'0'+1)%10
+				if err := os.WriteFile(names[0], b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s3.Reset()
+			res := remoteImport(t, tg, dir, env, 0, args...)
+			if len(res) != 1 || res[0].Outcome != "resumed" {
+				t.Fatalf("rerun: %+v", res)
+			}
+			again := s3.Counts()
+			t.Logf("%s: the rerun fetched %d bytes (%.2f×) in %d GETs and %d HEADs",
+				how, again.Bytes, float64(again.Bytes)/float64(size), again.Get, again.Head)
+			limit := size * 11 / 10
+			if how == "complete" {
+				limit = 0
+			}
+			if again.Bytes > limit {
+				t.Fatalf("the rerun fetched %d bytes of a %d-byte object, want at most %d (%+v)", again.Bytes, size, limit, again)
+			}
+			checkExact(t, tg, "ordinal", want)
+			if left, _ := filepath.Glob(filepath.Join(spool, "*")); len(left) != 0 {
+				t.Fatalf("the spool holds %v after the import completed", left)
+			}
+		})
+	}
 }

@@ -206,8 +206,10 @@ func first(s []string) string {
 
 // TestRemoteResumeFetchesOnlyUnfinished kills an import of an S3 object
 // after 9 of its 10 partitions committed (having fetched the object once);
-// the rerun knows the object by its HEAD request and fetches the last
-// partition's byte range, not the object.
+// the rerun knows the object by its HEAD request and, the copy the killed
+// run left being gone (as on another host), fetches the last partition's
+// byte range, not the object. (With the copy, it fetches nothing:
+// TestRemoteRerunReadsTheCopy.)
 func TestRemoteResumeFetchesOnlyUnfinished(t *testing.T) {
 	t.Parallel()
 	t.Run("csv", func(t *testing.T) {
@@ -228,6 +230,9 @@ func TestRemoteResumeFetchesOnlyUnfinished(t *testing.T) {
 		// the 9 partitions applied are read from.
 		if first.Bytes < int64(len(data)) || first.Bytes > int64(len(data))*11/10 {
 			t.Fatalf("the first run fetched %d bytes of a %d-byte object, want it about once", first.Bytes, len(data))
+		}
+		if err := os.RemoveAll(spool); err != nil {
+			t.Fatal(err)
 		}
 		s3.Reset()
 		res := remoteRun(t, dir, env, 0, args[1:]...)
@@ -430,7 +435,8 @@ func TestRemoteMissingObjects(t *testing.T) {
 }
 
 // TestRemoteWorkersShareOneObject plans a 20-partition S3 object, then
-// starts three worker processes on it against PostgreSQL: they share the
+// starts three worker processes on it against PostgreSQL, the copy the
+// planning run left removed (as on hosts of their own): they share the
 // partitions, and together fetch about one object's bytes, not three.
 func TestRemoteWorkersShareOneObject(t *testing.T) {
 	t.Parallel()
@@ -443,10 +449,14 @@ func TestRemoteWorkersShareOneObject(t *testing.T) {
 	want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), partitions*per, 101)
 	data, _ := os.ReadFile(filepath.Join(dir, "orders.csv"))
 	s3.Put(t, "bkt", "big/orders.csv", data, time.Time{})
-	args := []string{"--s3-endpoint", s3.URL, "--s3-path-style", "--partition-rows", fmt.Sprint(per), "s3://bkt/big/orders.csv"}
+	spool := filepath.Join(dir, "spool")
+	args := []string{"--s3-endpoint", s3.URL, "--s3-path-style", "--spool-dir", spool, "--partition-rows", fmt.Sprint(per), "s3://bkt/big/orders.csv"}
 	// Planned beforehand, so that the three start on an equal footing.
 	if r := tg.Exec(t, dir, append(env, "IDEMPORT_FAILPOINT=after-plan"), append([]string{"import"}, args...)...); r.Signal != syscall.SIGKILL {
 		t.Fatalf("the planning run was not killed: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if err := os.RemoveAll(spool); err != nil {
+		t.Fatal(err)
 	}
 	s3.Reset()
 

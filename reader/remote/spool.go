@@ -54,6 +54,7 @@ type Spool struct {
 	have    int64         // bytes of the copy, from its first, that stream wrote
 	moved   chan struct{} // closed when have, copying or full change
 	gaveUp  error         // why a read-through copy was given up, if it was
+	looked  bool          // a read-through spool looked for a copy an earlier attempt left
 }
 
 // ErrSpoolDir means the spool directory is not private to the user
@@ -601,6 +602,9 @@ func (s *Spool) ReadAt(p []byte, off int64) (int, error) {
 			}
 			continue
 		}
+		if s.through && s.reuseLocked() {
+			continue
+		}
 		through := s.through
 		s.mu.Unlock()
 		if through {
@@ -638,6 +642,9 @@ func (s *Spool) openRange(ctx context.Context, off, end int64) (io.ReadCloser, e
 		return nil, fmt.Errorf("%s: range %d-%d outside the object's %d bytes", s.obj.url, off, end, s.obj.Size())
 	}
 	s.mu.Lock()
+	if s.through {
+		s.reuseLocked()
+	}
 	full, f, through := s.full, s.f, s.through
 	follow := s.copying || (s.f != nil && off < s.have)
 	s.mu.Unlock()
@@ -653,6 +660,44 @@ func (s *Spool) openRange(ctx context.Context, off, end int64) (io.ReadCloser, e
 		return nil, err
 	}
 	return io.NopCloser(io.NewSectionReader(s.f, off, end-off)), nil
+}
+
+// reuseLocked opens, once, for a read-through spool whose copy is not
+// open, the copy an earlier attempt of the same object version left, and
+// makes the part of it that matches its recorded sums (as verify checks
+// them) what the spool's reads read from the copy, the rest being the
+// object's ranges: an attempt that resumes then fetches nothing for the
+// partitions a complete copy holds. It reports whether it opened one. Only
+// a copy of an object whose HEAD proved its version is looked for (another
+// object's copy is its attempt's alone, under a name of its own), and only
+// when one exists: none is created for reads that do not fill it. It tries
+// the copy's locks once: a copy another process is filling or removing is
+// left to it, and the spool reads the object.
+func (s *Spool) reuseLocked() bool {
+	if s.looked || s.f != nil || s.copying || s.full || s.gaveUp != nil || !s.obj.info.Proves() {
+		return false
+	}
+	s.looked = true
+	if s.root == nil {
+		return false // closed
+	}
+	if _, err := s.root.Lstat(s.name); err != nil {
+		return false
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel() // one try
+	unlock, err := s.openLocked(done)
+	if err != nil {
+		return false
+	}
+	have, err := s.verify()
+	unlock()
+	if err != nil {
+		have = 0
+	}
+	s.have, s.full = have, have == s.obj.Size()
+	s.notifyLocked()
+	return true
 }
 
 // errReader is a stream that fails with err.
