@@ -94,6 +94,8 @@ func Redact(dsn string) string {
 // the first import hashes its file: the Engine's methods (DB among them)
 // wait for them, and a failure to create them is the first import's
 // error (the file is then Failed, nothing of it recorded or written).
+// ctx bounds Open alone: the tables' creation outlives it, and Close
+// ends it.
 func Open(ctx context.Context, dsn string, o Options) (*Engine, error) {
 	st, err := store.Open(ctx, cmp.Or(dsn, DefaultDSN), o.store())
 	if err != nil {

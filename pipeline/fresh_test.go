@@ -201,3 +201,91 @@ func fileSize(t *testing.T, path string) int64 {
 	}
 	return st.Size()
 }
+
+// TestFreshStateOutlivesOpenContext opens an Engine on a fresh PostgreSQL
+// state schema whose migrations are held, with a context that ends once
+// Open has returned, as a caller whose context bounds only the opening:
+// the migrations Open left running go on, and the import, on a context of
+// its own, imports the file. An import whose own context ends while they
+// are held returns without waiting for them. Close, while they are held,
+// ends them instead of waiting for the lock, and a rerun on a new Engine
+// imports the file.
+func TestFreshStateOutlivesOpenContext(t *testing.T) {
+	t.Parallel()
+	t.Run("open context ends", func(t *testing.T) {
+		t.Parallel()
+		s := newFreshState(t)
+		rows := testkit.Orders(t, filepath.Join(s.dir, "orders.csv"), 200, 37)
+		path := filepath.Join(s.dir, "orders.csv")
+		s.holdAt(t, "migrations")
+		ctx, cancel := context.WithCancel(context.Background())
+		e, err := Open(ctx, s.tg.Args[1], Options{StateSchema: s.tg.Schema})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		done := importing(e, path, fileSize(t, path), nil)
+		time.Sleep(100 * time.Millisecond)
+		if err := s.hold.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if res := <-done; res.Outcome != Imported || res.Err != nil {
+			t.Fatalf("an import on an Engine whose Open's context ended: %s %v, want imported", res.Outcome, res.Err)
+		}
+		checkFresh(t, s.tg, len(rows))
+	})
+	t.Run("import context ends while held", func(t *testing.T) {
+		t.Parallel()
+		s := newFreshState(t)
+		testkit.Orders(t, filepath.Join(s.dir, "orders.csv"), 200, 41)
+		path := filepath.Join(s.dir, "orders.csv")
+		s.holdAt(t, "migrations")
+		e, err := Open(context.Background(), s.tg.Args[1], Options{StateSchema: s.tg.Schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan *Result, 1)
+		go func() {
+			done <- e.Import(ctx, Request{Path: path, Mapping: Mapping{Table: "orders", Key: []string{"order_id"}}})
+		}()
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+		select {
+		case res := <-done:
+			if res.Outcome == Imported {
+				t.Fatalf("an import whose context ended before its state was created: %s", res.Outcome)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("an import whose context ended waited for migrations held by another transaction")
+		}
+	})
+	t.Run("close while held", func(t *testing.T) {
+		t.Parallel()
+		s := newFreshState(t)
+		rows := testkit.Orders(t, filepath.Join(s.dir, "orders.csv"), 200, 39)
+		path := filepath.Join(s.dir, "orders.csv")
+		s.holdAt(t, "migrations")
+		e, err := Open(context.Background(), s.tg.Args[1], Options{StateSchema: s.tg.Schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := make(chan error, 1)
+		go func() { closed <- e.Close() }()
+		select {
+		case <-closed:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Close waited for migrations held by another transaction")
+		}
+		if err := s.hold.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		res := s.open(t).Import(context.Background(), Request{Path: path, Mapping: Mapping{Table: "orders", Key: []string{"order_id"}}})
+		if res.Outcome != Imported || res.Err != nil {
+			t.Fatalf("rerun after Close: %s %v", res.Outcome, res.Err)
+		}
+		checkFresh(t, s.tg, len(rows))
+	})
+}

@@ -198,8 +198,12 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 		// A run that failed before its identity was known may not have
 		// waited for the migrations Open left running: what follows
 		// (a delivery pass, the next file's quick check) reads the tables.
-		if merr := e.st.Ready(context.WithoutCancel(ctx)); merr != nil && err == nil {
-			err = merr
+		// A run whose ctx is done is followed by neither, and does not
+		// wait: Close ends the migrations.
+		if ctx.Err() == nil {
+			if merr := e.st.Ready(ctx); merr != nil && err == nil && ctx.Err() == nil {
+				err = merr
+			}
 		}
 	}
 	r.logFetched()

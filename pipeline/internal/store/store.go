@@ -75,9 +75,12 @@ type Store struct {
 	BusyTimeout time.Duration
 	fp          Failpoints
 	// migrated is closed when the migrations Open left running end,
-	// migrateErr their error; nil when Open left none running.
+	// migrateErr their error; nil when Open left none running. They run
+	// on a context of their own, which only Close (stop) ends: Open's
+	// may end once Open has returned.
 	migrated   chan struct{}
 	migrateErr error
+	stop       context.CancelFunc
 }
 
 // Open opens the target named by dsn through the driver o.Drivers chooses
@@ -137,7 +140,9 @@ type together interface {
 // check, so the import's hash loses nothing by starting meanwhile, and
 // on PostgreSQL the server's DDL (14 tables, 20 indexes) takes 60–300 ms.
 // A state that exists is upgraded before migrate returns, as without
-// early, for its quick check is read before the hash.
+// early, for its quick check is read before the hash. Until migrate
+// returns, ctx ends the migrations; after, only Close does, for a
+// caller's context may bound the opening alone.
 func (s *Store) migrate(ctx context.Context, early bool) error {
 	if _, ok := s.Driver.(together); !early || !ok {
 		if err := s.Ledger.MigrateWith(ctx, "checkpoint"); err != nil {
@@ -145,24 +150,28 @@ func (s *Store) migrate(ctx context.Context, early bool) error {
 		}
 		return nil
 	}
+	mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	unhook := context.AfterFunc(ctx, stop)
 	seen := make(chan bool, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		err := s.Ledger.MigrateSeen(ctx, func(exists bool) { seen <- exists }, "checkpoint")
+		err := s.Ledger.MigrateSeen(mctx, func(exists bool) { seen <- exists }, "checkpoint")
 		if err != nil {
 			s.migrateErr = s.DiskFull(err)
 		}
 	}()
 	select {
 	case exists := <-seen:
-		if !exists {
-			s.migrated = done
+		if !exists && unhook() {
+			s.migrated, s.stop = done, stop
 			return nil
 		}
 	case <-done:
 	}
 	<-done
+	unhook()
+	stop()
 	return s.migrateErr
 }
 
@@ -198,12 +207,14 @@ func (s *Store) Ready(ctx context.Context) error {
 }
 
 // Close closes the database, if there is one, once the migrations Open
-// left running have ended.
+// left running have ended: it ends them (rolled back whole) if they have
+// not.
 func (s *Store) Close() error {
 	if s.DB == nil {
 		return nil
 	}
 	if s.migrated != nil {
+		s.stop()
 		<-s.migrated
 	}
 	return s.DB.Close()
