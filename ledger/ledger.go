@@ -117,7 +117,7 @@ func (l *Ledger) MigrateSeen(ctx context.Context, seen func(exists bool), compon
 	if seen != nil {
 		w := &watched{Migrator: l.d, table: l.prefix + "migrations", seen: seen}
 		d = w
-		if t, ok := l.d.(together); ok {
+		if t, ok := l.d.(migrate.Together); ok {
 			d = watchedTogether{w, t}
 		}
 	}
@@ -129,6 +129,14 @@ func (l *Ledger) MigrateSeen(ctx context.Context, seen func(exists bool), compon
 	yes := true
 	l.replaceCols, l.migrated = &yes, true
 	return nil
+}
+
+// MigratesTogether reports whether the ledger's driver applies the
+// migrations a state misses in one transaction (migrate.Together), so
+// that MigrateSeen's caller may leave a fresh state's migrations running.
+func (l *Ledger) MigratesTogether() bool {
+	_, ok := l.d.(migrate.Together)
+	return ok
 }
 
 // exists reports whether the ledger's table name (unprefixed) exists:

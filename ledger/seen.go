@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/internal/migrate"
 )
 
 // watched is the ledger's driver as MigrateSeen hands it to the
@@ -28,18 +29,11 @@ func (w *watched) TableExists(ctx context.Context, q idemtype.Querier, name stri
 	return ok, err
 }
 
-// together is internal/migrate's interface of a driver that applies
-// several migrations in one transaction; watchedTogether keeps it, so
-// that watching the look-up does not change how the migrations are sent.
-type together interface {
-	ApplyTogether(ctx context.Context, db *sql.DB, table string, components []string, versions []int, bodies []string, at time.Time) error
-}
-
 // watchedTogether is watched for a driver that applies migrations
 // together.
 type watchedTogether struct {
 	*watched
-	t together
+	t migrate.Together
 }
 
 // ApplyTogether is the driver's.

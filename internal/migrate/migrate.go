@@ -46,7 +46,7 @@ func Apply(ctx context.Context, db *sql.DB, d Driver, prefix, component string) 
 	if err := createVersions(ctx, db, d, table); err != nil {
 		return err
 	}
-	if t, ok := d.(together); ok && len(todo) > 1 {
+	if t, ok := d.(Together); ok && len(todo) > 1 {
 		var b batch
 		b.add(component, todo)
 		if b.apply(ctx, db, t, table) == nil {
@@ -175,7 +175,7 @@ func applyEach(ctx context.Context, db *sql.DB, d Driver, table, component strin
 	return nil
 }
 
-// together is a Driver whose database can apply several migrations, of
+// Together is a Driver whose database can apply several migrations, of
 // one component or more, with the rows that record them, in one
 // transaction sent as one message (PostgreSQL, whose DDL is
 // transactional): on a fresh database that is one round trip instead of
@@ -184,7 +184,7 @@ func applyEach(ctx context.Context, db *sql.DB, d Driver, table, component strin
 // table unless it exists, applies bodies in order (bodies[i] the text of
 // version versions[i] of components[i]) and records each as applied at
 // at, all or nothing.
-type together interface {
+type Together interface {
 	ApplyTogether(ctx context.Context, db *sql.DB, table string, components []string, versions []int, bodies []string, at time.Time) error
 }
 
@@ -198,7 +198,7 @@ type together interface {
 // fail whole, and ApplyAll then applies each component as Apply does,
 // which re-reads and applies only what is still missing.
 func ApplyAll(ctx context.Context, db *sql.DB, d Driver, prefix string, components ...string) error {
-	t, ok := d.(together)
+	t, ok := d.(Together)
 	if !ok {
 		return applyApart(ctx, db, d, prefix, components)
 	}
@@ -247,7 +247,7 @@ func (b *batch) add(component string, todo []migration) {
 }
 
 // apply applies the batch with t, recording its versions in table.
-func (b *batch) apply(ctx context.Context, db *sql.DB, t together, table string) error {
+func (b *batch) apply(ctx context.Context, db *sql.DB, t Together, table string) error {
 	return t.ApplyTogether(ctx, db, table, b.components, b.versions, b.bodies, time.Now())
 }
 

@@ -127,12 +127,6 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	return s, nil
 }
 
-// together is a driver that applies migrations in one transaction
-// (internal/migrate's together).
-type together interface {
-	ApplyTogether(ctx context.Context, db *sql.DB, table string, components []string, versions []int, bodies []string, at time.Time) error
-}
-
 // migrate creates or upgrades idemport's tables. With early, on a driver
 // that applies the migrations of a fresh state in one transaction, it
 // returns once the first look-up has found the state fresh, leaving that
@@ -144,7 +138,7 @@ type together interface {
 // returns, ctx ends the migrations; after, only Close does, for a
 // caller's context may bound the opening alone.
 func (s *Store) migrate(ctx context.Context, early bool) error {
-	if _, ok := s.Driver.(together); !early || !ok {
+	if !early || !s.Ledger.MigratesTogether() {
 		if err := s.Ledger.MigrateWith(ctx, "checkpoint"); err != nil {
 			return s.DiskFull(err)
 		}
