@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -348,18 +349,22 @@ func TestRemoteRefusedRowsKilledThenRerun(t *testing.T) {
 // object whose ETag proves its version after its first partition
 // committed, when the spooled copy is complete, and reruns it with the
 // copy as the killed run left it, cut short, or with a byte of it
-// changed on disk (the same size). The rerun reads the partitions it
-// applies from the copy as far as the copy matches the sums recorded
-// while it was written: a complete copy spares it any fetch, and the bytes
-// a copy no longer holds as written are fetched from the object again,
-// never imported from the copy: every value is the object's.
+// changed on disk (the same size), in its last range or in one between
+// others. The rerun reads the partitions it applies from the copy, range
+// by range as far as each matches the sum recorded while it was written:
+// a complete copy spares it any fetch, and the bytes a copy no longer
+// holds as written are fetched from the object again, never imported from
+// the copy, while the ranges around them are read from it (a changed
+// range in the middle costs that range's bytes): every value is the
+// object's.
 func TestRemoteRerunReadsTheCopy(t *testing.T) {
 	t.Parallel()
-	for _, how := range []string{"complete", "truncated", "corrupted"} {
+	for _, how := range []string{"complete", "truncated", "corrupted", "corrupted-middle"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
 			dir, tg, s3, env, want, data, spool, args := remoteCrashObject(t, 171)
 			size := int64(len(data))
+			var bad [2]int64 // the range changed in the middle
 			killed := tg.Exec(t, dir, append(env, "IDEMPORT_FAILPOINT=after-partition-commit"), append([]string{"import"}, args...)...)
 			if killed.Signal != syscall.SIGKILL {
 				t.Fatalf("not killed: exit %d\n%s%s", killed.Code, killed.Stdout, killed.Stderr)
@@ -384,26 +389,68 @@ func TestRemoteRerunReadsTheCopy(t *testing.T) {
 				if err := os.WriteFile(names[0], b, 0o600); err != nil {
 					t.Fatal(err)
 				}
+			case "corrupted-middle": // a digit of the range that holds the object's middle byte
+				var at int
+				for _, r := range spoolRanges(t, names[0]+".sums") {
+					if r[0] <= size/2 && size/2 < r[1] {
+						if r[0] == 0 || r[1] == size {
+							t.Fatalf("the range %v of the middle byte is the copy's first or last", r)
+						}
+						bad, at = r, int(r[0])
+					}
+				}
+				b := bytes.Clone(data)
+				i := at + bytes.IndexAny(b[at:], "0123456789")
+				b[i] = '0' + (b[i]-'0'+1)%10
+				if err := os.WriteFile(names[0], b, 0o600); err != nil {
+					t.Fatal(err)
+				}
 			}
 			s3.Reset()
 			res := remoteImport(t, tg, dir, env, 0, args...)
 			if len(res) != 1 || res[0].Outcome != "resumed" {
 				t.Fatalf("rerun: %+v", res)
 			}
-			again := s3.Counts()
+			again := s3.Settled()
 			t.Logf("%s: the rerun fetched %d bytes (%.2f×) in %d GETs and %d HEADs",
 				how, again.Bytes, float64(again.Bytes)/float64(size), again.Get, again.Head)
 			limit := size * 11 / 10
-			if how == "complete" {
+			switch how {
+			case "complete":
 				limit = 0
+			case "corrupted-middle":
+				n := bad[1] - bad[0]
+				if again.Bytes < n || again.Bytes > n+n/10 {
+					t.Fatalf("the rerun fetched %d bytes of a %d-byte object, want about the %d of the range %v changed on disk (%+v)", again.Bytes, size, n, bad, again)
+				}
 			}
 			if again.Bytes > limit {
 				t.Fatalf("the rerun fetched %d bytes of a %d-byte object, want at most %d (%+v)", again.Bytes, size, limit, again)
 			}
 			checkExact(t, tg, "ordinal", want)
+			checkAsFromDisk(t, tg, dir, data, res)
 			if left, _ := filepath.Glob(filepath.Join(spool, "*")); len(left) != 0 {
 				t.Fatalf("the spool holds %v after the import completed", left)
 			}
 		})
 	}
+}
+
+// spoolRanges returns the ranges ([first, end)) a spool's sums file at
+// path records, in the order recorded.
+func spoolRanges(t *testing.T, path string) [][2]int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const header, record = len("idemport spool sums v1\n") + 8, 8 + 8 + 32
+	if len(b) < header {
+		t.Fatalf("sums file of %d bytes", len(b))
+	}
+	var out [][2]int64
+	for rec := b[header:]; len(rec) >= record; rec = rec[record:] {
+		out = append(out, [2]int64{int64(binary.LittleEndian.Uint64(rec)), int64(binary.LittleEndian.Uint64(rec[8:]))})
+	}
+	return out
 }

@@ -147,6 +147,18 @@ func (s *Server) Counts() Counts {
 	return s.counts
 }
 
+// Settled returns the counts as Counts does, once the requests being
+// served are done: a client may have read a response's last bytes before
+// the server counted them.
+func (s *Server) Settled() Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.active > 0 {
+		s.idle.Wait()
+	}
+	return s.counts
+}
+
 // Reset zeroes the counts, once the requests being served are done: a
 // response still being written to a client that was killed is counted
 // before the reset, not after it.

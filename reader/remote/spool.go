@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,17 +45,43 @@ type Spool struct {
 	name string // of the copy; the sums file is name+".sums"
 
 	mu      sync.Mutex
-	root    *os.Root      // the directory, opened and checked
-	f       *os.File      // the copy
-	sums    *os.File      // its ranges' digests
-	unuse   func()        // releases the copy's use lock, held while f is open
-	full    bool          // the copy is complete and checked
-	through bool          // until then, reads are the object's ranged GETs (ReadThrough)
-	copying bool          // a stream from Copying's Open is filling the copy
-	have    int64         // bytes of the copy, from its first, that stream wrote
-	moved   chan struct{} // closed when have, copying or full change
-	gaveUp  error         // why a read-through copy was given up, if it was
-	looked  bool          // a read-through spool looked for a copy an earlier attempt left
+	root    *os.Root       // the directory, opened and checked
+	f       *os.File       // the copy
+	sums    *os.File       // its ranges' digests
+	unuse   func()         // releases the copy's use lock, held while f is open
+	full    bool           // the copy is complete and checked
+	through bool           // until then, reads are the object's ranged GETs (ReadThrough)
+	copying bool           // a stream from Copying's Open is filling the copy
+	have    int64          // bytes of the copy, from its first, that stream wrote
+	moved   chan struct{}  // closed when have, copying or full change
+	gaveUp  error          // why a read-through copy was given up, if it was
+	looked  bool           // a read-through spool looked for a copy an earlier attempt left
+	reused  []*reusedRange // the ranges of the copy an earlier attempt left, checked on first use (reuseLocked)
+}
+
+// reusedRange is a range of the copy an earlier attempt left, as its sums
+// file recorded it: its bytes are checked against the digest recorded the
+// first time a read needs them (check), and read from the copy only if
+// they match.
+type reusedRange struct {
+	first, end int64
+	sum        [sha256.Size]byte
+	once       sync.Once
+	ok         bool // the copy's bytes matched sum when checked
+}
+
+// check reports whether the copy f holds r's bytes as recorded, hashing
+// them on the first call only; concurrent calls wait for that one. A
+// range that cannot be read counts as not matching.
+func (r *reusedRange) check(f *os.File) bool {
+	r.once.Do(func() {
+		h := sha256.New()
+		if _, err := io.CopyBuffer(h, io.NewSectionReader(f, r.first, r.end-r.first), make([]byte, 64<<10)); err != nil {
+			return
+		}
+		r.ok = string(h.Sum(nil)) == string(r.sum[:])
+	})
+	return r.ok
 }
 
 // ErrSpoolDir means the spool directory is not private to the user
@@ -433,6 +460,7 @@ func (s *Spool) fillLocked(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
+	s.reused = nil // verify checks the whole copy, and may cut it
 	have, err := s.verify()
 	if err != nil {
 		return err
@@ -605,6 +633,11 @@ func (s *Spool) ReadAt(p []byte, off int64) (int, error) {
 		if s.through && s.reuseLocked() {
 			continue
 		}
+		if s.reused != nil {
+			f, reused := s.f, s.reused
+			s.mu.Unlock()
+			return s.readReused(f, reused, p, off)
+		}
 		through := s.through
 		s.mu.Unlock()
 		if through {
@@ -645,7 +678,7 @@ func (s *Spool) openRange(ctx context.Context, off, end int64) (io.ReadCloser, e
 	if s.through {
 		s.reuseLocked()
 	}
-	full, f, through := s.full, s.f, s.through
+	full, f, through, reused := s.full, s.f, s.through, s.reused
 	follow := s.copying || (s.f != nil && off < s.have)
 	s.mu.Unlock()
 	switch {
@@ -653,6 +686,8 @@ func (s *Spool) openRange(ctx context.Context, off, end int64) (io.ReadCloser, e
 		return io.NopCloser(io.NewSectionReader(f, off, end-off)), nil
 	case follow:
 		return &follower{s: s, ctx: s.ctx(ctx), off: off, end: end}, nil
+	case reused != nil:
+		return &reusedReader{s: s, f: f, reused: reused, ctx: ctx, off: off, end: end}, nil
 	case through:
 		return s.obj.OpenRange(ctx, off, end), nil
 	}
@@ -664,10 +699,14 @@ func (s *Spool) openRange(ctx context.Context, off, end int64) (io.ReadCloser, e
 
 // reuseLocked opens, once, for a read-through spool whose copy is not
 // open, the copy an earlier attempt of the same object version left, and
-// makes the part of it that matches its recorded sums (as verify checks
-// them) what the spool's reads read from the copy, the rest being the
-// object's ranges: an attempt that resumes then fetches nothing for the
-// partitions a complete copy holds. It reports whether it opened one. Only
+// makes the ranges its sums file records (as far as the copy holds them)
+// what the spool's reads read from the copy, each as long as its bytes
+// match the digest recorded when it was written, checked when a read first
+// needs them (reusedRange.check), outside the spool's mutex; the bytes of a
+// range that does not match, and those beyond the ranges, are the object's
+// ranges: an attempt that resumes then fetches nothing for the partitions
+// a complete copy holds, and reads, hashes, only the ranges of the
+// partitions it applies. It reports whether it opened one. Only
 // a copy of an object whose HEAD proved its version is looked for (another
 // object's copy is its attempt's alone, under a name of its own), and only
 // when one exists: none is created for reads that do not fill it. It tries
@@ -690,14 +729,165 @@ func (s *Spool) reuseLocked() bool {
 	if err != nil {
 		return false
 	}
-	have, err := s.verify()
+	reused, err := s.recorded()
 	unlock()
-	if err != nil {
-		have = 0
+	if err == nil && len(reused) > 0 {
+		s.reused = reused
 	}
-	s.have, s.full = have, have == s.obj.Size()
 	s.notifyLocked()
 	return true
+}
+
+// recorded returns the ranges of the copy that its sums file records, in
+// order and without a gap from the copy's first byte, as far as the copy
+// holds them, unchecked: reuseLocked's reads check each on first use. It
+// changes neither file (the copy is not cut at a range that does not
+// match, whose neighbours are read from it all the same).
+func (s *Spool) recorded() ([]*reusedRange, error) {
+	size := s.obj.Size()
+	st, err := s.f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	sums, err := io.ReadAll(io.NewSectionReader(s.sums, 0, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	header := make([]byte, sumsHeader)
+	copy(header, sumsMagic)
+	binary.LittleEndian.PutUint64(header[len(sumsMagic):], uint64(size))
+	if len(sums) < sumsHeader || string(sums[:sumsHeader]) != string(header) {
+		return nil, nil
+	}
+	var out []*reusedRange
+	var have int64
+	for rec := sums[sumsHeader:]; len(rec) >= sumsRecord; rec = rec[sumsRecord:] {
+		first := int64(binary.LittleEndian.Uint64(rec))
+		end := int64(binary.LittleEndian.Uint64(rec[8:]))
+		if first != have || end <= first || end > size || end > st.Size() {
+			break
+		}
+		r := &reusedRange{first: first, end: end}
+		copy(r.sum[:], rec[16:sumsRecord])
+		out = append(out, r)
+		have = end
+	}
+	return out, nil
+}
+
+// reusedAt returns the range of reused that holds the byte at off, or nil
+// when it is past their end.
+func reusedAt(reused []*reusedRange, off int64) *reusedRange {
+	i, _ := slices.BinarySearchFunc(reused, off, func(r *reusedRange, off int64) int {
+		switch {
+		case r.end <= off:
+			return -1
+		case r.first > off:
+			return 1
+		}
+		return 0
+	})
+	if i < len(reused) && reused[i].first <= off && off < reused[i].end {
+		return reused[i]
+	}
+	return nil
+}
+
+// readReused is ReadAt of a spool that reads the copy an earlier attempt
+// left (reuseLocked): the bytes of each range that matches its digest come
+// from the copy f, the others from the object.
+func (s *Spool) readReused(f *os.File, reused []*reusedRange, p []byte, off int64) (int, error) {
+	size := s.obj.Size()
+	if off >= size {
+		return 0, io.EOF
+	}
+	want := min(int64(len(p)), size-off)
+	var n int64
+	for n < want {
+		at := off + n
+		r := reusedAt(reused, at)
+		if r == nil {
+			m, err := s.obj.ReadAt(p[n:want], at)
+			n += int64(m)
+			if err != nil && !(err == io.EOF && n == want) {
+				return int(n), err
+			}
+			break
+		}
+		piece := p[n:min(want, n+r.end-at)]
+		var m int
+		var err error
+		if r.check(f) {
+			m, err = f.ReadAt(piece, at)
+			if err == io.EOF && m < len(piece) { // the copy cut under the spool
+				err = io.ErrUnexpectedEOF
+			}
+		} else {
+			m, err = s.obj.ReadAt(piece, at)
+		}
+		n += int64(m)
+		if err != nil && !(err == io.EOF && m == len(piece)) {
+			return int(n), err
+		}
+	}
+	if int(n) < len(p) {
+		return int(n), io.EOF
+	}
+	return int(n), nil
+}
+
+// reusedReader is OpenRange of a spool that reads the copy an earlier
+// attempt left (reuseLocked), a range at a time: the bytes of each range
+// that matches its digest come from the copy f, checked when the reader
+// reaches it, the others from the object, as are those past the ranges.
+type reusedReader struct {
+	s        *Spool
+	f        *os.File
+	reused   []*reusedRange
+	ctx      context.Context
+	off, end int64
+	cur      io.ReadCloser // the piece being read, which ends at curEnd
+	curEnd   int64
+}
+
+func (r *reusedReader) Read(p []byte) (int, error) {
+	for {
+		if r.off >= r.end {
+			return 0, io.EOF
+		}
+		if r.cur == nil {
+			rr := reusedAt(r.reused, r.off)
+			switch {
+			case rr == nil:
+				r.cur, r.curEnd = r.s.obj.OpenRange(r.ctx, r.off, r.end), r.end
+			case rr.check(r.f):
+				r.curEnd = min(rr.end, r.end)
+				r.cur = io.NopCloser(io.NewSectionReader(r.f, r.off, r.curEnd-r.off))
+			default:
+				r.curEnd = min(rr.end, r.end)
+				r.cur = r.s.obj.OpenRange(r.ctx, r.off, r.curEnd)
+			}
+		}
+		n, err := r.cur.Read(p[:min(int64(len(p)), r.curEnd-r.off)])
+		r.off += int64(n)
+		if err == io.EOF {
+			if r.off < r.curEnd { // the copy cut under the spool
+				return n, io.ErrUnexpectedEOF
+			}
+			r.cur.Close()
+			r.cur, err = nil, nil
+		}
+		if n > 0 || err != nil {
+			return n, err
+		}
+	}
+}
+
+func (r *reusedReader) Close() error {
+	if r.cur != nil {
+		return r.cur.Close()
+	}
+	return nil
 }
 
 // errReader is a stream that fails with err.
@@ -812,6 +1002,7 @@ func (s *Spool) startCopyLocked(ctx context.Context) (*copier, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.reused = nil // verify checks the whole copy, and may cut it
 	have, err := s.verify()
 	if err != nil {
 		unlock()
@@ -1010,7 +1201,7 @@ func (s *Spool) closeLocked() error {
 	if s.root != nil {
 		errs = append(errs, s.root.Close())
 	}
-	s.f, s.sums, s.unuse, s.root, s.full, s.have = nil, nil, nil, nil, false, 0
+	s.f, s.sums, s.unuse, s.root, s.full, s.have, s.reused = nil, nil, nil, nil, false, 0, nil
 	return errors.Join(errs...)
 }
 

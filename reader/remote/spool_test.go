@@ -262,3 +262,86 @@ func TestSpoolQueryNamedCopyIsOfItsVersion(t *testing.T) {
 		sp.Close() // the copy stays, as after a failed attempt
 	}
 }
+
+// TestSpoolReusesAroundABadRange: a read-through spool of an object whose
+// version is proven reads the copy an earlier spool left range by range,
+// as its sums file recorded them (64 KiB, 128 KiB, 256 KiB, the rest): a
+// range whose bytes were changed on disk is fetched from the object, the
+// ranges before and after it are read from the copy, by OpenRange and by
+// ReadAt, and a copy cut short is read as far as it holds whole ranges.
+func TestSpoolReusesAroundABadRange(t *testing.T) {
+	for _, s := range stores(t) {
+		t.Run(s.name, func(t *testing.T) {
+			want := data(500_000)
+			s.put(t, "r.csv", want)
+			ctx := context.Background()
+			dir := filepath.Join(t.TempDir(), "spool")
+			open := func() *remote.Spool {
+				obj, err := client(s).Open(ctx, s.url("r.csv"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				sp := newSpool(t, obj, dir)
+				sp.ReadThrough()
+				return sp
+			}
+			sp := open()
+			rc, err := sp.Copying().Open(ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := io.ReadAll(rc); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("copying stream: %d bytes, %v", len(got), err)
+			}
+			rc.Close()
+			path := sp.Path()
+			sp.Close() // as its attempt was killed: the copy stays
+
+			// A byte of the second range (64 KiB to 192 KiB) changed on disk.
+			b := bytes.Clone(want)
+			b[100_000]++
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			sp = open()
+			s.srv.Reset()
+			p := make([]byte, 10_000)
+			if _, err := sp.ReadAt(p, 60_000); err != nil || !bytes.Equal(p, want[60_000:70_000]) {
+				t.Fatalf("ReadAt across the bad range's start: %v", err)
+			}
+			if c := s.srv.Settled(); c.Bytes != 70_000-64<<10 {
+				t.Fatalf("ReadAt fetched %d bytes, want the %d of the bad range it read (%+v)", c.Bytes, 70_000-64<<10, c)
+			}
+			s.srv.Reset()
+			part := sp.OpenRange(ctx, 0, int64(len(want)))
+			got, err := io.ReadAll(part)
+			part.Close()
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("OpenRange: %d bytes, %v; not the object's", len(got), err)
+			}
+			if c := s.srv.Settled(); c.Bytes != 128<<10 {
+				t.Fatalf("the whole object read fetched %d bytes, want the bad range's %d (%+v)", c.Bytes, 128<<10, c)
+			}
+			if _, err := sp.ReadAt(p, 490_000); err != nil || !bytes.Equal(p, want[490_000:]) {
+				t.Fatalf("ReadAt of the last range: %v", err)
+			}
+			sp.Close()
+
+			// The copy cut inside its third range (192 KiB to 448 KiB).
+			if err := os.Truncate(path, 300_000); err != nil {
+				t.Fatal(err)
+			}
+			sp = open()
+			s.srv.Reset()
+			part = sp.OpenRange(ctx, 0, int64(len(want)))
+			got, err = io.ReadAll(part)
+			part.Close()
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("OpenRange of a copy cut short: %d bytes, %v; not the object's", len(got), err)
+			}
+			if c, wantBytes := s.srv.Settled(), int64(128<<10+len(want)-192<<10); c.Bytes != wantBytes {
+				t.Fatalf("the whole object read fetched %d bytes, want %d: the bad range and all past the second (%+v)", c.Bytes, wantBytes, c)
+			}
+		})
+	}
+}
