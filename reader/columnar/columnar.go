@@ -184,7 +184,9 @@ func (f *File) scan(ctx context.Context, o partition.ScanOptions, skipping bool,
 // skips returns, by column, whether the plan pass can leave the column
 // undecoded, or nil when it must decode them all. The plan needs a
 // column's values only to check them: a column of integers (but uint64),
-// floats, booleans or decimals has no value the converter refuses, unless
+// floats, booleans or decimals has no value the converter refuses, and a
+// column of text only values that are not UTF-8 or hold a NUL, which its
+// page decoder checks where they lie (a dictionary's once), unless
 // the target limits it, it must not be null, or it is part of the key.
 // Only a column the reader's page decoder reads is left undecoded (see
 // parquetFile.unitOf): its pages are still run through as they will be
@@ -202,7 +204,8 @@ func (s *planner) skips() []bool {
 		switch {
 		case col.required, cv.limits != nil && cv.limits[k] != nil, slices.Contains(s.keyCols, k):
 		case col.mode == modeInt, col.mode == modeFloat, col.mode == modeBool,
-			col.mode == modeText && isDecimal(col.src):
+			col.mode == modeText && isDecimal(col.src),
+			col.mode == modeString: // its page decoder checks the text (pageChunk.checkText)
 			skip[k], some = true, true
 		}
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/idemport/idemport/reader/internal/value"
 )
 
 // The text columns of a Parquet row group (flat BYTE_ARRAY columns read as
@@ -97,8 +99,11 @@ type pageChunk struct {
 	maxDef int16
 	width  int // of a fixed-width value; 0: BYTE_ARRAY
 	// checkOnly says the chunk is only skipped (a column the plan pass
-	// leaves undecoded): a fixed-width dictionary's values are not kept.
+	// leaves undecoded): a fixed-width dictionary's values are not kept,
+	// nor a text dictionary's, whose values are checked as its page is
+	// read (dirty says one is not clean text).
 	checkOnly bool
+	dirty     bool
 
 	// The dictionary: value i is dict[offs[i]+4:offs[i+1]] (the page's
 	// PLAIN values as they are, each after its 4-byte length), or of a
@@ -192,6 +197,13 @@ func (c *pageChunk) page() error {
 				at += 4 + len(v)
 				c.offs[i+1] = int32(at)
 				data = rest
+				if c.checkOnly && !c.dirty && !value.TextClean(v) {
+					c.dirty = true
+				}
+			}
+			if c.checkOnly {
+				c.dict = []byte{} // only the sizes (offs) are read
+				continue
 			}
 			c.dict = append([]byte{}, all[:at]...)
 			continue
@@ -411,14 +423,70 @@ func (c *pageChunk) read(n int) (arrow.Array, error) {
 // marked checkOnly must only be skipped.
 func (c *pageChunk) skip(n int) error {
 	if c.width == 0 {
-		a, err := c.read(n)
-		if err == nil {
-			a.Release()
-		}
-		return err
+		return c.checkText(n)
 	}
 	_, err := c.fixed(n, false)
 	return err
+}
+
+// checkText is skip for a text chunk: it reads the levels, dictionary
+// indexes and PLAIN lengths of the next n rows as read does, refusing
+// what read refuses, and checks each value as the converter checks text
+// (valid UTF-8, no NUL) where it lies, in the page or, once for all rows,
+// in the dictionary, rather than copying the values into a batch to check
+// them there. A value that is not clean text, or rows of a dictionary
+// that holds one, is errRescan: the pass starts again, decoding the
+// column, and the converter finds the rows.
+func (c *pageChunk) checkText(n int) error {
+	size := int64(0)
+	for i := 0; i < n; {
+		if c.left == 0 {
+			if err := c.page(); err != nil {
+				return err
+			}
+			continue
+		}
+		m := min(c.left, n-i)
+		_, present, err := c.markNulls(m, i, n, false, nil)
+		if err != nil {
+			return err
+		}
+		if c.byIdx {
+			c.index = slices.Grow(c.index[:0], present)[:present]
+			if err := c.idx.fill(c.index); err != nil {
+				return err
+			}
+			for _, v := range c.index {
+				if int(v) >= c.ndict {
+					return fmt.Errorf("%w: dictionary index %d of %d values", errChunkPage, v, c.ndict)
+				}
+				size += int64(c.offs[v+1] - c.offs[v] - 4)
+			}
+			if c.dirty && present > 0 {
+				return errRescan
+			}
+		} else {
+			rest := c.plain
+			for range present {
+				v, r, err := plainValue(rest)
+				if err != nil {
+					return err
+				}
+				if !value.TextClean(v) {
+					return errRescan
+				}
+				size += int64(len(v))
+				rest = r
+			}
+			c.plain = rest
+		}
+		if size > math.MaxInt32 {
+			return fmt.Errorf("a batch of more than 2 GiB of text in one column")
+		}
+		c.left -= m
+		i += m
+	}
+	return nil
 }
 
 // readFixed is read for values of c.width bytes.

@@ -26,7 +26,12 @@ import (
 // dictionaries, several row groups) and one with bad rows: text that is
 // not UTF-8, a uint64 past the int64 maximum, a null in a NOT NULL column.
 func TestPlanSkipsColumns(t *testing.T) {
-	files := append(otherWritersParquet(t), fixtureFile{"bad.parquet", badRowsParquet(t, 50, 7)})
+	files := append(otherWritersParquet(t), fixtureFile{"bad.parquet", badRowsParquet(t, 50, 7)},
+		fixtureFile{"bad-plain.parquet", badRowsParquet(t, 50, 7, parquet.WithDictionaryDefault(false))},
+		fixtureFile{"bad-dict.parquet", badRowsParquet(t, 600, 200, parquet.WithDictionaryDefault(false), parquet.WithDictionaryFor("note", true))},
+		// note of an encoding the page decoder leaves to pqarrow, which
+		// decodes it for the converter to check, though the pass skips it.
+		fixtureFile{"bad-delta.parquet", badRowsParquet(t, 50, 7, parquet.WithDictionaryDefault(false), parquet.WithEncodingFor("note", parquet.Encodings.DeltaLengthByteArray))})
 	for _, fl := range files {
 		for _, o := range []struct {
 			name string
@@ -86,8 +91,11 @@ func TestPlanSkipsColumns(t *testing.T) {
 // rows with the orders' column names: order_id int64 (repeating, for key
 // candidates), quantity int32 (null every 11th row), unit_price
 // decimal(12,2), score float64, big uint64 (past the int64 maximum every
-// 13th row), and note, text that is not UTF-8 every 9th row.
-func badRowsParquet(t *testing.T, n int, group int64) []byte {
+// 13th row), and note, text that is not UTF-8 every 9th row (with props,
+// that of the writer's properties, such as its dictionaries: a writer
+// keeps note dictionary-encoded only in row groups of many more rows than
+// values, such as 200).
+func badRowsParquet(t *testing.T, n int, group int64, props ...parquet.WriterProperty) []byte {
 	t.Helper()
 	mem := memory.NewGoAllocator()
 	schema := arrow.NewSchema([]arrow.Field{
@@ -122,7 +130,7 @@ func badRowsParquet(t *testing.T, n int, group int64) []byte {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	return parquetOf(t, rec, parquet.WithMaxRowGroupLength(group), parquet.WithDictionaryDefault(true))
+	return parquetOf(t, rec, append([]parquet.WriterProperty{parquet.WithMaxRowGroupLength(group), parquet.WithDictionaryDefault(true)}, props...)...)
 }
 
 // TestPlanChecksSkippedColumns checks that the plan pass refuses a file
