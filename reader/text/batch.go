@@ -25,8 +25,11 @@ type batchBuilder struct {
 	// text column's data size them when a batch starts: the rows and
 	// bytes of the batch before, so that a batch is built in buffers of
 	// its size rather than grown to it by doubling (copying each buffer
-	// about as many times as it doubles); the text a little more, as a
-	// batch of longer texts would grow it once more.
+	// about as many times as it doubles); both a sixteenth more, as a
+	// batch ends at the first row that brings it to partition.BatchBytes,
+	// and one of a few more rows or longer texts than the batch before
+	// (about every other batch) grew every buffer to twice its size,
+	// copying it, for its last rows.
 	capRows int
 	rows    int
 }
@@ -73,7 +76,7 @@ func (c *column) text() bool {
 
 // start gives the empty builder buffers for rows rows.
 func (b *batchBuilder) start() {
-	b.capRows = max(b.rows, 64)
+	b.capRows = max(b.rows+b.rows/16, 64)
 	for i := range b.cols {
 		c := &b.cols[i]
 		c.vals = memory.NewResizableBuffer(b.mem)
@@ -163,13 +166,34 @@ func (b *batchBuilder) add(ordinal int64, vals []value.Value) {
 			c.days[n] = int32(v.I)
 		default:
 			if end := c.size + len(v.B); end > len(c.bytes) {
-				c.data.Reserve(max(end, 2*len(c.bytes)))
+				c.data.Reserve(c.want(end, n, b.capRows))
 				c.bytes = c.data.Buf()
 			}
 			c.size += copy(c.bytes[c.size:], v.B)
 			c.offs[n+1] = int32(c.size)
 		}
 	}
+}
+
+// projectRows is how many rows of a batch with no batch before it tell
+// the width of a text column's values well enough to size its bytes by.
+const projectRows = 16
+
+// want is the size c's text bytes grow to when end bytes do not fit them
+// at row n of a batch sized for capRows rows: twice what they hold, or,
+// in the first batch of a builder (a partition reader's first, with no
+// size from a batch before) once projectRows rows have told the values'
+// width, that width for every row the batch is sized for and a sixteenth
+// more, at most partition.BatchBytes (a batch holds no more bytes of the
+// file; one whose later values are longer grows on by doubling). Doubled
+// from 64 bytes, each text buffer of a partition's first batch was
+// copied about once more, its bytes allocated twice over.
+func (c *column) want(end, n, capRows int) int {
+	w := max(end, 2*len(c.bytes))
+	if c.last == 0 && n >= projectRows {
+		w = max(w, min(end*capRows/(n+1)*17/16, partition.BatchBytes))
+	}
+	return w
 }
 
 func (b *batchBuilder) len() int { return len(b.ordinals) }

@@ -110,3 +110,47 @@ func countNulls(n, i int, null func(r, i int) bool) int {
 	}
 	return k
 }
+
+// reallocCounter counts the buffers its allocator grew.
+type reallocCounter struct {
+	memory.Allocator
+	n int
+}
+
+func (a *reallocCounter) Reallocate(size int, b []byte) []byte {
+	a.n++
+	return a.Allocator.Reallocate(size, b)
+}
+
+// TestBatchBuilderSizesBatches: a builder's first batch sizes a text
+// column's bytes from its first rows' values rather than doubling them
+// from 64 bytes, and a batch of a few more rows and longer values than
+// the batch before grows no buffer; the values are kept.
+func TestBatchBuilderSizesBatches(t *testing.T) {
+	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer checked.AssertSize(t, 0)
+	mem := &reallocCounter{Allocator: checked}
+	s := value.Schema{{Name: "order_id", Type: value.Int64}, {Name: "note", Type: value.String}}
+	b := newBatchBuilder(mem, s, 20_000)
+	defer b.release()
+	text := func(r, pad int) string { return fmt.Sprintf("note %d of the orders file, %*s", r, r%9+pad, "") }
+	// Up to 4 doublings of the first batch's text (64 bytes to its first
+	// 16 values), then one to the batch's size; 14 more without it.
+	for i, c := range []struct{ rows, pad, grown int }{{20_000, 0, 5}, {20_300, 1, 0}, {20_000, 0, 0}} {
+		mem.n = 0
+		for r := range c.rows {
+			b.add(int64(r), []value.Value{{I: int64(r)}, {B: []byte(text(r, c.pad))}})
+		}
+		batch := b.flush()
+		ids, notes := batch.Record.Column(0).(*array.Int64), batch.Record.Column(1).(*array.String)
+		for r := range c.rows {
+			if ids.Value(r) != int64(r) || notes.Value(r) != text(r, c.pad) {
+				t.Fatalf("batch %d, row %d: %d %q, want %d %q", i, r, ids.Value(r), notes.Value(r), r, text(r, c.pad))
+			}
+		}
+		batch.Release()
+		if mem.n > c.grown {
+			t.Errorf("batch %d (%d rows): its buffers grew %d times, want at most %d", i, c.rows, mem.n, c.grown)
+		}
+	}
+}
