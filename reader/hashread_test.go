@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -58,5 +59,34 @@ func TestHashReadYieldsTheFileExactly(t *testing.T) {
 		if err != nil || digest != "sha256:"+hex.EncodeToString(sum[:]) {
 			t.Fatalf("digest %s %v", digest, err)
 		}
+	}
+}
+
+// TestHashReadHoldsLittle: the hasher of a local file whose plan pass
+// reads nothing (it lags far behind) hands over a few chunks and makes
+// no more buffers than those: about 2 MiB, not the 9 MiB of 1 MiB chunks.
+func TestHashReadHoldsLittle(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("0123456789abcdef"), 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, err := OpenFileSource(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	sr, err := StartHashRead(context.Background(), src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := sr.reader()
+	if _, err := sr.Digest(); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	r.Close()
+	if made := after.TotalAlloc - before.TotalAlloc; made > 4<<20 {
+		t.Fatalf("hashing 16 MiB allocated %d bytes", made)
 	}
 }
