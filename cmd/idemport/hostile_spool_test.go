@@ -167,3 +167,31 @@ func TestSpoolPlantedCopy(t *testing.T) {
 		t.Fatalf("%d of the object's 300 rows imported", n)
 	}
 }
+
+// TestDefaultSpoolIsTheTestsOwn: an import of an S3 object that names no
+// --spool-dir, killed once its copy is complete, leaves the copy in the
+// default spool of the cache directory the test kit gives the binary, one
+// of the test's own, never in the cache of the user running the tests.
+func TestDefaultSpoolIsTheTestsOwn(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s3 := remotetest.NewS3(t, "bkt")
+	s3.Put(t, "bkt", "own.csv", []byte(csvRows(300, "own ")), time.Time{})
+	killed := testkit.Exec(t, dir, append(s3.Env(dir), "IDEMPORT_FAILPOINT=after-plan"), "import", "--s3-endpoint", s3.URL, "--s3-path-style", "s3://bkt/own.csv")
+	if killed.Signal != syscall.SIGKILL {
+		t.Fatalf("not killed: exit %d\n%s%s", killed.Code, killed.Stdout, killed.Stderr)
+	}
+	cache, ok := strings.CutPrefix(testkit.CacheEnv(t)[0], "XDG_CACHE_HOME=")
+	if !ok {
+		t.Skip("the cache directory is not XDG_CACHE_HOME here")
+	}
+	copies, _ := filepath.Glob(filepath.Join(cache, "idemport", "spool", "*.spool"))
+	if len(copies) != 1 {
+		t.Fatalf("the test's cache holds the copies %v, want the killed import's", copies)
+	}
+	if user, err := os.UserCacheDir(); err == nil {
+		if _, err := os.Lstat(filepath.Join(user, "idemport", "spool", filepath.Base(copies[0]))); err == nil {
+			t.Fatalf("the copy is also in the user's cache %s", user)
+		}
+	}
+}

@@ -164,13 +164,42 @@ type Run struct {
 }
 
 // Cmd prepares the binary with args, run in dir, with extra environment
-// entries (KEY=VALUE).
+// entries (KEY=VALUE). The user's cache directory the binary sees is one of
+// the test's own, in the binary's directory (see CacheEnv), unless env says
+// otherwise: an import that omits --spool-dir never spools into the cache
+// of the user running the tests.
 func Cmd(t testing.TB, dir string, env []string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(Binary(t), args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), CacheEnv(t)...), env...)
 	return cmd
+}
+
+// CacheEnv returns the environment entries that make os.UserCacheDir, in a
+// process of the binary, a directory of t's own below the binary's
+// directory (removed with it by Main), the same for every run of t:
+// XDG_CACHE_HOME on Unix, LocalAppData on Windows, HOME on macOS (whose
+// cache is $HOME/Library/Caches). Cmd adds them; a command started
+// otherwise can.
+func CacheEnv(t testing.TB) []string {
+	t.Helper()
+	name := strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == ':' || r < ' ' {
+			return '_'
+		}
+		return r
+	}, t.Name())
+	dir := filepath.Join(filepath.Dir(Binary(t)), "cache", name)
+	switch runtime.GOOS {
+	case "windows":
+		return []string{"LocalAppData=" + dir}
+	case "darwin", "ios":
+		return []string{"HOME=" + dir}
+	case "plan9":
+		return []string{"home=" + dir}
+	}
+	return []string{"XDG_CACHE_HOME=" + dir}
 }
 
 // Exec runs the binary to completion.
