@@ -17,6 +17,31 @@ import (
 	"github.com/idemport/idemport/reader"
 )
 
+// serveUnproven starts an HTTP server, closed when the test ends, that
+// serves v1 at any path with neither an ETag nor a Last-Modified, so that
+// nothing tells versions apart, and v2 (the same size, other bytes) from
+// the first request for which before reports true (that one included) or
+// the first after one for which after reports true. Either may be nil.
+func serveUnproven(t *testing.T, v1, v2 []byte, before, after func(r *http.Request) bool) *httptest.Server {
+	t.Helper()
+	if len(v2) != len(v1) || bytes.Equal(v1, v2) {
+		t.Fatal("v2 is not other bytes of v1's size")
+	}
+	var current atomic.Pointer[[]byte]
+	current.Store(&v1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if before != nil && before(r) {
+			current.Store(&v2)
+		}
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(*current.Load()))
+		if after != nil && after(r) {
+			current.Store(&v2)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // TestRemoteUnprovenRangesAfterHash: an object whose server sends no
 // ETag and no Last-Modified, read without a spooled copy, is replaced by
 // other bytes of the same size once its hash has read its last byte. The
@@ -31,21 +56,10 @@ func TestRemoteUnprovenRangesAfterHash(t *testing.T) {
 		f := newFx(t, name)
 		v1 := []byte(items(20000, 1))
 		v2 := bytes.Replace(v1, []byte("item 19999-1\n"), []byte("item 19999-X\n"), 1) // same size
-		if len(v2) != len(v1) || bytes.Equal(v1, v2) {
-			t.Fatal("bad v2")
-		}
-		var current atomic.Pointer[[]byte]
-		current.Store(&v1)
 		var swapped atomic.Bool
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body := *current.Load()
-			// No ETag, no Last-Modified: nothing tells versions apart.
-			http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
-			if r.Method == http.MethodGet && strings.HasSuffix(r.Header.Get("Range"), "-"+strconv.Itoa(len(v1)-1)) && !swapped.Swap(true) {
-				current.Store(&v2) // the hash has read the last byte
-			}
-		}))
-		defer srv.Close()
+		srv := serveUnproven(t, v1, v2, nil, func(r *http.Request) bool { // once the hash has read the last byte
+			return r.Method == http.MethodGet && strings.HasSuffix(r.Header.Get("Range"), "-"+strconv.Itoa(len(v1)-1)) && !swapped.Swap(true)
+		})
 		res := f.e.Import(context.Background(), Request{Path: srv.URL + "/items.csv", Mapping: Mapping{Table: "items"},
 			Remote: fastRetries(), PartitionRows: 2000})
 		if !swapped.Load() {
@@ -91,23 +105,13 @@ func TestRemoteUnprovenRawRowsAfterRead(t *testing.T) {
 		}
 		v1 := []byte(sb.String())
 		v2 := bytes.Replace(v1, []byte("\nr3999,-1\n"), []byte("\nrXXXX,-1\n"), 1) // same size
-		if len(v2) != len(v1) || bytes.Equal(v1, v2) {
-			t.Fatal("bad v2")
-		}
-		var current atomic.Pointer[[]byte]
-		current.Store(&v1)
 		// The last partition's range: read once by the apply, once more for
-		// the text of the row the database refused.
+		// the text of the row the database refused, which gets v2's bytes.
 		var lasts atomic.Int64
 		part := "bytes=" + strconv.Itoa(bytes.Index(v1, []byte("\nr3001,"))+1) + "-"
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodGet && strings.HasPrefix(r.Header.Get("Range"), part) && lasts.Add(1) == 2 {
-				current.Store(&v2) // after the partition was read and checked
-			}
-			// No ETag, no Last-Modified: nothing tells versions apart.
-			http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(*current.Load()))
-		}))
-		defer srv.Close()
+		srv := serveUnproven(t, v1, v2, func(r *http.Request) bool {
+			return r.Method == http.MethodGet && strings.HasPrefix(r.Header.Get("Range"), part) && lasts.Add(1) == 2
+		}, nil)
 		res := f.e.Import(context.Background(), Request{Path: srv.URL + "/checked.csv", Mapping: Mapping{Table: "checked"},
 			Remote: fastRetries(), PartitionRows: 1000, MaxRejects: RejectLimit{Count: 1}})
 		if lasts.Load() < 2 {
