@@ -195,14 +195,18 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 	err := e.st.Present()
 	if err == nil {
 		err = r.run(ctx)
-		// A run that failed before its identity was known may not have
-		// waited for the migrations Open left running: what follows
-		// (a delivery pass, the next file's quick check) reads the tables.
-		// A run whose ctx is done is followed by neither, and does not
-		// wait: Close ends the migrations.
+		// A run that failed before its identity was known, or skipped
+		// its file (--min-age), may not have waited for the migrations
+		// Open left running: what follows (a delivery pass, the next
+		// file's quick check) reads the tables, and a state that could
+		// not be created is this file's failure, not a skip, so that a
+		// run that reaches no import still says so. A run whose ctx is
+		// done is followed by neither, and does not wait: Close ends the
+		// migrations.
 		if ctx.Err() == nil {
 			if merr := e.st.Ready(ctx); merr != nil && err == nil && ctx.Err() == nil {
 				err = merr
+				r.res.Outcome = Failed
 			}
 		}
 	}

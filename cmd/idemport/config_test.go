@@ -194,3 +194,66 @@ func refusingServer(t *testing.T) string {
 	}()
 	return l.Addr().String()
 }
+
+// TestUncreatableStateReported runs, as a user who may use the state
+// schema but not create tables in it, runs that reach no import: an
+// import whose every file is skipped (--min-age), and a run of a feed
+// whose every file is. The state is fresh, so its migrations run beside
+// the run and fail; each run exits 2 with the GRANT to run, as an import
+// of the file does, and writes nothing. After the GRANT the file imports.
+func TestUncreatableStateReported(t *testing.T) {
+	t.Parallel()
+	testkit.Available(t, testkit.Postgres)
+	dir := t.TempDir()
+	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 73)
+	tg := testkit.NewTarget(t, testkit.Postgres, dir)
+	do := func(q string) {
+		t.Helper()
+		if _, err := tg.DB.ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	role, state := pgtest.Name(), pgtest.Name()
+	do(`CREATE ROLE ` + role + ` LOGIN`)
+	do(`CREATE SCHEMA ` + state)
+	do(`GRANT USAGE ON SCHEMA ` + state + ` TO ` + role)
+	do(`GRANT USAGE, CREATE ON SCHEMA ` + testkit.QuoteOne(tg.Schema) + ` TO ` + role)
+	t.Cleanup(func() {
+		tg.DB.Exec(`DROP SCHEMA IF EXISTS ` + state + ` CASCADE`)
+		tg.DB.Exec(`DROP OWNED BY ` + role + ` CASCADE`)
+		tg.DB.Exec(`DROP ROLE ` + role)
+	})
+	u, err := url.Parse(pgtest.URL(t, tg.Schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	feeds := "defaults:\n  into: ${FEEDS_DSN}\n  state-schema: " + state + "\nfeeds:\n  orders:\n    source: orders.csv\n    min-age: 1h\n"
+	if err := os.WriteFile(filepath.Join(dir, "idemport.yaml"), []byte(feeds), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"FEEDS_DSN=" + u.String(), "IDEMPORT_CONFIG=idemport.yaml"}
+	grant := `GRANT CREATE ON SCHEMA "` + state + `" TO "` + role + `"`
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"import, every file skipped", []string{"import", "--into", u.String(), "--state-schema", state, "--min-age", "1h", "orders.csv"}},
+		{"run, every file skipped", []string{"run"}},
+		{"import", []string{"import", "--into", u.String(), "--state-schema", state, "orders.csv"}},
+	} {
+		r := testkit.Exec(t, dir, env, c.args...)
+		out := r.Stdout + r.Stderr
+		if r.Code != exitUsage || !strings.Contains(out, "permission denied for schema") || !strings.Contains(out, grant) {
+			t.Fatalf("%s where the state cannot be created: exit %d, want 2 and %s\nstdout: %s\nstderr: %s", c.name, r.Code, grant, r.Stdout, r.Stderr)
+		}
+	}
+	if tg.TableExists(t, "orders") || testkit.Int(t, tg.DB, `SELECT count(*) FROM pg_tables WHERE schemaname = '`+state+`'`) != 0 {
+		t.Fatal("a run whose state could not be created wrote tables")
+	}
+	do(grant)
+	if res := importJSON(t, dir, nil, 0, "--into", u.String(), "--state-schema", state, "orders.csv"); res.Outcome != "imported" {
+		t.Fatalf("after %s: %+v", grant, res)
+	}
+	checkOrders(t, tg, "orders", rows)
+}

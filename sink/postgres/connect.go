@@ -108,6 +108,25 @@ func schemaError(ctx context.Context, db *sql.DB, name, schema string, cfg *pgx.
 	return &sink.ConfigError{Err: fmt.Errorf("in %s: create schema %s: %s (SQLSTATE %s): %s", name, schema, pg.Message, pg.Code, hint)}
 }
 
+// Denied returns the error of idemport's migrations in schema, which
+// failed with err, as one line saying what to grant when the user may not
+// create tables in that schema (SQLSTATE 42501): a rerun would meet it
+// again. nil when err is not that (another privilege refused, as on a
+// table another role owns, stays the error it is).
+func (Driver) Denied(ctx context.Context, db *sql.DB, schema string, err error) error {
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) || pg.Code != codeInsufficientPrivilege {
+		return nil
+	}
+	var user string
+	var can bool
+	if qerr := db.QueryRowContext(ctx, `SELECT current_user, has_schema_privilege($1, 'CREATE')`, schema).Scan(&user, &can); qerr != nil || can {
+		return nil
+	}
+	return fmt.Errorf("create idemport's tables in schema %s: %s (SQLSTATE %s): grant it (GRANT CREATE ON SCHEMA %s TO %s), or keep them in a schema %s may write (--state-schema)",
+		schema, pg.Message, pg.Code, q(schema), q(user), user)
+}
+
 // Full implements sink.Driver: SQLSTATE 53100 (disk_full).
 func (Driver) Full(err error) bool {
 	var pg *pgconn.PgError

@@ -81,6 +81,7 @@ type Store struct {
 	migrated   chan struct{}
 	migrateErr error
 	stop       context.CancelFunc
+	schema     string // Options.StateSchema
 }
 
 // Open opens the target named by dsn through the driver o.Drivers chooses
@@ -113,7 +114,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{BusyTimeout: o.BusyTimeout, DB: db.DB, Prefix: db.Prefix, Name: db.Name, Disk: cmp.Or(db.Disk, db.Name), Driver: drv, Batch: db.BatchRows, KeyOrder: db.KeyOrder, GroupCommits: db.GroupCommits,
-		Log: o.Logger, fp: o.Failpoints, Sinks: o.Notify}
+		Log: o.Logger, fp: o.Failpoints, Sinks: o.Notify, schema: o.StateSchema}
 	s.Ledger = ledger.New(s.DB, drv, s.Prefix)
 	s.CP = checkpoint.New(s.DB, drv, s.Prefix)
 	if !o.ReadOnly {
@@ -140,7 +141,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 func (s *Store) migrate(ctx context.Context, early bool) error {
 	if !early || !s.Ledger.MigratesTogether() {
 		if err := s.Ledger.MigrateWith(ctx, "checkpoint"); err != nil {
-			return s.DiskFull(err)
+			return s.migrateError(ctx, err)
 		}
 		return nil
 	}
@@ -152,7 +153,7 @@ func (s *Store) migrate(ctx context.Context, early bool) error {
 		defer close(done)
 		err := s.Ledger.MigrateSeen(mctx, func(exists bool) { seen <- exists }, "checkpoint")
 		if err != nil {
-			s.migrateErr = s.DiskFull(err)
+			s.migrateErr = s.migrateError(mctx, err)
 		}
 	}()
 	select {
@@ -167,6 +168,24 @@ func (s *Store) migrate(ctx context.Context, early bool) error {
 	unhook()
 	stop()
 	return s.migrateErr
+}
+
+// denier is a driver that says what to grant when idemport's migrations
+// failed for want of a privilege (postgres.Driver.Denied).
+type denier interface {
+	Denied(ctx context.Context, db *sql.DB, schema string, err error) error
+}
+
+// migrateError returns err, the migrations' failure, as a *UsageError
+// saying what to grant when the user may not create idemport's tables (a
+// rerun would meet it again), or saying what to do when the disk is full.
+func (s *Store) migrateError(ctx context.Context, err error) error {
+	if d, ok := s.Driver.(denier); ok {
+		if derr := d.Denied(ctx, s.DB, s.schema, err); derr != nil {
+			return &UsageError{Err: fmt.Errorf("in %s: %w", s.Name, derr)}
+		}
+	}
+	return s.DiskFull(err)
 }
 
 // Migrating reports whether the migrations Open left running have not
