@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/idemport/idemport/internal/failpoint"
 	"github.com/idemport/idemport/internal/testkit"
+	"github.com/idemport/idemport/sink/postgres"
 )
 
 var soak = flag.Int("soak", 50, "iterations of the random SIGKILL soak test")
@@ -722,4 +724,100 @@ func modesBind(t *testing.T, cmd *exec.Cmd) *exec.Cmd {
 	cmd.Args = append([]string{setpriv, "--inh-caps=" + caps, "--bounding-set=" + caps, cmd.Path}, cmd.Args[1:]...)
 	cmd.Path = setpriv
 	return cmd
+}
+
+// TestKillDuringFreshStateMigrations SIGKILLs an import into a fresh
+// PostgreSQL state schema while its migrations, which run beside the
+// hash, are held by another transaction's uncommitted table of the name
+// of the checkpoints' first, which they create after all of the ledger's
+// (one transaction per migration would leave those). The server's session of the killed process then
+// either runs them on once the holder ends (applied) or is ended first
+// (not applied): the state holds all the migrations or no table at all,
+// the target no row; a rerun imports the file exactly, and another is a
+// duplicate.
+func TestKillDuringFreshStateMigrations(t *testing.T) {
+	t.Parallel()
+	testkit.Available(t, testkit.Postgres)
+	var all int64
+	for _, c := range []string{"ledger", "checkpoint"} {
+		fsys, err := postgres.Driver{}.Migrations(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ups, err := fs.Glob(fsys, "*.up.sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		all += int64(len(ups))
+	}
+	for _, ends := range []string{"applied", "not applied"} {
+		t.Run(ends, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			tg := testkit.NewTarget(t, testkit.Postgres, dir)
+			rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), crashRows, 43)
+			hold, err := tg.DB.Begin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hold.Rollback()
+			if _, err := hold.Exec(`CREATE TABLE ` + tg.Ledger("plans") + ` (x int)`); err != nil {
+				t.Fatal(err)
+			}
+			run := launch(t, tg.Cmd(t, dir, nil, "import", "--partition-rows", "100", "orders.csv"))
+			// The killed process's session, waiting for the holder's lock
+			// in the migrations' one message.
+			var pid int64
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				err := tg.DB.QueryRow(`SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND strpos(query, $1) > 0`, tg.Schema).Scan(&pid)
+				if err == nil {
+					break
+				}
+				if err != sql.ErrNoRows {
+					t.Fatal(err)
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the import never waited for the held migrations\nstdout: %s\nstderr: %s", run.stdout.String(), run.stderr.String())
+				}
+			}
+			run.cmd.Process.Signal(syscall.SIGKILL)
+			if r := testkit.Wait(t, run.cmd); r.Signal != syscall.SIGKILL {
+				t.Fatalf("not killed: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+			if ends == "not applied" {
+				if _, err := tg.DB.Exec(`SELECT pg_terminate_backend($1)`, pid); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := hold.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(30 * time.Second); testkit.Int(t, tg.DB, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid) > 0; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the killed import's session did not end")
+				}
+			}
+			tables := testkit.Int(t, tg.DB, `SELECT count(*) FROM pg_tables WHERE schemaname = $1`, tg.Schema)
+			if ends == "applied" {
+				if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("migrations")); n != all {
+					t.Fatalf("%d migrations recorded, want all %d", n, all)
+				}
+				if testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("operations")) != 0 {
+					t.Fatal("an operation recorded by an import killed during its state's migrations")
+				}
+			} else if tables != 0 {
+				t.Fatalf("%d tables left by migrations that were not applied, want none", tables)
+			}
+			if tg.TableExists(t, "orders") && testkit.Int(t, tg.DB, `SELECT count(*) FROM orders`) != 0 {
+				t.Fatal("rows written by an import killed during its state's migrations")
+			}
+			if res := importTo(t, tg, dir, nil, 0, "--partition-rows", "100", "orders.csv"); res.Outcome != "imported" {
+				t.Fatalf("rerun: %+v", res)
+			}
+			checkExact(t, tg, "ordinal", rows)
+			if res := importTo(t, tg, dir, nil, 0, "--partition-rows", "100", "orders.csv"); res.Outcome != "duplicate" {
+				t.Fatalf("second rerun: %+v", res)
+			}
+		})
+	}
 }
