@@ -454,3 +454,74 @@ func spoolRanges(t *testing.T, path string) [][2]int64 {
 	}
 	return out
 }
+
+// TestRemoteWorkerJoinsAResumedImport kills the import of a 20-partition
+// S3 object into PostgreSQL after its first partition committed, the
+// spooled copy complete, then reruns it with a worker process joining the
+// rerun: both read the partitions they claim from the copy the killed run
+// left (each range checked against its recorded sum when first read), so
+// together they fetch none of the object's bytes; the table holds every
+// row once, value by value, and the last of them to settle removes the
+// copy.
+func TestRemoteWorkerJoinsAResumedImport(t *testing.T) {
+	t.Parallel()
+	testkit.Available(t, testkit.Postgres)
+	dir := t.TempDir()
+	tg := testkit.NewTarget(t, testkit.Postgres, dir)
+	s3 := remotetest.NewS3(t, "bkt")
+	env := s3.Env(dir)
+	const partitions, per = 20, 2500
+	want := testkit.Orders(t, filepath.Join(dir, "orders.csv"), partitions*per, 181)
+	data, err := os.ReadFile(filepath.Join(dir, "orders.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3.Put(t, "bkt", "in/orders.csv", data, time.Time{})
+	spool := filepath.Join(dir, "spool")
+	args := []string{"--s3-endpoint", s3.URL, "--s3-path-style", "--spool-dir", spool, "--partition-rows", fmt.Sprint(per), "s3://bkt/in/orders.csv"}
+	killed := tg.Exec(t, dir, append(slices.Clone(env), "IDEMPORT_FAILPOINT=after-partition-commit"), append([]string{"import"}, args...)...)
+	if killed.Signal != syscall.SIGKILL {
+		t.Fatalf("not killed: exit %d\n%s%s", killed.Code, killed.Stdout, killed.Stderr)
+	}
+	if names, _ := filepath.Glob(filepath.Join(spool, "*.spool")); len(names) != 1 {
+		t.Fatalf("spool after the kill: %v, want the copy", names)
+	} else if got, _ := os.ReadFile(names[0]); !bytes.Equal(got, data) {
+		t.Fatalf("the copy holds %d bytes, not the object's %d", len(got), len(data))
+	}
+	s3.Reset()
+
+	procs := []*started{ // the rerun, and a worker joining it
+		start(t, tg, dir, env, append([]string{"import", "--output", "json"}, args...)...),
+		start(t, tg, dir, env, append([]string{"import", "--output", "json"}, args...)...),
+	}
+	committed := map[string]int64{}
+	for i, p := range procs {
+		r := testkit.Wait(t, p.cmd)
+		if r.Code != 0 && r.Code != 4 {
+			t.Fatalf("process %d: exit %d\n%s%s", i, r.Code, r.Stdout, r.Stderr)
+		}
+		res := parseResults(t, r.Stdout)[0]
+		committed[res.AttemptID] = res.Partitions.Committed
+		t.Logf("process %d: %s, %d partitions committed", i, res.Outcome, res.Partitions.Committed)
+	}
+	checkExact(t, tg, "ordinal", want)
+	checkAsFromDisk(t, tg, dir, data, nil)
+	by := checkCommittedOnce(t, tg, partitions)
+	joined := 0
+	for id, n := range by {
+		if n > 0 && committed[id] > 0 {
+			joined++
+		}
+	}
+	if joined < 2 {
+		t.Fatalf("only %d of the two processes committed partitions: %v", joined, by)
+	}
+	c := s3.Settled()
+	t.Logf("the rerun and its worker fetched %d bytes of a %d-byte object in %d GETs and %d HEADs", c.Bytes, len(data), c.Get, c.Head)
+	if c.Bytes != 0 {
+		t.Fatalf("the rerun and its worker fetched %d bytes of a %d-byte object, want none: the copy holds it (%+v)", c.Bytes, len(data), c)
+	}
+	if left, _ := filepath.Glob(filepath.Join(spool, "*")); len(left) != 0 {
+		t.Fatalf("the spool holds %v after the import completed", left)
+	}
+}
