@@ -37,19 +37,24 @@ func newFreshState(t *testing.T) *freshState {
 	return s
 }
 
-// holdAt creates table name of the state schema in the holding
-// transaction.
-func (s *freshState) holdAt(t *testing.T, name string) {
+// heldState is a fresh state whose migrations are held at table name
+// (the transaction creates it), with an orders file of n rows of seed in
+// its directory: it returns the state, the file's path and its rows.
+func heldState(t *testing.T, name string, n, seed int) (s *freshState, path string, rows [][]string) {
 	t.Helper()
+	s = newFreshState(t)
+	path = filepath.Join(s.dir, "orders.csv")
+	rows = testkit.Orders(t, path, n, seed)
 	if _, err := s.hold.Exec(`CREATE TABLE "` + s.tg.Schema + `".` + name + ` (x int)`); err != nil {
 		t.Fatal(err)
 	}
+	return s, path, rows
 }
 
-// open opens an Engine on the state, closed when t ends.
-func (s *freshState) open(t *testing.T) *Engine {
+// open opens an Engine on the state with ctx, closed when t ends.
+func (s *freshState) open(ctx context.Context, t *testing.T) *Engine {
 	t.Helper()
-	e, err := Open(context.Background(), s.tg.Args[1], Options{StateSchema: s.tg.Schema})
+	e, err := Open(ctx, s.tg.Args[1], Options{StateSchema: s.tg.Schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,12 +91,9 @@ func TestFreshStateHashesWhileMigrating(t *testing.T) {
 	t.Parallel()
 	t.Run("held", func(t *testing.T) {
 		t.Parallel()
-		s := newFreshState(t)
-		rows := testkit.Orders(t, filepath.Join(s.dir, "orders.csv"), 500, 31)
-		path := filepath.Join(s.dir, "orders.csv")
+		s, path, rows := heldState(t, "migrations", 500, 31)
 		size := fileSize(t, path)
-		s.holdAt(t, "migrations")
-		e := s.open(t)
+		e := s.open(context.Background(), t)
 		if !e.st.Migrating() {
 			t.Fatal("the held migrations of a fresh state did not run past Open")
 		}
@@ -117,18 +119,15 @@ func TestFreshStateHashesWhileMigrating(t *testing.T) {
 			t.Fatalf("import: %s %v", res.Outcome, res.Err)
 		}
 		checkFresh(t, s.tg, len(rows))
-		again := s.open(t).Import(context.Background(), Request{Path: path, Mapping: Mapping{Table: "orders", Key: []string{"order_id"}}})
+		again := s.open(context.Background(), t).Import(context.Background(), Request{Path: path, Mapping: Mapping{Table: "orders", Key: []string{"order_id"}}})
 		if again.Outcome != Duplicate || !again.QuickCheck {
 			t.Fatalf("rerun: %s (quick check %v) %v", again.Outcome, again.QuickCheck, again.Err)
 		}
 	})
 	t.Run("failed", func(t *testing.T) {
 		t.Parallel()
-		s := newFreshState(t)
-		rows := testkit.Orders(t, filepath.Join(s.dir, "orders.csv"), 500, 32)
-		path := filepath.Join(s.dir, "orders.csv")
-		s.holdAt(t, "operations")
-		e := s.open(t)
+		s, path, rows := heldState(t, "operations", 500, 32)
+		e := s.open(context.Background(), t)
 		done := importing(e, path, fileSize(t, path), nil)
 		time.Sleep(100 * time.Millisecond)
 		if err := s.hold.Commit(); err != nil {
@@ -144,7 +143,7 @@ func TestFreshStateHashesWhileMigrating(t *testing.T) {
 		if _, err := s.tg.DB.Exec(`DROP TABLE "` + s.tg.Schema + `".operations`); err != nil {
 			t.Fatal(err)
 		}
-		res = s.open(t).Import(context.Background(), Request{Path: path, Mapping: Mapping{Table: "orders", Key: []string{"order_id"}}})
+		res = s.open(context.Background(), t).Import(context.Background(), Request{Path: path, Mapping: Mapping{Table: "orders", Key: []string{"order_id"}}})
 		if res.Outcome != Imported || res.Err != nil {
 			t.Fatalf("rerun: %s %v", res.Outcome, res.Err)
 		}
@@ -152,12 +151,9 @@ func TestFreshStateHashesWhileMigrating(t *testing.T) {
 	})
 	t.Run("concurrent", func(t *testing.T) {
 		t.Parallel()
-		s := newFreshState(t)
-		rows := testkit.Orders(t, filepath.Join(s.dir, "orders.csv"), 500, 33)
-		path := filepath.Join(s.dir, "orders.csv")
+		s, path, rows := heldState(t, "migrations", 500, 33)
 		size := fileSize(t, path)
-		s.holdAt(t, "migrations")
-		a, b := s.open(t), s.open(t)
+		a, b := s.open(context.Background(), t), s.open(context.Background(), t)
 		ha, hb := make(chan struct{}), make(chan struct{})
 		da, db := importing(a, path, size, ha), importing(b, path, size, hb)
 		<-ha
@@ -214,17 +210,10 @@ func TestFreshStateOutlivesOpenContext(t *testing.T) {
 	t.Parallel()
 	t.Run("open context ends", func(t *testing.T) {
 		t.Parallel()
-		s := newFreshState(t)
-		rows := testkit.Orders(t, filepath.Join(s.dir, "orders.csv"), 200, 37)
-		path := filepath.Join(s.dir, "orders.csv")
-		s.holdAt(t, "migrations")
+		s, path, rows := heldState(t, "migrations", 200, 37)
 		ctx, cancel := context.WithCancel(context.Background())
-		e, err := Open(ctx, s.tg.Args[1], Options{StateSchema: s.tg.Schema})
+		e := s.open(ctx, t)
 		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
 		done := importing(e, path, fileSize(t, path), nil)
 		time.Sleep(100 * time.Millisecond)
 		if err := s.hold.Rollback(); err != nil {
@@ -237,15 +226,8 @@ func TestFreshStateOutlivesOpenContext(t *testing.T) {
 	})
 	t.Run("import context ends while held", func(t *testing.T) {
 		t.Parallel()
-		s := newFreshState(t)
-		testkit.Orders(t, filepath.Join(s.dir, "orders.csv"), 200, 41)
-		path := filepath.Join(s.dir, "orders.csv")
-		s.holdAt(t, "migrations")
-		e, err := Open(context.Background(), s.tg.Args[1], Options{StateSchema: s.tg.Schema})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
+		s, path, _ := heldState(t, "migrations", 200, 41)
+		e := s.open(context.Background(), t)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan *Result, 1)
 		go func() {
@@ -264,14 +246,8 @@ func TestFreshStateOutlivesOpenContext(t *testing.T) {
 	})
 	t.Run("close while held", func(t *testing.T) {
 		t.Parallel()
-		s := newFreshState(t)
-		rows := testkit.Orders(t, filepath.Join(s.dir, "orders.csv"), 200, 39)
-		path := filepath.Join(s.dir, "orders.csv")
-		s.holdAt(t, "migrations")
-		e, err := Open(context.Background(), s.tg.Args[1], Options{StateSchema: s.tg.Schema})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, path, rows := heldState(t, "migrations", 200, 39)
+		e := s.open(context.Background(), t) // closed again at cleanup: Close is idempotent
 		closed := make(chan error, 1)
 		go func() { closed <- e.Close() }()
 		select {
@@ -282,7 +258,7 @@ func TestFreshStateOutlivesOpenContext(t *testing.T) {
 		if err := s.hold.Rollback(); err != nil {
 			t.Fatal(err)
 		}
-		res := s.open(t).Import(context.Background(), Request{Path: path, Mapping: Mapping{Table: "orders", Key: []string{"order_id"}}})
+		res := s.open(context.Background(), t).Import(context.Background(), Request{Path: path, Mapping: Mapping{Table: "orders", Key: []string{"order_id"}}})
 		if res.Outcome != Imported || res.Err != nil {
 			t.Fatalf("rerun after Close: %s %v", res.Outcome, res.Err)
 		}
