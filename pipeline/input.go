@@ -77,8 +77,9 @@ func (in *input) open(opts reader.Options) (*reader.File, error) {
 // private copy, which nothing else writes, always checks out. A local
 // file fails it with another size, modification or change time, or
 // another inode (appended, truncated or replaced). It is called after the
-// plan pass and before each partition commits; each partition's bytes are
-// also checked against the plan as they are read.
+// plan pass and before each partition commits (a pinned input: before the
+// completing transaction instead); each partition's bytes are also checked
+// against the plan as they are read.
 func (in *input) check(stat ledger.FileStat) error {
 	switch {
 	case in.obj != nil:
@@ -97,6 +98,20 @@ func (in *input) check(stat ledger.FileStat) error {
 			time.Unix(0, stat.MtimeNs).UTC().Format(time.RFC3339Nano), time.Unix(0, now.MtimeNs).UTC().Format(time.RFC3339Nano))
 	}
 	return nil
+}
+
+// pinned reports whether the input is a remote object whose HEAD proved
+// its version (a version id or a strong ETag): every read of it is of that
+// version whatever happens to the object meanwhile, a ranged GET guarded
+// by it or a read of its copy checked against the sums recorded while the
+// copy was written. Its partitions commit without a check (a HEAD request
+// each: a rerun of 10 partitions from the copy made 10 and fetched
+// nothing), and the attempt checks it once before its completing
+// transaction, so that an object replaced while it is imported still
+// stops the attempt with "source changed" (abandoned: in ordinal mode the
+// rows it committed are removed), as after the plan pass.
+func (in *input) pinned() bool {
+	return in.obj != nil && in.obj.Info().Proves()
 }
 
 // remoteStat is the remote quick check's key for the input's object. An

@@ -427,6 +427,12 @@ func TestRemoteRerunReadsTheCopy(t *testing.T) {
 			if again.Bytes > limit {
 				t.Fatalf("the rerun fetched %d bytes of a %d-byte object, want at most %d (%+v)", again.Bytes, size, limit, again)
 			}
+			// One HEAD opens the object, whose ETag proves its version, and
+			// one checks it before the operation completes: none per
+			// partition.
+			if again.Head != 2 {
+				t.Fatalf("the rerun made %d HEAD requests for 9 partitions, want 2 (%+v)", again.Head, again)
+			}
 			checkExact(t, tg, "ordinal", want)
 			checkAsFromDisk(t, tg, dir, data, res)
 			if left, _ := filepath.Glob(filepath.Join(spool, "*")); len(left) != 0 {
@@ -520,6 +526,11 @@ func TestRemoteWorkerJoinsAResumedImport(t *testing.T) {
 	t.Logf("the rerun and its worker fetched %d bytes of a %d-byte object in %d GETs and %d HEADs", c.Bytes, len(data), c.Get, c.Head)
 	if c.Bytes != 0 {
 		t.Fatalf("the rerun and its worker fetched %d bytes of a %d-byte object, want none: the copy holds it (%+v)", c.Bytes, len(data), c)
+	}
+	// Each opens the object with a HEAD and checks it once more before
+	// the operation completes: none per partition.
+	if c.Head > 4 {
+		t.Fatalf("the rerun and its worker made %d HEAD requests for 19 partitions, want at most 2 each (%+v)", c.Head, c)
 	}
 	if left, _ := filepath.Glob(filepath.Join(spool, "*")); len(left) != 0 {
 		t.Fatalf("the spool holds %v after the import completed", left)
