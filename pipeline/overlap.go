@@ -171,7 +171,7 @@ func (kp *keeper) startOverlap(ctx context.Context) (*overlap, *speculation) {
 // wrong.
 func (ov *overlap) run(ctx context.Context) {
 	defer close(ov.done)
-	items := make(chan item, 8)
+	items := make(chan item, readAhead(ov.kp.holding.req.BatchRows))
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		defer close(items)
