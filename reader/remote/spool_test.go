@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -324,6 +325,32 @@ func TestSpoolReusesAroundABadRange(t *testing.T) {
 			}
 			if _, err := sp.ReadAt(p, 490_000); err != nil || !bytes.Equal(p, want[490_000:]) {
 				t.Fatalf("ReadAt of the last range: %v", err)
+			}
+			sp.Close()
+
+			// Partitions read at once, each checking the ranges it meets.
+			sp = open()
+			s.srv.Reset()
+			var wg sync.WaitGroup
+			errs := make([]error, 4)
+			for i := range errs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					off, end := int64(i)*125_000, int64(i+1)*125_000
+					b, err := io.ReadAll(sp.OpenRange(ctx, off, end))
+					if err == nil && !bytes.Equal(b, want[off:end]) {
+						err = errors.New("not the object's bytes")
+					}
+					errs[i] = err
+				}()
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				t.Fatalf("partitions read at once: %v", err)
+			}
+			if c := s.srv.Settled(); c.Bytes != 128<<10 {
+				t.Fatalf("partitions read at once fetched %d bytes, want the bad range's %d (%+v)", c.Bytes, 128<<10, c)
 			}
 			sp.Close()
 
