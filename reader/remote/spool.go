@@ -851,6 +851,9 @@ type reusedReader struct {
 }
 
 func (r *reusedReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
 	for {
 		if r.off >= r.end {
 			return 0, io.EOF

@@ -372,3 +372,69 @@ func TestSpoolReusesAroundABadRange(t *testing.T) {
 		})
 	}
 }
+
+// reusedCopy leaves in a new spool directory a complete copy of a 500,000
+// byte object whose byte 100,000 (in the second range, 64 KiB to 192 KiB)
+// was changed on disk since, and returns the object's bytes and a function
+// that opens a read-through spool of the object there, as a resuming
+// attempt does: that spool reuses the copy.
+func reusedCopy(t *testing.T, s store) ([]byte, func() *remote.Spool) {
+	t.Helper()
+	want := data(500_000)
+	s.put(t, "r.csv", want)
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "spool")
+	open := func() *remote.Spool {
+		t.Helper()
+		obj, err := client(s).Open(ctx, s.url("r.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := newSpool(t, obj, dir)
+		sp.ReadThrough()
+		return sp
+	}
+	sp := open()
+	rc, err := sp.Copying().Open(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(rc); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("copying stream: %d bytes, %v", len(got), err)
+	}
+	rc.Close()
+	path := sp.Path()
+	sp.Close()
+	b := bytes.Clone(want)
+	b[100_000]++
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return want, open
+}
+
+// TestSpoolReusedReadOfNothing: a read of no bytes from a range of a
+// reused copy returns at once.
+func TestSpoolReusedReadOfNothing(t *testing.T) {
+	for _, s := range stores(t) {
+		t.Run(s.name, func(t *testing.T) {
+			_, open := reusedCopy(t, s)
+			sp := open()
+			part := sp.OpenRange(context.Background(), 300_000, 400_000)
+			defer part.Close()
+			done := make(chan error, 1)
+			go func() {
+				_, err := part.Read(nil)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("Read(nil): %v", err)
+				}
+			case <-time.After(10 * time.Second): // a hang, not a timing
+				t.Fatal("Read(nil) did not return")
+			}
+		})
+	}
+}
