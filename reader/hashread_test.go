@@ -62,12 +62,18 @@ func TestHashReadYieldsTheFileExactly(t *testing.T) {
 	}
 }
 
-// TestHashReadHoldsLittle: the hasher of a local file whose plan pass
-// reads nothing (it lags far behind) hands over a few chunks and makes
-// no more buffers than those: about 2 MiB, not the 9 MiB of 1 MiB chunks.
+// TestHashReadHoldsLittle: the hasher of a local file of 8 MiB whose
+// plan pass reads nothing (it lags far behind) hands over a few chunks of
+// a fortieth of the file and makes no more buffers than those: about 2
+// MiB, not the 9 MiB of 1 MiB chunks. A large file keeps 1 MiB chunks.
 func TestHashReadHoldsLittle(t *testing.T) {
+	for n, want := range map[int64]int{1000: 64 << 10, 10_000_000: 250_000, 107_000_000: sharedChunk} {
+		if got := localChunk(n); got != want {
+			t.Errorf("localChunk(%d) = %d, want %d", n, got, want)
+		}
+	}
 	path := filepath.Join(t.TempDir(), "f")
-	if err := os.WriteFile(path, bytes.Repeat([]byte("0123456789abcdef"), 1<<20), 0o644); err != nil {
+	if err := os.WriteFile(path, bytes.Repeat([]byte("0123456789abcdef"), 1<<19), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	src, err := OpenFileSource(path)
@@ -87,6 +93,6 @@ func TestHashReadHoldsLittle(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	r.Close()
 	if made := after.TotalAlloc - before.TotalAlloc; made > 4<<20 {
-		t.Fatalf("hashing 16 MiB allocated %d bytes", made)
+		t.Fatalf("hashing 8 MiB allocated %d bytes", made)
 	}
 }
