@@ -819,8 +819,13 @@ func (s *Spool) readReused(f *os.File, reused []*reusedRange, p []byte, off int6
 		var err error
 		if r.check(f) {
 			m, err = f.ReadAt(piece, at)
-			if err == io.EOF && m < len(piece) { // the copy cut under the spool
-				err = io.ErrUnexpectedEOF
+			if err == io.EOF && m < len(piece) {
+				// A copying stream, of this spool or another, checked the
+				// copy and cut it at a bad range before this one: the rest
+				// of the piece is the object's.
+				var k int
+				k, err = s.obj.ReadAt(piece[m:], at+int64(m))
+				m += k
 			}
 		} else {
 			m, err = s.obj.ReadAt(piece, at)
@@ -848,6 +853,7 @@ type reusedReader struct {
 	off, end int64
 	cur      io.ReadCloser // the piece being read, which ends at curEnd
 	curEnd   int64
+	inCopy   bool // cur reads the copy
 }
 
 func (r *reusedReader) Read(p []byte) (int, error) {
@@ -862,21 +868,27 @@ func (r *reusedReader) Read(p []byte) (int, error) {
 			rr := reusedAt(r.reused, r.off)
 			switch {
 			case rr == nil:
-				r.cur, r.curEnd = r.s.obj.OpenRange(r.ctx, r.off, r.end), r.end
+				r.cur, r.curEnd, r.inCopy = r.s.obj.OpenRange(r.ctx, r.off, r.end), r.end, false
 			case rr.check(r.f):
 				r.curEnd = min(rr.end, r.end)
-				r.cur = io.NopCloser(io.NewSectionReader(r.f, r.off, r.curEnd-r.off))
+				r.cur, r.inCopy = io.NopCloser(io.NewSectionReader(r.f, r.off, r.curEnd-r.off)), true
 			default:
 				r.curEnd = min(rr.end, r.end)
-				r.cur = r.s.obj.OpenRange(r.ctx, r.off, r.curEnd)
+				r.cur, r.inCopy = r.s.obj.OpenRange(r.ctx, r.off, r.curEnd), false
 			}
 		}
 		n, err := r.cur.Read(p[:min(int64(len(p)), r.curEnd-r.off)])
 		r.off += int64(n)
-		if err == io.EOF {
-			if r.off < r.curEnd { // the copy cut under the spool
+		if err == io.EOF && r.off < r.curEnd {
+			if !r.inCopy {
 				return n, io.ErrUnexpectedEOF
 			}
+			// A copying stream, of this spool or another, checked the copy
+			// and cut it at a bad range before this one: the rest of the
+			// piece is the object's.
+			r.cur.Close()
+			r.cur, r.inCopy, err = r.s.obj.OpenRange(r.ctx, r.off, r.curEnd), false, nil
+		} else if err == io.EOF {
 			r.cur.Close()
 			r.cur, err = nil, nil
 		}

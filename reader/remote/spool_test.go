@@ -438,3 +438,50 @@ func TestSpoolReusedReadOfNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestSpoolReusedReadsSurviveACut: a range of a reused copy that checked
+// good is still read whole when a copying stream, of the same spool or of
+// another spool of the object, checks the copy and cuts it at its bad
+// range meanwhile: the bytes past the cut are the object's.
+func TestSpoolReusedReadsSurviveACut(t *testing.T) {
+	ctx := context.Background()
+	for _, s := range stores(t) {
+		t.Run(s.name, func(t *testing.T) {
+			for _, by := range []string{"same spool", "another spool"} {
+				want, open := reusedCopy(t, s)
+				sp := open()
+				part := sp.OpenRange(ctx, 300_000, 400_000)
+				head := make([]byte, 1_000)
+				if _, err := io.ReadFull(part, head); err != nil || !bytes.Equal(head, want[300_000:301_000]) {
+					t.Fatalf("%s: first 1,000 bytes: %v", by, err)
+				}
+				p := make([]byte, 1_000)
+				if _, err := sp.ReadAt(p, 350_000); err != nil || !bytes.Equal(p, want[350_000:351_000]) {
+					t.Fatalf("%s: ReadAt before the cut: %v", by, err)
+				}
+				filler := sp
+				if by == "another spool" {
+					filler = open()
+				}
+				rc, err := filler.Copying().Open(ctx, 0)
+				if err != nil {
+					t.Fatalf("%s: copying stream: %v", by, err)
+				}
+				rest, err := io.ReadAll(part)
+				part.Close()
+				if err != nil || !bytes.Equal(rest, want[301_000:400_000]) {
+					t.Fatalf("%s: rest of the range after the cut: %d bytes, %v", by, len(rest), err)
+				}
+				if filler != sp { // the same spool's ReadAt waits for the stream
+					if _, err := sp.ReadAt(p, 380_000); err != nil || !bytes.Equal(p, want[380_000:381_000]) {
+						t.Fatalf("%s: ReadAt after the cut: %v", by, err)
+					}
+				}
+				if got, err := io.ReadAll(rc); err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("%s: copying stream: %d bytes, %v", by, len(got), err)
+				}
+				rc.Close()
+			}
+		})
+	}
+}
