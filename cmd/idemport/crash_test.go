@@ -814,6 +814,12 @@ func TestKillDuringFreshStateMigrations(t *testing.T) {
 			if res := importTo(t, tg, dir, nil, 0, "--partition-rows", "100", "orders.csv"); res.Outcome != "imported" {
 				t.Fatalf("rerun: %+v", res)
 			}
+			// The rerun's state holds every migration's tables (beside the
+			// target's): so did the killed import's, when its migrations
+			// were applied.
+			if all := testkit.Int(t, tg.DB, `SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename <> 'orders'`, tg.Schema); ends == "applied" && tables != all {
+				t.Fatalf("%d tables left by the applied migrations, want all %d of a migrated state", tables, all)
+			}
 			checkExact(t, tg, "ordinal", rows)
 			if res := importTo(t, tg, dir, nil, 0, "--partition-rows", "100", "orders.csv"); res.Outcome != "duplicate" {
 				t.Fatalf("second rerun: %+v", res)
