@@ -205,7 +205,7 @@ func (s *planner) skips() []bool {
 		case col.required, cv.limits != nil && cv.limits[k] != nil, slices.Contains(s.keyCols, k):
 		case col.mode == modeInt, col.mode == modeFloat, col.mode == modeBool,
 			col.mode == modeText && isDecimal(col.src),
-			col.mode == modeString: // its page decoder checks the text (pageChunk.checkText)
+			col.mode == modeString: // its page decoder checks the text (pageChunk.skip)
 			skip[k], some = true, true
 		}
 	}

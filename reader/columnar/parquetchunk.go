@@ -307,32 +307,63 @@ func (c *pageChunk) markNulls(m, i, n int, keep bool, valid **memory.Buffer) (de
 	return defs, present, nil
 }
 
-// read returns the chunk's next n rows as an array of c.dt. It reads them
-// a page at a time: the levels and indexes of the page's rows (a run at a
-// time, hybrid.fill), the size of their values, then the values, copied
-// into the batch's buffer straight from the dictionary or the page (whose
-// memory the page reader reuses for the next page). The buffer is reserved
-// for the bytes per row of the chunk's batch before (c.perRow).
+// read returns the chunk's next n rows as an array of c.dt.
 func (c *pageChunk) read(n int) (arrow.Array, error) {
 	if c.width > 0 {
 		return c.readFixed(n)
 	}
-	offBuf := memory.NewResizableBuffer(c.mem)
-	offBuf.Resize(4 * (n + 1))
-	dataBuf := memory.NewResizableBuffer(c.mem)
-	if c.perRow > 0 {
-		dataBuf.Reserve(int(min(c.perRow*float64(n)*1.125+64, maxReserve)))
+	return c.text(n, true)
+}
+
+// skip reads the chunk's next n rows as read does, checking them as it
+// does, but keeps no value: what read would refuse, skip refuses. A chunk
+// marked checkOnly must only be skipped.
+func (c *pageChunk) skip(n int) error {
+	if c.width == 0 {
+		_, err := c.text(n, false)
+		return err
 	}
-	var valid *memory.Buffer
+	_, err := c.fixed(n, false)
+	return err
+}
+
+// text reads the next n rows of a text chunk, into an array of c.dt when
+// keep is set. It reads them a page at a time: the levels and indexes of
+// the page's rows (a run at a time, hybrid.fill), the size of their
+// values, then the values, copied into the batch's buffer straight from
+// the dictionary or the page (whose memory the page reader reuses for
+// the next page). The buffer is reserved for the bytes per row of the
+// chunk's batch before (c.perRow).
+//
+// Without keep (skip), it refuses what it would refuse with keep, and
+// checks each value as the converter checks text (valid UTF-8, no NUL)
+// where it lies, in the page or, once for all rows, in the dictionary
+// (c.dirty), rather than copying the values into a batch to check them
+// there. A value that is not clean text, or rows of a dictionary that
+// holds one, is errRescan: the pass starts again, decoding the column,
+// and the converter finds the rows.
+func (c *pageChunk) text(n int, keep bool) (arrow.Array, error) {
+	var offBuf, dataBuf, valid *memory.Buffer
+	var offs []int32
+	if keep {
+		offBuf = memory.NewResizableBuffer(c.mem)
+		offBuf.Resize(4 * (n + 1))
+		dataBuf = memory.NewResizableBuffer(c.mem)
+		if c.perRow > 0 {
+			dataBuf.Reserve(int(min(c.perRow*float64(n)*1.125+64, maxReserve)))
+		}
+		offs = arrow.Int32Traits.CastFromBytes(offBuf.Bytes())
+		offs[0] = 0
+	}
 	release := func() {
-		offBuf.Release()
-		dataBuf.Release()
+		if keep {
+			offBuf.Release()
+			dataBuf.Release()
+		}
 		if valid != nil {
 			valid.Release()
 		}
 	}
-	offs := arrow.Int32Traits.CastFromBytes(offBuf.Bytes())
-	offs[0] = 0
 	size, nulls := int64(0), 0
 	for i := 0; i < n; {
 		if c.left == 0 {
@@ -343,7 +374,7 @@ func (c *pageChunk) read(n int) (arrow.Array, error) {
 			continue
 		}
 		m := min(c.left, n-i)
-		defs, present, err := c.markNulls(m, i, n, true, &valid)
+		defs, present, err := c.markNulls(m, i, n, keep, &valid)
 		if err != nil {
 			release()
 			return nil, err
@@ -367,6 +398,10 @@ func (c *pageChunk) read(n int) (arrow.Array, error) {
 				}
 				seg += int64(c.offs[v+1] - c.offs[v] - 4)
 			}
+			if c.dirty && present > 0 {
+				release()
+				return nil, errRescan
+			}
 		} else {
 			rest := c.plain
 			for range present {
@@ -374,6 +409,10 @@ func (c *pageChunk) read(n int) (arrow.Array, error) {
 				if err != nil {
 					release()
 					return nil, err
+				}
+				if !keep && !value.TextClean(v) {
+					release()
+					return nil, errRescan
 				}
 				rest = r
 				seg += int64(len(v))
@@ -384,30 +423,35 @@ func (c *pageChunk) read(n int) (arrow.Array, error) {
 			release()
 			return nil, fmt.Errorf("a batch of more than 2 GiB of text in one column")
 		}
-		if need := int(size + seg); need > dataBuf.Cap() {
-			dataBuf.Reserve(max(need, 2*dataBuf.Cap()))
-		}
-		dataBuf.ResizeNoShrink(int(size + seg))
-		out := dataBuf.Bytes()
-		pos := int32(size)
-		q := 0
-		for j := range m {
-			if defs == nil || defs[j] != 0 {
-				if idx != nil {
-					x := idx[q]
-					pos += int32(copy(out[pos:], c.dict[c.offs[x]+4:c.offs[x+1]]))
-				} else {
-					l := binary.LittleEndian.Uint32(plain)
-					pos += int32(copy(out[pos:], plain[4:4+l]))
-					plain = plain[4+l:]
-				}
-				q++
+		if keep {
+			if need := int(size + seg); need > dataBuf.Cap() {
+				dataBuf.Reserve(max(need, 2*dataBuf.Cap()))
 			}
-			offs[i+j+1] = pos
+			dataBuf.ResizeNoShrink(int(size + seg))
+			out := dataBuf.Bytes()
+			pos := int32(size)
+			q := 0
+			for j := range m {
+				if defs == nil || defs[j] != 0 {
+					if idx != nil {
+						x := idx[q]
+						pos += int32(copy(out[pos:], c.dict[c.offs[x]+4:c.offs[x+1]]))
+					} else {
+						l := binary.LittleEndian.Uint32(plain)
+						pos += int32(copy(out[pos:], plain[4:4+l]))
+						plain = plain[4+l:]
+					}
+					q++
+				}
+				offs[i+j+1] = pos
+			}
 		}
 		size += seg
 		c.left -= m
 		i += m
+	}
+	if !keep {
+		return nil, nil
 	}
 	if n > 0 {
 		c.perRow = float64(size) / float64(n)
@@ -416,77 +460,6 @@ func (c *pageChunk) read(n int) (arrow.Array, error) {
 	defer data.Release()
 	release()
 	return array.MakeFromData(data), nil
-}
-
-// skip reads the chunk's next n rows as read does, checking them as it
-// does, but keeps no value: what read would refuse, skip refuses. A chunk
-// marked checkOnly must only be skipped.
-func (c *pageChunk) skip(n int) error {
-	if c.width == 0 {
-		return c.checkText(n)
-	}
-	_, err := c.fixed(n, false)
-	return err
-}
-
-// checkText is skip for a text chunk: it reads the levels, dictionary
-// indexes and PLAIN lengths of the next n rows as read does, refusing
-// what read refuses, and checks each value as the converter checks text
-// (valid UTF-8, no NUL) where it lies, in the page or, once for all rows,
-// in the dictionary, rather than copying the values into a batch to check
-// them there. A value that is not clean text, or rows of a dictionary
-// that holds one, is errRescan: the pass starts again, decoding the
-// column, and the converter finds the rows.
-func (c *pageChunk) checkText(n int) error {
-	size := int64(0)
-	for i := 0; i < n; {
-		if c.left == 0 {
-			if err := c.page(); err != nil {
-				return err
-			}
-			continue
-		}
-		m := min(c.left, n-i)
-		_, present, err := c.markNulls(m, i, n, false, nil)
-		if err != nil {
-			return err
-		}
-		if c.byIdx {
-			c.index = slices.Grow(c.index[:0], present)[:present]
-			if err := c.idx.fill(c.index); err != nil {
-				return err
-			}
-			for _, v := range c.index {
-				if int(v) >= c.ndict {
-					return fmt.Errorf("%w: dictionary index %d of %d values", errChunkPage, v, c.ndict)
-				}
-				size += int64(c.offs[v+1] - c.offs[v] - 4)
-			}
-			if c.dirty && present > 0 {
-				return errRescan
-			}
-		} else {
-			rest := c.plain
-			for range present {
-				v, r, err := plainValue(rest)
-				if err != nil {
-					return err
-				}
-				if !value.TextClean(v) {
-					return errRescan
-				}
-				size += int64(len(v))
-				rest = r
-			}
-			c.plain = rest
-		}
-		if size > math.MaxInt32 {
-			return fmt.Errorf("a batch of more than 2 GiB of text in one column")
-		}
-		c.left -= m
-		i += m
-	}
-	return nil
 }
 
 // readFixed is read for values of c.width bytes.
