@@ -57,6 +57,7 @@ type Spool struct {
 	gaveUp  error          // why a read-through copy was given up, if it was
 	looked  bool           // a read-through spool looked for a copy an earlier attempt left
 	reused  []*reusedRange // the ranges of the copy an earlier attempt left, checked on first use (reuseLocked)
+	busy    func()         // called when openWaiting finds the copy's locks held (tests meet it there)
 }
 
 // reusedRange is a range of the copy an earlier attempt left, as its sums
@@ -709,9 +710,9 @@ func (s *Spool) openRange(ctx context.Context, off, end int64) (io.ReadCloser, e
 // partitions it applies. It reports whether it opened one. Only
 // a copy of an object whose HEAD proved its version is looked for (another
 // object's copy is its attempt's alone, under a name of its own), and only
-// when one exists: none is created for reads that do not fill it. It tries
-// the copy's locks once: a copy another process is filling or removing is
-// left to it, and the spool reads the object.
+// when one exists: none is created for reads that do not fill it. It waits
+// for the copy's locks up to reuseWait (see there): a copy another process
+// is filling for longer is left to it, and the spool reads the object.
 func (s *Spool) reuseLocked() bool {
 	if s.looked || s.f != nil || s.copying || s.full || s.gaveUp != nil || !s.obj.info.Proves() {
 		return false
@@ -723,9 +724,7 @@ func (s *Spool) reuseLocked() bool {
 	if _, err := s.root.Lstat(s.name); err != nil {
 		return false
 	}
-	done, cancel := context.WithCancel(context.Background())
-	cancel() // one try
-	unlock, err := s.openLocked(done)
+	unlock, err := s.openWaiting(s.ctx(context.Background()))
 	if err != nil {
 		return false
 	}
@@ -736,6 +735,31 @@ func (s *Spool) reuseLocked() bool {
 	}
 	s.notifyLocked()
 	return true
+}
+
+// reuseWait is how long a spool waits for the locks of a copy it reuses
+// (reuseLocked): other spools of the object, of this process or another,
+// hold them for a moment, as they read its sums file (a worker that
+// reuses it at the same time), or decide whether to remove it (a sweep, a
+// Remove); a spool that holds them longer is filling the copy, which the
+// waiting spool then leaves to it, reading the object instead.
+const reuseWait = 5 * time.Second
+
+// openWaiting is openLocked, waiting up to reuseWait for locks another
+// spool holds; s.busy, when set, is called once when they are found held.
+func (s *Spool) openWaiting(ctx context.Context) (func(), error) {
+	done, cancel := context.WithCancel(ctx)
+	cancel() // first a try, to tell busy locks
+	unlock, err := s.openLocked(done)
+	if err == nil || !errors.Is(err, context.Canceled) || ctx.Err() != nil {
+		return unlock, err
+	}
+	if s.busy != nil {
+		s.busy()
+	}
+	ctx, cancel = context.WithTimeout(ctx, reuseWait)
+	defer cancel()
+	return s.openLocked(ctx)
 }
 
 // recorded returns the ranges of the copy that its sums file records, in

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -380,6 +381,22 @@ func TestSpoolReusesAroundABadRange(t *testing.T) {
 // attempt does: that spool reuses the copy.
 func reusedCopy(t *testing.T, s store) ([]byte, func() *remote.Spool) {
 	t.Helper()
+	want, open, path := leftCopy(t, s)
+	b := bytes.Clone(want)
+	b[100_000]++
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return want, open
+}
+
+// leftCopy leaves in a new spool directory a complete copy of a 500,000
+// byte object, as an attempt killed after its hash does, and returns the
+// object's bytes, a function that opens a read-through spool of the object
+// there, as a resuming attempt does (that spool reuses the copy), and the
+// copy's path.
+func leftCopy(t *testing.T, s store) ([]byte, func() *remote.Spool, string) {
+	t.Helper()
 	want := data(500_000)
 	s.put(t, "r.csv", want)
 	ctx := context.Background()
@@ -405,12 +422,82 @@ func reusedCopy(t *testing.T, s store) ([]byte, func() *remote.Spool) {
 	rc.Close()
 	path := sp.Path()
 	sp.Close()
-	b := bytes.Clone(want)
-	b[100_000]++
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
+	return want, open, path
+}
+
+// readParts reads [0, len(want)) of sp as parts partitions at once, each
+// by OpenRange, and returns an error unless every byte is want's.
+func readParts(sp *remote.Spool, want []byte, parts int) error {
+	var wg sync.WaitGroup
+	errs := make([]error, parts)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			off, end := int64(i*len(want)/parts), int64((i+1)*len(want)/parts)
+			b, err := io.ReadAll(sp.OpenRange(context.Background(), off, end))
+			if err == nil && !bytes.Equal(b, want[off:end]) {
+				err = fmt.Errorf("bytes %d-%d are not the object's", off, end)
+			}
+			errs[i] = err
+		}()
 	}
-	return want, open
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// TestSpoolReusersContend: spools of one object that reuse the copy an
+// earlier attempt left at the same time (a rerun and the worker that
+// joins it) take the copy's locks in turn, each for a moment, to read its
+// sums file: a spool that finds them held waits for them, and neither
+// fetches a byte of the object. First the locks are held until the
+// second spool has found them held; then two spools read the copy at once,
+// ten times over.
+func TestSpoolReusersContend(t *testing.T) {
+	for _, s := range stores(t) {
+		t.Run(s.name, func(t *testing.T) {
+			want, open, path := leftCopy(t, s)
+			release, err := remote.HoldCopyLock(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer release()
+			sp := open()
+			met := false
+			remote.MeetBusy(sp, func() { met = true; release() })
+			s.srv.Reset()
+			if err := readParts(sp, want, 1); err != nil {
+				t.Fatalf("a read that found the copy's locks held: %v", err)
+			}
+			if c := s.srv.Settled(); c.Bytes != 0 || !met {
+				t.Fatalf("a read that found the copy's locks held (found: %v) fetched %d bytes, want none: the copy holds them (%+v)", met, c.Bytes, c)
+			}
+			sp.Close()
+
+			for round := range 10 {
+				a, b := open(), open()
+				s.srv.Reset()
+				var wg sync.WaitGroup
+				errs := make([]error, 2)
+				for i, sp := range []*remote.Spool{a, b} {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						errs[i] = readParts(sp, want, 4)
+					}()
+				}
+				wg.Wait()
+				if err := errors.Join(errs...); err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				if c := s.srv.Settled(); c.Bytes != 0 {
+					t.Fatalf("round %d: two spools reading the copy at once fetched %d bytes, want none (%+v)", round, c.Bytes, c)
+				}
+				a.Close()
+				b.Close()
+			}
+		})
+	}
 }
 
 // TestSpoolReusedReadOfNothing: a read of no bytes from a range of a
