@@ -274,38 +274,10 @@ func TestSpoolQueryNamedCopyIsOfItsVersion(t *testing.T) {
 func TestSpoolReusesAroundABadRange(t *testing.T) {
 	for _, s := range stores(t) {
 		t.Run(s.name, func(t *testing.T) {
-			want := data(500_000)
-			s.put(t, "r.csv", want)
+			want, open := reusedCopy(t, s)
 			ctx := context.Background()
-			dir := filepath.Join(t.TempDir(), "spool")
-			open := func() *remote.Spool {
-				obj, err := client(s).Open(ctx, s.url("r.csv"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				sp := newSpool(t, obj, dir)
-				sp.ReadThrough()
-				return sp
-			}
 			sp := open()
-			rc, err := sp.Copying().Open(ctx, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got, err := io.ReadAll(rc); err != nil || !bytes.Equal(got, want) {
-				t.Fatalf("copying stream: %d bytes, %v", len(got), err)
-			}
-			rc.Close()
 			path := sp.Path()
-			sp.Close() // as its attempt was killed: the copy stays
-
-			// A byte of the second range (64 KiB to 192 KiB) changed on disk.
-			b := bytes.Clone(want)
-			b[100_000]++
-			if err := os.WriteFile(path, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			sp = open()
 			s.srv.Reset()
 			p := make([]byte, 10_000)
 			if _, err := sp.ReadAt(p, 60_000); err != nil || !bytes.Equal(p, want[60_000:70_000]) {
@@ -332,22 +304,7 @@ func TestSpoolReusesAroundABadRange(t *testing.T) {
 			// Partitions read at once, each checking the ranges it meets.
 			sp = open()
 			s.srv.Reset()
-			var wg sync.WaitGroup
-			errs := make([]error, 4)
-			for i := range errs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					off, end := int64(i)*125_000, int64(i+1)*125_000
-					b, err := io.ReadAll(sp.OpenRange(ctx, off, end))
-					if err == nil && !bytes.Equal(b, want[off:end]) {
-						err = errors.New("not the object's bytes")
-					}
-					errs[i] = err
-				}()
-			}
-			wg.Wait()
-			if err := errors.Join(errs...); err != nil {
+			if err := readParts(sp, want, 4); err != nil {
 				t.Fatalf("partitions read at once: %v", err)
 			}
 			if c := s.srv.Settled(); c.Bytes != 128<<10 {
