@@ -193,6 +193,7 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 	r.defaults()
 	r.res = &Result{File: r.name(), Table: r.target.Table, Outcome: Failed}
 	err := e.st.Present()
+	var merr error // the migrations' failure
 	if err == nil {
 		err = r.run(ctx)
 		// A run that failed before its identity was known, or skipped
@@ -200,11 +201,15 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 		// Open left running: what follows (a delivery pass, the next
 		// file's quick check) reads the tables, and a state that could
 		// not be created is this file's failure, not a skip, so that a
-		// run that reaches no import still says so. A run whose ctx is
-		// done is followed by neither, and does not wait: Close ends the
-		// migrations.
+		// run that reaches no import still says so; a file that failed
+		// for its own reason first (a missing file) says it too, below.
+		// A run whose ctx is done is followed by neither, and does not
+		// wait: Close ends the migrations.
 		if ctx.Err() == nil {
-			if merr := e.st.Ready(ctx); merr != nil && err == nil && ctx.Err() == nil {
+			if merr = e.st.Ready(ctx); ctx.Err() != nil {
+				merr = nil
+			}
+			if merr != nil && err == nil {
 				err = merr
 				r.res.Outcome = Failed
 			}
@@ -218,6 +223,13 @@ func (e *Engine) Import(ctx context.Context, req Request) *Result {
 	}
 	if r.res.Err != nil && ctx.Err() == nil {
 		r.res.Err = e.diskFull(r.res.Err)
+	}
+	if merr != nil && r.res.Err != nil && !errors.Is(r.res.Err, merr) {
+		// The file failed for its own reason before it reached the
+		// state, which cannot be created either: both are the user's
+		// to fix, and fixing the file alone would only meet the other.
+		// The state's comes second (a missing privilege is exit 2).
+		r.res.Err, r.res.Outcome = errors.Join(r.res.Err, merr), Failed
 	}
 	if r.res.Outcome == Failed && ctx.Err() != nil {
 		r.res.Outcome = Interrupted // stopped before it had an attempt to record

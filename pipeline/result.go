@@ -29,7 +29,10 @@ const (
 )
 
 // Result reports one file's import. Err is set for Failed, Conflict, Busy
-// and Refused, and says why in words.
+// and Refused, and says why in words. A file that failed for its own
+// reason before it reached idemport's tables, on a fresh state that could
+// not be created, fails with both: Err joins the file's error and the
+// state's (errors.Join, the file's first).
 type Result struct {
 	File          string              `json:"file"`
 	FileID        string              `json:"file_id"`

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -195,6 +197,60 @@ func refusingServer(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// stateRole is a role of the target's database that may create tables in
+// the target's schema and has on a state schema of its own only the
+// privileges grants names ("USAGE", "" for none), with a file orders.csv
+// of 50 rows in dir to import as it: a fresh state it may not create.
+type stateRole struct {
+	dir, role, state string
+	tg               *testkit.Target
+	rows             [][]string
+	dsn              string // the target, as the role
+}
+
+func newStateRole(t *testing.T, grants string) *stateRole {
+	t.Helper()
+	testkit.Available(t, testkit.Postgres)
+	sr := &stateRole{dir: t.TempDir(), role: pgtest.Name(), state: pgtest.Name()}
+	sr.rows = testkit.Orders(t, filepath.Join(sr.dir, "orders.csv"), 50, 73)
+	sr.tg = testkit.NewTarget(t, testkit.Postgres, sr.dir)
+	sr.do(t, `CREATE ROLE `+sr.role+` LOGIN`)
+	sr.do(t, `CREATE SCHEMA `+sr.state)
+	if grants != "" {
+		sr.do(t, `GRANT `+grants+` ON SCHEMA `+sr.state+` TO `+sr.role)
+	}
+	sr.do(t, `GRANT USAGE, CREATE ON SCHEMA `+testkit.QuoteOne(sr.tg.Schema)+` TO `+sr.role)
+	t.Cleanup(func() {
+		sr.tg.DB.Exec(`DROP SCHEMA IF EXISTS ` + sr.state + ` CASCADE`)
+		sr.tg.DB.Exec(`DROP OWNED BY ` + sr.role + ` CASCADE`)
+		sr.tg.DB.Exec(`DROP ROLE ` + sr.role)
+	})
+	u, err := url.Parse(pgtest.URL(t, sr.tg.Schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(sr.role)
+	sr.dsn = u.String()
+	return sr
+}
+
+// do runs q as the superuser.
+func (sr *stateRole) do(t *testing.T, q string) {
+	t.Helper()
+	if _, err := sr.tg.DB.ExecContext(context.Background(), q); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// unwritten fails t when the target's schema holds table orders or the
+// state schema a table.
+func (sr *stateRole) unwritten(t *testing.T) {
+	t.Helper()
+	if sr.tg.TableExists(t, "orders") || testkit.Int(t, sr.tg.DB, `SELECT count(*) FROM pg_tables WHERE schemaname = '`+sr.state+`'`) != 0 {
+		t.Fatal("a run whose state could not be created wrote tables")
+	}
+}
+
 // TestUncreatableStateReported runs, as a user who may use the state
 // schema but not create tables in it, runs that reach no import: an
 // import whose every file is skipped (--min-age), and a run of a feed
@@ -203,44 +259,21 @@ func refusingServer(t *testing.T) string {
 // of the file does, and writes nothing. After the GRANT the file imports.
 func TestUncreatableStateReported(t *testing.T) {
 	t.Parallel()
-	testkit.Available(t, testkit.Postgres)
-	dir := t.TempDir()
-	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 73)
-	tg := testkit.NewTarget(t, testkit.Postgres, dir)
-	do := func(q string) {
-		t.Helper()
-		if _, err := tg.DB.ExecContext(context.Background(), q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	role, state := pgtest.Name(), pgtest.Name()
-	do(`CREATE ROLE ` + role + ` LOGIN`)
-	do(`CREATE SCHEMA ` + state)
-	do(`GRANT USAGE ON SCHEMA ` + state + ` TO ` + role)
-	do(`GRANT USAGE, CREATE ON SCHEMA ` + testkit.QuoteOne(tg.Schema) + ` TO ` + role)
-	t.Cleanup(func() {
-		tg.DB.Exec(`DROP SCHEMA IF EXISTS ` + state + ` CASCADE`)
-		tg.DB.Exec(`DROP OWNED BY ` + role + ` CASCADE`)
-		tg.DB.Exec(`DROP ROLE ` + role)
-	})
-	u, err := url.Parse(pgtest.URL(t, tg.Schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.User(role)
+	sr := newStateRole(t, "USAGE")
+	dir, role, state := sr.dir, sr.role, sr.state
 	feeds := "defaults:\n  into: ${FEEDS_DSN}\n  state-schema: " + state + "\nfeeds:\n  orders:\n    source: orders.csv\n    min-age: 1h\n"
 	if err := os.WriteFile(filepath.Join(dir, "idemport.yaml"), []byte(feeds), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"FEEDS_DSN=" + u.String(), "IDEMPORT_CONFIG=idemport.yaml"}
+	env := []string{"FEEDS_DSN=" + sr.dsn, "IDEMPORT_CONFIG=idemport.yaml"}
 	grant := `GRANT CREATE ON SCHEMA "` + state + `" TO "` + role + `"`
 	for _, c := range []struct {
 		name string
 		args []string
 	}{
-		{"import, every file skipped", []string{"import", "--into", u.String(), "--state-schema", state, "--min-age", "1h", "orders.csv"}},
+		{"import, every file skipped", []string{"import", "--into", sr.dsn, "--state-schema", state, "--min-age", "1h", "orders.csv"}},
 		{"run, every file skipped", []string{"run"}},
-		{"import", []string{"import", "--into", u.String(), "--state-schema", state, "orders.csv"}},
+		{"import", []string{"import", "--into", sr.dsn, "--state-schema", state, "orders.csv"}},
 	} {
 		r := testkit.Exec(t, dir, env, c.args...)
 		out := r.Stdout + r.Stderr
@@ -248,12 +281,73 @@ func TestUncreatableStateReported(t *testing.T) {
 			t.Fatalf("%s where the state cannot be created: exit %d, want 2 and %s\nstdout: %s\nstderr: %s", c.name, r.Code, grant, r.Stdout, r.Stderr)
 		}
 	}
-	if tg.TableExists(t, "orders") || testkit.Int(t, tg.DB, `SELECT count(*) FROM pg_tables WHERE schemaname = '`+state+`'`) != 0 {
-		t.Fatal("a run whose state could not be created wrote tables")
-	}
-	do(grant)
-	if res := importJSON(t, dir, nil, 0, "--into", u.String(), "--state-schema", state, "orders.csv"); res.Outcome != "imported" {
+	sr.unwritten(t)
+	sr.do(t, grant)
+	if res := importJSON(t, dir, nil, 0, "--into", sr.dsn, "--state-schema", state, "orders.csv"); res.Outcome != "imported" {
 		t.Fatalf("after %s: %+v", grant, res)
 	}
-	checkOrders(t, tg, "orders", rows)
+	checkOrders(t, sr.tg, "orders", sr.rows)
+}
+
+// TestUncreatableStateBesideFileFailures runs, as a user who may use the
+// state schema but not create tables in it, imports whose every file
+// fails for its own reason before it reaches idemport's tables: a file
+// that is missing, one whose format its name does not tell. Each file
+// says its own error and, on the next line, the state's with the GRANT,
+// and the run exits 2: the user learns both at once, not the state's
+// only once the files are fixed. A file with a bad row, which the plan
+// finds only once the state is there, says the state's. Nothing is
+// written; after the GRANT, with the files fixed, each imports exactly.
+func TestUncreatableStateBesideFileFailures(t *testing.T) {
+	t.Parallel()
+	sr := newStateRole(t, "USAGE")
+	dir, role, state := sr.dir, sr.role, sr.state
+	if err := os.WriteFile(filepath.Join(dir, "orders.data"), []byte("id\n1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.csv"), []byte("id,name\n1,a\n2,\"b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(sr.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant := `GRANT CREATE ON SCHEMA "` + state + `" TO "` + role + `"`
+	stateErr := fmt.Sprintf(`in PostgreSQL database %q on %s as %s: create idemport's tables in schema %s: permission denied for schema %s (SQLSTATE 42501): grant it (%s), or keep them in a schema %s may write (--state-schema)`,
+		strings.TrimPrefix(u.Path, "/"), u.Host, role, state, state, grant, role)
+	args := []string{"import", "--into", sr.dsn, "--state-schema", state}
+	for _, c := range []struct {
+		files []string
+		want  string
+	}{
+		{[]string{"missing.csv"}, "missing.csv: failed: no such file or directory\n  also: " + stateErr + "\n"},
+		{[]string{"missing.csv", "orders.data"}, "missing.csv: failed: no such file or directory\n  also: " + stateErr + "\n" +
+			"orders.data: unsupported or unrecognised format: cannot tell the format of orders.data from its name; use --format\n  also: " + stateErr + "\n" +
+			"2 files: 2 failed\n"},
+		{[]string{"missing.csv", "bad.csv"}, "missing.csv: failed: no such file or directory\n  also: " + stateErr + "\n" +
+			"bad.csv: " + stateErr + "\n2 files: 2 failed\n"},
+	} {
+		r := testkit.Exec(t, dir, nil, append(args, c.files...)...)
+		if r.Code != exitUsage || r.Stdout != c.want || r.Stderr != "" {
+			t.Fatalf("import %s where the state cannot be created: exit %d, want 2\nstdout:\n%s\nwant:\n%s\nstderr: %s", c.files, r.Code, r.Stdout, c.want, r.Stderr)
+		}
+	}
+	r := testkit.Exec(t, dir, nil, append(args, "--output", "json", "missing.csv")...)
+	var res struct {
+		Outcome  string `json:"outcome"`
+		ExitCode int    `json:"exit_code"`
+		Error    string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil || r.Code != exitUsage || res.Outcome != "failed" || res.ExitCode != exitUsage || res.Error != "no such file or directory\n"+stateErr {
+		t.Fatalf("--output json of a missing file where the state cannot be created: exit %d, %+v (%v)\nstdout: %s\nstderr: %s", r.Code, res, err, r.Stdout, r.Stderr)
+	}
+	sr.unwritten(t)
+	sr.do(t, grant)
+	if err := os.Rename(filepath.Join(dir, "orders.csv"), filepath.Join(dir, "missing.csv")); err != nil {
+		t.Fatal(err)
+	}
+	if res := importJSON(t, dir, nil, 0, "--into", sr.dsn, "--state-schema", state, "missing.csv"); res.Outcome != "imported" {
+		t.Fatalf("after %s, with the file in place: %+v", grant, res)
+	}
+	checkOrders(t, sr.tg, "missing", sr.rows)
 }

@@ -702,13 +702,22 @@ func importedDetail(r *pipeline.Result) []string {
 	return extra
 }
 
-// failedText says why a file was not imported, and what to do next.
+// failedText says why a file was not imported, and what to do next. An
+// error joining several (a file's own and the state's that could not be
+// created) is said one on each line, the first after the file's name.
 func failedText(b *strings.Builder, r *pipeline.Result) {
-	if r.Outcome == pipeline.Failed && resultCode(r) != exitUsage {
+	errs := []error{r.Err}
+	if j, ok := r.Err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 0 {
+		errs = j.Unwrap()
+	}
+	if r.Outcome == pipeline.Failed && !errors.As(errs[0], new(*pipeline.UsageError)) {
 		b.WriteString("failed: ")
 	}
 	if r.Err != nil {
-		b.WriteString(esc(r.Err.Error()))
+		b.WriteString(esc(errs[0].Error()))
+		for _, err := range errs[1:] {
+			b.WriteString("\n  also: " + esc(err.Error()))
+		}
 	} else {
 		b.WriteString(string(r.Outcome))
 	}
