@@ -397,6 +397,21 @@ type Traits interface {
 	Traits() Database
 }
 
+// Denier is implemented by a driver that tells a failure to create
+// idemport's tables (its migrations, or what Open creates before them)
+// for want of a privilege from other failures, and says what to grant:
+// the one home of that fact for every database, asked by the pipeline's
+// store for each migration and by the driver's own Open.
+type Denier interface {
+	// Denied returns err, met creating idemport's tables in schema
+	// (Settings.StateSchema; a driver that keeps them in the DSN's
+	// database ignores it), as one line naming the GRANT that gives the
+	// user on db what the server says it lacks, and what else to do:
+	// a rerun would meet it again. nil when err is not such a refusal,
+	// or the user lacks none of the privileges idemport's tables need.
+	Denied(ctx context.Context, db *sql.DB, schema string, err error) error
+}
+
 // ErrNoDatabase means a read-only open found no database at the DSN.
 var ErrNoDatabase = errors.New("no database")
 

@@ -351,3 +351,26 @@ func TestUncreatableStateBesideFileFailures(t *testing.T) {
 	}
 	checkOrders(t, sr.tg, "missing", sr.rows)
 }
+
+// TestStateGrantNamesWhatIsMissing imports, as a user who lacks on the
+// state schema USAGE, or USAGE and CREATE, a file into a fresh state: the
+// run exits 2 with one line naming the GRANT of exactly what is missing,
+// and writes nothing; after that GRANT the file imports exactly.
+func TestStateGrantNamesWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ has, missing string }{{"CREATE", "USAGE"}, {"", "USAGE, CREATE"}} {
+		t.Run("missing "+c.missing, func(t *testing.T) {
+			t.Parallel()
+			sr := newStateRole(t, c.has)
+			grant := `GRANT ` + c.missing + ` ON SCHEMA "` + sr.state + `" TO "` + sr.role + `"`
+			r := testkit.Exec(t, sr.dir, nil, "import", "--into", sr.dsn, "--state-schema", sr.state, "orders.csv")
+			configError(t, "import without "+c.missing+" on the state schema", r, []string{"permission denied for schema " + sr.state, "(" + grant + "), or keep them in a schema " + sr.role + " may write (--state-schema)"})
+			sr.unwritten(t)
+			sr.do(t, grant)
+			if res := importJSON(t, sr.dir, nil, 0, "--into", sr.dsn, "--state-schema", sr.state, "orders.csv"); res.Outcome != "imported" {
+				t.Fatalf("after %s: %+v", grant, res)
+			}
+			checkOrders(t, sr.tg, "orders", sr.rows)
+		})
+	}
+}

@@ -20,6 +20,7 @@ import (
 const (
 	codeInsufficientPrivilege = "42501"
 	codeInvalidCatalog        = "3D000" // the database does not exist
+	codeInvalidSchema         = "3F000" // the schema does not exist
 	codeInvalidPassword       = "28P01"
 	codeInvalidAuthorization  = "28000" // no pg_hba.conf entry, role cannot log in, …
 	codeDiskFull              = "53100"
@@ -108,23 +109,46 @@ func schemaError(ctx context.Context, db *sql.DB, name, schema string, cfg *pgx.
 	return &sink.ConfigError{Err: fmt.Errorf("in %s: create schema %s: %s (SQLSTATE %s): %s", name, schema, pg.Message, pg.Code, hint)}
 }
 
-// Denied returns the error of idemport's migrations in schema, which
-// failed with err, as one line saying what to grant when the user may not
-// create tables in that schema (SQLSTATE 42501): a rerun would meet it
-// again. nil when err is not that (another privilege refused, as on a
-// table another role owns, stays the error it is).
+// Denied implements sink.Denier: the error of idemport's migrations in
+// schema, which failed with err, as one line naming the GRANT that gives
+// the user what the server's privilege functions say it lacks to create
+// idemport's tables there: USAGE on the schema, CREATE on it, or both;
+// CREATE on the database when the schema is missing (a refusal, SQLSTATE
+// 42501, or the schema gone, 3F000), so that idemport creates it. A rerun
+// would meet it again. nil when err is neither, or the user lacks none of
+// these (another privilege refused, as on a table another role owns,
+// stays the error it is).
 func (Driver) Denied(ctx context.Context, db *sql.DB, schema string, err error) error {
 	var pg *pgconn.PgError
-	if !errors.As(err, &pg) || pg.Code != codeInsufficientPrivilege {
+	if !errors.As(err, &pg) || (pg.Code != codeInsufficientPrivilege && pg.Code != codeInvalidSchema) {
 		return nil
 	}
-	var user string
-	var can bool
-	if qerr := db.QueryRowContext(ctx, `SELECT current_user, has_schema_privilege($1, 'CREATE')`, schema).Scan(&user, &can); qerr != nil || can {
+	var user, database string
+	var exists, usage, create, createSchema bool
+	qerr := db.QueryRowContext(ctx, `SELECT current_user, current_database(), n.oid IS NOT NULL,
+		coalesce(has_schema_privilege(n.oid, 'USAGE'), false), coalesce(has_schema_privilege(n.oid, 'CREATE'), false),
+		has_database_privilege(current_database(), 'CREATE')
+		FROM (SELECT 1) one LEFT JOIN pg_namespace n ON n.nspname = $1`, schema).Scan(&user, &database, &exists, &usage, &create, &createSchema)
+	if qerr != nil {
 		return nil
 	}
-	return fmt.Errorf("create idemport's tables in schema %s: %s (SQLSTATE %s): grant it (GRANT CREATE ON SCHEMA %s TO %s), or keep them in a schema %s may write (--state-schema)",
-		schema, pg.Message, pg.Code, q(schema), q(user), user)
+	grant, what := "", "it"
+	switch {
+	case !exists && !createSchema:
+		grant = "CREATE ON DATABASE " + q(database)
+	case !exists || pg.Code != codeInsufficientPrivilege:
+		return nil // a schema that went missing, which a rerun creates
+	case !usage && !create:
+		grant, what = "USAGE, CREATE ON SCHEMA "+q(schema), "them"
+	case !usage:
+		grant = "USAGE ON SCHEMA " + q(schema)
+	case !create:
+		grant = "CREATE ON SCHEMA " + q(schema)
+	default:
+		return nil
+	}
+	return fmt.Errorf("create idemport's tables in schema %s: %s (SQLSTATE %s): grant %s (GRANT %s TO %s), or keep them in a schema %s may write (--state-schema)",
+		schema, pg.Message, pg.Code, what, grant, q(user), user)
 }
 
 // Full implements sink.Driver: SQLSTATE 53100 (disk_full).

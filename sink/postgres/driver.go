@@ -30,7 +30,10 @@ type Driver struct {
 	stdsql.Operations[Driver]
 }
 
-var _ sink.Driver = Driver{}
+var (
+	_ sink.Driver = Driver{}
+	_ sink.Denier = Driver{}
+)
 
 //go:embed migrations
 var migrations embed.FS

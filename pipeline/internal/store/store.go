@@ -170,17 +170,11 @@ func (s *Store) migrate(ctx context.Context, early bool) error {
 	return s.migrateErr
 }
 
-// denier is a driver that says what to grant when idemport's migrations
-// failed for want of a privilege (postgres.Driver.Denied).
-type denier interface {
-	Denied(ctx context.Context, db *sql.DB, schema string, err error) error
-}
-
 // migrateError returns err, the migrations' failure, as a *UsageError
 // saying what to grant when the user may not create idemport's tables (a
 // rerun would meet it again), or saying what to do when the disk is full.
 func (s *Store) migrateError(ctx context.Context, err error) error {
-	if d, ok := s.Driver.(denier); ok {
+	if d, ok := s.Driver.(sink.Denier); ok {
 		if derr := d.Denied(ctx, s.DB, s.schema, err); derr != nil {
 			return &UsageError{Err: fmt.Errorf("in %s: %w", s.Name, derr)}
 		}
