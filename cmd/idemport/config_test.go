@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -373,4 +374,60 @@ func TestStateGrantNamesWhatIsMissing(t *testing.T) {
 			checkOrders(t, sr.tg, "orders", sr.rows)
 		})
 	}
+}
+
+// TestUncreatableStateMariaDB imports, as a MariaDB user who may read and
+// write the database's rows but not create tables in it, a file into a
+// fresh database: the run exits 2 with one line naming the GRANT of
+// every privilege the user lacks, and the database holds the tables it
+// held. With
+// all but ALTER granted, the migrations' refusal names ALTER alone, and
+// no table of the file and no operation is left. After that GRANT the
+// file imports exactly.
+func TestUncreatableStateMariaDB(t *testing.T) {
+	t.Parallel()
+	testkit.Available(t, testkit.MariaDB)
+	dir := t.TempDir()
+	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 73)
+	tg := testkit.NewTarget(t, testkit.MariaDB, dir)
+	u, err := url.Parse(tg.Args[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	database, user := strings.TrimPrefix(u.Path, "/"), pgtest.Name()
+	do := func(q string) {
+		t.Helper()
+		if _, err := tg.DB.ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	account, on := `'`+user+`'@'%'`, " ON `"+database+"`.* TO '"+user+"'@'%'"
+	do(`CREATE USER ` + account)
+	t.Cleanup(func() { tg.DB.Exec(`DROP USER IF EXISTS ` + account) })
+	do(`GRANT SELECT, INSERT, UPDATE, DELETE` + on)
+	u.User = url.User(user)
+	dsn := u.String()
+
+	grant := "GRANT CREATE, ALTER, INDEX, DROP, CREATE TEMPORARY TABLES" + on
+	before := tg.Tables(t) // idemport_locks, which the target's own pool made
+	r := testkit.Exec(t, dir, nil, "import", "--into", dsn, "orders.csv")
+	configError(t, "import without CREATE", r, []string{"create idemport's tables in database " + database + ": CREATE command denied to user '" + user + "'@",
+		"(error 1142): grant them (" + grant + "), or name in --into a database where " + user + " has them"})
+	if got := tg.Tables(t); !slices.Equal(got, before) {
+		t.Fatalf("an import whose state could not be created left tables %q, had %q", got, before)
+	}
+
+	do("GRANT CREATE, INDEX, DROP, CREATE TEMPORARY TABLES" + on)
+	grant = "GRANT ALTER" + on
+	r = testkit.Exec(t, dir, nil, "import", "--into", dsn, "orders.csv")
+	configError(t, "import without ALTER", r, []string{"ALTER command denied to user '" + user + "'@", "(error 1142): grant it (" + grant + "), or name in --into a database where " + user + " has them"})
+	if got := userTables(t, tg); len(got) != 0 || testkit.Int(t, tg.DB, `SELECT count(*) FROM idemport_operations`) != 0 {
+		t.Fatalf("an import whose state could not be migrated left tables %q or an operation", got)
+	}
+
+	do(grant)
+	if res := importJSON(t, dir, nil, 0, "--into", dsn, "orders.csv"); res.Outcome != "imported" {
+		t.Fatalf("after %s: %+v", grant, res)
+	}
+	checkOrders(t, tg, "orders", rows)
 }

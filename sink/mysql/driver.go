@@ -48,8 +48,9 @@ func (Driver) Migrations(component string) (fs.FS, error) {
 
 // Open implements sink.Driver: it connects with the session settings of
 // session on every connection and, unless s.ReadOnly, creates the table
-// Lock writes. s.StateSchema is not used: idemport's tables are in the
-// DSN's database (Prefix). A read-only Open's sessions are read-only.
+// Lock writes: a user who may not is told what to grant (Denied), a
+// *sink.ConfigError. s.StateSchema is not used: idemport's tables are in
+// the DSN's database (Prefix). A read-only Open's sessions are read-only.
 func (d Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Database, error) {
 	cfg, err := parseDSN(dsn)
 	if err != nil {
@@ -77,7 +78,11 @@ func (d Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Da
 	}
 	if !s.ReadOnly {
 		if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+lockTable+` (k BINARY(32) NOT NULL PRIMARY KEY) ENGINE = InnoDB`); err != nil {
+			derr := d.Denied(ctx, db, s.StateSchema, err)
 			db.Close()
+			if derr != nil { // a missing privilege: the user's to give
+				return nil, &sink.ConfigError{Err: fmt.Errorf("in %s: %w", out.Name, derr)}
+			}
 			return nil, fmt.Errorf("create %s in %s: %w", lockTable, out.Name, err)
 		}
 	}
