@@ -179,6 +179,7 @@ func (s *identifier) openSpool(comp reader.Compression) error {
 		// the object (it resumes) fetches the ranges it applies.
 		sp.ReadThrough()
 	}
+	sp.Failpoints(s.st.Hit)
 	s.in.spool, s.in.src = sp, sp
 	return nil
 }

@@ -96,7 +96,8 @@ var killedElsewhere = map[string]string{
 	"after-ddl-record": "TestMariaDBKilledAtDDLSteps", // where DDL commits alone
 	"after-ddl":        "TestMariaDBKilledAtDDLSteps",
 	"inside-isolation": "TestKillDuringIsolationThenRerun",
-	"inside-overlap":   "TestOverlapKilledThenRerun", // a file of 8 MiB or more
+	"inside-overlap":   "TestOverlapKilledThenRerun",     // a file of 8 MiB or more
+	"inside-mend":      "TestRemoteKilledMendingTheCopy", // a remote object's reused copy with a bad range
 
 	"before-sweep":     "TestSnapshotSequence",
 	"replace-prepared": "TestReplaceKilledAtEachBoundary",

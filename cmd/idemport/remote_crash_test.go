@@ -390,21 +390,7 @@ func TestRemoteRerunReadsTheCopy(t *testing.T) {
 					t.Fatal(err)
 				}
 			case "corrupted-middle": // a digit of the range that holds the object's middle byte
-				var at int
-				for _, r := range spoolRanges(t, names[0]+".sums") {
-					if r[0] <= size/2 && size/2 < r[1] {
-						if r[0] == 0 || r[1] == size {
-							t.Fatalf("the range %v of the middle byte is the copy's first or last", r)
-						}
-						bad, at = r, int(r[0])
-					}
-				}
-				b := bytes.Clone(data)
-				i := at + bytes.IndexAny(b[at:], "0123456789")
-				b[i] = '0' + (b[i]-'0'+1)%10
-				if err := os.WriteFile(names[0], b, 0o600); err != nil {
-					t.Fatal(err)
-				}
+				bad = corruptMiddleRange(t, names[0], data, 0)
 			}
 			s3.Reset()
 			res := remoteImport(t, tg, dir, env, 0, args...)
@@ -439,6 +425,77 @@ func TestRemoteRerunReadsTheCopy(t *testing.T) {
 				t.Fatalf("the spool holds %v after the import completed", left)
 			}
 		})
+	}
+}
+
+// corruptMiddleRange changes, in the complete copy of data at path, the
+// first digit from skip bytes into the range its sums file records that
+// holds the object's middle byte, and returns that range, which is
+// neither the copy's first nor its last.
+func corruptMiddleRange(t *testing.T, path string, data []byte, skip int) (bad [2]int64) {
+	t.Helper()
+	size := int64(len(data))
+	for _, r := range spoolRanges(t, path+".sums") {
+		if r[0] <= size/2 && size/2 < r[1] {
+			if r[0] == 0 || r[1] == size {
+				t.Fatalf("the range %v of the middle byte is the copy's first or last", r)
+			}
+			bad = r
+		}
+	}
+	b := bytes.Clone(data)
+	at := int(bad[0]) + skip
+	i := at + bytes.IndexAny(b[at:bad[1]], "0123456789")
+	b[i] = '0' + (b[i]-'0'+1)%10
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return bad
+}
+
+// TestRemoteKilledMendingTheCopy kills (SIGKILL) the rerun of a killed
+// import of a 10-partition S3 object while it writes back into the copy
+// the bytes of a range that failed its check (a digit changed on disk past
+// the range's first 64 KiB): killed after the first 64 KiB, the range is
+// still not the object's, and the next rerun fetches it once more, writes
+// it back and imports every row once, as an import of the object from
+// disk does, with the copy removed when the import completes.
+func TestRemoteKilledMendingTheCopy(t *testing.T) {
+	t.Parallel()
+	dir, tg, s3, env, want, data, spool, args := remoteCrashObject(t, 173)
+	killed := tg.Exec(t, dir, append(slices.Clone(env), "IDEMPORT_FAILPOINT=after-partition-commit"), append([]string{"import"}, args...)...)
+	if killed.Signal != syscall.SIGKILL {
+		t.Fatalf("not killed: exit %d\n%s%s", killed.Code, killed.Stdout, killed.Stderr)
+	}
+	names, _ := filepath.Glob(filepath.Join(spool, "*.spool"))
+	if len(names) != 1 {
+		t.Fatalf("spool after the kill: %v, want the copy", names)
+	}
+	bad := corruptMiddleRange(t, names[0], data, 64<<10)
+	killed = tg.Exec(t, dir, append(slices.Clone(env), "IDEMPORT_FAILPOINT=inside-mend"), append([]string{"import"}, args...)...)
+	if killed.Signal != syscall.SIGKILL {
+		t.Fatalf("the rerun was not killed writing back the bad range %v: exit %d\n%s%s", bad, killed.Code, killed.Stdout, killed.Stderr)
+	}
+	got, err := os.ReadFile(names[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first := bad[0] + 64<<10; !bytes.Equal(got[:first], data[:first]) || bytes.Equal(got[first:bad[1]], data[first:bad[1]]) {
+		t.Fatalf("the copy after the kill: want the range %v's first 64 KiB written back and the rest still changed", bad)
+	}
+	s3.Reset()
+	res := remoteImport(t, tg, dir, env, 0, args...)
+	if len(res) != 1 || res[0].Outcome != "resumed" {
+		t.Fatalf("rerun: %+v", res)
+	}
+	again := s3.Settled()
+	if n := bad[1] - bad[0]; again.Bytes < n || again.Bytes > n+n/10 {
+		t.Fatalf("the rerun fetched %d bytes, want about the %d of the range %v left half written back (%+v)", again.Bytes, n, bad, again)
+	}
+	checkExact(t, tg, "ordinal", want)
+	checkAsFromDisk(t, tg, dir, data, res)
+	if left, _ := filepath.Glob(filepath.Join(spool, "*")); len(left) != 0 {
+		t.Fatalf("the spool holds %v after the import completed", left)
 	}
 }
 

@@ -43,6 +43,7 @@ var Names = []string{
 	"after-plan",              // the plan is stored, no partition is applied
 	"after-partition-claim",   // a partition is leased, its transaction not begun
 	"inside-isolation",        // a batch the database refused is rolled back to its savepoint, to be written in halves
+	"inside-mend",             // a range of a reused spool copy that failed its check is half written back with the object's bytes
 	"inside-partition",        // a partition's rows are written but not committed
 	"before-partition-commit", // a partition's rows, its done mark and its counts are written, the COMMIT not sent (in a group of partitions on SQLite, the next one may follow in the same transaction)
 	"after-partition-commit",  // a partition committed (passed once for each partition of a group, after its COMMIT)

@@ -45,44 +45,133 @@ type Spool struct {
 	name string // of the copy; the sums file is name+".sums"
 
 	mu      sync.Mutex
-	root    *os.Root       // the directory, opened and checked
-	f       *os.File       // the copy
-	sums    *os.File       // its ranges' digests
-	unuse   func()         // releases the copy's use lock, held while f is open
-	full    bool           // the copy is complete and checked
-	through bool           // until then, reads are the object's ranged GETs (ReadThrough)
-	copying bool           // a stream from Copying's Open is filling the copy
-	have    int64          // bytes of the copy, from its first, that stream wrote
-	moved   chan struct{}  // closed when have, copying or full change
-	gaveUp  error          // why a read-through copy was given up, if it was
-	looked  bool           // a read-through spool looked for a copy an earlier attempt left
-	reused  []*reusedRange // the ranges of the copy an earlier attempt left, checked on first use (reuseLocked)
-	busy    func()         // called when openWaiting finds the copy's locks held (tests meet it there)
+	root    *os.Root                // the directory, opened and checked
+	f       *os.File                // the copy
+	sums    *os.File                // its ranges' digests
+	unuse   func()                  // releases the copy's use lock, held while f is open
+	full    bool                    // the copy is complete and checked
+	through bool                    // until then, reads are the object's ranged GETs (ReadThrough)
+	copying bool                    // a stream from Copying's Open is filling the copy
+	have    int64                   // bytes of the copy, from its first, that stream wrote
+	moved   chan struct{}           // closed when have, copying or full change
+	gaveUp  error                   // why a read-through copy was given up, if it was
+	looked  bool                    // a read-through spool looked for a copy an earlier attempt left
+	reused  []*reusedRange          // the ranges of the copy an earlier attempt left, checked on first use (reuseLocked)
+	busy    func()                  // called when openWaiting finds the copy's locks held (tests meet it there)
+	hit     func(name string) error // the failpoints told of the points it passes (Failpoints)
 }
 
 // reusedRange is a range of the copy an earlier attempt left, as its sums
 // file recorded it: its bytes are checked against the digest recorded the
 // first time a read needs them (check), and read from the copy only if
-// they match.
+// they match, or once they are mended (Spool.mend).
 type reusedRange struct {
 	first, end int64
+	rec        int64 // the offset of its record in the sums file
 	sum        [sha256.Size]byte
 	once       sync.Once
-	ok         bool // the copy's bytes matched sum when checked
+	ok         bool // the copy's bytes matched sum when checked, or were mended
 }
 
 // check reports whether the copy f holds r's bytes as recorded, hashing
 // them on the first call only; concurrent calls wait for that one. A
-// range that cannot be read counts as not matching.
-func (r *reusedRange) check(f *os.File) bool {
+// range that does not match (or cannot be read) is mended, its bytes
+// fetched from the object into the copy, and counts as matching once it
+// is.
+func (r *reusedRange) check(s *Spool, f *os.File) bool {
 	r.once.Do(func() {
-		h := sha256.New()
-		if _, err := io.CopyBuffer(h, io.NewSectionReader(f, r.first, r.end-r.first), make([]byte, 64<<10)); err != nil {
-			return
-		}
-		r.ok = string(h.Sum(nil)) == string(r.sum[:])
+		r.ok = r.holds(f) || s.mend(r, f)
 	})
 	return r.ok
+}
+
+// holds reports whether the copy f holds r's bytes as recorded.
+func (r *reusedRange) holds(f *os.File) bool {
+	h := sha256.New()
+	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, r.first, r.end-r.first), make([]byte, 64<<10)); err != nil {
+		return false
+	}
+	return string(h.Sum(nil)) == string(r.sum[:])
+}
+
+// mend fetches the object's bytes of r, a range of the reused copy f that
+// does not hold them as recorded, and writes them back into the copy,
+// where later reads, of this attempt or of another sharing the spool
+// directory, then find them rather than fetching them again; it reports
+// whether the copy holds them now. It works under the copy's fill lock,
+// taken on a file of its own (so that a copying stream of the same spool
+// is kept out too) and waited for up to reuseWait, and only while the sums
+// file still records r as it did and the copy reaches r's end (a copying
+// stream checks the copy, and may cut it, under that lock); it fetches
+// nothing when another spool mended r meanwhile. Where the object's bytes
+// do not match the recorded digest (the sums file was changed), their
+// own is recorded in its place once they are written. Every digest it
+// leaves recorded is that of the bytes the object served for r, so a kill
+// midway leaves no range whose bytes match their digest and are not the
+// object's: one half written back matches neither, and is mended again.
+// Readers of the copy meanwhile check each range before they read it, and
+// read the object where it does not match.
+func (s *Spool) mend(r *reusedRange, f *os.File) bool {
+	s.mu.Lock()
+	root, recorded, hit := s.root, s.sums, s.hit
+	s.mu.Unlock()
+	if root == nil || recorded == nil {
+		return false // closed
+	}
+	sums, err := root.OpenFile(s.name+".sums", os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	defer sums.Close()
+	ctx, cancel := context.WithTimeout(s.ctx(context.Background()), reuseWait)
+	defer cancel()
+	unlock, err := lockFile(ctx, sums)
+	if err != nil {
+		return false
+	}
+	defer unlock()
+	rec := make([]byte, sumsRecord)
+	if _, err := sums.ReadAt(rec, r.rec); err != nil || !sameFile(sums, recorded) || !named(root, s.name, f) ||
+		int64(binary.LittleEndian.Uint64(rec)) != r.first || int64(binary.LittleEndian.Uint64(rec[8:])) != r.end ||
+		string(rec[16:]) != string(r.sum[:]) {
+		return false
+	}
+	if st, err := f.Stat(); err != nil || st.Size() < r.end {
+		return false
+	}
+	if r.holds(f) {
+		return true
+	}
+	b := make([]byte, r.end-r.first)
+	if n, err := s.obj.ReadAt(b, r.first); n < len(b) || (err != nil && err != io.EOF) {
+		return false
+	}
+	for off := 0; off < len(b); off += firstWindow {
+		if _, err := f.WriteAt(b[off:min(len(b), off+firstWindow)], r.first+int64(off)); err != nil {
+			return false
+		}
+		if hit != nil && hit("inside-mend") != nil {
+			return false
+		}
+	}
+	if sum := sha256.Sum256(b); sum != r.sum {
+		copy(rec[16:], sum[:])
+		if _, err := sums.WriteAt(rec, r.rec); err != nil {
+			return false
+		}
+		r.sum = sum
+	}
+	return true
+}
+
+// sameFile reports whether a and b are open files of the same file.
+func sameFile(a, b *os.File) bool {
+	sa, err := a.Stat()
+	if err != nil {
+		return false
+	}
+	sb, err := b.Stat()
+	return err == nil && os.SameFile(sa, sb)
 }
 
 // ErrSpoolDir means the spool directory is not private to the user
@@ -312,6 +401,16 @@ const (
 func (s *Spool) ReadThrough() {
 	s.mu.Lock()
 	s.through = true
+	s.mu.Unlock()
+}
+
+// Failpoints makes the spool tell hit each time it passes a point where
+// tests kill it: inside-mend, after each 64 KiB of a range of a reused copy
+// it writes back (see reusedRange.check). An error from hit stops the
+// write as a kill there would, the rest of the range unwritten.
+func (s *Spool) Failpoints(hit func(name string) error) {
+	s.mu.Lock()
+	s.hit = hit
 	s.mu.Unlock()
 }
 
@@ -791,7 +890,7 @@ func (s *Spool) recorded() ([]*reusedRange, error) {
 		if first != have || end <= first || end > size || end > st.Size() {
 			break
 		}
-		r := &reusedRange{first: first, end: end}
+		r := &reusedRange{first: first, end: end, rec: int64(len(sums) - len(rec))}
 		copy(r.sum[:], rec[16:sumsRecord])
 		out = append(out, r)
 		have = end
@@ -841,7 +940,7 @@ func (s *Spool) readReused(f *os.File, reused []*reusedRange, p []byte, off int6
 		piece := p[n:min(want, n+r.end-at)]
 		var m int
 		var err error
-		if r.check(f) {
+		if r.check(s, f) {
 			m, err = f.ReadAt(piece, at)
 			if err == io.EOF && m < len(piece) {
 				// A copying stream, of this spool or another, checked the
@@ -893,7 +992,7 @@ func (r *reusedReader) Read(p []byte) (int, error) {
 			switch {
 			case rr == nil:
 				r.cur, r.curEnd, r.inCopy = r.s.obj.OpenRange(r.ctx, r.off, r.end), r.end, false
-			case rr.check(r.f):
+			case rr.check(r.s, r.f):
 				r.curEnd = min(rr.end, r.end)
 				r.cur, r.inCopy = io.NopCloser(io.NewSectionReader(r.f, r.off, r.curEnd-r.off)), true
 			default:

@@ -268,9 +268,10 @@ func TestSpoolQueryNamedCopyIsOfItsVersion(t *testing.T) {
 // TestSpoolReusesAroundABadRange: a read-through spool of an object whose
 // version is proven reads the copy an earlier spool left range by range,
 // as its sums file recorded them (64 KiB, 128 KiB, 256 KiB, the rest): a
-// range whose bytes were changed on disk is fetched from the object, the
-// ranges before and after it are read from the copy, by OpenRange and by
-// ReadAt, and a copy cut short is read as far as it holds whole ranges.
+// range whose bytes were changed on disk is fetched from the object, whole,
+// when a read first meets it, and written back into the copy, the ranges
+// before and after it are read from the copy, by OpenRange and by ReadAt,
+// and a copy cut short is read as far as it holds whole ranges.
 func TestSpoolReusesAroundABadRange(t *testing.T) {
 	for _, s := range stores(t) {
 		t.Run(s.name, func(t *testing.T) {
@@ -283,8 +284,8 @@ func TestSpoolReusesAroundABadRange(t *testing.T) {
 			if _, err := sp.ReadAt(p, 60_000); err != nil || !bytes.Equal(p, want[60_000:70_000]) {
 				t.Fatalf("ReadAt across the bad range's start: %v", err)
 			}
-			if c := s.srv.Settled(); c.Bytes != 70_000-64<<10 {
-				t.Fatalf("ReadAt fetched %d bytes, want the %d of the bad range it read (%+v)", c.Bytes, 70_000-64<<10, c)
+			if c := s.srv.Settled(); c.Bytes != 128<<10 {
+				t.Fatalf("ReadAt fetched %d bytes, want the bad range's %d (%+v)", c.Bytes, 128<<10, c)
 			}
 			s.srv.Reset()
 			part := sp.OpenRange(ctx, 0, int64(len(want)))
@@ -293,8 +294,8 @@ func TestSpoolReusesAroundABadRange(t *testing.T) {
 			if err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("OpenRange: %d bytes, %v; not the object's", len(got), err)
 			}
-			if c := s.srv.Settled(); c.Bytes != 128<<10 {
-				t.Fatalf("the whole object read fetched %d bytes, want the bad range's %d (%+v)", c.Bytes, 128<<10, c)
+			if c := s.srv.Settled(); c.Bytes != 0 {
+				t.Fatalf("the whole object read fetched %d bytes, want none: the bad range was written back (%+v)", c.Bytes, c)
 			}
 			if _, err := sp.ReadAt(p, 490_000); err != nil || !bytes.Equal(p, want[490_000:]) {
 				t.Fatalf("ReadAt of the last range: %v", err)
@@ -302,6 +303,11 @@ func TestSpoolReusesAroundABadRange(t *testing.T) {
 			sp.Close()
 
 			// Partitions read at once, each checking the ranges it meets.
+			b := bytes.Clone(want)
+			b[100_000]++
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
 			sp = open()
 			s.srv.Reset()
 			if err := readParts(sp, want, 4); err != nil {
@@ -324,10 +330,73 @@ func TestSpoolReusesAroundABadRange(t *testing.T) {
 			if err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("OpenRange of a copy cut short: %d bytes, %v; not the object's", len(got), err)
 			}
-			if c, wantBytes := s.srv.Settled(), int64(128<<10+len(want)-192<<10); c.Bytes != wantBytes {
-				t.Fatalf("the whole object read fetched %d bytes, want %d: the bad range and all past the second (%+v)", c.Bytes, wantBytes, c)
+			if c, wantBytes := s.srv.Settled(), int64(len(want)-192<<10); c.Bytes != wantBytes {
+				t.Fatalf("the whole object read fetched %d bytes, want %d: all past the second range (%+v)", c.Bytes, wantBytes, c)
 			}
 		})
+	}
+}
+
+// TestSpoolMendsABadRange: a range of a reused copy that fails its check
+// is fetched once and written back, so that the next spool of the object
+// (the next rerun) fetches nothing: whether the range's bytes were changed
+// on disk, or its recorded digest (which is then recorded again). A write
+// back stopped after its first 64 KiB, before the byte changed, as a kill
+// would stop it, leaves a range that the next spool fetches and mends
+// again; every read is the object's bytes, and the copy ends up holding
+// them.
+func TestSpoolMendsABadRange(t *testing.T) {
+	for _, s := range stores(t) {
+		for _, how := range []string{"bytes", "digest", "stopped"} {
+			t.Run(s.name+"/"+how, func(t *testing.T) {
+				want, open, path := leftCopy(t, s)
+				switch how {
+				case "bytes", "stopped": // byte 150,000, of the second range (64 KiB to 192 KiB), past its first 64 KiB
+					b := bytes.Clone(want)
+					b[150_000]++
+					if err := os.WriteFile(path, b, 0o600); err != nil {
+						t.Fatal(err)
+					}
+				case "digest": // a byte of the second range's recorded digest
+					sums, err := os.ReadFile(path + ".sums")
+					if err != nil {
+						t.Fatal(err)
+					}
+					sums[len("idemport spool sums v1\n")+8+48+16+5]++
+					if err := os.WriteFile(path+".sums", sums, 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+				fetched := []int64{128 << 10, 0}
+				if how == "stopped" {
+					// The stopped write back's fetch, the reads' own, then
+					// the next spool's mend.
+					fetched = []int64{2 * 128 << 10, 128 << 10, 0}
+				}
+				for run, wantBytes := range fetched {
+					sp := open()
+					if how == "stopped" && run == 0 {
+						sp.Failpoints(func(name string) error {
+							if name != "inside-mend" {
+								t.Errorf("failpoint %s", name)
+							}
+							return errors.New("stopped")
+						})
+					}
+					s.srv.Reset()
+					if err := readParts(sp, want, 4); err != nil {
+						t.Fatalf("run %d: %v", run, err)
+					}
+					if c := s.srv.Settled(); c.Bytes != wantBytes {
+						t.Fatalf("run %d fetched %d bytes, want %d (%+v)", run, c.Bytes, wantBytes, c)
+					}
+					sp.Close()
+				}
+				if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("the copy: %d bytes, %v; not the object's", len(got), err)
+				}
+			})
+		}
 	}
 }
 
