@@ -553,32 +553,9 @@ func TestRemoteWorkerJoinsAResumedImport(t *testing.T) {
 	}
 	s3.Reset()
 
-	procs := []*started{ // the rerun, and a worker joining it
-		start(t, tg, dir, env, append([]string{"import", "--output", "json"}, args...)...),
-		start(t, tg, dir, env, append([]string{"import", "--output", "json"}, args...)...),
-	}
-	committed := map[string]int64{}
-	for i, p := range procs {
-		r := testkit.Wait(t, p.cmd)
-		if r.Code != 0 && r.Code != 4 {
-			t.Fatalf("process %d: exit %d\n%s%s", i, r.Code, r.Stdout, r.Stderr)
-		}
-		res := parseResults(t, r.Stdout)[0]
-		committed[res.AttemptID] = res.Partitions.Committed
-		t.Logf("process %d: %s, %d partitions committed", i, res.Outcome, res.Partitions.Committed)
-	}
+	importAtOnce(t, tg, dir, env, 2, partitions, args...) // the rerun, and a worker joining it
 	checkExact(t, tg, "ordinal", want)
 	checkAsFromDisk(t, tg, dir, data, nil)
-	by := checkCommittedOnce(t, tg, partitions)
-	joined := 0
-	for id, n := range by {
-		if n > 0 && committed[id] > 0 {
-			joined++
-		}
-	}
-	if joined < 2 {
-		t.Fatalf("only %d of the two processes committed partitions: %v", joined, by)
-	}
 	c := s3.Settled()
 	t.Logf("the rerun and its worker fetched %d bytes of a %d-byte object in %d GETs and %d HEADs", c.Bytes, len(data), c.Get, c.Head)
 	if c.Bytes != 0 {

@@ -460,31 +460,8 @@ func TestRemoteWorkersShareOneObject(t *testing.T) {
 	}
 	s3.Reset()
 
-	procs := make([]*started, 3)
-	for i := range procs {
-		procs[i] = start(t, tg, dir, env, append([]string{"import", "--output", "json"}, args...)...)
-	}
-	committed := map[string]int64{}
-	for i, p := range procs {
-		r := testkit.Wait(t, p.cmd)
-		if r.Code != 0 && r.Code != 4 {
-			t.Fatalf("worker %d: exit %d\n%s%s", i, r.Code, r.Stdout, r.Stderr)
-		}
-		res := parseResults(t, r.Stdout)[0]
-		committed[res.AttemptID] = res.Partitions.Committed
-		t.Logf("worker %d: %s, %d partitions committed", i, res.Outcome, res.Partitions.Committed)
-	}
+	workers := importAtOnce(t, tg, dir, env, 3, partitions, args...)
 	checkExact(t, tg, "ordinal", want)
-	by := checkCommittedOnce(t, tg, partitions)
-	workers := 0
-	for id, n := range by {
-		if n > 0 && committed[id] > 0 {
-			workers++
-		}
-	}
-	if workers < 2 {
-		t.Fatalf("only %d worker(s) committed partitions: %v", workers, by)
-	}
 	c := s3.Counts()
 	t.Logf("3 workers fetched %d bytes of a %d-byte object in %d GETs and %d HEADs (%d workers committed partitions)", c.Bytes, len(data), c.Get, c.Head, workers)
 	// Each worker reads the header (one window of 64 KiB at most) and the
@@ -492,6 +469,39 @@ func TestRemoteWorkersShareOneObject(t *testing.T) {
 	if c.Bytes < int64(len(data))*95/100 || c.Bytes > int64(len(data))+3*64<<10 {
 		t.Fatalf("3 workers fetched %d bytes of a %d-byte object, want about one object", c.Bytes, len(data))
 	}
+}
+
+// importAtOnce runs n processes of the import of args (the command and
+// --output json before them) at once, each exiting 0 or 4, and checks that
+// every one of the partitions is committed once and that at least two of
+// the processes committed some; it returns how many did.
+func importAtOnce(t *testing.T, tg *testkit.Target, dir string, env []string, n, partitions int, args ...string) int {
+	t.Helper()
+	procs := make([]*started, n)
+	for i := range procs {
+		procs[i] = start(t, tg, dir, env, append([]string{"import", "--output", "json"}, args...)...)
+	}
+	committed := map[string]int64{}
+	for i, p := range procs {
+		r := testkit.Wait(t, p.cmd)
+		if r.Code != 0 && r.Code != 4 {
+			t.Fatalf("process %d: exit %d\n%s%s", i, r.Code, r.Stdout, r.Stderr)
+		}
+		res := parseResults(t, r.Stdout)[0]
+		committed[res.AttemptID] = res.Partitions.Committed
+		t.Logf("process %d: %s, %d partitions committed", i, res.Outcome, res.Partitions.Committed)
+	}
+	by := checkCommittedOnce(t, tg, partitions)
+	joined := 0
+	for id, n := range by {
+		if n > 0 && committed[id] > 0 {
+			joined++
+		}
+	}
+	if joined < 2 {
+		t.Fatalf("only %d of the %d processes committed partitions: %v", joined, n, by)
+	}
+	return joined
 }
 
 // spooledObject puts 20,000 orders (testkit.Orders with seed), gzipped, on
