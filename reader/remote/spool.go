@@ -590,19 +590,16 @@ func (s *Spool) verify() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	sums, err := io.ReadAll(io.NewSectionReader(s.sums, 0, 64<<20))
+	records, length, err := s.readSums()
 	if err != nil {
 		return 0, err
 	}
 	var have, kept int64 // bytes of the copy verified; bytes of the sums file that verified them
-	header := make([]byte, sumsHeader)
-	copy(header, sumsMagic)
-	binary.LittleEndian.PutUint64(header[len(sumsMagic):], uint64(size))
-	if len(sums) >= sumsHeader && string(sums[:sumsHeader]) == string(header) {
+	if records != nil {
 		kept = int64(sumsHeader)
 		h := sha256.New()
 		buf := make([]byte, 64<<10)
-		for rec := sums[sumsHeader:]; len(rec) >= sumsRecord; rec = rec[sumsRecord:] {
+		for rec := records; len(rec) >= sumsRecord; rec = rec[sumsRecord:] {
 			first := int64(binary.LittleEndian.Uint64(rec))
 			end := int64(binary.LittleEndian.Uint64(rec[8:]))
 			if first < 0 || first > have || end <= first || end > size || end > st.Size() {
@@ -622,10 +619,10 @@ func (s *Spool) verify() (int64, error) {
 		if err := s.sums.Truncate(0); err != nil {
 			return 0, err
 		}
-		if _, err := s.sums.WriteAt(header, 0); err != nil {
+		if _, err := s.sums.WriteAt(s.sumsHead(), 0); err != nil {
 			return 0, err
 		}
-	} else if kept < int64(len(sums)) {
+	} else if kept < length {
 		if err := s.sums.Truncate(kept); err != nil {
 			return 0, err
 		}
@@ -636,6 +633,29 @@ func (s *Spool) verify() (int64, error) {
 		}
 	}
 	return have, nil
+}
+
+// sumsHead returns the header of the sums file of the spool's copy: the
+// magic and the object's size.
+func (s *Spool) sumsHead() []byte {
+	header := make([]byte, sumsHeader)
+	copy(header, sumsMagic)
+	binary.LittleEndian.PutUint64(header[len(sumsMagic):], uint64(s.obj.Size()))
+	return header
+}
+
+// readSums returns the records of the copy's sums file, the bytes after its
+// header, when the header is that of a copy of this object (non-nil, if
+// empty, then), else nil; and the length of the whole file.
+func (s *Spool) readSums() (records []byte, length int64, err error) {
+	sums, err := io.ReadAll(io.NewSectionReader(s.sums, 0, 64<<20))
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(sums) < sumsHeader || string(sums[:sumsHeader]) != string(s.sumsHead()) {
+		return nil, int64(len(sums)), nil
+	}
+	return sums[sumsHeader:], int64(len(sums)), nil
 }
 
 // download fetches the bytes [have, size) into the copy, recording the
@@ -872,25 +892,19 @@ func (s *Spool) recorded() ([]*reusedRange, error) {
 	if err != nil {
 		return nil, err
 	}
-	sums, err := io.ReadAll(io.NewSectionReader(s.sums, 0, 64<<20))
+	records, _, err := s.readSums()
 	if err != nil {
 		return nil, err
 	}
-	header := make([]byte, sumsHeader)
-	copy(header, sumsMagic)
-	binary.LittleEndian.PutUint64(header[len(sumsMagic):], uint64(size))
-	if len(sums) < sumsHeader || string(sums[:sumsHeader]) != string(header) {
-		return nil, nil
-	}
 	var out []*reusedRange
 	var have int64
-	for rec := sums[sumsHeader:]; len(rec) >= sumsRecord; rec = rec[sumsRecord:] {
+	for rec := records; len(rec) >= sumsRecord; rec = rec[sumsRecord:] {
 		first := int64(binary.LittleEndian.Uint64(rec))
 		end := int64(binary.LittleEndian.Uint64(rec[8:]))
 		if first != have || end <= first || end > size || end > st.Size() {
 			break
 		}
-		r := &reusedRange{first: first, end: end, rec: int64(len(sums) - len(rec))}
+		r := &reusedRange{first: first, end: end, rec: int64(sumsHeader + len(records) - len(rec))}
 		copy(r.sum[:], rec[16:sumsRecord])
 		out = append(out, r)
 		have = end
