@@ -930,6 +930,21 @@ func reusedAt(reused []*reusedRange, off int64) *reusedRange {
 	return nil
 }
 
+// reusedPiece tells a read of the bytes [off, end) of a spool that reads
+// the copy an earlier attempt left (reuseLocked) where the bytes from off
+// come from, and up to where: from the copy f when off lies in a range of
+// reused whose bytes match its digest (checked, and mended, on first use:
+// see reusedRange.check), to that range's end; else from the object, to
+// the end of that range, or to end past the ranges. Either way no further
+// than end.
+func (s *Spool) reusedPiece(f *os.File, reused []*reusedRange, off, end int64) (pieceEnd int64, inCopy bool) {
+	r := reusedAt(reused, off)
+	if r == nil {
+		return end, false
+	}
+	return min(r.end, end), r.check(s, f)
+}
+
 // readReused is ReadAt of a spool that reads the copy an earlier attempt
 // left (reuseLocked): the bytes of each range that matches its digest come
 // from the copy f, the others from the object.
@@ -942,19 +957,11 @@ func (s *Spool) readReused(f *os.File, reused []*reusedRange, p []byte, off int6
 	var n int64
 	for n < want {
 		at := off + n
-		r := reusedAt(reused, at)
-		if r == nil {
-			m, err := s.obj.ReadAt(p[n:want], at)
-			n += int64(m)
-			if err != nil && !(err == io.EOF && n == want) {
-				return int(n), err
-			}
-			break
-		}
-		piece := p[n:min(want, n+r.end-at)]
+		end, inCopy := s.reusedPiece(f, reused, at, off+want)
+		piece := p[n : end-off]
 		var m int
 		var err error
-		if r.check(s, f) {
+		if inCopy {
 			m, err = f.ReadAt(piece, at)
 			if err == io.EOF && m < len(piece) {
 				// A copying stream, of this spool or another, checked the
@@ -1002,16 +1009,11 @@ func (r *reusedReader) Read(p []byte) (int, error) {
 			return 0, io.EOF
 		}
 		if r.cur == nil {
-			rr := reusedAt(r.reused, r.off)
-			switch {
-			case rr == nil:
-				r.cur, r.curEnd, r.inCopy = r.s.obj.OpenRange(r.ctx, r.off, r.end), r.end, false
-			case rr.check(r.s, r.f):
-				r.curEnd = min(rr.end, r.end)
-				r.cur, r.inCopy = io.NopCloser(io.NewSectionReader(r.f, r.off, r.curEnd-r.off)), true
-			default:
-				r.curEnd = min(rr.end, r.end)
-				r.cur, r.inCopy = r.s.obj.OpenRange(r.ctx, r.off, r.curEnd), false
+			r.curEnd, r.inCopy = r.s.reusedPiece(r.f, r.reused, r.off, r.end)
+			if r.inCopy {
+				r.cur = io.NopCloser(io.NewSectionReader(r.f, r.off, r.curEnd-r.off))
+			} else {
+				r.cur = r.s.obj.OpenRange(r.ctx, r.off, r.curEnd)
 			}
 		}
 		n, err := r.cur.Read(p[:min(int64(len(p)), r.curEnd-r.off)])
