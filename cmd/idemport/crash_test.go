@@ -733,13 +733,18 @@ func modesBind(t *testing.T, cmd *exec.Cmd) *exec.Cmd {
 // of the checkpoints' first, which they create after all of the ledger's
 // (one transaction per migration would leave those). The server's session of the killed process then
 // either runs them on once the holder ends (applied) or is ended first
-// (not applied): the state holds all the migrations or no table at all,
-// the target no row; a rerun imports the file exactly, and another is a
-// duplicate.
+// (not applied): the state holds all the migrations, and by name the
+// tables their files create, or no table at all, the target no row; a
+// rerun imports the file exactly, its state has those tables, and
+// another is a duplicate.
 func TestKillDuringFreshStateMigrations(t *testing.T) {
 	t.Parallel()
 	testkit.Available(t, testkit.Postgres)
+	// Every migration, and the tables their files create, named as the
+	// files name them (none is dropped or renamed by a later one), with
+	// the table that records them: the state of a migrated schema.
 	var all int64
+	want := []string{"migrations"}
 	for _, c := range []string{"ledger", "checkpoint"} {
 		fsys, err := postgres.Driver{}.Migrations(c)
 		if err != nil {
@@ -750,6 +755,30 @@ func TestKillDuringFreshStateMigrations(t *testing.T) {
 			t.Fatal(err)
 		}
 		all += int64(len(ups))
+		for _, up := range ups {
+			body, err := fs.ReadFile(fsys, up)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(string(body), "\n") {
+				if name, ok := strings.CutPrefix(strings.TrimSpace(line), "CREATE TABLE {{prefix}}"); ok {
+					want = append(want, strings.TrimRight(strings.Fields(name)[0], "("))
+				}
+			}
+		}
+	}
+	slices.Sort(want)
+	if len(want) < 10 {
+		t.Fatalf("the migrations' files parsed to tables %q: too few, their CREATE TABLE lines were missed", want)
+	}
+	// state is the tables of the schema of the state and the target.
+	state := func(t *testing.T, tg *testkit.Target) string {
+		t.Helper()
+		var names string
+		if err := tg.DB.QueryRow(`SELECT coalesce(string_agg(tablename, ' ' ORDER BY tablename), '') FROM pg_tables WHERE schemaname = $1`, tg.Schema).Scan(&names); err != nil {
+			t.Fatal(err)
+		}
+		return names
 	}
 	for _, ends := range []string{"applied", "not applied"} {
 		t.Run(ends, func(t *testing.T) {
@@ -798,16 +827,19 @@ func TestKillDuringFreshStateMigrations(t *testing.T) {
 					t.Fatal("the killed import's session did not end")
 				}
 			}
-			tables := testkit.Int(t, tg.DB, `SELECT count(*) FROM pg_tables WHERE schemaname = $1`, tg.Schema)
+			tables := state(t, tg)
 			if ends == "applied" {
 				if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("migrations")); n != all {
 					t.Fatalf("%d migrations recorded, want all %d", n, all)
 				}
+				if tables != strings.Join(want, " ") {
+					t.Fatalf("the applied migrations left tables\n%s\nwant those their files create\n%s", tables, strings.Join(want, " "))
+				}
 				if testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("operations")) != 0 {
 					t.Fatal("an operation recorded by an import killed during its state's migrations")
 				}
-			} else if tables != 0 {
-				t.Fatalf("%d tables left by migrations that were not applied, want none", tables)
+			} else if tables != "" {
+				t.Fatalf("migrations that were not applied left tables %s, want none", tables)
 			}
 			if tg.TableExists(t, "orders") && testkit.Int(t, tg.DB, `SELECT count(*) FROM orders`) != 0 {
 				t.Fatal("rows written by an import killed during its state's migrations")
@@ -815,11 +847,8 @@ func TestKillDuringFreshStateMigrations(t *testing.T) {
 			if res := importTo(t, tg, dir, nil, 0, "--partition-rows", "100", "orders.csv"); res.Outcome != "imported" {
 				t.Fatalf("rerun: %+v", res)
 			}
-			// The rerun's state holds every migration's tables (beside the
-			// target's): so did the killed import's, when its migrations
-			// were applied.
-			if all := testkit.Int(t, tg.DB, `SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename <> 'orders'`, tg.Schema); ends == "applied" && tables != all {
-				t.Fatalf("%d tables left by the applied migrations, want all %d of a migrated state", tables, all)
+			if got, want := state(t, tg), strings.Join(slices.Sorted(slices.Values(append([]string{"orders"}, want...))), " "); got != want {
+				t.Fatalf("after the rerun the schema has tables\n%s\nwant the target's and those the migrations' files create\n%s", got, want)
 			}
 			checkExact(t, tg, "ordinal", rows)
 			if res := importTo(t, tg, dir, nil, 0, "--partition-rows", "100", "orders.csv"); res.Outcome != "duplicate" {
