@@ -18,6 +18,8 @@ import (
 
 	"github.com/idemport/idemport/internal/pgtest"
 	"github.com/idemport/idemport/internal/testkit"
+	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/sink/mysql"
 )
 
 // configError checks that r is a configuration error as a user meets it:
@@ -428,6 +430,90 @@ func TestUncreatableStateMariaDB(t *testing.T) {
 	do(grant)
 	if res := importJSON(t, dir, nil, 0, "--into", dsn, "orders.csv"); res.Outcome != "imported" {
 		t.Fatalf("after %s: %+v", grant, res)
+	}
+	checkOrders(t, tg, "orders", rows)
+}
+
+// TestDeniedDatabaseMariaDB imports as a MariaDB user the server refuses
+// at connect, into a database and as a user whose names hold a quote, a
+// backtick and a backslash: with a wrong password, exit 2 and one line
+// saying to check the user and password; with the right one but no
+// privilege on the database, exit 2 and one line naming the database,
+// the user and the GRANT of all an import needs, its names quoted as
+// MariaDB reads them; with the rows' privileges alone, the GRANT of the
+// rest. Each leaves the database without a table. The GRANT the line
+// names, run as it is, lets the file import exactly.
+func TestDeniedDatabaseMariaDB(t *testing.T) {
+	t.Parallel()
+	testkit.Available(t, testkit.MariaDB)
+	dir := t.TempDir()
+	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 79)
+	admin := testkit.NewTarget(t, testkit.MariaDB, dir)
+	// The statements are run as a user runs them in a client: in the
+	// server's sql_mode, not idemport's session's.
+	conn, err := admin.DB.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	do := func(q string) {
+		t.Helper()
+		if _, err := conn.ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	do(`SET SESSION sql_mode = @@GLOBAL.sql_mode`)
+	u, err := url.Parse(admin.Args[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "3306")
+	}
+	base, ubase := pgtest.Name(), pgtest.Name()
+	database, user := base+"_q'b`", ubase+`_q'b\`
+	// As MariaDB reads them in a statement (the server's sql_mode, whose
+	// strings take a backslash as an escape): the name in backticks, the
+	// account's strings in quotes.
+	quoted, account := "`"+base+"_q'b```", "'"+ubase+`_q''b\\'@'%'`
+	do(`CREATE DATABASE ` + quoted + ` CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin`)
+	t.Cleanup(func() { conn.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+quoted) })
+	do(`CREATE USER ` + account + ` IDENTIFIED BY 'right'`)
+	t.Cleanup(func() { conn.ExecContext(context.Background(), `DROP USER IF EXISTS `+account) })
+	var client string // the user's host as the server sees this machine
+	if err := conn.QueryRowContext(context.Background(), `SELECT SUBSTRING_INDEX(USER(), '@', -1)`).Scan(&client); err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + database
+	db, err := mysql.Driver{}.Open(context.Background(), u.String(), sink.Settings{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.DB.Close() })
+	tg := &testkit.Target{Name: testkit.MariaDB, DB: db.DB}
+	name := fmt.Sprintf("MariaDB/MySQL database %q on %s as %s", database, addr, user)
+	refused := func(what, password, want string) {
+		t.Helper()
+		u.User = url.UserPassword(user, password)
+		r := testkit.Exec(t, dir, nil, "import", "--into", u.String(), "orders.csv")
+		if r.Code != exitUsage || r.Stdout != "" || r.Stderr != want+"\n" {
+			t.Fatalf("%s: exit %d\nstdout: %q\nstderr: %q\nwant exit 2, no stdout, stderr %q", what, r.Code, r.Stdout, r.Stderr, want+"\n")
+		}
+		if got := tg.Tables(t); len(got) != 0 {
+			t.Fatalf("%s: the database has tables %q, had none", what, got)
+		}
+	}
+
+	refused("a wrong password", "wrong", "idemport: connect to "+name+": Access denied for user '"+user+"'@'"+client+"' (using password: YES) (error 1045): check the user and password of --into")
+	all := "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, DROP, CREATE TEMPORARY TABLES ON " + quoted + ".* TO " + account
+	refused("no privilege on the database", "right", "idemport: connect to "+name+": Access denied for user '"+user+"'@'%' to database '"+database+"' (error 1044): grant them ("+all+"), or name in --into a database where "+user+" has them")
+	do(`GRANT SELECT, INSERT, UPDATE, DELETE ON ` + quoted + `.* TO ` + account)
+	refused("the rows' privileges alone", "right", "idemport: in "+name+": create idemport's tables in database "+database+": CREATE command denied to user '"+user+"'@'"+client+"' for table "+quoted+".`idemport_locks` (error 1142): grant them (GRANT CREATE, ALTER, INDEX, DROP, CREATE TEMPORARY TABLES ON "+quoted+".* TO "+account+"), or name in --into a database where "+user+" has them")
+
+	do(all)
+	if res := importJSON(t, dir, nil, 0, "--into", u.String(), "orders.csv"); res.Outcome != "imported" {
+		t.Fatalf("after %s: %+v", all, res)
 	}
 	checkOrders(t, tg, "orders", rows)
 }

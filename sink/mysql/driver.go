@@ -74,7 +74,7 @@ func (d Driver) Open(ctx context.Context, dsn string, s sink.Settings) (*sink.Da
 		if errors.As(err, &me) && me.Number == erBadDB && s.ReadOnly {
 			return nil, fmt.Errorf("open %s: %w", out.Name, sink.ErrNoDatabase)
 		}
-		return nil, fmt.Errorf("connect to %s: %w", out.Name, err)
+		return nil, connectError(out.Name, cfg, err)
 	}
 	if !s.ReadOnly {
 		if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+lockTable+` (k BINARY(32) NOT NULL PRIMARY KEY) ENGINE = InnoDB`); err != nil {
