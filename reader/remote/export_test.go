@@ -20,7 +20,7 @@ func SweepSpool(dir, keep string, now time.Time, meet func(name string)) error {
 }
 
 // MeetBusy makes sp call meet, from the read that reuses the copy an
-// earlier attempt left, when that read finds the copy's locks held.
+// earlier attempt left, when that read finds the copy's fill lock held.
 func MeetBusy(sp *Spool, meet func()) { sp.busy = meet }
 
 // HoldCopyLock takes the fill lock of the copy at path, as a spool does

@@ -57,7 +57,7 @@ type Spool struct {
 	gaveUp  error                   // why a read-through copy was given up, if it was
 	looked  bool                    // a read-through spool looked for a copy an earlier attempt left
 	reused  []*reusedRange          // the ranges of the copy an earlier attempt left, checked on first use (reuseLocked)
-	busy    func()                  // called when openWaiting finds the copy's locks held (tests meet it there)
+	busy    func()                  // called when reuseLocked finds the copy's fill lock held (tests meet it there)
 	hit     func(name string) error // the failpoints told of the points it passes (Failpoints)
 }
 
@@ -496,6 +496,14 @@ func (s *Spool) Fill(ctx context.Context) error {
 // lock, under which the sweep decides: a copy swept (or removed) before
 // then is opened anew, and a sweep after it finds the copy used.
 func (s *Spool) openLocked(ctx context.Context) (func(), error) {
+	return s.open(ctx, false)
+}
+
+// open is openLocked; with unheld set, a fill lock it finds held (ctx
+// done) it does without, returning a release that releases nothing, and
+// calls s.busy when that is set: reuseLocked reads the sums file so while
+// another spool fills the copy, or holds the lock for a moment.
+func (s *Spool) open(ctx context.Context, unheld bool) (func(), error) {
 	if s.root == nil {
 		root, err := openPrivateDir(s.dir)
 		if err != nil {
@@ -503,8 +511,18 @@ func (s *Spool) openLocked(ctx context.Context) (func(), error) {
 		}
 		s.root = root
 	}
+	lock := func(sums *os.File) (func(), error) {
+		unlock, err := lockFile(ctx, sums)
+		if err != nil && unheld && errors.Is(err, context.Canceled) {
+			if s.busy != nil {
+				s.busy()
+			}
+			return func() {}, nil
+		}
+		return unlock, err
+	}
 	if s.f != nil {
-		return lockFile(ctx, s.sums)
+		return lock(s.sums)
 	}
 	for range 3 {
 		f, err := openPrivate(s.root, s.name)
@@ -522,7 +540,7 @@ func (s *Spool) openLocked(ctx context.Context) (func(), error) {
 			sums.Close()
 			return nil, err
 		}
-		unlock, err := lockFile(ctx, sums)
+		unlock, err := lock(sums)
 		if err != nil {
 			unuse()
 			f.Close()
@@ -829,9 +847,23 @@ func (s *Spool) openRange(ctx context.Context, off, end int64) (io.ReadCloser, e
 // partitions it applies. It reports whether it opened one. Only
 // a copy of an object whose HEAD proved its version is looked for (another
 // object's copy is its attempt's alone, under a name of its own), and only
-// when one exists: none is created for reads that do not fill it. It waits
-// for the copy's locks up to reuseWait (see there): a copy another process
-// is filling for longer is left to it, and the spool reads the object.
+// when one exists: none is created for reads that do not fill it.
+//
+// It waits for no lock, as it is called with s.mu held: it tries the
+// copy's use lock once (only a Remove holds it against it, which is
+// removing the copy: the spool reads the object), and the fill lock once,
+// and when another spool holds that (one filling the copy, for as long as
+// it fills, or one reading the sums file, a mend, a sweep, for a moment)
+// reads the sums file without it. What it reads so is no less safe: every
+// range is checked against its recorded digest before its bytes are read
+// from the copy, and a record that a filler cuts or is writing meanwhile
+// matches no bytes, or the copy ends short of it, and the object is read
+// there; a mend works under the lock and finds the record changed. A
+// sweep that holds the lock, having found the copy old, may remove it
+// after the spool marked it used: the spool reads on from the copy it
+// holds open, as any spool whose copy is removed under it does. (On
+// Windows the fill lock locks the first byte of the sums file, which then
+// cannot be read: the spool reads the object, as where there is no copy.)
 func (s *Spool) reuseLocked() bool {
 	if s.looked || s.f != nil || s.copying || s.full || s.gaveUp != nil || !s.obj.info.Proves() {
 		return false
@@ -843,7 +875,9 @@ func (s *Spool) reuseLocked() bool {
 	if _, err := s.root.Lstat(s.name); err != nil {
 		return false
 	}
-	unlock, err := s.openWaiting(s.ctx(context.Background()))
+	done, cancel := context.WithCancel(context.Background())
+	cancel() // one try for each lock
+	unlock, err := s.open(done, true)
 	if err != nil {
 		return false
 	}
@@ -856,30 +890,11 @@ func (s *Spool) reuseLocked() bool {
 	return true
 }
 
-// reuseWait is how long a spool waits for the locks of a copy it reuses
-// (reuseLocked): other spools of the object, of this process or another,
-// hold them for a moment, as they read its sums file (a worker that
-// reuses it at the same time), or decide whether to remove it (a sweep, a
-// Remove); a spool that holds them longer is filling the copy, which the
-// waiting spool then leaves to it, reading the object instead.
+// reuseWait is how long mend waits for the fill lock of the copy it
+// writes back into: other spools of the object hold it for a moment (to
+// read the sums file, to mend a range, to decide whether to remove the
+// copy), or, filling the copy, for longer, and mend then gives up.
 const reuseWait = 5 * time.Second
-
-// openWaiting is openLocked, waiting up to reuseWait for locks another
-// spool holds; s.busy, when set, is called once when they are found held.
-func (s *Spool) openWaiting(ctx context.Context) (func(), error) {
-	done, cancel := context.WithCancel(ctx)
-	cancel() // first a try, to tell busy locks
-	unlock, err := s.openLocked(done)
-	if err == nil || !errors.Is(err, context.Canceled) || ctx.Err() != nil {
-		return unlock, err
-	}
-	if s.busy != nil {
-		s.busy()
-	}
-	ctx, cancel = context.WithTimeout(ctx, reuseWait)
-	defer cancel()
-	return s.openLocked(ctx)
-}
 
 // recorded returns the ranges of the copy that its sums file records, in
 // order and without a gap from the copy's first byte, as far as the copy

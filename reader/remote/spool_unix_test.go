@@ -360,3 +360,92 @@ func TestSpoolUnprovenCopyIsItsOwn(t *testing.T) {
 		})
 	}
 }
+
+// TestSpoolReusedWhileFilled: a spool that reuses the copy while another
+// spool of the object in the same directory fills it (a worker joining an
+// import, a rerun started while another import of the object hashes it),
+// which holds the copy's fill lock for as long as it fills, neither waits
+// for that lock nor leaves the copy to the filler: it reads the ranges the
+// filler has recorded from the copy at once, the rest from the object,
+// through OpenRange and through ReadAt alike; and the filler then
+// completes the copy. The fill lock is found held (the test meets the
+// spool there), and the bytes fetched are exactly those the copy did not
+// hold yet.
+func TestSpoolReusedWhileFilled(t *testing.T) {
+	ctx := context.Background()
+	for _, s := range stores(t) {
+		t.Run(s.name, func(t *testing.T) {
+			for _, how := range []string{"OpenRange", "ReadAt"} {
+				want := data(500_000)
+				s.put(t, "r.csv", want)
+				dir := filepath.Join(t.TempDir(), "spool")
+				open := func() *remote.Spool {
+					t.Helper()
+					obj, err := client(s).Open(ctx, s.url("r.csv"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					sp := newSpool(t, obj, dir)
+					sp.ReadThrough()
+					return sp
+				}
+				// An attempt stopped after 100,000 bytes: the first
+				// range, 65,536 bytes, is recorded.
+				first := open()
+				rc, err := first.Copying().Open(ctx, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := io.ReadFull(rc, make([]byte, 100_000)); err != nil {
+					t.Fatal(err)
+				}
+				rc.Close()
+				first.Close()
+
+				// The filler: its stream has checked the copy and holds
+				// the fill lock, and has fetched nothing more yet.
+				filler := open()
+				fill, err := filler.Copying().Open(ctx, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+
+				sp := open()
+				met := 0
+				remote.MeetBusy(sp, func() { met++ })
+				s.srv.Reset()
+				if how == "OpenRange" {
+					err = readParts(sp, want, 4)
+				} else {
+					b := make([]byte, len(want))
+					var n int
+					n, err = sp.ReadAt(b, 0)
+					if err == nil && (n != len(want) || !bytes.Equal(b, want)) {
+						err = errors.New("ReadAt: not the object's bytes")
+					}
+				}
+				if err != nil {
+					t.Fatalf("%s while another spool fills the copy: %v", how, err)
+				}
+				if c := s.srv.Settled(); met != 1 || c.Bytes != int64(len(want)-65_536) {
+					t.Fatalf("%s while another spool fills the copy: found its lock held %d times (want 1), fetched %d bytes, want %d: the 65,536 the copy holds are read from it (%+v)",
+						how, met, c.Bytes, len(want)-65_536, c)
+				}
+
+				if got, err := io.ReadAll(fill); err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("%s: the filler read %d bytes, %v", how, len(got), err)
+				}
+				fill.Close()
+				sp.Close()
+				again := open()
+				s.srv.Reset()
+				if err := readParts(again, want, 4); err != nil {
+					t.Fatal(err)
+				}
+				if c := s.srv.Settled(); c.Bytes != 0 {
+					t.Fatalf("%s: a spool after the filler fetched %d bytes, want none (%+v)", how, c.Bytes, c)
+				}
+			}
+		})
+	}
+}
