@@ -403,7 +403,8 @@ func TestUncreatableStateMariaDB(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	account, on := `'`+user+`'@'%'`, " ON `"+database+"`.* TO '"+user+"'@'%'"
+	// The grants on the database alone, its _ not wildcards.
+	account, on := `'`+user+`'@'%'`, " ON `"+strings.ReplaceAll(database, "_", `\_`)+"`.* TO '"+user+"'@'%'"
 	do(`CREATE USER ` + account)
 	t.Cleanup(func() { tg.DB.Exec(`DROP USER IF EXISTS ` + account) })
 	do(`GRANT SELECT, INSERT, UPDATE, DELETE` + on)
@@ -477,6 +478,9 @@ func TestDeniedDatabaseMariaDB(t *testing.T) {
 	// strings take a backslash as an escape): the name in backticks, the
 	// account's strings in quotes.
 	quoted, account := "`"+base+"_q'b```", "'"+ubase+`_q''b\\'@'%'`
+	// The database alone, as a GRANT names it: its _ escaped, not
+	// wildcards.
+	granted := "`" + strings.ReplaceAll(base, "_", `\_`) + "\\_q'b```"
 	do(`CREATE DATABASE ` + quoted + ` CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin`)
 	t.Cleanup(func() { conn.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+quoted) })
 	do(`CREATE USER ` + account + ` IDENTIFIED BY 'right'`)
@@ -506,10 +510,10 @@ func TestDeniedDatabaseMariaDB(t *testing.T) {
 	}
 
 	refused("a wrong password", "wrong", "idemport: connect to "+name+": Access denied for user '"+user+"'@'"+client+"' (using password: YES) (error 1045): check the user and password of --into")
-	all := "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, DROP, CREATE TEMPORARY TABLES ON " + quoted + ".* TO " + account
+	all := "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, DROP, CREATE TEMPORARY TABLES ON " + granted + ".* TO " + account
 	refused("no privilege on the database", "right", "idemport: connect to "+name+": Access denied for user '"+user+"'@'%' to database '"+database+"' (error 1044): grant them ("+all+"), or name in --into a database where "+user+" has them")
-	do(`GRANT SELECT, INSERT, UPDATE, DELETE ON ` + quoted + `.* TO ` + account)
-	refused("the rows' privileges alone", "right", "idemport: in "+name+": create idemport's tables in database "+database+": CREATE command denied to user '"+user+"'@'"+client+"' for table "+quoted+".`idemport_locks` (error 1142): grant them (GRANT CREATE, ALTER, INDEX, DROP, CREATE TEMPORARY TABLES ON "+quoted+".* TO "+account+"), or name in --into a database where "+user+" has them")
+	do(`GRANT SELECT, INSERT, UPDATE, DELETE ON ` + granted + `.* TO ` + account)
+	refused("the rows' privileges alone", "right", "idemport: in "+name+": create idemport's tables in database "+database+": CREATE command denied to user '"+user+"'@'"+client+"' for table "+quoted+".`idemport_locks` (error 1142): grant them (GRANT CREATE, ALTER, INDEX, DROP, CREATE TEMPORARY TABLES ON "+granted+".* TO "+account+"), or name in --into a database where "+user+" has them")
 
 	do(all)
 	if res := importJSON(t, dir, nil, 0, "--into", u.String(), "orders.csv"); res.Outcome != "imported" {
