@@ -57,7 +57,7 @@ type Spool struct {
 	gaveUp  error                   // why a read-through copy was given up, if it was
 	looked  bool                    // a read-through spool looked for a copy an earlier attempt left
 	reused  []*reusedRange          // the ranges of the copy an earlier attempt left, checked on first use (reuseLocked)
-	busy    func()                  // called when reuseLocked finds the copy's fill lock held (tests meet it there)
+	busy    func()                  // called when reuseLocked, or mend, finds the copy's fill lock held (tests meet it there)
 	hit     func(name string) error // the failpoints told of the points it passes (Failpoints)
 }
 
@@ -100,7 +100,9 @@ func (r *reusedRange) holds(f *os.File) bool {
 // directory, then find them rather than fetching them again; it reports
 // whether the copy holds them now. It works under the copy's fill lock,
 // taken on a file of its own (so that a copying stream of the same spool
-// is kept out too) and waited for up to reuseWait, and only while the sums
+// is kept out too) and waited for up to reuseWait (not at all when the
+// copy already ends short of r's end: a copying stream cut it, and holds
+// the lock for as long as it fills), and only while the sums
 // file still records r as it did and the copy reaches r's end (a copying
 // stream checks the copy, and may cut it, under that lock); it fetches
 // nothing when another spool mended r meanwhile. Where the object's bytes
@@ -113,19 +115,32 @@ func (r *reusedRange) holds(f *os.File) bool {
 // read the object where it does not match.
 func (s *Spool) mend(r *reusedRange, f *os.File) bool {
 	s.mu.Lock()
-	root, recorded, hit := s.root, s.sums, s.hit
+	root, recorded, hit, busy := s.root, s.sums, s.hit, s.busy
 	s.mu.Unlock()
 	if root == nil || recorded == nil {
 		return false // closed
+	}
+	if st, err := f.Stat(); err != nil || st.Size() < r.end {
+		// Cut short by a copying stream that checked the copy: it holds
+		// the lock for as long as it fills, and the range is the object's.
+		return false
 	}
 	sums, err := root.OpenFile(s.name+".sums", os.O_RDWR, 0)
 	if err != nil {
 		return false
 	}
 	defer sums.Close()
-	ctx, cancel := context.WithTimeout(s.ctx(context.Background()), reuseWait)
-	defer cancel()
-	unlock, err := lockFile(ctx, sums)
+	done, cancel := context.WithCancel(context.Background())
+	cancel() // first a try, to tell a held lock
+	unlock, err := lockFile(done, sums)
+	if err != nil && errors.Is(err, context.Canceled) {
+		if busy != nil {
+			busy()
+		}
+		ctx, cancel := context.WithTimeout(s.ctx(context.Background()), reuseWait)
+		defer cancel()
+		unlock, err = lockFile(ctx, sums)
+	}
 	if err != nil {
 		return false
 	}

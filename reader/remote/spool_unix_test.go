@@ -449,3 +449,41 @@ func TestSpoolReusedWhileFilled(t *testing.T) {
 		})
 	}
 }
+
+// TestSpoolReusedCutByFiller: a spool that reuses a copy whose second
+// range was changed on disk, and whose reads reach that range only after
+// another spool of the object in the same directory began filling the
+// copy (that spool's stream checked it, cut it at the changed range, and
+// holds its fill lock for as long as it fills), reads every range past
+// the cut from the object without waiting for the lock to mend it: the
+// test meets the spool wherever it finds that lock held, and meets it
+// nowhere.
+func TestSpoolReusedCutByFiller(t *testing.T) {
+	ctx := context.Background()
+	for _, s := range stores(t) {
+		t.Run(s.name, func(t *testing.T) {
+			want, open := reusedCopy(t, s)
+			sp := open()
+			met := 0
+			remote.MeetBusy(sp, func() { met++ })
+			head := make([]byte, 1_000)
+			if _, err := sp.ReadAt(head, 0); err != nil || !bytes.Equal(head, want[:1_000]) {
+				t.Fatalf("first read: %v", err)
+			}
+			filler := open()
+			fill, err := filler.Copying().Open(ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fill.Close()
+			s.srv.Reset()
+			if err := readParts(sp, want, 4); err != nil {
+				t.Fatal(err)
+			}
+			if c := s.srv.Settled(); met != 0 || c.Bytes != int64(len(want)-65_536) {
+				t.Fatalf("reads past the filler's cut found its lock held %d times (want none) and fetched %d bytes, want %d: the copy's first 65,536 (%+v)",
+					met, c.Bytes, len(want)-65_536, c)
+			}
+		})
+	}
+}
