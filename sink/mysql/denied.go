@@ -230,7 +230,9 @@ func parseGrant(line string) (on string, privs []string, ok bool) {
 		return "", nil, false
 	}
 	list, rest, ok := strings.Cut(rest, " ON ")
-	if !ok {
+	if !ok || strings.Contains(list, "(") {
+		// a grant of columns, whose quoted names may hold " ON ": never a
+		// database's
 		return "", nil, false
 	}
 	switch {
@@ -315,8 +317,17 @@ func wildMatch(pattern, database string, fold bool) bool {
 		pattern, database = strings.ToLower(pattern), strings.ToLower(database)
 	}
 	p, s := []rune(pattern), []rune(database)
+	// tried[i*(len(s)+1)+j] marks a match of p[i:] against s[j:] already
+	// begun: a true one ends the whole match, so a second try is of a false
+	// one, and each pair is matched once (patterns of many % otherwise
+	// take time exponential in their number).
+	tried := make([]bool, (len(p)+1)*(len(s)+1))
 	var match func(i, j int) bool
 	match = func(i, j int) bool {
+		if tried[i*(len(s)+1)+j] {
+			return false
+		}
+		tried[i*(len(s)+1)+j] = true
 		for i < len(p) {
 			switch c := p[i]; {
 			case c == '%':
