@@ -481,15 +481,22 @@ func TestDeniedDatabaseMariaDB(t *testing.T) {
 	// The database alone, as a GRANT names it: its _ escaped, not
 	// wildcards.
 	granted := "`" + strings.ReplaceAll(base, "_", `\_`) + "\\_q'b```"
-	do(`CREATE DATABASE ` + quoted + ` CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin`)
-	t.Cleanup(func() { conn.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+quoted) })
 	do(`CREATE USER ` + account + ` IDENTIFIED BY 'right'`)
 	t.Cleanup(func() { conn.ExecContext(context.Background(), `DROP USER IF EXISTS `+account) })
+	// A database that does not exist: the CREATE DATABASE that makes it,
+	// run as printed.
+	u.Path = "/" + database
+	r := testkit.Exec(t, dir, nil, "import", "--into", u.String(), "orders.csv")
+	missing := fmt.Sprintf("idemport: connect to MariaDB/MySQL database %q on %s as %s: ", database, addr, u.User.Username()) + "Unknown database '" + database + "' (error 1049): create it (CREATE DATABASE " + quoted + ") or name another database in --into\n"
+	if r.Code != exitUsage || r.Stdout != "" || r.Stderr != missing {
+		t.Fatalf("a database that does not exist: exit %d\nstdout: %q\nstderr: %q\nwant exit 2, no stdout, stderr %q", r.Code, r.Stdout, r.Stderr, missing)
+	}
+	do(`CREATE DATABASE ` + quoted)
+	t.Cleanup(func() { conn.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+quoted) })
 	var client string // the user's host as the server sees this machine
 	if err := conn.QueryRowContext(context.Background(), `SELECT SUBSTRING_INDEX(USER(), '@', -1)`).Scan(&client); err != nil {
 		t.Fatal(err)
 	}
-	u.Path = "/" + database
 	db, err := mysql.Driver{}.Open(context.Background(), u.String(), sink.Settings{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)

@@ -111,7 +111,9 @@ func (Driver) Denied(ctx context.Context, db *sql.DB, _ string, err error) error
 // server refuses the database (error 1044) holds no privilege on it, and
 // is told the GRANT of every privilege of needed, the account's host read
 // from the server's message; a password refused (1045), to check the
-// user and password of --into.
+// user and password of --into; a database that does not exist (1049), the
+// CREATE DATABASE that creates it (idemport's tables name their character
+// set and collation, so the database's defaults do not matter).
 func connectError(name string, cfg *mysql.Config, err error) error {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
@@ -121,6 +123,9 @@ func connectError(name string, cfg *mysql.Config, err error) error {
 				name, me.Message, me.Number, grant(cfg.DBName, cfg.User, deniedHost(me.Message, cfg), true, needed[:]))}
 		case erAccessDenied:
 			return &sink.ConfigError{Err: fmt.Errorf("connect to %s: %s (error %d): check the user and password of --into", name, me.Message, me.Number)}
+		case erBadDB:
+			return &sink.ConfigError{Err: fmt.Errorf("connect to %s: %s (error %d): create it (CREATE DATABASE %s) or name another database in --into",
+				name, me.Message, me.Number, "`"+strings.ReplaceAll(cfg.DBName, "`", "``")+"`")}
 		}
 	}
 	return fmt.Errorf("connect to %s: %w", name, err)
