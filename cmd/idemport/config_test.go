@@ -450,28 +450,7 @@ func TestDeniedDatabaseMariaDB(t *testing.T) {
 	dir := t.TempDir()
 	rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 50, 79)
 	admin := testkit.NewTarget(t, testkit.MariaDB, dir)
-	// The statements are run as a user runs them in a client: in the
-	// server's sql_mode, not idemport's session's.
-	conn, err := admin.DB.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	do := func(q string) {
-		t.Helper()
-		if _, err := conn.ExecContext(context.Background(), q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	do(`SET SESSION sql_mode = @@GLOBAL.sql_mode`)
-	u, err := url.Parse(admin.Args[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "3306")
-	}
+	conn, do, u, addr := mariadbClient(t, admin)
 	base, ubase := pgtest.Name(), pgtest.Name()
 	database, user := base+"_q'b`", ubase+`_q'b\`
 	// As MariaDB reads them in a statement (the server's sql_mode, whose

@@ -62,28 +62,7 @@ func TestDeniedGrantMariaDB(t *testing.T) {
 			dir := t.TempDir()
 			rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), 40, 83)
 			tg := testkit.NewTarget(t, testkit.MariaDB, dir)
-			// The statements are run as a user runs them in a client: in
-			// the server's sql_mode, not idemport's session's.
-			conn, err := tg.DB.Conn(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { conn.Close() })
-			do := func(q string) {
-				t.Helper()
-				if _, err := conn.ExecContext(context.Background(), q); err != nil {
-					t.Fatalf("%s: %v", q, err)
-				}
-			}
-			do(`SET SESSION sql_mode = @@GLOBAL.sql_mode`)
-			u, err := url.Parse(tg.Args[1])
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := u.Host
-			if u.Port() == "" {
-				addr = net.JoinHostPort(u.Hostname(), "3306")
-			}
+			conn, do, u, addr := mariadbClient(t, tg)
 			database, user, role := strings.TrimPrefix(u.Path, "/"), pgtest.Name()+c.user, pgtest.Name()
 			if !strings.Contains(database, "_") {
 				t.Fatalf("database %s has no _", database)
@@ -146,4 +125,33 @@ func TestDeniedGrantMariaDB(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mariadbClient returns a connection to tg's database as its
+// administrator, set up as a user's client is (the server's sql_mode, not
+// idemport's session's), so that the statements a hint names run there as
+// a user would run them; do runs one, failing the test on an error. u is
+// tg's DSN and addr its host:port as idemport names it.
+func mariadbClient(t *testing.T, tg *testkit.Target) (conn *sql.Conn, do func(q string), u *url.URL, addr string) {
+	t.Helper()
+	conn, err := tg.DB.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	do = func(q string) {
+		t.Helper()
+		if _, err := conn.ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	do(`SET SESSION sql_mode = @@GLOBAL.sql_mode`)
+	if u, err = url.Parse(tg.Args[1]); err != nil {
+		t.Fatal(err)
+	}
+	addr = u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "3306")
+	}
+	return conn, do, u, addr
 }
