@@ -196,3 +196,73 @@ func parquetOf(t *testing.T, rec arrow.RecordBatch, props ...parquet.WriterPrope
 	}
 	return buf.Bytes()
 }
+
+// TestPageChunkDictionaryKept checks that a chunk's dictionary, which is
+// the memory the page reader decompressed its dictionary page into, not a
+// copy, holds the same bytes from its page to the chunk's last row while
+// the chunk's data pages are read after it (of both versions, compressed
+// and not, dictionary indexes turning to PLAIN values): a page reader
+// that decoded a later page into that memory would change the values of
+// every batch after it.
+func TestPageChunkDictionaryKept(t *testing.T) {
+	files := map[string][]byte{}
+	for _, f := range otherWritersParquet(t) {
+		files[f.name] = f.data
+	}
+	for _, v := range []parquet.DataPageVersion{parquet.DataPageV1, parquet.DataPageV2} {
+		for _, codec := range []compress.Compression{compress.Codecs.Snappy, compress.Codecs.Uncompressed} {
+			files[fmt.Sprintf("arrowgo-v%d-%s.parquet", v+1, codec)] = textParquet(t, 3000, 3000, parquet.WithDataPageVersion(v),
+				parquet.WithDictionaryPageSizeLimit(20000), parquet.WithDataPageSize(900), parquet.WithCompression(codec))
+		}
+	}
+	kept := 0
+	for name, data := range files {
+		t.Run(name, func(t *testing.T) {
+			f, err := Open(testFile(t, name, data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			s := f.parquet()
+			ld := &loaded{size: s.size}
+			for k := 0; k < s.groups; k++ {
+				if _, err := s.load(s.md, ld, k); err != nil {
+					t.Fatal(err)
+				}
+				fr, err := s.reader(s.md, ld, 100, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				read := make([]int, len(fr.Manifest.Fields))
+				for i := range read {
+					read[i] = i
+				}
+				for _, at := range s.pageColumns(fr, k, read) {
+					c, err := newPageChunk(fr, k, fr.Manifest.Fields[at], memory.DefaultAllocator)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var dict []byte
+					for left := s.md.RowGroup(k).NumRows(); left > 0; left -= 100 {
+						a, err := c.read(int(min(left, 100)))
+						if err != nil {
+							t.Fatal(err)
+						}
+						a.Release()
+						switch {
+						case dict == nil && len(c.dict) > 0:
+							dict = bytes.Clone(c.dict)
+							kept++
+						case dict != nil && !bytes.Equal(c.dict, dict):
+							t.Fatalf("row group %d, column %d: the dictionary changed with %d rows left to read", k, at, left)
+						}
+					}
+					c.close()
+				}
+			}
+		})
+	}
+	if kept == 0 {
+		t.Fatal("no dictionary read")
+	}
+}
