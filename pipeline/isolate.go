@@ -47,15 +47,9 @@ var errTooManyRefused = errors.New("too many rows refused")
 // over its limit whatever the other partitions hold; past it, writeBatch
 // stops with errTooManyRefused.
 func (a *applier) writeBatch(ctx context.Context, tx *sql.Tx, w sink.Writer, rec arrow.RecordBatch, ordinals []int64, room int64) (idemtype.Rows, []refusedRow, error) {
-	if err := a.e.st.Driver.Savepoint(ctx, tx, savepoint); err != nil {
-		return idemtype.Rows{}, nil, err
-	}
-	c, err := w.Write(ctx, tx, a.id.FileKey, rec, ordinals)
+	c, err := a.writeUnder(ctx, tx, w, rec, ordinals)
 	var re *sink.RowError
 	if err == nil || !errors.As(err, &re) {
-		if err == nil {
-			err = a.e.st.Driver.ReleaseSavepoint(ctx, tx, savepoint)
-		}
 		return c, nil, err
 	}
 	if err := a.e.st.Driver.RollbackToSavepoint(ctx, tx, savepoint); err != nil {
@@ -91,6 +85,23 @@ func (a *applier) writeBatch(ctx context.Context, tx *sql.Tx, w sink.Writer, rec
 		total.Add(c)
 	}
 	return total, bad, nil
+}
+
+// writeUnder writes rec under savepoint and releases it when the write
+// succeeds; a *sink.RowError leaves it taken, to roll back to. A
+// sink.SavepointWriter takes and releases it itself, in fewer round trips.
+func (a *applier) writeUnder(ctx context.Context, tx *sql.Tx, w sink.Writer, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error) {
+	if sw, ok := w.(sink.SavepointWriter); ok {
+		return sw.WriteUnder(ctx, tx, savepoint, a.id.FileKey, rec, ordinals)
+	}
+	if err := a.e.st.Driver.Savepoint(ctx, tx, savepoint); err != nil {
+		return idemtype.Rows{}, err
+	}
+	c, err := w.Write(ctx, tx, a.id.FileKey, rec, ordinals)
+	if err == nil {
+		err = a.e.st.Driver.ReleaseSavepoint(ctx, tx, savepoint)
+	}
+	return c, err
 }
 
 // room is how many rows the database may refuse in one partition before

@@ -158,6 +158,17 @@ type Writer interface {
 	Close() error
 }
 
+// A SavepointWriter is a Writer that writes a batch under a savepoint it
+// takes and releases itself, sending those statements in the messages of
+// its own where it can rather than as round trips of their own.
+// WriteUnder(ctx, tx, name, …) does what Savepoint(tx, name), Write and,
+// when Write succeeds, ReleaseSavepoint(tx, name) do. A *RowError
+// leaves the savepoint taken, for the caller to roll back to; any other
+// error leaves tx in no known state (its caller rolls it back).
+type SavepointWriter interface {
+	WriteUnder(ctx context.Context, tx *sql.Tx, name string, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error)
+}
+
 // A Detacher is a Writer whose Close may wait for work of its own that
 // no commit's durability waits for (SQLite's checkpoint of the log its
 // commits wrote and synced, on a thread of the Writer's). Detach does
