@@ -75,6 +75,7 @@ func TestReadmeShowsWhatRan(t *testing.T) {
 	}
 	for _, want := range []string{
 		"| idemport import CSV → SQLite, --key id | 1.00 s, 1k rows/s, 100 MiB | sqlite3 .import → table keyed by id (WAL), 2.00 s | 0.50× |",
+		"| idemport import CSV → SQLite, --key id, state made before | 1.00 s, 1k rows/s, 100 MiB | sqlite3 .import → table keyed by id (WAL), 2.00 s | 0.50× |",
 		"| idemport --key delta (½ new, ½ changed) → N-row SQLite | 1.00 s, 100 rows/s, 100 MiB | sqlite3 .import into temp + INSERT … ON CONFLICT DO UPDATE, 2.00 s | 0.50× |",
 		`ON CONFLICT (id) DO UPDATE SET "Name" = excluded."Name", amount = excluded.amount WHERE (orders."Name", orders.amount) IS NOT (excluded."Name", excluded.amount);`,
 		"CREATE TEMP TABLE d(\"id\" INTEGER PRIMARY KEY, \"Name\" TEXT, \"amount\" DECIMAL TEXT);",
@@ -108,5 +109,26 @@ func TestMarkdownRows(t *testing.T) {
 `
 	if out.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+// TestStateMade checks the setup of the --key import into a database whose
+// state is made: the database made anew first, then idemport's import of a
+// one-row file, not the data set, the file last on its command line.
+func TestStateMade(t *testing.T) {
+	e := &env{work: t.TempDir(), csv: "/data/orders.csv"}
+	out := filepath.Join(e.work, "imported")
+	made := false
+	setup := e.stateMade(func() error { made = true; return os.WriteFile(out, nil, 0o644) },
+		[]string{"sh", "-c", `test -f "$0" && cat "$1" >> "$0"`, out}) // $0: out, $1: the file appended
+	if err := setup(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || !made {
+		t.Fatalf("made %v, read %v", made, err)
+	}
+	if string(b) != "id,note\n1,state\n" {
+		t.Errorf("imported %q, want the one-row file after the database was made", b)
 	}
 }
