@@ -13,13 +13,18 @@
 //     was before (synchronous=NORMAL: at each checkpoint's sync), and
 //     hands the checkpoint to a thread with a connection of its own, which
 //     runs it (PASSIVE) while the writer goes on with its next partition.
-//   - Once the log holds limit frames, it waits for that thread's
-//     checkpoint and checkpoints on its own connection, as SQLite's would:
-//     a checkpoint that overlaps the writer's next transaction never lets
-//     SQLite start the log over (the writer has read the log by then), so
-//     without this the log grew to the size of the database. After it the
-//     next transaction writes the log from its start again, so the log
-//     file stays below limit frames and one transaction's.
+//   - Once the log held limit frames before the transaction that commits,
+//     it waits for that thread's checkpoint and checkpoints on its own
+//     connection, as SQLite's would: a checkpoint that overlaps the
+//     writer's next transaction never lets SQLite start the log over (the
+//     writer has read the log by then), so without this the log grew to
+//     the size of the database. After it the next transaction writes the
+//     log from its start again, so the log file stays below limit frames
+//     and two transactions'. Counting the log before the transaction, not
+//     after it, leaves a transaction of more than limit frames (a
+//     partition of 64 MiB of a file is some 19,000 pages) to the thread
+//     every other commit: counted after it, each such commit waited for a
+//     whole checkpoint of its pages, 0.3-0.7 s a partition.
 //
 // Every call to the writer's handle (the hook runs inside its COMMIT)
 // happens on the goroutine that holds the connection; the thread uses
@@ -115,6 +120,7 @@ struct idp_ckpt {
 	int want, busy, stop; // under mu
 	int held, pending;    // under mu: the thread's checkpoints held back (tests); one waiting for that to end
 	int threshold, limit; // frames
+	int last;             // frames of the log at the writer's last commit (the hook's alone)
 	int64_t bg, fg;       // checkpoints by the thread, by the writer (under mu)
 };
 
@@ -149,11 +155,18 @@ static void *idp_ckpt_main(void *arg) {
 
 static int idp_ckpt_hook(void *arg, sqlite3 *db, const char *name, int frames) {
 	idp_ckpt *c = arg;
+	// The frames the log held before this transaction: the log at the
+	// writer's last commit, unless it has started over since, which its
+	// holding fewer frames now shows (a log that started over and grew
+	// past that again is taken for one that did not: more, never fewer).
+	// At the writer's first commit the log is taken to have held all.
+	int before = c->last < 0 ? frames : frames > c->last ? c->last : 0;
+	c->last = frames;
 	if (frames < c->threshold) return 0;
 	pthread_mutex_lock(&c->mu);
 	int stopped = c->stop;
 	pthread_mutex_unlock(&c->mu);
-	if (frames < c->limit && !stopped) {
+	if (before < c->limit && !stopped) {
 		sqlite3_file *f = NULL;
 		if (sqlite3_file_control(db, name, IDP_FCNTL_JOURNAL_POINTER, &f) == 0 && f && f->pMethods) {
 			// The log on disk before COMMIT returns, as SQLite's
@@ -185,6 +198,7 @@ idp_ckpt *idp_ckpt_start(sqlite3 *db, int threshold, int limit) {
 	if (!c) return NULL;
 	c->threshold = threshold;
 	c->limit = limit;
+	c->last = -1;
 	if (sqlite3_open_v2(path, &c->db, IDP_OPEN_READWRITE | IDP_OPEN_NOMUTEX, NULL) != 0 ||
 	    sqlite3_exec(c->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != 0) {
 		sqlite3_close(c->db);

@@ -304,10 +304,11 @@ func (Driver) Full(err error) bool {
 	return errors.As(err, &se) && se.Code == sqlite3.ErrFull
 }
 
-// walLimit is the frames of the write-ahead log at which a writer
-// checkpoints on its own connection rather than in the background (see
-// ckpt.c): 64 MiB of 4 KiB pages. The log file stays below walLimit frames
-// and one transaction's (of an import, one partition's), plus its header.
+// walLimit is the frames the write-ahead log held before a transaction at
+// which the writer checkpoints on its own connection as that transaction
+// commits, rather than in the background (see ckpt.c): 64 MiB of 4 KiB
+// pages. The log file stays below walLimit frames and two transactions'
+// (of an import, two partitions'), plus its header.
 var walLimit = 16384
 
 // checkpointer runs the automatic checkpoints of a writer's connection on
