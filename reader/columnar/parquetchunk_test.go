@@ -41,26 +41,7 @@ func TestPageChunkMatchesPqarrow(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/batch-%d", name, batch), func(t *testing.T) {
 				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 				defer mem.AssertSize(t, 0)
-				f, err := Open(testFile(t, name, data))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
-				s := f.parquet()
-				ld := &loaded{size: s.size}
-				for k := 0; k < s.groups; k++ {
-					if _, err := s.load(s.md, ld, k); err != nil {
-						t.Fatal(err)
-					}
-					fr, err := s.reader(s.md, ld, batch, false)
-					if err != nil {
-						t.Fatal(err)
-					}
-					read := make([]int, len(fr.Manifest.Fields))
-					for i := range read {
-						read[i] = i
-					}
-					text := s.pageColumns(fr, k, read)
+				eachRowGroup(t, name, data, batch, func(s *parquetFile, k int, fr *pqarrow.FileReader, text []int) {
 					if len(text) == 0 {
 						t.Fatalf("row group %d: no column for a pageChunk", k)
 					}
@@ -99,7 +80,7 @@ func TestPageChunkMatchesPqarrow(t *testing.T) {
 					for _, c := range chunks {
 						c.close()
 					}
-				}
+				})
 			})
 		}
 	}
@@ -180,6 +161,34 @@ func otherWritersParquet(t *testing.T) []fixtureFile {
 	return files
 }
 
+// eachRowGroup opens the Parquet file data under name and calls f for
+// each of its row groups k with a reader of batch rows per batch and the
+// columns (of all the file's) that a pageChunk reads.
+func eachRowGroup(t *testing.T, name string, data []byte, batch int, f func(s *parquetFile, k int, fr *pqarrow.FileReader, text []int)) {
+	t.Helper()
+	file, err := Open(testFile(t, name, data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	s := file.parquet()
+	ld := &loaded{size: s.size}
+	for k := 0; k < s.groups; k++ {
+		if _, err := s.load(s.md, ld, k); err != nil {
+			t.Fatal(err)
+		}
+		fr, err := s.reader(s.md, ld, batch, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := make([]int, len(fr.Manifest.Fields))
+		for i := range read {
+			read[i] = i
+		}
+		f(s, k, fr, s.pageColumns(fr, k, read))
+	}
+}
+
 // parquetOf returns rec written by arrow-go's Parquet writer with props.
 func parquetOf(t *testing.T, rec arrow.RecordBatch, props ...parquet.WriterProperty) []byte {
 	t.Helper()
@@ -218,26 +227,8 @@ func TestPageChunkDictionaryKept(t *testing.T) {
 	kept := 0
 	for name, data := range files {
 		t.Run(name, func(t *testing.T) {
-			f, err := Open(testFile(t, name, data))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			s := f.parquet()
-			ld := &loaded{size: s.size}
-			for k := 0; k < s.groups; k++ {
-				if _, err := s.load(s.md, ld, k); err != nil {
-					t.Fatal(err)
-				}
-				fr, err := s.reader(s.md, ld, 100, false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				read := make([]int, len(fr.Manifest.Fields))
-				for i := range read {
-					read[i] = i
-				}
-				for _, at := range s.pageColumns(fr, k, read) {
+			eachRowGroup(t, name, data, 100, func(s *parquetFile, k int, fr *pqarrow.FileReader, text []int) {
+				for _, at := range text {
 					c, err := newPageChunk(fr, k, fr.Manifest.Fields[at], memory.DefaultAllocator)
 					if err != nil {
 						t.Fatal(err)
@@ -259,7 +250,7 @@ func TestPageChunkDictionaryKept(t *testing.T) {
 					}
 					c.close()
 				}
-			}
+			})
 		})
 	}
 	if kept == 0 {
