@@ -109,65 +109,57 @@ type column struct {
 // no such table.
 func describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, []column, error) {
 	rel := quoteTable(name)
-	rows, err := qr.QueryContext(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod),
+	// One query, one round trip, reads both: the columns (part 0, in
+	// their order), then the keys' columns (part 1). Keys are the indexes
+	// ON CONFLICT can use as arbiters: unique, valid, not deferrable, not
+	// partial, and on plain columns (INCLUDE columns are not part of the
+	// key), the primary key first, each key's columns in its order.
+	rows, err := qr.QueryContext(ctx, `SELECT 0 AS part, a.attnum::bigint AS n, a.attname, format_type(a.atttypid, a.atttypmod),
 		CASE WHEN t.typnamespace = 'pg_catalog'::regnamespace THEN t.typname::text ELSE '' END,
-		a.attnotnull, a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '', a.atttypmod
+		a.attnotnull, a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '', a.atttypmod,
+		false AS prim, 0::bigint AS id, 0::bigint AS ord
 		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
 		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
-		ORDER BY a.attnum`, rel)
-	if err != nil {
-		return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
-	}
-	t := &sink.Table{Name: name}
-	var cols []column
-	for rows.Next() {
-		var c column
-		var typmod int
-		if err := rows.Scan(&c.Name, &c.SQLType, &c.typname, &c.NotNull, &c.Default, &typmod); err != nil {
-			rows.Close()
-			return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
-		}
-		c.Kind = kindOf(c.typname)
-		limits(&c.Column, c.typname, typmod)
-		cols = append(cols, c)
-		t.Columns = append(t.Columns, c.Column)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
-	}
-	if len(cols) == 0 {
-		return nil, nil, nil
-	}
-	// Keys are the indexes ON CONFLICT can use as arbiters: unique, valid,
-	// not deferrable, not partial, and on plain columns (INCLUDE columns
-	// are not part of the key).
-	idx, err := qr.QueryContext(ctx, `SELECT i.indexrelid::bigint, a.attname
+		UNION ALL
+		SELECT 1, 0, a.attname, '', '', false, false, 0, i.indisprimary, i.indexrelid::bigint, k.ord
 		FROM pg_index i
 		CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
 		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
 		WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indisvalid AND i.indimmediate
 		AND i.indpred IS NULL AND i.indexprs IS NULL AND k.ord <= i.indnkeyatts
-		ORDER BY i.indisprimary DESC, i.indexrelid, k.ord`, rel)
+		ORDER BY part, n, prim DESC, id, ord`, rel)
 	if err != nil {
-		return nil, nil, fmt.Errorf("describe keys of %s: %w", name, err)
+		return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
 	}
-	defer idx.Close()
+	defer rows.Close()
+	t := &sink.Table{Name: name}
+	var cols []column
 	last := int64(-1)
-	for idx.Next() {
-		var id int64
-		var col string
-		if err := idx.Scan(&id, &col); err != nil {
-			return nil, nil, fmt.Errorf("describe keys of %s: %w", name, err)
+	for rows.Next() {
+		var c column
+		var part, n, typmod, id, ord int64
+		var prim bool
+		if err := rows.Scan(&part, &n, &c.Name, &c.SQLType, &c.typname, &c.NotNull, &c.Default, &typmod, &prim, &id, &ord); err != nil {
+			return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
 		}
-		if id != last {
-			t.Keys = append(t.Keys, nil)
-			last = id
+		if part == 1 {
+			if id != last {
+				t.Keys = append(t.Keys, nil)
+				last = id
+			}
+			t.Keys[len(t.Keys)-1] = append(t.Keys[len(t.Keys)-1], c.Name)
+			continue
 		}
-		t.Keys[len(t.Keys)-1] = append(t.Keys[len(t.Keys)-1], col)
+		c.Kind = kindOf(c.typname)
+		limits(&c.Column, c.typname, int(typmod))
+		cols = append(cols, c)
+		t.Columns = append(t.Columns, c.Column)
 	}
-	if err := idx.Err(); err != nil {
-		return nil, nil, fmt.Errorf("describe keys of %s: %w", name, err)
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
+	}
+	if len(cols) == 0 {
+		return nil, nil, nil
 	}
 	return t, cols, nil
 }
