@@ -102,6 +102,10 @@ const streamChunk = 64 << 10
 // shares nothing with the next.
 func (e *encoder) stream(rec arrow.RecordBatch, nlead int, lead func(b []byte, i int) []byte) *stream {
 	s := &stream{fields: e.fields, cols: rec.Columns(), n: int(rec.NumRows()), nlead: nlead, lead: lead, back: e}
+	s.vals = make([]colValues, len(s.cols))
+	for c, col := range s.cols {
+		s.vals[c] = valuesOf(e.fields[c], col)
+	}
 	s.buf, e.buf = e.buf[:0], nil
 	s.buf = append(s.buf, "PGCOPY\n\xff\r\n\x00"...)
 	s.buf = binary.BigEndian.AppendUint32(s.buf, 0) // flags
@@ -120,7 +124,8 @@ type stream struct {
 	closed bool
 	fields []wire
 	cols   []arrow.Array
-	n      int // rows
+	vals   []colValues // one per column: its values, where they are read directly
+	n      int         // rows
 	nlead  int
 	lead   func(b []byte, i int) []byte
 	next   int    // the next row to encode
@@ -166,14 +171,68 @@ func (s *stream) Read(p []byte) (int, error) {
 func (s *stream) row(b []byte, i int) []byte {
 	b = binary.BigEndian.AppendUint16(b, uint16(s.nlead+len(s.cols)))
 	b = s.lead(b, i)
-	for c, col := range s.cols {
-		if col.IsNull(i) {
+	for c := range s.vals {
+		v := &s.vals[c]
+		if v.nulls && v.col.IsNull(i) {
 			b = binary.BigEndian.AppendUint32(b, math.MaxUint32) // -1: NULL
 			continue
 		}
-		b = appendValue(b, s.fields[c], col, i)
+		switch v.kind {
+		case valuesWords:
+			b = appendInt8(b, v.words[i]-v.sub)
+		case valuesText:
+			t := v.text.Value(i)
+			b = append(binary.BigEndian.AppendUint32(b, uint32(len(t))), t...)
+		default:
+			b = appendValue(b, s.fields[c], v.col, i)
+		}
 	}
 	return b
+}
+
+// colValues is one column of a batch as a stream reads it: the int64,
+// float64 and microsecond timestamp values it writes as 8 bytes read
+// straight from the column's buffer, and its text as a string column's,
+// without a look at the value's type for each value (appendValue); the
+// values of other columns are written by appendValue. nulls says the
+// column has nulls, to look for.
+type colValues struct {
+	kind  uint8
+	col   arrow.Array
+	nulls bool
+	words []int64 // valuesWords: the values as 8 bytes each (a float64's bits)
+	sub   int64   // valuesWords: what is taken from each (PostgreSQL's epoch)
+	text  *array.String
+}
+
+const (
+	valuesOther = iota // written by appendValue
+	valuesWords
+	valuesText
+)
+
+// valuesOf returns col, a column written as w, as a stream reads it.
+func valuesOf(w wire, col arrow.Array) colValues {
+	v := colValues{col: col, nulls: col.NullN() > 0}
+	switch a := col.(type) {
+	case *array.Int64:
+		if w == wireInt8 {
+			v.kind, v.words = valuesWords, a.Int64Values()
+		}
+	case *array.Float64:
+		if w == wireFloat8 {
+			v.kind, v.words = valuesWords, arrow.Int64Traits.CastFromBytes(arrow.Float64Traits.CastToBytes(a.Float64Values()))
+		}
+	case *array.Timestamp:
+		if w == wireTimestamp && a.DataType().(*arrow.TimestampType).Unit == arrow.Microsecond {
+			v.kind, v.words, v.sub = valuesWords, arrow.Int64Traits.CastFromBytes(arrow.TimestampTraits.CastToBytes(a.TimestampValues())), pgEpochMicros
+		}
+	case *array.String:
+		if w == wireText {
+			v.kind, v.text = valuesText, a
+		}
+	}
+	return v
 }
 
 // errStreamClosed is what a stream's Read returns once it is closed.

@@ -109,3 +109,58 @@ func TestStreamReadSizes(t *testing.T) {
 		t.Error("a stream read after another stream was made and read differs")
 	}
 }
+
+// TestStreamRowsAsEachValue: the rows a stream encodes, reading int64,
+// float64, timestamp and text columns straight from their buffers, are
+// the bytes appendValue writes value by value, for columns with nulls and
+// without, of a batch and of slices of it (whose buffers start before
+// their first row), and for an int64 column into a float8 one, which is
+// not read as its words.
+func TestStreamRowsAsEachValue(t *testing.T) {
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.I64("n"), drivertest.F64("price"), drivertest.Str("note"),
+		drivertest.TS("at"), drivertest.Bool("ok"), drivertest.Dec("amount"), drivertest.JSON("doc"), drivertest.I64("wide"))
+	typ := []string{"int8", "int8", "float8", "text", "timestamptz", "bool", "numeric", "jsonb", "float8"}
+	at := time.Date(1969, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	var rows [][]any
+	for i := range 300 {
+		row := []any{i - 1<<62, i % 5, float64(i) / 3, fmt.Sprintf("n%d%s", i, bytes.Repeat([]byte("é"), i%9)),
+			at.Add(time.Duration(i*i) * time.Hour), i%2 == 0, fmt.Sprintf("%d.%02d", i-150, i%100), fmt.Sprintf(`{"i":%d}`, i), 1<<53 + i}
+		if i%4 == 1 {
+			for c := 1; c < len(row); c++ {
+				row[c] = nil
+			}
+		}
+		rows = append(rows, row)
+	}
+	rec := drivertest.Batch(t, s, rows...)
+	var fields []field
+	for c, f := range s.Fields() {
+		k := idemtype.TypeOf(f)
+		fields = append(fields, field{name: f.Name, file: k, target: column{Column: sink.Column{Name: f.Name, Kind: k}, typname: typ[c]}})
+	}
+	enc := newEncoder(fields)
+	if enc == nil {
+		t.Fatal("no encoder")
+	}
+	lead := func(b []byte, i int) []byte { return appendInt8(b, int64(i)) }
+	for _, cut := range [][2]int64{{0, 300}, {1, 300}, {77, 211}, {299, 300}} {
+		part := rec.NewSlice(cut[0], cut[1])
+		st := enc.stream(part, 1, lead)
+		for i := range int(part.NumRows()) {
+			want := binary.BigEndian.AppendUint16(nil, uint16(1+len(fields)))
+			want = lead(want, i)
+			for c, col := range part.Columns() {
+				if col.IsNull(i) {
+					want = binary.BigEndian.AppendUint32(want, 0xffffffff)
+					continue
+				}
+				want = appendValue(want, enc.fields[c], col, i)
+			}
+			if got := st.row(nil, i); !bytes.Equal(got, want) {
+				t.Fatalf("rows %d to %d, row %d: encoded\n%x\nvalue by value\n%x", cut[0], cut[1], i, got, want)
+			}
+		}
+		st.close()
+		part.Release()
+	}
+}
