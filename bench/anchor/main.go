@@ -7,8 +7,8 @@
 //	anchor arrowcsv FILE                Apache Arrow's csv.Reader into typed record batches
 //	anchor json FILE                    encoding/json, one line at a time into a struct
 //	anchor sqlite-upsert N DB FILE      Go + go-sqlite3: INSERT … ON CONFLICT DO UPDATE, N rows per statement
-//	anchor pgx-copy DSN FILE            pgx CopyFrom into a table keyed by order_id
-//	anchor pgx-merge DSN FILE           pgx CopyFrom into a staging table, then INSERT … ON CONFLICT merges
+//	anchor pgx-copy DSN FILE [TABLE]    pgx CopyFrom into a table keyed by order_id (TABLE, default bench_anchor, made anew)
+//	anchor pgx-merge DSN FILE [TABLE]   pgx CopyFrom into a staging table, then INSERT … ON CONFLICT merges
 //
 // The loaders create their table (dropping it first) and commit every
 // 100,000 rows, as idemport's default partition does. Each command prints
@@ -65,7 +65,7 @@ var columns = strings.Join(orders.Columns, ", ")
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: anchor sha256|csv|arrowcsv|json FILE | sqlite-upsert N DB FILE | pgx-copy|pgx-merge DSN FILE")
+		fmt.Fprintln(os.Stderr, "usage: anchor sha256|csv|arrowcsv|json FILE | sqlite-upsert N DB FILE | pgx-copy|pgx-merge DSN FILE [TABLE]")
 		os.Exit(2)
 	}
 	args := os.Args[2:]
@@ -90,11 +90,15 @@ func main() {
 			n, err = sqliteUpsert(per, args[1], args[2])
 		}
 	case "pgx-copy", "pgx-merge":
-		if len(args) != 2 {
-			err = errors.New(os.Args[1] + " DSN FILE")
+		if len(args) != 2 && len(args) != 3 {
+			err = errors.New(os.Args[1] + " DSN FILE [TABLE]")
 			break
 		}
-		n, err = pgxLoad(args[0], args[1], os.Args[1] == "pgx-merge")
+		table := "bench_anchor"
+		if len(args) == 3 {
+			table = args[2]
+		}
+		n, err = pgxLoad(args[0], args[1], table, os.Args[1] == "pgx-merge")
 	default:
 		err = fmt.Errorf("unknown anchor %q", os.Args[1])
 	}
@@ -276,25 +280,25 @@ func sqliteUpsert(per int, db, path string) (int64, error) {
 	return n, err
 }
 
-// pgxLoad loads the CSV into a table keyed by order_id with pgx CopyFrom,
+// pgxLoad loads the CSV into table (made anew), keyed by order_id, with pgx CopyFrom,
 // straight in, or (merge) through a staging table merged with
 // INSERT … ON CONFLICT DO UPDATE … WHERE … IS DISTINCT FROM.
-func pgxLoad(dsn, path string, merge bool) (int64, error) {
+func pgxLoad(dsn, path, table string, merge bool) (int64, error) {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `DROP TABLE IF EXISTS bench_anchor; CREATE TABLE bench_anchor(order_id bigint PRIMARY KEY, customer_id bigint,
+	if _, err := conn.Exec(ctx, `DROP TABLE IF EXISTS `+table+`; CREATE TABLE `+table+`(order_id bigint PRIMARY KEY, customer_id bigint,
 		sku text, quantity bigint, unit_price double precision, status text, created_at timestamptz, note text)`); err != nil {
 		return 0, err
 	}
 	cols := strings.Split(columns, ", ")
-	target := "bench_anchor"
+	target := table
 	if merge {
-		target = "bench_anchor_stage"
-		if _, err := conn.Exec(ctx, `CREATE TEMP TABLE bench_anchor_stage (LIKE bench_anchor)`); err != nil {
+		target = "bench_anchor_stage" // a temporary table: the session's own
+		if _, err := conn.Exec(ctx, `CREATE TEMP TABLE bench_anchor_stage (LIKE `+table+`)`); err != nil {
 			return 0, err
 		}
 	}
@@ -302,8 +306,8 @@ func pgxLoad(dsn, path string, merge bool) (int64, error) {
 	for _, c := range cols[1:] {
 		set = append(set, c+" = excluded."+c)
 	}
-	mergeSQL := "INSERT INTO bench_anchor SELECT * FROM bench_anchor_stage ON CONFLICT (order_id) DO UPDATE SET " + strings.Join(set, ", ") +
-		" WHERE (bench_anchor." + strings.Join(cols[1:], ", bench_anchor.") + ") IS DISTINCT FROM (excluded." + strings.Join(cols[1:], ", excluded.") + ")"
+	mergeSQL := "INSERT INTO " + table + " SELECT * FROM bench_anchor_stage ON CONFLICT (order_id) DO UPDATE SET " + strings.Join(set, ", ") +
+		" WHERE (" + table + "." + strings.Join(cols[1:], ", "+table+".") + ") IS DISTINCT FROM (excluded." + strings.Join(cols[1:], ", excluded.") + ")"
 	var rows [][]any
 	load := func() error {
 		if len(rows) == 0 {

@@ -51,12 +51,16 @@
 // PostgreSQL comparisons run when -postgres is set (or
 // IDEMPORT_TEST_POSTGRES), and MariaDB's rows of first and delta when -mariadb is
 // (or IDEMPORT_TEST_MARIADB: it makes and drops the databases
-// idemport_bench and idemport_bench_base there); pgloader runs when it is installed. Data sets
+// idemport_bench_TAG and idemport_bench_base_TAG there); pgloader runs when it is installed.
+// The schemas, databases and tables a run makes on a server end in -tag
+// (default: random), so that runs at once on one server keep apart. Data sets
 // missing from -data are generated there (the memory files take 3 GiB).
 package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -200,15 +204,20 @@ func main() {
 	csvOf := flag.String("csv", "", "with Parquet or Arrow -file: the CSV file of the same data, whose import's rows/s theirs are timed against")
 	keyCol := flag.String("key", "", "with -file: the key column of the --key rows and of the anchors' tables (default: no keyed rows)")
 	delta := flag.String("delta", "", "with -file and -key: a daily delta of that file (a CSV file of the same columns), timed into the imported file's table in section delta")
+	tag := flag.String("tag", "", "the suffix of the PostgreSQL schemas, databases and table and the MariaDB databases this run makes and drops: lower-case letters, digits and _ (default: random, so that runs at once on one server keep apart)")
 	readme := flag.Bool("readme", false, "print the table of docs/development.md's benchmark section (default sections first,delta,rerun,resume,formats,memory), each row beside its anchor, and the anchors' commands under it")
 	flag.Parse()
 	checkFlags(*file, *keyCol, *delta, *modes)
+	if *tag == "" {
+		*tag = randomTag()
+	}
+	check(checkTag(*tag))
 
 	rows, name := parseRows(*rowsFlag)
 	bin, err := os.MkdirTemp("", "idemport-bench-")
 	check(err)
 	defer os.RemoveAll(bin)
-	e := &env{runs: *runs, rows: rows, name: name, data: *data, idemport: filepath.Join(bin, "idemport"), anchor: filepath.Join(bin, "anchor"), add: report, out: os.Stdout}
+	e := &env{runs: *runs, rows: rows, name: name, data: *data, idemport: filepath.Join(bin, "idemport"), anchor: filepath.Join(bin, "anchor"), add: report, out: os.Stdout, tag: *tag}
 	var md *markdown
 	if *readme {
 		md = newMarkdown()
@@ -238,6 +247,28 @@ func checkFlags(file, keyCol, delta string, modes bool) {
 	if delta != "" && (file == "" || keyCol == "") {
 		check(fmt.Errorf("-delta goes with -file and -key"))
 	}
+}
+
+// randomTag returns a run's tag: 8 random hexadecimal digits.
+func randomTag() string {
+	var b [4]byte
+	_, err := rand.Read(b[:])
+	check(err)
+	return hex.EncodeToString(b[:])
+}
+
+// checkTag refuses a tag that would not keep the names it ends plain SQL
+// identifiers, unquoted on both servers.
+func checkTag(tag string) error {
+	if tag == "" || len(tag) > 20 {
+		return fmt.Errorf("-tag %q: want 1-20 characters", tag)
+	}
+	for _, r := range tag {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return fmt.Errorf("-tag %q: want lower-case letters, digits and _", tag)
+		}
+	}
+	return nil
 }
 
 // dataSet chooses the data set (-file, or the generated one in data) and,
@@ -388,11 +419,22 @@ type env struct {
 	cols                []column // with -file: its columns (nil: the orders data set)
 	keyCol              string   // the key column of the --key rows; empty: none
 	work, db            string
+	tag                 string // ends the names of what the run makes on a server (own)
 	delta               string // the daily delta of csv; "": bench/gen's, made when the delta section needs it
 	deltaRows           int64  // its rows
 	add                 func(row)
 	out                 io.Writer                                  // where show prints the anchors' commands
 	timer               func(int, ...cmd) ([][]measure, []float64) // nil: race
+}
+
+// own returns name ended by the run's tag: the name of a schema,
+// database or table the run makes and drops on a server, which another
+// run on the same server at the same time does not share.
+func (e *env) own(name string) string {
+	if e.tag == "" {
+		return name
+	}
+	return name + "_" + e.tag
 }
 
 // deltaFile returns the daily delta of the data set and its rows: -delta,
@@ -826,8 +868,9 @@ func psql(dsn string) func(sql string) error {
 }
 
 // pgTarget is a PostgreSQL database the benchmark writes: idemport's
-// table idemport_bench.orders (state in idemport_bench_state) and the
-// anchors' table bench_copy.
+// table orders in the schema idemport_bench_TAG (state in
+// idemport_bench_state_TAG) and the anchors' table bench_copy_TAG (TAG:
+// the run's, env.own).
 type pgTarget struct {
 	e   *env
 	dsn string
@@ -836,35 +879,50 @@ type pgTarget struct {
 
 func (e *env) pg(dsn string) pgTarget { return pgTarget{e, dsn, psql(dsn)} }
 
+// schema, state and copyName are the names of idemport's schema, its
+// state schema and the anchors' table.
+func (p pgTarget) schema() string   { return p.e.own("idemport_bench") }
+func (p pgTarget) state() string    { return p.e.own("idemport_bench_state") }
+func (p pgTarget) copyName() string { return p.e.own("bench_copy") }
+
 // reset empties idemport's schemas.
 func (p pgTarget) reset() error {
-	return p.sql(`DROP SCHEMA IF EXISTS idemport_bench CASCADE; DROP SCHEMA IF EXISTS idemport_bench_state CASCADE; CREATE SCHEMA idemport_bench`)
+	return p.sql(`DROP SCHEMA IF EXISTS ` + p.schema() + ` CASCADE; DROP SCHEMA IF EXISTS ` + p.state() + ` CASCADE; CREATE SCHEMA ` + p.schema())
 }
 
-// resetCopy makes bench_copy a new, empty keyed table.
+// resetCopy makes the anchors' table a new, empty keyed table.
 func (p pgTarget) resetCopy() error { return p.sql(p.copyTable()) }
 
-// copyTable is the SQL making bench_copy a new, empty table: the orders
+// copyTable is the SQL making the anchors' table a new, empty table: the orders
 // data set's keyed one, or -file's (keyed by -key when it is set).
 func (p pgTarget) copyTable() string {
 	if p.e.cols != nil {
-		return "DROP TABLE IF EXISTS bench_copy; " + p.e.createTable("bench_copy", false)
+		return "DROP TABLE IF EXISTS " + p.copyName() + "; " + p.e.createTable(p.copyName(), false)
 	}
-	return `DROP TABLE IF EXISTS bench_copy; CREATE TABLE bench_copy(order_id bigint PRIMARY KEY, customer_id bigint, sku text, ` +
+	return `DROP TABLE IF EXISTS ` + p.copyName() + `; CREATE TABLE ` + p.copyName() + `(order_id bigint PRIMARY KEY, customer_id bigint, sku text, ` +
 		`quantity bigint, unit_price double precision, status text, created_at timestamptz, note text)`
 }
 
 func (p pgTarget) drop() {
-	p.sql(`DROP SCHEMA IF EXISTS idemport_bench CASCADE; DROP SCHEMA IF EXISTS idemport_bench_state CASCADE; DROP TABLE IF EXISTS bench_copy`)
+	p.sql(`DROP SCHEMA IF EXISTS ` + p.schema() + ` CASCADE; DROP SCHEMA IF EXISTS ` + p.state() + ` CASCADE; DROP TABLE IF EXISTS ` + p.copyName())
 }
 
 func (p pgTarget) importArgs(extra ...string) []string {
-	return append([]string{p.e.idemport, "import", "--progress", "never", "--into", p.dsn, "--state-schema", "idemport_bench_state",
-		"--table", "idemport_bench.orders"}, extra...)
+	return append([]string{p.e.idemport, "import", "--progress", "never", "--into", p.dsn, "--state-schema", p.state(),
+		"--table", p.schema() + ".orders"}, extra...)
+}
+
+// anchorName is the table of bench/anchor's pgx loads.
+func (p pgTarget) anchorName() string { return p.e.own("bench_anchor") }
+
+// pgxArgs is bench/anchor's pgx load (pgx-copy or pgx-merge) of csv into
+// anchorName.
+func (p pgTarget) pgxArgs(load, csv string) []string {
+	return []string{p.e.anchor, load, p.dsn, csv, p.anchorName()}
 }
 
 func (p pgTarget) copyArgs(csv string) []string {
-	return []string{"psql", p.dsn, "-qc", `\copy bench_copy FROM '` + csv + `' CSV HEADER`}
+	return []string{"psql", p.dsn, "-qc", `\copy ` + p.copyName() + ` FROM '` + csv + `' CSV HEADER`}
 }
 
 func (e *env) postgresFirst(dsn string) {
@@ -876,7 +934,7 @@ func (e *env) postgresFirst(dsn string) {
 	if e.keyCol != "" {
 		cs = append(cs, cmd{name: "idemport --key", setup: p.reset, argv: p.importArgs(append(e.key(), e.csv)...)},
 			cmd{name: "idemport --key, state made", setup: e.stateMade(p.reset, []string{e.idemport, "import", "--progress", "never",
-				"--into", p.dsn, "--state-schema", "idemport_bench_state", "--table", "idemport_bench.state_made"}),
+				"--into", p.dsn, "--state-schema", p.state(), "--table", p.schema() + ".state_made"}),
 				argv: p.importArgs(append(e.key(), e.csv)...)})
 	}
 	// The server does most of the work of every command: its CPU time is
@@ -906,18 +964,25 @@ func pgHost(dsn string) string {
 	return u.Hostname()
 }
 
+// pgDeltaDatabases are the names of the databases of postgresDelta: the
+// one loaded once, and the one each run copies it into.
+func (e *env) pgDeltaDatabases() (base, run string) {
+	return e.own("idemport_bench_base"), e.own("idemport_bench_run")
+}
+
 // postgresDelta times the daily delta into a copy of the N-row tables:
-// each tool's day 1 is loaded once into the database idemport_bench_base,
-// and each run starts from a copy of it, idemport_bench_run.
+// each tool's day 1 is loaded once into the database idemport_bench_base_TAG,
+// and each run starts from a copy of it, idemport_bench_run_TAG.
 func (e *env) postgresDelta(dsn string) {
 	delta, rows := e.deltaFile()
 	server := psql(dsn)
 	u, err := url.Parse(dsn)
 	check(err)
 	db := func(name string) string { u.Path = "/" + name; return u.String() }
-	base, copy := e.pg(db("idemport_bench_base")), e.pg(db("idemport_bench_run"))
+	baseName, runName := e.pgDeltaDatabases()
+	base, copy := e.pg(db(baseName)), e.pg(db(runName))
 	dropAll := func() error {
-		for _, d := range []string{"idemport_bench_run", "idemport_bench_base"} {
+		for _, d := range []string{runName, baseName} {
 			if err := server(`DROP DATABASE IF EXISTS ` + d + ` WITH (FORCE)`); err != nil {
 				return err
 			}
@@ -925,7 +990,7 @@ func (e *env) postgresDelta(dsn string) {
 		return nil
 	}
 	check(dropAll())
-	check(server(`CREATE DATABASE idemport_bench_base`))
+	check(server(`CREATE DATABASE ` + baseName))
 	check(base.reset())
 	check(base.resetCopy())
 	for _, c := range []cmd{{name: "day 1", argv: base.importArgs(append(e.key(), e.csv)...)}, {name: "psql day 1", argv: base.copyArgs(e.csv)}} {
@@ -933,13 +998,13 @@ func (e *env) postgresDelta(dsn string) {
 		check(err)
 	}
 	again := func() error {
-		if err := server(`DROP DATABASE IF EXISTS idemport_bench_run WITH (FORCE)`); err != nil {
+		if err := server(`DROP DATABASE IF EXISTS ` + runName + ` WITH (FORCE)`); err != nil {
 			return err
 		}
-		return server(`CREATE DATABASE idemport_bench_run TEMPLATE idemport_bench_base`)
+		return server(`CREATE DATABASE ` + runName + ` TEMPLATE ` + baseName)
 	}
-	merge := e.script("delta-pg.sql", "BEGIN;\nCREATE TEMP TABLE d (LIKE bench_copy) ON COMMIT DROP;\n\\copy d FROM '"+delta+"' CSV HEADER\n"+
-		e.upsert("bench_copy", "IS DISTINCT FROM")+"COMMIT;\n")
+	merge := e.script("delta-pg.sql", "BEGIN;\nCREATE TEMP TABLE d (LIKE "+copy.copyName()+") ON COMMIT DROP;\n\\copy d FROM '"+delta+"' CSV HEADER\n"+
+		e.upsert(copy.copyName(), "IS DISTINCT FROM")+"COMMIT;\n")
 	srv := newPostgresCPU(pgHost(dsn))
 	ms, r := e.race(e.runs,
 		cmd{name: "psql merge", setup: srv.around(0, again), argv: []string{"psql", copy.dsn, "-v", "ON_ERROR_STOP=1", "-qf", merge}},
@@ -947,7 +1012,7 @@ func (e *env) postgresDelta(dsn string) {
 	srv.stop()
 	e.add(anchor("psql merge", summary(srv.named(0, `psql \copy into temp + INSERT … ON CONFLICT DO UPDATE`), ms[0], rows)))
 	e.show([]string{"psql", copy.dsn, "-v", "ON_ERROR_STOP=1", "-qf", merge},
-		`CREATE DATABASE idemport_bench_run TEMPLATE idemport_bench_base, the day-1 table loaded by psql \copy as in first`, merge)
+		`CREATE DATABASE `+runName+` TEMPLATE `+baseName+`, the day-1 table loaded by psql \copy as in first`, merge)
 	e.add(withRatio(summary(srv.named(1, "idemport --key delta (½ new, ½ changed) → N-row PostgreSQL"), ms[1], rows), "psql merge", r[1]))
 	check(dropAll())
 }
@@ -956,16 +1021,17 @@ func (e *env) postgresDelta(dsn string) {
 // ordinal import.
 func (e *env) postgresAlternatives(dsn string) {
 	p := e.pg(dsn)
+	pgxCopy, pgxMerge := p.pgxArgs("pgx-copy", e.csv), p.pgxArgs("pgx-merge", e.csv)
 	ms, r := e.race(e.runs,
 		cmd{name: "idemport", setup: p.reset, argv: p.importArgs(e.csv)},
-		cmd{name: "pgx-copy", argv: []string{e.anchor, "pgx-copy", dsn, e.csv}},
-		cmd{name: "pgx-merge", argv: []string{e.anchor, "pgx-merge", dsn, e.csv}})
+		cmd{name: "pgx-copy", argv: pgxCopy},
+		cmd{name: "pgx-merge", argv: pgxMerge})
 	e.add(summary("idemport import CSV → PostgreSQL, ordinal", ms[0], e.rows))
 	e.add(withRatio(summary("pgx CopyFrom → PRIMARY KEY table", ms[1], e.rows), "idemport", r[1]))
-	e.show([]string{e.anchor, "pgx-copy", dsn, e.csv}, "")
+	e.show(pgxCopy, "")
 	e.add(withRatio(summary("pgx staging + ON CONFLICT merge", ms[2], e.rows), "idemport", r[2]))
-	e.show([]string{e.anchor, "pgx-merge", dsn, e.csv}, "")
-	p.sql(`DROP TABLE IF EXISTS bench_anchor`)
+	e.show(pgxMerge, "")
+	p.sql(`DROP TABLE IF EXISTS ` + p.anchorName())
 	if _, err := exec.LookPath("pgloader"); err != nil {
 		fmt.Println("(pgloader is not installed: apt-get install pgloader to compare with it)")
 		p.drop()
@@ -975,8 +1041,8 @@ func (e *env) postgresAlternatives(dsn string) {
 	check(err)
 	u.RawQuery = "" // pgloader reads ?name as the table
 	script := e.script("idemport-bench.load", fmt.Sprintf(`LOAD CSV FROM '%s' (order_id, customer_id, sku, quantity, unit_price, status, created_at, note)
-INTO %s?bench_copy (order_id, customer_id, sku, quantity, unit_price, status, created_at, note)
-WITH truncate, skip header = 1, fields optionally enclosed by '"', fields escaped by double-quote, fields terminated by ',';`, e.csv, u.String()))
+INTO %s?%s (order_id, customer_id, sku, quantity, unit_price, status, created_at, note)
+WITH truncate, skip header = 1, fields optionally enclosed by '"', fields escaped by double-quote, fields terminated by ',';`, e.csv, u.String(), p.copyName()))
 	ms, r = e.race(1,
 		cmd{name: "psql copy", setup: p.resetCopy, argv: p.copyArgs(e.csv)},
 		cmd{name: "pgloader", setup: p.resetCopy, argv: []string{"pgloader", script}})

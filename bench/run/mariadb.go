@@ -11,17 +11,17 @@ import (
 	"github.com/idemport/idemport/bench/orders"
 )
 
-// mariaDatabase is the database of the MariaDB rows, made anew before each
-// run: idemport's table orders (and its own tables beside it) and the
-// anchor's table bench_load.
-const mariaDatabase = "idemport_bench"
+// db is the database of the MariaDB rows, idemport_bench_TAG (TAG: the
+// run's, env.own), made anew before each run: idemport's table orders (and
+// its own tables beside it) and the anchor's table bench_load.
+func (m mariaTarget) db() string { return m.e.own("idemport_bench") }
 
 // mariaTarget is the MariaDB server the benchmark writes, reached as the
 // mysql:// URL dsn gives (host, port, user, password; its database is
 // not used).
 type mariaTarget struct {
 	e                          *env
-	dsn                        string // the URL of mariaDatabase
+	dsn                        string // the URL of db()
 	host, port, user, password string
 }
 
@@ -34,7 +34,7 @@ func (e *env) maria(dsn string) mariaTarget {
 	}
 	m := mariaTarget{e: e, host: host, port: port, user: u.User.Username()}
 	m.password, _ = u.User.Password()
-	u.Path = "/" + mariaDatabase
+	u.Path = "/" + m.db()
 	m.dsn = u.String()
 	return m
 }
@@ -68,13 +68,13 @@ func (m mariaTarget) sql(s string) error {
 	return nil
 }
 
-// recreate is the SQL making mariaDatabase anew, empty.
+// recreate is the SQL making db() anew, empty.
 func (m mariaTarget) recreate() string {
-	return "DROP DATABASE IF EXISTS " + mariaDatabase + "; CREATE DATABASE " + mariaDatabase +
+	return "DROP DATABASE IF EXISTS " + m.db() + "; CREATE DATABASE " + m.db() +
 		" CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin"
 }
 
-// reset makes mariaDatabase anew, for idemport.
+// reset makes db() anew, for idemport.
 func (m mariaTarget) reset() error { return m.sql(m.recreate()) }
 
 // loadTable is the SQL making the anchor's table: orders keyed by order_id,
@@ -82,9 +82,9 @@ func (m mariaTarget) reset() error { return m.sql(m.recreate()) }
 // idemport's MariaDB driver declares them.
 func (m mariaTarget) loadTable() string {
 	if m.e.cols != nil {
-		return m.recreate() + "; " + m.e.mariaTable(mariaDatabase+".bench_load")
+		return m.recreate() + "; " + m.e.mariaTable(m.db()+".bench_load")
 	}
-	return m.recreate() + "; CREATE TABLE " + mariaDatabase + ".bench_load(order_id BIGINT NOT NULL PRIMARY KEY, customer_id BIGINT, " +
+	return m.recreate() + "; CREATE TABLE " + m.db() + ".bench_load(order_id BIGINT NOT NULL PRIMARY KEY, customer_id BIGINT, " +
 		"sku LONGTEXT, quantity BIGINT, unit_price DOUBLE, status LONGTEXT, created_at DATETIME(6), note LONGTEXT)"
 }
 
@@ -160,13 +160,13 @@ func (e *env) mariaColumns() (cols, set []string) {
 	return cols, set
 }
 
-// resetLoad makes mariaDatabase anew with the anchor's empty table.
+// resetLoad makes db() anew with the anchor's empty table.
 func (m mariaTarget) resetLoad() error { return m.sql(m.loadTable()) }
 
 // loadArgs is the mariadb client's LOAD DATA LOCAL INFILE of the CSV file
 // csv into bench_load (loadSQL).
 func (m mariaTarget) loadArgs(csv string) []string {
-	return m.client(mariaDatabase, m.loadSQL(csv, "bench_load"))
+	return m.client(m.db(), m.loadSQL(csv, "bench_load"))
 }
 
 // loadSQL is the LOAD DATA LOCAL INFILE of the CSV file csv into table:
@@ -215,9 +215,9 @@ func (m mariaTarget) mergeSQL(csv string) string {
 	return "CREATE TEMPORARY TABLE d LIKE bench_load; " + m.loadSQL(csv, "d") + "; " + merge
 }
 
-// mariaBase is the database of the delta section's day 1, which each run
-// starts from a copy of.
-const mariaBase = "idemport_bench_base"
+// base is the database of the delta section's day 1, which each run
+// starts from a copy of: idemport_bench_base_TAG.
+func (m mariaTarget) base() string { return m.e.own("idemport_bench_base") }
 
 // copyTables returns a setup that makes database to anew with a copy of
 // the tables of database from that which says (an SQL condition on
@@ -256,8 +256,8 @@ func (m mariaTarget) copyTables(from, to, which string) func() error {
 // mariadbDelta times the daily delta into a copy of the N-row tables:
 // each tool's day 1 (the mariadb client's LOAD DATA into bench_load,
 // idemport's import by --key into orders) is made once and copied into
-// mariaBase, and each run starts from a copy of its tool's tables in
-// mariaDatabase. The anchor is the hand-written merge (mergeSQL).
+// base(), and each run starts from a copy of its tool's tables in
+// db(). The anchor is the hand-written merge (mergeSQL).
 func (e *env) mariadbDelta(dsn string) {
 	delta, rows := e.deltaFile()
 	m := e.maria(dsn)
@@ -266,18 +266,18 @@ func (e *env) mariadbDelta(dsn string) {
 		_, err := run(c)
 		check(err)
 	}
-	check(m.copyTables(mariaDatabase, mariaBase, "true")())
+	check(m.copyTables(m.db(), m.base(), "true")())
 	anchorTables, idemportTables := "table_name = 'bench_load'", "table_name <> 'bench_load'"
-	merge := m.client(mariaDatabase, m.mergeSQL(delta))
+	merge := m.client(m.db(), m.mergeSQL(delta))
 	srv := newServerCPU(m.host, "mariadbd", "mysqld")
 	ms, r := e.race(e.runs,
-		cmd{name: "mariadb merge", setup: srv.around(0, m.copyTables(mariaBase, mariaDatabase, anchorTables)), argv: merge, env: m.env()},
-		cmd{name: "idemport delta", setup: srv.around(1, m.copyTables(mariaBase, mariaDatabase, idemportTables)), argv: m.importArgs(append(e.key(), delta)...)})
+		cmd{name: "mariadb merge", setup: srv.around(0, m.copyTables(m.base(), m.db(), anchorTables)), argv: merge, env: m.env()},
+		cmd{name: "idemport delta", setup: srv.around(1, m.copyTables(m.base(), m.db(), idemportTables)), argv: m.importArgs(append(e.key(), delta)...)})
 	srv.stop()
 	e.add(anchor("mariadb merge", summary(srv.named(0, "mariadb LOAD DATA into temp + INSERT … ON DUPLICATE KEY UPDATE"), ms[0], rows)))
-	e.show(merge, "the day-1 table loaded by LOAD DATA as in first, copied into "+mariaDatabase+" by CREATE TABLE … LIKE and INSERT … SELECT")
+	e.show(merge, "the day-1 table loaded by LOAD DATA as in first, copied into "+m.db()+" by CREATE TABLE … LIKE and INSERT … SELECT")
 	e.add(withRatio(summary(srv.named(1, "idemport --key delta (½ new, ½ changed) → N-row MariaDB"), ms[1], rows), "mariadb merge", r[1]))
-	m.sql("DROP DATABASE IF EXISTS " + mariaDatabase + "; DROP DATABASE IF EXISTS " + mariaBase)
+	m.sql("DROP DATABASE IF EXISTS " + m.db() + "; DROP DATABASE IF EXISTS " + m.base())
 }
 
 func (m mariaTarget) importArgs(extra ...string) []string {
@@ -319,5 +319,5 @@ func (e *env) mariadbFirst(dsn string) {
 		e.add(withRatio(summary(srv.named(2, "idemport import CSV → MariaDB, --key "+e.keyCol), ms[2], e.rows), "mariadb LOAD DATA", r[2]))
 		e.add(withRatio(summary(srv.named(3, "idemport import CSV → MariaDB, --key "+e.keyCol+", state made before"), ms[3], e.rows), "mariadb LOAD DATA", r[3]))
 	}
-	m.sql("DROP DATABASE IF EXISTS " + mariaDatabase)
+	m.sql("DROP DATABASE IF EXISTS " + m.db())
 }
