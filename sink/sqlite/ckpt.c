@@ -8,23 +8,29 @@
 // own instead (sqlite3_wal_hook replaces the automatic checkpoint's):
 //
 //   - Below the same threshold it does nothing, as SQLite's would.
-//   - At or above it, it syncs the log, as the checkpoint would have done
-//     first, so a commit is on disk when COMMIT returns exactly when it
-//     was before (synchronous=NORMAL: at each checkpoint's sync), and
-//     hands the checkpoint to a thread with a connection of its own, which
-//     runs it (PASSIVE) while the writer goes on with its next partition.
+//   - At or above it, it syncs the log before COMMIT returns, as the
+//     checkpoint would have done first, so a commit that leaves the log
+//     at or above the threshold is on disk when COMMIT returns
+//     (synchronous=NORMAL syncs only there), and hands the checkpoint to
+//     a thread with a connection of its own, which runs it (PASSIVE)
+//     while the writer goes on with its next partition.
 //   - Once the log held limit frames before the transaction that commits,
-//     it waits for that thread's checkpoint and checkpoints on its own
-//     connection, as SQLite's would: a checkpoint that overlaps the
-//     writer's next transaction never lets SQLite start the log over (the
-//     writer has read the log by then), so without this the log grew to
-//     the size of the database. After it the next transaction writes the
-//     log from its start again, so the log file stays below limit frames
-//     and two transactions'. Counting the log before the transaction, not
-//     after it, leaves a transaction of more than limit frames (a
-//     partition of 64 MiB of a file is some 19,000 pages) to the thread
-//     every other commit: counted after it, each such commit waited for a
-//     whole checkpoint of its pages, 0.3-0.7 s a partition.
+//     it waits for that thread's checkpoint, syncs the log, and
+//     checkpoints on its own connection, as SQLite's would. The sync is
+//     its own: SQLite's checkpoint syncs the log only before it copies
+//     frames, and one that another connection's read leaves nothing to
+//     copy (a read begun after the last checkpoint) returned, and with
+//     SQLite's own automatic checkpoint returns, with the commit's log
+//     unsynced. A checkpoint that overlaps the writer's next transaction
+//     never lets SQLite start the log over (the writer has read the log
+//     by then), so without this the log grew to the size of the database.
+//     After it the next transaction writes the log from its start again,
+//     so the log file stays below limit frames and two transactions'.
+//     Counting the log before the transaction, not after it, leaves a
+//     transaction of more than limit frames (a partition of 64 MiB of a
+//     file is some 19,000 pages) to the thread every other commit:
+//     counted after it, each such commit waited for a whole checkpoint of
+//     its pages, 0.3-0.7 s a partition.
 //
 // Every call to the writer's handle (the hook runs inside its COMMIT)
 // happens on the goroutine that holds the connection; the thread uses
@@ -34,7 +40,8 @@
 //
 // On Windows there is no thread: idp_ckpt_start returns NULL, and the
 // writer's connection checkpoints inside its COMMIT as SQLite does by
-// itself.
+// itself (a commit while another connection reads may return with its log
+// unsynced there, as with SQLite alone).
 #include "native.h"
 
 #ifdef _WIN32
@@ -153,6 +160,14 @@ static void *idp_ckpt_main(void *arg) {
 	return NULL;
 }
 
+// idp_ckpt_sync syncs the write-ahead log of db's schema name, as a
+// checkpoint does before it copies, and returns SQLite's code.
+static int idp_ckpt_sync(sqlite3 *db, const char *name) {
+	sqlite3_file *f = NULL;
+	if (sqlite3_file_control(db, name, IDP_FCNTL_JOURNAL_POINTER, &f) != 0 || !f || !f->pMethods) return 1;
+	return f->pMethods->xSync(f, IDP_SYNC_NORMAL);
+}
+
 static int idp_ckpt_hook(void *arg, sqlite3 *db, const char *name, int frames) {
 	idp_ckpt *c = arg;
 	// The frames the log held before this transaction: the log at the
@@ -166,27 +181,28 @@ static int idp_ckpt_hook(void *arg, sqlite3 *db, const char *name, int frames) {
 	pthread_mutex_lock(&c->mu);
 	int stopped = c->stop;
 	pthread_mutex_unlock(&c->mu);
-	if (before < c->limit && !stopped) {
-		sqlite3_file *f = NULL;
-		if (sqlite3_file_control(db, name, IDP_FCNTL_JOURNAL_POINTER, &f) == 0 && f && f->pMethods) {
-			// The log on disk before COMMIT returns, as SQLite's
-			// checkpoint here would have had it. Should the sync fail,
-			// the checkpoint below is run here, and fails as SQLite's
-			// own would have (whose failure its hook ignores too).
-			if (f->pMethods->xSync(f, IDP_SYNC_NORMAL) == 0) {
-				pthread_mutex_lock(&c->mu);
-				c->want = 1;
-				pthread_cond_signal(&c->cv);
-				pthread_mutex_unlock(&c->mu);
-				return 0;
-			}
-		}
+	// The log on disk before COMMIT returns, whoever checkpoints it. Should
+	// the sync fail, the checkpoint is run here, and syncs again.
+	if (before < c->limit && !stopped && idp_ckpt_sync(db, name) == 0) {
+		pthread_mutex_lock(&c->mu);
+		c->want = 1;
+		pthread_cond_signal(&c->cv);
+		pthread_mutex_unlock(&c->mu);
+		return 0;
 	}
 	pthread_mutex_lock(&c->mu);
 	c->want = 0;
 	while (c->busy) pthread_cond_wait(&c->cv, &c->mu);
 	c->fg++;
 	pthread_mutex_unlock(&c->mu);
+	// SQLite's checkpoint syncs the log only when it has frames to copy:
+	// one that another connection's read leaves nothing to copy (the
+	// reader started after the last checkpoint, and the log has not
+	// started over since) skips the sync, and with it this commit's. The
+	// sync here makes that commit's log durable too; where the checkpoint
+	// copies, its own sync finds nothing left to write. Failures are
+	// ignored, as SQLite's hook ignores its checkpoint's.
+	idp_ckpt_sync(db, name);
 	sqlite3_wal_checkpoint_v2(db, name, IDP_CHECKPOINT_PASSIVE, NULL, NULL);
 	return 0;
 }
