@@ -283,7 +283,7 @@ func FormatDate(days int32) string {
 // column of dates took a tenth of the CPU time of an import of short
 // rows); other years are FormatDate's.
 func AppendDate(b []byte, days int32) []byte {
-	year, month, day := civil(int64(days))
+	year, month, day := Civil(int64(days))
 	if year < 0 || year > 9999 {
 		return append(b, FormatDate(days)...)
 	}
@@ -291,9 +291,10 @@ func AppendDate(b []byte, days int32) []byte {
 		'-', byte('0'+month/10), byte('0'+month%10), '-', byte('0'+day/10), byte('0'+day%10))
 }
 
-// civil returns the proleptic Gregorian date days days after 1970-01-01
-// (Howard Hinnant's days_from_civil, inverted).
-func civil(days int64) (year, month, day int64) {
+// Civil returns the proleptic Gregorian date days days after 1970-01-01
+// (Howard Hinnant's days_from_civil, inverted), for any int64 whose date's
+// year fits an int64: the writers render dates and timestamps with it.
+func Civil(days int64) (year, month, day int64) {
 	z := days + 719_468
 	era := z / 146_097
 	if z < 0 && z%146_097 != 0 {

@@ -1,12 +1,9 @@
 package mysql
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
-
-	"github.com/idemport/idemport/sink"
 )
 
 // TestAppendDatetime: the DATETIME text a load's line holds is the text
@@ -36,34 +33,6 @@ func TestAppendDatetime(t *testing.T) {
 		want := time.UnixMicro(us).UTC().Format(datetimeLayout)
 		if got := string(appendDatetime([]byte("x\t"), us)); got != "x\t"+want {
 			t.Fatalf("appendDatetime(%d) = %q, want %q", us, got, "x\t"+want)
-		}
-	}
-}
-
-// TestAppendDate: the DATE text a load's line holds is sink.FormatDate's,
-// which the INSERTs bind, for every date: at the edges of years and
-// months, before the epoch, in leap years, at DATE's least and greatest
-// values, beyond them (years 10000 and -1, which the server refuses as
-// before), at Date32's own edges, and at random.
-func TestAppendDate(t *testing.T) {
-	day := func(y int, mo time.Month, d int) int32 {
-		return int32(time.Date(y, mo, d, 0, 0, 0, 0, time.UTC).Unix() / 86400)
-	}
-	cases := []int32{
-		0, -1, 1, math.MinInt32, math.MaxInt32,
-		day(1000, 1, 1), day(9999, 12, 31), day(0, 1, 1), day(1, 1, 1), day(1969, 12, 31),
-		day(2000, 2, 29), day(1900, 2, 28), day(1900, 3, 1), day(2024, 2, 29), day(2100, 3, 1),
-		day(10000, 1, 1), day(-1, 12, 31), day(12345, 6, 7),
-	}
-	r := rand.New(rand.NewPCG(3, 4))
-	lo, hi := day(-50, 1, 1), day(10050, 1, 1)
-	for range 200_000 {
-		cases = append(cases, lo+r.Int32N(hi-lo))
-	}
-	for _, d := range cases {
-		want := sink.FormatDate(d)
-		if got := string(appendDate([]byte("x\t"), d)); got != "x\t"+want {
-			t.Fatalf("appendDate(%d) = %q, want %q", d, got, "x\t"+want)
 		}
 	}
 }

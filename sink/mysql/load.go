@@ -171,7 +171,7 @@ func (f *field) loadAppender(a arrow.Array) func(b []byte, i int) []byte {
 		return withNulls(a, func(b []byte, i int) []byte { return appendDatetime(b, v[i].ToTime(unit).UnixMicro()) })
 	case *array.Date32:
 		v := a.Date32Values()
-		return withNulls(a, func(b []byte, i int) []byte { return appendDate(b, int32(v[i])) })
+		return withNulls(a, func(b []byte, i int) []byte { return sink.AppendDate(b, int32(v[i])) })
 	case *array.String:
 		return withNulls(a, func(b []byte, i int) []byte { return appendEscaped(b, a.Value(i)) })
 	case *array.Boolean:
@@ -215,7 +215,7 @@ func appendDatetime(b []byte, us int64) []byte {
 	if rest < 0 {
 		days, rest = days-1, rest+usPerDay
 	}
-	year, month, day := civil(days)
+	year, month, day := sink.Civil(days)
 	if year < 0 || year > 9999 {
 		return time.UnixMicro(us).UTC().AppendFormat(b, datetimeLayout)
 	}
@@ -259,45 +259,6 @@ func appendFloat(b []byte, v float64) []byte {
 		}
 	}
 	return strconv.AppendFloat(b, v, 'g', -1, 64)
-}
-
-// appendDate appends the date days days after 1970-01-01 as DATE text,
-// the text sink.FormatDate makes (and value binds), without the two
-// strings and the time.Time that FormatDate and fmt.Sprint made of every
-// value: the dates of a file of short rows took an eighth of its lines'
-// time. A year outside 0 through 9999, which no DATE holds, is left to
-// FormatDate, so that the server refuses the same text as before.
-func appendDate(b []byte, days int32) []byte {
-	year, month, day := civil(int64(days))
-	if year < 0 || year > 9999 {
-		return append(b, sink.FormatDate(days)...)
-	}
-	b = append(b, digits2[2*(year/100)], digits2[2*(year/100)+1], digits2[2*(year%100)], digits2[2*(year%100)+1])
-	return append(b, '-', digits2[2*month], digits2[2*month+1], '-', digits2[2*day], digits2[2*day+1])
-}
-
-// civil returns the proleptic Gregorian date days days after 1970-01-01
-// (Howard Hinnant's days_from_civil, inverted).
-func civil(days int64) (year, month, day int64) {
-	z := days + 719_468
-	era := z / 146_097
-	if z < 0 && z%146_097 != 0 {
-		era--
-	}
-	doe := z - era*146_097                                   // [0, 146096]
-	yoe := (doe - doe/1460 + doe/36_524 - doe/146_096) / 365 // [0, 399]
-	doy := doe - (365*yoe + yoe/4 - yoe/100)                 // [0, 365]
-	mp := (5*doy + 2) / 153                                  // [0, 11], from March
-	day = doy - (153*mp+2)/5 + 1
-	month = mp + 3
-	if month > 12 {
-		month -= 12
-	}
-	year = yoe + era*400
-	if month <= 2 {
-		year++
-	}
-	return year, month, day
 }
 
 // digits2 is the numbers 0 through 99 in two digits, zeros first, back to
