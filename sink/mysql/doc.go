@@ -48,7 +48,9 @@
 // integers as BIGINT, decimals and strings as their text, times as
 // DATETIME text in UTC. With LOCAL the server makes warnings of what
 // strict mode refuses, cutting or skipping rows, so a load with any
-// warning is undone and its batch goes through the INSERTs. A value a column
+// warning is undone and its batch goes through the INSERTs; the load's
+// warnings and rows stored are read in the load's own message (the
+// session runs several statements a message). A value a column
 // cannot hold, or a row a constraint refuses, fails the Write with a
 // *sink.RowError (rowerror.go), and InnoDB undoes the failed statement
 // alone. Of the other target operations, SweepApply deletes with DELETE

@@ -95,33 +95,36 @@ func newLoader(table string, columns []string, name string) *loader {
 // load writes n rows inside tx, row r's line appended by row(r, b) (each
 // field ended by a tab, the last by a newline), and set, when not empty,
 // is a SET clause's assignments of literals (LOAD DATA takes no
-// placeholders). It reports whether the server
+// placeholders). first, when not empty, is statements (each ended by
+// "; ") sent before the load in its message, which the load runs after
+// only when they succeed. It reports whether the server
 // took every row as it was sent; when it did not, some of the rows may
 // be stored, cut or clamped, and the caller must undo them. err is a
 // failure of the statement itself (loadRefused tells whether the server
-// takes no LOAD DATA LOCAL at all), which wrote nothing.
-func (l *loader) load(ctx context.Context, tx *sql.Tx, n int, row func(r int, b []byte) []byte, set string) (ok bool, err error) {
+// takes no LOAD DATA LOCAL at all), which wrote nothing, or of first.
+//
+// The load's warnings and the rows it stored are read in the same
+// message, by a query after it: go-sql-driver/mysql keeps no warning
+// count of the load's reply, and a query of its own was a round trip of
+// each batch.
+func (l *loader) load(ctx context.Context, tx *sql.Tx, n int, row func(r int, b []byte) []byte, set, first string) (ok bool, err error) {
 	l.calls++
 	name := l.name + "_" + strconv.Itoa(l.calls)
 	lines := &lines{row: row, n: n, buf: l.buf[:0]}
 	defer func() { l.buf = lines.buf }()
 	mysql.RegisterReaderHandler(name, func() io.Reader { return lines })
 	defer mysql.DeregisterReaderHandler(name)
-	query := l.head + "'Reader::" + name + "'" + l.tail
+	query := first + l.head + "'Reader::" + name + "'" + l.tail
 	if set != "" {
 		query += " SET " + set
 	}
-	res, err := tx.ExecContext(ctx, query)
-	if err != nil {
+	// The session runs several statements a message (the connector's
+	// MultiStatements), and stops at the first that fails: the query
+	// runs only after the load succeeded. ROW_COUNT() is the load's
+	// rows stored, as its reply counts them.
+	var warnings, loaded int64
+	if err := tx.QueryRowContext(ctx, query+"; SELECT @@warning_count, ROW_COUNT()").Scan(&warnings, &loaded); err != nil {
 		return false, err
-	}
-	loaded, err := res.RowsAffected()
-	if err != nil {
-		return false, err
-	}
-	var warnings int64
-	if err := tx.QueryRowContext(ctx, `SELECT @@warning_count`).Scan(&warnings); err != nil {
-		return false, fmt.Errorf("count the load's warnings: %w", err)
 	}
 	return loaded == int64(n) && warnings == 0, nil
 }

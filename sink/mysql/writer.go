@@ -499,7 +499,7 @@ func (w *writer) stageBatch(ctx context.Context, tx *sql.Tx, n int, ordinals []i
 			b = append(b, '\t')
 			b = strconv.AppendInt(b, ordinals[r], 10)
 			return line(r, b)
-		}, "")
+		}, "", "")
 		switch {
 		case loadRefused(err):
 			w.local = false
@@ -677,7 +677,7 @@ func (w *writer) loadNew(ctx context.Context, tx *sql.Tx, fileKey int64, n int, 
 	}
 	ok, err := w.loadDirect.load(ctx, tx, n, func(r int, b []byte) []byte {
 		return line(r, strconv.AppendInt(b, ordinals[r], 10))
-	}, q(sink.FileColumn)+" = "+strconv.FormatInt(fileKey, 10))
+	}, q(sink.FileColumn)+" = "+strconv.FormatInt(fileKey, 10), "")
 	if loadRefused(err) {
 		w.local = false
 		return false, nil
