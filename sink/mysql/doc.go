@@ -50,7 +50,11 @@
 // strict mode refuses, cutting or skipping rows, so a load with any
 // warning is undone and its batch goes through the INSERTs; the load's
 // warnings and rows stored are read in the load's own message (the
-// session runs several statements a message). A value a column
+// session runs several statements a message). A batch the pipeline
+// writes under its savepoint (WriteUnder) takes that savepoint in the
+// message of its first statement, undoes a load straight into the table
+// by rolling back to it, and leaves it taken when written (the next
+// SAVEPOINT of its name replaces it, COMMIT releases it). A value a column
 // cannot hold, or a row a constraint refuses, fails the Write with a
 // *sink.RowError (rowerror.go), and InnoDB undoes the failed statement
 // alone. Of the other target operations, SweepApply deletes with DELETE

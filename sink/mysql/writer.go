@@ -66,9 +66,13 @@ type writer struct {
 	merge, mergeable string
 	tableArgs        []any // mergeable's arguments
 	rounds           batchkey.Rounds
+	// A batch of WriteUnder: under names the savepoint it is written
+	// under, and pending names it too until a statement has taken it
+	// (see take).
+	under, pending string
 }
 
-var _ sink.Writer = (*writer)(nil)
+var _ sink.SavepointWriter = (*writer)(nil)
 
 // Writer implements sink.Driver. The table must exist (Ensure creates it).
 // Writer creates on conn a TEMPORARY staging table of the file's columns
@@ -359,6 +363,60 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	return c, rowError(err)
 }
 
+// WriteUnder implements sink.SavepointWriter. The savepoint is taken in
+// the message of the batch's first statement (the look-up of its first
+// and last keys, or of its ordinals, or the load straight into the
+// target), and a load straight into the target that must be undone is
+// rolled back to it rather than to a savepoint of its own. It is left
+// taken when the batch is written, as sink.SavepointWriter allows:
+// MariaDB's next SAVEPOINT of the name replaces it, and COMMIT releases
+// it. A batch of keys loaded straight into the target then costs two
+// round trips where six were (the savepoint, the look-up, the load's
+// savepoint, the load, its warnings, the release).
+func (w *writer) WriteUnder(ctx context.Context, tx *sql.Tx, name string, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error) {
+	w.under, w.pending = name, name
+	defer func() { w.under, w.pending = "", "" }()
+	c, err := w.write(ctx, tx, fileKey, rec, ordinals)
+	return c, rowError(err)
+}
+
+// take takes the savepoint of WriteUnder that no statement has taken
+// yet, if any: every statement of a batch but those that take it in their
+// own message (lookUp, loadNew) is sent after take.
+func (w *writer) take(ctx context.Context, tx *sql.Tx) error {
+	if w.pending == "" {
+		return nil
+	}
+	name := w.pending
+	w.pending = ""
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+name); err != nil {
+		return fmt.Errorf("savepoint: %w", err)
+	}
+	return nil
+}
+
+// first returns the statements that take the savepoint of WriteUnder no
+// statement has taken yet, to send before a statement in its message,
+// and counts it taken: the server runs the statement only once they
+// succeed.
+func (w *writer) first() string {
+	if w.pending == "" {
+		return ""
+	}
+	name := w.pending
+	w.pending = ""
+	return "SAVEPOINT " + name + "; "
+}
+
+// lookUp runs query, whose one row is one boolean, with args in tx, the
+// savepoint of WriteUnder that no statement has taken yet taken in the
+// same message.
+func (w *writer) lookUp(ctx context.Context, tx *sql.Tx, query string, args ...any) (bool, error) {
+	var found bool
+	err := tx.QueryRowContext(ctx, w.first()+query, args...).Scan(&found)
+	return found, err
+}
+
 func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error) {
 	var total idemtype.Rows
 	n := int(rec.NumRows())
@@ -393,6 +451,11 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		total.Inserted = int64(n)
 		return total, nil
 	}
+	// The statements below do not take the savepoint of WriteUnder in
+	// their messages: it is taken here.
+	if err := w.take(ctx, tx); err != nil {
+		return total, err
+	}
 	rounds := w.number(n, cols)
 	if err := w.stageBatch(ctx, tx, n, ordinals, span, line, values); err != nil {
 		return total, err
@@ -412,8 +475,8 @@ func (w *writer) tryNew(ctx context.Context, tx *sql.Tx, fileKey int64, n int, o
 		// The first load of a range of the file: none of its rows is
 		// stored (the partition's claim keeps other attempts out of the
 		// range), so they are inserted as they are.
-		var present bool
-		if err := tx.QueryRowContext(ctx, w.present, fileKey, ordinals[0], ordinals[n-1]).Scan(&present); err != nil {
+		present, err := w.lookUp(ctx, tx, w.present, fileKey, ordinals[0], ordinals[n-1])
+		if err != nil {
 			return false, fmt.Errorf("look for %s in %s: %w", span, w.tg.Table, err)
 		}
 		if !present {
@@ -422,6 +485,9 @@ func (w *writer) tryNew(ctx context.Context, tx *sql.Tx, fileKey int64, n int, o
 				return false, fmt.Errorf("load %s into %s: %w", span, w.tg.Table, err)
 			}
 			if !ok {
+				if err := w.take(ctx, tx); err != nil {
+					return false, err
+				}
 				_, err = w.direct.insert(ctx, tx, n, func(r int, args []any) []any {
 					return values(r, append(args, fileKey, ordinals[r]))
 				})
@@ -440,8 +506,8 @@ func (w *writer) tryNew(ctx context.Context, tx *sql.Tx, fileKey int64, n int, o
 		// loaded machine). Two index probes tell first.
 		if w.probe != "" {
 			k := w.keyIdx[0]
-			var stored bool
-			if err := tx.QueryRowContext(ctx, w.probe, w.fields[k].value(cols[k], 0), w.fields[k].value(cols[k], n-1)).Scan(&stored); err != nil {
+			stored, err := w.lookUp(ctx, tx, w.probe, w.fields[k].value(cols[k], 0), w.fields[k].value(cols[k], n-1))
+			if err != nil {
 				return false, fmt.Errorf("look for the keys of %s in %s: %w", span, w.tg.Table, err)
 			}
 			if stored {
@@ -665,19 +731,24 @@ const loadSavepoint = "idemport_load"
 //
 // In ordinal mode none of the batch's rows was stored (write looked), so
 // deleting the batch's range of ordinals undoes the load; by natural key
-// the load runs under a savepoint, rolled back to.
+// the load runs under a savepoint, rolled back to: the batch's own under
+// WriteUnder (the load is its first write), else loadSavepoint. Either is
+// taken in the load's message.
 func (w *writer) loadNew(ctx context.Context, tx *sql.Tx, fileKey int64, n int, ordinals []int64, line func(int, []byte) []byte) (bool, error) {
 	if !w.local {
 		return false, nil
 	}
-	if !w.tg.Ordinal() {
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT "+loadSavepoint); err != nil {
-			return false, fmt.Errorf("savepoint: %w", err)
-		}
+	back, first := loadSavepoint, w.first()
+	switch {
+	case w.tg.Ordinal():
+	case w.under != "":
+		back = w.under
+	default:
+		first = "SAVEPOINT " + loadSavepoint + "; "
 	}
 	ok, err := w.loadDirect.load(ctx, tx, n, func(r int, b []byte) []byte {
 		return line(r, strconv.AppendInt(b, ordinals[r], 10))
-	}, q(sink.FileColumn)+" = "+strconv.FormatInt(fileKey, 10), "")
+	}, q(sink.FileColumn)+" = "+strconv.FormatInt(fileKey, 10), first)
 	if loadRefused(err) {
 		w.local = false
 		return false, nil
@@ -691,11 +762,12 @@ func (w *writer) loadNew(ctx context.Context, tx *sql.Tx, fileKey int64, n int, 
 		}
 		return false, nil
 	}
-	if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+loadSavepoint); err != nil {
-		return false, fmt.Errorf("roll back to savepoint: %w", err)
+	undo := "ROLLBACK TO SAVEPOINT " + back
+	if back == loadSavepoint {
+		undo += "; RELEASE SAVEPOINT " + back
 	}
-	if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+loadSavepoint); err != nil {
-		return false, fmt.Errorf("release savepoint: %w", err)
+	if _, err := tx.ExecContext(ctx, undo); err != nil {
+		return false, fmt.Errorf("roll back to savepoint: %w", err)
 	}
 	return false, nil
 }
