@@ -216,6 +216,14 @@ type partitionOpener interface {
 	OpenPartition(ctx context.Context, conn *sql.Conn, table string) (version string, err error)
 }
 
+// columnsHolder is a driver that holds a table's columns
+// (Driver.HoldColumns) and returns their version (columnsVersioner) at
+// once, inside the transaction open on conn: one round trip where there
+// were two, changing nothing else of the transaction.
+type columnsHolder interface {
+	HoldColumnsVersion(ctx context.Context, conn *sql.Conn, table string) (version string, err error)
+}
+
 // prepare readies w inside tx, a partition transaction begun on conn,
 // before the partition's first row is written, and returns the schema
 // changes tx made, for the result once tx commits.
@@ -295,9 +303,17 @@ func (a *applier) evolveInPartition(ctx context.Context, tx *sql.Tx) (*evolution
 // again when they changed since it was last prepared (see prepare). A
 // driver that tells cheaply whether they may have changed
 // (columnsVersioner) is asked that first, and the table described only
-// when they may have.
+// when they may have; one that holds the columns and tells their version
+// at once (columnsHolder) is asked both in one round trip.
 func (w *partitionWriter) ready(ctx context.Context, a *applier, conn *sql.Conn, tx *sql.Tx) error {
 	tg := a.tables.write
+	if h, ok := a.e.st.Driver.(columnsHolder); ok {
+		version, err := h.HoldColumnsVersion(ctx, conn, tg.Table)
+		if err != nil {
+			return err
+		}
+		return w.readyAt(ctx, a, conn, tx, version, true)
+	}
 	if err := a.e.st.Driver.HoldColumns(ctx, tx, tg.Table); err != nil {
 		return err
 	}

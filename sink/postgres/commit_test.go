@@ -69,6 +69,19 @@ func TestCommitLazilyOnlyThatTransaction(t *testing.T) {
 // committed while the lock waited for it shows. A missing table is an
 // error, as HoldColumns's.
 func TestOpenPartitionInOneMessage(t *testing.T) {
+	testHoldInOneMessage(t, Driver{}.OpenPartition, true)
+}
+
+// TestHoldColumnsVersionInOneMessage: HoldColumnsVersion does what
+// HoldColumns and ColumnsVersion do, as OpenPartition does, and leaves
+// synchronous_commit as the session has it.
+func TestHoldColumnsVersionInOneMessage(t *testing.T) {
+	testHoldInOneMessage(t, Driver{}.HoldColumnsVersion, false)
+}
+
+// testHoldInOneMessage checks open, OpenPartition (lazy) or
+// HoldColumnsVersion.
+func testHoldInOneMessage(t *testing.T, open func(context.Context, *sql.Conn, string) (string, error), lazy bool) {
 	db, _ := pgtest.Open(t)
 	ctx := t.Context()
 	if _, err := db.ExecContext(ctx, `CREATE TABLE t (id bigint PRIMARY KEY, n bigint)`); err != nil {
@@ -120,7 +133,7 @@ func TestOpenPartitionInOneMessage(t *testing.T) {
 		// lock is let go.
 		defer tx.Rollback()
 		time.AfterFunc(300*time.Millisecond, commitAlter) // while OpenPartition waits for the lock
-		v, err := Driver{}.OpenPartition(ctx, conn, "t")
+		v, err := open(ctx, conn, "t")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,8 +144,8 @@ func TestOpenPartitionInOneMessage(t *testing.T) {
 		if v == "" || v != want {
 			t.Fatalf("version %q, want ColumnsVersion's %q after the ALTER TABLE", v, want)
 		}
-		if in := setting(tx); in != "off" {
-			t.Fatalf("inside the transaction: synchronous_commit %s, want off", in)
+		if in, want := setting(tx), map[bool]string{true: "off", false: before}[lazy]; in != want {
+			t.Fatalf("inside the transaction: synchronous_commit %s, want %s", in, want)
 		}
 		other, err := db.BeginTx(ctx, nil)
 		if err != nil {
@@ -163,7 +176,7 @@ func TestOpenPartitionInOneMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	if _, err := (Driver{}).OpenPartition(ctx, conn, "missing"); err == nil {
-		t.Fatal("OpenPartition of a missing table: no error")
+	if _, err := open(ctx, conn, "missing"); err == nil {
+		t.Fatal("a missing table: no error")
 	}
 }

@@ -87,8 +87,28 @@ func columnsVersion(name string) string {
 // error it returns; the version is read after the lock, in a snapshot of
 // its own. It is called only where CommitLazily may be: see there.
 func (Driver) OpenPartition(ctx context.Context, conn *sql.Conn, table string) (string, error) {
-	stmt := `SET LOCAL synchronous_commit = off; LOCK TABLE ` + quoteTable(table) + ` IN ROW EXCLUSIVE MODE; ` +
-		columnsVersion(literal(quoteTable(table)))
+	return holdColumns(ctx, conn, table, true)
+}
+
+// HoldColumnsVersion does, inside the transaction open on conn, what
+// HoldColumns and ColumnsVersion do, in that order, and returns the
+// version, as OpenPartition does without changing how the transaction
+// commits: one message of two statements, where the two were two round
+// trips, three with the version's statement prepared on its first use. It
+// is what the transaction that writes while the plan pass runs, which
+// stores the plan and commits as the server says, and a worker's first
+// partition under --evolve take.
+func (Driver) HoldColumnsVersion(ctx context.Context, conn *sql.Conn, table string) (string, error) {
+	return holdColumns(ctx, conn, table, false)
+}
+
+// holdColumns is OpenPartition, and with lazy false HoldColumnsVersion.
+func holdColumns(ctx context.Context, conn *sql.Conn, table string, lazy bool) (string, error) {
+	stmt := `LOCK TABLE ` + quoteTable(table) + ` IN ROW EXCLUSIVE MODE; ` + columnsVersion(literal(quoteTable(table)))
+	n := 2
+	if lazy {
+		stmt, n = `SET LOCAL synchronous_commit = off; `+stmt, 3
+	}
 	var results []*pgconn.Result
 	err := conn.Raw(func(dc any) error {
 		c, ok := dc.(*stdlib.Conn)
@@ -102,10 +122,10 @@ func (Driver) OpenPartition(ctx context.Context, conn *sql.Conn, table string) (
 	if err != nil {
 		return "", fmt.Errorf("lock the columns of %s and read their version: %w", table, err)
 	}
-	if len(results) != 3 {
-		return "", fmt.Errorf("lock the columns of %s and read their version: %d results of 3 statements", table, len(results))
+	if len(results) != n {
+		return "", fmt.Errorf("lock the columns of %s and read their version: %d results of %d statements", table, len(results), n)
 	}
-	if rows := results[2].Rows; len(rows) == 1 && rows[0][0] != nil {
+	if rows := results[n-1].Rows; len(rows) == 1 && rows[0][0] != nil {
 		return string(rows[0][0]), nil
 	}
 	return "", nil
