@@ -66,10 +66,10 @@ type writer struct {
 	merge, mergeable string
 	tableArgs        []any // mergeable's arguments
 	rounds           batchkey.Rounds
-	// A batch of WriteUnder: under names the savepoint it is written
-	// under, and pending names it too until a statement has taken it
-	// (see take).
-	under, pending string
+	// The savepoint of a batch of WriteUnder: lookUp and loadNew take it
+	// in their own message, every other statement of the batch is sent
+	// after sp.Take.
+	sp sink.BatchSavepoint
 }
 
 var _ sink.SavepointWriter = (*writer)(nil)
@@ -374,38 +374,10 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 // round trips where six were (the savepoint, the look-up, the load's
 // savepoint, the load, its warnings, the release).
 func (w *writer) WriteUnder(ctx context.Context, tx *sql.Tx, name string, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error) {
-	w.under, w.pending = name, name
-	defer func() { w.under, w.pending = "", "" }()
+	w.sp.Begin(name)
+	defer w.sp.End()
 	c, err := w.write(ctx, tx, fileKey, rec, ordinals)
 	return c, rowError(err)
-}
-
-// take takes the savepoint of WriteUnder that no statement has taken
-// yet, if any: every statement of a batch but those that take it in their
-// own message (lookUp, loadNew) is sent after take.
-func (w *writer) take(ctx context.Context, tx *sql.Tx) error {
-	if w.pending == "" {
-		return nil
-	}
-	name := w.pending
-	w.pending = ""
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+name); err != nil {
-		return fmt.Errorf("savepoint: %w", err)
-	}
-	return nil
-}
-
-// first returns the statements that take the savepoint of WriteUnder no
-// statement has taken yet, to send before a statement in its message,
-// and counts it taken: the server runs the statement only once they
-// succeed.
-func (w *writer) first() string {
-	if w.pending == "" {
-		return ""
-	}
-	name := w.pending
-	w.pending = ""
-	return "SAVEPOINT " + name + "; "
 }
 
 // lookUp runs query, whose one row is one boolean, with args in tx, the
@@ -413,7 +385,7 @@ func (w *writer) first() string {
 // same message.
 func (w *writer) lookUp(ctx context.Context, tx *sql.Tx, query string, args ...any) (bool, error) {
 	var found bool
-	err := tx.QueryRowContext(ctx, w.first()+query, args...).Scan(&found)
+	err := tx.QueryRowContext(ctx, w.sp.Prefix()+query, args...).Scan(&found)
 	return found, err
 }
 
@@ -453,7 +425,7 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	}
 	// The statements below do not take the savepoint of WriteUnder in
 	// their messages: it is taken here.
-	if err := w.take(ctx, tx); err != nil {
+	if err := w.sp.Take(ctx, tx); err != nil {
 		return total, err
 	}
 	rounds := w.number(n, cols)
@@ -485,7 +457,7 @@ func (w *writer) tryNew(ctx context.Context, tx *sql.Tx, fileKey int64, n int, o
 				return false, fmt.Errorf("load %s into %s: %w", span, w.tg.Table, err)
 			}
 			if !ok {
-				if err := w.take(ctx, tx); err != nil {
+				if err := w.sp.Take(ctx, tx); err != nil {
 					return false, err
 				}
 				_, err = w.direct.insert(ctx, tx, n, func(r int, args []any) []any {
@@ -738,11 +710,11 @@ func (w *writer) loadNew(ctx context.Context, tx *sql.Tx, fileKey int64, n int, 
 	if !w.local {
 		return false, nil
 	}
-	back, first := loadSavepoint, w.first()
+	back, first := loadSavepoint, w.sp.Prefix()
 	switch {
 	case w.tg.Ordinal():
-	case w.under != "":
-		back = w.under
+	case w.sp.Under != "":
+		back = w.sp.Under
 	default:
 		first = "SAVEPOINT " + loadSavepoint + "; "
 	}

@@ -380,10 +380,10 @@ type writer struct {
 	// key column, of an integer or numeric target column (which orders
 	// the keys as integers do), in increasing order.
 	increasing bool
-	// A batch of WriteUnder: under names the savepoint it is written
-	// under, and pending names it too until a statement has taken it
-	// (see take).
-	under, pending string
+	// The savepoint of a batch of WriteUnder: exists and copyNew take it
+	// in their own message, every other statement of the batch is sent
+	// after sp.Take.
+	sp sink.BatchSavepoint
 }
 
 var _ sink.SavepointWriter = (*writer)(nil)
@@ -607,30 +607,15 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 // the server's process and then this one's to be scheduled, 4-5 ms
 // apiece in an import's statement log at load average 6.
 func (w *writer) WriteUnder(ctx context.Context, tx *sql.Tx, name string, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error) {
-	w.under, w.pending = name, name
-	defer func() { w.under, w.pending = "", "" }()
+	w.sp.Begin(name)
+	defer w.sp.End()
 	c, err := w.write(ctx, tx, fileKey, rec, ordinals)
-	if err == nil && w.pending == "" { // a batch of no rows sent nothing
+	if err == nil && w.sp.Taken() { // a batch of no rows sent nothing
 		if _, err = tx.ExecContext(ctx, "RELEASE SAVEPOINT "+name); err != nil {
 			err = fmt.Errorf("release savepoint: %w", err)
 		}
 	}
 	return c, rowError(err)
-}
-
-// take takes the savepoint of WriteUnder that no statement has taken
-// yet, if any: every statement of a batch but those that take it in their
-// own message (exists, copyNew) is sent after take.
-func (w *writer) take(ctx context.Context, tx *sql.Tx) error {
-	if w.pending == "" {
-		return nil
-	}
-	name := w.pending
-	w.pending = ""
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+name); err != nil {
-		return fmt.Errorf("savepoint: %w", err)
-	}
-	return nil
 }
 
 // exists runs query, whose one row is one boolean, with args in tx. The
@@ -639,12 +624,11 @@ func (w *writer) take(ctx context.Context, tx *sql.Tx) error {
 // only once the savepoint is taken.
 func (w *writer) exists(ctx context.Context, tx *sql.Tx, query string, args ...any) (bool, error) {
 	var found bool
-	if w.pending == "" {
+	name := w.sp.Claim()
+	if name == "" {
 		err := tx.QueryRowContext(ctx, query, args...).Scan(&found)
 		return found, err
 	}
-	name := w.pending
-	w.pending = ""
 	err := w.conn.Raw(func(dc any) error {
 		c, ok := dc.(*stdlib.Conn)
 		if !ok {
@@ -751,7 +735,7 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	}
 	// The statements below do not take the savepoint of WriteUnder in
 	// their messages: it is taken here.
-	if err := w.take(ctx, tx); err != nil {
+	if err := w.sp.Take(ctx, tx); err != nil {
 		return total, err
 	}
 	if w.direct && w.increasing && w.stored != "" {
@@ -1014,23 +998,23 @@ const directSavepoint = "idemport_direct"
 func (w *writer) copyNew(ctx context.Context, tx *sql.Tx, rec arrow.RecordBatch, fileKey int64, ordinals []int64) (bool, error) {
 	prefix := "SAVEPOINT " + directSavepoint + "; "
 	if w.enc == nil {
-		if err := w.take(ctx, tx); err != nil {
+		if err := w.sp.Take(ctx, tx); err != nil {
 			return false, err
 		}
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT "+directSavepoint); err != nil {
 			return false, fmt.Errorf("savepoint: %w", err)
 		}
 		prefix = ""
-	} else if w.pending != "" {
-		// The savepoint of WriteUnder, in the same message, first.
-		prefix = "SAVEPOINT " + w.pending + "; " + prefix
-		w.pending = ""
+	} else {
+		// The savepoint of WriteUnder, if not yet taken, in the same
+		// message, first.
+		prefix = w.sp.Prefix() + prefix
 	}
 	err := w.copyInto(ctx, rec, fileKey, ordinals, prefix)
 	if err == nil {
 		// Under WriteUnder the COPY was the batch's last statement: the
 		// release of its savepoint releases this one, inside it.
-		if w.under != "" {
+		if w.sp.Under != "" {
 			return true, nil
 		}
 		if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+directSavepoint); err != nil {
