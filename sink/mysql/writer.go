@@ -15,6 +15,7 @@ import (
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
 	"github.com/idemport/idemport/sink/internal/batchkey"
+	"github.com/idemport/idemport/sink/internal/stdsql"
 )
 
 // Columns of the staging table besides the file's.
@@ -69,7 +70,7 @@ type writer struct {
 	// The savepoint of a batch of WriteUnder: lookUp and loadNew take it
 	// in their own message, every other statement of the batch is sent
 	// after sp.Take.
-	sp sink.BatchSavepoint
+	sp stdsql.BatchSavepoint
 }
 
 var _ sink.SavepointWriter = (*writer)(nil)

@@ -22,6 +22,7 @@ import (
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
 	"github.com/idemport/idemport/sink/internal/batchkey"
+	"github.com/idemport/idemport/sink/internal/stdsql"
 )
 
 // sqlType is the column type for a kind.
@@ -383,7 +384,7 @@ type writer struct {
 	// The savepoint of a batch of WriteUnder: exists and copyNew take it
 	// in their own message, every other statement of the batch is sent
 	// after sp.Take.
-	sp sink.BatchSavepoint
+	sp stdsql.BatchSavepoint
 }
 
 var _ sink.SavepointWriter = (*writer)(nil)
