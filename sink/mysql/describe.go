@@ -160,10 +160,7 @@ func withoutCounter(def string) string {
 // has that name, in that case. It waits for an ALTER TABLE in its last
 // step, and takes no lock that lasts beyond it.
 func (d Driver) definition(ctx context.Context, qr sink.Querier, db, table string) (string, error) {
-	ref := q(table)
-	if db != "" {
-		ref = q(db) + "." + ref
-	}
+	ref := tableRef(db, table)
 	rows, err := qr.QueryContext(ctx, `SHOW CREATE TABLE `+ref)
 	if n := number(err); n == erNoTable || n == erBadDB {
 		return "", nil
@@ -172,6 +169,20 @@ func (d Driver) definition(ctx context.Context, qr sink.Querier, db, table strin
 		return "", fmt.Errorf("describe table %s: %w", ref, err)
 	}
 	defer rows.Close()
+	return readDefinition(rows, ref, table)
+}
+
+// tableRef is table, in database db when db is not "", quoted.
+func tableRef(db, table string) string {
+	if db != "" {
+		return q(db) + "." + q(table)
+	}
+	return q(table)
+}
+
+// readDefinition reads from rows, the result of SHOW CREATE TABLE ref,
+// the definition of table as definition returns it.
+func readDefinition(rows *sql.Rows, ref, table string) (string, error) {
 	cols, err := rows.Columns()
 	if err != nil {
 		return "", fmt.Errorf("describe table %s: %w", ref, err)
@@ -473,6 +484,33 @@ func (Driver) HoldColumns(ctx context.Context, tx *sql.Tx, table string) error {
 func (d Driver) ColumnsVersion(ctx context.Context, tx *sql.Tx, table string) (string, error) {
 	db, name := splitName(table)
 	return d.definition(ctx, tx, db, name)
+}
+
+// HoldColumnsVersion does, inside the transaction open on conn, what
+// HoldColumns and ColumnsVersion do, in that order, and returns the
+// version: one message of the two statements, one round trip where there
+// were two. The server runs them in order and stops at the first that
+// fails (a lock not granted within the busy timeout, a table that does
+// not exist: an error, as HoldColumns's), so the definition is read once
+// the lock is held. Each partition transaction of an import takes it
+// (pipeline: the partition writer's ready).
+func (Driver) HoldColumnsVersion(ctx context.Context, conn *sql.Conn, table string) (string, error) {
+	db, name := splitName(table)
+	ref := tableRef(db, name)
+	rows, err := conn.QueryContext(ctx, `SELECT 1 FROM `+ref+` WHERE 1 = 0 FOR UPDATE; SHOW CREATE TABLE `+ref)
+	if err != nil {
+		return "", fmt.Errorf("lock the columns of %s and read their version: %w", table, err)
+	}
+	defer rows.Close()
+	for rows.Next() { // the lock's statement returns no row
+	}
+	if !rows.NextResultSet() {
+		if err := rows.Err(); err != nil {
+			return "", fmt.Errorf("lock the columns of %s and read their version: %w", table, err)
+		}
+		return "", fmt.Errorf("lock the columns of %s and read their version: no result of SHOW CREATE TABLE", table)
+	}
+	return readDefinition(rows, ref, name)
 }
 
 // DeleteFile implements sink.Driver.

@@ -207,6 +207,82 @@ func TestHoldColumnsThenWrite(t *testing.T) {
 	}
 }
 
+// TestHoldColumnsVersionInOneMessage: HoldColumnsVersion does what
+// HoldColumns and ColumnsVersion do, in that order, in one message: it
+// runs a SELECT and a SHOW CREATE TABLE, the table's columns are held
+// until the transaction ends (another connection's ALTER TABLE fails as
+// Locked), and the version is the definition read after the lock was
+// granted, so that an ALTER TABLE made while the lock waited shows in it.
+// A missing table is an error, as HoldColumns's.
+func TestHoldColumnsVersionInOneMessage(t *testing.T) {
+	db, _ := openTarget(t, sink.Settings{BusyTimeout: 2 * time.Second})
+	exec(t, db, `CREATE TABLE t (id BIGINT PRIMARY KEY, n BIGINT)`)
+	ctx, d := t.Context(), Driver{}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	locker, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close()
+	status := func(name string) int64 {
+		t.Helper()
+		var v string
+		var n int64
+		if err := conn.QueryRowContext(ctx, `SHOW SESSION STATUS LIKE '`+name+`'`).Scan(&v, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// The locker holds t (LOCK TABLES … WRITE), changes n's type under
+	// that lock while HoldColumnsVersion waits for it, then lets it go.
+	if _, err := locker.ExecContext(ctx, `LOCK TABLES t WRITE`); err != nil {
+		t.Fatal(err)
+	}
+	altered := make(chan error, 1)
+	time.AfterFunc(300*time.Millisecond, func() {
+		_, err := locker.ExecContext(ctx, `ALTER TABLE t MODIFY COLUMN n LONGTEXT`)
+		if _, uerr := locker.ExecContext(ctx, `UNLOCK TABLES`); err == nil {
+			err = uerr
+		}
+		altered <- err
+	})
+	selects, shows := status("Com_select"), status("Com_show_create_table")
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	v, err := d.HoldColumnsVersion(ctx, conn, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := receive(t, altered, "the ALTER TABLE under the lock"); err != nil {
+		t.Fatal(err)
+	}
+	want, err := d.ColumnsVersion(ctx, tx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != want || !strings.Contains(v, `"n" longtext`) {
+		t.Errorf("HoldColumnsVersion read\n%s\nwant, as ColumnsVersion reads it after the ALTER TABLE,\n%s", v, want)
+	}
+	if _, err := db.ExecContext(ctx, `ALTER TABLE t ADD COLUMN c BIGINT`); err == nil || !d.Locked(err) {
+		t.Errorf("ALTER TABLE while the columns are held: %v, want an error Locked recognises", err)
+	}
+	tx.Rollback()
+	// The counters: the two statements, and ColumnsVersion's SHOW CREATE TABLE.
+	if n, m := status("Com_select")-selects, status("Com_show_create_table")-shows; n != 1 || m != 2 {
+		t.Errorf("%d SELECT and %d SHOW CREATE TABLE statements, want 1 and 2", n, m)
+	}
+	if _, err := d.HoldColumnsVersion(ctx, conn, "missing"); err == nil {
+		t.Error("a missing table: no error")
+	}
+}
+
 func TestDeleteFile(t *testing.T) {
 	db, _ := openTarget(t, sink.Settings{})
 	exec(t, db, `CREATE TABLE t (id BIGINT PRIMARY KEY, "_idemport_file" BIGINT, "_idemport_row" BIGINT)`,
