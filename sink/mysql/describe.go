@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -109,16 +110,14 @@ const describeAttempts = 50
 // when and only when information_schema found some. Otherwise the table
 // changed or was passed over, and Describe reads it again. The check
 // costs one statement that reads the definition from the server's cache,
-// a fraction of information_schema's reads.
+// a fraction of information_schema's reads. The four statements of a
+// read go to the server in one message (read), one round trip where
+// there were four.
 func (d Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, error) {
 	db, table := splitName(name)
 	var last string // what the last attempt read, and the definition it was checked against
 	for range describeAttempts {
-		t, saw, err := d.read(ctx, qr, name, db, table)
-		if err != nil {
-			return nil, err
-		}
-		def, err := d.definition(ctx, qr, db, table)
+		t, saw, def, err := d.read(ctx, qr, name, db, table)
 		if err != nil {
 			return nil, err
 		}
@@ -295,66 +294,101 @@ func ident(s string) (name, rest string) {
 	return b.String(), ""
 }
 
-// read reads table's columns, checks and keys from information_schema.
-// The table's JSON columns are those with a json_valid check, listed once,
+// read reads table's columns, checks and keys from information_schema,
+// then its definition as definition does (def, "" when no such table), in
+// one message of four statements, which the server runs in order. The
+// table's JSON columns are those with a json_valid check, listed once,
 // not per column: a subquery on information_schema correlated with each
 // column's row is run again for each, each time through on-disk temporary
 // tables.
-func (d Driver) read(ctx context.Context, qr sink.Querier, name, db, table string) (*sink.Table, found, error) {
-	var f found
-	checks, err := readChecks(ctx, qr, name, db, table, &f)
+func (d Driver) read(ctx context.Context, qr sink.Querier, name, db, table string) (t *sink.Table, f found, def string, err error) {
+	ref := tableRef(db, table)
+	rows, err := qr.QueryContext(ctx, checksQuery+"; "+columnsQuery+"; "+keysQuery+"; SHOW CREATE TABLE "+ref, db, table, db, table, db, table)
 	if err != nil {
-		return nil, f, err
+		return nil, f, "", fmt.Errorf("describe table %s: %w", name, err)
 	}
-	t, keyOf, err := readColumns(ctx, qr, name, db, table, checks, &f)
+	defer rows.Close()
+	// next moves rows to the result of the next statement.
+	next := func() error {
+		if rows.NextResultSet() {
+			return nil
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return errors.New("fewer results than statements")
+	}
+	checks, err := readChecks(rows, &f)
+	if err == nil {
+		err = next()
+	}
+	var keyOf map[string]string
+	if err == nil {
+		t, keyOf, err = readColumns(rows, name, checks, &f)
+	}
+	if err == nil {
+		err = next()
+	}
+	if err == nil {
+		err = readKeys(rows, t, keyOf, &f)
+	}
 	if err != nil {
-		return nil, f, err
+		return nil, f, "", fmt.Errorf("describe table %s: %w", name, err)
 	}
 	if len(f.columns) == 0 {
-		return nil, f, nil
+		t = nil
 	}
-	if err := readKeys(ctx, qr, name, db, table, t, keyOf, &f); err != nil {
-		return nil, f, err
-	}
-	return t, f, nil
-}
-
-// readChecks returns the check clauses of table, counting them in f.
-func readChecks(ctx context.Context, qr sink.Querier, name, db, table string, f *found) (map[string]bool, error) {
-	checks := map[string]bool{}
-	ck, err := qr.QueryContext(ctx, `SELECT k.check_clause FROM information_schema.check_constraints k
-		WHERE k.constraint_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(k.table_name AS BINARY) = CAST(? AS BINARY)`, db, table)
-	if err != nil {
-		return nil, fmt.Errorf("describe checks of %s: %w", name, err)
-	}
-	for ck.Next() {
-		var clause string
-		if err := ck.Scan(&clause); err != nil {
-			ck.Close()
-			return nil, fmt.Errorf("describe checks of %s: %w", name, err)
+	if err := next(); err != nil {
+		if n := number(err); n == erNoTable || n == erBadDB {
+			return t, f, "", nil
 		}
-		checks[clause] = true
-		f.checks++
+		return nil, f, "", fmt.Errorf("describe table %s: %w", ref, err)
 	}
-	ck.Close()
-	if err := ck.Err(); err != nil {
-		return nil, fmt.Errorf("describe checks of %s: %w", name, err)
-	}
-	return checks, nil
+	def, err = readDefinition(rows, ref, table)
+	return t, f, def, err
 }
 
-// readColumns returns table's columns, and for each number key column
-// (markKey) the column it keys; it lists every column found in f.
-func readColumns(ctx context.Context, qr sink.Querier, name, db, table string, checks map[string]bool, f *found) (*sink.Table, map[string]string, error) {
-	rows, err := qr.QueryContext(ctx, `SELECT c.column_name, c.column_type, c.data_type, c.is_nullable = 'NO',
+// The statements of read before SHOW CREATE TABLE, each with the
+// arguments database (or "": the connection's) and table.
+const (
+	checksQuery = `SELECT k.check_clause FROM information_schema.check_constraints k
+		WHERE k.constraint_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(k.table_name AS BINARY) = CAST(? AS BINARY)`
+	columnsQuery = `SELECT c.column_name, c.column_type, c.data_type, c.is_nullable = 'NO',
 		c.column_default IS NOT NULL OR c.extra LIKE '%auto_increment%' OR c.extra LIKE '%GENERATED%',
 		c.character_maximum_length, c.numeric_precision, c.numeric_scale, c.column_comment
 		FROM information_schema.columns c
 		WHERE c.table_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(c.table_name AS BINARY) = CAST(? AS BINARY)
-		ORDER BY c.ordinal_position`, db, table)
-	if err != nil {
-		return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
+		ORDER BY c.ordinal_position`
+	// Keys are the primary key and the unique indexes on whole columns:
+	// a prefix index (sub_part) does not make its columns unique.
+	keysQuery = `SELECT s.index_name, s.column_name, s.sub_part IS NOT NULL FROM information_schema.statistics s
+		WHERE s.table_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(s.table_name AS BINARY) = CAST(? AS BINARY)
+		AND s.non_unique = 0
+		ORDER BY s.index_name <> 'PRIMARY', s.index_name, s.seq_in_index`
+)
+
+// readChecks returns the check clauses in rows (checksQuery's result),
+// counting them in f.
+func readChecks(rows *sql.Rows, f *found) (map[string]bool, error) {
+	checks := map[string]bool{}
+	for rows.Next() {
+		var clause string
+		if err := rows.Scan(&clause); err != nil {
+			return nil, fmt.Errorf("checks: %w", err)
+		}
+		checks[clause] = true
+		f.checks++
 	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("checks: %w", err)
+	}
+	return checks, nil
+}
+
+// readColumns returns the table name's columns in rows (columnsQuery's
+// result), and for each number key column (markKey) the column it keys;
+// it lists every column found in f.
+func readColumns(rows *sql.Rows, name string, checks map[string]bool, f *found) (*sink.Table, map[string]string, error) {
 	t := &sink.Table{Name: name}
 	keyOf := map[string]string{} // a number key column (markKey): the column it keys
 	for rows.Next() {
@@ -362,8 +396,7 @@ func readColumns(ctx context.Context, qr sink.Querier, name, db, table string, c
 		var dataType, comment string
 		var chars, precision, scale sql.NullInt64
 		if err := rows.Scan(&c.Name, &c.SQLType, &dataType, &c.NotNull, &c.Default, &chars, &precision, &scale, &comment); err != nil {
-			rows.Close()
-			return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
+			return nil, nil, err
 		}
 		json := checks[`json_valid("`+c.Name+`")`]
 		f.columns = append(f.columns, foundColumn{c.Name, c.SQLType, json})
@@ -376,34 +409,23 @@ func readColumns(ctx context.Context, qr sink.Querier, name, db, table string, c
 		marked(&c, comment)
 		t.Columns = append(t.Columns, c)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
+		return nil, nil, err
 	}
 	return t, keyOf, nil
 }
 
-// readKeys sets t's keys, naming a number key column by the column it
-// keys (keyOf), and lists the keys found in f.
-func readKeys(ctx context.Context, qr sink.Querier, name, db, table string, t *sink.Table, keyOf map[string]string, f *found) error {
-	// Keys are the primary key and the unique indexes on whole columns:
-	// a prefix index (sub_part) does not make its columns unique.
-	idx, err := qr.QueryContext(ctx, `SELECT s.index_name, s.column_name, s.sub_part IS NOT NULL FROM information_schema.statistics s
-		WHERE s.table_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(s.table_name AS BINARY) = CAST(? AS BINARY)
-		AND s.non_unique = 0
-		ORDER BY s.index_name <> 'PRIMARY', s.index_name, s.seq_in_index`, db, table)
-	if err != nil {
-		return fmt.Errorf("describe keys of %s: %w", name, err)
-	}
-	defer idx.Close()
+// readKeys sets t's keys from rows (keysQuery's result), naming a number
+// key column by the column it keys (keyOf), and lists the keys found in f.
+func readKeys(rows *sql.Rows, t *sink.Table, keyOf map[string]string, f *found) error {
 	var last string
 	var prefix []bool
 	var raw [][]string // each key's columns as information_schema names them
-	for idx.Next() {
+	for rows.Next() {
 		var index, col string
 		var part bool
-		if err := idx.Scan(&index, &col, &part); err != nil {
-			return fmt.Errorf("describe keys of %s: %w", name, err)
+		if err := rows.Scan(&index, &col, &part); err != nil {
+			return fmt.Errorf("keys: %w", err)
 		}
 		if index != last || len(t.Keys) == 0 {
 			t.Keys = append(t.Keys, nil)
@@ -418,8 +440,8 @@ func readKeys(ctx context.Context, qr sink.Querier, name, db, table string, t *s
 		t.Keys[len(t.Keys)-1] = append(t.Keys[len(t.Keys)-1], col)
 		prefix[len(prefix)-1] = prefix[len(prefix)-1] || part
 	}
-	if err := idx.Err(); err != nil {
-		return fmt.Errorf("describe keys of %s: %w", name, err)
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("keys: %w", err)
 	}
 	for _, k := range raw {
 		f.keys = append(f.keys, strings.Join(k, ","))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -90,6 +91,47 @@ func TestDescribe(t *testing.T) {
 	}
 	if _, err := d.Describe(t.Context(), db, "no_such_db_here.T"); !errors.Is(err, sink.ErrNoSchema) {
 		t.Errorf("describe in a database that does not exist: %v, want ErrNoSchema", err)
+	}
+}
+
+// TestDescribeInOneMessage: Describe sends its statements (the checks,
+// columns and keys from information_schema, then SHOW CREATE TABLE) in
+// one message, a round trip where there were four, and reads what it read
+// in four: a table's columns, keys and checks as Describe on a connection
+// of its own finds them, a missing table as nil.
+func TestDescribeInOneMessage(t *testing.T) {
+	db, dsn := openTarget(t, sink.Settings{})
+	exec(t, db, `CREATE TABLE t (id BIGINT NOT NULL, code VARCHAR(12) NOT NULL, doc JSON, n BIGINT CHECK (n >= 0),
+		PRIMARY KEY (id), UNIQUE KEY by_code (code))`)
+	proxied, sent := messageProxy(t, dsn)
+	through, err := Driver{}.Open(t.Context(), proxied, sink.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer through.DB.Close()
+	conn, err := through.DB.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	d := Driver{}
+	want, err := d.Describe(t.Context(), db, "t")
+	if err != nil || want == nil {
+		t.Fatalf("describe: %+v, %v", want, err)
+	}
+	for _, c := range []struct {
+		table string
+		want  *sink.Table
+	}{{"t", want}, {"nope", nil}} {
+		before := sent()
+		got, err := d.Describe(t.Context(), conn, c.table)
+		n := sent() - before
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("describe %s: %+v, %v; want %+v", c.table, got, err, c.want)
+		}
+		if n != 1 {
+			t.Errorf("describe %s: %d messages, want 1", c.table, n)
+		}
 	}
 }
 
