@@ -224,6 +224,14 @@ type columnsHolder interface {
 	HoldColumnsVersion(ctx context.Context, conn *sql.Conn, table string) (version string, err error)
 }
 
+// describedWriter is a driver whose Writer may be prepared for the table
+// as its Describe, in the transaction that holds the table's columns,
+// returned it: the Writer then does not describe the table again, one
+// round trip fewer for each writer prepared.
+type describedWriter interface {
+	WriterFor(ctx context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema, table *sink.Table) (sink.Writer, error)
+}
+
 // prepare readies w inside tx, a partition transaction begun on conn,
 // before the partition's first row is written, and returns the schema
 // changes tx made, for the result once tx commits.
@@ -329,7 +337,9 @@ func (w *partitionWriter) ready(ctx context.Context, a *applier, conn *sql.Conn,
 }
 
 // readyAt is ready once the columns are held, version being their
-// version when the driver tells it (versioned).
+// version when the driver tells it (versioned). The table is described
+// once: a driver that prepares its Writer from that (describedWriter) is
+// not asked to describe it again.
 func (w *partitionWriter) readyAt(ctx context.Context, a *applier, conn *sql.Conn, tx *sql.Tx, version string, versioned bool) error {
 	tg := a.tables.write
 	if versioned && w.Writer != nil && version != "" && version == w.version {
@@ -361,7 +371,13 @@ func (w *partitionWriter) readyAt(ctx context.Context, a *applier, conn *sql.Con
 			return err
 		}
 	}
-	if w.Writer, err = a.e.st.Driver.Writer(ctx, conn, tg, schemaAs(a.plan.Schema, as).Arrow()); err != nil {
+	schema := schemaAs(a.plan.Schema, as).Arrow()
+	if d, ok := a.e.st.Driver.(describedWriter); ok {
+		w.Writer, err = d.WriterFor(ctx, conn, tg, schema, table)
+	} else {
+		w.Writer, err = a.e.st.Driver.Writer(ctx, conn, tg, schema)
+	}
+	if err != nil {
 		return err
 	}
 	w.table, w.version, w.as = table, version, as

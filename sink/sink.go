@@ -84,6 +84,10 @@ type Column struct {
 	Precision int
 	Scale     int
 	JSONB     bool // PostgreSQL jsonb, which refuses \u0000 and numbers beyond numeric
+	// TypeName is the name of the column's type where the driver's
+	// writer needs it beyond Kind and SQLType (PostgreSQL: its name in
+	// pg_catalog, "" for a type of another schema), and "" elsewhere.
+	TypeName string
 }
 
 // Table describes an existing table.

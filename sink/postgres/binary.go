@@ -58,7 +58,7 @@ func wireFor(f field) wire {
 	if f.text {
 		return wireAsText
 	}
-	switch t := f.target.typname; {
+	switch t := f.target.TypeName; {
 	case f.file == idemtype.Int64 && t == "int8":
 		return wireInt8
 	case f.file == idemtype.Int64 && t == "float8":

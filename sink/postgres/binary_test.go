@@ -36,7 +36,7 @@ func TestStreamReadSizes(t *testing.T) {
 	var fields []field
 	for _, f := range s.Fields() {
 		k := idemtype.TypeOf(f)
-		fields = append(fields, field{name: f.Name, file: k, target: column{Column: sink.Column{Name: f.Name, Kind: k}, typname: typ[k]}})
+		fields = append(fields, field{name: f.Name, file: k, target: sink.Column{Name: f.Name, Kind: k, TypeName: typ[k]}})
 	}
 	enc := newEncoder(fields)
 	if enc == nil {
@@ -136,7 +136,7 @@ func TestStreamRowsAsEachValue(t *testing.T) {
 	var fields []field
 	for c, f := range s.Fields() {
 		k := idemtype.TypeOf(f)
-		fields = append(fields, field{name: f.Name, file: k, target: column{Column: sink.Column{Name: f.Name, Kind: k}, typname: typ[c]}})
+		fields = append(fields, field{name: f.Name, file: k, target: sink.Column{Name: f.Name, Kind: k, TypeName: typ[c]}})
 	}
 	enc := newEncoder(fields)
 	if enc == nil {

@@ -99,22 +99,25 @@ func limits(c *sink.Column, typname string, typmod int) {
 	}
 }
 
-// column is a column as Describe read it, with its built-in type's name.
-type column struct {
-	sink.Column
-	typname string // name in pg_catalog, or "" for another type
-}
-
 // describe reads the columns and keys of the table named name (resolved
 // through the search path when unqualified), or returns nil when there is
-// no such table.
-func describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, []column, error) {
+// no such table; for a schema-qualified name, that fails with
+// sink.ErrNoSchema when the schema does not exist either.
+func describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, error) {
 	rel := quoteTable(name)
-	// One query, one round trip, reads both: the columns (part 0, in
-	// their order), then the keys' columns (part 1). Keys are the indexes
-	// ON CONFLICT can use as arbiters: unique, valid, not deferrable, not
-	// partial, and on plain columns (INCLUDE columns are not part of the
-	// key), the primary key first, each key's columns in its order.
+	schema, _, qualified := strings.Cut(name, ".")
+	nsp := ""
+	if qualified {
+		nsp = q(schema)
+	}
+	// One query, one round trip, reads all: the columns (part 0, in
+	// their order), then the keys' columns (part 1), then whether the
+	// schema of a qualified name exists (part 2, its one row's notnull),
+	// which tells a missing table from a missing schema without another
+	// round trip. Keys are the indexes ON CONFLICT can use as arbiters:
+	// unique, valid, not deferrable, not partial, and on plain columns
+	// (INCLUDE columns are not part of the key), the primary key first,
+	// each key's columns in its order.
 	rows, err := qr.QueryContext(ctx, `SELECT 0 AS part, a.attnum::bigint AS n, a.attname, format_type(a.atttypid, a.atttypmod),
 		CASE WHEN t.typnamespace = 'pg_catalog'::regnamespace THEN t.typname::text ELSE '' END,
 		a.attnotnull, a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '', a.atttypmod,
@@ -128,60 +131,57 @@ func describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, [
 		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
 		WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indisvalid AND i.indimmediate
 		AND i.indpred IS NULL AND i.indexprs IS NULL AND k.ord <= i.indnkeyatts
-		ORDER BY part, n, prim DESC, id, ord`, rel)
+		UNION ALL
+		SELECT 2, 0, '', '', '', to_regnamespace($2::text) IS NOT NULL, false, 0, false, 0, 0 WHERE $2::text <> ''
+		ORDER BY part, n, prim DESC, id, ord`, rel, nsp)
 	if err != nil {
-		return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
+		return nil, fmt.Errorf("describe table %s: %w", name, err)
 	}
 	defer rows.Close()
 	t := &sink.Table{Name: name}
-	var cols []column
 	last := int64(-1)
+	nspFound := false
 	for rows.Next() {
-		var c column
+		var c sink.Column
 		var part, n, typmod, id, ord int64
 		var prim bool
-		if err := rows.Scan(&part, &n, &c.Name, &c.SQLType, &c.typname, &c.NotNull, &c.Default, &typmod, &prim, &id, &ord); err != nil {
-			return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
+		if err := rows.Scan(&part, &n, &c.Name, &c.SQLType, &c.TypeName, &c.NotNull, &c.Default, &typmod, &prim, &id, &ord); err != nil {
+			return nil, fmt.Errorf("describe table %s: %w", name, err)
 		}
-		if part == 1 {
+		switch part {
+		case 1:
 			if id != last {
 				t.Keys = append(t.Keys, nil)
 				last = id
 			}
 			t.Keys[len(t.Keys)-1] = append(t.Keys[len(t.Keys)-1], c.Name)
 			continue
+		case 2:
+			nspFound = c.NotNull
+			continue
 		}
-		c.Kind = kindOf(c.typname)
-		limits(&c.Column, c.typname, int(typmod))
-		cols = append(cols, c)
-		t.Columns = append(t.Columns, c.Column)
+		c.Kind = kindOf(c.TypeName)
+		limits(&c, c.TypeName, int(typmod))
+		t.Columns = append(t.Columns, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("describe table %s: %w", name, err)
+		return nil, fmt.Errorf("describe table %s: %w", name, err)
 	}
-	if len(cols) == 0 {
-		return nil, nil, nil
+	if len(t.Columns) > 0 {
+		return t, nil
 	}
-	return t, cols, nil
-}
-
-// Describe implements sink.Driver. An unqualified name is resolved through
-// the search path.
-func (Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, error) {
-	t, _, err := describe(ctx, qr, name)
-	if t != nil || err != nil {
-		return t, err
-	}
-	if schema, _, ok := strings.Cut(name, "."); ok {
-		var exists bool
-		if err := qr.QueryRowContext(ctx, `SELECT to_regnamespace($1) IS NOT NULL`, q(schema)).Scan(&exists); err != nil {
-			return nil, fmt.Errorf("look up schema %s: %w", schema, err)
-		}
-		if !exists {
-			return nil, fmt.Errorf("--table %s: %w %q in this database; create it first (CREATE SCHEMA %s), or name another", name, sink.ErrNoSchema, schema, q(schema))
-		}
+	if qualified && !nspFound {
+		return nil, fmt.Errorf("--table %s: %w %q in this database; create it first (CREATE SCHEMA %s), or name another", name, sink.ErrNoSchema, schema, q(schema))
 	}
 	return nil, nil
+}
+
+// Describe implements sink.Driver, in one round trip. An unqualified
+// name is resolved through the search path. Each column's TypeName is its
+// type's name in pg_catalog ("" for a type of another schema), as the
+// Writer reads it (WriterFor).
+func (Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, error) {
+	return describe(ctx, qr, name)
 }
 
 // Ensure implements sink.Driver. It holds a transaction-scoped advisory
@@ -240,7 +240,7 @@ func createSQL(tg sink.Target, schema *arrow.Schema) string {
 type field struct {
 	name   string
 	file   idemtype.Type // the file's type
-	target column
+	target sink.Column
 	// text: the value is staged as text and cast to the target's type,
 	// for types idemport does not know (domains, enums, dates, …), for
 	// numeric columns receiving integers or floats (their exact text, never
@@ -262,7 +262,7 @@ func (f *field) expr(alias string) string {
 // compared by its text, and so is numeric, whose equality ignores the scale
 // (1.5 = 1.50) that the text keeps.
 func (f *field) comparable(alias string) string {
-	if f.target.typname == "json" || f.target.Kind == idemtype.Unknown || f.target.Kind == idemtype.Decimal {
+	if f.target.TypeName == "json" || f.target.Kind == idemtype.Unknown || f.target.Kind == idemtype.Decimal {
 		return alias + "." + q(f.name) + "::text"
 	}
 	return alias + "." + q(f.name)
@@ -396,16 +396,24 @@ var _ sink.SavepointWriter = (*writer)(nil)
 // drops: a writer none of whose batches is staged (a first import by a
 // natural key, mostly) creates none. Write must be given transactions
 // begun on conn.
-func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema) (sink.Writer, error) {
-	t, cols, err := describe(ctx, conn, tg.Table)
+func (d Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema) (sink.Writer, error) {
+	t, err := describe(ctx, conn, tg.Table)
 	if err != nil {
 		return nil, err
 	}
+	return d.WriterFor(ctx, conn, tg, schema, t)
+}
+
+// WriterFor is Writer for the table as t describes it, t being what
+// Describe returned for tg.Table on conn (inside the transaction that
+// holds its columns, so that they are still those): it sends nothing, where
+// Writer describes the table first.
+func (Driver) WriterFor(_ context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema, t *sink.Table) (sink.Writer, error) {
 	if t == nil {
 		return nil, fmt.Errorf("write %s: no such table", tg.Table)
 	}
-	byName := map[string]column{}
-	for _, c := range cols {
+	byName := map[string]sink.Column{}
+	for _, c := range t.Columns {
 		byName[c.Name] = c
 	}
 	b := make([]byte, 8)
@@ -437,7 +445,7 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 
 // fieldsOf pairs each of the file's columns with the table's column of its
 // name, and says which are staged as text.
-func (w *writer) fieldsOf(schema *arrow.Schema, byName map[string]column) error {
+func (w *writer) fieldsOf(schema *arrow.Schema, byName map[string]sink.Column) error {
 	tg := w.tg
 	for _, f := range schema.Fields() {
 		c, ok := byName[f.Name]
@@ -450,7 +458,7 @@ func (w *writer) fieldsOf(schema *arrow.Schema, byName map[string]column) error 
 			fd.text = true
 		case c.Kind == idemtype.String && fd.file != idemtype.String && fd.file != idemtype.JSON:
 			fd.text = true
-		case c.Kind == idemtype.Decimal && (fd.file != idemtype.Decimal || c.typname != "numeric"):
+		case c.Kind == idemtype.Decimal && (fd.file != idemtype.Decimal || c.TypeName != "numeric"):
 			fd.text = true // a decimal reaches numeric in binary; the rest as text, cast
 		}
 		w.fields = append(w.fields, fd)
@@ -533,7 +541,7 @@ func (w *writer) naturalKeys(m *mergeParts, schema *arrow.Schema, table, stage s
 	if tg.Version != "" {
 		ver = w.fields[schema.FieldIndices(tg.Version)[0]].expr("s")
 	}
-	if k := w.fields[w.keyIdx[0]]; len(w.keyIdx) == 1 && slices.Contains([]string{"int2", "int4", "int8"}, k.target.typname) {
+	if k := w.fields[w.keyIdx[0]]; len(w.keyIdx) == 1 && slices.Contains([]string{"int2", "int4", "int8"}, k.target.TypeName) {
 		col := "t." + q(k.name)
 		w.stored = "SELECT max(" + col + ")::bigint FROM " + table + " t WHERE " + col + " BETWEEN $1::bigint AND $2::bigint"
 		w.storedKey = "SELECT EXISTS (SELECT 1 FROM " + table + " t WHERE " + col + " = $1::bigint)"
@@ -950,7 +958,7 @@ func (w *writer) numberInts(keys []int64) int32 {
 	if increasing {
 		r.Of = slices.Grow(r.Of, len(keys))[:len(keys)]
 		clear(r.Of)
-		switch w.fields[w.keyIdx[0]].target.typname {
+		switch w.fields[w.keyIdx[0]].target.TypeName {
 		case "int2", "int4", "int8", "numeric":
 			w.increasing = true
 		}
@@ -1052,7 +1060,7 @@ func columnNames(fields []field) []string {
 // time".
 func (f *field) key(buf []byte, a arrow.Array, i int) []byte {
 	cmp := batchkey.Text
-	switch f.target.typname {
+	switch f.target.TypeName {
 	case "bpchar":
 		cmp = batchkey.Padded
 	case "numeric":

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -180,6 +181,60 @@ func TestDescribe(t *testing.T) {
 	// The primary key first; INCLUDE columns are not part of a key; partial,
 	// expression and deferrable unique indexes are no keys for ON CONFLICT.
 	drivertest.WantTable(t, "keys", keys, "id", "at,x", "a")
+}
+
+// countingQuerier is a sink.Querier that counts the statements sent
+// through it, each a round trip.
+type countingQuerier struct {
+	sink.Querier
+	n int
+}
+
+func (c *countingQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	c.n++
+	return c.Querier.ExecContext(ctx, query, args...)
+}
+
+func (c *countingQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	c.n++
+	return c.Querier.QueryContext(ctx, query, args...)
+}
+
+func (c *countingQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	c.n++
+	return c.Querier.QueryRowContext(ctx, query, args...)
+}
+
+// TestDescribeInOneRoundTrip: Describe tells a table, a missing table of
+// an existing schema (nil) and a missing schema (sink.ErrNoSchema) apart
+// in one statement, qualified names and not: a new table in a schema of
+// its own is described before the first write of an import, and again
+// when its writer is prepared.
+func TestDescribeInOneRoundTrip(t *testing.T) {
+	f := drivertest.Open(t, open(t))
+	sales := pgtest.Schema(t, f.Env.DB)
+	f.Exec(`CREATE TABLE here (id bigint PRIMARY KEY)`)
+	f.Exec(`CREATE TABLE ` + sales + `.there (id bigint PRIMARY KEY)`)
+	for _, c := range []struct {
+		name   string
+		exists bool
+		err    error
+	}{
+		{"here", true, nil},
+		{sales + ".there", true, nil},
+		{"missing", false, nil},
+		{sales + ".missing", false, nil},
+		{"no_such_schema.missing", false, sink.ErrNoSchema},
+	} {
+		qr := &countingQuerier{Querier: f.Conn}
+		tbl, err := (Driver{}).Describe(f.Ctx, qr, c.name)
+		if !errors.Is(err, c.err) || (err == nil) != (c.err == nil) || (tbl != nil) != c.exists {
+			t.Errorf("%s: table %v, error %v; want table %v, error %v", c.name, tbl, err, c.exists, c.err)
+		}
+		if qr.n != 1 {
+			t.Errorf("%s: described in %d statements, want 1", c.name, qr.n)
+		}
+	}
 }
 
 // TestSchemaQualifiedTable imports into sales.orders, a table in another

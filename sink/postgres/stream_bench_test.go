@@ -46,7 +46,7 @@ func BenchmarkStream(b *testing.B) {
 	var fields []field
 	for _, f := range s.Fields() {
 		k := idemtype.TypeOf(f)
-		fields = append(fields, field{name: f.Name, file: k, target: column{Column: sink.Column{Name: f.Name, Kind: k}, typname: typ[k]}})
+		fields = append(fields, field{name: f.Name, file: k, target: sink.Column{Name: f.Name, Kind: k, TypeName: typ[k]}})
 	}
 	enc := newEncoder(fields)
 	lead := func(p []byte, i int) []byte { return appendInt8(appendInt8(p, 42), int64(i)) }
