@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,9 +8,7 @@ import (
 	"strings"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-
+	"github.com/idemport/idemport/internal/promtext"
 	"github.com/idemport/idemport/pipeline"
 )
 
@@ -51,18 +48,18 @@ type runMetrics struct {
 // operations by state. Every sample carries the job label. It replaces path
 // atomically: temp file, fsync, rename, fsync of the directory.
 func writeMetrics(path string, m runMetrics) error {
-	var fams []*dto.MetricFamily
-	gauge := func(name, help string) *dto.MetricFamily {
-		f := &dto.MetricFamily{Name: &name, Help: &help, Type: dto.MetricType_GAUGE.Enum()}
+	var fams []*promtext.Gauge
+	gauge := func(name, help string) *promtext.Gauge {
+		f := &promtext.Gauge{Name: name, Help: help}
 		fams = append(fams, f)
 		return f
 	}
-	sample := func(f *dto.MetricFamily, v float64, labels ...string) {
-		pairs := []*dto.LabelPair{{Name: new("job"), Value: new(m.job)}}
+	sample := func(f *promtext.Gauge, v float64, labels ...string) {
+		pairs := []promtext.Label{{Name: "job", Value: m.job}}
 		for i := 0; i+1 < len(labels); i += 2 {
-			pairs = append(pairs, &dto.LabelPair{Name: new(labels[i]), Value: new(labels[i+1])})
+			pairs = append(pairs, promtext.Label{Name: labels[i], Value: labels[i+1]})
 		}
-		f.Metric = append(f.Metric, &dto.Metric{Label: pairs, Gauge: &dto.Gauge{Value: new(v)}})
+		f.Samples = append(f.Samples, promtext.Sample{Labels: pairs, Value: v})
 	}
 	byTable := func(name, label, help string, values map[pipeline.MetricKey]int64) {
 		f := gauge(name, help)
@@ -87,16 +84,11 @@ func writeMetrics(path string, m runMetrics) error {
 		sample(gauge("idemport_outbox_pending", "Event deliveries the outbox still owes to a sink (after this run's delivery)."), float64(l.OutboxPending))
 	}
 
-	var b bytes.Buffer
+	var b []byte
 	for _, f := range fams {
-		if len(f.Metric) == 0 {
-			continue // expfmt refuses a family without samples
-		}
-		if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
-			return fmt.Errorf("encode %s: %w", f.GetName(), err)
-		}
+		b = promtext.AppendGauge(b, *f) // a family without samples writes nothing
 	}
-	return writeAtomic(path, b.Bytes())
+	return writeAtomic(path, b)
 }
 
 // metricLabels are the labels of a sample: feed (when the run had feeds),

@@ -7,7 +7,9 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -113,5 +115,104 @@ func TestCompiledAtStartFinds(t *testing.T) {
 		if len(found) != c.want {
 			t.Errorf("%s: found %q, want %d", c.src, found, c.want)
 		}
+	}
+}
+
+// notLinked are packages the command must not link, with why: each is
+// initialised by every run and has no part in one. A package named here
+// that a new import links again shows in TestCommandLinksNone with the
+// chain of imports that brings it.
+var notLinked = map[string]string{
+	"github.com/prometheus/common/expfmt":   "the metrics file is written by internal/promtext; expfmt links Prometheus's protobuf model and Go's source tools",
+	"github.com/prometheus/client_model/go": "the metrics file is written by internal/promtext, without Prometheus's protobuf model",
+	"github.com/prometheus/common/model":    "the metrics file is written by internal/promtext (model compiles regular expressions at start)",
+	"go/ast":                                "Go's source tools: a run parses no Go",
+	"go/parser":                             "Go's source tools: a run parses no Go",
+	"go/printer":                            "Go's source tools: a run prints no Go",
+	"go/format":                             "Go's source tools: a run formats no Go",
+	"expvar":                                "publishes the process's variables over HTTP, which the command never serves",
+	"net/http/pprof":                        "serves profiles over HTTP, which the command never serves",
+}
+
+// linksNone returns, for each package of notLinked in deps (a package's
+// imports by import path, as go list -deps gives them, from root), the
+// shortest chain of imports from root that links it.
+func linksNone(deps map[string][]string, root string, notLinked map[string]string) []string {
+	from := map[string]string{root: ""}
+	queue := []string{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, q := range deps[p] {
+			if _, seen := from[q]; !seen {
+				from[q] = p
+				queue = append(queue, q)
+			}
+		}
+	}
+	var found []string
+	for p, why := range notLinked {
+		if _, ok := from[p]; !ok {
+			continue
+		}
+		chain := []string{p}
+		for q := from[p]; q != ""; q = from[q] {
+			chain = append(chain, q)
+		}
+		slices.Reverse(chain)
+		found = append(found, fmt.Sprintf("the command links %s (%s): %s", p, why, strings.Join(chain, " → ")))
+	}
+	slices.Sort(found)
+	return found
+}
+
+// TestCommandLinksNone checks that the command links none of notLinked.
+func TestCommandLinksNone(t *testing.T) {
+	root := modulePath + "/cmd/idemport"
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", root).Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			err = &listError{err, string(ee.Stderr)}
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	deps := map[string][]string{}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) > 0 {
+			deps[f[0]] = f[1:]
+		}
+	}
+	if len(deps[root]) == 0 || len(deps) < 100 {
+		t.Fatalf("go list found %d packages, and %d imports of %s", len(deps), len(deps[root]), root)
+	}
+	for _, f := range linksNone(deps, root, notLinked) {
+		t.Error(f)
+	}
+}
+
+// TestLinksNoneFinds proves the check above finds a package linked
+// directly or through others, with the chain that links it, and passes one
+// that is not linked or is only imported by a package that is not.
+func TestLinksNoneFinds(t *testing.T) {
+	deps := map[string][]string{
+		"cmd":     {"a", "b"},
+		"a":       {"b", "fmt"},
+		"b":       {"bad"},
+		"bad":     nil,
+		"other":   {"unused"},
+		"unused":  nil,
+		"direct":  nil,
+		"fmt":     nil,
+		"cmd2":    {"direct"},
+		"missing": nil,
+	}
+	found := linksNone(deps, "cmd", map[string]string{"bad": "why", "unused": "why", "direct": "why"})
+	if want := []string{"the command links bad (why): cmd → b → bad"}; !slices.Equal(found, want) {
+		t.Errorf("found %q, want %q", found, want)
+	}
+	found = linksNone(deps, "cmd2", map[string]string{"direct": "why"})
+	if want := []string{"the command links direct (why): cmd2 → direct"}; !slices.Equal(found, want) {
+		t.Errorf("found %q, want %q", found, want)
 	}
 }
