@@ -85,6 +85,14 @@ func (d Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, sche
 	if err != nil {
 		return nil, err
 	}
+	return d.WriterFor(ctx, conn, tg, schema, t)
+}
+
+// WriterFor is Writer for the table as t describes it, t being what
+// Describe returned for tg.Table on conn (inside the transaction that
+// holds its columns, so that they are still those): it does not describe
+// the table again, where Writer describes it first.
+func (d Driver) WriterFor(ctx context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema, t *sink.Table) (sink.Writer, error) {
 	if t == nil {
 		return nil, fmt.Errorf("write %s: no such table", tg.Table)
 	}

@@ -201,6 +201,35 @@ func TestWriterInsideATransaction(t *testing.T) {
 	}
 }
 
+// TestWriterForDoesNotDescribe: WriterFor prepares a writer from the
+// table as Describe returned it, without describing the table again (no
+// SHOW CREATE TABLE, where Writer's describe runs one), and the writer
+// writes as Writer's does.
+func TestWriterForDoesNotDescribe(t *testing.T) {
+	f := writerFx(t)
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("name"))
+	tg := sink.Target{Table: "t", Key: []string{"id"}}
+	f.MustEnsure(tg, s)
+	shows := func() int64 {
+		return f.Int(`SELECT variable_value FROM information_schema.session_status WHERE variable_name = 'Com_show_create_table'`)
+	}
+	table, err := Driver{}.Describe(f.Ctx, f.Conn, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := shows()
+	w, err := Driver{}.WriterFor(f.Ctx, f.Conn, tg, s, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if n := shows() - before; n != 0 {
+		t.Errorf("WriterFor ran %d SHOW CREATE TABLE statements, want none", n)
+	}
+	f.Write(w, 1, drivertest.Batch(t, s, []any{1, "one"}, []any{2, "two"}), drivertest.Ords(1, 2))
+	drivertest.WantTable(t, "t", drivertest.Strings(t, f.Env.DB, `SELECT CONCAT_WS('|', id, name) FROM t ORDER BY id`), "1|one", "2|two")
+}
+
 // TestWriterDecimalKeyUsesItsIndex: a batch into a table keyed by a
 // decimal finds its stored rows through the index on the key's number,
 // not by reading the table: the rows the server reads in table order
