@@ -75,6 +75,12 @@ const DefaultStateSchema = "idemport"
 // safe for concurrent use by several imports.
 type Engine struct {
 	st *store.Store
+
+	// overlapWait, when set, is how long an overlap waits for the plan
+	// pass in place of overlapTime's bound: tests whose loaded machine
+	// writes a large file's partitions slowly raise it, so that what they
+	// prove does not hang on the clock. Set before the first import.
+	overlapWait time.Duration
 }
 
 // Redact returns dsn as users may see it, its password masked.

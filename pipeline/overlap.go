@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -47,7 +48,7 @@ import (
 // --atomic, --snapshot, --replace, --reapply, --evolve, on a database
 // whose DDL is transactional. Its transaction holds the table's creation
 // (on SQLite the whole database's write lock) while the pass runs, so it
-// is bounded in time (overlapTime): an overlap still waiting for the
+// is bounded in time (overlapTime, or Engine.overlapWait): an overlap still waiting for the
 // pass past it rolls back.
 type overlap struct {
 	kp     *keeper
@@ -159,7 +160,7 @@ func (kp *keeper) startOverlap(ctx context.Context) (*overlap, *speculation) {
 		return nil, own
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	ov := &overlap{kp: kp, sp: kp.spec, in: in, file: f, conn: conn, time: overlapTime(kp.req.Lease, kp.e.st.BusyTimeout),
+	ov := &overlap{kp: kp, sp: kp.spec, in: in, file: f, conn: conn, time: cmp.Or(kp.e.overlapWait, overlapTime(kp.req.Lease, kp.e.st.BusyTimeout)),
 		began: time.Now(), cancel: cancel, done: make(chan struct{}), final: make(chan struct{})}
 	go ov.run(ctx)
 	return ov, own
