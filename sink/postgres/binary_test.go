@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
 	"github.com/idemport/idemport/sink/drivertest"
@@ -32,16 +34,7 @@ func TestStreamReadSizes(t *testing.T) {
 	}
 	rec := drivertest.Batch(t, s, rows...)
 	defer rec.Release()
-	typ := map[idemtype.Type]string{idemtype.Int64: "int8", idemtype.Float64: "float8", idemtype.String: "text", idemtype.Timestamp: "timestamptz"}
-	var fields []field
-	for _, f := range s.Fields() {
-		k := idemtype.TypeOf(f)
-		fields = append(fields, field{name: f.Name, file: k, target: sink.Column{Name: f.Name, Kind: k, TypeName: typ[k]}})
-	}
-	enc := newEncoder(fields)
-	if enc == nil {
-		t.Fatal("no encoder for int8, float8, text and timestamptz")
-	}
+	enc := encoderOf(t, s, "int8", "float8", "text", "timestamptz")
 	lead := func(b []byte, i int) []byte { return appendInt8(appendInt8(b, 42), int64(i)+1) }
 	read := func(r io.Reader, size int) []byte {
 		var out []byte
@@ -133,21 +126,13 @@ func TestStreamRowsAsEachValue(t *testing.T) {
 		rows = append(rows, row)
 	}
 	rec := drivertest.Batch(t, s, rows...)
-	var fields []field
-	for c, f := range s.Fields() {
-		k := idemtype.TypeOf(f)
-		fields = append(fields, field{name: f.Name, file: k, target: sink.Column{Name: f.Name, Kind: k, TypeName: typ[c]}})
-	}
-	enc := newEncoder(fields)
-	if enc == nil {
-		t.Fatal("no encoder")
-	}
+	enc := encoderOf(t, s, typ...)
 	lead := func(b []byte, i int) []byte { return appendInt8(b, int64(i)) }
 	for _, cut := range [][2]int64{{0, 300}, {1, 300}, {77, 211}, {299, 300}} {
 		part := rec.NewSlice(cut[0], cut[1])
 		st := enc.stream(part, 1, lead)
 		for i := range int(part.NumRows()) {
-			want := binary.BigEndian.AppendUint16(nil, uint16(1+len(fields)))
+			want := binary.BigEndian.AppendUint16(nil, uint16(1+len(enc.fields)))
 			want = lead(want, i)
 			for c, col := range part.Columns() {
 				if col.IsNull(i) {
@@ -163,4 +148,21 @@ func TestStreamRowsAsEachValue(t *testing.T) {
 		st.close()
 		part.Release()
 	}
+}
+
+// encoderOf returns the encoder of batches of schema s into columns of
+// the same names whose types are typname, one for each of s's fields in
+// order; it fails t when newEncoder has none for them.
+func encoderOf(t *testing.T, s *arrow.Schema, typname ...string) *encoder {
+	t.Helper()
+	var fields []field
+	for c, f := range s.Fields() {
+		k := idemtype.TypeOf(f)
+		fields = append(fields, field{name: f.Name, file: k, target: sink.Column{Name: f.Name, Kind: k, TypeName: typname[c]}})
+	}
+	enc := newEncoder(fields)
+	if enc == nil {
+		t.Fatalf("no encoder of %v into %v", s, typname)
+	}
+	return enc
 }
