@@ -94,7 +94,9 @@ typedef struct sqlite3_io_methods sqlite3_io_methods;
 typedef struct sqlite3_file {
 	const sqlite3_io_methods *pMethods;
 } sqlite3_file;
-// sqlite3_io_methods, as far as xSync.
+// sqlite3_io_methods, as far as xSync. These declarations, and every other
+// one of SQLite's made by hand here and in internal/syncvfs, are held to
+// the header of the SQLite compiled in by TestDeclaredAsSQLiteDeclares.
 struct sqlite3_io_methods {
 	int iVersion;
 	int (*xClose)(sqlite3_file*);
@@ -109,7 +111,7 @@ int sqlite3_wal_autocheckpoint(sqlite3*, int);
 int sqlite3_wal_checkpoint_v2(sqlite3*, const char*, int, int*, int*);
 int sqlite3_open_v2(const char*, sqlite3**, int, const char*);
 int sqlite3_close(sqlite3*);
-int sqlite3_exec(sqlite3*, const char*, void*, void*, char**);
+int sqlite3_exec(sqlite3*, const char*, int (*)(void*, int, char**, char**), void*, char**);
 const char *sqlite3_db_filename(sqlite3*, const char*);
 int sqlite3_file_control(sqlite3*, const char*, int, void*);
 

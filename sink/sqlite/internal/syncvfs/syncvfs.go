@@ -16,7 +16,8 @@ package syncvfs
 #include <stdlib.h>
 #include <string.h>
 
-// SQLite's public ABI (sqlite3.h), as far as a VFS that forwards needs it.
+// SQLite's public ABI (sqlite3.h), as far as a VFS that forwards needs it;
+// sink/sqlite's TestDeclaredAsSQLiteDeclares holds it to the header.
 typedef struct sqlite3_file sqlite3_file;
 typedef struct sqlite3_io_methods sqlite3_io_methods;
 struct sqlite3_file {
@@ -44,6 +45,7 @@ struct sqlite3_io_methods {
 	int (*xUnfetch)(sqlite3_file*, int64_t, void*);
 };
 typedef struct sqlite3_vfs sqlite3_vfs;
+typedef void (*sqlite3_syscall_ptr)(void);
 struct sqlite3_vfs {
 	int iVersion;
 	int szOsFile;
@@ -64,7 +66,9 @@ struct sqlite3_vfs {
 	int (*xCurrentTime)(sqlite3_vfs*, double*);
 	int (*xGetLastError)(sqlite3_vfs*, int, char*);
 	int (*xCurrentTimeInt64)(sqlite3_vfs*, int64_t*);
-	void *xSetSystemCall, *xGetSystemCall, *xNextSystemCall; // forwarded as they are
+	int (*xSetSystemCall)(sqlite3_vfs*, const char*, sqlite3_syscall_ptr); // these three forwarded as they are
+	sqlite3_syscall_ptr (*xGetSystemCall)(sqlite3_vfs*, const char*);
+	const char *(*xNextSystemCall)(sqlite3_vfs*, const char*);
 };
 sqlite3_vfs *sqlite3_vfs_find(const char*);
 int sqlite3_vfs_register(sqlite3_vfs*, int);
