@@ -14,14 +14,22 @@ import (
 )
 
 // describeCount is a target's driver that counts, inside transactions,
-// the describes of the table (Describe, and Writer, which describes it
-// itself) and the writers prepared (Writer and WriterFor). It passes the
-// driver's ways of opening a partition on, so that imports take the
-// paths they take on it.
+// the describes of the table in statements of their own (Describe, and
+// Writer, which describes it itself), those in the message that holds its
+// columns (HoldColumnsDescribed), and the writers prepared (Writer and
+// WriterFor). It passes the driver's ways of opening a partition on, so
+// that imports take the paths they take on it.
 type describeCount struct {
 	sink.Driver
-	mu                 sync.Mutex
-	describes, writers int
+	mu                       sync.Mutex
+	describes, held, writers int
+}
+
+func (d *describeCount) HoldColumnsDescribed(ctx context.Context, conn *sql.Conn, table string, lazy bool) (string, *sink.Table, error) {
+	d.mu.Lock()
+	d.held++
+	d.mu.Unlock()
+	return d.Driver.(describingHolder).HoldColumnsDescribed(ctx, conn, table, lazy)
 }
 
 func (d *describeCount) Describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, error) {
@@ -65,10 +73,11 @@ func (d *describeCount) ColumnsVersion(ctx context.Context, tx *sql.Tx, table st
 }
 
 // TestWriterPreparedFromOneDescribe: on PostgreSQL a partition
-// transaction that prepares its worker's writer describes the table
-// once, and the writer is prepared from that describe (WriterFor), not
-// from one of its own: with one worker and two, and a file of over
-// 8 MiB, whose first partitions the overlap may write.
+// transaction that prepares its worker's writer (and the overlap's)
+// describes the table once, in the message that holds its columns
+// (HoldColumnsDescribed), and the writer is prepared from that describe
+// (WriterFor), not from one of its own: with one worker and two, and a
+// file of over 8 MiB, whose first partitions the overlap may write.
 func TestWriterPreparedFromOneDescribe(t *testing.T) {
 	t.Parallel()
 	testkit.EachOf(t, []string{testkit.Postgres}, func(t *testing.T, name string) {
@@ -92,13 +101,16 @@ func TestWriterPreparedFromOneDescribe(t *testing.T) {
 				if _, ok := d.(describedWriter); !ok {
 					t.Fatalf("%T prepares no writer from a describe", d)
 				}
+				if _, ok := d.(describingHolder); !ok {
+					t.Fatalf("%T describes no table with its columns' lock", d)
+				}
 				dc := &describeCount{Driver: d}
 				req := Request{Path: f.write(t, "items.csv", c.content), Mapping: Mapping{Table: "items", Key: []string{"id"}},
 					PartitionRows: c.part, Workers: c.workers}
 				res := f.open(t, Options{Drivers: sink.Registry{dc}}).Import(context.Background(), req)
 				wantImported(t, res, int64(c.rows))
-				if dc.writers == 0 || dc.describes != dc.writers {
-					t.Fatalf("%d describes in transactions for %d writers prepared, want one each", dc.describes, dc.writers)
+				if dc.writers == 0 || dc.describes != 0 || dc.held != dc.writers {
+					t.Fatalf("%d describes in transactions with the columns' lock and %d apart for %d writers prepared, want one each with the lock", dc.held, dc.describes, dc.writers)
 				}
 				t.Logf("%d writers", dc.writers)
 			})

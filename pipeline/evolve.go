@@ -232,6 +232,14 @@ type describedWriter interface {
 	WriterFor(ctx context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema, table *sink.Table) (sink.Writer, error)
 }
 
+// describingHolder is a driver that does what partitionOpener (lazy) or
+// columnsHolder (not) does and describes the table (Driver.Describe,
+// after the lock) in the same message: what a transaction that prepares
+// its writer needs, in one round trip where it took two.
+type describingHolder interface {
+	HoldColumnsDescribed(ctx context.Context, conn *sql.Conn, table string, lazy bool) (string, *sink.Table, error)
+}
+
 // prepare readies w inside tx, a partition transaction begun on conn,
 // before the partition's first row is written, and returns the schema
 // changes tx made, for the result once tx commits.
@@ -258,6 +266,13 @@ type describedWriter interface {
 // transaction, which waits, commits.
 func (w *partitionWriter) prepare(ctx context.Context, a *applier, conn *sql.Conn, tx *sql.Tx) (*evolution, error) {
 	evolve := w.Writer == nil && a.evolvesInPartitions()
+	if h, ok := a.e.st.Driver.(describingHolder); ok && !evolve && w.Writer == nil {
+		version, table, err := h.HoldColumnsDescribed(ctx, conn, a.tables.write.Table, true)
+		if err != nil {
+			return nil, err
+		}
+		return nil, w.readyFor(ctx, a, conn, version, table)
+	}
 	if o, ok := a.e.st.Driver.(partitionOpener); ok && !evolve {
 		version, err := o.OpenPartition(ctx, conn, a.tables.write.Table)
 		if err != nil {
@@ -312,9 +327,17 @@ func (a *applier) evolveInPartition(ctx context.Context, tx *sql.Tx) (*evolution
 // driver that tells cheaply whether they may have changed
 // (columnsVersioner) is asked that first, and the table described only
 // when they may have; one that holds the columns and tells their version
-// at once (columnsHolder) is asked both in one round trip.
+// at once (columnsHolder) is asked both in one round trip, and the table
+// described in it too where w has no writer yet (describingHolder).
 func (w *partitionWriter) ready(ctx context.Context, a *applier, conn *sql.Conn, tx *sql.Tx) error {
 	tg := a.tables.write
+	if h, ok := a.e.st.Driver.(describingHolder); ok && w.Writer == nil {
+		version, table, err := h.HoldColumnsDescribed(ctx, conn, tg.Table, false)
+		if err != nil {
+			return err
+		}
+		return w.readyFor(ctx, a, conn, version, table)
+	}
 	if h, ok := a.e.st.Driver.(columnsHolder); ok {
 		version, err := h.HoldColumnsVersion(ctx, conn, tg.Table)
 		if err != nil {
@@ -349,6 +372,14 @@ func (w *partitionWriter) readyAt(ctx context.Context, a *applier, conn *sql.Con
 	if err != nil {
 		return err
 	}
+	return w.readyFor(ctx, a, conn, version, table)
+}
+
+// readyFor is readyAt once the table is described: table as the
+// transaction that holds its columns read it, version their version ("" when the driver
+// tells none).
+func (w *partitionWriter) readyFor(ctx context.Context, a *applier, conn *sql.Conn, version string, table *sink.Table) error {
+	tg := a.tables.write
 	if table == nil {
 		return fmt.Errorf("write %s: no such table", tg.Table)
 	}
@@ -372,6 +403,7 @@ func (w *partitionWriter) readyAt(ctx context.Context, a *applier, conn *sql.Con
 		}
 	}
 	schema := schemaAs(a.plan.Schema, as).Arrow()
+	var err error
 	if d, ok := a.e.st.Driver.(describedWriter); ok {
 		w.Writer, err = d.WriterFor(ctx, conn, tg, schema, table)
 	} else {

@@ -3,10 +3,12 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/idemport/idemport/internal/pgtest"
+	"github.com/idemport/idemport/sink/drivertest"
 )
 
 // TestCommitLazilyOnlyThatTransaction: CommitLazily turns
@@ -77,6 +79,65 @@ func TestOpenPartitionInOneMessage(t *testing.T) {
 // synchronous_commit as the session has it.
 func TestHoldColumnsVersionInOneMessage(t *testing.T) {
 	testHoldInOneMessage(t, Driver{}.HoldColumnsVersion, false)
+}
+
+// TestHoldColumnsDescribedInOneMessage: HoldColumnsDescribed does what
+// OpenPartition (lazy) and HoldColumnsVersion do, and describes the table
+// after the lock, in the same message: the column an ALTER TABLE widened
+// while the lock waited is described as it is now. The table it
+// describes is Describe's, column by column and key by key, for tables
+// of every kind of column and key TestDescribe has, unqualified and
+// schema-qualified.
+func TestHoldColumnsDescribedInOneMessage(t *testing.T) {
+	for _, lazy := range []bool{true, false} {
+		testHoldInOneMessage(t, func(ctx context.Context, conn *sql.Conn, table string) (string, error) {
+			v, tbl, err := Driver{}.HoldColumnsDescribed(ctx, conn, table, lazy)
+			if err == nil {
+				if c := tbl.Column("n"); c == nil || c.SQLType != "numeric" {
+					t.Fatalf("lazy %v: column n described as %+v after the ALTER TABLE, want numeric", lazy, c)
+				}
+			}
+			return v, err
+		}, lazy)
+	}
+	f := drivertest.Open(t, open(t))
+	sales := pgtest.Schema(t, f.Env.DB)
+	for _, name := range []string{"t", sales + ".t"} {
+		f.Exec(`CREATE DOMAIN ` + name + `_positive AS bigint CHECK (VALUE > 0)`)
+		f.Exec(`CREATE TABLE ` + name + ` (
+			id integer PRIMARY KEY, serial_id bigserial, ident bigint GENERATED ALWAYS AS IDENTITY,
+			small smallint NOT NULL DEFAULT 0, flag boolean NOT NULL, at timestamp, atz timestamptz,
+			doc json, docb jsonb, x real, y double precision, z numeric(10,2), zz numeric,
+			s varchar(5), c char(3), txt text, day date, u uuid, p ` + name + `_positive,
+			gen bigint GENERATED ALWAYS AS (id * 2) STORED, a integer, b text, "Mixed ""q""" text)`)
+		f.Exec(`CREATE UNIQUE INDEX ON ` + name + ` (at, x)`)
+		f.Exec(`CREATE UNIQUE INDEX ON ` + name + ` (a) INCLUDE (b)`)
+		f.Exec(`CREATE UNIQUE INDEX ON ` + name + ` (b) WHERE b IS NOT NULL`)
+		f.Exec(`ALTER TABLE ` + name + ` DROP COLUMN txt`)
+		tx, err := f.Conn.BeginTx(f.Ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, got, err := Driver{}.HoldColumnsDescribed(f.Ctx, f.Conn, name, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Driver{}.Describe(f.Ctx, tx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantV, err := Driver{}.ColumnsVersion(f.Ctx, tx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx.Rollback()
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: described\n%+v\nwant Describe's\n%+v", name, got, want)
+		}
+		if v != wantV {
+			t.Errorf("%s: version %q, want %q", name, v, wantV)
+		}
+	}
 }
 
 // testHoldInOneMessage checks open, OpenPartition (lazy) or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/sink"
 )
 
 // AddColumn implements sink.Driver. See alter for how it waits for the
@@ -87,7 +89,8 @@ func columnsVersion(name string) string {
 // error it returns; the version is read after the lock, in a snapshot of
 // its own. It is called only where CommitLazily may be: see there.
 func (Driver) OpenPartition(ctx context.Context, conn *sql.Conn, table string) (string, error) {
-	return holdColumns(ctx, conn, table, true)
+	v, _, err := holdColumns(ctx, conn, table, true, false)
+	return v, err
 }
 
 // HoldColumnsVersion does, inside the transaction open on conn, what
@@ -99,15 +102,31 @@ func (Driver) OpenPartition(ctx context.Context, conn *sql.Conn, table string) (
 // stores the plan and commits as the server says, and a worker's first
 // partition under --evolve take.
 func (Driver) HoldColumnsVersion(ctx context.Context, conn *sql.Conn, table string) (string, error) {
-	return holdColumns(ctx, conn, table, false)
+	v, _, err := holdColumns(ctx, conn, table, false, false)
+	return v, err
 }
 
-// holdColumns is OpenPartition, and with lazy false HoldColumnsVersion.
-func holdColumns(ctx context.Context, conn *sql.Conn, table string, lazy bool) (string, error) {
+// HoldColumnsDescribed is OpenPartition (lazy) or HoldColumnsVersion
+// (not) that also describes the table, as Describe does, after the
+// version and in the same message: what a transaction that prepares its
+// writer needs (the worker's first partition, the overlap's transaction),
+// in one round trip where it took two.
+func (Driver) HoldColumnsDescribed(ctx context.Context, conn *sql.Conn, table string, lazy bool) (string, *sink.Table, error) {
+	return holdColumns(ctx, conn, table, lazy, true)
+}
+
+// holdColumns is OpenPartition, and with lazy false HoldColumnsVersion;
+// with describe, HoldColumnsDescribed.
+func holdColumns(ctx context.Context, conn *sql.Conn, table string, lazy, describe bool) (string, *sink.Table, error) {
 	stmt := `LOCK TABLE ` + quoteTable(table) + ` IN ROW EXCLUSIVE MODE; ` + columnsVersion(literal(quoteTable(table)))
 	n := 2
 	if lazy {
 		stmt, n = `SET LOCAL synchronous_commit = off; `+stmt, 3
+	}
+	want := n
+	if describe {
+		stmt += `; ` + describeSQL(literal(quoteTable(table)), literal(schemaOf(table)))
+		want++
 	}
 	var results []*pgconn.Result
 	err := conn.Raw(func(dc any) error {
@@ -120,15 +139,56 @@ func holdColumns(ctx context.Context, conn *sql.Conn, table string, lazy bool) (
 		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("lock the columns of %s and read their version: %w", table, err)
+		return "", nil, fmt.Errorf("lock the columns of %s and read their version: %w", table, err)
 	}
-	if len(results) != n {
-		return "", fmt.Errorf("lock the columns of %s and read their version: %d results of %d statements", table, len(results), n)
+	if len(results) != want {
+		return "", nil, fmt.Errorf("lock the columns of %s and read their version: %d results of %d statements", table, len(results), want)
 	}
+	version := ""
 	if rows := results[n-1].Rows; len(rows) == 1 && rows[0][0] != nil {
-		return string(rows[0][0]), nil
+		version = string(rows[0][0])
 	}
-	return "", nil
+	if !describe {
+		return version, nil, nil
+	}
+	rows, i := results[n].Rows, -1
+	t, err := readDescribed(table, func() bool { i++; return i < len(rows) }, func(dest ...any) error { return scanText(rows[i], dest...) })
+	if err == nil {
+		t, err = described(table, t)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("describe table %s: %w", table, err)
+	}
+	return version, t, nil
+}
+
+// scanText scans row, a row of a simple query's result (each value in
+// its text form, none NULL), into dest: *string, *bool or *int64.
+func scanText(row [][]byte, dest ...any) error {
+	if len(row) != len(dest) {
+		return fmt.Errorf("%d values for %d destinations", len(row), len(dest))
+	}
+	for i, d := range dest {
+		v := row[i]
+		if v == nil {
+			return fmt.Errorf("value %d is NULL", i)
+		}
+		switch d := d.(type) {
+		case *string:
+			*d = string(v)
+		case *bool:
+			*d = string(v) == "t"
+		case *int64:
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil {
+				return err
+			}
+			*d = n
+		default:
+			return fmt.Errorf("cannot scan into %T", d)
+		}
+	}
+	return nil
 }
 
 // alterTry is how long one try of a schema change waits for its table's

@@ -104,49 +104,72 @@ func limits(c *sink.Column, typname string, typmod int) {
 // no such table; for a schema-qualified name, that fails with
 // sink.ErrNoSchema when the schema does not exist either.
 func describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, error) {
-	rel := quoteTable(name)
-	schema, _, qualified := strings.Cut(name, ".")
-	nsp := ""
-	if qualified {
-		nsp = q(schema)
+	rows, err := qr.QueryContext(ctx, describeSQL("$1", "$2::text"), quoteTable(name), schemaOf(name))
+	if err != nil {
+		return nil, fmt.Errorf("describe table %s: %w", name, err)
 	}
-	// One query, one round trip, reads all: the columns (part 0, in
-	// their order), then the keys' columns (part 1), then whether the
-	// schema of a qualified name exists (part 2, its one row's notnull),
-	// which tells a missing table from a missing schema without another
-	// round trip. Keys are the indexes ON CONFLICT can use as arbiters:
-	// unique, valid, not deferrable, not partial, and on plain columns
-	// (INCLUDE columns are not part of the key), the primary key first,
-	// each key's columns in its order.
-	rows, err := qr.QueryContext(ctx, `SELECT 0 AS part, a.attnum::bigint AS n, a.attname, format_type(a.atttypid, a.atttypmod),
+	defer rows.Close()
+	t, err := readDescribed(name, rows.Next, rows.Scan)
+	if err == nil {
+		err = rows.Err()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("describe table %s: %w", name, err)
+	}
+	return described(name, t)
+}
+
+// schemaOf is the quoted schema of a schema-qualified table name, the
+// second argument of describeSQL, or "" for an unqualified one.
+func schemaOf(name string) string {
+	if schema, _, ok := strings.Cut(name, "."); ok {
+		return q(schema)
+	}
+	return ""
+}
+
+// describeSQL is the query of describe, rel being the SQL text (a
+// parameter or a literal) of the table's quoted name and nsp that of its
+// quoted schema (schemaOf). One query, one round trip, reads all: the
+// columns (part 0, in their order), then the keys' columns (part 1), then
+// whether the schema of a qualified name exists (part 2, its one row's
+// notnull), which tells a missing table from a missing schema without
+// another round trip. Keys are the indexes ON CONFLICT can use as
+// arbiters: unique, valid, not deferrable, not partial, and on plain
+// columns (INCLUDE columns are not part of the key), the primary key
+// first, each key's columns in its order.
+func describeSQL(rel, nsp string) string {
+	return `SELECT 0 AS part, a.attnum::bigint AS n, a.attname, format_type(a.atttypid, a.atttypmod),
 		CASE WHEN t.typnamespace = 'pg_catalog'::regnamespace THEN t.typname::text ELSE '' END,
 		a.attnotnull, a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '', a.atttypmod,
 		false AS prim, 0::bigint AS id, 0::bigint AS ord
 		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
+		WHERE a.attrelid = to_regclass(` + rel + `) AND a.attnum > 0 AND NOT a.attisdropped
 		UNION ALL
 		SELECT 1, 0, a.attname, '', '', false, false, 0, i.indisprimary, i.indexrelid::bigint, k.ord
 		FROM pg_index i
 		CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
 		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-		WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indisvalid AND i.indimmediate
+		WHERE i.indrelid = to_regclass(` + rel + `) AND i.indisunique AND i.indisvalid AND i.indimmediate
 		AND i.indpred IS NULL AND i.indexprs IS NULL AND k.ord <= i.indnkeyatts
 		UNION ALL
-		SELECT 2, 0, '', '', '', to_regnamespace($2::text) IS NOT NULL, false, 0, false, 0, 0 WHERE $2::text <> ''
-		ORDER BY part, n, prim DESC, id, ord`, rel, nsp)
-	if err != nil {
-		return nil, fmt.Errorf("describe table %s: %w", name, err)
-	}
-	defer rows.Close()
-	t := &sink.Table{Name: name}
+		SELECT 2, 0, '', '', '', to_regnamespace(` + nsp + `) IS NOT NULL, false, 0, false, 0, 0 WHERE ` + nsp + ` <> ''
+		ORDER BY part, n, prim DESC, id, ord`
+}
+
+// readDescribed reads the rows of describeSQL for the table named name,
+// next and scan being those of its result. The table it returns has no
+// columns when there is no such table; then the schema of a qualified
+// name was found when its Name is set (see described).
+func readDescribed(name string, next func() bool, scan func(dest ...any) error) (*sink.Table, error) {
+	t := &sink.Table{}
 	last := int64(-1)
-	nspFound := false
-	for rows.Next() {
+	for next() {
 		var c sink.Column
 		var part, n, typmod, id, ord int64
 		var prim bool
-		if err := rows.Scan(&part, &n, &c.Name, &c.SQLType, &c.TypeName, &c.NotNull, &c.Default, &typmod, &prim, &id, &ord); err != nil {
-			return nil, fmt.Errorf("describe table %s: %w", name, err)
+		if err := scan(&part, &n, &c.Name, &c.SQLType, &c.TypeName, &c.NotNull, &c.Default, &typmod, &prim, &id, &ord); err != nil {
+			return nil, err
 		}
 		switch part {
 		case 1:
@@ -157,20 +180,29 @@ func describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, e
 			t.Keys[len(t.Keys)-1] = append(t.Keys[len(t.Keys)-1], c.Name)
 			continue
 		case 2:
-			nspFound = c.NotNull
+			if c.NotNull {
+				t.Name = name
+			}
 			continue
 		}
 		c.Kind = kindOf(c.TypeName)
 		limits(&c, c.TypeName, int(typmod))
 		t.Columns = append(t.Columns, c)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("describe table %s: %w", name, err)
+	if len(t.Columns) > 0 {
+		t.Name = name
 	}
+	return t, nil
+}
+
+// described is what describe returns for t, read by readDescribed: the
+// table, nil when there is none, or sink.ErrNoSchema for a qualified name
+// whose schema does not exist.
+func described(name string, t *sink.Table) (*sink.Table, error) {
 	if len(t.Columns) > 0 {
 		return t, nil
 	}
-	if qualified && !nspFound {
+	if schema, _, ok := strings.Cut(name, "."); ok && t.Name == "" {
 		return nil, fmt.Errorf("--table %s: %w %q in this database; create it first (CREATE SCHEMA %s), or name another", name, sink.ErrNoSchema, schema, q(schema))
 	}
 	return nil, nil
