@@ -402,11 +402,28 @@ func (v *validator) row(r tokenRow, cells []value.Cell, raw []byte) {
 }
 
 // key records the key of a good row. A column whose type is fixed gives
-// its value's key, one still inferred its text's (keys.AppendText).
+// its value's key, one still inferred its text's (keys.AppendText); a key
+// of one integer column goes to the index as that integer (AddInt).
 func (v *validator) key(ordinal int64, cells []value.Cell) {
 	if v.keyCols == nil {
 		if v.keyCols = keys.Columns(v.names, v.f.Opts.Key); v.keyCols == nil {
 			return // not reached: a good row has every key column
+		}
+	}
+	if len(v.keyCols) == 1 && v.keyCols[0] < len(cells) {
+		// An integer key of one column is recorded as its number, which
+		// the index need not hash while the keys count up.
+		c := cells[v.keyCols[0]]
+		switch v.fixed[v.keyCols[0]] {
+		case value.Int64:
+			x, _, _ := value.ConvertText(c, value.Int64, true)
+			v.keys.AddInt(ordinal, x.I)
+			return
+		case value.Unknown:
+			if n, ok := keys.TextInt(c); ok {
+				v.keys.AddInt(ordinal, n)
+				return
+			}
 		}
 	}
 	buf := v.keys.Buf[:0]

@@ -8,7 +8,12 @@ package keys
 // name the candidate rows, and only when there are any, the partitions that
 // hold them are read again and the candidates' typed key values compared
 // exactly. A hash collision thus costs a second look, never a row; a file
-// whose keys do not repeat costs the hashing alone.
+// whose keys do not repeat costs the hashing alone. Keys of one integer
+// column that each exceed the one before (an id counting up, the commonest
+// key) cannot repeat: while they come so, the index keeps the steps between
+// them (AddInt), about a byte a row, hashes nothing and searches nothing;
+// the first key that breaks the order (or is not such an integer) has
+// every key before it hashed, as Add would have.
 
 import (
 	"bufio"
@@ -59,6 +64,24 @@ type Index struct {
 	maxOpen int // partition files open at once: maxParts
 	workers int // goroutines that search for repeated hashes
 	r       hashReader
+
+	// While each key so far is an integer above the one before (AddInt),
+	// the index keeps the keys, not their hashes: stretches of rows of
+	// consecutive ordinals, each its first key and then the steps from one
+	// key to the next as uvarints in steps (a byte a row where ids count
+	// up by less than 128), up to the bytes its held hashes would take.
+	// hashed says a key was not so: from then on every key is hashed.
+	stretches []stretch
+	steps     []byte
+	lastInt   int64 // the last key kept
+	hashed    bool
+}
+
+// stretch is n rows of consecutive ordinals from ord, whose keys count up
+// from first by the steps from steps[at].
+type stretch struct {
+	ord, first, n int64
+	at            int
 }
 
 // NewIndex returns an index that holds up to held hashes in memory (0
@@ -134,16 +157,63 @@ func (k *Index) Close() {
 			os.Remove(f.Name())
 		}
 	}
-	k.spill, k.w, k.parts, k.chunks, k.Buf, k.r = nil, nil, nil, nil, nil, hashReader{}
+	k.spill, k.w, k.parts, k.chunks, k.Buf, k.r, k.stretches, k.steps = nil, nil, nil, nil, nil, hashReader{}, nil, nil
 }
 
-// add records the key bytes of the good row with the given ordinal; rows
-// skipped since the last call are bad rows, which have no key.
+// Add records the key bytes of the good row with the given ordinal; rows
+// skipped since the last call are bad rows, which have no key. Ordinals
+// increase from call to call, of Add and AddInt alike.
 func (k *Index) Add(ordinal int64, key []byte) {
+	if !k.hashed {
+		k.hashKept()
+	}
 	for k.n < ordinal-1 {
 		k.push(0)
 	}
 	k.push(maphash.Bytes(k.seed, key) | 1) // never 0
+}
+
+// AddInt records the key of the good row with the given ordinal when it
+// is the integer n of a key of one column: its key bytes are those of n
+// (AppendValue of an Int64, AppendText of n's canonical text; TextInt).
+// While each such key exceeds the one before, it is kept, not hashed.
+func (k *Index) AddInt(ordinal, n int64) {
+	if !k.hashed && len(k.steps)+40*len(k.stretches) < 8*int(k.held) {
+		last := len(k.stretches) - 1
+		switch {
+		case last >= 0 && n <= k.lastInt:
+			// a key that does not count up: hashed, with those before
+		case last >= 0 && ordinal == k.stretches[last].ord+k.stretches[last].n:
+			k.steps = binary.AppendUvarint(k.steps, uint64(n)-uint64(k.lastInt))
+			k.stretches[last].n++
+			k.lastInt = n
+			return
+		default: // the first key, or the first after bad rows
+			k.stretches = append(k.stretches, stretch{ord: ordinal, first: n, n: 1, at: len(k.steps)})
+			k.lastInt = n
+			return
+		}
+	}
+	k.Add(ordinal, appendInt(k.Buf[:0], n))
+}
+
+// hashKept hashes the keys AddInt kept, as Add would have, and makes every
+// later key hashed.
+func (k *Index) hashKept() {
+	k.hashed = true
+	var buf []byte
+	for _, s := range k.stretches {
+		n, at := s.first, s.at
+		for i := range s.n {
+			if i > 0 {
+				step, w := binary.Uvarint(k.steps[at:])
+				n, at = int64(uint64(n)+step), at+w
+			}
+			buf = appendInt(buf[:0], n)
+			k.Add(s.ord+i, buf)
+		}
+	}
+	k.stretches, k.steps = nil, nil
 }
 
 // Candidates returns, in ordinal order, the ordinals of the rows whose key
@@ -157,6 +227,9 @@ func (k *Index) Add(ordinal int64, key []byte) {
 // spilled index's partitions, one at a time each).
 func (k *Index) Candidates() ([]int64, error) {
 	defer k.Close()
+	if !k.hashed {
+		return nil, nil // no key, or each above the one before: none repeats
+	}
 	if k.spill == nil && k.err == nil {
 		return k.candidatesHeld(), nil
 	}
@@ -606,6 +679,17 @@ func AppendText(dst []byte, c value.Cell) []byte {
 		}
 	}
 	return AppendBytes(dst, 's', b)
+}
+
+// TextInt returns the integer n that AppendText keys text cell c as
+// (AppendText(dst, c) appends what AppendValue of the Int64 n does), and
+// false for a cell it keys otherwise.
+func TextInt(c value.Cell) (n int64, ok bool) {
+	if (c.Kind != value.CellText && c.Kind != value.CellNumber) || !value.IsInteger(c.B) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(value.Str(c.B), 10, 64)
+	return n, err == nil
 }
 
 // AppendDecimal appends the key bytes of a decimal's canonical text,

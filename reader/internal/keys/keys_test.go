@@ -191,3 +191,146 @@ func TestIndexSearchers(t *testing.T) {
 		}
 	}
 }
+
+// intKey is a row's key for TestIndexIntKeys: an integer given to AddInt,
+// other key bytes given to Add, or neither (a bad row).
+type intKey struct {
+	n     int64
+	other []byte
+	bad   bool
+}
+
+// TestIndexIntKeys: keys given as integers (AddInt) find the candidates
+// their key bytes would, whether they count up (kept, nothing hashed:
+// evenly, unevenly, after bad rows, by steps past int64's range), repeat
+// the key just before, repeat an earlier one, count down, meet an equal key
+// given as bytes (2.0 after 2), or count up past the bytes of the hashes
+// the index holds; held in memory or spilled.
+func TestIndexIntKeys(t *testing.T) {
+	ints := func(ns ...int64) []intKey {
+		var ks []intKey
+		for _, n := range ns {
+			ks = append(ks, intKey{n: n})
+		}
+		return ks
+	}
+	upTo := func(n int64) []int64 {
+		var ns []int64
+		for i := range n {
+			ns = append(ns, i+1)
+		}
+		return ns
+	}
+	squares := func(n int64) []int64 {
+		var ns []int64
+		for i := range n {
+			ns = append(ns, (i+1)*(i+1))
+		}
+		return ns
+	}
+	withBad := ints(upTo(3000)...)
+	for i := 5; i < len(withBad); i += 97 {
+		withBad[i] = intKey{bad: true}
+	}
+	cases := []struct {
+		name string
+		ks   []intKey
+		kept bool // kept unhashed to the end
+	}{
+		{"counting up", ints(upTo(5000)...), true},
+		{"counting up by ten from below zero", ints(-50, -40, -30, -20, -10, 0, 10, 20), true},
+		{"counting up unevenly", ints(1, 2, 3, 7, 8, 100, 1000, 1001, 1002), true},
+		{"counting up past bad rows", withBad, true},
+		{"int64 edges", ints(math.MinInt64, -1, math.MaxInt64-1, math.MaxInt64), true},
+		{"a step past int64", ints(math.MinInt64, math.MaxInt64), true},
+		{"the key before repeated", ints(1, 2, 3, 3, 4), false},
+		{"the first key repeated", ints(7, 7), false},
+		{"an earlier key repeated", ints(append(upTo(3000), 1500, 3001)...), false},
+		{"counting down", ints(5, 4, 3, 5, 2), false},
+		{"the int64 edges repeated", ints(math.MinInt64, math.MaxInt64, math.MinInt64), false},
+		{"an equal key as bytes", append(ints(1, 2, 3), intKey{other: AppendText(nil, value.Cell{B: []byte("2.0"), Kind: value.CellText})}, intKey{n: 4}), false},
+		{"other keys as bytes", append(ints(1, 2, 3), intKey{other: AppendText(nil, value.Cell{B: []byte("x"), Kind: value.CellText})}, intKey{n: 4}, intKey{n: 2}), false},
+		{"counting up by squares", ints(squares(3000)...), true},
+		{"counting up by squares, then a repeat", ints(append(squares(3000), 4)...), false},
+	}
+	for _, c := range cases {
+		var bs [][]byte
+		for _, k := range c.ks {
+			switch {
+			case k.bad:
+				bs = append(bs, nil)
+			case k.other != nil:
+				bs = append(bs, k.other)
+			default:
+				bs = append(bs, AppendValue(nil, value.Value{I: k.n}, value.Int64))
+			}
+		}
+		want := repeatedOrdinals(bs)
+		for _, held := range []int{0, 3, 64} {
+			dir := t.TempDir()
+			k := NewIndex(dir, held)
+			for i, key := range c.ks {
+				switch {
+				case key.bad:
+				case key.other != nil:
+					k.Add(int64(i+1), key.other)
+				default:
+					k.AddInt(int64(i+1), key.n)
+				}
+			}
+			// Kept unhashed within the bytes of the hashes held: not
+			// past those of 3.
+			kept := !k.hashed && k.n == 0 && len(k.stretches) > 0
+			if (held == 0 && kept != c.kept) || (held == 3 && kept) {
+				t.Errorf("%s, %d held: kept %v, want %v (%d stretches, %d hashed)", c.name, held, kept, c.kept && held == 0, len(k.stretches), k.n)
+			}
+			if c.name == "counting up" && held == 0 && len(k.steps) != len(c.ks)-1 {
+				t.Errorf("%s: %d bytes of steps for %d keys", c.name, len(k.steps), len(c.ks))
+			}
+			got, err := k.Candidates()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s, %d held: candidates %v, want %v", c.name, held, got[:min(len(got), 8)], want[:min(len(want), 8)])
+			}
+			emptyDir(t, dir)
+		}
+	}
+}
+
+// TestTextInt: a cell TextInt takes is keyed by AppendText as its integer
+// by AppendValue; the cells it leaves are not canonical integers' text.
+func TestTextInt(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		kind value.CellKind
+		ok   bool
+	}{
+		{"0", value.CellText, true},
+		{"-0", value.CellText, true},
+		{"42", value.CellNumber, true},
+		{"-17", value.CellText, true},
+		{"9223372036854775807", value.CellText, true},
+		{"-9223372036854775808", value.CellText, true},
+		{"9223372036854775808", value.CellText, false},
+		{"007", value.CellText, false},
+		{"+7", value.CellText, false},
+		{"1.0", value.CellText, false},
+		{"1e3", value.CellNumber, false},
+		{"", value.CellText, false},
+		{"5", value.CellString, false}, // a JSON string is keyed as text
+	} {
+		cell := value.Cell{B: []byte(c.text), Kind: c.kind}
+		n, ok := TextInt(cell)
+		if ok != c.ok {
+			t.Errorf("TextInt(%q) ok %v, want %v", c.text, ok, c.ok)
+			continue
+		}
+		if ok {
+			if got, want := AppendValue(nil, value.Value{I: n}, value.Int64), AppendText(nil, cell); !slices.Equal(got, want) {
+				t.Errorf("TextInt(%q) = %d, keyed %q; AppendText keys it %q", c.text, n, got, want)
+			}
+		}
+	}
+}
