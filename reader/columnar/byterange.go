@@ -148,6 +148,9 @@ type planned struct {
 	// and their CRC-32C.
 	dicts   []loadedRange
 	dictCRC uint32
+	// A Parquet row group's dictionaries, by column index, as the plan
+	// pass's pageChunks read them from ranges (see chunkDict).
+	chunkDicts map[int]*chunkDict
 }
 
 // leave keeps p, a partition's bytes, for the partition reader that takes
@@ -155,7 +158,7 @@ type planned struct {
 func (l *planned) leave(p *planned) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.unit, l.units, l.crc, l.ranges, l.dicts, l.dictCRC = p.unit, p.units, p.crc, p.ranges, p.dicts, p.dictCRC
+	l.unit, l.units, l.crc, l.ranges, l.dicts, l.dictCRC, l.chunkDicts = p.unit, p.units, p.crc, p.ranges, p.dicts, p.dictCRC, p.chunkDicts
 }
 
 // take returns the bytes left for the partition of units units from unit
@@ -166,8 +169,8 @@ func (l *planned) take(unit int64, units int, crc uint32) *planned {
 	if l.ranges == nil || l.unit != unit || l.units != units || l.crc != crc {
 		return nil
 	}
-	p := &planned{unit: l.unit, units: l.units, crc: l.crc, ranges: l.ranges, dicts: l.dicts, dictCRC: l.dictCRC}
-	l.ranges, l.dicts = nil, nil
+	p := &planned{unit: l.unit, units: l.units, crc: l.crc, ranges: l.ranges, dicts: l.dicts, dictCRC: l.dictCRC, chunkDicts: l.chunkDicts}
+	l.ranges, l.dicts, l.chunkDicts = nil, nil, nil
 	return p
 }
 
@@ -175,5 +178,5 @@ func (l *planned) take(unit int64, units int, crc uint32) *planned {
 func (l *planned) drop() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.ranges, l.dicts = nil, nil
+	l.ranges, l.dicts, l.chunkDicts = nil, nil, nil
 }

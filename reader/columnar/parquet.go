@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -54,6 +55,8 @@ type parquetFile struct {
 	// skip marks, by place in the record batches, the fields the plan
 	// pass under way leaves undecoded (File.skipsAt); nil: none.
 	skip []bool
+	// dictPages counts the dictionary pages its pageChunks have read.
+	dictPages atomic.Int64
 }
 
 func (s *parquetFile) unitName() string { return "row group" }
@@ -443,10 +446,11 @@ func (s *parquetFile) scan(ctx context.Context, o partition.ScanOptions, fn func
 			return err
 		}
 		view.ranges = ld.ranges
-		u, err := s.planUnit(fr, frB, k, batch, o.SecondCore)
+		u, err := s.planUnit(ld, fr, frB, k, batch, o.SecondCore)
 		if err != nil {
 			return err
 		}
+		split, _ := u.(*splitUnit)
 		u = s.stamped(u)
 		err = func() error {
 			defer u.close()
@@ -456,7 +460,14 @@ func (s *parquetFile) scan(ctx context.Context, o partition.ScanOptions, fn func
 			return err
 		}
 		if k == last {
-			s.f.left.leave(&planned{unit: int64(k), units: 1, crc: crc, ranges: slices.Clone(ld.ranges)})
+			// Its bytes, and the dictionaries read from them, which its
+			// partition reader takes rather than decompress and walk
+			// them again.
+			left := &planned{unit: int64(k), units: 1, crc: crc, ranges: slices.Clone(ld.ranges)}
+			if split != nil {
+				left.chunkDicts = split.dictionaries()
+			}
+			s.f.left.leave(left)
 		}
 	}
 	return nil
@@ -478,8 +489,10 @@ func (s *parquetFile) open(p idemtype.Partition, batchRows int) (unit, error) {
 			Err: fmt.Errorf("%w: %s has %d rows, the plan says %d", input.ErrSourceChanged, where, n, p.Rows+skipped(p))}
 	}
 	ld := &loaded{size: s.size}
+	var dicts map[int]*chunkDict
 	if left := s.f.left.take(int64(k), 1, p.CRC); left != nil {
 		ld.ranges = left.ranges // the plan pass's bytes, its CRC the plan's
+		dicts = left.chunkDicts // and the dictionaries read from them
 	} else {
 		crc, err := s.load(md, ld, k)
 		if err != nil {
@@ -495,7 +508,7 @@ func (s *parquetFile) open(p idemtype.Partition, batchRows int) (unit, error) {
 	if err != nil {
 		return nil, s.f.unitError(err, where)
 	}
-	u, err := s.unitOf(fr, nil, k, batchRows, nil, nil)
+	u, err := s.unitOf(ld, fr, nil, k, batchRows, nil, nil, dicts)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
@@ -92,32 +90,36 @@ func chunkWidth(pt parquet.Type, dt arrow.DataType) int {
 
 // pageChunk decodes one column chunk of a row group.
 type pageChunk struct {
-	pr     file.PageReader
+	pages  *chunkPages
 	col    *schema.Column
 	dt     arrow.DataType // STRING or BINARY
 	mem    memory.Allocator
 	maxDef int16
 	width  int // of a fixed-width value; 0: BYTE_ARRAY
 	// checkOnly says the chunk is only skipped (a column the plan pass
-	// leaves undecoded): a fixed-width dictionary's values are not kept,
-	// nor a text dictionary's, whose values are checked as its page is
-	// read (dirty says one is not clean text).
+	// leaves undecoded): a text dictionary's values are checked as its
+	// page is read (dirty says one is not clean text), and no value of
+	// the chunk is copied out.
 	checkOnly bool
 	dirty     bool
 
+	leaf int // the chunk's column index
 	// The dictionary: value i is dict[offs[i]+4:offs[i+1]] (the page's
 	// PLAIN values as they are, each after its 4-byte length), or of a
 	// fixed width, dict[i*width:(i+1)*width]; ndict values. It is the
-	// dictionary page's memory, not a copy: the page reader decompresses
-	// a dictionary page into a buffer of its own, which no data page
-	// reuses and which is written again only by a second dictionary page
-	// (refused); the batches hold copies of its values, never the page.
-	// A copy cost an import of the Rust crate's 8 MiB dictionaries 10k
-	// page faults of fresh memory, and its partition reader a fifth of its
-	// CPU time.
-	dict  []byte
-	offs  []int32
-	ndict int
+	// dictionary page's memory, not a copy: chunkPages decompresses a
+	// dictionary page into a buffer of its own (or, in a chunk not
+	// compressed, leaves it where it lies in the chunk's bytes), which no
+	// data page reuses and which is written again only by a second
+	// dictionary page (refused); the batches hold copies of its values,
+	// never the page. A copy cost an import of the Rust crate's 8 MiB
+	// dictionaries 10k page faults of fresh memory, and its partition
+	// reader a fifth of its CPU time. dictEnd is where the chunk's pages
+	// after it start, when it is the chunk's first page (else 0).
+	dict    []byte
+	offs    []int32
+	ndict   int
+	dictEnd int
 
 	// The data page being read: values left in it (nulls included), its
 	// definition levels, and its values, dictionary indexes or PLAIN.
@@ -135,21 +137,67 @@ type pageChunk struct {
 	perRow float64
 }
 
-func newPageChunk(fr *pqarrow.FileReader, k int, field pqarrow.SchemaField, mem memory.Allocator) (*pageChunk, error) {
-	pr, err := fr.ParquetReader().RowGroup(k).GetColumnPageReader(field.ColIndex)
+// newPageChunk returns a pageChunk over field's column chunk in row group
+// k, whose bytes ld holds (loaded by s.load). d, when not nil, is the
+// chunk's dictionary as a pageChunk over the same bytes read it: the
+// chunk then starts past its dictionary page, which is not read again.
+func newPageChunk(s *parquetFile, ld *loaded, k int, field pqarrow.SchemaField, mem memory.Allocator, d *chunkDict) (*pageChunk, error) {
+	col := s.md.Schema.Column(field.ColIndex)
+	w := chunkWidth(col.PhysicalType(), field.Field.Type)
+	if w < 0 {
+		return nil, fmt.Errorf("column %d: not a column of strings or integers", field.ColIndex)
+	}
+	spans, err := s.spans(s.md, k)
 	if err != nil {
 		return nil, err
 	}
-	col := fr.ParquetReader().MetaData().Schema.Column(field.ColIndex)
-	w := chunkWidth(col.PhysicalType(), field.Field.Type)
-	if w < 0 {
-		pr.Close()
-		return nil, fmt.Errorf("column %d: not a column of strings or integers", field.ColIndex)
+	if field.ColIndex >= len(spans) {
+		return nil, fmt.Errorf("column %d: no column chunk", field.ColIndex)
 	}
-	return &pageChunk{pr: pr, col: col, dt: field.Field.Type, mem: mem, maxDef: col.MaxDefinitionLevel(), width: w}, nil
+	sp := spans[field.ColIndex]
+	chunk := ld.bytes(sp.off, sp.len)
+	if chunk == nil {
+		return nil, errOutside
+	}
+	cc, err := s.md.RowGroup(k).ColumnChunk(field.ColIndex)
+	if err != nil {
+		return nil, err
+	}
+	pages, err := newChunkPages(chunk, cc.Compression(), cc.NumValues(), &s.dictPages)
+	if err != nil {
+		return nil, err
+	}
+	c := &pageChunk{pages: pages, col: col, dt: field.Field.Type, mem: mem, maxDef: col.MaxDefinitionLevel(), width: w, leaf: field.ColIndex}
+	if d != nil && d.end > 0 && d.end <= len(chunk) && d.width == w && (w > 0 || len(d.offs) == d.n+1) {
+		// The plan pass's dictionary of these very bytes (see chunkDict):
+		// the pages start after it.
+		c.dict, c.offs, c.ndict, c.dictEnd = d.dict, d.offs, d.n, d.end
+		pages.pos = d.end
+	}
+	return c, nil
 }
 
-func (c *pageChunk) close() { c.pr.Close() }
+// chunkDict is a column chunk's dictionary as a pageChunk read it from
+// its first page: its values (see pageChunk.dict), and where the pages
+// after it start in the chunk's bytes.
+type chunkDict struct {
+	dict  []byte
+	offs  []int32
+	n     int
+	width int
+	end   int
+}
+
+// dictionary returns the chunk's dictionary once its first page, a
+// dictionary page, is read; else nil.
+func (c *pageChunk) dictionary() *chunkDict {
+	if c.dictEnd == 0 || c.dict == nil {
+		return nil
+	}
+	return &chunkDict{dict: c.dict, offs: c.offs, n: c.ndict, width: c.width, end: c.dictEnd}
+}
+
+func (c *pageChunk) close() {}
 
 var errChunkPage = errors.New("corrupt page")
 
@@ -157,35 +205,28 @@ var errChunkPage = errors.New("corrupt page")
 // the way.
 func (c *pageChunk) page() error {
 	for {
-		if !c.pr.Next() {
-			if err := c.pr.Err(); err != nil {
-				return err
-			}
-			return io.ErrUnexpectedEOF
+		p, err := c.pages.next()
+		if err != nil {
+			return err
 		}
-		pg := c.pr.Page()
-		data := pg.Data()
-		switch p := pg.(type) {
-		case *file.DictionaryPage:
-			if e := parquet.Encoding(p.Encoding()); e != parquet.Encodings.Plain && e != parquet.Encodings.PlainDict {
+		data := p.data
+		switch p.typ {
+		case pageDict:
+			if e := p.enc; e != parquet.Encodings.Plain && e != parquet.Encodings.PlainDict {
 				return fmt.Errorf("%w: a dictionary page of encoding %s", errChunkPage, e)
 			}
 			if c.dict != nil {
 				return fmt.Errorf("%w: a second dictionary page", errChunkPage)
 			}
-			n := int(p.NumValues())
+			n := int(p.values)
+			if c.pages.read == 1 {
+				c.dictEnd = c.pages.pos
+			}
 			if c.width > 0 {
 				if n < 0 || n > len(data)/c.width {
 					return fmt.Errorf("%w: a dictionary page of %d values in %d bytes", errChunkPage, n, len(data))
 				}
-				if c.checkOnly {
-					// Its values are never read: the indexes are checked
-					// against ndict alone.
-					c.dict, c.ndict = []byte{}, n
-					continue
-				}
-				c.dict, c.ndict = data[:n*c.width:n*c.width], n
-				if c.dict == nil {
+				if c.dict, c.ndict = data[:n*c.width:n*c.width], n; c.dict == nil {
 					c.dict = []byte{}
 				}
 				continue
@@ -208,19 +249,15 @@ func (c *pageChunk) page() error {
 					c.dirty = true
 				}
 			}
-			if c.checkOnly {
-				c.dict = []byte{} // only the sizes (offs) are read
-				continue
-			}
 			if c.dict = all[:at:at]; c.dict == nil {
 				c.dict = []byte{}
 			}
 			continue
-		case *file.DataPageV1:
-			c.left = int(p.NumValues())
+		case pageData:
+			c.left = int(p.values)
 			if c.maxDef > 0 {
-				if p.DefinitionLevelEncoding() != parquet.Encodings.RLE || len(data) < 4 {
-					return fmt.Errorf("%w: definition levels of encoding %s", errChunkPage, p.DefinitionLevelEncoding())
+				if p.defEnc != parquet.Encodings.RLE || len(data) < 4 {
+					return fmt.Errorf("%w: definition levels of encoding %s", errChunkPage, p.defEnc)
 				}
 				n := binary.LittleEndian.Uint32(data)
 				if uint64(n) > uint64(len(data)-4) {
@@ -229,17 +266,17 @@ func (c *pageChunk) page() error {
 				c.defs = hybrid{buf: data[4 : 4+n], width: 1}
 				data = data[4+n:]
 			}
-			return c.values(parquet.Encoding(p.Encoding()), data)
-		case *file.DataPageV2:
-			c.left = int(p.NumValues())
-			rep, def := int(p.RepetitionLevelByteLen()), int(p.DefinitionLevelByteLen())
+			return c.values(p.enc, data)
+		case pageDataV2:
+			c.left = int(p.values)
+			rep, def := int(p.repLen), int(p.defLen)
 			if rep != 0 || def > len(data) {
 				return fmt.Errorf("%w: levels of %d and %d bytes in a page of %d", errChunkPage, rep, def, len(data))
 			}
 			if c.maxDef > 0 {
 				c.defs = hybrid{buf: data[:def], width: 1}
 			}
-			return c.values(parquet.Encoding(p.Encoding()), data[def:])
+			return c.values(p.enc, data[def:])
 		}
 	}
 }
@@ -340,7 +377,7 @@ func (c *pageChunk) skip(n int) error {
 // keep is set. It reads them a page at a time: the levels and indexes of
 // the page's rows (a run at a time, hybrid.fill), the size of their
 // values, then the values, copied into the batch's buffer straight from
-// the dictionary or the page (whose memory the page reader reuses for
+// the dictionary or the page (whose memory chunkPages reuses for
 // the next page). The buffer is reserved for the bytes per row of the
 // chunk's batch before (c.perRow).
 //

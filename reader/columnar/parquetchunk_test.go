@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/idemport/idemport/reader/internal/partition"
 )
 
 // TestPageChunkMatchesPqarrow checks that the columns a pageChunk
@@ -41,7 +44,7 @@ func TestPageChunkMatchesPqarrow(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/batch-%d", name, batch), func(t *testing.T) {
 				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 				defer mem.AssertSize(t, 0)
-				eachRowGroup(t, name, data, batch, func(s *parquetFile, k int, fr *pqarrow.FileReader, text []int) {
+				eachRowGroup(t, name, data, batch, func(s *parquetFile, ld *loaded, k int, fr *pqarrow.FileReader, text []int) {
 					if len(text) == 0 {
 						t.Fatalf("row group %d: no column for a pageChunk", k)
 					}
@@ -51,7 +54,7 @@ func TestPageChunkMatchesPqarrow(t *testing.T) {
 					}
 					var chunks []*pageChunk
 					for _, at := range text {
-						c, err := newPageChunk(fr, k, fr.Manifest.Fields[at], mem)
+						c, err := newPageChunk(s, ld, k, fr.Manifest.Fields[at], mem, nil)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -164,7 +167,7 @@ func otherWritersParquet(t *testing.T) []fixtureFile {
 // eachRowGroup opens the Parquet file data under name and calls f for
 // each of its row groups k with a reader of batch rows per batch and the
 // columns (of all the file's) that a pageChunk reads.
-func eachRowGroup(t *testing.T, name string, data []byte, batch int, f func(s *parquetFile, k int, fr *pqarrow.FileReader, text []int)) {
+func eachRowGroup(t *testing.T, name string, data []byte, batch int, f func(s *parquetFile, ld *loaded, k int, fr *pqarrow.FileReader, text []int)) {
 	t.Helper()
 	file, err := Open(testFile(t, name, data))
 	if err != nil {
@@ -185,7 +188,7 @@ func eachRowGroup(t *testing.T, name string, data []byte, batch int, f func(s *p
 		for i := range read {
 			read[i] = i
 		}
-		f(s, k, fr, s.pageColumns(fr, k, read))
+		f(s, ld, k, fr, s.pageColumns(fr, k, read))
 	}
 }
 
@@ -207,7 +210,7 @@ func parquetOf(t *testing.T, rec arrow.RecordBatch, props ...parquet.WriterPrope
 }
 
 // TestPageChunkDictionaryKept checks that a chunk's dictionary, which is
-// the memory the page reader decompressed its dictionary page into, not a
+// the memory chunkPages decompressed its dictionary page into, not a
 // copy, holds the same bytes from its page to the chunk's last row while
 // the chunk's data pages are read after it (of both versions, compressed
 // and not, dictionary indexes turning to PLAIN values): a page reader
@@ -227,9 +230,9 @@ func TestPageChunkDictionaryKept(t *testing.T) {
 	kept := 0
 	for name, data := range files {
 		t.Run(name, func(t *testing.T) {
-			eachRowGroup(t, name, data, 100, func(s *parquetFile, k int, fr *pqarrow.FileReader, text []int) {
+			eachRowGroup(t, name, data, 100, func(s *parquetFile, ld *loaded, k int, fr *pqarrow.FileReader, text []int) {
 				for _, at := range text {
-					c, err := newPageChunk(fr, k, fr.Manifest.Fields[at], memory.DefaultAllocator)
+					c, err := newPageChunk(s, ld, k, fr.Manifest.Fields[at], memory.DefaultAllocator, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -255,5 +258,114 @@ func TestPageChunkDictionaryKept(t *testing.T) {
 	}
 	if kept == 0 {
 		t.Fatal("no dictionary read")
+	}
+}
+
+// TestPartitionTakesPlanDictionaries checks that the partition reader of
+// a Parquet file's last row group takes the dictionaries the plan pass
+// read from the same bytes (chunkDict) rather than read its dictionary
+// pages again, and that it decodes the same values as a reader that
+// reads them: the other writers' files (row groups, snappy, zstd) and
+// arrow-go's of one row group, with data pages of both versions,
+// compressed or not, whose dictionaries turn to PLAIN values when full.
+func TestPartitionTakesPlanDictionaries(t *testing.T) {
+	files := map[string][]byte{}
+	for _, f := range otherWritersParquet(t) {
+		files[f.name] = f.data
+	}
+	for _, v := range []parquet.DataPageVersion{parquet.DataPageV1, parquet.DataPageV2} {
+		for _, codec := range []compress.Compression{compress.Codecs.Snappy, compress.Codecs.Uncompressed, compress.Codecs.Zstd} {
+			files[fmt.Sprintf("arrowgo-v%d-%s.parquet", v+1, codec)] = textParquet(t, 3000, 3000, parquet.WithDataPageVersion(v),
+				parquet.WithDictionaryPageSizeLimit(20000), parquet.WithDataPageSize(900), parquet.WithCompression(codec))
+		}
+	}
+	for name, data := range files {
+		t.Run(name, func(t *testing.T) {
+			// read returns every batch of the plan's partitions, read in
+			// order by f, and the dictionary pages f read meanwhile.
+			read := func(f *File, plan *partition.Plan) ([]arrow.RecordBatch, int64) {
+				pq := f.parquet()
+				before := pq.dictPages.Load()
+				var out []arrow.RecordBatch
+				for _, p := range plan.Partitions {
+					r, err := f.Partition(plan, p, 500)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for {
+						b, err := r.Next()
+						if err == io.EOF {
+							break
+						}
+						if err != nil {
+							t.Fatal(err)
+						}
+						b.Record.Retain()
+						out = append(out, b.Record)
+						b.Release()
+					}
+					r.Close()
+				}
+				return out, pq.dictPages.Load() - before
+			}
+			f, err := Open(testFile(t, name, data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			plan, _, err := f.Scan(context.Background(), partition.ScanOptions{PartitionRows: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			planned := f.parquet().dictPages.Load()
+			got, after := read(f, plan)
+			// The same partitions read by a File the plan pass left
+			// nothing to.
+			fresh, err := Open(testFile(t, name, data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fresh.Close()
+			want, all := read(fresh, plan)
+			pq := f.parquet()
+			last := pq.groups - 1
+			for last > 0 && pq.md.RowGroup(last).NumRows() == 0 {
+				last--
+			}
+			var inLast int64 // dictionary pages of the last row group
+			ld := &loaded{size: pq.size}
+			if _, err := pq.load(pq.md, ld, last); err != nil {
+				t.Fatal(err)
+			}
+			fr, err := pq.reader(pq.md, ld, 100, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cols := make([]int, len(fr.Manifest.Fields))
+			for i := range cols {
+				cols[i] = i
+			}
+			for _, at := range pq.pageColumns(fr, last, cols) {
+				if cc, err := pq.md.RowGroup(last).ColumnChunk(fr.Manifest.Fields[at].ColIndex); err == nil && cc.HasDictionaryPage() {
+					inLast++
+				}
+			}
+			if planned == 0 || inLast == 0 {
+				t.Fatalf("the plan pass read %d dictionary pages, %d of them in the last row group", planned, inLast)
+			}
+			if after != all-inLast {
+				t.Errorf("the partition readers read %d dictionary pages after the plan pass, want %d (%d less the last row group's %d)", after, all-inLast, all, inLast)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d batches, want %d", len(got), len(want))
+			}
+			for i := range got {
+				if !array.RecordEqual(got[i], want[i]) {
+					t.Fatalf("batch %d:\n got %v\nwant %v", i, got[i], want[i])
+				}
+				got[i].Release()
+				want[i].Release()
+			}
+		})
 	}
 }

@@ -23,20 +23,23 @@ import (
 // two cores. Panics of the second decoder are raised on the pass's
 // goroutine, where scanArrow turns them into errors.
 
-// planUnit opens row group k, whose bytes are loaded for both fr and frB,
+// planUnit opens row group k, whose bytes ld holds for both fr and frB,
 // for the plan pass, in batches of batch rows. The fields s.skip marks
 // are left undecoded: their arrays in the batches are of the null type.
-func (s *parquetFile) planUnit(fr, frB *pqarrow.FileReader, k, batch int, secondCore <-chan struct{}) (unit, error) {
-	return s.unitOf(fr, frB, k, batch, secondCore, s.skip)
+func (s *parquetFile) planUnit(ld *loaded, fr, frB *pqarrow.FileReader, k, batch int, secondCore <-chan struct{}) (unit, error) {
+	return s.unitOf(ld, fr, frB, k, batch, secondCore, s.skip, nil)
 }
 
-// unitOf opens row group k, whose bytes are loaded for fr (and frB, if
+// unitOf opens row group k, whose bytes ld holds for fr (and frB, if
 // not nil), in batches of batch rows: its columns split in two halves of
 // about equal decoded size, each read by a record reader of fr or frB and
 // by pageChunks (see pageColumns), the second half on a second goroutine
 // once secondCore is closed. The fields at which skip is true are left
-// undecoded: their arrays are of the null type.
-func (s *parquetFile) unitOf(fr, frB *pqarrow.FileReader, k, batch int, secondCore <-chan struct{}, skip []bool) (unit, error) {
+// undecoded: their arrays are of the null type. dicts holds, by column
+// index, dictionaries the plan pass read from these very bytes (see
+// splitUnit.dictionaries), which the pageChunks take instead of reading
+// their dictionary pages again.
+func (s *parquetFile) unitOf(ld *loaded, fr, frB *pqarrow.FileReader, k, batch int, secondCore <-chan struct{}, skip []bool, dicts map[int]*chunkDict) (unit, error) {
 	fields := fr.Manifest.Fields
 	read := s.keep // the fields decoded, in file order
 	if read == nil {
@@ -103,7 +106,7 @@ func (s *parquetFile) unitOf(fr, frB *pqarrow.FileReader, k, batch int, secondCo
 		var byRR []int
 		for _, at := range half[h] {
 			if skipped(at) {
-				c, err := newPageChunk(fr, k, fields[read[at]], s.f.Opts.Allocator)
+				c, err := newPageChunk(s, ld, k, fields[read[at]], s.f.Opts.Allocator, dicts[fields[read[at]].ColIndex])
 				if err != nil {
 					u.close()
 					return nil, s.f.unitError(err, fmt.Sprintf("row group %d", k))
@@ -117,7 +120,7 @@ func (s *parquetFile) unitOf(fr, frB *pqarrow.FileReader, k, batch int, secondCo
 				byRR = append(byRR, at)
 				continue
 			}
-			c, err := newPageChunk(fr, k, fields[read[at]], s.f.Opts.Allocator)
+			c, err := newPageChunk(s, ld, k, fields[read[at]], s.f.Opts.Allocator, dicts[fields[read[at]].ColIndex])
 			if err != nil {
 				u.close()
 				return nil, s.f.unitError(err, fmt.Sprintf("row group %d", k))
@@ -260,6 +263,20 @@ func (u *splitUnit) next() (arrow.RecordBatch, error) {
 		}
 	}
 	return array.NewRecordBatch(u.schema, cols, n), nil
+}
+
+// dictionaries returns, by column index, the dictionaries its pageChunks
+// have read from their first pages.
+func (u *splitUnit) dictionaries() map[int]*chunkDict {
+	out := map[int]*chunkDict{}
+	for h := range u.chunks {
+		for _, c := range slices.Concat(u.chunks[h], u.checks[h]) {
+			if d := c.dictionary(); d != nil {
+				out[c.leaf] = d
+			}
+		}
+	}
+	return out
 }
 
 func (u *splitUnit) close() {
