@@ -43,7 +43,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/idemport/idemport/idemtype"
@@ -323,51 +322,17 @@ func Civil(days int64) (year, month, day int64) {
 	return year, month, day
 }
 
-// dateText returns a's dates as their text (AppendDate), nulls where a
-// has them, in buffers made for the column rather than appended to a
-// builder value by value.
-func dateText(a *array.Date32) arrow.Array {
-	n := a.Len()
-	offsets := make([]int32, n+1)
-	data := make([]byte, 0, 10*n)
-	var valid []byte
-	if a.NullN() > 0 {
-		valid = make([]byte, bitutil.BytesForBits(int64(n)))
-	}
-	for j := range n {
-		if valid != nil {
-			if a.IsNull(j) {
-				offsets[j+1] = int32(len(data))
-				continue
-			}
-			bitutil.SetBit(valid, j)
-		}
-		data = AppendDate(data, int32(a.Value(j)))
-		offsets[j+1] = int32(len(data))
-	}
-	var validBuf *memory.Buffer
-	if valid != nil {
-		validBuf = memory.NewBufferBytes(valid)
-	}
-	d := array.NewData(arrow.BinaryTypes.String, n,
-		[]*memory.Buffer{validBuf, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets)), memory.NewBufferBytes(data)},
-		nil, a.NullN(), 0)
-	defer d.Release()
-	return array.NewStringData(d)
-}
-
-// Textual returns rec with its date and zone-less timestamp columns as
-// their text (FormatDate, FormatLocalTimestamp), for a target that stores
-// them as text; the caller releases it. It returns rec itself, retained,
-// when it has none.
+// Textual returns rec with its zone-less timestamp columns as their text
+// (FormatLocalTimestamp), for a target that stores them as text; the
+// caller releases it. It returns rec itself, retained, when it has none.
+// Dates are left to the target's writer (SQLite's renders FormatDate's
+// text as it writes each row).
 func Textual(rec arrow.RecordBatch) arrow.RecordBatch {
 	var cols []arrow.Array
 	var fields []arrow.Field
 	for i, c := range rec.Columns() {
 		var text arrow.Array
 		switch a := c.(type) {
-		case *array.Date32:
-			text = dateText(a)
 		case *array.Timestamp:
 			t := a.DataType().(*arrow.TimestampType)
 			if t.TimeZone != "" {

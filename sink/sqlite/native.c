@@ -86,6 +86,38 @@ static int idp_null(const idp_col *c, int64_t i) {
 	return !((c->valid[b >> 3] >> (b & 7)) & 1);
 }
 
+// idp_civil sets *y, *m, *d to the proleptic Gregorian date days days
+// after 1970-01-01 (H. Hinnant's algorithm, as sink.Civil).
+static void idp_civil(int64_t days, int64_t *y, int64_t *m, int64_t *d) {
+	int64_t z = days + 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	int64_t doe = z - era * 146097;
+	int64_t yoe = (doe - doe/1460 + doe/36524 - doe/146096) / 365;
+	int64_t doy = doe - (365*yoe + yoe/4 - yoe/100);
+	int64_t mp = (5*doy + 2) / 153;
+	*d = doy - (153*mp + 2)/5 + 1;
+	*m = mp < 10 ? mp + 3 : mp - 9;
+	*y = yoe + era * 400 + (*m <= 2);
+}
+
+// idp_date writes days since 1970-01-01 as sink.FormatDate does (Go's
+// time package): YYYY-MM-DD, a year outside 0000-9999 with its sign and
+// all its digits (-0001-12-31, 10000-01-01). out holds 32 bytes; it
+// returns the length.
+static int idp_date(int64_t days, char *out) {
+	int64_t y, m, d;
+	idp_civil(days, &y, &m, &d);
+	char *p = out, digits[24];
+	uint64_t u = y < 0 ? -(uint64_t)y : (uint64_t)y;
+	int n = 0;
+	if (y < 0) *p++ = '-';
+	do { digits[n++] = (char)('0' + u % 10); u /= 10; } while (u);
+	for (int k = n; k < 4; k++) *p++ = '0';
+	while (n) *p++ = digits[--n];
+	p[0] = '-'; p[1] = '0' + m/10; p[2] = '0' + m%10; p[3] = '-'; p[4] = '0' + d/10; p[5] = '0' + d%10;
+	return (int)(p + 6 - out);
+}
+
 // idp_ts writes microseconds since the epoch as 2006-01-02T15:04:05.000000Z
 // (27 bytes), proleptic Gregorian, UTC, or returns -1 for a year outside
 // 0000-9999.
@@ -94,17 +126,8 @@ static int idp_ts(int64_t us, char *out) {
 	if (frac < 0) { frac += 1000000; secs -= 1; }
 	int64_t days = secs / 86400, sod = secs % 86400;
 	if (sod < 0) { sod += 86400; days -= 1; }
-	// days to civil date (H. Hinnant's algorithm)
-	int64_t z = days + 719468;
-	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-	int64_t doe = z - era * 146097;
-	int64_t yoe = (doe - doe/1460 + doe/36524 - doe/146096) / 365;
-	int64_t y = yoe + era * 400;
-	int64_t doy = doe - (365*yoe + yoe/4 - yoe/100);
-	int64_t mp = (5*doy + 2) / 153;
-	int64_t d = doy - (153*mp + 2)/5 + 1;
-	int64_t m = mp < 10 ? mp + 3 : mp - 9;
-	if (m <= 2) y++;
+	int64_t y, m, d;
+	idp_civil(days, &y, &m, &d);
 	if (y < 0 || y > 9999) return -1;
 	int h = (int)(sod / 3600), mi = (int)(sod % 3600 / 60), s = (int)(sod % 60);
 	char *p = out;
@@ -128,7 +151,7 @@ typedef struct {
 	sqlite3_vtab_cursor base;
 	idp_batch *b;
 	int64_t i;
-	char ts[]; // 32 bytes per column: the text of its timestamp in row i
+	char ts[]; // 32 bytes per column: the text of its timestamp or date in row i
 } batch_cursor;
 
 static int batch_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **err) {
@@ -250,6 +273,11 @@ static int batch_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int k) {
 		sqlite3_result_text(ctx, ts, len, (void(*)(void*))0);
 		break;
 	}
+	case IDP_DATE: {
+		char *text = c->ts + 32*k; // as a timestamp's
+		sqlite3_result_text(ctx, text, idp_date(((const int32_t*)col->values)[j], text), (void(*)(void*))0);
+		break;
+	}
 	default: {
 		const int32_t *o = (const int32_t*)col->values;
 		// A batch whose strings are all empty has no data buffer; a NULL
@@ -304,7 +332,8 @@ int idp_run(sqlite3 *db, sqlite3_stmt *st, idp_batch *b, int64_t *changed) {
 // ---- natural keys, one row at a time ----
 
 // idp_bind binds row i of column c to parameter n. ts is scratch for the
-// column's timestamp text, which must live until the row is stepped.
+// column's timestamp or date text (32 bytes), which must live until the
+// row is stepped.
 static int idp_bind(sqlite3_stmt *st, int n, const idp_col *c, int64_t i, char *ts) {
 	if (idp_null(c, i)) return sqlite3_bind_null(st, n);
 	int64_t j = c->off + i;
@@ -320,6 +349,8 @@ static int idp_bind(sqlite3_stmt *st, int n, const idp_col *c, int64_t i, char *
 		if (len < 0) return IDP_TS_RANGE;
 		return sqlite3_bind_text(st, n, ts, len, (void(*)(void*))0);
 	}
+	case IDP_DATE:
+		return sqlite3_bind_text(st, n, ts, idp_date(((const int32_t*)c->values)[j], ts), (void(*)(void*))0);
 	default: {
 		const int32_t *o = (const int32_t*)c->values;
 		/* A batch whose strings are all empty has no data buffer, and

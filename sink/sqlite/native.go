@@ -170,6 +170,8 @@ func (cs *colBuffers) set(rec arrow.RecordBatch) error {
 			c.kind = C.IDP_BOOL
 		case *array.Timestamp:
 			c.kind = C.IDP_TS
+		case *array.Date32:
+			c.kind = C.IDP_DATE // rendered as sink.FormatDate's text
 		case *array.String:
 			c.kind = C.IDP_TEXT
 			c.data = (*C.char)(cs.pin(bufs[2].Bytes()))

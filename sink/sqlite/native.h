@@ -37,14 +37,14 @@ void *sqlite3_db_mutex(sqlite3*); // sqlite3_mutex*, NULL without a mutex of its
 #define IDP_DONE 101
 #define IDP_TS_RANGE 10000 // not an SQLite code
 
-enum { IDP_INT = 1, IDP_FLOAT, IDP_BOOL, IDP_TS, IDP_TEXT };
+enum { IDP_INT = 1, IDP_FLOAT, IDP_BOOL, IDP_TS, IDP_TEXT, IDP_DATE };
 
 // One column of an Arrow record batch, as its raw buffers.
 typedef struct {
 	int kind;
 	const uint8_t *valid;  // validity bitmap, NULL when no value is null
 	int64_t off;           // the array's offset into its buffers
-	const void *values;    // int64_t*, double*, bool bitmap, or int32_t text offsets
+	const void *values;    // int64_t*, double*, bool bitmap, int32_t text offsets or int32_t days
 	const char *data;      // text bytes
 } idp_col;
 

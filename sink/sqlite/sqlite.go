@@ -683,7 +683,7 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		return total, nil
 	}
 	total.Read = int64(n)
-	rec = sink.Textual(rec) // dates and zone-less timestamps are stored as their text
+	rec = sink.Textual(rec) // zone-less timestamps are stored as their text (dates too: colBuffers)
 	defer rec.Release()
 	if w.floatText != nil {
 		rec = sink.FloatText(rec, w.floatText)
