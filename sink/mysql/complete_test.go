@@ -14,6 +14,7 @@ import (
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/sink"
 	"github.com/idemport/idemport/sink/drivertest"
+	"github.com/idemport/idemport/sink/internal/stdsql"
 )
 
 // completeFx is an operation of attempt a1 with a plan of three
@@ -225,5 +226,72 @@ func TestCompletePartitionInOneMessage(t *testing.T) {
 	}
 	if !slices.Equal(states[1], states[0]) {
 		t.Fatalf("CompletePartition left\n%s\nthe checkpoints' Complete and the ledger's Count\n%s", strings.Join(states[1], "\n"), strings.Join(states[0], "\n"))
+	}
+}
+
+// TestClaimPartitionInOneMessage: the checkpoints' ClaimPartition, one
+// message, claims what the shared statements, three, claim, and leaves
+// the partitions as they leave them: the lowest partition free, its
+// boundaries, the attempt it was taken over from once its lease ran out,
+// and none when none is free.
+func TestClaimPartitionInOneMessage(t *testing.T) {
+	var states [2][]string
+	var claims [2][]string
+	for i, combined := range []bool{false, true} {
+		f := newCompleteFx(t, combined)
+		var ops checkpoint.Ops = stdsql.Checkpoints{S: Driver{}, Prefix: f.st.Prefix}
+		if combined {
+			ops = Driver{}.Checkpoints(f.st.Prefix)
+		}
+		claim := func(attempt string) {
+			t.Helper()
+			tx := f.begin()
+			before := f.sent()
+			p, holder, err := ops.ClaimPartition(t.Context(), tx, f.op, attempt, 60_000)
+			sent := f.sent() - before
+			if err != nil {
+				t.Fatalf("combined %v: %s's claim: %v", combined, attempt, err)
+			}
+			want := int64(1) // the shared statements: 3, or 1 when none is free
+			if !combined && p != nil {
+				want = 3
+			}
+			if sent != want {
+				t.Errorf("combined %v: %s's claim sent %d messages, want %d", combined, attempt, sent, want)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if p == nil {
+				claims[i] = append(claims[i], attempt+": none")
+				return
+			}
+			claims[i] = append(claims[i], fmt.Sprintf("%s: %d first %d rows %d lease %s from %q", attempt, p.Index, p.First, p.Rows, p.LeaseAttempt, holder))
+		}
+		claim("a1")
+		claim("a1")
+		if err := f.cp.Expire(t.Context(), f.st.DB, f.op, "a1"); err != nil {
+			t.Fatal(err)
+		}
+		claim("a2")
+		claim("a2")
+		claim("a2")
+		claim("a2")
+		states[i] = f.state(f.st.DB)
+	}
+	want := []string{
+		`a1: 0 first 1 rows 10 lease a1 from ""`,
+		`a1: 1 first 11 rows 10 lease a1 from ""`,
+		`a2: 0 first 1 rows 10 lease a2 from "a1"`,
+		`a2: 1 first 11 rows 10 lease a2 from "a1"`,
+		`a2: 2 first 21 rows 10 lease a2 from ""`,
+		`a2: none`,
+	}
+	if !slices.Equal(claims[0], want) {
+		t.Fatalf("the shared statements claimed\n%s\nwant\n%s", strings.Join(claims[0], "\n"), strings.Join(want, "\n"))
+	}
+	if !slices.Equal(claims[1], claims[0]) || !slices.Equal(states[1], states[0]) {
+		t.Fatalf("ClaimPartition claimed\n%s\nand left\n%s\nthe shared statements\n%s\nand\n%s", strings.Join(claims[1], "\n"),
+			strings.Join(states[1], "\n"), strings.Join(claims[0], "\n"), strings.Join(states[0], "\n"))
 	}
 }
