@@ -2,7 +2,9 @@ package reader
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -10,8 +12,10 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 )
 
 // The fuzz targets of the columnar formats' footers and schemas: opening
@@ -147,5 +151,140 @@ func FuzzArrow(f *testing.F) {
 			name = "f.arrows"
 		}
 		fuzzOpen(t, dir, name, data)
+	})
+}
+
+// pageAllocLimit is the most that planning and reading a Parquet file of n
+// bytes twice may allocate: the pages' stated sizes are capped as
+// arrow-go's are (a page states at most 256 MiB uncompressed), so a few of
+// them, and a bounded multiple of its bytes.
+func pageAllocLimit(n int) uint64 { return 1<<30 + 4096*uint64(n) }
+
+// readPages reads every partition of plan with f, in order, and returns
+// the batches and the first error, which must be a *ParseError.
+func readPages(t *testing.T, f *File, plan *Plan) ([]arrow.RecordBatch, error) {
+	t.Helper()
+	var out []arrow.RecordBatch
+	for _, p := range plan.Partitions {
+		pr, err := f.Partition(plan, p, 100)
+		if err == nil {
+			for {
+				var b Batch
+				if b, err = pr.Next(); err != nil {
+					break
+				}
+				b.Record.Retain()
+				out = append(out, b.Record)
+				b.Release()
+			}
+			pr.Close()
+			if err == io.EOF {
+				err = nil
+			}
+		}
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("partition %d: not a *ParseError: %T %v", p.Index, err, err)
+			}
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// FuzzParquetPages plans Parquet files and reads every partition, as the
+// pipeline does: the File that planned reads the partitions, so the last
+// row group's reader takes the dictionaries the plan pass read. Whatever
+// the bytes, it never panics, allocates no more than pageAllocLimit, and
+// fails only with a *ParseError; and what it reads equals what a fresh
+// File, which reads every dictionary page from the bytes itself, reads of
+// the same plan (both fail, or both succeed with equal batches).
+//
+// Its seeds are the other writers' files of testdata/otherwriters, small
+// arrow-go files (dictionaries, several row groups, snappy and zstd, data
+// pages of both versions), the hostile Parquet files FuzzParquet uses,
+// and any file in testdata/fuzz/FuzzParquetPages.
+func FuzzParquetPages(f *testing.F) {
+	for _, name := range []string{"orders-arrow-rs-groups.parquet", "orders-arrow-rs-snappy.parquet", "orders-arrow-rs-seconds.parquet", "orders-polars-zstd.parquet"} {
+		data, err := os.ReadFile(filepath.Join("..", "testdata", "otherwriters", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	specs := commonSpecs()
+	for _, v := range []parquet.DataPageVersion{parquet.DataPageV1, parquet.DataPageV2} {
+		for _, codec := range []compress.Compression{compress.Codecs.Snappy, compress.Codecs.Zstd, compress.Codecs.Uncompressed} {
+			path := writeParquet(f, "seed.parquet", specs[:5], 40, 15, false, parquet.WithDictionaryDefault(true),
+				parquet.WithDataPageVersion(v), parquet.WithCompression(codec), parquet.WithDataPageSize(64), parquet.WithDictionaryPageSizeLimit(200))
+			data, err := os.ReadFile(path)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
+	}
+	for name, data := range smallHostile(f) {
+		if strings.HasSuffix(name, ".parquet") {
+			f.Add(data)
+		}
+	}
+	addColumnarSeeds(f, "FuzzParquetPages", func(string) []any { return nil })
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := fuzzFile(t, dir, "f.parquet", data)
+		opts := Options{Allocator: memory.NewGoAllocator(), MaxRowBytes: fuzzMaxRow}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		defer func() {
+			runtime.ReadMemStats(&after)
+			if n := after.TotalAlloc - before.TotalAlloc; n > pageAllocLimit(len(data)) {
+				t.Fatalf("%d bytes allocated %d (at most %d)", len(data), n, pageAllocLimit(len(data)))
+			}
+		}()
+		file, err := OpenPath(path, opts)
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("open: not a *ParseError: %T %v", err, err)
+			}
+			return
+		}
+		defer file.Close()
+		plan, err := file.Scan(context.Background(), ScanOptions{PartitionRows: 50})
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("scan: not a *ParseError: %T %v", err, err)
+			}
+			return
+		}
+		got, gotErr := readPages(t, file, plan)
+		fresh, err := OpenPath(path, opts)
+		if err != nil {
+			t.Fatalf("second open: %v", err)
+		}
+		defer fresh.Close()
+		want, wantErr := readPages(t, fresh, plan)
+		defer func() {
+			for _, r := range append(got, want...) {
+				r.Release()
+			}
+		}()
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("with the plan's dictionaries: %v; fresh: %v", gotErr, wantErr)
+		}
+		if gotErr != nil {
+			return
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d batches, fresh %d", len(got), len(want))
+		}
+		for i := range got {
+			if !array.RecordEqual(got[i], want[i]) {
+				t.Fatalf("batch %d:\n got %v\nwant %v", i, got[i], want[i])
+			}
+		}
 	})
 }

@@ -3,10 +3,12 @@ package columnar
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -365,6 +367,69 @@ func TestPartitionTakesPlanDictionaries(t *testing.T) {
 				}
 				got[i].Release()
 				want[i].Release()
+			}
+		})
+	}
+}
+
+// TestChunkPagesCutShort checks that the page reader refuses a page whose
+// stated size runs past its column chunk's bytes (errChunkPage), rather
+// than slice past them: every column chunk of the other writers' files and
+// of arrow-go's (page versions 1 and 2, snappy, zstd or none), cut one
+// byte short of the end of each of its pages.
+func TestChunkPagesCutShort(t *testing.T) {
+	files := otherWritersParquet(t)
+	for _, v := range []parquet.DataPageVersion{parquet.DataPageV1, parquet.DataPageV2} {
+		for _, codec := range []compress.Compression{compress.Codecs.Snappy, compress.Codecs.Uncompressed, compress.Codecs.Zstd} {
+			files = append(files, fixtureFile{fmt.Sprintf("arrowgo-v%d-%s.parquet", v+1, codec), textParquet(t, 600, 300, parquet.WithDataPageVersion(v),
+				parquet.WithDataPageSize(900), parquet.WithCompression(codec))})
+		}
+	}
+	for _, f := range files {
+		t.Run(f.name, func(t *testing.T) {
+			var cuts int
+			eachRowGroup(t, f.name, f.data, 100, func(s *parquetFile, ld *loaded, k int, fr *pqarrow.FileReader, text []int) {
+				spans, err := s.spans(s.md, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for c, sp := range spans {
+					cc, err := s.md.RowGroup(k).ColumnChunk(c)
+					if err != nil {
+						t.Fatal(err)
+					}
+					chunk := ld.bytes(sp.off, sp.len)
+					var dicts atomic.Int64
+					whole, err := newChunkPages(chunk, cc.Compression(), cc.NumValues(), &dicts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var ends []int
+					for {
+						if _, err := whole.next(); err != nil {
+							break
+						}
+						ends = append(ends, whole.pos)
+					}
+					for _, end := range ends {
+						r, err := newChunkPages(chunk[:end-1], cc.Compression(), cc.NumValues(), &dicts)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for r.pos < end-1 {
+							if _, err = r.next(); err != nil {
+								break
+							}
+						}
+						if !errors.Is(err, errChunkPage) {
+							t.Fatalf("row group %d column %d cut to %d bytes: %v, want errChunkPage", k, c, end-1, err)
+						}
+						cuts++
+					}
+				}
+			})
+			if cuts == 0 {
+				t.Fatal("no page cut")
 			}
 		})
 	}
