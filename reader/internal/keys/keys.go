@@ -194,7 +194,8 @@ func (k *Index) AddInt(ordinal, n int64) {
 			return
 		}
 	}
-	k.Add(ordinal, appendInt(k.Buf[:0], n))
+	k.Buf = appendInt(k.Buf[:0], n)
+	k.Add(ordinal, k.Buf)
 }
 
 // hashKept hashes the keys AddInt kept, as Add would have, and makes every

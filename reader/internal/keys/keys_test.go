@@ -334,3 +334,20 @@ func TestTextInt(t *testing.T) {
 		}
 	}
 }
+
+// TestHashedIntKeysReuseTheBuffer: once keys are hashed, AddInt renders
+// each integer in the index's buffer, allocating nothing per row.
+func TestHashedIntKeysReuseTheBuffer(t *testing.T) {
+	k := NewIndex(t.TempDir(), 1<<20)
+	defer k.Close()
+	k.AddInt(1, 5)
+	k.AddInt(2, 5) // not counting up: hashed from here on
+	ordinal := int64(2)
+	allocs := testing.AllocsPerRun(1000, func() {
+		ordinal++
+		k.AddInt(ordinal, -ordinal)
+	})
+	if allocs != 0 {
+		t.Fatalf("AddInt of a hashed index allocated %v times a row, want 0", allocs)
+	}
+}
