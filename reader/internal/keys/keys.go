@@ -70,7 +70,9 @@ type Index struct {
 	// consecutive ordinals, each its first key and then the steps from one
 	// key to the next as uvarints in steps (a byte a row where ids count
 	// up by less than 128), up to the bytes its held hashes would take.
-	// hashed says a key was not so: from then on every key is hashed.
+	// hashed says a key was not so: from then on every key is hashed. The
+	// kept keys are hashed before they are freed, so for that moment the
+	// index holds up to twice its bound (64 MiB at DefaultHeld).
 	stretches []stretch
 	steps     []byte
 	lastInt   int64 // the last key kept
