@@ -76,11 +76,12 @@ func (l *loaded) reset(base []loadedRange) {
 }
 
 // bytes returns the loaded bytes off..off+n, or nil when they are not
-// loaded.
+// loaded. The slice's capacity ends with it, so a reader that runs past
+// its end fails instead of reading the next range's bytes.
 func (l *loaded) bytes(off, n int64) []byte {
 	for _, r := range l.ranges {
 		if off >= r.off && n >= 0 && off+n <= r.off+int64(len(r.data)) {
-			return r.data[off-r.off : off-r.off+n]
+			return r.data[off-r.off : off-r.off+n : off-r.off+n]
 		}
 	}
 	return nil

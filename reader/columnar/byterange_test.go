@@ -86,3 +86,17 @@ func TestLoadedRanges(t *testing.T) {
 		t.Errorf("ReadAt(200 bytes at 5000) = %d, %v; want the 100 bytes of the range, io.EOF", n, err)
 	}
 }
+
+// TestLoadedBytesEndWithTheirSpan: the bytes of a span have no capacity
+// past it, so a page reader that slices past a chunk's end fails rather
+// than reading the next chunk's bytes.
+func TestLoadedBytesEndWithTheirSpan(t *testing.T) {
+	l := &loaded{size: 100, ranges: []loadedRange{{off: 10, data: make([]byte, 50)}}}
+	b := l.bytes(20, 10)
+	if len(b) != 10 || cap(b) != 10 {
+		t.Fatalf("bytes(20, 10): len %d cap %d, want 10 and 10", len(b), cap(b))
+	}
+	if l.bytes(50, 20) != nil {
+		t.Fatal("bytes(50, 20) past the loaded range: want nil")
+	}
+}
