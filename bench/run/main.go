@@ -939,7 +939,7 @@ func (e *env) postgresFirst(dsn string) {
 	}
 	// The server does most of the work of every command: its CPU time is
 	// read around each one when it runs on this machine.
-	srv := newPostgresCPU(pgHost(dsn))
+	srv := newPostgresCPU(dsn)
 	for j := range cs {
 		cs[j].setup = srv.around(j, cs[j].setup)
 	}
@@ -1005,7 +1005,7 @@ func (e *env) postgresDelta(dsn string) {
 	}
 	merge := e.script("delta-pg.sql", "BEGIN;\nCREATE TEMP TABLE d (LIKE "+copy.copyName()+") ON COMMIT DROP;\n\\copy d FROM '"+delta+"' CSV HEADER\n"+
 		e.upsert(copy.copyName(), "IS DISTINCT FROM")+"COMMIT;\n")
-	srv := newPostgresCPU(pgHost(dsn))
+	srv := newPostgresCPU(dsn)
 	ms, r := e.race(e.runs,
 		cmd{name: "psql merge", setup: srv.around(0, again), argv: []string{"psql", copy.dsn, "-v", "ON_ERROR_STOP=1", "-qf", merge}},
 		cmd{name: "idemport delta", setup: srv.around(1, again), argv: copy.importArgs(append(e.key(), delta)...)})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -139,69 +140,130 @@ func (s *serverCPU) named(j int, name string) string {
 	return name
 }
 
-// newPostgresCPU follows a local PostgreSQL server, whose work is done by
-// many processes: the postmaster's CPU time, that of the children it has
-// reaped (backends whose connection ended), and that of its children
-// still running (backends, the WAL writer, the checkpointer…), when host
-// is this machine and /proc shows the postmaster.
-func newPostgresCPU(host string) *serverCPU {
+// newPostgresCPU follows the local PostgreSQL server at dsn, whose work
+// is done by many processes: the postmaster's CPU time, that of the
+// children it has reaped (backends whose connection ended), and that of
+// its children still running (backends, the WAL writer, the
+// checkpointer…), when dsn's host is this machine and /proc shows the
+// postmaster. The postmaster is the parent of the backend that serves a
+// connection to dsn (pg_backend_pid), so that another server on the
+// machine is not taken for it; without psql, the first postmaster /proc
+// lists.
+func newPostgresCPU(dsn string) *serverCPU {
 	s := &serverCPU{cur: -1}
-	if !loopback(host) {
+	if !loopback(pgHost(dsn)) {
 		return s
 	}
-	if pm := postmaster(); pm != "" {
-		s.read = func() (time.Duration, bool) { return treeCPU(pm) }
+	pm, ok := servingPostmaster(dsn)
+	if !ok {
+		pm, ok = postmaster(procDir("/proc"))
+	}
+	if ok {
+		s.read = func() (time.Duration, bool) { return treeCPU(procDir("/proc"), pm) }
 	}
 	return s
 }
 
-// postmaster returns the /proc directory of a process named postgres whose
-// parent is not one, or "".
-func postmaster() string {
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		if comm(d) != "postgres" {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(d, "stat"))
-		if err != nil {
-			continue
-		}
-		if st, ok := parseStat(string(b)); ok && comm(filepath.Join("/proc", strconv.Itoa(st.ppid))) != "postgres" {
-			return d
-		}
-	}
-	return ""
-}
-
-func comm(dir string) string {
-	b, _ := os.ReadFile(filepath.Join(dir, "comm"))
-	return strings.TrimSpace(string(b))
-}
-
-// treeCPU returns the CPU time of the process in dir, of its reaped
-// children and of its live children.
-func treeCPU(dir string) (time.Duration, bool) {
-	b, err := os.ReadFile(filepath.Join(dir, "stat"))
+// servingPostmaster returns the pid of the postmaster of the server at
+// dsn: the parent of the backend serving a connection to it.
+func servingPostmaster(dsn string) (int, bool) {
+	out, err := exec.Command("psql", dsn, "-qAtc", "SELECT pg_backend_pid()").Output()
 	if err != nil {
 		return 0, false
 	}
-	root, ok := parseStat(string(b))
-	if !ok {
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
 		return 0, false
 	}
-	total := root.self + root.children
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, "stat"))
-		if err != nil {
+	// The backend may have ended already: its stat is then gone.
+	st, ok := procDir("/proc").stat(pid)
+	if !ok || st.ppid <= 1 {
+		return 0, false
+	}
+	return st.ppid, true
+}
+
+// postmaster returns the pid of a process named postgres whose parent is
+// not one.
+func postmaster(p procDir) (int, bool) {
+	for _, pid := range p.pids() {
+		if p.comm(pid) != "postgres" {
 			continue
 		}
-		if st, ok := parseStat(string(b)); ok && st.ppid == root.pid {
-			total += st.self
+		if st, ok := p.stat(pid); ok && p.comm(st.ppid) != "postgres" {
+			return pid, true
 		}
 	}
-	return total, true
+	return 0, false
+}
+
+// procTable is where treeCPU reads processes: /proc (procDir), or a
+// test's table.
+type procTable interface {
+	// pids lists the processes now.
+	pids() []int
+	// stat reads process pid's stat line; false once it is gone.
+	stat(pid int) (stat, bool)
+}
+
+// procDir is a procTable read from a /proc file system mounted there.
+type procDir string
+
+func (p procDir) pids() []int {
+	dirs, _ := filepath.Glob(filepath.Join(string(p), "[0-9]*"))
+	out := make([]int, 0, len(dirs))
+	for _, d := range dirs {
+		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func (p procDir) stat(pid int) (stat, bool) {
+	b, err := os.ReadFile(filepath.Join(string(p), strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return stat{}, false
+	}
+	return parseStat(string(b))
+}
+
+func (p procDir) comm(pid int) string {
+	b, _ := os.ReadFile(filepath.Join(string(p), strconv.Itoa(pid), "comm"))
+	return strings.TrimSpace(string(b))
+}
+
+// treeCPU returns the CPU time of process pid, of the children it has
+// reaped and of its live children, as one consistent sample. A child
+// reaped while the children are read moves its time from the live ones
+// to the parent's reaped ones: read before the move and after, it would
+// be missed (reaped before its line was read, after the parent's) or
+// counted twice; a backend is reaped just as the command that used it
+// ends, when its time is read. So the parent's line is read before the
+// children's and again after them, and the sample is taken again until
+// the reaped children's time stayed the same across it; after 10 tries
+// nothing is read.
+func treeCPU(p procTable, pid int) (time.Duration, bool) {
+	for range 10 {
+		before, ok := p.stat(pid)
+		if !ok {
+			return 0, false
+		}
+		var live time.Duration
+		for _, c := range p.pids() {
+			if st, ok := p.stat(c); ok && st.ppid == pid {
+				live += st.self
+			}
+		}
+		after, ok := p.stat(pid)
+		if !ok {
+			return 0, false
+		}
+		if after.children == before.children {
+			return after.self + after.children + live, true
+		}
+	}
+	return 0, false
 }
 
 // stat is what a /proc/PID/stat line says of a process's CPU time.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 )
@@ -76,5 +77,90 @@ func TestServerCPUAroundARace(t *testing.T) {
 	}
 	if got := (&serverCPU{cur: -1}).note(0); got != "" {
 		t.Errorf("note of nothing measured: %q", got)
+	}
+}
+
+// fakeProcs is a procTable whose process 1 is a postmaster; reaping, when
+// set, is a child it reaps just after that child's line is read (reapLate)
+// or just before (not late): the moment a backend whose command ended is
+// reaped, which a sample taken then straddles.
+type fakeProcs struct {
+	procs    map[int]stat
+	reaping  int
+	reapLate bool
+}
+
+func (f *fakeProcs) pids() []int {
+	var out []int
+	for pid := range f.procs {
+		out = append(out, pid)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (f *fakeProcs) stat(pid int) (stat, bool) {
+	if pid == f.reaping && !f.reapLate {
+		f.reap()
+	}
+	st, ok := f.procs[pid]
+	if pid == f.reaping && f.reapLate {
+		f.reap()
+	}
+	return st, ok
+}
+
+// reap moves the child's time into the postmaster's reaped children's.
+func (f *fakeProcs) reap() {
+	pm := f.procs[1]
+	pm.children += f.procs[f.reaping].self
+	f.procs[1] = pm
+	delete(f.procs, f.reaping)
+	f.reaping = 0
+}
+
+// TestTreeCPUStraddlingAReap: a PostgreSQL server's time is the
+// postmaster's own (1 s), its reaped backends' (10 s) and its live
+// children's (a backend 7 s, the WAL writer 2 s; process 9 is no child of
+// it): 20 s, whether the 7 s backend is reaped before its line is read
+// (its time would be missed: read neither live nor in the postmaster's
+// first line) or just after it (counted twice), or not at all.
+func TestTreeCPUStraddlingAReap(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		reaping int
+		late    bool
+	}{{"no reap", 0, false}, {"reaped before its line", 3, false}, {"reaped after its line", 3, true}} {
+		f := &fakeProcs{procs: map[int]stat{
+			1: {pid: 1, ppid: 0, self: time.Second, children: 10 * time.Second},
+			2: {pid: 2, ppid: 1, self: 2 * time.Second},
+			3: {pid: 3, ppid: 1, self: 7 * time.Second},
+			9: {pid: 9, ppid: 8, self: 100 * time.Second},
+		}, reaping: c.reaping, reapLate: c.late}
+		got, ok := treeCPU(f, 1)
+		if !ok || got != 20*time.Second {
+			t.Errorf("%s: treeCPU = %v, %v; want 20s, true", c.name, got, ok)
+		}
+	}
+	if _, ok := treeCPU(&fakeProcs{procs: map[int]stat{}}, 1); ok {
+		t.Error("treeCPU of a postmaster that is gone reported a time")
+	}
+}
+
+// TestServerCPUCommandEndsAsItIsRead: the backend of a command that has
+// just ended is reaped while its end is read; the command is given the 5 s
+// its backend spent, not 0 s (the reading that missed it, against which
+// the paired ratio once read 0.07×).
+func TestServerCPUCommandEndsAsItIsRead(t *testing.T) {
+	f := &fakeProcs{procs: map[int]stat{1: {pid: 1, self: time.Second}, 2: {pid: 2, ppid: 1, self: time.Second}}}
+	s := &serverCPU{cur: -1, read: func() (time.Duration, bool) { return treeCPU(f, 1) }}
+	if err := s.around(0, nil)(); err != nil {
+		t.Fatal(err)
+	}
+	f.procs[5] = stat{pid: 5, ppid: 1, self: 5 * time.Second} // the command's backend
+	f.reaping = 5
+	s.stop()
+	if got := s.times[0]; len(got) != 1 || got[0] != 5*time.Second {
+		t.Fatalf("server CPU %v, want [5s]", got)
 	}
 }
