@@ -184,8 +184,15 @@ func (Driver) ApplyTogether(ctx context.Context, db *sql.DB, table string, compo
 	return err
 }
 
-// literal quotes s as an SQL string literal.
-func literal(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
+// literal quotes s as an SQL string literal that means s whatever the
+// session's standard_conforming_strings (a server's, a role's or a
+// database's setting): an escape string, E'…', in which a backslash
+// escapes under either setting, with its backslashes and quotes doubled.
+// A plain '…' would take s's backslashes as escapes where the setting is
+// off, changing the value or ending the literal early.
+func literal(s string) string {
+	return `E'` + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `'`, `''`) + `'`
+}
 
 // Rebind implements sink.Driver: ? becomes $1, $2, ….
 func (Driver) Rebind(query string) string { return Rebind(query) }
