@@ -484,11 +484,15 @@ func (Driver) noDatabase(ctx context.Context, qr sink.Querier, name, db string) 
 // write would then wait for it while it waits for tx
 // (TestHoldColumnsThenWrite).
 func (Driver) HoldColumns(ctx context.Context, tx *sql.Tx, table string) error {
-	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM `+Driver{}.QuoteTable(table)+` WHERE 1 = 0 FOR UPDATE`); err != nil {
+	if _, err := tx.ExecContext(ctx, holdColumnsSQL(tableRef(splitName(table)))); err != nil {
 		return fmt.Errorf("lock the columns of %s: %w", table, err)
 	}
 	return nil
 }
+
+// holdColumnsSQL is HoldColumns's statement on the table ref names
+// (tableRef), which HoldColumnsVersion sends too.
+func holdColumnsSQL(ref string) string { return `SELECT 1 FROM ` + ref + ` WHERE 1 = 0 FOR UPDATE` }
 
 // ColumnsVersion returns, inside tx after HoldColumns, a value that
 // changes whenever the table's columns or keys as Describe reads them may
@@ -519,7 +523,7 @@ func (d Driver) ColumnsVersion(ctx context.Context, tx *sql.Tx, table string) (s
 func (Driver) HoldColumnsVersion(ctx context.Context, conn *sql.Conn, table string) (string, error) {
 	db, name := splitName(table)
 	ref := tableRef(db, name)
-	rows, err := conn.QueryContext(ctx, `SELECT 1 FROM `+ref+` WHERE 1 = 0 FOR UPDATE; SHOW CREATE TABLE `+ref)
+	rows, err := conn.QueryContext(ctx, holdColumnsSQL(ref)+`; SHOW CREATE TABLE `+ref)
 	if err != nil {
 		return "", fmt.Errorf("lock the columns of %s and read their version: %w", table, err)
 	}

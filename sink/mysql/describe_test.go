@@ -197,6 +197,51 @@ func TestHoldColumns(t *testing.T) {
 	exec(t, db, `ALTER TABLE t ADD COLUMN c BIGINT`)
 }
 
+// TestHoldColumnsQuotedName: a table name whose quoted part holds a dot
+// names one table for HoldColumns, HoldColumnsVersion and ColumnsVersion:
+// each holds or reads that table, as ALTER TABLE on it, failing as Locked
+// while they hold it, shows. (HoldColumns split the name on every dot, as
+// QuoteTable did, and named another table.)
+func TestHoldColumnsQuotedName(t *testing.T) {
+	db, _ := openTarget(t, sink.Settings{BusyTimeout: time.Second})
+	exec(t, db, `CREATE TABLE "dot.ted" (id BIGINT PRIMARY KEY)`)
+	var schema string
+	if err := db.QueryRow(`SELECT DATABASE()`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	ctx, d := t.Context(), Driver{}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, name := range []string{`"dot.ted"`, q(schema) + `."dot.ted"`, "`dot.ted`"} {
+		for _, hold := range []string{"HoldColumns", "HoldColumnsVersion"} {
+			tx, err := conn.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hold == "HoldColumns" {
+				err = d.HoldColumns(ctx, tx, name)
+			} else {
+				var v, want string
+				if v, err = d.HoldColumnsVersion(ctx, conn, name); err == nil {
+					want, err = d.ColumnsVersion(ctx, tx, name)
+					if err == nil && (v == "" || v != want) {
+						t.Errorf("%s of %s: version %q, want ColumnsVersion's %q", hold, name, v, want)
+					}
+				}
+			}
+			if err != nil {
+				t.Errorf("%s of %s: %v", hold, name, err)
+			} else if _, err := db.ExecContext(ctx, `ALTER TABLE "dot.ted" ADD COLUMN c BIGINT`); err == nil || !d.Locked(err) {
+				t.Errorf("ALTER TABLE while %s holds %s: %v, want an error Locked recognises", hold, name, err)
+			}
+			tx.Rollback()
+		}
+	}
+}
+
 // TestHoldColumnsThenWrite: a transaction that holds a table's columns
 // and then writes rows into it meets an ALTER TABLE that copies the table
 // (a column's type changed) begun between the two: the ALTER waits for

@@ -106,14 +106,11 @@ func (Driver) Now() string { return "CAST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) A
 func (Driver) Quote(name string) string { return q(name) }
 
 // QuoteTable implements sink.Driver: "sales.orders" names table orders in
-// database sales.
-func (Driver) QuoteTable(name string) string {
-	parts := strings.Split(name, ".")
-	for i, p := range parts {
-		parts[i] = q(p)
-	}
-	return strings.Join(parts, ".")
-}
+// database sales. The name is read as splitName reads it (a part may be
+// quoted, and a quoted part may hold a dot), so that every statement on a
+// table names the table Describe, ColumnsVersion and HoldColumnsVersion
+// name.
+func (Driver) QuoteTable(name string) string { return tableRef(splitName(name)) }
 
 // q quotes one name, dots included.
 func q(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }

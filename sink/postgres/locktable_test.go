@@ -70,3 +70,57 @@ func TestLockTableIsTheSchemas(t *testing.T) {
 		t.Errorf("another schema's items, created: %v; want the lock at once", err)
 	}
 }
+
+// TestHoldColumnsQuotedName: a table name with double quotes around a dot
+// names one table for HoldColumns, HoldColumnsVersion and ColumnsVersion,
+// read as every PostgreSQL statement reads it (quoteTable: schema, dot,
+// table, each quote a character of its part): each holds or reads that
+// table, as another session's ACCESS EXCLUSIVE lock on it, not available
+// while they hold it, shows.
+func TestHoldColumnsQuotedName(t *testing.T) {
+	ctx := t.Context()
+	db, _ := pgtest.Open(t)
+	schema := `"` + pgtest.Name()
+	name := schema + `.ted"` // "idemport_test_….ted": schema "idemport_test_…, table ted"
+	if _, err := db.ExecContext(ctx, `CREATE SCHEMA `+q(schema)+`; CREATE TABLE `+quoteTable(name)+` (id bigint PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.ExecContext(context.Background(), `DROP SCHEMA `+q(schema)+` CASCADE`) })
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	d := Driver{}
+	for _, hold := range []string{"HoldColumns", "HoldColumnsVersion"} {
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hold == "HoldColumns" {
+			err = d.HoldColumns(ctx, tx, name)
+		} else {
+			var v, want string
+			if v, err = d.HoldColumnsVersion(ctx, conn, name); err == nil {
+				want, err = d.ColumnsVersion(ctx, tx, name)
+				if err == nil && (v == "" || v != want) {
+					t.Errorf("%s of %s: version %q, want ColumnsVersion's %q", hold, name, v, want)
+				}
+			}
+		}
+		if err != nil {
+			t.Errorf("%s of %s: %v", hold, name, err)
+		} else {
+			other, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = other.ExecContext(ctx, `LOCK TABLE `+q(schema)+`."ted""" IN ACCESS EXCLUSIVE MODE NOWAIT`)
+			other.Rollback()
+			if !lockNotAvailable(err) {
+				t.Errorf("another session's ALTER TABLE lock while %s holds %s: %v, want lock_not_available", hold, name, err)
+			}
+		}
+		tx.Rollback()
+	}
+}
