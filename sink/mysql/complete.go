@@ -8,13 +8,16 @@ import (
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/sink/internal/stdsql"
 )
 
 // CompletePartition marks partition idx of op done by attempt with the
 // counters r, as checkpoint.Ops.Complete does, and then adds r, and one
 // partition committed, to the counters of attempt and of operation op, as
 // ledger.Ops.Count does, on the tables prefix places (the ledger's and the
-// checkpoints' share it): one message of their three statements, one
+// checkpoints' share it): one message of their three statements (stdsql's
+// CompleteStatement, CountAttemptStatement and CountOperationStatement), one
 // round trip where there were three, paid by every partition transaction.
 // It returns how many partitions it marked: the mark is made only if
 // attempt holds the partition's lease and it is not done (the fence
@@ -25,24 +28,14 @@ import (
 // the attempt, the operation (two transactions that lock them in other
 // orders could deadlock).
 func (Driver) CompletePartition(ctx context.Context, tx *sql.Tx, prefix string, op checkpoint.Op, idx int, attempt string, r idemtype.Rows) (int64, error) {
-	now := Driver{}.Now()
-	add := `rows_read = rows_read + ?, rows_inserted = rows_inserted + ?, rows_updated = rows_updated + ?,
-		rows_unchanged = rows_unchanged + ?, rows_stale = rows_stale + ?, rows_superseded = rows_superseded + ?,
-		rows_rejected = rows_rejected + ?`
-	counts := []any{r.Read, r.Inserted, r.Updated, r.Unchanged, r.Stale, r.Superseded, r.Rejected}
-	args := []any{attempt, r.Inserted, r.Updated, r.Unchanged, r.Stale, r.Rejected, op.Table, op.FileID, idx, attempt}
-	args = append(append(args, counts...), attempt)
-	args = append(append(args, counts...), op.Table, op.FileID)
-	rows, err := tx.QueryContext(ctx, `UPDATE `+prefix+`partitions SET done = 1, done_by = ?, done_at = `+now+`,
-			lease_attempt = NULL, lease_expires = NULL,
-			rows_inserted = ?, rows_updated = ?, rows_unchanged = ?, rows_stale = ?, rejected = ?
-			WHERE table_name = ? AND file_id = ? AND idx = ? AND lease_attempt = ? AND done = 0;
+	mark, args := stdsql.CompleteStatement(Driver{}, prefix, op, idx, attempt, r)
+	countAttempt, attemptArgs := stdsql.CountAttemptStatement(Driver{}, prefix, attempt, r, 1)
+	countOperation, operationArgs := stdsql.CountOperationStatement(Driver{}, prefix, ledger.Key{Table: op.Table, FileID: op.FileID}, r)
+	rows, err := tx.QueryContext(ctx, mark+`;
 		SET @idemport_marked = ROW_COUNT();
-		UPDATE `+prefix+`attempts SET `+add+`, partitions_committed = partitions_committed + 1, heartbeat_at = `+now+`
-			WHERE attempt_id = ? AND @idemport_marked > 0;
-		UPDATE `+prefix+`operations SET `+add+`, updated_at = `+now+`
-			WHERE table_name = ? AND file_id = ? AND @idemport_marked > 0;
-		SELECT @idemport_marked`, args...)
+		`+countAttempt+` AND @idemport_marked > 0;
+		`+countOperation+` AND @idemport_marked > 0;
+		SELECT @idemport_marked`, append(append(args, attemptArgs...), operationArgs...)...)
 	if err != nil {
 		return 0, fmt.Errorf("mark partition done and count it: %w", err)
 	}

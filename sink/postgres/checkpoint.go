@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
+	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/sink/internal/stdsql"
 )
 
@@ -65,8 +66,10 @@ func (c checkpoints) ClaimPartition(ctx context.Context, tx *sql.Tx, op checkpoi
 // counters r, as checkpoint.Ops.Complete does, and then adds r, and one
 // partition committed, to the counters of attempt and of operation op, as
 // ledger.Ops.Count does, on the tables prefix places (the ledger's and the
-// checkpoints' share it): one statement where there were three, paid by
-// every partition transaction. It returns how many partitions it marked:
+// checkpoints' share it): one statement, a WITH of each of their three
+// (stdsql's CompleteStatement, CountAttemptStatement and
+// CountOperationStatement), where there were three, paid by every
+// partition transaction. It returns how many partitions it marked:
 // the mark is made only if attempt holds the partition's lease and it is
 // not done (the fence checked once more before the commit), and nothing is
 // counted unless it was. The statement's SELECT reads the three in order,
@@ -75,27 +78,21 @@ func (c checkpoints) ClaimPartition(ctx context.Context, tx *sql.Tx, op checkpoi
 // partition, the attempt, the operation (two transactions that lock them
 // in other orders could deadlock).
 func (Driver) CompletePartition(ctx context.Context, tx *sql.Tx, prefix string, op checkpoint.Op, idx int, attempt string, r idemtype.Rows) (int64, error) {
-	now := Driver{}.Now()
-	add := `rows_read = rows_read + $10, rows_inserted = rows_inserted + $2, rows_updated = rows_updated + $3,
-		rows_unchanged = rows_unchanged + $4, rows_stale = rows_stale + $5, rows_superseded = rows_superseded + $11,
-		rows_rejected = rows_rejected + $6`
+	mark, args := stdsql.CompleteStatement(Driver{}, prefix, op, idx, attempt, r)
+	countAttempt, attemptArgs := stdsql.CountAttemptStatement(Driver{}, prefix, attempt, r, 1)
+	countOperation, operationArgs := stdsql.CountOperationStatement(Driver{}, prefix, ledger.Key{Table: op.Table, FileID: op.FileID}, r)
 	var marked, attempts, operations int64
-	err := tx.QueryRowContext(ctx, `WITH marked AS (
-			UPDATE `+prefix+`partitions SET done = 1, done_by = $1, done_at = `+now+`,
-			lease_attempt = NULL, lease_expires = NULL,
-			rows_inserted = $2, rows_updated = $3, rows_unchanged = $4, rows_stale = $5, rejected = $6
-			WHERE table_name = $7 AND file_id = $8 AND idx = $9 AND lease_attempt = $1 AND done = 0
+	err := tx.QueryRowContext(ctx, Rebind(`WITH marked AS (
+			`+mark+`
 			RETURNING idx),
 		attempt_counted AS (
-			UPDATE `+prefix+`attempts SET `+add+`, partitions_committed = partitions_committed + 1, heartbeat_at = `+now+`
-			WHERE attempt_id = $1 AND EXISTS (SELECT FROM marked)
+			`+countAttempt+` AND EXISTS (SELECT FROM marked)
 			RETURNING attempt_id),
 		operation_counted AS (
-			UPDATE `+prefix+`operations SET `+add+`, updated_at = `+now+`
-			WHERE table_name = $7 AND file_id = $8 AND EXISTS (SELECT FROM marked)
+			`+countOperation+` AND EXISTS (SELECT FROM marked)
 			RETURNING file_id)
-		SELECT (SELECT count(*) FROM marked), (SELECT count(*) FROM attempt_counted), (SELECT count(*) FROM operation_counted)`,
-		attempt, r.Inserted, r.Updated, r.Unchanged, r.Stale, r.Rejected, op.Table, op.FileID, idx, r.Read, r.Superseded).
+		SELECT (SELECT count(*) FROM marked), (SELECT count(*) FROM attempt_counted), (SELECT count(*) FROM operation_counted)`),
+		append(append(args, attemptArgs...), operationArgs...)...).
 		Scan(&marked, &attempts, &operations)
 	if err != nil {
 		return 0, fmt.Errorf("mark partition done and count it: %w", err)

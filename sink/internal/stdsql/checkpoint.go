@@ -155,11 +155,23 @@ func (c Checkpoints) Fence(ctx context.Context, tx *sql.Tx, op checkpoint.Op, id
 
 // Complete implements checkpoint.Ops.
 func (c Checkpoints) Complete(ctx context.Context, tx *sql.Tx, op checkpoint.Op, idx int, attempt string, r idemtype.Rows) (int64, error) {
-	return affected(tx.ExecContext(ctx, c.q(`UPDATE `+c.Prefix+`partitions SET done = 1, done_by = ?, done_at = `+c.S.Now()+`,
+	stmt, args := CompleteStatement(c.S, c.Prefix, op, idx, attempt, r)
+	return affected(tx.ExecContext(ctx, c.q(stmt), args...))
+}
+
+// CompleteStatement is Complete's statement on the partitions table
+// prefix places, with ? placeholders (not rebound), and its arguments: it
+// marks partition idx of op done by attempt with the counters r, ending
+// its lease, if attempt holds the lease and the partition is not done. It
+// ends with its WHERE clause, so that a driver that runs it with the
+// ledger's counts (CountAttemptStatement, CountOperationStatement) in one
+// message may add a condition (AND …) or a RETURNING.
+func CompleteStatement(s Spelling, prefix string, op checkpoint.Op, idx int, attempt string, r idemtype.Rows) (string, []any) {
+	return `UPDATE ` + prefix + `partitions SET done = 1, done_by = ?, done_at = ` + s.Now() + `,
 		lease_attempt = NULL, lease_expires = NULL,
 		rows_inserted = ?, rows_updated = ?, rows_unchanged = ?, rows_stale = ?, rejected = ?
-		WHERE table_name = ? AND file_id = ? AND idx = ? AND lease_attempt = ? AND done = 0`),
-		attempt, r.Inserted, r.Updated, r.Unchanged, r.Stale, r.Rejected, op.Table, op.FileID, idx, attempt))
+		WHERE table_name = ? AND file_id = ? AND idx = ? AND lease_attempt = ? AND done = 0`,
+		[]any{attempt, r.Inserted, r.Updated, r.Unchanged, r.Stale, r.Rejected, op.Table, op.FileID, idx, attempt}
 }
 
 // DoneBy implements checkpoint.Ops: an update that changes nothing waits

@@ -148,18 +148,44 @@ func (l Ledger) RecordLateRefusal(ctx context.Context, tx *sql.Tx, k ledger.Key,
 
 // Count implements ledger.Ops.
 func (l Ledger) Count(ctx context.Context, tx *sql.Tx, k ledger.Key, attempt string, r idemtype.Rows, partitions int) error {
-	set := `rows_read = rows_read + ?, rows_inserted = rows_inserted + ?, rows_updated = rows_updated + ?,
-		rows_unchanged = rows_unchanged + ?, rows_stale = rows_stale + ?, rows_superseded = rows_superseded + ?, rows_rejected = rows_rejected + ?`
-	args := []any{r.Read, r.Inserted, r.Updated, r.Unchanged, r.Stale, r.Superseded, r.Rejected}
-	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.Prefix+`attempts SET `+set+`, partitions_committed = partitions_committed + ?,
-		heartbeat_at = `+l.S.Now()+` WHERE attempt_id = ?`), append(args, partitions, attempt)...); err != nil {
+	stmt, args := CountAttemptStatement(l.S, l.Prefix, attempt, r, partitions)
+	if _, err := tx.ExecContext(ctx, l.q(stmt), args...); err != nil {
 		return fmt.Errorf("count attempt: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, l.q(`UPDATE `+l.Prefix+`operations SET `+set+`, updated_at = `+l.S.Now()+`
-		WHERE table_name = ? AND file_id = ?`), append(args, k.Table, k.FileID)...); err != nil {
+	stmt, args = CountOperationStatement(l.S, l.Prefix, k, r)
+	if _, err := tx.ExecContext(ctx, l.q(stmt), args...); err != nil {
 		return fmt.Errorf("count operation: %w", err)
 	}
 	return nil
+}
+
+// countSet is the SET list that adds the counters of rows to an attempt's
+// or an operation's, and countArgs its arguments.
+const countSet = `rows_read = rows_read + ?, rows_inserted = rows_inserted + ?, rows_updated = rows_updated + ?,
+		rows_unchanged = rows_unchanged + ?, rows_stale = rows_stale + ?, rows_superseded = rows_superseded + ?, rows_rejected = rows_rejected + ?`
+
+func countArgs(r idemtype.Rows) []any {
+	return []any{r.Read, r.Inserted, r.Updated, r.Unchanged, r.Stale, r.Superseded, r.Rejected}
+}
+
+// CountAttemptStatement is Count's statement on attempt's row of the
+// attempts table prefix places, with ? placeholders (not rebound), and its
+// arguments: it adds r and partitions committed partitions to the
+// attempt's counters and renews its heartbeat. It ends with its WHERE
+// clause, so that a driver may add a condition (AND …) or a RETURNING (see
+// CompleteStatement).
+func CountAttemptStatement(s Spelling, prefix, attempt string, r idemtype.Rows, partitions int) (string, []any) {
+	return `UPDATE ` + prefix + `attempts SET ` + countSet + `, partitions_committed = partitions_committed + ?,
+		heartbeat_at = ` + s.Now() + ` WHERE attempt_id = ?`, append(countArgs(r), partitions, attempt)
+}
+
+// CountOperationStatement is Count's statement on operation k's row of the
+// operations table prefix places, with ? placeholders (not rebound), and
+// its arguments: it adds r to the operation's counters and renews its
+// updated_at. It ends with its WHERE clause, as CountAttemptStatement.
+func CountOperationStatement(s Spelling, prefix string, k ledger.Key, r idemtype.Rows) (string, []any) {
+	return `UPDATE ` + prefix + `operations SET ` + countSet + `, updated_at = ` + s.Now() + `
+		WHERE table_name = ? AND file_id = ?`, append(countArgs(r), k.Table, k.FileID)
 }
 
 // CompleteOperation implements ledger.Ops.
