@@ -5,9 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"io"
 	"net"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -16,67 +14,6 @@ import (
 
 	"github.com/idemport/idemport/sink"
 )
-
-// stallingProxy relays connections to upstream until stall is called:
-// from then on it forwards nothing more in either direction, without
-// closing anything, as a network that silently drops everything does.
-// The connections close when the test ends.
-type stallingProxy struct {
-	ln      net.Listener
-	stalled atomic.Bool
-	mu      sync.Mutex
-	conns   []net.Conn
-}
-
-func newStallingProxy(t *testing.T, upstream string) *stallingProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &stallingProxy{ln: ln}
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-	})
-	go func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.Dial("tcp", upstream)
-			if err != nil {
-				client.Close()
-				return
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, client, server)
-			p.mu.Unlock()
-			go p.copy(server, client)
-			go p.copy(client, server)
-		}
-	}()
-	return p
-}
-
-// copy forwards from src to dst until the proxy stalls or either ends.
-func (p *stallingProxy) copy(dst io.Writer, src io.Reader) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if p.stalled.Load() || err != nil {
-			return
-		}
-		if _, err := dst.Write(buf[:n]); err != nil {
-			return
-		}
-	}
-}
 
 // TestCommitEndsWithItsContext sends a transaction's COMMIT (and another's
 // ROLLBACK) into a network that stalled: the driver waits for the reply
@@ -87,13 +24,8 @@ func TestCommitEndsWithItsContext(t *testing.T) {
 	dsn := freshDSN(t)
 	for _, end := range []string{"commit", "rollback"} {
 		t.Run(end, func(t *testing.T) {
-			u, err := url.Parse(dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			proxy := newStallingProxy(t, u.Host)
-			u.Host = proxy.ln.Addr().String()
-			db, err := Driver{}.Open(t.Context(), u.String(), sink.Settings{})
+			proxy := newProxy(t, dsn)
+			db, err := Driver{}.Open(t.Context(), proxy.dsn, sink.Settings{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +43,7 @@ func TestCommitEndsWithItsContext(t *testing.T) {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO `+table+` VALUES (1)`); err != nil {
 				t.Fatal(err)
 			}
-			proxy.stalled.Store(true)
+			proxy.stall()
 			ended := make(chan error, 1)
 			go func() {
 				if end == "commit" {
