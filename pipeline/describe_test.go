@@ -13,74 +13,104 @@ import (
 	"github.com/idemport/idemport/sink"
 )
 
-// describeCount is a target's driver that counts, inside transactions,
-// the describes of the table in statements of their own (Describe, and
-// Writer, which describes it itself), those in the message that holds its
-// columns (HoldColumnsDescribed), and the writers prepared (Writer and
-// WriterFor). It passes the driver's ways of opening a partition on, so
-// that imports take the paths they take on it.
+// describeCount counts, for a target's driver, inside transactions, the
+// describes of the table in statements of their own (Describe), those in
+// the message that holds its columns (HoldColumnsDescribed), and the
+// writers prepared (Writer and WriterFor), own those that described the
+// table themselves (Writer). It is the base of the driver countDescribes
+// returns.
 type describeCount struct {
 	sink.Driver
-	mu                       sync.Mutex
-	describes, held, writers int
+	mu                            sync.Mutex
+	describes, held, writers, own int
 }
 
-func (d *describeCount) HoldColumnsDescribed(ctx context.Context, conn *sql.Conn, table string, lazy bool) (string, *sink.Table, error) {
+func (d *describeCount) add(n ...*int) {
 	d.mu.Lock()
-	d.held++
-	d.mu.Unlock()
-	return d.Driver.(describingHolder).HoldColumnsDescribed(ctx, conn, table, lazy)
+	defer d.mu.Unlock()
+	for _, p := range n {
+		*p++
+	}
 }
 
 func (d *describeCount) Describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, error) {
 	if _, ok := qr.(*sql.Tx); ok {
-		d.mu.Lock()
-		d.describes++
-		d.mu.Unlock()
+		d.add(&d.describes)
 	}
 	return d.Driver.Describe(ctx, qr, name)
 }
 
 func (d *describeCount) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema) (sink.Writer, error) {
-	d.mu.Lock()
-	d.describes++
-	d.writers++
-	d.mu.Unlock()
+	d.add(&d.writers, &d.own)
 	return d.Driver.Writer(ctx, conn, tg, schema)
 }
 
-func (d *describeCount) WriterFor(ctx context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema, table *sink.Table) (sink.Writer, error) {
-	d.mu.Lock()
-	d.writers++
-	d.mu.Unlock()
-	return d.Driver.(describedWriter).WriterFor(ctx, conn, tg, schema, table)
+// heldDescribes passes HoldColumnsDescribed on, counting it.
+type heldDescribes struct{ c *describeCount }
+
+func (h heldDescribes) HoldColumnsDescribed(ctx context.Context, conn *sql.Conn, table string, lazy bool) (string, *sink.Table, error) {
+	h.c.add(&h.c.held)
+	return h.c.Driver.(describingHolder).HoldColumnsDescribed(ctx, conn, table, lazy)
 }
 
-func (d *describeCount) CommitLazily(ctx context.Context, tx *sql.Tx) error {
-	return d.Driver.(lazyCommitter).CommitLazily(ctx, tx)
+// writersFor passes WriterFor on, counting it.
+type writersFor struct{ c *describeCount }
+
+func (w writersFor) WriterFor(ctx context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema, table *sink.Table) (sink.Writer, error) {
+	w.c.add(&w.c.writers)
+	return w.c.Driver.(describedWriter).WriterFor(ctx, conn, tg, schema, table)
 }
 
-func (d *describeCount) OpenPartition(ctx context.Context, conn *sql.Conn, table string) (string, error) {
-	return d.Driver.(partitionOpener).OpenPartition(ctx, conn, table)
+// countDescribes returns d counting its describes and writers (the
+// describeCount, also returned), with the ways of opening a partition
+// that d has passed on and no other, so that imports take the paths they
+// take on d: PostgreSQL's (every one) and MariaDB's (WriterFor,
+// HoldColumnsVersion, ColumnsVersion). A driver with another set fails
+// t: a wrapper that claimed a way d lacks would fail (panic) when the
+// pipeline took it, and one that hid a way d has would test another path.
+func countDescribes(t *testing.T, d sink.Driver) (sink.Driver, *describeCount) {
+	t.Helper()
+	c := &describeCount{Driver: d}
+	_, holdsDescribed := d.(describingHolder)
+	_, writesFor := d.(describedWriter)
+	lazy, commitsLazily := d.(lazyCommitter)
+	opener, opens := d.(partitionOpener)
+	holder, holds := d.(columnsHolder)
+	versioner, versions := d.(columnsVersioner)
+	switch [...]bool{holdsDescribed, writesFor, commitsLazily, opens, holds, versions} {
+	case [...]bool{true, true, true, true, true, true}:
+		return struct {
+			*describeCount
+			heldDescribes
+			writersFor
+			lazyCommitter
+			partitionOpener
+			columnsHolder
+			columnsVersioner
+		}{c, heldDescribes{c}, writersFor{c}, lazy, opener, holder, versioner}, c
+	case [...]bool{false, true, false, false, true, true}:
+		return struct {
+			*describeCount
+			writersFor
+			columnsHolder
+			columnsVersioner
+		}{c, writersFor{c}, holder, versioner}, c
+	}
+	t.Fatalf("%T: no counting wrapper for its ways of opening a partition (describing holder %v, writer for a describe %v, lazy commits %v, partition opener %v, columns holder %v, columns versions %v)",
+		d, holdsDescribed, writesFor, commitsLazily, opens, holds, versions)
+	return nil, nil
 }
 
-func (d *describeCount) HoldColumnsVersion(ctx context.Context, conn *sql.Conn, table string) (string, error) {
-	return d.Driver.(columnsHolder).HoldColumnsVersion(ctx, conn, table)
-}
-
-func (d *describeCount) ColumnsVersion(ctx context.Context, tx *sql.Tx, table string) (string, error) {
-	return d.Driver.(columnsVersioner).ColumnsVersion(ctx, tx, table)
-}
-
-// TestWriterPreparedFromOneDescribe: on PostgreSQL a partition
-// transaction that prepares its worker's writer (and the overlap's)
-// describes the table once, in the message that holds its columns
-// (HoldColumnsDescribed), and the writer is prepared from that describe
-// (WriterFor), not from one of its own: with one worker and two, and a
-// file of over 8 MiB, whose first partitions the overlap may write.
+// TestWriterPreparedFromOneDescribe: a partition transaction that
+// prepares its worker's writer (and the overlap's) describes the table
+// once, with its columns held, and the writer is prepared from that
+// describe (WriterFor), not from one of its own: on PostgreSQL in the
+// message that holds the columns (HoldColumnsDescribed), on MariaDB in a
+// Describe after HoldColumnsVersion; with one worker and two, and a file
+// of over 8 MiB, whose first partitions the overlap may write.
 func TestWriterPreparedFromOneDescribe(t *testing.T) {
 	t.Parallel()
-	testkit.EachOf(t, []string{testkit.Postgres}, func(t *testing.T, name string) {
+	testkit.EachOf(t, []string{testkit.Postgres, testkit.MariaDB}, func(t *testing.T, name string) {
 		for _, c := range []struct {
 			name    string
 			content string
@@ -101,16 +131,19 @@ func TestWriterPreparedFromOneDescribe(t *testing.T) {
 				if _, ok := d.(describedWriter); !ok {
 					t.Fatalf("%T prepares no writer from a describe", d)
 				}
-				if _, ok := d.(describingHolder); !ok {
-					t.Fatalf("%T describes no table with its columns' lock", d)
-				}
-				dc := &describeCount{Driver: d}
+				_, inLock := d.(describingHolder)
+				counting, dc := countDescribes(t, d)
 				req := Request{Path: f.write(t, "items.csv", c.content), Mapping: Mapping{Table: "items", Key: []string{"id"}},
 					PartitionRows: c.part, Workers: c.workers}
-				res := f.open(t, Options{Drivers: sink.Registry{dc}}).Import(context.Background(), req)
+				res := f.open(t, Options{Drivers: sink.Registry{counting}}).Import(context.Background(), req)
 				wantImported(t, res, int64(c.rows))
-				if dc.writers == 0 || dc.describes != 0 || dc.held != dc.writers {
-					t.Fatalf("%d describes in transactions with the columns' lock and %d apart for %d writers prepared, want one each with the lock", dc.held, dc.describes, dc.writers)
+				wantHeld, wantApart, where := dc.writers, 0, "in the message with the columns' lock"
+				if !inLock {
+					wantHeld, wantApart, where = 0, dc.writers, "apart, after the lock"
+				}
+				if dc.writers == 0 || dc.own != 0 || dc.held != wantHeld || dc.describes != wantApart {
+					t.Fatalf("%d describes in the message with the columns' lock and %d apart for %d writers prepared, %d of them describing the table themselves; want one each %s",
+						dc.held, dc.describes, dc.writers, dc.own, where)
 				}
 				t.Logf("%d writers", dc.writers)
 			})
