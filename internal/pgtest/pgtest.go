@@ -81,9 +81,15 @@ func tell(dir string, run int, terminal string) {
 		return
 	}
 	defer tty.Close()
-	fmt.Fprintf(tty, "idemport: the PostgreSQL tests were skipped: %s is not set; to run them too:\n"+
-		"  %s='postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable' go test ./...\n", Env, Env)
+	fmt.Fprintf(tty, "idemport: the PostgreSQL tests were skipped: %s is not set; to run them too:\n  %s\n", Env, RunAll)
 }
+
+// RunAll is the command the skip message gives to run the PostgreSQL tests
+// too. With the servers, cmd/idemport's tests alone take about 15 minutes
+// on a shared 2-core machine (875 s; 1,781 s at a load average of 30),
+// and go test stops a package's tests at 10 by default: hence its
+// -timeout.
+const RunAll = Env + "='postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable' go test -timeout 30m ./..."
 
 // URL returns the test server's connection string as a postgres:// URL
 // whose connections put schema first on their search path, for programs

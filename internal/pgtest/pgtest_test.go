@@ -44,3 +44,16 @@ func TestSkipToldOncePerRun(t *testing.T) {
 		t.Fatalf("the marker of a run that ended is still there: %v", err)
 	}
 }
+
+// TestREADMEGivesTheSkipCommand: the README's first run shows the skip
+// message with the command that runs the PostgreSQL tests too, as tell
+// prints it (RunAll, its -timeout included).
+func TestREADMEGivesTheSkipCommand(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "\n  "+RunAll+"\n") {
+		t.Fatalf("README.md does not show the command the skip message gives:\n  %s", RunAll)
+	}
+}
