@@ -324,30 +324,41 @@ func TestHoldColumnsVersionInOneMessage(t *testing.T) {
 		}
 		return n
 	}
+	var id int64
+	if err := conn.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
 	// The locker holds t (LOCK TABLES … WRITE), changes n's type under
-	// that lock while HoldColumnsVersion waits for it, then lets it go.
+	// that lock once HoldColumnsVersion waits for it, then lets it go.
 	if _, err := locker.ExecContext(ctx, `LOCK TABLES t WRITE`); err != nil {
 		t.Fatal(err)
 	}
-	altered := make(chan error, 1)
-	time.AfterFunc(300*time.Millisecond, func() {
-		_, err := locker.ExecContext(ctx, `ALTER TABLE t MODIFY COLUMN n LONGTEXT`)
-		if _, uerr := locker.ExecContext(ctx, `UNLOCK TABLES`); err == nil {
-			err = uerr
-		}
-		altered <- err
-	})
 	selects, shows := status("Com_select"), status("Com_show_create_table")
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	v, err := d.HoldColumnsVersion(ctx, conn, "t")
-	if err != nil {
-		t.Fatal(err)
+	type held struct {
+		v   string
+		err error
 	}
-	if err := receive(t, altered, "the ALTER TABLE under the lock"); err != nil {
+	done := make(chan held, 1)
+	go func() {
+		v, err := d.HoldColumnsVersion(ctx, conn, "t")
+		done <- held{v, err}
+	}()
+	awaitMetadataLockWait(t, db, id, done)
+	_, err = locker.ExecContext(ctx, `ALTER TABLE t MODIFY COLUMN n LONGTEXT`)
+	if _, uerr := locker.ExecContext(ctx, `UNLOCK TABLES`); err == nil {
+		err = uerr
+	}
+	if err != nil {
+		t.Fatalf("the ALTER TABLE under the lock: %v", err)
+	}
+	h := receive(t, done, "HoldColumnsVersion, once the lock was let go,")
+	v, err := h.v, h.err
+	if err != nil {
 		t.Fatal(err)
 	}
 	want, err := d.ColumnsVersion(ctx, tx, "t")

@@ -84,6 +84,32 @@ func awaitLockWait[T any](t *testing.T, db *sql.DB, conn int64, what string, don
 	}
 }
 
+// awaitMetadataLockWait returns once the statement running on the
+// connection whose id is conn waits for a table's metadata lock
+// (information_schema.processlist's state). It fails t when done
+// receives first (the statement ended without waiting), or after
+// lockWaitDeadline.
+func awaitMetadataLockWait[T any](t *testing.T, db *sql.DB, conn int64, done <-chan T) {
+	t.Helper()
+	for deadline := time.Now().Add(lockWaitDeadline); ; {
+		select {
+		case r := <-done:
+			t.Fatalf("the statement of connection %d ended (%+v) before waiting for a metadata lock", conn, r)
+		case <-time.After(10 * time.Millisecond):
+		}
+		var n int
+		if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM information_schema.processlist WHERE id = ? AND state LIKE '%metadata lock%'`, conn).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("connection %d did not wait for a metadata lock in %v", conn, lockWaitDeadline)
+		}
+	}
+}
+
 // innodbStatus returns SHOW ENGINE INNODB STATUS's text.
 func innodbStatus(t *testing.T, db *sql.DB) string {
 	t.Helper()

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -94,7 +95,7 @@ func TestHoldColumnsDescribedInOneMessage(t *testing.T) {
 			v, tbl, err := Driver{}.HoldColumnsDescribed(ctx, conn, table, lazy)
 			if err == nil {
 				if c := tbl.Column("n"); c == nil || c.SQLType != "numeric" {
-					t.Fatalf("lazy %v: column n described as %+v after the ALTER TABLE, want numeric", lazy, c)
+					err = fmt.Errorf("lazy %v: column n described as %+v after the ALTER TABLE, want numeric", lazy, c)
 				}
 			}
 			return v, err
@@ -153,6 +154,10 @@ func testHoldInOneMessage(t *testing.T, open func(context.Context, *sql.Conn, st
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	var pid int
+	if err := conn.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
 	setting := func(q interface {
 		QueryRowContext(context.Context, string, ...any) *sql.Row
 	}) string {
@@ -193,8 +198,19 @@ func testHoldInOneMessage(t *testing.T, open func(context.Context, *sql.Conn, st
 		// On failure: the test's schema is dropped at its end, once the
 		// lock is let go.
 		defer tx.Rollback()
-		time.AfterFunc(300*time.Millisecond, commitAlter) // while OpenPartition waits for the lock
-		v, err := open(ctx, conn, "t")
+		type opened struct {
+			v   string
+			err error
+		}
+		done := make(chan opened, 1)
+		go func() {
+			v, err := open(ctx, conn, "t")
+			done <- opened{v, err}
+		}()
+		awaitLockWait(t, db, pid, done)
+		commitAlter()
+		o := <-done
+		v, err := o.v, o.err
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,5 +255,29 @@ func testHoldInOneMessage(t *testing.T, open func(context.Context, *sql.Conn, st
 	defer tx.Rollback()
 	if _, err := open(ctx, conn, "missing"); err == nil {
 		t.Fatal("a missing table: no error")
+	}
+}
+
+// awaitLockWait returns once the session of server process pid waits for
+// a lock (pg_stat_activity), failing t when done receives first (what it
+// ran ended without waiting) or after a minute.
+func awaitLockWait[T any](t *testing.T, db *sql.DB, pid int, done <-chan T) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; {
+		select {
+		case r := <-done:
+			t.Fatalf("session %d ended (%+v) before waiting for a lock", pid, r)
+		case <-time.After(5 * time.Millisecond):
+		}
+		var waiting bool
+		if err := db.QueryRow(`SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock')`, pid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %d did not wait for a lock in a minute", pid)
+		}
 	}
 }
