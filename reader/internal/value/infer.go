@@ -80,7 +80,18 @@ func (in *Inference) observeNumber(b []byte) {
 	}
 }
 
+// Observe narrows in by the value c. The plan pass observes every value of
+// every column whose type is inferred: a value that leaves a settled column
+// as it is (settled) is told so without the parsing observe does.
 func (in *Inference) Observe(c Cell) {
+	if c.Kind == CellText && in.settled(c.B) {
+		return
+	}
+	in.observe(c)
+}
+
+// observe narrows in by the value c, whatever in's state.
+func (in *Inference) observe(c Cell) {
 	if c.Kind == CellNull {
 		return
 	}
@@ -153,4 +164,58 @@ func (in *Inference) Result(exact bool) Type {
 		return Timestamp
 	}
 	return String
+}
+
+// settled reports whether the text b leaves in as it is, in the states a
+// column of integers, of decimals or of dates settles in after its first
+// value, told without parsing b as Observe would: in a column of integers,
+// an integer of at most 15 digits (no sign but '-', no leading zero),
+// which is an int64, a float64 and a decimal; in a column of decimals, such
+// an integer or one with a point and digits after it, of at most 15 digits
+// in all and no exponent, which is a float64 and a decimal; in a column
+// that can only be dates, a date. Anything else is left to Observe, which
+// may narrow in.
+func (in *Inference) settled(b []byte) bool {
+	switch in.possible {
+	case canInt | canFloat | canDecimal:
+		return plainNumber(b, false)
+	case canFloat | canDecimal:
+		return plainNumber(b, true)
+	case canDate:
+		if len(b) != 10 {
+			return false
+		}
+		_, ok := ParseTimestamp(b, true)
+		return ok
+	}
+	return false
+}
+
+// plainNumber reports whether b is -?(0|[1-9][0-9]*), followed when point
+// is true by an optional \.[0-9]+, of at most 15 digits in all.
+func plainNumber(b []byte, point bool) bool {
+	i := 0
+	if len(b) > 0 && b[0] == '-' {
+		i = 1
+	}
+	start := i
+	for i < len(b) && b[i]-'0' <= 9 {
+		i++
+	}
+	digits := i - start
+	if digits == 0 || (digits > 1 && b[start] == '0') {
+		return false
+	}
+	if point && i < len(b) && b[i] == '.' {
+		i++
+		fs := i
+		for i < len(b) && b[i]-'0' <= 9 {
+			i++
+		}
+		if i == fs {
+			return false
+		}
+		digits += i - fs
+	}
+	return i == len(b) && digits <= 15
 }

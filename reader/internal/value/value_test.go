@@ -480,3 +480,69 @@ func checkTextClean(t *testing.T, b []byte) {
 		t.Errorf("TextClean(%q) = %v, want %v", b, got, want)
 	}
 }
+
+// settledColumns are columns whose first values settle an inference
+// (integers, decimals, dates) followed by values at the edges of what
+// Inference.settled tells without parsing: each must leave the inference
+// where Observe's parsing would.
+var settledColumns = []string{
+	"1,2,123456789012345,-12345678901234,1.5", // 15 characters, then a decimal: float64
+	"1,9007199254740993,0.5",                  // 16 digits no float64 keeps: decimal
+	"1,-900719925474099,0.5",                  // 15 digits and a sign: float64
+	"1,-9007199254740993,0.5",                 // 16 digits and a sign: decimal
+	"1,007",                                   // a leading zero: text
+	"1,-0,0,-07",                              // a negative leading zero: text
+	"1,+7",                                    // a plus sign: text
+	"1.5,2,0.25,-0.125,123456789012.345,1.5",  // decimals of at most 15 digits: float64
+	"1.5,1234567890123.456",                   // 16 digits: decimal, the float64 rounds it
+	"1.5,01.5",                                // a leading zero: text
+	"1.5,.5",                                  // no integer part: text
+	"1.5,1.",                                  // a point without digits after it
+	"1.5,1e3,-0.0",                            // an exponent
+	"1.5,1.5.5",                               // two points: text
+	"1.5,-",                                   // a sign alone: text
+	"2024-01-02,2024-02-29,2023-02-29",        // no such day: text
+	"2024-01-02,2024-1-02",                    // not a date: text
+	"2024-01-02,2024-01-02T03:04:05",          // a timestamp after dates: text
+	"2024-01-02,,2024-12-31",                  // a null between
+	"1,," + strings.Repeat("9", 15) + "," + "1" + strings.Repeat("0", 15), // 15 and 16 digits
+}
+
+// TestInferenceSettled checks that Observe, which tells the values that
+// leave a settled column as it is without parsing them, leaves every
+// inference of settledColumns where observe, which parses every value,
+// leaves it, with and without Dates.
+func TestInferenceSettled(t *testing.T) {
+	for _, col := range settledColumns {
+		for _, dates := range []bool{false, true} {
+			checkSettled(t, strings.Split(col, ","), dates)
+		}
+	}
+}
+
+// FuzzInferenceSettled is TestInferenceSettled for columns of fuzzed
+// values, comma-separated.
+func FuzzInferenceSettled(f *testing.F) {
+	for _, col := range settledColumns {
+		f.Add(col, true)
+	}
+	f.Fuzz(func(t *testing.T, col string, dates bool) {
+		checkSettled(t, strings.Split(col, ","), dates)
+	})
+}
+
+func checkSettled(t *testing.T, values []string, dates bool) {
+	t.Helper()
+	fast, slow := Inference{Dates: dates}, Inference{Dates: dates}
+	for _, v := range values {
+		c := Cell{B: []byte(v), Kind: CellText}
+		if v == "" {
+			c.Kind = CellNull
+		}
+		fast.Observe(c)
+		slow.observe(c)
+		if fast != slow {
+			t.Fatalf("dates %v, after %q of %q: Observe leaves %+v, observe %+v", dates, v, values, fast, slow)
+		}
+	}
+}
