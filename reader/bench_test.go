@@ -183,6 +183,8 @@ func BenchmarkRead(b *testing.B) {
 // that IDEMPORT_BENCH_FILES names (comma-separated: the same data as CSV,
 // Parquet and Arrow from other writers, say), to set the readers side by
 // side on data bench/gen did not write. Without the variable it skips.
+// IDEMPORT_BENCH_KEY, if set, names key columns (comma-separated) for a
+// keyed plan pass of each file as well (plan-key).
 func BenchmarkFiles(b *testing.B) {
 	list := os.Getenv("IDEMPORT_BENCH_FILES")
 	if list == "" {
@@ -199,6 +201,9 @@ func BenchmarkFiles(b *testing.B) {
 		}
 		name := filepath.Base(path)
 		b.Run(name+"/plan", func(b *testing.B) { benchPlan(b, path, plan.Rows, Options{}) })
+		if key := os.Getenv("IDEMPORT_BENCH_KEY"); key != "" {
+			b.Run(name+"/plan-key", func(b *testing.B) { benchPlan(b, path, plan.Rows, keyOptions(strings.Split(key, ","))) })
+		}
 		f.Close()
 		b.Run(name+"/read", func(b *testing.B) {
 			before := cpuTime()

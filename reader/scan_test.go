@@ -489,6 +489,22 @@ func TestRejects(t *testing.T) {
 			ords:   []int64{3},
 		},
 		{
+			// Rows of eight bytes and more, which the splitter reads a
+			// word at a time: a NUL or a byte past ASCII in any word, or
+			// after the last, is found.
+			name: "nul_in_long_rows",
+			data: "a,b\n1,abc\x00defghijklmnop\n2,abcdefghijklmnop\x00\n3,abcdefgh\xc3\xa9ijklmnop\n4,abcdef\xffghijklmnop\n",
+			rows: 4,
+			rejects: []rej{
+				{1, "1,abc", "b", "abc\x00defghijklmnop", value.CodeNUL},
+				{2, "2,abcdefghijklmnop", "b", "abcdefghijklmnop\x00", value.CodeNUL},
+				{4, "4,abcdef", "b", "abcdef\xffghijklmnop", CodeUTF8},
+			},
+			schema: "a:int64,b:string",
+			want:   [][]any{{"3", "abcdefghéijklmnop"}},
+			ords:   []int64{3},
+		},
+		{
 			name: "stray_after_quote",
 			data: "a,b\n1,\"x\"y\n\"p\" ,2\n3,z\n",
 			rows: 3,

@@ -29,6 +29,11 @@ type rowScanner interface {
 	rowStart() int64
 	// raw returns the bytes of the row last returned by next.
 	raw() []byte
+	// ascii reports whether the row last returned by next is ASCII
+	// without NUL bytes, as the scanner found it without looking again:
+	// then value.TextClean(raw) is true. False says only that the scanner
+	// did not find it so.
+	ascii() bool
 	// verbatim reports whether the cells of the row last returned by next
 	// are made of its bytes as they are, less quotes and delimiters, or of
 	// escapes that decode to neither a NUL nor invalid UTF-8: then checking
@@ -158,6 +163,9 @@ func (b *buffer) rowStart() int64 { return b.start }
 // verbatim is true for CSV and TSV, whose cells are runs of the row's
 // bytes (a quote doubled inside a quoted field is one of them).
 func (b *buffer) verbatim() bool { return true }
+
+// ascii is false: a scanner that finds rows ASCII says so itself.
+func (b *buffer) ascii() bool { return false }
 func (b *buffer) crcNow() uint32 {
 	b.sumCRC()
 	return b.crc

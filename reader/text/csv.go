@@ -29,7 +29,16 @@ type csvScanner struct {
 	cells   []value.Cell
 	scratch []byte
 	nulls   [][]byte // unquoted fields that are null besides the empty one
+	// plain says the current row is ASCII without NUL bytes, as split
+	// found it; false when split did not read the row (it has quotes).
+	plain bool
+	// escapes says a field of the current row has a doubled quote.
+	escapes bool
 }
+
+// ascii reports whether the row next returned last is ASCII without NUL
+// bytes: true only for a row without quotes, as split found it.
+func (s *csvScanner) ascii() bool { return s.plain }
 
 func newCSVScanner(r io.Reader, comma byte, quoting bool, maxRow int, offset int64) *csvScanner {
 	return &csvScanner{buffer: newBuffer(r, maxRow, offset), comma: comma, quoting: quoting}
@@ -55,6 +64,7 @@ func (s *csvScanner) next() ([]value.Cell, *problem, error) {
 	}
 	s.start = s.offset()
 	s.spans = s.spans[:0]
+	s.plain, s.escapes = false, false
 	var prob *problem
 	n, err := s.fast()
 	if err != nil {
@@ -95,7 +105,7 @@ func (s *csvScanner) fast() (int, error) {
 			line = line[:len(line)-1]
 		}
 		var quoted bool
-		if s.spans, quoted = split(s.spans, line, s.comma, s.quoting); quoted {
+		if s.spans, quoted, s.plain = split(s.spans, line, s.comma, s.quoting); quoted {
 			s.spans = s.spans[:0]
 			return -1, nil
 		}
@@ -118,18 +128,22 @@ func matches(w, pattern uint64) uint64 {
 
 // split appends to spans the fields of line, a row without its line end,
 // cut at every comma, and reports whether line holds a double quote when
-// quoting (then the spans appended are not to be used). It reads line eight
-// bytes at a time, rather than searching it once for a quote and once per
-// field for the next comma: rows of short fields have as many searches as
-// fields, each of a few bytes.
-func split(spans []span, line []byte, comma byte, quoting bool) ([]span, bool) {
+// quoting (then the spans appended are not to be used) and, when it does
+// not, whether line is ASCII without NUL bytes (so valid UTF-8 without NUL:
+// what value.TextClean tells, told here from the words split reads anyway).
+// It reads line eight bytes at a time, rather than searching it once for a
+// quote and once per field for the next comma: rows of short fields have as
+// many searches as fields, each of a few bytes.
+func split(spans []span, line []byte, comma byte, quoting bool) (_ []span, quoted, ascii bool) {
 	commas, quotes := lows*uint64(comma), lows*uint64('"')
 	start, k := 0, 0
+	var odd uint64 // the bytes of the words read that are not ASCII or are NUL
 	for ; k+8 <= len(line); k += 8 {
 		w := binary.LittleEndian.Uint64(line[k:])
 		if quoting && matches(w, quotes) != 0 {
-			return spans, true
+			return spans, true, false
 		}
+		odd |= w&^highs | matches(w, 0)
 		for m := matches(w, commas); m != 0; m &= m - 1 {
 			i := k + bits.TrailingZeros64(m)/8
 			spans = append(spans, span{start: start, end: i})
@@ -139,13 +153,15 @@ func split(spans []span, line []byte, comma byte, quoting bool) ([]span, bool) {
 	for ; k < len(line); k++ {
 		switch c := line[k]; {
 		case quoting && c == '"':
-			return spans, true
+			return spans, true, false
 		case c == comma:
 			spans = append(spans, span{start: start, end: k})
 			start = k + 1
+		case c == 0 || c >= 0x80:
+			odd = 1
 		}
 	}
-	return append(spans, span{start: start, end: len(line)}), false
+	return append(spans, span{start: start, end: len(line)}), false, odd == 0
 }
 
 // slow scans a row that contains quotes, byte by byte.
@@ -185,7 +201,7 @@ func (s *csvScanner) slow() (int, *problem, error) {
 					return 0, nil, err
 				}
 				if ok && s.buf[s.pos+i+1] == '"' {
-					sp.escaped = true
+					sp.escaped, s.escapes = true, true
 					i += 2
 					continue
 				}
@@ -300,9 +316,27 @@ func (s *csvScanner) stray(sp span) string {
 // makeCells turns the spans of the current row into cells.
 func (s *csvScanner) makeCells() {
 	row := s.buf[s.pos:]
+	if !s.escapes && s.nulls == nil {
+		// Every cell is a run of the row, null when empty and unquoted:
+		// stored by index, without append's checks, as most rows are.
+		n := len(s.spans)
+		if cap(s.cells) < n {
+			s.cells = make([]value.Cell, n, 2*n)
+		}
+		cells := s.cells[:n]
+		for k, sp := range s.spans {
+			kind := value.CellText
+			if sp.start == sp.end && !sp.quoted {
+				kind = value.CellNull
+			}
+			cells[k] = value.Cell{B: row[sp.start:sp.end:sp.end], Kind: kind}
+		}
+		s.cells = cells
+		return
+	}
 	s.scratch = s.scratch[:0]
 	for _, sp := range s.spans {
-		if sp.escaped {
+		if s.escapes && sp.escaped {
 			f := row[sp.start:sp.end]
 			for len(f) > 0 {
 				i := bytes.IndexByte(f, '"')

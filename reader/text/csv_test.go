@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unicode/utf8"
 )
 
 // splitBySearch is split as a search for the quote, then for each comma.
@@ -46,9 +47,12 @@ func TestSplit(t *testing.T) {
 		for _, comma := range []byte{',', '\t', ';'} {
 			for _, quoting := range []bool{true, false} {
 				want, wantQ := splitBySearch(nil, line, comma, quoting)
-				got, gotQ := split([]span{{start: -1}}, line, comma, quoting)
+				got, gotQ, gotA := split([]span{{start: -1}}, line, comma, quoting)
 				if gotQ != wantQ || !wantQ && !slices.Equal(got[1:], want) || got[0] != (span{start: -1}) {
 					t.Fatalf("split(%q, %q, quoting %v) = %v, %v; want %v, %v", line, comma, quoting, got, gotQ, want, wantQ)
+				}
+				if wantA := !bytes.ContainsFunc(line, func(r rune) bool { return r == 0 || r >= utf8.RuneSelf }); !gotQ && gotA != wantA {
+					t.Fatalf("split(%q, %q, quoting %v) says ASCII without NUL %v, want %v", line, comma, quoting, gotA, wantA)
 				}
 			}
 		}

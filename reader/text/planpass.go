@@ -43,6 +43,7 @@ type tokenRow struct {
 	missing      string // JSONL: a key column no row so far has had
 	fields, cols int    // the row's fields, and the file's columns after it
 	verbatim     bool   // the scanner's verbatim for the row
+	ascii        bool   // the scanner found the row ASCII without NUL (asciiScanner)
 	// end, on the last row of a partition the tokenizer cut before the
 	// end of the file, is that partition (ScanOptions.Partitioned).
 	end *idemtype.Partition
@@ -67,11 +68,14 @@ func (c *rowChunk) add(r tokenRow, sc rowScanner, cells []value.Cell) {
 	base := len(c.arena)
 	c.arena = append(c.arena, raw...)
 	r.raw = [2]int{base, len(c.arena)}
-	r.cells[0] = len(c.cells)
+	first := len(c.cells)
+	r.cells = [2]int{first, first + len(cells)}
+	c.cells = slices.Grow(c.cells, len(cells))[:r.cells[1]]
+	out := c.cells[first:]
 	lo := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
-	for _, x := range cells {
+	for k, x := range cells {
 		p := uintptr(unsafe.Pointer(unsafe.SliceData(x.B)))
-		var b []byte
+		b := x.B
 		if len(x.B) > 0 && p >= lo && p+uintptr(len(x.B)) <= lo+uintptr(len(raw)) {
 			// Most cells are slices of the row: point into its copy.
 			at := base + int(p-lo)
@@ -80,12 +84,9 @@ func (c *rowChunk) add(r tokenRow, sc rowScanner, cells []value.Cell) {
 			at := len(c.arena)
 			c.arena = append(c.arena, x.B...)
 			b = c.arena[at:len(c.arena):len(c.arena)]
-		} else {
-			b = x.B
 		}
-		c.cells = append(c.cells, value.Cell{B: b, Kind: x.Kind})
+		out[k] = value.Cell{B: b, Kind: x.Kind}
 	}
-	r.cells[1] = len(c.cells)
 	c.rows = append(c.rows, r)
 }
 
@@ -157,7 +158,7 @@ func (f *File) tokenize(ctx context.Context, sc rowScanner, names *[]string, o p
 				return nil, ctx.Err()
 			}
 		}
-		r := tokenRow{ordinal: ordinal, part: part.Index, off: sc.rowStart(), fields: len(cells), cols: len(*names), verbatim: sc.verbatim()}
+		r := tokenRow{ordinal: ordinal, part: part.Index, off: sc.rowStart(), fields: len(cells), cols: len(*names), verbatim: sc.verbatim(), ascii: sc.ascii()}
 		if prob != nil {
 			p := *prob
 			r.prob = &p
@@ -209,6 +210,7 @@ type validator struct {
 	fixed        []value.Type // Unknown where inferred
 	infer        []value.Inference
 	required     []bool
+	requiredCols []int          // the columns required holds, in order
 	limits       []*value.Limit // nil where the target column has none
 	rejected     int64
 	partRejected []int64
@@ -237,6 +239,9 @@ func (v *validator) grow(n int) {
 		v.fixed = append(v.fixed, v.f.Opts.Types[name])
 		v.infer = append(v.infer, value.Inference{Dates: v.f.Opts.InferDates})
 		v.required = append(v.required, slices.Contains(v.f.Opts.NotNull, name))
+		if v.required[len(v.required)-1] {
+			v.requiredCols = append(v.requiredCols, len(v.required)-1)
+		}
 		var lim *value.Limit
 		if l, ok := v.f.Opts.Limits[name]; ok {
 			lim = &l
@@ -250,7 +255,8 @@ func (v *validator) chunk(c *rowChunk) {
 	if c.names != nil {
 		v.names = c.names
 	}
-	for _, r := range c.rows {
+	for k := range c.rows {
+		r := &c.rows[k]
 		v.row(r, c.cells[r.cells[0]:r.cells[1]], c.arena[r.raw[0]:r.raw[1]])
 		if r.end != nil && v.err == nil {
 			v.cut(*r.end)
@@ -278,52 +284,25 @@ func (v *validator) cut(p idemtype.Partition) {
 }
 
 // row checks one row; on its first problem it records a reject and stops.
-func (v *validator) row(r tokenRow, cells []value.Cell, raw []byte) {
+func (v *validator) row(r *tokenRow, cells []value.Cell, raw []byte) {
 	v.grow(r.cols)
-	rejected := false
-	// reject counts a bad row and keeps its detail; col is the index of the
-	// offending column or -1, name its name when it has no index yet.
-	reject := func(col int, name string, c value.Cell, code, msg string) {
-		rejected = true
-		v.rejected++
-		for len(v.partRejected) <= r.part {
-			v.partRejected = append(v.partRejected, 0)
-		}
-		v.partRejected[r.part]++
-		keep := len(v.rejects) < v.o.KeepRejects
-		if !keep && (v.o.Spill == nil || v.err != nil) {
-			return
-		}
-		if code == value.CodeUTF8 && v.f.Charset() != charset.UTF8 {
-			msg = "text holds bytes that are not " + v.f.Charset()
-		}
-		rj := idemtype.Reject{Ordinal: r.ordinal, Offset: r.off, Code: code, Message: msg}
-		if len(raw) <= reject.MaxRow {
-			rj.Row = string(raw)
-			if r.prob != nil {
-				rj.Fields = reject.RawFields(raw)
-			} else {
-				rj.Fields = string(reject.AppendFields(nil, cells))
-			}
-		}
-		rj.Column = name
-		if col >= 0 && col < r.cols {
-			rj.Column = v.names[col]
-			b := c.B
-			if len(b) > reject.MaxValue {
-				b = b[:reject.MaxValue]
-			}
-			rj.Value = string(b)
-		}
-		if v.o.Spill != nil {
-			if v.err = v.o.Spill(rj); v.err != nil {
-				v.stop()
-			}
-		}
-		if keep {
-			v.rejects = append(v.rejects, rj)
+	if !v.check(r, cells, raw) {
+		return
+	}
+	fixed, infer := v.fixed[:len(cells)], v.infer[:len(cells)]
+	for i := range cells {
+		if fixed[i] == value.Unknown {
+			infer[i].Observe(cells[i])
 		}
 	}
+	if v.keys != nil {
+		v.key(r.ordinal, cells)
+	}
+}
+
+// check checks row r, whose cells and bytes are cells and raw; on its first
+// problem it records a reject and returns false.
+func (v *validator) check(r *tokenRow, cells []value.Cell, raw []byte) bool {
 	fixed, required := v.fixed, v.required
 	switch {
 	case r.prob != nil:
@@ -331,73 +310,107 @@ func (v *validator) row(r tokenRow, cells []value.Cell, raw []byte) {
 		if r.prob.column >= 0 && r.prob.column < len(cells) {
 			c = cells[r.prob.column]
 		}
-		reject(r.prob.column, "", c, r.prob.code, r.prob.msg)
+		v.reject(r, cells, raw, r.prob.column, "", c, r.prob.code, r.prob.msg)
+		return false
 	case v.f.Format != input.JSONL && r.fields != r.cols:
-		reject(-1, "", value.Cell{}, value.CodeFieldCount, fmt.Sprintf("expected %d fields, got %d", r.cols, r.fields))
+		v.reject(r, cells, raw, -1, "", value.Cell{}, value.CodeFieldCount, fmt.Sprintf("expected %d fields, got %d", r.cols, r.fields))
+		return false
 	case r.missing != "":
 		// A key column first seen in a later row: this row has no value for it.
-		reject(-1, r.missing, value.Cell{}, value.CodeNull, "a key column must have a value")
-	default:
-		for i := range required {
-			if required[i] && (i >= len(cells) || cells[i].Kind == value.CellNull) {
-				reject(i, "", value.Cell{}, value.CodeNull, "a key column must have a value")
-				break
+		v.reject(r, cells, raw, -1, r.missing, value.Cell{}, value.CodeNull, "a key column must have a value")
+		return false
+	}
+	for _, i := range v.requiredCols {
+		if i >= len(cells) || cells[i].Kind == value.CellNull {
+			v.reject(r, cells, raw, i, "", value.Cell{}, value.CodeNull, "a key column must have a value")
+			return false
+		}
+	}
+	// A row that is valid UTF-8 without NUL bytes as a whole needs no
+	// check per field, unless its cells hold more than its bytes show
+	// (a JSONL \u0000 escape: see rowScanner.verbatim).
+	clean := r.verbatim && (r.ascii || value.TextClean(raw))
+	if clean && !v.checked && !(v.f.Opts.AllJSON && v.f.Format == input.JSONL) {
+		// Every cell is text to infer from, with no limit to fit
+		// (only JSONL has JSON cells for AllJSON to check).
+		return true
+	}
+	for i, c := range cells {
+		if fixed[i] != value.Unknown {
+			x, code, msg := value.ConvertText(c, fixed[i], clean)
+			if code == "" && x.Null && required[i] {
+				// A quoted empty field is null for a non-text type.
+				c, code, msg = value.Cell{}, value.CodeNull, "a key column must have a value"
+			}
+			if code == "" && (v.limits[i] != nil || (v.f.Opts.AllJSON && (fixed[i] == value.JSON || c.Kind == value.CellJSON))) {
+				code, msg = value.CheckLimits(&v.f.Opts.Rules, v.limits[i], v.f.Opts.AllJSON, c, x, fixed[i])
+			}
+			if code == value.CodeInexact {
+				msg += "; " + value.InexactHint(v.names[i], fixed[i])
+			}
+			if code != "" {
+				v.reject(r, cells, raw, i, "", c, code, msg)
+				return false
+			}
+			continue
+		}
+		if c.Kind != value.CellNull && !clean {
+			if code, msg := value.CheckText(c.B); code != "" {
+				v.reject(r, cells, raw, i, "", c, code, msg)
+				return false
 			}
 		}
-		if rejected {
-			break
-		}
-		// A row that is valid UTF-8 without NUL bytes as a whole needs no
-		// check per field, unless its cells hold more than its bytes show
-		// (a JSONL \u0000 escape: see rowScanner.verbatim).
-		clean := r.verbatim && value.TextClean(raw)
-		if clean && !v.checked && !(v.f.Opts.AllJSON && v.f.Format == input.JSONL) {
-			// Every cell is text to infer from, with no limit to fit
-			// (only JSONL has JSON cells for AllJSON to check).
-			break
-		}
-		for i, c := range cells {
-			if fixed[i] != value.Unknown {
-				x, code, msg := value.ConvertText(c, fixed[i], clean)
-				if code == "" && x.Null && required[i] {
-					// A quoted empty field is null for a non-text type.
-					c, code, msg = value.Cell{}, value.CodeNull, "a key column must have a value"
-				}
-				if code == "" && (v.limits[i] != nil || (v.f.Opts.AllJSON && (fixed[i] == value.JSON || c.Kind == value.CellJSON))) {
-					code, msg = value.CheckLimits(&v.f.Opts.Rules, v.limits[i], v.f.Opts.AllJSON, c, x, fixed[i])
-				}
-				if code == value.CodeInexact {
-					msg += "; " + value.InexactHint(v.names[i], fixed[i])
-				}
-				if code != "" {
-					reject(i, "", c, code, msg)
-					break
-				}
-				continue
-			}
-			if c.Kind != value.CellNull && !clean {
-				if code, msg := value.CheckText(c.B); code != "" {
-					reject(i, "", c, code, msg)
-					break
-				}
-			}
-			if v.limits[i] != nil || (v.f.Opts.AllJSON && c.Kind == value.CellJSON) {
-				if code, msg := value.CheckLimits(&v.f.Opts.Rules, v.limits[i], v.f.Opts.AllJSON, c, value.Value{Null: c.Kind == value.CellNull}, value.Unknown); code != "" {
-					reject(i, "", c, code, msg)
-					break
-				}
+		if v.limits[i] != nil || (v.f.Opts.AllJSON && c.Kind == value.CellJSON) {
+			if code, msg := value.CheckLimits(&v.f.Opts.Rules, v.limits[i], v.f.Opts.AllJSON, c, value.Value{Null: c.Kind == value.CellNull}, value.Unknown); code != "" {
+				v.reject(r, cells, raw, i, "", c, code, msg)
+				return false
 			}
 		}
 	}
-	if !rejected {
-		for i, c := range cells {
-			if fixed[i] == value.Unknown {
-				v.infer[i].Observe(c)
-			}
+	return true
+}
+
+// reject counts the bad row r, whose cells and bytes are cells and raw, and
+// keeps its detail; col is the index of the offending column or -1, name
+// its name when it has no index yet, c its cell.
+func (v *validator) reject(r *tokenRow, cells []value.Cell, raw []byte, col int, name string, c value.Cell, code, msg string) {
+	v.rejected++
+	for len(v.partRejected) <= r.part {
+		v.partRejected = append(v.partRejected, 0)
+	}
+	v.partRejected[r.part]++
+	keep := len(v.rejects) < v.o.KeepRejects
+	if !keep && (v.o.Spill == nil || v.err != nil) {
+		return
+	}
+	if code == value.CodeUTF8 && v.f.Charset() != charset.UTF8 {
+		msg = "text holds bytes that are not " + v.f.Charset()
+	}
+	rj := idemtype.Reject{Ordinal: r.ordinal, Offset: r.off, Code: code, Message: msg}
+	if len(raw) <= reject.MaxRow {
+		rj.Row = string(raw)
+		if r.prob != nil {
+			rj.Fields = reject.RawFields(raw)
+		} else {
+			rj.Fields = string(reject.AppendFields(nil, cells))
 		}
-		if v.keys != nil {
-			v.key(r.ordinal, cells)
+	}
+	rj.Column = name
+	if col >= 0 && col < r.cols {
+		rj.Column = v.names[col]
+		b := c.B
+		if len(b) > reject.MaxValue {
+			b = b[:reject.MaxValue]
 		}
+		rj.Value = string(b)
+	}
+	if v.o.Spill != nil {
+		if v.err = v.o.Spill(rj); v.err != nil {
+			v.stop()
+		}
+	}
+	if keep {
+		v.rejects = append(v.rejects, rj)
 	}
 }
 

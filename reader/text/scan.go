@@ -297,7 +297,7 @@ func (r *PartitionReader) Next() (partition.Batch, error) {
 		ok := true
 		// The same whole-row check as the plan pass, so that both make
 		// the same decisions.
-		clean := r.sc.verbatim() && value.TextClean(r.sc.raw())
+		clean := r.sc.verbatim() && (r.sc.ascii() || value.TextClean(r.sc.raw()))
 		for i := range r.vals {
 			c := value.Cell{Kind: value.CellNull}
 			if i < len(cells) {

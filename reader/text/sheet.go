@@ -307,6 +307,7 @@ func (sc *sheetScanner) offset() int64   { return int64(sc.pos) }
 func (sc *sheetScanner) rowStart() int64 { return int64(sc.start) }
 func (sc *sheetScanner) raw() []byte     { return sc.s.text[sc.start] }
 func (sc *sheetScanner) verbatim() bool  { return false }
+func (sc *sheetScanner) ascii() bool     { return false }
 func (sc *sheetScanner) crcNow() uint32  { return sc.crc }
 func (sc *sheetScanner) resetCRC()       { sc.crc = 0 }
 
