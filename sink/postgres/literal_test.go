@@ -10,27 +10,36 @@ import (
 	"github.com/idemport/idemport/sink/drivertest"
 )
 
-// nonConforming is a pool of one connection of the test's schema whose
-// session has standard_conforming_strings off, as a server, a role or a
-// database may set it: a backslash in a plain '…' literal escapes.
-func nonConforming(t *testing.T) (*sql.DB, string) {
+// conforming is a pool of one connection of the test's schema whose
+// session has standard_conforming_strings set to setting: on, the
+// default, or off, as a server, a role or a database may set it, where a
+// backslash in a plain '…' literal escapes.
+func conforming(t *testing.T, setting string) (*sql.DB, string) {
 	t.Helper()
 	db, schema := pgtest.Open(t)
 	db.SetMaxOpenConns(1)
-	if _, err := db.ExecContext(t.Context(), `SET standard_conforming_strings = off`); err != nil {
+	if _, err := db.ExecContext(t.Context(), `SET standard_conforming_strings = `+setting); err != nil {
 		t.Fatal(err)
 	}
 	return db, schema
 }
 
-// TestLiteralsWithoutConformingStrings: the statements that carry values
-// as literals rather than parameters mean the same values in a session
-// with standard_conforming_strings off: ApplyTogether records components
+// TestLiteralsWithEitherConformingStrings: the statements that carry
+// values as literals rather than parameters mean the same values in a
+// session with standard_conforming_strings on and in one with it off
+// (a literal right under one setting only, such as '…' with its
+// backslashes doubled, fails the other): ApplyTogether records components
 // with backslashes and quotes as they are, and OpenPartition,
 // HoldColumnsVersion and HoldColumnsDescribed find, lock and describe a
 // table whose name has both.
-func TestLiteralsWithoutConformingStrings(t *testing.T) {
-	db, schema := nonConforming(t)
+func TestLiteralsWithEitherConformingStrings(t *testing.T) {
+	for _, setting := range []string{"on", "off"} {
+		t.Run(setting, func(t *testing.T) { literalsMeanTheirValues(t, setting) })
+	}
+}
+
+func literalsMeanTheirValues(t *testing.T, setting string) {
+	db, schema := conforming(t, setting)
 	ctx := t.Context()
 	components := []string{`back\slash`, `it's`, `both\'`, `end\`}
 	err := Driver{}.ApplyTogether(ctx, db, q(schema)+".versions", components, []int{1, 1, 1, 1},
