@@ -145,10 +145,9 @@ func (s *serverCPU) named(j int, name string) string {
 // children it has reaped (backends whose connection ended), and that of
 // its children still running (backends, the WAL writer, the
 // checkpointer…), when dsn's host is this machine and /proc shows the
-// postmaster. The postmaster is the parent of the backend that serves a
-// connection to dsn (pg_backend_pid), so that another server on the
-// machine is not taken for it; without psql, the first postmaster /proc
-// lists.
+// postmaster. The postmaster is the one serving dsn (servingPostmaster),
+// so that another server on the machine is not taken for it; without
+// psql, the first postmaster /proc lists.
 func newPostgresCPU(dsn string) *serverCPU {
 	s := &serverCPU{cur: -1}
 	if !loopback(pgHost(dsn)) {
@@ -165,9 +164,11 @@ func newPostgresCPU(dsn string) *serverCPU {
 }
 
 // servingPostmaster returns the pid of the postmaster of the server at
-// dsn: the parent of the backend serving a connection to it.
+// dsn: the parent of its checkpointer, a child that lives as long as the
+// server does. (The backend that answers the query, pg_backend_pid, has
+// mostly ended by the time psql has, and its parent cannot be read.)
 func servingPostmaster(dsn string) (int, bool) {
-	out, err := exec.Command("psql", dsn, "-qAtc", "SELECT pg_backend_pid()").Output()
+	out, err := exec.Command("psql", dsn, "-qAtc", postmasterChild).Output()
 	if err != nil {
 		return 0, false
 	}
@@ -175,13 +176,16 @@ func servingPostmaster(dsn string) (int, bool) {
 	if err != nil {
 		return 0, false
 	}
-	// The backend may have ended already: its stat is then gone.
 	st, ok := procDir("/proc").stat(pid)
 	if !ok || st.ppid <= 1 {
 		return 0, false
 	}
 	return st.ppid, true
 }
+
+// postmasterChild is the query that names a child of the postmaster that
+// outlives the session that asks: the checkpointer.
+const postmasterChild = `SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'`
 
 // postmaster returns the pid of a process named postgres whose parent is
 // not one.

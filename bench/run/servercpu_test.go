@@ -1,10 +1,14 @@
 package main
 
 import (
+	"os/exec"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemport/idemport/internal/pgtest"
 )
 
 // TestProcCPU reads a server's user and system time from its stat line,
@@ -162,5 +166,37 @@ func TestServerCPUCommandEndsAsItIsRead(t *testing.T) {
 	s.stop()
 	if got := s.times[0]; len(got) != 1 || got[0] != 5*time.Second {
 		t.Fatalf("server CPU %v, want [5s]", got)
+	}
+}
+
+// TestServingPostmasterOfTheDSN: the postmaster of the test server is
+// found every time, from a child of it that the session asking does not
+// end: not the session's own backend, which has ended by the time psql
+// has, before its parent could be read.
+func TestServingPostmasterOfTheDSN(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	if !loopback(pgHost(dsn)) {
+		t.Skip("the test server does not run on this machine")
+	}
+	if _, err := exec.LookPath("psql"); err != nil {
+		t.Skip("needs psql")
+	}
+	out, err := exec.Command("psql", dsn, "-qAtc", `SELECT count(*) FROM (`+postmasterChild+`) AS c (pid) WHERE pid = pg_backend_pid()`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.TrimSpace(string(out)); n != "0" {
+		t.Fatalf("the process %q names is the asking session's own backend (%s), which ends with it", postmasterChild, n)
+	}
+	p := procDir("/proc")
+	for try := range 5 {
+		pid, ok := servingPostmaster(dsn)
+		if !ok {
+			t.Fatalf("try %d: no postmaster found for the test server", try)
+		}
+		st, ok := p.stat(pid)
+		if !ok || p.comm(pid) != "postgres" || p.comm(st.ppid) == "postgres" {
+			t.Fatalf("try %d: process %d (%q, parent %d) is not a postmaster", try, pid, p.comm(pid), st.ppid)
+		}
 	}
 }
