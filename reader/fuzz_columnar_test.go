@@ -194,8 +194,8 @@ func readPages(t *testing.T, f *File, plan *Plan) ([]arrow.RecordBatch, error) {
 }
 
 // FuzzParquetPages plans Parquet files and reads every partition, as the
-// pipeline does: the File that planned reads the partitions, so the last
-// row group's reader takes the dictionaries the plan pass read. Whatever
+// pipeline does: the File that planned reads the partitions, so the row
+// groups' readers take the dictionaries the plan pass read. Whatever
 // the bytes, it never panics, allocates no more than pageAllocLimit, and
 // fails only with a *ParseError; and what it reads equals what a fresh
 // File, which reads every dictionary page from the bytes itself, reads of

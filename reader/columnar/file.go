@@ -34,8 +34,10 @@ type File struct {
 	// wait for a reader that never comes.
 	started map[[2]int64]bool
 	// left holds the bytes of the plan pass's last partition, for its
-	// partition reader (see planned).
-	left planned
+	// partition reader (see planned); dicts the dictionaries of a Parquet
+	// file's row groups before it (see leftDicts).
+	left  planned
+	dicts leftDicts
 }
 
 // Open reads the footer or schema of f, a Parquet or Arrow file, from
@@ -279,11 +281,13 @@ func (f *File) resume(p idemtype.Partition) unit {
 }
 
 // Close releases the decoders f keeps for partitions not read yet (see
-// keep), and the bytes the plan pass left (see planned). It is safe to call twice, and concurrently with partition
+// keep), and the bytes and dictionaries the plan pass left (see planned,
+// leftDicts). It is safe to call twice, and concurrently with partition
 // readers, and f stays usable: a partition read afterwards decodes its
 // unit from its start.
 func (f *File) Close() {
 	f.left.drop()
+	f.dicts.drop()
 	f.keptMu.Lock()
 	defer f.keptMu.Unlock()
 	for _, k := range f.kept {

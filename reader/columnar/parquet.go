@@ -459,6 +459,9 @@ func (s *parquetFile) scan(ctx context.Context, o partition.ScanOptions, fn func
 		if err != nil {
 			return err
 		}
+		if split != nil && k != last {
+			s.f.dicts.leave(int64(k), crc, split.dictionaries())
+		}
 		if k == last {
 			// Its bytes, and the dictionaries read from them, which its
 			// partition reader takes rather than decompress and walk
@@ -502,6 +505,9 @@ func (s *parquetFile) open(p idemtype.Partition, batchRows int) (unit, error) {
 			return nil, &input.ParseError{Path: s.f.Path, Offset: -1,
 				Err: fmt.Errorf("%w: %s's bytes differ from the plan", input.ErrSourceChanged, where)}
 		}
+		// The dictionaries the plan pass read from bytes of the plan's
+		// CRC, these bytes.
+		dicts = s.f.dicts.take(int64(k), p.CRC)
 	}
 	batchRows = s.batchRows(k, batchRows)
 	fr, err := s.reader(md, ld, batchRows, s.reserves(batchRows, k))

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
@@ -179,13 +180,15 @@ func newPageChunk(s *parquetFile, ld *loaded, k int, field pqarrow.SchemaField, 
 
 // chunkDict is a column chunk's dictionary as a pageChunk read it from
 // its first page: its values (see pageChunk.dict), and where the pages
-// after it start in the chunk's bytes.
+// after it start in the chunk's bytes. own says its values are memory of
+// their own (a decompressed page), not the chunk's bytes.
 type chunkDict struct {
 	dict  []byte
 	offs  []int32
 	n     int
 	width int
 	end   int
+	own   bool
 }
 
 // dictionary returns the chunk's dictionary once its first page, a
@@ -194,7 +197,7 @@ func (c *pageChunk) dictionary() *chunkDict {
 	if c.dictEnd == 0 || c.dict == nil {
 		return nil
 	}
-	return &chunkDict{dict: c.dict, offs: c.offs, n: c.ndict, width: c.width, end: c.dictEnd}
+	return &chunkDict{dict: c.dict, offs: c.offs, n: c.ndict, width: c.width, end: c.dictEnd, own: c.pages.typ != compress.Codecs.Uncompressed}
 }
 
 func (c *pageChunk) close() {}

@@ -263,13 +263,15 @@ func TestPageChunkDictionaryKept(t *testing.T) {
 	}
 }
 
-// TestPartitionTakesPlanDictionaries checks that the partition reader of
-// a Parquet file's last row group takes the dictionaries the plan pass
-// read from the same bytes (chunkDict) rather than read its dictionary
-// pages again, and that it decodes the same values as a reader that
-// reads them: the other writers' files (row groups, snappy, zstd) and
-// arrow-go's of one row group, with data pages of both versions,
-// compressed or not, whose dictionaries turn to PLAIN values when full.
+// TestPartitionTakesPlanDictionaries checks that the partition readers
+// of a Parquet file's row groups take the dictionaries the plan pass read
+// from the same bytes (chunkDict) rather than read their dictionary pages
+// again (the last group's with its bytes, the others' from leftDicts, but
+// for those of chunks stored uncompressed), and that they decode the same
+// values as readers that read them: the other writers' files (row
+// groups, snappy, zstd) and arrow-go's of one row group, with data pages
+// of both versions, compressed or not, whose dictionaries turn to PLAIN
+// values when full.
 func TestPartitionTakesPlanDictionaries(t *testing.T) {
 	files := map[string][]byte{}
 	for _, f := range otherWritersParquet(t) {
@@ -283,33 +285,6 @@ func TestPartitionTakesPlanDictionaries(t *testing.T) {
 	}
 	for name, data := range files {
 		t.Run(name, func(t *testing.T) {
-			// read returns every batch of the plan's partitions, read in
-			// order by f, and the dictionary pages f read meanwhile.
-			read := func(f *File, plan *partition.Plan) ([]arrow.RecordBatch, int64) {
-				pq := f.parquet()
-				before := pq.dictPages.Load()
-				var out []arrow.RecordBatch
-				for _, p := range plan.Partitions {
-					r, err := f.Partition(plan, p, 500)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for {
-						b, err := r.Next()
-						if err == io.EOF {
-							break
-						}
-						if err != nil {
-							t.Fatal(err)
-						}
-						b.Record.Retain()
-						out = append(out, b.Record)
-						b.Release()
-					}
-					r.Close()
-				}
-				return out, pq.dictPages.Load() - before
-			}
 			f, err := Open(testFile(t, name, data))
 			if err != nil {
 				t.Fatal(err)
@@ -320,7 +295,7 @@ func TestPartitionTakesPlanDictionaries(t *testing.T) {
 				t.Fatal(err)
 			}
 			planned := f.parquet().dictPages.Load()
-			got, after := read(f, plan)
+			got, after := readPartitions(t, f, plan)
 			// The same partitions read by a File the plan pass left
 			// nothing to.
 			fresh, err := Open(testFile(t, name, data))
@@ -328,35 +303,15 @@ func TestPartitionTakesPlanDictionaries(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer fresh.Close()
-			want, all := read(fresh, plan)
-			pq := f.parquet()
-			last := pq.groups - 1
-			for last > 0 && pq.md.RowGroup(last).NumRows() == 0 {
-				last--
+			want, all := readPartitions(t, fresh, plan)
+			// The dictionary pages of the chunks whose dictionaries are
+			// handed over, and of those read again.
+			handed, again := dictionaryChunks(t, f.parquet())
+			if planned == 0 || handed == 0 {
+				t.Fatalf("the plan pass read %d dictionary pages, %d of them to hand over", planned, handed)
 			}
-			var inLast int64 // dictionary pages of the last row group
-			ld := &loaded{size: pq.size}
-			if _, err := pq.load(pq.md, ld, last); err != nil {
-				t.Fatal(err)
-			}
-			fr, err := pq.reader(pq.md, ld, 100, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cols := make([]int, len(fr.Manifest.Fields))
-			for i := range cols {
-				cols[i] = i
-			}
-			for _, at := range pq.pageColumns(fr, last, cols) {
-				if cc, err := pq.md.RowGroup(last).ColumnChunk(fr.Manifest.Fields[at].ColIndex); err == nil && cc.HasDictionaryPage() {
-					inLast++
-				}
-			}
-			if planned == 0 || inLast == 0 {
-				t.Fatalf("the plan pass read %d dictionary pages, %d of them in the last row group", planned, inLast)
-			}
-			if after != all-inLast {
-				t.Errorf("the partition readers read %d dictionary pages after the plan pass, want %d (%d less the last row group's %d)", after, all-inLast, all, inLast)
+			if after != again || all != handed+again {
+				t.Errorf("the partition readers read %d dictionary pages after the plan pass, want %d (%d, less the %d handed over)", after, again, all, handed)
 			}
 			if len(got) != len(want) {
 				t.Fatalf("%d batches, want %d", len(got), len(want))
@@ -370,6 +325,76 @@ func TestPartitionTakesPlanDictionaries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readPartitions returns every batch of the plan's partitions, read in
+// order by f, and the dictionary pages f read meanwhile.
+func readPartitions(t *testing.T, f *File, plan *partition.Plan) ([]arrow.RecordBatch, int64) {
+	t.Helper()
+	pq := f.parquet()
+	before := pq.dictPages.Load()
+	var out []arrow.RecordBatch
+	for _, p := range plan.Partitions {
+		r, err := f.Partition(plan, p, 500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			b, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Record.Retain()
+			out = append(out, b.Record)
+			b.Release()
+		}
+		r.Close()
+	}
+	return out, pq.dictPages.Load() - before
+}
+
+// dictionaryChunks counts the column chunks of pq with a dictionary page
+// that a pageChunk reads: those whose dictionaries the plan pass hands to
+// the partition readers (the last row group's, and the others' stored
+// compressed), and the others.
+func dictionaryChunks(t *testing.T, pq *parquetFile) (handed, again int64) {
+	t.Helper()
+	last := pq.groups - 1
+	for last > 0 && pq.md.RowGroup(last).NumRows() == 0 {
+		last--
+	}
+	for k := range pq.groups {
+		if pq.md.RowGroup(k).NumRows() == 0 {
+			continue
+		}
+		ld := &loaded{size: pq.size}
+		if _, err := pq.load(pq.md, ld, k); err != nil {
+			t.Fatal(err)
+		}
+		fr, err := pq.reader(pq.md, ld, 100, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols := make([]int, len(fr.Manifest.Fields))
+		for i := range cols {
+			cols[i] = i
+		}
+		for _, at := range pq.pageColumns(fr, k, cols) {
+			cc, err := pq.md.RowGroup(k).ColumnChunk(fr.Manifest.Fields[at].ColIndex)
+			if err != nil || !cc.HasDictionaryPage() {
+				continue
+			}
+			if k == last || cc.Compression() != compress.Codecs.Uncompressed {
+				handed++
+			} else {
+				again++
+			}
+		}
+	}
+	return handed, again
 }
 
 // TestChunkPagesCutShort checks that the page reader refuses a page whose
@@ -432,5 +457,102 @@ func TestChunkPagesCutShort(t *testing.T) {
 				t.Fatal("no page cut")
 			}
 		})
+	}
+}
+
+// TestLeftDictionariesBounded checks that the dictionaries the plan pass
+// keeps for the row groups before the last (leftDicts) stay within their
+// bound, the latest groups' kept, that a group's are taken once and only
+// with the CRC they were read under, and that a dictionary in a chunk's
+// own bytes (stored uncompressed) is not kept; and, on the Rust crate's
+// file of row groups with a bound of about one group's dictionaries, that
+// the groups before the bound's read theirs again and decode the same
+// values.
+func TestLeftDictionariesBounded(t *testing.T) {
+	dict := func(size int, own bool) *chunkDict {
+		return &chunkDict{dict: make([]byte, size), n: 1, width: size, end: 1, own: own}
+	}
+	l := &leftDicts{limit: 100}
+	if !l.leave(0, 7, map[int]*chunkDict{0: dict(60, true), 1: dict(1000, false)}) || l.held != 60 {
+		t.Fatalf("group 0 not kept as 60 bytes (%d held): the dictionary of the chunk's bytes counts, or it was refused", l.held)
+	}
+	if !l.leave(1, 8, map[int]*chunkDict{0: dict(50, true)}) || l.held != 50 {
+		t.Fatalf("group 1 not kept in group 0's place (%d bytes held)", l.held)
+	}
+	if d := l.take(0, 7); d != nil {
+		t.Fatal("group 0 kept past the bound")
+	}
+	if l.leave(2, 9, map[int]*chunkDict{0: dict(5, false)}) {
+		t.Fatal("group 2 kept without a dictionary of its own")
+	}
+	if l.leave(3, 9, map[int]*chunkDict{0: dict(101, true)}) || l.held != 50 {
+		t.Fatalf("group 3, over the bound alone, kept or made room (%d bytes held)", l.held)
+	}
+	if d := l.take(1, 7); d != nil {
+		t.Fatal("group 1 taken under another CRC")
+	}
+	if d := l.take(1, 8); len(d) != 1 || d[0] == nil || l.held != 0 {
+		t.Fatalf("group 1 taken as %v, %d bytes still held", d, l.held)
+	}
+	if d := l.take(1, 8); d != nil {
+		t.Fatal("group 1 taken twice")
+	}
+
+	var data []byte
+	for _, f := range otherWritersParquet(t) {
+		if f.name == "orders-arrow-rs-groups.parquet" {
+			data = f.data
+		}
+	}
+	f, err := Open(testFile(t, "groups.parquet", data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	pq := f.parquet()
+	if pq.groups < 3 {
+		t.Fatalf("%d row groups", pq.groups)
+	}
+	// The bound: about the first group's dictionaries, as the pass keeps
+	// them.
+	probe, err := Open(testFile(t, "groups.parquet", data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	if _, _, err := probe.Scan(context.Background(), partition.ScanOptions{PartitionRows: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	g0, ok := probe.dicts.groups[0]
+	if !ok {
+		t.Fatal("no dictionaries kept for row group 0")
+	}
+	f.dicts.limit = g0.size * 3 / 2
+	plan, _, err := f.Scan(context.Background(), partition.ScanOptions{PartitionRows: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.dicts.order) != 1 || f.dicts.order[0] != int64(pq.groups-2) || f.dicts.held > f.dicts.limit {
+		t.Fatalf("the dictionaries of row groups %v kept, %d bytes, want row group %d's within %d", f.dicts.order, f.dicts.held, pq.groups-2, f.dicts.limit)
+	}
+	got, after := readPartitions(t, f, plan)
+	fresh, err := Open(testFile(t, "groups.parquet", data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	want, all := readPartitions(t, fresh, plan)
+	if after <= 0 || after >= all {
+		t.Errorf("the partition readers read %d of the %d dictionary pages again, want some (the groups past the bound)", after, all)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d batches, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if !array.RecordEqual(got[i], want[i]) {
+			t.Fatalf("batch %d:\n got %v\nwant %v", i, got[i], want[i])
+		}
+		got[i].Release()
+		want[i].Release()
 	}
 }
