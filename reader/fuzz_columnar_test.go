@@ -16,6 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+
+	"github.com/idemport/idemport/reader/internal/input"
 )
 
 // The fuzz targets of the columnar formats' footers and schemas: opening
@@ -199,7 +201,9 @@ func readPages(t *testing.T, f *File, plan *Plan) ([]arrow.RecordBatch, error) {
 // the bytes, it never panics, allocates no more than pageAllocLimit, and
 // fails only with a *ParseError; and what it reads equals what a fresh
 // File, which reads every dictionary page from the bytes itself, reads of
-// the same plan (both fail, or both succeed with equal batches).
+// the same plan (both fail, or both succeed with equal batches). A panic
+// in the reader's own page decoder is raised (input.RaiseOwnPanics), not
+// recovered as corrupt data.
 //
 // Its seeds are the other writers' files of testdata/otherwriters, small
 // arrow-go files (dictionaries, several row groups, snappy and zstd, data
@@ -231,6 +235,10 @@ func FuzzParquetPages(f *testing.F) {
 		}
 	}
 	addColumnarSeeds(f, "FuzzParquetPages", func(string) []any { return nil })
+	// A panic in the reader's own page decoder is a bug to see, not
+	// corrupt data: it is raised, not recovered.
+	input.RaiseOwnPanics.Store(true)
+	f.Cleanup(func() { input.RaiseOwnPanics.Store(false) })
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := fuzzFile(t, dir, "f.parquet", data)

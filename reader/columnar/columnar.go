@@ -72,6 +72,9 @@ const decodeRows = 64 * 1024
 // the file and where it was: hostile bytes can make Parquet and Arrow
 // decoders panic, and a corrupt file must be a data error, not a crash.
 func (f *File) recovered(v any, where string) error {
+	if p, ok := v.(ownPanic); ok {
+		panic(p) // see input.RaiseOwnPanics
+	}
 	if where != "" {
 		where += ": "
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -16,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
+	"github.com/idemport/idemport/reader/internal/input"
 	"github.com/idemport/idemport/reader/internal/value"
 )
 
@@ -356,8 +358,32 @@ func (c *pageChunk) markNulls(m, i, n int, keep bool, valid **memory.Buffer) (de
 	return defs, present, nil
 }
 
+// ownPanic is a panic of the reader's own page decoder (pageChunk and
+// chunkPages) under input.RaiseOwnPanics, with the stack it was raised
+// on: File.recovered raises it again rather than report corrupt data.
+type ownPanic struct {
+	v     any
+	stack string
+}
+
+func (p ownPanic) String() string { return fmt.Sprintf("%v\n%s", p.v, p.stack) }
+
+// marking, deferred by the page decoder's entry points under
+// input.RaiseOwnPanics, marks a panic in them as the decoder's own.
+func marking() {
+	if v := recover(); v != nil {
+		if _, ok := v.(ownPanic); !ok {
+			v = ownPanic{v: v, stack: string(debug.Stack())}
+		}
+		panic(v)
+	}
+}
+
 // read returns the chunk's next n rows as an array of c.dt.
 func (c *pageChunk) read(n int) (arrow.Array, error) {
+	if input.RaiseOwnPanics.Load() {
+		defer marking()
+	}
 	if c.width > 0 {
 		return c.readFixed(n)
 	}
@@ -368,6 +394,9 @@ func (c *pageChunk) read(n int) (arrow.Array, error) {
 // does, but keeps no value: what read would refuse, skip refuses. A chunk
 // marked checkOnly must only be skipped.
 func (c *pageChunk) skip(n int) error {
+	if input.RaiseOwnPanics.Load() {
+		defer marking()
+	}
 	if c.width == 0 {
 		_, err := c.text(n, false)
 		return err

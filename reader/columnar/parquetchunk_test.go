@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/idemport/idemport/reader/internal/input"
 	"github.com/idemport/idemport/reader/internal/partition"
 )
 
@@ -554,5 +556,44 @@ func TestLeftDictionariesBounded(t *testing.T) {
 		}
 		got[i].Release()
 		want[i].Release()
+	}
+}
+
+// TestOwnPanicsRaised checks that under input.RaiseOwnPanics a panic in
+// the page decoder (here a chunk without its pages) comes out of a
+// reader's recover as a panic, with the stack it was raised on, where it
+// is otherwise a corrupt-data *ParseError; and that a panic elsewhere (a
+// third-party decoder's) is still recovered as one.
+func TestOwnPanicsRaised(t *testing.T) {
+	f := &File{File: &input.File{Path: "x.parquet"}}
+	// run calls fn as a reader does, recovering what it raises.
+	run := func(fn func()) (raised any, err error) {
+		defer func() { raised = recover() }()
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					err = f.recovered(v, "row group 0")
+				}
+			}()
+			fn()
+		}()
+		return nil, err
+	}
+	broken := func() { _, _ = (&pageChunk{width: 8, mem: memory.DefaultAllocator}).read(1) }
+	other := func() { panic("a third-party decoder") }
+	defer input.RaiseOwnPanics.Store(false)
+	for _, raise := range []bool{false, true} {
+		input.RaiseOwnPanics.Store(raise)
+		raised, err := run(broken)
+		var pe *input.ParseError
+		switch {
+		case !raise && (raised != nil || !errors.As(err, &pe)):
+			t.Errorf("without the switch: %v raised, %v returned; want a *ParseError", raised, err)
+		case raise && (err != nil || raised == nil || !strings.Contains(fmt.Sprint(raised), "(*pageChunk).page")):
+			t.Errorf("with the switch: %v returned, %v raised; want the page decoder's panic and its stack", err, raised)
+		}
+		if raised, err := run(other); raised != nil || !errors.As(err, &pe) {
+			t.Errorf("switch %v: a third-party panic gave %v raised, %v returned; want a *ParseError", raise, raised, err)
+		}
 	}
 }

@@ -4,7 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 )
+
+// RaiseOwnPanics is set only by tests (the reader's fuzz targets): a
+// panic in a decoder of idemport's own that a reader would recover as
+// corrupt data (a *ParseError, as it recovers a third-party decoder's) is
+// raised again instead, so that the fuzzer sees it as the bug it is.
+var RaiseOwnPanics atomic.Bool
 
 // ParseError reports a defect in a source file at a location. Row is the
 // 1-based data row ordinal (0 when the defect is not inside a row, such as a
