@@ -503,7 +503,15 @@ func (c *pageChunk) text(n int, keep bool) (arrow.Array, error) {
 		}
 		if keep {
 			if need := int(size + seg); need > dataBuf.Cap() {
-				dataBuf.Reserve(max(need, 2*dataBuf.Cap()))
+				// Grown to the batch's rows at the bytes per row of
+				// those so far (the chunk's first batch, or one past
+				// its reservation), rather than doubled page by page,
+				// each a copy into fresh memory.
+				want := max(need, 2*dataBuf.Cap())
+				if done := i + m; done < n {
+					want = max(want, int(min(float64(need)/float64(done)*float64(n)*1.125+64, maxReserve)))
+				}
+				dataBuf.Reserve(want)
 			}
 			dataBuf.ResizeNoShrink(int(size + seg))
 			out := dataBuf.Bytes()
