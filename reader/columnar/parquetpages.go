@@ -279,7 +279,9 @@ func readPageHeader(b []byte) (pageHeader, int, error) {
 }
 
 // fields reads a struct's fields up to its stop, calling fn with each
-// field's id and type; a field fn does not read (false) is skipped.
+// field's id and type; a field fn does not read (false) is skipped. It is
+// the one loop over a struct's fields, the footer's check (structure)
+// and the page headers' reader (readPageHeader) alike.
 func (c *thriftCheck) fields(depth int, fn func(id int64, t byte) (bool, error)) error {
 	if depth > maxThriftDepth {
 		return fmt.Errorf("%w: nested deeper than %d", errThrift, maxThriftDepth)

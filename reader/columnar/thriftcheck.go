@@ -137,42 +137,19 @@ func minSize(t byte) int64 {
 // structure walks a struct's fields up to its stop. At the top level
 // (the FileMetaData), field 2 is the schema.
 func (c *thriftCheck) structure(depth int, top bool) error {
-	if depth > maxThriftDepth {
-		return fmt.Errorf("%w: nested deeper than %d", errThrift, maxThriftDepth)
-	}
 	if err := c.spend(costStruct); err != nil {
 		return err
 	}
-	var id int64
-	for {
-		h, err := c.byte1()
-		if err != nil {
-			return err
-		}
-		if h == tcStop {
-			return nil
-		}
-		t := h & 0x0f
-		if d := int64(h >> 4); d != 0 {
-			id += d
-		} else {
-			v, err := c.varint()
-			if err != nil {
-				return err
-			}
-			id = int64(v>>1) ^ -int64(v&1)
-		}
+	return c.fields(depth, func(id int64, t byte) (bool, error) {
 		if err := c.spend(costField); err != nil {
-			return err
+			return false, err
 		}
 		each := int64(0)
 		if top && id == 2 {
 			each = costSchemaElement
 		}
-		if err := c.value(t, depth+1, each); err != nil {
-			return err
-		}
-	}
+		return true, c.value(t, depth+1, each)
+	})
 }
 
 // value walks one value of type t; each is spent for every element of a
