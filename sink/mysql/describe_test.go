@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/sink/drivertest"
 )
 
 // openTarget opens a database of its own through the driver, with
@@ -215,31 +216,12 @@ func TestHoldColumnsQuotedName(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	for _, name := range []string{`"dot.ted"`, q(schema) + `."dot.ted"`, "`dot.ted`"} {
-		for _, hold := range []string{"HoldColumns", "HoldColumnsVersion"} {
-			tx, err := conn.BeginTx(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if hold == "HoldColumns" {
-				err = d.HoldColumns(ctx, tx, name)
-			} else {
-				var v, want string
-				if v, err = d.HoldColumnsVersion(ctx, conn, name); err == nil {
-					want, err = d.ColumnsVersion(ctx, tx, name)
-					if err == nil && (v == "" || v != want) {
-						t.Errorf("%s of %s: version %q, want ColumnsVersion's %q", hold, name, v, want)
-					}
-				}
-			}
-			if err != nil {
-				t.Errorf("%s of %s: %v", hold, name, err)
-			} else if _, err := db.ExecContext(ctx, `ALTER TABLE "dot.ted" ADD COLUMN c BIGINT`); err == nil || !d.Locked(err) {
-				t.Errorf("ALTER TABLE while %s holds %s: %v, want an error Locked recognises", hold, name, err)
-			}
-			tx.Rollback()
+	drivertest.RunHoldColumnsNamed(t, conn, d, []string{`"dot.ted"`, q(schema) + `."dot.ted"`, "`dot.ted`"}, func() error {
+		if _, err := db.ExecContext(ctx, `ALTER TABLE "dot.ted" ADD COLUMN c BIGINT`); err == nil || !d.Locked(err) {
+			return fmt.Errorf("ALTER TABLE: %v, want an error Locked recognises", err)
 		}
-	}
+		return nil
+	})
 }
 
 // TestHoldColumnsThenWrite: a transaction that holds a table's columns

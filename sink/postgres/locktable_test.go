@@ -3,9 +3,11 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"testing"
 
 	"github.com/idemport/idemport/internal/pgtest"
+	"github.com/idemport/idemport/sink/drivertest"
 )
 
 // TestLockTableIsTheSchemas holds LockTable's lock on the name "items" in
@@ -91,36 +93,15 @@ func TestHoldColumnsQuotedName(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	d := Driver{}
-	for _, hold := range []string{"HoldColumns", "HoldColumnsVersion"} {
-		tx, err := conn.BeginTx(ctx, nil)
+	drivertest.RunHoldColumnsNamed(t, conn, Driver{}, []string{name}, func() error {
+		other, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if hold == "HoldColumns" {
-			err = d.HoldColumns(ctx, tx, name)
-		} else {
-			var v, want string
-			if v, err = d.HoldColumnsVersion(ctx, conn, name); err == nil {
-				want, err = d.ColumnsVersion(ctx, tx, name)
-				if err == nil && (v == "" || v != want) {
-					t.Errorf("%s of %s: version %q, want ColumnsVersion's %q", hold, name, v, want)
-				}
-			}
+		defer other.Rollback()
+		if _, err := other.ExecContext(ctx, `LOCK TABLE `+q(schema)+`."ted""" IN ACCESS EXCLUSIVE MODE NOWAIT`); !lockNotAvailable(err) {
+			return fmt.Errorf("the ALTER TABLE lock: %v, want lock_not_available", err)
 		}
-		if err != nil {
-			t.Errorf("%s of %s: %v", hold, name, err)
-		} else {
-			other, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = other.ExecContext(ctx, `LOCK TABLE `+q(schema)+`."ted""" IN ACCESS EXCLUSIVE MODE NOWAIT`)
-			other.Rollback()
-			if !lockNotAvailable(err) {
-				t.Errorf("another session's ALTER TABLE lock while %s holds %s: %v, want lock_not_available", hold, name, err)
-			}
-		}
-		tx.Rollback()
-	}
+		return nil
+	})
 }
