@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -147,6 +148,51 @@ func TestWriterPreparedFromOneDescribe(t *testing.T) {
 				}
 				t.Logf("%d writers", dc.writers)
 			})
+		}
+	})
+}
+
+// ensureCount is describeCount that also counts the tables ensured
+// through the driver's Ensure and through its EnsureOn (connEnsurer).
+type ensureCount struct {
+	*describeCount
+	plain, on atomic.Int32
+}
+
+func (d *ensureCount) Ensure(ctx context.Context, tx *sql.Tx, tg sink.Target, schema *arrow.Schema) error {
+	d.plain.Add(1)
+	return d.Driver.Ensure(ctx, tx, tg, schema)
+}
+
+func (d *ensureCount) EnsureOn(ctx context.Context, conn *sql.Conn, tx *sql.Tx, tg sink.Target, schema *arrow.Schema) error {
+	d.on.Add(1)
+	return d.Driver.(connEnsurer).EnsureOn(ctx, conn, tx, tg, schema)
+}
+
+// TestOverlapEnsuresOnItsConnection: on PostgreSQL the overlap's
+// transaction, the first of a new table's, creates the table through the
+// driver's EnsureOn (the advisory lock and the describe in one message, a
+// round trip fewer before the first row is written); the plan stored in
+// its transaction at the end ensures it once more (readyTables), through
+// Ensure.
+func TestOverlapEnsuresOnItsConnection(t *testing.T) {
+	t.Parallel()
+	testkit.EachOf(t, []string{testkit.Postgres}, func(t *testing.T, name string) {
+		f := newFx(t, name)
+		d, err := Drivers().Lookup(f.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := d.(connEnsurer); !ok {
+			t.Fatalf("%T ensures no table on a connection", d)
+		}
+		ec := &ensureCount{describeCount: &describeCount{Driver: d}}
+		req := Request{Path: f.write(t, "items.csv", numberedFile(150000, strings.Repeat("x", 40))), Mapping: Mapping{Table: "items", Key: []string{"id"}},
+			PartitionRows: 50000}
+		res := f.open(t, Options{Drivers: sink.Registry{ec}}).Import(context.Background(), req)
+		wantImported(t, res, 150000)
+		if on, plain := ec.on.Load(), ec.plain.Load(); on != 1 || plain != 1 {
+			t.Fatalf("the table ensured %d times through EnsureOn and %d through Ensure, want once each (the overlap's, the plan's)", on, plain)
 		}
 	})
 }

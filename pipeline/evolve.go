@@ -232,6 +232,14 @@ type describedWriter interface {
 	WriterFor(ctx context.Context, conn *sql.Conn, tg sink.Target, schema *arrow.Schema, table *sink.Table) (sink.Writer, error)
 }
 
+// connEnsurer is a driver whose Ensure takes fewer round trips given the
+// connection the transaction was begun on (PostgreSQL: the lock and the
+// describe in one message). The overlap's transaction, the first of a new
+// table's, ensures the table through it.
+type connEnsurer interface {
+	EnsureOn(ctx context.Context, conn *sql.Conn, tx *sql.Tx, tg sink.Target, schema *arrow.Schema) error
+}
+
 // describingHolder is a driver that does what partitionOpener (lazy) or
 // columnsHolder (not) does and describes the table (Driver.Describe,
 // after the lock) in the same message: what a transaction that prepares

@@ -353,7 +353,8 @@ func (ov *overlap) write(ctx, txCtx context.Context, items <-chan item) error {
 }
 
 // begin begins the overlap's transaction on its connection (taken by
-// startOverlap), creates the table in it and readies the writer. The transaction
+// startOverlap), creates the table in it (through the driver's EnsureOn
+// where it has one: a round trip fewer) and readies the writer. The transaction
 // commits as the server says (not lazily): it stores the plan.
 func (ov *overlap) begin(ctx context.Context) error {
 	st := ov.kp.e.st
@@ -361,7 +362,13 @@ func (ov *overlap) begin(ctx context.Context) error {
 	if ov.tx, err = beginTx(ctx, ov.conn); err != nil {
 		return err
 	}
-	if err := st.Driver.Ensure(ctx, ov.tx.Tx, ov.kp.target, ov.a.plan.Schema.Arrow()); err != nil {
+	schema := ov.a.plan.Schema.Arrow()
+	if d, ok := st.Driver.(connEnsurer); ok {
+		err = d.EnsureOn(ctx, ov.conn, ov.tx.Tx, ov.kp.target, schema)
+	} else {
+		err = st.Driver.Ensure(ctx, ov.tx.Tx, ov.kp.target, schema)
+	}
+	if err != nil {
 		return err
 	}
 	return ov.w.ready(ctx, ov.a, ov.conn, ov.tx.Tx)

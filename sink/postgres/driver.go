@@ -338,7 +338,7 @@ func (Driver) CurrentSchema(ctx context.Context, qr sink.Querier) (string, error
 // Lock implements sink.Driver with a transaction-level advisory lock on
 // the key.
 func (Driver) Lock(ctx context.Context, tx *sql.Tx, key string) error {
-	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, key)
+	_, err := tx.ExecContext(ctx, lockSQL, key)
 	return err
 }
 
@@ -349,14 +349,28 @@ func (Driver) Lock(ctx context.Context, tx *sql.Tx, key string) error {
 // schema, so that imports into tables of one name in different schemas
 // do not wait for each other.
 func (d Driver) LockTable(ctx context.Context, tx *sql.Tx, what, table string) error {
-	if strings.Contains(table, ".") {
-		return d.Lock(ctx, tx, what+" "+table)
+	query, args := lockTableSQL(what, table)
+	anys := make([]any, len(args))
+	for i, a := range args {
+		anys[i] = a
 	}
-	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || coalesce(
-		(SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($2)), current_schema(), '') || '.' || $3, 0))`,
-		what+" ", quoteTable(table), table)
+	_, err := tx.ExecContext(ctx, query, anys...)
 	return err
 }
+
+// lockTableSQL is LockTable's statement and its arguments: a qualified
+// name's lock is Lock's of what and the name.
+func lockTableSQL(what, table string) (string, []string) {
+	if strings.Contains(table, ".") {
+		return lockSQL, []string{what + " " + table}
+	}
+	return `SELECT pg_advisory_xact_lock(hashtextextended($1 || coalesce(
+		(SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($2)), current_schema(), '') || '.' || $3, 0))`,
+		[]string{what + " ", quoteTable(table), table}
+}
+
+// lockSQL is Lock's statement, the key its argument.
+const lockSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
 
 // SkipLocked implements sink.Driver.
 func (Driver) SkipLocked(of string) (string, bool) {

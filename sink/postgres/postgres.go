@@ -220,13 +220,68 @@ func (Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*sink
 // lock on the table's name, so that concurrent imports into a new table do
 // not both try to create it: the second waits and then finds it.
 func (d Driver) Ensure(ctx context.Context, tx *sql.Tx, tg sink.Target, schema *arrow.Schema) error {
-	if err := d.LockTable(ctx, tx, "idemport ensure", tg.Table); err != nil {
+	if err := d.LockTable(ctx, tx, ensureLock, tg.Table); err != nil {
 		return fmt.Errorf("lock table %s: %w", tg.Table, err)
 	}
 	t, err := d.Describe(ctx, tx, tg.Table)
 	if err != nil {
 		return err
 	}
+	return ensureDescribed(ctx, tx, tg, schema, t)
+}
+
+// ensureLock is what Ensure's advisory lock is taken for (LockTable).
+const ensureLock = "idemport ensure"
+
+// EnsureOn is Ensure for tx, a transaction begun on conn, in one round
+// trip fewer: the advisory lock and the describe are sent in one message,
+// as a pipeline of two statements (each reads the catalog as of its own
+// start, so the describe sees a table that the holder of the lock created
+// before releasing it). A new table then costs two round trips, a table
+// that fits one.
+func (Driver) EnsureOn(ctx context.Context, conn *sql.Conn, tx *sql.Tx, tg sink.Target, schema *arrow.Schema) error {
+	lock, args := lockTableSQL(ensureLock, tg.Table)
+	var results []*pgconn.Result
+	err := conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("connection is a %T, not of the pgx driver", dc)
+		}
+		b := &pgconn.Batch{}
+		params := make([][]byte, len(args))
+		for i, a := range args {
+			params[i] = []byte(a)
+		}
+		b.ExecParams(lock, params, nil, nil, nil)
+		b.ExecParams(describeSQL("$1", "$2::text"), [][]byte{[]byte(quoteTable(tg.Table)), []byte(schemaOf(tg.Table))}, nil, nil, nil)
+		var err error
+		results, err = c.Conn().PgConn().ExecBatch(ctx, b).ReadAll()
+		return err
+	})
+	if err != nil {
+		if len(results) == 0 || results[0].Err != nil {
+			return fmt.Errorf("lock table %s: %w", tg.Table, err)
+		}
+		return fmt.Errorf("describe table %s: %w", tg.Table, err)
+	}
+	if len(results) != 2 {
+		return fmt.Errorf("lock and describe table %s: %d results of 2 statements", tg.Table, len(results))
+	}
+	rows, i := results[1].Rows, -1
+	t, err := readDescribed(tg.Table, func() bool { i++; return i < len(rows) }, func(dest ...any) error { return scanText(rows[i], dest...) })
+	if err == nil {
+		t, err = described(tg.Table, t)
+	}
+	if err != nil {
+		return fmt.Errorf("describe table %s: %w", tg.Table, err)
+	}
+	return ensureDescribed(ctx, tx, tg, schema, t)
+}
+
+// ensureDescribed is the rest of Ensure once the lock is held and the
+// table described as t (nil: there is none): it creates the table, or
+// checks that it fits and adds the lineage columns it lacks.
+func ensureDescribed(ctx context.Context, tx *sql.Tx, tg sink.Target, schema *arrow.Schema, t *sink.Table) error {
 	if t == nil {
 		if _, err := tx.ExecContext(ctx, createSQL(tg, schema)); err != nil {
 			return fmt.Errorf("create table %s: %w", tg.Table, err)
@@ -659,10 +714,13 @@ func (w *writer) WriteUnder(ctx context.Context, tx *sql.Tx, name string, fileKe
 	return c, rowError(err)
 }
 
-// exists runs query, whose one row is one boolean, with args in tx. The
-// savepoint of WriteUnder that no statement has taken yet is taken in the
-// same round trip: the two are sent as one pipeline, and the query runs
-// only once the savepoint is taken.
+// exists runs query, whose one row is one boolean, with args (int64s) in
+// tx. The savepoint of WriteUnder that no statement has taken yet is taken
+// in the same round trip: the two are sent as one pipeline of unnamed
+// statements, and the query runs only once the savepoint is taken. They
+// are not prepared: through pgx's statement cache, a connection's first
+// batch was sent only after a round trip of its own that prepared the two
+// (the overlap's, and each worker's, first batch).
 func (w *writer) exists(ctx context.Context, tx *sql.Tx, query string, args ...any) (bool, error) {
 	var found bool
 	name := w.sp.Claim()
@@ -670,24 +728,33 @@ func (w *writer) exists(ctx context.Context, tx *sql.Tx, query string, args ...a
 		err := tx.QueryRowContext(ctx, query, args...).Scan(&found)
 		return found, err
 	}
+	params := make([][]byte, len(args))
+	for i, a := range args {
+		v, ok := a.(int64)
+		if !ok {
+			return false, fmt.Errorf("look-up argument %d is a %T, not an int64", i+1, a)
+		}
+		params[i] = strconv.AppendInt(nil, v, 10)
+	}
 	err := w.conn.Raw(func(dc any) error {
 		c, ok := dc.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("connection is a %T, not of the pgx driver", dc)
 		}
-		b := &pgx.Batch{}
-		b.Queue("SAVEPOINT " + name)
-		b.Queue(query, args...)
-		br := c.Conn().SendBatch(ctx, b)
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return fmt.Errorf("savepoint: %w", err)
-		}
-		if err := br.QueryRow().Scan(&found); err != nil {
-			br.Close()
+		b := &pgconn.Batch{}
+		b.ExecParams("SAVEPOINT "+name, nil, nil, nil, nil)
+		b.ExecParams(query, params, nil, nil, nil)
+		results, err := c.Conn().PgConn().ExecBatch(ctx, b).ReadAll()
+		if err != nil {
+			if len(results) == 0 || results[0].Err != nil {
+				return fmt.Errorf("savepoint: %w", err)
+			}
 			return err
 		}
-		return br.Close()
+		if len(results) != 2 || len(results[1].Rows) != 1 {
+			return fmt.Errorf("%d results of 2 statements", len(results))
+		}
+		return scanText(results[1].Rows[0], &found)
 	})
 	return found, err
 }
