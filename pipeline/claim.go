@@ -141,7 +141,7 @@ func (cl *claimer) claim(ctx context.Context) (claimed, error) {
 	if err != nil {
 		return stopped, err
 	}
-	if !cl.quick {
+	if !cl.quick && !cl.recorded {
 		if err := cl.rememberDigests(ctx, tx); err != nil {
 			return stopped, err
 		}
@@ -174,8 +174,9 @@ func (cl *claimer) claimUnlocked(ctx context.Context) (*ledger.Operation, claime
 	if !settles(dd.decision) || dd.decision == ledger.Busy {
 		return op, claimed{decision: dd.decision}, false, nil
 	}
-	if !cl.quick {
-		// The file was hashed: remember it, so the next run need not.
+	if !cl.quick && !cl.recorded {
+		// The file was hashed: remember it, so the next run need not
+		// (a rehash that found what the quick check records changes nothing).
 		if err := cl.rememberDigests(ctx, cl.e.st.DB); err != nil && !cl.e.st.Driver.Locked(err) {
 			return nil, claimed{}, true, err
 		}

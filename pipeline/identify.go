@@ -56,6 +56,10 @@ type identity struct {
 	stat    ledger.FileStat // the quick check's key: size and time (and path, inode) of the file as identify saw it
 	digests reader.Digests  // the file's, whatever identity it is imported under
 	quick   bool            // the digests came from the quick check, not from hashing
+	// recorded: the quick check already records digests for stat, as they
+	// are (a rehash that confirmed them), so the claim has nothing to
+	// remember and the run need not write to the ledger.
+	recorded bool
 }
 
 // tooYoungError stops a run whose file is too recently modified
@@ -110,7 +114,7 @@ func (s *identifier) identify(ctx context.Context) (identity, *speculation, erro
 	if err != nil {
 		return identity{}, h.spec, err
 	}
-	return identity{id: id, op: checkpoint.Op{Table: id.Key.Table, FileID: id.Key.FileID}, stat: at.stat, digests: h.digests, quick: h.quick}, h.spec, nil
+	return identity{id: id, op: checkpoint.Op{Table: id.Key.Table, FileID: id.Key.FileID}, stat: at.stat, digests: h.digests, quick: h.quick, recorded: h.recorded}, h.spec, nil
 }
 
 // locate finds the file and its format: a stream is spooled (it cannot be
@@ -185,11 +189,13 @@ func (s *identifier) openSpool(comp reader.Compression) error {
 }
 
 // hashed is what hash found: the file's digests, whether the quick check
-// gave them, and the plan pass started on the hash's read, if any.
+// gave them or recorded them as they are (see identity.recorded), and the
+// plan pass started on the hash's read, if any.
 type hashed struct {
-	digests reader.Digests
-	quick   bool
-	spec    *speculation
+	digests  reader.Digests
+	quick    bool
+	recorded bool
+	spec     *speculation
 }
 
 // hash returns the file's digests and whether the quick check gave them.
@@ -214,10 +220,12 @@ func (s *identifier) hash(ctx context.Context, at located) (hashed, error) {
 	// without tables: it holds no quick check, and the hash starts while
 	// the migrations run.
 	known := false
+	var recorded reader.Digests // as the quick check's row holds them
 	if s.st.DB != nil && !s.st.Migrating() && !s.in.streaming && (!s.req.Rehash || (s.in.obj == nil && at.comp == reader.None)) {
 		if d.Stored, d.Content, err = s.knownDigests(ctx, at.stat); err != nil {
 			return hashed{digests: d}, err
 		}
+		recorded = d
 		if d.Content == "" && at.comp == reader.None {
 			d.Content = d.Stored // recorded by an older version: the same for uncompressed files
 		}
@@ -241,7 +249,10 @@ func (s *identifier) hash(ctx context.Context, at located) (hashed, error) {
 			s.req.progress(Progress{Phase: "hash", Bytes: n, TotalBytes: at.size})
 		})
 	}
-	return hashed{digests: d, spec: spec}, err
+	// A rehash that finds the digests the quick check's row holds for this
+	// very stat leaves the row as it is; one recorded by an older version,
+	// without the content digest, is completed.
+	return hashed{digests: d, spec: spec, recorded: known && err == nil && d == recorded}, err
 }
 
 // hashAndPlan hashes and plans on one read: the plan pass follows the

@@ -44,9 +44,37 @@ func TestRehashOfKnownFile(t *testing.T) {
 		if ident.quick || spec != nil {
 			t.Fatalf("rehash of a known file: from the quick check %v, plan pass started %v; want hashed alone", ident.quick, spec != nil)
 		}
+		if !ident.recorded {
+			t.Fatal("rehash of a known file that found its recorded digests: not taken as recorded")
+		}
+		// The quick check's row is left as it is: its time, set here to
+		// one no run writes, stays.
+		if _, err := e.st.DB.ExecContext(ctx, `UPDATE idemport_quickcheck SET checked_at = 7`); err != nil {
+			t.Fatal(err)
+		}
 		res := e.Import(ctx, Request{Path: csv, Mapping: Mapping{Table: "prices"}, Rehash: true})
 		if res.Err != nil || res.Outcome != Duplicate || res.QuickCheck {
 			t.Fatalf("rehashed rerun: %+v %v", res, res.Err)
+		}
+		var checked int64
+		if err := e.st.DB.QueryRowContext(ctx, `SELECT checked_at FROM idemport_quickcheck`).Scan(&checked); err != nil || checked != 7 {
+			t.Fatalf("a rehash that confirmed the quick check wrote its row again: checked_at %d %v", checked, err)
+		}
+	})
+
+	t.Run("recorded without content", func(t *testing.T) {
+		// A row an older version recorded has no content digest: the
+		// rehash completes it, although the stored digest matches.
+		if _, err := e.st.DB.ExecContext(ctx, `UPDATE idemport_quickcheck SET content_digest = NULL`); err != nil {
+			t.Fatal(err)
+		}
+		res := e.Import(ctx, Request{Path: csv, Mapping: Mapping{Table: "prices"}, Rehash: true})
+		if res.Err != nil || res.Outcome != Duplicate || res.QuickCheck {
+			t.Fatalf("rehashed rerun: %+v %v", res, res.Err)
+		}
+		var content string
+		if err := e.st.DB.QueryRowContext(ctx, `SELECT coalesce(content_digest, '') FROM idemport_quickcheck`).Scan(&content); err != nil || content != first.ContentDigest {
+			t.Fatalf("content digest of the quick check's row after the rehash: %q %v, want %q", content, err, first.ContentDigest)
 		}
 	})
 
@@ -73,6 +101,10 @@ func TestRehashOfKnownFile(t *testing.T) {
 		res := e.Import(ctx, again)
 		if res.Err != nil || res.Outcome != Imported || res.QuickCheck || res.Rows.Inserted != 3 || res.ContentDigest == old {
 			t.Fatalf("rehash of a file changed where its stat cannot tell: %+v %v", res, res.Err)
+		}
+		var stored string
+		if err := e.st.DB.QueryRowContext(ctx, `SELECT digest FROM idemport_quickcheck`).Scan(&stored); err != nil || stored != res.ContentDigest {
+			t.Fatalf("the quick check's row after a rehash found other digests: %q %v, want %q", stored, err, res.ContentDigest)
 		}
 		var n int
 		if err := e.st.DB.QueryRowContext(ctx, `SELECT count(*) FROM prices WHERE price = 31`).Scan(&n); err != nil || n != 1 {
