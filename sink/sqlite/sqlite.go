@@ -417,7 +417,9 @@ func createSQL(tg sink.Target, schema *arrow.Schema) []string {
 // re-prepared per transaction. In ordinal mode one step of
 // INSERT … SELECT … FROM the batch table writes a whole batch; natural keys
 // go one row per step: a plain insert first while most rows are new, and
-// for a row whose key is stored, a probe that classifies it, then the upsert.
+// for a row whose key is stored, a probe that classifies it, then the upsert;
+// while every row of the last batch was new, a batch is first inserted whole
+// in one step, as in ordinal mode.
 type writer struct {
 	conn    *sql.Conn // the connection the statements are prepared on
 	tg      sink.Target
@@ -425,7 +427,12 @@ type writer struct {
 	verCol  int     // schema position of the version column, or -1
 	upsert  *stmt
 	insert  *stmt // a plain INSERT: ordinal mode, for batches none of whose keys is stored; natural keys, tried first
-	probe   *stmt // natural-key mode: is the key stored, is the stored row newer, and (with rekey) is its key written otherwise?
+	// insertAll is natural-key mode's plain INSERT of a whole batch from
+	// the batch table, tried while allNew holds: a stored key (or any row
+	// the table refuses) fails the statement, which changes nothing, and
+	// the batch goes row by row.
+	insertAll *stmt
+	probe     *stmt // natural-key mode: is the key stored, is the stored row newer, and (with rekey) is its key written otherwise?
 	// rekey is the upsert that also writes the key's text, for a row whose
 	// key is stored as a decimal equal in value but written otherwise (1.5
 	// for the row's 1.50); nil unless a key column holds decimals. The
@@ -433,7 +440,7 @@ type writer struct {
 	// the index entries of every column an UPDATE sets.
 	rekey *stmt
 	cols  *colBuffers
-	batch batch // ordinal mode: what the batch table reads
+	batch batch // what the batch table reads
 	// floatText gives, for each float64 column of the file going into a
 	// decimal or text column, that column's kind (else Unknown): such
 	// floats are bound as their text (sink.FloatText), which SQLite would
@@ -443,6 +450,12 @@ type writer struct {
 	// key stored already: then the next batch skips the plain insert,
 	// which would fail for most of its rows.
 	stored bool
+	// allNew is whether every row of the last natural-key batch was new
+	// (at first: true): then the next is tried with insertAll. A batch
+	// with one stored key costs its failed statement and is written again
+	// row by row, and the batches after it go row by row until one is all
+	// new again, so that a delta of new and stored keys pays that once.
+	allNew bool
 	// ckpt runs the automatic checkpoints of the connection's write-ahead
 	// log on a thread of its own while the writer lives (ckpt.c).
 	ckpt *checkpointer
@@ -475,7 +488,7 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	if tg.Ordinal() {
 		sw, err = w.prepareOrdinal(ctx, conn, db, schema, st)
 	} else {
-		sw, err = w.prepareNatural(conn, db, schema, st)
+		sw, err = w.prepareNatural(ctx, conn, db, schema, st)
 	}
 	if err != nil {
 		return sw, err
@@ -597,11 +610,7 @@ func (w *writer) prepareOrdinal(ctx context.Context, conn *sql.Conn, db *rawHand
 	if err := register(ctx, conn, db, n); err != nil {
 		return nil, err
 	}
-	sel := []string{"f", "r"}
-	for i := range n {
-		sel = append(sel, fmt.Sprintf("c%d", i))
-	}
-	insert += "SELECT " + strings.Join(sel, ", ") + " FROM " + batchTable(n) + " WHERE batch = ?1"
+	insert += batchSelect(n)
 	if w.insert, err = prepare(conn, db, insert); err != nil {
 		return nil, err
 	}
@@ -613,16 +622,34 @@ func (w *writer) prepareOrdinal(ctx context.Context, conn *sql.Conn, db *rawHand
 	return w, nil
 }
 
+// batchSelect is the SELECT of a batch of ncols columns from the batch
+// table, in the order of the writer's INSERT: file key, ordinal, columns.
+func batchSelect(ncols int) string {
+	sel := []string{"f", "r"}
+	for i := range ncols {
+		sel = append(sel, fmt.Sprintf("c%d", i))
+	}
+	return "SELECT " + strings.Join(sel, ", ") + " FROM " + batchTable(ncols) + " WHERE batch = ?1"
+}
+
 // prepareNatural prepares the natural keys' statements: one row per step,
-// each counted exactly.
-func (w *writer) prepareNatural(conn *sql.Conn, db *rawHandle, schema *arrow.Schema, st statements) (sink.Writer, error) {
+// each counted exactly, and the insert of a whole batch of new keys.
+func (w *writer) prepareNatural(ctx context.Context, conn *sql.Conn, db *rawHandle, schema *arrow.Schema, st statements) (sink.Writer, error) {
 	var err error
 	tg, table, insert, cols, key, rekey, onConflict, data := w.tg, st.table, st.insert, st.cols, st.key, st.rekey, st.onConflict, st.data
+	if err := register(ctx, conn, db, len(schema.Fields())); err != nil {
+		return nil, err
+	}
+	if w.insertAll, err = prepare(conn, db, insert+batchSelect(len(schema.Fields()))); err != nil {
+		return nil, err
+	}
 	insert += "VALUES (" + strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",") + ")"
 	if w.insert, err = prepare(conn, db, insert); err != nil {
+		w.insertAll.close()
 		return nil, err
 	}
 	if w.upsert, err = prepare(conn, db, insert+onConflict(data)); err != nil {
+		w.insertAll.close()
 		w.insert.close()
 		return nil, err
 	}
@@ -642,18 +669,20 @@ func (w *writer) prepareNatural(conn *sql.Conn, db *rawHandle, schema *arrow.Sch
 	if len(rekey) > 0 {
 		sel += ", (" + strings.Join(stored, ", ") + ") IS NOT (" + strings.Join(incoming, ", ") + ")"
 		if w.rekey, err = prepare(conn, db, insert+onConflict(append(slices.Clone(data), rekey...))); err != nil {
+			w.insertAll.close()
 			w.insert.close()
 			w.upsert.close()
 			return nil, err
 		}
 	}
 	if w.probe, err = prepare(conn, db, "SELECT "+sel+" FROM "+table+" WHERE "+strings.Join(where, " AND ")); err != nil {
+		w.insertAll.close()
 		w.insert.close()
 		w.upsert.close()
 		w.rekey.close()
 		return nil, err
 	}
-	w.cols = newColBuffers(len(schema.Fields()))
+	w.cols, w.batch, w.allNew = newColBuffers(len(schema.Fields())), newBatch(), true
 	return w, nil
 }
 
@@ -723,6 +752,17 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		}
 		return total, nil
 	}
+	if w.allNew {
+		switch inserted, err := w.insertBatch(ctx, fileKey, ordinals); {
+		case err == nil:
+			total.Inserted = inserted
+			return total, nil
+		case !errors.As(err, new(*sink.RowError)):
+			return total, err
+		}
+		// A stored key, or a row the table refuses: row by row, which
+		// counts each and names the row.
+	}
 	ins := w.insert
 	if w.stored {
 		ins = nil
@@ -741,7 +781,25 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	}
 	total.Inserted, total.Updated, total.Unchanged, total.Stale = c[0], c[1], c[2], c[3]
 	w.stored = 2*total.Inserted < int64(n)
+	w.allNew = total.Inserted == int64(n)
 	return total, nil
+}
+
+// insertBatch inserts the natural-key batch of w.cols whole, in one step of
+// insertAll, and returns the rows inserted: all of them, each counted as the
+// row-by-row insert counts it (inserted when its step succeeds), or none (a
+// failed statement changes nothing).
+func (w *writer) insertBatch(ctx context.Context, fileKey int64, ordinals []int64) (int64, error) {
+	err := w.insertAll.inTx(ctx, w.conn, func() error {
+		if _, failed, err := w.insertAll.run(w.batch, w.cols, fileKey, ordinals); err != nil {
+			return fmt.Errorf("write row %d into %s: %w", ordinals[failed], w.tg.Table, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return int64(len(ordinals)), nil
 }
 
 // existing counts the target rows already present for these ordinals.
@@ -778,6 +836,7 @@ func (w *writer) Close() error {
 	w.ckpt = nil
 	w.upsert.close()
 	w.insert.close()
+	w.insertAll.close()
 	w.probe.close()
 	w.rekey.close()
 	if w.cols != nil {

@@ -333,6 +333,49 @@ func TestNaturalKeyInsertsFirst(t *testing.T) {
 	drivertest.WantTable(t, "nk after failed writes", f.Table("nk", "id", "id", "s", "_idemport_file", "_idemport_row"), want...)
 }
 
+// TestNaturalKeyNewBatchInOneStep: with natural keys, a batch of new keys,
+// while the last batch's were all new, goes in whole in one statement step,
+// probing and inserting nothing row by row. A batch with a stored key fails
+// that step, which changes nothing, and is written row by row, each row
+// counted exactly (the rows before the stored key inserted once); the next
+// batch goes row by row, and once one is all new the one after it is
+// inserted whole again. A row the table refuses fails the step and then
+// its own insert, named.
+func TestNaturalKeyNewBatchInOneStep(t *testing.T) {
+	f := drivertest.Open(t, open(t))
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("s"), drivertest.TS("at"))
+	f.Exec(`CREATE TABLE nk (id INTEGER PRIMARY KEY, s TEXT CHECK (s <> 'bad'), at TIMESTAMP, _idemport_file INTEGER, _idemport_row INTEGER)`)
+	w := f.Writer(sink.Target{Table: "nk", Key: []string{"id"}}, s).(*writer)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	step := func(name string, rec arrow.RecordBatch, ords []int64, want idemtype.Rows, whole, rows int) {
+		t.Helper()
+		wholeBefore, rowsBefore := w.insertAll.runs(), w.insert.runs()
+		drivertest.WantRows(t, name, f.Write(w, 1, rec, ords), want)
+		if got := w.insertAll.runs() - wholeBefore; got != whole {
+			t.Errorf("%s: %d steps of the whole batch's insert, want %d", name, got, whole)
+		}
+		if got := w.insert.runs() - rowsBefore; got != rows {
+			t.Errorf("%s: %d row inserts, want %d", name, got, rows)
+		}
+	}
+	step("new keys", drivertest.Batch(t, s, []any{1, "a", at}, []any{2, "b", at}, []any{3, "c", at}),
+		drivertest.Seq(1, 3), idemtype.Rows{Read: 3, Inserted: 3}, 1, 0)
+	step("a stored key after new ones", drivertest.Batch(t, s, []any{4, "d", at}, []any{5, "e", at}, []any{2, "B", at}, []any{6, "f", at}),
+		drivertest.Seq(4, 7), idemtype.Rows{Read: 4, Inserted: 3, Updated: 1}, 1, 4)
+	step("new keys after a stored one", drivertest.Batch(t, s, []any{7, "g", at}, []any{8, "h", at}),
+		drivertest.Seq(8, 9), idemtype.Rows{Read: 2, Inserted: 2}, 0, 2)
+	step("new keys again", drivertest.Batch(t, s, []any{9, "i", at}, []any{10, "j", at}),
+		drivertest.Seq(10, 11), idemtype.Rows{Read: 2, Inserted: 2}, 1, 0)
+	want := []string{"1|'a'|1", "2|'B'|6", "3|'c'|3", "4|'d'|4", "5|'e'|5", "6|'f'|7", "7|'g'|8", "8|'h'|9", "9|'i'|10", "10|'j'|11"}
+	drivertest.WantTable(t, "nk", f.Table("nk", "id", "id", "s", "_idemport_row"), want...)
+
+	bad := drivertest.Batch(t, s, []any{20, "x", at}, []any{21, "bad", at}, []any{22, "y", at})
+	if err := writeErr(t, f, w, 2, bad, drivertest.Seq(1, 3)); err == nil || !strings.Contains(err.Error(), "row 2 ") || !strings.Contains(err.Error(), "CHECK") {
+		t.Errorf("new key breaking a CHECK: %v, want an error naming row 2 and the CHECK constraint", err)
+	}
+	drivertest.WantTable(t, "nk after a failed write", f.Table("nk", "id", "id", "s", "_idemport_row"), want...)
+}
+
 // TestWritersShareConnection: writers of the same and of different widths
 // on one connection each keep working, whichever was made last.
 func TestWritersShareConnection(t *testing.T) {
