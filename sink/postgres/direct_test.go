@@ -261,9 +261,7 @@ func TestNaturalKeyDirectCopiesDeadlock(t *testing.T) {
 				}
 				done <- c
 			}()
-			for setup.Int(`SELECT count(*) FROM pg_stat_activity WHERE pid = ? AND wait_event_type = 'Lock'`, pidB) == 0 {
-				time.Sleep(10 * time.Millisecond)
-			}
+			awaitLockWait(t, setup.Env.DB, int(pidB), done)
 			// Waits for b's key 1: a deadlock.
 			c, err := wa.Write(a.Ctx, txa, 1, drivertest.Batch(t, s, []any{1, "a"}), drivertest.Ords(2))
 			if err == nil {

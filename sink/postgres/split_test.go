@@ -3,7 +3,6 @@ package postgres
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
@@ -93,6 +92,7 @@ func TestNaturalKeyDeltaSplitRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tx.Rollback() // on failure: other's connection closes once it ends
 	if _, err := tx.ExecContext(other.Ctx, `INSERT INTO race (id, name) VALUES (3, 'theirs')`); err != nil {
 		t.Fatal(err)
 	}
@@ -107,9 +107,7 @@ func TestNaturalKeyDeltaSplitRace(t *testing.T) {
 		c, n := writeDirect(t, f, w, "race", 2, drivertest.Batch(t, s, []any{1, "ONE"}, []any{2, "two"}, []any{3, "three"}, []any{4, "four"}), drivertest.Seq(1, 4))
 		done <- result{c, n}
 	}()
-	for other.Int(`SELECT count(*) FROM pg_stat_activity WHERE pid = ? AND wait_event_type = 'Lock'`, pid) == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	awaitLockWait(t, other.Env.DB, int(pid), done)
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
