@@ -271,7 +271,7 @@ func parseDelimiter(given string) (byte, error) {
 	if d == `\t` || d == "tab" {
 		d = "\t"
 	}
-	if len(d) != 1 || d == `"` || d == "\n" || d == "\r" {
+	if len(d) != 1 || d[0] >= 0x80 || d == `"` || d == "\n" || d == "\r" {
 		return 0, usageError{fmt.Errorf("--delimiter %q: want one ASCII character other than a quote or line end", given)}
 	}
 	return d[0], nil
