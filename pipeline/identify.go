@@ -90,6 +90,9 @@ func (s *identifier) identify(ctx context.Context) (identity, *speculation, erro
 	if err := s.req.Mapping.Check(); err != nil {
 		return identity{}, nil, err
 	}
+	if _, _, err := s.st.Driver.Limits().SplitTable(s.req.Mapping.Table); err != nil {
+		return identity{}, nil, &UsageError{Err: err}
+	}
 	if s.req.Replace && (s.req.FileID == "" || strings.Contains(s.req.FileID, "{digest}")) {
 		return identity{}, nil, usagef("--replace needs a --file-id that names the file, such as --file-id '{path}' or '{name}': a file known by its content (the default) has no other version to replace")
 	}

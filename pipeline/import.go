@@ -310,7 +310,7 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	}
 	r.claimed = c
-	r.tables = newTables(r.req, r.target, r.identity, c, r.e.st.Driver.Limits().QualifiedNames)
+	r.tables = newTables(r.req, r.target, r.identity, c, r.e.st.Driver.Limits())
 	r.log.Info("claimed", "decision", c.decision.String(), "recovered_from", r.attempt.RecoveredFrom)
 	if err := r.e.st.Hit("after-claim"); err != nil {
 		return r.abandon(ctx, err)

@@ -36,15 +36,14 @@ type tables struct {
 }
 
 // newTables returns the tables of the import of req into target under
-// ident, as claimed by c. qualified says the driver qualifies table names
-// with a schema (sink.Limits.QualifiedNames).
-func newTables(req Request, target sink.Target, ident identity, c claimed, qualified bool) tables {
-	t := tables{stage: beside(sink.StagePrefix, ident.id, target, qualified), write: target, asOf: asOf(req.AsOf, ident.stat)}
+// ident, as claimed by c, named as a database of limits l reads names.
+func newTables(req Request, target sink.Target, ident identity, c claimed, l sink.Limits) tables {
+	t := tables{stage: beside(sink.StagePrefix, ident.id, target, l), write: target, asOf: asOf(req.AsOf, ident.stat)}
 	if req.Mapping.Atomic {
 		t.seen = t.stage
 		t.write.Table = t.stage
 	} else {
-		t.seen = beside("_idemport_seen_", ident.id, target, qualified)
+		t.seen = beside("_idemport_seen_", ident.id, target, l)
 	}
 	t.keysSeen = (req.Mapping.Snapshot != nil || c.replacing()) && !target.Ordinal() && !req.Mapping.Atomic
 	return t
@@ -61,15 +60,12 @@ func asOf(at time.Time, stat ledger.FileStat) int64 {
 
 // beside names a table of the operation of id, prefix and the operation's
 // hash, beside the target table (in its schema, where table names are
-// qualified).
-func beside(prefix string, id ledger.Identity, target sink.Target, qualified bool) string {
+// qualified: read and written as the driver reads them, l.SplitTable).
+func beside(prefix string, id ledger.Identity, target sink.Target, l sink.Limits) string {
 	name := prefix + strconv.FormatUint(uint64(FileKey(id.Table+"\x00"+id.FileID)), 16)
-	if qualified {
-		for i := len(target.Table) - 1; i >= 0; i-- {
-			if target.Table[i] == '.' {
-				return target.Table[:i+1] + name
-			}
-		}
+	schema, _, err := l.SplitTable(target.Table)
+	if err != nil { // refused before the import named its tables (identify)
+		return name
 	}
-	return name
+	return l.JoinTable(schema, name)
 }

@@ -429,8 +429,11 @@ type Limits struct {
 	// MaxNameBytes bounds an identifier's length in bytes (each part of a
 	// qualified table name); 0 means no limit.
 	MaxNameBytes int
-	// QualifiedNames says a dotted table name is schema.table.
+	// QualifiedNames says a dotted table name is schema.table, read by
+	// SplitTable, and NameQuotes are the characters that may quote a
+	// part of it.
 	QualifiedNames bool
+	NameQuotes     string
 	// FoldsCase says names that differ only in ASCII case are one name.
 	FoldsCase bool
 	// JSONB says json columns are created as PostgreSQL jsonb.
@@ -487,16 +490,16 @@ func (l Limits) KeyChars(n int) int {
 
 // CheckTable reports a table name the database cannot hold as it is
 // written (it would be cut short, and names alike at their start would
-// share one table).
+// share one table), or one SplitTable refuses.
 func (l Limits) CheckTable(table string) error {
 	if l.MaxNameBytes == 0 {
 		return nil
 	}
-	parts := []string{table}
-	if l.QualifiedNames {
-		parts = strings.Split(table, ".")
+	schema, name, err := l.SplitTable(table)
+	if err != nil {
+		return err
 	}
-	for _, p := range parts {
+	for _, p := range []string{schema, name} {
 		if len(p) > l.MaxNameBytes {
 			return fmt.Errorf("table name %q is %d bytes, over the database's limit of %d bytes for a name; give a shorter one with --table", p, len(p), l.MaxNameBytes)
 		}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/idemport/idemport/checkpoint"
@@ -185,10 +184,8 @@ func (o *Operator) ownTables(ctx context.Context, current string) (mine, live ma
 func (o *Operator) workTables(current string, op ledger.Operation) [2]string {
 	h := strconv.FormatUint(uint64(pipeline.FileKey(op.Table+"\x00"+op.FileID)), 16)
 	schema := current
-	if o.st.Driver.Limits().QualifiedNames {
-		if i := strings.LastIndexByte(op.Table, '.'); i >= 0 {
-			schema = strings.Trim(op.Table[:i], `"`)
-		}
+	if s, _, err := o.st.Driver.Limits().SplitTable(op.Table); err == nil && s != "" {
+		schema = s
 	}
 	if schema != "" {
 		schema += "."

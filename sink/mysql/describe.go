@@ -114,7 +114,10 @@ const describeAttempts = 50
 // read go to the server in one message (read), one round trip where
 // there were four.
 func (d Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, error) {
-	db, table := splitName(name)
+	db, table, err := readName(name)
+	if err != nil {
+		return nil, err
+	}
 	var last string // what the last attempt read, and the definition it was checked against
 	for range describeAttempts {
 		t, saw, def, err := d.read(ctx, qr, name, db, table)

@@ -187,44 +187,36 @@ func (Driver) KeyArg(v any) any {
 	return fmt.Sprint(v)
 }
 
-// splitName returns the database (empty for the current one) and the
-// table of a possibly quoted, possibly database-qualified name.
+// nameQuotes quote a part of a table name: "a.b" and `a.b` are one name.
+const nameQuotes = "\"`"
+
+// readName is how every statement reads a table name: its database
+// (empty for the current one) and table, unquoted (sink.SplitTable), or
+// why the name is refused.
+func readName(name string) (db, table string, err error) {
+	return sink.SplitTable(name, nameQuotes)
+}
+
+// splitName is readName for a statement's text: a name readName refuses,
+// which Describe and TableExists report and the import refused before
+// any statement, is read as one table name, naming no other table.
 func splitName(name string) (db, table string) {
-	var parts []string
-	var cur strings.Builder
-	var quote byte
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case quote != 0 && c == quote && i+1 < len(name) && name[i+1] == quote:
-			cur.WriteByte(c)
-			i++
-		case quote != 0 && c == quote:
-			quote = 0
-		case quote != 0:
-			cur.WriteByte(c)
-		case c == '"' || c == '`':
-			quote = c
-		case c == '.':
-			parts = append(parts, cur.String())
-			cur.Reset()
-		default:
-			cur.WriteByte(c)
-		}
+	db, table, err := readName(name)
+	if err != nil {
+		return "", name
 	}
-	parts = append(parts, cur.String())
-	if len(parts) == 1 {
-		return "", parts[0]
-	}
-	return parts[len(parts)-2], parts[len(parts)-1]
+	return db, table
 }
 
 // TableExists implements sink.Driver. Names compare byte by byte, as the
 // server finds tables on a file system that tells case apart.
 func (Driver) TableExists(ctx context.Context, qr sink.Querier, name string) (bool, error) {
-	db, table := splitName(name)
+	db, table, err := readName(name)
+	if err != nil {
+		return false, err
+	}
 	var n int
-	err := qr.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables
+	err = qr.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables
 		WHERE table_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(table_name AS BINARY) = CAST(? AS BINARY)`, db, table).Scan(&n)
 	return n > 0, err
 }

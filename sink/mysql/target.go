@@ -10,6 +10,6 @@ import (
 // 3,072 bytes, 4 for each character of text (keyBytes, charBytes); a key
 // column is not widened (Widen).
 func (Driver) Limits() sink.Limits {
-	return sink.Limits{MaxColumns: 1017, Reserved: 2, MaxNameBytes: 64, QualifiedNames: true, FoldsCase: true,
+	return sink.Limits{MaxColumns: 1017, Reserved: 2, MaxNameBytes: 64, QualifiedNames: true, NameQuotes: nameQuotes, FoldsCase: true,
 		KeyBytes: keyBytes, CharBytes: charBytes, Rules: valueRules, DDLCommits: true, FixedKeys: true}
 }

@@ -238,13 +238,27 @@ func (Driver) QuoteTable(name string) string { return quoteTable(name) }
 // q quotes one name, dots included.
 func q(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
-// quoteTable quotes a table name part by part.
+// nameQuotes quote a part of a table name: "a.b" is one name.
+const nameQuotes = `"`
+
+// splitTable is how every statement reads a table name: its schema (""
+// when unqualified) and table, unquoted (sink.SplitTable).
+func splitTable(name string) (schema, table string, err error) {
+	return sink.SplitTable(name, nameQuotes)
+}
+
+// quoteTable quotes a table name part by part, as splitTable reads it. A
+// name it refuses, which the import refused before any statement, is
+// quoted whole, naming no other table.
 func quoteTable(name string) string {
-	parts := strings.Split(name, ".")
-	for i, p := range parts {
-		parts[i] = q(p)
+	schema, table, err := splitTable(name)
+	switch {
+	case err != nil:
+		return q(name)
+	case schema == "":
+		return q(table)
 	}
-	return strings.Join(parts, ".")
+	return q(schema) + "." + q(table)
 }
 
 // quoteList quotes each name, prefixed (e.g. "excluded."), and joins them
@@ -358,15 +372,21 @@ func (d Driver) LockTable(ctx context.Context, tx *sql.Tx, what, table string) e
 	return err
 }
 
-// lockTableSQL is LockTable's statement and its arguments: a qualified
-// name's lock is Lock's of what and the name.
+// lockTableSQL is LockTable's statement and its arguments, the name read
+// as splitTable reads it: a qualified name's lock is Lock's of what and
+// schema.table. A name splitTable refuses, which the import refused
+// before any statement, is locked as given, naming no other table.
 func lockTableSQL(what, table string) (string, []string) {
-	if strings.Contains(table, ".") {
+	schema, name, err := splitTable(table)
+	switch {
+	case err != nil:
 		return lockSQL, []string{what + " " + table}
+	case schema != "":
+		return lockSQL, []string{what + " " + schema + "." + name}
 	}
 	return `SELECT pg_advisory_xact_lock(hashtextextended($1 || coalesce(
 		(SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($2)), current_schema(), '') || '.' || $3, 0))`,
-		[]string{what + " ", quoteTable(table), table}
+		[]string{what + " ", quoteTable(table), name}
 }
 
 // lockSQL is Lock's statement, the key its argument.
@@ -385,5 +405,5 @@ func (Driver) SkipLocked(of string) (string, bool) {
 // many), names of at most 63 bytes (NAMEDATALEN - 1), quoted names that
 // keep their case, and json as jsonb.
 func (Driver) Limits() sink.Limits {
-	return sink.Limits{MaxColumns: 1600, Reserved: 2, MaxNameBytes: 63, QualifiedNames: true, JSONB: true, Rules: valueRules}
+	return sink.Limits{MaxColumns: 1600, Reserved: 2, MaxNameBytes: 63, QualifiedNames: true, NameQuotes: nameQuotes, JSONB: true, Rules: valueRules}
 }

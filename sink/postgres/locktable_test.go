@@ -75,15 +75,15 @@ func TestLockTableIsTheSchemas(t *testing.T) {
 
 // TestHoldColumnsQuotedName: a table name with double quotes around a dot
 // names one table for HoldColumns, HoldColumnsVersion and ColumnsVersion,
-// read as every PostgreSQL statement reads it (quoteTable: schema, dot,
-// table, each quote a character of its part): each holds or reads that
-// table, as another session's ACCESS EXCLUSIVE lock on it, not available
-// while they hold it, shows.
+// read as every PostgreSQL statement reads it (splitTable: a dot inside
+// quotes is part of the name): each holds or reads that table, as another
+// session's ACCESS EXCLUSIVE lock on it, not available while they hold
+// it, shows.
 func TestHoldColumnsQuotedName(t *testing.T) {
 	ctx := t.Context()
 	db, _ := pgtest.Open(t)
-	schema := `"` + pgtest.Name()
-	name := schema + `.ted"` // "idemport_test_….ted": schema "idemport_test_…, table ted"
+	schema := pgtest.Name()
+	name := `"` + schema + `"."a.ted"` // schema idemport_test_…, table a.ted
 	if _, err := db.ExecContext(ctx, `CREATE SCHEMA `+q(schema)+`; CREATE TABLE `+quoteTable(name)+` (id bigint PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestHoldColumnsQuotedName(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer other.Rollback()
-		if _, err := other.ExecContext(ctx, `LOCK TABLE `+q(schema)+`."ted""" IN ACCESS EXCLUSIVE MODE NOWAIT`); !lockNotAvailable(err) {
+		if _, err := other.ExecContext(ctx, `LOCK TABLE `+q(schema)+`."a.ted" IN ACCESS EXCLUSIVE MODE NOWAIT`); !lockNotAvailable(err) {
 			return fmt.Errorf("the ALTER TABLE lock: %v, want lock_not_available", err)
 		}
 		return nil

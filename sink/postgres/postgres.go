@@ -104,6 +104,9 @@ func limits(c *sink.Column, typname string, typmod int) {
 // no such table; for a schema-qualified name, that fails with
 // sink.ErrNoSchema when the schema does not exist either.
 func describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, error) {
+	if _, _, err := splitTable(name); err != nil {
+		return nil, err
+	}
 	rows, err := qr.QueryContext(ctx, describeSQL("$1", "$2::text"), quoteTable(name), schemaOf(name))
 	if err != nil {
 		return nil, fmt.Errorf("describe table %s: %w", name, err)
@@ -122,7 +125,7 @@ func describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, e
 // schemaOf is the quoted schema of a schema-qualified table name, the
 // second argument of describeSQL, or "" for an unqualified one.
 func schemaOf(name string) string {
-	if schema, _, ok := strings.Cut(name, "."); ok {
+	if schema, _, _ := splitTable(name); schema != "" {
 		return q(schema)
 	}
 	return ""
@@ -202,7 +205,7 @@ func described(name string, t *sink.Table) (*sink.Table, error) {
 	if len(t.Columns) > 0 {
 		return t, nil
 	}
-	if schema, _, ok := strings.Cut(name, "."); ok && t.Name == "" {
+	if schema, _, _ := splitTable(name); schema != "" && t.Name == "" {
 		return nil, fmt.Errorf("--table %s: %w %q in this database; create it first (CREATE SCHEMA %s), or name another", name, sink.ErrNoSchema, schema, q(schema))
 	}
 	return nil, nil
@@ -1256,9 +1259,17 @@ func (w *writer) copyInto(ctx context.Context, rec arrow.RecordBatch, fileKey in
 	return nil
 }
 
-// identifier splits a possibly schema-qualified table name for pgx.
+// identifier is a possibly schema-qualified table name for pgx, read as
+// splitTable reads it.
 func identifier(table string) pgx.Identifier {
-	return pgx.Identifier(strings.Split(table, "."))
+	schema, name, err := splitTable(table)
+	switch {
+	case err != nil:
+		return pgx.Identifier{table}
+	case schema == "":
+		return pgx.Identifier{name}
+	}
+	return pgx.Identifier{schema, name}
 }
 
 // source feeds a batch to CopyFrom row by row.

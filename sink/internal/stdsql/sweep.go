@@ -160,9 +160,9 @@ func EnsureSeen(ctx context.Context, tx *sql.Tx, d sink.Driver, table string, ke
 	if err := d.Ensure(ctx, tx, sink.Target{Table: table}, schema); err != nil {
 		return err
 	}
-	name := table
-	if i := strings.LastIndexByte(name, '.'); i >= 0 && d.Limits().QualifiedNames {
-		name = name[i+1:]
+	_, name, err := d.Limits().SplitTable(table)
+	if err != nil {
+		return err
 	}
 	cols := make([]string, len(key))
 	for i, k := range key {
