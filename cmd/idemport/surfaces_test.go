@@ -191,6 +191,25 @@ func TestMissingSchemaIsAUsageError(t *testing.T) {
 	}
 }
 
+// TestTableOfThreePartsIsAUsageError imports with --table a.b.c on
+// PostgreSQL and MariaDB: exit 2, a line naming the flag and the name,
+// and no operation left in the ledger.
+func TestTableOfThreePartsIsAUsageError(t *testing.T) {
+	t.Parallel()
+	testkit.EachOf(t, []string{testkit.Postgres, testkit.MariaDB}, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		os.WriteFile(filepath.Join(dir, "one.csv"), []byte("id,qty\n1,5\n"), 0o644)
+		r := tg.Exec(t, dir, nil, "import", "--table", "a.b.c", "one.csv")
+		if r.Code != 2 || !strings.Contains(r.Stdout, "--table a.b.c: it has 3 parts; a table name is table or schema.table") {
+			t.Fatalf("exit %d, want 2 naming --table a.b.c\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("operations")); n != 0 {
+			t.Fatalf("%d operations left behind", n)
+		}
+	})
+}
+
 // TestLogsCarryPathAndError reads the JSON log of a refused import: it
 // names the file and says why.
 func TestLogsCarryPathAndError(t *testing.T) {
