@@ -2,6 +2,7 @@ package reader
 
 import (
 	"database/sql"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -237,5 +238,50 @@ func TestAllJSONChecksInferredColumns(t *testing.T) {
 				t.Fatalf("rejects %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestLimitsInCSVReadPass: a CSV file's partitions are read as its plan
+// pass checked them: rows a column's limit or --all-json's check of a
+// json column refuses are skipped as the plan's bad rows, in partitions
+// cut between them, the rest read with their values.
+func TestLimitsInCSVReadPass(t *testing.T) {
+	huge := "1e" + strings.Repeat("9", 7)
+	path := writeFile(t, "l.csv", []byte("s,v,doc\n"+
+		"32767,abc,\"{\"\"a\"\":1}\"\n"+
+		"32768,abc,{}\n"+ // 2: smallint
+		"1,abcd,{}\n"+ // 3: varchar(3)
+		"-32768,,[1]\n"+
+		"2,xy,\"{\"\"a\"\":"+huge+"}\"\n"+ // 5: jsonb's numbers
+		"3,z,[2]\n"))
+	opts := Options{
+		Types:   map[string]idemtype.Type{"s": idemtype.Int64, "v": idemtype.String, "doc": idemtype.JSON},
+		Rules:   postgres.Driver{}.Limits().Rules,
+		AllJSON: true,
+		Limits:  map[string]Limit{"s": {MinInt: -32768, MaxInt: 32767, Table: "t"}, "v": {MaxChars: 3, Table: "t"}},
+	}
+	for _, rows := range []int64{2, 100} {
+		f, plan := scanChecked(t, path, opts, ScanOptions{KeepRejects: 100, PartitionRows: rows})
+		var got [][2]any
+		for _, r := range plan.Rejects {
+			got = append(got, [2]any{r.Ordinal, r.Code})
+		}
+		if len(got) != 3 || plan.Rejected != 3 || got[0] != [2]any{int64(2), value.CodeRange} || got[1] != [2]any{int64(3), value.CodeLength} || got[2][0] != int64(5) {
+			t.Fatalf("partitions of %d rows: rejects %v (%d)", rows, got, plan.Rejected)
+		}
+		vals, ords := readPlan(t, f, plan, 2)
+		if !reflect.DeepEqual(ords, []int64{1, 4, 6}) || fmt.Sprint(vals) != `[[32767 abc {"a":1}] [-32768 <nil> [1]] [3 z [2]]]` {
+			t.Fatalf("partitions of %d rows: good ordinals %v, values %v", rows, ords, vals)
+		}
+		// --all-json alone, no column with a limit.
+		opts := opts
+		opts.Limits = nil
+		f, plan = scanChecked(t, path, opts, ScanOptions{KeepRejects: 100, PartitionRows: rows})
+		if plan.Rejected != 1 || plan.Rejects[0].Ordinal != 5 {
+			t.Fatalf("partitions of %d rows, --all-json alone: rejects %v", rows, plan.Rejects)
+		}
+		if _, ords := readPlan(t, f, plan, 2); !reflect.DeepEqual(ords, []int64{1, 2, 3, 4, 6}) {
+			t.Fatalf("partitions of %d rows, --all-json alone: good ordinals %v", rows, ords)
+		}
 	}
 }

@@ -210,8 +210,12 @@ type PartitionReader struct {
 	p        idemtype.Partition
 	schema   value.Schema
 	as       []value.Type // the types values are handed as (Plan.As), or nil
+	types    []value.Type // the schema's types, column by column
 	required []bool
 	limits   []*value.Limit
+	// checked says a column has a limit, or --all-json may check a cell:
+	// else no value is looked at again after its conversion.
+	checked  bool
 	bb       *batchBuilder
 	vals     []value.Value
 	read     int64 // rows read, bad ones included
@@ -255,9 +259,11 @@ func (f *File) Partition(plan *partition.Plan, p idemtype.Partition, batchRows i
 		vals: make([]value.Value, len(plan.Schema)),
 	}
 	for _, c := range plan.Schema {
+		r.types = append(r.types, c.Type)
 		r.required = append(r.required, slices.Contains(f.Opts.NotNull, c.Name))
 	}
 	r.limits = value.LimitsOf(f.Opts.Limits, names)
+	r.checked = f.Opts.AllJSON || slices.ContainsFunc(r.limits, func(l *value.Limit) bool { return l != nil })
 	return r, nil
 }
 
@@ -298,23 +304,24 @@ func (r *PartitionReader) Next() (partition.Batch, error) {
 		// The same whole-row check as the plan pass, so that both make
 		// the same decisions.
 		clean := r.sc.verbatim() && (r.sc.ascii() || value.TextClean(r.sc.raw()))
-		for i := range r.vals {
+		types, vals := r.types, r.vals
+		for i := range vals {
 			c := value.Cell{Kind: value.CellNull}
 			if i < len(cells) {
 				c = cells[i]
 			}
-			v, code, _ := value.ConvertText(c, r.schema[i].Type, clean)
-			if code == "" && (r.limits[i] != nil || (r.f.Opts.AllJSON && (r.schema[i].Type == value.JSON || c.Kind == value.CellJSON))) {
-				code, _ = value.CheckLimits(&r.f.Opts.Rules, r.limits[i], r.f.Opts.AllJSON, c, v, r.schema[i].Type)
+			v, code, _ := value.ConvertText(c, types[i], clean)
+			if code == "" && r.checked && (r.limits[i] != nil || (r.f.Opts.AllJSON && (types[i] == value.JSON || c.Kind == value.CellJSON))) {
+				code, _ = value.CheckLimits(&r.f.Opts.Rules, r.limits[i], r.f.Opts.AllJSON, c, v, types[i])
 			}
 			if code != "" || (v.Null && r.required[i]) {
 				ok = false
 				break
 			}
 			if r.as != nil {
-				v = value.FromText(c, v, r.schema[i].Type, r.as[i])
+				v = value.FromText(c, v, types[i], r.as[i])
 			}
-			r.vals[i] = v
+			vals[i] = v
 		}
 		if !ok {
 			r.rejected++
