@@ -316,17 +316,27 @@ func TestPartitionTakesPlanDictionaries(t *testing.T) {
 			if after != again || all != handed+again {
 				t.Errorf("the partition readers read %d dictionary pages after the plan pass, want %d (%d, less the %d handed over)", after, again, all, handed)
 			}
-			if len(got) != len(want) {
-				t.Fatalf("%d batches, want %d", len(got), len(want))
-			}
-			for i := range got {
-				if !array.RecordEqual(got[i], want[i]) {
-					t.Fatalf("batch %d:\n got %v\nwant %v", i, got[i], want[i])
-				}
-				got[i].Release()
-				want[i].Release()
-			}
+			sameBatches(t, got, want)
 		})
+	}
+}
+
+// sameBatches fails t unless got and want are the same batches, value by
+// value, in the same order; it releases them all.
+func sameBatches(t *testing.T, got, want []arrow.RecordBatch) {
+	t.Helper()
+	defer func() {
+		for _, b := range slices.Concat(got, want) {
+			b.Release()
+		}
+	}()
+	if len(got) != len(want) {
+		t.Fatalf("%d batches, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if !array.RecordEqual(got[i], want[i]) {
+			t.Fatalf("batch %d:\n got %v\nwant %v", i, got[i], want[i])
+		}
 	}
 }
 
@@ -548,16 +558,7 @@ func TestLeftDictionariesBounded(t *testing.T) {
 	if after <= 0 || after >= all {
 		t.Errorf("the partition readers read %d of the %d dictionary pages again, want some (the groups past the bound)", after, all)
 	}
-	if len(got) != len(want) {
-		t.Fatalf("%d batches, want %d", len(got), len(want))
-	}
-	for i := range got {
-		if !array.RecordEqual(got[i], want[i]) {
-			t.Fatalf("batch %d:\n got %v\nwant %v", i, got[i], want[i])
-		}
-		got[i].Release()
-		want[i].Release()
-	}
+	sameBatches(t, got, want)
 }
 
 // TestOwnPanicsRaised checks that under input.RaiseOwnPanics a panic in
