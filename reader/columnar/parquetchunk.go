@@ -521,10 +521,10 @@ func (c *pageChunk) text(n int, keep bool) (arrow.Array, error) {
 				if defs == nil || defs[j] != 0 {
 					if idx != nil {
 						x := idx[q]
-						pos += int32(copy(out[pos:], c.dict[c.offs[x]+4:c.offs[x+1]]))
+						pos = int32(putValue(out, int(pos), c.dict, int(c.offs[x])+4, int(c.offs[x+1]-c.offs[x]-4)))
 					} else {
 						l := binary.LittleEndian.Uint32(plain)
-						pos += int32(copy(out[pos:], plain[4:4+l]))
+						pos = int32(putValue(out, int(pos), plain, 4, int(l)))
 						plain = plain[4+l:]
 					}
 					q++
