@@ -35,27 +35,31 @@ func (d *commitWatch) record(ctx context.Context, tx *sql.Tx, at string) error {
 	return nil
 }
 
-func (d *commitWatch) CommitLazily(ctx context.Context, tx *sql.Tx) error {
-	return d.Driver.(lazyCommitter).CommitLazily(ctx, tx)
+// watchCommits returns d recording the synchronous_commit of its
+// partitions' and completions' transactions (the commitWatch, also
+// returned), with d's ways and no other (withWays).
+func watchCommits(t *testing.T, d sink.Driver) (sink.Driver, *commitWatch) {
+	t.Helper()
+	w := &commitWatch{Driver: d, seen: map[string][]string{}}
+	ws := waysOf(d)
+	if ws.completer != nil {
+		ws.completer = partitionWatch{d: w, next: ws.completer}
+	}
+	return withWays(t, w, ws), w
 }
 
-func (d *commitWatch) OpenPartition(ctx context.Context, conn *sql.Conn, table string) (string, error) {
-	return d.Driver.(partitionOpener).OpenPartition(ctx, conn, table)
+// partitionWatch records, as commitWatchCheckpoints.Complete does, where
+// the driver marks a partition done and counts it in one statement.
+type partitionWatch struct {
+	d    *commitWatch
+	next partitionCompleter
 }
 
-func (d *commitWatch) ColumnsVersion(ctx context.Context, tx *sql.Tx, table string) (string, error) {
-	return d.Driver.(columnsVersioner).ColumnsVersion(ctx, tx, table)
-}
-
-// CompletePartition records, as Complete does where the driver marks a
-// partition done apart from its counts.
-func (d *commitWatch) CompletePartition(ctx context.Context, tx *sql.Tx, prefix string, op checkpoint.Op, idx int, attempt string, c idemtype.Rows) (int64, error) {
-	if err := d.record(ctx, tx, "partition"); err != nil {
+func (p partitionWatch) CompletePartition(ctx context.Context, tx *sql.Tx, prefix string, op checkpoint.Op, idx int, attempt string, c idemtype.Rows) (int64, error) {
+	if err := p.d.record(ctx, tx, "partition"); err != nil {
 		return 0, err
 	}
-	return d.Driver.(interface {
-		CompletePartition(context.Context, *sql.Tx, string, checkpoint.Op, int, string, idemtype.Rows) (int64, error)
-	}).CompletePartition(ctx, tx, prefix, op, idx, attempt, c)
+	return p.next.CompletePartition(ctx, tx, prefix, op, idx, attempt, c)
 }
 
 func (d *commitWatch) Checkpoints(prefix string) checkpoint.Ops {
@@ -117,10 +121,10 @@ func TestOnlyPartitionsCommitLazily(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				w := &commitWatch{Driver: d, seen: map[string][]string{}}
+				watching, w := watchCommits(t, d)
 				c.m.Table = fmt.Sprintf("items%d", i)
 				req := Request{Path: f.write(t, "items.csv", items(300, 7)), Mapping: c.m, PartitionRows: 50, Workers: c.w}
-				res := f.open(t, Options{Drivers: sink.Registry{w}}).Import(context.Background(), req)
+				res := f.open(t, Options{Drivers: sink.Registry{watching}}).Import(context.Background(), req)
 				wantImported(t, res, 300)
 				if got := w.seen["partition"]; len(got) != 6 || slices.ContainsFunc(got, func(v string) bool { return v != "off" }) {
 					t.Fatalf("partition transactions' synchronous_commit %v, want off in each of 6", got)
