@@ -101,7 +101,7 @@ func writeDrop(t *testing.T, dir, name, content string) {
 func feedTableRows(t *testing.T, tg *testkit.Target, table, cols, order string) []string {
 	t.Helper()
 	var out []string
-	for _, row := range testkit.Query(t, tg.DB, fmt.Sprintf("SELECT %s FROM %s ORDER BY %s", cols, testkit.QuoteTable(table), order)) {
+	for _, row := range testkit.Query(t, tg.DB, fmt.Sprintf("SELECT %s FROM %s ORDER BY %s", cols, tg.QuoteTable(t, table), order)) {
 		var cells []string
 		for _, v := range row {
 			cells = append(cells, fmt.Sprint(v))

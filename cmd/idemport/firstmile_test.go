@@ -39,7 +39,7 @@ func tableText(t *testing.T, tg *testkit.Target, table string, cols ...string) [
 			exprs = append(exprs, "CAST("+testkit.QuoteOne(c)+" AS TEXT)")
 		}
 	}
-	rows, err := tg.DB.Query("SELECT " + strings.Join(exprs, ", ") + " FROM " + testkit.QuoteTable(table) + " ORDER BY _idemport_row")
+	rows, err := tg.DB.Query("SELECT " + strings.Join(exprs, ", ") + " FROM " + tg.QuoteTable(t, table) + " ORDER BY _idemport_row")
 	if err != nil {
 		t.Fatalf("read %s: %v", table, err)
 	}
@@ -298,7 +298,7 @@ func TestChoosingColumnsColumnar(t *testing.T) {
 				t.Fatalf("%s again: %+v", file, again)
 			}
 			tg.Exec(t, dir, nil, "undo", "--forget", "--table", table, file)
-			if _, err := tg.DB.Exec("DELETE FROM " + testkit.QuoteTable(table)); err != nil {
+			if _, err := tg.DB.Exec("DELETE FROM " + tg.QuoteTable(t, table)); err != nil {
 				t.Fatal(err)
 			}
 			if res := importTo(t, tg, dir, nil, 0, append([]string{"--workers", "2"}, args...)...); res.Rows.Inserted != 6 {

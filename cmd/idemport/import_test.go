@@ -119,11 +119,11 @@ func importTo(t *testing.T, tg *testkit.Target, dir string, env []string, wantCo
 func checkOrders(t *testing.T, tg *testkit.Target, table string, want [][]string) {
 	t.Helper()
 	got := testkit.Query(t, tg.DB, fmt.Sprintf(`SELECT _idemport_row, order_id, customer_id, sku, quantity, unit_price, status, %s, note
-		FROM %s ORDER BY _idemport_row`, tg.TimeText("created_at"), testkit.QuoteTable(table)))
+		FROM %s ORDER BY _idemport_row`, tg.TimeText("created_at"), tg.QuoteTable(t, table)))
 	if len(got) != len(want) {
 		t.Fatalf("%s has %d rows, want %d", table, len(got), len(want))
 	}
-	if n := testkit.Int(t, tg.DB, fmt.Sprintf(`SELECT count(*) FROM (SELECT DISTINCT _idemport_file, _idemport_row FROM %s) k`, testkit.QuoteTable(table))); n != int64(len(want)) {
+	if n := testkit.Int(t, tg.DB, fmt.Sprintf(`SELECT count(*) FROM (SELECT DISTINCT _idemport_file, _idemport_row FROM %s) k`, tg.QuoteTable(t, table))); n != int64(len(want)) {
 		t.Fatalf("%d distinct keys for %d rows", n, len(want))
 	}
 	for i, g := range got {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/idemport/idemport/internal/pgtest"
+	"github.com/idemport/idemport/sink"
 	"github.com/idemport/idemport/sink/mysql"
 	"github.com/idemport/idemport/sink/postgres"
 	"github.com/idemport/idemport/sink/sqlite"
@@ -208,7 +209,7 @@ func (tg *Target) Exec(t testing.TB, dir string, env []string, args ...string) R
 func (tg *Target) TableExists(t testing.TB, name string) bool {
 	t.Helper()
 	if tg.IsPostgres() {
-		return Int(t, tg.DB, `SELECT count(*) FROM (SELECT to_regclass($1) AS r) x WHERE r IS NOT NULL`, QuoteTable(name)) == 1
+		return Int(t, tg.DB, `SELECT count(*) FROM (SELECT to_regclass($1) AS r) x WHERE r IS NOT NULL`, tg.QuoteTable(t, name)) == 1
 	}
 	if tg.IsMariaDB() {
 		return Int(t, tg.DB, `SELECT count(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?`, name) == 1
@@ -335,11 +336,29 @@ func (s Snapshot) Diff(o Snapshot) string {
 // QuoteOne quotes a name, dots included.
 func QuoteOne(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
-// QuoteTable quotes a dotted name part by part (schema.table).
-func QuoteTable(name string) string {
-	parts := strings.Split(name, ".")
-	for i, p := range parts {
-		parts[i] = QuoteOne(p)
+// QuoteTable quotes the table name as the target's driver reads it
+// (sink.Limits.SplitTable: table, or schema.table where names are
+// qualified, a part holding a dot quoted), each part quoted; a name the
+// driver refuses fails t.
+func (tg *Target) QuoteTable(t testing.TB, name string) string {
+	t.Helper()
+	schema, table, err := tg.limits().SplitTable(name)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return strings.Join(parts, ".")
+	if schema == "" {
+		return QuoteOne(table)
+	}
+	return QuoteOne(schema) + "." + QuoteOne(table)
+}
+
+// limits are the target's driver's.
+func (tg *Target) limits() sink.Limits {
+	switch tg.Name {
+	case Postgres:
+		return postgres.Driver{}.Limits()
+	case MariaDB:
+		return mysql.Driver{}.Limits()
+	}
+	return sqlite.Driver{}.Limits()
 }

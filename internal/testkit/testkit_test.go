@@ -169,3 +169,22 @@ func TestWaitStoppedSaysAProcessEnded(t *testing.T) {
 		t.Fatalf("WaitStopped failed with %q, want %q", msg, want)
 	}
 }
+
+// TestQuoteTable: a table name is quoted as the target's driver reads it:
+// schema.table on PostgreSQL and MariaDB, a quoted part holding a dot
+// kept whole, and one name on SQLite, whose names are not qualified.
+func TestQuoteTable(t *testing.T) {
+	for _, c := range []struct{ target, name, want string }{
+		{Postgres, "items", `"items"`},
+		{Postgres, "sales.items", `"sales"."items"`},
+		{Postgres, `"a.b".items`, `"a.b"."items"`},
+		{Postgres, `sales."snap.items"`, `"sales"."snap.items"`},
+		{MariaDB, "`a.b`.items", `"a.b"."items"`},
+		{SQLite, "a.b", `"a.b"`},
+	} {
+		tg := &Target{Name: c.target}
+		if got := tg.QuoteTable(t, c.name); got != c.want {
+			t.Errorf("%s: QuoteTable(%s) = %s, want %s", c.target, c.name, got, c.want)
+		}
+	}
+}

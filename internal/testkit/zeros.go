@@ -172,7 +172,7 @@ func (tg *Target) Texts(t testing.TB, table, col, typ, where, order string) []st
 	if typ == "float64" {
 		expr = QuoteOne(col)
 	}
-	q := fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY %s`, expr, QuoteTable(table), where, order)
+	q := fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY %s`, expr, tg.QuoteTable(t, table), where, order)
 	rows, err := tg.DB.Query(q)
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
