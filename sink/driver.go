@@ -193,7 +193,8 @@ type Driver interface {
 	// possibly schema-qualified name exists.
 	TableExists(ctx context.Context, q Querier, name string) (bool, error)
 	// Tables returns the names, schema-qualified where the database has
-	// schemas, of the tables whose name begins with one of prefixes.
+	// schemas, of the tables whose name begins with one of prefixes, each
+	// as Limits().SplitTable reads it back (Limits().JoinTable).
 	Tables(ctx context.Context, q Querier, prefixes ...string) ([]string, error)
 	// CurrentSchema returns the schema an unqualified table name resolves
 	// to on q, as Tables names it; "" where the database has no schemas.

@@ -140,14 +140,14 @@ func (o *Operator) dropOrphans(ctx context.Context, tx *sql.Tx) ([]string, error
 	if err != nil {
 		return nil, err
 	}
-	names, err := o.st.Driver.Tables(ctx, tx, sink.StagePrefix, "_idemport_seen_")
+	listed, err := o.workTablesListed(ctx, tx)
 	if err != nil {
-		return nil, fmt.Errorf("list staging tables: %w", err)
+		return nil, err
 	}
 	var drop []string
-	for _, name := range names {
-		if mine[name] && !live[name] {
-			drop = append(drop, name)
+	for _, l := range listed {
+		if mine[l.tableName] && !live[l.tableName] {
+			drop = append(drop, l.name)
 		}
 	}
 	for _, name := range drop {
@@ -161,12 +161,12 @@ func (o *Operator) dropOrphans(ctx context.Context, tx *sql.Tx) ([]string, error
 // ownTables returns the staging and key tables of this ledger's
 // operations (mine), and those of the ones still processing or failed
 // (live), as workTables names them.
-func (o *Operator) ownTables(ctx context.Context, current string) (mine, live map[string]bool, err error) {
+func (o *Operator) ownTables(ctx context.Context, current string) (mine, live map[tableName]bool, err error) {
 	ops, err := o.st.Ledger.List(ctx, ledger.Filter{})
 	if err != nil {
 		return nil, nil, err
 	}
-	mine, live = map[string]bool{}, map[string]bool{}
+	mine, live = map[tableName]bool{}, map[tableName]bool{}
 	for _, op := range ops {
 		for _, name := range o.workTables(current, op) {
 			mine[name] = true
@@ -178,17 +178,42 @@ func (o *Operator) ownTables(ctx context.Context, current string) (mine, live ma
 	return mine, live, nil
 }
 
-// workTables names the staging and key tables of op as the driver's Tables
-// lists them: schema.name beside the target where the database has
-// schemas (current when the target's name is unqualified), else name.
-func (o *Operator) workTables(current string, op ledger.Operation) [2]string {
+// tableName is a table's schema ("" where the database has none) and
+// name, unquoted: two tables are one when both parts are equal.
+type tableName struct{ schema, table string }
+
+// workTables names the staging and key tables of op: beside the target
+// where the database has schemas (in current when the target's name is
+// unqualified).
+func (o *Operator) workTables(current string, op ledger.Operation) [2]tableName {
 	h := strconv.FormatUint(uint64(pipeline.FileKey(op.Table+"\x00"+op.FileID)), 16)
 	schema := current
 	if s, _, err := o.st.Driver.Limits().SplitTable(op.Table); err == nil && s != "" {
 		schema = s
 	}
-	if schema != "" {
-		schema += "."
+	return [2]tableName{{schema, sink.StagePrefix + h}, {schema, "_idemport_seen_" + h}}
+}
+
+// listedTable is a table the driver's Tables listed: its name as listed
+// (and as the driver reads it) and its parts.
+type listedTable struct {
+	name string
+	tableName
+}
+
+// workTablesListed returns the tables of the database whose names begin
+// as staging and key tables do, each with its parts; a listed name the
+// driver would not read as one table is no table of ours, and is left out.
+func (o *Operator) workTablesListed(ctx context.Context, tx *sql.Tx) ([]listedTable, error) {
+	names, err := o.st.Driver.Tables(ctx, tx, sink.StagePrefix, "_idemport_seen_")
+	if err != nil {
+		return nil, fmt.Errorf("list staging tables: %w", err)
 	}
-	return [2]string{schema + sink.StagePrefix + h, schema + "_idemport_seen_" + h}
+	var out []listedTable
+	for _, name := range names {
+		if schema, table, err := o.st.Driver.Limits().SplitTable(name); err == nil {
+			out = append(out, listedTable{name, tableName{schema, table}})
+		}
+	}
+	return out, nil
 }

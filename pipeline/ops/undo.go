@@ -260,15 +260,17 @@ func (o *Operator) dropWorkTables(ctx context.Context, tx *sql.Tx, op *ledger.Op
 	if err != nil {
 		return nil, err
 	}
-	names, err := o.st.Driver.Tables(ctx, tx, sink.StagePrefix, "_idemport_seen_")
+	listed, err := o.workTablesListed(ctx, tx)
 	if err != nil {
-		return nil, fmt.Errorf("list staging tables: %w", err)
+		return nil, err
 	}
 	var dropped []string
-	for _, name := range o.workTables(current, *op) {
-		if !slices.Contains(names, name) {
+	for _, w := range o.workTables(current, *op) {
+		i := slices.IndexFunc(listed, func(l listedTable) bool { return l.tableName == w })
+		if i < 0 {
 			continue
 		}
+		name := listed[i].name
 		if err := o.st.Driver.DropTable(ctx, tx, name); err != nil {
 			return nil, fmt.Errorf("drop %s: %w", name, err)
 		}

@@ -225,7 +225,7 @@ func (Driver) TableExists(ctx context.Context, qr sink.Querier, name string) (bo
 // idemport keeps its own tables (Prefix) and its staging tables. Another
 // database on the server is another idemport's, or no idemport's, and
 // what Tables lists may be dropped (gc).
-func (Driver) Tables(ctx context.Context, qr sink.Querier, prefixes ...string) ([]string, error) {
+func (d Driver) Tables(ctx context.Context, qr sink.Querier, prefixes ...string) ([]string, error) {
 	var like []string
 	var args []any
 	for _, p := range prefixes {
@@ -235,12 +235,12 @@ func (Driver) Tables(ctx context.Context, qr sink.Querier, prefixes ...string) (
 	if len(like) == 0 {
 		return nil, nil
 	}
-	rows, err := qr.QueryContext(ctx, `SELECT table_schema || '.' || table_name FROM information_schema.tables
+	rows, err := qr.QueryContext(ctx, `SELECT table_schema, table_name FROM information_schema.tables
 		WHERE table_schema = DATABASE() AND (`+strings.Join(like, " OR ")+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list tables: %w", err)
 	}
-	return stdsql.Strings(rows)
+	return stdsql.TableNames(rows, d.Limits())
 }
 
 // CurrentSchema implements sink.Driver: the DSN's database.

@@ -325,18 +325,18 @@ func (Driver) TableExists(ctx context.Context, qr sink.Querier, name string) (bo
 }
 
 // Tables implements sink.Driver: in every schema.
-func (Driver) Tables(ctx context.Context, qr sink.Querier, prefixes ...string) ([]string, error) {
+func (d Driver) Tables(ctx context.Context, qr sink.Querier, prefixes ...string) ([]string, error) {
 	var like []string
 	var args []any
 	for i, p := range prefixes {
 		like = append(like, fmt.Sprintf(`tablename LIKE $%d`, i+1))
 		args = append(args, strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(p)+"%")
 	}
-	rows, err := qr.QueryContext(ctx, `SELECT schemaname || '.' || tablename FROM pg_tables WHERE `+strings.Join(like, " OR "), args...)
+	rows, err := qr.QueryContext(ctx, `SELECT schemaname, tablename FROM pg_tables WHERE `+strings.Join(like, " OR "), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list tables: %w", err)
 	}
-	return stdsql.Strings(rows)
+	return stdsql.TableNames(rows, d.Limits())
 }
 
 // CurrentSchema implements sink.Driver: the first schema of the search
