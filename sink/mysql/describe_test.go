@@ -244,23 +244,21 @@ func TestHoldColumnsThenWrite(t *testing.T) {
 	if err := d.HoldColumns(t.Context(), tx, "t"); err != nil {
 		t.Fatal(err)
 	}
+	alterer, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alterer.Close()
+	var id int64
+	if err := alterer.QueryRowContext(t.Context(), `SELECT CONNECTION_ID()`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
 	altered := make(chan error, 1)
 	go func() {
-		_, err := db.ExecContext(t.Context(), `ALTER TABLE t MODIFY COLUMN n LONGTEXT`)
+		_, err := alterer.ExecContext(t.Context(), `ALTER TABLE t MODIFY COLUMN n LONGTEXT`)
 		altered <- err
 	}()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		var n int
-		if err := db.QueryRow(`SELECT count(*) FROM information_schema.processlist WHERE info LIKE 'ALTER TABLE t MODIFY%' AND state LIKE '%metadata lock%'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the ALTER TABLE never waited for the transaction")
-		}
-	}
+	awaitMetadataLockWait(t, db, id, altered)
 	if _, err := tx.ExecContext(t.Context(), `INSERT INTO t VALUES (2, 2)`); err != nil {
 		t.Fatalf("a write of the transaction that holds the columns, while an ALTER TABLE waits: %v", err)
 	}
