@@ -405,7 +405,7 @@ func TestRejects(t *testing.T) {
 		value   string
 		code    string
 	}
-	for _, tc := range []struct {
+	type rejectCase struct {
 		name    string
 		data    string
 		opts    Options
@@ -414,7 +414,25 @@ func TestRejects(t *testing.T) {
 		schema  string
 		want    [][]any // good rows, in order
 		ords    []int64
-	}{
+	}
+	// textCase is a case of the text check of column b, a string: row i
+	// of its file holds i and cells[i-1]'s text (as written, quoted or
+	// not), rejected with its code, or kept where the code is "".
+	textCase := func(name string, opts Options, cells ...[2]string) rejectCase {
+		tc := rejectCase{name: name, data: "a,b\n", opts: opts, rows: int64(len(cells)), schema: "a:int64,b:string"}
+		for i, c := range cells {
+			row, v := fmt.Sprintf("%d,%s", i+1, c[0]), strings.Trim(c[0], `"`)
+			tc.data += row + "\n"
+			if c[1] != "" {
+				tc.rejects = append(tc.rejects, rej{int64(i + 1), row, "b", v, c[1]})
+				continue
+			}
+			tc.want = append(tc.want, []any{fmt.Sprint(i + 1), v})
+			tc.ords = append(tc.ords, int64(i+1))
+		}
+		return tc
+	}
+	cases := []rejectCase{
 		{
 			name: "type",
 			data: "id,n\n1,10\n2,x\n3,30\n4,4.5\n",
@@ -451,58 +469,6 @@ func TestRejects(t *testing.T) {
 			schema: "a:int64,b:int64",
 			want:   [][]any{{"1", "2"}, {"7", "8"}, {nil, nil}},
 			ords:   []int64{1, 4, 5},
-		},
-		{
-			name: "utf8",
-			data: "a,b\n1,ok\n2,bad\xff\xfe\n3,\"q\xc3\"\n4,caf\xc3\xa9\n",
-			rows: 4,
-			rejects: []rej{
-				{2, "2,bad", "b", "bad\xff\xfe", CodeUTF8},
-				{3, "3,\"q", "b", "q\xc3", CodeUTF8},
-			},
-			schema: "a:int64,b:string",
-			want:   [][]any{{"1", "ok"}, {"4", "café"}},
-			ords:   []int64{1, 4},
-		},
-		{
-			name: "utf8_forced_string",
-			data: "a,b\n1,\xff\n2,x\n",
-			opts: Options{Types: map[string]idemtype.Type{"b": idemtype.String}},
-			rows: 2,
-			rejects: []rej{
-				{1, "1,\xff", "b", "\xff", CodeUTF8},
-			},
-			schema: "a:int64,b:string",
-			want:   [][]any{{"2", "x"}},
-			ords:   []int64{2},
-		},
-		{
-			name: "nul",
-			data: "a,b\n1,x\x00y\n2,\"p\x00\"\n3,z\n",
-			rows: 3,
-			rejects: []rej{
-				{1, "1,x", "b", "x\x00y", value.CodeNUL},
-				{2, "2,\"p", "b", "p\x00", value.CodeNUL},
-			},
-			schema: "a:int64,b:string",
-			want:   [][]any{{"3", "z"}},
-			ords:   []int64{3},
-		},
-		{
-			// Rows of eight bytes and more, which the splitter reads a
-			// word at a time: a NUL or a byte past ASCII in any word, or
-			// after the last, is found.
-			name: "nul_in_long_rows",
-			data: "a,b\n1,abc\x00defghijklmnop\n2,abcdefghijklmnop\x00\n3,abcdefgh\xc3\xa9ijklmnop\n4,abcdef\xffghijklmnop\n",
-			rows: 4,
-			rejects: []rej{
-				{1, "1,abc", "b", "abc\x00defghijklmnop", value.CodeNUL},
-				{2, "2,abcdefghijklmnop", "b", "abcdefghijklmnop\x00", value.CodeNUL},
-				{4, "4,abcdef", "b", "abcdef\xffghijklmnop", CodeUTF8},
-			},
-			schema: "a:int64,b:string",
-			want:   [][]any{{"3", "abcdefghéijklmnop"}},
-			ords:   []int64{3},
 		},
 		{
 			name: "stray_after_quote",
@@ -616,7 +582,18 @@ func TestRejects(t *testing.T) {
 			want:   [][]any{{"1", "2"}, {"3", "4"}},
 			ords:   []int64{1, 3},
 		},
-	} {
+	}
+	cases = append(cases,
+		textCase("utf8", Options{}, [2]string{"ok", ""}, [2]string{"bad\xff\xfe", CodeUTF8}, [2]string{"\"q\xc3\"", CodeUTF8}, [2]string{"caf\xc3\xa9", ""}),
+		textCase("utf8_forced_string", Options{Types: map[string]idemtype.Type{"b": idemtype.String}}, [2]string{"\xff", CodeUTF8}, [2]string{"x", ""}),
+		textCase("nul", Options{}, [2]string{"x\x00y", value.CodeNUL}, [2]string{"\"p\x00\"", value.CodeNUL}, [2]string{"z", ""}),
+		// Rows of eight bytes and more, which the splitter reads a word
+		// at a time: a NUL or a byte past ASCII in any word, or after the
+		// last, is found.
+		textCase("nul_in_long_rows", Options{}, [2]string{"abc\x00defghijklmnop", value.CodeNUL}, [2]string{"abcdefghijklmnop\x00", value.CodeNUL},
+			[2]string{"abcdefgh\xc3\xa9ijklmnop", ""}, [2]string{"abcdef\xffghijklmnop", CodeUTF8}),
+	)
+	for _, tc := range cases {
 		for _, size := range []int64{1, 2, 100} {
 			t.Run(fmt.Sprintf("%s/partition=%d", tc.name, size), func(t *testing.T) {
 				path := writeFile(t, "r.csv", []byte(tc.data))
