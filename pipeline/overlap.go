@@ -40,27 +40,44 @@ import (
 // refuses, a table that changed, a partition whose bytes changed: it
 // rolls back.
 //
-// It serves only a plain first import: a new operation (ledger.Create),
+// It serves only a plain import: a new operation (ledger.Create),
 // or one without a plan yet (ledger.Plan: its first attempt died before
 // storing one, or was refused and may now be admitted),
-// of a local CSV, TSV, JSONL or Parquet file of at least overlapBytes into a table that does not exist yet,
+// of a local CSV, TSV, JSONL or Parquet file of at least overlapBytes,
 // one worker, ordinal or by key without a version column, and none of
 // --atomic, --snapshot, --replace, --reapply, --evolve, on a database
-// whose DDL is transactional. Its transaction holds the table's creation
-// (on SQLite the whole database's write lock) while the pass runs, so it
-// is bounded in time (overlapTime, or Engine.overlapWait): an overlap still waiting for the
-// pass past it rolls back.
+// whose DDL is transactional; into a table that does not exist yet, or
+// into one that exists and has both lineage columns (a daily delta into
+// its keyed table). The pass then reads text as the table's columns
+// are typed, so no type is guessed; the writer is prepared for the table
+// as the transaction holds it, checked as the apply checks it
+// (applier.fits), and an upsert of a stored key updates it in the
+// transaction, which a rollback undoes. Excluded: a table without the
+// lineage columns, which the plan's Ensure alters, and an ALTER held
+// across the pass would lock every reader of the table out.
+//
+// Its transaction holds the table's creation, or for an existing table
+// the lock every write takes (PostgreSQL's ROW EXCLUSIVE: an ALTER, an
+// --evolve import, waits) and the rows it wrote (another import writing
+// the same keys waits, or one of the two is a deadlock's victim and
+// rolls back: the overlap's goes without it, the apply's is run again),
+// and on SQLite the whole database's write lock, while the pass runs, so
+// it is bounded in time (overlapTime, or Engine.overlapWait): an overlap
+// still waiting for the pass past it rolls back.
 type overlap struct {
-	kp     *keeper
-	sp     *speculation
-	in     planInput
-	file   *reader.File
-	time   time.Duration // how long it may wait for the pass (overlapTime)
-	began  time.Time
-	cancel context.CancelFunc
-	done   chan struct{} // closed when its goroutines end
-	final  chan struct{} // closed by settle: the plan is final, admitted
-	limit  int           // once final: the partitions it may write are those before it
+	kp *keeper
+	sp *speculation
+	in planInput
+	// existing is the table as the plan stage found it (planInputs),
+	// which the pass is told; nil: it does not exist yet.
+	existing *sink.Table
+	file     *reader.File
+	time     time.Duration // how long it may wait for the pass (overlapTime)
+	began    time.Time
+	cancel   context.CancelFunc
+	done     chan struct{} // closed when its goroutines end
+	final    chan struct{} // closed by settle: the plan is final, admitted
+	limit    int           // once final: the partitions it may write are those before it
 
 	// Set by its goroutines; read by the keeper once done is closed.
 	a       *applier // the writer's applier, for the schema of the first partition
@@ -132,7 +149,7 @@ func (kp *keeper) startOverlap(ctx context.Context) (*overlap, *speculation) {
 		return nil, nil
 	}
 	in, existing, err := kp.planInputs(ctx)
-	if err != nil || existing != nil {
+	if err != nil || (existing != nil && (existing.Column(sink.FileColumn) == nil || existing.Column(sink.RowColumn) == nil)) {
 		return nil, nil
 	}
 	// The plan stage takes these (planPass) rather than asking again:
@@ -160,7 +177,7 @@ func (kp *keeper) startOverlap(ctx context.Context) (*overlap, *speculation) {
 		return nil, own
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	ov := &overlap{kp: kp, sp: kp.spec, in: in, file: f, conn: conn, time: cmp.Or(kp.e.overlapWait, overlapTime(kp.req.Lease, kp.e.st.BusyTimeout)),
+	ov := &overlap{kp: kp, sp: kp.spec, in: in, existing: existing, file: f, conn: conn, time: cmp.Or(kp.e.overlapWait, overlapTime(kp.req.Lease, kp.e.st.BusyTimeout)),
 		began: time.Now(), cancel: cancel, done: make(chan struct{}), final: make(chan struct{})}
 	go ov.run(ctx)
 	return ov, own
@@ -298,12 +315,20 @@ func closed(ch chan struct{}) bool {
 }
 
 // applier returns the applier the overlap writes with: the attempt's,
-// with the plan's schema as the first partition's rows inferred it.
+// with the plan's schema as the first partition's rows inferred it. Into
+// an existing table the partitions are read from the first as the table
+// takes their values (valuesAs, as expectAs has the apply read them); a
+// table changed since is found by the writer, whose types then differ
+// (overlap.write rolls back).
 func (ov *overlap) applier(schema reader.Schema) *applier {
 	kp := ov.kp
 	a := &applier{holding: *kp.holding, text: kp.textFormat(), leases: kp.leases(),
 		planned: planned{inputs: ov.in, file: ov.file, plan: &reader.Plan{Schema: schema}}}
 	a.ap = &applying{} // its own: the attempt counts what commits
+	if ov.existing != nil {
+		as := valuesAs(kp.req.Mapping, a.text, ov.existing, schema)
+		a.ap.lastAs.Store(&as)
+	}
 	return a
 }
 
@@ -355,12 +380,18 @@ func (ov *overlap) write(ctx, txCtx context.Context, items <-chan item) error {
 // begin begins the overlap's transaction on its connection (taken by
 // startOverlap), creates the table in it (through the driver's EnsureOn
 // where it has one: a round trip fewer) and readies the writer. The transaction
-// commits as the server says (not lazily): it stores the plan.
+// commits as the server says (not lazily): it stores the plan. An
+// existing table is not ensured here: the plan's store, in this
+// transaction, checks it before it commits (keeper.storePlan); the
+// writer is readied for it as the transaction holds it.
 func (ov *overlap) begin(ctx context.Context) error {
 	st := ov.kp.e.st
 	var err error
 	if ov.tx, err = beginTx(ctx, ov.conn); err != nil {
 		return err
+	}
+	if ov.existing != nil {
+		return ov.w.ready(ctx, ov.a, ov.conn, ov.tx.Tx)
 	}
 	schema := ov.a.plan.Schema.Arrow()
 	if d, ok := st.Driver.(connEnsurer); ok {
@@ -451,7 +482,7 @@ func (ov *overlap) settle(p planned, err error) bool {
 	}
 	first, cut := ov.sp.cutAt(0)
 	kp := ov.kp
-	ok := err == nil && cut && p.speculated && p.existing == nil && ov.in.equal(p.inputs) && slices.Equal(p.plan.Schema, first.Schema)
+	ok := err == nil && cut && p.speculated && p.existing == ov.existing && ov.in.equal(p.inputs) && slices.Equal(p.plan.Schema, first.Schema)
 	var barred error
 	if ok {
 		barred = kp.barred(p)
