@@ -21,9 +21,9 @@ import (
 // An overlap writes the first partitions of a new file while its plan
 // pass still runs, so that the rows start going into the target before
 // the pass has read the whole file. It writes them in one transaction,
-// which creates the table, with the columns' types the rows of the first
-// partition the pass finished infer, and which nothing else sees until it
-// commits. When the pass ends and the file is admitted, the same
+// which creates the table (unless it exists), with the columns' types the
+// rows of the first partition the pass finished infer, and which nothing
+// else sees until it commits. When the pass ends and the file is admitted, the same
 // transaction stores the plan, its bad rows and the written partitions'
 // done marks, and commits: the partitions left are applied as ever.
 // Otherwise it rolls back, leaving nothing, and the file goes the way it
