@@ -57,8 +57,9 @@ import (
 // across the pass would lock every reader of the table out.
 //
 // Its transaction holds the table's creation, or for an existing table
-// the lock every write takes (PostgreSQL's ROW EXCLUSIVE: an ALTER, an
-// --evolve import, waits) and the rows it wrote (another import writing
+// Ensure's lock on its name (another import's plan, and an --atomic
+// import's completion, wait), the lock every write takes (PostgreSQL's
+// ROW EXCLUSIVE: an ALTER, an --evolve import, waits) and the rows it wrote (another import writing
 // the same keys waits, or one of the two is a deadlock's victim and
 // rolls back: the overlap's goes without it, the apply's is run again),
 // and on SQLite the whole database's write lock, while the pass runs, so
@@ -378,20 +379,21 @@ func (ov *overlap) write(ctx, txCtx context.Context, items <-chan item) error {
 }
 
 // begin begins the overlap's transaction on its connection (taken by
-// startOverlap), creates the table in it (through the driver's EnsureOn
-// where it has one: a round trip fewer) and readies the writer. The transaction
-// commits as the server says (not lazily): it stores the plan. An
-// existing table is not ensured here: the plan's store, in this
-// transaction, checks it before it commits (keeper.storePlan); the
-// writer is readied for it as the transaction holds it.
+// startOverlap), creates the table in it, or checks the existing one
+// (through the driver's EnsureOn where it has one: a round trip fewer),
+// and readies the writer. The transaction commits as the server says
+// (not lazily): it stores the plan. An existing table is ensured first,
+// before any row, as the plan's store would: so the overlap takes
+// Ensure's lock on the table's name (PostgreSQL) before the rows it
+// writes, in the order an --atomic import's completion takes them (taken
+// after, each waited for the other), and its writer finds the table as
+// the plan leaves it (SQLite: a decimal key compared by number, which the
+// key of a table an older version made is not until Ensure).
 func (ov *overlap) begin(ctx context.Context) error {
 	st := ov.kp.e.st
 	var err error
 	if ov.tx, err = beginTx(ctx, ov.conn); err != nil {
 		return err
-	}
-	if ov.existing != nil {
-		return ov.w.ready(ctx, ov.a, ov.conn, ov.tx.Tx)
 	}
 	schema := ov.a.plan.Schema.Arrow()
 	if d, ok := st.Driver.(connEnsurer); ok {
