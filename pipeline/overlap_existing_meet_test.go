@@ -38,23 +38,13 @@ func TestOverlapIntoAnExistingTableMeetsAnAtomicImport(t *testing.T) {
 	pathB := f.write(t, "b.csv", "id,v\n2,written by b\n999999,new in b\n")
 	hold := newPassHold(1)
 	hold.wait = 3 * time.Minute
-	eA, log := f.openHeld(t, hold)
-	eA.overlapWait = time.Hour
+	eA, log := f.openHeld(t, hold) // its overlap waits an hour for the plan
 	if res := eA.Import(context.Background(), Request{Path: day1, Mapping: Mapping{Table: "t", Key: []string{"id"}}}); res.Err != nil {
 		t.Fatalf("day 1: %s (%v)", res.Outcome, res.Err)
 	}
 	held, release := make(chan struct{}), make(chan struct{})
 	reqA := Request{Path: pathA, Mapping: Mapping{Table: "t", Key: []string{"id"}}, PartitionRows: partRows, Lease: time.Minute,
-		Progress: func(p Progress) {
-			if p.Phase == "plan" && p.TotalBytes > 0 && p.Bytes >= p.TotalBytes {
-				hold.progress(p)
-				close(held)
-				select {
-				case <-release:
-				case <-time.After(3 * time.Minute):
-				}
-			}
-		}}
+		Progress: hold.meetAtPlanEnd(held, release, 3*time.Minute)}
 	resA := make(chan *Result, 1)
 	go func() { resA <- eA.Import(context.Background(), reqA) }()
 	select {
@@ -141,8 +131,7 @@ func TestOverlapIntoAnOlderDecimalKeyedTable(t *testing.T) {
 	}
 	path := f.write(t, "delta.csv", b.String())
 	hold := newPassHold(1)
-	e, log := f.openHeld(t, hold)
-	e.overlapWait = time.Hour
+	e, log := f.openHeld(t, hold) // its overlap waits an hour for the plan
 	res := e.Import(context.Background(), Request{Path: path, Mapping: Mapping{Table: "t", Key: []string{"id"}}, PartitionRows: 20000,
 		Lease: time.Minute, Progress: hold.progress})
 	if res.Err != nil || res.Outcome != Imported {

@@ -83,16 +83,7 @@ func TestOverlapHeldWhileOthersImport(t *testing.T) {
 		held, release := make(chan struct{}), make(chan struct{})
 		eA, log := f.openHeld(t, hold) // its overlap waits an hour for the plan
 		reqA := Request{Path: pathA, Mapping: Mapping{Table: "t", Key: []string{"id"}}, PartitionRows: partRows, Lease: time.Minute,
-			Progress: func(p Progress) {
-				if p.Phase == "plan" && p.TotalBytes > 0 && p.Bytes >= p.TotalBytes {
-					hold.progress(p)
-					close(held)
-					select {
-					case <-release:
-					case <-time.After(time.Minute):
-					}
-				}
-			}}
+			Progress: hold.meetAtPlanEnd(held, release, time.Minute)}
 		resA := make(chan *Result, 1)
 		go func() { resA <- eA.Import(context.Background(), reqA) }()
 		select {

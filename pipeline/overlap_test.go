@@ -95,6 +95,22 @@ func (h *passHold) progress(p Progress) {
 	}
 }
 
+// meetAtPlanEnd returns a Progress that reports to h.progress and, at
+// the plan phase's end, closes held and waits for release or limit: the
+// test meets the held import there.
+func (h *passHold) meetAtPlanEnd(held, release chan struct{}, limit time.Duration) func(Progress) {
+	return func(p Progress) {
+		if p.Phase == "plan" && p.TotalBytes > 0 && p.Bytes >= p.TotalBytes {
+			h.progress(p)
+			close(held)
+			select {
+			case <-release:
+			case <-time.After(limit):
+			}
+		}
+	}
+}
+
 // logRecorder is a log handler that keeps every record: its message, and
 // its message with its attributes for a failure to show.
 type logRecorder struct {
