@@ -29,9 +29,17 @@
 //	rerun         a rerun of the completed file (--rehash) against sha256sum and a
 //	              Go SHA-256 of it; through the quick check against idemport version
 //	resume        a resume after a kill at 90 % against the full import
-//	formats       JSONL and Parquet against CSV, rows per second
+//	formats       JSONL and Parquet against CSV, rows per second; and Parquet and
+//	              Arrow files other programs wrote (bench/otherwriters, written
+//	              when Node.js is installed) against the CSV they were written from
 //	memory        peak RSS: 1M rows of 1 KiB, 2,000 rows of 1 MiB, and a
 //	              --max-rejects 1% refusal of a file whose rows are all bad
+//	remote        the bytes a first import from S3 fetches against the object's
+//	              size, and the requests a rerun of an S3 prefix of -objects
+//	              imported objects makes (pipeline's benchmarks, against an S3
+//	              server in their process)
+//	huge          (only when named) peak RSS of a 100M-row --key import into
+//	              SQLite: 10.7 GB of CSV, half an hour and more
 //	parse         the plan pass (no database) against Go parsers
 //	alternatives  Go + go-sqlite3, pgx and pgloader against idemport
 //
@@ -142,6 +150,9 @@ type row struct {
 	// cpuRatio, when set, is the paired ratio of CPU times beside ratio.
 	cpuRatio float64
 	label    string // of an anchor: the vs of the rows timed against it
+	// note, when set, is what the row counts beside its time (bytes
+	// fetched, requests made), printed after its name.
+	note string
 }
 
 // anchor returns r as the anchor that rows with vs label are timed against.
@@ -189,7 +200,7 @@ func summary(name string, ms []measure, rows int64) row {
 	return row{name: name, wall: median(ws), cpu: median(cs), rows: rows, rss: rss}
 }
 
-var sections = []string{"first", "fixed", "delta", "rerun", "resume", "formats", "memory", "parse", "alternatives"}
+var sections = []string{"first", "fixed", "delta", "rerun", "resume", "formats", "memory", "remote", "parse", "alternatives"}
 
 func main() {
 	rowsFlag := flag.String("rows", "1m", "data set size: 1m, 10m, or a row count")
@@ -205,7 +216,8 @@ func main() {
 	keyCol := flag.String("key", "", "with -file: the key column of the --key rows and of the anchors' tables (default: no keyed rows)")
 	delta := flag.String("delta", "", "with -file and -key: a daily delta of that file (a CSV file of the same columns), timed into the imported file's table in section delta")
 	tag := flag.String("tag", "", "the suffix of the PostgreSQL schemas, databases and table and the MariaDB databases this run makes and drops: lower-case letters, digits and _ (default: random, so that runs at once on one server keep apart)")
-	readme := flag.Bool("readme", false, "print the table of docs/development.md's benchmark section (default sections first,delta,rerun,resume,formats,memory), each row beside its anchor, and the anchors' commands under it")
+	objects := flag.Int("objects", 10000, "section remote: the objects of the S3 prefix whose rerun is counted")
+	readme := flag.Bool("readme", false, "print the table of docs/development.md's benchmark section (default sections first,delta,rerun,resume,formats,memory,remote), each row beside its anchor, and the anchors' commands under it")
 	flag.Parse()
 	checkFlags(*file, *keyCol, *delta, *modes)
 	if *tag == "" {
@@ -217,7 +229,7 @@ func main() {
 	bin, err := os.MkdirTemp("", "idemport-bench-")
 	check(err)
 	defer os.RemoveAll(bin)
-	e := &env{runs: *runs, rows: rows, name: name, data: *data, idemport: filepath.Join(bin, "idemport"), anchor: filepath.Join(bin, "anchor"), add: report, out: os.Stdout, tag: *tag}
+	e := &env{runs: *runs, rows: rows, name: name, data: *data, idemport: filepath.Join(bin, "idemport"), anchor: filepath.Join(bin, "anchor"), add: report, out: os.Stdout, tag: *tag, objects: *objects}
 	var md *markdown
 	if *readme {
 		md = newMarkdown()
@@ -335,7 +347,7 @@ func (e *env) checkSections(sel, file string) {
 		if file != "" && e.others != nil && s != "formats" {
 			check(fmt.Errorf("-sections: %s needs a CSV -file or the generated data set, not Parquet or Arrow files", s))
 		}
-		if file != "" && e.others == nil && s != "first" && s != "fixed" && s != "rerun" && s != "resume" && (s != "delta" || e.delta == "") {
+		if file != "" && e.others == nil && s != "first" && s != "fixed" && s != "rerun" && s != "resume" && s != "remote" && (s != "delta" || e.delta == "") {
 			check(fmt.Errorf("-sections: %s needs the generated data set, or with -file a -delta, not -file alone", s))
 		}
 	}
@@ -390,6 +402,13 @@ func (e *env) section(s, pg, maria string, sqlite, postgres, mariadb bool) {
 		e.resume()
 	case "formats":
 		e.formats()
+		if e.others == nil && e.cols == nil {
+			e.otherFormats()
+		}
+	case "remote":
+		e.remote()
+	case "huge":
+		e.huge()
 	case "memory":
 		e.memory(pg, sqlite, postgres)
 	case "parse":
@@ -421,6 +440,7 @@ type env struct {
 	work, db            string
 	tag                 string // ends the names of what the run makes on a server (own)
 	delta               string // the daily delta of csv; "": bench/gen's, made when the delta section needs it
+	objects             int    // section remote: the objects of the S3 prefix rerun
 	deltaRows           int64  // its rows
 	add                 func(row)
 	out                 io.Writer                                  // where show prints the anchors' commands
@@ -1102,7 +1122,11 @@ func report(r row) {
 	if r.wall < 0.1 { // a process that does next to nothing: its milliseconds
 		wall = fmt.Sprintf("%9.3f", r.wall)
 	}
-	fmt.Printf("%-62s %s %9.2f %11s %9.0f   %s\n", r.name, wall, r.cpu, rate, float64(r.rss)/1024, ratio)
+	name := r.name
+	if r.note != "" {
+		name += " (" + r.note + ")"
+	}
+	fmt.Printf("%-62s %s %9.2f %11s %9.0f   %s\n", name, wall, r.cpu, rate, float64(r.rss)/1024, ratio)
 }
 
 // parseRows returns the row count s names (1m, 10m, 20k or a count) and

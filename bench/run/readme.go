@@ -8,7 +8,7 @@ import (
 )
 
 // readmeSections are the sections of the table in docs/development.md.
-const readmeSections = "first,delta,rerun,resume,formats,memory"
+const readmeSections = "first,delta,rerun,resume,formats,memory,remote"
 
 // markdown collects a run's rows and prints them as the table of
 // docs/development.md's benchmark section: one line per row of idemport
@@ -38,14 +38,25 @@ func (m *markdown) add(r row) {
 		alt, ratio = r.vs, fmt.Sprintf("%.2f×", r.ratio)
 		if a, ok := m.anchors[r.vs]; ok {
 			alt = a.name + ", " + seconds(a.wall)
+			if a.note != "" && a.wall > 0 {
+				alt += ", " + a.note
+			} else if a.note != "" {
+				alt = a.name + ", " + a.note
+			}
 		}
 	}
-	cell := []string{seconds(r.wall)}
+	var cell []string
+	if r.wall > 0 {
+		cell = append(cell, seconds(r.wall))
+	}
 	if r.rows > 0 && r.wall > 0 {
 		cell = append(cell, perSecond(float64(r.rows)/r.wall)+" rows/s")
 	}
 	if r.rss > 0 {
 		cell = append(cell, fmt.Sprintf("%.0f MiB", float64(r.rss)/1024))
+	}
+	if r.note != "" {
+		cell = append(cell, r.note)
 	}
 	m.lines = append(m.lines, "| "+strings.Join([]string{r.name, strings.Join(cell, ", "), alt, ratio}, " | ")+" |")
 }
