@@ -252,9 +252,9 @@ func (a *applier) applyRound(ctx context.Context, mu *sync.Mutex) error {
 	return nil
 }
 
-// readAhead returns how many items a reader (a worker's, the overlap's)
+// readAhead returns how many batches a reader (a worker's, the overlap's)
 // may have handed its writer before the writer takes them, for batches
-// of batchRows rows. Batches of whole partitions (PostgreSQL's, MariaDB's)
+// of batchRows rows (see queue). Batches of whole partitions (PostgreSQL's, MariaDB's)
 // are up to partition.BatchBytes of the file each, decoded and held while
 // the database takes the ones before: at 8 a first import of 1M orders
 // rows into PostgreSQL held up to 8 per reader that the writer could not
@@ -279,6 +279,81 @@ type item struct {
 	// shuffled, with end: the partition's keys came out of key order
 	// (keyOrder.broken), so that it may join a group (group.go).
 	shuffled bool
+}
+
+// isBatch says whether it is one of a partition's batches.
+func (it item) isBatch() bool { return it.claim == nil && !it.end }
+
+// queue carries the items a reader hands its writer. Only batches count
+// against the read-ahead (readAhead): a partition's start and end pass
+// without waiting for room, so that at the boundary of two partitions the
+// reader decodes the next one's first batch while the writer writes the
+// last batch of the one before. Counted as items, the two took the room:
+// a partition of PostgreSQL's whole-partition batches, one of 4 MiB and
+// a short rest (100,000 rows of 42 bytes), left its rest and its end
+// queued while the writer copied the long batch, the reader waited to
+// queue the next partition's start, and decoded the next partition only
+// once that COPY was over, while the server, which had nothing more to
+// take, waited for it: about 40 ms a partition, 0.4 s of the 1.5 s a
+// first import of 1M such rows took.
+type queue struct {
+	items chan item
+	room  chan struct{} // one for each batch handed on and not yet taken
+}
+
+// newQueue returns the queue of a reader of batches of batchRows rows.
+// Besides its batches it holds, without waiting, the end of the partition
+// they belong to and the start and end of the next: a worker's reader
+// is given the next claim only once its writer begins a partition
+// (handoff), so that no more are queued at once.
+func newQueue(batchRows int) *queue {
+	n := readAhead(batchRows)
+	return &queue{items: make(chan item, n+3), room: make(chan struct{}, n)}
+}
+
+// send hands it to the writer, waiting first, for a batch, until fewer
+// than the read-ahead are queued. Where it need not wait it sends even
+// once ctx is done; otherwise ctx ends the wait, and a batch not sent is
+// released.
+func (q *queue) send(ctx context.Context, it item) error {
+	if it.isBatch() {
+		if err := put(ctx, q.room, struct{}{}); err != nil {
+			it.batch.Release()
+			return err
+		}
+	}
+	if err := put(ctx, q.items, it); err != nil {
+		it.batch.Release()
+		return err
+	}
+	return nil
+}
+
+// took is told by the writer each item it takes from q.items, which makes
+// room for another batch.
+func (q *queue) took(it item) {
+	if it.isBatch() {
+		<-q.room
+	}
+}
+
+// close tells the writer no item follows.
+func (q *queue) close() { close(q.items) }
+
+// put sends v on ch, waiting for room until ctx is done; with room it
+// sends, whether ctx is done or not.
+func put[T any](ctx context.Context, ch chan<- T, v T) error {
+	select {
+	case ch <- v:
+		return nil
+	default:
+	}
+	select {
+	case ch <- v:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // worker applies partitions one after another. Its writer goroutine does
@@ -322,17 +397,17 @@ func (a *applier) worker(ctx context.Context, mu *sync.Mutex) error {
 	}
 	defer seen.close()
 
-	claims := make(chan *checkpoint.Claim, 1)            // writer → reader
-	items := make(chan item, readAhead(a.req.BatchRows)) // reader → writer
+	claims := make(chan *checkpoint.Claim, 1) // writer → reader
+	q := newQueue(a.req.BatchRows)            // reader → writer
 	claims <- first
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		defer close(items)
-		return a.read(gctx, claims, items)
+		defer q.close()
+		return a.read(gctx, claims, q)
 	})
-	g.Go(func() error { return a.write(gctx, conn, w, seen, claims, items, mu) })
+	g.Go(func() error { return a.write(gctx, conn, w, seen, claims, q, mu) })
 	err = g.Wait()
-	for it := range items { // release what the writer did not take
+	for it := range q.items { // release what the writer did not take
 		it.batch.Release()
 	}
 	if err != nil && a.e.st.Driver.Deadlock(err) {
@@ -341,18 +416,10 @@ func (a *applier) worker(ctx context.Context, mu *sync.Mutex) error {
 	return err
 }
 
-// read decodes each partition the writer claimed into items. It stops when
-// the writer closes claims.
-func (a *applier) read(ctx context.Context, claims <-chan *checkpoint.Claim, items chan<- item) error {
-	send := func(it item) error {
-		select {
-		case items <- it:
-			return nil
-		case <-ctx.Done():
-			it.batch.Release()
-			return ctx.Err()
-		}
-	}
+// read decodes each partition the writer claimed into items, which it
+// hands the writer through q. It stops when the writer closes claims.
+func (a *applier) read(ctx context.Context, claims <-chan *checkpoint.Claim, q *queue) error {
+	send := func(it item) error { return q.send(ctx, it) }
 	for {
 		var c *checkpoint.Claim
 		select {
@@ -465,12 +532,13 @@ func (a *applier) claimNext(ctx context.Context, tx *sql.Tx, mu *sync.Mutex) (*c
 // write commits each partition in one transaction: it fences the claim,
 // claims the next partition for the reader, writes the batches, and marks
 // the partition done and counts it.
-func (a *applier) write(ctx context.Context, conn *sql.Conn, w *partitionWriter, seen *seenWriter, claims chan<- *checkpoint.Claim, items <-chan item, mu *sync.Mutex) error {
+func (a *applier) write(ctx context.Context, conn *sql.Conn, w *partitionWriter, seen *seenWriter, claims chan<- *checkpoint.Claim, q *queue, mu *sync.Mutex) error {
 	next := &handoff{claims: claims}
 	defer next.close()
 	var p partitionTx
 	defer p.rollback()
-	for it := range items {
+	for it := range q.items {
+		q.took(it)
 		var err error
 		switch {
 		case it.claim != nil:

@@ -190,15 +190,15 @@ func (kp *keeper) startOverlap(ctx context.Context) (*overlap, *speculation) {
 // wrong.
 func (ov *overlap) run(ctx context.Context) {
 	defer close(ov.done)
-	items := make(chan item, readAhead(ov.kp.holding.req.BatchRows))
+	q := newQueue(ov.kp.holding.req.BatchRows)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		defer close(items)
-		return ov.read(gctx, items)
+		defer q.close()
+		return ov.read(gctx, q)
 	})
-	g.Go(func() error { return ov.write(gctx, ctx, items) })
+	g.Go(func() error { return ov.write(gctx, ctx, q) })
 	err := g.Wait()
-	for it := range items {
+	for it := range q.items {
 		it.batch.Release()
 	}
 	if err != nil {
@@ -208,16 +208,8 @@ func (ov *overlap) run(ctx context.Context) {
 
 // read decodes each partition the pass finishes into items, as the
 // worker's reader does.
-func (ov *overlap) read(ctx context.Context, items chan<- item) error {
-	send := func(it item) error {
-		select {
-		case items <- it:
-			return nil
-		case <-ctx.Done():
-			it.batch.Release()
-			return ctx.Err()
-		}
-	}
+func (ov *overlap) read(ctx context.Context, q *queue) error {
+	send := func(it item) error { return q.send(ctx, it) }
 	var bytes int64
 	for i := 0; ; i++ {
 		c, ok, err := ov.next(ctx, i, bytes)
@@ -336,12 +328,13 @@ func (ov *overlap) applier(schema reader.Schema) *applier {
 // write writes the items read into the overlap's transaction, which it
 // begins with the first, under txCtx, which outlives ctx (the goroutines'):
 // the table created, and the writer readied for it.
-func (ov *overlap) write(ctx, txCtx context.Context, items <-chan item) error {
+func (ov *overlap) write(ctx, txCtx context.Context, q *queue) error {
 	var (
 		cur    *checkpoint.Claim
 		counts idemtype.Rows
 	)
-	for it := range items {
+	for it := range q.items {
+		q.took(it)
 		switch {
 		case it.claim != nil:
 			if ov.tx == nil {
