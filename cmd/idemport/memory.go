@@ -17,30 +17,38 @@ import (
 // limit bounds the heap, collections may be rarer below it (gcPercent): an
 // import of a million rows spends less time collecting.
 //
-// The limit follows what a run holds (memoryLimit): a file that needs more
-// than half of gcMemoryLimit live, such as a Parquet file of one large row
+// The limit follows what a run holds (memoryLimit): a file that needs
+// nearly all of gcMemoryLimit live, such as a Parquet file of one large row
 // group (whose column chunks are held in memory while the group is
-// decoded: 107 MB for a million orders rows stored plain), would keep the
-// heap at the limit and collect all the time, a third of its CPU time; the
-// limit is raised to twice the heap left live by the last collection, up
-// to gcMemoryLimitMax, and comes down again with it, so that a CSV file
-// imported after such a file keeps its small heap. Past gcMemoryLimitMax
-// the limit stays there and the heap grows past it (the limit is soft),
-// collecting more often, rather than failing.
+// decoded: 107 MB for a million orders rows stored plain) or an Arrow IPC
+// file of one record batch (108 MB), would keep the heap at the limit and
+// collect all the time, a third of its CPU time; the limit is raised to
+// the heap left live by the last collection and a quarter more
+// (gcHeadroom), up to gcMemoryLimitMax, and comes down again with it, so
+// that a CSV file imported after such a file keeps its small heap. The
+// headroom is a quarter, not Go's whole live heap: what such a file holds
+// live is mostly bytes without pointers, cheap to mark, while every byte
+// the heap grows by is fresh memory to fault in. With twice the live heap
+// the import of the Arrow JS file collected twice and wrote every output
+// batch into fresh memory (20k page faults); with a quarter it collects
+// seven times, for milliseconds, and faults 9k times. Past
+// gcMemoryLimitMax the limit stays there and the heap grows past it (the
+// limit is soft), collecting more often, rather than failing.
 const (
 	gcMemoryLimit    = 128 << 20 // bytes
 	gcMemoryLimitMax = 1 << 30   // bytes
 	gcPercent        = 400
+	gcHeadroom       = 4 // the limit is live + live/gcHeadroom
 )
 
 // memoryLimit returns the soft limit for a heap of which live bytes
-// survived the last collection: gcMemoryLimit, or twice live when that is
-// more, at most gcMemoryLimitMax.
+// survived the last collection: gcMemoryLimit, or live and a
+// gcHeadroom'th of it more when that is more, at most gcMemoryLimitMax.
 func memoryLimit(live uint64) int64 {
-	if live >= gcMemoryLimitMax/2 {
+	if live >= gcMemoryLimitMax-gcMemoryLimitMax/(gcHeadroom+1) {
 		return gcMemoryLimitMax
 	}
-	return max(gcMemoryLimit, 2*int64(live))
+	return max(gcMemoryLimit, int64(live)+int64(live)/gcHeadroom)
 }
 
 // tuneGC applies the settings above where getenv leaves them unset. The

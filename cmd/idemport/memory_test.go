@@ -43,8 +43,9 @@ func TestTuneGC(t *testing.T) {
 	}
 }
 
-// TestMemoryLimit: the soft limit is gcMemoryLimit until the live heap is
-// more than half of it, then twice the live heap, up to gcMemoryLimitMax.
+// TestMemoryLimit: the soft limit is gcMemoryLimit until the live heap and
+// a quarter more pass it, then the live heap and a quarter more (not twice
+// it: the heap grows into fresh memory), up to gcMemoryLimitMax.
 func TestMemoryLimit(t *testing.T) {
 	for _, tc := range []struct {
 		live uint64
@@ -52,11 +53,13 @@ func TestMemoryLimit(t *testing.T) {
 	}{
 		{0, gcMemoryLimit},
 		{30 << 20, gcMemoryLimit},
-		{64 << 20, gcMemoryLimit},
-		{64<<20 + 1, 128<<20 + 2},
-		{107 << 20, 214 << 20},
-		{512<<20 - 1, 1<<30 - 2},
-		{512 << 20, gcMemoryLimitMax},
+		{64<<20 + 1, gcMemoryLimit},
+		{100 << 20, gcMemoryLimit},
+		{103 << 20, 103<<20 + 103<<18},
+		{107 << 20, 107<<20 + 107<<18},
+		{200 << 20, 250 << 20},
+		{858993459, 1<<30 - 1},
+		{858993460, gcMemoryLimitMax},
 		{5 << 30, gcMemoryLimitMax},
 		{1 << 63, gcMemoryLimitMax},
 	} {
@@ -66,10 +69,10 @@ func TestMemoryLimit(t *testing.T) {
 	}
 }
 
-// TestTuneGCFollowsTheHeap: after tuneGC, a collection that leaves 80 MiB
-// live raises the soft limit to at least twice that, and once they are
-// gone the limit comes back to gcMemoryLimit; a limit set by someone else
-// stops the following.
+// TestTuneGCFollowsTheHeap: after tuneGC, a collection that leaves 160 MiB
+// live raises the soft limit to at least that and a quarter more, and less
+// than twice it, and once they are gone the limit comes back to
+// gcMemoryLimit; a limit set by someone else stops the following.
 func TestTuneGCFollowsTheHeap(t *testing.T) {
 	// Not parallel: it changes the GC settings of the whole test process.
 	limit, percent := debug.SetMemoryLimit(-1), debug.SetGCPercent(-1)
@@ -91,11 +94,11 @@ func TestTuneGCFollowsTheHeap(t *testing.T) {
 		t.Fatalf("%s: the limit is %d", what, debug.SetMemoryLimit(-1))
 	}
 	tuneGC(func(string) string { return "" })
-	held := make([]byte, 80<<20)
-	wait("80 MiB live", func(l int64) bool { return l >= 160<<20 && l <= gcMemoryLimitMax })
+	held := make([]byte, 160<<20)
+	wait("160 MiB live", func(l int64) bool { return l >= 200<<20 && l < 320<<20 })
 	runtime.KeepAlive(held)
 	held = nil
-	wait("80 MiB let go", func(l int64) bool { return l == gcMemoryLimit })
+	wait("160 MiB let go", func(l int64) bool { return l == gcMemoryLimit })
 
 	debug.SetMemoryLimit(gcMemoryLimit + 1) // someone else's
 	held = make([]byte, 80<<20)
