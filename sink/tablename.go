@@ -70,15 +70,22 @@ func (l Limits) SplitTable(name string) (schema, table string, err error) {
 }
 
 // JoinTable is the name of table in schema ("" for unqualified) as
-// SplitTable reads it back: schema is quoted when it holds a dot or a
-// quote.
+// SplitTable reads it back, both parts as given: a part is quoted when it
+// holds a dot or a quote (where the driver has quotes). Left unquoted, a
+// table named a"b" in schema s read back as s.ab, another table.
 func (l Limits) JoinTable(schema, table string) string {
-	if schema == "" || !l.QualifiedNames {
+	if !l.QualifiedNames {
 		return table
 	}
-	if l.NameQuotes != "" && strings.ContainsAny(schema, "."+l.NameQuotes) {
+	quote := func(part string) string {
+		if l.NameQuotes == "" || !strings.ContainsAny(part, "."+l.NameQuotes) {
+			return part
+		}
 		qc := l.NameQuotes[:1]
-		schema = qc + strings.ReplaceAll(schema, qc, qc+qc) + qc
+		return qc + strings.ReplaceAll(part, qc, qc+qc) + qc
 	}
-	return schema + "." + table
+	if schema == "" {
+		return quote(table)
+	}
+	return quote(schema) + "." + quote(table)
 }
