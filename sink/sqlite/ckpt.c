@@ -16,16 +16,19 @@
 //     while the writer goes on with its next partition.
 //   - Once the log held limit frames before the transaction that commits,
 //     it waits for that thread's checkpoint, syncs the log, and
-//     checkpoints on its own connection, as SQLite's would. The sync is
-//     its own: SQLite's checkpoint syncs the log only before it copies
-//     frames, and one that another connection's read leaves nothing to
-//     copy (a read begun after the last checkpoint) returned, and with
-//     SQLite's own automatic checkpoint returns, with the commit's log
-//     unsynced. A checkpoint that overlaps the writer's next transaction
+//     checkpoints on its own connection so that the log starts over
+//     (idp_ckpt_restart: RESTART, waiting for other connections as far as
+//     it may). The sync is its own: SQLite's checkpoint syncs the log
+//     only before it copies frames, and one that another connection's
+//     read leaves nothing to copy (a read begun after the last
+//     checkpoint) returned, and with SQLite's own automatic checkpoint
+//     returns, with the commit's log unsynced. A checkpoint that overlaps the writer's next transaction
 //     never lets SQLite start the log over (the writer has read the log
 //     by then), so without this the log grew to the size of the database.
 //     After it the next transaction writes the log from its start again,
-//     so the log file stays below limit frames and two transactions'.
+//     so the log file stays below limit frames and two transactions'
+//     (and what other connections commit between the writer's), unless
+//     a reader holds a snapshot of the log longer than wait_ms.
 //     Counting the log before the transaction, not after it, leaves a
 //     transaction of more than limit frames (a partition of 64 MiB of a
 //     file is some 19,000 pages) to the thread every other commit:
@@ -46,10 +49,12 @@
 
 #ifdef _WIN32
 
-idp_ckpt *idp_ckpt_start(sqlite3 *db, int threshold, int limit) {
+idp_ckpt *idp_ckpt_start(sqlite3 *db, int threshold, int limit, int busy_ms, int wait_ms) {
 	(void)db;
 	(void)threshold;
 	(void)limit;
+	(void)busy_ms;
+	(void)wait_ms;
 	return NULL;
 }
 
@@ -89,6 +94,7 @@ void idp_ckpt_stats(idp_ckpt *c, int64_t *bg, int64_t *fg, int *busy) {
 #else
 
 #include <pthread.h>
+#include <time.h>
 
 typedef struct sqlite3_io_methods sqlite3_io_methods;
 typedef struct sqlite3_file {
@@ -114,12 +120,17 @@ int sqlite3_close(sqlite3*);
 int sqlite3_exec(sqlite3*, const char*, int (*)(void*, int, char**, char**), void*, char**);
 const char *sqlite3_db_filename(sqlite3*, const char*);
 int sqlite3_file_control(sqlite3*, const char*, int, void*);
+int sqlite3_busy_handler(sqlite3*, int (*)(void*, int), void*);
+int sqlite3_busy_timeout(sqlite3*, int);
+int sqlite3_sleep(int);
 
 #define IDP_OPEN_READWRITE 0x00000002
 #define IDP_OPEN_NOMUTEX 0x00008000
 #define IDP_FCNTL_JOURNAL_POINTER 28
 #define IDP_SYNC_NORMAL 0x00002
 #define IDP_CHECKPOINT_PASSIVE 0
+#define IDP_CHECKPOINT_RESTART 2
+#define IDP_BUSY 5
 
 struct idp_ckpt {
 	sqlite3 *db; // the thread's own connection
@@ -129,6 +140,8 @@ struct idp_ckpt {
 	int want, busy, stop; // under mu
 	int held, pending;    // under mu: the thread's checkpoints held back (tests); one waiting for that to end
 	int threshold, limit; // frames
+	int busy_ms, wait_ms; // the writer's busy timeout; how long its checkpoint at the limit waits for others' locks
+	double until;         // when that checkpoint stops waiting (idp_ckpt_busy)
 	int last;             // frames of the log at the writer's last commit (the hook's alone)
 	int64_t bg, fg;       // checkpoints by the thread, by the writer (under mu)
 };
@@ -170,6 +183,65 @@ static int idp_ckpt_sync(sqlite3 *db, const char *name) {
 	return f->pMethods->xSync(f, IDP_SYNC_NORMAL);
 }
 
+// idp_now is a monotonic clock's time in seconds.
+static double idp_now(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+// idp_ckpt_busy is the writer's busy handler while it checkpoints at the
+// limit: it waits, a millisecond at a time, until c->until.
+static int idp_ckpt_busy(void *arg, int n) {
+	(void)n;
+	idp_ckpt *c = arg;
+	if (idp_now() >= c->until) return 0;
+	sqlite3_sleep(1);
+	return 1;
+}
+
+// idp_ckpt_restart checkpoints the writer's log at the limit so that its
+// next transaction writes the log from its start again, and returns
+// SQLite's code. Other connections to the file are in the way of that,
+// the process's own among them (the pipeline's lease renewals, which wait
+// for the writer's lock and commit right after its COMMIT):
+//
+//   - Their commits checkpoint by themselves past the threshold, inside
+//     their COMMIT. SQLite runs one checkpoint at a time and answers a
+//     second SQLITE_BUSY at once, without calling the busy handler: that
+//     answer, ignored, left the log to grow. It is asked again, a few
+//     milliseconds apart, for as long as the busy timeout.
+//   - One that commits while the checkpoint runs, from a snapshot of
+//     the log taken before it ended, appends to the log rather than start
+//     it over, and the writer's next transaction, reading that, appends
+//     again: with a renewal between every two partitions the log never
+//     started over (a 100M-row import's grew to 5 GB). RESTART holds the
+//     write lock while it copies, so no commit comes between, and waits
+//     until no reader reads from the log, after which the next
+//     transaction, whichever connection's, starts it over.
+//
+// It waits for others' locks (another writer's transaction, a read that
+// began before the checkpoint ended) at most wait_ms: a reader that holds
+// its snapshot longer keeps the log from starting over, which copies what
+// it may and leaves the log to grow by a transaction at each commit until
+// that reader ends. The writer's busy timeout is set back afterwards.
+static int idp_ckpt_restart(idp_ckpt *c, sqlite3 *db, const char *name) {
+	double start = idp_now();
+	int rc;
+	for (int pause = 1;; pause = pause < 16 ? 2 * pause : pause) {
+		c->until = idp_now() + c->wait_ms / 1e3;
+		sqlite3_busy_handler(db, idp_ckpt_busy, c);
+		int frames = -1;
+		rc = sqlite3_wal_checkpoint_v2(db, name, IDP_CHECKPOINT_RESTART, &frames, NULL);
+		sqlite3_busy_timeout(db, c->busy_ms);
+		// frames is -1 only when the checkpoint could not begin: another
+		// connection's runs.
+		if (rc != IDP_BUSY || frames >= 0 || idp_now() - start >= c->busy_ms / 1e3) break;
+		sqlite3_sleep(pause);
+	}
+	return rc;
+}
+
 static int idp_ckpt_hook(void *arg, sqlite3 *db, const char *name, int frames) {
 	idp_ckpt *c = arg;
 	// The frames the log held before this transaction: the log at the
@@ -205,17 +277,19 @@ static int idp_ckpt_hook(void *arg, sqlite3 *db, const char *name, int frames) {
 	// copies, its own sync finds nothing left to write. Failures are
 	// ignored, as SQLite's hook ignores its checkpoint's.
 	idp_ckpt_sync(db, name);
-	sqlite3_wal_checkpoint_v2(db, name, IDP_CHECKPOINT_PASSIVE, NULL, NULL);
+	idp_ckpt_restart(c, db, name);
 	return 0;
 }
 
-idp_ckpt *idp_ckpt_start(sqlite3 *db, int threshold, int limit) {
+idp_ckpt *idp_ckpt_start(sqlite3 *db, int threshold, int limit, int busy_ms, int wait_ms) {
 	const char *path = sqlite3_db_filename(db, "main");
 	if (!path || !*path || threshold <= 0) return NULL; // in memory, or no automatic checkpoints to move
 	idp_ckpt *c = calloc(1, sizeof *c);
 	if (!c) return NULL;
 	c->threshold = threshold;
 	c->limit = limit;
+	c->busy_ms = busy_ms;
+	c->wait_ms = wait_ms;
 	c->last = -1;
 	if (sqlite3_open_v2(path, &c->db, IDP_OPEN_READWRITE | IDP_OPEN_NOMUTEX, NULL) != 0 ||
 	    sqlite3_exec(c->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != 0) {

@@ -159,6 +159,130 @@ func TestWALBoundedLargeTransactions(t *testing.T) {
 	}
 }
 
+// TestWALBoundedBesideAnotherWriter: another connection of the same
+// database (the pipeline's heartbeat, renewing its leases) commits small
+// transactions of its own right after the writer's, having waited for its
+// write lock, one at a time, and its commits checkpoint automatically past
+// the same threshold, as the heartbeat's past SQLite's 1000 pages: the log
+// still stays below walLimit frames and two transactions'. The writer's
+// own checkpoint at the limit found the other connection's running (busy,
+// and ignored) or was followed by the other's commit from a snapshot taken
+// before it ended, which left the log never starting over: it grew by
+// every transaction, as a 100M-row import's did to 5 GB.
+func TestWALBoundedBesideAnotherWriter(t *testing.T) {
+	skipWithoutCheckpointThread(t)
+	old, wait := walLimit, walWait
+	// The other connections' reads are short, but a loaded machine may
+	// hold one past the writer's wait: waited for here, whatever it takes.
+	walLimit, walWait = 400, time.Minute
+	defer func() { walLimit, walWait = old, wait }()
+	path := filepath.Join(t.TempDir(), "beside.db")
+	f := newCkptFixture(t, path)
+	defer f.close()
+	other, err := f.db.Conn(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, q := range []string{`PRAGMA wal_autocheckpoint=100`, `CREATE TABLE beat (n INTEGER)`, `INSERT INTO beat VALUES (0)`} {
+		if _, err := other.ExecContext(f.ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Inside a transaction of the writer's, a beat begins unless one is
+	// still under way: it waits for the writer's lock and commits after
+	// that transaction, while the writer goes on with its next one.
+	beats, pending := make(chan error, 1), false
+	var n int64
+	f.during = func() {
+		select {
+		case err := <-beats:
+			if err != nil {
+				t.Error(err)
+			}
+			pending = false
+			n++
+		default:
+		}
+		if !pending {
+			pending = true
+			go func() {
+				_, err := other.ExecContext(f.ctx, `UPDATE beat SET n = n + 1`)
+				beats <- err
+			}()
+		}
+	}
+	var most int64
+	for range 120 {
+		before := walFrames(t, path)
+		f.commit()
+		most = max(most, walFrames(t, path)-before) // a transaction's frames, and a beat's
+		if n := walFrames(t, path); n > int64(walLimit)+2*most {
+			t.Fatalf("after %d transactions the log holds %d frames, want at most %d (the limit and two transactions')", f.txs, n, int64(walLimit)+2*most)
+		}
+	}
+	if pending {
+		if err := <-beats; err != nil {
+			t.Error(err)
+		}
+		n++
+	}
+	var beat int64
+	if err := other.QueryRowContext(f.ctx, `SELECT n FROM beat`).Scan(&beat); err != nil || beat != n || n < 60 {
+		t.Errorf("beats: %d (%v), want %d, at least 60", beat, err, n)
+	}
+}
+
+// TestWALBoundedBesideReads: other connections of the same database read
+// it all the while, one short read after another (idemport status, a
+// reader of the checkpoints): the log still stays below walLimit frames and
+// two transactions'. A read begun before the writer's commit keeps a
+// checkpoint from copying past it; one that copied what it could and did
+// not wait for the read to end (PASSIVE) left the log never starting over.
+func TestWALBoundedBesideReads(t *testing.T) {
+	skipWithoutCheckpointThread(t)
+	old, wait := walLimit, walWait
+	// The other connections' reads are short, but a loaded machine may
+	// hold one past the writer's wait: waited for here, whatever it takes.
+	walLimit, walWait = 400, time.Minute
+	defer func() { walLimit, walWait = old, wait }()
+	path := filepath.Join(t.TempDir(), "reads.db")
+	f := newCkptFixture(t, path)
+	defer f.close()
+	ctx, stop := context.WithCancel(f.ctx)
+	reads := make(chan int64, 2)
+	for range 2 {
+		go func() {
+			var n int64
+			defer func() { reads <- n }()
+			for ctx.Err() == nil {
+				var rows int64
+				if err := f.db.QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&rows); err != nil {
+					if ctx.Err() == nil {
+						t.Error(err)
+					}
+					return
+				}
+				n++
+			}
+		}()
+	}
+	var most int64
+	for range 60 {
+		before := walFrames(t, path)
+		f.commit()
+		most = max(most, walFrames(t, path)-before)
+		if n := walFrames(t, path); n > int64(walLimit)+2*most {
+			stop()
+			t.Fatalf("after %d transactions the log holds %d frames, want at most %d (the limit and two transactions')", f.txs, n, int64(walLimit)+2*most)
+		}
+	}
+	stop()
+	if n := <-reads + <-reads; n < 60 {
+		t.Errorf("%d reads beside 60 transactions, want at least 60", n)
+	}
+}
+
 // walBounded commits txs transactions through a writer whose limit is
 // limit frames, each while the thread's checkpoint of the transactions
 // before runs, and checks that the log never holds more than limit and two

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -309,9 +310,25 @@ func (Driver) Full(err error) bool {
 // walLimit is the frames the write-ahead log held before a transaction at
 // which the writer checkpoints on its own connection as that transaction
 // commits, rather than in the background (see ckpt.c): 64 MiB of 4 KiB
-// pages. The log file stays below walLimit frames and two transactions'
-// (of an import, two partitions'), plus its header.
+// pages. That checkpoint starts the log over, so the log file stays below
+// walLimit frames and two transactions' (of an import, two partitions'),
+// plus its header and what other connections commit between the writer's
+// transactions (the pipeline's lease renewals: a few pages each), while no
+// reader holds a snapshot of the log for longer than walWait. Such a
+// reader (a query of the table by another program, run across the
+// checkpoint) keeps the log from starting over until it ends: until then
+// the log grows by the writer's transactions, as SQLite's own checkpoint
+// leaves it to.
 var walLimit = 16384
+
+// walWait is how long the writer's checkpoint at walLimit waits for other
+// connections' locks: another writer's transaction (whose end the writer's
+// next one waits for anyway), and the reads begun before the checkpoint
+// ended, which keep the log from starting over. A checkpoint that a reader
+// holds up waits this long once every other partition or so: a query of a
+// large table by another program, run in a loop beside an import, slows
+// the import by up to that, rather than growing its log.
+var walWait = time.Second
 
 // checkpointer runs the automatic checkpoints of a writer's connection on
 // a thread of its own; a nil *checkpointer does nothing.
@@ -325,13 +342,16 @@ type checkpointer struct {
 // a file, or a thread (on Windows there is none), it returns nil and conn
 // checkpoints as before.
 func startCheckpointer(ctx context.Context, conn *sql.Conn, db *C.sqlite3) (*checkpointer, error) {
-	var threshold int
+	var threshold, busy int
 	if err := conn.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&threshold); err != nil {
 		return nil, fmt.Errorf("read wal_autocheckpoint: %w", err)
 	}
+	if err := conn.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&busy); err != nil {
+		return nil, fmt.Errorf("read busy_timeout: %w", err)
+	}
 	var c *C.idp_ckpt
 	err := conn.Raw(func(any) error {
-		c = C.idp_ckpt_start(db, C.int(threshold), C.int(walLimit))
+		c = C.idp_ckpt_start(db, C.int(threshold), C.int(walLimit), C.int(busy), C.int(walWait.Milliseconds()))
 		return nil
 	})
 	if err != nil || c == nil {

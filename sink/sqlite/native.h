@@ -85,9 +85,12 @@ int idp_natural(sqlite3 *db, sqlite3_stmt *ins, sqlite3_stmt *probe, sqlite3_stm
 
 // idp_ckpt moves the automatic checkpoints of a writer's connection to a
 // thread of its own (ckpt.c). idp_ckpt_start installs it on db, whose
-// automatic checkpoint runs at threshold frames, and lets the log grow to
-// limit frames before the writer checkpoints itself again; it returns NULL
-// (and changes nothing) where it cannot. idp_ckpt_stop gives db back
+// automatic checkpoint runs at threshold frames and whose busy timeout is
+// busy_ms, and lets the log grow to limit frames before the writer
+// checkpoints itself again, so that the log starts over, waiting at most
+// wait_ms for other connections' locks (and at most busy_ms for another
+// connection's checkpoint to end); it returns NULL (and changes nothing)
+// where it cannot. idp_ckpt_stop gives db back
 // SQLite's automatic checkpoint at threshold (db NULL: the connection is
 // closed), stops and joins the thread and closes its connection.
 // idp_ckpt_detach does the same for db but does not wait: the thread ends
@@ -98,7 +101,7 @@ int idp_natural(sqlite3 *db, sqlite3_stmt *ins, sqlite3_stmt *probe, sqlite3_stm
 // and idp_ckpt_pending says whether one waits for that: for tests that need
 // a checkpoint to run inside the writer's next transaction.
 typedef struct idp_ckpt idp_ckpt;
-idp_ckpt *idp_ckpt_start(sqlite3 *db, int threshold, int limit);
+idp_ckpt *idp_ckpt_start(sqlite3 *db, int threshold, int limit, int busy_ms, int wait_ms);
 void idp_ckpt_stop(sqlite3 *db, idp_ckpt *c, int threshold);
 void idp_ckpt_detach(sqlite3 *db, idp_ckpt *c, int threshold);
 void idp_ckpt_join(idp_ckpt *c);
