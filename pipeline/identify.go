@@ -29,6 +29,11 @@ type identifier struct {
 	// plan starts the plan pass on the bytes sr hashes (see speculate);
 	// nil: the file is hashed alone, as dry runs and verify read it once.
 	plan func(ctx context.Context, sr *reader.HashRead, content bool) *speculation
+	// begin starts the overlap's transaction beside the rest of the
+	// stage and the claim (holding.beginEarly) once plan has started the
+	// pass; nil: it does not. What it returned is early.
+	begin func(ctx context.Context, sp *speculation, size int64) *early
+	early *early
 }
 
 // identifier returns the run's identify stage: an import's plans while it
@@ -37,6 +42,7 @@ func (r *run) identifier() *identifier {
 	s := &identifier{st: r.e.st, req: r.req, in: r.in}
 	if r.sharesRead {
 		s.plan = r.planner().speculate
+		s.begin = r.beginEarly
 	}
 	return s
 }
@@ -273,6 +279,9 @@ func (s *identifier) hashAndPlan(ctx context.Context, src, hashSrc idemtype.Sour
 	}
 	compressed := at.comp != reader.None
 	spec := s.plan(ctx, sr, compressed)
+	if s.begin != nil {
+		s.early = s.begin(ctx, spec, at.size)
+	}
 	if d.Stored, err = sr.Digest(); err != nil {
 		return d, spec, err
 	}

@@ -159,6 +159,7 @@ type run struct {
 
 	sharesRead bool         // plan while hashing (imports do; dry runs and verify do not)
 	spec       *speculation // the plan pass identify started on the hash's read (identify returns it)
+	early      *early       // the overlap's transaction begun beside the claim, if it was (beginEarly)
 	planned                 // what the plan stage made, or loadPlan read: set once, from its result
 }
 
@@ -298,14 +299,21 @@ func (q *Request) progress(p Progress) {
 
 func (r *run) run(ctx context.Context) error {
 	defer func() { r.spec.stop() }()
+	defer func() { r.early.close() }() // unless an overlap took it
 	if skipped, err := r.identify(ctx); skipped || err != nil {
 		return err
 	}
 	if err := r.e.st.Hit("after-identify"); err != nil {
 		return err
 	}
+	// The overlap's transaction, begun while the file was hashed (early),
+	// is rolled back by a claim that makes no new operation this
+	// attempt's, before anything else.
 	c, err := r.claimer().claimWaiting(ctx)
 	r.ap.recovered = c.recovered // the attempt starts applying with the leases its claim recovered
+	if err != nil || !c.taken || c.decision != ledger.Create {
+		r.early.close()
+	}
 	if err != nil || !c.taken {
 		return err
 	}
@@ -328,8 +336,9 @@ func (r *run) run(ctx context.Context) error {
 // file (preflight). skipped says the file is too young to import
 // (--min-age): the run ends there, without error.
 func (r *run) identify(ctx context.Context) (skipped bool, err error) {
-	ident, spec, err := r.identifier().identify(ctx)
-	r.spec = spec
+	idf := r.identifier()
+	ident, spec, err := idf.identify(ctx)
+	r.spec, r.early = spec, idf.early
 	if young := (*tooYoungError)(nil); errors.As(err, &young) {
 		r.res.Outcome = Skipped
 		r.res.note(r.log, "%s", young)

@@ -14,6 +14,7 @@ import (
 	"github.com/idemport/idemport/checkpoint"
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/ledger"
+	"github.com/idemport/idemport/pipeline/internal/store"
 	"github.com/idemport/idemport/reader"
 	"github.com/idemport/idemport/sink"
 )
@@ -84,6 +85,8 @@ type overlap struct {
 	a       *applier // the writer's applier, for the schema of the first partition
 	conn    *sql.Conn
 	tx      *txn
+	created reader.Schema      // set with tx by an early begin: the types it created the table with
+	untie   context.CancelFunc // an early begin's: ends the context its transaction was begun under, once it is over
 	w       partitionWriter
 	written []overlapped
 	err     error // why it rolled back
@@ -128,15 +131,158 @@ var errOverlapTime = errors.New("the plan pass took longer than an overlap may h
 
 // overlaps says whether the file of kp's attempt is one an overlap serves.
 func (kp *keeper) overlaps() bool {
-	m, q := kp.req.Mapping, kp.req
+	return kp.overlapsFile(kp.id.Size) && (kp.decision == ledger.Create || kp.decision == ledger.Plan) && !kp.tables.keysSeen
+}
+
+// overlapsFile says whether h's file, of size bytes, and request are ones
+// an overlap serves as far as they tell before the claim, whose decision
+// and the tables it names overlaps asks besides.
+func (h *holding) overlapsFile(size int64) bool {
+	m, q := h.req.Mapping, h.req
 	f := m.Format
 	if f == "" {
-		f, _, _ = reader.Detect(formatName(kp.name()))
+		f, _, _ = reader.Detect(formatName(h.name()))
 	}
-	return kp.id.Size >= overlapBytes && (kp.decision == ledger.Create || kp.decision == ledger.Plan) && !kp.e.st.DDLCommits() && q.Workers == 1 &&
-		(f == reader.CSV || f == reader.TSV || f == reader.JSONL || f == reader.Parquet) && kp.in.obj == nil && !kp.in.streaming &&
+	return size >= overlapBytes && !h.e.st.DDLCommits() && q.Workers == 1 &&
+		(f == reader.CSV || f == reader.TSV || f == reader.JSONL || f == reader.Parquet) && h.in.obj == nil && !h.in.streaming &&
 		!m.Atomic && m.Snapshot == nil && m.Evolve == EvolveNone && m.Version == "" && !q.Replace && !q.Reapply &&
-		!kp.tables.keysSeen && kp.e.st.Driver.Limits().CheckTable(kp.target.Table) == nil
+		h.e.st.Driver.Limits().CheckTable(h.target.Table) == nil
+}
+
+// An early begin is an overlap's transaction begun before the claim, on
+// a database whose claim does not wait for a transaction that holds a
+// new table's creation (not SQLite, whose one writer would make it wait;
+// not MariaDB, whose DDL commits): beside the migrations of a fresh state
+// and the claim, it takes a connection, begins, and once the plan pass
+// has finished its first partition creates the new table with that
+// partition's types, as the overlap's begin would after the claim. The
+// overlap that takes it (startOverlap) then only readies its writer: the
+// claim and the round trips before an overlap's first row (a CREATE
+// TABLE among them) no longer wait for each other.
+//
+// It creates nothing anyone sees: its transaction commits only as the
+// overlap's does, with the plan, and rolls back otherwise. It serves
+// only a new file (its plan pass started on the hash's read) into a table
+// that does not exist, and only a run that does not wait for a busy
+// operation (--wait): the table's creation it holds (Ensure's lock on
+// the name) would stop the holder it waits for, whose overlap or plan
+// creates the same table. A claim that does not make a new operation this
+// attempt's (a duplicate, a busy or failed claim, a resume) rolls it back
+// (close) before anything else is done; one that does hands it to the
+// overlap, or rolls it back when the plan stage starts none.
+type early struct {
+	cancel context.CancelFunc // ends its goroutine, and its transaction
+	done   chan struct{}      // closed when its goroutine ends
+	taken  bool               // by take or close: later calls do nothing
+
+	// Set by its goroutine once it created the table; read once done is closed.
+	conn   *sql.Conn
+	tx     *txn
+	schema reader.Schema // the first partition's types, the table's
+}
+
+// beginEarly starts an early begin for h's file, of size bytes, whose
+// plan pass sp has just started on the hash's read, when one serves it,
+// and returns it; nil otherwise (a nil early does nothing). A pool of one
+// connection begins none: the claim would wait for the connection the
+// early begin holds until the overlap after the claim takes it.
+func (h *holding) beginEarly(ctx context.Context, sp *speculation, size int64) *early {
+	st := h.e.st
+	if sp == nil || st.DB == nil || h.req.Wait > 0 || st.GroupCommits || !h.overlapsFile(size) || st.DB.Stats().MaxOpenConnections == 1 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	el := &early{cancel: cancel, done: make(chan struct{})}
+	go el.run(ctx, st, sp, h.target)
+	return el
+}
+
+// run takes the early begin's connection, finds no table there, begins,
+// waits for the pass's first partition and creates the table in the
+// transaction; it keeps connection and transaction only when all of that
+// was done.
+func (el *early) run(ctx context.Context, st *store.Store, sp *speculation, tg sink.Target) {
+	defer close(el.done)
+	conn, err := st.DB.Conn(ctx)
+	if err != nil {
+		return
+	}
+	t, err := st.Driver.Describe(ctx, conn, tg.Table)
+	if err != nil || t != nil {
+		conn.Close()
+		return
+	}
+	tx, err := beginTx(ctx, conn)
+	if err != nil {
+		conn.Close()
+		return
+	}
+	c, ok := firstCut(ctx, sp)
+	if ok {
+		schema := c.Schema.Arrow()
+		if d, is := st.Driver.(connEnsurer); is {
+			err = d.EnsureOn(ctx, conn, tx.Tx, tg, schema)
+		} else {
+			err = st.Driver.Ensure(ctx, tx.Tx, tg, schema)
+		}
+		if err == nil {
+			err = st.Hit("inside-early-overlap")
+		}
+	}
+	if !ok || err != nil {
+		tx.Rollback()
+		conn.Close()
+		return
+	}
+	el.conn, el.tx, el.schema = conn, tx, c.Schema
+}
+
+// firstCut waits for the first partition the pass sp finishes; ok is
+// false when it ended without one, or ctx did.
+func firstCut(ctx context.Context, sp *speculation) (reader.Cut, bool) {
+	for {
+		if c, ok := sp.cutAt(0); ok {
+			return c, true
+		}
+		select {
+		case <-sp.cut:
+		case <-sp.done:
+			return sp.cutAt(0)
+		case <-ctx.Done():
+			return reader.Cut{}, false
+		}
+	}
+}
+
+// take waits for the early begin and hands its connection and transaction
+// over (nil when it has none): the caller then owns them, and cancel,
+// which rolls the transaction back. Later calls return nothing.
+func (el *early) take() (conn *sql.Conn, tx *txn, schema reader.Schema, cancel context.CancelFunc) {
+	if el == nil || el.taken {
+		return nil, nil, nil, nil
+	}
+	el.taken = true
+	<-el.done
+	if el.tx == nil {
+		el.cancel()
+		return nil, nil, nil, nil
+	}
+	return el.conn, el.tx, el.schema, el.cancel
+}
+
+// close rolls the early begin back, unless it was taken. It may be
+// called again.
+func (el *early) close() {
+	if el == nil || el.taken {
+		return
+	}
+	el.taken = true
+	el.cancel()
+	<-el.done
+	if el.tx != nil {
+		el.tx.Rollback()
+		el.conn.Close()
+	}
 }
 
 // startOverlap starts an overlap for kp's file when it serves it, and
@@ -146,6 +292,7 @@ func (kp *keeper) overlaps() bool {
 // one now, as the speculation the plan stage then takes (planPass), and
 // returns it to be stopped once the stage is over.
 func (kp *keeper) startOverlap(ctx context.Context) (*overlap, *speculation) {
+	defer kp.early.close() // unless the overlap took it
 	if !kp.overlaps() {
 		return nil, nil
 	}
@@ -172,13 +319,30 @@ func (kp *keeper) startOverlap(ctx context.Context) (*overlap, *speculation) {
 	// stage's own query, and lost about half the time: it then waited for
 	// a connection dialed (on PostgreSQL a server process started, and
 	// each statement prepared again).
-	conn, err := kp.e.st.DB.Conn(ctx)
-	if err != nil {
-		f.Close()
-		return nil, own
+	// An early begin's transaction, begun and the table created in it
+	// before the claim, is the overlap's when the table is still new.
+	var (
+		conn        *sql.Conn
+		tx          *txn
+		created     reader.Schema
+		earlyCancel context.CancelFunc
+	)
+	if existing == nil {
+		conn, tx, created, earlyCancel = kp.early.take()
+	}
+	kp.early.close()
+	if conn == nil {
+		if conn, err = kp.e.st.DB.Conn(ctx); err != nil {
+			f.Close()
+			return nil, own
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	ov := &overlap{kp: kp, sp: kp.spec, in: in, existing: existing, file: f, conn: conn, time: cmp.Or(kp.e.overlapWait, overlapTime(kp.req.Lease, kp.e.st.BusyTimeout)),
+	if earlyCancel != nil {
+		ovCancel := cancel
+		cancel = func() { ovCancel(); earlyCancel() }
+	}
+	ov := &overlap{kp: kp, sp: kp.spec, in: in, existing: existing, file: f, conn: conn, tx: tx, created: created, untie: earlyCancel, time: cmp.Or(kp.e.overlapWait, overlapTime(kp.req.Lease, kp.e.st.BusyTimeout)),
 		began: time.Now(), cancel: cancel, done: make(chan struct{}), final: make(chan struct{})}
 	go ov.run(ctx)
 	return ov, own
@@ -337,7 +501,7 @@ func (ov *overlap) write(ctx, txCtx context.Context, q *queue) error {
 		q.took(it)
 		switch {
 		case it.claim != nil:
-			if ov.tx == nil {
+			if ov.w.Writer == nil {
 				if err := ov.begin(txCtx); err != nil {
 					return err
 				}
@@ -384,6 +548,14 @@ func (ov *overlap) write(ctx, txCtx context.Context, q *queue) error {
 // key of a table an older version made is not until Ensure).
 func (ov *overlap) begin(ctx context.Context) error {
 	st := ov.kp.e.st
+	if ov.tx != nil {
+		// Begun early, the table created with the first partition's
+		// types (early): the types the overlap writes by.
+		if !slices.Equal(ov.created, ov.a.plan.Schema) {
+			return errors.New("the table was created before the claim with other types than the first partition's")
+		}
+		return ov.w.ready(ctx, ov.a, ov.conn, ov.tx.Tx)
+	}
 	var err error
 	if ov.tx, err = beginTx(ctx, ov.conn); err != nil {
 		return err
@@ -416,6 +588,10 @@ func (ov *overlap) rollback(err error) {
 
 // release closes the overlap's writer, connection and file.
 func (ov *overlap) release() {
+	if ov.untie != nil {
+		ov.untie()
+		ov.untie = nil
+	}
 	if ov.w.Writer != nil {
 		ov.w.Close()
 		ov.w.Writer = nil

@@ -330,12 +330,13 @@ func (r *run) planner() *planner {
 // the tables its rows go through, or refuses the file for it (planFile).
 type keeper struct {
 	*planner
-	ov *overlap // writing while the plan pass runs, if it does (nil: not)
+	ov    *overlap // writing while the plan pass runs, if it does (nil: not)
+	early *early   // the overlap's transaction begun before the claim, if it was (startOverlap takes it or rolls it back)
 }
 
 // keeper returns the run's plan stage as an import runs it.
 func (r *run) keeper() *keeper {
-	return &keeper{planner: r.planner()}
+	return &keeper{planner: r.planner(), early: r.early}
 }
 
 // planned is what the plan stage makes of a file: the plan pass's result,

@@ -99,15 +99,16 @@ var killedElsewhere = map[string]string{
 	"inside-overlap":   "TestOverlapKilledThenRerun",     // a file of 8 MiB or more
 	"inside-mend":      "TestRemoteKilledMendingTheCopy", // a remote object's reused copy with a bad range
 
-	"before-sweep":     "TestSnapshotSequence",
-	"replace-prepared": "TestReplaceKilledAtEachBoundary",
-	"replace-swept":    "TestReplaceKilledAtEachBoundary",
-	"after-sweep":      "TestSnapshotSequence",
-	"inside-undo":      "TestSnapshotUndo",
-	"after-undo":       "TestSnapshotUndo",
-	"before-publish":   "TestOutboxKillAtEachDeliveryBoundary",
-	"after-publish":    "TestOutboxKillAtEachDeliveryBoundary",
-	"during-retry":     "TestOutboxKillAtEachDeliveryBoundary",
+	"inside-early-overlap": "TestOverlapKilledBeforeItsClaim",
+	"before-sweep":         "TestSnapshotSequence",
+	"replace-prepared":     "TestReplaceKilledAtEachBoundary",
+	"replace-swept":        "TestReplaceKilledAtEachBoundary",
+	"after-sweep":          "TestSnapshotSequence",
+	"inside-undo":          "TestSnapshotUndo",
+	"after-undo":           "TestSnapshotUndo",
+	"before-publish":       "TestOutboxKillAtEachDeliveryBoundary",
+	"after-publish":        "TestOutboxKillAtEachDeliveryBoundary",
+	"during-retry":         "TestOutboxKillAtEachDeliveryBoundary",
 }
 
 // TestCrashAtEveryBoundary kills the binary with SIGKILL at every

@@ -185,6 +185,63 @@ func TestOverlapKilledThenRerun(t *testing.T) {
 	})
 }
 
+// TestOverlapKilledBeforeItsClaim kills a first import of a new file into
+// a new table at inside-early-overlap: on PostgreSQL the overlap's
+// transaction has begun and created the table while the file was hashed,
+// beside the state's migrations and the claim, before any row. Nothing
+// of it may be left (no table, no plan, no partition done), and the rerun
+// imports the file whole, value by value, its overlap kept. SQLite (one
+// writer: the claim would wait for that transaction) begins no such
+// transaction: the point is never reached, and the import runs through.
+func TestOverlapKilledBeforeItsClaim(t *testing.T) {
+	t.Parallel()
+	testkit.Each(t, func(t *testing.T, name string) {
+		for _, mode := range []string{"ordinal", "natural"} {
+			t.Run(mode, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				tg := testkit.NewTarget(t, name, dir)
+				rows := testkit.Orders(t, filepath.Join(dir, "orders.csv"), overlapOrders, 7)
+				args := []string{"--partition-rows", "10000", "orders.csv"}
+				if mode == "natural" {
+					args = append([]string{"--key", "order_id"}, args...)
+				}
+				killed := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=inside-early-overlap:1"}, append([]string{"import"}, args...)...)
+				if name != testkit.Postgres {
+					if killed.Code != 0 {
+						t.Fatalf("exit %d\n%s%.4000s", killed.Code, killed.Stdout, killed.Stderr)
+					}
+					checkExact(t, tg, mode, rows)
+					return
+				}
+				if killed.Signal != syscall.SIGKILL {
+					t.Fatalf("not killed at inside-early-overlap: exit %d\n%s%.4000s", killed.Code, killed.Stdout, killed.Stderr)
+				}
+				if tg.TableExists(t, "orders") {
+					t.Fatal("killed before the overlap's first row: table orders exists")
+				}
+				// The state's tables may not exist yet: its migrations run
+				// beside the hash.
+				if tg.TableExists(t, tg.Schema+".plans") {
+					plans := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("plans"))
+					done := testkit.Int(t, tg.DB, `SELECT count(*) FROM `+tg.Ledger("partitions")+` WHERE done = 1`)
+					if plans != 0 || done != 0 {
+						t.Fatalf("killed before the overlap's first row: %d plans, %d partitions done", plans, done)
+					}
+				}
+				res, log := overlapImport(t, tg, dir, nil, 0, args...)
+				if (res.Outcome != "imported" && res.Outcome != "resumed") || res.Partitions.Skipped != 0 || res.Partitions.Committed != res.Partitions.Total {
+					t.Fatalf("rerun %+v, want every partition committed by it", res)
+				}
+				if !strings.Contains(log, overlapKept) {
+					t.Fatalf("the rerun's overlap was not kept:\n%.4000s", log)
+				}
+				checkExact(t, tg, mode, rows)
+			})
+		}
+	})
+}
+
 // TestOverlapMeetsAnotherImport freezes an import inside its overlap,
 // which holds the new table's creation (on SQLite the write lock), while
 // another file is imported into the same table: that import waits for it

@@ -35,6 +35,7 @@ const KilledExitCode = 137
 // are counted per partition.
 var Names = []string{
 	"after-identify",          // the file is hashed, nothing is claimed
+	"inside-early-overlap",    // PostgreSQL: a new file's table is created beside its claim, in the overlap's transaction, not committed
 	"after-claim",             // the attempt is recorded, nothing is planned
 	"replace-prepared",        // --replace: inside the plan's transaction (with --atomic, the completing one), the earlier version's rows removed (ordinal mode) or their ordinals forgotten (by key), not committed
 	"after-ddl-record",        // where DDL commits (MariaDB): a table the operation creates is recorded as its own, not yet created; or --evolve's changes are recorded with the attempt, not yet made
