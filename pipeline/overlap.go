@@ -205,15 +205,18 @@ func (el *early) run(ctx context.Context, st *store.Store, sp *speculation, tg s
 	defer close(el.done)
 	conn, err := st.DB.Conn(ctx)
 	if err != nil {
+		st.Log.Debug("no transaction begun before the claim", "err", err)
 		return
 	}
 	t, err := st.Driver.Describe(ctx, conn, tg.Table)
 	if err != nil || t != nil {
+		st.Log.Debug("no transaction begun before the claim", "err", err, "table_exists", t != nil)
 		conn.Close()
 		return
 	}
 	tx, err := beginTx(ctx, conn)
 	if err != nil {
+		st.Log.Debug("no transaction begun before the claim", "err", err)
 		conn.Close()
 		return
 	}
@@ -230,6 +233,7 @@ func (el *early) run(ctx context.Context, st *store.Store, sp *speculation, tg s
 		}
 	}
 	if !ok || err != nil {
+		st.Log.Debug("the transaction begun before the claim created no table", "err", err, "first_partition", ok)
 		tx.Rollback()
 		conn.Close()
 		return

@@ -206,7 +206,7 @@ func TestOverlapKilledBeforeItsClaim(t *testing.T) {
 				if mode == "natural" {
 					args = append([]string{"--key", "order_id"}, args...)
 				}
-				killed := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=inside-early-overlap:1"}, append([]string{"import"}, args...)...)
+				killed := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=inside-early-overlap:1"}, append([]string{"import", "--log-level", "debug"}, args...)...)
 				if name != testkit.Postgres {
 					if killed.Code != 0 {
 						t.Fatalf("exit %d\n%s%.4000s", killed.Code, killed.Stdout, killed.Stderr)
@@ -215,7 +215,7 @@ func TestOverlapKilledBeforeItsClaim(t *testing.T) {
 					return
 				}
 				if killed.Signal != syscall.SIGKILL {
-					t.Fatalf("not killed at inside-early-overlap: exit %d\n%s%.4000s", killed.Code, killed.Stdout, killed.Stderr)
+					t.Fatalf("not killed at inside-early-overlap: exit %d\n%s%.8000s", killed.Code, killed.Stdout, killed.Stderr)
 				}
 				if tg.TableExists(t, "orders") {
 					t.Fatal("killed before the overlap's first row: table orders exists")
