@@ -549,7 +549,9 @@ func (ov *overlap) write(ctx, txCtx context.Context, q *queue) error {
 // writes, in the order an --atomic import's completion takes them (taken
 // after, each waited for the other), and its writer finds the table as
 // the plan leaves it (SQLite: a decimal key compared by number, which the
-// key of a table an older version made is not until Ensure).
+// key of a table an older version made is not until Ensure). A
+// transaction begun before the claim (early), which created the new
+// table with the first partition's types, only has its writer readied.
 func (ov *overlap) begin(ctx context.Context) error {
 	st := ov.kp.e.st
 	if ov.tx != nil {
