@@ -153,8 +153,8 @@ func (h *holding) overlapsFile(size int64) bool {
 // a database whose claim does not wait for a transaction that holds a
 // new table's creation (not SQLite, whose one writer would make it wait;
 // not MariaDB, whose DDL commits): beside the migrations of a fresh state
-// and the claim, it takes a connection, begins, and once the plan pass
-// has finished its first partition creates the new table with that
+// and the claim, once the plan pass has finished its first partition, it
+// takes a connection, begins and creates the new table with that
 // partition's types, as the overlap's begin would after the claim. The
 // overlap that takes it (startOverlap) then only readies its writer: the
 // claim and the round trips before an overlap's first row (a CREATE
@@ -197,12 +197,21 @@ func (h *holding) beginEarly(ctx context.Context, sp *speculation, size int64) *
 	return el
 }
 
-// run takes the early begin's connection, finds no table there, begins,
-// waits for the pass's first partition and creates the table in the
+// run waits for the pass's first partition, takes the early begin's
+// connection, finds no table there, begins and creates the table in the
 // transaction; it keeps connection and transaction only when all of that
 // was done.
 func (el *early) run(ctx context.Context, st *store.Store, sp *speculation, tg sink.Target) {
 	defer close(el.done)
+	// The connection is taken once the pass has finished its first
+	// partition: by then the pass has described the table (planInputs)
+	// and left its connection idle, which is taken rather than another
+	// dialed beside the hash (on PostgreSQL a server process started).
+	c, ok := firstCut(ctx, sp)
+	if !ok {
+		st.Log.Debug("no transaction begun before the claim: the plan pass finished no partition")
+		return
+	}
 	conn, err := st.DB.Conn(ctx)
 	if err != nil {
 		st.Log.Debug("no transaction begun before the claim", "err", err)
@@ -220,20 +229,17 @@ func (el *early) run(ctx context.Context, st *store.Store, sp *speculation, tg s
 		conn.Close()
 		return
 	}
-	c, ok := firstCut(ctx, sp)
-	if ok {
-		schema := c.Schema.Arrow()
-		if d, is := st.Driver.(connEnsurer); is {
-			err = d.EnsureOn(ctx, conn, tx.Tx, tg, schema)
-		} else {
-			err = st.Driver.Ensure(ctx, tx.Tx, tg, schema)
-		}
-		if err == nil {
-			err = st.Hit("inside-early-overlap")
-		}
+	schema := c.Schema.Arrow()
+	if d, is := st.Driver.(connEnsurer); is {
+		err = d.EnsureOn(ctx, conn, tx.Tx, tg, schema)
+	} else {
+		err = st.Driver.Ensure(ctx, tx.Tx, tg, schema)
 	}
-	if !ok || err != nil {
-		st.Log.Debug("the transaction begun before the claim created no table", "err", err, "first_partition", ok)
+	if err == nil {
+		err = st.Hit("inside-early-overlap")
+	}
+	if err != nil {
+		st.Log.Debug("the transaction begun before the claim created no table", "err", err)
 		tx.Rollback()
 		conn.Close()
 		return
