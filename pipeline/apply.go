@@ -309,7 +309,8 @@ type queue struct {
 // they belong to and the start and end of the next: a worker's reader
 // is given the next claim only once its writer begins a partition
 // (handoff), so that no more are queued at once. (The overlap's reader
-// may queue more partitions that have no batch: the next waits for room.)
+// may queue more partitions that have no batch: the next control item
+// then waits for room in items, which holds n+3, not in room.)
 func newQueue(batchRows int) *queue {
 	n := readAhead(batchRows)
 	return &queue{items: make(chan item, n+3), room: make(chan struct{}, n)}

@@ -116,8 +116,11 @@ func TestOverlapIntoAnExistingTableMeetsAPlainImportOfTheSameKeys(t *testing.T) 
 				}
 			}
 		} else {
-			// B's claim needs the write lock A's overlap holds: given time
-			// to go through, it must not.
+			// B's claim needs the write lock A's overlap holds: given 2 s
+			// to go through, it must not. SQLite shows no waiter, so this
+			// shows B did not claim beside A, not that it was already
+			// waiting rather than slow; the table compared after holds
+			// either way.
 			select {
 			case r := <-resB:
 				t.Fatalf("B ended while A held its overlap: %s (%v)", r.Outcome, r.Err)

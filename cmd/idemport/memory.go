@@ -30,7 +30,7 @@ import (
 // live is mostly bytes without pointers, cheap to mark, while every byte
 // the heap grows by is fresh memory to fault in. With twice the live heap
 // the import of the Arrow JS file collected twice and wrote every output
-// batch into fresh memory (20k page faults); with a quarter it collects
+// batch into fresh memory (21k page faults); with a quarter it collects
 // seven times, for milliseconds, and faults 9k times. Past
 // gcMemoryLimitMax the limit stays there and the heap grows past it (the
 // limit is soft), collecting more often, rather than failing.
