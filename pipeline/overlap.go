@@ -6,7 +6,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -174,11 +176,18 @@ type early struct {
 	cancel context.CancelFunc // ends its goroutine, and its transaction
 	done   chan struct{}      // closed when its goroutine ends
 	taken  bool               // by take or close: later calls do nothing
+	time   time.Duration      // the overlap's time (overlapTime), which its hold counts against
+	log    *slog.Logger
 
-	// Set by its goroutine once it created the table; read once done is closed.
+	// Set by its goroutine once it created the table; read once done is
+	// closed, under mu, since expire may roll them back meanwhile.
+	mu     sync.Mutex
 	conn   *sql.Conn
 	tx     *txn
 	schema reader.Schema // the first partition's types, the table's
+	began  time.Time     // when its transaction began
+	expiry *time.Timer   // rolls it back (expire) once its time is over
+	handed bool          // by take or close: expire does nothing
 }
 
 // beginEarly starts an early begin for h's file, of size bytes, whose
@@ -192,7 +201,7 @@ func (h *holding) beginEarly(ctx context.Context, sp *speculation, size int64) *
 		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	el := &early{cancel: cancel, done: make(chan struct{})}
+	el := &early{cancel: cancel, done: make(chan struct{}), time: cmp.Or(h.e.overlapWait, overlapTime(h.req.Lease, st.BusyTimeout)), log: st.Log}
 	go el.run(ctx, st, sp, h.target)
 	return el
 }
@@ -223,6 +232,7 @@ func (el *early) run(ctx context.Context, st *store.Store, sp *speculation, tg s
 		conn.Close()
 		return
 	}
+	began := time.Now()
 	tx, err := beginTx(ctx, conn)
 	if err != nil {
 		st.Log.Debug("no transaction begun before the claim", "err", err)
@@ -244,7 +254,44 @@ func (el *early) run(ctx context.Context, st *store.Store, sp *speculation, tg s
 		conn.Close()
 		return
 	}
-	el.conn, el.tx, el.schema = conn, tx, c.Schema
+	el.mu.Lock()
+	el.conn, el.tx, el.schema, el.began = conn, tx, c.Schema, began
+	el.expiry = time.AfterFunc(el.time-time.Since(began), el.expire)
+	el.mu.Unlock()
+}
+
+// earlyExpiredLog is the message expire logs.
+const earlyExpiredLog = "rolled back the transaction begun before the claim: the claim came later than the overlap's time"
+
+// expire rolls the early begin back when nothing took it within the
+// overlap's time from its begin: its hold of the new table's creation
+// (Ensure's lock on the name) counts against that time as the overlap's
+// own does, so that another import creating the same table waits no
+// longer for it than for an overlap, however long the hash, a fresh
+// state's migrations or the claim take. The overlap after the claim then
+// begins its own transaction, as without an early begin.
+func (el *early) expire() {
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	if el.handed || el.tx == nil {
+		return
+	}
+	el.log.Debug(earlyExpiredLog, "time", el.time)
+	el.tx.Rollback()
+	el.conn.Close()
+	el.conn, el.tx, el.schema = nil, nil, nil
+}
+
+// hand marks el handed over (take, close), stopping its expiry, and
+// returns what it holds.
+func (el *early) hand() (*sql.Conn, *txn, reader.Schema, time.Time) {
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	el.handed = true
+	if el.expiry != nil {
+		el.expiry.Stop()
+	}
+	return el.conn, el.tx, el.schema, el.began
 }
 
 // firstCut waits for the first partition the pass sp finishes; ok is
@@ -267,17 +314,18 @@ func firstCut(ctx context.Context, sp *speculation) (reader.Cut, bool) {
 // take waits for the early begin and hands its connection and transaction
 // over (nil when it has none): the caller then owns them, and cancel,
 // which rolls the transaction back. Later calls return nothing.
-func (el *early) take() (conn *sql.Conn, tx *txn, schema reader.Schema, cancel context.CancelFunc) {
+func (el *early) take() (conn *sql.Conn, tx *txn, schema reader.Schema, began time.Time, cancel context.CancelFunc) {
 	if el == nil || el.taken {
-		return nil, nil, nil, nil
+		return nil, nil, nil, time.Time{}, nil
 	}
 	el.taken = true
 	<-el.done
-	if el.tx == nil {
+	conn, tx, schema, began = el.hand()
+	if tx == nil {
 		el.cancel()
-		return nil, nil, nil, nil
+		return nil, nil, nil, time.Time{}, nil
 	}
-	return el.conn, el.tx, el.schema, el.cancel
+	return conn, tx, schema, began, el.cancel
 }
 
 // close rolls the early begin back, unless it was taken. It may be
@@ -289,9 +337,9 @@ func (el *early) close() {
 	el.taken = true
 	el.cancel()
 	<-el.done
-	if el.tx != nil {
-		el.tx.Rollback()
-		el.conn.Close()
+	if conn, tx, _, _ := el.hand(); tx != nil {
+		tx.Rollback()
+		conn.Close()
 	}
 }
 
@@ -335,10 +383,15 @@ func (kp *keeper) startOverlap(ctx context.Context) (*overlap, *speculation) {
 		conn        *sql.Conn
 		tx          *txn
 		created     reader.Schema
+		began       = time.Now()
+		earlyBegan  time.Time
 		earlyCancel context.CancelFunc
 	)
 	if existing == nil {
-		conn, tx, created, earlyCancel = kp.early.take()
+		conn, tx, created, earlyBegan, earlyCancel = kp.early.take()
+	}
+	if tx != nil {
+		began = earlyBegan // its hold so far counts against the overlap's time
 	}
 	kp.early.close()
 	if conn == nil {
@@ -353,7 +406,7 @@ func (kp *keeper) startOverlap(ctx context.Context) (*overlap, *speculation) {
 		cancel = func() { ovCancel(); earlyCancel() }
 	}
 	ov := &overlap{kp: kp, sp: kp.spec, in: in, existing: existing, file: f, conn: conn, tx: tx, created: created, untie: earlyCancel, time: cmp.Or(kp.e.overlapWait, overlapTime(kp.req.Lease, kp.e.st.BusyTimeout)),
-		began: time.Now(), cancel: cancel, done: make(chan struct{}), final: make(chan struct{})}
+		began: began, cancel: cancel, done: make(chan struct{}), final: make(chan struct{})}
 	go ov.run(ctx)
 	return ov, own
 }
