@@ -33,29 +33,8 @@ func TestOverlapIntoAnExistingTableMeetsAnAtomicImport(t *testing.T) {
 	if !f.tg.IsPostgres() {
 		t.Skip("PostgreSQL only")
 	}
-	day1 := f.write(t, "day1.csv", numberedFile(stored, pad))
-	pathA := f.write(t, "delta.csv", delta)
 	pathB := f.write(t, "b.csv", "id,v\n2,written by b\n999999,new in b\n")
-	hold := newPassHold(1)
-	hold.wait = 3 * time.Minute
-	eA, log := f.openHeld(t, hold) // its overlap waits an hour for the plan
-	if res := eA.Import(context.Background(), Request{Path: day1, Mapping: Mapping{Table: "t", Key: []string{"id"}}}); res.Err != nil {
-		t.Fatalf("day 1: %s (%v)", res.Outcome, res.Err)
-	}
-	held, release := make(chan struct{}), make(chan struct{})
-	reqA := Request{Path: pathA, Mapping: Mapping{Table: "t", Key: []string{"id"}}, PartitionRows: partRows, Lease: time.Minute,
-		Progress: hold.meetAtPlanEnd(held, release, 3*time.Minute)}
-	resA := make(chan *Result, 1)
-	go func() { resA <- eA.Import(context.Background(), reqA) }()
-	select {
-	case <-held:
-	case r := <-resA:
-		t.Fatalf("A ended before its overlap was held: %s (%v)", r.Outcome, r.Err)
-	}
-	if n := hold.atHold.Load(); n < 1 {
-		close(release)
-		t.Fatalf("A's overlap wrote no partition before the plan was known: this test proves nothing\n%s", log)
-	}
+	a := f.holdDelta(t, stored, pad, delta, partRows)
 	eB := f.open(t, Options{Logger: slog.New(&logRecorder{}), BusyTimeout: time.Minute})
 	resB := make(chan *Result, 1)
 	go func() {
@@ -68,12 +47,10 @@ func TestOverlapIntoAnExistingTableMeetsAnAtomicImport(t *testing.T) {
 	for deadline := time.Now().Add(2 * time.Minute); testkit.Int(t, f.tg.DB, blocked, f.tg.Schema) == 0; {
 		select {
 		case r := <-resB:
-			close(release)
 			t.Fatalf("B ended while A held its overlap: %s (%v)", r.Outcome, r.Err)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			close(release)
 			t.Fatal("B never waited for A: this test proves nothing")
 		}
 	}
@@ -81,19 +58,10 @@ func TestOverlapIntoAnExistingTableMeetsAnAtomicImport(t *testing.T) {
 	// for a cycle through B's wait, found none, and does not look again:
 	// a cycle A's commit would close is then found by A's own wait.
 	time.Sleep(2 * time.Second)
-	close(release)
-	wait := func(name string, ch chan *Result) *Result {
-		select {
-		case r := <-ch:
-			return r
-		case <-time.After(3 * time.Minute):
-			t.Fatalf("%s is stuck", name)
-			return nil
-		}
-	}
-	rA, rB := wait("A", resA), wait("B", resB)
-	if rA.Err != nil || rA.Outcome != Imported || !log.has(overlapKeptLog) {
-		t.Fatalf("A (the delta): %s (%v), want imported with its overlap kept\n%s", rA.Outcome, rA.Err, log)
+	a.let()
+	rA, rB := awaitResult(t, "A", a.res), awaitResult(t, "B", resB)
+	if rA.Err != nil || rA.Outcome != Imported || !a.log.has(overlapKeptLog) {
+		t.Fatalf("A (the delta): %s (%v), want imported with its overlap kept\n%s", rA.Outcome, rA.Err, a.log)
 	}
 	if rB.Err != nil || rB.Outcome != Imported {
 		t.Fatalf("B (--atomic): %s (%v), want imported", rB.Outcome, rB.Err)

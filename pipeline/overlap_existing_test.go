@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -177,4 +178,61 @@ func TestOverlapOfARefusedDeltaLeavesTheTable(t *testing.T) {
 			})
 		}
 	})
+}
+
+// heldDelta is import A of the meet tests: a daily delta by key into the
+// table t that day 1's numbered rows made, held inside its overlap at the
+// plan's end (passHold.meetAtPlanEnd) once the overlap has written a
+// partition.
+type heldDelta struct {
+	e   *Engine
+	req Request      // A's request, held at the plan's end by its Progress
+	res chan *Result // A's result, once let go
+	log *logRecorder
+	let func() // lets A go on; again, nothing (also when the test ends)
+}
+
+// holdDelta imports day 1 (numberedFile(stored, pad)) into t by key, then
+// starts A, delta in partitions of partRows rows, and returns once A's
+// overlap is held having written a partition; it fails t otherwise.
+func (f *fx) holdDelta(t *testing.T, stored int, pad, delta string, partRows int64) *heldDelta {
+	t.Helper()
+	day1 := f.write(t, "day1.csv", numberedFile(stored, pad))
+	pathA := f.write(t, "delta.csv", delta)
+	hold := newPassHold(1)
+	hold.wait = 3 * time.Minute
+	eA, log := f.openHeld(t, hold) // its overlap waits an hour for the plan
+	keyed := Mapping{Table: "t", Key: []string{"id"}}
+	if res := eA.Import(context.Background(), Request{Path: day1, Mapping: keyed}); res.Err != nil {
+		t.Fatalf("day 1: %s (%v)", res.Outcome, res.Err)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	a := &heldDelta{res: make(chan *Result, 1), log: log, let: func() { once.Do(func() { close(release) }) }}
+	t.Cleanup(a.let)
+	a.e, a.req = eA, Request{Path: pathA, Mapping: keyed, PartitionRows: partRows, Lease: time.Minute,
+		Progress: hold.meetAtPlanEnd(held, release, 3*time.Minute)}
+	go func() { a.res <- eA.Import(context.Background(), a.req) }()
+	select {
+	case <-held:
+	case r := <-a.res:
+		t.Fatalf("A ended before its overlap was held: %s (%v)", r.Outcome, r.Err)
+	}
+	if n := hold.atHold.Load(); n < 1 {
+		t.Fatalf("A's overlap wrote no partition before the plan was known: this test proves nothing\n%s", log)
+	}
+	return a
+}
+
+// awaitResult returns the result of the import name on ch, failing t
+// after 3 minutes.
+func awaitResult(t *testing.T, name string, ch <-chan *Result) *Result {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("%s is stuck", name)
+		return nil
+	}
 }

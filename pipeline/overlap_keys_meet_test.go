@@ -46,37 +46,9 @@ func TestOverlapIntoAnExistingTableMeetsAPlainImportOfTheSameKeys(t *testing.T) 
 		t.Parallel()
 		want := maps.Clone(delta1) // each target's own: B's rows go over it
 		f := newFx(t, name)
-		day1 := f.write(t, "day1.csv", numberedFile(stored, pad))
-		pathA := f.write(t, "delta.csv", delta)
 		pathB := f.write(t, "b.csv", bFile.String())
-		hold := newPassHold(1)
-		hold.wait = 3 * time.Minute
-		eA, log := f.openHeld(t, hold)
+		a := f.holdDelta(t, stored, pad, delta, partRows)
 		keyed := Mapping{Table: "t", Key: []string{"id"}}
-		if res := eA.Import(context.Background(), Request{Path: day1, Mapping: keyed}); res.Err != nil {
-			t.Fatalf("day 1: %s (%v)", res.Outcome, res.Err)
-		}
-		held, release := make(chan struct{}), make(chan struct{})
-		reqA := Request{Path: pathA, Mapping: keyed, PartitionRows: partRows, Lease: time.Minute,
-			Progress: hold.meetAtPlanEnd(held, release, 3*time.Minute)}
-		resA := make(chan *Result, 1)
-		go func() { resA <- eA.Import(context.Background(), reqA) }()
-		select {
-		case <-held:
-		case r := <-resA:
-			t.Fatalf("A ended before its overlap was held: %s (%v)", r.Outcome, r.Err)
-		}
-		released := false
-		let := func() {
-			if !released {
-				released = true
-				close(release)
-			}
-		}
-		defer let()
-		if n := hold.atHold.Load(); n < 1 {
-			t.Fatalf("A's overlap wrote no partition before the plan was known: this test proves nothing\n%s", log)
-		}
 		identified := make(chan struct{})
 		var (
 			once    sync.Once
@@ -130,19 +102,10 @@ func TestOverlapIntoAnExistingTableMeetsAPlainImportOfTheSameKeys(t *testing.T) 
 				t.Fatal("B claimed its file while A's overlap held the write lock")
 			}
 		}
-		let()
-		wait := func(name string, ch chan *Result) *Result {
-			select {
-			case r := <-ch:
-				return r
-			case <-time.After(3 * time.Minute):
-				t.Fatalf("%s is stuck", name)
-				return nil
-			}
-		}
-		rA, rB := wait("A", resA), wait("B", resB)
-		if rA.Err != nil || rA.Outcome != Imported || !log.has(overlapKeptLog) || log.has(overlapRolledLog) {
-			t.Fatalf("A (the delta): %s (%v), want imported with its overlap kept\n%s", rA.Outcome, rA.Err, log)
+		a.let()
+		rA, rB := awaitResult(t, "A", a.res), awaitResult(t, "B", resB)
+		if rA.Err != nil || rA.Outcome != Imported || !a.log.has(overlapKeptLog) || a.log.has(overlapRolledLog) {
+			t.Fatalf("A (the delta): %s (%v), want imported with its overlap kept\n%s", rA.Outcome, rA.Err, a.log)
 		}
 		if rB.Err != nil || rB.Outcome != Imported {
 			t.Fatalf("B: %s (%v), want imported", rB.Outcome, rB.Err)
@@ -176,12 +139,13 @@ func TestOverlapIntoAnExistingTableMeetsAPlainImportOfTheSameKeys(t *testing.T) 
 		if n := f.tg.LiveLeases(t); n != 0 {
 			t.Fatalf("%d live leases", n)
 		}
+		reqA := a.req
 		reqA.Progress = nil
 		for _, r := range []struct {
 			name string
 			e    *Engine
 			req  Request
-		}{{"A", eA, reqA}, {"B", eB, reqB}} {
+		}{{"A", a.e, reqA}, {"B", eB, reqB}} {
 			if again := r.e.Import(context.Background(), r.req); again.Outcome != Duplicate {
 				t.Fatalf("rerun of %s: %s (%v), want a duplicate", r.name, again.Outcome, again.Err)
 			}

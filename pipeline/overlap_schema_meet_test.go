@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,31 +57,7 @@ func TestOverlapIntoAnExistingTableMeetsASchemaChange(t *testing.T) {
 				_, want := deltaFile(stored, pad, false)
 				want[restated] = "restated"
 				f := newFx(t, name)
-				day1 := f.write(t, "day1.csv", numberedFile(stored, pad))
-				pathA := f.write(t, "delta.csv", delta)
-				hold := newPassHold(1)
-				hold.wait = 3 * time.Minute
-				eA, log := f.openHeld(t, hold)
-				keyed := Mapping{Table: "t", Key: []string{"id"}}
-				if res := eA.Import(context.Background(), Request{Path: day1, Mapping: keyed}); res.Err != nil {
-					t.Fatalf("day 1: %s (%v)", res.Outcome, res.Err)
-				}
-				held, release := make(chan struct{}), make(chan struct{})
-				reqA := Request{Path: pathA, Mapping: keyed, PartitionRows: partRows, Lease: time.Minute,
-					Progress: hold.meetAtPlanEnd(held, release, 3*time.Minute)}
-				resA := make(chan *Result, 1)
-				go func() { resA <- eA.Import(context.Background(), reqA) }()
-				select {
-				case <-held:
-				case r := <-resA:
-					t.Fatalf("A ended before its overlap was held: %s (%v)", r.Outcome, r.Err)
-				}
-				var once sync.Once
-				let := func() { once.Do(func() { close(release) }) }
-				defer let()
-				if n := hold.atHold.Load(); n < 1 {
-					t.Fatalf("A's overlap wrote no partition before the plan was known: this test proves nothing\n%s", log)
-				}
+				a := f.holdDelta(t, stored, pad, delta, partRows)
 
 				// The change, started while A holds its overlap.
 				changed := make(chan error, 1)
@@ -145,7 +120,7 @@ func TestOverlapIntoAnExistingTableMeetsASchemaChange(t *testing.T) {
 					case <-time.After(2 * time.Second):
 					}
 				}
-				let()
+				a.let()
 				select {
 				case err := <-changed:
 					if err != nil {
@@ -154,17 +129,12 @@ func TestOverlapIntoAnExistingTableMeetsASchemaChange(t *testing.T) {
 				case <-time.After(3 * time.Minute):
 					t.Fatal("the change is stuck")
 				}
-				var rA *Result
-				select {
-				case rA = <-resA:
-				case <-time.After(3 * time.Minute):
-					t.Fatal("A is stuck")
+				rA := awaitResult(t, "A", a.res)
+				if rA.Err != nil || rA.Outcome != Imported || !a.log.has(overlapKeptLog) || a.log.has(overlapRolledLog) {
+					t.Fatalf("A (the delta): %s (%v), want imported with its overlap kept\n%s", rA.Outcome, rA.Err, a.log)
 				}
-				if rA.Err != nil || rA.Outcome != Imported || !log.has(overlapKeptLog) || log.has(overlapRolledLog) {
-					t.Fatalf("A (the delta): %s (%v), want imported with its overlap kept\n%s", rA.Outcome, rA.Err, log)
-				}
-				if !strings.Contains(log.String(), fmt.Sprintf("%s partitions=%d", overlapKeptLog, overlapped)) || rA.Partitions.Total != int64(overlapped+1) {
-					t.Fatalf("A's overlap did not keep the %d partitions before the restated key's, of %d:\n%s", overlapped, rA.Partitions.Total, log)
+				if !strings.Contains(a.log.String(), fmt.Sprintf("%s partitions=%d", overlapKeptLog, overlapped)) || rA.Partitions.Total != int64(overlapped+1) {
+					t.Fatalf("A's overlap did not keep the %d partitions before the restated key's, of %d:\n%s", overlapped, rA.Partitions.Total, a.log)
 				}
 				if rows := int64(len(want)); rA.Rows.Read != rows+1 || rA.Rows.Superseded != 1 || rA.Rows.Inserted != rows-stored || rA.Rows.Updated != stored/2 || rA.Rows.Unchanged != stored/2 {
 					t.Fatalf("A's rows %+v, want %d read, 1 superseded, %d inserted, %d updated, %d unchanged", rA.Rows, rows+1, rows-stored, stored/2, stored/2)
@@ -204,8 +174,9 @@ func TestOverlapIntoAnExistingTableMeetsASchemaChange(t *testing.T) {
 				if n := f.tg.LiveLeases(t); n != 0 {
 					t.Fatalf("%d live leases", n)
 				}
+				reqA := a.req
 				reqA.Progress = nil
-				if again := eA.Import(context.Background(), reqA); again.Outcome != Duplicate {
+				if again := a.e.Import(context.Background(), reqA); again.Outcome != Duplicate {
 					t.Fatalf("rerun of A: %s (%v), want a duplicate", again.Outcome, again.Err)
 				}
 				if eB != nil {
