@@ -113,7 +113,12 @@ func (f *File) where(u string, p idemtype.Partition) string {
 // a large row group's rows are not: a reader of one decodes the group
 // beside the pass, whose decoders hold the whole group, and on 1M rows
 // from the Rust parquet crate in one row group an overlap that wrote them
-// cost 12-21k page faults more (a third more) and no less time.
+// cost 12-21k page faults more (a third more) and no less time. Tried
+// again once partition readers took the pass's dictionaries (6 December
+// 2026): the overlap wrote three ranges beside the pass, at 1.17-1.38x
+// the import's CPU time, page faults 19-25k against 21-23k (with 8 MiB
+// dictionaries 46-49k against 26-27k), and the wall time longer in all
+// 6 pairs (load average 16).
 func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (*partition.Plan, []int64, error) {
 	reported := 0
 	plan, cands, err := f.scan(ctx, o, true, &reported)
