@@ -166,10 +166,12 @@ type Writer interface {
 // takes and releases itself, sending those statements in the messages of
 // its own where it can rather than as round trips of their own.
 // WriteUnder(ctx, tx, name, …) does what Savepoint(tx, name), Write and,
-// when Write succeeds, ReleaseSavepoint(tx, name) do; where a savepoint
-// replaces one of the same name (MariaDB), it may leave the savepoint
-// taken instead of releasing it, and the caller must then not roll back
-// to name after a WriteUnder that succeeded. A *RowError
+// when Write succeeds, ReleaseSavepoint(tx, name) do; it may leave the
+// savepoint taken instead of releasing it, where a savepoint replaces one
+// of the same name (MariaDB), or until the next batch it writes in tx
+// releases it in a message of its own statements (PostgreSQL), and the
+// caller must then not roll back to name after a WriteUnder that
+// succeeded. A *RowError
 // leaves the savepoint taken, for the caller to roll back to; any other
 // error leaves tx in no known state (its caller rolls it back).
 type SavepointWriter interface {

@@ -475,6 +475,11 @@ type writer struct {
 	// in their own message, every other statement of the batch is sent
 	// after sp.Take.
 	sp stdsql.BatchSavepoint
+	// held is the savepoint of the last batch WriteUnder wrote whole,
+	// left taken in heldTx, its transaction, for the message of the next
+	// batch's first statement to release ("" when none is).
+	held   string
+	heldTx *sql.Tx
 }
 
 var _ sink.SavepointWriter = (*writer)(nil)
@@ -701,32 +706,48 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 // key, or of its ordinals (the two statements sent as one pipeline), or
 // the COPY straight into the target; and a batch copied straight into
 // the target keeps that COPY's savepoint, which the release of name
-// releases with it. A batch copied straight into the target then costs
-// three round trips where five were: under a loaded CPU each waits for
-// the server's process and then this one's to be scheduled, 4-5 ms
-// apiece in an import's statement log at load average 6.
+// releases with it. A batch written whole leaves name taken: the next
+// batch written in the same transaction releases it in the message that
+// takes its own savepoint, before taking it, so that at most one is left
+// taken (each is a subtransaction, and a transaction of more than 64
+// makes every other session's snapshots costlier), and the last one is
+// ended by the transaction's end. A batch copied straight into the target
+// then costs two round trips where five were: under a loaded CPU each
+// waits for the server's process and then this one's to be scheduled,
+// 4-5 ms apiece in an import's statement log at load average 6; in a
+// first import of 1M orders rows by their key the release was a round
+// trip of its own after each of the 30 COPYs.
 func (w *writer) WriteUnder(ctx context.Context, tx *sql.Tx, name string, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error) {
-	w.sp.Begin(name)
+	release := ""
+	if w.heldTx == tx {
+		release = w.held
+	}
+	w.held, w.heldTx = "", nil
+	w.sp.BeginAfter(release, name)
 	defer w.sp.End()
 	c, err := w.write(ctx, tx, fileKey, rec, ordinals)
-	if err == nil && w.sp.Taken() { // a batch of no rows sent nothing
-		if _, err = tx.ExecContext(ctx, "RELEASE SAVEPOINT "+name); err != nil {
-			err = fmt.Errorf("release savepoint: %w", err)
+	switch {
+	case !w.sp.Taken(): // a batch of no rows sent nothing: the one before is held still
+		if release != "" {
+			w.held, w.heldTx = release, tx
 		}
+	case err == nil:
+		w.held, w.heldTx = name, tx
 	}
 	return c, rowError(err)
 }
 
 // exists runs query, whose one row is one boolean, with args (int64s) in
 // tx. The savepoint of WriteUnder that no statement has taken yet is taken
-// in the same round trip: the two are sent as one pipeline of unnamed
-// statements, and the query runs only once the savepoint is taken. They
+// in the same round trip, after the release of the one an earlier batch
+// left taken: they are sent as one pipeline of unnamed statements, and the
+// query runs only once the savepoint is taken. They
 // are not prepared: through pgx's statement cache, a connection's first
 // batch was sent only after a round trip of its own that prepared the two
 // (the overlap's, and each worker's, first batch).
 func (w *writer) exists(ctx context.Context, tx *sql.Tx, query string, args ...any) (bool, error) {
 	var found bool
-	name := w.sp.Claim()
+	release, name := w.sp.Claim()
 	if name == "" {
 		err := tx.QueryRowContext(ctx, query, args...).Scan(&found)
 		return found, err
@@ -745,19 +766,24 @@ func (w *writer) exists(ctx context.Context, tx *sql.Tx, query string, args ...a
 			return fmt.Errorf("connection is a %T, not of the pgx driver", dc)
 		}
 		b := &pgconn.Batch{}
+		n := 2 // statements; the query's result is the last
+		if release != "" {
+			b.ExecParams("RELEASE SAVEPOINT "+release, nil, nil, nil, nil)
+			n++
+		}
 		b.ExecParams("SAVEPOINT "+name, nil, nil, nil, nil)
 		b.ExecParams(query, params, nil, nil, nil)
 		results, err := c.Conn().PgConn().ExecBatch(ctx, b).ReadAll()
 		if err != nil {
-			if len(results) == 0 || results[0].Err != nil {
+			if len(results) < n { // the query did not run
 				return fmt.Errorf("savepoint: %w", err)
 			}
 			return err
 		}
-		if len(results) != 2 || len(results[1].Rows) != 1 {
-			return fmt.Errorf("%d results of 2 statements", len(results))
+		if len(results) != n || len(results[n-1].Rows) != 1 {
+			return fmt.Errorf("%d results of %d statements", len(results), n)
 		}
-		return scanText(results[1].Rows[0], &found)
+		return scanText(results[n-1].Rows[0], &found)
 	})
 	return found, err
 }

@@ -16,49 +16,77 @@ func Savepoint(ctx context.Context, tx *sql.Tx, name string) error {
 
 // A BatchSavepoint is the savepoint a sink.SavepointWriter's batch is written
 // under, which the first statement able to carry it in its own message
-// takes. The zero value is outside any WriteUnder.
+// takes; and, when begun with BeginAfter, the savepoint an earlier batch
+// left taken, which that statement's message releases first. The zero
+// value is outside any WriteUnder.
 type BatchSavepoint struct {
 	// Under names the savepoint of the batch being written, "" outside
 	// WriteUnder.
 	Under   string
 	pending string // Under, until a statement has taken it
+	release string // the savepoint to release before taking pending, or ""
 }
 
 // Begin starts a batch written under the savepoint name, not yet taken.
-func (s *BatchSavepoint) Begin(name string) { s.Under, s.pending = name, name }
+func (s *BatchSavepoint) Begin(name string) { s.Under, s.pending, s.release = name, name, "" }
+
+// BeginAfter is Begin where the savepoint release (unless "") is still
+// taken, left so by an earlier batch of the transaction: the statement
+// that takes name releases it first, in the same message.
+func (s *BatchSavepoint) BeginAfter(release, name string) {
+	s.Begin(name)
+	s.release = release
+}
 
 // End ends the batch.
-func (s *BatchSavepoint) End() { s.Under, s.pending = "", "" }
+func (s *BatchSavepoint) End() { s.Under, s.pending, s.release = "", "", "" }
 
 // Taken reports whether no savepoint waits to be taken: one was, or
 // none was begun.
 func (s *BatchSavepoint) Taken() bool { return s.pending == "" }
 
 // Claim returns the name of the savepoint no statement has taken yet, ""
-// if none, and counts it taken: the caller sends SAVEPOINT name before
-// its statement, in the same message or pipeline.
-func (s *BatchSavepoint) Claim() string {
-	name := s.pending
-	s.pending = ""
-	return name
+// if none, and the savepoint to release before it ("" if none), and counts
+// both done: the caller sends RELEASE SAVEPOINT release (when not "") and
+// SAVEPOINT name, in that order, before its statement, in the same message
+// or pipeline.
+func (s *BatchSavepoint) Claim() (release, name string) {
+	name, release = s.pending, s.release
+	s.pending, s.release = "", ""
+	if name == "" {
+		release = ""
+	}
+	return release, name
 }
 
-// Prefix is Claim as the statement to send before another in its
-// message ("SAVEPOINT name; "), or "".
+// Prefix is Claim as the statements to send before another in its
+// message ("RELEASE SAVEPOINT release; SAVEPOINT name; "), or "".
 func (s *BatchSavepoint) Prefix() string {
-	if name := s.Claim(); name != "" {
-		return "SAVEPOINT " + name + "; "
+	release, name := s.Claim()
+	switch {
+	case name == "":
+		return ""
+	case release != "":
+		return "RELEASE SAVEPOINT " + release + "; SAVEPOINT " + name + "; "
 	}
-	return ""
+	return "SAVEPOINT " + name + "; "
 }
 
-// Take takes the savepoint no statement has taken yet, if any, in a round
-// trip of its own: for a statement that cannot carry it.
+// Take takes the savepoint no statement has taken yet, if any (releasing
+// the one to release first, in the same message), in a round trip of its
+// own: for a statement that cannot carry it.
 func (s *BatchSavepoint) Take(ctx context.Context, tx *sql.Tx) error {
-	if name := s.Claim(); name != "" {
-		return Savepoint(ctx, tx, name)
+	release, name := s.Claim()
+	switch {
+	case name == "":
+		return nil
+	case release != "":
+		if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+release+"; SAVEPOINT "+name); err != nil {
+			return fmt.Errorf("savepoint: %w", err)
+		}
+		return nil
 	}
-	return nil
+	return Savepoint(ctx, tx, name)
 }
 
 // ReleaseSavepoint implements sink.Driver.ReleaseSavepoint in standard SQL.
