@@ -132,7 +132,7 @@ func (l *Ledger) MigrateSeen(ctx context.Context, seen func(exists bool), compon
 }
 
 // MigratesTogether reports whether the ledger's driver applies the
-// migrations a state misses in one transaction (migrate.Together), so
+// migrations a state misses in one message (migrate.Together), so
 // that MigrateSeen's caller may leave a fresh state's migrations running.
 func (l *Ledger) MigratesTogether() bool {
 	_, ok := l.d.(migrate.Together)

@@ -64,7 +64,7 @@ func (w ways) has() [11]bool {
 // The sets of ways of the drivers a test wraps.
 var (
 	postgresWays = [11]bool{true, true, false, true, true, true, true, true, true, true, true}
-	mariadbWays  = [11]bool{false, true, false, true, false, false, true, false, false, true, true}
+	mariadbWays  = [11]bool{true, true, false, true, false, false, true, false, false, true, true}
 	sqliteWays   = [11]bool{false, false, true, false, false, false, false, false, false, false, false}
 )
 
@@ -96,12 +96,13 @@ func withWays(t *testing.T, d sink.Driver, w ways) sink.Driver {
 	case mariadbWays:
 		out = struct {
 			sink.Driver
+			migrate.Together
 			sink.Denier
 			partitionCompleter
 			describedWriter
 			columnsHolder
 			columnsVersioner
-		}{d, w.denier, w.completer, w.writerFor, w.holder, w.versioner}
+		}{d, w.together, w.denier, w.completer, w.writerFor, w.holder, w.versioner}
 	case sqliteWays:
 		out = struct {
 			sink.Driver

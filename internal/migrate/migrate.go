@@ -176,14 +176,16 @@ func applyEach(ctx context.Context, db *sql.DB, d Driver, table, component strin
 }
 
 // Together is a Driver whose database can apply several migrations, of
-// one component or more, with the rows that record them, in one
-// transaction sent as one message (PostgreSQL, whose DDL is
-// transactional): on a fresh database that is one round trip instead of
-// five and a commit per migration, which is what creating the ledger cost
-// when the server waited for the CPU. ApplyTogether creates the versions
-// table unless it exists, applies bodies in order (bodies[i] the text of
-// version versions[i] of components[i]) and records each as applied at
-// at, all or nothing.
+// one component or more, with the rows that record them, in one message:
+// on a fresh database that is one round trip instead of five and a commit
+// per migration, which is what creating the ledger cost when the server
+// waited for the CPU. ApplyTogether creates the versions table unless it
+// exists, applies bodies in order (bodies[i] the text of version
+// versions[i] of components[i]) and records each as applied at at, the
+// records after every body: all or nothing where DDL is transactional
+// (PostgreSQL: one transaction); where DDL commits by itself (MariaDB),
+// a failure part-way records nothing and leaves what ran, which the
+// driver's migrations must allow to run again.
 type Together interface {
 	ApplyTogether(ctx context.Context, db *sql.DB, table string, components []string, versions []int, bodies []string, at time.Time) error
 }

@@ -309,11 +309,16 @@ func (Driver) Deadlock(err error) bool { return number(err) == erLockDeadlock }
 
 // CreateVersions implements sink.Driver: TEXT cannot be a key here.
 func (Driver) CreateVersions(ctx context.Context, qr sink.Querier, table string) error {
-	_, err := qr.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
+	_, err := qr.ExecContext(ctx, createVersions(table))
+	return err
+}
+
+// createVersions is the statement of CreateVersions.
+func createVersions(table string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + table + ` (
 		component  VARCHAR(64) NOT NULL,
 		version    INT         NOT NULL,
 		applied_at VARCHAR(32) NOT NULL,
 		PRIMARY KEY (component, version)
-	) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_nopad_bin`)
-	return err
+	) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_nopad_bin`
 }

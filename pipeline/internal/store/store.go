@@ -41,7 +41,7 @@ type Options struct {
 	Notify       []idemtype.EventSink
 	Drivers      sink.Registry // not nil
 	// Early lets Open return while the migrations of a fresh state run,
-	// on a driver that applies them in one transaction (see Ready).
+	// on a driver that applies them in one message (see Ready).
 	Early bool
 }
 
@@ -119,7 +119,8 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	s.CP = checkpoint.New(s.DB, drv, s.Prefix)
 	if !o.ReadOnly {
 		// The checkpoints' tables with the ledger's: on a fresh
-		// PostgreSQL state schema, one transaction in one round trip.
+		// PostgreSQL state schema, one transaction in one round trip; on
+		// a fresh MariaDB database, one message.
 		if err := s.migrate(ctx, o.Early); err != nil {
 			s.DB.Close()
 			return nil, err
@@ -129,11 +130,12 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 }
 
 // migrate creates or upgrades idemport's tables. With early, on a driver
-// that applies the migrations of a fresh state in one transaction, it
-// returns once the first look-up has found the state fresh, leaving that
-// transaction to run (Ready waits for it): a fresh state holds no quick
+// that applies the migrations of a fresh state in one message, it
+// returns once the first look-up has found the state fresh, leaving those
+// statements to run (Ready waits for them): a fresh state holds no quick
 // check, so the import's hash loses nothing by starting meanwhile, and
-// on PostgreSQL the server's DDL (14 tables, 20 indexes) takes 60–300 ms.
+// on PostgreSQL the server's DDL (14 tables, 20 indexes) takes 60–300 ms,
+// on MariaDB (each table a file of its own) as long or longer.
 // A state that exists is upgraded before migrate returns, as without
 // early, for its quick check is read before the hash. Until migrate
 // returns, ctx ends the migrations; after, only Close does, for a
@@ -214,8 +216,9 @@ func (s *Store) Ready(ctx context.Context) error {
 }
 
 // Close closes the database, if there is one, once the migrations Open
-// left running have ended: it ends them (rolled back whole) if they have
-// not.
+// left running have ended: it ends them if they have not (rolled back
+// whole on PostgreSQL; on MariaDB with no version recorded, to be run
+// again).
 func (s *Store) Close() error {
 	if s.DB == nil {
 		return nil
