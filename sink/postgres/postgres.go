@@ -438,8 +438,8 @@ type writer struct {
 	// in the order of its keys already (increasing).
 	mergeStaged string
 	count       string // natural-key mode: counts a round's stale rows; $1 file key, $2 round
-	// stored: a key of one integer column: the greatest stored key from
-	// $1 to $2, NULL when there is none (see splitNew); and storedKey,
+	// stored: a key of one integer column: whether a key from $1 to $2
+	// is stored, and the greatest (0 when none is; see splitNew); and storedKey,
 	// whether key $1 is stored (see firstStored).
 	stored, storedKey string
 	// When every column is copied in its target type, a batch whose rows'
@@ -638,7 +638,7 @@ func (w *writer) naturalKeys(m *mergeParts, schema *arrow.Schema, table, stage s
 	}
 	if k := w.fields[w.keyIdx[0]]; len(w.keyIdx) == 1 && slices.Contains([]string{"int2", "int4", "int8"}, k.target.TypeName) {
 		col := "t." + q(k.name)
-		w.stored = "SELECT max(" + col + ")::bigint FROM " + table + " t WHERE " + col + " BETWEEN $1::bigint AND $2::bigint"
+		w.stored = "SELECT max(" + col + ") IS NOT NULL, coalesce(max(" + col + "), 0)::bigint FROM " + table + " t WHERE " + col + " BETWEEN $1::bigint AND $2::bigint"
 		w.storedKey = "SELECT EXISTS (SELECT 1 FROM " + table + " t WHERE " + col + " = $1::bigint)"
 	}
 	// The stale rows, counted after the merge (see write).
@@ -703,8 +703,9 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 
 // WriteUnder implements sink.SavepointWriter. The savepoint is taken in
 // the message of the batch's first statement: the look-up of its first
-// key, or of its ordinals (the two statements sent as one pipeline), or
-// the COPY straight into the target; and a batch copied straight into
+// key, of its ordinals or of its stored keys (the two statements sent as
+// one pipeline), the COPY straight into the target, or the staging COPY
+// (with the encoder); and a batch copied straight into
 // the target keeps that COPY's savepoint, which the release of name
 // releases with it. A batch written whole leaves name taken: the next
 // batch written in the same transaction releases it in the message that
@@ -738,29 +739,35 @@ func (w *writer) WriteUnder(ctx context.Context, tx *sql.Tx, name string, fileKe
 }
 
 // exists runs query, whose one row is one boolean, with args (int64s) in
-// tx. The savepoint of WriteUnder that no statement has taken yet is taken
-// in the same round trip, after the release of the one an earlier batch
-// left taken: they are sent as one pipeline of unnamed statements, and the
-// query runs only once the savepoint is taken. They
-// are not prepared: through pgx's statement cache, a connection's first
-// batch was sent only after a round trip of its own that prepared the two
-// (the overlap's, and each worker's, first batch).
+// tx, through lookup.
 func (w *writer) exists(ctx context.Context, tx *sql.Tx, query string, args ...any) (bool, error) {
 	var found bool
+	err := w.lookup(ctx, tx, query, []any{&found}, args...)
+	return found, err
+}
+
+// lookup runs query, whose one row is scanned into dest (*bool or *int64,
+// none NULL), with args (int64s) in tx. The savepoint of WriteUnder that no
+// statement has taken yet is taken in the same round trip, after the
+// release of the one an earlier batch left taken: they are sent as one
+// pipeline of unnamed statements, and the query runs only once the
+// savepoint is taken. They are not prepared: through pgx's statement
+// cache, a connection's first batch was sent only after a round trip of its
+// own that prepared the two (the overlap's, and each worker's, first batch).
+func (w *writer) lookup(ctx context.Context, tx *sql.Tx, query string, dest []any, args ...any) error {
 	release, name := w.sp.Claim()
 	if name == "" {
-		err := tx.QueryRowContext(ctx, query, args...).Scan(&found)
-		return found, err
+		return tx.QueryRowContext(ctx, query, args...).Scan(dest...)
 	}
 	params := make([][]byte, len(args))
 	for i, a := range args {
 		v, ok := a.(int64)
 		if !ok {
-			return false, fmt.Errorf("look-up argument %d is a %T, not an int64", i+1, a)
+			return fmt.Errorf("look-up argument %d is a %T, not an int64", i+1, a)
 		}
 		params[i] = strconv.AppendInt(nil, v, 10)
 	}
-	err := w.conn.Raw(func(dc any) error {
+	return w.conn.Raw(func(dc any) error {
 		c, ok := dc.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("connection is a %T, not of the pgx driver", dc)
@@ -783,9 +790,8 @@ func (w *writer) exists(ctx context.Context, tx *sql.Tx, query string, args ...a
 		if len(results) != n || len(results[n-1].Rows) != 1 {
 			return fmt.Errorf("%d results of %d statements", len(results), n)
 		}
-		return scanText(results[n-1].Rows[0], &found)
+		return scanText(results[n-1].Rows[0], dest...)
 	})
-	return found, err
 }
 
 // rowError returns err as a *sink.RowError when the server refused the
@@ -870,11 +876,8 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 			return total, nil
 		}
 	}
-	// The statements below do not take the savepoint of WriteUnder in
-	// their messages: it is taken here.
-	if err := w.sp.Take(ctx, tx); err != nil {
-		return total, err
-	}
+	// splitNew's look-up takes the savepoint of WriteUnder in its own
+	// round trip, and the staging COPY in its message (with the encoder).
 	if w.direct && w.increasing && w.stored != "" {
 		return w.splitNew(ctx, tx, fileKey, rec, ordinals, 0)
 	}
@@ -886,6 +889,11 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 			if from := risingEnd(a.Int64Values()[:n]); from < n {
 				return w.splitNew(ctx, tx, fileKey, rec, ordinals, from)
 			}
+		}
+	}
+	if w.enc == nil {
+		if err := w.sp.Take(ctx, tx); err != nil {
+			return total, err
 		}
 	}
 	c, err := w.stageAndMerge(ctx, tx, fileKey, rec, ordinals, rounds)
@@ -973,13 +981,16 @@ func (w *writer) splitNew(ctx context.Context, tx *sql.Tx, fileKey int64, rec ar
 	n := int(rec.NumRows())
 	total := idemtype.Rows{Read: int64(n)}
 	keys := rec.Column(w.keyIdx[0]).(*array.Int64).Int64Values()[:n]
-	var last sql.NullInt64
-	if err := tx.QueryRowContext(ctx, w.stored, keys[from], keys[n-1]).Scan(&last); err != nil {
+	var found bool
+	var last int64
+	if err := w.lookup(ctx, tx, w.stored, []any{&found, &last}, keys[from], keys[n-1]); err != nil {
 		return total, fmt.Errorf("look up stored keys of %s (%s): %w", w.tg.Table, sink.RowSpan(ordinals[from:]), err)
 	}
+	// The savepoint of WriteUnder was taken with the look-up: the
+	// statements below run under it.
 	split := from
-	if last.Valid {
-		split += sort.Search(n-from, func(i int) bool { return keys[from+i] > last.Int64 })
+	if found {
+		split += sort.Search(n-from, func(i int) bool { return keys[from+i] > last })
 	}
 	if split > 0 {
 		head := rec.NewSlice(0, int64(split))
@@ -1217,10 +1228,14 @@ func (w *writer) copy(ctx context.Context, rec arrow.RecordBatch, ordinals []int
 		// batch with a refused row's is, or of its transaction), which
 		// the writer cannot see. Where it exists, that costs a look-up
 		// of its name.
+		//
+		// With the encoder, the two go in the COPY's own message, after
+		// the savepoint of WriteUnder if no statement has taken it yet
+		// ("SAVEPOINT …; CREATE …; TRUNCATE …; COPY …"): the server runs
+		// them in order and stops at the first that fails, one round trip
+		// where two or three were. Without it, the caller took the
+		// savepoint.
 		w.staged = true
-		if _, err := c.Conn().Exec(ctx, w.truncate); err != nil {
-			return err
-		}
 		if w.enc != nil {
 			nlead := 1
 			if !w.tg.Ordinal() {
@@ -1233,8 +1248,12 @@ func (w *writer) copy(ctx context.Context, rec arrow.RecordBatch, ordinals []int
 				return appendInt8(b, ordinals[i])
 			})
 			defer data.close() // before rec may be released: see stream.mu
-			tag, err := c.Conn().PgConn().CopyFrom(ctx, data, w.copyStage)
+			// The tag is the message's last statement's: the COPY's.
+			tag, err := c.Conn().PgConn().CopyFrom(ctx, data, w.sp.Prefix()+w.truncate+"; "+w.copyStage)
 			copied = tag.RowsAffected()
+			return err
+		}
+		if _, err := c.Conn().Exec(ctx, w.truncate); err != nil {
 			return err
 		}
 		var err error
