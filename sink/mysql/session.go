@@ -61,7 +61,7 @@ func session(s sink.Settings) []string {
 // with the session's statements before database/sql hands it out.
 type connector struct {
 	driver.Connector
-	setup []string
+	setup string // session's statements, in one message
 }
 
 // newConnector returns the connector of cfg's connections for s: utf8mb4
@@ -95,7 +95,7 @@ func newConnector(cfg *mysql.Config, s sink.Settings) (driver.Connector, error) 
 	if err != nil {
 		return nil, err
 	}
-	return connector{Connector: c, setup: session(s)}, nil
+	return connector{Connector: c, setup: strings.Join(session(s), "; ")}, nil
 }
 
 // driverLog takes the driver's own log lines ("closing bad idle
@@ -120,11 +120,12 @@ func (c connector) Connect(ctx context.Context) (driver.Conn, error) {
 		return nil, fmt.Errorf("connect: the driver's connection is not one this driver made")
 	}
 	conn := conn{driverConn: d, net: nc}
-	for _, s := range c.setup {
-		if _, err := conn.ExecContext(ctx, s, nil); err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("set up the session (%s): %w", strings.Fields(s)[2], err)
-		}
+	// The session's statements in one message (one round trip, not one
+	// each): the server runs them in order and stops at the first that
+	// fails.
+	if _, err := conn.ExecContext(ctx, c.setup, nil); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("set up the session: %w", err)
 	}
 	return conn, nil
 }
