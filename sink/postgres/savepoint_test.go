@@ -27,7 +27,9 @@ import (
 // target (the look-up of its ordinals), and a batch that is merged. A
 // batch whose row a CHECK refuses must fail with a *sink.RowError after
 // the savepoint was taken, so that rolling back to it undoes the batch
-// alone; a batch written whole must have released it.
+// alone, also the batch written whole before it, whose savepoint its
+// first message released; the last batch written whole leaves its own
+// taken.
 func TestWriteUnderTakesTheSavepoint(t *testing.T) {
 	for _, c := range []struct {
 		name, ddl string
@@ -88,6 +90,12 @@ func TestWriteUnderTakesTheSavepoint(t *testing.T) {
 			// Stored keys (a merge; in ordinal mode the same ordinals),
 			// one refused.
 			refused("stored keys, one refused", 1, []any{id(1), "ONE", 1}, []any{id(2), "TWO", -2})
+			// The batch before, whose savepoint the refused batch's first
+			// message released, is not undone with it.
+			var kept int
+			if err := tx.QueryRowContext(f.Ctx, `SELECT count(*) FROM under WHERE name IN ('one', 'two')`).Scan(&kept); err != nil || kept != 2 {
+				t.Fatalf("after the refused batch, %d of the 2 rows of the batch written before it (%v), want them kept", kept, err)
+			}
 			if err := write("stored keys", 1, []any{id(1), "ONE", 1}, []any{id(2), "two", 2}); err != nil {
 				t.Fatal(err)
 			}
