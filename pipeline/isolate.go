@@ -89,7 +89,10 @@ func (a *applier) writeBatch(ctx context.Context, tx *sql.Tx, w sink.Writer, rec
 
 // writeUnder writes rec under savepoint and releases it when the write
 // succeeds; a *sink.RowError leaves it taken, to roll back to. A
-// sink.SavepointWriter takes and releases it itself, in fewer round trips.
+// sink.SavepointWriter takes and releases it itself, in fewer round trips,
+// and may leave it taken after a write that succeeded (to be released by
+// its next batch's first message, or ended by the transaction's end):
+// only a *sink.RowError is rolled back to savepoint.
 func (a *applier) writeUnder(ctx context.Context, tx *sql.Tx, w sink.Writer, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error) {
 	if sw, ok := w.(sink.SavepointWriter); ok {
 		return sw.WriteUnder(ctx, tx, savepoint, a.id.FileKey, rec, ordinals)

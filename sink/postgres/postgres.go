@@ -471,9 +471,10 @@ type writer struct {
 	// key column, of an integer or numeric target column (which orders
 	// the keys as integers do), in increasing order.
 	increasing bool
-	// The savepoint of a batch of WriteUnder: exists and copyNew take it
-	// in their own message, every other statement of the batch is sent
-	// after sp.Take.
+	// The savepoint of a batch of WriteUnder: the look-ups (lookup), the
+	// COPY straight into the target (copyNew) and, with the encoder, the
+	// staging COPY (copy) take it in their own message; without the
+	// encoder, the statements of a staged batch are sent after sp.Take.
 	sp stdsql.BatchSavepoint
 	// held is the savepoint of the last batch WriteUnder wrote whole,
 	// left taken in heldTx, its transaction, for the message of the next
