@@ -24,7 +24,8 @@ import (
 // statement, along each path that does: a natural key of one integer
 // column (its first key looked up in the same round trip), a text key
 // (no look-up: the savepoint rides in the COPY's message), an ordinal
-// target (the look-up of its ordinals), and a batch that is merged. A
+// target (the look-up of its ordinals), a batch that is merged, and one
+// staged at once (a text key after a merge: the staging COPY's message). A
 // batch whose row a CHECK refuses must fail with a *sink.RowError after
 // the savepoint was taken, so that rolling back to it undoes the batch
 // alone, also the batch written whole before it, whose savepoint its
@@ -98,6 +99,14 @@ func TestWriteUnderTakesTheSavepoint(t *testing.T) {
 			}
 			if err := write("stored keys", 1, []any{id(1), "ONE", 1}, []any{id(2), "two", 2}); err != nil {
 				t.Fatal(err)
+			}
+			// Refused again, after a batch merged: with a text key the
+			// batch is staged at once (no COPY straight into the table is
+			// tried), and the staging COPY's message takes its savepoint;
+			// the batch before stays.
+			refused("stored keys merged, one refused", 1, []any{id(1), "uno", 1}, []any{id(2), "dos", -2})
+			if err := tx.QueryRowContext(f.Ctx, `SELECT count(*) FROM under WHERE name IN ('ONE', 'two')`).Scan(&kept); err != nil || kept != 2 {
+				t.Fatalf("after the refused merge, %d of the 2 rows of the batch merged before it (%v), want them kept", kept, err)
 			}
 			if err := write("more new keys", 2, []any{id(3), "three", 3}); err != nil {
 				t.Fatal(err)
