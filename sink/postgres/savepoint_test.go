@@ -28,9 +28,8 @@ import (
 // staged at once (a text key after a merge: the staging COPY's message). A
 // batch whose row a CHECK refuses must fail with a *sink.RowError after
 // the savepoint was taken, so that rolling back to it undoes the batch
-// alone, also the batch written whole before it, whose savepoint its
-// first message released; the last batch written whole leaves its own
-// taken.
+// alone, not the batch written before it, whose savepoint its first
+// message released; the last batch written whole leaves its own taken.
 func TestWriteUnderTakesTheSavepoint(t *testing.T) {
 	for _, c := range []struct {
 		name, ddl string
