@@ -15,12 +15,21 @@ import (
 	"github.com/idemport/idemport/sink"
 )
 
-// ensureStage creates the staging table inside the plan's transaction.
+// ensureStage creates the staging table inside the plan's transaction,
+// with the target's constraints where the driver carries them
+// (sink.StageConstrainer), so that a row the target refuses is a bad row
+// of the staging write, as in a plain import, not a failure of the move.
 func (kp *keeper) ensureStage(ctx context.Context, tx *sql.Tx, schema *arrow.Schema) error {
 	if !kp.req.Mapping.Atomic {
 		return nil
 	}
-	return kp.e.st.Driver.Ensure(ctx, tx, kp.tables.write, schema)
+	if err := kp.e.st.Driver.Ensure(ctx, tx, kp.tables.write, schema); err != nil {
+		return err
+	}
+	if c, ok := kp.e.st.Driver.(sink.StageConstrainer); ok {
+		return c.ConstrainStage(ctx, tx, kp.target.Table, kp.tables.stage)
+	}
+	return nil
 }
 
 // moveStaged moves the staged rows into the target inside the completing

@@ -398,6 +398,20 @@ type Traits interface {
 	Traits() Database
 }
 
+// StageConstrainer is implemented by a driver that gives the staging
+// table of an --atomic import the target's own CHECK and NOT NULL
+// constraints, so that a row the target would refuse is refused as it is
+// staged, where a plain import refuses it (a bad row, quarantined within
+// --max-rejects), not at the move into the target. It carries each
+// constraint over the columns the stage shares with the target, of the
+// same type; the others it leaves to the move.
+type StageConstrainer interface {
+	// ConstrainStage adds to the staging table stage, inside tx, the
+	// constraints of the table target it can carry (none when target
+	// does not exist).
+	ConstrainStage(ctx context.Context, tx *sql.Tx, target, stage string) error
+}
+
 // Denier is implemented by a driver that tells a failure to create
 // idemport's tables (its migrations, or what Open creates before them)
 // for want of a privilege from other failures, and says what to grant:

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -248,5 +249,55 @@ func TestGCDropsStagingOfUndoneImports(t *testing.T) {
 		}
 		importTo(t, l.tg, dir, nil, 0, "--atomic", "--partition-rows", "20", "orders.csv")
 		checkOrders(t, l.tg, "orders", rows)
+	})
+}
+
+// TestAtomicRefusesARowTheTablesCheckRefuses: an --atomic import by key
+// into a table with a CHECK and a NOT NULL the plan pass cannot check
+// refuses the rows that break them as they are staged, as the same
+// import without --atomic does: over --max-rejects the file is refused
+// (the table untouched), and the rerun the message names, with a higher
+// --max-rejects, quarantines them, moves the good rows and is then a
+// duplicate. Never a move that fails on every rerun.
+func TestAtomicRefusesARowTheTablesCheckRefuses(t *testing.T) {
+	t.Parallel()
+	testkit.Each(t, func(t *testing.T, name string) {
+		t.Parallel()
+		dir := t.TempDir()
+		l := &life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir}
+		for _, q := range []string{
+			`CREATE TABLE at1 (id bigint PRIMARY KEY, qty bigint CHECK (qty >= 0), pad text NOT NULL, _idemport_file bigint, _idemport_row bigint)`,
+			`INSERT INTO at1 (id, qty, pad) VALUES (9, 9, 'z')`,
+		} {
+			if _, err := l.tg.DB.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.write("f.csv", "id,qty,pad\n1,5,a\n2,-1,b\n3,7,c\n4,-1,d\n5,0,\n6,-1,f\n7,0,g\n")
+		before := "9|9|z"
+		args := []string{"import", "--table", "at1", "--key", "id", "--atomic", "f.csv"}
+		r := l.run(1, append(args, "--max-rejects", "3")...)
+		if !strings.Contains(r.Stderr, "more bad rows than --max-rejects 3") || !strings.Contains(r.Stderr, "rerun with a higher --max-rejects") {
+			t.Fatalf("over --max-rejects, the refusal does not say so and what to do:\n%s", r.Stderr)
+		}
+		if got := l.rows("at1", "id", "qty", "pad"); got != before {
+			t.Fatalf("a refused file changed the table:\n%s", got)
+		}
+		l.run(0, append(args, "--max-rejects", "4")...)
+		if got, want := l.rows("at1", "id", "qty", "pad"), "1|5|a\n3|7|c\n7|0|g\n9|9|z"; got != want {
+			t.Fatalf("table:\n%s\nwant:\n%s", got, want)
+		}
+		out := l.run(0, "rejects", "list", "--table", "at1", "f.csv").Stdout
+		for _, want := range []string{`2 .* constraint .*qty`, `4 .* constraint .*qty`, `5 .* pad .* null `, `6 .* constraint .*qty`} {
+			if !regexp.MustCompile(`(?m)^` + want).MatchString(out) {
+				t.Fatalf("no rejected row %q:\n%s", want, out)
+			}
+		}
+		if r := l.run(0, append(args, "--max-rejects", "4")...); !strings.Contains(r.Stdout, "already imported") {
+			t.Fatalf("the rerun is not a duplicate:\n%s", r.Stdout)
+		}
+		if got, want := l.rows("at1", "id", "qty", "pad"), "1|5|a\n3|7|c\n7|0|g\n9|9|z"; got != want {
+			t.Fatalf("after the rerun, table:\n%s\nwant:\n%s", got, want)
+		}
 	})
 }

@@ -1,0 +1,63 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// constraintsSQL lists the CHECK constraints of the table $1 whose
+// columns all are in the table $2 with the same type (their name and
+// definition) that $2 lacks, and the NOT NULL columns of $1 that are in $2, of any
+// type, that are not NOT NULL in $2 (a NULL name and the column).
+const constraintsSQL = `SELECT c.conname, pg_get_constraintdef(c.oid) FROM pg_constraint c
+WHERE c.conrelid = to_regclass($1) AND c.contype = 'c'
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint x WHERE x.conrelid = to_regclass($2) AND x.conname = c.conname)
+  AND NOT EXISTS (
+  SELECT 1 FROM unnest(c.conkey) k(n) JOIN pg_attribute t ON t.attrelid = c.conrelid AND t.attnum = k.n
+  WHERE NOT EXISTS (SELECT 1 FROM pg_attribute s WHERE s.attrelid = to_regclass($2) AND s.attname = t.attname
+    AND NOT s.attisdropped AND s.atttypid = t.atttypid AND s.atttypmod = t.atttypmod))
+UNION ALL
+SELECT NULL, t.attname FROM pg_attribute t JOIN pg_attribute s ON s.attrelid = to_regclass($2) AND s.attname = t.attname AND NOT s.attisdropped
+WHERE t.attrelid = to_regclass($1) AND t.attnum > 0 AND NOT t.attisdropped AND t.attnotnull AND NOT s.attnotnull`
+
+// ConstrainStage implements sink.StageConstrainer: it adds to stage the
+// CHECK constraints of target over columns of the same type in both
+// (under their names), and NOT NULL to the columns NOT NULL in target.
+func (Driver) ConstrainStage(ctx context.Context, tx *sql.Tx, target, stage string) error {
+	rows, err := tx.QueryContext(ctx, constraintsSQL, quoteTable(target), quoteTable(stage))
+	if err != nil {
+		return fmt.Errorf("read the constraints of %s: %w", target, err)
+	}
+	var alters []string
+	for rows.Next() {
+		var name sql.NullString
+		var def string
+		if err := rows.Scan(&name, &def); err != nil {
+			rows.Close()
+			return fmt.Errorf("read the constraints of %s: %w", target, err)
+		}
+		if name.Valid {
+			alters = append(alters, "ADD CONSTRAINT "+q(name.String)+" "+def)
+		} else {
+			alters = append(alters, "ALTER COLUMN "+q(def)+" SET NOT NULL")
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read the constraints of %s: %w", target, err)
+	}
+	if len(alters) == 0 {
+		return nil
+	}
+	sql := "ALTER TABLE " + quoteTable(stage) + " "
+	for i, a := range alters {
+		if i > 0 {
+			sql += ", "
+		}
+		sql += a
+	}
+	if _, err := tx.ExecContext(ctx, sql); err != nil {
+		return fmt.Errorf("give staging table %s the constraints of %s: %w", stage, target, err)
+	}
+	return nil
+}
