@@ -314,7 +314,9 @@ func TestStalledConnectionEndsTheAttempt(t *testing.T) {
 			}
 			var copied atomic.Bool
 			proxy := newStallProxy(t, u.Host, w, func(s string) bool {
-				if strings.HasPrefix(s, load) {
+				// A staging COPY's message begins with the statements that
+				// make the stage ready ("…; COPY …").
+				if strings.HasPrefix(s, load) || strings.Contains(s, "; "+load) {
 					copied.Store(true)
 				}
 				return copied.Load() && len(s) >= len(at) && strings.EqualFold(s[:len(at)], at)
