@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -61,7 +62,7 @@ func (a *applier) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all,
 	}
 	staged, fresh, written, err := a.e.st.Driver.Merge(ctx, tx, a.target, a.tables.stage, names)
 	if err != nil {
-		return 0, all, mine, err
+		return 0, all, mine, a.moveRefused(err)
 	}
 	for g, c := range classes {
 		if g < 0 || int(g) >= len(attempts) {
@@ -82,6 +83,46 @@ func (a *applier) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all,
 	}
 	a.res.note(a.log, "moved %d staged rows into %s in one transaction: %d new, %d changed, %d unchanged or older", staged, a.target.Table, fresh, written-fresh, staged-written)
 	return fresh, all, mine, nil
+}
+
+// MoveRefusedError is the move of an --atomic import's staged rows into
+// its table refused by the table: a constraint the staging table could
+// not carry (sink.StageConstrainer: a foreign key, a trigger, a unique
+// index besides the key, a CHECK over a column the file lacks, MariaDB's
+// CHECKs), or a value a column cannot hold. The completing transaction
+// rolled back, so nothing of the file reached the table, and every rerun
+// of the operation would meet the same refusal: the attempt is refused
+// (exit 5), not failed, and the way out is to forget the operation
+// ('idemport undo --forget', which drops its stage) and import the fixed
+// file, or the same file without --atomic, whose writer quarantines the
+// rows the table refuses.
+type MoveRefusedError struct {
+	Table  string
+	FileID string
+	Reason string // the database's reason
+	Err    error
+}
+
+func (e *MoveRefusedError) Error() string {
+	return fmt.Sprintf("refused: the file cannot be moved into %s as it is: the table refused its staged rows: %s; nothing of it reached %s, and every rerun of it would be refused the same way",
+		e.Table, e.Reason, e.Table)
+}
+
+func (e *MoveRefusedError) Unwrap() error { return e.Err }
+
+// moveRefused returns err, the failure of the move of the staged rows, as
+// a *MoveRefusedError when the driver says the table refused the rows'
+// values (sink.RowErrorer), else err.
+func (a *applier) moveRefused(err error) error {
+	re, ok := a.e.st.Driver.(sink.RowErrorer)
+	if !ok {
+		return err
+	}
+	var row *sink.RowError
+	if !errors.As(re.RowError(err), &row) {
+		return err
+	}
+	return &MoveRefusedError{Table: a.target.Table, FileID: a.id.FileID, Reason: row.Reason, Err: err}
 }
 
 // stageGroups maps the staged rows to the attempts that committed their

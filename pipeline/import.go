@@ -376,10 +376,13 @@ func (r *run) stopped(ctx context.Context, err error) error {
 	if unfit := (*unfitError)(nil); errors.As(err, &unfit) && ctx.Err() == nil {
 		return r.refuseLate(ctx, unfit)
 	}
+	if moved := (*MoveRefusedError)(nil); errors.As(err, &moved) && ctx.Err() == nil {
+		err = moved // said as it is, not as the step of the completion it stopped
+	}
 	var guard *DeleteGuardError
-	if errors.As(err, &guard) && ctx.Err() == nil {
+	if (errors.As(err, &guard) || errors.As(err, new(*MoveRefusedError))) && ctx.Err() == nil {
 		err = r.abandon(ctx, err)
-		r.res.Outcome = Refused // exit 5; the operation stays resumable
+		r.res.Outcome = Refused // exit 5; the operation stays resumable, or forgotten
 		return err
 	}
 	return r.abandon(ctx, err)

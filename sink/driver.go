@@ -412,6 +412,17 @@ type StageConstrainer interface {
 	ConstrainStage(ctx context.Context, tx *sql.Tx, target, stage string) error
 }
 
+// RowErrorer is implemented by a driver that tells, of a failed
+// statement over many rows (the move of an --atomic import's staged rows
+// into its target), a refusal of the rows' values by the table (a CHECK,
+// a foreign key, a unique index, NOT NULL, a trigger, a value the column
+// cannot hold) from every other failure, as its writer does for a batch.
+type RowErrorer interface {
+	// RowError returns err as a *RowError when the database refused the
+	// rows' values, else err unchanged.
+	RowError(err error) error
+}
+
 // Denier is implemented by a driver that tells a failure to create
 // idemport's tables (its migrations, or what Open creates before them)
 // for want of a privilege from other failures, and says what to grant:

@@ -731,6 +731,10 @@ func failedText(b *strings.Builder, r *pipeline.Result) {
 func nextStep(r *pipeline.Result) string {
 	switch r.Outcome {
 	case pipeline.Refused:
+		if mv := (*pipeline.MoveRefusedError)(nil); errors.As(r.Err, &mv) {
+			return fmt.Sprintf("idemport undo --forget --table %s %s (it forgets this import and drops its staging table); then import the fixed file, or this one without --atomic to quarantine the rows the table refuses",
+				shellWord(mv.Table), shellWord(mv.FileID))
+		}
 		if r.Refusal == nil || r.Refusal.Rejected == 0 {
 			return ""
 		}

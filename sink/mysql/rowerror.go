@@ -82,3 +82,8 @@ func column(msg string) string {
 	}
 	return ""
 }
+
+// RowError implements sink.RowErrorer: an error of rowCodes (a CHECK, a
+// foreign key, a duplicate key, NOT NULL, a trigger's SIGNAL, a value the
+// column cannot hold) is a *sink.RowError (rowError).
+func (Driver) RowError(err error) error { return rowError(err) }

@@ -61,3 +61,8 @@ func (Driver) ConstrainStage(ctx context.Context, tx *sql.Tx, target, stage stri
 	}
 	return nil
 }
+
+// RowError implements sink.RowErrorer: an integrity constraint (SQLSTATE
+// class 23), a data exception (class 22), a trigger's exception or a row
+// too big is a *sink.RowError (rowError).
+func (Driver) RowError(err error) error { return rowError(err) }

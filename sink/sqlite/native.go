@@ -307,6 +307,24 @@ func (Driver) Full(err error) bool {
 	return errors.As(err, &se) && se.Code == sqlite3.ErrFull
 }
 
+// RowError implements sink.RowErrorer: SQLITE_CONSTRAINT (UNIQUE,
+// CHECK, NOT NULL, FOREIGN KEY, RAISE in a trigger) is a *sink.RowError of
+// CodeConstraint, SQLITE_TOOBIG and SQLITE_MISMATCH of CodeRefused, as
+// the writer reads them (stmt.err).
+func (Driver) RowError(err error) error {
+	var se sqlite3.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code {
+	case sqlite3.ErrConstraint:
+		return &sink.RowError{Code: sink.CodeConstraint, Reason: se.Error(), Err: err}
+	case sqlite3.ErrTooBig, sqlite3.ErrMismatch:
+		return &sink.RowError{Code: sink.CodeRefused, Reason: se.Error(), Err: err}
+	}
+	return err
+}
+
 // walLimit is the frames the write-ahead log held before a transaction at
 // which the writer checkpoints on its own connection as that transaction
 // commits, rather than in the background (see ckpt.c): 64 MiB of 4 KiB

@@ -53,3 +53,6 @@ func (Driver) Locked(error) bool { return false }
 
 // Full implements sink.Driver: without SQLite nothing is written.
 func (Driver) Full(error) bool { return false }
+
+// RowError implements sink.RowErrorer: without SQLite nothing is written.
+func (Driver) RowError(err error) error { return err }
