@@ -3,9 +3,10 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"strings"
 	"time"
+
+	"github.com/idemport/idemport/sink/internal/stdsql"
 )
 
 // ApplyTogether implements internal/migrate's Together: it creates the
@@ -32,14 +33,7 @@ func (Driver) ApplyTogether(ctx context.Context, db *sql.DB, table string, compo
 		b.WriteString(ended(body))
 		b.WriteString("\n")
 	}
-	b.WriteString(`INSERT INTO ` + table + ` (component, version, applied_at) VALUES `)
-	when := literal(at.UTC().Format("2006-01-02T15:04:05Z"))
-	for i, v := range versions {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "(%s, %d, %s)", literal(components[i]), v, when)
-	}
+	b.WriteString(stdsql.RecordVersionsSQL(table, components, versions, at, literal))
 	_, err := db.ExecContext(ctx, b.String())
 	return err
 }

@@ -170,14 +170,7 @@ func (Driver) ApplyTogether(ctx context.Context, db *sql.DB, table string, compo
 		b.WriteString(body)
 		b.WriteString("\n;\n")
 	}
-	b.WriteString(`INSERT INTO ` + table + ` (component, version, applied_at) VALUES `)
-	when := literal(at.UTC().Format("2006-01-02T15:04:05Z"))
-	for i, v := range versions {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "(%s, %d, %s)", literal(components[i]), v, when)
-	}
+	b.WriteString(stdsql.RecordVersionsSQL(table, components, versions, at, literal))
 	// Without arguments pgx sends the text as a simple query, which may
 	// hold many statements and runs them as one transaction.
 	_, err := db.ExecContext(ctx, b.String())

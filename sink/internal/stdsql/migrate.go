@@ -3,6 +3,7 @@ package stdsql
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/idemport/idemport/sink"
@@ -59,4 +60,21 @@ func VersionRecorded(ctx context.Context, q sink.Querier, d sink.Driver, table, 
 func RecordVersion(ctx context.Context, q sink.Querier, d sink.Driver, table, component string, version int, at time.Time) error {
 	_, err := q.ExecContext(ctx, d.Rebind(`INSERT INTO `+table+` (component, version, applied_at) VALUES (?, ?, ?)`), component, version, at.UTC().Format("2006-01-02T15:04:05Z"))
 	return err
+}
+
+// RecordVersionsSQL is the INSERT that records the migrations applied at
+// at into the versions table (components[i] at versions[i]), with quote
+// the driver's string literal: the last statement of a driver's
+// migrate.Together message.
+func RecordVersionsSQL(table string, components []string, versions []int, at time.Time, quote func(string) string) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO ` + table + ` (component, version, applied_at) VALUES `)
+	when := quote(at.UTC().Format("2006-01-02T15:04:05Z"))
+	for i, v := range versions {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(%s, %d, %s)", quote(components[i]), v, when)
+	}
+	return b.String()
 }
