@@ -20,6 +20,7 @@ import (
 	"github.com/idemport/idemport/ledger"
 	"github.com/idemport/idemport/pipeline/internal/store"
 	"github.com/idemport/idemport/reader"
+	"github.com/idemport/idemport/sink"
 )
 
 // applying is what an attempt has done so far, which the apply stage adds
@@ -879,19 +880,32 @@ func (a *applier) finalize(ctx context.Context) (completer string, err error) {
 
 // completeOnce runs the completing transaction (complete), apart being
 // the schema changes made before it where DDL commits. A deadlock's victim
-// before its COMMIT is run again (at most maxDeadlocks times). When its
-// COMMIT failed, the ledger says whether it committed all the same.
+// before its COMMIT is run again (at most maxDeadlocks times), and so is
+// an --atomic move that met a key another import stored while it ran
+// (sink.ErrKeyStoredMeanwhile). When its COMMIT failed, the ledger says
+// whether it committed all the same.
 func (a *applier) completeOnce(ctx context.Context, apart *evolution) (completion, error) {
 	var c completion
 	removed := a.res.Removed  // the replaced version's rows the plan's transaction removed (ordinal mode)
 	notes := len(a.res.Notes) // a try rolled back leaves no note
 	var err error
-	for deadlocks := 0; ; {
+	for deadlocks, moves := 0, 0; ; {
 		err = withTx(ctx, a.e.st.DB, func(tx *sql.Tx) (err error) {
 			a.res.Removed, a.res.Notes = removed, a.res.Notes[:notes]
 			c, err = a.complete(ctx, tx, apart)
 			return err
 		})
+		if err != nil && !c.sent && ctx.Err() == nil && errors.Is(err, sink.ErrKeyStoredMeanwhile) && moves < maxDeadlocks {
+			// On MariaDB, whose move updates the stored keys and then
+			// inserts the others, another import stored and committed one
+			// of the others in between. Rolled back, the completing
+			// transaction runs again, and its move (and the counts of
+			// what it did) finds that key stored, as a plain import's
+			// batch written again does (writeBatch).
+			moves++
+			a.log.Warn("another import stored a key of the staged rows during the move; moving them again", "err", err, "time", moves)
+			continue
+		}
 		if err == nil || c.sent || ctx.Err() != nil || !a.e.st.Driver.Deadlock(err) || deadlocks == maxDeadlocks {
 			break
 		}

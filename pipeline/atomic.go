@@ -60,7 +60,7 @@ func (a *applier) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all,
 	if err != nil {
 		return 0, all, mine, err
 	}
-	staged, fresh, written, err := a.e.st.Driver.Merge(ctx, tx, a.target, a.tables.stage, names)
+	staged, fresh, written, err := a.e.st.Driver.Merge(sink.WithPoints(ctx, a.e.st.Hit), tx, a.target, a.tables.stage, names)
 	if err != nil {
 		return 0, all, mine, a.moveRefused(err)
 	}
@@ -112,10 +112,12 @@ func (e *MoveRefusedError) Unwrap() error { return e.Err }
 
 // moveRefused returns err, the failure of the move of the staged rows, as
 // a *MoveRefusedError when the driver says the table refused the rows'
-// values (sink.RowErrorer), else err.
+// values (sink.RowErrorer), else err. A key another transaction stored
+// during the move (sink.ErrKeyStoredMeanwhile) is not a refusal: the
+// completing transaction runs again (completeOnce) and finds it stored.
 func (a *applier) moveRefused(err error) error {
 	re, ok := a.e.st.Driver.(sink.RowErrorer)
-	if !ok {
+	if !ok || errors.Is(err, sink.ErrKeyStoredMeanwhile) {
 		return err
 	}
 	var row *sink.RowError

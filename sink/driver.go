@@ -288,7 +288,12 @@ type Driver interface {
 	// its decimal key columns included (Rewritten). columns are the file's
 	// columns. It returns the rows of the stage and how many of them were
 	// new to the table and how many the upsert wrote (new plus changed).
-	// The stage is left for the caller to drop.
+	// The stage is left for the caller to drop. A key of the stage that
+	// another transaction stored and committed while Merge ran, failing
+	// its insert on the table's key (where Merge inserts apart from its
+	// update), fails it with an error wrapping ErrKeyStoredMeanwhile. A
+	// driver whose Merge is more than one statement passes the points
+	// between them (Point).
 	Merge(ctx context.Context, tx *sql.Tx, tg Target, stage string, columns []string) (staged, fresh, written int64, err error)
 	// Classify says, before Merge moves the staged rows of stage into tg's
 	// table in the same transaction, what the move does to each of them,
@@ -440,6 +445,12 @@ type Denier interface {
 
 // ErrNoDatabase means a read-only open found no database at the DSN.
 var ErrNoDatabase = errors.New("no database")
+
+// ErrKeyStoredMeanwhile means Merge failed because another transaction
+// stored and committed a key of the staged rows while it ran: not a
+// refusal of the rows, since the move run again in a new transaction
+// finds the key stored and writes over it as over any stored key.
+var ErrKeyStoredMeanwhile = errors.New("a key of the staged rows was stored by another transaction during the move")
 
 // ConfigError is a DSN or a build that cannot serve the request whatever
 // the database holds: the user's to fix, not a failure to retry.

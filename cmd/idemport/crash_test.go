@@ -104,6 +104,7 @@ var killedElsewhere = map[string]string{
 	"replace-prepared":     "TestReplaceKilledAtEachBoundary",
 	"replace-swept":        "TestReplaceKilledAtEachBoundary",
 	"after-sweep":          "TestSnapshotSequence",
+	"inside-move":          "TestAtomicMoveMeetsAKeyStoredMeanwhile", // --atomic into MariaDB
 	"inside-undo":          "TestSnapshotUndo",
 	"after-undo":           "TestSnapshotUndo",
 	"before-publish":       "TestOutboxKillAtEachDeliveryBoundary",

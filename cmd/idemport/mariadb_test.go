@@ -16,10 +16,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -460,6 +463,131 @@ func TestMariaDBOneEvolvesTheTable(t *testing.T) {
 		}
 		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM t WHERE a = CONCAT('a', id) AND extra = CONCAT('e', id)`); n != 40 {
 			t.Fatalf("%d rows hold the file's values, want 40", n)
+		}
+	})
+}
+
+// TestAtomicMoveMeetsAKeyStoredMeanwhile: MariaDB's move of an --atomic
+// import's staged rows updates the stored keys and then inserts the
+// others. Stopped between the two (failpoint inside-move) while another
+// import by key writes one of those others, and let go once that import
+// stopped before its COMMIT, the move's insert waits for the key and,
+// as the other import commits, meets it stored (error 1062 on the key):
+// the completion runs again and completes, exit 0, not a refusal, the
+// table value for value the two files applied in the order their effects
+// committed, the counts what the move did, each import completed once and
+// its rerun a duplicate. Killed at the same point, the next import leaves
+// the table as it was, and its rerun resumes exactly.
+func TestAtomicMoveMeetsAKeyStoredMeanwhile(t *testing.T) {
+	t.Parallel()
+	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
+		l := &life{t: t, tg: tg, dir: dir}
+		key := []string{"--table", "am", "--key", "id"}
+		l.write("base.csv", "id,v,n\n1,1,base\n2,1,base\n")
+		l.run(0, append(append([]string{"import"}, key...), "base.csv")...)
+		l.write("a.csv", "id,v,n\n1,2,a\n3,2,a\n4,2,a\n")
+		l.write("b.csv", "id,v,n\n4,1,b\n5,1,b\n")
+		start := func(env []string, args ...string) (*exec.Cmd, *strings.Builder, *strings.Builder) {
+			cmd := tg.Cmd(t, dir, env, append([]string{"import", "--output", "json"}, args...)...)
+			var out, errb strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill() })
+			testkit.WaitStopped(t, cmd.Process.Pid)
+			return cmd, &out, &errb
+		}
+		a, out, errb := start([]string{"IDEMPORT_FAILPOINT=inside-move:stop"}, append(append([]string{"--atomic"}, key...), "a.csv")...)
+		// a.csv's stored key 1 is updated, its keys 3 and 4 not yet
+		// inserted: b.csv writes 4 and stops before its COMMIT.
+		b, bout, berr := start([]string{"IDEMPORT_FAILPOINT=before-partition-commit:stop"}, append(slices.Clone(key), "b.csv")...)
+		if err := testkit.Continue(a.Process); err != nil {
+			t.Fatal(err)
+		}
+		// a.csv's insert waits for b.csv's key 4, checking it is no
+		// duplicate (InnoDB's monitor shows the wait, as innodb_trx need
+		// not).
+		var db string
+		if err := tg.DB.QueryRow(`SELECT DATABASE()`).Scan(&db); err != nil {
+			t.Fatal(err)
+		}
+		waits := regexp.MustCompile(`index PRIMARY of table "` + regexp.QuoteMeta(db) + `"\."am" trx id \d+ lock mode S locks rec but not gap waiting`)
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+			var typ, name, status string
+			if err := tg.DB.QueryRow(`SHOW ENGINE INNODB STATUS`).Scan(&typ, &name, &status); err != nil {
+				t.Fatal(err)
+			}
+			if waits.MatchString(status) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the move's insert never waited for b.csv's key 4:\n%s", status)
+			}
+		}
+		if err := testkit.Continue(b.Process); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Wait(); err != nil {
+			t.Fatalf("b.csv: %v\nstdout: %s\nstderr: %s", err, bout.String(), berr.String())
+		}
+		if rs := parseResults(t, bout.String()); len(rs) != 1 || rs[0].Outcome != "imported" || rs[0].Rows.Inserted != 2 {
+			t.Fatalf("b.csv: %+v, want imported, 2 rows inserted", rs)
+		}
+		if err := a.Wait(); err != nil {
+			t.Fatalf("a.csv, its move meeting key 4 stored: %v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
+		}
+		rs := parseResults(t, out.String())
+		if len(rs) != 1 || rs[0].Outcome != "imported" || rs[0].Rows.Inserted != 1 || rs[0].Rows.Updated != 2 || rs[0].Rows.Unchanged != 0 {
+			t.Fatalf("a.csv: %+v, want imported, 1 row inserted (3), 2 updated (1, and 4 over b.csv's)\nstderr: %s", rs, errb.String())
+		}
+		want := "1|2|a\n2|1|base\n3|2|a\n4|2|a\n5|1|b"
+		if got := l.rows("am", "id", "v", "n"); got != want {
+			t.Fatalf("table:\n%s\nwant:\n%s", got, want)
+		}
+		// Keys 1, 3 and 4 carry a.csv's lineage, and no staging table is left.
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM am WHERE _idemport_file = (SELECT _idemport_file FROM am WHERE id = 3) AND _idemport_row IS NOT NULL`); n != 3 {
+			t.Fatalf("%d rows carry a.csv's lineage, want 3", n)
+		}
+		for _, tb := range tg.Tables(t) {
+			if strings.Contains(tb, "_idemport_stage_") {
+				t.Fatalf("the completed import left the staging table %s", tb)
+			}
+		}
+		for _, f := range []string{"a.csv", "b.csv"} {
+			args := append(slices.Clone(key), f)
+			if f == "a.csv" {
+				args = append([]string{"--atomic"}, args...)
+			}
+			if r := importTo(t, tg, dir, nil, 0, args...); r.Outcome != "duplicate" {
+				t.Fatalf("the rerun of %s: %s, want duplicate", f, r.Outcome)
+			}
+		}
+		if got := l.rows("am", "id", "v", "n"); got != want {
+			t.Fatalf("after the reruns, table:\n%s\nwant:\n%s", got, want)
+		}
+		if got := testkit.Query(t, tg.DB, `SELECT state, count(*) FROM `+tg.Ledger("operations")+` GROUP BY state`); !reflect.DeepEqual(got, [][]any{{"completed", int64(3)}}) {
+			t.Fatalf("operations by state: %v, want 3 completed", got)
+		}
+		if failed := testkit.Query(t, tg.DB, `SELECT attempt_id, outcome, error FROM `+tg.Ledger("attempts")+` WHERE outcome <> 'imported'`); len(failed) > 0 {
+			t.Fatalf("attempts not imported: %v", failed)
+		}
+
+		// Killed between the move's statements, nothing of the file is in
+		// the table; the rerun resumes and moves it all.
+		l.write("c.csv", "id,v,n\n2,3,c\n6,3,c\n")
+		c := append(append([]string{"import", "--atomic"}, key...), "c.csv")
+		if r := tg.Exec(t, dir, []string{"IDEMPORT_FAILPOINT=inside-move"}, c...); r.Signal != syscall.SIGKILL {
+			t.Fatalf("c.csv not killed inside its move: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+		if got := l.rows("am", "id", "v", "n"); got != want {
+			t.Fatalf("c.csv killed inside its move changed the table:\n%s", got)
+		}
+		if r := importTo(t, tg, dir, nil, 0, append([]string{"--atomic"}, append(slices.Clone(key), "c.csv")...)...); r.Outcome != "resumed" || r.Partitions.Skipped != 1 {
+			t.Fatalf("the rerun of c.csv: %s, %d partitions skipped; want resumed, 1", r.Outcome, r.Partitions.Skipped)
+		}
+		if got, want := l.rows("am", "id", "v", "n"), "1|2|a\n2|3|c\n3|2|a\n4|2|a\n5|1|b\n6|3|c"; got != want {
+			t.Fatalf("after c.csv, table:\n%s\nwant:\n%s", got, want)
 		}
 	})
 }

@@ -275,6 +275,7 @@ func (Driver) SkipLocked(string) (string, bool) { return " FOR UPDATE SKIP LOCKE
 const (
 	erDiskFull     = 1021 // ER_DISK_FULL
 	erBadDB        = 1049 // ER_BAD_DB_ERROR
+	erDupEntry     = 1062 // ER_DUP_ENTRY
 	erNoTable      = 1146 // ER_NO_SUCH_TABLE
 	erRecordFull   = 1114 // ER_RECORD_FILE_FULL: the table is full
 	erLockWait     = 1205 // ER_LOCK_WAIT_TIMEOUT

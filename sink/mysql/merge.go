@@ -19,9 +19,10 @@ import (
 // assignment), and then the rows new to the table are inserted, those of
 // the stage whose key it lacks; when staged rows are left, the update
 // runs again, for a key another import committed between the two (as the
-// Writer's does). Keys compare by KeyValue (a decimal by
-// its number), and a changed row takes the staged row's values, the text
-// of its decimal key columns included (sink.Rewritten).
+// Writer's does). Between the two it passes the point inside-move. Keys
+// compare by KeyValue (a decimal by its number), and a changed row takes
+// the staged row's values, the text of its decimal key columns included
+// (sink.Rewritten).
 func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage string, columns []string) (staged, fresh, written int64, err error) {
 	t, err := d.Describe(ctx, tx, tg.Table)
 	if err != nil {
@@ -69,6 +70,9 @@ func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage str
 			return 0, 0, 0, fmt.Errorf("update rows of %s from the stage: %w", tg.Table, err)
 		}
 	}
+	if err := sink.Point(ctx, "inside-move"); err != nil {
+		return 0, 0, 0, err
+	}
 	cols := append(slices.Clone(columns), sink.FileColumn, sink.RowColumn)
 	list := make([]string, len(cols))
 	for i, c := range cols {
@@ -77,7 +81,7 @@ func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage str
 	inserted, err := changed(ctx, tx, `INSERT INTO `+table+` (`+strings.Join(list, ", ")+`) SELECT s.`+strings.Join(list, ", s.")+
 		` FROM `+st+` s WHERE NOT EXISTS (SELECT 1 FROM `+table+` t WHERE `+on+`)`)
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("insert staged rows into %s: %w", tg.Table, err)
+		return 0, 0, 0, fmt.Errorf("insert staged rows into %s: %w", tg.Table, storedMeanwhile(ctx, tx, table, st, on, fresh, err))
 	}
 	if update != "" && staged > written+inserted {
 		// A key another transaction stored and committed after the
@@ -86,7 +90,7 @@ func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage str
 		// neither statement wrote it. The update again reads it (as it
 		// locks, the latest committed row) and writes it when it is not
 		// older. A key committed during the insert fails it with a
-		// duplicate key.
+		// duplicate key (storedMeanwhile), and the caller moves again.
 		again, err := changed(ctx, tx, update)
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("update rows of %s from the stage: %w", tg.Table, err)
@@ -94,6 +98,30 @@ func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage str
 		written += again
 	}
 	return staged, fresh, written + inserted, nil
+}
+
+// storedMeanwhile returns err, the failure of Merge's insert, wrapped in
+// sink.ErrKeyStoredMeanwhile when it is a duplicate key (1062) and fewer
+// of the staged rows' keys are missing from the table than the fresh
+// ones when Merge began: another transaction stored and committed one of
+// them while the insert ran (it waited for that transaction's lock on
+// the key, and then met it). Run again, the move updates it as a stored
+// key. A duplicate on another unique index, or on the key among the
+// staged rows themselves (a table whose key compares text by a collation
+// the stage does not), leaves the count as it was, and err says why the
+// table refuses the rows; so does the rare count that another
+// transaction's deletions bring back where it was.
+func storedMeanwhile(ctx context.Context, tx *sql.Tx, table, stage, on string, fresh int64, err error) error {
+	if number(err) != erDupEntry {
+		return err
+	}
+	var now int64
+	// InnoDB undid the failed insert alone: the transaction goes on.
+	if cerr := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+stage+` s WHERE NOT EXISTS (SELECT 1 FROM `+table+` t WHERE `+
+		on+`)`).Scan(&now); cerr != nil || now >= fresh {
+		return err
+	}
+	return fmt.Errorf("%w: %w", sink.ErrKeyStoredMeanwhile, err)
 }
 
 // changed runs query inside tx and returns the rows it changed; an empty
