@@ -118,24 +118,48 @@ static int idp_date(int64_t days, char *out) {
 	return (int)(p + 6 - out);
 }
 
+// The first and last microseconds since the epoch idp_ts writes:
+// 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z.
+#define IDP_TS_MIN (-62167219200LL * 1000000)
+#define IDP_TS_MAX (253402300800LL * 1000000 - 1)
+
+// idp_pairs holds the two digits of 00 to 99.
+static const char idp_pairs[] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
+static void idp_pair(char *p, unsigned v) { memcpy(p, idp_pairs + 2*v, 2); }
+
 // idp_ts writes microseconds since the epoch as 2006-01-02T15:04:05.000000Z
 // (27 bytes), proleptic Gregorian, UTC, or returns -1 for a year outside
-// 0000-9999.
+// 0000-9999. It is idp_civil's algorithm counted from 0000-01-01, so that
+// every quantity is unsigned, with the digits written two at a time: the
+// writer renders a timestamp column's every value, and this took half the
+// time (12.5 ns a value against 27.8; the same text for every day of the
+// range and 200M values at random).
 static int idp_ts(int64_t us, char *out) {
-	int64_t secs = us / 1000000, frac = us % 1000000;
-	if (frac < 0) { frac += 1000000; secs -= 1; }
-	int64_t days = secs / 86400, sod = secs % 86400;
-	if (sod < 0) { sod += 86400; days -= 1; }
-	int64_t y, m, d;
-	idp_civil(days, &y, &m, &d);
-	if (y < 0 || y > 9999) return -1;
-	int h = (int)(sod / 3600), mi = (int)(sod % 3600 / 60), s = (int)(sod % 60);
+	if (us < IDP_TS_MIN || us > IDP_TS_MAX) return -1;
+	uint64_t u = (uint64_t)(us - IDP_TS_MIN);
+	uint64_t secs = u / 1000000;
+	unsigned frac = (unsigned)(u % 1000000);
+	unsigned days = (unsigned)(secs / 86400), sod = (unsigned)(secs % 86400);
+	// Days since 0000-03-01 of the era before year 0 (146097 days, 400
+	// years), where idp_civil counts from 0000-03-01.
+	unsigned z = days - 60 + 146097;
+	unsigned era = z / 146097, doe = z - era * 146097;
+	unsigned yoe = (doe - doe/1460 + doe/36524 - doe/146096) / 365;
+	unsigned doy = doe - (365*yoe + yoe/4 - yoe/100);
+	unsigned mp = (5*doy + 2) / 153;
+	unsigned d = doy - (153*mp + 2)/5 + 1;
+	unsigned m = mp < 10 ? mp + 3 : mp - 9;
+	unsigned y = yoe + era*400 + (m <= 2) - 400;
 	char *p = out;
-	p[0] = '0' + y/1000; p[1] = '0' + y/100%10; p[2] = '0' + y/10%10; p[3] = '0' + y%10;
-	p[4] = '-'; p[5] = '0' + m/10; p[6] = '0' + m%10; p[7] = '-'; p[8] = '0' + d/10; p[9] = '0' + d%10;
-	p[10] = 'T'; p[11] = '0' + h/10; p[12] = '0' + h%10; p[13] = ':'; p[14] = '0' + mi/10; p[15] = '0' + mi%10;
-	p[16] = ':'; p[17] = '0' + s/10; p[18] = '0' + s%10; p[19] = '.';
-	for (int k = 25; k >= 20; k--) { p[k] = '0' + frac % 10; frac /= 10; }
+	idp_pair(p, y / 100); idp_pair(p + 2, y % 100);
+	p[4] = '-'; idp_pair(p + 5, m); p[7] = '-'; idp_pair(p + 8, d);
+	p[10] = 'T'; idp_pair(p + 11, sod / 3600); p[13] = ':'; idp_pair(p + 14, sod % 3600 / 60);
+	p[16] = ':'; idp_pair(p + 17, sod % 60); p[19] = '.';
+	idp_pair(p + 20, frac / 10000); idp_pair(p + 22, frac / 100 % 100); idp_pair(p + 24, frac % 100);
 	p[26] = 'Z';
 	return 27;
 }
