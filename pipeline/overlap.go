@@ -449,7 +449,7 @@ func (ov *overlap) read(ctx context.Context, q *queue) error {
 		} else if !slices.Equal(c.Schema, ov.a.plan.Schema) {
 			return fmt.Errorf("the columns' types changed at partition %d", c.Partition.Index)
 		}
-		if err := ov.a.readPartition(&checkpoint.Claim{Partition: checkpoint.Partition{Partition: c.Partition}}, send); err != nil {
+		if err := ov.a.readPartition(&checkpoint.Claim{Partition: checkpoint.Partition{Partition: c.Partition}}, send, i == 0); err != nil {
 			return err
 		}
 	}

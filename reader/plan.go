@@ -206,6 +206,17 @@ func (r *PartitionReader) Superseded() int64 {
 	return r.text.Superseded()
 }
 
+// Ramp bounds the reader's first batch to rows rows, and each next one
+// to twice the one before, up to its batch rows, so that a writer waiting
+// for the partition's first rows gets them sooner. The rows and their
+// order are the same. A Parquet or Arrow partition's batches are its
+// decoder's and are left as they are. Call it before the first Next.
+func (r *PartitionReader) Ramp(rows int) {
+	if r.text != nil {
+		r.text.Ramp(rows)
+	}
+}
+
 // Close releases the reader's file and memory. It is safe to call twice.
 // A reader of a range of a Parquet row group's rows, or of an Arrow IPC
 // stream's record batches, that read its partition to the end leaves its

@@ -223,6 +223,7 @@ type PartitionReader struct {
 	rejected int64
 	skipped  int // superseded rows skipped
 	size     int
+	ramp     int // the next batch's bound on its rows while below size (Ramp); 0: size
 	done     bool
 	// Span says p spans several partitions of the plan: it has no CRC to
 	// check. Set it before the first Next.
@@ -284,7 +285,12 @@ func (r *PartitionReader) Next() (partition.Batch, error) {
 	if r.done {
 		return partition.Batch{}, io.EOF
 	}
-	for r.read < r.p.Rows && r.bb.len() < r.size && r.bytes < partition.BatchBytes {
+	size := r.size
+	if r.ramp > 0 && r.ramp < size {
+		size = r.ramp
+		r.ramp *= 2
+	}
+	for r.read < r.p.Rows && r.bb.len() < size && r.bytes < partition.BatchBytes {
 		start := r.sc.offset()
 		cells, prob, err := r.sc.next()
 		ordinal := r.p.First + r.read
@@ -345,6 +351,17 @@ func (r *PartitionReader) Next() (partition.Batch, error) {
 	}
 	r.bytes = 0
 	return r.bb.flush(), nil
+}
+
+// Ramp bounds the reader's first batch to rows rows, and each next one
+// to twice the one before, up to the batch rows it was opened with. A
+// writer that waits for the first batch of a partition (nothing read
+// ahead) then starts writing after a few milliseconds of decoding rather
+// than after a whole batch's, and the batches after it are decoded while
+// the ones before are written. The rows and their order are the same.
+// Call it before the first Next.
+func (r *PartitionReader) Ramp(rows int) {
+	r.ramp = max(rows, 1)
 }
 
 func (r *PartitionReader) verify() error {
