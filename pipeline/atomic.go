@@ -88,8 +88,8 @@ func (a *applier) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all,
 // MoveRefusedError is the move of an --atomic import's staged rows into
 // its table refused by the table: a constraint the staging table could
 // not carry (sink.StageConstrainer: a foreign key, a trigger, a unique
-// index besides the key, a CHECK over a column the file lacks, MariaDB's
-// CHECKs), or a value a column cannot hold. The completing transaction
+// index besides the key, a CHECK over a column the file lacks or holds
+// in another type), or a value a column cannot hold. The completing transaction
 // rolled back, so nothing of the file reached the table, and every rerun
 // of the operation would meet the same refusal: the attempt is refused
 // (exit 5), not failed, and the way out is to forget the operation

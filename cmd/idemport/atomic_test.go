@@ -261,7 +261,7 @@ func TestGCDropsStagingOfUndoneImports(t *testing.T) {
 // duplicate. Never a move that fails on every rerun.
 func TestAtomicRefusesARowTheTablesCheckRefuses(t *testing.T) {
 	t.Parallel()
-	testkit.Each(t, func(t *testing.T, name string) {
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
 		t.Parallel()
 		dir := t.TempDir()
 		l := &life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir}
@@ -305,11 +305,11 @@ func TestAtomicRefusesARowTheTablesCheckRefuses(t *testing.T) {
 // TestAtomicMoveRefusedByTheTable: an --atomic import by key whose rows
 // break a constraint the staging table cannot carry (a unique index on a
 // column besides the key, its duplicate already stored; on MariaDB also a
-// CHECK) is refused at the move, exit 5, not failed: the message names
-// the table's reason, and the next: line the undo --forget that gets out;
-// a rerun is refused the same way, the table value for value as before.
-// That command forgets the import and drops its stage, and the fixed file
-// then imports exactly.
+// CHECK over a column the stage holds in another type) is refused at the
+// move, exit 5, not failed: the message names the table's reason, and the
+// next: line the undo --forget that gets out; a rerun is refused the same
+// way, the table value for value as before. That command forgets the
+// import and drops its stage, and the fixed file then imports exactly.
 func TestAtomicMoveRefusedByTheTable(t *testing.T) {
 	t.Parallel()
 	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
@@ -319,7 +319,9 @@ func TestAtomicMoveRefusedByTheTable(t *testing.T) {
 		}
 		cases := []refusal{{`CREATE UNIQUE INDEX am1_code ON am1 (code)`, `(?i)unique|duplicate`, "id,qty,code\n1,5,a\n2,-1,b\n3,7,z\n"}}
 		if name == testkit.MariaDB {
-			cases = append(cases, refusal{`ALTER TABLE am1 ADD CONSTRAINT am1_qty CHECK (qty >= 0)`, `(?i)am1_qty`, "id,qty,code\n1,5,a\n2,-1,b\n3,7,c\n"})
+			// The stage holds code as text, not varchar(20): it does not
+			// carry a CHECK over it.
+			cases = append(cases, refusal{`ALTER TABLE am1 ADD CONSTRAINT am1_code CHECK (code <> 'x')`, `(?i)am1_code`, "id,qty,code\n1,5,a\n2,-1,x\n3,7,c\n"})
 		}
 		for _, c := range cases {
 			dir := t.TempDir()

@@ -59,9 +59,11 @@
 // *sink.RowError (rowerror.go), and InnoDB undoes the failed statement
 // alone. Of the other target operations, SweepApply deletes with DELETE
 // t FROM … AS t, since MariaDB before 11.6 takes no alias in DELETE FROM;
-// Merge updates and inserts as the Writer does (merge.go); Classify runs
-// as written for every database; EnsureSeen indexes a decimal key through
-// a generated column (seen.go).
+// Merge updates and inserts as the Writer does (merge.go);
+// ConstrainStage gives --atomic's staging table the target's CHECKs over
+// columns of the same type and collation, and its NOT NULLs (stage.go);
+// Classify runs as written for every database; EnsureSeen indexes a
+// decimal key through a generated column (seen.go).
 //
 // The tables Ensure creates (ensure.go) hold what idemport's kinds hold,
 // exactly:
