@@ -794,11 +794,18 @@ const (
 )
 
 // afterDeadlock pauses before the n-th try (from 1) of work a deadlock
-// rolled back: a random time up to n times deadlockPause, which differs
-// from run to run so that the two transactions do not meet the same way
-// again.
+// rolled back (retryPause).
 func afterDeadlock(ctx context.Context, n int) error {
-	return sleep(ctx, rand.N(time.Duration(n)*deadlockPause))
+	return sleep(ctx, retryPause(n))
+}
+
+// retryPause is the pause before the n-th try (from 1) of work another
+// transaction made fail: a deadlock's victim, or an --atomic move that met
+// a key another import stored meanwhile. It is a random time up to n
+// times deadlockPause, which differs from run to run so that the two
+// transactions do not meet the same way again.
+func retryPause(n int) time.Duration {
+	return rand.N(time.Duration(n) * deadlockPause)
 }
 
 // errReread ends a round of workers one of which found, inside a
@@ -915,9 +922,15 @@ func (a *applier) completeOnce(ctx context.Context, apart *evolution) (completio
 			// of the others in between. Rolled back, the completing
 			// transaction runs again, and its move (and the counts of
 			// what it did) finds that key stored, as a plain import's
-			// batch written again does (writeBatch).
+			// batch written again does (writeBatch). It waits first, as
+			// a deadlock's victim does, so that under steady writes of
+			// the same keys the tries do not follow back to back.
 			moves++
-			a.log.Warn("another import stored a key of the staged rows during the move; moving them again", "err", err, "time", moves)
+			pause := retryPause(moves)
+			a.log.Warn("another import stored a key of the staged rows during the move; moving them again", "err", err, "time", moves, "pause", pause)
+			if err := sleep(ctx, pause); err != nil {
+				return c, err
+			}
 			continue
 		}
 		if err == nil || c.sent || ctx.Err() != nil || !a.e.st.Driver.Deadlock(err) || deadlocks == maxDeadlocks {

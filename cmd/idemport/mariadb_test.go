@@ -591,3 +591,171 @@ func TestAtomicMoveMeetsAKeyStoredMeanwhile(t *testing.T) {
 		}
 	})
 }
+
+// TestAtomicMoveCountsAndRefusesWithKeysStoredMeanwhile: MariaDB's move of
+// an --atomic import's staged rows, stopped between its update of the
+// stored keys and its insert of the others (failpoint inside-move).
+//
+// While stopped, another import stores a key the move is to insert, and
+// completes: the move runs again (after a pause, named in its warning and
+// waited), and its counts are what it did (1 new, 2 changed over the
+// other import's key and a stored one), each key counted new by one
+// import alone, the table value for value.
+//
+// On a table with a unique index on another column: the same, the file's
+// row duplicating a stored value of that index, is the table's refusal at
+// once (exit 5, the undo --forget next step), no move again; and so is
+// the duplicate its insert meets on that index after waiting for another
+// import's uncommitted row, which commits with a key of the file besides:
+// a key stored meanwhile does not make a duplicate on another index one.
+func TestAtomicMoveCountsAndRefusesWithKeysStoredMeanwhile(t *testing.T) {
+	t.Parallel()
+	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
+		l := &life{t: t, tg: tg, dir: dir}
+		start := func(env []string, args ...string) (*exec.Cmd, *strings.Builder, *strings.Builder) {
+			cmd := tg.Cmd(t, dir, env, append([]string{"import", "--output", "json"}, args...)...)
+			var out, errb strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill() })
+			testkit.WaitStopped(t, cmd.Process.Pid)
+			return cmd, &out, &errb
+		}
+		stopped := []string{"IDEMPORT_FAILPOINT=inside-move:stop"}
+		again := regexp.MustCompile(`moving them again.* pause=(\S+)`)
+
+		// The counts.
+		key := []string{"--table", "mc", "--key", "id"}
+		l.write("base.csv", "id,v,n\n1,1,base\n2,1,base\n")
+		l.run(0, append(append([]string{"import"}, key...), "base.csv")...)
+		l.write("a.csv", "id,v,n\n1,2,a\n3,2,a\n4,2,a\n")
+		l.write("b.csv", "id,v,n\n4,1,b\n5,1,b\n")
+		a, out, errb := start(stopped, append(append([]string{"--atomic"}, key...), "a.csv")...)
+		if r := importTo(t, tg, dir, nil, 0, append(slices.Clone(key), "b.csv")...); r.Rows.Inserted != 2 || r.Rows.Updated != 0 {
+			t.Fatalf("b.csv: %+v, want 2 rows inserted", r.Rows)
+		}
+		continued := time.Now()
+		if err := testkit.Continue(a.Process); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Wait(); err != nil {
+			t.Fatalf("a.csv: %v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
+		}
+		took := time.Since(continued)
+		rs := parseResults(t, out.String())
+		if len(rs) != 1 || rs[0].Outcome != "imported" || rs[0].Rows.Inserted != 1 || rs[0].Rows.Updated != 2 || rs[0].Rows.Unchanged != 0 {
+			t.Fatalf("a.csv: %+v, want imported, 1 row inserted (3), 2 updated (1, and 4 over b.csv's)\nstderr: %s", rs, errb.String())
+		}
+		m := again.FindAllStringSubmatch(errb.String(), -1)
+		if len(m) != 1 {
+			t.Fatalf("a.csv moved again %d times, want once, after a pause:\n%s", len(m), errb.String())
+		}
+		if pause, err := time.ParseDuration(m[0][1]); err != nil || took < pause {
+			t.Fatalf("a.csv moved again after a pause of %s (%v), but completed %s after it went on", m[0][1], err, took)
+		}
+		if got, want := l.rows("mc", "id", "v", "n"), "1|2|a\n2|1|base\n3|2|a\n4|2|a\n5|1|b"; got != want {
+			t.Fatalf("table:\n%s\nwant:\n%s", got, want)
+		}
+		ins := testkit.Int(t, tg.DB, `SELECT CAST(sum(rows_inserted) AS SIGNED) FROM `+tg.Ledger("operations"))
+		upd := testkit.Int(t, tg.DB, `SELECT CAST(sum(rows_updated) AS SIGNED) FROM `+tg.Ledger("operations"))
+		if ins != 5 || upd != 2 {
+			t.Fatalf("the imports' rows inserted and updated: %d and %d, want 5 (one for each key) and 2", ins, upd)
+		}
+
+		// The refusals.
+		for _, c := range []struct {
+			name, a, b string
+			hold       bool // b holds its rows uncommitted until the move's insert waits for them
+		}{
+			{"stored before", "id,v,u\n1,2,x1\n3,2,x2\n4,2,y4\n", "id,v,u\n4,1,z4\n5,1,z5\n", false},
+			{"waited for", "id,v,u\n1,2,x1\n3,2,y3\n6,2,y6\n", "id,v,u\n5,1,y3\n6,1,z6\n", true},
+		} {
+			table := "mu" + strings.Fields(c.name)[0]
+			key := []string{"--table", table, "--key", "id"}
+			for _, q := range []string{`CREATE TABLE ` + table + ` (id bigint PRIMARY KEY, v bigint, u varchar(20), _idemport_file bigint, _idemport_row bigint, UNIQUE KEY uq_u (u))`} {
+				if _, err := tg.DB.Exec(q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l.write(table+"-base.csv", "id,v,u\n1,1,x1\n2,1,x2\n")
+			l.run(0, append(append([]string{"import"}, key...), table+"-base.csv")...)
+			l.write(table+"-a.csv", c.a)
+			l.write(table+"-b.csv", c.b)
+			a, out, errb := start(stopped, append(append([]string{"--atomic"}, key...), table+"-a.csv")...)
+			if !c.hold {
+				importTo(t, tg, dir, nil, 0, append(slices.Clone(key), table+"-b.csv")...)
+				if err := testkit.Continue(a.Process); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				b, bout, berr := start([]string{"IDEMPORT_FAILPOINT=before-partition-commit:stop"}, append(slices.Clone(key), table+"-b.csv")...)
+				if err := testkit.Continue(a.Process); err != nil {
+					t.Fatal(err)
+				}
+				var db string
+				if err := tg.DB.QueryRow(`SELECT DATABASE()`).Scan(&db); err != nil {
+					t.Fatal(err)
+				}
+				waits := regexp.MustCompile(`index uq_u of table "` + regexp.QuoteMeta(db) + `"\."` + table + `" trx id \d+ lock.*waiting`)
+				for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+					var typ, name, status string
+					if err := tg.DB.QueryRow(`SHOW ENGINE INNODB STATUS`).Scan(&typ, &name, &status); err != nil {
+						t.Fatal(err)
+					}
+					if waits.MatchString(status) {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: the move's insert never waited for b.csv's y3:\n%s", c.name, status)
+					}
+				}
+				if err := testkit.Continue(b.Process); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.Wait(); err != nil {
+					t.Fatalf("%s: b.csv: %v\nstdout: %s\nstderr: %s", c.name, err, bout.String(), berr.String())
+				}
+			}
+			err := a.Wait()
+			if code := a.ProcessState.ExitCode(); code != 5 {
+				t.Fatalf("%s: a.csv: exit %d (%v), want 5\nstdout: %s\nstderr: %s", c.name, code, err, out.String(), errb.String())
+			}
+			all := out.String() + errb.String()
+			if again.MatchString(all) || !strings.Contains(all, "refused: the file cannot be moved into "+table) || !strings.Contains(all, "uq_u") {
+				t.Fatalf("%s: a.csv not refused at once, naming uq_u:\n%s", c.name, all)
+			}
+			if rs := parseResults(t, out.String()); len(rs) != 1 || rs[0].Outcome != "refused" || !strings.HasPrefix(rs[0].Next, "idemport undo --forget --table "+table+" ") {
+				t.Fatalf("%s: a.csv's refusal has no next: line naming undo --forget:\n%s", c.name, all)
+			}
+			want := map[bool]string{false: "1|1|x1\n2|1|x2\n4|1|z4\n5|1|z5", true: "1|1|x1\n2|1|x2\n5|1|y3\n6|1|z6"}[c.hold]
+			if got := l.rows(table, "id", "v", "u"); got != want {
+				t.Fatalf("%s: table:\n%s\nwant:\n%s", c.name, got, want)
+			}
+		}
+
+		// A key the table's collation makes one with another of the file
+		// is the table's refusal, though another import stored a key of
+		// the file while the move stopped: the keys missing are counted
+		// as the insert begins.
+		key = []string{"--table", "mk", "--key", "id"}
+		if _, err := tg.DB.Exec(`CREATE TABLE mk (id varchar(10) COLLATE utf8mb4_general_ci PRIMARY KEY, v bigint, _idemport_file bigint, _idemport_row bigint)`); err != nil {
+			t.Fatal(err)
+		}
+		l.write("mk-a.csv", "id,v\nB,2\nb,2\nc,2\n")
+		l.write("mk-b.csv", "id,v\nc,1\n")
+		a, out, errb = start(stopped, append(append([]string{"--atomic"}, key...), "mk-a.csv")...)
+		importTo(t, tg, dir, nil, 0, append(slices.Clone(key), "mk-b.csv")...)
+		if err := testkit.Continue(a.Process); err != nil {
+			t.Fatal(err)
+		}
+		err := a.Wait()
+		if all := out.String() + errb.String(); a.ProcessState.ExitCode() != 5 || again.MatchString(all) || !strings.Contains(all, "refused: the file cannot be moved into mk") {
+			t.Fatalf("mk-a.csv: exit %d (%v), want 5, refused at once:\n%s", a.ProcessState.ExitCode(), err, all)
+		}
+		if got, want := l.rows("mk", "id", "v"), "c|1"; got != want {
+			t.Fatalf("mk: table:\n%s\nwant:\n%s", got, want)
+		}
+	})
+}

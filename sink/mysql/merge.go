@@ -3,9 +3,12 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/idemport/idemport/sink"
 )
@@ -17,9 +20,12 @@ import (
 // updated first, by a multi-table UPDATE of the table joined to the stage
 // on the key (its WHERE, the guard, reads the stored row before any
 // assignment), and then the rows new to the table are inserted, those of
-// the stage whose key it lacks; when staged rows are left, the update
-// runs again, for a key another import committed between the two (as the
-// Writer's does). Between the two it passes the point inside-move. Keys
+// the stage whose key it lacks. Between the two it passes the point
+// inside-move. A key missing when Merge began that another transaction
+// stored and committed before the insert, or during it (a duplicate on
+// the key: storedMeanwhile), fails it with sink.ErrKeyStoredMeanwhile, so
+// that the move, and the classification read before it (Classify), run
+// again and find the key stored. Keys
 // compare by KeyValue (a decimal by its number), and a changed row takes
 // the staged row's values, the text of its decimal key columns included
 // (sink.Rewritten).
@@ -73,6 +79,10 @@ func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage str
 	if err := sink.Point(ctx, "inside-move"); err != nil {
 		return 0, 0, 0, err
 	}
+	missing, err := countMissing(ctx, tx, table, st, on)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("count staged rows of %s: %w", tg.Table, err)
+	}
 	cols := append(slices.Clone(columns), sink.FileColumn, sink.RowColumn)
 	list := make([]string, len(cols))
 	for i, c := range cols {
@@ -81,47 +91,109 @@ func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage str
 	inserted, err := changed(ctx, tx, `INSERT INTO `+table+` (`+strings.Join(list, ", ")+`) SELECT s.`+strings.Join(list, ", s.")+
 		` FROM `+st+` s WHERE NOT EXISTS (SELECT 1 FROM `+table+` t WHERE `+on+`)`)
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("insert staged rows into %s: %w", tg.Table, storedMeanwhile(ctx, tx, table, st, on, fresh, err))
+		return 0, 0, 0, fmt.Errorf("insert staged rows into %s: %w", tg.Table, d.storedMeanwhile(ctx, tx, tg, conflict, st, on, missing, err))
 	}
-	if update != "" && staged > written+inserted {
-		// A key another transaction stored and committed after the
-		// update looked for it (READ COMMITTED: each statement reads what
-		// is committed when it starts) is one the insert finds and skips:
-		// neither statement wrote it. The update again reads it (as it
-		// locks, the latest committed row) and writes it when it is not
-		// older. A key committed during the insert fails it with a
-		// duplicate key (storedMeanwhile), and the caller moves again.
-		again, err := changed(ctx, tx, update)
-		if err != nil {
-			return 0, 0, 0, fmt.Errorf("update rows of %s from the stage: %w", tg.Table, err)
-		}
-		written += again
+	if inserted != fresh {
+		// A key missing when Merge began that another transaction stored
+		// and committed before the insert started (READ COMMITTED: each
+		// statement reads what is committed when it starts), which the
+		// update wrote or the insert skipped, or one stored then that
+		// another transaction deleted: the staged rows' classification
+		// (Classify, read before Merge) counts it new or stored where the
+		// move did not, and the update did not compare it with the staged
+		// row when it was stored. The caller moves again, in a new
+		// transaction that finds it as it is.
+		return 0, 0, 0, fmt.Errorf("insert staged rows into %s: %w: %d of %d new when the move began, inserted %d",
+			tg.Table, sink.ErrKeyStoredMeanwhile, fresh, staged, inserted)
 	}
 	return staged, fresh, written + inserted, nil
 }
 
+// countMissing counts the staged rows whose key the table lacks.
+func countMissing(ctx context.Context, tx *sql.Tx, table, stage, on string) (n int64, err error) {
+	err = tx.QueryRowContext(ctx, `SELECT count(*) FROM `+stage+` s WHERE NOT EXISTS (SELECT 1 FROM `+table+` t WHERE `+on+`)`).Scan(&n)
+	return n, err
+}
+
 // storedMeanwhile returns err, the failure of Merge's insert, wrapped in
-// sink.ErrKeyStoredMeanwhile when it is a duplicate key (1062) and fewer
-// of the staged rows' keys are missing from the table than the fresh
-// ones when Merge began: another transaction stored and committed one of
-// them while the insert ran (it waited for that transaction's lock on
-// the key, and then met it). Run again, the move updates it as a stored
-// key. A duplicate on another unique index, or on the key among the
-// staged rows themselves (a table whose key compares text by a collation
-// the stage does not), leaves the count as it was, and err says why the
-// table refuses the rows; so does the rare count that another
-// transaction's deletions bring back where it was.
-func storedMeanwhile(ctx context.Context, tx *sql.Tx, table, stage, on string, fresh int64, err error) error {
+// sink.ErrKeyStoredMeanwhile when it is a duplicate key (1062) on the
+// index of the key (conflict: the primary key, or the unique index over
+// exactly those columns or the stored columns keying them) and fewer of
+// the staged rows' keys are missing from the table than the missing ones
+// counted just before the insert: another transaction stored and
+// committed one of them while the insert ran (it waited for that
+// transaction's lock on the key, and then met it). Run again, the move
+// updates it as a stored key. A duplicate on another unique index (even
+// while other keys are stored meanwhile), or on the key among the staged
+// rows themselves (a table whose key compares text by a collation the
+// stage does not), is the table's refusal, and err says why.
+func (d Driver) storedMeanwhile(ctx context.Context, tx *sql.Tx, tg sink.Target, conflict []string, stage, on string, missing int64, err error) error {
 	if number(err) != erDupEntry {
 		return err
 	}
-	var now int64
 	// InnoDB undid the failed insert alone: the transaction goes on.
-	if cerr := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+stage+` s WHERE NOT EXISTS (SELECT 1 FROM `+table+` t WHERE `+
-		on+`)`).Scan(&now); cerr != nil || now >= fresh {
+	if onKey, kerr := d.keyIndex(ctx, tx, tg.Table, conflict, err); kerr != nil || !onKey {
+		return err
+	}
+	if now, cerr := countMissing(ctx, tx, d.QuoteTable(tg.Table), stage, on); cerr != nil || now >= missing {
 		return err
 	}
 	return fmt.Errorf("%w: %w", sink.ErrKeyStoredMeanwhile, err)
+}
+
+// keyIndex says whether dup, a duplicate key error, names the unique
+// index of table over exactly the columns conflict (a decimal key column
+// by the stored column keying it, markKey).
+func (d Driver) keyIndex(ctx context.Context, tx *sql.Tx, table string, conflict []string, dup error) (bool, error) {
+	var me *mysql.MySQLError
+	if !errors.As(dup, &me) {
+		return false, nil
+	}
+	// MariaDB's "Duplicate entry '…' for key 'name'" (MySQL's
+	// 'table.name'); the entry may hold the words too.
+	i := strings.LastIndex(me.Message, " for key '")
+	if i < 0 || !strings.HasSuffix(me.Message, "'") {
+		return false, nil
+	}
+	named := me.Message[i+len(" for key '") : len(me.Message)-1]
+	db, name := splitName(table)
+	rows, err := tx.QueryContext(ctx, `SELECT s.index_name, s.column_name, coalesce(c.column_comment, '') FROM information_schema.statistics s
+		LEFT JOIN information_schema.columns c ON c.table_schema = s.table_schema AND c.table_name = s.table_name AND c.column_name = s.column_name
+		WHERE s.table_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(s.table_name AS BINARY) = CAST(? AS BINARY)
+		AND s.non_unique = 0 AND s.sub_part IS NULL`, db, name)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	cols := map[string][]string{}
+	for rows.Next() {
+		var index, col, comment string
+		if err := rows.Scan(&index, &col, &comment); err != nil {
+			return false, err
+		}
+		if of, ok := strings.CutPrefix(comment, markKey); ok {
+			col = of
+		}
+		cols[index] = append(cols[index], strings.ToLower(col))
+	}
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	want := make([]string, len(conflict))
+	for i, c := range conflict {
+		want[i] = strings.ToLower(c)
+	}
+	slices.Sort(want)
+	for index, c := range cols {
+		if named != index && !strings.HasSuffix(named, "."+index) {
+			continue
+		}
+		slices.Sort(c)
+		if slices.Equal(c, want) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // changed runs query inside tx and returns the rows it changed; an empty
