@@ -118,7 +118,18 @@ func (f *File) where(u string, p idemtype.Partition) string {
 // 2026): the overlap wrote three ranges beside the pass, at 1.17-1.38x
 // the import's CPU time, page faults 19-25k against 21-23k (with 8 MiB
 // dictionaries 46-49k against 26-27k), and the wall time longer in all
-// 6 pairs (load average 16).
+// 6 pairs (load average 16). Tried a third time (7 December 2026), with
+// the reader CPU of each range measured: the overlap reads through a File
+// of its own, whose reader of the first range loads and checksums the
+// whole group and reads its dictionaries again (77-151 ms against 30 for
+// that range read from the pass's bytes; with 8 MiB dictionaries 92-202
+// against 26), and the apply's first range after the overlap's, read
+// from the plan's File, decodes the rows before it to drop them (70-84
+// ms against 16-26). The import took 1.18x the CPU time (1.29x with 8 MiB
+// dictionaries) and a longer wall in 5 (6) of 6 pairs, load average
+// 18-20. Ranges pay only once both are gone: the overlap's reader taking
+// the pass's bytes and dictionaries, and the apply's first reader taking
+// up the overlap's decoder (or leaving the rows before its range undecoded).
 func (f *File) Scan(ctx context.Context, o partition.ScanOptions) (*partition.Plan, []int64, error) {
 	reported := 0
 	plan, cands, err := f.scan(ctx, o, true, &reported)
