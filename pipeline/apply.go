@@ -917,17 +917,19 @@ func (a *applier) completeOnce(ctx context.Context, apart *evolution) (completio
 			return err
 		})
 		if err != nil && !c.sent && ctx.Err() == nil && errors.Is(err, sink.ErrKeyStoredMeanwhile) && moves < maxDeadlocks {
-			// On MariaDB, whose move updates the stored keys and then
-			// inserts the others, another import stored and committed one
-			// of the others in between. Rolled back, the completing
-			// transaction runs again, and its move (and the counts of
-			// what it did) finds that key stored, as a plain import's
-			// batch written again does (writeBatch). It waits first, as
-			// a deadlock's victim does, so that under steady writes of
-			// the same keys the tries do not follow back to back.
+			// Another import stored and committed a key of the staged
+			// rows after they were classified: before the move (which
+			// then counted other than the classification, moveStaged),
+			// or on MariaDB, whose move updates the stored keys and then
+			// inserts the others, in between. Rolled back, the completing
+			// transaction runs again, and its classification and move
+			// find that key stored, as a plain import's batch written
+			// again does (writeBatch). It waits first, as a deadlock's
+			// victim does, so that under steady writes of the same keys
+			// the tries do not follow back to back.
 			moves++
 			pause := retryPause(moves)
-			a.log.Warn("another import stored a key of the staged rows during the move; moving them again", "err", err, "time", moves, "pause", pause)
+			a.log.Warn("another import wrote a key of the staged rows during the move; moving them again", "err", err, "time", moves, "pause", pause)
 			if err := sleep(ctx, pause); err != nil {
 				return c, err
 			}

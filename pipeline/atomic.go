@@ -43,6 +43,11 @@ func (kp *keeper) ensureStage(ctx context.Context, tx *sql.Tx, schema *arrow.Sch
 // the attempt that committed each partition (and so for the operation),
 // and returns the change to the operation's counters (all) and to this
 // attempt's (mine), for the caller to add once the transaction commits.
+// The classification (Classify, by attempt) is read before the move; when
+// the move inserted or updated other rows than it says, another import
+// wrote one of the keys in between, and moveStaged fails with
+// sink.ErrKeyStoredMeanwhile, for the completing transaction to run again,
+// so that no key is counted new by two imports.
 func (a *applier) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all, mine idemtype.Rows, err error) {
 	if !a.req.Mapping.Atomic {
 		return 0, all, mine, nil
@@ -60,14 +65,31 @@ func (a *applier) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all,
 	if err != nil {
 		return 0, all, mine, err
 	}
+	if err := a.e.st.Hit("before-move"); err != nil {
+		return 0, all, mine, err
+	}
 	staged, fresh, written, err := a.e.st.Driver.Merge(sink.WithPoints(ctx, a.e.st.Hit), tx, a.target, a.tables.stage, names)
 	if err != nil {
 		return 0, all, mine, a.moveRefused(err)
 	}
+	var classified idemtype.Rows
 	for g, c := range classes {
 		if g < 0 || int(g) >= len(attempts) {
 			return 0, all, mine, fmt.Errorf("staged rows of %s outside every partition", a.target.Table)
 		}
+		classified.Add(c)
+	}
+	if classified.Inserted != fresh || classified.Updated != written-fresh {
+		// Another import stored and committed a key of the staged rows
+		// (or changed, or deleted, a stored one) after Classify read
+		// them, before the move met them: the move did to it other than
+		// the classification says, and the counts must be what it did.
+		// The completing transaction runs again (completeOnce), and its
+		// classification finds the key as it is now.
+		return 0, all, mine, fmt.Errorf("move staged rows into %s: %w: classified %d new and %d changed, the move inserted %d and updated %d",
+			a.target.Table, sink.ErrKeyStoredMeanwhile, classified.Inserted, classified.Updated, fresh, written-fresh)
+	}
+	for g, c := range classes {
 		delta := idemtype.Rows{Inserted: c.Inserted - c.Read, Updated: c.Updated, Unchanged: c.Unchanged, Stale: c.Stale}
 		if err := a.e.st.Ledger.Recount(ctx, tx, a.id.Key, attempts[g], delta); err != nil {
 			return 0, all, mine, err
@@ -76,10 +98,6 @@ func (a *applier) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all,
 		if attempts[g] == a.attempt.ID {
 			mine.Add(delta)
 		}
-	}
-	if moved := all.Inserted + staged; moved != fresh || all.Updated != written-fresh {
-		a.log.Warn("the staged rows' classification differs from what the move wrote", "new", moved, "changed", all.Updated,
-			"moved_new", fresh, "moved_changed", written-fresh)
 	}
 	a.res.note(a.log, "moved %d staged rows into %s in one transaction: %d new, %d changed, %d unchanged or older", staged, a.target.Table, fresh, written-fresh, staged-written)
 	return fresh, all, mine, nil

@@ -286,9 +286,10 @@ type Driver interface {
 	// a row older than the stored one. Keys compare as KeyValue compares
 	// them, and a changed row takes the staged row's values, the text of
 	// its decimal key columns included (Rewritten). columns are the file's
-	// columns. It returns the rows of the stage and how many of them were
-	// new to the table and how many the upsert wrote (new plus changed).
-	// The stage is left for the caller to drop. A key of the stage that
+	// columns. It returns the rows of the stage and how many of them it
+	// inserted and how many it wrote (inserted plus changed): what it did,
+	// whatever another transaction committed since Classify read the
+	// stage. The stage is left for the caller to drop. A key of the stage that
 	// another transaction stored and committed while Merge ran, failing
 	// its insert on the table's key (where Merge inserts apart from its
 	// update), fails it with an error wrapping ErrKeyStoredMeanwhile. A
@@ -447,9 +448,12 @@ type Denier interface {
 var ErrNoDatabase = errors.New("no database")
 
 // ErrKeyStoredMeanwhile means Merge failed because another transaction
-// stored and committed a key of the staged rows while it ran: not a
-// refusal of the rows, since the move run again in a new transaction
-// finds the key stored and writes over it as over any stored key.
+// stored and committed a key of the staged rows while it ran, or that
+// Merge inserted or updated other rows than Classify, read before it,
+// said, because another transaction wrote one of the keys in between: not
+// a refusal of the rows, since the move run again in a new transaction
+// finds the key stored and writes over it as over any stored key, and
+// counts what it does.
 var ErrKeyStoredMeanwhile = errors.New("a key of the staged rows was stored by another transaction during the move")
 
 // ConfigError is a DSN or a build that cannot serve the request whatever

@@ -104,6 +104,7 @@ var killedElsewhere = map[string]string{
 	"replace-prepared":     "TestReplaceKilledAtEachBoundary",
 	"replace-swept":        "TestReplaceKilledAtEachBoundary",
 	"after-sweep":          "TestSnapshotSequence",
+	"before-move":          "TestAtomicCountsAKeyStoredBeforeItsMove",
 	"inside-move":          "TestAtomicMoveMeetsAKeyStoredMeanwhile", // --atomic into MariaDB
 	"inside-undo":          "TestSnapshotUndo",
 	"after-undo":           "TestSnapshotUndo",

@@ -49,6 +49,7 @@ var Names = []string{
 	"before-partition-commit", // a partition's rows, its done mark and its counts are written, the COMMIT not sent (in a group of partitions on SQLite, the next one may follow in the same transaction)
 	"after-partition-commit",  // a partition committed (passed once for each partition of a group, after its COMMIT)
 	"before-finalize",         // every partition committed, the operation not completed
+	"before-move",             // --atomic: inside the completing transaction, the staged rows classified (new, changed, unchanged, older), not yet moved
 	"inside-move",             // --atomic into MariaDB: inside the completing transaction, the staged rows' stored keys updated, the new ones not yet inserted
 	"before-sweep",            // snapshot: inside the completing transaction, before the sweep
 	"after-sweep",             // snapshot: inside the completing transaction, swept but not committed

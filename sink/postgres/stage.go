@@ -4,7 +4,20 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/idemport/idemport/sink"
+	"github.com/idemport/idemport/sink/internal/stdsql"
 )
+
+// Merge implements sink.Driver.Merge as stdsql.Merge does, in one
+// INSERT … ON CONFLICT whose RETURNING tells the rows it inserted (their
+// xmax is 0) from those it updated (a row ON CONFLICT locked and then
+// updated carries the lock in its xmax), so that its counts are what it
+// did: a key another transaction stored and committed after the staged
+// rows were classified, before the move, is counted updated, not new.
+func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage string, columns []string) (staged, fresh, written int64, err error) {
+	return stdsql.Merge(ctx, tx, d, tg, stage, columns, "xmax = 0")
+}
 
 // constraintsSQL lists the CHECK constraints of the table $1 whose
 // columns all are in the table $2 with the same type (their name and

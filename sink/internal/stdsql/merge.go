@@ -19,18 +19,28 @@ import (
 // decimal key by its number), and a changed row takes the staged row's
 // values, the text of its decimal key columns included (sink.Rewritten).
 // columns are the file's columns. It returns the rows of the stage and
-// how many of them were new to the table and how many the upsert wrote
-// (new plus changed). The stage is left for the caller to drop.
-func Merge(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, stage string, columns []string) (staged, fresh, written int64, err error) {
+// how many of them the upsert inserted and how many it wrote (inserted
+// plus changed). The stage is left for the caller to drop.
+//
+// inserted, when not empty, is an SQL expression over a row the upsert
+// wrote, true when it inserted the row (PostgreSQL: xmax = 0), and the
+// counts are the upsert's own (RETURNING), so that a key another
+// transaction stored and committed after the caller classified the staged
+// rows (Classify) is counted as the upsert met it. Empty, the new rows
+// are counted by a statement just before the upsert, which only a
+// database whose write transactions exclude each other (SQLite) may do.
+func Merge(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, stage string, columns []string, inserted string) (staged, fresh, written int64, err error) {
 	t, err := describeTarget(ctx, tx, d, tg)
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	table, st := d.QuoteTable(tg.Table), d.QuoteTable(stage)
 	conflict := conflictColumns(tg)
-	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM `+table+` t WHERE `+
-		keyMatch(d, t, conflict, "t.", "s.")+`) THEN 0 ELSE 1 END), 0) FROM `+st+` s`).Scan(&staged, &fresh); err != nil {
-		return 0, 0, 0, fmt.Errorf("count staged rows of %s: %w", tg.Table, err)
+	if inserted == "" {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM `+table+` t WHERE `+
+			keyMatch(d, t, conflict, "t.", "s.")+`) THEN 0 ELSE 1 END), 0) FROM `+st+` s`).Scan(&staged, &fresh); err != nil {
+			return 0, 0, 0, fmt.Errorf("count staged rows of %s: %w", tg.Table, err)
+		}
 	}
 	cols := append(slices.Clone(columns), sink.FileColumn, sink.RowColumn)
 	data := sink.Rewritten(t, tg, columns)
@@ -57,6 +67,15 @@ func Merge(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, stage
 			guard = append(guard, "NOT ("+stored+" IS NOT NULL AND ("+v+" IS NULL OR "+v+" < "+stored+"))")
 		}
 		q += `DO UPDATE SET ` + strings.Join(set, ", ") + ` WHERE ` + strings.Join(guard, " AND ")
+	}
+	if inserted != "" {
+		// One statement: the stage's rows counted in the snapshot the
+		// upsert reads, the written ones as it wrote them.
+		if err := tx.QueryRowContext(ctx, `WITH moved AS (`+q+` RETURNING (`+inserted+`) AS fresh) SELECT (SELECT count(*) FROM `+st+
+			`), coalesce(sum(CASE WHEN fresh THEN 1 ELSE 0 END), 0), count(*) FROM moved`).Scan(&staged, &fresh, &written); err != nil {
+			return 0, 0, 0, fmt.Errorf("move staged rows into %s: %w", tg.Table, err)
+		}
+		return staged, fresh, written, nil
 	}
 	res, err := tx.ExecContext(ctx, q)
 	if err != nil {

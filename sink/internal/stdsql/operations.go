@@ -59,10 +59,12 @@ func (Operations[D]) DropTable(ctx context.Context, tx *sql.Tx, name string) err
 	return DropTable(ctx, tx, d.QuoteTable(name))
 }
 
-// Merge implements sink.Driver.Merge (Merge).
+// Merge implements sink.Driver.Merge (Merge), the new rows counted
+// before the upsert: for a database whose write transactions exclude each
+// other.
 func (Operations[D]) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage string, columns []string) (staged, fresh, written int64, err error) {
 	var d D
-	return Merge(ctx, tx, d, tg, stage, columns)
+	return Merge(ctx, tx, d, tg, stage, columns, "")
 }
 
 // Classify implements sink.Driver.Classify (Classify).
