@@ -421,43 +421,71 @@ func readColumns(rows *sql.Rows, name string, checks map[string]bool, f *found) 
 // readKeys sets t's keys from rows (keysQuery's result), naming a number
 // key column by the column it keys (keyOf), and lists the keys found in f.
 func readKeys(rows *sql.Rows, t *sink.Table, keyOf map[string]string, f *found) error {
-	var last string
-	var prefix []bool
-	var raw [][]string // each key's columns as information_schema names them
+	indexes, err := readUniqueIndexes(rows)
+	if err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	for _, u := range indexes {
+		f.keys = append(f.keys, strings.Join(u.columns, ","))
+		if !u.prefix {
+			t.Keys = append(t.Keys, u.keyed(keyOf))
+		}
+	}
+	slices.Sort(f.keys)
+	return nil
+}
+
+// uniqueIndex is a unique index of a table, or its primary key, as
+// keysQuery reads it.
+type uniqueIndex struct {
+	name    string   // PRIMARY for the primary key
+	columns []string // as information_schema names them, in the index's order
+	prefix  bool     // a column is indexed by a prefix (sub_part): the index does not make its columns unique
+}
+
+// keyed returns u's columns, a number key column (markKey) named by the
+// column it keys (keyOf).
+func (u uniqueIndex) keyed(keyOf map[string]string) []string {
+	out := make([]string, len(u.columns))
+	for i, c := range u.columns {
+		if of, ok := keyOf[c]; ok {
+			c = of
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// uniqueIndexes reads, inside qr, the unique indexes of table (keysQuery),
+// the primary key first.
+func uniqueIndexes(ctx context.Context, qr sink.Querier, table string) ([]uniqueIndex, error) {
+	db, name := splitName(table)
+	rows, err := qr.QueryContext(ctx, keysQuery, db, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return readUniqueIndexes(rows)
+}
+
+// readUniqueIndexes returns the unique indexes in rows (keysQuery's
+// result), in its order.
+func readUniqueIndexes(rows *sql.Rows) ([]uniqueIndex, error) {
+	var out []uniqueIndex
 	for rows.Next() {
 		var index, col string
 		var part bool
 		if err := rows.Scan(&index, &col, &part); err != nil {
-			return fmt.Errorf("keys: %w", err)
+			return nil, err
 		}
-		if index != last || len(t.Keys) == 0 {
-			t.Keys = append(t.Keys, nil)
-			prefix = append(prefix, false)
-			raw = append(raw, nil)
-			last = index
+		if len(out) == 0 || out[len(out)-1].name != index {
+			out = append(out, uniqueIndex{name: index})
 		}
-		raw[len(raw)-1] = append(raw[len(raw)-1], col)
-		if of, ok := keyOf[col]; ok {
-			col = of
-		}
-		t.Keys[len(t.Keys)-1] = append(t.Keys[len(t.Keys)-1], col)
-		prefix[len(prefix)-1] = prefix[len(prefix)-1] || part
+		u := &out[len(out)-1]
+		u.columns = append(u.columns, col)
+		u.prefix = u.prefix || part
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("keys: %w", err)
-	}
-	for _, k := range raw {
-		f.keys = append(f.keys, strings.Join(k, ","))
-	}
-	slices.Sort(f.keys)
-	keys := t.Keys[:0]
-	for i, k := range t.Keys {
-		if !prefix[i] {
-			keys = append(keys, k)
-		}
-	}
-	t.Keys = keys
-	return nil
+	return out, rows.Err()
 }
 
 // noDatabase returns, for a table name found to have no columns, an

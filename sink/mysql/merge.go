@@ -143,7 +143,8 @@ func (d Driver) storedMeanwhile(ctx context.Context, tx *sql.Tx, tg sink.Target,
 
 // keyIndex says whether dup, a duplicate key error, names the unique
 // index of table over exactly the columns conflict (a decimal key column
-// by the stored column keying it, markKey).
+// by the stored column keying it, markKey), as Describe reads the
+// table's keys (uniqueIndexes).
 func (d Driver) keyIndex(ctx context.Context, tx *sql.Tx, table string, conflict []string, dup error) (bool, error) {
 	var me *mysql.MySQLError
 	if !errors.As(dup, &me) {
@@ -156,44 +157,38 @@ func (d Driver) keyIndex(ctx context.Context, tx *sql.Tx, table string, conflict
 		return false, nil
 	}
 	named := me.Message[i+len(" for key '") : len(me.Message)-1]
-	db, name := splitName(table)
-	rows, err := tx.QueryContext(ctx, `SELECT s.index_name, s.column_name, coalesce(c.column_comment, '') FROM information_schema.statistics s
-		LEFT JOIN information_schema.columns c ON c.table_schema = s.table_schema AND c.table_name = s.table_name AND c.column_name = s.column_name
-		WHERE s.table_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(s.table_name AS BINARY) = CAST(? AS BINARY)
-		AND s.non_unique = 0 AND s.sub_part IS NULL`, db, name)
+	indexes, err := uniqueIndexes(ctx, tx, table)
 	if err != nil {
 		return false, err
 	}
-	defer rows.Close()
-	cols := map[string][]string{}
-	for rows.Next() {
-		var index, col, comment string
-		if err := rows.Scan(&index, &col, &comment); err != nil {
-			return false, err
-		}
-		if of, ok := strings.CutPrefix(comment, markKey); ok {
-			col = of
-		}
-		cols[index] = append(cols[index], strings.ToLower(col))
-	}
-	if err := rows.Err(); err != nil {
+	numbers, err := numberColumns(ctx, tx, table)
+	if err != nil {
 		return false, err
 	}
-	want := make([]string, len(conflict))
-	for i, c := range conflict {
-		want[i] = strings.ToLower(c)
+	keyOf := make(map[string]string, len(numbers))
+	for of, col := range numbers {
+		keyOf[col] = of
 	}
-	slices.Sort(want)
-	for index, c := range cols {
-		if named != index && !strings.HasSuffix(named, "."+index) {
+	want := lowered(conflict)
+	for _, u := range indexes {
+		if u.prefix || named != u.name && !strings.HasSuffix(named, "."+u.name) {
 			continue
 		}
-		slices.Sort(c)
-		if slices.Equal(c, want) {
+		if slices.Equal(lowered(u.keyed(keyOf)), want) {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// lowered returns names in lower case, sorted.
+func lowered(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strings.ToLower(n)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // changed runs query inside tx and returns the rows it changed; an empty
