@@ -337,7 +337,8 @@ func (v *validator) check(r *tokenRow, cells []value.Cell, raw []byte) bool {
 	}
 	for i, c := range cells {
 		if fixed[i] != value.Unknown {
-			x, code, msg := value.ConvertText(c, fixed[i], clean)
+			var x value.Value
+			code, msg := value.ConvertTextTo(&x, c, fixed[i], clean)
 			if code == "" && x.Null && required[i] {
 				// A quoted empty field is null for a non-text type.
 				c, code, msg = value.Cell{}, value.CodeNull, "a key column must have a value"
@@ -429,7 +430,8 @@ func (v *validator) key(ordinal int64, cells []value.Cell) {
 		c := cells[v.keyCols[0]]
 		switch v.fixed[v.keyCols[0]] {
 		case value.Int64:
-			x, _, _ := value.ConvertText(c, value.Int64, true)
+			var x value.Value
+			value.ConvertTextTo(&x, c, value.Int64, true)
 			v.keys.AddInt(ordinal, x.I)
 			return
 		case value.Unknown:
@@ -446,7 +448,8 @@ func (v *validator) key(ordinal int64, cells []value.Cell) {
 			c = cells[i]
 		}
 		if t := v.fixed[i]; t != value.Unknown {
-			x, _, _ := value.ConvertText(c, t, true)
+			var x value.Value
+			value.ConvertTextTo(&x, c, t, true)
 			buf = keys.AppendValue(buf, x, t)
 		} else {
 			buf = keys.AppendText(buf, c)

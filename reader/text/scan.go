@@ -316,18 +316,19 @@ func (r *PartitionReader) Next() (partition.Batch, error) {
 			if i < len(cells) {
 				c = cells[i]
 			}
-			v, code, _ := value.ConvertText(c, types[i], clean)
+			// Converted into vals[i] itself (value.ConvertTextTo).
+			v := &vals[i]
+			code, _ := value.ConvertTextTo(v, c, types[i], clean)
 			if code == "" && r.checked && (r.limits[i] != nil || (r.f.Opts.AllJSON && (types[i] == value.JSON || c.Kind == value.CellJSON))) {
-				code, _ = value.CheckLimits(&r.f.Opts.Rules, r.limits[i], r.f.Opts.AllJSON, c, v, types[i])
+				code, _ = value.CheckLimits(&r.f.Opts.Rules, r.limits[i], r.f.Opts.AllJSON, c, *v, types[i])
 			}
 			if code != "" || (v.Null && r.required[i]) {
 				ok = false
 				break
 			}
 			if r.as != nil {
-				v = value.FromText(c, v, types[i], r.as[i])
+				*v = value.FromText(c, *v, types[i], r.as[i])
 			}
-			vals[i] = v
 		}
 		if !ok {
 			r.rejected++

@@ -688,11 +688,10 @@ func AppendText(dst []byte, c value.Cell) []byte {
 // (AppendText(dst, c) appends what AppendValue of the Int64 n does), and
 // false for a cell it keys otherwise.
 func TextInt(c value.Cell) (n int64, ok bool) {
-	if (c.Kind != value.CellText && c.Kind != value.CellNumber) || !value.IsInteger(c.B) {
+	if c.Kind != value.CellText && c.Kind != value.CellNumber {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(value.Str(c.B), 10, 64)
-	return n, err == nil
+	return value.Integer(c.B)
 }
 
 // AppendDecimal appends the key bytes of a decimal's canonical text,

@@ -182,10 +182,7 @@ func (in *Inference) settled(b []byte) bool {
 	case canFloat | canDecimal:
 		return plainNumber(b, true)
 	case canDate:
-		if len(b) != 10 {
-			return false
-		}
-		_, ok := ParseTimestamp(b, true)
+		_, _, _, ok := dateFields(b)
 		return ok
 	}
 	return false

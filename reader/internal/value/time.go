@@ -102,6 +102,24 @@ func ParseTimestamp(b []byte, dateOnly bool) (int64, bool) {
 	return (secs-int64(offset))*1e6 + int64(micro), true
 }
 
+// dateFields reads b as ParseTimestamp(b, true) reads a date alone,
+// YYYY-MM-DD, and reports whether it is one: without the time of day and
+// the microseconds a date has none of, which the date columns' checks and
+// conversions would pay on every value (ParseTimestamp's result is
+// daysFromCivil(year, month, day) days).
+func dateFields(b []byte) (year, month, day int, ok bool) {
+	if len(b) != 10 || b[4] != '-' || b[7] != '-' {
+		return 0, 0, 0, false
+	}
+	century, ok0 := two(b[0:2])
+	yy, ok1 := two(b[2:4])
+	month, ok2 := two(b[5:7])
+	day, ok3 := two(b[8:10])
+	year = century*100 + yy
+	ok = ok0 && ok1 && ok2 && ok3 && month >= 1 && month <= 12 && day >= 1 && day <= daysIn(year, month)
+	return year, month, day, ok
+}
+
 func daysIn(year, month int) int {
 	switch month {
 	case 2:

@@ -50,43 +50,64 @@ func Convert(c Cell, t Type) (Value, string, string) { return ConvertText(c, t, 
 // (the nearest is 9007199254740992), and CSV text in a json column must be
 // a JSON document.
 func ConvertText(c Cell, t Type, clean bool) (Value, string, string) {
+	var v Value
+	code, msg := ConvertTextTo(&v, c, t, clean)
+	return v, code, msg
+}
+
+// ConvertTextTo is ConvertText converting into *dst, which it sets
+// whatever it returns. A Value is too large for registers: one returned
+// is stored field by field to a temporary and copied from it 16 bytes at
+// a time, a copy that stalls (the loads wait for the stores), which a
+// loop converting every cell of a file pays on each.
+func ConvertTextTo(dst *Value, c Cell, t Type, clean bool) (string, string) {
 	if c.Kind == CellNull {
-		return Value{Null: true}, "", ""
+		*dst = Value{Null: true}
+		return "", ""
 	}
 	switch t {
 	case String:
 		if c.Kind == CellText && len(c.B) == 0 {
-			return Value{B: c.B}, "", ""
+			*dst = Value{B: c.B}
+			return "", ""
 		}
 		if !clean {
 			if code, msg := CheckText(c.B); code != "" {
-				return Value{}, code, msg
+				*dst = Value{}
+				return code, msg
 			}
 		}
-		return Value{B: c.B}, "", ""
+		*dst = Value{B: c.B}
+		return "", ""
 	case JSON:
 		if c.Kind == CellText && len(c.B) == 0 {
-			return Value{Null: true}, "", "" // an empty quoted CSV field, as for every non-text type
+			*dst = Value{Null: true}
+			return "", "" // an empty quoted CSV field, as for every non-text type
 		}
 		if !clean {
 			if code, msg := CheckText(c.B); code != "" {
-				return Value{}, code, msg
+				*dst = Value{}
+				return code, msg
 			}
 		}
 		switch c.Kind {
 		case CellString:
 			// A JSON string in a json column stays a JSON string.
-			return Value{B: AppendJSONString(nil, c.B)}, "", ""
+			*dst = Value{B: AppendJSONString(nil, c.B)}
+			return "", ""
 		case CellText:
 			// CSV text in a json column is the JSON document itself.
 			if err := fastjson.ValidateBytes(c.B); err != nil {
-				return Value{}, CodeJSON, "not a JSON document: " + err.Error()
+				*dst = Value{}
+				return CodeJSON, "not a JSON document: " + err.Error()
 			}
 		}
-		return Value{B: c.B}, "", ""
+		*dst = Value{B: c.B}
+		return "", ""
 	}
 	if len(c.B) == 0 { // an empty quoted CSV field is null for every non-text type
-		return Value{Null: true}, "", ""
+		*dst = Value{Null: true}
+		return "", ""
 	}
 	switch t {
 	case Int64:
@@ -101,71 +122,86 @@ func ConvertText(c Cell, t Type, clean bool) (Value, string, string) {
 		if err != nil {
 			if c.Kind == CellNumber { // 3.0 is a JSON number that is an integer
 				if f, ferr := strconv.ParseFloat(Str(c.B), 64); ferr == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-					return Value{I: int64(f)}, "", ""
+					*dst = Value{I: int64(f)}
+					return "", ""
 				}
 			}
 			if errors.Is(err, strconv.ErrRange) {
-				return Value{}, CodeRange, "beyond the range of an int64"
+				*dst = Value{}
+				return CodeRange, "beyond the range of an int64"
 			}
 			break
 		}
 		if leadingZero(c.B) {
-			return Value{}, CodeInexact, "leading zeros would be lost"
+			*dst = Value{}
+			return CodeInexact, "leading zeros would be lost"
 		}
-		return Value{I: n}, "", ""
+		*dst = Value{I: n}
+		return "", ""
 	case Float64:
 		if c.Kind != CellText && c.Kind != CellNumber && c.Kind != CellString {
 			break
 		}
 		f, code, msg := floatValue(c.B)
 		if code != "" {
-			return Value{}, code, msg
+			*dst = Value{}
+			return code, msg
 		}
-		return Value{F: f}, "", ""
+		*dst = Value{F: f}
+		return "", ""
 	case Decimal:
 		if c.Kind != CellText && c.Kind != CellNumber && c.Kind != CellString {
 			break
 		}
 		b, code, msg := DecimalValue(c.B)
 		if code != "" {
-			return Value{}, code, msg
+			*dst = Value{}
+			return code, msg
 		}
-		return Value{B: b}, "", ""
+		*dst = Value{B: b}
+		return "", ""
 	case Bool:
 		if v, ok := ParseBool(c.B, c.Kind != CellBool); ok {
-			return Value{I: v}, "", ""
+			*dst = Value{I: v}
+			return "", ""
 		}
 	case Timestamp:
 		if c.Kind != CellText && c.Kind != CellString {
 			break
 		}
 		if us, ok := ParseTimestamp(c.B, true); ok {
-			return Value{I: us}, "", ""
+			*dst = Value{I: us}
+			return "", ""
 		}
-		return Value{}, CodeType, "not a valid timestamptz (want RFC 3339: YYYY-MM-DDTHH:MM:SS[.ffffff] and Z or ±HH:MM; a value without a zone is UTC)"
+		*dst = Value{}
+		return CodeType, "not a valid timestamptz (want RFC 3339: YYYY-MM-DDTHH:MM:SS[.ffffff] and Z or ±HH:MM; a value without a zone is UTC)"
 	case LocalTimestamp:
 		if c.Kind != CellText && c.Kind != CellString {
 			break
 		}
 		if us, ok := ParseTimestamp(c.B, true); ok && !hasZone(c.B) {
-			return Value{I: us}, "", ""
+			*dst = Value{I: us}
+			return "", ""
 		}
 		if hasZone(c.B) {
-			return Value{}, CodeType, "a timestamp (without time zone) has no zone, and this value has one: fix the column as timestamptz"
+			*dst = Value{}
+			return CodeType, "a timestamp (without time zone) has no zone, and this value has one: fix the column as timestamptz"
 		}
-		return Value{}, CodeType, "not a valid timestamp (want ISO 8601 without a zone: YYYY-MM-DD HH:MM:SS[.ffffff], or with a T)"
+		*dst = Value{}
+		return CodeType, "not a valid timestamp (want ISO 8601 without a zone: YYYY-MM-DD HH:MM:SS[.ffffff], or with a T)"
 	case Date:
 		if c.Kind != CellText && c.Kind != CellString {
 			break
 		}
-		if len(c.B) == 10 {
-			if us, ok := ParseTimestamp(c.B, true); ok {
-				return Value{I: us / 86_400_000_000}, "", ""
-			}
+		if y, m, d, ok := dateFields(c.B); ok {
+			*dst = Value{I: daysFromCivil(y, m, d)}
+			return "", ""
 		}
-		return Value{}, CodeType, "not a valid date (want ISO 8601: YYYY-MM-DD)"
+		*dst = Value{}
+		return CodeType, "not a valid date (want ISO 8601: YYYY-MM-DD)"
 	}
-	return Value{}, CodeType, "not a valid " + t.String()
+	*dst = Value{}
+	return CodeType, "not a valid " + t.String()
 }
 
 // FromText returns v, a value c converted to type t, as a value of type as
@@ -270,6 +306,21 @@ func ParseBool(b []byte, lenient bool) (int64, bool) {
 		return 0, true
 	}
 	return 0, false
+}
+
+// Integer returns the integer b is when IsInteger(b) reports it one, and
+// whether it is: the key of an integer column of a plan pass, read as
+// strconv.ParseInt reads it, without its cost for the short integers most
+// keys are.
+func Integer(b []byte) (int64, bool) {
+	if !IsInteger(b) {
+		return 0, false
+	}
+	if n, ok := shortInt(b); ok {
+		return n, true
+	}
+	n, err := strconv.ParseInt(Str(b), 10, 64)
+	return n, err == nil
 }
 
 // IsInteger reports whether b is an integer as inference accepts it:

@@ -2,6 +2,7 @@ package value
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/big"
 	"strconv"
@@ -544,5 +545,73 @@ func checkSettled(t *testing.T, values []string, dates bool) {
 		if fast != slow {
 			t.Fatalf("dates %v, after %q of %q: Observe leaves %+v, observe %+v", dates, v, values, fast, slow)
 		}
+	}
+}
+
+// TestConvertTextToSetsEveryField checks ConvertTextTo on a destination
+// that holds another value (a reader converts every row's cells into the
+// same values): each cell, of each type, whatever it returns, leaves the
+// value ConvertText returns, none of the value before it.
+func TestConvertTextToSetsEveryField(t *testing.T) {
+	types := []Type{Bool, Int64, Float64, Decimal, Timestamp, LocalTimestamp, Date, String, JSON}
+	cells := []Cell{{Kind: CellNull}, {Kind: CellText}, {Kind: CellString}}
+	for _, s := range []string{"0", "7", "-12", "07", "1.5", "1e3", "true", "t", "2024-02-29", "2024-02-30",
+		"2024-02-29T10:00:00Z", "2024-02-29 10:00:00", `{"a":1}`, "text", "9223372036854775808"} {
+		for _, k := range []CellKind{CellText, CellString, CellNumber, CellBool, CellJSON} {
+			cells = append(cells, Cell{B: []byte(s), Kind: k})
+		}
+	}
+	for _, typ := range types {
+		for _, c := range cells {
+			want, wantCode, wantMsg := ConvertText(c, typ, false)
+			for _, dirty := range []Value{{Null: true}, {I: 99, F: 9.5, B: []byte("before")}} {
+				got := dirty
+				code, msg := ConvertTextTo(&got, c, typ, false)
+				if code != wantCode || msg != wantMsg {
+					t.Errorf("%s %q (kind %d): code %q %q, ConvertText's %q %q", typ, c.B, c.Kind, code, msg, wantCode, wantMsg)
+				}
+				if code == "" && (got.Null != want.Null || got.I != want.I || got.F != want.F ||
+					string(got.B) != string(want.B) || (got.B == nil) != (want.B == nil)) {
+					t.Errorf("%s %q (kind %d) into %+v: %+v, want %+v", typ, c.B, c.Kind, dirty, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestIntegerIsParseInt checks Integer against IsInteger and ParseInt.
+func TestIntegerIsParseInt(t *testing.T) {
+	for _, s := range append(intEdges, "0", "-0", "00", "+7", "9223372036854775807", "-9223372036854775808", "9223372036854775808", "1234567890123456789") {
+		n, ok := Integer([]byte(s))
+		want, err := strconv.ParseInt(s, 10, 64)
+		if ok != IsInteger([]byte(s)) || (ok && (err != nil || n != want)) {
+			t.Errorf("Integer(%q) = %d %v; IsInteger %v, ParseInt %d %v", s, n, ok, IsInteger([]byte(s)), want, err)
+		}
+	}
+}
+
+// TestDateFieldsIsParseTimestamp checks the date columns' reader against
+// ParseTimestamp of a date alone: every day of years around the leap
+// rules' edges, the days just past each month's end, and malformed dates.
+func TestDateFieldsIsParseTimestamp(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		us, want := ParseTimestamp([]byte(s), true)
+		want = want && len(s) == 10 // a date column's values are dates alone
+		y, m, d, ok := dateFields([]byte(s))
+		if ok != want || (ok && daysFromCivil(y, m, d)*86_400_000_000 != us) {
+			t.Errorf("dateFields(%q) = %d-%d-%d %v, ParseTimestamp %d %v", s, y, m, d, ok, us, want)
+		}
+	}
+	for _, year := range []int{0, 1, 4, 99, 100, 400, 1582, 1899, 1900, 1969, 1970, 1999, 2000, 2023, 2024, 2100, 9999} {
+		for month := 0; month <= 13; month++ {
+			for day := 0; day <= 32; day++ {
+				check(fmt.Sprintf("%04d-%02d-%02d", year, month, day))
+			}
+		}
+	}
+	for _, s := range []string{"", "2024-1-01", "2024-01-1", "2024/01/01", "2024-01-01T", "2024-01-01 00:00:00",
+		"2024-01-0a", "a024-01-01", "2024-0:-01", "-024-01-01", "+2024-01-01", "2024-01-01Z", " 2024-01-1", "２０２４-01-01"} {
+		check(s)
 	}
 }
