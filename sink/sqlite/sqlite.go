@@ -476,6 +476,9 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	if t == nil {
 		return nil, fmt.Errorf("write %s: no such table", tg.Table)
 	}
+	if err := sizeCache(ctx, conn, tg); err != nil {
+		return nil, err
+	}
 	w := &writer{conn: conn, tg: tg, verCol: -1}
 	cols, names := w.columns(t, schema)
 	table := q(tg.Table)
@@ -499,6 +502,26 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 		return nil, err
 	}
 	return sw, nil
+}
+
+// sizeCache sets the page cache of conn for writes to tg: appendCacheKiB
+// of clean pages when they append, else cacheKiB, and dirty pages up to
+// spillKiB either way.
+func sizeCache(ctx context.Context, conn *sql.Conn, tg sink.Target) error {
+	kib := cacheKiB
+	if tg.Ordinal() {
+		var n int
+		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM pragma_index_list(?)`, tg.Table).Scan(&n); err != nil {
+			return fmt.Errorf("indexes of %s: %w", tg.Table, err)
+		}
+		if n <= 1 {
+			kib = appendCacheKiB
+		}
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = -%d; PRAGMA cache_spill = -%d", kib, spillKiB)); err != nil {
+		return fmt.Errorf("page cache for %s: %w", tg.Table, err)
+	}
+	return nil
 }
 
 // statements is what the writer's statements are built from.

@@ -400,3 +400,33 @@ func TestWritersShareConnection(t *testing.T) {
 	}
 	drivertest.WantTable(t, "t1", f.Table("t1", "id", "id", "s", "x"), "0|'r0'|1.5", "1|'r1'|1.5")
 }
+
+// TestPageCacheBySpread: a writer that appends (an ordinal import into a
+// table with no index of its own) sizes the connection's page cache small,
+// and one whose rows land anywhere (a natural key, or an index of the
+// table's) large, whichever wrote before on the connection; either lets a
+// transaction's dirty pages grow to spillKiB before they spill to the log.
+func TestPageCacheBySpread(t *testing.T) {
+	f := drivertest.Open(t, open(t))
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("name"))
+	ord, nat, indexed := sink.Target{Table: "ord"}, sink.Target{Table: "nat", Key: []string{"id"}}, sink.Target{Table: "indexed"}
+	for _, tg := range []sink.Target{ord, nat, indexed} {
+		f.MustEnsure(tg, s)
+	}
+	f.Exec(`CREATE INDEX indexed_name ON indexed (name)`)
+	page := f.Int(`PRAGMA page_size`)
+	for _, c := range []struct {
+		tg   sink.Target
+		want int64
+	}{{ord, -appendCacheKiB}, {nat, -cacheKiB}, {ord, -appendCacheKiB}, {indexed, -cacheKiB}} {
+		f.Writer(c.tg, s)
+		if got := f.Int(`PRAGMA cache_size`); got != c.want {
+			t.Errorf("writer for %s: cache_size %d, want %d", c.tg.Table, got, c.want)
+		}
+		// cache_spill reads in pages, each with a header of SQLite's.
+		spill := f.Int(`PRAGMA cache_spill`) * page
+		if spill > spillKiB<<10 || spill < spillKiB<<10*9/10 {
+			t.Errorf("writer for %s: dirty pages spill past %d bytes, want about %d", c.tg.Table, spill, spillKiB<<10)
+		}
+	}
+}
