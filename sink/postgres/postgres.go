@@ -377,9 +377,10 @@ func (f *field) value(a arrow.Array, i int) any {
 	case *array.Boolean:
 		return a.Value(i)
 	case *array.Timestamp:
-		if a.DataType().(*arrow.TimestampType).TimeZone == "" {
-			return text(a, i)
-		}
+		// A local timestamp (no zone) as its wall clock in UTC, which
+		// pgx's timestamp (without time zone) codec keeps, zone dropped:
+		// the COPY is binary, and a text value has no binary encoding
+		// into a timestamp column.
 		return a.Value(i).ToTime(a.DataType().(*arrow.TimestampType).Unit).UTC()
 	case *array.Date32:
 		return text(a, i)

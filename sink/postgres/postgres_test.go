@@ -407,25 +407,27 @@ func TestExistingTableTypes(t *testing.T) {
 	f.Exec(`CREATE DOMAIN positive AS bigint CHECK (VALUE > 0)`)
 	f.Exec(`CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')`)
 	f.Exec(`CREATE TABLE t (id integer PRIMARY KEY, code varchar(3), price numeric(14,2), ratio real,
-		day date, m mood, p positive, doc json, at timestamp, v smallint)`)
+		day date, m mood, p positive, doc json, at timestamp, v smallint, lt timestamp)`)
 	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("code"), drivertest.I64("price"), drivertest.F64("ratio"),
-		drivertest.Str("day"), drivertest.Str("m"), drivertest.I64("p"), drivertest.JSON("doc"), drivertest.TS("at"), drivertest.I64("v"))
+		drivertest.Str("day"), drivertest.Str("m"), drivertest.I64("p"), drivertest.JSON("doc"), drivertest.TS("at"), drivertest.I64("v"),
+		// A local timestamp (the file's, without a zone), sent as its wall clock.
+		arrow.Field{Name: "lt", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true})
 	tg := sink.Target{Table: "t", Key: []string{"id"}, Version: "v"}
 	f.MustEnsure(tg, s)
 	w := f.Writer(tg, s)
 	at := time.Date(2026, 11, 28, 9, 30, 0, 0, time.FixedZone("x", -3600))
 	rec := drivertest.Batch(t, s,
-		[]any{1, "abc", 12345678901, 0.5, "2026-11-28", "happy", 7, `{"b": 1,  "a": 2}`, at, 1},
-		[]any{2, nil, nil, nil, nil, nil, nil, nil, nil, nil})
+		[]any{1, "abc", 12345678901, 0.5, "2026-11-28", "happy", 7, `{"b": 1,  "a": 2}`, at, 1, time.Date(2026, 11, 28, 9, 30, 0, 500_000_000, time.UTC)},
+		[]any{2, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil})
 	drivertest.WantRows(t, "insert", f.Write(w, 1, rec, drivertest.Seq(1, 2)), idemtype.Rows{Read: 2, Inserted: 2})
 	drivertest.WantRows(t, "again", f.Write(w, 1, rec, drivertest.Seq(1, 2)), idemtype.Rows{Read: 2, Unchanged: 2})
 	var got string
-	err := f.Conn.QueryRowContext(f.Ctx, `SELECT concat_ws('|', code, price, ratio, day, m, p, doc, at, v) FROM t WHERE id = 1`).Scan(&got)
+	err := f.Conn.QueryRowContext(f.Ctx, `SELECT concat_ws('|', code, price, ratio, day, m, p, doc, at, v, lt) FROM t WHERE id = 1`).Scan(&got)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// json keeps its text; a timestamp without time zone holds UTC.
-	if want := `abc|12345678901.00|0.5|2026-11-28|happy|7|{"b": 1,  "a": 2}|2026-11-28 10:30:00|1`; got != want {
+	if want := `abc|12345678901.00|0.5|2026-11-28|happy|7|{"b": 1,  "a": 2}|2026-11-28 10:30:00|1|2026-11-28 09:30:00.5`; got != want {
 		t.Errorf("stored %s, want %s", got, want)
 	}
 
@@ -435,10 +437,10 @@ func TestExistingTableTypes(t *testing.T) {
 		row  []any
 		err  string
 	}{
-		{"too long for varchar(3)", []any{3, "abcd", nil, nil, nil, nil, nil, nil, nil, nil}, "too long"},
-		{"out of smallint range", []any{3, nil, nil, nil, nil, nil, nil, nil, nil, 70000}, "int2"},
-		{"not in the enum", []any{3, nil, nil, nil, nil, "angry", nil, nil, nil, nil}, "enum"},
-		{"domain check", []any{3, nil, nil, nil, nil, nil, -1, nil, nil, nil}, "positive"},
+		{"too long for varchar(3)", []any{3, "abcd", nil, nil, nil, nil, nil, nil, nil, nil, nil}, "too long"},
+		{"out of smallint range", []any{3, nil, nil, nil, nil, nil, nil, nil, nil, 70000, nil}, "int2"},
+		{"not in the enum", []any{3, nil, nil, nil, nil, "angry", nil, nil, nil, nil, nil}, "enum"},
+		{"domain check", []any{3, nil, nil, nil, nil, nil, -1, nil, nil, nil, nil}, "positive"},
 	} {
 		t.Run(bad.name, func(t *testing.T) {
 			tx, err := f.Conn.BeginTx(f.Ctx, nil)
@@ -456,7 +458,7 @@ func TestExistingTableTypes(t *testing.T) {
 		})
 	}
 	// The writer works on after a failed write.
-	rec2 := drivertest.Batch(t, s, []any{1, "xyz", 1, 0.25, "2026-11-29", "sad", 8, `[]`, at, 2})
+	rec2 := drivertest.Batch(t, s, []any{1, "xyz", 1, 0.25, "2026-11-29", "sad", 8, `[]`, at, 2, nil})
 	drivertest.WantRows(t, "after failures", f.Write(w, 1, rec2, drivertest.Seq(1, 1)), idemtype.Rows{Read: 1, Updated: 1})
 }
 

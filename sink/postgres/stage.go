@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
 	"github.com/idemport/idemport/sink/internal/stdsql"
 )
@@ -15,8 +16,29 @@ import (
 // updated carries the lock in its xmax), so that its counts are what it
 // did: a key another transaction stored and committed after the staged
 // rows were classified, before the move, is counted updated, not new.
+//
+// A partitioned table returns no system column from an INSERT, so its new
+// rows are counted just before the move, as stdsql.Merge counts them for
+// SQLite: a key another import commits in between is then counted new by
+// both imports (the table's rows are right).
 func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage string, columns []string) (staged, fresh, written int64, err error) {
-	return stdsql.Merge(ctx, tx, d, tg, stage, columns, "xmax = 0")
+	var partitioned bool
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce((SELECT relkind = 'p' FROM pg_class WHERE oid = to_regclass($1)), false)`,
+		quoteTable(tg.Table)).Scan(&partitioned); err != nil {
+		return 0, 0, 0, fmt.Errorf("move staged rows into %s: %w", tg.Table, err)
+	}
+	inserted := "xmax = 0"
+	if partitioned {
+		inserted = ""
+	}
+	return stdsql.Merge(ctx, tx, d, tg, stage, columns, inserted)
+}
+
+// Classify implements sink.Driver.Classify as stdsql.Classify does, each
+// staged value compared as the table's column holds it, as the move's
+// ON CONFLICT compares its excluded row.
+func (d Driver) Classify(ctx context.Context, tx *sql.Tx, tg sink.Target, stage string, columns []string, group string) (map[int64]idemtype.Rows, error) {
+	return stdsql.Classify(ctx, tx, d, tg, stage, columns, group, true)
 }
 
 // constraintsSQL lists the CHECK constraints of the table $1 whose

@@ -94,18 +94,42 @@ func Merge(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, stage
 // (Unchanged) or, by tg.Version, older than the stored row (Stale). group
 // is an SQL expression over the staged row (alias s) giving an integer;
 // columns are the file's columns. It uses the predicates of Merge's upsert.
-func Classify(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, stage string, columns []string, group string) (map[int64]idemtype.Rows, error) {
+//
+// assigned, when true, compares each staged value as the table's column
+// holds it (cast to its SQL type), as an upsert whose excluded row holds
+// the values already assigned to the table's columns (PostgreSQL's)
+// compares it: a staged 1.5 is unchanged against a numeric(10,2) column's
+// 1.50, a staged timestamp of microseconds against a timestamp(0) column's
+// rounded second, so that the classification is what the move then does.
+func Classify(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, stage string, columns []string, group string, assigned bool) (map[int64]idemtype.Rows, error) {
 	t, err := describeTarget(ctx, tx, d, tg)
 	if err != nil {
 		return nil, err
 	}
 	conflict := conflictColumns(tg)
 	data := sink.Rewritten(t, tg, columns)
+	staged := func(name string) string { return "s." + d.Quote(name) }
+	if assigned {
+		types := map[string]string{}
+		for _, c := range t.Columns {
+			types[c.Name] = c.SQLType
+		}
+		staged = func(name string) string {
+			if types[name] == "" {
+				return "s." + d.Quote(name)
+			}
+			return "CAST(s." + d.Quote(name) + " AS " + types[name] + ")"
+		}
+	}
 	stale, changed := "1 = 0", "1 = 0" // no data columns: an existing row is left as it is
 	if len(data) > 0 {
-		changed = d.Distinct(exact(d, t, data, "t."), exact(d, t, data, "s."))
+		incoming := make([]string, len(data))
+		for i, n := range data {
+			incoming[i] = d.Exact(staged(n), t.Kind(n))
+		}
+		changed = d.Distinct(exact(d, t, data, "t."), incoming)
 		if tg.Version != "" {
-			stored, v := "t."+d.Quote(tg.Version), "s."+d.Quote(tg.Version)
+			stored, v := "t."+d.Quote(tg.Version), staged(tg.Version)
 			stale = stored + " IS NOT NULL AND (" + v + " IS NULL OR " + v + " < " + stored + ")"
 		}
 	}

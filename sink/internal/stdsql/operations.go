@@ -70,7 +70,7 @@ func (Operations[D]) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stag
 // Classify implements sink.Driver.Classify (Classify).
 func (Operations[D]) Classify(ctx context.Context, tx *sql.Tx, tg sink.Target, stage string, columns []string, group string) (map[int64]idemtype.Rows, error) {
 	var d D
-	return Classify(ctx, tx, d, tg, stage, columns, group)
+	return Classify(ctx, tx, d, tg, stage, columns, group, false)
 }
 
 // SweepCount implements sink.Driver.SweepCount (SweepCount).

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/idemport/idemport/internal/testkit"
+)
+
+// TestAtomicCountsColumnsThatRoundTheFile: an --atomic import into an
+// existing PostgreSQL table whose columns hold the file's values rounded
+// or narrowed (numeric(10,2), real, timestamp(0)) counts a row whose
+// values the table already holds, as the table holds them, unchanged,
+// and completes at once: its classification compares the staged values as
+// the columns hold them, as the move's ON CONFLICT does, so the two agree
+// and the move is not taken for one that met another import's key. And
+// an --atomic import into a partitioned table, whose INSERT returns no
+// system column, moves and counts its rows.
+func TestAtomicCountsColumnsThatRoundTheFile(t *testing.T) {
+	t.Parallel()
+	testkit.Available(t, testkit.Postgres)
+	dir := t.TempDir()
+	tg := testkit.NewTarget(t, testkit.Postgres, dir)
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tg.DB.Exec(`CREATE TABLE rv (id bigint PRIMARY KEY, price numeric(10,2), r real, ts timestamp(0), note text)`); err != nil {
+		t.Fatal(err)
+	}
+	key := []string{"--table", "rv", "--key", "id"}
+	write("a.csv", "id,price,r,ts,note\n1,1.5,0.1,2024-01-01 00:00:00.5,a\n2,2.25,0.2,2024-01-02 00:00:00.25,b\n")
+	if r := importTo(t, tg, dir, nil, 0, append(key, "a.csv")...); r.Rows.Inserted != 2 {
+		t.Fatalf("a.csv: %+v, want 2 inserted", r.Rows)
+	}
+	// The same values for 1, another note for 2, and a new key.
+	write("b.csv", "id,price,r,ts,note\n1,1.5,0.1,2024-01-01 00:00:00.5,a\n2,2.25,0.2,2024-01-02 00:00:00.25,bb\n3,3.1,0.3,2024-01-03 00:00:00.75,c\n")
+	r := importTo(t, tg, dir, nil, 0, append([]string{"--atomic"}, append(key, "b.csv")...)...)
+	if r.Rows.Read != 3 || r.Rows.Inserted != 1 || r.Rows.Updated != 1 || r.Rows.Unchanged != 1 || r.Rows.Stale != 0 {
+		t.Fatalf("b.csv --atomic: %+v, want 3 read, 1 inserted, 1 updated, 1 unchanged", r.Rows)
+	}
+	got := testkit.Query(t, tg.DB, `SELECT id, price::text, r::text, ts::text, note FROM rv ORDER BY id`)
+	want := testkit.Query(t, tg.DB, `SELECT * FROM (VALUES
+		(1::bigint, 1.5::numeric(10,2)::text, 0.1::real::text, '2024-01-01 00:00:00.5'::timestamp(0)::text, 'a'),
+		(2, 2.25::numeric(10,2)::text, 0.2::real::text, '2024-01-02 00:00:00.25'::timestamp(0)::text, 'bb'),
+		(3, 3.1::numeric(10,2)::text, 0.3::real::text, '2024-01-03 00:00:00.75'::timestamp(0)::text, 'c')) v ORDER BY 1`)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("rv holds %v, want %v", got, want)
+	}
+	// The rerun is a duplicate; the operations' counts add up over the ledger.
+	if r := importTo(t, tg, dir, nil, 0, append([]string{"--atomic"}, append(key, "b.csv")...)...); r.Outcome != "duplicate" {
+		t.Fatalf("rerun of b.csv: %s, want duplicate", r.Outcome)
+	}
+	if n := testkit.Int(t, tg.DB, `SELECT `+tg.Sum("rows_inserted")+` FROM `+tg.Ledger("operations")); n != 3 {
+		t.Fatalf("%d rows inserted over the ledger, want 3 (one a key)", n)
+	}
+
+	if _, err := tg.DB.Exec(`CREATE TABLE pt (id bigint PRIMARY KEY, v text) PARTITION BY RANGE (id);
+		CREATE TABLE pt_low PARTITION OF pt FOR VALUES FROM (MINVALUE) TO (100);
+		CREATE TABLE pt_high PARTITION OF pt FOR VALUES FROM (100) TO (MAXVALUE)`); err != nil {
+		t.Fatal(err)
+	}
+	write("p.csv", "id,v\n1,one\n150,one hundred fifty\n")
+	if r := importTo(t, tg, dir, nil, 0, "--atomic", "--table", "pt", "--key", "id", "p.csv"); r.Rows.Inserted != 2 {
+		t.Fatalf("p.csv --atomic into a partitioned table: %+v, want 2 inserted", r.Rows)
+	}
+	if got := testkit.Query(t, tg.DB, `SELECT id, v FROM pt ORDER BY id`); !reflect.DeepEqual(got, [][]any{{int64(1), "one"}, {int64(150), "one hundred fifty"}}) {
+		t.Fatalf("pt holds %v", got)
+	}
+}
