@@ -936,7 +936,7 @@ func (a *applier) completeOnce(ctx context.Context, apart *evolution) (completio
 			continue
 		}
 		if err != nil && errors.Is(err, sink.ErrKeyStoredMeanwhile) && moves == maxDeadlocks {
-			err = fmt.Errorf("the move of the staged rows met keys other imports wrote meanwhile %d times in a row, and gave up; nothing of the file reached %s, and a rerun resumes from its staged rows once those imports are done: %w",
+			err = fmt.Errorf("the move of the staged rows did other than their classification said %d times in a row (other imports writing the file's keys meanwhile, or a table that changes the rows it is given), and gave up; nothing of the file reached %s, and a rerun resumes from its staged rows: %w",
 				moves+1, a.target.Table, err)
 		}
 		if err == nil || c.sent || ctx.Err() != nil || !a.e.st.Driver.Deadlock(err) || deadlocks == maxDeadlocks {

@@ -63,7 +63,10 @@ func (a *applier) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all,
 	attempts, group := stageGroups(a.e.st.Driver, parts)
 	classes, err := a.e.st.Driver.Classify(ctx, tx, a.target, a.tables.stage, names, group)
 	if err != nil {
-		return 0, all, mine, err
+		// Comparing the staged values as the table's columns hold them
+		// (PostgreSQL casts them) meets a value a column cannot hold
+		// before the move does: the same refusal.
+		return 0, all, mine, a.moveRefused(err)
 	}
 	if err := a.e.st.Hit("before-move"); err != nil {
 		return 0, all, mine, err

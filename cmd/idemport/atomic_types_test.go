@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/idemport/idemport/internal/testkit"
@@ -56,6 +57,33 @@ func TestAtomicCountsColumnsThatRoundTheFile(t *testing.T) {
 	}
 	if n := testkit.Int(t, tg.DB, `SELECT `+tg.Sum("rows_inserted")+` FROM `+tg.Ledger("operations")); n != 3 {
 		t.Fatalf("%d rows inserted over the ledger, want 3 (one a key)", n)
+	}
+
+	// A value the column cannot hold, for a stored key: the
+	// classification's cast meets it first, and it is the table's
+	// refusal (exit 5), as the move's would be, not a failure.
+	write("c.csv", "id,price,r,ts,note\n1,1.5,1e300,2024-01-01 00:00:00.5,a\n")
+	if r := importTo(t, tg, dir, nil, 5, append([]string{"--atomic"}, append(key, "c.csv")...)...); r.Outcome != "refused" || !strings.Contains(r.Error, "cannot be moved into rv") {
+		t.Fatalf("c.csv --atomic: %s %q, want refused by the table", r.Outcome, r.Error)
+	}
+	if again := testkit.Query(t, tg.DB, `SELECT id, price::text, r::text, ts::text, note FROM rv ORDER BY id`); !reflect.DeepEqual(again, want) {
+		t.Fatalf("after the refusal rv holds %v, want %v", again, want)
+	}
+
+	// A key the column rounds: the file's 00:00:00.6 is the stored
+	// 00:00:01 to a timestamp(0) key, for the classification as for the
+	// move's ON CONFLICT.
+	if _, err := tg.DB.Exec(`CREATE TABLE rk (ts timestamp(0) PRIMARY KEY, v text)`); err != nil {
+		t.Fatal(err)
+	}
+	write("k1.csv", "ts,v\n2024-01-01 00:00:01,a\n")
+	importTo(t, tg, dir, nil, 0, "--table", "rk", "--key", "ts", "k1.csv")
+	write("k2.csv", "ts,v\n2024-01-01 00:00:00.6,b\n")
+	if r := importTo(t, tg, dir, nil, 0, "--atomic", "--table", "rk", "--key", "ts", "k2.csv"); r.Rows.Inserted != 0 || r.Rows.Updated != 1 {
+		t.Fatalf("k2.csv --atomic: %+v, want 1 updated", r.Rows)
+	}
+	if got := testkit.Query(t, tg.DB, `SELECT ts::text, v FROM rk`); !reflect.DeepEqual(got, [][]any{{"2024-01-01 00:00:01", "b"}}) {
+		t.Fatalf("rk holds %v", got)
 	}
 
 	if _, err := tg.DB.Exec(`CREATE TABLE pt (id bigint PRIMARY KEY, v text) PARTITION BY RANGE (id);

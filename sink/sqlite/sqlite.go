@@ -432,7 +432,10 @@ type writer struct {
 	// the table refuses) fails the statement, which changes nothing, and
 	// the batch goes row by row.
 	insertAll *stmt
-	probe     *stmt // natural-key mode: is the key stored, is the stored row newer, and (with rekey) is its key written otherwise?
+	// smallCache: sizeCache gave conn appendCacheKiB, which Close gives
+	// back.
+	smallCache bool
+	probe      *stmt // natural-key mode: is the key stored, is the stored row newer, and (with rekey) is its key written otherwise?
 	// rekey is the upsert that also writes the key's text, for a row whose
 	// key is stored as a decimal equal in value but written otherwise (1.5
 	// for the row's 1.50); nil unless a key column holds decimals. The
@@ -476,10 +479,11 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 	if t == nil {
 		return nil, fmt.Errorf("write %s: no such table", tg.Table)
 	}
-	if err := sizeCache(ctx, conn, tg); err != nil {
+	small, err := sizeCache(ctx, conn, tg)
+	if err != nil {
 		return nil, err
 	}
-	w := &writer{conn: conn, tg: tg, verCol: -1}
+	w := &writer{conn: conn, tg: tg, verCol: -1, smallCache: small}
 	cols, names := w.columns(t, schema)
 	table := q(tg.Table)
 	key, rekey := keyForm(tg, t, indexes)
@@ -505,23 +509,26 @@ func (Driver) Writer(ctx context.Context, conn *sql.Conn, tg sink.Target, schema
 }
 
 // sizeCache sets the page cache of conn for writes to tg: appendCacheKiB
-// of clean pages when they append, else cacheKiB, and dirty pages up to
-// spillKiB either way.
-func sizeCache(ctx context.Context, conn *sql.Conn, tg sink.Target) error {
+// of clean pages when they append (small), else cacheKiB, and dirty pages
+// up to spillKiB either way. The writer's Close gives a small cache back
+// its cacheKiB: the connection goes back to the pool, and the next
+// statement on it (an --atomic move's INSERT … SELECT into a table with
+// indexes of its own, say) needs the larger one.
+func sizeCache(ctx context.Context, conn *sql.Conn, tg sink.Target) (small bool, err error) {
 	kib := cacheKiB
 	if tg.Ordinal() {
 		var n int
 		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM pragma_index_list(?)`, tg.Table).Scan(&n); err != nil {
-			return fmt.Errorf("indexes of %s: %w", tg.Table, err)
+			return false, fmt.Errorf("indexes of %s: %w", tg.Table, err)
 		}
 		if n <= 1 {
 			kib = appendCacheKiB
 		}
 	}
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = -%d; PRAGMA cache_spill = -%d", kib, spillKiB)); err != nil {
-		return fmt.Errorf("page cache for %s: %w", tg.Table, err)
+		return false, fmt.Errorf("page cache for %s: %w", tg.Table, err)
 	}
-	return nil
+	return kib == appendCacheKiB, nil
 }
 
 // statements is what the writer's statements are built from.
@@ -866,6 +873,12 @@ func (w *writer) Close() error {
 		w.cols.free()
 	}
 	w.batch.free()
+	if w.smallCache {
+		// Best effort: a connection its user closed first (after a
+		// failure) has no cache left to give back.
+		w.smallCache = false
+		w.conn.ExecContext(context.Background(), fmt.Sprintf("PRAGMA cache_size = -%d", cacheKiB))
+	}
 	return nil
 }
 

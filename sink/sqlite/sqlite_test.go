@@ -429,4 +429,16 @@ func TestPageCacheBySpread(t *testing.T) {
 			t.Errorf("writer for %s: dirty pages spill past %d bytes, want about %d", c.tg.Table, spill, spillKiB<<10)
 		}
 	}
+	// Closed, an appending writer gives the connection its cache back:
+	// the next statement on it may write a table with indexes.
+	w, err := f.Env.Driver.Writer(f.Ctx, f.Conn, ord, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Int(`PRAGMA cache_size`); got != -cacheKiB {
+		t.Errorf("after the writer for ord closed: cache_size %d, want %d", got, -cacheKiB)
+	}
 }

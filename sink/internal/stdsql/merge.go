@@ -134,11 +134,18 @@ func Classify(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, st
 		}
 	}
 	present := "t." + d.Quote(conflict[0]) + " IS NOT NULL"
+	// The key as the move's ON CONFLICT matches it: the staged key as the
+	// table's column holds it (a timestamp(0) key's rounded second).
+	keys := make([]string, len(conflict))
+	for i, k := range conflict {
+		keys[i] = d.KeyValue("t."+d.Quote(k), t.Kind(k)) + " = " + d.KeyValue(staged(k), t.Kind(k))
+	}
+	match := strings.Join(keys, " AND ")
 	rows, err := tx.QueryContext(ctx, `SELECT `+group+`, count(*),
 		coalesce(sum(CASE WHEN `+present+` THEN 0 ELSE 1 END), 0),
 		coalesce(sum(CASE WHEN `+present+` AND (`+stale+`) THEN 1 ELSE 0 END), 0),
 		coalesce(sum(CASE WHEN `+present+` AND NOT (`+stale+`) AND (`+changed+`) THEN 1 ELSE 0 END), 0)
-		FROM `+d.QuoteTable(stage)+` s LEFT JOIN `+d.QuoteTable(tg.Table)+` t ON `+keyMatch(d, t, conflict, "t.", "s.")+` GROUP BY 1`)
+		FROM `+d.QuoteTable(stage)+` s LEFT JOIN `+d.QuoteTable(tg.Table)+` t ON `+match+` GROUP BY 1`)
 	if err != nil {
 		return nil, fmt.Errorf("classify staged rows of %s: %w", tg.Table, err)
 	}
