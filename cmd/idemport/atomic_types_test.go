@@ -86,6 +86,20 @@ func TestAtomicCountsColumnsThatRoundTheFile(t *testing.T) {
 		t.Fatalf("rk holds %v", got)
 	}
 
+	// A json column, which has no equality operator: compared as jsonb.
+	if _, err := tg.DB.Exec(`CREATE TABLE rj (id bigint PRIMARY KEY, j json)`); err != nil {
+		t.Fatal(err)
+	}
+	write("j1.csv", "id,j\n1,\"{\"\"a\"\": 1}\"\n2,\"[1, 2]\"\n")
+	importTo(t, tg, dir, nil, 0, "--table", "rj", "--key", "id", "j1.csv")
+	write("j2.csv", "id,j\n1,\"{\"\"a\"\": 2}\"\n2,\"[1, 2]\"\n3,null\n")
+	if r := importTo(t, tg, dir, nil, 0, "--atomic", "--table", "rj", "--key", "id", "j2.csv"); r.Rows.Inserted != 1 || r.Rows.Updated != 1 || r.Rows.Unchanged != 1 {
+		t.Fatalf("j2.csv --atomic: %+v, want 1 inserted, 1 updated, 1 unchanged", r.Rows)
+	}
+	if got := testkit.Query(t, tg.DB, `SELECT id, j::text FROM rj ORDER BY id`); !reflect.DeepEqual(got, [][]any{{int64(1), `{"a": 2}`}, {int64(2), `[1, 2]`}, {int64(3), `null`}}) {
+		t.Fatalf("rj holds %v", got)
+	}
+
 	if _, err := tg.DB.Exec(`CREATE TABLE pt (id bigint PRIMARY KEY, v text) PARTITION BY RANGE (id);
 		CREATE TABLE pt_low PARTITION OF pt FOR VALUES FROM (MINVALUE) TO (100);
 		CREATE TABLE pt_high PARTITION OF pt FOR VALUES FROM (100) TO (MAXVALUE)`); err != nil {

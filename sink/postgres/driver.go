@@ -278,10 +278,15 @@ func (Driver) KeyValue(expr string, _ idemtype.Type) string { return expr }
 
 // Exact implements sink.Driver: numeric's equality ignores the scale its
 // text keeps, and a type idemport does not know may have looser equality
-// than its text (as the Writer compares them): both compare as text.
+// than its text (as the Writer compares them): both compare as text. json
+// has no equality operator at all: it compares as jsonb (a no-op for a
+// jsonb column).
 func (Driver) Exact(expr string, kind idemtype.Type) string {
-	if kind == idemtype.Decimal || kind == idemtype.Unknown {
+	switch kind {
+	case idemtype.Decimal, idemtype.Unknown:
 		return "(" + expr + ")::text"
+	case idemtype.JSON:
+		return "(" + expr + ")::jsonb"
 	}
 	return expr
 }
