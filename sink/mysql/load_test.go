@@ -329,6 +329,54 @@ func TestWriterLoadsDates(t *testing.T) {
 	}
 }
 
+// TestWriterLoadsTimestamps: a point in time and a local timestamp go
+// into DATETIME(6) columns through the load as loadDatetimeLayout's text,
+// a whole second without a fraction and a fraction without the zeros
+// ending it, and the server holds each to the microsecond, in ordinal
+// mode as by natural key: fractions of every length (.5 through
+// .000001, and six digits), DATETIME's least and greatest values, before
+// the epoch, and NULL. The same rows again change nothing.
+func TestWriterLoadsTimestamps(t *testing.T) {
+	f := writerFx(t)
+	local := arrow.Field{Name: "wall", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true}
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.TS("at"), local)
+	want := []string{"1000-01-01 00:00:00.000000", "9999-12-31 23:59:59.999999", "1969-12-31 23:59:59.000000",
+		"1970-01-01 00:00:00.000000", "2023-04-22 00:00:21.000000", "2023-04-22 00:00:21.500000",
+		"2023-04-22 00:00:21.050000", "2023-04-22 00:00:21.005000", "2023-04-22 00:00:21.000500",
+		"2023-04-22 00:00:21.000050", "2023-04-22 00:00:21.000005", "2023-04-22 00:00:21.100000",
+		"2023-04-22 00:00:21.000010", "2023-04-22 00:00:21.000001", "2023-04-22 00:00:21.120000",
+		"2023-04-22 00:00:21.102030", "2023-04-22 00:00:21.999990", "2023-04-22 00:00:21.123456",
+		"1969-12-31 23:59:59.000001", "2024-02-29 23:59:59.900000", "NULL"}
+	var rows [][]any
+	var wantRows []string
+	for i, w := range want {
+		var v any
+		if w != "NULL" {
+			at, err := time.Parse("2006-01-02 15:04:05.000000", w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v = at
+		}
+		rows = append(rows, []any{i + 1, v, v})
+		wantRows = append(wantRows, fmt.Sprintf("%d|%s|%s", i+1, w, w))
+	}
+	rec := drivertest.Batch(t, s, rows...)
+	n := int64(len(rows))
+	for _, tg := range []sink.Target{{Table: "ord"}, {Table: "nat", Key: []string{"id"}}} {
+		f.MustEnsure(tg, s)
+		w := f.Writer(tg, s)
+		count := statements(f)
+		drivertest.WantRows(t, tg.Table, f.Write(w, 1, rec, drivertest.Seq(1, n)), idemtype.Rows{Read: n, Inserted: n})
+		if loads, inserts := count(); loads != 1 || inserts != 0 {
+			t.Errorf("%s: %d loads and %d INSERT statements, want one load", tg.Table, loads, inserts)
+		}
+		got := drivertest.Strings(t, f.Env.DB, `SELECT concat_ws('|', id, coalesce(at, 'NULL'), coalesce(wall, 'NULL')) FROM `+q(tg.Table)+` ORDER BY id`)
+		drivertest.WantTable(t, tg.Table, got, wantRows...)
+		drivertest.WantRows(t, tg.Table+" again", f.Write(w, 1, rec, drivertest.Seq(1, n)), idemtype.Rows{Read: n, Unchanged: n})
+	}
+}
+
 // TestWriterProbesStoredKeys: by one key column of integers or of text, a
 // batch whose first or last key is stored (a delta's changed rows) is
 // staged and merged at once, one load, not first loaded into the table
