@@ -151,8 +151,13 @@ func (a *applier) moveRefused(err error) error {
 // stageGroups maps the staged rows to the attempts that committed their
 // partitions: it returns those attempts and an SQL expression over a
 // staged row (alias s) giving the index of its attempt among them, by its
-// ordinal. Consecutive partitions of one attempt make one range.
+// ordinal. Consecutive partitions of one attempt make one range. With no
+// partitions (a file of no rows) nothing is staged, and the expression is
+// the constant -1: a CASE needs at least one WHEN.
 func stageGroups(d sink.Driver, parts []checkpoint.Partition) (attempts []string, group string) {
+	if len(parts) == 0 {
+		return nil, "-1"
+	}
 	parts = slices.Clone(parts)
 	slices.SortFunc(parts, func(a, b checkpoint.Partition) int { return cmp.Compare(a.First, b.First) })
 	index := map[string]int{}
