@@ -657,10 +657,13 @@ func (k *Index) candidatesHeld() []int64 {
 // column ends up with append the same bytes (1, 1.0 and 1e0 as an integer
 // or a decimal; the same instant written in two zones; TRUE and true), so
 // repeats are not missed; values equal only so, in a column that turns out
-// to be text, are told apart by the exact comparison.
+// to be text, are told apart by the exact comparison. A JSON string keys
+// as the same text unquoted would: in a column of strings and numbers
+// (or booleans), which is text, 100 and "100" (true and "true") are one
+// value.
 func AppendText(dst []byte, c value.Cell) []byte {
 	b := c.B
-	if c.Kind == value.CellText || c.Kind == value.CellNumber {
+	if c.Kind == value.CellText || c.Kind == value.CellNumber || c.Kind == value.CellString {
 		if value.IsInteger(b) { // canonical: its text is the number's
 			if len(b) == 2 && b[0] == '-' && b[1] == '0' {
 				b = b[1:]
@@ -676,7 +679,7 @@ func AppendText(dst []byte, c value.Cell) []byte {
 			return binary.BigEndian.AppendUint64(append(dst, 't'), uint64(us))
 		}
 	}
-	if c.Kind == value.CellText || c.Kind == value.CellBool {
+	if c.Kind == value.CellText || c.Kind == value.CellBool || c.Kind == value.CellString {
 		if v, ok := value.ParseBool(b, false); ok {
 			return append(dst, 'b', byte(v))
 		}
@@ -688,7 +691,7 @@ func AppendText(dst []byte, c value.Cell) []byte {
 // (AppendText(dst, c) appends what AppendValue of the Int64 n does), and
 // false for a cell it keys otherwise.
 func TextInt(c value.Cell) (n int64, ok bool) {
-	if c.Kind != value.CellText && c.Kind != value.CellNumber {
+	if c.Kind != value.CellText && c.Kind != value.CellNumber && c.Kind != value.CellString {
 		return 0, false
 	}
 	return value.Integer(c.B)

@@ -319,7 +319,8 @@ func TestTextInt(t *testing.T) {
 		{"1.0", value.CellText, false},
 		{"1e3", value.CellNumber, false},
 		{"", value.CellText, false},
-		{"5", value.CellString, false}, // a JSON string is keyed as text
+		{"5", value.CellString, true}, // as the number 5: one value in the text column of both
+		{"05", value.CellString, false},
 	} {
 		cell := value.Cell{B: []byte(c.text), Kind: c.kind}
 		n, ok := TextInt(cell)
@@ -331,6 +332,21 @@ func TestTextInt(t *testing.T) {
 			if got, want := AppendValue(nil, value.Value{I: n}, value.Int64), AppendText(nil, cell); !slices.Equal(got, want) {
 				t.Errorf("TextInt(%q) = %d, keyed %q; AppendText keys it %q", c.text, n, got, want)
 			}
+		}
+	}
+}
+
+// TestAppendTextKeysAJSONStringAsItsText: a JSON string keys as the
+// number or boolean its text writes, for a column that holds both is text
+// and they are one value there.
+func TestAppendTextKeysAJSONStringAsItsText(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		kind value.CellKind
+	}{{"100", value.CellNumber}, {"1.50", value.CellNumber}, {"true", value.CellBool}} {
+		s, n := AppendText(nil, value.Cell{B: []byte(c.text), Kind: value.CellString}), AppendText(nil, value.Cell{B: []byte(c.text), Kind: c.kind})
+		if !slices.Equal(s, n) {
+			t.Errorf("AppendText of the string %q is %q, of the %v %q", c.text, s, c.kind, n)
 		}
 	}
 }
