@@ -44,7 +44,7 @@ func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage str
 	}
 	match := make([]string, len(conflict))
 	for i, k := range conflict {
-		match[i] = d.KeyValue("t."+q(k), t.Kind(k)) + " = " + d.KeyValue("s."+q(k), t.Kind(k))
+		match[i] = d.KeyValue("t."+q(k), t.Kind(k)) + " = " + d.KeyValue(d.AssignedKey("s."+q(k), t.Column(k)), t.Kind(k))
 	}
 	on := strings.Join(match, " AND ")
 	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM `+table+` t WHERE `+
@@ -107,6 +107,30 @@ func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage str
 			tg.Table, sink.ErrKeyStoredMeanwhile, fresh, staged, inserted)
 	}
 	return staged, fresh, written + inserted, nil
+}
+
+// AssignedKey implements stdsql.KeyAssigner: a staged key of a DATETIME or
+// TIMESTAMP column of fewer than 6 fractional digits, cast to a DATETIME
+// of its digits, which truncates it as the column does when it is stored
+// (00:00:00.6 is 00:00:00 to a DATETIME(0)); any other as it is.
+func (Driver) AssignedKey(expr string, c *sink.Column) string {
+	if c == nil {
+		return expr
+	}
+	typ := strings.ToLower(c.SQLType)
+	if !strings.HasPrefix(typ, "datetime") && !strings.HasPrefix(typ, "timestamp") {
+		return expr
+	}
+	digits := "0"
+	if i := strings.IndexByte(typ, '('); i >= 0 {
+		if j := strings.IndexByte(typ[i:], ')'); j > 0 {
+			digits = typ[i+1 : i+j]
+		}
+	}
+	if digits == "6" {
+		return expr
+	}
+	return "CAST(" + expr + " AS DATETIME(" + digits + "))"
 }
 
 // countMissing counts the staged rows whose key the table lacks.

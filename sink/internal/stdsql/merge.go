@@ -136,9 +136,13 @@ func Classify(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, st
 	present := "t." + d.Quote(conflict[0]) + " IS NOT NULL"
 	// The key as the move's ON CONFLICT matches it: the staged key as the
 	// table's column holds it (a timestamp(0) key's rounded second).
+	stagedKey := staged
+	if a, ok := d.(KeyAssigner); ok && !assigned {
+		stagedKey = func(name string) string { return a.AssignedKey(staged(name), t.Column(name)) }
+	}
 	keys := make([]string, len(conflict))
 	for i, k := range conflict {
-		keys[i] = d.KeyValue("t."+d.Quote(k), t.Kind(k)) + " = " + d.KeyValue(staged(k), t.Kind(k))
+		keys[i] = d.KeyValue("t."+d.Quote(k), t.Kind(k)) + " = " + d.KeyValue(stagedKey(k), t.Kind(k))
 	}
 	match := strings.Join(keys, " AND ")
 	rows, err := tx.QueryContext(ctx, `SELECT `+group+`, count(*),
@@ -161,6 +165,15 @@ func Classify(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, st
 		out[g] = c
 	}
 	return out, rows.Err()
+}
+
+// KeyAssigner is a driver whose key column may hold less of a staged key
+// than the stage does (MariaDB's DATETIME(0) truncates the stage's
+// microseconds): AssignedKey is the staged key expr as column c (nil: not
+// the table's) holds it, which Classify matches the stored key with, as
+// the driver's Merge does.
+type KeyAssigner interface {
+	AssignedKey(expr string, c *sink.Column) string
 }
 
 // describeTarget describes tg's table, which must exist.
