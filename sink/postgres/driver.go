@@ -291,6 +291,18 @@ func (Driver) Exact(expr string, kind idemtype.Type) string {
 	return expr
 }
 
+// ExactColumn implements stdsql.ColumnExacter as the Writer compares a
+// stored value with a new one (field.comparable): a json column keeps a
+// document's text, which is what it compares by (other key order or
+// spacing is a change, as the plain import counts it, and a stored
+// document jsonb cannot read is no error); any other column as Exact.
+func (d Driver) ExactColumn(expr string, c *sink.Column) string {
+	if c.TypeName == "json" {
+		return "(" + expr + ")::text"
+	}
+	return d.Exact(expr, c.Kind)
+}
+
 // TimeType implements sink.Driver.
 func (Driver) TimeType() string { return "timestamptz" }
 

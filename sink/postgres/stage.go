@@ -60,6 +60,9 @@ WHERE t.attrelid = to_regclass($1) AND t.attnum > 0 AND NOT t.attisdropped AND t
 // CHECK constraints of target over columns of the same type in both
 // (under their names), and NOT NULL to the columns NOT NULL in target.
 func (Driver) ConstrainStage(ctx context.Context, tx *sql.Tx, target, stage string) error {
+	if err := stageJSON(ctx, tx, target, stage); err != nil {
+		return err
+	}
 	rows, err := tx.QueryContext(ctx, constraintsSQL, quoteTable(target), quoteTable(stage))
 	if err != nil {
 		return fmt.Errorf("read the constraints of %s: %w", target, err)

@@ -125,7 +125,7 @@ func Classify(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, st
 	if len(data) > 0 {
 		incoming := make([]string, len(data))
 		for i, n := range data {
-			incoming[i] = d.Exact(staged(n), t.Kind(n))
+			incoming[i] = exactOf(d, t, n, staged(n))
 		}
 		changed = d.Distinct(exact(d, t, data, "t."), incoming)
 		if tg.Version != "" {
@@ -213,9 +213,28 @@ func keyMatch(d sink.Driver, t *sink.Table, cols []string, a, b string) string {
 func exact(d sink.Driver, t *sink.Table, names []string, prefix string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {
-		out[i] = d.Exact(prefix+d.Quote(n), t.Kind(n))
+		out[i] = exactOf(d, t, n, prefix+d.Quote(n))
 	}
 	return out
+}
+
+// ColumnExacter is a driver that tells values of a column apart by more
+// than its kind says (PostgreSQL: a json column by its text, a jsonb one
+// by its value, both of kind JSON): ExactColumn is Exact for column c,
+// which is not nil.
+type ColumnExacter interface {
+	ExactColumn(expr string, c *sink.Column) string
+}
+
+// exactOf is expr, a value of t's column name, as the driver tells stored
+// values of it apart (Exact, or ExactColumn where the driver has it).
+func exactOf(d sink.Driver, t *sink.Table, name, expr string) string {
+	if e, ok := d.(ColumnExacter); ok {
+		if c := t.Column(name); c != nil {
+			return e.ExactColumn(expr, c)
+		}
+	}
+	return d.Exact(expr, t.Kind(name))
 }
 
 // prefixed quotes each name with d.Quote, prefixed (e.g. "excluded.").
