@@ -244,7 +244,8 @@ func columnLimits(t *sink.Table) map[string]reader.Limit {
 		if strings.HasPrefix(c.Name, sink.Reserved) {
 			continue
 		}
-		l := reader.Limit{MaxChars: c.MaxChars, Decimal: c.Numeric, Precision: c.Precision, Scale: c.Scale, NotNull: c.NotNull}
+		l := reader.Limit{MaxChars: c.MaxChars, Decimal: c.Numeric, Precision: c.Precision, Scale: c.Scale, NotNull: c.NotNull,
+			TimeUnit: c.TimeUnit, TimeTruncates: c.TimeTruncates}
 		if c.IntBits > 0 && c.IntBits < 64 {
 			l.MinInt, l.MaxInt = -1<<(c.IntBits-1), 1<<(c.IntBits-1)-1
 		}

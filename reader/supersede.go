@@ -23,9 +23,10 @@ import (
 
 // appendBatchKey appends the exact key of row i of a batch the reader
 // built: the values the target receives, decimals by their number (1.5
-// and 1.50 are one key).
-func appendBatchKey(dst []byte, rec arrow.RecordBatch, cols []int, i int) []byte {
-	for _, k := range cols {
+// and 1.50 are one key), timestamps as their column stores them (lims,
+// one per key column, nil where none: Limit.Time).
+func appendBatchKey(dst []byte, rec arrow.RecordBatch, cols []int, lims []*Limit, i int) []byte {
+	for j, k := range cols {
 		if a, ok := rec.Column(k).(*array.String); ok && idemtype.TypeOf(rec.Schema().Field(k)) == idemtype.Decimal {
 			dst = keys.AppendDecimal(dst, []byte(a.Value(i)))
 			continue
@@ -40,7 +41,11 @@ func appendBatchKey(dst []byte, rec arrow.RecordBatch, cols []int, i int) []byte
 			}
 			dst = binary.BigEndian.AppendUint64(append(dst, 'f'), math.Float64bits(f))
 		case *array.Timestamp:
-			dst = binary.BigEndian.AppendUint64(append(dst, 't'), uint64(a.Value(i)))
+			v := int64(a.Value(i))
+			if tt, ok := a.DataType().(*arrow.TimestampType); ok && tt.Unit == arrow.Microsecond {
+				v = lims[j].Time(v)
+			}
+			dst = binary.BigEndian.AppendUint64(append(dst, 't'), uint64(v))
 		case *array.Boolean:
 			b := byte(0)
 			if a.Value(i) {
@@ -70,6 +75,12 @@ func (f *File) supersede(ctx context.Context, plan *Plan, cands []int64) error {
 		names[i] = c.Name
 	}
 	cols := keys.Columns(names, f.f.Opts.Key)
+	lims := make([]*Limit, len(cols))
+	for j, k := range cols {
+		if l, ok := f.f.Opts.Limits[names[k]]; ok {
+			lims[j] = &l
+		}
+	}
 	// The partitions that hold candidates. A text file is read once from
 	// the first of them to the last: a compressed one cannot seek.
 	var reads []Partition
@@ -112,7 +123,7 @@ func (f *File) supersede(ctx context.Context, plan *Plan, cands []int64) error {
 				continue
 			}
 			next++
-			buf = appendBatchKey(buf[:0], b.Record, cols, i)
+			buf = appendBatchKey(buf[:0], b.Record, cols, lims, i)
 			w := winner{ordinal: o}
 			if vcol >= 0 {
 				w.version = versionOf(b.Record.Column(vcol), i)

@@ -83,6 +83,12 @@ type Column struct {
 	Precision int
 	Scale     int
 	JSONB     bool // PostgreSQL jsonb, which refuses \u0000 and numbers beyond numeric
+	// TimeUnit is the microseconds of the finest step a timestamp column
+	// keeps when it keeps less than a microsecond's (PostgreSQL
+	// timestamp(0): 1000000), which it rounds a value to (TimeTruncates:
+	// truncates, as MariaDB's DATETIME(p) does); 0 for any other column.
+	TimeUnit      int64
+	TimeTruncates bool
 	// TypeName is the name of the column's type where the driver's
 	// writer needs it beyond Kind and SQLType (PostgreSQL: its name in
 	// pg_catalog, "" for a type of another schema), and "" elsewhere.

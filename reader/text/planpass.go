@@ -450,6 +450,9 @@ func (v *validator) key(ordinal int64, cells []value.Cell) {
 		if t := v.fixed[i]; t != value.Unknown {
 			var x value.Value
 			value.ConvertTextTo(&x, c, t, true)
+			if (t == value.Timestamp || t == value.LocalTimestamp) && i < len(v.limits) && v.limits[i] != nil {
+				x.I = v.limits[i].Time(x.I) // the key the column stores
+			}
 			buf = keys.AppendValue(buf, x, t)
 		} else {
 			buf = keys.AppendText(buf, c)

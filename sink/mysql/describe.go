@@ -65,6 +65,18 @@ func limits(c *sink.Column, dataType, columnType string, chars, precision, scale
 	case dataType == "decimal":
 		c.Numeric = true
 		c.Precision, c.Scale = int(precision.Int64), int(scale.Int64)
+	case dataType == "datetime" || dataType == "timestamp":
+		// DATETIME(p) and TIMESTAMP(p) truncate to p digits of a second.
+		digits := 0
+		if i := strings.IndexByte(columnType, '('); i >= 0 {
+			fmt.Sscanf(columnType[i:], "(%d)", &digits)
+		}
+		if digits < 6 {
+			c.TimeUnit, c.TimeTruncates = 1, true
+			for range 6 - digits {
+				c.TimeUnit *= 10
+			}
+		}
 	}
 }
 

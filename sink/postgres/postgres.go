@@ -96,6 +96,13 @@ func limits(c *sink.Column, typname string, typmod int) {
 		}
 	case "jsonb":
 		c.JSONB = true
+	case "timestamp", "timestamptz":
+		if typmod >= 0 && typmod < 6 { // timestamp(p): p digits of a second
+			c.TimeUnit = 1
+			for range 6 - typmod {
+				c.TimeUnit *= 10
+			}
+		}
 	}
 }
 

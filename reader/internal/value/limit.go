@@ -29,6 +29,13 @@ type Limit struct {
 	// JSON says the column is of the database's JSON type, whose
 	// Rules.JSON its JSON values must pass.
 	JSON bool `json:"jsonb,omitempty"`
+	// TimeUnit, when not 0, is the step in microseconds of a timestamp
+	// column that keeps fewer digits of a second than a microsecond's: a
+	// key is what the column makes of it (Time), so that two keys it
+	// stores as one are one key to the plan. TimeTruncates says it
+	// truncates (MariaDB), not rounds (PostgreSQL).
+	TimeUnit      int64 `json:"time_unit,omitempty"`
+	TimeTruncates bool  `json:"time_truncates,omitempty"`
 	// NotNull says the column refuses nulls.
 	NotNull bool `json:"not_null,omitempty"`
 	// Key says the column is part of the natural key of a table the
@@ -75,6 +82,35 @@ func (l *Limit) check(r *idemtype.ValueRules, c Cell, v Value, t Type) (string, 
 		}
 	}
 	return "", ""
+}
+
+// pgEpoch is PostgreSQL's epoch, 2000-01-01, in microseconds since
+// 1970-01-01: it rounds a timestamp's microseconds since it, half away
+// from it.
+const pgEpoch = 946684800 * 1000000
+
+// Time returns us, microseconds since 1970-01-01 of a timestamp, as a
+// column limited by l stores it: rounded to l.TimeUnit as PostgreSQL's
+// timestamp(p) rounds (AdjustTimestampForTypmod: half away from its
+// epoch), or truncated, as MariaDB's DATETIME(p) does (towards the past:
+// it drops digits of the second's fraction).
+func (l *Limit) Time(us int64) int64 {
+	if l == nil || l.TimeUnit <= 1 {
+		return us
+	}
+	u := l.TimeUnit
+	if l.TimeTruncates {
+		r := us % u
+		if r < 0 {
+			r += u
+		}
+		return us - r
+	}
+	rel := us - pgEpoch
+	if rel >= 0 {
+		return (rel+u/2)/u*u + pgEpoch
+	}
+	return -((-rel + u/2) / u * u) + pgEpoch
 }
 
 // CheckLimits returns why cell c of a column limited by l (nil: none),

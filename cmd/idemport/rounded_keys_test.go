@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/idemport/idemport/internal/testkit"
+)
+
+// TestKeysTheColumnRoundsOntoOne: two rows of one file whose keys differ
+// as the file writes them and are one key as the key column holds them:
+// 00:00:00.6 and 00:00:01 to a PostgreSQL timestamp(0), which rounds;
+// 00:00:00.6 and 00:00:00.2 to a MariaDB DATETIME(0), which truncates.
+// The plan keys them as the column stores them, so the earlier row is
+// superseded and the later one applied (1 inserted, 1 superseded), by a
+// plain and (on PostgreSQL) an --atomic import, and a rerun changes
+// nothing. Without it
+// PostgreSQL failed both imports on every rerun with "ON CONFLICT DO
+// UPDATE command cannot affect row a second time" (exit 1), and MariaDB
+// counted 1 inserted and 1 updated for a table of one row.
+func TestKeysTheColumnRoundsOntoOne(t *testing.T) {
+	t.Parallel()
+	testkit.EachOf(t, []string{testkit.Postgres, testkit.MariaDB}, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		body, create, stored, asText := "ts,v\n2024-01-01 00:00:00.6,a\n2024-01-01 00:00:01,b\n", "timestamp(0)", "2024-01-01 00:00:01", "ts::text"
+		if name == testkit.MariaDB {
+			body, create, stored, asText = "ts,v\n2024-01-01 00:00:00.6,a\n2024-01-01 00:00:00.2,b\n", "DATETIME(0)", "2024-01-01 00:00:00", "CAST(ts AS CHAR)"
+		}
+		if err := os.WriteFile(filepath.Join(dir, "k.csv"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			table string
+			extra []string
+		}{{"rk_plain", nil}, {"rk_atomic", []string{"--atomic"}}} {
+			if name == testkit.MariaDB && c.extra != nil {
+				continue // defect apart from keys: --atomic into a MariaDB table made without idemport's lineage columns fails (Unknown column t._idemport_file)
+			}
+			if _, err := tg.DB.Exec(`CREATE TABLE ` + c.table + ` (ts ` + create + ` PRIMARY KEY, v text)`); err != nil {
+				t.Fatal(err)
+			}
+			for run := 0; run < 2; run++ {
+				r := importTo(t, tg, dir, nil, 0, append(append([]string{"--table", c.table, "--key", "ts"}, c.extra...), "k.csv")...)
+				if run == 0 && (r.Rows.Inserted != 1 || r.Rows.Updated != 0 || r.Rows.Superseded != 1) {
+					t.Errorf("%s: %+v, want 1 inserted, 1 superseded", c.table, r.Rows)
+				}
+				if got := testkit.Query(t, tg.DB, `SELECT `+asText+`, v FROM `+c.table); !reflect.DeepEqual(got, [][]any{{stored, "b"}}) {
+					t.Errorf("%s run %d: holds %v, want [[%s b]]", c.table, run, got, stored)
+				}
+			}
+		}
+	})
+}
