@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -82,7 +83,24 @@ func (a *applier) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all,
 		}
 		classified.Add(c)
 	}
+	rewritten := false
 	if classified.Inserted != fresh || classified.Updated != written-fresh {
+		// A table whose triggers change or skip the rows they are given
+		// makes the move do other than the classification says by
+		// itself: the move is what happened, and its counts (its own,
+		// RETURNING) stand, each staged row the move did not write as
+		// the classification said taken off its class (reconcile).
+		if rw, ok := a.e.st.Driver.(sink.RowRewriter); ok {
+			yes, err := rw.RewritesRows(ctx, tx, a.target.Table)
+			if err != nil {
+				return 0, all, mine, err
+			}
+			if yes {
+				classes, rewritten = reconcile(classes, fresh, written-fresh)
+			}
+		}
+	}
+	if !rewritten && (classified.Inserted != fresh || classified.Updated != written-fresh) {
 		// Another import stored and committed a key of the staged rows
 		// (or changed, or deleted, a stored one) after Classify read
 		// them, before the move met them: the move did to it other than
@@ -103,7 +121,55 @@ func (a *applier) moveStaged(ctx context.Context, tx *sql.Tx) (fresh int64, all,
 		}
 	}
 	a.res.note(a.log, "moved %d staged rows into %s in one transaction: %d new, %d changed, %d unchanged or older", staged, a.target.Table, fresh, written-fresh, staged-written)
+	if rewritten {
+		a.res.note(a.log, "the triggers of %s changed or skipped rows as they were moved (the file said %d new and %d changed): the counts are what the move did, a row a trigger skipped or left as stored counted unchanged",
+			a.target.Table, classified.Inserted, classified.Updated)
+	}
 	return fresh, all, mine, nil
+}
+
+// reconcile returns classes, the classification of the staged rows by
+// group, made to add up to what the move did (inserted new rows, updated
+// stored ones) in a table whose triggers change or skip rows: rows
+// classified new or changed that the move did not write so are counted
+// unchanged, and rows classified unchanged that it updated (a trigger
+// that stamps them) changed, group after group in order. It returns false
+// when the move cannot be so explained: it inserted more rows than were
+// new, which only another import deleting a key meanwhile does.
+func reconcile(classes map[int64]idemtype.Rows, inserted, updated int64) (map[int64]idemtype.Rows, bool) {
+	var sum idemtype.Rows
+	for _, c := range classes {
+		sum.Add(c)
+	}
+	extraIns, extraUpd := sum.Inserted-inserted, sum.Updated-updated
+	if extraIns < 0 {
+		return classes, false
+	}
+	groups := slices.Sorted(maps.Keys(classes))
+	out := make(map[int64]idemtype.Rows, len(classes))
+	for _, g := range groups {
+		c := classes[g]
+		n := min(extraIns, c.Inserted)
+		c.Inserted, c.Unchanged, extraIns = c.Inserted-n, c.Unchanged+n, extraIns-n
+		if extraUpd > 0 {
+			n = min(extraUpd, c.Updated)
+			c.Updated, c.Unchanged, extraUpd = c.Updated-n, c.Unchanged+n, extraUpd-n
+		}
+		out[g] = c
+	}
+	for _, g := range groups {
+		if extraUpd >= 0 {
+			break
+		}
+		c := out[g]
+		n := min(-extraUpd, c.Unchanged)
+		c.Updated, c.Unchanged, extraUpd = c.Updated+n, c.Unchanged-n, extraUpd+n
+		out[g] = c
+	}
+	if extraIns != 0 || extraUpd != 0 {
+		return classes, false
+	}
+	return out, true
 }
 
 // MoveRefusedError is the move of an --atomic import's staged rows into

@@ -219,6 +219,16 @@ func (a *applier) completionDDL(ctx context.Context) (*evolution, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ev == nil || ev.text == "" {
+		// A table that fits the file, which the plan did not ensure (an
+		// existing table is checked at completion): Ensure gives it the
+		// lineage columns the move writes, as alter does a changed one.
+		if err := a.e.st.Alter(ctx, func(tx *sql.Tx) error {
+			return a.e.st.Driver.Ensure(ctx, tx, a.target, a.plan.Schema.Arrow())
+		}); err != nil {
+			return nil, err
+		}
+	}
 	if s := a.req.Mapping.Snapshot; s != nil && s.Soft {
 		err = a.e.st.Alter(ctx, func(tx *sql.Tx) error { return a.e.st.Driver.EnsureDeleted(ctx, tx, a.target.Table) })
 	}

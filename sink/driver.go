@@ -418,6 +418,18 @@ type StageConstrainer interface {
 	ConstrainStage(ctx context.Context, tx *sql.Tx, target, stage string) error
 }
 
+// RowRewriter is implemented by a driver whose tables may change or skip
+// the rows they are given (PostgreSQL: a BEFORE INSERT or UPDATE trigger
+// FOR EACH ROW, which may rewrite a row or return NULL), so that the
+// move of an --atomic import's staged rows may do other than their
+// classification says without another import writing the file's keys.
+type RowRewriter interface {
+	// RewritesRows reports, inside tx, whether the table may change or
+	// skip the rows an INSERT or UPDATE gives it (false when it does not
+	// exist).
+	RewritesRows(ctx context.Context, tx *sql.Tx, table string) (bool, error)
+}
+
 // RowErrorer is implemented by a driver that tells, of a failed
 // statement over many rows (the move of an --atomic import's staged rows
 // into its target), a refusal of the rows' values by the table (a CHECK,

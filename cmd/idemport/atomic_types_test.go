@@ -113,3 +113,70 @@ func TestAtomicCountsColumnsThatRoundTheFile(t *testing.T) {
 		t.Fatalf("pt holds %v", got)
 	}
 }
+
+// TestAtomicEnumAndDomainColumns: an --atomic import into an existing
+// PostgreSQL table of an enum and a domain column, whose values the stage
+// holds as text (or as the file's numbers), moves them cast to the
+// columns' types, as a plain import by key writes them; a value the enum
+// or the domain refuses is the table's refusal (exit 5, the database's
+// reason, the undo --forget next step, the table as before), not a
+// failure every rerun meets again.
+func TestAtomicEnumAndDomainColumns(t *testing.T) {
+	t.Parallel()
+	testkit.Available(t, testkit.Postgres)
+	dir := t.TempDir()
+	tg := testkit.NewTarget(t, testkit.Postgres, dir)
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []string{
+		`CREATE TYPE mood AS ENUM ('sad', 'ok', 'glad')`,
+		`CREATE DOMAIN pos AS integer CHECK (VALUE > 0)`,
+		`CREATE DOMAIN code AS text CHECK (VALUE ~ '^[A-Z]+$')`,
+		`CREATE TABLE em (id bigint PRIMARY KEY, m mood, p pos, c code)`,
+		`CREATE TABLE ep (id bigint PRIMARY KEY, m mood, p pos, c code)`,
+	} {
+		if _, err := tg.DB.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.csv", "id,m,p,c\n1,sad,3,AB\n2,ok,4,CD\n")
+	write("b.csv", "id,m,p,c\n1,glad,3,AB\n2,ok,4,CD\n3,sad,5,EF\n")
+	// Plain by key and --atomic land the same values.
+	importTo(t, tg, dir, nil, 0, "--table", "ep", "--key", "id", "a.csv")
+	importTo(t, tg, dir, nil, 0, "--table", "ep", "--key", "id", "b.csv")
+	atomic := []string{"--atomic", "--table", "em", "--key", "id"}
+	if r := importTo(t, tg, dir, nil, 0, append(atomic, "a.csv")...); r.Rows.Inserted != 2 {
+		t.Fatalf("a.csv --atomic: %+v, want 2 inserted", r.Rows)
+	}
+	if r := importTo(t, tg, dir, nil, 0, append(atomic, "b.csv")...); r.Rows.Inserted != 1 || r.Rows.Updated != 1 || r.Rows.Unchanged != 1 {
+		t.Fatalf("b.csv --atomic: %+v, want 1 inserted, 1 updated, 1 unchanged", r.Rows)
+	}
+	const read = `SELECT id::text, m::text, p::text, c::text FROM %s ORDER BY id`
+	want := [][]any{{"1", "glad", "3", "AB"}, {"2", "ok", "4", "CD"}, {"3", "sad", "5", "EF"}}
+	for _, table := range []string{"em", "ep"} {
+		if got := testkit.Query(t, tg.DB, strings.Replace(read, "%s", table, 1)); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s holds %v, want %v", table, got, want)
+		}
+	}
+	// Values the types refuse: each file refused whole, every rerun
+	// the same way, the table as it was.
+	for _, c := range []struct{ name, body, reason string }{
+		{"enum.csv", "id,m,p,c\n4,sad,1,GH\n5,happy,2,IJ\n", `invalid input value for enum mood: "happy"`},
+		{"domain.csv", "id,m,p,c\n4,sad,1,GH\n5,ok,-2,IJ\n", `value for domain pos violates check constraint`},
+		{"text.csv", "id,m,p,c\n1,sad,1,gh\n", `value for domain code violates check constraint`},
+	} {
+		write(c.name, c.body)
+		for range 2 {
+			r := importTo(t, tg, dir, nil, 5, append(atomic, c.name)...)
+			if r.Outcome != "refused" || !strings.Contains(r.Error, "cannot be moved into em") || !strings.Contains(r.Error, c.reason) {
+				t.Fatalf("%s --atomic: %s %q, want refused: %s", c.name, r.Outcome, r.Error, c.reason)
+			}
+		}
+		if got := testkit.Query(t, tg.DB, strings.Replace(read, "%s", "em", 1)); !reflect.DeepEqual(got, want) {
+			t.Fatalf("after %s em holds %v, want %v", c.name, got, want)
+		}
+	}
+}

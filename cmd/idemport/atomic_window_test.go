@@ -3,11 +3,9 @@
 package main
 
 import (
-	"os/exec"
 	"reflect"
 	"regexp"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -43,47 +41,37 @@ func TestAtomicCountsAKeyStoredBeforeItsMove(t *testing.T) {
 		l.write("a.csv", "id,v,n\n1,2,a\n3,2,a\n4,2,a\n")
 		l.write("b.csv", "id,v,n\n4,1,b\n5,1,b\n")
 
-		start := func(env []string, args ...string) (*exec.Cmd, *strings.Builder, *strings.Builder) {
-			cmd := tg.Cmd(t, dir, env, append([]string{"import", "--output", "json"}, args...)...)
-			var out, errb strings.Builder
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cmd.Process.Kill() })
-			testkit.WaitStopped(t, cmd.Process.Pid)
-			return cmd, &out, &errb
-		}
+		imp := []string{"import", "--output", "json"}
 		// b.csv stops with its plan stored: the table it writes is
 		// ensured (on PostgreSQL under a lock a completing transaction
 		// holds too). a.csv classifies 3 and 4 new and 1 changed, and
 		// stops; b.csv stores 4 (and 5) and completes.
-		b, bout, berr := start([]string{"IDEMPORT_FAILPOINT=after-plan:stop"}, append(slices.Clone(key), "b.csv")...)
-		a, out, errb := start([]string{"IDEMPORT_FAILPOINT=before-move:stop"}, append(append([]string{"--atomic"}, key...), "a.csv")...)
-		if err := testkit.Continue(b.Process); err != nil {
+		b := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=after-plan:stop"}, append(append(slices.Clone(imp), key...), "b.csv")...))
+		a := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=before-move:stop"}, append(append(append(slices.Clone(imp), "--atomic"), key...), "a.csv")...))
+		if err := testkit.Continue(b.cmd.Process); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Wait(); err != nil {
-			t.Fatalf("b.csv: %v\nstdout: %s\nstderr: %s", err, bout.String(), berr.String())
+		if err := b.cmd.Wait(); err != nil {
+			t.Fatalf("b.csv: %v\nstdout: %s\nstderr: %s", err, b.stdout.String(), b.stderr.String())
 		}
-		if rs := parseResults(t, bout.String()); len(rs) != 1 || rs[0].Outcome != "imported" || rs[0].Rows.Inserted != 2 || rs[0].Rows.Updated != 0 {
+		if rs := parseResults(t, b.stdout.String()); len(rs) != 1 || rs[0].Outcome != "imported" || rs[0].Rows.Inserted != 2 || rs[0].Rows.Updated != 0 {
 			t.Fatalf("b.csv: %+v, want imported, 2 rows inserted", rs)
 		} else {
 			ids["b.csv"] = rs[0].FileID
 		}
-		if err := testkit.Continue(a.Process); err != nil {
+		if err := testkit.Continue(a.cmd.Process); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.Wait(); err != nil {
-			t.Fatalf("a.csv: %v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
+		if err := a.cmd.Wait(); err != nil {
+			t.Fatalf("a.csv: %v\nstdout: %s\nstderr: %s", err, a.stdout.String(), a.stderr.String())
 		}
-		rs := parseResults(t, out.String())
+		rs := parseResults(t, a.stdout.String())
 		if len(rs) != 1 || rs[0].Outcome != "imported" || rs[0].Rows.Read != 3 || rs[0].Rows.Inserted != 1 || rs[0].Rows.Updated != 2 || rs[0].Rows.Unchanged != 0 {
-			t.Fatalf("a.csv: %+v, want imported, 3 read, 1 inserted (3), 2 updated (1, and 4 over b.csv's)\nstderr: %s", rs, errb.String())
+			t.Fatalf("a.csv: %+v, want imported, 3 read, 1 inserted (3), 2 updated (1, and 4 over b.csv's)\nstderr: %s", rs, a.stderr.String())
 		}
 		ids["a.csv"] = rs[0].FileID
-		if n := len(regexp.MustCompile(`moving them again`).FindAllString(errb.String(), -1)); n != 1 {
-			t.Fatalf("a.csv moved again %d times, want once:\n%s", n, errb.String())
+		if n := len(regexp.MustCompile(`moving them again`).FindAllString(a.stderr.String(), -1)); n != 1 {
+			t.Fatalf("a.csv moved again %d times, want once:\n%s", n, a.stderr.String())
 		}
 		want := "1|2|a\n2|1|base\n3|2|a\n4|2|a\n5|1|b"
 		l.wantRows("aw", want, "id", "v", "n")
@@ -169,30 +157,24 @@ func TestAtomicCountsAKeyStoredBeforeItsMove(t *testing.T) {
 		// move do, and the completing transaction runs again.
 		l.write("d.csv", "id,v,n\n3,4,d\n7,4,d\n")
 		l.write("e.csv", "id,v,n\n7,5,e\n8,5,e\n")
-		e, eout, eerr := start([]string{"IDEMPORT_FAILPOINT=before-partition-commit:stop"}, append(slices.Clone(key), "e.csv")...)
-		d := tg.Cmd(t, dir, nil, append(append([]string{"import", "--output", "json", "--atomic"}, key...), "d.csv")...)
-		var dout, derr strings.Builder
-		d.Stdout, d.Stderr = &dout, &derr
-		if err := d.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Process.Kill() })
+		e := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=before-partition-commit:stop"}, append(append(slices.Clone(imp), key...), "e.csv")...))
+		d := start(t, tg, dir, nil, append(append(append(slices.Clone(imp), "--atomic"), key...), "d.csv")...)
 		for deadline := time.Now().Add(time.Minute); testkit.Int(t, tg.DB, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO "aw" (%'`) == 0; time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("d.csv's move never waited for e.csv's key 7\nstderr: %s", derr.String())
+				t.Fatalf("d.csv's move never waited for e.csv's key 7\nstderr: %s", d.stderr.String())
 			}
 		}
-		if err := testkit.Continue(e.Process); err != nil {
+		if err := testkit.Continue(e.cmd.Process); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.Wait(); err != nil {
-			t.Fatalf("e.csv: %v\nstdout: %s\nstderr: %s", err, eout.String(), eerr.String())
+		if err := e.cmd.Wait(); err != nil {
+			t.Fatalf("e.csv: %v\nstdout: %s\nstderr: %s", err, e.stdout.String(), e.stderr.String())
 		}
-		if err := d.Wait(); err != nil {
-			t.Fatalf("d.csv: %v\nstdout: %s\nstderr: %s", err, dout.String(), derr.String())
+		if err := d.cmd.Wait(); err != nil {
+			t.Fatalf("d.csv: %v\nstdout: %s\nstderr: %s", err, d.stdout.String(), d.stderr.String())
 		}
-		if rs := parseResults(t, dout.String()); len(rs) != 1 || rs[0].Outcome != "imported" || rs[0].Rows.Inserted != 0 || rs[0].Rows.Updated != 2 {
-			t.Fatalf("d.csv: %+v, want imported, 2 rows updated (3, and 7 over e.csv's)\nstderr: %s", rs, derr.String())
+		if rs := parseResults(t, d.stdout.String()); len(rs) != 1 || rs[0].Outcome != "imported" || rs[0].Rows.Inserted != 0 || rs[0].Rows.Updated != 2 {
+			t.Fatalf("d.csv: %+v, want imported, 2 rows updated (3, and 7 over e.csv's)\nstderr: %s", rs, d.stderr.String())
 		}
 		l.wantRows("aw", "1|2|a\n2|3|c\n3|4|d\n4|2|a\n5|1|b\n6|3|c\n7|4|d\n8|5|e", "id", "v", "n")
 		if n := testkit.Int(t, tg.DB, `SELECT `+tg.Sum("rows_inserted")+` FROM `+tg.Ledger("operations")); n != 8 {

@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -487,22 +486,12 @@ func TestAtomicMoveMeetsAKeyStoredMeanwhile(t *testing.T) {
 		l.run(0, append(append([]string{"import"}, key...), "base.csv")...)
 		l.write("a.csv", "id,v,n\n1,2,a\n3,2,a\n4,2,a\n")
 		l.write("b.csv", "id,v,n\n4,1,b\n5,1,b\n")
-		start := func(env []string, args ...string) (*exec.Cmd, *strings.Builder, *strings.Builder) {
-			cmd := tg.Cmd(t, dir, env, append([]string{"import", "--output", "json"}, args...)...)
-			var out, errb strings.Builder
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cmd.Process.Kill() })
-			testkit.WaitStopped(t, cmd.Process.Pid)
-			return cmd, &out, &errb
-		}
-		a, out, errb := start([]string{"IDEMPORT_FAILPOINT=inside-move:stop"}, append(append([]string{"--atomic"}, key...), "a.csv")...)
+		imp := []string{"import", "--output", "json"}
+		a := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=inside-move:stop"}, append(slices.Clone(imp), append(append([]string{"--atomic"}, key...), "a.csv")...)...))
 		// a.csv's stored key 1 is updated, its keys 3 and 4 not yet
 		// inserted: b.csv writes 4 and stops before its COMMIT.
-		b, bout, berr := start([]string{"IDEMPORT_FAILPOINT=before-partition-commit:stop"}, append(slices.Clone(key), "b.csv")...)
-		if err := testkit.Continue(a.Process); err != nil {
+		b := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=before-partition-commit:stop"}, append(slices.Clone(imp), append(slices.Clone(key), "b.csv")...)...))
+		if err := testkit.Continue(a.cmd.Process); err != nil {
 			t.Fatal(err)
 		}
 		// a.csv's insert waits for b.csv's key 4, checking it is no
@@ -525,21 +514,21 @@ func TestAtomicMoveMeetsAKeyStoredMeanwhile(t *testing.T) {
 				t.Fatalf("the move's insert never waited for b.csv's key 4:\n%s", status)
 			}
 		}
-		if err := testkit.Continue(b.Process); err != nil {
+		if err := testkit.Continue(b.cmd.Process); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Wait(); err != nil {
-			t.Fatalf("b.csv: %v\nstdout: %s\nstderr: %s", err, bout.String(), berr.String())
+		if err := b.cmd.Wait(); err != nil {
+			t.Fatalf("b.csv: %v\nstdout: %s\nstderr: %s", err, b.stdout.String(), b.stderr.String())
 		}
-		if rs := parseResults(t, bout.String()); len(rs) != 1 || rs[0].Outcome != "imported" || rs[0].Rows.Inserted != 2 {
+		if rs := parseResults(t, b.stdout.String()); len(rs) != 1 || rs[0].Outcome != "imported" || rs[0].Rows.Inserted != 2 {
 			t.Fatalf("b.csv: %+v, want imported, 2 rows inserted", rs)
 		}
-		if err := a.Wait(); err != nil {
-			t.Fatalf("a.csv, its move meeting key 4 stored: %v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
+		if err := a.cmd.Wait(); err != nil {
+			t.Fatalf("a.csv, its move meeting key 4 stored: %v\nstdout: %s\nstderr: %s", err, a.stdout.String(), a.stderr.String())
 		}
-		rs := parseResults(t, out.String())
+		rs := parseResults(t, a.stdout.String())
 		if len(rs) != 1 || rs[0].Outcome != "imported" || rs[0].Rows.Inserted != 1 || rs[0].Rows.Updated != 2 || rs[0].Rows.Unchanged != 0 {
-			t.Fatalf("a.csv: %+v, want imported, 1 row inserted (3), 2 updated (1, and 4 over b.csv's)\nstderr: %s", rs, errb.String())
+			t.Fatalf("a.csv: %+v, want imported, 1 row inserted (3), 2 updated (1, and 4 over b.csv's)\nstderr: %s", rs, a.stderr.String())
 		}
 		want := "1|2|a\n2|1|base\n3|2|a\n4|2|a\n5|1|b"
 		if got := l.rows("am", "id", "v", "n"); got != want {
@@ -612,18 +601,8 @@ func TestAtomicMoveCountsAndRefusesWithKeysStoredMeanwhile(t *testing.T) {
 	t.Parallel()
 	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
 		l := &life{t: t, tg: tg, dir: dir}
-		start := func(env []string, args ...string) (*exec.Cmd, *strings.Builder, *strings.Builder) {
-			cmd := tg.Cmd(t, dir, env, append([]string{"import", "--output", "json"}, args...)...)
-			var out, errb strings.Builder
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cmd.Process.Kill() })
-			testkit.WaitStopped(t, cmd.Process.Pid)
-			return cmd, &out, &errb
-		}
-		stopped := []string{"IDEMPORT_FAILPOINT=inside-move:stop"}
+		imp := []string{"import", "--output", "json"}
+		inMove := []string{"IDEMPORT_FAILPOINT=inside-move:stop"}
 		again := regexp.MustCompile(`moving them again.* pause=(\S+)`)
 
 		// The counts.
@@ -632,25 +611,25 @@ func TestAtomicMoveCountsAndRefusesWithKeysStoredMeanwhile(t *testing.T) {
 		l.run(0, append(append([]string{"import"}, key...), "base.csv")...)
 		l.write("a.csv", "id,v,n\n1,2,a\n3,2,a\n4,2,a\n")
 		l.write("b.csv", "id,v,n\n4,1,b\n5,1,b\n")
-		a, out, errb := start(stopped, append(append([]string{"--atomic"}, key...), "a.csv")...)
+		a := stopped(t, start(t, tg, dir, inMove, append(slices.Clone(imp), append(append([]string{"--atomic"}, key...), "a.csv")...)...))
 		if r := importTo(t, tg, dir, nil, 0, append(slices.Clone(key), "b.csv")...); r.Rows.Inserted != 2 || r.Rows.Updated != 0 {
 			t.Fatalf("b.csv: %+v, want 2 rows inserted", r.Rows)
 		}
 		continued := time.Now()
-		if err := testkit.Continue(a.Process); err != nil {
+		if err := testkit.Continue(a.cmd.Process); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.Wait(); err != nil {
-			t.Fatalf("a.csv: %v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
+		if err := a.cmd.Wait(); err != nil {
+			t.Fatalf("a.csv: %v\nstdout: %s\nstderr: %s", err, a.stdout.String(), a.stderr.String())
 		}
 		took := time.Since(continued)
-		rs := parseResults(t, out.String())
+		rs := parseResults(t, a.stdout.String())
 		if len(rs) != 1 || rs[0].Outcome != "imported" || rs[0].Rows.Inserted != 1 || rs[0].Rows.Updated != 2 || rs[0].Rows.Unchanged != 0 {
-			t.Fatalf("a.csv: %+v, want imported, 1 row inserted (3), 2 updated (1, and 4 over b.csv's)\nstderr: %s", rs, errb.String())
+			t.Fatalf("a.csv: %+v, want imported, 1 row inserted (3), 2 updated (1, and 4 over b.csv's)\nstderr: %s", rs, a.stderr.String())
 		}
-		m := again.FindAllStringSubmatch(errb.String(), -1)
+		m := again.FindAllStringSubmatch(a.stderr.String(), -1)
 		if len(m) != 1 {
-			t.Fatalf("a.csv moved again %d times, want once, after a pause:\n%s", len(m), errb.String())
+			t.Fatalf("a.csv moved again %d times, want once, after a pause:\n%s", len(m), a.stderr.String())
 		}
 		if pause, err := time.ParseDuration(m[0][1]); err != nil || took < pause {
 			t.Fatalf("a.csv moved again after a pause of %s (%v), but completed %s after it went on", m[0][1], err, took)
@@ -683,15 +662,15 @@ func TestAtomicMoveCountsAndRefusesWithKeysStoredMeanwhile(t *testing.T) {
 			l.run(0, append(append([]string{"import"}, key...), table+"-base.csv")...)
 			l.write(table+"-a.csv", c.a)
 			l.write(table+"-b.csv", c.b)
-			a, out, errb := start(stopped, append(append([]string{"--atomic"}, key...), table+"-a.csv")...)
+			a := stopped(t, start(t, tg, dir, inMove, append(slices.Clone(imp), append(append([]string{"--atomic"}, key...), table+"-a.csv")...)...))
 			if !c.hold {
 				importTo(t, tg, dir, nil, 0, append(slices.Clone(key), table+"-b.csv")...)
-				if err := testkit.Continue(a.Process); err != nil {
+				if err := testkit.Continue(a.cmd.Process); err != nil {
 					t.Fatal(err)
 				}
 			} else {
-				b, bout, berr := start([]string{"IDEMPORT_FAILPOINT=before-partition-commit:stop"}, append(slices.Clone(key), table+"-b.csv")...)
-				if err := testkit.Continue(a.Process); err != nil {
+				b := stopped(t, start(t, tg, dir, []string{"IDEMPORT_FAILPOINT=before-partition-commit:stop"}, append(slices.Clone(imp), append(slices.Clone(key), table+"-b.csv")...)...))
+				if err := testkit.Continue(a.cmd.Process); err != nil {
 					t.Fatal(err)
 				}
 				var db string
@@ -711,22 +690,22 @@ func TestAtomicMoveCountsAndRefusesWithKeysStoredMeanwhile(t *testing.T) {
 						t.Fatalf("%s: the move's insert never waited for b.csv's y3:\n%s", c.name, status)
 					}
 				}
-				if err := testkit.Continue(b.Process); err != nil {
+				if err := testkit.Continue(b.cmd.Process); err != nil {
 					t.Fatal(err)
 				}
-				if err := b.Wait(); err != nil {
-					t.Fatalf("%s: b.csv: %v\nstdout: %s\nstderr: %s", c.name, err, bout.String(), berr.String())
+				if err := b.cmd.Wait(); err != nil {
+					t.Fatalf("%s: b.csv: %v\nstdout: %s\nstderr: %s", c.name, err, b.stdout.String(), b.stderr.String())
 				}
 			}
-			err := a.Wait()
-			if code := a.ProcessState.ExitCode(); code != 5 {
-				t.Fatalf("%s: a.csv: exit %d (%v), want 5\nstdout: %s\nstderr: %s", c.name, code, err, out.String(), errb.String())
+			err := a.cmd.Wait()
+			if code := a.cmd.ProcessState.ExitCode(); code != 5 {
+				t.Fatalf("%s: a.csv: exit %d (%v), want 5\nstdout: %s\nstderr: %s", c.name, code, err, a.stdout.String(), a.stderr.String())
 			}
-			all := out.String() + errb.String()
+			all := a.stdout.String() + a.stderr.String()
 			if again.MatchString(all) || !strings.Contains(all, "refused: the file cannot be moved into "+table) || !strings.Contains(all, "uq_u") {
 				t.Fatalf("%s: a.csv not refused at once, naming uq_u:\n%s", c.name, all)
 			}
-			if rs := parseResults(t, out.String()); len(rs) != 1 || rs[0].Outcome != "refused" || !strings.HasPrefix(rs[0].Next, "idemport undo --forget --table "+table+" ") {
+			if rs := parseResults(t, a.stdout.String()); len(rs) != 1 || rs[0].Outcome != "refused" || !strings.HasPrefix(rs[0].Next, "idemport undo --forget --table "+table+" ") {
 				t.Fatalf("%s: a.csv's refusal has no next: line naming undo --forget:\n%s", c.name, all)
 			}
 			want := map[bool]string{false: "1|1|x1\n2|1|x2\n4|1|z4\n5|1|z5", true: "1|1|x1\n2|1|x2\n5|1|y3\n6|1|z6"}[c.hold]
@@ -745,17 +724,74 @@ func TestAtomicMoveCountsAndRefusesWithKeysStoredMeanwhile(t *testing.T) {
 		}
 		l.write("mk-a.csv", "id,v\nB,2\nb,2\nc,2\n")
 		l.write("mk-b.csv", "id,v\nc,1\n")
-		a, out, errb = start(stopped, append(append([]string{"--atomic"}, key...), "mk-a.csv")...)
+		a = stopped(t, start(t, tg, dir, inMove, append(slices.Clone(imp), append(append([]string{"--atomic"}, key...), "mk-a.csv")...)...))
 		importTo(t, tg, dir, nil, 0, append(slices.Clone(key), "mk-b.csv")...)
-		if err := testkit.Continue(a.Process); err != nil {
+		if err := testkit.Continue(a.cmd.Process); err != nil {
 			t.Fatal(err)
 		}
-		err := a.Wait()
-		if all := out.String() + errb.String(); a.ProcessState.ExitCode() != 5 || again.MatchString(all) || !strings.Contains(all, "refused: the file cannot be moved into mk") {
-			t.Fatalf("mk-a.csv: exit %d (%v), want 5, refused at once:\n%s", a.ProcessState.ExitCode(), err, all)
+		err := a.cmd.Wait()
+		if all := a.stdout.String() + a.stderr.String(); a.cmd.ProcessState.ExitCode() != 5 || again.MatchString(all) || !strings.Contains(all, "refused: the file cannot be moved into mk") {
+			t.Fatalf("mk-a.csv: exit %d (%v), want 5, refused at once:\n%s", a.cmd.ProcessState.ExitCode(), err, all)
 		}
 		if got, want := l.rows("mk", "id", "v"), "c|1"; got != want {
 			t.Fatalf("mk: table:\n%s\nwant:\n%s", got, want)
+		}
+	})
+}
+
+// TestMariaDBAtomicKeysOneToTheCollation: an --atomic import by key into
+// an existing MariaDB table made without idemport's lineage columns, whose
+// key column compares text without case (utf8mb4_general_ci). The file's
+// keys 'a' and 'A' are one key to the table: the file repeats a key in
+// the table's eyes and is refused whole (exit 5), the message naming both
+// rows and keys and the undo --forget that gets out, every rerun the
+// same, the table as before. Then the fixed file moves (the table given
+// its lineage columns before the move), value for value.
+func TestMariaDBAtomicKeysOneToTheCollation(t *testing.T) {
+	t.Parallel()
+	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
+		for _, q := range []string{
+			`CREATE TABLE ci (k varchar(20) COLLATE utf8mb4_general_ci PRIMARY KEY, v text) ENGINE=InnoDB`,
+			`INSERT INTO ci VALUES ('x', '0')`,
+		} {
+			if _, err := tg.DB.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		read := func() [][]any { return testkit.Query(t, tg.DB, `SELECT k, v FROM ci ORDER BY k`) }
+		before := [][]any{{"x", "0"}}
+		os.WriteFile(filepath.Join(dir, "f.csv"), []byte("k,v\nb,1\na,2\nA,3\nx,4\n"), 0o644)
+		args := []string{"import", "--table", "ci", "--key", "k", "--atomic", "f.csv"}
+		next := regexp.MustCompile(`(?m)^  next: idemport undo --forget --table ci (\S+) `)
+		var fileID string
+		for i := range 2 {
+			r := tg.Exec(t, dir, nil, args...)
+			out := r.Stdout + r.Stderr
+			if r.Code != 5 || !strings.Contains(out, `refused: the file cannot be moved into ci as it is`) ||
+				!strings.Contains(out, `rows 2 and 3 of the file hold the keys ("a") and ("A"), which ci compares as one key`) {
+				t.Fatalf("run %d: exit %d, want 5 refused naming rows 2 and 3:\n%s", i, r.Code, out)
+			}
+			m := next.FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("run %d: no next: line naming undo --forget:\n%s", i, out)
+			}
+			fileID = m[1]
+			if got := read(); !reflect.DeepEqual(got, before) {
+				t.Fatalf("run %d: a refused move changed ci: %v, want %v", i, got, before)
+			}
+		}
+		if r := tg.Exec(t, dir, nil, "undo", "--forget", "--table", "ci", fileID); r.Code != 0 {
+			t.Fatalf("undo --forget: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+		os.WriteFile(filepath.Join(dir, "f.csv"), []byte("k,v\nb,1\nA,3\nx,4\n"), 0o644)
+		if r := tg.Exec(t, dir, nil, args...); r.Code != 0 {
+			t.Fatalf("the fixed file: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+		if got, want := read(), [][]any{{"A", "3"}, {"b", "1"}, {"x", "4"}}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("ci holds %v, want %v", got, want)
+		}
+		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM ci WHERE _idemport_row IS NOT NULL`); n != 3 {
+			t.Fatalf("%d rows of ci carry their lineage, want 3", n)
 		}
 	})
 }

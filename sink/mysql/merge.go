@@ -73,7 +73,7 @@ func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage str
 		update = `UPDATE ` + table + ` t JOIN ` + st + ` s ON ` + on + ` SET ` + strings.Join(set, ", ") +
 			` WHERE ` + strings.Join(guard, " AND ")
 		if written, err = changed(ctx, tx, update); err != nil {
-			return 0, 0, 0, fmt.Errorf("update rows of %s from the stage: %w", tg.Table, err)
+			return 0, 0, 0, fmt.Errorf("update rows of %s from the stage: %w", tg.Table, d.oneKey(ctx, tx, tg, conflict, st, err))
 		}
 	}
 	if err := sink.Point(ctx, "inside-move"); err != nil {
@@ -91,7 +91,11 @@ func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage str
 	inserted, err := changed(ctx, tx, `INSERT INTO `+table+` (`+strings.Join(list, ", ")+`) SELECT s.`+strings.Join(list, ", s.")+
 		` FROM `+st+` s WHERE NOT EXISTS (SELECT 1 FROM `+table+` t WHERE `+on+`)`)
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("insert staged rows into %s: %w", tg.Table, d.storedMeanwhile(ctx, tx, tg, conflict, st, on, missing, err))
+		err = d.storedMeanwhile(ctx, tx, tg, conflict, st, on, missing, err)
+		if !errors.Is(err, sink.ErrKeyStoredMeanwhile) {
+			err = d.oneKey(ctx, tx, tg, conflict, st, err)
+		}
+		return 0, 0, 0, fmt.Errorf("insert staged rows into %s: %w", tg.Table, err)
 	}
 	if inserted != fresh {
 		// A key missing when Merge began that another transaction stored
@@ -131,6 +135,65 @@ func (Driver) AssignedKey(expr string, c *sink.Column) string {
 		return expr
 	}
 	return "CAST(" + expr + " AS DATETIME(" + digits + "))"
+}
+
+// oneKey returns err, a failure of Merge's update or insert, as a
+// *sink.RowError naming two rows of the file when it is a duplicate key
+// (1062) and two staged rows hold keys the table's key columns compare as
+// one (their collation: 'a' and 'A' to a case-insensitive one) while the
+// stage, and the file's plan, tell them apart: the file repeats a key in
+// the table's eyes, which the table refuses whole, on every rerun. Else
+// it returns err.
+func (d Driver) oneKey(ctx context.Context, tx *sql.Tx, tg sink.Target, conflict []string, stage string, err error) error {
+	if number(err) != erDupEntry {
+		return err
+	}
+	db, table := splitName(tg.Table)
+	rows, qerr := tx.QueryContext(ctx, `SELECT c.column_name, coalesce(c.collation_name, '') FROM information_schema.columns c
+		WHERE c.table_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(c.table_name AS BINARY) = CAST(? AS BINARY)`, db, table)
+	if qerr != nil {
+		return err
+	}
+	collation := map[string]string{}
+	for rows.Next() {
+		var name, coll string
+		if rows.Scan(&name, &coll) != nil {
+			rows.Close()
+			return err
+		}
+		collation[name] = coll
+	}
+	rows.Close()
+	if rows.Err() != nil {
+		return err
+	}
+	match := make([]string, len(conflict))
+	shown := make([]string, 0, 2*len(conflict))
+	for i, k := range conflict {
+		match[i] = "a." + q(k) + " = b." + q(k)
+		if c := collation[k]; c != "" {
+			match[i] += " COLLATE " + c
+		}
+		shown = append(shown, "CAST(a."+q(k)+" AS CHAR)", "CAST(b."+q(k)+" AS CHAR)")
+	}
+	row := q(sink.RowColumn)
+	var first, second int64
+	vals := make([]sql.NullString, len(shown))
+	dest := []any{&first, &second}
+	for i := range vals {
+		dest = append(dest, &vals[i])
+	}
+	if tx.QueryRowContext(ctx, `SELECT a.`+row+`, b.`+row+`, `+strings.Join(shown, ", ")+` FROM `+stage+` a JOIN `+stage+` b ON `+
+		strings.Join(match, " AND ")+` AND a.`+row+` < b.`+row+` ORDER BY a.`+row+`, b.`+row+` LIMIT 1`).Scan(dest...) != nil {
+		return err
+	}
+	a, b := make([]string, len(conflict)), make([]string, len(conflict))
+	for i := range conflict {
+		a[i], b[i] = fmt.Sprintf("%q", vals[2*i].String), fmt.Sprintf("%q", vals[2*i+1].String)
+	}
+	reason := fmt.Sprintf("rows %d and %d of the file hold the keys (%s) and (%s), which %s compares as one key (its columns' collation), so the file repeats a key in the table's eyes: %s",
+		first, second, strings.Join(a, ", "), strings.Join(b, ", "), tg.Table, rowError(err).(*sink.RowError).Reason)
+	return &sink.RowError{Code: sink.CodeConstraint, Column: conflict[0], Reason: reason, Err: err}
 }
 
 // countMissing counts the staged rows whose key the table lacks.

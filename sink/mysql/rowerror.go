@@ -40,6 +40,10 @@ var rowCodes = map[uint16]string{
 // rows' values (rowCodes), naming the column where its message does.
 // InnoDB undoes the failed statement alone: the transaction goes on.
 func rowError(err error) error {
+	var re *sink.RowError
+	if errors.As(err, &re) {
+		return re // already told (Merge's oneKey)
+	}
 	var me *mysql.MySQLError
 	if err == nil || !errors.As(err, &me) {
 		return err

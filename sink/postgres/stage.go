@@ -31,7 +31,7 @@ func (d Driver) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage str
 	if partitioned {
 		inserted = ""
 	}
-	return stdsql.Merge(ctx, tx, d, tg, stage, columns, inserted)
+	return stdsql.Merge(ctx, tx, d, tg, stage, columns, inserted, true)
 }
 
 // Classify implements sink.Driver.Classify as stdsql.Classify does, each
@@ -98,6 +98,19 @@ func (Driver) ConstrainStage(ctx context.Context, tx *sql.Tx, target, stage stri
 		return fmt.Errorf("give staging table %s the constraints of %s: %w", stage, target, err)
 	}
 	return nil
+}
+
+// RewritesRows implements sink.RowRewriter: whether table has an enabled
+// BEFORE trigger FOR EACH ROW on INSERT or UPDATE (tgtype bits: 1 row,
+// 2 before, 4 insert, 16 update), which may change or skip the rows the
+// move gives it.
+func (Driver) RewritesRows(ctx context.Context, tx *sql.Tx, table string) (bool, error) {
+	var yes bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass($1) AND NOT tgisinternal
+		AND tgenabled <> 'D' AND tgtype & 3 = 3 AND tgtype & 20 <> 0)`, quoteTable(table)).Scan(&yes); err != nil {
+		return false, fmt.Errorf("read the triggers of %s: %w", table, err)
+	}
+	return yes, nil
 }
 
 // RowError implements sink.RowErrorer: an integrity constraint (SQLSTATE

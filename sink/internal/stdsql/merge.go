@@ -29,7 +29,16 @@ import (
 // rows (Classify) is counted as the upsert met it. Empty, the new rows
 // are counted by a statement just before the upsert, which only a
 // database whose write transactions exclude each other (SQLite) may do.
-func Merge(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, stage string, columns []string, inserted string) (staged, fresh, written int64, err error) {
+//
+// assigned, when true, casts each staged value of a column whose type
+// the driver does not know (Kind Unknown: PostgreSQL's enums, domains and
+// other types the stage holds as text or as the file's type) to the
+// column's SQL type, as Classify compares it: an INSERT assigns no text
+// to an enum without an explicit cast, and a value the type refuses is
+// then the table's refusal (a data exception), not a failure of the
+// statement. Columns of known kinds are assigned as they are, so that a
+// value too long for a varchar(n) is refused, never cut.
+func Merge(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, stage string, columns []string, inserted string, assigned bool) (staged, fresh, written int64, err error) {
 	t, err := describeTarget(ctx, tx, d, tg)
 	if err != nil {
 		return 0, 0, 0, err
@@ -56,7 +65,15 @@ func Merge(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, stage
 	for i, k := range conflict {
 		target[i] = d.KeyValue(d.Quote(k), t.Kind(k))
 	}
-	q := `INSERT INTO ` + table + ` (` + quoteList(d, cols, "") + `) SELECT ` + quoteList(d, cols, "") + ` FROM ` + st +
+	values := prefixed(d, cols, "")
+	if assigned {
+		for i, c := range cols {
+			if col := t.Column(c); col != nil && col.Kind == idemtype.Unknown && col.SQLType != "" {
+				values[i] = "CAST(" + values[i] + " AS " + col.SQLType + ")"
+			}
+		}
+	}
+	q := `INSERT INTO ` + table + ` (` + quoteList(d, cols, "") + `) SELECT ` + strings.Join(values, ", ") + ` FROM ` + st +
 		` WHERE true ON CONFLICT (` + strings.Join(target, ", ") + `) `
 	if len(data) == 0 {
 		q += `DO NOTHING`

@@ -64,7 +64,7 @@ func (Operations[D]) DropTable(ctx context.Context, tx *sql.Tx, name string) err
 // other.
 func (Operations[D]) Merge(ctx context.Context, tx *sql.Tx, tg sink.Target, stage string, columns []string) (staged, fresh, written int64, err error) {
 	var d D
-	return Merge(ctx, tx, d, tg, stage, columns, "")
+	return Merge(ctx, tx, d, tg, stage, columns, "", false)
 }
 
 // Classify implements sink.Driver.Classify (Classify).
