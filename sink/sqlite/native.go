@@ -202,9 +202,10 @@ func newBatch() batch {
 	return batch{(*C.idp_batch)(C.calloc(1, C.size_t(unsafe.Sizeof(C.idp_batch{}))))}
 }
 
-func (b batch) free() {
+func (b *batch) free() {
 	if b.c != nil {
 		C.free(unsafe.Pointer(b.c))
+		b.c = nil // a second free (the writer closed again) frees nothing
 	}
 }
 

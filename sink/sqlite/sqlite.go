@@ -860,7 +860,8 @@ func (w *writer) existing(ctx context.Context, tx *sql.Tx, fileKey int64, ordina
 	return n, nil
 }
 
-// Close implements sink.Writer.
+// Close implements sink.Writer. It may be called again (a deferred Close
+// after an explicit one): a closed writer frees nothing twice.
 func (w *writer) Close() error {
 	w.ckpt.stop(w.conn, w.db)
 	w.ckpt = nil
