@@ -120,9 +120,10 @@
 // that must change nothing updates a key column to itself, since INSERT
 // IGNORE would also turn a strict-mode error into a warning); trigger, a
 // reserved word, is quoted; the outbox's claim reads in order without
-// locking and then locks one delivery by its key (ledger.go); and Lock
-// writes a row of the table idemport_locks, since GET_LOCK survives the
-// transaction's rollback.
+// locking and then locks one delivery by its key, and the release of a
+// dead deliverer's leases changes them one by one by their key (ledger.go);
+// and Lock writes a row of the table idemport_locks, since GET_LOCK
+// survives the transaction's rollback.
 //
 // Any DDL commits the transaction it runs in, on MariaDB and MySQL alike.
 // A migration file therefore cannot share a transaction with the row that

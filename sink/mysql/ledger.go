@@ -306,3 +306,51 @@ func (l ledgerOps) claimOne(ctx context.Context, tx *sql.Tx, event, sink, claima
 	}
 	return d, true, nil
 }
+
+// ReleaseLeases implements ledger.Ops: the deliveries owner holds are
+// read without locking, then released one by one by the primary key, each
+// checked again under its row's lock. The shared statement finds them by
+// a locking scan (no index holds the lease's owner), through the index of
+// pending deliveries or the whole table, and InnoDB keeps locks the scan
+// took on rows it did not change while it waits for a row another
+// transaction holds: a deliverer that holds that row and then records
+// delivered one the scan has locked (or whose entry in
+// outbox_deliveries_pending the scan has locked and must move) closes a
+// cycle, and InnoDB rolled one back (two deliverers racing for a killed
+// one's delivery: "mark delivered: Error 1213 … Deadlock found"). By the
+// primary key the release locks only the rows it changes, none of their
+// indexed columns, and waits for each holding nothing a deliverer needs.
+func (l ledgerOps) ReleaseLeases(ctx context.Context, tx *sql.Tx, owner string) (int64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT event_id, sink_id FROM `+l.Prefix+`outbox_deliveries
+		WHERE lease_owner = ? AND state = 'pending' ORDER BY event_id, sink_id`, owner)
+	if err != nil {
+		return 0, fmt.Errorf("release the delivery leases of %s: %w", owner, err)
+	}
+	var held [][2]string
+	for rows.Next() {
+		var k [2]string
+		if err := rows.Scan(&k[0], &k[1]); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("release the delivery leases of %s: %w", owner, err)
+		}
+		held = append(held, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("release the delivery leases of %s: %w", owner, err)
+	}
+	var n int64
+	for _, k := range held {
+		res, err := tx.ExecContext(ctx, `UPDATE `+l.Prefix+`outbox_deliveries SET lease_owner = NULL, lease_expires = NULL
+			WHERE event_id = ? AND sink_id = ? AND lease_owner = ? AND state = 'pending'`, k[0], k[1], owner)
+		if err != nil {
+			return 0, fmt.Errorf("release the delivery leases of %s: %w", owner, err)
+		}
+		m, err := res.RowsAffected()
+		if err != nil {
+			return 0, fmt.Errorf("release the delivery leases of %s: %w", owner, err)
+		}
+		n += m
+	}
+	return n, nil
+}
