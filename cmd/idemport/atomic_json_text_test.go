@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -22,17 +20,12 @@ func TestAtomicJSONColumnKeepsTheFilesText(t *testing.T) {
 	testkit.Available(t, testkit.Postgres)
 	dir := t.TempDir()
 	tg := testkit.NewTarget(t, testkit.Postgres, dir)
-	write := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if _, err := tg.DB.Exec(`CREATE TABLE jp (id bigint PRIMARY KEY, j json);
 		CREATE TABLE ja (id bigint PRIMARY KEY, j json)`); err != nil {
 		t.Fatal(err)
 	}
-	write("a.csv", "id,j\n1,\"{\"\"a\"\": 1, \"\"b\"\": 2}\"\n2,\"{\"\"a\"\":1,\"\"a\"\":2}\"\n")
-	write("b.csv", "id,j\n1,\"{\"\"b\"\":2,\"\"a\"\":1}\"\n2,\"{\"\"a\"\":2}\"\n3,\"{\"\"z\"\":1,\"\"y\"\":2}\"\n")
+	writeFile(t, dir, "a.csv", "id,j\n1,\"{\"\"a\"\": 1, \"\"b\"\": 2}\"\n2,\"{\"\"a\"\":1,\"\"a\"\":2}\"\n")
+	writeFile(t, dir, "b.csv", "id,j\n1,\"{\"\"b\"\":2,\"\"a\"\":1}\"\n2,\"{\"\"a\"\":2}\"\n3,\"{\"\"z\"\":1,\"\"y\"\":2}\"\n")
 	want := [][]any{{int64(1), `{"b":2,"a":1}`}, {int64(2), `{"a":2}`}, {int64(3), `{"z":1,"y":2}`}}
 	for _, c := range []struct {
 		table  string
@@ -56,7 +49,7 @@ func TestAtomicJSONColumnKeepsTheFilesText(t *testing.T) {
 		INSERT INTO jn VALUES (1, '{"a":"\u0000"}')`); err != nil {
 		t.Fatal(err)
 	}
-	write("n.csv", "id,j\n1,\"{\"\"a\"\":\"\"b\"\"}\"\n")
+	writeFile(t, dir, "n.csv", "id,j\n1,\"{\"\"a\"\":\"\"b\"\"}\"\n")
 	if r := importTo(t, tg, dir, nil, 0, "--atomic", "--table", "jn", "--key", "id", "n.csv"); r.Rows.Updated != 1 {
 		t.Errorf("n.csv --atomic: %s %q %+v, want 1 updated", r.Outcome, r.Error, r.Rows)
 	}

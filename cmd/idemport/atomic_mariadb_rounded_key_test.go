@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -21,16 +19,11 @@ func TestAtomicMariaDBKeyTheColumnTruncates(t *testing.T) {
 	testkit.Available(t, testkit.MariaDB)
 	dir := t.TempDir()
 	tg := testkit.NewTarget(t, testkit.MariaDB, dir)
-	write := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if _, err := tg.DB.Exec(`CREATE TABLE mk (ts DATETIME(0) PRIMARY KEY, v TEXT)`); err != nil {
 		t.Fatal(err)
 	}
-	write("a.csv", "ts,v\n2024-01-01 00:00:00,a\n")
-	write("b.csv", "ts,v\n2024-01-01 00:00:00.6,b\n2024-01-02 00:00:00,c\n")
+	writeFile(t, dir, "a.csv", "ts,v\n2024-01-01 00:00:00,a\n")
+	writeFile(t, dir, "b.csv", "ts,v\n2024-01-01 00:00:00.6,b\n2024-01-02 00:00:00,c\n")
 	importTo(t, tg, dir, nil, 0, "--table", "mk", "--key", "ts", "a.csv")
 	r := importTo(t, tg, dir, nil, 0, "--atomic", "--table", "mk", "--key", "ts", "b.csv")
 	if r.Rows.Inserted != 1 || r.Rows.Updated != 1 {

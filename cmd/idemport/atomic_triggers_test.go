@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -22,11 +20,6 @@ func TestAtomicMoveThroughTriggers(t *testing.T) {
 	testkit.Available(t, testkit.Postgres)
 	dir := t.TempDir()
 	tg := testkit.NewTarget(t, testkit.Postgres, dir)
-	write := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, s := range []string{
 		`CREATE TABLE tr (id bigint PRIMARY KEY, v text)`,
 		`CREATE FUNCTION tr_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -38,7 +31,7 @@ func TestAtomicMoveThroughTriggers(t *testing.T) {
 		}
 	}
 	atomic := []string{"--atomic", "--table", "tr", "--key", "id"}
-	write("a.csv", "id,v\n1,a\n2,skip\n3,c\n")
+	writeFile(t, dir, "a.csv", "id,v\n1,a\n2,skip\n3,c\n")
 	r := importTo(t, tg, dir, nil, 0, append(atomic, "a.csv")...)
 	if r.Outcome != "imported" || r.Rows.Read != 3 || r.Rows.Inserted != 2 || r.Rows.Updated != 0 || r.Rows.Unchanged != 1 {
 		t.Fatalf("a.csv: %s %+v, want imported, 2 inserted, 1 unchanged", r.Outcome, r.Rows)
@@ -48,7 +41,7 @@ func TestAtomicMoveThroughTriggers(t *testing.T) {
 	}
 	// 1: the file's a is the stored A once the trigger made it so; 2:
 	// new; 3: stored, its update skipped; 4: a new row skipped.
-	write("b.csv", "id,v\n1,a\n2,b\n3,skip\n4,skip\n")
+	writeFile(t, dir, "b.csv", "id,v\n1,a\n2,b\n3,skip\n4,skip\n")
 	r = importTo(t, tg, dir, nil, 0, append(atomic, "b.csv")...)
 	if r.Outcome != "imported" || r.Rows.Read != 4 || r.Rows.Inserted != 1 || r.Rows.Updated != 0 || r.Rows.Unchanged != 3 {
 		t.Fatalf("b.csv: %s %+v, want imported, 1 inserted, 3 unchanged", r.Outcome, r.Rows)
@@ -82,11 +75,6 @@ func TestAtomicIntoATableWhoseTriggerRewritesValues(t *testing.T) {
 	testkit.Available(t, testkit.Postgres)
 	dir := t.TempDir()
 	tg := testkit.NewTarget(t, testkit.Postgres, dir)
-	write := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if _, err := tg.DB.Exec(`CREATE FUNCTION rv_upper() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.v := upper(NEW.v); RETURN NEW; END $$;
 		CREATE TABLE tp (id bigint PRIMARY KEY, v text);
 		CREATE TABLE ta (id bigint PRIMARY KEY, v text);
@@ -94,8 +82,8 @@ func TestAtomicIntoATableWhoseTriggerRewritesValues(t *testing.T) {
 		CREATE TRIGGER ta_upper BEFORE INSERT OR UPDATE ON ta FOR EACH ROW EXECUTE FUNCTION rv_upper()`); err != nil {
 		t.Fatal(err)
 	}
-	write("a.csv", "id,v\n1,a\n2,b\n")
-	write("b.csv", "id,v\n1,a\n2,c\n3,d\n")
+	writeFile(t, dir, "a.csv", "id,v\n1,a\n2,b\n")
+	writeFile(t, dir, "b.csv", "id,v\n1,a\n2,c\n3,d\n")
 	want := [][]any{{int64(1), "A"}, {int64(2), "C"}, {int64(3), "D"}}
 	for _, c := range []struct {
 		table string

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -24,21 +22,16 @@ func TestAtomicCountsColumnsThatRoundTheFile(t *testing.T) {
 	testkit.Available(t, testkit.Postgres)
 	dir := t.TempDir()
 	tg := testkit.NewTarget(t, testkit.Postgres, dir)
-	write := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if _, err := tg.DB.Exec(`CREATE TABLE rv (id bigint PRIMARY KEY, price numeric(10,2), r real, ts timestamp(0), note text)`); err != nil {
 		t.Fatal(err)
 	}
 	key := []string{"--table", "rv", "--key", "id"}
-	write("a.csv", "id,price,r,ts,note\n1,1.5,0.1,2024-01-01 00:00:00.5,a\n2,2.25,0.2,2024-01-02 00:00:00.25,b\n")
+	writeFile(t, dir, "a.csv", "id,price,r,ts,note\n1,1.5,0.1,2024-01-01 00:00:00.5,a\n2,2.25,0.2,2024-01-02 00:00:00.25,b\n")
 	if r := importTo(t, tg, dir, nil, 0, append(key, "a.csv")...); r.Rows.Inserted != 2 {
 		t.Fatalf("a.csv: %+v, want 2 inserted", r.Rows)
 	}
 	// The same values for 1, another note for 2, and a new key.
-	write("b.csv", "id,price,r,ts,note\n1,1.5,0.1,2024-01-01 00:00:00.5,a\n2,2.25,0.2,2024-01-02 00:00:00.25,bb\n3,3.1,0.3,2024-01-03 00:00:00.75,c\n")
+	writeFile(t, dir, "b.csv", "id,price,r,ts,note\n1,1.5,0.1,2024-01-01 00:00:00.5,a\n2,2.25,0.2,2024-01-02 00:00:00.25,bb\n3,3.1,0.3,2024-01-03 00:00:00.75,c\n")
 	r := importTo(t, tg, dir, nil, 0, append([]string{"--atomic"}, append(key, "b.csv")...)...)
 	if r.Rows.Read != 3 || r.Rows.Inserted != 1 || r.Rows.Updated != 1 || r.Rows.Unchanged != 1 || r.Rows.Stale != 0 {
 		t.Fatalf("b.csv --atomic: %+v, want 3 read, 1 inserted, 1 updated, 1 unchanged", r.Rows)
@@ -62,7 +55,7 @@ func TestAtomicCountsColumnsThatRoundTheFile(t *testing.T) {
 	// A value the column cannot hold, for a stored key: the
 	// classification's cast meets it first, and it is the table's
 	// refusal (exit 5), as the move's would be, not a failure.
-	write("c.csv", "id,price,r,ts,note\n1,1.5,1e300,2024-01-01 00:00:00.5,a\n")
+	writeFile(t, dir, "c.csv", "id,price,r,ts,note\n1,1.5,1e300,2024-01-01 00:00:00.5,a\n")
 	if r := importTo(t, tg, dir, nil, 5, append([]string{"--atomic"}, append(key, "c.csv")...)...); r.Outcome != "refused" || !strings.Contains(r.Error, "cannot be moved into rv") {
 		t.Fatalf("c.csv --atomic: %s %q, want refused by the table", r.Outcome, r.Error)
 	}
@@ -76,9 +69,9 @@ func TestAtomicCountsColumnsThatRoundTheFile(t *testing.T) {
 	if _, err := tg.DB.Exec(`CREATE TABLE rk (ts timestamp(0) PRIMARY KEY, v text)`); err != nil {
 		t.Fatal(err)
 	}
-	write("k1.csv", "ts,v\n2024-01-01 00:00:01,a\n")
+	writeFile(t, dir, "k1.csv", "ts,v\n2024-01-01 00:00:01,a\n")
 	importTo(t, tg, dir, nil, 0, "--table", "rk", "--key", "ts", "k1.csv")
-	write("k2.csv", "ts,v\n2024-01-01 00:00:00.6,b\n")
+	writeFile(t, dir, "k2.csv", "ts,v\n2024-01-01 00:00:00.6,b\n")
 	if r := importTo(t, tg, dir, nil, 0, "--atomic", "--table", "rk", "--key", "ts", "k2.csv"); r.Rows.Inserted != 0 || r.Rows.Updated != 1 {
 		t.Fatalf("k2.csv --atomic: %+v, want 1 updated", r.Rows)
 	}
@@ -90,9 +83,9 @@ func TestAtomicCountsColumnsThatRoundTheFile(t *testing.T) {
 	if _, err := tg.DB.Exec(`CREATE TABLE rj (id bigint PRIMARY KEY, j json)`); err != nil {
 		t.Fatal(err)
 	}
-	write("j1.csv", "id,j\n1,\"{\"\"a\"\": 1}\"\n2,\"[1, 2]\"\n")
+	writeFile(t, dir, "j1.csv", "id,j\n1,\"{\"\"a\"\": 1}\"\n2,\"[1, 2]\"\n")
 	importTo(t, tg, dir, nil, 0, "--table", "rj", "--key", "id", "j1.csv")
-	write("j2.csv", "id,j\n1,\"{\"\"a\"\": 2}\"\n2,\"[1, 2]\"\n3,null\n")
+	writeFile(t, dir, "j2.csv", "id,j\n1,\"{\"\"a\"\": 2}\"\n2,\"[1, 2]\"\n3,null\n")
 	if r := importTo(t, tg, dir, nil, 0, "--atomic", "--table", "rj", "--key", "id", "j2.csv"); r.Rows.Inserted != 1 || r.Rows.Updated != 1 || r.Rows.Unchanged != 1 {
 		t.Fatalf("j2.csv --atomic: %+v, want 1 inserted, 1 updated, 1 unchanged", r.Rows)
 	}
@@ -105,7 +98,7 @@ func TestAtomicCountsColumnsThatRoundTheFile(t *testing.T) {
 		CREATE TABLE pt_high PARTITION OF pt FOR VALUES FROM (100) TO (MAXVALUE)`); err != nil {
 		t.Fatal(err)
 	}
-	write("p.csv", "id,v\n1,one\n150,one hundred fifty\n")
+	writeFile(t, dir, "p.csv", "id,v\n1,one\n150,one hundred fifty\n")
 	if r := importTo(t, tg, dir, nil, 0, "--atomic", "--table", "pt", "--key", "id", "p.csv"); r.Rows.Inserted != 2 {
 		t.Fatalf("p.csv --atomic into a partitioned table: %+v, want 2 inserted", r.Rows)
 	}
@@ -126,11 +119,6 @@ func TestAtomicEnumAndDomainColumns(t *testing.T) {
 	testkit.Available(t, testkit.Postgres)
 	dir := t.TempDir()
 	tg := testkit.NewTarget(t, testkit.Postgres, dir)
-	write := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, s := range []string{
 		`CREATE TYPE mood AS ENUM ('sad', 'ok', 'glad')`,
 		`CREATE DOMAIN pos AS integer CHECK (VALUE > 0)`,
@@ -142,8 +130,8 @@ func TestAtomicEnumAndDomainColumns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("a.csv", "id,m,p,c\n1,sad,3,AB\n2,ok,4,CD\n")
-	write("b.csv", "id,m,p,c\n1,glad,3,AB\n2,ok,4,CD\n3,sad,5,EF\n")
+	writeFile(t, dir, "a.csv", "id,m,p,c\n1,sad,3,AB\n2,ok,4,CD\n")
+	writeFile(t, dir, "b.csv", "id,m,p,c\n1,glad,3,AB\n2,ok,4,CD\n3,sad,5,EF\n")
 	// Plain by key and --atomic land the same values.
 	importTo(t, tg, dir, nil, 0, "--table", "ep", "--key", "id", "a.csv")
 	importTo(t, tg, dir, nil, 0, "--table", "ep", "--key", "id", "b.csv")
@@ -168,7 +156,7 @@ func TestAtomicEnumAndDomainColumns(t *testing.T) {
 		{"domain.csv", "id,m,p,c\n4,sad,1,GH\n5,ok,-2,IJ\n", `value for domain pos violates check constraint`},
 		{"text.csv", "id,m,p,c\n1,sad,1,gh\n", `value for domain code violates check constraint`},
 	} {
-		write(c.name, c.body)
+		writeFile(t, dir, c.name, c.body)
 		for range 2 {
 			r := importTo(t, tg, dir, nil, 5, append(atomic, c.name)...)
 			if r.Outcome != "refused" || !strings.Contains(r.Error, "cannot be moved into em") || !strings.Contains(r.Error, c.reason) {

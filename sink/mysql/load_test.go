@@ -314,19 +314,7 @@ func TestWriterLoadsDates(t *testing.T) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	n := int64(len(want))
-	for _, tg := range []sink.Target{{Table: "ord"}, {Table: "nat", Key: []string{"id"}}} {
-		f.MustEnsure(tg, s)
-		w := f.Writer(tg, s)
-		count := statements(f)
-		drivertest.WantRows(t, tg.Table, f.Write(w, 1, rec, drivertest.Seq(1, n)), idemtype.Rows{Read: n, Inserted: n})
-		if loads, inserts := count(); loads != 1 || inserts != 0 {
-			t.Errorf("%s: %d loads and %d INSERT statements, want one load", tg.Table, loads, inserts)
-		}
-		got := drivertest.Strings(t, f.Env.DB, `SELECT concat_ws('|', id, coalesce(day, 'NULL')) FROM `+q(tg.Table)+` ORDER BY id`)
-		drivertest.WantTable(t, tg.Table, got, wantRows...)
-		drivertest.WantRows(t, tg.Table+" again", f.Write(w, 1, rec, drivertest.Seq(1, n)), idemtype.Rows{Read: n, Unchanged: n})
-	}
+	loadOnceByEitherMode(t, f, s, rec, "id, coalesce(day, 'NULL')", wantRows)
 }
 
 // TestWriterLoadsTimestamps: a point in time and a local timestamp go
@@ -362,19 +350,7 @@ func TestWriterLoadsTimestamps(t *testing.T) {
 		wantRows = append(wantRows, fmt.Sprintf("%d|%s|%s", i+1, w, w))
 	}
 	rec := drivertest.Batch(t, s, rows...)
-	n := int64(len(rows))
-	for _, tg := range []sink.Target{{Table: "ord"}, {Table: "nat", Key: []string{"id"}}} {
-		f.MustEnsure(tg, s)
-		w := f.Writer(tg, s)
-		count := statements(f)
-		drivertest.WantRows(t, tg.Table, f.Write(w, 1, rec, drivertest.Seq(1, n)), idemtype.Rows{Read: n, Inserted: n})
-		if loads, inserts := count(); loads != 1 || inserts != 0 {
-			t.Errorf("%s: %d loads and %d INSERT statements, want one load", tg.Table, loads, inserts)
-		}
-		got := drivertest.Strings(t, f.Env.DB, `SELECT concat_ws('|', id, coalesce(at, 'NULL'), coalesce(wall, 'NULL')) FROM `+q(tg.Table)+` ORDER BY id`)
-		drivertest.WantTable(t, tg.Table, got, wantRows...)
-		drivertest.WantRows(t, tg.Table+" again", f.Write(w, 1, rec, drivertest.Seq(1, n)), idemtype.Rows{Read: n, Unchanged: n})
-	}
+	loadOnceByEitherMode(t, f, s, rec, "id, coalesce(at, 'NULL'), coalesce(wall, 'NULL')", wantRows)
 }
 
 // TestWriterProbesStoredKeys: by one key column of integers or of text, a
@@ -433,5 +409,26 @@ func TestWriterProbesStoredKeys(t *testing.T) {
 			}
 			drivertest.WantTable(t, tg.Table+" "+step.what, drivertest.Strings(t, f.Env.DB, `SELECT CONCAT(k, '|', v) FROM `+q(tg.Table)+` ORDER BY k`), want...)
 		}
+	}
+}
+
+// loadOnceByEitherMode writes rec into a new table of schema s in ordinal
+// mode and by the key id, and checks each: every row inserted by one load
+// and no INSERT, the table's rows as `concat_ws('|', cols)` exactly
+// wantRows (in id order), and the same rows written again all unchanged.
+func loadOnceByEitherMode(t *testing.T, f *drivertest.Fx, s *arrow.Schema, rec arrow.RecordBatch, cols string, wantRows []string) {
+	t.Helper()
+	n := rec.NumRows()
+	for _, tg := range []sink.Target{{Table: "ord"}, {Table: "nat", Key: []string{"id"}}} {
+		f.MustEnsure(tg, s)
+		w := f.Writer(tg, s)
+		count := statements(f)
+		drivertest.WantRows(t, tg.Table, f.Write(w, 1, rec, drivertest.Seq(1, n)), idemtype.Rows{Read: n, Inserted: n})
+		if loads, inserts := count(); loads != 1 || inserts != 0 {
+			t.Errorf("%s: %d loads and %d INSERT statements, want one load", tg.Table, loads, inserts)
+		}
+		got := drivertest.Strings(t, f.Env.DB, `SELECT concat_ws('|', `+cols+`) FROM `+q(tg.Table)+` ORDER BY id`)
+		drivertest.WantTable(t, tg.Table, got, wantRows...)
+		drivertest.WantRows(t, tg.Table+" again", f.Write(w, 1, rec, drivertest.Seq(1, n)), idemtype.Rows{Read: n, Unchanged: n})
 	}
 }
