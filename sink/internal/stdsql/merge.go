@@ -28,7 +28,9 @@ import (
 // transaction stored and committed after the caller classified the staged
 // rows (Classify) is counted as the upsert met it. Empty, the new rows
 // are counted by a statement just before the upsert, which only a
-// database whose write transactions exclude each other (SQLite) may do.
+// database whose write transactions exclude each other (SQLite) may do;
+// it matches a stored key with the staged one as Classify does
+// (stagedKeyMatch: with assigned, a timestamp(0) key's rounded second).
 //
 // assigned, when true, casts each staged value of a column whose type
 // the driver does not know (Kind Unknown: PostgreSQL's enums, domains and
@@ -47,7 +49,7 @@ func Merge(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, stage
 	conflict := conflictColumns(tg)
 	if inserted == "" {
 		if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM `+table+` t WHERE `+
-			keyMatch(d, t, conflict, "t.", "s.")+`) THEN 0 ELSE 1 END), 0) FROM `+st+` s`).Scan(&staged, &fresh); err != nil {
+			stagedKeyMatch(d, t, conflict, assigned)+`) THEN 0 ELSE 1 END), 0) FROM `+st+` s`).Scan(&staged, &fresh); err != nil {
 			return 0, 0, 0, fmt.Errorf("count staged rows of %s: %w", tg.Table, err)
 		}
 	}
@@ -125,19 +127,7 @@ func Classify(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, st
 	}
 	conflict := conflictColumns(tg)
 	data := sink.Rewritten(t, tg, columns)
-	staged := func(name string) string { return "s." + d.Quote(name) }
-	if assigned {
-		types := map[string]string{}
-		for _, c := range t.Columns {
-			types[c.Name] = c.SQLType
-		}
-		staged = func(name string) string {
-			if types[name] == "" {
-				return "s." + d.Quote(name)
-			}
-			return "CAST(s." + d.Quote(name) + " AS " + types[name] + ")"
-		}
-	}
+	staged := stagedAs(d, t, assigned)
 	stale, changed := "1 = 0", "1 = 0" // no data columns: an existing row is left as it is
 	if len(data) > 0 {
 		incoming := make([]string, len(data))
@@ -151,17 +141,7 @@ func Classify(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, st
 		}
 	}
 	present := "t." + d.Quote(conflict[0]) + " IS NOT NULL"
-	// The key as the move's ON CONFLICT matches it: the staged key as the
-	// table's column holds it (a timestamp(0) key's rounded second).
-	stagedKey := staged
-	if a, ok := d.(KeyAssigner); ok && !assigned {
-		stagedKey = func(name string) string { return a.AssignedKey(staged(name), t.Column(name)) }
-	}
-	keys := make([]string, len(conflict))
-	for i, k := range conflict {
-		keys[i] = d.KeyValue("t."+d.Quote(k), t.Kind(k)) + " = " + d.KeyValue(stagedKey(k), t.Kind(k))
-	}
-	match := strings.Join(keys, " AND ")
+	match := stagedKeyMatch(d, t, conflict, assigned)
 	rows, err := tx.QueryContext(ctx, `SELECT `+group+`, count(*),
 		coalesce(sum(CASE WHEN `+present+` THEN 0 ELSE 1 END), 0),
 		coalesce(sum(CASE WHEN `+present+` AND (`+stale+`) THEN 1 ELSE 0 END), 0),
@@ -182,6 +162,42 @@ func Classify(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, st
 		out[g] = c
 	}
 	return out, rows.Err()
+}
+
+// stagedAs returns the expression of a staged value (alias s) of a
+// column of t as Classify compares it: with assigned, cast to the
+// column's SQL type (the value the column holds of it).
+func stagedAs(d sink.Driver, t *sink.Table, assigned bool) func(string) string {
+	if !assigned {
+		return func(name string) string { return "s." + d.Quote(name) }
+	}
+	types := map[string]string{}
+	for _, c := range t.Columns {
+		types[c.Name] = c.SQLType
+	}
+	return func(name string) string {
+		if types[name] == "" {
+			return "s." + d.Quote(name)
+		}
+		return "CAST(s." + d.Quote(name) + " AS " + types[name] + ")"
+	}
+}
+
+// stagedKeyMatch is the condition that a stored row (alias t) holds the
+// key of a staged one (alias s) as the move's ON CONFLICT matches it: the
+// staged key as the table's column holds it (a timestamp(0) key's
+// rounded second), cast as stagedAs casts it or by the driver's
+// KeyAssigner.
+func stagedKeyMatch(d sink.Driver, t *sink.Table, conflict []string, assigned bool) string {
+	staged := stagedAs(d, t, assigned)
+	if a, ok := d.(KeyAssigner); ok && !assigned {
+		staged = func(name string) string { return a.AssignedKey("s."+d.Quote(name), t.Column(name)) }
+	}
+	keys := make([]string, len(conflict))
+	for i, k := range conflict {
+		keys[i] = d.KeyValue("t."+d.Quote(k), t.Kind(k)) + " = " + d.KeyValue(staged(k), t.Kind(k))
+	}
+	return strings.Join(keys, " AND ")
 }
 
 // KeyAssigner is a driver whose key column may hold less of a staged key
