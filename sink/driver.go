@@ -420,9 +420,11 @@ type StageConstrainer interface {
 
 // RowRewriter is implemented by a driver whose tables may change or skip
 // the rows they are given (PostgreSQL: a BEFORE INSERT or UPDATE trigger
-// FOR EACH ROW, which may rewrite a row or return NULL), so that the
-// move of an --atomic import's staged rows may do other than their
-// classification says without another import writing the file's keys.
+// FOR EACH ROW, of the table or a partition of it, which may rewrite a
+// row or return NULL; SQLite: a trigger, which may RAISE(IGNORE)), so
+// that the move of an --atomic import's staged rows may do other than
+// their classification says without another import writing the file's
+// keys.
 type RowRewriter interface {
 	// RewritesRows reports, inside tx, whether the table may change or
 	// skip the rows an INSERT or UPDATE gives it (false when it does not

@@ -100,13 +100,14 @@ func (Driver) ConstrainStage(ctx context.Context, tx *sql.Tx, target, stage stri
 	return nil
 }
 
-// RewritesRows implements sink.RowRewriter: whether table has an enabled
-// BEFORE trigger FOR EACH ROW on INSERT or UPDATE (tgtype bits: 1 row,
-// 2 before, 4 insert, 16 update), which may change or skip the rows the
-// move gives it.
+// RewritesRows implements sink.RowRewriter: whether table, or a
+// partition of it, has an enabled BEFORE trigger FOR EACH ROW on INSERT
+// or UPDATE (tgtype bits: 1 row, 2 before, 4 insert, 16 update), which
+// may change or skip the rows the move gives it.
 func (Driver) RewritesRows(ctx context.Context, tx *sql.Tx, table string) (bool, error) {
 	var yes bool
-	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass($1) AND NOT tgisinternal
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_trigger
+		WHERE (tgrelid = to_regclass($1) OR tgrelid IN (SELECT relid FROM pg_partition_tree(to_regclass($1)))) AND NOT tgisinternal
 		AND tgenabled <> 'D' AND tgtype & 3 = 3 AND tgtype & 20 <> 0)`, quoteTable(table)).Scan(&yes); err != nil {
 		return false, fmt.Errorf("read the triggers of %s: %w", table, err)
 	}

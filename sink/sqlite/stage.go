@@ -238,3 +238,15 @@ func tableChecks(def string) []string {
 	}
 	return checks
 }
+
+// RewritesRows implements sink.RowRewriter: whether table has a trigger,
+// which may skip the rows the move gives it (RAISE(IGNORE)) or change
+// them.
+func (Driver) RewritesRows(ctx context.Context, tx *sql.Tx, table string) (bool, error) {
+	var yes bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE)`,
+		table).Scan(&yes); err != nil {
+		return false, fmt.Errorf("read the triggers of %s: %w", table, err)
+	}
+	return yes, nil
+}

@@ -31,6 +31,8 @@ import (
 // database whose write transactions exclude each other (SQLite) may do;
 // it matches a stored key with the staged one as Classify does
 // (stagedKeyMatch: with assigned, a timestamp(0) key's rounded second).
+// Of a table whose triggers may skip rows (sink.RowRewriter), the staged
+// keys still missing after the upsert are then not counted inserted.
 //
 // assigned, when true, casts each staged value of a column whose type
 // the driver does not know (Kind Unknown: PostgreSQL's enums, domains and
@@ -102,6 +104,22 @@ func Merge(ctx context.Context, tx *sql.Tx, d sink.Driver, tg sink.Target, stage
 	}
 	if written, err = res.RowsAffected(); err != nil {
 		return 0, 0, 0, err
+	}
+	// A trigger that skipped a new row (RAISE(IGNORE), RETURN NULL) left
+	// its key missing: it was counted new, and the move did not insert it.
+	if rw, ok := d.(sink.RowRewriter); ok {
+		yes, err := rw.RewritesRows(ctx, tx, tg.Table)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		if yes {
+			var skipped int64
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+st+` s WHERE NOT EXISTS (SELECT 1 FROM `+table+` t WHERE `+
+				stagedKeyMatch(d, t, conflict, assigned)+`)`).Scan(&skipped); err != nil {
+				return 0, 0, 0, fmt.Errorf("count staged rows of %s: %w", tg.Table, err)
+			}
+			fresh -= skipped
+		}
 	}
 	return staged, fresh, written, nil
 }
