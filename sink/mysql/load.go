@@ -139,6 +139,12 @@ func loadRefused(err error) bool {
 	return errors.As(err, &me) && (me.Number == 1148 || me.Number == 3948 || me.Number == 4166)
 }
 
+// guardFound reports whether err is a storedGuard's refusal.
+func guardFound(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1242 // ER_SUBQUERY_NO_1_ROW
+}
+
 // appendLoad appends row i of a, as f's target column takes it, to a
 // line of a load: the text of what value binds (integers, floats and
 // booleans as the server parses them back to the same number), escaped,

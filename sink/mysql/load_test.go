@@ -432,3 +432,90 @@ func loadOnceByEitherMode(t *testing.T, f *drivertest.Fx, s *arrow.Schema, rec a
 		drivertest.WantRows(t, tg.Table+" again", f.Write(w, 1, rec, drivertest.Seq(1, n)), idemtype.Rows{Read: n, Unchanged: n})
 	}
 }
+
+// TestWriterLoadsANewBatchInOneCommand: a batch of new rows, under the
+// savepoint of WriteUnder as the pipeline writes it, is one command to the
+// server, in ordinal mode and by a key of integers or of text (one with a
+// quote): the look-up of its range or of its first and last keys rides in
+// the load's message, where a round trip of its own cost each batch of a
+// first import one more wait on a loaded server. A batch whose last key
+// is stored is still not loaded into the table (one load, the staging
+// table's) and is merged exact.
+func TestWriterLoadsANewBatchInOneCommand(t *testing.T) {
+	_, dsn := openTarget(t, sink.Settings{})
+	through, commands := commandProxy(t, dsn)
+	db, err := Driver{}.Open(t.Context(), through, sink.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.DB.Close() })
+	f := drivertest.Open(t, drivertest.Env{DB: db.DB, Driver: Driver{}})
+	for _, c := range []struct {
+		name string
+		key  arrow.Field
+		k    func(i int) any
+	}{
+		{"ord", drivertest.I64("k"), func(i int) any { return i }},
+		{"int", drivertest.I64("k"), func(i int) any { return i }},
+		{"text", drivertest.Str("k"), func(i int) any { return fmt.Sprintf("it's %02d", i) }},
+	} {
+		s := drivertest.Schema(c.key, drivertest.Str("v"))
+		tg := sink.Target{Table: "one_" + c.name, Key: []string{"k"}}
+		if c.name == "ord" {
+			tg.Key = nil
+		}
+		f.MustEnsure(tg, s)
+		w := f.Writer(tg, s).(sink.SavepointWriter)
+		ord := int64(1)
+		for _, step := range []struct {
+			keys     []int
+			commands int64 // of WriteUnder
+			loads    int64
+			rc       idemtype.Rows
+		}{
+			{[]int{1, 2, 3}, 1, 1, idemtype.Rows{Read: 3, Inserted: 3}},
+			{[]int{4, 5, 6}, 1, 1, idemtype.Rows{Read: 3, Inserted: 3}},
+			{[]int{7, 3}, 0, 1, idemtype.Rows{Read: 2, Inserted: 1, Updated: 1}},
+		} {
+			if c.name == "ord" && step.commands == 0 {
+				continue // a range of the file is new: a stored key is not the look-up's
+			}
+			var rows [][]any
+			for _, k := range step.keys {
+				rows = append(rows, []any{c.k(k), fmt.Sprint("v", k, "@", ord)})
+			}
+			count := statements(f)
+			tx, err := f.Conn.BeginTx(f.Ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := commands()
+			got, err := w.WriteUnder(f.Ctx, tx, "idemport_batch", 1, drivertest.Batch(t, s, rows...), drivertest.Seq(ord, ord+int64(len(rows))-1))
+			sent := commands() - before
+			if err != nil {
+				t.Fatalf("%s: %v", tg.Table, err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			ord += int64(len(rows))
+			drivertest.WantRows(t, tg.Table, got, step.rc)
+			if step.commands != 0 && sent != step.commands {
+				t.Errorf("%s %v: WriteUnder sent %d commands, want %d", tg.Table, step.keys, sent, step.commands)
+			}
+			if loads, _ := count(); loads != step.loads {
+				t.Errorf("%s %v: %d loads, want %d", tg.Table, step.keys, loads, step.loads)
+			}
+		}
+		want := []string{"1|v1@1", "2|v2@1", "3|v3@1", "4|v4@4", "5|v5@4", "6|v6@4"}
+		if c.name != "ord" {
+			want = []string{"1|v1@1", "2|v2@1", "3|v3@7", "4|v4@4", "5|v5@4", "6|v6@4", "7|v7@7"}
+		}
+		for i, r := range want {
+			k, v, _ := strings.Cut(r, "|")
+			n, _ := strconv.Atoi(k)
+			want[i] = fmt.Sprint(c.k(n)) + "|" + v
+		}
+		drivertest.WantTable(t, tg.Table, drivertest.Strings(t, f.Env.DB, `SELECT CONCAT(k, '|', v) FROM `+q(tg.Table)+` ORDER BY k`), want...)
+	}
+}

@@ -51,16 +51,21 @@ type writer struct {
 	// file of stored keys pays for one failed load rather than one per
 	// batch; a merged batch that inserted every row turns it back on.
 	tryDirect bool
-	// probe, by one key column of integers or text, tells whether either
-	// of two keys (? and ?) is stored: a batch with a stored key at either
-	// end is not tried straight into the target.
+	// probe, by one key column of integers or text, is a query of the
+	// stored rows of two keys, given as "(first, last)" after it: a
+	// batch with a stored key at either end is not tried straight into
+	// the target. Its load's message holds it (storedGuard).
 	probe   string
 	present string // ordinal mode: ? file key, ? first and ? last ordinal
-	unload  string // ordinal mode: deletes the rows present finds
-	clear   string
-	update  string // "" when the table has no columns to rewrite
-	insert  string
-	stale   string // natural keys: counts a round's stale rows
+	// ordinal mode: present as a query of the rows, the file key and the
+	// range given after it (" = k AND row BETWEEN a AND b"), for a load's
+	// message (storedGuard).
+	presentRows string
+	unload      string // ordinal mode: deletes the rows present finds
+	clear       string
+	update      string // "" when the table has no columns to rewrite
+	insert      string
+	stale       string // natural keys: counts a round's stale rows
 	// merge applies a round of natural keys in one statement (see
 	// upsert), when mergeable, read as a staged batch is applied, finds
 	// the table takes it; "" when the table has no columns to rewrite.
@@ -125,10 +130,11 @@ func (d Driver) WriterFor(ctx context.Context, conn *sql.Conn, tg sink.Target, s
 		" SELECT " + prefixed(quoted, "s.") + ", ?, s." + q(sink.RowColumn) + " FROM " + w.stage + " s WHERE " + round +
 		"NOT EXISTS (SELECT 1 FROM " + table + " t WHERE " + match + ")"
 	w.present = "SELECT EXISTS (SELECT 1 FROM " + table + " WHERE " + q(sink.FileColumn) + " = ? AND " + q(sink.RowColumn) + " BETWEEN ? AND ?)"
+	w.presentRows = "SELECT 1 FROM " + table + " WHERE " + q(sink.FileColumn)
 	w.unload = "DELETE FROM " + table + " WHERE " + q(sink.FileColumn) + " = ? AND " + q(sink.RowColumn) + " BETWEEN ? AND ?"
 	if len(w.keyIdx) == 1 {
 		if k := w.fields[w.keyIdx[0]]; k.target == idemtype.Int64 || k.target == idemtype.String {
-			w.probe = "SELECT EXISTS (SELECT 1 FROM " + table + " WHERE " + q(k.name) + " IN (?, ?))"
+			w.probe = "SELECT 1 FROM " + table + " WHERE " + q(k.name) + " IN "
 		}
 	}
 	w.rewrite(d, t, names, table, match, round)
@@ -373,15 +379,16 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 }
 
 // WriteUnder implements sink.SavepointWriter. The savepoint is taken in
-// the message of the batch's first statement (the look-up of its first
-// and last keys, or of its ordinals, or the load straight into the
-// target), and a load straight into the target that must be undone is
-// rolled back to it rather than to a savepoint of its own. It is left
-// taken when the batch is written, as sink.SavepointWriter allows:
-// MariaDB's next SAVEPOINT of the name replaces it, and COMMIT releases
-// it. A batch of keys loaded straight into the target then costs two
-// round trips where six were (the savepoint, the look-up, the load's
-// savepoint, the load, its warnings, the release).
+// the message of the batch's first statement (the load straight into the
+// target, whose message looks up the batch's first and last keys or its
+// ordinals first, or that look-up alone without LOAD DATA LOCAL), and a
+// load straight into the target that must be undone is rolled back to it
+// rather than to a savepoint of its own. It is left taken when the batch
+// is written, as sink.SavepointWriter allows: MariaDB's next SAVEPOINT of
+// the name replaces it, and COMMIT releases it. A batch of keys loaded
+// straight into the target then costs one round trip where six were (the
+// savepoint, the look-up, the load's savepoint, the load, its warnings,
+// the release).
 func (w *writer) WriteUnder(ctx context.Context, tx *sql.Tx, name string, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error) {
 	w.sp.Begin(name)
 	defer w.sp.End()
@@ -455,16 +462,20 @@ func (w *writer) tryNew(ctx context.Context, tx *sql.Tx, fileKey int64, n int, o
 	if w.tg.Ordinal() {
 		// The first load of a range of the file: none of its rows is
 		// stored (the partition's claim keeps other attempts out of the
-		// range), so they are inserted as they are.
-		present, err := w.lookUp(ctx, tx, w.present, fileKey, ordinals[0], ordinals[n-1])
-		if err != nil {
+		// range), so they are inserted as they are. The load's message
+		// looks first, and stops before the load when one is.
+		var present, ok bool
+		var err error
+		if w.local {
+			guard := storedGuard(w.presentRows + " = " + strconv.FormatInt(fileKey, 10) + " AND " + q(sink.RowColumn) +
+				" BETWEEN " + strconv.FormatInt(ordinals[0], 10) + " AND " + strconv.FormatInt(ordinals[n-1], 10))
+			if ok, present, err = w.loadNew(ctx, tx, fileKey, n, ordinals, line, guard); err != nil {
+				return false, fmt.Errorf("load %s into %s: %w", span, w.tg.Table, err)
+			}
+		} else if present, err = w.lookUp(ctx, tx, w.present, fileKey, ordinals[0], ordinals[n-1]); err != nil {
 			return false, fmt.Errorf("look for %s in %s: %w", span, w.tg.Table, err)
 		}
 		if !present {
-			ok, err := w.loadNew(ctx, tx, fileKey, n, ordinals, line)
-			if err != nil {
-				return false, fmt.Errorf("load %s into %s: %w", span, w.tg.Table, err)
-			}
 			if !ok {
 				if err := w.sp.Take(ctx, tx); err != nil {
 					return false, err
@@ -484,17 +495,15 @@ func (w *writer) tryNew(ctx context.Context, tx *sql.Tx, fileKey int64, n int, o
 		// every key of it, and stores the new ones only to roll them
 		// back (the first batch of bench/gen's 100,000-row delta into
 		// its 1M rows: a load of 3.2 s, in an import of 18.7 s on a
-		// loaded machine). Two index probes tell first.
+		// loaded machine). Two index probes tell first, in the load's
+		// message, before it: a round trip of their own cost each batch
+		// of a first import 6 ms on average on a loaded machine (32
+		// batches of bench/gen's 1M rows). Without LOAD DATA LOCAL the
+		// batch is staged whatever they find.
+		guard := ""
 		if w.probe != "" {
 			k := w.keyIdx[0]
-			stored, err := w.lookUp(ctx, tx, w.probe, w.fields[k].value(cols[k], 0), w.fields[k].value(cols[k], n-1))
-			if err != nil {
-				return false, fmt.Errorf("look for the keys of %s in %s: %w", span, w.tg.Table, err)
-			}
-			if stored {
-				w.tryDirect = false
-				return false, nil
-			}
+			guard = storedGuard(w.probe + "(" + keyLiteral(w.fields[k].value(cols[k], 0)) + ", " + keyLiteral(w.fields[k].value(cols[k], n-1)) + ")")
 		}
 		// A batch of distinct keys none of which is stored is loaded
 		// straight into the target. The key's unique index finds a stored
@@ -502,7 +511,7 @@ func (w *writer) tryNew(ctx context.Context, tx *sql.Tx, fileKey int64, n int, o
 		// loadNew): a NULL key, the one value it lets repeat, is a bad
 		// row of the plan. So the batch is numbered by its keys only when
 		// it takes the other path.
-		ok, err := w.loadNew(ctx, tx, fileKey, n, ordinals, line)
+		ok, _, err := w.loadNew(ctx, tx, fileKey, n, ordinals, line, guard)
 		if err != nil {
 			return false, fmt.Errorf("load %s into %s: %w", span, w.tg.Table, err)
 		}
@@ -715,42 +724,75 @@ const loadSavepoint = "idemport_load"
 // the load runs under a savepoint, rolled back to: the batch's own under
 // WriteUnder (the load is its first write), else loadSavepoint. Either is
 // taken in the load's message.
-func (w *writer) loadNew(ctx context.Context, tx *sql.Tx, fileKey int64, n int, ordinals []int64, line func(int, []byte) []byte) (bool, error) {
+//
+// guard, unless "", is a storedGuard sent in the same message after the
+// savepoint of WriteUnder and before the load's: when it finds a row, the
+// message stops there, nothing is loaded and loadNew reports stored.
+func (w *writer) loadNew(ctx context.Context, tx *sql.Tx, fileKey int64, n int, ordinals []int64, line func(int, []byte) []byte, guard string) (ok, stored bool, err error) {
 	if !w.local {
-		return false, nil
+		return false, false, nil
 	}
-	back, first := loadSavepoint, w.sp.Prefix()
+	back, first := loadSavepoint, w.sp.Prefix()+guard
 	switch {
 	case w.tg.Ordinal():
 	case w.sp.Under != "":
 		back = w.sp.Under
 	default:
-		first = "SAVEPOINT " + loadSavepoint + "; "
+		first += "SAVEPOINT " + loadSavepoint + "; "
 	}
-	ok, err := w.loadDirect.load(ctx, tx, n, func(r int, b []byte) []byte {
+	ok, err = w.loadDirect.load(ctx, tx, n, func(r int, b []byte) []byte {
 		return line(r, strconv.AppendInt(b, ordinals[r], 10))
 	}, q(sink.FileColumn)+" = "+strconv.FormatInt(fileKey, 10), first)
-	if loadRefused(err) {
+	switch {
+	case guard != "" && guardFound(err):
+		return false, true, nil
+	case loadRefused(err):
 		w.local = false
-		return false, nil
-	}
-	if err != nil || ok {
-		return ok, err
+		return false, false, nil
+	case err != nil || ok:
+		return ok, false, err
 	}
 	if w.tg.Ordinal() {
 		if _, err := tx.ExecContext(ctx, w.unload, fileKey, ordinals[0], ordinals[n-1]); err != nil {
-			return false, fmt.Errorf("undo the load: %w", err)
+			return false, false, fmt.Errorf("undo the load: %w", err)
 		}
-		return false, nil
+		return false, false, nil
 	}
 	undo := "ROLLBACK TO SAVEPOINT " + back
 	if back == loadSavepoint {
 		undo += "; RELEASE SAVEPOINT " + back
 	}
 	if _, err := tx.ExecContext(ctx, undo); err != nil {
-		return false, fmt.Errorf("roll back to savepoint: %w", err)
+		return false, false, fmt.Errorf("roll back to savepoint: %w", err)
 	}
-	return false, nil
+	return false, false, nil
+}
+
+// storedGuard is a statement, ended by "; ", that fails when the query
+// rows finds a row and does nothing otherwise: a scalar subquery of two
+// rows then, which the server refuses (ER_SUBQUERY_NO_1_ROW, guardFound).
+// In a message of statements the server stops at it, so that what
+// follows it runs only when rows finds none, with no round trip of its
+// own to look first. It is a SELECT … INTO, which returns no rows and
+// reads as a SELECT does, without locking: a SET of the same subquery
+// waits for the row lock of a key another transaction is storing
+// (TestWriterMergeMeetsAKeyCommittedMeanwhile then never merges).
+func storedGuard(rows string) string {
+	return "SELECT (SELECT 1 FROM (SELECT 1 UNION ALL SELECT 2) two WHERE EXISTS (" + rows + ")) INTO @idemport_stored; "
+}
+
+// keyLiteral is v, a key's value as field.value gives it for a column of
+// integers or text, as a literal of this driver's sessions.
+func keyLiteral(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case string:
+		return literal(v)
+	}
+	return literal(fmt.Sprint(v))
 }
 
 // Close implements sink.Writer: it drops the staging table, which commits
