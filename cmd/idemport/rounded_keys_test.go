@@ -5,6 +5,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/idemport/idemport/internal/testkit"
 )
@@ -82,5 +89,84 @@ func TestAtomicPartitionedKeyTheColumnRounds(t *testing.T) {
 	want := [][]any{{"2024-01-01 00:00:01", "new"}, {"2024-01-01 00:00:02", "two"}}
 	if got := testkit.Query(t, tg.DB, `SELECT ts::text, v FROM rkp ORDER BY ts`); !reflect.DeepEqual(got, want) {
 		t.Errorf("rkp holds %v, want %v", got, want)
+	}
+}
+
+// TestColumnarKeysTheColumnRoundsOntoOne is TestKeysTheColumnRoundsOntoOne
+// for a Parquet and an Arrow file, whose plan pass keys a timestamp column
+// of its own: the keys 00:00:00.6 and 00:00:01 (PostgreSQL timestamp(0),
+// which rounds) or 00:00:00.6 and 00:00:00.2 (MariaDB DATETIME(0), which
+// truncates) are one key, so the earlier row is superseded and the later
+// applied (1 inserted, 1 superseded), and a rerun changes nothing. Without
+// it PostgreSQL failed every run with SQLSTATE 21000 (exit 1) and MariaDB
+// counted 1 inserted and 1 updated for a table of one row.
+func TestColumnarKeysTheColumnRoundsOntoOne(t *testing.T) {
+	t.Parallel()
+	testkit.EachOf(t, []string{testkit.Postgres, testkit.MariaDB}, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		second := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+		stamps, create, stored, asText := []int64{second + 600000, second + 1000000}, "timestamp(0)", "2024-01-01 00:00:01", "ts::text"
+		if name == testkit.MariaDB {
+			stamps, create, stored, asText = []int64{second + 600000, second + 200000}, "DATETIME(0)", "2024-01-01 00:00:00", "CAST(ts AS CHAR)"
+		}
+		for _, format := range []string{"parquet", "arrow"} {
+			file := "k." + format
+			writeStamps(t, filepath.Join(dir, file), format, stamps, []string{"a", "b"})
+			for _, c := range []struct {
+				table string
+				extra []string
+			}{{"rk_" + format, nil}, {"rk_" + format + "_atomic", []string{"--atomic"}}} {
+				if _, err := tg.DB.Exec(`CREATE TABLE ` + c.table + ` (ts ` + create + ` PRIMARY KEY, v text)`); err != nil {
+					t.Fatal(err)
+				}
+				for run := 0; run < 2; run++ {
+					r := importTo(t, tg, dir, nil, 0, append(append([]string{"--table", c.table, "--key", "ts"}, c.extra...), file)...)
+					if run == 0 && (r.Rows.Inserted != 1 || r.Rows.Updated != 0 || r.Rows.Superseded != 1) {
+						t.Errorf("%s: %+v, want 1 inserted, 1 superseded", c.table, r.Rows)
+					}
+					if got := testkit.Query(t, tg.DB, `SELECT `+asText+`, v FROM `+c.table); !reflect.DeepEqual(got, [][]any{{stored, "b"}}) {
+						t.Errorf("%s run %d: holds %v, want [[%s b]]", c.table, run, got, stored)
+					}
+				}
+			}
+		}
+	})
+}
+
+// writeStamps writes a Parquet or Arrow IPC file of two columns, ts (a
+// timestamp in microseconds, no zone) and v (text), one row per stamp.
+func writeStamps(t *testing.T, path, format string, stamps []int64, vs []string) {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond}},
+		{Name: "v", Type: arrow.BinaryTypes.String},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for i, s := range stamps {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(s))
+		b.Field(1).(*array.StringBuilder).Append(vs[i])
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	if format != "parquet" {
+		testkit.WriteArrowFile(t, path, rec)
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

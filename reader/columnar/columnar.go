@@ -2,12 +2,14 @@ package columnar
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/reader/internal/input"
@@ -439,7 +441,9 @@ func (s *planner) rejects(rec arrow.RecordBatch, first, read int64) error {
 }
 
 // addKeys adds the keys of rec's good rows to the index; rec's rows follow
-// read rows of the partition that begins at ordinal first.
+// read rows of the partition that begins at ordinal first. A timestamp is
+// keyed as its key column stores it (value.Limit.Time), as the supersede
+// keys it: two keys a timestamp(0) column stores as one are one key.
 func (s *planner) addKeys(rec arrow.RecordBatch, first, read, n int64) {
 	index, keyCols, rr, cv := s.index, s.keyCols, &s.rr, s.cv
 	for i := range int(n) {
@@ -448,11 +452,38 @@ func (s *planner) addKeys(rec arrow.RecordBatch, first, read, n int64) {
 		}
 		buf := index.Buf[:0]
 		for _, k := range keyCols {
+			if s.f.cols[k].mode == modeTimestamp {
+				if us, ok := timestampAt(rec.Column(k), i); ok {
+					var l *value.Limit
+					if cv.limits != nil {
+						l = cv.limits[k]
+					}
+					buf = binary.BigEndian.AppendUint64(append(buf, 't'), uint64(l.Time(us)))
+					continue
+				}
+			}
 			buf = rr.appendArrowKey(buf, rec.Column(k), i)
 		}
 		index.Buf = buf
 		index.Add(first+read+int64(i), buf)
 	}
+}
+
+// timestampAt returns row i of a timestamp column, in any unit, as
+// microseconds since 1970-01-01, or false when it is null or no timestamp
+// (check marks the row bad).
+func timestampAt(a arrow.Array, i int) (int64, bool) {
+	v := newView(a)
+	j, ok := v.at(i)
+	if !ok {
+		return 0, false
+	}
+	ts, ok := v.vals.(*array.Timestamp)
+	if !ok {
+		return 0, false
+	}
+	us, code, _ := toMicros(int64(ts.Value(j)), ts.DataType().(*arrow.TimestampType).Unit)
+	return us, code == ""
 }
 
 // PartitionReader reads one partition, a unit, of a Parquet or Arrow file.
