@@ -379,8 +379,11 @@ func (r *run) stopped(ctx context.Context, err error) error {
 	if moved := (*MoveRefusedError)(nil); errors.As(err, &moved) && ctx.Err() == nil {
 		err = moved // said as it is, not as the step of the completion it stopped
 	}
+	if rows := (*RowsRefusedError)(nil); errors.As(err, &rows) && ctx.Err() == nil {
+		err = rows // said as it is, not as the step of the partition it stopped
+	}
 	var guard *DeleteGuardError
-	if (errors.As(err, &guard) || errors.As(err, new(*MoveRefusedError))) && ctx.Err() == nil {
+	if (errors.As(err, &guard) || errors.As(err, new(*MoveRefusedError)) || errors.As(err, new(*RowsRefusedError))) && ctx.Err() == nil {
 		err = r.abandon(ctx, err)
 		r.res.Outcome = Refused // exit 5; the operation stays resumable, or forgotten
 		return err

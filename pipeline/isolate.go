@@ -158,9 +158,28 @@ func (a *applier) quarantine(ctx context.Context, tx *sql.Tx, c *checkpoint.Clai
 	return nil
 }
 
-// overLimit is the failure of a partition whose refused rows put the file
+// RowsRefusedError is a partition whose rows the table refused (a
+// sink.RowError: a constraint, a trigger, a value its column's type
+// refuses, such as a PostgreSQL enum's or domain's) put the file over
+// --max-rejects. No plan can know them; the partition's transaction rolled
+// back, its rows and rejects together, so none of its rows reached the
+// table, and a rerun meets the same refusal until the rows, the table or
+// --max-rejects change. The attempt is refused (exit 5), as an --atomic
+// import's MoveRefusedError is, not failed (exit 1, "a rerun resumes");
+// the operation stays resumable, and the partitions committed before stay.
+type RowsRefusedError struct {
+	File      string
+	Table     string
+	Partition int
+	msg       string
+}
+
+func (e *RowsRefusedError) Error() string { return e.msg }
+
+// overLimit is the refusal of a partition whose refused rows put the file
 // over --max-rejects (total bad rows in all, or -1 when not counted): it
-// names the rows, and the partition stays uncommitted.
+// names the file, and of each row its ordinal, column, value and the
+// database's reason, and the partition stays uncommitted.
 func (a *applier) overLimit(c *checkpoint.Claim, refused []refusedRow, total int64) error {
 	var rows []string
 	for i, b := range refused {
@@ -177,10 +196,11 @@ func (a *applier) overLimit(c *checkpoint.Claim, refused []refusedRow, total int
 		}
 		rows = append(rows, where+": "+b.reason)
 	}
-	count := english.Plural(total, "bad row")
+	count := english.Plural(total, "bad row") + ", more"
 	if total < 0 {
 		count = "more bad rows"
 	}
-	return fmt.Errorf("the database refused rows of %s: %s; with them the file has %s than --max-rejects %s allows, so partition %d is not committed; fix the rows, or rerun with a higher --max-rejects to quarantine them",
-		a.req.Path, strings.Join(rows, "; "), count, a.req.MaxRejects, c.Index)
+	return &RowsRefusedError{File: a.req.Path, Table: a.target.Table, Partition: c.Index,
+		msg: fmt.Sprintf("refused: the table %s refused rows of %s: %s; with them the file has %s than --max-rejects %s allows, so partition %d is not committed",
+			a.target.Table, a.req.Path, strings.Join(rows, "; "), count, a.req.MaxRejects, c.Index)}
 }

@@ -276,9 +276,9 @@ func TestAtomicRefusesARowTheTablesCheckRefuses(t *testing.T) {
 		l.write("f.csv", "id,qty,pad\n1,5,a\n2,-1,b\n3,7,c\n4,-1,d\n5,0,\n6,-1,f\n7,0,g\n")
 		before := "9|9|z"
 		args := []string{"import", "--table", "at1", "--key", "id", "--atomic", "f.csv"}
-		r := l.run(1, append(args, "--max-rejects", "3")...)
-		if !strings.Contains(r.Stderr, "more bad rows than --max-rejects 3") || !strings.Contains(r.Stderr, "rerun with a higher --max-rejects") {
-			t.Fatalf("over --max-rejects, the refusal does not say so and what to do:\n%s", r.Stderr)
+		r := l.run(5, append(args, "--max-rejects", "3")...)
+		if !strings.Contains(r.Stdout, "more bad rows than --max-rejects 3") || !strings.Contains(r.Stdout, "rerun with a higher --max-rejects") {
+			t.Fatalf("over --max-rejects, the refusal does not say so and what to do:\n%s", r.Stdout)
 		}
 		if got := l.rows("at1", "id", "qty", "pad"); got != before {
 			t.Fatalf("a refused file changed the table:\n%s", got)

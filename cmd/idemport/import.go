@@ -735,6 +735,9 @@ func nextStep(r *pipeline.Result) string {
 			return fmt.Sprintf("idemport undo --forget --table %s %s (it forgets this import and drops its staging table); then import the fixed file, or this one without --atomic to quarantine the rows the table refuses",
 				shellWord(mv.Table), shellWord(mv.FileID))
 		}
+		if rr := (*pipeline.RowsRefusedError)(nil); errors.As(r.Err, &rr) {
+			return "fix the rows in the file (or let the table take their values), or rerun with a higher --max-rejects (a count, or a percentage such as 0.5%) to quarantine them and import the rest"
+		}
 		if r.Refusal == nil || r.Refusal.Rejected == 0 {
 			return ""
 		}

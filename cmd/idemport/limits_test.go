@@ -256,9 +256,9 @@ var accountsRejects = map[int64][2]string{6: {"constraint", "unique constraint"}
 // TestRowsRefusedAtApplyTimeAreQuarantined writes rows that a UNIQUE
 // constraint on another column, a CHECK constraint and a trigger refuse.
 // The failing rows are isolated and quarantined within --max-rejects; past
-// it the attempt fails naming the row, the partition holding it stays
-// uncommitted (its rows and rejects too), and a rerun with a higher limit
-// completes exactly.
+// it the file is refused (exit 5) naming the row, the partition holding it
+// stays uncommitted (its rows and rejects too), the operation resumable,
+// and a rerun with a higher limit completes exactly.
 func TestRowsRefusedAtApplyTimeAreQuarantined(t *testing.T) {
 	t.Parallel()
 	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
@@ -270,7 +270,7 @@ func TestRowsRefusedAtApplyTimeAreQuarantined(t *testing.T) {
 		args := []string{"--partition-rows", "4", "accounts.csv"}
 
 		// --max-rejects 1 admits row 6, not rows 10 and 12.
-		failed := importTo(t, tg, dir, nil, 1, append([]string{"--max-rejects", "1"}, args...)...)
+		failed := importTo(t, tg, dir, nil, 5, append([]string{"--max-rejects", "1"}, args...)...)
 		_, check := refusedAs(tg, "constraint", "check constraint")
 		if !strings.Contains(failed.Error, "row 10") || !strings.Contains(strings.ToLower(failed.Error), check) || !strings.Contains(failed.Error, "partition 2 is not committed") {
 			t.Fatalf("over the limit: %+v", failed)
@@ -286,7 +286,7 @@ func TestRowsRefusedAtApplyTimeAreQuarantined(t *testing.T) {
 			t.Fatalf("operation %s", s)
 		}
 		// The same limit fails the same way; a higher one completes.
-		importTo(t, tg, dir, nil, 1, append([]string{"--max-rejects", "2"}, args...)...)
+		importTo(t, tg, dir, nil, 5, append([]string{"--max-rejects", "2"}, args...)...)
 		ok := importTo(t, tg, dir, nil, 0, append([]string{"--max-rejects", "3"}, args...)...)
 		if ok.Outcome != "resumed" || ok.Rows.Inserted != 2 || ok.Rows.Rejected != 2 || ok.Partitions.Committed != 1 {
 			t.Fatalf("rerun: %+v", ok)
@@ -496,7 +496,7 @@ func TestRefusedRowsWithWorkers(t *testing.T) {
 			accountsTable(t, tg)
 			write(t, dir, "accounts.csv", accountsCSV)
 			args := []string{"--workers", "3", "--partition-rows", "4", "accounts.csv"}
-			failed := importTo(t, tg, dir, nil, 1, append([]string{"--max-rejects", "2"}, args...)...)
+			failed := importTo(t, tg, dir, nil, 5, append([]string{"--max-rejects", "2"}, args...)...)
 			if !strings.Contains(failed.Error, "is not committed") {
 				t.Fatalf("over the limit: %+v", failed)
 			}
@@ -583,7 +583,7 @@ func TestRefusedRowsInNaturalKeyMode(t *testing.T) {
 			_idemport_file bigint, _idemport_row bigint)`)
 		write(t, dir, "members.csv", "id,email,age\n1,a@x,1\n2,b@x,2\n3,a@x,3\n4,d@x,4\n5,e@x,-5\n4,dd@x,44\n6,f@x,6\n")
 		args := []string{"--key", "id", "--partition-rows", "3", "members.csv"}
-		importTo(t, tg, dir, nil, 1, append([]string{"--max-rejects", "1"}, args...)...)
+		importTo(t, tg, dir, nil, 5, append([]string{"--max-rejects", "1"}, args...)...)
 		res := importTo(t, tg, dir, nil, 0, append([]string{"--max-rejects", "2"}, args...)...)
 		if res.Outcome != "resumed" {
 			t.Fatalf("rerun: %+v", res)

@@ -707,7 +707,7 @@ func (w *writer) stale(v, file, row string) string {
 // *sink.RowError; it aborts tx, as every failed statement does.
 func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error) {
 	c, err := w.write(ctx, tx, fileKey, rec, ordinals)
-	return c, rowError(err)
+	return c, w.rowError(err)
 }
 
 // WriteUnder implements sink.SavepointWriter. The savepoint is taken in
@@ -744,7 +744,7 @@ func (w *writer) WriteUnder(ctx context.Context, tx *sql.Tx, name string, fileKe
 	case err == nil:
 		w.held, w.heldTx = name, tx
 	}
-	return c, rowError(err)
+	return c, w.rowError(err)
 }
 
 // exists runs query, whose one row is one boolean, with args (int64s) in
@@ -833,6 +833,57 @@ func rowError(err error) error {
 		msg += " (" + pe.Where + ")"
 	}
 	return &sink.RowError{Code: code, Column: pe.ColumnName, Reason: fmt.Sprintf("%s (SQLSTATE %s)", msg, pe.Code), Err: err}
+}
+
+// rowError is rowError naming the column at fault where the server names
+// only its type: a value an enum (SQLSTATE 22P02, "invalid input value for
+// enum T") or a domain's CHECK (DataTypeName) refuses is of the one column
+// of the writer's of that type; of none or of several, the column stays
+// unnamed.
+func (w *writer) rowError(err error) error {
+	err = rowError(err)
+	var re *sink.RowError
+	var pe *pgconn.PgError
+	if !errors.As(err, &re) || re.Column != "" || !errors.As(err, &pe) {
+		return err
+	}
+	typ := pe.DataTypeName
+	if rest, ok := strings.CutPrefix(pe.Message, "invalid input value for enum "); ok && typ == "" && pe.Code == "22P02" {
+		if i := strings.Index(rest, `: "`); i > 0 {
+			typ = bareType(rest[:i])
+		}
+	}
+	if typ == "" {
+		return err
+	}
+	for _, f := range w.fields {
+		if bareType(f.target.SQLType) == typ {
+			if re.Column != "" {
+				re.Column = ""
+				break
+			}
+			re.Column = f.name
+		}
+	}
+	return err
+}
+
+// bareType is the name of the type t, as format_type writes it, without
+// its schema, quotes or modifier: "sales"."Color" is Color.
+func bareType(t string) string {
+	if i := strings.IndexByte(t, '('); i > 0 && !strings.Contains(t[i:], `"`) {
+		t = t[:i]
+	}
+	if strings.HasSuffix(t, `"`) {
+		if i := strings.LastIndex(t[:len(t)-1], `."`); i >= 0 {
+			t = t[i+1:]
+		}
+		return strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(t, `"`), `"`), `""`, `"`)
+	}
+	if i := strings.LastIndexByte(t, '.'); i >= 0 {
+		t = t[i+1:]
+	}
+	return t
 }
 
 func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64) (idemtype.Rows, error) {

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/idemport/idemport/internal/testkit"
+)
+
+// TestKeyImportOfAValueTheTableRefuses: a plain import by key of a row
+// whose value a PostgreSQL enum, or a domain's CHECK, refuses (no plan
+// can know it) is over --max-rejects 0: the file is refused, exit 5 as
+// with --atomic, and the message names the file, the row, the column,
+// the value and the database's reason, and the next step. Nothing of the
+// file reaches the table (its partition rolled back: the good rows 1 and
+// 3 are not there either), the operation stays failed, resumable, and
+// a rerun with --max-rejects 1 quarantines the row and imports the rest.
+// It exited 1 ("a rerun resumes"), which no rerun did, without the
+// column.
+func TestKeyImportOfAValueTheTableRefuses(t *testing.T) {
+	t.Parallel()
+	testkit.EachOf(t, []string{testkit.Postgres}, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		l := &life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir}
+		for _, q := range []string{
+			`CREATE TYPE color AS ENUM ('red', 'blue')`,
+			`CREATE DOMAIN small AS bigint CHECK (VALUE < 10)`,
+		} {
+			if _, err := l.tg.DB.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range []struct {
+			table, file, body, where, reject string
+		}{
+			{"te_enum", "enum.csv", "id,c,n\n1,red,1\n2,purple,2\n3,blue,3\n", `row 2 column "c" value "purple": invalid input value for enum color: "purple"`, `2 +15 +c +"purple" +refused +invalid input value for enum color: "purple" \(SQLSTATE 22P02\)`},
+			{"te_domain", "domain.csv", "id,c,n\n1,red,1\n2,blue,12\n3,blue,3\n", `row 2 column "n" value "12": value for domain small violates check constraint "small_check"`, `2 +15 +n +"?12"? +constraint +value for domain small violates check constraint "small_check" \(SQLSTATE 23514\)`},
+		} {
+			for _, q := range []string{
+				`CREATE TABLE ` + c.table + ` (id bigint PRIMARY KEY, c color, n small)`,
+				`INSERT INTO ` + c.table + ` VALUES (9, 'red', 1)`,
+			} {
+				if _, err := l.tg.DB.Exec(q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l.write(c.file, c.body)
+			args := []string{"import", "--table", c.table, "--key", "id", c.file}
+			for run := 0; run < 2; run++ { // the rerun is refused the same way
+				r := l.run(5, args...)
+				want := c.file + `: refused: the table ` + c.table + ` refused rows of ` + c.file + `: ` + c.where
+				if !strings.HasPrefix(r.Stdout, want) || !strings.Contains(r.Stdout, "more bad rows than --max-rejects 0 allows") ||
+					!regexp.MustCompile(`\n  next: fix the rows .*or rerun with a higher --max-rejects`).MatchString(r.Stdout) {
+					t.Fatalf("the refusal does not say what and where, and what to do:\n%s\nwant it to start with:\n%s", r.Stdout, want)
+				}
+				l.wantRows(c.table, "9|red|1", "id", "c", "n")
+				l.wantStates(c.table, "failed", "")
+			}
+			l.run(0, append(args, "--max-rejects", "1")...)
+			l.wantRows(c.table, "1|red|1\n3|blue|3\n9|red|1", "id", "c", "n")
+			l.wantStates(c.table, "completed", "")
+			if out := l.run(0, "rejects", "list", "--table", c.table, c.file).Stdout; !regexp.MustCompile(`(?m)^` + c.reject).MatchString(out) {
+				t.Fatalf("row 2 is not quarantined as %q:\n%s", c.reject, out)
+			}
+		}
+	})
+}
