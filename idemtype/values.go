@@ -10,6 +10,17 @@ package idemtype
 type ValueRules struct {
 	Decimal DecimalRule
 	JSON    JSONRule
+	Date    DateRule
+}
+
+// DateRule says which valid dates of the proleptic Gregorian calendar a
+// database's DATE and timestamp types refuse.
+type DateRule struct {
+	// NoLeapDayInYearZero says the types refuse 0000-02-29 (MariaDB,
+	// whose calendar does not make the year 0 a leap year).
+	NoLeapDayInYearZero bool
+	// Reason is the reason given for a date they refuse.
+	Reason string
 }
 
 // DecimalRule describes a database's exact decimal type. A bound of 0 is

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -66,3 +67,34 @@ func TestKeyImportOfAValueTheTableRefuses(t *testing.T) {
 		}
 	})
 }
+
+// TestMariaDBRefusesLeapDayOfYearZero: MariaDB's calendar has no
+// 0000-02-29 (its DATE and DATETIME refuse it, error 1292), though the
+// proleptic Gregorian calendar has. The plan refuses such a date or
+// timestamp as it does 2023-02-29, before any effect: exit 5, the row,
+// column, value and reason named, no table made; 0004-02-29 and
+// 0000-02-28 import as written, and with --max-rejects 2 the good row does.
+func TestMariaDBRefusesLeapDayOfYearZero(t *testing.T) {
+	t.Parallel()
+	testkit.EachOf(t, []string{testkit.MariaDB}, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		l := &life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir}
+		l.write("z.csv", "id,d,t\n1,0004-02-29,0000-02-28 10:00:00\n2,0000-02-29,2024-01-01 00:00:00\n3,2024-01-01,0000-02-29 10:00:00\n")
+		args := []string{"import", "--table", "z", "--key", "id", "--column", "d:date", "--column", "t:timestamp", "z.csv"}
+		r := l.run(5, args...)
+		for _, want := range []string{`z.csv: refused: 2 of 3 rows are bad (at most 0 allowed); row 2 column "d" value "0000-02-29": ` + noLeapDay,
+			`row 3 column "t" value "0000-02-29 10:00:00": ` + noLeapDay} {
+			if !strings.Contains(r.Stdout, want) {
+				t.Fatalf("the refusal does not say %q:\n%s", want, r.Stdout)
+			}
+		}
+		l.wantRows("z", "(no table)", "id")
+		l.run(0, append(args, "--max-rejects", "2")...)
+		if got := testkit.Query(t, l.tg.DB, `SELECT id, CAST(d AS CHAR), CAST(t AS CHAR) FROM z`); !reflect.DeepEqual(got, [][]any{{int64(1), "0004-02-29", "0000-02-28 10:00:00.000000"}}) {
+			t.Fatalf("z holds %v", got)
+		}
+	})
+}
+
+// noLeapDay is the reason MariaDB's rules give for 0000-02-29.
+const noLeapDay = "MariaDB has no 29 February in the year 0000"

@@ -237,7 +237,7 @@ func (v *validator) grow(n int) {
 	for len(v.fixed) < n {
 		name := v.names[len(v.fixed)]
 		v.fixed = append(v.fixed, v.f.Opts.Types[name])
-		v.infer = append(v.infer, value.Inference{Dates: v.f.Opts.InferDates})
+		v.infer = append(v.infer, value.Inference{Dates: v.f.Opts.InferDates, Rules: &v.f.Opts.Rules})
 		v.required = append(v.required, slices.Contains(v.f.Opts.NotNull, name))
 		if v.required[len(v.required)-1] {
 			v.requiredCols = append(v.requiredCols, len(v.required)-1)
@@ -345,6 +345,9 @@ func (v *validator) check(r *tokenRow, cells []value.Cell, raw []byte) bool {
 			}
 			if code == "" && (v.limits[i] != nil || (v.f.Opts.AllJSON && (fixed[i] == value.JSON || c.Kind == value.CellJSON))) {
 				code, msg = value.CheckLimits(&v.f.Opts.Rules, v.limits[i], v.f.Opts.AllJSON, c, x, fixed[i])
+			}
+			if code == "" {
+				code, msg = value.CheckDate(&v.f.Opts.Rules, x, fixed[i])
 			}
 			if code == value.CodeInexact {
 				msg += "; " + value.InexactHint(v.names[i], fixed[i])

@@ -322,6 +322,9 @@ func (r *PartitionReader) Next() (partition.Batch, error) {
 			if code == "" && r.checked && (r.limits[i] != nil || (r.f.Opts.AllJSON && (types[i] == value.JSON || c.Kind == value.CellJSON))) {
 				code, _ = value.CheckLimits(&r.f.Opts.Rules, r.limits[i], r.f.Opts.AllJSON, c, *v, types[i])
 			}
+			if code == "" {
+				code, _ = value.CheckDate(&r.f.Opts.Rules, *v, types[i])
+			}
 			if code != "" || (v.Null && r.required[i]) {
 				ok = false
 				break

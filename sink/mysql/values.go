@@ -13,8 +13,11 @@ const (
 )
 
 // valueRules are the value rules of MariaDB's types (sink.Limits.Rules):
-// DECIMAL, which rounds a value beyond a column's scale. Its JSON, a
-// LONGTEXT that json_valid checks, takes any valid JSON as its text.
+// DECIMAL, which rounds a value beyond a column's scale; DATE and
+// DATETIME, which refuse 0000-02-29 (error 1292: its calendar has no leap
+// year 0). Its JSON, a LONGTEXT that json_valid checks, takes any valid
+// JSON as its text.
 var valueRules = idemtype.ValueRules{
 	Decimal: idemtype.DecimalRule{Name: "DECIMAL", Code: "decimal", MaxDigits: decimalMaxDigits, MaxScale: decimalMaxScale},
+	Date:    idemtype.DateRule{NoLeapDayInYearZero: true, Reason: "MariaDB has no 29 February in the year 0000 (its DATE and DATETIME refuse it)"},
 }

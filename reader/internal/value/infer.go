@@ -1,12 +1,18 @@
 package value
 
+import "github.com/idemport/idemport/idemtype"
+
 // Inference tracks the narrowest type that every non-null value of a column
 // seen so far can be read as without losing what it means.
 type Inference struct {
 	// Dates makes the inference of mapping version 2: ISO dates are
 	// dates, and timestamps without a zone are timestamps (without time
 	// zone) rather than points in time taken as UTC.
-	Dates    bool
+	Dates bool
+	// Rules, when not nil, are the value rules of the target's database:
+	// a date or timestamp they refuse (CheckDate) is no date nor
+	// timestamp, as an invalid date is not.
+	Rules    *idemtype.ValueRules
 	seen     bool // a non-null value was seen
 	possible uint8
 	json     bool // a JSON object or array was seen
@@ -25,6 +31,14 @@ const (
 
 // observeTime narrows in by the text b as a date or timestamp.
 func (in *Inference) observeTime(b []byte) {
+	if in.Rules != nil && in.Rules.Date.NoLeapDayInYearZero {
+		if us, ok := ParseTimestamp(b, true); ok {
+			if code, _ := CheckDate(in.Rules, Value{I: us}, Timestamp); code != "" {
+				in.possible &^= canTimestamp | canDate | canLocal
+				return
+			}
+		}
+	}
 	if !in.Dates {
 		if _, ok := ParseTimestamp(b, false); !ok {
 			in.possible &^= canTimestamp

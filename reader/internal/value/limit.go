@@ -137,6 +137,35 @@ func CheckLimits(r *idemtype.ValueRules, l *Limit, allJSON bool, c Cell, v Value
 	return "", ""
 }
 
+// leapDayOfYearZero is 0000-02-29 in days since 1970-01-01.
+var leapDayOfYearZero = daysFromCivil(0, 2, 29)
+
+// ChecksDates reports whether rules r refuse some valid date or timestamp
+// of type t, which CheckDate checks.
+func ChecksDates(r *idemtype.ValueRules, t Type) bool {
+	return r.Date.NoLeapDayInYearZero && (t == Date || t == Timestamp || t == LocalTimestamp)
+}
+
+// CheckDate returns why v, a value of type t, is a date or timestamp a
+// database of rules r refuses though the calendar has it (CodeType, as an
+// invalid date), or "" when it takes it.
+func CheckDate(r *idemtype.ValueRules, v Value, t Type) (string, string) {
+	if !ChecksDates(r, t) || v.Null {
+		return "", ""
+	}
+	day := v.I
+	if t != Date {
+		day = v.I / 86400000000
+		if v.I%86400000000 < 0 {
+			day--
+		}
+	}
+	if day == leapDayOfYearZero {
+		return CodeType, r.Date.Reason
+	}
+	return "", ""
+}
+
 // LimitsOf returns the limit of each of names, nil where there is none.
 func LimitsOf(limits map[string]Limit, names []string) []*Limit {
 	out := make([]*Limit, len(names))
