@@ -1097,6 +1097,8 @@ func (a *applier) finish(ctx context.Context, tx *sql.Tx, c *completion, apart *
 			return totals, err
 		}
 		totals.Add(all)
+	} else if err := a.noteRewrites(ctx, tx, totals); err != nil {
+		return totals, err
 	}
 	if a.res.Deleted, err = a.sweep(ctx, tx, inserted, before, known); err != nil {
 		return totals, err
@@ -1108,6 +1110,25 @@ func (a *applier) finish(ctx context.Context, tx *sql.Tx, c *completion, apart *
 		return totals, err
 	}
 	return totals, a.dropStage(ctx, tx)
+}
+
+// noteRewrites notes, of a plain import (not --atomic) whose totals count
+// rows unchanged, that the table's triggers may have skipped or rewritten
+// rows (sink.RowRewriter): its writes are what happened, a row a trigger
+// skipped (a BEFORE trigger returning NULL, SQLite's RAISE(IGNORE)) or
+// left as stored counted unchanged, as the move of an --atomic import
+// counts it (reconcile). A plain import of no unchanged row asks nothing.
+func (a *applier) noteRewrites(ctx context.Context, tx *sql.Tx, totals idemtype.Rows) error {
+	rw, ok := a.e.st.Driver.(sink.RowRewriter)
+	if !ok || totals.Unchanged == 0 {
+		return nil
+	}
+	yes, err := rw.RewritesRows(ctx, tx, a.target.Table)
+	if err != nil || !yes {
+		return err
+	}
+	a.res.note(a.log, "the triggers of %s may change or skip the rows written to it: the counts are what the writes did, a row a trigger skipped or left as stored counted unchanged", a.target.Table)
+	return nil
 }
 
 // recordEnd records, in the transaction tx that completed the operation,

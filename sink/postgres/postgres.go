@@ -911,12 +911,12 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		w.tryDirect = !stored
 	}
 	if w.direct && !w.tg.Ordinal() && w.tryDirect && rounds == 1 {
-		ok, err := w.copyNew(ctx, tx, rec, fileKey, ordinals)
+		ok, copied, err := w.copyNew(ctx, tx, rec, fileKey, ordinals)
 		if err != nil {
 			return total, err
 		}
 		if ok {
-			total.Inserted = int64(n)
+			total.Inserted, total.Unchanged = copied, int64(n)-copied
 			return total, nil
 		}
 	}
@@ -929,10 +929,11 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 			return total, fmt.Errorf("look for %s in %s: %w", sink.RowSpan(ordinals), w.tg.Table, err)
 		}
 		if !present {
-			if err := w.copyInto(ctx, rec, fileKey, ordinals, ""); err != nil {
+			copied, err := w.copyInto(ctx, tx, rec, fileKey, ordinals, "")
+			if err != nil {
 				return total, err
 			}
-			total.Inserted = int64(n)
+			total.Inserted, total.Unchanged = copied, int64(n)-copied
 			return total, nil
 		}
 	}
@@ -1069,12 +1070,13 @@ func (w *writer) splitNew(ctx context.Context, tx *sql.Tx, fileKey int64, rec ar
 		tail = rec.NewSlice(int64(split), int64(n))
 		defer tail.Release()
 	}
-	ok, err := w.copyNew(ctx, tx, tail, fileKey, ordinals[split:])
+	ok, copied, err := w.copyNew(ctx, tx, tail, fileKey, ordinals[split:])
 	if err != nil {
 		return total, err
 	}
 	if ok {
-		total.Inserted += int64(n - split)
+		total.Inserted += copied
+		total.Unchanged += int64(n-split) - copied
 		// The whole batch copied, none of its keys stored: the next is
 		// tried as one COPY.
 		w.tryDirect = split == 0
@@ -1183,8 +1185,9 @@ func (w *writer) numberInts(keys []int64) int32 {
 const directSavepoint = "idemport_direct"
 
 // copyNew copies the rows of rec straight into the target, all of them
-// inserted, when none of their keys is stored; it reports false, having
-// written nothing, when one is. The COPY runs under a savepoint: the
+// inserted but those the table's triggers skipped (it returns how many
+// rows the table took: see copyInto), when none of their keys is stored;
+// it reports false, having written nothing, when one is. The COPY runs under a savepoint: the
 // target's unique index on the key (every natural-key target has one: see
 // sink.Check) refuses a stored key with a unique violation, which rolls
 // the COPY back to the savepoint, and the batch is then staged and merged.
@@ -1203,14 +1206,14 @@ const directSavepoint = "idemport_direct"
 // ("SAVEPOINT …; COPY …", one round trip where two were): the server runs
 // the two in order and stops at the first that fails, so the COPY runs
 // only under the savepoint.
-func (w *writer) copyNew(ctx context.Context, tx *sql.Tx, rec arrow.RecordBatch, fileKey int64, ordinals []int64) (bool, error) {
+func (w *writer) copyNew(ctx context.Context, tx *sql.Tx, rec arrow.RecordBatch, fileKey int64, ordinals []int64) (bool, int64, error) {
 	prefix := "SAVEPOINT " + directSavepoint + "; "
 	if w.enc == nil {
 		if err := w.sp.Take(ctx, tx); err != nil {
-			return false, err
+			return false, 0, err
 		}
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT "+directSavepoint); err != nil {
-			return false, fmt.Errorf("savepoint: %w", err)
+			return false, 0, fmt.Errorf("savepoint: %w", err)
 		}
 		prefix = ""
 	} else {
@@ -1218,28 +1221,28 @@ func (w *writer) copyNew(ctx context.Context, tx *sql.Tx, rec arrow.RecordBatch,
 		// message, first.
 		prefix = w.sp.Prefix() + prefix
 	}
-	err := w.copyInto(ctx, rec, fileKey, ordinals, prefix)
+	copied, err := w.copyInto(ctx, tx, rec, fileKey, ordinals, prefix)
 	if err == nil {
 		// Under WriteUnder the COPY was the batch's last statement: the
 		// release of its savepoint releases this one, inside it.
 		if w.sp.Under != "" {
-			return true, nil
+			return true, copied, nil
 		}
 		if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+directSavepoint); err != nil {
-			return false, fmt.Errorf("release savepoint: %w", err)
+			return false, 0, fmt.Errorf("release savepoint: %w", err)
 		}
-		return true, nil
+		return true, copied, nil
 	}
 	var pe *pgconn.PgError
 	// 23505: unique_violation; 40P01: deadlock_detected.
 	if !errors.As(err, &pe) || (pe.Code != "23505" && pe.Code != "40P01") {
-		return false, err
+		return false, 0, err
 	}
 	if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+directSavepoint+"; RELEASE SAVEPOINT "+directSavepoint); err != nil {
-		return false, fmt.Errorf("roll back to savepoint: %w", err)
+		return false, 0, fmt.Errorf("roll back to savepoint: %w", err)
 	}
 	w.tryDirect = false
-	return false, nil
+	return false, 0, nil
 }
 
 // columnNames returns the names of fields, in order.
@@ -1330,10 +1333,14 @@ func (w *writer) copy(ctx context.Context, rec arrow.RecordBatch, ordinals []int
 }
 
 // copyInto copies the rows of rec straight into the target table, with
-// their file key and ordinals, inside the transaction open on the Writer's
-// connection. With the encoder, prefix (statements, each ended by "; ")
-// runs first in the COPY's message; without it, prefix must be "".
-func (w *writer) copyInto(ctx context.Context, rec arrow.RecordBatch, fileKey int64, ordinals []int64, prefix string) error {
+// their file key and ordinals, inside tx, the transaction open on the
+// Writer's connection, and returns how many rows the table took. With the
+// encoder, prefix (statements, each ended by "; ") runs first in the
+// COPY's message; without it, prefix must be "". Fewer rows than rec's are
+// what happened only in a table whose triggers may skip the rows they are
+// given (RewritesRows: a BEFORE trigger returning NULL); in any other
+// table they are an error.
+func (w *writer) copyInto(ctx context.Context, tx *sql.Tx, rec arrow.RecordBatch, fileKey int64, ordinals []int64, prefix string) (int64, error) {
 	src := &source{w: w, rec: rec, ordinals: ordinals, i: -1, fileKey: &fileKey}
 	var copied int64
 	err := w.conn.Raw(func(dc any) error {
@@ -1356,12 +1363,21 @@ func (w *writer) copyInto(ctx context.Context, rec arrow.RecordBatch, fileKey in
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("copy %s into %s: %w", sink.RowSpan(ordinals), w.tg.Table, err)
+		return 0, fmt.Errorf("copy %s into %s: %w", sink.RowSpan(ordinals), w.tg.Table, err)
 	}
-	if copied != rec.NumRows() {
-		return fmt.Errorf("copy rows into %s: copied %d of %d", w.tg.Table, copied, rec.NumRows())
+	if copied == rec.NumRows() {
+		return copied, nil
 	}
-	return nil
+	if copied < rec.NumRows() {
+		skips, err := Driver{}.RewritesRows(ctx, tx, w.tg.Table)
+		if err != nil {
+			return 0, err
+		}
+		if skips {
+			return copied, nil
+		}
+	}
+	return 0, fmt.Errorf("copy rows into %s: copied %d of %d", w.tg.Table, copied, rec.NumRows())
 }
 
 // identifier is a possibly schema-qualified table name for pgx, read as

@@ -423,7 +423,8 @@ int idp_natural(sqlite3 *db, sqlite3_stmt *ins, sqlite3_stmt *probe, sqlite3_stm
 			if (!rc) rc = idp_bind_row(ins, 3, ncols, cols, i, ts);
 			if (!rc) rc = sqlite3_step(ins);
 			sqlite3_reset(ins);
-			if (rc == IDP_DONE) { rc = 0; counts[0]++; continue; }
+			// A row a trigger skipped (RAISE(IGNORE)) changes nothing: unchanged.
+			if (rc == IDP_DONE) { rc = 0; counts[sqlite3_changes(db) ? 0 : 2]++; continue; }
 			if ((rc & 0xff) != SQLITE_CONSTRAINT) { *failed = i; break; }
 			rc = 0;
 		}
@@ -454,7 +455,7 @@ int idp_natural(sqlite3 *db, sqlite3_stmt *ins, sqlite3_stmt *probe, sqlite3_stm
 		}
 		sqlite3_reset(up);
 		if (rc) { *failed = i; break; }
-		if (!exists) counts[0]++;
+		if (!exists) counts[changed ? 0 : 2]++;
 		else if (changed) counts[1]++;
 		else if (stale) counts[3]++;
 		else counts[2]++;

@@ -775,8 +775,13 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 			return total, err
 		}
 		total.Inserted = int64(n) - existing
+		if existing == 0 {
+			// Of new rows, those a trigger skipped (RAISE(IGNORE)) are
+			// unchanged.
+			total.Inserted = changed
+		}
 		total.Updated = changed - total.Inserted
-		total.Unchanged = existing - total.Updated
+		total.Unchanged = int64(n) - total.Inserted - total.Updated
 		if total.Updated < 0 || total.Unchanged < 0 {
 			return total, fmt.Errorf("write %s: counts do not add up (existing %d, changed %d)", w.tg.Table, existing, changed)
 		}
@@ -785,7 +790,7 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	if w.allNew {
 		switch inserted, err := w.insertBatch(ctx, fileKey, ordinals); {
 		case err == nil:
-			total.Inserted = inserted
+			total.Inserted, total.Unchanged = inserted, int64(n)-inserted
 			return total, nil
 		case !errors.As(err, new(*sink.RowError)):
 			return total, err
@@ -816,12 +821,15 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 }
 
 // insertBatch inserts the natural-key batch of w.cols whole, in one step of
-// insertAll, and returns the rows inserted: all of them, each counted as the
-// row-by-row insert counts it (inserted when its step succeeds), or none (a
-// failed statement changes nothing).
+// insertAll, and returns the rows inserted: all of them but those a trigger
+// skipped (RAISE(IGNORE), which the row-by-row insert counts unchanged too),
+// or none (a failed statement changes nothing).
 func (w *writer) insertBatch(ctx context.Context, fileKey int64, ordinals []int64) (int64, error) {
+	var inserted int64
 	err := w.insertAll.inTx(ctx, w.conn, func() error {
-		if _, failed, err := w.insertAll.run(w.batch, w.cols, fileKey, ordinals); err != nil {
+		var failed int
+		var err error
+		if inserted, failed, err = w.insertAll.run(w.batch, w.cols, fileKey, ordinals); err != nil {
 			return fmt.Errorf("write row %d into %s: %w", ordinals[failed], w.tg.Table, err)
 		}
 		return nil
@@ -829,7 +837,7 @@ func (w *writer) insertBatch(ctx context.Context, fileKey int64, ordinals []int6
 	if err != nil {
 		return 0, err
 	}
-	return int64(len(ordinals)), nil
+	return inserted, nil
 }
 
 // existing counts the target rows already present for these ordinals.
