@@ -240,6 +240,14 @@ type connEnsurer interface {
 	EnsureOn(ctx context.Context, conn *sql.Conn, tx *sql.Tx, tg sink.Target, schema *arrow.Schema) error
 }
 
+// ensureHolder is a connEnsurer that also does, in the same message, what
+// describingHolder does (not lazy), for a table found to exist: the
+// overlap's transaction into an existing table ensures it, holds its
+// columns and describes them in one round trip where it took two.
+type ensureHolder interface {
+	EnsureHeld(ctx context.Context, conn *sql.Conn, tx *sql.Tx, tg sink.Target, schema *arrow.Schema) (string, *sink.Table, error)
+}
+
 // describingHolder is a driver that does what partitionOpener (lazy) or
 // columnsHolder (not) does and describes the table (Driver.Describe,
 // after the lock) in the same message: what a transaction that prepares

@@ -626,6 +626,16 @@ func (ov *overlap) begin(ctx context.Context) error {
 		return err
 	}
 	schema := ov.a.plan.Schema.Arrow()
+	// A table found before the overlap began is ensured, held and
+	// described in one message (ensureHolder) where the driver allows:
+	// one round trip fewer before the first row.
+	if d, ok := st.Driver.(ensureHolder); ok && ov.existing != nil && ov.w.Writer == nil && ov.a.tables.write.Table == ov.kp.target.Table {
+		version, table, err := d.EnsureHeld(ctx, ov.conn, ov.tx.Tx, ov.kp.target, schema)
+		if err != nil {
+			return err
+		}
+		return ov.w.readyFor(ctx, ov.a, ov.conn, version, table)
+	}
 	if d, ok := st.Driver.(connEnsurer); ok {
 		err = d.EnsureOn(ctx, ov.conn, ov.tx.Tx, ov.kp.target, schema)
 	} else {

@@ -288,6 +288,66 @@ func (Driver) EnsureOn(ctx context.Context, conn *sql.Conn, tx *sql.Tx, tg sink.
 	return ensureDescribed(ctx, tx, tg, schema, t)
 }
 
+// EnsureHeld is EnsureOn followed by HoldColumnsDescribed (not lazy), for
+// a table the caller found to exist, in one message where they were two:
+// the advisory lock, the table's lock (LOCK TABLE, which fails where the
+// table is gone), the version of its columns and its description, each
+// statement run once the one before has (the lock waited for, the columns
+// read under it). It returns the version and the table as
+// HoldColumnsDescribed does. A table Ensure changes (a lineage column
+// added) has its columns held and described again, after the change.
+func (d Driver) EnsureHeld(ctx context.Context, conn *sql.Conn, tx *sql.Tx, tg sink.Target, schema *arrow.Schema) (string, *sink.Table, error) {
+	lock, args := lockTableSQL(ensureLock, tg.Table)
+	var results []*pgconn.Result
+	err := conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("connection is a %T, not of the pgx driver", dc)
+		}
+		b := &pgconn.Batch{}
+		params := make([][]byte, len(args))
+		for i, a := range args {
+			params[i] = []byte(a)
+		}
+		b.ExecParams(lock, params, nil, nil, nil)
+		b.ExecParams(`LOCK TABLE `+quoteTable(tg.Table)+` IN ROW EXCLUSIVE MODE`, nil, nil, nil, nil)
+		b.ExecParams(columnsVersion(literal(quoteTable(tg.Table))), nil, nil, nil, nil)
+		b.ExecParams(describeSQL("$1", "$2::text"), [][]byte{[]byte(quoteTable(tg.Table)), []byte(schemaOf(tg.Table))}, nil, nil, nil)
+		var err error
+		results, err = c.Conn().PgConn().ExecBatch(ctx, b).ReadAll()
+		return err
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("lock, hold and describe table %s: %w", tg.Table, err)
+	}
+	if len(results) != 4 {
+		return "", nil, fmt.Errorf("lock, hold and describe table %s: %d results of 4 statements", tg.Table, len(results))
+	}
+	version := ""
+	if rows := results[2].Rows; len(rows) == 1 && rows[0][0] != nil {
+		version = string(rows[0][0])
+	}
+	rows, i := results[3].Rows, -1
+	t, err := readDescribed(tg.Table, func() bool { i++; return i < len(rows) }, func(dest ...any) error { return scanText(rows[i], dest...) })
+	if err == nil {
+		t, err = described(tg.Table, t)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("describe table %s: %w", tg.Table, err)
+	}
+	if t == nil {
+		return "", nil, fmt.Errorf("write %s: no such table", tg.Table)
+	}
+	changed := t.Column(sink.FileColumn) == nil || t.Column(sink.RowColumn) == nil
+	if err := ensureDescribed(ctx, tx, tg, schema, t); err != nil {
+		return "", nil, err
+	}
+	if changed {
+		return d.HoldColumnsDescribed(ctx, conn, tg.Table, false)
+	}
+	return version, t, nil
+}
+
 // ensureDescribed is the rest of Ensure once the lock is held and the
 // table described as t (nil: there is none): it creates the table, or
 // checks that it fits and adds the lineage columns it lacks.
@@ -437,19 +497,24 @@ type writer struct {
 	keyIdx   []int    // schema positions of the key columns
 	copyCols []string // staging columns in COPY order
 	// truncate creates the staging table where it does not exist, and
-	// empties it: run before each batch is staged. staged: a batch was
-	// staged, so the table may exist (see copy), and Close drops it.
-	truncate string
-	staged   bool
-	merge    string // $1 file key, $2 round (natural-key mode)
+	// empties it: run before a batch is staged in a transaction that
+	// staged one already; create only creates it, run before the first
+	// batch a transaction stages (see copy). staged: a batch was staged,
+	// so the table may exist, and Close drops it; stagedTx, the
+	// transaction that staged the last one.
+	truncate, create string
+	staged           bool
+	stagedTx         *sql.Tx
+	merge            string // $1 file key, $2 round (natural-key mode)
 	// Natural-key mode: the merge without its ORDER BY, for a batch staged
 	// in the order of its keys already (increasing).
 	mergeStaged string
 	count       string // natural-key mode: counts a round's stale rows; $1 file key, $2 round
 	// stored: a key of one integer column: whether a key from $1 to $2
 	// is stored, and the greatest (0 when none is; see splitNew); and storedKey,
-	// whether key $1 is stored (see firstStored).
-	stored, storedKey string
+	// whether key $1 is stored (see firstStored); storedFirst, both in one
+	// statement: whether key $1 is stored, then what stored says of $1 to $2.
+	stored, storedKey, storedFirst string
 	// When every column is copied in its target type, a batch whose rows'
 	// keys are all absent is copied straight into the target, the cost of
 	// a plain COPY. In ordinal mode a query finds whether any is stored
@@ -574,7 +639,7 @@ func (w *writer) fieldsOf(schema *arrow.Schema, byName map[string]sink.Column) e
 }
 
 // stageSQL makes the statements that create the staging table, when it
-// does not exist, and empty it (w.truncate): its columns are the round
+// does not exist (w.create), and empty it (w.truncate): its columns are the round
 // (natural keys), the row ordinal, and the file's columns in the target's
 // types (typmods and collations too), or as text when they are staged as
 // text.
@@ -595,8 +660,9 @@ func (w *writer) stageSQL(table, stage string) {
 		}
 		w.copyCols = append(w.copyCols, f.name)
 	}
-	w.truncate = "CREATE TEMP TABLE IF NOT EXISTS " + q(w.stage) + " ON COMMIT DELETE ROWS AS SELECT " + strings.Join(sel, ", ") +
-		" FROM " + table + " t WITH NO DATA; TRUNCATE " + stage
+	w.create = "CREATE TEMP TABLE IF NOT EXISTS " + q(w.stage) + " ON COMMIT DELETE ROWS AS SELECT " + strings.Join(sel, ", ") +
+		" FROM " + table + " t WITH NO DATA"
+	w.truncate = w.create + "; TRUNCATE " + stage
 }
 
 // mergeParts are the pieces the merge statement is built of.
@@ -649,6 +715,7 @@ func (w *writer) naturalKeys(m *mergeParts, schema *arrow.Schema, table, stage s
 		col := "t." + q(k.name)
 		w.stored = "SELECT max(" + col + ") IS NOT NULL, coalesce(max(" + col + "), 0)::bigint FROM " + table + " t WHERE " + col + " BETWEEN $1::bigint AND $2::bigint"
 		w.storedKey = "SELECT EXISTS (SELECT 1 FROM " + table + " t WHERE " + col + " = $1::bigint)"
+		w.storedFirst = "SELECT EXISTS (SELECT 1 FROM " + table + " t WHERE " + col + " = $1::bigint), max(" + col + ") IS NOT NULL, coalesce(max(" + col + "), 0)::bigint FROM " + table + " t WHERE " + col + " BETWEEN $1::bigint AND $2::bigint"
 	}
 	// The stale rows, counted after the merge (see write).
 	w.count = "SELECT count(*) FROM " + stage + " s JOIN " + table + " t ON " + strings.Join(on, " AND ") +
@@ -904,11 +971,14 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	// own). One of increasing keys after a batch that met stored keys (a
 	// delta's) is split at once.
 	if w.direct && !w.tg.Ordinal() && w.tryDirect && rounds == 1 {
-		stored, err := w.firstStored(ctx, tx, rec, ordinals)
+		stored, span, err := w.firstStored(ctx, tx, rec, ordinals)
 		if err != nil {
 			return total, err
 		}
 		w.tryDirect = !stored
+		if stored && span != nil {
+			return w.splitAt(ctx, tx, fileKey, rec, ordinals, 0, *span)
+		}
 	}
 	if w.direct && !w.tg.Ordinal() && w.tryDirect && rounds == 1 {
 		ok, copied, err := w.copyNew(ctx, tx, rec, fileKey, ordinals)
@@ -969,7 +1039,7 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 func (w *writer) stageAndMerge(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64, rounds int32) (idemtype.Rows, error) {
 	var total idemtype.Rows
 	n := int(rec.NumRows())
-	if err := w.copy(ctx, rec, ordinals); err != nil {
+	if err := w.copy(ctx, tx, rec, ordinals); err != nil {
 		return total, err
 	}
 	if w.tg.Ordinal() {
@@ -1042,16 +1112,30 @@ func (w *writer) splitNew(ctx context.Context, tx *sql.Tx, fileKey int64, rec ar
 	n := int(rec.NumRows())
 	total := idemtype.Rows{Read: int64(n)}
 	keys := rec.Column(w.keyIdx[0]).(*array.Int64).Int64Values()[:n]
-	var found bool
-	var last int64
-	if err := w.lookup(ctx, tx, w.stored, []any{&found, &last}, keys[from], keys[n-1]); err != nil {
+	var span storedSpan
+	if err := w.lookup(ctx, tx, w.stored, []any{&span.found, &span.last}, keys[from], keys[n-1]); err != nil {
 		return total, fmt.Errorf("look up stored keys of %s (%s): %w", w.tg.Table, sink.RowSpan(ordinals[from:]), err)
 	}
-	// The savepoint of WriteUnder was taken with the look-up: the
-	// statements below run under it.
+	return w.splitAt(ctx, tx, fileKey, rec, ordinals, from, span)
+}
+
+// storedSpan is what w.stored says of the keys of a batch from a row to
+// its last: whether any is stored, and the greatest that is.
+type storedSpan struct {
+	found bool
+	last  int64
+}
+
+// splitAt is splitNew once the keys from row from to the end were looked
+// up (span), the savepoint of WriteUnder taken with the look-up: the
+// statements it sends run under it.
+func (w *writer) splitAt(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow.RecordBatch, ordinals []int64, from int, span storedSpan) (idemtype.Rows, error) {
+	n := int(rec.NumRows())
+	total := idemtype.Rows{Read: int64(n)}
+	keys := rec.Column(w.keyIdx[0]).(*array.Int64).Int64Values()[:n]
 	split := from
-	if found {
-		split += sort.Search(n-from, func(i int) bool { return keys[from+i] > last })
+	if span.found {
+		split += sort.Search(n-from, func(i int) bool { return keys[from+i] > span.last })
 	}
 	if split > 0 {
 		head := rec.NewSlice(0, int64(split))
@@ -1094,19 +1178,35 @@ func (w *writer) splitNew(ctx context.Context, tx *sql.Tx, fileKey int64, rec ar
 // partition's new keys): the doomed COPY, its encoding, its round trips and
 // its subtransaction's rollback took 25-40 ms a partition, the look-up
 // takes one index probe. A key of another kind is not looked up (false).
-func (w *writer) firstStored(ctx context.Context, tx *sql.Tx, rec arrow.RecordBatch, ordinals []int64) (bool, error) {
+//
+// A batch in increasing order of its keys (w.increasing), split at once
+// when its first key is stored (splitNew), has the split's look-up of its
+// keys (w.stored) in the same statement, returned as span (nil for
+// another batch): its first statements to the server are then one round
+// trip where they were two (a delta's first batch's, and each one's after
+// a batch copied whole).
+func (w *writer) firstStored(ctx context.Context, tx *sql.Tx, rec arrow.RecordBatch, ordinals []int64) (bool, *storedSpan, error) {
 	if w.storedKey == "" {
-		return false, nil
+		return false, nil, nil
 	}
 	a, ok := rec.Column(w.keyIdx[0]).(*array.Int64)
 	if !ok || a.IsNull(0) {
-		return false, nil
+		return false, nil, nil
+	}
+	if w.increasing {
+		var stored bool
+		var span storedSpan
+		err := w.lookup(ctx, tx, w.storedFirst, []any{&stored, &span.found, &span.last}, a.Value(0), a.Value(int(rec.NumRows())-1))
+		if err != nil {
+			return false, nil, fmt.Errorf("look up stored keys of %s (%s): %w", w.tg.Table, sink.RowSpan(ordinals), err)
+		}
+		return stored, &span, nil
 	}
 	stored, err := w.exists(ctx, tx, w.storedKey, a.Value(0))
 	if err != nil {
-		return false, fmt.Errorf("look up stored keys of %s (%s): %w", w.tg.Table, sink.RowSpan(ordinals[:1]), err)
+		return false, nil, fmt.Errorf("look up stored keys of %s (%s): %w", w.tg.Table, sink.RowSpan(ordinals[:1]), err)
 	}
-	return stored, nil
+	return stored, nil, nil
 }
 
 // risingEnd returns where the keys that end keys in increasing order
@@ -1273,8 +1373,8 @@ func (f *field) key(buf []byte, a arrow.Array, i int) []byte {
 
 // copy copies the rows of rec into the staging table with COPY, through
 // the pgx connection under the Writer's database/sql connection, and so
-// inside the transaction open on it.
-func (w *writer) copy(ctx context.Context, rec arrow.RecordBatch, ordinals []int64) error {
+// inside tx, the transaction open on it.
+func (w *writer) copy(ctx context.Context, tx *sql.Tx, rec arrow.RecordBatch, ordinals []int64) error {
 	src := &source{w: w, rec: rec, ordinals: ordinals, i: -1}
 	var copied int64
 	err := w.conn.Raw(func(dc any) error {
@@ -1298,7 +1398,21 @@ func (w *writer) copy(ctx context.Context, rec arrow.RecordBatch, ordinals []int
 		// them in order and stops at the first that fails, one round trip
 		// where two or three were. Without it, the caller took the
 		// savepoint.
+		//
+		// The first batch a transaction stages finds the table empty, and
+		// is not preceded by the TRUNCATE, which costs more than the COPY
+		// of a small batch (a new file for the table, its catalog row
+		// rewritten, under a savepoint's subtransaction every time): the
+		// table deletes its rows at every commit (ON COMMIT DELETE ROWS),
+		// a rollback undoes a transaction's rows, and no one but this
+		// writer writes it (its name is the writer's alone). A later
+		// batch of the same transaction finds the rows of the one before.
 		w.staged = true
+		empty := w.truncate
+		if w.stagedTx != tx {
+			empty = w.create
+		}
+		w.stagedTx = tx
 		if w.enc != nil {
 			nlead := 1
 			if !w.tg.Ordinal() {
@@ -1312,11 +1426,11 @@ func (w *writer) copy(ctx context.Context, rec arrow.RecordBatch, ordinals []int
 			})
 			defer data.close() // before rec may be released: see stream.mu
 			// The tag is the message's last statement's: the COPY's.
-			tag, err := c.Conn().PgConn().CopyFrom(ctx, data, w.sp.Prefix()+w.truncate+"; "+w.copyStage)
+			tag, err := c.Conn().PgConn().CopyFrom(ctx, data, w.sp.Prefix()+empty+"; "+w.copyStage)
 			copied = tag.RowsAffected()
 			return err
 		}
-		if _, err := c.Conn().Exec(ctx, w.truncate); err != nil {
+		if _, err := c.Conn().Exec(ctx, empty); err != nil {
 			return err
 		}
 		var err error

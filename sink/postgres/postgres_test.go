@@ -280,7 +280,7 @@ func TestCopyRunsInTheTransaction(t *testing.T) {
 	}
 	defer tx.Rollback()
 	// Copy only, as Write does first.
-	if err := w.copy(f.Ctx, rec, drivertest.Seq(1, 3)); err != nil {
+	if err := w.copy(f.Ctx, tx, rec, drivertest.Seq(1, 3)); err != nil {
 		t.Fatal(err)
 	}
 	var staged, ours int64
@@ -397,6 +397,55 @@ func TestStagingTableOnlyWhenStaged(t *testing.T) {
 	if after := setting(); after != before {
 		t.Fatalf("after Close: the session's synchronous_commit %s, want %s as before", after, before)
 	}
+}
+
+// TestStageEmptiedWhenItHoldsRows: the first batch a transaction stages
+// finds the writer's staging table empty (the commit of the transaction
+// before emptied it) and does not truncate it, which would give the table
+// a new file (its relfilenode); a later batch of the same transaction
+// finds the rows of the one before, and empties the table first: merged
+// with them, its counts and the rows stored would be wrong.
+func TestStageEmptiedWhenItHoldsRows(t *testing.T) {
+	f := drivertest.Open(t, open(t))
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("name"))
+	tg := sink.Target{Table: "t", Key: []string{"id"}}
+	f.MustEnsure(tg, s)
+	sw := f.Writer(tg, s)
+	w := sw.(*writer)
+	cols := []string{"id", "name", sink.FileColumn, sink.RowColumn}
+	drivertest.WantRows(t, "new keys", f.Write(sw, 1, drivertest.Batch(t, s, []any{1, "a"}, []any{2, "b"}), drivertest.Seq(1, 2)),
+		idemtype.Rows{Read: 2, Inserted: 2})
+	drivertest.WantRows(t, "stored keys", f.Write(sw, 2, drivertest.Batch(t, s, []any{1, "A"}, []any{2, "b"}), drivertest.Seq(1, 2)),
+		idemtype.Rows{Read: 2, Updated: 1, Unchanged: 1})
+	tx, err := f.Conn.BeginTx(f.Ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	file := func() string {
+		t.Helper()
+		var v string
+		if err := tx.QueryRowContext(f.Ctx, `SELECT relfilenode::text || ' ' || (SELECT count(*) FROM pg_temp.`+q(w.stage)+`)
+			FROM pg_class WHERE oid = to_regclass($1)`, `pg_temp.`+q(w.stage)).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := file()
+	if !strings.HasSuffix(before, " 0") {
+		t.Fatalf("the staging table's file and rows after a commit: %s, want no rows", before)
+	}
+	drivertest.WantRows(t, "the transaction's first staged batch", f.WriteIn(tx, sw, 3, drivertest.Batch(t, s, []any{2, "B"}, []any{1, "A"}), drivertest.Seq(1, 2)),
+		idemtype.Rows{Read: 2, Updated: 1, Unchanged: 1})
+	if got, want := file(), strings.TrimSuffix(before, " 0")+" 2"; got != want {
+		t.Errorf("the staging table's file and rows after the transaction's first staged batch: %s, want %s (the file it had)", got, want)
+	}
+	drivertest.WantRows(t, "the transaction's second staged batch", f.WriteIn(tx, sw, 3, drivertest.Batch(t, s, []any{2, "C"}, []any{1, "A"}), drivertest.Seq(3, 4)),
+		idemtype.Rows{Read: 2, Updated: 1, Unchanged: 1})
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	drivertest.WantTable(t, "after the commit", f.Table("t", "id", cols...), "1|'A'|2|1", "2|'C'|3|3")
 }
 
 // TestExistingTableTypes writes into an existing table whose columns are

@@ -3,7 +3,9 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/pgtest"
 	"github.com/idemport/idemport/sink"
 	"github.com/idemport/idemport/sink/drivertest"
@@ -204,5 +207,129 @@ func TestEnsureOnWaitsThenFinds(t *testing.T) {
 	}
 	if err := tx2.Commit(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStoredFirstKeySplitInOneLookUp: a batch of increasing keys tried as
+// one COPY (the writer's first) whose first key is stored is split with
+// one look-up, sent with its savepoint: whether the first key is stored
+// and which of its keys are, one round trip where there were two. The
+// batch costs that look-up, the staging COPY of the stored keys and their
+// merge, and the COPY of the new keys straight into the table; the table
+// is compared whole, lineage included, and with the other batches of the
+// transaction after it.
+func TestStoredFirstKeySplitInOneLookUp(t *testing.T) {
+	db, schema := pgtest.Open(t)
+	ctx := t.Context()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE splitfirst (id bigint PRIMARY KEY, name text, _idemport_file bigint, _idemport_row bigint);
+		INSERT INTO splitfirst VALUES (1, 'one', 1, 1), (2, 'two', 1, 2), (3, 'three', 1, 3)`); err != nil {
+		t.Fatal(err)
+	}
+	conn, n := countedConn(t, schema)
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("name"))
+	sw, err := Driver{}.Writer(ctx, conn, sink.Target{Table: "splitfirst", Key: []string{"id"}}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sw.Close()
+	w := sw.(*writer)
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	write := func(what, name string, fileKey int64, want idemtype.Rows, rows ...[]any) int64 {
+		t.Helper()
+		rec := drivertest.Batch(t, s, rows...)
+		defer rec.Release()
+		before := n.Load()
+		c, err := w.WriteUnder(ctx, tx, name, fileKey, rec, drivertest.Seq(1, int64(len(rows))))
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		drivertest.WantRows(t, what, c, want)
+		return n.Load() - before
+	}
+	// The round trips of a COPY straight into the table, looked up first,
+	// with its savepoint: its first key is not stored.
+	direct := write("new keys", "idemport_a", 2, idemtype.Rows{Read: 2, Inserted: 2}, []any{10, "ten"}, []any{11, "eleven"})
+	// The same COPY, the round trips of the staged batch besides.
+	split := write("stored keys, then new ones", "idemport_b", 3, idemtype.Rows{Read: 4, Inserted: 1, Updated: 1, Unchanged: 2},
+		[]any{1, "one"}, []any{2, "TWO"}, []any{3, "three"}, []any{12, "twelve"})
+	// One more batch of the transaction, every key stored: merged.
+	write("stored keys", "idemport_c", 4, idemtype.Rows{Read: 2, Updated: 2}, []any{3, "THREE"}, []any{10, "TEN"})
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// The staged batch's staging COPY, its merge and the count of its
+	// rows neither inserted nor updated (the two prepared on their first
+	// use): 7 writes more than the COPY straight into the table alone,
+	// where the split's own look-up, prepared and then run, made 9.
+	if split-direct != 7 {
+		t.Errorf("the batch split at a stored first key took %d round trips more than one copied whole (%d), want 7", split-direct, direct)
+	}
+	var got string
+	if err := db.QueryRowContext(ctx, `SELECT string_agg(concat_ws('|', id, name, _idemport_file, _idemport_row), ', ' ORDER BY id) FROM splitfirst`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if want := "1|one|1|1, 2|TWO|3|2, 3|THREE|4|1, 10|TEN|4|2, 11|eleven|2|2, 12|twelve|3|4"; got != want {
+		t.Errorf("the table:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestEnsureHeldInOneRoundTrip: EnsureHeld ensures a table that exists,
+// holds its columns and describes it in one round trip, returning what
+// HoldColumnsDescribed returns in the same transaction afterwards. A
+// table without the lineage columns gets them, and is returned as it is
+// after that change, its columns' version the changed one; a table gone
+// fails.
+func TestEnsureHeldInOneRoundTrip(t *testing.T) {
+	db, schema := pgtest.Open(t)
+	ctx := t.Context()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE held (id bigint PRIMARY KEY, name text, _idemport_file bigint, _idemport_row bigint);
+		CREATE TABLE bare (id bigint PRIMARY KEY, name text)`); err != nil {
+		t.Fatal(err)
+	}
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("name"))
+	for _, c := range []struct{ table, wantTrips string }{{"held", "1"}, {"bare", "more than 1"}} {
+		conn, n := countedConn(t, schema)
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := n.Load()
+		version, table, err := Driver{}.EnsureHeld(ctx, conn, tx, sink.Target{Table: c.table, Key: []string{"id"}}, s)
+		trips := n.Load() - before
+		if err != nil {
+			t.Fatalf("%s: %v", c.table, err)
+		}
+		if got := fmt.Sprint(trips); (c.wantTrips == "1") != (got == "1") {
+			t.Errorf("%s: ensured, held and described in %s round trips, want %s", c.table, got, c.wantTrips)
+		}
+		wantVersion, wantTable, err := Driver{}.HoldColumnsDescribed(ctx, conn, c.table, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if version != wantVersion {
+			t.Errorf("%s: version %q, want %q", c.table, version, wantVersion)
+		}
+		if got, want := fmt.Sprintf("%+v", table), fmt.Sprintf("%+v", wantTable); got != want {
+			t.Errorf("%s: described as\n%s\nwant\n%s", c.table, got, want)
+		}
+		if table.Column(sink.FileColumn) == nil || table.Column(sink.RowColumn) == nil {
+			t.Errorf("%s: described without the lineage columns: %+v", c.table, table)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, _ := countedConn(t, schema)
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, _, err := (Driver{}).EnsureHeld(ctx, conn, tx, sink.Target{Table: "gone", Key: []string{"id"}}, s); err == nil || !strings.Contains(err.Error(), `relation "gone" does not exist`) {
+		t.Errorf("a table gone: %v, want its lock refused", err)
 	}
 }
