@@ -102,6 +102,9 @@ type Table struct {
 	// Keys lists the primary key and every unique index, each as its
 	// column names.
 	Keys [][]string
+	// Partitioned: the table is partitioned (PostgreSQL), and an INSERT
+	// into it returns none of its rows' system columns.
+	Partitioned bool
 }
 
 // Column returns the column named name, or nil.

@@ -19,7 +19,8 @@
 // inside the caller's transaction), and one INSERT … SELECT … ON CONFLICT
 // DO UPDATE … WHERE statement merges it into the target, leaving unchanged
 // and stale rows untouched and telling inserted rows from updated ones by
-// their xmax. In natural-key mode the rows the merge neither inserted nor
+// their xmax (in a partitioned table, which returns none, by whether their
+// key was in the table as the statement began). In natural-key mode the rows the merge neither inserted nor
 // updated, when there are any, are then told stale from unchanged with a
 // join of the staging table and the target, which the merge left locked
 // as it judged them; and a batch that holds a key more than once is merged

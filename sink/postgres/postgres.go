@@ -144,7 +144,7 @@ func schemaOf(name string) string {
 // columns (part 0, in their order), then the keys' columns (part 1), then
 // whether the schema of a qualified name exists (part 2, its one row's
 // notnull), which tells a missing table from a missing schema without
-// another round trip. Keys are the indexes ON CONFLICT can use as
+// another round trip, then a row for a partitioned table (part 3). Keys are the indexes ON CONFLICT can use as
 // arbiters: unique, valid, not deferrable, not partial, and on plain
 // columns (INCLUDE columns are not part of the key), the primary key
 // first, each key's columns in its order.
@@ -164,6 +164,8 @@ func describeSQL(rel, nsp string) string {
 		AND i.indpred IS NULL AND i.indexprs IS NULL AND k.ord <= i.indnkeyatts
 		UNION ALL
 		SELECT 2, 0, '', '', '', to_regnamespace(` + nsp + `) IS NOT NULL, false, 0, false, 0, 0 WHERE ` + nsp + ` <> ''
+		UNION ALL
+		SELECT 3, 0, '', '', '', true, false, 0, false, 0, 0 FROM pg_class c WHERE c.oid = to_regclass(` + rel + `) AND c.relkind = 'p'
 		ORDER BY part, n, prim DESC, id, ord`
 }
 
@@ -193,6 +195,9 @@ func readDescribed(name string, next func() bool, scan func(dest ...any) error) 
 			if c.NotNull {
 				t.Name = name
 			}
+			continue
+		case 3:
+			t.Partitioned = true
 			continue
 		}
 		c.Kind = kindOf(c.TypeName)
@@ -595,18 +600,23 @@ func (Driver) WriterFor(_ context.Context, conn *sql.Conn, tg sink.Target, schem
 	stage := "pg_temp." + q(w.stage)
 	w.stageSQL(table, stage)
 	m := w.mergeColumns(t)
-	m.conflict = quoteList([]string{sink.FileColumn, sink.RowColumn}, "")
+	m.keys = []string{sink.FileColumn, sink.RowColumn}
+	m.conflict = quoteList(m.keys, "")
 	m.from = " FROM " + stage + " s"
 	if !tg.Ordinal() {
 		w.naturalKeys(&m, schema, table, stage)
 	}
 	action := m.action()
 	w.copies(table, stage)
+	returning, inserted := "t.xmax = 0 AS inserted", "inserted"
+	if t.Partitioned {
+		returning, inserted = m.partitioned(table)
+	}
 	merge := func(order string) string {
 		return "WITH m AS (INSERT INTO " + table + " AS t (" + q(sink.FileColumn) + ", " + q(sink.RowColumn) + ", " + strings.Join(m.names, ", ") + ")" +
 			" SELECT $1::bigint, s." + q(sink.RowColumn) + ", " + strings.Join(m.values, ", ") + m.from + order +
-			" ON CONFLICT (" + m.conflict + ") " + action + " RETURNING t.xmax = 0 AS inserted)" +
-			" SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM m"
+			" ON CONFLICT (" + m.conflict + ") " + action + " RETURNING " + returning + ")" +
+			" SELECT count(*) FILTER (WHERE " + inserted + "), count(*) FILTER (WHERE NOT " + inserted + ") FROM m"
 	}
 	w.merge, w.mergeStaged = merge(m.order), merge("")
 	return w, nil
@@ -670,6 +680,24 @@ type mergeParts struct {
 	names, values, data, stored, incoming, set []string
 	conflict, from, order                      string
 	guard                                      []string
+	keys                                       []string // the columns of conflict
+}
+
+// partitioned is the merge's RETURNING list, and the condition on its row
+// m that tells an inserted row, for a partitioned table, which returns no
+// xmax: the row's key, and that no row of that key is in the table as the
+// statement's snapshot sees it (the WITH's INSERT and the query reading
+// its rows run with one snapshot, so the query does not see the rows the
+// INSERT wrote). A key another transaction commits after that snapshot
+// is counted new though the INSERT updated it, as the --atomic move of a
+// partitioned table counts it (Driver.Merge); the table's rows are right.
+func (m *mergeParts) partitioned(table string) (returning, inserted string) {
+	var ret, on []string
+	for _, k := range m.keys {
+		ret = append(ret, "t."+q(k))
+		on = append(on, "o."+q(k)+" = m."+q(k))
+	}
+	return strings.Join(ret, ", "), "NOT EXISTS (SELECT 1 FROM " + table + " o WHERE " + strings.Join(on, " AND ") + ")"
 }
 
 // mergeColumns lists the columns the merge inserts, and those a changed row
@@ -697,7 +725,8 @@ func (w *writer) mergeColumns(t *sink.Table) mergeParts {
 // stale rows, and the statement that counts the stale rows.
 func (w *writer) naturalKeys(m *mergeParts, schema *arrow.Schema, table, stage string) {
 	tg := w.tg
-	m.conflict = quoteList(tg.Key, "")
+	m.keys = tg.Key
+	m.conflict = quoteList(m.keys, "")
 	m.from += " WHERE s." + q(roundColumn) + " = $2"
 	var keys, on []string
 	for _, k := range w.keyIdx {
