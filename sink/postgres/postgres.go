@@ -255,24 +255,7 @@ const ensureLock = "idemport ensure"
 // before releasing it). A new table then costs two round trips, a table
 // that fits one.
 func (Driver) EnsureOn(ctx context.Context, conn *sql.Conn, tx *sql.Tx, tg sink.Target, schema *arrow.Schema) error {
-	lock, args := lockTableSQL(ensureLock, tg.Table)
-	var results []*pgconn.Result
-	err := conn.Raw(func(dc any) error {
-		c, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("connection is a %T, not of the pgx driver", dc)
-		}
-		b := &pgconn.Batch{}
-		params := make([][]byte, len(args))
-		for i, a := range args {
-			params[i] = []byte(a)
-		}
-		b.ExecParams(lock, params, nil, nil, nil)
-		b.ExecParams(describeSQL("$1", "$2::text"), [][]byte{[]byte(quoteTable(tg.Table)), []byte(schemaOf(tg.Table))}, nil, nil, nil)
-		var err error
-		results, err = c.Conn().PgConn().ExecBatch(ctx, b).ReadAll()
-		return err
-	})
+	results, err := lockAndSend(ctx, conn, tg.Table)
 	if err != nil {
 		if len(results) == 0 || results[0].Err != nil {
 			return fmt.Errorf("lock table %s: %w", tg.Table, err)
@@ -282,13 +265,9 @@ func (Driver) EnsureOn(ctx context.Context, conn *sql.Conn, tx *sql.Tx, tg sink.
 	if len(results) != 2 {
 		return fmt.Errorf("lock and describe table %s: %d results of 2 statements", tg.Table, len(results))
 	}
-	rows, i := results[1].Rows, -1
-	t, err := readDescribed(tg.Table, func() bool { i++; return i < len(rows) }, func(dest ...any) error { return scanText(rows[i], dest...) })
-	if err == nil {
-		t, err = described(tg.Table, t)
-	}
+	t, err := describedFrom(tg.Table, results[1])
 	if err != nil {
-		return fmt.Errorf("describe table %s: %w", tg.Table, err)
+		return err
 	}
 	return ensureDescribed(ctx, tx, tg, schema, t)
 }
@@ -302,26 +281,9 @@ func (Driver) EnsureOn(ctx context.Context, conn *sql.Conn, tx *sql.Tx, tg sink.
 // HoldColumnsDescribed does. A table Ensure changes (a lineage column
 // added) has its columns held and described again, after the change.
 func (d Driver) EnsureHeld(ctx context.Context, conn *sql.Conn, tx *sql.Tx, tg sink.Target, schema *arrow.Schema) (string, *sink.Table, error) {
-	lock, args := lockTableSQL(ensureLock, tg.Table)
-	var results []*pgconn.Result
-	err := conn.Raw(func(dc any) error {
-		c, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("connection is a %T, not of the pgx driver", dc)
-		}
-		b := &pgconn.Batch{}
-		params := make([][]byte, len(args))
-		for i, a := range args {
-			params[i] = []byte(a)
-		}
-		b.ExecParams(lock, params, nil, nil, nil)
-		b.ExecParams(`LOCK TABLE `+quoteTable(tg.Table)+` IN ROW EXCLUSIVE MODE`, nil, nil, nil, nil)
-		b.ExecParams(columnsVersion(literal(quoteTable(tg.Table))), nil, nil, nil, nil)
-		b.ExecParams(describeSQL("$1", "$2::text"), [][]byte{[]byte(quoteTable(tg.Table)), []byte(schemaOf(tg.Table))}, nil, nil, nil)
-		var err error
-		results, err = c.Conn().PgConn().ExecBatch(ctx, b).ReadAll()
-		return err
-	})
+	results, err := lockAndSend(ctx, conn, tg.Table,
+		`LOCK TABLE `+quoteTable(tg.Table)+` IN ROW EXCLUSIVE MODE`,
+		columnsVersion(literal(quoteTable(tg.Table))))
 	if err != nil {
 		return "", nil, fmt.Errorf("lock, hold and describe table %s: %w", tg.Table, err)
 	}
@@ -332,13 +294,9 @@ func (d Driver) EnsureHeld(ctx context.Context, conn *sql.Conn, tx *sql.Tx, tg s
 	if rows := results[2].Rows; len(rows) == 1 && rows[0][0] != nil {
 		version = string(rows[0][0])
 	}
-	rows, i := results[3].Rows, -1
-	t, err := readDescribed(tg.Table, func() bool { i++; return i < len(rows) }, func(dest ...any) error { return scanText(rows[i], dest...) })
-	if err == nil {
-		t, err = described(tg.Table, t)
-	}
+	t, err := describedFrom(tg.Table, results[3])
 	if err != nil {
-		return "", nil, fmt.Errorf("describe table %s: %w", tg.Table, err)
+		return "", nil, err
 	}
 	if t == nil {
 		return "", nil, fmt.Errorf("write %s: no such table", tg.Table)
@@ -351,6 +309,50 @@ func (d Driver) EnsureHeld(ctx context.Context, conn *sql.Conn, tx *sql.Tx, tg s
 		return d.HoldColumnsDescribed(ctx, conn, tg.Table, false)
 	}
 	return version, t, nil
+}
+
+// lockAndSend sends, in one message on conn (a pipeline, each statement
+// run once the one before has), Ensure's advisory lock of table, then the
+// statements between (without parameters), then table's describe, and
+// returns every statement's result in order; on an error, the results
+// read before it.
+func lockAndSend(ctx context.Context, conn *sql.Conn, table string, between ...string) ([]*pgconn.Result, error) {
+	lock, args := lockTableSQL(ensureLock, table)
+	var results []*pgconn.Result
+	err := conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("connection is a %T, not of the pgx driver", dc)
+		}
+		b := &pgconn.Batch{}
+		params := make([][]byte, len(args))
+		for i, a := range args {
+			params[i] = []byte(a)
+		}
+		b.ExecParams(lock, params, nil, nil, nil)
+		for _, s := range between {
+			b.ExecParams(s, nil, nil, nil, nil)
+		}
+		b.ExecParams(describeSQL("$1", "$2::text"), [][]byte{[]byte(quoteTable(table)), []byte(schemaOf(table))}, nil, nil, nil)
+		var err error
+		results, err = c.Conn().PgConn().ExecBatch(ctx, b).ReadAll()
+		return err
+	})
+	return results, err
+}
+
+// describedFrom reads table's description from the result of its
+// describe statement (nil: there is no such table).
+func describedFrom(table string, r *pgconn.Result) (*sink.Table, error) {
+	rows, i := r.Rows, -1
+	t, err := readDescribed(table, func() bool { i++; return i < len(rows) }, func(dest ...any) error { return scanText(rows[i], dest...) })
+	if err == nil {
+		t, err = described(table, t)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("describe table %s: %w", table, err)
+	}
+	return t, nil
 }
 
 // ensureDescribed is the rest of Ensure once the lock is held and the
