@@ -98,10 +98,15 @@
 //     spaces are two keys, as in the file.
 //
 // Widen changes a column outside every key (MODIFY COLUMN, keeping NOT
-// NULL; MariaDB's casts to text are exact); a key column is not widened
-// (a *sink.ConfigError), and Limits says so (FixedKeys), so that the plan
+// NULL; MariaDB's casts to text are exact), and leaves one that holds the
+// kind, or text, already; a key column is not widened (a
+// *sink.ConfigError), and Limits says so (FixedKeys), so that the plan
 // refuses a file that needs one widened before any effect, exit 5, rather
-// than each attempt failing at it. Each of these statements commits the
+// than each attempt failing at it. Widen and AddColumn hold a session
+// lock through their ALTER, which LockTable waits for (holdAlters): the
+// ALTER of a killed process ends after its evolve lock is gone, and what
+// --evolve looks at under that lock is the table as the ALTER leaves
+// it. Each of these statements commits the
 // transaction it runs in (see below), so the pipeline makes the table and
 // its columns before any row is written, each in a step of its own, and
 // each is idempotent (IF NOT EXISTS), so a second Ensure or AddColumn, by

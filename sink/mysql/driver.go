@@ -261,9 +261,16 @@ func (Driver) Lock(ctx context.Context, tx *sql.Tx, key string) error {
 }
 
 // LockTable implements sink.Driver: the lock table is the database's,
-// where an unqualified name means one table to every session.
+// where an unqualified name means one table to every session. Once it
+// holds the key, it waits until no session alters the table's columns
+// (waitAlters): the ALTER of a process killed while it held the key ends
+// after the key is free, and what is looked at under the key must be the
+// table as that ALTER leaves it.
 func (d Driver) LockTable(ctx context.Context, tx *sql.Tx, what, table string) error {
-	return d.Lock(ctx, tx, what+" "+table)
+	if err := d.Lock(ctx, tx, what+" "+table); err != nil {
+		return err
+	}
+	return waitAlters(ctx, tx, table)
 }
 
 // SkipLocked implements sink.Driver. MariaDB has no FOR UPDATE OF: the

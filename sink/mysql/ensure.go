@@ -3,11 +3,13 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/sink"
@@ -219,8 +221,67 @@ func (d Driver) Ensure(ctx context.Context, tx *sql.Tx, tg sink.Target, schema *
 	return nil
 }
 
+// alterLockName is the SQL expression of the name of the session lock
+// (GET_LOCK) a session holds while it alters the columns of a table
+// (holdAlters), of the arguments database (or "": the connection's) and
+// table: a digest of the two, as the name may have 64 characters.
+const alterLockName = `CONCAT('idemport alter ', LEFT(SHA2(CONCAT(coalesce(nullif(?, ''), DATABASE()), '.', ?), 256), 40))`
+
+// holdAlters takes, in tx's session, the lock of the alterations of
+// table's columns, and returns its release. AddColumn and Widen hold it
+// through their ALTER TABLE, and LockTable waits for it to be free
+// (waitAlters).
+//
+// --evolve looks at a table and changes it under a lock (LockTable) that
+// is a row lock of a session of its own, since the ALTER commits the
+// transaction it runs in. A process killed while its ALTER copies the
+// table loses that session at once, and with it the lock, while its
+// ALTER's session runs on on the server and ends the ALTER later: another
+// process took the lock, looked at the table as it was before that ALTER,
+// and queued an ALTER of its own behind it, made from what it had seen;
+// one that widened n to a decimal after an ALTER that made n text
+// narrowed n back to a decimal (a text file's import, which had read n as
+// text, then failed, and a column marked a decimal held text). A session
+// lock lasts, unlike a row lock, through the commit of the ALTER, until
+// it is released or its session ends: the session of an ALTER whose
+// process is gone holds it until that ALTER has ended.
+func holdAlters(ctx context.Context, tx *sql.Tx, table string) (release func() error, err error) {
+	db, name := splitName(table)
+	var got sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT GET_LOCK(`+alterLockName+`, @@lock_wait_timeout)`, db, name).Scan(&got); err != nil {
+		return nil, fmt.Errorf("wait for the alterations of %s under way: %w", table, err)
+	}
+	if got.Int64 != 1 {
+		// As a metadata lock waited for too long: Locked.
+		return nil, fmt.Errorf("wait for the alterations of %s under way: %w", table,
+			&mysql.MySQLError{Number: erLockWait, Message: "another session altered the table's columns for longer than the lock wait timeout"})
+	}
+	return func() error {
+		if _, err := tx.ExecContext(context.WithoutCancel(ctx), `DO RELEASE_LOCK(`+alterLockName+`)`, db, name); err != nil {
+			return fmt.Errorf("release the lock of the alterations of %s: %w", table, err)
+		}
+		return nil
+	}, nil
+}
+
+// waitAlters waits, in tx's session, until no session alters table's
+// columns (holdAlters), and holds nothing after.
+func waitAlters(ctx context.Context, tx *sql.Tx, table string) error {
+	release, err := holdAlters(ctx, tx, table)
+	if err != nil {
+		return err
+	}
+	return release()
+}
+
 // AddColumn implements sink.Driver: the column is nullable, of sqlType.
-func (d Driver) AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.Field) error {
+// It holds the lock of the table's alterations (holdAlters).
+func (d Driver) AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow.Field) (err error) {
+	release, err := holdAlters(ctx, tx, table)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, release()) }()
 	stmt := `ALTER TABLE ` + d.QuoteTable(table) + ` ADD COLUMN IF NOT EXISTS ` + columnDef(f.Name, idemtype.TypeOf(f), 0, false)
 	if _, err := tx.ExecContext(ctx, stmt); err != nil {
 		return fmt.Errorf("add column %s to %s: %w", f.Name, table, err)
@@ -234,13 +295,27 @@ func (d Driver) AddColumn(ctx context.Context, tx *sql.Tx, table string, f arrow
 // text as it is. A key column is not widened (its type is a VARCHAR of the
 // key's share, or is part of a number key): a *sink.ConfigError, which
 // the plan forestalls by refusing such a file (Limits.FixedKeys).
-func (d Driver) Widen(ctx context.Context, tx *sql.Tx, table, column string, kind idemtype.Type) error {
+//
+// It looks at the column and alters it holding the lock of the table's
+// alterations (holdAlters), and leaves a column that holds kind already,
+// or text, which holds any, as it is: the ALTER of another session may
+// have widened it as far or further since the caller looked, and a
+// MODIFY COLUMN to kind would narrow it back.
+func (d Driver) Widen(ctx context.Context, tx *sql.Tx, table, column string, kind idemtype.Type) (err error) {
+	release, err := holdAlters(ctx, tx, table)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, release()) }()
 	t, err := d.Describe(ctx, tx, table)
 	if err != nil {
 		return err
 	}
 	if t == nil || t.Column(column) == nil {
 		return fmt.Errorf("widen column %s of %s: no such column", column, table)
+	}
+	if k := t.Column(column).Kind; k == kind || k == idemtype.String {
+		return nil
 	}
 	for _, k := range t.Keys {
 		if slices.Contains(k, column) {
