@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -518,10 +519,24 @@ type writer struct {
 	mergeStaged string
 	count       string // natural-key mode: counts a round's stale rows; $1 file key, $2 round
 	// stored: a key of one integer column: whether a key from $1 to $2
-	// is stored, and the greatest (0 when none is; see splitNew); and storedKey,
-	// whether key $1 is stored (see firstStored); storedFirst, both in one
-	// statement: whether key $1 is stored, then what stored says of $1 to $2.
+	// is stored, the greatest (0 when none is; see splitNew), and the
+	// least stored above $2 (MaxInt64 when none is; see fresh); and
+	// storedKey, whether key $1 is stored (see firstStored); storedFirst,
+	// both in one statement: whether key $1 is stored, then what stored
+	// says of $1 to $2.
 	stored, storedKey, storedFirst string
+	// fresh: the last batch, of increasing keys, went straight into the
+	// target whole, after a look-up (or another such batch) that found
+	// none of its keys stored; freshFrom is its last key, freshBelow the
+	// least key stored above it as that look-up found (MaxInt64: none).
+	// A next batch of increasing keys that starts above freshFrom and
+	// below freshBelow is not looked up (see knownNew): in a first import
+	// by a key, each batch but a writer's first was a look-up's round trip
+	// before its COPY. A key another transaction stored since the look-up
+	// makes that COPY fail, as it makes a looked-up batch's fail, and the
+	// batch is merged.
+	fresh                 bool
+	freshFrom, freshBelow int64
 	// When every column is copied in its target type, a batch whose rows'
 	// keys are all absent is copied straight into the target, the cost of
 	// a plain COPY. In ordinal mode a query finds whether any is stored
@@ -744,9 +759,10 @@ func (w *writer) naturalKeys(m *mergeParts, schema *arrow.Schema, table, stage s
 	}
 	if k := w.fields[w.keyIdx[0]]; len(w.keyIdx) == 1 && slices.Contains([]string{"int2", "int4", "int8"}, k.target.TypeName) {
 		col := "t." + q(k.name)
-		w.stored = "SELECT max(" + col + ") IS NOT NULL, coalesce(max(" + col + "), 0)::bigint FROM " + table + " t WHERE " + col + " BETWEEN $1::bigint AND $2::bigint"
+		above := "coalesce((SELECT min(a." + q(k.name) + ") FROM " + table + " a WHERE a." + q(k.name) + " > $2::bigint), " + strconv.FormatInt(math.MaxInt64, 10) + ")::bigint"
+		w.stored = "SELECT max(" + col + ") IS NOT NULL, coalesce(max(" + col + "), 0)::bigint, " + above + " FROM " + table + " t WHERE " + col + " BETWEEN $1::bigint AND $2::bigint"
 		w.storedKey = "SELECT EXISTS (SELECT 1 FROM " + table + " t WHERE " + col + " = $1::bigint)"
-		w.storedFirst = "SELECT EXISTS (SELECT 1 FROM " + table + " t WHERE " + col + " = $1::bigint), max(" + col + ") IS NOT NULL, coalesce(max(" + col + "), 0)::bigint FROM " + table + " t WHERE " + col + " BETWEEN $1::bigint AND $2::bigint"
+		w.storedFirst = "SELECT EXISTS (SELECT 1 FROM " + table + " t WHERE " + col + " = $1::bigint), max(" + col + ") IS NOT NULL, coalesce(max(" + col + "), 0)::bigint, " + above + " FROM " + table + " t WHERE " + col + " BETWEEN $1::bigint AND $2::bigint"
 	}
 	// The stale rows, counted after the merge (see write).
 	w.count = "SELECT count(*) FROM " + stage + " s JOIN " + table + " t ON " + strings.Join(on, " AND ") +
@@ -1001,7 +1017,9 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	// whole range of keys, stored ones among them, though none of its
 	// own). One of increasing keys after a batch that met stored keys (a
 	// delta's) is split at once.
-	if w.direct && !w.tg.Ordinal() && w.tryDirect && rounds == 1 {
+	known, fresh := w.knownNew(rec, rounds)
+	w.fresh = false
+	if w.direct && !w.tg.Ordinal() && w.tryDirect && rounds == 1 && !fresh {
 		stored, span, err := w.firstStored(ctx, tx, rec, ordinals)
 		if err != nil {
 			return total, err
@@ -1010,6 +1028,9 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 		if stored && span != nil {
 			return w.splitAt(ctx, tx, fileKey, rec, ordinals, 0, *span)
 		}
+		if span != nil && !span.found {
+			known, fresh = *span, true
+		}
 	}
 	if w.direct && !w.tg.Ordinal() && w.tryDirect && rounds == 1 {
 		ok, copied, err := w.copyNew(ctx, tx, rec, fileKey, ordinals)
@@ -1017,9 +1038,13 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 			return total, err
 		}
 		if ok {
+			if fresh {
+				w.keepFresh(rec, known)
+			}
 			total.Inserted, total.Unchanged = copied, int64(n)-copied
 			return total, nil
 		}
+		fresh = false // a key was stored after all: looked up below
 	}
 	if w.direct && w.tg.Ordinal() {
 		// The first load of a partition: no row of the batch's key range is
@@ -1041,6 +1066,9 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	// splitNew's look-up takes the savepoint of WriteUnder in its own
 	// round trip, and the staging COPY in its message (with the encoder).
 	if w.direct && w.increasing && w.stored != "" {
+		if fresh && w.below(rec, known) {
+			return w.splitAt(ctx, tx, fileKey, rec, ordinals, 0, known)
+		}
 		return w.splitNew(ctx, tx, fileKey, rec, ordinals, 0)
 	}
 	if w.direct && w.stored != "" && rounds == 1 {
@@ -1144,17 +1172,63 @@ func (w *writer) splitNew(ctx context.Context, tx *sql.Tx, fileKey int64, rec ar
 	total := idemtype.Rows{Read: int64(n)}
 	keys := rec.Column(w.keyIdx[0]).(*array.Int64).Int64Values()[:n]
 	var span storedSpan
-	if err := w.lookup(ctx, tx, w.stored, []any{&span.found, &span.last}, keys[from], keys[n-1]); err != nil {
+	if err := w.lookup(ctx, tx, w.stored, []any{&span.found, &span.last, &span.above}, keys[from], keys[n-1]); err != nil {
 		return total, fmt.Errorf("look up stored keys of %s (%s): %w", w.tg.Table, sink.RowSpan(ordinals[from:]), err)
 	}
 	return w.splitAt(ctx, tx, fileKey, rec, ordinals, from, span)
 }
 
 // storedSpan is what w.stored says of the keys of a batch from a row to
-// its last: whether any is stored, and the greatest that is.
+// its last: whether any is stored, the greatest that is, and the least
+// stored key above the last (math.MaxInt64 when none is).
 type storedSpan struct {
 	found bool
 	last  int64
+	above int64
+}
+
+// knownNew returns, for a batch of rec's rows (rounds: numberRounds's)
+// that the batch before it leaves fresh, what a look-up of its keys
+// would have found (none stored, the least stored above its last key
+// being the same as for the batch before), and true, when its keys are
+// increasing and its first lies above the last key of the batch before
+// and below the least stored above that: the batch's first key is not
+// stored, nor any key up to the least stored above it. Otherwise false.
+func (w *writer) knownNew(rec arrow.RecordBatch, rounds int32) (storedSpan, bool) {
+	if !w.fresh || !w.increasing || rounds != 1 || rec.NumRows() == 0 {
+		return storedSpan{}, false
+	}
+	a, ok := rec.Column(w.keyIdx[0]).(*array.Int64)
+	if !ok || a.NullN() != 0 {
+		return storedSpan{}, false
+	}
+	if first := a.Value(0); first <= w.freshFrom || first >= w.freshBelow {
+		return storedSpan{}, false
+	}
+	return storedSpan{above: w.freshBelow}, true
+}
+
+// below reports whether the last key of rec, a batch of increasing
+// integer keys, lies below span.above: with none of the keys up to its
+// first stored, none of its keys is.
+func (w *writer) below(rec arrow.RecordBatch, span storedSpan) bool {
+	a := rec.Column(w.keyIdx[0]).(*array.Int64)
+	return a.Value(a.Len()-1) < span.above
+}
+
+// keepFresh records that rec, a batch of increasing integer keys, went
+// straight into the target whole, none of its keys stored and the least
+// key stored above its last being span.above as a look-up found it: the
+// next batch may then not be looked up (knownNew). A batch whose keys
+// reach that stored key leaves nothing known.
+func (w *writer) keepFresh(rec arrow.RecordBatch, span storedSpan) {
+	a, ok := rec.Column(w.keyIdx[0]).(*array.Int64)
+	if !ok || a.NullN() != 0 || !w.increasing {
+		return
+	}
+	if last := a.Value(a.Len() - 1); last < span.above {
+		w.fresh, w.freshFrom, w.freshBelow = true, last, span.above
+	}
 }
 
 // splitAt is splitNew once the keys from row from to the end were looked
@@ -1190,6 +1264,7 @@ func (w *writer) splitAt(ctx context.Context, tx *sql.Tx, fileKey int64, rec arr
 		return total, err
 	}
 	if ok {
+		w.keepFresh(tail, span)
 		total.Inserted += copied
 		total.Unchanged += int64(n-split) - copied
 		// The whole batch copied, none of its keys stored: the next is
@@ -1227,7 +1302,7 @@ func (w *writer) firstStored(ctx context.Context, tx *sql.Tx, rec arrow.RecordBa
 	if w.increasing {
 		var stored bool
 		var span storedSpan
-		err := w.lookup(ctx, tx, w.storedFirst, []any{&stored, &span.found, &span.last}, a.Value(0), a.Value(int(rec.NumRows())-1))
+		err := w.lookup(ctx, tx, w.storedFirst, []any{&stored, &span.found, &span.last, &span.above}, a.Value(0), a.Value(int(rec.NumRows())-1))
 		if err != nil {
 			return false, nil, fmt.Errorf("look up stored keys of %s (%s): %w", w.tg.Table, sink.RowSpan(ordinals), err)
 		}

@@ -315,3 +315,78 @@ func TestNaturalKeyStoredFirstKeyNotTried(t *testing.T) {
 		"5|'five'|4|2", "6|'six'|5|2", "7|'seven'|5|1", "10|'TEN'|2|1", "15|'fifteen'|2|2", "20|'TWENTY'|4|1",
 		"30|'thirty'|1|3", "40|'forty'|2|3", "50|'fifty'|3|1", "60|'sixty'|3|2", "65|'sixty-five'|6|2", "70|'seventy'|6|1")
 }
+
+// TestNaturalKeyNewKeysNotLookedUpAgain writes batches of increasing new
+// keys in one transaction: the first is looked up, and one that starts
+// above the last key of the batch before and below the least key stored
+// above it is copied straight into the table without a look-up; one past
+// that stored key is looked up again. A key another transaction stored
+// since, in a batch not looked up, fails its COPY: the batch is merged,
+// the other transaction's row updated. The table's scans in the
+// transaction (pg_stat_xact_user_tables: a look-up scans it, a COPY does
+// not) tell the look-ups; the whole table, lineage included, is compared.
+func TestNaturalKeyNewKeysNotLookedUpAgain(t *testing.T) {
+	env := open(t)
+	f := drivertest.Open(t, env)
+	other := drivertest.Open(t, env)
+	s := drivertest.Schema(drivertest.I64("id"), drivertest.Str("name"))
+	tg := sink.Target{Table: "fresh", Key: []string{"id"}}
+	f.MustEnsure(tg, s)
+	w := f.Writer(tg, s)
+	drivertest.WantRows(t, "file 1", f.Write(w, 1, drivertest.Batch(t, s, []any{100, "hundred"}, []any{200, "two hundred"}), drivertest.Seq(1, 2)),
+		idemtype.Rows{Read: 2, Inserted: 2})
+	tx, err := f.Conn.BeginTx(f.Ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	scans := func() int64 {
+		var n int64
+		if err := tx.QueryRowContext(f.Ctx, `SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM pg_stat_xact_user_tables
+			WHERE relid = 'fresh'::regclass`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	step := func(what string, fileKey int64, lookedUp bool, want idemtype.Rows, wantDirect int64, rows ...[]any) {
+		t.Helper()
+		before := scans()
+		c := f.WriteIn(tx, w, fileKey, drivertest.Batch(t, s, rows...), drivertest.Seq(1, int64(len(rows))))
+		drivertest.WantRows(t, what, c, want)
+		if got := scans() > before; got != lookedUp {
+			t.Errorf("%s: looked up %v, want %v", what, got, lookedUp)
+		}
+		if n := directRows(t, f, tx, "fresh", fileKey); n != wantDirect {
+			t.Errorf("%s: %d rows copied straight into the table, want %d", what, n, wantDirect)
+		}
+	}
+	step("file 2", 2, true, idemtype.Rows{Read: 3, Inserted: 3}, 3, []any{1, "one"}, []any{2, "two"}, []any{3, "three"})
+	step("file 3", 3, false, idemtype.Rows{Read: 3, Inserted: 3}, 3, []any{4, "four"}, []any{5, "five"}, []any{6, "six"})
+	step("file 4", 4, false, idemtype.Rows{Read: 2, Inserted: 2}, 2, []any{50, "fifty"}, []any{99, "ninety-nine"})
+	// 150 is past 100, stored: looked up.
+	step("file 5", 5, true, idemtype.Rows{Read: 2, Inserted: 2}, 2, []any{150, "one fifty"}, []any{160, "one sixty"})
+	// 170 is below 200, the least stored above 160: copied whole, though
+	// its keys go past 200.
+	step("file 6", 6, false, idemtype.Rows{Read: 2, Inserted: 2}, 2, []any{170, "one seventy"}, []any{250, "two fifty"})
+	// Past 200: looked up.
+	step("file 7", 7, true, idemtype.Rows{Read: 1, Inserted: 1}, 1, []any{260, "two sixty"})
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	other.Exec(`INSERT INTO fresh (id, name) VALUES (270, 'theirs')`)
+	tx, err = f.Conn.BeginTx(f.Ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not looked up before its COPY, which 270 fails: split, 265 and 270
+	// merged, 275 copied.
+	step("file 8", 8, true, idemtype.Rows{Read: 3, Inserted: 2, Updated: 1}, 1, []any{265, "two sixty-five"}, []any{270, "two seventy"}, []any{275, "two seventy-five"})
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	drivertest.WantTable(t, "file 8", f.Table("fresh", "id", "id", "name", sink.FileColumn, sink.RowColumn),
+		"1|'one'|2|1", "2|'two'|2|2", "3|'three'|2|3", "4|'four'|3|1", "5|'five'|3|2", "6|'six'|3|3",
+		"50|'fifty'|4|1", "99|'ninety-nine'|4|2", "100|'hundred'|1|1", "150|'one fifty'|5|1", "160|'one sixty'|5|2",
+		"170|'one seventy'|6|1", "200|'two hundred'|1|2", "250|'two fifty'|6|2", "260|'two sixty'|7|1",
+		"265|'two sixty-five'|8|1", "270|'two seventy'|8|2", "275|'two seventy-five'|8|3")
+}
