@@ -98,3 +98,59 @@ func checkWideBatches(t *testing.T, format string, sizes []int, texts []string, 
 		}
 	}
 }
+
+// TestBatchTakesAShortRest: a CSV partition a little over BatchBytes is
+// read as one batch, not as a batch of BatchBytes and a rest of a few
+// rows (each batch a COPY and a savepoint of its own on PostgreSQL); one
+// whose rows past BatchBytes are more than a sixteenth of the batch's, or
+// few but wide (100 KiB each), is cut at BatchBytes, or a sixteenth past
+// it. Every row comes back exactly.
+func TestBatchTakesAShortRest(t *testing.T) {
+	const width = 1000
+	at := int(partition.BatchBytes/width) + 1 // the row that reaches BatchBytes ends a batch
+	for _, c := range []struct {
+		name  string
+		rows  int
+		wide  int // the rows from at on are 100 KiB wide, not width
+		sizes []int
+	}{
+		{"short rest", at + at/20, 0, []int{at + at/20}},
+		{"long rest", at + at/8, 0, []int{at, at / 8}},
+		{"wide rest", at + 5, 100 << 10, []int{at + 3, 2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text := func(i int) string {
+				w := width
+				if i >= at && c.wide > 0 {
+					w = c.wide
+				}
+				return wideText(i, w-len(fmt.Sprint(i))-2)
+			}
+			var csv strings.Builder
+			csv.WriteString("id,text\n")
+			for i := range c.rows {
+				fmt.Fprintf(&csv, "%d,%s\n", i, text(i))
+			}
+			path := filepath.Join(t.TempDir(), "rest.csv")
+			if err := os.WriteFile(path, []byte(csv.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, plan := scanChecked(t, path, Options{}, ScanOptions{PartitionBytes: -1})
+			if len(plan.Partitions) != 1 {
+				t.Fatalf("%d partitions, want the whole file in one", len(plan.Partitions))
+			}
+			sizes, texts := batchesOf(t, f, plan)
+			if fmt.Sprint(sizes) != fmt.Sprint(c.sizes) {
+				t.Errorf("batches of %v rows, want %v", sizes, c.sizes)
+			}
+			if len(texts) != c.rows {
+				t.Fatalf("%d rows read, want %d", len(texts), c.rows)
+			}
+			for i, s := range texts {
+				if s != text(i) {
+					t.Fatalf("row %d's text differs", i)
+				}
+			}
+		})
+	}
+}

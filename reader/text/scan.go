@@ -270,10 +270,11 @@ func (f *File) Partition(plan *partition.Plan, p idemtype.Partition, batchRows i
 
 // firstBatchRows estimates the rows of p's first batch of at most
 // batchRows rows: fewer when p's rows are so wide that the batch ends at
-// partition.BatchBytes first.
+// partition.BatchBytes first (not when p is so little over it that the
+// batch may take the rest, endsPartition).
 func firstBatchRows(p idemtype.Partition, batchRows int) int {
 	n := min(int64(batchRows), p.Rows)
-	if p.Length > 0 {
+	if p.Length > 0 && p.Length >= partition.BatchBytes+partition.BatchBytes/16 {
 		n = min(n, partition.BatchBytes*p.Rows/p.Length+1)
 	}
 	return int(max(n, 0))
@@ -290,7 +291,7 @@ func (r *PartitionReader) Next() (partition.Batch, error) {
 		size = r.ramp
 		r.ramp *= 2
 	}
-	for r.read < r.p.Rows && r.bb.len() < size && r.bytes < partition.BatchBytes {
+	for r.read < r.p.Rows && r.bb.len() < size && (r.bytes < partition.BatchBytes || r.endsPartition()) {
 		start := r.sc.offset()
 		cells, prob, err := r.sc.next()
 		ordinal := r.p.First + r.read
@@ -355,6 +356,17 @@ func (r *PartitionReader) Next() (partition.Batch, error) {
 	}
 	r.bytes = 0
 	return r.bb.flush(), nil
+}
+
+// endsPartition says a batch that holds partition.BatchBytes of rows goes
+// on to the end of the partition: the rows left are at most a sixteenth
+// of the batch's, and the batch stays under a sixteenth more than
+// partition.BatchBytes. A partition a little over partition.BatchBytes
+// (100,000 rows of 42 bytes) was read as a whole batch and a rest of
+// about 1,000 rows, each a COPY, a savepoint and round trips of its own
+// on PostgreSQL.
+func (r *PartitionReader) endsPartition() bool {
+	return r.bytes < partition.BatchBytes+partition.BatchBytes/16 && r.p.Rows-r.read <= int64(r.bb.len())/16
 }
 
 // Ramp bounds the reader's first batch to rows rows, and each next one

@@ -21,7 +21,9 @@ const DefaultBytes = 64 << 20
 
 // BatchBytes bounds the data of a Batch a partition reader returns: a text
 // file's batch ends with the row that brings the bytes of its rows to
-// BatchBytes, and a Parquet file is decoded in batches of as many rows as
+// BatchBytes (or goes on to the partition's end when the rows left are
+// at most a sixteenth of the batch's and the batch stays under a
+// sixteenth more than BatchBytes), and a Parquet file is decoded in batches of as many rows as
 // its row group's uncompressed bytes per row let fit in BatchBytes. An
 // Arrow record batch is decoded whole, as the file holds it.
 const BatchBytes = 4 << 20
