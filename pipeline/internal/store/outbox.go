@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"time"
@@ -287,8 +288,8 @@ func (s *Store) deliverOne(ctx context.Context, d *ledger.Delivery, sk idemtype.
 		if err := s.Hit("after-publish"); err != nil {
 			return false, err
 		}
-		if err := s.Ledger.Delivered(bg, s.DB, d, owner); err != nil && !errors.Is(err, ledger.ErrLeaseLost) {
-			return false, err
+		if err := s.record(bg, func() error { return s.marks().Delivered(bg, s.DB, d, owner) }); err != nil && !errors.Is(err, ledger.ErrLeaseLost) {
+			return false, fmt.Errorf("record that event %s was delivered to %s (it stays pending, and a later pass delivers it again): %w", d.EventID, sk.Name(), err)
 		}
 		rep.Delivered++
 		s.Log.Info("event delivered", "event_id", d.EventID, "kind", d.Kind, "sink", sk.Name(), "operation", d.Key.String())
@@ -313,11 +314,73 @@ func (s *Store) undelivered(bg context.Context, d *ledger.Delivery, sk idemtype.
 	}
 	s.Log.Info("event not delivered", "event_id", d.EventID, "kind", d.Kind, "sink", sk.Name(), "tries", d.Tries+1,
 		"permanent", permanent, "err", err)
-	if err := s.Ledger.Retry(bg, s.DB, d, owner, msg, backoff(d.Tries).Milliseconds(), permanent); err != nil &&
+	if err := s.record(bg, func() error {
+		return s.marks().Retry(bg, s.DB, d, owner, msg, backoff(d.Tries).Milliseconds(), permanent)
+	}); err != nil &&
 		!errors.Is(err, ledger.ErrLeaseLost) {
 		return err
 	}
 	return nil
+}
+
+// deliveryMarks are the ledger's records of a delivery's tries
+// (*ledger.Ledger), through which a pass writes what became of each.
+type deliveryMarks interface {
+	Delivered(ctx context.Context, q ledger.Querier, d *ledger.Delivery, owner string) error
+	Retry(ctx context.Context, q ledger.Querier, d *ledger.Delivery, owner, errMsg string, afterMs int64, permanent bool) error
+}
+
+// marks returns where the store records its deliveries' tries: its
+// ledger, unless a test put another in front of it.
+func (s *Store) marks() deliveryMarks {
+	if s.deliveryMarks != nil {
+		return s.deliveryMarks
+	}
+	return s.Ledger
+}
+
+// maxRecordTries is how many times a pass writes a delivery's record
+// that the database failed for another transaction (recordAgain) before
+// the pass fails (exit 1: the delivery stays pending, and a rerun sends
+// it again, as delivery is at least once).
+const maxRecordTries = 8
+
+// record runs write, one statement recording a delivery's try, again
+// after a pause that grows with each try (up to recordPause times the
+// try's number, at random) while the database fails it for another
+// transaction (recordAgain), at most maxRecordTries times; it returns
+// the last error. The event was already published: failing the pass for
+// a deadlock would leave it pending, sent again by the next pass, and
+// end the command with exit 1 where a second try records it.
+func (s *Store) record(ctx context.Context, write func() error) error {
+	for n := 1; ; n++ {
+		err := write()
+		if err == nil || n == maxRecordTries || !s.recordAgain(err) {
+			return err
+		}
+		s.Log.Info("delivery record failed for another transaction; writing it again", "try", n, "err", err)
+		t := time.NewTimer(rand.N(time.Duration(n) * recordPause))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// recordPause bounds the first pause before a delivery's record is
+// written again (the n-th: n times as long).
+const recordPause = 100 * time.Millisecond
+
+// recordAgain reports whether err, the failure of a statement recording
+// a delivery, says another transaction made it fail and the statement
+// may succeed run again: a deadlock's victim or a serialization failure
+// (sink.Driver.Deadlock), or a lock wait that timed out (Locked). Each
+// record is one statement of its own transaction, so running it again
+// runs its whole transaction again.
+func (s *Store) recordAgain(err error) bool {
+	return s.Driver.Deadlock(err) || s.Driver.Locked(err)
 }
 
 // reapDeliverers ends, inside tx, the delivery leases of processes that

@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 
+	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/idemport/idemport/idemtype"
 	"github.com/idemport/idemport/internal/testkit"
 	"github.com/idemport/idemport/ledger"
@@ -151,6 +154,115 @@ func TestDeliverLeavesAMisconfiguredSink(t *testing.T) {
 		}
 		if n, acked := fixed.seen(); n != 3 || !slices.Equal(slices.Sorted(slices.Values(acked)), events) || rep.Delivered != 3 || rep.Pending != 0 {
 			t.Errorf("second pass: %d tries, acknowledged %v, report %+v; want each event once", n, acked, rep)
+		}
+	})
+}
+
+// failingMarks records deliveries' tries in the ledger, but fails the
+// first fail records that an event was delivered with err, before any
+// statement: a transaction the database failed for another (a deadlock's
+// victim, a serialization failure, a lock wait that timed out).
+type failingMarks struct {
+	*ledger.Ledger
+	err  error
+	fail int
+
+	mu    sync.Mutex
+	tries int
+}
+
+func (m *failingMarks) Delivered(ctx context.Context, q ledger.Querier, d *ledger.Delivery, owner string) error {
+	m.mu.Lock()
+	m.tries++
+	failed := m.tries <= m.fail
+	m.mu.Unlock()
+	if failed {
+		return fmt.Errorf("mark delivered: %w", m.err)
+	}
+	return m.Ledger.Delivered(ctx, q, d, owner)
+}
+
+// transient is the error each target's database gives a statement that
+// another transaction made fail: MariaDB's deadlock (1213), PostgreSQL's
+// serialization failure (40001), SQLite's busy database.
+func transient(name string) error {
+	switch name {
+	case testkit.Postgres:
+		return &pgconn.PgError{Code: "40001", Message: "could not serialize access due to concurrent update"}
+	case testkit.MariaDB:
+		return &mysqldrv.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock; try restarting transaction"}
+	}
+	return sqliteBusy
+}
+
+// TestDeliverRecordsAgainAfterATransientFailure: an event the sink
+// acknowledged whose record as delivered the database fails for another
+// transaction (deadlock, serialization failure, busy) is recorded again:
+// the pass ends without error (outbox deliver exits 0), the event sent
+// once and delivered. A record that keeps failing so fails the pass after
+// maxRecordTries tries (exit 1), the event pending for the next pass,
+// which sends it again (delivery is at least once) and records it.
+func TestDeliverRecordsAgainAfterATransientFailure(t *testing.T) {
+	t.Parallel()
+	testkit.EachOf(t, testkit.AllTargetNames(), func(t *testing.T, name string) {
+		t.Parallel()
+		tg := testkit.NewTarget(t, name, t.TempDir())
+		ctx := context.Background()
+		sk := &fakeSink{id: "ok"}
+		s, err := Open(ctx, tg.Args[1], Options{StateSchema: cmp.Or(tg.Schema, "idemport"), Notify: []idemtype.EventSink{sk},
+			Drivers: sink.Registry{sqlite.Driver{}, postgres.Driver{}, mysql.Driver{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		for _, id := range []string{"e1", "e2"} {
+			ev := ledger.Event{ID: id, Kind: EventCompleted, Key: ledger.Key{Table: "orders", FileID: id}, AttemptID: "a-" + id,
+				Payload: `{"event_id":"` + id + `"}`, CreatedAt: 1}
+			if err := s.tx(ctx, func(tx *sql.Tx) error {
+				return s.Ledger.RecordEvent(ctx, tx, ev, []ledger.SinkRef{{ID: sk.ID(), Name: sk.Name()}})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		state := func(id string) string {
+			st, err := s.EventState(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}
+
+		marks := &failingMarks{Ledger: s.Ledger, err: transient(name), fail: 2}
+		s.deliveryMarks = marks
+		rep, err := s.Deliver(ctx, 0)
+		if err != nil {
+			t.Fatalf("a record failed twice for another transaction failed the pass: %v", err)
+		}
+		if n, acked := sk.seen(); n != 2 || rep.Delivered != 2 || rep.Pending != 0 || state("e1") != "delivered" || state("e2") != "delivered" {
+			t.Fatalf("sent %d times (%v), report %+v, states %s %s; want each event sent once and delivered", n, acked, rep, state("e1"), state("e2"))
+		}
+
+		ev := ledger.Event{ID: "e3", Kind: EventCompleted, Key: ledger.Key{Table: "orders", FileID: "e3"}, AttemptID: "a-e3", Payload: `{"event_id":"e3"}`, CreatedAt: 2}
+		if err := s.tx(ctx, func(tx *sql.Tx) error {
+			return s.Ledger.RecordEvent(ctx, tx, ev, []ledger.SinkRef{{ID: sk.ID(), Name: sk.Name()}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		marks = &failingMarks{Ledger: s.Ledger, err: transient(name), fail: 1 << 30}
+		s.deliveryMarks = marks
+		_, err = s.Deliver(ctx, 0)
+		if err == nil || !s.recordAgain(err) || !strings.Contains(err.Error(), "record that event e3 was delivered to ok") {
+			t.Fatalf("a record failing every time: pass error %v, want the database's, naming the event", err)
+		}
+		if marks.tries != maxRecordTries || state("e3") != "pending" {
+			t.Fatalf("recorded %d times, e3 %s; want %d tries, pending", marks.tries, state("e3"), maxRecordTries)
+		}
+		s.deliveryMarks = nil
+		if rep, err := s.Deliver(ctx, 0); err != nil || rep.Delivered != 1 || state("e3") != "delivered" {
+			t.Fatalf("the next pass: %+v, %v, e3 %s; want it delivered", rep, err, state("e3"))
+		}
+		if n, acked := sk.seen(); n != 4 || !slices.Equal(slices.Sorted(slices.Values(acked)), []string{"e1", "e2", "e3", "e3"}) {
+			t.Fatalf("sent %d times: %v, want e3 twice (at least once)", n, acked)
 		}
 	})
 }

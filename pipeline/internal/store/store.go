@@ -74,6 +74,9 @@ type Store struct {
 	// transaction holds (Options.BusyTimeout, its default filled in).
 	BusyTimeout time.Duration
 	fp          Failpoints
+	// deliveryMarks, when set, records deliveries' tries in place of
+	// Ledger (see marks).
+	deliveryMarks deliveryMarks
 	// migrated is closed when the migrations Open left running end,
 	// migrateErr their error; nil when Open left none running. They run
 	// on a context of their own, which only Close (stop) ends: Open's
