@@ -214,6 +214,9 @@ func (c *converter) check(rec arrow.RecordBatch) int {
 			}
 		}
 	}
+	if value.ChecksDates(&c.rules, value.Date) {
+		c.checkDates(rec, mark)
+	}
 	if c.limited || c.allJSON {
 		c.checkLimits(rec, mark)
 	}
@@ -896,6 +899,55 @@ func (f *File) converter(schema value.Schema) *converter {
 		cv.limited = cv.limited || l != nil
 	}
 	return cv
+}
+
+// checkDates marks the rows of rec, not bad yet, whose date (of a date32
+// or date64 column, read as its text) or timestamp (of a timestamp column
+// read as one) is a day the target's database refuses though the
+// calendar has it (value.CheckDate), as the text formats' plan checks the
+// values of a date or timestamp column. Call it in check, when the rules
+// refuse some date (value.ChecksDates).
+func (c *converter) checkDates(rec arrow.RecordBatch, mark func(i, col int, code, msg string)) {
+	n := int(rec.NumRows())
+	for k, col := range c.cols {
+		if col.mode != modeTimestamp && col.mode != modeText {
+			continue
+		}
+		v := newView(rec.Column(k))
+		var day func(j int) (value.Value, value.Type, bool)
+		switch a := v.vals.(type) {
+		case *array.Date32:
+			day = func(j int) (value.Value, value.Type, bool) {
+				return value.Value{I: int64(a.Value(j))}, value.Date, true
+			}
+		case *array.Date64:
+			day = func(j int) (value.Value, value.Type, bool) {
+				return value.Value{I: floorDiv(int64(a.Value(j)), 86_400_000)}, value.Date, true
+			}
+		case *array.Timestamp:
+			if col.mode != modeTimestamp {
+				continue // read as its text (--column NAME:string)
+			}
+			unit := a.DataType().(*arrow.TimestampType).Unit
+			day = func(j int) (value.Value, value.Type, bool) {
+				us, code, _ := toMicros(int64(a.Value(j)), unit)
+				return value.Value{I: us}, value.Timestamp, code == ""
+			}
+		default:
+			continue
+		}
+		for i := 0; i < n; i++ {
+			j, ok := v.at(i)
+			if !ok || c.bad[i] {
+				continue
+			}
+			if x, t, ok := day(j); ok {
+				if code, msg := value.CheckDate(&c.rules, x, t); code != "" {
+					mark(i, k, code, msg)
+				}
+			}
+		}
+	}
 }
 
 // checkLimits marks the rows of rec, not bad yet, whose value of a column
