@@ -187,7 +187,11 @@ type MoveRefusedError struct {
 	Table  string
 	FileID string
 	Reason string // the database's reason
-	Err    error
+	// KeysOne says the table refused two keys of the file that its key
+	// compares as one (sink.ErrKeysOneToTable), which a plain import
+	// writes one over the other rather than quarantining.
+	KeysOne bool
+	Err     error
 }
 
 func (e *MoveRefusedError) Error() string {
@@ -211,7 +215,7 @@ func (a *applier) moveRefused(err error) error {
 	if !errors.As(re.RowError(err), &row) {
 		return err
 	}
-	return &MoveRefusedError{Table: a.target.Table, FileID: a.id.FileID, Reason: row.Reason, Err: err}
+	return &MoveRefusedError{Table: a.target.Table, FileID: a.id.FileID, Reason: row.Reason, KeysOne: errors.Is(err, sink.ErrKeysOneToTable), Err: err}
 }
 
 // stageGroups maps the staged rows to the attempts that committed their

@@ -576,6 +576,7 @@ func (ov *overlap) write(ctx, txCtx context.Context, q *queue) error {
 		case it.end:
 			counts.Read += cur.Rejected
 			counts.Rejected += cur.Rejected
+			counts = behindSuperseded(counts, ov.kp.target)
 			if counts.Read != cur.Rows || !counts.Balanced() {
 				return fmt.Errorf("partition %d: counted %+v for %d rows", cur.Index, counts, cur.Rows)
 			}

@@ -470,6 +470,15 @@ var ErrNoDatabase = errors.New("no database")
 // counts what it does.
 var ErrKeyStoredMeanwhile = errors.New("a key of the staged rows was stored by another transaction during the move")
 
+// ErrKeysOneToTable marks the table's refusal of a move whose staged rows
+// hold two keys that the plan, and the stage, told apart but that the
+// table's key columns compare as one (their collation: 'a' and 'A' to a
+// case-insensitive one, 'b ' and 'b' to one that pads): the file repeats
+// a key in the table's eyes. A plain import of the file writes the later
+// of the two rows, and counts the earlier one superseded (or what it
+// did, when it was written first), so it quarantines nothing.
+var ErrKeysOneToTable = errors.New("the file repeats a key in the table's eyes")
+
 // ConfigError is a DSN or a build that cannot serve the request whatever
 // the database holds: the user's to fix, not a failure to retry.
 type ConfigError struct{ Err error }

@@ -732,6 +732,13 @@ func nextStep(r *pipeline.Result) string {
 	switch r.Outcome {
 	case pipeline.Refused:
 		if mv := (*pipeline.MoveRefusedError)(nil); errors.As(r.Err, &mv) {
+			if mv.KeysOne {
+				// A plain import quarantines none of these rows: it
+				// writes the later row of the two keys the table
+				// compares as one over the earlier one.
+				return fmt.Sprintf("idemport undo --forget --table %s %s (it forgets this import and drops its staging table); then import the file fixed to hold each key once as %s compares keys, or this one without --atomic, which writes the later of such rows over the earlier one (counted superseded when it is met after the later one)",
+					shellWord(mv.Table), shellWord(mv.FileID), mv.Table)
+			}
 			return fmt.Sprintf("idemport undo --forget --table %s %s (it forgets this import and drops its staging table); then import the fixed file, or this one without --atomic to quarantine the rows the table refuses",
 				shellWord(mv.Table), shellWord(mv.FileID))
 		}

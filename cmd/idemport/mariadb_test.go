@@ -745,8 +745,12 @@ func TestAtomicMoveCountsAndRefusesWithKeysStoredMeanwhile(t *testing.T) {
 // keys 'a' and 'A' are one key to the table: the file repeats a key in
 // the table's eyes and is refused whole (exit 5), the message naming both
 // rows and keys and the undo --forget that gets out, every rerun the
-// same, the table as before. Then the fixed file moves (the table given
-// its lineage columns before the move), value for value.
+// same, the table as before. Its next: line says what a plain import of
+// the file does, which quarantines nothing: the plain import then writes
+// the later row, A, and counts the earlier one, met after it (the writer
+// takes keys in byte order, A before a), superseded, not stale (older by
+// --version-col, which it is not). Then the fixed file moves, value for
+// value.
 func TestMariaDBAtomicKeysOneToTheCollation(t *testing.T) {
 	t.Parallel()
 	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
@@ -762,7 +766,7 @@ func TestMariaDBAtomicKeysOneToTheCollation(t *testing.T) {
 		before := [][]any{{"x", "0"}}
 		os.WriteFile(filepath.Join(dir, "f.csv"), []byte("k,v\nb,1\na,2\nA,3\nx,4\n"), 0o644)
 		args := []string{"import", "--table", "ci", "--key", "k", "--atomic", "f.csv"}
-		next := regexp.MustCompile(`(?m)^  next: idemport undo --forget --table ci (\S+) `)
+		next := regexp.MustCompile(`(?m)^  next: idemport undo --forget --table ci (\S+) .*, or this one without --atomic, which writes the later of such rows over the earlier one`)
 		var fileID string
 		for i := range 2 {
 			r := tg.Exec(t, dir, nil, args...)
@@ -783,6 +787,17 @@ func TestMariaDBAtomicKeysOneToTheCollation(t *testing.T) {
 		if r := tg.Exec(t, dir, nil, "undo", "--forget", "--table", "ci", fileID); r.Code != 0 {
 			t.Fatalf("undo --forget: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 		}
+		plain := tg.Exec(t, dir, nil, "import", "--table", "ci", "--key", "k", "f.csv")
+		if want := "f.csv: imported 3 rows into ci (2 new, 1 updated; 1 superseded (a later row of the file has the same key); "; plain.Code != 0 || !strings.HasPrefix(plain.Stdout, want) {
+			t.Fatalf("plain import: exit %d, want 0 and %q:\n%s%s", plain.Code, want, plain.Stdout, plain.Stderr)
+		}
+		if got, want := read(), [][]any{{"A", "3"}, {"b", "1"}, {"x", "4"}}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("after the plain import ci holds %v, want %v", got, want)
+		}
+		got := testkit.Query(t, tg.DB, `SELECT rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected FROM `+tg.Ledger("operations")+` WHERE state = 'completed'`)
+		if want := [][]any{{int64(4), int64(2), int64(1), int64(0), int64(0), int64(1), int64(0)}}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("the plain import's operation counts %v, want %v", got, want)
+		}
 		os.WriteFile(filepath.Join(dir, "f.csv"), []byte("k,v\nb,1\nA,3\nx,4\n"), 0o644)
 		if r := tg.Exec(t, dir, nil, args...); r.Code != 0 {
 			t.Fatalf("the fixed file: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
@@ -792,6 +807,50 @@ func TestMariaDBAtomicKeysOneToTheCollation(t *testing.T) {
 		}
 		if n := testkit.Int(t, tg.DB, `SELECT count(*) FROM ci WHERE _idemport_row IS NOT NULL`); n != 3 {
 			t.Fatalf("%d rows of ci carry their lineage, want 3", n)
+		}
+	})
+}
+
+// TestMariaDBPlainImportOfKeysOneToTheCollation: a plain import by key
+// into a MariaDB table whose key column compares text without case and
+// pads (utf8mb4_general_ci), of files holding keys the plan tells apart
+// but the table compares as one ('a' and 'A', 'c ' and 'c'): the later
+// row of the file wins, and a row met after it is counted superseded,
+// never stale (which says older by --version-col, and there is none),
+// read always the sum of the counts. Once through the one-statement
+// merge (the key the table's one unique index), once through the update
+// and insert (another unique index). The writer takes keys in byte
+// order, so which row of a pair the table meets first is known.
+func TestMariaDBPlainImportOfKeysOneToTheCollation(t *testing.T) {
+	t.Parallel()
+	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
+		for _, c := range []struct{ table, ddl, fWant, hWant string }{
+			{"ci1", `CREATE TABLE ci1 (k varchar(20) COLLATE utf8mb4_general_ci PRIMARY KEY, v text)`,
+				"4 2 1 0 0 1 0", "4 1 1 1 0 1 0"},
+			{"ci2", `CREATE TABLE ci2 (k varchar(20) COLLATE utf8mb4_general_ci PRIMARY KEY, v text, u bigint UNIQUE)`,
+				"4 2 1 0 0 1 0", "4 1 1 0 0 2 0"},
+		} {
+			for _, q := range []string{c.ddl, `INSERT INTO ` + c.table + ` (k, v) VALUES ('x', '0')`} {
+				if _, err := tg.DB.Exec(q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			os.WriteFile(filepath.Join(dir, "f.csv"), []byte("k,v\nb,1\na,2\nA,3\nx,4\n"), 0o644)
+			os.WriteFile(filepath.Join(dir, "h.csv"), []byte("k,v\nB,1\nb,2\nc ,3\nc,4\n"), 0o644)
+			for _, f := range []string{"f.csv", "h.csv"} {
+				r := tg.Exec(t, dir, nil, "import", "--table", c.table, "--key", "k", f)
+				if r.Code != 0 || strings.Contains(r.Stdout, "stale") || !strings.Contains(r.Stdout, "superseded (a later row of the file has the same key)") {
+					t.Fatalf("%s %s: exit %d, want 0, rows superseded, none stale:\n%s%s", c.table, f, r.Code, r.Stdout, r.Stderr)
+				}
+			}
+			got := testkit.Query(t, tg.DB, `SELECT concat_ws(' ', rows_read, rows_inserted, rows_updated, rows_unchanged, rows_stale, rows_superseded, rows_rejected)
+				FROM `+tg.Ledger("operations")+` WHERE table_name = ? ORDER BY created_at`, c.table)
+			if want := [][]any{{c.fWant}, {c.hWant}}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: counts (read inserted updated unchanged stale superseded rejected) %v, want %v", c.table, got, want)
+			}
+			if got, want := testkit.Query(t, tg.DB, `SELECT k, v FROM `+c.table+` ORDER BY k`), [][]any{{"A", "3"}, {"b", "2"}, {"c", "4"}, {"x", "4"}}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s holds %v, want %v", c.table, got, want)
+			}
 		}
 	})
 }

@@ -193,7 +193,7 @@ func (d Driver) oneKey(ctx context.Context, tx *sql.Tx, tg sink.Target, conflict
 	}
 	reason := fmt.Sprintf("rows %d and %d of the file hold the keys (%s) and (%s), which %s compares as one key (its columns' collation), so the file repeats a key in the table's eyes: %s",
 		first, second, strings.Join(a, ", "), strings.Join(b, ", "), tg.Table, rowError(err).(*sink.RowError).Reason)
-	return &sink.RowError{Code: sink.CodeConstraint, Column: conflict[0], Reason: reason, Err: err}
+	return &sink.RowError{Code: sink.CodeConstraint, Column: conflict[0], Reason: reason, Err: fmt.Errorf("%w: %w", sink.ErrKeysOneToTable, err)}
 }
 
 // countMissing counts the staged rows whose key the table lacks.
