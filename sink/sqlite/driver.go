@@ -239,6 +239,10 @@ func ConnString(path string, s sink.Settings) string {
 	// its lock and the writer's raw calls inside conn.Raw, and locking
 	// that mutex on every call took several percent of an import's CPU.
 	v.Set("_mutex", "no")
+	// The log's frames gathered into large writes (walbuf.c).
+	if name := walVFS(); name != "" {
+		v.Set("vfs", name)
+	}
 	if s.ReadOnly {
 		v.Set("mode", "ro")
 	} else {
