@@ -167,3 +167,52 @@ func writeStamps(t *testing.T, path, format string, stamps []int64, vs []string)
 		t.Fatal(err)
 	}
 }
+
+// TestSnapshotKeysTheColumnRounds: a --snapshot by a key its column rounds
+// (PostgreSQL timestamp(0): 00:00:00.6 is stored as 00:00:01; MariaDB
+// DATETIME(0): 00:00:01.6 as 00:00:01) sweeps only the rows the file
+// lacks as the column holds its keys, plain, with two workers and with
+// --atomic: the first snapshot of an empty table removes nothing, and the
+// next, whose 00:00:00.7 (00:00:01.2) is the stored row's key, keeps that
+// row and removes nothing either. The keys the file had were recorded as
+// the file wrote them, so the sweep took the stored 00:00:01 for a key the
+// file lacked: the first import was refused on every rerun ("would
+// delete 1 of the 0 rows", exit 5, even with --max-delete 100%), and
+// after it the next deleted the row its file holds.
+func TestSnapshotKeysTheColumnRounds(t *testing.T) {
+	t.Parallel()
+	testkit.EachOf(t, []string{testkit.Postgres, testkit.MariaDB}, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		tg := testkit.NewTarget(t, name, dir)
+		create, asText, first, again := "timestamp(0)", "ts::text", "00:00:00.6", "00:00:00.7"
+		if name == testkit.MariaDB {
+			create, asText, first, again = "DATETIME(0)", "CAST(ts AS CHAR)", "00:00:01.6", "00:00:01.2"
+		}
+		writeFile(t, dir, "s1.csv", "ts,v\n2024-01-01 "+first+",a\n2024-01-01 00:00:02,b\n")
+		writeFile(t, dir, "s2.csv", "ts,v\n2024-01-01 "+again+",a\n2024-01-01 00:00:02,b\n2024-01-01 00:00:03,c\n")
+		for _, c := range []struct {
+			table string
+			extra []string
+		}{{"rs_plain", nil}, {"rs_workers", []string{"--workers", "2", "--partition-rows", "1"}}, {"rs_atomic", []string{"--atomic"}}} {
+			if _, err := tg.DB.Exec(`CREATE TABLE ` + c.table + ` (ts ` + create + ` PRIMARY KEY, v text)`); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []struct {
+				file     string
+				inserted int64
+				want     [][]any
+			}{
+				{"s1.csv", 2, [][]any{{"2024-01-01 00:00:01", "a"}, {"2024-01-01 00:00:02", "b"}}},
+				{"s2.csv", 1, [][]any{{"2024-01-01 00:00:01", "a"}, {"2024-01-01 00:00:02", "b"}, {"2024-01-01 00:00:03", "c"}}},
+			} {
+				r := importTo(t, tg, dir, nil, 0, append(append([]string{"--table", c.table, "--key", "ts", "--snapshot"}, c.extra...), s.file)...)
+				if r.Rows.Inserted != s.inserted || r.Rows.Updated != 0 || r.Deleted != 0 {
+					t.Errorf("%s %s: %+v deleted %d, want %d inserted, none updated or deleted", c.table, s.file, r.Rows, r.Deleted, s.inserted)
+				}
+				if got := testkit.Query(t, tg.DB, `SELECT `+asText+`, v FROM `+c.table+` ORDER BY ts`); !reflect.DeepEqual(got, s.want) {
+					t.Errorf("%s after %s: holds %v, want %v", c.table, s.file, got, s.want)
+				}
+			}
+		}
+	})
+}

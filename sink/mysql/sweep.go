@@ -36,7 +36,7 @@ func (d Driver) SweepApply(ctx context.Context, tx *sql.Tx, s sink.Sweep, now an
 // the scope of table t (alias t) that the file does not have, as stdsql's
 // hard sweep finds them: in the scope's columns' values, and not written
 // by the file (ordinal mode) or without a key in the table s.Seen (alias
-// k), keys compared as KeyValue compares them.
+// k), keys compared as stdsql.SeenHas compares them.
 func sweepWhere(d Driver, s sink.Sweep, t *sink.Table) (string, []any) {
 	var conds []string
 	var args []any
@@ -48,11 +48,7 @@ func sweepWhere(d Driver, s sink.Sweep, t *sink.Table) (string, []any) {
 		conds = append(conds, "NOT t."+q(sink.FileColumn)+" = ?")
 		args = append(args, s.FileKey)
 	} else {
-		match := make([]string, len(s.Key))
-		for i, k := range s.Key {
-			match[i] = d.KeyValue("k."+q(k), t.Kind(k)) + " = " + d.KeyValue("t."+q(k), t.Kind(k))
-		}
-		conds = append(conds, "NOT EXISTS (SELECT 1 FROM "+d.QuoteTable(s.Seen)+" k WHERE "+strings.Join(match, " AND ")+")")
+		conds = append(conds, "NOT "+stdsql.SeenHas(d, t, s.Key, d.QuoteTable(s.Seen)))
 	}
 	return strings.Join(conds, " AND "), args
 }

@@ -218,6 +218,47 @@ func stagedKeyMatch(d sink.Driver, t *sink.Table, conflict []string, assigned bo
 	return strings.Join(keys, " AND ")
 }
 
+// SeenHas is the condition that the file had the key of a row of table t
+// (alias t): that seen (quoted; alias k), a sweep's table of the keys seen
+// or an --atomic import's staging table, holds it, each key column
+// compared as KeyValue compares it and a file's key taken as t's column
+// holds it where the column keeps fewer digits of a second than the file
+// (TimeUnit: a PostgreSQL timestamp(0) rounds 00:00:00.6 to 00:00:01, a
+// MariaDB DATETIME(0) truncates 00:00:01.6 to 00:00:01), by the driver's
+// KeyAssigner or a cast to the column's type. Compared as the file wrote
+// it, the stored key was one the file lacked, and a sweep removed the row
+// the file holds. Other keys are compared as they are, so that an index
+// of k's key serves. A KeyAssigner's key that must be cast is looked up
+// with IN, which MariaDB materializes once, where its EXISTS would read
+// every key seen for each row (a dependent subquery that no index of k
+// serves); a row whose key holds a NULL has none the file had, as with
+// EXISTS.
+func SeenHas(d sink.Driver, t *sink.Table, key []string, seen string) string {
+	match := make([]string, len(key))
+	had := make([]string, len(key))
+	stored := make([]string, len(key))
+	present := make([]string, len(key))
+	cast := false
+	for i, k := range key {
+		h := "k." + d.Quote(k)
+		if c := t.Column(k); c != nil && c.TimeUnit > 1 {
+			cast = true
+			if a, ok := d.(KeyAssigner); ok {
+				h = a.AssignedKey(h, c)
+			} else {
+				h = "CAST(" + h + " AS " + c.SQLType + ")"
+			}
+		}
+		had[i], stored[i] = d.KeyValue(h, t.Kind(k)), d.KeyValue("t."+d.Quote(k), t.Kind(k))
+		match[i] = had[i] + " = " + stored[i]
+		present[i] = "t." + d.Quote(k) + " IS NOT NULL"
+	}
+	if _, ok := d.(KeyAssigner); ok && cast {
+		return "(" + strings.Join(present, " AND ") + " AND (" + strings.Join(stored, ", ") + ") IN (SELECT " + strings.Join(had, ", ") + " FROM " + seen + " k))"
+	}
+	return "EXISTS (SELECT 1 FROM " + seen + " k WHERE " + strings.Join(match, " AND ") + ")"
+}
+
 // KeyAssigner is a driver whose key column may hold less of a staged key
 // than the stage does (MariaDB's DATETIME(0) truncates the stage's
 // microseconds): AssignedKey is the staged key expr as column c (nil: not
@@ -246,17 +287,6 @@ func conflictColumns(tg sink.Target) []string {
 		return []string{sink.FileColumn, sink.RowColumn}
 	}
 	return tg.Key
-}
-
-// keyMatch is the condition that the rows aliased a and b (as "t.") have
-// the same key cols, compared as the driver compares the keys of t
-// (KeyValue).
-func keyMatch(d sink.Driver, t *sink.Table, cols []string, a, b string) string {
-	match := make([]string, len(cols))
-	for i, k := range cols {
-		match[i] = d.KeyValue(a+d.Quote(k), t.Kind(k)) + " = " + d.KeyValue(b+d.Quote(k), t.Kind(k))
-	}
-	return strings.Join(match, " AND ")
 }
 
 // exact quotes each name, prefixed, as the driver tells stored values of

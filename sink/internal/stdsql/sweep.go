@@ -16,7 +16,8 @@ import (
 // scope of table t that are live and that the file does not have (missing)
 // or has. Keys compare as the driver compares t's keys (KeyValue): a
 // decimal key the file has in another text (1.50 for a stored 1.5, whose
-// row an older --version-col kept) is the file's.
+// row an older --version-col kept) is the file's; and a file's timestamp
+// key as t's column holds it (SeenHas).
 func sweepWhere(s sink.Sweep, t *sink.Table, missing bool) (string, []any) {
 	var conds []string
 	var args []any
@@ -36,7 +37,7 @@ func sweepWhere(s sink.Sweep, t *sink.Table, missing bool) (string, []any) {
 		in = "t." + s.Driver.Quote(sink.FileColumn) + " = ?"
 		args = append(args, s.FileKey)
 	} else {
-		in = "EXISTS (SELECT 1 FROM " + s.Quoted(s.Seen) + " k WHERE " + keyMatch(s.Driver, t, s.Key, "k.", "t.") + ")"
+		in = SeenHas(s.Driver, t, s.Key, s.Quoted(s.Seen))
 	}
 	if missing {
 		in = "NOT " + in
