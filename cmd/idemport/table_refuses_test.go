@@ -98,3 +98,38 @@ func TestMariaDBRefusesLeapDayOfYearZero(t *testing.T) {
 
 // noLeapDay is the reason MariaDB's rules give for 0000-02-29.
 const noLeapDay = "MariaDB has no 29 February in the year 0000"
+
+// TestKeyImportOfAKeyTheColumnsCharsetLacks: a MariaDB table whose text
+// key column is latin1, and a file whose key 'ş' latin1 has no character
+// for, first or last of its batch (where the load's message looks the
+// batch's first and last keys up): the row is the table's refusal, exit
+// 5 naming it, twice, and a rerun with --max-rejects 1 quarantines it and
+// imports the rest. The look-up could not compare the key with the
+// column (Illegal mix of collations, error 1270), which failed the load
+// (exit 1) on every rerun, whatever --max-rejects allowed.
+func TestKeyImportOfAKeyTheColumnsCharsetLacks(t *testing.T) {
+	t.Parallel()
+	testkit.EachOf(t, []string{testkit.MariaDB}, func(t *testing.T, name string) {
+		dir := t.TempDir()
+		l := &life{t: t, tg: testkit.NewTarget(t, name, dir), dir: dir}
+		for _, c := range []struct{ table, body, row, want string }{
+			{"cs_first", "k,v\nş,1\nb,2\nc,3\n", "row 1", "b|2\nc|3"},
+			{"cs_middle", "k,v\na,1\nş,2\nc,3\n", "row 2", "a|1\nc|3"},
+		} {
+			if _, err := l.tg.DB.Exec(`CREATE TABLE ` + c.table + ` (k VARCHAR(20) CHARACTER SET latin1 PRIMARY KEY, v TEXT)`); err != nil {
+				t.Fatal(err)
+			}
+			file := c.table + ".csv"
+			l.write(file, c.body)
+			args := []string{"import", "--table", c.table, "--key", "k", file}
+			for run := 0; run < 2; run++ {
+				if r := l.run(5, args...); !strings.Contains(r.Stdout, `refused rows of `+file+`: `+c.row+` column "k" value "ş"`) {
+					t.Fatalf("%s: the refusal does not name the row:\n%s", c.table, r.Stdout)
+				}
+			}
+			l.run(0, append(args, "--max-rejects", "1")...)
+			l.wantRows(c.table, c.want, "k", "v")
+			l.wantStates(c.table, "completed", "")
+		}
+	})
+}

@@ -139,10 +139,17 @@ func loadRefused(err error) bool {
 	return errors.As(err, &me) && (me.Number == 1148 || me.Number == 3948 || me.Number == 4166)
 }
 
-// guardFound reports whether err is a storedGuard's refusal.
+// guardFound reports whether err is a storedGuard's refusal: it found a
+// row (ER_SUBQUERY_NO_1_ROW), or it could not compare a key the batch
+// holds with the key column (ER_CANT_AGGREGATE_2COLLATIONS, _3COLLATIONS,
+// _NCOLLATIONS: a key of characters the column's character set lacks,
+// such as 'ş' to a latin1 column, which no row of it holds). Either way
+// the batch is staged, where the row the column cannot take is refused as
+// a bad row of its own; failed, the load failed every rerun of the file,
+// whatever --max-rejects allowed.
 func guardFound(err error) bool {
 	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1242 // ER_SUBQUERY_NO_1_ROW
+	return errors.As(err, &me) && (me.Number == 1242 || me.Number == 1267 || me.Number == 1270 || me.Number == 1271)
 }
 
 // appendLoad appends row i of a, as f's target column takes it, to a
