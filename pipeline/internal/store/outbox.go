@@ -177,10 +177,20 @@ func (s *Store) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRep
 	deadline := time.Now().Add(timeout)
 	host, _ := os.Hostname()
 	me := ledger.Lessee{Owner: uuid.Must(uuid.NewV7()).String(), Host: host, PID: os.Getpid(), Start: proc.Start(os.Getpid())}
+	bg := context.WithoutCancel(ctx)
 	if err := s.deliverUntil(ctx, me, deadline, &rep); err != nil {
+		// A pass that ends in error gives up the lease it holds, so that
+		// the next pass, in this process or another, takes its event at
+		// once instead of after the lease (the pass's timeout and a
+		// second); if the database refuses that too, the lease ends.
+		if rerr := s.tx(bg, func(tx *sql.Tx) error {
+			_, err := s.Ledger.ReleaseLeases(bg, tx, me.Owner)
+			return err
+		}); rerr != nil {
+			s.Log.Info("leases of a failed delivery pass not given up; they end on their own", "err", rerr)
+		}
 		return rep, err
 	}
-	bg := context.WithoutCancel(ctx)
 	n, err := s.pending(bg)
 	rep.Pending = n
 	return rep, err
