@@ -419,6 +419,7 @@ func (w *partitionWriter) readyFor(ctx context.Context, a *applier, conn *sql.Co
 		}
 	}
 	schema := schemaAs(a.plan.Schema, as).Arrow()
+	tg.Loose = a.plan.Loose && !tg.Ordinal()
 	var err error
 	if d, ok := a.e.st.Driver.(describedWriter); ok {
 		w.Writer, err = d.WriterFor(ctx, conn, tg, schema, table)

@@ -557,7 +557,7 @@ func (kp *keeper) storePlan(ctx context.Context, p planned, ev *evolution) error
 // its partitions.
 func (kp *keeper) planRecord(p planned) ([]byte, []checkpoint.Partition, error) {
 	plan := p.plan
-	body, err := json.Marshal(storedPlan{Version: 1, Schema: plan.Schema, Rows: plan.Rows, Rejected: plan.Rejected, Superseded: plan.Superseded,
+	body, err := json.Marshal(storedPlan{Version: 1, Schema: plan.Schema, Rows: plan.Rows, Rejected: plan.Rejected, Superseded: plan.Superseded, Loose: plan.Loose,
 		PartitionRows: kp.req.PartitionRows, GrowTo: kp.growTo, PartitionBytes: kp.req.PartitionBytes, Limits: p.inputs.limits, JSONB: p.inputs.jsonb})
 	if err != nil {
 		return nil, nil, err
@@ -741,7 +741,7 @@ func (pl *planner) loadPlan(ctx context.Context) (planned, error) {
 	if p.file, err = pl.in.open(pl.readerOptions(p.inputs)); err != nil {
 		return planned{}, fmt.Errorf("reopen %s: %w", pl.req.Path, err)
 	}
-	p.plan = &reader.Plan{Schema: sp.Schema, Rows: sp.Rows, Rejected: sp.Rejected, Superseded: sp.Superseded}
+	p.plan = &reader.Plan{Schema: sp.Schema, Rows: sp.Rows, Rejected: sp.Rejected, Superseded: sp.Superseded, Loose: sp.Loose}
 	for _, pt := range parts {
 		p.plan.Partitions = append(p.plan.Partitions, pt.Partition)
 	}

@@ -25,7 +25,7 @@ import (
 // built: the values the target receives, decimals by their number (1.5
 // and 1.50 are one key), timestamps as their column stores them (lims,
 // one per key column, nil where none: Limit.Time).
-func appendBatchKey(dst []byte, rec arrow.RecordBatch, cols []int, lims []*Limit, i int) []byte {
+func appendBatchKey(dst []byte, rec arrow.RecordBatch, cols []int, lims []*Limit, i int, loose bool) []byte {
 	for j, k := range cols {
 		if a, ok := rec.Column(k).(*array.String); ok && idemtype.TypeOf(rec.Schema().Field(k)) == idemtype.Decimal {
 			dst = keys.AppendDecimal(dst, []byte(a.Value(i)))
@@ -53,6 +53,10 @@ func appendBatchKey(dst []byte, rec arrow.RecordBatch, cols []int, lims []*Limit
 			}
 			dst = append(dst, 'b', b)
 		case *array.String:
+			if loose {
+				dst = keys.AppendLoose(dst, []byte(a.Value(i)))
+				continue
+			}
 			dst = keys.AppendBytes(dst, 's', []byte(a.Value(i)))
 		default:
 			dst = keys.AppendBytes(dst, 'x', []byte(a.ValueStr(i)))
@@ -105,8 +109,11 @@ func (f *File) supersede(ctx context.Context, plan *Plan, cands []int64) error {
 		version version
 	}
 	best := map[string]winner{} // exact key → its winning occurrence so far
+	// loose key (keys.AppendLoose) → the first exact key of it: another
+	// exact key of it is one a table's collation may compare as one.
+	loosely := map[string]string{}
 	var superseded []int64
-	var buf []byte
+	var buf, lbuf []byte
 	for b, err := range f.batches(plan, reads, 4096, true) {
 		if err == nil {
 			err = ctx.Err()
@@ -123,7 +130,16 @@ func (f *File) supersede(ctx context.Context, plan *Plan, cands []int64) error {
 				continue
 			}
 			next++
-			buf = appendBatchKey(buf[:0], b.Record, cols, lims, i)
+			buf = appendBatchKey(buf[:0], b.Record, cols, lims, i, false)
+			if !plan.Loose {
+				lbuf = appendBatchKey(lbuf[:0], b.Record, cols, lims, i, true)
+				if exact, ok := loosely[string(lbuf)]; !ok {
+					loosely[string(lbuf)] = string(buf)
+				} else if exact != string(buf) {
+					plan.Loose = true
+					clear(loosely)
+				}
+			}
 			w := winner{ordinal: o}
 			if vcol >= 0 {
 				w.version = versionOf(b.Record.Column(vcol), i)

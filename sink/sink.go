@@ -63,6 +63,15 @@ type Target struct {
 	Table   string
 	Key     []string // natural key columns; empty means ordinal mode
 	Version string   // version column (natural-key mode only); empty means none
+	// Loose (natural-key mode only) says the file holds keys that its
+	// plan tells apart but the table's collation may compare as one ('a'
+	// and 'A'; reader.Plan.Loose): the MariaDB writer then records the
+	// file's lineage on an unchanged row stored by another file too (still
+	// counted unchanged), so that the row of the file behind it by the
+	// table's key, met after it, is found older (stale), not written over
+	// it. Without it an unchanged row is not written at all. (The SQLite
+	// and PostgreSQL writers do not read it yet.)
+	Loose bool
 }
 
 // Ordinal reports whether rows are keyed by their row identity in the file.

@@ -566,7 +566,7 @@ func (r *renderer) appendArrowKey(dst []byte, a arrow.Array, i int) []byte {
 	case *array.Int32:
 		return binary.BigEndian.AppendUint64(append(dst, 'i'), uint64(a.Value(i)))
 	case *array.String:
-		return keys.AppendBytes(dst, 's', []byte(a.Value(i)))
+		return keys.AppendLoose(dst, []byte(a.Value(i)))
 	case *array.Float64:
 		return keys.AppendFloat(dst, a.Value(i))
 	}

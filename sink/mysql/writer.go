@@ -66,6 +66,7 @@ type writer struct {
 	update      string // "" when the table has no columns to rewrite
 	insert      string
 	stale       string // natural keys: counts a round's stale rows
+	relineage   string // sink.Target.Loose: gives a round's unchanged rows of another file's lineage the file's
 	// merge applies a round of natural keys in one statement (see
 	// upsert), when mergeable, read as a staged batch is applied, finds
 	// the table takes it; "" when the table has no columns to rewrite.
@@ -237,6 +238,13 @@ func (w *writer) rewrite(d Driver, t *sink.Table, names []string, table, match, 
 	if !w.tg.Ordinal() {
 		w.stale = "SELECT count(*) FROM " + w.stage + " s JOIN " + table + " t ON " + match + " WHERE " + round + staleSQL(w.tg.Version)
 	}
+	if w.tg.Loose {
+		// The file holds keys the table may compare as one (sink.Target):
+		// a row the update left, not older, stored by another file (so
+		// unchanged) takes the file's lineage, still counted unchanged.
+		w.relineage = "UPDATE " + table + " t JOIN " + w.stage + " s ON " + match + " SET t." + q(sink.FileColumn) + " = ?, t." + q(sink.RowColumn) + " = s." + q(sink.RowColumn) +
+			" WHERE " + round + "NOT " + staleSQL(w.tg.Version) + " AND NOT coalesce(t." + q(sink.FileColumn) + " = ?, false)"
+	}
 }
 
 // numberColumns returns, for each decimal column of table that a stored
@@ -291,6 +299,7 @@ const (
 	varFound   = "@idemport_found"
 	varStale   = "@idemport_stale"
 	varApplied = "@idemport_applied"
+	varMark    = "@idemport_mark" // sink.Target.Loose: the stored row takes the lineage
 )
 
 // upsert sets w's statement that applies a round of natural keys in one
@@ -336,8 +345,18 @@ func (w *writer) upsert(d Driver, t *sink.Table, names []string, table string) {
 		set = append(set, q(c)+" = IF("+cond+", "+incoming(c)+", "+stored(c)+")")
 	}
 	lineage := func(c string) string { return "IF(" + varApply + ", " + incoming(c) + ", " + stored(c) + ")" }
+	file := lineage(sink.FileColumn)
+	if w.tg.Loose {
+		// The file holds keys the table may compare as one (sink.Target):
+		// an unchanged row stored by another file takes the file's
+		// lineage too, decided as the file column is assigned (the row
+		// column, after it, would find the file column already set).
+		mark := "(" + varMark + " := " + varApply + " OR NOT " + varOlder + " AND NOT coalesce(" + stored(sink.FileColumn) + " = " + incoming(sink.FileColumn) + ", false))"
+		file = "IF(" + mark + ", " + incoming(sink.FileColumn) + ", " + stored(sink.FileColumn) + ")"
+		lineage = func(c string) string { return "IF(" + varMark + ", " + incoming(c) + ", " + stored(c) + ")" }
+	}
 	set = append(set,
-		q(sink.FileColumn)+" = "+after(varStale+" := "+varStale+" + "+varOlder, lineage(sink.FileColumn)),
+		q(sink.FileColumn)+" = "+after(varStale+" := "+varStale+" + "+varOlder, file),
 		q(sink.RowColumn)+" = "+after(varFound+" := "+varFound+" + 1", after(varApplied+" := "+varApplied+" + "+varApply, lineage(sink.RowColumn))))
 	w.merge = "INSERT INTO " + table + " (" + strings.Join(quoted, ", ") + ", " + q(sink.FileColumn) + ", " + q(sink.RowColumn) + ")" +
 		" SELECT " + strings.Join(quoted, ", ") + ", ?, " + q(sink.RowColumn) + " FROM " + w.stage + " WHERE " + q(roundColumn) + " = ?" +
@@ -666,6 +685,11 @@ func (w *writer) applyRounds(ctx context.Context, tx *sql.Tx, fileKey int64, n i
 			}
 			upd += again
 			rest -= again
+		}
+		if rest > 0 && w.relineage != "" {
+			if _, err := tx.ExecContext(ctx, w.relineage, fileKey, r, fileKey, fileKey); err != nil {
+				return fmt.Errorf("record the lineage of %s of %s: %w", span, w.tg.Table, err)
+			}
 		}
 		if rest > 0 {
 			if err := tx.QueryRowContext(ctx, w.stale, r, fileKey).Scan(&stale); err != nil {

@@ -52,6 +52,9 @@ type Plan struct {
 	Rejected      int64         `json:"rejected"`
 	Superseded    int64         `json:"superseded,omitempty"`
 	PartitionRows int64         `json:"partition_rows"`
+	// Loose is reader.Plan.Loose: the file holds keys a table's collation
+	// may compare as one.
+	Loose bool `json:"loose,omitempty"`
 	// PartitionBytes is 0 in plans stored before partitions were bounded
 	// by bytes; their partitions are resumed as stored all the same.
 	PartitionBytes int64 `json:"partition_bytes,omitempty"`

@@ -29,6 +29,10 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/idemport/idemport/internal/proc"
 	"github.com/idemport/idemport/reader/internal/value"
@@ -684,7 +688,7 @@ func AppendText(dst []byte, c value.Cell) []byte {
 			return append(dst, 'b', byte(v))
 		}
 	}
-	return AppendBytes(dst, 's', b)
+	return AppendLoose(dst, b)
 }
 
 // TextInt returns the integer n that AppendText keys text cell c as
@@ -745,6 +749,80 @@ func AppendFloat(dst []byte, f float64) []byte {
 	return binary.BigEndian.AppendUint64(append(dst, 'f'), math.Float64bits(f))
 }
 
+// AppendLoose appends the key bytes of text b that the plan pass hashes:
+// those of b loosened (Loosen), so that keys a table's collation may
+// compare as one (case, trailing spaces, accents: 'a' and 'A', 'c ' and
+// 'c', 'é' and 'e') hash alike and are compared exactly, as candidates,
+// where supersede tells them apart and notes that the file holds such
+// keys (Plan.Loose).
+func AppendLoose(dst []byte, b []byte) []byte {
+	n := len(dst)
+	dst = Loosen(dst, b)
+	if len(dst) == n && (len(b) == 0 || b[len(b)-1] != ' ') {
+		return AppendBytes(dst, 's', b) // plain: b itself
+	}
+	// The loosened text is at dst[n:]: put the tag and length before it.
+	var h [1 + binary.MaxVarintLen64]byte
+	head := binary.AppendUvarint(append(h[:0], 's'), uint64(len(dst)-n))
+	dst = append(dst, head...)
+	copy(dst[n+len(head):], dst[n:len(dst)-len(head)])
+	copy(dst[n:], head)
+	return dst
+}
+
+// Loosen appends to dst text b without its trailing spaces, in lower
+// case, each letter without its accents: what any collation the targets
+// have may leave of it (a coarser key than any of them, never a finer
+// one, for what is plain text). It appends nothing for text of no
+// upper-case letter, no byte beyond ASCII and no trailing space, the
+// common key, which is its own loosened text.
+func Loosen(dst []byte, b []byte) []byte {
+	end := len(b)
+	for end > 0 && b[end-1] == ' ' {
+		end--
+	}
+	plain := end == len(b)
+	for _, c := range b[:end] {
+		if c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return dst
+	}
+	for i := 0; i < end; {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:end])
+		i += size
+		dst = appendBase(dst, r)
+	}
+	return dst
+}
+
+// appendBase appends rune r of Loosen: its letters without their marks
+// (NFD), in lower case. Its scratch escapes (norm), so it is a function
+// of its own, which the ASCII letters Loosen lowers itself never call.
+func appendBase(dst []byte, r rune) []byte {
+	var one [utf8.UTFMax]byte
+	for nfd := norm.NFD.Bytes(utf8.AppendRune(one[:0], r)); len(nfd) > 0; {
+		m, k := utf8.DecodeRune(nfd)
+		nfd = nfd[k:]
+		if !unicode.Is(unicode.Mn, m) {
+			dst = utf8.AppendRune(dst, unicode.ToLower(unicode.ToUpper(m)))
+		}
+	}
+	return dst
+}
+
 func AppendBytes(dst []byte, tag byte, b []byte) []byte {
 	dst = binary.AppendUvarint(append(dst, tag), uint64(len(b)))
 	return append(dst, b...)
@@ -764,7 +842,7 @@ func AppendValue(dst []byte, v value.Value, t value.Type) []byte {
 	case value.Decimal:
 		return AppendDecimal(dst, v.B)
 	}
-	return AppendBytes(dst, 's', v.B)
+	return AppendLoose(dst, v.B)
 }
 
 // Columns returns the positions in names of the key columns, or nil

@@ -38,7 +38,12 @@ type Plan struct {
 	// Superseded counts the good rows whose key a later good row of the
 	// file repeats (Options.Key): only the last occurrence of a key is
 	// applied. Each partition lists its own.
-	Superseded int64                `json:"superseded,omitempty"`
+	Superseded int64 `json:"superseded,omitempty"`
+	// Loose says the file holds keys that differ, and so are not
+	// superseded, only as a table's collation may not tell them apart
+	// (case, trailing spaces, accents: 'a' and 'A'; keys.Loosen): to such a
+	// table they are one key, of which the later row must win.
+	Loose      bool                 `json:"loose,omitempty"`
 	Partitions []idemtype.Partition `json:"partitions"`
 	// Rejects lists the first bad rows, up to ScanOptions.KeepRejects.
 	Rejects []idemtype.Reject `json:"-"`
