@@ -65,12 +65,14 @@ type Target struct {
 	Version string   // version column (natural-key mode only); empty means none
 	// Loose (natural-key mode only) says the file holds keys that its
 	// plan tells apart but the table's collation may compare as one ('a'
-	// and 'A'; reader.Plan.Loose): the MariaDB writer then records the
-	// file's lineage on an unchanged row stored by another file too (still
-	// counted unchanged), so that the row of the file behind it by the
-	// table's key, met after it, is found older (stale), not written over
-	// it. Without it an unchanged row is not written at all. (The SQLite
-	// and PostgreSQL writers do not read it yet.)
+	// and 'A'; reader.Plan.Loose): the MariaDB and PostgreSQL writers
+	// then put such keys of a batch in rounds of their own
+	// (batchkey.Rounds.Loose) and record the file's lineage on an
+	// unchanged row stored by another file too (still counted unchanged),
+	// so that the row of the file behind it by the table's key, met after
+	// it, is found older (stale), not written over it. Without it an
+	// unchanged row is not written at all. (The SQLite writer does not
+	// read it yet.)
 	Loose bool
 }
 

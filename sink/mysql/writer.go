@@ -111,6 +111,7 @@ func (d Driver) WriterFor(ctx context.Context, conn *sql.Conn, tg sink.Target, s
 	rand.Read(b)
 	id := hex.EncodeToString(b)
 	w := &writer{conn: conn, tg: tg, stage: q("idemport_stage_" + id), local: local, tryDirect: true}
+	w.rounds.Loose = tg.Loose
 	names, quoted, sel, err := w.pair(t, schema)
 	if err != nil {
 		return nil, err

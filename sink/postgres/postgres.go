@@ -518,6 +518,7 @@ type writer struct {
 	// in the order of its keys already (increasing).
 	mergeStaged string
 	count       string // natural-key mode: counts a round's stale rows; $1 file key, $2 round
+	relineage   string // sink.Target.Loose: gives a round's unchanged rows of another file's lineage the file's; $1 file key, $2 round
 	// stored: a key of one integer column: whether a key from $1 to $2
 	// is stored, the greatest (0 when none is; see splitNew), and the
 	// least stored above $2 (MaxInt64 when none is; see fresh); and
@@ -610,6 +611,7 @@ func (Driver) WriterFor(_ context.Context, conn *sql.Conn, tg sink.Target, schem
 	b := make([]byte, 8)
 	rand.Read(b)
 	w := &writer{conn: conn, tg: tg, stage: "idemport_stage_" + hex.EncodeToString(b)}
+	w.rounds.Loose = tg.Loose
 	if err := w.fieldsOf(schema, byName); err != nil {
 		return nil, err
 	}
@@ -767,6 +769,15 @@ func (w *writer) naturalKeys(m *mergeParts, schema *arrow.Schema, table, stage s
 	// The stale rows, counted after the merge (see write).
 	w.count = "SELECT count(*) FROM " + stage + " s JOIN " + table + " t ON " + strings.Join(on, " AND ") +
 		" WHERE s." + q(roundColumn) + " = $2 AND " + w.stale(ver, "$1::bigint", "s."+q(sink.RowColumn))
+	if tg.Loose {
+		// The file holds keys the table may compare as one (sink.Target),
+		// each in a round of its own (batchkey.Rounds.Loose): a row the
+		// merge left, not older, stored by another file (so unchanged)
+		// takes the file's lineage, still counted unchanged.
+		w.relineage = "UPDATE " + table + " t SET " + q(sink.FileColumn) + " = $1::bigint, " + q(sink.RowColumn) + " = s." + q(sink.RowColumn) +
+			" FROM " + stage + " s WHERE " + strings.Join(on, " AND ") + " AND s." + q(roundColumn) + " = $2 AND NOT " +
+			w.stale(ver, "$1::bigint", "s."+q(sink.RowColumn)) + " AND NOT coalesce(t." + q(sink.FileColumn) + " = $1::bigint, false)"
+	}
 }
 
 // action is the merge's ON CONFLICT action.
@@ -1139,6 +1150,11 @@ func (w *writer) stageAndMerge(ctx context.Context, tx *sql.Tx, fileKey int64, r
 		// merge judged them; a row the merge inserted or updated is never
 		// stale against itself.
 		rest := per[r] - ins - upd
+		if rest > 0 && w.relineage != "" {
+			if _, err := tx.ExecContext(ctx, w.relineage, fileKey, r); err != nil {
+				return total, fmt.Errorf("record the lineage of %s of %s: %w", sink.RowSpan(ordinals), w.tg.Table, err)
+			}
+		}
 		if rest > 0 {
 			if err := tx.QueryRowContext(ctx, w.count, fileKey, r).Scan(&stale); err != nil {
 				return total, fmt.Errorf("count stale rows of %s (%s): %w", w.tg.Table, sink.RowSpan(ordinals), err)

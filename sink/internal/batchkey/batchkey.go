@@ -8,6 +8,10 @@ package batchkey
 import (
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -67,9 +71,16 @@ func Append(buf []byte, a arrow.Array, i int, cmp Compare, text func(arrow.Array
 type Rounds struct {
 	// Of holds, after Number, each row's round: the number of earlier
 	// rows of the batch with its key.
-	Of   []int32
-	seen map[string]int32
-	buf  []byte
+	Of []int32
+	// Loose, when set, numbers keys a collation may compare as one (case,
+	// spaces, accents: 'a' and 'A'; sink.Target.Loose) as one key, so that
+	// no round holds two rows the table takes for one key. It is coarser
+	// than any collation: keys apart to the table may share a key here,
+	// which costs a round, never a row.
+	Loose bool
+	seen  map[string]int32
+	buf   []byte
+	lbuf  []byte
 }
 
 // Number sets r.Of for a batch of n rows, row i's key appended to a buffer
@@ -84,10 +95,49 @@ func (r *Rounds) Number(n int, key func(buf []byte, i int) []byte) int32 {
 	rounds := int32(1)
 	for i := range n {
 		r.buf = key(r.buf[:0], i)
+		if r.Loose {
+			r.lbuf = loosen(r.lbuf[:0], r.buf)
+			r.buf, r.lbuf = r.lbuf, r.buf
+		}
 		k := r.seen[string(r.buf)]
 		r.seen[string(r.buf)] = k + 1
 		r.Of = append(r.Of, k)
 		rounds = max(rounds, k+1)
 	}
 	return rounds
+}
+
+// loosen appends to dst key bytes b without spaces, ASCII letters in lower
+// case, and each other letter without its marks (NFD), in lower case;
+// bytes that are not UTF-8 (the columns' ends) stay.
+func loosen(dst, b []byte) []byte {
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			i++
+			switch {
+			case c == ' ':
+			case 'A' <= c && c <= 'Z':
+				dst = append(dst, c+'a'-'A')
+			default:
+				dst = append(dst, c)
+			}
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		for nfd := norm.NFD.Bytes(b[i : i+size]); len(nfd) > 0; {
+			m, k := utf8.DecodeRune(nfd)
+			nfd = nfd[k:]
+			if !unicode.Is(unicode.Mn, m) {
+				dst = utf8.AppendRune(dst, unicode.ToLower(unicode.ToUpper(m)))
+			}
+		}
+		i += size
+	}
+	return dst
 }
