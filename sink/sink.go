@@ -71,8 +71,9 @@ type Target struct {
 	// unchanged row stored by another file too (still counted unchanged),
 	// so that the row of the file behind it by the table's key, met after
 	// it, is found older (stale), not written over it. Without it an
-	// unchanged row is not written at all. (The SQLite writer does not
-	// read it yet.)
+	// unchanged row is not written at all. The SQLite writer, which
+	// applies a batch a row at a time in file order, records the lineage
+	// so too.
 	Loose bool
 }
 

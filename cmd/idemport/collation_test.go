@@ -10,22 +10,27 @@ import (
 	"github.com/idemport/idemport/internal/testkit"
 )
 
-// TestPostgresLaterRowUnchangedAgainstAnotherFile: a file holding keys
-// its plan tells apart but the table's key, of a nondeterministic ICU
-// collation that ignores case, compares as one ('a' and 'A'), whose later
-// row of such a pair is unchanged against the row another file stored:
-// the later row still wins, the pair in one batch (each in a round of its
-// own, which ON CONFLICT needs: it affects a row once) and in partitions
-// of a row (the later row's lineage recorded, so that the earlier row,
-// met after it, is found behind it). Keys only trailing spaces set apart
-// are two keys to such a collation, and stay two.
-func TestPostgresLaterRowUnchangedAgainstAnotherFile(t *testing.T) {
+// TestLaterRowUnchangedAgainstAnotherFile: a file holding keys its plan
+// tells apart but the table's key compares as one ('a' and 'A': a
+// PostgreSQL key column of a nondeterministic ICU collation that ignores
+// case, a SQLite one of COLLATE NOCASE), whose later row of such a pair is
+// unchanged against the row another file stored: the later row still
+// wins, the pair in one batch (on PostgreSQL each in a round of its own,
+// which ON CONFLICT needs: it affects a row once) and in partitions of a
+// row (the later row's lineage recorded, so that the earlier row, met
+// after it, is found behind it). Keys only trailing spaces set apart are
+// two keys to such collations, and stay two.
+func TestLaterRowUnchangedAgainstAnotherFile(t *testing.T) {
 	t.Parallel()
-	testkit.EachOf(t, []string{testkit.Postgres}, func(t *testing.T, name string) {
+	testkit.EachOf(t, []string{testkit.SQLite, testkit.Postgres}, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
-		if _, err := tg.DB.Exec(`CREATE COLLATION IF NOT EXISTS nocase (provider = icu, locale = 'und-u-ks-level2', deterministic = false)`); err != nil {
-			t.Fatal(err)
+		coll, order := "NOCASE", "k COLLATE BINARY"
+		if name == testkit.Postgres {
+			if _, err := tg.DB.Exec(`CREATE COLLATION IF NOT EXISTS nocase (provider = icu, locale = 'und-u-ks-level2', deterministic = false)`); err != nil {
+				t.Fatal(err)
+			}
+			coll, order = "nocase", `k COLLATE "C"`
 		}
 		os.WriteFile(filepath.Join(dir, "g1.csv"), []byte("k,v\nA,3\nc,5\nx,1\n"), 0o644)
 		os.WriteFile(filepath.Join(dir, "g2.csv"), []byte("k,v\na,2\nA,3\nc ,4\nc,5\nx,1\n"), 0o644)
@@ -34,7 +39,7 @@ func TestPostgresLaterRowUnchangedAgainstAnotherFile(t *testing.T) {
 			for _, parts := range []string{"1000", "1"} {
 				i++
 				table := fmt.Sprintf("lu%d", i)
-				if _, err := tg.DB.Exec(`CREATE TABLE ` + table + ` (k text COLLATE nocase PRIMARY KEY, v int` + extra + `)`); err != nil {
+				if _, err := tg.DB.Exec(`CREATE TABLE ` + table + ` (k text COLLATE ` + coll + ` PRIMARY KEY, v int` + extra + `)`); err != nil {
 					t.Fatal(err)
 				}
 				for _, f := range []string{"g1.csv", "g2.csv"} {
@@ -42,7 +47,7 @@ func TestPostgresLaterRowUnchangedAgainstAnotherFile(t *testing.T) {
 						t.Fatalf("%s %s: exit %d\n%s%s", table, f, r.Code, r.Stdout, r.Stderr)
 					}
 				}
-				got := testkit.Query(t, tg.DB, `SELECT k || '|' || v FROM `+table+` ORDER BY k COLLATE "C"`)
+				got := testkit.Query(t, tg.DB, `SELECT k || '|' || v FROM `+table+` ORDER BY `+order)
 				if want := [][]any{{"A|3"}, {"c|5"}, {"c |4"}, {"x|1"}}; !reflect.DeepEqual(got, want) {
 					t.Errorf("%s (partitions of %s rows) holds %v, want %v (the file's later rows)", table, parts, got, want)
 				}

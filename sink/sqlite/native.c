@@ -406,12 +406,18 @@ static int idp_bind_row(sqlite3_stmt *st, int first, int ncols, const idp_col *c
 // written otherwise than the row's (equal in value), and rekey runs instead
 // of st for such a row.
 //
+// When relin is not NULL (the file holds keys the table may compare as
+// one: sink.Target.Loose), a stored row the upsert left unchanged, not
+// newer, takes the row's lineage by relin (parameters: the key columns,
+// then file key and ordinal), which leaves a row of the same file as it
+// is; the row stays counted unchanged.
+//
 // When ins is not NULL, a plain INSERT with st's parameters, each row is
 // first inserted with it: done, the row is new, with one lookup of its key
 // instead of two. A constraint it fails (the key is stored, or another
 // constraint the upsert will report) changes nothing, and the row goes
 // through the probe and the upsert; any other failure is the row's.
-int idp_natural(sqlite3 *db, sqlite3_stmt *ins, sqlite3_stmt *probe, sqlite3_stmt *st, sqlite3_stmt *rekey, int nkey, const int *keycols, int vercol,
+int idp_natural(sqlite3 *db, sqlite3_stmt *ins, sqlite3_stmt *probe, sqlite3_stmt *st, sqlite3_stmt *rekey, sqlite3_stmt *relin, int nkey, const int *keycols, int vercol,
 		int64_t filekey, const int64_t *ord, int64_t n, int ncols, const idp_col *cols, int64_t *counts, int64_t *failed) {
 	char *ts = malloc(32*(size_t)ncols + 1), *pts = malloc(32*((size_t)nkey+1));
 	if (!ts || !pts) { free(ts); free(pts); *failed = 0; return SQLITE_NOMEM; }
@@ -454,6 +460,13 @@ int idp_natural(sqlite3 *db, sqlite3_stmt *ins, sqlite3_stmt *probe, sqlite3_stm
 			if (rc == IDP_DONE) { rc = 0; changed = sqlite3_changes(db); }
 		}
 		sqlite3_reset(up);
+		if (!rc && relin && exists && !changed && !stale) {
+			for (int k = 0; k < nkey && !rc; k++) rc = idp_bind(relin, k+1, &cols[keycols[k]], i, pts + 32*k);
+			if (!rc) rc = sqlite3_bind_int64(relin, nkey+1, filekey);
+			if (!rc) rc = sqlite3_bind_int64(relin, nkey+2, ord[i]);
+			if (!rc) { rc = sqlite3_step(relin); if (rc == IDP_DONE) rc = 0; }
+			sqlite3_reset(relin);
+		}
 		if (rc) { *failed = i; break; }
 		if (!exists) counts[changed ? 0 : 2]++;
 		else if (changed) counts[1]++;
@@ -462,6 +475,7 @@ int idp_natural(sqlite3 *db, sqlite3_stmt *ins, sqlite3_stmt *probe, sqlite3_stm
 	}
 	sqlite3_clear_bindings(st);
 	if (rekey) sqlite3_clear_bindings(rekey);
+	if (relin) sqlite3_clear_bindings(relin);
 	sqlite3_clear_bindings(probe);
 	if (ins) sqlite3_clear_bindings(ins);
 	free(ts);

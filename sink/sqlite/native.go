@@ -254,18 +254,22 @@ func (s *stmt) run(b batch, cs *colBuffers, fileKey int64, ordinals []int64) (in
 // inserted, updated, unchanged, stale. With ins, a plain insert of the same
 // parameters, each row is tried with it first; with rekey, an upsert of the
 // same parameters, it is run instead for a row whose key the probe finds
-// written otherwise (see idp_natural).
-func (s *stmt) natural(ins, probe, rekey *stmt, keyCols []C.int, verCol int, cs *colBuffers, fileKey int64, ordinals []int64) ([4]int64, int, error) {
+// written otherwise; with relin, a row the upsert left unchanged takes the
+// row's lineage (see idp_natural).
+func (s *stmt) natural(ins, probe, rekey, relin *stmt, keyCols []C.int, verCol int, cs *colBuffers, fileKey int64, ordinals []int64) ([4]int64, int, error) {
 	var counts [4]C.int64_t
 	var failed C.int64_t
-	var first, other *C.sqlite3_stmt
+	var first, other, lineage *C.sqlite3_stmt
 	if ins != nil {
 		first = ins.st
 	}
 	if rekey != nil {
 		other = rekey.st
 	}
-	rc := C.idp_natural(s.db, first, probe.st, s.st, other, C.int(len(keyCols)), unsafe.SliceData(keyCols), C.int(verCol),
+	if relin != nil {
+		lineage = relin.st
+	}
+	rc := C.idp_natural(s.db, first, probe.st, s.st, other, lineage, C.int(len(keyCols)), unsafe.SliceData(keyCols), C.int(verCol),
 		C.int64_t(fileKey), (*C.int64_t)(unsafe.Pointer(unsafe.SliceData(ordinals))), C.int64_t(len(ordinals)),
 		C.int(len(cs.c)), unsafe.SliceData(cs.c), &counts[0], &failed)
 	if rc != 0 {

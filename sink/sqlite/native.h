@@ -80,7 +80,7 @@ int idp_register(sqlite3 *db, int ncols);
 int idp_run(sqlite3 *db, sqlite3_stmt *st, idp_batch *b, int64_t *changed);
 
 // idp_natural applies rows by natural key one at a time; see native.c.
-int idp_natural(sqlite3 *db, sqlite3_stmt *ins, sqlite3_stmt *probe, sqlite3_stmt *st, sqlite3_stmt *rekey, int nkey, const int *keycols, int vercol,
+int idp_natural(sqlite3 *db, sqlite3_stmt *ins, sqlite3_stmt *probe, sqlite3_stmt *st, sqlite3_stmt *rekey, sqlite3_stmt *relin, int nkey, const int *keycols, int vercol,
 		int64_t filekey, const int64_t *ord, int64_t n, int ncols, const idp_col *cols, int64_t *counts, int64_t *failed);
 
 // idp_ckpt moves the automatic checkpoints of a writer's connection to a

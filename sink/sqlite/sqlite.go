@@ -442,6 +442,9 @@ type writer struct {
 	// upsert leaves the key as it is, and so its index: SQLite rewrites
 	// the index entries of every column an UPDATE sets.
 	rekey *stmt
+	// relin gives an unchanged stored row of another file the row's
+	// lineage (sink.Target.Loose); nil without it.
+	relin *stmt
 	cols  *colBuffers
 	batch batch // what the batch table reads
 	// floatText gives, for each float64 column of the file going into a
@@ -712,6 +715,19 @@ func (w *writer) prepareNatural(ctx context.Context, conn *sql.Conn, db *rawHand
 		w.rekey.close()
 		return nil, err
 	}
+	if tg.Loose {
+		file := table + "." + q(sink.FileColumn)
+		relin := "UPDATE " + table + " SET " + q(sink.FileColumn) + fmt.Sprintf(" = ?%d, ", n+1) + q(sink.RowColumn) + fmt.Sprintf(" = ?%d", n+2) +
+			" WHERE " + strings.Join(where, " AND ") + " AND NOT coalesce(" + file + fmt.Sprintf(" = ?%d, 0)", n+1)
+		if w.relin, err = prepare(conn, db, relin); err != nil {
+			w.insertAll.close()
+			w.insert.close()
+			w.upsert.close()
+			w.rekey.close()
+			w.probe.close()
+			return nil, err
+		}
+	}
 	w.cols, w.batch, w.allNew = newColBuffers(len(schema.Fields())), newBatch(), true
 	return w, nil
 }
@@ -806,7 +822,7 @@ func (w *writer) Write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	err := w.upsert.inTx(ctx, w.conn, func() error {
 		var failed int
 		var err error
-		if c, failed, err = w.upsert.natural(ins, w.probe, w.rekey, w.keyCols, w.verCol, w.cols, fileKey, ordinals); err != nil {
+		if c, failed, err = w.upsert.natural(ins, w.probe, w.rekey, w.relin, w.keyCols, w.verCol, w.cols, fileKey, ordinals); err != nil {
 			return fmt.Errorf("write row %d into %s: %w", ordinals[failed], w.tg.Table, err)
 		}
 		return nil
@@ -878,6 +894,7 @@ func (w *writer) Close() error {
 	w.insertAll.close()
 	w.probe.close()
 	w.rekey.close()
+	w.relin.close()
 	if w.cols != nil {
 		w.cols.free()
 	}
