@@ -730,6 +730,10 @@ func (ov *overlap) settle(p planned, err error) bool {
 	first, cut := ov.sp.cutAt(0)
 	kp := ov.kp
 	ok := err == nil && cut && p.speculated && p.existing == ov.existing && ov.in.equal(p.inputs) && slices.Equal(p.plan.Schema, first.Schema)
+	// A file holding keys a table may compare as one (reader.Plan.Loose)
+	// is written with its writer told so (sink.Target.Loose), which the
+	// overlap's, prepared before the pass ended, was not.
+	ok = ok && !p.plan.Loose
 	var barred error
 	if ok {
 		barred = kp.barred(p)
