@@ -809,11 +809,16 @@ func Loosen(dst []byte, b []byte) []byte {
 }
 
 // appendBase appends rune r of Loosen: its letters without their marks
-// (NFD), in lower case. Its scratch escapes (norm), so it is a function
-// of its own, which the ASCII letters Loosen lowers itself never call.
+// (its NFD decomposition), in lower case. It is a function of its own,
+// which the ASCII letters Loosen lowers itself never call.
 func appendBase(dst []byte, r rune) []byte {
 	var one [utf8.UTFMax]byte
-	for nfd := norm.NFD.Bytes(utf8.AppendRune(one[:0], r)); len(nfd) > 0; {
+	b := utf8.AppendRune(one[:0], r)
+	nfd := norm.NFD.Properties(b).Decomposition() // a table's bytes: no copy
+	if nfd == nil {
+		nfd = b
+	}
+	for len(nfd) > 0 {
 		m, k := utf8.DecodeRune(nfd)
 		nfd = nfd[k:]
 		if !unicode.Is(unicode.Mn, m) {

@@ -108,8 +108,8 @@ func (r *Rounds) Number(n int, key func(buf []byte, i int) []byte) int32 {
 }
 
 // loosen appends to dst key bytes b without spaces, ASCII letters in lower
-// case, and each other letter without its marks (NFD), in lower case;
-// bytes that are not UTF-8 (the columns' ends) stay.
+// case, and each other letter without its marks (its NFD decomposition),
+// in lower case; bytes that are not UTF-8 (the columns' ends) stay.
 func loosen(dst, b []byte) []byte {
 	for i := 0; i < len(b); {
 		c := b[i]
@@ -130,7 +130,11 @@ func loosen(dst, b []byte) []byte {
 			i++
 			continue
 		}
-		for nfd := norm.NFD.Bytes(b[i : i+size]); len(nfd) > 0; {
+		nfd := norm.NFD.Properties(b[i : i+size]).Decomposition() // a table's bytes: no copy
+		if nfd == nil {
+			nfd = b[i : i+size]
+		}
+		for len(nfd) > 0 {
 			m, k := utf8.DecodeRune(nfd)
 			nfd = nfd[k:]
 			if !unicode.Is(unicode.Mn, m) {
