@@ -11,7 +11,8 @@
 // a sync, a truncation, its size, a file control, its close), before a
 // write anywhere else in it, and, above all, by the write that ends a
 // commit frame (a frame whose header gives the database's size after the
-// commit, the frame that makes a transaction count): so when SQLite
+// commit, the frame that makes a transaction count), or that writes a
+// commit frame's header again (see wb_write): so when SQLite
 // publishes a commit in the log's index (after its last frame's writes
 // returned), every frame of it is in the file, as before, whatever
 // connection or process reads it next; and a write that fails fails the
@@ -114,6 +115,7 @@ typedef struct {
 	char *buf;          // the gathered bytes, to be written at start
 	int len;
 	int64_t start;
+	int64_t end;     // the end of the bytes written through this file (see wb_write)
 	int commit_next; // the header of a commit frame was the last write
 	// Counts for the tests: writes SQLite made to log files, and writes
 	// made to the files beneath.
@@ -167,6 +169,18 @@ static int wb_write(sqlite3_file *f, const void *p, int n, int64_t off) {
 	w->calls++;
 	int commit = w->commit_next;
 	w->commit_next = n == WB_FRAME_HDR && off >= WB_LOG_HDR && wb_commit_size(p) != 0;
+	// A write at the start of the file begins a log (its header): nothing
+	// after it was written yet. A commit frame's header written where this
+	// file wrote before is no append followed by its page: SQLite rewrites
+	// the headers of a transaction's frames, their checksums, at its COMMIT
+	// when it wrote pages of it again over frames it had spilled
+	// (wal.c, walRewriteChecksums), the commit frame's last, and then
+	// publishes the commit. Left in the buffer, that header would reach the
+	// file only at the next call, and a kill before it lose the commit (a
+	// recovery of the log stops at a frame whose checksum fails).
+	if (off == 0) w->end = 0;
+	int rewritten = w->commit_next && off < w->end;
+	if (off + n > w->end) w->end = off + n;
 	int rc = 0;
 	if (w->len > 0 && (off != w->start + w->len || w->len + n > WB_CAP)) rc = wb_flush(w);
 	if (rc) return rc;
@@ -180,11 +194,13 @@ static int wb_write(sqlite3_file *f, const void *p, int n, int64_t off) {
 	w->len += n;
 	// The page of a commit frame: the transaction is written whole before
 	// SQLite makes it visible.
-	return commit ? wb_flush(w) : 0;
+	return commit || rewritten ? wb_flush(w) : 0;
 }
 
 static int wb_truncate(sqlite3_file *f, int64_t n) {
-	int rc = wb_flush((wb_file*)f);
+	wb_file *w = (wb_file*)f;
+	int rc = wb_flush(w);
+	if (n < w->end) w->end = n;
 	return rc ? rc : REAL(f)->pMethods->xTruncate(REAL(f), n);
 }
 static int wb_sync(sqlite3_file *f, int flags) {
