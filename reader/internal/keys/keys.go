@@ -809,12 +809,16 @@ func Loosen(dst []byte, b []byte) []byte {
 }
 
 // appendBase appends rune r of Loosen: its letters without their marks
-// (its NFD decomposition), in lower case. It is a function of its own,
-// which the ASCII letters Loosen lowers itself never call.
+// (its NFKD decomposition: a full-width 'Ｋ' or a ligature 'ﬁ' is one to
+// 'k' and 'fi' under an ICU collation of PostgreSQL and MariaDB's
+// utf8mb4_unicode_ci), in lower case, and 'ß' as 's' (one to it under
+// utf8mb4_general_ci, MariaDB's default; utf8mb4_unicode_ci and ICU make
+// it one to 'ss', which this key does not meet). It is a function of its
+// own, which the ASCII letters Loosen lowers itself never call.
 func appendBase(dst []byte, r rune) []byte {
 	var one [utf8.UTFMax]byte
 	b := utf8.AppendRune(one[:0], r)
-	nfd := norm.NFD.Properties(b).Decomposition() // a table's bytes: no copy
+	nfd := norm.NFKD.Properties(b).Decomposition() // a table's bytes: no copy
 	if nfd == nil {
 		nfd = b
 	}
@@ -822,7 +826,10 @@ func appendBase(dst []byte, r rune) []byte {
 		m, k := utf8.DecodeRune(nfd)
 		nfd = nfd[k:]
 		if !unicode.Is(unicode.Mn, m) {
-			dst = utf8.AppendRune(dst, unicode.ToLower(unicode.ToUpper(m)))
+			if m = unicode.ToLower(unicode.ToUpper(m)); m == 'ß' || m == 'ẞ' {
+				m = 's'
+			}
+			dst = utf8.AppendRune(dst, m)
 		}
 	}
 	return dst

@@ -108,8 +108,14 @@ func (r *Rounds) Number(n int, key func(buf []byte, i int) []byte) int32 {
 }
 
 // loosen appends to dst key bytes b without spaces, ASCII letters in lower
-// case, and each other letter without its marks (its NFD decomposition),
-// in lower case; bytes that are not UTF-8 (the columns' ends) stay.
+// case, and each other letter without its marks (its NFKD decomposition:
+// a full-width 'Ｋ' is 'k', a ligature 'ﬁ' 'fi', as to an ICU collation),
+// in lower case, 'ß' as 's' (as utf8mb4_general_ci has it), as the plan
+// pass loosens keys (reader/internal/keys.Loosen): a pair of keys it
+// finds one, and so tells the writer of, must share a key here too, or
+// both rows meet in one round (on PostgreSQL the merge fails: "ON
+// CONFLICT DO UPDATE command cannot affect row a second time"). Bytes
+// that are not UTF-8 (the columns' ends) stay.
 func loosen(dst, b []byte) []byte {
 	for i := 0; i < len(b); {
 		c := b[i]
@@ -130,7 +136,7 @@ func loosen(dst, b []byte) []byte {
 			i++
 			continue
 		}
-		nfd := norm.NFD.Properties(b[i : i+size]).Decomposition() // a table's bytes: no copy
+		nfd := norm.NFKD.Properties(b[i : i+size]).Decomposition() // a table's bytes: no copy
 		if nfd == nil {
 			nfd = b[i : i+size]
 		}
@@ -138,7 +144,10 @@ func loosen(dst, b []byte) []byte {
 			m, k := utf8.DecodeRune(nfd)
 			nfd = nfd[k:]
 			if !unicode.Is(unicode.Mn, m) {
-				dst = utf8.AppendRune(dst, unicode.ToLower(unicode.ToUpper(m)))
+				if m = unicode.ToLower(unicode.ToUpper(m)); m == 'ß' || m == 'ẞ' {
+					m = 's'
+				}
+				dst = utf8.AppendRune(dst, m)
 			}
 		}
 		i += size
