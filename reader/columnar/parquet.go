@@ -57,6 +57,8 @@ type parquetFile struct {
 	skip []bool
 	// dictPages counts the dictionary pages its pageChunks have read.
 	dictPages atomic.Int64
+	// pageBufs are the data page buffers its pageChunks lend each other.
+	pageBufs pageBufs
 }
 
 func (s *parquetFile) unitName() string { return "row group" }

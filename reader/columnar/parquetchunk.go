@@ -170,6 +170,7 @@ func newPageChunk(s *parquetFile, ld *loaded, k int, field pqarrow.SchemaField, 
 	if err != nil {
 		return nil, err
 	}
+	pages.bufs = &s.pageBufs
 	c := &pageChunk{pages: pages, col: col, dt: field.Field.Type, mem: mem, maxDef: col.MaxDefinitionLevel(), width: w, leaf: field.ColIndex}
 	if d != nil && d.end > 0 && d.end <= len(chunk) && d.width == w && (w > 0 || len(d.offs) == d.n+1) {
 		// The plan pass's dictionary of these very bytes (see chunkDict):
@@ -202,7 +203,13 @@ func (c *pageChunk) dictionary() *chunkDict {
 	return &chunkDict{dict: c.dict, offs: c.offs, n: c.ndict, width: c.width, end: c.dictEnd, own: c.pages.typ != compress.Codecs.Uncompressed}
 }
 
-func (c *pageChunk) close() {}
+// close gives the chunk's data page buffer back to its file (see
+// pageBufs): the batches hold copies of the values, never the page. No
+// read or skip may follow.
+func (c *pageChunk) close() {
+	c.pages.release()
+	c.plain, c.defs, c.idx = nil, hybrid{}, hybrid{} // a read after it fails, never reads the buffer
+}
 
 var errChunkPage = errors.New("corrupt page")
 
