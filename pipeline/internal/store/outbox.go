@@ -369,7 +369,7 @@ func (s *Store) record(ctx context.Context, write func() error) error {
 			return err
 		}
 		s.Log.Info("delivery record failed for another transaction; writing it again", "try", n, "err", err)
-		t := time.NewTimer(rand.N(time.Duration(n) * recordPause))
+		t := time.NewTimer(s.pauseBeforeRecord(n))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -377,6 +377,16 @@ func (s *Store) record(ctx context.Context, write func() error) error {
 		case <-t.C:
 		}
 	}
+}
+
+// pauseBeforeRecord is the pause before a delivery's record is written
+// for the n+1-th time: at random, up to n times recordPause, unless a
+// test set another (Store.recordPause).
+func (s *Store) pauseBeforeRecord(n int) time.Duration {
+	if s.recordPause != nil {
+		return s.recordPause(n)
+	}
+	return rand.N(time.Duration(n) * recordPause)
 }
 
 // recordPause bounds the first pause before a delivery's record is

@@ -77,6 +77,10 @@ type Store struct {
 	// deliveryMarks, when set, records deliveries' tries in place of
 	// Ledger (see marks).
 	deliveryMarks deliveryMarks
+	// recordPause, when set, is the pause before a delivery's record is
+	// written again for the n-th time, in place of the random one (see
+	// record).
+	recordPause func(n int) time.Duration
 	// migrated is closed when the migrations Open left running end,
 	// migrateErr their error; nil when Open left none running. They run
 	// on a context of their own, which only Close (stop) ends: Open's
