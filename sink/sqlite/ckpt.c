@@ -96,21 +96,11 @@ void idp_ckpt_stats(idp_ckpt *c, int64_t *bg, int64_t *fg, int *busy) {
 #include <pthread.h>
 #include <time.h>
 
-typedef struct sqlite3_io_methods sqlite3_io_methods;
-typedef struct sqlite3_file {
-	const sqlite3_io_methods *pMethods;
-} sqlite3_file;
-// sqlite3_io_methods, as far as xSync. These declarations, and every other
-// one of SQLite's made by hand here and in internal/syncvfs, are held to
-// the header of the SQLite compiled in by TestDeclaredAsSQLiteDeclares.
-struct sqlite3_io_methods {
-	int iVersion;
-	int (*xClose)(sqlite3_file*);
-	int (*xRead)(sqlite3_file*, void*, int, int64_t);
-	int (*xWrite)(sqlite3_file*, const void*, int, int64_t);
-	int (*xTruncate)(sqlite3_file*, int64_t);
-	int (*xSync)(sqlite3_file*, int);
-};
+#include "vfs.h" // a log file's sqlite3_file, synced through its methods
+
+// These declarations, and every other one of SQLite's made by hand here,
+// in vfs.h and native.h, are held to the header of the SQLite compiled in
+// by TestDeclaredAsSQLiteDeclares.
 
 void *sqlite3_wal_hook(sqlite3*, int (*)(void*, sqlite3*, const char*, int), void*);
 int sqlite3_wal_autocheckpoint(sqlite3*, int);
