@@ -856,39 +856,3 @@ func TestMariaDBPlainImportOfKeysOneToTheCollation(t *testing.T) {
 		}
 	})
 }
-
-// TestMariaDBLaterRowUnchangedAgainstAnotherFile: a file holding keys its
-// plan tells apart but the table's utf8mb4_general_ci key compares as one
-// ('a' and 'A', 'c ' and 'c'), whose later row of such a pair is
-// unchanged against the row another file stored: the later row still
-// wins, whichever row the table meets first (the writer takes keys in
-// byte order, and with one row a partition the partitions in file order),
-// its lineage recorded so that the earlier row, met after it, is found
-// behind it. Through the one-statement merge and the update and insert
-// (another unique index), in one partition and in a partition a row.
-func TestMariaDBLaterRowUnchangedAgainstAnotherFile(t *testing.T) {
-	t.Parallel()
-	onMariaDB(t, func(t *testing.T, dir string, tg *testkit.Target) {
-		os.WriteFile(filepath.Join(dir, "g1.csv"), []byte("k,v\nA,3\nc,5\ns,7\nx,1\n"), 0o644)
-		os.WriteFile(filepath.Join(dir, "g2.csv"), []byte("k,v\na,2\nA,3\nc ,4\nc,5\nß,6\ns,7\nx,1\n"), 0o644)
-		i := 0
-		for _, extra := range []string{"", ", u bigint UNIQUE"} {
-			for _, parts := range []string{"1000", "1"} {
-				i++
-				table := fmt.Sprintf("lu%d", i)
-				if _, err := tg.DB.Exec(`CREATE TABLE ` + table + ` (k varchar(20) COLLATE utf8mb4_general_ci PRIMARY KEY, v int` + extra + `)`); err != nil {
-					t.Fatal(err)
-				}
-				for _, f := range []string{"g1.csv", "g2.csv"} {
-					if r := tg.Exec(t, dir, nil, "import", "--table", table, "--key", "k", "--partition-rows", parts, f); r.Code != 0 {
-						t.Fatalf("%s %s: exit %d\n%s%s", table, f, r.Code, r.Stdout, r.Stderr)
-					}
-				}
-				got := testkit.Query(t, tg.DB, `SELECT concat(k, '|', v) FROM `+table+` ORDER BY k`)
-				if want := [][]any{{"A|3"}, {"c|5"}, {"s|7"}, {"x|1"}}; !reflect.DeepEqual(got, want) {
-					t.Errorf("%s (partitions of %s rows) holds %v, want %v (the file's later rows)", table, parts, got, want)
-				}
-			}
-		}
-	})
-}

@@ -32,31 +32,53 @@ func TestKeysTheColumnRoundsOntoOne(t *testing.T) {
 	testkit.EachOf(t, []string{testkit.Postgres, testkit.MariaDB}, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
-		body, create, stored, asText := "ts,v\n2024-01-01 00:00:00.6,a\n2024-01-01 00:00:01,b\n", "timestamp(0)", "2024-01-01 00:00:01", "ts::text"
+		col := secondsColumnOf(name)
+		body, stored := "ts,v\n2024-01-01 00:00:00.6,a\n2024-01-01 00:00:01,b\n", "2024-01-01 00:00:01"
 		if name == testkit.MariaDB {
-			body, create, stored, asText = "ts,v\n2024-01-01 00:00:00.6,a\n2024-01-01 00:00:00.2,b\n", "DATETIME(0)", "2024-01-01 00:00:00", "CAST(ts AS CHAR)"
+			body, stored = "ts,v\n2024-01-01 00:00:00.6,a\n2024-01-01 00:00:00.2,b\n", "2024-01-01 00:00:00"
 		}
-		if err := os.WriteFile(filepath.Join(dir, "k.csv"), []byte(body), 0o644); err != nil {
+		writeFile(t, dir, "k.csv", body)
+		col.importOntoOne(t, tg, dir, "rk", "k.csv", stored)
+	})
+}
+
+// secondsColumn is a target's timestamp column of whole seconds, whose
+// keys the plan keys as the column stores them: its type (PostgreSQL's
+// timestamp(0) rounds, MariaDB's DATETIME(0) truncates), and column ts
+// read as text.
+type secondsColumn struct{ create, asText string }
+
+// secondsColumnOf returns the target name's secondsColumn.
+func secondsColumnOf(name string) secondsColumn {
+	if name == testkit.MariaDB {
+		return secondsColumn{"DATETIME(0)", "CAST(ts AS CHAR)"}
+	}
+	return secondsColumn{"timestamp(0)", "ts::text"}
+}
+
+// importOntoOne imports file, two rows whose keys the column stores as
+// one (stored), into new tables keyed by ts of the column, table and
+// table_atomic (with --atomic), twice each: the first run counts 1
+// inserted and 1 superseded, and each leaves the later row alone, b.
+func (c secondsColumn) importOntoOne(t *testing.T, tg *testkit.Target, dir, table, file, stored string) {
+	t.Helper()
+	for _, tb := range []struct {
+		table string
+		extra []string
+	}{{table, nil}, {table + "_atomic", []string{"--atomic"}}} {
+		if _, err := tg.DB.Exec(`CREATE TABLE ` + tb.table + ` (ts ` + c.create + ` PRIMARY KEY, v text)`); err != nil {
 			t.Fatal(err)
 		}
-		for _, c := range []struct {
-			table string
-			extra []string
-		}{{"rk_plain", nil}, {"rk_atomic", []string{"--atomic"}}} {
-			if _, err := tg.DB.Exec(`CREATE TABLE ` + c.table + ` (ts ` + create + ` PRIMARY KEY, v text)`); err != nil {
-				t.Fatal(err)
+		for run := 0; run < 2; run++ {
+			r := importTo(t, tg, dir, nil, 0, append(append([]string{"--table", tb.table, "--key", "ts"}, tb.extra...), file)...)
+			if run == 0 && (r.Rows.Inserted != 1 || r.Rows.Updated != 0 || r.Rows.Superseded != 1) {
+				t.Errorf("%s: %+v, want 1 inserted, 1 superseded", tb.table, r.Rows)
 			}
-			for run := 0; run < 2; run++ {
-				r := importTo(t, tg, dir, nil, 0, append(append([]string{"--table", c.table, "--key", "ts"}, c.extra...), "k.csv")...)
-				if run == 0 && (r.Rows.Inserted != 1 || r.Rows.Updated != 0 || r.Rows.Superseded != 1) {
-					t.Errorf("%s: %+v, want 1 inserted, 1 superseded", c.table, r.Rows)
-				}
-				if got := testkit.Query(t, tg.DB, `SELECT `+asText+`, v FROM `+c.table); !reflect.DeepEqual(got, [][]any{{stored, "b"}}) {
-					t.Errorf("%s run %d: holds %v, want [[%s b]]", c.table, run, got, stored)
-				}
+			if got := testkit.Query(t, tg.DB, `SELECT `+c.asText+`, v FROM `+tb.table); !reflect.DeepEqual(got, [][]any{{stored, "b"}}) {
+				t.Errorf("%s run %d: holds %v, want [[%s b]]", tb.table, run, got, stored)
 			}
 		}
-	})
+	}
 }
 
 // TestAtomicPartitionedKeyTheColumnRounds: an --atomic import into a
@@ -102,31 +124,16 @@ func TestColumnarKeysTheColumnRoundsOntoOne(t *testing.T) {
 	testkit.EachOf(t, []string{testkit.Postgres, testkit.MariaDB}, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
+		col := secondsColumnOf(name)
 		second := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
-		stamps, create, stored, asText := []int64{second + 600000, second + 1000000}, "timestamp(0)", "2024-01-01 00:00:01", "ts::text"
+		stamps, stored := []int64{second + 600000, second + 1000000}, "2024-01-01 00:00:01"
 		if name == testkit.MariaDB {
-			stamps, create, stored, asText = []int64{second + 600000, second + 200000}, "DATETIME(0)", "2024-01-01 00:00:00", "CAST(ts AS CHAR)"
+			stamps, stored = []int64{second + 600000, second + 200000}, "2024-01-01 00:00:00"
 		}
 		for _, format := range []string{"parquet", "arrow"} {
 			file := "k." + format
 			writeStamps(t, filepath.Join(dir, file), format, stamps, []string{"a", "b"})
-			for _, c := range []struct {
-				table string
-				extra []string
-			}{{"rk_" + format, nil}, {"rk_" + format + "_atomic", []string{"--atomic"}}} {
-				if _, err := tg.DB.Exec(`CREATE TABLE ` + c.table + ` (ts ` + create + ` PRIMARY KEY, v text)`); err != nil {
-					t.Fatal(err)
-				}
-				for run := 0; run < 2; run++ {
-					r := importTo(t, tg, dir, nil, 0, append(append([]string{"--table", c.table, "--key", "ts"}, c.extra...), file)...)
-					if run == 0 && (r.Rows.Inserted != 1 || r.Rows.Updated != 0 || r.Rows.Superseded != 1) {
-						t.Errorf("%s: %+v, want 1 inserted, 1 superseded", c.table, r.Rows)
-					}
-					if got := testkit.Query(t, tg.DB, `SELECT `+asText+`, v FROM `+c.table); !reflect.DeepEqual(got, [][]any{{stored, "b"}}) {
-						t.Errorf("%s run %d: holds %v, want [[%s b]]", c.table, run, got, stored)
-					}
-				}
-			}
+			col.importOntoOne(t, tg, dir, "rk_"+format, file, stored)
 		}
 	})
 }
@@ -184,9 +191,10 @@ func TestSnapshotKeysTheColumnRounds(t *testing.T) {
 	testkit.EachOf(t, []string{testkit.Postgres, testkit.MariaDB}, func(t *testing.T, name string) {
 		dir := t.TempDir()
 		tg := testkit.NewTarget(t, name, dir)
-		create, asText, first, again := "timestamp(0)", "ts::text", "00:00:00.6", "00:00:00.7"
+		col := secondsColumnOf(name)
+		first, again := "00:00:00.6", "00:00:00.7"
 		if name == testkit.MariaDB {
-			create, asText, first, again = "DATETIME(0)", "CAST(ts AS CHAR)", "00:00:01.6", "00:00:01.2"
+			first, again = "00:00:01.6", "00:00:01.2"
 		}
 		writeFile(t, dir, "s1.csv", "ts,v\n2024-01-01 "+first+",a\n2024-01-01 00:00:02,b\n")
 		writeFile(t, dir, "s2.csv", "ts,v\n2024-01-01 "+again+",a\n2024-01-01 00:00:02,b\n2024-01-01 00:00:03,c\n")
@@ -194,7 +202,7 @@ func TestSnapshotKeysTheColumnRounds(t *testing.T) {
 			table string
 			extra []string
 		}{{"rs_plain", nil}, {"rs_workers", []string{"--workers", "2", "--partition-rows", "1"}}, {"rs_atomic", []string{"--atomic"}}} {
-			if _, err := tg.DB.Exec(`CREATE TABLE ` + c.table + ` (ts ` + create + ` PRIMARY KEY, v text)`); err != nil {
+			if _, err := tg.DB.Exec(`CREATE TABLE ` + c.table + ` (ts ` + col.create + ` PRIMARY KEY, v text)`); err != nil {
 				t.Fatal(err)
 			}
 			for _, s := range []struct {
@@ -209,7 +217,7 @@ func TestSnapshotKeysTheColumnRounds(t *testing.T) {
 				if r.Rows.Inserted != s.inserted || r.Rows.Updated != 0 || r.Deleted != 0 {
 					t.Errorf("%s %s: %+v deleted %d, want %d inserted, none updated or deleted", c.table, s.file, r.Rows, r.Deleted, s.inserted)
 				}
-				if got := testkit.Query(t, tg.DB, `SELECT `+asText+`, v FROM `+c.table+` ORDER BY ts`); !reflect.DeepEqual(got, s.want) {
+				if got := testkit.Query(t, tg.DB, `SELECT `+col.asText+`, v FROM `+c.table+` ORDER BY ts`); !reflect.DeepEqual(got, s.want) {
 					t.Errorf("%s after %s: holds %v, want %v", c.table, s.file, got, s.want)
 				}
 			}
