@@ -1103,6 +1103,13 @@ func (w *writer) write(ctx context.Context, tx *sql.Tx, fileKey int64, rec arrow
 	return total, err
 }
 
+// perBatch, as a statement's first argument, has pgx prepare the
+// statement on the server on its first run on a connection and run it
+// prepared after: the statements every batch runs (the merge, the
+// lineage and the count of stale rows) are parsed once, not once per
+// batch as the connection's other statements are (configure).
+const perBatch = pgx.QueryExecModeCacheStatement
+
 // stageAndMerge copies the rows of rec into the staging table and merges
 // them into the target, in rounds (natural-key mode). It counts all but
 // the rows read.
@@ -1114,7 +1121,7 @@ func (w *writer) stageAndMerge(ctx context.Context, tx *sql.Tx, fileKey int64, r
 	}
 	if w.tg.Ordinal() {
 		var ins, upd int64
-		if err := tx.QueryRowContext(ctx, w.merge, fileKey).Scan(&ins, &upd); err != nil {
+		if err := tx.QueryRowContext(ctx, w.merge, perBatch, fileKey).Scan(&ins, &upd); err != nil {
 			return total, fmt.Errorf("upsert into %s (%s): %w", w.tg.Table, sink.RowSpan(ordinals), err)
 		}
 		total.Inserted, total.Updated, total.Unchanged = ins, upd, int64(n)-ins-upd
@@ -1138,7 +1145,7 @@ func (w *writer) stageAndMerge(ctx context.Context, tx *sql.Tx, fileKey int64, r
 	}
 	for r := range rounds {
 		var ins, upd, stale int64
-		if err := tx.QueryRowContext(ctx, merge, fileKey, r).Scan(&ins, &upd); err != nil {
+		if err := tx.QueryRowContext(ctx, merge, perBatch, fileKey, r).Scan(&ins, &upd); err != nil {
 			return total, fmt.Errorf("upsert into %s (%s): %w", w.tg.Table, sink.RowSpan(ordinals), err)
 		}
 		// The rows neither inserted nor updated are stale or unchanged,
@@ -1151,12 +1158,12 @@ func (w *writer) stageAndMerge(ctx context.Context, tx *sql.Tx, fileKey int64, r
 		// stale against itself.
 		rest := per[r] - ins - upd
 		if rest > 0 && w.relineage != "" {
-			if _, err := tx.ExecContext(ctx, w.relineage, fileKey, r); err != nil {
+			if _, err := tx.ExecContext(ctx, w.relineage, perBatch, fileKey, r); err != nil {
 				return total, fmt.Errorf("record the lineage of %s of %s: %w", sink.RowSpan(ordinals), w.tg.Table, err)
 			}
 		}
 		if rest > 0 {
-			if err := tx.QueryRowContext(ctx, w.count, fileKey, r).Scan(&stale); err != nil {
+			if err := tx.QueryRowContext(ctx, w.count, perBatch, fileKey, r).Scan(&stale); err != nil {
 				return total, fmt.Errorf("count stale rows of %s (%s): %w", w.tg.Table, sink.RowSpan(ordinals), err)
 			}
 		}

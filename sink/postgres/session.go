@@ -19,8 +19,18 @@ import (
 // for the same, so that a session whose client vanished ends, and its
 // transaction's locks are released, within about as long instead of the
 // system's default of two hours.
+//
+// A statement is sent as parse, bind and execute in one round trip, its
+// parameters' types the server's to infer as they are for a prepared
+// statement (pgx's exec mode), rather than prepared on the server in a
+// round trip of its own on its first use on the connection: nearly all
+// of an import's statements run once (the ledger's, the checkpoints'),
+// and the ones each batch runs ask to be prepared (perBatch). Arguments
+// go as text: a []byte argument is bytea's text, so text columns are
+// given strings.
 func configure(cfg *pgx.ConnConfig) {
 	cfg.DialFunc = netdial.Dialer(cfg.ConnectTimeout).DialContext
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 }
 
 // setUp gives a new connection its session settings: lock_timeout is
