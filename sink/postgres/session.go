@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,17 +37,26 @@ func configure(cfg *pgx.ConnConfig) {
 // for a lock another transaction holds, and fails with SQLSTATE 55P03
 // instead (see Locked); and the server's keepalives and user timeout,
 // which servers before PostgreSQL 12 and some poolers do not take: those
-// are asked for, not required.
+// are asked for, not required. All are asked for in one statement, one
+// round trip; when it fails, lock_timeout is asked for alone.
 func setUp(ctx context.Context, c *pgx.Conn, s sink.Settings) error {
-	if s.BusyTimeout > 0 {
-		if _, err := c.Exec(ctx, `SELECT set_config('lock_timeout', $1, false)`, fmt.Sprintf("%dms", s.BusyTimeout.Milliseconds())); err != nil {
-			return fmt.Errorf("set lock_timeout: %w", err)
-		}
+	// The values are numbers: written into the statement, which then
+	// needs no parameters and goes as one simple query.
+	keep := fmt.Sprintf(`set_config('tcp_keepalives_idle', '%d', false), set_config('tcp_keepalives_interval', '%d', false),
+		set_config('tcp_keepalives_count', '%d', false), set_config('tcp_user_timeout', '%d', false)`,
+		int(netdial.KeepAliveIdle/time.Second), int(netdial.KeepAliveInterval/time.Second),
+		netdial.KeepAliveCount, netdial.UserTimeout.Milliseconds())
+	if s.BusyTimeout <= 0 {
+		_, _ = c.Exec(ctx, `SELECT `+keep)
+		return nil
 	}
-	_, _ = c.Exec(ctx, `SELECT set_config('tcp_keepalives_idle', $1, false), set_config('tcp_keepalives_interval', $2, false),
-		set_config('tcp_keepalives_count', $3, false), set_config('tcp_user_timeout', $4, false)`,
-		strconv.Itoa(int(netdial.KeepAliveIdle/time.Second)), strconv.Itoa(int(netdial.KeepAliveInterval/time.Second)),
-		strconv.Itoa(netdial.KeepAliveCount), strconv.FormatInt(netdial.UserTimeout.Milliseconds(), 10))
+	lock := fmt.Sprintf(`set_config('lock_timeout', '%dms', false)`, s.BusyTimeout.Milliseconds())
+	if _, err := c.Exec(ctx, `SELECT `+lock+`, `+keep); err == nil {
+		return nil
+	}
+	if _, err := c.Exec(ctx, `SELECT `+lock); err != nil {
+		return fmt.Errorf("set lock_timeout: %w", err)
+	}
 	return nil
 }
 
