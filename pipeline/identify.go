@@ -285,6 +285,9 @@ func (s *identifier) hashAndPlan(ctx context.Context, src, hashSrc idemtype.Sour
 	if d.Stored, err = sr.Digest(); err != nil {
 		return d, spec, err
 	}
+	if s.st.DB != nil {
+		spec.waitDescribed(ctx)
+	}
 	d.Content = d.Stored
 	if !compressed {
 		return d, spec, nil

@@ -221,6 +221,14 @@ func (el *early) run(ctx context.Context, st *store.Store, sp *speculation, tg s
 		st.Log.Debug("no transaction begun before the claim: the plan pass finished no partition")
 		return
 	}
+	if sp.tableFound() {
+		// The pass described the table and found it (planInputs): the
+		// Describe below would find it too, after taking a connection
+		// that, while the claim holds the idle one, is a new session
+		// dialed (on PostgreSQL a server process) for nothing.
+		st.Log.Debug("no transaction begun before the claim: the table exists")
+		return
+	}
 	conn, err := st.DB.Conn(ctx)
 	if err != nil {
 		st.Log.Debug("no transaction begun before the claim", "err", err)

@@ -28,6 +28,11 @@ type speculation struct {
 
 	digest  string // the decoded data's digest, when asked for
 	scanned bool   // the pass ran, so digest is its answer
+	found   bool   // the target table existed as the pass began (planInputs); under mu
+
+	// described is closed once the pass has asked the database about the
+	// target table (planInputs), whatever the answer.
+	described chan struct{}
 
 	// The partitions the pass finished before its end, as it finished
 	// them (reader.ScanOptions.Partitioned), for an overlap to write;
@@ -49,13 +54,17 @@ const maxCuts = 1024
 // cores from the start, since the claim waits for it anyway).
 func (pl *planner) speculate(ctx context.Context, sr *reader.HashRead, content bool) *speculation {
 	ctx, cancel := context.WithCancel(ctx)
-	sp := &speculation{cancel: cancel, began: time.Now(), done: make(chan struct{}), cut: make(chan struct{}, 1)}
+	sp := &speculation{cancel: cancel, began: time.Now(), done: make(chan struct{}), cut: make(chan struct{}, 1), described: make(chan struct{})}
 	go func() {
 		defer close(sp.done)
 		if sr != nil {
 			defer sr.Release() // a lossless hash waits for no plan pass once this one is over
 		}
-		in, _, err := pl.planInputs(ctx)
+		in, existing, err := pl.planInputs(ctx)
+		sp.mu.Lock()
+		sp.found = existing != nil
+		sp.mu.Unlock()
+		close(sp.described)
 		if err != nil {
 			sp.err = err
 			return
@@ -124,6 +133,29 @@ func (sp *speculation) add(c reader.Cut) {
 	case sp.cut <- struct{}{}:
 	default:
 	}
+}
+
+// waitDescribed waits until the pass has described the target table
+// (planInputs), or ctx ends. The identify stage waits so before its next
+// statement: while the description holds the pool's one connection, that
+// statement would have another connection dialed (on PostgreSQL a server
+// process started, its session set up and its caches filled again),
+// which takes longer than the description left to run.
+func (sp *speculation) waitDescribed(ctx context.Context) {
+	if sp == nil {
+		return
+	}
+	select {
+	case <-sp.described:
+	case <-ctx.Done():
+	}
+}
+
+// tableFound reports whether the target table existed as the pass began.
+func (sp *speculation) tableFound() bool {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.found
 }
 
 // cutAt returns the i-th partition the pass finished, ok false while it
