@@ -68,7 +68,7 @@ func (kp *keeper) planDDL(ctx context.Context, ensure bool, schema, staged *arro
 	}
 	if kp.tables.keysSeen {
 		return st.Create(ctx, k, kp.tables.seen, func(tx *sql.Tx) error {
-			return st.Driver.EnsureSeen(ctx, tx, kp.tables.seen, kp.target.Key, keySchema(schema, kp.target.Key))
+			return st.Driver.EnsureSeen(ctx, tx, kp.tables.seen, kp.target.Table, kp.target.Key, keySchema(schema, kp.target.Key))
 		})
 	}
 	return nil

@@ -102,7 +102,7 @@ func (kp *keeper) ensureSnapshot(ctx context.Context, tx *sql.Tx, schema *arrow.
 	if !kp.tables.keysSeen {
 		return nil
 	}
-	return kp.e.st.Driver.EnsureSeen(ctx, tx, kp.tables.seen, kp.target.Key, keySchema(schema, kp.target.Key))
+	return kp.e.st.Driver.EnsureSeen(ctx, tx, kp.tables.seen, kp.target.Table, kp.target.Key, keySchema(schema, kp.target.Key))
 }
 
 // keySchema is the part of schema that holds the key columns.

@@ -336,7 +336,11 @@ type Driver interface {
 	// Seen: the key columns of schema, keyed by row ordinal (a Writer of
 	// an ordinal Target copies batches into it without an upsert), with an
 	// index on the key as KeyValue compares it, for the sweep's anti-join.
-	EnsureSeen(ctx context.Context, tx *sql.Tx, table string, key []string, schema *arrow.Schema) error
+	// Its text key columns compare as those of target (the table whose
+	// keys it holds, when it exists) do: by their Collation, so that the
+	// sweep finds a stored 'A' in a file's 'a' where the table's key holds
+	// them as one.
+	EnsureSeen(ctx context.Context, tx *sql.Tx, table, target string, key []string, schema *arrow.Schema) error
 	// ForgetOrdinals clears, inside tx, the ordinal (RowColumn) of the
 	// rows of table that the file with key fileKey last wrote, keeping
 	// their file key, and returns how many it changed. A new version of

@@ -105,6 +105,13 @@ type Column struct {
 	// writer needs it beyond Kind and SQLType (PostgreSQL: its name in
 	// pg_catalog, "" for a type of another schema), and "" elsewhere.
 	TypeName string
+	// Collation is the collation the column's text compares by where the
+	// driver reads one: MariaDB's collation_name of a text column, SQLite's
+	// of the first unique index over the column that compares it other
+	// than as BINARY (a key column's COLLATE NOCASE); "" elsewhere
+	// (PostgreSQL, whose comparisons take a column's collation over the
+	// default one).
+	Collation string
 }
 
 // Table describes an existing table.

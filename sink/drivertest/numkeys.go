@@ -95,7 +95,7 @@ func decimalKeysByValue(t *testing.T, f *Fx) {
 	// kept them); every other row goes.
 	seen := "_idemport_seen_t"
 	f.inTx(func(tx *sql.Tx) {
-		if err := f.Env.Driver.EnsureSeen(f.Ctx, tx, seen, []string{"k"}, Schema(Dec("k"))); err != nil {
+		if err := f.Env.Driver.EnsureSeen(f.Ctx, tx, seen, "t", []string{"k"}, Schema(Dec("k"))); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -370,7 +370,7 @@ const (
 		WHERE k.constraint_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(k.table_name AS BINARY) = CAST(? AS BINARY)`
 	columnsQuery = `SELECT c.column_name, c.column_type, c.data_type, c.is_nullable = 'NO',
 		c.column_default IS NOT NULL OR c.extra LIKE '%auto_increment%' OR c.extra LIKE '%GENERATED%',
-		c.character_maximum_length, c.numeric_precision, c.numeric_scale, c.column_comment
+		c.character_maximum_length, c.numeric_precision, c.numeric_scale, c.column_comment, coalesce(c.collation_name, '')
 		FROM information_schema.columns c
 		WHERE c.table_schema = coalesce(nullif(?, ''), DATABASE()) AND CAST(c.table_name AS BINARY) = CAST(? AS BINARY)
 		ORDER BY c.ordinal_position`
@@ -410,7 +410,7 @@ func readColumns(rows *sql.Rows, name string, checks map[string]bool, f *found) 
 		var c sink.Column
 		var dataType, comment string
 		var chars, precision, scale sql.NullInt64
-		if err := rows.Scan(&c.Name, &c.SQLType, &dataType, &c.NotNull, &c.Default, &chars, &precision, &scale, &comment); err != nil {
+		if err := rows.Scan(&c.Name, &c.SQLType, &dataType, &c.NotNull, &c.Default, &chars, &precision, &scale, &comment, &c.Collation); err != nil {
 			return nil, nil, err
 		}
 		json := checks[`json_valid("`+c.Name+`")`]

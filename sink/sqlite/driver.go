@@ -54,6 +54,7 @@ type Driver struct {
 }
 
 var _ sink.Driver = Driver{}
+var _ stdsql.Collator = Driver{}
 
 //go:embed migrations
 var migrations embed.FS
@@ -300,6 +301,17 @@ func (Driver) KeyValue(expr string, kind idemtype.Type) string {
 		return numberExpr(expr)
 	}
 	return expr
+}
+
+// Collate implements stdsql.Collator: expr compared by the collation of
+// the key column c (Collation: its unique index's, a column's COLLATE
+// NOCASE), which a comparison of two columns takes from the left one
+// only; expr as it is for a column of BINARY or none.
+func (d Driver) Collate(expr string, c *sink.Column) string {
+	if c == nil || c.Collation == "" {
+		return expr
+	}
+	return expr + " COLLATE " + d.Quote(c.Collation)
 }
 
 // numberExpr is the SQL expression that spells out the number of expr, a

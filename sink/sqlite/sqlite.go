@@ -86,6 +86,7 @@ func (Driver) Describe(ctx context.Context, qr sink.Querier, name string) (*sink
 type index struct {
 	columns []string
 	number  []bool
+	colls   []string // each column's collation in the index
 }
 
 // describe returns the table named name (nil when it does not exist) and
@@ -121,6 +122,11 @@ func describe(ctx context.Context, qr sink.Querier, name string) (*sink.Table, [
 			return nil, nil, err
 		}
 		numbered(&ix, exprs, l.sql, t)
+		for i, name := range ix.columns {
+			if c := t.Column(name); c != nil && c.Collation == "" && !strings.EqualFold(ix.colls[i], "BINARY") {
+				c.Collation = ix.colls[i]
+			}
+		}
 		t.Keys = append(t.Keys, ix.columns)
 		indexes = append(indexes, ix)
 	}
@@ -196,7 +202,7 @@ func uniqueIndexes(ctx context.Context, qr sink.Querier, name string) ([]listed,
 // indexColumns returns the columns of the index l, and the positions of
 // the expressions among them.
 func indexColumns(ctx context.Context, qr sink.Querier, l listed) (index, []int, error) {
-	cols, err := qr.QueryContext(ctx, `SELECT cid, coalesce(name, '') FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno`, l.name)
+	cols, err := qr.QueryContext(ctx, `SELECT cid, coalesce(name, ''), coalesce(coll, 'BINARY') FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno`, l.name)
 	if err != nil {
 		return index{}, nil, fmt.Errorf("describe index %s: %w", l.name, err)
 	}
@@ -204,8 +210,8 @@ func indexColumns(ctx context.Context, qr sink.Querier, l listed) (index, []int,
 	var exprs []int // positions of the expressions among the columns
 	for cols.Next() {
 		var cid int
-		var c string
-		if err := cols.Scan(&cid, &c); err != nil {
+		var c, coll string
+		if err := cols.Scan(&cid, &c, &coll); err != nil {
 			cols.Close()
 			return index{}, nil, err
 		}
@@ -214,6 +220,7 @@ func indexColumns(ctx context.Context, qr sink.Querier, l listed) (index, []int,
 		}
 		ix.columns = append(ix.columns, c)
 		ix.number = append(ix.number, false)
+		ix.colls = append(ix.colls, coll)
 	}
 	cols.Close()
 	if err := cols.Err(); err != nil {

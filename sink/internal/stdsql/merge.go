@@ -225,9 +225,11 @@ func stagedKeyMatch(d sink.Driver, t *sink.Table, conflict []string, assigned bo
 // holds it where the column keeps fewer digits of a second than the file
 // (TimeUnit: a PostgreSQL timestamp(0) rounds 00:00:00.6 to 00:00:01, a
 // MariaDB DATETIME(0) truncates 00:00:01.6 to 00:00:01), by the driver's
-// KeyAssigner or a cast to the column's type. Compared as the file wrote
-// it, the stored key was one the file lacked, and a sweep removed the row
-// the file holds. Other keys are compared as they are, so that an index
+// KeyAssigner or a cast to the column's type, and by the collation of t's
+// column where the driver is a Collator (SQLite, whose comparison takes
+// the left operand's: the seen table's BINARY column). Compared as the
+// file wrote it, the stored key was one the file lacked, and a sweep
+// removed the row the file holds. Other keys are compared as they are, so that an index
 // of k's key serves. A KeyAssigner's key that must be cast is looked up
 // with IN, which MariaDB materializes once, where its EXISTS would read
 // every key seen for each row (a dependent subquery that no index of k
@@ -250,6 +252,9 @@ func SeenHas(d sink.Driver, t *sink.Table, key []string, seen string) string {
 			}
 		}
 		had[i], stored[i] = d.KeyValue(h, t.Kind(k)), d.KeyValue("t."+d.Quote(k), t.Kind(k))
+		if c, ok := d.(Collator); ok {
+			had[i] = c.Collate(had[i], t.Column(k))
+		}
 		match[i] = had[i] + " = " + stored[i]
 		present[i] = "t." + d.Quote(k) + " IS NOT NULL"
 	}
@@ -257,6 +262,16 @@ func SeenHas(d sink.Driver, t *sink.Table, key []string, seen string) string {
 		return "(" + strings.Join(present, " AND ") + " AND (" + strings.Join(stored, ", ") + ") IN (SELECT " + strings.Join(had, ", ") + " FROM " + seen + " k))"
 	}
 	return "EXISTS (SELECT 1 FROM " + seen + " k WHERE " + strings.Join(match, " AND ") + ")"
+}
+
+// Collator is a driver whose comparison of two columns takes the left
+// one's collation (SQLite): Collate is expr, a key of the table of keys
+// seen (KeyValue of it), compared by the collation of c (nil: not the
+// table's), the table's key column, as its key's unique index compares
+// text ('a' is 'A' to COLLATE NOCASE). SeenHas compares the seen key so,
+// and EnsureSeen indexes it so, for the lookup to use the index.
+type Collator interface {
+	Collate(expr string, c *sink.Column) string
 }
 
 // KeyAssigner is a driver whose key column may hold less of a staged key

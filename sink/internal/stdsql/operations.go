@@ -117,9 +117,9 @@ func (Operations[D]) EnsureDeleted(ctx context.Context, tx *sql.Tx, table string
 }
 
 // EnsureSeen implements sink.Driver.EnsureSeen (EnsureSeen).
-func (Operations[D]) EnsureSeen(ctx context.Context, tx *sql.Tx, table string, key []string, schema *arrow.Schema) error {
+func (Operations[D]) EnsureSeen(ctx context.Context, tx *sql.Tx, table, target string, key []string, schema *arrow.Schema) error {
 	var d D
-	return EnsureSeen(ctx, tx, d, table, key, schema)
+	return EnsureSeen(ctx, tx, d, table, target, key, schema)
 }
 
 // ForgetOrdinals implements sink.Driver.ForgetOrdinals (ForgetOrdinals).

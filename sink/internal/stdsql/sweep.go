@@ -156,8 +156,9 @@ func EnsureDeleted(ctx context.Context, tx *sql.Tx, d sink.Driver, table string)
 // sink.Target copies batches into it without an upsert), with an index on the
 // key, as the driver compares it (KeyValue), for the sweep's anti-join (a
 // database that runs it as a correlated subquery looks each row's key up
-// in it).
-func EnsureSeen(ctx context.Context, tx *sql.Tx, d sink.Driver, table string, key []string, schema *arrow.Schema) error {
+// in it). A driver that is a Collator indexes a key column as it compares
+// it with target's column (its Collation), which SeenHas does.
+func EnsureSeen(ctx context.Context, tx *sql.Tx, d sink.Driver, table, target string, key []string, schema *arrow.Schema) error {
 	if err := d.Ensure(ctx, tx, sink.Target{Table: table}, schema); err != nil {
 		return err
 	}
@@ -165,9 +166,16 @@ func EnsureSeen(ctx context.Context, tx *sql.Tx, d sink.Driver, table string, ke
 	if err != nil {
 		return err
 	}
+	t, err := d.Describe(ctx, tx, target)
+	if err != nil {
+		return err
+	}
 	cols := make([]string, len(key))
 	for i, k := range key {
 		cols[i] = d.KeyValue(d.Quote(k), idemtype.TypeOf(schema.Field(schema.FieldIndices(k)[0])))
+		if c, ok := d.(Collator); ok && t != nil {
+			cols[i] = c.Collate(cols[i], t.Column(k))
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS `+d.Quote(name+"_key")+` ON `+d.QuoteTable(table)+` (`+strings.Join(cols, ", ")+`)`); err != nil {
 		return fmt.Errorf("index the snapshot's keys in %s: %w", table, err)
