@@ -183,10 +183,13 @@ func (s *Store) Deliver(ctx context.Context, timeout time.Duration) (DeliveryRep
 		// the next pass, in this process or another, takes its event at
 		// once instead of after the lease (the pass's timeout and a
 		// second); if the database refuses that too, the lease ends.
-		if rerr := s.tx(bg, func(tx *sql.Tx) error {
-			_, err := s.Ledger.ReleaseLeases(bg, tx, me.Owner)
+		rctx, cancel := context.WithTimeout(bg, leaseReleaseWait)
+		rerr := s.tx(rctx, func(tx *sql.Tx) error {
+			_, err := s.Ledger.ReleaseLeases(rctx, tx, me.Owner)
 			return err
-		}); rerr != nil {
+		})
+		cancel()
+		if rerr != nil {
 			s.Log.Info("leases of a failed delivery pass not given up; they end on their own", "err", rerr)
 		}
 		return rep, err
@@ -298,19 +301,20 @@ func (s *Store) deliverOne(ctx context.Context, d *ledger.Delivery, sk idemtype.
 		if err := s.Hit("after-publish"); err != nil {
 			return false, err
 		}
-		if err := s.record(bg, func() error { return s.marks().Delivered(bg, s.DB, d, owner) }); err != nil && !errors.Is(err, ledger.ErrLeaseLost) {
+		if err := s.record(ctx, func() error { return s.marks().Delivered(bg, s.DB, d, owner) }); err != nil && !errors.Is(err, ledger.ErrLeaseLost) {
 			return false, fmt.Errorf("record that event %s was delivered to %s (it stays pending, and a later pass delivers it again): %w", d.EventID, sk.Name(), err)
 		}
 		rep.Delivered++
 		s.Log.Info("event delivered", "event_id", d.EventID, "kind", d.Kind, "sink", sk.Name(), "operation", d.Key.String())
 		return false, nil
 	}
-	return errors.Is(err, idemtype.ErrMisconfigured), s.undelivered(bg, d, sk, owner, deadline, err, rep)
+	return errors.Is(err, idemtype.ErrMisconfigured), s.undelivered(ctx, d, sk, owner, deadline, err, rep)
 }
 
 // undelivered records that d was not delivered through sk (err), to be
 // tried again after a backoff unless err is permanent, counting it in rep.
-func (s *Store) undelivered(bg context.Context, d *ledger.Delivery, sk idemtype.EventSink, owner string, deadline time.Time, err error, rep *DeliveryReport) error {
+func (s *Store) undelivered(ctx context.Context, d *ledger.Delivery, sk idemtype.EventSink, owner string, deadline time.Time, err error, rep *DeliveryReport) error {
+	bg := context.WithoutCancel(ctx)
 	permanent := errors.Is(err, idemtype.ErrPermanent)
 	msg := err.Error()
 	if errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(deadline) && d.LastError != "" {
@@ -324,7 +328,7 @@ func (s *Store) undelivered(bg context.Context, d *ledger.Delivery, sk idemtype.
 	}
 	s.Log.Info("event not delivered", "event_id", d.EventID, "kind", d.Kind, "sink", sk.Name(), "tries", d.Tries+1,
 		"permanent", permanent, "err", err)
-	if err := s.record(bg, func() error {
+	if err := s.record(ctx, func() error {
 		return s.marks().Retry(bg, s.DB, d, owner, msg, backoff(d.Tries).Milliseconds(), permanent)
 	}); err != nil &&
 		!errors.Is(err, ledger.ErrLeaseLost) {
@@ -358,14 +362,17 @@ const maxRecordTries = 8
 // record runs write, one statement recording a delivery's try, again
 // after a pause that grows with each try (up to recordPause times the
 // try's number, at random) while the database fails it for another
-// transaction (recordAgain), at most maxRecordTries times; it returns
-// the last error. The event was already published: failing the pass for
+// transaction (recordAgain), at most maxRecordTries times and not once
+// ctx, the command's, is cancelled (write itself should not heed ctx: a
+// record is written once even after Ctrl-C, but a user who stops the
+// command does not wait for its tries, each up to a lock wait's
+// timeout); it returns the last error. The event was already published: failing the pass for
 // a deadlock would leave it pending, sent again by the next pass, and
 // end the command with exit 1 where a second try records it.
 func (s *Store) record(ctx context.Context, write func() error) error {
 	for n := 1; ; n++ {
 		err := write()
-		if err == nil || n == maxRecordTries || !s.recordAgain(err) {
+		if err == nil || n == maxRecordTries || !s.recordAgain(err) || ctx.Err() != nil {
 			return err
 		}
 		s.Log.Info("delivery record failed for another transaction; writing it again", "try", n, "err", err)
@@ -388,6 +395,11 @@ func (s *Store) pauseBeforeRecord(n int) time.Duration {
 	}
 	return rand.N(time.Duration(n) * recordPause)
 }
+
+// leaseReleaseWait bounds how long a pass that ends in error waits to
+// give up its leases (they end on their own otherwise), so that a
+// command stopped, or failed, while the database is stuck still exits.
+const leaseReleaseWait = 10 * time.Second
 
 // recordPause bounds the first pause before a delivery's record is
 // written again (the n-th: n times as long).

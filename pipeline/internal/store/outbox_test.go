@@ -170,6 +170,9 @@ type failingMarks struct {
 
 	mu    sync.Mutex
 	tries int
+	// failed, when set, is called at each failure: the test stops the
+	// command there.
+	failed func()
 }
 
 func (m *failingMarks) Delivered(ctx context.Context, q ledger.Querier, d *ledger.Delivery, owner string) error {
@@ -178,6 +181,9 @@ func (m *failingMarks) Delivered(ctx context.Context, q ledger.Querier, d *ledge
 	failed := m.tries <= m.fail
 	m.mu.Unlock()
 	if failed {
+		if m.failed != nil {
+			m.failed()
+		}
 		return fmt.Errorf("mark delivered: %w", m.err)
 	}
 	return m.Ledger.Delivered(ctx, q, d, owner)
@@ -269,6 +275,22 @@ func TestDeliverRecordsAgainAfterATransientFailure(t *testing.T) {
 		}
 		if n, acked := sk.seen(); n != 4 || !slices.Equal(slices.Sorted(slices.Values(acked)), []string{"e1", "e2", "e3", "e3"}) {
 			t.Fatalf("sent %d times: %v, want e3 twice (at least once)", n, acked)
+		}
+
+		// The command stopped (Ctrl-C) while a record fails: no more tries
+		// of it, the pass failing at once, the event pending.
+		ev = ledger.Event{ID: "e4", Kind: EventCompleted, Key: ledger.Key{Table: "orders", FileID: "e4"}, AttemptID: "a-e4", Payload: `{"event_id":"e4"}`, CreatedAt: 3}
+		if err := s.tx(ctx, func(tx *sql.Tx) error {
+			return s.Ledger.RecordEvent(ctx, tx, ev, []ledger.SinkRef{{ID: sk.ID(), Name: sk.Name()}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		stop, cancel := context.WithCancel(ctx)
+		defer cancel()
+		marks = &failingMarks{Ledger: s.Ledger, err: transient(name), fail: 1 << 30, failed: cancel}
+		s.deliveryMarks = marks
+		if _, err := s.Deliver(stop, 0); err == nil || marks.tries != 1 || state("e4") != "pending" {
+			t.Fatalf("stopped while its record failed: pass error %v, recorded %d times, e4 %s; want an error after 1 try, pending", err, marks.tries, state("e4"))
 		}
 	})
 }
