@@ -136,6 +136,18 @@ func (cl *claimer) claim(ctx context.Context) (claimed, error) {
 		}
 		return dd.claimed(), cl.settle(ctx, dd)
 	}
+	// The claim commits without waiting for the log's flush where the
+	// driver allows it (lazyCommitter): the run reports nothing of it, and
+	// ends, whatever it does next, with a transaction that waits (the
+	// plan's refusal, the attempt's end, the completion) and so makes the
+	// claim durable first. A crash of the server before then loses the
+	// claim, which leaves the operation as the rerun finds it before any
+	// claim (docs/internals.md).
+	if l, ok := cl.e.st.Driver.(lazyCommitter); ok {
+		if err := l.CommitLazily(ctx, tx.Tx); err != nil {
+			return claimed{}, err
+		}
+	}
 	c, err = cl.take(ctx, tx.Tx, dd)
 	stopped := claimed{recovered: c.recovered} // what a claim that fails from here reports
 	if err != nil {

@@ -87,6 +87,34 @@ type commitWatchLedger struct {
 	d *commitWatch
 }
 
+func (o commitWatchLedger) CreateOperation(ctx context.Context, tx *sql.Tx, id ledger.Identity, attempt string, leaseMs int64) error {
+	if err := o.d.record(ctx, tx, "claim"); err != nil {
+		return err
+	}
+	return o.Ops.CreateOperation(ctx, tx, id, attempt, leaseMs)
+}
+
+func (o commitWatchLedger) StartOperation(ctx context.Context, tx *sql.Tx, k ledger.Key, attempt string, plan bool, leaseMs int64) (bool, error) {
+	if err := o.d.record(ctx, tx, "claim"); err != nil {
+		return false, err
+	}
+	return o.Ops.StartOperation(ctx, tx, k, attempt, plan, leaseMs)
+}
+
+func (o commitWatchLedger) MarkPlanned(ctx context.Context, tx *sql.Tx, k ledger.Key, attempt string) (bool, error) {
+	if err := o.d.record(ctx, tx, "plan"); err != nil {
+		return false, err
+	}
+	return o.Ops.MarkPlanned(ctx, tx, k, attempt)
+}
+
+func (o commitWatchLedger) RecordRefusal(ctx context.Context, tx *sql.Tx, k ledger.Key, attempt, report string, rows idemtype.Rows) (bool, error) {
+	if err := o.d.record(ctx, tx, "refuse"); err != nil {
+		return false, err
+	}
+	return o.Ops.RecordRefusal(ctx, tx, k, attempt, report, rows)
+}
+
 func (o commitWatchLedger) CompleteOperation(ctx context.Context, tx *sql.Tx, k ledger.Key, attempt, outcome string) (bool, error) {
 	if err := o.d.record(ctx, tx, "complete"); err != nil {
 		return false, err
@@ -95,12 +123,14 @@ func (o commitWatchLedger) CompleteOperation(ctx context.Context, tx *sql.Tx, k 
 }
 
 // TestOnlyPartitionsCommitLazily: on PostgreSQL the partition
-// transactions commit without waiting for the log's flush, and the
-// transaction that completes the operation (which makes them durable, and
-// which the run reports and events follow) waits as the server's setting
-// says, on the connections the partitions used too: with one worker and
-// several, with --atomic (whose completion moves the rows) and
-// --evolve.
+// transactions, the claim's and the plan's commit without waiting for the
+// log's flush, and the transaction that completes the operation (which
+// makes them durable, and which the run reports and events follow) waits
+// as the server's setting says, on the connections the partitions used
+// too: with one worker and several, with --atomic (whose completion moves
+// the rows) and --evolve, and for a claim that starts an attempt on an
+// operation that exists (--reapply). A refusal, which the run reports
+// with nothing after it, waits too.
 func TestOnlyPartitionsCommitLazily(t *testing.T) {
 	t.Parallel()
 	testkit.EachOf(t, []string{testkit.Postgres}, func(t *testing.T, name string) {
@@ -132,7 +162,35 @@ func TestOnlyPartitionsCommitLazily(t *testing.T) {
 				if got := fmt.Sprint(w.seen["complete"]); got != "["+server+"]" {
 					t.Fatalf("the completing transaction's synchronous_commit %s, want the server's %s", got, server)
 				}
+				if got := fmt.Sprint(w.seen["claim"], w.seen["plan"]); got != "[off] [off]" {
+					t.Fatalf("the claim's and the plan's synchronous_commit %s, want [off] [off]", got)
+				}
+				w.seen = map[string][]string{}
+				req.Reapply = true
+				if res := f.open(t, Options{Drivers: sink.Registry{watching}}).Import(context.Background(), req); res.Err != nil || res.Rows.Unchanged != 300 {
+					t.Fatalf("--reapply: %s %+v %v", res.Outcome, res.Rows, res.Err)
+				}
+				if got := fmt.Sprint(w.seen["claim"], w.seen["plan"], w.seen["complete"]); got != "[off] [off] ["+server+"]" {
+					t.Fatalf("--reapply: the claim's, the plan's and the completion's synchronous_commit %s, want [off] [off] [%s]", got, server)
+				}
 			})
 		}
+		t.Run("refused", func(t *testing.T) {
+			f := newFx(t, name)
+			server := fmt.Sprint(f.rows(t, `SELECT current_setting('synchronous_commit')`)[0][0])
+			d, err := Drivers().Lookup(f.dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			watching, w := watchCommits(t, d)
+			req := Request{Path: f.write(t, "bad.csv", items(300, 7)+"301,1,bad,extra\n"), Mapping: Mapping{Table: "bad", Key: []string{"id"}}, PartitionRows: 50}
+			res := f.open(t, Options{Drivers: sink.Registry{watching}}).Import(context.Background(), req)
+			if res.Outcome != Refused {
+				t.Fatalf("outcome %s (%v), want refused", res.Outcome, res.Err)
+			}
+			if got := fmt.Sprint(w.seen["claim"], w.seen["refuse"], len(w.seen["plan"])); got != "[off] ["+server+"] 0" {
+				t.Fatalf("the claim's and the refusal's synchronous_commit, and plans %s, want [off] [%s] 0", got, server)
+			}
+		})
 	})
 }

@@ -199,9 +199,11 @@ type columnsVersioner interface {
 // later commit that waits makes them durable, in their order, and a crash
 // before it loses each partition's rows together with its done mark
 // (docs/internals.md, "PostgreSQL: partition commits that do not wait
-// for the disk"). Only partition transactions
-// call it (prepare), never the transaction that completes the operation,
-// nor any whose commit is reported or acted on outside the database.
+// for the disk"). Only partition transactions (prepare), the claim that
+// takes the operation (claimer.claim) and the plan's (keeper.storePlan)
+// call it, never the transaction that completes the operation, records a
+// refusal or ends the attempt, nor any whose commit is reported or acted
+// on outside the database.
 type lazyCommitter interface {
 	CommitLazily(ctx context.Context, tx *sql.Tx) error
 }

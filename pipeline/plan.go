@@ -538,6 +538,16 @@ func (kp *keeper) storePlan(ctx context.Context, p planned, ev *evolution) error
 		}
 	}
 	store := func(tx *sql.Tx) error {
+		// The plan commits without waiting for the log's flush where the
+		// driver allows it (lazyCommitter), as partitions do: a file
+		// admitted goes on to its partitions and the completion, or ends
+		// its attempt, in transactions that follow it in the log, the last
+		// of which waits; a refusal is recorded elsewhere, and waits.
+		if l, ok := kp.e.st.Driver.(lazyCommitter); ok {
+			if err := l.CommitLazily(ctx, tx); err != nil {
+				return err
+			}
+		}
 		if !ddl {
 			if err := kp.readyTables(ctx, tx, tables); err != nil {
 				return err

@@ -6,7 +6,8 @@ import (
 	"fmt"
 )
 
-// CommitLazily makes tx, a partition's transaction, commit without
+// CommitLazily makes tx, a partition's transaction (or the claim's or
+// the plan's, which the completion follows as it follows them), commit without
 // waiting for its write-ahead log to reach the disk
 // (synchronous_commit = off, for tx alone: SET LOCAL). The COMMIT returns
 // once its record is in the log, and the server flushes it within three
